@@ -1,0 +1,262 @@
+//! The core IR: seed 001's core language (§3.2, Figs 7–8) in A-normal form, in an arena.
+//!
+//! Every value is a regular array of one element type with a static shape (a scalar is a
+//! rank-0 array). Tuples of the surface language do not exist here: a statement binds several
+//! variables and a block returns several atoms, so a tuple (or a table of tuples, which is a
+//! tuple of tables) is a list of variables. `build1` over a tuple body, `cond` with tuple
+//! branches and `fold` with a tuple carry therefore simply have several results.
+//!
+//! Index values (elements of `Fin n`) are `I64` scalars; an index outside its range is allowed
+//! and reads zero (total semantics, seed 001 §5.2).
+
+use super::ids::IdVec;
+use crate::define_id;
+use crate::prim::Prim;
+
+define_id!(
+    /// A variable of the core IR.
+    VarId,
+    "%"
+);
+define_id!(
+    /// A nested block (body of build1, gather/scatter index functions, cond branches, fold).
+    BlockId,
+    "b"
+);
+
+/// The element type of an array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Elem {
+    F32,
+    F64,
+    I32,
+    I64,
+    U32,
+    U64,
+    Bool,
+}
+
+impl Elem {
+    pub fn is_float(self) -> bool {
+        matches!(self, Elem::F32 | Elem::F64)
+    }
+
+    pub fn is_integer(self) -> bool {
+        matches!(self, Elem::I32 | Elem::I64 | Elem::U32 | Elem::U64)
+    }
+
+    pub fn is_numeric(self) -> bool {
+        self != Elem::Bool
+    }
+
+    /// The name used in printed IR.
+    pub fn name(self) -> &'static str {
+        match self {
+            Elem::F32 => "f32",
+            Elem::F64 => "f64",
+            Elem::I32 => "i32",
+            Elem::I64 => "i64",
+            Elem::U32 => "u32",
+            Elem::U64 => "u64",
+            Elem::Bool => "bool",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Elem> {
+        Some(match name {
+            "f32" => Elem::F32,
+            "f64" => Elem::F64,
+            "i32" => Elem::I32,
+            "i64" => Elem::I64,
+            "u32" => Elem::U32,
+            "u64" => Elem::U64,
+            "bool" => Elem::Bool,
+            _ => return None,
+        })
+    }
+}
+
+/// The type of a core variable: `Array sh ρ` of Fig 8.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ArrTy {
+    pub shape: Vec<usize>,
+    pub elem: Elem,
+}
+
+impl ArrTy {
+    pub fn scalar(elem: Elem) -> ArrTy {
+        ArrTy { shape: Vec::new(), elem }
+    }
+
+    pub fn new(shape: Vec<usize>, elem: Elem) -> ArrTy {
+        ArrTy { shape, elem }
+    }
+
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+
+    pub fn n_elems(&self) -> usize {
+        self.shape.iter().product()
+    }
+}
+
+/// A scalar constant.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    F32(f32),
+    F64(f64),
+    I32(i32),
+    I64(i64),
+    U32(u32),
+    U64(u64),
+    Bool(bool),
+}
+
+impl Scalar {
+    pub fn elem(self) -> Elem {
+        match self {
+            Scalar::F32(_) => Elem::F32,
+            Scalar::F64(_) => Elem::F64,
+            Scalar::I32(_) => Elem::I32,
+            Scalar::I64(_) => Elem::I64,
+            Scalar::U32(_) => Elem::U32,
+            Scalar::U64(_) => Elem::U64,
+            Scalar::Bool(_) => Elem::Bool,
+        }
+    }
+
+    /// The zero of an element type (`False` for `Bool`).
+    pub fn zero(elem: Elem) -> Scalar {
+        match elem {
+            Elem::F32 => Scalar::F32(0.0),
+            Elem::F64 => Scalar::F64(0.0),
+            Elem::I32 => Scalar::I32(0),
+            Elem::I64 => Scalar::I64(0),
+            Elem::U32 => Scalar::U32(0),
+            Elem::U64 => Scalar::U64(0),
+            Elem::Bool => Scalar::Bool(false),
+        }
+    }
+}
+
+/// An operand: a variable or a scalar constant.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Atom {
+    Var(VarId),
+    Lit(Scalar),
+}
+
+/// One `let` statement: `binders = expr`. Most expressions bind one variable; `build1`,
+/// `cond`, `fold` and `scan` bind one per result of their block.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stmt {
+    pub binders: Vec<VarId>,
+    pub expr: Expr,
+}
+
+/// A block: parameters (bound by the construct that owns the block), statements, results.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Block {
+    pub params: Vec<VarId>,
+    pub stmts: Vec<Stmt>,
+    pub results: Vec<Atom>,
+}
+
+/// The expression forms of Fig 7, in ANF, plus `iota`, `fold` and `scan`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// A copy of an atom.
+    Atom(Atom),
+    /// `op`: an elementwise primitive over operands of equal shape (scalars are rank 0).
+    Prim(Prim, Vec<Atom>),
+    /// `build1 k (λi. body)`: `body.params == [i]` (an `I64` scalar); one binder per result,
+    /// each with `k` prepended to the result's shape.
+    Build1 { size: usize, body: BlockId },
+    /// `index t [ix…]`: indexes the outermost `index.len()` axes; out of range reads zero.
+    Index { array: Atom, index: Vec<Atom> },
+    /// `sumOuter t`: sums along the outermost axis.
+    SumOuter(Atom),
+    /// `gather sh t (λ[i…]. ix)`: `body.params` are the `I64` indices of the leading axes of
+    /// the result, `body.results` the index into `array`'s leading axes. Out of range reads zero.
+    Gather { shape: Vec<usize>, array: Atom, body: BlockId },
+    /// `scatter sh t (λ[i…]. ix)`: sends each element of `t`'s leading axes (`body.params`)
+    /// to `body.results` in a zero array of shape `shape`, adding collisions. Out-of-range
+    /// targets are dropped.
+    Scatter { shape: Vec<usize>, array: Atom, body: BlockId },
+    /// A literal table `[t1, …, tn]` of atoms of equal type.
+    Table(Vec<Atom>),
+    /// `replicate k t`
+    Replicate { count: usize, array: Atom },
+    /// `tr_perm t`: result axis `a` is input axis `perm[a]` for `a < perm.len()`; the rest stay.
+    Transpose { perm: Vec<usize>, array: Atom },
+    /// `reshape sh t`
+    Reshape { shape: Vec<usize>, array: Atom },
+    /// `cond c u v` (strict in seed 001; the reference interpreter may evaluate only the taken
+    /// branch since every operation is total). One binder per result.
+    Cond { cond: Atom, then_block: BlockId, else_block: BlockId },
+    /// `iota n`: `[0, 1, …, n-1]` as `I64`.
+    Iota(usize),
+    /// Sequential left fold over `0..size`: `body.params == [i, carry…]`, `body.results` is
+    /// the new carry. Binds the final carry.
+    Fold { size: usize, init: Vec<Atom>, body: BlockId },
+    /// Sequential scan: like `Fold` but `body.results == [carry…, y…]`; binds the final carry
+    /// followed by the `y`s stacked along a new outermost axis of size `size`.
+    Scan { size: usize, init: Vec<Atom>, body: BlockId },
+}
+
+/// Information kept per variable.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VarInfo {
+    pub ty: ArrTy,
+    /// A name for printing (`x`, `acc`), taken from the source where there is one.
+    pub hint: String,
+}
+
+/// A whole program: the arena and its entry block. `inputs` are bound from outside (the
+/// session's top-level values); `main` has no params.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Program {
+    pub vars: IdVec<VarId, VarInfo>,
+    pub blocks: IdVec<BlockId, Block>,
+    pub inputs: Vec<VarId>,
+    pub main: BlockId,
+    /// Source map: where in the user's text a variable's defining statement came from (used
+    /// for runtime errors such as `--strict` out-of-range reads). Never part of equality
+    /// checks of passes.
+    pub source_map: std::collections::BTreeMap<VarId, crate::syntax::Span>,
+}
+
+impl Default for BlockId {
+    fn default() -> Self {
+        BlockId(0)
+    }
+}
+
+impl Program {
+    pub fn new() -> Program {
+        let mut program = Program::default();
+        program.main = program.blocks.push(Block::default());
+        program
+    }
+
+    pub fn new_var(&mut self, ty: ArrTy, hint: &str) -> VarId {
+        self.vars.push(VarInfo { ty, hint: hint.to_string() })
+    }
+
+    pub fn new_block(&mut self) -> BlockId {
+        self.blocks.push(Block::default())
+    }
+
+    pub fn var_ty(&self, var: VarId) -> &ArrTy {
+        &self.vars[var].ty
+    }
+
+    /// The type of an atom.
+    pub fn atom_ty(&self, atom: &Atom) -> ArrTy {
+        match atom {
+            Atom::Var(var) => self.vars[*var].ty.clone(),
+            Atom::Lit(scalar) => ArrTy::scalar(scalar.elem()),
+        }
+    }
+}

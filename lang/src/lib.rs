@@ -1,0 +1,11 @@
+//! dx-lang: the compiler and engine of dx — everything between text and values.
+//!
+//! Stages (DESIGN.md): `syntax` (blocks, pest grammar, surface AST) → `check` (names, types,
+//! static shapes) → `passes::lower` (core IR) → `core::interp` (reference interpreter).
+//! `session` is the façade the front-ends use; `display` renders what it returns.
+
+pub mod core;
+pub mod display;
+pub mod prim;
+pub mod session;
+pub mod syntax;

@@ -1,0 +1,247 @@
+//! The surface syntax tree: an owned tree produced by the parser, every node with its span.
+//!
+//! The tree is close to the text: operators are kept as written (`BinOp`), application is
+//! curried (`f(x, y)` and `f x y` both become nested `App`), `$` and backtick infix are already
+//! turned into `App`. Types in expression position (`iota (Fin 5)`, `size n`) are parsed as
+//! expressions; the checker reads them as types where a type is expected.
+
+use super::span::Span;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ident {
+    pub name: String,
+    pub span: Span,
+}
+
+/// One top-level code block, after its pragma lines.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CodeBlock {
+    pub pragmas: Vec<Pragma>,
+    pub decl: Decl,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Pragma {
+    /// `%passes parse typed core`
+    Passes(Vec<Ident>),
+    /// `%time`
+    Time,
+    /// `%bench "name"`
+    Bench(String),
+    /// `%strict`
+    Strict,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decl {
+    /// `def name(params) -> ret given (...) = body`
+    Def(FunDef),
+    /// `name = e`, `name : T = e`, `(a, b) = e`. Also `Name = Fin 10`; the checker decides
+    /// that a capitalised name bound to a type expression is an index-set alias.
+    Let(LetBinding),
+    /// `:p e`, `:t e`, `:plot e`, ... and a bare expression (`Command::Print`, `bare: true`).
+    Command { command: Command, expr: Expr, bare: bool },
+    /// `import name`
+    Import(Ident),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// `:p`
+    Print,
+    /// `:t`
+    Type,
+    /// `:plot`
+    Plot,
+    /// `:plotgrad`
+    PlotGrad,
+    /// `:table`
+    Table,
+    /// `:stages`
+    Stages,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct FunDef {
+    pub name: Ident,
+    pub params: Vec<Param>,
+    pub ret: Option<TypeExpr>,
+    pub given: Vec<GivenBinder>,
+    pub body: Expr,
+    pub span: Span,
+}
+
+/// `n|Ix` in `given (n|Ix, m|Ix)`; `class` is `None` for a bare `n`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GivenBinder {
+    pub name: Ident,
+    pub class: Option<Ident>,
+}
+
+/// A function or lambda parameter: `x`, `x: T`, `(a, b)`, `(a, b): (T, U)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Param {
+    pub pat: Pattern,
+    pub ty: Option<TypeExpr>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LetBinding {
+    pub pat: Pattern,
+    pub ty: Option<TypeExpr>,
+    pub value: Expr,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Pattern {
+    Var(Ident),
+    /// `(a, b)`
+    Tuple(Vec<Pattern>, Span),
+    /// `[k1, k2]` destructures a table with a literal number of rows.
+    Table(Vec<Pattern>, Span),
+    /// `_`
+    Wildcard(Span),
+}
+
+impl Pattern {
+    pub fn span(&self) -> Span {
+        match self {
+            Pattern::Var(ident) => ident.span,
+            Pattern::Tuple(_, span) | Pattern::Table(_, span) | Pattern::Wildcard(span) => *span,
+        }
+    }
+}
+
+/// A statement of a let-block.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stmt {
+    Let(LetBinding),
+    Def(FunDef),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Lit {
+    /// An integer literal as written (no sign); its type is decided by the checker.
+    Int(u64),
+    /// A float literal (`1.0`, `1.`, `1e-3`); its type is decided by the checker.
+    Float(f64),
+    Bool(bool),
+    /// A string literal (only in pragmas and plot labels for now).
+    Str(String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    /// `.*` scalar × table
+    Scale,
+    /// `**` matrix × matrix
+    MatMul,
+    /// `**.` matrix × vector
+    MatVec,
+    /// `.**` vector × matrix
+    VecMat,
+    Eq,
+    Ne,
+    Lt,
+    Gt,
+    Le,
+    Ge,
+    And,
+    Or,
+    /// `~~` approximately equal
+    Approx,
+}
+
+impl BinOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Scale => ".*",
+            BinOp::MatMul => "**",
+            BinOp::MatVec => "**.",
+            BinOp::VecMat => ".**",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Gt => ">",
+            BinOp::Le => "<=",
+            BinOp::Ge => ">=",
+            BinOp::And => "&&",
+            BinOp::Or => "||",
+            BinOp::Approx => "~~",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    Var(Ident),
+    Lit(Lit),
+    /// `\x y. body`; `\x:Float. e`; `\(a, b). e`
+    Lam { params: Vec<Param>, body: Box<Expr> },
+    /// `for i j:(Fin 3). body` (binders outermost first)
+    For { binders: Vec<ForBinder>, body: Box<Expr> },
+    If { cond: Box<Expr>, then_branch: Box<Expr>, else_branch: Box<Expr> },
+    /// One argument of a curried application. `f(x, y)`, `f x y` and `f $ g x` all become
+    /// nested `App`s; `x \`mod\` 5` becomes `App(App(mod, x), 5)`.
+    App { func: Box<Expr>, arg: Box<Expr>, name: Option<Ident> },
+    BinOp { op: BinOp, lhs: Box<Expr>, rhs: Box<Expr> },
+    /// Unary minus.
+    Neg(Box<Expr>),
+    /// `x[i, j]` (= `x[i][j]`): `indices` has one entry per comma-separated index.
+    Index { base: Box<Expr>, indices: Vec<Expr> },
+    /// `(a, b)`; never of length 1 (a parenthesised expression is just the expression).
+    Tuple(Vec<Expr>),
+    /// `[a, b, c]`
+    Table(Vec<Expr>),
+    /// `e @ T`; `T` may be `_` (inferred).
+    At { value: Box<Expr>, ty: TypeExpr },
+    /// `(e :: T)`
+    Annot { expr: Box<Expr>, ty: TypeExpr },
+    /// An indented let-block: bindings and local `def`s, then the result expression.
+    Block { stmts: Vec<Stmt>, result: Box<Expr> },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ForBinder {
+    pub name: Ident,
+    pub ty: Option<TypeExpr>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeExpr {
+    pub kind: TypeExprKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum TypeExprKind {
+    /// `Float`, `Int`, `n`, `Height`, ...
+    Name(Ident),
+    /// `Fin e` where `e` is a size expression (`4`, `n`, `size m`, `n + 1`).
+    Fin(Box<Expr>),
+    /// `n => t`
+    Table(Box<TypeExpr>, Box<TypeExpr>),
+    /// `(a, b)`; as an index set, a row-major pair.
+    Tuple(Vec<TypeExpr>),
+    /// `a -> b`, `(a, b) -> c` (a function of several arguments).
+    Fun(Vec<TypeExpr>, Box<TypeExpr>),
+    /// `_`
+    Hole,
+}
