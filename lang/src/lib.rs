@@ -4,8 +4,10 @@
 //! static shapes) → `passes::lower` (core IR) → `core::interp` (reference interpreter).
 //! `session` is the façade the front-ends use; `display` renders what it returns.
 
+pub mod check;
 pub mod core;
 pub mod display;
+pub mod passes;
 pub mod prim;
 pub mod session;
 pub mod syntax;

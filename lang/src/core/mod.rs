@@ -1,6 +1,11 @@
-//! The core IR (seed 001 §3.2) and what works on it directly: ids, values, printer, verifier,
-//! reference interpreter.
+//! The core IR (seed 001 §3.2) and what works on it directly: ids, values, printer, parser,
+//! verifier, reference interpreter, and a random-program generator for tests.
 
 pub mod ids;
+pub mod interp;
 pub mod ir;
+pub mod parse;
+pub mod print;
+pub mod testgen;
 pub mod value;
+pub mod verify;

@@ -1,4 +1,21 @@
 //! Turning values, types and diagnostics into text that people read (LANGUAGE.md §5).
+//!
+//! - `float`: `Float32`/`Float64` as C's `%.7g`/`%.15g`, the way Dex prints them.
+//! - `value`: scalars, tables and tuples on one line, summarised for the REPL and notebook.
+//! - `diagnostic`: errors with the source lines and carets under the span, and the plain
+//!   text of every block output (`session::Output`).
+//!
+//! Not handled yet: types, `:table` grids and plots.
+
+mod diagnostic;
+mod float;
+#[cfg(test)]
+mod float_cases;
+mod value;
+
+pub use diagnostic::{render_diagnostic, render_output};
+pub use float::{format_f32, format_f64};
+pub use value::{format_scalar, format_value};
 
 /// A value arranged for printing: the session builds it from a runtime value and its
 /// surface type (so that a table of tuples prints as a table of tuples).

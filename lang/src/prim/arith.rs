@@ -1,11 +1,194 @@
-//! Placeholder: rules arrive with the interpreter.
-use super::{Prim, PrimTypeError};
+//! Arithmetic primitives: `add sub mul div neg abs min max mod idiv` on every numeric element
+//! type; the result has the operands' element type.
+//!
+//! Semantics (LANGUAGE.md §4, totality):
+//! - Integers wrap on overflow (`add`, `sub`, `mul`, `neg`, `abs`; `neg` and `abs` of the
+//!   minimum signed value give it back; `neg` on unsigned types wraps).
+//! - `div` on integers truncates toward zero; `idiv` floors; both give 0 on division by zero.
+//! - `mod` is floored (the result has the sign of the divisor) and `x mod 0 = 0` on integers; on
+//!   floats it is the floored fmod (`x - y * floor(x / y)` computed as `fmod` plus a sign fix),
+//!   which is NaN for `y = 0` as IEEE 754 says.
+//! - `idiv` on floats is `floor(x / y)`.
+//! - `min`/`max` on floats give NaN if either operand is NaN.
+
+use super::{operand, same_elem, PrimTypeError, ScalarRepr};
 use crate::core::ir::{Elem, Scalar};
 
-pub fn result_elem(_prim: Prim, _operands: &[Elem]) -> Option<Result<Elem, PrimTypeError>> {
-    None
+/// The operators of the arithmetic family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArithOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Neg,
+    Abs,
+    Min,
+    Max,
+    Mod,
+    IDiv,
 }
 
-pub fn eval(_prim: Prim, _operands: &[Scalar]) -> Option<Scalar> {
-    None
+/// Arity rule.
+pub fn arity(op: ArithOp) -> usize {
+    match op {
+        ArithOp::Add
+        | ArithOp::Sub
+        | ArithOp::Mul
+        | ArithOp::Div
+        | ArithOp::Min
+        | ArithOp::Max
+        | ArithOp::Mod
+        | ArithOp::IDiv => 2,
+        ArithOp::Neg | ArithOp::Abs => 1,
+    }
 }
+
+/// Type rule: all operands share one numeric element type, which is the result's.
+pub fn result_elem(op: ArithOp, operands: &[Elem]) -> Result<Elem, PrimTypeError> {
+    match op {
+        ArithOp::Add
+        | ArithOp::Sub
+        | ArithOp::Mul
+        | ArithOp::Div
+        | ArithOp::Neg
+        | ArithOp::Abs
+        | ArithOp::Min
+        | ArithOp::Max
+        | ArithOp::Mod
+        | ArithOp::IDiv => {
+            let elem = same_elem(operands)?;
+            if elem.is_numeric() {
+                Ok(elem)
+            } else {
+                Err(PrimTypeError(format!("expects numeric operands, got {}", elem.name())))
+            }
+        }
+    }
+}
+
+/// Evaluation rule.
+pub fn eval(op: ArithOp, operands: &[Scalar]) -> Scalar {
+    match operands.first().map(|scalar| scalar.elem()) {
+        Some(Elem::F32) => eval_as::<f32>(op, operands),
+        Some(Elem::F64) => eval_as::<f64>(op, operands),
+        Some(Elem::I32) => eval_as::<i32>(op, operands),
+        Some(Elem::I64) => eval_as::<i64>(op, operands),
+        Some(Elem::U32) => eval_as::<u32>(op, operands),
+        Some(Elem::U64) => eval_as::<u64>(op, operands),
+        Some(Elem::Bool) | None => {
+            debug_assert!(false, "{op:?} on non-numeric operands {operands:?}");
+            Scalar::Bool(false)
+        }
+    }
+}
+
+fn eval_as<T: Arith>(op: ArithOp, operands: &[Scalar]) -> Scalar {
+    let x = |position: usize| operand::<T>(operands, position);
+    let res = match op {
+        ArithOp::Add => x(0).add(x(1)),
+        ArithOp::Sub => x(0).sub(x(1)),
+        ArithOp::Mul => x(0).mul(x(1)),
+        ArithOp::Div => x(0).div(x(1)),
+        ArithOp::Neg => x(0).neg(),
+        ArithOp::Abs => x(0).abs(),
+        ArithOp::Min => x(0).min(x(1)),
+        ArithOp::Max => x(0).max(x(1)),
+        ArithOp::Mod => x(0).modulo(x(1)),
+        ArithOp::IDiv => x(0).idiv(x(1)),
+    };
+    res.into_scalar()
+}
+
+/// Total arithmetic on one numeric Rust type.
+trait Arith: ScalarRepr {
+    fn add(self, other: Self) -> Self;
+    fn sub(self, other: Self) -> Self;
+    fn mul(self, other: Self) -> Self;
+    fn div(self, other: Self) -> Self;
+    fn neg(self) -> Self;
+    fn abs(self) -> Self;
+    fn min(self, other: Self) -> Self;
+    fn max(self, other: Self) -> Self;
+    fn modulo(self, other: Self) -> Self;
+    fn idiv(self, other: Self) -> Self;
+}
+
+macro_rules! arith_signed {
+    ($($ty:ty),*) => {$(
+        impl Arith for $ty {
+            fn add(self, other: Self) -> Self { self.wrapping_add(other) }
+            fn sub(self, other: Self) -> Self { self.wrapping_sub(other) }
+            fn mul(self, other: Self) -> Self { self.wrapping_mul(other) }
+            fn div(self, other: Self) -> Self {
+                if other == 0 { 0 } else { self.wrapping_div(other) }
+            }
+            fn neg(self) -> Self { self.wrapping_neg() }
+            fn abs(self) -> Self { self.wrapping_abs() }
+            fn min(self, other: Self) -> Self { Ord::min(self, other) }
+            fn max(self, other: Self) -> Self { Ord::max(self, other) }
+            fn modulo(self, other: Self) -> Self {
+                if other == 0 {
+                    return 0;
+                }
+                // `wrapping_rem` truncates (sign of the dividend); move to the divisor's sign.
+                let rem = self.wrapping_rem(other);
+                if rem != 0 && ((rem < 0) != (other < 0)) { rem.wrapping_add(other) } else { rem }
+            }
+            fn idiv(self, other: Self) -> Self {
+                if other == 0 {
+                    return 0;
+                }
+                let quot = self.wrapping_div(other);
+                let rem = self.wrapping_rem(other);
+                if rem != 0 && ((rem < 0) != (other < 0)) { quot.wrapping_sub(1) } else { quot }
+            }
+        }
+    )*};
+}
+
+macro_rules! arith_unsigned {
+    ($($ty:ty),*) => {$(
+        impl Arith for $ty {
+            fn add(self, other: Self) -> Self { self.wrapping_add(other) }
+            fn sub(self, other: Self) -> Self { self.wrapping_sub(other) }
+            fn mul(self, other: Self) -> Self { self.wrapping_mul(other) }
+            fn div(self, other: Self) -> Self { self.checked_div(other).unwrap_or(0) }
+            fn neg(self) -> Self { self.wrapping_neg() }
+            fn abs(self) -> Self { self }
+            fn min(self, other: Self) -> Self { Ord::min(self, other) }
+            fn max(self, other: Self) -> Self { Ord::max(self, other) }
+            fn modulo(self, other: Self) -> Self { self.checked_rem(other).unwrap_or(0) }
+            fn idiv(self, other: Self) -> Self { self.checked_div(other).unwrap_or(0) }
+        }
+    )*};
+}
+
+macro_rules! arith_float {
+    ($($ty:ty),*) => {$(
+        impl Arith for $ty {
+            fn add(self, other: Self) -> Self { self + other }
+            fn sub(self, other: Self) -> Self { self - other }
+            fn mul(self, other: Self) -> Self { self * other }
+            fn div(self, other: Self) -> Self { self / other }
+            fn neg(self) -> Self { -self }
+            fn abs(self) -> Self { <$ty>::abs(self) }
+            fn min(self, other: Self) -> Self {
+                if self.is_nan() || other.is_nan() { <$ty>::NAN } else { <$ty>::min(self, other) }
+            }
+            fn max(self, other: Self) -> Self {
+                if self.is_nan() || other.is_nan() { <$ty>::NAN } else { <$ty>::max(self, other) }
+            }
+            fn modulo(self, other: Self) -> Self {
+                // `%` is fmod (sign of the dividend); move a non-zero remainder to the divisor's sign.
+                let rem = self % other;
+                if rem != 0.0 && ((rem < 0.0) != (other < 0.0)) { rem + other } else { rem }
+            }
+            fn idiv(self, other: Self) -> Self { (self / other).floor() }
+        }
+    )*};
+}
+
+arith_signed!(i32, i64);
+arith_unsigned!(u32, u64);
+arith_float!(f32, f64);

@@ -1,11 +1,140 @@
-//! Placeholder: rules arrive with the interpreter.
-use super::{Prim, PrimTypeError};
+//! Comparison, logic and selection primitives.
+//!
+//! - `eq ne lt gt le ge`: two operands of any one element type → `Bool`. Floats compare as
+//!   IEEE 754 says (every comparison with NaN is false except `ne`); `false < true`.
+//! - `and or not`: `Bool` → `Bool`.
+//! - `isnan isinf`: float → `Bool` (`isinf` is true for both infinities).
+//! - `select(c, a, b)`: `c : Bool`, `a` and `b` of one element type, which is the result's;
+//!   `a` where `c`, else `b`.
+
+use std::cmp::Ordering;
+
+use super::{operand, same_elem, PrimTypeError};
 use crate::core::ir::{Elem, Scalar};
 
-pub fn result_elem(_prim: Prim, _operands: &[Elem]) -> Option<Result<Elem, PrimTypeError>> {
-    None
+/// The operators of the compare family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CompareOp {
+    Eq,
+    Ne,
+    Lt,
+    Gt,
+    Le,
+    Ge,
+    And,
+    Or,
+    Not,
+    IsNan,
+    IsInf,
+    Select,
 }
 
-pub fn eval(_prim: Prim, _operands: &[Scalar]) -> Option<Scalar> {
-    None
+/// Arity rule.
+pub fn arity(op: CompareOp) -> usize {
+    match op {
+        CompareOp::Eq
+        | CompareOp::Ne
+        | CompareOp::Lt
+        | CompareOp::Gt
+        | CompareOp::Le
+        | CompareOp::Ge
+        | CompareOp::And
+        | CompareOp::Or => 2,
+        CompareOp::Not | CompareOp::IsNan | CompareOp::IsInf => 1,
+        CompareOp::Select => 3,
+    }
+}
+
+/// Type rule.
+pub fn result_elem(op: CompareOp, operands: &[Elem]) -> Result<Elem, PrimTypeError> {
+    match op {
+        CompareOp::Eq
+        | CompareOp::Ne
+        | CompareOp::Lt
+        | CompareOp::Gt
+        | CompareOp::Le
+        | CompareOp::Ge => same_elem(operands).map(|_| Elem::Bool),
+        CompareOp::And | CompareOp::Or | CompareOp::Not => match same_elem(operands)? {
+            Elem::Bool => Ok(Elem::Bool),
+            other => Err(PrimTypeError(format!("expects bool operands, got {}", other.name()))),
+        },
+        CompareOp::IsNan | CompareOp::IsInf => {
+            let elem = same_elem(operands)?;
+            if elem.is_float() {
+                Ok(Elem::Bool)
+            } else {
+                Err(PrimTypeError(format!("expects a float operand, got {}", elem.name())))
+            }
+        }
+        CompareOp::Select => {
+            let (cond, branches) = operands
+                .split_first()
+                .ok_or_else(|| PrimTypeError("select takes 3 operands".to_string()))?;
+            if *cond != Elem::Bool {
+                return Err(PrimTypeError(format!(
+                    "the condition must be bool, got {}",
+                    cond.name()
+                )));
+            }
+            same_elem(branches)
+        }
+    }
+}
+
+/// Evaluation rule.
+pub fn eval(op: CompareOp, operands: &[Scalar]) -> Scalar {
+    let ordering = || compare(operands);
+    let res = match op {
+        CompareOp::Eq => ordering() == Some(Ordering::Equal),
+        CompareOp::Ne => ordering() != Some(Ordering::Equal),
+        CompareOp::Lt => ordering() == Some(Ordering::Less),
+        CompareOp::Gt => ordering() == Some(Ordering::Greater),
+        CompareOp::Le => matches!(ordering(), Some(Ordering::Less | Ordering::Equal)),
+        CompareOp::Ge => matches!(ordering(), Some(Ordering::Greater | Ordering::Equal)),
+        CompareOp::And => operand::<bool>(operands, 0) && operand::<bool>(operands, 1),
+        CompareOp::Or => operand::<bool>(operands, 0) || operand::<bool>(operands, 1),
+        CompareOp::Not => !operand::<bool>(operands, 0),
+        CompareOp::IsNan => match operands.first() {
+            Some(Scalar::F32(x)) => x.is_nan(),
+            Some(Scalar::F64(x)) => x.is_nan(),
+            other => {
+                debug_assert!(false, "isnan of {other:?}");
+                false
+            }
+        },
+        CompareOp::IsInf => match operands.first() {
+            Some(Scalar::F32(x)) => x.is_infinite(),
+            Some(Scalar::F64(x)) => x.is_infinite(),
+            other => {
+                debug_assert!(false, "isinf of {other:?}");
+                false
+            }
+        },
+        CompareOp::Select => {
+            let chosen = if operand::<bool>(operands, 0) { 1 } else { 2 };
+            return operands.get(chosen).copied().unwrap_or_else(|| {
+                debug_assert!(false, "select with {} operands", operands.len());
+                Scalar::Bool(false)
+            });
+        }
+    };
+    Scalar::Bool(res)
+}
+
+/// The IEEE / natural ordering of two scalars of one element type (`None` for NaN or for
+/// ill-typed operands).
+fn compare(operands: &[Scalar]) -> Option<Ordering> {
+    match (operands.first()?, operands.get(1)?) {
+        (Scalar::F32(a), Scalar::F32(b)) => a.partial_cmp(b),
+        (Scalar::F64(a), Scalar::F64(b)) => a.partial_cmp(b),
+        (Scalar::I32(a), Scalar::I32(b)) => Some(a.cmp(b)),
+        (Scalar::I64(a), Scalar::I64(b)) => Some(a.cmp(b)),
+        (Scalar::U32(a), Scalar::U32(b)) => Some(a.cmp(b)),
+        (Scalar::U64(a), Scalar::U64(b)) => Some(a.cmp(b)),
+        (Scalar::Bool(a), Scalar::Bool(b)) => Some(a.cmp(b)),
+        (a, b) => {
+            debug_assert!(false, "comparison of {a:?} and {b:?}");
+            None
+        }
+    }
 }

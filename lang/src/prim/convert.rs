@@ -1,18 +1,103 @@
-//! Placeholder: rules arrive with the interpreter.
-use super::{Prim, PrimTypeError};
+//! Conversion primitives: `cast_<elem>` from any element type to any element type.
+//!
+//! Semantics (Rust's `as`, made explicit):
+//! - float → int truncates toward zero and saturates at the type's bounds; NaN → 0;
+//! - int → int wraps (two's complement reinterpretation of the low bits), int → float rounds
+//!   to nearest, f64 → f32 rounds to nearest;
+//! - bool → number is 0 or 1; number → bool is `x != 0` (so NaN → true).
+
+use super::{PrimTypeError, ScalarRepr};
 use crate::core::ir::{Elem, Scalar};
 
-pub fn result_elem(prim: Prim, _operands: &[Elem]) -> Result<Elem, PrimTypeError> {
-    match prim {
-        Prim::Cast(elem) => Ok(elem),
-        other => Err(PrimTypeError(format!("no rule for {other:?}"))),
+/// The operators of the convert family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConvertOp {
+    Cast(Elem),
+}
+
+/// Arity rule.
+pub fn arity(op: ConvertOp) -> usize {
+    match op {
+        ConvertOp::Cast(_) => 1,
     }
 }
 
-pub fn eval(_prim: Prim, operands: &[Scalar]) -> Scalar {
-    operands[0]
+/// Type rule: any element type converts to any element type.
+pub fn result_elem(op: ConvertOp, operands: &[Elem]) -> Result<Elem, PrimTypeError> {
+    match op {
+        ConvertOp::Cast(elem) => match operands {
+            [_] => Ok(elem),
+            _ => Err(PrimTypeError("cast takes one operand".to_string())),
+        },
+    }
 }
 
-pub fn cast_scalar(scalar: Scalar, _elem: Elem) -> Scalar {
-    scalar
+/// Evaluation rule.
+pub fn eval(op: ConvertOp, operands: &[Scalar]) -> Scalar {
+    match op {
+        ConvertOp::Cast(elem) => match operands.first() {
+            Some(&scalar) => cast_scalar(scalar, elem),
+            None => {
+                debug_assert!(false, "cast without an operand");
+                Scalar::zero(elem)
+            }
+        },
+    }
+}
+
+/// Converts a scalar to an element type (see the module header for the rules).
+pub fn cast_scalar(scalar: Scalar, elem: Elem) -> Scalar {
+    match scalar {
+        Scalar::F32(x) => cast_number(x, elem),
+        Scalar::F64(x) => cast_number(x, elem),
+        Scalar::I32(x) => cast_number(x, elem),
+        Scalar::I64(x) => cast_number(x, elem),
+        Scalar::U32(x) => cast_number(x, elem),
+        Scalar::U64(x) => cast_number(x, elem),
+        Scalar::Bool(b) => match elem {
+            Elem::Bool => Scalar::Bool(b),
+            Elem::F32 | Elem::F64 | Elem::I32 | Elem::I64 | Elem::U32 | Elem::U64 => {
+                cast_number(u32::from(b), elem)
+            }
+        },
+    }
+}
+
+/// A numeric Rust type with `as` conversions to every numeric type.
+trait AsNumber: ScalarRepr {
+    fn to_f32(self) -> f32;
+    fn to_f64(self) -> f64;
+    fn to_i32(self) -> i32;
+    fn to_i64(self) -> i64;
+    fn to_u32(self) -> u32;
+    fn to_u64(self) -> u64;
+    fn is_nonzero(self) -> bool;
+}
+
+macro_rules! as_number {
+    ($($ty:ty => $zero:expr),*) => {$(
+        impl AsNumber for $ty {
+            fn to_f32(self) -> f32 { self as f32 }
+            fn to_f64(self) -> f64 { self as f64 }
+            fn to_i32(self) -> i32 { self as i32 }
+            fn to_i64(self) -> i64 { self as i64 }
+            fn to_u32(self) -> u32 { self as u32 }
+            fn to_u64(self) -> u64 { self as u64 }
+            fn is_nonzero(self) -> bool { self != $zero }
+        }
+    )*};
+}
+
+as_number!(f32 => 0.0, f64 => 0.0, i32 => 0, i64 => 0, u32 => 0, u64 => 0);
+
+fn cast_number<T: AsNumber>(x: T, elem: Elem) -> Scalar {
+    match elem {
+        Elem::F32 => Scalar::F32(x.to_f32()),
+        Elem::F64 => Scalar::F64(x.to_f64()),
+        Elem::I32 => Scalar::I32(x.to_i32()),
+        Elem::I64 => Scalar::I64(x.to_i64()),
+        Elem::U32 => Scalar::U32(x.to_u32()),
+        Elem::U64 => Scalar::U64(x.to_u64()),
+        Elem::Bool => Scalar::Bool(x.is_nonzero()),
+    }
 }

@@ -2,18 +2,27 @@
 //!
 //! Each family file holds every rule of its primitives together (STYLE.md §1): the type rule
 //! and the scalar evaluation rule today; batching, JVP, transpose and cost rules join them as
-//! the later passes arrive. Every rule is an exhaustive match, so adding a primitive is a
-//! checklist that the compiler walks you through.
+//! the later passes arrive. Every rule is an exhaustive match over the family's own operator
+//! enum (`ArithOp`, `MathOp`, `CompareOp`, `ConvertOp`), with no `_ =>` arm, so adding a
+//! primitive is a checklist that the compiler walks you through: a `Prim` variant, its arm in
+//! [`Prim::family`], then one arm in every rule of its family file.
 //!
-//! Totality (LANGUAGE.md §4): every primitive is defined on every input. Integer division and
-//! `mod` by zero give zero; integer overflow wraps; float operations follow IEEE 754.
+//! Totality (LANGUAGE.md §4): every primitive is defined on every well-typed input. Integer
+//! division and `mod` by zero give zero; integer overflow wraps; float operations follow
+//! IEEE 754.
 
 mod arith;
 mod compare;
 mod convert;
 mod math;
 
-pub use convert::cast_scalar;
+#[cfg(test)]
+mod tests;
+
+pub use arith::ArithOp;
+pub use compare::CompareOp;
+pub use convert::{cast_scalar, ConvertOp};
+pub use math::MathOp;
 
 use crate::core::ir::{Elem, Scalar};
 
@@ -75,9 +84,25 @@ pub enum Prim {
     Cast(Elem),
 }
 
+/// The family a primitive belongs to, with its operator in that family's own enum. Each
+/// family file matches exhaustively on its operator enum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    Arith(ArithOp),
+    Math(MathOp),
+    Compare(CompareOp),
+    Convert(ConvertOp),
+}
+
 /// Why an application of a primitive is ill-typed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PrimTypeError(pub String);
+
+impl std::fmt::Display for PrimTypeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 impl Prim {
     /// The printed name (also the name the IR parser reads).
@@ -96,52 +121,63 @@ impl Prim {
         ALL_PRIMS.iter().copied().find(|prim| prim.name() == name)
     }
 
+    /// The family of this primitive and its operator there (the one place that routes a
+    /// `Prim` to its family file).
+    pub fn family(self) -> Family {
+        match self {
+            Prim::Add => Family::Arith(ArithOp::Add),
+            Prim::Sub => Family::Arith(ArithOp::Sub),
+            Prim::Mul => Family::Arith(ArithOp::Mul),
+            Prim::Div => Family::Arith(ArithOp::Div),
+            Prim::Neg => Family::Arith(ArithOp::Neg),
+            Prim::Abs => Family::Arith(ArithOp::Abs),
+            Prim::Min => Family::Arith(ArithOp::Min),
+            Prim::Max => Family::Arith(ArithOp::Max),
+            Prim::Mod => Family::Arith(ArithOp::Mod),
+            Prim::IDiv => Family::Arith(ArithOp::IDiv),
+            Prim::Sqrt => Family::Math(MathOp::Sqrt),
+            Prim::Exp => Family::Math(MathOp::Exp),
+            Prim::Exp2 => Family::Math(MathOp::Exp2),
+            Prim::Log => Family::Math(MathOp::Log),
+            Prim::Log2 => Family::Math(MathOp::Log2),
+            Prim::Log10 => Family::Math(MathOp::Log10),
+            Prim::Log1p => Family::Math(MathOp::Log1p),
+            Prim::Expm1 => Family::Math(MathOp::Expm1),
+            Prim::Sin => Family::Math(MathOp::Sin),
+            Prim::Cos => Family::Math(MathOp::Cos),
+            Prim::Tan => Family::Math(MathOp::Tan),
+            Prim::Tanh => Family::Math(MathOp::Tanh),
+            Prim::Sinh => Family::Math(MathOp::Sinh),
+            Prim::Cosh => Family::Math(MathOp::Cosh),
+            Prim::Atan => Family::Math(MathOp::Atan),
+            Prim::Floor => Family::Math(MathOp::Floor),
+            Prim::Ceil => Family::Math(MathOp::Ceil),
+            Prim::Round => Family::Math(MathOp::Round),
+            Prim::Pow => Family::Math(MathOp::Pow),
+            Prim::Atan2 => Family::Math(MathOp::Atan2),
+            Prim::Eq => Family::Compare(CompareOp::Eq),
+            Prim::Ne => Family::Compare(CompareOp::Ne),
+            Prim::Lt => Family::Compare(CompareOp::Lt),
+            Prim::Gt => Family::Compare(CompareOp::Gt),
+            Prim::Le => Family::Compare(CompareOp::Le),
+            Prim::Ge => Family::Compare(CompareOp::Ge),
+            Prim::And => Family::Compare(CompareOp::And),
+            Prim::Or => Family::Compare(CompareOp::Or),
+            Prim::Not => Family::Compare(CompareOp::Not),
+            Prim::IsNan => Family::Compare(CompareOp::IsNan),
+            Prim::IsInf => Family::Compare(CompareOp::IsInf),
+            Prim::Select => Family::Compare(CompareOp::Select),
+            Prim::Cast(elem) => Family::Convert(ConvertOp::Cast(elem)),
+        }
+    }
+
     /// Number of operands.
     pub fn arity(self) -> usize {
-        match self {
-            Prim::Add
-            | Prim::Sub
-            | Prim::Mul
-            | Prim::Div
-            | Prim::Min
-            | Prim::Max
-            | Prim::Mod
-            | Prim::IDiv
-            | Prim::Pow
-            | Prim::Atan2
-            | Prim::Eq
-            | Prim::Ne
-            | Prim::Lt
-            | Prim::Gt
-            | Prim::Le
-            | Prim::Ge
-            | Prim::And
-            | Prim::Or => 2,
-            Prim::Select => 3,
-            Prim::Neg
-            | Prim::Abs
-            | Prim::Sqrt
-            | Prim::Exp
-            | Prim::Exp2
-            | Prim::Log
-            | Prim::Log2
-            | Prim::Log10
-            | Prim::Log1p
-            | Prim::Expm1
-            | Prim::Sin
-            | Prim::Cos
-            | Prim::Tan
-            | Prim::Tanh
-            | Prim::Sinh
-            | Prim::Cosh
-            | Prim::Atan
-            | Prim::Floor
-            | Prim::Ceil
-            | Prim::Round
-            | Prim::Not
-            | Prim::IsNan
-            | Prim::IsInf
-            | Prim::Cast(_) => 1,
+        match self.family() {
+            Family::Arith(op) => arith::arity(op),
+            Family::Math(op) => math::arity(op),
+            Family::Compare(op) => compare::arity(op),
+            Family::Convert(op) => convert::arity(op),
         }
     }
 
@@ -156,24 +192,26 @@ impl Prim {
                 operands.len()
             )));
         }
-        if let Some(res) = arith::result_elem(self, operands) {
-            return res;
+        match self.family() {
+            Family::Arith(op) => arith::result_elem(op, operands),
+            Family::Math(op) => math::result_elem(op, operands),
+            Family::Compare(op) => compare::result_elem(op, operands),
+            Family::Convert(op) => convert::result_elem(op, operands),
         }
-        if let Some(res) = math::result_elem(self, operands) {
-            return res;
-        }
-        if let Some(res) = compare::result_elem(self, operands) {
-            return res;
-        }
-        convert::result_elem(self, operands)
+        .map_err(|PrimTypeError(message)| PrimTypeError(format!("{}: {message}", self.name())))
     }
 
-    /// Evaluates the primitive on scalars (the operands are assumed well typed).
+    /// Evaluates the primitive on scalars. The operands must be well typed (`result_elem`
+    /// accepts their element types); on ill-typed operands a debug build panics and a release
+    /// build returns an unspecified scalar.
     pub fn eval(self, operands: &[Scalar]) -> Scalar {
-        arith::eval(self, operands)
-            .or_else(|| math::eval(self, operands))
-            .or_else(|| compare::eval(self, operands))
-            .unwrap_or_else(|| convert::eval(self, operands))
+        debug_assert_eq!(operands.len(), self.arity(), "{} applied to the wrong arity", self.name());
+        match self.family() {
+            Family::Arith(op) => arith::eval(op, operands),
+            Family::Math(op) => math::eval(op, operands),
+            Family::Compare(op) => compare::eval(op, operands),
+            Family::Convert(op) => convert::eval(op, operands),
+        }
     }
 }
 
@@ -222,3 +260,71 @@ pub const ALL_PRIMS: &[Prim] = &[
     Prim::IsInf,
     Prim::Select,
 ];
+
+/// Every element type, in a fixed order (for table-driven tests and the `Cast` family).
+pub const ALL_ELEMS: &[Elem] =
+    &[Elem::F32, Elem::F64, Elem::I32, Elem::I64, Elem::U32, Elem::U64, Elem::Bool];
+
+// Shared helpers of the family files.
+
+/// A Rust type that stores one element type: converts to and from `Scalar`.
+pub(crate) trait ScalarRepr: Copy {
+    /// The zero (`false`), used as the fallback for an ill-typed operand.
+    const ZERO: Self;
+    fn from_scalar(scalar: Scalar) -> Option<Self>;
+    fn into_scalar(self) -> Scalar;
+}
+
+macro_rules! scalar_repr {
+    ($($ty:ty => $variant:ident, $zero:expr;)*) => {$(
+        impl ScalarRepr for $ty {
+            const ZERO: Self = $zero;
+            fn from_scalar(scalar: Scalar) -> Option<Self> {
+                match scalar {
+                    Scalar::$variant(value) => Some(value),
+                    _ => None,
+                }
+            }
+            fn into_scalar(self) -> Scalar {
+                Scalar::$variant(self)
+            }
+        }
+    )*};
+}
+
+scalar_repr! {
+    f32 => F32, 0.0;
+    f64 => F64, 0.0;
+    i32 => I32, 0;
+    i64 => I64, 0;
+    u32 => U32, 0;
+    u64 => U64, 0;
+    bool => Bool, false;
+}
+
+/// Operand `position` as a `T`. The type rule guarantees the element type; if it is violated
+/// anyway, debug builds panic and release builds read zero.
+pub(crate) fn operand<T: ScalarRepr>(operands: &[Scalar], position: usize) -> T {
+    match operands.get(position).copied().and_then(T::from_scalar) {
+        Some(value) => value,
+        None => {
+            debug_assert!(false, "ill-typed operand {position} in {operands:?}");
+            T::ZERO
+        }
+    }
+}
+
+/// The common element type of `operands`, or an error naming the mismatch.
+pub(crate) fn same_elem(operands: &[Elem]) -> Result<Elem, PrimTypeError> {
+    let Some(&first) = operands.first() else {
+        return Err(PrimTypeError("no operands".to_string()));
+    };
+    match operands.iter().find(|&&elem| elem != first) {
+        Some(other) => Err(PrimTypeError(format!(
+            "operands have different element types {} and {}",
+            first.name(),
+            other.name()
+        ))),
+        None => Ok(first),
+    }
+}

@@ -1,0 +1,388 @@
+//! Built-in functions: their names and type schemes. Their meaning is given by the lowering
+//! (`passes/lower.rs`); functions that can be written in dx itself live in `stdlib/prelude.dx`.
+
+use super::infer::Infer;
+use super::types::{BaseTy, Ty, TyVar};
+use crate::prim::Prim;
+use crate::syntax::Span;
+
+/// A class of types a variable is constrained to (Dex's type classes, simplified). Lifted
+/// classes (`Add`, `Mul`, `Div`, `Floating`) hold for a scalar of the right kind and for tables
+/// and tuples of such; the others only for scalars (and index sets where it says so).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Class {
+    /// `+`, `-`, `zero`, `sum`: numeric scalars, lifted.
+    Add,
+    /// `*`: numeric scalars, lifted.
+    Mul,
+    /// `/`: numeric scalars, lifted.
+    Div,
+    /// Transcendental functions: float scalars, lifted.
+    Floating,
+    /// A numeric scalar (not lifted): literals, `mod`, `abs`.
+    Num,
+    /// A float scalar (not lifted).
+    Float,
+    /// `==`, `!=`: scalars and indices.
+    Eq,
+    /// `<`, `min`, …: numeric scalars and indices.
+    Ord,
+    /// An index set.
+    Ix,
+}
+
+impl Class {
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Add => "Add",
+            Class::Mul => "Mul",
+            Class::Div => "Fractional",
+            Class::Floating => "Floating",
+            Class::Num => "Num",
+            Class::Float => "Float",
+            Class::Eq => "Eq",
+            Class::Ord => "Ord",
+            Class::Ix => "Ix",
+        }
+    }
+
+    /// Reads a class name written in `given (a|Name)`.
+    pub fn from_name(name: &str) -> Option<Vec<Class>> {
+        Some(match name {
+            "Ix" => vec![Class::Ix, Class::Eq, Class::Ord],
+            "Add" | "VSpace" => vec![Class::Add],
+            "Mul" => vec![Class::Mul],
+            "Num" => vec![Class::Add, Class::Mul, Class::Num, Class::Eq, Class::Ord],
+            "Fractional" => vec![Class::Add, Class::Mul, Class::Div, Class::Num, Class::Eq, Class::Ord],
+            "Floating" | "Float" | "Real" => vec![
+                Class::Add,
+                Class::Mul,
+                Class::Div,
+                Class::Floating,
+                Class::Num,
+                Class::Float,
+                Class::Eq,
+                Class::Ord,
+            ],
+            "Eq" => vec![Class::Eq],
+            "Ord" => vec![Class::Eq, Class::Ord],
+            "Data" => vec![],
+            _ => return None,
+        })
+    }
+
+    /// Whether a base type is in the class (as a scalar).
+    pub fn holds_for_base(self, base: BaseTy) -> bool {
+        match self {
+            Class::Add | Class::Mul | Class::Div | Class::Num | Class::Ord => base.is_numeric(),
+            Class::Floating | Class::Float => base.is_float(),
+            Class::Eq => true,
+            Class::Ix => false,
+        }
+    }
+
+    /// Whether the class extends pointwise to tables and tuples.
+    pub fn is_lifted(self) -> bool {
+        matches!(self, Class::Add | Class::Mul | Class::Div | Class::Floating)
+    }
+
+    /// Whether index values are in the class.
+    pub fn holds_for_index(self) -> bool {
+        matches!(self, Class::Eq | Class::Ord | Class::Ix)
+    }
+}
+
+/// A built-in function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Builtin {
+    /// An elementwise primitive, lifted over tables and tuples where its class is lifted.
+    Prim(Prim),
+    /// `~~`: approximately equal, over tables and tuples, combined with `all`.
+    Approx,
+    /// `.*`: scalar × table.
+    Scale,
+    /// `x` converted to another numeric type: `n_to_f`, `i_to_f`, `f_to_i`, … and `cast`.
+    Convert(Conversion),
+    Ordinal,
+    Size,
+    FromOrdinal,
+    Sum,
+    Iota,
+    Fold,
+    Scan,
+    ApplyN,
+    Zero,
+    Fst,
+    Snd,
+    /// `pi`, `infinity`, `nan`: float constants of any float type.
+    FloatConst(FloatConst),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FloatConst {
+    Pi,
+    Infinity,
+    Nan,
+}
+
+impl FloatConst {
+    pub fn value(self) -> f64 {
+        match self {
+            FloatConst::Pi => std::f64::consts::PI,
+            FloatConst::Infinity => f64::INFINITY,
+            FloatConst::Nan => f64::NAN,
+        }
+    }
+}
+
+/// The argument and result classes of a conversion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Conversion {
+    NatToFloat,
+    IntToFloat,
+    FloatToInt,
+    BoolToFloat,
+    NatToInt,
+    IntToNat,
+    BoolToNat,
+    /// `cast`: any numeric type to any numeric type, decided by the context.
+    Cast,
+}
+
+impl Builtin {
+    pub fn lookup(name: &str) -> Option<Builtin> {
+        use Builtin as B;
+        Some(match name {
+            "neg" => B::Prim(Prim::Neg),
+            "abs" => B::Prim(Prim::Abs),
+            "sqrt" => B::Prim(Prim::Sqrt),
+            "exp" => B::Prim(Prim::Exp),
+            "exp2" => B::Prim(Prim::Exp2),
+            "log" => B::Prim(Prim::Log),
+            "log2" => B::Prim(Prim::Log2),
+            "log10" => B::Prim(Prim::Log10),
+            "log1p" => B::Prim(Prim::Log1p),
+            "expm1" => B::Prim(Prim::Expm1),
+            "sin" => B::Prim(Prim::Sin),
+            "cos" => B::Prim(Prim::Cos),
+            "tan" => B::Prim(Prim::Tan),
+            "tanh" => B::Prim(Prim::Tanh),
+            "sinh" => B::Prim(Prim::Sinh),
+            "cosh" => B::Prim(Prim::Cosh),
+            "atan" => B::Prim(Prim::Atan),
+            "floor" => B::Prim(Prim::Floor),
+            "ceil" => B::Prim(Prim::Ceil),
+            "round" => B::Prim(Prim::Round),
+            "pow" => B::Prim(Prim::Pow),
+            "atan2" => B::Prim(Prim::Atan2),
+            "min" => B::Prim(Prim::Min),
+            "max" => B::Prim(Prim::Max),
+            "mod" => B::Prim(Prim::Mod),
+            "idiv" => B::Prim(Prim::IDiv),
+            "select" => B::Prim(Prim::Select),
+            "not" => B::Prim(Prim::Not),
+            "isnan" => B::Prim(Prim::IsNan),
+            "isinf" => B::Prim(Prim::IsInf),
+            "n_to_f" => B::Convert(Conversion::NatToFloat),
+            "i_to_f" => B::Convert(Conversion::IntToFloat),
+            "f_to_i" => B::Convert(Conversion::FloatToInt),
+            "b_to_f" => B::Convert(Conversion::BoolToFloat),
+            "n_to_i" => B::Convert(Conversion::NatToInt),
+            "i_to_n" => B::Convert(Conversion::IntToNat),
+            "b_to_n" => B::Convert(Conversion::BoolToNat),
+            "cast" => B::Convert(Conversion::Cast),
+            "ordinal" => B::Ordinal,
+            "size" => B::Size,
+            "from_ordinal" | "unsafe_from_ordinal" => B::FromOrdinal,
+            "sum" => B::Sum,
+            "iota" => B::Iota,
+            "fold" => B::Fold,
+            "scan" => B::Scan,
+            "apply_n" => B::ApplyN,
+            "zero" => B::Zero,
+            "fst" => B::Fst,
+            "snd" => B::Snd,
+            "pi" => B::FloatConst(FloatConst::Pi),
+            "infinity" => B::FloatConst(FloatConst::Infinity),
+            "nan" => B::FloatConst(FloatConst::Nan),
+            _ => return None,
+        })
+    }
+
+    /// Every name `lookup` knows (for completion).
+    pub fn names() -> &'static [&'static str] {
+        &[
+            "neg", "abs", "sqrt", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sin",
+            "cos", "tan", "tanh", "sinh", "cosh", "atan", "floor", "ceil", "round", "pow",
+            "atan2", "min", "max", "mod", "idiv", "select", "not", "isnan", "isinf", "n_to_f",
+            "i_to_f", "f_to_i", "b_to_f", "n_to_i", "i_to_n", "b_to_n", "cast", "ordinal",
+            "size", "from_ordinal", "unsafe_from_ordinal", "sum", "iota", "fold", "scan",
+            "apply_n", "zero", "fst", "snd", "pi", "infinity", "nan",
+        ]
+    }
+
+    /// Whether the first argument is a type (`size n`, `iota (Fin 5)`, `from_ordinal n 3`).
+    pub fn takes_type_arg(self) -> bool {
+        matches!(self, Builtin::Size | Builtin::Iota | Builtin::FromOrdinal)
+    }
+
+    /// Instantiates the type scheme with fresh variables and records its constraints.
+    pub fn instantiate(self, cx: &mut Infer, span: Span) -> Ty {
+        let var = |cx: &mut Infer, classes: &[Class]| -> Ty {
+            let var: TyVar = cx.fresh_var();
+            for class in classes {
+                cx.constrain(*class, Ty::Var(var), span);
+            }
+            Ty::Var(var)
+        };
+        let float_var = |cx: &mut Infer| Ty::Var(cx.fresh_float_var(span));
+        match self {
+            Builtin::Prim(prim) => match prim {
+                Prim::Add | Prim::Sub => {
+                    let a = var(cx, &[Class::Add]);
+                    Ty::funs(vec![a.clone(), a.clone()], a)
+                }
+                Prim::Mul => {
+                    let a = var(cx, &[Class::Mul]);
+                    Ty::funs(vec![a.clone(), a.clone()], a)
+                }
+                Prim::Div => {
+                    let a = var(cx, &[Class::Div]);
+                    Ty::funs(vec![a.clone(), a.clone()], a)
+                }
+                Prim::Neg => {
+                    let a = var(cx, &[Class::Add]);
+                    Ty::fun(a.clone(), a)
+                }
+                Prim::Abs => {
+                    let a = var(cx, &[Class::Num]);
+                    Ty::fun(a.clone(), a)
+                }
+                Prim::Sqrt
+                | Prim::Exp
+                | Prim::Exp2
+                | Prim::Log
+                | Prim::Log2
+                | Prim::Log10
+                | Prim::Log1p
+                | Prim::Expm1
+                | Prim::Sin
+                | Prim::Cos
+                | Prim::Tan
+                | Prim::Tanh
+                | Prim::Sinh
+                | Prim::Cosh
+                | Prim::Atan
+                | Prim::Floor
+                | Prim::Ceil
+                | Prim::Round => {
+                    let a = var(cx, &[Class::Floating]);
+                    Ty::fun(a.clone(), a)
+                }
+                Prim::Pow | Prim::Atan2 => {
+                    let a = var(cx, &[Class::Floating]);
+                    Ty::funs(vec![a.clone(), a.clone()], a)
+                }
+                Prim::Min | Prim::Max => {
+                    let a = var(cx, &[Class::Ord]);
+                    Ty::funs(vec![a.clone(), a.clone()], a)
+                }
+                Prim::Mod | Prim::IDiv => {
+                    let a = var(cx, &[Class::Num]);
+                    Ty::funs(vec![a.clone(), a.clone()], a)
+                }
+                Prim::Eq | Prim::Ne => {
+                    let a = var(cx, &[Class::Eq]);
+                    Ty::funs(vec![a.clone(), a], Ty::bool())
+                }
+                Prim::Lt | Prim::Gt | Prim::Le | Prim::Ge => {
+                    let a = var(cx, &[Class::Ord]);
+                    Ty::funs(vec![a.clone(), a], Ty::bool())
+                }
+                Prim::And | Prim::Or => Ty::funs(vec![Ty::bool(), Ty::bool()], Ty::bool()),
+                Prim::Not => Ty::fun(Ty::bool(), Ty::bool()),
+                Prim::IsNan | Prim::IsInf => {
+                    let a = var(cx, &[Class::Float]);
+                    Ty::fun(a, Ty::bool())
+                }
+                Prim::Select => {
+                    let a = var(cx, &[]);
+                    Ty::funs(vec![Ty::bool(), a.clone(), a.clone()], a)
+                }
+                Prim::Cast(_) => {
+                    let a = var(cx, &[Class::Num]);
+                    let b = var(cx, &[Class::Num]);
+                    Ty::fun(a, b)
+                }
+            },
+            Builtin::Approx => {
+                let a = var(cx, &[Class::Floating]);
+                Ty::funs(vec![a.clone(), a], Ty::bool())
+            }
+            Builtin::Scale => {
+                let s = var(cx, &[Class::Float]);
+                let a = var(cx, &[Class::Floating]);
+                cx.constrain_scale(s.clone(), a.clone(), span);
+                Ty::funs(vec![s, a.clone()], a)
+            }
+            Builtin::Convert(conversion) => {
+                let (from, to) = match conversion {
+                    Conversion::NatToFloat => (Ty::nat(), float_var(cx)),
+                    Conversion::IntToFloat => (Ty::Base(BaseTy::Int32), float_var(cx)),
+                    Conversion::FloatToInt => (var(cx, &[Class::Float]), Ty::Base(BaseTy::Int32)),
+                    Conversion::BoolToFloat => (Ty::bool(), float_var(cx)),
+                    Conversion::NatToInt => (Ty::nat(), Ty::Base(BaseTy::Int32)),
+                    Conversion::IntToNat => (Ty::Base(BaseTy::Int32), Ty::nat()),
+                    Conversion::BoolToNat => (Ty::bool(), Ty::nat()),
+                    Conversion::Cast => (var(cx, &[Class::Num]), var(cx, &[Class::Num])),
+                };
+                Ty::fun(from, to)
+            }
+            Builtin::Ordinal => {
+                let n = var(cx, &[Class::Ix]);
+                Ty::fun(n, Ty::nat())
+            }
+            Builtin::Size => {
+                let n = var(cx, &[Class::Ix]);
+                Ty::fun(Ty::TypeArg(Box::new(n)), Ty::nat())
+            }
+            Builtin::FromOrdinal => {
+                let n = var(cx, &[Class::Ix]);
+                Ty::funs(vec![Ty::TypeArg(Box::new(n.clone())), Ty::nat()], n)
+            }
+            Builtin::Sum => {
+                let n = var(cx, &[Class::Ix]);
+                let a = var(cx, &[Class::Add]);
+                Ty::fun(Ty::table(n, a.clone()), a)
+            }
+            Builtin::Iota => {
+                let n = var(cx, &[Class::Ix]);
+                Ty::fun(Ty::TypeArg(Box::new(n.clone())), Ty::table(n, Ty::nat()))
+            }
+            Builtin::Fold => {
+                let n = var(cx, &[Class::Ix]);
+                let a = var(cx, &[]);
+                Ty::funs(vec![a.clone(), Ty::funs(vec![n, a.clone()], a.clone())], a)
+            }
+            Builtin::Scan => {
+                let n = var(cx, &[Class::Ix]);
+                let a = var(cx, &[]);
+                let b = var(cx, &[]);
+                let body = Ty::funs(vec![n.clone(), a.clone()], Ty::Tuple(vec![a.clone(), b.clone()]));
+                Ty::funs(vec![a.clone(), body], Ty::Tuple(vec![a, Ty::table(n, b)]))
+            }
+            Builtin::ApplyN => {
+                let a = var(cx, &[]);
+                Ty::funs(vec![Ty::nat(), a.clone(), Ty::fun(a.clone(), a.clone())], a)
+            }
+            Builtin::Zero => var(cx, &[Class::Add]),
+            Builtin::Fst | Builtin::Snd => {
+                let a = var(cx, &[]);
+                let b = var(cx, &[]);
+                let res = if self == Builtin::Fst { a.clone() } else { b.clone() };
+                Ty::fun(Ty::Tuple(vec![a, b]), res)
+            }
+            Builtin::FloatConst(_) => float_var(cx),
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! The checker's view of a session's top level: values with their types, definitions,
+//! index-set aliases, and the classes of rigid type variables.
+
+use std::collections::HashMap;
+
+use super::builtins::Class;
+use super::typed::DefInfo;
+use super::types::{Rigid, Ty};
+
+#[derive(Clone, Debug, Default)]
+pub struct GlobalEnv {
+    /// Top-level values and their types.
+    pub values: HashMap<String, Ty>,
+    /// Top-level `Nat` values, usable as sizes (`Fin n`).
+    pub static_nats: HashMap<String, u64>,
+    pub defs: HashMap<String, DefInfo>,
+    pub aliases: HashMap<String, Ty>,
+    rigid_classes: Vec<Vec<Class>>,
+    next_local: u32,
+}
+
+impl GlobalEnv {
+    pub fn new_rigid(&mut self, classes: Vec<Class>) -> Rigid {
+        self.rigid_classes.push(classes);
+        Rigid(self.rigid_classes.len() as u32 - 1)
+    }
+
+    pub fn add_rigid_classes(&mut self, rigid: Rigid, classes: &[Class]) {
+        if let Some(existing) = self.rigid_classes.get_mut(rigid.0 as usize) {
+            for class in classes {
+                if !existing.contains(class) {
+                    existing.push(*class);
+                }
+            }
+        }
+    }
+
+    pub fn rigid_classes(&self, rigid: Rigid) -> &[Class] {
+        self.rigid_classes.get(rigid.0 as usize).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Local ids are unique across the session, so that definitions checked in different
+    /// blocks can be inlined into one program without clashes.
+    pub fn next_local(&mut self) -> u32 {
+        self.next_local += 1;
+        self.next_local
+    }
+
+    /// Removes every binding of a name (a new top-level binding shadows the old one).
+    pub fn unbind(&mut self, name: &str) {
+        self.values.remove(name);
+        self.static_nats.remove(name);
+        self.defs.remove(name);
+        self.aliases.remove(name);
+    }
+
+    /// Every name bound at the top level (for completion).
+    pub fn names(&self) -> impl Iterator<Item = &String> {
+        self.values.keys().chain(self.defs.keys()).chain(self.aliases.keys())
+    }
+}

@@ -1,0 +1,1053 @@
+//! Type and shape inference for one top-level declaration (Hindley–Milner with deferred class
+//! constraints and symbolic static sizes).
+//!
+//! - Unannotated `for` binders get a fresh variable constrained to be an index set; the way
+//!   the index is used decides it (LANGUAGE.md §3).
+//! - Literals are polymorphic: an integer literal is any numeric type (default `Nat`), a float
+//!   literal any float type (default `Float32`).
+//! - Definitions are generalised: `given` binders, implicit index-set names in the signature
+//!   and unresolved parameter types become rigid variables with the classes they need.
+//!   Call sites instantiate them; the lowering specialises the body with concrete types.
+//! - Class constraints are collected and solved when types are known; what is left at the end
+//!   of a declaration is defaulted or reported.
+
+use std::collections::HashMap;
+
+use super::builtins::{Builtin, Class};
+use super::env::GlobalEnv;
+use super::typed::{DefInfo, DefKey, TExpr, TKind, TPat, TStmt};
+use super::types::{BaseTy, LocalId, Rigid, Size, Ty, TyVar};
+use super::TypeError;
+use crate::prim::Prim;
+use crate::syntax::ast::{
+    BinOp, Expr, ExprKind, FunDef, LetBinding, Lit, Param, Pattern, Stmt, TypeExpr, TypeExprKind,
+};
+use crate::syntax::Span;
+
+type Result<T> = std::result::Result<T, TypeError>;
+
+fn error<T>(span: Span, message: impl Into<String>) -> Result<T> {
+    Err(TypeError { message: message.into(), span })
+}
+
+/// What a name in scope stands for.
+#[derive(Clone, Debug)]
+enum Binding {
+    Local(LocalId, Ty),
+    Def(LocalId, Box<DefInfo>),
+    /// A type variable (a `given` binder or implicit index set) usable in types.
+    TypeVar(Ty),
+}
+
+#[derive(Clone, Debug)]
+struct Pending {
+    class: Class,
+    ty: Ty,
+    span: Span,
+}
+
+/// The inference state of one declaration.
+pub struct Infer<'env> {
+    pub env: &'env mut GlobalEnv,
+    subst: Vec<Option<Ty>>,
+    /// Default type of a literal's variable when nothing else decides it.
+    defaults: HashMap<TyVar, BaseTy>,
+    pending: Vec<Pending>,
+    scale: Vec<(Ty, Ty, Span)>,
+    scopes: Vec<(String, Binding)>,
+    /// Types of locals, for the lowering.
+    pub local_names: Vec<String>,
+}
+
+const MAX_DEPTH: usize = 2_000;
+
+impl<'env> Infer<'env> {
+    pub fn new(env: &'env mut GlobalEnv) -> Infer<'env> {
+        Infer {
+            env,
+            subst: Vec::new(),
+            defaults: HashMap::new(),
+            pending: Vec::new(),
+            scale: Vec::new(),
+            scopes: Vec::new(),
+            local_names: Vec::new(),
+        }
+    }
+
+    pub fn fresh_var(&mut self) -> TyVar {
+        self.subst.push(None);
+        TyVar(self.subst.len() as u32 - 1)
+    }
+
+    /// A variable for a float literal or a conversion to float (default `Float32`).
+    pub fn fresh_float_var(&mut self, span: Span) -> TyVar {
+        let var = self.fresh_var();
+        self.defaults.insert(var, BaseTy::Float32);
+        self.constrain(Class::Float, Ty::Var(var), span);
+        var
+    }
+
+    fn fresh_int_literal_var(&mut self, span: Span) -> TyVar {
+        let var = self.fresh_var();
+        self.defaults.insert(var, BaseTy::Nat);
+        self.constrain(Class::Num, Ty::Var(var), span);
+        var
+    }
+
+    pub fn constrain(&mut self, class: Class, ty: Ty, span: Span) {
+        self.pending.push(Pending { class, ty, span });
+    }
+
+    /// `s .* a`: the scalars of `a` are `s`.
+    pub fn constrain_scale(&mut self, scalar: Ty, array: Ty, span: Span) {
+        self.scale.push((scalar, array, span));
+    }
+
+    fn new_local(&mut self, name: &str) -> LocalId {
+        self.local_names.push(name.to_string());
+        LocalId(self.env.next_local())
+    }
+
+    // ----- substitution and unification -----
+
+    /// Applies the substitution everywhere in a type.
+    pub fn zonk(&self, ty: &Ty) -> Ty {
+        match ty {
+            Ty::Var(var) => match &self.subst[var.0 as usize] {
+                Some(bound) => self.zonk(bound),
+                None => ty.clone(),
+            },
+            Ty::Base(_) | Ty::Fin(_) | Ty::Rigid(..) => ty.clone(),
+            Ty::Table(ix, elem) => Ty::table(self.zonk(ix), self.zonk(elem)),
+            Ty::Tuple(items) => Ty::Tuple(items.iter().map(|item| self.zonk(item)).collect()),
+            Ty::Fun { param, binder, result } => Ty::Fun {
+                param: Box::new(self.zonk(param)),
+                binder: *binder,
+                result: Box::new(self.zonk(result)),
+            },
+            Ty::TypeArg(inner) => Ty::TypeArg(Box::new(self.zonk(inner))),
+        }
+    }
+
+    fn occurs(&self, var: TyVar, ty: &Ty) -> bool {
+        self.zonk(ty).any(&mut |inner| *inner == Ty::Var(var))
+    }
+
+    /// Unifies the type the context expects with the type found.
+    pub fn unify(&mut self, expected: &Ty, found: &Ty, span: Span) -> Result<()> {
+        let expected = self.zonk(expected);
+        let found = self.zonk(found);
+        if self.unify_inner(&expected, &found).is_err() {
+            let (expected, found) = (self.zonk(&expected), self.zonk(&found));
+            return error(span, format!("expected type {expected}, found {found}"));
+        }
+        Ok(())
+    }
+
+    fn unify_inner(&mut self, a: &Ty, b: &Ty) -> std::result::Result<(), ()> {
+        let a = self.zonk(a);
+        let b = self.zonk(b);
+        match (&a, &b) {
+            (Ty::Var(x), Ty::Var(y)) if x == y => Ok(()),
+            (Ty::Var(x), other) | (other, Ty::Var(x)) => {
+                if self.occurs(*x, other) {
+                    return Err(());
+                }
+                // Keep the literal default when two literal variables meet.
+                if let (Some(default), Ty::Var(y)) = (self.defaults.get(x).copied(), other) {
+                    self.defaults.entry(*y).or_insert(default);
+                }
+                self.subst[x.0 as usize] = Some(other.clone());
+                Ok(())
+            }
+            (Ty::Base(x), Ty::Base(y)) if x == y => Ok(()),
+            (Ty::Fin(x), Ty::Fin(y)) => {
+                if x.normalise() == y.normalise() {
+                    Ok(())
+                } else {
+                    Err(())
+                }
+            }
+            (Ty::Table(i1, e1), Ty::Table(i2, e2)) => {
+                self.unify_inner(i1, i2)?;
+                self.unify_inner(e1, e2)
+            }
+            (Ty::Tuple(xs), Ty::Tuple(ys)) if xs.len() == ys.len() => {
+                for (x, y) in xs.iter().zip(ys) {
+                    self.unify_inner(x, y)?;
+                }
+                Ok(())
+            }
+            (Ty::Fun { param: p1, result: r1, .. }, Ty::Fun { param: p2, result: r2, .. }) => {
+                self.unify_inner(p1, p2)?;
+                self.unify_inner(r1, r2)
+            }
+            (Ty::Rigid(x, _), Ty::Rigid(y, _)) if x == y => Ok(()),
+            (Ty::TypeArg(x), Ty::TypeArg(y)) => self.unify_inner(x, y),
+            _ => Err(()),
+        }
+    }
+
+    // ----- constraints -----
+
+    /// Whether `class` holds for `ty`: `Some(true/false)` when decided, `None` while a
+    /// variable blocks the decision (the constraint is then on that variable).
+    fn class_holds(&self, class: Class, ty: &Ty) -> std::result::Result<bool, Ty> {
+        match self.zonk(ty) {
+            Ty::Var(var) => Err(Ty::Var(var)),
+            Ty::Base(base) => Ok(class.holds_for_base(base)),
+            Ty::Fin(_) => Ok(class.holds_for_index()),
+            Ty::Rigid(rigid, _) => Ok(self.env.rigid_classes(rigid).contains(&class)),
+            Ty::Table(_, elem) => {
+                if class.is_lifted() {
+                    self.class_holds(class, &elem)
+                } else {
+                    Ok(false)
+                }
+            }
+            Ty::Tuple(items) => {
+                // Tuples of indices are pair indices (Eq, Ord, Ix); lifted classes lift.
+                if class.is_lifted() || class.holds_for_index() {
+                    for item in &items {
+                        match self.class_holds(class, item) {
+                            Ok(true) => {}
+                            other => return other,
+                        }
+                    }
+                    Ok(true)
+                } else {
+                    Ok(false)
+                }
+            }
+            Ty::Fun { .. } | Ty::TypeArg(_) => Ok(false),
+        }
+    }
+
+    /// Solves what can be solved; keeps the rest. With `finish`, applies defaults and
+    /// reports what remains ambiguous.
+    fn solve(&mut self, finish: bool) -> Result<()> {
+        loop {
+            let mut progress = false;
+            // `.*`: the scalars of the array are the scalar.
+            let scale = std::mem::take(&mut self.scale);
+            for (scalar, array, span) in scale {
+                let mut leaf = self.zonk(&array);
+                while let Ty::Table(_, elem) = leaf {
+                    leaf = *elem;
+                }
+                if matches!(leaf, Ty::Var(_)) && !finish {
+                    self.scale.push((scalar, array, span));
+                } else {
+                    self.unify(&scalar, &leaf, span)?;
+                    progress = true;
+                }
+            }
+            let pending = std::mem::take(&mut self.pending);
+            for item in pending {
+                match self.class_holds(item.class, &item.ty) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        let ty = self.zonk(&item.ty);
+                        let message = match item.class {
+                            Class::Ix => format!("{ty} is not an index set"),
+                            Class::Float | Class::Floating => {
+                                format!("expected a floating-point type, found {ty}")
+                            }
+                            Class::Num => format!("expected a number type, found {ty}"),
+                            class => format!("type {ty} does not support {}", class_operation(class)),
+                        };
+                        return error(item.span, message);
+                    }
+                    Err(blocking) => self.pending.push(Pending { ty: blocking, ..item }),
+                }
+            }
+            if !finish || progress {
+                if progress {
+                    continue;
+                }
+                return Ok(());
+            }
+            // Defaults: literals first, then numeric classes default to Float32.
+            let mut defaulted = false;
+            for index in 0..self.pending.len() {
+                let item = self.pending[index].clone();
+                if let Ty::Var(var) = self.zonk(&item.ty) {
+                    let default = match self.defaults.get(&var) {
+                        Some(default) => Some(*default),
+                        None => match item.class {
+                            Class::Ix => {
+                                return error(
+                                    item.span,
+                                    "cannot infer the index set here: annotate it, e.g. `for i:(Fin 3).`",
+                                )
+                            }
+                            _ => Some(BaseTy::Float32),
+                        },
+                    };
+                    if let Some(base) = default {
+                        self.subst[var.0 as usize] = Some(Ty::Base(base));
+                        defaulted = true;
+                    }
+                }
+            }
+            if !defaulted && self.scale.is_empty() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Finishes a declaration: solves all constraints and applies defaults.
+    pub fn finish(&mut self) -> Result<()> {
+        self.solve(true)
+    }
+
+    /// Zonks every type in a typed expression.
+    pub fn zonk_expr(&self, expr: &mut TExpr) {
+        expr.ty = self.zonk(&expr.ty);
+        match &mut expr.kind {
+            TKind::Local(_) | TKind::Global(_) | TKind::Builtin(_) | TKind::Lit(_) | TKind::TypeArg => {}
+            TKind::Def { inst, .. } => {
+                for ty in inst {
+                    *ty = self.zonk(ty);
+                }
+            }
+            TKind::Lam { body, .. } | TKind::For { body, .. } | TKind::At(body) => {
+                self.zonk_expr(body)
+            }
+            TKind::If { cond, then_branch, else_branch } => {
+                self.zonk_expr(cond);
+                self.zonk_expr(then_branch);
+                self.zonk_expr(else_branch);
+            }
+            TKind::App { func: a, arg: b } | TKind::Index { base: a, index: b } => {
+                self.zonk_expr(a);
+                self.zonk_expr(b);
+            }
+            TKind::Tuple(items) | TKind::Table(items) => {
+                for item in items {
+                    self.zonk_expr(item);
+                }
+            }
+            TKind::Block { stmts, result } => {
+                for stmt in stmts {
+                    match stmt {
+                        TStmt::Let { value, .. } => self.zonk_expr(value),
+                        TStmt::Def { def, .. } => self.zonk_expr(&mut def.body),
+                    }
+                }
+                self.zonk_expr(result);
+            }
+        }
+    }
+
+    // ----- scopes -----
+
+    fn lookup(&self, name: &str) -> Option<&Binding> {
+        self.scopes.iter().rev().find(|(bound, _)| bound == name).map(|(_, binding)| binding)
+    }
+
+    fn with_scope<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        let depth = self.scopes.len();
+        let res = f(self);
+        self.scopes.truncate(depth);
+        res
+    }
+
+    // ----- types written by the user -----
+
+    /// Reads a type expression. `implicit`, when given, collects unknown lower-case names as
+    /// implicit index-set variables (in a `def` signature).
+    fn read_type(&mut self, texpr: &TypeExpr, implicit: &mut Option<&mut Vec<(String, Rigid)>>) -> Result<Ty> {
+        match &texpr.kind {
+            TypeExprKind::Name(ident) => self.read_type_name(&ident.name, texpr.span, implicit),
+            TypeExprKind::Fin(size) => Ok(Ty::Fin(self.read_size(size)?)),
+            TypeExprKind::Table(ix, elem) => {
+                let ix_ty = self.read_type(ix, implicit)?;
+                if let (Ty::Rigid(rigid, _), Some(implicit)) = (&ix_ty, implicit.as_ref()) {
+                    if implicit.iter().any(|(_, bound)| bound == rigid) {
+                        self.env.add_rigid_classes(*rigid, &[Class::Ix, Class::Eq, Class::Ord]);
+                    }
+                }
+                self.constrain(Class::Ix, ix_ty.clone(), ix.span);
+                Ok(Ty::table(ix_ty, self.read_type(elem, implicit)?))
+            }
+            TypeExprKind::Tuple(items) => Ok(Ty::Tuple(
+                items.iter().map(|item| self.read_type(item, implicit)).collect::<Result<_>>()?,
+            )),
+            TypeExprKind::Fun(params, result) => {
+                let params = params.iter().map(|param| self.read_type(param, implicit)).collect::<Result<_>>()?;
+                Ok(Ty::funs(params, self.read_type(result, implicit)?))
+            }
+            TypeExprKind::Hole => Ok(Ty::Var(self.fresh_var())),
+        }
+    }
+
+    fn read_type_name(
+        &mut self,
+        name: &str,
+        span: Span,
+        implicit: &mut Option<&mut Vec<(String, Rigid)>>,
+    ) -> Result<Ty> {
+        let base = match name {
+            "Float" | "Float32" => Some(BaseTy::Float32),
+            "Float64" => Some(BaseTy::Float64),
+            "Int" | "Int32" => Some(BaseTy::Int32),
+            "Int64" => Some(BaseTy::Int64),
+            "Nat" => Some(BaseTy::Nat),
+            "Word64" | "Key" => Some(BaseTy::Word64),
+            "Bool" => Some(BaseTy::Bool),
+            _ => None,
+        };
+        if let Some(base) = base {
+            return Ok(Ty::Base(base));
+        }
+        if let Some(Binding::TypeVar(ty)) = self.lookup(name) {
+            return Ok(ty.clone());
+        }
+        if let Some(ty) = self.env.aliases.get(name) {
+            return Ok(ty.clone());
+        }
+        if let Some(implicit) = implicit {
+            if let Some((_, rigid)) = implicit.iter().find(|(bound, _)| bound == name) {
+                return Ok(Ty::Rigid(*rigid, name.to_string()));
+            }
+            if name.starts_with(|c: char| c.is_lowercase()) {
+                // Implicit variables get `Ix` only where they index a table (see `read_type`).
+                let rigid = self.env.new_rigid(Vec::new());
+                implicit.push((name.to_string(), rigid));
+                self.scopes.push((name.to_string(), Binding::TypeVar(Ty::Rigid(rigid, name.to_string()))));
+                return Ok(Ty::Rigid(rigid, name.to_string()));
+            }
+        }
+        error(span, format!("unknown type `{name}`"))
+    }
+
+    /// Reads a size: a literal, a `Nat` parameter, a top-level `Nat`, `size n`, arithmetic.
+    fn read_size(&mut self, expr: &Expr) -> Result<Size> {
+        let not_static = || {
+            error(
+                expr.span,
+                "a size must be known when the block is compiled (a literal, a top-level Nat, `size n`, or a Nat parameter)",
+            )
+        };
+        match &expr.kind {
+            ExprKind::Lit(Lit::Int(n)) => Ok(Size::Const(*n)),
+            ExprKind::Var(ident) => match self.lookup(&ident.name) {
+                Some(Binding::Local(local, _)) => Ok(Size::Local(*local, ident.name.clone())),
+                Some(_) => not_static(),
+                None => match self.env.static_nats.get(&ident.name) {
+                    Some(n) => Ok(Size::Const(*n)),
+                    None => not_static(),
+                },
+            },
+            ExprKind::App { func, arg, name: None } if is_var(func, "size") => {
+                let ty = self.read_type_of_expr(arg)?;
+                size_of_ix(&ty).map_or_else(not_static, Ok)
+            }
+            ExprKind::BinOp { op, lhs, rhs } => {
+                let (a, b) = (Box::new(self.read_size(lhs)?), Box::new(self.read_size(rhs)?));
+                match op {
+                    BinOp::Add => Ok(Size::Add(a, b)),
+                    BinOp::Sub => Ok(Size::Sub(a, b)),
+                    BinOp::Mul => Ok(Size::Mul(a, b)),
+                    BinOp::Div => Ok(Size::Div(a, b)),
+                    _ => not_static(),
+                }
+            }
+            ExprKind::Annot { expr, .. } => self.read_size(expr),
+            _ => not_static(),
+        }
+    }
+
+    /// Reads an expression in type position (`iota (Fin 5)`, `size n`, `linspace (Fin n)`).
+    fn read_type_of_expr(&mut self, expr: &Expr) -> Result<Ty> {
+        match &expr.kind {
+            ExprKind::Var(ident) => self.read_type_name(&ident.name, expr.span, &mut None),
+            ExprKind::App { func, arg, name: None } if is_var(func, "Fin") => Ok(Ty::Fin(self.read_size(arg)?)),
+            ExprKind::Tuple(items) => {
+                Ok(Ty::Tuple(items.iter().map(|item| self.read_type_of_expr(item)).collect::<Result<_>>()?))
+            }
+            _ => error(expr.span, "expected a type here (such as `Fin 5` or an index-set name)"),
+        }
+    }
+
+    // ----- expressions -----
+
+    pub fn infer(&mut self, expr: &Expr) -> Result<TExpr> {
+        self.infer_depth(expr, 0)
+    }
+
+    fn infer_depth(&mut self, expr: &Expr, depth: usize) -> Result<TExpr> {
+        if depth > MAX_DEPTH {
+            return error(expr.span, "expression nested too deeply");
+        }
+        let span = expr.span;
+        let texpr = |kind, ty| TExpr { kind, ty, span };
+        match &expr.kind {
+            ExprKind::Var(ident) => self.infer_var(&ident.name, span),
+            ExprKind::Lit(lit) => {
+                let ty = match lit {
+                    Lit::Int(_) => Ty::Var(self.fresh_int_literal_var(span)),
+                    Lit::Float(_) => Ty::Var(self.fresh_float_var(span)),
+                    Lit::Bool(_) => Ty::bool(),
+                    Lit::Str(_) => return error(span, "strings are not values in dx"),
+                };
+                Ok(texpr(TKind::Lit(lit.clone()), ty))
+            }
+            ExprKind::Lam { params, body } => self.infer_lambda(params, body, span, depth),
+            ExprKind::For { binders, body } => self.with_scope(|cx| {
+                let mut locals = Vec::new();
+                for binder in binders {
+                    let ix = match &binder.ty {
+                        Some(ty) => cx.read_type(ty, &mut None)?,
+                        None => Ty::Var(cx.fresh_var()),
+                    };
+                    cx.constrain(Class::Ix, ix.clone(), binder.name.span);
+                    let local = cx.new_local(&binder.name.name);
+                    cx.scopes.push((binder.name.name.clone(), Binding::Local(local, ix.clone())));
+                    locals.push((local, ix));
+                }
+                let mut res = cx.infer_depth(body, depth + 1)?;
+                for (local, ix) in locals.into_iter().rev() {
+                    let ty = Ty::table(ix, res.ty.clone());
+                    res = TExpr { kind: TKind::For { binder: local, body: Box::new(res) }, ty, span };
+                }
+                Ok(res)
+            }),
+            ExprKind::If { cond, then_branch, else_branch } => {
+                let cond = self.infer_depth(cond, depth + 1)?;
+                self.unify(&Ty::bool(), &cond.ty, cond.span)?;
+                let then_branch = self.infer_depth(then_branch, depth + 1)?;
+                let else_branch = self.infer_depth(else_branch, depth + 1)?;
+                self.unify(&then_branch.ty, &else_branch.ty, else_branch.span)?;
+                let ty = then_branch.ty.clone();
+                Ok(texpr(
+                    TKind::If {
+                        cond: Box::new(cond),
+                        then_branch: Box::new(then_branch),
+                        else_branch: Box::new(else_branch),
+                    },
+                    ty,
+                ))
+            }
+            ExprKind::App { func, arg, name } => {
+                if let Some(name) = name {
+                    return error(name.span, "named arguments are not supported yet");
+                }
+                let func = self.infer_depth(func, depth + 1)?;
+                self.apply(func, arg, span, depth)
+            }
+            ExprKind::BinOp { op, lhs, rhs } => {
+                let func = self.binop_function(*op, span)?;
+                let lhs_span = lhs.span;
+                let partial = self.apply(func, lhs, lhs_span.to(span), depth)?;
+                self.apply(partial, rhs, span, depth)
+            }
+            ExprKind::Neg(inner) => {
+                let func = TExpr { kind: TKind::Builtin(Builtin::Prim(Prim::Neg)), ty: Ty::float(), span };
+                let func = self.instantiate_builtin(func, Builtin::Prim(Prim::Neg), span);
+                self.apply(func, inner, span, depth)
+            }
+            ExprKind::Index { base, indices } => {
+                let mut res = self.infer_depth(base, depth + 1)?;
+                for index in indices {
+                    res = self.infer_index(res, index, depth)?;
+                }
+                Ok(res)
+            }
+            ExprKind::Tuple(items) => {
+                let items = items.iter().map(|item| self.infer_depth(item, depth + 1)).collect::<Result<Vec<_>>>()?;
+                let ty = Ty::Tuple(items.iter().map(|item| item.ty.clone()).collect());
+                Ok(texpr(TKind::Tuple(items), ty))
+            }
+            ExprKind::Table(items) => {
+                let elem = Ty::Var(self.fresh_var());
+                let mut typed = Vec::new();
+                for item in items {
+                    let item = self.infer_depth(item, depth + 1)?;
+                    self.unify(&elem, &item.ty, item.span)?;
+                    typed.push(item);
+                }
+                let ty = Ty::table(Ty::Fin(Size::Const(typed.len() as u64)), elem);
+                Ok(texpr(TKind::Table(typed), ty))
+            }
+            ExprKind::At { value, ty } => {
+                let target = self.read_type(ty, &mut None)?;
+                self.constrain(Class::Ix, target.clone(), ty.span);
+                let value = self.infer_depth(value, depth + 1)?;
+                self.constrain(Class::Num, value.ty.clone(), value.span);
+                Ok(texpr(TKind::At(Box::new(value)), target))
+            }
+            ExprKind::Annot { expr: inner, ty } => {
+                let annotated = self.read_type(ty, &mut None)?;
+                let inner = self.infer_depth(inner, depth + 1)?;
+                self.unify(&annotated, &inner.ty, inner.span)?;
+                Ok(inner)
+            }
+            ExprKind::Block { stmts, result } => self.with_scope(|cx| {
+                let mut typed = Vec::new();
+                for stmt in stmts {
+                    match stmt {
+                        Stmt::Let(binding) => {
+                            let (pat, value) = cx.infer_let(binding, depth)?;
+                            typed.push(TStmt::Let { pat, value });
+                        }
+                        Stmt::Def(def) => {
+                            let info = cx.infer_def(def)?;
+                            let id = cx.new_local(&def.name.name);
+                            cx.scopes.push((def.name.name.clone(), Binding::Def(id, Box::new(info.clone()))));
+                            typed.push(TStmt::Def { id, def: Box::new(info) });
+                        }
+                    }
+                }
+                let result = cx.infer_depth(result, depth + 1)?;
+                let ty = result.ty.clone();
+                Ok(texpr(TKind::Block { stmts: typed, result: Box::new(result) }, ty))
+            }),
+        }
+    }
+
+    fn infer_var(&mut self, name: &str, span: Span) -> Result<TExpr> {
+        match self.lookup(name).cloned() {
+            Some(Binding::Local(local, ty)) => return Ok(TExpr { kind: TKind::Local(local), ty, span }),
+            Some(Binding::Def(id, info)) => return Ok(self.instantiate_def(&info, DefKey::Local(id), span)),
+            Some(Binding::TypeVar(_)) => {
+                return error(span, format!("`{name}` is a type; it can only be passed where a type is expected"))
+            }
+            None => {}
+        }
+        if let Some(ty) = self.env.values.get(name) {
+            return Ok(TExpr { kind: TKind::Global(name.to_string()), ty: ty.clone(), span });
+        }
+        if let Some(info) = self.env.defs.get(name).cloned() {
+            return Ok(self.instantiate_def(&info, DefKey::Top(name.to_string()), span));
+        }
+        if let Some(builtin) = Builtin::lookup(name) {
+            let func = TExpr { kind: TKind::Builtin(builtin), ty: Ty::float(), span };
+            return Ok(self.instantiate_builtin(func, builtin, span));
+        }
+        if self.env.aliases.contains_key(name) || name == "Fin" {
+            return error(span, format!("`{name}` is a type; it can only be passed where a type is expected"));
+        }
+        error(span, format!("unbound variable `{name}`"))
+    }
+
+    fn instantiate_builtin(&mut self, mut func: TExpr, builtin: Builtin, span: Span) -> TExpr {
+        func.ty = builtin.instantiate(self, span);
+        func
+    }
+
+    fn instantiate_def(&mut self, info: &DefInfo, def: DefKey, span: Span) -> TExpr {
+        let mut mapping = HashMap::new();
+        let mut inst = Vec::new();
+        for rigid in &info.vars {
+            let var = Ty::Var(self.fresh_var());
+            for class in self.env.rigid_classes(*rigid).to_vec() {
+                self.constrain(class, var.clone(), span);
+            }
+            mapping.insert(*rigid, var.clone());
+            inst.push(var);
+        }
+        let ty = substitute_rigids(&info.ty, &mapping);
+        TExpr { kind: TKind::Def { name: info.name.clone(), def, inst }, ty, span }
+    }
+
+    fn binop_function(&mut self, op: BinOp, span: Span) -> Result<TExpr> {
+        let builtin = match op {
+            BinOp::Add => Builtin::Prim(Prim::Add),
+            BinOp::Sub => Builtin::Prim(Prim::Sub),
+            BinOp::Mul => Builtin::Prim(Prim::Mul),
+            BinOp::Div => Builtin::Prim(Prim::Div),
+            BinOp::Eq => Builtin::Prim(Prim::Eq),
+            BinOp::Ne => Builtin::Prim(Prim::Ne),
+            BinOp::Lt => Builtin::Prim(Prim::Lt),
+            BinOp::Gt => Builtin::Prim(Prim::Gt),
+            BinOp::Le => Builtin::Prim(Prim::Le),
+            BinOp::Ge => Builtin::Prim(Prim::Ge),
+            BinOp::And => Builtin::Prim(Prim::And),
+            BinOp::Or => Builtin::Prim(Prim::Or),
+            BinOp::Approx => Builtin::Approx,
+            BinOp::Scale => Builtin::Scale,
+            BinOp::MatMul | BinOp::MatVec | BinOp::VecMat => {
+                // Defined in the prelude.
+                let name = match op {
+                    BinOp::MatMul => "matmul",
+                    BinOp::MatVec => "matvec",
+                    _ => "vecmat",
+                };
+                return self.infer_var(name, span);
+            }
+        };
+        let func = TExpr { kind: TKind::Builtin(builtin), ty: Ty::float(), span };
+        Ok(self.instantiate_builtin(func, builtin, span))
+    }
+
+    /// Applies a typed function to one (surface) argument.
+    fn apply(&mut self, func: TExpr, arg: &Expr, span: Span, depth: usize) -> Result<TExpr> {
+        let func_ty = self.zonk(&func.ty);
+        let (param, binder, result) = match func_ty {
+            Ty::Fun { param, binder, result } => (*param, binder, *result),
+            Ty::Var(_) => {
+                let param = Ty::Var(self.fresh_var());
+                let result = Ty::Var(self.fresh_var());
+                self.unify(&func_ty, &Ty::fun(param.clone(), result.clone()), func.span)?;
+                (param, None, result)
+            }
+            other => {
+                return error(func.span, format!("this is not a function: it has type {other}"));
+            }
+        };
+        let targ = if let Ty::TypeArg(expected) = &param {
+            let ty = self.read_type_of_expr(arg)?;
+            self.unify(expected, &ty, arg.span)?;
+            TExpr { kind: TKind::TypeArg, ty: Ty::TypeArg(Box::new(ty)), span: arg.span }
+        } else {
+            let targ = self.infer_depth(arg, depth + 1)?;
+            self.unify(&param, &targ.ty, arg.span)?;
+            targ
+        };
+        let mut result = result;
+        if let Some(binder) = binder {
+            if mentions_local(&result, binder) {
+                let size = self.read_size(arg)?;
+                result = substitute_local_size(&result, binder, &size);
+            }
+        }
+        Ok(TExpr { kind: TKind::App { func: Box::new(func), arg: Box::new(targ) }, ty: result, span })
+    }
+
+    fn infer_index(&mut self, base: TExpr, index: &Expr, depth: usize) -> Result<TExpr> {
+        let base_ty = self.zonk(&base.ty);
+        let (ix, elem) = match base_ty {
+            Ty::Table(ix, elem) => (*ix, *elem),
+            Ty::Var(_) => {
+                let ix = Ty::Var(self.fresh_var());
+                self.constrain(Class::Ix, ix.clone(), index.span);
+                let elem = Ty::Var(self.fresh_var());
+                self.unify(&Ty::table(ix.clone(), elem.clone()), &base_ty, base.span)?;
+                (ix, elem)
+            }
+            other => return error(base.span, format!("only tables can be indexed; this has type {other}")),
+        };
+        // A bare integer literal as an index means `lit @ ix` (as `from_ordinal`).
+        let tindex = if let ExprKind::Lit(Lit::Int(_)) = index.kind {
+            let value = self.infer_depth(index, depth + 1)?;
+            TExpr { kind: TKind::At(Box::new(value)), ty: ix.clone(), span: index.span }
+        } else {
+            let tindex = self.infer_depth(index, depth + 1)?;
+            self.unify(&ix, &tindex.ty, index.span)?;
+            tindex
+        };
+        let span = base.span.to(index.span);
+        Ok(TExpr { kind: TKind::Index { base: Box::new(base), index: Box::new(tindex) }, ty: elem, span })
+    }
+
+    fn infer_lambda(&mut self, params: &[Param], body: &Expr, span: Span, depth: usize) -> Result<TExpr> {
+        self.with_scope(|cx| {
+            let mut typed_params = Vec::new();
+            for param in params {
+                let ty = match &param.ty {
+                    Some(ty) => cx.read_type(ty, &mut None)?,
+                    None => Ty::Var(cx.fresh_var()),
+                };
+                let pat = cx.bind_pattern(&param.pat, &ty)?;
+                typed_params.push((pat, ty));
+            }
+            let mut res = cx.infer_depth(body, depth + 1)?;
+            for (pat, ty) in typed_params.into_iter().rev() {
+                let fun_ty = Ty::fun(ty, res.ty.clone());
+                res = TExpr { kind: TKind::Lam { param: pat, body: Box::new(res) }, ty: fun_ty, span };
+            }
+            Ok(res)
+        })
+    }
+
+    /// Binds the names of a pattern to parts of `ty` (adding them to the scope).
+    fn bind_pattern(&mut self, pat: &Pattern, ty: &Ty) -> Result<TPat> {
+        match pat {
+            Pattern::Var(ident) => {
+                let local = self.new_local(&ident.name);
+                self.scopes.push((ident.name.clone(), Binding::Local(local, ty.clone())));
+                Ok(TPat::Var(local, ident.name.clone()))
+            }
+            Pattern::Wildcard(_) => Ok(TPat::Wild),
+            Pattern::Tuple(items, span) => {
+                let item_tys: Vec<Ty> = items.iter().map(|_| Ty::Var(self.fresh_var())).collect();
+                self.unify(&Ty::Tuple(item_tys.clone()), ty, *span)?;
+                let pats = items
+                    .iter()
+                    .zip(&item_tys)
+                    .map(|(item, item_ty)| self.bind_pattern(item, item_ty))
+                    .collect::<Result<_>>()?;
+                Ok(TPat::Tuple(pats))
+            }
+            Pattern::Table(items, span) => {
+                let elem = Ty::Var(self.fresh_var());
+                self.unify(&Ty::table(Ty::Fin(Size::Const(items.len() as u64)), elem.clone()), ty, *span)?;
+                let pats = items.iter().map(|item| self.bind_pattern(item, &elem)).collect::<Result<_>>()?;
+                Ok(TPat::Table(pats))
+            }
+        }
+    }
+
+    fn infer_let(&mut self, binding: &LetBinding, depth: usize) -> Result<(TPat, TExpr)> {
+        let value = self.infer_depth(&binding.value, depth + 1)?;
+        if let Some(ty) = &binding.ty {
+            let annotated = self.read_type(ty, &mut None)?;
+            self.unify(&annotated, &value.ty, binding.value.span)?;
+        }
+        let pat = self.bind_pattern(&binding.pat, &value.ty.clone())?;
+        Ok((pat, value))
+    }
+
+    /// Checks a top-level or local value binding (not generalised).
+    pub fn infer_top_let(&mut self, binding: &LetBinding) -> Result<(TPat, TExpr)> {
+        let (pat, mut value) = self.infer_let(binding, 0)?;
+        self.finish()?;
+        self.zonk_expr(&mut value);
+        Ok((pat, value))
+    }
+
+    /// Checks an expression on its own (for `:p`, `:t`, bare expressions).
+    pub fn infer_top_expr(&mut self, expr: &Expr) -> Result<TExpr> {
+        let mut texpr = self.infer(expr)?;
+        self.finish()?;
+        self.zonk_expr(&mut texpr);
+        Ok(texpr)
+    }
+
+    /// Checks a definition and generalises it.
+    pub fn infer_def(&mut self, def: &FunDef) -> Result<DefInfo> {
+        let outer_pending = std::mem::take(&mut self.pending);
+        let outer_scale = std::mem::take(&mut self.scale);
+        let res = self.with_scope(|cx| cx.infer_def_inner(def));
+        self.pending.extend(outer_pending);
+        self.scale.extend(outer_scale);
+        res
+    }
+
+    fn infer_def_inner(&mut self, def: &FunDef) -> Result<DefInfo> {
+        // `given` binders, then implicit index-set names in the signature.
+        let mut rigids: Vec<(String, Rigid)> = Vec::new();
+        for given in &def.given {
+            let classes = match &given.class {
+                Some(class) => Class::from_name(&class.name)
+                    .ok_or_else(|| TypeError { message: format!("unknown class `{}`", class.name), span: class.span })?,
+                None => Vec::new(),
+            };
+            let rigid = self.env.new_rigid(classes);
+            self.scopes.push((given.name.name.clone(), Binding::TypeVar(Ty::Rigid(rigid, given.name.name.clone()))));
+            rigids.push((given.name.name.clone(), rigid));
+        }
+        let mut param_tys = Vec::new();
+        let mut pats = Vec::new();
+        for param in &def.params {
+            let ty = match &param.ty {
+                Some(ty) => {
+                    let mut implicit = Some(&mut rigids);
+                    self.read_type(ty, &mut implicit)?
+                }
+                None => Ty::Var(self.fresh_var()),
+            };
+            let pat = self.bind_pattern(&param.pat, &ty)?;
+            param_tys.push(ty);
+            pats.push(pat);
+        }
+        let ret = match &def.ret {
+            Some(ret) => {
+                let mut implicit = Some(&mut rigids);
+                self.read_type(ret, &mut implicit)?
+            }
+            None => Ty::Var(self.fresh_var()),
+        };
+        // Recursion is not allowed (everything is inlined), so the name is not in scope here.
+        let body = self.infer(&def.body)?;
+        self.unify(&ret, &body.ty, def.body.span)?;
+        self.solve(false)?;
+
+        // Generalise: unresolved variables in the signature become rigid, with the classes
+        // their pending constraints ask for.
+        let mut sig = Ty::funs(param_tys.clone(), ret.clone());
+        let mut free = Vec::new();
+        collect_vars(&self.zonk(&sig), &mut free);
+        let mut vars: Vec<Rigid> = rigids.iter().map(|(_, rigid)| *rigid).collect();
+        for var in free {
+            let classes: Vec<Class> = self
+                .pending
+                .iter()
+                .filter(|item| self.zonk(&item.ty) == Ty::Var(var))
+                .map(|item| item.class)
+                .collect();
+            let rigid = self.env.new_rigid(classes);
+            let name = format!("t{}", rigid.0);
+            self.subst[var.0 as usize] = Some(Ty::Rigid(rigid, name));
+            vars.push(rigid);
+        }
+        self.finish()?;
+        sig = self.zonk(&sig);
+        // Parameters bound to a variable may be used as sizes in later types.
+        let mut sig_with_binders = sig.clone();
+        {
+            let mut ty = &mut sig_with_binders;
+            for pat in &pats {
+                if let Ty::Fun { binder, result, .. } = ty {
+                    if let TPat::Var(local, _) = pat {
+                        *binder = Some(*local);
+                    }
+                    ty = result;
+                }
+            }
+        }
+        let mut body_expr = body;
+        for (pat, ty) in pats.into_iter().zip(param_tys).rev() {
+            let fun_ty = Ty::fun(ty, body_expr.ty.clone());
+            body_expr = TExpr { kind: TKind::Lam { param: pat, body: Box::new(body_expr) }, ty: fun_ty, span: def.span };
+        }
+        self.zonk_expr(&mut body_expr);
+        Ok(DefInfo { name: def.name.name.clone(), vars, ty: sig_with_binders, body: body_expr, span: def.span })
+    }
+
+    /// Reads a top-level `Name = <type>` alias if the binding is one.
+    pub fn try_alias(&mut self, binding: &LetBinding) -> Option<Result<(String, Ty)>> {
+        let Pattern::Var(ident) = &binding.pat else { return None };
+        if !ident.name.starts_with(|c: char| c.is_uppercase()) || binding.ty.is_some() {
+            return None;
+        }
+        let looks_like_type = match &binding.value.kind {
+            ExprKind::App { func, .. } => is_var(func, "Fin"),
+            ExprKind::Var(name) => {
+                self.env.aliases.contains_key(&name.name)
+                    || matches!(name.name.as_str(), "Float" | "Float32" | "Float64" | "Int" | "Int32" | "Int64" | "Nat" | "Bool" | "Word64")
+            }
+            _ => false,
+        };
+        if !looks_like_type {
+            return None;
+        }
+        Some(self.read_type_of_expr(&binding.value).map(|ty| (ident.name.clone(), ty)))
+    }
+}
+
+fn class_operation(class: Class) -> &'static str {
+    match class {
+        Class::Add => "addition",
+        Class::Mul => "multiplication",
+        Class::Div => "division",
+        Class::Floating => "floating-point functions",
+        Class::Num => "arithmetic",
+        Class::Float => "floating-point functions",
+        Class::Eq => "equality",
+        Class::Ord => "ordering",
+        Class::Ix => "indexing",
+    }
+}
+
+fn is_var(expr: &Expr, name: &str) -> bool {
+    matches!(&expr.kind, ExprKind::Var(ident) if ident.name == name)
+}
+
+/// The size of an index set, when it is statically expressible.
+pub fn size_of_ix(ty: &Ty) -> Option<Size> {
+    match ty {
+        Ty::Fin(size) => Some(size.clone()),
+        Ty::Rigid(rigid, name) => Some(Size::Of(*rigid, name.clone())),
+        Ty::Tuple(items) => items
+            .iter()
+            .map(size_of_ix)
+            .try_fold(Size::Const(1), |acc, size| Some(Size::Mul(Box::new(acc), Box::new(size?)))),
+        _ => None,
+    }
+}
+
+fn collect_vars(ty: &Ty, out: &mut Vec<TyVar>) {
+    ty.any(&mut |inner| {
+        if let Ty::Var(var) = inner {
+            if !out.contains(var) {
+                out.push(*var);
+            }
+        }
+        false
+    });
+}
+
+/// Replaces rigid variables by types (instantiation, specialisation).
+pub fn substitute_rigids(ty: &Ty, mapping: &HashMap<Rigid, Ty>) -> Ty {
+    map_ty(ty, &mut |inner| match inner {
+        Ty::Rigid(rigid, _) => mapping.get(rigid).cloned(),
+        Ty::Fin(size) => Some(Ty::Fin(map_size(size, &mut |size| match size {
+            Size::Of(rigid, _) => mapping.get(rigid).and_then(size_of_ix),
+            _ => None,
+        }))),
+        _ => None,
+    })
+}
+
+fn mentions_local(ty: &Ty, local: LocalId) -> bool {
+    fn size_mentions(size: &Size, local: LocalId) -> bool {
+        match size {
+            Size::Local(id, _) => *id == local,
+            Size::Const(_) | Size::Of(..) => false,
+            Size::Add(a, b) | Size::Sub(a, b) | Size::Mul(a, b) | Size::Div(a, b) => {
+                size_mentions(a, local) || size_mentions(b, local)
+            }
+        }
+    }
+    ty.any(&mut |inner| matches!(inner, Ty::Fin(size) if size_mentions(size, local)))
+}
+
+/// Replaces a `Nat` parameter in sizes by the size of the argument.
+pub fn substitute_local_size(ty: &Ty, local: LocalId, size: &Size) -> Ty {
+    map_ty(ty, &mut |inner| match inner {
+        Ty::Fin(inner_size) => Some(Ty::Fin(map_size(inner_size, &mut |s| match s {
+            Size::Local(id, _) if *id == local => Some(size.clone()),
+            _ => None,
+        }))),
+        _ => None,
+    })
+}
+
+/// Rebuilds a type bottom-up, letting `f` replace any node (returning `Some`).
+pub fn map_ty(ty: &Ty, f: &mut impl FnMut(&Ty) -> Option<Ty>) -> Ty {
+    if let Some(replaced) = f(ty) {
+        return replaced;
+    }
+    match ty {
+        Ty::Base(_) | Ty::Fin(_) | Ty::Var(_) | Ty::Rigid(..) => ty.clone(),
+        Ty::Table(ix, elem) => Ty::table(map_ty(ix, f), map_ty(elem, f)),
+        Ty::Tuple(items) => Ty::Tuple(items.iter().map(|item| map_ty(item, f)).collect()),
+        Ty::Fun { param, binder, result } => Ty::Fun {
+            param: Box::new(map_ty(param, f)),
+            binder: *binder,
+            result: Box::new(map_ty(result, f)),
+        },
+        Ty::TypeArg(inner) => Ty::TypeArg(Box::new(map_ty(inner, f))),
+    }
+}
+
+/// Rebuilds a size bottom-up, letting `f` replace any node.
+pub fn map_size(size: &Size, f: &mut dyn FnMut(&Size) -> Option<Size>) -> Size {
+    if let Some(replaced) = f(size) {
+        return replaced;
+    }
+    let mut both = |a: &Size, b: &Size| (Box::new(map_size(a, f)), Box::new(map_size(b, f)));
+    match size {
+        Size::Const(_) | Size::Local(..) | Size::Of(..) => size.clone(),
+        Size::Add(a, b) => {
+            let (a, b) = both(a, b);
+            Size::Add(a, b)
+        }
+        Size::Sub(a, b) => {
+            let (a, b) = both(a, b);
+            Size::Sub(a, b)
+        }
+        Size::Mul(a, b) => {
+            let (a, b) = both(a, b);
+            Size::Mul(a, b)
+        }
+        Size::Div(a, b) => {
+            let (a, b) = both(a, b);
+            Size::Div(a, b)
+        }
+    }
+    .normalise()
+}

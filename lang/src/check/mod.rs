@@ -1,0 +1,17 @@
+//! The checker: name resolution, types and static shapes (LANGUAGE.md §2), producing the
+//! typed program (`typed`) that the lowering turns into core IR.
+
+pub mod builtins;
+pub mod env;
+pub mod infer;
+pub mod typed;
+pub mod types;
+
+use crate::syntax::Span;
+
+/// A type error: a message about a span of the source.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeError {
+    pub message: String,
+    pub span: Span,
+}

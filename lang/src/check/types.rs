@@ -1,0 +1,207 @@
+//! Types of the surface language (LANGUAGE.md §2) as the checker sees them: with unification
+//! variables, rigid variables (`given` binders and generalised variables) and symbolic sizes.
+
+use std::fmt;
+
+/// A unification variable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TyVar(pub u32);
+
+/// A rigid type variable: a `given` binder of a definition, or a generalised variable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Rigid(pub u32);
+
+/// A local term variable (a binder inside a declaration).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LocalId(pub u32);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BaseTy {
+    Float32,
+    Float64,
+    Int32,
+    Int64,
+    /// Unsigned 32-bit (`Nat`).
+    Nat,
+    Word64,
+    Bool,
+}
+
+impl BaseTy {
+    pub fn name(self) -> &'static str {
+        match self {
+            BaseTy::Float32 => "Float32",
+            BaseTy::Float64 => "Float64",
+            BaseTy::Int32 => "Int32",
+            BaseTy::Int64 => "Int64",
+            BaseTy::Nat => "Nat",
+            BaseTy::Word64 => "Word64",
+            BaseTy::Bool => "Bool",
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, BaseTy::Float32 | BaseTy::Float64)
+    }
+
+    pub fn is_numeric(self) -> bool {
+        self != BaseTy::Bool
+    }
+}
+
+/// A size known when a block is compiled (LANGUAGE.md §2): a constant, a `Nat` parameter of
+/// the function being checked, the size of a rigid index set, or arithmetic on those.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Size {
+    Const(u64),
+    /// A `Nat` parameter (value-dependent type, specialised per call).
+    Local(LocalId, String),
+    /// `size n` of a rigid index set.
+    Of(Rigid, String),
+    Add(Box<Size>, Box<Size>),
+    Sub(Box<Size>, Box<Size>),
+    Mul(Box<Size>, Box<Size>),
+    Div(Box<Size>, Box<Size>),
+}
+
+impl Size {
+    /// Folds constant arithmetic; sizes are natural numbers (subtraction saturates at 0).
+    pub fn normalise(&self) -> Size {
+        let binary = |a: &Size, b: &Size, op: fn(u64, u64) -> u64, make: fn(Box<Size>, Box<Size>) -> Size| {
+            match (a.normalise(), b.normalise()) {
+                (Size::Const(x), Size::Const(y)) => Size::Const(op(x, y)),
+                (x, y) => make(Box::new(x), Box::new(y)),
+            }
+        };
+        match self {
+            Size::Const(_) | Size::Local(..) | Size::Of(..) => self.clone(),
+            Size::Add(a, b) => binary(a, b, u64::saturating_add, Size::Add),
+            Size::Sub(a, b) => binary(a, b, u64::saturating_sub, Size::Sub),
+            Size::Mul(a, b) => binary(a, b, u64::saturating_mul, Size::Mul),
+            Size::Div(a, b) => binary(a, b, |x, y| x.checked_div(y).unwrap_or(0), Size::Div),
+        }
+    }
+
+    pub fn as_const(&self) -> Option<u64> {
+        match self.normalise() {
+            Size::Const(n) => Some(n),
+            _ => None,
+        }
+    }
+}
+
+/// A type. Index sets are types too: `Fin n` is both the index set and the type of its
+/// elements; a pair index set is a `Tuple` of index sets.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ty {
+    Base(BaseTy),
+    Fin(Size),
+    /// `ix => elem`
+    Table(Box<Ty>, Box<Ty>),
+    Tuple(Vec<Ty>),
+    /// A function of one argument (functions of several arguments are curried). `binder` is
+    /// set when later types mention the argument's value as a size (`(n: Nat) -> (Fin n)=>…`).
+    Fun { param: Box<Ty>, binder: Option<LocalId>, result: Box<Ty> },
+    Var(TyVar),
+    Rigid(Rigid, String),
+    /// The type of a type argument (`iota (Fin 5)`, `size n`): the type itself is carried.
+    TypeArg(Box<Ty>),
+}
+
+impl Ty {
+    pub fn float() -> Ty {
+        Ty::Base(BaseTy::Float32)
+    }
+
+    pub fn nat() -> Ty {
+        Ty::Base(BaseTy::Nat)
+    }
+
+    pub fn bool() -> Ty {
+        Ty::Base(BaseTy::Bool)
+    }
+
+    pub fn table(ix: Ty, elem: Ty) -> Ty {
+        Ty::Table(Box::new(ix), Box::new(elem))
+    }
+
+    pub fn fun(param: Ty, result: Ty) -> Ty {
+        Ty::Fun { param: Box::new(param), binder: None, result: Box::new(result) }
+    }
+
+    /// Curried function type of several parameters.
+    pub fn funs(params: Vec<Ty>, result: Ty) -> Ty {
+        params.into_iter().rev().fold(result, |acc, param| Ty::fun(param, acc))
+    }
+
+    /// Calls `f` on every type nested in this one (not through sizes).
+    pub fn any(&self, pred: &mut impl FnMut(&Ty) -> bool) -> bool {
+        if pred(self) {
+            return true;
+        }
+        match self {
+            Ty::Base(_) | Ty::Fin(_) | Ty::Var(_) | Ty::Rigid(..) => false,
+            Ty::Table(ix, elem) => ix.any(pred) || elem.any(pred),
+            Ty::Tuple(items) => items.iter().any(|item| item.any(pred)),
+            Ty::Fun { param, result, .. } => param.any(pred) || result.any(pred),
+            Ty::TypeArg(ty) => ty.any(pred),
+        }
+    }
+
+    pub fn contains_fun(&self) -> bool {
+        self.any(&mut |ty| matches!(ty, Ty::Fun { .. }))
+    }
+}
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.normalise() {
+            Size::Const(n) => write!(f, "{n}"),
+            Size::Local(_, name) => write!(f, "{name}"),
+            Size::Of(_, name) => write!(f, "size {name}"),
+            Size::Add(a, b) => write!(f, "({a} + {b})"),
+            Size::Sub(a, b) => write!(f, "({a} - {b})"),
+            Size::Mul(a, b) => write!(f, "({a} * {b})"),
+            Size::Div(a, b) => write!(f, "({a} / {b})"),
+        }
+    }
+}
+
+/// Dex type syntax: `((Fin 3) => (Fin 8) => Float32)`, `(Float32, Int32)`.
+impl fmt::Display for Ty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ty::Base(base) => write!(f, "{}", base.name()),
+            Ty::Fin(size) => write!(f, "Fin {size}"),
+            Ty::Table(..) => {
+                write!(f, "(")?;
+                let mut ty = self;
+                while let Ty::Table(ix, elem) = ty {
+                    match **ix {
+                        Ty::Fin(_) | Ty::Tuple(_) => write!(f, "({ix}) => ")?,
+                        _ => write!(f, "{ix} => ")?,
+                    }
+                    ty = elem;
+                }
+                match ty {
+                    Ty::Fin(_) => write!(f, "({ty}))"),
+                    _ => write!(f, "{ty})"),
+                }
+            }
+            Ty::Tuple(items) => {
+                write!(f, "(")?;
+                for (index, item) in items.iter().enumerate() {
+                    if index > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{item}")?;
+                }
+                write!(f, ")")
+            }
+            Ty::Fun { param, result, .. } => write!(f, "({param} -> {result})"),
+            Ty::Var(var) => write!(f, "?{}", var.0),
+            Ty::Rigid(_, name) => write!(f, "{name}"),
+            Ty::TypeArg(ty) => write!(f, "Type {ty}"),
+        }
+    }
+}

@@ -1,0 +1,825 @@
+//! Lowering: the typed program to core IR (seed 001 §3.2), inlining every function.
+//!
+//! The lowering is a partial evaluator over *static values* (`SVal`): a first-order value is
+//! a list of core atoms (one per array of its flattened representation: a tuple, or a table
+//! of tuples, is several arrays), while functions, partially applied built-ins and type
+//! arguments exist only at compile time. Applying a closure lowers its body with the argument
+//! bound, which inlines every call (DESIGN.md: functions are inlined at call sites) and
+//! specialises definitions to the concrete types and sizes of the call.
+//!
+//! Input: a checked, zonked `TExpr` (types may still mention the rigid variables of the
+//! definitions being inlined; they are resolved through the instantiation in scope).
+//! Output: a `Program` whose inputs are the top-level values the expression refers to.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::check::builtins::Builtin;
+use crate::check::env::GlobalEnv;
+use crate::check::infer::size_of_ix;
+use crate::check::typed::{DefInfo, DefKey, TExpr, TKind, TPat, TStmt};
+use crate::check::types::{BaseTy, LocalId, Rigid, Size, Ty};
+use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
+use crate::prim::Prim;
+use crate::syntax::ast::Lit;
+use crate::syntax::Span;
+
+/// Why lowering failed: a user error (a size that is not static, a table of functions) with
+/// its span. Internal inconsistencies are reported the same way with an `internal` message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LowerError {
+    pub message: String,
+    pub span: Span,
+}
+
+type Result<T> = std::result::Result<T, LowerError>;
+
+fn error<T>(span: Span, message: impl Into<String>) -> Result<T> {
+    Err(LowerError { message: message.into(), span })
+}
+
+/// A value known at compile time.
+#[derive(Clone, Debug)]
+pub enum SVal {
+    /// One array (a scalar is rank 0).
+    Arr(Atom),
+    Tuple(Vec<SVal>),
+    Closure(Rc<Closure>),
+    /// A built-in waiting for more arguments; `ty` is its full (concrete) type.
+    Partial { builtin: Builtin, args: Vec<SVal>, ty: Ty, span: Span },
+    /// A type passed as an argument.
+    Type(Ty),
+}
+
+#[derive(Debug)]
+pub struct Closure {
+    param: TPat,
+    body: TExpr,
+    locals: HashMap<LocalId, SVal>,
+    rigids: HashMap<Rigid, Ty>,
+}
+
+/// A top-level value available to the program being built.
+pub struct GlobalValue<'a> {
+    pub ty: &'a Ty,
+    pub leaves: Vec<ArrTy>,
+}
+
+pub struct Lowerer<'a> {
+    pub program: Program,
+    env: &'a GlobalEnv,
+    globals: &'a dyn Fn(&str) -> Option<GlobalValue<'a>>,
+    /// Inputs bound so far: the global's name and its input variables.
+    pub inputs: Vec<(String, Vec<VarId>)>,
+    locals: HashMap<LocalId, SVal>,
+    local_defs: HashMap<LocalId, DefInfo>,
+    rigids: HashMap<Rigid, Ty>,
+    block: BlockId,
+}
+
+const INDEX: Elem = Elem::I64;
+
+pub fn base_elem(base: BaseTy) -> Elem {
+    match base {
+        BaseTy::Float32 => Elem::F32,
+        BaseTy::Float64 => Elem::F64,
+        BaseTy::Int32 => Elem::I32,
+        BaseTy::Int64 => Elem::I64,
+        BaseTy::Nat => Elem::U32,
+        BaseTy::Word64 => Elem::U64,
+        BaseTy::Bool => Elem::Bool,
+    }
+}
+
+/// The arrays that represent a value of a concrete type (tuples flattened, tables of tuples
+/// as tuples of tables). Fails for functions and non-static sizes.
+pub fn leaf_types(ty: &Ty) -> std::result::Result<Vec<ArrTy>, String> {
+    let mut out = Vec::new();
+    leaf_types_into(ty, &mut Vec::new(), &mut out)?;
+    Ok(out)
+}
+
+fn leaf_types_into(ty: &Ty, prefix: &mut Vec<usize>, out: &mut Vec<ArrTy>) -> std::result::Result<(), String> {
+    match ty {
+        Ty::Base(base) => out.push(ArrTy::new(prefix.clone(), base_elem(*base))),
+        Ty::Fin(_) => out.push(ArrTy::new(prefix.clone(), INDEX)),
+        Ty::Tuple(items) => {
+            for item in items {
+                leaf_types_into(item, prefix, out)?;
+            }
+        }
+        Ty::Table(ix, elem) => {
+            prefix.push(ix_size(ix)?);
+            leaf_types_into(elem, prefix, out)?;
+            prefix.pop();
+        }
+        Ty::Fun { .. } | Ty::TypeArg(_) => return Err("functions cannot be stored in tables or values".into()),
+        Ty::Var(_) | Ty::Rigid(..) => return Err(format!("internal: type {ty} is not concrete")),
+    }
+    Ok(())
+}
+
+/// The number of elements of a concrete index set.
+pub fn ix_size(ix: &Ty) -> std::result::Result<usize, String> {
+    let size = size_of_ix(ix).ok_or_else(|| format!("{ix} is not an index set"))?;
+    size.as_const()
+        .map(|n| n as usize)
+        .ok_or_else(|| format!("the size of {ix} is not known when the block is compiled"))
+}
+
+impl<'a> Lowerer<'a> {
+    pub fn new(env: &'a GlobalEnv, globals: &'a dyn Fn(&str) -> Option<GlobalValue<'a>>) -> Lowerer<'a> {
+        let program = Program::new();
+        let block = program.main;
+        Lowerer {
+            program,
+            env,
+            globals,
+            inputs: Vec::new(),
+            locals: HashMap::new(),
+            local_defs: HashMap::new(),
+            rigids: HashMap::new(),
+            block,
+        }
+    }
+
+    /// Lowers an expression as the program's result; returns the result's leaves.
+    pub fn lower_main(&mut self, expr: &TExpr) -> Result<Vec<Atom>> {
+        let value = self.lower(expr)?;
+        let leaves = self.leaves(&value, expr.span)?;
+        let main = self.program.main;
+        self.program.blocks[main].results = leaves.clone();
+        Ok(leaves)
+    }
+
+    // ----- emitting statements -----
+
+    fn emit(&mut self, expr: Expr, tys: Vec<ArrTy>, hint: &str, span: Span) -> Vec<VarId> {
+        let binders: Vec<VarId> = tys.into_iter().map(|ty| self.program.new_var(ty, hint)).collect();
+        for binder in &binders {
+            self.program.source_map.insert(*binder, span);
+        }
+        self.program.blocks[self.block].stmts.push(Stmt { binders: binders.clone(), expr });
+        binders
+    }
+
+    fn emit1(&mut self, expr: Expr, ty: ArrTy, hint: &str, span: Span) -> Atom {
+        Atom::Var(self.emit(expr, vec![ty], hint, span)[0])
+    }
+
+    fn atom_ty(&self, atom: &Atom) -> ArrTy {
+        self.program.atom_ty(atom)
+    }
+
+    /// An elementwise primitive; constant operands are folded.
+    fn prim(&mut self, prim: Prim, args: Vec<Atom>, span: Span) -> Result<Atom> {
+        if let Some(scalars) = args
+            .iter()
+            .map(|atom| match atom {
+                Atom::Lit(scalar) => Some(*scalar),
+                Atom::Var(_) => None,
+            })
+            .collect::<Option<Vec<_>>>()
+        {
+            let elems: Vec<Elem> = scalars.iter().map(|s| s.elem()).collect();
+            if prim.result_elem(&elems).is_ok() {
+                return Ok(Atom::Lit(prim.eval(&scalars)));
+            }
+        }
+        // Operands share one shape; rank-0 literals among array operands are replicated.
+        let shape = args.iter().map(|atom| self.atom_ty(atom).shape).max_by_key(|shape| shape.len()).unwrap_or_default();
+        let mut operands = Vec::new();
+        for atom in args {
+            operands.push(self.broadcast(atom, &shape, span));
+        }
+        let elems: Vec<Elem> = operands.iter().map(|atom| self.atom_ty(atom).elem).collect();
+        let elem = prim
+            .result_elem(&elems)
+            .map_err(|err| LowerError { message: format!("internal: {}", err.0), span })?;
+        Ok(self.emit1(Expr::Prim(prim, operands), ArrTy::new(shape, elem), &prim.name(), span))
+    }
+
+    /// Replicates an atom up to `shape` (whose trailing axes are the atom's shape).
+    fn broadcast(&mut self, atom: Atom, shape: &[usize], span: Span) -> Atom {
+        let mut ty = self.atom_ty(&atom);
+        let mut res = atom;
+        while ty.shape.len() < shape.len() {
+            let count = shape[shape.len() - ty.shape.len() - 1];
+            let mut new_shape = vec![count];
+            new_shape.extend(&ty.shape);
+            ty = ArrTy::new(new_shape, ty.elem);
+            res = self.emit1(Expr::Replicate { count, array: res }, ty.clone(), "rep", span);
+        }
+        res
+    }
+
+    fn cast(&mut self, atom: Atom, elem: Elem, span: Span) -> Result<Atom> {
+        if self.atom_ty(&atom).elem == elem {
+            return Ok(atom);
+        }
+        self.prim(Prim::Cast(elem), vec![atom], span)
+    }
+
+    /// Runs `f` with a new block as the current block; returns the block.
+    fn in_block(&mut self, params: Vec<VarId>, f: impl FnOnce(&mut Self) -> Result<Vec<Atom>>) -> Result<BlockId> {
+        let block = self.program.new_block();
+        self.program.blocks[block].params = params;
+        let outer = std::mem::replace(&mut self.block, block);
+        let res = f(self);
+        self.block = outer;
+        self.program.blocks[block].results = res?;
+        Ok(block)
+    }
+
+    // ----- types -----
+
+    /// Resolves rigid variables and sizes of a type in the current instantiation.
+    fn concrete(&self, ty: &Ty, span: Span) -> Result<Ty> {
+        use crate::check::infer::{map_size, map_ty};
+        let mut failure = None;
+        let res = map_ty(ty, &mut |inner| match inner {
+            Ty::Rigid(rigid, name) => match self.rigids.get(rigid) {
+                Some(ty) => Some(ty.clone()),
+                None => {
+                    failure = Some(format!("internal: type variable {name} is not instantiated"));
+                    None
+                }
+            },
+            Ty::Fin(size) => Some(Ty::Fin(map_size(size, &mut |s| match s {
+                Size::Of(rigid, _) => self.rigids.get(rigid).and_then(size_of_ix),
+                Size::Local(local, name) => match self.locals.get(local) {
+                    Some(SVal::Arr(Atom::Lit(scalar))) => scalar_as_size(*scalar).map(Size::Const),
+                    _ => {
+                        failure = Some(format!(
+                            "the size `{name}` is not known when the block is compiled (it depends on computed data)"
+                        ));
+                        None
+                    }
+                },
+                _ => None,
+            }))),
+            _ => None,
+        });
+        match failure {
+            Some(message) => error(span, message),
+            None => Ok(res),
+        }
+    }
+
+    fn leaf_types(&self, ty: &Ty, span: Span) -> Result<Vec<ArrTy>> {
+        let ty = self.concrete(ty, span)?;
+        leaf_types(&ty).map_err(|message| LowerError { message, span })
+    }
+
+    fn ix_size(&self, ix: &Ty, span: Span) -> Result<usize> {
+        let ix = self.concrete(ix, span)?;
+        ix_size(&ix).map_err(|message| LowerError { message, span })
+    }
+
+    /// The leaves of a first-order value.
+    fn leaves(&self, value: &SVal, span: Span) -> Result<Vec<Atom>> {
+        let mut out = Vec::new();
+        self.leaves_into(value, span, &mut out)?;
+        Ok(out)
+    }
+
+    fn leaves_into(&self, value: &SVal, span: Span, out: &mut Vec<Atom>) -> Result<()> {
+        match value {
+            SVal::Arr(atom) => out.push(*atom),
+            SVal::Tuple(items) => {
+                for item in items {
+                    self.leaves_into(item, span, out)?;
+                }
+            }
+            SVal::Closure(_) | SVal::Partial { .. } => {
+                return error(span, "a function cannot be stored in a table, a branch or a loop carry")
+            }
+            SVal::Type(_) => return error(span, "a type cannot be stored in a table, a branch or a loop carry"),
+        }
+        Ok(())
+    }
+
+    /// Rebuilds a value of type `ty` from atoms.
+    fn from_leaves(&self, ty: &Ty, atoms: Vec<Atom>) -> SVal {
+        fn go(ty: &Ty, atoms: &mut std::vec::IntoIter<Atom>) -> SVal {
+            match ty {
+                Ty::Tuple(items) => SVal::Tuple(items.iter().map(|item| go(item, atoms)).collect()),
+                Ty::Table(_, elem) => go(elem, atoms),
+                _ => SVal::Arr(atoms.next().expect("one atom per leaf")),
+            }
+        }
+        go(ty, &mut atoms.into_iter())
+    }
+
+    // ----- indices -----
+
+    /// An index value of index set `ix` as a flat `I64` ordinal (pairs are row-major).
+    fn flat_index(&mut self, value: &SVal, ix: &Ty, span: Span) -> Result<Atom> {
+        match (value, ix) {
+            (SVal::Tuple(items), Ty::Tuple(sets)) if items.len() == sets.len() => {
+                let mut acc = Atom::Lit(Scalar::I64(0));
+                for (item, set) in items.iter().zip(sets) {
+                    let size = self.ix_size(set, span)? as i64;
+                    let inner = self.flat_index(item, set, span)?;
+                    let scaled = self.prim(Prim::Mul, vec![acc, Atom::Lit(Scalar::I64(size))], span)?;
+                    acc = self.prim(Prim::Add, vec![scaled, inner], span)?;
+                }
+                Ok(acc)
+            }
+            (SVal::Arr(atom), _) => self.cast(*atom, INDEX, span),
+            _ => error(span, "internal: malformed index value"),
+        }
+    }
+
+    /// The index value of index set `ix` whose flat ordinal is `flat`.
+    fn unflatten_index(&mut self, flat: Atom, ix: &Ty, span: Span) -> Result<SVal> {
+        match ix {
+            Ty::Tuple(sets) => {
+                let sizes = sets.iter().map(|set| self.ix_size(set, span)).collect::<Result<Vec<_>>>()?;
+                let mut items = Vec::new();
+                let mut stride: usize = sizes.iter().product();
+                for (set, size) in sets.iter().zip(&sizes) {
+                    stride /= size.max(&1);
+                    let quotient = self.prim(Prim::IDiv, vec![flat, Atom::Lit(Scalar::I64(stride as i64))], span)?;
+                    let component = self.prim(Prim::Mod, vec![quotient, Atom::Lit(Scalar::I64(*size as i64))], span)?;
+                    items.push(self.unflatten_index(component, set, span)?);
+                }
+                Ok(SVal::Tuple(items))
+            }
+            _ => Ok(SVal::Arr(flat)),
+        }
+    }
+
+    // ----- expressions -----
+
+    pub fn lower(&mut self, expr: &TExpr) -> Result<SVal> {
+        let span = expr.span;
+        match &expr.kind {
+            TKind::Local(local) => match self.locals.get(local) {
+                Some(value) => Ok(value.clone()),
+                None => error(span, "internal: unbound local"),
+            },
+            TKind::Global(name) => self.global(name, span),
+            TKind::Def { def, inst, .. } => {
+                let info = match def {
+                    DefKey::Top(name) => self.env.defs.get(name).cloned(),
+                    DefKey::Local(id) => self.local_defs.get(id).cloned(),
+                };
+                let Some(info) = info else { return error(span, "internal: unknown definition") };
+                let mut rigids = self.rigids.clone();
+                for (rigid, ty) in info.vars.iter().zip(inst) {
+                    rigids.insert(*rigid, self.concrete(ty, span)?);
+                }
+                let outer = std::mem::replace(&mut self.rigids, rigids);
+                let res = self.lower(&info.body);
+                self.rigids = outer;
+                res
+            }
+            TKind::Builtin(builtin) => {
+                let ty = self.concrete(&expr.ty, span)?;
+                if builtin_arity(*builtin) == 0 {
+                    self.lower_builtin(*builtin, Vec::new(), &ty, span)
+                } else {
+                    Ok(SVal::Partial { builtin: *builtin, args: Vec::new(), ty, span })
+                }
+            }
+            TKind::Lit(lit) => {
+                let ty = self.concrete(&expr.ty, span)?;
+                Ok(SVal::Arr(Atom::Lit(literal(lit, &ty, span)?)))
+            }
+            TKind::Lam { param, body } => Ok(SVal::Closure(Rc::new(Closure {
+                param: param.clone(),
+                body: (**body).clone(),
+                locals: self.locals.clone(),
+                rigids: self.rigids.clone(),
+            }))),
+            TKind::For { binder, body } => {
+                let ty = self.concrete(&expr.ty, span)?;
+                let Ty::Table(ix, _) = &ty else { return error(span, "internal: for without a table type") };
+                let size = self.ix_size(ix, span)?;
+                let result_tys = self.leaf_types(&ty, span)?;
+                let index_var = self.program.new_var(ArrTy::scalar(INDEX), "i");
+                let ix = (**ix).clone();
+                let body_block = self.in_block(vec![index_var], |cx| {
+                    let index = cx.unflatten_index(Atom::Var(index_var), &ix, span)?;
+                    cx.locals.insert(*binder, index);
+                    let value = cx.lower(body)?;
+                    cx.leaves(&value, body.span)
+                })?;
+                let binders = self.emit(Expr::Build1 { size, body: body_block }, result_tys, "for", span);
+                Ok(self.from_leaves(&ty, binders.into_iter().map(Atom::Var).collect()))
+            }
+            TKind::If { cond, then_branch, else_branch } => {
+                let cond_value = self.lower(cond)?;
+                let SVal::Arr(cond_atom) = cond_value else { return error(span, "internal: condition is not a scalar") };
+                let ty = self.concrete(&expr.ty, span)?;
+                let result_tys = self.leaf_types(&ty, span)?;
+                let then_block = self.in_block(Vec::new(), |cx| {
+                    let value = cx.lower(then_branch)?;
+                    cx.leaves(&value, then_branch.span)
+                })?;
+                let else_block = self.in_block(Vec::new(), |cx| {
+                    let value = cx.lower(else_branch)?;
+                    cx.leaves(&value, else_branch.span)
+                })?;
+                let binders = self.emit(Expr::Cond { cond: cond_atom, then_block, else_block }, result_tys, "if", span);
+                Ok(self.from_leaves(&ty, binders.into_iter().map(Atom::Var).collect()))
+            }
+            TKind::App { func, arg } => {
+                let func_value = self.lower(func)?;
+                let arg_value = self.lower(arg)?;
+                self.apply(func_value, arg_value, span)
+            }
+            TKind::Index { base, index } => {
+                let base_value = self.lower(base)?;
+                let index_value = self.lower(index)?;
+                let base_ty = self.concrete(&base.ty, span)?;
+                let Ty::Table(ix, _) = &base_ty else { return error(span, "internal: indexing a non-table") };
+                let flat = self.flat_index(&index_value, ix, span)?;
+                self.index_value(&base_value, flat, span)
+            }
+            TKind::Tuple(items) => Ok(SVal::Tuple(items.iter().map(|item| self.lower(item)).collect::<Result<_>>()?)),
+            TKind::Table(items) => {
+                let ty = self.concrete(&expr.ty, span)?;
+                let result_tys = self.leaf_types(&ty, span)?;
+                let mut columns: Vec<Vec<Atom>> = vec![Vec::new(); result_tys.len()];
+                for item in items {
+                    let value = self.lower(item)?;
+                    for (column, leaf) in columns.iter_mut().zip(self.leaves(&value, item.span)?) {
+                        column.push(leaf);
+                    }
+                }
+                let mut atoms = Vec::new();
+                for (column, ty) in columns.into_iter().zip(result_tys) {
+                    atoms.push(self.emit1(Expr::Table(column), ty, "table", span));
+                }
+                Ok(self.from_leaves(&ty, atoms))
+            }
+            TKind::At(value) => {
+                let target = self.concrete(&expr.ty, span)?;
+                let value = self.lower(value)?;
+                let SVal::Arr(atom) = value else { return error(span, "internal: `@` of a non-scalar") };
+                let flat = self.cast(atom, INDEX, span)?;
+                self.unflatten_index(flat, &target, span)
+            }
+            TKind::TypeArg => match &expr.ty {
+                Ty::TypeArg(ty) => Ok(SVal::Type(self.concrete(ty, span)?)),
+                _ => error(span, "internal: type argument without a type"),
+            },
+            TKind::Block { stmts, result } => {
+                for stmt in stmts {
+                    match stmt {
+                        TStmt::Let { pat, value } => {
+                            let value = self.lower(value)?;
+                            self.bind(pat, value, span)?;
+                        }
+                        TStmt::Def { id, def } => {
+                            self.local_defs.insert(*id, (**def).clone());
+                        }
+                    }
+                }
+                self.lower(result)
+            }
+        }
+    }
+
+    fn global(&mut self, name: &str, span: Span) -> Result<SVal> {
+        if let Some((_, vars)) = self.inputs.iter().find(|(bound, _)| bound == name) {
+            let vars = vars.clone();
+            let ty = (self.globals)(name).map(|global| global.ty.clone());
+            return match ty {
+                Some(ty) => Ok(self.from_leaves(&ty, vars.into_iter().map(Atom::Var).collect())),
+                None => error(span, "internal: unknown global"),
+            };
+        }
+        let Some(global) = (self.globals)(name) else { return error(span, format!("internal: unknown global `{name}`")) };
+        let ty = global.ty.clone();
+        let vars: Vec<VarId> = global.leaves.into_iter().map(|leaf| self.program.new_var(leaf, name)).collect();
+        self.program.inputs.extend(&vars);
+        self.inputs.push((name.to_string(), vars.clone()));
+        Ok(self.from_leaves(&ty, vars.into_iter().map(Atom::Var).collect()))
+    }
+
+    /// Indexes the outermost axis of every leaf.
+    fn index_value(&mut self, value: &SVal, flat: Atom, span: Span) -> Result<SVal> {
+        match value {
+            SVal::Arr(array) => {
+                let ty = self.atom_ty(array);
+                if ty.shape.is_empty() {
+                    return error(span, "internal: indexing a scalar");
+                }
+                let res_ty = ArrTy::new(ty.shape[1..].to_vec(), ty.elem);
+                Ok(SVal::Arr(self.emit1(Expr::Index { array: *array, index: vec![flat] }, res_ty, "ix", span)))
+            }
+            SVal::Tuple(items) => {
+                Ok(SVal::Tuple(items.iter().map(|item| self.index_value(item, flat, span)).collect::<Result<_>>()?))
+            }
+            _ => error(span, "internal: indexing a function"),
+        }
+    }
+
+    fn bind(&mut self, pat: &TPat, value: SVal, span: Span) -> Result<()> {
+        match pat {
+            TPat::Var(local, _) => {
+                self.locals.insert(*local, value);
+            }
+            TPat::Wild => {}
+            TPat::Tuple(pats) => {
+                let SVal::Tuple(items) = value else { return error(span, "internal: tuple pattern on a non-tuple") };
+                for (pat, item) in pats.iter().zip(items) {
+                    self.bind(pat, item, span)?;
+                }
+            }
+            TPat::Table(pats) => {
+                for (position, pat) in pats.iter().enumerate() {
+                    let item = self.index_value(&value, Atom::Lit(Scalar::I64(position as i64)), span)?;
+                    self.bind(pat, item, span)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn apply(&mut self, func: SVal, arg: SVal, span: Span) -> Result<SVal> {
+        match func {
+            SVal::Closure(closure) => {
+                let saved_locals = std::mem::replace(&mut self.locals, closure.locals.clone());
+                let saved_rigids = std::mem::replace(&mut self.rigids, closure.rigids.clone());
+                let res = self.bind(&closure.param, arg, span).and_then(|()| self.lower(&closure.body));
+                self.locals = saved_locals;
+                self.rigids = saved_rigids;
+                res
+            }
+            SVal::Partial { builtin, mut args, ty, span: builtin_span } => {
+                args.push(arg);
+                if args.len() == builtin_arity(builtin) {
+                    self.lower_builtin(builtin, args, &ty, span)
+                } else {
+                    Ok(SVal::Partial { builtin, args, ty, span: builtin_span })
+                }
+            }
+            SVal::Arr(_) | SVal::Tuple(_) | SVal::Type(_) => error(span, "internal: applying a non-function"),
+        }
+    }
+
+    // ----- built-ins -----
+
+    /// Applies an elementwise primitive to structurally equal values.
+    fn lift(&mut self, prim: Prim, args: &[SVal], span: Span) -> Result<SVal> {
+        if let Some(SVal::Tuple(first)) = args.iter().find(|arg| matches!(arg, SVal::Tuple(_))) {
+            let n_items = first.len();
+            let mut items = Vec::new();
+            for position in 0..n_items {
+                let component: Vec<SVal> = args
+                    .iter()
+                    .map(|arg| match arg {
+                        SVal::Tuple(items) => items[position].clone(),
+                        other => other.clone(),
+                    })
+                    .collect();
+                items.push(self.lift(prim, &component, span)?);
+            }
+            return Ok(SVal::Tuple(items));
+        }
+        let atoms = args
+            .iter()
+            .map(|arg| match arg {
+                SVal::Arr(atom) => Ok(*atom),
+                _ => error(span, "internal: primitive on a non-array"),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(SVal::Arr(self.prim(prim, atoms, span)?))
+    }
+
+    fn lower_builtin(&mut self, builtin: Builtin, args: Vec<SVal>, ty: &Ty, span: Span) -> Result<SVal> {
+        let result_ty = result_type(ty, builtin_arity(builtin));
+        match builtin {
+            Builtin::Prim(prim) => self.lift(prim, &args, span),
+            Builtin::Approx => {
+                let lhs = self.leaves(&args[0], span)?;
+                let rhs = self.leaves(&args[1], span)?;
+                let mut all = Atom::Lit(Scalar::Bool(true));
+                for (a, b) in lhs.into_iter().zip(rhs) {
+                    let leaf_ok = self.approx_leaf(a, b, span)?;
+                    all = self.prim(Prim::And, vec![all, leaf_ok], span)?;
+                }
+                Ok(SVal::Arr(all))
+            }
+            Builtin::Scale => {
+                let SVal::Arr(scalar) = args[0] else { return error(span, "internal: `.*` of a non-scalar") };
+                let leaves = self.leaves(&args[1], span)?;
+                let mut out = Vec::new();
+                for leaf in leaves {
+                    let shape = self.atom_ty(&leaf).shape;
+                    let scalar = self.broadcast(scalar, &shape, span);
+                    out.push(self.prim(Prim::Mul, vec![scalar, leaf], span)?);
+                }
+                Ok(self.from_leaves(&result_ty, out))
+            }
+            Builtin::Convert(_) => {
+                let SVal::Arr(atom) = args[0] else { return error(span, "internal: conversion of a non-scalar") };
+                let elem = match &result_ty {
+                    Ty::Base(base) => base_elem(*base),
+                    _ => return error(span, "internal: conversion to a non-scalar"),
+                };
+                Ok(SVal::Arr(self.cast(atom, elem, span)?))
+            }
+            Builtin::Ordinal => {
+                let Ty::Fun { param, .. } = ty else { return error(span, "internal: ordinal type") };
+                let flat = self.flat_index(&args[0], param, span)?;
+                Ok(SVal::Arr(self.cast(flat, Elem::U32, span)?))
+            }
+            Builtin::Size => {
+                let SVal::Type(ix) = &args[0] else { return error(span, "internal: size of a non-type") };
+                let size = self.ix_size(ix, span)?;
+                Ok(SVal::Arr(Atom::Lit(Scalar::U32(size as u32))))
+            }
+            Builtin::FromOrdinal => {
+                let SVal::Type(ix) = &args[0] else { return error(span, "internal: from_ordinal of a non-type") };
+                let SVal::Arr(atom) = args[1] else { return error(span, "internal: from_ordinal of a non-scalar") };
+                let ix = ix.clone();
+                let flat = self.cast(atom, INDEX, span)?;
+                self.unflatten_index(flat, &ix, span)
+            }
+            Builtin::Sum => {
+                let leaves = self.leaves(&args[0], span)?;
+                let mut out = Vec::new();
+                for leaf in leaves {
+                    let leaf_ty = self.atom_ty(&leaf);
+                    let res_ty = ArrTy::new(leaf_ty.shape[1..].to_vec(), leaf_ty.elem);
+                    out.push(self.emit1(Expr::SumOuter(leaf), res_ty, "sum", span));
+                }
+                Ok(self.from_leaves(&result_ty, out))
+            }
+            Builtin::Iota => {
+                let SVal::Type(ix) = &args[0] else { return error(span, "internal: iota of a non-type") };
+                let size = self.ix_size(ix, span)?;
+                let iota = self.emit1(Expr::Iota(size), ArrTy::new(vec![size], INDEX), "iota", span);
+                Ok(SVal::Arr(self.cast(iota, Elem::U32, span)?))
+            }
+            Builtin::Fold | Builtin::Scan => self.lower_loop(builtin, args, ty, &result_ty, span),
+            Builtin::ApplyN => {
+                let count = match &args[0] {
+                    SVal::Arr(Atom::Lit(scalar)) => scalar_as_size(*scalar),
+                    _ => None,
+                };
+                let Some(count) = count else {
+                    return error(span, "the count of `apply_n` must be known when the block is compiled");
+                };
+                let carry_tys = self.leaf_types(&result_ty, span)?;
+                let init = self.leaves(&args[1], span)?;
+                let func = args[2].clone();
+                let index_var = self.program.new_var(ArrTy::scalar(INDEX), "i");
+                let carry_vars: Vec<VarId> = carry_tys.iter().map(|ty| self.program.new_var(ty.clone(), "c")).collect();
+                let mut params = vec![index_var];
+                params.extend(&carry_vars);
+                let rty = result_ty.clone();
+                let body = self.in_block(params, |cx| {
+                    let carry = cx.from_leaves(&rty, carry_vars.iter().copied().map(Atom::Var).collect());
+                    let next = cx.apply(func, carry, span)?;
+                    cx.leaves(&next, span)
+                })?;
+                let binders = self.emit(Expr::Fold { size: count as usize, init, body }, carry_tys, "apply_n", span);
+                Ok(self.from_leaves(&result_ty, binders.into_iter().map(Atom::Var).collect()))
+            }
+            Builtin::Zero => {
+                let leaf_tys = self.leaf_types(&result_ty, span)?;
+                let mut out = Vec::new();
+                for leaf in leaf_tys {
+                    let zero = Atom::Lit(Scalar::zero(leaf.elem));
+                    out.push(self.broadcast(zero, &leaf.shape, span));
+                }
+                Ok(self.from_leaves(&result_ty, out))
+            }
+            Builtin::Fst | Builtin::Snd => match &args[0] {
+                SVal::Tuple(items) if items.len() == 2 => Ok(items[usize::from(builtin == Builtin::Snd)].clone()),
+                _ => error(span, "internal: fst/snd of a non-pair"),
+            },
+            Builtin::FloatConst(constant) => {
+                let value = constant.value();
+                let scalar = match &result_ty {
+                    Ty::Base(BaseTy::Float64) => Scalar::F64(value),
+                    _ => Scalar::F32(value as f32),
+                };
+                Ok(SVal::Arr(Atom::Lit(scalar)))
+            }
+        }
+    }
+
+    /// `fold(init, \i c. body)` and `scan(init, \i c. (c', y))`: sequential loops.
+    fn lower_loop(&mut self, builtin: Builtin, args: Vec<SVal>, ty: &Ty, result_ty: &Ty, span: Span) -> Result<SVal> {
+        // fold : a -> (n -> a -> a) -> a;  scan : a -> (n -> a -> (a, b)) -> (a, n=>b)
+        let Ty::Fun { param: carry_ty, result: rest, .. } = ty else { return error(span, "internal: loop type") };
+        let Ty::Fun { param: body_ty, .. } = &**rest else { return error(span, "internal: loop type") };
+        let Ty::Fun { param: ix, .. } = &**body_ty else { return error(span, "internal: loop body type") };
+        let size = self.ix_size(ix, span)?;
+        let carry_tys = self.leaf_types(carry_ty, span)?;
+        let init = self.leaves(&args[0], span)?;
+        let func = args[1].clone();
+        let index_var = self.program.new_var(ArrTy::scalar(INDEX), "i");
+        let carry_vars: Vec<VarId> = carry_tys.iter().map(|ty| self.program.new_var(ty.clone(), "c")).collect();
+        let mut params = vec![index_var];
+        params.extend(&carry_vars);
+        let (carry_ty, ix) = ((**carry_ty).clone(), (**ix).clone());
+        let body = self.in_block(params, |cx| {
+            let index = cx.unflatten_index(Atom::Var(index_var), &ix, span)?;
+            let carry = cx.from_leaves(&carry_ty, carry_vars.iter().copied().map(Atom::Var).collect());
+            let partial = cx.apply(func, index, span)?;
+            let next = cx.apply(partial, carry, span)?;
+            cx.leaves(&next, span)
+        })?;
+        if builtin == Builtin::Fold {
+            let binders = self.emit(Expr::Fold { size, init, body }, carry_tys, "fold", span);
+            return Ok(self.from_leaves(result_ty, binders.into_iter().map(Atom::Var).collect()));
+        }
+        let Ty::Tuple(parts) = result_ty else { return error(span, "internal: scan result type") };
+        let mut binder_tys = carry_tys;
+        binder_tys.extend(self.leaf_types(&parts[1], span)?);
+        let binders = self.emit(Expr::Scan { size, init, body }, binder_tys, "scan", span);
+        Ok(self.from_leaves(result_ty, binders.into_iter().map(Atom::Var).collect()))
+    }
+
+    /// `a ~~ b` on one array: `all (abs (a - b) <= 1e-4 + 1e-4 * abs b)` (Dex's tolerances).
+    fn approx_leaf(&mut self, a: Atom, b: Atom, span: Span) -> Result<Atom> {
+        let ty = self.atom_ty(&a);
+        let tolerance = match ty.elem {
+            Elem::F64 => Scalar::F64(1e-4),
+            _ => Scalar::F32(1e-4),
+        };
+        let diff = self.prim(Prim::Sub, vec![a, b], span)?;
+        let abs_diff = self.prim(Prim::Abs, vec![diff], span)?;
+        let abs_b = self.prim(Prim::Abs, vec![b], span)?;
+        let scaled = self.prim(Prim::Mul, vec![Atom::Lit(tolerance), abs_b], span)?;
+        let bound = self.prim(Prim::Add, vec![Atom::Lit(tolerance), scaled], span)?;
+        let close = self.prim(Prim::Le, vec![abs_diff, bound], span)?;
+        if ty.shape.is_empty() {
+            return Ok(close);
+        }
+        // all: count the elements that are close and compare with the number of elements.
+        let n_elems = ty.n_elems();
+        let flat = self.emit1(Expr::Reshape { shape: vec![n_elems], array: close }, ArrTy::new(vec![n_elems], Elem::Bool), "flat", span);
+        let counts = self.cast(flat, Elem::U32, span)?;
+        let count = self.emit1(Expr::SumOuter(counts), ArrTy::scalar(Elem::U32), "count", span);
+        self.prim(Prim::Eq, vec![count, Atom::Lit(Scalar::U32(n_elems as u32))], span)
+    }
+}
+
+/// How many arguments a built-in takes before it computes.
+pub fn builtin_arity(builtin: Builtin) -> usize {
+    match builtin {
+        Builtin::Prim(prim) => prim.arity(),
+        Builtin::Approx | Builtin::Scale | Builtin::Fold | Builtin::Scan | Builtin::FromOrdinal => 2,
+        Builtin::Convert(_) | Builtin::Ordinal | Builtin::Size | Builtin::Sum | Builtin::Iota => 1,
+        Builtin::Fst | Builtin::Snd => 1,
+        Builtin::ApplyN => 3,
+        Builtin::Zero | Builtin::FloatConst(_) => 0,
+    }
+}
+
+fn result_type(ty: &Ty, arity: usize) -> Ty {
+    let mut ty = ty;
+    for _ in 0..arity {
+        if let Ty::Fun { result, .. } = ty {
+            ty = result;
+        }
+    }
+    ty.clone()
+}
+
+fn scalar_as_size(scalar: Scalar) -> Option<u64> {
+    match scalar {
+        Scalar::U32(n) => Some(n as u64),
+        Scalar::U64(n) => Some(n),
+        Scalar::I32(n) => u64::try_from(n).ok(),
+        Scalar::I64(n) => u64::try_from(n).ok(),
+        Scalar::F32(_) | Scalar::F64(_) | Scalar::Bool(_) => None,
+    }
+}
+
+/// A literal at its (concrete, scalar) type.
+fn literal(lit: &Lit, ty: &Ty, span: Span) -> Result<Scalar> {
+    let Ty::Base(base) = ty else {
+        // An integer literal used as an index (`xs[0]`) is handled by `At`; anything else
+        // reaching here is a checker bug.
+        return error(span, format!("internal: literal of type {ty}"));
+    };
+    let value = match lit {
+        Lit::Int(n) => *n as f64,
+        Lit::Float(x) => *x,
+        Lit::Bool(b) => return Ok(Scalar::Bool(*b)),
+        Lit::Str(_) => return error(span, "strings are not values"),
+    };
+    let int = match lit {
+        Lit::Int(n) => *n,
+        _ => value as u64,
+    };
+    Ok(match base {
+        BaseTy::Float32 => Scalar::F32(value as f32),
+        BaseTy::Float64 => Scalar::F64(value),
+        BaseTy::Int32 => Scalar::I32(int as i32),
+        BaseTy::Int64 => Scalar::I64(int as i64),
+        BaseTy::Nat => Scalar::U32(int as u32),
+        BaseTy::Word64 => Scalar::U64(int),
+        BaseTy::Bool => return error(span, "internal: numeric literal of type Bool"),
+    })
+}

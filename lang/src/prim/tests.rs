@@ -1,0 +1,298 @@
+//! Table-driven tests of every primitive's type and evaluation rules.
+
+use super::{Prim, ALL_ELEMS, ALL_PRIMS};
+use crate::core::ir::{Elem, Scalar};
+
+use Scalar::{Bool as B, F32, F64, I32, I64, U32, U64};
+
+/// One evaluation case: the primitive, its operands and the expected result.
+type Case = (Prim, Vec<Scalar>, Scalar);
+
+fn eval_cases() -> Vec<Case> {
+    use Prim::*;
+    vec![
+        // add / sub / mul: wrap on integers.
+        (Add, vec![F32(1.5), F32(2.25)], F32(3.75)),
+        (Add, vec![F64(0.1), F64(0.2)], F64(0.1 + 0.2)),
+        (Add, vec![I32(i32::MAX), I32(1)], I32(i32::MIN)),
+        (Add, vec![I64(-3), I64(5)], I64(2)),
+        (Add, vec![U32(u32::MAX), U32(2)], U32(1)),
+        (Add, vec![U64(7), U64(8)], U64(15)),
+        (Sub, vec![F64(1.0), F64(3.0)], F64(-2.0)),
+        (Sub, vec![U32(0), U32(1)], U32(u32::MAX)),
+        (Sub, vec![I64(i64::MIN), I64(1)], I64(i64::MAX)),
+        (Mul, vec![F32(-2.0), F32(3.5)], F32(-7.0)),
+        (Mul, vec![I32(65536), I32(65536)], I32(0)),
+        (Mul, vec![U64(3), U64(5)], U64(15)),
+        // div: float IEEE; integers truncate, 0 on /0.
+        (Div, vec![F64(1.0), F64(4.0)], F64(0.25)),
+        (Div, vec![F32(1.0), F32(0.0)], F32(f32::INFINITY)),
+        (Div, vec![F64(0.0), F64(0.0)], F64(f64::NAN)),
+        (Div, vec![I64(-7), I64(2)], I64(-3)),
+        (Div, vec![I64(7), I64(-2)], I64(-3)),
+        (Div, vec![I64(7), I64(0)], I64(0)),
+        (Div, vec![I32(i32::MIN), I32(-1)], I32(i32::MIN)),
+        (Div, vec![U32(7), U32(0)], U32(0)),
+        (Div, vec![U64(9), U64(2)], U64(4)),
+        // neg: unsigned wraps.
+        (Neg, vec![F64(2.5)], F64(-2.5)),
+        (Neg, vec![F32(0.0)], F32(-0.0)),
+        (Neg, vec![I32(i32::MIN)], I32(i32::MIN)),
+        (Neg, vec![I64(4)], I64(-4)),
+        (Neg, vec![U32(1)], U32(u32::MAX)),
+        (Neg, vec![U64(0)], U64(0)),
+        // abs
+        (Abs, vec![F64(-2.5)], F64(2.5)),
+        (Abs, vec![F32(-0.0)], F32(0.0)),
+        (Abs, vec![I64(-4)], I64(4)),
+        (Abs, vec![I32(i32::MIN)], I32(i32::MIN)),
+        (Abs, vec![U32(4)], U32(4)),
+        // min / max: NaN poisons floats.
+        (Min, vec![F64(1.0), F64(-1.0)], F64(-1.0)),
+        (Min, vec![F64(f64::NAN), F64(1.0)], F64(f64::NAN)),
+        (Min, vec![F32(1.0), F32(f32::NAN)], F32(f32::NAN)),
+        (Min, vec![I64(-5), I64(3)], I64(-5)),
+        (Min, vec![U32(5), U32(3)], U32(3)),
+        (Max, vec![F64(1.0), F64(-1.0)], F64(1.0)),
+        (Max, vec![F64(1.0), F64(f64::NAN)], F64(f64::NAN)),
+        (Max, vec![I32(-5), I32(3)], I32(3)),
+        (Max, vec![U64(5), U64(3)], U64(5)),
+        // mod: floored, sign of the divisor, 0 on mod 0 (integers).
+        (Mod, vec![I64(7), I64(3)], I64(1)),
+        (Mod, vec![I64(-7), I64(3)], I64(2)),
+        (Mod, vec![I64(7), I64(-3)], I64(-2)),
+        (Mod, vec![I64(-7), I64(-3)], I64(-1)),
+        (Mod, vec![I64(-6), I64(3)], I64(0)),
+        (Mod, vec![I64(7), I64(0)], I64(0)),
+        (Mod, vec![I32(i32::MIN), I32(-1)], I32(0)),
+        (Mod, vec![U32(7), U32(0)], U32(0)),
+        (Mod, vec![U64(7), U64(3)], U64(1)),
+        (Mod, vec![F64(-7.5), F64(2.0)], F64(0.5)),
+        (Mod, vec![F64(7.5), F64(-2.0)], F64(-0.5)),
+        (Mod, vec![F32(7.5), F32(2.0)], F32(1.5)),
+        (Mod, vec![F64(-4.0), F64(2.0)], F64(0.0)),
+        (Mod, vec![F64(1.0), F64(0.0)], F64(f64::NAN)),
+        // idiv: floored, 0 on /0 (integers).
+        (IDiv, vec![I64(7), I64(2)], I64(3)),
+        (IDiv, vec![I64(-7), I64(2)], I64(-4)),
+        (IDiv, vec![I64(7), I64(-2)], I64(-4)),
+        (IDiv, vec![I64(-7), I64(-2)], I64(3)),
+        (IDiv, vec![I64(-6), I64(2)], I64(-3)),
+        (IDiv, vec![I64(5), I64(0)], I64(0)),
+        (IDiv, vec![I32(i32::MIN), I32(-1)], I32(i32::MIN)),
+        (IDiv, vec![U32(7), U32(2)], U32(3)),
+        (IDiv, vec![U64(7), U64(0)], U64(0)),
+        (IDiv, vec![F64(-7.0), F64(2.0)], F64(-4.0)),
+        // math, f64 and f32 (f32 computed in f32).
+        (Sqrt, vec![F64(9.0)], F64(3.0)),
+        (Sqrt, vec![F32(2.0)], F32(2.0f32.sqrt())),
+        (Sqrt, vec![F64(-1.0)], F64(f64::NAN)),
+        (Exp, vec![F64(0.0)], F64(1.0)),
+        (Exp, vec![F32(1.0)], F32(1.0f32.exp())),
+        (Exp2, vec![F64(3.0)], F64(8.0)),
+        (Log, vec![F64(1.0)], F64(0.0)),
+        (Log, vec![F64(0.0)], F64(f64::NEG_INFINITY)),
+        (Log, vec![F32(-1.0)], F32(f32::NAN)),
+        (Log2, vec![F64(8.0)], F64(3.0)),
+        (Log10, vec![F32(1000.0)], F32(3.0)),
+        (Log1p, vec![F64(0.0)], F64(0.0)),
+        (Log1p, vec![F64(1e-20)], F64(1e-20)),
+        (Expm1, vec![F64(1e-20)], F64(1e-20)),
+        (Sin, vec![F64(0.5)], F64(0.5f64.sin())),
+        (Sin, vec![F32(0.5)], F32(0.5f32.sin())),
+        (Cos, vec![F64(0.0)], F64(1.0)),
+        (Tan, vec![F64(0.25)], F64(0.25f64.tan())),
+        (Tanh, vec![F64(100.0)], F64(1.0)),
+        (Sinh, vec![F64(0.0)], F64(0.0)),
+        (Cosh, vec![F64(0.0)], F64(1.0)),
+        (Atan, vec![F64(f64::INFINITY)], F64(std::f64::consts::FRAC_PI_2)),
+        (Floor, vec![F64(-1.5)], F64(-2.0)),
+        (Ceil, vec![F32(-1.5)], F32(-1.0)),
+        (Round, vec![F64(2.5)], F64(3.0)),
+        (Round, vec![F64(-2.5)], F64(-3.0)),
+        (Round, vec![F32(0.5)], F32(1.0)),
+        (Round, vec![F64(1.4)], F64(1.0)),
+        (Pow, vec![F64(2.0), F64(10.0)], F64(1024.0)),
+        (Pow, vec![F32(4.0), F32(0.5)], F32(2.0)),
+        (Pow, vec![F64(-8.0), F64(1.0 / 3.0)], F64(f64::NAN)),
+        (Atan2, vec![F64(1.0), F64(-1.0)], F64(3.0 * std::f64::consts::FRAC_PI_4)),
+        // More math cases, so that each primitive has at least two.
+        (Exp2, vec![F32(-1.0)], F32(0.5)),
+        (Log2, vec![F32(0.25)], F32(-2.0)),
+        (Log10, vec![F64(0.01)], F64(-2.0)),
+        (Expm1, vec![F32(0.0)], F32(0.0)),
+        (Tan, vec![F32(0.0)], F32(0.0)),
+        (Tanh, vec![F32(0.0)], F32(0.0)),
+        (Sinh, vec![F32(1.0)], F32(1.0f32.sinh())),
+        (Cosh, vec![F32(1.0)], F32(1.0f32.cosh())),
+        (Atan, vec![F32(0.0)], F32(0.0)),
+        (Floor, vec![F32(2.5)], F32(2.0)),
+        (Floor, vec![F64(f64::NAN)], F64(f64::NAN)),
+        (Ceil, vec![F64(f64::INFINITY)], F64(f64::INFINITY)),
+        (Atan2, vec![F32(0.0), F32(1.0)], F32(0.0)),
+        (Not, vec![B(true)], B(false)),
+        (Cos, vec![F32(0.5)], F32(0.5f32.cos())),
+        // comparisons: any element type; NaN compares unequal.
+        (Eq, vec![F64(1.0), F64(1.0)], B(true)),
+        (Eq, vec![F64(f64::NAN), F64(f64::NAN)], B(false)),
+        (Eq, vec![F32(0.0), F32(-0.0)], B(true)),
+        (Eq, vec![I64(3), I64(4)], B(false)),
+        (Eq, vec![B(true), B(true)], B(true)),
+        (Ne, vec![F64(f64::NAN), F64(f64::NAN)], B(true)),
+        (Ne, vec![U32(3), U32(3)], B(false)),
+        (Lt, vec![I32(-1), I32(0)], B(true)),
+        (Lt, vec![U64(1), U64(0)], B(false)),
+        (Lt, vec![F64(f64::NAN), F64(1.0)], B(false)),
+        (Lt, vec![B(false), B(true)], B(true)),
+        (Gt, vec![F32(2.0), F32(1.0)], B(true)),
+        (Gt, vec![F64(f64::NAN), F64(1.0)], B(false)),
+        (Le, vec![I64(3), I64(3)], B(true)),
+        (Le, vec![F64(f64::NAN), F64(f64::NAN)], B(false)),
+        (Ge, vec![I64(2), I64(3)], B(false)),
+        (Ge, vec![U32(3), U32(3)], B(true)),
+        // logic.
+        (And, vec![B(true), B(false)], B(false)),
+        (And, vec![B(true), B(true)], B(true)),
+        (Or, vec![B(false), B(false)], B(false)),
+        (Or, vec![B(false), B(true)], B(true)),
+        (Not, vec![B(false)], B(true)),
+        (IsNan, vec![F64(f64::NAN)], B(true)),
+        (IsNan, vec![F32(1.0)], B(false)),
+        (IsInf, vec![F64(f64::NEG_INFINITY)], B(true)),
+        (IsInf, vec![F32(f32::INFINITY)], B(true)),
+        (IsInf, vec![F64(f64::NAN)], B(false)),
+        // select.
+        (Select, vec![B(true), F64(1.0), F64(2.0)], F64(1.0)),
+        (Select, vec![B(false), I64(1), I64(2)], I64(2)),
+        (Select, vec![B(false), F64(1.0), F64(f64::NAN)], F64(f64::NAN)),
+        // casts: float→int truncates and saturates, NaN→0; int→int wraps; bool↔number.
+        (Cast(Elem::I64), vec![F64(-2.7)], I64(-2)),
+        (Cast(Elem::I64), vec![F64(2.7)], I64(2)),
+        (Cast(Elem::I32), vec![F64(1e20)], I32(i32::MAX)),
+        (Cast(Elem::I32), vec![F32(f32::NEG_INFINITY)], I32(i32::MIN)),
+        (Cast(Elem::I64), vec![F64(f64::NAN)], I64(0)),
+        (Cast(Elem::U32), vec![F64(-5.0)], U32(0)),
+        (Cast(Elem::U64), vec![F32(3.9)], U64(3)),
+        (Cast(Elem::I32), vec![I64(1 << 32 | 5)], I32(5)),
+        (Cast(Elem::U32), vec![I32(-1)], U32(u32::MAX)),
+        (Cast(Elem::I64), vec![U64(u64::MAX)], I64(-1)),
+        (Cast(Elem::I32), vec![U32(7)], I32(7)),
+        (Cast(Elem::F64), vec![I64(-3)], F64(-3.0)),
+        (Cast(Elem::F32), vec![F64(0.1)], F32(0.1)),
+        (Cast(Elem::F64), vec![F32(0.5)], F64(0.5)),
+        (Cast(Elem::F32), vec![B(true)], F32(1.0)),
+        (Cast(Elem::I64), vec![B(false)], I64(0)),
+        (Cast(Elem::U64), vec![B(true)], U64(1)),
+        (Cast(Elem::Bool), vec![F64(0.0)], B(false)),
+        (Cast(Elem::Bool), vec![F64(-0.0)], B(false)),
+        (Cast(Elem::Bool), vec![F32(f32::NAN)], B(true)),
+        (Cast(Elem::Bool), vec![I64(-2)], B(true)),
+        (Cast(Elem::Bool), vec![U32(0)], B(false)),
+        (Cast(Elem::Bool), vec![B(true)], B(true)),
+        (Cast(Elem::U32), vec![U32(9)], U32(9)),
+    ]
+}
+
+/// Equal as values: NaN equals NaN, `-0.0` differs from `0.0`, and floats from transcendental
+/// functions may differ in the last few ulps.
+fn same(found: Scalar, expected: Scalar) -> bool {
+    fn close(a: f64, b: f64, rel: f64) -> bool {
+        (a.is_nan() && b.is_nan())
+            || (a == b && a.is_sign_negative() == b.is_sign_negative())
+            || (a - b).abs() <= rel * a.abs().max(b.abs())
+    }
+    match (found, expected) {
+        (Scalar::F32(a), Scalar::F32(b)) => close(f64::from(a), f64::from(b), 1e-6),
+        (Scalar::F64(a), Scalar::F64(b)) => close(a, b, 1e-14),
+        (a, b) => a == b,
+    }
+}
+
+#[test]
+fn eval_table() {
+    let mut failures = Vec::new();
+    for (prim, operands, expected) in eval_cases() {
+        let elems: Vec<Elem> = operands.iter().map(|scalar| scalar.elem()).collect();
+        match prim.result_elem(&elems) {
+            Ok(elem) => assert_eq!(elem, expected.elem(), "{prim:?} {operands:?}: result type"),
+            Err(error) => failures.push(format!("{prim:?} {operands:?}: ill-typed: {error}")),
+        }
+        let found = prim.eval(&operands);
+        if !same(found, expected) {
+            failures.push(format!("{prim:?} {operands:?}: got {found:?}, expected {expected:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn every_prim_has_eval_cases() {
+    let cases = eval_cases();
+    for prim in ALL_PRIMS.iter().copied().chain(ALL_ELEMS.iter().map(|&elem| Prim::Cast(elem))) {
+        let n_cases = cases.iter().filter(|(case_prim, _, _)| *case_prim == prim).count();
+        // Casts are covered per target type; other primitives need at least two cases.
+        let wanted = if matches!(prim, Prim::Cast(_)) { 1 } else { 2 };
+        assert!(n_cases >= wanted, "{prim:?} has {n_cases} eval cases");
+    }
+}
+
+#[test]
+fn names_round_trip() {
+    for prim in ALL_PRIMS.iter().copied().chain(ALL_ELEMS.iter().map(|&elem| Prim::Cast(elem))) {
+        assert_eq!(Prim::from_name(&prim.name()), Some(prim));
+    }
+    assert_eq!(Prim::from_name("frobnicate"), None);
+    assert_eq!(Prim::from_name("cast_f16"), None);
+}
+
+/// Which element types each primitive accepts (all operands of one type, except `select`).
+#[test]
+fn type_rules_accept_and_reject() {
+    use Elem::*;
+    for &prim in ALL_PRIMS {
+        for &elem in ALL_ELEMS {
+            let operands = match prim {
+                Prim::Select => vec![Bool, elem, elem],
+                _ => vec![elem; prim.arity()],
+            };
+            let accepted = prim.result_elem(&operands).is_ok();
+            let expected = match prim {
+                Prim::Add
+                | Prim::Sub
+                | Prim::Mul
+                | Prim::Div
+                | Prim::Neg
+                | Prim::Abs
+                | Prim::Min
+                | Prim::Max
+                | Prim::Mod
+                | Prim::IDiv => elem.is_numeric(),
+                Prim::Eq | Prim::Ne | Prim::Lt | Prim::Gt | Prim::Le | Prim::Ge => true,
+                Prim::And | Prim::Or | Prim::Not => elem == Bool,
+                Prim::Select => true,
+                Prim::Cast(_) => true,
+                _ => elem.is_float(),
+            };
+            assert_eq!(accepted, expected, "{prim:?} on {elem:?}");
+        }
+    }
+    for &from in ALL_ELEMS {
+        for &to in ALL_ELEMS {
+            assert_eq!(Prim::Cast(to).result_elem(&[from]), Ok(to));
+        }
+    }
+}
+
+#[test]
+fn type_rules_reject_mixed_and_wrong_arity() {
+    assert!(Prim::Add.result_elem(&[Elem::F32, Elem::F64]).is_err());
+    assert!(Prim::Lt.result_elem(&[Elem::I64, Elem::I32]).is_err());
+    assert!(Prim::Select.result_elem(&[Elem::I64, Elem::F64, Elem::F64]).is_err());
+    assert!(Prim::Select.result_elem(&[Elem::Bool, Elem::F64, Elem::F32]).is_err());
+    assert!(Prim::Neg.result_elem(&[Elem::F64, Elem::F64]).is_err());
+    assert!(Prim::Add.result_elem(&[Elem::F64]).is_err());
+    assert_eq!(Prim::Lt.result_elem(&[Elem::F32, Elem::F32]), Ok(Elem::Bool));
+    assert_eq!(Prim::IsNan.result_elem(&[Elem::F64]), Ok(Elem::Bool));
+    let error = Prim::Sqrt.result_elem(&[Elem::I64]).unwrap_err();
+    assert!(error.0.contains("sqrt") && error.0.contains("float"), "{error}");
+}

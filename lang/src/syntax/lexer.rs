@@ -1,0 +1,254 @@
+//! A small lexer used by the layout pass (`layout.rs`), not by the grammar itself.
+//!
+//! It finds token boundaries, comments and the indentation of each line, which is all the layout
+//! pass needs: which token ends a line (`=`, a lambda `.`, `then`, `else` open a block), where
+//! brackets open and close, and where comments are (the layout pass blanks them out). The
+//! grammar (`dx.pest`) re-reads the text with the same token rules; where the two disagree on
+//! malformed input, the grammar reports the error.
+//!
+//! Guarantees: tokens are in source order, do not overlap, start and end on `char` boundaries,
+//! and carry absolute byte offsets into the source. Comments (`#` or `--` to the end of the line)
+//! are returned separately. A tab in indentation advances the column to the next multiple of 8.
+
+use super::ParseError;
+use super::Span;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TokKind {
+    /// An identifier or keyword (`x`, `for`, `Float`).
+    Ident,
+    /// An integer or float literal (`3`, `1.`, `2.5e3`).
+    Number,
+    /// A string literal.
+    Str,
+    /// `(` or `[`.
+    Open(u8),
+    /// `)` or `]`.
+    Close(u8),
+    Comma,
+    /// A single `=` (not `==` or `=>`).
+    Equals,
+    /// A standalone `.`: the dot of a lambda or `for` head.
+    Dot,
+    /// Operators and other punctuation (`+`, `::`, `->`, `:`, ...).
+    Op,
+    /// A character the language never uses outside strings and comments (`{`, `}`, `;`); the
+    /// layout pass reserves these as its block markers.
+    Reserved,
+    /// Any other character, left to the grammar to reject.
+    Other,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Token {
+    pub kind: TokKind,
+    pub start: usize,
+    pub end: usize,
+    /// Whether this is the first token on its line.
+    pub first_on_line: bool,
+    /// The indentation width of the token's line (meaningful for the first token of a line).
+    pub col: u32,
+}
+
+impl Token {
+    pub fn span(&self) -> Span {
+        Span::new(self.start, self.end)
+    }
+
+    pub fn text<'a>(&self, src: &'a str) -> &'a str {
+        &src[self.start..self.end]
+    }
+}
+
+pub(crate) struct Lexed {
+    pub tokens: Vec<Token>,
+    /// Byte ranges of comments, in order.
+    pub comments: Vec<(usize, usize)>,
+}
+
+pub(crate) fn is_ident_start(ch: char) -> bool {
+    ch.is_alphabetic() || ch == '_'
+}
+
+pub(crate) fn is_ident_continue(ch: char) -> bool {
+    ch.is_alphanumeric() || ch == '_' || ch == '\''
+}
+
+/// The width of the indentation of a line (tabs to the next multiple of 8).
+pub(crate) fn indent_width(line: &str) -> u32 {
+    let mut col = 0u32;
+    for byte in line.bytes() {
+        match byte {
+            b' ' => col += 1,
+            b'\t' => col = (col / 8 + 1) * 8,
+            _ => break,
+        }
+    }
+    col
+}
+
+/// Lexes `src[start..end]`; `start` is taken to be the start of a line.
+pub(crate) fn lex(src: &str, start: usize, end: usize) -> Result<Lexed, ParseError> {
+    let bytes = src.as_bytes();
+    let mut tokens = Vec::new();
+    let mut comments = Vec::new();
+    let mut pos = start;
+    let mut line_start = start;
+    let mut first_on_line = true;
+    while pos < end {
+        let byte = bytes[pos];
+        match byte {
+            b'\n' => {
+                pos += 1;
+                line_start = pos;
+                first_on_line = true;
+                continue;
+            }
+            b' ' | b'\t' | b'\r' => {
+                pos += 1;
+                continue;
+            }
+            b'#' => {
+                let comment_end = line_end(bytes, pos, end);
+                comments.push((pos, comment_end));
+                pos = comment_end;
+                continue;
+            }
+            b'-' if bytes.get(pos + 1) == Some(&b'-') && pos + 1 < end => {
+                let comment_end = line_end(bytes, pos, end);
+                comments.push((pos, comment_end));
+                pos = comment_end;
+                continue;
+            }
+            _ => {}
+        }
+        let (kind, token_end) = lex_token(src, pos, end)?;
+        let col = if first_on_line { indent_width(&src[line_start..pos]) } else { 0 };
+        tokens.push(Token { kind, start: pos, end: token_end, first_on_line, col });
+        first_on_line = false;
+        pos = token_end;
+    }
+    Ok(Lexed { tokens, comments })
+}
+
+fn line_end(bytes: &[u8], from: usize, end: usize) -> usize {
+    let mut pos = from;
+    while pos < end && bytes[pos] != b'\n' {
+        pos += 1;
+    }
+    pos
+}
+
+/// Lexes one token starting at `pos` (which is not whitespace or a comment).
+fn lex_token(src: &str, pos: usize, end: usize) -> Result<(TokKind, usize), ParseError> {
+    let bytes = src.as_bytes();
+    let at = |offset: usize| -> u8 {
+        if pos + offset < end {
+            bytes[pos + offset]
+        } else {
+            0
+        }
+    };
+    let byte = bytes[pos];
+    let op = |len: usize| Ok((TokKind::Op, pos + len));
+    match byte {
+        b'0'..=b'9' => Ok((TokKind::Number, lex_number(bytes, pos, end))),
+        b'"' => {
+            let mut cursor = pos + 1;
+            while cursor < end {
+                match bytes[cursor] {
+                    b'"' => return Ok((TokKind::Str, cursor + 1)),
+                    b'\\' if cursor + 1 < end && bytes[cursor + 1] != b'\n' => cursor += 2,
+                    b'\n' => break,
+                    _ => cursor += 1,
+                }
+            }
+            Err(ParseError {
+                message: "unterminated string".to_string(),
+                span: Span::new(pos, pos + 1),
+                incomplete: false,
+            })
+        }
+        b'(' | b'[' => Ok((TokKind::Open(byte), pos + 1)),
+        b')' | b']' => Ok((TokKind::Close(byte), pos + 1)),
+        b'{' | b'}' | b';' => Ok((TokKind::Reserved, pos + 1)),
+        b',' => Ok((TokKind::Comma, pos + 1)),
+        b'\\' => Ok((TokKind::Op, pos + 1)),
+        b'.' => match (at(1), at(2)) {
+            (b'*', b'*') => op(3),
+            (b'*', _) => op(2),
+            _ => Ok((TokKind::Dot, pos + 1)),
+        },
+        b'*' => match (at(1), at(2)) {
+            (b'*', b'.') => op(3),
+            (b'*', _) => op(2),
+            _ => op(1),
+        },
+        b'=' => match at(1) {
+            b'=' | b'>' => op(2),
+            _ => Ok((TokKind::Equals, pos + 1)),
+        },
+        b'<' | b'>' | b'!' => {
+            if at(1) == b'=' {
+                op(2)
+            } else {
+                op(1)
+            }
+        }
+        b'-' if at(1) == b'>' => op(2),
+        b'~' if at(1) == b'~' => op(2),
+        b'&' if at(1) == b'&' => op(2),
+        b'|' if at(1) == b'|' => op(2),
+        b':' if at(1) == b':' => op(2),
+        b'+' | b'-' | b'/' | b'$' | b'@' | b'`' | b':' | b'|' | b'%' => op(1),
+        _ => {
+            let ch = src[pos..].chars().next().unwrap_or('\0');
+            if is_ident_start(ch) {
+                let mut cursor = pos + ch.len_utf8();
+                for next in src[cursor..end].chars() {
+                    if !is_ident_continue(next) {
+                        break;
+                    }
+                    cursor += next.len_utf8();
+                }
+                Ok((TokKind::Ident, cursor))
+            } else {
+                Ok((TokKind::Other, pos + ch.len_utf8().max(1)))
+            }
+        }
+    }
+}
+
+/// A number: `digits ("." !("*" | ".") digits* exponent? | exponent)?`, as in `dx.pest`.
+fn lex_number(bytes: &[u8], pos: usize, end: usize) -> usize {
+    let byte_at = |index: usize| -> u8 {
+        if index < end {
+            bytes[index]
+        } else {
+            0
+        }
+    };
+    let mut cursor = pos;
+    while byte_at(cursor).is_ascii_digit() {
+        cursor += 1;
+    }
+    if byte_at(cursor) == b'.' && !matches!(byte_at(cursor + 1), b'*' | b'.') {
+        cursor += 1;
+        while byte_at(cursor).is_ascii_digit() {
+            cursor += 1;
+        }
+    }
+    if matches!(byte_at(cursor), b'e' | b'E') {
+        let mut exponent = cursor + 1;
+        if matches!(byte_at(exponent), b'+' | b'-') {
+            exponent += 1;
+        }
+        if byte_at(exponent).is_ascii_digit() {
+            while byte_at(exponent).is_ascii_digit() {
+                exponent += 1;
+            }
+            cursor = exponent;
+        }
+    }
+    cursor
+}

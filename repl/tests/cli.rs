@@ -1,0 +1,219 @@
+//! Tests of the `dx` command line: arguments, exit statuses, `dx run`, `dx test` and the REPL
+//! reading from a pipe. Tests marked "evaluates" need the library's evaluator.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn dx() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dx"));
+    // Keep the tests away from the user's history and terminal settings.
+    command.env("DX_HISTORY", "").env_remove("NO_COLOR");
+    command
+}
+
+fn run(args: &[&str]) -> Output {
+    dx().args(args).output().expect("dx starts")
+}
+
+fn run_with_stdin(args: &[&str], stdin: &str) -> Output {
+    let mut child = dx()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("dx starts");
+    child.stdin.take().expect("stdin is piped").write_all(stdin.as_bytes()).expect("write stdin");
+    child.wait_with_output().expect("dx finishes")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Writes `text` to `name` in a fresh temporary directory.
+fn dx_file(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).expect("write the .dx file");
+    (dir, path)
+}
+
+fn path_arg(path: &Path) -> &str {
+    path.to_str().expect("temporary paths are UTF-8")
+}
+
+#[test]
+fn help_lists_the_commands_and_exit_statuses() {
+    let output = run(&["--help"]);
+    assert_eq!(output.status.code(), Some(0));
+    let text = stdout(&output);
+    for expected in ["Usage:", "run", "test", "--strict", "--no-prelude", "Exit status", "2  usage"] {
+        assert!(text.contains(expected), "--help lacks {expected:?}:\n{text}");
+    }
+    let output = run(&["run", "--help"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(stdout(&output).contains("--outfmt"));
+}
+
+#[test]
+fn version_prints_the_package_version() {
+    let output = run(&["--version"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(stdout(&output).trim(), format!("dx {}", env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn a_missing_file_is_a_usage_error() {
+    for args in [
+        vec!["run", "/nonexistent/missing.dx"],
+        vec!["/nonexistent/missing.dx"],
+        vec!["test", "/nonexistent/missing.dx"],
+    ] {
+        let output = run(&args);
+        assert_eq!(output.status.code(), Some(2), "dx {args:?}");
+        let err = stderr(&output);
+        assert!(err.starts_with("dx: error: cannot read /nonexistent/missing.dx"), "{err}");
+    }
+}
+
+#[test]
+fn bad_arguments_are_usage_errors() {
+    for args in [vec!["--frobnicate"], vec!["run"], vec!["test"], vec!["run", "a.dx", "--outfmt", "xml"]] {
+        let output = run(&args);
+        assert_eq!(output.status.code(), Some(2), "dx {args:?}");
+        assert!(stderr(&output).starts_with("dx: error:"), "{}", stderr(&output));
+        assert!(stdout(&output).is_empty());
+    }
+}
+
+#[test]
+fn test_reports_a_stale_output_with_a_diff() {
+    // An output line after prose belongs to no block, so `dx run` drops it.
+    let (_dir, path) = dx_file("stale.dx", "' Some prose.\n> stale output\n");
+    let output = run(&["test", path_arg(&path)]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    let name = path.display().to_string();
+    assert!(text.contains(&format!("--- {name}\n")), "{text}");
+    assert!(text.contains(&format!("+++ {name} (regenerated)\n")), "{text}");
+    assert!(text.contains("-> stale output\n"), "{text}");
+    assert!(text.contains(&format!("FAIL {name}\n")), "{text}");
+    assert!(text.ends_with("0 passed, 1 failed\n"), "{text}");
+}
+
+#[test]
+fn test_reports_a_wrong_output_with_a_diff() {
+    // Evaluates.
+    let (_dir, path) = dx_file("wrong.dx", "' Arithmetic.\n\n:p 1.0 + 2.0\n> 4.\n");
+    let output = run(&["test", path_arg(&path)]);
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    let text = stdout(&output);
+    let name = path.display().to_string();
+    let diff = format!(
+        "--- {name}\n+++ {name} (regenerated)\n@@ -1,4 +1,4 @@\n ' Arithmetic.\n \n :p 1.0 + 2.0\n-> 4.\n+> 3.\n"
+    );
+    assert!(text.starts_with(&diff), "{text}");
+    assert!(text.ends_with(&format!("FAIL {name}\n0 passed, 1 failed\n")), "{text}");
+}
+
+#[test]
+fn test_passes_files_with_current_outputs_and_ignores_timings() {
+    // Evaluates.
+    let (dir, good) = dx_file("good.dx", ":p 1.0 + 2.0\n> 3.\n");
+    let timed = dir.path().join("timed.dx");
+    std::fs::write(&timed, "%time\n:p 2.0 * 3.0\n> 6.\n> Compile time: 1.000 ms\n> Run time: 1.000 us\n")
+        .expect("write timed.dx");
+    let output = run(&["test", path_arg(&good), path_arg(&timed)]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert_eq!(
+        text,
+        format!("PASS {}\nPASS {}\n2 passed, 0 failed\n", good.display(), timed.display())
+    );
+}
+
+#[test]
+fn run_reproduces_a_file_of_prose_comments_and_blank_lines() {
+    // Evaluates (needs the library to split the file into chunks).
+    let text = "' # A title\nSome prose with $x^2$ maths.\n\n-- a comment\n# another comment\n\n\n' More prose.\n";
+    let (_dir, path) = dx_file("prose.dx", text);
+    let output = run(&["run", path_arg(&path)]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), text);
+    // `dx FILE.dx` is the same as `dx run FILE.dx`.
+    let output = run(&[path_arg(&path)]);
+    assert_eq!(stdout(&output), text);
+}
+
+#[test]
+fn run_regenerates_outputs_and_is_a_quine() {
+    // Evaluates.
+    let (_dir, path) = dx_file("quine.dx", "x = 2.0\n:p x * 3.0\n> 1.\n\n:p x + 1.0\n");
+    let output = run(&["run", path_arg(&path)]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let regenerated = stdout(&output);
+    assert_eq!(regenerated, "x = 2.0\n:p x * 3.0\n> 6.\n\n:p x + 1.0\n> 3.\n");
+    std::fs::write(&path, &regenerated).expect("rewrite quine.dx");
+    assert_eq!(stdout(&run(&["run", path_arg(&path)])), regenerated);
+
+    let output = run(&["run", path_arg(&path), "--outfmt", "result-only"]);
+    assert_eq!(stdout(&output), "6.\n3.\n");
+}
+
+#[test]
+fn run_exits_with_1_when_a_block_fails() {
+    // Evaluates.
+    let (_dir, path) = dx_file("error.dx", ":p undefined_name\n\n:p 1.0 + 2.0\n");
+    let output = run(&["run", path_arg(&path)]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    assert!(text.starts_with(":p undefined_name\n> "), "{text}");
+    assert!(text.ends_with("\n:p 1.0 + 2.0\n> 3.\n"), "the file goes on after an error: {text}");
+}
+
+#[test]
+fn piped_repl_prints_results_without_prompts_or_colours() {
+    // Evaluates.
+    let output = run_with_stdin(&[], ":p 1.0 + 2.0\n");
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(stdout(&output), "3.\n");
+    assert!(!stderr(&output).contains('\x1b'));
+}
+
+#[test]
+fn piped_repl_reads_multi_line_entries() {
+    // Evaluates.
+    let input = "def f(x: Float) -> Float =\n  y = x * x\n  y + 1.0\n\n:p f 2.0\n";
+    let output = run_with_stdin(&[], input);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(stdout(&output), "5.\n");
+}
+
+#[test]
+fn piped_repl_handles_its_own_commands() {
+    let output = run_with_stdin(&[], ":help\n:quit\n:help\n");
+    assert_eq!(output.status.code(), Some(0));
+    let text = stdout(&output);
+    assert!(text.starts_with("Commands:\n"), "no prompt before the output: {text:?}");
+    assert_eq!(text.matches("Commands:").count(), 1, ":quit stops reading");
+    assert!(!text.contains('\x1b'), "no colours into a pipe: {text:?}");
+    assert!(!text.contains(">=>"), "no prompts into a pipe: {text:?}");
+
+    let output = run_with_stdin(&[], ":load /nonexistent/missing.dx\n");
+    assert_eq!(output.status.code(), Some(0), "a REPL error does not end the REPL");
+    assert!(stdout(&output).starts_with("cannot read /nonexistent/missing.dx"));
+}
+
+#[test]
+fn empty_input_ends_the_repl_quietly() {
+    let output = run_with_stdin(&[], "");
+    assert_eq!(output.status.code(), Some(0));
+    assert!(stdout(&output).is_empty());
+    assert!(stderr(&output).is_empty());
+}

@@ -1,0 +1,99 @@
+//! Tests of the interactive REPL in a real pseudo-terminal (rexpect): multi-line entries,
+//! Ctrl-C, Ctrl-D and the history file. Tests marked "evaluates" need the library's evaluator.
+
+use std::path::Path;
+use std::process::Command;
+
+use rexpect::process::WaitStatus;
+use rexpect::session::{spawn_command, PtySession};
+
+const TIMEOUT_MS: u64 = 30_000;
+
+/// Starts the REPL in a pty with its history in `dir` and no colours.
+fn spawn_repl(dir: &Path) -> PtySession {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dx"));
+    command
+        .env("DX_HISTORY", dir.join("history.txt"))
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm");
+    let mut repl = spawn_command(command, Some(TIMEOUT_MS)).expect("dx starts in a pty");
+    repl.exp_string(">=> ").expect("first prompt");
+    repl
+}
+
+/// Ctrl-D at an empty prompt ends the REPL with status 0.
+fn quit_with_ctrl_d(mut repl: PtySession) {
+    repl.send_control('d').expect("send Ctrl-D");
+    repl.exp_eof().expect("dx exits after Ctrl-D");
+    match repl.process().wait() {
+        Ok(WaitStatus::Exited(_, code)) => assert_eq!(code, 0),
+        other => panic!("dx did not exit normally: {other:?}"),
+    }
+}
+
+#[test]
+fn multi_line_definition_then_use() {
+    // Evaluates.
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let mut repl = spawn_repl(dir.path());
+    repl.send_line("def f(x: Float) -> Float =").expect("type");
+    repl.send_line("  y = x * x").expect("type");
+    repl.send_line("  y + 1.0").expect("type");
+    repl.send_line("").expect("type");
+    repl.send_line(":p f 2.0").expect("type");
+    repl.exp_string("5.").expect("f 2.0 is 5.");
+    quit_with_ctrl_d(repl);
+}
+
+#[test]
+fn ctrl_c_abandons_the_entry_and_keeps_the_session() {
+    // Evaluates.
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let mut repl = spawn_repl(dir.path());
+    repl.send_line(":p (1.0 +").expect("type");
+    repl.send_control('c').expect("send Ctrl-C");
+    repl.send_line(":p 2.0 * 3.0").expect("type");
+    repl.exp_string("6.").expect("the session survived Ctrl-C");
+    quit_with_ctrl_d(repl);
+}
+
+#[test]
+fn ctrl_c_abandons_a_partial_entry_before_a_command() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let mut repl = spawn_repl(dir.path());
+    repl.send_line(":p (1.0 +").expect("type");
+    repl.send_control('c').expect("send Ctrl-C");
+    repl.send_line(":help").expect("type");
+    repl.exp_string("Commands:").expect(":help runs as a fresh entry after Ctrl-C");
+    quit_with_ctrl_d(repl);
+}
+
+#[test]
+fn ctrl_d_exits_and_the_history_is_saved() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let mut repl = spawn_repl(dir.path());
+    repl.send_line(":help").expect("type");
+    repl.exp_string(":quit, :q").expect("help text");
+    quit_with_ctrl_d(repl);
+    let history = std::fs::read_to_string(dir.path().join("history.txt")).expect("history file");
+    assert!(history.lines().any(|line| line == ":help"), "{history:?}");
+
+    // The next session starts with that history: Up recalls the entry.
+    let mut repl = spawn_repl(dir.path());
+    repl.send("\x1b[A\r").expect("Up, Enter");
+    repl.flush().expect("flush");
+    repl.exp_string("Commands:").expect("the recalled :help runs");
+    quit_with_ctrl_d(repl);
+}
+
+#[test]
+fn quit_command_exits() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let mut repl = spawn_repl(dir.path());
+    repl.send_line(":quit").expect("type");
+    repl.exp_eof().expect("dx exits after :quit");
+    match repl.process().wait() {
+        Ok(WaitStatus::Exited(_, code)) => assert_eq!(code, 0),
+        other => panic!("dx did not exit normally: {other:?}"),
+    }
+}
