@@ -8,6 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand, ValueEnum};
+use dx_lang::display::render_output;
 use dx_lang::session::{Session, SessionConfig};
 
 use crate::literate::{self, TestOutcome};
@@ -137,13 +138,15 @@ fn run_file(path: &Path, outfmt: OutFormat, config: SessionConfig) -> Status {
     let mut session = Session::new(config);
     let results = session.eval_source(&src);
     let text = match outfmt {
-        OutFormat::Literate => literate::literate(&src, &results, &crate::compat::render_output),
-        OutFormat::ResultOnly => {
-            literate::result_only(&src, &results, &crate::compat::render_output)
-        }
+        OutFormat::Literate => literate::literate(&src, &results, &render_output),
+        OutFormat::ResultOnly => literate::result_only(&src, &results, &render_output),
     };
     let mut stdout = std::io::stdout().lock();
-    if stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()).is_err() {
+    if stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .is_err()
+    {
         // A closed pipe (`dx run f.dx | head`) is not worth a message.
         return Status::Failure;
     }
@@ -172,7 +175,7 @@ fn test_files(paths: &[PathBuf], config: &SessionConfig) -> Status {
         // Each file gets a fresh session, as `dx run` would.
         let mut session = Session::new(config.clone());
         let results = session.eval_source(&src);
-        let actual = literate::literate(&src, &results, &crate::compat::render_output);
+        let actual = literate::literate(&src, &results, &render_output);
         match literate::compare(&name, &src, &actual) {
             TestOutcome::Pass => {
                 println!("PASS {name}");
@@ -196,27 +199,29 @@ mod tests {
 
     fn expand(args: &[&str]) -> Vec<String> {
         let args = args.iter().map(OsString::from).collect();
-        expand_shorthand(args).into_iter().map(|arg| arg.to_string_lossy().into_owned()).collect()
+        expand_shorthand(args)
+            .into_iter()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect()
     }
 
     #[test]
     fn shorthand_inserts_run_before_a_dx_file() {
         assert_eq!(expand(&["dx", "a.dx"]), ["dx", "run", "a.dx"]);
-        assert_eq!(expand(&["dx", "--strict", "a.dx", "--outfmt", "result-only"]), [
-            "dx",
-            "--strict",
-            "run",
-            "a.dx",
-            "--outfmt",
-            "result-only"
-        ]);
+        assert_eq!(
+            expand(&["dx", "--strict", "a.dx", "--outfmt", "result-only"]),
+            ["dx", "--strict", "run", "a.dx", "--outfmt", "result-only"]
+        );
     }
 
     #[test]
     fn shorthand_leaves_commands_and_flags_alone() {
         assert_eq!(expand(&["dx"]), ["dx"]);
         assert_eq!(expand(&["dx", "run", "a.dx"]), ["dx", "run", "a.dx"]);
-        assert_eq!(expand(&["dx", "test", "a.dx", "b.dx"]), ["dx", "test", "a.dx", "b.dx"]);
+        assert_eq!(
+            expand(&["dx", "test", "a.dx", "b.dx"]),
+            ["dx", "test", "a.dx", "b.dx"]
+        );
         assert_eq!(expand(&["dx", "--help"]), ["dx", "--help"]);
         assert_eq!(expand(&["dx", "notes.txt"]), ["dx", "notes.txt"]);
     }
@@ -228,9 +233,15 @@ mod tests {
         assert!(cli.strict);
         assert!(matches!(
             cli.command,
-            Some(Command::Run { outfmt: OutFormat::ResultOnly, .. })
+            Some(Command::Run {
+                outfmt: OutFormat::ResultOnly,
+                ..
+            })
         ));
-        assert!(Cli::try_parse_from(["dx", "test"]).is_err(), "test needs a file");
+        assert!(
+            Cli::try_parse_from(["dx", "test"]).is_err(),
+            "test needs a file"
+        );
         <Cli as clap::CommandFactory>::command().debug_assert();
     }
 }

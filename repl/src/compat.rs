@@ -1,8 +1,5 @@
-//! Temporary stand-ins for `dx_lang::syntax::entry_status` and
-//! `dx_lang::display::render_output`, which are being written in the library.
-//! TODO: delete this module once they land and import them from the library instead.
-
-use dx_lang::session::Output;
+//! A temporary stand-in for `dx_lang::syntax::entry_status`, which is being written in the
+//! library. TODO: delete this module once it lands and import it from the library instead.
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EntryStatus {
@@ -30,27 +27,5 @@ pub fn entry_status(src: &str) -> EntryStatus {
         EntryStatus::Incomplete
     } else {
         EntryStatus::Complete
-    }
-}
-
-pub fn render_output(output: &Output, _src: &str) -> String {
-    match output {
-        Output::Value(text) | Output::Type(text) | Output::Text(text) => text.clone(),
-        Output::Error(diagnostic) => format!("{:?} error: {}", diagnostic.kind, diagnostic.message),
-        Output::Stage { name, text } => format!("{name}:\n{text}"),
-        Output::Timing { bench_name, compile, run, runs } => {
-            let mut text = String::new();
-            if let Some(name) = bench_name {
-                text.push_str(name);
-                text.push('\n');
-            }
-            let compile = dx_lang::session::format_duration(*compile);
-            let run = dx_lang::session::format_duration(*run);
-            text.push_str(&format!("Compile time: {compile}\nRun time: {run}"));
-            if let Some(runs) = runs {
-                text.push_str(&format!(" (based on {runs} runs)"));
-            }
-            text
-        }
     }
 }

@@ -10,8 +10,17 @@ use crate::compat::{entry_status, EntryStatus};
 use crate::repl::{parse_command, Command};
 
 /// Commands offered after a `:` at the start of an entry.
-pub const COMMANDS: [&str; 9] =
-    [":p", ":t", ":plot", ":plotgrad", ":table", ":stages", ":help", ":load", ":quit"];
+pub const COMMANDS: [&str; 9] = [
+    ":p",
+    ":t",
+    ":plot",
+    ":plotgrad",
+    ":table",
+    ":stages",
+    ":help",
+    ":load",
+    ":quit",
+];
 
 /// Keywords offered with the session's names.
 pub const KEYWORDS: [&str; 7] = ["def", "for", "if", "then", "else", "import", "given"];
@@ -28,7 +37,10 @@ pub struct DxHelper {
 
 impl DxHelper {
     pub fn new(names: Vec<String>) -> DxHelper {
-        DxHelper { names, files: FilenameCompleter::new() }
+        DxHelper {
+            names,
+            files: FilenameCompleter::new(),
+        }
     }
 }
 
@@ -72,8 +84,10 @@ pub fn complete_at(line: &str, pos: usize, names: &[String]) -> (usize, Vec<Stri
     // `:command` at the start of an entry.
     if start > 0 && line_start == 0 && line_before_word.trim_start() == ":" {
         let prefix = format!(":{word}");
-        let commands =
-            COMMANDS.iter().filter(|command| command.starts_with(&prefix)).map(|c| c.to_string());
+        let commands = COMMANDS
+            .iter()
+            .filter(|command| command.starts_with(&prefix))
+            .map(|c| c.to_string());
         return (start - 1, commands.collect());
     }
     // Tab in the indentation of a line indents.
@@ -109,7 +123,10 @@ impl Completer for DxHelper {
         let (start, candidates) = complete_at(line, pos, &self.names);
         let pairs = candidates
             .into_iter()
-            .map(|candidate| Pair { display: candidate.clone(), replacement: candidate })
+            .map(|candidate| Pair {
+                display: candidate.clone(),
+                replacement: candidate,
+            })
             .collect();
         Ok((start, pairs))
     }
@@ -120,7 +137,10 @@ mod tests {
     use super::*;
 
     fn names() -> Vec<String> {
-        ["square", "sum", "softmax", "xs"].iter().map(|name| name.to_string()).collect()
+        ["square", "sum", "softmax", "xs"]
+            .iter()
+            .map(|name| name.to_string())
+            .collect()
     }
 
     fn complete(line: &str) -> (usize, Vec<String>) {
@@ -129,7 +149,10 @@ mod tests {
 
     #[test]
     fn completes_names_and_keywords() {
-        assert_eq!(complete(":p s"), (3, vec!["softmax".into(), "square".into(), "sum".into()]));
+        assert_eq!(
+            complete(":p s"),
+            (3, vec!["softmax".into(), "square".into(), "sum".into()])
+        );
         assert_eq!(complete("y = sq"), (4, vec!["square".into()]));
         assert_eq!(complete("d"), (0, vec!["def".into()]));
         assert_eq!(complete("for i. x"), (7, vec!["xs".into()]));
@@ -138,14 +161,23 @@ mod tests {
 
     #[test]
     fn completes_commands_at_the_start_of_an_entry() {
-        assert_eq!(complete(":pl"), (0, vec![":plot".into(), ":plotgrad".into()]));
-        assert_eq!(complete(":"), (0, COMMANDS.iter().map(|c| c.to_string()).collect()));
+        assert_eq!(
+            complete(":pl"),
+            (0, vec![":plot".into(), ":plotgrad".into()])
+        );
+        assert_eq!(
+            complete(":"),
+            (0, COMMANDS.iter().map(|c| c.to_string()).collect())
+        );
         assert_eq!(complete(":q"), (0, vec![":quit".into()]));
     }
 
     #[test]
     fn tab_at_the_start_of_a_line_indents() {
-        assert_eq!(complete("def f(x: Float) -> Float =\n"), (27, vec![INDENT.into()]));
+        assert_eq!(
+            complete("def f(x: Float) -> Float =\n"),
+            (27, vec![INDENT.into()])
+        );
         assert_eq!(complete(""), (0, vec![INDENT.into()]));
         assert_eq!(complete("x = "), (4, vec![]));
     }

@@ -74,7 +74,9 @@ pub fn has_errors(results: &[ChunkResult]) -> bool {
 pub enum TestOutcome {
     Pass,
     /// `diff` is a unified diff from the file (`---`) to the regenerated text (`+++`).
-    Fail { diff: String },
+    Fail {
+        diff: String,
+    },
 }
 
 /// The lines that `dx test` compares: everything but timing lines, each ending in a newline
@@ -82,7 +84,10 @@ pub enum TestOutcome {
 fn comparable_lines(text: &str) -> String {
     let mut lines = String::with_capacity(text.len());
     for line in text.lines() {
-        if TIMING_PREFIXES.iter().any(|prefix| line.starts_with(prefix)) {
+        if TIMING_PREFIXES
+            .iter()
+            .any(|prefix| line.starts_with(prefix))
+        {
             continue;
         }
         lines.push_str(line);
@@ -123,7 +128,12 @@ mod tests {
             Output::Value(text) | Output::Type(text) | Output::Text(text) => text.clone(),
             Output::Error(diagnostic) => format!("Type error: {}", diagnostic.message),
             Output::Stage { name, text } => format!("== {name} ==\n{text}"),
-            Output::Timing { bench_name, compile, run, runs } => {
+            Output::Timing {
+                bench_name,
+                compile,
+                run,
+                runs,
+            } => {
                 let mut text = String::new();
                 if let Some(name) = bench_name {
                     text.push_str(&format!("{name}\n"));
@@ -153,9 +163,18 @@ mod tests {
         parts
             .into_iter()
             .map(|(text, kind, outputs)| {
-                let start = offset + src[offset..].find(text).expect("chunk text is in the source");
+                let start = offset
+                    + src[offset..]
+                        .find(text)
+                        .expect("chunk text is in the source");
                 offset = start + text.len();
-                ChunkResult { chunk: Chunk { kind, span: Span::new(start, offset) }, outputs }
+                ChunkResult {
+                    chunk: Chunk {
+                        kind,
+                        span: Span::new(start, offset),
+                    },
+                    outputs,
+                }
             })
             .collect()
     }
@@ -176,14 +195,17 @@ mod tests {
     #[test]
     fn outputs_follow_their_block_and_replace_old_outputs() {
         let src = "' Some prose.\n\n:p 1.0 + 2.0\n> 7.\n\nx = 1\n:p [1., 2.]\n";
-        let results = chunks(src, vec![
-            ("' Some prose.\n", ChunkKind::Prose, vec![]),
-            ("\n", ChunkKind::Blank, vec![]),
-            (":p 1.0 + 2.0\n", code_kind(), vec![value("3.")]),
-            ("\n", ChunkKind::Blank, vec![]),
-            ("x = 1\n", code_kind(), vec![]),
-            (":p [1., 2.]\n", code_kind(), vec![value("[1., 2.]")]),
-        ]);
+        let results = chunks(
+            src,
+            vec![
+                ("' Some prose.\n", ChunkKind::Prose, vec![]),
+                ("\n", ChunkKind::Blank, vec![]),
+                (":p 1.0 + 2.0\n", code_kind(), vec![value("3.")]),
+                ("\n", ChunkKind::Blank, vec![]),
+                ("x = 1\n", code_kind(), vec![]),
+                (":p [1., 2.]\n", code_kind(), vec![value("[1., 2.]")]),
+            ],
+        );
         assert_eq!(
             literate(src, &results, &fake_render),
             "' Some prose.\n\n:p 1.0 + 2.0\n> 3.\n\nx = 1\n:p [1., 2.]\n> [1., 2.]\n"
@@ -193,12 +215,15 @@ mod tests {
     #[test]
     fn a_file_with_current_outputs_is_a_quine() {
         let src = "-- comment\n:p 1.0 + 2.0\n> 3.\n\n:t 1\n> Nat\n";
-        let results = chunks(src, vec![
-            ("-- comment\n", ChunkKind::Comment, vec![]),
-            (":p 1.0 + 2.0\n", code_kind(), vec![value("3.")]),
-            ("\n", ChunkKind::Blank, vec![]),
-            (":t 1\n", code_kind(), vec![Output::Type("Nat".to_owned())]),
-        ]);
+        let results = chunks(
+            src,
+            vec![
+                ("-- comment\n", ChunkKind::Comment, vec![]),
+                (":p 1.0 + 2.0\n", code_kind(), vec![value("3.")]),
+                ("\n", ChunkKind::Blank, vec![]),
+                (":t 1\n", code_kind(), vec![Output::Type("Nat".to_owned())]),
+            ],
+        );
         assert_eq!(literate(src, &results, &fake_render), src);
     }
 
@@ -212,24 +237,36 @@ mod tests {
     #[test]
     fn outputs_start_on_a_new_line_at_the_end_of_a_file_without_newline() {
         let src = "x = 1\n:p x";
-        let results = chunks(src, vec![
-            ("x = 1\n", code_kind(), vec![]),
-            (":p x", code_kind(), vec![value("1")]),
-        ]);
+        let results = chunks(
+            src,
+            vec![
+                ("x = 1\n", code_kind(), vec![]),
+                (":p x", code_kind(), vec![value("1")]),
+            ],
+        );
         assert_eq!(literate(src, &results, &fake_render), "x = 1\n:p x\n> 1\n");
         // Without outputs the file is printed as it is.
-        let results = chunks(src, vec![("x = 1\n", code_kind(), vec![]), (":p x", code_kind(), vec![])]);
+        let results = chunks(
+            src,
+            vec![
+                ("x = 1\n", code_kind(), vec![]),
+                (":p x", code_kind(), vec![]),
+            ],
+        );
         assert_eq!(literate(src, &results, &fake_render), src);
     }
 
     #[test]
     fn result_only_prints_the_outputs_without_markers() {
         let src = "' prose\n:p 1\n:p 2\n";
-        let results = chunks(src, vec![
-            ("' prose\n", ChunkKind::Prose, vec![]),
-            (":p 1\n", code_kind(), vec![value("1")]),
-            (":p 2\n", code_kind(), vec![value("[2,\n 3]")]),
-        ]);
+        let results = chunks(
+            src,
+            vec![
+                ("' prose\n", ChunkKind::Prose, vec![]),
+                (":p 1\n", code_kind(), vec![value("1")]),
+                (":p 2\n", code_kind(), vec![value("[2,\n 3]")]),
+            ],
+        );
         assert_eq!(result_only(src, &results, &fake_render), "1\n[2,\n 3]\n");
     }
 
@@ -243,7 +280,10 @@ mod tests {
         });
         let results = chunks(src, vec![(":p y\n", code_kind(), vec![error])]);
         assert!(has_errors(&results));
-        assert_eq!(literate(src, &results, &fake_render), ":p y\n> Type error: unbound variable y\n");
+        assert_eq!(
+            literate(src, &results, &fake_render),
+            ":p y\n> Type error: unbound variable y\n"
+        );
         let results = chunks(src, vec![(":p y\n", code_kind(), vec![value("1")])]);
         assert!(!has_errors(&results));
     }
@@ -251,9 +291,15 @@ mod tests {
     #[test]
     fn timing_lines_print_after_the_other_outputs() {
         let src = "%bench \"sum\"\n:p 1\n";
-        let results = chunks(src, vec![(src, code_kind(), vec![value("1"), timing(Some("sum"))])]);
+        let results = chunks(
+            src,
+            vec![(src, code_kind(), vec![value("1"), timing(Some("sum"))])],
+        );
         let text = literate(src, &results, &fake_render);
-        assert!(text.starts_with("%bench \"sum\"\n:p 1\n> 1\n> sum\n> Compile time: "), "{text}");
+        assert!(
+            text.starts_with("%bench \"sum\"\n:p 1\n> 1\n> sum\n> Compile time: "),
+            "{text}"
+        );
     }
 
     #[test]
@@ -262,7 +308,10 @@ mod tests {
         let actual = "%time\n:p 1\n> 1\n> Compile time: 2.9 ms\n> Run time: 40.02 us\n";
         assert_eq!(compare("t.dx", expected, actual), TestOutcome::Pass);
         // A file written without timing lines still passes.
-        assert_eq!(compare("t.dx", "%time\n:p 1\n> 1\n", actual), TestOutcome::Pass);
+        assert_eq!(
+            compare("t.dx", "%time\n:p 1\n> 1\n", actual),
+            TestOutcome::Pass
+        );
     }
 
     #[test]
@@ -291,7 +340,13 @@ mod tests {
 
     #[test]
     fn comparison_ignores_a_missing_final_newline_and_crlf() {
-        assert_eq!(compare("t.dx", ":p 1\n> 1", ":p 1\n> 1\n"), TestOutcome::Pass);
-        assert_eq!(compare("t.dx", ":p 1\r\n> 1\r\n", ":p 1\n> 1\n"), TestOutcome::Pass);
+        assert_eq!(
+            compare("t.dx", ":p 1\n> 1", ":p 1\n> 1\n"),
+            TestOutcome::Pass
+        );
+        assert_eq!(
+            compare("t.dx", ":p 1\r\n> 1\r\n", ":p 1\n> 1\n"),
+            TestOutcome::Pass
+        );
     }
 }

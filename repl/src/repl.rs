@@ -22,8 +22,8 @@ use rustyline::history::{DefaultHistory, History};
 use rustyline::{Config, Editor};
 
 use crate::cli::Status;
-use crate::compat::render_output;
 use crate::helper::{is_complete, DxHelper};
+use dx_lang::display::render_output;
 
 const PROMPT: &str = ">=> ";
 const PROMPT_BOLD: &str = "\x1b[1m>=> \x1b[0m";
@@ -161,12 +161,13 @@ impl Repl {
         let session = &mut self.session;
         // The session catches its own failures; this is the last resort that keeps the REPL
         // alive if one escapes (the panic hook has printed it already).
-        let results = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            session.eval_source(src)
-        }));
+        let results =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| session.eval_source(src)));
         self.evaluating.store(false, Ordering::SeqCst);
         let Ok(results) = results else {
-            self.print_error("internal error: the evaluation panicked; the session may be inconsistent");
+            self.print_error(
+                "internal error: the evaluation panicked; the session may be inconsistent",
+            );
             return;
         };
         for output in results.iter().flat_map(|result| &result.outputs) {
@@ -240,7 +241,11 @@ fn interactive_loop(repl: &mut Repl) -> rustyline::Result<()> {
         .max_history_size(10_000)?
         .history_ignore_space(true)
         .completion_type(CompletionType::List)
-        .color_mode(if repl.colour { ColorMode::Enabled } else { ColorMode::Disabled })
+        .color_mode(if repl.colour {
+            ColorMode::Enabled
+        } else {
+            ColorMode::Disabled
+        })
         .build();
     let mut editor: Editor<DxHelper, DefaultHistory> = Editor::with_config(config)?;
     editor.set_helper(Some(DxHelper::new(repl.session.completion_names())));
@@ -265,14 +270,21 @@ fn interactive_loop(repl: &mut Repl) -> rustyline::Result<()> {
                     return Ok(());
                 }
             }
-            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Interrupted) => {
+                // The abandoned text stays on the screen; say that it was abandoned.
+                println!("^C");
+            }
             Err(ReadlineError::Eof) => return Ok(()),
             Err(err) => return Err(err),
         }
     }
 }
 
-fn save_history(editor: &mut Editor<DxHelper, DefaultHistory>, path: Option<&PathBuf>, entry: &str) {
+fn save_history(
+    editor: &mut Editor<DxHelper, DefaultHistory>,
+    path: Option<&PathBuf>,
+    entry: &str,
+) {
     let _ = editor.history_mut().add(entry);
     if let Some(path) = path {
         if let Some(dir) = path.parent() {
@@ -318,8 +330,14 @@ mod tests {
         assert_eq!(parse_command(":help"), Command::Help);
         assert_eq!(parse_command("  :q "), Command::Quit);
         assert_eq!(parse_command(":quit"), Command::Quit);
-        assert_eq!(parse_command(":load examples/a.dx"), Command::Load("examples/a.dx".into()));
-        assert_eq!(parse_command(":load \"my file.dx\""), Command::Load("my file.dx".into()));
+        assert_eq!(
+            parse_command(":load examples/a.dx"),
+            Command::Load("examples/a.dx".into())
+        );
+        assert_eq!(
+            parse_command(":load \"my file.dx\""),
+            Command::Load("my file.dx".into())
+        );
         assert_eq!(parse_command(":load"), Command::Load(String::new()));
         assert_eq!(
             parse_command(":stages on bot core"),

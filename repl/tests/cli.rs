@@ -24,7 +24,12 @@ fn run_with_stdin(args: &[&str], stdin: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("dx starts");
-    child.stdin.take().expect("stdin is piped").write_all(stdin.as_bytes()).expect("write stdin");
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
     child.wait_with_output().expect("dx finishes")
 }
 
@@ -53,8 +58,19 @@ fn help_lists_the_commands_and_exit_statuses() {
     let output = run(&["--help"]);
     assert_eq!(output.status.code(), Some(0));
     let text = stdout(&output);
-    for expected in ["Usage:", "run", "test", "--strict", "--no-prelude", "Exit status", "2  usage"] {
-        assert!(text.contains(expected), "--help lacks {expected:?}:\n{text}");
+    for expected in [
+        "Usage:",
+        "run",
+        "test",
+        "--strict",
+        "--no-prelude",
+        "Exit status",
+        "2  usage",
+    ] {
+        assert!(
+            text.contains(expected),
+            "--help lacks {expected:?}:\n{text}"
+        );
     }
     let output = run(&["run", "--help"]);
     assert_eq!(output.status.code(), Some(0));
@@ -65,7 +81,10 @@ fn help_lists_the_commands_and_exit_statuses() {
 fn version_prints_the_package_version() {
     let output = run(&["--version"]);
     assert_eq!(output.status.code(), Some(0));
-    assert_eq!(stdout(&output).trim(), format!("dx {}", env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        stdout(&output).trim(),
+        format!("dx {}", env!("CARGO_PKG_VERSION"))
+    );
 }
 
 #[test]
@@ -78,16 +97,28 @@ fn a_missing_file_is_a_usage_error() {
         let output = run(&args);
         assert_eq!(output.status.code(), Some(2), "dx {args:?}");
         let err = stderr(&output);
-        assert!(err.starts_with("dx: error: cannot read /nonexistent/missing.dx"), "{err}");
+        assert!(
+            err.starts_with("dx: error: cannot read /nonexistent/missing.dx"),
+            "{err}"
+        );
     }
 }
 
 #[test]
 fn bad_arguments_are_usage_errors() {
-    for args in [vec!["--frobnicate"], vec!["run"], vec!["test"], vec!["run", "a.dx", "--outfmt", "xml"]] {
+    for args in [
+        vec!["--frobnicate"],
+        vec!["run"],
+        vec!["test"],
+        vec!["run", "a.dx", "--outfmt", "xml"],
+    ] {
         let output = run(&args);
         assert_eq!(output.status.code(), Some(2), "dx {args:?}");
-        assert!(stderr(&output).starts_with("dx: error:"), "{}", stderr(&output));
+        assert!(
+            stderr(&output).starts_with("dx: error:"),
+            "{}",
+            stderr(&output)
+        );
         assert!(stdout(&output).is_empty());
     }
 }
@@ -101,7 +132,10 @@ fn test_reports_a_stale_output_with_a_diff() {
     let text = stdout(&output);
     let name = path.display().to_string();
     assert!(text.contains(&format!("--- {name}\n")), "{text}");
-    assert!(text.contains(&format!("+++ {name} (regenerated)\n")), "{text}");
+    assert!(
+        text.contains(&format!("+++ {name} (regenerated)\n")),
+        "{text}"
+    );
     assert!(text.contains("-> stale output\n"), "{text}");
     assert!(text.contains(&format!("FAIL {name}\n")), "{text}");
     assert!(text.ends_with("0 passed, 1 failed\n"), "{text}");
@@ -119,7 +153,10 @@ fn test_reports_a_wrong_output_with_a_diff() {
         "--- {name}\n+++ {name} (regenerated)\n@@ -1,4 +1,4 @@\n ' Arithmetic.\n \n :p 1.0 + 2.0\n-> 4.\n+> 3.\n"
     );
     assert!(text.starts_with(&diff), "{text}");
-    assert!(text.ends_with(&format!("FAIL {name}\n0 passed, 1 failed\n")), "{text}");
+    assert!(
+        text.ends_with(&format!("FAIL {name}\n0 passed, 1 failed\n")),
+        "{text}"
+    );
 }
 
 #[test]
@@ -127,14 +164,21 @@ fn test_passes_files_with_current_outputs_and_ignores_timings() {
     // Evaluates.
     let (dir, good) = dx_file("good.dx", ":p 1.0 + 2.0\n> 3.\n");
     let timed = dir.path().join("timed.dx");
-    std::fs::write(&timed, "%time\n:p 2.0 * 3.0\n> 6.\n> Compile time: 1.000 ms\n> Run time: 1.000 us\n")
-        .expect("write timed.dx");
+    std::fs::write(
+        &timed,
+        "%time\n:p 2.0 * 3.0\n> 6.\n> Compile time: 1.000 ms\n> Run time: 1.000 us\n",
+    )
+    .expect("write timed.dx");
     let output = run(&["test", path_arg(&good), path_arg(&timed)]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}");
     assert_eq!(
         text,
-        format!("PASS {}\nPASS {}\n2 passed, 0 failed\n", good.display(), timed.display())
+        format!(
+            "PASS {}\nPASS {}\n2 passed, 0 failed\n",
+            good.display(),
+            timed.display()
+        )
     );
 }
 
@@ -158,7 +202,10 @@ fn run_regenerates_outputs_and_is_a_quine() {
     let output = run(&["run", path_arg(&path)]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let regenerated = stdout(&output);
-    assert_eq!(regenerated, "x = 2.0\n:p x * 3.0\n> 6.\n\n:p x + 1.0\n> 3.\n");
+    assert_eq!(
+        regenerated,
+        "x = 2.0\n:p x * 3.0\n> 6.\n\n:p x + 1.0\n> 3.\n"
+    );
     std::fs::write(&path, &regenerated).expect("rewrite quine.dx");
     assert_eq!(stdout(&run(&["run", path_arg(&path)])), regenerated);
 
@@ -174,7 +221,10 @@ fn run_exits_with_1_when_a_block_fails() {
     assert_eq!(output.status.code(), Some(1));
     let text = stdout(&output);
     assert!(text.starts_with(":p undefined_name\n> "), "{text}");
-    assert!(text.ends_with("\n:p 1.0 + 2.0\n> 3.\n"), "the file goes on after an error: {text}");
+    assert!(
+        text.ends_with("\n:p 1.0 + 2.0\n> 3.\n"),
+        "the file goes on after an error: {text}"
+    );
 }
 
 #[test]
@@ -200,13 +250,20 @@ fn piped_repl_handles_its_own_commands() {
     let output = run_with_stdin(&[], ":help\n:quit\n:help\n");
     assert_eq!(output.status.code(), Some(0));
     let text = stdout(&output);
-    assert!(text.starts_with("Commands:\n"), "no prompt before the output: {text:?}");
+    assert!(
+        text.starts_with("Commands:\n"),
+        "no prompt before the output: {text:?}"
+    );
     assert_eq!(text.matches("Commands:").count(), 1, ":quit stops reading");
     assert!(!text.contains('\x1b'), "no colours into a pipe: {text:?}");
     assert!(!text.contains(">=>"), "no prompts into a pipe: {text:?}");
 
     let output = run_with_stdin(&[], ":load /nonexistent/missing.dx\n");
-    assert_eq!(output.status.code(), Some(0), "a REPL error does not end the REPL");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "a REPL error does not end the REPL"
+    );
     assert!(stdout(&output).starts_with("cannot read /nonexistent/missing.dx"));
 }
 

@@ -52,6 +52,7 @@ fn ctrl_c_abandons_the_entry_and_keeps_the_session() {
     let mut repl = spawn_repl(dir.path());
     repl.send_line(":p (1.0 +").expect("type");
     repl.send_control('c').expect("send Ctrl-C");
+    repl.exp_string("^C").expect("Ctrl-C is acknowledged");
     repl.send_line(":p 2.0 * 3.0").expect("type");
     repl.exp_string("6.").expect("the session survived Ctrl-C");
     quit_with_ctrl_d(repl);
@@ -63,8 +64,10 @@ fn ctrl_c_abandons_a_partial_entry_before_a_command() {
     let mut repl = spawn_repl(dir.path());
     repl.send_line(":p (1.0 +").expect("type");
     repl.send_control('c').expect("send Ctrl-C");
+    repl.exp_string("^C").expect("Ctrl-C is acknowledged");
     repl.send_line(":help").expect("type");
-    repl.exp_string("Commands:").expect(":help runs as a fresh entry after Ctrl-C");
+    repl.exp_string("Commands:")
+        .expect(":help runs as a fresh entry after Ctrl-C");
     quit_with_ctrl_d(repl);
 }
 
@@ -82,7 +85,8 @@ fn ctrl_d_exits_and_the_history_is_saved() {
     let mut repl = spawn_repl(dir.path());
     repl.send("\x1b[A\r").expect("Up, Enter");
     repl.flush().expect("flush");
-    repl.exp_string("Commands:").expect("the recalled :help runs");
+    repl.exp_string("Commands:")
+        .expect("the recalled :help runs");
     quit_with_ctrl_d(repl);
 }
 

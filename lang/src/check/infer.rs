@@ -842,6 +842,18 @@ impl<'env> Infer<'env> {
         let mut param_tys = Vec::new();
         let mut pats = Vec::new();
         for param in &def.params {
+            // `n: Type` binds an index set passed as a type argument (`linspace (Fin 5) …`).
+            if let (Some(TypeExpr { kind: TypeExprKind::Name(class), .. }), Pattern::Var(name)) = (&param.ty, &param.pat) {
+                if class.name == "Type" {
+                    let rigid = self.env.new_rigid(vec![Class::Ix, Class::Eq, Class::Ord]);
+                    let ty = Ty::Rigid(rigid, name.name.clone());
+                    self.scopes.push((name.name.clone(), Binding::TypeVar(ty.clone())));
+                    rigids.push((name.name.clone(), rigid));
+                    param_tys.push(Ty::TypeArg(Box::new(ty)));
+                    pats.push(TPat::Wild);
+                    continue;
+                }
+            }
             let ty = match &param.ty {
                 Some(ty) => {
                     let mut implicit = Some(&mut rigids);

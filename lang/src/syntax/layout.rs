@@ -1,0 +1,397 @@
+//! The layout pass: turns indentation into explicit block markers, so that the pest grammar
+//! (`dx.pest`) stays context-free.
+//!
+//! Input: the text of one declaration (a code block without its pragma lines). Output: the same
+//! text with comments blanked out (replaced by spaces, so byte offsets do not move) and three
+//! one-byte markers inserted, as Haskell's layout rule does:
+//!
+//! - `{` opens a let-block, `;` separates its items, `}` closes it.
+//!
+//! These characters are never valid dx outside strings and comments, so a literal `{`, `;` or
+//! `}` in the source is rejected here. Markers are zero-width in the source: `Laid::to_src` maps
+//! a position in the output back to an absolute byte offset into the source.
+//!
+//! See Note [Layout rule] for the rule. The pass also enforces the resource limits of
+//! Note [Parser limits], before pest (a recursive-descent parser) ever sees the text.
+
+use super::lexer::{lex, TokKind, Token};
+use super::{ParseError, Span};
+
+// Note [Layout rule]
+// ~~~~~~~~~~~~~~~~~~
+// The layout pass keeps a stack of contexts: let-blocks (with their column) and open brackets.
+// The whole declaration is an implicit block at the column of its first token; it never gets
+// markers.
+//
+// - Openers: a line whose last token is `=` (when the innermost context is a block, i.e. a
+//   binding rather than a named argument), the `.` of a lambda or `for` head, `then`, `else`,
+//   or a command alone on the first line (`:p`). If the next line is indented more than the
+//   innermost enclosing block, a block opens at that line's column (`{` before its first token).
+// - At the first token of any other line, while the innermost context is a block:
+//   a smaller column closes the block (`}` right after the previous token) and the test repeats
+//   with the enclosing context; the same column starts a new item (`;`); a larger column
+//   continues the previous line. Inside a bracket, line breaks are plain white space.
+// - A line starting with `then` or `else` never starts a new item. At the column of a block
+//   opened by `then`/`else`, it closes that block (so an `else` lines up with its `then`).
+// - `)`, `]` and `,` close the blocks opened inside their bracket (`(\p.` + block + `) x`).
+// - End of input closes all blocks; an unclosed bracket is an error with `incomplete` set.
+
+// Note [Parser limits]
+// ~~~~~~~~~~~~~~~~~~~~
+// Pest is recursive descent, and the pratt parser, the AST builder and every later stage recurse
+// over the tree. To keep all of them within a small stack we bound the tree's depth here:
+//
+// - Nesting: each open bracket, let-block, and each lambda/`for`/`if` head counts one level
+//   (heads count until the end of their item: the next `,` or block separator). More than
+//   `MAX_NESTING` levels is the error `expression nested too deeply`.
+// - Length: the tokens of each context since its last separator (`,` or a new block item) are
+//   counted; the sum of these counts over the open contexts bounds the depth of operator chains
+//   (`1+1+…`, `f x x x…`, `f $ f $ …`). Past `MAX_PATH_TOKENS` (about 2000 operators) it is
+//   the error `expression too long`.
+//
+// Long lists (`[1, 2, …]`) and long blocks are unaffected: separators reset the count.
+
+/// The deepest allowed nesting of brackets, blocks and lambda/`for`/`if` heads.
+pub(crate) const MAX_NESTING: u32 = 128;
+/// The most tokens allowed along one nesting path (see Note [Parser limits]).
+pub(crate) const MAX_PATH_TOKENS: u32 = 4000;
+
+/// Output of the layout pass.
+pub(crate) struct Laid {
+    /// The declaration text with comments blanked and block markers inserted.
+    pub text: String,
+    /// Absolute source offset of the start of `text`.
+    pub base: usize,
+    /// Positions of the inserted markers in `text`, ascending.
+    pub markers: Vec<usize>,
+    /// Position in `text` right after the last real token (before closing markers).
+    pub real_end: usize,
+    /// The tokens of the declaration (absolute offsets).
+    pub tokens: Vec<Token>,
+}
+
+impl Laid {
+    /// Maps a position in `text` to an absolute source offset. A marker maps to the source
+    /// position where it was inserted.
+    pub fn to_src(&self, text_pos: usize) -> usize {
+        let markers_before = self.markers.partition_point(|&marker| marker < text_pos);
+        self.base + text_pos - markers_before
+    }
+
+    pub fn span(&self, start: usize, end: usize) -> Span {
+        Span::new(self.to_src(start), self.to_src(end).max(self.to_src(start)))
+    }
+
+    /// The source position right after the last real token (or `base` when there is none).
+    pub fn src_end(&self) -> usize {
+        self.tokens.last().map_or(self.base, |token| token.end)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Opener {
+    /// The implicit block of the whole declaration.
+    Top,
+    Equals,
+    Dot,
+    Then,
+    Else,
+    Command,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum CtxKind {
+    Block { col: u32, opener: Opener },
+    Bracket { open: u8, start: usize },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Ctx {
+    kind: CtxKind,
+    /// Lambda/`for`/`if` heads since the last separator.
+    heads: u32,
+    /// Tokens since the last separator.
+    tokens: u32,
+}
+
+struct Layout<'a> {
+    src: &'a str,
+    tokens: &'a [Token],
+    stack: Vec<Ctx>,
+    /// Sum of `heads` plus the number of contexts above the top block.
+    nesting: u32,
+    /// Sum of `tokens` over the stack.
+    path_tokens: u32,
+    inserts: Vec<(usize, char)>,
+}
+
+impl Layout<'_> {
+    fn innermost_block_col(&self) -> u32 {
+        self.stack
+            .iter()
+            .rev()
+            .find_map(|ctx| match ctx.kind {
+                CtxKind::Block { col, .. } => Some(col),
+                CtxKind::Bracket { .. } => None,
+            })
+            .unwrap_or(0)
+    }
+
+    fn push(&mut self, kind: CtxKind, at: &Token) -> Result<(), ParseError> {
+        self.stack.push(Ctx { kind, heads: 0, tokens: 0 });
+        self.nesting += 1;
+        self.check_nesting(at)
+    }
+
+    fn pop(&mut self) {
+        if let Some(ctx) = self.stack.pop() {
+            self.nesting -= 1 + ctx.heads;
+            self.path_tokens -= ctx.tokens;
+        }
+    }
+
+    /// Resets the counters of the innermost context at a separator.
+    fn separate(&mut self) {
+        if let Some(ctx) = self.stack.last_mut() {
+            self.nesting -= ctx.heads;
+            self.path_tokens -= ctx.tokens;
+            ctx.heads = 0;
+            ctx.tokens = 0;
+        }
+    }
+
+    fn check_nesting(&self, at: &Token) -> Result<(), ParseError> {
+        if self.nesting > MAX_NESTING {
+            return Err(error("expression nested too deeply", at.span()));
+        }
+        Ok(())
+    }
+
+    /// Closes the blocks above the innermost bracket (or above the top block).
+    fn close_blocks_in_bracket(&mut self, close_at: usize) {
+        while self.stack.len() > 1 {
+            match self.stack.last().map(|ctx| ctx.kind) {
+                Some(CtxKind::Block { .. }) => {
+                    self.pop();
+                    self.inserts.push((close_at, '}'));
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// The layout rule at the first token of a line that does not open a block.
+    fn line_start(&mut self, token: &Token, prev: &Token) {
+        let text = token.text(self.src);
+        let is_branch = text == "then" || text == "else";
+        loop {
+            let is_top = self.stack.len() == 1;
+            let Some(ctx) = self.stack.last() else { return };
+            let CtxKind::Block { col, opener } = ctx.kind else { return };
+            if token.col < col && !is_top {
+                self.pop();
+                self.inserts.push((prev.end, '}'));
+                continue;
+            }
+            if token.col > col {
+                return;
+            }
+            if is_branch {
+                if matches!(opener, Opener::Then | Opener::Else) && !is_top {
+                    self.pop();
+                    self.inserts.push((prev.end, '}'));
+                    continue;
+                }
+                return;
+            }
+            self.inserts.push((token.start, ';'));
+            self.separate();
+            return;
+        }
+    }
+
+    fn opener(&self, index: usize) -> Option<Opener> {
+        let token = &self.tokens[index];
+        let text = token.text(self.src);
+        match token.kind {
+            TokKind::Equals => match self.stack.last().map(|ctx| ctx.kind) {
+                Some(CtxKind::Block { .. }) => Some(Opener::Equals),
+                _ => None,
+            },
+            TokKind::Dot => Some(Opener::Dot),
+            TokKind::Ident if text == "then" => Some(Opener::Then),
+            TokKind::Ident if text == "else" => Some(Opener::Else),
+            TokKind::Ident
+                if index == 1
+                    && self.tokens[0].text(self.src) == ":"
+                    && self.tokens[0].end == token.start =>
+            {
+                Some(Opener::Command)
+            }
+            _ => None,
+        }
+    }
+}
+
+fn error(message: &str, span: Span) -> ParseError {
+    ParseError { message: message.to_string(), span, incomplete: false }
+}
+
+/// Runs the layout pass over `src[start..end]` (which starts at the beginning of a line).
+pub(crate) fn layout(src: &str, start: usize, end: usize) -> Result<Laid, ParseError> {
+    let lexed = lex(src, start, end)?;
+    let tokens = lexed.tokens;
+    let top_col = tokens.first().map_or(0, |token| token.col);
+    let mut layout = Layout {
+        src,
+        tokens: &tokens,
+        stack: vec![Ctx {
+            kind: CtxKind::Block { col: top_col, opener: Opener::Top },
+            heads: 0,
+            tokens: 0,
+        }],
+        nesting: 0,
+        path_tokens: 0,
+        inserts: Vec::new(),
+    };
+    let mut pending: Option<Opener> = None;
+    for (index, token) in tokens.iter().enumerate() {
+        let closes = matches!(token.kind, TokKind::Close(_) | TokKind::Comma);
+        if index > 0 && token.first_on_line && !closes {
+            let prev = &tokens[index - 1];
+            let opened = match pending {
+                Some(opener) if token.col > layout.innermost_block_col() => {
+                    layout.push(CtxKind::Block { col: token.col, opener }, token)?;
+                    layout.inserts.push((token.start, '{'));
+                    true
+                }
+                _ => false,
+            };
+            if !opened {
+                layout.line_start(token, prev);
+            }
+        }
+        pending = None;
+        let prev_end = if index > 0 { tokens[index - 1].end } else { token.start };
+        match token.kind {
+            TokKind::Reserved => {
+                let message = format!("unexpected '{}'", token.text(src));
+                return Err(error(&message, token.span()));
+            }
+            TokKind::Open(open) => {
+                count_token(&mut layout, token)?;
+                layout.push(CtxKind::Bracket { open, start: token.start }, token)?;
+                continue;
+            }
+            TokKind::Close(close) => {
+                layout.close_blocks_in_bracket(prev_end);
+                let expected_open = if close == b')' { b'(' } else { b'[' };
+                match layout.stack.last().map(|ctx| ctx.kind) {
+                    Some(CtxKind::Bracket { open, .. }) if open == expected_open => layout.pop(),
+                    _ => {
+                        let message = format!("unexpected '{}'", close as char);
+                        return Err(error(&message, token.span()));
+                    }
+                }
+            }
+            TokKind::Comma => {
+                let in_bracket = layout
+                    .stack
+                    .iter()
+                    .any(|ctx| matches!(ctx.kind, CtxKind::Bracket { .. }));
+                if in_bracket {
+                    layout.close_blocks_in_bracket(prev_end);
+                    layout.separate();
+                    continue;
+                }
+            }
+            TokKind::Ident if matches!(token.text(src), "for" | "if") => add_head(&mut layout, token)?,
+            TokKind::Op if token.text(src) == "\\" => add_head(&mut layout, token)?,
+            _ => {}
+        }
+        count_token(&mut layout, token)?;
+        let last_on_line = tokens.get(index + 1).is_none_or(|next| next.first_on_line);
+        if last_on_line {
+            pending = layout.opener(index);
+        }
+    }
+    if let Some(ctx) = layout.stack.iter().rev().find(|ctx| matches!(ctx.kind, CtxKind::Bracket { .. })) {
+        if let CtxKind::Bracket { open, start } = ctx.kind {
+            return Err(ParseError {
+                message: format!("unclosed '{}'", open as char),
+                span: Span::new(start, start + 1),
+                incomplete: true,
+            });
+        }
+    }
+    let last_end = tokens.last().map_or(start, |token| token.end);
+    while layout.stack.len() > 1 {
+        layout.pop();
+        layout.inserts.push((last_end, '}'));
+    }
+    let mut inserts = layout.inserts;
+    inserts.sort_by_key(|&(pos, _)| pos);
+    Ok(build(src, start, end, &lexed.comments, &inserts, tokens))
+}
+
+fn add_head(layout: &mut Layout, token: &Token) -> Result<(), ParseError> {
+    if let Some(ctx) = layout.stack.last_mut() {
+        ctx.heads += 1;
+        layout.nesting += 1;
+    }
+    layout.check_nesting(token)
+}
+
+fn count_token(layout: &mut Layout, token: &Token) -> Result<(), ParseError> {
+    if let Some(ctx) = layout.stack.last_mut() {
+        ctx.tokens += 1;
+        layout.path_tokens += 1;
+    }
+    if layout.path_tokens > MAX_PATH_TOKENS {
+        return Err(error("expression too long", token.span()));
+    }
+    Ok(())
+}
+
+/// Builds the output text: the source with comments blanked and markers inserted.
+fn build(
+    src: &str,
+    start: usize,
+    end: usize,
+    comments: &[(usize, usize)],
+    inserts: &[(usize, char)],
+    tokens: Vec<Token>,
+) -> Laid {
+    let mut blanked = src.as_bytes()[start..end].to_vec();
+    for &(comment_start, comment_end) in comments {
+        for byte in &mut blanked[comment_start - start..comment_end - start] {
+            *byte = b' ';
+        }
+    }
+    // Comments start at an ASCII byte and end at a line end, so blanking them keeps UTF-8 valid.
+    let blanked = String::from_utf8(blanked).unwrap_or_else(|_| " ".repeat(end - start));
+    let mut text = String::with_capacity(blanked.len() + inserts.len());
+    let mut markers = Vec::with_capacity(inserts.len());
+    let mut cursor = 0;
+    let last_end = tokens.last().map_or(start, |token| token.end) - start;
+    let mut real_end = None;
+    for &(pos, marker) in inserts {
+        let pos = pos - start;
+        if pos >= last_end && real_end.is_none() {
+            text.push_str(&blanked[cursor..last_end]);
+            cursor = last_end;
+            real_end = Some(text.len());
+        }
+        text.push_str(&blanked[cursor..pos]);
+        cursor = pos;
+        markers.push(text.len());
+        text.push(marker);
+    }
+    if real_end.is_none() {
+        text.push_str(&blanked[cursor..last_end.max(cursor)]);
+        cursor = cursor.max(last_end);
+        real_end = Some(text.len());
+    }
+    text.push_str(&blanked[cursor..]);
+    Laid { text, base: start, markers, real_end: real_end.unwrap_or(0), tokens }
+}
