@@ -2,11 +2,24 @@
 //! of blocks in it. Front-ends (`repl`, `kernel`) talk only to this module, with plain data:
 //! source text goes in; structured outputs come out and are rendered by `display`.
 
-use std::sync::atomic::AtomicBool;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::syntax::{Chunk, Span};
+use crate::check::builtins::Builtin;
+use crate::check::env::GlobalEnv;
+use crate::check::infer::Infer;
+use crate::check::typed::{DefInfo, TExpr, TPat};
+use crate::check::types::Ty;
+use crate::check::TypeError;
+use crate::core::interp::{self, InterpConfig, InterpError};
+use crate::core::ir::Program;
+use crate::core::value::Array;
+use crate::display::{format_value, DisplayValue};
+use crate::passes::lower::{leaf_types, GlobalValue, LowerError, Lowerer};
+use crate::syntax::ast::{CodeBlock, Command, Decl, LetBinding, Pattern, Pragma};
+use crate::syntax::{Chunk, ChunkKind, Span};
 
 /// Options of a session.
 #[derive(Clone, Debug)]
@@ -93,19 +106,58 @@ pub struct Session {
     config: SessionConfig,
     interrupt: InterruptFlag,
     stages: Vec<String>,
+    env: GlobalEnv,
+    /// Top-level values: their type and their arrays (one per leaf of the type).
+    values: HashMap<String, (Ty, Vec<Array>)>,
+    imported: HashSet<String>,
 }
+
+/// The libraries `import` can load (shipped inside the binary so that dx works from any
+/// directory).
+const STDLIB: &[(&str, &str)] = &[("prelude", include_str!("../../stdlib/prelude.dx"))];
+
+/// Stack size for evaluating a block: deeply nested programs recurse deeply.
+const EVAL_STACK_BYTES: usize = 256 << 20;
 
 impl Session {
     pub fn new(config: SessionConfig) -> Session {
-        Session { config, interrupt: InterruptFlag::default(), stages: Vec::new() }
+        let load_prelude = config.prelude;
+        let mut session = Session {
+            config,
+            interrupt: InterruptFlag::default(),
+            stages: Vec::new(),
+            env: GlobalEnv::default(),
+            values: HashMap::new(),
+            imported: HashSet::new(),
+        };
+        if load_prelude {
+            session.import("prelude");
+        }
+        session
     }
 
     /// Evaluates every block of a source (a file, a REPL entry, a cell) in order and returns
     /// one result per chunk, prose and blank chunks included (with no outputs).
     pub fn eval_source(&mut self, src: &str) -> Vec<ChunkResult> {
-        // Placeholder until the checker and lowering land: echoes the chunks.
-        let _ = (&self.config, src);
-        Vec::new()
+        self.interrupt.store(false, Ordering::Relaxed);
+        let chunks = crate::syntax::split_chunks(src);
+        let mut results = Vec::new();
+        for chunk in chunks {
+            let outputs = match &chunk.kind {
+                ChunkKind::Code(Ok(block)) => {
+                    let block = block.clone();
+                    self.eval_block_guarded(src, &block)
+                }
+                ChunkKind::Code(Err(err)) => vec![Output::Error(Diagnostic {
+                    kind: ErrorKind::Parse,
+                    message: err.message.clone(),
+                    span: Some(err.span),
+                })],
+                ChunkKind::Prose | ChunkKind::Comment | ChunkKind::Blank => Vec::new(),
+            };
+            results.push(ChunkResult { chunk, outputs });
+        }
+        results
     }
 
     /// The flag that interrupts the running computation (Ctrl-C, Jupyter interrupt).
@@ -115,7 +167,11 @@ impl Session {
 
     /// Names for tab completion: values, functions and aliases in scope, and built-ins.
     pub fn completion_names(&self) -> Vec<String> {
-        Vec::new()
+        let mut names: Vec<String> = self.env.names().cloned().collect();
+        names.extend(Builtin::names().iter().map(|name| name.to_string()));
+        names.sort();
+        names.dedup();
+        names
     }
 
     /// Stages to show before the result of every following block (`:stages on …`); empty
@@ -127,5 +183,360 @@ impl Session {
     /// `--strict` / `%strict`: out-of-range reads become errors.
     pub fn set_strict(&mut self, strict: bool) {
         self.config.strict = strict;
+    }
+
+    /// Loads a standard library once.
+    fn import(&mut self, name: &str) -> Vec<Output> {
+        if !self.imported.insert(name.to_string()) {
+            return Vec::new();
+        }
+        let Some((_, text)) = STDLIB.iter().find(|(lib, _)| *lib == name) else {
+            self.imported.remove(name);
+            return vec![Output::Text(format!("no library named `{name}`"))];
+        };
+        let mut outputs = Vec::new();
+        for result in self.eval_source(text) {
+            for output in result.outputs {
+                if let Output::Error(diag) = output {
+                    let rendered = crate::display::render_diagnostic(&diag, text);
+                    outputs.push(Output::Error(Diagnostic {
+                        kind: ErrorKind::Internal,
+                        message: format!("in library `{name}`: {rendered}"),
+                        span: None,
+                    }));
+                }
+            }
+        }
+        outputs
+    }
+
+    /// Evaluates a block on a thread with a large stack; a panic becomes an internal error
+    /// and the session stays usable.
+    fn eval_block_guarded(&mut self, src: &str, block: &CodeBlock) -> Vec<Output> {
+        let res = std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .name("dx-eval".into())
+                .stack_size(EVAL_STACK_BYTES)
+                .spawn_scoped(scope, || {
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.eval_block(src, block)))
+                })
+                .map(|handle| handle.join())
+        });
+        match res {
+            Ok(Ok(Ok(outputs))) => outputs,
+            Ok(Ok(Err(panic))) | Ok(Err(panic)) => {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "unknown panic".into());
+                vec![internal(format!("dx panicked: {message}"))]
+            }
+            Err(err) => vec![internal(format!("could not start the evaluation thread: {err}"))],
+        }
+    }
+
+    fn eval_block(&mut self, _src: &str, block: &CodeBlock) -> Vec<Output> {
+        let mut outputs = Vec::new();
+        let mut timing = None;
+        let mut strict = self.config.strict;
+        let mut stages = self.stages.clone();
+        for pragma in &block.pragmas {
+            match pragma {
+                Pragma::Time => timing = Some(None),
+                Pragma::Bench(name) => timing = Some(Some(name.clone())),
+                Pragma::Strict => strict = true,
+                Pragma::Passes(names) => stages.extend(names.iter().map(|name| name.name.clone())),
+            }
+        }
+        let cx = BlockCx { strict, stages, bench: timing.clone() };
+        let res = match &block.decl {
+            Decl::Def(def) => {
+                let mut infer = Infer::new(&mut self.env);
+                match infer.infer_def(def) {
+                    Ok(info) => {
+                        self.env.unbind(&def.name.name);
+                        self.env.defs.insert(def.name.name.clone(), info);
+                        Ok(Evaluated::default())
+                    }
+                    Err(err) => Err(type_error(err)),
+                }
+            }
+            Decl::Let(binding) => self.eval_let(binding, &cx),
+            Decl::Command { command, expr, .. } => {
+                let mut infer = Infer::new(&mut self.env);
+                match infer.infer_top_expr(expr) {
+                    Err(err) => Err(type_error(err)),
+                    Ok(texpr) => match command {
+                        Command::Type => Ok(Evaluated { outputs: vec![Output::Type(texpr.ty.to_string())], ..Default::default() }),
+                        Command::Print | Command::Stages => {
+                            let mut cx = cx.clone();
+                            if *command == Command::Stages {
+                                cx.stages = vec!["typed".into(), "core".into()];
+                            }
+                            self.run_expr(&texpr, &cx).map(|(value, mut evaluated)| {
+                                if let Some(text) = value {
+                                    evaluated.outputs.push(Output::Value(text));
+                                }
+                                evaluated
+                            })
+                        }
+                        Command::Plot | Command::PlotGrad | Command::Table => Err(Diagnostic {
+                            kind: ErrorKind::Type,
+                            message: format!(
+                                "`:{}` is not available yet",
+                                match command {
+                                    Command::Plot => "plot",
+                                    Command::PlotGrad => "plotgrad",
+                                    _ => "table",
+                                }
+                            ),
+                            span: Some(expr.span),
+                        }),
+                    },
+                }
+            }
+            Decl::Import(name) => Ok(Evaluated { outputs: self.import(&name.name), ..Default::default() }),
+        };
+        match res {
+            Ok(evaluated) => {
+                outputs.extend(evaluated.outputs);
+                if let Some(bench_name) = timing {
+                    outputs.push(Output::Timing {
+                        bench_name: bench_name.clone(),
+                        compile: evaluated.compile,
+                        run: evaluated.run,
+                        runs: evaluated.runs.filter(|_| bench_name.is_some()),
+                    });
+                }
+            }
+            Err(diag) => outputs.push(Output::Error(diag)),
+        }
+        outputs
+    }
+
+    fn eval_let(&mut self, binding: &LetBinding, cx: &BlockCx) -> Result<Evaluated, Diagnostic> {
+        let mut infer = Infer::new(&mut self.env);
+        if let Some(alias) = infer.try_alias(binding) {
+            let (name, ty) = alias.map_err(type_error)?;
+            self.env.unbind(&name);
+            self.env.aliases.insert(name, ty);
+            return Ok(Evaluated::default());
+        }
+        let (pat, texpr) = infer.infer_top_let(binding).map_err(type_error)?;
+        if texpr.ty.contains_fun() {
+            // A function value: kept as a definition and inlined where it is used.
+            let TPat::Var(_, name) = &pat else {
+                return Err(Diagnostic {
+                    kind: ErrorKind::Type,
+                    message: "functions can only be bound to a single name".into(),
+                    span: Some(binding.pat.span()),
+                });
+            };
+            self.env.unbind(name);
+            let info = DefInfo { name: name.clone(), vars: Vec::new(), ty: texpr.ty.clone(), span: binding.span, body: texpr };
+            self.env.defs.insert(name.clone(), info);
+            return Ok(Evaluated::default());
+        }
+        let (arrays, evaluated) = self.run_to_arrays(&texpr, cx)?;
+        self.bind_top(&binding.pat, &texpr.ty, arrays);
+        Ok(evaluated)
+    }
+
+    /// Binds the names of a top-level pattern to parts of a value.
+    fn bind_top(&mut self, pat: &Pattern, ty: &Ty, arrays: Vec<Array>) {
+        match (pat, ty) {
+            (Pattern::Var(ident), _) => {
+                self.env.unbind(&ident.name);
+                if *ty == Ty::nat() {
+                    if let Some(crate::core::ir::Scalar::U32(n)) = arrays.first().and_then(Array::as_scalar) {
+                        self.env.static_nats.insert(ident.name.clone(), n as u64);
+                    }
+                }
+                self.env.values.insert(ident.name.clone(), ty.clone());
+                self.values.insert(ident.name.clone(), (ty.clone(), arrays));
+            }
+            (Pattern::Tuple(pats, _), Ty::Tuple(items)) => {
+                let mut rest = arrays.into_iter();
+                for (pat, item) in pats.iter().zip(items) {
+                    let count = leaf_types(item).map(|leaves| leaves.len()).unwrap_or(0);
+                    let part: Vec<Array> = rest.by_ref().take(count).collect();
+                    self.bind_top(pat, item, part);
+                }
+            }
+            (Pattern::Table(pats, _), Ty::Table(_, elem)) => {
+                for (position, pat) in pats.iter().enumerate() {
+                    let rows: Vec<Array> = arrays.iter().map(|array| row(array, position)).collect();
+                    self.bind_top(pat, elem, rows);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Compiles and runs an expression; returns its rendered value (if it can be printed).
+    fn run_expr(&mut self, texpr: &TExpr, cx: &BlockCx) -> Result<(Option<String>, Evaluated), Diagnostic> {
+        if texpr.ty.contains_fun() {
+            return Err(Diagnostic {
+                kind: ErrorKind::Type,
+                message: format!("a function cannot be printed (its type is {}); use `:t` to see its type", texpr.ty),
+                span: Some(texpr.span),
+            });
+        }
+        let (arrays, evaluated) = self.run_to_arrays(texpr, cx)?;
+        let value = to_display(&texpr.ty, &arrays.iter().map(|array| (array, 0usize, 0usize)).collect::<Vec<_>>());
+        Ok((Some(format_value(&value, self.config.summarise_tables)), evaluated))
+    }
+
+    fn run_to_arrays(&mut self, texpr: &TExpr, cx: &BlockCx) -> Result<(Vec<Array>, Evaluated), Diagnostic> {
+        let mut evaluated = Evaluated::default();
+        let compile_start = Instant::now();
+        let (program, inputs) = self.compile(texpr)?;
+        evaluated.compile = compile_start.elapsed();
+        for stage in &cx.stages {
+            let text = match stage.as_str() {
+                "typed" => format!("{} : {}", texpr_summary(texpr), texpr.ty),
+                "core" => program.to_string(),
+                other => format!("(the `{other}` stage is not available yet)"),
+            };
+            evaluated.outputs.push(Output::Stage { name: stage.clone(), text });
+        }
+        let config = InterpConfig { strict: cx.strict, interrupt: Some(self.interrupt.clone()) };
+        let run = || interp::run(&program, &inputs, &config);
+        let run_start = Instant::now();
+        let arrays = run().map_err(|err| runtime_error(err, &program))?;
+        evaluated.run = run_start.elapsed();
+        if cx.bench.as_ref().is_some_and(Option::is_some) {
+            let mut times = Vec::new();
+            let bench_start = Instant::now();
+            while times.len() < 5 || bench_start.elapsed() < Duration::from_secs(1) {
+                let start = Instant::now();
+                run().map_err(|err| runtime_error(err, &program))?;
+                times.push(start.elapsed());
+            }
+            times.sort();
+            evaluated.run = times[times.len() / 2];
+            evaluated.runs = Some(times.len());
+        }
+        Ok((arrays, evaluated))
+    }
+
+    fn compile(&self, texpr: &TExpr) -> Result<(Program, Vec<Array>), Diagnostic> {
+        let lookup = |name: &str| {
+            self.values.get(name).map(|(ty, arrays)| GlobalValue { ty, leaves: arrays.iter().map(Array::ty).collect() })
+        };
+        let mut lowerer = Lowerer::new(&self.env, &lookup);
+        lowerer.lower_main(texpr).map_err(lower_error)?;
+        let inputs: Vec<Array> = lowerer
+            .inputs
+            .iter()
+            .flat_map(|(name, _)| self.values[name].1.iter().cloned())
+            .collect();
+        let program = lowerer.program;
+        if let Err(errors) = crate::core::verify::verify(&program) {
+            let listed: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            return Err(Diagnostic {
+                kind: ErrorKind::Internal,
+                message: format!("the lowering produced ill-formed IR:\n{}\n{program}", listed.join("\n")),
+                span: None,
+            });
+        }
+        Ok((program, inputs))
+    }
+}
+
+/// Per-block settings from pragmas.
+#[derive(Clone, Debug)]
+struct BlockCx {
+    strict: bool,
+    stages: Vec<String>,
+    bench: Option<Option<String>>,
+}
+
+/// What evaluating a block produced, with its timings.
+#[derive(Default)]
+struct Evaluated {
+    outputs: Vec<Output>,
+    compile: Duration,
+    run: Duration,
+    runs: Option<usize>,
+}
+
+fn internal(message: String) -> Output {
+    Output::Error(Diagnostic { kind: ErrorKind::Internal, message, span: None })
+}
+
+fn type_error(err: TypeError) -> Diagnostic {
+    Diagnostic { kind: ErrorKind::Type, message: err.message, span: Some(err.span) }
+}
+
+fn lower_error(err: LowerError) -> Diagnostic {
+    let kind = if err.message.starts_with("internal:") { ErrorKind::Internal } else { ErrorKind::Type };
+    Diagnostic { kind, message: err.message, span: Some(err.span) }
+}
+
+fn runtime_error(err: InterpError, program: &Program) -> Diagnostic {
+    let span = match &err {
+        InterpError::OutOfRange { var, .. } => program.source_map.get(var).copied(),
+        InterpError::Interrupted => None,
+    };
+    let message = match &err {
+        InterpError::OutOfRange { index, shape, .. } => {
+            format!("index {index:?} is out of range for a table of shape {shape:?}")
+        }
+        InterpError::Interrupted => "interrupted".to_string(),
+    };
+    Diagnostic { kind: ErrorKind::Runtime, message, span }
+}
+
+/// A one-line summary of a typed expression for the `typed` stage.
+fn texpr_summary(texpr: &TExpr) -> String {
+    format!("{:?}", texpr.kind).chars().take(2000).collect()
+}
+
+/// Row `position` of an array (its outermost axis).
+fn row(array: &Array, position: usize) -> Array {
+    let row_len: usize = array.shape[1..].iter().product();
+    let mut data = crate::core::value::ArrayData::with_capacity(array.elem(), row_len);
+    for flat in position * row_len..(position + 1) * row_len {
+        data.push(array.data.get(flat));
+    }
+    Array::new(array.shape[1..].to_vec(), data)
+}
+
+/// Arranges the arrays of a value for printing, following its type. Each leaf is an array,
+/// the flat offset of the current sub-array in it, and how many of its axes are consumed.
+fn to_display(ty: &Ty, leaves: &[(&Array, usize, usize)]) -> DisplayValue {
+    match ty {
+        Ty::Tuple(items) => {
+            let mut rest = leaves;
+            let mut out = Vec::new();
+            for item in items {
+                let count = leaf_types(item).map(|leaves| leaves.len()).unwrap_or(0).min(rest.len());
+                out.push(to_display(item, &rest[..count]));
+                rest = &rest[count..];
+            }
+            DisplayValue::Tuple(out)
+        }
+        Ty::Table(ix, elem) => {
+            let size = crate::passes::lower::ix_size(ix).unwrap_or(0);
+            let rows = (0..size)
+                .map(|position| {
+                    let sub: Vec<(&Array, usize, usize)> = leaves
+                        .iter()
+                        .map(|(array, offset, axis)| {
+                            let row_len: usize = array.shape[axis + 1..].iter().product();
+                            (*array, offset + position * row_len, axis + 1)
+                        })
+                        .collect();
+                    to_display(elem, &sub)
+                })
+                .collect();
+            DisplayValue::Table(rows)
+        }
+        _ => {
+            let (array, offset, _) = leaves[0];
+            DisplayValue::Scalar(array.data.get(offset))
+        }
     }
 }

@@ -136,7 +136,10 @@ fn run_file(path: &Path, outfmt: OutFormat, config: SessionConfig) -> Status {
         Err(status) => return status,
     };
     let mut session = Session::new(config);
-    let results = session.eval_source(&src);
+    let Some(results) = literate::eval_guarded(&mut session, &src) else {
+        eprintln!("dx: error: internal error while running {}", path.display());
+        return Status::Failure;
+    };
     let text = match outfmt {
         OutFormat::Literate => literate::literate(&src, &results, &render_output),
         OutFormat::ResultOnly => literate::result_only(&src, &results, &render_output),
@@ -174,7 +177,13 @@ fn test_files(paths: &[PathBuf], config: &SessionConfig) -> Status {
         };
         // Each file gets a fresh session, as `dx run` would.
         let mut session = Session::new(config.clone());
-        let results = session.eval_source(&src);
+        let Some(results) = literate::eval_guarded(&mut session, &src) else {
+            eprintln!("dx: error: internal error while running {name}");
+            println!("FAIL {name}");
+            n_failed += 1;
+            status = status.max(Status::Failure);
+            continue;
+        };
         let actual = literate::literate(&src, &results, &render_output);
         match literate::compare(&name, &src, &actual) {
             TestOutcome::Pass => {

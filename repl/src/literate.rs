@@ -5,11 +5,18 @@
 //! These are pure functions over the source text and the session's results. The renderer of
 //! one output is a parameter, so that the formatting can be tested without evaluating.
 
-use dx_lang::session::{ChunkResult, Output};
+use dx_lang::session::{ChunkResult, Output, Session};
 
 /// Renders one output as plain text (possibly several lines, no `> ` prefix), given the source
 /// its spans point into.
 pub type Render<'a> = &'a dyn Fn(&Output, &str) -> String;
+
+/// Evaluates a source, or returns `None` if the evaluation panicked. The session catches its
+/// own failures; this is the last resort that keeps `dx test` going to the next file and the
+/// REPL alive (the panic hook has already printed the message).
+pub fn eval_guarded(session: &mut Session, src: &str) -> Option<Vec<ChunkResult>> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| session.eval_source(src))).ok()
+}
 
 /// Prefix of the timing lines that `dx test` leaves out of the comparison. The `> name` line
 /// that `%bench "name"` prints before them is real output and is compared.

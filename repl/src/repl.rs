@@ -158,15 +158,11 @@ impl Repl {
     fn eval(&mut self, src: &str) {
         self.interrupt.store(false, Ordering::SeqCst);
         self.evaluating.store(true, Ordering::SeqCst);
-        let session = &mut self.session;
-        // The session catches its own failures; this is the last resort that keeps the REPL
-        // alive if one escapes (the panic hook has printed it already).
-        let results =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| session.eval_source(src)));
+        let results = crate::literate::eval_guarded(&mut self.session, src);
         self.evaluating.store(false, Ordering::SeqCst);
-        let Ok(results) = results else {
+        let Some(results) = results else {
             self.print_error(
-                "internal error: the evaluation panicked; the session may be inconsistent",
+                "Internal error: the evaluation panicked; the session may be inconsistent",
             );
             return;
         };
@@ -176,7 +172,7 @@ impl Repl {
                 text.push('\n');
             }
             if matches!(output, Output::Error(_)) && self.colour {
-                print!("{RED}{}{RESET}\n", text.trim_end_matches('\n'));
+                println!("{RED}{}{RESET}", text.trim_end_matches('\n'));
             } else {
                 print!("{text}");
             }

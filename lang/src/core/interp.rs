@@ -44,7 +44,11 @@ pub struct InterpConfig {
 pub enum InterpError {
     /// A strict-mode out-of-range read. `var` is the (first) binder of the reading statement,
     /// `index` the index that was read and `shape` the full shape of the array read from.
-    OutOfRange { var: VarId, index: Vec<i64>, shape: Vec<usize> },
+    OutOfRange {
+        var: VarId,
+        index: Vec<i64>,
+        shape: Vec<usize>,
+    },
     /// The interrupt flag was set.
     Interrupted,
 }
@@ -53,7 +57,10 @@ impl fmt::Display for InterpError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             InterpError::OutOfRange { var, index, shape } => {
-                write!(f, "index {index:?} is out of range for shape {shape:?} (reading {var})")
+                write!(
+                    f,
+                    "index {index:?} is out of range for shape {shape:?} (reading {var})"
+                )
             }
             InterpError::Interrupted => f.write_str("interrupted"),
         }
@@ -80,9 +87,17 @@ pub fn run(
     for _ in 0..program.vars.len() {
         env.push(None);
     }
-    let mut cx = Interp { program, config, env };
+    let mut cx = Interp {
+        program,
+        config,
+        env,
+    };
     for (&var, array) in program.inputs.iter().zip(inputs) {
-        debug_assert_eq!(&array.ty(), program.var_ty(var), "input {var} has the wrong type");
+        debug_assert_eq!(
+            &array.ty(),
+            program.var_ty(var),
+            "input {var} has the wrong type"
+        );
         cx.env[var] = Some(array.clone());
     }
     cx.eval_block(program.main, Vec::new())
@@ -135,7 +150,11 @@ impl Interp<'_> {
     /// Binds the block's params to `args`, runs its statements and returns its results.
     fn eval_block(&mut self, block_id: BlockId, args: Vec<Array>) -> Res<Vec<Array>> {
         let block = &self.program.blocks[block_id];
-        assert_eq!(block.params.len(), args.len(), "interp: {block_id} called with wrong arity");
+        assert_eq!(
+            block.params.len(),
+            args.len(),
+            "interp: {block_id} called with wrong arity"
+        );
         for (&param, arg) in block.params.iter().zip(args) {
             self.env[param] = Some(arg);
         }
@@ -153,8 +172,15 @@ impl Interp<'_> {
     /// Evaluates a block whose results are `I64` scalars (a gather/scatter index function).
     fn eval_index_fn(&mut self, block_id: BlockId, index: &[i64]) -> Res<Vec<i64>> {
         self.check_interrupt()?;
-        let args = index.iter().map(|&i| Array::scalar(Scalar::I64(i))).collect();
-        Ok(self.eval_block(block_id, args)?.iter().map(as_index).collect())
+        let args = index
+            .iter()
+            .map(|&i| Array::scalar(Scalar::I64(i)))
+            .collect();
+        Ok(self
+            .eval_block(block_id, args)?
+            .iter()
+            .map(as_index)
+            .collect())
     }
 
     fn eval_stmt(&mut self, stmt: &Stmt) -> Res<Vec<Array>> {
@@ -238,9 +264,16 @@ impl Interp<'_> {
             Expr::Transpose { perm, array } => transpose(perm, &self.atom(array)),
             Expr::Reshape { shape, array } => {
                 let array = self.atom(array);
-                Array { shape: shape.clone(), data: array.data }
+                Array {
+                    shape: shape.clone(),
+                    data: array.data,
+                }
             }
-            Expr::Cond { cond, then_block, else_block } => {
+            Expr::Cond {
+                cond,
+                then_block,
+                else_block,
+            } => {
                 let taken = match self.atom(cond).as_scalar() {
                     Some(Scalar::Bool(true)) => *then_block,
                     Some(Scalar::Bool(false)) => *else_block,
@@ -328,7 +361,10 @@ struct Stacked {
 
 impl Stacked {
     fn new(ty: &ArrTy) -> Stacked {
-        Stacked { shape: ty.shape.clone(), data: ArrayData::with_capacity(ty.elem, ty.n_elems()) }
+        Stacked {
+            shape: ty.shape.clone(),
+            data: ArrayData::with_capacity(ty.elem, ty.n_elems()),
+        }
     }
 
     fn append(&mut self, value: &Array) {
@@ -347,7 +383,9 @@ fn index_scalar(i: usize) -> Array {
 fn as_index(array: &Array) -> i64 {
     match array.as_scalar() {
         Some(Scalar::I64(i)) => i,
-        other => panic!("interp: index {other:?} is not an i64 scalar (the verifier rules this out)"),
+        other => {
+            panic!("interp: index {other:?} is not an i64 scalar (the verifier rules this out)")
+        }
     }
 }
 
@@ -403,7 +441,10 @@ fn eval_prim(prim: Prim, operands: &[Array], res_ty: &ArrTy) -> Array {
 
 /// Sums along the outermost axis, in index order; an empty outermost axis gives zeros.
 fn sum_outer(array: &Array) -> Array {
-    let (&n_rows, rest) = array.shape.split_first().expect("sumOuter of a rank-0 array");
+    let (&n_rows, rest) = array
+        .shape
+        .split_first()
+        .expect("sumOuter of a rank-0 array");
     let n_sub: usize = rest.iter().product();
     let mut out = vec![Scalar::zero(array.elem()); n_sub];
     for row in 0..n_rows {
@@ -435,3 +476,575 @@ fn transpose(perm: &[usize], array: &Array) -> Array {
     Array::new(shape, out)
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::testgen::{idx, Builder};
+    use crate::core::verify::verify;
+
+    fn f64s(shape: &[usize], values: &[f64]) -> Array {
+        Array::new(shape.to_vec(), ArrayData::F64(values.to_vec()))
+    }
+
+    fn i64s(shape: &[usize], values: &[i64]) -> Array {
+        Array::new(shape.to_vec(), ArrayData::I64(values.to_vec()))
+    }
+
+    fn f64_ty(shape: &[usize]) -> ArrTy {
+        ArrTy::new(shape.to_vec(), Elem::F64)
+    }
+
+    fn lit(x: f64) -> Atom {
+        Atom::Lit(Scalar::F64(x))
+    }
+
+    /// Verifies, then runs (non-strict).
+    fn run_ok(program: &Program, inputs: &[Array]) -> Vec<Array> {
+        if let Err(errors) = verify(program) {
+            panic!("{program}\n{errors:?}");
+        }
+        run(program, inputs, &InterpConfig::default()).expect("a non-strict run cannot fail")
+    }
+
+    fn run_strict(program: &Program, inputs: &[Array]) -> Result<Vec<Array>, InterpError> {
+        assert_eq!(verify(program), Ok(()));
+        run(
+            program,
+            inputs,
+            &InterpConfig {
+                strict: true,
+                interrupt: None,
+            },
+        )
+    }
+
+    #[test]
+    fn atom_and_prim_are_elementwise() {
+        let mut b = Builder::new();
+        let x = b.input(f64_ty(&[3]), "x");
+        let square = b.prim(Prim::Mul, &[x, x]);
+        let sum = b.prim(Prim::Add, &[square, x]);
+        let copy = b.let1(Expr::Atom(sum));
+        let seven = b.prim(Prim::Add, &[idx(3), idx(4)]);
+        let literal = b.let1(Expr::Atom(lit(2.5)));
+        let is_big = b.prim(Prim::Gt, &[copy, copy]);
+        let program = b.finish(vec![copy, seven, literal, is_big]);
+        let res = run_ok(&program, &[f64s(&[3], &[1.0, -2.0, 0.5])]);
+        assert_eq!(res[0], f64s(&[3], &[2.0, 2.0, 0.75]));
+        assert_eq!(res[1], i64s(&[], &[7]));
+        assert_eq!(res[2], f64s(&[], &[2.5]));
+        assert_eq!(res[3], Array::new(vec![3], ArrayData::Bool(vec![false; 3])));
+    }
+
+    #[test]
+    fn build1_stacks_its_results() {
+        let mut b = Builder::new();
+        let x = b.input(f64_ty(&[4]), "x");
+        let body = b.index_block(1, |b, params| {
+            let xi = b.let1(Expr::Index {
+                array: x,
+                index: vec![params[0]],
+            });
+            let square = b.prim(Prim::Mul, &[xi, xi]);
+            let twice = b.prim(Prim::Mul, &[params[0], idx(2)]);
+            vec![square, twice]
+        });
+        let res = b.bind(Expr::Build1 { size: 4, body });
+        let empty_body = b.index_block(1, |b, params| {
+            let row = b.let1(Expr::Replicate {
+                count: 2,
+                array: params[0],
+            });
+            vec![row]
+        });
+        let empty = b.bind(Expr::Build1 {
+            size: 0,
+            body: empty_body,
+        });
+        let program = b.finish(vec![res[0], res[1], empty[0]]);
+        let out = run_ok(&program, &[f64s(&[4], &[1.0, 2.0, 3.0, 4.0])]);
+        assert_eq!(out[0], f64s(&[4], &[1.0, 4.0, 9.0, 16.0]));
+        assert_eq!(out[1], i64s(&[4], &[0, 2, 4, 6]));
+        assert_eq!(out[2], i64s(&[0, 2], &[]));
+    }
+
+    #[test]
+    fn nested_build1_uses_outer_index() {
+        // build1 2 (\i. build1 3 (\j. x[i, j] + i))  with x : [2, 3]f64 cast.
+        let mut b = Builder::new();
+        let x = b.input(ArrTy::new(vec![2, 3], Elem::I64), "x");
+        let outer = b.index_block(1, |b, i| {
+            let inner = b.index_block(1, |b, j| {
+                let xij = b.let1(Expr::Index {
+                    array: x,
+                    index: vec![i[0], j[0]],
+                });
+                vec![b.prim(Prim::Add, &[xij, i[0]])]
+            });
+            b.bind(Expr::Build1 {
+                size: 3,
+                body: inner,
+            })
+        });
+        let res = b.bind(Expr::Build1 {
+            size: 2,
+            body: outer,
+        });
+        let program = b.finish(res);
+        let out = run_ok(&program, &[i64s(&[2, 3], &[1, 2, 3, 4, 5, 6])]);
+        assert_eq!(out[0], i64s(&[2, 3], &[1, 2, 3, 5, 6, 7]));
+    }
+
+    #[test]
+    fn index_reads_subarrays_and_zero_out_of_range() {
+        let mut b = Builder::new();
+        let x = b.input(f64_ty(&[2, 3]), "x");
+        let i = b.input(ArrTy::scalar(Elem::I64), "i");
+        let row = b.let1(Expr::Index {
+            array: x,
+            index: vec![i],
+        });
+        let elem = b.let1(Expr::Index {
+            array: x,
+            index: vec![idx(1), idx(2)],
+        });
+        let whole = b.let1(Expr::Index {
+            array: x,
+            index: vec![],
+        });
+        let past_row = b.let1(Expr::Index {
+            array: x,
+            index: vec![idx(0), idx(3)],
+        });
+        let program = b.finish(vec![row, elem, whole, past_row]);
+        let x_value = f64s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let out = run_ok(&program, &[x_value.clone(), i64s(&[], &[1])]);
+        assert_eq!(out[0], f64s(&[3], &[4.0, 5.0, 6.0]));
+        assert_eq!(out[1], f64s(&[], &[6.0]));
+        assert_eq!(out[2], x_value);
+        assert_eq!(out[3], f64s(&[], &[0.0]));
+        for bad in [-1, 2, i64::MIN] {
+            let out = run_ok(&program, &[x_value.clone(), i64s(&[], &[bad])]);
+            assert_eq!(out[0], f64s(&[3], &[0.0; 3]), "row {bad}");
+        }
+    }
+
+    #[test]
+    fn strict_index_reports_the_binder() {
+        let mut b = Builder::new();
+        let x = b.input(f64_ty(&[2, 3]), "x");
+        let i = b.input(ArrTy::scalar(Elem::I64), "i");
+        let row = b.let1(Expr::Index {
+            array: x,
+            index: vec![i, idx(0)],
+        });
+        let program = b.finish(vec![row]);
+        let x_value = f64s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        assert_eq!(
+            run_strict(&program, &[x_value.clone(), i64s(&[], &[1])]).unwrap()[0],
+            f64s(&[], &[4.0])
+        );
+        let error = run_strict(&program, &[x_value, i64s(&[], &[5])]).unwrap_err();
+        let Atom::Var(row_var) = row else {
+            unreachable!()
+        };
+        assert_eq!(
+            error,
+            InterpError::OutOfRange {
+                var: row_var,
+                index: vec![5, 0],
+                shape: vec![2, 3]
+            }
+        );
+        assert_eq!(
+            error.to_string(),
+            format!("index [5, 0] is out of range for shape [2, 3] (reading {row_var})")
+        );
+    }
+
+    #[test]
+    fn sum_outer_sums_rows_and_empty_gives_zeros() {
+        let mut b = Builder::new();
+        let x = b.input(f64_ty(&[2, 3]), "x");
+        let empty = b.input(ArrTy::new(vec![0, 2], Elem::I64), "empty");
+        let sum = b.let1(Expr::SumOuter(x));
+        let total = b.let1(Expr::SumOuter(sum));
+        let zeros = b.let1(Expr::SumOuter(empty));
+        let program = b.finish(vec![sum, total, zeros]);
+        let out = run_ok(
+            &program,
+            &[
+                f64s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]),
+                i64s(&[0, 2], &[]),
+            ],
+        );
+        assert_eq!(out[0], f64s(&[3], &[5.0, 7.0, 9.0]));
+        assert_eq!(out[1], f64s(&[], &[21.0]));
+        assert_eq!(out[2], i64s(&[2], &[0, 0]));
+    }
+
+    #[test]
+    fn gather_reads_through_the_index_function() {
+        let mut b = Builder::new();
+        let x = b.input(f64_ty(&[5]), "x");
+        let m = b.input(f64_ty(&[2, 3]), "m");
+        // gather [3] x (\[i]. [2 i]) and gather [4] x (\[i]. [i + 3]) (the last two are out of range).
+        let evens_fn = b.index_block(1, |b, i| vec![b.prim(Prim::Mul, &[i[0], idx(2)])]);
+        let evens = b.let1(Expr::Gather {
+            shape: vec![3],
+            array: x,
+            body: evens_fn,
+        });
+        let shifted_fn = b.index_block(1, |b, i| vec![b.prim(Prim::Add, &[i[0], idx(3)])]);
+        let shifted = b.let1(Expr::Gather {
+            shape: vec![4],
+            array: x,
+            body: shifted_fn,
+        });
+        // gather [3, 2] m (\[i, j]. [j, i]) is the transpose.
+        let swap_fn = b.index_block(2, |_, ij| vec![ij[1], ij[0]]);
+        let swapped = b.let1(Expr::Gather {
+            shape: vec![3, 2],
+            array: m,
+            body: swap_fn,
+        });
+        // gather [2, 3] m (\[i]. [1 - i]): whole rows, reversed.
+        let rows_fn = b.index_block(1, |b, i| vec![b.prim(Prim::Sub, &[idx(1), i[0]])]);
+        let rows = b.let1(Expr::Gather {
+            shape: vec![2, 3],
+            array: m,
+            body: rows_fn,
+        });
+        let program = b.finish(vec![evens, shifted, swapped, rows]);
+        let m_value = f64s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let inputs = [f64s(&[5], &[10.0, 20.0, 30.0, 40.0, 50.0]), m_value];
+        let out = run_ok(&program, &inputs);
+        assert_eq!(out[0], f64s(&[3], &[10.0, 30.0, 50.0]));
+        assert_eq!(out[1], f64s(&[4], &[40.0, 50.0, 0.0, 0.0]));
+        assert_eq!(out[2], f64s(&[3, 2], &[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]));
+        assert_eq!(out[3], f64s(&[2, 3], &[4.0, 5.0, 6.0, 1.0, 2.0, 3.0]));
+        let Atom::Var(shifted_var) = shifted else {
+            unreachable!()
+        };
+        assert_eq!(
+            run_strict(&program, &inputs).unwrap_err(),
+            InterpError::OutOfRange {
+                var: shifted_var,
+                index: vec![5],
+                shape: vec![5]
+            }
+        );
+    }
+
+    /// Seed 001 §3.3: `scatter [6] [1..9] (\[i]. [i div 2]) = [3, 7, 11, 15, 9, 0]`.
+    #[test]
+    fn scatter_adds_collisions_seed_001_example() {
+        let mut b = Builder::new();
+        let t = b.input(ArrTy::new(vec![9], Elem::I64), "t");
+        let index_fn = b.index_block(1, |b, i| vec![b.prim(Prim::IDiv, &[i[0], idx(2)])]);
+        let res = b.let1(Expr::Scatter {
+            shape: vec![6],
+            array: t,
+            body: index_fn,
+        });
+        let program = b.finish(vec![res]);
+        let input = i64s(&[9], &[1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        assert_eq!(
+            run_ok(&program, &[input.clone()])[0],
+            i64s(&[6], &[3, 7, 11, 15, 9, 0])
+        );
+        assert_eq!(
+            run_strict(&program, &[input]).unwrap()[0],
+            i64s(&[6], &[3, 7, 11, 15, 9, 0])
+        );
+    }
+
+    #[test]
+    fn scatter_drops_out_of_range_targets_even_when_strict() {
+        // scatter [2, 2] m (\[i]. [i - 1]) with m : [3, 2]: row 0 is dropped, rows 1 and 2 land.
+        // scatter [2] v (\[i]. [0, i]): a 2-d target index into a [2, 2]... see below.
+        let mut b = Builder::new();
+        let m = b.input(f64_ty(&[3, 2]), "m");
+        let shift_fn = b.index_block(1, |b, i| vec![b.prim(Prim::Sub, &[i[0], idx(1)])]);
+        let shifted = b.let1(Expr::Scatter {
+            shape: vec![2, 2],
+            array: m,
+            body: shift_fn,
+        });
+        // scatter [2, 3] m (\[i, j]. [j mod 2, i]): element (i, j) goes to (j mod 2, i).
+        let spread_fn = b.index_block(2, |b, ij| vec![b.prim(Prim::Mod, &[ij[1], idx(2)]), ij[0]]);
+        let spread = b.let1(Expr::Scatter {
+            shape: vec![2, 3],
+            array: m,
+            body: spread_fn,
+        });
+        let program = b.finish(vec![shifted, spread]);
+        let m_value = f64s(&[3, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let out = run_strict(&program, &[m_value]).unwrap();
+        assert_eq!(out[0], f64s(&[2, 2], &[3.0, 4.0, 5.0, 6.0]));
+        assert_eq!(out[1], f64s(&[2, 3], &[1.0, 3.0, 5.0, 2.0, 4.0, 6.0]));
+    }
+
+    #[test]
+    fn table_replicate_iota_reshape() {
+        let mut b = Builder::new();
+        let x = b.input(f64_ty(&[2]), "x");
+        let y = b.input(f64_ty(&[2]), "y");
+        let table = b.let1(Expr::Table(vec![x, y, x]));
+        let scalars = b.let1(Expr::Table(vec![lit(1.0), lit(2.0)]));
+        let empty = b.bind_as(vec![f64_ty(&[0, 3])], Expr::Table(vec![]))[0];
+        let replicated = b.let1(Expr::Replicate { count: 2, array: x });
+        let none = b.let1(Expr::Replicate { count: 0, array: x });
+        let iota = b.let1(Expr::Iota(4));
+        let reshaped = b.let1(Expr::Reshape {
+            shape: vec![2, 3],
+            array: table,
+        });
+        let one = b.let1(Expr::Iota(1));
+        let flat = b.let1(Expr::Reshape {
+            shape: vec![],
+            array: one,
+        });
+        let program = b.finish(vec![
+            table, scalars, empty, replicated, none, iota, reshaped, flat,
+        ]);
+        let out = run_ok(
+            &program,
+            &[f64s(&[2], &[1.0, 2.0]), f64s(&[2], &[3.0, 4.0])],
+        );
+        assert_eq!(out[0], f64s(&[3, 2], &[1.0, 2.0, 3.0, 4.0, 1.0, 2.0]));
+        assert_eq!(out[1], f64s(&[2], &[1.0, 2.0]));
+        assert_eq!(out[2], f64s(&[0, 3], &[]));
+        assert_eq!(out[3], f64s(&[2, 2], &[1.0, 2.0, 1.0, 2.0]));
+        assert_eq!(out[4], f64s(&[0, 2], &[]));
+        assert_eq!(out[5], i64s(&[4], &[0, 1, 2, 3]));
+        assert_eq!(out[6], f64s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 1.0, 2.0]));
+        assert_eq!(out[7], i64s(&[], &[0]));
+    }
+
+    #[test]
+    fn reshape_of_mismatched_count_is_rejected_by_the_verifier() {
+        let mut b = Builder::new();
+        let x = b.input(f64_ty(&[2]), "x");
+        let bad = b.bind_as(
+            vec![f64_ty(&[])],
+            Expr::Reshape {
+                shape: vec![],
+                array: x,
+            },
+        );
+        let program = b.finish(bad);
+        assert!(verify(&program).is_err());
+    }
+
+    #[test]
+    fn transpose_moves_axes() {
+        // tr [3, 0, 1, 2] on [2, 1, 3, 2] gives [2, 2, 1, 3]: out[a, b, c, d] = in[b, c, d, a].
+        let in_shape = [2usize, 1, 3, 2];
+        let n_elems: usize = in_shape.iter().product();
+        let values: Vec<f64> = (0..n_elems).map(|v| v as f64).collect();
+        let mut b = Builder::new();
+        let x = b.input(f64_ty(&in_shape), "x");
+        let full = b.let1(Expr::Transpose {
+            perm: vec![3, 0, 1, 2],
+            array: x,
+        });
+        let partial = b.let1(Expr::Transpose {
+            perm: vec![1, 0],
+            array: x,
+        });
+        let identity = b.let1(Expr::Transpose {
+            perm: vec![],
+            array: x,
+        });
+        let program = b.finish(vec![full, partial, identity]);
+        let input = f64s(&in_shape, &values);
+        let out = run_ok(&program, &[input.clone()]);
+        let at = |index: [usize; 4]| {
+            let flat = ((index[0] * in_shape[1] + index[1]) * in_shape[2] + index[2]) * in_shape[3]
+                + index[3];
+            values[flat]
+        };
+        let mut full_expected = Vec::new();
+        let mut partial_expected = Vec::new();
+        for a in 0..2 {
+            for b in 0..2 {
+                for c in 0..1 {
+                    for d in 0..3 {
+                        full_expected.push(at([b, c, d, a]));
+                    }
+                }
+            }
+        }
+        for a in 0..1 {
+            for b in 0..2 {
+                for c in 0..3 {
+                    for d in 0..2 {
+                        partial_expected.push(at([b, a, c, d]));
+                    }
+                }
+            }
+        }
+        assert_eq!(out[0], f64s(&[2, 2, 1, 3], &full_expected));
+        assert_eq!(out[1], f64s(&[1, 2, 3, 2], &partial_expected));
+        assert_eq!(out[2], input);
+    }
+
+    #[test]
+    fn cond_evaluates_only_the_taken_branch() {
+        let mut b = Builder::new();
+        let x = b.input(f64_ty(&[2]), "x");
+        let c = b.input(ArrTy::scalar(Elem::Bool), "c");
+        let then_block = b.block(&[], |b, _| {
+            let first = b.let1(Expr::Index {
+                array: x,
+                index: vec![idx(0)],
+            });
+            vec![first, idx(1)]
+        });
+        let else_block = b.block(&[], |b, _| {
+            // Out of range: would fail in strict mode if it ran.
+            let bad = b.let1(Expr::Index {
+                array: x,
+                index: vec![idx(7)],
+            });
+            vec![bad, idx(2)]
+        });
+        let res = b.bind(Expr::Cond {
+            cond: c,
+            then_block,
+            else_block,
+        });
+        let program = b.finish(res);
+        let x_value = f64s(&[2], &[5.0, 6.0]);
+        let yes = Array::scalar(Scalar::Bool(true));
+        let no = Array::scalar(Scalar::Bool(false));
+        let out = run_strict(&program, &[x_value.clone(), yes]).unwrap();
+        assert_eq!(out, vec![f64s(&[], &[5.0]), i64s(&[], &[1])]);
+        assert!(matches!(
+            run_strict(&program, &[x_value.clone(), no.clone()]),
+            Err(InterpError::OutOfRange { .. })
+        ));
+        assert_eq!(
+            run_ok(&program, &[x_value, no]),
+            vec![f64s(&[], &[0.0]), i64s(&[], &[2])]
+        );
+    }
+
+    #[test]
+    fn fold_threads_several_carries() {
+        // fold 4 (0, 1) (\i s p. (s + x[i], p * x[i])).
+        let mut b = Builder::new();
+        let x = b.input(f64_ty(&[4]), "x");
+        let body = b.block(
+            &[ArrTy::scalar(Elem::I64), f64_ty(&[]), f64_ty(&[])],
+            |b, params| {
+                let xi = b.let1(Expr::Index {
+                    array: x,
+                    index: vec![params[0]],
+                });
+                vec![
+                    b.prim(Prim::Add, &[params[1], xi]),
+                    b.prim(Prim::Mul, &[params[2], xi]),
+                ]
+            },
+        );
+        let res = b.bind(Expr::Fold {
+            size: 4,
+            init: vec![lit(0.0), lit(1.0)],
+            body,
+        });
+        let body_none = b.block(&[ArrTy::scalar(Elem::I64), f64_ty(&[4])], |_, params| {
+            vec![params[1]]
+        });
+        let untouched = b.bind(Expr::Fold {
+            size: 0,
+            init: vec![x],
+            body: body_none,
+        });
+        let program = b.finish(vec![res[0], res[1], untouched[0]]);
+        let out = run_ok(&program, &[f64s(&[4], &[1.0, 2.0, 3.0, 4.0])]);
+        assert_eq!(
+            out,
+            vec![
+                f64s(&[], &[10.0]),
+                f64s(&[], &[24.0]),
+                f64s(&[4], &[1.0, 2.0, 3.0, 4.0])
+            ]
+        );
+    }
+
+    #[test]
+    fn scan_binds_final_carry_then_stacked_ys() {
+        // scan 3 (0) (\i s. (s + x[i], [s, i])): the final sum, then the running sums before each
+        // step and the indices.
+        let mut b = Builder::new();
+        let x = b.input(ArrTy::new(vec![3], Elem::I64), "x");
+        let body = b.block(
+            &[ArrTy::scalar(Elem::I64), ArrTy::scalar(Elem::I64)],
+            |b, params| {
+                let xi = b.let1(Expr::Index {
+                    array: x,
+                    index: vec![params[0]],
+                });
+                let next = b.prim(Prim::Add, &[params[1], xi]);
+                let pair = b.let1(Expr::Table(vec![params[1], params[0]]));
+                vec![next, pair, next]
+            },
+        );
+        let res = b.bind(Expr::Scan {
+            size: 3,
+            init: vec![idx(0)],
+            body,
+        });
+        let empty_body = b.block(
+            &[ArrTy::scalar(Elem::I64), ArrTy::scalar(Elem::I64)],
+            |_, params| vec![params[1], params[0]],
+        );
+        let empty = b.bind(Expr::Scan {
+            size: 0,
+            init: vec![idx(9)],
+            body: empty_body,
+        });
+        let program = b.finish(vec![res[0], res[1], res[2], empty[0], empty[1]]);
+        let out = run_ok(&program, &[i64s(&[3], &[5, 6, 7])]);
+        assert_eq!(out[0], i64s(&[], &[18]));
+        assert_eq!(out[1], i64s(&[3, 2], &[0, 0, 5, 1, 11, 2]));
+        assert_eq!(out[2], i64s(&[3], &[5, 11, 18]));
+        assert_eq!(out[3], i64s(&[], &[9]));
+        assert_eq!(out[4], i64s(&[0], &[]));
+    }
+
+    #[test]
+    fn interrupt_stops_loops() {
+        let mut b = Builder::new();
+        let body = b.index_block(1, |_, i| vec![i[0]]);
+        let res = b.bind(Expr::Build1 { size: 3, body });
+        let program = b.finish(res);
+        let flag = Arc::new(AtomicBool::new(false));
+        let config = InterpConfig {
+            strict: false,
+            interrupt: Some(flag.clone()),
+        };
+        assert_eq!(
+            run(&program, &[], &config).unwrap()[0],
+            i64s(&[3], &[0, 1, 2])
+        );
+        flag.store(true, Ordering::Relaxed);
+        assert_eq!(run(&program, &[], &config), Err(InterpError::Interrupted));
+        assert_eq!(InterpError::Interrupted.to_string(), "interrupted");
+    }
+
+    #[test]
+    fn f32_and_bool_arrays_work_too() {
+        let mut b = Builder::new();
+        let x = b.input(ArrTy::new(vec![2], Elem::F32), "x");
+        let positive = b.prim(Prim::Gt, &[x, x]);
+        let negated = b.prim(Prim::Not, &[positive]);
+        let as_float = b.prim(Prim::Cast(Elem::F32), &[negated]);
+        let out = b.prim(Prim::Mul, &[as_float, x]);
+        let program = b.finish(vec![out]);
+        let input = Array::new(vec![2], ArrayData::F32(vec![1.5, -2.0]));
+        assert_eq!(run_ok(&program, &[input.clone()])[0], input);
+    }
+}

@@ -55,7 +55,7 @@ fn is_literal_char(c: char) -> bool {
     is_ident_char(c) || matches!(c, '.' | '+' | '-')
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn error_at<T>(&self, pos: usize, message: impl Into<String>) -> Res<T> {
         let before = &self.text[..pos.min(self.text.len())];
         let line = before.matches('\n').count() + 1;
@@ -67,7 +67,7 @@ impl Parser<'_> {
         self.error_at(self.pos, message)
     }
 
-    fn rest(&self) -> &str {
+    fn rest(&self) -> &'a str {
         &self.text[self.pos..]
     }
 
@@ -109,8 +109,7 @@ impl Parser<'_> {
     }
 
     /// A description of what comes next, for error messages.
-    fn found(&mut self) -> String {
-        self.skip_ws();
+    fn found(&self) -> String {
         match self.rest().split_whitespace().next() {
             Some(token) => format!("`{}`", token.chars().take(20).collect::<String>()),
             None => "the end of the text".to_string(),
@@ -119,15 +118,18 @@ impl Parser<'_> {
 
     /// Reads a run of characters satisfying `accept` (possibly empty), without skipping
     /// whitespace first.
-    fn take_while(&mut self, accept: fn(char) -> bool) -> &str {
+    fn take_while(&mut self, accept: fn(char) -> bool) -> &'a str {
         let start = self.pos;
-        let len = self.rest().find(|c: char| !accept(c)).unwrap_or(self.rest().len());
+        let len = self
+            .rest()
+            .find(|c: char| !accept(c))
+            .unwrap_or(self.rest().len());
         self.pos += len;
         &self.text[start..start + len]
     }
 
     /// The identifier that comes next, without consuming it.
-    fn peek_word(&mut self) -> &str {
+    fn peek_word(&mut self) -> &'a str {
         self.skip_ws();
         let rest = self.rest();
         let len = rest.find(|c: char| !is_ident_char(c)).unwrap_or(rest.len());
@@ -170,6 +172,7 @@ impl Parser<'_> {
     }
 
     fn elem(&mut self) -> Res<Elem> {
+        self.skip_ws();
         let start = self.pos;
         let name = self.take_while(is_ident_char);
         match Elem::from_name(name) {
@@ -225,7 +228,10 @@ impl Parser<'_> {
             }
         } else {
             self.declared[index] = true;
-            self.program.vars[var] = VarInfo { ty, hint: hint.unwrap_or_default() };
+            self.program.vars[var] = VarInfo {
+                ty,
+                hint: hint.unwrap_or_default(),
+            };
         }
         Ok(var)
     }
@@ -261,7 +267,10 @@ impl Parser<'_> {
             return match value.as_str() {
                 "true" => Ok(Atom::Lit(Scalar::Bool(true))),
                 "false" => Ok(Atom::Lit(Scalar::Bool(false))),
-                _ => self.error_at(start, format!("expected an atom, found {}", self.found())),
+                _ => {
+                    self.pos = start;
+                    self.error(format!("expected an atom, found {}", self.found()))
+                }
             };
         }
         self.pos += 1;
@@ -277,7 +286,10 @@ impl Parser<'_> {
         };
         match scalar {
             Some(scalar) => Ok(Atom::Lit(scalar)),
-            None => self.error_at(start, format!("`{value}` is not a {} literal", elem.name())),
+            None => self.error_at(
+                start,
+                format!("`{value}` is not a valid {} literal", elem.name()),
+            ),
         }
     }
 
@@ -298,8 +310,10 @@ impl Parser<'_> {
     }
 
     fn program(&mut self) -> Res<()> {
+        self.skip_ws();
+        let start = self.pos;
         if self.word()? != "program" {
-            return self.error("expected `program`");
+            return self.error_at(start, "expected `program`");
         }
         self.expect("(")?;
         let inputs = self.binder_list(")")?;
@@ -321,8 +335,11 @@ impl Parser<'_> {
     fn body(&mut self, params: Vec<VarId>) -> Res<Block> {
         let mut stmts = Vec::new();
         while self.peek_word() != "in" {
-            if self.peek().is_none() {
-                return self.error("expected `in` before the end of the text");
+            if !matches!(self.peek(), Some('%' | '(')) {
+                return self.error(format!(
+                    "expected a statement or `in`, found {}",
+                    self.found()
+                ));
             }
             stmts.push(self.stmt()?);
         }
@@ -336,7 +353,11 @@ impl Parser<'_> {
             }
             results
         };
-        Ok(Block { params, stmts, results })
+        Ok(Block {
+            params,
+            stmts,
+            results,
+        })
     }
 
     /// `(\params -> body)`
@@ -372,8 +393,14 @@ impl Parser<'_> {
             return Ok(Expr::Atom(self.atom()?));
         }
         let expr = match word.as_str() {
-            "build1" => Expr::Build1 { size: self.usize()?, body: self.block()? },
-            "index" => Expr::Index { array: self.atom()?, index: self.atom_list("[", "]")? },
+            "build1" => Expr::Build1 {
+                size: self.usize()?,
+                body: self.block()?,
+            },
+            "index" => Expr::Index {
+                array: self.atom()?,
+                index: self.atom_list("[", "]")?,
+            },
             "sumOuter" => Expr::SumOuter(self.atom()?),
             "gather" => Expr::Gather {
                 shape: self.usize_list()?,
@@ -386,9 +413,18 @@ impl Parser<'_> {
                 body: self.block()?,
             },
             "table" => Expr::Table(self.atom_list("[", "]")?),
-            "replicate" => Expr::Replicate { count: self.usize()?, array: self.atom()? },
-            "tr" => Expr::Transpose { perm: self.usize_list()?, array: self.atom()? },
-            "reshape" => Expr::Reshape { shape: self.usize_list()?, array: self.atom()? },
+            "replicate" => Expr::Replicate {
+                count: self.usize()?,
+                array: self.atom()?,
+            },
+            "tr" => Expr::Transpose {
+                perm: self.usize_list()?,
+                array: self.atom()?,
+            },
+            "reshape" => Expr::Reshape {
+                shape: self.usize_list()?,
+                array: self.atom()?,
+            },
             "cond" => Expr::Cond {
                 cond: self.atom()?,
                 then_block: self.block()?,
@@ -407,8 +443,9 @@ impl Parser<'_> {
             },
             name => match Prim::from_name(name) {
                 Some(prim) => {
-                    let operands =
-                        (0..prim.arity()).map(|_| self.atom()).collect::<Res<Vec<_>>>()?;
+                    let operands = (0..prim.arity())
+                        .map(|_| self.atom())
+                        .collect::<Res<Vec<_>>>()?;
                     Expr::Prim(prim, operands)
                 }
                 None => return self.error_at(start, format!("unknown expression `{name}`")),
@@ -434,5 +471,221 @@ impl Parser<'_> {
             }
         }
         Ok(self.program)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use expect_test::{expect, Expect};
+
+    use super::*;
+    use crate::core::testgen::{idx, Builder};
+    use crate::core::verify::verify;
+
+    /// Every expression form, multi-binder statements, hints and literals of every type.
+    const ALL_FORMS: &str = r"program(%0_xs: [4]f32, %1_n: []i64, %2_m: [2, 3]f64) {
+  %3_ys: [4]f32 = build1 4 (\%4_i: []i64 ->
+    %5: []f32 = index %0_xs [%4_i]
+    %6: []f32 = mul %5 1.5:f32
+    in %6)
+  %7: [3]f64 = sumOuter %2_m
+  %8: [3, 2]f64 = gather [3, 2] %2_m (\%9: []i64, %10: []i64 ->
+    in %10, %9)
+  %11: [2]f64 = scatter [2] %7 (\%12: []i64 ->
+    %13: []i64 = idiv %12 2:i64
+    in %13)
+  %14: [2, 2, 3]f64 = table [%2_m, %2_m]
+  %15: [5, 4]f32 = replicate 5 %3_ys
+  %16: [3, 2]f64 = tr [1, 0] %2_m
+  %17: [6]f64 = reshape [6] %2_m
+  %18: []bool = lt %1_n 3:i64
+  %19: []f64, %20: []i64 = cond %18 (\ ->
+    %21: []f64 = index %2_m [0:i64, %1_n]
+    in %21, %1_n) (\ ->
+    in -0.0:f64, -9223372036854775808:i64)
+  %22: [4]i64 = iota 4
+  %23: []f64 = fold 3 (0.0:f64) (\%24: []i64, %25: []f64 ->
+    %26: []f64 = index %7 [%24]
+    %27: []f64 = add %25 %26
+    in %27)
+  %28_acc: []f32, %29: [2]f32 = scan 2 (NaN:f32) (\%30: []i64, %31: []f32 ->
+    %32: []f32 = index %3_ys [%30]
+    %33: []f32 = max %31 %32
+    in %33, %32)
+  %34: []u64 = %35
+  %35: []bool = select true false true
+  %36: []u32 = cast_u32 18446744073709551615:u64
+  %37: []f64 = add inf:f64 -inf:f64
+  %38: []i32 = neg -2147483648:i32
+  %39: []f32 = sub 1e-7:f32 3.4028235e38:f32
+  () = build1 0 (\%40: []i64 ->
+    in ())
+  in %3_ys, %28_acc
+}";
+
+    fn round_trip(text: &str) -> Program {
+        let program = parse_program(text).unwrap_or_else(|error| panic!("{error}\n{text}"));
+        assert_eq!(program.to_string(), text);
+        let again = parse_program(&program.to_string()).expect("printed text parses");
+        assert_eq!(again.to_string(), text);
+        program
+    }
+
+    fn check_error(text: &str, expect: Expect) {
+        match parse_program(text) {
+            Ok(program) => panic!("parsed:\n{program}"),
+            Err(error) => expect.assert_eq(&error),
+        }
+    }
+
+    #[test]
+    fn all_forms_round_trip() {
+        let program = round_trip(ALL_FORMS);
+        assert_eq!(program.vars.len(), 41);
+        assert_eq!(program.inputs, vec![VarId(0), VarId(1), VarId(2)]);
+        assert_eq!(program.vars[VarId(28)].hint, "acc");
+        // %34 uses %35 before its definition: the parser accepts it, the verifier does not.
+        let errors = verify(&program).unwrap_err();
+        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        expect![[r#"
+            [
+                "b0: %34: %35 is used before its definition",
+                "b0: %34: %34 is declared []u64 but the expression has type []bool",
+            ]
+        "#]]
+        .assert_debug_eq(&messages);
+    }
+
+    #[test]
+    fn literals_round_trip_exactly() {
+        let program = parse_program(ALL_FORMS).unwrap();
+        let main = &program.blocks[program.main];
+        let literal = |var: u32, position: usize| {
+            let stmt = main
+                .stmts
+                .iter()
+                .find(|stmt| stmt.binders.first() == Some(&VarId(var)))
+                .unwrap();
+            match &stmt.expr {
+                Expr::Prim(_, atoms) => atoms[position],
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(literal(36, 0), Atom::Lit(Scalar::U64(u64::MAX)));
+        assert_eq!(literal(37, 1), Atom::Lit(Scalar::F64(f64::NEG_INFINITY)));
+        assert_eq!(literal(38, 0), Atom::Lit(Scalar::I32(i32::MIN)));
+        assert_eq!(literal(39, 0), Atom::Lit(Scalar::F32(1e-7)));
+        assert_eq!(literal(39, 1), Atom::Lit(Scalar::F32(f32::MAX)));
+        assert_eq!(literal(35, 0), Atom::Lit(Scalar::Bool(true)));
+    }
+
+    #[test]
+    fn printer_snapshot() {
+        let mut b = Builder::new();
+        let x = b.input(ArrTy::new(vec![4], Elem::F32), "x");
+        let body = b.index_block(1, |b, i| {
+            let xi = b.let1(Expr::Index {
+                array: x,
+                index: vec![i[0]],
+            });
+            vec![b.prim(Prim::Mul, &[xi, xi])]
+        });
+        let squares = b.let1(Expr::Build1 { size: 4, body });
+        b.name(squares, "squares");
+        let total = b.let1(Expr::SumOuter(squares));
+        let program = b.finish(vec![squares, total]);
+        expect![[r#"
+            program(%0_x: [4]f32) {
+              %4_squares: [4]f32 = build1 4 (\%1: []i64 ->
+                %2: []f32 = index %0_x [%1]
+                %3: []f32 = mul %2 %2
+                in %3)
+              %5: []f32 = sumOuter %4_squares
+              in %4_squares, %5
+            }"#]]
+        .assert_eq(&program.to_string());
+        assert_eq!(parse_program(&program.to_string()).unwrap(), program);
+    }
+
+    #[test]
+    fn hints_are_sanitised_and_read_back() {
+        let mut b = Builder::new();
+        let x = b.input(ArrTy::scalar(Elem::I64), "x'");
+        let y = b.prim(Prim::Add, &[x, idx(1)]);
+        b.name(y, "x ct");
+        let program = b.finish(vec![y]);
+        let text = program.to_string();
+        assert!(text.contains("%1_x_ct: []i64 = add %0_x_ 1:i64"), "{text}");
+        round_trip(&text);
+    }
+
+    #[test]
+    fn comments_and_free_whitespace_are_accepted() {
+        let text = "; a comment\nprogram ( %0 : [ 2 ] f64 ) { ; header\n %1: [2]f64 = neg %0 ; note\n in %1 }\n";
+        let program = parse_program(text).unwrap();
+        assert_eq!(
+            program.to_string(),
+            "program(%0: [2]f64) {\n  %1: [2]f64 = neg %0\n  in %1\n}"
+        );
+    }
+
+    #[test]
+    fn empty_program_and_uses_without_hints() {
+        round_trip("program() {\n  in ()\n}");
+        let program = parse_program("program(%0_x: []f64) {\n  in %0\n}").unwrap();
+        assert_eq!(program.to_string(), "program(%0_x: []f64) {\n  in %0_x\n}");
+    }
+
+    #[test]
+    fn unbound_numbers_become_placeholders() {
+        let program = round_trip("program(%3: []f64) {\n  in %3\n}");
+        assert_eq!(program.vars.len(), 4);
+        assert_eq!(verify(&program), Ok(()));
+    }
+
+    #[test]
+    fn parse_errors_say_where() {
+        check_error("prog() {\n in () }", expect!["1:1: expected `program`"]);
+        check_error(
+            "program(%0: []f64) {\n  %1: []f64 = frob %0\n  in %1\n}",
+            expect!["2:15: unknown expression `frob`"],
+        );
+        check_error("program() {\n  in %4\n}", expect!["2:6: %4 is never bound"]);
+        check_error(
+            "program(%0: []f64) {\n  %1: []f64 = add %0 1.0:f16\n  in %1\n}",
+            expect!["2:26: unknown element type `f16`"],
+        );
+        check_error(
+            "program(%0: []f64) {\n  %1: []i64 = add 1.5:i64 %0\n  in %1\n}",
+            expect!["2:19: `1.5` is not a valid i64 literal"],
+        );
+        check_error(
+            "program(%0: []f64) {\n  %1: []f64 = neg %0\n}",
+            expect!["3:1: expected a statement or `in`, found `}`"],
+        );
+        check_error(
+            "program() {\n  in ()\n} extra",
+            expect!["3:3: unexpected `extra` after the program"],
+        );
+        check_error(
+            "program(%0: []f64) {\n  %0: []i64 = iota 0\n  in ()\n}",
+            expect!["2:3: %0 is bound again with another type"],
+        );
+        check_error(
+            "program(%0_x: []f64) {\n  in %0_y\n}",
+            expect!["2:6: %0 is bound as `%0_x`, not `%0_y`"],
+        );
+        check_error(
+            "program(%0: []f64) {\n  %1: []f64 = neg\n  in %1\n}",
+            expect!["3:3: expected an atom, found `in`"],
+        );
+        check_error(
+            "program(%99999999999: []f64) {\n  in ()\n}",
+            expect!["1:10: expected a variable number"],
+        );
+        check_error(
+            "program(",
+            expect!["1:9: expected `%`, found the end of the text"],
+        );
     }
 }

@@ -46,7 +46,11 @@ use super::ir::{ArrTy, Atom, BlockId, Expr, Program, Scalar, Stmt, VarId};
 
 impl fmt::Display for Program {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut printer = Printer { program: self, out: String::new(), notes: &Notes::default() };
+        let mut printer = Printer {
+            program: self,
+            out: String::new(),
+            notes: &Notes::default(),
+        };
         printer.program();
         f.write_str(&printer.out)
     }
@@ -64,7 +68,11 @@ pub struct Notes {
 /// The program printed with comments (`; note`) beside the lines they concern. The result
 /// still parses.
 pub fn annotated(program: &Program, notes: &Notes) -> String {
-    let mut printer = Printer { program, out: String::new(), notes };
+    let mut printer = Printer {
+        program,
+        out: String::new(),
+        notes,
+    };
     printer.program();
     printer.out
 }
@@ -82,12 +90,24 @@ pub fn shape_text(shape: &[usize]) -> String {
 
 /// A variable as printed: `%5` or `%5_hint`. Variables out of range print without a hint.
 pub fn var_text(program: &Program, var: VarId) -> String {
-    let hint = program.vars.get(var).map(|info| info.hint.as_str()).unwrap_or("");
+    let hint = program
+        .vars
+        .get(var)
+        .map(|info| info.hint.as_str())
+        .unwrap_or("");
     if hint.is_empty() {
         format!("{var}")
     } else {
-        let hint: String =
-            hint.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+        let hint: String = hint
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
         format!("{var}_{hint}")
     }
 }
@@ -132,11 +152,18 @@ impl Printer<'_> {
         if vars.is_empty() {
             return "()".to_string();
         }
-        vars.iter().map(|&var| self.binder(var)).collect::<Vec<_>>().join(", ")
+        vars.iter()
+            .map(|&var| self.binder(var))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     fn atoms(&self, atoms: &[Atom], separator: &str) -> String {
-        atoms.iter().map(|atom| atom_text(self.program, atom)).collect::<Vec<_>>().join(separator)
+        atoms
+            .iter()
+            .map(|atom| atom_text(self.program, atom))
+            .collect::<Vec<_>>()
+            .join(separator)
     }
 
     fn comment(&mut self, notes: &[String]) {
@@ -147,7 +174,11 @@ impl Printer<'_> {
     }
 
     fn var_notes(&self, vars: &[VarId]) -> Vec<String> {
-        vars.iter().filter_map(|var| self.notes.by_var.get(var)).flatten().cloned().collect()
+        vars.iter()
+            .filter_map(|var| self.notes.by_var.get(var))
+            .flatten()
+            .cloned()
+            .collect()
     }
 
     fn indent(&mut self, depth: usize) {
@@ -158,7 +189,11 @@ impl Printer<'_> {
 
     fn program(&mut self) {
         let program = self.program;
-        let _ = write!(self.out, "program({}) {{", self.binders_or_empty(&program.inputs));
+        let _ = write!(
+            self.out,
+            "program({}) {{",
+            self.binders_or_empty(&program.inputs)
+        );
         let mut notes = self.notes.program.clone();
         notes.extend(self.var_notes(&program.inputs));
         self.comment(&notes);
@@ -191,7 +226,12 @@ impl Printer<'_> {
         }
         // Block notes go on their own lines: after the `in` line, a comment would swallow
         // the closing parenthesis.
-        let notes = self.notes.by_block.get(&block_id).cloned().unwrap_or_default();
+        let notes = self
+            .notes
+            .by_block
+            .get(&block_id)
+            .cloned()
+            .unwrap_or_default();
         for note in notes {
             self.indent(depth);
             self.comment(std::slice::from_ref(&note));
@@ -216,7 +256,9 @@ impl Printer<'_> {
         // The statement's notes go at the end of its first line.
         let notes = self.var_notes(&stmt.binders);
         if !notes.is_empty() {
-            let line_end = self.out[start..].find('\n').map_or(self.out.len(), |at| start + at);
+            let line_end = self.out[start..]
+                .find('\n')
+                .map_or(self.out.len(), |at| start + at);
             let tail = self.out.split_off(line_end);
             self.comment(&notes);
             self.out.push_str(&tail);
@@ -233,13 +275,25 @@ impl Printer<'_> {
                 return self.block(*body, depth);
             }
             Expr::Index { array, index } => {
-                format!("index {} [{}]", atom_text(program, array), self.atoms(index, ", "))
+                format!(
+                    "index {} [{}]",
+                    atom_text(program, array),
+                    self.atoms(index, ", ")
+                )
             }
             Expr::SumOuter(array) => format!("sumOuter {}", atom_text(program, array)),
             Expr::Gather { shape, array, body } | Expr::Scatter { shape, array, body } => {
-                let keyword = if matches!(expr, Expr::Gather { .. }) { "gather" } else { "scatter" };
-                let _ =
-                    write!(self.out, "{keyword} {} {} ", shape_text(shape), atom_text(program, array));
+                let keyword = if matches!(expr, Expr::Gather { .. }) {
+                    "gather"
+                } else {
+                    "scatter"
+                };
+                let _ = write!(
+                    self.out,
+                    "{keyword} {} {} ",
+                    shape_text(shape),
+                    atom_text(program, array)
+                );
                 return self.block(*body, depth);
             }
             Expr::Table(atoms) => format!("table [{}]", self.atoms(atoms, ", ")),
@@ -250,9 +304,17 @@ impl Printer<'_> {
                 format!("tr {} {}", shape_text(perm), atom_text(program, array))
             }
             Expr::Reshape { shape, array } => {
-                format!("reshape {} {}", shape_text(shape), atom_text(program, array))
+                format!(
+                    "reshape {} {}",
+                    shape_text(shape),
+                    atom_text(program, array)
+                )
             }
-            Expr::Cond { cond, then_block, else_block } => {
+            Expr::Cond {
+                cond,
+                then_block,
+                else_block,
+            } => {
                 let _ = write!(self.out, "cond {} ", atom_text(program, cond));
                 self.block(*then_block, depth);
                 self.out.push(' ');
@@ -260,7 +322,11 @@ impl Printer<'_> {
             }
             Expr::Iota(size) => format!("iota {size}"),
             Expr::Fold { size, init, body } | Expr::Scan { size, init, body } => {
-                let keyword = if matches!(expr, Expr::Fold { .. }) { "fold" } else { "scan" };
+                let keyword = if matches!(expr, Expr::Fold { .. }) {
+                    "fold"
+                } else {
+                    "scan"
+                };
                 let _ = write!(self.out, "{keyword} {size} ({}) ", self.atoms(init, ", "));
                 return self.block(*body, depth);
             }
@@ -271,9 +337,17 @@ impl Printer<'_> {
     /// `(\params ->` NEWLINE body `)`, where the body is indented one level deeper than the
     /// statement that owns the block.
     fn block(&mut self, block_id: BlockId, depth: usize) {
-        let params = self.program.blocks.get(block_id).map(|block| block.params.clone());
+        let params = self
+            .program
+            .blocks
+            .get(block_id)
+            .map(|block| block.params.clone());
         let params = params.unwrap_or_default();
-        let params_text = if params.is_empty() { String::new() } else { self.binders(&params) };
+        let params_text = if params.is_empty() {
+            String::new()
+        } else {
+            self.binders(&params)
+        };
         let _ = write!(self.out, "(\\{params_text} ->");
         let notes = self.var_notes(&params);
         self.comment(&notes);

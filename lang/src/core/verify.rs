@@ -48,7 +48,7 @@ use std::fmt;
 
 use super::ids::{Id, IdVec};
 use super::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Stmt, VarId};
-use super::print::{ty_text, var_text};
+use super::print::{annotated, ty_text, var_text, Notes};
 
 /// One verifier finding: what is wrong, and where (the statement's first binder or the
 /// variable concerned, and the block it is in).
@@ -90,6 +90,21 @@ pub fn verify(program: &Program) -> Result<(), Vec<VerifyError>> {
     }
 }
 
+/// The program printed with each error beside the line it concerns (`; error: …`): on the
+/// line binding its variable, else before its block's `in` line, else on the header.
+pub fn annotate(program: &Program, errors: &[VerifyError]) -> String {
+    let mut notes = Notes::default();
+    for error in errors {
+        let note = format!("error: {}", error.message);
+        match (error.var, error.block) {
+            (Some(var), _) => notes.by_var.entry(var).or_default().push(note),
+            (None, Some(block)) => notes.by_block.entry(block).or_default().push(note),
+            (None, None) => notes.program.push(note),
+        }
+    }
+    annotated(program, &notes)
+}
+
 fn filled<K: Id, V: Clone>(len: usize, value: V) -> IdVec<K, V> {
     let mut vec = IdVec::new();
     for _ in 0..len {
@@ -112,7 +127,11 @@ struct Verifier<'a> {
 
 impl Verifier<'_> {
     fn error(&mut self, var: Option<VarId>, message: String) {
-        self.errors.push(VerifyError { message, var, block: self.block });
+        self.errors.push(VerifyError {
+            message,
+            var,
+            block: self.block,
+        });
     }
 
     fn run(&mut self) {
@@ -126,7 +145,10 @@ impl Verifier<'_> {
         }
         if !program.blocks[program.main].params.is_empty() {
             self.block = Some(program.main);
-            self.error(None, "main has params (inputs belong in program.inputs)".to_string());
+            self.error(
+                None,
+                "main has params (inputs belong in program.inputs)".to_string(),
+            );
         }
         self.visit_block(program.main);
     }
@@ -154,7 +176,11 @@ impl Verifier<'_> {
             return false;
         }
         if !self.in_scope[var] {
-            let how = if self.defined[var] { "out of scope" } else { "before its definition" };
+            let how = if self.defined[var] {
+                "out of scope"
+            } else {
+                "before its definition"
+            };
             self.error(at, format!("{var} is used {how}"));
         }
         true
@@ -162,7 +188,10 @@ impl Verifier<'_> {
 
     fn visit_block(&mut self, block_id: BlockId) {
         if self.visited[block_id] {
-            self.error(None, format!("{block_id} is the body of more than one construct"));
+            self.error(
+                None,
+                format!("{block_id} is the body of more than one construct"),
+            );
             return;
         }
         self.visited[block_id] = true;
@@ -211,7 +240,11 @@ impl Verifier<'_> {
 
     fn check_types(&mut self, stmt: &Stmt, at: Option<VarId>) {
         let program = self.program;
-        let declared: Vec<&ArrTy> = stmt.binders.iter().map(|&var| program.var_ty(var)).collect();
+        let declared: Vec<&ArrTy> = stmt
+            .binders
+            .iter()
+            .map(|&var| program.var_ty(var))
+            .collect();
         if let Expr::Table(atoms) = &stmt.expr {
             if atoms.is_empty() {
                 match declared.as_slice() {
@@ -228,7 +261,11 @@ impl Verifier<'_> {
         if expected.len() != declared.len() {
             return self.error(
                 at,
-                format!("{} binders for an expression with {} results", declared.len(), expected.len()),
+                format!(
+                    "{} binders for an expression with {} results",
+                    declared.len(),
+                    expected.len()
+                ),
             );
         }
         for ((&binder, declared), expected) in stmt.binders.iter().zip(declared).zip(&expected) {
@@ -275,7 +312,11 @@ pub fn expr_blocks(expr: &Expr) -> Vec<BlockId> {
         | Expr::Scatter { body, .. }
         | Expr::Fold { body, .. }
         | Expr::Scan { body, .. } => vec![*body],
-        Expr::Cond { then_block, else_block, .. } => vec![*then_block, *else_block],
+        Expr::Cond {
+            then_block,
+            else_block,
+            ..
+        } => vec![*then_block, *else_block],
         Expr::Atom(_)
         | Expr::Prim(..)
         | Expr::Index { .. }
@@ -297,7 +338,10 @@ pub fn expr_types(program: &Program, expr: &Expr) -> Result<Vec<ArrTy>, String> 
     match expr {
         Expr::Atom(atom) => one(atom_ty(program, atom)?),
         Expr::Prim(prim, operands) => {
-            let tys = operands.iter().map(|atom| atom_ty(program, atom)).collect::<Result<Vec<_>, _>>()?;
+            let tys = operands
+                .iter()
+                .map(|atom| atom_ty(program, atom))
+                .collect::<Result<Vec<_>, _>>()?;
             let shape = tys.first().map(|ty| ty.shape.clone()).unwrap_or_default();
             if let Some(other) = tys.iter().find(|ty| ty.shape != shape) {
                 return Err(format!(
@@ -320,7 +364,11 @@ pub fn expr_types(program: &Program, expr: &Expr) -> Result<Vec<ArrTy>, String> 
         Expr::Index { array, index } => {
             let ty = atom_ty(program, array)?;
             if index.len() > ty.rank() {
-                return Err(format!("index with {} indices into rank {}", index.len(), ty.rank()));
+                return Err(format!(
+                    "index with {} indices into rank {}",
+                    index.len(),
+                    ty.rank()
+                ));
             }
             for atom in index {
                 expect_index(&atom_ty(program, atom)?, "an index")?;
@@ -428,7 +476,11 @@ pub fn expr_types(program: &Program, expr: &Expr) -> Result<Vec<ArrTy>, String> 
             }
             one(ArrTy::new(shape.clone(), ty.elem))
         }
-        Expr::Cond { cond, then_block, else_block } => {
+        Expr::Cond {
+            cond,
+            then_block,
+            else_block,
+        } => {
             let cond_ty = atom_ty(program, cond)?;
             if cond_ty != ArrTy::scalar(Elem::Bool) {
                 return Err(format!("cond on {}, not a bool scalar", ty_text(&cond_ty)));
@@ -450,7 +502,11 @@ pub fn expr_types(program: &Program, expr: &Expr) -> Result<Vec<ArrTy>, String> 
             Ok(then_tys)
         }
         Expr::Iota(size) => one(ArrTy::new(vec![*size], Elem::I64)),
-        Expr::Fold { size: _, init, body } => {
+        Expr::Fold {
+            size: _,
+            init,
+            body,
+        } => {
             let (carry_tys, _) = loop_tys(program, init, *body, "fold")?;
             Ok(carry_tys)
         }
@@ -470,7 +526,10 @@ fn loop_tys(
     body: BlockId,
     what: &str,
 ) -> Result<(Vec<ArrTy>, Vec<ArrTy>), String> {
-    let carry_tys = init.iter().map(|atom| atom_ty(program, atom)).collect::<Result<Vec<_>, _>>()?;
+    let carry_tys = init
+        .iter()
+        .map(|atom| atom_ty(program, atom))
+        .collect::<Result<Vec<_>, _>>()?;
     let block = block(program, body)?;
     if block.params.len() != 1 + carry_tys.len() {
         return Err(format!(
@@ -479,9 +538,14 @@ fn loop_tys(
             carry_tys.len()
         ));
     }
-    expect_index(&var_ty(program, block.params[0])?, &format!("the {what} index"))?;
-    let param_tys =
-        block.params[1..].iter().map(|&var| var_ty(program, var)).collect::<Result<Vec<_>, _>>()?;
+    expect_index(
+        &var_ty(program, block.params[0])?,
+        &format!("the {what} index"),
+    )?;
+    let param_tys = block.params[1..]
+        .iter()
+        .map(|&var| var_ty(program, var))
+        .collect::<Result<Vec<_>, _>>()?;
     if param_tys != carry_tys {
         return Err(format!(
             "{what} carry params have types ({}) but the initial values ({})",
@@ -516,7 +580,11 @@ fn prepend(size: usize, ty: ArrTy) -> ArrTy {
 }
 
 fn var_ty(program: &Program, var: VarId) -> Result<ArrTy, String> {
-    program.vars.get(var).map(|info| info.ty.clone()).ok_or_else(|| format!("{var} is out of range"))
+    program
+        .vars
+        .get(var)
+        .map(|info| info.ty.clone())
+        .ok_or_else(|| format!("{var} is out of range"))
 }
 
 fn atom_ty(program: &Program, atom: &Atom) -> Result<ArrTy, String> {
@@ -527,11 +595,18 @@ fn atom_ty(program: &Program, atom: &Atom) -> Result<ArrTy, String> {
 }
 
 fn block(program: &Program, block: BlockId) -> Result<&Block, String> {
-    program.blocks.get(block).ok_or_else(|| format!("block {block} is out of range"))
+    program
+        .blocks
+        .get(block)
+        .ok_or_else(|| format!("block {block} is out of range"))
 }
 
 fn result_tys(program: &Program, block: &Block) -> Result<Vec<ArrTy>, String> {
-    block.results.iter().map(|atom| atom_ty(program, atom)).collect()
+    block
+        .results
+        .iter()
+        .map(|atom| atom_ty(program, atom))
+        .collect()
 }
 
 fn expect_index(ty: &ArrTy, what: &str) -> Result<(), String> {
@@ -546,7 +621,10 @@ fn expect_numeric(elem: Elem, what: &str) -> Result<(), String> {
     if elem.is_numeric() {
         Ok(())
     } else {
-        Err(format!("{what} needs a numeric element type, not {}", elem.name()))
+        Err(format!(
+            "{what} needs a numeric element type, not {}",
+            elem.name()
+        ))
     }
 }
 
@@ -558,7 +636,10 @@ fn expect_index_params(
     what: &str,
 ) -> Result<(), String> {
     if block.params.len() != n_params {
-        return Err(format!("{what} body has {} params, expected {n_params}", block.params.len()));
+        return Err(format!(
+            "{what} body has {} params, expected {n_params}",
+            block.params.len()
+        ));
     }
     for &param in &block.params {
         expect_index(&var_ty(program, param)?, &format!("a {what} param"))?;
@@ -576,4 +657,336 @@ fn expect_index_results(program: &Program, block: &Block, what: &str) -> Result<
 
 fn tys_text(tys: &[ArrTy]) -> String {
     tys.iter().map(ty_text).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::parse::parse_program;
+    use crate::core::testgen::{idx, Builder};
+    use crate::prim::Prim;
+
+    /// Wraps statements in a program with inputs `%0: [2]f64, %1: [3]f64, %2: []i64, %3: []bool`.
+    fn program_text(stmts: &str, results: &str) -> String {
+        format!(
+            "program(%0: [2]f64, %1: [3]f64, %2: []i64, %3: []bool) {{\n{stmts}\n  in {results}\n}}"
+        )
+    }
+
+    fn errors_of(text: &str) -> Vec<String> {
+        let program = parse_program(text).unwrap_or_else(|error| panic!("{error}\n{text}"));
+        match verify(&program) {
+            Ok(()) => Vec::new(),
+            Err(errors) => errors.iter().map(ToString::to_string).collect(),
+        }
+    }
+
+    /// Each broken statement (bound to `%9`, the program's result) and a substring of the error
+    /// it must produce.
+    const BROKEN: &[(&str, &str)] = &[
+        ("%9: []f64 = add %2 1.0:f64", "add: operands have different element types i64 and f64"),
+        ("%9: [2]f64 = add %0 %1", "add operands have different shapes [2] and [3]"),
+        ("%9: [2]f64 = add %0 1.0:f64", "add operands have different shapes [2] and []"),
+        ("%9: [2]i64 = sqrt %0", "%9 is declared [2]i64 but the expression has type [2]f64"),
+        ("%9: []i64 = sqrt %2", "sqrt: expects float operands, got i64"),
+        ("%9: []bool = and %3 %2", "and: operands have different element types bool and i64"),
+        ("%9: []f64, %8: []f64 = neg %0", "2 binders for an expression with 1 results"),
+        ("%9: []f64 = index %0 [0:i64, 0:i64]", "index with 2 indices into rank 1"),
+        ("%9: []f64 = index %0 [0:i32]", "an index must be an i64 scalar, not []i32"),
+        ("%9: []f64 = index %0 [%0]", "an index must be an i64 scalar, not [2]f64"),
+        ("%9: []i64 = sumOuter %2", "sumOuter of a rank-0 array"),
+        ("%10: [2]bool = replicate 2 %3\n  %9: []bool = sumOuter %10", "sumOuter needs a numeric element type"),
+        (
+            "%9: [4]f64 = gather [4] %0 (\\%10: []i64 ->\n    in %10, %10)",
+            "gather from rank 1 into rank 1 with 1 params and 2 results",
+        ),
+        (
+            "%9: [4, 3]f64 = gather [4, 3] %0 (\\%10: []i64 ->\n    in %10)",
+            "gather: the trailing shape [3] of the result differs from [] of the source",
+        ),
+        (
+            "%9: [4]f64 = gather [4] %0 (\\%10: []f64 ->\n    in 0:i64)",
+            "a gather param must be an i64 scalar, not []f64",
+        ),
+        (
+            "%9: [4]f64 = gather [4] %0 (\\%10: []i64 ->\n    in 1.0:f64)",
+            "a gather index result must be an i64 scalar",
+        ),
+        (
+            "%10: [2]bool = replicate 2 %3\n  %9: [2]bool = scatter [2] %10 (\\%11: []i64 ->\n    in %11)",
+            "scatter needs a numeric element type, not bool",
+        ),
+        (
+            "%10: [2, 3]f64 = replicate 2 %1\n  %9: [2, 2]f64 = scatter [2, 2] %10 (\\%11: []i64 ->\n    in %11)",
+            "scatter: the trailing shape [2] of the result differs from [3] of the source",
+        ),
+        (
+            "%9: [2]f64 = scatter [2] %0 (\\%10: []i64, %11: []i64 ->\n    in %10)",
+            "scatter from rank 1 into rank 1 with 2 params and 1 results",
+        ),
+        ("%9: [2, 2]f64 = table [%0, %1]", "table elements have different types [2]f64 and [3]f64"),
+        ("%9: [1, 2]f64 = table []", "an empty table binds one array of size 0"),
+        ("%9: [2]f64 = tr [0, 0] %0", "tr [0, 0] is not a permutation"),
+        ("%9: [2]f64 = tr [1, 0] %0", "tr [1, 0] of a rank-1 array"),
+        ("%9: [5]f64 = reshape [5] %0", "reshape [5] (5 elements) of [2]f64 (2 elements)"),
+        (
+            "%9: []i64 = cond %2 (\\ ->\n    in %2) (\\ ->\n    in %2)",
+            "cond on []i64, not a bool scalar",
+        ),
+        (
+            "%9: []i64 = cond %3 (\\ ->\n    in %2) (\\ ->\n    in 1.0:f64)",
+            "cond branches have different result types ([]i64) and ([]f64)",
+        ),
+        (
+            "%9: []i64 = cond %3 (\\%10: []i64 ->\n    in %2) (\\ ->\n    in %2)",
+            "cond branches take no params",
+        ),
+        (
+            "%9: [2]f64 = build1 2 (\\%10: []f64 ->\n    in %10)",
+            "a build1 param must be an i64 scalar, not []f64",
+        ),
+        (
+            "%9: [2]i64 = build1 2 (\\%10: []i64, %11: []i64 ->\n    in %10)",
+            "build1 body has 2 params, expected 1",
+        ),
+        ("%9: [3]i64 = build1 2 (\\%10: []i64 ->\n    in %10)", "%9 is declared [3]i64 but the expression has type [2]i64"),
+        (
+            "%9: []f64 = fold 2 (%0) (\\%10: []i64, %11: [2]f64 ->\n    in %11)",
+            "%9 is declared []f64 but the expression has type [2]f64",
+        ),
+        (
+            "%9: [2]f64 = fold 2 (%0) (\\%10: []i64, %11: [3]f64 ->\n    in %1)",
+            "fold carry params have types ([3]f64) but the initial values ([2]f64)",
+        ),
+        (
+            "%9: [2]f64 = fold 2 (%0) (\\%10: []i64, %11: [2]f64 ->\n    in %1)",
+            "fold body returns carries of types ([3]f64) but the carries have types ([2]f64)",
+        ),
+        (
+            "%9: [2]f64 = fold 2 (%0) (\\%10: []i64, %11: [2]f64 ->\n    in %11, %10)",
+            "fold body returns 2 results for 1 carries",
+        ),
+        (
+            "%9: [2]f64 = fold 2 (%0) (\\%11: [2]f64 ->\n    in %11)",
+            "fold body has 1 params, expected an index and 1 carries",
+        ),
+        (
+            "%9: [2]f64 = fold 2 (%0) (\\%10: []bool, %11: [2]f64 ->\n    in %11)",
+            "the fold index must be an i64 scalar, not []bool",
+        ),
+        (
+            "%9: [2]f64, %8: [4]f64 = scan 4 (%0) (\\%10: []i64, %11: [2]f64 ->\n    in %11)",
+            "2 binders for an expression with 1 results",
+        ),
+        (
+            "%9: [2]f64 = scan 4 () (\\%10: []i64 ->\n    in ())",
+            "1 binders for an expression with 0 results",
+        ),
+        // Scope and definition errors.
+        (
+            "%10: [2]f64 = build1 2 (\\%11: []i64 ->\n    %12: []f64 = index %0 [%11]\n    in %12)\n  %9: []f64 = %12",
+            "%9: %12 is used out of scope",
+        ),
+        ("%9: []f64 = %10\n  %10: []f64 = index %0 [0:i64]", "%9: %10 is used before its definition"),
+        ("%9: [2]f64 = neg %0\n  %9: [2]f64 = neg %0", "%9 is defined more than once"),
+        ("%9: []i64 = %2\n  %2: []i64 = %9", "%2 is defined more than once"),
+        (
+            "%9: []i64 = cond %3 (\\ ->\n    %9: []i64 = %2\n    in %9) (\\ ->\n    in %2)",
+            "%9 is defined more than once",
+        ),
+        (
+            "%9: [2]i64 = build1 2 (\\%10: []i64 ->\n    in %9)",
+            "%9 is used before its definition",
+        ),
+    ];
+
+    #[test]
+    fn each_broken_statement_is_reported() {
+        let mut failures = Vec::new();
+        for (stmts, expected) in BROKEN {
+            let text = program_text(&format!("  {stmts}"), "%9");
+            let errors = errors_of(&text);
+            if !errors.iter().any(|error| error.contains(expected)) {
+                failures.push(format!("{text}\nexpected: {expected}\ngot: {errors:#?}\n"));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn well_typed_variants_pass() {
+        let good = [
+            "%9: [2]f64 = add %0 %0",
+            "%10: []f64 = index %0 [%2]\n  %9: []f64 = add %10 1.0:f64",
+            "%9: [3]f64 = gather [3] %0 (\\%10: []i64 ->\n    %11: []i64 = sub %10 1:i64\n    in %11)",
+            "%9: [4, 3]f64 = gather [4] %0 (\\%10: []i64 ->\n    in %10)\n  %12: []i64 = %2",
+            "%9: [0, 2]f64 = table []",
+            "%9: [2]f64 = tr [0] %0",
+            "%9: [2, 1]f64 = reshape [2, 1] %0",
+            "%9: []i64, %10: []f64 = cond %3 (\\ ->\n    in %2, 1.0:f64) (\\ ->\n    in 0:i64, 2.0:f64)",
+            "%9: [2]f64, %10: [4, 3]f64 = scan 4 (%0) (\\%11: []i64, %12: [2]f64 ->\n    in %12, %1)",
+            "%9: []i64 = fold 0 () (\\%10: []i64 ->\n    in ())\n  %11: []i64 = %9",
+        ];
+        for stmts in good {
+            let text = program_text(&format!("  {stmts}"), "%9");
+            let text = text.replace("[4, 3]f64 = gather [4] %0", "[4]f64 = gather [4] %0");
+            let errors = errors_of(&text);
+            // The last case binds a fold with no carries to one binder on purpose: skip it.
+            if stmts.starts_with("%9: []i64 = fold") {
+                assert!(errors
+                    .iter()
+                    .any(|error| error.contains("1 binders for an expression with 0 results")));
+                continue;
+            }
+            assert!(errors.is_empty(), "{text}\n{errors:#?}");
+        }
+    }
+
+    #[test]
+    fn errors_are_collected_not_stopped_at_the_first() {
+        let text = program_text(
+            "  %9: [2]f64 = add %0 %1\n  %10: []bool = neg %3\n  %12: [7]f64 = tr [0] %0",
+            "%9, %13",
+        );
+        let text = text.replace("program(", "program(%13: []f64, ");
+        let program = parse_program(&text).unwrap();
+        let errors = verify(&program).unwrap_err();
+        assert_eq!(errors.len(), 3, "{errors:#?}");
+        assert_eq!(errors[0].var, Some(VarId(9)));
+        assert_eq!(errors[2].var, Some(VarId(12)));
+        assert_eq!(errors[0].block, Some(program.main));
+        // `annotate` puts each error beside its line, and the result still parses.
+        let annotated = annotate(&program, &errors);
+        assert!(
+            annotated
+                .contains("%9: [2]f64 = add %0 %1  ; error: add operands have different shapes"),
+            "{annotated}"
+        );
+        assert!(
+            annotated.contains("%12: [7]f64 = tr [0] %0  ; error: %12 is declared [7]f64"),
+            "{annotated}"
+        );
+        assert_eq!(
+            parse_program(&annotated).unwrap().to_string(),
+            program.to_string()
+        );
+        let missing = program_text("  %9: []f64 = %11", "%9");
+        assert!(parse_program(&missing).is_err(), "%11 is never bound");
+    }
+
+    #[test]
+    fn dangling_ids_are_reported_without_panicking() {
+        let mut b = Builder::new();
+        let x = b.input(ArrTy::new(vec![2], Elem::F64), "x");
+        let y = b.prim(Prim::Neg, &[x]);
+        let mut program = b.finish(vec![y]);
+        let main = program.main;
+        // A use of a variable outside the arena, and a statement owning a missing block.
+        program.blocks[main].stmts.push(Stmt {
+            binders: vec![VarId(1)],
+            expr: Expr::Atom(Atom::Var(VarId(99))),
+        });
+        program.blocks[main].stmts.push(Stmt {
+            binders: vec![VarId(77)],
+            expr: Expr::Build1 {
+                size: 2,
+                body: BlockId(42),
+            },
+        });
+        program.blocks[main].results.push(Atom::Var(VarId(98)));
+        program.inputs.push(VarId(55));
+        let errors = verify(&program).unwrap_err();
+        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        expect_test::expect![[r#"
+            [
+                "%55: input %55 is out of range",
+                "b0: %1: use of %99, which is out of range",
+                "b0: %1: %1 is defined more than once",
+                "b0: %77: block b42 is out of range",
+                "b0: %77: binder %77 is out of range",
+                "b0: use of %98, which is out of range",
+            ]
+        "#]]
+        .assert_debug_eq(&messages);
+        // The printer copes too.
+        assert!(annotate(&program, &errors).contains("; error: block b42 is out of range"));
+        program.main = BlockId(9);
+        assert_eq!(
+            verify(&program).unwrap_err()[0].message,
+            "main block b9 is out of range"
+        );
+    }
+
+    #[test]
+    fn block_ownership_and_main_params() {
+        let mut b = Builder::new();
+        let body = b.index_block(1, |_, i| vec![i[0]]);
+        let first = b.bind(Expr::Build1 { size: 2, body });
+        // The same block as the body of a second statement.
+        let second = b.bind_as(
+            vec![ArrTy::new(vec![2], Elem::I64)],
+            Expr::Build1 { size: 2, body },
+        );
+        let mut program = b.finish(vec![first[0], second[0]]);
+        let errors = verify(&program).unwrap_err();
+        assert!(
+            errors
+                .iter()
+                .any(|error| error.message == "b1 is the body of more than one construct"),
+            "{errors:?}"
+        );
+        // A block that owns itself: terminates, and is reported.
+        let cycle_var = program.new_var(ArrTy::new(vec![1], Elem::I64), "");
+        let inner = program.new_var(ArrTy::scalar(Elem::I64), "");
+        let cycle = program.new_block();
+        program.blocks[cycle] = Block {
+            params: vec![inner],
+            stmts: vec![Stmt {
+                binders: vec![cycle_var],
+                expr: Expr::Build1 {
+                    size: 1,
+                    body: cycle,
+                },
+            }],
+            results: vec![idx(0)],
+        };
+        let owner = program.new_var(ArrTy::new(vec![1], Elem::I64), "");
+        let main = program.main;
+        program.blocks[main].stmts.push(Stmt {
+            binders: vec![owner],
+            expr: Expr::Build1 {
+                size: 1,
+                body: cycle,
+            },
+        });
+        let errors = verify(&program).unwrap_err();
+        assert!(errors.iter().any(
+            |error| error.message == format!("{cycle} is the body of more than one construct")
+        ));
+        // main referenced from a statement, and main with params.
+        let mut b = Builder::new();
+        let param = b.program.new_var(ArrTy::scalar(Elem::I64), "");
+        let main = b.program.main;
+        b.program.blocks[main].params.push(param);
+        let program = b.finish(vec![Atom::Var(param)]);
+        let errors = verify(&program).unwrap_err();
+        assert_eq!(
+            errors[0].to_string(),
+            "b0: main has params (inputs belong in program.inputs)"
+        );
+        let mut b = Builder::new();
+        let main = b.program.main;
+        let res = b.bind_as(
+            vec![ArrTy::new(vec![1], Elem::I64)],
+            Expr::Build1 {
+                size: 1,
+                body: main,
+            },
+        );
+        let program = b.finish(res);
+        assert!(verify(&program)
+            .unwrap_err()
+            .iter()
+            .any(|error| error.message == "b0 is the body of more than one construct"));
+    }
 }

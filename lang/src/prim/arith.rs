@@ -61,7 +61,10 @@ pub fn result_elem(op: ArithOp, operands: &[Elem]) -> Result<Elem, PrimTypeError
             if elem.is_numeric() {
                 Ok(elem)
             } else {
-                Err(PrimTypeError(format!("expects numeric operands, got {}", elem.name())))
+                Err(PrimTypeError(format!(
+                    "expects numeric operands, got {}",
+                    elem.name()
+                )))
             }
         }
     }

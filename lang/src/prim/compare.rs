@@ -56,14 +56,20 @@ pub fn result_elem(op: CompareOp, operands: &[Elem]) -> Result<Elem, PrimTypeErr
         | CompareOp::Ge => same_elem(operands).map(|_| Elem::Bool),
         CompareOp::And | CompareOp::Or | CompareOp::Not => match same_elem(operands)? {
             Elem::Bool => Ok(Elem::Bool),
-            other => Err(PrimTypeError(format!("expects bool operands, got {}", other.name()))),
+            other => Err(PrimTypeError(format!(
+                "expects bool operands, got {}",
+                other.name()
+            ))),
         },
         CompareOp::IsNan | CompareOp::IsInf => {
             let elem = same_elem(operands)?;
             if elem.is_float() {
                 Ok(Elem::Bool)
             } else {
-                Err(PrimTypeError(format!("expects a float operand, got {}", elem.name())))
+                Err(PrimTypeError(format!(
+                    "expects a float operand, got {}",
+                    elem.name()
+                )))
             }
         }
         CompareOp::Select => {

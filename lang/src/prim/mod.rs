@@ -205,7 +205,12 @@ impl Prim {
     /// accepts their element types); on ill-typed operands a debug build panics and a release
     /// build returns an unspecified scalar.
     pub fn eval(self, operands: &[Scalar]) -> Scalar {
-        debug_assert_eq!(operands.len(), self.arity(), "{} applied to the wrong arity", self.name());
+        debug_assert_eq!(
+            operands.len(),
+            self.arity(),
+            "{} applied to the wrong arity",
+            self.name()
+        );
         match self.family() {
             Family::Arith(op) => arith::eval(op, operands),
             Family::Math(op) => math::eval(op, operands),
@@ -262,8 +267,15 @@ pub const ALL_PRIMS: &[Prim] = &[
 ];
 
 /// Every element type, in a fixed order (for table-driven tests and the `Cast` family).
-pub const ALL_ELEMS: &[Elem] =
-    &[Elem::F32, Elem::F64, Elem::I32, Elem::I64, Elem::U32, Elem::U64, Elem::Bool];
+pub const ALL_ELEMS: &[Elem] = &[
+    Elem::F32,
+    Elem::F64,
+    Elem::I32,
+    Elem::I64,
+    Elem::U32,
+    Elem::U64,
+    Elem::Bool,
+];
 
 // Shared helpers of the family files.
 

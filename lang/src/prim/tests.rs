@@ -105,7 +105,11 @@ fn eval_cases() -> Vec<Case> {
         (Tanh, vec![F64(100.0)], F64(1.0)),
         (Sinh, vec![F64(0.0)], F64(0.0)),
         (Cosh, vec![F64(0.0)], F64(1.0)),
-        (Atan, vec![F64(f64::INFINITY)], F64(std::f64::consts::FRAC_PI_2)),
+        (
+            Atan,
+            vec![F64(f64::INFINITY)],
+            F64(std::f64::consts::FRAC_PI_2),
+        ),
         (Floor, vec![F64(-1.5)], F64(-2.0)),
         (Ceil, vec![F32(-1.5)], F32(-1.0)),
         (Round, vec![F64(2.5)], F64(3.0)),
@@ -115,7 +119,11 @@ fn eval_cases() -> Vec<Case> {
         (Pow, vec![F64(2.0), F64(10.0)], F64(1024.0)),
         (Pow, vec![F32(4.0), F32(0.5)], F32(2.0)),
         (Pow, vec![F64(-8.0), F64(1.0 / 3.0)], F64(f64::NAN)),
-        (Atan2, vec![F64(1.0), F64(-1.0)], F64(3.0 * std::f64::consts::FRAC_PI_4)),
+        (
+            Atan2,
+            vec![F64(1.0), F64(-1.0)],
+            F64(3.0 * std::f64::consts::FRAC_PI_4),
+        ),
         // More math cases, so that each primitive has at least two.
         (Exp2, vec![F32(-1.0)], F32(0.5)),
         (Log2, vec![F32(0.25)], F32(-2.0)),
@@ -164,7 +172,11 @@ fn eval_cases() -> Vec<Case> {
         // select.
         (Select, vec![B(true), F64(1.0), F64(2.0)], F64(1.0)),
         (Select, vec![B(false), I64(1), I64(2)], I64(2)),
-        (Select, vec![B(false), F64(1.0), F64(f64::NAN)], F64(f64::NAN)),
+        (
+            Select,
+            vec![B(false), F64(1.0), F64(f64::NAN)],
+            F64(f64::NAN),
+        ),
         // casts: float→int truncates and saturates, NaN→0; int→int wraps; bool↔number.
         (Cast(Elem::I64), vec![F64(-2.7)], I64(-2)),
         (Cast(Elem::I64), vec![F64(2.7)], I64(2)),
@@ -219,7 +231,9 @@ fn eval_table() {
         }
         let found = prim.eval(&operands);
         if !same(found, expected) {
-            failures.push(format!("{prim:?} {operands:?}: got {found:?}, expected {expected:?}"));
+            failures.push(format!(
+                "{prim:?} {operands:?}: got {found:?}, expected {expected:?}"
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -228,8 +242,15 @@ fn eval_table() {
 #[test]
 fn every_prim_has_eval_cases() {
     let cases = eval_cases();
-    for prim in ALL_PRIMS.iter().copied().chain(ALL_ELEMS.iter().map(|&elem| Prim::Cast(elem))) {
-        let n_cases = cases.iter().filter(|(case_prim, _, _)| *case_prim == prim).count();
+    for prim in ALL_PRIMS
+        .iter()
+        .copied()
+        .chain(ALL_ELEMS.iter().map(|&elem| Prim::Cast(elem)))
+    {
+        let n_cases = cases
+            .iter()
+            .filter(|(case_prim, _, _)| *case_prim == prim)
+            .count();
         // Casts are covered per target type; other primitives need at least two cases.
         let wanted = if matches!(prim, Prim::Cast(_)) { 1 } else { 2 };
         assert!(n_cases >= wanted, "{prim:?} has {n_cases} eval cases");
@@ -238,7 +259,11 @@ fn every_prim_has_eval_cases() {
 
 #[test]
 fn names_round_trip() {
-    for prim in ALL_PRIMS.iter().copied().chain(ALL_ELEMS.iter().map(|&elem| Prim::Cast(elem))) {
+    for prim in ALL_PRIMS
+        .iter()
+        .copied()
+        .chain(ALL_ELEMS.iter().map(|&elem| Prim::Cast(elem)))
+    {
         assert_eq!(Prim::from_name(&prim.name()), Some(prim));
     }
     assert_eq!(Prim::from_name("frobnicate"), None);
@@ -287,12 +312,22 @@ fn type_rules_accept_and_reject() {
 fn type_rules_reject_mixed_and_wrong_arity() {
     assert!(Prim::Add.result_elem(&[Elem::F32, Elem::F64]).is_err());
     assert!(Prim::Lt.result_elem(&[Elem::I64, Elem::I32]).is_err());
-    assert!(Prim::Select.result_elem(&[Elem::I64, Elem::F64, Elem::F64]).is_err());
-    assert!(Prim::Select.result_elem(&[Elem::Bool, Elem::F64, Elem::F32]).is_err());
+    assert!(Prim::Select
+        .result_elem(&[Elem::I64, Elem::F64, Elem::F64])
+        .is_err());
+    assert!(Prim::Select
+        .result_elem(&[Elem::Bool, Elem::F64, Elem::F32])
+        .is_err());
     assert!(Prim::Neg.result_elem(&[Elem::F64, Elem::F64]).is_err());
     assert!(Prim::Add.result_elem(&[Elem::F64]).is_err());
-    assert_eq!(Prim::Lt.result_elem(&[Elem::F32, Elem::F32]), Ok(Elem::Bool));
+    assert_eq!(
+        Prim::Lt.result_elem(&[Elem::F32, Elem::F32]),
+        Ok(Elem::Bool)
+    );
     assert_eq!(Prim::IsNan.result_elem(&[Elem::F64]), Ok(Elem::Bool));
     let error = Prim::Sqrt.result_elem(&[Elem::I64]).unwrap_err();
-    assert!(error.0.contains("sqrt") && error.0.contains("float"), "{error}");
+    assert!(
+        error.0.contains("sqrt") && error.0.contains("float"),
+        "{error}"
+    );
 }

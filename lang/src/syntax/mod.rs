@@ -1,8 +1,16 @@
 //! The front end's first stage: splitting a source into blocks and parsing each block.
 
 pub mod ast;
+mod chunks;
+mod layout;
+mod lexer;
+mod parser;
 pub mod span;
+#[cfg(test)]
+mod tests;
 
+pub use chunks::{entry_status, split_chunks, EntryStatus};
+pub use parser::{parse_code, parse_expr};
 pub use span::Span;
 
 /// A parse error: a message and the span it is about. `incomplete` is set when the error is

@@ -1,0 +1,202 @@
+//! Splitting a source (a file, a REPL entry, a notebook cell) into chunks (LANGUAGE.md §1), and
+//! deciding whether a REPL entry is complete.
+//!
+//! Line rules, by the line's first character:
+//!
+//! - `>` at column 0 is old output: it belongs to no chunk (it is dropped).
+//! - `'` starts a prose chunk that runs to the next blank line (all lines up to it, including
+//!   `>` lines: in prose they are Markdown quotes).
+//! - `#` or `--` at column 0 is a comment line; consecutive ones form one `Comment` chunk.
+//! - `%` at column 0 is a pragma; consecutive pragma lines attach to the code block that starts
+//!   on the next line. Pragmas with no block right after them form a code chunk of their own,
+//!   whose parse fails (`expected a block after the pragma`).
+//! - Any other non-blank column-0 line starts a code block, which continues over the following
+//!   indented lines, and over blank lines and column-0 comment lines that are followed by an
+//!   indented line.
+//! - Runs of blank lines are `Blank` chunks.
+//! - Indented lines that follow no block form a code chunk that fails with
+//!   `unexpected indentation` (or a `Comment` chunk when they hold only comments).
+//!
+//! Guarantee: concatenating `&src[chunk.span]` over the chunks gives `src` without its `>`
+//! lines.
+
+use super::parser::parse_code;
+use super::{Chunk, ChunkKind, Span};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LineKind {
+    Blank,
+    Output,
+    Prose,
+    Comment,
+    Pragma,
+    Indented,
+    Code,
+}
+
+struct Line {
+    start: usize,
+    /// End of the line including its `\n` (if any).
+    end: usize,
+    kind: LineKind,
+}
+
+fn classify(text: &str) -> LineKind {
+    let content = text.trim_end_matches(['\n', '\r']);
+    if content.trim_matches([' ', '\t', '\r']).is_empty() {
+        return LineKind::Blank;
+    }
+    match content.as_bytes()[0] {
+        b'>' => LineKind::Output,
+        b'\'' => LineKind::Prose,
+        b'#' => LineKind::Comment,
+        b'-' if content.starts_with("--") => LineKind::Comment,
+        b'%' => LineKind::Pragma,
+        b' ' | b'\t' => LineKind::Indented,
+        _ => LineKind::Code,
+    }
+}
+
+fn lines(src: &str) -> Vec<Line> {
+    let mut lines = Vec::new();
+    let mut start = 0;
+    while start < src.len() {
+        let end = src[start..]
+            .find('\n')
+            .map_or(src.len(), |offset| start + offset + 1);
+        lines.push(Line {
+            start,
+            end,
+            kind: classify(&src[start..end]),
+        });
+        start = end;
+    }
+    lines
+}
+
+/// Is this indented line only a comment?
+fn is_comment_only(text: &str) -> bool {
+    let trimmed = text.trim_start_matches([' ', '\t', '\r']);
+    trimmed.starts_with('#') || trimmed.starts_with("--") || trimmed.trim().is_empty()
+}
+
+/// The index one past the last line of the block whose first line is `first`.
+fn block_end(lines: &[Line], first: usize) -> usize {
+    let mut next = first + 1;
+    loop {
+        match lines.get(next).map(|line| line.kind) {
+            Some(LineKind::Indented) => next += 1,
+            Some(LineKind::Blank | LineKind::Comment) => {
+                let mut ahead = next;
+                while matches!(
+                    lines.get(ahead).map(|line| line.kind),
+                    Some(LineKind::Blank | LineKind::Comment)
+                ) {
+                    ahead += 1;
+                }
+                if lines.get(ahead).map(|line| line.kind) == Some(LineKind::Indented) {
+                    next = ahead;
+                } else {
+                    return next;
+                }
+            }
+            _ => return next,
+        }
+    }
+}
+
+/// Splits `src` into chunks and parses each code block. See the module documentation.
+pub fn split_chunks(src: &str) -> Vec<Chunk> {
+    let lines = lines(src);
+    let mut chunks = Vec::new();
+    let mut index = 0;
+    let span_of = |first: usize, end: usize| Span::new(lines[first].start, lines[end - 1].end);
+    while index < lines.len() {
+        let first = index;
+        let end = match lines[first].kind {
+            LineKind::Output => {
+                index += 1;
+                continue;
+            }
+            LineKind::Blank => run_end(&lines, first, |kind| kind == LineKind::Blank),
+            LineKind::Prose => (first + 1..lines.len())
+                .find(|&line| lines[line].kind == LineKind::Blank)
+                .unwrap_or(lines.len()),
+            LineKind::Comment => run_end(&lines, first, |kind| kind == LineKind::Comment),
+            LineKind::Pragma => {
+                let pragmas_end = run_end(&lines, first, |kind| kind == LineKind::Pragma);
+                if lines.get(pragmas_end).map(|line| line.kind) == Some(LineKind::Code) {
+                    block_end(&lines, pragmas_end)
+                } else {
+                    pragmas_end
+                }
+            }
+            LineKind::Code | LineKind::Indented => block_end(&lines, first),
+        };
+        let span = span_of(first, end);
+        let kind = match lines[first].kind {
+            LineKind::Blank => ChunkKind::Blank,
+            LineKind::Prose => ChunkKind::Prose,
+            LineKind::Comment => ChunkKind::Comment,
+            LineKind::Indented if is_comment_only_chunk(src, &lines[first..end]) => {
+                ChunkKind::Comment
+            }
+            _ => ChunkKind::Code(parse_code(src, span)),
+        };
+        chunks.push(Chunk { kind, span });
+        index = end;
+    }
+    chunks
+}
+
+fn is_comment_only_chunk(src: &str, lines: &[Line]) -> bool {
+    lines
+        .iter()
+        .all(|line| is_comment_only(&src[line.start..line.end]))
+}
+
+/// The index one past the run of lines, starting at `first`, whose kind satisfies `keep`.
+fn run_end(lines: &[Line], first: usize, keep: impl Fn(LineKind) -> bool) -> usize {
+    let mut end = first + 1;
+    while end < lines.len() && keep(lines[end].kind) {
+        end += 1;
+    }
+    end
+}
+
+/// Whether a REPL entry can run as it is, or the REPL should read more lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryStatus {
+    Complete,
+    Incomplete,
+}
+
+/// Decides whether a REPL entry is complete.
+///
+/// `Incomplete` when the last code block's parse error says the input ended too early (and no
+/// prose follows it: only comments or blank lines, which more indented lines could still
+/// continue), or, as in IPython, when the entry has several lines and its last line is indented
+/// and not blank, so that a multi-line `def` runs only after an empty line. Earlier blocks do
+/// not count: a column-0 line after them has already ended them, so no further input could
+/// complete them. Any other parse error is `Complete`: the entry runs and shows the error.
+pub fn entry_status(src: &str) -> EntryStatus {
+    let mut last_incomplete = false;
+    for chunk in split_chunks(src) {
+        match chunk.kind {
+            ChunkKind::Code(Err(err)) => last_incomplete = err.incomplete,
+            ChunkKind::Code(Ok(_)) | ChunkKind::Prose => last_incomplete = false,
+            ChunkKind::Comment | ChunkKind::Blank => {}
+        }
+    }
+    if last_incomplete {
+        return EntryStatus::Incomplete;
+    }
+    let mut entry_lines = src.split('\n');
+    let last_line = entry_lines.next_back().unwrap_or("");
+    let several_lines = src.contains('\n');
+    let last_is_indented = last_line.starts_with([' ', '\t']) && !last_line.trim().is_empty();
+    if several_lines && last_is_indented {
+        return EntryStatus::Incomplete;
+    }
+    EntryStatus::Complete
+}

@@ -1,0 +1,1120 @@
+//! Parsing one code block: pragma lines, then the layout pass (`layout.rs`), then the pest
+//! grammar (`dx.pest`), then building the surface AST (`ast.rs`) with absolute spans.
+//!
+//! Assumes: the block's first line starts at column 0 (pragmas first). Guarantees: every node
+//! carries its source span (byte offsets into the whole source); errors are `ParseError`s with
+//! a short message and `incomplete` set when the input ended too early. Never panics, whatever
+//! the input: resource limits are enforced by the layout pass (Note [Parser limits]) before pest
+//! runs.
+//!
+//! Operator precedence, loosest first (pest's PrattParser): `$` (right), `||`, `&&`, comparisons
+//! `== != < > <= >= ~~` (non-associative: `a < b < c` is an error), `e @ T` (postfix), `+ -`,
+//! `* / .* ** **. .**` and backtick infix, unary `-`; application and indexing bind tighter
+//! than all of them. A lambda, `for` or `if` body extends as far right as possible.
+
+use std::sync::LazyLock;
+
+use pest::error::{ErrorVariant, InputLocation};
+use pest::iterators::Pair;
+use pest::pratt_parser::{Assoc, Op, PrattParser};
+use pest::Parser;
+
+use super::ast::*;
+use super::layout::{layout, Laid};
+use super::lexer::{lex, TokKind};
+use super::{ParseError, Span};
+
+#[derive(pest_derive::Parser)]
+#[grammar = "syntax/dx.pest"]
+struct DxParser;
+
+static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
+    PrattParser::new()
+        .op(Op::infix(Rule::op_dollar, Assoc::Right))
+        .op(Op::infix(Rule::op_or, Assoc::Left))
+        .op(Op::infix(Rule::op_and, Assoc::Left))
+        .op(Op::infix(Rule::op_eq, Assoc::Left)
+            | Op::infix(Rule::op_ne, Assoc::Left)
+            | Op::infix(Rule::op_lt, Assoc::Left)
+            | Op::infix(Rule::op_gt, Assoc::Left)
+            | Op::infix(Rule::op_le, Assoc::Left)
+            | Op::infix(Rule::op_ge, Assoc::Left)
+            | Op::infix(Rule::op_approx, Assoc::Left))
+        .op(Op::postfix(Rule::at_suffix))
+        .op(Op::infix(Rule::op_add, Assoc::Left) | Op::infix(Rule::op_sub, Assoc::Left))
+        .op(Op::infix(Rule::op_mul, Assoc::Left)
+            | Op::infix(Rule::op_div, Assoc::Left)
+            | Op::infix(Rule::op_scale, Assoc::Left)
+            | Op::infix(Rule::op_matmul, Assoc::Left)
+            | Op::infix(Rule::op_matvec, Assoc::Left)
+            | Op::infix(Rule::op_vecmat, Assoc::Left)
+            | Op::infix(Rule::op_backtick, Assoc::Left))
+        .op(Op::prefix(Rule::op_neg))
+});
+
+type PResult<T> = Result<T, ParseError>;
+
+fn error(message: impl Into<String>, span: Span) -> ParseError {
+    ParseError {
+        message: message.into(),
+        span,
+        incomplete: false,
+    }
+}
+
+/// Parses one code block (pragma lines, then one declaration) lying at `span` of `src`.
+pub fn parse_code(src: &str, span: Span) -> Result<CodeBlock, ParseError> {
+    let (start, end) = clamp_span(src, span);
+    let mut pragmas = Vec::new();
+    let mut decl_start = start;
+    let mut pragma_end = start;
+    while decl_start < end && src.as_bytes()[decl_start] == b'%' {
+        let line_end = src[decl_start..end]
+            .find('\n')
+            .map_or(end, |offset| decl_start + offset);
+        pragmas.push(parse_pragma(src, decl_start, line_end)?);
+        pragma_end = line_end;
+        decl_start = (line_end + 1).min(end);
+    }
+    let laid = layout(src, decl_start, end)?;
+    let Some(first) = laid.tokens.first() else {
+        let (message, at) = if pragmas.is_empty() {
+            ("expected a declaration", start)
+        } else {
+            ("expected a block after the pragma", pragma_end)
+        };
+        return Err(ParseError {
+            message: message.to_string(),
+            span: Span::new(at, at),
+            incomplete: true,
+        });
+    };
+    if first.col > 0 {
+        return Err(error("unexpected indentation", first.span()));
+    }
+    let pairs =
+        DxParser::parse(Rule::decl_top, &laid.text).map_err(|err| pest_error(&laid, err))?;
+    let builder = Builder { laid: &laid };
+    let top = only_child(pairs)?;
+    let decl_pair = top.into_inner().next().ok_or_else(|| internal(&laid))?;
+    let decl = builder.decl(decl_pair)?;
+    Ok(CodeBlock {
+        pragmas,
+        decl,
+        span: Span::new(start, laid.src_end().max(pragma_end)),
+    })
+}
+
+/// Parses the whole of `src` as one expression (which may span indented lines).
+pub fn parse_expr(src: &str) -> Result<Expr, ParseError> {
+    let laid = layout(src, 0, src.len())?;
+    if laid.tokens.is_empty() {
+        return Err(ParseError {
+            message: "expected an expression".to_string(),
+            span: Span::new(src.len(), src.len()),
+            incomplete: true,
+        });
+    }
+    let pairs =
+        DxParser::parse(Rule::expr_top, &laid.text).map_err(|err| pest_error(&laid, err))?;
+    let builder = Builder { laid: &laid };
+    let top = only_child(pairs)?;
+    let body = top.into_inner().next().ok_or_else(|| internal(&laid))?;
+    builder.body(body)
+}
+
+fn only_child<'i>(mut pairs: pest::iterators::Pairs<'i, Rule>) -> PResult<Pair<'i, Rule>> {
+    pairs
+        .next()
+        .ok_or_else(|| error("internal parser error: empty parse", Span::default()))
+}
+
+fn internal(laid: &Laid) -> ParseError {
+    error(
+        "internal parser error: unexpected parse tree",
+        Span::new(laid.base, laid.base),
+    )
+}
+
+/// Clamps a span to `src` and to `char` boundaries.
+fn clamp_span(src: &str, span: Span) -> (usize, usize) {
+    let mut end = (span.end as usize).min(src.len());
+    while !src.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut start = (span.start as usize).min(end);
+    while !src.is_char_boundary(start) {
+        start -= 1;
+    }
+    (start, end)
+}
+
+/// Parses a pragma line `src[start..end]` (which starts with `%`).
+fn parse_pragma(src: &str, start: usize, end: usize) -> PResult<Pragma> {
+    let lexed = lex(src, start, end)?;
+    let tokens = lexed.tokens;
+    let name = match tokens.get(1) {
+        Some(token) if token.kind == TokKind::Ident && token.start == start + 1 => *token,
+        _ => {
+            return Err(error(
+                "expected a pragma name after '%'",
+                Span::new(start, start + 1),
+            ))
+        }
+    };
+    let rest = &tokens[2..];
+    let no_arguments = |pragma: Pragma| match rest.first() {
+        None => Ok(pragma),
+        Some(token) => Err(error(
+            format!("unexpected '{}'", token.text(src)),
+            token.span(),
+        )),
+    };
+    match name.text(src) {
+        "time" => no_arguments(Pragma::Time),
+        "strict" => no_arguments(Pragma::Strict),
+        "passes" => {
+            let mut stages = Vec::new();
+            for token in rest {
+                if token.kind != TokKind::Ident {
+                    return Err(error("expected a stage name", token.span()));
+                }
+                stages.push(Ident {
+                    name: token.text(src).to_string(),
+                    span: token.span(),
+                });
+            }
+            if stages.is_empty() {
+                return Err(error("expected stage names after %passes", name.span()));
+            }
+            Ok(Pragma::Passes(stages))
+        }
+        "bench" => match rest {
+            [token] if token.kind == TokKind::Str => {
+                let text = token.text(src);
+                Ok(Pragma::Bench(unescape(&text[1..text.len() - 1])))
+            }
+            [] => Err(error(
+                "expected a benchmark name: %bench \"name\"",
+                name.span(),
+            )),
+            [_, token, ..] if rest[0].kind == TokKind::Str => Err(error(
+                format!("unexpected '{}'", token.text(src)),
+                token.span(),
+            )),
+            [token, ..] => Err(error("expected a quoted benchmark name", token.span())),
+        },
+        other => Err(error(
+            format!("unknown pragma '%{other}'"),
+            Span::new(start, name.end),
+        )),
+    }
+}
+
+fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(ch) = chars.next() {
+        if ch != '\\' {
+            out.push(ch);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some(other) => out.push(other),
+            None => {}
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors from pest.
+
+/// What the parser was looking for at the error, as a person would say it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Expected {
+    /// An expression is required here.
+    Expression,
+    /// Something that may optionally continue what came before (an operator, an argument,
+    /// another parameter, the end of the input).
+    Continuation,
+    /// A specific thing: `'else'`, `a type`, ...
+    Specific(&'static str),
+}
+
+fn classify(rule: Rule) -> Expected {
+    match rule {
+        Rule::expr
+        | Rule::app
+        | Rule::postfix_expr
+        | Rule::lambda
+        | Rule::for_expr
+        | Rule::if_expr
+        | Rule::kw_for
+        | Rule::kw_if
+        | Rule::op_neg
+        | Rule::float
+        | Rule::int
+        | Rule::bool
+        | Rule::string
+        | Rule::var
+        | Rule::paren
+        | Rule::table
+        | Rule::block
+        | Rule::call_arg => Expected::Expression,
+        Rule::ty | Rule::ty_table | Rule::ty_fin | Rule::ty_paren | Rule::hole | Rule::ty_name => {
+            Expected::Specific("a type")
+        }
+        Rule::pat_var | Rule::pat_tuple | Rule::pat_table | Rule::wildcard => {
+            Expected::Specific("a pattern")
+        }
+        Rule::ident | Rule::given_binder | Rule::arg_name => Expected::Specific("a name"),
+        Rule::def_params => Expected::Specific("'('"),
+        Rule::eq => Expected::Specific("'='"),
+        Rule::dot => Expected::Specific("'.'"),
+        Rule::kw_then => Expected::Specific("'then'"),
+        Rule::kw_else => Expected::Specific("'else'"),
+        _ => Expected::Continuation,
+    }
+}
+
+/// Turns pest's error into a short message at an absolute position.
+fn pest_error(laid: &Laid, err: pest::error::Error<Rule>) -> ParseError {
+    let text_pos = match err.location {
+        InputLocation::Pos(pos) => pos,
+        InputLocation::Span((start, _)) => start,
+    };
+    let at_end = text_pos >= laid.real_end;
+    let positives = match &err.variant {
+        ErrorVariant::ParsingError { positives, .. } => positives.clone(),
+        ErrorVariant::CustomError { .. } => {
+            // Pest's stack or call limit; the layout pass should have caught this first.
+            let at = laid.to_src(text_pos);
+            return error("expression nested too deeply", Span::new(at, at));
+        }
+    };
+    let mut expected: Vec<Expected> = positives.iter().map(|&rule| classify(rule)).collect();
+    expected.sort();
+    expected.dedup();
+    let (found, span) = found_at(laid, text_pos);
+    let found_suffix = match &found {
+        Found::Token(text) => format!(", found '{text}'"),
+        Found::End | Found::Marker(_) => String::new(),
+    };
+    let specific: Vec<&str> = expected
+        .iter()
+        .filter_map(|what| match what {
+            Expected::Specific(text) => Some(*text),
+            _ => None,
+        })
+        .collect();
+    let continuation = expected.contains(&Expected::Continuation);
+    let message = if expected.contains(&Expected::Expression) && !continuation {
+        format!("expected an expression{found_suffix}")
+    } else if !continuation && !specific.is_empty() {
+        format!("expected {}{found_suffix}", specific.join(" or "))
+    } else {
+        match (&found, specific.as_slice()) {
+            (Found::End, [what]) => format!("expected {what}"),
+            (Found::End, _) => "unexpected end of input".to_string(),
+            (Found::Marker(';'), _) => {
+                "unexpected new line (indent it to continue the line above)".to_string()
+            }
+            (Found::Marker(_), _) => "unexpected end of block".to_string(),
+            (Found::Token(text), _) => format!("unexpected '{text}'"),
+        }
+    };
+    ParseError {
+        message,
+        span,
+        incomplete: at_end,
+    }
+}
+
+enum Found {
+    End,
+    Marker(char),
+    Token(String),
+}
+
+/// What is at `text_pos` of the laid-out text, and its source span.
+fn found_at(laid: &Laid, text_pos: usize) -> (Found, Span) {
+    if text_pos >= laid.real_end {
+        let end = laid.src_end();
+        return (Found::End, Span::new(end, end));
+    }
+    if laid.markers.binary_search(&text_pos).is_ok() {
+        let marker = laid.text[text_pos..].chars().next().unwrap_or(';');
+        let at = laid.to_src(text_pos);
+        if marker == ';' {
+            // Point at the token that starts the new line.
+            if let Some(token) = laid.tokens.iter().find(|token| token.start >= at) {
+                return (Found::Marker(';'), token.span());
+            }
+        }
+        return (Found::Marker(marker), Span::new(at, at));
+    }
+    let at = laid.to_src(text_pos);
+    match laid.tokens.iter().find(|token| token.end > at) {
+        Some(token) if token.start <= at => {
+            let text = &laid.text[text_pos..text_pos + (token.end - at)];
+            (Found::Token(shorten(text)), Span::new(at, token.end))
+        }
+        _ => (Found::End, Span::new(at, at)),
+    }
+}
+
+fn shorten(text: &str) -> String {
+    match text.char_indices().nth(20) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building the AST.
+
+struct Builder<'a> {
+    laid: &'a Laid,
+}
+
+/// An expression with the span of its source text including enclosing parentheses, so that a
+/// node built from it (`(a + b) * c`) covers the parentheses too.
+struct Node {
+    expr: Expr,
+    outer: Span,
+    /// Written in parentheses: `(a < b) < c` is not a chained comparison.
+    parenthesized: bool,
+}
+
+impl Node {
+    fn plain(expr: Expr) -> Node {
+        Node {
+            outer: expr.span,
+            expr,
+            parenthesized: false,
+        }
+    }
+}
+
+fn boxed(node: Node) -> Box<Expr> {
+    Box::new(node.expr)
+}
+
+fn is_comparison(op: BinOp) -> bool {
+    matches!(
+        op,
+        BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Gt | BinOp::Le | BinOp::Ge | BinOp::Approx
+    )
+}
+
+impl<'a> Builder<'a> {
+    fn span(&self, pair: &Pair<Rule>) -> Span {
+        let pest_span = pair.as_span();
+        self.laid.span(pest_span.start(), pest_span.end())
+    }
+
+    fn internal(&self, pair: &Pair<Rule>) -> ParseError {
+        error(
+            format!("internal parser error: unexpected {:?}", pair.as_rule()),
+            self.span(pair),
+        )
+    }
+
+    fn next<'i>(
+        &self,
+        pairs: &mut pest::iterators::Pairs<'i, Rule>,
+        parent: &Pair<Rule>,
+    ) -> PResult<Pair<'i, Rule>> {
+        pairs.next().ok_or_else(|| self.internal(parent))
+    }
+
+    fn ident(&self, pair: Pair<Rule>) -> Ident {
+        Ident {
+            name: pair.as_str().to_string(),
+            span: self.span(&pair),
+        }
+    }
+
+    fn decl(&self, pair: Pair<Rule>) -> PResult<Decl> {
+        match pair.as_rule() {
+            Rule::def_decl => Ok(Decl::Def(self.fun_def(pair)?)),
+            Rule::import_decl => {
+                let ident = pair
+                    .clone()
+                    .into_inner()
+                    .find(|child| child.as_rule() == Rule::ident);
+                let ident = ident.ok_or_else(|| self.internal(&pair))?;
+                Ok(Decl::Import(self.ident(ident)))
+            }
+            Rule::command_decl => {
+                let mut inner = pair.clone().into_inner();
+                let command_pair = self.next(&mut inner, &pair)?;
+                let command = match &command_pair.as_str()[1..] {
+                    "p" => Command::Print,
+                    "t" => Command::Type,
+                    "plot" => Command::Plot,
+                    "plotgrad" => Command::PlotGrad,
+                    "table" => Command::Table,
+                    "stages" => Command::Stages,
+                    other => {
+                        let message = format!("unknown command ':{}'", shorten(other));
+                        return Err(error(message, self.span(&command_pair)));
+                    }
+                };
+                let body = self.next(&mut inner, &pair)?;
+                Ok(Decl::Command {
+                    command,
+                    expr: self.body(body)?,
+                    bare: false,
+                })
+            }
+            Rule::let_binding => Ok(Decl::Let(self.let_binding(pair)?)),
+            Rule::expr => Ok(Decl::Command {
+                command: Command::Print,
+                expr: self.expr(pair)?.expr,
+                bare: true,
+            }),
+            _ => Err(self.internal(&pair)),
+        }
+    }
+
+    fn fun_def(&self, pair: Pair<Rule>) -> PResult<FunDef> {
+        let span = self.span(&pair);
+        let mut name = None;
+        let mut params = Vec::new();
+        let mut ret = None;
+        let mut given = Vec::new();
+        let mut body = None;
+        for child in pair.clone().into_inner() {
+            match child.as_rule() {
+                Rule::kw_def | Rule::eq => {}
+                Rule::ident => name = Some(self.ident(child)),
+                Rule::def_params => {
+                    for param in child
+                        .into_inner()
+                        .filter(|param| param.as_rule() == Rule::def_param)
+                    {
+                        params.push(self.param(param)?);
+                    }
+                }
+                Rule::ret_ty => {
+                    let ty = child
+                        .clone()
+                        .into_inner()
+                        .next()
+                        .ok_or_else(|| self.internal(&child))?;
+                    ret = Some(self.ty(ty)?);
+                }
+                Rule::given => {
+                    for binder in child
+                        .into_inner()
+                        .filter(|binder| binder.as_rule() == Rule::given_binder)
+                    {
+                        let mut names = binder.into_inner().map(|ident| self.ident(ident));
+                        if let Some(name) = names.next() {
+                            given.push(GivenBinder {
+                                name,
+                                class: names.next(),
+                            });
+                        }
+                    }
+                }
+                _ => body = Some(self.body(child)?),
+            }
+        }
+        match (name, body) {
+            (Some(name), Some(body)) => Ok(FunDef {
+                name,
+                params,
+                ret,
+                given,
+                body,
+                span,
+            }),
+            _ => Err(self.internal(&pair)),
+        }
+    }
+
+    /// A `def` parameter or a lambda parameter: a pattern and an optional type.
+    fn param(&self, pair: Pair<Rule>) -> PResult<Param> {
+        let span = self.span(&pair);
+        let mut inner = pair.clone().into_inner();
+        let pat = self.pattern(self.next(&mut inner, &pair)?)?;
+        let ty = inner.next().map(|ty| self.ty(ty)).transpose()?;
+        Ok(Param { pat, ty, span })
+    }
+
+    fn let_binding(&self, pair: Pair<Rule>) -> PResult<LetBinding> {
+        let span = self.span(&pair);
+        let mut pat = None;
+        let mut ty = None;
+        let mut value = None;
+        for child in pair.clone().into_inner() {
+            match child.as_rule() {
+                Rule::eq => {}
+                Rule::pat_var | Rule::pat_tuple | Rule::pat_table | Rule::wildcard
+                    if pat.is_none() =>
+                {
+                    pat = Some(self.pattern(child)?);
+                }
+                Rule::ty => ty = Some(self.ty(child)?),
+                _ => value = Some(self.body(child)?),
+            }
+        }
+        match (pat, value) {
+            (Some(pat), Some(value)) => Ok(LetBinding {
+                pat,
+                ty,
+                value,
+                span,
+            }),
+            _ => Err(self.internal(&pair)),
+        }
+    }
+
+    fn pattern(&self, pair: Pair<Rule>) -> PResult<Pattern> {
+        let span = self.span(&pair);
+        match pair.as_rule() {
+            Rule::pat_var => {
+                let ident = pair
+                    .clone()
+                    .into_inner()
+                    .next()
+                    .ok_or_else(|| self.internal(&pair))?;
+                Ok(Pattern::Var(self.ident(ident)))
+            }
+            Rule::wildcard => Ok(Pattern::Wildcard(span)),
+            Rule::pat_tuple => {
+                let mut items: Vec<Pattern> = pair
+                    .into_inner()
+                    .map(|item| self.pattern(item))
+                    .collect::<PResult<_>>()?;
+                if items.len() == 1 {
+                    Ok(items.remove(0))
+                } else {
+                    Ok(Pattern::Tuple(items, span))
+                }
+            }
+            Rule::pat_table => {
+                let items = pair
+                    .into_inner()
+                    .map(|item| self.pattern(item))
+                    .collect::<PResult<_>>()?;
+                Ok(Pattern::Table(items, span))
+            }
+            _ => Err(self.internal(&pair)),
+        }
+    }
+
+    // --- Types ---------------------------------------------------------------------------------
+
+    fn ty(&self, pair: Pair<Rule>) -> PResult<TypeExpr> {
+        let span = self.span(&pair);
+        match pair.as_rule() {
+            Rule::ty => {
+                let mut inner = pair.clone().into_inner();
+                let lhs = self.next(&mut inner, &pair)?;
+                let Some(result) = inner.next() else {
+                    return self.ty(lhs);
+                };
+                // `(a, b) -> c` is a function of two arguments; `((a, b)) -> c` of one tuple.
+                let mut lhs_items = lhs.clone().into_inner();
+                let params = match (lhs_items.next(), lhs_items.next()) {
+                    (Some(only), None)
+                        if only.as_rule() == Rule::ty_paren
+                            && only.clone().into_inner().count() > 1 =>
+                    {
+                        only.into_inner()
+                            .map(|item| self.ty(item))
+                            .collect::<PResult<_>>()?
+                    }
+                    _ => vec![self.ty(lhs)?],
+                };
+                Ok(TypeExpr {
+                    kind: TypeExprKind::Fun(params, Box::new(self.ty(result)?)),
+                    span,
+                })
+            }
+            Rule::ty_table => {
+                let mut inner = pair.clone().into_inner();
+                let index = self.ty(self.next(&mut inner, &pair)?)?;
+                match inner.next() {
+                    None => Ok(index),
+                    Some(elem) => {
+                        let elem = self.ty(elem)?;
+                        Ok(TypeExpr {
+                            kind: TypeExprKind::Table(Box::new(index), Box::new(elem)),
+                            span,
+                        })
+                    }
+                }
+            }
+            Rule::ty_fin => {
+                let atom = pair
+                    .clone()
+                    .into_inner()
+                    .nth(1)
+                    .ok_or_else(|| self.internal(&pair))?;
+                let size = self.atom(atom)?;
+                Ok(TypeExpr {
+                    kind: TypeExprKind::Fin(boxed(size)),
+                    span,
+                })
+            }
+            Rule::ty_paren => {
+                let mut items: Vec<TypeExpr> = pair
+                    .into_inner()
+                    .map(|item| self.ty(item))
+                    .collect::<PResult<_>>()?;
+                if items.len() == 1 {
+                    let mut only = items.remove(0);
+                    only.span = span;
+                    Ok(only)
+                } else {
+                    Ok(TypeExpr {
+                        kind: TypeExprKind::Tuple(items),
+                        span,
+                    })
+                }
+            }
+            Rule::hole => Ok(TypeExpr {
+                kind: TypeExprKind::Hole,
+                span,
+            }),
+            Rule::ty_name => {
+                let ident = pair
+                    .clone()
+                    .into_inner()
+                    .next()
+                    .ok_or_else(|| self.internal(&pair))?;
+                Ok(TypeExpr {
+                    kind: TypeExprKind::Name(self.ident(ident)),
+                    span,
+                })
+            }
+            _ => Err(self.internal(&pair)),
+        }
+    }
+
+    // --- Expressions ---------------------------------------------------------------------------
+
+    /// A block or an expression.
+    fn body(&self, pair: Pair<Rule>) -> PResult<Expr> {
+        match pair.as_rule() {
+            Rule::block => self.block(pair),
+            Rule::expr => Ok(self.expr(pair)?.expr),
+            _ => Err(self.internal(&pair)),
+        }
+    }
+
+    fn block(&self, pair: Pair<Rule>) -> PResult<Expr> {
+        let mut items: Vec<Pair<Rule>> = pair.clone().into_inner().collect();
+        let close = match items.pop() {
+            Some(close) if close.as_rule() == Rule::block_close => close,
+            _ => return Err(self.internal(&pair)),
+        };
+        let Some(last) = items.pop() else {
+            return Err(self.internal(&pair));
+        };
+        let mut stmts = Vec::with_capacity(items.len());
+        for item in items {
+            match item.as_rule() {
+                Rule::let_binding => stmts.push(Stmt::Let(self.let_binding(item)?)),
+                Rule::def_decl => stmts.push(Stmt::Def(self.fun_def(item)?)),
+                _ => {
+                    let message =
+                        "expected a binding: only the last line of a block is an expression";
+                    return Err(error(message, self.span(&item)));
+                }
+            }
+        }
+        if last.as_rule() != Rule::expr {
+            let close_pos = close.as_span().start();
+            return Err(ParseError {
+                message: "a block must end with an expression".to_string(),
+                span: self.span(&last),
+                incomplete: close_pos >= self.laid.real_end,
+            });
+        }
+        let result = self.expr(last)?.expr;
+        match stmts.first() {
+            None => Ok(result),
+            Some(first) => {
+                let start = match first {
+                    Stmt::Let(binding) => binding.span,
+                    Stmt::Def(def) => def.span,
+                };
+                let span = start.to(result.span);
+                Ok(Expr {
+                    kind: ExprKind::Block {
+                        stmts,
+                        result: Box::new(result),
+                    },
+                    span,
+                })
+            }
+        }
+    }
+
+    fn expr(&self, pair: Pair<Rule>) -> PResult<Node> {
+        PRATT
+            .map_primary(|primary| self.operand(primary))
+            .map_prefix(|op, rhs| {
+                let rhs = rhs?;
+                let span = self.span(&op).to(rhs.outer);
+                Ok(Node::plain(Expr {
+                    kind: ExprKind::Neg(boxed(rhs)),
+                    span,
+                }))
+            })
+            .map_postfix(|lhs, op| {
+                let lhs = lhs?;
+                let ty_pair = op
+                    .clone()
+                    .into_inner()
+                    .next()
+                    .ok_or_else(|| self.internal(&op))?;
+                let ty = self.ty(ty_pair)?;
+                let span = lhs.outer.to(ty.span);
+                Ok(Node::plain(Expr {
+                    kind: ExprKind::At {
+                        value: boxed(lhs),
+                        ty,
+                    },
+                    span,
+                }))
+            })
+            .map_infix(|lhs, op, rhs| self.infix(lhs?, op, rhs?))
+            .parse(pair.into_inner())
+    }
+
+    fn infix(&self, lhs: Node, op: Pair<Rule>, rhs: Node) -> PResult<Node> {
+        let span = lhs.outer.to(rhs.outer);
+        let bin_op = match op.as_rule() {
+            Rule::op_dollar => {
+                let kind = ExprKind::App {
+                    func: boxed(lhs),
+                    arg: boxed(rhs),
+                    name: None,
+                };
+                return Ok(Node::plain(Expr { kind, span }));
+            }
+            Rule::op_backtick => {
+                let name_pair = op
+                    .clone()
+                    .into_inner()
+                    .next()
+                    .ok_or_else(|| self.internal(&op))?;
+                let func = Expr {
+                    kind: ExprKind::Var(self.ident(name_pair)),
+                    span: self.span(&op),
+                };
+                let inner_span = lhs.outer.to(self.span(&op));
+                let inner_kind = ExprKind::App {
+                    func: Box::new(func),
+                    arg: boxed(lhs),
+                    name: None,
+                };
+                let inner = Expr {
+                    kind: inner_kind,
+                    span: inner_span,
+                };
+                let kind = ExprKind::App {
+                    func: Box::new(inner),
+                    arg: boxed(rhs),
+                    name: None,
+                };
+                return Ok(Node::plain(Expr { kind, span }));
+            }
+            Rule::op_or => BinOp::Or,
+            Rule::op_and => BinOp::And,
+            Rule::op_eq => BinOp::Eq,
+            Rule::op_ne => BinOp::Ne,
+            Rule::op_lt => BinOp::Lt,
+            Rule::op_gt => BinOp::Gt,
+            Rule::op_le => BinOp::Le,
+            Rule::op_ge => BinOp::Ge,
+            Rule::op_approx => BinOp::Approx,
+            Rule::op_add => BinOp::Add,
+            Rule::op_sub => BinOp::Sub,
+            Rule::op_mul => BinOp::Mul,
+            Rule::op_div => BinOp::Div,
+            Rule::op_scale => BinOp::Scale,
+            Rule::op_matmul => BinOp::MatMul,
+            Rule::op_matvec => BinOp::MatVec,
+            Rule::op_vecmat => BinOp::VecMat,
+            _ => return Err(self.internal(&op)),
+        };
+        if is_comparison(bin_op) && !lhs.parenthesized {
+            if let ExprKind::BinOp { op: lhs_op, .. } = &lhs.expr.kind {
+                if is_comparison(*lhs_op) {
+                    let message = format!(
+                        "comparisons do not chain: add parentheses around '{}'",
+                        lhs_op.symbol()
+                    );
+                    return Err(error(message, self.span(&op)));
+                }
+            }
+        }
+        let kind = ExprKind::BinOp {
+            op: bin_op,
+            lhs: boxed(lhs),
+            rhs: boxed(rhs),
+        };
+        Ok(Node::plain(Expr { kind, span }))
+    }
+
+    fn operand(&self, pair: Pair<Rule>) -> PResult<Node> {
+        match pair.as_rule() {
+            Rule::lambda => self.lambda(pair).map(Node::plain),
+            Rule::for_expr => self.for_expr(pair).map(Node::plain),
+            Rule::if_expr => self.if_expr(pair).map(Node::plain),
+            Rule::app => self.app(pair),
+            _ => Err(self.internal(&pair)),
+        }
+    }
+
+    fn app(&self, pair: Pair<Rule>) -> PResult<Node> {
+        let mut inner = pair.clone().into_inner();
+        let mut func = self.argument(self.next(&mut inner, &pair)?)?;
+        for arg_pair in inner {
+            let arg = self.argument(arg_pair)?;
+            let span = func.outer.to(arg.outer);
+            let kind = ExprKind::App {
+                func: boxed(func),
+                arg: boxed(arg),
+                name: None,
+            };
+            func = Node::plain(Expr { kind, span });
+        }
+        Ok(func)
+    }
+
+    /// One item of a juxtaposition: a postfix expression, or a trailing lambda/`for`/`if`.
+    fn argument(&self, pair: Pair<Rule>) -> PResult<Node> {
+        match pair.as_rule() {
+            Rule::postfix_expr => self.postfix_expr(pair),
+            _ => self.operand(pair),
+        }
+    }
+
+    fn postfix_expr(&self, pair: Pair<Rule>) -> PResult<Node> {
+        let mut inner = pair.clone().into_inner();
+        let mut base = self.atom(self.next(&mut inner, &pair)?)?;
+        for suffix in inner {
+            let suffix_span = self.span(&suffix);
+            match suffix.as_rule() {
+                Rule::call_args => {
+                    let args: Vec<Pair<Rule>> = suffix.into_inner().collect();
+                    let n_args = args.len();
+                    for (arg_idx, call_arg) in args.into_iter().enumerate() {
+                        let mut parts = call_arg.clone().into_inner();
+                        let first = self.next(&mut parts, &call_arg)?;
+                        let (name, value) = if first.as_rule() == Rule::arg_name {
+                            let ident_pair = first
+                                .clone()
+                                .into_inner()
+                                .next()
+                                .ok_or_else(|| self.internal(&first))?;
+                            let _eq = parts.next();
+                            let value = self.next(&mut parts, &call_arg)?;
+                            (Some(self.ident(ident_pair)), value)
+                        } else {
+                            (None, first)
+                        };
+                        let arg = self.expr(value)?;
+                        let mut span = base.outer.to(arg.outer);
+                        if arg_idx + 1 == n_args {
+                            span = span.to(suffix_span);
+                        }
+                        let kind = ExprKind::App {
+                            func: boxed(base),
+                            arg: boxed(arg),
+                            name,
+                        };
+                        base = Node::plain(Expr { kind, span });
+                    }
+                }
+                Rule::index_args => {
+                    let indices = suffix
+                        .into_inner()
+                        .map(|index| Ok(self.expr(index)?.expr))
+                        .collect::<PResult<Vec<_>>>()?;
+                    let span = base.outer.to(suffix_span);
+                    base = Node::plain(Expr {
+                        kind: ExprKind::Index {
+                            base: boxed(base),
+                            indices,
+                        },
+                        span,
+                    });
+                }
+                _ => return Err(self.internal(&suffix)),
+            }
+        }
+        Ok(base)
+    }
+
+    fn atom(&self, pair: Pair<Rule>) -> PResult<Node> {
+        let span = self.span(&pair);
+        let lit = |lit: Lit| {
+            Ok(Node::plain(Expr {
+                kind: ExprKind::Lit(lit),
+                span,
+            }))
+        };
+        match pair.as_rule() {
+            Rule::int => match pair.as_str().parse::<u64>() {
+                Ok(value) => lit(Lit::Int(value)),
+                Err(_) => Err(error("integer literal too large", span)),
+            },
+            Rule::float => {
+                let text = pair.as_str();
+                let normalized = if text.ends_with('.') {
+                    format!("{text}0")
+                } else {
+                    text.replace(".e", ".0e").replace(".E", ".0E")
+                };
+                match normalized.parse::<f64>() {
+                    Ok(value) => lit(Lit::Float(value)),
+                    Err(_) => Err(error("malformed float literal", span)),
+                }
+            }
+            Rule::bool => lit(Lit::Bool(pair.as_str() == "True")),
+            Rule::string => {
+                let text = pair.as_str();
+                lit(Lit::Str(unescape(&text[1..text.len() - 1])))
+            }
+            Rule::var => {
+                let ident = pair
+                    .clone()
+                    .into_inner()
+                    .next()
+                    .ok_or_else(|| self.internal(&pair))?;
+                Ok(Node::plain(Expr {
+                    kind: ExprKind::Var(self.ident(ident)),
+                    span,
+                }))
+            }
+            Rule::table => {
+                let items = pair
+                    .into_inner()
+                    .map(|item| Ok(self.expr(item)?.expr))
+                    .collect::<PResult<Vec<_>>>()?;
+                Ok(Node::plain(Expr {
+                    kind: ExprKind::Table(items),
+                    span,
+                }))
+            }
+            Rule::paren => {
+                let mut inner = pair.clone().into_inner();
+                let first = self.expr(self.next(&mut inner, &pair)?)?;
+                let rest: Vec<Pair<Rule>> = inner.collect();
+                match rest.first() {
+                    None => Ok(Node {
+                        expr: first.expr,
+                        outer: span,
+                        parenthesized: true,
+                    }),
+                    Some(annot) if annot.as_rule() == Rule::annot => {
+                        let ty_pair = annot
+                            .clone()
+                            .into_inner()
+                            .next()
+                            .ok_or_else(|| self.internal(annot))?;
+                        let ty = self.ty(ty_pair)?;
+                        let kind = ExprKind::Annot {
+                            expr: boxed(first),
+                            ty,
+                        };
+                        Ok(Node::plain(Expr { kind, span }))
+                    }
+                    Some(_) => {
+                        let mut items = vec![first.expr];
+                        for item in rest {
+                            items.push(self.expr(item)?.expr);
+                        }
+                        Ok(Node::plain(Expr {
+                            kind: ExprKind::Tuple(items),
+                            span,
+                        }))
+                    }
+                }
+            }
+            _ => Err(self.internal(&pair)),
+        }
+    }
+
+    fn lambda(&self, pair: Pair<Rule>) -> PResult<Expr> {
+        let span = self.span(&pair);
+        let mut params = Vec::new();
+        let mut body = None;
+        for child in pair.clone().into_inner() {
+            match child.as_rule() {
+                Rule::lam_param => params.push(self.param(child)?),
+                Rule::dot => {}
+                _ => body = Some(self.body(child)?),
+            }
+        }
+        let body = body.ok_or_else(|| self.internal(&pair))?;
+        Ok(Expr {
+            kind: ExprKind::Lam {
+                params,
+                body: Box::new(body),
+            },
+            span,
+        })
+    }
+
+    fn for_expr(&self, pair: Pair<Rule>) -> PResult<Expr> {
+        let span = self.span(&pair);
+        let mut binders = Vec::new();
+        let mut body = None;
+        for child in pair.clone().into_inner() {
+            match child.as_rule() {
+                Rule::for_binder => {
+                    let mut inner = child.clone().into_inner();
+                    let name = self.ident(self.next(&mut inner, &child)?);
+                    let ty = inner.next().map(|ty| self.ty(ty)).transpose()?;
+                    binders.push(ForBinder { name, ty });
+                }
+                Rule::kw_for | Rule::dot => {}
+                _ => body = Some(self.body(child)?),
+            }
+        }
+        let body = body.ok_or_else(|| self.internal(&pair))?;
+        Ok(Expr {
+            kind: ExprKind::For {
+                binders,
+                body: Box::new(body),
+            },
+            span,
+        })
+    }
+
+    fn if_expr(&self, pair: Pair<Rule>) -> PResult<Expr> {
+        let span = self.span(&pair);
+        let mut parts = Vec::with_capacity(3);
+        for child in pair.clone().into_inner() {
+            match child.as_rule() {
+                Rule::kw_if | Rule::kw_then | Rule::kw_else => {}
+                _ => parts.push(self.body(child)?),
+            }
+        }
+        let mut parts = parts.into_iter();
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some(cond), Some(then_branch), Some(else_branch)) => Ok(Expr {
+                kind: ExprKind::If {
+                    cond: Box::new(cond),
+                    then_branch: Box::new(then_branch),
+                    else_branch: Box::new(else_branch),
+                },
+                span,
+            }),
+            _ => Err(self.internal(&pair)),
+        }
+    }
+}
