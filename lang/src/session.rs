@@ -263,6 +263,13 @@ impl Session {
                 }
             }
             Decl::Let(binding) => self.eval_let(binding, &cx),
+            Decl::Command { command: Command::Type, expr, .. } => {
+                let mut infer = Infer::new(&mut self.env);
+                match infer.infer_top_type(expr) {
+                    Ok(ty) => Ok(Evaluated { outputs: vec![Output::Type(ty.to_string())], ..Default::default() }),
+                    Err(err) => Err(type_error(err)),
+                }
+            }
             Decl::Command { command, expr, .. } => {
                 let mut infer = Infer::new(&mut self.env);
                 match infer.infer_top_expr(expr) {

@@ -6,8 +6,8 @@ use rustyline::completion::{Completer, FilenameCompleter, Pair};
 use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::{Context, Helper, Highlighter, Hinter};
 
-use crate::compat::{entry_status, EntryStatus};
 use crate::repl::{parse_command, Command};
+use dx_lang::syntax::{entry_status, EntryStatus};
 
 /// Commands offered after a `:` at the start of an entry.
 pub const COMMANDS: [&str; 9] = [

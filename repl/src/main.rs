@@ -3,7 +3,6 @@
 //! deeply nested programs recurse deeply in the compiler.
 
 mod cli;
-mod compat;
 mod helper;
 mod literate;
 mod repl;

@@ -121,6 +121,8 @@ enum Flow {
 struct Repl {
     session: Session,
     colour: bool,
+    /// Whether stdin is a terminal (which echoes `^C` without a newline).
+    interactive: bool,
     interrupt: InterruptFlag,
     /// Set while the session evaluates, so that Ctrl-C knows what to stop.
     evaluating: Arc<AtomicBool>,
@@ -160,6 +162,10 @@ impl Repl {
         self.evaluating.store(true, Ordering::SeqCst);
         let results = crate::literate::eval_guarded(&mut self.session, src);
         self.evaluating.store(false, Ordering::SeqCst);
+        if self.interactive && self.interrupt.load(Ordering::SeqCst) {
+            // The terminal echoed `^C`; start the outputs on a line of their own.
+            println!();
+        }
         let Some(results) = results else {
             self.print_error(
                 "Internal error: the evaluation panicked; the session may be inconsistent",
@@ -196,6 +202,7 @@ pub fn run(config: SessionConfig) -> Status {
         interrupt: session.interrupt_flag(),
         session,
         colour: colours_wanted(),
+        interactive,
         evaluating: Arc::new(AtomicBool::new(false)),
     };
     install_interrupt_handler(&repl, interactive);

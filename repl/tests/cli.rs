@@ -125,8 +125,8 @@ fn bad_arguments_are_usage_errors() {
 
 #[test]
 fn test_reports_a_stale_output_with_a_diff() {
-    // An output line after prose belongs to no block, so `dx run` drops it.
-    let (_dir, path) = dx_file("stale.dx", "' Some prose.\n> stale output\n");
+    // An output line after a comment belongs to no block, so `dx run` drops it.
+    let (_dir, path) = dx_file("stale.dx", "-- a comment\n> stale output\n");
     let output = run(&["test", path_arg(&path)]);
     assert_eq!(output.status.code(), Some(1));
     let text = stdout(&output);

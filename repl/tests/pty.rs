@@ -59,6 +59,24 @@ fn ctrl_c_abandons_the_entry_and_keeps_the_session() {
 }
 
 #[test]
+fn ctrl_c_interrupts_a_computation_and_keeps_the_session() {
+    // Evaluates.
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let mut repl = spawn_repl(dir.path());
+    repl.send_line("x = 2.0").expect("type");
+    repl.send_line(r":p fold(0.0, \i:(Fin 2000000000) c. c + 1.0)")
+        .expect("type");
+    // Let the entry leave the line editor, so that Ctrl-C reaches the computation as a signal.
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    repl.send_control('c').expect("send Ctrl-C");
+    repl.exp_string("interrupted")
+        .expect("the computation stops");
+    repl.send_line(":p x * 3.0").expect("type");
+    repl.exp_string("6.").expect("the session kept its values");
+    quit_with_ctrl_d(repl);
+}
+
+#[test]
 fn ctrl_c_abandons_a_partial_entry_before_a_command() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let mut repl = spawn_repl(dir.path());

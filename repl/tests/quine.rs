@@ -8,7 +8,9 @@ fn dx_files() -> Vec<PathBuf> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut files = Vec::new();
     for dir in ["tests/dx", "examples"] {
-        let Ok(entries) = std::fs::read_dir(root.join(dir)) else { continue };
+        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+            continue;
+        };
         for entry in entries.flatten() {
             let path = entry.path();
             if path.extension().is_some_and(|ext| ext == "dx") {
@@ -23,7 +25,10 @@ fn dx_files() -> Vec<PathBuf> {
 #[test]
 fn literate_files_are_quines() {
     let files = dx_files();
-    assert!(files.len() >= 3, "expected the literate test files, found {files:?}");
+    assert!(
+        files.len() >= 3,
+        "expected the literate test files, found {files:?}"
+    );
     let output = Command::new(env!("CARGO_BIN_EXE_dx"))
         .arg("test")
         .args(&files)
@@ -31,6 +36,12 @@ fn literate_files_are_quines() {
         .expect("dx runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "dx test failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains(&format!("{} passed, 0 failed", files.len())), "{stdout}");
+    assert!(
+        output.status.success(),
+        "dx test failed:\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains(&format!("{} passed, 0 failed", files.len())),
+        "{stdout}"
+    );
 }

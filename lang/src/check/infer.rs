@@ -55,8 +55,10 @@ pub struct Infer<'env> {
     pending: Vec<Pending>,
     scale: Vec<(Ty, Ty, Span)>,
     scopes: Vec<(String, Binding)>,
-    /// Types of locals, for the lowering.
+    /// Names of locals, for dumps.
     pub local_names: Vec<String>,
+    /// Leave ambiguous index sets unresolved instead of reporting them (`:t`).
+    lenient: bool,
 }
 
 const MAX_DEPTH: usize = 2_000;
@@ -71,6 +73,7 @@ impl<'env> Infer<'env> {
             scale: Vec::new(),
             scopes: Vec::new(),
             local_names: Vec::new(),
+            lenient: false,
         }
     }
 
@@ -153,9 +156,19 @@ impl<'env> Infer<'env> {
                 if self.occurs(*x, other) {
                     return Err(());
                 }
-                // Keep the literal default when two literal variables meet.
+                // When two literal variables meet, the stronger default wins
+                // (`Nat` < `Int32` < `Float32`: `-7 + 1` is an `Int32`, `1 + 1.0` a `Float32`).
                 if let (Some(default), Ty::Var(y)) = (self.defaults.get(x).copied(), other) {
-                    self.defaults.entry(*y).or_insert(default);
+                    let rank = |base: BaseTy| match base {
+                        BaseTy::Nat => 0,
+                        BaseTy::Int32 => 1,
+                        _ => 2,
+                    };
+                    let merged = match self.defaults.get(y) {
+                        Some(existing) if rank(*existing) >= rank(default) => *existing,
+                        _ => default,
+                    };
+                    self.defaults.insert(*y, merged);
                 }
                 self.subst[x.0 as usize] = Some(other.clone());
                 Ok(())
@@ -275,12 +288,14 @@ impl<'env> Infer<'env> {
                     let default = match self.defaults.get(&var) {
                         Some(default) => Some(*default),
                         None => match item.class {
+                            Class::Ix if self.lenient => None,
                             Class::Ix => {
                                 return error(
                                     item.span,
                                     "cannot infer the index set here: annotate it, e.g. `for i:(Fin 3).`",
                                 )
                             }
+                            _ if self.lenient => None,
                             _ => Some(BaseTy::Float32),
                         },
                     };
@@ -543,11 +558,15 @@ impl<'env> Infer<'env> {
                 let partial = self.apply(func, lhs, lhs_span.to(span), depth)?;
                 self.apply(partial, rhs, span, depth)
             }
-            ExprKind::Neg(inner) => {
-                let func = TExpr { kind: TKind::Builtin(Builtin::Prim(Prim::Neg)), ty: Ty::float(), span };
-                let func = self.instantiate_builtin(func, Builtin::Prim(Prim::Neg), span);
-                self.apply(func, inner, span, depth)
+            ExprKind::Neg(inner) if matches!(inner.kind, ExprKind::Lit(Lit::Int(_))) => {
+                // `-7` cannot be a `Nat`: a negative integer literal defaults to `Int32`.
+                let res = self.infer_neg(inner, span, depth)?;
+                if let Ty::Var(var) = self.zonk(&res.ty) {
+                    self.defaults.insert(var, BaseTy::Int32);
+                }
+                Ok(res)
             }
+            ExprKind::Neg(inner) => self.infer_neg(inner, span, depth),
             ExprKind::Index { base, indices } => {
                 let mut res = self.infer_depth(base, depth + 1)?;
                 for index in indices {
@@ -605,6 +624,12 @@ impl<'env> Infer<'env> {
                 Ok(texpr(TKind::Block { stmts: typed, result: Box::new(result) }, ty))
             }),
         }
+    }
+
+    fn infer_neg(&mut self, inner: &Expr, span: Span, depth: usize) -> Result<TExpr> {
+        let func = TExpr { kind: TKind::Builtin(Builtin::Prim(Prim::Neg)), ty: Ty::float(), span };
+        let func = self.instantiate_builtin(func, Builtin::Prim(Prim::Neg), span);
+        self.apply(func, inner, span, depth)
     }
 
     fn infer_var(&mut self, name: &str, span: Span) -> Result<TExpr> {
@@ -814,6 +839,24 @@ impl<'env> Infer<'env> {
         self.finish()?;
         self.zonk_expr(&mut texpr);
         Ok(texpr)
+    }
+
+    /// The type of an expression for `:t`: what is still unknown is shown as a variable.
+    pub fn infer_top_type(&mut self, expr: &Expr) -> Result<Ty> {
+        self.lenient = true;
+        let texpr = self.infer(expr)?;
+        self.finish()?;
+        let ty = self.zonk(&texpr.ty);
+        let mut vars = Vec::new();
+        collect_vars(&ty, &mut vars);
+        Ok(map_ty(&ty, &mut |inner| match inner {
+            Ty::Var(var) => {
+                let position = vars.iter().position(|v| v == var).unwrap_or(0);
+                let name = char::from(b'a' + (position % 26) as u8).to_string();
+                Some(Ty::Rigid(Rigid(u32::MAX), name))
+            }
+            _ => None,
+        }))
     }
 
     /// Checks a definition and generalises it.

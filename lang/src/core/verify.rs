@@ -41,8 +41,8 @@
 //!   - `scan k init f`: params as fold; results are the new carries then the ys; binders are
 //!     the carries then `k ::: shape of y` for each y.
 //!
-//! TODO(#verify): linearity of linear variables after transposition, and "no `build1` after
-//! the BOT" (STYLE.md §1), arrive with those passes.
+//! Not checked yet (they arrive with the passes that need them, STYLE.md §1): linearity of
+//! linear variables after transposition, and "no `build1` left after the BOT".
 
 use std::fmt;
 

@@ -41,8 +41,9 @@ use super::{ParseError, Span};
 // Pest is recursive descent, and the pratt parser, the AST builder and every later stage recurse
 // over the tree. To keep all of them within a small stack we bound the tree's depth here:
 //
-// - Nesting: each open bracket, let-block, and each lambda/`for`/`if` head counts one level
-//   (heads count until the end of their item: the next `,` or block separator). More than
+// - Nesting: each open bracket and let-block counts one level, and so does each "head" whose
+//   right-hand side nests: `\`, `for`, `if`, `$`, a prefix `-`, and the type arrows `=>`, `->`
+//   (a head counts until the end of its item: the next `,` or block separator). More than
 //   `MAX_NESTING` levels is the error `expression nested too deeply`.
 // - Length: the tokens of each context since its last separator (`,` or a new block item) are
 //   counted; the sum of these counts over the open contexts bounds the depth of operator chains
@@ -50,6 +51,11 @@ use super::{ParseError, Span};
 //   the error `expression too long`.
 //
 // Long lists (`[1, 2, …]`) and long blocks are unaffected: separators reset the count.
+//
+// With these bounds the recursion of pest and of the AST builder is at most `MAX_NESTING`
+// levels deep. In a debug build a level can take 20 KB of stack, so a deeply nested block is
+// parsed on a helper thread with a large stack (parser.rs, `on_big_stack`); the resulting tree
+// is at most `MAX_NESTING` levels deep plus left-nested chains of at most `MAX_PATH_TOKENS`.
 
 /// The deepest allowed nesting of brackets, blocks and lambda/`for`/`if` heads.
 pub(crate) const MAX_NESTING: u32 = 128;
@@ -68,6 +74,10 @@ pub(crate) struct Laid {
     pub real_end: usize,
     /// The tokens of the declaration (absolute offsets).
     pub tokens: Vec<Token>,
+    /// The deepest nesting and the longest path of tokens (Note [Parser limits]); the parser
+    /// uses them to decide whether it needs a larger stack.
+    pub max_nesting: u32,
+    pub max_path_tokens: u32,
 }
 
 impl Laid {
@@ -122,6 +132,10 @@ struct Layout<'a> {
     nesting: u32,
     /// Sum of `tokens` over the stack.
     path_tokens: u32,
+    /// The largest `nesting` seen.
+    max_nesting: u32,
+    /// The largest `path_tokens` seen.
+    max_path_tokens: u32,
     inserts: Vec<(usize, char)>,
 }
 
@@ -160,7 +174,8 @@ impl Layout<'_> {
         }
     }
 
-    fn check_nesting(&self, at: &Token) -> Result<(), ParseError> {
+    fn check_nesting(&mut self, at: &Token) -> Result<(), ParseError> {
+        self.max_nesting = self.max_nesting.max(self.nesting);
         if self.nesting > MAX_NESTING {
             return Err(error("expression nested too deeply", at.span()));
         }
@@ -252,6 +267,8 @@ pub(crate) fn layout(src: &str, start: usize, end: usize) -> Result<Laid, ParseE
         }],
         nesting: 0,
         path_tokens: 0,
+        max_nesting: 0,
+        max_path_tokens: 0,
         inserts: Vec::new(),
     };
     let mut pending: Option<Opener> = None;
@@ -306,7 +323,16 @@ pub(crate) fn layout(src: &str, start: usize, end: usize) -> Result<Laid, ParseE
                 }
             }
             TokKind::Ident if matches!(token.text(src), "for" | "if") => add_head(&mut layout, token)?,
-            TokKind::Op if token.text(src) == "\\" => add_head(&mut layout, token)?,
+            TokKind::Op => {
+                let nests = match token.text(src) {
+                    "\\" | "$" | "=>" | "->" => true,
+                    "-" => index == 0 || !ends_operand(src, &tokens[index - 1]),
+                    _ => false,
+                };
+                if nests {
+                    add_head(&mut layout, token)?;
+                }
+            }
             _ => {}
         }
         count_token(&mut layout, token)?;
@@ -329,9 +355,25 @@ pub(crate) fn layout(src: &str, start: usize, end: usize) -> Result<Laid, ParseE
         layout.pop();
         layout.inserts.push((last_end, '}'));
     }
+    let (max_nesting, max_path_tokens) = (layout.max_nesting, layout.max_path_tokens);
     let mut inserts = layout.inserts;
     inserts.sort_by_key(|&(pos, _)| pos);
-    Ok(build(src, start, end, &lexed.comments, &inserts, tokens))
+    let mut laid = build(src, start, end, &lexed.comments, &inserts, tokens);
+    laid.max_nesting = max_nesting;
+    laid.max_path_tokens = max_path_tokens;
+    Ok(laid)
+}
+
+/// Can this token end an operand (so that a `-` after it is binary)?
+fn ends_operand(src: &str, token: &Token) -> bool {
+    match token.kind {
+        TokKind::Number | TokKind::Str | TokKind::Close(_) => true,
+        TokKind::Ident => !matches!(
+            token.text(src),
+            "def" | "for" | "if" | "then" | "else" | "given" | "import"
+        ),
+        _ => false,
+    }
 }
 
 fn add_head(layout: &mut Layout, token: &Token) -> Result<(), ParseError> {
@@ -347,6 +389,7 @@ fn count_token(layout: &mut Layout, token: &Token) -> Result<(), ParseError> {
         ctx.tokens += 1;
         layout.path_tokens += 1;
     }
+    layout.max_path_tokens = layout.max_path_tokens.max(layout.path_tokens);
     if layout.path_tokens > MAX_PATH_TOKENS {
         return Err(error("expression too long", token.span()));
     }
@@ -393,5 +436,13 @@ fn build(
         real_end = Some(text.len());
     }
     text.push_str(&blanked[cursor..]);
-    Laid { text, base: start, markers, real_end: real_end.unwrap_or(0), tokens }
+    Laid {
+        text,
+        base: start,
+        markers,
+        real_end: real_end.unwrap_or(0),
+        tokens,
+        max_nesting: 0,
+        max_path_tokens: 0,
+    }
 }

@@ -92,12 +92,13 @@ pub fn parse_code(src: &str, span: Span) -> Result<CodeBlock, ParseError> {
     if first.col > 0 {
         return Err(error("unexpected indentation", first.span()));
     }
-    let pairs =
-        DxParser::parse(Rule::decl_top, &laid.text).map_err(|err| pest_error(&laid, err))?;
-    let builder = Builder { laid: &laid };
-    let top = only_child(pairs)?;
-    let decl_pair = top.into_inner().next().ok_or_else(|| internal(&laid))?;
-    let decl = builder.decl(decl_pair)?;
+    let decl = on_big_stack(&laid, || {
+        let pairs =
+            DxParser::parse(Rule::decl_top, &laid.text).map_err(|err| pest_error(&laid, err))?;
+        let top = only_child(pairs)?;
+        let decl_pair = top.into_inner().next().ok_or_else(|| internal(&laid))?;
+        Builder { laid: &laid }.decl(decl_pair)
+    })?;
     Ok(CodeBlock {
         pragmas,
         decl,
@@ -115,12 +116,52 @@ pub fn parse_expr(src: &str) -> Result<Expr, ParseError> {
             incomplete: true,
         });
     }
-    let pairs =
-        DxParser::parse(Rule::expr_top, &laid.text).map_err(|err| pest_error(&laid, err))?;
-    let builder = Builder { laid: &laid };
-    let top = only_child(pairs)?;
-    let body = top.into_inner().next().ok_or_else(|| internal(&laid))?;
-    builder.body(body)
+    on_big_stack(&laid, || {
+        let pairs =
+            DxParser::parse(Rule::expr_top, &laid.text).map_err(|err| pest_error(&laid, err))?;
+        let top = only_child(pairs)?;
+        let body = top.into_inner().next().ok_or_else(|| internal(&laid))?;
+        Builder { laid: &laid }.body(body)
+    })
+}
+
+/// Nesting up to which a block is parsed on the caller's stack (about 20 KB per level in a
+/// debug build, much less in release).
+const INLINE_NESTING: u32 = 12;
+/// Path length up to which a block is parsed on the caller's stack.
+const INLINE_PATH_TOKENS: u32 = 400;
+/// The stack of the helper thread for deep blocks: enough for `MAX_NESTING` levels in a debug
+/// build, with a wide margin (it is reserved, not committed, memory).
+const BIG_STACK_BYTES: usize = 256 << 20;
+
+/// Runs `parse` (pest and the AST builder) on the caller's stack when the block is shallow, and
+/// on a helper thread with a large stack otherwise. See Note [Parser limits] in layout.rs.
+fn on_big_stack<T: Send>(laid: &Laid, parse: impl FnOnce() -> PResult<T> + Send) -> PResult<T> {
+    if laid.max_nesting <= INLINE_NESTING && laid.max_path_tokens <= INLINE_PATH_TOKENS {
+        return parse();
+    }
+    let parse = std::sync::Mutex::new(Some(parse));
+    let take = || parse.lock().ok().and_then(|mut slot| slot.take());
+    let joined = std::thread::scope(|scope| {
+        let spawned = std::thread::Builder::new()
+            .name("dx-parse".to_string())
+            .stack_size(BIG_STACK_BYTES)
+            .spawn_scoped(scope, || take().map(|parse| parse()));
+        spawned.ok().map(|handle| handle.join())
+    });
+    let failed = |what: &str| {
+        let at = Span::new(laid.base, laid.base);
+        Err(error(format!("internal parser error: {what}"), at))
+    };
+    match joined {
+        Some(Ok(Some(res))) => res,
+        Some(_) => failed("the parser thread failed"),
+        // The thread could not be spawned: parse here (pest's stack guard still applies).
+        None => match take() {
+            Some(parse) => parse(),
+            None => failed("lost the parse job"),
+        },
+    }
 }
 
 fn only_child<'i>(mut pairs: pest::iterators::Pairs<'i, Rule>) -> PResult<Pair<'i, Rule>> {
@@ -282,10 +323,16 @@ fn classify(rule: Rule) -> Expected {
 
 /// Turns pest's error into a short message at an absolute position.
 fn pest_error(laid: &Laid, err: pest::error::Error<Rule>) -> ParseError {
-    let text_pos = match err.location {
+    let raw_pos = match err.location {
         InputLocation::Pos(pos) => pos,
         InputLocation::Span((start, _)) => start,
     };
+    // Pest may report a position before white space; look at what follows it.
+    let text_pos = raw_pos
+        + laid.text[raw_pos.min(laid.text.len())..]
+            .bytes()
+            .take_while(|byte| matches!(byte, b' ' | b'\t' | b'\r' | b'\n'))
+            .count();
     let at_end = text_pos >= laid.real_end;
     let positives = match &err.variant {
         ErrorVariant::ParsingError { positives, .. } => positives.clone(),
@@ -357,12 +404,16 @@ fn found_at(laid: &Laid, text_pos: usize) -> (Found, Span) {
         return (Found::Marker(marker), Span::new(at, at));
     }
     let at = laid.to_src(text_pos);
-    match laid.tokens.iter().find(|token| token.end > at) {
-        Some(token) if token.start <= at => {
-            let text = &laid.text[text_pos..text_pos + (token.end - at)];
-            (Found::Token(shorten(text)), Span::new(at, token.end))
+    let index = laid.tokens.partition_point(|token| token.end <= at);
+    match laid.tokens.get(index) {
+        Some(token) => {
+            let start = token.start.max(at);
+            let text_start = text_pos + (start - at);
+            let text_end = text_start + (token.end - start);
+            let text = laid.text.get(text_start..text_end).unwrap_or("?");
+            (Found::Token(shorten(text)), Span::new(start, token.end))
         }
-        _ => (Found::End, Span::new(at, at)),
+        None => (Found::End, Span::new(at, at)),
     }
 }
 
