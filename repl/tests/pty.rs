@@ -66,8 +66,10 @@ fn ctrl_c_interrupts_a_computation_and_keeps_the_session() {
     repl.send_line("x = 2.0").expect("type");
     repl.send_line(r":p fold(0.0, \i:(Fin 2000000000) c. c + 1.0)")
         .expect("type");
-    // Let the entry leave the line editor, so that Ctrl-C reaches the computation as a signal.
-    std::thread::sleep(std::time::Duration::from_millis(1000));
+    // Once the line editor has shown the entry, let it hand the entry over, so that Ctrl-C
+    // reaches the computation as a signal rather than the editor as a key.
+    repl.exp_string("c + 1.0)").expect("the entry is echoed");
+    std::thread::sleep(std::time::Duration::from_millis(500));
     repl.send_control('c').expect("send Ctrl-C");
     repl.exp_string("interrupted")
         .expect("the computation stops");

@@ -263,10 +263,9 @@ impl<'env> Infer<'env> {
                         let ty = self.zonk(&item.ty);
                         let message = match item.class {
                             Class::Ix => format!("{ty} is not an index set"),
-                            Class::Float | Class::Floating => {
-                                format!("expected a floating-point type, found {ty}")
-                            }
-                            Class::Num => format!("expected a number type, found {ty}"),
+                            Class::Float => format!("expected a floating-point number here, found type {ty}"),
+                            Class::Floating => format!("type {ty} does not support floating-point functions"),
+                            Class::Num => format!("expected a number here, found type {ty}"),
                             class => format!("type {ty} does not support {}", class_operation(class)),
                         };
                         return error(item.span, message);

@@ -750,7 +750,7 @@ mod tests {
         let program = b.finish(vec![res]);
         let input = i64s(&[9], &[1, 2, 3, 4, 5, 6, 7, 8, 9]);
         assert_eq!(
-            run_ok(&program, &[input.clone()])[0],
+            run_ok(&program, std::slice::from_ref(&input))[0],
             i64s(&[6], &[3, 7, 11, 15, 9, 0])
         );
         assert_eq!(
@@ -859,7 +859,7 @@ mod tests {
         });
         let program = b.finish(vec![full, partial, identity]);
         let input = f64s(&in_shape, &values);
-        let out = run_ok(&program, &[input.clone()]);
+        let out = run_ok(&program, std::slice::from_ref(&input));
         let at = |index: [usize; 4]| {
             let flat = ((index[0] * in_shape[1] + index[1]) * in_shape[2] + index[2]) * in_shape[3]
                 + index[3];
@@ -1045,6 +1045,6 @@ mod tests {
         let out = b.prim(Prim::Mul, &[as_float, x]);
         let program = b.finish(vec![out]);
         let input = Array::new(vec![2], ArrayData::F32(vec![1.5, -2.0]));
-        assert_eq!(run_ok(&program, &[input.clone()])[0], input);
+        assert_eq!(run_ok(&program, std::slice::from_ref(&input))[0], input);
     }
 }

@@ -821,7 +821,9 @@ impl Gen<'_> {
             return false;
         };
         let n_elems = self.ty(x).n_elems();
-        let divisors: Vec<usize> = (1..=n_elems).filter(|d| n_elems % d == 0).collect();
+        let divisors: Vec<usize> = (1..=n_elems)
+            .filter(|d| n_elems / d * d == n_elems)
+            .collect();
         let shape = match self.rng.below(3) {
             0 if !divisors.is_empty() => {
                 let d = self.rng.pick(&divisors);
