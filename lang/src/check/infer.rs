@@ -120,7 +120,11 @@ impl<'env> Infer<'env> {
                 Some(bound) => self.zonk(bound),
                 None => ty.clone(),
             },
-            Ty::Base(_) | Ty::Fin(_) | Ty::Rigid(..) => ty.clone(),
+            Ty::Base(_) | Ty::Rigid(..) => ty.clone(),
+            Ty::Fin(size) => Ty::Fin(map_size(size, &mut |inner| match inner {
+                Size::Of(of) => Some(Size::Of(Box::new(self.zonk(of))).normalise()),
+                _ => None,
+            })),
             Ty::Table(ix, elem) => Ty::table(self.zonk(ix), self.zonk(elem)),
             Ty::Tuple(items) => Ty::Tuple(items.iter().map(|item| self.zonk(item)).collect()),
             Ty::Fun { param, binder, result } => Ty::Fun {
@@ -1004,7 +1008,7 @@ fn is_var(expr: &Expr, name: &str) -> bool {
 pub fn size_of_ix(ty: &Ty) -> Option<Size> {
     match ty {
         Ty::Fin(size) => Some(size.clone()),
-        Ty::Rigid(rigid, name) => Some(Size::Of(*rigid, name.clone())),
+        Ty::Rigid(..) | Ty::Var(_) => Some(Size::Of(Box::new(ty.clone()))),
         Ty::Tuple(items) => items
             .iter()
             .map(size_of_ix)
@@ -1028,10 +1032,6 @@ fn collect_vars(ty: &Ty, out: &mut Vec<TyVar>) {
 pub fn substitute_rigids(ty: &Ty, mapping: &HashMap<Rigid, Ty>) -> Ty {
     map_ty(ty, &mut |inner| match inner {
         Ty::Rigid(rigid, _) => mapping.get(rigid).cloned(),
-        Ty::Fin(size) => Some(Ty::Fin(map_size(size, &mut |size| match size {
-            Size::Of(rigid, _) => mapping.get(rigid).and_then(size_of_ix),
-            _ => None,
-        }))),
         _ => None,
     })
 }
@@ -1040,7 +1040,7 @@ fn mentions_local(ty: &Ty, local: LocalId) -> bool {
     fn size_mentions(size: &Size, local: LocalId) -> bool {
         match size {
             Size::Local(id, _) => *id == local,
-            Size::Const(_) | Size::Of(..) => false,
+            Size::Const(_) | Size::Of(_) => false,
             Size::Add(a, b) | Size::Sub(a, b) | Size::Mul(a, b) | Size::Div(a, b) => {
                 size_mentions(a, local) || size_mentions(b, local)
             }
@@ -1066,7 +1066,11 @@ pub fn map_ty(ty: &Ty, f: &mut impl FnMut(&Ty) -> Option<Ty>) -> Ty {
         return replaced;
     }
     match ty {
-        Ty::Base(_) | Ty::Fin(_) | Ty::Var(_) | Ty::Rigid(..) => ty.clone(),
+        Ty::Base(_) | Ty::Var(_) | Ty::Rigid(..) => ty.clone(),
+        Ty::Fin(size) => Ty::Fin(map_size(size, &mut |inner| match inner {
+            Size::Of(of) => Some(Size::Of(Box::new(map_ty(of, f))).normalise()),
+            _ => None,
+        })),
         Ty::Table(ix, elem) => Ty::table(map_ty(ix, f), map_ty(elem, f)),
         Ty::Tuple(items) => Ty::Tuple(items.iter().map(|item| map_ty(item, f)).collect()),
         Ty::Fun { param, binder, result } => Ty::Fun {
@@ -1085,7 +1089,7 @@ pub fn map_size(size: &Size, f: &mut dyn FnMut(&Size) -> Option<Size>) -> Size {
     }
     let mut both = |a: &Size, b: &Size| (Box::new(map_size(a, f)), Box::new(map_size(b, f)));
     match size {
-        Size::Const(_) | Size::Local(..) | Size::Of(..) => size.clone(),
+        Size::Const(_) | Size::Local(..) | Size::Of(_) => size.clone(),
         Size::Add(a, b) => {
             let (a, b) = both(a, b);
             Size::Add(a, b)

@@ -56,8 +56,8 @@ pub enum Size {
     Const(u64),
     /// A `Nat` parameter (value-dependent type, specialised per call).
     Local(LocalId, String),
-    /// `size n` of a rigid index set.
-    Of(Rigid, String),
+    /// `size n` of an index set that is not known yet (a rigid or unification variable).
+    Of(Box<Ty>),
     Add(Box<Size>, Box<Size>),
     Sub(Box<Size>, Box<Size>),
     Mul(Box<Size>, Box<Size>),
@@ -74,11 +74,29 @@ impl Size {
             }
         };
         match self {
-            Size::Const(_) | Size::Local(..) | Size::Of(..) => self.clone(),
+            Size::Const(_) | Size::Local(..) => self.clone(),
+            Size::Of(ty) => match &**ty {
+                Ty::Fin(size) => size.normalise(),
+                Ty::Tuple(items) => items
+                    .iter()
+                    .map(|item| Size::Of(Box::new(item.clone())))
+                    .fold(Size::Const(1), |acc, size| Size::Mul(Box::new(acc), Box::new(size)))
+                    .normalise(),
+                _ => self.clone(),
+            },
             Size::Add(a, b) => binary(a, b, u64::saturating_add, Size::Add),
             Size::Sub(a, b) => binary(a, b, u64::saturating_sub, Size::Sub),
             Size::Mul(a, b) => binary(a, b, u64::saturating_mul, Size::Mul),
             Size::Div(a, b) => binary(a, b, |x, y| x.checked_div(y).unwrap_or(0), Size::Div),
+        }
+    }
+
+    /// Whether a type inside the size satisfies `pred`.
+    pub fn any_ty(&self, pred: &mut impl FnMut(&Ty) -> bool) -> bool {
+        match self {
+            Size::Const(_) | Size::Local(..) => false,
+            Size::Of(ty) => ty.any(pred),
+            Size::Add(a, b) | Size::Sub(a, b) | Size::Mul(a, b) | Size::Div(a, b) => a.any_ty(pred) || b.any_ty(pred),
         }
     }
 
@@ -92,7 +110,7 @@ impl Size {
 
 /// A type. Index sets are types too: `Fin n` is both the index set and the type of its
 /// elements; a pair index set is a `Tuple` of index sets.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Ty {
     Base(BaseTy),
     Fin(Size),
@@ -140,7 +158,8 @@ impl Ty {
             return true;
         }
         match self {
-            Ty::Base(_) | Ty::Fin(_) | Ty::Var(_) | Ty::Rigid(..) => false,
+            Ty::Base(_) | Ty::Var(_) | Ty::Rigid(..) => false,
+            Ty::Fin(size) => size.any_ty(pred),
             Ty::Table(ix, elem) => ix.any(pred) || elem.any(pred),
             Ty::Tuple(items) => items.iter().any(|item| item.any(pred)),
             Ty::Fun { param, result, .. } => param.any(pred) || result.any(pred),
@@ -158,7 +177,7 @@ impl fmt::Display for Size {
         match self.normalise() {
             Size::Const(n) => write!(f, "{n}"),
             Size::Local(_, name) => write!(f, "{name}"),
-            Size::Of(_, name) => write!(f, "size {name}"),
+            Size::Of(ty) => write!(f, "size {ty}"),
             Size::Add(a, b) => write!(f, "({a} + {b})"),
             Size::Sub(a, b) => write!(f, "({a} - {b})"),
             Size::Mul(a, b) => write!(f, "({a} * {b})"),

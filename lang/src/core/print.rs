@@ -215,8 +215,11 @@ impl Printer<'_> {
     /// has no newline (the caller closes it).
     fn body(&mut self, block_id: BlockId, depth: usize) {
         let Some(block) = self.program.blocks.get(block_id) else {
+            // The note goes on its own line, so that the closing parenthesis stays code.
             self.indent(depth);
-            let _ = write!(self.out, "in ()  ; block {block_id} is out of range");
+            let _ = writeln!(self.out, "; block {block_id} is out of range");
+            self.indent(depth);
+            self.out.push_str("in ()");
             return;
         };
         for stmt in &block.stmts {

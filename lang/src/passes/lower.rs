@@ -235,35 +235,61 @@ impl<'a> Lowerer<'a> {
 
     /// Resolves rigid variables and sizes of a type in the current instantiation.
     fn concrete(&self, ty: &Ty, span: Span) -> Result<Ty> {
-        use crate::check::infer::{map_size, map_ty};
-        let mut failure = None;
-        let res = map_ty(ty, &mut |inner| match inner {
+        Ok(match ty {
             Ty::Rigid(rigid, name) => match self.rigids.get(rigid) {
-                Some(ty) => Some(ty.clone()),
-                None => {
-                    failure = Some(format!("internal: type variable {name} is not instantiated"));
-                    None
+                Some(ty) => ty.clone(),
+                None => return error(span, format!("internal: type variable {name} is not instantiated")),
+            },
+            Ty::Fin(size) => Ty::Fin(self.concrete_size(size, span)?),
+            Ty::Base(_) | Ty::Var(_) => ty.clone(),
+            Ty::Table(ix, elem) => Ty::table(self.concrete(ix, span)?, self.concrete(elem, span)?),
+            Ty::Tuple(items) => Ty::Tuple(items.iter().map(|item| self.concrete(item, span)).collect::<Result<_>>()?),
+            Ty::Fun { param, binder, result } => Ty::Fun {
+                param: Box::new(self.concrete(param, span)?),
+                binder: *binder,
+                result: Box::new(self.concrete(result, span)?),
+            },
+            Ty::TypeArg(inner) => Ty::TypeArg(Box::new(self.concrete(inner, span)?)),
+        })
+    }
+
+    /// Evaluates a size: `Nat` parameters must be bound to constants by now.
+    fn concrete_size(&self, size: &Size, span: Span) -> Result<Size> {
+        let both = |a: &Size, b: &Size| -> Result<(Box<Size>, Box<Size>)> {
+            Ok((Box::new(self.concrete_size(a, span)?), Box::new(self.concrete_size(b, span)?)))
+        };
+        let res = match size {
+            Size::Const(_) => size.clone(),
+            Size::Local(local, name) => match self.locals.get(local) {
+                Some(SVal::Arr(Atom::Lit(scalar))) if scalar_as_size(*scalar).is_some() => {
+                    Size::Const(scalar_as_size(*scalar).unwrap_or(0))
+                }
+                _ => {
+                    return error(
+                        span,
+                        format!("the size `{name}` is not known when the block is compiled (it depends on computed data)"),
+                    )
                 }
             },
-            Ty::Fin(size) => Some(Ty::Fin(map_size(size, &mut |s| match s {
-                Size::Of(rigid, _) => self.rigids.get(rigid).and_then(size_of_ix),
-                Size::Local(local, name) => match self.locals.get(local) {
-                    Some(SVal::Arr(Atom::Lit(scalar))) => scalar_as_size(*scalar).map(Size::Const),
-                    _ => {
-                        failure = Some(format!(
-                            "the size `{name}` is not known when the block is compiled (it depends on computed data)"
-                        ));
-                        None
-                    }
-                },
-                _ => None,
-            }))),
-            _ => None,
-        });
-        match failure {
-            Some(message) => error(span, message),
-            None => Ok(res),
-        }
+            Size::Of(ty) => Size::Of(Box::new(self.concrete(ty, span)?)),
+            Size::Add(a, b) => {
+                let (a, b) = both(a, b)?;
+                Size::Add(a, b)
+            }
+            Size::Sub(a, b) => {
+                let (a, b) = both(a, b)?;
+                Size::Sub(a, b)
+            }
+            Size::Mul(a, b) => {
+                let (a, b) = both(a, b)?;
+                Size::Mul(a, b)
+            }
+            Size::Div(a, b) => {
+                let (a, b) = both(a, b)?;
+                Size::Div(a, b)
+            }
+        };
+        Ok(res.normalise())
     }
 
     fn leaf_types(&self, ty: &Ty, span: Span) -> Result<Vec<ArrTy>> {
