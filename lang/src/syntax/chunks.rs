@@ -4,8 +4,8 @@
 //! Line rules, by the line's first character:
 //!
 //! - `>` at column 0 is old output: it belongs to no chunk (it is dropped).
-//! - `'` starts a prose chunk that runs to the next blank line (all lines up to it, including
-//!   `>` lines: in prose they are Markdown quotes).
+//! - `'` starts a prose chunk that runs to the next blank line. A `>` line inside it is output
+//!   like any other (dropped); the prose goes on after it as a second `Prose` chunk.
 //! - `#` or `--` at column 0 is a comment line; consecutive ones form one `Comment` chunk.
 //! - `%` at column 0 is a pragma; consecutive pragma lines attach to the code block that starts
 //!   on the next line. Pragmas with no block right after them form a code chunk of their own,
@@ -110,18 +110,27 @@ pub fn split_chunks(src: &str) -> Vec<Chunk> {
     let lines = lines(src);
     let mut chunks = Vec::new();
     let mut index = 0;
+    // Set when an output line interrupted a prose block: the prose goes on after it.
+    let mut in_prose = false;
     let span_of = |first: usize, end: usize| Span::new(lines[first].start, lines[end - 1].end);
     while index < lines.len() {
         let first = index;
-        let end = match lines[first].kind {
+        let kind = match lines[first].kind {
+            LineKind::Blank | LineKind::Output => lines[first].kind,
+            _ if in_prose => LineKind::Prose,
+            other => other,
+        };
+        in_prose = false;
+        let end = match kind {
             LineKind::Output => {
                 index += 1;
+                in_prose = matches!(chunks.last(), Some(Chunk { kind: ChunkKind::Prose, span }) if span.end as usize == lines[first].start);
                 continue;
             }
             LineKind::Blank => run_end(&lines, first, |kind| kind == LineKind::Blank),
-            LineKind::Prose => (first + 1..lines.len())
-                .find(|&line| lines[line].kind == LineKind::Blank)
-                .unwrap_or(lines.len()),
+            LineKind::Prose => run_end(&lines, first, |kind| {
+                !matches!(kind, LineKind::Blank | LineKind::Output)
+            }),
             LineKind::Comment => run_end(&lines, first, |kind| kind == LineKind::Comment),
             LineKind::Pragma => {
                 let pragmas_end = run_end(&lines, first, |kind| kind == LineKind::Pragma);
@@ -134,7 +143,7 @@ pub fn split_chunks(src: &str) -> Vec<Chunk> {
             LineKind::Code | LineKind::Indented => block_end(&lines, first),
         };
         let span = span_of(first, end);
-        let kind = match lines[first].kind {
+        let chunk_kind = match kind {
             LineKind::Blank => ChunkKind::Blank,
             LineKind::Prose => ChunkKind::Prose,
             LineKind::Comment => ChunkKind::Comment,
@@ -143,7 +152,7 @@ pub fn split_chunks(src: &str) -> Vec<Chunk> {
             }
             _ => ChunkKind::Code(parse_code(src, span)),
         };
-        chunks.push(Chunk { kind, span });
+        chunks.push(Chunk { kind: chunk_kind, span });
         index = end;
     }
     chunks

@@ -348,7 +348,13 @@ fn pest_error(laid: &Laid, err: pest::error::Error<Rule>) -> ParseError {
     let (found, span) = found_at(laid, text_pos);
     let found_suffix = match &found {
         Found::Token(text) => format!(", found '{text}'"),
-        Found::End | Found::Marker(_) => String::new(),
+        Found::LineEnd { .. } => " at the end of the line".to_string(),
+        Found::End | Found::BlockEnd => String::new(),
+    };
+    // A missing expression or token is reported where it is missing: at the end of the line.
+    let missing_span = match found {
+        Found::LineEnd { prev_end } => Span::new(prev_end, prev_end),
+        _ => span,
     };
     let specific: Vec<&str> = expected
         .iter()
@@ -358,20 +364,21 @@ fn pest_error(laid: &Laid, err: pest::error::Error<Rule>) -> ParseError {
         })
         .collect();
     let continuation = expected.contains(&Expected::Continuation);
-    let message = if expected.contains(&Expected::Expression) && !continuation {
-        format!("expected an expression{found_suffix}")
+    let (message, span) = if expected.contains(&Expected::Expression) && !continuation {
+        (format!("expected an expression{found_suffix}"), missing_span)
     } else if !continuation && !specific.is_empty() {
-        format!("expected {}{found_suffix}", specific.join(" or "))
+        (format!("expected {}{found_suffix}", specific.join(" or ")), missing_span)
     } else {
-        match (&found, specific.as_slice()) {
+        let message = match (&found, specific.as_slice()) {
             (Found::End, [what]) => format!("expected {what}"),
             (Found::End, _) => "unexpected end of input".to_string(),
-            (Found::Marker(';'), _) => {
+            (Found::LineEnd { .. }, _) => {
                 "unexpected new line (indent it to continue the line above)".to_string()
             }
-            (Found::Marker(_), _) => "unexpected end of block".to_string(),
+            (Found::BlockEnd, _) => "unexpected end of block".to_string(),
             (Found::Token(text), _) => format!("unexpected '{text}'"),
-        }
+        };
+        (message, span)
     };
     ParseError {
         message,
@@ -381,8 +388,12 @@ fn pest_error(laid: &Laid, err: pest::error::Error<Rule>) -> ParseError {
 }
 
 enum Found {
+    /// The end of the input.
     End,
-    Marker(char),
+    /// A new item of a block starts (the `;` marker); `prev_end` is where the line before ends.
+    LineEnd { prev_end: usize },
+    /// A block ends (the `}` or `{` marker).
+    BlockEnd,
     Token(String),
 }
 
@@ -392,19 +403,21 @@ fn found_at(laid: &Laid, text_pos: usize) -> (Found, Span) {
         let end = laid.src_end();
         return (Found::End, Span::new(end, end));
     }
-    if laid.markers.binary_search(&text_pos).is_ok() {
-        let marker = laid.text[text_pos..].chars().next().unwrap_or(';');
-        let at = laid.to_src(text_pos);
-        if marker == ';' {
-            // Point at the token that starts the new line.
-            if let Some(token) = laid.tokens.iter().find(|token| token.start >= at) {
-                return (Found::Marker(';'), token.span());
-            }
-        }
-        return (Found::Marker(marker), Span::new(at, at));
-    }
     let at = laid.to_src(text_pos);
     let index = laid.tokens.partition_point(|token| token.end <= at);
+    if laid.markers.binary_search(&text_pos).is_ok() {
+        let is_separator = laid.text.as_bytes().get(text_pos) == Some(&b';');
+        return match laid.tokens.get(index) {
+            Some(next) if is_separator => {
+                let prev_end = index
+                    .checked_sub(1)
+                    .and_then(|prev| laid.tokens.get(prev))
+                    .map_or(at, |prev| prev.end);
+                (Found::LineEnd { prev_end }, next.span())
+            }
+            _ => (Found::BlockEnd, Span::new(at, at)),
+        };
+    }
     match laid.tokens.get(index) {
         Some(token) => {
             let start = token.start.max(at);
@@ -462,9 +475,13 @@ fn is_comparison(op: BinOp) -> bool {
 }
 
 impl<'a> Builder<'a> {
+    /// The source span of a pair, without the trailing white space pest includes when an
+    /// optional part at the end of a rule did not match.
     fn span(&self, pair: &Pair<Rule>) -> Span {
         let pest_span = pair.as_span();
-        self.laid.span(pest_span.start(), pest_span.end())
+        let trimmed = pest_span.as_str().trim_end_matches([' ', '\t', '\r', '\n']);
+        let start = pest_span.start();
+        self.laid.span(start, start + trimmed.len())
     }
 
     fn internal(&self, pair: &Pair<Rule>) -> ParseError {

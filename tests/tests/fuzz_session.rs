@@ -1,0 +1,85 @@
+//! Fuzzing the whole front end through a `Session`: random programs built from dx's grammar
+//! (most of them ill-typed) must never make dx panic or report an internal error — every
+//! problem is a parse, type or runtime error with a position.
+
+use dx_lang::session::{ErrorKind, Output, Session, SessionConfig};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+
+/// A random expression of the language, as text, from a small grammar.
+fn expr(depth: u32) -> BoxedStrategy<String> {
+    let leaf = prop_oneof![
+        Just("x".to_string()),
+        Just("xs".to_string()),
+        Just("m".to_string()),
+        Just("k".to_string()),
+        Just("1".to_string()),
+        Just("2.5".to_string()),
+        Just("True".to_string()),
+        Just("(3 @ Fin 4)".to_string()),
+        Just("[1., 2., 3., 4.]".to_string()),
+        Just("iota (Fin 4)".to_string()),
+        Just("i".to_string()),
+        Just("j".to_string()),
+    ];
+    if depth == 0 {
+        return leaf.boxed();
+    }
+    let sub = || expr(depth - 1);
+    prop_oneof![
+        3 => leaf,
+        1 => (sub(), sub()).prop_map(|(a, b)| format!("({a} + {b})")),
+        1 => (sub(), sub()).prop_map(|(a, b)| format!("({a} * {b})")),
+        1 => (sub(), sub()).prop_map(|(a, b)| format!("({a} / {b})")),
+        1 => (sub(), sub()).prop_map(|(a, b)| format!("({a} < {b})")),
+        1 => sub().prop_map(|a| format!("(for i. {a})")),
+        1 => sub().prop_map(|a| format!("(for i:(Fin 4) j. {a})")),
+        1 => sub().prop_map(|a| format!("(sum {a})")),
+        1 => sub().prop_map(|a| format!("(n_to_f (ordinal {a}))")),
+        1 => (sub(), sub()).prop_map(|(a, b)| format!("{a}[{b}]")),
+        1 => (sub(), sub(), sub()).prop_map(|(c, a, b)| format!("(if {c} then {a} else {b})")),
+        1 => (sub(), sub()).prop_map(|(a, b)| format!("(fold({a}, \\i c. c + {b}))")),
+        1 => (sub(), sub()).prop_map(|(a, b)| format!("({a}, {b})")),
+        1 => sub().prop_map(|a| format!("(fst {a})")),
+        1 => sub().prop_map(|a| format!("((\\y. y * {a}) {a})")),
+        1 => sub().prop_map(|a| format!("(map (\\y. y + 1.0) {a})")),
+        1 => sub().prop_map(|a| format!("(maximum {a})")),
+        1 => (sub(), sub()).prop_map(|(a, b)| format!("(select({a}, {b}, {b}))")),
+    ]
+    .boxed()
+}
+
+const PRELUDE: &str = "x = 1.5\nxs = [1., 2., 3., 4.]\nm = for i:(Fin 2) j:(Fin 4). n_to_f (ordinal j)\nk = 3\n";
+
+#[test]
+fn random_programs_never_cause_internal_errors() {
+    let session = std::cell::RefCell::new(Session::new(SessionConfig::default()));
+    let setup = session.borrow_mut().eval_source(PRELUDE);
+    assert!(setup.iter().all(|chunk| chunk.outputs.is_empty()), "{setup:?}");
+    let config = Config { cases: 1000, failure_persistence: None, ..Config::default() };
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]);
+    let mut runner = TestRunner::new_with_rng(config, rng);
+    let counts = std::cell::Cell::new([0usize; 2]);
+    runner
+        .run(&(expr(4), prop_oneof![Just(":p "), Just(":t "), Just("y = ")]), |(text, command)| {
+            let src = format!("{command}{text}\n");
+            for chunk in session.borrow_mut().eval_source(&src) {
+                for output in &chunk.outputs {
+                    if let Output::Error(diag) = output {
+                        prop_assert!(diag.kind != ErrorKind::Internal, "internal error on {src:?}: {}", diag.message);
+                        prop_assert!(diag.span.is_some(), "error without a position on {src:?}: {}", diag.message);
+                        let [errors, successes] = counts.get();
+                        counts.set([errors + 1, successes]);
+                    } else {
+                        let [errors, successes] = counts.get();
+                        counts.set([errors, successes + 1]);
+                    }
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    // The generator must exercise both paths; otherwise this test proves little.
+    let [errors, successes] = counts.get();
+    assert!(errors > 20 && successes > 20, "errors/successes: {errors}/{successes}");
+}
