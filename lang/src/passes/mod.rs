@@ -4,6 +4,8 @@
 //!
 //! Later issues add `bot`, `linearize`, `transpose`, `simplify` and `fuse` to this list.
 
+pub mod bot;
+pub mod cleanup;
 pub mod lower;
 
 /// A pass's name and what it does (shown by tools and the stage viewer).

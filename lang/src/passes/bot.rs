@@ -1,0 +1,680 @@
+//! The bulk-operation transform (BOT, seed 001 §5, Figs 9–11), read on ANF as batching.
+//!
+//! Input: verified core IR. Output: verified core IR with no `build1` anywhere (Theorem 5.1
+//! (1)); `index` survives only on variables (trivially so in ANF, Theorem 5.1 (2)) and inside
+//! the index functions of `gather`/`scatter`.
+//!
+//! `build1 k (λi. body)` is vectorised statement by statement, as JAX's vmap does (DESIGN.md
+//! "BOT as batching"). Every variable of the body gets a *status*:
+//! - `Unbatched(atom)`: it does not depend on `i`; its statement is hoisted out of the build
+//!   unchanged (Fig 9: `build1 k (λi. t) ~> replicate k t` for `i ∉ FV(t)`, applied lazily —
+//!   the replicate is only made where a bulk operation needs it).
+//! - `Batched(v)`: `v` is the bulk array, with a new leading axis of size `k`.
+//! - `Index(e)`: an integer scalar computed from `i` by index arithmetic, kept symbolic so
+//!   that it can become part of a gather's index function (Fig 11: `build1 k (λi. index x ix)
+//!   ~> gather (k:::sh) x (λ[i]. ix)`), and only materialised when data needs it.
+//!
+//! Each statement form has one rule below, citing the Fig 9/11 rule it reads. Builds are
+//! transformed innermost first, so a body never contains a `build1` when it is batched.
+//! Conditionals with a batched condition become strict selects (§5.2). `fold`/`scan` inside a
+//! build run once over batched state (the carries that depend on `i` get the batch axis).
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::cleanup;
+use super::PassInfo;
+use crate::core::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::verify::{expr_atoms, expr_blocks};
+use crate::prim::Prim;
+
+pub const INFO: PassInfo =
+    PassInfo { name: "bot", description: "the bulk-operation transform: build1 becomes bulk operations (seed 001 §5)" };
+
+/// Runs the BOT on a whole program.
+pub fn run(program: &Program) -> Program {
+    let mut program = program.clone();
+    let main = program.main;
+    bot_block(&mut program, main);
+    cleanup::run(&mut program);
+    simplify_gathers(&mut program);
+    cleanup::run(&mut program);
+    program
+}
+
+/// Whether a program is in BOT normal form: no `build1` in any reachable block.
+pub fn is_normal_form(program: &Program) -> bool {
+    crate::core::visit::reachable_blocks(program, program.main)
+        .into_iter()
+        .all(|block| program.blocks[block].stmts.iter().all(|stmt| !matches!(stmt.expr, Expr::Build1 { .. })))
+}
+
+/// Transforms the builds of a block (and of every block nested in it), innermost first.
+fn bot_block(program: &mut Program, block: BlockId) {
+    let stmts = std::mem::take(&mut program.blocks[block].stmts);
+    for stmt in stmts {
+        for nested in expr_blocks(&stmt.expr) {
+            bot_block(program, nested);
+        }
+        match stmt.expr {
+            Expr::Build1 { size, body } => {
+                let mut batcher = Batcher { program: &mut *program, size, target: block, env: HashMap::new(), iota: None };
+                batcher.batch_build(body, &stmt.binders);
+            }
+            expr => program.blocks[block].stmts.push(Stmt { binders: stmt.binders, expr }),
+        }
+    }
+}
+
+/// A scalar integer computed from the batch index by index arithmetic.
+#[derive(Debug)]
+enum IxExpr {
+    /// The batch index itself.
+    Batch,
+    /// A scalar that does not depend on the batch index.
+    Atom(Atom),
+    Prim(Prim, Vec<Rc<IxExpr>>, Elem),
+}
+
+#[derive(Clone, Debug)]
+enum Status {
+    Unbatched(Atom),
+    Batched(VarId),
+    Index(Rc<IxExpr>),
+}
+
+/// Vectorises the body of one `build1` over its batch axis, emitting into `target`.
+struct Batcher<'p> {
+    program: &'p mut Program,
+    size: usize,
+    /// The block that receives the vectorised statements.
+    target: BlockId,
+    env: HashMap<VarId, Status>,
+    /// `iota size`, made once when first needed.
+    iota: Option<VarId>,
+}
+
+impl Batcher<'_> {
+    fn batch_build(&mut self, body: BlockId, binders: &[VarId]) {
+        let body_block = self.program.blocks[body].clone();
+        // Fig 9: build1 k (λi. i) ~> [0, …, k-1] — kept symbolic until needed.
+        self.env.insert(body_block.params[0], Status::Index(Rc::new(IxExpr::Batch)));
+        for stmt in &body_block.stmts {
+            self.batch_stmt(stmt);
+        }
+        for (binder, result) in binders.iter().zip(&body_block.results) {
+            let status = self.status(*result);
+            let bulk = self.force(status);
+            self.emit_to(self.target, vec![*binder], Expr::Atom(Atom::Var(bulk)));
+        }
+    }
+
+    // ----- statuses -----
+
+    fn status(&self, atom: Atom) -> Status {
+        match atom {
+            Atom::Var(var) => self.env.get(&var).cloned().unwrap_or(Status::Unbatched(atom)),
+            Atom::Lit(_) => Status::Unbatched(atom),
+        }
+    }
+
+    fn is_unbatched(&self, atom: Atom) -> bool {
+        matches!(self.status(atom), Status::Unbatched(_))
+    }
+
+    fn batched_ty(&self, ty: &ArrTy) -> ArrTy {
+        let mut shape = vec![self.size];
+        shape.extend(&ty.shape);
+        ArrTy::new(shape, ty.elem)
+    }
+
+    fn new_var(&mut self, ty: ArrTy, hint: &str) -> VarId {
+        self.program.new_var(ty, hint)
+    }
+
+    fn emit_to(&mut self, block: BlockId, binders: Vec<VarId>, expr: Expr) {
+        self.program.blocks[block].stmts.push(Stmt { binders, expr });
+    }
+
+    /// Emits a one-result statement into the target block.
+    fn emit1(&mut self, expr: Expr, ty: ArrTy, hint: &str) -> VarId {
+        let var = self.new_var(ty, hint);
+        self.emit_to(self.target, vec![var], expr);
+        var
+    }
+
+    /// The bulk array of a value: unbatched values are replicated (Fig 9's leaf rule), index
+    /// expressions are computed over `iota k`.
+    fn force(&mut self, status: Status) -> VarId {
+        match status {
+            Status::Batched(var) => var,
+            Status::Unbatched(atom) => {
+                let ty = self.program.atom_ty(&atom);
+                let ty = self.batched_ty(&ty);
+                self.emit1(Expr::Replicate { count: self.size, array: atom }, ty, "rep")
+            }
+            Status::Index(expr) => self.materialise(&expr),
+        }
+    }
+
+    fn force_atom(&mut self, atom: Atom) -> VarId {
+        let status = self.status(atom);
+        self.force(status)
+    }
+
+    fn materialise(&mut self, expr: &IxExpr) -> VarId {
+        match expr {
+            IxExpr::Batch => {
+                if let Some(iota) = self.iota {
+                    return iota;
+                }
+                let iota = self.emit1(Expr::Iota(self.size), ArrTy::new(vec![self.size], Elem::I64), "iota");
+                self.iota = Some(iota);
+                iota
+            }
+            IxExpr::Atom(atom) => self.force(Status::Unbatched(*atom)),
+            IxExpr::Prim(prim, args, elem) => {
+                let args: Vec<Atom> = args.iter().map(|arg| Atom::Var(self.materialise(arg))).collect();
+                self.emit1(Expr::Prim(*prim, args), ArrTy::new(vec![self.size], *elem), &prim.name())
+            }
+        }
+    }
+
+    /// The value of a status inside an index function whose batch parameter is `batch`:
+    /// index expressions are emitted as scalar arithmetic, batched arrays are read at the
+    /// batch index (the normal form `index x (v ::: ix)` of Theorem 5.1).
+    fn in_lambda(&mut self, status: Status, lambda: BlockId, batch: VarId) -> Atom {
+        match status {
+            Status::Unbatched(atom) => atom,
+            Status::Index(expr) => self.emit_ix_in(&expr, lambda, batch),
+            Status::Batched(var) => {
+                let ty = self.program.var_ty(var).clone();
+                let res_ty = ArrTy::new(ty.shape[1..].to_vec(), ty.elem);
+                let res = self.new_var(res_ty, "ix");
+                self.emit_to(lambda, vec![res], Expr::Index { array: Atom::Var(var), index: vec![Atom::Var(batch)] });
+                Atom::Var(res)
+            }
+        }
+    }
+
+    fn emit_ix_in(&mut self, expr: &IxExpr, lambda: BlockId, batch: VarId) -> Atom {
+        match expr {
+            IxExpr::Batch => Atom::Var(batch),
+            IxExpr::Atom(atom) => *atom,
+            IxExpr::Prim(prim, args, elem) => {
+                let args: Vec<Atom> = args.iter().map(|arg| self.emit_ix_in(arg, lambda, batch)).collect();
+                if let Some(scalars) = args.iter().map(lit_of).collect::<Option<Vec<_>>>() {
+                    return Atom::Lit(prim.eval(&scalars));
+                }
+                let res = self.new_var(ArrTy::scalar(*elem), &prim.name());
+                self.emit_to(lambda, vec![res], Expr::Prim(*prim, args));
+                Atom::Var(res)
+            }
+        }
+    }
+
+    /// Whether any atom used in a block (recursively) depends on the batch index.
+    fn block_depends(&self, block: BlockId) -> bool {
+        let block = &self.program.blocks[block];
+        block.results.iter().any(|atom| !self.is_unbatched(*atom))
+            || block.stmts.iter().any(|stmt| {
+                expr_atoms(&stmt.expr).iter().any(|atom| !self.is_unbatched(*atom))
+                    || expr_blocks(&stmt.expr).into_iter().any(|nested| self.block_depends(nested))
+            })
+    }
+
+    // ----- statements -----
+
+    fn batch_stmt(&mut self, stmt: &Stmt) {
+        let depends = expr_atoms(&stmt.expr).iter().any(|atom| !self.is_unbatched(*atom))
+            || expr_blocks(&stmt.expr).into_iter().any(|block| self.block_depends(block));
+        if !depends {
+            // Fig 9, i ∉ FV(t): hoisted out of the build unchanged.
+            self.emit_to(self.target, stmt.binders.clone(), stmt.expr.clone());
+            return;
+        }
+        let binder = stmt.binders.first().copied();
+        let binder_ty = |batcher: &Self| binder.map(|var| batcher.batched_ty(batcher.program.var_ty(var)));
+        let hint = binder.map(|var| self.program.vars[var].hint.clone()).unwrap_or_default();
+        let status = match &stmt.expr {
+            Expr::Atom(atom) => self.status(*atom),
+            Expr::Prim(prim, args) => self.batch_prim(*prim, args, binder.expect("a prim binds one variable")),
+            Expr::Index { array, index } if index.is_empty() => self.status(*array),
+            Expr::Index { array, index } => {
+                // Fig 11: build1 k (λi. index x ix) ~> gather (k:::sh) x (λ[i]. ix); a batched
+                // array is gathered at its own batch index first.
+                let array_status = self.status(*array);
+                let lambda = self.program.new_block();
+                let batch = self.new_var(ArrTy::scalar(Elem::I64), "i");
+                self.program.blocks[lambda].params = vec![batch];
+                let (source, mut results) = match array_status {
+                    Status::Batched(bulk) => (Atom::Var(bulk), vec![Atom::Var(batch)]),
+                    _ => (*array, Vec::new()),
+                };
+                for ix in index {
+                    let status = self.status(*ix);
+                    results.push(self.in_lambda(status, lambda, batch));
+                }
+                self.program.blocks[lambda].results = results;
+                let ty = binder_ty(self).expect("index binds one variable");
+                Status::Batched(self.emit1(Expr::Gather { shape: ty.shape.clone(), array: source, body: lambda }, ty, &hint))
+            }
+            Expr::SumOuter(array) => {
+                // Fig 9: build1 k (λi. sumOuter t) ~> sumOuter (tr (build1 k (λi. t))).
+                let bulk = self.force_atom(*array);
+                let ty = self.program.var_ty(bulk).clone();
+                let mut shape = ty.shape.clone();
+                shape.swap(0, 1);
+                let swapped = self.emit1(Expr::Transpose { perm: vec![1, 0], array: Atom::Var(bulk) }, ArrTy::new(shape, ty.elem), "tr");
+                let res_ty = binder_ty(self).expect("sumOuter binds one variable");
+                Status::Batched(self.emit1(Expr::SumOuter(Atom::Var(swapped)), res_ty, &hint))
+            }
+            Expr::Gather { shape, array, body } | Expr::Scatter { shape, array, body } => {
+                // Fig 9: build1 k (λi. gather sh t (λis. ix)) ~> gather (k:::sh) (build1 k (λi. t))
+                // (λ(i:::is). i ::: ix); the same for scatter.
+                let is_gather = matches!(stmt.expr, Expr::Gather { .. });
+                let array_status = self.status(*array);
+                let source = match (is_gather, array_status) {
+                    (true, Status::Unbatched(atom)) => (atom, false),
+                    (_, status) => (Atom::Var(self.force(status)), true),
+                };
+                let lambda = self.rebase_lambda(*body);
+                let batch = self.program.blocks[lambda].params[0];
+                if source.1 {
+                    self.program.blocks[lambda].results.insert(0, Atom::Var(batch));
+                }
+                let mut new_shape = vec![self.size];
+                new_shape.extend(shape);
+                let ty = binder_ty(self).expect("gather/scatter binds one variable");
+                let expr = if is_gather {
+                    Expr::Gather { shape: new_shape, array: source.0, body: lambda }
+                } else {
+                    Expr::Scatter { shape: new_shape, array: source.0, body: lambda }
+                };
+                Status::Batched(self.emit1(expr, ty, &hint))
+            }
+            Expr::Table(items) => {
+                // Fig 9: build1 k (λi. [t1, …, tn]) ~> tr [build1 k (λi. t1), …].
+                let items: Vec<Atom> = items.iter().map(|item| Atom::Var(self.force_atom(*item))).collect();
+                let res_ty = binder_ty(self).expect("a table binds one variable");
+                let mut table_shape = res_ty.shape.clone();
+                table_shape.swap(0, 1);
+                let table = self.emit1(Expr::Table(items), ArrTy::new(table_shape, res_ty.elem), "table");
+                Status::Batched(self.emit1(Expr::Transpose { perm: vec![1, 0], array: Atom::Var(table) }, res_ty, &hint))
+            }
+            Expr::Replicate { count, array } => {
+                // Fig 9: build1 k (λi. replicate n t) ~> tr (replicate n (build1 k (λi. t))).
+                let bulk = self.force_atom(*array);
+                let res_ty = binder_ty(self).expect("replicate binds one variable");
+                let mut rep_shape = res_ty.shape.clone();
+                rep_shape.swap(0, 1);
+                let rep = self.emit1(Expr::Replicate { count: *count, array: Atom::Var(bulk) }, ArrTy::new(rep_shape, res_ty.elem), "rep");
+                Status::Batched(self.emit1(Expr::Transpose { perm: vec![1, 0], array: Atom::Var(rep) }, res_ty, &hint))
+            }
+            Expr::Transpose { perm, array } => {
+                // Fig 9: build1 k (λi. tr_b t) ~> tr_(0, b+1) (build1 k (λi. t)).
+                let bulk = self.force_atom(*array);
+                let mut new_perm = vec![0];
+                new_perm.extend(perm.iter().map(|axis| axis + 1));
+                let res_ty = binder_ty(self).expect("transpose binds one variable");
+                Status::Batched(self.emit1(Expr::Transpose { perm: new_perm, array: Atom::Var(bulk) }, res_ty, &hint))
+            }
+            Expr::Reshape { shape, array } => {
+                // Fig 9: build1 k (λi. reshape sh t) ~> reshape (k:::sh) (build1 k (λi. t)).
+                let bulk = self.force_atom(*array);
+                let mut new_shape = vec![self.size];
+                new_shape.extend(shape);
+                let res_ty = binder_ty(self).expect("reshape binds one variable");
+                Status::Batched(self.emit1(Expr::Reshape { shape: new_shape, array: Atom::Var(bulk) }, res_ty, &hint))
+            }
+            Expr::Cond { cond, then_block, else_block } => {
+                self.batch_cond(*cond, *then_block, *else_block, &stmt.binders);
+                return;
+            }
+            Expr::Fold { size, init, body } => {
+                self.batch_loop(*size, init, *body, &stmt.binders, false);
+                return;
+            }
+            Expr::Scan { size, init, body } => {
+                self.batch_loop(*size, init, *body, &stmt.binders, true);
+                return;
+            }
+            Expr::Iota(_) => unreachable!("iota does not depend on the batch index"),
+            Expr::Build1 { .. } => unreachable!("builds are transformed innermost first"),
+        };
+        if let Some(binder) = binder {
+            self.env.insert(binder, status);
+        }
+    }
+
+    fn batch_prim(&mut self, prim: Prim, args: &[Atom], binder: VarId) -> Status {
+        let statuses: Vec<Status> = args.iter().map(|atom| self.status(*atom)).collect();
+        let binder_ty = self.program.var_ty(binder).clone();
+        // Integer arithmetic on index scalars stays symbolic (it may end up in an index function).
+        let symbolic = binder_ty.shape.is_empty()
+            && binder_ty.elem.is_integer()
+            && statuses.iter().all(|status| !matches!(status, Status::Batched(_)));
+        if symbolic {
+            let args = statuses
+                .into_iter()
+                .map(|status| match status {
+                    Status::Index(expr) => expr,
+                    Status::Unbatched(atom) => Rc::new(IxExpr::Atom(atom)),
+                    Status::Batched(_) => unreachable!("checked above"),
+                })
+                .collect();
+            return Status::Index(Rc::new(IxExpr::Prim(prim, args, binder_ty.elem)));
+        }
+        // Fig 9: build1 k (λi. op t u) ~> op (build1 k (λi. t)) (build1 k (λi. u)).
+        let args: Vec<Atom> = statuses.into_iter().map(|status| Atom::Var(self.force(status))).collect();
+        let hint = self.program.vars[binder].hint.clone();
+        Status::Batched(self.emit1(Expr::Prim(prim, args), self.batched_ty(&binder_ty), &hint))
+    }
+
+    /// A copy of an index function with a new leading batch parameter, in which uses of the
+    /// build's variables are replaced by their values at the batch index.
+    fn rebase_lambda(&mut self, body: BlockId) -> BlockId {
+        let old = self.program.blocks[body].clone();
+        let lambda = self.program.new_block();
+        let batch = self.new_var(ArrTy::scalar(Elem::I64), "i");
+        let mut params = vec![batch];
+        params.extend(&old.params);
+        self.program.blocks[lambda].params = params;
+        let mut memo: HashMap<VarId, Atom> = HashMap::new();
+        for stmt in &old.stmts {
+            let mut expr = stmt.expr.clone();
+            let atoms: Vec<Atom> =
+                expr_atoms(&expr).into_iter().map(|atom| self.remap_into(&mut memo, lambda, batch, atom)).collect();
+            let mut position = 0;
+            crate::core::visit::map_expr_atoms(&mut expr, &mut |_| {
+                position += 1;
+                atoms[position - 1]
+            });
+            // Blocks nested in an index function see the build's variables too.
+            for nested in expr_blocks(&expr) {
+                let mut uses = Vec::new();
+                collect_uses(self.program, nested, &mut uses);
+                for var in uses {
+                    self.remap_into(&mut memo, lambda, batch, Atom::Var(var));
+                }
+                crate::core::visit::map_block_atoms(self.program, nested, &mut |atom| match atom {
+                    Atom::Var(var) => memo.get(&var).copied().unwrap_or(atom),
+                    Atom::Lit(_) => atom,
+                });
+            }
+            self.emit_to(lambda, stmt.binders.clone(), expr);
+        }
+        let results: Vec<Atom> =
+            old.results.iter().map(|atom| self.remap_into(&mut memo, lambda, batch, *atom)).collect();
+        self.program.blocks[lambda].results = results;
+        lambda
+    }
+
+    /// The value of an atom inside the index function `lambda` (memoised per variable).
+    fn remap_into(&mut self, memo: &mut HashMap<VarId, Atom>, lambda: BlockId, batch: VarId, atom: Atom) -> Atom {
+        let Atom::Var(var) = atom else { return atom };
+        if let Some(done) = memo.get(&var) {
+            return *done;
+        }
+        let res = match self.env.get(&var).cloned() {
+            Some(status) => self.in_lambda(status, lambda, batch),
+            None => atom,
+        };
+        memo.insert(var, res);
+        res
+    }
+
+    /// `cond` inside a build: with an unbatched condition both branches are batched in place;
+    /// with a batched condition both are evaluated in bulk and combined with a strict select
+    /// (seed 001 §5.2; Fig 9 writes it as `index [u, v] [cond b 0 1]`).
+    fn batch_cond(&mut self, cond: Atom, then_block: BlockId, else_block: BlockId, binders: &[VarId]) {
+        let cond_status = self.status(cond);
+        if let Status::Unbatched(cond_atom) = cond_status {
+            let then_new = self.batch_subblock(then_block, Vec::new());
+            let else_new = self.batch_subblock(else_block, Vec::new());
+            let new_binders: Vec<VarId> = binders
+                .iter()
+                .map(|binder| {
+                    let ty = self.batched_ty(self.program.var_ty(*binder));
+                    let hint = self.program.vars[*binder].hint.clone();
+                    self.new_var(ty, &hint)
+                })
+                .collect();
+            self.emit_to(self.target, new_binders.clone(), Expr::Cond { cond: cond_atom, then_block: then_new, else_block: else_new });
+            for (binder, new) in binders.iter().zip(new_binders) {
+                self.env.insert(*binder, Status::Batched(new));
+            }
+            return;
+        }
+        let cond_bulk = self.force(cond_status);
+        let then_results = self.inline_block(then_block);
+        let else_results = self.inline_block(else_block);
+        for ((binder, then_atom), else_atom) in binders.iter().zip(then_results).zip(else_results) {
+            let then_bulk = self.force_atom(then_atom);
+            let else_bulk = self.force_atom(else_atom);
+            let ty = self.batched_ty(self.program.var_ty(*binder));
+            let mask = self.broadcast_batch(cond_bulk, &ty.shape[1..]);
+            let hint = self.program.vars[*binder].hint.clone();
+            let res = self.emit1(Expr::Prim(Prim::Select, vec![Atom::Var(mask), Atom::Var(then_bulk), Atom::Var(else_bulk)]), ty, &hint);
+            self.env.insert(*binder, Status::Batched(res));
+        }
+    }
+
+    /// Batches a block's statements into the current target; returns its results.
+    fn inline_block(&mut self, block: BlockId) -> Vec<Atom> {
+        let block = self.program.blocks[block].clone();
+        for stmt in &block.stmts {
+            self.batch_stmt(stmt);
+        }
+        block.results
+    }
+
+    /// Batches a nested block into a new block whose results are all bulk arrays. `params`
+    /// are the new block's parameters (already bound in `env`).
+    fn batch_subblock(&mut self, block: BlockId, params: Vec<VarId>) -> BlockId {
+        let new_block = self.program.new_block();
+        self.program.blocks[new_block].params = params;
+        let outer = std::mem::replace(&mut self.target, new_block);
+        let outer_iota = self.iota.take();
+        let results = self.inline_block(block);
+        let results: Vec<Atom> = results.into_iter().map(|atom| Atom::Var(self.force_atom(atom))).collect();
+        self.program.blocks[new_block].results = results;
+        self.target = outer;
+        self.iota = outer_iota;
+        new_block
+    }
+
+    /// Like `batch_subblock`, but results whose carry is unbatched stay unbatched.
+    fn batch_loop_body(&mut self, block: BlockId, params: Vec<VarId>, batched: &[bool]) -> BlockId {
+        let new_block = self.program.new_block();
+        self.program.blocks[new_block].params = params;
+        let outer = std::mem::replace(&mut self.target, new_block);
+        let outer_iota = self.iota.take();
+        let results = self.inline_block(block);
+        let results: Vec<Atom> = results
+            .into_iter()
+            .zip(batched)
+            .map(|(atom, is_batched)| if *is_batched { Atom::Var(self.force_atom(atom)) } else { atom })
+            .collect();
+        self.program.blocks[new_block].results = results;
+        self.target = outer;
+        self.iota = outer_iota;
+        new_block
+    }
+
+    /// `fold`/`scan` inside a build: the loop runs once, over batched state. A carry is batched
+    /// when its initial value or its update depends on the batch index (a fixpoint over the
+    /// body); a scan output likewise.
+    fn batch_loop(&mut self, size: usize, init: &[Atom], body: BlockId, binders: &[VarId], is_scan: bool) {
+        let body_block = self.program.blocks[body].clone();
+        let n_carries = init.len();
+        let mut carry_batched: Vec<bool> = init.iter().map(|atom| !self.is_unbatched(*atom)).collect();
+        let ys_batched = loop {
+            let depends = self.loop_dependence(&body_block, &carry_batched);
+            let mut changed = false;
+            for (position, flag) in carry_batched.iter_mut().enumerate() {
+                if !*flag && depends[position] {
+                    *flag = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break depends[n_carries..].to_vec();
+            }
+        };
+        // Parameters: the loop index stays unbatched; batched carries get new variables.
+        let mut params = vec![body_block.params[0]];
+        for (param, is_batched) in body_block.params[1..].iter().zip(&carry_batched) {
+            if *is_batched {
+                let ty = self.batched_ty(self.program.var_ty(*param));
+                let new = self.new_var(ty, "c");
+                self.env.insert(*param, Status::Batched(new));
+                params.push(new);
+            } else {
+                params.push(*param);
+            }
+        }
+        let mut result_batched = carry_batched.clone();
+        if is_scan {
+            result_batched.extend(&ys_batched);
+        }
+        let new_body = self.batch_loop_body(body, params, &result_batched);
+        let new_init: Vec<Atom> = init
+            .iter()
+            .zip(&carry_batched)
+            .map(|(atom, is_batched)| if *is_batched { Atom::Var(self.force_atom(*atom)) } else { *atom })
+            .collect();
+        // Binders: batched carries are bulk; batched scan outputs come out as [size, k, …] and
+        // are transposed to [k, size, …].
+        let mut new_binders = Vec::new();
+        let mut fixups = Vec::new();
+        for (position, binder) in binders.iter().enumerate() {
+            let is_batched = result_batched[position];
+            if !is_batched {
+                new_binders.push(*binder);
+                continue;
+            }
+            let ty = self.program.var_ty(*binder).clone();
+            let hint = self.program.vars[*binder].hint.clone();
+            if position < n_carries {
+                let new = self.new_var(self.batched_ty(&ty), &hint);
+                new_binders.push(new);
+                self.env.insert(*binder, Status::Batched(new));
+            } else {
+                let mut stacked_shape = vec![ty.shape[0], self.size];
+                stacked_shape.extend(&ty.shape[1..]);
+                let new = self.new_var(ArrTy::new(stacked_shape, ty.elem), &hint);
+                new_binders.push(new);
+                fixups.push((*binder, new));
+            }
+        }
+        let expr = if is_scan {
+            Expr::Scan { size, init: new_init, body: new_body }
+        } else {
+            Expr::Fold { size, init: new_init, body: new_body }
+        };
+        self.emit_to(self.target, new_binders, expr);
+        for (binder, stacked) in fixups {
+            let ty = self.batched_ty(self.program.var_ty(binder));
+            let hint = self.program.vars[binder].hint.clone();
+            let res = self.emit1(Expr::Transpose { perm: vec![1, 0], array: Atom::Var(stacked) }, ty, &hint);
+            self.env.insert(binder, Status::Batched(res));
+        }
+    }
+
+    /// Which results of a loop body depend on the batch index, given which carries do.
+    fn loop_dependence(&self, body: &Block, carry_batched: &[bool]) -> Vec<bool> {
+        let mut dependent: std::collections::HashSet<VarId> = std::collections::HashSet::new();
+        for (param, is_batched) in body.params[1..].iter().zip(carry_batched) {
+            if *is_batched {
+                dependent.insert(*param);
+            }
+        }
+        let depends_atom = |atom: &Atom, dependent: &std::collections::HashSet<VarId>| match atom {
+            Atom::Var(var) => dependent.contains(var) || !self.is_unbatched(*atom),
+            Atom::Lit(_) => false,
+        };
+        for stmt in &body.stmts {
+            let mut uses = expr_atoms(&stmt.expr);
+            for nested in expr_blocks(&stmt.expr) {
+                let mut nested_uses = Vec::new();
+                collect_uses(self.program, nested, &mut nested_uses);
+                uses.extend(nested_uses.into_iter().map(Atom::Var));
+            }
+            if uses.iter().any(|atom| depends_atom(atom, &dependent)) {
+                dependent.extend(&stmt.binders);
+            }
+        }
+        body.results.iter().map(|atom| depends_atom(atom, &dependent)).collect()
+    }
+
+    /// Broadcasts a `[k]` array to `[k] ++ shape` (batch axis first).
+    fn broadcast_batch(&mut self, bulk: VarId, shape: &[usize]) -> VarId {
+        if shape.is_empty() {
+            return bulk;
+        }
+        let elem = self.program.var_ty(bulk).elem;
+        let mut current = bulk;
+        let mut current_shape = vec![self.size];
+        for &count in shape.iter().rev() {
+            let mut new_shape = vec![count];
+            new_shape.extend(&current_shape);
+            current = self.emit1(Expr::Replicate { count, array: Atom::Var(current) }, ArrTy::new(new_shape.clone(), elem), "rep");
+            current_shape = new_shape;
+        }
+        // Now [d1, …, dn, k]: move the batch axis to the front.
+        let rank = current_shape.len();
+        let mut perm = vec![rank - 1];
+        perm.extend(0..rank - 1);
+        let mut final_shape = vec![self.size];
+        final_shape.extend(shape);
+        self.emit1(Expr::Transpose { perm, array: Atom::Var(current) }, ArrTy::new(final_shape, elem), "mask")
+    }
+}
+
+fn lit_of(atom: &Atom) -> Option<Scalar> {
+    match atom {
+        Atom::Lit(scalar) => Some(*scalar),
+        Atom::Var(_) => None,
+    }
+}
+
+/// The variables a block (and its nested blocks) uses.
+fn collect_uses(program: &Program, block: BlockId, out: &mut Vec<VarId>) {
+    let block = &program.blocks[block];
+    for stmt in &block.stmts {
+        for atom in expr_atoms(&stmt.expr) {
+            if let Atom::Var(var) = atom {
+                out.push(var);
+            }
+        }
+        for nested in expr_blocks(&stmt.expr) {
+            collect_uses(program, nested, out);
+        }
+    }
+    for atom in &block.results {
+        if let Atom::Var(var) = atom {
+            out.push(*var);
+        }
+    }
+}
+
+/// Drops identity gathers: `gather sh x (λ[i…]. [i…])` with `sh` the shape of `x` is `x`.
+fn simplify_gathers(program: &mut Program) {
+    for block in crate::core::visit::reachable_blocks(program, program.main) {
+        let mut stmts = std::mem::take(&mut program.blocks[block].stmts);
+        for stmt in &mut stmts {
+            if let Expr::Gather { shape, array, body } = &stmt.expr {
+                let lambda = &program.blocks[*body];
+                let identity = lambda.stmts.is_empty()
+                    && lambda.params.len() == lambda.results.len()
+                    && lambda.params.iter().zip(&lambda.results).all(|(param, result)| *result == Atom::Var(*param))
+                    && program.atom_ty(array).shape == *shape;
+                if identity {
+                    stmt.expr = Expr::Atom(*array);
+                }
+            }
+        }
+        program.blocks[block].stmts = stmts;
+    }
+}
