@@ -398,16 +398,18 @@ impl Session {
     fn run_to_arrays(&mut self, texpr: &TExpr, cx: &BlockCx) -> Result<(Vec<Array>, Evaluated), Diagnostic> {
         let mut evaluated = Evaluated::default();
         let compile_start = Instant::now();
-        let (program, inputs) = self.compile(texpr)?;
+        let Compiled { core, bulk, inputs } = self.compile(texpr)?;
         evaluated.compile = compile_start.elapsed();
         for stage in &cx.stages {
             let text = match stage.as_str() {
                 "typed" => format!("{} : {}", texpr_summary(texpr), texpr.ty),
-                "core" => program.to_string(),
+                "core" => core.to_string(),
+                "bot" => bulk.to_string(),
                 other => format!("(the `{other}` stage is not available yet)"),
             };
             evaluated.outputs.push(Output::Stage { name: stage.clone(), text });
         }
+        let program = bulk;
         let config = InterpConfig { strict: cx.strict, interrupt: Some(self.interrupt.clone()) };
         let run = || interp::run(&program, &inputs, &config);
         let run_start = Instant::now();
@@ -428,7 +430,7 @@ impl Session {
         Ok((arrays, evaluated))
     }
 
-    fn compile(&self, texpr: &TExpr) -> Result<(Program, Vec<Array>), Diagnostic> {
+    fn compile(&self, texpr: &TExpr) -> Result<Compiled, Diagnostic> {
         let lookup = |name: &str| {
             self.values.get(name).map(|(ty, arrays)| GlobalValue { ty, leaves: arrays.iter().map(Array::ty).collect() })
         };
@@ -439,17 +441,31 @@ impl Session {
             .iter()
             .flat_map(|(name, _)| self.values[name].1.iter().cloned())
             .collect();
-        let program = lowerer.program;
-        if let Err(errors) = crate::core::verify::verify(&program) {
-            let listed: Vec<String> = errors.iter().map(ToString::to_string).collect();
-            return Err(Diagnostic {
-                kind: ErrorKind::Internal,
-                message: format!("the lowering produced ill-formed IR:\n{}\n{program}", listed.join("\n")),
-                span: None,
-            });
-        }
-        Ok((program, inputs))
+        let core = lowerer.program;
+        verify_after("lower", &core)?;
+        let bulk = crate::passes::bot::run(&core);
+        verify_after("bot", &bulk)?;
+        Ok(Compiled { core, bulk, inputs })
     }
+}
+
+/// A compiled block: the core IR and its bulk form, and the values of its inputs.
+struct Compiled {
+    core: Program,
+    bulk: Program,
+    inputs: Vec<Array>,
+}
+
+/// Runs the verifier after a pass; a failure is a bug in dx, reported with the IR.
+fn verify_after(pass: &str, program: &Program) -> Result<(), Diagnostic> {
+    crate::core::verify::verify(program).map_err(|errors| {
+        let listed: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        Diagnostic {
+            kind: ErrorKind::Internal,
+            message: format!("`{pass}` produced ill-formed IR:\n{}\n{program}", listed.join("\n")),
+            span: None,
+        }
+    })
 }
 
 /// Per-block settings from pragmas.
