@@ -1,0 +1,101 @@
+//! Snapshots of the `bot` stage on seed 001's examples (§5, Fig 18): the self-convolution
+//! term t_sc, the dot product and the matrix product written with `build1`. Each is also run
+//! before and after the transform to check that the values agree.
+
+use dx_lang::core::interp::{self, InterpConfig};
+use dx_lang::core::parse::parse_program;
+use dx_lang::core::testgen::random_inputs;
+use dx_lang::passes::bot;
+use expect_test::{expect, Expect};
+
+fn check_bot(src: &str, expected: Expect) {
+    let program = parse_program(src).expect("the test program parses");
+    let transformed = bot::run(&program);
+    dx_lang::core::verify::verify(&transformed).expect("the BOT output verifies");
+    assert!(bot::is_normal_form(&transformed));
+    expected.assert_eq(&transformed.to_string());
+    let inputs = random_inputs(&program, 1);
+    let config = InterpConfig::default();
+    assert_eq!(interp::run(&program, &inputs, &config), interp::run(&transformed, &inputs, &config));
+}
+
+#[test]
+fn self_convolution() {
+    // t_sc = sumOuter (build1 n (λi. index a [i] × index a [n-1-i])) with n = 4 (Fig 18).
+    // The identity gather `gather [n] a (λ[i]. [i])` is simplified to `a`.
+    check_bot(
+        "program(%0_a: [4]f32) {
+           %1: [4]f32 = build1 4 (\\%2_i: []i64 ->
+             %3: []f32 = index %0_a [%2_i]
+             %4: []i64 = sub 3:i64 %2_i
+             %5: []f32 = index %0_a [%4]
+             %6: []f32 = mul %3 %5
+             in %6)
+           %7: []f32 = sumOuter %1
+           in %7
+         }",
+        expect![[r#"
+            program(%0_a: [4]f32) {
+              %12: [4]f32 = gather [4] %0_a (\%10_i: []i64 ->
+                %11_sub: []i64 = sub 3:i64 %10_i
+                in %11_sub)
+              %13: [4]f32 = mul %0_a %12
+              %7: []f32 = sumOuter %13
+              in %7
+            }"#]],
+    );
+}
+
+#[test]
+fn dot_product() {
+    check_bot(
+        "program(%0_x: [5]f64, %1_y: [5]f64) {
+           %2: [5]f64 = build1 5 (\\%3_i: []i64 ->
+             %4: []f64 = index %0_x [%3_i]
+             %5: []f64 = index %1_y [%3_i]
+             %6: []f64 = mul %4 %5
+             in %6)
+           %7: []f64 = sumOuter %2
+           in %7
+         }",
+        expect![[r#"
+            program(%0_x: [5]f64, %1_y: [5]f64) {
+              %12: [5]f64 = mul %0_x %1_y
+              %7: []f64 = sumOuter %12
+              in %7
+            }"#]],
+    );
+}
+
+#[test]
+fn matrix_product() {
+    // for i j. sum for k. a[i, k] * b[k, j]
+    check_bot(
+        "program(%0_a: [2, 3]f32, %1_b: [3, 4]f32) {
+           %2: [2, 4]f32 = build1 2 (\\%3_i: []i64 ->
+             %4: [4]f32 = build1 4 (\\%5_j: []i64 ->
+               %6: [3]f32 = build1 3 (\\%7_k: []i64 ->
+                 %8: []f32 = index %0_a [%3_i, %7_k]
+                 %9: []f32 = index %1_b [%7_k, %5_j]
+                 %10: []f32 = mul %8 %9
+                 in %10)
+               %11: []f32 = sumOuter %6
+               in %11)
+             in %4)
+           in %2
+         }",
+        expect![[r#"
+            program(%0_a: [2, 3]f32, %1_b: [3, 4]f32) {
+              %18: [4, 3]f32 = gather [4, 3] %1_b (\%17_i: []i64, %14_i: []i64 ->
+                in %14_i, %17_i)
+              %25_rep: [4, 2, 3]f32 = replicate 4 %0_a
+              %26_rep: [2, 4, 3]f32 = tr [1, 0] %25_rep
+              %27_rep: [2, 4, 3]f32 = replicate 2 %18
+              %28: [2, 4, 3]f32 = mul %26_rep %27_rep
+              %29_tr: [2, 3, 4]f32 = tr [0, 2, 1] %28
+              %30_tr: [3, 2, 4]f32 = tr [1, 0] %29_tr
+              %31: [2, 4]f32 = sumOuter %30_tr
+              in %31
+            }"#]],
+    );
+}
