@@ -227,11 +227,6 @@ pub struct Program {
     pub source_map: std::collections::BTreeMap<VarId, crate::syntax::Span>,
 }
 
-impl Default for BlockId {
-    fn default() -> Self {
-        BlockId(0)
-    }
-}
 
 impl Program {
     pub fn new() -> Program {

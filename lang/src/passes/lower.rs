@@ -326,7 +326,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Rebuilds a value of type `ty` from atoms.
-    fn from_leaves(&self, ty: &Ty, atoms: Vec<Atom>) -> SVal {
+    fn assemble(&self, ty: &Ty, atoms: Vec<Atom>) -> SVal {
         fn go(ty: &Ty, atoms: &mut std::vec::IntoIter<Atom>) -> SVal {
             match ty {
                 Ty::Tuple(items) => SVal::Tuple(items.iter().map(|item| go(item, atoms)).collect()),
@@ -433,7 +433,7 @@ impl<'a> Lowerer<'a> {
                     cx.leaves(&value, body.span)
                 })?;
                 let binders = self.emit(Expr::Build1 { size, body: body_block }, result_tys, "for", span);
-                Ok(self.from_leaves(&ty, binders.into_iter().map(Atom::Var).collect()))
+                Ok(self.assemble(&ty, binders.into_iter().map(Atom::Var).collect()))
             }
             TKind::If { cond, then_branch, else_branch } => {
                 let cond_value = self.lower(cond)?;
@@ -449,7 +449,7 @@ impl<'a> Lowerer<'a> {
                     cx.leaves(&value, else_branch.span)
                 })?;
                 let binders = self.emit(Expr::Cond { cond: cond_atom, then_block, else_block }, result_tys, "if", span);
-                Ok(self.from_leaves(&ty, binders.into_iter().map(Atom::Var).collect()))
+                Ok(self.assemble(&ty, binders.into_iter().map(Atom::Var).collect()))
             }
             TKind::App { func, arg } => {
                 let func_value = self.lower(func)?;
@@ -479,7 +479,7 @@ impl<'a> Lowerer<'a> {
                 for (column, ty) in columns.into_iter().zip(result_tys) {
                     atoms.push(self.emit1(Expr::Table(column), ty, "table", span));
                 }
-                Ok(self.from_leaves(&ty, atoms))
+                Ok(self.assemble(&ty, atoms))
             }
             TKind::At(value) => {
                 let target = self.concrete(&expr.ty, span)?;
@@ -514,7 +514,7 @@ impl<'a> Lowerer<'a> {
             let vars = vars.clone();
             let ty = (self.globals)(name).map(|global| global.ty.clone());
             return match ty {
-                Some(ty) => Ok(self.from_leaves(&ty, vars.into_iter().map(Atom::Var).collect())),
+                Some(ty) => Ok(self.assemble(&ty, vars.into_iter().map(Atom::Var).collect())),
                 None => error(span, "internal: unknown global"),
             };
         }
@@ -523,7 +523,7 @@ impl<'a> Lowerer<'a> {
         let vars: Vec<VarId> = global.leaves.into_iter().map(|leaf| self.program.new_var(leaf, name)).collect();
         self.program.inputs.extend(&vars);
         self.inputs.push((name.to_string(), vars.clone()));
-        Ok(self.from_leaves(&ty, vars.into_iter().map(Atom::Var).collect()))
+        Ok(self.assemble(&ty, vars.into_iter().map(Atom::Var).collect()))
     }
 
     /// Indexes the outermost axis of every leaf.
@@ -640,7 +640,7 @@ impl<'a> Lowerer<'a> {
                     let scalar = self.broadcast(scalar, &shape, span);
                     out.push(self.prim(Prim::Mul, vec![scalar, leaf], span)?);
                 }
-                Ok(self.from_leaves(&result_ty, out))
+                Ok(self.assemble(&result_ty, out))
             }
             Builtin::Convert(_) => {
                 let SVal::Arr(atom) = args[0] else { return error(span, "internal: conversion of a non-scalar") };
@@ -675,7 +675,7 @@ impl<'a> Lowerer<'a> {
                     let res_ty = ArrTy::new(leaf_ty.shape[1..].to_vec(), leaf_ty.elem);
                     out.push(self.emit1(Expr::SumOuter(leaf), res_ty, "sum", span));
                 }
-                Ok(self.from_leaves(&result_ty, out))
+                Ok(self.assemble(&result_ty, out))
             }
             Builtin::Iota => {
                 let SVal::Type(ix) = &args[0] else { return error(span, "internal: iota of a non-type") };
@@ -701,12 +701,12 @@ impl<'a> Lowerer<'a> {
                 params.extend(&carry_vars);
                 let rty = result_ty.clone();
                 let body = self.in_block(params, |cx| {
-                    let carry = cx.from_leaves(&rty, carry_vars.iter().copied().map(Atom::Var).collect());
+                    let carry = cx.assemble(&rty, carry_vars.iter().copied().map(Atom::Var).collect());
                     let next = cx.apply(func, carry, span)?;
                     cx.leaves(&next, span)
                 })?;
                 let binders = self.emit(Expr::Fold { size: count as usize, init, body }, carry_tys, "apply_n", span);
-                Ok(self.from_leaves(&result_ty, binders.into_iter().map(Atom::Var).collect()))
+                Ok(self.assemble(&result_ty, binders.into_iter().map(Atom::Var).collect()))
             }
             Builtin::Zero => {
                 let leaf_tys = self.leaf_types(&result_ty, span)?;
@@ -715,7 +715,7 @@ impl<'a> Lowerer<'a> {
                     let zero = Atom::Lit(Scalar::zero(leaf.elem));
                     out.push(self.broadcast(zero, &leaf.shape, span));
                 }
-                Ok(self.from_leaves(&result_ty, out))
+                Ok(self.assemble(&result_ty, out))
             }
             Builtin::Fst | Builtin::Snd => match &args[0] {
                 SVal::Tuple(items) if items.len() == 2 => Ok(items[usize::from(builtin == Builtin::Snd)].clone()),
@@ -749,20 +749,20 @@ impl<'a> Lowerer<'a> {
         let (carry_ty, ix) = ((**carry_ty).clone(), (**ix).clone());
         let body = self.in_block(params, |cx| {
             let index = cx.unflatten_index(Atom::Var(index_var), &ix, span)?;
-            let carry = cx.from_leaves(&carry_ty, carry_vars.iter().copied().map(Atom::Var).collect());
+            let carry = cx.assemble(&carry_ty, carry_vars.iter().copied().map(Atom::Var).collect());
             let partial = cx.apply(func, index, span)?;
             let next = cx.apply(partial, carry, span)?;
             cx.leaves(&next, span)
         })?;
         if builtin == Builtin::Fold {
             let binders = self.emit(Expr::Fold { size, init, body }, carry_tys, "fold", span);
-            return Ok(self.from_leaves(result_ty, binders.into_iter().map(Atom::Var).collect()));
+            return Ok(self.assemble(result_ty, binders.into_iter().map(Atom::Var).collect()));
         }
         let Ty::Tuple(parts) = result_ty else { return error(span, "internal: scan result type") };
         let mut binder_tys = carry_tys;
         binder_tys.extend(self.leaf_types(&parts[1], span)?);
         let binders = self.emit(Expr::Scan { size, init, body }, binder_tys, "scan", span);
-        Ok(self.from_leaves(result_ty, binders.into_iter().map(Atom::Var).collect()))
+        Ok(self.assemble(result_ty, binders.into_iter().map(Atom::Var).collect()))
     }
 
     /// `a ~~ b` on one array: `all (abs (a - b) <= 1e-4 + 1e-4 * abs b)` (Dex's tolerances).
