@@ -110,6 +110,8 @@ pub struct Session {
     /// Top-level values: their type and their arrays (one per leaf of the type).
     values: HashMap<String, (Ty, Vec<Array>)>,
     imported: HashSet<String>,
+    /// What loading the prelude reported (nothing, when the prelude is sound).
+    startup: Vec<Output>,
 }
 
 /// The libraries `import` can load (shipped inside the binary so that dx works from any
@@ -129,9 +131,10 @@ impl Session {
             env: GlobalEnv::default(),
             values: HashMap::new(),
             imported: HashSet::new(),
+            startup: Vec::new(),
         };
         if load_prelude {
-            session.import("prelude");
+            session.startup = session.import("prelude");
         }
         session
     }
@@ -158,6 +161,11 @@ impl Session {
             results.push(ChunkResult { chunk, outputs });
         }
         results
+    }
+
+    /// Errors reported while loading the prelude (shown by the front-ends at start-up).
+    pub fn startup_outputs(&self) -> &[Output] {
+        &self.startup
     }
 
     /// The flag that interrupts the running computation (Ctrl-C, Jupyter interrupt).

@@ -1,0 +1,72 @@
+//! The session façade: start-up, outputs as data, and the session surviving errors.
+
+use dx_lang::session::{ErrorKind, Output, Session, SessionConfig};
+
+fn outputs(session: &mut Session, src: &str) -> Vec<Output> {
+    session.eval_source(src).into_iter().flat_map(|chunk| chunk.outputs).collect()
+}
+
+#[test]
+fn prelude_loads_without_errors() {
+    let session = Session::new(SessionConfig::default());
+    assert_eq!(session.startup_outputs(), &[] as &[Output]);
+    let names = session.completion_names();
+    for name in ["mean", "softmax", "sum", "fold", "linspace"] {
+        assert!(names.iter().any(|n| n == name), "{name} missing from {names:?}");
+    }
+}
+
+#[test]
+fn outputs_are_structured() {
+    let mut session = Session::new(SessionConfig::default());
+    let got = outputs(&mut session, "x = [1., 2.]\n:p x\n:t x\n:p y\n");
+    assert_eq!(got[0], Output::Value("[1., 2.]".into()));
+    assert_eq!(got[1], Output::Type("((Fin 2) => Float32)".into()));
+    match &got[2] {
+        Output::Error(diag) => {
+            assert_eq!(diag.kind, ErrorKind::Type);
+            let span = diag.span.expect("a type error has a span");
+            assert_eq!(span.range(), 26..27);
+        }
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+#[test]
+fn time_pragma_reports_timings() {
+    let mut session = Session::new(SessionConfig::default());
+    let got = outputs(&mut session, "%time\n:p sum (for i:(Fin 1000). 1.0)\n");
+    assert_eq!(got[0], Output::Value("1000.".into()));
+    assert!(matches!(got[1], Output::Timing { bench_name: None, runs: None, .. }), "{got:?}");
+}
+
+#[test]
+fn bench_pragma_runs_several_times() {
+    let mut session = Session::new(SessionConfig::default());
+    let got = outputs(&mut session, "%bench \"small\"\n:p sum (for i:(Fin 10). 1.0)\n");
+    match &got[1] {
+        Output::Timing { bench_name: Some(name), runs: Some(runs), .. } => {
+            assert_eq!(name, "small");
+            assert!(*runs >= 5);
+        }
+        other => panic!("expected a bench timing, got {other:?}"),
+    }
+}
+
+#[test]
+fn interrupt_stops_a_long_computation() {
+    let mut session = Session::new(SessionConfig::default());
+    let flag = session.interrupt_flag();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        flag.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let got = outputs(&mut session, ":p fold(0.0, \\i:(Fin 2000000000) c. c + 1.0)\n");
+    stopper.join().unwrap();
+    match &got[0] {
+        Output::Error(diag) => assert_eq!(diag.kind, ErrorKind::Runtime),
+        other => panic!("expected an interruption, got {other:?}"),
+    }
+    // The session is still usable.
+    assert_eq!(outputs(&mut session, ":p 1.0 + 1.0\n"), vec![Output::Value("2.".into())]);
+}
