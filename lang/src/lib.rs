@@ -7,6 +7,7 @@
 pub mod check;
 pub mod core;
 pub mod display;
+pub mod exec;
 pub mod passes;
 pub mod prim;
 pub mod session;

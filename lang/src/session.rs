@@ -453,6 +453,7 @@ impl Session {
         verify_after("lower", &core)?;
         let bulk = crate::passes::bot::run(&core);
         verify_after("bot", &bulk)?;
+        check_bot_output(&core, &bulk)?;
         Ok(Compiled { core, bulk, inputs })
     }
 }
@@ -474,6 +475,21 @@ fn verify_after(pass: &str, program: &Program) -> Result<(), Diagnostic> {
             span: None,
         }
     })
+}
+
+/// The BOT's guarantees: no `build1` left (seed 001 Theorem 5.1) and the same result types.
+fn check_bot_output(core: &Program, bulk: &Program) -> Result<(), Diagnostic> {
+    let result_types = |program: &Program| -> Vec<crate::core::ir::ArrTy> {
+        program.blocks[program.main].results.iter().map(|atom| program.atom_ty(atom)).collect()
+    };
+    let problem = if !crate::passes::bot::is_normal_form(bulk) {
+        "`bot` left a build1 in its output"
+    } else if result_types(core) != result_types(bulk) {
+        "`bot` changed the types of the results"
+    } else {
+        return Ok(());
+    };
+    Err(Diagnostic { kind: ErrorKind::Internal, message: format!("{problem}:\n{bulk}"), span: None })
 }
 
 /// Per-block settings from pragmas.

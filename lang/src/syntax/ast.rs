@@ -41,7 +41,11 @@ pub enum Decl {
     /// that a capitalised name bound to a type expression is an index-set alias.
     Let(LetBinding),
     /// `:p e`, `:t e`, `:plot e`, ... and a bare expression (`Command::Print`, `bare: true`).
-    Command { command: Command, expr: Expr, bare: bool },
+    Command {
+        command: Command,
+        expr: Expr,
+        bare: bool,
+    },
     /// `import name`
     Import(Ident),
 }
@@ -194,28 +198,58 @@ pub enum ExprKind {
     Var(Ident),
     Lit(Lit),
     /// `\x y. body`; `\x:Float. e`; `\(a, b). e`
-    Lam { params: Vec<Param>, body: Box<Expr> },
+    Lam {
+        params: Vec<Param>,
+        body: Box<Expr>,
+    },
     /// `for i j:(Fin 3). body` (binders outermost first)
-    For { binders: Vec<ForBinder>, body: Box<Expr> },
-    If { cond: Box<Expr>, then_branch: Box<Expr>, else_branch: Box<Expr> },
+    For {
+        binders: Vec<ForBinder>,
+        body: Box<Expr>,
+    },
+    If {
+        cond: Box<Expr>,
+        then_branch: Box<Expr>,
+        else_branch: Box<Expr>,
+    },
     /// One argument of a curried application. `f(x, y)`, `f x y` and `f $ g x` all become
     /// nested `App`s; `x \`mod\` 5` becomes `App(App(mod, x), 5)`.
-    App { func: Box<Expr>, arg: Box<Expr>, name: Option<Ident> },
-    BinOp { op: BinOp, lhs: Box<Expr>, rhs: Box<Expr> },
+    App {
+        func: Box<Expr>,
+        arg: Box<Expr>,
+        name: Option<Ident>,
+    },
+    BinOp {
+        op: BinOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
     /// Unary minus.
     Neg(Box<Expr>),
     /// `x[i, j]` (= `x[i][j]`): `indices` has one entry per comma-separated index.
-    Index { base: Box<Expr>, indices: Vec<Expr> },
+    Index {
+        base: Box<Expr>,
+        indices: Vec<Expr>,
+    },
     /// `(a, b)`; never of length 1 (a parenthesised expression is just the expression).
     Tuple(Vec<Expr>),
     /// `[a, b, c]`
     Table(Vec<Expr>),
     /// `e @ T`; `T` may be `_` (inferred).
-    At { value: Box<Expr>, ty: TypeExpr },
+    At {
+        value: Box<Expr>,
+        ty: TypeExpr,
+    },
     /// `(e :: T)`
-    Annot { expr: Box<Expr>, ty: TypeExpr },
+    Annot {
+        expr: Box<Expr>,
+        ty: TypeExpr,
+    },
     /// An indented let-block: bindings and local `def`s, then the result expression.
-    Block { stmts: Vec<Stmt>, result: Box<Expr> },
+    Block {
+        stmts: Vec<Stmt>,
+        result: Box<Expr>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -152,7 +152,10 @@ pub fn split_chunks(src: &str) -> Vec<Chunk> {
             }
             _ => ChunkKind::Code(parse_code(src, span)),
         };
-        chunks.push(Chunk { kind: chunk_kind, span });
+        chunks.push(Chunk {
+            kind: chunk_kind,
+            span,
+        });
         index = end;
     }
     chunks

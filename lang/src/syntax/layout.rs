@@ -31,8 +31,12 @@ use super::{ParseError, Span};
 //   a smaller column closes the block (`}` right after the previous token) and the test repeats
 //   with the enclosing context; the same column starts a new item (`;`); a larger column
 //   continues the previous line. Inside a bracket, line breaks are plain white space.
-// - A line starting with `then` or `else` never starts a new item. At the column of a block
-//   opened by `then`/`else`, it closes that block (so an `else` lines up with its `then`).
+// - A line starting with `then` or `else` never starts a new item. A `then` or `else` anywhere
+//   closes the blocks opened since its `if` (Haskell's parse-error(t) rule, for this one case):
+//   each context counts the `if`s in it still waiting for their `then` and for their `else`,
+//   and the branch keyword closes the blocks above the nearest context (within the same
+//   bracket) with such an `if`. So `if c then` + indented block + `else b` works whether the
+//   `else` is on the block's last line, at its column, or dedented.
 // - `)`, `]` and `,` close the blocks opened inside their bracket (`(\p.` + block + `) x`).
 // - End of input closes all blocks; an unclosed bracket is an error with `incomplete` set.
 
@@ -98,30 +102,28 @@ impl Laid {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Opener {
-    /// The implicit block of the whole declaration.
-    Top,
-    Equals,
-    Dot,
-    Then,
-    Else,
-    Command,
-}
-
 #[derive(Clone, Copy, Debug)]
 enum CtxKind {
-    Block { col: u32, opener: Opener },
+    Block { col: u32 },
     Bracket { open: u8, start: usize },
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    /// Heads (Note [Parser limits]) since the last separator.
+    heads: u32,
+    /// Tokens since the last separator.
+    tokens: u32,
+    /// `if`s since the last separator still waiting for their `then`.
+    awaiting_then: u32,
+    /// `if`s since the last separator still waiting for their `else`.
+    awaiting_else: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
 struct Ctx {
     kind: CtxKind,
-    /// Lambda/`for`/`if` heads since the last separator.
-    heads: u32,
-    /// Tokens since the last separator.
-    tokens: u32,
+    counts: Counts,
 }
 
 struct Layout<'a> {
@@ -152,25 +154,27 @@ impl Layout<'_> {
     }
 
     fn push(&mut self, kind: CtxKind, at: &Token) -> Result<(), ParseError> {
-        self.stack.push(Ctx { kind, heads: 0, tokens: 0 });
+        self.stack.push(Ctx {
+            kind,
+            counts: Counts::default(),
+        });
         self.nesting += 1;
         self.check_nesting(at)
     }
 
     fn pop(&mut self) {
         if let Some(ctx) = self.stack.pop() {
-            self.nesting -= 1 + ctx.heads;
-            self.path_tokens -= ctx.tokens;
+            self.nesting -= 1 + ctx.counts.heads;
+            self.path_tokens -= ctx.counts.tokens;
         }
     }
 
     /// Resets the counters of the innermost context at a separator.
     fn separate(&mut self) {
         if let Some(ctx) = self.stack.last_mut() {
-            self.nesting -= ctx.heads;
-            self.path_tokens -= ctx.tokens;
-            ctx.heads = 0;
-            ctx.tokens = 0;
+            self.nesting -= ctx.counts.heads;
+            self.path_tokens -= ctx.counts.tokens;
+            ctx.counts = Counts::default();
         }
     }
 
@@ -202,21 +206,15 @@ impl Layout<'_> {
         loop {
             let is_top = self.stack.len() == 1;
             let Some(ctx) = self.stack.last() else { return };
-            let CtxKind::Block { col, opener } = ctx.kind else { return };
+            let CtxKind::Block { col } = ctx.kind else {
+                return;
+            };
             if token.col < col && !is_top {
                 self.pop();
                 self.inserts.push((prev.end, '}'));
                 continue;
             }
-            if token.col > col {
-                return;
-            }
-            if is_branch {
-                if matches!(opener, Opener::Then | Opener::Else) && !is_top {
-                    self.pop();
-                    self.inserts.push((prev.end, '}'));
-                    continue;
-                }
+            if token.col > col || is_branch {
                 return;
             }
             self.inserts.push((token.start, ';'));
@@ -225,31 +223,65 @@ impl Layout<'_> {
         }
     }
 
-    fn opener(&self, index: usize) -> Option<Opener> {
+    /// Does the token at `index`, last on its line, open a block on the next line?
+    fn is_opener(&self, index: usize) -> bool {
         let token = &self.tokens[index];
-        let text = token.text(self.src);
         match token.kind {
-            TokKind::Equals => match self.stack.last().map(|ctx| ctx.kind) {
-                Some(CtxKind::Block { .. }) => Some(Opener::Equals),
-                _ => None,
-            },
-            TokKind::Dot => Some(Opener::Dot),
-            TokKind::Ident if text == "then" => Some(Opener::Then),
-            TokKind::Ident if text == "else" => Some(Opener::Else),
-            TokKind::Ident
-                if index == 1
+            // A binding's `=`, not a named argument's.
+            TokKind::Equals => matches!(
+                self.stack.last().map(|ctx| ctx.kind),
+                Some(CtxKind::Block { .. })
+            ),
+            TokKind::Dot => true,
+            TokKind::Ident => {
+                let text = token.text(self.src);
+                let is_command = index == 1
                     && self.tokens[0].text(self.src) == ":"
-                    && self.tokens[0].end == token.start =>
-            {
-                Some(Opener::Command)
+                    && self.tokens[0].end == token.start;
+                text == "then" || text == "else" || is_command
             }
-            _ => None,
+            _ => false,
+        }
+    }
+
+    /// A `then` or `else`: closes the blocks opened since its `if` (Note [Layout rule]).
+    fn branch(&mut self, is_else: bool, close_at: usize) {
+        let mut owner = None;
+        for (idx, ctx) in self.stack.iter().enumerate().rev() {
+            let waiting = if is_else {
+                ctx.counts.awaiting_else
+            } else {
+                ctx.counts.awaiting_then
+            };
+            if waiting > 0 {
+                owner = Some(idx);
+                break;
+            }
+            if matches!(ctx.kind, CtxKind::Bracket { .. }) {
+                break;
+            }
+        }
+        let Some(owner) = owner else { return };
+        while self.stack.len() > owner + 1 {
+            self.pop();
+            self.inserts.push((close_at, '}'));
+        }
+        let counts = &mut self.stack[owner].counts;
+        if is_else {
+            counts.awaiting_else -= 1;
+        } else {
+            counts.awaiting_then -= 1;
+            counts.awaiting_else += 1;
         }
     }
 }
 
 fn error(message: &str, span: Span) -> ParseError {
-    ParseError { message: message.to_string(), span, incomplete: false }
+    ParseError {
+        message: message.to_string(),
+        span,
+        incomplete: false,
+    }
 }
 
 /// Runs the layout pass over `src[start..end]` (which starts at the beginning of a line).
@@ -261,9 +293,8 @@ pub(crate) fn layout(src: &str, start: usize, end: usize) -> Result<Laid, ParseE
         src,
         tokens: &tokens,
         stack: vec![Ctx {
-            kind: CtxKind::Block { col: top_col, opener: Opener::Top },
-            heads: 0,
-            tokens: 0,
+            kind: CtxKind::Block { col: top_col },
+            counts: Counts::default(),
         }],
         nesting: 0,
         path_tokens: 0,
@@ -271,25 +302,25 @@ pub(crate) fn layout(src: &str, start: usize, end: usize) -> Result<Laid, ParseE
         max_path_tokens: 0,
         inserts: Vec::new(),
     };
-    let mut pending: Option<Opener> = None;
+    // The previous line ended with a block opener.
+    let mut pending = false;
     for (index, token) in tokens.iter().enumerate() {
         let closes = matches!(token.kind, TokKind::Close(_) | TokKind::Comma);
         if index > 0 && token.first_on_line && !closes {
             let prev = &tokens[index - 1];
-            let opened = match pending {
-                Some(opener) if token.col > layout.innermost_block_col() => {
-                    layout.push(CtxKind::Block { col: token.col, opener }, token)?;
-                    layout.inserts.push((token.start, '{'));
-                    true
-                }
-                _ => false,
-            };
-            if !opened {
+            if pending && token.col > layout.innermost_block_col() {
+                layout.push(CtxKind::Block { col: token.col }, token)?;
+                layout.inserts.push((token.start, '{'));
+            } else {
                 layout.line_start(token, prev);
             }
         }
-        pending = None;
-        let prev_end = if index > 0 { tokens[index - 1].end } else { token.start };
+        pending = false;
+        let prev_end = if index > 0 {
+            tokens[index - 1].end
+        } else {
+            token.start
+        };
         match token.kind {
             TokKind::Reserved => {
                 let message = format!("unexpected '{}'", token.text(src));
@@ -297,7 +328,13 @@ pub(crate) fn layout(src: &str, start: usize, end: usize) -> Result<Laid, ParseE
             }
             TokKind::Open(open) => {
                 count_token(&mut layout, token)?;
-                layout.push(CtxKind::Bracket { open, start: token.start }, token)?;
+                layout.push(
+                    CtxKind::Bracket {
+                        open,
+                        start: token.start,
+                    },
+                    token,
+                )?;
                 continue;
             }
             TokKind::Close(close) => {
@@ -322,7 +359,18 @@ pub(crate) fn layout(src: &str, start: usize, end: usize) -> Result<Laid, ParseE
                     continue;
                 }
             }
-            TokKind::Ident if matches!(token.text(src), "for" | "if") => add_head(&mut layout, token)?,
+            TokKind::Ident => match token.text(src) {
+                "for" => add_head(&mut layout, token)?,
+                "if" => {
+                    add_head(&mut layout, token)?;
+                    if let Some(ctx) = layout.stack.last_mut() {
+                        ctx.counts.awaiting_then += 1;
+                    }
+                }
+                "then" => layout.branch(false, prev_end),
+                "else" => layout.branch(true, prev_end),
+                _ => {}
+            },
             TokKind::Op => {
                 let nests = match token.text(src) {
                     "\\" | "$" | "=>" | "->" => true,
@@ -338,10 +386,15 @@ pub(crate) fn layout(src: &str, start: usize, end: usize) -> Result<Laid, ParseE
         count_token(&mut layout, token)?;
         let last_on_line = tokens.get(index + 1).is_none_or(|next| next.first_on_line);
         if last_on_line {
-            pending = layout.opener(index);
+            pending = layout.is_opener(index);
         }
     }
-    if let Some(ctx) = layout.stack.iter().rev().find(|ctx| matches!(ctx.kind, CtxKind::Bracket { .. })) {
+    if let Some(ctx) = layout
+        .stack
+        .iter()
+        .rev()
+        .find(|ctx| matches!(ctx.kind, CtxKind::Bracket { .. }))
+    {
         if let CtxKind::Bracket { open, start } = ctx.kind {
             return Err(ParseError {
                 message: format!("unclosed '{}'", open as char),
@@ -378,7 +431,7 @@ fn ends_operand(src: &str, token: &Token) -> bool {
 
 fn add_head(layout: &mut Layout, token: &Token) -> Result<(), ParseError> {
     if let Some(ctx) = layout.stack.last_mut() {
-        ctx.heads += 1;
+        ctx.counts.heads += 1;
         layout.nesting += 1;
     }
     layout.check_nesting(token)
@@ -386,7 +439,7 @@ fn add_head(layout: &mut Layout, token: &Token) -> Result<(), ParseError> {
 
 fn count_token(layout: &mut Layout, token: &Token) -> Result<(), ParseError> {
     if let Some(ctx) = layout.stack.last_mut() {
-        ctx.tokens += 1;
+        ctx.counts.tokens += 1;
         layout.path_tokens += 1;
     }
     layout.max_path_tokens = layout.max_path_tokens.max(layout.path_tokens);

@@ -123,8 +123,18 @@ pub(crate) fn lex(src: &str, start: usize, end: usize) -> Result<Lexed, ParseErr
             _ => {}
         }
         let (kind, token_end) = lex_token(src, pos, end)?;
-        let col = if first_on_line { indent_width(&src[line_start..pos]) } else { 0 };
-        tokens.push(Token { kind, start: pos, end: token_end, first_on_line, col });
+        let col = if first_on_line {
+            indent_width(&src[line_start..pos])
+        } else {
+            0
+        };
+        tokens.push(Token {
+            kind,
+            start: pos,
+            end: token_end,
+            first_on_line,
+            col,
+        });
         first_on_line = false;
         pos = token_end;
     }

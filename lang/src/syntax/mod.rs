@@ -1,4 +1,24 @@
 //! The front end's first stage: splitting a source into blocks and parsing each block.
+//!
+//! Pipeline, one module each:
+//!
+//! - `chunks`: splits a file, REPL entry or notebook cell into prose, comment, blank and code
+//!   chunks (LANGUAGE.md §1) and decides whether a REPL entry is complete (`entry_status`).
+//! - `parser` (`parse_code`): a code block's pragma lines, then its declaration, through
+//!   - `lexer`: token boundaries, comments and indentation, for
+//!   - `layout`: indentation made explicit as block markers, and the resource limits
+//!     (Note [Parser limits]: nesting deeper than 128, or about 2000 operators in a row, is an
+//!     error rather than a stack overflow), then
+//!   - `dx.pest` and pest's `PrattParser` for operator precedence, then the AST (`ast`).
+//!
+//! Guarantees: no input makes these functions panic, overflow the stack or take more than
+//! linear-ish time; every span (in the AST and in errors) is an absolute byte range into the
+//! source text given, on `char` boundaries.
+//!
+//! Not handled yet: `:plot … > file.png` (the `>` parses as a comparison); a line that starts
+//! with a binary operator at the column of a let-block's items starts a new item (indent it
+//! more to continue the line above); `:stages on …`/`:stages off` are parsed as `:stages expr`
+//! (the session should recognise them first).
 
 pub mod ast;
 mod chunks;
@@ -33,6 +53,9 @@ pub struct Chunk {
     pub span: Span,
 }
 
+// A file has few chunks and they are short-lived, so the size of `Code` does not matter;
+// boxing it would only add noise at every match.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum ChunkKind {
     /// A `'` prose block.

@@ -63,6 +63,8 @@ fn error(message: impl Into<String>, span: Span) -> ParseError {
 }
 
 /// Parses one code block (pragma lines, then one declaration) lying at `span` of `src`.
+/// `span.start` is taken as the start of a line (columns count from it); spans in the result
+/// are absolute offsets into `src`. `incomplete` errors are those at the end of the block.
 pub fn parse_code(src: &str, span: Span) -> Result<CodeBlock, ParseError> {
     let (start, end) = clamp_span(src, span);
     let mut pragmas = Vec::new();
@@ -106,7 +108,9 @@ pub fn parse_code(src: &str, span: Span) -> Result<CodeBlock, ParseError> {
     })
 }
 
-/// Parses the whole of `src` as one expression (which may span indented lines).
+/// Parses the whole of `src` as one expression. It may span several lines, laid out as in a
+/// code block (continuation lines indented more than the first line, let-blocks after `=`, a
+/// lambda's `.`, `then` or `else` at the end of a line).
 pub fn parse_expr(src: &str) -> Result<Expr, ParseError> {
     let laid = layout(src, 0, src.len())?;
     if laid.tokens.is_empty() {
@@ -365,9 +369,15 @@ fn pest_error(laid: &Laid, err: pest::error::Error<Rule>) -> ParseError {
         .collect();
     let continuation = expected.contains(&Expected::Continuation);
     let (message, span) = if expected.contains(&Expected::Expression) && !continuation {
-        (format!("expected an expression{found_suffix}"), missing_span)
+        (
+            format!("expected an expression{found_suffix}"),
+            missing_span,
+        )
     } else if !continuation && !specific.is_empty() {
-        (format!("expected {}{found_suffix}", specific.join(" or ")), missing_span)
+        (
+            format!("expected {}{found_suffix}", specific.join(" or ")),
+            missing_span,
+        )
     } else {
         let message = match (&found, specific.as_slice()) {
             (Found::End, [what]) => format!("expected {what}"),
@@ -391,7 +401,9 @@ enum Found {
     /// The end of the input.
     End,
     /// A new item of a block starts (the `;` marker); `prev_end` is where the line before ends.
-    LineEnd { prev_end: usize },
+    LineEnd {
+        prev_end: usize,
+    },
     /// A block ends (the `}` or `{` marker).
     BlockEnd,
     Token(String),
@@ -987,8 +999,8 @@ impl<'a> Builder<'a> {
                                 .into_inner()
                                 .next()
                                 .ok_or_else(|| self.internal(&first))?;
-                            let _eq = parts.next();
-                            let value = self.next(&mut parts, &call_arg)?;
+                            // Skip the `=` to get to the value.
+                            let value = parts.nth(1).ok_or_else(|| self.internal(&call_arg))?;
                             (Some(self.ident(ident_pair)), value)
                         } else {
                             (None, first)

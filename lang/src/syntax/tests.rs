@@ -211,7 +211,6 @@ fn code_err(src: &str) -> ParseError {
     }
 }
 
-
 #[track_caller]
 fn expr_err(src: &str) -> ParseError {
     match parse_expr(src) {
@@ -237,7 +236,10 @@ fn print_expr(block: &CodeBlock) -> &Expr {
 #[test]
 fn literals() {
     assert_eq!(expr("3"), "3");
-    assert_eq!(expr("[1.0, 1., 1e-3, 2.5e3, 1.e2, 7E+1]"), "[1.0 1.0 0.001 2500.0 100.0 70.0]");
+    assert_eq!(
+        expr("[1.0, 1., 1e-3, 2.5e3, 1.e2, 7E+1]"),
+        "[1.0 1.0 0.001 2500.0 100.0 70.0]"
+    );
     assert_eq!(expr("[True, False]"), "[True False]");
     assert_eq!(expr("[]"), "[]");
     assert_eq!(expr("\"a \\\"b\\\" é\""), "\"a \\\"b\\\" é\"");
@@ -249,19 +251,31 @@ fn literals() {
 
 #[test]
 fn identifiers() {
-    assert_eq!(expr("x' + x_1 + _y + n_to_f"), "(+ (+ (+ x' x_1) _y) n_to_f)");
+    assert_eq!(
+        expr("x' + x_1 + _y + n_to_f"),
+        "(+ (+ (+ x' x_1) _y) n_to_f)"
+    );
     assert_eq!(expr("αβ + x₁"), "(+ αβ x₁)");
     // Keywords are not identifiers, but may start one.
-    assert_eq!(expr("iff + format + elsewhere"), "(+ (+ iff format) elsewhere)");
+    assert_eq!(
+        expr("iff + format + elsewhere"),
+        "(+ (+ iff format) elsewhere)"
+    );
 }
 
 #[test]
 fn operator_precedence() {
     assert_eq!(expr("1 + 2 * 3 - 4 / 5"), "(- (+ 1 (* 2 3)) (/ 4 5))");
-    assert_eq!(expr("a .* b ** c **. d .** e"), "(.** (**. (** (.* a b) c) d) e)");
+    assert_eq!(
+        expr("a .* b ** c **. d .** e"),
+        "(.** (**. (** (.* a b) c) d) e)"
+    );
     assert_eq!(expr("a || b && c == d + e"), "(|| a (&& b (== c (+ d e))))");
     assert_eq!(expr("a != b"), "(!= a b)");
-    assert_eq!(expr("a <= b && a >= c && a < d && a > e"), "(&& (&& (&& (<= a b) (>= a c)) (< a d)) (> a e))");
+    assert_eq!(
+        expr("a <= b && a >= c && a < d && a > e"),
+        "(&& (&& (&& (<= a b) (>= a c)) (< a d)) (> a e))"
+    );
     assert_eq!(expr("xs ~~ ys"), "(~~ xs ys)");
     assert_eq!(expr("-a * b"), "(* (neg a) b)");
     assert_eq!(expr("a * -b"), "(* a (neg b))");
@@ -282,7 +296,10 @@ fn comparisons_do_not_chain() {
 
 #[test]
 fn at_conversion() {
-    assert_eq!(expr("ordinal i + 1 @ Fin 5"), "(@ (+ (ordinal i) 1) (Fin 5))");
+    assert_eq!(
+        expr("ordinal i + 1 @ Fin 5"),
+        "(@ (+ (ordinal i) 1) (Fin 5))"
+    );
     assert_eq!(expr("(3 @ _)"), "(@ 3 _)");
     assert_eq!(expr("x[7 @ Fin 4]"), "(index x (@ 7 (Fin 4)))");
     assert_eq!(expr("i @ n == j"), "(== (@ i n) j)");
@@ -304,7 +321,10 @@ fn application() {
     assert_eq!(expr("a + x `mod` 5 * 2"), "(+ a (* ((mod x) 5) 2))");
     assert_eq!(expr("iota (Fin 5)"), "(iota (Fin 5))");
     assert_eq!(expr("sum for i. x[i]"), "(sum (for i . (index x i)))");
-    assert_eq!(expr("fold 0.0 \\i c. c + 1.0"), "((fold 0.0) (\\ i c . (+ c 1.0)))");
+    assert_eq!(
+        expr("fold 0.0 \\i c. c + 1.0"),
+        "((fold 0.0) (\\ i c . (+ c 1.0)))"
+    );
     assert_eq!(
         expr("fold(0.0, \\i:(Fin 5) c. c + n_to_f (ordinal i))"),
         "((fold 0.0) (\\ i:(Fin 5) c . (+ c (n_to_f (ordinal i)))))"
@@ -355,8 +375,14 @@ fn for_expressions() {
 #[test]
 fn if_expressions() {
     assert_eq!(expr("if c then a else b"), "(if c a b)");
-    assert_eq!(expr("if a < b then a + 1 else b + 1"), "(if (< a b) (+ a 1) (+ b 1))");
-    assert_eq!(expr("if a then b else if c then d else e"), "(if a b (if c d e))");
+    assert_eq!(
+        expr("if a < b then a + 1 else b + 1"),
+        "(if (< a b) (+ a 1) (+ b 1))"
+    );
+    assert_eq!(
+        expr("if a then b else if c then d else e"),
+        "(if a b (if c d e))"
+    );
     assert_eq!(expr("f if c then a else b"), "(f (if c a b))");
 }
 
@@ -368,7 +394,10 @@ fn tuples_tables_annotations() {
     assert_eq!(expr("[1., 2., 3.]"), "[1.0 2.0 3.0]");
     assert_eq!(expr("[[1, 2], [3, 4]]"), "[[1 2] [3 4]]");
     assert_eq!(expr("(e :: Float)"), "(:: e Float)");
-    assert_eq!(expr("(x + 1 :: (Fin 3)=>Int)"), "(:: (+ x 1) (=> (Fin 3) Int))");
+    assert_eq!(
+        expr("(x + 1 :: (Fin 3)=>Int)"),
+        "(:: (+ x 1) (=> (Fin 3) Int))"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -383,7 +412,10 @@ fn ty_of(src: &str) -> String {
 
 #[test]
 fn types() {
-    for name in ["Float", "Float32", "Float64", "Int", "Int32", "Int64", "Nat", "Word64", "Bool", "Key", "n", "Height"] {
+    for name in [
+        "Float", "Float32", "Float64", "Int", "Int32", "Int64", "Nat", "Word64", "Bool", "Key",
+        "n", "Height",
+    ] {
         assert_eq!(ty_of(&format!("x : {name} = y")), name);
     }
     assert_eq!(ty_of("x : Fin 4 = y"), "(Fin 4)");
@@ -391,7 +423,10 @@ fn types() {
     assert_eq!(ty_of("x : Fin (n + 1) = y"), "(Fin (+ n 1))");
     assert_eq!(ty_of("x : Fin (size m) = y"), "(Fin (size m))");
     assert_eq!(ty_of("x : n=>m=>Float = y"), "(=> n (=> m Float))");
-    assert_eq!(ty_of("x : (Fin 3)=>Fin 4=>Float = y"), "(=> (Fin 3) (=> (Fin 4) Float))");
+    assert_eq!(
+        ty_of("x : (Fin 3)=>Fin 4=>Float = y"),
+        "(=> (Fin 3) (=> (Fin 4) Float))"
+    );
     assert_eq!(ty_of("x : Fin 3 => Float = y"), "(=> (Fin 3) Float)");
     assert_eq!(ty_of("x : (Float, Int) = y"), "(ttuple Float Int)");
     assert_eq!(ty_of("x : (n, m)=>Float = y"), "(=> (ttuple n m) Float)");
@@ -399,7 +434,10 @@ fn types() {
     assert_eq!(ty_of("x : a -> b -> c = y"), "(-> (a) (-> (b) c))");
     assert_eq!(ty_of("x : (a, b) -> c = y"), "(-> (a b) c)");
     assert_eq!(ty_of("x : ((a, b)) -> c = y"), "(-> ((ttuple a b)) c)");
-    assert_eq!(ty_of("x : n=>Float -> Float = y"), "(-> ((=> n Float)) Float)");
+    assert_eq!(
+        ty_of("x : n=>Float -> Float = y"),
+        "(-> ((=> n Float)) Float)"
+    );
     assert_eq!(ty_of("x : _ = y"), "_");
     assert_eq!(ty_of("x : n=>_ = y"), "(=> n _)");
 }
@@ -414,12 +452,27 @@ fn definitions() {
         "(def dot(a:(=> n Float), b:(=> n Float)) -> Float given (n|Ix) (sum (for i . (* (index a i) (index b i)))))"
     );
     assert_eq!(decl("def f(x, y) = x + y"), "(def f(x, y) (+ x y))");
-    assert_eq!(decl("def f(x: Float) -> Float = x"), "(def f(x:Float) -> Float x)");
+    assert_eq!(
+        decl("def f(x: Float) -> Float = x"),
+        "(def f(x:Float) -> Float x)"
+    );
     assert_eq!(decl("def f() = 1"), "(def f() 1)");
-    assert_eq!(decl("def f(x) given (n, m|Ix) = x"), "(def f(x) given (n, m|Ix) x)");
-    assert_eq!(decl("def f(n: Nat) -> (Fin n)=>Float = y"), "(def f(n:Nat) -> (=> (Fin n) Float) y)");
-    assert_eq!(decl("def f((a, b): (Float, Float)) = a"), "(def f((ptuple a b):(ttuple Float Float)) a)");
-    assert_eq!(decl("def apply(f: Float -> Float, x: Float) = f x"), "(def apply(f:(-> (Float) Float), x:Float) (f x))");
+    assert_eq!(
+        decl("def f(x) given (n, m|Ix) = x"),
+        "(def f(x) given (n, m|Ix) x)"
+    );
+    assert_eq!(
+        decl("def f(n: Nat) -> (Fin n)=>Float = y"),
+        "(def f(n:Nat) -> (=> (Fin n) Float) y)"
+    );
+    assert_eq!(
+        decl("def f((a, b): (Float, Float)) = a"),
+        "(def f((ptuple a b):(ttuple Float Float)) a)"
+    );
+    assert_eq!(
+        decl("def apply(f: Float -> Float, x: Float) = f x"),
+        "(def apply(f:(-> (Float) Float), x:Float) (f x))"
+    );
 }
 
 #[test]
@@ -427,7 +480,10 @@ fn bindings_and_commands() {
     assert_eq!(decl("x = 1"), "(let x 1)");
     assert_eq!(decl("x : Float = 1"), "(let x:Float 1)");
     assert_eq!(decl("(a, b) = f x"), "(let (ptuple a b) (f x))");
-    assert_eq!(decl("[k1, k2] = split_key key"), "(let [k1 k2] (split_key key))");
+    assert_eq!(
+        decl("[k1, k2] = split_key key"),
+        "(let [k1 k2] (split_key key))"
+    );
     assert_eq!(decl("Height = Fin 3"), "(let Height (Fin 3))");
     assert_eq!(decl(":p x"), "(Print x)");
     assert_eq!(decl(":t x"), "(Type x)");
@@ -443,9 +499,13 @@ fn bindings_and_commands() {
 
 #[test]
 fn pragmas() {
-    let block = code("%time\n%passes parse typed core\n%bench \"my bench\"\n%strict\n:p 1 # done\n");
+    let block =
+        code("%time\n%passes parse typed core\n%bench \"my bench\"\n%strict\n:p 1 # done\n");
     let stages = |pragma: &Pragma| match pragma {
-        Pragma::Passes(stages) => stages.iter().map(|stage| stage.name.clone()).collect::<Vec<_>>(),
+        Pragma::Passes(stages) => stages
+            .iter()
+            .map(|stage| stage.name.clone())
+            .collect::<Vec<_>>(),
         _ => Vec::new(),
     };
     assert_eq!(block.pragmas.len(), 4);
@@ -455,7 +515,10 @@ fn pragmas() {
     assert_eq!(block.pragmas[3], Pragma::Strict);
     assert_eq!(decl_sexp(&block.decl), "(Print 1)");
     assert_eq!(code_err("%bogus\n:p 1").message, "unknown pragma '%bogus'");
-    assert_eq!(code_err("%bench name\n:p 1").message, "expected a quoted benchmark name");
+    assert_eq!(
+        code_err("%bench name\n:p 1").message,
+        "expected a quoted benchmark name"
+    );
     assert_eq!(code_err("%time 3\n:p 1").message, "unexpected '3'");
     let err = code_err("%time\n");
     assert_eq!(err.message, "expected a block after the pragma");
@@ -467,7 +530,8 @@ fn pragmas() {
 
 #[test]
 fn layout_grad_lambda_block_inside_parens() {
-    let src = ":p grad (\\p.\n    (a, b) = p\n    sum for i. a[i] * a[i] * b[i]) ([1., 2.], [3., 4.])\n";
+    let src =
+        ":p grad (\\p.\n    (a, b) = p\n    sum for i. a[i] * a[i] * b[i]) ([1., 2.], [3., 4.])\n";
     assert_eq!(
         decl(src),
         "(Print ((grad (\\ p . (block (let (ptuple a b) p) (sum (for i . (* (* (index a i) (index a i)) (index b i))))))) (tuple [1.0 2.0] [3.0 4.0])))"
@@ -477,7 +541,10 @@ fn layout_grad_lambda_block_inside_parens() {
 #[test]
 fn layout_command_with_let_block() {
     let src = ":p\n  (a, b) = (2.0, 3)\n  a * i_to_f b\n";
-    assert_eq!(decl(src), "(Print (block (let (ptuple a b) (tuple 2.0 3)) (* a (i_to_f b))))");
+    assert_eq!(
+        decl(src),
+        "(Print (block (let (ptuple a b) (tuple 2.0 3)) (* a (i_to_f b))))"
+    );
     // A block whose only item is an expression is that expression.
     assert_eq!(decl(":p\n  1 + 2\n"), "(Print (+ 1 2))");
 }
@@ -485,16 +552,26 @@ fn layout_command_with_let_block() {
 #[test]
 fn layout_def_with_let_block() {
     let src = "def f(x: Float) -> Float =\n  y = x * x\n  y + 1.0\n";
-    assert_eq!(decl(src), "(def f(x:Float) -> Float (block (let y (* x x)) (+ y 1.0)))");
-    let src = "def f(x) =\n  y : Float = x\n  def g(z) = z + y\n  [k1, k2] = split_key key\n  g y\n";
-    assert_eq!(decl(src), "(def f(x) (block (let y:Float x) (def g(z) (+ z y)) (let [k1 k2] (split_key key)) (g y)))");
+    assert_eq!(
+        decl(src),
+        "(def f(x:Float) -> Float (block (let y (* x x)) (+ y 1.0)))"
+    );
+    let src =
+        "def f(x) =\n  y : Float = x\n  def g(z) = z + y\n  [k1, k2] = split_key key\n  g y\n";
+    assert_eq!(
+        decl(src),
+        "(def f(x) (block (let y:Float x) (def g(z) (+ z y)) (let [k1 k2] (split_key key)) (g y)))"
+    );
 }
 
 #[test]
 fn layout_continuation_lines() {
     assert_eq!(decl("x = f 1\n  2\n"), "(let x ((f 1) 2))");
     assert_eq!(decl("def f(x) =\n  x\n    + 1"), "(def f(x) (+ x 1))");
-    assert_eq!(decl(":p\n  x = 1\n   + 2\n  x"), "(Print (block (let x (+ 1 2)) x))");
+    assert_eq!(
+        decl(":p\n  x = 1\n   + 2\n  x"),
+        "(Print (block (let x (+ 1 2)) x))"
+    );
     assert_eq!(decl("x = f(\n  1,\n2)"), "(let x ((f 1) 2))");
     assert_eq!(decl("x = [1,\n     2,\n     3]"), "(let x [1 2 3])");
     assert_eq!(decl("def f(x) = x +\n  1"), "(def f(x) (+ x 1))");
@@ -503,20 +580,49 @@ fn layout_continuation_lines() {
 #[test]
 fn layout_if_over_lines() {
     assert_eq!(decl("x = if c\n  then a\n  else b"), "(let x (if c a b))");
-    assert_eq!(decl(":p\n  if c\n  then a\n  else b\n"), "(Print (if c a b))");
-    assert_eq!(decl("x = if c then\n    1\n  else 2\n"), "(let x (if c 1 2))");
+    assert_eq!(
+        decl(":p\n  if c\n  then a\n  else b\n"),
+        "(Print (if c a b))"
+    );
+    assert_eq!(
+        decl("x = if c then\n    1\n  else 2\n"),
+        "(let x (if c 1 2))"
+    );
     assert_eq!(
         decl("x = if c\n  then\n    y = 1\n    y\n  else\n    z = 2\n    z\n"),
         "(let x (if c (block (let y 1) y) (block (let z 2) z)))"
     );
-    // An `else` at the column of the `then` block closes it.
-    assert_eq!(decl("x = if c then\n  y = 1\n  y\n  else 2\n"), "(let x (if c (block (let y 1) y) 2))");
+    // An `else` closes the block opened after its `then`: at the block's column, dedented, or
+    // at the end of the block's last line.
+    assert_eq!(
+        decl("x = if c then\n  y = 1\n  y\n  else 2\n"),
+        "(let x (if c (block (let y 1) y) 2))"
+    );
+    assert_eq!(
+        decl("x = if c then\n    y = 1\n    y else 2\n"),
+        "(let x (if c (block (let y 1) y) 2))"
+    );
+    assert_eq!(
+        decl("x = if c then\n    if d then 1 else 2\n  else\n    3\n"),
+        "(let x (if c (if d 1 2) 3))"
+    );
+    assert_eq!(
+        decl("x = if c then\n    if d\n      then 1\n      else 2\n  else 3\n"),
+        "(let x (if c (if d 1 2) 3))"
+    );
+    assert_eq!(
+        decl("x = if f \\y.\n    y then 1 else 2\n"),
+        "(let x (if (f (\\ y . y)) 1 2))"
+    );
 }
 
 #[test]
 fn layout_nested_for_blocks() {
     let src = "x = for i.\n  y = i\n  for j.\n    z = j\n    z + y\n";
-    assert_eq!(decl(src), "(let x (for i . (block (let y i) (for j . (block (let z j) (+ z y))))))");
+    assert_eq!(
+        decl(src),
+        "(let x (for i . (block (let y i) (for j . (block (let z j) (+ z y))))))"
+    );
     let src = ":p for i.\n      for j.\n        x[i, j]\n";
     assert_eq!(decl(src), "(Print (for i . (for j . (index x i j))))");
 }
@@ -526,7 +632,10 @@ fn layout_comments_and_blank_lines_inside_blocks() {
     let src = "def f(x) = # comment\n  -- another\n  y = x # trailing\n\n# column-0 comment\n  y -- done\n";
     assert_eq!(decl(src), "(def f(x) (block (let y x) y))");
     assert_eq!(decl(":p x -- comment\n  + 1 # more\n"), "(Print (+ x 1))");
-    assert_eq!(decl(":p \"a # not a comment\" # comment é\n"), "(Print \"a # not a comment\")");
+    assert_eq!(
+        decl(":p \"a # not a comment\" # comment é\n"),
+        "(Print \"a # not a comment\")"
+    );
 }
 
 #[test]
@@ -534,12 +643,18 @@ fn layout_comma_closes_blocks() {
     let src = ":p (\\x.\n    y = x\n    y\n  , 3)";
     assert_eq!(decl(src), "(Print (tuple (\\ x . (block (let y x) y)) 3))");
     let src = ":p fold(0.0, \\i c.\n    d = c + 1.0\n    d\n  )";
-    assert_eq!(decl(src), "(Print ((fold 0.0) (\\ i c . (block (let d (+ c 1.0)) d))))");
+    assert_eq!(
+        decl(src),
+        "(Print ((fold 0.0) (\\ i c . (block (let d (+ c 1.0)) d))))"
+    );
 }
 
 #[test]
 fn tabs_count_to_the_next_multiple_of_eight() {
-    assert_eq!(decl("def f(x) =\n\ty = x\n        y\n"), "(def f(x) (block (let y x) y))");
+    assert_eq!(
+        decl("def f(x) =\n\ty = x\n        y\n"),
+        "(def f(x) (block (let y x) y))"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -550,16 +665,29 @@ fn expression_spans() {
     let src = "f x * y[i] + (a + b)";
     let parsed = parse_expr(src).unwrap();
     assert_eq!(text(src, parsed.span), src);
-    let ExprKind::BinOp { lhs, rhs, .. } = &parsed.kind else { panic!() };
+    let ExprKind::BinOp { lhs, rhs, .. } = &parsed.kind else {
+        panic!()
+    };
     assert_eq!(text(src, lhs.span), "f x * y[i]");
     assert_eq!(text(src, rhs.span), "a + b");
-    let ExprKind::BinOp { lhs: product_lhs, rhs: product_rhs, .. } = &lhs.kind else { panic!() };
+    let ExprKind::BinOp {
+        lhs: product_lhs,
+        rhs: product_rhs,
+        ..
+    } = &lhs.kind
+    else {
+        panic!()
+    };
     assert_eq!(text(src, product_lhs.span), "f x");
     assert_eq!(text(src, product_rhs.span), "y[i]");
-    let ExprKind::App { func, arg, .. } = &product_lhs.kind else { panic!() };
+    let ExprKind::App { func, arg, .. } = &product_lhs.kind else {
+        panic!()
+    };
     assert_eq!(text(src, func.span), "f");
     assert_eq!(text(src, arg.span), "x");
-    let ExprKind::Index { base, indices } = &product_rhs.kind else { panic!() };
+    let ExprKind::Index { base, indices } = &product_rhs.kind else {
+        panic!()
+    };
     assert_eq!(text(src, base.span), "y");
     assert_eq!(text(src, indices[0].span), "i");
 
@@ -570,28 +698,47 @@ fn expression_spans() {
     let src = "f(x, y)";
     let parsed = parse_expr(src).unwrap();
     assert_eq!(text(src, parsed.span), "f(x, y)");
-    let ExprKind::App { func, arg, .. } = &parsed.kind else { panic!() };
+    let ExprKind::App { func, arg, .. } = &parsed.kind else {
+        panic!()
+    };
     assert_eq!(text(src, func.span), "f(x");
     assert_eq!(text(src, arg.span), "y");
 
     let src = "\\x. for i. if c then -x else x @ Fin 3";
     let parsed = parse_expr(src).unwrap();
     assert_eq!(text(src, parsed.span), src);
-    let ExprKind::Lam { params, body } = &parsed.kind else { panic!() };
+    let ExprKind::Lam { params, body } = &parsed.kind else {
+        panic!()
+    };
     assert_eq!(text(src, params[0].span), "x");
     assert_eq!(text(src, body.span), "for i. if c then -x else x @ Fin 3");
-    let ExprKind::For { binders, body } = &body.kind else { panic!() };
+    let ExprKind::For { binders, body } = &body.kind else {
+        panic!()
+    };
     assert_eq!(text(src, binders[0].name.span), "i");
-    let ExprKind::If { then_branch, else_branch, .. } = &body.kind else { panic!() };
+    let ExprKind::If {
+        then_branch,
+        else_branch,
+        ..
+    } = &body.kind
+    else {
+        panic!()
+    };
     assert_eq!(text(src, then_branch.span), "-x");
     assert_eq!(text(src, else_branch.span), "x @ Fin 3");
-    let ExprKind::At { ty, .. } = &else_branch.kind else { panic!() };
+    let ExprKind::At { ty, .. } = &else_branch.kind else {
+        panic!()
+    };
     assert_eq!(text(src, ty.span), "Fin 3");
 
     let src = "x `mod` 5";
     let parsed = parse_expr(src).unwrap();
-    let ExprKind::App { func, .. } = &parsed.kind else { panic!() };
-    let ExprKind::App { func: name, .. } = &func.kind else { panic!() };
+    let ExprKind::App { func, .. } = &parsed.kind else {
+        panic!()
+    };
+    let ExprKind::App { func: name, .. } = &func.kind else {
+        panic!()
+    };
     assert_eq!(text(src, name.span), "`mod`");
 }
 
@@ -607,14 +754,23 @@ fn spans_are_absolute_and_survive_unicode_and_markers() {
         })
         .collect();
     assert_eq!(defs.len(), 2);
-    let Decl::Def(def) = &defs[0].decl else { panic!() };
-    assert_eq!(text(src, def.span), "def f(x: Float) -> Float = # é\n  y = x * x # ü\n  y + 1.0");
+    let Decl::Def(def) = &defs[0].decl else {
+        panic!()
+    };
+    assert_eq!(
+        text(src, def.span),
+        "def f(x: Float) -> Float = # é\n  y = x * x # ü\n  y + 1.0"
+    );
     assert_eq!(text(src, def.name.span), "f");
     assert_eq!(text(src, def.params[0].span), "x: Float");
     assert_eq!(text(src, def.ret.as_ref().unwrap().span), "Float");
-    let ExprKind::Block { stmts, result } = &def.body.kind else { panic!() };
+    let ExprKind::Block { stmts, result } = &def.body.kind else {
+        panic!()
+    };
     assert_eq!(text(src, def.body.span), "y = x * x # ü\n  y + 1.0");
-    let Stmt::Let(binding) = &stmts[0] else { panic!() };
+    let Stmt::Let(binding) = &stmts[0] else {
+        panic!()
+    };
     assert_eq!(text(src, binding.span), "y = x * x");
     assert_eq!(text(src, binding.value.span), "x * x");
     assert_eq!(text(src, result.span), "y + 1.0");
@@ -660,7 +816,9 @@ m = for i:(Fin 2) j:(Fin 3). n_to_f (ordinal i * 3 + ordinal j)
 "#;
 
 fn without_output(src: &str) -> String {
-    src.split_inclusive('\n').filter(|line| !line.starts_with('>')).collect()
+    src.split_inclusive('\n')
+        .filter(|line| !line.starts_with('>'))
+        .collect()
 }
 
 #[track_caller]
@@ -723,12 +881,24 @@ fn chunk_kinds() {
     let src = "' Some *prose*\nstill prose\n> a quote in prose\n\n# comment\n-- comment\n\n\n%time\n%passes core\nx = 1\n  + 2\n> 3\n> 4\ny = 2";
     assert_eq!(
         kinds(src),
-        ["prose", "blank", "comment", "blank", "(let x (+ 1 2))", "(let y 2)"]
+        [
+            "prose",
+            "blank",
+            "comment",
+            "blank",
+            "(let x (+ 1 2))",
+            "(let y 2)"
+        ]
     );
     assert_concatenation(src);
     let chunks = split_chunks(src);
-    assert_eq!(text(src, chunks[4].span), "%time\n%passes core\nx = 1\n  + 2\n");
-    let ChunkKind::Code(Ok(block)) = &chunks[4].kind else { panic!() };
+    assert_eq!(
+        text(src, chunks[4].span),
+        "%time\n%passes core\nx = 1\n  + 2\n"
+    );
+    let ChunkKind::Code(Ok(block)) = &chunks[4].kind else {
+        panic!()
+    };
     assert_eq!(block.pragmas.len(), 2);
     assert_eq!(text(src, chunks[5].span), "y = 2");
 }
@@ -743,7 +913,10 @@ fn chunks_output_lines_inside_prose_are_dropped() {
 #[test]
 fn chunks_blank_lines_followed_by_indented_lines_stay_in_the_block() {
     let src = "def f(x) =\n  y = x\n\n\n  y\n\nz = 1\n";
-    assert_eq!(kinds(src), ["(def f(x) (block (let y x) y))", "blank", "(let z 1)"]);
+    assert_eq!(
+        kinds(src),
+        ["(def f(x) (block (let y x) y))", "blank", "(let z 1)"]
+    );
     assert_concatenation(src);
 }
 
@@ -752,7 +925,14 @@ fn chunks_orphans_and_stray_pragmas() {
     let src = "x = 1\n> out\n  y\n  # only a comment\n\n%time\n\n:p 1\n";
     assert_eq!(
         kinds(src),
-        ["(let x 1)", "error: unexpected indentation", "blank", "error: expected a block after the pragma", "blank", "(Print 1)"]
+        [
+            "(let x 1)",
+            "error: unexpected indentation",
+            "blank",
+            "error: expected a block after the pragma",
+            "blank",
+            "(Print 1)"
+        ]
     );
     assert_concatenation(src);
     assert_eq!(kinds("  # indented comment\n"), ["comment"]);
@@ -760,7 +940,21 @@ fn chunks_orphans_and_stray_pragmas() {
 
 #[test]
 fn chunks_odd_inputs() {
-    for src in ["", "\n", "\n\n", ">", "> x\n> y", "x", "'", "#", "%", "\r\n", "x\r\n  + 1\r\n", "é\n  ü", "\t\n\tx"] {
+    for src in [
+        "",
+        "\n",
+        "\n\n",
+        ">",
+        "> x\n> y",
+        "x",
+        "'",
+        "#",
+        "%",
+        "\r\n",
+        "x\r\n  + 1\r\n",
+        "é\n  ü",
+        "\t\n\tx",
+    ] {
         assert_concatenation(src);
     }
     assert!(split_chunks("").is_empty());
@@ -773,37 +967,73 @@ fn chunks_odd_inputs() {
 #[test]
 fn error_positions() {
     let err = code_err(":p (1 +)");
-    assert_eq!((err.message.as_str(), err.span, err.incomplete), ("expected an expression, found ')'", Span::new(7, 8), false));
+    assert_eq!(
+        (err.message.as_str(), err.span, err.incomplete),
+        ("expected an expression, found ')'", Span::new(7, 8), false)
+    );
     let err = code_err("x = )");
-    assert_eq!((err.message.as_str(), err.span), ("unexpected ')'", Span::new(4, 5)));
+    assert_eq!(
+        (err.message.as_str(), err.span),
+        ("unexpected ')'", Span::new(4, 5))
+    );
     let err = code_err(":p (1, 2]");
-    assert_eq!((err.message.as_str(), err.span), ("unexpected ']'", Span::new(8, 9)));
+    assert_eq!(
+        (err.message.as_str(), err.span),
+        ("unexpected ']'", Span::new(8, 9))
+    );
     let err = code_err("x = 1 2 then");
-    assert_eq!((err.message.as_str(), err.span), ("unexpected 'then'", Span::new(8, 12)));
+    assert_eq!(
+        (err.message.as_str(), err.span),
+        ("unexpected 'then'", Span::new(8, 12))
+    );
     let err = code_err("def f x = 1");
-    assert_eq!((err.message.as_str(), err.span), ("expected '(', found 'x'", Span::new(6, 7)));
+    assert_eq!(
+        (err.message.as_str(), err.span),
+        ("expected '(', found 'x'", Span::new(6, 7))
+    );
     let err = code_err("x : = 3");
-    assert_eq!((err.message.as_str(), err.span), ("expected a type, found '='", Span::new(4, 5)));
+    assert_eq!(
+        (err.message.as_str(), err.span),
+        ("expected a type, found '='", Span::new(4, 5))
+    );
     let err = code_err(":q x");
-    assert_eq!((err.message.as_str(), err.span), ("unknown command ':q'", Span::new(0, 2)));
+    assert_eq!(
+        (err.message.as_str(), err.span),
+        ("unknown command ':q'", Span::new(0, 2))
+    );
     let err = code_err(":p 99999999999999999999999");
     assert_eq!(err.message, "integer literal too large");
     let err = code_err("x = {1}");
-    assert_eq!((err.message.as_str(), err.span), ("unexpected '{'", Span::new(4, 5)));
+    assert_eq!(
+        (err.message.as_str(), err.span),
+        ("unexpected '{'", Span::new(4, 5))
+    );
     let err = code_err("x = 1; 2");
     assert_eq!(err.message, "unexpected ';'");
     let err = code_err(":p \"abc\n");
-    assert_eq!((err.message.as_str(), err.span), ("unterminated string", Span::new(3, 4)));
+    assert_eq!(
+        (err.message.as_str(), err.span),
+        ("unterminated string", Span::new(3, 4))
+    );
     let err = code_err("  x = 1");
-    assert_eq!((err.message.as_str(), err.span), ("unexpected indentation", Span::new(2, 3)));
+    assert_eq!(
+        (err.message.as_str(), err.span),
+        ("unexpected indentation", Span::new(2, 3))
+    );
     let err = code_err("def f(x) =\n  y = 1\n  z = 2\n  z\n  w = 3\n  w\n");
-    assert_eq!(err.message, "expected a binding: only the last line of a block is an expression");
+    assert_eq!(
+        err.message,
+        "expected a binding: only the last line of a block is an expression"
+    );
     assert_eq!(err.span, Span::new(29, 30));
     let err = code_err(":p\n  x = 1\n  2 +\n  3\n");
     assert_eq!(err.message, "expected an expression at the end of the line");
     assert_eq!(err.span, Span::new(16, 16));
     let err = code_err(":p é → 1");
-    assert_eq!((err.message.as_str(), text(":p é → 1", err.span)), ("unexpected '→'", "→"));
+    assert_eq!(
+        (err.message.as_str(), text(":p é → 1", err.span)),
+        ("unexpected '→'", "→")
+    );
 }
 
 #[test]
@@ -831,14 +1061,26 @@ fn errors_at_end_of_input_are_incomplete() {
         let err = code_err(src);
         assert!(err.incomplete, "{src:?}: {err:?}");
     }
-    for src in [":p (1 +)", "x = )", "x = 1 2 then", "def f x = 1", ":p\n  x = 1\n  y = 2\n  3 +\n  z = 3\n  4"] {
+    for src in [
+        ":p (1 +)",
+        "x = )",
+        "x = 1 2 then",
+        "def f x = 1",
+        ":p\n  x = 1\n  y = 2\n  3 +\n  z = 3\n  4",
+    ] {
         let err = code_err(src);
         assert!(!err.incomplete, "{src:?}: {err:?}");
     }
     let err = code_err("x = (");
-    assert_eq!((err.message.as_str(), err.span), ("unclosed '('", Span::new(4, 5)));
+    assert_eq!(
+        (err.message.as_str(), err.span),
+        ("unclosed '('", Span::new(4, 5))
+    );
     let err = code_err("x = 1 +");
-    assert_eq!((err.message.as_str(), err.span), ("expected an expression", Span::new(7, 7)));
+    assert_eq!(
+        (err.message.as_str(), err.span),
+        ("expected an expression", Span::new(7, 7))
+    );
     let err = code_err("if c then a");
     assert_eq!(err.message, "expected 'else'");
     let err = code_err("def f(x) =\n  y = 1\n");
@@ -851,7 +1093,10 @@ fn nesting_limits() {
     assert!(parse_code(&deep(128), Span::new(0, deep(128).len())).is_ok());
     let src = deep(129);
     let err = code_err(&src);
-    assert_eq!((err.message.as_str(), err.span), ("expression nested too deeply", Span::new(3 + 128, 3 + 129)));
+    assert_eq!(
+        (err.message.as_str(), err.span),
+        ("expression nested too deeply", Span::new(3 + 128, 3 + 129))
+    );
     let src = format!(":p {}x", "\\x. ".repeat(200));
     assert_eq!(code_err(&src).message, "expression nested too deeply");
     let src = format!(":p 1{}", " + 1".repeat(1990));
