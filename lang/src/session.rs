@@ -271,6 +271,11 @@ impl Session {
                 }
             }
             Decl::Let(binding) => self.eval_let(binding, &cx),
+            Decl::Command { command: Command::Stages, expr, .. } if stages_setting(expr).is_some() => {
+                // `:stages on core bot` / `:stages off`: a setting, not an expression.
+                self.stages = stages_setting(expr).unwrap_or_default();
+                Ok(Evaluated::default())
+            }
             Decl::Command { command: Command::Type, expr, .. } => {
                 let mut infer = Infer::new(&mut self.env);
                 match infer.infer_top_type(expr) {
@@ -287,7 +292,7 @@ impl Session {
                         Command::Print | Command::Stages => {
                             let mut cx = cx.clone();
                             if *command == Command::Stages {
-                                cx.stages = vec!["typed".into(), "core".into()];
+                                cx.stages = ALL_STAGES.iter().map(|stage| stage.to_string()).collect();
                             }
                             self.run_expr(&texpr, &cx).map(|(value, mut evaluated)| {
                                 if let Some(text) = value {
@@ -455,6 +460,29 @@ impl Session {
         verify_after("bot", &bulk)?;
         check_bot_output(&core, &bulk)?;
         Ok(Compiled { core, bulk, inputs })
+    }
+}
+
+/// The stages `:stages expr` shows, in pipeline order.
+const ALL_STAGES: &[&str] = &["typed", "core", "bot"];
+
+/// Reads `on stage…` / `off` after `:stages`.
+fn stages_setting(expr: &crate::syntax::ast::Expr) -> Option<Vec<String>> {
+    use crate::syntax::ast::ExprKind;
+    let mut names = Vec::new();
+    let mut current = expr;
+    while let ExprKind::App { func, arg, name: None } = &current.kind {
+        match &arg.kind {
+            ExprKind::Var(ident) => names.push(ident.name.clone()),
+            _ => return None,
+        }
+        current = func;
+    }
+    names.reverse();
+    match &current.kind {
+        ExprKind::Var(ident) if ident.name == "off" && names.is_empty() => Some(Vec::new()),
+        ExprKind::Var(ident) if ident.name == "on" => Some(names),
+        _ => None,
     }
 }
 

@@ -197,6 +197,9 @@ impl Repl {
 /// Runs the REPL until `:quit` or end of input.
 pub fn run(config: SessionConfig) -> Status {
     let session = Session::new(config);
+    for output in session.startup_outputs() {
+        eprintln!("{}", dx_lang::display::render_output(output, ""));
+    }
     let interactive = std::io::stdin().is_terminal();
     let mut repl = Repl {
         interrupt: session.interrupt_flag(),
