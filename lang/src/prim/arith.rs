@@ -195,3 +195,101 @@ macro_rules! arith_float {
 arith_signed!(i32, i64);
 arith_unsigned!(u32, u64);
 arith_float!(f32, f64);
+
+/// Differentiability of the arithmetic family.
+pub fn linearity(op: ArithOp) -> super::Linearity {
+    use super::Linearity;
+    match op {
+        ArithOp::Add | ArithOp::Sub | ArithOp::Neg => Linearity::Linear,
+        ArithOp::Mul | ArithOp::Div => Linearity::Bilinear,
+        ArithOp::Abs | ArithOp::Min | ArithOp::Max | ArithOp::Mod => Linearity::Nonlinear,
+        ArithOp::IDiv => Linearity::NonDifferentiable,
+    }
+}
+
+/// JVP rules (seed 001 Fig 15, seed 004 Fig 7).
+pub fn jvp(
+    op: ArithOp,
+    cx: &mut dyn super::Emitter,
+    args: &[crate::core::ir::Atom],
+    result: crate::core::ir::Atom,
+    tangents: &[super::Tangent],
+) -> super::Tangent {
+    use super::{add_tangents, scale, Prim};
+    match op {
+        ArithOp::Add => add_tangents(cx, tangents[0], tangents[1]),
+        ArithOp::Sub => {
+            let minus = tangents[1].map(|t| cx.prim(Prim::Neg, &[t]));
+            add_tangents(cx, tangents[0], minus)
+        }
+        ArithOp::Neg => tangents[0].map(|t| cx.prim(Prim::Neg, &[t])),
+        // d(x y) = y dx + x dy
+        ArithOp::Mul => {
+            let left = scale(cx, args[1], tangents[0]);
+            let right = scale(cx, args[0], tangents[1]);
+            add_tangents(cx, left, right)
+        }
+        // d(x / y) = dx / y - (x / y) dy / y
+        ArithOp::Div => {
+            let left = tangents[0].map(|t| cx.prim(Prim::Div, &[t, args[1]]));
+            let right = tangents[1].map(|t| {
+                let ratio = cx.prim(Prim::Div, &[result, args[1]]);
+                let scaled = cx.prim(Prim::Mul, &[ratio, t]);
+                cx.prim(Prim::Neg, &[scaled])
+            });
+            add_tangents(cx, left, right)
+        }
+        // d|x| = sign(x) dx, written as a select so that x = 0 picks the positive side.
+        ArithOp::Abs => tangents[0].map(|t| {
+            let zero = cx.constant(0.0, args[0]);
+            let positive = cx.prim(Prim::Ge, &[args[0], zero]);
+            let minus = cx.prim(Prim::Neg, &[t]);
+            cx.prim(Prim::Select, &[positive, t, minus])
+        }),
+        // Ties pick the first operand.
+        ArithOp::Min | ArithOp::Max => {
+            let comparison = if op == ArithOp::Min { Prim::Le } else { Prim::Ge };
+            let first = cx.prim(comparison, &[args[0], args[1]]);
+            let a = tangents[0].unwrap_or_else(|| cx.constant(0.0, args[0]));
+            let b = tangents[1].unwrap_or_else(|| cx.constant(0.0, args[0]));
+            Some(cx.prim(Prim::Select, &[first, a, b]))
+        }
+        // x mod y = x - y floor(x / y): d = dx - floor(x / y) dy.
+        ArithOp::Mod => {
+            let minus = tangents[1].map(|t| {
+                let ratio = cx.prim(Prim::Div, &[args[0], args[1]]);
+                let floored = cx.prim(Prim::Floor, &[ratio]);
+                let scaled = cx.prim(Prim::Mul, &[floored, t]);
+                cx.prim(Prim::Neg, &[scaled])
+            });
+            add_tangents(cx, tangents[0], minus)
+        }
+        ArithOp::IDiv => None,
+    }
+}
+
+/// Transpose rules for the linear forms the JVP rules emit.
+pub fn transpose(
+    op: ArithOp,
+    cx: &mut dyn super::Emitter,
+    args: &[crate::core::ir::Atom],
+    linear: &[bool],
+    ct: crate::core::ir::Atom,
+) -> Option<Vec<super::Tangent>> {
+    use super::Prim;
+    Some(match op {
+        ArithOp::Add => vec![linear[0].then_some(ct), linear[1].then_some(ct)],
+        ArithOp::Sub => vec![linear[0].then_some(ct), linear[1].then(|| cx.prim(Prim::Neg, &[ct]))],
+        ArithOp::Neg => vec![Some(cx.prim(Prim::Neg, &[ct]))],
+        ArithOp::Mul => match (linear[0], linear[1]) {
+            (true, false) => vec![Some(cx.prim(Prim::Mul, &[ct, args[1]])), None],
+            (false, true) => vec![None, Some(cx.prim(Prim::Mul, &[args[0], ct]))],
+            _ => return None,
+        },
+        ArithOp::Div => match (linear[0], linear[1]) {
+            (true, false) => vec![Some(cx.prim(Prim::Div, &[ct, args[1]])), None],
+            _ => return None,
+        },
+        ArithOp::Abs | ArithOp::Min | ArithOp::Max | ArithOp::Mod | ArithOp::IDiv => return None,
+    })
+}

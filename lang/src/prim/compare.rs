@@ -144,3 +144,79 @@ fn compare(operands: &[Scalar]) -> Option<Ordering> {
         }
     }
 }
+
+/// Differentiability of the comparison family.
+pub fn linearity(op: CompareOp) -> super::Linearity {
+    use super::Linearity;
+    match op {
+        CompareOp::Select => Linearity::Bilinear,
+        CompareOp::Eq
+        | CompareOp::Ne
+        | CompareOp::Lt
+        | CompareOp::Gt
+        | CompareOp::Le
+        | CompareOp::Ge
+        | CompareOp::And
+        | CompareOp::Or
+        | CompareOp::Not
+        | CompareOp::IsNan
+        | CompareOp::IsInf => Linearity::NonDifferentiable,
+    }
+}
+
+/// JVP rules: comparisons have no tangent; `select` selects the tangents.
+pub fn jvp(
+    op: CompareOp,
+    cx: &mut dyn super::Emitter,
+    args: &[crate::core::ir::Atom],
+    tangents: &[super::Tangent],
+) -> super::Tangent {
+    match op {
+        CompareOp::Select => {
+            let a = tangents[1].unwrap_or_else(|| cx.constant(0.0, args[1]));
+            let b = tangents[2].unwrap_or_else(|| cx.constant(0.0, args[1]));
+            Some(cx.prim(super::Prim::Select, &[args[0], a, b]))
+        }
+        CompareOp::Eq
+        | CompareOp::Ne
+        | CompareOp::Lt
+        | CompareOp::Gt
+        | CompareOp::Le
+        | CompareOp::Ge
+        | CompareOp::And
+        | CompareOp::Or
+        | CompareOp::Not
+        | CompareOp::IsNan
+        | CompareOp::IsInf => None,
+    }
+}
+
+/// Transpose of `select(c, a, b)` in its branches: the cotangent goes to the chosen side.
+pub fn transpose(
+    op: CompareOp,
+    cx: &mut dyn super::Emitter,
+    args: &[crate::core::ir::Atom],
+    linear: &[bool],
+    ct: crate::core::ir::Atom,
+) -> Option<Vec<super::Tangent>> {
+    match op {
+        CompareOp::Select if !linear[0] => {
+            let zero = cx.constant(0.0, ct);
+            let to_a = linear[1].then(|| cx.prim(super::Prim::Select, &[args[0], ct, zero]));
+            let to_b = linear[2].then(|| cx.prim(super::Prim::Select, &[args[0], zero, ct]));
+            Some(vec![None, to_a, to_b])
+        }
+        CompareOp::Select
+        | CompareOp::Eq
+        | CompareOp::Ne
+        | CompareOp::Lt
+        | CompareOp::Gt
+        | CompareOp::Le
+        | CompareOp::Ge
+        | CompareOp::And
+        | CompareOp::Or
+        | CompareOp::Not
+        | CompareOp::IsNan
+        | CompareOp::IsInf => None,
+    }
+}

@@ -101,3 +101,37 @@ fn cast_number<T: AsNumber>(x: T, elem: Elem) -> Scalar {
         Elem::Bool => Scalar::Bool(x.is_nonzero()),
     }
 }
+
+/// Casts between float types are linear; every other cast has a zero derivative.
+pub fn linearity(op: ConvertOp) -> super::Linearity {
+    match op {
+        ConvertOp::Cast(elem) if elem.is_float() => super::Linearity::Linear,
+        ConvertOp::Cast(_) => super::Linearity::NonDifferentiable,
+    }
+}
+
+/// JVP: a float-to-float cast casts the tangent; a cast to an integer type has no tangent
+/// (a tangent is only ever attached to a float value, so the source is a float here).
+pub fn jvp(op: ConvertOp, cx: &mut dyn super::Emitter, tangents: &[super::Tangent]) -> super::Tangent {
+    match op {
+        ConvertOp::Cast(elem) if elem.is_float() => tangents[0].map(|t| cx.prim(super::Prim::Cast(elem), &[t])),
+        ConvertOp::Cast(_) => None,
+    }
+}
+
+/// Transpose of a float cast: cast the cotangent back to the operand's type.
+pub fn transpose(
+    op: ConvertOp,
+    cx: &mut dyn super::Emitter,
+    args: &[crate::core::ir::Atom],
+    linear: &[bool],
+    ct: crate::core::ir::Atom,
+) -> Option<Vec<super::Tangent>> {
+    match op {
+        ConvertOp::Cast(elem) if elem.is_float() && linear[0] => {
+            let source = cx.elem(args[0]);
+            Some(vec![Some(cx.prim(super::Prim::Cast(source), &[ct]))])
+        }
+        ConvertOp::Cast(_) => None,
+    }
+}

@@ -186,3 +186,150 @@ macro_rules! float_impl {
 }
 
 float_impl!(f32, f64);
+
+/// Differentiability of the math family.
+pub fn linearity(op: MathOp) -> super::Linearity {
+    use super::Linearity;
+    match op {
+        MathOp::Floor | MathOp::Ceil | MathOp::Round => Linearity::NonDifferentiable,
+        MathOp::Sqrt
+        | MathOp::Exp
+        | MathOp::Exp2
+        | MathOp::Log
+        | MathOp::Log2
+        | MathOp::Log10
+        | MathOp::Log1p
+        | MathOp::Expm1
+        | MathOp::Sin
+        | MathOp::Cos
+        | MathOp::Tan
+        | MathOp::Tanh
+        | MathOp::Sinh
+        | MathOp::Cosh
+        | MathOp::Atan
+        | MathOp::Pow
+        | MathOp::Atan2 => Linearity::Nonlinear,
+    }
+}
+
+/// JVP rules: the tangent is the derivative times the operand's tangent.
+pub fn jvp(
+    op: MathOp,
+    cx: &mut dyn super::Emitter,
+    args: &[crate::core::ir::Atom],
+    result: crate::core::ir::Atom,
+    tangents: &[super::Tangent],
+) -> super::Tangent {
+    use super::{add_tangents, scale, Prim};
+    let x = args[0];
+    let unary = |cx: &mut dyn super::Emitter, derivative: crate::core::ir::Atom| scale(cx, derivative, tangents[0]);
+    match op {
+        // d sqrt x = dx / (2 sqrt x); at x = 0 the derivative is taken as 0 (not inf), so
+        // that sqrt of a square differentiates to 0 at the origin.
+        MathOp::Sqrt => tangents[0].map(|t| {
+            let two = cx.constant(2.0, x);
+            let denominator = cx.prim(Prim::Mul, &[two, result]);
+            let quotient = cx.prim(Prim::Div, &[t, denominator]);
+            let zero = cx.constant(0.0, x);
+            let at_zero = cx.prim(Prim::Eq, &[result, zero]);
+            let zeros = cx.constant(0.0, x);
+            cx.prim(Prim::Select, &[at_zero, zeros, quotient])
+        }),
+        MathOp::Exp => unary(cx, result),
+        MathOp::Exp2 => {
+            let ln2 = cx.constant(std::f64::consts::LN_2, x);
+            let derivative = cx.prim(Prim::Mul, &[result, ln2]);
+            unary(cx, derivative)
+        }
+        MathOp::Log => tangents[0].map(|t| cx.prim(Prim::Div, &[t, x])),
+        MathOp::Log2 | MathOp::Log10 => tangents[0].map(|t| {
+            let base = if op == MathOp::Log2 { std::f64::consts::LN_2 } else { std::f64::consts::LN_10 };
+            let ln_base = cx.constant(base, x);
+            let denominator = cx.prim(Prim::Mul, &[x, ln_base]);
+            cx.prim(Prim::Div, &[t, denominator])
+        }),
+        MathOp::Log1p => tangents[0].map(|t| {
+            let one = cx.constant(1.0, x);
+            let denominator = cx.prim(Prim::Add, &[one, x]);
+            cx.prim(Prim::Div, &[t, denominator])
+        }),
+        MathOp::Expm1 => {
+            let one = cx.constant(1.0, x);
+            let derivative = cx.prim(Prim::Add, &[result, one]);
+            unary(cx, derivative)
+        }
+        MathOp::Sin => {
+            let derivative = cx.prim(Prim::Cos, &[x]);
+            unary(cx, derivative)
+        }
+        MathOp::Cos => {
+            let sine = cx.prim(Prim::Sin, &[x]);
+            let derivative = cx.prim(Prim::Neg, &[sine]);
+            unary(cx, derivative)
+        }
+        // d tan x = 1 + tan² x
+        MathOp::Tan => {
+            let one = cx.constant(1.0, x);
+            let square = cx.prim(Prim::Mul, &[result, result]);
+            let derivative = cx.prim(Prim::Add, &[one, square]);
+            unary(cx, derivative)
+        }
+        // d tanh x = 1 - tanh² x
+        MathOp::Tanh => {
+            let one = cx.constant(1.0, x);
+            let square = cx.prim(Prim::Mul, &[result, result]);
+            let derivative = cx.prim(Prim::Sub, &[one, square]);
+            unary(cx, derivative)
+        }
+        MathOp::Sinh => {
+            let derivative = cx.prim(Prim::Cosh, &[x]);
+            unary(cx, derivative)
+        }
+        MathOp::Cosh => {
+            let derivative = cx.prim(Prim::Sinh, &[x]);
+            unary(cx, derivative)
+        }
+        MathOp::Atan => tangents[0].map(|t| {
+            let one = cx.constant(1.0, x);
+            let square = cx.prim(Prim::Mul, &[x, x]);
+            let denominator = cx.prim(Prim::Add, &[one, square]);
+            cx.prim(Prim::Div, &[t, denominator])
+        }),
+        MathOp::Floor | MathOp::Ceil | MathOp::Round => None,
+        // d x^y = y x^(y-1) dx + x^y log x dy; the second term only when the exponent has a
+        // tangent, so constant exponents of negative bases stay finite.
+        MathOp::Pow => {
+            let y = args[1];
+            let base_term = tangents[0].map(|t| {
+                let one = cx.constant(1.0, x);
+                let exponent = cx.prim(Prim::Sub, &[y, one]);
+                let power = cx.prim(Prim::Pow, &[x, exponent]);
+                let derivative = cx.prim(Prim::Mul, &[y, power]);
+                cx.prim(Prim::Mul, &[derivative, t])
+            });
+            let exponent_term = tangents[1].map(|t| {
+                let log = cx.prim(Prim::Log, &[x]);
+                let derivative = cx.prim(Prim::Mul, &[result, log]);
+                cx.prim(Prim::Mul, &[derivative, t])
+            });
+            add_tangents(cx, base_term, exponent_term)
+        }
+        // atan2(y, x): d = (x dy - y dx) / (x² + y²)
+        MathOp::Atan2 => {
+            let (y, x) = (args[0], args[1]);
+            let y2 = cx.prim(Prim::Mul, &[y, y]);
+            let x2 = cx.prim(Prim::Mul, &[x, x]);
+            let norm = cx.prim(Prim::Add, &[x2, y2]);
+            let dy_term = tangents[0].map(|t| {
+                let coefficient = cx.prim(Prim::Div, &[x, norm]);
+                cx.prim(Prim::Mul, &[coefficient, t])
+            });
+            let dx_term = tangents[1].map(|t| {
+                let ratio = cx.prim(Prim::Div, &[y, norm]);
+                let coefficient = cx.prim(Prim::Neg, &[ratio]);
+                cx.prim(Prim::Mul, &[coefficient, t])
+            });
+            add_tangents(cx, dy_term, dx_term)
+        }
+    }
+}

@@ -24,7 +24,7 @@ pub use compare::CompareOp;
 pub use convert::{cast_scalar, ConvertOp};
 pub use math::MathOp;
 
-use crate::core::ir::{Elem, Scalar};
+use crate::core::ir::{Atom, Elem, Scalar};
 
 /// An elementwise primitive. Operands have equal shapes; the result has that shape too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -218,6 +218,92 @@ impl Prim {
             Family::Convert(op) => convert::eval(op, operands),
         }
     }
+}
+
+/// What derivative rules need from the pass that applies them: emitting statements.
+pub trait Emitter {
+    /// Emits `prim args` (operands of one shape; rank-0 literals are broadcast) and returns
+    /// its result.
+    fn prim(&mut self, prim: Prim, args: &[Atom]) -> Atom;
+    /// A constant with the element type and shape of `like`.
+    fn constant(&mut self, value: f64, like: Atom) -> Atom;
+    /// The element type of an atom.
+    fn elem(&self, atom: Atom) -> Elem;
+}
+
+/// A tangent or cotangent: `None` is a (symbolic) zero.
+pub type Tangent = Option<Atom>;
+
+/// How a primitive relates to differentiation (STYLE.md: recorded explicitly, never an
+/// `Option<fn>` that fails at run time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Linearity {
+    /// Linear in every operand (`neg`, `add`, `sub`, float casts).
+    Linear,
+    /// Linear in each operand separately (`mul`; `div` in its numerator; `select` in its
+    /// branches).
+    Bilinear,
+    Nonlinear,
+    /// Integer or boolean results: the derivative is zero.
+    NonDifferentiable,
+}
+
+/// Why a linear program cannot be transposed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotLinear(pub String);
+
+impl Prim {
+    /// The forward derivative (JVP, seed 001 Fig 15; seed 004 Fig 7): the tangent of the result
+    /// given the operands, the result and the operands' tangents. The emitted statements are
+    /// linear in the tangents and use only the forms `transpose` knows.
+    pub fn jvp(self, cx: &mut dyn Emitter, args: &[Atom], result: Atom, tangents: &[Tangent]) -> Tangent {
+        if tangents.iter().all(Option::is_none) {
+            return None;
+        }
+        match self.family() {
+            Family::Arith(op) => arith::jvp(op, cx, args, result, tangents),
+            Family::Math(op) => math::jvp(op, cx, args, result, tangents),
+            Family::Compare(op) => compare::jvp(op, cx, args, tangents),
+            Family::Convert(op) => convert::jvp(op, cx, tangents),
+        }
+    }
+
+    /// The transpose of a statement that is linear in the operands marked `linear`: the
+    /// cotangent contribution of each operand given the result's cotangent `ct` (seed 001
+    /// Fig 19 `eval`, one constructor at a time).
+    pub fn transpose(self, cx: &mut dyn Emitter, args: &[Atom], linear: &[bool], ct: Atom) -> Result<Vec<Tangent>, NotLinear> {
+        let not_linear = || NotLinear(format!("`{}` is not linear in its argument", self.name()));
+        let res = match self.family() {
+            Family::Arith(op) => arith::transpose(op, cx, args, linear, ct),
+            Family::Math(_) => None,
+            Family::Compare(op) => compare::transpose(op, cx, args, linear, ct),
+            Family::Convert(op) => convert::transpose(op, cx, args, linear, ct),
+        };
+        res.ok_or_else(not_linear)
+    }
+
+    pub fn linearity(self) -> Linearity {
+        match self.family() {
+            Family::Arith(op) => arith::linearity(op),
+            Family::Math(op) => math::linearity(op),
+            Family::Compare(op) => compare::linearity(op),
+            Family::Convert(op) => convert::linearity(op),
+        }
+    }
+}
+
+/// `a + b` of tangents, with symbolic zeros.
+pub fn add_tangents(cx: &mut dyn Emitter, a: Tangent, b: Tangent) -> Tangent {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(cx.prim(Prim::Add, &[a, b])),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+/// `factor * t` of a tangent.
+pub fn scale(cx: &mut dyn Emitter, factor: Atom, tangent: Tangent) -> Tangent {
+    tangent.map(|t| cx.prim(Prim::Mul, &[factor, t]))
 }
 
 /// Every primitive except the `Cast` family (used by the name parser and by table-driven tests).
