@@ -116,6 +116,21 @@ pub enum Builtin {
     Snd,
     /// `pi`, `infinity`, `nan`: float constants of any float type.
     FloatConst(FloatConst),
+    /// Differentiation (LANGUAGE.md §4): `grad`, `jvp`, `vjp`, … .
+    Ad(AdOp),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AdOp {
+    Grad,
+    DerivRev,
+    Jvp,
+    Deriv,
+    Vjp,
+    Linearize,
+    TransposeLinear,
+    Jacobian,
+    CheckDeriv,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -205,6 +220,15 @@ impl Builtin {
             "pi" => B::FloatConst(FloatConst::Pi),
             "infinity" => B::FloatConst(FloatConst::Infinity),
             "nan" => B::FloatConst(FloatConst::Nan),
+            "grad" => B::Ad(AdOp::Grad),
+            "deriv_rev" => B::Ad(AdOp::DerivRev),
+            "jvp" => B::Ad(AdOp::Jvp),
+            "deriv" => B::Ad(AdOp::Deriv),
+            "vjp" => B::Ad(AdOp::Vjp),
+            "linearize" => B::Ad(AdOp::Linearize),
+            "transpose_linear" => B::Ad(AdOp::TransposeLinear),
+            "jacobian" => B::Ad(AdOp::Jacobian),
+            "check_deriv" => B::Ad(AdOp::CheckDeriv),
             _ => return None,
         })
     }
@@ -217,7 +241,8 @@ impl Builtin {
             "atan2", "min", "max", "mod", "idiv", "select", "not", "isnan", "isinf", "n_to_f",
             "i_to_f", "f_to_i", "b_to_f", "n_to_i", "i_to_n", "b_to_n", "cast", "ordinal",
             "size", "from_ordinal", "unsafe_from_ordinal", "sum", "iota", "fold", "scan",
-            "apply_n", "zero", "fst", "snd", "pi", "infinity", "nan",
+            "apply_n", "zero", "fst", "snd", "pi", "infinity", "nan", "grad", "deriv_rev", "jvp",
+            "deriv", "vjp", "linearize", "transpose_linear", "jacobian", "check_deriv",
         ]
     }
 
@@ -383,6 +408,35 @@ impl Builtin {
                 Ty::fun(Ty::Tuple(vec![a, b]), res)
             }
             Builtin::FloatConst(_) => float_var(cx),
+            Builtin::Ad(op) => {
+                let a = var(cx, &[Class::Floating]);
+                let b = var(cx, &[Class::Floating]);
+                let s = var(cx, &[Class::Float]);
+                match op {
+                    AdOp::Grad => Ty::funs(vec![Ty::fun(a.clone(), s), a.clone()], a),
+                    AdOp::DerivRev => Ty::funs(vec![Ty::fun(s.clone(), s.clone()), s.clone()], s),
+                    AdOp::Jvp => Ty::funs(vec![Ty::fun(a.clone(), b.clone()), a.clone(), a], b),
+                    AdOp::Deriv => Ty::funs(vec![Ty::fun(s.clone(), b.clone()), s], b),
+                    AdOp::Vjp => Ty::funs(
+                        vec![Ty::fun(a.clone(), b.clone()), a.clone()],
+                        Ty::Tuple(vec![b.clone(), Ty::fun(b, a)]),
+                    ),
+                    AdOp::Linearize => Ty::funs(
+                        vec![Ty::fun(a.clone(), b.clone()), a.clone()],
+                        Ty::Tuple(vec![b.clone(), Ty::fun(a, b)]),
+                    ),
+                    AdOp::TransposeLinear => Ty::funs(vec![Ty::fun(a.clone(), b.clone()), b], a),
+                    AdOp::Jacobian => {
+                        let n = var(cx, &[Class::Ix]);
+                        let m = var(cx, &[Class::Ix]);
+                        Ty::funs(
+                            vec![Ty::fun(Ty::table(n.clone(), s.clone()), Ty::table(m.clone(), s.clone())), Ty::table(n.clone(), s.clone())],
+                            Ty::table(m, Ty::table(n, s)),
+                        )
+                    }
+                    AdOp::CheckDeriv => Ty::funs(vec![Ty::fun(a.clone(), s), a], Ty::bool()),
+                }
+            }
         }
     }
 }

@@ -49,6 +49,12 @@ pub fn is_normal_form(program: &Program) -> bool {
         .all(|block| program.blocks[block].stmts.iter().all(|stmt| !matches!(stmt.expr, Expr::Build1 { .. })))
 }
 
+/// Runs the BOT on one block (and the blocks nested in it), e.g. a function being
+/// differentiated; the block may use variables defined outside it.
+pub fn run_block(program: &mut Program, block: BlockId) {
+    bot_block(program, block);
+}
+
 /// Transforms the builds of a block (and of every block nested in it), innermost first.
 fn bot_block(program: &mut Program, block: BlockId) {
     let stmts = std::mem::take(&mut program.blocks[block].stmts);

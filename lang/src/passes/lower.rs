@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use crate::check::builtins::Builtin;
+use crate::check::builtins::{AdOp, Builtin};
 use crate::check::env::GlobalEnv;
 use crate::check::infer::size_of_ix;
 use crate::check::typed::{DefInfo, DefKey, TExpr, TKind, TPat, TStmt};
@@ -32,9 +32,9 @@ pub struct LowerError {
     pub span: Span,
 }
 
-type Result<T> = std::result::Result<T, LowerError>;
+pub(super) type Result<T> = std::result::Result<T, LowerError>;
 
-fn error<T>(span: Span, message: impl Into<String>) -> Result<T> {
+pub(super) fn error<T>(span: Span, message: impl Into<String>) -> Result<T> {
     Err(LowerError { message: message.into(), span })
 }
 
@@ -49,6 +49,9 @@ pub enum SVal {
     Partial { builtin: Builtin, args: Vec<SVal>, ty: Ty, span: Span },
     /// A type passed as an argument.
     Type(Ty),
+    /// A linear function made by differentiation (a `vjp` pullback, a `linearize` tangent
+    /// map): applying it copies its statements, which refer to primal values already computed.
+    Linear(Rc<super::lower_ad::LinearFn>),
 }
 
 #[derive(Debug)]
@@ -74,7 +77,7 @@ pub struct Lowerer<'a> {
     locals: HashMap<LocalId, SVal>,
     local_defs: HashMap<LocalId, DefInfo>,
     rigids: HashMap<Rigid, Ty>,
-    block: BlockId,
+    pub(super) block: BlockId,
 }
 
 const INDEX: Elem = Elem::I64;
@@ -154,7 +157,7 @@ impl<'a> Lowerer<'a> {
 
     // ----- emitting statements -----
 
-    fn emit(&mut self, expr: Expr, tys: Vec<ArrTy>, hint: &str, span: Span) -> Vec<VarId> {
+    pub(super) fn emit(&mut self, expr: Expr, tys: Vec<ArrTy>, hint: &str, span: Span) -> Vec<VarId> {
         let binders: Vec<VarId> = tys.into_iter().map(|ty| self.program.new_var(ty, hint)).collect();
         for binder in &binders {
             self.program.source_map.insert(*binder, span);
@@ -163,16 +166,16 @@ impl<'a> Lowerer<'a> {
         binders
     }
 
-    fn emit1(&mut self, expr: Expr, ty: ArrTy, hint: &str, span: Span) -> Atom {
+    pub(super) fn emit1(&mut self, expr: Expr, ty: ArrTy, hint: &str, span: Span) -> Atom {
         Atom::Var(self.emit(expr, vec![ty], hint, span)[0])
     }
 
-    fn atom_ty(&self, atom: &Atom) -> ArrTy {
+    pub(super) fn atom_ty(&self, atom: &Atom) -> ArrTy {
         self.program.atom_ty(atom)
     }
 
     /// An elementwise primitive; constant operands are folded.
-    fn prim(&mut self, prim: Prim, args: Vec<Atom>, span: Span) -> Result<Atom> {
+    pub(super) fn prim(&mut self, prim: Prim, args: Vec<Atom>, span: Span) -> Result<Atom> {
         if let Some(scalars) = args
             .iter()
             .map(|atom| match atom {
@@ -200,7 +203,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Replicates an atom up to `shape` (whose trailing axes are the atom's shape).
-    fn broadcast(&mut self, atom: Atom, shape: &[usize], span: Span) -> Atom {
+    pub(super) fn broadcast(&mut self, atom: Atom, shape: &[usize], span: Span) -> Atom {
         let mut ty = self.atom_ty(&atom);
         let mut res = atom;
         while ty.shape.len() < shape.len() {
@@ -213,7 +216,7 @@ impl<'a> Lowerer<'a> {
         res
     }
 
-    fn cast(&mut self, atom: Atom, elem: Elem, span: Span) -> Result<Atom> {
+    pub(super) fn cast(&mut self, atom: Atom, elem: Elem, span: Span) -> Result<Atom> {
         if self.atom_ty(&atom).elem == elem {
             return Ok(atom);
         }
@@ -221,7 +224,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Runs `f` with a new block as the current block; returns the block.
-    fn in_block(&mut self, params: Vec<VarId>, f: impl FnOnce(&mut Self) -> Result<Vec<Atom>>) -> Result<BlockId> {
+    pub(super) fn in_block(&mut self, params: Vec<VarId>, f: impl FnOnce(&mut Self) -> Result<Vec<Atom>>) -> Result<BlockId> {
         let block = self.program.new_block();
         self.program.blocks[block].params = params;
         let outer = std::mem::replace(&mut self.block, block);
@@ -234,7 +237,7 @@ impl<'a> Lowerer<'a> {
     // ----- types -----
 
     /// Resolves rigid variables and sizes of a type in the current instantiation.
-    fn concrete(&self, ty: &Ty, span: Span) -> Result<Ty> {
+    pub(super) fn concrete(&self, ty: &Ty, span: Span) -> Result<Ty> {
         Ok(match ty {
             Ty::Rigid(rigid, name) => match self.rigids.get(rigid) {
                 Some(ty) => ty.clone(),
@@ -292,18 +295,18 @@ impl<'a> Lowerer<'a> {
         Ok(res.normalise())
     }
 
-    fn leaf_types(&self, ty: &Ty, span: Span) -> Result<Vec<ArrTy>> {
+    pub(super) fn leaf_types(&self, ty: &Ty, span: Span) -> Result<Vec<ArrTy>> {
         let ty = self.concrete(ty, span)?;
         leaf_types(&ty).map_err(|message| LowerError { message, span })
     }
 
-    fn ix_size(&self, ix: &Ty, span: Span) -> Result<usize> {
+    pub(super) fn ix_size(&self, ix: &Ty, span: Span) -> Result<usize> {
         let ix = self.concrete(ix, span)?;
         ix_size(&ix).map_err(|message| LowerError { message, span })
     }
 
     /// The leaves of a first-order value.
-    fn leaves(&self, value: &SVal, span: Span) -> Result<Vec<Atom>> {
+    pub(super) fn leaves(&self, value: &SVal, span: Span) -> Result<Vec<Atom>> {
         let mut out = Vec::new();
         self.leaves_into(value, span, &mut out)?;
         Ok(out)
@@ -321,12 +324,13 @@ impl<'a> Lowerer<'a> {
                 return error(span, "a function cannot be stored in a table, a branch or a loop carry")
             }
             SVal::Type(_) => return error(span, "a type cannot be stored in a table, a branch or a loop carry"),
+            SVal::Linear(_) => return error(span, "a function cannot be stored in a table, a branch or a loop carry"),
         }
         Ok(())
     }
 
     /// Rebuilds a value of type `ty` from atoms.
-    fn assemble(&self, ty: &Ty, atoms: Vec<Atom>) -> SVal {
+    pub(super) fn assemble(&self, ty: &Ty, atoms: Vec<Atom>) -> SVal {
         fn go(ty: &Ty, atoms: &mut std::vec::IntoIter<Atom>) -> SVal {
             match ty {
                 Ty::Tuple(items) => SVal::Tuple(items.iter().map(|item| go(item, atoms)).collect()),
@@ -340,7 +344,7 @@ impl<'a> Lowerer<'a> {
     // ----- indices -----
 
     /// An index value of index set `ix` as a flat `I64` ordinal (pairs are row-major).
-    fn flat_index(&mut self, value: &SVal, ix: &Ty, span: Span) -> Result<Atom> {
+    pub(super) fn flat_index(&mut self, value: &SVal, ix: &Ty, span: Span) -> Result<Atom> {
         match (value, ix) {
             (SVal::Tuple(items), Ty::Tuple(sets)) if items.len() == sets.len() => {
                 let mut acc = Atom::Lit(Scalar::I64(0));
@@ -358,7 +362,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// The index value of index set `ix` whose flat ordinal is `flat`.
-    fn unflatten_index(&mut self, flat: Atom, ix: &Ty, span: Span) -> Result<SVal> {
+    pub(super) fn unflatten_index(&mut self, flat: Atom, ix: &Ty, span: Span) -> Result<SVal> {
         match ix {
             Ty::Tuple(sets) => {
                 let sizes = sets.iter().map(|set| self.ix_size(set, span)).collect::<Result<Vec<_>>>()?;
@@ -584,6 +588,7 @@ impl<'a> Lowerer<'a> {
                     Ok(SVal::Partial { builtin, args, ty, span: builtin_span })
                 }
             }
+            SVal::Linear(linear) => self.apply_linear(&linear, arg, span),
             SVal::Arr(_) | SVal::Tuple(_) | SVal::Type(_) => error(span, "internal: applying a non-function"),
         }
     }
@@ -717,6 +722,7 @@ impl<'a> Lowerer<'a> {
                 }
                 Ok(self.assemble(&result_ty, out))
             }
+            Builtin::Ad(op) => self.lower_ad(op, args, ty, &result_ty, span),
             Builtin::Fst | Builtin::Snd => match &args[0] {
                 SVal::Tuple(items) if items.len() == 2 => Ok(items[usize::from(builtin == Builtin::Snd)].clone()),
                 _ => error(span, "internal: fst/snd of a non-pair"),
@@ -799,6 +805,11 @@ pub fn builtin_arity(builtin: Builtin) -> usize {
         Builtin::Fst | Builtin::Snd => 1,
         Builtin::ApplyN => 3,
         Builtin::Zero | Builtin::FloatConst(_) => 0,
+        Builtin::Ad(op) => match op {
+            AdOp::Grad | AdOp::DerivRev | AdOp::Deriv | AdOp::Vjp | AdOp::Linearize => 2,
+            AdOp::TransposeLinear | AdOp::Jacobian | AdOp::CheckDeriv => 2,
+            AdOp::Jvp => 3,
+        },
     }
 }
 

@@ -4,9 +4,11 @@
 //!
 //! Later issues add `bot`, `linearize`, `transpose`, `simplify` and `fuse` to this list.
 
+pub mod ad;
 pub mod bot;
 pub mod cleanup;
 pub mod lower;
+mod lower_ad;
 
 /// A pass's name and what it does (shown by tools and the stage viewer).
 pub struct PassInfo {

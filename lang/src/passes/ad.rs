@@ -1,0 +1,545 @@
+//! Automatic differentiation of bulk IR: forward derivatives (dual arrays, seed 001 §6) and
+//! their symbolic transposition (seed 001 §7), on ANF.
+//!
+//! `jvp` turns a build-free block into one that computes, next to every float variable, its
+//! tangent (the D[·] transformation of Figs 14–15: each statement is followed by the linear
+//! statements of its derivative, the Delta constructors written as ordinary bulk operations).
+//! Tangent variables are *linear*; every other variable is primal. As DESIGN.md notes, the
+//! Delta term's `Share` ids are exactly ANF variables, and the separation of the primal
+//! computation from the Delta term (§7.6, Eq. 6) is simply the partition of the statements
+//! into primal and linear ones.
+//!
+//! `vjp` transposes the linear statements (Fig 19's reverse pass `eval`, one constructor at a
+//! time): it walks them in reverse, accumulating one cotangent per linear variable (the
+//! `accum` map of Figs 17/19), and emits the transposed operations. The forward statements are
+//! kept as they are, so every primal intermediate is computed once and shared with the
+//! backward pass (§7.6); share→let (Fig 20) is the identity on ANF.
+//!
+//! Conditionals are if-converted (both branches run, results are selected), which the total
+//! semantics allows. Not handled yet: reverse mode through `fold`/`scan` (forward mode works).
+
+use std::collections::{HashMap, HashSet};
+
+use crate::core::inline::clone_block;
+use crate::core::ir::{ArrTy, Atom, Block, BlockId, Expr, Program, Scalar, Stmt, VarId};
+use crate::prim::{Emitter, NotLinear, Prim, Tangent};
+
+/// Why a program could not be differentiated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AdError(pub String);
+
+impl From<NotLinear> for AdError {
+    fn from(err: NotLinear) -> AdError {
+        AdError(err.0)
+    }
+}
+
+/// The forward derivative of a block.
+#[derive(Clone, Debug)]
+pub struct Jvp {
+    /// The block's parameters (unchanged).
+    pub params: Vec<VarId>,
+    /// For each parameter, its tangent parameter (float parameters only).
+    pub tangent_params: Vec<Option<VarId>>,
+    /// Primal and linear statements, in order.
+    pub stmts: Vec<Stmt>,
+    pub results: Vec<Atom>,
+    /// The tangent of each result (`None`: zero, or not a float).
+    pub tangent_results: Vec<Tangent>,
+    /// The linear (tangent) variables.
+    pub linear: HashSet<VarId>,
+}
+
+/// The reverse derivative of a block: the forward statements, then the backward statements
+/// that map the cotangents of the results to the cotangents of the parameters.
+#[derive(Clone, Debug)]
+pub struct Vjp {
+    pub params: Vec<VarId>,
+    pub forward: Vec<Stmt>,
+    pub results: Vec<Atom>,
+    /// One cotangent parameter per result (results without a tangent ignore theirs).
+    pub ct_params: Vec<VarId>,
+    pub backward: Vec<Stmt>,
+    /// The cotangent of each parameter (`None`: zero).
+    pub grads: Vec<Tangent>,
+}
+
+/// Emits statements into a list, tracking which variables are linear.
+struct Builder<'p> {
+    program: &'p mut Program,
+    stmts: Vec<Stmt>,
+    linear: HashSet<VarId>,
+}
+
+impl Builder<'_> {
+    fn is_linear(&self, atom: &Atom) -> bool {
+        matches!(atom, Atom::Var(var) if self.linear.contains(var))
+    }
+
+    /// Emits a statement; its binders are linear when any operand is.
+    fn emit(&mut self, expr: Expr, tys: Vec<ArrTy>, hint: &str) -> Vec<VarId> {
+        let linear = crate::core::verify::expr_atoms(&expr).iter().any(|atom| self.is_linear(atom));
+        let binders: Vec<VarId> = tys.into_iter().map(|ty| self.program.new_var(ty, hint)).collect();
+        if linear {
+            self.linear.extend(&binders);
+        }
+        self.stmts.push(Stmt { binders: binders.clone(), expr });
+        binders
+    }
+
+    fn emit1(&mut self, expr: Expr, ty: ArrTy, hint: &str) -> Atom {
+        Atom::Var(self.emit(expr, vec![ty], hint)[0])
+    }
+
+    fn ty(&self, atom: &Atom) -> ArrTy {
+        self.program.atom_ty(atom)
+    }
+
+    /// A zero array of a type.
+    fn zeros(&mut self, ty: &ArrTy) -> Atom {
+        let mut res = Atom::Lit(Scalar::zero(ty.elem));
+        for axis in (0..ty.shape.len()).rev() {
+            let shape = ty.shape[axis..].to_vec();
+            res = self.emit1(Expr::Replicate { count: ty.shape[axis], array: res }, ArrTy::new(shape, ty.elem), "zero");
+        }
+        res
+    }
+
+    fn add_to(&mut self, cts: &mut HashMap<VarId, Atom>, target: Atom, contribution: Atom) {
+        let Atom::Var(var) = target else { return };
+        let sum = match cts.get(&var) {
+            Some(existing) => self.prim(Prim::Add, &[*existing, contribution]),
+            None => contribution,
+        };
+        cts.insert(var, sum);
+    }
+}
+
+impl Emitter for Builder<'_> {
+    fn prim(&mut self, prim: Prim, args: &[Atom]) -> Atom {
+        let shape = args.iter().map(|atom| self.ty(atom).shape).max_by_key(|shape| shape.len()).unwrap_or_default();
+        let args: Vec<Atom> = args
+            .iter()
+            .map(|atom| match atom {
+                Atom::Lit(scalar) if !shape.is_empty() => self.constant_of(*scalar, &shape),
+                _ => *atom,
+            })
+            .collect();
+        let elems: Vec<_> = args.iter().map(|atom| self.ty(atom).elem).collect();
+        let elem = prim.result_elem(&elems).expect("derivative rules emit well-typed primitives");
+        self.emit1(Expr::Prim(prim, args), ArrTy::new(shape, elem), &prim.name())
+    }
+
+    fn constant(&mut self, value: f64, like: Atom) -> Atom {
+        let ty = self.ty(&like);
+        let scalar = match ty.elem {
+            crate::core::ir::Elem::F64 => Scalar::F64(value),
+            crate::core::ir::Elem::F32 => Scalar::F32(value as f32),
+            elem => crate::prim::cast_scalar(Scalar::F64(value), elem),
+        };
+        self.constant_of(scalar, &ty.shape)
+    }
+
+    fn elem(&self, atom: Atom) -> crate::core::ir::Elem {
+        self.ty(&atom).elem
+    }
+}
+
+impl Builder<'_> {
+    fn constant_of(&mut self, scalar: Scalar, shape: &[usize]) -> Atom {
+        let mut res = Atom::Lit(scalar);
+        for axis in (0..shape.len()).rev() {
+            res = self.emit1(
+                Expr::Replicate { count: shape[axis], array: res },
+                ArrTy::new(shape[axis..].to_vec(), scalar.elem()),
+                "const",
+            );
+        }
+        res
+    }
+}
+
+/// The forward derivative of a build-free block with respect to its float parameters.
+pub fn jvp(program: &mut Program, block: BlockId) -> Result<Jvp, AdError> {
+    let source: Block = program.blocks[block].clone();
+    let mut builder = Builder { program, stmts: Vec::new(), linear: HashSet::new() };
+    let mut tangents: HashMap<VarId, Atom> = HashMap::new();
+    let mut tangent_params = Vec::new();
+    for param in &source.params {
+        let ty = builder.program.var_ty(*param).clone();
+        if ty.elem.is_float() {
+            let hint = format!("{}_dot", builder.program.vars[*param].hint);
+            let tangent = builder.program.new_var(ty, &hint);
+            builder.linear.insert(tangent);
+            tangents.insert(*param, Atom::Var(tangent));
+            tangent_params.push(Some(tangent));
+        } else {
+            tangent_params.push(None);
+        }
+    }
+    jvp_stmts(&mut builder, &source.stmts, &mut tangents)?;
+    let tangent_results = source.results.iter().map(|atom| tangent_of(&tangents, atom)).collect();
+    Ok(Jvp {
+        params: source.params,
+        tangent_params,
+        stmts: builder.stmts,
+        results: source.results,
+        tangent_results,
+        linear: builder.linear,
+    })
+}
+
+fn tangent_of(tangents: &HashMap<VarId, Atom>, atom: &Atom) -> Tangent {
+    match atom {
+        Atom::Var(var) => tangents.get(var).copied(),
+        Atom::Lit(_) => None,
+    }
+}
+
+/// D[·] of seed 001 Figs 14–15, statement by statement.
+fn jvp_stmts(builder: &mut Builder, stmts: &[Stmt], tangents: &mut HashMap<VarId, Atom>) -> Result<(), AdError> {
+    for stmt in stmts {
+        jvp_stmt(builder, stmt, tangents)?;
+    }
+    Ok(())
+}
+
+fn jvp_stmt(builder: &mut Builder, stmt: &Stmt, tangents: &mut HashMap<VarId, Atom>) -> Result<(), AdError> {
+    // The primal statement is kept as it is (Fig 13's D' on everything non-differentiable).
+    match &stmt.expr {
+        Expr::Cond { cond, then_block, else_block } => return jvp_cond(builder, stmt, *cond, *then_block, *else_block, tangents),
+        Expr::Fold { .. } | Expr::Scan { .. } => return jvp_loop(builder, stmt, tangents),
+        Expr::Build1 { .. } => return Err(AdError("internal: differentiation expects build-free (BOT) input".into())),
+        _ => builder.stmts.push(stmt.clone()),
+    }
+    let binder = stmt.binders[0];
+    let ty = builder.program.var_ty(binder).clone();
+    if !ty.elem.is_float() {
+        return Ok(());
+    }
+    let hint = format!("{}_dot", builder.program.vars[binder].hint);
+    let t = |atom: &Atom| tangent_of(tangents, atom);
+    let tangent: Tangent = match &stmt.expr {
+        Expr::Atom(atom) => t(atom),
+        Expr::Prim(prim, args) => {
+            let arg_tangents: Vec<Tangent> = args.iter().map(t).collect();
+            prim.jvp(builder, args, Atom::Var(binder), &arg_tangents)
+        }
+        // The linear operations are their own derivatives (§6.1): the same operation on the
+        // tangent (Delta constructors Index, Gather, Scatter, SumOuter, Replicate, Tr, Reshape).
+        Expr::Index { array, index } => {
+            t(array).map(|dx| builder.emit1(Expr::Index { array: dx, index: index.clone() }, ty.clone(), &hint))
+        }
+        Expr::Gather { shape, array, body } => t(array).map(|dx| {
+            let body = clone_block(builder.program, *body, &mut HashMap::new());
+            builder.emit1(Expr::Gather { shape: shape.clone(), array: dx, body }, ty.clone(), &hint)
+        }),
+        Expr::Scatter { shape, array, body } => t(array).map(|dx| {
+            let body = clone_block(builder.program, *body, &mut HashMap::new());
+            builder.emit1(Expr::Scatter { shape: shape.clone(), array: dx, body }, ty.clone(), &hint)
+        }),
+        Expr::SumOuter(array) => t(array).map(|dx| builder.emit1(Expr::SumOuter(dx), ty.clone(), &hint)),
+        Expr::Replicate { count, array } => {
+            t(array).map(|dx| builder.emit1(Expr::Replicate { count: *count, array: dx }, ty.clone(), &hint))
+        }
+        Expr::Transpose { perm, array } => {
+            t(array).map(|dx| builder.emit1(Expr::Transpose { perm: perm.clone(), array: dx }, ty.clone(), &hint))
+        }
+        Expr::Reshape { shape, array } => {
+            t(array).map(|dx| builder.emit1(Expr::Reshape { shape: shape.clone(), array: dx }, ty.clone(), &hint))
+        }
+        Expr::Table(items) => {
+            if items.iter().all(|item| t(item).is_none()) {
+                None
+            } else {
+                let item_tangents: Vec<Atom> = items
+                    .iter()
+                    .map(|item| t(item).unwrap_or_else(|| builder.zeros(&builder.ty(item))))
+                    .collect();
+                Some(builder.emit1(Expr::Table(item_tangents), ty.clone(), &hint))
+            }
+        }
+        Expr::Iota(_) => None,
+        Expr::Cond { .. } | Expr::Fold { .. } | Expr::Scan { .. } | Expr::Build1 { .. } => unreachable!("handled above"),
+    };
+    if let Some(tangent) = tangent {
+        tangents.insert(binder, tangent);
+    }
+    Ok(())
+}
+
+/// `cond` is if-converted: both branches run (every operation is total) and their results
+/// and tangents are selected (the strict conditional of seed 001 §5.2).
+fn jvp_cond(
+    builder: &mut Builder,
+    stmt: &Stmt,
+    cond: Atom,
+    then_block: BlockId,
+    else_block: BlockId,
+    tangents: &mut HashMap<VarId, Atom>,
+) -> Result<(), AdError> {
+    let mut branch_results = Vec::new();
+    for block in [then_block, else_block] {
+        let copy = clone_block(builder.program, block, &mut HashMap::new());
+        let copied: Block = builder.program.blocks[copy].clone();
+        jvp_stmts(builder, &copied.stmts, tangents)?;
+        branch_results.push(copied.results);
+    }
+    for (position, binder) in stmt.binders.iter().enumerate() {
+        let (a, b) = (branch_results[0][position], branch_results[1][position]);
+        let ty = builder.program.var_ty(*binder).clone();
+        let mask = builder.constant_mask(cond, &ty.shape);
+        builder.stmts.push(Stmt { binders: vec![*binder], expr: Expr::Prim(Prim::Select, vec![mask, a, b]) });
+        if ty.elem.is_float() {
+            let (da, db) = (tangent_of(tangents, &a), tangent_of(tangents, &b));
+            if da.is_some() || db.is_some() {
+                let da = da.unwrap_or_else(|| builder.zeros(&ty));
+                let db = db.unwrap_or_else(|| builder.zeros(&ty));
+                let tangent = builder.prim(Prim::Select, &[mask, da, db]);
+                tangents.insert(*binder, tangent);
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Builder<'_> {
+    /// A scalar condition broadcast to a shape.
+    fn constant_mask(&mut self, cond: Atom, shape: &[usize]) -> Atom {
+        let mut res = cond;
+        for axis in (0..shape.len()).rev() {
+            res = self.emit1(
+                Expr::Replicate { count: shape[axis], array: res },
+                ArrTy::new(shape[axis..].to_vec(), crate::core::ir::Elem::Bool),
+                "mask",
+            );
+        }
+        res
+    }
+}
+
+/// `fold`/`scan`: the loop carries the tangents of its float carries along (forward mode).
+fn jvp_loop(builder: &mut Builder, stmt: &Stmt, tangents: &mut HashMap<VarId, Atom>) -> Result<(), AdError> {
+    let (size, init, body, is_scan) = match &stmt.expr {
+        Expr::Fold { size, init, body } => (*size, init.clone(), *body, false),
+        Expr::Scan { size, init, body } => (*size, init.clone(), *body, true),
+        _ => unreachable!("only loops reach jvp_loop"),
+    };
+    let source: Block = builder.program.blocks[body].clone();
+    let n_carries = init.len();
+    let float_carries: Vec<usize> =
+        (0..n_carries).filter(|position| builder.ty(&init[*position]).elem.is_float()).collect();
+    // New body: params [i, carries…, carry tangents…].
+    let mut inner = Builder { program: &mut *builder.program, stmts: Vec::new(), linear: builder.linear.clone() };
+    let mut inner_tangents = tangents.clone();
+    let mut params = source.params.clone();
+    for position in &float_carries {
+        let param = source.params[1 + position];
+        let ty = inner.program.var_ty(param).clone();
+        let tangent = inner.program.new_var(ty, "c_dot");
+        inner.linear.insert(tangent);
+        inner_tangents.insert(param, Atom::Var(tangent));
+        params.push(tangent);
+    }
+    jvp_stmts(&mut inner, &source.stmts, &mut inner_tangents)?;
+    let mut results = source.results.clone();
+    let ys: Vec<Atom> = results.split_off(n_carries);
+    for position in &float_carries {
+        let carry = source.results[*position];
+        let tangent = tangent_of(&inner_tangents, &carry).unwrap_or_else(|| inner.zeros(&inner.ty(&carry)));
+        results.push(tangent);
+    }
+    let float_ys: Vec<usize> = (0..ys.len()).filter(|position| inner.ty(&ys[*position]).elem.is_float()).collect();
+    let mut y_tangents = Vec::new();
+    for position in &float_ys {
+        let y = ys[*position];
+        y_tangents.push(tangent_of(&inner_tangents, &y).unwrap_or_else(|| inner.zeros(&inner.ty(&y))));
+    }
+    results.extend(ys);
+    results.extend(y_tangents);
+    let linear = inner.linear;
+    let stmts = inner.stmts;
+    builder.linear = linear;
+    let new_body = builder.program.blocks.push(Block { params, stmts, results });
+    // New init and binders: carries, carry tangents, [ys, y tangents].
+    let mut new_init = init.clone();
+    for position in &float_carries {
+        let tangent = tangent_of(tangents, &init[*position]).unwrap_or_else(|| builder.zeros(&builder.ty(&init[*position])));
+        new_init.push(tangent);
+    }
+    let mut binders: Vec<VarId> = stmt.binders[..n_carries].to_vec();
+    let mut new_tangents = Vec::new();
+    for position in &float_carries {
+        let binder = stmt.binders[*position];
+        let ty = builder.program.var_ty(binder).clone();
+        let tangent = builder.program.new_var(ty, "c_dot");
+        new_tangents.push((binder, tangent));
+        binders.push(tangent);
+    }
+    if is_scan {
+        binders.extend(&stmt.binders[n_carries..]);
+        for position in &float_ys {
+            let binder = stmt.binders[n_carries + position];
+            let ty = builder.program.var_ty(binder).clone();
+            let tangent = builder.program.new_var(ty, "y_dot");
+            new_tangents.push((binder, tangent));
+            binders.push(tangent);
+        }
+    }
+    for (_, tangent) in &new_tangents {
+        builder.linear.insert(*tangent);
+    }
+    let expr = if is_scan {
+        Expr::Scan { size, init: new_init, body: new_body }
+    } else {
+        Expr::Fold { size, init: new_init, body: new_body }
+    };
+    builder.stmts.push(Stmt { binders, expr });
+    for (binder, tangent) in new_tangents {
+        tangents.insert(binder, Atom::Var(tangent));
+    }
+    Ok(())
+}
+
+/// Transposes the linear part of a forward derivative (seed 001 §7.3, Fig 19).
+pub fn vjp(program: &mut Program, jvp: &Jvp) -> Result<Vjp, AdError> {
+    let mut builder = Builder { program, stmts: Vec::new(), linear: jvp.linear.clone() };
+    let mut forward = Vec::new();
+    let mut linear_stmts = Vec::new();
+    for stmt in &jvp.stmts {
+        if stmt.binders.iter().any(|binder| jvp.linear.contains(binder)) {
+            if stmt.binders.iter().any(|binder| !jvp.linear.contains(binder)) {
+                return Err(AdError(
+                    "reverse-mode differentiation through `fold`/`scan` is not supported yet; use forward mode (`jvp`, `deriv`)"
+                        .into(),
+                ));
+            }
+            linear_stmts.push(stmt.clone());
+        } else {
+            forward.push(stmt.clone());
+        }
+    }
+    // Cotangent parameters, seeded into the tangents of the results.
+    let mut cts: HashMap<VarId, Atom> = HashMap::new();
+    let mut ct_params = Vec::new();
+    for (result, tangent) in jvp.results.iter().zip(&jvp.tangent_results) {
+        let ty = builder.ty(result);
+        let ct_param = builder.program.new_var(ty, "ct");
+        ct_params.push(ct_param);
+        if let Some(tangent) = tangent {
+            if builder.is_linear(tangent) {
+                builder.add_to(&mut cts, *tangent, Atom::Var(ct_param));
+            }
+        }
+    }
+    for stmt in linear_stmts.iter().rev() {
+        transpose_stmt(&mut builder, stmt, &mut cts)?;
+    }
+    let grads = jvp
+        .tangent_params
+        .iter()
+        .map(|tangent| tangent.and_then(|var| cts.get(&var).copied()))
+        .collect();
+    Ok(Vjp {
+        params: jvp.params.clone(),
+        forward,
+        results: jvp.results.clone(),
+        ct_params,
+        backward: builder.stmts,
+        grads,
+    })
+}
+
+/// The transpose of one linear statement: given the cotangent of its result, adds the
+/// contributions to the cotangents of its linear operands.
+fn transpose_stmt(builder: &mut Builder, stmt: &Stmt, cts: &mut HashMap<VarId, Atom>) -> Result<(), AdError> {
+    let binder = stmt.binders[0];
+    let Some(ct) = cts.get(&binder).copied() else { return Ok(()) };
+    let linear = |builder: &Builder, atom: &Atom| builder.is_linear(atom);
+    match &stmt.expr {
+        Expr::Atom(atom) => {
+            if linear(builder, atom) {
+                builder.add_to(cts, *atom, ct);
+            }
+        }
+        Expr::Prim(prim, args) => {
+            let mask: Vec<bool> = args.iter().map(|atom| linear(builder, atom)).collect();
+            if mask.iter().any(|flag| *flag) {
+                let contributions = prim.transpose(builder, args, &mask, ct)?;
+                for (arg, contribution) in args.iter().zip(contributions) {
+                    if let Some(contribution) = contribution {
+                        builder.add_to(cts, *arg, contribution);
+                    }
+                }
+            }
+        }
+        // Transpose of Index: a one-hot scatter (Fig 19, Index).
+        Expr::Index { array, index } if linear(builder, array) => {
+            let ty = builder.ty(array);
+            let body = builder.program.blocks.push(Block { params: Vec::new(), stmts: Vec::new(), results: index.clone() });
+            let contribution = builder.emit1(Expr::Scatter { shape: ty.shape.clone(), array: ct, body }, ty, "ct");
+            builder.add_to(cts, *array, contribution);
+        }
+        // Gather and scatter are each other's transposes (§6.3).
+        Expr::Gather { array, body, .. } if linear(builder, array) => {
+            let ty = builder.ty(array);
+            let body = clone_block(builder.program, *body, &mut HashMap::new());
+            let contribution = builder.emit1(Expr::Scatter { shape: ty.shape.clone(), array: ct, body }, ty, "ct");
+            builder.add_to(cts, *array, contribution);
+        }
+        Expr::Scatter { array, body, .. } if linear(builder, array) => {
+            let ty = builder.ty(array);
+            let body = clone_block(builder.program, *body, &mut HashMap::new());
+            let contribution = builder.emit1(Expr::Gather { shape: ty.shape.clone(), array: ct, body }, ty, "ct");
+            builder.add_to(cts, *array, contribution);
+        }
+        // sumOuter and replicate are each other's transposes.
+        Expr::SumOuter(array) if linear(builder, array) => {
+            let ty = builder.ty(array);
+            let contribution = builder.emit1(Expr::Replicate { count: ty.shape[0], array: ct }, ty, "ct");
+            builder.add_to(cts, *array, contribution);
+        }
+        Expr::Replicate { array, .. } if linear(builder, array) => {
+            let ty = builder.ty(array);
+            let contribution = builder.emit1(Expr::SumOuter(ct), ty, "ct");
+            builder.add_to(cts, *array, contribution);
+        }
+        Expr::Transpose { perm, array } if linear(builder, array) => {
+            let ty = builder.ty(array);
+            let mut inverse = vec![0; perm.len()];
+            for (axis, source) in perm.iter().enumerate() {
+                inverse[*source] = axis;
+            }
+            let contribution = builder.emit1(Expr::Transpose { perm: inverse, array: ct }, ty, "ct");
+            builder.add_to(cts, *array, contribution);
+        }
+        Expr::Reshape { array, .. } if linear(builder, array) => {
+            let ty = builder.ty(array);
+            let contribution = builder.emit1(Expr::Reshape { shape: ty.shape.clone(), array: ct }, ty, "ct");
+            builder.add_to(cts, *array, contribution);
+        }
+        Expr::Table(items) => {
+            for (position, item) in items.iter().enumerate() {
+                if linear(builder, item) {
+                    let ty = builder.ty(item);
+                    let index = vec![Atom::Lit(Scalar::I64(position as i64))];
+                    let contribution = builder.emit1(Expr::Index { array: ct, index }, ty, "ct");
+                    builder.add_to(cts, *item, contribution);
+                }
+            }
+        }
+        // Linear statements whose operands are constants (zeros) contribute nothing.
+        Expr::Index { .. }
+        | Expr::Gather { .. }
+        | Expr::Scatter { .. }
+        | Expr::SumOuter(_)
+        | Expr::Replicate { .. }
+        | Expr::Transpose { .. }
+        | Expr::Reshape { .. }
+        | Expr::Iota(_) => {}
+        Expr::Cond { .. } | Expr::Fold { .. } | Expr::Scan { .. } | Expr::Build1 { .. } => {
+            return Err(AdError("reverse-mode differentiation through `fold`/`scan` is not supported yet; use forward mode (`jvp`, `deriv`)".into()))
+        }
+    }
+    Ok(())
+}
