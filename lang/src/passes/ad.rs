@@ -16,7 +16,9 @@
 //! backward pass (§7.6); share→let (Fig 20) is the identity on ANF.
 //!
 //! Conditionals are if-converted (both branches run, results are selected), which the total
-//! semantics allows. Not handled yet: reverse mode through `fold`/`scan` (forward mode works).
+//! semantics allows. Loops carry their tangents forward; in reverse, a loop's primal part
+//! runs as a scan that keeps every iteration's carry and the backward loop recomputes each
+//! iteration from it (`transpose_loop`).
 
 use std::collections::{HashMap, HashSet};
 
@@ -401,24 +403,97 @@ fn jvp_loop(builder: &mut Builder, stmt: &Stmt, tangents: &mut HashMap<VarId, At
     Ok(())
 }
 
-/// Transposes the linear part of a forward derivative (seed 001 §7.3, Fig 19).
-pub fn vjp(program: &mut Program, jvp: &Jvp) -> Result<Vjp, AdError> {
-    let mut builder = Builder { program, stmts: Vec::new(), linear: jvp.linear.clone() };
+/// A linear statement to transpose: an ordinary one, or a loop whose primal part runs
+/// forward as a scan that stacks the carry entering every iteration (`stacked`, one per
+/// primal carry), so that the backward loop can recompute each iteration's primal values.
+#[derive(Clone, Debug)]
+enum LinearItem {
+    Stmt(Stmt),
+    Loop { stmt: Stmt, stacked: Vec<VarId> },
+}
+
+/// The positions of a differentiated loop's parts (see `jvp_loop`): the body parameters are
+/// `[i, carries…, carry tangents…]`, the results and binders `carries, carry tangents` and,
+/// for a scan, `ys, y tangents`.
+struct LoopShape {
+    size: usize,
+    is_scan: bool,
+    n_carries: usize,
+    n_carry_tangents: usize,
+    n_ys: usize,
+    init: Vec<Atom>,
+    body: BlockId,
+}
+
+fn loop_shape(stmt: &Stmt, program: &Program, linear: &HashSet<VarId>) -> LoopShape {
+    let (size, init, body, is_scan) = match &stmt.expr {
+        Expr::Fold { size, init, body } => (*size, init.clone(), *body, false),
+        Expr::Scan { size, init, body } => (*size, init.clone(), *body, true),
+        _ => unreachable!("only loops have a loop shape"),
+    };
+    let params = &program.blocks[body].params;
+    let n_carry_tangents = params[1..].iter().filter(|param| linear.contains(param)).count();
+    let n_carries = params.len() - 1 - n_carry_tangents;
+    let rest = &stmt.binders[n_carries + n_carry_tangents..];
+    let n_ys = rest.iter().filter(|binder| !linear.contains(binder)).count();
+    LoopShape { size, is_scan, n_carries, n_carry_tangents, n_ys, init, body }
+}
+
+/// Splits statements into the forward (primal) ones and the linear ones to transpose.
+fn split(program: &mut Program, stmts: &[Stmt], linear: &HashSet<VarId>) -> (Vec<Stmt>, Vec<LinearItem>) {
     let mut forward = Vec::new();
-    let mut linear_stmts = Vec::new();
-    for stmt in &jvp.stmts {
-        if stmt.binders.iter().any(|binder| jvp.linear.contains(binder)) {
-            if stmt.binders.iter().any(|binder| !jvp.linear.contains(binder)) {
-                return Err(AdError(
-                    "reverse-mode differentiation through `fold`/`scan` is not supported yet; use forward mode (`jvp`, `deriv`)"
-                        .into(),
-                ));
-            }
-            linear_stmts.push(stmt.clone());
-        } else {
+    let mut items = Vec::new();
+    for stmt in stmts {
+        let any_linear = stmt.binders.iter().any(|binder| linear.contains(binder));
+        let all_linear = stmt.binders.iter().all(|binder| linear.contains(binder));
+        if !any_linear {
             forward.push(stmt.clone());
+        } else if all_linear {
+            items.push(LinearItem::Stmt(stmt.clone()));
+        } else {
+            // A loop carrying primal and tangent values: run the primal part as a scan that
+            // also stacks the carries.
+            let shape = loop_shape(stmt, program, linear);
+            let body: Block = program.blocks[shape.body].clone();
+            let carry_params = body.params[1..=shape.n_carries].to_vec();
+            let mut results: Vec<Atom> = body.results[..shape.n_carries].to_vec();
+            if shape.is_scan {
+                let ys_start = shape.n_carries + shape.n_carry_tangents;
+                results.extend(&body.results[ys_start..ys_start + shape.n_ys]);
+            }
+            results.extend(carry_params.iter().copied().map(Atom::Var));
+            let mut params = vec![body.params[0]];
+            params.extend(&carry_params);
+            // Nested loops contribute their primal scans too.
+            let (primal_stmts, _) = split(program, &body.stmts, linear);
+            let primal_body = program.blocks.push(Block { params, stmts: primal_stmts, results });
+            let mut binders: Vec<VarId> = stmt.binders[..shape.n_carries].to_vec();
+            if shape.is_scan {
+                let ys_start = shape.n_carries + shape.n_carry_tangents;
+                binders.extend(&stmt.binders[ys_start..ys_start + shape.n_ys]);
+            }
+            let stacked: Vec<VarId> = carry_params
+                .iter()
+                .map(|param| {
+                    let ty = program.var_ty(*param).clone();
+                    let mut stacked_shape = vec![shape.size];
+                    stacked_shape.extend(&ty.shape);
+                    program.new_var(ArrTy::new(stacked_shape, ty.elem), "carries")
+                })
+                .collect();
+            binders.extend(&stacked);
+            let init = shape.init[..shape.n_carries].to_vec();
+            forward.push(Stmt { binders, expr: Expr::Scan { size: shape.size, init, body: primal_body } });
+            items.push(LinearItem::Loop { stmt: stmt.clone(), stacked });
         }
     }
+    (forward, items)
+}
+
+/// Transposes the linear part of a forward derivative (seed 001 §7.3, Fig 19).
+pub fn vjp(program: &mut Program, jvp: &Jvp) -> Result<Vjp, AdError> {
+    let (forward, items) = split(program, &jvp.stmts, &jvp.linear);
+    let mut builder = Builder { program, stmts: Vec::new(), linear: jvp.linear.clone() };
     // Cotangent parameters, seeded into the tangents of the results.
     let mut cts: HashMap<VarId, Atom> = HashMap::new();
     let mut ct_params = Vec::new();
@@ -432,9 +507,7 @@ pub fn vjp(program: &mut Program, jvp: &Jvp) -> Result<Vjp, AdError> {
             }
         }
     }
-    for stmt in linear_stmts.iter().rev() {
-        transpose_stmt(&mut builder, stmt, &mut cts)?;
-    }
+    transpose_items(&mut builder, &items, &mut cts)?;
     let grads = jvp
         .tangent_params
         .iter()
@@ -448,6 +521,170 @@ pub fn vjp(program: &mut Program, jvp: &Jvp) -> Result<Vjp, AdError> {
         backward: builder.stmts,
         grads,
     })
+}
+
+fn transpose_items(builder: &mut Builder, items: &[LinearItem], cts: &mut HashMap<VarId, Atom>) -> Result<(), AdError> {
+    for item in items.iter().rev() {
+        match item {
+            LinearItem::Stmt(stmt) => transpose_stmt(builder, stmt, cts)?,
+            LinearItem::Loop { stmt, stacked } => transpose_loop(builder, stmt, stacked, cts)?,
+        }
+    }
+    Ok(())
+}
+
+/// The transpose of a loop (seed 003 Fig 5's reverse rule for `foldl`, on ANF): a fold that
+/// runs the iterations backwards; each iteration recomputes its primal values from the
+/// stacked carry, then transposes the body's linear statements. Cotangents of the linear
+/// variables the body uses from outside accumulate in extra carries.
+fn transpose_loop(builder: &mut Builder, stmt: &Stmt, stacked: &[VarId], cts: &mut HashMap<VarId, Atom>) -> Result<(), AdError> {
+    let shape = loop_shape(stmt, builder.program, &builder.linear);
+    let tangent_binders = &stmt.binders[shape.n_carries..shape.n_carries + shape.n_carry_tangents];
+    let ys_tangent_binders: Vec<VarId> =
+        if shape.is_scan { stmt.binders[shape.n_carries + shape.n_carry_tangents + shape.n_ys..].to_vec() } else { Vec::new() };
+    let final_cts: Vec<Option<Atom>> = tangent_binders.iter().map(|binder| cts.get(binder).copied()).collect();
+    let ys_cts: Vec<Option<Atom>> = ys_tangent_binders.iter().map(|binder| cts.get(binder).copied()).collect();
+    if final_cts.iter().chain(&ys_cts).all(Option::is_none) {
+        return Ok(());
+    }
+    let body: Block = builder.program.blocks[shape.body].clone();
+    let carry_params = body.params[1..=shape.n_carries].to_vec();
+    let tangent_params = body.params[1 + shape.n_carries..].to_vec();
+    // Linear variables the body uses from outside.
+    let mut defined: HashSet<VarId> = body.params.iter().copied().collect();
+    let mut used = Vec::new();
+    collect_defs_and_uses(builder.program, shape.body, &mut defined, &mut used);
+    let mut free: Vec<VarId> = Vec::new();
+    for var in used {
+        if builder.linear.contains(&var) && !defined.contains(&var) && !free.contains(&var) {
+            free.push(var);
+        }
+    }
+    // The backward body: params [k, carry cotangents…, free cotangents…].
+    let index_ty = ArrTy::scalar(crate::core::ir::Elem::I64);
+    let k = builder.program.new_var(index_ty.clone(), "k");
+    let ct_carry_params: Vec<VarId> =
+        tangent_params.iter().map(|param| builder.program.new_var(builder.program.var_ty(*param).clone(), "ct_c")).collect();
+    let ct_free_params: Vec<VarId> =
+        free.iter().map(|var| builder.program.new_var(builder.program.var_ty(*var).clone(), "ct_free")).collect();
+    let mut inner = Builder { program: &mut *builder.program, stmts: Vec::new(), linear: builder.linear.clone() };
+    let last = Atom::Lit(Scalar::I64(shape.size as i64 - 1));
+    let i = inner.emit1(Expr::Prim(Prim::Sub, vec![last, Atom::Var(k)]), index_ty, "i");
+    let mut subst: HashMap<VarId, Atom> = HashMap::new();
+    subst.insert(body.params[0], i);
+    for (param, stacked) in carry_params.iter().zip(stacked) {
+        let ty = inner.program.var_ty(*param).clone();
+        let carry = inner.emit1(Expr::Index { array: Atom::Var(*stacked), index: vec![i] }, ty, "c");
+        subst.insert(*param, carry);
+    }
+    let placeholders: Vec<VarId> = tangent_params
+        .iter()
+        .map(|param| {
+            let placeholder = inner.program.new_var(inner.program.var_ty(*param).clone(), "c_dot");
+            inner.linear.insert(placeholder);
+            subst.insert(*param, Atom::Var(placeholder));
+            placeholder
+        })
+        .collect();
+    let mut copied = Vec::new();
+    for body_stmt in &body.stmts {
+        copied.push(crate::core::inline::copy_stmt(inner.program, body_stmt, &mut subst));
+    }
+    // The copies of linear variables (binders and the parameters of nested blocks) are linear.
+    for (old, new) in &subst {
+        if let (true, Atom::Var(new)) = (inner.linear.contains(old), new) {
+            inner.linear.insert(*new);
+        }
+    }
+    let (forward, items) = split(inner.program, &copied, &inner.linear);
+    inner.stmts.extend(forward);
+    let mut inner_cts: HashMap<VarId, Atom> = HashMap::new();
+    for (position, param) in ct_carry_params.iter().enumerate() {
+        let result = crate::core::inline::rename(body.results[shape.n_carries + position], &subst);
+        if inner.is_linear(&result) {
+            inner.add_to(&mut inner_cts, result, Atom::Var(*param));
+        }
+    }
+    if shape.is_scan {
+        let dys_start = shape.n_carries + shape.n_carry_tangents + shape.n_ys;
+        for (position, ct) in ys_cts.iter().enumerate() {
+            let Some(ct) = ct else { continue };
+            let result = crate::core::inline::rename(body.results[dys_start + position], &subst);
+            if inner.is_linear(&result) {
+                let ty = inner.ty(&result);
+                let ct_i = inner.emit1(Expr::Index { array: *ct, index: vec![i] }, ty, "ct_y");
+                inner.add_to(&mut inner_cts, result, ct_i);
+            }
+        }
+    }
+    transpose_items(&mut inner, &items, &mut inner_cts)?;
+    let mut results = Vec::new();
+    for placeholder in &placeholders {
+        results.push(match inner_cts.get(placeholder) {
+            Some(ct) => *ct,
+            None => inner.zeros(&inner.program.var_ty(*placeholder).clone()),
+        });
+    }
+    for (var, param) in free.iter().zip(&ct_free_params) {
+        results.push(match inner_cts.get(var).copied() {
+            Some(ct) => inner.prim(Prim::Add, &[Atom::Var(*param), ct]),
+            None => Atom::Var(*param),
+        });
+    }
+    let inner_stmts = std::mem::take(&mut inner.stmts);
+    let mut params = vec![k];
+    params.extend(&ct_carry_params);
+    params.extend(&ct_free_params);
+    let backward_body = builder.program.blocks.push(Block { params, stmts: inner_stmts, results });
+    // The backward loop, seeded with the final carry cotangents and zero free cotangents.
+    let mut init = Vec::new();
+    for (ct, binder) in final_cts.iter().zip(tangent_binders) {
+        init.push(match ct {
+            Some(ct) => *ct,
+            None => builder.zeros(&builder.program.var_ty(*binder).clone()),
+        });
+    }
+    for var in &free {
+        init.push(builder.zeros(&builder.program.var_ty(*var).clone()));
+    }
+    let mut binder_tys: Vec<ArrTy> = tangent_params.iter().map(|param| builder.program.var_ty(*param).clone()).collect();
+    binder_tys.extend(free.iter().map(|var| builder.program.var_ty(*var).clone()));
+    let binders = builder.emit(Expr::Fold { size: shape.size, init, body: backward_body }, binder_tys, "ct_loop");
+    for var in &binders {
+        builder.linear.insert(*var);
+    }
+    let init_tangents = &shape.init[shape.n_carries..];
+    for (tangent, ct) in init_tangents.iter().zip(&binders) {
+        if builder.is_linear(tangent) {
+            builder.add_to(cts, *tangent, Atom::Var(*ct));
+        }
+    }
+    for (var, ct) in free.iter().zip(&binders[tangent_params.len()..]) {
+        builder.add_to(cts, Atom::Var(*var), Atom::Var(*ct));
+    }
+    Ok(())
+}
+
+/// The variables a block defines (params and binders, recursively) and uses.
+fn collect_defs_and_uses(program: &Program, block: BlockId, defined: &mut HashSet<VarId>, used: &mut Vec<VarId>) {
+    let block = &program.blocks[block];
+    defined.extend(&block.params);
+    for stmt in &block.stmts {
+        defined.extend(&stmt.binders);
+        for atom in crate::core::verify::expr_atoms(&stmt.expr) {
+            if let Atom::Var(var) = atom {
+                used.push(var);
+            }
+        }
+        for nested in crate::core::verify::expr_blocks(&stmt.expr) {
+            collect_defs_and_uses(program, nested, defined, used);
+        }
+    }
+    for atom in &block.results {
+        if let Atom::Var(var) = atom {
+            used.push(*var);
+        }
+    }
 }
 
 /// The transpose of one linear statement: given the cotangent of its result, adds the
@@ -538,7 +775,7 @@ fn transpose_stmt(builder: &mut Builder, stmt: &Stmt, cts: &mut HashMap<VarId, A
         | Expr::Reshape { .. }
         | Expr::Iota(_) => {}
         Expr::Cond { .. } | Expr::Fold { .. } | Expr::Scan { .. } | Expr::Build1 { .. } => {
-            return Err(AdError("reverse-mode differentiation through `fold`/`scan` is not supported yet; use forward mode (`jvp`, `deriv`)".into()))
+            return Err(AdError("internal: a linear statement of an unexpected form".into()))
         }
     }
     Ok(())
