@@ -411,13 +411,22 @@ impl Session {
     fn run_to_arrays(&mut self, texpr: &TExpr, cx: &BlockCx) -> Result<(Vec<Array>, Evaluated), Diagnostic> {
         let mut evaluated = Evaluated::default();
         let compile_start = Instant::now();
-        let Compiled { core, bulk, inputs } = self.compile(texpr)?;
+        let Compiled { core, bulk, inputs, derivatives } = self.compile(texpr)?;
         evaluated.compile = compile_start.elapsed();
         for stage in &cx.stages {
             let text = match stage.as_str() {
                 "typed" => format!("{} : {}", texpr_summary(texpr), texpr.ty),
                 "core" => core.to_string(),
                 "bot" => bulk.to_string(),
+                "linear" | "transposed" => {
+                    let texts: Vec<&str> =
+                        derivatives.iter().filter(|(name, _)| name == stage).map(|(_, text)| text.as_str()).collect();
+                    if texts.is_empty() {
+                        "(no derivative is taken in this block)".to_string()
+                    } else {
+                        texts.join("\n")
+                    }
+                }
                 other => format!("(the `{other}` stage is not available yet)"),
             };
             evaluated.outputs.push(Output::Stage { name: stage.clone(), text });
@@ -449,6 +458,7 @@ impl Session {
         };
         let mut lowerer = Lowerer::new(&self.env, &lookup);
         lowerer.lower_main(texpr).map_err(lower_error)?;
+        let derivatives = std::mem::take(&mut lowerer.derivative_stages);
         let inputs: Vec<Array> = lowerer
             .inputs
             .iter()
@@ -459,12 +469,12 @@ impl Session {
         let bulk = crate::passes::bot::run(&core);
         verify_after("bot", &bulk)?;
         check_bot_output(&core, &bulk)?;
-        Ok(Compiled { core, bulk, inputs })
+        Ok(Compiled { core, bulk, inputs, derivatives })
     }
 }
 
 /// The stages `:stages expr` shows, in pipeline order.
-const ALL_STAGES: &[&str] = &["typed", "core", "bot"];
+const ALL_STAGES: &[&str] = &["typed", "core", "linear", "transposed", "bot"];
 
 /// Reads `on stage…` / `off` after `:stages`.
 fn stages_setting(expr: &crate::syntax::ast::Expr) -> Option<Vec<String>> {
@@ -491,6 +501,8 @@ struct Compiled {
     core: Program,
     bulk: Program,
     inputs: Vec<Array>,
+    /// `linear` / `transposed` dumps of the derivatives taken in the block.
+    derivatives: Vec<(&'static str, String)>,
 }
 
 /// Runs the verifier after a pass; a failure is a bug in dx, reported with the IR.

@@ -4,6 +4,7 @@
 pub mod builtins;
 pub mod env;
 pub mod infer;
+pub mod print;
 pub mod typed;
 pub mod types;
 

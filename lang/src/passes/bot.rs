@@ -35,10 +35,7 @@ pub const INFO: PassInfo =
 pub fn run(program: &Program) -> Program {
     let mut program = program.clone();
     let main = program.main;
-    bot_block(&mut program, main);
-    cleanup::run(&mut program);
-    simplify_gathers(&mut program);
-    cleanup::run(&mut program);
+    run_block(&mut program, main);
     program
 }
 
@@ -53,6 +50,9 @@ pub fn is_normal_form(program: &Program) -> bool {
 /// differentiated; the block may use variables defined outside it.
 pub fn run_block(program: &mut Program, block: BlockId) {
     bot_block(program, block);
+    cleanup::run_from(program, block);
+    simplify_gathers(program, block);
+    cleanup::run_from(program, block);
 }
 
 /// Transforms the builds of a block (and of every block nested in it), innermost first.
@@ -666,8 +666,8 @@ fn collect_uses(program: &Program, block: BlockId, out: &mut Vec<VarId>) {
 }
 
 /// Drops identity gathers: `gather sh x (λ[i…]. [i…])` with `sh` the shape of `x` is `x`.
-fn simplify_gathers(program: &mut Program) {
-    for block in crate::core::visit::reachable_blocks(program, program.main) {
+fn simplify_gathers(program: &mut Program, root: BlockId) {
+    for block in crate::core::visit::reachable_blocks(program, root) {
         let mut stmts = std::mem::take(&mut program.blocks[block].stmts);
         for stmt in &mut stmts {
             if let Expr::Gather { shape, array, body } = &stmt.expr {

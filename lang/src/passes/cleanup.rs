@@ -9,13 +9,19 @@ use crate::core::verify::expr_atoms;
 use crate::core::visit::{map_block_atoms, reachable_blocks};
 
 pub fn run(program: &mut Program) {
-    propagate_copies(program);
-    eliminate_dead_code(program);
+    let main = program.main;
+    run_from(program, main);
 }
 
-fn propagate_copies(program: &mut Program) {
+/// Cleans up the block `root` and the blocks nested in it (its results are what is live).
+pub fn run_from(program: &mut Program, root: crate::core::ir::BlockId) {
+    propagate_copies(program, root);
+    eliminate_dead_code(program, root);
+}
+
+fn propagate_copies(program: &mut Program, root: crate::core::ir::BlockId) {
     let mut copies: HashMap<VarId, Atom> = HashMap::new();
-    for block in reachable_blocks(program, program.main) {
+    for block in reachable_blocks(program, root) {
         for stmt in &program.blocks[block].stmts {
             if let (Expr::Atom(atom), [binder]) = (&stmt.expr, stmt.binders.as_slice()) {
                 copies.insert(*binder, *atom);
@@ -34,16 +40,15 @@ fn propagate_copies(program: &mut Program) {
         }
         atom
     };
-    let main = program.main;
-    map_block_atoms(program, main, &mut |atom| resolve(atom));
-    for block in reachable_blocks(program, main) {
+    map_block_atoms(program, root, &mut |atom| resolve(atom));
+    for block in reachable_blocks(program, root) {
         program.blocks[block].stmts.retain(|stmt| !(matches!(stmt.expr, Expr::Atom(_)) && stmt.binders.len() == 1));
     }
 }
 
-fn eliminate_dead_code(program: &mut Program) {
+fn eliminate_dead_code(program: &mut Program, root: crate::core::ir::BlockId) {
     loop {
-        let blocks = reachable_blocks(program, program.main);
+        let blocks = reachable_blocks(program, root);
         let mut used: HashSet<VarId> = HashSet::new();
         for block in &blocks {
             let block = &program.blocks[*block];

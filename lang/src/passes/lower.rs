@@ -78,6 +78,9 @@ pub struct Lowerer<'a> {
     local_defs: HashMap<LocalId, DefInfo>,
     rigids: HashMap<Rigid, Ty>,
     pub(super) block: BlockId,
+    /// Dumps of the derivative programs made while lowering (the `linear` and `transposed`
+    /// stages), in order.
+    pub derivative_stages: Vec<(&'static str, String)>,
 }
 
 const INDEX: Elem = Elem::I64;
@@ -143,6 +146,7 @@ impl<'a> Lowerer<'a> {
             local_defs: HashMap::new(),
             rigids: HashMap::new(),
             block,
+            derivative_stages: Vec::new(),
         }
     }
 

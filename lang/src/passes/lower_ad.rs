@@ -45,6 +45,42 @@ fn fun_parts(ty: &Ty) -> Option<(&Ty, &Ty)> {
 }
 
 impl Lowerer<'_> {
+    /// The forward derivative of a function block, recorded for the `linear` stage.
+    fn jvp_of(&mut self, block: BlockId, span: Span) -> Result<ad::Jvp> {
+        let jvp = ad::jvp(&mut self.program, block).map_err(ad_error(span))?;
+        let mut params = jvp.params.clone();
+        params.extend(jvp.tangent_params.iter().flatten());
+        let mut results = jvp.results.clone();
+        results.extend(jvp.tangent_results.iter().flatten());
+        let text = self.dump(params, &jvp.stmts, results);
+        self.derivative_stages.push(("linear", text));
+        Ok(jvp)
+    }
+
+    /// The transposed derivative, recorded for the `transposed` stage.
+    fn vjp_of(&mut self, jvp: &ad::Jvp, span: Span) -> Result<ad::Vjp> {
+        let vjp = ad::vjp(&mut self.program, jvp).map_err(ad_error(span))?;
+        let mut params = vjp.params.clone();
+        params.extend(&vjp.ct_params);
+        let mut stmts = vjp.forward.clone();
+        stmts.extend(vjp.backward.iter().cloned());
+        let mut results = vjp.results.clone();
+        results.extend(vjp.grads.iter().flatten());
+        let text = self.dump(params, &stmts, results);
+        self.derivative_stages.push(("transposed", text));
+        Ok(vjp)
+    }
+
+    /// A derivative program as text: its parameters as inputs, after clean-up.
+    fn dump(&self, params: Vec<VarId>, stmts: &[Stmt], results: Vec<Atom>) -> String {
+        let mut program = self.program.clone();
+        let main = program.blocks.push(crate::core::ir::Block { params: Vec::new(), stmts: stmts.to_vec(), results });
+        program.main = main;
+        program.inputs = params;
+        super::cleanup::run(&mut program);
+        program.to_string()
+    }
+
     pub(super) fn lower_ad(&mut self, op: AdOp, args: Vec<SVal>, ty: &Ty, result_ty: &Ty, span: Span) -> Result<SVal> {
         let Some((func_ty, _)) = fun_parts(ty) else { return error(span, "internal: type of a derivative") };
         let Some((arg_ty, out_ty)) = fun_parts(func_ty) else { return error(span, "internal: type of a derivative") };
@@ -62,7 +98,7 @@ impl Lowerer<'_> {
             AdOp::Jvp | AdOp::Deriv => {
                 let tangent = if op == AdOp::Jvp { args[2].clone() } else { self.ones_like(&args[1], span)? };
                 let block = self.function_block(func, &arg_ty, span)?;
-                let jvp = ad::jvp(&mut self.program, block).map_err(ad_error(span))?;
+                let jvp = self.jvp_of(block, span)?;
                 let mut subst = self.bind_params(&jvp.params, &args[1], span)?;
                 let tangent_leaves = self.leaves(&tangent, span)?;
                 for (param, leaf) in jvp.tangent_params.iter().zip(tangent_leaves) {
@@ -76,8 +112,8 @@ impl Lowerer<'_> {
             }
             AdOp::Vjp => {
                 let block = self.function_block(func, &arg_ty, span)?;
-                let jvp = ad::jvp(&mut self.program, block).map_err(ad_error(span))?;
-                let vjp = ad::vjp(&mut self.program, &jvp).map_err(ad_error(span))?;
+                let jvp = self.jvp_of(block, span)?;
+                let vjp = self.vjp_of(&jvp, span)?;
                 let mut subst = self.bind_params(&vjp.params, &args[1], span)?;
                 let target = self.block;
                 copy_stmts(&mut self.program, &vjp.forward, target, &mut subst);
@@ -93,7 +129,7 @@ impl Lowerer<'_> {
             }
             AdOp::Linearize => {
                 let block = self.function_block(func, &arg_ty, span)?;
-                let jvp = ad::jvp(&mut self.program, block).map_err(ad_error(span))?;
+                let jvp = self.jvp_of(block, span)?;
                 let (forward, linear): (Vec<Stmt>, Vec<Stmt>) =
                     jvp.stmts.iter().cloned().partition(|stmt| stmt.binders.iter().all(|binder| !jvp.linear.contains(binder)));
                 if linear.iter().any(|stmt| stmt.binders.iter().any(|binder| !jvp.linear.contains(binder))) {
@@ -109,8 +145,8 @@ impl Lowerer<'_> {
             AdOp::TransposeLinear => {
                 // A linear function is its own derivative at any point: transpose it at zero.
                 let block = self.function_block(func, &arg_ty, span)?;
-                let jvp = ad::jvp(&mut self.program, block).map_err(ad_error(span))?;
-                let vjp = ad::vjp(&mut self.program, &jvp).map_err(ad_error(span))?;
+                let jvp = self.jvp_of(block, span)?;
+                let vjp = self.vjp_of(&jvp, span)?;
                 let zero = self.zeros_of(&arg_ty, span)?;
                 let mut subst = self.bind_params(&vjp.params, &zero, span)?;
                 let cts = self.leaves(&args[1], span)?;
@@ -183,8 +219,8 @@ impl Lowerer<'_> {
     /// cotangent of 1).
     fn gradient(&mut self, func: SVal, x: &SVal, arg_ty: &Ty, span: Span) -> Result<SVal> {
         let block = self.function_block(func, arg_ty, span)?;
-        let jvp = ad::jvp(&mut self.program, block).map_err(ad_error(span))?;
-        let vjp = ad::vjp(&mut self.program, &jvp).map_err(ad_error(span))?;
+        let jvp = self.jvp_of(block, span)?;
+        let vjp = self.vjp_of(&jvp, span)?;
         let mut subst = self.bind_params(&vjp.params, x, span)?;
         let target = self.block;
         copy_stmts(&mut self.program, &vjp.forward, target, &mut subst);
@@ -212,8 +248,8 @@ impl Lowerer<'_> {
     /// one-hot cotangent (reverse mode, inside a `for` that the BOT vectorises).
     fn jacobian(&mut self, func: SVal, x: &SVal, arg_ty: &Ty, out_ty: &Ty, result_ty: &Ty, span: Span) -> Result<SVal> {
         let block = self.function_block(func, arg_ty, span)?;
-        let jvp = ad::jvp(&mut self.program, block).map_err(ad_error(span))?;
-        let vjp = ad::vjp(&mut self.program, &jvp).map_err(ad_error(span))?;
+        let jvp = self.jvp_of(block, span)?;
+        let vjp = self.vjp_of(&jvp, span)?;
         let mut subst = self.bind_params(&vjp.params, x, span)?;
         let target = self.block;
         copy_stmts(&mut self.program, &vjp.forward, target, &mut subst);

@@ -225,16 +225,18 @@ pub fn jvp(
     let unary = |cx: &mut dyn super::Emitter, derivative: crate::core::ir::Atom| scale(cx, derivative, tangents[0]);
     match op {
         // d sqrt x = dx / (2 sqrt x); at x = 0 the derivative is taken as 0 (not inf), so
-        // that sqrt of a square differentiates to 0 at the origin.
-        MathOp::Sqrt => tangents[0].map(|t| {
+        // that sqrt of a square differentiates to 0 at the origin. The factor is selected on
+        // primal values, so the transpose (a multiplication by it) stays finite too.
+        MathOp::Sqrt => {
             let two = cx.constant(2.0, x);
             let denominator = cx.prim(Prim::Mul, &[two, result]);
-            let quotient = cx.prim(Prim::Div, &[t, denominator]);
+            let one = cx.constant(1.0, x);
+            let reciprocal = cx.prim(Prim::Div, &[one, denominator]);
             let zero = cx.constant(0.0, x);
             let at_zero = cx.prim(Prim::Eq, &[result, zero]);
-            let zeros = cx.constant(0.0, x);
-            cx.prim(Prim::Select, &[at_zero, zeros, quotient])
-        }),
+            let factor = cx.prim(Prim::Select, &[at_zero, zero, reciprocal]);
+            unary(cx, factor)
+        }
         MathOp::Exp => unary(cx, result),
         MathOp::Exp2 => {
             let ln2 = cx.constant(std::f64::consts::LN_2, x);

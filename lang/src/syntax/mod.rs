@@ -25,6 +25,7 @@ mod chunks;
 mod layout;
 mod lexer;
 mod parser;
+pub mod print;
 pub mod span;
 #[cfg(test)]
 mod tests;

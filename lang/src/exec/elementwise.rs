@@ -1,0 +1,522 @@
+//! Elementwise primitives over whole arrays.
+//!
+//! Operands are broadcast to the result shape with trailing axes aligned (a rank-0 operand
+//! broadcasts everywhere; inside a batched block an unbatched operand of shape `S` broadcasts
+//! against batched operands of shape `B ++ S`). The kernels are typed closures over slices or
+//! `ndarray::Zip`, run in parallel above `PAR_THRESHOLD` elements; elementwise results do not
+//! depend on the order of evaluation, so parallelism never changes a bit.
+//!
+//! Exactness: every fast path re-states the scalar rule of its primitive in `prim/` with the
+//! same `std` functions, so it agrees with `Prim::eval` bit for bit; the table-driven test
+//! `fast_paths_agree_with_prim_eval` checks each one on edge values. Primitives without a fast
+//! path (none today for well-typed programs) go through `generic_*`, which calls
+//! `Prim::eval` per element.
+
+use ndarray::{IxDyn, Zip};
+use rayon::prelude::*;
+
+use super::tensor::{from_vec, with_tensor, Element, Nd, Tensor};
+use super::{MIN_CHUNK, PAR_THRESHOLD};
+use crate::core::ir::Elem;
+use crate::prim::Prim;
+
+/// Applies `prim` to `operands`; the result has shape `shape` (every operand broadcasts to
+/// it). The operands must be well typed for `prim` (the verifier guarantees it).
+pub fn eval_prim(prim: Prim, operands: &[Tensor], shape: &[usize]) -> Tensor {
+    match operands {
+        [x] => unary(prim, x, shape),
+        [x, y] => binary(prim, x, y, shape),
+        [c, x, y] => ternary(prim, c, x, y, shape),
+        _ => panic!(
+            "exec: {} applied to {} operands (the verifier rules this out)",
+            prim.name(),
+            operands.len()
+        ),
+    }
+}
+
+// Kernels.
+
+/// `f` over every element, broadcast to `shape`.
+pub fn map1<A: Element, R: Element>(
+    a: &Nd<A>,
+    shape: &[usize],
+    f: impl Fn(A) -> R + Sync + Send,
+) -> Nd<R> {
+    let n_elems: usize = shape.iter().product();
+    if a.shape() == shape {
+        if let Some(slice) = a.as_slice() {
+            let data: Vec<R> = if n_elems >= PAR_THRESHOLD {
+                slice
+                    .par_iter()
+                    .with_min_len(MIN_CHUNK)
+                    .map(|&x| f(x))
+                    .collect()
+            } else {
+                slice.iter().map(|&x| f(x)).collect()
+            };
+            return from_vec(shape, data);
+        }
+    }
+    let view = broadcast_view(a, shape);
+    let zip = Zip::from(view);
+    let res = if n_elems >= PAR_THRESHOLD {
+        zip.par_map_collect(|&x| f(x))
+    } else {
+        zip.map_collect(|&x| f(x))
+    };
+    res.into_shared()
+}
+
+/// `f` over pairs of elements, both operands broadcast to `shape`.
+pub fn map2<A: Element, B: Element, R: Element>(
+    a: &Nd<A>,
+    b: &Nd<B>,
+    shape: &[usize],
+    f: impl Fn(A, B) -> R + Sync + Send,
+) -> Nd<R> {
+    // A scalar operand becomes a constant of the closure, so the loop stays a plain map.
+    if b.ndim() == 0 && a.shape() == shape {
+        let y = only(b);
+        return map1(a, shape, move |x| f(x, y));
+    }
+    if a.ndim() == 0 && b.shape() == shape {
+        let x = only(a);
+        return map1(b, shape, move |y| f(x, y));
+    }
+    let n_elems: usize = shape.iter().product();
+    if a.shape() == shape && b.shape() == shape {
+        if let (Some(xs), Some(ys)) = (a.as_slice(), b.as_slice()) {
+            let data: Vec<R> = if n_elems >= PAR_THRESHOLD {
+                xs.par_iter()
+                    .zip(ys.par_iter())
+                    .with_min_len(MIN_CHUNK)
+                    .map(|(&x, &y)| f(x, y))
+                    .collect()
+            } else {
+                xs.iter().zip(ys).map(|(&x, &y)| f(x, y)).collect()
+            };
+            return from_vec(shape, data);
+        }
+    }
+    let zip = Zip::from(broadcast_view(a, shape)).and(broadcast_view(b, shape));
+    let res = if n_elems >= PAR_THRESHOLD {
+        zip.par_map_collect(|&x, &y| f(x, y))
+    } else {
+        zip.map_collect(|&x, &y| f(x, y))
+    };
+    res.into_shared()
+}
+
+/// `f` over triples of elements, all broadcast to `shape`.
+pub fn map3<A: Element, B: Element, C: Element, R: Element>(
+    a: &Nd<A>,
+    b: &Nd<B>,
+    c: &Nd<C>,
+    shape: &[usize],
+    f: impl Fn(A, B, C) -> R + Sync + Send,
+) -> Nd<R> {
+    let n_elems: usize = shape.iter().product();
+    let zip = Zip::from(broadcast_view(a, shape))
+        .and(broadcast_view(b, shape))
+        .and(broadcast_view(c, shape));
+    let res = if n_elems >= PAR_THRESHOLD {
+        zip.par_map_collect(|&x, &y, &z| f(x, y, z))
+    } else {
+        zip.map_collect(|&x, &y, &z| f(x, y, z))
+    };
+    res.into_shared()
+}
+
+fn broadcast_view<'a, T: Element>(array: &'a Nd<T>, shape: &[usize]) -> ndarray::ArrayViewD<'a, T> {
+    array.broadcast(IxDyn(shape)).unwrap_or_else(|| {
+        panic!(
+            "exec: operand of shape {:?} does not broadcast to {shape:?} (the verifier rules this out)",
+            array.shape()
+        )
+    })
+}
+
+/// The element of a rank-0 array.
+fn only<T: Element>(array: &Nd<T>) -> T {
+    *array
+        .iter()
+        .next()
+        .expect("a rank-0 array has exactly one element")
+}
+
+/// The operand `y` as the same element type as `x`'s (the type rules of the binary
+/// primitives make both operands one type).
+fn same<T: Element>(y: &Tensor, prim: Prim) -> &Nd<T> {
+    T::of(y).unwrap_or_else(|| {
+        panic!(
+            "exec: {} on {:?} and {:?} operands (the verifier rules this out)",
+            prim.name(),
+            T::ELEM,
+            y.elem()
+        )
+    })
+}
+
+// Per-family typed rules (fast paths).
+
+/// Numeric element types with the arithmetic rules of `prim/arith.rs`.
+trait Num: Element {
+    fn n_sub(self, other: Self) -> Self;
+    fn n_mul(self, other: Self) -> Self;
+    fn n_div(self, other: Self) -> Self;
+    fn n_neg(self) -> Self;
+    fn n_abs(self) -> Self;
+    fn n_min(self, other: Self) -> Self;
+    fn n_max(self, other: Self) -> Self;
+    fn n_mod(self, other: Self) -> Self;
+    fn n_idiv(self, other: Self) -> Self;
+}
+
+macro_rules! num_signed {
+    ($($ty:ty),*) => {$(
+        impl Num for $ty {
+            fn n_sub(self, other: Self) -> Self { self.wrapping_sub(other) }
+            fn n_mul(self, other: Self) -> Self { self.wrapping_mul(other) }
+            fn n_div(self, other: Self) -> Self {
+                if other == 0 { 0 } else { self.wrapping_div(other) }
+            }
+            fn n_neg(self) -> Self { self.wrapping_neg() }
+            fn n_abs(self) -> Self { self.wrapping_abs() }
+            fn n_min(self, other: Self) -> Self { Ord::min(self, other) }
+            fn n_max(self, other: Self) -> Self { Ord::max(self, other) }
+            fn n_mod(self, other: Self) -> Self {
+                if other == 0 {
+                    return 0;
+                }
+                let rem = self.wrapping_rem(other);
+                if rem != 0 && ((rem < 0) != (other < 0)) { rem.wrapping_add(other) } else { rem }
+            }
+            fn n_idiv(self, other: Self) -> Self {
+                if other == 0 {
+                    return 0;
+                }
+                let quot = self.wrapping_div(other);
+                let rem = self.wrapping_rem(other);
+                if rem != 0 && ((rem < 0) != (other < 0)) { quot.wrapping_sub(1) } else { quot }
+            }
+        }
+    )*};
+}
+
+macro_rules! num_unsigned {
+    ($($ty:ty),*) => {$(
+        impl Num for $ty {
+            fn n_sub(self, other: Self) -> Self { self.wrapping_sub(other) }
+            fn n_mul(self, other: Self) -> Self { self.wrapping_mul(other) }
+            fn n_div(self, other: Self) -> Self { self.checked_div(other).unwrap_or(0) }
+            fn n_neg(self) -> Self { self.wrapping_neg() }
+            fn n_abs(self) -> Self { self }
+            fn n_min(self, other: Self) -> Self { Ord::min(self, other) }
+            fn n_max(self, other: Self) -> Self { Ord::max(self, other) }
+            fn n_mod(self, other: Self) -> Self { self.checked_rem(other).unwrap_or(0) }
+            fn n_idiv(self, other: Self) -> Self { self.checked_div(other).unwrap_or(0) }
+        }
+    )*};
+}
+
+/// Float element types with the rules of `prim/arith.rs` and `prim/math.rs`.
+trait Float: Num {
+    fn f_is_nan(self) -> bool;
+    fn f_is_inf(self) -> bool;
+    /// The math-family unary primitives (each arm passes the `std` function itself, a
+    /// zero-sized fn item, so the kernel inlines it).
+    fn f_unary(prim: Prim, a: &Nd<Self>, shape: &[usize]) -> Option<Nd<Self>>;
+    fn f_pow(self, other: Self) -> Self;
+    fn f_atan2(self, other: Self) -> Self;
+}
+
+macro_rules! num_float {
+    ($($ty:ident),*) => {$(
+        impl Num for $ty {
+            fn n_sub(self, other: Self) -> Self { self - other }
+            fn n_mul(self, other: Self) -> Self { self * other }
+            fn n_div(self, other: Self) -> Self { self / other }
+            fn n_neg(self) -> Self { -self }
+            fn n_abs(self) -> Self { $ty::abs(self) }
+            fn n_min(self, other: Self) -> Self {
+                if self.is_nan() || other.is_nan() { $ty::NAN } else { $ty::min(self, other) }
+            }
+            fn n_max(self, other: Self) -> Self {
+                if self.is_nan() || other.is_nan() { $ty::NAN } else { $ty::max(self, other) }
+            }
+            fn n_mod(self, other: Self) -> Self {
+                let rem = self % other;
+                if rem != 0.0 && ((rem < 0.0) != (other < 0.0)) { rem + other } else { rem }
+            }
+            fn n_idiv(self, other: Self) -> Self { (self / other).floor() }
+        }
+
+        impl Float for $ty {
+            fn f_is_nan(self) -> bool { self.is_nan() }
+            fn f_is_inf(self) -> bool { self.is_infinite() }
+            fn f_pow(self, other: Self) -> Self { $ty::powf(self, other) }
+            fn f_atan2(self, other: Self) -> Self { $ty::atan2(self, other) }
+            fn f_unary(prim: Prim, a: &Nd<Self>, shape: &[usize]) -> Option<Nd<Self>> {
+                Some(match prim {
+                    Prim::Sqrt => map1(a, shape, $ty::sqrt),
+                    Prim::Exp => map1(a, shape, $ty::exp),
+                    Prim::Exp2 => map1(a, shape, $ty::exp2),
+                    Prim::Log => map1(a, shape, $ty::ln),
+                    Prim::Log2 => map1(a, shape, $ty::log2),
+                    Prim::Log10 => map1(a, shape, $ty::log10),
+                    Prim::Log1p => map1(a, shape, $ty::ln_1p),
+                    Prim::Expm1 => map1(a, shape, $ty::exp_m1),
+                    Prim::Sin => map1(a, shape, $ty::sin),
+                    Prim::Cos => map1(a, shape, $ty::cos),
+                    Prim::Tan => map1(a, shape, $ty::tan),
+                    Prim::Tanh => map1(a, shape, $ty::tanh),
+                    Prim::Sinh => map1(a, shape, $ty::sinh),
+                    Prim::Cosh => map1(a, shape, $ty::cosh),
+                    Prim::Atan => map1(a, shape, $ty::atan),
+                    Prim::Floor => map1(a, shape, $ty::floor),
+                    Prim::Ceil => map1(a, shape, $ty::ceil),
+                    Prim::Round => map1(a, shape, $ty::round),
+                    _ => return None,
+                })
+            }
+        }
+    )*};
+}
+
+num_signed!(i32, i64);
+num_unsigned!(u32, u64);
+num_float!(f32, f64);
+
+/// Arithmetic unary fast paths.
+fn num_unary<N: Num>(prim: Prim, a: &Nd<N>, shape: &[usize]) -> Option<Tensor> {
+    let res = match prim {
+        Prim::Neg => map1(a, shape, N::n_neg),
+        Prim::Abs => map1(a, shape, N::n_abs),
+        _ => return None,
+    };
+    Some(N::into_tensor(res))
+}
+
+/// Float unary fast paths: the math family (each arm a direct call of the `std` function, so
+/// the closure inlines), `isnan`/`isinf`, then arithmetic.
+fn float_unary<F: Float>(prim: Prim, a: &Nd<F>, shape: &[usize]) -> Option<Tensor> {
+    match prim {
+        Prim::IsNan => return Some(Tensor::Bool(map1(a, shape, F::f_is_nan))),
+        Prim::IsInf => return Some(Tensor::Bool(map1(a, shape, F::f_is_inf))),
+        _ => {}
+    }
+    match F::f_unary(prim, a, shape) {
+        Some(res) => Some(F::into_tensor(res)),
+        None => num_unary(prim, a, shape),
+    }
+}
+
+/// Arithmetic binary fast paths.
+fn num_binary<N: Num>(prim: Prim, a: &Nd<N>, b: &Nd<N>, shape: &[usize]) -> Option<Tensor> {
+    let res = match prim {
+        Prim::Add => map2(a, b, shape, N::add),
+        Prim::Sub => map2(a, b, shape, N::n_sub),
+        Prim::Mul => map2(a, b, shape, N::n_mul),
+        Prim::Div => map2(a, b, shape, N::n_div),
+        Prim::Min => map2(a, b, shape, N::n_min),
+        Prim::Max => map2(a, b, shape, N::n_max),
+        Prim::Mod => map2(a, b, shape, N::n_mod),
+        Prim::IDiv => map2(a, b, shape, N::n_idiv),
+        _ => return None,
+    };
+    Some(N::into_tensor(res))
+}
+
+fn float_binary<F: Float>(prim: Prim, a: &Nd<F>, b: &Nd<F>, shape: &[usize]) -> Option<Tensor> {
+    match prim {
+        Prim::Pow => Some(F::into_tensor(map2(a, b, shape, F::f_pow))),
+        Prim::Atan2 => Some(F::into_tensor(map2(a, b, shape, F::f_atan2))),
+        _ => num_binary(prim, a, b, shape),
+    }
+}
+
+/// Comparisons on any element type: IEEE order on floats (`prim/compare.rs` compares with
+/// `partial_cmp`, and `x == y`, `x < y`, `x <= y`, … are exactly its cases), `false < true`.
+fn compare<T: Element>(prim: Prim, a: &Nd<T>, b: &Nd<T>, shape: &[usize]) -> Option<Tensor> {
+    let res = match prim {
+        Prim::Eq => map2(a, b, shape, |x, y| x == y),
+        Prim::Ne => map2(a, b, shape, |x, y| x != y),
+        Prim::Lt => map2(a, b, shape, |x, y| x < y),
+        Prim::Gt => map2(a, b, shape, |x, y| x > y),
+        Prim::Le => map2(a, b, shape, |x, y| x <= y),
+        Prim::Ge => map2(a, b, shape, |x, y| x >= y),
+        _ => return None,
+    };
+    Some(Tensor::Bool(res))
+}
+
+fn unary(prim: Prim, x: &Tensor, shape: &[usize]) -> Tensor {
+    let fast = match (prim, x) {
+        (Prim::Cast(elem), x) => Some(with_tensor!(x, a => cast(a, elem, shape))),
+        (_, Tensor::F32(a)) => float_unary(prim, a, shape),
+        (_, Tensor::F64(a)) => float_unary(prim, a, shape),
+        (_, Tensor::I32(a)) => num_unary(prim, a, shape),
+        (_, Tensor::I64(a)) => num_unary(prim, a, shape),
+        (_, Tensor::U32(a)) => num_unary(prim, a, shape),
+        (_, Tensor::U64(a)) => num_unary(prim, a, shape),
+        (Prim::Not, Tensor::Bool(a)) => Some(Tensor::Bool(map1(a, shape, |b: bool| !b))),
+        (_, Tensor::Bool(_)) => None,
+    };
+    fast.unwrap_or_else(|| generic_unary(prim, x, shape))
+}
+
+fn binary(prim: Prim, x: &Tensor, y: &Tensor, shape: &[usize]) -> Tensor {
+    let fast = with_tensor!(x, a => compare(prim, a, same(y, prim), shape));
+    let fast = fast.or_else(|| match x {
+        Tensor::F32(a) => float_binary(prim, a, same(y, prim), shape),
+        Tensor::F64(a) => float_binary(prim, a, same(y, prim), shape),
+        Tensor::I32(a) => num_binary(prim, a, same(y, prim), shape),
+        Tensor::I64(a) => num_binary(prim, a, same(y, prim), shape),
+        Tensor::U32(a) => num_binary(prim, a, same(y, prim), shape),
+        Tensor::U64(a) => num_binary(prim, a, same(y, prim), shape),
+        Tensor::Bool(a) => {
+            let b = same::<bool>(y, prim);
+            match prim {
+                Prim::And => Some(Tensor::Bool(map2(a, b, shape, |p, q| p && q))),
+                Prim::Or => Some(Tensor::Bool(map2(a, b, shape, |p, q| p || q))),
+                _ => None,
+            }
+        }
+    });
+    fast.unwrap_or_else(|| generic_binary(prim, x, y, shape))
+}
+
+fn ternary(prim: Prim, c: &Tensor, x: &Tensor, y: &Tensor, shape: &[usize]) -> Tensor {
+    match (prim, c) {
+        (Prim::Select, Tensor::Bool(c)) => select(c, x, y, shape),
+        _ => generic_ternary(prim, c, x, y, shape),
+    }
+}
+
+/// `select(c, x, y)`: `x` where `c`, else `y`.
+pub fn select(c: &Nd<bool>, x: &Tensor, y: &Tensor, shape: &[usize]) -> Tensor {
+    fn typed<T: Element>(c: &Nd<bool>, a: &Nd<T>, y: &Tensor, shape: &[usize]) -> Tensor {
+        let b = same::<T>(y, Prim::Select);
+        T::into_tensor(map3(c, a, b, shape, |c, x, y| if c { x } else { y }))
+    }
+    with_tensor!(x, a => typed(c, a, y, shape))
+}
+
+/// `cast_<elem>` (`prim/convert.rs`).
+fn cast<A: Element>(a: &Nd<A>, elem: Elem, shape: &[usize]) -> Tensor {
+    match elem {
+        Elem::F32 => Tensor::F32(map1(a, shape, A::to_f32)),
+        Elem::F64 => Tensor::F64(map1(a, shape, A::to_f64)),
+        Elem::I32 => Tensor::I32(map1(a, shape, A::to_i32)),
+        Elem::I64 => Tensor::I64(map1(a, shape, A::to_i64)),
+        Elem::U32 => Tensor::U32(map1(a, shape, A::to_u32)),
+        Elem::U64 => Tensor::U64(map1(a, shape, A::to_u64)),
+        Elem::Bool => Tensor::Bool(map1(a, shape, A::to_bool)),
+    }
+}
+
+// The generic path: `Prim::eval` per element.
+
+/// The element a scalar rule returned, as `R` (the type rule fixes its type).
+fn unpack<R: Element>(prim: Prim, scalar: crate::core::ir::Scalar) -> R {
+    R::from_scalar(scalar).unwrap_or_else(|| {
+        panic!(
+            "exec: {} returned {scalar:?}, expected {:?} (prim's type and eval rules disagree)",
+            prim.name(),
+            R::ELEM
+        )
+    })
+}
+
+/// Runs `$body` with the type parameter `$r` set to the Rust type of `$elem`.
+macro_rules! with_elem_type {
+    ($elem:expr, $r:ident => $body:expr) => {
+        match $elem {
+            Elem::F32 => {
+                type $r = f32;
+                $body
+            }
+            Elem::F64 => {
+                type $r = f64;
+                $body
+            }
+            Elem::I32 => {
+                type $r = i32;
+                $body
+            }
+            Elem::I64 => {
+                type $r = i64;
+                $body
+            }
+            Elem::U32 => {
+                type $r = u32;
+                $body
+            }
+            Elem::U64 => {
+                type $r = u64;
+                $body
+            }
+            Elem::Bool => {
+                type $r = bool;
+                $body
+            }
+        }
+    };
+}
+
+fn result_elem(prim: Prim, operands: &[Elem]) -> Elem {
+    prim.result_elem(operands).unwrap_or_else(|error| {
+        panic!(
+            "exec: ill-typed {} (the verifier rules this out): {error}",
+            prim.name()
+        )
+    })
+}
+
+pub(super) fn generic_unary(prim: Prim, x: &Tensor, shape: &[usize]) -> Tensor {
+    fn typed<A: Element, R: Element>(prim: Prim, a: &Nd<A>, shape: &[usize]) -> Tensor {
+        R::into_tensor(map1(a, shape, move |x: A| {
+            unpack::<R>(prim, prim.eval(&[x.into_scalar()]))
+        }))
+    }
+    let res_elem = result_elem(prim, &[x.elem()]);
+    with_tensor!(x, a => with_elem_type!(res_elem, R => typed::<_, R>(prim, a, shape)))
+}
+
+pub(super) fn generic_binary(prim: Prim, x: &Tensor, y: &Tensor, shape: &[usize]) -> Tensor {
+    fn typed<A: Element, R: Element>(prim: Prim, a: &Nd<A>, y: &Tensor, shape: &[usize]) -> Tensor {
+        let b = same::<A>(y, prim);
+        R::into_tensor(map2(a, b, shape, move |x: A, y: A| {
+            unpack::<R>(prim, prim.eval(&[x.into_scalar(), y.into_scalar()]))
+        }))
+    }
+    let res_elem = result_elem(prim, &[x.elem(), y.elem()]);
+    with_tensor!(x, a => with_elem_type!(res_elem, R => typed::<_, R>(prim, a, y, shape)))
+}
+
+pub(super) fn generic_ternary(
+    prim: Prim,
+    c: &Tensor,
+    x: &Tensor,
+    y: &Tensor,
+    shape: &[usize],
+) -> Tensor {
+    fn typed<C: Element, A: Element>(
+        prim: Prim,
+        c: &Nd<C>,
+        a: &Nd<A>,
+        y: &Tensor,
+        shape: &[usize],
+    ) -> Tensor {
+        let b = same::<A>(y, prim);
+        A::into_tensor(map3(c, a, b, shape, move |c: C, x: A, y: A| {
+            unpack::<A>(
+                prim,
+                prim.eval(&[c.into_scalar(), x.into_scalar(), y.into_scalar()]),
+            )
+        }))
+    }
+    // The only ternary primitive is `select`, whose result has its branches' type.
+    with_tensor!(c, c => with_tensor!(x, a => typed(prim, c, a, y, shape)))
+}

@@ -1,0 +1,225 @@
+//! Reading and writing rows of arrays at computed indices (`index`, `gather`, `scatter`), and
+//! sums along an axis (`sumOuter`).
+//!
+//! A source array is seen as a matrix `[n_rows, n_sub]`: its leading axes (the indexed ones)
+//! flattened into rows, the rest into `n_sub` elements per row. A read at `n_points` points
+//! computes one row offset per point from one `IndexCol` per indexed axis; an out-of-range
+//! index gives `OUT_OF_RANGE` and reads a row of zeros.
+
+use std::borrow::Cow;
+
+use rayon::prelude::*;
+
+use super::tensor::{from_vec, standard_slice, with_tensor, Element, Nd, Tensor};
+use super::{MIN_CHUNK, PAR_THRESHOLD};
+
+/// The row offset of a point whose index is out of range.
+pub const OUT_OF_RANGE: usize = usize::MAX;
+
+/// The index along one axis at each point.
+#[derive(Clone, Debug)]
+pub enum IndexCol<'a> {
+    /// The same index at every point.
+    Const(i64),
+    /// One index per point, row-major over the points.
+    PerPoint(Cow<'a, [i64]>),
+    /// The point's own number (the batch axis of a batched source).
+    Point,
+}
+
+impl IndexCol<'_> {
+    pub fn at(&self, point: usize) -> i64 {
+        match self {
+            IndexCol::Const(i) => *i,
+            IndexCol::PerPoint(indices) => indices[point],
+            IndexCol::Point => point as i64,
+        }
+    }
+
+    /// The column of an `I64` tensor: a constant for a rank-0 tensor, else one index per
+    /// element in row-major order.
+    pub fn of_tensor(tensor: &Tensor) -> IndexCol<'_> {
+        let Tensor::I64(indices) = tensor else {
+            panic!(
+                "exec: an index of type {:?} (the verifier rules this out)",
+                tensor.elem()
+            );
+        };
+        if indices.ndim() == 0 {
+            IndexCol::Const(indices.iter().next().copied().unwrap_or(0))
+        } else {
+            IndexCol::PerPoint(standard_slice(indices))
+        }
+    }
+}
+
+/// The row-major row offset at each point of `cols` (one per axis of `lead_shape`), or
+/// `OUT_OF_RANGE`.
+pub fn row_offsets(cols: &[IndexCol], lead_shape: &[usize], n_points: usize) -> Vec<usize> {
+    debug_assert_eq!(cols.len(), lead_shape.len());
+    let offset = |point: usize| {
+        let mut flat = 0usize;
+        for (col, &dim) in cols.iter().zip(lead_shape) {
+            let i = col.at(point);
+            match usize::try_from(i) {
+                Ok(i) if i < dim => flat = flat * dim + i,
+                _ => return OUT_OF_RANGE,
+            }
+        }
+        flat
+    };
+    if n_points >= PAR_THRESHOLD {
+        (0..n_points)
+            .into_par_iter()
+            .with_min_len(MIN_CHUNK)
+            .map(offset)
+            .collect()
+    } else {
+        (0..n_points).map(offset).collect()
+    }
+}
+
+/// The first point (in row-major order) whose offset is out of range and that is active
+/// under `mask` (all points are active without one).
+pub fn first_out_of_range(offsets: &[usize], mask: Option<&[bool]>) -> Option<usize> {
+    match mask {
+        None => offsets.iter().position(|&offset| offset == OUT_OF_RANGE),
+        Some(mask) => offsets
+            .iter()
+            .zip(mask)
+            .position(|(&offset, &active)| active && offset == OUT_OF_RANGE),
+    }
+}
+
+/// Reads row `offsets[p]` of `source` (seen as `[_, n_sub]`) for each point `p`: the result
+/// has shape `shape` (`n_points * n_sub` elements).
+pub fn gather_rows(source: &Tensor, n_sub: usize, offsets: &[usize], shape: &[usize]) -> Tensor {
+    fn typed<T: Element>(
+        source: &Nd<T>,
+        n_sub: usize,
+        offsets: &[usize],
+        shape: &[usize],
+    ) -> Nd<T> {
+        let data = standard_slice(source);
+        let n_elems = offsets.len() * n_sub;
+        let out: Vec<T> = if n_sub == 1 {
+            let read = |&offset: &usize| {
+                if offset == OUT_OF_RANGE {
+                    T::default()
+                } else {
+                    data[offset]
+                }
+            };
+            if n_elems >= PAR_THRESHOLD {
+                offsets
+                    .par_iter()
+                    .with_min_len(MIN_CHUNK)
+                    .map(read)
+                    .collect()
+            } else {
+                offsets.iter().map(read).collect()
+            }
+        } else {
+            let mut out = vec![T::default(); n_elems];
+            if n_sub > 0 {
+                let copy_row = |(row, &offset): (&mut [T], &usize)| {
+                    if offset != OUT_OF_RANGE {
+                        row.copy_from_slice(&data[offset * n_sub..(offset + 1) * n_sub]);
+                    }
+                };
+                if n_elems >= PAR_THRESHOLD {
+                    out.par_chunks_mut(n_sub)
+                        .zip(offsets.par_iter())
+                        .with_min_len(MIN_CHUNK.div_ceil(n_sub))
+                        .for_each(copy_row);
+                } else {
+                    out.chunks_mut(n_sub).zip(offsets).for_each(copy_row);
+                }
+            }
+            out
+        };
+        from_vec(shape, out)
+    }
+    with_tensor!(source, a => wrap(typed(a, n_sub, offsets, shape)))
+}
+
+/// Adds row `p` of `source` (seen as `[n_points, n_sub]`) into row `offsets[p]` of a zero
+/// array of shape `shape`, in increasing `p` (the interpreter's order, so that float sums
+/// agree bit for bit); out-of-range targets are dropped.
+pub fn scatter_rows(source: &Tensor, n_sub: usize, offsets: &[usize], shape: &[usize]) -> Tensor {
+    fn typed<T: Element>(
+        source: &Nd<T>,
+        n_sub: usize,
+        offsets: &[usize],
+        shape: &[usize],
+    ) -> Nd<T> {
+        let data = standard_slice(source);
+        let mut out = vec![T::default(); shape.iter().product()];
+        for (point, &offset) in offsets.iter().enumerate() {
+            if offset == OUT_OF_RANGE {
+                continue;
+            }
+            let src = &data[point * n_sub..(point + 1) * n_sub];
+            let dst = &mut out[offset * n_sub..(offset + 1) * n_sub];
+            for (slot, &x) in dst.iter_mut().zip(src) {
+                *slot = slot.add(x);
+            }
+        }
+        from_vec(shape, out)
+    }
+    with_tensor!(source, a => wrap(typed(a, n_sub, offsets, shape)))
+}
+
+/// Sums `array` along axis `axis`: `out[b, r] = ((0 + x[b, 0, r]) + x[b, 1, r]) + …` in
+/// index order, as the interpreter does, so the result is the same bit for bit. Parallel over
+/// output elements (each one still summed sequentially).
+pub fn sum_axis(array: &Tensor, axis: usize) -> Tensor {
+    fn typed<T: Element>(array: &Nd<T>, axis: usize) -> Nd<T> {
+        let shape = array.shape();
+        let outer: usize = shape[..axis].iter().product();
+        let n_rows = shape[axis];
+        let inner: usize = shape[axis + 1..].iter().product();
+        let mut out_shape = shape[..axis].to_vec();
+        out_shape.extend_from_slice(&shape[axis + 1..]);
+        let data = standard_slice(array);
+        let mut out = vec![T::default(); outer * inner];
+        // Accumulates rows `0..n_rows` of block `block` into `dst`, which holds the output
+        // elements `first..first + dst.len()` of that block.
+        let accumulate = |block: usize, first: usize, dst: &mut [T]| {
+            for row in 0..n_rows {
+                let start = (block * n_rows + row) * inner + first;
+                let src = &data[start..start + dst.len()];
+                for (slot, &x) in dst.iter_mut().zip(src) {
+                    *slot = slot.add(x);
+                }
+            }
+        };
+        if inner > 0 {
+            if outer * inner * n_rows < PAR_THRESHOLD {
+                for (block, dst) in out.chunks_mut(inner).enumerate() {
+                    accumulate(block, 0, dst);
+                }
+            } else if inner >= MIN_CHUNK {
+                out.par_chunks_mut(inner)
+                    .enumerate()
+                    .for_each(|(block, dst)| {
+                        dst.par_chunks_mut(MIN_CHUNK)
+                            .enumerate()
+                            .for_each(|(chunk, dst)| accumulate(block, chunk * MIN_CHUNK, dst));
+                    });
+            } else {
+                out.par_chunks_mut(inner)
+                    .enumerate()
+                    .with_min_len(MIN_CHUNK.div_ceil(inner * n_rows.max(1)))
+                    .for_each(|(block, dst)| accumulate(block, 0, dst));
+            }
+        }
+        from_vec(&out_shape, out)
+    }
+    with_tensor!(array, a => wrap(typed(a, axis)))
+}
+
+/// Wraps a typed array back into a `Tensor` (the element type picks the variant).
+fn wrap<T: Element>(array: Nd<T>) -> Tensor {
+    T::into_tensor(array)
+}

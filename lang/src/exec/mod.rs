@@ -1,0 +1,926 @@
+//! The bulk evaluator: runs core IR one bulk operation at a time on ndarray + rayon.
+//!
+//! This is the engine's first stage (DESIGN.md, "The engine"): every statement of the bulk IR
+//! that the BOT produces (`passes/bot.rs`: elementwise `prim`s over whole arrays, `sumOuter`,
+//! `gather`/`scatter` with scalar index functions, `index`, tables, `replicate`, `tr`,
+//! `reshape`, `iota`, `cond`, `fold`, `scan`) becomes one whole-array operation on
+//! `tensor::Tensor` values (`ArcArray`s, so sharing a variable is cheap). Fusion comes later.
+//!
+//! Assumes: the program is verified (`core::verify`) and `inputs` match `program.inputs` in
+//! number and type; a violated assumption is a caller bug and panics with a message saying so.
+//! Unlike the verifier, `prim` operands of rank 0 broadcast against the others (the BOT emits
+//! that for literals and unbatched scalars).
+//!
+//! Guarantees: the results equal `core::interp`'s exactly, errors included (see
+//! Note [Strict errors in bulk]). Sums (`sumOuter`, `scatter` collisions) add in the
+//! interpreter's sequential index order, so float results agree bit for bit; parallelism is
+//! only over independent output elements. The interrupt flag is checked before every
+//! statement (at every nesting level) and once per iteration of `build1`, `fold`, `scan` and
+//! per point of a per-point index function.
+//!
+//! Index functions (`gather`/`scatter` bodies) run in bulk: see Note [Batched blocks].
+//! A body that cannot run batched (it contains `build1`, `gather`, `scatter`, `fold` or `scan`
+//! depending on the index) runs per point instead, counted in
+//! `ExecReport::index_fn_fallbacks`. `build1` itself is not expected after the BOT; it runs
+//! per index and is counted in `ExecReport::build1_fallbacks`.
+//!
+//! Does not handle yet: fusion, matrix products, keeping `replicate` as a broadcast view
+//! (it is materialised), parallel `scatter`.
+
+// Note [Batched blocks]
+// ~~~~~~~~~~~~~~~~~~~~~
+// An index function `λ[i…]. ix` of a gather over the leading shape `G` is evaluated once for
+// all points of `G`: each param is bound to an `I64` array of shape `G` holding its coordinate
+// (an iota grid), and every statement runs in *batch mode*, the runtime reading of the BOT's
+// batching rules (seed 001 Fig 9): a variable is *batched* (shape `G ++ its declared shape`,
+// one value per point) or *unbatched* (its declared shape, the same at every point). A
+// statement none of whose operands, nor free variables of its blocks, are batched runs
+// normally. A batched `prim` broadcasts its unbatched operands; `index` becomes a row gather;
+// `table`, `replicate`, `tr`, `reshape` and `sumOuter` act on the axes after the batch axes;
+// `cond` with a batched condition runs both branches, each under a mask of the points that
+// take it (a branch that no point takes is skipped), and selects per point.
+//
+// Note [Strict errors in bulk]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The interpreter runs an index function point by point in row-major order and, for a
+// gather, reads the source right after each point's index function; the first out-of-range
+// read stops it. In batch mode every statement runs for all points, so errors are not raised
+// but recorded in the `Batch` with the point they happen at, keeping the smallest point and,
+// between equal points, the first recorded (statements are recorded in program order, and the
+// gather's own read after its body). Only points active under the current mask record
+// errors, so an untaken branch never fails. At points before the first failing point every
+// value equals the interpreter's, so the recorded error is exactly the one it raises. An
+// unbatched statement that fails would fail at every point: it is recorded at the first active
+// point, and its binders get zeros (their values can only matter at later points).
+
+mod elementwise;
+mod indexing;
+pub mod tensor;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::core::ids::IdVec;
+use crate::core::interp::InterpError;
+use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::value::Array;
+use crate::core::verify::{expr_atoms, expr_blocks};
+use indexing::{first_out_of_range, row_offsets, IndexCol, OUT_OF_RANGE};
+use tensor::{from_vec, replicate, stack, standard_slice, Tensor};
+
+/// Arrays with at least this many elements are processed in parallel.
+pub const PAR_THRESHOLD: usize = 32 * 1024;
+/// The smallest piece of work handed to one rayon task.
+pub const MIN_CHUNK: usize = 4096;
+
+/// How to run the evaluator.
+#[derive(Clone, Debug, Default)]
+pub struct ExecConfig {
+    /// Report out-of-range reads as errors instead of reading zero.
+    pub strict: bool,
+    /// Set from another thread to stop the run with `InterpError::Interrupted`.
+    pub interrupt: Option<Arc<AtomicBool>>,
+}
+
+/// What a run did, for tests that check that a program ran in bulk.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExecReport {
+    /// Statements executed (a statement in a loop body counts once per iteration).
+    pub statements: usize,
+    /// `build1` statements executed by the per-index fallback.
+    pub build1_fallbacks: usize,
+    /// `gather`/`scatter` index functions executed point by point instead of in bulk.
+    pub index_fn_fallbacks: usize,
+}
+
+/// Runs `program` on `inputs` (bound to `program.inputs` in order) and returns the results of
+/// `program.main`.
+pub fn run(
+    program: &Program,
+    inputs: &[Array],
+    config: &ExecConfig,
+) -> Result<Vec<Array>, InterpError> {
+    run_with_report(program, inputs, config).map(|(results, _)| results)
+}
+
+/// `run`, also returning what the run did.
+pub fn run_with_report(
+    program: &Program,
+    inputs: &[Array],
+    config: &ExecConfig,
+) -> Result<(Vec<Array>, ExecReport), InterpError> {
+    let inputs = inputs.iter().map(Tensor::from_array).collect();
+    let (results, report) = run_tensors(program, inputs, config)?;
+    Ok((
+        results.into_iter().map(Tensor::into_array).collect(),
+        report,
+    ))
+}
+
+/// `run_with_report` on engine values (no conversion of inputs or results).
+pub fn run_tensors(
+    program: &Program,
+    inputs: Vec<Tensor>,
+    config: &ExecConfig,
+) -> Result<(Vec<Tensor>, ExecReport), InterpError> {
+    run_inner(program, inputs, config, false)
+}
+
+/// `run_tensors`; with `batch_build1`, `build1` runs in batch mode too (Note [Batched
+/// blocks]), which lets the tests check batch mode on the rich bodies of random `build1`s.
+fn run_inner(
+    program: &Program,
+    inputs: Vec<Tensor>,
+    config: &ExecConfig,
+    batch_build1: bool,
+) -> Result<(Vec<Tensor>, ExecReport), InterpError> {
+    assert_eq!(
+        inputs.len(),
+        program.inputs.len(),
+        "exec::run: the program takes {} inputs but {} were given",
+        program.inputs.len(),
+        inputs.len()
+    );
+    let mut cx = Exec {
+        program,
+        config,
+        env: filled(program.vars.len(), None),
+        free_vars: filled(program.blocks.len(), None),
+        report: ExecReport::default(),
+        batch_build1,
+    };
+    for (&var, tensor) in program.inputs.iter().zip(inputs) {
+        debug_assert_eq!(
+            (tensor.shape(), tensor.elem()),
+            (&program.var_ty(var).shape[..], program.var_ty(var).elem),
+            "input {var} has the wrong type"
+        );
+        cx.env[var] = Some(Slot::plain(tensor));
+    }
+    match cx.eval_block(program.main, Vec::new(), None) {
+        Ok(results) => Ok((
+            results.into_iter().map(|slot| slot.tensor).collect(),
+            cx.report,
+        )),
+        Err(Stop::Error(error)) => Err(error),
+        Err(Stop::Unbatchable) => {
+            unreachable!("exec: only batch mode reports Unbatchable, and it catches it")
+        }
+    }
+}
+
+fn filled<K: crate::core::ids::Id, V: Clone>(len: usize, value: V) -> IdVec<K, V> {
+    let mut vec = IdVec::new();
+    for _ in 0..len {
+        vec.push(value.clone());
+    }
+    vec
+}
+
+/// The value of a variable, and whether it is batched (see Note [Batched blocks]).
+#[derive(Clone, Debug)]
+struct Slot {
+    tensor: Tensor,
+    batched: bool,
+}
+
+impl Slot {
+    fn plain(tensor: Tensor) -> Slot {
+        Slot {
+            tensor,
+            batched: false,
+        }
+    }
+
+    fn batched(tensor: Tensor) -> Slot {
+        Slot {
+            tensor,
+            batched: true,
+        }
+    }
+}
+
+/// Why evaluation stopped.
+enum Stop {
+    Error(InterpError),
+    /// Batch mode met a batched statement it has no rule for; the caller runs per point.
+    Unbatchable,
+}
+
+impl From<InterpError> for Stop {
+    fn from(error: InterpError) -> Stop {
+        Stop::Error(error)
+    }
+}
+
+type Res<T> = Result<T, Stop>;
+
+/// The state of batch mode: the points, which of them are active, and the first strict
+/// error (see Note [Strict errors in bulk]).
+struct Batch {
+    shape: Vec<usize>,
+    n_points: usize,
+    /// Row-major over the points; `None` when every point is active.
+    mask: Option<Arc<Vec<bool>>>,
+    first_error: Option<(usize, InterpError)>,
+}
+
+impl Batch {
+    fn new(shape: &[usize]) -> Batch {
+        Batch {
+            shape: shape.to_vec(),
+            n_points: shape.iter().product(),
+            mask: None,
+            first_error: None,
+        }
+    }
+
+    fn first_active(&self) -> Option<usize> {
+        match &self.mask {
+            None => (self.n_points > 0).then_some(0),
+            Some(mask) => mask.iter().position(|&active| active),
+        }
+    }
+
+    fn record(&mut self, point: usize, error: InterpError) {
+        if self
+            .first_error
+            .as_ref()
+            .is_none_or(|(first, _)| point < *first)
+        {
+            self.first_error = Some((point, error));
+        }
+    }
+
+    /// The batch shape followed by `shape`.
+    fn batched_shape(&self, shape: &[usize]) -> Vec<usize> {
+        let mut res = self.shape.clone();
+        res.extend_from_slice(shape);
+        res
+    }
+}
+
+struct Exec<'a> {
+    program: &'a Program,
+    config: &'a ExecConfig,
+    /// The current value of each variable. As in the interpreter, a nested block overwrites
+    /// only its own variables.
+    env: IdVec<VarId, Option<Slot>>,
+    /// Free variables of each block (computed when batch mode first needs them).
+    free_vars: IdVec<BlockId, Option<Vec<VarId>>>,
+    report: ExecReport,
+    /// Run `build1` in batch mode (tests only, see `run_inner`).
+    batch_build1: bool,
+}
+
+impl Exec<'_> {
+    fn check_interrupt(&self) -> Res<()> {
+        match &self.config.interrupt {
+            Some(flag) if flag.load(Ordering::Relaxed) => Err(InterpError::Interrupted.into()),
+            _ => Ok(()),
+        }
+    }
+
+    fn slot(&self, atom: &Atom) -> Slot {
+        match atom {
+            Atom::Var(var) => self.env[*var].clone().unwrap_or_else(|| {
+                panic!("exec: {var} is used before it is bound (the verifier rules this out)")
+            }),
+            Atom::Lit(scalar) => Slot::plain(Tensor::scalar(*scalar)),
+        }
+    }
+
+    fn tensor(&self, atom: &Atom) -> Tensor {
+        self.slot(atom).tensor
+    }
+
+    fn binder_ty(&self, stmt: &Stmt, position: usize) -> &ArrTy {
+        let var = stmt.binders.get(position).unwrap_or_else(|| {
+            panic!("exec: statement lacks binder {position} (the verifier rules this out)")
+        });
+        self.program.var_ty(*var)
+    }
+
+    /// Binds the block's params to `args`, runs its statements (in batch mode when `batch`
+    /// is given) and returns its results.
+    fn eval_block(
+        &mut self,
+        block_id: BlockId,
+        args: Vec<Slot>,
+        mut batch: Option<&mut Batch>,
+    ) -> Res<Vec<Slot>> {
+        let program = self.program;
+        let block = &program.blocks[block_id];
+        assert_eq!(
+            block.params.len(),
+            args.len(),
+            "exec: {block_id} called with wrong arity"
+        );
+        for (&param, arg) in block.params.iter().zip(args) {
+            self.env[param] = Some(arg);
+        }
+        for stmt in &block.stmts {
+            let values = self.eval_stmt(stmt, batch.as_deref_mut())?;
+            debug_assert_eq!(values.len(), stmt.binders.len());
+            for (&binder, value) in stmt.binders.iter().zip(values) {
+                self.env[binder] = Some(value);
+            }
+        }
+        Ok(block.results.iter().map(|atom| self.slot(atom)).collect())
+    }
+
+    fn eval_stmt(&mut self, stmt: &Stmt, batch: Option<&mut Batch>) -> Res<Vec<Slot>> {
+        self.check_interrupt()?;
+        self.report.statements += 1;
+        let Some(batch) = batch else {
+            return Ok(self
+                .eval_plain(stmt)?
+                .into_iter()
+                .map(Slot::plain)
+                .collect());
+        };
+        if self.is_batched(stmt) {
+            return self.eval_batched(stmt, batch);
+        }
+        match self.eval_plain(stmt) {
+            Ok(values) => Ok(values.into_iter().map(Slot::plain).collect()),
+            // See Note [Strict errors in bulk].
+            Err(Stop::Error(error @ InterpError::OutOfRange { .. })) => {
+                if let Some(point) = batch.first_active() {
+                    batch.record(point, error);
+                }
+                Ok(stmt
+                    .binders
+                    .iter()
+                    .map(|&var| Slot::plain(Tensor::zeros(self.program.var_ty(var))))
+                    .collect())
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    /// Runs a statement on whole arrays, outside batch mode (every operand is unbatched).
+    fn eval_plain(&mut self, stmt: &Stmt) -> Res<Vec<Tensor>> {
+        // The variable that strict-mode errors name.
+        let reader = stmt.binders.first().copied().unwrap_or(VarId(u32::MAX));
+        let res = match &stmt.expr {
+            Expr::Atom(atom) => self.tensor(atom),
+            Expr::Prim(prim, operands) => {
+                let operands: Vec<Tensor> = operands.iter().map(|atom| self.tensor(atom)).collect();
+                let shape = &self.binder_ty(stmt, 0).shape;
+                elementwise::eval_prim(*prim, &operands, shape)
+            }
+            Expr::Build1 { size, body } if self.batch_build1 => {
+                return self.build1_batched(stmt, *size, *body)
+            }
+            Expr::Build1 { size, body } => return self.build1_fallback(stmt, *size, *body),
+            Expr::Index { array, index } => {
+                let array = self.tensor(array);
+                let index: Vec<i64> = index
+                    .iter()
+                    .map(|atom| as_index(&self.tensor(atom)))
+                    .collect();
+                self.index_plain(&array, &index, reader, self.binder_ty(stmt, 0))?
+            }
+            Expr::SumOuter(array) => indexing::sum_axis(&self.tensor(array), 0),
+            Expr::Gather { shape, array, body } => self.gather(stmt, shape, array, *body)?,
+            Expr::Scatter { shape, array, body } => self.scatter(shape, array, *body)?,
+            Expr::Table(atoms) => {
+                let parts: Vec<Tensor> = atoms.iter().map(|atom| self.tensor(atom)).collect();
+                if parts.is_empty() {
+                    Tensor::zeros(self.binder_ty(stmt, 0))
+                } else {
+                    stack(0, &parts)
+                }
+            }
+            Expr::Replicate { count, array } => replicate(&self.tensor(array), 0, *count),
+            Expr::Transpose { perm, array } => transpose(&self.tensor(array), 0, perm),
+            Expr::Reshape { shape, array } => self.tensor(array).reshape(shape),
+            Expr::Cond {
+                cond,
+                then_block,
+                else_block,
+            } => {
+                let taken = if as_bool(&self.tensor(cond)) {
+                    *then_block
+                } else {
+                    *else_block
+                };
+                let results = self.eval_block(taken, Vec::new(), None)?;
+                return Ok(results.into_iter().map(|slot| slot.tensor).collect());
+            }
+            Expr::Iota(size) => Tensor::I64(from_vec(&[*size], (0..*size as i64).collect())),
+            Expr::Fold { size, init, body } => {
+                let mut carry: Vec<Slot> = init.iter().map(|atom| self.slot(atom)).collect();
+                for i in 0..*size {
+                    self.check_interrupt()?;
+                    let mut args = vec![Slot::plain(Tensor::index(i as i64))];
+                    args.extend(carry);
+                    carry = self.eval_block(*body, args, None)?;
+                }
+                return Ok(carry.into_iter().map(|slot| slot.tensor).collect());
+            }
+            Expr::Scan { size, init, body } => {
+                let n_carry = init.len();
+                let mut carry: Vec<Slot> = init.iter().map(|atom| self.slot(atom)).collect();
+                let mut ys: Vec<Vec<Tensor>> =
+                    vec![Vec::with_capacity(*size); stmt.binders.len() - n_carry];
+                for i in 0..*size {
+                    self.check_interrupt()?;
+                    let mut args = vec![Slot::plain(Tensor::index(i as i64))];
+                    args.extend(carry);
+                    let mut results = self.eval_block(*body, args, None)?;
+                    for (parts, y) in ys.iter_mut().zip(results.split_off(n_carry)) {
+                        parts.push(y.tensor);
+                    }
+                    carry = results;
+                }
+                let mut res: Vec<Tensor> = carry.into_iter().map(|slot| slot.tensor).collect();
+                for (position, parts) in (n_carry..).zip(ys) {
+                    res.push(self.stacked(stmt, position, &parts));
+                }
+                return Ok(res);
+            }
+        };
+        Ok(vec![res])
+    }
+
+    /// `parts` stacked along a new outermost axis; the binder's type gives the shape of an
+    /// empty stack.
+    fn stacked(&self, stmt: &Stmt, position: usize, parts: &[Tensor]) -> Tensor {
+        if parts.is_empty() {
+            Tensor::zeros(self.binder_ty(stmt, position))
+        } else {
+            stack(0, parts)
+        }
+    }
+
+    /// `build1` per index (not expected after the BOT; counted in the report).
+    fn build1_fallback(&mut self, stmt: &Stmt, size: usize, body: BlockId) -> Res<Vec<Tensor>> {
+        self.report.build1_fallbacks += 1;
+        let mut parts: Vec<Vec<Tensor>> = vec![Vec::with_capacity(size); stmt.binders.len()];
+        for i in 0..size {
+            self.check_interrupt()?;
+            let results =
+                self.eval_block(body, vec![Slot::plain(Tensor::index(i as i64))], None)?;
+            for (parts, result) in parts.iter_mut().zip(results) {
+                parts.push(result.tensor);
+            }
+        }
+        Ok(parts
+            .iter()
+            .enumerate()
+            .map(|(position, parts)| self.stacked(stmt, position, parts))
+            .collect())
+    }
+
+    /// `build1` in batch mode, or per index if the body cannot run batched.
+    fn build1_batched(&mut self, stmt: &Stmt, size: usize, body: BlockId) -> Res<Vec<Tensor>> {
+        let mut batch = Batch::new(&[size]);
+        let args = vec![Slot::batched(coordinates(&[size], 0))];
+        match self.eval_block(body, args, Some(&mut batch)) {
+            Ok(results) => match batch.first_error {
+                Some((_, error)) => Err(error.into()),
+                None => Ok(results
+                    .into_iter()
+                    .map(|slot| {
+                        if slot.batched {
+                            slot.tensor
+                        } else {
+                            slot.tensor
+                                .broadcast_to(&batch.batched_shape(slot.tensor.shape()))
+                        }
+                    })
+                    .collect()),
+            },
+            Err(Stop::Unbatchable) => self.build1_fallback(stmt, size, body),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// `index t [ix…]` with scalar indices: a zero-copy sub-array, or zeros (a strict error)
+    /// when an index is out of range.
+    fn index_plain(
+        &self,
+        array: &Tensor,
+        index: &[i64],
+        reader: VarId,
+        res_ty: &ArrTy,
+    ) -> Res<Tensor> {
+        let shape = array.shape();
+        let in_range = index
+            .iter()
+            .zip(shape)
+            .all(|(&i, &dim)| usize::try_from(i).is_ok_and(|i| i < dim));
+        if in_range {
+            return Ok(tensor::map_tensor!(array, a => {
+                let mut a = a.clone();
+                for &i in index {
+                    a = a.index_axis_move(ndarray::Axis(0), i as usize);
+                }
+                a
+            }));
+        }
+        if self.config.strict {
+            return Err(InterpError::OutOfRange {
+                var: reader,
+                index: index.to_vec(),
+                shape: shape.to_vec(),
+            }
+            .into());
+        }
+        Ok(Tensor::zeros(res_ty))
+    }
+
+    /// `gather sh t (λ[i…]. ix)`.
+    fn gather(&mut self, stmt: &Stmt, shape: &[usize], array: &Atom, body: BlockId) -> Res<Tensor> {
+        let array = self.tensor(array);
+        let block = &self.program.blocks[body];
+        let grid = &shape[..block.params.len()];
+        let source_shape = array.shape().to_vec();
+        let n_lead = block.results.len();
+        let n_sub: usize = source_shape[n_lead..].iter().product();
+        let read_check = self
+            .config
+            .strict
+            .then(|| (stmt.binders[0], source_shape.clone()));
+        let offsets = self.index_fn(body, grid, &source_shape[..n_lead], read_check)?;
+        Ok(indexing::gather_rows(&array, n_sub, &offsets, shape))
+    }
+
+    /// `scatter sh t (λ[i…]. ix)`.
+    fn scatter(&mut self, shape: &[usize], array: &Atom, body: BlockId) -> Res<Tensor> {
+        let array = self.tensor(array);
+        let block = &self.program.blocks[body];
+        let n_params = block.params.len();
+        let n_lead = block.results.len();
+        let grid = array.shape()[..n_params].to_vec();
+        let n_sub: usize = array.shape()[n_params..].iter().product();
+        // Out-of-range targets are dropped, in strict mode too (dropping is not a read).
+        let offsets = self.index_fn(body, &grid, &shape[..n_lead], None)?;
+        Ok(indexing::scatter_rows(&array, n_sub, &offsets, shape))
+    }
+
+    /// Evaluates the index function `body` at every point of `grid` and returns, per point,
+    /// the row offset of its result in `target_lead` (or `OUT_OF_RANGE`). With `read_check =
+    /// Some((reader, shape))`, an out-of-range result is a strict error reading an array of
+    /// `shape`, ordered with the body's own errors as the interpreter orders them.
+    fn index_fn(
+        &mut self,
+        body: BlockId,
+        grid: &[usize],
+        target_lead: &[usize],
+        read_check: Option<(VarId, Vec<usize>)>,
+    ) -> Res<Vec<usize>> {
+        let mut batch = Batch::new(grid);
+        let args = (0..grid.len())
+            .map(|axis| Slot::batched(coordinates(grid, axis)))
+            .collect();
+        match self.eval_block(body, args, Some(&mut batch)) {
+            Ok(results) => {
+                let cols: Vec<IndexCol> = results
+                    .iter()
+                    .map(|slot| IndexCol::of_tensor(&slot.tensor))
+                    .collect();
+                let offsets = row_offsets(&cols, target_lead, batch.n_points);
+                if let Some((reader, shape)) = read_check {
+                    if let Some(point) = first_out_of_range(&offsets, None) {
+                        let index = cols.iter().map(|col| col.at(point)).collect();
+                        batch.record(
+                            point,
+                            InterpError::OutOfRange {
+                                var: reader,
+                                index,
+                                shape,
+                            },
+                        );
+                    }
+                }
+                match batch.first_error {
+                    Some((_, error)) => Err(error.into()),
+                    None => Ok(offsets),
+                }
+            }
+            Err(Stop::Unbatchable) => self.index_fn_per_point(body, grid, target_lead, read_check),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// `index_fn` point by point, for bodies that batch mode cannot run.
+    fn index_fn_per_point(
+        &mut self,
+        body: BlockId,
+        grid: &[usize],
+        target_lead: &[usize],
+        read_check: Option<(VarId, Vec<usize>)>,
+    ) -> Res<Vec<usize>> {
+        self.report.index_fn_fallbacks += 1;
+        let n_points: usize = grid.iter().product();
+        let mut offsets = Vec::with_capacity(n_points);
+        for point in 0..n_points {
+            self.check_interrupt()?;
+            let args = unravel(point, grid)
+                .into_iter()
+                .map(|i| Slot::plain(Tensor::index(i)))
+                .collect();
+            let index: Vec<i64> = self
+                .eval_block(body, args, None)?
+                .iter()
+                .map(|slot| as_index(&slot.tensor))
+                .collect();
+            let cols: Vec<IndexCol> = index.iter().map(|&i| IndexCol::Const(i)).collect();
+            let offset = row_offsets(&cols, target_lead, 1)[0];
+            if offset == OUT_OF_RANGE {
+                if let Some((reader, shape)) = &read_check {
+                    return Err(InterpError::OutOfRange {
+                        var: *reader,
+                        index,
+                        shape: shape.clone(),
+                    }
+                    .into());
+                }
+            }
+            offsets.push(offset);
+        }
+        Ok(offsets)
+    }
+
+    // Batch mode (Note [Batched blocks]).
+
+    fn var_batched(&self, var: VarId) -> bool {
+        self.env[var].as_ref().is_some_and(|slot| slot.batched)
+    }
+
+    /// Whether a statement depends on a batched variable, directly or through a free
+    /// variable of one of its blocks.
+    fn is_batched(&mut self, stmt: &Stmt) -> bool {
+        let direct = expr_atoms(&stmt.expr).iter().any(|atom| match atom {
+            Atom::Var(var) => self.var_batched(*var),
+            Atom::Lit(_) => false,
+        });
+        direct
+            || expr_blocks(&stmt.expr).into_iter().any(|block| {
+                let free = block_free_vars(self.program, block, &mut self.free_vars);
+                free.iter()
+                    .any(|&var| self.env[var].as_ref().is_some_and(|slot| slot.batched))
+            })
+    }
+
+    /// An operand broadcast to its batched shape.
+    fn lifted(&self, atom: &Atom, batch: &Batch) -> Tensor {
+        let slot = self.slot(atom);
+        if slot.batched {
+            slot.tensor
+        } else {
+            slot.tensor
+                .broadcast_to(&batch.batched_shape(slot.tensor.shape()))
+        }
+    }
+
+    fn eval_batched(&mut self, stmt: &Stmt, batch: &mut Batch) -> Res<Vec<Slot>> {
+        let n_batch = batch.shape.len();
+        let res = match &stmt.expr {
+            Expr::Atom(atom) => return Ok(vec![self.slot(atom)]),
+            Expr::Prim(prim, operands) => {
+                let operands: Vec<Tensor> = operands.iter().map(|atom| self.tensor(atom)).collect();
+                let shape = batch.batched_shape(&self.binder_ty(stmt, 0).shape);
+                elementwise::eval_prim(*prim, &operands, &shape)
+            }
+            Expr::Index { array, index } => self.index_batched(stmt, array, index, batch),
+            Expr::SumOuter(array) => indexing::sum_axis(&self.lifted(array, batch), n_batch),
+            Expr::Table(atoms) => {
+                let parts: Vec<Tensor> =
+                    atoms.iter().map(|atom| self.lifted(atom, batch)).collect();
+                stack(n_batch, &parts)
+            }
+            Expr::Replicate { count, array } => {
+                replicate(&self.lifted(array, batch), n_batch, *count)
+            }
+            Expr::Transpose { perm, array } => transpose(&self.lifted(array, batch), n_batch, perm),
+            Expr::Reshape { shape, array } => self
+                .lifted(array, batch)
+                .reshape(&batch.batched_shape(shape)),
+            Expr::Cond {
+                cond,
+                then_block,
+                else_block,
+            } => return self.cond_batched(stmt, cond, *then_block, *else_block, batch),
+            // No operands, so never batched.
+            Expr::Iota(_) => {
+                return Ok(self
+                    .eval_plain(stmt)?
+                    .into_iter()
+                    .map(Slot::plain)
+                    .collect())
+            }
+            Expr::Build1 { .. }
+            | Expr::Gather { .. }
+            | Expr::Scatter { .. }
+            | Expr::Fold { .. }
+            | Expr::Scan { .. } => return Err(Stop::Unbatchable),
+        };
+        Ok(vec![Slot::batched(res)])
+    }
+
+    /// Batched `index t [ix…]`: row `ix(p)` of `t` (of `t(p)` when `t` is batched) at each
+    /// point `p`.
+    fn index_batched(
+        &self,
+        stmt: &Stmt,
+        array: &Atom,
+        index: &[Atom],
+        batch: &mut Batch,
+    ) -> Tensor {
+        let source = self.slot(array);
+        let source_shape = self.program.atom_ty(array).shape;
+        let n_index = index.len();
+        let index_slots: Vec<Slot> = index.iter().map(|atom| self.slot(atom)).collect();
+        let mut cols = Vec::with_capacity(n_index + 1);
+        let mut lead = Vec::with_capacity(n_index + 1);
+        if source.batched {
+            cols.push(IndexCol::Point);
+            lead.push(batch.n_points);
+        }
+        for (slot, &dim) in index_slots.iter().zip(&source_shape) {
+            cols.push(IndexCol::of_tensor(&slot.tensor));
+            lead.push(dim);
+        }
+        let offsets = row_offsets(&cols, &lead, batch.n_points);
+        if self.config.strict {
+            let mask = batch.mask.as_deref().map(Vec::as_slice);
+            if let Some(point) = first_out_of_range(&offsets, mask) {
+                let index = cols[cols.len() - n_index..]
+                    .iter()
+                    .map(|col| col.at(point))
+                    .collect();
+                let error = InterpError::OutOfRange {
+                    var: stmt.binders[0],
+                    index,
+                    shape: source_shape.clone(),
+                };
+                batch.record(point, error);
+            }
+        }
+        let n_sub: usize = source_shape[n_index..].iter().product();
+        let shape = batch.batched_shape(&source_shape[n_index..]);
+        indexing::gather_rows(&source.tensor, n_sub, &offsets, &shape)
+    }
+
+    /// Batched `cond`: with an unbatched condition, the taken branch in batch mode; with a
+    /// batched one, each branch under the mask of its points, then a select per point.
+    fn cond_batched(
+        &mut self,
+        stmt: &Stmt,
+        cond: &Atom,
+        then_block: BlockId,
+        else_block: BlockId,
+        batch: &mut Batch,
+    ) -> Res<Vec<Slot>> {
+        let cond = self.slot(cond);
+        if !cond.batched {
+            let taken = if as_bool(&cond.tensor) {
+                then_block
+            } else {
+                else_block
+            };
+            return self.eval_block(taken, Vec::new(), Some(batch));
+        }
+        let Tensor::Bool(cond) = cond.tensor else {
+            panic!("exec: cond on a non-Bool value (the verifier rules this out)");
+        };
+        let taken: Vec<bool> = standard_slice(&cond).into_owned();
+        let outer_mask = batch.mask.clone();
+        let active = |point: usize| outer_mask.as_ref().is_none_or(|mask| mask[point]);
+        let then_mask: Vec<bool> = (0..batch.n_points).map(|p| active(p) && taken[p]).collect();
+        let else_mask: Vec<bool> = (0..batch.n_points)
+            .map(|p| active(p) && !taken[p])
+            .collect();
+        let mut branch =
+            |cx: &mut Self, block: BlockId, mask: Vec<bool>| -> Res<Option<Vec<Slot>>> {
+                if !mask.contains(&true) {
+                    return Ok(None);
+                }
+                batch.mask = Some(Arc::new(mask));
+                let res = cx.eval_block(block, Vec::new(), Some(batch));
+                batch.mask = outer_mask.clone();
+                res.map(Some)
+            };
+        let then_results = branch(self, then_block, then_mask)?;
+        let else_results = branch(self, else_block, else_mask)?;
+        Ok(match (then_results, else_results) {
+            (Some(results), None) | (None, Some(results)) => results,
+            // No point is active: the values are never observed.
+            (None, None) => stmt
+                .binders
+                .iter()
+                .map(|&var| Slot::plain(Tensor::zeros(self.program.var_ty(var))))
+                .collect(),
+            (Some(then_results), Some(else_results)) => then_results
+                .into_iter()
+                .zip(else_results)
+                .zip(&stmt.binders)
+                .map(|((then_slot, else_slot), &var)| {
+                    let ty = self.program.var_ty(var);
+                    let shape = batch.batched_shape(&ty.shape);
+                    let cond = Tensor::Bool(cond.clone()).with_unit_axes(ty.rank());
+                    let Tensor::Bool(cond) = cond else {
+                        unreachable!("with_unit_axes keeps the element type")
+                    };
+                    Slot::batched(elementwise::select(
+                        &cond,
+                        &then_slot.tensor,
+                        &else_slot.tensor,
+                        &shape,
+                    ))
+                })
+                .collect(),
+        })
+    }
+}
+
+/// The free variables of a block (used inside it, nested blocks included, but bound outside
+/// it), memoised per block.
+fn block_free_vars<'m>(
+    program: &Program,
+    block_id: BlockId,
+    memo: &'m mut IdVec<BlockId, Option<Vec<VarId>>>,
+) -> &'m [VarId] {
+    if memo[block_id].is_none() {
+        let block = &program.blocks[block_id];
+        let mut bound: HashSet<VarId> = block.params.iter().copied().collect();
+        let mut free = Vec::new();
+        let mut seen = HashSet::new();
+        let mut use_var = |var: VarId, bound: &HashSet<VarId>, free: &mut Vec<VarId>| {
+            if !bound.contains(&var) && seen.insert(var) {
+                free.push(var);
+            }
+        };
+        for stmt in &block.stmts {
+            for atom in expr_atoms(&stmt.expr) {
+                if let Atom::Var(var) = atom {
+                    use_var(var, &bound, &mut free);
+                }
+            }
+            for nested in expr_blocks(&stmt.expr) {
+                for var in block_free_vars(program, nested, memo).to_vec() {
+                    use_var(var, &bound, &mut free);
+                }
+            }
+            bound.extend(&stmt.binders);
+        }
+        for atom in &block.results {
+            if let Atom::Var(var) = atom {
+                use_var(*var, &bound, &mut free);
+            }
+        }
+        memo[block_id] = Some(free);
+    }
+    memo[block_id]
+        .as_deref()
+        .expect("the free variables were just computed")
+}
+
+/// `tr_perm` on the axes after the first `n_batch`: result axis `n_batch + a` is input axis
+/// `n_batch + perm[a]`; the other axes stay. Zero-copy.
+fn transpose(tensor: &Tensor, n_batch: usize, perm: &[usize]) -> Tensor {
+    let axes: Vec<usize> = (0..n_batch)
+        .chain(perm.iter().map(|&axis| n_batch + axis))
+        .chain(n_batch + perm.len()..tensor.rank())
+        .collect();
+    tensor.permute(&axes)
+}
+
+/// The `I64` array of shape `grid` whose element at each point is its coordinate on `axis`.
+fn coordinates(grid: &[usize], axis: usize) -> Tensor {
+    let iota = Tensor::I64(from_vec(&[grid[axis]], (0..grid[axis] as i64).collect()));
+    let mut column_shape = vec![grid[axis]];
+    column_shape.resize(grid.len() - axis, 1);
+    iota.reshape(&column_shape).broadcast_to(grid)
+}
+
+fn as_index(tensor: &Tensor) -> i64 {
+    match tensor.as_scalar() {
+        Some(Scalar::I64(i)) => i,
+        other => panic!("exec: index {other:?} is not an i64 scalar (the verifier rules this out)"),
+    }
+}
+
+fn as_bool(tensor: &Tensor) -> bool {
+    match tensor.as_scalar() {
+        Some(Scalar::Bool(b)) => b,
+        other => panic!("exec: cond on {other:?} (the verifier rules this out)"),
+    }
+}
+
+/// The multi-index of row-major flat offset `flat` in `shape`.
+fn unravel(mut flat: usize, shape: &[usize]) -> Vec<i64> {
+    let mut index = vec![0i64; shape.len()];
+    for (slot, &dim) in index.iter_mut().zip(shape).rev() {
+        *slot = (flat % dim) as i64;
+        flat /= dim;
+    }
+    index
+}

@@ -1,0 +1,440 @@
+//! Engine values: ndarray arrays of one element type behind an `Arc` (`ArcArray<T, IxDyn>`),
+//! so that sharing a variable is a reference-count increment.
+//!
+//! A `Tensor` may have any strides (a transposed or indexed array shares its parent's
+//! buffer); the row-major order that `core::value::Array` uses is produced only when a value
+//! leaves the engine (`Tensor::to_array`) or when an operation needs contiguous memory
+//! (`standard_slice`).
+//!
+//! Conversions: `Tensor::from(Array)` is zero-copy when the `Array`'s buffer is not shared;
+//! `to_array` is zero-copy when the tensor is the sole owner of a row-major buffer that it
+//! covers exactly. Otherwise the elements are copied once.
+
+use std::borrow::Cow;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use ndarray::{ArcArray, Axis, IxDyn};
+
+use crate::core::ir::{ArrTy, Elem, Scalar};
+use crate::core::value::{Array, ArrayData};
+
+/// An n-dimensional shared array of one element type.
+pub type Nd<T> = ArcArray<T, IxDyn>;
+
+/// A runtime value of the engine.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Tensor {
+    F32(Nd<f32>),
+    F64(Nd<f64>),
+    I32(Nd<i32>),
+    I64(Nd<i64>),
+    U32(Nd<u32>),
+    U64(Nd<u64>),
+    Bool(Nd<bool>),
+}
+
+/// Runs `$body` with `$a` bound to the typed array inside a `Tensor` (any variant).
+macro_rules! with_tensor {
+    ($tensor:expr, $a:ident => $body:expr) => {
+        match $tensor {
+            $crate::exec::tensor::Tensor::F32($a) => $body,
+            $crate::exec::tensor::Tensor::F64($a) => $body,
+            $crate::exec::tensor::Tensor::I32($a) => $body,
+            $crate::exec::tensor::Tensor::I64($a) => $body,
+            $crate::exec::tensor::Tensor::U32($a) => $body,
+            $crate::exec::tensor::Tensor::U64($a) => $body,
+            $crate::exec::tensor::Tensor::Bool($a) => $body,
+        }
+    };
+}
+pub(crate) use with_tensor;
+
+/// Like `with_tensor!`, but `$body` gives an array of the same element type, which is wrapped
+/// back into the same variant.
+macro_rules! map_tensor {
+    ($tensor:expr, $a:ident => $body:expr) => {
+        match $tensor {
+            $crate::exec::tensor::Tensor::F32($a) => $crate::exec::tensor::Tensor::F32($body),
+            $crate::exec::tensor::Tensor::F64($a) => $crate::exec::tensor::Tensor::F64($body),
+            $crate::exec::tensor::Tensor::I32($a) => $crate::exec::tensor::Tensor::I32($body),
+            $crate::exec::tensor::Tensor::I64($a) => $crate::exec::tensor::Tensor::I64($body),
+            $crate::exec::tensor::Tensor::U32($a) => $crate::exec::tensor::Tensor::U32($body),
+            $crate::exec::tensor::Tensor::U64($a) => $crate::exec::tensor::Tensor::U64($body),
+            $crate::exec::tensor::Tensor::Bool($a) => $crate::exec::tensor::Tensor::Bool($body),
+        }
+    };
+}
+pub(crate) use map_tensor;
+
+/// A Rust element type of the engine: how to find it in a `Tensor`, its sum (`Prim::Add`'s
+/// rule, for `sumOuter` and `scatter`) and its casts (`Prim::Cast`'s rule, see
+/// `prim/convert.rs`: Rust's `as`, with `bool` as 0/1 and `x != 0` for number → bool).
+pub trait Element: Copy + Default + PartialEq + PartialOrd + Debug + Send + Sync + 'static {
+    const ELEM: Elem;
+    fn into_scalar(self) -> Scalar;
+    fn from_scalar(scalar: Scalar) -> Option<Self>;
+    fn into_tensor(array: Nd<Self>) -> Tensor;
+    fn of(tensor: &Tensor) -> Option<&Nd<Self>>;
+    /// `Prim::Add` on two elements (wrapping on integers).
+    fn add(self, other: Self) -> Self;
+    fn to_f32(self) -> f32;
+    fn to_f64(self) -> f64;
+    fn to_i32(self) -> i32;
+    fn to_i64(self) -> i64;
+    fn to_u32(self) -> u32;
+    fn to_u64(self) -> u64;
+    fn to_bool(self) -> bool;
+}
+
+macro_rules! element_number {
+    ($($ty:ty => $variant:ident, $add:expr;)*) => {$(
+        #[allow(clippy::unnecessary_cast)]
+        impl Element for $ty {
+            const ELEM: Elem = Elem::$variant;
+            fn into_scalar(self) -> Scalar {
+                Scalar::$variant(self)
+            }
+            fn from_scalar(scalar: Scalar) -> Option<Self> {
+                match scalar {
+                    Scalar::$variant(x) => Some(x),
+                    _ => None,
+                }
+            }
+            fn into_tensor(array: Nd<Self>) -> Tensor {
+                Tensor::$variant(array)
+            }
+            fn of(tensor: &Tensor) -> Option<&Nd<Self>> {
+                match tensor {
+                    Tensor::$variant(array) => Some(array),
+                    _ => None,
+                }
+            }
+            fn add(self, other: Self) -> Self {
+                let add: fn(Self, Self) -> Self = $add;
+                add(self, other)
+            }
+            fn to_f32(self) -> f32 { self as f32 }
+            fn to_f64(self) -> f64 { self as f64 }
+            fn to_i32(self) -> i32 { self as i32 }
+            fn to_i64(self) -> i64 { self as i64 }
+            fn to_u32(self) -> u32 { self as u32 }
+            fn to_u64(self) -> u64 { self as u64 }
+            #[allow(clippy::float_cmp)]
+            fn to_bool(self) -> bool { self != (0 as $ty) }
+        }
+    )*};
+}
+
+element_number! {
+    f32 => F32, |x, y| x + y;
+    f64 => F64, |x, y| x + y;
+    i32 => I32, i32::wrapping_add;
+    i64 => I64, i64::wrapping_add;
+    u32 => U32, u32::wrapping_add;
+    u64 => U64, u64::wrapping_add;
+}
+
+impl Element for bool {
+    const ELEM: Elem = Elem::Bool;
+    fn into_scalar(self) -> Scalar {
+        Scalar::Bool(self)
+    }
+    fn from_scalar(scalar: Scalar) -> Option<Self> {
+        match scalar {
+            Scalar::Bool(x) => Some(x),
+            _ => None,
+        }
+    }
+    fn into_tensor(array: Nd<Self>) -> Tensor {
+        Tensor::Bool(array)
+    }
+    fn of(tensor: &Tensor) -> Option<&Nd<Self>> {
+        match tensor {
+            Tensor::Bool(array) => Some(array),
+            _ => None,
+        }
+    }
+    fn add(self, _other: Self) -> Self {
+        // `Prim::Add` is not defined on `Bool` and the verifier rejects `sumOuter`/`scatter` of
+        // booleans; this mirrors the release-build fallback of `prim/arith.rs`.
+        false
+    }
+    fn to_f32(self) -> f32 {
+        u32::from(self) as f32
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(u32::from(self))
+    }
+    fn to_i32(self) -> i32 {
+        i32::from(self)
+    }
+    fn to_i64(self) -> i64 {
+        i64::from(self)
+    }
+    fn to_u32(self) -> u32 {
+        u32::from(self)
+    }
+    fn to_u64(self) -> u64 {
+        u64::from(self)
+    }
+    fn to_bool(self) -> bool {
+        self
+    }
+}
+
+/// Builds an array from row-major data. `data.len()` must be the product of `shape`.
+pub fn from_vec<T: Element>(shape: &[usize], data: Vec<T>) -> Nd<T> {
+    debug_assert_eq!(shape.iter().product::<usize>(), data.len());
+    ArcArray::from_shape_vec(IxDyn(shape), data)
+        .expect("from_vec: the caller passes as many elements as the shape holds")
+}
+
+/// The elements of an array in row-major order, borrowed when it is already row-major.
+pub fn standard_slice<T: Element>(array: &Nd<T>) -> Cow<'_, [T]> {
+    match array.as_slice() {
+        Some(slice) => Cow::Borrowed(slice),
+        None => Cow::Owned(array.iter().copied().collect()),
+    }
+}
+
+/// An owned row-major copy of the elements (zero-copy when the array is the sole owner of a
+/// row-major buffer it covers exactly).
+fn into_standard_vec<T: Element>(array: Nd<T>) -> Vec<T> {
+    let n_elems = array.len();
+    if n_elems == 0 {
+        return Vec::new();
+    }
+    if !array.is_standard_layout() {
+        return array.iter().copied().collect();
+    }
+    match array.try_into_owned_nocopy() {
+        Ok(owned) => {
+            let copy = owned.as_slice().map(<[T]>::to_vec);
+            let (data, offset) = owned.into_raw_vec_and_offset();
+            if offset == Some(0) && data.len() == n_elems {
+                data
+            } else {
+                copy.expect("a standard-layout array has a row-major slice")
+            }
+        }
+        Err(shared) => standard_slice(&shared).into_owned(),
+    }
+}
+
+/// A rank-0 array.
+pub fn scalar_nd<T: Element>(value: T) -> Nd<T> {
+    from_vec(&[], vec![value])
+}
+
+impl Tensor {
+    pub fn elem(&self) -> Elem {
+        match self {
+            Tensor::F32(_) => Elem::F32,
+            Tensor::F64(_) => Elem::F64,
+            Tensor::I32(_) => Elem::I32,
+            Tensor::I64(_) => Elem::I64,
+            Tensor::U32(_) => Elem::U32,
+            Tensor::U64(_) => Elem::U64,
+            Tensor::Bool(_) => Elem::Bool,
+        }
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        with_tensor!(self, a => a.shape())
+    }
+
+    pub fn rank(&self) -> usize {
+        self.shape().len()
+    }
+
+    pub fn n_elems(&self) -> usize {
+        with_tensor!(self, a => a.len())
+    }
+
+    /// A rank-0 tensor holding a scalar constant.
+    pub fn scalar(scalar: Scalar) -> Tensor {
+        match scalar {
+            Scalar::F32(x) => Tensor::F32(scalar_nd(x)),
+            Scalar::F64(x) => Tensor::F64(scalar_nd(x)),
+            Scalar::I32(x) => Tensor::I32(scalar_nd(x)),
+            Scalar::I64(x) => Tensor::I64(scalar_nd(x)),
+            Scalar::U32(x) => Tensor::U32(scalar_nd(x)),
+            Scalar::U64(x) => Tensor::U64(scalar_nd(x)),
+            Scalar::Bool(x) => Tensor::Bool(scalar_nd(x)),
+        }
+    }
+
+    /// An `I64` scalar (an index value).
+    pub fn index(i: i64) -> Tensor {
+        Tensor::I64(scalar_nd(i))
+    }
+
+    /// The single element of a rank-0 tensor.
+    pub fn as_scalar(&self) -> Option<Scalar> {
+        if self.rank() != 0 {
+            return None;
+        }
+        with_tensor!(self, a => a.iter().next().map(|x| x.into_scalar()))
+    }
+
+    /// An array of zeros (`false` for `Bool`).
+    pub fn zeros(ty: &ArrTy) -> Tensor {
+        fn zeros_of<T: Element>(shape: &[usize]) -> Tensor {
+            T::into_tensor(from_vec(shape, vec![T::default(); shape.iter().product()]))
+        }
+        match ty.elem {
+            Elem::F32 => zeros_of::<f32>(&ty.shape),
+            Elem::F64 => zeros_of::<f64>(&ty.shape),
+            Elem::I32 => zeros_of::<i32>(&ty.shape),
+            Elem::I64 => zeros_of::<i64>(&ty.shape),
+            Elem::U32 => zeros_of::<u32>(&ty.shape),
+            Elem::U64 => zeros_of::<u64>(&ty.shape),
+            Elem::Bool => zeros_of::<bool>(&ty.shape),
+        }
+    }
+
+    /// Copies a core value in (see `From<Array>` for the zero-copy conversion).
+    pub fn from_array(array: &Array) -> Tensor {
+        let shape = &array.shape;
+        match &*array.data {
+            ArrayData::F32(v) => Tensor::F32(from_vec(shape, v.clone())),
+            ArrayData::F64(v) => Tensor::F64(from_vec(shape, v.clone())),
+            ArrayData::I32(v) => Tensor::I32(from_vec(shape, v.clone())),
+            ArrayData::I64(v) => Tensor::I64(from_vec(shape, v.clone())),
+            ArrayData::U32(v) => Tensor::U32(from_vec(shape, v.clone())),
+            ArrayData::U64(v) => Tensor::U64(from_vec(shape, v.clone())),
+            ArrayData::Bool(v) => Tensor::Bool(from_vec(shape, v.clone())),
+        }
+    }
+
+    /// The value as a core row-major array.
+    pub fn to_array(&self) -> Array {
+        self.clone().into_array()
+    }
+
+    /// The value as a core row-major array, without copying when possible.
+    pub fn into_array(self) -> Array {
+        let shape = self.shape().to_vec();
+        let data = match self {
+            Tensor::F32(a) => ArrayData::F32(into_standard_vec(a)),
+            Tensor::F64(a) => ArrayData::F64(into_standard_vec(a)),
+            Tensor::I32(a) => ArrayData::I32(into_standard_vec(a)),
+            Tensor::I64(a) => ArrayData::I64(into_standard_vec(a)),
+            Tensor::U32(a) => ArrayData::U32(into_standard_vec(a)),
+            Tensor::U64(a) => ArrayData::U64(into_standard_vec(a)),
+            Tensor::Bool(a) => ArrayData::Bool(into_standard_vec(a)),
+        };
+        Array::new(shape, data)
+    }
+
+    /// The same elements with a new shape of equal element count (row-major order).
+    pub fn reshape(&self, shape: &[usize]) -> Tensor {
+        map_tensor!(self, a => reshape_nd(a, shape))
+    }
+
+    /// Permutes the axes: result axis `a` is input axis `axes[a]` (`axes` is a permutation
+    /// of all axes). Zero-copy.
+    pub fn permute(&self, axes: &[usize]) -> Tensor {
+        map_tensor!(self, a => a.clone().permuted_axes(IxDyn(axes)))
+    }
+
+    /// Appends `count` axes of size 1 (zero-copy), so that the value broadcasts against an
+    /// array with `count` more trailing axes.
+    pub fn with_unit_axes(&self, count: usize) -> Tensor {
+        map_tensor!(self, a => {
+            let mut a = a.clone();
+            for _ in 0..count {
+                let rank = a.ndim();
+                a = a.insert_axis(Axis(rank));
+            }
+            a
+        })
+    }
+
+    /// Broadcasts to `shape` (trailing axes aligned, size-1 axes stretched) and materialises
+    /// the result. Returns the value itself when it already has that shape.
+    pub fn broadcast_to(&self, shape: &[usize]) -> Tensor {
+        if self.shape() == shape {
+            return self.clone();
+        }
+        map_tensor!(self, a => broadcast_nd(a, shape))
+    }
+}
+
+/// Stacks tensors of one type and shape along a new axis `axis`. `parts` must not be empty.
+pub fn stack(axis: usize, parts: &[Tensor]) -> Tensor {
+    fn typed<T: Element>(axis: usize, first: &Nd<T>, parts: &[Tensor]) -> Tensor {
+        let views: Vec<_> = parts
+            .iter()
+            .map(|part| {
+                T::of(part)
+                    .expect(
+                        "stack: the parts have one element type (the verifier rules out others)",
+                    )
+                    .view()
+            })
+            .collect();
+        let stacked = ndarray::stack(Axis(axis), &views).unwrap_or_else(|error| {
+            panic!(
+                "stack of parts of shape {:?}: {error} (the verifier rules this out)",
+                first.shape()
+            )
+        });
+        T::into_tensor(stacked.into_shared())
+    }
+    let first = parts.first().expect("stack: at least one part");
+    with_tensor!(first, a => typed(axis, a, parts))
+}
+
+/// `count` copies of `tensor` along a new axis `axis` (materialised).
+pub fn replicate(tensor: &Tensor, axis: usize, count: usize) -> Tensor {
+    let mut shape = tensor.shape().to_vec();
+    shape.insert(axis, count);
+    map_tensor!(tensor, a => broadcast_nd(&a.clone().insert_axis(Axis(axis)), &shape))
+}
+
+impl From<Array> for Tensor {
+    /// Zero-copy when `array.data` is not shared.
+    fn from(array: Array) -> Tensor {
+        let shape = array.shape;
+        let data = Arc::try_unwrap(array.data).unwrap_or_else(|shared| (*shared).clone());
+        match data {
+            ArrayData::F32(v) => Tensor::F32(from_vec(&shape, v)),
+            ArrayData::F64(v) => Tensor::F64(from_vec(&shape, v)),
+            ArrayData::I32(v) => Tensor::I32(from_vec(&shape, v)),
+            ArrayData::I64(v) => Tensor::I64(from_vec(&shape, v)),
+            ArrayData::U32(v) => Tensor::U32(from_vec(&shape, v)),
+            ArrayData::U64(v) => Tensor::U64(from_vec(&shape, v)),
+            ArrayData::Bool(v) => Tensor::Bool(from_vec(&shape, v)),
+        }
+    }
+}
+
+/// Reshape in row-major order: zero-copy when the array is row-major.
+pub fn reshape_nd<T: Element>(array: &Nd<T>, shape: &[usize]) -> Nd<T> {
+    if array.is_standard_layout() {
+        if let Ok(reshaped) = array.clone().into_shape_with_order(IxDyn(shape)) {
+            return reshaped;
+        }
+    }
+    from_vec(shape, standard_slice(array).into_owned())
+}
+
+/// A materialised broadcast (parallel for large results).
+pub fn broadcast_nd<T: Element>(array: &Nd<T>, shape: &[usize]) -> Nd<T> {
+    let view = array.broadcast(IxDyn(shape)).unwrap_or_else(|| {
+        panic!(
+            "broadcast of shape {:?} to {shape:?}: the caller aligns shapes",
+            array.shape()
+        )
+    });
+    let n_elems: usize = shape.iter().product();
+    let zip = ndarray::Zip::from(view);
+    let owned = if n_elems >= super::PAR_THRESHOLD {
+        zip.par_map_collect(|&x| x)
+    } else {
+        zip.map_collect(|&x| x)
+    };
+    owned.into_shared()
+}

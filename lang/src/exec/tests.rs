@@ -1,0 +1,858 @@
+//! Tests of the bulk evaluator: every result and every error must equal the reference
+//! interpreter's (`core::interp`), on hand-written bulk programs, on random programs from
+//! `core::testgen`, and primitive by primitive on edge values.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use super::elementwise::{eval_prim, generic_binary, generic_ternary, generic_unary};
+use super::tensor::{from_vec, Tensor};
+use super::{run_inner, run_with_report, ExecConfig, ExecReport, PAR_THRESHOLD};
+use crate::core::interp::{self, InterpConfig, InterpError};
+use crate::core::ir::{Elem, Program, Scalar};
+use crate::core::parse::parse_program;
+use crate::core::testgen::{random_array, random_inputs, random_program, GenConfig, Rng};
+use crate::core::value::{Array, ArrayData};
+use crate::core::verify::verify;
+use crate::prim::{Prim, ALL_ELEMS, ALL_PRIMS};
+
+// Helpers.
+
+/// Equal shapes and elements; floats compare by bits, except that any two NaNs are equal.
+fn same_array(a: &Array, b: &Array) -> bool {
+    fn floats<T: Copy + PartialEq>(xs: &[T], ys: &[T], bits: impl Fn(T) -> (u64, bool)) -> bool {
+        xs.len() == ys.len()
+            && xs.iter().zip(ys).all(|(&x, &y)| {
+                let (x_bits, x_nan) = bits(x);
+                let (y_bits, y_nan) = bits(y);
+                x_bits == y_bits || (x_nan && y_nan)
+            })
+    }
+    a.shape == b.shape
+        && match (&*a.data, &*b.data) {
+            (ArrayData::F32(xs), ArrayData::F32(ys)) => {
+                floats(xs, ys, |x| (u64::from(x.to_bits()), x.is_nan()))
+            }
+            (ArrayData::F64(xs), ArrayData::F64(ys)) => {
+                floats(xs, ys, |x| (x.to_bits(), x.is_nan()))
+            }
+            (xs, ys) => xs == ys,
+        }
+}
+
+fn same_scalar(x: Scalar, y: Scalar) -> bool {
+    same_array(&Array::scalar(x), &Array::scalar(y))
+}
+
+fn parse(text: &str) -> Program {
+    let program = parse_program(text).unwrap_or_else(|error| panic!("{error}\n{text}"));
+    if let Err(errors) = verify(&program) {
+        panic!("{program}\n{errors:?}");
+    }
+    program
+}
+
+/// What `check_with` saw.
+struct Checked {
+    /// The report of the non-strict run.
+    report: ExecReport,
+    /// Whether the strict run stopped with an error.
+    strict_failed: bool,
+}
+
+/// Runs the program through the interpreter and the evaluator, strict and not, and checks
+/// that results and errors agree.
+fn check_with(program: &Program, inputs: &[Array], batch_build1: bool) -> Checked {
+    let mut report = None;
+    let mut strict_failed = false;
+    for strict in [true, false] {
+        let expected = interp::run(
+            program,
+            inputs,
+            &InterpConfig {
+                strict,
+                interrupt: None,
+            },
+        );
+        let config = ExecConfig {
+            strict,
+            interrupt: None,
+        };
+        let tensors = inputs.iter().map(Tensor::from_array).collect();
+        let got = run_inner(program, tensors, &config, batch_build1).map(|(results, report)| {
+            let arrays: Vec<Array> = results.into_iter().map(Tensor::into_array).collect();
+            (arrays, report)
+        });
+        match (expected, got) {
+            (Ok(expected), Ok((got, run_report))) => {
+                assert_eq!(expected.len(), got.len());
+                for (position, (e, g)) in expected.iter().zip(&got).enumerate() {
+                    assert!(
+                        same_array(e, g),
+                        "result {position} differs (strict: {strict})\n{program}\ninputs: {inputs:?}\ninterp: {e:?}\nexec:   {g:?}"
+                    );
+                }
+                report = Some(run_report);
+            }
+            (Err(expected), Err(got)) => {
+                assert_eq!(
+                    expected, got,
+                    "different errors (strict: {strict})\n{program}\ninputs: {inputs:?}"
+                );
+                strict_failed = true;
+            }
+            (expected, got) => panic!(
+                "interp gave {expected:?} but exec gave {:?} (strict: {strict})\n{program}\ninputs: {inputs:?}",
+                got.map(|(results, _)| results)
+            ),
+        }
+    }
+    Checked {
+        report: report.expect("a non-strict run cannot fail"),
+        strict_failed,
+    }
+}
+
+fn check(program: &Program, inputs: &[Array]) -> ExecReport {
+    check_with(program, inputs, false).report
+}
+
+/// Checks, and asserts that the program ran purely in bulk.
+fn check_bulk(program: &Program, inputs: &[Array]) -> ExecReport {
+    let report = check(program, inputs);
+    assert_eq!(report.build1_fallbacks, 0, "{program}");
+    assert_eq!(report.index_fn_fallbacks, 0, "{program}");
+    report
+}
+
+fn f64s(shape: &[usize], values: &[f64]) -> Array {
+    Array::new(shape.to_vec(), ArrayData::F64(values.to_vec()))
+}
+
+fn f32s(shape: &[usize], values: &[f32]) -> Array {
+    Array::new(shape.to_vec(), ArrayData::F32(values.to_vec()))
+}
+
+fn i64s(shape: &[usize], values: &[i64]) -> Array {
+    Array::new(shape.to_vec(), ArrayData::I64(values.to_vec()))
+}
+
+fn counting(n: usize) -> Vec<f64> {
+    (0..n).map(|v| v as f64 * 0.5 - 3.0).collect()
+}
+
+fn strict_error(program: &Program, inputs: &[Array]) -> InterpError {
+    let config = ExecConfig {
+        strict: true,
+        interrupt: None,
+    };
+    super::run(program, inputs, &config).expect_err("the strict run fails")
+}
+
+// Whole-program tests, one construct at a time.
+
+#[test]
+fn elementwise_prims_on_whole_arrays() {
+    let program = parse(
+        "program(%0: [2, 3]f64, %1: [2, 3]f64, %2: [2, 3]i64) {
+           %3: [2, 3]f64 = add %0 %1
+           %4: [2, 3]f64 = mul %3 %0
+           %5: [2, 3]f64 = exp %4
+           %6: [2, 3]f64 = div %0 %1
+           %7: [2, 3]bool = lt %0 %1
+           %8: [2, 3]f64 = select %7 %5 %6
+           %9: [2, 3]i64 = cast_i64 %8
+           %10: [2, 3]i64 = idiv %9 %2
+           %11: [2, 3]i64 = mod %9 %2
+           %12: [2, 3]f32 = cast_f32 %6
+           %13: [2, 3]f32 = sqrt %12
+           %14: [2, 3]f64 = max %6 %0
+           %15: [2, 3]bool = not %7
+           %16: []i64 = add 3:i64 4:i64
+           in %8, %10, %11, %13, %14, %15, %16
+         }",
+    );
+    let inputs = [
+        f64s(&[2, 3], &[1.0, -2.0, 0.0, 3.5, 0.0, -1.0]),
+        f64s(&[2, 3], &[2.0, 0.0, 0.0, -1.5, -0.0, 4.0]),
+        i64s(&[2, 3], &[2, 0, -3, 5, 1, -2]),
+    ];
+    check_bulk(&program, &inputs);
+}
+
+#[test]
+fn rank0_operands_broadcast() {
+    // The verifier does not accept rank-0 broadcasting yet, so the program is built by hand:
+    // `x * 2 + s` with `x : [2, 3]`, `s : []`, against the same with replicated operands.
+    let program = parse(
+        "program(%0: [2, 3]f64, %1: []f64) {
+           %2: [3]f64 = replicate 3 2.0:f64
+           %3: [2, 3]f64 = replicate 2 %2
+           %4: [3]f64 = replicate 3 %1
+           %5: [2, 3]f64 = replicate 2 %4
+           %6: [2, 3]f64 = mul %0 %3
+           %7: [2, 3]f64 = add %6 %5
+           %8: [2, 3]bool = lt %0 %5
+           %9: [2, 3]f64 = select %8 %0 %3
+           in %7, %9
+         }",
+    );
+    let inputs = [f64s(&[2, 3], &counting(6)), f64s(&[], &[0.25])];
+    let expected = interp::run(&program, &inputs, &InterpConfig::default()).unwrap();
+    let x = Tensor::from_array(&inputs[0]);
+    let s = Tensor::from_array(&inputs[1]);
+    let two = Tensor::scalar(Scalar::F64(2.0));
+    let shape = [2, 3];
+    let twice = eval_prim(Prim::Mul, &[x.clone(), two.clone()], &shape);
+    let sum = eval_prim(Prim::Add, &[twice, s.clone()], &shape);
+    let less = eval_prim(Prim::Lt, &[x.clone(), s], &shape);
+    let Tensor::Bool(less) = less else {
+        panic!("lt gives bool")
+    };
+    let selected = super::elementwise::select(&less, &x, &two, &shape);
+    assert!(same_array(&sum.into_array(), &expected[0]));
+    assert!(same_array(&selected.into_array(), &expected[1]));
+}
+
+#[test]
+fn sum_outer_adds_in_index_order() {
+    // Float addition is not associative: 1e8 + 1 - 1e8 is 0 in f32 but 1 in another order.
+    let program = parse(
+        "program(%0: [4, 2]f32, %1: [3, 2, 2]f64, %2: [3, 40000]f32, %3: [0, 3]i64) {
+           %4: [2]f32 = sumOuter %0
+           %5: [2, 2]f64 = sumOuter %1
+           %6: [40000]f32 = sumOuter %2
+           %7: [3]i64 = sumOuter %3
+           %8: [2, 3, 2]f64 = tr [1, 0] %1
+           %9: [3, 2]f64 = sumOuter %8
+           in %4, %5, %6, %7, %9
+         }",
+    );
+    let mut rng = Rng::new(7);
+    let big = random_array(
+        &mut rng,
+        &crate::core::ir::ArrTy::new(vec![3, 40000], Elem::F32),
+    );
+    let inputs = [
+        f32s(&[4, 2], &[1e8, 0.5, 1.0, 1e-8, -1e8, 3.0, 1.0, -0.5]),
+        f64s(
+            &[3, 2, 2],
+            &[
+                0.1, 0.2, 0.3, -0.0, 1e16, 1.0, -1.0, 2.0, -1e16, 1.0, 0.7, 0.0,
+            ],
+        ),
+        big,
+        i64s(&[0, 3], &[]),
+    ];
+    check_bulk(&program, &inputs);
+}
+
+#[test]
+fn index_reads_sub_arrays_and_zeros_out_of_range() {
+    let program = parse(
+        "program(%0: [3, 2]f64, %1: []i64) {
+           %2: [2]f64 = index %0 [%1]
+           %3: []f64 = index %0 [1:i64, %1]
+           %4: [2, 3]f64 = tr [1, 0] %0
+           %5: [3]f64 = index %4 [1:i64]
+           in %2, %3, %5
+         }",
+    );
+    let x = f64s(&[3, 2], &counting(6));
+    for i in [0, 2, 3, -1] {
+        check_bulk(&program, &[x.clone(), i64s(&[], &[i])]);
+    }
+    assert_eq!(
+        strict_error(&program, &[x, i64s(&[], &[-1])]),
+        InterpError::OutOfRange {
+            var: crate::core::ir::VarId(2),
+            index: vec![-1],
+            shape: vec![3, 2],
+        }
+    );
+}
+
+#[test]
+fn structural_ops() {
+    let program = parse(
+        "program(%0: [2, 3]f64, %1: [3]f64) {
+           %2: [3, 2]f64 = tr [1, 0] %0
+           %3: [6]f64 = reshape [6] %2
+           %4: [4, 3]f64 = replicate 4 %1
+           %5: [2, 2, 3]f64 = table [%0, %0]
+           %6: [3, 2, 2]f64 = tr [2, 0, 1] %5
+           %7: [2, 3, 2]f64 = tr [1, 2, 0] %5
+           %8: [5]i64 = iota 5
+           %9: [0]i64 = iota 0
+           %10: [0, 3]f64 = replicate 0 %1
+           %11: [3, 2]f64 = reshape [3, 2] %0
+           %12: []f64 = index %1 [0:i64]
+           %13: [1]f64 = reshape [1] %12
+           %14: [3]f64 = table [%12, %12, %12]
+           in %2, %3, %4, %6, %7, %8, %9, %10, %11, %13, %14
+         }",
+    );
+    check_bulk(
+        &program,
+        &[f64s(&[2, 3], &counting(6)), f64s(&[3], &[7.0, 8.0, 9.0])],
+    );
+}
+
+#[test]
+fn gather_with_computed_index_functions() {
+    // %5: out[i, j] = x[(i + 1) mod 5 … ] with an index read from `perm` and an outer index.
+    let program = parse(
+        "program(%0: [5, 3]f64, %1: [4]i64, %2: []i64) {
+           %3: [4, 2, 3]f64 = gather [4, 2, 3] %0 (\\%4: []i64, %5: []i64 ->
+             %6: []i64 = add %4 %5
+             %7: []i64 = mod %6 5:i64
+             in %7)
+           %8: [4, 3]f64 = gather [4, 3] %0 (\\%9: []i64, %10: []i64 ->
+             %11: []i64 = index %1 [%9]
+             %12: []i64 = sub %10 %2
+             in %11, %12)
+           %13: [2, 4]f64 = gather [2, 4] %3 (\\%14: []i64, %15: []i64 ->
+             in %15, %14, %2)
+           %16: [3, 3]f64 = gather [3, 3] %0 (\\%17: []i64 ->
+             in %2)
+           %18: []f64 = gather [] %0 (\\ ->
+             in 1:i64, 2:i64)
+           in %3, %8, %13, %16, %18
+         }",
+    );
+    let x = f64s(&[5, 3], &counting(15));
+    for (perm, shift) in [
+        ([3, 0, 4, 1], 0),
+        ([3, 7, -1, 1], 1),
+        ([0, 1, 2, 3], -1),
+        ([4, 4, 4, 5], 2),
+    ] {
+        check_bulk(
+            &program,
+            &[x.clone(), i64s(&[4], &perm), i64s(&[], &[shift])],
+        );
+    }
+}
+
+#[test]
+fn gather_index_function_with_batched_cond() {
+    // Points with i < 2 read `perm[i]` and the others `perm[i + 5]`, which is out of range
+    // for i ≥ 0 only: the untaken branch must never raise a strict error.
+    let program = parse(
+        "program(%0: [4, 2]f64, %1: [6]i64) {
+           %2: [4, 2]f64 = gather [4, 2] %0 (\\%3: []i64 ->
+             %4: []bool = lt %3 2:i64
+             %5: []i64 = cond %4 (\\ ->
+               %6: []i64 = index %1 [%3]
+               in %6) (\\ ->
+               %7: []i64 = sub %3 2:i64
+               %8: []i64 = index %1 [%7]
+               %9: []i64 = add %8 1:i64
+               in %9)
+             in %5)
+           %10: [4]f64 = gather [4] %0 (\\%11: []i64 ->
+             %12: []bool = lt %11 9:i64
+             %13: []i64 = cond %12 (\\ ->
+               in %11) (\\ ->
+               %14: []i64 = index %1 [%11]
+               in %14)
+             in %13, 1:i64)
+           in %2, %10
+         }",
+    );
+    let x = f64s(&[4, 2], &counting(8));
+    for perm in [[0, 1, 2, 3, 0, 1], [3, -4, 1, 2, 9, 0], [1, 1, 3, 3, 0, 0]] {
+        check_bulk(&program, &[x.clone(), i64s(&[6], &perm)]);
+    }
+}
+
+#[test]
+fn strict_errors_come_in_the_interpreters_order() {
+    // Point 1 fails in the index function (perm[1 + k] out of range) or in the read
+    // (x[perm[…]] out of range), whichever the inputs make first in row-major order.
+    let program = parse(
+        "program(%0: [3]f64, %1: [4]i64, %2: []i64) {
+           %3: [3]f64 = gather [3] %0 (\\%4: []i64 ->
+             %5: []i64 = add %4 %2
+             %6: []i64 = index %1 [%5]
+             in %6)
+           in %3
+         }",
+    );
+    let x = f64s(&[3], &[1.0, 2.0, 3.0]);
+    let cases = [
+        ([0, 5, 1, 2], 0, "read at point 1"),
+        ([0, 1, 2, 9], 1, "read at point 2 (perm[3])"),
+        ([0, 1, 2, 2], 2, "index at point 2 (perm[4])"),
+        ([7, 1, 2, 2], 2, "read at point 0"),
+        ([0, 1, 2, 2], -1, "index at point 0 (perm[-1])"),
+    ];
+    for (perm, shift, what) in cases {
+        let inputs = [x.clone(), i64s(&[4], &perm), i64s(&[], &[shift])];
+        check_bulk(&program, &inputs);
+        assert!(
+            matches!(
+                strict_error(&program, &inputs),
+                InterpError::OutOfRange { .. }
+            ),
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn scatter_adds_collisions_in_order_and_drops_out_of_range() {
+    let program = parse(
+        "program(%0: [6, 2]f32, %1: [6]i64, %2: [2, 3]i64) {
+           %3: [3, 2]f32 = scatter [3, 2] %0 (\\%4: []i64 ->
+             %5: []i64 = index %1 [%4]
+             in %5)
+           %6: [4, 3]i64 = scatter [4, 3] %2 (\\%7: []i64, %8: []i64 ->
+             %9: []i64 = add %7 %8
+             in %9, %7)
+           %10: [2]f32 = scatter [2] %0 (\\%11: []i64, %12: []i64 ->
+             %13: []i64 = idiv %11 3:i64
+             in %13)
+           in %3, %6, %10
+         }",
+    );
+    let source = f32s(
+        &[6, 2],
+        &[1e8, 1.0, 1.0, 2.0, -1e8, 3.0, 1.0, 4.0, 0.5, 5.0, -0.5, 6.0],
+    );
+    for targets in [[0, 0, 0, 0, 1, 1], [2, -1, 2, 3, 2, 0], [1, 1, 1, 1, 1, 1]] {
+        let inputs = [
+            source.clone(),
+            i64s(&[6], &targets),
+            i64s(&[2, 3], &[1, 2, 3, 4, 5, 6]),
+        ];
+        check_bulk(&program, &inputs);
+    }
+}
+
+#[test]
+fn cond_fold_and_scan_run_bulk_bodies() {
+    let program = parse(
+        "program(%0: [4, 3]f64, %1: []bool) {
+           %20: [3]f64 = index %0 [0:i64]
+           %2: [3]f64 = fold 4 (%20) (\\%3: []i64, %4: [3]f64 ->
+             %5: [3]f64 = index %0 [%3]
+             %6: [3]f64 = add %4 %5
+             in %6)
+           %7: []f64, %8: [4, 3]f64 = scan 4 (0.0:f64) (\\%9: []i64, %10: []f64 ->
+             %11: [3]f64 = gather [3] %0 (\\%12: []i64 ->
+               %13: []i64 = sub %9 %12
+               in %13, %12)
+             %14: []f64 = sumOuter %11
+             %15: []f64 = add %10 %14
+             in %15, %11)
+           %16: [3]f64 = cond %1 (\\ ->
+             in %2) (\\ ->
+             %17: [3]f64 = index %0 [9:i64]
+             in %17)
+           in %7, %8, %16
+         }",
+    );
+    let x = f64s(&[4, 3], &counting(12));
+    for flag in [true, false] {
+        check_bulk(
+            &program,
+            &[x.clone(), Array::new(vec![], ArrayData::Bool(vec![flag]))],
+        );
+    }
+}
+
+#[test]
+fn unbatchable_index_functions_run_per_point() {
+    // The index function folds over its own parameter: batch mode has no rule for that.
+    let program = parse(
+        "program(%0: [6]f64) {
+           %1: [4]f64 = gather [4] %0 (\\%2: []i64 ->
+             %3: []i64 = fold 3 (%2) (\\%4: []i64, %5: []i64 ->
+               %6: []i64 = add %5 %4
+               in %6)
+             in %3)
+           in %1
+         }",
+    );
+    let report = check(&program, &[f64s(&[6], &counting(6))]);
+    assert_eq!(report.index_fn_fallbacks, 1);
+    assert_eq!(report.build1_fallbacks, 0);
+}
+
+#[test]
+fn build1_runs_through_the_fallback() {
+    let program = parse(
+        "program(%0: [3]f64) {
+           %1: [3, 2]f64 = build1 3 (\\%2: []i64 ->
+             %3: []f64 = index %0 [%2]
+             %4: []f64 = mul %3 %3
+             %5: [2]f64 = table [%3, %4]
+             in %5)
+           in %1
+         }",
+    );
+    let report = check(&program, &[f64s(&[3], &[1.0, -2.0, 0.5])]);
+    assert_eq!(report.build1_fallbacks, 1);
+    let batched = check_with(&program, &[f64s(&[3], &[1.0, -2.0, 0.5])], true);
+    assert_eq!(batched.report.build1_fallbacks, 0);
+}
+
+#[test]
+fn large_arrays_take_the_parallel_paths() {
+    let n = 2 * PAR_THRESHOLD + 123;
+    let text = format!(
+        "program(%0: [{n}]f64, %1: [{n}]i64) {{
+           %2: [{n}, 2]f64 = gather [{n}, 2] %0 (\\%3: []i64, %4: []i64 ->
+             %5: []i64 = index %1 [%3]
+             %6: []i64 = add %5 %4
+             in %6)
+           %7: [{n}, 2]f64 = exp %2
+           %8: [{n}, 2]f64 = mul %7 %2
+           %9: [2]f64 = sumOuter %8
+           %10: [2, {n}]f64 = tr [1, 0] %8
+           %11: [2]f64 = gather [2] %10 (\\%12: []i64 ->
+             in %12, 17:i64)
+           %13: [2, {n}]f64 = cast_f64 %10
+           in %9, %11, %13
+         }}"
+    );
+    let program = parse(&text);
+    let mut rng = Rng::new(3);
+    let x = random_array(&mut rng, &crate::core::ir::ArrTy::new(vec![n], Elem::F64));
+    let perm: Vec<i64> = (0..n as i64)
+        .map(|i| (i * 7919) % (n as i64 + 3) - 1)
+        .collect();
+    check_bulk(&program, &[x, i64s(&[n], &perm)]);
+}
+
+#[test]
+fn interrupt_stops_the_run() {
+    let program = parse(
+        "program(%0: [3]f64) {
+           %1: [3]f64 = fold 1000000 (%0) (\\%2: []i64, %3: [3]f64 ->
+             %4: [3]f64 = add %3 %0
+             in %4)
+           in %1
+         }",
+    );
+    let flag = Arc::new(AtomicBool::new(true));
+    let config = ExecConfig {
+        strict: false,
+        interrupt: Some(flag.clone()),
+    };
+    let x = f64s(&[3], &[1.0, 2.0, 3.0]);
+    assert_eq!(
+        super::run(&program, std::slice::from_ref(&x), &config),
+        Err(InterpError::Interrupted)
+    );
+    flag.store(false, Ordering::Relaxed);
+    let (_, report) = run_with_report(&program, &[x], &config).unwrap();
+    assert_eq!(report.statements, 1 + 1_000_000);
+}
+
+#[test]
+fn conversions_share_memory_where_they_can() {
+    let array = f64s(&[2, 3], &counting(6));
+    let tensor = Tensor::from(array.clone());
+    assert_eq!(tensor.to_array(), array);
+    // A sole owner converts without copying.
+    let unique = Array::new(vec![2, 3], ArrayData::F64(counting(6)));
+    let ArrayData::F64(data) = &*unique.data else {
+        unreachable!()
+    };
+    let address = data.as_ptr();
+    let Tensor::F64(nd) = Tensor::from(unique) else {
+        unreachable!()
+    };
+    assert_eq!(nd.as_ptr(), address);
+    let back = Tensor::F64(nd).into_array();
+    let ArrayData::F64(data) = &*back.data else {
+        unreachable!()
+    };
+    assert_eq!(data.as_ptr(), address);
+    // A transposed view converts to row-major order.
+    let transposed = Tensor::from_array(&array).permute(&[1, 0]);
+    assert_eq!(
+        transposed.into_array(),
+        f64s(&[3, 2], &[-3.0, -1.5, -2.5, -1.0, -2.0, -0.5])
+    );
+    let nd = from_vec(&[2, 2], vec![1i64, 2, 3, 4]);
+    let row = Tensor::I64(nd.index_axis_move(ndarray::Axis(0), 1));
+    assert_eq!(row.into_array(), i64s(&[2], &[3, 4]));
+}
+
+// Primitives, on edge values.
+
+fn edge_values(elem: Elem) -> Vec<Scalar> {
+    match elem {
+        Elem::F32 => [
+            0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 0.5, 3.0, -7.0, 1e30, -1e-30,
+        ]
+        .into_iter()
+        .chain([
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MAX,
+            f32::MIN_POSITIVE,
+        ])
+        .map(Scalar::F32)
+        .collect(),
+        Elem::F64 => [
+            0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 0.5, 3.0, -7.0, 1e300, -1e-300,
+        ]
+        .into_iter()
+        .chain([
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+        ])
+        .map(Scalar::F64)
+        .collect(),
+        Elem::I32 => [0, 1, -1, 2, -2, 3, -7, 7, i32::MIN, i32::MAX, i32::MIN + 1]
+            .into_iter()
+            .map(Scalar::I32)
+            .collect(),
+        Elem::I64 => [0, 1, -1, 2, -2, 3, -7, 7, i64::MIN, i64::MAX, i64::MIN + 1]
+            .into_iter()
+            .map(Scalar::I64)
+            .collect(),
+        Elem::U32 => [0, 1, 2, 3, 7, u32::MAX, u32::MAX - 1]
+            .into_iter()
+            .map(Scalar::U32)
+            .collect(),
+        Elem::U64 => [0, 1, 2, 3, 7, u64::MAX, u64::MAX - 1]
+            .into_iter()
+            .map(Scalar::U64)
+            .collect(),
+        Elem::Bool => vec![Scalar::Bool(false), Scalar::Bool(true)],
+    }
+}
+
+fn tensor_of(elem: Elem, scalars: &[Scalar]) -> Tensor {
+    let mut data = ArrayData::with_capacity(elem, scalars.len());
+    for &scalar in scalars {
+        data.push(scalar);
+    }
+    Tensor::from(Array::new(vec![scalars.len()], data))
+}
+
+fn scalars_of(tensor: Tensor) -> Vec<Scalar> {
+    let array = tensor.into_array();
+    (0..array.n_elems())
+        .map(|flat| array.data.get(flat))
+        .collect()
+}
+
+/// Every operand combination of edge values for `prim` with operand types `elems`, as
+/// columns (one per operand).
+fn operand_columns(elems: &[Elem]) -> Vec<Vec<Scalar>> {
+    let values: Vec<Vec<Scalar>> = elems.iter().map(|&elem| edge_values(elem)).collect();
+    let n_rows: usize = values.iter().map(Vec::len).product();
+    let mut columns = vec![Vec::with_capacity(n_rows); elems.len()];
+    for row in 0..n_rows {
+        let mut rest = row;
+        for (column, vals) in columns.iter_mut().zip(&values).rev() {
+            column.push(vals[rest % vals.len()]);
+            rest /= vals.len();
+        }
+    }
+    columns
+}
+
+/// The operand element types a primitive accepts (all operands one type, except `select`).
+fn operand_elems(prim: Prim) -> Vec<Vec<Elem>> {
+    ALL_ELEMS
+        .iter()
+        .map(|&elem| match prim.arity() {
+            3 => vec![Elem::Bool, elem, elem],
+            arity => vec![elem; arity],
+        })
+        .filter(|elems| prim.result_elem(elems).is_ok())
+        .collect()
+}
+
+#[test]
+fn fast_paths_agree_with_prim_eval() {
+    let casts = ALL_ELEMS.iter().map(|&elem| Prim::Cast(elem));
+    let mut n_checked = 0;
+    for prim in ALL_PRIMS.iter().copied().chain(casts) {
+        for elems in operand_elems(prim) {
+            let columns = operand_columns(&elems);
+            let n_rows = columns[0].len();
+            let operands: Vec<Tensor> = elems
+                .iter()
+                .zip(&columns)
+                .map(|(&elem, column)| tensor_of(elem, column))
+                .collect();
+            let expected: Vec<Scalar> = (0..n_rows)
+                .map(|row| {
+                    let args: Vec<Scalar> = columns.iter().map(|column| column[row]).collect();
+                    prim.eval(&args)
+                })
+                .collect();
+            let fast = scalars_of(eval_prim(prim, &operands, &[n_rows]));
+            let generic = scalars_of(match &operands[..] {
+                [x] => generic_unary(prim, x, &[n_rows]),
+                [x, y] => generic_binary(prim, x, y, &[n_rows]),
+                [c, x, y] => generic_ternary(prim, c, x, y, &[n_rows]),
+                _ => unreachable!("arity is 1 to 3"),
+            });
+            for row in 0..n_rows {
+                let args: Vec<Scalar> = columns.iter().map(|column| column[row]).collect();
+                assert!(
+                    same_scalar(fast[row], expected[row]),
+                    "{} {args:?}: fast path gives {:?}, eval {:?}",
+                    prim.name(),
+                    fast[row],
+                    expected[row]
+                );
+                assert!(
+                    same_scalar(generic[row], expected[row]),
+                    "{} {args:?}",
+                    prim.name()
+                );
+            }
+            // The last operand as a rank-0 constant (the broadcast path).
+            if let Some((last, first)) = columns.split_last() {
+                let constant = last[0];
+                let mut operands: Vec<Tensor> = elems
+                    .iter()
+                    .zip(first)
+                    .map(|(&elem, column)| tensor_of(elem, column))
+                    .collect();
+                if !operands.is_empty() {
+                    operands.push(Tensor::scalar(constant));
+                    let res = scalars_of(eval_prim(prim, &operands, &[n_rows]));
+                    for (row, &got) in res.iter().enumerate() {
+                        let mut args: Vec<Scalar> =
+                            first.iter().map(|column| column[row]).collect();
+                        args.push(constant);
+                        assert!(
+                            same_scalar(got, prim.eval(&args)),
+                            "{} {args:?}",
+                            prim.name()
+                        );
+                    }
+                }
+            }
+            n_checked += n_rows;
+        }
+    }
+    assert!(n_checked > 10_000, "only {n_checked} cases");
+}
+
+#[test]
+fn fast_paths_agree_in_parallel_and_on_strided_operands() {
+    // Large random operands (parallel kernels), one of them transposed (the Zip path).
+    let mut rng = Rng::new(11);
+    let shape = [PAR_THRESHOLD / 64 + 5, 64];
+    for prim in [
+        Prim::Add,
+        Prim::Mul,
+        Prim::Div,
+        Prim::Max,
+        Prim::Exp,
+        Prim::Lt,
+        Prim::Mod,
+    ] {
+        for elem in [Elem::F32, Elem::F64, Elem::I64] {
+            let elems = vec![elem; prim.arity()];
+            if prim.result_elem(&elems).is_err() {
+                continue;
+            }
+            let ty = crate::core::ir::ArrTy::new(vec![shape[1], shape[0]], elem);
+            let arrays: Vec<Array> = (0..prim.arity())
+                .map(|_| random_array(&mut rng, &ty))
+                .collect();
+            let operands: Vec<Tensor> = arrays
+                .iter()
+                .map(|array| Tensor::from_array(array).permute(&[1, 0]))
+                .collect();
+            let mut contiguous: Vec<Tensor> = operands.clone();
+            contiguous[0] = Tensor::from_array(&operands[0].to_array());
+            for ops in [&operands, &contiguous] {
+                let got = eval_prim(prim, ops, &shape).into_array();
+                let columns: Vec<Array> = ops.iter().map(Tensor::to_array).collect();
+                for flat in 0..got.n_elems() {
+                    let args: Vec<Scalar> = columns.iter().map(|a| a.data.get(flat)).collect();
+                    assert!(
+                        same_scalar(got.data.get(flat), prim.eval(&args)),
+                        "{}",
+                        prim.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
+// Random programs.
+
+fn has_build1(program: &Program) -> bool {
+    program.blocks.values().any(|block| {
+        block
+            .stmts
+            .iter()
+            .any(|stmt| matches!(stmt.expr, crate::core::ir::Expr::Build1 { .. }))
+    })
+}
+
+#[test]
+fn random_programs_agree_with_the_interpreter() {
+    let config = GenConfig::default();
+    let mut n_bulk = 0;
+    let mut n_strict_failed = 0;
+    for seed in 0..1500 {
+        let program = random_program(seed, &config);
+        let inputs = random_inputs(&program, seed);
+        let Checked {
+            report,
+            strict_failed,
+        } = check_with(&program, &inputs, false);
+        n_strict_failed += usize::from(strict_failed);
+        if !has_build1(&program) {
+            n_bulk += 1;
+            assert_eq!(report.build1_fallbacks, 0);
+            // testgen's index functions are index arithmetic only.
+            assert_eq!(report.index_fn_fallbacks, 0, "seed {seed}\n{program}");
+        }
+    }
+    assert!(n_bulk > 300, "only {n_bulk} build1-free programs");
+    assert!(
+        n_strict_failed > 300,
+        "only {n_strict_failed} strict errors compared"
+    );
+}
+
+#[test]
+fn random_build1_bodies_agree_in_batch_mode() {
+    // Running every `build1` in batch mode puts testgen's rich bodies (computed and
+    // out-of-range indices, conds on batched conditions, tables, sums, …) through the rules
+    // that index functions use.
+    let config = GenConfig {
+        max_depth: 3,
+        ..GenConfig::default()
+    };
+    let (mut n_build1, mut n_fallbacks, mut n_strict_failed) = (0, 0, 0);
+    for seed in 0..1500 {
+        let program = random_program(seed, &config);
+        let inputs = random_inputs(&program, seed);
+        let checked = check_with(&program, &inputs, true);
+        n_build1 += usize::from(has_build1(&program));
+        n_fallbacks += checked.report.build1_fallbacks;
+        n_strict_failed += usize::from(checked.strict_failed);
+    }
+    // Most bodies batch (the others nest build1, fold, … on the batched index).
+    assert!(
+        n_build1 > 300 && n_fallbacks < n_build1 / 3,
+        "{n_fallbacks} fallbacks for {n_build1} programs"
+    );
+    assert!(
+        n_strict_failed > 300,
+        "only {n_strict_failed} strict errors compared"
+    );
+}

@@ -1,0 +1,1206 @@
+//! Printing the surface AST back as dx source: the `parse` stage of `%passes` (LANGUAGE.md §6).
+//!
+//! Guarantees: the text of `print_block` parses (`parse_code`) back to the same tree, spans
+//! aside, and is one chunk for `split_chunks`; likewise `print_expr` with `parse_expr` (except
+//! for a let-block at the very top, which `parse_expr` cannot read). The grouping the parser
+//! chose is explicit: every binary operator, unary minus, `e @ T` and `(e :: T)` is printed in
+//! parentheses (`(a + (b * c))`), and so is every non-atomic argument (`f (g x) y[i]`).
+//!
+//! Layout follows the layout rule of `layout.rs` (Note [Layout rule]): a let-block goes on the
+//! lines after its opener (`=`, the `.` of a lambda or `for`, `then`, `else`, a command),
+//! indented two spaces more than the block item it is in; other bodies stay on their opener's
+//! line (`fold 0.0 \i c.` + an indented block). What follows a let-block in the same item (an
+//! `else`, the `)` around a lambda) starts a line at the item's own column, where it can only
+//! continue the item. At the top level that column would be 0, which starts a new block of the
+//! file, so there such lines go to column 2: the body of a command or binding moves to its own
+//! lines (`:p` + indented body), a bare expression keeps its first line at column 0.
+
+use super::ast::*;
+
+/// Prints one code block (its pragma lines, then its declaration), without a final newline.
+pub fn print_block(block: &CodeBlock) -> String {
+    let mut lines: Vec<String> = block.pragmas.iter().map(pragma).collect();
+    lines.push(decl(&block.decl));
+    lines.join("\n")
+}
+
+/// Prints an expression as a bare top-level expression (the layout of the module header). A
+/// let-block at the top is printed as its lines, all at column 0.
+pub fn print_expr(expr: &Expr) -> String {
+    match &expr.kind {
+        ExprKind::Block { stmts, result } => block_lines(stmts, result, 0),
+        _ => top_expr(expr),
+    }
+}
+
+/// The column of continuation lines of a top-level item (`else`, a closing `)`) when they
+/// cannot be at column 0.
+const TOP_CONTINUATION: usize = 2;
+/// Indentation per nested block.
+const STEP: usize = 2;
+
+fn pragma(pragma: &Pragma) -> String {
+    match pragma {
+        Pragma::Passes(stages) => {
+            let names: Vec<&str> = stages.iter().map(|stage| stage.name.as_str()).collect();
+            format!("%passes {}", names.join(" "))
+        }
+        Pragma::Time => "%time".to_string(),
+        Pragma::Bench(name) => format!("%bench {}", quoted(name)),
+        Pragma::Strict => "%strict".to_string(),
+    }
+}
+
+fn decl(decl: &Decl) -> String {
+    match decl {
+        Decl::Def(def) => fun_def(def, 0),
+        Decl::Let(binding) => let_binding(binding, 0),
+        Decl::Command {
+            command,
+            expr,
+            bare: true,
+        } if *command == Command::Print && !matches!(expr.kind, ExprKind::Block { .. }) => {
+            top_expr(expr)
+        }
+        Decl::Command { command, expr, .. } => {
+            format!("{}{}", command_name(*command), body(expr, 0).text)
+        }
+        Decl::Import(name) => format!("import {}", name.name),
+    }
+}
+
+fn command_name(command: Command) -> &'static str {
+    match command {
+        Command::Print => ":p",
+        Command::Type => ":t",
+        Command::Plot => ":plot",
+        Command::PlotGrad => ":plotgrad",
+        Command::Table => ":table",
+        Command::Stages => ":stages",
+    }
+}
+
+/// `def name(params) -> R given (n|Ix) =` and the body, always on the next lines.
+fn fun_def(def: &FunDef, ind: usize) -> String {
+    let params: Vec<String> = def
+        .params
+        .iter()
+        .map(|param| match &param.ty {
+            Some(ty) => format!("{}: {}", pattern(&param.pat), type_expr(ty, TyLevel::Full)),
+            None => pattern(&param.pat),
+        })
+        .collect();
+    let mut head = format!("def {}({})", def.name.name, params.join(", "));
+    if let Some(ret) = &def.ret {
+        head.push_str(" -> ");
+        head.push_str(&type_expr(ret, TyLevel::Full));
+    }
+    if !def.given.is_empty() {
+        let binders: Vec<String> = def
+            .given
+            .iter()
+            .map(|binder| match &binder.class {
+                Some(class) => format!("{}|{}", binder.name.name, class.name),
+                None => binder.name.name.clone(),
+            })
+            .collect();
+        head.push_str(&format!(" given ({})", binders.join(", ")));
+    }
+    format!("{head} ={}", block_body(&def.body, ind))
+}
+
+/// `pat = value`, `pat: T = value`.
+fn let_binding(binding: &LetBinding, ind: usize) -> String {
+    let lhs = match &binding.ty {
+        Some(ty) => format!(
+            "{}: {}",
+            pattern(&binding.pat),
+            type_expr(ty, TyLevel::Full)
+        ),
+        None => pattern(&binding.pat),
+    };
+    format!("{lhs} ={}", body(&binding.value, ind).text)
+}
+
+fn pattern(pat: &Pattern) -> String {
+    match pat {
+        Pattern::Var(ident) => ident.name.clone(),
+        Pattern::Tuple(items, _) => format!("({})", patterns(items)),
+        Pattern::Table(items, _) => format!("[{}]", patterns(items)),
+        Pattern::Wildcard(_) => "_".to_string(),
+    }
+}
+
+fn patterns(items: &[Pattern]) -> String {
+    let items: Vec<String> = items.iter().map(pattern).collect();
+    items.join(", ")
+}
+
+/// Printed text. Lines after the first carry their own indentation; the first has none.
+struct Out {
+    text: String,
+    /// The text ends in a body printed on its own lines (a let-block): what follows it in the
+    /// same item must start a new line at the item's column.
+    open: bool,
+}
+
+impl Out {
+    fn closed(text: String) -> Out {
+        Out { text, open: false }
+    }
+}
+
+/// Appends `closer` (`)`, `]`, `, `, ` else`, ...) to `out`: on a new line at column `ind` when
+/// `out` ends in an open block.
+fn close(out: Out, ind: usize, closer: &str) -> String {
+    if out.open {
+        format!("{}\n{}{}", out.text, spaces(ind), closer.trim_start())
+    } else {
+        format!("{}{closer}", out.text)
+    }
+}
+
+fn spaces(count: usize) -> String {
+    " ".repeat(count)
+}
+
+/// A body after its opener (`=`, `.`, `then`, `else`, `:p`), with the space or line break
+/// that separates it from the opener. A let-block goes on the next lines, indented `STEP` more
+/// than the item at column `ind`; so does, at the top level, a body that would otherwise need
+/// a line at column 0.
+fn body(expr: &Expr, ind: usize) -> Out {
+    let inner = ind + STEP;
+    let text = match &expr.kind {
+        ExprKind::Block { stmts, result } => block_lines(stmts, result, inner),
+        _ => {
+            let out = Printer.expr(expr, Ctx::Expr, ind);
+            if ind > 0 || !has_line_at_column_0(&out.text) {
+                return Out {
+                    text: format!(" {}", out.text),
+                    open: out.open,
+                };
+            }
+            Printer.expr(expr, Ctx::Expr, inner).text
+        }
+    };
+    Out {
+        text: format!("\n{}{text}", spaces(inner)),
+        open: true,
+    }
+}
+
+/// An expression as a top-level item of its own (a bare expression): its continuation lines
+/// move to column `TOP_CONTINUATION` when one would be at column 0.
+fn top_expr(expr: &Expr) -> String {
+    let out = Printer.expr(expr, Ctx::Expr, 0);
+    if has_line_at_column_0(&out.text) {
+        Printer.expr(expr, Ctx::Expr, TOP_CONTINUATION).text
+    } else {
+        out.text
+    }
+}
+
+fn has_line_at_column_0(text: &str) -> bool {
+    text.lines()
+        .skip(1)
+        .any(|line| !line.is_empty() && !line.starts_with(' '))
+}
+
+/// A body always on the lines after its opener (a `def`'s).
+fn block_body(expr: &Expr, ind: usize) -> String {
+    let inner = ind + STEP;
+    let text = match &expr.kind {
+        ExprKind::Block { stmts, result } => block_lines(stmts, result, inner),
+        _ => Printer.expr(expr, Ctx::Expr, inner).text,
+    };
+    format!("\n{}{text}", spaces(inner))
+}
+
+/// The items of a let-block at column `ind` (the first line not indented).
+fn block_lines(stmts: &[Stmt], result: &Expr, ind: usize) -> String {
+    let mut lines: Vec<String> = stmts
+        .iter()
+        .map(|stmt| match stmt {
+            Stmt::Let(binding) => let_binding(binding, ind),
+            Stmt::Def(def) => fun_def(def, ind),
+        })
+        .collect();
+    lines.push(match &result.kind {
+        // Not produced by the parser (a block's result is an expression).
+        ExprKind::Block { .. } => Printer.expr(result, Ctx::Atom, ind).text,
+        _ => Printer.expr(result, Ctx::Expr, ind).text,
+    });
+    lines.join(&format!("\n{}", spaces(ind)))
+}
+
+/// Where an expression is printed, from the loosest position to the tightest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Ctx {
+    /// Extends to the end of the enclosing construct: a body, a block's result. A lambda,
+    /// `for` or `if` needs no parentheses, nor does a trailing lambda or `for` argument.
+    Expr,
+    /// An operand of an operator, `@`, `::`, an `if` condition, an item of a tuple, table,
+    /// index list or call: an application is fine, a lambda, `for` or `if` is not.
+    Operand,
+    /// An argument of a juxtaposition, the base of indexing or of a call: an atom or a postfix
+    /// expression (`x[i]`, `f(n=2)`).
+    Arg,
+    /// The size in `Fin e`: an atom only.
+    Atom,
+}
+
+/// How tightly an expression binds as printed (the tightest `Ctx` it can stand in).
+fn level(expr: &Expr) -> Ctx {
+    match &expr.kind {
+        ExprKind::Var(_)
+        | ExprKind::Lit(_)
+        | ExprKind::Tuple(_)
+        | ExprKind::Table(_)
+        | ExprKind::BinOp { .. }
+        | ExprKind::Neg(_)
+        | ExprKind::At { .. }
+        | ExprKind::Annot { .. } => Ctx::Atom,
+        ExprKind::Index { .. } => Ctx::Arg,
+        ExprKind::App { .. } if has_named_arg(expr) => Ctx::Arg,
+        ExprKind::App { .. } => Ctx::Operand,
+        ExprKind::Lam { .. } | ExprKind::For { .. } | ExprKind::If { .. } => Ctx::Expr,
+        // Printed in parentheses on its own lines (`Printer::expr`); the parser never puts a
+        // block where this matters.
+        ExprKind::Block { .. } => Ctx::Atom,
+    }
+}
+
+/// The head and the arguments (with their names) of an application spine.
+fn spine(expr: &Expr) -> (&Expr, Vec<(&Expr, Option<&Ident>)>) {
+    let mut args = Vec::new();
+    let mut head = expr;
+    while let ExprKind::App { func, arg, name } = &head.kind {
+        args.push((&**arg, name.as_ref()));
+        head = func;
+    }
+    args.reverse();
+    (head, args)
+}
+
+fn has_named_arg(expr: &Expr) -> bool {
+    let mut expr = expr;
+    while let ExprKind::App { func, name, .. } = &expr.kind {
+        if name.is_some() {
+            return true;
+        }
+        expr = func;
+    }
+    false
+}
+
+struct Printer;
+
+impl Printer {
+    /// Prints `expr` in position `ctx` of an item whose continuation column is `ind`.
+    fn expr(&self, expr: &Expr, ctx: Ctx, ind: usize) -> Out {
+        if level(expr) < ctx {
+            let inner = self.expr(expr, Ctx::Expr, ind);
+            return Out::closed(format!("({}", close(inner, ind, ")")));
+        }
+        match &expr.kind {
+            ExprKind::Var(ident) => Out::closed(ident.name.clone()),
+            ExprKind::Lit(lit) => Out::closed(literal(lit)),
+            ExprKind::Lam {
+                params,
+                body: lam_body,
+            } => {
+                let params: Vec<String> = params.iter().map(lambda_param).collect();
+                self.headed(format!("\\{}.", params.join(" ")), lam_body, ind)
+            }
+            ExprKind::For {
+                binders,
+                body: for_body,
+            } => {
+                let binders: Vec<String> = binders
+                    .iter()
+                    .map(|binder| match &binder.ty {
+                        Some(ty) => {
+                            format!("{}:{}", binder.name.name, type_expr(ty, TyLevel::Binder))
+                        }
+                        None => binder.name.name.clone(),
+                    })
+                    .collect();
+                self.headed(format!("for {}.", binders.join(" ")), for_body, ind)
+            }
+            ExprKind::If {
+                cond,
+                then_branch,
+                else_branch,
+            } => {
+                let cond = self.expr(cond, Ctx::Operand, ind);
+                let head = format!("if {}", close(cond, ind, " then"));
+                let then_branch = body(then_branch, ind);
+                let then_open = then_branch.open;
+                let head = format!("{head}{}", then_branch.text);
+                let else_branch = body(else_branch, ind);
+                let head = if then_open {
+                    format!("{head}\n{}else", spaces(ind))
+                } else {
+                    format!("{head} else")
+                };
+                Out {
+                    text: format!("{head}{}", else_branch.text),
+                    open: else_branch.open,
+                }
+            }
+            ExprKind::App { .. } => self.app(expr, ctx, ind),
+            ExprKind::BinOp { op, lhs, rhs } => {
+                let lhs = self.expr(lhs, Ctx::Operand, ind);
+                let lhs = close(lhs, ind, &format!(" {} ", op.symbol()));
+                let rhs = self.expr(rhs, Ctx::Operand, ind);
+                Out::closed(format!("({lhs}{})", close(rhs, ind, "")))
+            }
+            ExprKind::Neg(inner) => {
+                let inner = self.expr(inner, Ctx::Operand, ind);
+                Out::closed(format!("(-{}", close(inner, ind, ")")))
+            }
+            ExprKind::Index { base, indices } => {
+                let base = self.expr(base, Ctx::Arg, ind);
+                let base = close(base, ind, "[");
+                Out::closed(format!("{base}{}", self.list(indices, ind, "]")))
+            }
+            ExprKind::Tuple(items) => Out::closed(format!("({}", self.list(items, ind, ")"))),
+            ExprKind::Table(items) => Out::closed(format!("[{}", self.list(items, ind, "]"))),
+            ExprKind::At { value, ty } => {
+                let value = self.expr(value, Ctx::Operand, ind);
+                let ty = type_expr(ty, TyLevel::Full);
+                Out::closed(format!("({})", close(value, ind, &format!(" @ {ty}"))))
+            }
+            ExprKind::Annot { expr: inner, ty } => {
+                let inner = self.expr(inner, Ctx::Operand, ind);
+                let ty = type_expr(ty, TyLevel::Full);
+                Out::closed(format!("({})", close(inner, ind, &format!(" :: {ty}"))))
+            }
+            ExprKind::Block { stmts, result } => {
+                let inner = ind + STEP;
+                let lines = block_lines(stmts, result, inner);
+                Out::closed(format!("(\n{}{lines}\n{})", spaces(inner), spaces(ind)))
+            }
+        }
+    }
+
+    /// A lambda or `for`: its head, then its body.
+    fn headed(&self, head: String, expr: &Expr, ind: usize) -> Out {
+        let out = body(expr, ind);
+        Out {
+            text: format!("{head}{}", out.text),
+            open: out.open,
+        }
+    }
+
+    /// Comma-separated items in `Operand` position, then `closer`.
+    fn list(&self, items: &[Expr], ind: usize, closer: &str) -> String {
+        let mut text = String::new();
+        for (index, item) in items.iter().enumerate() {
+            let out = self.expr(item, Ctx::Operand, ind);
+            let sep = if index + 1 == items.len() {
+                closer
+            } else {
+                ", "
+            };
+            text.push_str(&close(out, ind, sep));
+        }
+        if items.is_empty() {
+            text.push_str(closer);
+        }
+        text
+    }
+
+    /// An application: `f x (g y)`, with a trailing lambda or `for` in `Expr` position
+    /// (`fold 0.0 \i c. c`), or `f(x, n=2)` when an argument is named.
+    fn app(&self, expr: &Expr, ctx: Ctx, ind: usize) -> Out {
+        let (head, args) = spine(expr);
+        let head = self.expr(head, Ctx::Arg, ind);
+        if args.iter().any(|(_, name)| name.is_some()) {
+            let mut text = close(head, ind, "(");
+            for (index, (arg, name)) in args.iter().enumerate() {
+                if let Some(name) = name {
+                    text.push_str(&format!("{}=", name.name));
+                }
+                let out = self.expr(arg, Ctx::Operand, ind);
+                let sep = if index + 1 == args.len() { ")" } else { ", " };
+                text.push_str(&close(out, ind, sep));
+            }
+            return Out::closed(text);
+        }
+        let mut text = head.text;
+        let mut open = head.open;
+        for (index, (arg, _)) in args.iter().enumerate() {
+            let trailing = ctx == Ctx::Expr
+                && index + 1 == args.len()
+                && matches!(arg.kind, ExprKind::Lam { .. } | ExprKind::For { .. });
+            let arg_ctx = if trailing { Ctx::Expr } else { Ctx::Arg };
+            text = close(Out { text, open }, ind, " ");
+            let out = self.expr(arg, arg_ctx, ind);
+            text.push_str(&out.text);
+            open = out.open;
+        }
+        Out { text, open }
+    }
+}
+
+fn lambda_param(param: &Param) -> String {
+    match &param.ty {
+        Some(ty) => format!("{}:{}", pattern(&param.pat), type_expr(ty, TyLevel::Binder)),
+        None => pattern(&param.pat),
+    }
+}
+
+fn literal(lit: &Lit) -> String {
+    match lit {
+        Lit::Int(value) => value.to_string(),
+        Lit::Float(value) if value.is_nan() => "nan".to_string(),
+        Lit::Float(value) if value.is_infinite() && *value > 0.0 => "infinity".to_string(),
+        Lit::Float(value) if value.is_infinite() => "(-infinity)".to_string(),
+        // Rust's `Debug` keeps a `.` or an exponent (`1.0`, `1e-7`) and round-trips exactly.
+        Lit::Float(value) if *value < 0.0 => format!("(-{:?})", -value),
+        Lit::Float(value) => format!("{value:?}"),
+        Lit::Bool(true) => "True".to_string(),
+        Lit::Bool(false) => "False".to_string(),
+        Lit::Str(text) => quoted(text),
+    }
+}
+
+/// A string literal, escaped as the lexer unescapes it.
+fn quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for ch in text.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            other => out.push(other),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Where a type is printed, from the loosest position to the tightest (the levels of the
+/// grammar: `ty`, `ty_table`, `ty_binder`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum TyLevel {
+    /// Anywhere a full type may stand: a function type needs no parentheses.
+    Full,
+    /// A table's element: a table needs no parentheses.
+    Table,
+    /// A `for` or lambda binder's type, a table's index: a name, `_` or a tuple.
+    Binder,
+}
+
+fn type_expr(ty: &TypeExpr, at: TyLevel) -> String {
+    let (text, own) = match &ty.kind {
+        TypeExprKind::Name(ident) => (ident.name.clone(), TyLevel::Binder),
+        TypeExprKind::Hole => ("_".to_string(), TyLevel::Binder),
+        TypeExprKind::Tuple(items) => {
+            let items: Vec<String> = items
+                .iter()
+                .map(|item| type_expr(item, TyLevel::Full))
+                .collect();
+            (format!("({})", items.join(", ")), TyLevel::Binder)
+        }
+        TypeExprKind::Fin(size) => {
+            let size = Printer.expr(size, Ctx::Atom, TOP_CONTINUATION).text;
+            // `Fin n` may stand where a table may; Dex writes `(Fin 3) => Float` anyway.
+            (format!("Fin {size}"), TyLevel::Table)
+        }
+        TypeExprKind::Table(index, elem) => {
+            let index = type_expr(index, TyLevel::Binder);
+            let elem = type_expr(elem, TyLevel::Table);
+            (format!("{index} => {elem}"), TyLevel::Table)
+        }
+        TypeExprKind::Fun(params, result) => {
+            let params = match params.as_slice() {
+                // `(a, b) -> c` has two parameters; one tuple parameter is `((a, b)) -> c`.
+                [param @ TypeExpr {
+                    kind: TypeExprKind::Tuple(_),
+                    ..
+                }] => format!("({})", type_expr(param, TyLevel::Full)),
+                [param] => type_expr(param, TyLevel::Binder),
+                _ => {
+                    let params: Vec<String> = params
+                        .iter()
+                        .map(|param| type_expr(param, TyLevel::Full))
+                        .collect();
+                    format!("({})", params.join(", "))
+                }
+            };
+            let result = type_expr(result, TyLevel::Full);
+            (format!("{params} -> {result}"), TyLevel::Full)
+        }
+    };
+    if own < at {
+        format!("({text})")
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syntax::{parse_code, parse_expr, split_chunks, ChunkKind, Span};
+
+    fn parse(src: &str) -> CodeBlock {
+        match parse_code(src, Span::new(0, src.len())) {
+            Ok(block) => block,
+            Err(err) => panic!("parse error in {src:?}: {err:?}"),
+        }
+    }
+
+    /// `{:?}` of a tree without its spans.
+    fn without_spans(debug: &str) -> String {
+        const SPAN: &str = "Span { start: ";
+        let mut out = String::with_capacity(debug.len());
+        let mut rest = debug;
+        while let Some(at) = rest.find(SPAN) {
+            out.push_str(&rest[..at]);
+            let after = &rest[at..];
+            let end = after.find('}').map_or(after.len(), |close| close + 1);
+            out.push_str("Span");
+            rest = &after[end..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// Prints `src`'s block, checks that the text is one chunk that parses back to the same
+    /// tree (spans aside) and prints the same again, and returns it.
+    #[track_caller]
+    fn round_trip(src: &str) -> String {
+        let block = parse(src);
+        let printed = print_block(&block);
+        let chunks = split_chunks(&printed);
+        assert_eq!(chunks.len(), 1, "not one chunk:\n{printed}");
+        let reparsed = match &chunks[0].kind {
+            ChunkKind::Code(Ok(reparsed)) => reparsed.clone(),
+            ChunkKind::Code(Err(err)) => {
+                panic!("printed text does not parse: {err:?}\n{printed}")
+            }
+            other => panic!("printed text is a {other:?} chunk:\n{printed}"),
+        };
+        assert_eq!(
+            without_spans(&format!("{:?}", reparsed)),
+            without_spans(&format!("{:?}", block)),
+            "the tree changed:\n{src}\n---\n{printed}"
+        );
+        assert_eq!(print_block(&reparsed), printed);
+        printed
+    }
+
+    #[track_caller]
+    fn check(src: &str, expected: &str) {
+        assert_eq!(round_trip(src), expected, "from:\n{src}");
+    }
+
+    #[test]
+    fn print_groups_operators() {
+        check("a + b * c", "(a + (b * c))");
+        check("(a + b) * c - d / e", "(((a + b) * c) - (d / e))");
+        check(":p -x * y", ":p ((-x) * y)");
+        check(":p -f x", ":p (-f x)");
+        check(":p - -3", ":p (-(-3))");
+        check(":p x - -1.5", ":p (x - (-1.5))");
+        check(
+            ":p a < b && b <= c || not d",
+            ":p (((a < b) && (b <= c)) || not d)",
+        );
+        check(":p (a < b) == c", ":p ((a < b) == c)");
+        check(":p xs ~~ ys", ":p (xs ~~ ys)");
+        check(
+            ":p 2.0 .* m ** n **. v .** w",
+            ":p ((((2.0 .* m) ** n) **. v) .** w)",
+        );
+        check(":p a != b", ":p (a != b)");
+        check(":p a > b || a >= b", ":p ((a > b) || (a >= b))");
+    }
+
+    #[test]
+    fn print_applications_and_postfix() {
+        check(":p f x y", ":p f x y");
+        check(":p f (g x) y[i]", ":p f (g x) y[i]");
+        check(":p f $ g $ h x", ":p f (g (h x))");
+        check(":p x `mod` 5", ":p mod x 5");
+        check(":p f(x, y)", ":p f x y");
+        check(":p split_key(n=2, key)", ":p split_key(n=2, key)");
+        check(":p f(a, n=g x, b + 1)", ":p f(a, n=g x, (b + 1))");
+        check(":p (f x)(n=2)", ":p f(x, n=2)");
+        check(":p x[i, j] + x[i][j]", ":p (x[i, j] + x[i][j])");
+        check(":p (f x)[i]", ":p (f x)[i]");
+        check(":p m[i][f j, k + 1]", ":p m[i][f j, (k + 1)]");
+        check(":p iota (Fin 5)", ":p iota (Fin 5)");
+        check(":p size n", ":p size n");
+        check(":p (\\x. x) 3", ":p (\\x. x) 3");
+        check(":p f (-x)", ":p f (-x)");
+    }
+
+    #[test]
+    fn print_atoms() {
+        check(":p [1., 2.5, 1e-3, 3]", ":p [1.0, 2.5, 0.001, 3]");
+        check(":p [1e-9, 2.5e30]", ":p [1e-9, 2.5e30]");
+        check(":p []", ":p []");
+        check(":p (1, True, False)", ":p (1, True, False)");
+        check(":p ((a, b), [c])", ":p ((a, b), [c])");
+        check(":p (f x, \\y. y)", ":p (f x, (\\y. y))");
+        check(
+            ":plot xs \"a \\\"label\\\" \\\\ x\"",
+            ":plot xs \"a \\\"label\\\" \\\\ x\"",
+        );
+    }
+
+    #[test]
+    fn print_at_and_annotations() {
+        check(":p (3 @ _)", ":p (3 @ _)");
+        check(":p ordinal i + 1 @ Fin 5", ":p ((ordinal i + 1) @ Fin 5)");
+        check(":p (x @ Fin (n + 1))", ":p (x @ Fin (n + 1))");
+        check(":p (x :: Float)", ":p (x :: Float)");
+        check(":p (xs :: (Fin 3) => Float)", ":p (xs :: (Fin 3) => Float)");
+        check(
+            ":p (\\x. x :: Float -> Float)",
+            ":p ((\\x. x) :: Float -> Float)",
+        );
+        check(
+            ":p (f :: (Float, Int) -> Float)",
+            ":p (f :: (Float, Int) -> Float)",
+        );
+        check(
+            ":p (f :: ((Float, Int)) -> Float)",
+            ":p (f :: ((Float, Int)) -> Float)",
+        );
+        check(
+            ":p (f :: (n => Float) -> m => n => Float)",
+            ":p (f :: (n => Float) -> m => n => Float)",
+        );
+        check(
+            ":p (g :: (a -> b) -> (Fin 2, Fin 3) => _)",
+            ":p (g :: (a -> b) -> (Fin 2, Fin 3) => _)",
+        );
+        check(":p (x :: Fin (size m))", ":p (x :: Fin (size m))");
+        check(":p (x :: Fin (y[i]))", ":p (x :: Fin (y[i]))");
+        check(":p (x :: n => (a -> b))", ":p (x :: n => (a -> b))");
+        check(":p (x :: (n => a) => b)", ":p (x :: (n => a) => b)");
+    }
+
+    #[test]
+    fn print_lambdas_and_fors() {
+        check(":p \\x y. x + y", ":p \\x y. (x + y)");
+        check(":p \\x:Float. x", ":p \\x:Float. x");
+        check(":p \\(a, b) [c, d] _. a", ":p \\(a, b) [c, d] _. a");
+        check(
+            ":p \\x:(Fin 3 => Float) (p, q):(Float, Int). x",
+            ":p \\x:((Fin 3) => Float) (p, q):(Float, Int). x",
+        );
+        check(":p for i. x[i]", ":p for i. x[i]");
+        check(
+            ":p for i:(Fin 3) j. x[i] * y[j]",
+            ":p for i:(Fin 3) j. (x[i] * y[j])",
+        );
+        check(":p for i:n j:m. 0.0", ":p for i:n j:m. 0.0");
+        check(":p sum for i. x[i]", ":p sum for i. x[i]");
+        check(":p sum (for i. x[i]) + 1.0", ":p (sum (for i. x[i]) + 1.0)");
+        check(
+            ":p fold 0.0 \\i c. c + x[i]",
+            ":p fold 0.0 \\i c. (c + x[i])",
+        );
+        check(
+            ":p fold(0.0, \\i:n c. c + 1.0)",
+            ":p fold 0.0 \\i:n c. (c + 1.0)",
+        );
+        check(":p \\x. \\y. x", ":p \\x. \\y. x");
+        check(":p f (\\x. x) y", ":p f (\\x. x) y");
+    }
+
+    #[test]
+    fn print_ifs() {
+        check(":p if c then a else b", ":p if c then a else b");
+        check(
+            ":p if a < b then f x else g $ y",
+            ":p if (a < b) then f x else g y",
+        );
+        check(
+            ":p if c then if d then 1 else 2 else 3",
+            ":p if c then if d then 1 else 2 else 3",
+        );
+        check(
+            ":p (if c then 1 else 2) + 3",
+            ":p ((if c then 1 else 2) + 3)",
+        );
+        check(":p f (if c then 1 else 2)", ":p f (if c then 1 else 2)");
+    }
+
+    #[test]
+    fn print_let_blocks() {
+        check(
+            ":p\n  (a, b) = (2.0, 3)\n  a * i_to_f b\n",
+            ":p\n  (a, b) = (2.0, 3)\n  (a * i_to_f b)",
+        );
+        check(
+            "x = for i.\n  y = i\n  for j.\n    z = j\n    z + y\n",
+            "x = for i.\n  y = i\n  for j.\n    z = j\n    (z + y)",
+        );
+        check(
+            ":p fold(0.0, \\i c.\n    d = c + 1.0\n    d\n  )",
+            ":p fold 0.0 \\i c.\n  d = (c + 1.0)\n  d",
+        );
+        check(
+            ":p (\\x.\n    y = x\n    y\n  , 3)",
+            ":p\n  ((\\x.\n    y = x\n    y\n  ), 3)",
+        );
+        check(
+            ":p grad (\\p.\n    (a, b) = p\n    sum for i. a[i] * b[i]) ([1., 2.], [3., 4.])\n",
+            ":p\n  grad (\\p.\n    (a, b) = p\n    sum for i. (a[i] * b[i])\n  ) ([1.0, 2.0], [3.0, 4.0])",
+        );
+        check(
+            "def f(x) =\n  y : Float = x\n  def g(z) = z + y\n  [k1, k2] = split_key key\n  _ = 3\n  g y\n",
+            "def f(x) =\n  y: Float = x\n  def g(z) =\n    (z + y)\n  [k1, k2] = split_key key\n  _ = 3\n  g y",
+        );
+    }
+
+    #[test]
+    fn print_multi_line_ifs() {
+        check(
+            "x = if c\n  then\n    y = 1\n    y\n  else\n    z = 2\n    z\n",
+            "x =\n  if c then\n    y = 1\n    y\n  else\n    z = 2\n    z",
+        );
+        check(
+            "x = if c then\n  y = 1\n  y\n  else 2\n",
+            "x =\n  if c then\n    y = 1\n    y\n  else 2",
+        );
+        check(
+            ":p if c then 1 else\n    y = 2\n    y\n",
+            ":p if c then 1 else\n  y = 2\n  y",
+        );
+        check(
+            "def f(x) =\n  a = if x then\n      b = 1\n      b\n    else 2\n  (if x then\n      b = 1\n      b\n    else 2) + a\n",
+            "def f(x) =\n  a = if x then\n    b = 1\n    b\n  else 2\n  ((if x then\n    b = 1\n    b\n  else 2) + a)",
+        );
+        check(
+            ":p if (\\y.\n      z = y\n      z) 1 then 2 else 3",
+            ":p\n  if (\\y.\n    z = y\n    z\n  ) 1 then 2 else 3",
+        );
+    }
+
+    #[test]
+    fn print_bare_expressions_over_lines() {
+        check(
+            "f (\\x.\n    y = x\n    y\n  ) 3",
+            "f (\\x.\n    y = x\n    y\n  ) 3",
+        );
+        check(
+            "if c then\n    y = 1\n    y\n  else 2",
+            "if c then\n    y = 1\n    y\n  else 2",
+        );
+        check("for i.\n    y = i\n    y", "for i.\n  y = i\n  y");
+    }
+
+    #[test]
+    fn print_declarations() {
+        check(
+            "def f(x: Float, y: n=>Float) -> Float given (n|Ix, m) =\n  x",
+            "def f(x: Float, y: n => Float) -> Float given (n|Ix, m) =\n  x",
+        );
+        check("def g() = 1", "def g() =\n  1");
+        check(
+            "def h((a, b): (Float, Float), [k]) -> (Fin 2, Fin 3) => Float =\n  a",
+            "def h((a, b): (Float, Float), [k]) -> (Fin 2, Fin 3) => Float =\n  a",
+        );
+        check(
+            "def k(f: Float -> Float, x) -> Float = f x",
+            "def k(f: Float -> Float, x) -> Float =\n  f x",
+        );
+        check("x = 1", "x = 1");
+        check("x : Nat = 1", "x: Nat = 1");
+        check("Height = Fin 10", "Height = Fin 10");
+        check("(a, b) = (1, 2)", "(a, b) = (1, 2)");
+        check(":t sum", ":t sum");
+        check(":plotgrad f", ":plotgrad f");
+        check(":table xs", ":table xs");
+        check(":stages x + 1", ":stages (x + 1)");
+        check("import plot", "import plot");
+        check("sum xs", "sum xs");
+        check(
+            "%passes parse typed\n%time\n%bench \"my \\\"b\\\"\"\n%strict\n:p 1",
+            "%passes parse typed\n%time\n%bench \"my \\\"b\\\"\"\n%strict\n:p 1",
+        );
+    }
+
+    #[test]
+    fn print_sample_programs() {
+        // Programs in the style of `examples/`, each printed, parsed back and compared.
+        let programs = [
+            "def mmul(x: n=>m=>Float, y: m=>k=>Float) -> n=>k=>Float =\n  for i j. sum for l. x[i, l] * y[l, j]",
+            "def softmax'(x: n=>Float) -> n=>Float =\n  m = maximum x\n  e = for i. exp (x[i] - m)\n  s = sum e\n  for i. e[i] / s",
+            ":p\n  key = new_key 0\n  [k1, k2] = split_key key\n  xs = for i:(Fin 4). randn (ixkey k1 i)\n  (mean xs, std xs)",
+            ":p scan(0.0, \\i:(Fin 5) c.\n    c' = c + n_to_f (ordinal i)\n    (c', c' * 2.0))",
+            ":p apply_n(3, 1.0, \\x. x * 2.0)",
+            "%passes parse typed core bot\n:p for i:(Fin 3). sum for j:(Fin 4). n_to_f (ordinal i * ordinal j)",
+            ":p jacobian(\\x. for i. x[i] * x[i], [1., 2., 3.])",
+            "def relu(x: Float) -> Float = if x > 0.0 then x else 0.0",
+            ":p select(x > 0.0, x, -x)",
+            ":p for i. xs[(ordinal i + 1) @ _]",
+        ];
+        for program in programs {
+            round_trip(program);
+        }
+    }
+
+    #[test]
+    fn print_expr_parses_back() {
+        let sources = [
+            "a + b * c",
+            "f x $ \\y.\n  z = y\n  z",
+            "if c then\n  y = 1\n  y\nelse 2",
+            "for i j:(Fin 3). x[i, j]",
+            "(x :: Float) @ Fin 3",
+            "f(n=2, x)",
+        ];
+        for src in sources {
+            let expr = parse_expr(src).unwrap_or_else(|err| panic!("{src:?}: {err:?}"));
+            let printed = print_expr(&expr);
+            let reparsed =
+                parse_expr(&printed).unwrap_or_else(|err| panic!("{printed:?}: {err:?}"));
+            assert_eq!(
+                without_spans(&format!("{reparsed:?}")),
+                without_spans(&format!("{expr:?}")),
+                "{printed}"
+            );
+        }
+        let src = ":p\n  y = 1\n  y + 2";
+        let ExprKind::Block { .. } = &expect_command(&parse(src)).kind else {
+            panic!("expected a block")
+        };
+        assert_eq!(print_expr(expect_command(&parse(src))), "y = 1\n(y + 2)");
+    }
+
+    fn expect_command(block: &CodeBlock) -> &Expr {
+        match &block.decl {
+            Decl::Command { expr, .. } => expr,
+            other => panic!("expected a command, got {other:?}"),
+        }
+    }
+
+    /// Random trees of the shapes the parser produces (a let-block only as a body, tuples of
+    /// two or more items, ...).
+    mod random {
+        use proptest::prelude::*;
+        use proptest::strategy::BoxedStrategy;
+
+        use super::super::*;
+        use crate::syntax::Span;
+
+        fn ident(pool: &'static [&'static str]) -> BoxedStrategy<Ident> {
+            prop::sample::select(pool)
+                .prop_map(|name| Ident {
+                    name: name.to_string(),
+                    span: Span::default(),
+                })
+                .boxed()
+        }
+
+        fn name() -> BoxedStrategy<Ident> {
+            ident(&["x", "y", "f", "n'", "size", "Fin"])
+        }
+
+        fn expr_of(kind: ExprKind) -> Expr {
+            Expr {
+                kind,
+                span: Span::default(),
+            }
+        }
+
+        fn leaf() -> BoxedStrategy<Expr> {
+            prop_oneof![
+                name().prop_map(|name| expr_of(ExprKind::Var(name))),
+                any::<u64>().prop_map(|value| expr_of(ExprKind::Lit(Lit::Int(value)))),
+                prop_oneof![0.0..1e6f64, Just(1e-9), Just(2.5e30)]
+                    .prop_map(|value| expr_of(ExprKind::Lit(Lit::Float(value)))),
+                any::<bool>().prop_map(|value| expr_of(ExprKind::Lit(Lit::Bool(value)))),
+                prop::sample::select(&["", "a \"b\" \\ c", "tab\tnew\nline"][..])
+                    .prop_map(|text| expr_of(ExprKind::Lit(Lit::Str(text.to_string())))),
+            ]
+            .boxed()
+        }
+
+        fn pattern() -> BoxedStrategy<Pattern> {
+            let leaf = prop_oneof![
+                ident(&["x", "y", "k'"]).prop_map(Pattern::Var),
+                Just(Pattern::Wildcard(Span::default())),
+            ];
+            leaf.prop_recursive(2, 6, 3, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 2..4)
+                        .prop_map(|items| Pattern::Tuple(items, Span::default())),
+                    prop::collection::vec(inner, 0..3)
+                        .prop_map(|items| Pattern::Table(items, Span::default())),
+                ]
+            })
+            .boxed()
+        }
+
+        fn type_expr() -> BoxedStrategy<TypeExpr> {
+            let ty_of = |kind| TypeExpr {
+                kind,
+                span: Span::default(),
+            };
+            let leaf = prop_oneof![
+                ident(&["Float", "n", "a'"]).prop_map(move |name| ty_of(TypeExprKind::Name(name))),
+                Just(ty_of(TypeExprKind::Hole)),
+                leaf().prop_map(move |size| ty_of(TypeExprKind::Fin(Box::new(size)))),
+            ];
+            leaf.prop_recursive(3, 12, 3, move |inner| {
+                prop_oneof![
+                    (inner.clone(), inner.clone()).prop_map(move |(index, elem)| ty_of(
+                        TypeExprKind::Table(Box::new(index), Box::new(elem))
+                    )),
+                    prop::collection::vec(inner.clone(), 2..4)
+                        .prop_map(move |items| ty_of(TypeExprKind::Tuple(items))),
+                    (prop::collection::vec(inner.clone(), 1..3), inner).prop_map(
+                        move |(params, result)| ty_of(TypeExprKind::Fun(params, Box::new(result)))
+                    ),
+                ]
+            })
+            .boxed()
+        }
+
+        fn param() -> BoxedStrategy<Param> {
+            (pattern(), prop::option::of(type_expr()))
+                .prop_map(|(pat, ty)| Param {
+                    pat,
+                    ty,
+                    span: Span::default(),
+                })
+                .boxed()
+        }
+
+        fn fun_def(body: BoxedStrategy<Expr>) -> BoxedStrategy<FunDef> {
+            let given = (ident(&["n", "m"]), prop::option::of(ident(&["Ix", "Add"])))
+                .prop_map(|(name, class)| GivenBinder { name, class });
+            (
+                ident(&["g", "h'"]),
+                prop::collection::vec(param(), 0..3),
+                prop::option::of(type_expr()),
+                prop::collection::vec(given, 0..3),
+                body,
+            )
+                .prop_map(|(name, params, ret, given, body)| FunDef {
+                    name,
+                    params,
+                    ret,
+                    given,
+                    body,
+                    span: Span::default(),
+                })
+                .boxed()
+        }
+
+        fn let_binding(value: BoxedStrategy<Expr>) -> BoxedStrategy<LetBinding> {
+            (pattern(), prop::option::of(type_expr()), value)
+                .prop_map(|(pat, ty, value)| LetBinding {
+                    pat,
+                    ty,
+                    value,
+                    span: Span::default(),
+                })
+                .boxed()
+        }
+
+        /// An expression or, where the parser allows one (a body), a let-block.
+        fn body(expr: BoxedStrategy<Expr>) -> BoxedStrategy<Expr> {
+            let stmt = prop_oneof![
+                3 => let_binding(expr.clone()).prop_map(Stmt::Let),
+                1 => fun_def(expr.clone()).prop_map(Stmt::Def),
+            ];
+            let block =
+                (prop::collection::vec(stmt, 1..3), expr.clone()).prop_map(|(stmts, result)| {
+                    expr_of(ExprKind::Block {
+                        stmts,
+                        result: Box::new(result),
+                    })
+                });
+            prop_oneof![2 => expr, 1 => block].boxed()
+        }
+
+        pub fn expr() -> BoxedStrategy<Expr> {
+            leaf()
+                .prop_recursive(4, 24, 3, |inner| {
+                    let boxed = |expr: Expr| Box::new(expr);
+                    let op = prop::sample::select(
+                        &[
+                            BinOp::Add,
+                            BinOp::Sub,
+                            BinOp::Mul,
+                            BinOp::Div,
+                            BinOp::Scale,
+                            BinOp::MatMul,
+                            BinOp::MatVec,
+                            BinOp::VecMat,
+                            BinOp::Eq,
+                            BinOp::Ne,
+                            BinOp::Lt,
+                            BinOp::Gt,
+                            BinOp::Le,
+                            BinOp::Ge,
+                            BinOp::And,
+                            BinOp::Or,
+                            BinOp::Approx,
+                        ][..],
+                    );
+                    let binder = (name(), prop::option::of(type_expr()))
+                        .prop_map(|(name, ty)| ForBinder { name, ty });
+                    prop_oneof![
+                        (prop::collection::vec(param(), 1..3), body(inner.clone())).prop_map(
+                            move |(params, body)| expr_of(ExprKind::Lam {
+                                params,
+                                body: boxed(body)
+                            })
+                        ),
+                        (prop::collection::vec(binder, 1..3), body(inner.clone())).prop_map(
+                            move |(binders, body)| expr_of(ExprKind::For {
+                                binders,
+                                body: boxed(body)
+                            })
+                        ),
+                        (inner.clone(), body(inner.clone()), body(inner.clone())).prop_map(
+                            move |(cond, then_branch, else_branch)| expr_of(ExprKind::If {
+                                cond: boxed(cond),
+                                then_branch: boxed(then_branch),
+                                else_branch: boxed(else_branch),
+                            })
+                        ),
+                        (
+                            inner.clone(),
+                            inner.clone(),
+                            prop::option::weighted(0.2, ident(&["n", "key"]))
+                        )
+                            .prop_map(move |(func, arg, name)| expr_of(
+                                ExprKind::App {
+                                    func: boxed(func),
+                                    arg: boxed(arg),
+                                    name
+                                }
+                            )),
+                        (op, inner.clone(), inner.clone()).prop_map(move |(op, lhs, rhs)| {
+                            expr_of(ExprKind::BinOp {
+                                op,
+                                lhs: boxed(lhs),
+                                rhs: boxed(rhs),
+                            })
+                        }),
+                        inner
+                            .clone()
+                            .prop_map(move |inner| expr_of(ExprKind::Neg(boxed(inner)))),
+                        (inner.clone(), prop::collection::vec(inner.clone(), 1..3)).prop_map(
+                            move |(base, indices)| expr_of(ExprKind::Index {
+                                base: boxed(base),
+                                indices
+                            })
+                        ),
+                        prop::collection::vec(inner.clone(), 2..4)
+                            .prop_map(|items| expr_of(ExprKind::Tuple(items))),
+                        prop::collection::vec(inner.clone(), 0..3)
+                            .prop_map(|items| expr_of(ExprKind::Table(items))),
+                        (inner.clone(), type_expr()).prop_map(move |(value, ty)| expr_of(
+                            ExprKind::At {
+                                value: boxed(value),
+                                ty
+                            }
+                        )),
+                        (inner, type_expr()).prop_map(move |(expr, ty)| expr_of(ExprKind::Annot {
+                            expr: boxed(expr),
+                            ty
+                        })),
+                    ]
+                })
+                .boxed()
+        }
+
+        pub fn code_block() -> BoxedStrategy<CodeBlock> {
+            let command = prop::sample::select(
+                &[
+                    Command::Print,
+                    Command::Type,
+                    Command::Plot,
+                    Command::PlotGrad,
+                    Command::Table,
+                    Command::Stages,
+                ][..],
+            );
+            let decl = prop_oneof![
+                fun_def(body(expr())).prop_map(Decl::Def),
+                let_binding(body(expr())).prop_map(Decl::Let),
+                (command, body(expr())).prop_map(|(command, expr)| Decl::Command {
+                    command,
+                    expr,
+                    bare: false
+                }),
+                expr().prop_map(|expr| Decl::Command {
+                    command: Command::Print,
+                    expr,
+                    bare: true
+                }),
+                ident(&["plot"]).prop_map(Decl::Import),
+            ];
+            let pragma = prop_oneof![
+                Just(Pragma::Time),
+                Just(Pragma::Strict),
+                Just(Pragma::Bench("b \"1\"".to_string())),
+                prop::collection::vec(ident(&["parse", "typed"]), 1..3).prop_map(Pragma::Passes),
+            ];
+            (prop::collection::vec(pragma, 0..2), decl)
+                .prop_map(|(pragmas, decl)| CodeBlock {
+                    pragmas,
+                    decl,
+                    span: Span::default(),
+                })
+                .boxed()
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config {
+            cases: 400,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x9e1d),
+            failure_persistence: None,
+            ..proptest::test_runner::Config::default()
+        })]
+
+        #[test]
+        fn print_random_blocks_parse_back(block in random::code_block()) {
+            let printed = print_block(&block);
+            let chunks = split_chunks(&printed);
+            proptest::prop_assert_eq!(chunks.len(), 1, "not one chunk:\n{}", printed);
+            let reparsed = match &chunks[0].kind {
+                ChunkKind::Code(Ok(reparsed)) => reparsed.clone(),
+                other => panic!("{other:?}\n{printed}"),
+            };
+            proptest::prop_assert_eq!(
+                without_spans(&format!("{reparsed:?}")),
+                without_spans(&format!("{block:?}")),
+                "{}",
+                printed
+            );
+        }
+
+        #[test]
+        fn print_random_exprs_parse_back(expr in random::expr()) {
+            let printed = print_expr(&expr);
+            let reparsed = match parse_expr(&printed) {
+                Ok(reparsed) => reparsed,
+                Err(err) => panic!("{err:?}\n{printed}"),
+            };
+            proptest::prop_assert_eq!(
+                without_spans(&format!("{reparsed:?}")),
+                without_spans(&format!("{expr:?}")),
+                "{}",
+                printed
+            );
+        }
+    }
+}
