@@ -15,7 +15,7 @@ use crate::check::types::Ty;
 use crate::check::TypeError;
 use crate::core::interp::{self, InterpConfig, InterpError};
 use crate::core::ir::Program;
-use crate::core::value::Array;
+use crate::core::value::{Array, Value};
 use crate::display::{format_value, DisplayValue};
 use crate::passes::lower::{leaf_types, GlobalValue, LowerError, Lowerer};
 use crate::syntax::ast::{CodeBlock, Command, Decl, LetBinding, Pattern, Pragma};
@@ -191,6 +191,33 @@ impl Session {
     /// `--strict` / `%strict`: out-of-range reads become errors.
     pub fn set_strict(&mut self, strict: bool) {
         self.config.strict = strict;
+    }
+
+    /// Evaluates one expression (source text) and returns its value as arrays with its type,
+    /// for tools and tests that want numbers rather than text.
+    pub fn evaluate(&mut self, expr_src: &str) -> Result<(Ty, Value), Diagnostic> {
+        let texpr = self.check_expr(expr_src)?;
+        let cx = BlockCx { strict: self.config.strict, stages: Vec::new(), bench: None };
+        let (arrays, _) = self.run_to_arrays(&texpr, &cx)?;
+        let value = structure(&texpr.ty, arrays);
+        Ok((texpr.ty, value))
+    }
+
+    /// Compiles one expression and returns its core and bulk programs (for tests and tools
+    /// that inspect the IR: operation counts, costs).
+    pub fn compile_expr(&mut self, expr_src: &str) -> Result<(Program, Program), Diagnostic> {
+        let texpr = self.check_expr(expr_src)?;
+        let compiled = self.compile(&texpr)?;
+        Ok((compiled.core, compiled.bulk))
+    }
+
+    fn check_expr(&mut self, expr_src: &str) -> Result<TExpr, Diagnostic> {
+        let expr = crate::syntax::parse_expr(expr_src).map_err(|err| Diagnostic {
+            kind: ErrorKind::Parse,
+            message: err.message,
+            span: Some(err.span),
+        })?;
+        Infer::new(&mut self.env).infer_top_expr(&expr).map_err(type_error)
     }
 
     /// Loads a standard library once.
@@ -579,6 +606,19 @@ fn runtime_error(err: InterpError, program: &Program) -> Diagnostic {
 /// A one-line summary of a typed expression for the `typed` stage.
 fn texpr_summary(texpr: &TExpr) -> String {
     format!("{:?}", texpr.kind).chars().take(2000).collect()
+}
+
+/// Groups the arrays of a value by its tuple structure (tables of tuples are tuples of
+/// tables).
+fn structure(ty: &Ty, arrays: Vec<Array>) -> Value {
+    fn go(ty: &Ty, arrays: &mut std::vec::IntoIter<Array>) -> Value {
+        match ty {
+            Ty::Tuple(items) => Value::Tuple(items.iter().map(|item| go(item, arrays)).collect()),
+            Ty::Table(_, elem) if matches!(**elem, Ty::Tuple(_) | Ty::Table(..)) => go(elem, arrays),
+            _ => Value::Array(arrays.next().expect("one array per leaf of the type")),
+        }
+    }
+    go(ty, &mut arrays.into_iter())
 }
 
 /// Row `position` of an array (its outermost axis).
