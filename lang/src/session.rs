@@ -284,6 +284,14 @@ impl Session {
                 Pragma::Passes(names) => stages.extend(names.iter().map(|name| name.name.clone())),
             }
         }
+        if let Decl::Command { command: Command::Stages, expr, .. } = &block.decl {
+            if stages_setting(expr).is_none() {
+                stages = ALL_STAGES.iter().map(|stage| stage.to_string()).collect();
+            }
+        }
+        if stages.iter().any(|stage| stage == "parse") {
+            outputs.push(Output::Stage { name: "parse".into(), text: crate::syntax::print::print_block(block) });
+        }
         let cx = BlockCx { strict, stages, bench: timing.clone() };
         let res = match &block.decl {
             Decl::Def(def) => {
@@ -317,10 +325,6 @@ impl Session {
                     Ok(texpr) => match command {
                         Command::Type => Ok(Evaluated { outputs: vec![Output::Type(texpr.ty.to_string())], ..Default::default() }),
                         Command::Print | Command::Stages => {
-                            let mut cx = cx.clone();
-                            if *command == Command::Stages {
-                                cx.stages = ALL_STAGES.iter().map(|stage| stage.to_string()).collect();
-                            }
                             self.run_expr(&texpr, &cx).map(|(value, mut evaluated)| {
                                 if let Some(text) = value {
                                     evaluated.outputs.push(Output::Value(text));
@@ -440,9 +444,9 @@ impl Session {
         let compile_start = Instant::now();
         let Compiled { core, bulk, inputs, derivatives } = self.compile(texpr)?;
         evaluated.compile = compile_start.elapsed();
-        for stage in &cx.stages {
+        for stage in cx.stages.iter().filter(|stage| *stage != "parse") {
             let text = match stage.as_str() {
-                "typed" => format!("{} : {}", texpr_summary(texpr), texpr.ty),
+                "typed" => crate::check::print::print_typed(texpr, &|local| self.env.local_name(local)),
                 "core" => core.to_string(),
                 "bot" => bulk.to_string(),
                 "linear" | "transposed" => {
@@ -501,7 +505,7 @@ impl Session {
 }
 
 /// The stages `:stages expr` shows, in pipeline order.
-const ALL_STAGES: &[&str] = &["typed", "core", "linear", "transposed", "bot"];
+const ALL_STAGES: &[&str] = &["parse", "typed", "core", "linear", "transposed", "bot"];
 
 /// Reads `on stage…` / `off` after `:stages`.
 fn stages_setting(expr: &crate::syntax::ast::Expr) -> Option<Vec<String>> {
@@ -601,11 +605,6 @@ fn runtime_error(err: InterpError, program: &Program) -> Diagnostic {
         InterpError::Interrupted => "interrupted".to_string(),
     };
     Diagnostic { kind: ErrorKind::Runtime, message, span }
-}
-
-/// A one-line summary of a typed expression for the `typed` stage.
-fn texpr_summary(texpr: &TExpr) -> String {
-    format!("{:?}", texpr.kind).chars().take(2000).collect()
 }
 
 /// Groups the arrays of a value by its tuple structure (tables of tuples are tuples of

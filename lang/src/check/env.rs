@@ -17,6 +17,8 @@ pub struct GlobalEnv {
     pub aliases: HashMap<String, Ty>,
     rigid_classes: Vec<Vec<Class>>,
     next_local: u32,
+    /// Source names of locals (for printing the typed program).
+    local_names: HashMap<super::types::LocalId, String>,
 }
 
 impl GlobalEnv {
@@ -44,6 +46,15 @@ impl GlobalEnv {
     pub fn next_local(&mut self) -> u32 {
         self.next_local += 1;
         self.next_local
+    }
+
+    pub fn name_local(&mut self, local: super::types::LocalId, name: &str) {
+        self.local_names.insert(local, name.to_string());
+    }
+
+    /// The source name of a local, or a generated one.
+    pub fn local_name(&self, local: super::types::LocalId) -> String {
+        self.local_names.get(&local).cloned().unwrap_or_else(|| format!("v{}", local.0))
     }
 
     /// Removes every binding of a name (a new top-level binding shadows the old one).

@@ -55,8 +55,6 @@ pub struct Infer<'env> {
     pending: Vec<Pending>,
     scale: Vec<(Ty, Ty, Span)>,
     scopes: Vec<(String, Binding)>,
-    /// Names of locals, for dumps.
-    pub local_names: Vec<String>,
     /// Leave ambiguous index sets unresolved instead of reporting them (`:t`).
     lenient: bool,
 }
@@ -72,7 +70,6 @@ impl<'env> Infer<'env> {
             pending: Vec::new(),
             scale: Vec::new(),
             scopes: Vec::new(),
-            local_names: Vec::new(),
             lenient: false,
         }
     }
@@ -107,8 +104,9 @@ impl<'env> Infer<'env> {
     }
 
     fn new_local(&mut self, name: &str) -> LocalId {
-        self.local_names.push(name.to_string());
-        LocalId(self.env.next_local())
+        let local = LocalId(self.env.next_local());
+        self.env.name_local(local, name);
+        local
     }
 
     // ----- substitution and unification -----
