@@ -34,7 +34,11 @@ pub struct SessionConfig {
 
 impl Default for SessionConfig {
     fn default() -> Self {
-        SessionConfig { strict: false, prelude: true, summarise_tables: false }
+        SessionConfig {
+            strict: false,
+            prelude: true,
+            summarise_tables: false,
+        }
     }
 }
 
@@ -68,7 +72,12 @@ pub enum Output {
     /// An IR stage dump (`%passes`, `:stages`).
     Stage { name: String, text: String },
     /// `%time` / `%bench`: `runs` is `Some(n)` for a benchmark (the time is the median).
-    Timing { bench_name: Option<String>, compile: Duration, run: Duration, runs: Option<usize> },
+    Timing {
+        bench_name: Option<String>,
+        compile: Duration,
+        run: Duration,
+        runs: Option<usize>,
+    },
     /// Any other text (e.g. a message from `import`).
     Text(String),
 }
@@ -197,7 +206,11 @@ impl Session {
     /// for tools and tests that want numbers rather than text.
     pub fn evaluate(&mut self, expr_src: &str) -> Result<(Ty, Value), Diagnostic> {
         let texpr = self.check_expr(expr_src)?;
-        let cx = BlockCx { strict: self.config.strict, stages: Vec::new(), bench: None };
+        let cx = BlockCx {
+            strict: self.config.strict,
+            stages: Vec::new(),
+            bench: None,
+        };
         let (arrays, _) = self.run_to_arrays(&texpr, &cx)?;
         let value = structure(&texpr.ty, arrays);
         Ok((texpr.ty, value))
@@ -217,7 +230,9 @@ impl Session {
             message: err.message,
             span: Some(err.span),
         })?;
-        Infer::new(&mut self.env).infer_top_expr(&expr).map_err(type_error)
+        Infer::new(&mut self.env)
+            .infer_top_expr(&expr)
+            .map_err(type_error)
     }
 
     /// Loads a standard library once.
@@ -253,7 +268,9 @@ impl Session {
                 .name("dx-eval".into())
                 .stack_size(EVAL_STACK_BYTES)
                 .spawn_scoped(scope, || {
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.eval_block(src, block)))
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        self.eval_block(src, block)
+                    }))
                 })
                 .map(|handle| handle.join())
         });
@@ -267,7 +284,9 @@ impl Session {
                     .unwrap_or_else(|| "unknown panic".into());
                 vec![internal(format!("dx panicked: {message}"))]
             }
-            Err(err) => vec![internal(format!("could not start the evaluation thread: {err}"))],
+            Err(err) => vec![internal(format!(
+                "could not start the evaluation thread: {err}"
+            ))],
         }
     }
 
@@ -284,15 +303,27 @@ impl Session {
                 Pragma::Passes(names) => stages.extend(names.iter().map(|name| name.name.clone())),
             }
         }
-        if let Decl::Command { command: Command::Stages, expr, .. } = &block.decl {
+        if let Decl::Command {
+            command: Command::Stages,
+            expr,
+            ..
+        } = &block.decl
+        {
             if stages_setting(expr).is_none() {
                 stages = ALL_STAGES.iter().map(|stage| stage.to_string()).collect();
             }
         }
         if stages.iter().any(|stage| stage == "parse") {
-            outputs.push(Output::Stage { name: "parse".into(), text: crate::syntax::print::print_block(block) });
+            outputs.push(Output::Stage {
+                name: "parse".into(),
+                text: crate::syntax::print::print_block(block),
+            });
         }
-        let cx = BlockCx { strict, stages, bench: timing.clone() };
+        let cx = BlockCx {
+            strict,
+            stages,
+            bench: timing.clone(),
+        };
         let res = match &block.decl {
             Decl::Def(def) => {
                 let mut infer = Infer::new(&mut self.env);
@@ -306,15 +337,26 @@ impl Session {
                 }
             }
             Decl::Let(binding) => self.eval_let(binding, &cx),
-            Decl::Command { command: Command::Stages, expr, .. } if stages_setting(expr).is_some() => {
+            Decl::Command {
+                command: Command::Stages,
+                expr,
+                ..
+            } if stages_setting(expr).is_some() => {
                 // `:stages on core bot` / `:stages off`: a setting, not an expression.
                 self.stages = stages_setting(expr).unwrap_or_default();
                 Ok(Evaluated::default())
             }
-            Decl::Command { command: Command::Type, expr, .. } => {
+            Decl::Command {
+                command: Command::Type,
+                expr,
+                ..
+            } => {
                 let mut infer = Infer::new(&mut self.env);
                 match infer.infer_top_type(expr) {
-                    Ok(ty) => Ok(Evaluated { outputs: vec![Output::Type(ty.to_string())], ..Default::default() }),
+                    Ok(ty) => Ok(Evaluated {
+                        outputs: vec![Output::Type(ty.to_string())],
+                        ..Default::default()
+                    }),
                     Err(err) => Err(type_error(err)),
                 }
             }
@@ -323,7 +365,10 @@ impl Session {
                 match infer.infer_top_expr(expr) {
                     Err(err) => Err(type_error(err)),
                     Ok(texpr) => match command {
-                        Command::Type => Ok(Evaluated { outputs: vec![Output::Type(texpr.ty.to_string())], ..Default::default() }),
+                        Command::Type => Ok(Evaluated {
+                            outputs: vec![Output::Type(texpr.ty.to_string())],
+                            ..Default::default()
+                        }),
                         Command::Print | Command::Stages => {
                             self.run_expr(&texpr, &cx).map(|(value, mut evaluated)| {
                                 if let Some(text) = value {
@@ -347,7 +392,10 @@ impl Session {
                     },
                 }
             }
-            Decl::Import(name) => Ok(Evaluated { outputs: self.import(&name.name), ..Default::default() }),
+            Decl::Import(name) => Ok(Evaluated {
+                outputs: self.import(&name.name),
+                ..Default::default()
+            }),
         };
         match res {
             Ok(evaluated) => {
@@ -385,7 +433,13 @@ impl Session {
                 });
             };
             self.env.unbind(name);
-            let info = DefInfo { name: name.clone(), vars: Vec::new(), ty: texpr.ty.clone(), span: binding.span, body: texpr };
+            let info = DefInfo {
+                name: name.clone(),
+                vars: Vec::new(),
+                ty: texpr.ty.clone(),
+                span: binding.span,
+                body: texpr,
+            };
             self.env.defs.insert(name.clone(), info);
             return Ok(Evaluated::default());
         }
@@ -400,7 +454,9 @@ impl Session {
             (Pattern::Var(ident), _) => {
                 self.env.unbind(&ident.name);
                 if *ty == Ty::nat() {
-                    if let Some(crate::core::ir::Scalar::U32(n)) = arrays.first().and_then(Array::as_scalar) {
+                    if let Some(crate::core::ir::Scalar::U32(n)) =
+                        arrays.first().and_then(Array::as_scalar)
+                    {
                         self.env.static_nats.insert(ident.name.clone(), n as u64);
                     }
                 }
@@ -417,7 +473,8 @@ impl Session {
             }
             (Pattern::Table(pats, _), Ty::Table(_, elem)) => {
                 for (position, pat) in pats.iter().enumerate() {
-                    let rows: Vec<Array> = arrays.iter().map(|array| row(array, position)).collect();
+                    let rows: Vec<Array> =
+                        arrays.iter().map(|array| row(array, position)).collect();
                     self.bind_top(pat, elem, rows);
                 }
             }
@@ -426,32 +483,62 @@ impl Session {
     }
 
     /// Compiles and runs an expression; returns its rendered value (if it can be printed).
-    fn run_expr(&mut self, texpr: &TExpr, cx: &BlockCx) -> Result<(Option<String>, Evaluated), Diagnostic> {
+    fn run_expr(
+        &mut self,
+        texpr: &TExpr,
+        cx: &BlockCx,
+    ) -> Result<(Option<String>, Evaluated), Diagnostic> {
         if texpr.ty.contains_fun() {
             return Err(Diagnostic {
                 kind: ErrorKind::Type,
-                message: format!("a function cannot be printed (its type is {}); use `:t` to see its type", texpr.ty),
+                message: format!(
+                    "a function cannot be printed (its type is {}); use `:t` to see its type",
+                    texpr.ty
+                ),
                 span: Some(texpr.span),
             });
         }
         let (arrays, evaluated) = self.run_to_arrays(texpr, cx)?;
-        let value = to_display(&texpr.ty, &arrays.iter().map(|array| (array, 0usize, 0usize)).collect::<Vec<_>>());
-        Ok((Some(format_value(&value, self.config.summarise_tables)), evaluated))
+        let value = to_display(
+            &texpr.ty,
+            &arrays
+                .iter()
+                .map(|array| (array, 0usize, 0usize))
+                .collect::<Vec<_>>(),
+        );
+        Ok((
+            Some(format_value(&value, self.config.summarise_tables)),
+            evaluated,
+        ))
     }
 
-    fn run_to_arrays(&mut self, texpr: &TExpr, cx: &BlockCx) -> Result<(Vec<Array>, Evaluated), Diagnostic> {
+    fn run_to_arrays(
+        &mut self,
+        texpr: &TExpr,
+        cx: &BlockCx,
+    ) -> Result<(Vec<Array>, Evaluated), Diagnostic> {
         let mut evaluated = Evaluated::default();
         let compile_start = Instant::now();
-        let Compiled { core, bulk, inputs, derivatives } = self.compile(texpr)?;
+        let Compiled {
+            core,
+            bulk,
+            inputs,
+            derivatives,
+        } = self.compile(texpr)?;
         evaluated.compile = compile_start.elapsed();
         for stage in cx.stages.iter().filter(|stage| *stage != "parse") {
             let text = match stage.as_str() {
-                "typed" => crate::check::print::print_typed(texpr, &|local| self.env.local_name(local)),
+                "typed" => {
+                    crate::check::print::print_typed(texpr, &|local| self.env.local_name(local))
+                }
                 "core" => core.to_string(),
                 "bot" => bulk.to_string(),
                 "linear" | "transposed" => {
-                    let texts: Vec<&str> =
-                        derivatives.iter().filter(|(name, _)| name == stage).map(|(_, text)| text.as_str()).collect();
+                    let texts: Vec<&str> = derivatives
+                        .iter()
+                        .filter(|(name, _)| name == stage)
+                        .map(|(_, text)| text.as_str())
+                        .collect();
                     if texts.is_empty() {
                         "(no derivative is taken in this block)".to_string()
                     } else {
@@ -460,10 +547,16 @@ impl Session {
                 }
                 other => format!("(the `{other}` stage is not available yet)"),
             };
-            evaluated.outputs.push(Output::Stage { name: stage.clone(), text });
+            evaluated.outputs.push(Output::Stage {
+                name: stage.clone(),
+                text,
+            });
         }
         let program = bulk;
-        let config = InterpConfig { strict: cx.strict, interrupt: Some(self.interrupt.clone()) };
+        let config = InterpConfig {
+            strict: cx.strict,
+            interrupt: Some(self.interrupt.clone()),
+        };
         let run = || interp::run(&program, &inputs, &config);
         let run_start = Instant::now();
         let arrays = run().map_err(|err| runtime_error(err, &program))?;
@@ -485,7 +578,10 @@ impl Session {
 
     fn compile(&self, texpr: &TExpr) -> Result<Compiled, Diagnostic> {
         let lookup = |name: &str| {
-            self.values.get(name).map(|(ty, arrays)| GlobalValue { ty, leaves: arrays.iter().map(Array::ty).collect() })
+            self.values.get(name).map(|(ty, arrays)| GlobalValue {
+                ty,
+                leaves: arrays.iter().map(Array::ty).collect(),
+            })
         };
         let mut lowerer = Lowerer::new(&self.env, &lookup);
         lowerer.lower_main(texpr).map_err(lower_error)?;
@@ -500,7 +596,12 @@ impl Session {
         let bulk = crate::passes::bot::run(&core);
         verify_after("bot", &bulk)?;
         check_bot_output(&core, &bulk)?;
-        Ok(Compiled { core, bulk, inputs, derivatives })
+        Ok(Compiled {
+            core,
+            bulk,
+            inputs,
+            derivatives,
+        })
     }
 }
 
@@ -512,7 +613,12 @@ fn stages_setting(expr: &crate::syntax::ast::Expr) -> Option<Vec<String>> {
     use crate::syntax::ast::ExprKind;
     let mut names = Vec::new();
     let mut current = expr;
-    while let ExprKind::App { func, arg, name: None } = &current.kind {
+    while let ExprKind::App {
+        func,
+        arg,
+        name: None,
+    } = &current.kind
+    {
         match &arg.kind {
             ExprKind::Var(ident) => names.push(ident.name.clone()),
             _ => return None,
@@ -542,7 +648,10 @@ fn verify_after(pass: &str, program: &Program) -> Result<(), Diagnostic> {
         let listed: Vec<String> = errors.iter().map(ToString::to_string).collect();
         Diagnostic {
             kind: ErrorKind::Internal,
-            message: format!("`{pass}` produced ill-formed IR:\n{}\n{program}", listed.join("\n")),
+            message: format!(
+                "`{pass}` produced ill-formed IR:\n{}\n{program}",
+                listed.join("\n")
+            ),
             span: None,
         }
     })
@@ -551,7 +660,11 @@ fn verify_after(pass: &str, program: &Program) -> Result<(), Diagnostic> {
 /// The BOT's guarantees: no `build1` left (seed 001 Theorem 5.1) and the same result types.
 fn check_bot_output(core: &Program, bulk: &Program) -> Result<(), Diagnostic> {
     let result_types = |program: &Program| -> Vec<crate::core::ir::ArrTy> {
-        program.blocks[program.main].results.iter().map(|atom| program.atom_ty(atom)).collect()
+        program.blocks[program.main]
+            .results
+            .iter()
+            .map(|atom| program.atom_ty(atom))
+            .collect()
     };
     let problem = if !crate::passes::bot::is_normal_form(bulk) {
         "`bot` left a build1 in its output"
@@ -560,7 +673,11 @@ fn check_bot_output(core: &Program, bulk: &Program) -> Result<(), Diagnostic> {
     } else {
         return Ok(());
     };
-    Err(Diagnostic { kind: ErrorKind::Internal, message: format!("{problem}:\n{bulk}"), span: None })
+    Err(Diagnostic {
+        kind: ErrorKind::Internal,
+        message: format!("{problem}:\n{bulk}"),
+        span: None,
+    })
 }
 
 /// Per-block settings from pragmas.
@@ -581,16 +698,32 @@ struct Evaluated {
 }
 
 fn internal(message: String) -> Output {
-    Output::Error(Diagnostic { kind: ErrorKind::Internal, message, span: None })
+    Output::Error(Diagnostic {
+        kind: ErrorKind::Internal,
+        message,
+        span: None,
+    })
 }
 
 fn type_error(err: TypeError) -> Diagnostic {
-    Diagnostic { kind: ErrorKind::Type, message: err.message, span: Some(err.span) }
+    Diagnostic {
+        kind: ErrorKind::Type,
+        message: err.message,
+        span: Some(err.span),
+    }
 }
 
 fn lower_error(err: LowerError) -> Diagnostic {
-    let kind = if err.message.starts_with("internal:") { ErrorKind::Internal } else { ErrorKind::Type };
-    Diagnostic { kind, message: err.message, span: Some(err.span) }
+    let kind = if err.message.starts_with("internal:") {
+        ErrorKind::Internal
+    } else {
+        ErrorKind::Type
+    };
+    Diagnostic {
+        kind,
+        message: err.message,
+        span: Some(err.span),
+    }
 }
 
 fn runtime_error(err: InterpError, program: &Program) -> Diagnostic {
@@ -604,7 +737,11 @@ fn runtime_error(err: InterpError, program: &Program) -> Diagnostic {
         }
         InterpError::Interrupted => "interrupted".to_string(),
     };
-    Diagnostic { kind: ErrorKind::Runtime, message, span }
+    Diagnostic {
+        kind: ErrorKind::Runtime,
+        message,
+        span,
+    }
 }
 
 /// Groups the arrays of a value by its tuple structure (tables of tuples are tuples of
@@ -613,7 +750,9 @@ fn structure(ty: &Ty, arrays: Vec<Array>) -> Value {
     fn go(ty: &Ty, arrays: &mut std::vec::IntoIter<Array>) -> Value {
         match ty {
             Ty::Tuple(items) => Value::Tuple(items.iter().map(|item| go(item, arrays)).collect()),
-            Ty::Table(_, elem) if matches!(**elem, Ty::Tuple(_) | Ty::Table(..)) => go(elem, arrays),
+            Ty::Table(_, elem) if matches!(**elem, Ty::Tuple(_) | Ty::Table(..)) => {
+                go(elem, arrays)
+            }
             _ => Value::Array(arrays.next().expect("one array per leaf of the type")),
         }
     }
@@ -638,7 +777,10 @@ fn to_display(ty: &Ty, leaves: &[(&Array, usize, usize)]) -> DisplayValue {
             let mut rest = leaves;
             let mut out = Vec::new();
             for item in items {
-                let count = leaf_types(item).map(|leaves| leaves.len()).unwrap_or(0).min(rest.len());
+                let count = leaf_types(item)
+                    .map(|leaves| leaves.len())
+                    .unwrap_or(0)
+                    .min(rest.len());
                 out.push(to_display(item, &rest[..count]));
                 rest = &rest[count..];
             }

@@ -14,14 +14,20 @@ fn check_seed(seed: u64, config: &GenConfig) {
         let listed: Vec<String> = errors.iter().map(ToString::to_string).collect();
         panic!("seed {seed}: BOT output does not verify:\n{}\nbefore:\n{program}\nafter:\n{transformed}", listed.join("\n"));
     }
-    assert!(bot::is_normal_form(&transformed), "seed {seed}: build1 left after the BOT:\n{transformed}");
+    assert!(
+        bot::is_normal_form(&transformed),
+        "seed {seed}: build1 left after the BOT:\n{transformed}"
+    );
     let inputs = random_inputs(&program, seed);
     // Dead statements are dropped by the BOT's clean-up, so in strict mode an unused
     // out-of-range read is no longer an error; compare against the cleaned original.
     let mut baseline = program.clone();
     cleanup::run(&mut baseline);
     for strict in [false, true] {
-        let config = InterpConfig { strict, interrupt: None };
+        let config = InterpConfig {
+            strict,
+            interrupt: None,
+        };
         let expected = interp::run(&baseline, &inputs, &config);
         let actual = interp::run(&transformed, &inputs, &config);
         match (&expected, &actual) {
@@ -53,9 +59,12 @@ fn bot_agrees_with_the_interpreter_on_random_programs() {
 
 #[test]
 fn bot_agrees_on_deeper_programs() {
-    let config = GenConfig { max_depth: 3, max_stmts: 16, ..GenConfig::default() };
+    let config = GenConfig {
+        max_depth: 3,
+        max_stmts: 16,
+        ..GenConfig::default()
+    };
     for seed in 10_000..11_000 {
         check_seed(seed, &config);
     }
 }
-

@@ -16,7 +16,10 @@ fn check_bot(src: &str, expected: Expect) {
     expected.assert_eq(&transformed.to_string());
     let inputs = random_inputs(&program, 1);
     let config = InterpConfig::default();
-    assert_eq!(interp::run(&program, &inputs, &config), interp::run(&transformed, &inputs, &config));
+    assert_eq!(
+        interp::run(&program, &inputs, &config),
+        interp::run(&transformed, &inputs, &config)
+    );
 }
 
 #[test]

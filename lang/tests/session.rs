@@ -3,7 +3,11 @@
 use dx_lang::session::{ErrorKind, Output, Session, SessionConfig};
 
 fn outputs(session: &mut Session, src: &str) -> Vec<Output> {
-    session.eval_source(src).into_iter().flat_map(|chunk| chunk.outputs).collect()
+    session
+        .eval_source(src)
+        .into_iter()
+        .flat_map(|chunk| chunk.outputs)
+        .collect()
 }
 
 #[test]
@@ -12,7 +16,10 @@ fn prelude_loads_without_errors() {
     assert_eq!(session.startup_outputs(), &[] as &[Output]);
     let names = session.completion_names();
     for name in ["mean", "softmax", "sum", "fold", "linspace"] {
-        assert!(names.iter().any(|n| n == name), "{name} missing from {names:?}");
+        assert!(
+            names.iter().any(|n| n == name),
+            "{name} missing from {names:?}"
+        );
     }
 }
 
@@ -37,15 +44,32 @@ fn time_pragma_reports_timings() {
     let mut session = Session::new(SessionConfig::default());
     let got = outputs(&mut session, "%time\n:p sum (for i:(Fin 1000). 1.0)\n");
     assert_eq!(got[0], Output::Value("1000.".into()));
-    assert!(matches!(got[1], Output::Timing { bench_name: None, runs: None, .. }), "{got:?}");
+    assert!(
+        matches!(
+            got[1],
+            Output::Timing {
+                bench_name: None,
+                runs: None,
+                ..
+            }
+        ),
+        "{got:?}"
+    );
 }
 
 #[test]
 fn bench_pragma_runs_several_times() {
     let mut session = Session::new(SessionConfig::default());
-    let got = outputs(&mut session, "%bench \"small\"\n:p sum (for i:(Fin 10). 1.0)\n");
+    let got = outputs(
+        &mut session,
+        "%bench \"small\"\n:p sum (for i:(Fin 10). 1.0)\n",
+    );
     match &got[1] {
-        Output::Timing { bench_name: Some(name), runs: Some(runs), .. } => {
+        Output::Timing {
+            bench_name: Some(name),
+            runs: Some(runs),
+            ..
+        } => {
             assert_eq!(name, "small");
             assert!(*runs >= 5);
         }
@@ -61,12 +85,18 @@ fn interrupt_stops_a_long_computation() {
         std::thread::sleep(std::time::Duration::from_millis(200));
         flag.store(true, std::sync::atomic::Ordering::Relaxed);
     });
-    let got = outputs(&mut session, ":p fold(0.0, \\i:(Fin 2000000000) c. c + 1.0)\n");
+    let got = outputs(
+        &mut session,
+        ":p fold(0.0, \\i:(Fin 2000000000) c. c + 1.0)\n",
+    );
     stopper.join().unwrap();
     match &got[0] {
         Output::Error(diag) => assert_eq!(diag.kind, ErrorKind::Runtime),
         other => panic!("expected an interruption, got {other:?}"),
     }
     // The session is still usable.
-    assert_eq!(outputs(&mut session, ":p 1.0 + 1.0\n"), vec![Output::Value("2.".into())]);
+    assert_eq!(
+        outputs(&mut session, ":p 1.0 + 1.0\n"),
+        vec![Output::Value("2.".into())]
+    );
 }

@@ -49,37 +49,59 @@ fn expr(depth: u32) -> BoxedStrategy<String> {
     .boxed()
 }
 
-const PRELUDE: &str = "x = 1.5\nxs = [1., 2., 3., 4.]\nm = for i:(Fin 2) j:(Fin 4). n_to_f (ordinal j)\nk = 3\n";
+const PRELUDE: &str =
+    "x = 1.5\nxs = [1., 2., 3., 4.]\nm = for i:(Fin 2) j:(Fin 4). n_to_f (ordinal j)\nk = 3\n";
 
 #[test]
 fn random_programs_never_cause_internal_errors() {
     let session = std::cell::RefCell::new(Session::new(SessionConfig::default()));
     let setup = session.borrow_mut().eval_source(PRELUDE);
-    assert!(setup.iter().all(|chunk| chunk.outputs.is_empty()), "{setup:?}");
-    let config = Config { cases: 1000, failure_persistence: None, ..Config::default() };
+    assert!(
+        setup.iter().all(|chunk| chunk.outputs.is_empty()),
+        "{setup:?}"
+    );
+    let config = Config {
+        cases: 1000,
+        failure_persistence: None,
+        ..Config::default()
+    };
     let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]);
     let mut runner = TestRunner::new_with_rng(config, rng);
     let counts = std::cell::Cell::new([0usize; 2]);
     runner
-        .run(&(expr(4), prop_oneof![Just(":p "), Just(":t "), Just("y = ")]), |(text, command)| {
-            let src = format!("{command}{text}\n");
-            for chunk in session.borrow_mut().eval_source(&src) {
-                for output in &chunk.outputs {
-                    if let Output::Error(diag) = output {
-                        prop_assert!(diag.kind != ErrorKind::Internal, "internal error on {src:?}: {}", diag.message);
-                        prop_assert!(diag.span.is_some(), "error without a position on {src:?}: {}", diag.message);
-                        let [errors, successes] = counts.get();
-                        counts.set([errors + 1, successes]);
-                    } else {
-                        let [errors, successes] = counts.get();
-                        counts.set([errors, successes + 1]);
+        .run(
+            &(expr(4), prop_oneof![Just(":p "), Just(":t "), Just("y = ")]),
+            |(text, command)| {
+                let src = format!("{command}{text}\n");
+                for chunk in session.borrow_mut().eval_source(&src) {
+                    for output in &chunk.outputs {
+                        if let Output::Error(diag) = output {
+                            prop_assert!(
+                                diag.kind != ErrorKind::Internal,
+                                "internal error on {src:?}: {}",
+                                diag.message
+                            );
+                            prop_assert!(
+                                diag.span.is_some(),
+                                "error without a position on {src:?}: {}",
+                                diag.message
+                            );
+                            let [errors, successes] = counts.get();
+                            counts.set([errors + 1, successes]);
+                        } else {
+                            let [errors, successes] = counts.get();
+                            counts.set([errors, successes + 1]);
+                        }
                     }
                 }
-            }
-            Ok(())
-        })
+                Ok(())
+            },
+        )
         .unwrap();
     // The generator must exercise both paths; otherwise this test proves little.
     let [errors, successes] = counts.get();
-    assert!(errors > 20 && successes > 20, "errors/successes: {errors}/{successes}");
+    assert!(
+        errors > 20 && successes > 20,
+        "errors/successes: {errors}/{successes}"
+    );
 }

@@ -53,7 +53,14 @@ impl Class {
             "Add" | "VSpace" => vec![Class::Add],
             "Mul" => vec![Class::Mul],
             "Num" => vec![Class::Add, Class::Mul, Class::Num, Class::Eq, Class::Ord],
-            "Fractional" => vec![Class::Add, Class::Mul, Class::Div, Class::Num, Class::Eq, Class::Ord],
+            "Fractional" => vec![
+                Class::Add,
+                Class::Mul,
+                Class::Div,
+                Class::Num,
+                Class::Eq,
+                Class::Ord,
+            ],
             "Floating" | "Float" | "Real" => vec![
                 Class::Add,
                 Class::Mul,
@@ -236,13 +243,68 @@ impl Builtin {
     /// Every name `lookup` knows (for completion).
     pub fn names() -> &'static [&'static str] {
         &[
-            "neg", "abs", "sqrt", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sin",
-            "cos", "tan", "tanh", "sinh", "cosh", "atan", "floor", "ceil", "round", "pow",
-            "atan2", "min", "max", "mod", "idiv", "select", "not", "isnan", "isinf", "n_to_f",
-            "i_to_f", "f_to_i", "b_to_f", "n_to_i", "i_to_n", "b_to_n", "cast", "ordinal",
-            "size", "from_ordinal", "unsafe_from_ordinal", "sum", "iota", "fold", "scan",
-            "apply_n", "zero", "fst", "snd", "pi", "infinity", "nan", "grad", "deriv_rev", "jvp",
-            "deriv", "vjp", "linearize", "transpose_linear", "jacobian", "check_deriv",
+            "neg",
+            "abs",
+            "sqrt",
+            "exp",
+            "exp2",
+            "log",
+            "log2",
+            "log10",
+            "log1p",
+            "expm1",
+            "sin",
+            "cos",
+            "tan",
+            "tanh",
+            "sinh",
+            "cosh",
+            "atan",
+            "floor",
+            "ceil",
+            "round",
+            "pow",
+            "atan2",
+            "min",
+            "max",
+            "mod",
+            "idiv",
+            "select",
+            "not",
+            "isnan",
+            "isinf",
+            "n_to_f",
+            "i_to_f",
+            "f_to_i",
+            "b_to_f",
+            "n_to_i",
+            "i_to_n",
+            "b_to_n",
+            "cast",
+            "ordinal",
+            "size",
+            "from_ordinal",
+            "unsafe_from_ordinal",
+            "sum",
+            "iota",
+            "fold",
+            "scan",
+            "apply_n",
+            "zero",
+            "fst",
+            "snd",
+            "pi",
+            "infinity",
+            "nan",
+            "grad",
+            "deriv_rev",
+            "jvp",
+            "deriv",
+            "vjp",
+            "linearize",
+            "transpose_linear",
+            "jacobian",
+            "check_deriv",
         ]
     }
 
@@ -393,7 +455,10 @@ impl Builtin {
                 let n = var(cx, &[Class::Ix]);
                 let a = var(cx, &[]);
                 let b = var(cx, &[]);
-                let body = Ty::funs(vec![n.clone(), a.clone()], Ty::Tuple(vec![a.clone(), b.clone()]));
+                let body = Ty::funs(
+                    vec![n.clone(), a.clone()],
+                    Ty::Tuple(vec![a.clone(), b.clone()]),
+                );
                 Ty::funs(vec![a.clone(), body], Ty::Tuple(vec![a, Ty::table(n, b)]))
             }
             Builtin::ApplyN => {
@@ -404,7 +469,11 @@ impl Builtin {
             Builtin::Fst | Builtin::Snd => {
                 let a = var(cx, &[]);
                 let b = var(cx, &[]);
-                let res = if self == Builtin::Fst { a.clone() } else { b.clone() };
+                let res = if self == Builtin::Fst {
+                    a.clone()
+                } else {
+                    b.clone()
+                };
                 Ty::fun(Ty::Tuple(vec![a, b]), res)
             }
             Builtin::FloatConst(_) => float_var(cx),
@@ -430,7 +499,13 @@ impl Builtin {
                         let n = var(cx, &[Class::Ix]);
                         let m = var(cx, &[Class::Ix]);
                         Ty::funs(
-                            vec![Ty::fun(Ty::table(n.clone(), s.clone()), Ty::table(m.clone(), s.clone())), Ty::table(n.clone(), s.clone())],
+                            vec![
+                                Ty::fun(
+                                    Ty::table(n.clone(), s.clone()),
+                                    Ty::table(m.clone(), s.clone()),
+                                ),
+                                Ty::table(n.clone(), s.clone()),
+                            ],
                             Ty::table(m, Ty::table(n, s)),
                         )
                     }

@@ -38,7 +38,10 @@ impl GlobalEnv {
     }
 
     pub fn rigid_classes(&self, rigid: Rigid) -> &[Class] {
-        self.rigid_classes.get(rigid.0 as usize).map(Vec::as_slice).unwrap_or(&[])
+        self.rigid_classes
+            .get(rigid.0 as usize)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
     }
 
     /// Local ids are unique across the session, so that definitions checked in different
@@ -54,7 +57,10 @@ impl GlobalEnv {
 
     /// The source name of a local, or a generated one.
     pub fn local_name(&self, local: super::types::LocalId) -> String {
-        self.local_names.get(&local).cloned().unwrap_or_else(|| format!("v{}", local.0))
+        self.local_names
+            .get(&local)
+            .cloned()
+            .unwrap_or_else(|| format!("v{}", local.0))
     }
 
     /// Removes every binding of a name (a new top-level binding shadows the old one).
@@ -67,6 +73,9 @@ impl GlobalEnv {
 
     /// Every name bound at the top level (for completion).
     pub fn names(&self) -> impl Iterator<Item = &String> {
-        self.values.keys().chain(self.defs.keys()).chain(self.aliases.keys())
+        self.values
+            .keys()
+            .chain(self.defs.keys())
+            .chain(self.aliases.keys())
     }
 }

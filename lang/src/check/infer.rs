@@ -27,7 +27,10 @@ use crate::syntax::Span;
 type Result<T> = std::result::Result<T, TypeError>;
 
 fn error<T>(span: Span, message: impl Into<String>) -> Result<T> {
-    Err(TypeError { message: message.into(), span })
+    Err(TypeError {
+        message: message.into(),
+        span,
+    })
 }
 
 /// What a name in scope stands for.
@@ -125,7 +128,11 @@ impl<'env> Infer<'env> {
             })),
             Ty::Table(ix, elem) => Ty::table(self.zonk(ix), self.zonk(elem)),
             Ty::Tuple(items) => Ty::Tuple(items.iter().map(|item| self.zonk(item)).collect()),
-            Ty::Fun { param, binder, result } => Ty::Fun {
+            Ty::Fun {
+                param,
+                binder,
+                result,
+            } => Ty::Fun {
                 param: Box::new(self.zonk(param)),
                 binder: *binder,
                 result: Box::new(self.zonk(result)),
@@ -193,7 +200,18 @@ impl<'env> Infer<'env> {
                 }
                 Ok(())
             }
-            (Ty::Fun { param: p1, result: r1, .. }, Ty::Fun { param: p2, result: r2, .. }) => {
+            (
+                Ty::Fun {
+                    param: p1,
+                    result: r1,
+                    ..
+                },
+                Ty::Fun {
+                    param: p2,
+                    result: r2,
+                    ..
+                },
+            ) => {
                 self.unify_inner(p1, p2)?;
                 self.unify_inner(r1, r2)
             }
@@ -265,14 +283,23 @@ impl<'env> Infer<'env> {
                         let ty = self.zonk(&item.ty);
                         let message = match item.class {
                             Class::Ix => format!("{ty} is not an index set"),
-                            Class::Float => format!("expected a floating-point number here, found type {ty}"),
-                            Class::Floating => format!("type {ty} does not support floating-point functions"),
+                            Class::Float => {
+                                format!("expected a floating-point number here, found type {ty}")
+                            }
+                            Class::Floating => {
+                                format!("type {ty} does not support floating-point functions")
+                            }
                             Class::Num => format!("expected a number here, found type {ty}"),
-                            class => format!("type {ty} does not support {}", class_operation(class)),
+                            class => {
+                                format!("type {ty} does not support {}", class_operation(class))
+                            }
                         };
                         return error(item.span, message);
                     }
-                    Err(blocking) => self.pending.push(Pending { ty: blocking, ..item }),
+                    Err(blocking) => self.pending.push(Pending {
+                        ty: blocking,
+                        ..item
+                    }),
                 }
             }
             if !finish || progress {
@@ -321,7 +348,11 @@ impl<'env> Infer<'env> {
     pub fn zonk_expr(&self, expr: &mut TExpr) {
         expr.ty = self.zonk(&expr.ty);
         match &mut expr.kind {
-            TKind::Local(_) | TKind::Global(_) | TKind::Builtin(_) | TKind::Lit(_) | TKind::TypeArg => {}
+            TKind::Local(_)
+            | TKind::Global(_)
+            | TKind::Builtin(_)
+            | TKind::Lit(_)
+            | TKind::TypeArg => {}
             TKind::Def { inst, .. } => {
                 for ty in inst {
                     *ty = self.zonk(ty);
@@ -330,7 +361,11 @@ impl<'env> Infer<'env> {
             TKind::Lam { body, .. } | TKind::For { body, .. } | TKind::At(body) => {
                 self.zonk_expr(body)
             }
-            TKind::If { cond, then_branch, else_branch } => {
+            TKind::If {
+                cond,
+                then_branch,
+                else_branch,
+            } => {
                 self.zonk_expr(cond);
                 self.zonk_expr(then_branch);
                 self.zonk_expr(else_branch);
@@ -359,7 +394,11 @@ impl<'env> Infer<'env> {
     // ----- scopes -----
 
     fn lookup(&self, name: &str) -> Option<&Binding> {
-        self.scopes.iter().rev().find(|(bound, _)| bound == name).map(|(_, binding)| binding)
+        self.scopes
+            .iter()
+            .rev()
+            .find(|(bound, _)| bound == name)
+            .map(|(_, binding)| binding)
     }
 
     fn with_scope<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
@@ -373,7 +412,11 @@ impl<'env> Infer<'env> {
 
     /// Reads a type expression. `implicit`, when given, collects unknown lower-case names as
     /// implicit index-set variables (in a `def` signature).
-    fn read_type(&mut self, texpr: &TypeExpr, implicit: &mut Option<&mut Vec<(String, Rigid)>>) -> Result<Ty> {
+    fn read_type(
+        &mut self,
+        texpr: &TypeExpr,
+        implicit: &mut Option<&mut Vec<(String, Rigid)>>,
+    ) -> Result<Ty> {
         match &texpr.kind {
             TypeExprKind::Name(ident) => self.read_type_name(&ident.name, texpr.span, implicit),
             TypeExprKind::Fin(size) => Ok(Ty::Fin(self.read_size(size)?)),
@@ -381,17 +424,24 @@ impl<'env> Infer<'env> {
                 let ix_ty = self.read_type(ix, implicit)?;
                 if let (Ty::Rigid(rigid, _), Some(implicit)) = (&ix_ty, implicit.as_ref()) {
                     if implicit.iter().any(|(_, bound)| bound == rigid) {
-                        self.env.add_rigid_classes(*rigid, &[Class::Ix, Class::Eq, Class::Ord]);
+                        self.env
+                            .add_rigid_classes(*rigid, &[Class::Ix, Class::Eq, Class::Ord]);
                     }
                 }
                 self.constrain(Class::Ix, ix_ty.clone(), ix.span);
                 Ok(Ty::table(ix_ty, self.read_type(elem, implicit)?))
             }
             TypeExprKind::Tuple(items) => Ok(Ty::Tuple(
-                items.iter().map(|item| self.read_type(item, implicit)).collect::<Result<_>>()?,
+                items
+                    .iter()
+                    .map(|item| self.read_type(item, implicit))
+                    .collect::<Result<_>>()?,
             )),
             TypeExprKind::Fun(params, result) => {
-                let params = params.iter().map(|param| self.read_type(param, implicit)).collect::<Result<_>>()?;
+                let params = params
+                    .iter()
+                    .map(|param| self.read_type(param, implicit))
+                    .collect::<Result<_>>()?;
                 Ok(Ty::funs(params, self.read_type(result, implicit)?))
             }
             TypeExprKind::Hole => Ok(Ty::Var(self.fresh_var())),
@@ -431,7 +481,10 @@ impl<'env> Infer<'env> {
                 // Implicit variables get `Ix` only where they index a table (see `read_type`).
                 let rigid = self.env.new_rigid(Vec::new());
                 implicit.push((name.to_string(), rigid));
-                self.scopes.push((name.to_string(), Binding::TypeVar(Ty::Rigid(rigid, name.to_string()))));
+                self.scopes.push((
+                    name.to_string(),
+                    Binding::TypeVar(Ty::Rigid(rigid, name.to_string())),
+                ));
                 return Ok(Ty::Rigid(rigid, name.to_string()));
             }
         }
@@ -456,12 +509,19 @@ impl<'env> Infer<'env> {
                     None => not_static(),
                 },
             },
-            ExprKind::App { func, arg, name: None } if is_var(func, "size") => {
+            ExprKind::App {
+                func,
+                arg,
+                name: None,
+            } if is_var(func, "size") => {
                 let ty = self.read_type_of_expr(arg)?;
                 size_of_ix(&ty).map_or_else(not_static, Ok)
             }
             ExprKind::BinOp { op, lhs, rhs } => {
-                let (a, b) = (Box::new(self.read_size(lhs)?), Box::new(self.read_size(rhs)?));
+                let (a, b) = (
+                    Box::new(self.read_size(lhs)?),
+                    Box::new(self.read_size(rhs)?),
+                );
                 match op {
                     BinOp::Add => Ok(Size::Add(a, b)),
                     BinOp::Sub => Ok(Size::Sub(a, b)),
@@ -479,11 +539,21 @@ impl<'env> Infer<'env> {
     fn read_type_of_expr(&mut self, expr: &Expr) -> Result<Ty> {
         match &expr.kind {
             ExprKind::Var(ident) => self.read_type_name(&ident.name, expr.span, &mut None),
-            ExprKind::App { func, arg, name: None } if is_var(func, "Fin") => Ok(Ty::Fin(self.read_size(arg)?)),
-            ExprKind::Tuple(items) => {
-                Ok(Ty::Tuple(items.iter().map(|item| self.read_type_of_expr(item)).collect::<Result<_>>()?))
-            }
-            _ => error(expr.span, "expected a type here (such as `Fin 5` or an index-set name)"),
+            ExprKind::App {
+                func,
+                arg,
+                name: None,
+            } if is_var(func, "Fin") => Ok(Ty::Fin(self.read_size(arg)?)),
+            ExprKind::Tuple(items) => Ok(Ty::Tuple(
+                items
+                    .iter()
+                    .map(|item| self.read_type_of_expr(item))
+                    .collect::<Result<_>>()?,
+            )),
+            _ => error(
+                expr.span,
+                "expected a type here (such as `Fin 5` or an index-set name)",
+            ),
         }
     }
 
@@ -520,17 +590,29 @@ impl<'env> Infer<'env> {
                     };
                     cx.constrain(Class::Ix, ix.clone(), binder.name.span);
                     let local = cx.new_local(&binder.name.name);
-                    cx.scopes.push((binder.name.name.clone(), Binding::Local(local, ix.clone())));
+                    cx.scopes
+                        .push((binder.name.name.clone(), Binding::Local(local, ix.clone())));
                     locals.push((local, ix));
                 }
                 let mut res = cx.infer_depth(body, depth + 1)?;
                 for (local, ix) in locals.into_iter().rev() {
                     let ty = Ty::table(ix, res.ty.clone());
-                    res = TExpr { kind: TKind::For { binder: local, body: Box::new(res) }, ty, span };
+                    res = TExpr {
+                        kind: TKind::For {
+                            binder: local,
+                            body: Box::new(res),
+                        },
+                        ty,
+                        span,
+                    };
                 }
                 Ok(res)
             }),
-            ExprKind::If { cond, then_branch, else_branch } => {
+            ExprKind::If {
+                cond,
+                then_branch,
+                else_branch,
+            } => {
                 let cond = self.infer_depth(cond, depth + 1)?;
                 self.unify(&Ty::bool(), &cond.ty, cond.span)?;
                 let then_branch = self.infer_depth(then_branch, depth + 1)?;
@@ -576,7 +658,10 @@ impl<'env> Infer<'env> {
                 Ok(res)
             }
             ExprKind::Tuple(items) => {
-                let items = items.iter().map(|item| self.infer_depth(item, depth + 1)).collect::<Result<Vec<_>>>()?;
+                let items = items
+                    .iter()
+                    .map(|item| self.infer_depth(item, depth + 1))
+                    .collect::<Result<Vec<_>>>()?;
                 let ty = Ty::Tuple(items.iter().map(|item| item.ty.clone()).collect());
                 Ok(texpr(TKind::Tuple(items), ty))
             }
@@ -615,45 +700,83 @@ impl<'env> Infer<'env> {
                         Stmt::Def(def) => {
                             let info = cx.infer_def(def)?;
                             let id = cx.new_local(&def.name.name);
-                            cx.scopes.push((def.name.name.clone(), Binding::Def(id, Box::new(info.clone()))));
-                            typed.push(TStmt::Def { id, def: Box::new(info) });
+                            cx.scopes.push((
+                                def.name.name.clone(),
+                                Binding::Def(id, Box::new(info.clone())),
+                            ));
+                            typed.push(TStmt::Def {
+                                id,
+                                def: Box::new(info),
+                            });
                         }
                     }
                 }
                 let result = cx.infer_depth(result, depth + 1)?;
                 let ty = result.ty.clone();
-                Ok(texpr(TKind::Block { stmts: typed, result: Box::new(result) }, ty))
+                Ok(texpr(
+                    TKind::Block {
+                        stmts: typed,
+                        result: Box::new(result),
+                    },
+                    ty,
+                ))
             }),
         }
     }
 
     fn infer_neg(&mut self, inner: &Expr, span: Span, depth: usize) -> Result<TExpr> {
-        let func = TExpr { kind: TKind::Builtin(Builtin::Prim(Prim::Neg)), ty: Ty::float(), span };
+        let func = TExpr {
+            kind: TKind::Builtin(Builtin::Prim(Prim::Neg)),
+            ty: Ty::float(),
+            span,
+        };
         let func = self.instantiate_builtin(func, Builtin::Prim(Prim::Neg), span);
         self.apply(func, inner, span, depth)
     }
 
     fn infer_var(&mut self, name: &str, span: Span) -> Result<TExpr> {
         match self.lookup(name).cloned() {
-            Some(Binding::Local(local, ty)) => return Ok(TExpr { kind: TKind::Local(local), ty, span }),
-            Some(Binding::Def(id, info)) => return Ok(self.instantiate_def(&info, DefKey::Local(id), span)),
+            Some(Binding::Local(local, ty)) => {
+                return Ok(TExpr {
+                    kind: TKind::Local(local),
+                    ty,
+                    span,
+                })
+            }
+            Some(Binding::Def(id, info)) => {
+                return Ok(self.instantiate_def(&info, DefKey::Local(id), span))
+            }
             Some(Binding::TypeVar(_)) => {
-                return error(span, format!("`{name}` is a type; it can only be passed where a type is expected"))
+                return error(
+                    span,
+                    format!("`{name}` is a type; it can only be passed where a type is expected"),
+                )
             }
             None => {}
         }
         if let Some(ty) = self.env.values.get(name) {
-            return Ok(TExpr { kind: TKind::Global(name.to_string()), ty: ty.clone(), span });
+            return Ok(TExpr {
+                kind: TKind::Global(name.to_string()),
+                ty: ty.clone(),
+                span,
+            });
         }
         if let Some(info) = self.env.defs.get(name).cloned() {
             return Ok(self.instantiate_def(&info, DefKey::Top(name.to_string()), span));
         }
         if let Some(builtin) = Builtin::lookup(name) {
-            let func = TExpr { kind: TKind::Builtin(builtin), ty: Ty::float(), span };
+            let func = TExpr {
+                kind: TKind::Builtin(builtin),
+                ty: Ty::float(),
+                span,
+            };
             return Ok(self.instantiate_builtin(func, builtin, span));
         }
         if self.env.aliases.contains_key(name) || name == "Fin" {
-            return error(span, format!("`{name}` is a type; it can only be passed where a type is expected"));
+            return error(
+                span,
+                format!("`{name}` is a type; it can only be passed where a type is expected"),
+            );
         }
         error(span, format!("unbound variable `{name}`"))
     }
@@ -675,7 +798,15 @@ impl<'env> Infer<'env> {
             inst.push(var);
         }
         let ty = substitute_rigids(&info.ty, &mapping);
-        TExpr { kind: TKind::Def { name: info.name.clone(), def, inst }, ty, span }
+        TExpr {
+            kind: TKind::Def {
+                name: info.name.clone(),
+                def,
+                inst,
+            },
+            ty,
+            span,
+        }
     }
 
     fn binop_function(&mut self, op: BinOp, span: Span) -> Result<TExpr> {
@@ -704,7 +835,11 @@ impl<'env> Infer<'env> {
                 return self.infer_var(name, span);
             }
         };
-        let func = TExpr { kind: TKind::Builtin(builtin), ty: Ty::float(), span };
+        let func = TExpr {
+            kind: TKind::Builtin(builtin),
+            ty: Ty::float(),
+            span,
+        };
         Ok(self.instantiate_builtin(func, builtin, span))
     }
 
@@ -712,7 +847,11 @@ impl<'env> Infer<'env> {
     fn apply(&mut self, func: TExpr, arg: &Expr, span: Span, depth: usize) -> Result<TExpr> {
         let func_ty = self.zonk(&func.ty);
         let (param, binder, result) = match func_ty {
-            Ty::Fun { param, binder, result } => (*param, binder, *result),
+            Ty::Fun {
+                param,
+                binder,
+                result,
+            } => (*param, binder, *result),
             Ty::Var(_) => {
                 let param = Ty::Var(self.fresh_var());
                 let result = Ty::Var(self.fresh_var());
@@ -720,13 +859,20 @@ impl<'env> Infer<'env> {
                 (param, None, result)
             }
             other => {
-                return error(func.span, format!("this is not a function: it has type {other}"));
+                return error(
+                    func.span,
+                    format!("this is not a function: it has type {other}"),
+                );
             }
         };
         let targ = if let Ty::TypeArg(expected) = &param {
             let ty = self.read_type_of_expr(arg)?;
             self.unify(expected, &ty, arg.span)?;
-            TExpr { kind: TKind::TypeArg, ty: Ty::TypeArg(Box::new(ty)), span: arg.span }
+            TExpr {
+                kind: TKind::TypeArg,
+                ty: Ty::TypeArg(Box::new(ty)),
+                span: arg.span,
+            }
         } else {
             let targ = self.infer_depth(arg, depth + 1)?;
             self.unify(&param, &targ.ty, arg.span)?;
@@ -739,7 +885,14 @@ impl<'env> Infer<'env> {
                 result = substitute_local_size(&result, binder, &size);
             }
         }
-        Ok(TExpr { kind: TKind::App { func: Box::new(func), arg: Box::new(targ) }, ty: result, span })
+        Ok(TExpr {
+            kind: TKind::App {
+                func: Box::new(func),
+                arg: Box::new(targ),
+            },
+            ty: result,
+            span,
+        })
     }
 
     fn infer_index(&mut self, base: TExpr, index: &Expr, depth: usize) -> Result<TExpr> {
@@ -753,22 +906,44 @@ impl<'env> Infer<'env> {
                 self.unify(&Ty::table(ix.clone(), elem.clone()), &base_ty, base.span)?;
                 (ix, elem)
             }
-            other => return error(base.span, format!("only tables can be indexed; this has type {other}")),
+            other => {
+                return error(
+                    base.span,
+                    format!("only tables can be indexed; this has type {other}"),
+                )
+            }
         };
         // A bare integer literal as an index means `lit @ ix` (as `from_ordinal`).
         let tindex = if let ExprKind::Lit(Lit::Int(_)) = index.kind {
             let value = self.infer_depth(index, depth + 1)?;
-            TExpr { kind: TKind::At(Box::new(value)), ty: ix.clone(), span: index.span }
+            TExpr {
+                kind: TKind::At(Box::new(value)),
+                ty: ix.clone(),
+                span: index.span,
+            }
         } else {
             let tindex = self.infer_depth(index, depth + 1)?;
             self.unify(&ix, &tindex.ty, index.span)?;
             tindex
         };
         let span = base.span.to(index.span);
-        Ok(TExpr { kind: TKind::Index { base: Box::new(base), index: Box::new(tindex) }, ty: elem, span })
+        Ok(TExpr {
+            kind: TKind::Index {
+                base: Box::new(base),
+                index: Box::new(tindex),
+            },
+            ty: elem,
+            span,
+        })
     }
 
-    fn infer_lambda(&mut self, params: &[Param], body: &Expr, span: Span, depth: usize) -> Result<TExpr> {
+    fn infer_lambda(
+        &mut self,
+        params: &[Param],
+        body: &Expr,
+        span: Span,
+        depth: usize,
+    ) -> Result<TExpr> {
         self.with_scope(|cx| {
             let mut typed_params = Vec::new();
             for param in params {
@@ -782,7 +957,14 @@ impl<'env> Infer<'env> {
             let mut res = cx.infer_depth(body, depth + 1)?;
             for (pat, ty) in typed_params.into_iter().rev() {
                 let fun_ty = Ty::fun(ty, res.ty.clone());
-                res = TExpr { kind: TKind::Lam { param: pat, body: Box::new(res) }, ty: fun_ty, span };
+                res = TExpr {
+                    kind: TKind::Lam {
+                        param: pat,
+                        body: Box::new(res),
+                    },
+                    ty: fun_ty,
+                    span,
+                };
             }
             Ok(res)
         })
@@ -793,7 +975,8 @@ impl<'env> Infer<'env> {
         match pat {
             Pattern::Var(ident) => {
                 let local = self.new_local(&ident.name);
-                self.scopes.push((ident.name.clone(), Binding::Local(local, ty.clone())));
+                self.scopes
+                    .push((ident.name.clone(), Binding::Local(local, ty.clone())));
                 Ok(TPat::Var(local, ident.name.clone()))
             }
             Pattern::Wildcard(_) => Ok(TPat::Wild),
@@ -809,8 +992,15 @@ impl<'env> Infer<'env> {
             }
             Pattern::Table(items, span) => {
                 let elem = Ty::Var(self.fresh_var());
-                self.unify(&Ty::table(Ty::Fin(Size::Const(items.len() as u64)), elem.clone()), ty, *span)?;
-                let pats = items.iter().map(|item| self.bind_pattern(item, &elem)).collect::<Result<_>>()?;
+                self.unify(
+                    &Ty::table(Ty::Fin(Size::Const(items.len() as u64)), elem.clone()),
+                    ty,
+                    *span,
+                )?;
+                let pats = items
+                    .iter()
+                    .map(|item| self.bind_pattern(item, &elem))
+                    .collect::<Result<_>>()?;
                 Ok(TPat::Table(pats))
             }
         }
@@ -875,23 +1065,36 @@ impl<'env> Infer<'env> {
         let mut rigids: Vec<(String, Rigid)> = Vec::new();
         for given in &def.given {
             let classes = match &given.class {
-                Some(class) => Class::from_name(&class.name)
-                    .ok_or_else(|| TypeError { message: format!("unknown class `{}`", class.name), span: class.span })?,
+                Some(class) => Class::from_name(&class.name).ok_or_else(|| TypeError {
+                    message: format!("unknown class `{}`", class.name),
+                    span: class.span,
+                })?,
                 None => Vec::new(),
             };
             let rigid = self.env.new_rigid(classes);
-            self.scopes.push((given.name.name.clone(), Binding::TypeVar(Ty::Rigid(rigid, given.name.name.clone()))));
+            self.scopes.push((
+                given.name.name.clone(),
+                Binding::TypeVar(Ty::Rigid(rigid, given.name.name.clone())),
+            ));
             rigids.push((given.name.name.clone(), rigid));
         }
         let mut param_tys = Vec::new();
         let mut pats = Vec::new();
         for param in &def.params {
             // `n: Type` binds an index set passed as a type argument (`linspace (Fin 5) …`).
-            if let (Some(TypeExpr { kind: TypeExprKind::Name(class), .. }), Pattern::Var(name)) = (&param.ty, &param.pat) {
+            if let (
+                Some(TypeExpr {
+                    kind: TypeExprKind::Name(class),
+                    ..
+                }),
+                Pattern::Var(name),
+            ) = (&param.ty, &param.pat)
+            {
                 if class.name == "Type" {
                     let rigid = self.env.new_rigid(vec![Class::Ix, Class::Eq, Class::Ord]);
                     let ty = Ty::Rigid(rigid, name.name.clone());
-                    self.scopes.push((name.name.clone(), Binding::TypeVar(ty.clone())));
+                    self.scopes
+                        .push((name.name.clone(), Binding::TypeVar(ty.clone())));
                     rigids.push((name.name.clone(), rigid));
                     param_tys.push(Ty::TypeArg(Box::new(ty)));
                     pats.push(TPat::Wild);
@@ -957,15 +1160,30 @@ impl<'env> Infer<'env> {
         let mut body_expr = body;
         for (pat, ty) in pats.into_iter().zip(param_tys).rev() {
             let fun_ty = Ty::fun(ty, body_expr.ty.clone());
-            body_expr = TExpr { kind: TKind::Lam { param: pat, body: Box::new(body_expr) }, ty: fun_ty, span: def.span };
+            body_expr = TExpr {
+                kind: TKind::Lam {
+                    param: pat,
+                    body: Box::new(body_expr),
+                },
+                ty: fun_ty,
+                span: def.span,
+            };
         }
         self.zonk_expr(&mut body_expr);
-        Ok(DefInfo { name: def.name.name.clone(), vars, ty: sig_with_binders, body: body_expr, span: def.span })
+        Ok(DefInfo {
+            name: def.name.name.clone(),
+            vars,
+            ty: sig_with_binders,
+            body: body_expr,
+            span: def.span,
+        })
     }
 
     /// Reads a top-level `Name = <type>` alias if the binding is one.
     pub fn try_alias(&mut self, binding: &LetBinding) -> Option<Result<(String, Ty)>> {
-        let Pattern::Var(ident) = &binding.pat else { return None };
+        let Pattern::Var(ident) = &binding.pat else {
+            return None;
+        };
         if !ident.name.starts_with(|c: char| c.is_uppercase()) || binding.ty.is_some() {
             return None;
         }
@@ -973,14 +1191,28 @@ impl<'env> Infer<'env> {
             ExprKind::App { func, .. } => is_var(func, "Fin"),
             ExprKind::Var(name) => {
                 self.env.aliases.contains_key(&name.name)
-                    || matches!(name.name.as_str(), "Float" | "Float32" | "Float64" | "Int" | "Int32" | "Int64" | "Nat" | "Bool" | "Word64")
+                    || matches!(
+                        name.name.as_str(),
+                        "Float"
+                            | "Float32"
+                            | "Float64"
+                            | "Int"
+                            | "Int32"
+                            | "Int64"
+                            | "Nat"
+                            | "Bool"
+                            | "Word64"
+                    )
             }
             _ => false,
         };
         if !looks_like_type {
             return None;
         }
-        Some(self.read_type_of_expr(&binding.value).map(|ty| (ident.name.clone(), ty)))
+        Some(
+            self.read_type_of_expr(&binding.value)
+                .map(|ty| (ident.name.clone(), ty)),
+        )
     }
 }
 
@@ -1010,7 +1242,9 @@ pub fn size_of_ix(ty: &Ty) -> Option<Size> {
         Ty::Tuple(items) => items
             .iter()
             .map(size_of_ix)
-            .try_fold(Size::Const(1), |acc, size| Some(Size::Mul(Box::new(acc), Box::new(size?)))),
+            .try_fold(Size::Const(1), |acc, size| {
+                Some(Size::Mul(Box::new(acc), Box::new(size?)))
+            }),
         _ => None,
     }
 }
@@ -1071,7 +1305,11 @@ pub fn map_ty(ty: &Ty, f: &mut impl FnMut(&Ty) -> Option<Ty>) -> Ty {
         })),
         Ty::Table(ix, elem) => Ty::table(map_ty(ix, f), map_ty(elem, f)),
         Ty::Tuple(items) => Ty::Tuple(items.iter().map(|item| map_ty(item, f)).collect()),
-        Ty::Fun { param, binder, result } => Ty::Fun {
+        Ty::Fun {
+            param,
+            binder,
+            result,
+        } => Ty::Fun {
             param: Box::new(map_ty(param, f)),
             binder: *binder,
             result: Box::new(map_ty(result, f)),

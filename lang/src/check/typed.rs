@@ -21,21 +21,44 @@ pub enum TKind {
     Global(String),
     /// A (top-level or local) definition, instantiated: `inst[k]` is the type chosen for the
     /// definition's k-th scheme variable.
-    Def { name: String, def: DefKey, inst: Vec<Ty> },
+    Def {
+        name: String,
+        def: DefKey,
+        inst: Vec<Ty>,
+    },
     Builtin(Builtin),
     Lit(Lit),
-    Lam { param: TPat, body: Box<TExpr> },
-    For { binder: LocalId, body: Box<TExpr> },
-    If { cond: Box<TExpr>, then_branch: Box<TExpr>, else_branch: Box<TExpr> },
-    App { func: Box<TExpr>, arg: Box<TExpr> },
-    Index { base: Box<TExpr>, index: Box<TExpr> },
+    Lam {
+        param: TPat,
+        body: Box<TExpr>,
+    },
+    For {
+        binder: LocalId,
+        body: Box<TExpr>,
+    },
+    If {
+        cond: Box<TExpr>,
+        then_branch: Box<TExpr>,
+        else_branch: Box<TExpr>,
+    },
+    App {
+        func: Box<TExpr>,
+        arg: Box<TExpr>,
+    },
+    Index {
+        base: Box<TExpr>,
+        index: Box<TExpr>,
+    },
     Tuple(Vec<TExpr>),
     Table(Vec<TExpr>),
     /// `e @ T`: an integer converted to an index of the index set `T` (the node's type).
     At(Box<TExpr>),
     /// A type in argument position (`iota (Fin 5)`); the type is the node's `TypeArg`.
     TypeArg,
-    Block { stmts: Vec<TStmt>, result: Box<TExpr> },
+    Block {
+        stmts: Vec<TStmt>,
+        result: Box<TExpr>,
+    },
 }
 
 /// Where a definition lives.
@@ -56,9 +79,15 @@ pub enum TPat {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum TStmt {
-    Let { pat: TPat, value: TExpr },
+    Let {
+        pat: TPat,
+        value: TExpr,
+    },
     /// A local `def`, referred to by `TKind::Def { def: DefKey::Local(id) }`.
-    Def { id: LocalId, def: Box<DefInfo> },
+    Def {
+        id: LocalId,
+        def: Box<DefInfo>,
+    },
 }
 
 /// A checked definition: a type scheme and its body (a lambda per parameter).

@@ -67,7 +67,10 @@ pub enum Size {
 impl Size {
     /// Folds constant arithmetic; sizes are natural numbers (subtraction saturates at 0).
     pub fn normalise(&self) -> Size {
-        let binary = |a: &Size, b: &Size, op: fn(u64, u64) -> u64, make: fn(Box<Size>, Box<Size>) -> Size| {
+        let binary = |a: &Size,
+                      b: &Size,
+                      op: fn(u64, u64) -> u64,
+                      make: fn(Box<Size>, Box<Size>) -> Size| {
             match (a.normalise(), b.normalise()) {
                 (Size::Const(x), Size::Const(y)) => Size::Const(op(x, y)),
                 (x, y) => make(Box::new(x), Box::new(y)),
@@ -80,7 +83,9 @@ impl Size {
                 Ty::Tuple(items) => items
                     .iter()
                     .map(|item| Size::Of(Box::new(item.clone())))
-                    .fold(Size::Const(1), |acc, size| Size::Mul(Box::new(acc), Box::new(size)))
+                    .fold(Size::Const(1), |acc, size| {
+                        Size::Mul(Box::new(acc), Box::new(size))
+                    })
                     .normalise(),
                 _ => self.clone(),
             },
@@ -96,7 +101,9 @@ impl Size {
         match self {
             Size::Const(_) | Size::Local(..) => false,
             Size::Of(ty) => ty.any(pred),
-            Size::Add(a, b) | Size::Sub(a, b) | Size::Mul(a, b) | Size::Div(a, b) => a.any_ty(pred) || b.any_ty(pred),
+            Size::Add(a, b) | Size::Sub(a, b) | Size::Mul(a, b) | Size::Div(a, b) => {
+                a.any_ty(pred) || b.any_ty(pred)
+            }
         }
     }
 
@@ -119,7 +126,11 @@ pub enum Ty {
     Tuple(Vec<Ty>),
     /// A function of one argument (functions of several arguments are curried). `binder` is
     /// set when later types mention the argument's value as a size (`(n: Nat) -> (Fin n)=>…`).
-    Fun { param: Box<Ty>, binder: Option<LocalId>, result: Box<Ty> },
+    Fun {
+        param: Box<Ty>,
+        binder: Option<LocalId>,
+        result: Box<Ty>,
+    },
     Var(TyVar),
     Rigid(Rigid, String),
     /// The type of a type argument (`iota (Fin 5)`, `size n`): the type itself is carried.
@@ -144,12 +155,19 @@ impl Ty {
     }
 
     pub fn fun(param: Ty, result: Ty) -> Ty {
-        Ty::Fun { param: Box::new(param), binder: None, result: Box::new(result) }
+        Ty::Fun {
+            param: Box::new(param),
+            binder: None,
+            result: Box::new(result),
+        }
     }
 
     /// Curried function type of several parameters.
     pub fn funs(params: Vec<Ty>, result: Ty) -> Ty {
-        params.into_iter().rev().fold(result, |acc, param| Ty::fun(param, acc))
+        params
+            .into_iter()
+            .rev()
+            .fold(result, |acc, param| Ty::fun(param, acc))
     }
 
     /// Calls `f` on every type nested in this one (not through sizes).

@@ -41,7 +41,10 @@ pub struct IdVec<K: Id, V> {
 
 impl<K: Id, V> Default for IdVec<K, V> {
     fn default() -> Self {
-        IdVec { items: Vec::new(), _key: PhantomData }
+        IdVec {
+            items: Vec::new(),
+            _key: PhantomData,
+        }
     }
 }
 
@@ -73,7 +76,10 @@ impl<K: Id, V> IdVec<K, V> {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (K, &V)> {
-        self.items.iter().enumerate().map(|(index, value)| (K::from_index(index), value))
+        self.items
+            .iter()
+            .enumerate()
+            .map(|(index, value)| (K::from_index(index), value))
     }
 
     pub fn values(&self) -> impl Iterator<Item = &V> {

@@ -11,7 +11,12 @@ use super::visit::map_expr_atoms;
 /// the parameters and variables of their nested blocks, which are cloned); uses of variables
 /// are renamed through `subst`, which is extended with the new names. Variables that `subst`
 /// does not mention are free and stay as they are.
-pub fn copy_stmts(program: &mut Program, stmts: &[Stmt], target: BlockId, subst: &mut HashMap<VarId, Atom>) {
+pub fn copy_stmts(
+    program: &mut Program,
+    stmts: &[Stmt],
+    target: BlockId,
+    subst: &mut HashMap<VarId, Atom>,
+) {
     for stmt in stmts {
         let copy = copy_stmt(program, stmt, subst);
         program.blocks[target].stmts.push(copy);
@@ -23,19 +28,46 @@ pub fn copy_stmt(program: &mut Program, stmt: &Stmt, subst: &mut HashMap<VarId, 
     let mut expr = stmt.expr.clone();
     map_expr_atoms(&mut expr, &mut |atom| rename(atom, subst));
     let old_blocks = expr_blocks(&expr);
-    let new_blocks: Vec<BlockId> = old_blocks.iter().map(|block| clone_block(program, *block, subst)).collect();
+    let new_blocks: Vec<BlockId> = old_blocks
+        .iter()
+        .map(|block| clone_block(program, *block, subst))
+        .collect();
     replace_blocks(&mut expr, &new_blocks);
-    let binders = stmt.binders.iter().map(|binder| fresh(program, *binder, subst)).collect();
+    let binders = stmt
+        .binders
+        .iter()
+        .map(|binder| fresh(program, *binder, subst))
+        .collect();
     Stmt { binders, expr }
 }
 
 /// A renamed copy of a block.
-pub fn clone_block(program: &mut Program, block: BlockId, subst: &mut HashMap<VarId, Atom>) -> BlockId {
+pub fn clone_block(
+    program: &mut Program,
+    block: BlockId,
+    subst: &mut HashMap<VarId, Atom>,
+) -> BlockId {
     let old: Block = program.blocks[block].clone();
-    let params = old.params.iter().map(|param| fresh(program, *param, subst)).collect();
-    let stmts = old.stmts.iter().map(|stmt| copy_stmt(program, stmt, subst)).collect();
-    let results = old.results.iter().map(|atom| rename(*atom, subst)).collect();
-    program.blocks.push(Block { params, stmts, results })
+    let params = old
+        .params
+        .iter()
+        .map(|param| fresh(program, *param, subst))
+        .collect();
+    let stmts = old
+        .stmts
+        .iter()
+        .map(|stmt| copy_stmt(program, stmt, subst))
+        .collect();
+    let results = old
+        .results
+        .iter()
+        .map(|atom| rename(*atom, subst))
+        .collect();
+    program.blocks.push(Block {
+        params,
+        stmts,
+        results,
+    })
 }
 
 pub fn rename(atom: Atom, subst: &HashMap<VarId, Atom>) -> Atom {
@@ -64,7 +96,11 @@ fn replace_blocks(expr: &mut super::ir::Expr, blocks: &[BlockId]) {
         | Expr::Scatter { body, .. }
         | Expr::Fold { body, .. }
         | Expr::Scan { body, .. } => *body = blocks[0],
-        Expr::Cond { then_block, else_block, .. } => {
+        Expr::Cond {
+            then_block,
+            else_block,
+            ..
+        } => {
             *then_block = blocks[0];
             *else_block = blocks[1];
         }

@@ -85,7 +85,10 @@ pub struct ArrTy {
 
 impl ArrTy {
     pub fn scalar(elem: Elem) -> ArrTy {
-        ArrTy { shape: Vec::new(), elem }
+        ArrTy {
+            shape: Vec::new(),
+            elem,
+        }
     }
 
     pub fn new(shape: Vec<usize>, elem: Elem) -> ArrTy {
@@ -179,11 +182,19 @@ pub enum Expr {
     SumOuter(Atom),
     /// `gather sh t (λ[i…]. ix)`: `body.params` are the `I64` indices of the leading axes of
     /// the result, `body.results` the index into `array`'s leading axes. Out of range reads zero.
-    Gather { shape: Vec<usize>, array: Atom, body: BlockId },
+    Gather {
+        shape: Vec<usize>,
+        array: Atom,
+        body: BlockId,
+    },
     /// `scatter sh t (λ[i…]. ix)`: sends each element of `t`'s leading axes (`body.params`)
     /// to `body.results` in a zero array of shape `shape`, adding collisions. Out-of-range
     /// targets are dropped.
-    Scatter { shape: Vec<usize>, array: Atom, body: BlockId },
+    Scatter {
+        shape: Vec<usize>,
+        array: Atom,
+        body: BlockId,
+    },
     /// A literal table `[t1, …, tn]` of atoms of equal type.
     Table(Vec<Atom>),
     /// `replicate k t`
@@ -194,15 +205,27 @@ pub enum Expr {
     Reshape { shape: Vec<usize>, array: Atom },
     /// `cond c u v` (strict in seed 001; the reference interpreter may evaluate only the taken
     /// branch since every operation is total). One binder per result.
-    Cond { cond: Atom, then_block: BlockId, else_block: BlockId },
+    Cond {
+        cond: Atom,
+        then_block: BlockId,
+        else_block: BlockId,
+    },
     /// `iota n`: `[0, 1, …, n-1]` as `I64`.
     Iota(usize),
     /// Sequential left fold over `0..size`: `body.params == [i, carry…]`, `body.results` is
     /// the new carry. Binds the final carry.
-    Fold { size: usize, init: Vec<Atom>, body: BlockId },
+    Fold {
+        size: usize,
+        init: Vec<Atom>,
+        body: BlockId,
+    },
     /// Sequential scan: like `Fold` but `body.results == [carry…, y…]`; binds the final carry
     /// followed by the `y`s stacked along a new outermost axis of size `size`.
-    Scan { size: usize, init: Vec<Atom>, body: BlockId },
+    Scan {
+        size: usize,
+        init: Vec<Atom>,
+        body: BlockId,
+    },
 }
 
 /// Information kept per variable.
@@ -227,7 +250,6 @@ pub struct Program {
     pub source_map: std::collections::BTreeMap<VarId, crate::syntax::Span>,
 }
 
-
 impl Program {
     pub fn new() -> Program {
         let mut program = Program::default();
@@ -236,7 +258,10 @@ impl Program {
     }
 
     pub fn new_var(&mut self, ty: ArrTy, hint: &str) -> VarId {
-        self.vars.push(VarInfo { ty, hint: hint.to_string() })
+        self.vars.push(VarInfo {
+            ty,
+            hint: hint.to_string(),
+        })
     }
 
     pub fn new_block(&mut self) -> BlockId {

@@ -9,5 +9,5 @@ pub mod parse;
 pub mod print;
 pub mod testgen;
 pub mod value;
-pub mod visit;
 pub mod verify;
+pub mod visit;

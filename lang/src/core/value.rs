@@ -99,8 +99,15 @@ impl ArrayData {
 
 impl Array {
     pub fn new(shape: Vec<usize>, data: ArrayData) -> Array {
-        debug_assert_eq!(shape.iter().product::<usize>(), data.len(), "shape and data disagree");
-        Array { shape, data: Arc::new(data) }
+        debug_assert_eq!(
+            shape.iter().product::<usize>(),
+            data.len(),
+            "shape and data disagree"
+        );
+        Array {
+            shape,
+            data: Arc::new(data),
+        }
     }
 
     pub fn scalar(scalar: Scalar) -> Array {

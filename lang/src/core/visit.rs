@@ -15,7 +15,10 @@ pub fn map_expr_atoms(expr: &mut Expr, f: &mut impl FnMut(Atom) -> Atom) {
         | Expr::Transpose { array: atom, .. }
         | Expr::Reshape { array: atom, .. }
         | Expr::Cond { cond: atom, .. } => *atom = f(*atom),
-        Expr::Prim(_, atoms) | Expr::Table(atoms) | Expr::Fold { init: atoms, .. } | Expr::Scan { init: atoms, .. } => {
+        Expr::Prim(_, atoms)
+        | Expr::Table(atoms)
+        | Expr::Fold { init: atoms, .. }
+        | Expr::Scan { init: atoms, .. } => {
             for atom in atoms {
                 *atom = f(*atom);
             }

@@ -80,12 +80,20 @@ impl Builder<'_> {
 
     /// Emits a statement; its binders are linear when any operand is.
     fn emit(&mut self, expr: Expr, tys: Vec<ArrTy>, hint: &str) -> Vec<VarId> {
-        let linear = crate::core::verify::expr_atoms(&expr).iter().any(|atom| self.is_linear(atom));
-        let binders: Vec<VarId> = tys.into_iter().map(|ty| self.program.new_var(ty, hint)).collect();
+        let linear = crate::core::verify::expr_atoms(&expr)
+            .iter()
+            .any(|atom| self.is_linear(atom));
+        let binders: Vec<VarId> = tys
+            .into_iter()
+            .map(|ty| self.program.new_var(ty, hint))
+            .collect();
         if linear {
             self.linear.extend(&binders);
         }
-        self.stmts.push(Stmt { binders: binders.clone(), expr });
+        self.stmts.push(Stmt {
+            binders: binders.clone(),
+            expr,
+        });
         binders
     }
 
@@ -102,7 +110,14 @@ impl Builder<'_> {
         let mut res = Atom::Lit(Scalar::zero(ty.elem));
         for axis in (0..ty.shape.len()).rev() {
             let shape = ty.shape[axis..].to_vec();
-            res = self.emit1(Expr::Replicate { count: ty.shape[axis], array: res }, ArrTy::new(shape, ty.elem), "zero");
+            res = self.emit1(
+                Expr::Replicate {
+                    count: ty.shape[axis],
+                    array: res,
+                },
+                ArrTy::new(shape, ty.elem),
+                "zero",
+            );
         }
         res
     }
@@ -119,7 +134,11 @@ impl Builder<'_> {
 
 impl Emitter for Builder<'_> {
     fn prim(&mut self, prim: Prim, args: &[Atom]) -> Atom {
-        let shape = args.iter().map(|atom| self.ty(atom).shape).max_by_key(|shape| shape.len()).unwrap_or_default();
+        let shape = args
+            .iter()
+            .map(|atom| self.ty(atom).shape)
+            .max_by_key(|shape| shape.len())
+            .unwrap_or_default();
         let args: Vec<Atom> = args
             .iter()
             .map(|atom| match atom {
@@ -128,8 +147,14 @@ impl Emitter for Builder<'_> {
             })
             .collect();
         let elems: Vec<_> = args.iter().map(|atom| self.ty(atom).elem).collect();
-        let elem = prim.result_elem(&elems).expect("derivative rules emit well-typed primitives");
-        self.emit1(Expr::Prim(prim, args), ArrTy::new(shape, elem), &prim.name())
+        let elem = prim
+            .result_elem(&elems)
+            .expect("derivative rules emit well-typed primitives");
+        self.emit1(
+            Expr::Prim(prim, args),
+            ArrTy::new(shape, elem),
+            &prim.name(),
+        )
     }
 
     fn constant(&mut self, value: f64, like: Atom) -> Atom {
@@ -152,7 +177,10 @@ impl Builder<'_> {
         let mut res = Atom::Lit(scalar);
         for axis in (0..shape.len()).rev() {
             res = self.emit1(
-                Expr::Replicate { count: shape[axis], array: res },
+                Expr::Replicate {
+                    count: shape[axis],
+                    array: res,
+                },
                 ArrTy::new(shape[axis..].to_vec(), scalar.elem()),
                 "const",
             );
@@ -164,7 +192,11 @@ impl Builder<'_> {
 /// The forward derivative of a build-free block with respect to its float parameters.
 pub fn jvp(program: &mut Program, block: BlockId) -> Result<Jvp, AdError> {
     let source: Block = program.blocks[block].clone();
-    let mut builder = Builder { program, stmts: Vec::new(), linear: HashSet::new() };
+    let mut builder = Builder {
+        program,
+        stmts: Vec::new(),
+        linear: HashSet::new(),
+    };
     let mut tangents: HashMap<VarId, Atom> = HashMap::new();
     let mut tangent_params = Vec::new();
     for param in &source.params {
@@ -180,7 +212,11 @@ pub fn jvp(program: &mut Program, block: BlockId) -> Result<Jvp, AdError> {
         }
     }
     jvp_stmts(&mut builder, &source.stmts, &mut tangents)?;
-    let tangent_results = source.results.iter().map(|atom| tangent_of(&tangents, atom)).collect();
+    let tangent_results = source
+        .results
+        .iter()
+        .map(|atom| tangent_of(&tangents, atom))
+        .collect();
     Ok(Jvp {
         params: source.params,
         tangent_params,
@@ -199,19 +235,35 @@ fn tangent_of(tangents: &HashMap<VarId, Atom>, atom: &Atom) -> Tangent {
 }
 
 /// D[·] of seed 001 Figs 14–15, statement by statement.
-fn jvp_stmts(builder: &mut Builder, stmts: &[Stmt], tangents: &mut HashMap<VarId, Atom>) -> Result<(), AdError> {
+fn jvp_stmts(
+    builder: &mut Builder,
+    stmts: &[Stmt],
+    tangents: &mut HashMap<VarId, Atom>,
+) -> Result<(), AdError> {
     for stmt in stmts {
         jvp_stmt(builder, stmt, tangents)?;
     }
     Ok(())
 }
 
-fn jvp_stmt(builder: &mut Builder, stmt: &Stmt, tangents: &mut HashMap<VarId, Atom>) -> Result<(), AdError> {
+fn jvp_stmt(
+    builder: &mut Builder,
+    stmt: &Stmt,
+    tangents: &mut HashMap<VarId, Atom>,
+) -> Result<(), AdError> {
     // The primal statement is kept as it is (Fig 13's D' on everything non-differentiable).
     match &stmt.expr {
-        Expr::Cond { cond, then_block, else_block } => return jvp_cond(builder, stmt, *cond, *then_block, *else_block, tangents),
+        Expr::Cond {
+            cond,
+            then_block,
+            else_block,
+        } => return jvp_cond(builder, stmt, *cond, *then_block, *else_block, tangents),
         Expr::Fold { .. } | Expr::Scan { .. } => return jvp_loop(builder, stmt, tangents),
-        Expr::Build1 { .. } => return Err(AdError("internal: differentiation expects build-free (BOT) input".into())),
+        Expr::Build1 { .. } => {
+            return Err(AdError(
+                "internal: differentiation expects build-free (BOT) input".into(),
+            ))
+        }
         _ => builder.stmts.push(stmt.clone()),
     }
     let binder = stmt.binders[0];
@@ -229,27 +281,73 @@ fn jvp_stmt(builder: &mut Builder, stmt: &Stmt, tangents: &mut HashMap<VarId, At
         }
         // The linear operations are their own derivatives (§6.1): the same operation on the
         // tangent (Delta constructors Index, Gather, Scatter, SumOuter, Replicate, Tr, Reshape).
-        Expr::Index { array, index } => {
-            t(array).map(|dx| builder.emit1(Expr::Index { array: dx, index: index.clone() }, ty.clone(), &hint))
-        }
+        Expr::Index { array, index } => t(array).map(|dx| {
+            builder.emit1(
+                Expr::Index {
+                    array: dx,
+                    index: index.clone(),
+                },
+                ty.clone(),
+                &hint,
+            )
+        }),
         Expr::Gather { shape, array, body } => t(array).map(|dx| {
             let body = clone_block(builder.program, *body, &mut HashMap::new());
-            builder.emit1(Expr::Gather { shape: shape.clone(), array: dx, body }, ty.clone(), &hint)
+            builder.emit1(
+                Expr::Gather {
+                    shape: shape.clone(),
+                    array: dx,
+                    body,
+                },
+                ty.clone(),
+                &hint,
+            )
         }),
         Expr::Scatter { shape, array, body } => t(array).map(|dx| {
             let body = clone_block(builder.program, *body, &mut HashMap::new());
-            builder.emit1(Expr::Scatter { shape: shape.clone(), array: dx, body }, ty.clone(), &hint)
+            builder.emit1(
+                Expr::Scatter {
+                    shape: shape.clone(),
+                    array: dx,
+                    body,
+                },
+                ty.clone(),
+                &hint,
+            )
         }),
-        Expr::SumOuter(array) => t(array).map(|dx| builder.emit1(Expr::SumOuter(dx), ty.clone(), &hint)),
-        Expr::Replicate { count, array } => {
-            t(array).map(|dx| builder.emit1(Expr::Replicate { count: *count, array: dx }, ty.clone(), &hint))
+        Expr::SumOuter(array) => {
+            t(array).map(|dx| builder.emit1(Expr::SumOuter(dx), ty.clone(), &hint))
         }
-        Expr::Transpose { perm, array } => {
-            t(array).map(|dx| builder.emit1(Expr::Transpose { perm: perm.clone(), array: dx }, ty.clone(), &hint))
-        }
-        Expr::Reshape { shape, array } => {
-            t(array).map(|dx| builder.emit1(Expr::Reshape { shape: shape.clone(), array: dx }, ty.clone(), &hint))
-        }
+        Expr::Replicate { count, array } => t(array).map(|dx| {
+            builder.emit1(
+                Expr::Replicate {
+                    count: *count,
+                    array: dx,
+                },
+                ty.clone(),
+                &hint,
+            )
+        }),
+        Expr::Transpose { perm, array } => t(array).map(|dx| {
+            builder.emit1(
+                Expr::Transpose {
+                    perm: perm.clone(),
+                    array: dx,
+                },
+                ty.clone(),
+                &hint,
+            )
+        }),
+        Expr::Reshape { shape, array } => t(array).map(|dx| {
+            builder.emit1(
+                Expr::Reshape {
+                    shape: shape.clone(),
+                    array: dx,
+                },
+                ty.clone(),
+                &hint,
+            )
+        }),
         Expr::Table(items) => {
             if items.iter().all(|item| t(item).is_none()) {
                 None
@@ -262,7 +360,9 @@ fn jvp_stmt(builder: &mut Builder, stmt: &Stmt, tangents: &mut HashMap<VarId, At
             }
         }
         Expr::Iota(_) => None,
-        Expr::Cond { .. } | Expr::Fold { .. } | Expr::Scan { .. } | Expr::Build1 { .. } => unreachable!("handled above"),
+        Expr::Cond { .. } | Expr::Fold { .. } | Expr::Scan { .. } | Expr::Build1 { .. } => {
+            unreachable!("handled above")
+        }
     };
     if let Some(tangent) = tangent {
         tangents.insert(binder, tangent);
@@ -291,7 +391,10 @@ fn jvp_cond(
         let (a, b) = (branch_results[0][position], branch_results[1][position]);
         let ty = builder.program.var_ty(*binder).clone();
         let mask = builder.constant_mask(cond, &ty.shape);
-        builder.stmts.push(Stmt { binders: vec![*binder], expr: Expr::Prim(Prim::Select, vec![mask, a, b]) });
+        builder.stmts.push(Stmt {
+            binders: vec![*binder],
+            expr: Expr::Prim(Prim::Select, vec![mask, a, b]),
+        });
         if ty.elem.is_float() {
             let (da, db) = (tangent_of(tangents, &a), tangent_of(tangents, &b));
             if da.is_some() || db.is_some() {
@@ -311,7 +414,10 @@ impl Builder<'_> {
         let mut res = cond;
         for axis in (0..shape.len()).rev() {
             res = self.emit1(
-                Expr::Replicate { count: shape[axis], array: res },
+                Expr::Replicate {
+                    count: shape[axis],
+                    array: res,
+                },
                 ArrTy::new(shape[axis..].to_vec(), crate::core::ir::Elem::Bool),
                 "mask",
             );
@@ -321,7 +427,11 @@ impl Builder<'_> {
 }
 
 /// `fold`/`scan`: the loop carries the tangents of its float carries along (forward mode).
-fn jvp_loop(builder: &mut Builder, stmt: &Stmt, tangents: &mut HashMap<VarId, Atom>) -> Result<(), AdError> {
+fn jvp_loop(
+    builder: &mut Builder,
+    stmt: &Stmt,
+    tangents: &mut HashMap<VarId, Atom>,
+) -> Result<(), AdError> {
     let (size, init, body, is_scan) = match &stmt.expr {
         Expr::Fold { size, init, body } => (*size, init.clone(), *body, false),
         Expr::Scan { size, init, body } => (*size, init.clone(), *body, true),
@@ -329,10 +439,15 @@ fn jvp_loop(builder: &mut Builder, stmt: &Stmt, tangents: &mut HashMap<VarId, At
     };
     let source: Block = builder.program.blocks[body].clone();
     let n_carries = init.len();
-    let float_carries: Vec<usize> =
-        (0..n_carries).filter(|position| builder.ty(&init[*position]).elem.is_float()).collect();
+    let float_carries: Vec<usize> = (0..n_carries)
+        .filter(|position| builder.ty(&init[*position]).elem.is_float())
+        .collect();
     // New body: params [i, carries…, carry tangents…].
-    let mut inner = Builder { program: &mut *builder.program, stmts: Vec::new(), linear: builder.linear.clone() };
+    let mut inner = Builder {
+        program: &mut *builder.program,
+        stmts: Vec::new(),
+        linear: builder.linear.clone(),
+    };
     let mut inner_tangents = tangents.clone();
     let mut params = source.params.clone();
     for position in &float_carries {
@@ -348,25 +463,34 @@ fn jvp_loop(builder: &mut Builder, stmt: &Stmt, tangents: &mut HashMap<VarId, At
     let ys: Vec<Atom> = results.split_off(n_carries);
     for position in &float_carries {
         let carry = source.results[*position];
-        let tangent = tangent_of(&inner_tangents, &carry).unwrap_or_else(|| inner.zeros(&inner.ty(&carry)));
+        let tangent =
+            tangent_of(&inner_tangents, &carry).unwrap_or_else(|| inner.zeros(&inner.ty(&carry)));
         results.push(tangent);
     }
-    let float_ys: Vec<usize> = (0..ys.len()).filter(|position| inner.ty(&ys[*position]).elem.is_float()).collect();
+    let float_ys: Vec<usize> = (0..ys.len())
+        .filter(|position| inner.ty(&ys[*position]).elem.is_float())
+        .collect();
     let mut y_tangents = Vec::new();
     for position in &float_ys {
         let y = ys[*position];
-        y_tangents.push(tangent_of(&inner_tangents, &y).unwrap_or_else(|| inner.zeros(&inner.ty(&y))));
+        y_tangents
+            .push(tangent_of(&inner_tangents, &y).unwrap_or_else(|| inner.zeros(&inner.ty(&y))));
     }
     results.extend(ys);
     results.extend(y_tangents);
     let linear = inner.linear;
     let stmts = inner.stmts;
     builder.linear = linear;
-    let new_body = builder.program.blocks.push(Block { params, stmts, results });
+    let new_body = builder.program.blocks.push(Block {
+        params,
+        stmts,
+        results,
+    });
     // New init and binders: carries, carry tangents, [ys, y tangents].
     let mut new_init = init.clone();
     for position in &float_carries {
-        let tangent = tangent_of(tangents, &init[*position]).unwrap_or_else(|| builder.zeros(&builder.ty(&init[*position])));
+        let tangent = tangent_of(tangents, &init[*position])
+            .unwrap_or_else(|| builder.zeros(&builder.ty(&init[*position])));
         new_init.push(tangent);
     }
     let mut binders: Vec<VarId> = stmt.binders[..n_carries].to_vec();
@@ -392,9 +516,17 @@ fn jvp_loop(builder: &mut Builder, stmt: &Stmt, tangents: &mut HashMap<VarId, At
         builder.linear.insert(*tangent);
     }
     let expr = if is_scan {
-        Expr::Scan { size, init: new_init, body: new_body }
+        Expr::Scan {
+            size,
+            init: new_init,
+            body: new_body,
+        }
     } else {
-        Expr::Fold { size, init: new_init, body: new_body }
+        Expr::Fold {
+            size,
+            init: new_init,
+            body: new_body,
+        }
     };
     builder.stmts.push(Stmt { binders, expr });
     for (binder, tangent) in new_tangents {
@@ -432,15 +564,33 @@ fn loop_shape(stmt: &Stmt, program: &Program, linear: &HashSet<VarId>) -> LoopSh
         _ => unreachable!("only loops have a loop shape"),
     };
     let params = &program.blocks[body].params;
-    let n_carry_tangents = params[1..].iter().filter(|param| linear.contains(param)).count();
+    let n_carry_tangents = params[1..]
+        .iter()
+        .filter(|param| linear.contains(param))
+        .count();
     let n_carries = params.len() - 1 - n_carry_tangents;
     let rest = &stmt.binders[n_carries + n_carry_tangents..];
-    let n_ys = rest.iter().filter(|binder| !linear.contains(binder)).count();
-    LoopShape { size, is_scan, n_carries, n_carry_tangents, n_ys, init, body }
+    let n_ys = rest
+        .iter()
+        .filter(|binder| !linear.contains(binder))
+        .count();
+    LoopShape {
+        size,
+        is_scan,
+        n_carries,
+        n_carry_tangents,
+        n_ys,
+        init,
+        body,
+    }
 }
 
 /// Splits statements into the forward (primal) ones and the linear ones to transpose.
-fn split(program: &mut Program, stmts: &[Stmt], linear: &HashSet<VarId>) -> (Vec<Stmt>, Vec<LinearItem>) {
+fn split(
+    program: &mut Program,
+    stmts: &[Stmt],
+    linear: &HashSet<VarId>,
+) -> (Vec<Stmt>, Vec<LinearItem>) {
     let mut forward = Vec::new();
     let mut items = Vec::new();
     for stmt in stmts {
@@ -466,7 +616,11 @@ fn split(program: &mut Program, stmts: &[Stmt], linear: &HashSet<VarId>) -> (Vec
             params.extend(&carry_params);
             // Nested loops contribute their primal scans too.
             let (primal_stmts, _) = split(program, &body.stmts, linear);
-            let primal_body = program.blocks.push(Block { params, stmts: primal_stmts, results });
+            let primal_body = program.blocks.push(Block {
+                params,
+                stmts: primal_stmts,
+                results,
+            });
             let mut binders: Vec<VarId> = stmt.binders[..shape.n_carries].to_vec();
             if shape.is_scan {
                 let ys_start = shape.n_carries + shape.n_carry_tangents;
@@ -483,8 +637,18 @@ fn split(program: &mut Program, stmts: &[Stmt], linear: &HashSet<VarId>) -> (Vec
                 .collect();
             binders.extend(&stacked);
             let init = shape.init[..shape.n_carries].to_vec();
-            forward.push(Stmt { binders, expr: Expr::Scan { size: shape.size, init, body: primal_body } });
-            items.push(LinearItem::Loop { stmt: stmt.clone(), stacked });
+            forward.push(Stmt {
+                binders,
+                expr: Expr::Scan {
+                    size: shape.size,
+                    init,
+                    body: primal_body,
+                },
+            });
+            items.push(LinearItem::Loop {
+                stmt: stmt.clone(),
+                stacked,
+            });
         }
     }
     (forward, items)
@@ -493,7 +657,11 @@ fn split(program: &mut Program, stmts: &[Stmt], linear: &HashSet<VarId>) -> (Vec
 /// Transposes the linear part of a forward derivative (seed 001 §7.3, Fig 19).
 pub fn vjp(program: &mut Program, jvp: &Jvp) -> Result<Vjp, AdError> {
     let (forward, items) = split(program, &jvp.stmts, &jvp.linear);
-    let mut builder = Builder { program, stmts: Vec::new(), linear: jvp.linear.clone() };
+    let mut builder = Builder {
+        program,
+        stmts: Vec::new(),
+        linear: jvp.linear.clone(),
+    };
     // Cotangent parameters, seeded into the tangents of the results.
     let mut cts: HashMap<VarId, Atom> = HashMap::new();
     let mut ct_params = Vec::new();
@@ -523,7 +691,11 @@ pub fn vjp(program: &mut Program, jvp: &Jvp) -> Result<Vjp, AdError> {
     })
 }
 
-fn transpose_items(builder: &mut Builder, items: &[LinearItem], cts: &mut HashMap<VarId, Atom>) -> Result<(), AdError> {
+fn transpose_items(
+    builder: &mut Builder,
+    items: &[LinearItem],
+    cts: &mut HashMap<VarId, Atom>,
+) -> Result<(), AdError> {
     for item in items.iter().rev() {
         match item {
             LinearItem::Stmt(stmt) => transpose_stmt(builder, stmt, cts)?,
@@ -537,13 +709,27 @@ fn transpose_items(builder: &mut Builder, items: &[LinearItem], cts: &mut HashMa
 /// runs the iterations backwards; each iteration recomputes its primal values from the
 /// stacked carry, then transposes the body's linear statements. Cotangents of the linear
 /// variables the body uses from outside accumulate in extra carries.
-fn transpose_loop(builder: &mut Builder, stmt: &Stmt, stacked: &[VarId], cts: &mut HashMap<VarId, Atom>) -> Result<(), AdError> {
+fn transpose_loop(
+    builder: &mut Builder,
+    stmt: &Stmt,
+    stacked: &[VarId],
+    cts: &mut HashMap<VarId, Atom>,
+) -> Result<(), AdError> {
     let shape = loop_shape(stmt, builder.program, &builder.linear);
     let tangent_binders = &stmt.binders[shape.n_carries..shape.n_carries + shape.n_carry_tangents];
-    let ys_tangent_binders: Vec<VarId> =
-        if shape.is_scan { stmt.binders[shape.n_carries + shape.n_carry_tangents + shape.n_ys..].to_vec() } else { Vec::new() };
-    let final_cts: Vec<Option<Atom>> = tangent_binders.iter().map(|binder| cts.get(binder).copied()).collect();
-    let ys_cts: Vec<Option<Atom>> = ys_tangent_binders.iter().map(|binder| cts.get(binder).copied()).collect();
+    let ys_tangent_binders: Vec<VarId> = if shape.is_scan {
+        stmt.binders[shape.n_carries + shape.n_carry_tangents + shape.n_ys..].to_vec()
+    } else {
+        Vec::new()
+    };
+    let final_cts: Vec<Option<Atom>> = tangent_binders
+        .iter()
+        .map(|binder| cts.get(binder).copied())
+        .collect();
+    let ys_cts: Vec<Option<Atom>> = ys_tangent_binders
+        .iter()
+        .map(|binder| cts.get(binder).copied())
+        .collect();
     if final_cts.iter().chain(&ys_cts).all(Option::is_none) {
         return Ok(());
     }
@@ -563,24 +749,53 @@ fn transpose_loop(builder: &mut Builder, stmt: &Stmt, stacked: &[VarId], cts: &m
     // The backward body: params [k, carry cotangents…, free cotangents…].
     let index_ty = ArrTy::scalar(crate::core::ir::Elem::I64);
     let k = builder.program.new_var(index_ty.clone(), "k");
-    let ct_carry_params: Vec<VarId> =
-        tangent_params.iter().map(|param| builder.program.new_var(builder.program.var_ty(*param).clone(), "ct_c")).collect();
-    let ct_free_params: Vec<VarId> =
-        free.iter().map(|var| builder.program.new_var(builder.program.var_ty(*var).clone(), "ct_free")).collect();
-    let mut inner = Builder { program: &mut *builder.program, stmts: Vec::new(), linear: builder.linear.clone() };
+    let ct_carry_params: Vec<VarId> = tangent_params
+        .iter()
+        .map(|param| {
+            builder
+                .program
+                .new_var(builder.program.var_ty(*param).clone(), "ct_c")
+        })
+        .collect();
+    let ct_free_params: Vec<VarId> = free
+        .iter()
+        .map(|var| {
+            builder
+                .program
+                .new_var(builder.program.var_ty(*var).clone(), "ct_free")
+        })
+        .collect();
+    let mut inner = Builder {
+        program: &mut *builder.program,
+        stmts: Vec::new(),
+        linear: builder.linear.clone(),
+    };
     let last = Atom::Lit(Scalar::I64(shape.size as i64 - 1));
-    let i = inner.emit1(Expr::Prim(Prim::Sub, vec![last, Atom::Var(k)]), index_ty, "i");
+    let i = inner.emit1(
+        Expr::Prim(Prim::Sub, vec![last, Atom::Var(k)]),
+        index_ty,
+        "i",
+    );
     let mut subst: HashMap<VarId, Atom> = HashMap::new();
     subst.insert(body.params[0], i);
     for (param, stacked) in carry_params.iter().zip(stacked) {
         let ty = inner.program.var_ty(*param).clone();
-        let carry = inner.emit1(Expr::Index { array: Atom::Var(*stacked), index: vec![i] }, ty, "c");
+        let carry = inner.emit1(
+            Expr::Index {
+                array: Atom::Var(*stacked),
+                index: vec![i],
+            },
+            ty,
+            "c",
+        );
         subst.insert(*param, carry);
     }
     let placeholders: Vec<VarId> = tangent_params
         .iter()
         .map(|param| {
-            let placeholder = inner.program.new_var(inner.program.var_ty(*param).clone(), "c_dot");
+            let placeholder = inner
+                .program
+                .new_var(inner.program.var_ty(*param).clone(), "c_dot");
             inner.linear.insert(placeholder);
             subst.insert(*param, Atom::Var(placeholder));
             placeholder
@@ -588,7 +803,11 @@ fn transpose_loop(builder: &mut Builder, stmt: &Stmt, stacked: &[VarId], cts: &m
         .collect();
     let mut copied = Vec::new();
     for body_stmt in &body.stmts {
-        copied.push(crate::core::inline::copy_stmt(inner.program, body_stmt, &mut subst));
+        copied.push(crate::core::inline::copy_stmt(
+            inner.program,
+            body_stmt,
+            &mut subst,
+        ));
     }
     // The copies of linear variables (binders and the parameters of nested blocks) are linear.
     for (old, new) in &subst {
@@ -612,7 +831,14 @@ fn transpose_loop(builder: &mut Builder, stmt: &Stmt, stacked: &[VarId], cts: &m
             let result = crate::core::inline::rename(body.results[dys_start + position], &subst);
             if inner.is_linear(&result) {
                 let ty = inner.ty(&result);
-                let ct_i = inner.emit1(Expr::Index { array: *ct, index: vec![i] }, ty, "ct_y");
+                let ct_i = inner.emit1(
+                    Expr::Index {
+                        array: *ct,
+                        index: vec![i],
+                    },
+                    ty,
+                    "ct_y",
+                );
                 inner.add_to(&mut inner_cts, result, ct_i);
             }
         }
@@ -635,7 +861,11 @@ fn transpose_loop(builder: &mut Builder, stmt: &Stmt, stacked: &[VarId], cts: &m
     let mut params = vec![k];
     params.extend(&ct_carry_params);
     params.extend(&ct_free_params);
-    let backward_body = builder.program.blocks.push(Block { params, stmts: inner_stmts, results });
+    let backward_body = builder.program.blocks.push(Block {
+        params,
+        stmts: inner_stmts,
+        results,
+    });
     // The backward loop, seeded with the final carry cotangents and zero free cotangents.
     let mut init = Vec::new();
     for (ct, binder) in final_cts.iter().zip(tangent_binders) {
@@ -647,9 +877,20 @@ fn transpose_loop(builder: &mut Builder, stmt: &Stmt, stacked: &[VarId], cts: &m
     for var in &free {
         init.push(builder.zeros(&builder.program.var_ty(*var).clone()));
     }
-    let mut binder_tys: Vec<ArrTy> = tangent_params.iter().map(|param| builder.program.var_ty(*param).clone()).collect();
+    let mut binder_tys: Vec<ArrTy> = tangent_params
+        .iter()
+        .map(|param| builder.program.var_ty(*param).clone())
+        .collect();
     binder_tys.extend(free.iter().map(|var| builder.program.var_ty(*var).clone()));
-    let binders = builder.emit(Expr::Fold { size: shape.size, init, body: backward_body }, binder_tys, "ct_loop");
+    let binders = builder.emit(
+        Expr::Fold {
+            size: shape.size,
+            init,
+            body: backward_body,
+        },
+        binder_tys,
+        "ct_loop",
+    );
     for var in &binders {
         builder.linear.insert(*var);
     }
@@ -666,7 +907,12 @@ fn transpose_loop(builder: &mut Builder, stmt: &Stmt, stacked: &[VarId], cts: &m
 }
 
 /// The variables a block defines (params and binders, recursively) and uses.
-fn collect_defs_and_uses(program: &Program, block: BlockId, defined: &mut HashSet<VarId>, used: &mut Vec<VarId>) {
+fn collect_defs_and_uses(
+    program: &Program,
+    block: BlockId,
+    defined: &mut HashSet<VarId>,
+    used: &mut Vec<VarId>,
+) {
     let block = &program.blocks[block];
     defined.extend(&block.params);
     for stmt in &block.stmts {
@@ -689,9 +935,15 @@ fn collect_defs_and_uses(program: &Program, block: BlockId, defined: &mut HashSe
 
 /// The transpose of one linear statement: given the cotangent of its result, adds the
 /// contributions to the cotangents of its linear operands.
-fn transpose_stmt(builder: &mut Builder, stmt: &Stmt, cts: &mut HashMap<VarId, Atom>) -> Result<(), AdError> {
+fn transpose_stmt(
+    builder: &mut Builder,
+    stmt: &Stmt,
+    cts: &mut HashMap<VarId, Atom>,
+) -> Result<(), AdError> {
     let binder = stmt.binders[0];
-    let Some(ct) = cts.get(&binder).copied() else { return Ok(()) };
+    let Some(ct) = cts.get(&binder).copied() else {
+        return Ok(());
+    };
     let linear = |builder: &Builder, atom: &Atom| builder.is_linear(atom);
     match &stmt.expr {
         Expr::Atom(atom) => {
@@ -713,27 +965,62 @@ fn transpose_stmt(builder: &mut Builder, stmt: &Stmt, cts: &mut HashMap<VarId, A
         // Transpose of Index: a one-hot scatter (Fig 19, Index).
         Expr::Index { array, index } if linear(builder, array) => {
             let ty = builder.ty(array);
-            let body = builder.program.blocks.push(Block { params: Vec::new(), stmts: Vec::new(), results: index.clone() });
-            let contribution = builder.emit1(Expr::Scatter { shape: ty.shape.clone(), array: ct, body }, ty, "ct");
+            let body = builder.program.blocks.push(Block {
+                params: Vec::new(),
+                stmts: Vec::new(),
+                results: index.clone(),
+            });
+            let contribution = builder.emit1(
+                Expr::Scatter {
+                    shape: ty.shape.clone(),
+                    array: ct,
+                    body,
+                },
+                ty,
+                "ct",
+            );
             builder.add_to(cts, *array, contribution);
         }
         // Gather and scatter are each other's transposes (§6.3).
         Expr::Gather { array, body, .. } if linear(builder, array) => {
             let ty = builder.ty(array);
             let body = clone_block(builder.program, *body, &mut HashMap::new());
-            let contribution = builder.emit1(Expr::Scatter { shape: ty.shape.clone(), array: ct, body }, ty, "ct");
+            let contribution = builder.emit1(
+                Expr::Scatter {
+                    shape: ty.shape.clone(),
+                    array: ct,
+                    body,
+                },
+                ty,
+                "ct",
+            );
             builder.add_to(cts, *array, contribution);
         }
         Expr::Scatter { array, body, .. } if linear(builder, array) => {
             let ty = builder.ty(array);
             let body = clone_block(builder.program, *body, &mut HashMap::new());
-            let contribution = builder.emit1(Expr::Gather { shape: ty.shape.clone(), array: ct, body }, ty, "ct");
+            let contribution = builder.emit1(
+                Expr::Gather {
+                    shape: ty.shape.clone(),
+                    array: ct,
+                    body,
+                },
+                ty,
+                "ct",
+            );
             builder.add_to(cts, *array, contribution);
         }
         // sumOuter and replicate are each other's transposes.
         Expr::SumOuter(array) if linear(builder, array) => {
             let ty = builder.ty(array);
-            let contribution = builder.emit1(Expr::Replicate { count: ty.shape[0], array: ct }, ty, "ct");
+            let contribution = builder.emit1(
+                Expr::Replicate {
+                    count: ty.shape[0],
+                    array: ct,
+                },
+                ty,
+                "ct",
+            );
             builder.add_to(cts, *array, contribution);
         }
         Expr::Replicate { array, .. } if linear(builder, array) => {
@@ -747,12 +1034,26 @@ fn transpose_stmt(builder: &mut Builder, stmt: &Stmt, cts: &mut HashMap<VarId, A
             for (axis, source) in perm.iter().enumerate() {
                 inverse[*source] = axis;
             }
-            let contribution = builder.emit1(Expr::Transpose { perm: inverse, array: ct }, ty, "ct");
+            let contribution = builder.emit1(
+                Expr::Transpose {
+                    perm: inverse,
+                    array: ct,
+                },
+                ty,
+                "ct",
+            );
             builder.add_to(cts, *array, contribution);
         }
         Expr::Reshape { array, .. } if linear(builder, array) => {
             let ty = builder.ty(array);
-            let contribution = builder.emit1(Expr::Reshape { shape: ty.shape.clone(), array: ct }, ty, "ct");
+            let contribution = builder.emit1(
+                Expr::Reshape {
+                    shape: ty.shape.clone(),
+                    array: ct,
+                },
+                ty,
+                "ct",
+            );
             builder.add_to(cts, *array, contribution);
         }
         Expr::Table(items) => {
@@ -775,7 +1076,9 @@ fn transpose_stmt(builder: &mut Builder, stmt: &Stmt, cts: &mut HashMap<VarId, A
         | Expr::Reshape { .. }
         | Expr::Iota(_) => {}
         Expr::Cond { .. } | Expr::Fold { .. } | Expr::Scan { .. } | Expr::Build1 { .. } => {
-            return Err(AdError("internal: a linear statement of an unexpected form".into()))
+            return Err(AdError(
+                "internal: a linear statement of an unexpected form".into(),
+            ))
         }
     }
     Ok(())

@@ -28,8 +28,10 @@ use crate::core::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Scalar, 
 use crate::core::verify::{expr_atoms, expr_blocks};
 use crate::prim::Prim;
 
-pub const INFO: PassInfo =
-    PassInfo { name: "bot", description: "the bulk-operation transform: build1 becomes bulk operations (seed 001 §5)" };
+pub const INFO: PassInfo = PassInfo {
+    name: "bot",
+    description: "the bulk-operation transform: build1 becomes bulk operations (seed 001 §5)",
+};
 
 /// Runs the BOT on a whole program.
 pub fn run(program: &Program) -> Program {
@@ -43,7 +45,12 @@ pub fn run(program: &Program) -> Program {
 pub fn is_normal_form(program: &Program) -> bool {
     crate::core::visit::reachable_blocks(program, program.main)
         .into_iter()
-        .all(|block| program.blocks[block].stmts.iter().all(|stmt| !matches!(stmt.expr, Expr::Build1 { .. })))
+        .all(|block| {
+            program.blocks[block]
+                .stmts
+                .iter()
+                .all(|stmt| !matches!(stmt.expr, Expr::Build1 { .. }))
+        })
 }
 
 /// Runs the BOT on one block (and the blocks nested in it), e.g. a function being
@@ -64,10 +71,19 @@ fn bot_block(program: &mut Program, block: BlockId) {
         }
         match stmt.expr {
             Expr::Build1 { size, body } => {
-                let mut batcher = Batcher { program: &mut *program, size, target: block, env: HashMap::new(), iota: None };
+                let mut batcher = Batcher {
+                    program: &mut *program,
+                    size,
+                    target: block,
+                    env: HashMap::new(),
+                    iota: None,
+                };
                 batcher.batch_build(body, &stmt.binders);
             }
-            expr => program.blocks[block].stmts.push(Stmt { binders: stmt.binders, expr }),
+            expr => program.blocks[block].stmts.push(Stmt {
+                binders: stmt.binders,
+                expr,
+            }),
         }
     }
 }
@@ -104,7 +120,8 @@ impl Batcher<'_> {
     fn batch_build(&mut self, body: BlockId, binders: &[VarId]) {
         let body_block = self.program.blocks[body].clone();
         // Fig 9: build1 k (λi. i) ~> [0, …, k-1] — kept symbolic until needed.
-        self.env.insert(body_block.params[0], Status::Index(Rc::new(IxExpr::Batch)));
+        self.env
+            .insert(body_block.params[0], Status::Index(Rc::new(IxExpr::Batch)));
         for stmt in &body_block.stmts {
             self.batch_stmt(stmt);
         }
@@ -119,7 +136,11 @@ impl Batcher<'_> {
 
     fn status(&self, atom: Atom) -> Status {
         match atom {
-            Atom::Var(var) => self.env.get(&var).cloned().unwrap_or(Status::Unbatched(atom)),
+            Atom::Var(var) => self
+                .env
+                .get(&var)
+                .cloned()
+                .unwrap_or(Status::Unbatched(atom)),
             Atom::Lit(_) => Status::Unbatched(atom),
         }
     }
@@ -139,7 +160,9 @@ impl Batcher<'_> {
     }
 
     fn emit_to(&mut self, block: BlockId, binders: Vec<VarId>, expr: Expr) {
-        self.program.blocks[block].stmts.push(Stmt { binders, expr });
+        self.program.blocks[block]
+            .stmts
+            .push(Stmt { binders, expr });
     }
 
     /// Emits a one-result statement into the target block.
@@ -157,7 +180,14 @@ impl Batcher<'_> {
             Status::Unbatched(atom) => {
                 let ty = self.program.atom_ty(&atom);
                 let ty = self.batched_ty(&ty);
-                self.emit1(Expr::Replicate { count: self.size, array: atom }, ty, "rep")
+                self.emit1(
+                    Expr::Replicate {
+                        count: self.size,
+                        array: atom,
+                    },
+                    ty,
+                    "rep",
+                )
             }
             Status::Index(expr) => self.materialise(&expr),
         }
@@ -174,14 +204,25 @@ impl Batcher<'_> {
                 if let Some(iota) = self.iota {
                     return iota;
                 }
-                let iota = self.emit1(Expr::Iota(self.size), ArrTy::new(vec![self.size], Elem::I64), "iota");
+                let iota = self.emit1(
+                    Expr::Iota(self.size),
+                    ArrTy::new(vec![self.size], Elem::I64),
+                    "iota",
+                );
                 self.iota = Some(iota);
                 iota
             }
             IxExpr::Atom(atom) => self.force(Status::Unbatched(*atom)),
             IxExpr::Prim(prim, args, elem) => {
-                let args: Vec<Atom> = args.iter().map(|arg| Atom::Var(self.materialise(arg))).collect();
-                self.emit1(Expr::Prim(*prim, args), ArrTy::new(vec![self.size], *elem), &prim.name())
+                let args: Vec<Atom> = args
+                    .iter()
+                    .map(|arg| Atom::Var(self.materialise(arg)))
+                    .collect();
+                self.emit1(
+                    Expr::Prim(*prim, args),
+                    ArrTy::new(vec![self.size], *elem),
+                    &prim.name(),
+                )
             }
         }
     }
@@ -197,7 +238,14 @@ impl Batcher<'_> {
                 let ty = self.program.var_ty(var).clone();
                 let res_ty = ArrTy::new(ty.shape[1..].to_vec(), ty.elem);
                 let res = self.new_var(res_ty, "ix");
-                self.emit_to(lambda, vec![res], Expr::Index { array: Atom::Var(var), index: vec![Atom::Var(batch)] });
+                self.emit_to(
+                    lambda,
+                    vec![res],
+                    Expr::Index {
+                        array: Atom::Var(var),
+                        index: vec![Atom::Var(batch)],
+                    },
+                );
                 Atom::Var(res)
             }
         }
@@ -208,7 +256,10 @@ impl Batcher<'_> {
             IxExpr::Batch => Atom::Var(batch),
             IxExpr::Atom(atom) => *atom,
             IxExpr::Prim(prim, args, elem) => {
-                let args: Vec<Atom> = args.iter().map(|arg| self.emit_ix_in(arg, lambda, batch)).collect();
+                let args: Vec<Atom> = args
+                    .iter()
+                    .map(|arg| self.emit_ix_in(arg, lambda, batch))
+                    .collect();
                 if let Some(scalars) = args.iter().map(lit_of).collect::<Option<Vec<_>>>() {
                     return Atom::Lit(prim.eval(&scalars));
                 }
@@ -224,27 +275,40 @@ impl Batcher<'_> {
         let block = &self.program.blocks[block];
         block.results.iter().any(|atom| !self.is_unbatched(*atom))
             || block.stmts.iter().any(|stmt| {
-                expr_atoms(&stmt.expr).iter().any(|atom| !self.is_unbatched(*atom))
-                    || expr_blocks(&stmt.expr).into_iter().any(|nested| self.block_depends(nested))
+                expr_atoms(&stmt.expr)
+                    .iter()
+                    .any(|atom| !self.is_unbatched(*atom))
+                    || expr_blocks(&stmt.expr)
+                        .into_iter()
+                        .any(|nested| self.block_depends(nested))
             })
     }
 
     // ----- statements -----
 
     fn batch_stmt(&mut self, stmt: &Stmt) {
-        let depends = expr_atoms(&stmt.expr).iter().any(|atom| !self.is_unbatched(*atom))
-            || expr_blocks(&stmt.expr).into_iter().any(|block| self.block_depends(block));
+        let depends = expr_atoms(&stmt.expr)
+            .iter()
+            .any(|atom| !self.is_unbatched(*atom))
+            || expr_blocks(&stmt.expr)
+                .into_iter()
+                .any(|block| self.block_depends(block));
         if !depends {
             // Fig 9, i ∉ FV(t): hoisted out of the build unchanged.
             self.emit_to(self.target, stmt.binders.clone(), stmt.expr.clone());
             return;
         }
         let binder = stmt.binders.first().copied();
-        let binder_ty = |batcher: &Self| binder.map(|var| batcher.batched_ty(batcher.program.var_ty(var)));
-        let hint = binder.map(|var| self.program.vars[var].hint.clone()).unwrap_or_default();
+        let binder_ty =
+            |batcher: &Self| binder.map(|var| batcher.batched_ty(batcher.program.var_ty(var)));
+        let hint = binder
+            .map(|var| self.program.vars[var].hint.clone())
+            .unwrap_or_default();
         let status = match &stmt.expr {
             Expr::Atom(atom) => self.status(*atom),
-            Expr::Prim(prim, args) => self.batch_prim(*prim, args, binder.expect("a prim binds one variable")),
+            Expr::Prim(prim, args) => {
+                self.batch_prim(*prim, args, binder.expect("a prim binds one variable"))
+            }
             Expr::Index { array, index } if index.is_empty() => self.status(*array),
             Expr::Index { array, index } => {
                 // Fig 11: build1 k (λi. index x ix) ~> gather (k:::sh) x (λ[i]. ix); a batched
@@ -263,7 +327,15 @@ impl Batcher<'_> {
                 }
                 self.program.blocks[lambda].results = results;
                 let ty = binder_ty(self).expect("index binds one variable");
-                Status::Batched(self.emit1(Expr::Gather { shape: ty.shape.clone(), array: source, body: lambda }, ty, &hint))
+                Status::Batched(self.emit1(
+                    Expr::Gather {
+                        shape: ty.shape.clone(),
+                        array: source,
+                        body: lambda,
+                    },
+                    ty,
+                    &hint,
+                ))
             }
             Expr::SumOuter(array) => {
                 // Fig 9: build1 k (λi. sumOuter t) ~> sumOuter (tr (build1 k (λi. t))).
@@ -271,7 +343,14 @@ impl Batcher<'_> {
                 let ty = self.program.var_ty(bulk).clone();
                 let mut shape = ty.shape.clone();
                 shape.swap(0, 1);
-                let swapped = self.emit1(Expr::Transpose { perm: vec![1, 0], array: Atom::Var(bulk) }, ArrTy::new(shape, ty.elem), "tr");
+                let swapped = self.emit1(
+                    Expr::Transpose {
+                        perm: vec![1, 0],
+                        array: Atom::Var(bulk),
+                    },
+                    ArrTy::new(shape, ty.elem),
+                    "tr",
+                );
                 let res_ty = binder_ty(self).expect("sumOuter binds one variable");
                 Status::Batched(self.emit1(Expr::SumOuter(Atom::Var(swapped)), res_ty, &hint))
             }
@@ -287,26 +366,50 @@ impl Batcher<'_> {
                 let lambda = self.rebase_lambda(*body);
                 let batch = self.program.blocks[lambda].params[0];
                 if source.1 {
-                    self.program.blocks[lambda].results.insert(0, Atom::Var(batch));
+                    self.program.blocks[lambda]
+                        .results
+                        .insert(0, Atom::Var(batch));
                 }
                 let mut new_shape = vec![self.size];
                 new_shape.extend(shape);
                 let ty = binder_ty(self).expect("gather/scatter binds one variable");
                 let expr = if is_gather {
-                    Expr::Gather { shape: new_shape, array: source.0, body: lambda }
+                    Expr::Gather {
+                        shape: new_shape,
+                        array: source.0,
+                        body: lambda,
+                    }
                 } else {
-                    Expr::Scatter { shape: new_shape, array: source.0, body: lambda }
+                    Expr::Scatter {
+                        shape: new_shape,
+                        array: source.0,
+                        body: lambda,
+                    }
                 };
                 Status::Batched(self.emit1(expr, ty, &hint))
             }
             Expr::Table(items) => {
                 // Fig 9: build1 k (λi. [t1, …, tn]) ~> tr [build1 k (λi. t1), …].
-                let items: Vec<Atom> = items.iter().map(|item| Atom::Var(self.force_atom(*item))).collect();
+                let items: Vec<Atom> = items
+                    .iter()
+                    .map(|item| Atom::Var(self.force_atom(*item)))
+                    .collect();
                 let res_ty = binder_ty(self).expect("a table binds one variable");
                 let mut table_shape = res_ty.shape.clone();
                 table_shape.swap(0, 1);
-                let table = self.emit1(Expr::Table(items), ArrTy::new(table_shape, res_ty.elem), "table");
-                Status::Batched(self.emit1(Expr::Transpose { perm: vec![1, 0], array: Atom::Var(table) }, res_ty, &hint))
+                let table = self.emit1(
+                    Expr::Table(items),
+                    ArrTy::new(table_shape, res_ty.elem),
+                    "table",
+                );
+                Status::Batched(self.emit1(
+                    Expr::Transpose {
+                        perm: vec![1, 0],
+                        array: Atom::Var(table),
+                    },
+                    res_ty,
+                    &hint,
+                ))
             }
             Expr::Replicate { count, array } => {
                 // Fig 9: build1 k (λi. replicate n t) ~> tr (replicate n (build1 k (λi. t))).
@@ -314,8 +417,22 @@ impl Batcher<'_> {
                 let res_ty = binder_ty(self).expect("replicate binds one variable");
                 let mut rep_shape = res_ty.shape.clone();
                 rep_shape.swap(0, 1);
-                let rep = self.emit1(Expr::Replicate { count: *count, array: Atom::Var(bulk) }, ArrTy::new(rep_shape, res_ty.elem), "rep");
-                Status::Batched(self.emit1(Expr::Transpose { perm: vec![1, 0], array: Atom::Var(rep) }, res_ty, &hint))
+                let rep = self.emit1(
+                    Expr::Replicate {
+                        count: *count,
+                        array: Atom::Var(bulk),
+                    },
+                    ArrTy::new(rep_shape, res_ty.elem),
+                    "rep",
+                );
+                Status::Batched(self.emit1(
+                    Expr::Transpose {
+                        perm: vec![1, 0],
+                        array: Atom::Var(rep),
+                    },
+                    res_ty,
+                    &hint,
+                ))
             }
             Expr::Transpose { perm, array } => {
                 // Fig 9: build1 k (λi. tr_b t) ~> tr_(0, b+1) (build1 k (λi. t)).
@@ -323,7 +440,14 @@ impl Batcher<'_> {
                 let mut new_perm = vec![0];
                 new_perm.extend(perm.iter().map(|axis| axis + 1));
                 let res_ty = binder_ty(self).expect("transpose binds one variable");
-                Status::Batched(self.emit1(Expr::Transpose { perm: new_perm, array: Atom::Var(bulk) }, res_ty, &hint))
+                Status::Batched(self.emit1(
+                    Expr::Transpose {
+                        perm: new_perm,
+                        array: Atom::Var(bulk),
+                    },
+                    res_ty,
+                    &hint,
+                ))
             }
             Expr::Reshape { shape, array } => {
                 // Fig 9: build1 k (λi. reshape sh t) ~> reshape (k:::sh) (build1 k (λi. t)).
@@ -331,9 +455,20 @@ impl Batcher<'_> {
                 let mut new_shape = vec![self.size];
                 new_shape.extend(shape);
                 let res_ty = binder_ty(self).expect("reshape binds one variable");
-                Status::Batched(self.emit1(Expr::Reshape { shape: new_shape, array: Atom::Var(bulk) }, res_ty, &hint))
+                Status::Batched(self.emit1(
+                    Expr::Reshape {
+                        shape: new_shape,
+                        array: Atom::Var(bulk),
+                    },
+                    res_ty,
+                    &hint,
+                ))
             }
-            Expr::Cond { cond, then_block, else_block } => {
+            Expr::Cond {
+                cond,
+                then_block,
+                else_block,
+            } => {
                 self.batch_cond(*cond, *then_block, *else_block, &stmt.binders);
                 return;
             }
@@ -359,7 +494,9 @@ impl Batcher<'_> {
         // Integer arithmetic on index scalars stays symbolic (it may end up in an index function).
         let symbolic = binder_ty.shape.is_empty()
             && binder_ty.elem.is_integer()
-            && statuses.iter().all(|status| !matches!(status, Status::Batched(_)));
+            && statuses
+                .iter()
+                .all(|status| !matches!(status, Status::Batched(_)));
         if symbolic {
             let args = statuses
                 .into_iter()
@@ -372,7 +509,10 @@ impl Batcher<'_> {
             return Status::Index(Rc::new(IxExpr::Prim(prim, args, binder_ty.elem)));
         }
         // Fig 9: build1 k (λi. op t u) ~> op (build1 k (λi. t)) (build1 k (λi. u)).
-        let args: Vec<Atom> = statuses.into_iter().map(|status| Atom::Var(self.force(status))).collect();
+        let args: Vec<Atom> = statuses
+            .into_iter()
+            .map(|status| Atom::Var(self.force(status)))
+            .collect();
         let hint = self.program.vars[binder].hint.clone();
         Status::Batched(self.emit1(Expr::Prim(prim, args), self.batched_ty(&binder_ty), &hint))
     }
@@ -389,8 +529,10 @@ impl Batcher<'_> {
         let mut memo: HashMap<VarId, Atom> = HashMap::new();
         for stmt in &old.stmts {
             let mut expr = stmt.expr.clone();
-            let atoms: Vec<Atom> =
-                expr_atoms(&expr).into_iter().map(|atom| self.remap_into(&mut memo, lambda, batch, atom)).collect();
+            let atoms: Vec<Atom> = expr_atoms(&expr)
+                .into_iter()
+                .map(|atom| self.remap_into(&mut memo, lambda, batch, atom))
+                .collect();
             let mut position = 0;
             crate::core::visit::map_expr_atoms(&mut expr, &mut |_| {
                 position += 1;
@@ -410,14 +552,23 @@ impl Batcher<'_> {
             }
             self.emit_to(lambda, stmt.binders.clone(), expr);
         }
-        let results: Vec<Atom> =
-            old.results.iter().map(|atom| self.remap_into(&mut memo, lambda, batch, *atom)).collect();
+        let results: Vec<Atom> = old
+            .results
+            .iter()
+            .map(|atom| self.remap_into(&mut memo, lambda, batch, *atom))
+            .collect();
         self.program.blocks[lambda].results = results;
         lambda
     }
 
     /// The value of an atom inside the index function `lambda` (memoised per variable).
-    fn remap_into(&mut self, memo: &mut HashMap<VarId, Atom>, lambda: BlockId, batch: VarId, atom: Atom) -> Atom {
+    fn remap_into(
+        &mut self,
+        memo: &mut HashMap<VarId, Atom>,
+        lambda: BlockId,
+        batch: VarId,
+        atom: Atom,
+    ) -> Atom {
         let Atom::Var(var) = atom else { return atom };
         if let Some(done) = memo.get(&var) {
             return *done;
@@ -433,7 +584,13 @@ impl Batcher<'_> {
     /// `cond` inside a build: with an unbatched condition both branches are batched in place;
     /// with a batched condition both are evaluated in bulk and combined with a strict select
     /// (seed 001 §5.2; Fig 9 writes it as `index [u, v] [cond b 0 1]`).
-    fn batch_cond(&mut self, cond: Atom, then_block: BlockId, else_block: BlockId, binders: &[VarId]) {
+    fn batch_cond(
+        &mut self,
+        cond: Atom,
+        then_block: BlockId,
+        else_block: BlockId,
+        binders: &[VarId],
+    ) {
         let cond_status = self.status(cond);
         if let Status::Unbatched(cond_atom) = cond_status {
             let then_new = self.batch_subblock(then_block, Vec::new());
@@ -446,7 +603,15 @@ impl Batcher<'_> {
                     self.new_var(ty, &hint)
                 })
                 .collect();
-            self.emit_to(self.target, new_binders.clone(), Expr::Cond { cond: cond_atom, then_block: then_new, else_block: else_new });
+            self.emit_to(
+                self.target,
+                new_binders.clone(),
+                Expr::Cond {
+                    cond: cond_atom,
+                    then_block: then_new,
+                    else_block: else_new,
+                },
+            );
             for (binder, new) in binders.iter().zip(new_binders) {
                 self.env.insert(*binder, Status::Batched(new));
             }
@@ -461,7 +626,14 @@ impl Batcher<'_> {
             let ty = self.batched_ty(self.program.var_ty(*binder));
             let mask = self.broadcast_batch(cond_bulk, &ty.shape[1..]);
             let hint = self.program.vars[*binder].hint.clone();
-            let res = self.emit1(Expr::Prim(Prim::Select, vec![Atom::Var(mask), Atom::Var(then_bulk), Atom::Var(else_bulk)]), ty, &hint);
+            let res = self.emit1(
+                Expr::Prim(
+                    Prim::Select,
+                    vec![Atom::Var(mask), Atom::Var(then_bulk), Atom::Var(else_bulk)],
+                ),
+                ty,
+                &hint,
+            );
             self.env.insert(*binder, Status::Batched(res));
         }
     }
@@ -483,7 +655,10 @@ impl Batcher<'_> {
         let outer = std::mem::replace(&mut self.target, new_block);
         let outer_iota = self.iota.take();
         let results = self.inline_block(block);
-        let results: Vec<Atom> = results.into_iter().map(|atom| Atom::Var(self.force_atom(atom))).collect();
+        let results: Vec<Atom> = results
+            .into_iter()
+            .map(|atom| Atom::Var(self.force_atom(atom)))
+            .collect();
         self.program.blocks[new_block].results = results;
         self.target = outer;
         self.iota = outer_iota;
@@ -500,7 +675,13 @@ impl Batcher<'_> {
         let results: Vec<Atom> = results
             .into_iter()
             .zip(batched)
-            .map(|(atom, is_batched)| if *is_batched { Atom::Var(self.force_atom(atom)) } else { atom })
+            .map(|(atom, is_batched)| {
+                if *is_batched {
+                    Atom::Var(self.force_atom(atom))
+                } else {
+                    atom
+                }
+            })
             .collect();
         self.program.blocks[new_block].results = results;
         self.target = outer;
@@ -511,10 +692,18 @@ impl Batcher<'_> {
     /// `fold`/`scan` inside a build: the loop runs once, over batched state. A carry is batched
     /// when its initial value or its update depends on the batch index (a fixpoint over the
     /// body); a scan output likewise.
-    fn batch_loop(&mut self, size: usize, init: &[Atom], body: BlockId, binders: &[VarId], is_scan: bool) {
+    fn batch_loop(
+        &mut self,
+        size: usize,
+        init: &[Atom],
+        body: BlockId,
+        binders: &[VarId],
+        is_scan: bool,
+    ) {
         let body_block = self.program.blocks[body].clone();
         let n_carries = init.len();
-        let mut carry_batched: Vec<bool> = init.iter().map(|atom| !self.is_unbatched(*atom)).collect();
+        let mut carry_batched: Vec<bool> =
+            init.iter().map(|atom| !self.is_unbatched(*atom)).collect();
         let ys_batched = loop {
             let depends = self.loop_dependence(&body_block, &carry_batched);
             let mut changed = false;
@@ -548,7 +737,13 @@ impl Batcher<'_> {
         let new_init: Vec<Atom> = init
             .iter()
             .zip(&carry_batched)
-            .map(|(atom, is_batched)| if *is_batched { Atom::Var(self.force_atom(*atom)) } else { *atom })
+            .map(|(atom, is_batched)| {
+                if *is_batched {
+                    Atom::Var(self.force_atom(*atom))
+                } else {
+                    *atom
+                }
+            })
             .collect();
         // Binders: batched carries are bulk; batched scan outputs come out as [size, k, …] and
         // are transposed to [k, size, …].
@@ -575,15 +770,30 @@ impl Batcher<'_> {
             }
         }
         let expr = if is_scan {
-            Expr::Scan { size, init: new_init, body: new_body }
+            Expr::Scan {
+                size,
+                init: new_init,
+                body: new_body,
+            }
         } else {
-            Expr::Fold { size, init: new_init, body: new_body }
+            Expr::Fold {
+                size,
+                init: new_init,
+                body: new_body,
+            }
         };
         self.emit_to(self.target, new_binders, expr);
         for (binder, stacked) in fixups {
             let ty = self.batched_ty(self.program.var_ty(binder));
             let hint = self.program.vars[binder].hint.clone();
-            let res = self.emit1(Expr::Transpose { perm: vec![1, 0], array: Atom::Var(stacked) }, ty, &hint);
+            let res = self.emit1(
+                Expr::Transpose {
+                    perm: vec![1, 0],
+                    array: Atom::Var(stacked),
+                },
+                ty,
+                &hint,
+            );
             self.env.insert(binder, Status::Batched(res));
         }
     }
@@ -611,7 +821,10 @@ impl Batcher<'_> {
                 dependent.extend(&stmt.binders);
             }
         }
-        body.results.iter().map(|atom| depends_atom(atom, &dependent)).collect()
+        body.results
+            .iter()
+            .map(|atom| depends_atom(atom, &dependent))
+            .collect()
     }
 
     /// Broadcasts a `[k]` array to `[k] ++ shape` (batch axis first).
@@ -625,7 +838,14 @@ impl Batcher<'_> {
         for &count in shape.iter().rev() {
             let mut new_shape = vec![count];
             new_shape.extend(&current_shape);
-            current = self.emit1(Expr::Replicate { count, array: Atom::Var(current) }, ArrTy::new(new_shape.clone(), elem), "rep");
+            current = self.emit1(
+                Expr::Replicate {
+                    count,
+                    array: Atom::Var(current),
+                },
+                ArrTy::new(new_shape.clone(), elem),
+                "rep",
+            );
             current_shape = new_shape;
         }
         // Now [d1, …, dn, k]: move the batch axis to the front.
@@ -634,7 +854,14 @@ impl Batcher<'_> {
         perm.extend(0..rank - 1);
         let mut final_shape = vec![self.size];
         final_shape.extend(shape);
-        self.emit1(Expr::Transpose { perm, array: Atom::Var(current) }, ArrTy::new(final_shape, elem), "mask")
+        self.emit1(
+            Expr::Transpose {
+                perm,
+                array: Atom::Var(current),
+            },
+            ArrTy::new(final_shape, elem),
+            "mask",
+        )
     }
 }
 
@@ -674,7 +901,11 @@ fn simplify_gathers(program: &mut Program, root: BlockId) {
                 let lambda = &program.blocks[*body];
                 let identity = lambda.stmts.is_empty()
                     && lambda.params.len() == lambda.results.len()
-                    && lambda.params.iter().zip(&lambda.results).all(|(param, result)| *result == Atom::Var(*param))
+                    && lambda
+                        .params
+                        .iter()
+                        .zip(&lambda.results)
+                        .all(|(param, result)| *result == Atom::Var(*param))
                     && program.atom_ty(array).shape == *shape;
                 if identity {
                     stmt.expr = Expr::Atom(*array);

@@ -42,7 +42,9 @@ fn propagate_copies(program: &mut Program, root: crate::core::ir::BlockId) {
     };
     map_block_atoms(program, root, &mut |atom| resolve(atom));
     for block in reachable_blocks(program, root) {
-        program.blocks[block].stmts.retain(|stmt| !(matches!(stmt.expr, Expr::Atom(_)) && stmt.binders.len() == 1));
+        program.blocks[block]
+            .stmts
+            .retain(|stmt| !(matches!(stmt.expr, Expr::Atom(_)) && stmt.binders.len() == 1));
     }
 }
 
@@ -60,7 +62,9 @@ fn eliminate_dead_code(program: &mut Program, root: crate::core::ir::BlockId) {
         let mut removed = false;
         for block in blocks {
             let before = program.blocks[block].stmts.len();
-            program.blocks[block].stmts.retain(|stmt| stmt.binders.iter().any(|binder| used.contains(binder)));
+            program.blocks[block]
+                .stmts
+                .retain(|stmt| stmt.binders.iter().any(|binder| used.contains(binder)));
             removed |= program.blocks[block].stmts.len() != before;
         }
         if !removed {

@@ -35,7 +35,10 @@ pub struct LowerError {
 pub(super) type Result<T> = std::result::Result<T, LowerError>;
 
 pub(super) fn error<T>(span: Span, message: impl Into<String>) -> Result<T> {
-    Err(LowerError { message: message.into(), span })
+    Err(LowerError {
+        message: message.into(),
+        span,
+    })
 }
 
 /// A value known at compile time.
@@ -46,7 +49,12 @@ pub enum SVal {
     Tuple(Vec<SVal>),
     Closure(Rc<Closure>),
     /// A built-in waiting for more arguments; `ty` is its full (concrete) type.
-    Partial { builtin: Builtin, args: Vec<SVal>, ty: Ty, span: Span },
+    Partial {
+        builtin: Builtin,
+        args: Vec<SVal>,
+        ty: Ty,
+        span: Span,
+    },
     /// A type passed as an argument.
     Type(Ty),
     /// A linear function made by differentiation (a `vjp` pullback, a `linearize` tangent
@@ -105,7 +113,11 @@ pub fn leaf_types(ty: &Ty) -> std::result::Result<Vec<ArrTy>, String> {
     Ok(out)
 }
 
-fn leaf_types_into(ty: &Ty, prefix: &mut Vec<usize>, out: &mut Vec<ArrTy>) -> std::result::Result<(), String> {
+fn leaf_types_into(
+    ty: &Ty,
+    prefix: &mut Vec<usize>,
+    out: &mut Vec<ArrTy>,
+) -> std::result::Result<(), String> {
     match ty {
         Ty::Base(base) => out.push(ArrTy::new(prefix.clone(), base_elem(*base))),
         Ty::Fin(_) => out.push(ArrTy::new(prefix.clone(), INDEX)),
@@ -119,7 +131,9 @@ fn leaf_types_into(ty: &Ty, prefix: &mut Vec<usize>, out: &mut Vec<ArrTy>) -> st
             leaf_types_into(elem, prefix, out)?;
             prefix.pop();
         }
-        Ty::Fun { .. } | Ty::TypeArg(_) => return Err("functions cannot be stored in tables or values".into()),
+        Ty::Fun { .. } | Ty::TypeArg(_) => {
+            return Err("functions cannot be stored in tables or values".into())
+        }
         Ty::Var(_) | Ty::Rigid(..) => return Err(format!("internal: type {ty} is not concrete")),
     }
     Ok(())
@@ -134,7 +148,10 @@ pub fn ix_size(ix: &Ty) -> std::result::Result<usize, String> {
 }
 
 impl<'a> Lowerer<'a> {
-    pub fn new(env: &'a GlobalEnv, globals: &'a dyn Fn(&str) -> Option<GlobalValue<'a>>) -> Lowerer<'a> {
+    pub fn new(
+        env: &'a GlobalEnv,
+        globals: &'a dyn Fn(&str) -> Option<GlobalValue<'a>>,
+    ) -> Lowerer<'a> {
         let program = Program::new();
         let block = program.main;
         Lowerer {
@@ -161,12 +178,24 @@ impl<'a> Lowerer<'a> {
 
     // ----- emitting statements -----
 
-    pub(super) fn emit(&mut self, expr: Expr, tys: Vec<ArrTy>, hint: &str, span: Span) -> Vec<VarId> {
-        let binders: Vec<VarId> = tys.into_iter().map(|ty| self.program.new_var(ty, hint)).collect();
+    pub(super) fn emit(
+        &mut self,
+        expr: Expr,
+        tys: Vec<ArrTy>,
+        hint: &str,
+        span: Span,
+    ) -> Vec<VarId> {
+        let binders: Vec<VarId> = tys
+            .into_iter()
+            .map(|ty| self.program.new_var(ty, hint))
+            .collect();
         for binder in &binders {
             self.program.source_map.insert(*binder, span);
         }
-        self.program.blocks[self.block].stmts.push(Stmt { binders: binders.clone(), expr });
+        self.program.blocks[self.block].stmts.push(Stmt {
+            binders: binders.clone(),
+            expr,
+        });
         binders
     }
 
@@ -194,16 +223,29 @@ impl<'a> Lowerer<'a> {
             }
         }
         // Operands share one shape; rank-0 literals among array operands are replicated.
-        let shape = args.iter().map(|atom| self.atom_ty(atom).shape).max_by_key(|shape| shape.len()).unwrap_or_default();
+        let shape = args
+            .iter()
+            .map(|atom| self.atom_ty(atom).shape)
+            .max_by_key(|shape| shape.len())
+            .unwrap_or_default();
         let mut operands = Vec::new();
         for atom in args {
             operands.push(self.broadcast(atom, &shape, span));
         }
-        let elems: Vec<Elem> = operands.iter().map(|atom| self.atom_ty(atom).elem).collect();
-        let elem = prim
-            .result_elem(&elems)
-            .map_err(|err| LowerError { message: format!("internal: {}", err.0), span })?;
-        Ok(self.emit1(Expr::Prim(prim, operands), ArrTy::new(shape, elem), &prim.name(), span))
+        let elems: Vec<Elem> = operands
+            .iter()
+            .map(|atom| self.atom_ty(atom).elem)
+            .collect();
+        let elem = prim.result_elem(&elems).map_err(|err| LowerError {
+            message: format!("internal: {}", err.0),
+            span,
+        })?;
+        Ok(self.emit1(
+            Expr::Prim(prim, operands),
+            ArrTy::new(shape, elem),
+            &prim.name(),
+            span,
+        ))
     }
 
     /// Replicates an atom up to `shape` (whose trailing axes are the atom's shape).
@@ -215,7 +257,12 @@ impl<'a> Lowerer<'a> {
             let mut new_shape = vec![count];
             new_shape.extend(&ty.shape);
             ty = ArrTy::new(new_shape, ty.elem);
-            res = self.emit1(Expr::Replicate { count, array: res }, ty.clone(), "rep", span);
+            res = self.emit1(
+                Expr::Replicate { count, array: res },
+                ty.clone(),
+                "rep",
+                span,
+            );
         }
         res
     }
@@ -228,7 +275,11 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Runs `f` with a new block as the current block; returns the block.
-    pub(super) fn in_block(&mut self, params: Vec<VarId>, f: impl FnOnce(&mut Self) -> Result<Vec<Atom>>) -> Result<BlockId> {
+    pub(super) fn in_block(
+        &mut self,
+        params: Vec<VarId>,
+        f: impl FnOnce(&mut Self) -> Result<Vec<Atom>>,
+    ) -> Result<BlockId> {
         let block = self.program.new_block();
         self.program.blocks[block].params = params;
         let outer = std::mem::replace(&mut self.block, block);
@@ -245,13 +296,27 @@ impl<'a> Lowerer<'a> {
         Ok(match ty {
             Ty::Rigid(rigid, name) => match self.rigids.get(rigid) {
                 Some(ty) => ty.clone(),
-                None => return error(span, format!("internal: type variable {name} is not instantiated")),
+                None => {
+                    return error(
+                        span,
+                        format!("internal: type variable {name} is not instantiated"),
+                    )
+                }
             },
             Ty::Fin(size) => Ty::Fin(self.concrete_size(size, span)?),
             Ty::Base(_) | Ty::Var(_) => ty.clone(),
             Ty::Table(ix, elem) => Ty::table(self.concrete(ix, span)?, self.concrete(elem, span)?),
-            Ty::Tuple(items) => Ty::Tuple(items.iter().map(|item| self.concrete(item, span)).collect::<Result<_>>()?),
-            Ty::Fun { param, binder, result } => Ty::Fun {
+            Ty::Tuple(items) => Ty::Tuple(
+                items
+                    .iter()
+                    .map(|item| self.concrete(item, span))
+                    .collect::<Result<_>>()?,
+            ),
+            Ty::Fun {
+                param,
+                binder,
+                result,
+            } => Ty::Fun {
                 param: Box::new(self.concrete(param, span)?),
                 binder: *binder,
                 result: Box::new(self.concrete(result, span)?),
@@ -263,7 +328,10 @@ impl<'a> Lowerer<'a> {
     /// Evaluates a size: `Nat` parameters must be bound to constants by now.
     fn concrete_size(&self, size: &Size, span: Span) -> Result<Size> {
         let both = |a: &Size, b: &Size| -> Result<(Box<Size>, Box<Size>)> {
-            Ok((Box::new(self.concrete_size(a, span)?), Box::new(self.concrete_size(b, span)?)))
+            Ok((
+                Box::new(self.concrete_size(a, span)?),
+                Box::new(self.concrete_size(b, span)?),
+            ))
         };
         let res = match size {
             Size::Const(_) => size.clone(),
@@ -325,10 +393,23 @@ impl<'a> Lowerer<'a> {
                 }
             }
             SVal::Closure(_) | SVal::Partial { .. } => {
-                return error(span, "a function cannot be stored in a table, a branch or a loop carry")
+                return error(
+                    span,
+                    "a function cannot be stored in a table, a branch or a loop carry",
+                )
             }
-            SVal::Type(_) => return error(span, "a type cannot be stored in a table, a branch or a loop carry"),
-            SVal::Linear(_) => return error(span, "a function cannot be stored in a table, a branch or a loop carry"),
+            SVal::Type(_) => {
+                return error(
+                    span,
+                    "a type cannot be stored in a table, a branch or a loop carry",
+                )
+            }
+            SVal::Linear(_) => {
+                return error(
+                    span,
+                    "a function cannot be stored in a table, a branch or a loop carry",
+                )
+            }
         }
         Ok(())
     }
@@ -355,7 +436,8 @@ impl<'a> Lowerer<'a> {
                 for (item, set) in items.iter().zip(sets) {
                     let size = self.ix_size(set, span)? as i64;
                     let inner = self.flat_index(item, set, span)?;
-                    let scaled = self.prim(Prim::Mul, vec![acc, Atom::Lit(Scalar::I64(size))], span)?;
+                    let scaled =
+                        self.prim(Prim::Mul, vec![acc, Atom::Lit(Scalar::I64(size))], span)?;
                     acc = self.prim(Prim::Add, vec![scaled, inner], span)?;
                 }
                 Ok(acc)
@@ -369,13 +451,24 @@ impl<'a> Lowerer<'a> {
     pub(super) fn unflatten_index(&mut self, flat: Atom, ix: &Ty, span: Span) -> Result<SVal> {
         match ix {
             Ty::Tuple(sets) => {
-                let sizes = sets.iter().map(|set| self.ix_size(set, span)).collect::<Result<Vec<_>>>()?;
+                let sizes = sets
+                    .iter()
+                    .map(|set| self.ix_size(set, span))
+                    .collect::<Result<Vec<_>>>()?;
                 let mut items = Vec::new();
                 let mut stride: usize = sizes.iter().product();
                 for (set, size) in sets.iter().zip(&sizes) {
                     stride /= size.max(&1);
-                    let quotient = self.prim(Prim::IDiv, vec![flat, Atom::Lit(Scalar::I64(stride as i64))], span)?;
-                    let component = self.prim(Prim::Mod, vec![quotient, Atom::Lit(Scalar::I64(*size as i64))], span)?;
+                    let quotient = self.prim(
+                        Prim::IDiv,
+                        vec![flat, Atom::Lit(Scalar::I64(stride as i64))],
+                        span,
+                    )?;
+                    let component = self.prim(
+                        Prim::Mod,
+                        vec![quotient, Atom::Lit(Scalar::I64(*size as i64))],
+                        span,
+                    )?;
                     items.push(self.unflatten_index(component, set, span)?);
                 }
                 Ok(SVal::Tuple(items))
@@ -399,7 +492,9 @@ impl<'a> Lowerer<'a> {
                     DefKey::Top(name) => self.env.defs.get(name).cloned(),
                     DefKey::Local(id) => self.local_defs.get(id).cloned(),
                 };
-                let Some(info) = info else { return error(span, "internal: unknown definition") };
+                let Some(info) = info else {
+                    return error(span, "internal: unknown definition");
+                };
                 let mut rigids = self.rigids.clone();
                 for (rigid, ty) in info.vars.iter().zip(inst) {
                     rigids.insert(*rigid, self.concrete(ty, span)?);
@@ -414,7 +509,12 @@ impl<'a> Lowerer<'a> {
                 if builtin_arity(*builtin) == 0 {
                     self.lower_builtin(*builtin, Vec::new(), &ty, span)
                 } else {
-                    Ok(SVal::Partial { builtin: *builtin, args: Vec::new(), ty, span })
+                    Ok(SVal::Partial {
+                        builtin: *builtin,
+                        args: Vec::new(),
+                        ty,
+                        span,
+                    })
                 }
             }
             TKind::Lit(lit) => {
@@ -429,7 +529,9 @@ impl<'a> Lowerer<'a> {
             }))),
             TKind::For { binder, body } => {
                 let ty = self.concrete(&expr.ty, span)?;
-                let Ty::Table(ix, _) = &ty else { return error(span, "internal: for without a table type") };
+                let Ty::Table(ix, _) = &ty else {
+                    return error(span, "internal: for without a table type");
+                };
                 let size = self.ix_size(ix, span)?;
                 let result_tys = self.leaf_types(&ty, span)?;
                 let index_var = self.program.new_var(ArrTy::scalar(INDEX), "i");
@@ -440,12 +542,26 @@ impl<'a> Lowerer<'a> {
                     let value = cx.lower(body)?;
                     cx.leaves(&value, body.span)
                 })?;
-                let binders = self.emit(Expr::Build1 { size, body: body_block }, result_tys, "for", span);
+                let binders = self.emit(
+                    Expr::Build1 {
+                        size,
+                        body: body_block,
+                    },
+                    result_tys,
+                    "for",
+                    span,
+                );
                 Ok(self.assemble(&ty, binders.into_iter().map(Atom::Var).collect()))
             }
-            TKind::If { cond, then_branch, else_branch } => {
+            TKind::If {
+                cond,
+                then_branch,
+                else_branch,
+            } => {
                 let cond_value = self.lower(cond)?;
-                let SVal::Arr(cond_atom) = cond_value else { return error(span, "internal: condition is not a scalar") };
+                let SVal::Arr(cond_atom) = cond_value else {
+                    return error(span, "internal: condition is not a scalar");
+                };
                 let ty = self.concrete(&expr.ty, span)?;
                 let result_tys = self.leaf_types(&ty, span)?;
                 let then_block = self.in_block(Vec::new(), |cx| {
@@ -456,7 +572,16 @@ impl<'a> Lowerer<'a> {
                     let value = cx.lower(else_branch)?;
                     cx.leaves(&value, else_branch.span)
                 })?;
-                let binders = self.emit(Expr::Cond { cond: cond_atom, then_block, else_block }, result_tys, "if", span);
+                let binders = self.emit(
+                    Expr::Cond {
+                        cond: cond_atom,
+                        then_block,
+                        else_block,
+                    },
+                    result_tys,
+                    "if",
+                    span,
+                );
                 Ok(self.assemble(&ty, binders.into_iter().map(Atom::Var).collect()))
             }
             TKind::App { func, arg } => {
@@ -468,11 +593,18 @@ impl<'a> Lowerer<'a> {
                 let base_value = self.lower(base)?;
                 let index_value = self.lower(index)?;
                 let base_ty = self.concrete(&base.ty, span)?;
-                let Ty::Table(ix, _) = &base_ty else { return error(span, "internal: indexing a non-table") };
+                let Ty::Table(ix, _) = &base_ty else {
+                    return error(span, "internal: indexing a non-table");
+                };
                 let flat = self.flat_index(&index_value, ix, span)?;
                 self.index_value(&base_value, flat, span)
             }
-            TKind::Tuple(items) => Ok(SVal::Tuple(items.iter().map(|item| self.lower(item)).collect::<Result<_>>()?)),
+            TKind::Tuple(items) => Ok(SVal::Tuple(
+                items
+                    .iter()
+                    .map(|item| self.lower(item))
+                    .collect::<Result<_>>()?,
+            )),
             TKind::Table(items) => {
                 let ty = self.concrete(&expr.ty, span)?;
                 let result_tys = self.leaf_types(&ty, span)?;
@@ -492,7 +624,9 @@ impl<'a> Lowerer<'a> {
             TKind::At(value) => {
                 let target = self.concrete(&expr.ty, span)?;
                 let value = self.lower(value)?;
-                let SVal::Arr(atom) = value else { return error(span, "internal: `@` of a non-scalar") };
+                let SVal::Arr(atom) = value else {
+                    return error(span, "internal: `@` of a non-scalar");
+                };
                 let flat = self.cast(atom, INDEX, span)?;
                 self.unflatten_index(flat, &target, span)
             }
@@ -526,9 +660,15 @@ impl<'a> Lowerer<'a> {
                 None => error(span, "internal: unknown global"),
             };
         }
-        let Some(global) = (self.globals)(name) else { return error(span, format!("internal: unknown global `{name}`")) };
+        let Some(global) = (self.globals)(name) else {
+            return error(span, format!("internal: unknown global `{name}`"));
+        };
         let ty = global.ty.clone();
-        let vars: Vec<VarId> = global.leaves.into_iter().map(|leaf| self.program.new_var(leaf, name)).collect();
+        let vars: Vec<VarId> = global
+            .leaves
+            .into_iter()
+            .map(|leaf| self.program.new_var(leaf, name))
+            .collect();
         self.program.inputs.extend(&vars);
         self.inputs.push((name.to_string(), vars.clone()));
         Ok(self.assemble(&ty, vars.into_iter().map(Atom::Var).collect()))
@@ -543,11 +683,22 @@ impl<'a> Lowerer<'a> {
                     return error(span, "internal: indexing a scalar");
                 }
                 let res_ty = ArrTy::new(ty.shape[1..].to_vec(), ty.elem);
-                Ok(SVal::Arr(self.emit1(Expr::Index { array: *array, index: vec![flat] }, res_ty, "ix", span)))
+                Ok(SVal::Arr(self.emit1(
+                    Expr::Index {
+                        array: *array,
+                        index: vec![flat],
+                    },
+                    res_ty,
+                    "ix",
+                    span,
+                )))
             }
-            SVal::Tuple(items) => {
-                Ok(SVal::Tuple(items.iter().map(|item| self.index_value(item, flat, span)).collect::<Result<_>>()?))
-            }
+            SVal::Tuple(items) => Ok(SVal::Tuple(
+                items
+                    .iter()
+                    .map(|item| self.index_value(item, flat, span))
+                    .collect::<Result<_>>()?,
+            )),
             _ => error(span, "internal: indexing a function"),
         }
     }
@@ -559,14 +710,17 @@ impl<'a> Lowerer<'a> {
             }
             TPat::Wild => {}
             TPat::Tuple(pats) => {
-                let SVal::Tuple(items) = value else { return error(span, "internal: tuple pattern on a non-tuple") };
+                let SVal::Tuple(items) = value else {
+                    return error(span, "internal: tuple pattern on a non-tuple");
+                };
                 for (pat, item) in pats.iter().zip(items) {
                     self.bind(pat, item, span)?;
                 }
             }
             TPat::Table(pats) => {
                 for (position, pat) in pats.iter().enumerate() {
-                    let item = self.index_value(&value, Atom::Lit(Scalar::I64(position as i64)), span)?;
+                    let item =
+                        self.index_value(&value, Atom::Lit(Scalar::I64(position as i64)), span)?;
                     self.bind(pat, item, span)?;
                 }
             }
@@ -579,21 +733,35 @@ impl<'a> Lowerer<'a> {
             SVal::Closure(closure) => {
                 let saved_locals = std::mem::replace(&mut self.locals, closure.locals.clone());
                 let saved_rigids = std::mem::replace(&mut self.rigids, closure.rigids.clone());
-                let res = self.bind(&closure.param, arg, span).and_then(|()| self.lower(&closure.body));
+                let res = self
+                    .bind(&closure.param, arg, span)
+                    .and_then(|()| self.lower(&closure.body));
                 self.locals = saved_locals;
                 self.rigids = saved_rigids;
                 res
             }
-            SVal::Partial { builtin, mut args, ty, span: builtin_span } => {
+            SVal::Partial {
+                builtin,
+                mut args,
+                ty,
+                span: builtin_span,
+            } => {
                 args.push(arg);
                 if args.len() == builtin_arity(builtin) {
                     self.lower_builtin(builtin, args, &ty, span)
                 } else {
-                    Ok(SVal::Partial { builtin, args, ty, span: builtin_span })
+                    Ok(SVal::Partial {
+                        builtin,
+                        args,
+                        ty,
+                        span: builtin_span,
+                    })
                 }
             }
             SVal::Linear(linear) => self.apply_linear(&linear, arg, span),
-            SVal::Arr(_) | SVal::Tuple(_) | SVal::Type(_) => error(span, "internal: applying a non-function"),
+            SVal::Arr(_) | SVal::Tuple(_) | SVal::Type(_) => {
+                error(span, "internal: applying a non-function")
+            }
         }
     }
 
@@ -626,7 +794,13 @@ impl<'a> Lowerer<'a> {
         Ok(SVal::Arr(self.prim(prim, atoms, span)?))
     }
 
-    fn lower_builtin(&mut self, builtin: Builtin, args: Vec<SVal>, ty: &Ty, span: Span) -> Result<SVal> {
+    fn lower_builtin(
+        &mut self,
+        builtin: Builtin,
+        args: Vec<SVal>,
+        ty: &Ty,
+        span: Span,
+    ) -> Result<SVal> {
         let result_ty = result_type(ty, builtin_arity(builtin));
         match builtin {
             Builtin::Prim(prim) => self.lift(prim, &args, span),
@@ -641,7 +815,9 @@ impl<'a> Lowerer<'a> {
                 Ok(SVal::Arr(all))
             }
             Builtin::Scale => {
-                let SVal::Arr(scalar) = args[0] else { return error(span, "internal: `.*` of a non-scalar") };
+                let SVal::Arr(scalar) = args[0] else {
+                    return error(span, "internal: `.*` of a non-scalar");
+                };
                 let leaves = self.leaves(&args[1], span)?;
                 let mut out = Vec::new();
                 for leaf in leaves {
@@ -652,7 +828,9 @@ impl<'a> Lowerer<'a> {
                 Ok(self.assemble(&result_ty, out))
             }
             Builtin::Convert(_) => {
-                let SVal::Arr(atom) = args[0] else { return error(span, "internal: conversion of a non-scalar") };
+                let SVal::Arr(atom) = args[0] else {
+                    return error(span, "internal: conversion of a non-scalar");
+                };
                 let elem = match &result_ty {
                     Ty::Base(base) => base_elem(*base),
                     _ => return error(span, "internal: conversion to a non-scalar"),
@@ -660,18 +838,26 @@ impl<'a> Lowerer<'a> {
                 Ok(SVal::Arr(self.cast(atom, elem, span)?))
             }
             Builtin::Ordinal => {
-                let Ty::Fun { param, .. } = ty else { return error(span, "internal: ordinal type") };
+                let Ty::Fun { param, .. } = ty else {
+                    return error(span, "internal: ordinal type");
+                };
                 let flat = self.flat_index(&args[0], param, span)?;
                 Ok(SVal::Arr(self.cast(flat, Elem::U32, span)?))
             }
             Builtin::Size => {
-                let SVal::Type(ix) = &args[0] else { return error(span, "internal: size of a non-type") };
+                let SVal::Type(ix) = &args[0] else {
+                    return error(span, "internal: size of a non-type");
+                };
                 let size = self.ix_size(ix, span)?;
                 Ok(SVal::Arr(Atom::Lit(Scalar::U32(size as u32))))
             }
             Builtin::FromOrdinal => {
-                let SVal::Type(ix) = &args[0] else { return error(span, "internal: from_ordinal of a non-type") };
-                let SVal::Arr(atom) = args[1] else { return error(span, "internal: from_ordinal of a non-scalar") };
+                let SVal::Type(ix) = &args[0] else {
+                    return error(span, "internal: from_ordinal of a non-type");
+                };
+                let SVal::Arr(atom) = args[1] else {
+                    return error(span, "internal: from_ordinal of a non-scalar");
+                };
                 let ix = ix.clone();
                 let flat = self.cast(atom, INDEX, span)?;
                 self.unflatten_index(flat, &ix, span)
@@ -687,9 +873,16 @@ impl<'a> Lowerer<'a> {
                 Ok(self.assemble(&result_ty, out))
             }
             Builtin::Iota => {
-                let SVal::Type(ix) = &args[0] else { return error(span, "internal: iota of a non-type") };
+                let SVal::Type(ix) = &args[0] else {
+                    return error(span, "internal: iota of a non-type");
+                };
                 let size = self.ix_size(ix, span)?;
-                let iota = self.emit1(Expr::Iota(size), ArrTy::new(vec![size], INDEX), "iota", span);
+                let iota = self.emit1(
+                    Expr::Iota(size),
+                    ArrTy::new(vec![size], INDEX),
+                    "iota",
+                    span,
+                );
                 Ok(SVal::Arr(self.cast(iota, Elem::U32, span)?))
             }
             Builtin::Fold | Builtin::Scan => self.lower_loop(builtin, args, ty, &result_ty, span),
@@ -699,22 +892,38 @@ impl<'a> Lowerer<'a> {
                     _ => None,
                 };
                 let Some(count) = count else {
-                    return error(span, "the count of `apply_n` must be known when the block is compiled");
+                    return error(
+                        span,
+                        "the count of `apply_n` must be known when the block is compiled",
+                    );
                 };
                 let carry_tys = self.leaf_types(&result_ty, span)?;
                 let init = self.leaves(&args[1], span)?;
                 let func = args[2].clone();
                 let index_var = self.program.new_var(ArrTy::scalar(INDEX), "i");
-                let carry_vars: Vec<VarId> = carry_tys.iter().map(|ty| self.program.new_var(ty.clone(), "c")).collect();
+                let carry_vars: Vec<VarId> = carry_tys
+                    .iter()
+                    .map(|ty| self.program.new_var(ty.clone(), "c"))
+                    .collect();
                 let mut params = vec![index_var];
                 params.extend(&carry_vars);
                 let rty = result_ty.clone();
                 let body = self.in_block(params, |cx| {
-                    let carry = cx.assemble(&rty, carry_vars.iter().copied().map(Atom::Var).collect());
+                    let carry =
+                        cx.assemble(&rty, carry_vars.iter().copied().map(Atom::Var).collect());
                     let next = cx.apply(func, carry, span)?;
                     cx.leaves(&next, span)
                 })?;
-                let binders = self.emit(Expr::Fold { size: count as usize, init, body }, carry_tys, "apply_n", span);
+                let binders = self.emit(
+                    Expr::Fold {
+                        size: count as usize,
+                        init,
+                        body,
+                    },
+                    carry_tys,
+                    "apply_n",
+                    span,
+                );
                 Ok(self.assemble(&result_ty, binders.into_iter().map(Atom::Var).collect()))
             }
             Builtin::Zero => {
@@ -728,7 +937,9 @@ impl<'a> Lowerer<'a> {
             }
             Builtin::Ad(op) => self.lower_ad(op, args, ty, &result_ty, span),
             Builtin::Fst | Builtin::Snd => match &args[0] {
-                SVal::Tuple(items) if items.len() == 2 => Ok(items[usize::from(builtin == Builtin::Snd)].clone()),
+                SVal::Tuple(items) if items.len() == 2 => {
+                    Ok(items[usize::from(builtin == Builtin::Snd)].clone())
+                }
                 _ => error(span, "internal: fst/snd of a non-pair"),
             },
             Builtin::FloatConst(constant) => {
@@ -743,23 +954,47 @@ impl<'a> Lowerer<'a> {
     }
 
     /// `fold(init, \i c. body)` and `scan(init, \i c. (c', y))`: sequential loops.
-    fn lower_loop(&mut self, builtin: Builtin, args: Vec<SVal>, ty: &Ty, result_ty: &Ty, span: Span) -> Result<SVal> {
+    fn lower_loop(
+        &mut self,
+        builtin: Builtin,
+        args: Vec<SVal>,
+        ty: &Ty,
+        result_ty: &Ty,
+        span: Span,
+    ) -> Result<SVal> {
         // fold : a -> (n -> a -> a) -> a;  scan : a -> (n -> a -> (a, b)) -> (a, n=>b)
-        let Ty::Fun { param: carry_ty, result: rest, .. } = ty else { return error(span, "internal: loop type") };
-        let Ty::Fun { param: body_ty, .. } = &**rest else { return error(span, "internal: loop type") };
-        let Ty::Fun { param: ix, .. } = &**body_ty else { return error(span, "internal: loop body type") };
+        let Ty::Fun {
+            param: carry_ty,
+            result: rest,
+            ..
+        } = ty
+        else {
+            return error(span, "internal: loop type");
+        };
+        let Ty::Fun { param: body_ty, .. } = &**rest else {
+            return error(span, "internal: loop type");
+        };
+        let Ty::Fun { param: ix, .. } = &**body_ty else {
+            return error(span, "internal: loop body type");
+        };
         let size = self.ix_size(ix, span)?;
         let carry_tys = self.leaf_types(carry_ty, span)?;
         let init = self.leaves(&args[0], span)?;
         let func = args[1].clone();
         let index_var = self.program.new_var(ArrTy::scalar(INDEX), "i");
-        let carry_vars: Vec<VarId> = carry_tys.iter().map(|ty| self.program.new_var(ty.clone(), "c")).collect();
+        let carry_vars: Vec<VarId> = carry_tys
+            .iter()
+            .map(|ty| self.program.new_var(ty.clone(), "c"))
+            .collect();
         let mut params = vec![index_var];
         params.extend(&carry_vars);
         let (carry_ty, ix) = ((**carry_ty).clone(), (**ix).clone());
         let body = self.in_block(params, |cx| {
             let index = cx.unflatten_index(Atom::Var(index_var), &ix, span)?;
-            let carry = cx.assemble(&carry_ty, carry_vars.iter().copied().map(Atom::Var).collect());
+            let carry = cx.assemble(
+                &carry_ty,
+                carry_vars.iter().copied().map(Atom::Var).collect(),
+            );
             let partial = cx.apply(func, index, span)?;
             let next = cx.apply(partial, carry, span)?;
             cx.leaves(&next, span)
@@ -768,7 +1003,9 @@ impl<'a> Lowerer<'a> {
             let binders = self.emit(Expr::Fold { size, init, body }, carry_tys, "fold", span);
             return Ok(self.assemble(result_ty, binders.into_iter().map(Atom::Var).collect()));
         }
-        let Ty::Tuple(parts) = result_ty else { return error(span, "internal: scan result type") };
+        let Ty::Tuple(parts) = result_ty else {
+            return error(span, "internal: scan result type");
+        };
         let mut binder_tys = carry_tys;
         binder_tys.extend(self.leaf_types(&parts[1], span)?);
         let binders = self.emit(Expr::Scan { size, init, body }, binder_tys, "scan", span);
@@ -793,10 +1030,27 @@ impl<'a> Lowerer<'a> {
         }
         // all: count the elements that are close and compare with the number of elements.
         let n_elems = ty.n_elems();
-        let flat = self.emit1(Expr::Reshape { shape: vec![n_elems], array: close }, ArrTy::new(vec![n_elems], Elem::Bool), "flat", span);
+        let flat = self.emit1(
+            Expr::Reshape {
+                shape: vec![n_elems],
+                array: close,
+            },
+            ArrTy::new(vec![n_elems], Elem::Bool),
+            "flat",
+            span,
+        );
         let counts = self.cast(flat, Elem::U32, span)?;
-        let count = self.emit1(Expr::SumOuter(counts), ArrTy::scalar(Elem::U32), "count", span);
-        self.prim(Prim::Eq, vec![count, Atom::Lit(Scalar::U32(n_elems as u32))], span)
+        let count = self.emit1(
+            Expr::SumOuter(counts),
+            ArrTy::scalar(Elem::U32),
+            "count",
+            span,
+        );
+        self.prim(
+            Prim::Eq,
+            vec![count, Atom::Lit(Scalar::U32(n_elems as u32))],
+            span,
+        )
     }
 }
 
@@ -804,7 +1058,9 @@ impl<'a> Lowerer<'a> {
 pub fn builtin_arity(builtin: Builtin) -> usize {
     match builtin {
         Builtin::Prim(prim) => prim.arity(),
-        Builtin::Approx | Builtin::Scale | Builtin::Fold | Builtin::Scan | Builtin::FromOrdinal => 2,
+        Builtin::Approx | Builtin::Scale | Builtin::Fold | Builtin::Scan | Builtin::FromOrdinal => {
+            2
+        }
         Builtin::Convert(_) | Builtin::Ordinal | Builtin::Size | Builtin::Sum | Builtin::Iota => 1,
         Builtin::Fst | Builtin::Snd => 1,
         Builtin::ApplyN => 3,

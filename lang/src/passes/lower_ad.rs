@@ -33,7 +33,10 @@ pub struct LinearFn {
 }
 
 fn ad_error(span: Span) -> impl Fn(AdError) -> LowerError {
-    move |err| LowerError { message: err.0, span }
+    move |err| LowerError {
+        message: err.0,
+        span,
+    }
 }
 
 /// The parameter and result types of a function type.
@@ -74,16 +77,31 @@ impl Lowerer<'_> {
     /// A derivative program as text: its parameters as inputs, after clean-up.
     fn dump(&self, params: Vec<VarId>, stmts: &[Stmt], results: Vec<Atom>) -> String {
         let mut program = self.program.clone();
-        let main = program.blocks.push(crate::core::ir::Block { params: Vec::new(), stmts: stmts.to_vec(), results });
+        let main = program.blocks.push(crate::core::ir::Block {
+            params: Vec::new(),
+            stmts: stmts.to_vec(),
+            results,
+        });
         program.main = main;
         program.inputs = params;
         super::cleanup::run(&mut program);
         program.to_string()
     }
 
-    pub(super) fn lower_ad(&mut self, op: AdOp, args: Vec<SVal>, ty: &Ty, result_ty: &Ty, span: Span) -> Result<SVal> {
-        let Some((func_ty, _)) = fun_parts(ty) else { return error(span, "internal: type of a derivative") };
-        let Some((arg_ty, out_ty)) = fun_parts(func_ty) else { return error(span, "internal: type of a derivative") };
+    pub(super) fn lower_ad(
+        &mut self,
+        op: AdOp,
+        args: Vec<SVal>,
+        ty: &Ty,
+        result_ty: &Ty,
+        span: Span,
+    ) -> Result<SVal> {
+        let Some((func_ty, _)) = fun_parts(ty) else {
+            return error(span, "internal: type of a derivative");
+        };
+        let Some((arg_ty, out_ty)) = fun_parts(func_ty) else {
+            return error(span, "internal: type of a derivative");
+        };
         let (arg_ty, out_ty) = (arg_ty.clone(), out_ty.clone());
         let func = args[0].clone();
         match op {
@@ -96,7 +114,11 @@ impl Lowerer<'_> {
                 Ok(grads)
             }
             AdOp::Jvp | AdOp::Deriv => {
-                let tangent = if op == AdOp::Jvp { args[2].clone() } else { self.ones_like(&args[1], span)? };
+                let tangent = if op == AdOp::Jvp {
+                    args[2].clone()
+                } else {
+                    self.ones_like(&args[1], span)?
+                };
                 let block = self.function_block(func, &arg_ty, span)?;
                 let jvp = self.jvp_of(block, span)?;
                 let mut subst = self.bind_params(&jvp.params, &args[1], span)?;
@@ -117,7 +139,15 @@ impl Lowerer<'_> {
                 let mut subst = self.bind_params(&vjp.params, &args[1], span)?;
                 let target = self.block;
                 copy_stmts(&mut self.program, &vjp.forward, target, &mut subst);
-                let primal = self.outputs(&vjp.results.iter().map(|atom| Some(*atom)).collect::<Vec<_>>(), &subst, &out_ty, span)?;
+                let primal = self.outputs(
+                    &vjp.results
+                        .iter()
+                        .map(|atom| Some(*atom))
+                        .collect::<Vec<_>>(),
+                    &subst,
+                    &out_ty,
+                    span,
+                )?;
                 let pullback = LinearFn {
                     stmts: vjp.backward,
                     inputs: vjp.ct_params.into_iter().map(Some).collect(),
@@ -131,16 +161,44 @@ impl Lowerer<'_> {
                 let block = self.function_block(func, &arg_ty, span)?;
                 let jvp = self.jvp_of(block, span)?;
                 let (forward, linear): (Vec<Stmt>, Vec<Stmt>) =
-                    jvp.stmts.iter().cloned().partition(|stmt| stmt.binders.iter().all(|binder| !jvp.linear.contains(binder)));
-                if linear.iter().any(|stmt| stmt.binders.iter().any(|binder| !jvp.linear.contains(binder))) {
-                    return error(span, "`linearize` through `fold`/`scan` is not supported yet; use `jvp`");
+                    jvp.stmts.iter().cloned().partition(|stmt| {
+                        stmt.binders
+                            .iter()
+                            .all(|binder| !jvp.linear.contains(binder))
+                    });
+                if linear.iter().any(|stmt| {
+                    stmt.binders
+                        .iter()
+                        .any(|binder| !jvp.linear.contains(binder))
+                }) {
+                    return error(
+                        span,
+                        "`linearize` through `fold`/`scan` is not supported yet; use `jvp`",
+                    );
                 }
                 let mut subst = self.bind_params(&jvp.params, &args[1], span)?;
                 let target = self.block;
                 copy_stmts(&mut self.program, &forward, target, &mut subst);
-                let primal = self.outputs(&jvp.results.iter().map(|atom| Some(*atom)).collect::<Vec<_>>(), &subst, &out_ty, span)?;
-                let tangent_map = LinearFn { stmts: linear, inputs: jvp.tangent_params, outputs: jvp.tangent_results, subst, out_ty };
-                Ok(SVal::Tuple(vec![primal, SVal::Linear(Rc::new(tangent_map))]))
+                let primal = self.outputs(
+                    &jvp.results
+                        .iter()
+                        .map(|atom| Some(*atom))
+                        .collect::<Vec<_>>(),
+                    &subst,
+                    &out_ty,
+                    span,
+                )?;
+                let tangent_map = LinearFn {
+                    stmts: linear,
+                    inputs: jvp.tangent_params,
+                    outputs: jvp.tangent_results,
+                    subst,
+                    out_ty,
+                };
+                Ok(SVal::Tuple(vec![
+                    primal,
+                    SVal::Linear(Rc::new(tangent_map)),
+                ]))
             }
             AdOp::TransposeLinear => {
                 // A linear function is its own derivative at any point: transpose it at zero.
@@ -167,7 +225,10 @@ impl Lowerer<'_> {
     /// and puts it through the BOT.
     fn function_block(&mut self, func: SVal, arg_ty: &Ty, span: Span) -> Result<BlockId> {
         let leaf_tys = self.leaf_types(arg_ty, span)?;
-        let params: Vec<VarId> = leaf_tys.into_iter().map(|ty| self.program.new_var(ty, "x")).collect();
+        let params: Vec<VarId> = leaf_tys
+            .into_iter()
+            .map(|ty| self.program.new_var(ty, "x"))
+            .collect();
         let arg = self.assemble(arg_ty, params.iter().copied().map(Atom::Var).collect());
         let block = self.in_block(params, |cx| {
             let value = cx.apply(func, arg, span)?;
@@ -178,14 +239,25 @@ impl Lowerer<'_> {
     }
 
     /// Substitutes the argument's leaves for a block's parameters.
-    fn bind_params(&self, params: &[VarId], arg: &SVal, span: Span) -> Result<HashMap<VarId, Atom>> {
+    fn bind_params(
+        &self,
+        params: &[VarId],
+        arg: &SVal,
+        span: Span,
+    ) -> Result<HashMap<VarId, Atom>> {
         let leaves = self.leaves(arg, span)?;
         Ok(params.iter().copied().zip(leaves).collect())
     }
 
     /// The value of type `ty` whose leaves are `atoms` (renamed through `subst`), with zeros
     /// for the missing ones.
-    fn outputs(&mut self, atoms: &[Tangent], subst: &HashMap<VarId, Atom>, ty: &Ty, span: Span) -> Result<SVal> {
+    fn outputs(
+        &mut self,
+        atoms: &[Tangent],
+        subst: &HashMap<VarId, Atom>,
+        ty: &Ty,
+        span: Span,
+    ) -> Result<SVal> {
         let leaf_tys = self.leaf_types(ty, span)?;
         let mut leaves = Vec::new();
         for (atom, leaf_ty) in atoms.iter().zip(&leaf_tys) {
@@ -210,7 +282,12 @@ impl Lowerer<'_> {
                 let one = crate::prim::cast_scalar(Scalar::F64(1.0), ty.elem);
                 Ok(SVal::Arr(self.broadcast(Atom::Lit(one), &ty.shape, span)))
             }
-            SVal::Tuple(items) => Ok(SVal::Tuple(items.iter().map(|item| self.ones_like(item, span)).collect::<Result<_>>()?)),
+            SVal::Tuple(items) => Ok(SVal::Tuple(
+                items
+                    .iter()
+                    .map(|item| self.ones_like(item, span))
+                    .collect::<Result<_>>()?,
+            )),
             _ => error(span, "internal: ones of a function"),
         }
     }
@@ -225,13 +302,21 @@ impl Lowerer<'_> {
         let target = self.block;
         copy_stmts(&mut self.program, &vjp.forward, target, &mut subst);
         let result_elem = self.program.atom_ty(&rename(vjp.results[0], &subst)).elem;
-        subst.insert(vjp.ct_params[0], Atom::Lit(crate::prim::cast_scalar(Scalar::F64(1.0), result_elem)));
+        subst.insert(
+            vjp.ct_params[0],
+            Atom::Lit(crate::prim::cast_scalar(Scalar::F64(1.0), result_elem)),
+        );
         copy_stmts(&mut self.program, &vjp.backward, target, &mut subst);
         self.outputs(&vjp.grads, &subst, arg_ty, span)
     }
 
     /// Applies a pullback or a tangent map.
-    pub(super) fn apply_linear(&mut self, linear: &LinearFn, arg: SVal, span: Span) -> Result<SVal> {
+    pub(super) fn apply_linear(
+        &mut self,
+        linear: &LinearFn,
+        arg: SVal,
+        span: Span,
+    ) -> Result<SVal> {
         let mut subst = linear.subst.clone();
         let leaves = self.leaves(&arg, span)?;
         for (input, leaf) in linear.inputs.iter().zip(leaves) {
@@ -246,7 +331,15 @@ impl Lowerer<'_> {
 
     /// `jacobian f x` for `f : n=>s -> m=>s`: one row per output, each the pullback of a
     /// one-hot cotangent (reverse mode, inside a `for` that the BOT vectorises).
-    fn jacobian(&mut self, func: SVal, x: &SVal, arg_ty: &Ty, out_ty: &Ty, result_ty: &Ty, span: Span) -> Result<SVal> {
+    fn jacobian(
+        &mut self,
+        func: SVal,
+        x: &SVal,
+        arg_ty: &Ty,
+        out_ty: &Ty,
+        result_ty: &Ty,
+        span: Span,
+    ) -> Result<SVal> {
         let block = self.function_block(func, arg_ty, span)?;
         let jvp = self.jvp_of(block, span)?;
         let vjp = self.vjp_of(&jvp, span)?;
@@ -270,18 +363,34 @@ impl Lowerer<'_> {
             copy_stmts(&mut cx.program, &backward, target, &mut inner);
             Ok(vec![match grad {
                 Some(atom) => rename(atom, &inner),
-                None => cx.broadcast(Atom::Lit(Scalar::zero(arg_leaf.elem)), &arg_leaf.shape, span),
+                None => cx.broadcast(
+                    Atom::Lit(Scalar::zero(arg_leaf.elem)),
+                    &arg_leaf.shape,
+                    span,
+                ),
             }])
         })?;
         let mut shape = vec![m];
         shape.extend(&arg_leaf.shape);
-        let rows = self.emit1(Expr::Build1 { size: m, body }, ArrTy::new(shape, arg_leaf.elem), "jacobian", span);
+        let rows = self.emit1(
+            Expr::Build1 { size: m, body },
+            ArrTy::new(shape, arg_leaf.elem),
+            "jacobian",
+            span,
+        );
         Ok(self.assemble(result_ty, vec![rows]))
     }
 
     /// `check_deriv f x`: the directional derivative along all-ones agrees with a central
     /// finite difference (relative tolerance suited to the float type).
-    fn check_deriv(&mut self, func: SVal, x: &SVal, arg_ty: &Ty, out_ty: &Ty, span: Span) -> Result<SVal> {
+    fn check_deriv(
+        &mut self,
+        func: SVal,
+        x: &SVal,
+        arg_ty: &Ty,
+        out_ty: &Ty,
+        span: Span,
+    ) -> Result<SVal> {
         let out_leaf = self.leaf_types(out_ty, span)?.remove(0);
         let (step, tolerance) = match out_leaf.elem {
             Elem::F64 => (1e-6, 1e-5),
@@ -306,10 +415,16 @@ impl Lowerer<'_> {
         let f_plus = self.apply(func.clone(), plus, span)?;
         let f_minus = self.apply(func.clone(), minus, span)?;
         let (SVal::Arr(f_plus), SVal::Arr(f_minus)) = (f_plus, f_minus) else {
-            return error(span, "`check_deriv` needs a function with a scalar float result");
+            return error(
+                span,
+                "`check_deriv` needs a function with a scalar float result",
+            );
         };
         let difference = self.prim(Prim::Sub, vec![f_plus, f_minus], span)?;
-        let width = Atom::Lit(crate::prim::cast_scalar(Scalar::F64(2.0 * step), out_leaf.elem));
+        let width = Atom::Lit(crate::prim::cast_scalar(
+            Scalar::F64(2.0 * step),
+            out_leaf.elem,
+        ));
         let finite = self.prim(Prim::Div, vec![difference, width], span)?;
         let grads = self.gradient(func, x, arg_ty, span)?;
         let mut directional = Atom::Lit(Scalar::zero(out_leaf.elem));
@@ -322,7 +437,15 @@ impl Lowerer<'_> {
                 leaf
             } else {
                 let n_elems = ty.n_elems();
-                let flat = self.emit1(Expr::Reshape { shape: vec![n_elems], array: leaf }, ArrTy::new(vec![n_elems], ty.elem), "flat", span);
+                let flat = self.emit1(
+                    Expr::Reshape {
+                        shape: vec![n_elems],
+                        array: leaf,
+                    },
+                    ArrTy::new(vec![n_elems], ty.elem),
+                    "flat",
+                    span,
+                );
                 self.emit1(Expr::SumOuter(flat), ArrTy::scalar(ty.elem), "sum", span)
             };
             let total = self.cast(total, out_leaf.elem, span)?;
@@ -333,8 +456,15 @@ impl Lowerer<'_> {
         let scale = self.prim(Prim::Abs, vec![directional], span)?;
         let one = Atom::Lit(crate::prim::cast_scalar(Scalar::F64(1.0), out_leaf.elem));
         let scale = self.prim(Prim::Add, vec![one, scale], span)?;
-        let tolerance = Atom::Lit(crate::prim::cast_scalar(Scalar::F64(tolerance), out_leaf.elem));
+        let tolerance = Atom::Lit(crate::prim::cast_scalar(
+            Scalar::F64(tolerance),
+            out_leaf.elem,
+        ));
         let bound = self.prim(Prim::Mul, vec![tolerance, scale], span)?;
-        Ok(SVal::Arr(self.prim(Prim::Le, vec![error_size, bound], span)?))
+        Ok(SVal::Arr(self.prim(
+            Prim::Le,
+            vec![error_size, bound],
+            span,
+        )?))
     }
 }

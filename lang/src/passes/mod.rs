@@ -16,5 +16,7 @@ pub struct PassInfo {
     pub description: &'static str,
 }
 
-pub const PIPELINE: &[PassInfo] =
-    &[PassInfo { name: "lower", description: "inline functions and desugar into the core IR of seed 001 §3.2" }];
+pub const PIPELINE: &[PassInfo] = &[PassInfo {
+    name: "lower",
+    description: "inline functions and desugar into the core IR of seed 001 §3.2",
+}];

@@ -248,7 +248,11 @@ pub fn jvp(
         }),
         // Ties pick the first operand.
         ArithOp::Min | ArithOp::Max => {
-            let comparison = if op == ArithOp::Min { Prim::Le } else { Prim::Ge };
+            let comparison = if op == ArithOp::Min {
+                Prim::Le
+            } else {
+                Prim::Ge
+            };
             let first = cx.prim(comparison, &[args[0], args[1]]);
             let a = tangents[0].unwrap_or_else(|| cx.constant(0.0, args[0]));
             let b = tangents[1].unwrap_or_else(|| cx.constant(0.0, args[0]));
@@ -279,7 +283,10 @@ pub fn transpose(
     use super::Prim;
     Some(match op {
         ArithOp::Add => vec![linear[0].then_some(ct), linear[1].then_some(ct)],
-        ArithOp::Sub => vec![linear[0].then_some(ct), linear[1].then(|| cx.prim(Prim::Neg, &[ct]))],
+        ArithOp::Sub => vec![
+            linear[0].then_some(ct),
+            linear[1].then(|| cx.prim(Prim::Neg, &[ct])),
+        ],
         ArithOp::Neg => vec![Some(cx.prim(Prim::Neg, &[ct]))],
         ArithOp::Mul => match (linear[0], linear[1]) {
             (true, false) => vec![Some(cx.prim(Prim::Mul, &[ct, args[1]])), None],

@@ -112,9 +112,15 @@ pub fn linearity(op: ConvertOp) -> super::Linearity {
 
 /// JVP: a float-to-float cast casts the tangent; a cast to an integer type has no tangent
 /// (a tangent is only ever attached to a float value, so the source is a float here).
-pub fn jvp(op: ConvertOp, cx: &mut dyn super::Emitter, tangents: &[super::Tangent]) -> super::Tangent {
+pub fn jvp(
+    op: ConvertOp,
+    cx: &mut dyn super::Emitter,
+    tangents: &[super::Tangent],
+) -> super::Tangent {
     match op {
-        ConvertOp::Cast(elem) if elem.is_float() => tangents[0].map(|t| cx.prim(super::Prim::Cast(elem), &[t])),
+        ConvertOp::Cast(elem) if elem.is_float() => {
+            tangents[0].map(|t| cx.prim(super::Prim::Cast(elem), &[t]))
+        }
         ConvertOp::Cast(_) => None,
     }
 }

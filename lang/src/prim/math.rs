@@ -222,7 +222,9 @@ pub fn jvp(
 ) -> super::Tangent {
     use super::{add_tangents, scale, Prim};
     let x = args[0];
-    let unary = |cx: &mut dyn super::Emitter, derivative: crate::core::ir::Atom| scale(cx, derivative, tangents[0]);
+    let unary = |cx: &mut dyn super::Emitter, derivative: crate::core::ir::Atom| {
+        scale(cx, derivative, tangents[0])
+    };
     match op {
         // d sqrt x = dx / (2 sqrt x); at x = 0 the derivative is taken as 0 (not inf), so
         // that sqrt of a square differentiates to 0 at the origin. The factor is selected on
@@ -245,7 +247,11 @@ pub fn jvp(
         }
         MathOp::Log => tangents[0].map(|t| cx.prim(Prim::Div, &[t, x])),
         MathOp::Log2 | MathOp::Log10 => tangents[0].map(|t| {
-            let base = if op == MathOp::Log2 { std::f64::consts::LN_2 } else { std::f64::consts::LN_10 };
+            let base = if op == MathOp::Log2 {
+                std::f64::consts::LN_2
+            } else {
+                std::f64::consts::LN_10
+            };
             let ln_base = cx.constant(base, x);
             let denominator = cx.prim(Prim::Mul, &[x, ln_base]);
             cx.prim(Prim::Div, &[t, denominator])

@@ -256,7 +256,13 @@ impl Prim {
     /// The forward derivative (JVP, seed 001 Fig 15; seed 004 Fig 7): the tangent of the result
     /// given the operands, the result and the operands' tangents. The emitted statements are
     /// linear in the tangents and use only the forms `transpose` knows.
-    pub fn jvp(self, cx: &mut dyn Emitter, args: &[Atom], result: Atom, tangents: &[Tangent]) -> Tangent {
+    pub fn jvp(
+        self,
+        cx: &mut dyn Emitter,
+        args: &[Atom],
+        result: Atom,
+        tangents: &[Tangent],
+    ) -> Tangent {
         if tangents.iter().all(Option::is_none) {
             return None;
         }
@@ -271,7 +277,13 @@ impl Prim {
     /// The transpose of a statement that is linear in the operands marked `linear`: the
     /// cotangent contribution of each operand given the result's cotangent `ct` (seed 001
     /// Fig 19 `eval`, one constructor at a time).
-    pub fn transpose(self, cx: &mut dyn Emitter, args: &[Atom], linear: &[bool], ct: Atom) -> Result<Vec<Tangent>, NotLinear> {
+    pub fn transpose(
+        self,
+        cx: &mut dyn Emitter,
+        args: &[Atom],
+        linear: &[bool],
+        ct: Atom,
+    ) -> Result<Vec<Tangent>, NotLinear> {
         let not_linear = || NotLinear(format!("`{}` is not linear in its argument", self.name()));
         let res = match self.family() {
             Family::Arith(op) => arith::transpose(op, cx, args, linear, ct),
