@@ -102,3 +102,34 @@ fn matrix_product() {
             }"#]],
     );
 }
+
+#[test]
+fn gather_of_gather_composes() {
+    // for i. (for j. a[3 - j])[i + 1]: the reversed table is never built; the composed index
+    // function keeps the zero read of the inner gather at i = 3 (i + 1 is out of its range).
+    check_bot(
+        "program(%0_a: [4]f32) {
+           %1: [4]f32 = build1 4 (\\%2_j: []i64 ->
+             %3: []i64 = sub 3:i64 %2_j
+             %4: []f32 = index %0_a [%3]
+             in %4)
+           %5: [4]f32 = build1 4 (\\%6_i: []i64 ->
+             %7: []i64 = add %6_i 1:i64
+             %8: []f32 = index %1 [%7]
+             in %8)
+           in %5
+         }",
+        expect![[r#"
+            program(%0_a: [4]f32) {
+              %14: [4]f32 = gather [4] %0_a (\%15_i: []i64 ->
+                %16_add: []i64 = add %15_i 1:i64
+                %17_ge: []bool = ge %16_add 0:i64
+                %18_lt: []bool = lt %16_add 4:i64
+                %19_and: []bool = and %17_ge %18_lt
+                %20_sub: []i64 = sub 3:i64 %16_add
+                %21_select: []i64 = select %19_and %20_sub -1:i64
+                in %21_select)
+              in %14
+            }"#]],
+    );
+}
