@@ -14,6 +14,7 @@ use crate::check::typed::{DefInfo, TExpr, TPat};
 use crate::check::types::Ty;
 use crate::check::TypeError;
 use crate::core::interp::{self, InterpConfig, InterpError};
+use crate::exec::ExecConfig;
 use crate::core::ir::Program;
 use crate::core::value::{Array, Value};
 use crate::display::{format_value, DisplayValue};
@@ -30,15 +31,33 @@ pub struct SessionConfig {
     pub prelude: bool,
     /// Summarise tables of more than 1000 elements (REPL and notebook; not `dx run`).
     pub summarise_tables: bool,
+    /// Which engine runs the compiled programs.
+    pub engine: Engine,
+}
+
+/// The engine that runs compiled programs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Engine {
+    /// The bulk evaluator (`exec`): whole-array operations on ndarray, in parallel.
+    #[default]
+    Bulk,
+    /// The reference interpreter (`core::interp`): element by element; the tests' oracle.
+    Reference,
+}
+
+/// What ran the last evaluated expression.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunReport {
+    pub engine: Engine,
+    /// Statements the bulk evaluator executed (0 for the reference interpreter).
+    pub statements: usize,
+    /// `build1` statements the bulk evaluator had to run element by element.
+    pub build1_fallbacks: usize,
 }
 
 impl Default for SessionConfig {
     fn default() -> Self {
-        SessionConfig {
-            strict: false,
-            prelude: true,
-            summarise_tables: false,
-        }
+        SessionConfig { strict: false, prelude: true, summarise_tables: false, engine: Engine::Bulk }
     }
 }
 
@@ -121,6 +140,7 @@ pub struct Session {
     imported: HashSet<String>,
     /// What loading the prelude reported (nothing, when the prelude is sound).
     startup: Vec<Output>,
+    last_run: Option<RunReport>,
 }
 
 /// The libraries `import` can load (shipped inside the binary so that dx works from any
@@ -141,6 +161,7 @@ impl Session {
             values: HashMap::new(),
             imported: HashSet::new(),
             startup: Vec::new(),
+            last_run: None,
         };
         if load_prelude {
             session.startup = session.import("prelude");
@@ -170,6 +191,11 @@ impl Session {
             results.push(ChunkResult { chunk, outputs });
         }
         results
+    }
+
+    /// What ran the most recently evaluated expression (which engine, how many statements).
+    pub fn last_run(&self) -> Option<RunReport> {
+        self.last_run
     }
 
     /// Errors reported while loading the prelude (shown by the front-ends at start-up).
@@ -553,14 +579,27 @@ impl Session {
             });
         }
         let program = bulk;
-        let config = InterpConfig {
-            strict: cx.strict,
-            interrupt: Some(self.interrupt.clone()),
+        let engine = self.config.engine;
+        let interrupt = Some(self.interrupt.clone());
+        let run = || -> Result<(Vec<Array>, RunReport), InterpError> {
+            match engine {
+                Engine::Bulk => {
+                    let config = ExecConfig { strict: cx.strict, interrupt: interrupt.clone() };
+                    let (arrays, report) = crate::exec::run_with_report(&program, &inputs, &config)?;
+                    let report = RunReport { engine, statements: report.statements, build1_fallbacks: report.build1_fallbacks };
+                    Ok((arrays, report))
+                }
+                Engine::Reference => {
+                    let config = InterpConfig { strict: cx.strict, interrupt: interrupt.clone() };
+                    let arrays = interp::run(&program, &inputs, &config)?;
+                    Ok((arrays, RunReport { engine, statements: 0, build1_fallbacks: 0 }))
+                }
+            }
         };
-        let run = || interp::run(&program, &inputs, &config);
         let run_start = Instant::now();
-        let arrays = run().map_err(|err| runtime_error(err, &program))?;
+        let (arrays, report) = run().map_err(|err| runtime_error(err, &program))?;
         evaluated.run = run_start.elapsed();
+        self.last_run = Some(report);
         if cx.bench.as_ref().is_some_and(Option::is_some) {
             let mut times = Vec::new();
             let bench_start = Instant::now();

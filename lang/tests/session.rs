@@ -100,3 +100,36 @@ fn interrupt_stops_a_long_computation() {
         vec![Output::Value("2.".into())]
     );
 }
+
+#[test]
+fn a_million_element_for_runs_in_bulk() {
+    let mut session = Session::new(SessionConfig::default());
+    let got = outputs(&mut session, "n = 1000000\nxs : (Fin n)=>Float64 = for i. n_to_f (ordinal i)\n:p sum for i. xs[i] * 2.0 + 1.0\n");
+    assert_eq!(got, vec![Output::Value("1000000000000.".into())], "{got:?}");
+    let report = session.last_run().expect("the expression ran");
+    assert_eq!(report.engine, dx_lang::session::Engine::Bulk);
+    assert_eq!(report.build1_fallbacks, 0, "{report:?}");
+    assert!(report.statements < 10, "the for became a few bulk statements: {report:?}");
+}
+
+#[test]
+fn both_engines_agree_on_the_literate_tests() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for dir in ["tests/dx", "examples"] {
+        for entry in std::fs::read_dir(root.join(dir)).unwrap().flatten() {
+            let src = std::fs::read_to_string(entry.path()).unwrap();
+            let reference_config = SessionConfig { engine: dx_lang::session::Engine::Reference, ..SessionConfig::default() };
+            let mut bulk = Session::new(SessionConfig::default());
+            let mut reference = Session::new(reference_config);
+            let strip_timing = |outputs: Vec<Output>| -> Vec<Output> {
+                outputs.into_iter().filter(|output| !matches!(output, Output::Timing { .. })).collect()
+            };
+            assert_eq!(
+                strip_timing(outputs(&mut bulk, &src)),
+                strip_timing(outputs(&mut reference, &src)),
+                "{}",
+                entry.path().display()
+            );
+        }
+    }
+}

@@ -99,6 +99,7 @@ pub fn main(args: Vec<OsString>) -> Status {
         strict: cli.strict,
         prelude: !cli.no_prelude,
         summarise_tables,
+        ..SessionConfig::default()
     };
     match cli.command {
         None => crate::repl::run(session_config(true)),
