@@ -123,10 +123,30 @@ pub fn format_duration(duration: Duration) -> String {
     } else {
         (nanos / 1e9, "s")
     };
+    // Four significant digits without trailing zeros (`%.4g`): `3.217 ms`, `41.6 us`.
     let text = format!("{value:.4}");
     let digits_before_point = text.find('.').unwrap_or(text.len());
     let decimals = 4usize.saturating_sub(digits_before_point);
-    format!("{value:.decimals$} {unit}")
+    let mut text = format!("{value:.decimals$}");
+    if text.contains('.') {
+        text = text.trim_end_matches('0').trim_end_matches('.').to_string();
+    }
+    format!("{text} {unit}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_print_like_the_language_reference() {
+        assert_eq!(format_duration(Duration::from_nanos(3_217_000)), "3.217 ms");
+        assert_eq!(format_duration(Duration::from_nanos(41_600)), "41.6 us");
+        assert_eq!(format_duration(Duration::from_nanos(12_080_000)), "12.08 ms");
+        assert_eq!(format_duration(Duration::from_nanos(12)), "12 ns");
+        assert_eq!(format_duration(Duration::from_millis(1500)), "1.5 s");
+    }
 }
 
 /// A session: top-level values, definitions and settings that persist between blocks.

@@ -594,19 +594,11 @@ mod tests {
         let Decl::Command { expr, .. } = block.decl else {
             panic!("expected a command: {code}")
         };
-        // Local ids are numbered from here on (`GlobalEnv::next_local`).
-        let base = env.next_local();
         let mut infer = Infer::new(&mut env);
         let texpr = infer
             .infer_top_expr(&expr)
             .unwrap_or_else(|err| panic!("{src}: {err:?}"));
-        let local_names = infer.local_names.clone();
-        let names = |id: LocalId| {
-            id.0.checked_sub(base + 1)
-                .and_then(|index| local_names.get(index as usize))
-                .cloned()
-                .unwrap_or_else(|| format!("x{}", id.0))
-        };
+        let names = |id: LocalId| env.local_name(id);
         print_typed(&texpr, &names)
     }
 
