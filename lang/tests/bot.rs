@@ -30,6 +30,21 @@ fn check_seed(seed: u64, config: &GenConfig) {
         };
         let expected = interp::run(&baseline, &inputs, &config);
         let actual = interp::run(&transformed, &inputs, &config);
+        // The bulk evaluator runs the BOT output; it must agree with the reference interpreter
+        // on the original program.
+        let exec_config = dx_lang::exec::ExecConfig { strict, interrupt: None };
+        let bulk = dx_lang::exec::run_with_report(&transformed, &inputs, &exec_config);
+        match (&expected, &bulk) {
+            (Ok(expected), Ok((bulk, report))) => {
+                assert!(
+                    expected.iter().zip(bulk).all(|(a, b)| same_bits(a, b)),
+                    "seed {seed}: bulk evaluation differs\nexpected {expected:?}\nbulk {bulk:?}\nafter:\n{transformed}"
+                );
+                assert_eq!(report.build1_fallbacks, 0, "seed {seed}: the bulk evaluator met a build1");
+            }
+            (Err(_), _) | (_, Err(_)) if strict => {}
+            _ => panic!("seed {seed} (strict: {strict}): {expected:?} vs bulk {bulk:?}\nafter:\n{transformed}"),
+        }
         match (&expected, &actual) {
             (Ok(expected), Ok(actual)) => assert!(
                 expected.iter().zip(actual).all(|(a, b)| same_bits(a, b)),
