@@ -340,15 +340,18 @@ impl Lowerer<'_> {
         result_ty: &Ty,
         span: Span,
     ) -> Result<SVal> {
+        let out_leaf = self.leaf_types(out_ty, span)?.remove(0);
+        let arg_leaf = self.leaf_types(arg_ty, span)?.remove(0);
+        let (n, m) = (arg_leaf.shape[0], out_leaf.shape[0]);
         let block = self.function_block(func, arg_ty, span)?;
         let jvp = self.jvp_of(block, span)?;
+        if n < m {
+            return self.jacobian_forward(&jvp, x, &arg_leaf, &out_leaf, result_ty, span);
+        }
         let vjp = self.vjp_of(&jvp, span)?;
         let mut subst = self.bind_params(&vjp.params, x, span)?;
         let target = self.block;
         copy_stmts(&mut self.program, &vjp.forward, target, &mut subst);
-        let out_leaf = self.leaf_types(out_ty, span)?.remove(0);
-        let arg_leaf = self.leaf_types(arg_ty, span)?.remove(0);
-        let m = out_leaf.shape[0];
         let iota = self.emit1(Expr::Iota(m), ArrTy::new(vec![m], Elem::I64), "iota", span);
         let row = self.program.new_var(ArrTy::scalar(Elem::I64), "row");
         let (ct_param, grad) = (vjp.ct_params[0], vjp.grads[0]);
@@ -375,6 +378,63 @@ impl Lowerer<'_> {
         let rows = self.emit1(
             Expr::Build1 { size: m, body },
             ArrTy::new(shape, arg_leaf.elem),
+            "jacobian",
+            span,
+        );
+        Ok(self.assemble(result_ty, vec![rows]))
+    }
+
+    /// Forward-mode Jacobian (fewer inputs than outputs): one column per input, each the
+    /// tangent of a one-hot input direction; the primal part is computed once.
+    fn jacobian_forward(
+        &mut self,
+        jvp: &ad::Jvp,
+        x: &SVal,
+        arg_leaf: &ArrTy,
+        out_leaf: &ArrTy,
+        result_ty: &Ty,
+        span: Span,
+    ) -> Result<SVal> {
+        let (n, m) = (arg_leaf.shape[0], out_leaf.shape[0]);
+        let mixed = |stmt: &Stmt| {
+            stmt.binders.iter().any(|binder| jvp.linear.contains(binder))
+                && stmt.binders.iter().any(|binder| !jvp.linear.contains(binder))
+        };
+        // Primal statements run once, outside the loop over columns (unless a loop mixes
+        // primal and tangent values, in which case everything runs per column).
+        let (forward, per_column): (Vec<Stmt>, Vec<Stmt>) = if jvp.stmts.iter().any(mixed) {
+            (Vec::new(), jvp.stmts.clone())
+        } else {
+            jvp.stmts.iter().cloned().partition(|stmt| stmt.binders.iter().all(|binder| !jvp.linear.contains(binder)))
+        };
+        let mut subst = self.bind_params(&jvp.params, x, span)?;
+        let target = self.block;
+        copy_stmts(&mut self.program, &forward, target, &mut subst);
+        let iota = self.emit1(Expr::Iota(n), ArrTy::new(vec![n], Elem::I64), "iota", span);
+        let column = self.program.new_var(ArrTy::scalar(Elem::I64), "column");
+        let tangent_param = jvp.tangent_params[0];
+        let tangent_result = jvp.tangent_results[0];
+        let out_leaf = out_leaf.clone();
+        let arg_elem = arg_leaf.elem;
+        let body = self.in_block(vec![column], |cx| {
+            let column_rep = cx.broadcast(Atom::Var(column), &[n], span);
+            let hot = cx.prim(Prim::Eq, vec![iota, column_rep], span)?;
+            let one_hot = cx.cast(hot, arg_elem, span)?;
+            let mut inner = subst.clone();
+            if let Some(param) = tangent_param {
+                inner.insert(param, one_hot);
+            }
+            let target = cx.block;
+            copy_stmts(&mut cx.program, &per_column, target, &mut inner);
+            Ok(vec![match tangent_result {
+                Some(atom) => rename(atom, &inner),
+                None => cx.broadcast(Atom::Lit(Scalar::zero(out_leaf.elem)), &out_leaf.shape, span),
+            }])
+        })?;
+        let columns = self.emit1(Expr::Build1 { size: n, body }, ArrTy::new(vec![n, m], out_leaf.elem), "columns", span);
+        let rows = self.emit1(
+            Expr::Transpose { perm: vec![1, 0], array: columns },
+            ArrTy::new(vec![m, n], out_leaf.elem),
             "jacobian",
             span,
         );
