@@ -14,10 +14,10 @@ use crate::check::typed::{DefInfo, TExpr, TPat};
 use crate::check::types::Ty;
 use crate::check::TypeError;
 use crate::core::interp::{self, InterpConfig, InterpError};
-use crate::exec::ExecConfig;
 use crate::core::ir::Program;
 use crate::core::value::{Array, Value};
 use crate::display::{format_value, DisplayValue};
+use crate::exec::ExecConfig;
 use crate::passes::lower::{leaf_types, GlobalValue, LowerError, Lowerer};
 use crate::syntax::ast::{CodeBlock, Command, Decl, LetBinding, Pattern, Pragma};
 use crate::syntax::{Chunk, ChunkKind, Span};
@@ -57,7 +57,12 @@ pub struct RunReport {
 
 impl Default for SessionConfig {
     fn default() -> Self {
-        SessionConfig { strict: false, prelude: true, summarise_tables: false, engine: Engine::Bulk }
+        SessionConfig {
+            strict: false,
+            prelude: true,
+            summarise_tables: false,
+            engine: Engine::Bulk,
+        }
     }
 }
 
@@ -143,7 +148,10 @@ mod tests {
     fn durations_print_like_the_language_reference() {
         assert_eq!(format_duration(Duration::from_nanos(3_217_000)), "3.217 ms");
         assert_eq!(format_duration(Duration::from_nanos(41_600)), "41.6 us");
-        assert_eq!(format_duration(Duration::from_nanos(12_080_000)), "12.08 ms");
+        assert_eq!(
+            format_duration(Duration::from_nanos(12_080_000)),
+            "12.08 ms"
+        );
         assert_eq!(format_duration(Duration::from_nanos(12)), "12 ns");
         assert_eq!(format_duration(Duration::from_millis(1500)), "1.5 s");
     }
@@ -604,15 +612,33 @@ impl Session {
         let run = || -> Result<(Vec<Array>, RunReport), InterpError> {
             match engine {
                 Engine::Bulk => {
-                    let config = ExecConfig { strict: cx.strict, interrupt: interrupt.clone() };
-                    let (arrays, report) = crate::exec::run_with_report(&program, &inputs, &config)?;
-                    let report = RunReport { engine, statements: report.statements, build1_fallbacks: report.build1_fallbacks };
+                    let config = ExecConfig {
+                        strict: cx.strict,
+                        interrupt: interrupt.clone(),
+                    };
+                    let (arrays, report) =
+                        crate::exec::run_with_report(&program, &inputs, &config)?;
+                    let report = RunReport {
+                        engine,
+                        statements: report.statements,
+                        build1_fallbacks: report.build1_fallbacks,
+                    };
                     Ok((arrays, report))
                 }
                 Engine::Reference => {
-                    let config = InterpConfig { strict: cx.strict, interrupt: interrupt.clone() };
+                    let config = InterpConfig {
+                        strict: cx.strict,
+                        interrupt: interrupt.clone(),
+                    };
                     let arrays = interp::run(&program, &inputs, &config)?;
-                    Ok((arrays, RunReport { engine, statements: 0, build1_fallbacks: 0 }))
+                    Ok((
+                        arrays,
+                        RunReport {
+                            engine,
+                            statements: 0,
+                            build1_fallbacks: 0,
+                        },
+                    ))
                 }
             }
         };

@@ -32,7 +32,10 @@ fn check_seed(seed: u64, config: &GenConfig) {
         let actual = interp::run(&transformed, &inputs, &config);
         // The bulk evaluator runs the BOT output; it must agree with the reference interpreter
         // on the original program.
-        let exec_config = dx_lang::exec::ExecConfig { strict, interrupt: None };
+        let exec_config = dx_lang::exec::ExecConfig {
+            strict,
+            interrupt: None,
+        };
         let bulk = dx_lang::exec::run_with_report(&transformed, &inputs, &exec_config);
         match (&expected, &bulk) {
             (Ok(expected), Ok((bulk, report))) => {

@@ -109,7 +109,10 @@ fn a_million_element_for_runs_in_bulk() {
     let report = session.last_run().expect("the expression ran");
     assert_eq!(report.engine, dx_lang::session::Engine::Bulk);
     assert_eq!(report.build1_fallbacks, 0, "{report:?}");
-    assert!(report.statements < 10, "the for became a few bulk statements: {report:?}");
+    assert!(
+        report.statements < 10,
+        "the for became a few bulk statements: {report:?}"
+    );
 }
 
 #[test]
@@ -118,11 +121,17 @@ fn both_engines_agree_on_the_literate_tests() {
     for dir in ["tests/dx", "examples"] {
         for entry in std::fs::read_dir(root.join(dir)).unwrap().flatten() {
             let src = std::fs::read_to_string(entry.path()).unwrap();
-            let reference_config = SessionConfig { engine: dx_lang::session::Engine::Reference, ..SessionConfig::default() };
+            let reference_config = SessionConfig {
+                engine: dx_lang::session::Engine::Reference,
+                ..SessionConfig::default()
+            };
             let mut bulk = Session::new(SessionConfig::default());
             let mut reference = Session::new(reference_config);
             let strip_timing = |outputs: Vec<Output>| -> Vec<Output> {
-                outputs.into_iter().filter(|output| !matches!(output, Output::Timing { .. })).collect()
+                outputs
+                    .into_iter()
+                    .filter(|output| !matches!(output, Output::Timing { .. }))
+                    .collect()
             };
             assert_eq!(
                 strip_timing(outputs(&mut bulk, &src)),

@@ -62,3 +62,42 @@ pub fn reachable_blocks(program: &Program, block: BlockId) -> Vec<BlockId> {
     }
     out
 }
+
+/// The variables a block and its nested blocks use (in statements and results).
+pub fn collect_uses(program: &Program, block: BlockId, out: &mut Vec<super::ir::VarId>) {
+    let block = &program.blocks[block];
+    for stmt in &block.stmts {
+        out.extend(
+            super::verify::expr_atoms(&stmt.expr)
+                .into_iter()
+                .filter_map(var_of),
+        );
+        for nested in expr_blocks(&stmt.expr) {
+            collect_uses(program, nested, out);
+        }
+    }
+    out.extend(block.results.iter().copied().filter_map(var_of));
+}
+
+/// The variables a block and its nested blocks define (parameters and binders).
+pub fn collect_defs(
+    program: &Program,
+    block: BlockId,
+    out: &mut std::collections::HashSet<super::ir::VarId>,
+) {
+    let block = &program.blocks[block];
+    out.extend(&block.params);
+    for stmt in &block.stmts {
+        out.extend(&stmt.binders);
+        for nested in expr_blocks(&stmt.expr) {
+            collect_defs(program, nested, out);
+        }
+    }
+}
+
+pub fn var_of(atom: Atom) -> Option<super::ir::VarId> {
+    match atom {
+        Atom::Var(var) => Some(var),
+        Atom::Lit(_) => None,
+    }
+}

@@ -737,9 +737,10 @@ fn transpose_loop(
     let carry_params = body.params[1..=shape.n_carries].to_vec();
     let tangent_params = body.params[1 + shape.n_carries..].to_vec();
     // Linear variables the body uses from outside.
-    let mut defined: HashSet<VarId> = body.params.iter().copied().collect();
+    let mut defined: HashSet<VarId> = HashSet::new();
+    crate::core::visit::collect_defs(builder.program, shape.body, &mut defined);
     let mut used = Vec::new();
-    collect_defs_and_uses(builder.program, shape.body, &mut defined, &mut used);
+    crate::core::visit::collect_uses(builder.program, shape.body, &mut used);
     let mut free: Vec<VarId> = Vec::new();
     for var in used {
         if builder.linear.contains(&var) && !defined.contains(&var) && !free.contains(&var) {
@@ -906,33 +907,6 @@ fn transpose_loop(
     Ok(())
 }
 
-/// The variables a block defines (params and binders, recursively) and uses.
-fn collect_defs_and_uses(
-    program: &Program,
-    block: BlockId,
-    defined: &mut HashSet<VarId>,
-    used: &mut Vec<VarId>,
-) {
-    let block = &program.blocks[block];
-    defined.extend(&block.params);
-    for stmt in &block.stmts {
-        defined.extend(&stmt.binders);
-        for atom in crate::core::verify::expr_atoms(&stmt.expr) {
-            if let Atom::Var(var) = atom {
-                used.push(var);
-            }
-        }
-        for nested in crate::core::verify::expr_blocks(&stmt.expr) {
-            collect_defs_and_uses(program, nested, defined, used);
-        }
-    }
-    for atom in &block.results {
-        if let Atom::Var(var) = atom {
-            used.push(*var);
-        }
-    }
-}
-
 /// The transpose of one linear statement: given the cotangent of its result, adds the
 /// contributions to the cotangents of its linear operands.
 fn transpose_stmt(
@@ -962,98 +936,64 @@ fn transpose_stmt(
                 }
             }
         }
-        // Transpose of Index: a one-hot scatter (Fig 19, Index).
-        Expr::Index { array, index } if linear(builder, array) => {
+        // The structural operations: each is linear in its one array operand, and its
+        // transpose is another structural operation applied to the cotangent.
+        Expr::Index { array, .. }
+        | Expr::Gather { array, .. }
+        | Expr::Scatter { array, .. }
+        | Expr::SumOuter(array)
+        | Expr::Replicate { array, .. }
+        | Expr::Transpose { array, .. }
+        | Expr::Reshape { array, .. }
+            if linear(builder, array) =>
+        {
             let ty = builder.ty(array);
-            let body = builder.program.blocks.push(Block {
-                params: Vec::new(),
-                stmts: Vec::new(),
-                results: index.clone(),
-            });
-            let contribution = builder.emit1(
-                Expr::Scatter {
-                    shape: ty.shape.clone(),
+            let shape = ty.shape.clone();
+            let transposed = match &stmt.expr {
+                // Index: a one-hot scatter (Fig 19, Index).
+                Expr::Index { index, .. } => {
+                    let body = builder.program.blocks.push(Block {
+                        params: Vec::new(),
+                        stmts: Vec::new(),
+                        results: index.clone(),
+                    });
+                    Expr::Scatter {
+                        shape,
+                        array: ct,
+                        body,
+                    }
+                }
+                // Gather and scatter are each other's transposes (§6.3).
+                Expr::Gather { body, .. } => Expr::Scatter {
+                    shape,
                     array: ct,
-                    body,
+                    body: clone_block(builder.program, *body, &mut HashMap::new()),
                 },
-                ty,
-                "ct",
-            );
-            builder.add_to(cts, *array, contribution);
-        }
-        // Gather and scatter are each other's transposes (§6.3).
-        Expr::Gather { array, body, .. } if linear(builder, array) => {
-            let ty = builder.ty(array);
-            let body = clone_block(builder.program, *body, &mut HashMap::new());
-            let contribution = builder.emit1(
-                Expr::Scatter {
-                    shape: ty.shape.clone(),
+                Expr::Scatter { body, .. } => Expr::Gather {
+                    shape,
                     array: ct,
-                    body,
+                    body: clone_block(builder.program, *body, &mut HashMap::new()),
                 },
-                ty,
-                "ct",
-            );
-            builder.add_to(cts, *array, contribution);
-        }
-        Expr::Scatter { array, body, .. } if linear(builder, array) => {
-            let ty = builder.ty(array);
-            let body = clone_block(builder.program, *body, &mut HashMap::new());
-            let contribution = builder.emit1(
-                Expr::Gather {
-                    shape: ty.shape.clone(),
-                    array: ct,
-                    body,
-                },
-                ty,
-                "ct",
-            );
-            builder.add_to(cts, *array, contribution);
-        }
-        // sumOuter and replicate are each other's transposes.
-        Expr::SumOuter(array) if linear(builder, array) => {
-            let ty = builder.ty(array);
-            let contribution = builder.emit1(
-                Expr::Replicate {
-                    count: ty.shape[0],
+                // sumOuter and replicate are each other's transposes.
+                Expr::SumOuter(_) => Expr::Replicate {
+                    count: shape[0],
                     array: ct,
                 },
-                ty,
-                "ct",
-            );
-            builder.add_to(cts, *array, contribution);
-        }
-        Expr::Replicate { array, .. } if linear(builder, array) => {
-            let ty = builder.ty(array);
-            let contribution = builder.emit1(Expr::SumOuter(ct), ty, "ct");
-            builder.add_to(cts, *array, contribution);
-        }
-        Expr::Transpose { perm, array } if linear(builder, array) => {
-            let ty = builder.ty(array);
-            let mut inverse = vec![0; perm.len()];
-            for (axis, source) in perm.iter().enumerate() {
-                inverse[*source] = axis;
-            }
-            let contribution = builder.emit1(
-                Expr::Transpose {
-                    perm: inverse,
-                    array: ct,
-                },
-                ty,
-                "ct",
-            );
-            builder.add_to(cts, *array, contribution);
-        }
-        Expr::Reshape { array, .. } if linear(builder, array) => {
-            let ty = builder.ty(array);
-            let contribution = builder.emit1(
-                Expr::Reshape {
-                    shape: ty.shape.clone(),
-                    array: ct,
-                },
-                ty,
-                "ct",
-            );
+                Expr::Replicate { .. } => Expr::SumOuter(ct),
+                Expr::Transpose { perm, .. } => {
+                    let mut inverse = vec![0; perm.len()];
+                    for (axis, source) in perm.iter().enumerate() {
+                        inverse[*source] = axis;
+                    }
+                    Expr::Transpose {
+                        perm: inverse,
+                        array: ct,
+                    }
+                }
+                Expr::Reshape { .. } => Expr::Reshape { shape, array: ct },
+                _ => unreachable!("the arm matches only structural operations"),
+            };
+            let contribution = builder.emit1(transposed, ty, "ct");
             builder.add_to(cts, *array, contribution);
         }
         Expr::Table(items) => {

@@ -26,6 +26,7 @@ use super::cleanup;
 use super::PassInfo;
 use crate::core::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
 use crate::core::verify::{expr_atoms, expr_blocks};
+use crate::core::visit::collect_uses;
 use crate::prim::Prim;
 
 pub const INFO: PassInfo = PassInfo {
@@ -594,8 +595,9 @@ impl Batcher<'_> {
     ) {
         let cond_status = self.status(cond);
         if let Status::Unbatched(cond_atom) = cond_status {
-            let then_new = self.batch_subblock(then_block, Vec::new());
-            let else_new = self.batch_subblock(else_block, Vec::new());
+            let all_batched = vec![true; binders.len()];
+            let then_new = self.batch_subblock(then_block, Vec::new(), &all_batched);
+            let else_new = self.batch_subblock(else_block, Vec::new(), &all_batched);
             let new_binders: Vec<VarId> = binders
                 .iter()
                 .map(|binder| {
@@ -648,26 +650,10 @@ impl Batcher<'_> {
         block.results
     }
 
-    /// Batches a nested block into a new block whose results are all bulk arrays. `params`
-    /// are the new block's parameters (already bound in `env`).
-    fn batch_subblock(&mut self, block: BlockId, params: Vec<VarId>) -> BlockId {
-        let new_block = self.program.new_block();
-        self.program.blocks[new_block].params = params;
-        let outer = std::mem::replace(&mut self.target, new_block);
-        let outer_iota = self.iota.take();
-        let results = self.inline_block(block);
-        let results: Vec<Atom> = results
-            .into_iter()
-            .map(|atom| Atom::Var(self.force_atom(atom)))
-            .collect();
-        self.program.blocks[new_block].results = results;
-        self.target = outer;
-        self.iota = outer_iota;
-        new_block
-    }
-
-    /// Like `batch_subblock`, but results whose carry is unbatched stay unbatched.
-    fn batch_loop_body(&mut self, block: BlockId, params: Vec<VarId>, batched: &[bool]) -> BlockId {
+    /// Batches a nested block into a new block with the given parameters (already bound in
+    /// `env`). Results marked in `batched` become bulk arrays; the others are kept as they are
+    /// (a loop's unbatched carries).
+    fn batch_subblock(&mut self, block: BlockId, params: Vec<VarId>, batched: &[bool]) -> BlockId {
         let new_block = self.program.new_block();
         self.program.blocks[new_block].params = params;
         let outer = std::mem::replace(&mut self.target, new_block);
@@ -734,7 +720,7 @@ impl Batcher<'_> {
         if is_scan {
             result_batched.extend(&ys_batched);
         }
-        let new_body = self.batch_loop_body(body, params, &result_batched);
+        let new_body = self.batch_subblock(body, params, &result_batched);
         let new_init: Vec<Atom> = init
             .iter()
             .zip(&carry_batched)
@@ -873,26 +859,6 @@ fn lit_of(atom: &Atom) -> Option<Scalar> {
     }
 }
 
-/// The variables a block (and its nested blocks) uses.
-fn collect_uses(program: &Program, block: BlockId, out: &mut Vec<VarId>) {
-    let block = &program.blocks[block];
-    for stmt in &block.stmts {
-        for atom in expr_atoms(&stmt.expr) {
-            if let Atom::Var(var) = atom {
-                out.push(var);
-            }
-        }
-        for nested in expr_blocks(&stmt.expr) {
-            collect_uses(program, nested, out);
-        }
-    }
-    for atom in &block.results {
-        if let Atom::Var(var) = atom {
-            out.push(*var);
-        }
-    }
-}
-
 /// Drops identity gathers: `gather sh x (λ[i…]. [i…])` with `sh` the shape of `x` is `x`.
 fn simplify_gathers(program: &mut Program, root: BlockId) {
     for block in crate::core::visit::reachable_blocks(program, root) {
@@ -926,21 +892,30 @@ fn compose_gathers(program: &mut Program, root: BlockId) {
     for block in crate::core::visit::reachable_blocks(program, root) {
         for position in 0..program.blocks[block].stmts.len() {
             let stmt = program.blocks[block].stmts[position].clone();
-            let Expr::Gather { shape, array, body } = &stmt.expr else { continue };
+            let Expr::Gather { shape, array, body } = &stmt.expr else {
+                continue;
+            };
             let mut new_expr = None;
             if let Atom::Var(inner) = array {
                 if let Some((inner_shape, source, inner_body)) = gathers.get(inner).cloned() {
-                    let composable = program.blocks[inner_body].params.len() == program.blocks[*body].results.len();
+                    let composable = program.blocks[inner_body].params.len()
+                        == program.blocks[*body].results.len();
                     if composable {
-                        let lambda = composed_lambda(program, &inner_shape, inner_body, shape, *body);
-                        new_expr = Some(Expr::Gather { shape: shape.clone(), array: source, body: lambda });
+                        let lambda =
+                            composed_lambda(program, &inner_shape, inner_body, shape, *body);
+                        new_expr = Some(Expr::Gather {
+                            shape: shape.clone(),
+                            array: source,
+                            body: lambda,
+                        });
                     }
                 }
             }
             if let Some(expr) = new_expr {
                 program.blocks[block].stmts[position].expr = expr;
             }
-            if let Expr::Gather { shape, array, body } = &program.blocks[block].stmts[position].expr {
+            if let Expr::Gather { shape, array, body } = &program.blocks[block].stmts[position].expr
+            {
                 gathers.insert(stmt.binders[0], (shape.clone(), *array, *body));
             }
         }
@@ -948,7 +923,13 @@ fn compose_gathers(program: &mut Program, root: BlockId) {
 }
 
 /// `λj. let a = g2 j in if a in range of inner_shape then g1 a else -1`.
-fn composed_lambda(program: &mut Program, inner_shape: &[usize], inner: BlockId, outer_shape: &[usize], outer: BlockId) -> BlockId {
+fn composed_lambda(
+    program: &mut Program,
+    inner_shape: &[usize],
+    inner: BlockId,
+    outer_shape: &[usize],
+    outer: BlockId,
+) -> BlockId {
     use crate::core::inline::{copy_stmts, rename};
     let outer_block = program.blocks[outer].clone();
     let inner_block = program.blocks[inner].clone();
@@ -965,40 +946,71 @@ fn composed_lambda(program: &mut Program, inner_shape: &[usize], inner: BlockId,
         .collect();
     program.blocks[lambda].params = params.clone();
     copy_stmts(program, &outer_block.stmts, lambda, &mut subst);
-    let middle: Vec<Atom> = outer_block.results.iter().map(|atom| rename(*atom, &subst)).collect();
+    let middle: Vec<Atom> = outer_block
+        .results
+        .iter()
+        .map(|atom| rename(*atom, &subst))
+        .collect();
     // Which components of the middle index may leave the inner gather's range.
     let mut in_range = Atom::Lit(Scalar::Bool(true));
     let index = ArrTy::scalar(Elem::I64);
     let boolean = ArrTy::scalar(Elem::Bool);
     let emit = |program: &mut Program, prim: Prim, args: Vec<Atom>, ty: &ArrTy| -> Atom {
         let var = program.new_var(ty.clone(), &prim.name());
-        program.blocks[lambda].stmts.push(Stmt { binders: vec![var], expr: Expr::Prim(prim, args) });
+        program.blocks[lambda].stmts.push(Stmt {
+            binders: vec![var],
+            expr: Expr::Prim(prim, args),
+        });
         Atom::Var(var)
     };
     for (axis, atom) in middle.iter().enumerate() {
         let surely_in_range = match atom {
             Atom::Lit(Scalar::I64(value)) => *value >= 0 && (*value as usize) < inner_shape[axis],
-            Atom::Var(var) => params.get(axis) == Some(var) && outer_shape[axis] <= inner_shape[axis],
+            Atom::Var(var) => {
+                params.get(axis) == Some(var) && outer_shape[axis] <= inner_shape[axis]
+            }
             Atom::Lit(_) => false,
         };
         if surely_in_range {
             continue;
         }
-        let low = emit(program, Prim::Ge, vec![*atom, Atom::Lit(Scalar::I64(0))], &boolean);
-        let high = emit(program, Prim::Lt, vec![*atom, Atom::Lit(Scalar::I64(inner_shape[axis] as i64))], &boolean);
+        let low = emit(
+            program,
+            Prim::Ge,
+            vec![*atom, Atom::Lit(Scalar::I64(0))],
+            &boolean,
+        );
+        let high = emit(
+            program,
+            Prim::Lt,
+            vec![*atom, Atom::Lit(Scalar::I64(inner_shape[axis] as i64))],
+            &boolean,
+        );
         let both = emit(program, Prim::And, vec![low, high], &boolean);
         in_range = match in_range {
             Atom::Lit(Scalar::Bool(true)) => both,
             previous => emit(program, Prim::And, vec![previous, both], &boolean),
         };
     }
-    let mut inner_subst: HashMap<VarId, Atom> = inner_block.params.iter().copied().zip(middle).collect();
+    let mut inner_subst: HashMap<VarId, Atom> =
+        inner_block.params.iter().copied().zip(middle).collect();
     copy_stmts(program, &inner_block.stmts, lambda, &mut inner_subst);
-    let mut results: Vec<Atom> = inner_block.results.iter().map(|atom| rename(*atom, &inner_subst)).collect();
+    let mut results: Vec<Atom> = inner_block
+        .results
+        .iter()
+        .map(|atom| rename(*atom, &inner_subst))
+        .collect();
     if in_range != Atom::Lit(Scalar::Bool(true)) {
         results = results
             .into_iter()
-            .map(|atom| emit(program, Prim::Select, vec![in_range, atom, Atom::Lit(Scalar::I64(-1))], &index))
+            .map(|atom| {
+                emit(
+                    program,
+                    Prim::Select,
+                    vec![in_range, atom, Atom::Lit(Scalar::I64(-1))],
+                    &index,
+                )
+            })
             .collect();
     }
     program.blocks[lambda].results = results;

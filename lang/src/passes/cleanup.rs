@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::core::ir::{Atom, Expr, Program, VarId};
 use crate::core::verify::expr_atoms;
-use crate::core::visit::{map_block_atoms, reachable_blocks};
+use crate::core::visit::{map_block_atoms, reachable_blocks, var_of};
 
 pub fn run(program: &mut Program) {
     let main = program.main;
@@ -70,12 +70,5 @@ fn eliminate_dead_code(program: &mut Program, root: crate::core::ir::BlockId) {
         if !removed {
             return;
         }
-    }
-}
-
-fn var_of(atom: Atom) -> Option<VarId> {
-    match atom {
-        Atom::Var(var) => Some(var),
-        Atom::Lit(_) => None,
     }
 }

@@ -397,15 +397,24 @@ impl Lowerer<'_> {
     ) -> Result<SVal> {
         let (n, m) = (arg_leaf.shape[0], out_leaf.shape[0]);
         let mixed = |stmt: &Stmt| {
-            stmt.binders.iter().any(|binder| jvp.linear.contains(binder))
-                && stmt.binders.iter().any(|binder| !jvp.linear.contains(binder))
+            stmt.binders
+                .iter()
+                .any(|binder| jvp.linear.contains(binder))
+                && stmt
+                    .binders
+                    .iter()
+                    .any(|binder| !jvp.linear.contains(binder))
         };
         // Primal statements run once, outside the loop over columns (unless a loop mixes
         // primal and tangent values, in which case everything runs per column).
         let (forward, per_column): (Vec<Stmt>, Vec<Stmt>) = if jvp.stmts.iter().any(mixed) {
             (Vec::new(), jvp.stmts.clone())
         } else {
-            jvp.stmts.iter().cloned().partition(|stmt| stmt.binders.iter().all(|binder| !jvp.linear.contains(binder)))
+            jvp.stmts.iter().cloned().partition(|stmt| {
+                stmt.binders
+                    .iter()
+                    .all(|binder| !jvp.linear.contains(binder))
+            })
         };
         let mut subst = self.bind_params(&jvp.params, x, span)?;
         let target = self.block;
@@ -428,12 +437,24 @@ impl Lowerer<'_> {
             copy_stmts(&mut cx.program, &per_column, target, &mut inner);
             Ok(vec![match tangent_result {
                 Some(atom) => rename(atom, &inner),
-                None => cx.broadcast(Atom::Lit(Scalar::zero(out_leaf.elem)), &out_leaf.shape, span),
+                None => cx.broadcast(
+                    Atom::Lit(Scalar::zero(out_leaf.elem)),
+                    &out_leaf.shape,
+                    span,
+                ),
             }])
         })?;
-        let columns = self.emit1(Expr::Build1 { size: n, body }, ArrTy::new(vec![n, m], out_leaf.elem), "columns", span);
+        let columns = self.emit1(
+            Expr::Build1 { size: n, body },
+            ArrTy::new(vec![n, m], out_leaf.elem),
+            "columns",
+            span,
+        );
         let rows = self.emit1(
-            Expr::Transpose { perm: vec![1, 0], array: columns },
+            Expr::Transpose {
+                perm: vec![1, 0],
+                array: columns,
+            },
             ArrTy::new(vec![m, n], out_leaf.elem),
             "jacobian",
             span,
