@@ -45,6 +45,10 @@ fn expr(depth: u32) -> BoxedStrategy<String> {
         1 => sub().prop_map(|a| format!("(map (\\y. y + 1.0) {a})")),
         1 => sub().prop_map(|a| format!("(maximum {a})")),
         1 => (sub(), sub()).prop_map(|(a, b)| format!("(select({a}, {b}, {b}))")),
+        1 => sub().prop_map(|a| format!("(grad (\\y. sum (for i. y[i] * {a})) xs)")),
+        1 => sub().prop_map(|a| format!("(deriv (\\y. y * {a}) x)")),
+        1 => sub().prop_map(|a| format!("(jvp (\\y. {a}) xs xs)")),
+        1 => sub().prop_map(|a| format!("(grad (\\y. fold(y, \\i:(Fin 2) c. c * {a})) x)")),
     ]
     .boxed()
 }
