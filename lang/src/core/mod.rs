@@ -1,6 +1,7 @@
 //! The core IR (seed 001 §3.2) and what works on it directly: ids, values, printer, parser,
 //! verifier, reference interpreter, and a random-program generator for tests.
 
+pub mod cost;
 pub mod ids;
 pub mod inline;
 pub mod interp;
