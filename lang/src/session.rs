@@ -270,12 +270,13 @@ impl Session {
         Ok((texpr.ty, value))
     }
 
-    /// Compiles one expression and returns its core and bulk programs (for tests and tools
-    /// that inspect the IR: operation counts, costs).
+    /// Compiles one expression and returns its core program and the program that runs (after
+    /// the BOT and simplification), for tests and tools
+    /// that inspect the IR: operation counts, costs.
     pub fn compile_expr(&mut self, expr_src: &str) -> Result<(Program, Program), Diagnostic> {
         let texpr = self.check_expr(expr_src)?;
         let compiled = self.compile(&texpr)?;
-        Ok((compiled.core, compiled.bulk))
+        Ok((compiled.core, compiled.simp))
     }
 
     fn check_expr(&mut self, expr_src: &str) -> Result<TExpr, Diagnostic> {
@@ -576,6 +577,7 @@ impl Session {
         let Compiled {
             core,
             bulk,
+            simp,
             inputs,
             derivatives,
         } = self.compile(texpr)?;
@@ -587,6 +589,7 @@ impl Session {
                 }
                 "core" => core.to_string(),
                 "bot" => bulk.to_string(),
+                "simp" => simp.to_string(),
                 "linear" | "transposed" => {
                     let texts: Vec<&str> = derivatives
                         .iter()
@@ -606,7 +609,7 @@ impl Session {
                 text,
             });
         }
-        let program = bulk;
+        let program = simp;
         let engine = self.config.engine;
         let interrupt = Some(self.interrupt.clone());
         let run = || -> Result<(Vec<Array>, RunReport), InterpError> {
@@ -681,9 +684,13 @@ impl Session {
         let bulk = crate::passes::bot::run(&core);
         verify_after("bot", &bulk)?;
         check_bot_output(&core, &bulk)?;
+        let mut simp = bulk.clone();
+        crate::passes::simplify::run(&mut simp);
+        verify_after("simp", &simp)?;
         Ok(Compiled {
             core,
             bulk,
+            simp,
             inputs,
             derivatives,
         })
@@ -691,7 +698,15 @@ impl Session {
 }
 
 /// The stages `:stages expr` shows, in pipeline order.
-const ALL_STAGES: &[&str] = &["parse", "typed", "core", "linear", "transposed", "bot"];
+const ALL_STAGES: &[&str] = &[
+    "parse",
+    "typed",
+    "core",
+    "linear",
+    "transposed",
+    "bot",
+    "simp",
+];
 
 /// Reads `on stage…` / `off` after `:stages`.
 fn stages_setting(expr: &crate::syntax::ast::Expr) -> Option<Vec<String>> {
@@ -722,6 +737,7 @@ fn stages_setting(expr: &crate::syntax::ast::Expr) -> Option<Vec<String>> {
 struct Compiled {
     core: Program,
     bulk: Program,
+    simp: Program,
     inputs: Vec<Array>,
     /// `linear` / `transposed` dumps of the derivatives taken in the block.
     derivatives: Vec<(&'static str, String)>,

@@ -1,15 +1,17 @@
-//! The bulk-operation transform against the reference interpreter: on random well-typed
-//! programs, `bot` must give a verified program in normal form (Theorem 5.1) that computes
+//! The bulk-operation transform and the simplifier against the reference interpreter: on
+//! random well-typed programs, `bot` then `simplify` must give a verified program in normal form (Theorem 5.1) that computes
 //! exactly what the original computes.
 
 use dx_lang::core::interp::{self, InterpConfig};
 use dx_lang::core::testgen::{random_inputs, random_program, GenConfig};
 use dx_lang::core::verify::verify;
-use dx_lang::passes::{bot, cleanup};
+use dx_lang::passes::{bot, cleanup, simplify};
 
 fn check_seed(seed: u64, config: &GenConfig) {
     let program = random_program(seed, config);
-    let transformed = bot::run(&program);
+    // The pipeline after lowering: the BOT, then simplification.
+    let mut transformed = bot::run(&program);
+    simplify::run(&mut transformed);
     if let Err(errors) = verify(&transformed) {
         let listed: Vec<String> = errors.iter().map(ToString::to_string).collect();
         panic!("seed {seed}: BOT output does not verify:\n{}\nbefore:\n{program}\nafter:\n{transformed}", listed.join("\n"));

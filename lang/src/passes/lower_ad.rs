@@ -235,6 +235,7 @@ impl Lowerer<'_> {
             cx.leaves(&value, span)
         })?;
         super::bot::run_block(&mut self.program, block);
+        super::simplify::run_from(&mut self.program, block);
         Ok(block)
     }
 

@@ -1,14 +1,20 @@
-//! Passes from the typed program to executable IR. The pipeline is, in order:
+//! Passes from the typed program to executable IR. The pipeline, in order (the session runs
+//! it and verifies the IR after every pass):
 //!
-//! 1. `lower`: typed program → core IR (inline functions, desugar).
+//! 1. `lower`: typed program → core IR (inline functions, desugar). Differentiation happens
+//!    here: `lower_ad` puts each differentiated function through `bot`, `simplify` and `ad`
+//!    (`jvp`, then transposition) and places the derivative program at its use.
+//! 2. `bot`: the bulk-operation transform; no `build1` is left.
+//! 3. `simplify`: exact algebraic identities and common subexpressions.
 //!
-//! Later issues add `bot`, `linearize`, `transpose`, `simplify` and `fuse` to this list.
+//! `cleanup` (copy propagation, dead code) runs inside `bot` and `simplify`. Fusion comes next.
 
 pub mod ad;
 pub mod bot;
 pub mod cleanup;
 pub mod lower;
 mod lower_ad;
+pub mod simplify;
 
 /// A pass's name and what it does (shown by tools and the stage viewer).
 pub struct PassInfo {
@@ -16,7 +22,12 @@ pub struct PassInfo {
     pub description: &'static str,
 }
 
-pub const PIPELINE: &[PassInfo] = &[PassInfo {
-    name: "lower",
-    description: "inline functions and desugar into the core IR of seed 001 §3.2",
-}];
+/// The passes of the pipeline, in order.
+pub const PIPELINE: &[PassInfo] = &[
+    PassInfo {
+        name: "lower",
+        description: "inline functions and desugar into the core IR of seed 001 §3.2",
+    },
+    bot::INFO,
+    simplify::INFO,
+];
