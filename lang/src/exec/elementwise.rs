@@ -22,15 +22,19 @@ use crate::prim::Prim;
 
 /// Applies `prim` to `operands`; the result has shape `shape` (every operand broadcasts to
 /// it). The operands must be well typed for `prim` (the verifier guarantees it).
-pub fn eval_prim(prim: Prim, operands: &[Tensor], shape: &[usize]) -> Tensor {
-    match operands {
-        [x] => unary(prim, x, shape),
-        [x, y] => binary(prim, x, y, shape),
-        [c, x, y] => ternary(prim, c, x, y, shape),
+///
+/// The operands are taken by value: an operand that is the sole owner of a row-major buffer
+/// of the result's type and shape is overwritten with the result instead of allocating one.
+pub fn eval_prim(prim: Prim, operands: Vec<Tensor>, shape: &[usize]) -> Tensor {
+    let n_operands = operands.len();
+    let mut operands = operands.into_iter();
+    match (operands.next(), operands.next(), operands.next()) {
+        (Some(x), None, None) => unary(prim, x, shape),
+        (Some(x), Some(y), None) => binary(prim, x, y, shape),
+        (Some(c), Some(x), Some(y)) if n_operands == 3 => ternary(prim, &c, &x, &y, shape),
         _ => panic!(
-            "exec: {} applied to {} operands (the verifier rules this out)",
+            "exec: {} applied to {n_operands} operands (the verifier rules this out)",
             prim.name(),
-            operands.len()
         ),
     }
 }
@@ -66,6 +70,89 @@ pub fn map1<A: Element, R: Element>(
         zip.map_collect(|&x| f(x))
     };
     res.into_shared()
+}
+
+/// Whether `array` can be overwritten with a result of shape `shape`.
+fn reusable<T: Element>(array: &Nd<T>, shape: &[usize]) -> bool {
+    array.shape() == shape && array.is_unique() && array.is_standard_layout()
+}
+
+/// Overwrites every element of a row-major buffer with `f` of it.
+fn update_in_place<T: Element>(array: &mut Nd<T>, f: impl Fn(T) -> T + Sync + Send) {
+    let slice = array
+        .as_slice_mut()
+        .expect("update_in_place: the caller checked for a row-major buffer");
+    if slice.len() >= PAR_THRESHOLD {
+        slice
+            .par_iter_mut()
+            .with_min_len(MIN_CHUNK)
+            .for_each(|x| *x = f(*x));
+    } else {
+        slice.iter_mut().for_each(|x| *x = f(*x));
+    }
+}
+
+/// `map1` with a result of the operand's type, computed in the operand's buffer when it can
+/// be reused.
+pub fn map1_same<A: Element>(
+    mut a: Nd<A>,
+    shape: &[usize],
+    f: impl Fn(A) -> A + Sync + Send,
+) -> Nd<A> {
+    if reusable(&a, shape) {
+        update_in_place(&mut a, f);
+        a
+    } else {
+        map1(&a, shape, f)
+    }
+}
+
+/// `map2` with a result of the operands' type, computed in the buffer of an operand that can
+/// be reused.
+pub fn map2_same<A: Element>(
+    mut a: Nd<A>,
+    mut b: Nd<A>,
+    shape: &[usize],
+    f: impl Fn(A, A) -> A + Sync + Send,
+) -> Nd<A> {
+    let (a_reusable, b_reusable) = (reusable(&a, shape), reusable(&b, shape));
+    if a_reusable && b.ndim() == 0 {
+        let y = only(&b);
+        update_in_place(&mut a, move |x| f(x, y));
+        return a;
+    }
+    if b_reusable && a.ndim() == 0 {
+        let x = only(&a);
+        update_in_place(&mut b, move |y| f(x, y));
+        return b;
+    }
+    if a_reusable && b.shape() == shape && b.is_standard_layout() {
+        zip_in_place(&mut a, &b, f);
+        return a;
+    }
+    if b_reusable && a.shape() == shape && a.is_standard_layout() {
+        zip_in_place(&mut b, &a, move |y, x| f(x, y));
+        return b;
+    }
+    map2(&a, &b, shape, f)
+}
+
+/// `dst[i] = f(dst[i], src[i])` over two row-major buffers of one length.
+fn zip_in_place<T: Element>(dst: &mut Nd<T>, src: &Nd<T>, f: impl Fn(T, T) -> T + Sync + Send) {
+    let src = src
+        .as_slice()
+        .expect("zip_in_place: the caller checked for a row-major operand");
+    let dst = dst
+        .as_slice_mut()
+        .expect("zip_in_place: the caller checked for a row-major buffer");
+    if dst.len() >= PAR_THRESHOLD {
+        dst.par_iter_mut()
+            .zip(src.par_iter())
+            .with_min_len(MIN_CHUNK)
+            .for_each(|(x, &y)| *x = f(*x, y));
+    } else {
+        dst.iter_mut().zip(src).for_each(|(x, &y)| *x = f(*x, y));
+    }
 }
 
 /// `f` over pairs of elements, both operands broadcast to `shape`.
@@ -143,6 +230,18 @@ fn only<T: Element>(array: &Nd<T>) -> T {
         .iter()
         .next()
         .expect("a rank-0 array has exactly one element")
+}
+
+/// The operand `y`, owned, as the element type of the other operand (see `same`).
+fn take_same<T: Element>(y: Tensor, prim: Prim) -> Nd<T> {
+    let elem = y.elem();
+    T::take(y).unwrap_or_else(|| {
+        panic!(
+            "exec: {} on {:?} and {elem:?} operands (the verifier rules this out)",
+            prim.name(),
+            T::ELEM,
+        )
+    })
 }
 
 /// The operand `y` as the same element type as `x`'s (the type rules of the binary
@@ -226,7 +325,8 @@ trait Float: Num {
     fn f_is_inf(self) -> bool;
     /// The math-family unary primitives (each arm passes the `std` function itself, a
     /// zero-sized fn item, so the kernel inlines it).
-    fn f_unary(prim: Prim, a: &Nd<Self>, shape: &[usize]) -> Option<Nd<Self>>;
+    /// Gives `a` back when `prim` is not one of them.
+    fn f_unary(prim: Prim, a: Nd<Self>, shape: &[usize]) -> Result<Nd<Self>, Nd<Self>>;
     fn f_pow(self, other: Self) -> Self;
     fn f_atan2(self, other: Self) -> Self;
 }
@@ -257,27 +357,27 @@ macro_rules! num_float {
             fn f_is_inf(self) -> bool { self.is_infinite() }
             fn f_pow(self, other: Self) -> Self { $ty::powf(self, other) }
             fn f_atan2(self, other: Self) -> Self { $ty::atan2(self, other) }
-            fn f_unary(prim: Prim, a: &Nd<Self>, shape: &[usize]) -> Option<Nd<Self>> {
-                Some(match prim {
-                    Prim::Sqrt => map1(a, shape, $ty::sqrt),
-                    Prim::Exp => map1(a, shape, $ty::exp),
-                    Prim::Exp2 => map1(a, shape, $ty::exp2),
-                    Prim::Log => map1(a, shape, $ty::ln),
-                    Prim::Log2 => map1(a, shape, $ty::log2),
-                    Prim::Log10 => map1(a, shape, $ty::log10),
-                    Prim::Log1p => map1(a, shape, $ty::ln_1p),
-                    Prim::Expm1 => map1(a, shape, $ty::exp_m1),
-                    Prim::Sin => map1(a, shape, $ty::sin),
-                    Prim::Cos => map1(a, shape, $ty::cos),
-                    Prim::Tan => map1(a, shape, $ty::tan),
-                    Prim::Tanh => map1(a, shape, $ty::tanh),
-                    Prim::Sinh => map1(a, shape, $ty::sinh),
-                    Prim::Cosh => map1(a, shape, $ty::cosh),
-                    Prim::Atan => map1(a, shape, $ty::atan),
-                    Prim::Floor => map1(a, shape, $ty::floor),
-                    Prim::Ceil => map1(a, shape, $ty::ceil),
-                    Prim::Round => map1(a, shape, $ty::round),
-                    _ => return None,
+            fn f_unary(prim: Prim, a: Nd<Self>, shape: &[usize]) -> Result<Nd<Self>, Nd<Self>> {
+                Ok(match prim {
+                    Prim::Sqrt => map1_same(a, shape, $ty::sqrt),
+                    Prim::Exp => map1_same(a, shape, $ty::exp),
+                    Prim::Exp2 => map1_same(a, shape, $ty::exp2),
+                    Prim::Log => map1_same(a, shape, $ty::ln),
+                    Prim::Log2 => map1_same(a, shape, $ty::log2),
+                    Prim::Log10 => map1_same(a, shape, $ty::log10),
+                    Prim::Log1p => map1_same(a, shape, $ty::ln_1p),
+                    Prim::Expm1 => map1_same(a, shape, $ty::exp_m1),
+                    Prim::Sin => map1_same(a, shape, $ty::sin),
+                    Prim::Cos => map1_same(a, shape, $ty::cos),
+                    Prim::Tan => map1_same(a, shape, $ty::tan),
+                    Prim::Tanh => map1_same(a, shape, $ty::tanh),
+                    Prim::Sinh => map1_same(a, shape, $ty::sinh),
+                    Prim::Cosh => map1_same(a, shape, $ty::cosh),
+                    Prim::Atan => map1_same(a, shape, $ty::atan),
+                    Prim::Floor => map1_same(a, shape, $ty::floor),
+                    Prim::Ceil => map1_same(a, shape, $ty::ceil),
+                    Prim::Round => map1_same(a, shape, $ty::round),
+                    _ => return Err(a),
                 })
             }
         }
@@ -288,57 +388,65 @@ num_signed!(i32, i64);
 num_unsigned!(u32, u64);
 num_float!(f32, f64);
 
-/// Arithmetic unary fast paths.
-fn num_unary<N: Num>(prim: Prim, a: &Nd<N>, shape: &[usize]) -> Option<Tensor> {
+/// Arithmetic unary fast paths (`a` back if there is none).
+fn num_unary<N: Num>(prim: Prim, a: Nd<N>, shape: &[usize]) -> Result<Tensor, Nd<N>> {
     let res = match prim {
-        Prim::Neg => map1(a, shape, N::n_neg),
-        Prim::Abs => map1(a, shape, N::n_abs),
-        _ => return None,
+        Prim::Neg => map1_same(a, shape, N::n_neg),
+        Prim::Abs => map1_same(a, shape, N::n_abs),
+        _ => return Err(a),
     };
-    Some(N::into_tensor(res))
+    Ok(N::into_tensor(res))
 }
 
-/// Float unary fast paths: the math family (each arm a direct call of the `std` function, so
-/// the closure inlines), `isnan`/`isinf`, then arithmetic.
-fn float_unary<F: Float>(prim: Prim, a: &Nd<F>, shape: &[usize]) -> Option<Tensor> {
+/// Float unary fast paths: the math family, `isnan`/`isinf`, then arithmetic.
+fn float_unary<F: Float>(prim: Prim, a: Nd<F>, shape: &[usize]) -> Result<Tensor, Nd<F>> {
     match prim {
-        Prim::IsNan => return Some(Tensor::Bool(map1(a, shape, F::f_is_nan))),
-        Prim::IsInf => return Some(Tensor::Bool(map1(a, shape, F::f_is_inf))),
+        Prim::IsNan => return Ok(Tensor::Bool(map1(&a, shape, F::f_is_nan))),
+        Prim::IsInf => return Ok(Tensor::Bool(map1(&a, shape, F::f_is_inf))),
         _ => {}
     }
     match F::f_unary(prim, a, shape) {
-        Some(res) => Some(F::into_tensor(res)),
-        None => num_unary(prim, a, shape),
+        Ok(res) => Ok(F::into_tensor(res)),
+        Err(a) => num_unary(prim, a, shape),
     }
 }
 
-/// Arithmetic binary fast paths.
-fn num_binary<N: Num>(prim: Prim, a: &Nd<N>, b: &Nd<N>, shape: &[usize]) -> Option<Tensor> {
+/// Arithmetic binary fast paths (`Prim::eval` per element for the others).
+fn num_binary<N: Num>(prim: Prim, a: Nd<N>, b: Nd<N>, shape: &[usize]) -> Tensor {
     let res = match prim {
-        Prim::Add => map2(a, b, shape, N::add),
-        Prim::Sub => map2(a, b, shape, N::n_sub),
-        Prim::Mul => map2(a, b, shape, N::n_mul),
-        Prim::Div => map2(a, b, shape, N::n_div),
-        Prim::Min => map2(a, b, shape, N::n_min),
-        Prim::Max => map2(a, b, shape, N::n_max),
-        Prim::Mod => map2(a, b, shape, N::n_mod),
-        Prim::IDiv => map2(a, b, shape, N::n_idiv),
-        _ => return None,
+        Prim::Add => map2_same(a, b, shape, N::add),
+        Prim::Sub => map2_same(a, b, shape, N::n_sub),
+        Prim::Mul => map2_same(a, b, shape, N::n_mul),
+        Prim::Div => map2_same(a, b, shape, N::n_div),
+        Prim::Min => map2_same(a, b, shape, N::n_min),
+        Prim::Max => map2_same(a, b, shape, N::n_max),
+        Prim::Mod => map2_same(a, b, shape, N::n_mod),
+        Prim::IDiv => map2_same(a, b, shape, N::n_idiv),
+        _ => {
+            return generic_binary(prim, &N::into_tensor(a), &N::into_tensor(b), shape);
+        }
     };
-    Some(N::into_tensor(res))
+    N::into_tensor(res)
 }
 
-fn float_binary<F: Float>(prim: Prim, a: &Nd<F>, b: &Nd<F>, shape: &[usize]) -> Option<Tensor> {
+fn float_binary<F: Float>(prim: Prim, a: Nd<F>, b: Nd<F>, shape: &[usize]) -> Tensor {
     match prim {
-        Prim::Pow => Some(F::into_tensor(map2(a, b, shape, F::f_pow))),
-        Prim::Atan2 => Some(F::into_tensor(map2(a, b, shape, F::f_atan2))),
+        Prim::Pow => F::into_tensor(map2_same(a, b, shape, F::f_pow)),
+        Prim::Atan2 => F::into_tensor(map2_same(a, b, shape, F::f_atan2)),
         _ => num_binary(prim, a, b, shape),
     }
 }
 
+fn is_comparison(prim: Prim) -> bool {
+    matches!(
+        prim,
+        Prim::Eq | Prim::Ne | Prim::Lt | Prim::Gt | Prim::Le | Prim::Ge
+    )
+}
+
 /// Comparisons on any element type: IEEE order on floats (`prim/compare.rs` compares with
 /// `partial_cmp`, and `x == y`, `x < y`, `x <= y`, … are exactly its cases), `false < true`.
-fn compare<T: Element>(prim: Prim, a: &Nd<T>, b: &Nd<T>, shape: &[usize]) -> Option<Tensor> {
+fn compare<T: Element>(prim: Prim, a: &Nd<T>, b: &Nd<T>, shape: &[usize]) -> Tensor {
     let res = match prim {
         Prim::Eq => map2(a, b, shape, |x, y| x == y),
         Prim::Ne => map2(a, b, shape, |x, y| x != y),
@@ -346,45 +454,58 @@ fn compare<T: Element>(prim: Prim, a: &Nd<T>, b: &Nd<T>, shape: &[usize]) -> Opt
         Prim::Gt => map2(a, b, shape, |x, y| x > y),
         Prim::Le => map2(a, b, shape, |x, y| x <= y),
         Prim::Ge => map2(a, b, shape, |x, y| x >= y),
-        _ => return None,
+        other => panic!("exec: {} is not a comparison", other.name()),
     };
-    Some(Tensor::Bool(res))
+    Tensor::Bool(res)
 }
 
-fn unary(prim: Prim, x: &Tensor, shape: &[usize]) -> Tensor {
-    let fast = match (prim, x) {
-        (Prim::Cast(elem), x) => Some(with_tensor!(x, a => cast(a, elem, shape))),
-        (_, Tensor::F32(a)) => float_unary(prim, a, shape),
-        (_, Tensor::F64(a)) => float_unary(prim, a, shape),
-        (_, Tensor::I32(a)) => num_unary(prim, a, shape),
-        (_, Tensor::I64(a)) => num_unary(prim, a, shape),
-        (_, Tensor::U32(a)) => num_unary(prim, a, shape),
-        (_, Tensor::U64(a)) => num_unary(prim, a, shape),
-        (Prim::Not, Tensor::Bool(a)) => Some(Tensor::Bool(map1(a, shape, |b: bool| !b))),
-        (_, Tensor::Bool(_)) => None,
+fn unary(prim: Prim, x: Tensor, shape: &[usize]) -> Tensor {
+    if let Prim::Cast(elem) = prim {
+        return with_tensor!(&x, a => cast(a, elem, shape));
+    }
+    macro_rules! fast {
+        ($variant:ident, $a:ident, $fast:ident) => {
+            match $fast(prim, $a, shape) {
+                Ok(res) => return res,
+                Err(a) => Tensor::$variant(a),
+            }
+        };
+    }
+    let operand = match x {
+        Tensor::F32(a) => fast!(F32, a, float_unary),
+        Tensor::F64(a) => fast!(F64, a, float_unary),
+        Tensor::I32(a) => fast!(I32, a, num_unary),
+        Tensor::I64(a) => fast!(I64, a, num_unary),
+        Tensor::U32(a) => fast!(U32, a, num_unary),
+        Tensor::U64(a) => fast!(U64, a, num_unary),
+        Tensor::Bool(a) if prim == Prim::Not => {
+            return Tensor::Bool(map1_same(a, shape, |b: bool| !b))
+        }
+        other @ Tensor::Bool(_) => other,
     };
-    fast.unwrap_or_else(|| generic_unary(prim, x, shape))
+    generic_unary(prim, &operand, shape)
 }
 
-fn binary(prim: Prim, x: &Tensor, y: &Tensor, shape: &[usize]) -> Tensor {
-    let fast = with_tensor!(x, a => compare(prim, a, same(y, prim), shape));
-    let fast = fast.or_else(|| match x {
-        Tensor::F32(a) => float_binary(prim, a, same(y, prim), shape),
-        Tensor::F64(a) => float_binary(prim, a, same(y, prim), shape),
-        Tensor::I32(a) => num_binary(prim, a, same(y, prim), shape),
-        Tensor::I64(a) => num_binary(prim, a, same(y, prim), shape),
-        Tensor::U32(a) => num_binary(prim, a, same(y, prim), shape),
-        Tensor::U64(a) => num_binary(prim, a, same(y, prim), shape),
+fn binary(prim: Prim, x: Tensor, y: Tensor, shape: &[usize]) -> Tensor {
+    if is_comparison(prim) {
+        return with_tensor!(&x, a => compare(prim, a, same(&y, prim), shape));
+    }
+    match x {
+        Tensor::F32(a) => float_binary(prim, a, take_same(y, prim), shape),
+        Tensor::F64(a) => float_binary(prim, a, take_same(y, prim), shape),
+        Tensor::I32(a) => num_binary(prim, a, take_same(y, prim), shape),
+        Tensor::I64(a) => num_binary(prim, a, take_same(y, prim), shape),
+        Tensor::U32(a) => num_binary(prim, a, take_same(y, prim), shape),
+        Tensor::U64(a) => num_binary(prim, a, take_same(y, prim), shape),
         Tensor::Bool(a) => {
-            let b = same::<bool>(y, prim);
+            let b = take_same::<bool>(y, prim);
             match prim {
-                Prim::And => Some(Tensor::Bool(map2(a, b, shape, |p, q| p && q))),
-                Prim::Or => Some(Tensor::Bool(map2(a, b, shape, |p, q| p || q))),
-                _ => None,
+                Prim::And => Tensor::Bool(map2_same(a, b, shape, |p, q| p && q)),
+                Prim::Or => Tensor::Bool(map2_same(a, b, shape, |p, q| p || q)),
+                _ => generic_binary(prim, &Tensor::Bool(a), &Tensor::Bool(b), shape),
             }
         }
-    });
-    fast.unwrap_or_else(|| generic_binary(prim, x, y, shape))
+    }
 }
 
 fn ternary(prim: Prim, c: &Tensor, x: &Tensor, y: &Tensor, shape: &[usize]) -> Tensor {

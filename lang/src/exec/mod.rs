@@ -18,6 +18,9 @@
 //! statement (at every nesting level) and once per iteration of `build1`, `fold`, `scan` and
 //! per point of a per-point index function.
 //!
+//! Memory: a value is dropped after its last use, and an elementwise `prim` writes its result
+//! into a dead operand's buffer when nothing else shares it (Note [Releasing values]).
+//!
 //! Index functions (`gather`/`scatter` bodies) run in bulk: see Note [Batched blocks].
 //! A body that cannot run batched (it contains `build1`, `gather`, `scatter`, `fold` or `scan`
 //! depending on the index) runs per point instead, counted in
@@ -40,6 +43,15 @@
 // `cond` with a batched condition runs both branches, each under a mask of the points that
 // take it (a branch that no point takes is skipped), and selects per point.
 //
+// Note [Releasing values]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// A variable of a block (a param, a binder, or an input for `main`) is removed from the
+// environment right after the last statement of the block that uses it, directly or in a
+// nested block (`dying_vars`); block results are kept. An elementwise `prim` removes its dying
+// operands before it runs, so that an operand whose buffer nobody else holds is overwritten
+// with the result instead of allocating a new array (`elementwise::map2_same`). Variables
+// bound outside the block are never released by it: a loop body runs again.
+
 // Note [Strict errors in bulk]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // The interpreter runs an index function point by point in row-major order and, for a
@@ -59,16 +71,18 @@ pub mod tensor;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+use rayon::prelude::*;
 
 use crate::core::ids::IdVec;
 use crate::core::interp::InterpError;
 use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Scalar, Stmt, VarId};
 use crate::core::value::Array;
 use crate::core::verify::{expr_atoms, expr_blocks};
-use indexing::{first_out_of_range, row_offsets, IndexCol, OUT_OF_RANGE};
+use indexing::{IndexCol, Rows};
 use tensor::{from_vec, replicate, stack, standard_slice, Tensor};
 
 /// Arrays with at least this many elements are processed in parallel.
@@ -149,6 +163,7 @@ fn run_inner(
         config,
         env: filled(program.vars.len(), None),
         free_vars: filled(program.blocks.len(), None),
+        dying: filled(program.blocks.len(), None),
         report: ExecReport::default(),
         batch_build1,
     };
@@ -271,6 +286,9 @@ struct Exec<'a> {
     env: IdVec<VarId, Option<Slot>>,
     /// Free variables of each block (computed when batch mode first needs them).
     free_vars: IdVec<BlockId, Option<Vec<VarId>>>,
+    /// Per block and statement, the variables whose last use it is (see Note [Releasing
+    /// values]; computed when the block first runs).
+    dying: IdVec<BlockId, Option<Arc<Vec<Vec<VarId>>>>>,
     report: ExecReport,
     /// Run `build1` in batch mode (tests only, see `run_inner`).
     batch_build1: bool,
@@ -322,30 +340,97 @@ impl Exec<'_> {
         for (&param, arg) in block.params.iter().zip(args) {
             self.env[param] = Some(arg);
         }
-        for stmt in &block.stmts {
-            let values = self.eval_stmt(stmt, batch.as_deref_mut())?;
+        let dying = self.dying_vars(block_id);
+        for (stmt, dying) in block.stmts.iter().zip(dying.iter()) {
+            let values = self.eval_stmt(stmt, batch.as_deref_mut(), dying)?;
             debug_assert_eq!(values.len(), stmt.binders.len());
             for (&binder, value) in stmt.binders.iter().zip(values) {
                 self.env[binder] = Some(value);
             }
+            self.release(dying);
         }
         Ok(block.results.iter().map(|atom| self.slot(atom)).collect())
     }
 
-    fn eval_stmt(&mut self, stmt: &Stmt, batch: Option<&mut Batch>) -> Res<Vec<Slot>> {
+    /// The variables of `block_id` whose last use is each of its statements, memoised.
+    fn dying_vars(&mut self, block_id: BlockId) -> Arc<Vec<Vec<VarId>>> {
+        if let Some(dying) = &self.dying[block_id] {
+            return dying.clone();
+        }
+        let program = self.program;
+        let block = &program.blocks[block_id];
+        let mut local: HashSet<VarId> = block.params.iter().copied().collect();
+        if block_id == program.main {
+            local.extend(&program.inputs);
+        }
+        let kept: HashSet<VarId> = block
+            .results
+            .iter()
+            .filter_map(|atom| match atom {
+                Atom::Var(var) => Some(*var),
+                Atom::Lit(_) => None,
+            })
+            .collect();
+        // The last statement using each local variable (or binding it, if nothing uses it).
+        let mut last_use: HashMap<VarId, usize> = HashMap::new();
+        for (stmt_idx, stmt) in block.stmts.iter().enumerate() {
+            let mut used: Vec<VarId> = expr_atoms(&stmt.expr)
+                .into_iter()
+                .filter_map(|atom| match atom {
+                    Atom::Var(var) => Some(var),
+                    Atom::Lit(_) => None,
+                })
+                .collect();
+            for nested in expr_blocks(&stmt.expr) {
+                used.extend_from_slice(block_free_vars(program, nested, &mut self.free_vars));
+            }
+            for var in used {
+                if local.contains(&var) {
+                    last_use.insert(var, stmt_idx);
+                }
+            }
+            for &binder in &stmt.binders {
+                local.insert(binder);
+                last_use.insert(binder, stmt_idx);
+            }
+        }
+        let mut dying = vec![Vec::new(); block.stmts.len()];
+        for (var, stmt_idx) in last_use {
+            if !kept.contains(&var) {
+                dying[stmt_idx].push(var);
+            }
+        }
+        let dying = Arc::new(dying);
+        self.dying[block_id] = Some(dying.clone());
+        dying
+    }
+
+    /// Forgets variables that no later statement uses (Note [Releasing values]).
+    fn release(&mut self, dying: &[VarId]) {
+        for &var in dying {
+            self.env[var] = None;
+        }
+    }
+
+    fn eval_stmt(
+        &mut self,
+        stmt: &Stmt,
+        batch: Option<&mut Batch>,
+        dying: &[VarId],
+    ) -> Res<Vec<Slot>> {
         self.check_interrupt()?;
         self.report.statements += 1;
         let Some(batch) = batch else {
             return Ok(self
-                .eval_plain(stmt)?
+                .eval_plain(stmt, dying)?
                 .into_iter()
                 .map(Slot::plain)
                 .collect());
         };
         if self.is_batched(stmt) {
-            return self.eval_batched(stmt, batch);
+            return self.eval_batched(stmt, batch, dying);
         }
-        match self.eval_plain(stmt) {
+        match self.eval_plain(stmt, dying) {
             Ok(values) => Ok(values.into_iter().map(Slot::plain).collect()),
             // See Note [Strict errors in bulk].
             Err(Stop::Error(error @ InterpError::OutOfRange { .. })) => {
@@ -363,15 +448,16 @@ impl Exec<'_> {
     }
 
     /// Runs a statement on whole arrays, outside batch mode (every operand is unbatched).
-    fn eval_plain(&mut self, stmt: &Stmt) -> Res<Vec<Tensor>> {
+    fn eval_plain(&mut self, stmt: &Stmt, dying: &[VarId]) -> Res<Vec<Tensor>> {
         // The variable that strict-mode errors name.
         let reader = stmt.binders.first().copied().unwrap_or(VarId(u32::MAX));
         let res = match &stmt.expr {
             Expr::Atom(atom) => self.tensor(atom),
             Expr::Prim(prim, operands) => {
                 let operands: Vec<Tensor> = operands.iter().map(|atom| self.tensor(atom)).collect();
+                self.release(dying);
                 let shape = &self.binder_ty(stmt, 0).shape;
-                elementwise::eval_prim(*prim, &operands, shape)
+                elementwise::eval_prim(*prim, operands, shape)
             }
             Expr::Build1 { size, body } if self.batch_build1 => {
                 return self.build1_batched(stmt, *size, *body)
@@ -547,8 +633,8 @@ impl Exec<'_> {
             .config
             .strict
             .then(|| (stmt.binders[0], source_shape.clone()));
-        let offsets = self.index_fn(body, grid, &source_shape[..n_lead], read_check)?;
-        Ok(indexing::gather_rows(&array, n_sub, &offsets, shape))
+        let rows = self.index_fn(body, grid, &source_shape[..n_lead], read_check)?;
+        Ok(indexing::gather_rows(&array, n_sub, &rows, shape))
     }
 
     /// `scatter sh t (λ[i…]. ix)`.
@@ -560,12 +646,12 @@ impl Exec<'_> {
         let grid = array.shape()[..n_params].to_vec();
         let n_sub: usize = array.shape()[n_params..].iter().product();
         // Out-of-range targets are dropped, in strict mode too (dropping is not a read).
-        let offsets = self.index_fn(body, &grid, &shape[..n_lead], None)?;
-        Ok(indexing::scatter_rows(&array, n_sub, &offsets, shape))
+        let rows = self.index_fn(body, &grid, &shape[..n_lead], None)?;
+        Ok(indexing::scatter_rows(&array, n_sub, &rows, shape))
     }
 
-    /// Evaluates the index function `body` at every point of `grid` and returns, per point,
-    /// the row offset of its result in `target_lead` (or `OUT_OF_RANGE`). With `read_check =
+    /// Evaluates the index function `body` at every point of `grid` and returns its results
+    /// as indices into the leading axes `target_lead` of an array. With `read_check =
     /// Some((reader, shape))`, an out-of-range result is a strict error reading an array of
     /// `shape`, ordered with the body's own errors as the interpreter orders them.
     fn index_fn(
@@ -574,7 +660,7 @@ impl Exec<'_> {
         grid: &[usize],
         target_lead: &[usize],
         read_check: Option<(VarId, Vec<usize>)>,
-    ) -> Res<Vec<usize>> {
+    ) -> Res<Rows> {
         let mut batch = Batch::new(grid);
         let args = (0..grid.len())
             .map(|axis| Slot::batched(coordinates(grid, axis)))
@@ -585,10 +671,10 @@ impl Exec<'_> {
                     .iter()
                     .map(|slot| IndexCol::of_tensor(&slot.tensor))
                     .collect();
-                let offsets = row_offsets(&cols, target_lead, batch.n_points);
+                let rows = Rows::new(cols, target_lead.to_vec(), batch.n_points);
                 if let Some((reader, shape)) = read_check {
-                    if let Some(point) = first_out_of_range(&offsets, None) {
-                        let index = cols.iter().map(|col| col.at(point)).collect();
+                    if let Some(point) = rows.first_out_of_range(None) {
+                        let index = rows.index_at(point, 0);
                         batch.record(
                             point,
                             InterpError::OutOfRange {
@@ -601,7 +687,7 @@ impl Exec<'_> {
                 }
                 match batch.first_error {
                     Some((_, error)) => Err(error.into()),
-                    None => Ok(offsets),
+                    None => Ok(rows),
                 }
             }
             Err(Stop::Unbatchable) => self.index_fn_per_point(body, grid, target_lead, read_check),
@@ -616,10 +702,11 @@ impl Exec<'_> {
         grid: &[usize],
         target_lead: &[usize],
         read_check: Option<(VarId, Vec<usize>)>,
-    ) -> Res<Vec<usize>> {
+    ) -> Res<Rows> {
         self.report.index_fn_fallbacks += 1;
         let n_points: usize = grid.iter().product();
-        let mut offsets = Vec::with_capacity(n_points);
+        let n_results = self.program.blocks[body].results.len();
+        let mut columns: Vec<Vec<i64>> = vec![Vec::with_capacity(n_points); n_results];
         for point in 0..n_points {
             self.check_interrupt()?;
             let args = unravel(point, grid)
@@ -631,10 +718,12 @@ impl Exec<'_> {
                 .iter()
                 .map(|slot| as_index(&slot.tensor))
                 .collect();
-            let cols: Vec<IndexCol> = index.iter().map(|&i| IndexCol::Const(i)).collect();
-            let offset = row_offsets(&cols, target_lead, 1)[0];
-            if offset == OUT_OF_RANGE {
-                if let Some((reader, shape)) = &read_check {
+            if let Some((reader, shape)) = &read_check {
+                let in_range = index
+                    .iter()
+                    .zip(target_lead)
+                    .all(|(&i, &dim)| usize::try_from(i).is_ok_and(|i| i < dim));
+                if !in_range {
                     return Err(InterpError::OutOfRange {
                         var: *reader,
                         index,
@@ -643,9 +732,15 @@ impl Exec<'_> {
                     .into());
                 }
             }
-            offsets.push(offset);
+            for (column, i) in columns.iter_mut().zip(index) {
+                column.push(i);
+            }
         }
-        Ok(offsets)
+        let cols = columns
+            .into_iter()
+            .map(|column| IndexCol::PerPoint(from_vec(&[n_points], column)))
+            .collect();
+        Ok(Rows::new(cols, target_lead.to_vec(), n_points))
     }
 
     // Batch mode (Note [Batched blocks]).
@@ -680,14 +775,15 @@ impl Exec<'_> {
         }
     }
 
-    fn eval_batched(&mut self, stmt: &Stmt, batch: &mut Batch) -> Res<Vec<Slot>> {
+    fn eval_batched(&mut self, stmt: &Stmt, batch: &mut Batch, dying: &[VarId]) -> Res<Vec<Slot>> {
         let n_batch = batch.shape.len();
         let res = match &stmt.expr {
             Expr::Atom(atom) => return Ok(vec![self.slot(atom)]),
             Expr::Prim(prim, operands) => {
                 let operands: Vec<Tensor> = operands.iter().map(|atom| self.tensor(atom)).collect();
+                self.release(dying);
                 let shape = batch.batched_shape(&self.binder_ty(stmt, 0).shape);
-                elementwise::eval_prim(*prim, &operands, &shape)
+                elementwise::eval_prim(*prim, operands, &shape)
             }
             Expr::Index { array, index } => self.index_batched(stmt, array, index, batch),
             Expr::SumOuter(array) => indexing::sum_axis(&self.lifted(array, batch), n_batch),
@@ -711,7 +807,7 @@ impl Exec<'_> {
             // No operands, so never batched.
             Expr::Iota(_) => {
                 return Ok(self
-                    .eval_plain(stmt)?
+                    .eval_plain(stmt, dying)?
                     .into_iter()
                     .map(Slot::plain)
                     .collect())
@@ -748,17 +844,13 @@ impl Exec<'_> {
             cols.push(IndexCol::of_tensor(&slot.tensor));
             lead.push(dim);
         }
-        let offsets = row_offsets(&cols, &lead, batch.n_points);
+        let rows = Rows::new(cols, lead, batch.n_points);
         if self.config.strict {
             let mask = batch.mask.as_deref().map(Vec::as_slice);
-            if let Some(point) = first_out_of_range(&offsets, mask) {
-                let index = cols[cols.len() - n_index..]
-                    .iter()
-                    .map(|col| col.at(point))
-                    .collect();
+            if let Some(point) = rows.first_out_of_range(mask) {
                 let error = InterpError::OutOfRange {
                     var: stmt.binders[0],
-                    index,
+                    index: rows.index_at(point, usize::from(source.batched)),
                     shape: source_shape.clone(),
                 };
                 batch.record(point, error);
@@ -766,7 +858,7 @@ impl Exec<'_> {
         }
         let n_sub: usize = source_shape[n_index..].iter().product();
         let shape = batch.batched_shape(&source_shape[n_index..]);
-        indexing::gather_rows(&source.tensor, n_sub, &offsets, &shape)
+        indexing::gather_rows(&source.tensor, n_sub, &rows, &shape)
     }
 
     /// Batched `cond`: with an unbatched condition, the taken branch in batch mode; with a
@@ -895,10 +987,24 @@ fn transpose(tensor: &Tensor, n_batch: usize, perm: &[usize]) -> Tensor {
 
 /// The `I64` array of shape `grid` whose element at each point is its coordinate on `axis`.
 fn coordinates(grid: &[usize], axis: usize) -> Tensor {
-    let iota = Tensor::I64(from_vec(&[grid[axis]], (0..grid[axis] as i64).collect()));
-    let mut column_shape = vec![grid[axis]];
-    column_shape.resize(grid.len() - axis, 1);
-    iota.reshape(&column_shape).broadcast_to(grid)
+    let n_points: usize = grid.iter().product();
+    let run: usize = grid[axis + 1..].iter().product();
+    let period = grid[axis] * run;
+    let mut data = vec![0i64; n_points];
+    if n_points > 0 {
+        // Each period holds runs of 0, 1, …, grid[axis] - 1.
+        let fill = |chunk: &mut [i64]| {
+            for (i, same) in (0i64..).zip(chunk.chunks_mut(run)) {
+                same.fill(i);
+            }
+        };
+        if n_points >= PAR_THRESHOLD {
+            data.par_chunks_mut(period).for_each(fill);
+        } else {
+            data.chunks_mut(period).for_each(fill);
+        }
+    }
+    Tensor::I64(from_vec(grid, data))
 }
 
 fn as_index(tensor: &Tensor) -> i64 {

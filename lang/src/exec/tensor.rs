@@ -76,6 +76,7 @@ pub trait Element: Copy + Default + PartialEq + PartialOrd + Debug + Send + Sync
     fn from_scalar(scalar: Scalar) -> Option<Self>;
     fn into_tensor(array: Nd<Self>) -> Tensor;
     fn of(tensor: &Tensor) -> Option<&Nd<Self>>;
+    fn take(tensor: Tensor) -> Option<Nd<Self>>;
     /// `Prim::Add` on two elements (wrapping on integers).
     fn add(self, other: Self) -> Self;
     fn to_f32(self) -> f32;
@@ -105,6 +106,12 @@ macro_rules! element_number {
                 Tensor::$variant(array)
             }
             fn of(tensor: &Tensor) -> Option<&Nd<Self>> {
+                match tensor {
+                    Tensor::$variant(array) => Some(array),
+                    _ => None,
+                }
+            }
+            fn take(tensor: Tensor) -> Option<Nd<Self>> {
                 match tensor {
                     Tensor::$variant(array) => Some(array),
                     _ => None,
@@ -150,6 +157,12 @@ impl Element for bool {
         Tensor::Bool(array)
     }
     fn of(tensor: &Tensor) -> Option<&Nd<Self>> {
+        match tensor {
+            Tensor::Bool(array) => Some(array),
+            _ => None,
+        }
+    }
+    fn take(tensor: Tensor) -> Option<Nd<Self>> {
         match tensor {
             Tensor::Bool(array) => Some(array),
             _ => None,
@@ -421,7 +434,7 @@ pub fn reshape_nd<T: Element>(array: &Nd<T>, shape: &[usize]) -> Nd<T> {
     from_vec(shape, standard_slice(array).into_owned())
 }
 
-/// A materialised broadcast (parallel for large results).
+/// A materialised broadcast in row-major layout (parallel for large results).
 pub fn broadcast_nd<T: Element>(array: &Nd<T>, shape: &[usize]) -> Nd<T> {
     let view = array.broadcast(IxDyn(shape)).unwrap_or_else(|| {
         panic!(
@@ -430,11 +443,12 @@ pub fn broadcast_nd<T: Element>(array: &Nd<T>, shape: &[usize]) -> Nd<T> {
         )
     });
     let n_elems: usize = shape.iter().product();
-    let zip = ndarray::Zip::from(view);
-    let owned = if n_elems >= super::PAR_THRESHOLD {
-        zip.par_map_collect(|&x| x)
+    let mut out = ndarray::Array::from_elem(IxDyn(shape), T::default());
+    let zip = ndarray::Zip::from(&mut out).and(&view);
+    if n_elems >= super::PAR_THRESHOLD {
+        zip.par_for_each(|slot, &x| *slot = x);
     } else {
-        zip.map_collect(|&x| x)
-    };
-    owned.into_shared()
+        zip.for_each(|slot, &x| *slot = x);
+    }
+    out.into_shared()
 }

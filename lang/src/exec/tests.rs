@@ -203,9 +203,9 @@ fn rank0_operands_broadcast() {
     let s = Tensor::from_array(&inputs[1]);
     let two = Tensor::scalar(Scalar::F64(2.0));
     let shape = [2, 3];
-    let twice = eval_prim(Prim::Mul, &[x.clone(), two.clone()], &shape);
-    let sum = eval_prim(Prim::Add, &[twice, s.clone()], &shape);
-    let less = eval_prim(Prim::Lt, &[x.clone(), s], &shape);
+    let twice = eval_prim(Prim::Mul, vec![x.clone(), two.clone()], &shape);
+    let sum = eval_prim(Prim::Add, vec![twice, s.clone()], &shape);
+    let less = eval_prim(Prim::Lt, vec![x.clone(), s], &shape);
     let Tensor::Bool(less) = less else {
         panic!("lt gives bool")
     };
@@ -694,7 +694,7 @@ fn fast_paths_agree_with_prim_eval() {
                     prim.eval(&args)
                 })
                 .collect();
-            let fast = scalars_of(eval_prim(prim, &operands, &[n_rows]));
+            let fast = scalars_of(eval_prim(prim, operands.clone(), &[n_rows]));
             let generic = scalars_of(match &operands[..] {
                 [x] => generic_unary(prim, x, &[n_rows]),
                 [x, y] => generic_binary(prim, x, y, &[n_rows]),
@@ -726,7 +726,7 @@ fn fast_paths_agree_with_prim_eval() {
                     .collect();
                 if !operands.is_empty() {
                     operands.push(Tensor::scalar(constant));
-                    let res = scalars_of(eval_prim(prim, &operands, &[n_rows]));
+                    let res = scalars_of(eval_prim(prim, operands.clone(), &[n_rows]));
                     for (row, &got) in res.iter().enumerate() {
                         let mut args: Vec<Scalar> =
                             first.iter().map(|column| column[row]).collect();
@@ -775,7 +775,7 @@ fn fast_paths_agree_in_parallel_and_on_strided_operands() {
             let mut contiguous: Vec<Tensor> = operands.clone();
             contiguous[0] = Tensor::from_array(&operands[0].to_array());
             for ops in [&operands, &contiguous] {
-                let got = eval_prim(prim, ops, &shape).into_array();
+                let got = eval_prim(prim, ops.clone(), &shape).into_array();
                 let columns: Vec<Array> = ops.iter().map(Tensor::to_array).collect();
                 for flat in 0..got.n_elems() {
                     let args: Vec<Scalar> = columns.iter().map(|a| a.data.get(flat)).collect();
@@ -855,4 +855,47 @@ fn random_build1_bodies_agree_in_batch_mode() {
         n_strict_failed > 300,
         "only {n_strict_failed} strict errors compared"
     );
+}
+
+#[test]
+fn dead_operands_are_overwritten_in_place() {
+    let program = parse(
+        "program(%0: [40000]f64, %4: [40000]f64) {
+           %1: [40000]f64 = exp %0
+           %2: [40000]f64 = add %4 %1
+           %3: [40000]f64 = neg %2
+           in %3, %4
+         }",
+    );
+    let values: Vec<f64> = (0..40000).map(|v| f64::from(v) * 1e-4).collect();
+    let input = Tensor::F64(from_vec(&[40000], values.clone()));
+    let Tensor::F64(nd) = &input else {
+        unreachable!()
+    };
+    let address = nd.as_ptr();
+    let other = f64s(&[40000], &counting(40000));
+    let inputs = [f64s(&[40000], &values), other.clone()];
+    let expected = interp::run(&program, &inputs, &InterpConfig::default()).unwrap();
+    // The caller keeps the input: it must not change.
+    let (shared, _) = super::run_tensors(
+        &program,
+        vec![input.clone(), Tensor::from_array(&other)],
+        &ExecConfig::default(),
+    )
+    .unwrap();
+    assert!(same_array(&shared[0].to_array(), &expected[0]));
+    assert_eq!(input.to_array(), f64s(&[40000], &values));
+    // The evaluator owns the input: every step reuses its buffer.
+    let (owned, _) = super::run_tensors(
+        &program,
+        vec![input, Tensor::from_array(&other)],
+        &ExecConfig::default(),
+    )
+    .unwrap();
+    let Tensor::F64(result) = &owned[0] else {
+        panic!("an f64 result")
+    };
+    assert_eq!(result.as_ptr(), address);
+    assert!(same_array(&owned[0].to_array(), &expected[0]));
+    assert_eq!(owned[1].to_array(), other);
 }
