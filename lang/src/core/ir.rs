@@ -228,6 +228,17 @@ pub enum Expr {
     },
 }
 
+impl Expr {
+    /// A `scan` (when `is_scan`) or a `fold`.
+    pub fn sequential_loop(is_scan: bool, size: usize, init: Vec<Atom>, body: BlockId) -> Expr {
+        if is_scan {
+            Expr::Scan { size, init, body }
+        } else {
+            Expr::Fold { size, init, body }
+        }
+    }
+}
+
 /// Information kept per variable.
 #[derive(Clone, Debug, PartialEq)]
 pub struct VarInfo {

@@ -515,19 +515,7 @@ fn jvp_loop(
     for (_, tangent) in &new_tangents {
         builder.linear.insert(*tangent);
     }
-    let expr = if is_scan {
-        Expr::Scan {
-            size,
-            init: new_init,
-            body: new_body,
-        }
-    } else {
-        Expr::Fold {
-            size,
-            init: new_init,
-            body: new_body,
-        }
-    };
+    let expr = Expr::sequential_loop(is_scan, size, new_init, new_body);
     builder.stmts.push(Stmt { binders, expr });
     for (binder, tangent) in new_tangents {
         tangents.insert(binder, Atom::Var(tangent));

@@ -756,19 +756,7 @@ impl Batcher<'_> {
                 fixups.push((*binder, new));
             }
         }
-        let expr = if is_scan {
-            Expr::Scan {
-                size,
-                init: new_init,
-                body: new_body,
-            }
-        } else {
-            Expr::Fold {
-                size,
-                init: new_init,
-                body: new_body,
-            }
-        };
+        let expr = Expr::sequential_loop(is_scan, size, new_init, new_body);
         self.emit_to(self.target, new_binders, expr);
         for (binder, stacked) in fixups {
             let ty = self.batched_ty(self.program.var_ty(binder));

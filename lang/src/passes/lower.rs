@@ -897,23 +897,10 @@ impl<'a> Lowerer<'a> {
                         "the count of `apply_n` must be known when the block is compiled",
                     );
                 };
-                let carry_tys = self.leaf_types(&result_ty, span)?;
                 let init = self.leaves(&args[1], span)?;
                 let func = args[2].clone();
-                let index_var = self.program.new_var(ArrTy::scalar(INDEX), "i");
-                let carry_vars: Vec<VarId> = carry_tys
-                    .iter()
-                    .map(|ty| self.program.new_var(ty.clone(), "c"))
-                    .collect();
-                let mut params = vec![index_var];
-                params.extend(&carry_vars);
-                let rty = result_ty.clone();
-                let body = self.in_block(params, |cx| {
-                    let carry =
-                        cx.assemble(&rty, carry_vars.iter().copied().map(Atom::Var).collect());
-                    let next = cx.apply(func, carry, span)?;
-                    cx.leaves(&next, span)
-                })?;
+                let (body, carry_tys) =
+                    self.loop_block(&result_ty, span, |cx, _, carry| cx.apply(func, carry, span))?;
                 let binders = self.emit(
                     Expr::Fold {
                         size: count as usize,
@@ -953,6 +940,34 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    /// The body block of a sequential loop: parameters `[i, carries…]` (the leaves of
+    /// `carry_ty`); `step` gets the index and the carry and returns the next carry (and, for a
+    /// scan, this step's output).
+    fn loop_block(
+        &mut self,
+        carry_ty: &Ty,
+        span: Span,
+        step: impl FnOnce(&mut Self, Atom, SVal) -> Result<SVal>,
+    ) -> Result<(BlockId, Vec<ArrTy>)> {
+        let carry_tys = self.leaf_types(carry_ty, span)?;
+        let index_var = self.program.new_var(ArrTy::scalar(INDEX), "i");
+        let carry_vars: Vec<VarId> = carry_tys
+            .iter()
+            .map(|ty| self.program.new_var(ty.clone(), "c"))
+            .collect();
+        let mut params = vec![index_var];
+        params.extend(&carry_vars);
+        let body = self.in_block(params, |cx| {
+            let carry = cx.assemble(
+                carry_ty,
+                carry_vars.iter().copied().map(Atom::Var).collect(),
+            );
+            let next = step(cx, Atom::Var(index_var), carry)?;
+            cx.leaves(&next, span)
+        })?;
+        Ok((body, carry_tys))
+    }
+
     /// `fold(init, \i c. body)` and `scan(init, \i c. (c', y))`: sequential loops.
     fn lower_loop(
         &mut self,
@@ -978,26 +993,13 @@ impl<'a> Lowerer<'a> {
             return error(span, "internal: loop body type");
         };
         let size = self.ix_size(ix, span)?;
-        let carry_tys = self.leaf_types(carry_ty, span)?;
         let init = self.leaves(&args[0], span)?;
         let func = args[1].clone();
-        let index_var = self.program.new_var(ArrTy::scalar(INDEX), "i");
-        let carry_vars: Vec<VarId> = carry_tys
-            .iter()
-            .map(|ty| self.program.new_var(ty.clone(), "c"))
-            .collect();
-        let mut params = vec![index_var];
-        params.extend(&carry_vars);
         let (carry_ty, ix) = ((**carry_ty).clone(), (**ix).clone());
-        let body = self.in_block(params, |cx| {
-            let index = cx.unflatten_index(Atom::Var(index_var), &ix, span)?;
-            let carry = cx.assemble(
-                &carry_ty,
-                carry_vars.iter().copied().map(Atom::Var).collect(),
-            );
+        let (body, carry_tys) = self.loop_block(&carry_ty, span, |cx, index_var, carry| {
+            let index = cx.unflatten_index(index_var, &ix, span)?;
             let partial = cx.apply(func, index, span)?;
-            let next = cx.apply(partial, carry, span)?;
-            cx.leaves(&next, span)
+            cx.apply(partial, carry, span)
         })?;
         if builtin == Builtin::Fold {
             let binders = self.emit(Expr::Fold { size, init, body }, carry_tys, "fold", span);
