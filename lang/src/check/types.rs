@@ -236,7 +236,8 @@ impl fmt::Display for Ty {
                 write!(f, ")")
             }
             Ty::Fun { param, result, .. } => write!(f, "({param} -> {result})"),
-            Ty::Var(var) => write!(f, "?{}", var.0),
+            // A type not decided yet (error messages only; `:t` names its variables).
+            Ty::Var(_) => write!(f, "_"),
             Ty::Rigid(_, name) => write!(f, "{name}"),
             Ty::TypeArg(ty) => write!(f, "Type {ty}"),
         }
