@@ -308,11 +308,6 @@ impl Builtin {
         ]
     }
 
-    /// Whether the first argument is a type (`size n`, `iota (Fin 5)`, `from_ordinal n 3`).
-    pub fn takes_type_arg(self) -> bool {
-        matches!(self, Builtin::Size | Builtin::Iota | Builtin::FromOrdinal)
-    }
-
     /// Instantiates the type scheme with fresh variables and records its constraints.
     pub fn instantiate(self, cx: &mut Infer, span: Span) -> Ty {
         let var = |cx: &mut Infer, classes: &[Class]| -> Ty {
