@@ -477,7 +477,9 @@ impl Builtin {
                 let b = var(cx, &[Class::Floating]);
                 let s = var(cx, &[Class::Float]);
                 match op {
-                    AdOp::Grad => Ty::funs(vec![Ty::fun(a.clone(), s), a.clone()], a),
+                    // The result's being a float scalar is checked by the lowering, which says
+                    // what to use instead (`vjp`).
+                    AdOp::Grad => Ty::funs(vec![Ty::fun(a.clone(), var(cx, &[])), a.clone()], a),
                     AdOp::DerivRev => Ty::funs(vec![Ty::fun(s.clone(), s.clone()), s.clone()], s),
                     AdOp::Jvp => Ty::funs(vec![Ty::fun(a.clone(), b.clone()), a.clone(), a], b),
                     AdOp::Deriv => Ty::funs(vec![Ty::fun(s.clone(), b.clone()), s], b),
