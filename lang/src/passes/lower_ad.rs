@@ -353,35 +353,17 @@ impl Lowerer<'_> {
         let mut subst = self.bind_params(&vjp.params, x, span)?;
         let target = self.block;
         copy_stmts(&mut self.program, &vjp.forward, target, &mut subst);
-        let iota = self.emit1(Expr::Iota(m), ArrTy::new(vec![m], Elem::I64), "iota", span);
-        let row = self.program.new_var(ArrTy::scalar(Elem::I64), "row");
         let (ct_param, grad) = (vjp.ct_params[0], vjp.grads[0]);
-        let backward = vjp.backward.clone();
-        let body = self.in_block(vec![row], |cx| {
-            let row_rep = cx.broadcast(Atom::Var(row), &[m], span);
-            let hot = cx.prim(Prim::Eq, vec![iota, row_rep], span)?;
-            let one_hot = cx.cast(hot, out_leaf.elem, span)?;
-            let mut inner = subst.clone();
-            inner.insert(ct_param, one_hot);
-            let target = cx.block;
-            copy_stmts(&mut cx.program, &backward, target, &mut inner);
-            Ok(vec![match grad {
-                Some(atom) => rename(atom, &inner),
-                None => cx.broadcast(
-                    Atom::Lit(Scalar::zero(arg_leaf.elem)),
-                    &arg_leaf.shape,
-                    span,
-                ),
-            }])
-        })?;
-        let mut shape = vec![m];
-        shape.extend(&arg_leaf.shape);
-        let rows = self.emit1(
-            Expr::Build1 { size: m, body },
-            ArrTy::new(shape, arg_leaf.elem),
-            "jacobian",
+        let rows = self.one_hot_loop(
+            m,
+            out_leaf.elem,
+            Some(ct_param),
+            &vjp.backward,
+            grad,
+            &arg_leaf,
+            &subst,
             span,
-        );
+        )?;
         Ok(self.assemble(result_ty, vec![rows]))
     }
 
@@ -420,37 +402,17 @@ impl Lowerer<'_> {
         let mut subst = self.bind_params(&jvp.params, x, span)?;
         let target = self.block;
         copy_stmts(&mut self.program, &forward, target, &mut subst);
-        let iota = self.emit1(Expr::Iota(n), ArrTy::new(vec![n], Elem::I64), "iota", span);
-        let column = self.program.new_var(ArrTy::scalar(Elem::I64), "column");
-        let tangent_param = jvp.tangent_params[0];
-        let tangent_result = jvp.tangent_results[0];
-        let out_leaf = out_leaf.clone();
-        let arg_elem = arg_leaf.elem;
-        let body = self.in_block(vec![column], |cx| {
-            let column_rep = cx.broadcast(Atom::Var(column), &[n], span);
-            let hot = cx.prim(Prim::Eq, vec![iota, column_rep], span)?;
-            let one_hot = cx.cast(hot, arg_elem, span)?;
-            let mut inner = subst.clone();
-            if let Some(param) = tangent_param {
-                inner.insert(param, one_hot);
-            }
-            let target = cx.block;
-            copy_stmts(&mut cx.program, &per_column, target, &mut inner);
-            Ok(vec![match tangent_result {
-                Some(atom) => rename(atom, &inner),
-                None => cx.broadcast(
-                    Atom::Lit(Scalar::zero(out_leaf.elem)),
-                    &out_leaf.shape,
-                    span,
-                ),
-            }])
-        })?;
-        let columns = self.emit1(
-            Expr::Build1 { size: n, body },
-            ArrTy::new(vec![n, m], out_leaf.elem),
-            "columns",
+        let (tangent_param, tangent_result) = (jvp.tangent_params[0], jvp.tangent_results[0]);
+        let columns = self.one_hot_loop(
+            n,
+            arg_leaf.elem,
+            tangent_param,
+            &per_column,
+            tangent_result,
+            out_leaf,
+            &subst,
             span,
-        );
+        )?;
         let rows = self.emit1(
             Expr::Transpose {
                 perm: vec![1, 0],
@@ -461,6 +423,57 @@ impl Lowerer<'_> {
             span,
         );
         Ok(self.assemble(result_ty, vec![rows]))
+    }
+
+    /// `for k:(Fin size). <stmts with seed := one-hot k>`: the derivative program run once per
+    /// unit direction (a row of a reverse-mode Jacobian, a column of a forward-mode one). The
+    /// result has shape `[size] ++ output_leaf.shape`.
+    #[allow(clippy::too_many_arguments)]
+    fn one_hot_loop(
+        &mut self,
+        size: usize,
+        seed_elem: Elem,
+        seed: Option<VarId>,
+        stmts: &[Stmt],
+        output: Tangent,
+        output_leaf: &ArrTy,
+        subst: &HashMap<VarId, Atom>,
+        span: Span,
+    ) -> Result<Atom> {
+        let iota = self.emit1(
+            Expr::Iota(size),
+            ArrTy::new(vec![size], Elem::I64),
+            "iota",
+            span,
+        );
+        let direction = self.program.new_var(ArrTy::scalar(Elem::I64), "k");
+        let body = self.in_block(vec![direction], |cx| {
+            let direction_rep = cx.broadcast(Atom::Var(direction), &[size], span);
+            let hot = cx.prim(Prim::Eq, vec![iota, direction_rep], span)?;
+            let one_hot = cx.cast(hot, seed_elem, span)?;
+            let mut inner = subst.clone();
+            if let Some(seed) = seed {
+                inner.insert(seed, one_hot);
+            }
+            let target = cx.block;
+            copy_stmts(&mut cx.program, stmts, target, &mut inner);
+            Ok(vec![match output {
+                Some(atom) => rename(atom, &inner),
+                None => cx.broadcast(
+                    Atom::Lit(Scalar::zero(output_leaf.elem)),
+                    &output_leaf.shape,
+                    span,
+                ),
+            }])
+        })?;
+        let mut shape = vec![size];
+        shape.extend(&output_leaf.shape);
+        Ok(self.emit1(
+            Expr::Build1 { size, body },
+            ArrTy::new(shape, output_leaf.elem),
+            "jacobian",
+            span,
+        ))
     }
 
     /// `check_deriv f x`: the directional derivative along all-ones agrees with a central
