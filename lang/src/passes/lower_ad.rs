@@ -160,22 +160,7 @@ impl Lowerer<'_> {
             AdOp::Linearize => {
                 let block = self.function_block(func, &arg_ty, span)?;
                 let jvp = self.jvp_of(block, span)?;
-                let (forward, linear): (Vec<Stmt>, Vec<Stmt>) =
-                    jvp.stmts.iter().cloned().partition(|stmt| {
-                        stmt.binders
-                            .iter()
-                            .all(|binder| !jvp.linear.contains(binder))
-                    });
-                if linear.iter().any(|stmt| {
-                    stmt.binders
-                        .iter()
-                        .any(|binder| !jvp.linear.contains(binder))
-                }) {
-                    return error(
-                        span,
-                        "`linearize` through `fold`/`scan` is not supported yet; use `jvp`",
-                    );
-                }
+                let (forward, linear) = ad::linearize(&mut self.program, &jvp);
                 let mut subst = self.bind_params(&jvp.params, &args[1], span)?;
                 let target = self.block;
                 copy_stmts(&mut self.program, &forward, target, &mut subst);
