@@ -133,3 +133,30 @@ fn gather_of_gather_composes() {
             }"#]],
     );
 }
+
+#[test]
+fn index_is_pushed_into_its_producer() {
+    // (for i. x[i] * 2.0)[3] computes one element, and (sum over rows of m)[1] sums one
+    // column: seed 001 Fig 10's rules for op, replicate and sumOuter.
+    check_bot(
+        "program(%0_x: [4]f32, %1_m: [3, 2]f32) {
+           %2: [4]f32 = build1 4 (\\%3_i: []i64 ->
+             %4: []f32 = index %0_x [%3_i]
+             %5: []f32 = mul %4 2.0:f32
+             in %5)
+           %6: []f32 = index %2 [3:i64]
+           %7: [2]f32 = sumOuter %1_m
+           %8: []f32 = index %7 [1:i64]
+           in %6, %8
+         }",
+        expect![[r#"
+            program(%0_x: [4]f32, %1_m: [3, 2]f32) {
+              %13_ix: []f32 = index %0_x [3:i64]
+              %6: []f32 = mul %13_ix 2.0:f32
+              %15_tr: [2, 3]f32 = tr [1, 0] %1_m
+              %16_ix: [3]f32 = index %15_tr [1:i64]
+              %8: []f32 = sumOuter %16_ix
+              in %6, %8
+            }"#]],
+    );
+}

@@ -59,6 +59,11 @@ pub fn is_normal_form(program: &Program) -> bool {
 pub fn run_block(program: &mut Program, block: BlockId) {
     bot_block(program, block);
     cleanup::run_from(program, block);
+    // Pushing an index may create index statements that can be pushed further (bounded).
+    for _ in 0..3 {
+        push_index(program, block, &mut HashMap::new(), &mut HashMap::new());
+    }
+    cleanup::run_from(program, block);
     compose_gathers(program, block);
     simplify_gathers(program, block);
     cleanup::run_from(program, block);
@@ -1003,4 +1008,185 @@ fn composed_lambda(
     }
     program.blocks[lambda].results = results;
     lambda
+}
+
+// Note [Pushing index down]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// Seed 001 Fig 10 pushes `index` into the array expression it reads, so that an element is
+// computed instead of a whole array. In ANF every `index` already reads a variable (Theorem
+// 5.1 (2) holds by construction), so these rules are optimisations: `index y ix` where `y` is
+// defined by a computation becomes that computation on indexed operands. Under total
+// semantics (an out-of-range read gives zero) some rules are exact only when the index is in
+// range — `op (index a ix) (index b ix)` is `op 0 0`, not 0, out of range — so those apply
+// only to indices known to be in range: literals, and the parameters of loops and index
+// functions, which range over their sizes. The rules that are always exact apply always.
+
+/// Fig 10 on ANF (see Note [Pushing index down]). `ranges` maps variables known to lie in
+/// `0..bound` to the bound; `defs` maps variables to their defining expressions.
+fn push_index(
+    program: &mut Program,
+    block: BlockId,
+    ranges: &mut HashMap<VarId, usize>,
+    defs: &mut HashMap<VarId, Expr>,
+) {
+    let stmts = std::mem::take(&mut program.blocks[block].stmts);
+    let mut out = Vec::new();
+    for mut stmt in stmts {
+        for nested in expr_blocks(&stmt.expr) {
+            let bounds: Vec<usize> = match &stmt.expr {
+                Expr::Build1 { size, .. } | Expr::Fold { size, .. } | Expr::Scan { size, .. } => {
+                    vec![*size]
+                }
+                Expr::Gather { shape, .. } => shape.clone(),
+                Expr::Scatter { array, .. } => program.atom_ty(array).shape,
+                _ => Vec::new(),
+            };
+            let params = program.blocks[nested].params.clone();
+            for (param, bound) in params.iter().zip(bounds) {
+                ranges.insert(*param, bound);
+            }
+            push_index(program, nested, ranges, defs);
+        }
+        // Rewrite this statement while a rule applies (each rule reads a smaller producer).
+        for _ in 0..8 {
+            let Some(rewritten) = push_index_once(program, &stmt, ranges, defs, &mut out) else {
+                break;
+            };
+            stmt.expr = rewritten;
+        }
+        if let [binder] = stmt.binders[..] {
+            defs.insert(binder, stmt.expr.clone());
+        }
+        out.push(stmt);
+    }
+    program.blocks[block].stmts = out;
+}
+
+fn in_range(atom: &Atom, bound: usize, ranges: &HashMap<VarId, usize>) -> bool {
+    match atom {
+        Atom::Lit(Scalar::I64(value)) => *value >= 0 && (*value as usize) < bound,
+        Atom::Var(var) => ranges.get(var).is_some_and(|known| *known <= bound),
+        Atom::Lit(_) => false,
+    }
+}
+
+/// One Fig 10 step for `index y ix`: a new expression for the statement, with any statements
+/// it needs appended to `out` first.
+fn push_index_once(
+    program: &mut Program,
+    stmt: &Stmt,
+    ranges: &HashMap<VarId, usize>,
+    defs: &HashMap<VarId, Expr>,
+    out: &mut Vec<crate::core::ir::Stmt>,
+) -> Option<Expr> {
+    let Expr::Index { array, index } = &stmt.expr else {
+        return None;
+    };
+    // index t [] ~> t
+    if index.is_empty() {
+        return Some(Expr::Atom(*array));
+    }
+    let Atom::Var(source) = array else {
+        return None;
+    };
+    let source_shape = program.var_ty(*source).shape.clone();
+    let all_in_range = index
+        .iter()
+        .zip(&source_shape)
+        .all(|(atom, bound)| in_range(atom, *bound, ranges));
+    let mut emit = |program: &mut Program, expr: Expr, ty: ArrTy, hint: &str| -> Atom {
+        let var = program.new_var(ty, hint);
+        out.push(Stmt {
+            binders: vec![var],
+            expr,
+        });
+        Atom::Var(var)
+    };
+    match defs.get(source)? {
+        // index (index t u) v ~> index t (u ++ v) (exact).
+        Expr::Index {
+            array: inner,
+            index: first,
+        } => {
+            let mut joined = first.clone();
+            joined.extend(index);
+            Some(Expr::Index {
+                array: *inner,
+                index: joined,
+            })
+        }
+        // index (sumOuter t) ix ~> sumOuter (index (tr_(1..n,0) t) ix) (exact: zeros sum to 0).
+        Expr::SumOuter(inner) => {
+            let inner_ty = program.atom_ty(inner);
+            let n = index.len();
+            let mut perm: Vec<usize> = (1..=n).collect();
+            perm.push(0);
+            let mut moved_shape: Vec<usize> = inner_ty.shape[1..=n].to_vec();
+            moved_shape.push(inner_ty.shape[0]);
+            moved_shape.extend(&inner_ty.shape[n + 1..]);
+            let moved = emit(
+                program,
+                Expr::Transpose {
+                    perm,
+                    array: *inner,
+                },
+                ArrTy::new(moved_shape.clone(), inner_ty.elem),
+                "tr",
+            );
+            let rows_ty = ArrTy::new(moved_shape[n..].to_vec(), inner_ty.elem);
+            let rows = emit(
+                program,
+                Expr::Index {
+                    array: moved,
+                    index: index.clone(),
+                },
+                rows_ty,
+                "ix",
+            );
+            Some(Expr::SumOuter(rows))
+        }
+        // index (replicate k t) (u:ix) ~> index t ix, for u in range.
+        Expr::Replicate {
+            count,
+            array: inner,
+        } if in_range(&index[0], *count, ranges) => Some(Expr::Index {
+            array: *inner,
+            index: index[1..].to_vec(),
+        }),
+        // index (op t u) ix ~> op (index t ix) (index u ix), for ix in range.
+        Expr::Prim(prim, args) if all_in_range => {
+            let mut indexed = Vec::new();
+            for arg in args {
+                let ty = program.atom_ty(arg);
+                indexed.push(if ty.shape.len() < index.len() {
+                    *arg
+                } else {
+                    let res_ty = ArrTy::new(ty.shape[index.len()..].to_vec(), ty.elem);
+                    emit(
+                        program,
+                        Expr::Index {
+                            array: *arg,
+                            index: index.clone(),
+                        },
+                        res_ty,
+                        "ix",
+                    )
+                });
+            }
+            Some(Expr::Prim(*prim, indexed))
+        }
+        // index [t1, …, tk] [u] ~> tu, for a literal u in range.
+        Expr::Table(items)
+            if matches!(index[0], Atom::Lit(_)) && in_range(&index[0], items.len(), ranges) =>
+        {
+            let Atom::Lit(Scalar::I64(position)) = index[0] else {
+                return None;
+            };
+            Some(Expr::Index {
+                array: items[position as usize],
+                index: index[1..].to_vec(),
+            })
+        }
+        _ => None,
+    }
 }
