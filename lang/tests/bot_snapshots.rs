@@ -160,3 +160,52 @@ fn index_is_pushed_into_its_producer() {
             }"#]],
     );
 }
+
+#[test]
+fn zero_parameter_gather_runs() {
+    let program = parse_program(
+        "program(%0_x: [4, 2]f32) {
+           %1: [2]f32 = gather [2] %0_x (\\ ->
+             in 3:i64)
+           in %1
+         }",
+    )
+    .expect("parses");
+    dx_lang::core::verify::verify(&program).expect("verifies");
+    let inputs = random_inputs(&program, 1);
+    let config = InterpConfig::default();
+    let expected = interp::run(&program, &inputs, &config).unwrap();
+    let bulk =
+        dx_lang::exec::run(&program, &inputs, &dx_lang::exec::ExecConfig::default()).unwrap();
+    assert_eq!(expected, bulk);
+}
+
+#[test]
+fn index_of_a_gather_reads_the_source() {
+    // fold over i of (reverse a)[i]: the reversed table is never built; each step reads
+    // a[3 - i] (Fig 10's gather rules; i ranges over the loop's size).
+    check_bot(
+        "program(%0_a: [4]f32) {
+           %1: [4]f32 = build1 4 (\\%2_j: []i64 ->
+             %3: []i64 = sub 3:i64 %2_j
+             %4: []f32 = index %0_a [%3]
+             in %4)
+           %5: []f32 = fold 4 (0.0:f32) (\\%6_i: []i64, %7_c: []f32 ->
+             %8: []f32 = index %1 [%6_i]
+             %9: []f32 = mul %7_c 2.0:f32
+             %10: []f32 = add %9 %8
+             in %10)
+           in %5
+         }",
+        expect![[r#"
+            program(%0_a: [4]f32) {
+              %5: []f32 = fold 4 (0.0:f32) (\%6_i: []i64, %7_c: []f32 ->
+                %14_sub: []i64 = sub 3:i64 %6_i
+                %8: []f32 = index %0_a [%14_sub]
+                %9: []f32 = mul %7_c 2.0:f32
+                %10: []f32 = add %9 %8
+                in %10)
+              in %5
+            }"#]],
+    );
+}

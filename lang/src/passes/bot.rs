@@ -1175,6 +1175,74 @@ fn push_index_once(
             }
             Some(Expr::Prim(*prim, indexed))
         }
+        // index (gather (k:sh) t f) (u:ix') ~> index (gather sh t (λis. f (u:is))) ix', for u
+        // in range; and index (gather [] t (λ[]. ix)) ix' ~> index t (ix ++ ix').
+        Expr::Gather {
+            shape,
+            array: inner,
+            body,
+        } if shape.is_empty() || in_range(&index[0], shape[0], ranges) => {
+            let (shape, inner, body) = (shape.clone(), *inner, *body);
+            let old = program.blocks[body].clone();
+            if old.params.len() <= 1 {
+                // No gather axis is left: read the source directly.
+                let mut subst: HashMap<VarId, Atom> = HashMap::new();
+                let mut rest_index = index.as_slice();
+                if let Some(param) = old.params.first() {
+                    subst.insert(*param, index[0]);
+                    rest_index = &index[1..];
+                }
+                for old_stmt in &old.stmts {
+                    out.push(crate::core::inline::copy_stmt(
+                        program, old_stmt, &mut subst,
+                    ));
+                }
+                let mut joined: Vec<Atom> = old
+                    .results
+                    .iter()
+                    .map(|atom| crate::core::inline::rename(*atom, &subst))
+                    .collect();
+                joined.extend(rest_index);
+                return Some(Expr::Index {
+                    array: inner,
+                    index: joined,
+                });
+            }
+            let mut subst: HashMap<VarId, Atom> = HashMap::new();
+            subst.insert(old.params[0], index[0]);
+            let params: Vec<VarId> = old.params[1..]
+                .iter()
+                .map(|param| {
+                    let new = program.new_var(program.var_ty(*param).clone(), "i");
+                    subst.insert(*param, Atom::Var(new));
+                    new
+                })
+                .collect();
+            let lambda = program.new_block();
+            program.blocks[lambda].params = params;
+            crate::core::inline::copy_stmts(program, &old.stmts, lambda, &mut subst);
+            program.blocks[lambda].results = old
+                .results
+                .iter()
+                .map(|atom| crate::core::inline::rename(*atom, &subst))
+                .collect();
+            let elem = program.atom_ty(&inner).elem;
+            let rest = shape[1..].to_vec();
+            let gathered = emit(
+                program,
+                Expr::Gather {
+                    shape: rest.clone(),
+                    array: inner,
+                    body: lambda,
+                },
+                ArrTy::new(rest, elem),
+                "gather",
+            );
+            Some(Expr::Index {
+                array: gathered,
+                index: index[1..].to_vec(),
+            })
+        }
         // index [t1, …, tk] [u] ~> tu, for a literal u in range.
         Expr::Table(items)
             if matches!(index[0], Atom::Lit(_)) && in_range(&index[0], items.len(), ranges) =>
