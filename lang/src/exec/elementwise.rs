@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use super::tensor::{from_vec, with_tensor, Element, Nd, Tensor};
 use super::{MIN_CHUNK, PAR_THRESHOLD};
 use crate::core::ir::Elem;
-use crate::prim::Prim;
+use crate::prim::{Arith, Prim};
 
 /// Applies `prim` to `operands`; the result has shape `shape` (every operand broadcasts to
 /// it). The operands must be well typed for `prim` (the verifier guarantees it).
@@ -259,65 +259,10 @@ fn same<T: Element>(y: &Tensor, prim: Prim) -> &Nd<T> {
 
 // Per-family typed rules (fast paths).
 
-/// Numeric element types with the arithmetic rules of `prim/arith.rs`.
-trait Num: Element {
-    fn n_sub(self, other: Self) -> Self;
-    fn n_mul(self, other: Self) -> Self;
-    fn n_div(self, other: Self) -> Self;
-    fn n_neg(self) -> Self;
-    fn n_abs(self) -> Self;
-    fn n_min(self, other: Self) -> Self;
-    fn n_max(self, other: Self) -> Self;
-    fn n_mod(self, other: Self) -> Self;
-    fn n_idiv(self, other: Self) -> Self;
-}
+/// Numeric element types: the arithmetic rules are `prim/arith.rs`'s `Arith`, stated once.
+trait Num: Element + Arith {}
 
-macro_rules! num_signed {
-    ($($ty:ty),*) => {$(
-        impl Num for $ty {
-            fn n_sub(self, other: Self) -> Self { self.wrapping_sub(other) }
-            fn n_mul(self, other: Self) -> Self { self.wrapping_mul(other) }
-            fn n_div(self, other: Self) -> Self {
-                if other == 0 { 0 } else { self.wrapping_div(other) }
-            }
-            fn n_neg(self) -> Self { self.wrapping_neg() }
-            fn n_abs(self) -> Self { self.wrapping_abs() }
-            fn n_min(self, other: Self) -> Self { Ord::min(self, other) }
-            fn n_max(self, other: Self) -> Self { Ord::max(self, other) }
-            fn n_mod(self, other: Self) -> Self {
-                if other == 0 {
-                    return 0;
-                }
-                let rem = self.wrapping_rem(other);
-                if rem != 0 && ((rem < 0) != (other < 0)) { rem.wrapping_add(other) } else { rem }
-            }
-            fn n_idiv(self, other: Self) -> Self {
-                if other == 0 {
-                    return 0;
-                }
-                let quot = self.wrapping_div(other);
-                let rem = self.wrapping_rem(other);
-                if rem != 0 && ((rem < 0) != (other < 0)) { quot.wrapping_sub(1) } else { quot }
-            }
-        }
-    )*};
-}
-
-macro_rules! num_unsigned {
-    ($($ty:ty),*) => {$(
-        impl Num for $ty {
-            fn n_sub(self, other: Self) -> Self { self.wrapping_sub(other) }
-            fn n_mul(self, other: Self) -> Self { self.wrapping_mul(other) }
-            fn n_div(self, other: Self) -> Self { self.checked_div(other).unwrap_or(0) }
-            fn n_neg(self) -> Self { self.wrapping_neg() }
-            fn n_abs(self) -> Self { self }
-            fn n_min(self, other: Self) -> Self { Ord::min(self, other) }
-            fn n_max(self, other: Self) -> Self { Ord::max(self, other) }
-            fn n_mod(self, other: Self) -> Self { self.checked_rem(other).unwrap_or(0) }
-            fn n_idiv(self, other: Self) -> Self { self.checked_div(other).unwrap_or(0) }
-        }
-    )*};
-}
+impl<T: Element + Arith> Num for T {}
 
 /// Float element types with the rules of `prim/arith.rs` and `prim/math.rs`.
 trait Float: Num {
@@ -331,27 +276,8 @@ trait Float: Num {
     fn f_atan2(self, other: Self) -> Self;
 }
 
-macro_rules! num_float {
+macro_rules! float_rules {
     ($($ty:ident),*) => {$(
-        impl Num for $ty {
-            fn n_sub(self, other: Self) -> Self { self - other }
-            fn n_mul(self, other: Self) -> Self { self * other }
-            fn n_div(self, other: Self) -> Self { self / other }
-            fn n_neg(self) -> Self { -self }
-            fn n_abs(self) -> Self { $ty::abs(self) }
-            fn n_min(self, other: Self) -> Self {
-                if self.is_nan() || other.is_nan() { $ty::NAN } else { $ty::min(self, other) }
-            }
-            fn n_max(self, other: Self) -> Self {
-                if self.is_nan() || other.is_nan() { $ty::NAN } else { $ty::max(self, other) }
-            }
-            fn n_mod(self, other: Self) -> Self {
-                let rem = self % other;
-                if rem != 0.0 && ((rem < 0.0) != (other < 0.0)) { rem + other } else { rem }
-            }
-            fn n_idiv(self, other: Self) -> Self { (self / other).floor() }
-        }
-
         impl Float for $ty {
             fn f_is_nan(self) -> bool { self.is_nan() }
             fn f_is_inf(self) -> bool { self.is_infinite() }
@@ -384,15 +310,13 @@ macro_rules! num_float {
     )*};
 }
 
-num_signed!(i32, i64);
-num_unsigned!(u32, u64);
-num_float!(f32, f64);
+float_rules!(f32, f64);
 
 /// Arithmetic unary fast paths (`a` back if there is none).
 fn num_unary<N: Num>(prim: Prim, a: Nd<N>, shape: &[usize]) -> Result<Tensor, Nd<N>> {
     let res = match prim {
-        Prim::Neg => map1_same(a, shape, N::n_neg),
-        Prim::Abs => map1_same(a, shape, N::n_abs),
+        Prim::Neg => map1_same(a, shape, <N as Arith>::neg),
+        Prim::Abs => map1_same(a, shape, <N as Arith>::abs),
         _ => return Err(a),
     };
     Ok(N::into_tensor(res))
@@ -414,14 +338,14 @@ fn float_unary<F: Float>(prim: Prim, a: Nd<F>, shape: &[usize]) -> Result<Tensor
 /// Arithmetic binary fast paths (`Prim::eval` per element for the others).
 fn num_binary<N: Num>(prim: Prim, a: Nd<N>, b: Nd<N>, shape: &[usize]) -> Tensor {
     let res = match prim {
-        Prim::Add => map2_same(a, b, shape, N::add),
-        Prim::Sub => map2_same(a, b, shape, N::n_sub),
-        Prim::Mul => map2_same(a, b, shape, N::n_mul),
-        Prim::Div => map2_same(a, b, shape, N::n_div),
-        Prim::Min => map2_same(a, b, shape, N::n_min),
-        Prim::Max => map2_same(a, b, shape, N::n_max),
-        Prim::Mod => map2_same(a, b, shape, N::n_mod),
-        Prim::IDiv => map2_same(a, b, shape, N::n_idiv),
+        Prim::Add => map2_same(a, b, shape, <N as Arith>::add),
+        Prim::Sub => map2_same(a, b, shape, <N as Arith>::sub),
+        Prim::Mul => map2_same(a, b, shape, <N as Arith>::mul),
+        Prim::Div => map2_same(a, b, shape, <N as Arith>::div),
+        Prim::Min => map2_same(a, b, shape, <N as Arith>::min),
+        Prim::Max => map2_same(a, b, shape, <N as Arith>::max),
+        Prim::Mod => map2_same(a, b, shape, <N as Arith>::modulo),
+        Prim::IDiv => map2_same(a, b, shape, <N as Arith>::idiv),
         _ => {
             return generic_binary(prim, &N::into_tensor(a), &N::into_tensor(b), shape);
         }

@@ -103,8 +103,9 @@ fn eval_as<T: Arith>(op: ArithOp, operands: &[Scalar]) -> Scalar {
     res.into_scalar()
 }
 
-/// Total arithmetic on one numeric Rust type.
-trait Arith: ScalarRepr {
+/// Total arithmetic on one numeric Rust type: the one statement of the arithmetic rules,
+/// used by `eval` here and by the engine's typed kernels (`exec/elementwise.rs`).
+pub(crate) trait Arith: ScalarRepr {
     fn add(self, other: Self) -> Self;
     fn sub(self, other: Self) -> Self;
     fn mul(self, other: Self) -> Self;

@@ -19,6 +19,7 @@ mod math;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use arith::Arith;
 pub use arith::ArithOp;
 pub use compare::CompareOp;
 pub use convert::{cast_scalar, ConvertOp};
