@@ -454,16 +454,7 @@ impl<'env> Infer<'env> {
         span: Span,
         implicit: &mut Option<&mut Vec<(String, Rigid)>>,
     ) -> Result<Ty> {
-        let base = match name {
-            "Float" | "Float32" => Some(BaseTy::Float32),
-            "Float64" => Some(BaseTy::Float64),
-            "Int" | "Int32" => Some(BaseTy::Int32),
-            "Int64" => Some(BaseTy::Int64),
-            "Nat" => Some(BaseTy::Nat),
-            "Word64" | "Key" => Some(BaseTy::Word64),
-            "Bool" => Some(BaseTy::Bool),
-            _ => None,
-        };
+        let base = BaseTy::from_name(name);
         if let Some(base) = base {
             return Ok(Ty::Base(base));
         }
@@ -1190,19 +1181,7 @@ impl<'env> Infer<'env> {
         let looks_like_type = match &binding.value.kind {
             ExprKind::App { func, .. } => is_var(func, "Fin"),
             ExprKind::Var(name) => {
-                self.env.aliases.contains_key(&name.name)
-                    || matches!(
-                        name.name.as_str(),
-                        "Float"
-                            | "Float32"
-                            | "Float64"
-                            | "Int"
-                            | "Int32"
-                            | "Int64"
-                            | "Nat"
-                            | "Bool"
-                            | "Word64"
-                    )
+                self.env.aliases.contains_key(&name.name) || BaseTy::from_name(&name.name).is_some()
             }
             _ => false,
         };

@@ -40,6 +40,20 @@ impl BaseTy {
         }
     }
 
+    /// The base type a type name denotes (`Float` is `Float32`, `Key` is `Word64`).
+    pub fn from_name(name: &str) -> Option<BaseTy> {
+        Some(match name {
+            "Float" | "Float32" => BaseTy::Float32,
+            "Float64" => BaseTy::Float64,
+            "Int" | "Int32" => BaseTy::Int32,
+            "Int64" => BaseTy::Int64,
+            "Nat" => BaseTy::Nat,
+            "Word64" | "Key" => BaseTy::Word64,
+            "Bool" => BaseTy::Bool,
+            _ => return None,
+        })
+    }
+
     pub fn is_float(self) -> bool {
         matches!(self, BaseTy::Float32 | BaseTy::Float64)
     }
