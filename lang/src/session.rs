@@ -38,8 +38,11 @@ pub struct SessionConfig {
 /// The engine that runs compiled programs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Engine {
-    /// The bulk evaluator (`exec`): whole-array operations on ndarray, in parallel.
+    /// The fused engine (`exec/fused.rs`): the main block as loop kernels and matrix
+    /// products (`passes::fuse`), in parallel. `--strict` runs on `Bulk` instead.
     #[default]
+    Fused,
+    /// The bulk evaluator (`exec`): one whole-array operation at a time, in parallel.
     Bulk,
     /// The reference interpreter (`core::interp`): element by element; the tests' oracle.
     Reference,
@@ -51,6 +54,9 @@ pub struct RunReport {
     pub engine: Engine,
     /// Statements the bulk evaluator executed (0 for the reference interpreter).
     pub statements: usize,
+    /// Fused kernels and matrix products run (the fused engine only).
+    pub kernels: usize,
+    pub matmuls: usize,
     /// `build1` statements the bulk evaluator had to run element by element.
     pub build1_fallbacks: usize,
 }
@@ -61,7 +67,7 @@ impl Default for SessionConfig {
             strict: false,
             prelude: true,
             summarise_tables: false,
-            engine: Engine::Bulk,
+            engine: Engine::Fused,
         }
     }
 }
@@ -578,6 +584,7 @@ impl Session {
             core,
             bulk,
             simp,
+            schedule,
             inputs,
             derivatives,
         } = self.compile(texpr)?;
@@ -590,6 +597,7 @@ impl Session {
                 "core" => core.to_string(),
                 "bot" => bulk.to_string(),
                 "simp" => simp.to_string(),
+                "fused" => schedule.display(&simp).to_string(),
                 "linear" | "transposed" => {
                     let texts: Vec<&str> = derivatives
                         .iter()
@@ -610,10 +618,31 @@ impl Session {
             });
         }
         let program = simp;
-        let engine = self.config.engine;
+        let engine = match self.config.engine {
+            // Strict out-of-range errors come in the interpreter's order only from the bulk
+            // evaluator (its Note [Strict errors in bulk]).
+            Engine::Fused if cx.strict => Engine::Bulk,
+            engine => engine,
+        };
         let interrupt = Some(self.interrupt.clone());
         let run = || -> Result<(Vec<Array>, RunReport), InterpError> {
             match engine {
+                Engine::Fused => {
+                    let config = ExecConfig {
+                        strict: false,
+                        interrupt: interrupt.clone(),
+                    };
+                    let (arrays, report) =
+                        crate::exec::run_fused(&program, &schedule, &inputs, &config)?;
+                    let report = RunReport {
+                        engine,
+                        statements: report.statements,
+                        kernels: report.kernels,
+                        matmuls: report.matmuls,
+                        build1_fallbacks: report.build1_fallbacks,
+                    };
+                    Ok((arrays, report))
+                }
                 Engine::Bulk => {
                     let config = ExecConfig {
                         strict: cx.strict,
@@ -624,6 +653,8 @@ impl Session {
                     let report = RunReport {
                         engine,
                         statements: report.statements,
+                        kernels: 0,
+                        matmuls: 0,
                         build1_fallbacks: report.build1_fallbacks,
                     };
                     Ok((arrays, report))
@@ -639,6 +670,8 @@ impl Session {
                         RunReport {
                             engine,
                             statements: 0,
+                            kernels: 0,
+                            matmuls: 0,
                             build1_fallbacks: 0,
                         },
                     ))
@@ -687,10 +720,12 @@ impl Session {
         let mut simp = bulk.clone();
         crate::passes::simplify::run(&mut simp);
         verify_after("simp", &simp)?;
+        let schedule = crate::passes::fuse::run(&simp);
         Ok(Compiled {
             core,
             bulk,
             simp,
+            schedule,
             inputs,
             derivatives,
         })
@@ -706,6 +741,7 @@ const ALL_STAGES: &[&str] = &[
     "transposed",
     "bot",
     "simp",
+    "fused",
 ];
 
 /// Reads `on stage…` / `off` after `:stages`.
@@ -738,6 +774,8 @@ struct Compiled {
     core: Program,
     bulk: Program,
     simp: Program,
+    /// `simp`'s main block as kernels (`passes::fuse`).
+    schedule: crate::core::kernel::Schedule,
     inputs: Vec<Array>,
     /// `linear` / `transposed` dumps of the derivatives taken in the block.
     derivatives: Vec<(&'static str, String)>,
@@ -830,12 +868,25 @@ fn lower_error(err: LowerError) -> Diagnostic {
 fn runtime_error(err: InterpError, program: &Program) -> Diagnostic {
     let span = match &err {
         InterpError::OutOfRange { var, .. } => program.source_map.get(var).copied(),
+        InterpError::TooLarge { var, .. } => program.source_map.get(var).copied(),
         InterpError::Interrupted => None,
     };
     let message = match &err {
         InterpError::OutOfRange { index, shape, .. } => {
             format!("index {index:?} is out of range for a table of shape {shape:?}")
         }
+        InterpError::TooLarge {
+            op,
+            shape,
+            bytes,
+            available,
+            ..
+        } => format!(
+            "not enough memory: `{op}` would allocate {} for a table of shape {shape:?}, but \
+             only {} is available",
+            crate::core::interp::format_bytes(*bytes),
+            crate::core::interp::format_bytes(u128::from(*available))
+        ),
         InterpError::Interrupted => "interrupted".to_string(),
     };
     Diagnostic {

@@ -1,11 +1,12 @@
-//! The bulk-operation transform and the simplifier against the reference interpreter: on
-//! random well-typed programs, `bot` then `simplify` must give a verified program in normal form (Theorem 5.1) that computes
-//! exactly what the original computes.
+//! The bulk-operation transform, the simplifier and fusion against the reference interpreter:
+//! on random well-typed programs, `bot` then `simplify` must give a verified program in normal
+//! form (Theorem 5.1) that computes exactly what the original computes, on the bulk evaluator
+//! and, fused (`passes::fuse`), on the fused engine — bit for bit, on any number of threads.
 
 use dx_lang::core::interp::{self, InterpConfig};
 use dx_lang::core::testgen::{random_inputs, random_program, GenConfig};
 use dx_lang::core::verify::verify;
-use dx_lang::passes::{bot, cleanup, simplify};
+use dx_lang::passes::{bot, cleanup, fuse, simplify};
 
 fn check_seed(seed: u64, config: &GenConfig) {
     let program = random_program(seed, config);
@@ -50,6 +51,9 @@ fn check_seed(seed: u64, config: &GenConfig) {
             (Err(_), _) | (_, Err(_)) if strict => {}
             _ => panic!("seed {seed} (strict: {strict}): {expected:?} vs bulk {bulk:?}\nafter:\n{transformed}"),
         }
+        if !strict {
+            check_fused(seed, &transformed, &inputs, expected.as_ref().ok());
+        }
         match (&expected, &actual) {
             (Ok(expected), Ok(actual)) => assert!(
                 expected.iter().zip(actual).all(|(a, b)| same_bits(a, b)),
@@ -61,6 +65,32 @@ fn check_seed(seed: u64, config: &GenConfig) {
             (Err(_), _) | (_, Err(_)) if strict => {}
             _ => panic!("seed {seed} (strict: {strict}): {expected:?} vs {actual:?}\nbefore:\n{program}\nafter:\n{transformed}"),
         }
+    }
+}
+
+/// The fused engine on `program` must give `expected` (the interpreter's results) exactly:
+/// random programs are far too small for matrix products, so every sum runs in dx's order.
+fn check_fused(
+    seed: u64,
+    program: &dx_lang::core::ir::Program,
+    inputs: &[dx_lang::core::value::Array],
+    expected: Option<&Vec<dx_lang::core::value::Array>>,
+) {
+    let schedule = fuse::run(program);
+    assert_eq!(
+        schedule.counts().1,
+        0,
+        "seed {seed}: a matrix product in a tiny program"
+    );
+    let config = dx_lang::exec::ExecConfig::default();
+    let fused = dx_lang::exec::run_fused(program, &schedule, inputs, &config);
+    match (expected, &fused) {
+        (Some(expected), Ok((fused, _))) => assert!(
+            expected.iter().zip(fused).all(|(a, b)| same_bits(a, b)),
+            "seed {seed}: the fused engine differs\nexpected {expected:?}\nfused {fused:?}\nprogram:\n{program}\nschedule:\n{}",
+            schedule.display(program)
+        ),
+        _ => panic!("seed {seed}: {expected:?} vs fused {fused:?}\n{program}"),
     }
 }
 

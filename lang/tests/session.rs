@@ -102,21 +102,21 @@ fn interrupt_stops_a_long_computation() {
 }
 
 #[test]
-fn a_million_element_for_runs_in_bulk() {
+fn a_million_element_for_runs_as_one_fused_kernel() {
     let mut session = Session::new(SessionConfig::default());
     let got = outputs(&mut session, "n = 1000000\nxs : (Fin n)=>Float64 = for i. n_to_f (ordinal i)\n:p sum for i. xs[i] * 2.0 + 1.0\n");
     assert_eq!(got, vec![Output::Value("1000000000000.".into())], "{got:?}");
     let report = session.last_run().expect("the expression ran");
-    assert_eq!(report.engine, dx_lang::session::Engine::Bulk);
-    assert_eq!(report.build1_fallbacks, 0, "{report:?}");
-    assert!(
-        report.statements < 10,
-        "the for became a few bulk statements: {report:?}"
+    assert_eq!(report.engine, dx_lang::session::Engine::Fused);
+    assert_eq!((report.kernels, report.matmuls), (1, 0), "{report:?}");
+    assert_eq!(
+        report.statements, 0,
+        "nothing ran on the bulk evaluator: {report:?}"
     );
 }
 
 #[test]
-fn both_engines_agree_on_the_literate_tests() {
+fn every_engine_agrees_with_the_interpreter_on_the_literate_tests() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     for dir in ["tests/dx", "examples"] {
         for entry in std::fs::read_dir(root.join(dir)).unwrap().flatten() {
@@ -125,7 +125,6 @@ fn both_engines_agree_on_the_literate_tests() {
                 engine: dx_lang::session::Engine::Reference,
                 ..SessionConfig::default()
             };
-            let mut bulk = Session::new(SessionConfig::default());
             let mut reference = Session::new(reference_config);
             let strip_timing = |outputs: Vec<Output>| -> Vec<Output> {
                 outputs
@@ -133,12 +132,22 @@ fn both_engines_agree_on_the_literate_tests() {
                     .filter(|output| !matches!(output, Output::Timing { .. }))
                     .collect()
             };
-            assert_eq!(
-                strip_timing(outputs(&mut bulk, &src)),
-                strip_timing(outputs(&mut reference, &src)),
-                "{}",
-                entry.path().display()
-            );
+            let expected = strip_timing(outputs(&mut reference, &src));
+            for engine in [
+                dx_lang::session::Engine::Fused,
+                dx_lang::session::Engine::Bulk,
+            ] {
+                let mut session = Session::new(SessionConfig {
+                    engine,
+                    ..SessionConfig::default()
+                });
+                assert_eq!(
+                    strip_timing(outputs(&mut session, &src)),
+                    expected,
+                    "{engine:?} on {}",
+                    entry.path().display()
+                );
+            }
         }
     }
 }

@@ -17,7 +17,8 @@
 //!   every operation is total).
 //! - The interrupt flag is checked once per iteration of `build1`, `fold`, `scan`, and per
 //!   index-function call of `gather`/`scatter`, with a `Relaxed` load.
-//! - Sums (`sumOuter`, `scatter` collisions) add in index order, sequentially.
+//! - `sumOuter` adds in dx's summation order (`prim::sum_order`, Note [Summation order]);
+//!   `scatter` collisions add in index order.
 //!
 //! Does not handle: nothing is left out of the core IR today.
 
@@ -28,7 +29,7 @@ use std::sync::Arc;
 use super::ids::IdVec;
 use super::ir::{ArrTy, Atom, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
 use super::value::{Array, ArrayData};
-use crate::prim::Prim;
+use crate::prim::{sum_order, Prim};
 
 /// How to run the interpreter.
 #[derive(Clone, Debug, Default)]
@@ -51,6 +52,35 @@ pub enum InterpError {
     },
     /// The interrupt flag was set.
     Interrupted,
+    /// A value of `bytes` bytes (of shape `shape`, bound to `var` by an operation named `op`)
+    /// was asked for, but only `available` bytes of memory are available. Raised before
+    /// anything is allocated.
+    TooLarge {
+        var: VarId,
+        op: String,
+        shape: Vec<usize>,
+        bytes: u128,
+        available: u64,
+    },
+}
+
+/// A byte count for people: `40 GB`, `512 MB`, `3.2 kB` (decimal units, 2 significant
+/// digits at least).
+pub fn format_bytes(bytes: u128) -> String {
+    const UNITS: [&str; 7] = ["bytes", "kB", "MB", "GB", "TB", "PB", "EB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} bytes")
+    } else if value < 10.0 {
+        format!("{value:.1} {}", UNITS[unit])
+    } else {
+        format!("{value:.0} {}", UNITS[unit])
+    }
 }
 
 impl fmt::Display for InterpError {
@@ -63,6 +93,19 @@ impl fmt::Display for InterpError {
                 )
             }
             InterpError::Interrupted => f.write_str("interrupted"),
+            InterpError::TooLarge {
+                var,
+                op,
+                shape,
+                bytes,
+                available,
+            } => write!(
+                f,
+                "`{op}` needs {} of memory for a table of shape {shape:?} ({var}), but only {} \
+                 is available",
+                format_bytes(*bytes),
+                format_bytes(u128::from(*available))
+            ),
         }
     }
 }
@@ -439,19 +482,24 @@ fn eval_prim(prim: Prim, operands: &[Array], res_ty: &ArrTy) -> Array {
     Array::new(res_ty.shape.clone(), out)
 }
 
-/// Sums along the outermost axis, in index order; an empty outermost axis gives zeros.
+/// Sums along the outermost axis in dx's summation order (`prim::sum_order`), each element of
+/// the rest independently; an empty outermost axis gives zeros.
 fn sum_outer(array: &Array) -> Array {
     let (&n_rows, rest) = array
         .shape
         .split_first()
         .expect("sumOuter of a rank-0 array");
     let n_sub: usize = rest.iter().product();
-    let mut out = vec![Scalar::zero(array.elem()); n_sub];
-    for row in 0..n_rows {
-        for (offset, slot) in out.iter_mut().enumerate() {
-            *slot = Prim::Add.eval(&[*slot, array.data.get(row * n_sub + offset)]);
-        }
-    }
+    let zero = Scalar::zero(array.elem());
+    let add = |a: Scalar, b: Scalar| Prim::Add.eval(&[a, b]);
+    let mut column = Vec::with_capacity(n_rows);
+    let out = (0..n_sub)
+        .map(|offset| {
+            column.clear();
+            column.extend((0..n_rows).map(|row| array.data.get(row * n_sub + offset)));
+            sum_order::tree_sum(&column, zero, add)
+        })
+        .collect();
     from_scalars(rest.to_vec(), array.elem(), out)
 }
 

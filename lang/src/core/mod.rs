@@ -6,6 +6,7 @@ pub mod ids;
 pub mod inline;
 pub mod interp;
 pub mod ir;
+pub mod kernel;
 pub mod parse;
 pub mod print;
 pub mod testgen;

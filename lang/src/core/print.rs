@@ -133,6 +133,40 @@ pub fn atom_text(program: &Program, atom: &Atom) -> String {
     }
 }
 
+/// The keyword an expression prints with (a primitive's name for `prim`).
+pub fn expr_name(expr: &Expr) -> String {
+    let keyword = match expr {
+        Expr::Atom(_) => "copy",
+        Expr::Prim(prim, _) => return prim.name(),
+        Expr::Build1 { .. } => "build1",
+        Expr::Index { .. } => "index",
+        Expr::SumOuter(_) => "sumOuter",
+        Expr::Gather { .. } => "gather",
+        Expr::Scatter { .. } => "scatter",
+        Expr::Table(_) => "table",
+        Expr::Replicate { .. } => "replicate",
+        Expr::Transpose { .. } => "tr",
+        Expr::Reshape { .. } => "reshape",
+        Expr::Cond { .. } => "cond",
+        Expr::Iota(_) => "iota",
+        Expr::Fold { .. } => "fold",
+        Expr::Scan { .. } => "scan",
+    };
+    keyword.to_string()
+}
+
+/// One statement as printed at nesting depth `depth` (its binders with their types, then
+/// its expression, nested blocks included).
+pub fn stmt_text(program: &Program, stmt: &Stmt, depth: usize) -> String {
+    let mut printer = Printer {
+        program,
+        out: String::new(),
+        notes: &Notes::default(),
+    };
+    printer.stmt(stmt, depth);
+    printer.out
+}
+
 struct Printer<'a> {
     program: &'a Program,
     out: String,
@@ -286,11 +320,7 @@ impl Printer<'_> {
             }
             Expr::SumOuter(array) => format!("sumOuter {}", atom_text(program, array)),
             Expr::Gather { shape, array, body } | Expr::Scatter { shape, array, body } => {
-                let keyword = if matches!(expr, Expr::Gather { .. }) {
-                    "gather"
-                } else {
-                    "scatter"
-                };
+                let keyword = expr_name(expr);
                 let _ = write!(
                     self.out,
                     "{keyword} {} {} ",
@@ -325,11 +355,7 @@ impl Printer<'_> {
             }
             Expr::Iota(size) => format!("iota {size}"),
             Expr::Fold { size, init, body } | Expr::Scan { size, init, body } => {
-                let keyword = if matches!(expr, Expr::Fold { .. }) {
-                    "fold"
-                } else {
-                    "scan"
-                };
+                let keyword = expr_name(expr);
                 let _ = write!(self.out, "{keyword} {size} ({}) ", self.atoms(init, ", "));
                 return self.block(*body, depth);
             }

@@ -991,6 +991,7 @@ mod tests {
             Ok(strict_results) => assert_eq!(strict_results.len(), results.len()),
             Err(InterpError::OutOfRange { .. }) => {}
             Err(InterpError::Interrupted) => panic!("seed {seed}: interrupted without a flag"),
+            Err(error @ InterpError::TooLarge { .. }) => panic!("seed {seed}: {error}"),
         }
     }
 

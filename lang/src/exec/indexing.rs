@@ -1,5 +1,4 @@
-//! Reading and writing rows of arrays at computed indices (`index`, `gather`, `scatter`), and
-//! sums along an axis (`sumOuter`).
+//! Reading and writing rows of arrays at computed indices (`index`, `gather`, `scatter`).
 //!
 //! A source array is seen as a matrix `[n_rows, n_sub]`: its leading axes (the indexed ones)
 //! flattened into rows, the rest into `n_sub` elements per row. A read at `n_points` points
@@ -209,55 +208,6 @@ pub fn scatter_rows(source: &Tensor, n_sub: usize, rows: &Rows, shape: &[usize])
         from_vec(shape, out)
     }
     with_tensor!(source, a => wrap(typed(a, n_sub, rows, shape)))
-}
-
-/// Sums `array` along axis `axis`: `out[b, r] = ((0 + x[b, 0, r]) + x[b, 1, r]) + …` in
-/// index order, as the interpreter does, so the result is the same bit for bit. Parallel over
-/// output elements (each one still summed sequentially).
-pub fn sum_axis(array: &Tensor, axis: usize) -> Tensor {
-    fn typed<T: Element>(array: &Nd<T>, axis: usize) -> Nd<T> {
-        let shape = array.shape();
-        let outer: usize = shape[..axis].iter().product();
-        let n_rows = shape[axis];
-        let inner: usize = shape[axis + 1..].iter().product();
-        let mut out_shape = shape[..axis].to_vec();
-        out_shape.extend_from_slice(&shape[axis + 1..]);
-        let data = standard_slice(array);
-        let mut out = vec![T::default(); outer * inner];
-        // Accumulates rows `0..n_rows` of block `block` into `dst`, which holds the output
-        // elements `first..first + dst.len()` of that block.
-        let accumulate = |block: usize, first: usize, dst: &mut [T]| {
-            for row in 0..n_rows {
-                let start = (block * n_rows + row) * inner + first;
-                let src = &data[start..start + dst.len()];
-                for (slot, &x) in dst.iter_mut().zip(src) {
-                    *slot = slot.add(x);
-                }
-            }
-        };
-        if inner > 0 {
-            if outer * inner * n_rows < PAR_THRESHOLD {
-                for (block, dst) in out.chunks_mut(inner).enumerate() {
-                    accumulate(block, 0, dst);
-                }
-            } else if inner >= MIN_CHUNK {
-                out.par_chunks_mut(inner)
-                    .enumerate()
-                    .for_each(|(block, dst)| {
-                        dst.par_chunks_mut(MIN_CHUNK)
-                            .enumerate()
-                            .for_each(|(chunk, dst)| accumulate(block, chunk * MIN_CHUNK, dst));
-                    });
-            } else {
-                out.par_chunks_mut(inner)
-                    .enumerate()
-                    .with_min_len(MIN_CHUNK.div_ceil(inner * n_rows.max(1)))
-                    .for_each(|(block, dst)| accumulate(block, 0, dst));
-            }
-        }
-        from_vec(&out_shape, out)
-    }
-    with_tensor!(array, a => wrap(typed(a, axis)))
 }
 
 /// Wraps a typed array back into a `Tensor` (the element type picks the variant).

@@ -12,9 +12,9 @@
 //! that for literals and unbatched scalars).
 //!
 //! Guarantees: the results equal `core::interp`'s exactly, errors included (see
-//! Note [Strict errors in bulk]). Sums (`sumOuter`, `scatter` collisions) add in the
-//! interpreter's sequential index order, so float results agree bit for bit; parallelism is
-//! only over independent output elements. The interrupt flag is checked before every
+//! Note [Strict errors in bulk]). `sumOuter` adds in dx's summation order (`reduce.rs`, the
+//! tree of `prim::sum_order`) and `scatter` collisions in index order, as the interpreter
+//! does, so float results agree bit for bit, on any number of threads. The interrupt flag is checked before every
 //! statement (at every nesting level) and once per iteration of `build1`, `fold`, `scan` and
 //! per point of a per-point index function.
 //!
@@ -66,7 +66,10 @@
 // point, and its binders get zeros (their values can only matter at later points).
 
 mod elementwise;
+mod fused;
 mod indexing;
+mod lanes;
+mod reduce;
 pub mod tensor;
 #[cfg(test)]
 mod tests;
@@ -80,6 +83,7 @@ use rayon::prelude::*;
 use crate::core::ids::IdVec;
 use crate::core::interp::InterpError;
 use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::kernel::Schedule;
 use crate::core::value::Array;
 use crate::core::verify::{expr_atoms, expr_blocks};
 use indexing::{IndexCol, Rows};
@@ -108,6 +112,9 @@ pub struct ExecReport {
     pub build1_fallbacks: usize,
     /// `gather`/`scatter` index functions executed point by point instead of in bulk.
     pub index_fn_fallbacks: usize,
+    /// Fused kernels and matrix products run (by `run_fused`).
+    pub kernels: usize,
+    pub matmuls: usize,
 }
 
 /// Runs `program` on `inputs` (bound to `program.inputs` in order) and returns the results of
@@ -143,6 +150,31 @@ pub fn run_tensors(
     run_inner(program, inputs, config, false)
 }
 
+/// Runs `program` as `schedule` (its main block fused by `passes::fuse`) on the fused engine
+/// (`exec/fused.rs`); the results equal `run`'s.
+pub fn run_fused(
+    program: &Program,
+    schedule: &Schedule,
+    inputs: &[Array],
+    config: &ExecConfig,
+) -> Result<(Vec<Array>, ExecReport), InterpError> {
+    let inputs: Vec<Tensor> = inputs.iter().map(Tensor::from_array).collect();
+    let mut cx = Exec::new(program, config, inputs, false);
+    match cx.run_schedule(schedule) {
+        Ok(results) => Ok((
+            results
+                .into_iter()
+                .map(|slot| slot.tensor.into_array())
+                .collect(),
+            cx.report,
+        )),
+        Err(Stop::Error(error)) => Err(error),
+        Err(Stop::Unbatchable) => {
+            unreachable!("exec: only batch mode reports Unbatchable, and it catches it")
+        }
+    }
+}
+
 /// `run_tensors`; with `batch_build1`, `build1` runs in batch mode too (Note [Batched
 /// blocks]), which lets the tests check batch mode on the rich bodies of random `build1`s.
 fn run_inner(
@@ -151,30 +183,7 @@ fn run_inner(
     config: &ExecConfig,
     batch_build1: bool,
 ) -> Result<(Vec<Tensor>, ExecReport), InterpError> {
-    assert_eq!(
-        inputs.len(),
-        program.inputs.len(),
-        "exec::run: the program takes {} inputs but {} were given",
-        program.inputs.len(),
-        inputs.len()
-    );
-    let mut cx = Exec {
-        program,
-        config,
-        env: filled(program.vars.len(), None),
-        free_vars: filled(program.blocks.len(), None),
-        dying: filled(program.blocks.len(), None),
-        report: ExecReport::default(),
-        batch_build1,
-    };
-    for (&var, tensor) in program.inputs.iter().zip(inputs) {
-        debug_assert_eq!(
-            (tensor.shape(), tensor.elem()),
-            (&program.var_ty(var).shape[..], program.var_ty(var).elem),
-            "input {var} has the wrong type"
-        );
-        cx.env[var] = Some(Slot::plain(tensor));
-    }
+    let mut cx = Exec::new(program, config, inputs, batch_build1);
     match cx.eval_block(program.main, Vec::new(), None) {
         Ok(results) => Ok((
             results.into_iter().map(|slot| slot.tensor).collect(),
@@ -292,6 +301,41 @@ struct Exec<'a> {
     report: ExecReport,
     /// Run `build1` in batch mode (tests only, see `run_inner`).
     batch_build1: bool,
+}
+
+impl<'a> Exec<'a> {
+    fn new(
+        program: &'a Program,
+        config: &'a ExecConfig,
+        inputs: Vec<Tensor>,
+        batch_build1: bool,
+    ) -> Exec<'a> {
+        assert_eq!(
+            inputs.len(),
+            program.inputs.len(),
+            "exec::run: the program takes {} inputs but {} were given",
+            program.inputs.len(),
+            inputs.len()
+        );
+        let mut cx = Exec {
+            program,
+            config,
+            env: filled(program.vars.len(), None),
+            free_vars: filled(program.blocks.len(), None),
+            dying: filled(program.blocks.len(), None),
+            report: ExecReport::default(),
+            batch_build1,
+        };
+        for (&var, tensor) in program.inputs.iter().zip(inputs) {
+            debug_assert_eq!(
+                (tensor.shape(), tensor.elem()),
+                (&program.var_ty(var).shape[..], program.var_ty(var).elem),
+                "input {var} has the wrong type"
+            );
+            cx.env[var] = Some(Slot::plain(tensor));
+        }
+        cx
+    }
 }
 
 impl Exec<'_> {
@@ -471,7 +515,7 @@ impl Exec<'_> {
                     .collect();
                 self.index_plain(&array, &index, reader, self.binder_ty(stmt, 0))?
             }
-            Expr::SumOuter(array) => indexing::sum_axis(&self.tensor(array), 0),
+            Expr::SumOuter(array) => reduce::sum_axis(&self.tensor(array), 0),
             Expr::Gather { shape, array, body } => self.gather(stmt, shape, array, *body)?,
             Expr::Scatter { shape, array, body } => self.scatter(shape, array, *body)?,
             Expr::Table(atoms) => {
@@ -786,7 +830,7 @@ impl Exec<'_> {
                 elementwise::eval_prim(*prim, operands, &shape)
             }
             Expr::Index { array, index } => self.index_batched(stmt, array, index, batch),
-            Expr::SumOuter(array) => indexing::sum_axis(&self.lifted(array, batch), n_batch),
+            Expr::SumOuter(array) => reduce::sum_axis(&self.lifted(array, batch), n_batch),
             Expr::Table(atoms) => {
                 let parts: Vec<Tensor> =
                     atoms.iter().map(|atom| self.lifted(atom, batch)).collect();

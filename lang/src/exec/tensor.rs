@@ -346,6 +346,15 @@ impl Tensor {
         map_tensor!(self, a => reshape_nd(a, shape))
     }
 
+    /// The same value with its elements in one row-major slice (a copy only when they are
+    /// not already).
+    pub fn to_standard_layout(&self) -> Tensor {
+        map_tensor!(self, a => match a.as_slice() {
+            Some(_) => a.clone(),
+            None => from_vec(a.shape(), standard_slice(a).into_owned()),
+        })
+    }
+
     /// Permutes the axes: result axis `a` is input axis `axes[a]` (`axes` is a permutation
     /// of all axes). Zero-copy.
     pub fn permute(&self, axes: &[usize]) -> Tensor {

@@ -12,6 +12,7 @@
 pub mod ad;
 pub mod bot;
 pub mod cleanup;
+pub mod fuse;
 pub mod lower;
 mod lower_ad;
 pub mod simplify;

@@ -15,6 +15,7 @@ mod arith;
 mod compare;
 mod convert;
 mod math;
+pub mod sum_order;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,370 @@
+//! The kernel IR: what the `fuse` pass (`passes/fuse.rs`) makes of a bulk program's main block,
+//! and what the engine (`exec/fused.rs`) runs.
+//!
+//! A [`Schedule`] is the main block's statements regrouped into steps, in an order that respects
+//! every dependency. Each step computes one or more *materialised* variables of the bulk
+//! program (so buffers are named by the bulk program's own `VarId`s and the `fused` stage reads
+//! next to the `simp` stage):
+//!
+//! - [`Kernel`]: one loop nest over an iteration space, whose body is a DAG of scalar
+//!   [`Node`]s: reads of materialised variables at coordinates computed from the iteration
+//!   coordinates, literals, index arithmetic and elementwise primitives. Every pull operation
+//!   of the bulk IR (elementwise `prim`s, `replicate`, `tr`, `reshape`, `iota`, `index`,
+//!   `gather` with a scalar index function) has disappeared into the coordinates and the DAG:
+//!   no intermediate array exists. A kernel with `reduce` sums its body over axis 0 of the
+//!   iteration space in dx's summation order (`prim::sum_order`), which is how `sumOuter`
+//!   absorbs its producer.
+//! - [`MatMul`]: a reduction kernel whose body is the product of two reads, recognised as a
+//!   (batched) matrix product and run on `faer`.
+//! - [`Step::Stmt`]: a statement the fuser leaves to the bulk evaluator (`fold`, `scan`,
+//!   `cond`, `scatter`, literal tables, and gathers whose index function is not scalar code).
+//!
+//! Invariants (checked by [`Schedule::check`] in tests): every variable a step reads is an
+//! input or is computed by an earlier step; node operands precede their node; coordinates
+//! have one entry per axis of the variable read.
+
+use std::fmt;
+
+use super::ids::IdVec;
+use super::ir::{Atom, Elem, Program, Scalar, VarId};
+use super::print::{atom_text, scalar_text, shape_text, stmt_text, var_text as var_name};
+use crate::define_id;
+use crate::prim::Prim;
+
+define_id!(
+    /// A node of a kernel's scalar DAG.
+    NodeId,
+    "v"
+);
+
+/// An integer-affine function of the iteration coordinates: `constant + Σ coeff · i[axis]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Affine {
+    pub constant: i64,
+    /// `(axis, coeff)`, sorted by axis, no zero coefficients.
+    pub terms: Vec<(usize, i64)>,
+}
+
+impl Affine {
+    pub fn constant(value: i64) -> Affine {
+        Affine {
+            constant: value,
+            terms: Vec::new(),
+        }
+    }
+
+    pub fn axis(axis: usize) -> Affine {
+        Affine {
+            constant: 0,
+            terms: vec![(axis, 1)],
+        }
+    }
+
+    /// `self * factor + other * 1`, normalised.
+    pub fn scaled_plus(&self, factor: i64, other: &Affine) -> Affine {
+        let mut terms: Vec<(usize, i64)> = self
+            .terms
+            .iter()
+            .map(|&(axis, coeff)| (axis, coeff * factor))
+            .chain(other.terms.iter().copied())
+            .collect();
+        terms.sort_by_key(|&(axis, _)| axis);
+        let mut merged: Vec<(usize, i64)> = Vec::with_capacity(terms.len());
+        for (axis, coeff) in terms {
+            match merged.last_mut() {
+                Some((last, sum)) if *last == axis => *sum += coeff,
+                _ => merged.push((axis, coeff)),
+            }
+        }
+        merged.retain(|&(_, coeff)| coeff != 0);
+        Affine {
+            constant: self.constant * factor + other.constant,
+            terms: merged,
+        }
+    }
+
+    /// The smallest and largest value over the iteration space `shape` (which is not empty).
+    pub fn range(&self, shape: &[usize]) -> (i64, i64) {
+        let mut low = self.constant;
+        let mut high = self.constant;
+        for &(axis, coeff) in &self.terms {
+            let extent = shape[axis] as i64 - 1;
+            if coeff > 0 {
+                high += coeff * extent;
+            } else {
+                low += coeff * extent;
+            }
+        }
+        (low, high)
+    }
+
+    /// The coefficient of `axis`.
+    pub fn coeff(&self, axis: usize) -> i64 {
+        self.terms
+            .iter()
+            .find(|&&(term_axis, _)| term_axis == axis)
+            .map_or(0, |&(_, coeff)| coeff)
+    }
+}
+
+/// Where a read looks along one axis of the variable it reads.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Coord {
+    /// An affine function of the iteration coordinates.
+    Affine(Affine),
+    /// A value computed by an `I64` node (an index function's result, an `index` operand).
+    Node(NodeId),
+}
+
+/// One scalar operation of a kernel body, evaluated at every point of the iteration space.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Node {
+    Lit(Scalar),
+    /// An `I64` index: an affine function of the iteration coordinates.
+    Index(Affine),
+    /// A read of a materialised variable. When `checked`, a coordinate may fall outside its
+    /// axis, and the read gives zero there (total semantics, seed 001 §5.2); otherwise every
+    /// coordinate is known to be in range.
+    Read {
+        var: VarId,
+        coords: Vec<Coord>,
+        checked: bool,
+    },
+    /// An elementwise primitive; rank-0 operands are simply scalars here.
+    Prim(Prim, Vec<NodeId>),
+}
+
+/// A fused loop nest: see the module documentation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    /// The iteration space. With `reduce`, axis 0 is summed and the output has the rest.
+    pub shape: Vec<usize>,
+    pub reduce: bool,
+    /// The body in dependency order, with each node's element type.
+    pub nodes: IdVec<NodeId, (Node, Elem)>,
+    /// The materialised variable and the node whose value (or sum) it holds.
+    pub output: (VarId, NodeId),
+}
+
+/// An operand of a matrix product: a variable read at affine coordinates (no checks).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MatOperand {
+    pub var: VarId,
+    pub coords: Vec<Affine>,
+}
+
+/// `out[o] = Σ_k lhs[k, o] * rhs[k, o]` over the iteration space `[k] ++ shape(out)`, where
+/// the output axes split into an `m` axis (read by `lhs` only), an `n` axis (read by `rhs`
+/// only) and batch axes (read by both): a batch of matrix products.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MatMul {
+    pub shape: Vec<usize>,
+    pub out: VarId,
+    pub elem: Elem,
+    pub lhs: MatOperand,
+    pub rhs: MatOperand,
+    /// Iteration axes (never 0) of the output's rows and columns; `None` is a size-1 axis.
+    pub m_axis: Option<usize>,
+    pub n_axis: Option<usize>,
+    pub batch_axes: Vec<usize>,
+}
+
+/// One step of a schedule.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    Kernel(Kernel),
+    MatMul(MatMul),
+    /// Statement `index` of the main block, run by the bulk evaluator.
+    Stmt(usize),
+}
+
+impl Step {
+    /// The variables this step reads (for a `Stmt`, see `Schedule::reads`).
+    pub fn outputs(&self, program: &Program) -> Vec<VarId> {
+        match self {
+            Step::Kernel(kernel) => vec![kernel.output.0],
+            Step::MatMul(matmul) => vec![matmul.out],
+            Step::Stmt(index) => program.blocks[program.main].stmts[*index].binders.clone(),
+        }
+    }
+}
+
+/// The main block of a bulk program as steps (see the module documentation).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Schedule {
+    pub steps: Vec<Step>,
+}
+
+impl Kernel {
+    /// The variables the kernel reads, in node order, without repeats.
+    pub fn reads(&self) -> Vec<VarId> {
+        let mut vars = Vec::new();
+        for (node, _) in self.nodes.values() {
+            if let Node::Read { var, .. } = node {
+                if !vars.contains(var) {
+                    vars.push(*var);
+                }
+            }
+        }
+        vars
+    }
+
+    /// The shape of the output variable.
+    pub fn out_shape(&self) -> &[usize] {
+        if self.reduce {
+            &self.shape[1..]
+        } else {
+            &self.shape
+        }
+    }
+}
+
+impl Schedule {
+    /// Counts of each kind of step: (kernels, matrix products, statements left to the bulk
+    /// evaluator).
+    pub fn counts(&self) -> (usize, usize, usize) {
+        let mut counts = (0, 0, 0);
+        for step in &self.steps {
+            match step {
+                Step::Kernel(_) => counts.0 += 1,
+                Step::MatMul(_) => counts.1 += 1,
+                Step::Stmt(_) => counts.2 += 1,
+            }
+        }
+        counts
+    }
+
+    /// Prints the schedule with variable names from `program` (the `fused` stage).
+    pub fn display<'a>(&'a self, program: &'a Program) -> impl fmt::Display + 'a {
+        ScheduleDisplay {
+            schedule: self,
+            program,
+        }
+    }
+}
+
+struct ScheduleDisplay<'a> {
+    schedule: &'a Schedule,
+    program: &'a Program,
+}
+
+impl fmt::Display for Affine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts: Vec<String> = self
+            .terms
+            .iter()
+            .map(|&(axis, coeff)| match coeff {
+                1 => format!("i{axis}"),
+                _ => format!("{coeff}*i{axis}"),
+            })
+            .collect();
+        if self.constant != 0 || parts.is_empty() {
+            parts.push(self.constant.to_string());
+        }
+        write!(f, "{}", parts.join(" + "))
+    }
+}
+
+impl fmt::Display for Coord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Coord::Affine(affine) => write!(f, "{affine}"),
+            Coord::Node(node) => write!(f, "{node}"),
+        }
+    }
+}
+
+impl ScheduleDisplay<'_> {
+    fn kernel(&self, f: &mut fmt::Formatter<'_>, number: usize, kernel: &Kernel) -> fmt::Result {
+        let program = self.program;
+        let reads: Vec<String> = kernel
+            .reads()
+            .into_iter()
+            .map(|var| var_name(program, var))
+            .collect();
+        let (out, root) = kernel.output;
+        let out_ty = program.var_ty(out);
+        writeln!(
+            f,
+            "kernel k{number} over {}{}: reads {{{}}} writes {}: {}{}",
+            shape_text(&kernel.shape),
+            if kernel.reduce { " sum i0" } else { "" },
+            reads.join(", "),
+            var_name(program, out),
+            shape_text(&out_ty.shape),
+            out_ty.elem.name(),
+        )?;
+        for (node_id, (node, elem)) in kernel.nodes.iter() {
+            let text = match node {
+                Node::Lit(scalar) => scalar_text(*scalar),
+                Node::Index(affine) => format!("index {affine}"),
+                Node::Read {
+                    var,
+                    coords,
+                    checked,
+                } => {
+                    let coords: Vec<String> = coords.iter().map(ToString::to_string).collect();
+                    format!(
+                        "read{} {}[{}]",
+                        if *checked { "?" } else { "" },
+                        var_name(program, *var),
+                        coords.join(", ")
+                    )
+                }
+                Node::Prim(prim, operands) => {
+                    let operands: Vec<String> = operands.iter().map(ToString::to_string).collect();
+                    format!("{} {}", prim.name(), operands.join(" "))
+                }
+            };
+            writeln!(f, "  {node_id}: {} = {text}", elem.name())?;
+        }
+        writeln!(f, "  {} {root}", if kernel.reduce { "sum" } else { "out" })
+    }
+}
+
+impl fmt::Display for ScheduleDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let program = self.program;
+        let main = &program.blocks[program.main];
+        let inputs: Vec<String> = program
+            .inputs
+            .iter()
+            .map(|&var| var_name(program, var))
+            .collect();
+        writeln!(f, "schedule({}) {{", inputs.join(", "))?;
+        for (number, step) in self.schedule.steps.iter().enumerate() {
+            match step {
+                Step::Kernel(kernel) => self.kernel(f, number, kernel)?,
+                Step::MatMul(matmul) => {
+                    let coords = |operand: &MatOperand| -> String {
+                        let coords: Vec<String> =
+                            operand.coords.iter().map(ToString::to_string).collect();
+                        format!("{}[{}]", var_name(program, operand.var), coords.join(", "))
+                    };
+                    let out_ty = program.var_ty(matmul.out);
+                    writeln!(
+                        f,
+                        "matmul k{number} over {} sum i0: {} = {} * {}: {}{}",
+                        shape_text(&matmul.shape),
+                        var_name(program, matmul.out),
+                        coords(&matmul.lhs),
+                        coords(&matmul.rhs),
+                        shape_text(&out_ty.shape),
+                        out_ty.elem.name(),
+                    )?;
+                }
+                Step::Stmt(index) => {
+                    let stmt = &main.stmts[*index];
+                    writeln!(f, "bulk k{number}: {}", stmt_text(program, stmt, 1))?;
+                }
+            }
+        }
+        let results: Vec<String> = main
+            .results
+            .iter()
+            .map(|atom: &Atom| atom_text(program, atom))
+            .collect();
+        writeln!(f, "  in {}", results.join(", "))?;
+        write!(f, "}}")
+    }
+}

@@ -1,0 +1,755 @@
+//! The fused engine: runs a [`Schedule`] (`core/kernel.rs`, made by `passes/fuse.rs`).
+//!
+//! Kernels run as a vectorised interpreter (`lanes.rs`): the iteration space is cut into lines
+//! of at most `LINE` points along one axis, every node of the body is computed for a whole line
+//! with one tight loop, and lines run in parallel on rayon with per-task scratch lanes (no
+//! allocation per line). Reads resolve their affine coordinates to a start offset and a step
+//! once per line, so a read is a contiguous copy, a strided copy or a splat.
+//!
+//! Reductions (`Kernel::reduce`) add in dx's summation order (Note [Summation order]), in one
+//! of two layouts that give the same bits: along the reduced axis, leaf by leaf, when the
+//! output is narrow (a whole-array sum); or across the output's last axis, one row of lane
+//! accumulators per leaf position, when it is wide (`sumOuter` of a matrix). Long sums are
+//! cut into aligned runs of leaves (complete subtrees), so the result does not depend on the
+//! number of threads.
+//!
+//! `MatMul` steps call `faer` on zero-copy strided views of the operands, one product per
+//! point of the batch axes, in row panels so that an interrupt stops them quickly.
+//! `Stmt` steps run on the bulk evaluator (`exec/mod.rs`) in the same environment.
+//!
+//! Memory: before a step allocates, the sizes of the variables it materialises are checked
+//! against the memory available (`check_size`): too large a request is a runtime error, not an
+//! abort. A value is dropped after the last step that reads it.
+
+use std::sync::atomic::Ordering;
+
+use faer::{Accum, MatMut, MatRef, Par};
+use rayon::prelude::*;
+
+use super::lanes::{eval_prim, with_column, Column, Lane, LaneElem, LINE};
+use super::reduce::{add_rows, RUN_LEVEL};
+use super::tensor::{from_vec, Element, Tensor};
+use super::{Exec, Res, Slot, PAR_THRESHOLD};
+use crate::core::interp::InterpError;
+use crate::core::ir::{Atom, Elem, Program, VarId};
+use crate::core::kernel::{
+    Affine, Coord, Kernel, MatMul, MatOperand, Node, NodeId, Schedule, Step,
+};
+use crate::core::verify::{expr_atoms, expr_blocks};
+use crate::core::visit::{collect_uses, var_of};
+use crate::passes::fuse::row_major_strides;
+use crate::prim::sum_order::{self, TreeSum, LANES, LEAF};
+
+/// Outputs at least this wide are summed across the output (see the module documentation).
+const WIDE: usize = 64;
+/// Rows of a matrix-product panel between interrupt checks.
+const PANEL_ROWS: usize = 256;
+
+impl Exec<'_> {
+    /// Runs `schedule` (the main block of `self.program`) and returns the block's results.
+    pub(super) fn run_schedule(&mut self, schedule: &Schedule) -> Res<Vec<Slot>> {
+        let program = self.program;
+        let main = &program.blocks[program.main];
+        let dying = dying_after_steps(program, schedule);
+        for (step, dying) in schedule.steps.iter().zip(&dying) {
+            self.check_interrupt()?;
+            for var in step.outputs(program) {
+                check_size(program, var, step_op(step, main))?;
+            }
+            match step {
+                Step::Kernel(kernel) => {
+                    let tensor = self.run_kernel(kernel)?;
+                    self.env[kernel.output.0] = Some(Slot::plain(tensor));
+                    self.report.kernels += 1;
+                }
+                Step::MatMul(matmul) => {
+                    let tensor = self.run_matmul(matmul)?;
+                    self.env[matmul.out] = Some(Slot::plain(tensor));
+                    self.report.matmuls += 1;
+                }
+                Step::Stmt(index) => {
+                    let stmt = &main.stmts[*index];
+                    let values = self.eval_stmt(stmt, None, dying)?;
+                    for (&binder, value) in stmt.binders.iter().zip(values) {
+                        self.env[binder] = Some(value);
+                    }
+                }
+            }
+            self.release(dying);
+        }
+        Ok(main.results.iter().map(|atom| self.slot(atom)).collect())
+    }
+
+    fn interrupted(&self) -> bool {
+        self.config
+            .interrupt
+            .as_ref()
+            .is_some_and(|flag| flag.load(Ordering::Relaxed))
+    }
+
+    /// The value of `var` in row-major layout.
+    fn standard(&self, var: VarId) -> Tensor {
+        let tensor = self.tensor(&Atom::Var(var));
+        tensor.to_standard_layout()
+    }
+
+    fn run_kernel(&self, kernel: &Kernel) -> Res<Tensor> {
+        let launch = Launch::new(self, kernel);
+        let elem = kernel.nodes[kernel.output.1].1;
+        let mut out = Column::with_len(elem, kernel.out_shape().iter().product());
+        with_column!(&mut out, values => {
+            if kernel.reduce {
+                launch.reduce(values, self)
+            } else {
+                launch.map(values, self)
+            }
+        });
+        if self.interrupted() {
+            return Err(InterpError::Interrupted.into());
+        }
+        Ok(out.into_tensor(kernel.out_shape()))
+    }
+
+    fn run_matmul(&self, matmul: &MatMul) -> Res<Tensor> {
+        let lhs = self.standard(matmul.lhs.var);
+        let rhs = self.standard(matmul.rhs.var);
+        let out_shape = &matmul.shape[1..];
+        let n_out: usize = out_shape.iter().product();
+        let res = match matmul.elem {
+            Elem::F32 => {
+                let mut out = vec![0f32; n_out];
+                matmul_typed(matmul, f32::of(&lhs), f32::of(&rhs), &mut out, self)?;
+                Tensor::F32(from_vec(out_shape, out))
+            }
+            Elem::F64 => {
+                let mut out = vec![0f64; n_out];
+                matmul_typed(matmul, f64::of(&lhs), f64::of(&rhs), &mut out, self)?;
+                Tensor::F64(from_vec(out_shape, out))
+            }
+            other => unreachable!("fuse makes matrix products of floats only, not {other:?}"),
+        };
+        Ok(res)
+    }
+}
+
+/// For each step, the variables read for the last time by it (or bound by it and never read):
+/// they are dropped after the step. The results of `main` are kept.
+fn dying_after_steps(program: &Program, schedule: &Schedule) -> Vec<Vec<VarId>> {
+    let main = &program.blocks[program.main];
+    let kept: Vec<VarId> = main.results.iter().copied().filter_map(var_of).collect();
+    let mut last: std::collections::HashMap<VarId, usize> = std::collections::HashMap::new();
+    for (step_idx, step) in schedule.steps.iter().enumerate() {
+        let reads: Vec<VarId> = match step {
+            Step::Kernel(kernel) => kernel.reads(),
+            Step::MatMul(matmul) => vec![matmul.lhs.var, matmul.rhs.var],
+            Step::Stmt(index) => {
+                let expr = &main.stmts[*index].expr;
+                let mut vars: Vec<VarId> =
+                    expr_atoms(expr).into_iter().filter_map(var_of).collect();
+                for block in expr_blocks(expr) {
+                    collect_uses(program, block, &mut vars);
+                }
+                vars
+            }
+        };
+        for var in reads.into_iter().chain(step.outputs(program)) {
+            last.insert(var, step_idx);
+        }
+    }
+    let mut dying = vec![Vec::new(); schedule.steps.len()];
+    for (var, step_idx) in last {
+        if !kept.contains(&var) {
+            dying[step_idx].push(var);
+        }
+    }
+    for vars in &mut dying {
+        vars.sort();
+    }
+    dying
+}
+
+/// What a step is called in error messages.
+fn step_op(step: &Step, main: &crate::core::ir::Block) -> String {
+    match step {
+        Step::Kernel(kernel) if kernel.reduce => "sum".to_string(),
+        Step::Kernel(_) => "for".to_string(),
+        Step::MatMul(_) => "matrix product".to_string(),
+        Step::Stmt(index) => crate::core::print::expr_name(&main.stmts[*index].expr).to_string(),
+    }
+}
+
+/// Refuses to make `var` when it is larger than the memory available
+/// (`InterpError::TooLarge`); small values are always allowed.
+pub fn check_size(program: &Program, var: VarId, op: String) -> Result<(), InterpError> {
+    let ty = program.var_ty(var);
+    let n_elems: u128 = ty.shape.iter().map(|&dim| dim as u128).product();
+    let bytes = n_elems * elem_bytes(ty.elem) as u128;
+    if bytes < (256 << 20) {
+        return Ok(());
+    }
+    let available = available_memory();
+    if bytes > u128::from(available) {
+        return Err(InterpError::TooLarge {
+            var,
+            op,
+            shape: ty.shape.clone(),
+            bytes,
+            available,
+        });
+    }
+    Ok(())
+}
+
+pub fn elem_bytes(elem: Elem) -> usize {
+    match elem {
+        Elem::F32 | Elem::I32 | Elem::U32 => 4,
+        Elem::F64 | Elem::I64 | Elem::U64 => 8,
+        Elem::Bool => 1,
+    }
+}
+
+/// The memory the system can give (`MemAvailable` plus free swap on Linux; elsewhere no limit
+/// is known and only address-space exhaustion stops a request).
+fn available_memory() -> u64 {
+    let Ok(text) = std::fs::read_to_string("/proc/meminfo") else {
+        return u64::MAX;
+    };
+    let field = |name: &str| -> Option<u64> {
+        let line = text.lines().find(|line| line.starts_with(name))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    };
+    match field("MemAvailable:") {
+        Some(available) => available + field("SwapFree:").unwrap_or(0),
+        None => u64::MAX,
+    }
+}
+
+/// A read resolved against the actual buffer: `start + Σ axis_steps[a] * base[a]` plus
+/// `Σ value(node) * stride` for computed coordinates.
+struct ReadPlan {
+    tensor: usize,
+    offset: isize,
+    axis_steps: Vec<isize>,
+    node_coords: Vec<(NodeId, isize)>,
+}
+
+/// A kernel bound to its inputs.
+struct Launch<'k> {
+    kernel: &'k Kernel,
+    tensors: Vec<Tensor>,
+    reads: Vec<Option<ReadPlan>>,
+}
+
+impl<'k> Launch<'k> {
+    fn new(exec: &Exec<'_>, kernel: &'k Kernel) -> Launch<'k> {
+        let mut tensors: Vec<Tensor> = Vec::new();
+        let mut held: Vec<VarId> = Vec::new();
+        let rank = kernel.shape.len();
+        let reads = kernel
+            .nodes
+            .values()
+            .map(|(node, _)| {
+                let Node::Read { var, coords, .. } = node else {
+                    return None;
+                };
+                let tensor = match held.iter().position(|held_var| held_var == var) {
+                    Some(position) => position,
+                    None => {
+                        held.push(*var);
+                        tensors.push(exec.standard(*var));
+                        tensors.len() - 1
+                    }
+                };
+                let strides = row_major_strides(&exec.program.var_ty(*var).shape);
+                let mut plan = ReadPlan {
+                    tensor,
+                    offset: 0,
+                    axis_steps: vec![0; rank],
+                    node_coords: Vec::new(),
+                };
+                for (coord, &stride) in coords.iter().zip(&strides) {
+                    let stride = stride as isize;
+                    match coord {
+                        Coord::Affine(affine) => {
+                            plan.offset += affine.constant as isize * stride;
+                            for &(axis, coeff) in &affine.terms {
+                                plan.axis_steps[axis] += coeff as isize * stride;
+                            }
+                        }
+                        Coord::Node(node) => plan.node_coords.push((*node, stride)),
+                    }
+                }
+                Some(plan)
+            })
+            .collect();
+        Launch {
+            kernel,
+            tensors,
+            reads,
+        }
+    }
+
+    fn scratch(&self) -> Vec<Lane> {
+        self.kernel
+            .nodes
+            .values()
+            .map(|&(_, elem)| Lane::new(elem))
+            .collect()
+    }
+
+    /// Computes every node along the line of `len` points starting at `base` and moving
+    /// along `axis` (`None`: a single point).
+    fn eval_line(&self, lanes: &mut [Lane], base: &[i64], axis: Option<usize>, len: usize) {
+        for (node_id, (node, _)) in self.kernel.nodes.iter() {
+            let index = node_id.0 as usize;
+            let (before, rest) = lanes.split_at_mut(index);
+            let out = &mut rest[0];
+            match node {
+                Node::Lit(scalar) => {
+                    out.splat = true;
+                    out.column.set(0, *scalar);
+                }
+                Node::Index(affine) => index_line(affine, base, axis, len, out),
+                Node::Read { .. } => {
+                    let plan = self.reads[index].as_ref().expect("every read has a plan");
+                    let tensor = &self.tensors[plan.tensor];
+                    read_line(plan, tensor, before, base, axis, len, out);
+                }
+                Node::Prim(prim, operands) => {
+                    let operands: Vec<&Lane> = operands
+                        .iter()
+                        .map(|operand| &before[operand.0 as usize])
+                        .collect();
+                    eval_prim(*prim, &operands, out, len);
+                }
+            }
+        }
+    }
+
+    /// An elementwise kernel: every output element from its point.
+    fn map<T: LaneElem>(&self, out: &mut [T], exec: &Exec<'_>) {
+        let shape = &self.kernel.shape;
+        let root = self.kernel.output.1 .0 as usize;
+        if shape.is_empty() {
+            let mut lanes = self.scratch();
+            self.eval_line(&mut lanes, &[], None, 1);
+            out[0] = T::values(&lanes[root].column)[0];
+            return;
+        }
+        let last = shape.len() - 1;
+        let row_len = shape[last];
+        if row_len == 0 || out.is_empty() {
+            return;
+        }
+        let outer = &shape[..last];
+        let run_row = |lanes: &mut Vec<Lane>, row: usize, dst: &mut [T]| {
+            if exec.interrupted() {
+                return;
+            }
+            let mut base = unravel(row, outer);
+            base.push(0);
+            for start in (0..row_len).step_by(LINE) {
+                let len = LINE.min(row_len - start);
+                base[last] = start as i64;
+                self.eval_line(lanes, &base, Some(last), len);
+                copy_lane(&lanes[root], &mut dst[start..start + len]);
+            }
+        };
+        if out.len() < PAR_THRESHOLD {
+            let mut lanes = self.scratch();
+            for (row, dst) in out.chunks_mut(row_len).enumerate() {
+                run_row(&mut lanes, row, dst);
+            }
+        } else {
+            out.par_chunks_mut(row_len)
+                .enumerate()
+                .with_min_len(LINE.div_ceil(row_len))
+                .for_each_init(
+                    || self.scratch(),
+                    |lanes, (row, dst)| run_row(lanes, row, dst),
+                );
+        }
+    }
+
+    /// A reduction kernel: each output element is the sum over axis 0 of its points.
+    fn reduce<T: LaneElem>(&self, out: &mut [T], exec: &Exec<'_>) {
+        let shape = &self.kernel.shape;
+        let n_rows = shape[0];
+        let out_shape = &shape[1..];
+        if out.is_empty() {
+            return;
+        }
+        if n_rows == 0 {
+            out.fill(T::default());
+            return;
+        }
+        let wide = out_shape.last().is_some_and(|&width| width >= WIDE);
+        if wide {
+            self.reduce_across(out, exec);
+        } else {
+            self.reduce_along(out, exec);
+        }
+    }
+
+    /// Sums along axis 0, one output at a time, in parallel over aligned runs of leaves.
+    fn reduce_along<T: LaneElem>(&self, out: &mut [T], exec: &Exec<'_>) {
+        let shape = &self.kernel.shape;
+        let n_rows = shape[0];
+        let out_shape = &shape[1..];
+        let root = self.kernel.output.1 .0 as usize;
+        let run_len = LEAF << RUN_LEVEL;
+        let n_runs = n_rows.div_ceil(run_len);
+        let run_sum = |lanes: &mut Vec<Lane>, task: usize| -> T {
+            let (output, run) = (task / n_runs, task % n_runs);
+            let mut base = vec![0i64];
+            base.extend(unravel(output, out_shape));
+            let mut tree = TreeSum::new();
+            let end = ((run + 1) * run_len).min(n_rows);
+            let mut values = [T::default(); LINE];
+            for start in (run * run_len..end).step_by(LINE) {
+                if exec.interrupted() {
+                    break;
+                }
+                let len = LINE.min(end - start);
+                base[0] = start as i64;
+                self.eval_line(lanes, &base, Some(0), len);
+                copy_lane(&lanes[root], &mut values[..len]);
+                for leaf in values[..len].chunks(LEAF) {
+                    tree.push_leaf(sum_order::leaf_sum(leaf, T::default(), T::add), T::add);
+                }
+            }
+            tree.finish(T::add).unwrap_or_default()
+        };
+        let n_tasks = out.len() * n_runs;
+        let run_sums: Vec<T> = if out.len() * n_rows < PAR_THRESHOLD {
+            let mut lanes = self.scratch();
+            (0..n_tasks).map(|task| run_sum(&mut lanes, task)).collect()
+        } else {
+            (0..n_tasks)
+                .into_par_iter()
+                .map_init(|| self.scratch(), run_sum)
+                .collect()
+        };
+        let partial = !n_rows.is_multiple_of(run_len);
+        for (slot, runs) in out.iter_mut().zip(run_sums.chunks(n_runs)) {
+            *slot = sum_order::combine_runs(runs, RUN_LEVEL, partial, T::add).unwrap_or_default();
+        }
+    }
+
+    /// Sums along axis 0 for a segment of the output's last axis at a time: the leaf's lane
+    /// accumulators and the pending partial sums are rows across the segment.
+    fn reduce_across<T: LaneElem>(&self, out: &mut [T], exec: &Exec<'_>) {
+        let shape = &self.kernel.shape;
+        let n_rows = shape[0];
+        let last = shape.len() - 1;
+        let width = shape[last];
+        let prefix_shape = &shape[1..last];
+        let root = self.kernel.output.1 .0 as usize;
+        let segment = |lanes: &mut Vec<Lane>, prefix: usize, start: usize, dst: &mut [T]| {
+            let len = dst.len();
+            let mut base = vec![0i64];
+            base.extend(unravel(prefix, prefix_shape));
+            base.push(start as i64);
+            let mut tree: TreeSum<Vec<T>> = TreeSum::new();
+            let mut acc = vec![vec![T::default(); len]; LANES];
+            for leaf_start in (0..n_rows).step_by(LEAF) {
+                if exec.interrupted() {
+                    return;
+                }
+                for lane in &mut acc {
+                    lane.fill(T::default());
+                }
+                for row in leaf_start..(leaf_start + LEAF).min(n_rows) {
+                    base[0] = row as i64;
+                    self.eval_line(lanes, &base, Some(last), len);
+                    let lane = &lanes[root];
+                    let sums = &mut acc[(row - leaf_start) % LANES];
+                    if lane.splat {
+                        let value = T::values(&lane.column)[0];
+                        for slot in sums.iter_mut() {
+                            *slot = slot.add(value);
+                        }
+                    } else {
+                        for (slot, &value) in sums.iter_mut().zip(&T::values(&lane.column)[..len]) {
+                            *slot = slot.add(value);
+                        }
+                    }
+                }
+                let leaf: Vec<T> = (0..len)
+                    .map(|column| {
+                        let lanes: [T; LANES] = std::array::from_fn(|lane| acc[lane][column]);
+                        sum_order::combine_lanes(&lanes, T::add)
+                    })
+                    .collect();
+                tree.push_leaf(leaf, add_rows);
+            }
+            if let Some(sums) = tree.finish(add_rows) {
+                dst.copy_from_slice(&sums);
+            }
+        };
+        let work = out.len() * n_rows;
+        if work < PAR_THRESHOLD {
+            let mut lanes = self.scratch();
+            for (prefix, row) in out.chunks_mut(width).enumerate() {
+                for (seg, dst) in row.chunks_mut(LINE).enumerate() {
+                    segment(&mut lanes, prefix, seg * LINE, dst);
+                }
+            }
+        } else {
+            let seg_len = LINE.min(
+                width
+                    .div_ceil(rayon::current_num_threads().max(1))
+                    .max(WIDE),
+            );
+            out.par_chunks_mut(width)
+                .enumerate()
+                .flat_map(|(prefix, row)| {
+                    row.par_chunks_mut(seg_len)
+                        .enumerate()
+                        .map(move |(seg, dst)| (prefix, seg * seg_len, dst))
+                })
+                .for_each_init(
+                    || self.scratch(),
+                    |lanes, (prefix, start, dst)| segment(lanes, prefix, start, dst),
+                );
+        }
+    }
+}
+
+/// The coordinates of row-major position `flat` in `shape`.
+fn unravel(mut flat: usize, shape: &[usize]) -> Vec<i64> {
+    let mut coords = vec![0i64; shape.len()];
+    for (coord, &dim) in coords.iter_mut().zip(shape).rev() {
+        *coord = (flat % dim.max(1)) as i64;
+        flat /= dim.max(1);
+    }
+    coords
+}
+
+/// Copies a lane's first `dst.len()` values (a splat fills).
+fn copy_lane<T: LaneElem>(lane: &Lane, dst: &mut [T]) {
+    let values = T::values(&lane.column);
+    if lane.splat {
+        dst.fill(values[0]);
+    } else {
+        dst.copy_from_slice(&values[..dst.len()]);
+    }
+}
+
+/// `Node::Index`: an affine function of the coordinates, along the line.
+fn index_line(affine: &Affine, base: &[i64], axis: Option<usize>, len: usize, out: &mut Lane) {
+    let start = affine.constant
+        + affine
+            .terms
+            .iter()
+            .map(|&(term_axis, coeff)| coeff * base[term_axis])
+            .sum::<i64>();
+    let step = axis.map_or(0, |axis| affine.coeff(axis));
+    let values = i64::values_mut(&mut out.column);
+    if step == 0 {
+        values[0] = start;
+        out.splat = true;
+    } else {
+        for (position, slot) in values[..len].iter_mut().enumerate() {
+            *slot = start + step * position as i64;
+        }
+        out.splat = false;
+    }
+}
+
+/// `Node::Read` along the line.
+fn read_line(
+    plan: &ReadPlan,
+    tensor: &Tensor,
+    before: &[Lane],
+    base: &[i64],
+    axis: Option<usize>,
+    len: usize,
+    out: &mut Lane,
+) {
+    fn typed<T: LaneElem>(
+        plan: &ReadPlan,
+        data: &[T],
+        before: &[Lane],
+        base: &[i64],
+        axis: Option<usize>,
+        len: usize,
+        out: &mut Lane,
+    ) {
+        let start = plan.offset
+            + plan
+                .axis_steps
+                .iter()
+                .zip(base)
+                .map(|(&step, &coord)| step * coord as isize)
+                .sum::<isize>();
+        let step = axis.map_or(0, |axis| plan.axis_steps[axis]);
+        let values = T::values_mut(&mut out.column);
+        let computed: Vec<&Lane> = plan
+            .node_coords
+            .iter()
+            .map(|(node, _)| &before[node.0 as usize])
+            .collect();
+        let splat = step == 0 && computed.iter().all(|lane| lane.splat);
+        out.splat = splat;
+        if plan.node_coords.is_empty() {
+            if splat {
+                values[0] = data[start as usize];
+            } else if step == 1 {
+                let start = start as usize;
+                values[..len].copy_from_slice(&data[start..start + len]);
+            } else {
+                for (position, slot) in values[..len].iter_mut().enumerate() {
+                    *slot = data[(start + step * position as isize) as usize];
+                }
+            }
+            return;
+        }
+        let points = if splat { 1 } else { len };
+        for (position, slot) in values[..points].iter_mut().enumerate() {
+            let mut address = start + step * position as isize;
+            for ((_, stride), lane) in plan.node_coords.iter().zip(&computed) {
+                let coord = i64::values(&lane.column)[if lane.splat { 0 } else { position }];
+                address += coord as isize * stride;
+            }
+            *slot = data[address as usize];
+        }
+    }
+    macro_rules! typed_read {
+        ($($variant:ident),*) => {
+            match tensor {
+                $(Tensor::$variant(array) => {
+                    let data = array.as_slice().expect("kernel inputs are in standard layout");
+                    typed(plan, data, before, base, axis, len, out)
+                })*
+            }
+        };
+    }
+    typed_read!(F32, F64, I32, I64, U32, U64, Bool);
+}
+
+/// Strides of `operand`'s reads along each iteration axis, and its start offset.
+fn operand_strides(
+    program_shape: &[usize],
+    operand: &MatOperand,
+    rank: usize,
+) -> (isize, Vec<isize>) {
+    let strides = row_major_strides(program_shape);
+    let mut offset = 0isize;
+    let mut steps = vec![0isize; rank];
+    for (affine, &stride) in operand.coords.iter().zip(&strides) {
+        offset += affine.constant as isize * stride as isize;
+        for &(axis, coeff) in &affine.terms {
+            steps[axis] += coeff as isize * stride as isize;
+        }
+    }
+    (offset, steps)
+}
+
+/// The element types `faer` multiplies.
+trait GemmElem: Element {
+    /// `c = a * b`.
+    fn gemm(c: MatMut<'_, Self>, a: MatRef<'_, Self>, b: MatRef<'_, Self>, par: Par);
+}
+
+macro_rules! gemm_elem {
+    ($($ty:ty),*) => {$(
+        impl GemmElem for $ty {
+            fn gemm(c: MatMut<'_, Self>, a: MatRef<'_, Self>, b: MatRef<'_, Self>, par: Par) {
+                faer::linalg::matmul::matmul(c, Accum::Replace, a, b, 1.0, par);
+            }
+        }
+    )*};
+}
+
+gemm_elem!(f32, f64);
+
+fn matmul_typed<T: GemmElem>(
+    matmul: &MatMul,
+    lhs: Option<&super::tensor::Nd<T>>,
+    rhs: Option<&super::tensor::Nd<T>>,
+    out: &mut [T],
+    exec: &Exec<'_>,
+) -> Res<()> {
+    let (Some(lhs), Some(rhs)) = (lhs, rhs) else {
+        unreachable!("matrix-product operands have the product's element type (verified IR)")
+    };
+    let lhs_data = lhs.as_slice().expect("standard layout");
+    let rhs_data = rhs.as_slice().expect("standard layout");
+    let rank = matmul.shape.len();
+    let (lhs_offset, lhs_steps) = operand_strides(lhs.shape(), &matmul.lhs, rank);
+    let (rhs_offset, rhs_steps) = operand_strides(rhs.shape(), &matmul.rhs, rank);
+    let out_strides: Vec<isize> = std::iter::once(0)
+        .chain(
+            row_major_strides(&matmul.shape[1..])
+                .into_iter()
+                .map(|s| s as isize),
+        )
+        .collect();
+    let depth = matmul.shape[0];
+    let extent = |axis: Option<usize>| axis.map_or(1, |axis| matmul.shape[axis]);
+    let step = |steps: &[isize], axis: Option<usize>| axis.map_or(0, |axis| steps[axis]);
+    let (m, n) = (extent(matmul.m_axis), extent(matmul.n_axis));
+    let batch_shape: Vec<usize> = matmul
+        .batch_axes
+        .iter()
+        .map(|&axis| matmul.shape[axis])
+        .collect();
+    let n_batches: usize = batch_shape.iter().product();
+    let par = if m * n * depth >= 1 << 18 {
+        Par::rayon(0)
+    } else {
+        Par::Seq
+    };
+    for batch in 0..n_batches {
+        let coords = unravel(batch, &batch_shape);
+        let shift = |steps: &[isize]| -> isize {
+            matmul
+                .batch_axes
+                .iter()
+                .zip(&coords)
+                .map(|(&axis, &coord)| steps[axis] * coord as isize)
+                .sum()
+        };
+        let lhs_start = lhs_offset + shift(&lhs_steps);
+        let rhs_start = rhs_offset + shift(&rhs_steps);
+        let out_start = shift(&out_strides);
+        for row in (0..m).step_by(PANEL_ROWS) {
+            if exec.interrupted() {
+                return Err(InterpError::Interrupted.into());
+            }
+            let rows = PANEL_ROWS.min(m - row);
+            let row_shift = |steps: &[isize]| step(steps, matmul.m_axis) * row as isize;
+            // SAFETY: every view stays inside its buffer: the coordinates of the product's
+            // iteration space are in range for each operand (fuse guarantees unchecked reads
+            // are in range), and the output view covers `rows × n` elements of `out` at the
+            // output's own row-major strides.
+            unsafe {
+                let a = MatRef::<T>::from_raw_parts(
+                    lhs_data.as_ptr().offset(lhs_start + row_shift(&lhs_steps)),
+                    rows,
+                    depth,
+                    step(&lhs_steps, matmul.m_axis),
+                    lhs_steps[0],
+                );
+                let b = MatRef::<T>::from_raw_parts(
+                    rhs_data.as_ptr().offset(rhs_start),
+                    depth,
+                    n,
+                    rhs_steps[0],
+                    step(&rhs_steps, matmul.n_axis),
+                );
+                let c = MatMut::<T>::from_raw_parts_mut(
+                    out.as_mut_ptr().offset(out_start + row_shift(&out_strides)),
+                    rows,
+                    n,
+                    step(&out_strides, matmul.m_axis),
+                    step(&out_strides, matmul.n_axis),
+                );
+                T::gemm(c, a, b, par);
+            }
+        }
+    }
+    Ok(())
+}

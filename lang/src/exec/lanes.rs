@@ -1,0 +1,530 @@
+//! Lanes: the values of one kernel node along one line of the iteration space, and the typed
+//! loops that compute them (the vectorised interpreter of DESIGN.md, "The engine").
+//!
+//! A kernel (`exec/fused.rs`) runs its body over lines of at most [`LINE`] points. Each node
+//! gets a [`Lane`]: either one value for the whole line (a *splat*: a literal, a rank-0 value,
+//! a read that does not move along the line) or one value per point. Every elementwise
+//! primitive runs as one tight loop over the line, chosen once per line by matching the
+//! primitive and element type, so the compiler vectorises the arithmetic and there is no
+//! per-element dispatch. Buffers are allocated once per task and reused for every line.
+//!
+//! The scalar rules are `prim`'s: arithmetic is `prim::Arith` (stated once), casts and
+//! comparisons are `Element`'s conversions and IEEE order as in `exec/elementwise.rs`, and
+//! anything without a typed loop here runs through `Prim::eval` per element (correct, slower;
+//! none of the common primitives take that path).
+
+use super::tensor::{from_vec, Element, Tensor};
+use crate::core::ir::{Elem, Scalar};
+use crate::prim::{Arith, Prim};
+
+/// Points per line.
+pub const LINE: usize = 1024;
+
+/// Typed values of one lane (`len` of them are meaningful, or one for a splat).
+#[derive(Clone, Debug)]
+pub enum Column {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    U32(Vec<u32>),
+    U64(Vec<u64>),
+    Bool(Vec<bool>),
+}
+
+macro_rules! with_column {
+    ($column:expr, $values:ident => $body:expr) => {
+        match $column {
+            Column::F32($values) => $body,
+            Column::F64($values) => $body,
+            Column::I32($values) => $body,
+            Column::I64($values) => $body,
+            Column::U32($values) => $body,
+            Column::U64($values) => $body,
+            Column::Bool($values) => $body,
+        }
+    };
+}
+pub(crate) use with_column;
+
+/// Access to a `Column`'s vector by element type.
+pub trait LaneElem: Element {
+    fn values(column: &Column) -> &Vec<Self>;
+    fn values_mut(column: &mut Column) -> &mut Vec<Self>;
+}
+
+macro_rules! lane_elem {
+    ($($ty:ty => $variant:ident),*) => {$(
+        impl LaneElem for $ty {
+            fn values(column: &Column) -> &Vec<Self> {
+                match column {
+                    Column::$variant(values) => values,
+                    other => panic!("lane holds {:?}, not {}", other.elem(), stringify!($ty)),
+                }
+            }
+            fn values_mut(column: &mut Column) -> &mut Vec<Self> {
+                match column {
+                    Column::$variant(values) => values,
+                    other => panic!("lane holds {:?}, not {}", other.elem(), stringify!($ty)),
+                }
+            }
+        }
+    )*};
+}
+
+lane_elem!(f32 => F32, f64 => F64, i32 => I32, i64 => I64, u32 => U32, u64 => U64, bool => Bool);
+
+impl Column {
+    /// A column of `LINE` values, for one lane.
+    pub fn new(elem: Elem) -> Column {
+        Column::with_len(elem, LINE)
+    }
+
+    /// A column of `n_elems` zeros, for a kernel's output.
+    pub fn with_len(elem: Elem, n_elems: usize) -> Column {
+        match elem {
+            Elem::F32 => Column::F32(vec![0.0; n_elems]),
+            Elem::F64 => Column::F64(vec![0.0; n_elems]),
+            Elem::I32 => Column::I32(vec![0; n_elems]),
+            Elem::I64 => Column::I64(vec![0; n_elems]),
+            Elem::U32 => Column::U32(vec![0; n_elems]),
+            Elem::U64 => Column::U64(vec![0; n_elems]),
+            Elem::Bool => Column::Bool(vec![false; n_elems]),
+        }
+    }
+
+    /// The column as an engine value of shape `shape` (whose size is the column's length).
+    pub fn into_tensor(self, shape: &[usize]) -> Tensor {
+        with_column!(self, values => Element::into_tensor(from_vec(shape, values)))
+    }
+
+    pub fn elem(&self) -> Elem {
+        match self {
+            Column::F32(_) => Elem::F32,
+            Column::F64(_) => Elem::F64,
+            Column::I32(_) => Elem::I32,
+            Column::I64(_) => Elem::I64,
+            Column::U32(_) => Elem::U32,
+            Column::U64(_) => Elem::U64,
+            Column::Bool(_) => Elem::Bool,
+        }
+    }
+
+    /// Element `position` as a scalar.
+    pub fn get(&self, position: usize) -> Scalar {
+        with_column!(self, values => values[position].into_scalar())
+    }
+
+    /// Sets element `position` from a scalar of the column's type.
+    pub fn set(&mut self, position: usize, scalar: Scalar) {
+        fn typed<T: LaneElem>(column: &mut Column, position: usize, scalar: Scalar) {
+            T::values_mut(column)[position] = T::from_scalar(scalar)
+                .unwrap_or_else(|| panic!("lane of {:?} set from {scalar:?}", T::ELEM));
+        }
+        match self.elem() {
+            Elem::F32 => typed::<f32>(self, position, scalar),
+            Elem::F64 => typed::<f64>(self, position, scalar),
+            Elem::I32 => typed::<i32>(self, position, scalar),
+            Elem::I64 => typed::<i64>(self, position, scalar),
+            Elem::U32 => typed::<u32>(self, position, scalar),
+            Elem::U64 => typed::<u64>(self, position, scalar),
+            Elem::Bool => typed::<bool>(self, position, scalar),
+        }
+    }
+}
+
+/// A node's values along the current line.
+#[derive(Clone, Debug)]
+pub struct Lane {
+    /// One value (in position 0) for every point of the line.
+    pub splat: bool,
+    pub column: Column,
+}
+
+impl Lane {
+    pub fn new(elem: Elem) -> Lane {
+        Lane {
+            splat: true,
+            column: Column::new(elem),
+        }
+    }
+
+    /// The value at point `position` of the line.
+    pub fn get(&self, position: usize) -> Scalar {
+        self.column.get(if self.splat { 0 } else { position })
+    }
+}
+
+/// An operand of a typed loop.
+#[derive(Clone, Copy)]
+enum Src<'a, T> {
+    Splat(T),
+    Slice(&'a [T]),
+}
+
+fn src<T: LaneElem>(lane: &Lane, len: usize) -> Src<'_, T> {
+    let values = T::values(&lane.column);
+    if lane.splat {
+        Src::Splat(values[0])
+    } else {
+        Src::Slice(&values[..len])
+    }
+}
+
+/// Writes `f` of the operands into `out`; a splat when every operand is one.
+fn map1<A: LaneElem, R: LaneElem>(a: &Lane, out: &mut Lane, len: usize, f: impl Fn(A) -> R) {
+    let dst = R::values_mut(&mut out.column);
+    match src::<A>(a, len) {
+        Src::Splat(x) => {
+            dst[0] = f(x);
+            out.splat = true;
+        }
+        Src::Slice(xs) => {
+            for (slot, &x) in dst[..len].iter_mut().zip(xs) {
+                *slot = f(x);
+            }
+            out.splat = false;
+        }
+    }
+}
+
+fn map2<A: LaneElem, B: LaneElem, R: LaneElem>(
+    a: &Lane,
+    b: &Lane,
+    out: &mut Lane,
+    len: usize,
+    f: impl Fn(A, B) -> R,
+) {
+    let dst = &mut R::values_mut(&mut out.column)[..len.max(1)];
+    out.splat = false;
+    match (src::<A>(a, len), src::<B>(b, len)) {
+        (Src::Splat(x), Src::Splat(y)) => {
+            dst[0] = f(x, y);
+            out.splat = true;
+        }
+        (Src::Slice(xs), Src::Splat(y)) => {
+            for (slot, &x) in dst.iter_mut().zip(xs) {
+                *slot = f(x, y);
+            }
+        }
+        (Src::Splat(x), Src::Slice(ys)) => {
+            for (slot, &y) in dst.iter_mut().zip(ys) {
+                *slot = f(x, y);
+            }
+        }
+        (Src::Slice(xs), Src::Slice(ys)) => {
+            for ((slot, &x), &y) in dst.iter_mut().zip(xs).zip(ys) {
+                *slot = f(x, y);
+            }
+        }
+    }
+}
+
+/// `select c x y` on lanes of type `T`.
+fn select<T: LaneElem>(c: &Lane, x: &Lane, y: &Lane, out: &mut Lane, len: usize) {
+    if c.splat {
+        let chosen = if bool::values(&c.column)[0] { x } else { y };
+        map1::<T, T>(chosen, out, len, |v| v);
+        return;
+    }
+    let conds = &bool::values(&c.column)[..len];
+    let dst = &mut T::values_mut(&mut out.column)[..len];
+    out.splat = false;
+    match (src::<T>(x, len), src::<T>(y, len)) {
+        (Src::Splat(a), Src::Splat(b)) => {
+            for (slot, &c) in dst.iter_mut().zip(conds) {
+                *slot = if c { a } else { b };
+            }
+        }
+        (Src::Slice(xs), Src::Splat(b)) => {
+            for ((slot, &c), &a) in dst.iter_mut().zip(conds).zip(xs) {
+                *slot = if c { a } else { b };
+            }
+        }
+        (Src::Splat(a), Src::Slice(ys)) => {
+            for ((slot, &c), &b) in dst.iter_mut().zip(conds).zip(ys) {
+                *slot = if c { a } else { b };
+            }
+        }
+        (Src::Slice(xs), Src::Slice(ys)) => {
+            for (((slot, &c), &a), &b) in dst.iter_mut().zip(conds).zip(xs).zip(ys) {
+                *slot = if c { a } else { b };
+            }
+        }
+    }
+}
+
+/// Numeric element types: `prim::Arith` gives their arithmetic.
+trait Num: LaneElem + Arith {}
+impl<T: LaneElem + Arith> Num for T {}
+
+/// The float functions of `prim/math.rs` (those of `std`), as function items per type.
+trait Float: Num {
+    fn unary_fn(prim: Prim) -> Option<fn(Self) -> Self>;
+    fn binary_fn(prim: Prim) -> Option<fn(Self, Self) -> Self>;
+    fn is_nan(self) -> bool;
+    fn is_inf(self) -> bool;
+}
+
+macro_rules! float_fns {
+    ($($ty:ident),*) => {$(
+        impl Float for $ty {
+            fn unary_fn(prim: Prim) -> Option<fn(Self) -> Self> {
+                Some(match prim {
+                    Prim::Sqrt => $ty::sqrt,
+                    Prim::Exp => $ty::exp,
+                    Prim::Exp2 => $ty::exp2,
+                    Prim::Log => $ty::ln,
+                    Prim::Log2 => $ty::log2,
+                    Prim::Log10 => $ty::log10,
+                    Prim::Log1p => $ty::ln_1p,
+                    Prim::Expm1 => $ty::exp_m1,
+                    Prim::Sin => $ty::sin,
+                    Prim::Cos => $ty::cos,
+                    Prim::Tan => $ty::tan,
+                    Prim::Tanh => $ty::tanh,
+                    Prim::Sinh => $ty::sinh,
+                    Prim::Cosh => $ty::cosh,
+                    Prim::Atan => $ty::atan,
+                    Prim::Floor => $ty::floor,
+                    Prim::Ceil => $ty::ceil,
+                    Prim::Round => $ty::round,
+                    _ => return None,
+                })
+            }
+            fn binary_fn(prim: Prim) -> Option<fn(Self, Self) -> Self> {
+                Some(match prim {
+                    Prim::Pow => $ty::powf,
+                    Prim::Atan2 => $ty::atan2,
+                    _ => return None,
+                })
+            }
+            fn is_nan(self) -> bool { $ty::is_nan(self) }
+            fn is_inf(self) -> bool { $ty::is_infinite(self) }
+        }
+    )*};
+}
+
+float_fns!(f32, f64);
+
+/// Arithmetic on one numeric type; `false` when `prim` is not arithmetic.
+fn num_op<N: Num>(prim: Prim, operands: &[&Lane], out: &mut Lane, len: usize) -> bool {
+    let a = operands[0];
+    match (prim, operands.get(1)) {
+        (Prim::Neg, None) => map1::<N, N>(a, out, len, N::neg),
+        (Prim::Abs, None) => map1::<N, N>(a, out, len, N::abs),
+        (Prim::Add, Some(b)) => map2::<N, N, N>(a, b, out, len, <N as Arith>::add),
+        (Prim::Sub, Some(b)) => map2::<N, N, N>(a, b, out, len, N::sub),
+        (Prim::Mul, Some(b)) => map2::<N, N, N>(a, b, out, len, N::mul),
+        (Prim::Div, Some(b)) => map2::<N, N, N>(a, b, out, len, N::div),
+        (Prim::Min, Some(b)) => map2::<N, N, N>(a, b, out, len, N::min),
+        (Prim::Max, Some(b)) => map2::<N, N, N>(a, b, out, len, N::max),
+        (Prim::Mod, Some(b)) => map2::<N, N, N>(a, b, out, len, N::modulo),
+        (Prim::IDiv, Some(b)) => map2::<N, N, N>(a, b, out, len, N::idiv),
+        _ => return false,
+    }
+    true
+}
+
+fn float_op<F: Float>(prim: Prim, operands: &[&Lane], out: &mut Lane, len: usize) -> bool {
+    let a = operands[0];
+    match (prim, operands.get(1)) {
+        (Prim::IsNan, None) => map1::<F, bool>(a, out, len, F::is_nan),
+        (Prim::IsInf, None) => map1::<F, bool>(a, out, len, F::is_inf),
+        (_, None) => match F::unary_fn(prim) {
+            Some(f) => map1::<F, F>(a, out, len, f),
+            None => return num_op::<F>(prim, operands, out, len),
+        },
+        (_, Some(b)) => match F::binary_fn(prim) {
+            Some(f) => map2::<F, F, F>(a, b, out, len, f),
+            None => return num_op::<F>(prim, operands, out, len),
+        },
+    }
+    true
+}
+
+/// Comparisons in IEEE order (as `prim/compare.rs`), `false < true`.
+fn compare_op<T: LaneElem>(prim: Prim, a: &Lane, b: &Lane, out: &mut Lane, len: usize) -> bool {
+    match prim {
+        Prim::Eq => map2::<T, T, bool>(a, b, out, len, |x, y| x == y),
+        Prim::Ne => map2::<T, T, bool>(a, b, out, len, |x, y| x != y),
+        Prim::Lt => map2::<T, T, bool>(a, b, out, len, |x, y| x < y),
+        Prim::Gt => map2::<T, T, bool>(a, b, out, len, |x, y| x > y),
+        Prim::Le => map2::<T, T, bool>(a, b, out, len, |x, y| x <= y),
+        Prim::Ge => map2::<T, T, bool>(a, b, out, len, |x, y| x >= y),
+        _ => return false,
+    }
+    true
+}
+
+/// `cast_<elem>` through `Element`'s conversions (`prim/convert.rs`'s rules).
+fn cast_op<A: LaneElem>(elem: Elem, a: &Lane, out: &mut Lane, len: usize) {
+    match elem {
+        Elem::F32 => map1::<A, f32>(a, out, len, A::to_f32),
+        Elem::F64 => map1::<A, f64>(a, out, len, A::to_f64),
+        Elem::I32 => map1::<A, i32>(a, out, len, A::to_i32),
+        Elem::I64 => map1::<A, i64>(a, out, len, A::to_i64),
+        Elem::U32 => map1::<A, u32>(a, out, len, A::to_u32),
+        Elem::U64 => map1::<A, u64>(a, out, len, A::to_u64),
+        Elem::Bool => map1::<A, bool>(a, out, len, A::to_bool),
+    }
+}
+
+/// The typed loop for `prim`, if there is one.
+fn typed_op(prim: Prim, operands: &[&Lane], out: &mut Lane, len: usize) -> bool {
+    let first = operands[0].column.elem();
+    if let Prim::Cast(elem) = prim {
+        match first {
+            Elem::F32 => cast_op::<f32>(elem, operands[0], out, len),
+            Elem::F64 => cast_op::<f64>(elem, operands[0], out, len),
+            Elem::I32 => cast_op::<i32>(elem, operands[0], out, len),
+            Elem::I64 => cast_op::<i64>(elem, operands[0], out, len),
+            Elem::U32 => cast_op::<u32>(elem, operands[0], out, len),
+            Elem::U64 => cast_op::<u64>(elem, operands[0], out, len),
+            Elem::Bool => cast_op::<bool>(elem, operands[0], out, len),
+        }
+        return true;
+    }
+    if prim == Prim::Select && operands.len() == 3 {
+        let (c, x, y) = (operands[0], operands[1], operands[2]);
+        match x.column.elem() {
+            Elem::F32 => select::<f32>(c, x, y, out, len),
+            Elem::F64 => select::<f64>(c, x, y, out, len),
+            Elem::I32 => select::<i32>(c, x, y, out, len),
+            Elem::I64 => select::<i64>(c, x, y, out, len),
+            Elem::U32 => select::<u32>(c, x, y, out, len),
+            Elem::U64 => select::<u64>(c, x, y, out, len),
+            Elem::Bool => select::<bool>(c, x, y, out, len),
+        }
+        return true;
+    }
+    if operands.len() == 2 {
+        let (a, b) = (operands[0], operands[1]);
+        let compared = match first {
+            Elem::F32 => compare_op::<f32>(prim, a, b, out, len),
+            Elem::F64 => compare_op::<f64>(prim, a, b, out, len),
+            Elem::I32 => compare_op::<i32>(prim, a, b, out, len),
+            Elem::I64 => compare_op::<i64>(prim, a, b, out, len),
+            Elem::U32 => compare_op::<u32>(prim, a, b, out, len),
+            Elem::U64 => compare_op::<u64>(prim, a, b, out, len),
+            Elem::Bool => compare_op::<bool>(prim, a, b, out, len),
+        };
+        if compared {
+            return true;
+        }
+    }
+    match first {
+        Elem::F32 => float_op::<f32>(prim, operands, out, len),
+        Elem::F64 => float_op::<f64>(prim, operands, out, len),
+        Elem::I32 => num_op::<i32>(prim, operands, out, len),
+        Elem::I64 => num_op::<i64>(prim, operands, out, len),
+        Elem::U32 => num_op::<u32>(prim, operands, out, len),
+        Elem::U64 => num_op::<u64>(prim, operands, out, len),
+        Elem::Bool => match (prim, operands) {
+            (Prim::Not, [a]) => {
+                map1::<bool, bool>(a, out, len, |p| !p);
+                true
+            }
+            (Prim::And, [a, b]) => {
+                map2::<bool, bool, bool>(a, b, out, len, |p, q| p && q);
+                true
+            }
+            (Prim::Or, [a, b]) => {
+                map2::<bool, bool, bool>(a, b, out, len, |p, q| p || q);
+                true
+            }
+            _ => false,
+        },
+    }
+}
+
+/// Computes `prim` of the operand lanes into `out` over the first `len` points.
+pub fn eval_prim(prim: Prim, operands: &[&Lane], out: &mut Lane, len: usize) {
+    if typed_op(prim, operands, out, len) {
+        return;
+    }
+    // The generic path: `Prim::eval` per point.
+    let splat = operands.iter().all(|lane| lane.splat);
+    let points = if splat { 1 } else { len };
+    let mut scalars = Vec::with_capacity(operands.len());
+    for position in 0..points {
+        scalars.clear();
+        scalars.extend(operands.iter().map(|lane| lane.get(position)));
+        out.column.set(position, prim.eval(&scalars));
+    }
+    out.splat = splat;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lane_of(values: &[f64], splat: bool) -> Lane {
+        let mut lane = Lane::new(Elem::F64);
+        f64::values_mut(&mut lane.column)[..values.len()].copy_from_slice(values);
+        lane.splat = splat;
+        lane
+    }
+
+    #[test]
+    fn typed_loops_agree_with_prim_eval() {
+        let xs = [0.5, -2.0, 3.25, f64::NAN, 0.0, -0.0, f64::INFINITY, 7.0];
+        let ys = [1.5, 2.0, -0.75, 1.0, -0.0, 0.0, 2.0, f64::NAN];
+        let a = lane_of(&xs, false);
+        let b = lane_of(&ys, false);
+        let prims = [
+            Prim::Add,
+            Prim::Sub,
+            Prim::Mul,
+            Prim::Div,
+            Prim::Min,
+            Prim::Max,
+            Prim::Mod,
+            Prim::Pow,
+            Prim::Lt,
+            Prim::Eq,
+            Prim::Exp,
+            Prim::Tanh,
+            Prim::Neg,
+            Prim::IsNan,
+            Prim::Cast(Elem::I32),
+        ];
+        for prim in prims {
+            let unary = crate::prim::Prim::arity(prim) == 1;
+            let operands: Vec<&Lane> = if unary { vec![&a] } else { vec![&a, &b] };
+            let elem = prim
+                .result_elem(
+                    &operands
+                        .iter()
+                        .map(|lane| lane.column.elem())
+                        .collect::<Vec<_>>(),
+                )
+                .unwrap();
+            let mut out = Lane::new(elem);
+            eval_prim(prim, &operands, &mut out, xs.len());
+            for position in 0..xs.len() {
+                let scalars: Vec<Scalar> = operands.iter().map(|lane| lane.get(position)).collect();
+                let expected = prim.eval(&scalars);
+                let got = out.get(position);
+                let same = match (expected, got) {
+                    (Scalar::F64(x), Scalar::F64(y)) => x.to_bits() == y.to_bits(),
+                    (x, y) => x == y,
+                };
+                assert!(same, "{prim:?} at {position}: {got:?} != {expected:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn splats_stay_splats() {
+        let a = lane_of(&[2.0], true);
+        let b = lane_of(&[3.0, 4.0, 5.0], false);
+        let mut out = Lane::new(Elem::F64);
+        eval_prim(Prim::Mul, &[&a, &a], &mut out, 3);
+        assert!(out.splat);
+        assert_eq!(out.get(2), Scalar::F64(4.0));
+        eval_prim(Prim::Mul, &[&a, &b], &mut out, 3);
+        assert!(!out.splat);
+        assert_eq!(out.get(2), Scalar::F64(10.0));
+    }
+}

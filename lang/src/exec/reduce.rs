@@ -1,0 +1,196 @@
+//! Sums in dx's summation order (`prim::sum_order`, Note [Summation order]), vectorised and in
+//! parallel, giving exactly the bits of the specification `sum_order::tree_sum` whatever the
+//! number of threads.
+//!
+//! Two shapes of work:
+//! - [`sum_contiguous`]: one sum of a contiguous run (the reduced axis is the innermost one).
+//!   Leaves are summed by `sum_order::leaf_sum`'s 8-wide accumulator; long runs are cut into
+//!   aligned runs of `2^RUN_LEVEL` leaves summed on different threads and combined in order.
+//! - [`sum_rows`]: many sums side by side, one per column of a row-major `[n_rows, n_cols]`
+//!   matrix (the reduced axis is an outer one). The same tree is applied to every column at
+//!   once: the lane accumulators and the pending partial sums are rows, so every step is a
+//!   tight loop over columns.
+
+use rayon::prelude::*;
+
+use super::tensor::{from_vec, map_tensor, standard_slice, Element, Nd, Tensor};
+use super::{MIN_CHUNK, PAR_THRESHOLD};
+use crate::prim::sum_order::{self, TreeSum, LANES, LEAF};
+
+/// Leaves per parallel run of a long sum: `2^7` leaves of 128 elements (complete subtrees of
+/// the summation tree, so the runs can be summed on any threads).
+pub(super) const RUN_LEVEL: u32 = 7;
+/// Columns summed side by side by one task of [`sum_rows`] (bounds the accumulator rows).
+const COLUMN_BLOCK: usize = 1024;
+
+fn add<T: Element>(a: T, b: T) -> T {
+    a.add(b)
+}
+
+/// Adds `b` to `a` element by element (`a[c] + b[c]`, in that operand order).
+pub(super) fn add_rows<T: Element>(mut a: Vec<T>, b: Vec<T>) -> Vec<T> {
+    for (x, &y) in a.iter_mut().zip(&b) {
+        *x = x.add(y);
+    }
+    a
+}
+
+/// The sum of `xs` in dx's order.
+pub fn sum_contiguous<T: Element>(xs: &[T]) -> T {
+    let run_len = LEAF << RUN_LEVEL;
+    if xs.len() < PAR_THRESHOLD.max(2 * run_len) {
+        return sum_order::tree_sum(xs, T::default(), add);
+    }
+    let runs: Vec<T> = xs
+        .par_chunks(run_len)
+        .map(|run| sum_order::tree_sum(run, T::default(), add))
+        .collect();
+    let partial = !xs.len().is_multiple_of(run_len);
+    sum_order::combine_runs(&runs, RUN_LEVEL, partial, add).unwrap_or_default()
+}
+
+/// Sums the rows of the row-major matrix `data` (`n_rows` rows of `n_cols`) for the columns
+/// `first..first + dst.len()`, writing one sum per column into `dst`.
+fn sum_columns<T: Element>(data: &[T], n_rows: usize, n_cols: usize, first: usize, dst: &mut [T]) {
+    let width = dst.len();
+    let row = |index: usize| &data[index * n_cols + first..index * n_cols + first + width];
+    let mut tree = TreeSum::new();
+    let mut lanes = vec![vec![T::default(); width]; LANES];
+    for leaf_start in (0..n_rows).step_by(LEAF) {
+        for lane in &mut lanes {
+            lane.fill(T::default());
+        }
+        for index in leaf_start..(leaf_start + LEAF).min(n_rows) {
+            let lane = &mut lanes[(index - leaf_start) % LANES];
+            for (acc, &x) in lane.iter_mut().zip(row(index)) {
+                *acc = acc.add(x);
+            }
+        }
+        // ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)), column by column.
+        let mut leaf = vec![T::default(); width];
+        for (column, out) in leaf.iter_mut().enumerate() {
+            let acc: [T; LANES] = std::array::from_fn(|lane| lanes[lane][column]);
+            *out = sum_order::combine_lanes(&acc, add);
+        }
+        tree.push_leaf(leaf, add_rows);
+    }
+    match tree.finish(add_rows) {
+        Some(sums) => dst.copy_from_slice(&sums),
+        None => dst.fill(T::default()),
+    }
+}
+
+/// Sums a row-major `[n_rows, n_cols]` matrix over its rows: one sum per column.
+pub fn sum_rows<T: Element>(data: &[T], n_rows: usize, n_cols: usize) -> Vec<T> {
+    let mut out = vec![T::default(); n_cols];
+    if n_cols == 1 {
+        out[0] = sum_contiguous(data);
+    } else if n_rows * n_cols < PAR_THRESHOLD {
+        for (block, dst) in out.chunks_mut(COLUMN_BLOCK).enumerate() {
+            sum_columns(data, n_rows, n_cols, block * COLUMN_BLOCK, dst);
+        }
+    } else {
+        let block = COLUMN_BLOCK.min(n_cols.div_ceil(rayon::current_num_threads().max(1)));
+        let block = block.max(MIN_CHUNK.div_ceil(n_rows.max(1))).min(n_cols);
+        out.par_chunks_mut(block)
+            .enumerate()
+            .for_each(|(index, dst)| sum_columns(data, n_rows, n_cols, index * block, dst));
+    }
+    out
+}
+
+/// Sums `array` along axis `axis` in dx's order: `out[b, c]` is the sum over `r` of
+/// `x[b, r, c]`, where `b` ranges over the axes before `axis` and `c` over those after it.
+pub fn sum_axis(array: &Tensor, axis: usize) -> Tensor {
+    fn typed<T: Element>(array: &Nd<T>, axis: usize) -> Nd<T> {
+        let shape = array.shape();
+        let outer: usize = shape[..axis].iter().product();
+        let n_rows = shape[axis];
+        let inner: usize = shape[axis + 1..].iter().product();
+        let mut out_shape = shape[..axis].to_vec();
+        out_shape.extend_from_slice(&shape[axis + 1..]);
+        let data = standard_slice(array);
+        let block_len = n_rows * inner;
+        let mut out = Vec::with_capacity(outer * inner);
+        if inner == 1 && outer > 1 && outer * n_rows >= PAR_THRESHOLD {
+            out = (0..outer)
+                .into_par_iter()
+                .with_min_len(MIN_CHUNK.div_ceil(n_rows.max(1)))
+                .map(|block| sum_contiguous(&data[block * block_len..(block + 1) * block_len]))
+                .collect();
+        } else if inner > 0 {
+            for block in 0..outer {
+                let rows = &data[block * block_len..(block + 1) * block_len];
+                out.extend(sum_rows(rows, n_rows, inner));
+            }
+        }
+        from_vec(&out_shape, out)
+    }
+    map_tensor!(array, a => typed(a, axis))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(n: usize, seed: u64) -> Vec<f32> {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..n)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 100.0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn contiguous_sums_match_the_specification() {
+        for n in [0, 1, 9, 128, 1000, 16_384 * 2, 16_384 * 5 + 77, 300_001] {
+            let xs = values(n, n as u64);
+            let spec = sum_order::tree_sum(&xs, 0.0, |a: f32, b| a + b);
+            assert_eq!(sum_contiguous(&xs).to_bits(), spec.to_bits(), "n = {n}");
+        }
+    }
+
+    #[test]
+    fn column_sums_match_the_specification() {
+        for (n_rows, n_cols) in [(0, 3), (1, 5), (7, 3), (129, 17), (1000, 40), (300, 2000)] {
+            let data = values(n_rows * n_cols, (n_rows * 31 + n_cols) as u64);
+            let sums = sum_rows(&data, n_rows, n_cols);
+            for column in 0..n_cols {
+                let xs: Vec<f32> = (0..n_rows).map(|r| data[r * n_cols + column]).collect();
+                let spec = sum_order::tree_sum(&xs, 0.0, |a, b| a + b);
+                assert_eq!(
+                    sums[column].to_bits(),
+                    spec.to_bits(),
+                    "{n_rows}×{n_cols} col {column}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn sums_do_not_depend_on_the_thread_count() {
+        let xs = values(1 << 20, 3);
+        let matrix = values(4096 * 64, 4);
+        let on = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| (sum_contiguous(&xs).to_bits(), sum_rows(&matrix, 4096, 64)))
+        };
+        let one = on(1);
+        for threads in [2, 3, 8] {
+            let other = on(threads);
+            assert_eq!(one.0, other.0, "{threads} threads");
+            assert!(one
+                .1
+                .iter()
+                .zip(&other.1)
+                .all(|(a, b)| a.to_bits() == b.to_bits()));
+        }
+    }
+}

@@ -1,0 +1,768 @@
+//! Fusion: the main block of a verified bulk program becomes a [`Schedule`] of loop kernels,
+//! matrix products and statements left to the bulk evaluator (`core/kernel.rs`).
+//!
+//! The BOT unfuses (seed 001 §9): every `for` becomes a chain of whole-array operations, each a
+//! pass over memory, with `replicate`s and `tr`s materialised between them. Fusion puts the
+//! chains back together, following seed 004 §5.1's loop fusion (Fig 8) in the form DESIGN.md
+//! gives it:
+//!
+//! - *Pull* operations (elementwise `prim`s, `replicate`, `tr`, `reshape`, `iota`, `index`, and
+//!   `gather` whose index function is scalar code) fuse into their consumer: the consumer
+//!   asks for the producer's element at some coordinates, and the producer's expression is
+//!   built at those coordinates (`Fuser::pull`). `replicate` drops a coordinate, `tr` permutes
+//!   them, `reshape` recomputes them from the flat offset, `iota` is a coordinate, `gather`
+//!   runs its index function on them; so views cost nothing and no intermediate array is made.
+//! - A reduction (`sumOuter`) is a kernel whose body is its producer, pulled over the producer's
+//!   own shape, summed over axis 0.
+//! - A reduction whose body is the product of two reads that broadcast along different axes
+//!   is a contraction: a (batched) matrix product (`MatMul`), when it is big enough to pay.
+//! - Everything else (`fold`, `scan`, `cond`, `scatter`, literal tables, gathers whose index
+//!   function has blocks) stays a bulk statement (`Step::Stmt`), whose inputs and outputs
+//!   are materialised.
+//!
+//! Which variables are materialised (Note [Materialise or recompute]) decides the kernels: one
+//! per materialised variable bound by a pull or reduction statement.
+//!
+//! Assumes a verified bulk program (no `build1` in `main`; nested blocks are not fused).
+//! Guarantees: running the schedule gives the values of running the program, bit for bit, for
+//! every kernel and within the matrix-product bound for `MatMul` steps (the product's sums run
+//! in `faer`'s order, not dx's); every coordinate a `Read` uses is in range (a gather or
+//! `index` that may read out of range masks the read and gives zero there, Note [Masked
+//! reads]).
+//!
+//! Does not handle yet (TODO(#7)): fusing into loop bodies (`fold`/`scan` bodies run on the
+//! bulk evaluator), several outputs per kernel (sibling fusion), reductions fused into
+//! reductions, strict mode (the session runs `--strict` on the bulk evaluator).
+
+// Note [Materialise or recompute]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A variable bound in `main` is materialised when it is a result of `main`, is bound by a
+// reduction or a bulk statement, is read by a bulk statement or by a nested block, or is the
+// array of a `gather`/`index` inside an index function. Otherwise (a pull statement) it is
+// inlined into its readers unless that would compute it more than once per element it has:
+// its *weight*, the number of times its element is computed when inlined, is the sum over its
+// readers of 1 for a materialised reader and, for an inlined reader, the reader's own weight,
+// times `count` through `replicate` and times 2 through `gather` (whose index function may
+// read an element many times). Views (`replicate`, `tr`, `reshape`, `iota`, `index`, `gather`,
+// copies) and rank-0 values are always inlined: they compute nothing per element (a rank-0
+// value is computed once per line of the kernel). Any other pull variable is inlined when its
+// weight is at most 1.
+//
+// Note [Masked reads]
+// ~~~~~~~~~~~~~~~~~~~
+// A coordinate computed by an index function or taken from an `index` operand may be out of
+// range; the read must then give zero (seed 001 §5.2). Such a coordinate `c` on an axis of
+// size `d` is clamped to `0..d` before it is used, and the value read through it is replaced
+// by zero where `0 <= c < d` fails (`select`). A coordinate whose range is known from the
+// iteration space (an affine one) is not checked. So every `Read` of the schedule is in range,
+// and views below the gather see only in-range coordinates.
+
+use std::collections::{HashMap, HashSet};
+
+use super::PassInfo;
+use crate::core::ids::IdVec;
+use crate::core::ir::{Atom, Block, BlockId, Elem, Expr, Program, Scalar, VarId};
+use crate::core::kernel::{
+    Affine, Coord, Kernel, MatMul, MatOperand, Node, NodeId, Schedule, Step,
+};
+use crate::core::verify::{expr_atoms, expr_blocks};
+use crate::core::visit::{collect_uses, var_of};
+use crate::prim::Prim;
+
+pub const INFO: PassInfo = PassInfo {
+    name: "fuse",
+    description: "fuse bulk operations into loop kernels and matrix products (seed 004 §5.1)",
+};
+
+/// A contraction runs as a matrix product when it has at least this many multiply-adds and
+/// a reduced axis of at least `MATMUL_MIN_DEPTH`; smaller ones stay loop kernels.
+pub const MATMUL_MIN_WORK: usize = 1 << 15;
+pub const MATMUL_MIN_DEPTH: usize = 16;
+
+/// Fuses the main block of `program`.
+pub fn run(program: &Program) -> Schedule {
+    let fuser = Fuser::new(program);
+    let main = &program.blocks[program.main];
+    let mut steps = Vec::new();
+    for (stmt_idx, stmt) in main.stmts.iter().enumerate() {
+        match fuser.kinds[stmt_idx] {
+            StmtKind::Bulk => steps.push(Step::Stmt(stmt_idx)),
+            StmtKind::Reduce => {
+                let Expr::SumOuter(array) = &stmt.expr else {
+                    unreachable!("only sumOuter is a reduction")
+                };
+                let shape = program.atom_ty(array).shape;
+                let mut builder = KernelBuilder::new(&fuser, shape.clone());
+                let coords = (0..shape.len())
+                    .map(|axis| Coord::Affine(Affine::axis(axis)))
+                    .collect();
+                let root = builder.pull_atom(array, coords);
+                let kernel = builder.finish(true, stmt.binders[0], root);
+                steps.push(match as_matmul(program, &kernel) {
+                    Some(matmul) => Step::MatMul(matmul),
+                    None => Step::Kernel(kernel),
+                });
+            }
+            StmtKind::Pull | StmtKind::View => {
+                let binder = stmt.binders[0];
+                if !fuser.materialised.contains(&binder) {
+                    continue;
+                }
+                let shape = program.var_ty(binder).shape.clone();
+                let mut builder = KernelBuilder::new(&fuser, shape.clone());
+                let coords = (0..shape.len())
+                    .map(|axis| Coord::Affine(Affine::axis(axis)))
+                    .collect();
+                let root = builder.pull_expr(&stmt.expr, binder, coords);
+                steps.push(Step::Kernel(builder.finish(false, binder, root)));
+            }
+        }
+    }
+    Schedule { steps }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StmtKind {
+    /// Computes nothing per element (Note [Materialise or recompute]).
+    View,
+    /// An elementwise `prim` over arrays.
+    Pull,
+    Reduce,
+    Bulk,
+}
+
+struct Fuser<'a> {
+    program: &'a Program,
+    main: &'a Block,
+    kinds: Vec<StmtKind>,
+    /// The statement of `main` binding each variable.
+    def: HashMap<VarId, usize>,
+    materialised: HashSet<VarId>,
+}
+
+impl<'a> Fuser<'a> {
+    fn new(program: &'a Program) -> Fuser<'a> {
+        let main = &program.blocks[program.main];
+        let mut def = HashMap::new();
+        for (stmt_idx, stmt) in main.stmts.iter().enumerate() {
+            for &binder in &stmt.binders {
+                def.insert(binder, stmt_idx);
+            }
+        }
+        let kinds = main
+            .stmts
+            .iter()
+            .map(|stmt| stmt_kind(program, &stmt.expr))
+            .collect();
+        let mut fuser = Fuser {
+            program,
+            main,
+            kinds,
+            def,
+            materialised: HashSet::new(),
+        };
+        fuser.materialised = fuser.choose_materialised();
+        fuser
+    }
+
+    /// Note [Materialise or recompute].
+    fn choose_materialised(&self) -> HashSet<VarId> {
+        let program = self.program;
+        let mut forced: HashSet<VarId> = self
+            .main
+            .results
+            .iter()
+            .copied()
+            .filter_map(var_of)
+            .collect();
+        for (stmt_idx, stmt) in self.main.stmts.iter().enumerate() {
+            if matches!(self.kinds[stmt_idx], StmtKind::Bulk | StmtKind::Reduce) {
+                forced.extend(&stmt.binders);
+            }
+            let mut nested_uses = Vec::new();
+            for block in expr_blocks(&stmt.expr) {
+                collect_uses(program, block, &mut nested_uses);
+            }
+            forced.extend(
+                nested_uses
+                    .into_iter()
+                    .filter(|var| self.def.contains_key(var)),
+            );
+            if self.kinds[stmt_idx] == StmtKind::Bulk {
+                forced.extend(expr_atoms(&stmt.expr).into_iter().filter_map(var_of));
+            }
+        }
+        // Weights, from the last statement back (readers come after what they read).
+        let mut weight: HashMap<VarId, usize> = HashMap::new();
+        let mut materialised = HashSet::new();
+        for (stmt_idx, stmt) in self.main.stmts.iter().enumerate().rev() {
+            let kind = self.kinds[stmt_idx];
+            let binder = stmt.binders[0];
+            let inlined = matches!(kind, StmtKind::View | StmtKind::Pull)
+                && !forced.contains(&binder)
+                && (kind == StmtKind::View
+                    || program.var_ty(binder).rank() == 0
+                    || weight.get(&binder).copied().unwrap_or(0) <= 1);
+            if !inlined {
+                materialised.extend(stmt.binders.iter().copied());
+            }
+            let own = if inlined {
+                weight.get(&binder).copied().unwrap_or(0)
+            } else {
+                1
+            };
+            let factor = match &stmt.expr {
+                Expr::Replicate { count, .. } => *count,
+                Expr::Gather { .. } => 2,
+                _ => 1,
+            };
+            // A variable read twice by one statement is still computed once for it (the
+            // kernel shares equal nodes).
+            let mut operands: Vec<VarId> = expr_atoms(&stmt.expr)
+                .into_iter()
+                .filter_map(var_of)
+                .collect();
+            operands.sort();
+            operands.dedup();
+            for var in operands {
+                *weight.entry(var).or_insert(0) += own.saturating_mul(factor).max(1);
+            }
+        }
+        materialised.extend(forced);
+        materialised
+    }
+}
+
+/// How the fuser treats a statement of `main`.
+fn stmt_kind(program: &Program, expr: &Expr) -> StmtKind {
+    match expr {
+        Expr::Atom(_)
+        | Expr::Replicate { .. }
+        | Expr::Transpose { .. }
+        | Expr::Reshape { .. }
+        | Expr::Iota(_)
+        | Expr::Index { .. } => StmtKind::View,
+        Expr::Gather { body, .. } if is_scalar_code(program, *body) => StmtKind::View,
+        Expr::Prim(..) => StmtKind::Pull,
+        Expr::SumOuter(_) => StmtKind::Reduce,
+        Expr::Gather { .. }
+        | Expr::Build1 { .. }
+        | Expr::Scatter { .. }
+        | Expr::Table(_)
+        | Expr::Cond { .. }
+        | Expr::Fold { .. }
+        | Expr::Scan { .. } => StmtKind::Bulk,
+    }
+}
+
+/// An index function the fuser can inline: scalar `prim`s, copies and `index`es of scalars.
+fn is_scalar_code(program: &Program, block: BlockId) -> bool {
+    let block = &program.blocks[block];
+    block.stmts.iter().all(|stmt| {
+        let scalar_binders = stmt
+            .binders
+            .iter()
+            .all(|&var| program.var_ty(var).rank() == 0);
+        scalar_binders
+            && matches!(
+                stmt.expr,
+                Expr::Atom(_) | Expr::Prim(..) | Expr::Index { .. }
+            )
+    })
+}
+
+/// A value inside an index function while it is inlined: index arithmetic stays affine as
+/// long as it can.
+#[derive(Clone, Debug)]
+enum Sym {
+    Affine(Affine),
+    Node(NodeId),
+}
+
+/// A hashable form of a node, for sharing equal nodes within a kernel (floats by their bits).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum NodeKey {
+    Lit(Elem, u64),
+    Index(Affine),
+    Read(VarId, Vec<Coord>),
+    Prim(Prim, Vec<NodeId>),
+}
+
+fn scalar_bits(scalar: Scalar) -> u64 {
+    match scalar {
+        Scalar::F32(x) => u64::from(x.to_bits()),
+        Scalar::F64(x) => x.to_bits(),
+        Scalar::I32(x) => x as u32 as u64,
+        Scalar::I64(x) => x as u64,
+        Scalar::U32(x) => u64::from(x),
+        Scalar::U64(x) => x,
+        Scalar::Bool(x) => u64::from(x),
+    }
+}
+
+fn node_key(node: &Node) -> NodeKey {
+    match node {
+        Node::Lit(scalar) => NodeKey::Lit(scalar.elem(), scalar_bits(*scalar)),
+        Node::Index(affine) => NodeKey::Index(affine.clone()),
+        Node::Read { var, coords, .. } => NodeKey::Read(*var, coords.clone()),
+        Node::Prim(prim, operands) => NodeKey::Prim(*prim, operands.clone()),
+    }
+}
+
+struct KernelBuilder<'f, 'a> {
+    fuser: &'f Fuser<'a>,
+    shape: Vec<usize>,
+    nodes: IdVec<NodeId, (Node, Elem)>,
+    shared: HashMap<NodeKey, NodeId>,
+    pulled: HashMap<(VarId, Vec<Coord>), NodeId>,
+}
+
+impl<'f, 'a> KernelBuilder<'f, 'a> {
+    fn new(fuser: &'f Fuser<'a>, shape: Vec<usize>) -> Self {
+        KernelBuilder {
+            fuser,
+            shape,
+            nodes: IdVec::new(),
+            shared: HashMap::new(),
+            pulled: HashMap::new(),
+        }
+    }
+
+    fn finish(self, reduce: bool, out: VarId, root: NodeId) -> Kernel {
+        Kernel {
+            shape: self.shape,
+            reduce,
+            nodes: self.nodes,
+            output: (out, root),
+        }
+    }
+
+    fn node(&mut self, node: Node, elem: Elem) -> NodeId {
+        let key = node_key(&node);
+        if let Some(&id) = self.shared.get(&key) {
+            return id;
+        }
+        let id = self.nodes.push((node, elem));
+        self.shared.insert(key, id);
+        id
+    }
+
+    fn lit(&mut self, scalar: Scalar) -> NodeId {
+        self.node(Node::Lit(scalar), scalar.elem())
+    }
+
+    fn prim(&mut self, prim: Prim, operands: Vec<NodeId>, elem: Elem) -> NodeId {
+        self.node(Node::Prim(prim, operands), elem)
+    }
+
+    /// A coordinate as an `I64` node.
+    fn coord_node(&mut self, coord: &Coord) -> NodeId {
+        match coord {
+            Coord::Affine(affine) => self.node(Node::Index(affine.clone()), Elem::I64),
+            Coord::Node(node) => *node,
+        }
+    }
+
+    /// The element of `atom` at `coords` (one per axis of the atom).
+    fn pull_atom(&mut self, atom: &Atom, coords: Vec<Coord>) -> NodeId {
+        match atom {
+            Atom::Lit(scalar) => self.lit(*scalar),
+            Atom::Var(var) => self.pull_var(*var, coords),
+        }
+    }
+
+    fn pull_var(&mut self, var: VarId, coords: Vec<Coord>) -> NodeId {
+        let program = self.fuser.program;
+        debug_assert_eq!(
+            coords.len(),
+            program.var_ty(var).rank(),
+            "coordinates of {var}"
+        );
+        let def = self.fuser.def.get(&var).copied();
+        let Some(stmt_idx) = def.filter(|_| !self.fuser.materialised.contains(&var)) else {
+            let elem = program.var_ty(var).elem;
+            return self.node(
+                Node::Read {
+                    var,
+                    coords,
+                    checked: false,
+                },
+                elem,
+            );
+        };
+        let key = (var, coords);
+        if let Some(&node) = self.pulled.get(&key) {
+            return node;
+        }
+        let stmt = &self.fuser.main.stmts[stmt_idx];
+        let node = self.pull_expr(&stmt.expr, var, key.1.clone());
+        self.pulled.insert(key, node);
+        node
+    }
+
+    /// The element at `coords` of the value `expr` binds to `binder` (a pull statement).
+    fn pull_expr(&mut self, expr: &Expr, binder: VarId, coords: Vec<Coord>) -> NodeId {
+        let program = self.fuser.program;
+        let elem = program.var_ty(binder).elem;
+        match expr {
+            Expr::Atom(atom) => self.pull_atom(atom, coords),
+            Expr::Prim(prim, operands) => {
+                let operands = operands
+                    .iter()
+                    .map(|atom| {
+                        // Rank-0 operands broadcast (the BOT emits them for scalars).
+                        let operand_coords = if program.atom_ty(atom).rank() == 0 {
+                            Vec::new()
+                        } else {
+                            coords.clone()
+                        };
+                        self.pull_atom(atom, operand_coords)
+                    })
+                    .collect();
+                self.prim(*prim, operands, elem)
+            }
+            Expr::Replicate { array, .. } => self.pull_atom(array, coords[1..].to_vec()),
+            Expr::Transpose { perm, array } => {
+                let mut inner = coords.clone();
+                for (axis, &from) in perm.iter().enumerate() {
+                    inner[from] = coords[axis].clone();
+                }
+                self.pull_atom(array, inner)
+            }
+            Expr::Reshape { shape, array } => {
+                let inner_shape = program.atom_ty(array).shape;
+                let inner = self.reshape_coords(&coords, shape, &inner_shape);
+                self.pull_atom(array, inner)
+            }
+            Expr::Iota(_) => self.coord_node(&coords[0]),
+            Expr::Index { array, index } => {
+                let array_shape = program.atom_ty(array).shape;
+                let leading: Vec<Sym> = index
+                    .iter()
+                    .map(|atom| match atom {
+                        Atom::Lit(Scalar::I64(value)) => Sym::Affine(Affine::constant(*value)),
+                        other => Sym::Node(self.pull_atom(other, Vec::new())),
+                    })
+                    .collect();
+                self.masked_read(array, &array_shape, leading, &coords, elem)
+            }
+            Expr::Gather { array, body, .. } => {
+                // The index function's params are the leading coordinates of the result; the
+                // rest index the sub-array it reads.
+                let array_shape = program.atom_ty(array).shape;
+                let block = &program.blocks[*body];
+                let n_leading = block.params.len();
+                let mut env: HashMap<VarId, Sym> = HashMap::new();
+                for (&param, coord) in block.params.iter().zip(&coords[..n_leading]) {
+                    let sym = match coord {
+                        Coord::Affine(affine) => Sym::Affine(affine.clone()),
+                        Coord::Node(node) => Sym::Node(*node),
+                    };
+                    env.insert(param, sym);
+                }
+                for stmt in &block.stmts {
+                    let value = self.index_fn_stmt(&stmt.expr, stmt.binders[0], &env);
+                    env.insert(stmt.binders[0], value);
+                }
+                let leading: Vec<Sym> = block
+                    .results
+                    .iter()
+                    .map(|atom| self.sym_of(atom, &env))
+                    .collect();
+                self.masked_read(array, &array_shape, leading, &coords[n_leading..], elem)
+            }
+            Expr::SumOuter(_)
+            | Expr::Build1 { .. }
+            | Expr::Scatter { .. }
+            | Expr::Table(_)
+            | Expr::Cond { .. }
+            | Expr::Fold { .. }
+            | Expr::Scan { .. } => {
+                unreachable!("fuse: {binder} is not bound by a pull statement")
+            }
+        }
+    }
+
+    /// The value of an atom inside an inlined index function.
+    fn sym_of(&mut self, atom: &Atom, env: &HashMap<VarId, Sym>) -> Sym {
+        match atom {
+            Atom::Lit(Scalar::I64(value)) => Sym::Affine(Affine::constant(*value)),
+            Atom::Lit(scalar) => Sym::Node(self.lit(*scalar)),
+            Atom::Var(var) => match env.get(var) {
+                Some(sym) => sym.clone(),
+                // A variable of `main` (a scalar, so no coordinates).
+                None => Sym::Node(self.pull_var(*var, Vec::new())),
+            },
+        }
+    }
+
+    fn sym_node(&mut self, sym: &Sym) -> NodeId {
+        match sym {
+            Sym::Affine(affine) => self.node(Node::Index(affine.clone()), Elem::I64),
+            Sym::Node(node) => *node,
+        }
+    }
+
+    /// One statement of an inlined index function (`is_scalar_code`).
+    fn index_fn_stmt(&mut self, expr: &Expr, binder: VarId, env: &HashMap<VarId, Sym>) -> Sym {
+        let program = self.fuser.program;
+        let elem = program.var_ty(binder).elem;
+        match expr {
+            Expr::Atom(atom) => self.sym_of(atom, env),
+            Expr::Prim(prim, operands) => {
+                let syms: Vec<Sym> = operands.iter().map(|atom| self.sym_of(atom, env)).collect();
+                if let Some(affine) = affine_prim(*prim, &syms) {
+                    return Sym::Affine(affine);
+                }
+                let nodes = syms.iter().map(|sym| self.sym_node(sym)).collect();
+                Sym::Node(self.prim(*prim, nodes, elem))
+            }
+            Expr::Index { array, index } => {
+                let array_shape = program.atom_ty(array).shape;
+                let leading: Vec<Sym> = index.iter().map(|atom| self.sym_of(atom, env)).collect();
+                Sym::Node(self.masked_read(array, &array_shape, leading, &[], elem))
+            }
+            other => unreachable!("fuse: {other:?} is not scalar code (is_scalar_code)"),
+        }
+    }
+
+    /// `array[leading…, rest…]`, zero where a leading coordinate is out of range (Note [Masked
+    /// reads]).
+    fn masked_read(
+        &mut self,
+        array: &Atom,
+        array_shape: &[usize],
+        leading: Vec<Sym>,
+        rest: &[Coord],
+        elem: Elem,
+    ) -> NodeId {
+        if array_shape[..leading.len()].contains(&0) {
+            // Every read of an empty axis is out of range.
+            return self.lit(Scalar::zero(elem));
+        }
+        let mut coords = Vec::with_capacity(array_shape.len());
+        let mut in_range: Option<NodeId> = None;
+        for (sym, &dim) in leading.iter().zip(array_shape) {
+            match sym {
+                Sym::Affine(affine) if self.known_in_range(affine, dim) => {
+                    coords.push(Coord::Affine(affine.clone()));
+                }
+                _ => {
+                    let value = self.sym_node(sym);
+                    let zero = self.lit(Scalar::I64(0));
+                    let dim_lit = self.lit(Scalar::I64(dim as i64));
+                    let last = self.lit(Scalar::I64(dim as i64 - 1));
+                    let above = self.prim(Prim::Ge, vec![value, zero], Elem::Bool);
+                    let below = self.prim(Prim::Lt, vec![value, dim_lit], Elem::Bool);
+                    let ok = self.prim(Prim::And, vec![above, below], Elem::Bool);
+                    in_range = Some(match in_range {
+                        Some(previous) => self.prim(Prim::And, vec![previous, ok], Elem::Bool),
+                        None => ok,
+                    });
+                    let low = self.prim(Prim::Max, vec![value, zero], Elem::I64);
+                    let clamped = self.prim(Prim::Min, vec![low, last], Elem::I64);
+                    coords.push(Coord::Node(clamped));
+                }
+            }
+        }
+        coords.extend_from_slice(rest);
+        let value = self.pull_atom(array, coords);
+        match in_range {
+            None => value,
+            Some(ok) => {
+                let zero = self.lit(Scalar::zero(elem));
+                self.prim(Prim::Select, vec![ok, value, zero], elem)
+            }
+        }
+    }
+
+    fn known_in_range(&self, affine: &Affine, dim: usize) -> bool {
+        if self.shape.contains(&0) {
+            return true;
+        }
+        let (low, high) = affine.range(&self.shape);
+        low >= 0 && high < dim as i64
+    }
+
+    /// The coordinates in `inner_shape` of the element at `coords` of the same data seen with
+    /// `shape` (row-major order is kept by `reshape`).
+    fn reshape_coords(
+        &mut self,
+        coords: &[Coord],
+        shape: &[usize],
+        inner_shape: &[usize],
+    ) -> Vec<Coord> {
+        let strides = row_major_strides(shape);
+        let inner_strides = row_major_strides(inner_shape);
+        let affine: Option<Affine> =
+            coords
+                .iter()
+                .zip(&strides)
+                .try_fold(Affine::default(), |acc, (coord, &stride)| match coord {
+                    Coord::Affine(affine) => Some(affine.scaled_plus(stride as i64, &acc)),
+                    Coord::Node(_) => None,
+                });
+        if let Some(flat) = &affine {
+            if let Some(split) = split_affine(flat, &inner_strides, inner_shape, &self.shape) {
+                return split.into_iter().map(Coord::Affine).collect();
+            }
+        }
+        // The general case: flat offset, then division and remainder per axis.
+        let mut flat = self.lit(Scalar::I64(0));
+        for (coord, &stride) in coords.iter().zip(&strides) {
+            let value = self.coord_node(coord);
+            let stride = self.lit(Scalar::I64(stride as i64));
+            let term = self.prim(Prim::Mul, vec![value, stride], Elem::I64);
+            flat = self.prim(Prim::Add, vec![flat, term], Elem::I64);
+        }
+        inner_shape
+            .iter()
+            .zip(&inner_strides)
+            .map(|(&dim, &stride)| {
+                let stride = self.lit(Scalar::I64(stride as i64));
+                let dim = self.lit(Scalar::I64(dim as i64));
+                let quotient = self.prim(Prim::IDiv, vec![flat, stride], Elem::I64);
+                Coord::Node(self.prim(Prim::Mod, vec![quotient, dim], Elem::I64))
+            })
+            .collect()
+    }
+}
+
+/// Row-major strides of a shape, in elements.
+pub fn row_major_strides(shape: &[usize]) -> Vec<usize> {
+    let mut strides = vec![1; shape.len()];
+    for axis in (0..shape.len().saturating_sub(1)).rev() {
+        strides[axis] = strides[axis + 1] * shape[axis + 1];
+    }
+    strides
+}
+
+/// Splits an affine flat offset into row-major coordinates (`flat / stride % dim` per axis)
+/// when each is itself affine over the iteration space `space`: every term's coefficient
+/// must be a multiple of the axis stride, or contribute less than a stride in total.
+fn split_affine(
+    flat: &Affine,
+    strides: &[usize],
+    dims: &[usize],
+    space: &[usize],
+) -> Option<Vec<Affine>> {
+    if space.contains(&0) || flat.constant < 0 {
+        return None;
+    }
+    strides
+        .iter()
+        .zip(dims)
+        .map(|(&stride, &dim)| {
+            let stride = stride as i64;
+            // flat = stride * q + r with q affine and 0 <= r < stride everywhere.
+            let mut quotient = Affine::constant(flat.constant / stride);
+            let mut rest = Affine::constant(flat.constant % stride);
+            for &(axis, coeff) in &flat.terms {
+                if coeff % stride == 0 {
+                    quotient = Affine::axis(axis).scaled_plus(coeff / stride, &quotient);
+                } else {
+                    rest = Affine::axis(axis).scaled_plus(coeff, &rest);
+                }
+            }
+            let (low, high) = rest.range(space);
+            if low < 0 || high >= stride {
+                return None;
+            }
+            // quotient mod dim: drop terms that are multiples of dim, then it must fit.
+            let dim = dim as i64;
+            let mut kept = Affine::constant(quotient.constant.rem_euclid(dim));
+            for &(axis, coeff) in &quotient.terms {
+                if coeff % dim != 0 {
+                    kept = Affine::axis(axis).scaled_plus(coeff, &kept);
+                }
+            }
+            let (low, high) = kept.range(space);
+            (low >= 0 && high < dim).then_some(kept)
+        })
+        .collect()
+}
+
+/// Index arithmetic that stays affine: `add`, `sub`, `neg`, and `mul` by a constant.
+fn affine_prim(prim: Prim, operands: &[Sym]) -> Option<Affine> {
+    let affine = |position: usize| match operands.get(position) {
+        Some(Sym::Affine(affine)) => Some(affine),
+        _ => None,
+    };
+    let constant = |affine: &Affine| affine.terms.is_empty().then_some(affine.constant);
+    match prim {
+        Prim::Add => Some(affine(0)?.scaled_plus(1, affine(1)?)),
+        Prim::Sub => Some(affine(1)?.scaled_plus(-1, affine(0)?)),
+        Prim::Neg => Some(affine(0)?.scaled_plus(-1, &Affine::default())),
+        Prim::Mul => {
+            let (a, b) = (affine(0)?, affine(1)?);
+            match (constant(a), constant(b)) {
+                (Some(factor), _) => Some(b.scaled_plus(factor, &Affine::default())),
+                (None, Some(factor)) => Some(a.scaled_plus(factor, &Affine::default())),
+                (None, None) => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// A reduction kernel `Σ_0 read(a) * read(b)` whose output axes each belong to one operand
+/// or both (see `MatMul`), if it is big enough (`MATMUL_MIN_WORK`).
+fn as_matmul(program: &Program, kernel: &Kernel) -> Option<MatMul> {
+    let (out, root) = kernel.output;
+    let elem = program.var_ty(out).elem;
+    if !kernel.reduce || !elem.is_float() {
+        return None;
+    }
+    let (Node::Prim(Prim::Mul, operands), _) = &kernel.nodes[root] else {
+        return None;
+    };
+    let operand = |node: NodeId| -> Option<MatOperand> {
+        match &kernel.nodes[node].0 {
+            Node::Read { var, coords, .. } => Some(MatOperand {
+                var: *var,
+                coords: coords
+                    .iter()
+                    .map(|coord| match coord {
+                        Coord::Affine(affine) => Some(affine.clone()),
+                        Coord::Node(_) => None,
+                    })
+                    .collect::<Option<Vec<_>>>()?,
+            }),
+            _ => None,
+        }
+    };
+    let lhs = operand(operands[0])?;
+    let rhs = operand(operands[1])?;
+    let uses = |operand: &MatOperand, axis: usize| {
+        operand.coords.iter().any(|affine| affine.coeff(axis) != 0)
+    };
+    if !uses(&lhs, 0) || !uses(&rhs, 0) {
+        return None;
+    }
+    let (mut m_axis, mut n_axis, mut batch_axes) = (None, None, Vec::new());
+    for axis in 1..kernel.shape.len() {
+        match (uses(&lhs, axis), uses(&rhs, axis)) {
+            (true, false) if m_axis.is_none() => m_axis = Some(axis),
+            (false, true) if n_axis.is_none() => n_axis = Some(axis),
+            (true, true) => batch_axes.push(axis),
+            _ => return None,
+        }
+    }
+    // A batch of dot products (no `m` or `n` axis) streams as well as a product would, and
+    // keeps dx's summation order.
+    let depth = kernel.shape[0];
+    let work: usize = kernel.shape.iter().product();
+    if (m_axis, n_axis) == (None, None) || depth < MATMUL_MIN_DEPTH || work < MATMUL_MIN_WORK {
+        return None;
+    }
+    Some(MatMul {
+        shape: kernel.shape.clone(),
+        out,
+        elem,
+        lhs,
+        rhs,
+        m_axis,
+        n_axis,
+        batch_axes,
+    })
+}

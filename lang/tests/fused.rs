@@ -1,0 +1,165 @@
+//! The fused engine through the session: what the `fused` stage shows (kernel counts are
+//! structure, not text), summation accuracy and determinism, matrix products against the
+//! reference interpreter, and memory requests that cannot be met.
+
+use dx_lang::session::{Engine, Output, Session, SessionConfig};
+
+fn session(engine: Engine) -> Session {
+    Session::new(SessionConfig {
+        engine,
+        ..SessionConfig::default()
+    })
+}
+
+fn outputs(session: &mut Session, src: &str) -> Vec<Output> {
+    session
+        .eval_source(src)
+        .into_iter()
+        .flat_map(|chunk| chunk.outputs)
+        .filter(|output| !matches!(output, Output::Timing { .. }))
+        .collect()
+}
+
+/// The text of the `fused` stage of an expression.
+fn fused_stage(session: &mut Session, expr: &str) -> String {
+    let got = outputs(
+        session,
+        &format!(":stages on fused\n:p {expr}\n:stages off\n"),
+    );
+    got.iter()
+        .find_map(|output| match output {
+            Output::Stage { name, text } if name == "fused" => Some(text.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no fused stage in {got:?}"))
+}
+
+fn count_lines(text: &str, prefix: &str) -> usize {
+    text.lines().filter(|line| line.starts_with(prefix)).count()
+}
+
+fn value(session: &mut Session, src: &str) -> String {
+    let got = outputs(session, src);
+    match got.last() {
+        Some(Output::Value(text)) => text.clone(),
+        other => panic!("expected a value from {src:?}, got {other:?} (all: {got:?})"),
+    }
+}
+
+const DEFS: &str = "n = 100000\nx : (Fin n)=>Float = for i. sin (n_to_f (ordinal i))\ny : (Fin n)=>Float = for i. cos (n_to_f (ordinal i))\n";
+
+#[test]
+fn a_sum_of_an_elementwise_chain_is_one_kernel() {
+    let mut session = session(Engine::Fused);
+    outputs(&mut session, DEFS);
+    let text = fused_stage(&mut session, "sum for i. x[i] * x[i] + y[i]");
+    assert_eq!(count_lines(&text, "kernel"), 1, "{text}");
+    assert_eq!(count_lines(&text, "bulk"), 0, "{text}");
+    let text = fused_stage(&mut session, "grad (\\v. sum for i. v[i] * v[i] + y[i]) x");
+    assert_eq!(count_lines(&text, "kernel"), 1, "{text}");
+    assert_eq!(count_lines(&text, "bulk"), 0, "{text}");
+}
+
+#[test]
+fn the_matmul_loss_gradient_uses_two_matrix_products_and_no_cube() {
+    let mut session = session(Engine::Fused);
+    outputs(
+        &mut session,
+        "m = 64\na : (Fin m)=>(Fin m)=>Float = for i j. sin (n_to_f (ordinal i * 7 + ordinal j))\nb : (Fin m)=>(Fin m)=>Float = for i j. cos (n_to_f (ordinal i + 3 * ordinal j))\ndef loss(p: (Fin m)=>(Fin m)=>Float, q: (Fin m)=>(Fin m)=>Float) -> Float =\n  c = for i k. sum for j. p[i, j] * q[j, k]\n  sum for i. sum for k. c[i, k] * c[i, k]\n\n",
+    );
+    let text = fused_stage(&mut session, "grad (\\p. loss p b) a");
+    assert_eq!(count_lines(&text, "matmul"), 2, "{text}");
+    // No kernel iterates over m³ points except the matrix products themselves.
+    for line in text.lines().filter(|line| line.starts_with("kernel")) {
+        assert!(
+            !line.contains("[64, 64, 64]"),
+            "a cube is computed: {line}\n{text}"
+        );
+    }
+}
+
+#[test]
+fn float32_sums_are_accurate() {
+    let mut session = session(Engine::Fused);
+    let text = value(&mut session, ":p sum for i:(Fin 10000000). 0.1\n");
+    let total: f64 = text.trim_end_matches('.').parse().unwrap();
+    assert!((total - 1e6).abs() / 1e6 < 1e-6, "{text}");
+}
+
+#[test]
+fn results_do_not_depend_on_the_number_of_threads() {
+    let src = format!(
+        "{DEFS}:p (sum for i. x[i] * y[i], for j:(Fin 300). sum for i:(Fin 1000). x[(ordinal i * 300 + ordinal j) @ (Fin n)])\n"
+    );
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| value(&mut session(Engine::Fused), &src))
+    };
+    let one = run(1);
+    for threads in [2, 4] {
+        assert_eq!(run(threads), one, "{threads} threads");
+    }
+    // And the bulk evaluator and the interpreter give the same bits.
+    assert_eq!(value(&mut session(Engine::Bulk), &src), one);
+    assert_eq!(value(&mut session(Engine::Reference), &src), one);
+}
+
+#[test]
+fn matrix_products_agree_with_the_interpreter_within_the_bound() {
+    // Float64 products of size 48 (above the matrix-product threshold): faer sums in its own
+    // order, so the results agree within a few ulps of the sum of magnitudes, not bit for bit.
+    let src = "m = 48\na : (Fin m)=>(Fin 40)=>Float64 = for i j. sin (n_to_f (ordinal i * 40 + ordinal j))\nb : (Fin 40)=>(Fin m)=>Float64 = for i j. cos (n_to_f (ordinal i * 3 + ordinal j))\nc = for i k. sum for j. a[i, j] * b[j, k]\n";
+    let mut fused = session(Engine::Fused);
+    let mut reference = session(Engine::Reference);
+    outputs(&mut fused, src);
+    outputs(&mut reference, src);
+    let text = fused_stage(&mut fused, "for i k. sum for j. a[i, j] * b[j, k]");
+    assert_eq!(count_lines(&text, "matmul"), 1, "{text}");
+    for expr in [
+        "c",
+        "for k i. c[i, k]",
+        "for i. sum for j. a[i, j] * b[j, 3 @ Fin m]",
+    ] {
+        let got = fused.evaluate(expr).unwrap().1;
+        let want = reference.evaluate(expr).unwrap().1;
+        let (got, want) = (format!("{got:?}"), format!("{want:?}"));
+        let numbers = |text: &str| -> Vec<f64> {
+            text.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == 'e'))
+                .filter_map(|word| word.parse().ok())
+                .collect()
+        };
+        let (got, want) = (numbers(&got), numbers(&want));
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(&want) {
+            // |error| ≤ k · 2⁻⁵² · Σ|a||b| ≤ 40 · 2.2e-16 · 40 for entries of magnitude ≤ 1.
+            assert!((g - w).abs() <= 40.0 * 40.0 * 2.3e-16, "{expr}: {g} vs {w}");
+        }
+    }
+}
+
+#[test]
+fn an_impossible_allocation_is_a_runtime_error_and_the_session_goes_on() {
+    let mut session = session(Engine::Fused);
+    outputs(&mut session, "keep = 41\n");
+    let got = outputs(
+        &mut session,
+        "big : (Fin 1000000)=>(Fin 1000000)=>Float = for i j. n_to_f (ordinal i)\n",
+    );
+    let error = got
+        .iter()
+        .find_map(|output| match output {
+            Output::Error(diagnostic) => Some(diagnostic.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("expected an error, got {got:?}"));
+    assert_eq!(
+        error.kind,
+        dx_lang::session::ErrorKind::Runtime,
+        "{error:?}"
+    );
+    assert!(error.message.contains("not enough memory"), "{error:?}");
+    assert_eq!(value(&mut session, ":p keep + 1\n"), "42");
+}
