@@ -129,6 +129,20 @@ impl Scalar {
         }
     }
 
+    /// The bit pattern of the value, zero-extended: equal bits mean the same constant (unlike
+    /// `==`, which has `0.0 == -0.0` and `NaN != NaN`). For hashing and sharing.
+    pub fn bits(self) -> u64 {
+        match self {
+            Scalar::F32(x) => u64::from(x.to_bits()),
+            Scalar::F64(x) => x.to_bits(),
+            Scalar::I32(x) => u64::from(x as u32),
+            Scalar::I64(x) => x as u64,
+            Scalar::U32(x) => u64::from(x),
+            Scalar::U64(x) => x,
+            Scalar::Bool(x) => u64::from(x),
+        }
+    }
+
     /// The zero of an element type (`False` for `Bool`).
     pub fn zero(elem: Elem) -> Scalar {
         match elem {
@@ -228,7 +242,60 @@ pub enum Expr {
     },
 }
 
+/// A structural key for an atom: variables by id, literals by type and bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AtomKey {
+    Var(VarId),
+    Lit(Elem, u64),
+}
+
+impl From<Atom> for AtomKey {
+    fn from(atom: Atom) -> AtomKey {
+        match atom {
+            Atom::Var(var) => AtomKey::Var(var),
+            Atom::Lit(scalar) => AtomKey::Lit(scalar.elem(), scalar.bits()),
+        }
+    }
+}
+
+/// A structural key for an expression without nested blocks: two expressions with equal keys
+/// compute the same value (floats compare by bits, so `0.0` and `-0.0` differ).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ExprKey {
+    Atom(AtomKey),
+    Prim(Prim, Vec<AtomKey>),
+    Index(AtomKey, Vec<AtomKey>),
+    SumOuter(AtomKey),
+    Table(Vec<AtomKey>),
+    Replicate(usize, AtomKey),
+    Transpose(Vec<usize>, AtomKey),
+    Reshape(Vec<usize>, AtomKey),
+    Iota(usize),
+}
+
 impl Expr {
+    /// The structural key of an expression without nested blocks (`None` for the others).
+    pub fn key(&self) -> Option<ExprKey> {
+        let keys = |atoms: &[Atom]| atoms.iter().map(|&atom| AtomKey::from(atom)).collect();
+        Some(match self {
+            Expr::Atom(atom) => ExprKey::Atom((*atom).into()),
+            Expr::Prim(prim, atoms) => ExprKey::Prim(*prim, keys(atoms)),
+            Expr::Index { array, index } => ExprKey::Index((*array).into(), keys(index)),
+            Expr::SumOuter(array) => ExprKey::SumOuter((*array).into()),
+            Expr::Table(atoms) => ExprKey::Table(keys(atoms)),
+            Expr::Replicate { count, array } => ExprKey::Replicate(*count, (*array).into()),
+            Expr::Transpose { perm, array } => ExprKey::Transpose(perm.clone(), (*array).into()),
+            Expr::Reshape { shape, array } => ExprKey::Reshape(shape.clone(), (*array).into()),
+            Expr::Iota(size) => ExprKey::Iota(*size),
+            Expr::Build1 { .. }
+            | Expr::Gather { .. }
+            | Expr::Scatter { .. }
+            | Expr::Cond { .. }
+            | Expr::Fold { .. }
+            | Expr::Scan { .. } => return None,
+        })
+    }
+
     /// A `scan` (when `is_scan`) or a `fold`.
     pub fn sequential_loop(is_scan: bool, size: usize, init: Vec<Atom>, body: BlockId) -> Expr {
         if is_scan {

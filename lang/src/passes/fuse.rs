@@ -288,21 +288,9 @@ enum NodeKey {
     Prim(Prim, Vec<NodeId>),
 }
 
-fn scalar_bits(scalar: Scalar) -> u64 {
-    match scalar {
-        Scalar::F32(x) => u64::from(x.to_bits()),
-        Scalar::F64(x) => x.to_bits(),
-        Scalar::I32(x) => x as u32 as u64,
-        Scalar::I64(x) => x as u64,
-        Scalar::U32(x) => u64::from(x),
-        Scalar::U64(x) => x,
-        Scalar::Bool(x) => u64::from(x),
-    }
-}
-
 fn node_key(node: &Node) -> NodeKey {
     match node {
-        Node::Lit(scalar) => NodeKey::Lit(scalar.elem(), scalar_bits(*scalar)),
+        Node::Lit(scalar) => NodeKey::Lit(scalar.elem(), scalar.bits()),
         Node::Index(affine) => NodeKey::Index(affine.clone()),
         Node::Read { var, coords, .. } => NodeKey::Read(*var, coords.clone()),
         Node::Prim(prim, operands) => NodeKey::Prim(*prim, operands.clone()),

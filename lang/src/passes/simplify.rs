@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use super::cleanup;
 use super::PassInfo;
-use crate::core::ir::{Atom, BlockId, Expr, Program, Scalar, VarId};
+use crate::core::ir::{Atom, BlockId, Expr, ExprKey, Program, Scalar, VarId};
 use crate::core::verify::expr_blocks;
 use crate::core::visit::map_expr_atoms;
 use crate::prim::Prim;
@@ -54,9 +54,6 @@ pub fn run_from(program: &mut Program, root: BlockId) -> HashMap<Rule, usize> {
     fired
 }
 
-/// Walks a block in order, rewriting statements into copies where a rule applies. `seen`
-/// maps an operation (printed) to the variable that already holds it; nested blocks inherit
-/// the outer `seen`.
 /// The state of a walk: replacements made so far, the definitions seen, the rule counts.
 struct Cx<'a> {
     subst: HashMap<VarId, Atom>,
@@ -64,10 +61,13 @@ struct Cx<'a> {
     fired: &'a mut HashMap<Rule, usize>,
 }
 
+/// Walks a block in order, rewriting statements into copies where a rule applies. `seen`
+/// maps an operation (by its structural key) to the variable that already holds it; nested
+/// blocks inherit the outer `seen`.
 fn simplify_block(
     program: &mut Program,
     block: BlockId,
-    seen: &mut HashMap<String, VarId>,
+    seen: &mut HashMap<ExprKey, VarId>,
     cx: &mut Cx,
 ) {
     let mut stmts = std::mem::take(&mut program.blocks[block].stmts);
@@ -84,8 +84,12 @@ fn simplify_block(
                 stmt.expr = Expr::Atom(replacement);
                 continue;
             }
-            if expr_blocks(&stmt.expr).is_empty() && !matches!(stmt.expr, Expr::Atom(_)) {
-                seen.entry(format!("{:?}", stmt.expr)).or_insert(binder);
+            if let Some(key) = stmt
+                .expr
+                .key()
+                .filter(|_| !matches!(stmt.expr, Expr::Atom(_)))
+            {
+                seen.entry(key).or_insert(binder);
             }
             cx.defs.insert(binder, stmt.expr.clone());
         }
@@ -107,23 +111,33 @@ fn resolve(atom: Atom, subst: &HashMap<VarId, Atom>) -> Atom {
 fn identity(
     program: &Program,
     expr: &Expr,
-    seen: &HashMap<String, VarId>,
+    seen: &HashMap<ExprKey, VarId>,
     defs: &HashMap<VarId, Expr>,
 ) -> Option<(Rule, Atom)> {
-    if expr_blocks(expr).is_empty() && !matches!(expr, Expr::Atom(_)) {
-        if let Some(earlier) = seen.get(&format!("{expr:?}")) {
+    if let Some(key) = expr.key().filter(|_| !matches!(expr, Expr::Atom(_))) {
+        if let Some(earlier) = seen.get(&key) {
             return Some((Rule::CommonSubexpression, Atom::Var(*earlier)));
         }
     }
     let Expr::Prim(prim, args) = expr else {
         return None;
     };
-    let same_shape =
-        |atom: &Atom, other: &Atom| program.atom_ty(atom).shape == program.atom_ty(other).shape;
+    // `kept` can stand for the result when it has the result's shape: the other operand has
+    // the same shape or is a rank-0 scalar that broadcasts.
+    let has_result_shape = |kept: &Atom, other: &Atom| {
+        let other = program.atom_ty(other);
+        other.rank() == 0 || program.atom_ty(kept).shape == other.shape
+    };
     match (prim, args.as_slice()) {
-        (Prim::Mul, [a, b]) if is_one(defs, b) && same_shape(a, b) => Some((Rule::MulByOne, *a)),
-        (Prim::Mul, [a, b]) if is_one(defs, a) && same_shape(a, b) => Some((Rule::MulByOne, *b)),
-        (Prim::Div, [a, b]) if is_one(defs, b) && same_shape(a, b) => Some((Rule::DivByOne, *a)),
+        (Prim::Mul, [a, b]) if is_one(defs, b) && has_result_shape(a, b) => {
+            Some((Rule::MulByOne, *a))
+        }
+        (Prim::Mul, [a, b]) if is_one(defs, a) && has_result_shape(b, a) => {
+            Some((Rule::MulByOne, *b))
+        }
+        (Prim::Div, [a, b]) if is_one(defs, b) && has_result_shape(a, b) => {
+            Some((Rule::DivByOne, *a))
+        }
         (Prim::Neg, [Atom::Var(inner)]) => match defs.get(inner) {
             Some(Expr::Prim(Prim::Neg, inner_args)) => Some((Rule::DoubleNegation, inner_args[0])),
             _ => None,
@@ -204,6 +218,23 @@ mod tests {
             interpret(&original, &inputs, &config),
             interpret(&simplified, &inputs, &config)
         );
+    }
+
+    #[test]
+    fn signed_zeros_are_different_constants_and_a_scalar_one_broadcasts() {
+        let src = "program(%0_x: [3]f32) {
+            %1: [3]f32 = mul %0_x 0.0:f32
+            %2: [3]f32 = mul %0_x -0.0:f32
+            %3: [3]f32 = mul %0_x 1.0:f32
+            %4: [3]f32 = add %1 %2
+            %5: [3]f32 = add %4 %3
+            in %5
+        }";
+        let mut program = parse_program(src).expect("parses");
+        let fired = run(&mut program);
+        assert_eq!(fired.get(&Rule::MulByOne), Some(&1), "{fired:?}");
+        assert_eq!(fired.get(&Rule::CommonSubexpression), None, "{fired:?}");
+        assert_eq!(program.to_string().matches(" = ").count(), 4, "{program}");
     }
 
     #[test]
