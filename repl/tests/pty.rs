@@ -79,6 +79,26 @@ fn ctrl_c_interrupts_a_computation_and_keeps_the_session() {
 }
 
 #[test]
+fn ctrl_c_interrupts_a_long_fused_kernel_and_keeps_the_session() {
+    // Evaluates. The inner sums are one fused reduction over 10¹⁰ points (nothing of that
+    // size is allocated), which runs for minutes unless it is stopped.
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let mut repl = spawn_repl(dir.path());
+    repl.send_line("x = 2.0").expect("type");
+    repl.send_line(
+        r":p sum for i:(Fin 100000). sum for j:(Fin 100000). sin (n_to_f (ordinal i + ordinal j))",
+    )
+    .expect("type");
+    repl.exp_string("ordinal j))").expect("the entry is echoed");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    repl.send_control('c').expect("send Ctrl-C");
+    repl.exp_string("interrupted").expect("the kernel stops");
+    repl.send_line(":p x * 3.0").expect("type");
+    repl.exp_string("6.").expect("the session kept its values");
+    quit_with_ctrl_d(repl);
+}
+
+#[test]
 fn ctrl_c_abandons_a_partial_entry_before_a_command() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let mut repl = spawn_repl(dir.path());

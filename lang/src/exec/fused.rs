@@ -234,11 +234,16 @@ struct ReadPlan {
     node_coords: Vec<(NodeId, isize)>,
 }
 
-/// A kernel bound to its inputs.
+/// A kernel bound to its inputs. `shape` is the kernel's iteration space with adjacent axes
+/// merged where every read and index moves through them as through one axis (so an
+/// elementwise kernel over `[n, 2]` runs lines of `2n` points, not `n` lines of 2).
 struct Launch<'k> {
     kernel: &'k Kernel,
+    shape: Vec<usize>,
     tensors: Vec<Tensor>,
     reads: Vec<Option<ReadPlan>>,
+    /// `Node::Index` affines over `shape`, by node.
+    indices: Vec<Option<Affine>>,
 }
 
 impl<'k> Launch<'k> {
@@ -283,10 +288,69 @@ impl<'k> Launch<'k> {
                 Some(plan)
             })
             .collect();
-        Launch {
+        let indices = kernel
+            .nodes
+            .values()
+            .map(|(node, _)| match node {
+                Node::Index(affine) => Some(affine.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut launch = Launch {
             kernel,
+            shape: kernel.shape.clone(),
             tensors,
             reads,
+            indices,
+        };
+        launch.merge_axes(usize::from(kernel.reduce));
+        launch
+    }
+
+    /// Merges axis `a - 1` into axis `a` (for `a` from the last down to `first + 1`) when
+    /// every read steps through axis `a - 1` exactly `shape[a]` times as far as through `a`,
+    /// and so does every index: then the two loops are one loop over their product.
+    fn merge_axes(&mut self, first: usize) {
+        let mut axis = self.shape.len();
+        while axis > first + 1 {
+            axis -= 1;
+            let (outer, inner) = (axis - 1, axis);
+            let extent = self.shape[inner];
+            let reads_merge = self
+                .reads
+                .iter()
+                .flatten()
+                .all(|plan| plan.axis_steps[outer] == plan.axis_steps[inner] * extent as isize);
+            let indices_merge = self
+                .indices
+                .iter()
+                .flatten()
+                .all(|affine| affine.coeff(outer) == affine.coeff(inner) * extent as i64);
+            if !(reads_merge && indices_merge) {
+                continue;
+            }
+            self.shape[outer] *= extent;
+            self.shape.remove(inner);
+            for plan in self.reads.iter_mut().flatten() {
+                plan.axis_steps.remove(outer);
+            }
+            for affine in self.indices.iter_mut().flatten() {
+                affine.terms = affine
+                    .terms
+                    .iter()
+                    .filter(|&&(term_axis, _)| term_axis != outer)
+                    .map(|&(term_axis, coeff)| {
+                        (
+                            if term_axis > outer {
+                                term_axis - 1
+                            } else {
+                                term_axis
+                            },
+                            coeff,
+                        )
+                    })
+                    .collect();
+            }
         }
     }
 
@@ -310,7 +374,10 @@ impl<'k> Launch<'k> {
                     out.splat = true;
                     out.column.set(0, *scalar);
                 }
-                Node::Index(affine) => index_line(affine, base, axis, len, out),
+                Node::Index(_) => {
+                    let affine = self.indices[index].as_ref().expect("an index node");
+                    index_line(affine, base, axis, len, out);
+                }
                 Node::Read { .. } => {
                     let plan = self.reads[index].as_ref().expect("every read has a plan");
                     let tensor = &self.tensors[plan.tensor];
@@ -329,7 +396,7 @@ impl<'k> Launch<'k> {
 
     /// An elementwise kernel: every output element from its point.
     fn map<T: LaneElem>(&self, out: &mut [T], exec: &Exec<'_>) {
-        let shape = &self.kernel.shape;
+        let shape = &self.shape;
         let root = self.kernel.output.1 .0 as usize;
         if shape.is_empty() {
             let mut lanes = self.scratch();
@@ -374,7 +441,7 @@ impl<'k> Launch<'k> {
 
     /// A reduction kernel: each output element is the sum over axis 0 of its points.
     fn reduce<T: LaneElem>(&self, out: &mut [T], exec: &Exec<'_>) {
-        let shape = &self.kernel.shape;
+        let shape = &self.shape;
         let n_rows = shape[0];
         let out_shape = &shape[1..];
         if out.is_empty() {
@@ -394,7 +461,7 @@ impl<'k> Launch<'k> {
 
     /// Sums along axis 0, one output at a time, in parallel over aligned runs of leaves.
     fn reduce_along<T: LaneElem>(&self, out: &mut [T], exec: &Exec<'_>) {
-        let shape = &self.kernel.shape;
+        let shape = &self.shape;
         let n_rows = shape[0];
         let out_shape = &shape[1..];
         let root = self.kernel.output.1 .0 as usize;
@@ -440,7 +507,7 @@ impl<'k> Launch<'k> {
     /// Sums along axis 0 for a segment of the output's last axis at a time: the leaf's lane
     /// accumulators and the pending partial sums are rows across the segment.
     fn reduce_across<T: LaneElem>(&self, out: &mut [T], exec: &Exec<'_>) {
-        let shape = &self.kernel.shape;
+        let shape = &self.shape;
         let n_rows = shape[0];
         let last = shape.len() - 1;
         let width = shape[last];
