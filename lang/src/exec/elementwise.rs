@@ -18,6 +18,7 @@ use rayon::prelude::*;
 use super::tensor::{from_vec, with_tensor, Element, Nd, Tensor};
 use super::{MIN_CHUNK, PAR_THRESHOLD};
 use crate::core::ir::Elem;
+use crate::prim::vmath;
 use crate::prim::{Arith, Prim};
 
 /// Applies `prim` to `operands`; the result has shape `shape` (every operand broadcasts to
@@ -277,26 +278,26 @@ trait Float: Num {
 }
 
 macro_rules! float_rules {
-    ($($ty:ident),*) => {$(
+    ($($ty:ident: $exp:ident, $log:ident, $tanh:ident, $sin:ident, $cos:ident, $pow:ident;)*) => {$(
         impl Float for $ty {
             fn f_is_nan(self) -> bool { self.is_nan() }
             fn f_is_inf(self) -> bool { self.is_infinite() }
-            fn f_pow(self, other: Self) -> Self { $ty::powf(self, other) }
+            fn f_pow(self, other: Self) -> Self { vmath::$pow(self, other) }
             fn f_atan2(self, other: Self) -> Self { $ty::atan2(self, other) }
             fn f_unary(prim: Prim, a: Nd<Self>, shape: &[usize]) -> Result<Nd<Self>, Nd<Self>> {
                 Ok(match prim {
                     Prim::Sqrt => map1_same(a, shape, $ty::sqrt),
-                    Prim::Exp => map1_same(a, shape, $ty::exp),
+                    Prim::Exp => map1_same(a, shape, vmath::$exp),
                     Prim::Exp2 => map1_same(a, shape, $ty::exp2),
-                    Prim::Log => map1_same(a, shape, $ty::ln),
+                    Prim::Log => map1_same(a, shape, vmath::$log),
                     Prim::Log2 => map1_same(a, shape, $ty::log2),
                     Prim::Log10 => map1_same(a, shape, $ty::log10),
                     Prim::Log1p => map1_same(a, shape, $ty::ln_1p),
                     Prim::Expm1 => map1_same(a, shape, $ty::exp_m1),
-                    Prim::Sin => map1_same(a, shape, $ty::sin),
-                    Prim::Cos => map1_same(a, shape, $ty::cos),
+                    Prim::Sin => map1_same(a, shape, vmath::$sin),
+                    Prim::Cos => map1_same(a, shape, vmath::$cos),
                     Prim::Tan => map1_same(a, shape, $ty::tan),
-                    Prim::Tanh => map1_same(a, shape, $ty::tanh),
+                    Prim::Tanh => map1_same(a, shape, vmath::$tanh),
                     Prim::Sinh => map1_same(a, shape, $ty::sinh),
                     Prim::Cosh => map1_same(a, shape, $ty::cosh),
                     Prim::Atan => map1_same(a, shape, $ty::atan),
@@ -310,7 +311,10 @@ macro_rules! float_rules {
     )*};
 }
 
-float_rules!(f32, f64);
+float_rules! {
+    f32: exp_f32, log_f32, tanh_f32, sin_f32, cos_f32, pow_f32;
+    f64: exp_f64, log_f64, tanh_f64, sin_f64, cos_f64, pow_f64;
+}
 
 /// Arithmetic unary fast paths (`a` back if there is none).
 fn num_unary<N: Num>(prim: Prim, a: Nd<N>, shape: &[usize]) -> Result<Tensor, Nd<N>> {

@@ -8,14 +8,15 @@
 //! primitive and element type, so the compiler vectorises the arithmetic and there is no
 //! per-element dispatch. Buffers are allocated once per task and reused for every line.
 //!
-//! The scalar rules are `prim`'s: arithmetic is `prim::Arith` (stated once), casts and
+//! The scalar rules are `prim`'s: arithmetic is `prim::Arith` (stated once), `exp`, `log`,
+//! `tanh`, `sin`, `cos` and `pow` are `prim::vmath`'s slice functions, casts and
 //! comparisons are `Element`'s conversions and IEEE order as in `exec/elementwise.rs`, and
 //! anything without a typed loop here runs through `Prim::eval` per element (correct, slower;
 //! none of the common primitives take that path).
 
 use super::tensor::{from_vec, Element, Tensor};
 use crate::core::ir::{Elem, Scalar};
-use crate::prim::{Arith, Prim};
+use crate::prim::{vmath, Arith, Prim};
 
 /// Points per line.
 pub const LINE: usize = 1024;
@@ -258,31 +259,33 @@ fn select<T: LaneElem>(c: &Lane, x: &Lane, y: &Lane, out: &mut Lane, len: usize)
 trait Num: LaneElem + Arith {}
 impl<T: LaneElem + Arith> Num for T {}
 
-/// The float functions of `prim/math.rs` (those of `std`), as function items per type.
+/// The float functions of `prim/math.rs`, as function items per type: `vmath`'s slice
+/// functions (vectorised) where `prim` uses `vmath`, `std`'s per element otherwise.
+/// A function that maps a slice of inputs into a slice of outputs.
+type SliceFn<T> = fn(&[T], &mut [T]);
+
 trait Float: Num {
     fn unary_fn(prim: Prim) -> Option<fn(Self) -> Self>;
+    fn slice_fn(prim: Prim) -> Option<SliceFn<Self>>;
     fn binary_fn(prim: Prim) -> Option<fn(Self, Self) -> Self>;
+    fn pow_slice(xs: &[Self], ys: &[Self], out: &mut [Self]);
     fn is_nan(self) -> bool;
     fn is_inf(self) -> bool;
 }
 
 macro_rules! float_fns {
-    ($($ty:ident),*) => {$(
+    ($($ty:ident: $exp:ident, $log:ident, $tanh:ident, $sin:ident, $cos:ident, $pow:ident,
+       $pow_slice:ident;)*) => {$(
         impl Float for $ty {
             fn unary_fn(prim: Prim) -> Option<fn(Self) -> Self> {
                 Some(match prim {
                     Prim::Sqrt => $ty::sqrt,
-                    Prim::Exp => $ty::exp,
                     Prim::Exp2 => $ty::exp2,
-                    Prim::Log => $ty::ln,
                     Prim::Log2 => $ty::log2,
                     Prim::Log10 => $ty::log10,
                     Prim::Log1p => $ty::ln_1p,
                     Prim::Expm1 => $ty::exp_m1,
-                    Prim::Sin => $ty::sin,
-                    Prim::Cos => $ty::cos,
                     Prim::Tan => $ty::tan,
-                    Prim::Tanh => $ty::tanh,
                     Prim::Sinh => $ty::sinh,
                     Prim::Cosh => $ty::cosh,
                     Prim::Atan => $ty::atan,
@@ -292,12 +295,25 @@ macro_rules! float_fns {
                     _ => return None,
                 })
             }
+            fn slice_fn(prim: Prim) -> Option<SliceFn<Self>> {
+                Some(match prim {
+                    Prim::Exp => vmath::$exp,
+                    Prim::Log => vmath::$log,
+                    Prim::Tanh => vmath::$tanh,
+                    Prim::Sin => vmath::$sin,
+                    Prim::Cos => vmath::$cos,
+                    _ => return None,
+                })
+            }
             fn binary_fn(prim: Prim) -> Option<fn(Self, Self) -> Self> {
                 Some(match prim {
-                    Prim::Pow => $ty::powf,
+                    Prim::Pow => vmath::$pow,
                     Prim::Atan2 => $ty::atan2,
                     _ => return None,
                 })
+            }
+            fn pow_slice(xs: &[Self], ys: &[Self], out: &mut [Self]) {
+                vmath::$pow_slice(xs, ys, out)
             }
             fn is_nan(self) -> bool { $ty::is_nan(self) }
             fn is_inf(self) -> bool { $ty::is_infinite(self) }
@@ -305,7 +321,20 @@ macro_rules! float_fns {
     )*};
 }
 
-float_fns!(f32, f64);
+float_fns! {
+    f32: exp_f32_slice, log_f32_slice, tanh_f32_slice, sin_f32_slice, cos_f32_slice, pow_f32,
+        pow_f32_slice;
+    f64: exp_f64_slice, log_f64_slice, tanh_f64_slice, sin_f64_slice, cos_f64_slice, pow_f64,
+        pow_f64_slice;
+}
+
+/// A slice function of a lane into `out` (one call for a splat).
+fn map_slice<F: LaneElem>(a: &Lane, out: &mut Lane, len: usize, f: SliceFn<F>) {
+    let points = if a.splat { 1 } else { len };
+    let xs = &F::values(&a.column)[..points];
+    f(xs, &mut F::values_mut(&mut out.column)[..points]);
+    out.splat = a.splat;
+}
 
 /// Arithmetic on one numeric type; `false` when `prim` is not arithmetic.
 fn num_op<N: Num>(prim: Prim, operands: &[&Lane], out: &mut Lane, len: usize) -> bool {
@@ -331,10 +360,17 @@ fn float_op<F: Float>(prim: Prim, operands: &[&Lane], out: &mut Lane, len: usize
     match (prim, operands.get(1)) {
         (Prim::IsNan, None) => map1::<F, bool>(a, out, len, F::is_nan),
         (Prim::IsInf, None) => map1::<F, bool>(a, out, len, F::is_inf),
-        (_, None) => match F::unary_fn(prim) {
-            Some(f) => map1::<F, F>(a, out, len, f),
-            None => return num_op::<F>(prim, operands, out, len),
+        (_, None) => match (F::slice_fn(prim), F::unary_fn(prim)) {
+            (Some(f), _) => map_slice::<F>(a, out, len, f),
+            (None, Some(f)) => map1::<F, F>(a, out, len, f),
+            (None, None) => return num_op::<F>(prim, operands, out, len),
         },
+        (Prim::Pow, Some(b)) if !a.splat && !b.splat => {
+            let xs = &F::values(&a.column)[..len];
+            let ys = &F::values(&b.column)[..len];
+            F::pow_slice(xs, ys, &mut F::values_mut(&mut out.column)[..len]);
+            out.splat = false;
+        }
         (_, Some(b)) => match F::binary_fn(prim) {
             Some(f) => map2::<F, F, F>(a, b, out, len, f),
             None => return num_op::<F>(prim, operands, out, len),

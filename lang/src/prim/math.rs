@@ -3,7 +3,7 @@
 //! computed in `f32`.
 //!
 //! Semantics: IEEE 754 as implemented by Rust's `std` (`log` of a negative number is NaN, and
-//! so on). `round` rounds half away from zero; `pow` is float ^ float (`powf`).
+//! so on); `exp`, `log`, `tanh`, `sin`, `cos` and `pow` are `vmath`'s, within 2 ulp of libm. `round` rounds half away from zero; `pow` is float ^ float (`powf`).
 
 use super::{operand, same_elem, PrimTypeError, ScalarRepr};
 use crate::core::ir::{Elem, Scalar};
@@ -133,7 +133,9 @@ fn eval_as<T: Float>(op: MathOp, operands: &[Scalar]) -> Scalar {
     res.into_scalar()
 }
 
-/// The float functions of `std`, shared by `f32` and `f64`.
+/// The float functions, shared by `f32` and `f64`: `exp`, `log`, `tanh`, `sin`, `cos` and
+/// `pow` are `vmath`'s (vectorisable, within 2 ulp of libm; the engine's kernels use the same
+/// functions, so there is one meaning), the others `std`'s.
 trait Float: ScalarRepr {
     fn sqrt(self) -> Self;
     fn exp(self) -> Self;
@@ -159,33 +161,36 @@ trait Float: ScalarRepr {
 }
 
 macro_rules! float_impl {
-    ($($ty:ident),*) => {$(
+    ($($ty:ident: $exp:ident, $log:ident, $tanh:ident, $sin:ident, $cos:ident, $pow:ident;)*) => {$(
         impl Float for $ty {
             fn sqrt(self) -> Self { $ty::sqrt(self) }
-            fn exp(self) -> Self { $ty::exp(self) }
+            fn exp(self) -> Self { super::vmath::$exp(self) }
             fn exp2(self) -> Self { $ty::exp2(self) }
-            fn ln(self) -> Self { $ty::ln(self) }
+            fn ln(self) -> Self { super::vmath::$log(self) }
             fn log2(self) -> Self { $ty::log2(self) }
             fn log10(self) -> Self { $ty::log10(self) }
             fn ln_1p(self) -> Self { $ty::ln_1p(self) }
             fn exp_m1(self) -> Self { $ty::exp_m1(self) }
-            fn sin(self) -> Self { $ty::sin(self) }
-            fn cos(self) -> Self { $ty::cos(self) }
+            fn sin(self) -> Self { super::vmath::$sin(self) }
+            fn cos(self) -> Self { super::vmath::$cos(self) }
             fn tan(self) -> Self { $ty::tan(self) }
-            fn tanh(self) -> Self { $ty::tanh(self) }
+            fn tanh(self) -> Self { super::vmath::$tanh(self) }
             fn sinh(self) -> Self { $ty::sinh(self) }
             fn cosh(self) -> Self { $ty::cosh(self) }
             fn atan(self) -> Self { $ty::atan(self) }
             fn floor(self) -> Self { $ty::floor(self) }
             fn ceil(self) -> Self { $ty::ceil(self) }
             fn round(self) -> Self { $ty::round(self) }
-            fn powf(self, other: Self) -> Self { $ty::powf(self, other) }
+            fn powf(self, other: Self) -> Self { super::vmath::$pow(self, other) }
             fn atan2(self, other: Self) -> Self { $ty::atan2(self, other) }
         }
     )*};
 }
 
-float_impl!(f32, f64);
+float_impl! {
+    f32: exp_f32, log_f32, tanh_f32, sin_f32, cos_f32, pow_f32;
+    f64: exp_f64, log_f64, tanh_f64, sin_f64, cos_f64, pow_f64;
+}
 
 /// Differentiability of the math family.
 pub fn linearity(op: MathOp) -> super::Linearity {

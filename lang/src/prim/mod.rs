@@ -16,6 +16,7 @@ mod compare;
 mod convert;
 mod math;
 pub mod sum_order;
+pub mod vmath;
 
 #[cfg(test)]
 mod tests;
