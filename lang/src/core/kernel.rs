@@ -286,7 +286,7 @@ impl ScheduleDisplay<'_> {
         let out_ty = program.var_ty(out);
         writeln!(
             f,
-            "kernel k{number} over {}{}: reads {{{}}} writes {}: {}{}",
+            "  kernel k{number} over {}{}: reads {{{}}} writes {}: {}{}",
             shape_text(&kernel.shape),
             if kernel.reduce { " sum i0" } else { "" },
             reads.join(", "),
@@ -316,9 +316,13 @@ impl ScheduleDisplay<'_> {
                     format!("{} {}", prim.name(), operands.join(" "))
                 }
             };
-            writeln!(f, "  {node_id}: {} = {text}", elem.name())?;
+            writeln!(f, "    {node_id}: {} = {text}", elem.name())?;
         }
-        writeln!(f, "  {} {root}", if kernel.reduce { "sum" } else { "out" })
+        writeln!(
+            f,
+            "    {} {root}",
+            if kernel.reduce { "sum" } else { "out" }
+        )
     }
 }
 
@@ -344,7 +348,7 @@ impl fmt::Display for ScheduleDisplay<'_> {
                     let out_ty = program.var_ty(matmul.out);
                     writeln!(
                         f,
-                        "matmul k{number} over {} sum i0: {} = {} * {}: {}{}",
+                        "  matmul k{number} over {} sum i0: {} = {} * {}: {}{}",
                         shape_text(&matmul.shape),
                         var_name(program, matmul.out),
                         coords(&matmul.lhs),
@@ -355,7 +359,7 @@ impl fmt::Display for ScheduleDisplay<'_> {
                 }
                 Step::Stmt(index) => {
                     let stmt = &main.stmts[*index];
-                    writeln!(f, "bulk k{number}: {}", stmt_text(program, stmt, 1))?;
+                    writeln!(f, "  bulk k{number}: {}", stmt_text(program, stmt, 1))?;
                 }
             }
         }

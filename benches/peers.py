@@ -1,0 +1,465 @@
+"""The peers of dx: every workload of `workloads.py` in JAX (`jax.jit`, CPU) and NumPy, on
+exactly the data the dx templates build (same formulas, same precision), with reference
+values for checking dx.
+
+Run by `benches/run` inside the benchmark venv:
+
+    python peers.py --workloads sumsq-1e6,mlp [--quick] [--min-time 1.0]
+
+prints one JSON object per workload on stdout, as soon as it is done:
+
+    {"name", "jax": {"primal_s", "grad_s"}, "numpy": {"primal_s", "grad_s"|null},
+     "ref": {"primal": [...], "grad": [...]}, "jax_vs_ref": float, "numpy_vs_ref": float}
+
+Times are medians over at least 5 calls and `--min-time` seconds, after one warm-up call
+(which compiles, for JAX), as dx's `%bench` does. JAX results are waited for with
+`block_until_ready`; inputs are on the device before timing.
+
+Reference values (`ref`), compared with what the dx templates print:
+- primal: the objective computed by NumPy in float64 from the (Float32) inputs, so that neither
+  dx's nor JAX's rounding is the reference (for vector-valued primals, a checksum of it);
+- grad: checksums of JAX's gradient, each computed in float64:
+  chk1(g) = Σᵢ gᵢ² (1.5 + sin(0.1 i)), chk2(G) = Σᵢⱼ Gᵢⱼ² (1.5 + sin(0.1 i + 0.01 j)) —
+  positive terms only (no cancellation) and weighted by position (a permuted or transposed
+  result changes them).
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+jax.config.update("jax_platforms", "cpu")
+import jax.numpy as jnp  # noqa: E402
+
+sys.dont_write_bytecode = True  # no __pycache__ in the work tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from workloads import BY_NAME, log_gamma_distrib  # noqa: E402
+
+F32 = np.float32
+F64 = np.float64
+
+
+# ---------------------------------------------------------------- data, as the dx files build it
+
+def ar(n, dt=F32):
+    """`n_to_f (ordinal i)` for i in 0..n."""
+    return np.arange(n, dtype=dt)
+
+
+def c(v, dt=F32):
+    """A literal, rounded to the element type as dx does."""
+    return dt(v)
+
+
+def wave(fn, a, b, ci, cj, dt=F32):
+    """`fn (n_to_f (ordinal i) * ci + n_to_f (ordinal j) * cj)` for an a×b table, in precision dt
+    (each operation rounded to dt, in dx's order)."""
+    return fn(ar(a, dt)[:, None] * c(ci, dt) + ar(b, dt)[None, :] * c(cj, dt))
+
+
+# ---------------------------------------------------------------- checksums (float64)
+
+def chk1(g):
+    g = np.asarray(g, dtype=F64)
+    w = 1.5 + np.sin(0.1 * np.arange(g.shape[0], dtype=F64))
+    return float(np.sum(g * g * w))
+
+
+def chk2(g):
+    g = np.asarray(g, dtype=F64)
+    i = np.arange(g.shape[0], dtype=F64)[:, None]
+    j = np.arange(g.shape[1], dtype=F64)[None, :]
+    return float(np.sum(g * g * (1.5 + np.sin(0.1 * i + 0.01 * j))))
+
+
+def np_logsumexp(x, axis=None):
+    m = np.max(x, axis=axis, keepdims=True)
+    r = m + np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))
+    return np.squeeze(r, axis=axis) if axis is not None else r.reshape(())
+
+
+# ---------------------------------------------------------------- workloads
+#
+# Each builder returns a dict:
+#   args:        the inputs (NumPy arrays, in the workload's precision)
+#   jax_primal, jax_grad: functions of *args (jitted here)
+#   np_primal:   function of *args (NumPy); np_grad: function of *args or None
+#   ref_primal:  list of reference values (float64 computation)
+#   grad_checks: function of the JAX gradient -> list of checksums
+#   primal_checks: function of the JAX primal result -> list (default: [float(y)])
+
+def w_sumsq(s):
+    n = s["n"]
+    x = np.sin(ar(n) * c(0.37))
+
+    def f(v):
+        return jnp.sum(v * v)
+
+    return dict(
+        args=(x,),
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=lambda v: np.dot(v, v), np_grad=lambda v: c(2.0) * v,
+        ref_primal=[float(np.dot(x.astype(F64), x.astype(F64)))],
+        grad_checks=lambda g: [chk1(g)],
+    )
+
+
+def w_dot(s):
+    n = s["n"]
+    x = c(1.0) + c(0.5) * np.sin(ar(n) * c(0.37))
+    y = c(1.0) + c(0.5) * np.cos(ar(n) * c(0.11))
+
+    def f(v, w):
+        return jnp.sum(v * w)
+
+    return dict(
+        args=(x, y),
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=lambda v, w: np.dot(v, w), np_grad=lambda v, w: w.copy(),
+        ref_primal=[float(np.dot(x.astype(F64), y.astype(F64)))],
+        grad_checks=lambda g: [chk1(g)],
+    )
+
+
+def w_matmul_sumsq(s):
+    n = s["n"]
+    a = wave(np.sin, n, n, 0.37, 0.11)
+    b = wave(np.cos, n, n, 0.13, 0.29)
+
+    def f(m, b):
+        cm = m @ b
+        return jnp.sum(cm * cm)
+
+    def np_grad(m, b):
+        cm = m @ b
+        return c(2.0) * (cm @ b.T)
+
+    def np_primal(m, b):
+        cm = m @ b
+        return np.sum(cm * cm)
+
+    return dict(
+        args=(a, b),
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=np_primal, np_grad=np_grad,
+        ref_primal=[float(np_primal(a.astype(F64), b.astype(F64)))],
+        grad_checks=lambda g: [chk2(g)],
+    )
+
+
+def w_logsumexp(s):
+    r, cc = s["rows"], s["cols"]
+    x = c(4.0) * wave(np.sin, r, cc, 0.37, 0.11)
+
+    def f(x):
+        return jnp.sum(jax.nn.logsumexp(x, axis=1))
+
+    def np_grad(x):
+        m = np.max(x, axis=1, keepdims=True)
+        e = np.exp(x - m)
+        return e / np.sum(e, axis=1, keepdims=True)
+
+    return dict(
+        args=(x,),
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=lambda x: np.sum(np_logsumexp(x, axis=1)), np_grad=np_grad,
+        ref_primal=[float(np.sum(np_logsumexp(x.astype(F64), axis=1)))],
+        grad_checks=lambda g: [chk2(g)],
+    )
+
+
+def w_softmax_xent(s):
+    r, cc = s["rows"], s["cols"]
+    z = c(4.0) * wave(np.sin, r, cc, 0.23, 0.17)
+    labels = (np.arange(r) * 7) % cc
+    rows = np.arange(r)
+
+    def f(z, labels):
+        lse = jax.nn.logsumexp(z, axis=1)
+        return jnp.mean(lse - z[jnp.arange(z.shape[0]), labels])
+
+    def np_primal(z, labels):
+        return np.mean(np_logsumexp(z, axis=1) - z[rows, labels])
+
+    def np_grad(z, labels):
+        m = np.max(z, axis=1, keepdims=True)
+        e = np.exp(z - m)
+        g = e / np.sum(e, axis=1, keepdims=True)
+        g[rows, labels] -= c(1.0)
+        return g / c(float(r))
+
+    return dict(
+        args=(z, labels),
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=np_primal, np_grad=np_grad,
+        ref_primal=[float(np_primal(z.astype(F64), labels))],
+        grad_checks=lambda g: [chk2(g)],
+    )
+
+
+def w_mlp(s):
+    B, I, H, O = s["batch"], s["inp"], s["hid"], s["out"]
+    x = wave(np.sin, B, I, 0.37, 0.11)
+    w1 = c(0.05) * wave(np.cos, H, I, 0.13, 0.07)
+    b1 = c(0.01) * np.sin(ar(H) * c(0.5))
+    w2 = c(0.1) * wave(np.sin, O, H, 0.23, 0.19)
+    b2 = c(0.01) * np.cos(ar(O) * c(0.3))
+    labels = (np.arange(B) * 3) % O
+    rows = np.arange(B)
+
+    def f(params, x, labels):
+        w1, b1, w2, b2 = params
+        h = jnp.tanh(x @ w1.T + b1)
+        logits = h @ w2.T + b2
+        lse = jax.nn.logsumexp(logits, axis=1)
+        return jnp.mean(lse - logits[jnp.arange(logits.shape[0]), labels])
+
+    def np_primal(params, x, labels):
+        w1, b1, w2, b2 = params
+        h = np.tanh(x @ w1.T + b1)
+        logits = h @ w2.T + b2
+        return np.mean(np_logsumexp(logits, axis=1) - logits[rows, labels])
+
+    params = (w1, b1, w2, b2)
+    return dict(
+        args=(params, x, labels),
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=np_primal, np_grad=None,
+        ref_primal=[float(np_primal(tuple(p.astype(F64) for p in params), x.astype(F64),
+                                    labels))],
+        grad_checks=lambda g: [chk2(g[0]), chk1(g[1]), chk2(g[2]), chk1(g[3])],
+    )
+
+
+def gmm_lidx(d):
+    """Index into one icf row of L[j, i] (strictly lower: i < j), and the mask i < j."""
+    j = np.arange(d)[:, None]
+    i = np.arange(d)[None, :]
+    idx = d + i * (2 * d - i - 1) // 2 + (j - i - 1)
+    mask = i < j
+    return np.where(mask, idx, 0), mask
+
+
+def w_gmm(s):
+    d, k, n = s["d"], s["k"], s["n"]
+    gamma, wm = float(s["wishart_gamma"]), int(s["wishart_m"])
+    icf_sz = d * (d + 1) // 2
+    mlgamma = log_gamma_distrib(0.5 * (d + wm + 1), d)
+    alphas = c(0.1, F64) * np.sin(ar(k, F64) * c(0.7, F64))
+    means = wave(np.sin, k, d, 0.37, 0.11, F64)
+    icf = c(0.1, F64) * wave(np.cos, k, icf_sz, 0.13, 0.05, F64)
+    x = wave(np.sin, n, d, 0.29, 0.17, F64)
+    lidx, lmask = gmm_lidx(d)
+
+    def make(xp, lse, einsum):
+        def obj(alphas, means, icf, x):
+            qdiags = xp.exp(icf[:, :d])
+            sum_qs = xp.sum(icf[:, :d], axis=1)
+            ls = icf[:, lidx] * lmask                       # k, j, i
+            xc = x[:, None, :] - means[None, :, :]          # n, k, d
+            lxc = qdiags[None] * xc + einsum("kji,nki->nkj", ls, xc)
+            main = alphas[None, :] + sum_qs[None, :] - 0.5 * xp.sum(lxc * lxc, axis=2)
+            slse = xp.sum(lse(main, axis=1))
+            const = -n * d * 0.5 * math.log(2 * math.pi)
+            nw = d + wm + 1
+            cw = nw * d * (math.log(gamma) - 0.5 * math.log(2)) - mlgamma
+            frob = xp.sum(qdiags * qdiags, axis=1) + xp.sum(icf[:, d:] * icf[:, d:], axis=1)
+            prior = xp.sum(0.5 * gamma * gamma * frob - wm * sum_qs) - k * cw
+            return const + slse - n * lse(alphas, axis=0) + prior
+        return obj
+
+    jax_obj = make(jnp, jax.nn.logsumexp, jnp.einsum)
+    np_obj = make(np, np_logsumexp, lambda spec, a, b: np.einsum(spec, a, b, optimize=True))
+    return dict(
+        args=(alphas, means, icf, x),
+        jax_primal=jax_obj, jax_grad=jax.grad(jax_obj, argnums=(0, 1, 2)),
+        np_primal=np_obj, np_grad=None,
+        ref_primal=[float(np_obj(alphas, means, icf, x))],
+        grad_checks=lambda g: [chk1(g[0]), chk2(g[1]), chk2(g[2])],
+    )
+
+
+def w_micro_max(s):
+    n = s["n"]
+    x = np.sin(ar(n) * c(0.37)) - ar(n) / c(float(n))
+
+    def np_grad(v):
+        g = np.zeros_like(v)
+        g[np.argmax(v)] = c(1.0)
+        return g
+
+    return dict(
+        args=(x,),
+        jax_primal=jnp.max, jax_grad=jax.grad(jnp.max),
+        np_primal=np.max, np_grad=np_grad,
+        ref_primal=[float(np.max(x))],
+        grad_checks=lambda g: [chk1(g)],
+    )
+
+
+def w_micro_add(s):
+    n = s["n"]
+    x = np.sin(ar(n) * c(0.37))
+    y = np.cos(ar(n) * c(0.11))
+
+    def add(v, w):
+        return v + w
+
+    return dict(
+        args=(x, y),
+        jax_primal=add, jax_grad=jax.jacfwd(add, argnums=0),
+        np_primal=add, np_grad=lambda v, w: np.eye(v.shape[0], dtype=F32),
+        ref_primal=[chk1(x + y)],
+        primal_checks=lambda z: [chk1(z)],
+        grad_checks=lambda g: [chk2(g)],
+    )
+
+
+def w_micro_scale(s):
+    n = s["n"]
+    v = np.sin(ar(n) * c(0.37))
+    s0 = np.asarray(1.5, dtype=F32)
+
+    def scale(s, v):
+        return s * v
+
+    def dscale(s, v):
+        return jax.jvp(lambda t: t * v, (s,), (jnp.ones_like(s),))[1]
+
+    return dict(
+        args=(s0, v),
+        jax_primal=scale, jax_grad=dscale,
+        np_primal=scale, np_grad=lambda s, v: v.copy(),
+        ref_primal=[chk1(s0 * v)],
+        primal_checks=lambda z: [chk1(z)],
+        grad_checks=lambda g: [chk1(g)],
+    )
+
+
+def w_nnmf(s):
+    m, n = s["m"], s["n"]
+    u = c(1.5) + np.sin(ar(m) * c(0.37))
+    v = c(1.5) + np.cos(ar(n) * c(0.11))
+    a = c(1.0) + c(0.5) * wave(np.sin, m, n, 0.13, 0.07)
+
+    def f(v, u, a):
+        at = u[:, None] * v[None, :]
+        return jnp.sum(jnp.log(at) + a / at)
+
+    def np_primal(v, u, a):
+        at = u[:, None] * v[None, :]
+        return np.sum(np.log(at) + a / at)
+
+    def np_grad(v, u, a):
+        # The update rule of Liu et al. (2010) quoted by seed 004: Wᵀ (1/(WH) − A/(WH)²).
+        at = u[:, None] * v[None, :]
+        return u @ (c(1.0) / at - a / (at * at))
+
+    return dict(
+        args=(v, u, a),
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=np_primal, np_grad=np_grad,
+        ref_primal=[float(np_primal(v.astype(F64), u.astype(F64), a.astype(F64)))],
+        grad_checks=lambda g: [chk1(g)],
+    )
+
+
+BUILDERS = {
+    "sumsq.dx": w_sumsq,
+    "dot.dx": w_dot,
+    "matmul_sumsq.dx": w_matmul_sumsq,
+    "logsumexp.dx": w_logsumexp,
+    "softmax_xent.dx": w_softmax_xent,
+    "mlp.dx": w_mlp,
+    "gmm.dx": w_gmm,
+    "micro_max.dx": w_micro_max,
+    "micro_add.dx": w_micro_add,
+    "micro_scale.dx": w_micro_scale,
+    "nnmf.dx": w_nnmf,
+}
+
+
+# ---------------------------------------------------------------- timing
+
+def median_time(call, min_time, min_runs=5):
+    call()  # warm-up (compiles, for JAX)
+    times = []
+    start = time.perf_counter()
+    while len(times) < min_runs or time.perf_counter() - start < min_time:
+        t0 = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), len(times)
+
+
+def rel_diff(a, b):
+    return max((abs(x - y) / max(abs(y), 1e-30) for x, y in zip(a, b)), default=0.0)
+
+
+def as_list(values):
+    return [float(v) for v in values]
+
+
+def run_one(name, quick, min_time):
+    w = BY_NAME[name]
+    spec = BUILDERS[w.template](w.sizes(quick))
+    args = spec["args"]
+    jargs = jax.tree_util.tree_map(jnp.asarray, args)
+    jax.block_until_ready(jargs)
+    jp = jax.jit(spec["jax_primal"])
+    jg = jax.jit(spec["jax_grad"])
+    out = {"name": name, "sizes": w.sizes(quick), "jax": {}, "numpy": {}}
+
+    y = jax.block_until_ready(jp(*jargs))
+    g = jax.block_until_ready(jg(*jargs))
+    primal_checks = spec.get("primal_checks", lambda y: [float(y)])
+    ref = {"primal": as_list(spec["ref_primal"]), "grad": as_list(spec["grad_checks"](g))}
+    out["ref"] = ref
+    out["jax_vs_ref"] = rel_diff(as_list(primal_checks(y)), ref["primal"])
+
+    t, runs = median_time(lambda: jax.block_until_ready(jp(*jargs)), min_time)
+    out["jax"]["primal_s"], out["jax"]["primal_runs"] = t, runs
+    t, runs = median_time(lambda: jax.block_until_ready(jg(*jargs)), min_time)
+    out["jax"]["grad_s"], out["jax"]["grad_runs"] = t, runs
+
+    ny = spec["np_primal"](*args)
+    out["numpy_vs_ref"] = rel_diff(as_list(primal_checks(ny)), ref["primal"])
+    t, runs = median_time(lambda: spec["np_primal"](*args), min_time)
+    out["numpy"]["primal_s"], out["numpy"]["primal_runs"] = t, runs
+    if spec.get("np_grad") is not None:
+        ng = spec["np_grad"](*args)
+        out["numpy_grad_vs_jax"] = rel_diff(as_list(spec["grad_checks"](ng)), ref["grad"])
+        t, runs = median_time(lambda: spec["np_grad"](*args), min_time)
+        out["numpy"]["grad_s"], out["numpy"]["grad_runs"] = t, runs
+    else:
+        out["numpy"]["grad_s"] = None
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--workloads", required=True, help="comma-separated workload names")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--min-time", type=float, default=1.0)
+    opts = ap.parse_args()
+    print(json.dumps({"versions": {"jax": jax.__version__, "numpy": np.__version__,
+                                   "devices": [str(d) for d in jax.devices()]}}), flush=True)
+    for name in opts.workloads.split(","):
+        try:
+            res = run_one(name, opts.quick, opts.min_time)
+        except Exception as err:  # report and go on with the next workload
+            res = {"name": name, "error": f"{type(err).__name__}: {err}"}
+        print(json.dumps(res), flush=True)
+
+
+if __name__ == "__main__":
+    main()

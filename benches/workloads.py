@@ -1,0 +1,139 @@
+"""The benchmark workloads: names, sizes (full and --quick), the dx template each one runs,
+and what limits it (bytes that must move, or floating-point operations).
+
+Imported both by the driver `benches/run` (system Python, standard library only) and by
+`benches/peers.py` (the venv with NumPy and JAX), so it must stay standard-library only.
+
+Every template `benches/dx/NAME.dx` is a runnable dx file at full size. Lines marked
+`-- @param KEY` get the first number after their `=` replaced by the workload's value for KEY;
+the lines `-- @primal` and `-- @grad` split the file into a set-up part and the two timed parts.
+"""
+
+import math
+
+
+class Workload:
+    def __init__(self, name, template, dtype, kind, full, quick, primal_cost, grad_cost,
+                 what, limit, numpy_grad=False):
+        self.name = name
+        self.template = template      # file name under benches/dx/
+        self.dtype = dtype            # "f32" or "f64"
+        self.kind = kind              # "bandwidth" (bytes) or "gemm" (flops)
+        self.full = full              # sizes at full scale
+        self.quick = quick            # sizes for --quick
+        self.primal_cost = primal_cost  # sizes -> bytes (bandwidth) or flops (gemm)
+        self.grad_cost = grad_cost
+        self.what = what              # one-line formula
+        self.limit = limit            # what limits it, for the docs
+        self.numpy_grad = numpy_grad  # whether peers.py has a hand-written NumPy gradient
+
+    def sizes(self, quick):
+        return dict(self.quick if quick else self.full)
+
+    def params(self, quick):
+        """Sizes plus derived values that the template needs (constants computed here)."""
+        p = self.sizes(quick)
+        if self.template == "gmm.dx":
+            d, m = p["d"], p["wishart_m"]
+            p["icf_sz"] = d * (d + 1) // 2
+            p["mlgamma"] = log_gamma_distrib(0.5 * (d + m + 1), d)
+        return p
+
+
+def log_gamma_distrib(a, p):
+    """log of the multivariate gamma function Γ_p(a) (ADBench's `log_gamma_distrib`)."""
+    return 0.25 * p * (p - 1) * math.log(math.pi) + sum(
+        math.lgamma(a + 0.5 * (1 - j)) for j in range(1, p + 1))
+
+
+F32, F64 = 4, 8
+
+
+def _mlp_fwd_flops(s):
+    return 2 * s["batch"] * (s["inp"] * s["hid"] + s["hid"] * s["out"])
+
+
+def _mlp_grad_flops(s):
+    # forward, then dW2 and dH (2·B·H·O each) and dW1 (2·B·I·H); no gradient w.r.t. the input.
+    return _mlp_fwd_flops(s) + 2 * s["batch"] * (s["inp"] * s["hid"] + 2 * s["hid"] * s["out"])
+
+
+def _gmm_flops(s):
+    # The dense (JAX-style) triangular product L·(x − μ) for every point and component.
+    return 2 * s["n"] * s["k"] * s["d"] * s["d"]
+
+
+WORKLOADS = [
+    Workload("sumsq-1e6", "sumsq.dx", "f32", "bandwidth", {"n": 10**6}, {"n": 10**4},
+             lambda s: F32 * s["n"], lambda s: 2 * F32 * s["n"],
+             "f(x) = Σᵢ xᵢ², ∇ₓ = 2x", "bandwidth (4 MB: fits in L3)", numpy_grad=True),
+    Workload("sumsq-1e7", "sumsq.dx", "f32", "bandwidth", {"n": 10**7}, {"n": 10**5},
+             lambda s: F32 * s["n"], lambda s: 2 * F32 * s["n"],
+             "f(x) = Σᵢ xᵢ², ∇ₓ = 2x", "bandwidth", numpy_grad=True),
+    Workload("dot-1e6", "dot.dx", "f32", "bandwidth", {"n": 10**6}, {"n": 10**4},
+             lambda s: 2 * F32 * s["n"], lambda s: 2 * F32 * s["n"],
+             "f(x) = Σᵢ xᵢyᵢ, ∇ₓ = y (seed 004 micro benchmark 1)", "bandwidth (8 MB: L3)",
+             numpy_grad=True),
+    Workload("dot-1e7", "dot.dx", "f32", "bandwidth", {"n": 10**7}, {"n": 10**5},
+             lambda s: 2 * F32 * s["n"], lambda s: 2 * F32 * s["n"],
+             "f(x) = Σᵢ xᵢyᵢ, ∇ₓ = y", "bandwidth", numpy_grad=True),
+    Workload("matmul-sumsq-256", "matmul_sumsq.dx", "f32", "gemm", {"n": 256}, {"n": 32},
+             lambda s: 2 * s["n"] ** 3, lambda s: 4 * s["n"] ** 3,
+             "f(A) = Σᵢⱼ ((AB)ᵢⱼ)², ∇_A = 2(AB)Bᵀ", "GEMM", numpy_grad=True),
+    Workload("matmul-sumsq-1024", "matmul_sumsq.dx", "f32", "gemm", {"n": 1024}, {"n": 64},
+             lambda s: 2 * s["n"] ** 3, lambda s: 4 * s["n"] ** 3,
+             "f(A) = Σᵢⱼ ((AB)ᵢⱼ)², ∇_A = 2(AB)Bᵀ", "GEMM", numpy_grad=True),
+    Workload("logsumexp", "logsumexp.dx", "f32", "bandwidth",
+             {"rows": 4096, "cols": 1000}, {"rows": 64, "cols": 100},
+             lambda s: F32 * s["rows"] * s["cols"], lambda s: 2 * F32 * s["rows"] * s["cols"],
+             "f(X) = Σ_r logsumexp_c X[r,c], ∇ = row-wise softmax", "bandwidth + exp",
+             numpy_grad=True),
+    Workload("softmax-xent", "softmax_xent.dx", "f32", "bandwidth",
+             {"rows": 4096, "cols": 1000}, {"rows": 64, "cols": 100},
+             lambda s: F32 * s["rows"] * s["cols"], lambda s: 2 * F32 * s["rows"] * s["cols"],
+             "f(Z) = mean_r (logsumexp Z[r] − Z[r, label r]), ∇ = (softmax − onehot)/R",
+             "bandwidth + exp", numpy_grad=True),
+    Workload("mlp", "mlp.dx", "f32", "gemm",
+             {"batch": 1024, "inp": 784, "hid": 256, "out": 10},
+             {"batch": 32, "inp": 64, "hid": 32, "out": 10},
+             _mlp_fwd_flops, _mlp_grad_flops,
+             "784-256-10 tanh MLP with biases, mean softmax cross-entropy, ∇ w.r.t. all weights",
+             "GEMM (X·W1ᵀ dominates)"),
+    Workload("gmm", "gmm.dx", "f64", "gemm",
+             {"d": 64, "k": 50, "n": 10**4, "wishart_gamma": 1.0, "wishart_m": 0},
+             {"d": 4, "k": 3, "n": 50, "wishart_gamma": 1.0, "wishart_m": 0},
+             _gmm_flops, lambda s: 3 * _gmm_flops(s),
+             "ADBench GMM objective with Wishart prior, ∇ w.r.t. (α, μ, icf)",
+             "batched d×d products (GEMM-like) + exp/log"),
+    Workload("micro-max", "micro_max.dx", "f32", "bandwidth", {"n": 10**6}, {"n": 10**4},
+             lambda s: F32 * s["n"], lambda s: 2 * F32 * s["n"],
+             "f(x) = maxᵢ xᵢ, ∇ₓ = one-hot at the argmax (seed 004 micro 2)",
+             "bandwidth (a fold today: sequential)", numpy_grad=True),
+    Workload("micro-add-jacobian", "micro_add.dx", "f32", "bandwidth", {"n": 2000}, {"n": 50},
+             lambda s: 3 * F32 * s["n"], lambda s: F32 * s["n"] ** 2,
+             "f(x) = x + y, J = ∂f/∂x = I (n×n) (seed 004 micro 3)", "bandwidth (writing n²)",
+             numpy_grad=True),
+    Workload("micro-scale-deriv", "micro_scale.dx", "f32", "bandwidth",
+             {"n": 10**6}, {"n": 10**4},
+             lambda s: 2 * F32 * s["n"], lambda s: 2 * F32 * s["n"],
+             "f(s) = s·v, ∂f/∂s = v (one forward pass) (seed 004 micro 4)", "bandwidth",
+             numpy_grad=True),
+    Workload("nnmf", "nnmf.dx", "f32", "bandwidth", {"m": 4096, "n": 4096}, {"m": 64, "n": 64},
+             lambda s: F32 * s["m"] * s["n"], lambda s: F32 * s["m"] * s["n"],
+             "D(v) = Σᵢⱼ log(uᵢvⱼ) + Aᵢⱼ/(uᵢvⱼ), ∇_v = uᵀ(1/uvᵀ − A/(uvᵀ)²) (seed 004 NNMF)",
+             "bandwidth + log/div", numpy_grad=True),
+]
+
+BY_NAME = {w.name: w for w in WORKLOADS}
+
+
+def select(only):
+    """Workloads whose name matches one of the comma-separated filters (exact name or
+    substring); all of them when `only` is empty."""
+    if not only:
+        return list(WORKLOADS)
+    keys = [k.strip() for k in only.split(",") if k.strip()]
+    chosen = [w for w in WORKLOADS if any(k == w.name for k in keys)]
+    chosen += [w for w in WORKLOADS
+               if w not in chosen and any(k in w.name for k in keys)]
+    return [w for w in WORKLOADS if w in chosen]
