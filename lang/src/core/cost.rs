@@ -24,7 +24,9 @@
 //! - `gather` and `scatter` (which Fig. 11 does not have) move one element per result
 //!   (resp. source) element and evaluate their index function once per position of the
 //!   leading axes: `elements + positions × cost(index function)`. Without trailing axes,
-//!   which is the usual case, this is `elements × (1 + cost(index function))`.
+//!   which is the usual case, this is `elements × (1 + cost(index function))`. A scatter
+//!   also fills its result with zeros first, one move per result element: a one-hot scatter
+//!   (the transpose of `index`) costs the whole table it writes into, not one element.
 //! - `index` costs the elements it reads (the result); `replicate`, `tr`, `reshape`, `table`
 //!   and `iota` cost the elements of their result (data movement, like shift1L/shift1R).
 //! - `cond` costs the larger of its branches (Fig. 11 has no conditional; its condition is
@@ -112,7 +114,7 @@ fn stmt_cost(program: &Program, stmt: &Stmt) -> u64 {
                 .take(leading)
                 .map(|dim| *dim as u64)
                 .product();
-            atom_elems(program, array) + positions * block_cost(program, *body)
+            result_elems + atom_elems(program, array) + positions * block_cost(program, *body)
         }
         Expr::Cond {
             then_block,
@@ -235,8 +237,8 @@ mod tests {
     #[test]
     fn gather_and_scatter_charge_their_index_function() {
         // gather: 4 elements, index function `sub` (1) per position -> 4 * (1 + 1).
-        // scatter: 4 source elements, the same index function -> 4 * (1 + 1).
-        // The index functions do not count as a nesting level.
+        // scatter: 4 zeros, then 4 source elements with the same index function
+        // -> 4 + 4 * (1 + 1). The index functions do not count as a nesting level.
         let src = "program(%0_a: [4]f32) {
              %1: [4]f32 = gather [4] %0_a (\\%2_i: []i64 ->
                %3: []i64 = sub 3:i64 %2_i
@@ -246,13 +248,13 @@ mod tests {
                in %6)
              in %4
            }";
-        assert_eq!(measure(src), (8 + 8, 0));
+        assert_eq!(measure(src), (8 + 4 + 8, 0));
     }
 
     #[test]
     fn gather_with_trailing_axes_runs_the_index_function_per_position() {
         // gather: 2 positions, each moving a row of 3: 6 elements + 2 * 1 for the index
-        // function. scatter back: the same.
+        // function. scatter back: 12 zeros, then the same.
         let src = "program(%0_m: [4, 3]f32) {
              %1: [2, 3]f32 = gather [2, 3] %0_m (\\%2_i: []i64 ->
                %3: []i64 = add %2_i 1:i64
@@ -262,7 +264,18 @@ mod tests {
                in %6)
              in %4
            }";
-        assert_eq!(measure(src), (6 + 2 + 6 + 2, 0));
+        assert_eq!(measure(src), (6 + 2 + 12 + 6 + 2, 0));
+    }
+
+    #[test]
+    fn one_hot_scatter_costs_the_table_it_writes() {
+        // The transpose of `index` writes one element into 1000 zeros: 1000 + 1.
+        let src = "program(%0_x: []f64, %1_i: []i64) {
+             %2: [1000]f64 = scatter [1000] %0_x (\\ ->
+               in %1_i)
+             in %2
+           }";
+        assert_eq!(measure(src), (1000 + 1, 0));
     }
 
     #[test]

@@ -80,7 +80,7 @@ impl Exec<'_> {
         Ok(main.results.iter().map(|atom| self.slot(atom)).collect())
     }
 
-    fn interrupted(&self) -> bool {
+    fn interrupt_requested(&self) -> bool {
         self.config
             .interrupt
             .as_ref()
@@ -104,7 +104,7 @@ impl Exec<'_> {
                 launch.map(values, self)
             }
         });
-        if self.interrupted() {
+        if self.interrupt_requested() {
             return Err(InterpError::Interrupted.into());
         }
         Ok(out.into_tensor(kernel.out_shape()))
@@ -411,7 +411,7 @@ impl<'k> Launch<'k> {
         }
         let outer = &shape[..last];
         let run_row = |lanes: &mut Vec<Lane>, row: usize, dst: &mut [T]| {
-            if exec.interrupted() {
+            if exec.interrupt_requested() {
                 return;
             }
             let mut base = unravel(row, outer);
@@ -475,7 +475,7 @@ impl<'k> Launch<'k> {
             let end = ((run + 1) * run_len).min(n_rows);
             let mut values = [T::default(); LINE];
             for start in (run * run_len..end).step_by(LINE) {
-                if exec.interrupted() {
+                if exec.interrupt_requested() {
                     break;
                 }
                 let len = LINE.min(end - start);
@@ -521,7 +521,7 @@ impl<'k> Launch<'k> {
             let mut tree: TreeSum<Vec<T>> = TreeSum::new();
             let mut acc = vec![vec![T::default(); len]; LANES];
             for leaf_start in (0..n_rows).step_by(LEAF) {
-                if exec.interrupted() {
+                if exec.interrupt_requested() {
                     return;
                 }
                 for lane in &mut acc {
@@ -783,7 +783,7 @@ fn matmul_typed<T: GemmElem>(
         let rhs_start = rhs_offset + shift(&rhs_steps);
         let out_start = shift(&out_strides);
         for row in (0..m).step_by(PANEL_ROWS) {
-            if exec.interrupted() {
+            if exec.interrupt_requested() {
                 return Err(InterpError::Interrupted.into());
             }
             let rows = PANEL_ROWS.min(m - row);

@@ -16,7 +16,11 @@
 //! tree of `prim::sum_order`) and `scatter` collisions in index order, as the interpreter
 //! does, so float results agree bit for bit, on any number of threads. The interrupt flag is checked before every
 //! statement (at every nesting level) and once per iteration of `build1`, `fold`, `scan` and
-//! per point of a per-point index function.
+//! per point of a per-point index function (every `scalar_loop::INTERRUPT_PERIOD`
+//! iterations of a loop on scalars).
+//!
+//! A `fold` or `scan` whose body holds only scalars runs on scalar registers instead of
+//! arrays (`scalar_loop`), counted in `ExecReport::scalar_loops`.
 //!
 //! Memory: a value is dropped after its last use, and an elementwise `prim` writes its result
 //! into a dead operand's buffer when nothing else shares it (Note [Releasing values]).
@@ -70,6 +74,7 @@ mod fused;
 mod indexing;
 mod lanes;
 mod reduce;
+mod scalar_loop;
 pub mod tensor;
 #[cfg(test)]
 mod tests;
@@ -87,6 +92,7 @@ use crate::core::kernel::Schedule;
 use crate::core::value::Array;
 use crate::core::verify::{expr_atoms, expr_blocks};
 use indexing::{IndexCol, Rows};
+use scalar_loop::{LoopRun, ScalarBody};
 use tensor::{from_vec, replicate, stack, standard_slice, Tensor};
 
 /// Arrays with at least this many elements are processed in parallel.
@@ -115,6 +121,8 @@ pub struct ExecReport {
     /// Fused kernels and matrix products run (by `run_fused`).
     pub kernels: usize,
     pub matmuls: usize,
+    /// `fold`/`scan` statements whose bodies ran on scalar registers (`scalar_loop`).
+    pub scalar_loops: usize,
 }
 
 /// Runs `program` on `inputs` (bound to `program.inputs` in order) and returns the results of
@@ -298,6 +306,9 @@ struct Exec<'a> {
     /// Per block and statement, the variables whose last use it is (see Note [Releasing
     /// values]; computed when the block first runs).
     dying: IdVec<BlockId, Option<Arc<Vec<Vec<VarId>>>>>,
+    /// Loop bodies compiled to scalar operations (`scalar_loop`), by body; `None` for a body
+    /// that is not all scalars. Filled when a loop first runs.
+    scalar_bodies: HashMap<BlockId, Option<Arc<ScalarBody>>>,
     report: ExecReport,
     /// Run `build1` in batch mode (tests only, see `run_inner`).
     batch_build1: bool,
@@ -323,6 +334,7 @@ impl<'a> Exec<'a> {
             env: filled(program.vars.len(), None),
             free_vars: filled(program.blocks.len(), None),
             dying: filled(program.blocks.len(), None),
+            scalar_bodies: HashMap::new(),
             report: ExecReport::default(),
             batch_build1,
         };
@@ -340,8 +352,12 @@ impl<'a> Exec<'a> {
 
 impl Exec<'_> {
     fn check_interrupt(&self) -> Res<()> {
+        Ok(self.interrupted()?)
+    }
+
+    fn interrupted(&self) -> Result<(), InterpError> {
         match &self.config.interrupt {
-            Some(flag) if flag.load(Ordering::Relaxed) => Err(InterpError::Interrupted.into()),
+            Some(flag) if flag.load(Ordering::Relaxed) => Err(InterpError::Interrupted),
             _ => Ok(()),
         }
     }
@@ -544,6 +560,9 @@ impl Exec<'_> {
             }
             Expr::Iota(size) => Tensor::I64(from_vec(&[*size], (0..*size as i64).collect())),
             Expr::Fold { size, init, body } => {
+                if let Some(res) = self.scalar_loop(stmt, *size, init, *body)? {
+                    return Ok(res);
+                }
                 let mut carry: Vec<Slot> = init.iter().map(|atom| self.slot(atom)).collect();
                 for i in 0..*size {
                     self.check_interrupt()?;
@@ -554,6 +573,9 @@ impl Exec<'_> {
                 return Ok(carry.into_iter().map(|slot| slot.tensor).collect());
             }
             Expr::Scan { size, init, body } => {
+                if let Some(res) = self.scalar_loop(stmt, *size, init, *body)? {
+                    return Ok(res);
+                }
                 let n_carry = init.len();
                 let mut carry: Vec<Slot> = init.iter().map(|atom| self.slot(atom)).collect();
                 let mut ys: Vec<Vec<Tensor>> =
@@ -576,6 +598,54 @@ impl Exec<'_> {
             }
         };
         Ok(vec![res])
+    }
+
+    /// Runs a `fold` or `scan` on scalar registers if its body is all scalars (see
+    /// `scalar_loop`); `None` if it is not.
+    fn scalar_loop(
+        &mut self,
+        stmt: &Stmt,
+        size: usize,
+        init: &[Atom],
+        body: BlockId,
+    ) -> Res<Option<Vec<Tensor>>> {
+        let program = self.program;
+        let compiled = self
+            .scalar_bodies
+            .entry(body)
+            .or_insert_with(|| ScalarBody::compile(program, body).map(Arc::new))
+            .clone();
+        let Some(compiled) = compiled else {
+            return Ok(None);
+        };
+        let scalar_of = |cx: &Exec, atom: &Atom| {
+            cx.tensor(atom).as_scalar().unwrap_or_else(|| {
+                panic!("exec: {atom:?} is not a scalar (the loop body's params are scalars)")
+            })
+        };
+        let (outer_scalars, tables) = compiled.outer_vars();
+        let run = LoopRun {
+            size,
+            init: init.iter().map(|atom| scalar_of(self, atom)).collect(),
+            outer_scalars: outer_scalars
+                .iter()
+                .map(|var| scalar_of(self, &Atom::Var(*var)))
+                .collect(),
+            tables: tables
+                .iter()
+                .map(|var| self.tensor(&Atom::Var(*var)))
+                .collect(),
+            ys_elems: stmt.binders[init.len()..]
+                .iter()
+                .map(|var| program.var_ty(*var).elem)
+                .collect(),
+            strict: self.config.strict,
+            check_interrupt: &|| self.interrupted(),
+        };
+        let res = scalar_loop::run(&compiled, run)?;
+        self.report.statements += size * compiled.n_stmts();
+        self.report.scalar_loops += 1;
+        Ok(Some(res))
     }
 
     /// `parts` stacked along a new outermost axis; the binder's type gives the shape of an

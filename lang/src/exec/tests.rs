@@ -463,6 +463,46 @@ fn cond_fold_and_scan_run_bulk_bodies() {
 }
 
 #[test]
+fn loops_of_scalars_run_on_registers() {
+    // A fold reading an outer table at the loop index, at a computed index that leaves the
+    // table for i = 0 and i = 5, and through an outer scalar; a scan with outputs of two
+    // element types, one a literal. Both bodies are all scalars; the fold carrying a table
+    // is not.
+    let program = parse(
+        "program(%0: [5]f64, %1: []f64, %2: [2, 3]i64) {
+           %3: []f64, %4: []i64 = fold 6 (%1, 0:i64) (\\%5: []i64, %6: []f64, %7: []i64 ->
+             %8: []f64 = index %0 [%5]
+             %9: []i64 = sub %5 1:i64
+             %10: []f64 = index %0 [%9]
+             %11: []f64 = mul %8 %10
+             %12: []f64 = max %6 %11
+             %13: []i64 = index %2 [1:i64, %7]
+             %14: []i64 = add %13 %5
+             %15: []f64 = add %12 %1
+             %16: []f64 = %15
+             in %16, %14)
+           %17: []f64, %18: [4]f64, %19: [4]bool, %20: [4]i64 = scan 4 (%3) (\\%21: []i64, %22: []f64 ->
+             %23: []f64 = sin %22
+             %24: []bool = gt %23 0.0:f64
+             in %23, %22, %24, 7:i64)
+           %25: [5]f64 = fold 2 (%0) (\\%26: []i64, %27: [5]f64 ->
+             %28: [5]f64 = exp %27
+             in %28)
+           in %4, %17, %18, %19, %20, %25
+         }",
+    );
+    let inputs = [
+        f64s(&[5], &[0.5, -1.0, 2.0, 0.25, 1.5]),
+        Array::scalar(Scalar::F64(0.3)),
+        i64s(&[2, 3], &[4, 5, 6, 7, 8, 9]),
+    ];
+    let report = check_bulk(&program, &inputs);
+    assert_eq!(report.scalar_loops, 2);
+    // The statement count is the general path's: each loop, then its body per iteration.
+    assert_eq!(report.statements, 3 + 6 * 9 + 4 * 2 + 2);
+}
+
+#[test]
 fn unbatchable_index_functions_run_per_point() {
     // The index function folds over its own parameter: batch mode has no rule for that.
     let program = parse(
@@ -549,6 +589,31 @@ fn interrupt_stops_the_run() {
     flag.store(false, Ordering::Relaxed);
     let (_, report) = run_with_report(&program, &[x], &config).unwrap();
     assert_eq!(report.statements, 1 + 1_000_000);
+}
+
+#[test]
+fn interrupt_stops_a_loop_of_scalars() {
+    let program = parse(
+        "program(%0: []f64) {
+           %1: []f64 = fold 1000000 (%0) (\\%2: []i64, %3: []f64 ->
+             %4: []f64 = add %3 %0
+             in %4)
+           in %1
+         }",
+    );
+    let flag = Arc::new(AtomicBool::new(true));
+    let config = ExecConfig {
+        strict: false,
+        interrupt: Some(flag.clone()),
+    };
+    let x = Array::scalar(Scalar::F64(1.0));
+    assert_eq!(
+        super::run(&program, std::slice::from_ref(&x), &config),
+        Err(InterpError::Interrupted)
+    );
+    flag.store(false, Ordering::Relaxed);
+    let (_, report) = run_with_report(&program, &[x], &config).unwrap();
+    assert_eq!((report.statements, report.scalar_loops), (1 + 1_000_000, 1));
 }
 
 #[test]
@@ -806,6 +871,7 @@ fn random_programs_agree_with_the_interpreter() {
     let config = GenConfig::default();
     let mut n_bulk = 0;
     let mut n_strict_failed = 0;
+    let mut n_scalar_loops = 0;
     for seed in 0..1500 {
         let program = random_program(seed, &config);
         let inputs = random_inputs(&program, seed);
@@ -814,6 +880,7 @@ fn random_programs_agree_with_the_interpreter() {
             strict_failed,
         } = check_with(&program, &inputs, false);
         n_strict_failed += usize::from(strict_failed);
+        n_scalar_loops += report.scalar_loops;
         if !has_build1(&program) {
             n_bulk += 1;
             assert_eq!(report.build1_fallbacks, 0);
@@ -825,6 +892,11 @@ fn random_programs_agree_with_the_interpreter() {
     assert!(
         n_strict_failed > 300,
         "only {n_strict_failed} strict errors compared"
+    );
+    eprintln!("random programs: {n_scalar_loops} loops ran on scalar registers");
+    assert!(
+        n_scalar_loops > 50,
+        "only {n_scalar_loops} loops ran on scalar registers"
     );
 }
 

@@ -18,7 +18,14 @@
 //! Conditionals are if-converted (both branches run, results are selected), which the total
 //! semantics allows. Loops carry their tangents forward; in reverse, a loop's primal part
 //! runs as a scan that keeps every iteration's carry and the backward loop recomputes each
-//! iteration from it (`transpose_loop`).
+//! iteration from it (`transpose_loop`). Reads of outer tables in a loop body are transposed
+//! after the backward loop, in bulk, so that reverse mode through n steps costs O(n) (Note
+//! [Reads of outer tables in a reversed loop]).
+//!
+//! Does not handle yet: a read of an outer table inside a loop nested in the body is hoisted
+//! out of its own loop only, so its cotangent is a whole-table addition per step of the
+//! enclosing loop; a gather whose index function needs a non-scalar value of the carry stays
+//! inside the backward loop (a whole-table scatter per step).
 
 use std::collections::{HashMap, HashSet};
 
@@ -769,10 +776,96 @@ fn transpose_items(
     Ok(())
 }
 
-/// The transpose of a loop (seed 003 Fig 5's reverse rule for `foldl`, on ANF): a fold that
+// Note [Reads of outer tables in a reversed loop]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A loop body often reads a table from outside the loop: `index xs [i]`
+// (`fold(x0, \i c. max c xs[i])`), or, after the BOT, a gather of a row or of a few
+// neighbours. The transpose of the read is a scatter into the shape of the whole table (a
+// one-hot scatter for `index`, Fig 19). Accumulated in a carry of the backward loop, the
+// table's cotangent would cost a zero table, a scatter and an addition of the whole table at
+// every step: O(n) per step, O(n²) for the loop.
+//
+// But the cotangent of a table the body only reads never feeds back into the loop: no
+// iteration reads it. So such a read is not transposed inside the loop. The backward loop
+// becomes a scan that emits, at every step, the cotangent of the read's result (one element,
+// one row, or the gathered elements) as an output; after the loop, one bulk operation puts
+// the stacked outputs into the table's cotangent: a `scatter` whose index function gives, for
+// backward step `k` (and the gather's own positions), the index the forward iteration
+// `i = n-1-k` read. A variable of the body that the index needs is found in one of two ways:
+//
+// - if scalar statements compute it from the loop index and loop-invariant values (`i`,
+//   `i - 1`, `perm[i]`), the index function recomputes it by those statements;
+// - otherwise (it depends on the carry) the scan stacks it as one more output, and the index
+//   function reads it back. Only scalars are stacked: a gather whose index function needs a
+//   carried table stays inside the loop.
+//
+// Literals and loop-invariant variables are used as they are. When the index is exactly the
+// loop index and the table's leading axis is the loop's length, the stacked outputs reversed
+// into loop order *are* the contribution, and a `gather` that reverses them replaces the
+// scatter. Only the other uses of an outer linear variable (arithmetic on the whole table,
+// reads inside nested loops, returning it as a carry) still accumulate in a carry of the
+// backward loop.
+//
+// This is seed 003 Fig 16's reverse rule for `foldl` (the cotangent of the array argument is
+// `B = map2 (x,y. x*y*z) A_2 A_3`, built by one map from per-element derivatives after the
+// backward scan, never a dense array per step), and the sparse adjoint of an index of seed
+// 002 §3.3 (Listings 22–23: a read's adjoint is an (index, value) pair, and the pairs are
+// folded into one array adjoint at the end). dx's version differs: the body is arbitrary ANF
+// and may read any outer table at any index, not only the element `A[i]` of the array folded
+// over, so the pairs are stacked by a sequential backward scan (not a `scanr` of products,
+// which needs scalar carries) and placed by one scatter, or a reversing gather. Reads in
+// loops nested inside the body are hoisted only out of their own loop: their contributions
+// then accumulate per step of the enclosing loop.
+
+/// How a hoisted read reads its table.
+enum ReadKind {
+    /// `index table [index…]`.
+    Index(Vec<Atom>),
+    /// `gather shape table body`.
+    Gather(BlockId),
+}
+
+/// A read in a loop body of a linear table defined outside the loop, hoisted out of the
+/// backward loop (Note [Reads of outer tables in a reversed loop]).
+struct OuterRead {
+    table: VarId,
+    /// The read's result in the backward body.
+    res: VarId,
+    kind: ReadKind,
+    /// The variables of the backward body its index needs that depend only on the step.
+    recomputed: Vec<VarId>,
+    /// The other variables of the backward body its index needs (scalars), to be stacked.
+    stacked: Vec<VarId>,
+}
+
+/// A hoisted read with a cotangent: the positions among the backward scan's outputs of the
+/// read's cotangent and of its stacked variables.
+struct HoistedRead {
+    read: OuterRead,
+    ct_output: usize,
+    stacked_outputs: Vec<usize>,
+}
+
+/// The backward loop of a transposed loop, as the placing of hoisted reads' cotangents
+/// after it sees it.
+struct BackwardLoop<'a> {
+    body: BlockId,
+    /// The body's step parameter `k` (the backward loop runs iteration `i = size-1-k`).
+    step: VarId,
+    loop_index: Atom,
+    size: usize,
+    /// The body's variables that depend only on the step (`recomputable_from_step`).
+    recomputable: &'a HashSet<VarId>,
+    /// The loop's stacked outputs (its binders after the carries).
+    outputs: &'a [VarId],
+}
+
+/// The transpose of a loop (seed 003 Fig 16's reverse rule for `foldl`, on ANF): a loop that
 /// runs the iterations backwards; each iteration recomputes its primal values from the
-/// stacked carry, then transposes the body's linear statements. Cotangents of the linear
-/// variables the body uses from outside accumulate in extra carries.
+/// stacked carry, then transposes the body's linear statements. Reads of outer linear tables
+/// become outputs of the backward loop, which is then a scan (see Note [Reads of outer
+/// tables in a reversed loop]); cotangents of the other linear variables the body uses from
+/// outside accumulate in extra carries.
 fn transpose_loop(
     builder: &mut Builder,
     stmt: &Stmt,
@@ -800,18 +893,19 @@ fn transpose_loop(
     let body: Block = builder.program.blocks[shape.body].clone();
     let carry_params = body.params[1..=shape.n_carries].to_vec();
     let tangent_params = body.params[1 + shape.n_carries..].to_vec();
-    // Linear variables the body uses from outside.
+    // Linear variables the body uses from outside, with every use (with repeats).
     let mut defined: HashSet<VarId> = HashSet::new();
     crate::core::visit::collect_defs(builder.program, shape.body, &mut defined);
     let mut used = Vec::new();
     crate::core::visit::collect_uses(builder.program, shape.body, &mut used);
+    used.retain(|var| builder.linear.contains(var) && !defined.contains(var));
     let mut free: Vec<VarId> = Vec::new();
-    for var in used {
-        if builder.linear.contains(&var) && !defined.contains(&var) && !free.contains(&var) {
-            free.push(var);
+    for var in &used {
+        if !free.contains(var) {
+            free.push(*var);
         }
     }
-    // The backward body: params [k, carry cotangents…, free cotangents…].
+    // The backward body: params [k, carry cotangents…, carried free cotangents…].
     let index_ty = ArrTy::scalar(crate::core::ir::Elem::I64);
     let k = builder.program.new_var(index_ty.clone(), "k");
     let ct_carry_params: Vec<VarId> = tangent_params
@@ -820,14 +914,6 @@ fn transpose_loop(
             builder
                 .program
                 .new_var(builder.program.var_ty(*param).clone(), "ct_c")
-        })
-        .collect();
-    let ct_free_params: Vec<VarId> = free
-        .iter()
-        .map(|var| {
-            builder
-                .program
-                .new_var(builder.program.var_ty(*var).clone(), "ct_free")
         })
         .collect();
     let mut inner = Builder {
@@ -880,8 +966,33 @@ fn transpose_loop(
             inner.linear.insert(*new);
         }
     }
-    let (forward, items) = split(inner.program, &copied, &inner.linear);
+    let (forward, mut items) = split(inner.program, &copied, &inner.linear);
     inner.stmts.extend(forward);
+    let recomputable = recomputable_from_step(inner.program, &inner.stmts, k, stacked);
+    let reads = outer_reads(inner.program, &inner.stmts, &copied, &free, &recomputable);
+    // The hoisted reads are not transposed here; the free variables used otherwise too
+    // keep a carry.
+    items.retain(|item| match item {
+        LinearItem::Stmt(stmt) => !reads.iter().any(|read| read.res == stmt.binders[0]),
+        LinearItem::Loop { .. } => true,
+    });
+    let carried: Vec<VarId> = free
+        .iter()
+        .copied()
+        .filter(|var| {
+            let n_uses = used.iter().filter(|used| *used == var).count();
+            let n_reads = reads.iter().filter(|read| read.table == *var).count();
+            n_uses > n_reads
+        })
+        .collect();
+    let ct_free_params: Vec<VarId> = carried
+        .iter()
+        .map(|var| {
+            inner
+                .program
+                .new_var(inner.program.var_ty(*var).clone(), "ct_free")
+        })
+        .collect();
     let mut inner_cts: HashMap<VarId, Atom> = HashMap::new();
     for (position, param) in ct_carry_params.iter().enumerate() {
         let result = crate::core::inline::rename(body.results[shape.n_carries + position], &subst);
@@ -916,12 +1027,38 @@ fn transpose_loop(
             None => inner.zeros(&inner.program.var_ty(*placeholder).clone()),
         });
     }
-    for (var, param) in free.iter().zip(&ct_free_params) {
+    for (var, param) in carried.iter().zip(&ct_free_params) {
         results.push(match inner_cts.get(var).copied() {
             Some(ct) => inner.prim(Prim::Add, &[Atom::Var(*param), ct]),
             None => Atom::Var(*param),
         });
     }
+    // The scan outputs: each hoisted read's cotangent, and the variables its index needs
+    // that are stacked.
+    let n_carried_results = results.len();
+    let mut outputs: Vec<Atom> = Vec::new();
+    let mut hoisted = Vec::new();
+    for read in reads {
+        let Some(ct) = inner_cts.get(&read.res).copied() else {
+            continue;
+        };
+        let ct_output = outputs.len();
+        outputs.push(ct);
+        let stacked_outputs = read
+            .stacked
+            .iter()
+            .map(|var| {
+                outputs.push(Atom::Var(*var));
+                outputs.len() - 1
+            })
+            .collect();
+        hoisted.push(HoistedRead {
+            read,
+            ct_output,
+            stacked_outputs,
+        });
+    }
+    results.extend(&outputs);
     let inner_stmts = std::mem::take(&mut inner.stmts);
     let mut params = vec![k];
     params.extend(&ct_carry_params);
@@ -939,25 +1076,34 @@ fn transpose_loop(
             None => builder.zeros(&builder.program.var_ty(*binder).clone()),
         });
     }
-    for var in &free {
+    for var in &carried {
         init.push(builder.zeros(&builder.program.var_ty(*var).clone()));
     }
     let mut binder_tys: Vec<ArrTy> = tangent_params
         .iter()
         .map(|param| builder.program.var_ty(*param).clone())
         .collect();
-    binder_tys.extend(free.iter().map(|var| builder.program.var_ty(*var).clone()));
-    let binders = builder.emit(
-        Expr::Fold {
-            size: shape.size,
-            init,
-            body: backward_body,
-        },
-        binder_tys,
-        "ct_loop",
+    binder_tys.extend(
+        carried
+            .iter()
+            .map(|var| builder.program.var_ty(*var).clone()),
     );
-    for var in &binders {
-        builder.linear.insert(*var);
+    for output in &outputs {
+        let ty = builder.ty(output);
+        let mut stacked_shape = vec![shape.size];
+        stacked_shape.extend(&ty.shape);
+        binder_tys.push(ArrTy::new(stacked_shape, ty.elem));
+    }
+    let loop_expr = Expr::sequential_loop(!outputs.is_empty(), shape.size, init, backward_body);
+    let binders = builder.emit(loop_expr, binder_tys, "ct_loop");
+    // The stacked cotangents are linear, the stacked indices primal.
+    builder.linear.extend(&binders[..n_carried_results]);
+    for (output, binder) in outputs.iter().zip(&binders[n_carried_results..]) {
+        if builder.ty(output).elem.is_float() {
+            builder.linear.insert(*binder);
+        } else {
+            builder.linear.remove(binder);
+        }
     }
     let init_tangents = &shape.init[shape.n_carries..];
     for (tangent, ct) in init_tangents.iter().zip(&binders) {
@@ -965,10 +1111,230 @@ fn transpose_loop(
             builder.add_to(cts, *tangent, Atom::Var(*ct));
         }
     }
-    for (var, ct) in free.iter().zip(&binders[tangent_params.len()..]) {
+    for (var, ct) in carried.iter().zip(&binders[tangent_params.len()..]) {
         builder.add_to(cts, Atom::Var(*var), Atom::Var(*ct));
     }
+    let backward = BackwardLoop {
+        body: backward_body,
+        step: k,
+        loop_index: i,
+        size: shape.size,
+        recomputable: &recomputable,
+        outputs: &binders[n_carried_results..],
+    };
+    for read in &hoisted {
+        let contribution = place_read_cts(builder, &backward, read);
+        builder.add_to(cts, Atom::Var(read.read.table), contribution);
+    }
     Ok(())
+}
+
+/// The variables of a backward loop body (`stmts`, run at step `k`) that depend only on `k`
+/// and on loop-invariant values: bound by scalar statements without nested blocks whose
+/// operands are such variables, literals, or variables from outside the body other than the
+/// stacked carries (reading those makes a value depend on the carry). An index function
+/// after the loop can recompute them cheaply from the step.
+fn recomputable_from_step(
+    program: &Program,
+    stmts: &[Stmt],
+    k: VarId,
+    checkpoints: &[VarId],
+) -> HashSet<VarId> {
+    let mut recomputable = HashSet::from([k]);
+    let mut defined: HashSet<VarId> = HashSet::from([k]);
+    for stmt in stmts {
+        let scalar = stmt
+            .binders
+            .iter()
+            .all(|binder| program.var_ty(*binder).shape.is_empty());
+        let simple = matches!(
+            stmt.expr,
+            Expr::Atom(_) | Expr::Prim(..) | Expr::Index { .. }
+        );
+        let operands_ok =
+            crate::core::verify::expr_atoms(&stmt.expr)
+                .iter()
+                .all(|atom| match atom {
+                    Atom::Lit(_) => true,
+                    Atom::Var(var) => {
+                        recomputable.contains(var)
+                            || (!defined.contains(var) && !checkpoints.contains(var))
+                    }
+                });
+        if scalar && simple && operands_ok {
+            recomputable.extend(&stmt.binders);
+        }
+        defined.extend(&stmt.binders);
+    }
+    recomputable
+}
+
+/// The reads of outer linear tables (`free`) among the copied body statements `copied` that
+/// can be hoisted out of the backward loop whose primal statements are `forward`: every
+/// `index`, and every `gather` whose index function needs only scalars from the backward body
+/// (Note [Reads of outer tables in a reversed loop]).
+fn outer_reads(
+    program: &Program,
+    forward: &[Stmt],
+    copied: &[Stmt],
+    free: &[VarId],
+    recomputable: &HashSet<VarId>,
+) -> Vec<OuterRead> {
+    let body_defined: HashSet<VarId> = forward
+        .iter()
+        .flat_map(|stmt| stmt.binders.iter().copied())
+        .chain(recomputable.iter().copied())
+        .collect();
+    let mut reads = Vec::new();
+    for stmt in copied {
+        let (table, kind, uses) = match &stmt.expr {
+            Expr::Index {
+                array: Atom::Var(table),
+                index,
+            } => {
+                let uses = index
+                    .iter()
+                    .filter_map(|atom| crate::core::visit::var_of(*atom))
+                    .collect();
+                (*table, ReadKind::Index(index.clone()), uses)
+            }
+            Expr::Gather {
+                array: Atom::Var(table),
+                body,
+                ..
+            } => {
+                let mut uses = Vec::new();
+                crate::core::visit::collect_uses(program, *body, &mut uses);
+                (*table, ReadKind::Gather(*body), uses)
+            }
+            _ => continue,
+        };
+        if !free.contains(&table) {
+            continue;
+        }
+        let mut needed: Vec<VarId> = Vec::new();
+        for var in uses {
+            if body_defined.contains(&var) && !needed.contains(&var) {
+                needed.push(var);
+            }
+        }
+        let (recomputed, stacked): (Vec<VarId>, Vec<VarId>) = needed
+            .into_iter()
+            .partition(|var| recomputable.contains(var));
+        if stacked
+            .iter()
+            .any(|var| !program.var_ty(*var).shape.is_empty())
+        {
+            continue;
+        }
+        reads.push(OuterRead {
+            table,
+            res: stmt.binders[0],
+            kind,
+            recomputed,
+            stacked,
+        });
+    }
+    reads
+}
+
+/// Copies of the backward body's statements that compute `vars` from the step, in order,
+/// renamed through `subst` (which maps the step to its new name).
+fn recompute_from_step(
+    program: &mut Program,
+    backward: &BackwardLoop,
+    vars: &[VarId],
+    subst: &mut HashMap<VarId, Atom>,
+) -> Vec<Stmt> {
+    let mut needed: HashSet<VarId> = vars.iter().copied().collect();
+    let mut chain = Vec::new();
+    for stmt in program.blocks[backward.body].stmts.iter().rev() {
+        if stmt.binders.iter().any(|binder| needed.contains(binder)) {
+            debug_assert!(stmt
+                .binders
+                .iter()
+                .all(|binder| backward.recomputable.contains(binder)));
+            for atom in crate::core::verify::expr_atoms(&stmt.expr) {
+                if let Atom::Var(var) = atom {
+                    if backward.recomputable.contains(&var) {
+                        needed.insert(var);
+                    }
+                }
+            }
+            chain.push(stmt.clone());
+        }
+    }
+    chain
+        .iter()
+        .rev()
+        .map(|stmt| crate::core::inline::copy_stmt(program, stmt, subst))
+        .collect()
+}
+
+/// Puts a hoisted read's stacked cotangents (one per backward step) into the shape of the
+/// table it read: a scatter whose index function gives, for step `k` (and for a gather, the
+/// gather's positions), the index read at that step, or a reversing gather when that index
+/// is the loop index `i` itself (Note [Reads of outer tables in a reversed loop]).
+fn place_read_cts(builder: &mut Builder, backward: &BackwardLoop, hoisted: &HoistedRead) -> Atom {
+    let read = &hoisted.read;
+    let table_ty = builder.program.var_ty(read.table).clone();
+    let step_ty = builder.program.var_ty(backward.step).clone();
+    let step = builder.program.new_var(step_ty.clone(), "k");
+    let mut subst: HashMap<VarId, Atom> = HashMap::from([(backward.step, Atom::Var(step))]);
+    let mut stmts = recompute_from_step(builder.program, backward, &read.recomputed, &mut subst);
+    for (var, position) in read.stacked.iter().zip(&hoisted.stacked_outputs) {
+        let ty = builder.program.var_ty(*var).clone();
+        let value = builder.program.new_var(ty, "ix");
+        stmts.push(Stmt {
+            binders: vec![value],
+            expr: Expr::Index {
+                array: Atom::Var(backward.outputs[*position]),
+                index: vec![Atom::Var(step)],
+            },
+        });
+        subst.insert(*var, Atom::Var(value));
+    }
+    let (index_fn, reverses) = match &read.kind {
+        ReadKind::Index(index) => {
+            let results = index
+                .iter()
+                .map(|atom| crate::core::inline::rename(*atom, &subst))
+                .collect();
+            let index_fn = builder.program.blocks.push(Block {
+                params: vec![step],
+                stmts,
+                results,
+            });
+            let reverses =
+                *index == [backward.loop_index] && table_ty.shape.first() == Some(&backward.size);
+            (index_fn, reverses)
+        }
+        // The gather's index function, with the step as one more leading parameter.
+        ReadKind::Gather(body) => {
+            let index_fn = clone_block(builder.program, *body, &mut subst);
+            let block = &mut builder.program.blocks[index_fn];
+            block.params.insert(0, step);
+            stmts.append(&mut block.stmts);
+            block.stmts = stmts;
+            (index_fn, false)
+        }
+    };
+    let stacked_ct = Atom::Var(backward.outputs[hoisted.ct_output]);
+    let shape = table_ty.shape.clone();
+    let expr = if reverses {
+        Expr::Gather {
+            shape,
+            array: stacked_ct,
+            body: index_fn,
+        }
+    } else {
+        Expr::Scatter {
+            shape,
+            array: stacked_ct,
+            body: index_fn,
+        }
+    };
+    builder.emit1(expr, table_ty, "ct")
 }
 
 /// The transpose of one linear statement: given the cotangent of its result, adds the
