@@ -19,9 +19,10 @@
 //! - [`Step::Stmt`]: a statement the fuser leaves to the bulk evaluator (`fold`, `scan`,
 //!   `cond`, `scatter`, literal tables, and gathers whose index function is not scalar code).
 //!
-//! Invariants (checked by [`Schedule::check`] in tests): every variable a step reads is an
-//! input or is computed by an earlier step; node operands precede their node; coordinates
-//! have one entry per axis of the variable read.
+//! Invariants (`passes::fuse` establishes them; the random-program tests run every schedule
+//! they make): every variable a step reads is an input or is computed by an earlier step;
+//! node operands precede their node; coordinates have one entry per axis of the variable
+//! read, and every coordinate is in range (out-of-range reads are masked where they arise).
 
 use std::fmt;
 
@@ -122,13 +123,10 @@ pub enum Node {
     Lit(Scalar),
     /// An `I64` index: an affine function of the iteration coordinates.
     Index(Affine),
-    /// A read of a materialised variable. When `checked`, a coordinate may fall outside its
-    /// axis, and the read gives zero there (total semantics, seed 001 §5.2); otherwise every
-    /// coordinate is known to be in range.
+    /// A read of a materialised variable; every coordinate is in range.
     Read {
         var: VarId,
         coords: Vec<Coord>,
-        checked: bool,
     },
     /// An elementwise primitive; rank-0 operands are simply scalars here.
     Prim(Prim, Vec<NodeId>),
@@ -179,7 +177,7 @@ pub enum Step {
 }
 
 impl Step {
-    /// The variables this step reads (for a `Stmt`, see `Schedule::reads`).
+    /// The variables this step binds.
     pub fn outputs(&self, program: &Program) -> Vec<VarId> {
         match self {
             Step::Kernel(kernel) => vec![kernel.output.0],
@@ -298,18 +296,9 @@ impl ScheduleDisplay<'_> {
             let text = match node {
                 Node::Lit(scalar) => scalar_text(*scalar),
                 Node::Index(affine) => format!("index {affine}"),
-                Node::Read {
-                    var,
-                    coords,
-                    checked,
-                } => {
+                Node::Read { var, coords } => {
                     let coords: Vec<String> = coords.iter().map(ToString::to_string).collect();
-                    format!(
-                        "read{} {}[{}]",
-                        if *checked { "?" } else { "" },
-                        var_name(program, *var),
-                        coords.join(", ")
-                    )
+                    format!("read {}[{}]", var_name(program, *var), coords.join(", "))
                 }
                 Node::Prim(prim, operands) => {
                     let operands: Vec<String> = operands.iter().map(ToString::to_string).collect();

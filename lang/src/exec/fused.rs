@@ -27,7 +27,7 @@ use faer::{Accum, MatMut, MatRef, Par};
 use rayon::prelude::*;
 
 use super::lanes::{eval_prim, with_column, Column, Lane, LaneElem, LINE};
-use super::reduce::{add_rows, RUN_LEVEL};
+use super::reduce::{ColumnSums, RUN_LEVEL};
 use super::tensor::{from_vec, Element, Tensor};
 use super::{Exec, Res, Slot, PAR_THRESHOLD};
 use crate::core::interp::InterpError;
@@ -38,7 +38,7 @@ use crate::core::kernel::{
 use crate::core::verify::{expr_atoms, expr_blocks};
 use crate::core::visit::{collect_uses, var_of};
 use crate::passes::fuse::row_major_strides;
-use crate::prim::sum_order::{self, TreeSum, LANES, LEAF};
+use crate::prim::sum_order::{self, TreeSum, LEAF};
 
 /// Outputs at least this wide are summed across the output (see the module documentation).
 const WIDE: usize = 64;
@@ -518,42 +518,22 @@ impl<'k> Launch<'k> {
             let mut base = vec![0i64];
             base.extend(unravel(prefix, prefix_shape));
             base.push(start as i64);
-            let mut tree: TreeSum<Vec<T>> = TreeSum::new();
-            let mut acc = vec![vec![T::default(); len]; LANES];
-            for leaf_start in (0..n_rows).step_by(LEAF) {
-                if exec.interrupt_requested() {
+            let mut sums = ColumnSums::new(len);
+            for row in 0..n_rows {
+                if row.is_multiple_of(LEAF) && exec.interrupt_requested() {
                     return;
                 }
-                for lane in &mut acc {
-                    lane.fill(T::default());
-                }
-                for row in leaf_start..(leaf_start + LEAF).min(n_rows) {
-                    base[0] = row as i64;
-                    self.eval_line(lanes, &base, Some(last), len);
-                    let lane = &lanes[root];
-                    let sums = &mut acc[(row - leaf_start) % LANES];
-                    if lane.splat {
-                        let value = T::values(&lane.column)[0];
-                        for slot in sums.iter_mut() {
-                            *slot = slot.add(value);
-                        }
-                    } else {
-                        for (slot, &value) in sums.iter_mut().zip(&T::values(&lane.column)[..len]) {
-                            *slot = slot.add(value);
-                        }
-                    }
-                }
-                let leaf: Vec<T> = (0..len)
-                    .map(|column| {
-                        let lanes: [T; LANES] = std::array::from_fn(|lane| acc[lane][column]);
-                        sum_order::combine_lanes(&lanes, T::add)
-                    })
-                    .collect();
-                tree.push_leaf(leaf, add_rows);
+                base[0] = row as i64;
+                self.eval_line(lanes, &base, Some(last), len);
+                let lane = &lanes[root];
+                let values = T::values(&lane.column);
+                sums.add_row(if lane.splat {
+                    Err(values[0])
+                } else {
+                    Ok(&values[..len])
+                });
             }
-            if let Some(sums) = tree.finish(add_rows) {
-                dst.copy_from_slice(&sums);
-            }
+            sums.finish(dst);
         };
         let work = out.len() * n_rows;
         if work < PAR_THRESHOLD {
@@ -789,8 +769,8 @@ fn matmul_typed<T: GemmElem>(
             let rows = PANEL_ROWS.min(m - row);
             let row_shift = |steps: &[isize]| step(steps, matmul.m_axis) * row as isize;
             // SAFETY: every view stays inside its buffer: the coordinates of the product's
-            // iteration space are in range for each operand (fuse guarantees unchecked reads
-            // are in range), and the output view covers `rows × n` elements of `out` at the
+            // iteration space are in range for each operand (fuse keeps every read in
+            // range), and the output view covers `rows × n` elements of `out` at the
             // output's own row-major strides.
             unsafe {
                 let a = MatRef::<T>::from_raw_parts(

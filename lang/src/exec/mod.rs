@@ -31,7 +31,8 @@
 //! `ExecReport::index_fn_fallbacks`. `build1` itself is not expected after the BOT; it runs
 //! per index and is counted in `ExecReport::build1_fallbacks`.
 //!
-//! Does not handle yet: fusion, matrix products, keeping `replicate` as a broadcast view
+//! The fused engine (`fused.rs`) runs kernels and matrix products and hands this evaluator the
+//! statements it does not fuse. Does not handle yet: keeping `replicate` as a broadcast view
 //! (it is materialised), parallel `scatter`.
 
 // Note [Batched blocks]

@@ -49,35 +49,83 @@ pub fn sum_contiguous<T: Element>(xs: &[T]) -> T {
     sum_order::combine_runs(&runs, RUN_LEVEL, partial, add).unwrap_or_default()
 }
 
+/// Many sums side by side, in dx's order: rows are added one at a time, each element to its
+/// column's sum. The lane accumulators and the pending partial sums of Note [Summation order]
+/// are rows, so every step is a tight loop across the columns.
+pub(super) struct ColumnSums<T> {
+    lanes: Vec<Vec<T>>,
+    tree: TreeSum<Vec<T>>,
+    rows: usize,
+}
+
+impl<T: Element> ColumnSums<T> {
+    pub(super) fn new(width: usize) -> ColumnSums<T> {
+        ColumnSums {
+            lanes: vec![vec![T::default(); width]; LANES],
+            tree: TreeSum::new(),
+            rows: 0,
+        }
+    }
+
+    /// Adds the next row, given as its values or as one value for every column.
+    pub(super) fn add_row(&mut self, row: Result<&[T], T>) {
+        let lane = &mut self.lanes[self.rows % LANES];
+        match row {
+            Ok(values) => {
+                for (acc, &x) in lane.iter_mut().zip(values) {
+                    *acc = acc.add(x);
+                }
+            }
+            Err(value) => {
+                for acc in lane.iter_mut() {
+                    *acc = acc.add(value);
+                }
+            }
+        }
+        self.rows += 1;
+        if self.rows.is_multiple_of(LEAF) {
+            self.close_leaf();
+        }
+    }
+
+    /// Combines the lanes, ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) column by column,
+    /// into the tree, and clears them.
+    fn close_leaf(&mut self) {
+        let width = self.lanes[0].len();
+        let leaf: Vec<T> = (0..width)
+            .map(|column| {
+                let acc: [T; LANES] = std::array::from_fn(|lane| self.lanes[lane][column]);
+                sum_order::combine_lanes(&acc, add)
+            })
+            .collect();
+        self.tree.push_leaf(leaf, add_rows);
+        for lane in &mut self.lanes {
+            lane.fill(T::default());
+        }
+    }
+
+    /// Writes the sums (zeros when no row was added).
+    pub(super) fn finish(mut self, dst: &mut [T]) {
+        if !self.rows.is_multiple_of(LEAF) {
+            self.close_leaf();
+        }
+        match self.tree.finish(add_rows) {
+            Some(sums) => dst.copy_from_slice(&sums),
+            None => dst.fill(T::default()),
+        }
+    }
+}
+
 /// Sums the rows of the row-major matrix `data` (`n_rows` rows of `n_cols`) for the columns
 /// `first..first + dst.len()`, writing one sum per column into `dst`.
 fn sum_columns<T: Element>(data: &[T], n_rows: usize, n_cols: usize, first: usize, dst: &mut [T]) {
     let width = dst.len();
-    let row = |index: usize| &data[index * n_cols + first..index * n_cols + first + width];
-    let mut tree = TreeSum::new();
-    let mut lanes = vec![vec![T::default(); width]; LANES];
-    for leaf_start in (0..n_rows).step_by(LEAF) {
-        for lane in &mut lanes {
-            lane.fill(T::default());
-        }
-        for index in leaf_start..(leaf_start + LEAF).min(n_rows) {
-            let lane = &mut lanes[(index - leaf_start) % LANES];
-            for (acc, &x) in lane.iter_mut().zip(row(index)) {
-                *acc = acc.add(x);
-            }
-        }
-        // ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)), column by column.
-        let mut leaf = vec![T::default(); width];
-        for (column, out) in leaf.iter_mut().enumerate() {
-            let acc: [T; LANES] = std::array::from_fn(|lane| lanes[lane][column]);
-            *out = sum_order::combine_lanes(&acc, add);
-        }
-        tree.push_leaf(leaf, add_rows);
+    let mut sums = ColumnSums::new(width);
+    for index in 0..n_rows {
+        let start = index * n_cols + first;
+        sums.add_row(Ok(&data[start..start + width]));
     }
-    match tree.finish(add_rows) {
-        Some(sums) => dst.copy_from_slice(&sums),
-        None => dst.fill(T::default()),
-    }
+    sums.finish(dst);
 }
 
 /// Sums a row-major `[n_rows, n_cols]` matrix over its rows: one sum per column.

@@ -93,10 +93,7 @@ pub fn run(program: &Program) -> Schedule {
                 };
                 let shape = program.atom_ty(array).shape;
                 let mut builder = KernelBuilder::new(&fuser, shape.clone());
-                let coords = (0..shape.len())
-                    .map(|axis| Coord::Affine(Affine::axis(axis)))
-                    .collect();
-                let root = builder.pull_atom(array, coords);
+                let root = builder.pull_atom(array, identity_coords(shape.len()));
                 let kernel = builder.finish(true, stmt.binders[0], root);
                 steps.push(match as_matmul(program, &kernel) {
                     Some(matmul) => Step::MatMul(matmul),
@@ -110,15 +107,19 @@ pub fn run(program: &Program) -> Schedule {
                 }
                 let shape = program.var_ty(binder).shape.clone();
                 let mut builder = KernelBuilder::new(&fuser, shape.clone());
-                let coords = (0..shape.len())
-                    .map(|axis| Coord::Affine(Affine::axis(axis)))
-                    .collect();
-                let root = builder.pull_expr(&stmt.expr, binder, coords);
+                let root = builder.pull_expr(&stmt.expr, binder, identity_coords(shape.len()));
                 steps.push(Step::Kernel(builder.finish(false, binder, root)));
             }
         }
     }
     Schedule { steps }
+}
+
+/// The coordinates `i0, i1, …` of the iteration space itself.
+fn identity_coords(rank: usize) -> Vec<Coord> {
+    (0..rank)
+        .map(|axis| Coord::Affine(Affine::axis(axis)))
+        .collect()
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -369,14 +370,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
         let def = self.fuser.def.get(&var).copied();
         let Some(stmt_idx) = def.filter(|_| !self.fuser.materialised.contains(&var)) else {
             let elem = program.var_ty(var).elem;
-            return self.node(
-                Node::Read {
-                    var,
-                    coords,
-                    checked: false,
-                },
-                elem,
-            );
+            return self.node(Node::Read { var, coords }, elem);
         };
         let key = (var, coords);
         if let Some(&node) = self.pulled.get(&key) {

@@ -6,8 +6,10 @@
 //!    (`jvp`, then transposition) and places the derivative program at its use.
 //! 2. `bot`: the bulk-operation transform; no `build1` is left.
 //! 3. `simplify`: exact algebraic identities and common subexpressions.
+//! 4. `fuse`: the main block as a schedule of loop kernels and matrix products (not IR: the
+//!    `fused` stage prints it; `exec::run_fused` runs it).
 //!
-//! `cleanup` (copy propagation, dead code) runs inside `bot` and `simplify`. Fusion comes next.
+//! `cleanup` (copy propagation, dead code) runs inside `bot` and `simplify`.
 
 pub mod ad;
 pub mod bot;
@@ -31,4 +33,5 @@ pub const PIPELINE: &[PassInfo] = &[
     },
     bot::INFO,
     simplify::INFO,
+    fuse::INFO,
 ];
