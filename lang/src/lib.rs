@@ -5,6 +5,7 @@
 //! `session` is the façade the front-ends use; `display` renders what it returns.
 
 pub mod check;
+pub mod complete;
 pub mod core;
 pub mod display;
 pub mod exec;

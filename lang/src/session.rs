@@ -22,6 +22,8 @@ use crate::passes::lower::{leaf_types, GlobalValue, LowerError, Lowerer};
 use crate::syntax::ast::{CodeBlock, Command, Decl, LetBinding, Pattern, Pragma};
 use crate::syntax::{Chunk, ChunkKind, Span};
 
+mod rich;
+
 /// Options of a session.
 #[derive(Clone, Debug)]
 pub struct SessionConfig {
@@ -108,8 +110,19 @@ pub enum Output {
         run: Duration,
         runs: Option<usize>,
     },
-    /// Any other text (e.g. a message from `import`).
+    /// Any other text (`:p "text"`).
     Text(String),
+    /// A message about the session rather than a result (e.g. from `import`); front-ends show
+    /// it on stderr where they have one.
+    Warning(String),
+    /// A table as a grid where the medium can draw one (`:table`; 2-D values): `text` is its
+    /// text form (box-drawn for `:table`, the value for a printed value).
+    Table {
+        text: String,
+        grid: crate::display::Grid,
+    },
+    /// A figure (`:plot`, `:plotgrad`); its text form is braille.
+    Plot(crate::display::Figure),
 }
 
 /// The result of one chunk of a source.
@@ -303,7 +316,7 @@ impl Session {
         }
         let Some((_, text)) = STDLIB.iter().find(|(lib, _)| *lib == name) else {
             self.imported.remove(name);
-            return vec![Output::Text(format!("no library named `{name}`"))];
+            return vec![Output::Warning(format!("no library named `{name}`"))];
         };
         let mut outputs = Vec::new();
         for result in self.eval_source(text) {
@@ -351,7 +364,7 @@ impl Session {
         }
     }
 
-    fn eval_block(&mut self, _src: &str, block: &CodeBlock) -> Vec<Output> {
+    fn eval_block(&mut self, src: &str, block: &CodeBlock) -> Vec<Output> {
         let mut outputs = Vec::new();
         let mut timing = None;
         let mut strict = self.config.strict;
@@ -421,6 +434,9 @@ impl Session {
                     Err(err) => Err(type_error(err)),
                 }
             }
+            Decl::Command { command, expr, .. } if rich::is_rich(*command, expr) => {
+                self.eval_rich(src, *command, expr, &cx)
+            }
             Decl::Command { command, expr, .. } => {
                 let mut infer = Infer::new(&mut self.env);
                 match infer.infer_top_expr(expr) {
@@ -431,25 +447,14 @@ impl Session {
                             ..Default::default()
                         }),
                         Command::Print | Command::Stages => {
-                            self.run_expr(&texpr, &cx).map(|(value, mut evaluated)| {
-                                if let Some(text) = value {
-                                    evaluated.outputs.push(Output::Value(text));
-                                }
+                            self.run_expr(&texpr, &cx).map(|(output, mut evaluated)| {
+                                evaluated.outputs.push(output);
                                 evaluated
                             })
                         }
-                        Command::Plot | Command::PlotGrad | Command::Table => Err(Diagnostic {
-                            kind: ErrorKind::Type,
-                            message: format!(
-                                "`:{}` is not available yet",
-                                match command {
-                                    Command::Plot => "plot",
-                                    Command::PlotGrad => "plotgrad",
-                                    _ => "table",
-                                }
-                            ),
-                            span: Some(expr.span),
-                        }),
+                        Command::Plot | Command::PlotGrad | Command::Table => {
+                            Err(internal_diagnostic("`rich::is_rich` takes every rich command"))
+                        }
                     },
                 }
             }
@@ -543,12 +548,24 @@ impl Session {
         }
     }
 
-    /// Compiles and runs an expression; returns its rendered value (if it can be printed).
-    fn run_expr(
+    /// Compiles and runs an expression; returns its printed value, as a grid too when it is
+    /// 2-D (a notebook shows it as a table).
+    fn run_expr(&mut self, texpr: &TExpr, cx: &BlockCx) -> Result<(Output, Evaluated), Diagnostic> {
+        let (value, evaluated) = self.run_display(texpr, cx)?;
+        let text = format_value(&value, self.config.summarise_tables);
+        let output = match crate::display::Grid::from_value(&value, self.config.summarise_tables) {
+            Some(grid) if !rich::is_vector(&value) => Output::Table { text, grid },
+            _ => Output::Value(text),
+        };
+        Ok((output, evaluated))
+    }
+
+    /// Compiles and runs an expression; returns its value arranged for display.
+    fn run_display(
         &mut self,
         texpr: &TExpr,
         cx: &BlockCx,
-    ) -> Result<(Option<String>, Evaluated), Diagnostic> {
+    ) -> Result<(DisplayValue, Evaluated), Diagnostic> {
         if texpr.ty.contains_fun() {
             return Err(Diagnostic {
                 kind: ErrorKind::Type,
@@ -567,10 +584,7 @@ impl Session {
                 .map(|array| (array, 0usize, 0usize))
                 .collect::<Vec<_>>(),
         );
-        Ok((
-            Some(format_value(&value, self.config.summarise_tables)),
-            evaluated,
-        ))
+        Ok((value, evaluated))
     }
 
     fn run_to_arrays(
@@ -834,6 +848,14 @@ struct Evaluated {
     compile: Duration,
     run: Duration,
     runs: Option<usize>,
+}
+
+fn internal_diagnostic(message: &str) -> Diagnostic {
+    Diagnostic {
+        kind: ErrorKind::Internal,
+        message: message.to_string(),
+        span: None,
+    }
 }
 
 fn internal(message: String) -> Output {

@@ -72,6 +72,52 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Run the Jupyter kernel (`dx kernel --connection-file FILE`, as Jupyter starts it), or
+    /// install or remove its kernelspec.
+    Kernel(KernelArgs),
+}
+
+#[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+struct KernelArgs {
+    /// The connection file Jupyter wrote for this kernel.
+    #[arg(long)]
+    connection_file: Option<PathBuf>,
+
+    #[command(subcommand)]
+    action: Option<KernelAction>,
+}
+
+#[derive(Subcommand, Debug)]
+enum KernelAction {
+    /// Install the kernelspec `dx` (default: in the user's Jupyter data directory).
+    Install(InstallArgs),
+    /// Remove the kernelspec `dx`.
+    Uninstall(InstallArgs),
+}
+
+#[derive(clap::Args, Debug)]
+#[group(multiple = false)]
+struct InstallArgs {
+    /// The user's Jupyter data directory (the default; `$JUPYTER_DATA_DIR` when set).
+    #[arg(long)]
+    user: bool,
+    /// The active Python environment (`$VIRTUAL_ENV` or `$CONDA_PREFIX`).
+    #[arg(long)]
+    sys_prefix: bool,
+    /// `DIR/share/jupyter`.
+    #[arg(long, value_name = "DIR")]
+    prefix: Option<PathBuf>,
+}
+
+impl InstallArgs {
+    fn location(&self) -> dx_kernel::InstallLocation {
+        match (&self.prefix, self.sys_prefix) {
+            (Some(prefix), _) => dx_kernel::InstallLocation::Prefix(prefix.clone()),
+            (None, true) => dx_kernel::InstallLocation::SysPrefix,
+            (None, false) => dx_kernel::InstallLocation::User,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -105,6 +151,33 @@ pub fn main(args: Vec<OsString>) -> Status {
         None => crate::repl::run(session_config(true)),
         Some(Command::Run { file, outfmt }) => run_file(&file, outfmt, session_config(false)),
         Some(Command::Test { files }) => test_files(&files, &session_config(false)),
+        Some(Command::Kernel(args)) => kernel(args, session_config(true)),
+    }
+}
+
+/// `dx kernel …`: runs the Jupyter kernel, or installs or removes its kernelspec.
+fn kernel(args: KernelArgs, config: SessionConfig) -> Status {
+    let res = match (args.action, args.connection_file) {
+        (Some(KernelAction::Install(place)), _) => {
+            dx_kernel::install(&place.location()).map(|dir| {
+                println!("Installed the dx kernelspec in {}", dir.display());
+            })
+        }
+        (Some(KernelAction::Uninstall(place)), _) => {
+            dx_kernel::uninstall(&place.location()).map(|dir| match dir {
+                Some(dir) => println!("Removed the dx kernelspec from {}", dir.display()),
+                None => println!("No dx kernelspec is installed there"),
+            })
+        }
+        (None, Some(connection_file)) => dx_kernel::run(&connection_file, config),
+        (None, None) => Err(anyhow::anyhow!("`dx kernel` needs --connection-file FILE")),
+    };
+    match res {
+        Ok(()) => Status::Success,
+        Err(err) => {
+            eprintln!("dx: error: {err:#}");
+            Status::Failure
+        }
     }
 }
 
@@ -116,7 +189,7 @@ fn expand_shorthand(mut args: Vec<OsString>) -> Vec<OsString> {
     });
     if let Some((idx, arg)) = first_positional {
         let arg = arg.to_string_lossy();
-        let is_command = matches!(arg.as_ref(), "run" | "test" | "help");
+        let is_command = matches!(arg.as_ref(), "run" | "test" | "kernel" | "help");
         if !arg.starts_with('-') && !is_command && arg.ends_with(".dx") {
             args.insert(idx, OsString::from("run"));
         }
@@ -252,6 +325,24 @@ mod tests {
             Cli::try_parse_from(["dx", "test"]).is_err(),
             "test needs a file"
         );
+        let cli = Cli::try_parse_from(["dx", "kernel", "--connection-file", "k.json"])
+            .expect("kernel command line");
+        assert!(matches!(
+            cli.command,
+            Some(Command::Kernel(KernelArgs { connection_file: Some(_), action: None }))
+        ));
+        let cli = Cli::try_parse_from(["dx", "kernel", "install", "--prefix", "/tmp/p"])
+            .expect("install command line");
+        let Some(Command::Kernel(KernelArgs { action: Some(KernelAction::Install(place)), .. })) =
+            cli.command
+        else {
+            panic!("`dx kernel install` parses as an install");
+        };
+        assert_eq!(
+            place.location(),
+            dx_kernel::InstallLocation::Prefix(PathBuf::from("/tmp/p"))
+        );
+        assert!(Cli::try_parse_from(["dx", "kernel", "install", "--user", "--sys-prefix"]).is_err());
         <Cli as clap::CommandFactory>::command().debug_assert();
     }
 }

@@ -7,23 +7,8 @@ use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::{Context, Helper, Highlighter, Hinter};
 
 use crate::repl::{parse_command, Command};
+use dx_lang::complete;
 use dx_lang::syntax::{entry_status, EntryStatus};
-
-/// Commands offered after a `:` at the start of an entry.
-pub const COMMANDS: [&str; 9] = [
-    ":p",
-    ":t",
-    ":plot",
-    ":plotgrad",
-    ":table",
-    ":stages",
-    ":help",
-    ":load",
-    ":quit",
-];
-
-/// Keywords offered with the session's names.
-pub const KEYWORDS: [&str; 7] = ["def", "for", "if", "then", "else", "import", "given"];
 
 /// What Tab inserts at the start of a line: one level of indentation.
 const INDENT: &str = "  ";
@@ -63,49 +48,15 @@ impl Validator for DxHelper {
     }
 }
 
-fn is_name_char(ch: char) -> bool {
-    ch.is_alphanumeric() || ch == '_' || ch == '\''
-}
-
-/// What to complete at byte `pos` of `line` (the whole entry so far): the start of the text
-/// to replace and the replacements, sorted. Kept apart from rustyline so it can be tested.
+/// What Tab completes at byte `pos` of `line` (the whole entry so far): in the indentation of a
+/// line it indents; elsewhere it completes as `dx_lang::complete` says.
 pub fn complete_at(line: &str, pos: usize, names: &[String]) -> (usize, Vec<String>) {
     let before = &line[..pos];
     let line_start = before.rfind('\n').map_or(0, |idx| idx + 1);
-    let start = before
-        .char_indices()
-        .rev()
-        .take_while(|&(_, ch)| is_name_char(ch))
-        .last()
-        .map_or(pos, |(idx, _)| idx);
-    let word = &before[start..];
-    let line_before_word = &before[line_start..start];
-
-    // `:command` at the start of an entry.
-    if start > 0 && line_start == 0 && line_before_word.trim_start() == ":" {
-        let prefix = format!(":{word}");
-        let commands = COMMANDS
-            .iter()
-            .filter(|command| command.starts_with(&prefix))
-            .map(|c| c.to_string());
-        return (start - 1, commands.collect());
-    }
-    // Tab in the indentation of a line indents.
-    if word.is_empty() && line_before_word.trim().is_empty() {
+    if before[line_start..].trim().is_empty() {
         return (pos, vec![INDENT.to_owned()]);
     }
-    if word.is_empty() {
-        return (pos, Vec::new());
-    }
-    let mut candidates: Vec<String> = KEYWORDS
-        .iter()
-        .map(|keyword| keyword.to_string())
-        .chain(names.iter().cloned())
-        .filter(|name| name.starts_with(word))
-        .collect();
-    candidates.sort();
-    candidates.dedup();
-    (start, candidates)
+    complete::complete_at(line, pos, names)
 }
 
 impl Completer for DxHelper {
@@ -148,27 +99,8 @@ mod tests {
     }
 
     #[test]
-    fn completes_names_and_keywords() {
-        assert_eq!(
-            complete(":p s"),
-            (3, vec!["softmax".into(), "square".into(), "sum".into()])
-        );
+    fn completes_names_and_commands() {
         assert_eq!(complete("y = sq"), (4, vec!["square".into()]));
-        assert_eq!(complete("d"), (0, vec!["def".into()]));
-        assert_eq!(complete("for i. x"), (7, vec!["xs".into()]));
-        assert_eq!(complete("sum (x"), (5, vec!["xs".into()]));
-    }
-
-    #[test]
-    fn completes_commands_at_the_start_of_an_entry() {
-        assert_eq!(
-            complete(":pl"),
-            (0, vec![":plot".into(), ":plotgrad".into()])
-        );
-        assert_eq!(
-            complete(":"),
-            (0, COMMANDS.iter().map(|c| c.to_string()).collect())
-        );
         assert_eq!(complete(":q"), (0, vec![":quit".into()]));
     }
 

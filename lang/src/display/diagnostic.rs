@@ -43,7 +43,12 @@ pub fn render_diagnostic(diag: &Diagnostic, src: &str) -> String {
 /// One output of a block as plain text, without the `> ` prefixes of the front-ends.
 pub fn render_output(output: &Output, src: &str) -> String {
     match output {
-        Output::Value(text) | Output::Type(text) | Output::Text(text) => text.clone(),
+        Output::Value(text)
+        | Output::Type(text)
+        | Output::Text(text)
+        | Output::Warning(text)
+        | Output::Table { text, .. } => text.clone(),
+        Output::Plot(figure) => figure.to_text(),
         Output::Error(diag) => render_diagnostic(diag, src),
         Output::Stage { name, text } => {
             let text = text.trim_end_matches('\n');

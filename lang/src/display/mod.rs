@@ -5,16 +5,24 @@
 //! - `diagnostic`: errors with the source lines and carets under the span, and the plain
 //!   text of every block output (`session::Output`).
 //!
-//! Not handled yet: types, `:table` grids and plots.
+//! - `grid`: `:table` grids (box-drawn text, HTML) with index labels.
+//! - `plot`: figures as PNG, SVG and braille text.
+//! - `png`: RGB pixels as a PNG file.
 
 mod diagnostic;
 mod float;
 #[cfg(test)]
 mod float_cases;
+mod grid;
+mod plot;
+mod png;
 mod value;
 
 pub use diagnostic::{render_diagnostic, render_output};
 pub use float::{format_f32, format_f64};
+pub use grid::{escape_html, Grid};
+pub use plot::{Figure, Series};
+pub use png::encode_png;
 pub use value::{format_scalar, format_value};
 
 /// A value arranged for printing: the session builds it from a runtime value and its

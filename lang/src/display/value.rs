@@ -19,10 +19,10 @@ use super::DisplayValue;
 use crate::core::ir::Scalar;
 
 /// A value with more scalars than this is summarised. See Note [Summarised tables].
-const SUMMARY_THRESHOLD: usize = 1000;
+pub(super) const SUMMARY_THRESHOLD: usize = 1000;
 
 /// Items kept at each end of a summarised axis. See Note [Summarised tables].
-const SUMMARY_EDGE: usize = 3;
+pub(super) const SUMMARY_EDGE: usize = 3;
 
 /// A scalar as Dex prints it: floats by `format_f32`/`format_f64`, integers in decimal,
 /// `True`/`False`.

@@ -1,0 +1,22 @@
+//! The dx Jupyter kernel: the Jupyter messaging protocol 5.3 over ZeroMQ, driving one dx
+//! `Session` (DESIGN.md: the kernel talks only to `session`, and renders what it returns).
+//!
+//! - `server`: the sockets and the request loop (busy/idle around every request, replies as
+//!   children of their requests, a control channel that stays responsive while a cell runs).
+//! - `worker`: the thread that owns the session; cells run there, one at a time.
+//! - `render`: a cell's outputs as IOPub messages (text, HTML tables, PNG/SVG plots, errors).
+//! - `introspect`: `is_complete`, `complete` and `inspect` requests.
+//! - `history`: the inputs of this kernel's session, for `history_request`.
+//! - `install`: the kernelspec (`dx kernel install` / `uninstall`).
+//!
+//! The model is evcxr_jupyter's design; dx does not compile Rust, so it does not depend on it.
+
+mod history;
+mod install;
+mod introspect;
+mod render;
+mod server;
+mod worker;
+
+pub use install::{install, uninstall, InstallLocation};
+pub use server::run;
