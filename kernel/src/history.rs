@@ -24,15 +24,24 @@ impl History {
             HistoryRequest::Range {
                 start, stop, output, ..
             } => {
+                // IPython's ranges: `stop` is exclusive; negative bounds count from the end;
+                // a `stop` of 0 runs to the end.
                 let len = self.inputs.len() as i64;
                 let resolve = |bound: i32| {
                     let bound = i64::from(bound);
-                    if bound < 0 { len + bound + 1 } else { bound }
+                    if bound < 0 {
+                        len + bound + 1
+                    } else {
+                        bound
+                    }
                 };
-                let (start, stop) = (resolve(*start).max(1), resolve(*stop));
-                let stop = if stop <= 0 { len } else { stop.min(len) };
+                let start = resolve(*start).max(1);
+                let stop = match resolve(*stop) {
+                    stop if stop <= 0 => len + 1,
+                    stop => stop.min(len + 1),
+                };
                 let selected = numbered
-                    .filter(|(number, _)| (start..=stop).contains(&(*number as i64)))
+                    .filter(|(number, _)| (start..stop).contains(&(*number as i64)))
                     .collect();
                 (selected, *output)
             }
@@ -138,7 +147,7 @@ mod tests {
         let range = HistoryRequest::Range {
             session: None,
             start: 2,
-            stop: 3,
+            stop: 4,
             output: true,
             raw: true,
         };

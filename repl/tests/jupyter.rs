@@ -1,0 +1,69 @@
+//! The Jupyter kernel against real clients: `jupyter_kernel_test` with a sample for every test
+//! it has, `jupyter_client` (interrupt, errors, stop-on-error, a forged signature) and
+//! `nbclient` (the tour notebook; the pixels of a `:plotgrad`). The Python side is
+//! `tests/jupyter/test_dx_kernel.py`.
+//!
+//! The Python venv is made by `.ci/jupyter-venv` (run here when it is missing; it needs PyPI
+//! the first time). A failure to make it fails this test: nothing is skipped.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("repl/ is inside the workspace")
+        .to_path_buf()
+}
+
+/// The venv's Python, made by `.ci/jupyter-venv` if needed.
+fn python() -> PathBuf {
+    let root = workspace_root();
+    let output = Command::new("bash")
+        .arg(root.join(".ci/jupyter-venv"))
+        .output()
+        .expect("bash runs .ci/jupyter-venv");
+    assert!(
+        output.status.success(),
+        "could not make the Python venv of the Jupyter tests (run `.ci/jupyter-venv`, which \
+         needs python3 with venv and PyPI): {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let venv = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    PathBuf::from(venv).join("bin").join("python")
+}
+
+#[test]
+fn real_jupyter_clients_pass() {
+    let python = python();
+    let jupyter = tempfile::tempdir().expect("a temporary directory");
+    let dx = env!("CARGO_BIN_EXE_dx");
+    let prefix = jupyter.path().join("prefix");
+    let install = Command::new(dx)
+        .args(["kernel", "install", "--prefix"])
+        .arg(&prefix)
+        .output()
+        .expect("dx runs");
+    assert!(
+        install.status.success(),
+        "dx kernel install: {}",
+        String::from_utf8_lossy(&install.stderr)
+    );
+    let tests_dir = workspace_root().join("repl/tests/jupyter");
+    let output = Command::new(&python)
+        .args(["-m", "unittest", "-v", "test_dx_kernel"])
+        .current_dir(&tests_dir)
+        .env("JUPYTER_PATH", prefix.join("share/jupyter"))
+        .env("JUPYTER_DATA_DIR", jupyter.path().join("data"))
+        .env("JUPYTER_CONFIG_DIR", jupyter.path().join("config"))
+        .env("JUPYTER_RUNTIME_DIR", jupyter.path().join("runtime"))
+        .env("JUPYTER_PLATFORM_DIRS", "1")
+        .env("DX_TOUR", workspace_root().join("examples/tour.ipynb"))
+        .env("DX_HISTORY", "")
+        .output()
+        .expect("the venv's python runs");
+    let report = String::from_utf8_lossy(&output.stderr);
+    println!("{}{report}", String::from_utf8_lossy(&output.stdout));
+    assert!(output.status.success(), "the Python tests failed:\n{report}");
+    assert!(!report.contains("skipped"), "a Python test was skipped:\n{report}");
+}
