@@ -3,6 +3,7 @@
 //!
 //! - `server`: the sockets and the request loop (busy/idle around every request, replies as
 //!   children of their requests, a control channel that stays responsive while a cell runs).
+//! - `wire`: the shell channel's framing, signatures and lenient parsing.
 //! - `worker`: the thread that owns the session; cells run there, one at a time.
 //! - `render`: a cell's outputs as IOPub messages (text, HTML tables, PNG/SVG plots, errors).
 //! - `introspect`: `is_complete`, `complete` and `inspect` requests.
@@ -16,6 +17,7 @@ mod install;
 mod introspect;
 mod render;
 mod server;
+mod wire;
 mod worker;
 
 pub use install::{install, uninstall, InstallLocation};

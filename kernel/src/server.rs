@@ -27,15 +27,15 @@ use jupyter_protocol::{
 };
 use jupyter_zmq_client::{
     create_kernel_control_connection, create_kernel_heartbeat_connection,
-    create_kernel_iopub_xpub_connection, create_kernel_shell_connection,
-    create_kernel_stdin_connection, KernelControlConnection, RouterRecvConnection,
-    RouterSendConnection, RuntimeError, SubscriptionEvent,
+    create_kernel_iopub_xpub_connection, create_kernel_stdin_connection,
+    KernelControlConnection, RuntimeError, SubscriptionEvent,
 };
 use tokio::sync::mpsc;
 
 use crate::history::History;
 use crate::introspect;
 use crate::render::{error_output, output_messages};
+use crate::wire::{self, ReadError, ShellReader, ShellWriter};
 use crate::worker::Worker;
 
 /// Runs the kernel on the sockets a connection file names, until it is asked to shut down.
@@ -69,9 +69,7 @@ impl Publisher {
 async fn serve(info: ConnectionInfo, config: SessionConfig) -> anyhow::Result<()> {
     let session_id = format!("dx-kernel-{}", std::process::id());
     let mut heartbeat = create_kernel_heartbeat_connection(&info).await?;
-    let (shell_writer, shell_reader) = create_kernel_shell_connection(&info, &session_id)
-        .await?
-        .split();
+    let (shell_writer, shell_reader) = wire::bind_shell(&info, &session_id).await?;
     let control = create_kernel_control_connection(&info, &session_id).await?;
     // Nothing reads from stdin (dx has no input function), but the socket must exist.
     let _stdin = create_kernel_stdin_connection(&info, &session_id).await?;
@@ -139,7 +137,7 @@ fn socket_failed(err: &RuntimeError) -> bool {
 
 /// Reads shell requests into the queue. A message that fails its signature check (or does not
 /// parse) is dropped and logged, never handled.
-async fn read_shell(mut reader: RouterRecvConnection, queue: mpsc::UnboundedSender<JupyterMessage>) {
+async fn read_shell(mut reader: ShellReader, queue: mpsc::UnboundedSender<JupyterMessage>) {
     loop {
         match reader.read().await {
             Ok(message) => {
@@ -147,11 +145,13 @@ async fn read_shell(mut reader: RouterRecvConnection, queue: mpsc::UnboundedSend
                     return;
                 }
             }
-            Err(err) if socket_failed(&err) => {
+            Err(ReadError::Socket(err)) => {
                 eprintln!("dx kernel: the shell socket failed: {err}");
                 return;
             }
-            Err(err) => eprintln!("dx kernel: dropped a message on the shell channel: {err}"),
+            Err(ReadError::Dropped(why)) => {
+                eprintln!("dx kernel: dropped a message on the shell channel: {why}");
+            }
         }
     }
 }
@@ -243,7 +243,7 @@ fn kernel_info() -> KernelInfoReply {
 }
 
 struct Shell {
-    writer: RouterSendConnection,
+    writer: ShellWriter,
     publisher: Publisher,
     worker: Worker,
     execution_count: ExecutionCount,

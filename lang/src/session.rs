@@ -132,6 +132,19 @@ pub struct ChunkResult {
     pub outputs: Vec<Output>,
 }
 
+/// What `Session::eval_source_with` reports while it runs a source.
+#[derive(Clone, Copy, Debug)]
+pub enum Progress<'a> {
+    /// Code block `block` (from 1) of `n_blocks` starts.
+    Started {
+        block: usize,
+        n_blocks: usize,
+        chunk: &'a Chunk,
+    },
+    /// A chunk (code, prose, comment or blank) has run.
+    Finished(&'a ChunkResult),
+}
+
 /// A flag that, once set, stops the running computation at its next check.
 pub type InterruptFlag = Arc<AtomicBool>;
 
@@ -219,23 +232,49 @@ impl Session {
     /// Evaluates every block of a source (a file, a REPL entry, a cell) in order and returns
     /// one result per chunk, prose and blank chunks included (with no outputs).
     pub fn eval_source(&mut self, src: &str) -> Vec<ChunkResult> {
+        self.eval_source_with(src, &mut |_| {})
+    }
+
+    /// `eval_source`, telling `on_progress` when each code block starts and each chunk ends,
+    /// so that front-ends can show output as soon as a block has run, and a spinner meanwhile.
+    pub fn eval_source_with(
+        &mut self,
+        src: &str,
+        on_progress: &mut dyn FnMut(Progress),
+    ) -> Vec<ChunkResult> {
         self.interrupt.store(false, Ordering::Relaxed);
         let chunks = crate::syntax::split_chunks(src);
+        let n_blocks = chunks
+            .iter()
+            .filter(|chunk| matches!(chunk.kind, ChunkKind::Code(_)))
+            .count();
         let mut results = Vec::new();
+        let mut block_idx = 0;
         for chunk in chunks {
             let outputs = match &chunk.kind {
                 ChunkKind::Code(Ok(block)) => {
+                    block_idx += 1;
+                    on_progress(Progress::Started {
+                        block: block_idx,
+                        n_blocks,
+                        chunk: &chunk,
+                    });
                     let block = block.clone();
                     self.eval_block_guarded(src, &block)
                 }
-                ChunkKind::Code(Err(err)) => vec![Output::Error(Diagnostic {
-                    kind: ErrorKind::Parse,
-                    message: err.message.clone(),
-                    span: Some(err.span),
-                })],
+                ChunkKind::Code(Err(err)) => {
+                    block_idx += 1;
+                    vec![Output::Error(Diagnostic {
+                        kind: ErrorKind::Parse,
+                        message: err.message.clone(),
+                        span: Some(err.span),
+                    })]
+                }
                 ChunkKind::Prose | ChunkKind::Comment | ChunkKind::Blank => Vec::new(),
             };
-            results.push(ChunkResult { chunk, outputs });
+            let result = ChunkResult { chunk, outputs };
+            on_progress(Progress::Finished(&result));
+            results.push(result);
         }
         results
     }

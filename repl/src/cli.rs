@@ -9,9 +9,15 @@ use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use dx_lang::display::render_output;
-use dx_lang::session::{Session, SessionConfig};
+use dx_lang::session::{Progress, Session, SessionConfig};
+use dx_lang::syntax::ChunkKind;
+use std::sync::atomic::Ordering;
 
 use crate::literate::{self, TestOutcome};
+use crate::spinner::Spinner;
+
+/// Exit status after an interrupt (as shells report SIGINT).
+const INTERRUPTED_STATUS: i32 = 130;
 
 /// The exit status of `dx`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -204,30 +210,65 @@ fn read_source(path: &Path) -> Result<String, Status> {
     })
 }
 
+/// `dx run`: prints each block's output as soon as the block has run (the quine order is the
+/// file's order), with a spinner saying which block runs when stderr is a terminal. The first
+/// Ctrl-C stops the running block; what ran is printed, the interrupted block is named, and dx
+/// exits with status 130. A second Ctrl-C exits at once.
 fn run_file(path: &Path, outfmt: OutFormat, config: SessionConfig) -> Status {
     let src = match read_source(path) {
         Ok(src) => src,
         Err(status) => return status,
     };
     let mut session = Session::new(config);
-    let Some(results) = literate::eval_guarded(&mut session, &src) else {
+    let interrupt = session.interrupt_flag();
+    let handler_flag = interrupt.clone();
+    let _ = ctrlc::set_handler(move || {
+        if handler_flag.swap(true, Ordering::SeqCst) {
+            std::process::exit(INTERRUPTED_STATUS);
+        }
+    });
+    let render_chunk = match outfmt {
+        OutFormat::Literate => literate::literate_chunk,
+        OutFormat::ResultOnly => literate::result_only_chunk,
+    };
+    let mut spinner = Spinner::new();
+    let mut stdout = std::io::stdout().lock();
+    let mut closed = false;
+    let mut running = (0, 0, 0);
+    let results = literate::eval_guarded_with(&mut session, &src, &mut |progress| match progress {
+        Progress::Started {
+            block,
+            n_blocks,
+            chunk,
+        } => {
+            let line = src[..chunk.span.range().start.min(src.len())].lines().count() + 1;
+            running = (block, n_blocks, line);
+            spinner.start(format!("block {block}/{n_blocks} (line {line})"));
+        }
+        Progress::Finished(result) => {
+            spinner.stop();
+            let text = render_chunk(&src, result, &render_output);
+            // A closed pipe (`dx run f.dx | head`) is not worth a message.
+            closed = closed
+                || stdout
+                    .write_all(text.as_bytes())
+                    .and_then(|()| stdout.flush())
+                    .is_err();
+            if interrupt.load(Ordering::SeqCst) && matches!(result.chunk.kind, ChunkKind::Code(_)) {
+                let (block, n_blocks, line) = running;
+                eprintln!(
+                    "dx: interrupted while running block {block} of {n_blocks} (line {line} of {})",
+                    path.display()
+                );
+                std::process::exit(INTERRUPTED_STATUS);
+            }
+        }
+    });
+    let Some(results) = results else {
         eprintln!("dx: error: internal error while running {}", path.display());
         return Status::Failure;
     };
-    let text = match outfmt {
-        OutFormat::Literate => literate::literate(&src, &results, &render_output),
-        OutFormat::ResultOnly => literate::result_only(&src, &results, &render_output),
-    };
-    let mut stdout = std::io::stdout().lock();
-    if stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-        .is_err()
-    {
-        // A closed pipe (`dx run f.dx | head`) is not worth a message.
-        return Status::Failure;
-    }
-    if literate::has_errors(&results) {
+    if closed || literate::has_errors(&results) {
         Status::Failure
     } else {
         Status::Success

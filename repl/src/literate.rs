@@ -5,7 +5,7 @@
 //! These are pure functions over the source text and the session's results. The renderer of
 //! one output is a parameter, so that the formatting can be tested without evaluating.
 
-use dx_lang::session::{ChunkResult, Output, Session};
+use dx_lang::session::{ChunkResult, Output, Progress, Session};
 
 /// Renders one output as plain text (possibly several lines, no `> ` prefix), given the source
 /// its spans point into.
@@ -15,7 +15,19 @@ pub type Render<'a> = &'a dyn Fn(&Output, &str) -> String;
 /// own failures; this is the last resort that keeps `dx test` going to the next file and the
 /// REPL alive (the panic hook has already printed the message).
 pub fn eval_guarded(session: &mut Session, src: &str) -> Option<Vec<ChunkResult>> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| session.eval_source(src))).ok()
+    eval_guarded_with(session, src, &mut |_| {})
+}
+
+/// `eval_guarded`, reporting progress as `Session::eval_source_with` does.
+pub fn eval_guarded_with(
+    session: &mut Session,
+    src: &str,
+    on_progress: &mut dyn FnMut(Progress),
+) -> Option<Vec<ChunkResult>> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        session.eval_source_with(src, on_progress)
+    }))
+    .ok()
 }
 
 /// Prefix of the timing lines that `dx test` leaves out of the comparison. The `> name` line
@@ -33,39 +45,55 @@ fn chunk_text<'src>(src: &'src str, result: &ChunkResult) -> &'src str {
 pub fn literate(src: &str, results: &[ChunkResult], render: Render) -> String {
     let mut text = String::with_capacity(src.len());
     for result in results {
-        text.push_str(chunk_text(src, result));
-        if result.outputs.is_empty() {
-            continue;
-        }
-        // The last chunk of a file may lack its newline; outputs start on a line of their own.
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        for output in &result.outputs {
-            for line in render(output, src).lines() {
-                if line.is_empty() {
-                    text.push_str(">\n");
-                } else {
-                    text.push_str("> ");
-                    text.push_str(line);
-                    text.push('\n');
-                }
+        text.push_str(&literate_chunk(src, result, render));
+    }
+    text
+}
+
+/// One chunk of `literate`: its text, then its outputs as `> ` lines.
+pub fn literate_chunk(src: &str, result: &ChunkResult, render: Render) -> String {
+    let mut text = chunk_text(src, result).to_string();
+    if result.outputs.is_empty() {
+        return text;
+    }
+    // The last chunk of a file may lack its newline; outputs start on a line of their own.
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    for output in &result.outputs {
+        for line in render(output, src).lines() {
+            if line.is_empty() {
+                text.push_str(">\n");
+            } else {
+                text.push_str("> ");
+                text.push_str(line);
+                text.push('\n');
             }
         }
     }
     text
 }
 
-/// `dx run --outfmt result-only`: only the outputs, one after the other, without `> `.
-pub fn result_only(src: &str, results: &[ChunkResult], render: Render) -> String {
+/// `dx run --outfmt result-only` for one chunk: its outputs, one after the other.
+pub fn result_only_chunk(src: &str, result: &ChunkResult, render: Render) -> String {
     let mut text = String::new();
-    for output in results.iter().flat_map(|result| &result.outputs) {
+    for output in &result.outputs {
         text.push_str(&render(output, src));
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
     }
     text
+}
+
+/// `dx run --outfmt result-only`: only the outputs, one after the other, without `> ` (`dx run`
+/// prints it chunk by chunk).
+#[cfg(test)]
+pub fn result_only(src: &str, results: &[ChunkResult], render: Render) -> String {
+    results
+        .iter()
+        .map(|result| result_only_chunk(src, result, render))
+        .collect()
 }
 
 /// Whether any block reported an error (`dx run` then exits with status 1).
@@ -132,7 +160,12 @@ mod tests {
     /// shows them, errors as their message.
     fn fake_render(output: &Output, _src: &str) -> String {
         match output {
-            Output::Value(text) | Output::Type(text) | Output::Text(text) => text.clone(),
+            Output::Value(text)
+            | Output::Type(text)
+            | Output::Text(text)
+            | Output::Warning(text)
+            | Output::Table { text, .. } => text.clone(),
+            Output::Plot(_) => "(plot)".to_string(),
             Output::Error(diagnostic) => format!("Type error: {}", diagnostic.message),
             Output::Stage { name, text } => format!("== {name} ==\n{text}"),
             Output::Timing {

@@ -6,6 +6,7 @@ mod cli;
 mod helper;
 mod literate;
 mod repl;
+mod spinner;
 
 use std::process::ExitCode;
 

@@ -23,6 +23,7 @@ use rustyline::{Config, Editor};
 
 use crate::cli::Status;
 use crate::helper::{is_complete, DxHelper};
+use crate::spinner::Spinner;
 use dx_lang::display::render_output;
 
 const PROMPT: &str = ">=> ";
@@ -160,7 +161,10 @@ impl Repl {
     fn eval(&mut self, src: &str) {
         self.interrupt.store(false, Ordering::SeqCst);
         self.evaluating.store(true, Ordering::SeqCst);
+        let mut spinner = Spinner::new();
+        spinner.start("running".to_owned());
         let results = crate::literate::eval_guarded(&mut self.session, src);
+        spinner.stop();
         self.evaluating.store(false, Ordering::SeqCst);
         if self.interactive && self.interrupt.load(Ordering::SeqCst) {
             // The terminal echoed `^C`; start the outputs on a line of their own.

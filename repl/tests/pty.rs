@@ -141,3 +141,47 @@ fn quit_command_exits() {
         other => panic!("dx did not exit normally: {other:?}"),
     }
 }
+
+#[test]
+fn plots_are_braille_and_long_work_shows_a_spinner() {
+    // Evaluates.
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let mut repl = spawn_repl(dir.path());
+    repl.send_line(":plotgrad sin 0.0 6.28").expect("type");
+    repl.exp_regex("[\u{2801}-\u{28ff}]").expect("a braille drawing");
+    repl.exp_string("● sin   ○ sin'").expect("the legend names f and f'");
+    repl.send_line(r":p fold(0.0, \i:(Fin 2000000000) c. c + 1.0)")
+        .expect("type");
+    repl.exp_string("c + 1.0)").expect("the entry is echoed");
+    repl.exp_regex(r"running [0-9]+\.[0-9] s")
+        .expect("a spinner with the elapsed time after a second");
+    repl.send_control('c').expect("send Ctrl-C");
+    repl.exp_string("interrupted").expect("the computation stops");
+    quit_with_ctrl_d(repl);
+}
+
+#[test]
+fn dx_run_prints_each_block_as_it_ends_and_names_the_interrupted_one() {
+    // Evaluates.
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let file = dir.path().join("long.dx");
+    std::fs::write(
+        &file,
+        ":p 1.0 + 2.0\n\n:p fold(0.0, \\i:(Fin 2000000000) c. c + 1.0)\n\n:p 5.0\n",
+    )
+    .expect("write the script");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dx"));
+    command.arg("run").arg(&file).env("NO_COLOR", "1");
+    let mut run = spawn_command(command, Some(TIMEOUT_MS)).expect("dx run starts in a pty");
+    run.exp_string("> 3.").expect("the first block's output comes at once");
+    run.exp_regex(r"block 2/3 \(line 3\) [0-9]+\.[0-9] s")
+        .expect("a spinner names the running block");
+    run.send_control('c').expect("send Ctrl-C");
+    run.exp_string("interrupted while running block 2 of 3 (line 3")
+        .expect("the interrupted block is named");
+    run.exp_eof().expect("dx run stops");
+    match run.process().wait() {
+        Ok(WaitStatus::Exited(_, code)) => assert_eq!(code, 130),
+        other => panic!("dx run did not exit after the interrupt: {other:?}"),
+    }
+}

@@ -106,15 +106,7 @@ impl Figure {
     pub fn to_text(&self) -> String {
         match self {
             Figure::Lines(series) => text_lines(series),
-            Figure::Bars { label, values } => {
-                let xs = (0..values.len()).map(|idx| idx as f64).collect();
-                let bars = Series {
-                    label: label.clone(),
-                    xs,
-                    ys: values.clone(),
-                };
-                text_lines(std::slice::from_ref(&bars))
-            }
+            Figure::Bars { label, values } => text_bars(label, values),
             Figure::Heatmap(rows) => text_heatmap(rows),
         }
     }
@@ -357,6 +349,46 @@ fn braille(dots: &[Vec<bool>], row: usize, column: usize) -> char {
     char::from_u32(0x2800 + code).unwrap_or(' ')
 }
 
+/// Bars as text: one row per index (at most `TEXT_ROWS * 2`, the ends kept around `...`),
+/// each a bar of `█` from a shared zero column and the value.
+fn text_bars(label: &str, values: &[f64]) -> String {
+    let (lo, hi) = finite_range(values.iter().copied().chain([0.0]));
+    let width = TEXT_COLUMNS as f64;
+    let zero = ((0.0 - lo) / (hi - lo) * width).round() as usize;
+    let index_width = values.len().saturating_sub(1).to_string().len();
+    let mut lines = vec![label.to_string()];
+    let shown: Vec<Option<usize>> = if values.len() > TEXT_ROWS * 2 {
+        (0..TEXT_ROWS)
+            .map(Some)
+            .chain([None])
+            .chain((values.len() - TEXT_ROWS..values.len()).map(Some))
+            .collect()
+    } else {
+        (0..values.len()).map(Some).collect()
+    };
+    for idx in shown {
+        let Some(idx) = idx else {
+            lines.push(format!("{:>index_width$} │", "..."));
+            continue;
+        };
+        let value = values[idx];
+        let end = if value.is_finite() {
+            ((value - lo) / (hi - lo) * width).round() as usize
+        } else {
+            zero
+        };
+        let (from, to) = (zero.min(end), zero.max(end));
+        let bar = format!("{}{}", " ".repeat(from), "█".repeat(to - from));
+        let pad = TEXT_COLUMNS.saturating_sub(to);
+        lines.push(format!(
+            "{idx:>index_width$} │{bar}{} {}",
+            " ".repeat(pad),
+            format_f64(value)
+        ));
+    }
+    lines.join("\n")
+}
+
 /// A heatmap as shaded blocks, one character per cell (rows of at most `TEXT_COLUMNS` cells
 /// and `TEXT_ROWS * 2` rows are sampled evenly), with the value range.
 fn text_heatmap(rows: &[Vec<f64>]) -> String {
@@ -442,7 +474,8 @@ mod tests {
         assert!(!heatmap.to_png().is_empty());
         let bars = Figure::Bars { label: "grad".into(), values: vec![1.0, -2.0, f64::NAN] };
         assert!(bars.to_svg().contains("grad"));
-        assert!(bars.to_text().contains("● grad"));
+        assert_eq!(bars.to_text().lines().next(), Some("grad"));
+        assert!(bars.to_text().contains("1 │████"), "{}", bars.to_text());
     }
 
     #[test]

@@ -25,7 +25,7 @@ CELLS = [
     ("code", "def loss(w: (Fin 4)=>Float) -> Float = sum (for i. (w[i] - xs[i]) * (w[i] - xs[i]))\n"
              ":p grad loss [0., 0., 0., 0.]"),
     ("code", ":plotgrad (\\x. x * sin x) (-6.0) 6.0"),
-    ("code", ":plotgrad loss [0., 1., 2., 3.]"),
+    ("code", ":plotgrad loss [0., 0., 0., 0.]"),
     ("code", ":plot m"),
     ("md", "Every compiler stage can be shown; in a notebook each is a collapsible section:"),
     ("code", "%passes core bot fused\n%time\n:p sum (for i. xs[i] * xs[i])"),
