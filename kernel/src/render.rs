@@ -4,7 +4,8 @@
 
 use base64::Engine as _;
 use dx_lang::display::{escape_html, render_diagnostic, render_output};
-use dx_lang::session::{Diagnostic, ErrorKind, Output};
+use dx_lang::session::{ChunkResult, Diagnostic, ErrorKind, Output};
+use dx_lang::syntax::ChunkKind;
 use jupyter_protocol::{
     DisplayData, ErrorOutput, ExecuteResult, ExecutionCount, JupyterMessageContent, Media,
     MediaType, StreamContent, Transient,
@@ -14,7 +15,32 @@ const RED_BOLD: &str = "\x1b[1;31m";
 const RED: &str = "\x1b[31m";
 const RESET: &str = "\x1b[0m";
 
-/// The IOPub messages of one output of a cell whose source is `src`.
+/// The IOPub messages of one chunk of a cell: a prose block as Markdown, a code block's outputs.
+pub fn chunk_messages(
+    result: &ChunkResult,
+    src: &str,
+    execution_count: ExecutionCount,
+) -> Vec<JupyterMessageContent> {
+    if let ChunkKind::Prose = result.chunk.kind {
+        let text = src.get(result.chunk.span.range()).unwrap_or("");
+        return vec![display(vec![
+            MediaType::Plain(text.trim_end().to_string()),
+            MediaType::Markdown(prose_markdown(text)),
+        ])];
+    }
+    result
+        .outputs
+        .iter()
+        .map(|output| output_messages(output, src, execution_count))
+        .collect()
+}
+
+/// A prose block as Markdown: its text without the `'` that starts it (LANGUAGE.md §1).
+pub fn prose_markdown(text: &str) -> String {
+    text.strip_prefix('\'').unwrap_or(text).trim_end().to_string()
+}
+
+/// The IOPub message of one output of a cell whose source is `src`.
 pub fn output_messages(
     output: &Output,
     src: &str,
@@ -153,6 +179,12 @@ mod tests {
         assert_eq!(error.evalue, "no");
         assert_eq!(error.traceback[0], format!("{RED_BOLD}Type error:{RESET} no"));
         assert!(error.traceback.iter().any(|line| line.contains("^^^^")));
+    }
+
+    #[test]
+    fn prose_becomes_markdown() {
+        assert_eq!(prose_markdown("'# Title\nSome *text*.\n"), "# Title\nSome *text*.");
+        assert_eq!(prose_markdown("'one line"), "one line");
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 
 use anyhow::Context as _;
 use dx_lang::display::render_output;
-use dx_lang::session::{ChunkResult, Output, SessionConfig};
+use dx_lang::session::{ChunkResult, Output, Progress, SessionConfig};
 use jupyter_protocol::{
     CodeMirrorMode, CommInfoReply, CompleteReply, ConnectionInfo, ExecuteInput, ExecuteReply,
     ExecuteRequest, ExecutionCount, HelpLink, HistoryReply, InspectReply, InterruptReply,
@@ -34,7 +34,7 @@ use tokio::sync::mpsc;
 
 use crate::history::History;
 use crate::introspect;
-use crate::render::{error_output, output_messages};
+use crate::render::{chunk_messages, error_output, output_messages};
 use crate::wire::{self, ReadError, ShellReader, ShellWriter};
 use crate::worker::Worker;
 
@@ -337,25 +337,40 @@ impl Shell {
                 message,
             );
         }
+        // Each block's outputs are published as soon as the block has run.
         let code = request.code.clone();
+        let publisher = self.publisher.clone();
+        let parent = message.clone();
+        let silent = request.silent;
         let results: Option<Vec<ChunkResult>> = self
             .worker
-            .run(move |session| session.eval_source(&code))
+            .run(move |session| {
+                session.eval_source_with(&code, &mut |progress| {
+                    if let Progress::Finished(result) = progress {
+                        if !silent {
+                            for content in chunk_messages(result, &code, count) {
+                                publisher.child(content, &parent);
+                            }
+                        }
+                    }
+                })
+            })
             .await;
         let outputs: Vec<Output> = match results {
             Some(results) => results.into_iter().flat_map(|result| result.outputs).collect(),
-            None => vec![Output::Error(dx_lang::session::Diagnostic {
-                kind: dx_lang::session::ErrorKind::Internal,
-                message: "the evaluation panicked; the session may be inconsistent".into(),
-                span: None,
-            })],
-        };
-        if !request.silent {
-            for output in &outputs {
-                self.publisher
-                    .child(output_messages(output, &request.code, count), message);
+            None => {
+                let panicked = Output::Error(dx_lang::session::Diagnostic {
+                    kind: dx_lang::session::ErrorKind::Internal,
+                    message: "the evaluation panicked; the session may be inconsistent".into(),
+                    span: None,
+                });
+                if !silent {
+                    self.publisher
+                        .child(output_messages(&panicked, &request.code, count), message);
+                }
+                vec![panicked]
             }
-        }
+        };
         let first_error = outputs.iter().find_map(|output| match output {
             Output::Error(diag) => Some(error_output(diag, &request.code)),
             _ => None,

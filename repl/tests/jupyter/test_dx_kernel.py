@@ -183,6 +183,9 @@ class ClientTests(unittest.TestCase):
         data = [msg["content"]["data"] for msg in messages if msg["msg_type"] == "execute_result"]
         self.assertIn("┆", data[0]["text/plain"])
         self.assertIn("<th>.1</th>", data[0]["text/html"])
+        _, messages = self.execute("'# A *title*\n\n:p 1")
+        markdown = [msg["content"]["data"].get("text/markdown") for msg in messages if msg["msg_type"] == "display_data"]
+        self.assertEqual(markdown, ["# A *title*"])
         _, messages = self.execute("%passes core\n%time\n:p sum [1., 2.]")
         displays = [msg["content"]["data"] for msg in messages if msg["msg_type"] == "display_data"]
         self.assertTrue(any("<details><summary><code>core</code>" in d.get("text/html", "") for d in displays))
