@@ -78,6 +78,14 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Convert a literate .dx file to a Jupyter notebook (.ipynb) or back, by the files'
+    /// extensions: prose and Markdown cells, code blocks and code cells, `> ` lines and outputs.
+    Convert {
+        /// The file to read (.dx or .ipynb).
+        from: PathBuf,
+        /// The file to write (.ipynb or .dx).
+        to: PathBuf,
+    },
     /// Run the Jupyter kernel (`dx kernel --connection-file FILE`, as Jupyter starts it), or
     /// install or remove its kernelspec.
     Kernel(KernelArgs),
@@ -158,6 +166,37 @@ pub fn main(args: Vec<OsString>) -> Status {
         Some(Command::Run { file, outfmt }) => run_file(&file, outfmt, session_config(false)),
         Some(Command::Test { files }) => test_files(&files, &session_config(false)),
         Some(Command::Kernel(args)) => kernel(args, session_config(true)),
+        Some(Command::Convert { from, to }) => convert(&from, &to),
+    }
+}
+
+/// `dx convert FROM TO`: `.dx` to `.ipynb` or `.ipynb` to `.dx`.
+fn convert(from: &Path, to: &Path) -> Status {
+    let src = match read_source(from) {
+        Ok(src) => src,
+        Err(status) => return status,
+    };
+    let is = |path: &Path, ext: &str| path.extension().is_some_and(|found| found == ext);
+    let converted = if is(from, "dx") && is(to, "ipynb") {
+        let notebook = crate::convert::dx_to_notebook(&src);
+        serde_json::to_string_pretty(&notebook).map(|text| text + "\n").map_err(|err| err.to_string())
+    } else if is(from, "ipynb") && is(to, "dx") {
+        serde_json::from_str(&src)
+            .map_err(|err| format!("{} is not JSON: {err}", from.display()))
+            .and_then(|notebook| crate::convert::notebook_to_dx(&notebook))
+    } else {
+        eprintln!("dx: error: `dx convert` turns a .dx file into a .ipynb file or back");
+        return Status::Usage;
+    };
+    let written = converted.and_then(|text| {
+        std::fs::write(to, text).map_err(|err| format!("cannot write {}: {err}", to.display()))
+    });
+    match written {
+        Ok(()) => Status::Success,
+        Err(message) => {
+            eprintln!("dx: error: {message}");
+            Status::Failure
+        }
     }
 }
 
@@ -195,7 +234,7 @@ fn expand_shorthand(mut args: Vec<OsString>) -> Vec<OsString> {
     });
     if let Some((idx, arg)) = first_positional {
         let arg = arg.to_string_lossy();
-        let is_command = matches!(arg.as_ref(), "run" | "test" | "kernel" | "help");
+        let is_command = matches!(arg.as_ref(), "run" | "test" | "kernel" | "convert" | "help");
         if !arg.starts_with('-') && !is_command && arg.ends_with(".dx") {
             args.insert(idx, OsString::from("run"));
         }

@@ -1,8 +1,10 @@
-//! The `dx` binary: the REPL (`dx`), the script runner (`dx run FILE`, `dx FILE.dx`) and the
-//! test runner (`dx test FILE…`). Everything runs on one thread with a large stack, because
+//! The `dx` binary: the REPL (`dx`), the script runner (`dx run FILE`, `dx FILE.dx`), the
+//! test runner (`dx test FILE…`), the Jupyter kernel (`dx kernel`) and notebook conversion
+//! (`dx convert`). Everything runs on one thread with a large stack, because
 //! deeply nested programs recurse deeply in the compiler.
 
 mod cli;
+mod convert;
 mod helper;
 mod literate;
 mod repl;

@@ -60,6 +60,7 @@ fn real_jupyter_clients_pass() {
         .env("JUPYTER_PLATFORM_DIRS", "1")
         .env("DX_TOUR", workspace_root().join("examples/tour.ipynb"))
         .env("DX_HISTORY", "")
+        .env("DX_BIN", dx)
         .output()
         .expect("the venv's python runs");
     let report = String::from_utf8_lossy(&output.stderr);

@@ -8,6 +8,8 @@ import base64
 import io
 import os
 import queue
+import subprocess
+import tempfile
 import time
 import unittest
 import xml.etree.ElementTree as ElementTree
@@ -214,6 +216,19 @@ def plot_outputs(notebook):
 
 
 class NotebookTests(unittest.TestCase):
+    def test_converted_examples_are_valid_notebooks_that_run(self):
+        examples = os.path.join(os.path.dirname(os.environ["DX_TOUR"]))
+        for name in sorted(os.listdir(examples)):
+            if not name.endswith(".dx"):
+                continue
+            with self.subTest(example=name), tempfile.TemporaryDirectory() as tmp:
+                path = os.path.join(tmp, "example.ipynb")
+                subprocess.run([os.environ["DX_BIN"], "convert", os.path.join(examples, name), path], check=True)
+                notebook = nbformat.read(path, as_version=4)
+                nbformat.validate(notebook)
+                nbclient.NotebookClient(notebook, kernel_name="dx", timeout=TIMEOUT).execute()
+
+
     def test_the_tour_runs_and_its_plotgrad_is_a_picture(self):
         path = os.environ["DX_TOUR"]
         notebook = nbformat.read(path, as_version=4)
