@@ -19,10 +19,17 @@ impl History {
     /// The entries a request asks for, oldest first. Outputs are not kept, so an entry with
     /// `output` asked for has an empty output.
     pub fn entries(&self, request: &HistoryRequest) -> Vec<HistoryEntry> {
-        let numbered = self.inputs.iter().enumerate().map(|(idx, input)| (idx + 1, input));
+        let numbered = self
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(idx, input)| (idx + 1, input));
         let (selected, output): (Vec<(usize, &String)>, bool) = match request {
             HistoryRequest::Range {
-                start, stop, output, ..
+                start,
+                stop,
+                output,
+                ..
             } => {
                 // IPython's ranges: `stop` is exclusive; negative bounds count from the end;
                 // a `stop` of 0 runs to the end.
@@ -58,8 +65,9 @@ impl History {
                 n,
                 ..
             } => {
-                let mut found: Vec<(usize, &String)> =
-                    numbered.filter(|(_, input)| glob_matches(pattern, input)).collect();
+                let mut found: Vec<(usize, &String)> = numbered
+                    .filter(|(_, input)| glob_matches(pattern, input))
+                    .collect();
                 if *unique {
                     let mut seen = std::collections::HashSet::new();
                     found.reverse();
@@ -142,8 +150,15 @@ mod tests {
     #[test]
     fn tail_range_and_search() {
         let history = history();
-        let tail = HistoryRequest::Tail { n: 2, output: false, raw: true };
-        assert_eq!(inputs(history.entries(&tail)), [(3, ":p x".into()), (4, ":p 1".into())]);
+        let tail = HistoryRequest::Tail {
+            n: 2,
+            output: false,
+            raw: true,
+        };
+        assert_eq!(
+            inputs(history.entries(&tail)),
+            [(3, ":p x".into()), (4, ":p 1".into())]
+        );
         let range = HistoryRequest::Range {
             session: None,
             start: 2,
@@ -151,7 +166,10 @@ mod tests {
             output: true,
             raw: true,
         };
-        assert_eq!(inputs(history.entries(&range)), [(2, "x = 2".into()), (3, ":p x".into())]);
+        assert_eq!(
+            inputs(history.entries(&range)),
+            [(2, "x = 2".into()), (3, ":p x".into())]
+        );
         let search = HistoryRequest::Search {
             pattern: ":p*".into(),
             unique: true,
@@ -159,6 +177,9 @@ mod tests {
             raw: true,
             n: 0,
         };
-        assert_eq!(inputs(history.entries(&search)), [(3, ":p x".into()), (4, ":p 1".into())]);
+        assert_eq!(
+            inputs(history.entries(&search)),
+            [(3, ":p x".into()), (4, ":p 1".into())]
+        );
     }
 }

@@ -88,8 +88,9 @@ pub fn uninstall(location: &InstallLocation) -> anyhow::Result<Option<PathBuf>> 
 fn logo_png(size: u32) -> Vec<u8> {
     let n = size as usize;
     let mut rgb = vec![255u8; n * n * 3];
-    let curves: [(fn(f64) -> f64, [u8; 3]); 2] =
-        [(f64::sin, [31, 119, 180]), (f64::cos, [255, 127, 14])];
+    /// A curve of the logo and its colour.
+    type Curve = (fn(f64) -> f64, [u8; 3]);
+    let curves: [Curve; 2] = [(f64::sin, [31, 119, 180]), (f64::cos, [255, 127, 14])];
     let thickness = (size as f64 / 16.0).max(1.0);
     for (curve, colour) in curves {
         for step in 0..n * 8 {
@@ -129,7 +130,9 @@ mod tests {
     fn locations() {
         let prefix = InstallLocation::Prefix(PathBuf::from("/tmp/env"));
         assert_eq!(
-            prefix.kernel_dir().expect("a prefix always has a directory"),
+            prefix
+                .kernel_dir()
+                .expect("a prefix always has a directory"),
             PathBuf::from("/tmp/env/share/jupyter/kernels/dx")
         );
     }
@@ -146,7 +149,10 @@ mod tests {
         assert_eq!(spec["display_name"], "dx");
         let logo = std::fs::read(kernel_dir.join("logo-64x64.png")).expect("a logo");
         assert_eq!(&logo[1..4], b"PNG");
-        assert_eq!(uninstall(&location).expect("uninstall"), Some(kernel_dir.clone()));
+        assert_eq!(
+            uninstall(&location).expect("uninstall"),
+            Some(kernel_dir.clone())
+        );
         assert!(!kernel_dir.exists());
         assert_eq!(uninstall(&location).expect("uninstall twice"), None);
         let _ = std::fs::remove_dir_all(dir);

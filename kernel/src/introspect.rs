@@ -53,13 +53,18 @@ pub fn complete(code: &str, cursor_pos: usize, names: &[String]) -> Completion {
 pub fn name_at(code: &str, cursor_pos: usize) -> Option<&str> {
     let range = word_at(code, byte_offset(code, cursor_pos));
     let name = &code[range];
-    let starts_well = name.chars().next().is_some_and(|ch| ch.is_alphabetic() || ch == '_');
+    let starts_well = name
+        .chars()
+        .next()
+        .is_some_and(|ch| ch.is_alphabetic() || ch == '_');
     starts_well.then_some(name)
 }
 
 /// The byte offset of character `chars` of `text` (its length past the end).
 fn byte_offset(text: &str, chars: usize) -> usize {
-    text.char_indices().nth(chars).map_or(text.len(), |(idx, _)| idx)
+    text.char_indices()
+        .nth(chars)
+        .map_or(text.len(), |(idx, _)| idx)
 }
 
 /// The number of characters before byte `bytes` of `text`.

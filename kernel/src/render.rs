@@ -37,7 +37,10 @@ pub fn chunk_messages(
 
 /// A prose block as Markdown: its text without the `'` that starts it (LANGUAGE.md §1).
 pub fn prose_markdown(text: &str) -> String {
-    text.strip_prefix('\'').unwrap_or(text).trim_end().to_string()
+    text.strip_prefix('\'')
+        .unwrap_or(text)
+        .trim_end()
+        .to_string()
 }
 
 /// The IOPub message of one output of a cell whose source is `src`.
@@ -54,7 +57,10 @@ pub fn output_messages(
         Output::Warning(text) => StreamContent::stderr(&with_newline(text)).into(),
         Output::Table { text, grid } => execute_result(
             execution_count,
-            vec![MediaType::Plain(text.clone()), MediaType::Html(grid.to_html())],
+            vec![
+                MediaType::Plain(text.clone()),
+                MediaType::Html(grid.to_html()),
+            ],
         ),
         Output::Plot(figure) => display(vec![
             MediaType::Plain(figure.to_text()),
@@ -113,7 +119,10 @@ fn error_name(kind: ErrorKind) -> &'static str {
     }
 }
 
-fn execute_result(execution_count: ExecutionCount, content: Vec<MediaType>) -> JupyterMessageContent {
+fn execute_result(
+    execution_count: ExecutionCount,
+    content: Vec<MediaType>,
+) -> JupyterMessageContent {
     ExecuteResult {
         execution_count,
         data: Media { content },
@@ -177,18 +186,25 @@ mod tests {
         let error = error_output(&diag, src);
         assert_eq!(error.ename, "TypeError");
         assert_eq!(error.evalue, "no");
-        assert_eq!(error.traceback[0], format!("{RED_BOLD}Type error:{RESET} no"));
+        assert_eq!(
+            error.traceback[0],
+            format!("{RED_BOLD}Type error:{RESET} no")
+        );
         assert!(error.traceback.iter().any(|line| line.contains("^^^^")));
     }
 
     #[test]
     fn prose_becomes_markdown() {
-        assert_eq!(prose_markdown("'# Title\nSome *text*.\n"), "# Title\nSome *text*.");
+        assert_eq!(
+            prose_markdown("'# Title\nSome *text*.\n"),
+            "# Title\nSome *text*."
+        );
         assert_eq!(prose_markdown("'one line"), "one line");
     }
 
     #[test]
     fn timings_are_a_table() {
-        assert!(timing_html("Compile time: 1 ms\nRun time: 2 us").contains("<td style=\"text-align:right\">2 us</td>"));
+        assert!(timing_html("Compile time: 1 ms\nRun time: 2 us")
+            .contains("<td style=\"text-align:right\">2 us</td>"));
     }
 }

@@ -27,8 +27,8 @@ use jupyter_protocol::{
 };
 use jupyter_zmq_client::{
     create_kernel_control_connection, create_kernel_heartbeat_connection,
-    create_kernel_iopub_xpub_connection, create_kernel_stdin_connection,
-    KernelControlConnection, RuntimeError, SubscriptionEvent,
+    create_kernel_iopub_xpub_connection, create_kernel_stdin_connection, KernelControlConnection,
+    RuntimeError, SubscriptionEvent,
 };
 use tokio::sync::mpsc;
 
@@ -190,13 +190,19 @@ async fn control_loop(
             ),
             JupyterMessageContent::KernelInfoRequest(_) => Some(kernel_info().into()),
             other => {
-                eprintln!("dx kernel: ignored `{}` on the control channel", other.message_type());
+                eprintln!(
+                    "dx kernel: ignored `{}` on the control channel",
+                    other.message_type()
+                );
                 None
             }
         };
         if let Some(reply) = reply {
             let is_shutdown = matches!(reply, JupyterMessageContent::ShutdownReply(_));
-            if let Err(err) = control.send(JupyterMessage::new(reply, Some(&message))).await {
+            if let Err(err) = control
+                .send(JupyterMessage::new(reply, Some(&message)))
+                .await
+            {
                 eprintln!("dx kernel: cannot reply on the control channel: {err}");
             }
             publisher.child(Status::idle(), &message);
@@ -280,7 +286,8 @@ impl Shell {
             }
             JupyterMessageContent::IsCompleteRequest(request) => {
                 let (status, indent) = introspect::is_complete(&request.code);
-                self.reply(IsCompleteReply::new(status, indent), message).await;
+                self.reply(IsCompleteReply::new(status, indent), message)
+                    .await;
             }
             JupyterMessageContent::CompleteRequest(request) => {
                 let names = self
@@ -315,7 +322,10 @@ impl Shell {
                 self.reply(CommInfoReply::default(), message).await;
             }
             other => {
-                eprintln!("dx kernel: ignored `{}` on the shell channel", other.message_type());
+                eprintln!(
+                    "dx kernel: ignored `{}` on the shell channel",
+                    other.message_type()
+                );
             }
         }
         self.publisher.child(Status::idle(), message);
@@ -357,7 +367,10 @@ impl Shell {
             })
             .await;
         let outputs: Vec<Output> = match results {
-            Some(results) => results.into_iter().flat_map(|result| result.outputs).collect(),
+            Some(results) => results
+                .into_iter()
+                .flat_map(|result| result.outputs)
+                .collect(),
             None => {
                 let panicked = Output::Error(dx_lang::session::Diagnostic {
                     kind: dx_lang::session::ErrorKind::Internal,
@@ -377,7 +390,11 @@ impl Shell {
         });
         let failed = first_error.is_some();
         let reply = ExecuteReply {
-            status: if failed { ReplyStatus::Error } else { ReplyStatus::Ok },
+            status: if failed {
+                ReplyStatus::Error
+            } else {
+                ReplyStatus::Ok
+            },
             execution_count: count,
             payload: Vec::new(),
             // `null` fails the schema of jupyter_kernel_test (CRATES.md).

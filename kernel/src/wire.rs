@@ -104,7 +104,9 @@ fn fill_defaults(msg_type: &str, content: &mut serde_json::Value) {
     };
     if let Some(object) = content.as_object_mut() {
         for (name, value) in defaults {
-            object.entry(name.to_string()).or_insert_with(|| value.clone());
+            object
+                .entry(name.to_string())
+                .or_insert_with(|| value.clone());
         }
     }
 }
@@ -151,6 +153,9 @@ mod tests {
         let mut content = serde_json::json!({"hist_access_type": "search", "pattern": "x*"});
         fill_defaults("history_request", &mut content);
         let parsed = JupyterMessageContent::from_type_and_content("history_request", content);
-        assert!(matches!(parsed, Ok(JupyterMessageContent::HistoryRequest(_))));
+        assert!(matches!(
+            parsed,
+            Ok(JupyterMessageContent::HistoryRequest(_))
+        ));
     }
 }

@@ -128,7 +128,10 @@ mod tests {
 
     #[test]
     fn the_cursor_may_be_inside_a_word_or_a_character() {
-        assert_eq!(complete_at("sq + 1", 2, &names()), (0, vec!["square".into()]));
+        assert_eq!(
+            complete_at("sq + 1", 2, &names()),
+            (0, vec!["square".into()])
+        );
         assert_eq!(word_at("a + squa", 6), 4..8);
         assert_eq!(word_at("é", 1), 0..2);
         assert_eq!(complete_at("é", 1, &names()), (0, vec![]));

@@ -491,9 +491,9 @@ impl Session {
                                 evaluated
                             })
                         }
-                        Command::Plot | Command::PlotGrad | Command::Table => {
-                            Err(internal_diagnostic("`rich::is_rich` takes every rich command"))
-                        }
+                        Command::Plot | Command::PlotGrad | Command::Table => Err(
+                            internal_diagnostic("`rich::is_rich` takes every rich command"),
+                        ),
                     },
                 }
             }

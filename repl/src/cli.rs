@@ -179,7 +179,9 @@ fn convert(from: &Path, to: &Path) -> Status {
     let is = |path: &Path, ext: &str| path.extension().is_some_and(|found| found == ext);
     let converted = if is(from, "dx") && is(to, "ipynb") {
         let notebook = crate::convert::dx_to_notebook(&src);
-        serde_json::to_string_pretty(&notebook).map(|text| text + "\n").map_err(|err| err.to_string())
+        serde_json::to_string_pretty(&notebook)
+            .map(|text| text + "\n")
+            .map_err(|err| err.to_string())
     } else if is(from, "ipynb") && is(to, "dx") {
         serde_json::from_str(&src)
             .map_err(|err| format!("{} is not JSON: {err}", from.display()))
@@ -280,7 +282,10 @@ fn run_file(path: &Path, outfmt: OutFormat, config: SessionConfig) -> Status {
             n_blocks,
             chunk,
         } => {
-            let line = src[..chunk.span.range().start.min(src.len())].lines().count() + 1;
+            let line = src[..chunk.span.range().start.min(src.len())]
+                .lines()
+                .count()
+                + 1;
             running = (block, n_blocks, line);
             spinner.start(format!("block {block}/{n_blocks} (line {line})"));
         }
@@ -409,12 +414,17 @@ mod tests {
             .expect("kernel command line");
         assert!(matches!(
             cli.command,
-            Some(Command::Kernel(KernelArgs { connection_file: Some(_), action: None }))
+            Some(Command::Kernel(KernelArgs {
+                connection_file: Some(_),
+                action: None
+            }))
         ));
         let cli = Cli::try_parse_from(["dx", "kernel", "install", "--prefix", "/tmp/p"])
             .expect("install command line");
-        let Some(Command::Kernel(KernelArgs { action: Some(KernelAction::Install(place)), .. })) =
-            cli.command
+        let Some(Command::Kernel(KernelArgs {
+            action: Some(KernelAction::Install(place)),
+            ..
+        })) = cli.command
         else {
             panic!("`dx kernel install` parses as an install");
         };
@@ -422,7 +432,9 @@ mod tests {
             place.location(),
             dx_kernel::InstallLocation::Prefix(PathBuf::from("/tmp/p"))
         );
-        assert!(Cli::try_parse_from(["dx", "kernel", "install", "--user", "--sys-prefix"]).is_err());
+        assert!(
+            Cli::try_parse_from(["dx", "kernel", "install", "--user", "--sys-prefix"]).is_err()
+        );
         <Cli as clap::CommandFactory>::command().debug_assert();
     }
 }

@@ -37,7 +37,10 @@ pub fn dx_to_notebook(src: &str) -> Value {
                 Some(cell) => add_gap(cell, text),
                 None => leading.push_str(text),
             },
-            ChunkKind::Prose => cells.push(new_cell("markdown", text.strip_prefix('\'').unwrap_or(text))),
+            ChunkKind::Prose => cells.push(new_cell(
+                "markdown",
+                text.strip_prefix('\'').unwrap_or(text),
+            )),
             ChunkKind::Code(_) | ChunkKind::Comment => cells.push(new_cell("code", text)),
         }
     }
@@ -83,7 +86,9 @@ fn new_cell(cell_type: &str, text: &str) -> Value {
 fn rand_id(source: &str) -> String {
     let hash = source
         .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3));
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3)
+        });
     format!("{hash:016x}")
 }
 
@@ -92,7 +97,10 @@ fn add_gap(cell: &mut Value, text: &str) {
     let Some(dx) = cell["metadata"]["dx"].as_object_mut() else {
         return;
     };
-    let gap = format!("{}{text}", dx.get("gap").and_then(Value::as_str).unwrap_or(""));
+    let gap = format!(
+        "{}{text}",
+        dx.get("gap").and_then(Value::as_str).unwrap_or("")
+    );
     if gap == DEFAULT_GAP {
         dx.remove("gap");
     } else {
@@ -113,7 +121,11 @@ fn push_outputs(cells: &mut [Value], lines: &str) {
             format!("{line}\n")
         })
         .collect();
-    if let Some(cell) = cells.iter_mut().rev().find(|cell| cell["cell_type"] == "code") {
+    if let Some(cell) = cells
+        .iter_mut()
+        .rev()
+        .find(|cell| cell["cell_type"] == "code")
+    {
         if let Some(outputs) = cell["outputs"].as_array_mut() {
             outputs.push(json!({"output_type": "stream", "name": "stdout", "text": text}));
         }
@@ -137,7 +149,9 @@ pub fn notebook_to_dx(notebook: &Value) -> Result<String, String> {
             Some("markdown") => {
                 let paragraphs: Vec<String> = source
                     .split("\n\n")
-                    .map(|paragraph| format!("'{}", paragraph.strip_prefix('\'').unwrap_or(paragraph)))
+                    .map(|paragraph| {
+                        format!("'{}", paragraph.strip_prefix('\'').unwrap_or(paragraph))
+                    })
                     .collect();
                 src.push_str(&paragraphs.join("\n\n"));
             }
@@ -216,7 +230,11 @@ mod tests {
 
     fn round_trip(src: &str) {
         let notebook = dx_to_notebook(src);
-        assert_eq!(notebook_to_dx(&notebook).as_deref(), Ok(src), "{notebook:#}");
+        assert_eq!(
+            notebook_to_dx(&notebook).as_deref(),
+            Ok(src),
+            "{notebook:#}"
+        );
     }
 
     #[test]

@@ -36,7 +36,11 @@ fn every_literate_file_round_trips_through_a_notebook() {
     assert!(files.len() >= 3, "examples and tests are found");
     for file in files {
         let to_notebook = dx(&[Path::new("convert"), &file, &notebook]);
-        assert!(to_notebook.status.success(), "{}: {to_notebook:?}", file.display());
+        assert!(
+            to_notebook.status.success(),
+            "{}: {to_notebook:?}",
+            file.display()
+        );
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&notebook).expect("written"))
                 .expect("the notebook is JSON");

@@ -65,6 +65,12 @@ fn real_jupyter_clients_pass() {
         .expect("the venv's python runs");
     let report = String::from_utf8_lossy(&output.stderr);
     println!("{}{report}", String::from_utf8_lossy(&output.stdout));
-    assert!(output.status.success(), "the Python tests failed:\n{report}");
-    assert!(!report.contains("skipped"), "a Python test was skipped:\n{report}");
+    assert!(
+        output.status.success(),
+        "the Python tests failed:\n{report}"
+    );
+    assert!(
+        !report.contains("skipped"),
+        "a Python test was skipped:\n{report}"
+    );
 }

@@ -164,7 +164,8 @@ fn plots_are_braille_and_long_work_shows_a_spinner() {
     repl.exp_regex(r"running [0-9]+\.[0-9] s")
         .expect("a spinner with the elapsed time after a second");
     repl.send_control('c').expect("send Ctrl-C");
-    repl.exp_string("interrupted").expect("the computation stops");
+    repl.exp_string("interrupted")
+        .expect("the computation stops");
     quit_with_ctrl_d(repl);
 }
 
@@ -181,7 +182,8 @@ fn dx_run_prints_each_block_as_it_ends_and_names_the_interrupted_one() {
     let mut command = Command::new(env!("CARGO_BIN_EXE_dx"));
     command.arg("run").arg(&file).env("NO_COLOR", "1");
     let mut run = spawn_command(command, Some(TIMEOUT_MS)).expect("dx run starts in a pty");
-    run.exp_string("> 3.").expect("the first block's output comes at once");
+    run.exp_string("> 3.")
+        .expect("the first block's output comes at once");
     run.exp_regex(r"block 2/3 \(line 3\) [0-9]+\.[0-9] s")
         .expect("a spinner names the running block");
     run.send_control('c').expect("send Ctrl-C");

@@ -46,12 +46,19 @@ impl Grid {
                     let width = table_items(&rows[0])?.len();
                     let row_items: Vec<&[DisplayValue]> =
                         rows.iter().map(table_items).collect::<Option<_>>()?;
-                    if row_items.iter().any(|items| items.len() != width || !all_scalars(items)) {
+                    if row_items
+                        .iter()
+                        .any(|items| items.len() != width || !all_scalars(items))
+                    {
                         return None;
                     }
-                    return Some(Grid::build(rows.len(), width, summarise, |row, column| {
-                        row_items[row][column].clone()
-                    }, |column| column.to_string()));
+                    return Some(Grid::build(
+                        rows.len(),
+                        width,
+                        summarise,
+                        |row, column| row_items[row][column].clone(),
+                        |column| column.to_string(),
+                    ));
                 }
                 _ if all_scalars(rows) => vec![rows.as_slice()],
                 _ => return None,
@@ -60,7 +67,10 @@ impl Grid {
                 let columns: Vec<&[DisplayValue]> =
                     items.iter().map(table_items).collect::<Option<_>>()?;
                 let len = columns.first()?.len();
-                if columns.iter().any(|column| column.len() != len || !all_scalars(column)) {
+                if columns
+                    .iter()
+                    .any(|column| column.len() != len || !all_scalars(column))
+                {
                     return None;
                 }
                 columns
@@ -75,9 +85,13 @@ impl Grid {
                 String::new()
             }
         };
-        Some(Grid::build(n_rows, columns.len(), summarise, |row, column| {
-            columns[column][row].clone()
-        }, label))
+        Some(Grid::build(
+            n_rows,
+            columns.len(),
+            summarise,
+            |row, column| columns[column][row].clone(),
+            label,
+        ))
     }
 
     fn build(
@@ -171,7 +185,9 @@ fn table_items(value: &DisplayValue) -> Option<&[DisplayValue]> {
 }
 
 fn all_scalars(items: &[DisplayValue]) -> bool {
-    items.iter().all(|item| matches!(item, DisplayValue::Scalar(_)))
+    items
+        .iter()
+        .all(|item| matches!(item, DisplayValue::Scalar(_)))
 }
 
 /// Text made safe inside HTML elements and attributes.
@@ -197,7 +213,11 @@ mod tests {
     use crate::core::ir::Scalar;
 
     fn floats(xs: &[f32]) -> DisplayValue {
-        DisplayValue::Table(xs.iter().map(|&x| DisplayValue::Scalar(Scalar::F32(x))).collect())
+        DisplayValue::Table(
+            xs.iter()
+                .map(|&x| DisplayValue::Scalar(Scalar::F32(x)))
+                .collect(),
+        )
     }
 
     #[test]
@@ -213,7 +233,9 @@ mod tests {
             │ 1 ┆ 3. ┆ 40.5 │
             └───┴────┴──────┘"#]]
         .assert_eq(&grid.to_text());
-        assert!(grid.to_html().contains("<tr><th>1</th><td style=\"text-align:right\">3.</td>"));
+        assert!(grid
+            .to_html()
+            .contains("<tr><th>1</th><td style=\"text-align:right\">3.</td>"));
     }
 
     #[test]
@@ -221,11 +243,20 @@ mod tests {
         let tuple = DisplayValue::Tuple(vec![floats(&[1.0, 2.0]), floats(&[3.0, 4.0])]);
         let grid = Grid::from_value(&tuple, false).expect("equal columns");
         assert_eq!(grid.columns, [Some(".0".into()), Some(".1".into())]);
-        assert_eq!(grid.rows[1], (Some("1".into()), vec!["2.".into(), "4.".into()]));
+        assert_eq!(
+            grid.rows[1],
+            (Some("1".into()), vec!["2.".into(), "4.".into()])
+        );
         let ragged = DisplayValue::Tuple(vec![floats(&[1.0]), floats(&[3.0, 4.0])]);
         assert_eq!(Grid::from_value(&ragged, false), None);
-        assert_eq!(Grid::from_value(&floats(&[5.0]), false).map(|g| g.rows.len()), Some(1));
-        assert_eq!(Grid::from_value(&DisplayValue::Scalar(Scalar::F32(1.0)), false), None);
+        assert_eq!(
+            Grid::from_value(&floats(&[5.0]), false).map(|g| g.rows.len()),
+            Some(1)
+        );
+        assert_eq!(
+            Grid::from_value(&DisplayValue::Scalar(Scalar::F32(1.0)), false),
+            None
+        );
     }
 
     #[test]
@@ -234,6 +265,9 @@ mod tests {
         let grid = Grid::from_value(&big, true).expect("a vector is a grid");
         assert_eq!(grid.rows.len(), 7);
         assert_eq!(grid.rows[3].0, None);
-        assert_eq!(Grid::from_value(&big, false).map(|grid| grid.rows.len()), Some(2000));
+        assert_eq!(
+            Grid::from_value(&big, false).map(|grid| grid.rows.len()),
+            Some(2000)
+        );
     }
 }

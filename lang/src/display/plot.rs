@@ -160,7 +160,9 @@ where
         chart
             .draw_series(LineSeries::new(points, colour.stroke_width(2)))?
             .label(curve.label.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
+            });
     }
     if series.len() > 1 || series.iter().any(|curve| !curve.label.is_empty()) {
         chart
@@ -194,12 +196,16 @@ where
         .label_style(("sans-serif", 13))
         .draw()?;
     let colour = PALETTE[0].0;
-    chart.draw_series(values.iter().enumerate().filter(|(_, v)| v.is_finite()).map(
-        |(idx, &value)| {
-            let x = idx as f64;
-            Rectangle::new([(x - 0.4, 0.0), (x + 0.4, value)], colour.filled())
-        },
-    ))?;
+    chart.draw_series(
+        values
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.is_finite())
+            .map(|(idx, &value)| {
+                let x = idx as f64;
+                Rectangle::new([(x - 0.4, 0.0), (x + 0.4, value)], colour.filled())
+            }),
+    )?;
     Ok(())
 }
 
@@ -238,7 +244,11 @@ fn viridis_like(t: f64) -> RGBColor {
     if !t.is_finite() {
         return RGBColor(128, 128, 128);
     }
-    let stops = [(68.0, 1.0, 84.0), (33.0, 145.0, 140.0), (253.0, 231.0, 37.0)];
+    let stops = [
+        (68.0, 1.0, 84.0),
+        (33.0, 145.0, 140.0),
+        (253.0, 231.0, 37.0),
+    ];
     let t = t.clamp(0.0, 1.0) * 2.0;
     let (from, to, local) = if t <= 1.0 {
         (stops[0], stops[1], t)
@@ -298,8 +308,13 @@ fn text_lines(series: &[Series]) -> String {
             _ if row == TEXT_ROWS - 1 => bottom.clone(),
             _ => String::new(),
         };
-        let cells: String = (0..TEXT_COLUMNS).map(|column| braille(&dots, row, column)).collect();
-        lines.push(format!("{label:>margin$} ┤{}", cells.trim_end_matches('\u{2800}')));
+        let cells: String = (0..TEXT_COLUMNS)
+            .map(|column| braille(&dots, row, column))
+            .collect();
+        lines.push(format!(
+            "{label:>margin$} ┤{}",
+            cells.trim_end_matches('\u{2800}')
+        ));
     }
     lines.push(format!("{:margin$} └{}", "", "─".repeat(TEXT_COLUMNS)));
     let (left, right) = (axis_label(x_lo), axis_label(x_hi));
@@ -432,8 +447,16 @@ mod tests {
         let ys = xs.iter().map(|x| x * x).collect();
         let ds = xs.iter().map(|x| 2.0 * x).collect();
         Figure::Lines(vec![
-            Series { label: "f".into(), xs: xs.clone(), ys },
-            Series { label: "f'".into(), xs, ys: ds },
+            Series {
+                label: "f".into(),
+                xs: xs.clone(),
+                ys,
+            },
+            Series {
+                label: "f'".into(),
+                xs,
+                ys: ds,
+            },
         ])
     }
 
@@ -446,7 +469,9 @@ mod tests {
         assert!(lines[TEXT_ROWS - 1].starts_with("-2 ┤"), "{text}");
         assert!(lines[TEXT_ROWS + 1].contains("-1") && lines[TEXT_ROWS + 1].ends_with('1'));
         assert_eq!(lines[TEXT_ROWS + 2].trim(), "● f   ○ f'");
-        assert!(text.chars().any(|ch| ('\u{2801}'..='\u{28ff}').contains(&ch)));
+        assert!(text
+            .chars()
+            .any(|ch| ('\u{2801}'..='\u{28ff}').contains(&ch)));
         assert_eq!(text, parabola().to_text(), "the text form is stable");
     }
 
@@ -458,7 +483,9 @@ mod tests {
         let mut rgb = vec![0; reader.output_buffer_size().expect("small")];
         reader.next_frame(&mut rgb).expect("a frame");
         let count = |colour: RGBColor| {
-            rgb.chunks(3).filter(|px| px == &[colour.0, colour.1, colour.2]).count()
+            rgb.chunks(3)
+                .filter(|px| px == &[colour.0, colour.1, colour.2])
+                .count()
         };
         assert!(count(PALETTE[0].0) > 200, "the first curve is drawn");
         assert!(count(PALETTE[1].0) > 200, "the second curve is drawn");
@@ -470,9 +497,15 @@ mod tests {
     #[test]
     fn heatmaps_and_bars() {
         let heatmap = Figure::Heatmap(vec![vec![0.0, 1.0], vec![2.0, 3.0]]);
-        assert_eq!(heatmap.to_text(), "│ ░│\n│▓█│\n2×2 heatmap: ' ' = 0 … '█' = 3");
+        assert_eq!(
+            heatmap.to_text(),
+            "│ ░│\n│▓█│\n2×2 heatmap: ' ' = 0 … '█' = 3"
+        );
         assert!(!heatmap.to_png().is_empty());
-        let bars = Figure::Bars { label: "grad".into(), values: vec![1.0, -2.0, f64::NAN] };
+        let bars = Figure::Bars {
+            label: "grad".into(),
+            values: vec![1.0, -2.0, f64::NAN],
+        };
         assert!(bars.to_svg().contains("grad"));
         assert_eq!(bars.to_text().lines().next(), Some("grad"));
         assert!(bars.to_text().contains("1 │████"), "{}", bars.to_text());
@@ -482,9 +515,16 @@ mod tests {
     fn degenerate_figures_draw() {
         for figure in [
             Figure::Lines(Vec::new()),
-            Figure::Lines(vec![Series { label: String::new(), xs: vec![1.0], ys: vec![f64::NAN] }]),
+            Figure::Lines(vec![Series {
+                label: String::new(),
+                xs: vec![1.0],
+                ys: vec![f64::NAN],
+            }]),
             Figure::Heatmap(Vec::new()),
-            Figure::Bars { label: String::new(), values: Vec::new() },
+            Figure::Bars {
+                label: String::new(),
+                values: Vec::new(),
+            },
         ] {
             assert!(!figure.to_png().is_empty());
             assert!(figure.to_svg().contains("svg"));

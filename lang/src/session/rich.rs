@@ -63,15 +63,16 @@ impl Session {
             }
             Command::Table => {
                 let (value, evaluated) = self.eval_display(expr, cx)?;
-                let grid = Grid::from_value(&value, self.config.summarise_tables).ok_or_else(|| {
-                    Diagnostic {
-                        kind: ErrorKind::Type,
-                        message: "`:table` shows a 1-D or 2-D table, or a tuple of equally \
+                let grid =
+                    Grid::from_value(&value, self.config.summarise_tables).ok_or_else(|| {
+                        Diagnostic {
+                            kind: ErrorKind::Type,
+                            message: "`:table` shows a 1-D or 2-D table, or a tuple of equally \
                                   indexed 1-D tables"
-                            .into(),
-                        span: Some(expr.span),
-                    }
-                })?;
+                                .into(),
+                            span: Some(expr.span),
+                        }
+                    })?;
                 let output = Output::Table {
                     text: grid.to_text(),
                     grid,
@@ -93,7 +94,9 @@ impl Session {
             };
             save_figure(figure, &path, span)?;
             evaluated.outputs.push(output);
-            evaluated.outputs.push(Output::Text(format!("saved to {path}")));
+            evaluated
+                .outputs
+                .push(Output::Text(format!("saved to {path}")));
         } else {
             evaluated.outputs.push(output);
         }
@@ -101,7 +104,11 @@ impl Session {
     }
 
     /// Checks, compiles and runs an expression of the block.
-    fn eval_display(&mut self, expr: &Expr, cx: &BlockCx) -> Result<(DisplayValue, Evaluated), Diagnostic> {
+    fn eval_display(
+        &mut self,
+        expr: &Expr,
+        cx: &BlockCx,
+    ) -> Result<(DisplayValue, Evaluated), Diagnostic> {
         let texpr = Infer::new(&mut self.env)
             .infer_top_expr(expr)
             .map_err(type_error)?;
@@ -116,7 +123,12 @@ impl Session {
     }
 
     /// `:plotgrad f lo hi` (curves of `f` and `f'`) or `:plotgrad f x` (bars of `grad f x`).
-    fn plotgrad(&mut self, src: &str, expr: &Expr, cx: &BlockCx) -> Result<(Figure, Evaluated), Diagnostic> {
+    fn plotgrad(
+        &mut self,
+        src: &str,
+        expr: &Expr,
+        cx: &BlockCx,
+    ) -> Result<(Figure, Evaluated), Diagnostic> {
         let text = |part: &Expr| src.get(part.span.range()).unwrap_or("").to_string();
         let usage = || Diagnostic {
             kind: ErrorKind::Type,
@@ -128,7 +140,11 @@ impl Session {
         let (func, args) = split_application(expr);
         let label = {
             let func = text(func);
-            if func.chars().count() <= MAX_LABEL_CHARS { func } else { "f".to_string() }
+            if func.chars().count() <= MAX_LABEL_CHARS {
+                func
+            } else {
+                "f".to_string()
+            }
         };
         let (composed, bars) = match args.as_slice() {
             [lo, hi] => {
@@ -163,13 +179,25 @@ impl Session {
             let DisplayValue::Tuple(parts) = &value else {
                 return Err(usage());
             };
-            let columns: Vec<Vec<f64>> = parts.iter().map(floats).collect::<Option<_>>().ok_or_else(usage)?;
+            let columns: Vec<Vec<f64>> = parts
+                .iter()
+                .map(floats)
+                .collect::<Option<_>>()
+                .ok_or_else(usage)?;
             let [xs, ys, ds] = columns.as_slice() else {
                 return Err(usage());
             };
             Figure::Lines(vec![
-                Series { label: label.clone(), xs: xs.clone(), ys: ys.clone() },
-                Series { label: format!("{label}'"), xs: xs.clone(), ys: ds.clone() },
+                Series {
+                    label: label.clone(),
+                    xs: xs.clone(),
+                    ys: ys.clone(),
+                },
+                Series {
+                    label: format!("{label}'"),
+                    xs: xs.clone(),
+                    ys: ds.clone(),
+                },
             ])
         };
         Ok((figure, evaluated))
@@ -195,7 +223,12 @@ fn split_save_target(expr: &Expr) -> (&Expr, Option<(String, crate::syntax::Span
 fn split_application(expr: &Expr) -> (&Expr, Vec<&Expr>) {
     let mut args = Vec::new();
     let mut current = expr;
-    while let ExprKind::App { func, arg, name: None } = &current.kind {
+    while let ExprKind::App {
+        func,
+        arg,
+        name: None,
+    } = &current.kind
+    {
         args.push(&**arg);
         current = func;
     }
@@ -252,10 +285,18 @@ fn floats(value: &DisplayValue) -> Option<Vec<f64>> {
 fn figure_of(value: &DisplayValue) -> Option<Figure> {
     if let Some(ys) = floats(value) {
         let xs = (0..ys.len()).map(|idx| idx as f64).collect();
-        return Some(Figure::Lines(vec![Series { label: String::new(), xs, ys }]));
+        return Some(Figure::Lines(vec![Series {
+            label: String::new(),
+            xs,
+            ys,
+        }]));
     }
     match value {
-        DisplayValue::Table(rows) => rows.iter().map(floats).collect::<Option<_>>().map(Figure::Heatmap),
+        DisplayValue::Table(rows) => rows
+            .iter()
+            .map(floats)
+            .collect::<Option<_>>()
+            .map(Figure::Heatmap),
         DisplayValue::Tuple(parts) => {
             let columns: Vec<Vec<f64>> = parts.iter().map(floats).collect::<Option<_>>()?;
             let (xs, ys) = columns.split_first()?;
@@ -267,7 +308,11 @@ fn figure_of(value: &DisplayValue) -> Option<Figure> {
                 ys.iter()
                     .enumerate()
                     .map(|(idx, ys)| Series {
-                        label: if several { format!("y{}", idx + 1) } else { String::new() },
+                        label: if several {
+                            format!("y{}", idx + 1)
+                        } else {
+                            String::new()
+                        },
                         xs: xs.clone(),
                         ys: ys.clone(),
                     })
