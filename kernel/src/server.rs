@@ -21,9 +21,9 @@ use dx_lang::display::render_output;
 use dx_lang::session::{ChunkResult, Output, Progress, SessionConfig};
 use jupyter_protocol::{
     CodeMirrorMode, CommInfoReply, CompleteReply, ConnectionInfo, ExecuteInput, ExecuteReply,
-    ExecuteRequest, ExecutionCount, HelpLink, HistoryReply, InspectReply, InterruptReply,
-    IoPubWelcome, IsCompleteReply, JupyterMessage, JupyterMessageContent, KernelInfoReply,
-    LanguageInfo, Media, MediaType, ReplyError, ReplyStatus, ShutdownReply, Status,
+    ExecuteRequest, ExecutionCount, HistoryReply, InspectReply, InterruptReply, IoPubWelcome,
+    IsCompleteReply, JupyterMessage, JupyterMessageContent, KernelInfoReply, LanguageInfo, Media,
+    MediaType, ReplyError, ReplyStatus, ShutdownReply, Status,
 };
 use jupyter_zmq_client::{
     create_kernel_control_connection, create_kernel_heartbeat_connection,
@@ -239,10 +239,7 @@ fn kernel_info() -> KernelInfoReply {
             "dx {}: a Dex-like differentiable array language",
             env!("CARGO_PKG_VERSION")
         ),
-        help_links: vec![HelpLink {
-            text: "dx language reference".to_string(),
-            url: "https://github.com/".to_string(),
-        }],
+        help_links: Vec::new(),
         debugger: false,
         error: None,
     }

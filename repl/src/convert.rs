@@ -7,14 +7,14 @@
 //! - Back from a notebook, every output with text (streams, `text/plain` results and displays,
 //!   error tracebacks without their colours) becomes `> ` lines, as `dx run` prints them.
 //!
-//! dx → ipynb → dx is the identity: the blank lines after a cell and a missing final newline,
-//! when they differ from the usual (one blank line between blocks), are kept in the cell's
-//! `metadata.dx`.
+//! dx → ipynb → dx is the identity: the blank lines after each cell (`gap`) and a missing final
+//! newline are kept in the cell's `metadata.dx`. A notebook made in Jupyter has none: its cells
+//! are separated by one blank line.
 
 use dx_lang::syntax::{split_chunks, ChunkKind};
 use serde_json::{json, Map, Value};
 
-/// Blank text after a cell when its metadata says nothing.
+/// Blank text between cells when a cell's metadata says nothing (a notebook made in Jupyter).
 const DEFAULT_GAP: &str = "\n";
 
 /// A literate `.dx` source as an nbformat 4 notebook.
@@ -92,22 +92,14 @@ fn rand_id(source: &str) -> String {
     format!("{hash:016x}")
 }
 
-/// Records the blank text after a cell (dropping the note when it is the usual one line).
+/// Records the blank text after a cell.
 fn add_gap(cell: &mut Value, text: &str) {
-    let Some(dx) = cell["metadata"]["dx"].as_object_mut() else {
-        return;
-    };
-    let gap = format!(
-        "{}{text}",
-        dx.get("gap").and_then(Value::as_str).unwrap_or("")
-    );
-    if gap == DEFAULT_GAP {
-        dx.remove("gap");
-    } else {
+    if let Some(dx) = cell["metadata"]["dx"].as_object_mut() {
+        let gap = format!(
+            "{}{text}",
+            dx.get("gap").and_then(Value::as_str).unwrap_or("")
+        );
         dx.insert("gap".into(), Value::String(gap));
-    }
-    if dx.is_empty() {
-        cell["metadata"] = json!({});
     }
 }
 
@@ -141,7 +133,7 @@ pub fn notebook_to_dx(notebook: &Value) -> Result<String, String> {
         .as_str()
         .unwrap_or("")
         .to_string();
-    for cell in cells {
+    for (idx, cell) in cells.iter().enumerate() {
         let source = text_of(&cell["source"]);
         let dx = &cell["metadata"]["dx"];
         let newline = dx["newline"].as_bool().unwrap_or(true);
@@ -173,7 +165,12 @@ pub fn notebook_to_dx(notebook: &Value) -> Result<String, String> {
                 }
             }
         }
-        src.push_str(dx["gap"].as_str().unwrap_or(DEFAULT_GAP));
+        let last = idx + 1 == cells.len();
+        src.push_str(
+            dx["gap"]
+                .as_str()
+                .unwrap_or(if last { "" } else { DEFAULT_GAP }),
+        );
     }
     Ok(src)
 }
