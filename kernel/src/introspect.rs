@@ -94,7 +94,7 @@ mod tests {
         assert_eq!(done.matches, ["xs", "xy"]);
         assert_eq!((done.cursor_start, done.cursor_end), (4, 5));
         let inside = complete(":p xs + 1", 4, &names);
-        assert_eq!(inside.matches, ["xs"]);
+        assert_eq!(inside.matches, ["xs", "xy"]);
         assert_eq!((inside.cursor_start, inside.cursor_end), (3, 5));
     }
 

@@ -592,9 +592,15 @@ impl Session {
     fn run_expr(&mut self, texpr: &TExpr, cx: &BlockCx) -> Result<(Output, Evaluated), Diagnostic> {
         let (value, evaluated) = self.run_display(texpr, cx)?;
         let text = format_value(&value, self.config.summarise_tables);
-        let output = match crate::display::Grid::from_value(&value, self.config.summarise_tables) {
-            Some(grid) if !rich::is_vector(&value) => Output::Table { text, grid },
-            _ => Output::Value(text),
+        // The grid is a second view (a notebook's HTML table): summarised even where the text
+        // is whole, so that it costs little next to the text.
+        let grid = match rich::is_vector(&value) {
+            true => None,
+            false => crate::display::Grid::from_value(&value, true),
+        };
+        let output = match grid {
+            Some(grid) => Output::Table { text, grid },
+            None => Output::Value(text),
         };
         Ok((output, evaluated))
     }

@@ -491,7 +491,8 @@ mod tests {
         assert!(count(PALETTE[1].0) > 200, "the second curve is drawn");
         let svg = parabola().to_svg();
         assert!(svg.starts_with("<svg") && svg.contains("</svg>"));
-        assert!(svg.contains("f'"), "the legend is in the SVG");
+        // The legend names f' (the SVG escapes the apostrophe).
+        assert!(svg.contains("f&apos;"), "the legend is in the SVG");
     }
 
     #[test]
