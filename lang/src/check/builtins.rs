@@ -125,6 +125,8 @@ pub enum Builtin {
     FloatConst(FloatConst),
     /// Differentiation (LANGUAGE.md §4): `grad`, `jvp`, `vjp`, … .
     Ad(AdOp),
+    /// `arb k`: a random value of the type the context asks for (Dex's `Arbitrary`).
+    Arb,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -167,6 +169,12 @@ pub enum Conversion {
     NatToInt,
     IntToNat,
     BoolToNat,
+    FloatToNat,
+    /// `n_to_w64`, `i_to_w64`, `w64_to_n` (Dex's conversions of `Word64`, the type of keys;
+    /// `w64_to_n` keeps the low 32 bits).
+    NatToWord64,
+    IntToWord64,
+    Word64ToNat,
     /// `cast`: any numeric type to any numeric type, decided by the context.
     Cast,
 }
@@ -205,6 +213,8 @@ impl Builtin {
             "not" => B::Prim(Prim::Not),
             "isnan" => B::Prim(Prim::IsNan),
             "isinf" => B::Prim(Prim::IsInf),
+            "threefry_2x32" => B::Prim(Prim::Threefry2x32),
+            "unit_from_bits" => B::Prim(Prim::UnitFromBits),
             "n_to_f" => B::Convert(Conversion::NatToFloat),
             "i_to_f" => B::Convert(Conversion::IntToFloat),
             "f_to_i" => B::Convert(Conversion::FloatToInt),
@@ -212,6 +222,10 @@ impl Builtin {
             "n_to_i" => B::Convert(Conversion::NatToInt),
             "i_to_n" => B::Convert(Conversion::IntToNat),
             "b_to_n" => B::Convert(Conversion::BoolToNat),
+            "f_to_n" => B::Convert(Conversion::FloatToNat),
+            "n_to_w64" => B::Convert(Conversion::NatToWord64),
+            "i_to_w64" => B::Convert(Conversion::IntToWord64),
+            "w64_to_n" => B::Convert(Conversion::Word64ToNat),
             "cast" => B::Convert(Conversion::Cast),
             "ordinal" => B::Ordinal,
             "size" => B::Size,
@@ -236,6 +250,7 @@ impl Builtin {
             "transpose_linear" => B::Ad(AdOp::TransposeLinear),
             "jacobian" => B::Ad(AdOp::Jacobian),
             "check_deriv" => B::Ad(AdOp::CheckDeriv),
+            "arb" => B::Arb,
             _ => return None,
         })
     }
@@ -273,6 +288,8 @@ impl Builtin {
             "not",
             "isnan",
             "isinf",
+            "threefry_2x32",
+            "unit_from_bits",
             "n_to_f",
             "i_to_f",
             "f_to_i",
@@ -280,6 +297,10 @@ impl Builtin {
             "n_to_i",
             "i_to_n",
             "b_to_n",
+            "f_to_n",
+            "n_to_w64",
+            "i_to_w64",
+            "w64_to_n",
             "cast",
             "ordinal",
             "size",
@@ -305,6 +326,7 @@ impl Builtin {
             "transpose_linear",
             "jacobian",
             "check_deriv",
+            "arb",
         ]
     }
 
@@ -318,6 +340,7 @@ impl Builtin {
             Ty::Var(var)
         };
         let float_var = |cx: &mut Infer| Ty::Var(cx.fresh_float_var(span));
+        let word64 = || Ty::Base(BaseTy::Word64);
         match self {
             Builtin::Prim(prim) => match prim {
                 Prim::Add | Prim::Sub => {
@@ -396,6 +419,8 @@ impl Builtin {
                     let b = var(cx, &[Class::Num]);
                     Ty::fun(a, b)
                 }
+                Prim::Threefry2x32 => Ty::funs(vec![word64(), word64()], word64()),
+                Prim::UnitFromBits => Ty::fun(word64(), Ty::float()),
             },
             Builtin::Approx => {
                 let a = var(cx, &[Class::Floating]);
@@ -416,6 +441,10 @@ impl Builtin {
                     Conversion::NatToInt => (Ty::nat(), Ty::Base(BaseTy::Int32)),
                     Conversion::IntToNat => (Ty::Base(BaseTy::Int32), Ty::nat()),
                     Conversion::BoolToNat => (Ty::bool(), Ty::nat()),
+                    Conversion::FloatToNat => (var(cx, &[Class::Float]), Ty::nat()),
+                    Conversion::NatToWord64 => (Ty::nat(), word64()),
+                    Conversion::IntToWord64 => (Ty::Base(BaseTy::Int32), word64()),
+                    Conversion::Word64ToNat => (word64(), Ty::nat()),
                     Conversion::Cast => (var(cx, &[Class::Num]), var(cx, &[Class::Num])),
                 };
                 Ty::fun(from, to)
@@ -472,6 +501,7 @@ impl Builtin {
                 Ty::fun(Ty::Tuple(vec![a, b]), res)
             }
             Builtin::FloatConst(_) => float_var(cx),
+            Builtin::Arb => Ty::fun(word64(), var(cx, &[])),
             Builtin::Ad(op) => {
                 let a = var(cx, &[Class::Floating]);
                 let b = var(cx, &[Class::Floating]);

@@ -929,6 +929,7 @@ impl<'a> Lowerer<'a> {
                 }
                 _ => error(span, "internal: fst/snd of a non-pair"),
             },
+            Builtin::Arb => self.arbitrary(&result_ty, args[0].clone(), span),
             Builtin::FloatConst(constant) => {
                 let value = constant.value();
                 let scalar = match &result_ty {
@@ -1014,6 +1015,114 @@ impl<'a> Lowerer<'a> {
         Ok(self.assemble(result_ty, binders.into_iter().map(Atom::Var).collect()))
     }
 
+    /// `arb key` at a concrete type: the instances of Dex's `Arbitrary`, by the type's shape.
+    /// Scalars come from the prelude's `randn` and `rand` (so they are Dex's numbers); a table
+    /// draws element `i` from `ixkey key i`, in parallel; component `j` of a tuple from
+    /// `hash key j` (for a pair these are Dex's `split_key(n=2, key)`).
+    fn arbitrary(&mut self, ty: &Ty, key: SVal, span: Span) -> Result<SVal> {
+        let scale_randn = |cx: &mut Self, elem: Elem| -> Result<SVal> {
+            let SVal::Arr(normal) = cx.call_prelude("randn", vec![key.clone()], span)? else {
+                return error(span, "internal: randn is not a scalar");
+            };
+            let scaled = cx.prim(Prim::Mul, vec![normal, Atom::Lit(Scalar::F32(5.0))], span)?;
+            Ok(SVal::Arr(cx.cast(scaled, elem, span)?))
+        };
+        match ty {
+            Ty::Base(BaseTy::Float32) => self.call_prelude("randn", vec![key], span),
+            Ty::Base(BaseTy::Float64) => {
+                let SVal::Arr(normal) = self.call_prelude("randn", vec![key], span)? else {
+                    return error(span, "internal: randn is not a scalar");
+                };
+                Ok(SVal::Arr(self.cast(normal, Elem::F64, span)?))
+            }
+            // Dex: `f_to_i $ randn key * 5.0` (and `f_to_n` for `Nat`).
+            Ty::Base(BaseTy::Int32) => scale_randn(self, Elem::I32),
+            Ty::Base(BaseTy::Int64) => scale_randn(self, Elem::I64),
+            Ty::Base(BaseTy::Nat) => scale_randn(self, Elem::U32),
+            // Dex: `key .&. 1 == 0`.
+            Ty::Base(BaseTy::Bool) => {
+                let SVal::Arr(key) = key else {
+                    return error(span, "internal: a key is not a scalar");
+                };
+                let low_bit = self.prim(Prim::Mod, vec![key, Atom::Lit(Scalar::U64(2))], span)?;
+                Ok(SVal::Arr(self.prim(
+                    Prim::Eq,
+                    vec![low_bit, Atom::Lit(Scalar::U64(0))],
+                    span,
+                )?))
+            }
+            Ty::Base(BaseTy::Word64) => Ok(key),
+            // Dex's `rand_idx`: `unsafe_from_ordinal (f_to_n (floor (rand key * n_to_f (size n))))`.
+            Ty::Fin(_) => {
+                let size = self.ix_size(ty, span)?;
+                let SVal::Arr(uniform) = self.call_prelude("rand", vec![key], span)? else {
+                    return error(span, "internal: rand is not a scalar");
+                };
+                let scaled = self.prim(
+                    Prim::Mul,
+                    vec![uniform, Atom::Lit(Scalar::F32(size as f32))],
+                    span,
+                )?;
+                let floored = self.prim(Prim::Floor, vec![scaled], span)?;
+                let ordinal = self.cast(floored, Elem::U32, span)?;
+                Ok(SVal::Arr(self.cast(ordinal, INDEX, span)?))
+            }
+            Ty::Tuple(items) => {
+                let mut parts = Vec::new();
+                for (position, item) in items.iter().enumerate() {
+                    let ordinal = SVal::Arr(Atom::Lit(Scalar::U32(position as u32)));
+                    let subkey = self.call_prelude("hash", vec![key.clone(), ordinal], span)?;
+                    parts.push(self.arbitrary(item, subkey, span)?);
+                }
+                Ok(SVal::Tuple(parts))
+            }
+            Ty::Table(ix, elem) => {
+                let size = self.ix_size(ix, span)?;
+                let result_tys = self.leaf_types(ty, span)?;
+                let index_var = self.program.new_var(ArrTy::scalar(INDEX), "i");
+                let elem = (**elem).clone();
+                let body_block = self.in_block(vec![index_var], |cx| {
+                    let ordinal = SVal::Arr(cx.cast(Atom::Var(index_var), Elem::U32, span)?);
+                    let subkey = cx.call_prelude("hash", vec![key, ordinal], span)?;
+                    let value = cx.arbitrary(&elem, subkey, span)?;
+                    cx.leaves(&value, span)
+                })?;
+                let binders = self.emit(
+                    Expr::Build1 {
+                        size,
+                        body: body_block,
+                    },
+                    result_tys,
+                    "arb",
+                    span,
+                );
+                Ok(self.assemble(ty, binders.into_iter().map(Atom::Var).collect()))
+            }
+            Ty::Fun { .. } | Ty::TypeArg(_) | Ty::Var(_) | Ty::Rigid(..) => error(
+                span,
+                format!("`arb` cannot make a random value of type {ty}"),
+            ),
+        }
+    }
+
+    /// Applies a monomorphic definition of the prelude (what `arb` is built from).
+    fn call_prelude(&mut self, name: &str, args: Vec<SVal>, span: Span) -> Result<SVal> {
+        let Some(info) = self.env.defs.get(name).cloned() else {
+            return error(
+                span,
+                format!("this needs the prelude's `{name}`, which is not defined"),
+            );
+        };
+        if !info.vars.is_empty() {
+            return error(span, format!("internal: `{name}` is polymorphic"));
+        }
+        let mut value = self.lower(&info.body)?;
+        for arg in args {
+            value = self.apply(value, arg, span)?;
+        }
+        Ok(value)
+    }
+
     /// `a ~~ b` on one array: `all (abs (a - b) <= 1e-4 + 1e-4 * abs b)` (Dex's tolerances).
     fn approx_leaf(&mut self, a: Atom, b: Atom, span: Span) -> Result<Atom> {
         let ty = self.atom_ty(&a);
@@ -1064,6 +1173,7 @@ pub fn builtin_arity(builtin: Builtin) -> usize {
             2
         }
         Builtin::Convert(_) | Builtin::Ordinal | Builtin::Size | Builtin::Sum | Builtin::Iota => 1,
+        Builtin::Arb => 1,
         Builtin::Fst | Builtin::Snd => 1,
         Builtin::ApplyN => 3,
         Builtin::Zero | Builtin::FloatConst(_) => 0,
