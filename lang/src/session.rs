@@ -3,6 +3,7 @@
 //! source text goes in; structured outputs come out and are rendered by `display`.
 
 use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,6 +17,7 @@ use crate::check::TypeError;
 use crate::core::interp::{self, InterpConfig, InterpError};
 use crate::core::ir::Program;
 use crate::core::value::{Array, Value};
+use crate::data::DataOp;
 use crate::display::{format_value, DisplayValue};
 use crate::exec::ExecConfig;
 use crate::passes::lower::{leaf_types, GlobalValue, LowerError, Lowerer};
@@ -175,6 +177,10 @@ pub struct Session {
     /// What loading the prelude reported (nothing, when the prelude is sound).
     startup: Vec<Output>,
     last_run: Option<RunReport>,
+    /// Documentation of definitions: the comment lines right above a `def` (`:help name`).
+    docs: HashMap<String, String>,
+    /// The folder relative paths of data files are resolved in (the script's folder).
+    data_dir: Option<PathBuf>,
 }
 
 /// The libraries `import` can load (shipped inside the binary so that dx works from any
@@ -196,6 +202,8 @@ impl Session {
             imported: HashSet::new(),
             startup: Vec::new(),
             last_run: None,
+            docs: HashMap::new(),
+            data_dir: None,
         };
         if load_prelude {
             session.startup = session.import("prelude");
@@ -209,18 +217,31 @@ impl Session {
         self.interrupt.store(false, Ordering::Relaxed);
         let chunks = crate::syntax::split_chunks(src);
         let mut results = Vec::new();
+        // The comment chunk just before the current chunk: the documentation of a `def`.
+        let mut comment: Option<String> = None;
         for chunk in chunks {
+            let doc = comment.take();
             let outputs = match &chunk.kind {
                 ChunkKind::Code(Ok(block)) => {
                     let block = block.clone();
-                    self.eval_block_guarded(src, &block)
+                    let outputs = self.eval_block_guarded(src, &block);
+                    if let (Decl::Def(def), Some(doc)) = (&block.decl, doc) {
+                        if !outputs.iter().any(|output| matches!(output, Output::Error(_))) {
+                            self.docs.insert(def.name.name.clone(), doc);
+                        }
+                    }
+                    outputs
                 }
                 ChunkKind::Code(Err(err)) => vec![Output::Error(Diagnostic {
                     kind: ErrorKind::Parse,
                     message: err.message.clone(),
                     span: Some(err.span),
                 })],
-                ChunkKind::Prose | ChunkKind::Comment | ChunkKind::Blank => Vec::new(),
+                ChunkKind::Comment => {
+                    comment = Some(doc_text(&src[chunk.span.range()]));
+                    Vec::new()
+                }
+                ChunkKind::Prose | ChunkKind::Blank => Vec::new(),
             };
             results.push(ChunkResult { chunk, outputs });
         }
@@ -255,6 +276,12 @@ impl Session {
     /// for `:stages off`.
     pub fn set_stages(&mut self, stages: Vec<String>) {
         self.stages = stages;
+    }
+
+    /// The folder that relative paths of `load_npy`, `save_csv`, … start from (the folder of
+    /// the script being run); the working directory when unset.
+    pub fn set_data_dir(&mut self, dir: Option<PathBuf>) {
+        self.data_dir = dir;
     }
 
     /// `--strict` / `%strict`: out-of-range reads become errors.
@@ -397,7 +424,18 @@ impl Session {
                     Err(err) => Err(type_error(err)),
                 }
             }
-            Decl::Let(binding) => self.eval_let(binding, &cx),
+            Decl::Let(binding) => match data_call(&binding.value) {
+                Some(call) => self.load_data(binding, &call),
+                None => self.eval_let(binding, &cx),
+            },
+            Decl::Command {
+                command: Command::Print,
+                expr,
+                ..
+            } if data_call(expr).is_some() => match data_call(expr) {
+                Some(call) => self.save_data(&call, &cx),
+                None => Ok(Evaluated::default()),
+            },
             Decl::Command {
                 command: Command::Stages,
                 expr,
@@ -407,6 +445,11 @@ impl Session {
                 self.stages = stages_setting(expr).unwrap_or_default();
                 Ok(Evaluated::default())
             }
+            Decl::Command {
+                command: Command::Help,
+                expr,
+                ..
+            } => self.help(expr),
             Decl::Command {
                 command: Command::Type,
                 expr,
@@ -426,7 +469,7 @@ impl Session {
                 match infer.infer_top_expr(expr) {
                     Err(err) => Err(type_error(err)),
                     Ok(texpr) => match command {
-                        Command::Type => Ok(Evaluated {
+                        Command::Type | Command::Help => Ok(Evaluated {
                             outputs: vec![Output::Type(texpr.ty.to_string())],
                             ..Default::default()
                         }),
@@ -473,6 +516,120 @@ impl Session {
             Err(diag) => outputs.push(Output::Error(diag)),
         }
         outputs
+    }
+
+    /// `xs : T = load_npy "file"` (or `load_csv`): reads one table of the declared type.
+    fn load_data(&mut self, binding: &LetBinding, call: &DataCall) -> Result<Evaluated, Diagnostic> {
+        let type_error_at = |span: Span, message: String| Diagnostic {
+            kind: ErrorKind::Type,
+            message,
+            span: Some(span),
+        };
+        let name = call.op.name();
+        let DataOp::Load(format) = call.op else {
+            return Err(type_error_at(
+                call.span,
+                format!("`{name}` writes a file; use it as a block of its own: `{name} \"file\" xs`"),
+            ));
+        };
+        if call.value.is_some() {
+            return Err(type_error_at(call.span, format!("`{name}` takes only a file name")));
+        }
+        let Some(ty_expr) = &binding.ty else {
+            return Err(type_error_at(
+                binding.span,
+                format!("declare the type of the data `{name}` reads, e.g. `xs : (Fin 150)=>(Fin 4)=>Float = {name} \"{}\"`", call.path),
+            ));
+        };
+        if !matches!(binding.pat, Pattern::Var(_)) {
+            return Err(type_error_at(
+                binding.pat.span(),
+                format!("bind what `{name}` reads to one name"),
+            ));
+        }
+        let ty = Infer::new(&mut self.env)
+            .infer_top_type_expr(ty_expr)
+            .map_err(type_error)?;
+        let leaf = match leaf_types(&ty).as_deref() {
+            Ok([leaf]) if !ty.contains_fun() => leaf.clone(),
+            _ => {
+                return Err(type_error_at(
+                    ty_expr.span,
+                    format!("`{name}` reads one table of numbers, not a value of type {ty}"),
+                ))
+            }
+        };
+        let path = self.data_path(&call.path);
+        let array = crate::data::load(format, &path, &leaf).map_err(|message| Diagnostic {
+            kind: ErrorKind::Runtime,
+            message: format!("{name} \"{}\": {message}", call.path),
+            span: Some(call.span),
+        })?;
+        self.bind_top(&binding.pat, &ty, vec![array]);
+        Ok(Evaluated::default())
+    }
+
+    /// `save_npy "file" xs` (or `save_csv`): evaluates `xs` and writes it.
+    fn save_data(&mut self, call: &DataCall, cx: &BlockCx) -> Result<Evaluated, Diagnostic> {
+        let name = call.op.name();
+        let (DataOp::Save(format), Some(value)) = (call.op, call.value) else {
+            return Err(Diagnostic {
+                kind: ErrorKind::Type,
+                message: format!("`{name}` needs a file name and a table: `{name} \"file\" xs`"),
+                span: Some(call.span),
+            });
+        };
+        let texpr = Infer::new(&mut self.env)
+            .infer_top_expr(value)
+            .map_err(type_error)?;
+        let (arrays, evaluated) = self.run_to_arrays(&texpr, cx)?;
+        let [array] = arrays.as_slice() else {
+            return Err(Diagnostic {
+                kind: ErrorKind::Type,
+                message: format!("`{name}` writes one table of numbers, not a value of type {}", texpr.ty),
+                span: Some(value.span),
+            });
+        };
+        let path = self.data_path(&call.path);
+        crate::data::save(format, &path, array).map_err(|message| Diagnostic {
+            kind: ErrorKind::Runtime,
+            message: format!("{name} \"{}\": {message}", call.path),
+            span: Some(call.span),
+        })?;
+        Ok(evaluated)
+    }
+
+    /// A data file's path: relative paths start from the script's folder.
+    fn data_path(&self, path: &str) -> PathBuf {
+        match &self.data_dir {
+            Some(dir) if Path::new(path).is_relative() => dir.join(path),
+            _ => PathBuf::from(path),
+        }
+    }
+
+    /// `:help name`: the name's type and the comment lines written above its definition.
+    fn help(&mut self, expr: &crate::syntax::ast::Expr) -> Result<Evaluated, Diagnostic> {
+        let crate::syntax::ast::ExprKind::Var(ident) = &expr.kind else {
+            return Err(Diagnostic {
+                kind: ErrorKind::Type,
+                message: "`:help` takes a name, e.g. `:help mean`".into(),
+                span: Some(expr.span),
+            });
+        };
+        let ty = Infer::new(&mut self.env)
+            .infer_top_type(expr)
+            .map_err(type_error)?;
+        let doc = match self.docs.get(&ident.name) {
+            Some(doc) => doc.clone(),
+            None if Builtin::lookup(&ident.name).is_some() => {
+                "A built-in (see the language guide, docs/language.md).".to_string()
+            }
+            None => "(no documentation)".to_string(),
+        };
+        Ok(Evaluated {
+            outputs: vec![Output::Text(format!("{} : {ty}\n{doc}", ident.name))],
+            ..Default::default()
+        })
     }
 
     fn eval_let(&mut self, binding: &LetBinding, cx: &BlockCx) -> Result<Evaluated, Diagnostic> {
@@ -894,6 +1051,57 @@ fn runtime_error(err: InterpError, program: &Program) -> Diagnostic {
         message,
         span,
     }
+}
+
+/// A call of a data built-in at the top of a block: `load_npy "file"`, `save_csv "file" xs`.
+struct DataCall<'a> {
+    op: DataOp,
+    path: String,
+    /// The table to write (saves only).
+    value: Option<&'a crate::syntax::ast::Expr>,
+    span: Span,
+}
+
+/// Recognises `op "file"` and `op "file" value` (also written `op("file", value)`).
+fn data_call(expr: &crate::syntax::ast::Expr) -> Option<DataCall<'_>> {
+    use crate::syntax::ast::{ExprKind, Lit};
+    let ExprKind::App { func, arg, name: None } = &expr.kind else {
+        return None;
+    };
+    let (head, path_arg, value) = match &func.kind {
+        ExprKind::App {
+            func: head,
+            arg: path_arg,
+            name: None,
+        } => (&**head, &**path_arg, Some(&**arg)),
+        _ => (&**func, &**arg, None),
+    };
+    let (ExprKind::Var(ident), ExprKind::Lit(Lit::Str(path))) = (&head.kind, &path_arg.kind) else {
+        return None;
+    };
+    Some(DataCall {
+        op: DataOp::from_name(&ident.name)?,
+        path: path.clone(),
+        value,
+        span: expr.span,
+    })
+}
+
+/// The text of comment lines without their `--` or `#` markers (one space after the marker is
+/// dropped too).
+fn doc_text(comment: &str) -> String {
+    comment
+        .lines()
+        .map(|line| {
+            let line = line.trim_end();
+            let text = line
+                .strip_prefix("--")
+                .or_else(|| line.strip_prefix('#'))
+                .unwrap_or(line);
+            text.strip_prefix(' ').unwrap_or(text)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Groups the arrays of a value by its tuple structure (tables of tuples are tuples of

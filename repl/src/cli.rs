@@ -137,6 +137,7 @@ fn run_file(path: &Path, outfmt: OutFormat, config: SessionConfig) -> Status {
         Err(status) => return status,
     };
     let mut session = Session::new(config);
+    session.set_data_dir(path.parent().map(Path::to_path_buf));
     let Some(results) = literate::eval_guarded(&mut session, &src) else {
         eprintln!("dx: error: internal error while running {}", path.display());
         return Status::Failure;
@@ -178,6 +179,7 @@ fn test_files(paths: &[PathBuf], config: &SessionConfig) -> Status {
         };
         // Each file gets a fresh session, as `dx run` would.
         let mut session = Session::new(config.clone());
+        session.set_data_dir(path.parent().map(Path::to_path_buf));
         let Some(results) = literate::eval_guarded(&mut session, &src) else {
             eprintln!("dx: error: internal error while running {name}");
             println!("FAIL {name}");

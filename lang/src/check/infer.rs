@@ -567,7 +567,12 @@ impl<'env> Infer<'env> {
                     Lit::Int(_) => Ty::Var(self.fresh_int_literal_var(span)),
                     Lit::Float(_) => Ty::Var(self.fresh_float_var(span)),
                     Lit::Bool(_) => Ty::bool(),
-                    Lit::Str(_) => return error(span, "strings are not values in dx"),
+                    Lit::Str(_) => {
+                        return error(
+                            span,
+                            "strings are not values in dx (a file name is read only by a top-level `xs : T = load_npy \"file\"` or `save_npy \"file\" xs`)",
+                        )
+                    }
                 };
                 Ok(texpr(TKind::Lit(lit.clone()), ty))
             }
@@ -767,6 +772,12 @@ impl<'env> Infer<'env> {
             return error(
                 span,
                 format!("`{name}` is a type; it can only be passed where a type is expected"),
+            );
+        }
+        if crate::data::DataOp::from_name(name).is_some() {
+            return error(
+                span,
+                format!("`{name}` is used on its own at the top of a block: `xs : T = load_npy \"file\"`, `save_npy \"file\" xs`"),
             );
         }
         error(span, format!("unbound variable `{name}`"))
@@ -1021,6 +1032,13 @@ impl<'env> Infer<'env> {
         self.finish()?;
         self.zonk_expr(&mut texpr);
         Ok(texpr)
+    }
+
+    /// A type written by the user at the top level (the declared type of loaded data).
+    pub fn infer_top_type_expr(&mut self, texpr: &TypeExpr) -> Result<Ty> {
+        let ty = self.read_type(texpr, &mut None)?;
+        self.finish()?;
+        Ok(self.zonk(&ty))
     }
 
     /// The type of an expression for `:t`: what is still unknown is shown as a variable.

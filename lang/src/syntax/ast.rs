@@ -64,6 +64,8 @@ pub enum Command {
     Table,
     /// `:stages`
     Stages,
+    /// `:help name`: the type and documentation of a name.
+    Help,
 }
 
 #[derive(Clone, Debug, PartialEq)]

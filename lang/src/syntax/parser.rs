@@ -539,6 +539,7 @@ impl<'a> Builder<'a> {
                     "plotgrad" => Command::PlotGrad,
                     "table" => Command::Table,
                     "stages" => Command::Stages,
+                    "help" => Command::Help,
                     other => {
                         let message = format!("unknown command ':{}'", shorten(other));
                         return Err(error(message, self.span(&command_pair)));

@@ -77,6 +77,7 @@ fn command_name(command: Command) -> &'static str {
         Command::PlotGrad => ":plotgrad",
         Command::Table => ":table",
         Command::Stages => ":stages",
+        Command::Help => ":help",
     }
 }
 
@@ -1130,6 +1131,7 @@ mod tests {
                     Command::PlotGrad,
                     Command::Table,
                     Command::Stages,
+                    Command::Help,
                 ][..],
             );
             let decl = prop_oneof![
