@@ -111,7 +111,9 @@ pub fn save(format: Format, path: &Path, array: &Array) -> Result<(), String> {
 
 // ----- .npy -----
 
-fn read_npy_as<T: ReadableElement + Clone>(path: &Path) -> Result<(Vec<usize>, Vec<T>), ReadNpyError> {
+fn read_npy_as<T: ReadableElement + Clone>(
+    path: &Path,
+) -> Result<(Vec<usize>, Vec<T>), ReadNpyError> {
     let array: ArrayD<T> = ndarray_npy::read_npy(path)?;
     let shape = array.shape().to_vec();
     // `iter` walks the logical (row-major) order, also for Fortran-ordered files.
@@ -219,7 +221,9 @@ fn load_csv(path: &Path, ty: &ArrTy) -> Result<Array, String> {
     let mut n_fields = None;
     for (position, record) in reader.records().enumerate() {
         let record = record.map_err(|err| err.to_string())?;
-        let line = record.position().map_or(position + 1, |pos| pos.line() as usize);
+        let line = record
+            .position()
+            .map_or(position + 1, |pos| pos.line() as usize);
         let is_number = |field: &str| field.trim().parse::<f64>().is_ok();
         if position == 0 && !record.iter().any(is_number) {
             continue; // A header.
@@ -305,7 +309,14 @@ mod tests {
     }
 
     fn floats() -> Array {
-        let values = vec![0.1f32, -2.5e-8, 3.4028235e38, f32::MIN_POSITIVE, 1.0 / 3.0, -0.0];
+        let values = vec![
+            0.1f32,
+            -2.5e-8,
+            3.4028235e38,
+            f32::MIN_POSITIVE,
+            1.0 / 3.0,
+            -0.0,
+        ];
         Array::new(vec![2, 3], ArrayData::F32(values))
     }
 
@@ -330,7 +341,10 @@ mod tests {
         let path = temp_path("b.npy");
         save(Format::Npy, &path, &floats()).expect("save");
         let err = load(Format::Npy, &path, &ArrTy::new(vec![3, 2], Elem::F32)).unwrap_err();
-        assert_eq!(err, "expected shape (3, 2) (the declared type), found shape (2, 3)");
+        assert_eq!(
+            err,
+            "expected shape (3, 2) (the declared type), found shape (2, 3)"
+        );
         let err = load(Format::Npy, &path, &ArrTy::new(vec![2, 3], Elem::F64)).unwrap_err();
         assert_eq!(
             err,

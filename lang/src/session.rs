@@ -226,7 +226,10 @@ impl Session {
                     let block = block.clone();
                     let outputs = self.eval_block_guarded(src, &block);
                     if let (Decl::Def(def), Some(doc)) = (&block.decl, doc) {
-                        if !outputs.iter().any(|output| matches!(output, Output::Error(_))) {
+                        if !outputs
+                            .iter()
+                            .any(|output| matches!(output, Output::Error(_)))
+                        {
                             self.docs.insert(def.name.name.clone(), doc);
                         }
                     }
@@ -519,7 +522,11 @@ impl Session {
     }
 
     /// `xs : T = load_npy "file"` (or `load_csv`): reads one table of the declared type.
-    fn load_data(&mut self, binding: &LetBinding, call: &DataCall) -> Result<Evaluated, Diagnostic> {
+    fn load_data(
+        &mut self,
+        binding: &LetBinding,
+        call: &DataCall,
+    ) -> Result<Evaluated, Diagnostic> {
         let type_error_at = |span: Span, message: String| Diagnostic {
             kind: ErrorKind::Type,
             message,
@@ -529,11 +536,16 @@ impl Session {
         let DataOp::Load(format) = call.op else {
             return Err(type_error_at(
                 call.span,
-                format!("`{name}` writes a file; use it as a block of its own: `{name} \"file\" xs`"),
+                format!(
+                    "`{name}` writes a file; use it as a block of its own: `{name} \"file\" xs`"
+                ),
             ));
         };
         if call.value.is_some() {
-            return Err(type_error_at(call.span, format!("`{name}` takes only a file name")));
+            return Err(type_error_at(
+                call.span,
+                format!("`{name}` takes only a file name"),
+            ));
         }
         let Some(ty_expr) = &binding.ty else {
             return Err(type_error_at(
@@ -586,7 +598,10 @@ impl Session {
         let [array] = arrays.as_slice() else {
             return Err(Diagnostic {
                 kind: ErrorKind::Type,
-                message: format!("`{name}` writes one table of numbers, not a value of type {}", texpr.ty),
+                message: format!(
+                    "`{name}` writes one table of numbers, not a value of type {}",
+                    texpr.ty
+                ),
                 span: Some(value.span),
             });
         };
@@ -1065,7 +1080,12 @@ struct DataCall<'a> {
 /// Recognises `op "file"` and `op "file" value` (also written `op("file", value)`).
 fn data_call(expr: &crate::syntax::ast::Expr) -> Option<DataCall<'_>> {
     use crate::syntax::ast::{ExprKind, Lit};
-    let ExprKind::App { func, arg, name: None } = &expr.kind else {
+    let ExprKind::App {
+        func,
+        arg,
+        name: None,
+    } = &expr.kind
+    else {
         return None;
     };
     let (head, path_arg, value) = match &func.kind {

@@ -36,7 +36,7 @@ fn a_random_table_is_hashed_in_one_parallel_kernel() {
     let mut session = session(Engine::Fused);
     let got = outputs(
         &mut session,
-        &format!(":stages on fused\n:p sum (for i:(Fin 3000) j:(Fin 7). rand (ixkey (new_key 11) (i, j)))\n"),
+        ":stages on fused\n:p sum (for i:(Fin 3000) j:(Fin 7). rand (ixkey (new_key 11) (i, j)))\n",
     );
     let fused = got
         .iter()
@@ -74,7 +74,10 @@ fn issue_10_test_vectors() {
     let mut session = session(Engine::Fused);
     assert_eq!(
         value(&mut session, ":p (hash 0 0, hash 123 456)\n"),
-        format!("({}, {})", 0x6b20_0159_99ba_4efe_u64, 0x5009_45c5_65c9_8701_u64)
+        format!(
+            "({}, {})",
+            0x6b20_0159_99ba_4efe_u64, 0x5009_45c5_65c9_8701_u64
+        )
     );
     assert_eq!(
         value(
@@ -130,7 +133,10 @@ fn help_documents_definitions_of_the_session_too() {
         &mut session,
         "-- Twice `x`.\ndef twice(x: Float) -> Float = 2.0 * x\n\n:help twice\n:help 1 + 2\n",
     );
-    assert_eq!(got[0], Output::Text("twice : (Float32 -> Float32)\nTwice `x`.".into()));
+    assert_eq!(
+        got[0],
+        Output::Text("twice : (Float32 -> Float32)\nTwice `x`.".into())
+    );
     assert!(matches!(&got[1], Output::Error(diag) if diag.kind == ErrorKind::Type));
 }
 

@@ -111,7 +111,9 @@ mod tests {
     /// `test_threefry_2x32` also checks: (counter, key) -> output, words high first.
     #[test]
     fn threefry_matches_the_random123_known_answers() {
-        let cases: [((u32, u32), (u32, u32), (u32, u32)); 3] = [
+        // (counter, key, output), each as (high word, low word).
+        type Words = (u32, u32);
+        let cases: [(Words, Words, Words); 3] = [
             ((0, 0), (0, 0), (0x6b20_0159, 0x99ba_4efe)),
             (
                 (0xffff_ffff, 0xffff_ffff),
