@@ -120,12 +120,19 @@ fn every_engine_agrees_with_the_interpreter_on_the_literate_tests() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     for dir in ["tests/dx", "examples"] {
         for entry in std::fs::read_dir(root.join(dir)).unwrap().flatten() {
-            let src = std::fs::read_to_string(entry.path()).unwrap();
+            let path = entry.path();
+            if path.extension().is_none_or(|ext| ext != "dx") {
+                continue; // e.g. `examples/data/`
+            }
+            // Data files are found relative to the script, as `dx run` does.
+            let data_dir = path.parent().map(std::path::Path::to_path_buf);
+            let src = std::fs::read_to_string(&path).unwrap();
             let reference_config = SessionConfig {
                 engine: dx_lang::session::Engine::Reference,
                 ..SessionConfig::default()
             };
             let mut reference = Session::new(reference_config);
+            reference.set_data_dir(data_dir.clone());
             let strip_timing = |outputs: Vec<Output>| -> Vec<Output> {
                 outputs
                     .into_iter()
@@ -141,6 +148,7 @@ fn every_engine_agrees_with_the_interpreter_on_the_literate_tests() {
                     engine,
                     ..SessionConfig::default()
                 });
+                session.set_data_dir(data_dir.clone());
                 assert_eq!(
                     strip_timing(outputs(&mut session, &src)),
                     expected,
