@@ -19,6 +19,8 @@ use crate::core::value::{Array, Value};
 use crate::display::{format_value, DisplayValue};
 use crate::exec::ExecConfig;
 use crate::passes::lower::{leaf_types, GlobalValue, LowerError, Lowerer};
+use crate::passes::pipeline::{self, Ice};
+use crate::passes::PIPELINE;
 use crate::syntax::ast::{CodeBlock, Command, Decl, LetBinding, Pattern, Pragma};
 use crate::syntax::{Chunk, ChunkKind, Span};
 
@@ -281,8 +283,8 @@ impl Session {
     /// that inspect the IR: operation counts, costs.
     pub fn compile_expr(&mut self, expr_src: &str) -> Result<(Program, Program), Diagnostic> {
         let texpr = self.check_expr(expr_src)?;
-        let compiled = self.compile(&texpr)?;
-        Ok((compiled.core, compiled.simp))
+        let compiled = self.compile(&texpr, &[])?;
+        Ok((compiled.core, compiled.piped.program))
     }
 
     fn check_expr(&mut self, expr_src: &str) -> Result<TExpr, Diagnostic> {
@@ -582,12 +584,10 @@ impl Session {
         let compile_start = Instant::now();
         let Compiled {
             core,
-            bulk,
-            simp,
-            schedule,
             inputs,
             derivatives,
-        } = self.compile(texpr)?;
+            piped,
+        } = self.compile(texpr, &cx.stages)?;
         evaluated.compile = compile_start.elapsed();
         for stage in cx.stages.iter().filter(|stage| *stage != "parse") {
             let text = match stage.as_str() {
@@ -595,9 +595,6 @@ impl Session {
                     crate::check::print::print_typed(texpr, &|local| self.env.local_name(local))
                 }
                 "core" => core.to_string(),
-                "bot" => bulk.to_string(),
-                "simp" => simp.to_string(),
-                "fused" => schedule.display(&simp).to_string(),
                 "linear" | "transposed" => {
                     let texts: Vec<&str> = derivatives
                         .iter()
@@ -610,14 +607,18 @@ impl Session {
                         texts.join("\n")
                     }
                 }
-                other => format!("(the `{other}` stage is not available yet)"),
+                other => match piped.stages.iter().find(|dump| dump.stage == other) {
+                    Some(dump) => dump.text.clone(),
+                    None => format!("(the `{other}` stage is not available yet)"),
+                },
             };
             evaluated.outputs.push(Output::Stage {
                 name: stage.clone(),
                 text,
             });
         }
-        let program = simp;
+        let program = piped.program;
+        let schedule = piped.schedule;
         let engine = match self.config.engine {
             // Strict out-of-range errors come in the interpreter's order only from the bulk
             // evaluator (its Note [Strict errors in bulk]).
@@ -632,8 +633,9 @@ impl Session {
                         strict: false,
                         interrupt: interrupt.clone(),
                     };
+                    let schedule = schedule.as_ref().expect("the pipeline ends with `fuse`");
                     let (arrays, report) =
-                        crate::exec::run_fused(&program, &schedule, &inputs, &config)?;
+                        crate::exec::run_fused(&program, schedule, &inputs, &config)?;
                     let report = RunReport {
                         engine,
                         statements: report.statements,
@@ -697,7 +699,9 @@ impl Session {
         Ok((arrays, evaluated))
     }
 
-    fn compile(&self, texpr: &TExpr) -> Result<Compiled, Diagnostic> {
+    /// Lowers a checked expression and runs the pipeline on it, recording the stages in
+    /// `wanted`.
+    fn compile(&self, texpr: &TExpr, wanted: &[String]) -> Result<Compiled, Diagnostic> {
         let lookup = |name: &str| {
             self.values.get(name).map(|(ty, arrays)| GlobalValue {
                 ty,
@@ -713,21 +717,12 @@ impl Session {
             .flat_map(|(name, _)| self.values[name].1.iter().cloned())
             .collect();
         let core = lowerer.program;
-        verify_after("lower", &core)?;
-        let bulk = crate::passes::bot::run(&core);
-        verify_after("bot", &bulk)?;
-        check_bot_output(&core, &bulk)?;
-        let mut simp = bulk.clone();
-        crate::passes::simplify::run(&mut simp);
-        verify_after("simp", &simp)?;
-        let schedule = crate::passes::fuse::run(&simp);
+        let piped = pipeline::run(&core, PIPELINE, wanted).map_err(ice)?;
         Ok(Compiled {
             core,
-            bulk,
-            simp,
-            schedule,
             inputs,
             derivatives,
+            piped,
         })
     }
 }
@@ -769,54 +764,22 @@ fn stages_setting(expr: &crate::syntax::ast::Expr) -> Option<Vec<String>> {
     }
 }
 
-/// A compiled block: the core IR and its bulk form, and the values of its inputs.
+/// A compiled block: its core IR, what the pipeline made of it, and the values of its inputs.
 struct Compiled {
     core: Program,
-    bulk: Program,
-    simp: Program,
-    /// `simp`'s main block as kernels (`passes::fuse`).
-    schedule: crate::core::kernel::Schedule,
     inputs: Vec<Array>,
     /// `linear` / `transposed` dumps of the derivatives taken in the block.
     derivatives: Vec<(&'static str, String)>,
+    piped: pipeline::Compiled,
 }
 
-/// Runs the verifier after a pass; a failure is a bug in dx, reported with the IR.
-fn verify_after(pass: &str, program: &Program) -> Result<(), Diagnostic> {
-    crate::core::verify::verify(program).map_err(|errors| {
-        let listed: Vec<String> = errors.iter().map(ToString::to_string).collect();
-        Diagnostic {
-            kind: ErrorKind::Internal,
-            message: format!(
-                "`{pass}` produced ill-formed IR:\n{}\n{program}",
-                listed.join("\n")
-            ),
-            span: None,
-        }
-    })
-}
-
-/// The BOT's guarantees: no `build1` left (seed 001 Theorem 5.1) and the same result types.
-fn check_bot_output(core: &Program, bulk: &Program) -> Result<(), Diagnostic> {
-    let result_types = |program: &Program| -> Vec<crate::core::ir::ArrTy> {
-        program.blocks[program.main]
-            .results
-            .iter()
-            .map(|atom| program.atom_ty(atom))
-            .collect()
-    };
-    let problem = if !crate::passes::bot::is_normal_form(bulk) {
-        "`bot` left a build1 in its output"
-    } else if result_types(core) != result_types(bulk) {
-        "`bot` changed the types of the results"
-    } else {
-        return Ok(());
-    };
-    Err(Diagnostic {
+/// An internal compiler error as the user sees it (the session stays usable).
+fn ice(ice: Ice) -> Diagnostic {
+    Diagnostic {
         kind: ErrorKind::Internal,
-        message: format!("{problem}:\n{bulk}"),
+        message: ice.to_string(),
         span: None,
-    })
+    }
 }
 
 /// Per-block settings from pragmas.
@@ -852,14 +815,17 @@ fn type_error(err: TypeError) -> Diagnostic {
     }
 }
 
+/// A lowering error: the user's (with its span) or dx's (an internal error in `lower`).
 fn lower_error(err: LowerError) -> Diagnostic {
-    let kind = if err.message.starts_with("internal:") {
-        ErrorKind::Internal
-    } else {
-        ErrorKind::Type
-    };
+    if err.bug {
+        return ice(Ice {
+            pass: pipeline::LOWER,
+            problem: pipeline::Problem::Failed(err.message),
+            ir: String::new(),
+        });
+    }
     Diagnostic {
-        kind,
+        kind: ErrorKind::Type,
         message: err.message,
         span: Some(err.span),
     }

@@ -33,13 +33,17 @@ use crate::core::inline::clone_block;
 use crate::core::ir::{ArrTy, Atom, Block, BlockId, Expr, Program, Scalar, Stmt, VarId};
 use crate::prim::{Emitter, NotLinear, Prim, Tangent};
 
-/// Why a program could not be differentiated.
+/// Why a program could not be differentiated: the user's function is not differentiable
+/// (or not linear, for `transpose_linear`), or the input broke the pass's assumptions.
 #[derive(Clone, Debug, PartialEq)]
-pub struct AdError(pub String);
+pub enum AdError {
+    User(String),
+    Bug(String),
+}
 
 impl From<NotLinear> for AdError {
     fn from(err: NotLinear) -> AdError {
-        AdError(err.0)
+        AdError::User(err.0)
     }
 }
 
@@ -267,8 +271,8 @@ fn jvp_stmt(
         } => return jvp_cond(builder, stmt, *cond, *then_block, *else_block, tangents),
         Expr::Fold { .. } | Expr::Scan { .. } => return jvp_loop(builder, stmt, tangents),
         Expr::Build1 { .. } => {
-            return Err(AdError(
-                "internal: differentiation expects build-free (BOT) input".into(),
+            return Err(AdError::Bug(
+                "differentiation expects build-free (BOT) input".into(),
             ))
         }
         _ => builder.stmts.push(stmt.clone()),
@@ -1446,8 +1450,8 @@ fn transpose_stmt(
         | Expr::Reshape { .. }
         | Expr::Iota(_) => {}
         Expr::Cond { .. } | Expr::Fold { .. } | Expr::Scan { .. } | Expr::Build1 { .. } => {
-            return Err(AdError(
-                "internal: a linear statement of an unexpected form".into(),
+            return Err(AdError::Bug(
+                "a linear statement of an unexpected form".into(),
             ))
         }
     }

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::ad::{self, AdError};
-use super::lower::{error, LowerError, Lowerer, Result, SVal};
+use super::lower::{bug, error, LowerError, Lowerer, Result, SVal};
 use crate::check::builtins::AdOp;
 use crate::check::types::Ty;
 use crate::core::inline::{copy_stmts, rename};
@@ -33,9 +33,17 @@ pub struct LinearFn {
 }
 
 fn ad_error(span: Span) -> impl Fn(AdError) -> LowerError {
-    move |err| LowerError {
-        message: err.0,
-        span,
+    move |err| match err {
+        AdError::User(message) => LowerError {
+            message,
+            span,
+            bug: false,
+        },
+        AdError::Bug(message) => LowerError {
+            message,
+            span,
+            bug: true,
+        },
     }
 }
 
@@ -97,10 +105,10 @@ impl Lowerer<'_> {
         span: Span,
     ) -> Result<SVal> {
         let Some((func_ty, _)) = fun_parts(ty) else {
-            return error(span, "internal: type of a derivative");
+            return bug(span, "type of a derivative");
         };
         let Some((arg_ty, out_ty)) = fun_parts(func_ty) else {
-            return error(span, "internal: type of a derivative");
+            return bug(span, "type of a derivative");
         };
         let (arg_ty, out_ty) = (arg_ty.clone(), out_ty.clone());
         let func = args[0].clone();
@@ -274,7 +282,7 @@ impl Lowerer<'_> {
                     .map(|item| self.ones_like(item, span))
                     .collect::<Result<_>>()?,
             )),
-            _ => error(span, "internal: ones of a function"),
+            _ => bug(span, "ones of a function"),
         }
     }
 

@@ -17,21 +17,7 @@ pub mod cleanup;
 pub mod fuse;
 pub mod lower;
 mod lower_ad;
+pub mod pipeline;
 pub mod simplify;
 
-/// A pass's name and what it does (shown by tools and the stage viewer).
-pub struct PassInfo {
-    pub name: &'static str,
-    pub description: &'static str,
-}
-
-/// The passes of the pipeline, in order.
-pub const PIPELINE: &[PassInfo] = &[
-    PassInfo {
-        name: "lower",
-        description: "inline functions and desugar into the core IR of seed 001 §3.2",
-    },
-    bot::INFO,
-    simplify::INFO,
-    fuse::INFO,
-];
+pub use pipeline::PIPELINE;

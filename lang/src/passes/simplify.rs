@@ -14,15 +14,20 @@
 use std::collections::HashMap;
 
 use super::cleanup;
-use super::PassInfo;
+use super::pipeline::{Log, Pass, PassKind};
 use crate::core::ir::{Atom, BlockId, Expr, ExprKey, Program, Scalar, VarId};
 use crate::core::verify::expr_blocks;
 use crate::core::visit::map_expr_atoms;
 use crate::prim::Prim;
 
-pub const INFO: PassInfo = PassInfo {
+pub const PASS: Pass = Pass {
     name: "simp",
     description: "exact algebraic identities and common subexpression elimination",
+    kind: PassKind::Rewrite(|program, _: &mut Log| {
+        run(program);
+        Ok(())
+    }),
+    postcondition: None,
 };
 
 /// The rules of this pass, for counting.
