@@ -585,7 +585,6 @@ impl Session {
         let Compiled {
             core,
             inputs,
-            derivatives,
             piped,
         } = self.compile(texpr, &cx.stages)?;
         evaluated.compile = compile_start.elapsed();
@@ -595,22 +594,21 @@ impl Session {
                     crate::check::print::print_typed(texpr, &|local| self.env.local_name(local))
                 }
                 "core" => core.to_string(),
-                "linear" | "transposed" => {
-                    let texts: Vec<&str> = derivatives
+                other => {
+                    let texts: Vec<&str> = piped
+                        .stages
                         .iter()
-                        .filter(|(name, _)| name == stage)
-                        .map(|(_, text)| text.as_str())
+                        .filter(|dump| dump.stage == other)
+                        .map(|dump| dump.text.as_str())
                         .collect();
-                    if texts.is_empty() {
-                        "(no derivative is taken in this block)".to_string()
-                    } else {
-                        texts.join("\n")
+                    match other {
+                        _ if !texts.is_empty() => texts.join("\n"),
+                        "linear" | "transposed" => {
+                            "(no derivative is taken in this block)".to_string()
+                        }
+                        _ => format!("(the `{other}` stage is not available yet)"),
                     }
                 }
-                other => match piped.stages.iter().find(|dump| dump.stage == other) {
-                    Some(dump) => dump.text.clone(),
-                    None => format!("(the `{other}` stage is not available yet)"),
-                },
             };
             evaluated.outputs.push(Output::Stage {
                 name: stage.clone(),
@@ -710,7 +708,6 @@ impl Session {
         };
         let mut lowerer = Lowerer::new(&self.env, &lookup);
         lowerer.lower_main(texpr).map_err(lower_error)?;
-        let derivatives = std::mem::take(&mut lowerer.derivative_stages);
         let inputs: Vec<Array> = lowerer
             .inputs
             .iter()
@@ -721,7 +718,6 @@ impl Session {
         Ok(Compiled {
             core,
             inputs,
-            derivatives,
             piped,
         })
     }
@@ -768,8 +764,6 @@ fn stages_setting(expr: &crate::syntax::ast::Expr) -> Option<Vec<String>> {
 struct Compiled {
     core: Program,
     inputs: Vec<Array>,
-    /// `linear` / `transposed` dumps of the derivatives taken in the block.
-    derivatives: Vec<(&'static str, String)>,
     piped: pipeline::Compiled,
 }
 

@@ -508,6 +508,7 @@ impl Batcher<'_> {
             }
             Expr::Iota(_) => unreachable!("iota does not depend on the batch index"),
             Expr::Build1 { .. } => unreachable!("builds are transformed innermost first"),
+            Expr::Derivative { .. } => unreachable!("{}", crate::core::ir::EXPANDED),
         };
         if let Some(binder) = binder {
             self.env.insert(binder, status);

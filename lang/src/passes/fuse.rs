@@ -254,7 +254,8 @@ fn stmt_kind(program: &Program, expr: &Expr) -> StmtKind {
         | Expr::Table(_)
         | Expr::Cond { .. }
         | Expr::Fold { .. }
-        | Expr::Scan { .. } => StmtKind::Bulk,
+        | Expr::Scan { .. }
+        | Expr::Derivative { .. } => StmtKind::Bulk,
     }
 }
 
@@ -461,7 +462,8 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
             | Expr::Table(_)
             | Expr::Cond { .. }
             | Expr::Fold { .. }
-            | Expr::Scan { .. } => {
+            | Expr::Scan { .. }
+            | Expr::Derivative { .. } => {
                 unreachable!("fuse: {binder} is not bound by a pull statement")
             }
         }

@@ -98,9 +98,6 @@ pub struct Lowerer<'a> {
     local_defs: HashMap<LocalId, DefInfo>,
     rigids: HashMap<Rigid, Ty>,
     pub(super) block: BlockId,
-    /// Dumps of the derivative programs made while lowering (the `linear` and `transposed`
-    /// stages), in order.
-    pub derivative_stages: Vec<(&'static str, String)>,
 }
 
 const INDEX: Elem = Elem::I64;
@@ -175,7 +172,6 @@ impl<'a> Lowerer<'a> {
             local_defs: HashMap::new(),
             rigids: HashMap::new(),
             block,
-            derivative_stages: Vec::new(),
         }
     }
 

@@ -8,9 +8,10 @@
 //! compiler error as a value: the pass, what is wrong, the IR), never a panic or a string
 //! with a magic prefix.
 //!
-//! Differentiation runs through the same driver: `ad::expand` puts each function being
-//! differentiated through [`DERIVATIVE`] (the BOT and simplification of the function, then
-//! `jvp` and `transpose`), verifying the program after each step.
+//! Differentiation is the first pass: `derivatives` puts each function being differentiated
+//! through its steps (the BOT and simplification of the function, then `jvp` and
+//! transposition) with the same checks after each step, recording the `linear` and
+//! `transposed` stages.
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -43,7 +44,12 @@ pub struct Pass {
 pub type Postcondition = fn(&Program) -> Result<(), String>;
 
 /// The passes after `lower`, in order.
-pub const PIPELINE: &[Pass] = &[super::bot::PASS, super::simplify::PASS, super::fuse::PASS];
+pub const PIPELINE: &[Pass] = &[
+    super::derivatives::PASS,
+    super::bot::PASS,
+    super::simplify::PASS,
+    super::fuse::PASS,
+];
 
 /// The pass before the pipeline (typed program → core IR; its stage is `core`), named in
 /// the errors about its output.
@@ -147,6 +153,9 @@ pub struct Log {
     pub times: Vec<PassTime>,
     /// Which stages to dump.
     pub wanted: Vec<String>,
+    /// Remarks of passes on their stage (e.g. that a bound stopped a rewrite), shown at the
+    /// end of its dump.
+    pub notes: Vec<(&'static str, String)>,
 }
 
 impl Log {
@@ -163,11 +172,17 @@ impl Log {
 
     pub fn record(&mut self, stage: &'static str, text: impl FnOnce() -> String) {
         if self.wants(stage) {
-            self.stages.push(StageDump {
-                stage,
-                text: text(),
-            });
+            let mut text = text();
+            for (_, note) in self.notes.iter().filter(|(about, _)| *about == stage) {
+                text.push_str(&format!("\n; {note}"));
+            }
+            self.stages.push(StageDump { stage, text });
         }
+    }
+
+    /// Adds a remark to a stage's dump.
+    pub fn note(&mut self, stage: &'static str, note: String) {
+        self.notes.push((stage, note));
     }
 }
 
