@@ -232,15 +232,17 @@ impl<'env> Infer<'env> {
             Ty::Fin(_) => Ok(class.holds_for_index()),
             Ty::Rigid(rigid, _) => Ok(self.env.rigid_classes(rigid).contains(&class)),
             Ty::Table(_, elem) => {
-                if class.is_lifted() {
+                // Tables compare element by element (Dex's `Eq`/`Ord` of `n=>a`).
+                if class.is_lifted() || class.is_structural() {
                     self.class_holds(class, &elem)
                 } else {
                     Ok(false)
                 }
             }
             Ty::Tuple(items) => {
-                // Tuples of indices are pair indices (Eq, Ord, Ix); lifted classes lift.
-                if class.is_lifted() || class.holds_for_index() {
+                // Tuples compare component by component, tuples of indices are pair indices
+                // (Ix); lifted classes lift.
+                if class.is_lifted() || class.is_structural() || class == Class::Ix {
                     for item in &items {
                         match self.class_holds(class, item) {
                             Ok(true) => {}
@@ -290,6 +292,10 @@ impl<'env> Infer<'env> {
                                 format!("type {ty} does not support floating-point functions")
                             }
                             Class::Num => format!("expected a number here, found type {ty}"),
+                            // Dex has no `Sub Nat`: `2 - 4` is not a natural number.
+                            Class::Sub if ty == Ty::nat() => "`Nat` has no subtraction (as in Dex): \
+                                 convert with `n_to_i`, or annotate the operands as `Int`"
+                                .to_string(),
                             class => {
                                 format!("type {ty} does not support {}", class_operation(class))
                             }
@@ -314,6 +320,10 @@ impl<'env> Infer<'env> {
                 let item = self.pending[index].clone();
                 if let Ty::Var(var) = self.zonk(&item.ty) {
                     let default = match self.defaults.get(&var) {
+                        // An integer literal that is subtracted is an `Int32` (`2 - 4` is -2).
+                        Some(BaseTy::Nat) if self.has_pending(Class::Sub, var) => {
+                            Some(BaseTy::Int32)
+                        }
                         Some(default) => Some(*default),
                         None => match item.class {
                             Class::Ix if self.lenient => None,
@@ -337,6 +347,13 @@ impl<'env> Infer<'env> {
                 return Ok(());
             }
         }
+    }
+
+    /// Whether a class constraint on `var` is still pending.
+    fn has_pending(&self, class: Class, var: TyVar) -> bool {
+        self.pending
+            .iter()
+            .any(|item| item.class == class && self.zonk(&item.ty) == Ty::Var(var))
     }
 
     /// Finishes a declaration: solves all constraints and applies defaults.
@@ -1198,6 +1215,7 @@ impl<'env> Infer<'env> {
 fn class_operation(class: Class) -> &'static str {
     match class {
         Class::Add => "addition",
+        Class::Sub => "subtraction",
         Class::Mul => "multiplication",
         Class::Div => "division",
         Class::Floating => "floating-point functions",

@@ -17,6 +17,7 @@ pub mod cleanup;
 pub mod fuse;
 pub mod lower;
 mod lower_ad;
+mod lower_compare;
 pub mod simplify;
 
 /// A pass's name and what it does (shown by tools and the stage viewer).
