@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::check::builtins::Builtin;
 use crate::check::env::GlobalEnv;
 use crate::check::infer::Infer;
-use crate::check::typed::{DefInfo, TExpr, TPat};
+use crate::check::typed::{DefInfo, TExpr, TKind, TPat, TStmt};
 use crate::check::types::Ty;
 use crate::check::TypeError;
 use crate::core::interp::{self, InterpConfig, InterpError};
@@ -19,7 +19,7 @@ use crate::core::value::{Array, Value};
 use crate::display::{format_value, DisplayValue};
 use crate::exec::ExecConfig;
 use crate::passes::lower::{leaf_types, GlobalValue, LowerError, Lowerer};
-use crate::syntax::ast::{CodeBlock, Command, Decl, LetBinding, Pattern, Pragma};
+use crate::syntax::ast::{CodeBlock, Command, Decl, Ident, LetBinding, Pattern, Pragma};
 use crate::syntax::{Chunk, ChunkKind, Span};
 
 /// Options of a session.
@@ -33,6 +33,19 @@ pub struct SessionConfig {
     pub summarise_tables: bool,
     /// Which engine runs the compiled programs.
     pub engine: Engine,
+    /// What a second top-level definition of a name does.
+    pub redefinition: Redefinition,
+}
+
+/// What a second top-level definition of a name does (LANGUAGE.md §3, as Dex).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Redefinition {
+    /// The REPL and notebooks: the new definition replaces the old one (re-running a cell
+    /// works); what was computed from the old one keeps its value.
+    #[default]
+    Replace,
+    /// A script (`dx run`, `dx test`): an error naming both places.
+    Refuse,
 }
 
 /// The engine that runs compiled programs.
@@ -68,6 +81,7 @@ impl Default for SessionConfig {
             prelude: true,
             summarise_tables: false,
             engine: Engine::Fused,
+            redefinition: Redefinition::Replace,
         }
     }
 }
@@ -175,6 +189,10 @@ pub struct Session {
     /// What loading the prelude reported (nothing, when the prelude is sound).
     startup: Vec<Output>,
     last_run: Option<RunReport>,
+    /// The line of each top-level name the user's source defined (`Redefinition::Refuse`).
+    defined_at: HashMap<String, usize>,
+    /// Libraries being loaded (their names are not the user's definitions).
+    loading_libraries: usize,
 }
 
 /// The libraries `import` can load (shipped inside the binary so that dx works from any
@@ -196,6 +214,8 @@ impl Session {
             imported: HashSet::new(),
             startup: Vec::new(),
             last_run: None,
+            defined_at: HashMap::new(),
+            loading_libraries: 0,
         };
         if load_prelude {
             session.startup = session.import("prelude");
@@ -306,7 +326,10 @@ impl Session {
             return vec![Output::Text(format!("no library named `{name}`"))];
         };
         let mut outputs = Vec::new();
-        for result in self.eval_source(text) {
+        self.loading_libraries += 1;
+        let results = self.eval_source(text);
+        self.loading_libraries -= 1;
+        for result in results {
             for output in result.outputs {
                 if let Output::Error(diag) = output {
                     let rendered = crate::display::render_diagnostic(&diag, text);
@@ -351,8 +374,13 @@ impl Session {
         }
     }
 
-    fn eval_block(&mut self, _src: &str, block: &CodeBlock) -> Vec<Output> {
+    fn eval_block(&mut self, src: &str, block: &CodeBlock) -> Vec<Output> {
         let mut outputs = Vec::new();
+        let names = block.decl.defined_names();
+        if let Err(diag) = self.check_redefinition(&names) {
+            outputs.push(Output::Error(diag));
+            return outputs;
+        }
         let mut timing = None;
         let mut strict = self.config.strict;
         let mut stages = self.stages.clone();
@@ -390,8 +418,7 @@ impl Session {
                 let mut infer = Infer::new(&mut self.env);
                 match infer.infer_def(def) {
                     Ok(info) => {
-                        self.env.unbind(&def.name.name);
-                        self.env.defs.insert(def.name.name.clone(), info);
+                        self.env.define(&def.name.name, info);
                         Ok(Evaluated::default())
                     }
                     Err(err) => Err(type_error(err)),
@@ -460,6 +487,7 @@ impl Session {
         };
         match res {
             Ok(evaluated) => {
+                self.record_definitions(src, &names);
                 outputs.extend(evaluated.outputs);
                 if let Some(bench_name) = timing {
                     outputs.push(Output::Timing {
@@ -475,6 +503,37 @@ impl Session {
         outputs
     }
 
+    /// In a script, a name may be defined once (as in Dex).
+    fn check_redefinition(&self, names: &[&Ident]) -> Result<(), Diagnostic> {
+        if self.config.redefinition == Redefinition::Replace || self.loading_libraries > 0 {
+            return Ok(());
+        }
+        for ident in names {
+            if let Some(line) = self.defined_at.get(&ident.name) {
+                return Err(Diagnostic {
+                    kind: ErrorKind::Type,
+                    message: format!(
+                        "`{}` is already defined on line {line}; a script defines each name once",
+                        ident.name
+                    ),
+                    span: Some(ident.span),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn record_definitions(&mut self, src: &str, names: &[&Ident]) {
+        if self.loading_libraries > 0 {
+            return;
+        }
+        for ident in names {
+            let start = (ident.span.start as usize).min(src.len());
+            let line = src.as_bytes()[..start].iter().filter(|&&b| b == b'\n').count() + 1;
+            self.defined_at.insert(ident.name.clone(), line);
+        }
+    }
+
     fn eval_let(&mut self, binding: &LetBinding, cx: &BlockCx) -> Result<Evaluated, Diagnostic> {
         let mut infer = Infer::new(&mut self.env);
         if let Some(alias) = infer.try_alias(binding) {
@@ -485,23 +544,36 @@ impl Session {
         }
         let (pat, texpr) = infer.infer_top_let(binding).map_err(type_error)?;
         if texpr.ty.contains_fun() {
-            // A function value: kept as a definition and inlined where it is used.
-            let TPat::Var(_, name) = &pat else {
-                return Err(Diagnostic {
-                    kind: ErrorKind::Type,
-                    message: "functions can only be bound to a single name".into(),
-                    span: Some(binding.pat.span()),
-                });
-            };
-            self.env.unbind(name);
-            let info = DefInfo {
-                name: name.clone(),
-                vars: Vec::new(),
-                ty: texpr.ty.clone(),
-                span: binding.span,
-                body: texpr,
-            };
-            self.env.defs.insert(name.clone(), info);
+            // A value holding functions: each name becomes a definition, inlined where it is
+            // used (`(y, pullback) = vjp f x` projects its part of the value there).
+            for (local, name, ty) in pat.vars(&texpr.ty) {
+                let body = match &pat {
+                    TPat::Var(..) => texpr.clone(),
+                    _ => TExpr {
+                        kind: TKind::Block {
+                            stmts: vec![TStmt::Let {
+                                pat: pat.clone(),
+                                value: texpr.clone(),
+                            }],
+                            result: Box::new(TExpr {
+                                kind: TKind::Local(local),
+                                ty: ty.clone(),
+                                span: binding.span,
+                            }),
+                        },
+                        ty: ty.clone(),
+                        span: binding.span,
+                    },
+                };
+                let info = DefInfo {
+                    name: name.clone(),
+                    vars: Vec::new(),
+                    ty,
+                    span: binding.span,
+                    body,
+                };
+                self.env.define(&name, info);
+            }
             return Ok(Evaluated::default());
         }
         let (arrays, evaluated) = self.run_to_arrays(&texpr, cx)?;

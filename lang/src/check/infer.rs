@@ -20,7 +20,8 @@ use super::types::{BaseTy, LocalId, Rigid, Size, Ty, TyVar};
 use super::TypeError;
 use crate::prim::Prim;
 use crate::syntax::ast::{
-    BinOp, Expr, ExprKind, FunDef, LetBinding, Lit, Param, Pattern, Stmt, TypeExpr, TypeExprKind,
+    BinOp, Expr, ExprKind, FunDef, Ident, LetBinding, Lit, Param, Pattern, Stmt, TypeExpr,
+    TypeExprKind,
 };
 use crate::syntax::Span;
 
@@ -508,15 +509,44 @@ impl<'env> Infer<'env> {
             )
         };
         match &expr.kind {
+            ExprKind::Lit(Lit::Int(n)) if *n > u64::from(u32::MAX) => error(
+                expr.span,
+                format!("{n} does not fit in a Nat (from 0 to {})", u32::MAX),
+            ),
             ExprKind::Lit(Lit::Int(n)) => Ok(Size::Const(*n)),
             ExprKind::Var(ident) => match self.lookup(&ident.name) {
                 Some(Binding::Local(local, _)) => Ok(Size::Local(*local, ident.name.clone())),
                 Some(_) => not_static(),
                 None => match self.env.static_nats.get(&ident.name) {
                     Some(n) => Ok(Size::Const(*n)),
-                    None => not_static(),
+                    None => match self.env.values.get(&ident.name) {
+                        Some(ty) if *ty != Ty::nat() => error(
+                            expr.span,
+                            format!("a size is a Nat, but `{}` has type {ty}", ident.name),
+                        ),
+                        _ => not_static(),
+                    },
                 },
             },
+            // Sizes are `Nat`s, with `Nat`'s rules: no subtraction (as in Dex), but
+            // `unsafe_nat_diff`, which must not go below zero.
+            ExprKind::App { func, arg, .. } if is_nat_diff(func) => {
+                let ExprKind::App { arg: lhs, .. } = &func.kind else {
+                    return not_static();
+                };
+                let (a, b) = (self.read_size(lhs)?, self.read_size(arg)?);
+                if let (Some(x), Some(y)) = (a.as_const(), b.as_const()) {
+                    if x < y {
+                        return error(expr.span, format!("this size is negative: {x} - {y}"));
+                    }
+                }
+                Ok(Size::Sub(Box::new(a), Box::new(b)))
+            }
+            ExprKind::BinOp { op: BinOp::Sub, .. } => error(
+                expr.span,
+                "a size is a Nat, and `Nat` has no subtraction (as in Dex): use \
+                 `unsafe_nat_diff a b` when `a >= b`",
+            ),
             ExprKind::App {
                 func,
                 arg,
@@ -532,7 +562,6 @@ impl<'env> Infer<'env> {
                 );
                 match op {
                     BinOp::Add => Ok(Size::Add(a, b)),
-                    BinOp::Sub => Ok(Size::Sub(a, b)),
                     BinOp::Mul => Ok(Size::Mul(a, b)),
                     BinOp::Div => Ok(Size::Div(a, b)),
                     _ => not_static(),
@@ -590,6 +619,7 @@ impl<'env> Infer<'env> {
             }
             ExprKind::Lam { params, body } => self.infer_lambda(params, body, span, depth),
             ExprKind::For { binders, body } => self.with_scope(|cx| {
+                check_distinct(binders.iter().map(|binder| &binder.name))?;
                 let mut locals = Vec::new();
                 for binder in binders {
                     let ix = match &binder.ty {
@@ -643,6 +673,7 @@ impl<'env> Infer<'env> {
                 let func = self.infer_depth(func, depth + 1)?;
                 self.apply(func, arg, span, depth)
             }
+            ExprKind::Section(op) => self.binop_function(*op, span),
             ExprKind::BinOp { op, lhs, rhs } => {
                 let func = self.binop_function(*op, span)?;
                 let lhs_span = lhs.span;
@@ -769,8 +800,9 @@ impl<'env> Infer<'env> {
                 span,
             });
         }
-        if let Some(info) = self.env.defs.get(name).cloned() {
-            return Ok(self.instantiate_def(&info, DefKey::Top(name.to_string()), span));
+        if let Some((key, info)) = self.env.def(name) {
+            let (key, info) = (key.clone(), info.clone());
+            return Ok(self.instantiate_def(&info, DefKey::Top(key), span));
         }
         if let Some(builtin) = Builtin::lookup(name) {
             let func = TExpr {
@@ -952,6 +984,7 @@ impl<'env> Infer<'env> {
         span: Span,
         depth: usize,
     ) -> Result<TExpr> {
+        check_distinct(params.iter().flat_map(|param| param.pat.names()))?;
         self.with_scope(|cx| {
             let mut typed_params = Vec::new();
             for param in params {
@@ -1015,6 +1048,7 @@ impl<'env> Infer<'env> {
     }
 
     fn infer_let(&mut self, binding: &LetBinding, depth: usize) -> Result<(TPat, TExpr)> {
+        check_distinct(binding.pat.names())?;
         let value = self.infer_depth(&binding.value, depth + 1)?;
         if let Some(ty) = &binding.ty {
             let annotated = self.read_type(ty, &mut None)?;
@@ -1029,6 +1063,7 @@ impl<'env> Infer<'env> {
         let (pat, mut value) = self.infer_let(binding, 0)?;
         self.finish()?;
         self.zonk_expr(&mut value);
+        check_literals(&value)?;
         Ok((pat, value))
     }
 
@@ -1037,6 +1072,7 @@ impl<'env> Infer<'env> {
         let mut texpr = self.infer(expr)?;
         self.finish()?;
         self.zonk_expr(&mut texpr);
+        check_literals(&texpr)?;
         Ok(texpr)
     }
 
@@ -1069,6 +1105,7 @@ impl<'env> Infer<'env> {
     }
 
     fn infer_def_inner(&mut self, def: &FunDef) -> Result<DefInfo> {
+        check_distinct(def.params.iter().flat_map(|param| param.pat.names()))?;
         // `given` binders, then implicit index-set names in the signature.
         let mut rigids: Vec<(String, Rigid)> = Vec::new();
         for given in &def.given {
@@ -1178,6 +1215,7 @@ impl<'env> Infer<'env> {
             };
         }
         self.zonk_expr(&mut body_expr);
+        check_literals(&body_expr)?;
         Ok(DefInfo {
             name: def.name.name.clone(),
             vars,
@@ -1212,6 +1250,48 @@ impl<'env> Infer<'env> {
     }
 }
 
+/// Reports integer literals that do not fit their type (`9999999999` as an `Int32`); a
+/// negated literal (`-2147483648`) is checked with its sign.
+pub fn check_literals(expr: &TExpr) -> Result<()> {
+    let (value, lit) = match &expr.kind {
+        TKind::Lit(Lit::Int(n)) => (i128::from(*n), expr),
+        TKind::App { func, arg } if matches!(func.kind, TKind::Builtin(Builtin::Prim(Prim::Neg))) => {
+            match arg.kind {
+                TKind::Lit(Lit::Int(n)) => (-i128::from(n), expr),
+                _ => return expr.children().into_iter().try_for_each(check_literals),
+            }
+        }
+        _ => return expr.children().into_iter().try_for_each(check_literals),
+    };
+    if let Ty::Base(base) = &lit.ty {
+        if let Some((min, max)) = base.int_range() {
+            if value < min || value > max {
+                return error(
+                    lit.span,
+                    format!("{value} does not fit in a {} (from {min} to {max})", base.name()),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A name may be bound once in one pattern, or in the parameters of one lambda or `def`
+/// (as in Dex): `(x, x) = p` is an error at the second `x`.
+fn check_distinct<'a>(names: impl IntoIterator<Item = &'a Ident>) -> Result<()> {
+    let mut seen: Vec<&str> = Vec::new();
+    for ident in names {
+        if seen.contains(&ident.name.as_str()) {
+            return error(
+                ident.span,
+                format!("`{}` is bound twice in one pattern", ident.name),
+            );
+        }
+        seen.push(&ident.name);
+    }
+    Ok(())
+}
+
 fn class_operation(class: Class) -> &'static str {
     match class {
         Class::Add => "addition",
@@ -1225,6 +1305,11 @@ fn class_operation(class: Class) -> &'static str {
         Class::Ord => "ordering",
         Class::Ix => "indexing",
     }
+}
+
+/// `unsafe_nat_diff a` (applied to its first argument).
+fn is_nat_diff(expr: &Expr) -> bool {
+    matches!(&expr.kind, ExprKind::App { func, name: None, .. } if is_var(func, "unsafe_nat_diff"))
 }
 
 fn is_var(expr: &Expr, name: &str) -> bool {

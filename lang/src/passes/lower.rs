@@ -491,7 +491,7 @@ impl<'a> Lowerer<'a> {
             TKind::Global(name) => self.global(name, span),
             TKind::Def { def, inst, .. } => {
                 let info = match def {
-                    DefKey::Top(name) => self.env.defs.get(name).cloned(),
+                    DefKey::Top(key) => self.env.def_by_key(key).cloned(),
                     DefKey::Local(id) => self.local_defs.get(id).cloned(),
                 };
                 let Some(info) = info else {

@@ -258,6 +258,7 @@ fn level(expr: &Expr) -> Ctx {
         | ExprKind::Table(_)
         | ExprKind::BinOp { .. }
         | ExprKind::Neg(_)
+        | ExprKind::Section(_)
         | ExprKind::At { .. }
         | ExprKind::Annot { .. } => Ctx::Atom,
         ExprKind::Index { .. } => Ctx::Arg,
@@ -305,6 +306,7 @@ impl Printer {
         match &expr.kind {
             ExprKind::Var(ident) => Out::closed(ident.name.clone()),
             ExprKind::Lit(lit) => Out::closed(literal(lit)),
+            ExprKind::Section(op) => Out::closed(format!("({})", op.symbol())),
             ExprKind::Lam {
                 params,
                 body: lam_body,

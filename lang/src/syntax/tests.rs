@@ -49,6 +49,7 @@ fn sexp(expr: &Expr) -> String {
             format!("({} {} {})", op.symbol(), sexp(lhs), sexp(rhs))
         }
         ExprKind::Neg(inner) => format!("(neg {})", sexp(inner)),
+        ExprKind::Section(op) => format!("(section {})", op.symbol()),
         ExprKind::Index { base, indices } => {
             let indices: Vec<String> = indices.iter().map(sexp).collect();
             format!("(index {} {})", sexp(base), indices.join(" "))
