@@ -193,6 +193,9 @@ pub struct Session {
     defined_at: HashMap<String, usize>,
     /// Libraries being loaded (their names are not the user's definitions).
     loading_libraries: usize,
+    /// The errors of the block being evaluated after its first one (several independent
+    /// type errors are reported together).
+    more_errors: Vec<Diagnostic>,
 }
 
 /// The libraries `import` can load (shipped inside the binary so that dx works from any
@@ -216,6 +219,7 @@ impl Session {
             last_run: None,
             defined_at: HashMap::new(),
             loading_libraries: 0,
+            more_errors: Vec::new(),
         };
         if load_prelude {
             session.startup = session.import("prelude");
@@ -313,7 +317,7 @@ impl Session {
         })?;
         Infer::new(&mut self.env)
             .infer_top_expr(&expr)
-            .map_err(type_error)
+            .map_err(|err| type_error(&mut self.more_errors, err))
     }
 
     /// Loads a standard library once.
@@ -376,6 +380,7 @@ impl Session {
 
     fn eval_block(&mut self, src: &str, block: &CodeBlock) -> Vec<Output> {
         let mut outputs = Vec::new();
+        self.more_errors.clear();
         let names = block.decl.defined_names();
         if let Err(diag) = self.check_redefinition(&names) {
             outputs.push(Output::Error(diag));
@@ -416,12 +421,12 @@ impl Session {
         let res = match &block.decl {
             Decl::Def(def) => {
                 let mut infer = Infer::new(&mut self.env);
-                match infer.infer_def(def) {
+                match infer.infer_top_def(def) {
                     Ok(info) => {
                         self.env.define(&def.name.name, info);
                         Ok(Evaluated::default())
                     }
-                    Err(err) => Err(type_error(err)),
+                    Err(err) => Err(type_error(&mut self.more_errors, err)),
                 }
             }
             Decl::Let(binding) => self.eval_let(binding, &cx),
@@ -431,8 +436,21 @@ impl Session {
                 ..
             } if stages_setting(expr).is_some() => {
                 // `:stages on core bot` / `:stages off`: a setting, not an expression.
-                self.stages = stages_setting(expr).unwrap_or_default();
-                Ok(Evaluated::default())
+                let stages = stages_setting(expr).unwrap_or_default();
+                match stages.iter().find(|name| !ALL_STAGES.contains(&name.as_str())) {
+                    Some(unknown) => Err(Diagnostic {
+                        kind: ErrorKind::Parse,
+                        message: format!(
+                            "unknown stage `{unknown}`; the stages are {}",
+                            ALL_STAGES.join(" ")
+                        ),
+                        span: Some(expr.span),
+                    }),
+                    None => {
+                        self.stages = stages;
+                        Ok(Evaluated::default())
+                    }
+                }
             }
             Decl::Command {
                 command: Command::Type,
@@ -445,13 +463,13 @@ impl Session {
                         outputs: vec![Output::Type(ty.to_string())],
                         ..Default::default()
                     }),
-                    Err(err) => Err(type_error(err)),
+                    Err(err) => Err(type_error(&mut self.more_errors, err)),
                 }
             }
             Decl::Command { command, expr, .. } => {
                 let mut infer = Infer::new(&mut self.env);
                 match infer.infer_top_expr(expr) {
-                    Err(err) => Err(type_error(err)),
+                    Err(err) => Err(type_error(&mut self.more_errors, err)),
                     Ok(texpr) => match command {
                         Command::Type => Ok(Evaluated {
                             outputs: vec![Output::Type(texpr.ty.to_string())],
@@ -498,7 +516,10 @@ impl Session {
                     });
                 }
             }
-            Err(diag) => outputs.push(Output::Error(diag)),
+            Err(diag) => {
+                outputs.push(Output::Error(diag));
+                outputs.extend(self.more_errors.drain(..).map(Output::Error));
+            }
         }
         outputs
     }
@@ -537,12 +558,14 @@ impl Session {
     fn eval_let(&mut self, binding: &LetBinding, cx: &BlockCx) -> Result<Evaluated, Diagnostic> {
         let mut infer = Infer::new(&mut self.env);
         if let Some(alias) = infer.try_alias(binding) {
-            let (name, ty) = alias.map_err(type_error)?;
+            let (name, ty) = alias.map_err(|err| type_error(&mut self.more_errors, err))?;
             self.env.unbind(&name);
             self.env.aliases.insert(name, ty);
             return Ok(Evaluated::default());
         }
-        let (pat, texpr) = infer.infer_top_let(binding).map_err(type_error)?;
+        let (pat, texpr) = infer
+            .infer_top_let(binding)
+            .map_err(|err| type_error(&mut self.more_errors, err))?;
         if texpr.ty.contains_fun() {
             // A value holding functions: each name becomes a definition, inlined where it is
             // used (`(y, pullback) = vjp f x` projects its part of the value there).
@@ -916,12 +939,19 @@ fn internal(message: String) -> Output {
     })
 }
 
-fn type_error(err: TypeError) -> Diagnostic {
-    Diagnostic {
+/// The diagnostic of a type error; the declaration's other errors go to `more`.
+fn type_error(more: &mut Vec<Diagnostic>, err: TypeError) -> Diagnostic {
+    let diagnostic = |message, span| Diagnostic {
         kind: ErrorKind::Type,
-        message: err.message,
-        span: Some(err.span),
-    }
+        message,
+        span: Some(span),
+    };
+    more.extend(
+        err.also
+            .into_iter()
+            .map(|other| diagnostic(other.message, other.span)),
+    );
+    diagnostic(err.message, err.span)
 }
 
 fn lower_error(err: LowerError) -> Diagnostic {

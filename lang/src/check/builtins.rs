@@ -21,6 +21,8 @@ pub enum Class {
     Div,
     /// Transcendental functions: float scalars, lifted.
     Floating,
+    /// `.*`: values made of floats (Dex's `VSpace`), lifted.
+    VSpace,
     /// A numeric scalar (not lifted): literals, `mod`, `abs`.
     Num,
     /// A float scalar (not lifted).
@@ -41,6 +43,7 @@ impl Class {
             Class::Mul => "Mul",
             Class::Div => "Fractional",
             Class::Floating => "Floating",
+            Class::VSpace => "VSpace",
             Class::Num => "Num",
             Class::Float => "Float",
             Class::Eq => "Eq",
@@ -55,7 +58,7 @@ impl Class {
             "Ix" => vec![Class::Ix, Class::Eq, Class::Ord],
             "Add" => vec![Class::Add],
             "Sub" => vec![Class::Sub],
-            "VSpace" => vec![Class::Add, Class::Sub],
+            "VSpace" => vec![Class::Add, Class::Sub, Class::VSpace],
             "Mul" => vec![Class::Mul],
             "Num" => vec![Class::Add, Class::Mul, Class::Num, Class::Eq, Class::Ord],
             "Fractional" => vec![
@@ -73,6 +76,7 @@ impl Class {
                 Class::Mul,
                 Class::Div,
                 Class::Floating,
+                Class::VSpace,
                 Class::Num,
                 Class::Float,
                 Class::Eq,
@@ -90,7 +94,7 @@ impl Class {
         match self {
             Class::Add | Class::Mul | Class::Div | Class::Num | Class::Ord => base.is_numeric(),
             Class::Sub => base.is_numeric() && base != BaseTy::Nat,
-            Class::Floating | Class::Float => base.is_float(),
+            Class::Floating | Class::VSpace | Class::Float => base.is_float(),
             Class::Eq => true,
             Class::Ix => false,
         }
@@ -100,7 +104,7 @@ impl Class {
     pub fn is_lifted(self) -> bool {
         matches!(
             self,
-            Class::Add | Class::Sub | Class::Mul | Class::Div | Class::Floating
+            Class::Add | Class::Sub | Class::Mul | Class::Div | Class::Floating | Class::VSpace
         )
     }
 
@@ -428,7 +432,7 @@ impl Builtin {
             }
             Builtin::Scale => {
                 let s = var(cx, &[Class::Float]);
-                let a = var(cx, &[Class::Floating]);
+                let a = var(cx, &[Class::VSpace]);
                 cx.constrain_scale(s.clone(), a.clone(), span);
                 Ty::funs(vec![s, a.clone()], a)
             }

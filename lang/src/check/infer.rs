@@ -28,10 +28,7 @@ use crate::syntax::Span;
 type Result<T> = std::result::Result<T, TypeError>;
 
 fn error<T>(span: Span, message: impl Into<String>) -> Result<T> {
-    Err(TypeError {
-        message: message.into(),
-        span,
-    })
+    Err(TypeError::new(span, message))
 }
 
 /// What a name in scope stands for.
@@ -61,7 +58,20 @@ pub struct Infer<'env> {
     scopes: Vec<(String, Binding)>,
     /// Leave ambiguous index sets unresolved instead of reporting them (`:t`).
     lenient: bool,
+    /// Errors of let-block statements, reported with the declaration's other errors
+    /// (Note [Independent errors]).
+    recovered: Vec<TypeError>,
+    /// The definitions being checked, innermost last (to explain a recursive call).
+    defining: Vec<String>,
 }
+
+// Note [Independent errors]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// A statement of a let-block that does not check is recorded, and its names are bound to
+// fresh type variables, so that checking goes on with the next statement: a block with two
+// unrelated mistakes reports both, each at its place. A fresh variable unifies with anything,
+// so an error is not repeated where a later statement uses the broken name. The declaration
+// then fails with all its errors, in source order (`TypeError::also`).
 
 const MAX_DEPTH: usize = 2_000;
 
@@ -75,6 +85,8 @@ impl<'env> Infer<'env> {
             scale: Vec::new(),
             scopes: Vec::new(),
             lenient: false,
+            recovered: Vec::new(),
+            defining: Vec::new(),
         }
     }
 
@@ -264,18 +276,23 @@ impl<'env> Infer<'env> {
     fn solve(&mut self, finish: bool) -> Result<()> {
         loop {
             let mut progress = false;
-            // `.*`: the scalars of the array are the scalar.
+            // `.*`: the scalar has the type of the value's first scalar (the lowering casts it
+            // to each leaf's type); for a `VSpace` variable it is a `Float` by default.
             let scale = std::mem::take(&mut self.scale);
             for (scalar, array, span) in scale {
-                let mut leaf = self.zonk(&array);
-                while let Ty::Table(_, elem) = leaf {
-                    leaf = *elem;
-                }
-                if matches!(leaf, Ty::Var(_)) && !finish {
-                    self.scale.push((scalar, array, span));
-                } else {
-                    self.unify(&scalar, &leaf, span)?;
-                    progress = true;
+                let leaf = first_leaf(&self.zonk(&array));
+                match leaf {
+                    Some(Ty::Var(_)) if !finish => self.scale.push((scalar, array, span)),
+                    Some(Ty::Rigid(rigid, _))
+                        if !self.env.rigid_classes(rigid).contains(&Class::Float) =>
+                    {
+                        progress = true;
+                    }
+                    Some(leaf) => {
+                        self.unify(&scalar, &leaf, span)?;
+                        progress = true;
+                    }
+                    None => progress = true,
                 }
             }
             let pending = std::mem::take(&mut self.pending);
@@ -291,6 +308,9 @@ impl<'env> Infer<'env> {
                             }
                             Class::Floating => {
                                 format!("type {ty} does not support floating-point functions")
+                            }
+                            Class::Num if matches!(ty, Ty::Table(..) | Ty::Tuple(_)) => {
+                                format!("a number here is a scalar; it cannot have type {ty}")
                             }
                             Class::Num => format!("expected a number here, found type {ty}"),
                             // Dex has no `Sub Nat`: `2 - 4` is not a natural number.
@@ -348,6 +368,36 @@ impl<'env> Infer<'env> {
                 return Ok(());
             }
         }
+    }
+
+    /// Records the error of a let-block statement and binds its names to fresh variables
+    /// (Note [Independent errors]). Errors inside the statement's own recovery (a name bound
+    /// twice) stop the declaration.
+    fn recover(&mut self, err: TypeError, names: Vec<&Ident>) -> Result<()> {
+        self.recovered.push(err);
+        for ident in names {
+            let ty = Ty::Var(self.fresh_var());
+            let local = self.new_local(&ident.name);
+            self.scopes
+                .push((ident.name.clone(), Binding::Local(local, ty)));
+        }
+        Ok(())
+    }
+
+    /// The result of checking a whole declaration, with the errors recovered on the way.
+    fn with_recovered<T>(&mut self, res: Result<T>) -> Result<T> {
+        let mut errors = std::mem::take(&mut self.recovered);
+        match res {
+            Ok(value) if errors.is_empty() => return Ok(value),
+            Ok(_) => {}
+            Err(err) => {
+                errors.push(err.clone());
+                errors.extend(err.also);
+            }
+        }
+        let mut first = errors.remove(0);
+        first.also = errors;
+        Err(first)
     }
 
     /// Whether a class constraint on `var` is still pending.
@@ -575,6 +625,7 @@ impl<'env> Infer<'env> {
     /// Reads an expression in type position (`iota (Fin 5)`, `size n`, `linspace (Fin n)`).
     fn read_type_of_expr(&mut self, expr: &Expr) -> Result<Ty> {
         match &expr.kind {
+            ExprKind::Hole => Ok(Ty::Var(self.fresh_var())),
             ExprKind::Var(ident) => self.read_type_name(&ident.name, expr.span, &mut None),
             ExprKind::App {
                 func,
@@ -668,12 +719,16 @@ impl<'env> Infer<'env> {
             }
             ExprKind::App { func, arg, name } => {
                 if let Some(name) = name {
-                    return error(name.span, "named arguments are not supported yet");
+                    self.check_arg_name(func, name)?;
                 }
                 let func = self.infer_depth(func, depth + 1)?;
                 self.apply(func, arg, span, depth)
             }
             ExprKind::Section(op) => self.binop_function(*op, span),
+            ExprKind::Hole => error(
+                span,
+                "`_` stands for a type to be inferred; it is not a value",
+            ),
             ExprKind::BinOp { op, lhs, rhs } => {
                 let func = self.binop_function(*op, span)?;
                 let lhs_span = lhs.span;
@@ -732,12 +787,18 @@ impl<'env> Infer<'env> {
                 let mut typed = Vec::new();
                 for stmt in stmts {
                     match stmt {
-                        Stmt::Let(binding) => {
-                            let (pat, value) = cx.infer_let(binding, depth)?;
-                            typed.push(TStmt::Let { pat, value });
-                        }
+                        Stmt::Let(binding) => match cx.infer_let(binding, depth) {
+                            Ok((pat, value)) => typed.push(TStmt::Let { pat, value }),
+                            Err(err) => cx.recover(err, binding.pat.names())?,
+                        },
                         Stmt::Def(def) => {
-                            let info = cx.infer_def(def)?;
+                            let info = match cx.infer_def(def) {
+                                Ok(info) => info,
+                                Err(err) => {
+                                    cx.recover(err, vec![&def.name])?;
+                                    continue;
+                                }
+                            };
                             let id = cx.new_local(&def.name.name);
                             cx.scopes.push((
                                 def.name.name.clone(),
@@ -818,7 +879,53 @@ impl<'env> Infer<'env> {
                 format!("`{name}` is a type; it can only be passed where a type is expected"),
             );
         }
+        if self.defining.iter().any(|defining| defining == name) {
+            return error(
+                span,
+                format!(
+                    "`{name}` calls itself: dx inlines every function, so a definition cannot \
+                     be recursive (use `fold`, `scan` or `apply_n` to repeat)"
+                ),
+            );
+        }
         error(span, format!("unbound variable `{name}`"))
+    }
+
+    /// A named argument (`linspace(n=Fin 5, 0.0, 1.0)`) is passed in its place: its name must
+    /// be the name of the parameter there, when the function is a `def` (built-ins accept any
+    /// name).
+    fn check_arg_name(&self, func: &Expr, name: &Ident) -> Result<()> {
+        let mut head = func;
+        let mut position = 0;
+        while let ExprKind::App { func, .. } = &head.kind {
+            head = func;
+            position += 1;
+        }
+        let ExprKind::Var(ident) = &head.kind else {
+            return Ok(());
+        };
+        let info = match self.lookup(&ident.name) {
+            Some(Binding::Def(_, info)) => Some(&**info),
+            Some(_) => None,
+            None => self.env.def(&ident.name).map(|(_, info)| info),
+        };
+        let Some(params) = info.map(|info| info.param_names()) else {
+            return Ok(());
+        };
+        match params.get(position) {
+            Some(Some(param)) if *param != name.name => error(
+                name.span,
+                format!(
+                    "`{}` has no parameter `{}` here (this argument is `{param}`)",
+                    ident.name, name.name
+                ),
+            ),
+            None => error(
+                name.span,
+                format!("too many arguments: `{}` takes {}", ident.name, params.len()),
+            ),
+            _ => Ok(()),
+        }
     }
 
     fn instantiate_builtin(&mut self, mut func: TExpr, builtin: Builtin, span: Span) -> TExpr {
@@ -885,6 +992,9 @@ impl<'env> Infer<'env> {
 
     /// Applies a typed function to one (surface) argument.
     fn apply(&mut self, func: TExpr, arg: &Expr, span: Span, depth: usize) -> Result<TExpr> {
+        if let TKind::Lit(_) = func.kind {
+            return error(func.span, "this is a number, not a function");
+        }
         let func_ty = self.zonk(&func.ty);
         let (param, binder, result) = match func_ty {
             Ty::Fun {
@@ -897,6 +1007,12 @@ impl<'env> Infer<'env> {
                 let result = Ty::Var(self.fresh_var());
                 self.unify(&func_ty, &Ty::fun(param.clone(), result.clone()), func.span)?;
                 (param, None, result)
+            }
+            other if matches!(func.kind, TKind::App { .. }) => {
+                return error(
+                    arg.span,
+                    format!("too many arguments: the function's result here has type {other}"),
+                );
             }
             other => {
                 return error(
@@ -1060,26 +1176,31 @@ impl<'env> Infer<'env> {
 
     /// Checks a top-level or local value binding (not generalised).
     pub fn infer_top_let(&mut self, binding: &LetBinding) -> Result<(TPat, TExpr)> {
-        let (pat, mut value) = self.infer_let(binding, 0)?;
+        let res = self.infer_let(binding, 0);
+        let (pat, mut value) = self.with_recovered(res)?;
         self.finish()?;
         self.zonk_expr(&mut value);
         check_literals(&value)?;
+        check_known(&value)?;
         Ok((pat, value))
     }
 
     /// Checks an expression on its own (for `:p`, `:t`, bare expressions).
     pub fn infer_top_expr(&mut self, expr: &Expr) -> Result<TExpr> {
-        let mut texpr = self.infer(expr)?;
+        let res = self.infer(expr);
+        let mut texpr = self.with_recovered(res)?;
         self.finish()?;
         self.zonk_expr(&mut texpr);
         check_literals(&texpr)?;
+        check_known(&texpr)?;
         Ok(texpr)
     }
 
     /// The type of an expression for `:t`: what is still unknown is shown as a variable.
     pub fn infer_top_type(&mut self, expr: &Expr) -> Result<Ty> {
         self.lenient = true;
-        let texpr = self.infer(expr)?;
+        let res = self.infer(expr);
+        let texpr = self.with_recovered(res)?;
         self.finish()?;
         let ty = self.zonk(&texpr.ty);
         let mut vars = Vec::new();
@@ -1094,11 +1215,19 @@ impl<'env> Infer<'env> {
         }))
     }
 
+    /// Checks a top-level definition and generalises it.
+    pub fn infer_top_def(&mut self, def: &FunDef) -> Result<DefInfo> {
+        let res = self.infer_def(def);
+        self.with_recovered(res)
+    }
+
     /// Checks a definition and generalises it.
     pub fn infer_def(&mut self, def: &FunDef) -> Result<DefInfo> {
         let outer_pending = std::mem::take(&mut self.pending);
         let outer_scale = std::mem::take(&mut self.scale);
+        self.defining.push(def.name.name.clone());
         let res = self.with_scope(|cx| cx.infer_def_inner(def));
+        self.defining.pop();
         self.pending.extend(outer_pending);
         self.scale.extend(outer_scale);
         res
@@ -1110,9 +1239,8 @@ impl<'env> Infer<'env> {
         let mut rigids: Vec<(String, Rigid)> = Vec::new();
         for given in &def.given {
             let classes = match &given.class {
-                Some(class) => Class::from_name(&class.name).ok_or_else(|| TypeError {
-                    message: format!("unknown class `{}`", class.name),
-                    span: class.span,
+                Some(class) => Class::from_name(&class.name).ok_or_else(|| {
+                    TypeError::new(class.span, format!("unknown class `{}`", class.name))
                 })?,
                 None => Vec::new(),
             };
@@ -1276,6 +1404,35 @@ pub fn check_literals(expr: &TExpr) -> Result<()> {
     Ok(())
 }
 
+/// The first scalar type in a value of type `ty` (through tables and tuples).
+fn first_leaf(ty: &Ty) -> Option<Ty> {
+    match ty {
+        Ty::Table(_, elem) => first_leaf(elem),
+        Ty::Tuple(items) => items.first().and_then(first_leaf),
+        _ => Some(ty.clone()),
+    }
+}
+
+/// A value whose type is still unknown after defaulting (`[]`) cannot be compiled: reported at
+/// the innermost such expression, asking for an annotation.
+/// A lambda's body is compiled where the lambda is applied, so it is not looked into.
+fn check_known(expr: &TExpr) -> Result<()> {
+    if !matches!(expr.kind, TKind::Lam { .. }) {
+        expr.children().into_iter().try_for_each(check_known)?;
+    }
+    let unknown = !expr.ty.contains_fun() && expr.ty.any(&mut |ty| matches!(ty, Ty::Var(_)));
+    if unknown {
+        return error(
+            expr.span,
+            format!(
+                "the type of this is not known ({}): annotate it, e.g. `([] :: (Fin 0)=>Float)`",
+                expr.ty
+            ),
+        );
+    }
+    Ok(())
+}
+
 /// A name may be bound once in one pattern, or in the parameters of one lambda or `def`
 /// (as in Dex): `(x, x) = p` is an error at the second `x`.
 fn check_distinct<'a>(names: impl IntoIterator<Item = &'a Ident>) -> Result<()> {
@@ -1299,6 +1456,7 @@ fn class_operation(class: Class) -> &'static str {
         Class::Mul => "multiplication",
         Class::Div => "division",
         Class::Floating => "floating-point functions",
+        Class::VSpace => "scaling by a float",
         Class::Num => "arithmetic",
         Class::Float => "floating-point functions",
         Class::Eq => "equality",

@@ -78,6 +78,22 @@ pub enum TPat {
     Wild,
 }
 
+impl DefInfo {
+    /// The names of the parameters, in order (`None` for a pattern or an index-set argument).
+    pub fn param_names(&self) -> Vec<Option<String>> {
+        let mut names = Vec::new();
+        let mut body = &self.body;
+        while let TKind::Lam { param, body: inner } = &body.kind {
+            names.push(match param {
+                TPat::Var(_, name) => Some(name.clone()),
+                _ => None,
+            });
+            body = inner;
+        }
+        names
+    }
+}
+
 impl TPat {
     /// The variables a pattern binds, with their parts of `ty` (the matched value's type).
     pub fn vars(&self, ty: &Ty) -> Vec<(LocalId, String, Ty)> {

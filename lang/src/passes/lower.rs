@@ -828,8 +828,9 @@ impl<'a> Lowerer<'a> {
                 let leaves = self.leaves(&args[1], span)?;
                 let mut out = Vec::new();
                 for leaf in leaves {
-                    let shape = self.atom_ty(&leaf).shape;
-                    let scalar = self.broadcast(scalar, &shape, span);
+                    let leaf_ty = self.atom_ty(&leaf);
+                    let scalar = self.cast(scalar, leaf_ty.elem, span)?;
+                    let scalar = self.broadcast(scalar, &leaf_ty.shape, span);
                     out.push(self.prim(Prim::Mul, vec![scalar, leaf], span)?);
                 }
                 Ok(self.assemble(&result_ty, out))

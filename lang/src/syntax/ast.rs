@@ -250,6 +250,8 @@ pub enum ExprKind {
     Neg(Box<Expr>),
     /// An operator as a function of two arguments: `(+)`, `(==)`.
     Section(BinOp),
+    /// `_` as an argument: a type to be inferred (`iota _`).
+    Hole,
     /// `x[i, j]` (= `x[i][j]`): `indices` has one entry per comma-separated index.
     Index {
         base: Box<Expr>,

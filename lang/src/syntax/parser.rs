@@ -1109,6 +1109,10 @@ impl<'a> Builder<'a> {
                 kind: ExprKind::Tuple(Vec::new()),
                 span,
             })),
+            Rule::hole => Ok(Node::plain(Expr {
+                kind: ExprKind::Hole,
+                span,
+            })),
             Rule::section => {
                 let op = pair
                     .clone()

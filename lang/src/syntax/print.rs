@@ -259,6 +259,7 @@ fn level(expr: &Expr) -> Ctx {
         | ExprKind::BinOp { .. }
         | ExprKind::Neg(_)
         | ExprKind::Section(_)
+        | ExprKind::Hole
         | ExprKind::At { .. }
         | ExprKind::Annot { .. } => Ctx::Atom,
         ExprKind::Index { .. } => Ctx::Arg,
@@ -307,6 +308,7 @@ impl Printer {
             ExprKind::Var(ident) => Out::closed(ident.name.clone()),
             ExprKind::Lit(lit) => Out::closed(literal(lit)),
             ExprKind::Section(op) => Out::closed(format!("({})", op.symbol())),
+            ExprKind::Hole => Out::closed("_".to_string()),
             ExprKind::Lam {
                 params,
                 body: lam_body,

@@ -50,6 +50,7 @@ fn sexp(expr: &Expr) -> String {
         }
         ExprKind::Neg(inner) => format!("(neg {})", sexp(inner)),
         ExprKind::Section(op) => format!("(section {})", op.symbol()),
+        ExprKind::Hole => "_".to_string(),
         ExprKind::Index { base, indices } => {
             let indices: Vec<String> = indices.iter().map(sexp).collect();
             format!("(index {} {})", sexp(base), indices.join(" "))
