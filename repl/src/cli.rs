@@ -131,10 +131,15 @@ fn expand_shorthand(mut args: Vec<OsString>) -> Vec<OsString> {
     args
 }
 
+/// Reads a source file; a UTF-8 byte-order mark at its start is skipped.
 fn read_source(path: &Path) -> Result<String, Status> {
-    std::fs::read_to_string(path).map_err(|err| {
+    let src = std::fs::read_to_string(path).map_err(|err| {
         eprintln!("dx: error: cannot read {}: {err}", path.display());
         Status::Usage
+    })?;
+    Ok(match src.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => src,
     })
 }
 

@@ -82,6 +82,15 @@ impl Class {
                 Class::Eq,
                 Class::Ord,
             ],
+            // Integers with subtraction (`rem`); Dex's `Integral` also has `Nat`.
+            "Integral" => vec![
+                Class::Add,
+                Class::Sub,
+                Class::Mul,
+                Class::Num,
+                Class::Eq,
+                Class::Ord,
+            ],
             "Eq" => vec![Class::Eq],
             "Ord" => vec![Class::Eq, Class::Ord],
             "Data" => vec![],

@@ -317,6 +317,11 @@ impl<'env> Infer<'env> {
                             Class::Sub if ty == Ty::nat() => "`Nat` has no subtraction (as in Dex): \
                                  convert with `n_to_i`, or annotate the operands as `Int`"
                                 .to_string(),
+                            class if matches!(ty, Ty::Fun { .. }) => format!(
+                                "this is a function here (type {ty}), which does not support {}: \
+                                 is something given too many arguments?",
+                                class_operation(class)
+                            ),
                             class => {
                                 format!("type {ty} does not support {}", class_operation(class))
                             }
@@ -787,7 +792,12 @@ impl<'env> Infer<'env> {
                 let mut typed = Vec::new();
                 for stmt in stmts {
                     match stmt {
-                        Stmt::Let(binding) => match cx.infer_let(binding, depth) {
+                        // Constraints are solved after each statement, so that a statement's
+                        // errors are found while it is the one being checked.
+                        Stmt::Let(binding) => match cx
+                            .infer_let(binding, depth)
+                            .and_then(|res| cx.solve(false).map(|()| res))
+                        {
                             Ok((pat, value)) => typed.push(TStmt::Let { pat, value }),
                             Err(err) => cx.recover(err, binding.pat.names())?,
                         },
@@ -1270,7 +1280,9 @@ impl<'env> Infer<'env> {
                         .push((name.name.clone(), Binding::TypeVar(ty.clone())));
                     rigids.push((name.name.clone(), rigid));
                     param_tys.push(Ty::TypeArg(Box::new(ty)));
-                    pats.push(TPat::Wild);
+                    // Named, so that a named argument can be checked (`linspace(n=Fin 5, …)`).
+                    let local = self.new_local(&name.name);
+                    pats.push(TPat::Var(local, name.name.clone()));
                     continue;
                 }
             }
@@ -1425,7 +1437,7 @@ fn check_known(expr: &TExpr) -> Result<()> {
         return error(
             expr.span,
             format!(
-                "the type of this is not known ({}): annotate it, e.g. `([] :: (Fin 0)=>Float)`",
+                "the type of this is not known (it is {}): annotate it, e.g. `([] :: (Fin 0)=>Float)`",
                 expr.ty
             ),
         );
