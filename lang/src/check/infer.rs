@@ -174,27 +174,12 @@ impl<'env> Infer<'env> {
         let b = self.zonk(b);
         match (&a, &b) {
             (Ty::Var(x), Ty::Var(y)) if x == y => Ok(()),
-            (Ty::Var(x), other) | (other, Ty::Var(x)) => {
-                if self.occurs(*x, other) {
-                    return Err(());
-                }
-                // When two literal variables meet, the stronger default wins
-                // (`Nat` < `Int32` < `Float32`: `-7 + 1` is an `Int32`, `1 + 1.0` a `Float32`).
-                if let (Some(default), Ty::Var(y)) = (self.defaults.get(x).copied(), other) {
-                    let rank = |base: BaseTy| match base {
-                        BaseTy::Nat => 0,
-                        BaseTy::Int32 => 1,
-                        _ => 2,
-                    };
-                    let merged = match self.defaults.get(y) {
-                        Some(existing) if rank(*existing) >= rank(default) => *existing,
-                        _ => default,
-                    };
-                    self.defaults.insert(*y, merged);
-                }
-                self.subst[x.0 as usize] = Some(other.clone());
-                Ok(())
+            // Of two variables the newer is bound to the older, so that chains stay short
+            // (a table literal of n elements would otherwise zonk in time n²).
+            (Ty::Var(x), other @ Ty::Var(y)) | (other @ Ty::Var(y), Ty::Var(x)) if x > y => {
+                self.bind_var(*x, other)
             }
+            (Ty::Var(x), other) | (other, Ty::Var(x)) => self.bind_var(*x, other),
             (Ty::Base(x), Ty::Base(y)) if x == y => Ok(()),
             (Ty::Fin(x), Ty::Fin(y)) => {
                 if x.normalise() == y.normalise() {
@@ -232,6 +217,29 @@ impl<'env> Infer<'env> {
             (Ty::TypeArg(x), Ty::TypeArg(y)) => self.unify_inner(x, y),
             _ => Err(()),
         }
+    }
+
+    /// Binds a unification variable to a type (not itself).
+    fn bind_var(&mut self, x: TyVar, other: &Ty) -> std::result::Result<(), ()> {
+        if self.occurs(x, other) {
+            return Err(());
+        }
+        // When two literal variables meet, the stronger default wins
+        // (`Nat` < `Int32` < `Float32`: `-7 + 1` is an `Int32`, `1 + 1.0` a `Float32`).
+        if let (Some(default), Ty::Var(y)) = (self.defaults.get(&x).copied(), other) {
+            let rank = |base: BaseTy| match base {
+                BaseTy::Nat => 0,
+                BaseTy::Int32 => 1,
+                _ => 2,
+            };
+            let merged = match self.defaults.get(y) {
+                Some(existing) if rank(*existing) >= rank(default) => *existing,
+                _ => default,
+            };
+            self.defaults.insert(*y, merged);
+        }
+        self.subst[x.0 as usize] = Some(other.clone());
+        Ok(())
     }
 
     // ----- constraints -----

@@ -666,10 +666,16 @@ mod tests {
         check(":p (x @ Fin (n + 1))", ":p (x @ Fin (n + 1))");
         check(":p (x :: Float)", ":p (x :: Float)");
         check(":p (xs :: (Fin 3) => Float)", ":p (xs :: (Fin 3) => Float)");
+        // `::` is the loosest operator, and a lambda's body extends as far as it can.
         check(
             ":p (\\x. x :: Float -> Float)",
+            ":p \\x. (x :: Float -> Float)",
+        );
+        check(
+            ":p ((\\x. x) :: Float -> Float)",
             ":p ((\\x. x) :: Float -> Float)",
         );
+        check(":p x + 1 :: Int", ":p ((x + 1) :: Int)");
         check(
             ":p (f :: (Float, Int) -> Float)",
             ":p (f :: (Float, Int) -> Float)",

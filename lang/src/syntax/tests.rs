@@ -1011,7 +1011,10 @@ fn error_positions() {
         ("unexpected '{'", Span::new(4, 5))
     );
     let err = code_err("x = 1; 2");
-    assert_eq!(err.message, "unexpected ';'");
+    assert_eq!(
+        err.message,
+        "unexpected ';' (it separates the lines of an indented block)"
+    );
     let err = code_err(":p \"abc\n");
     assert_eq!(
         (err.message.as_str(), err.span),
