@@ -437,7 +437,10 @@ impl Session {
             } if stages_setting(expr).is_some() => {
                 // `:stages on core bot` / `:stages off`: a setting, not an expression.
                 let stages = stages_setting(expr).unwrap_or_default();
-                match stages.iter().find(|name| !ALL_STAGES.contains(&name.as_str())) {
+                match stages
+                    .iter()
+                    .find(|name| !ALL_STAGES.contains(&name.as_str()))
+                {
                     Some(unknown) => Err(Diagnostic {
                         kind: ErrorKind::Parse,
                         message: format!(
@@ -550,7 +553,11 @@ impl Session {
         }
         for ident in names {
             let start = (ident.span.start as usize).min(src.len());
-            let line = src.as_bytes()[..start].iter().filter(|&&b| b == b'\n').count() + 1;
+            let line = src.as_bytes()[..start]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1;
             self.defined_at.insert(ident.name.clone(), line);
         }
     }

@@ -182,7 +182,10 @@ fn script_definitions_are_made_once() {
     match &got[0] {
         Output::Error(diag) => {
             assert_eq!(diag.kind, ErrorKind::Type);
-            assert!(diag.message.contains("already defined on line 1"), "{diag:?}");
+            assert!(
+                diag.message.contains("already defined on line 1"),
+                "{diag:?}"
+            );
             assert_eq!(diag.span.map(|span| span.range()), Some(6..7));
         }
         other => panic!("expected an error, got {other:?}"),

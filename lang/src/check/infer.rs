@@ -322,9 +322,11 @@ impl<'env> Infer<'env> {
                             }
                             Class::Num => format!("expected a number here, found type {ty}"),
                             // Dex has no `Sub Nat`: `2 - 4` is not a natural number.
-                            Class::Sub if ty == Ty::nat() => "`Nat` has no subtraction (as in Dex): \
+                            Class::Sub if ty == Ty::nat() => {
+                                "`Nat` has no subtraction (as in Dex): \
                                  convert with `n_to_i`, or annotate the operands as `Int`"
-                                .to_string(),
+                                    .to_string()
+                            }
                             class if matches!(ty, Ty::Fun { .. }) => format!(
                                 "this is a function here (type {ty}), which does not support {}: \
                                  is something given too many arguments?",
@@ -940,7 +942,11 @@ impl<'env> Infer<'env> {
             ),
             None => error(
                 name.span,
-                format!("too many arguments: `{}` takes {}", ident.name, params.len()),
+                format!(
+                    "too many arguments: `{}` takes {}",
+                    ident.name,
+                    params.len()
+                ),
             ),
             _ => Ok(()),
         }
@@ -1403,7 +1409,9 @@ impl<'env> Infer<'env> {
 pub fn check_literals(expr: &TExpr) -> Result<()> {
     let (value, lit) = match &expr.kind {
         TKind::Lit(Lit::Int(n)) => (i128::from(*n), expr),
-        TKind::App { func, arg } if matches!(func.kind, TKind::Builtin(Builtin::Prim(Prim::Neg))) => {
+        TKind::App { func, arg }
+            if matches!(func.kind, TKind::Builtin(Builtin::Prim(Prim::Neg))) =>
+        {
             match arg.kind {
                 TKind::Lit(Lit::Int(n)) => (-i128::from(n), expr),
                 _ => return expr.children().into_iter().try_for_each(check_literals),
@@ -1416,7 +1424,10 @@ pub fn check_literals(expr: &TExpr) -> Result<()> {
             if value < min || value > max {
                 return error(
                     lit.span,
-                    format!("{value} does not fit in a {} (from {min} to {max})", base.name()),
+                    format!(
+                        "{value} does not fit in a {} (from {min} to {max})",
+                        base.name()
+                    ),
                 );
             }
         }

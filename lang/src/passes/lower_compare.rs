@@ -69,9 +69,18 @@ impl Lowerer<'_> {
                 };
                 let code = self.ordering(&ty, first, second, span)?;
                 let take_rhs = self.read_code(Prim::Lt, code, span)?;
-                return self.lift(Prim::Select, &[SVal::Arr(take_rhs), rhs.clone(), lhs.clone()], span);
+                return self.lift(
+                    Prim::Select,
+                    &[SVal::Arr(take_rhs), rhs.clone(), lhs.clone()],
+                    span,
+                );
             }
-            _ => return error(span, format!("internal: {} on structured values", prim.name())),
+            _ => {
+                return error(
+                    span,
+                    format!("internal: {} on structured values", prim.name()),
+                )
+            }
         };
         Ok(SVal::Arr(res))
     }
@@ -145,7 +154,11 @@ impl Lowerer<'_> {
         let less = self.prim(Prim::Lt, vec![a, b], span)?;
         let equal = self.prim(Prim::Eq, vec![a, b], span)?;
         let greater = self.prim(Prim::Gt, vec![a, b], span)?;
-        let res = self.prim(Prim::Select, vec![greater, code(GREATER), code(UNORDERED)], span)?;
+        let res = self.prim(
+            Prim::Select,
+            vec![greater, code(GREATER), code(UNORDERED)],
+            span,
+        )?;
         let res = self.prim(Prim::Select, vec![equal, code(EQUAL), res], span)?;
         self.prim(Prim::Select, vec![less, code(LESS), res], span)
     }
@@ -189,7 +202,12 @@ impl Lowerer<'_> {
         let carry_var = self.program.new_var(row_ty.clone(), "code");
         let body = self.in_block(vec![index_var, carry_var], |cx| {
             let index = vec![Atom::Var(index_var)];
-            let row = cx.emit1(Expr::Index { array: rows, index }, row_ty.clone(), "row", span);
+            let row = cx.emit1(
+                Expr::Index { array: rows, index },
+                row_ty.clone(),
+                "row",
+                span,
+            );
             Ok(vec![cx.first_decisive(Atom::Var(carry_var), row, span)?])
         })?;
         let init = vec![self.broadcast(code(EQUAL), batch, span)];

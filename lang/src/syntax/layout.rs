@@ -156,7 +156,11 @@ impl Layout<'_> {
 
     /// Whether the innermost context is a let-block (not the declaration or a bracket).
     fn in_let_block(&self) -> bool {
-        self.stack.len() > 1 && matches!(self.stack.last().map(|ctx| ctx.kind), Some(CtxKind::Block { .. }))
+        self.stack.len() > 1
+            && matches!(
+                self.stack.last().map(|ctx| ctx.kind),
+                Some(CtxKind::Block { .. })
+            )
     }
 
     fn push(&mut self, kind: CtxKind, at: &Token) -> Result<(), ParseError> {
@@ -335,7 +339,9 @@ pub(crate) fn layout(src: &str, start: usize, end: usize) -> Result<Laid, ParseE
             }
             TokKind::Reserved => {
                 let message = match token.text(src) {
-                    ";" => "unexpected ';' (it separates the lines of an indented block)".to_string(),
+                    ";" => {
+                        "unexpected ';' (it separates the lines of an indented block)".to_string()
+                    }
                     text => format!("unexpected '{text}'"),
                 };
                 return Err(error(&message, token.span()));
