@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::check::builtins::Builtin;
 use crate::check::env::GlobalEnv;
 use crate::check::infer::Infer;
-use crate::check::typed::{DefInfo, TExpr, TPat};
+use crate::check::typed::{DefInfo, TExpr, TKind, TPat, TStmt};
 use crate::check::types::Ty;
 use crate::check::TypeError;
 use crate::core::interp::{self, InterpConfig, InterpError};
@@ -21,7 +21,7 @@ use crate::exec::ExecConfig;
 use crate::passes::lower::{leaf_types, GlobalValue, LowerError, Lowerer};
 use crate::passes::pipeline::{self, Ice};
 use crate::passes::PIPELINE;
-use crate::syntax::ast::{CodeBlock, Command, Decl, LetBinding, Pattern, Pragma};
+use crate::syntax::ast::{CodeBlock, Command, Decl, Ident, LetBinding, Pattern, Pragma};
 use crate::syntax::{Chunk, ChunkKind, Span};
 
 /// Options of a session.
@@ -35,6 +35,19 @@ pub struct SessionConfig {
     pub summarise_tables: bool,
     /// Which engine runs the compiled programs.
     pub engine: Engine,
+    /// What a second top-level definition of a name does.
+    pub redefinition: Redefinition,
+}
+
+/// What a second top-level definition of a name does (LANGUAGE.md §3, as Dex).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Redefinition {
+    /// The REPL and notebooks: the new definition replaces the old one (re-running a cell
+    /// works); what was computed from the old one keeps its value.
+    #[default]
+    Replace,
+    /// A script (`dx run`, `dx test`): an error naming both places.
+    Refuse,
 }
 
 /// The engine that runs compiled programs.
@@ -70,6 +83,7 @@ impl Default for SessionConfig {
             prelude: true,
             summarise_tables: false,
             engine: Engine::Fused,
+            redefinition: Redefinition::Replace,
         }
     }
 }
@@ -177,6 +191,13 @@ pub struct Session {
     /// What loading the prelude reported (nothing, when the prelude is sound).
     startup: Vec<Output>,
     last_run: Option<RunReport>,
+    /// The line of each top-level name the user's source defined (`Redefinition::Refuse`).
+    defined_at: HashMap<String, usize>,
+    /// Libraries being loaded (their names are not the user's definitions).
+    loading_libraries: usize,
+    /// The errors of the block being evaluated after its first one (several independent
+    /// type errors are reported together).
+    more_errors: Vec<Diagnostic>,
 }
 
 /// The libraries `import` can load (shipped inside the binary so that dx works from any
@@ -198,6 +219,9 @@ impl Session {
             imported: HashSet::new(),
             startup: Vec::new(),
             last_run: None,
+            defined_at: HashMap::new(),
+            loading_libraries: 0,
+            more_errors: Vec::new(),
         };
         if load_prelude {
             session.startup = session.import("prelude");
@@ -295,7 +319,7 @@ impl Session {
         })?;
         Infer::new(&mut self.env)
             .infer_top_expr(&expr)
-            .map_err(type_error)
+            .map_err(|err| type_error(&mut self.more_errors, err))
     }
 
     /// Loads a standard library once.
@@ -308,7 +332,10 @@ impl Session {
             return vec![Output::Text(format!("no library named `{name}`"))];
         };
         let mut outputs = Vec::new();
-        for result in self.eval_source(text) {
+        self.loading_libraries += 1;
+        let results = self.eval_source(text);
+        self.loading_libraries -= 1;
+        for result in results {
             for output in result.outputs {
                 if let Output::Error(diag) = output {
                     let rendered = crate::display::render_diagnostic(&diag, text);
@@ -353,8 +380,14 @@ impl Session {
         }
     }
 
-    fn eval_block(&mut self, _src: &str, block: &CodeBlock) -> Vec<Output> {
+    fn eval_block(&mut self, src: &str, block: &CodeBlock) -> Vec<Output> {
         let mut outputs = Vec::new();
+        self.more_errors.clear();
+        let names = block.decl.defined_names();
+        if let Err(diag) = self.check_redefinition(&names) {
+            outputs.push(Output::Error(diag));
+            return outputs;
+        }
         let mut timing = None;
         let mut strict = self.config.strict;
         let mut stages = self.stages.clone();
@@ -390,13 +423,12 @@ impl Session {
         let res = match &block.decl {
             Decl::Def(def) => {
                 let mut infer = Infer::new(&mut self.env);
-                match infer.infer_def(def) {
+                match infer.infer_top_def(def) {
                     Ok(info) => {
-                        self.env.unbind(&def.name.name);
-                        self.env.defs.insert(def.name.name.clone(), info);
+                        self.env.define(&def.name.name, info);
                         Ok(Evaluated::default())
                     }
-                    Err(err) => Err(type_error(err)),
+                    Err(err) => Err(type_error(&mut self.more_errors, err)),
                 }
             }
             Decl::Let(binding) => self.eval_let(binding, &cx),
@@ -406,8 +438,24 @@ impl Session {
                 ..
             } if stages_setting(expr).is_some() => {
                 // `:stages on core bot` / `:stages off`: a setting, not an expression.
-                self.stages = stages_setting(expr).unwrap_or_default();
-                Ok(Evaluated::default())
+                let stages = stages_setting(expr).unwrap_or_default();
+                match stages
+                    .iter()
+                    .find(|name| !ALL_STAGES.contains(&name.as_str()))
+                {
+                    Some(unknown) => Err(Diagnostic {
+                        kind: ErrorKind::Parse,
+                        message: format!(
+                            "unknown stage `{unknown}`; the stages are {}",
+                            ALL_STAGES.join(" ")
+                        ),
+                        span: Some(expr.span),
+                    }),
+                    None => {
+                        self.stages = stages;
+                        Ok(Evaluated::default())
+                    }
+                }
             }
             Decl::Command {
                 command: Command::Type,
@@ -420,13 +468,13 @@ impl Session {
                         outputs: vec![Output::Type(ty.to_string())],
                         ..Default::default()
                     }),
-                    Err(err) => Err(type_error(err)),
+                    Err(err) => Err(type_error(&mut self.more_errors, err)),
                 }
             }
             Decl::Command { command, expr, .. } => {
                 let mut infer = Infer::new(&mut self.env);
                 match infer.infer_top_expr(expr) {
-                    Err(err) => Err(type_error(err)),
+                    Err(err) => Err(type_error(&mut self.more_errors, err)),
                     Ok(texpr) => match command {
                         Command::Type => Ok(Evaluated {
                             outputs: vec![Output::Type(texpr.ty.to_string())],
@@ -462,6 +510,7 @@ impl Session {
         };
         match res {
             Ok(evaluated) => {
+                self.record_definitions(src, &names);
                 outputs.extend(evaluated.outputs);
                 if let Some(bench_name) = timing {
                     outputs.push(Output::Timing {
@@ -472,38 +521,91 @@ impl Session {
                     });
                 }
             }
-            Err(diag) => outputs.push(Output::Error(diag)),
+            Err(diag) => {
+                outputs.push(Output::Error(diag));
+                outputs.extend(self.more_errors.drain(..).map(Output::Error));
+            }
         }
         outputs
+    }
+
+    /// In a script, a name may be defined once (as in Dex).
+    fn check_redefinition(&self, names: &[&Ident]) -> Result<(), Diagnostic> {
+        if self.config.redefinition == Redefinition::Replace || self.loading_libraries > 0 {
+            return Ok(());
+        }
+        for ident in names {
+            if let Some(line) = self.defined_at.get(&ident.name) {
+                return Err(Diagnostic {
+                    kind: ErrorKind::Type,
+                    message: format!(
+                        "`{}` is already defined on line {line}; a script defines each name once",
+                        ident.name
+                    ),
+                    span: Some(ident.span),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn record_definitions(&mut self, src: &str, names: &[&Ident]) {
+        if self.loading_libraries > 0 {
+            return;
+        }
+        for ident in names {
+            let start = (ident.span.start as usize).min(src.len());
+            let line = src.as_bytes()[..start]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1;
+            self.defined_at.insert(ident.name.clone(), line);
+        }
     }
 
     fn eval_let(&mut self, binding: &LetBinding, cx: &BlockCx) -> Result<Evaluated, Diagnostic> {
         let mut infer = Infer::new(&mut self.env);
         if let Some(alias) = infer.try_alias(binding) {
-            let (name, ty) = alias.map_err(type_error)?;
+            let (name, ty) = alias.map_err(|err| type_error(&mut self.more_errors, err))?;
             self.env.unbind(&name);
             self.env.aliases.insert(name, ty);
             return Ok(Evaluated::default());
         }
-        let (pat, texpr) = infer.infer_top_let(binding).map_err(type_error)?;
+        let (pat, texpr) = infer
+            .infer_top_let(binding)
+            .map_err(|err| type_error(&mut self.more_errors, err))?;
         if texpr.ty.contains_fun() {
-            // A function value: kept as a definition and inlined where it is used.
-            let TPat::Var(_, name) = &pat else {
-                return Err(Diagnostic {
-                    kind: ErrorKind::Type,
-                    message: "functions can only be bound to a single name".into(),
-                    span: Some(binding.pat.span()),
-                });
-            };
-            self.env.unbind(name);
-            let info = DefInfo {
-                name: name.clone(),
-                vars: Vec::new(),
-                ty: texpr.ty.clone(),
-                span: binding.span,
-                body: texpr,
-            };
-            self.env.defs.insert(name.clone(), info);
+            // A value holding functions: each name becomes a definition, inlined where it is
+            // used (`(y, pullback) = vjp f x` projects its part of the value there).
+            for (local, name, ty) in pat.vars(&texpr.ty) {
+                let body = match &pat {
+                    TPat::Var(..) => texpr.clone(),
+                    _ => TExpr {
+                        kind: TKind::Block {
+                            stmts: vec![TStmt::Let {
+                                pat: pat.clone(),
+                                value: texpr.clone(),
+                            }],
+                            result: Box::new(TExpr {
+                                kind: TKind::Local(local),
+                                ty: ty.clone(),
+                                span: binding.span,
+                            }),
+                        },
+                        ty: ty.clone(),
+                        span: binding.span,
+                    },
+                };
+                let info = DefInfo {
+                    name: name.clone(),
+                    vars: Vec::new(),
+                    ty,
+                    span: binding.span,
+                    body,
+                };
+                self.env.define(&name, info);
+            }
             return Ok(Evaluated::default());
         }
         let (arrays, evaluated) = self.run_to_arrays(&texpr, cx)?;
@@ -801,12 +903,19 @@ fn internal(message: String) -> Output {
     })
 }
 
-fn type_error(err: TypeError) -> Diagnostic {
-    Diagnostic {
+/// The diagnostic of a type error; the declaration's other errors go to `more`.
+fn type_error(more: &mut Vec<Diagnostic>, err: TypeError) -> Diagnostic {
+    let diagnostic = |message, span| Diagnostic {
         kind: ErrorKind::Type,
-        message: err.message,
-        span: Some(err.span),
-    }
+        message,
+        span: Some(span),
+    };
+    more.extend(
+        err.also
+            .into_iter()
+            .map(|other| diagnostic(other.message, other.span)),
+    );
+    diagnostic(err.message, err.span)
 }
 
 /// A lowering error: the user's (with its span) or dx's (an internal error in `lower`).

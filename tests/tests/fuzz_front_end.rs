@@ -128,7 +128,7 @@ fn check_let(src: &str, binding: &LetBinding) -> Result<(), String> {
 fn check_expr(src: &str, expr: &Expr) -> Result<(), String> {
     check_span(src, expr.span)?;
     match &expr.kind {
-        ExprKind::Var(_) | ExprKind::Lit(_) => Ok(()),
+        ExprKind::Var(_) | ExprKind::Lit(_) | ExprKind::Section(_) | ExprKind::Hole => Ok(()),
         ExprKind::Lam { body, .. } | ExprKind::For { body, .. } => check_expr(src, body),
         ExprKind::If {
             cond,

@@ -24,6 +24,8 @@ use crate::prim::Prim;
 use crate::syntax::ast::Lit;
 use crate::syntax::Span;
 
+use super::lower_compare::is_structured;
+
 /// Why lowering failed: a user error (a size that is not static, a table of functions) or,
 /// when `bug` is set, an inconsistency in dx itself (the checker let through what lowering
 /// cannot handle), with the span concerned.
@@ -500,7 +502,7 @@ impl<'a> Lowerer<'a> {
             TKind::Global(name) => self.global(name, span),
             TKind::Def { def, inst, .. } => {
                 let info = match def {
-                    DefKey::Top(name) => self.env.defs.get(name).cloned(),
+                    DefKey::Top(key) => self.env.def_by_key(key).cloned(),
                     DefKey::Local(id) => self.local_defs.get(id).cloned(),
                 };
                 let Some(info) = info else {
@@ -777,7 +779,7 @@ impl<'a> Lowerer<'a> {
     // ----- built-ins -----
 
     /// Applies an elementwise primitive to structurally equal values.
-    fn lift(&mut self, prim: Prim, args: &[SVal], span: Span) -> Result<SVal> {
+    pub(super) fn lift(&mut self, prim: Prim, args: &[SVal], span: Span) -> Result<SVal> {
         if let Some(SVal::Tuple(first)) = args.iter().find(|arg| matches!(arg, SVal::Tuple(_))) {
             let n_items = first.len();
             let mut items = Vec::new();
@@ -812,7 +814,12 @@ impl<'a> Lowerer<'a> {
     ) -> Result<SVal> {
         let result_ty = result_type(ty, builtin_arity(builtin));
         match builtin {
-            Builtin::Prim(prim) => self.lift(prim, &args, span),
+            Builtin::Prim(prim) => match ty {
+                Ty::Fun { param, .. } if compares(prim) && is_structured(param) => {
+                    self.compare_structured(prim, param, &args[0], &args[1], span)
+                }
+                _ => self.lift(prim, &args, span),
+            },
             Builtin::Approx => {
                 let lhs = self.leaves(&args[0], span)?;
                 let rhs = self.leaves(&args[1], span)?;
@@ -830,8 +837,9 @@ impl<'a> Lowerer<'a> {
                 let leaves = self.leaves(&args[1], span)?;
                 let mut out = Vec::new();
                 for leaf in leaves {
-                    let shape = self.atom_ty(&leaf).shape;
-                    let scalar = self.broadcast(scalar, &shape, span);
+                    let leaf_ty = self.atom_ty(&leaf);
+                    let scalar = self.cast(scalar, leaf_ty.elem, span)?;
+                    let scalar = self.broadcast(scalar, &leaf_ty.shape, span);
                     out.push(self.prim(Prim::Mul, vec![scalar, leaf], span)?);
                 }
                 Ok(self.assemble(&result_ty, out))
@@ -871,6 +879,7 @@ impl<'a> Lowerer<'a> {
                 let flat = self.cast(atom, INDEX, span)?;
                 self.unflatten_index(flat, &ix, span)
             }
+            Builtin::NatDiff => self.lift(Prim::Sub, &args, span),
             Builtin::Sum => {
                 let leaves = self.leaves(&args[0], span)?;
                 let mut out = Vec::new();
@@ -1036,15 +1045,21 @@ impl<'a> Lowerer<'a> {
         let scaled = self.prim(Prim::Mul, vec![Atom::Lit(tolerance), abs_b], span)?;
         let bound = self.prim(Prim::Add, vec![Atom::Lit(tolerance), scaled], span)?;
         let close = self.prim(Prim::Le, vec![abs_diff, bound], span)?;
+        self.all_true(close, span)
+    }
+
+    /// Whether every element of a `Bool` array is true: the number of true elements is
+    /// compared with the number of elements.
+    pub(super) fn all_true(&mut self, bools: Atom, span: Span) -> Result<Atom> {
+        let ty = self.atom_ty(&bools);
         if ty.shape.is_empty() {
-            return Ok(close);
+            return Ok(bools);
         }
-        // all: count the elements that are close and compare with the number of elements.
         let n_elems = ty.n_elems();
         let flat = self.emit1(
             Expr::Reshape {
                 shape: vec![n_elems],
-                array: close,
+                array: bools,
             },
             ArrTy::new(vec![n_elems], Elem::Bool),
             "flat",
@@ -1065,13 +1080,25 @@ impl<'a> Lowerer<'a> {
     }
 }
 
+/// Whether a primitive compares whole values (so that tuples and tables compare as wholes,
+/// see `lower_compare.rs`) rather than lifting elementwise.
+fn compares(prim: Prim) -> bool {
+    matches!(
+        prim,
+        Prim::Eq | Prim::Ne | Prim::Lt | Prim::Gt | Prim::Le | Prim::Ge | Prim::Min | Prim::Max
+    )
+}
+
 /// How many arguments a built-in takes before it computes.
 pub fn builtin_arity(builtin: Builtin) -> usize {
     match builtin {
         Builtin::Prim(prim) => prim.arity(),
-        Builtin::Approx | Builtin::Scale | Builtin::Fold | Builtin::Scan | Builtin::FromOrdinal => {
-            2
-        }
+        Builtin::Approx
+        | Builtin::Scale
+        | Builtin::Fold
+        | Builtin::Scan
+        | Builtin::FromOrdinal
+        | Builtin::NatDiff => 2,
         Builtin::Convert(_) | Builtin::Ordinal | Builtin::Size | Builtin::Sum | Builtin::Iota => 1,
         Builtin::Fst | Builtin::Snd => 1,
         Builtin::ApplyN => 3,

@@ -19,6 +19,7 @@ pub mod derivatives;
 pub mod fuse;
 pub mod lower;
 mod lower_ad;
+mod lower_compare;
 pub mod pipeline;
 pub mod simplify;
 
