@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use dx_lang::display::render_output;
-use dx_lang::session::{Session, SessionConfig};
+use dx_lang::session::{Redefinition, Session, SessionConfig};
 
 use crate::literate::{self, TestOutcome};
 
@@ -95,10 +95,17 @@ pub fn main(args: Vec<OsString>) -> Status {
             return Status::Usage;
         }
     };
-    let session_config = |summarise_tables| SessionConfig {
+    // The REPL summarises tables and lets a definition replace an earlier one; scripts print
+    // tables whole and define each name once.
+    let session_config = |interactive: bool| SessionConfig {
         strict: cli.strict,
         prelude: !cli.no_prelude,
-        summarise_tables,
+        summarise_tables: interactive,
+        redefinition: if interactive {
+            Redefinition::Replace
+        } else {
+            Redefinition::Refuse
+        },
         ..SessionConfig::default()
     };
     match cli.command {
@@ -124,10 +131,15 @@ fn expand_shorthand(mut args: Vec<OsString>) -> Vec<OsString> {
     args
 }
 
+/// Reads a source file; a UTF-8 byte-order mark at its start is skipped.
 fn read_source(path: &Path) -> Result<String, Status> {
-    std::fs::read_to_string(path).map_err(|err| {
+    let src = std::fs::read_to_string(path).map_err(|err| {
         eprintln!("dx: error: cannot read {}: {err}", path.display());
         Status::Usage
+    })?;
+    Ok(match src.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => src,
     })
 }
 

@@ -11,14 +11,18 @@ use crate::syntax::Span;
 /// and tuples of such; the others only for scalars (and index sets where it says so).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Class {
-    /// `+`, `-`, `zero`, `sum`: numeric scalars, lifted.
+    /// `+`, `zero`, `sum`: numeric scalars, lifted.
     Add,
+    /// `-`, `neg`: numeric scalars except `Nat`, lifted (Dex has no `Sub Nat`).
+    Sub,
     /// `*`: numeric scalars, lifted.
     Mul,
     /// `/`: numeric scalars, lifted.
     Div,
     /// Transcendental functions: float scalars, lifted.
     Floating,
+    /// `.*`: values made of floats (Dex's `VSpace`), lifted.
+    VSpace,
     /// A numeric scalar (not lifted): literals, `mod`, `abs`.
     Num,
     /// A float scalar (not lifted).
@@ -35,9 +39,11 @@ impl Class {
     pub fn name(self) -> &'static str {
         match self {
             Class::Add => "Add",
+            Class::Sub => "Sub",
             Class::Mul => "Mul",
             Class::Div => "Fractional",
             Class::Floating => "Floating",
+            Class::VSpace => "VSpace",
             Class::Num => "Num",
             Class::Float => "Float",
             Class::Eq => "Eq",
@@ -50,11 +56,14 @@ impl Class {
     pub fn from_name(name: &str) -> Option<Vec<Class>> {
         Some(match name {
             "Ix" => vec![Class::Ix, Class::Eq, Class::Ord],
-            "Add" | "VSpace" => vec![Class::Add],
+            "Add" => vec![Class::Add],
+            "Sub" => vec![Class::Sub],
+            "VSpace" => vec![Class::Add, Class::Sub, Class::VSpace],
             "Mul" => vec![Class::Mul],
             "Num" => vec![Class::Add, Class::Mul, Class::Num, Class::Eq, Class::Ord],
             "Fractional" => vec![
                 Class::Add,
+                Class::Sub,
                 Class::Mul,
                 Class::Div,
                 Class::Num,
@@ -63,11 +72,22 @@ impl Class {
             ],
             "Floating" | "Float" | "Real" => vec![
                 Class::Add,
+                Class::Sub,
                 Class::Mul,
                 Class::Div,
                 Class::Floating,
+                Class::VSpace,
                 Class::Num,
                 Class::Float,
+                Class::Eq,
+                Class::Ord,
+            ],
+            // Integers with subtraction (`rem`); Dex's `Integral` also has `Nat`.
+            "Integral" => vec![
+                Class::Add,
+                Class::Sub,
+                Class::Mul,
+                Class::Num,
                 Class::Eq,
                 Class::Ord,
             ],
@@ -82,7 +102,8 @@ impl Class {
     pub fn holds_for_base(self, base: BaseTy) -> bool {
         match self {
             Class::Add | Class::Mul | Class::Div | Class::Num | Class::Ord => base.is_numeric(),
-            Class::Floating | Class::Float => base.is_float(),
+            Class::Sub => base.is_numeric() && base != BaseTy::Nat,
+            Class::Floating | Class::VSpace | Class::Float => base.is_float(),
             Class::Eq => true,
             Class::Ix => false,
         }
@@ -90,7 +111,16 @@ impl Class {
 
     /// Whether the class extends pointwise to tables and tuples.
     pub fn is_lifted(self) -> bool {
-        matches!(self, Class::Add | Class::Mul | Class::Div | Class::Floating)
+        matches!(
+            self,
+            Class::Add | Class::Sub | Class::Mul | Class::Div | Class::Floating | Class::VSpace
+        )
+    }
+
+    /// Whether the class holds for tuples and tables whose components are in it
+    /// (lexicographic comparison, see `passes/lower_compare.rs`).
+    pub fn is_structural(self) -> bool {
+        matches!(self, Class::Eq | Class::Ord)
     }
 
     /// Whether index values are in the class.
@@ -113,6 +143,8 @@ pub enum Builtin {
     Ordinal,
     Size,
     FromOrdinal,
+    /// `unsafe_nat_diff x y`: `x - y` on `Nat`, for when `x >= y` is known (as in Dex).
+    NatDiff,
     Sum,
     Iota,
     Fold,
@@ -230,6 +262,7 @@ impl Builtin {
             "ordinal" => B::Ordinal,
             "size" => B::Size,
             "from_ordinal" | "unsafe_from_ordinal" => B::FromOrdinal,
+            "unsafe_nat_diff" => B::NatDiff,
             "sum" => B::Sum,
             "iota" => B::Iota,
             "fold" => B::Fold,
@@ -306,6 +339,7 @@ impl Builtin {
             "size",
             "from_ordinal",
             "unsafe_from_ordinal",
+            "unsafe_nat_diff",
             "sum",
             "iota",
             "fold",
@@ -343,8 +377,12 @@ impl Builtin {
         let word64 = || Ty::Base(BaseTy::Word64);
         match self {
             Builtin::Prim(prim) => match prim {
-                Prim::Add | Prim::Sub => {
+                Prim::Add => {
                     let a = var(cx, &[Class::Add]);
+                    Ty::funs(vec![a.clone(), a.clone()], a)
+                }
+                Prim::Sub => {
+                    let a = var(cx, &[Class::Sub]);
                     Ty::funs(vec![a.clone(), a.clone()], a)
                 }
                 Prim::Mul => {
@@ -356,7 +394,7 @@ impl Builtin {
                     Ty::funs(vec![a.clone(), a.clone()], a)
                 }
                 Prim::Neg => {
-                    let a = var(cx, &[Class::Add]);
+                    let a = var(cx, &[Class::Sub]);
                     Ty::fun(a.clone(), a)
                 }
                 Prim::Abs => {
@@ -428,7 +466,7 @@ impl Builtin {
             }
             Builtin::Scale => {
                 let s = var(cx, &[Class::Float]);
-                let a = var(cx, &[Class::Floating]);
+                let a = var(cx, &[Class::VSpace]);
                 cx.constrain_scale(s.clone(), a.clone(), span);
                 Ty::funs(vec![s, a.clone()], a)
             }
@@ -461,6 +499,7 @@ impl Builtin {
                 let n = var(cx, &[Class::Ix]);
                 Ty::funs(vec![Ty::TypeArg(Box::new(n.clone())), Ty::nat()], n)
             }
+            Builtin::NatDiff => Ty::funs(vec![Ty::nat(), Ty::nat()], Ty::nat()),
             Builtin::Sum => {
                 let n = var(cx, &[Class::Ix]);
                 let a = var(cx, &[Class::Add]);
