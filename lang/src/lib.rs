@@ -7,6 +7,7 @@
 pub mod check;
 pub mod complete;
 pub mod core;
+pub mod data;
 pub mod display;
 pub mod exec;
 pub mod passes;

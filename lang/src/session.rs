@@ -3,6 +3,7 @@
 //! source text goes in; structured outputs come out and are rendered by `display`.
 
 use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,16 +11,19 @@ use std::time::{Duration, Instant};
 use crate::check::builtins::Builtin;
 use crate::check::env::GlobalEnv;
 use crate::check::infer::Infer;
-use crate::check::typed::{DefInfo, TExpr, TPat};
+use crate::check::typed::{DefInfo, TExpr, TKind, TPat, TStmt};
 use crate::check::types::Ty;
 use crate::check::TypeError;
 use crate::core::interp::{self, InterpConfig, InterpError};
 use crate::core::ir::Program;
 use crate::core::value::{Array, Value};
+use crate::data::DataOp;
 use crate::display::{format_value, DisplayValue};
 use crate::exec::ExecConfig;
 use crate::passes::lower::{leaf_types, GlobalValue, LowerError, Lowerer};
-use crate::syntax::ast::{CodeBlock, Command, Decl, LetBinding, Pattern, Pragma};
+use crate::passes::pipeline::{self, Ice};
+use crate::passes::PIPELINE;
+use crate::syntax::ast::{CodeBlock, Command, Decl, Ident, LetBinding, Pattern, Pragma};
 use crate::syntax::{Chunk, ChunkKind, Span};
 
 mod rich;
@@ -35,6 +39,19 @@ pub struct SessionConfig {
     pub summarise_tables: bool,
     /// Which engine runs the compiled programs.
     pub engine: Engine,
+    /// What a second top-level definition of a name does.
+    pub redefinition: Redefinition,
+}
+
+/// What a second top-level definition of a name does (LANGUAGE.md §3, as Dex).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Redefinition {
+    /// The REPL and notebooks: the new definition replaces the old one (re-running a cell
+    /// works); what was computed from the old one keeps its value.
+    #[default]
+    Replace,
+    /// A script (`dx run`, `dx test`): an error naming both places.
+    Refuse,
 }
 
 /// The engine that runs compiled programs.
@@ -70,6 +87,7 @@ impl Default for SessionConfig {
             prelude: true,
             summarise_tables: false,
             engine: Engine::Fused,
+            redefinition: Redefinition::Replace,
         }
     }
 }
@@ -201,6 +219,17 @@ pub struct Session {
     /// What loading the prelude reported (nothing, when the prelude is sound).
     startup: Vec<Output>,
     last_run: Option<RunReport>,
+    /// Documentation of definitions: the comment lines right above a `def` (`:help name`).
+    docs: HashMap<String, String>,
+    /// The folder relative paths of data files are resolved in (the script's folder).
+    data_dir: Option<PathBuf>,
+    /// The line of each top-level name the user's source defined (`Redefinition::Refuse`).
+    defined_at: HashMap<String, usize>,
+    /// Libraries being loaded (their names are not the user's definitions).
+    loading_libraries: usize,
+    /// The errors of the block being evaluated after its first one (several independent
+    /// type errors are reported together).
+    more_errors: Vec<Diagnostic>,
 }
 
 /// The libraries `import` can load (shipped inside the binary so that dx works from any
@@ -222,6 +251,11 @@ impl Session {
             imported: HashSet::new(),
             startup: Vec::new(),
             last_run: None,
+            docs: HashMap::new(),
+            data_dir: None,
+            defined_at: HashMap::new(),
+            loading_libraries: 0,
+            more_errors: Vec::new(),
         };
         if load_prelude {
             session.startup = session.import("prelude");
@@ -250,7 +284,10 @@ impl Session {
             .count();
         let mut results = Vec::new();
         let mut block_idx = 0;
+        // The comment chunk just before the current chunk: the documentation of a `def`.
+        let mut comment: Option<String> = None;
         for chunk in chunks {
+            let doc = comment.take();
             let outputs = match &chunk.kind {
                 ChunkKind::Code(Ok(block)) => {
                     block_idx += 1;
@@ -260,7 +297,16 @@ impl Session {
                         chunk: &chunk,
                     });
                     let block = block.clone();
-                    self.eval_block_guarded(src, &block)
+                    let outputs = self.eval_block_guarded(src, &block);
+                    if let (Decl::Def(def), Some(doc)) = (&block.decl, doc) {
+                        if !outputs
+                            .iter()
+                            .any(|output| matches!(output, Output::Error(_)))
+                        {
+                            self.docs.insert(def.name.name.clone(), doc);
+                        }
+                    }
+                    outputs
                 }
                 ChunkKind::Code(Err(err)) => {
                     block_idx += 1;
@@ -270,7 +316,11 @@ impl Session {
                         span: Some(err.span),
                     })]
                 }
-                ChunkKind::Prose | ChunkKind::Comment | ChunkKind::Blank => Vec::new(),
+                ChunkKind::Comment => {
+                    comment = Some(doc_text(&src[chunk.span.range()]));
+                    Vec::new()
+                }
+                ChunkKind::Prose | ChunkKind::Blank => Vec::new(),
             };
             let result = ChunkResult { chunk, outputs };
             on_progress(Progress::Finished(&result));
@@ -309,6 +359,12 @@ impl Session {
         self.stages = stages;
     }
 
+    /// The folder that relative paths of `load_npy`, `save_csv`, … start from (the folder of
+    /// the script being run); the working directory when unset.
+    pub fn set_data_dir(&mut self, dir: Option<PathBuf>) {
+        self.data_dir = dir;
+    }
+
     /// `--strict` / `%strict`: out-of-range reads become errors.
     pub fn set_strict(&mut self, strict: bool) {
         self.config.strict = strict;
@@ -333,8 +389,8 @@ impl Session {
     /// that inspect the IR: operation counts, costs.
     pub fn compile_expr(&mut self, expr_src: &str) -> Result<(Program, Program), Diagnostic> {
         let texpr = self.check_expr(expr_src)?;
-        let compiled = self.compile(&texpr)?;
-        Ok((compiled.core, compiled.simp))
+        let compiled = self.compile(&texpr, &[])?;
+        Ok((compiled.core, compiled.piped.program))
     }
 
     fn check_expr(&mut self, expr_src: &str) -> Result<TExpr, Diagnostic> {
@@ -345,7 +401,7 @@ impl Session {
         })?;
         Infer::new(&mut self.env)
             .infer_top_expr(&expr)
-            .map_err(type_error)
+            .map_err(|err| type_error(&mut self.more_errors, err))
     }
 
     /// Loads a standard library once.
@@ -358,7 +414,10 @@ impl Session {
             return vec![Output::Warning(format!("no library named `{name}`"))];
         };
         let mut outputs = Vec::new();
-        for result in self.eval_source(text) {
+        self.loading_libraries += 1;
+        let results = self.eval_source(text);
+        self.loading_libraries -= 1;
+        for result in results {
             for output in result.outputs {
                 if let Output::Error(diag) = output {
                     let rendered = crate::display::render_diagnostic(&diag, text);
@@ -405,6 +464,12 @@ impl Session {
 
     fn eval_block(&mut self, src: &str, block: &CodeBlock) -> Vec<Output> {
         let mut outputs = Vec::new();
+        self.more_errors.clear();
+        let names = block.decl.defined_names();
+        if let Err(diag) = self.check_redefinition(&names) {
+            outputs.push(Output::Error(diag));
+            return outputs;
+        }
         let mut timing = None;
         let mut strict = self.config.strict;
         let mut stages = self.stages.clone();
@@ -440,25 +505,56 @@ impl Session {
         let res = match &block.decl {
             Decl::Def(def) => {
                 let mut infer = Infer::new(&mut self.env);
-                match infer.infer_def(def) {
+                match infer.infer_top_def(def) {
                     Ok(info) => {
-                        self.env.unbind(&def.name.name);
-                        self.env.defs.insert(def.name.name.clone(), info);
+                        self.env.define(&def.name.name, info);
                         Ok(Evaluated::default())
                     }
-                    Err(err) => Err(type_error(err)),
+                    Err(err) => Err(type_error(&mut self.more_errors, err)),
                 }
             }
-            Decl::Let(binding) => self.eval_let(binding, &cx),
+            Decl::Let(binding) => match data_call(&binding.value) {
+                Some(call) => self.load_data(binding, &call),
+                None => self.eval_let(binding, &cx),
+            },
+            Decl::Command {
+                command: Command::Print,
+                expr,
+                ..
+            } if data_call(expr).is_some() => match data_call(expr) {
+                Some(call) => self.save_data(&call, &cx),
+                None => Ok(Evaluated::default()),
+            },
             Decl::Command {
                 command: Command::Stages,
                 expr,
                 ..
             } if stages_setting(expr).is_some() => {
                 // `:stages on core bot` / `:stages off`: a setting, not an expression.
-                self.stages = stages_setting(expr).unwrap_or_default();
-                Ok(Evaluated::default())
+                let stages = stages_setting(expr).unwrap_or_default();
+                match stages
+                    .iter()
+                    .find(|name| !ALL_STAGES.contains(&name.as_str()))
+                {
+                    Some(unknown) => Err(Diagnostic {
+                        kind: ErrorKind::Parse,
+                        message: format!(
+                            "unknown stage `{unknown}`; the stages are {}",
+                            ALL_STAGES.join(" ")
+                        ),
+                        span: Some(expr.span),
+                    }),
+                    None => {
+                        self.stages = stages;
+                        Ok(Evaluated::default())
+                    }
+                }
             }
+            Decl::Command {
+                command: Command::Help,
+                expr,
+                ..
+            } => self.help(expr),
             Decl::Command {
                 command: Command::Type,
                 expr,
@@ -470,7 +566,7 @@ impl Session {
                         outputs: vec![Output::Type(ty.to_string())],
                         ..Default::default()
                     }),
-                    Err(err) => Err(type_error(err)),
+                    Err(err) => Err(type_error(&mut self.more_errors, err)),
                 }
             }
             Decl::Command { command, expr, .. } if rich::is_rich(*command, expr) => {
@@ -479,9 +575,9 @@ impl Session {
             Decl::Command { command, expr, .. } => {
                 let mut infer = Infer::new(&mut self.env);
                 match infer.infer_top_expr(expr) {
-                    Err(err) => Err(type_error(err)),
+                    Err(err) => Err(type_error(&mut self.more_errors, err)),
                     Ok(texpr) => match command {
-                        Command::Type => Ok(Evaluated {
+                        Command::Type | Command::Help => Ok(Evaluated {
                             outputs: vec![Output::Type(texpr.ty.to_string())],
                             ..Default::default()
                         }),
@@ -504,6 +600,7 @@ impl Session {
         };
         match res {
             Ok(evaluated) => {
+                self.record_definitions(src, &names);
                 outputs.extend(evaluated.outputs);
                 if let Some(bench_name) = timing {
                     outputs.push(Output::Timing {
@@ -514,38 +611,217 @@ impl Session {
                     });
                 }
             }
-            Err(diag) => outputs.push(Output::Error(diag)),
+            Err(diag) => {
+                outputs.push(Output::Error(diag));
+                outputs.extend(self.more_errors.drain(..).map(Output::Error));
+            }
         }
         outputs
+    }
+
+    /// `xs : T = load_npy "file"` (or `load_csv`): reads one table of the declared type.
+    fn load_data(
+        &mut self,
+        binding: &LetBinding,
+        call: &DataCall,
+    ) -> Result<Evaluated, Diagnostic> {
+        let type_error_at = |span: Span, message: String| Diagnostic {
+            kind: ErrorKind::Type,
+            message,
+            span: Some(span),
+        };
+        let name = call.op.name();
+        let DataOp::Load(format) = call.op else {
+            return Err(type_error_at(
+                call.span,
+                format!(
+                    "`{name}` writes a file; use it as a block of its own: `{name} \"file\" xs`"
+                ),
+            ));
+        };
+        if call.value.is_some() {
+            return Err(type_error_at(
+                call.span,
+                format!("`{name}` takes only a file name"),
+            ));
+        }
+        let Some(ty_expr) = &binding.ty else {
+            return Err(type_error_at(
+                binding.span,
+                format!("declare the type of the data `{name}` reads, e.g. `xs : (Fin 150)=>(Fin 4)=>Float = {name} \"{}\"`", call.path),
+            ));
+        };
+        if !matches!(binding.pat, Pattern::Var(_)) {
+            return Err(type_error_at(
+                binding.pat.span(),
+                format!("bind what `{name}` reads to one name"),
+            ));
+        }
+        let ty = Infer::new(&mut self.env)
+            .infer_top_type_expr(ty_expr)
+            .map_err(|err| type_error(&mut self.more_errors, err))?;
+        let leaf = match leaf_types(&ty).as_deref() {
+            Ok([leaf]) if !ty.contains_fun() => leaf.clone(),
+            _ => {
+                return Err(type_error_at(
+                    ty_expr.span,
+                    format!("`{name}` reads one table of numbers, not a value of type {ty}"),
+                ))
+            }
+        };
+        let path = self.data_path(&call.path);
+        let array = crate::data::load(format, &path, &leaf).map_err(|message| Diagnostic {
+            kind: ErrorKind::Runtime,
+            message: format!("{name} \"{}\": {message}", call.path),
+            span: Some(call.span),
+        })?;
+        self.bind_top(&binding.pat, &ty, vec![array]);
+        Ok(Evaluated::default())
+    }
+
+    /// `save_npy "file" xs` (or `save_csv`): evaluates `xs` and writes it.
+    fn save_data(&mut self, call: &DataCall, cx: &BlockCx) -> Result<Evaluated, Diagnostic> {
+        let name = call.op.name();
+        let (DataOp::Save(format), Some(value)) = (call.op, call.value) else {
+            return Err(Diagnostic {
+                kind: ErrorKind::Type,
+                message: format!("`{name}` needs a file name and a table: `{name} \"file\" xs`"),
+                span: Some(call.span),
+            });
+        };
+        let texpr = Infer::new(&mut self.env)
+            .infer_top_expr(value)
+            .map_err(|err| type_error(&mut self.more_errors, err))?;
+        let (arrays, evaluated) = self.run_to_arrays(&texpr, cx)?;
+        let [array] = arrays.as_slice() else {
+            return Err(Diagnostic {
+                kind: ErrorKind::Type,
+                message: format!(
+                    "`{name}` writes one table of numbers, not a value of type {}",
+                    texpr.ty
+                ),
+                span: Some(value.span),
+            });
+        };
+        let path = self.data_path(&call.path);
+        crate::data::save(format, &path, array).map_err(|message| Diagnostic {
+            kind: ErrorKind::Runtime,
+            message: format!("{name} \"{}\": {message}", call.path),
+            span: Some(call.span),
+        })?;
+        Ok(evaluated)
+    }
+
+    /// A data file's path: relative paths start from the script's folder.
+    fn data_path(&self, path: &str) -> PathBuf {
+        match &self.data_dir {
+            Some(dir) if Path::new(path).is_relative() => dir.join(path),
+            _ => PathBuf::from(path),
+        }
+    }
+
+    /// `:help name`: the name's type and the comment lines written above its definition.
+    fn help(&mut self, expr: &crate::syntax::ast::Expr) -> Result<Evaluated, Diagnostic> {
+        let crate::syntax::ast::ExprKind::Var(ident) = &expr.kind else {
+            return Err(Diagnostic {
+                kind: ErrorKind::Type,
+                message: "`:help` takes a name, e.g. `:help mean`".into(),
+                span: Some(expr.span),
+            });
+        };
+        let ty = Infer::new(&mut self.env)
+            .infer_top_type(expr)
+            .map_err(|err| type_error(&mut self.more_errors, err))?;
+        let doc = match self.docs.get(&ident.name) {
+            Some(doc) => doc.clone(),
+            None if Builtin::lookup(&ident.name).is_some() => {
+                "A built-in (see the language guide, docs/language.md).".to_string()
+            }
+            None => "(no documentation)".to_string(),
+        };
+        Ok(Evaluated {
+            outputs: vec![Output::Text(format!("{} : {ty}\n{doc}", ident.name))],
+            ..Default::default()
+        })
+    }
+
+    /// In a script, a name may be defined once (as in Dex).
+    fn check_redefinition(&self, names: &[&Ident]) -> Result<(), Diagnostic> {
+        if self.config.redefinition == Redefinition::Replace || self.loading_libraries > 0 {
+            return Ok(());
+        }
+        for ident in names {
+            if let Some(line) = self.defined_at.get(&ident.name) {
+                return Err(Diagnostic {
+                    kind: ErrorKind::Type,
+                    message: format!(
+                        "`{}` is already defined on line {line}; a script defines each name once",
+                        ident.name
+                    ),
+                    span: Some(ident.span),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn record_definitions(&mut self, src: &str, names: &[&Ident]) {
+        if self.loading_libraries > 0 {
+            return;
+        }
+        for ident in names {
+            let start = (ident.span.start as usize).min(src.len());
+            let line = src.as_bytes()[..start]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1;
+            self.defined_at.insert(ident.name.clone(), line);
+        }
     }
 
     fn eval_let(&mut self, binding: &LetBinding, cx: &BlockCx) -> Result<Evaluated, Diagnostic> {
         let mut infer = Infer::new(&mut self.env);
         if let Some(alias) = infer.try_alias(binding) {
-            let (name, ty) = alias.map_err(type_error)?;
+            let (name, ty) = alias.map_err(|err| type_error(&mut self.more_errors, err))?;
             self.env.unbind(&name);
             self.env.aliases.insert(name, ty);
             return Ok(Evaluated::default());
         }
-        let (pat, texpr) = infer.infer_top_let(binding).map_err(type_error)?;
+        let (pat, texpr) = infer
+            .infer_top_let(binding)
+            .map_err(|err| type_error(&mut self.more_errors, err))?;
         if texpr.ty.contains_fun() {
-            // A function value: kept as a definition and inlined where it is used.
-            let TPat::Var(_, name) = &pat else {
-                return Err(Diagnostic {
-                    kind: ErrorKind::Type,
-                    message: "functions can only be bound to a single name".into(),
-                    span: Some(binding.pat.span()),
-                });
-            };
-            self.env.unbind(name);
-            let info = DefInfo {
-                name: name.clone(),
-                vars: Vec::new(),
-                ty: texpr.ty.clone(),
-                span: binding.span,
-                body: texpr,
-            };
-            self.env.defs.insert(name.clone(), info);
+            // A value holding functions: each name becomes a definition, inlined where it is
+            // used (`(y, pullback) = vjp f x` projects its part of the value there).
+            for (local, name, ty) in pat.vars(&texpr.ty) {
+                let body = match &pat {
+                    TPat::Var(..) => texpr.clone(),
+                    _ => TExpr {
+                        kind: TKind::Block {
+                            stmts: vec![TStmt::Let {
+                                pat: pat.clone(),
+                                value: texpr.clone(),
+                            }],
+                            result: Box::new(TExpr {
+                                kind: TKind::Local(local),
+                                ty: ty.clone(),
+                                span: binding.span,
+                            }),
+                        },
+                        ty: ty.clone(),
+                        span: binding.span,
+                    },
+                };
+                let info = DefInfo {
+                    name: name.clone(),
+                    vars: Vec::new(),
+                    ty,
+                    span: binding.span,
+                    body,
+                };
+                self.env.define(&name, info);
+            }
             return Ok(Evaluated::default());
         }
         let (arrays, evaluated) = self.run_to_arrays(&texpr, cx)?;
@@ -641,12 +917,9 @@ impl Session {
         let compile_start = Instant::now();
         let Compiled {
             core,
-            bulk,
-            simp,
-            schedule,
             inputs,
-            derivatives,
-        } = self.compile(texpr)?;
+            piped,
+        } = self.compile(texpr, &cx.stages)?;
         evaluated.compile = compile_start.elapsed();
         for stage in cx.stages.iter().filter(|stage| *stage != "parse") {
             let text = match stage.as_str() {
@@ -654,29 +927,29 @@ impl Session {
                     crate::check::print::print_typed(texpr, &|local| self.env.local_name(local))
                 }
                 "core" => core.to_string(),
-                "bot" => bulk.to_string(),
-                "simp" => simp.to_string(),
-                "fused" => schedule.display(&simp).to_string(),
-                "linear" | "transposed" => {
-                    let texts: Vec<&str> = derivatives
+                other => {
+                    let texts: Vec<&str> = piped
+                        .stages
                         .iter()
-                        .filter(|(name, _)| name == stage)
-                        .map(|(_, text)| text.as_str())
+                        .filter(|dump| dump.stage == other)
+                        .map(|dump| dump.text.as_str())
                         .collect();
-                    if texts.is_empty() {
-                        "(no derivative is taken in this block)".to_string()
-                    } else {
-                        texts.join("\n")
+                    match other {
+                        _ if !texts.is_empty() => texts.join("\n"),
+                        "linear" | "transposed" => {
+                            "(no derivative is taken in this block)".to_string()
+                        }
+                        _ => format!("(the `{other}` stage is not available yet)"),
                     }
                 }
-                other => format!("(the `{other}` stage is not available yet)"),
             };
             evaluated.outputs.push(Output::Stage {
                 name: stage.clone(),
                 text,
             });
         }
-        let program = simp;
+        let program = piped.program;
+        let schedule = piped.schedule;
         let engine = match self.config.engine {
             // Strict out-of-range errors come in the interpreter's order only from the bulk
             // evaluator (its Note [Strict errors in bulk]).
@@ -691,8 +964,9 @@ impl Session {
                         strict: false,
                         interrupt: interrupt.clone(),
                     };
+                    let schedule = schedule.as_ref().expect("the pipeline ends with `fuse`");
                     let (arrays, report) =
-                        crate::exec::run_fused(&program, &schedule, &inputs, &config)?;
+                        crate::exec::run_fused(&program, schedule, &inputs, &config)?;
                     let report = RunReport {
                         engine,
                         statements: report.statements,
@@ -756,7 +1030,9 @@ impl Session {
         Ok((arrays, evaluated))
     }
 
-    fn compile(&self, texpr: &TExpr) -> Result<Compiled, Diagnostic> {
+    /// Lowers a checked expression and runs the pipeline on it, recording the stages in
+    /// `wanted`.
+    fn compile(&self, texpr: &TExpr, wanted: &[String]) -> Result<Compiled, Diagnostic> {
         let lookup = |name: &str| {
             self.values.get(name).map(|(ty, arrays)| GlobalValue {
                 ty,
@@ -765,28 +1041,17 @@ impl Session {
         };
         let mut lowerer = Lowerer::new(&self.env, &lookup);
         lowerer.lower_main(texpr).map_err(lower_error)?;
-        let derivatives = std::mem::take(&mut lowerer.derivative_stages);
         let inputs: Vec<Array> = lowerer
             .inputs
             .iter()
             .flat_map(|(name, _)| self.values[name].1.iter().cloned())
             .collect();
         let core = lowerer.program;
-        verify_after("lower", &core)?;
-        let bulk = crate::passes::bot::run(&core);
-        verify_after("bot", &bulk)?;
-        check_bot_output(&core, &bulk)?;
-        let mut simp = bulk.clone();
-        crate::passes::simplify::run(&mut simp);
-        verify_after("simp", &simp)?;
-        let schedule = crate::passes::fuse::run(&simp);
+        let piped = pipeline::run(&core, PIPELINE, wanted).map_err(ice)?;
         Ok(Compiled {
             core,
-            bulk,
-            simp,
-            schedule,
             inputs,
-            derivatives,
+            piped,
         })
     }
 }
@@ -828,54 +1093,20 @@ fn stages_setting(expr: &crate::syntax::ast::Expr) -> Option<Vec<String>> {
     }
 }
 
-/// A compiled block: the core IR and its bulk form, and the values of its inputs.
+/// A compiled block: its core IR, what the pipeline made of it, and the values of its inputs.
 struct Compiled {
     core: Program,
-    bulk: Program,
-    simp: Program,
-    /// `simp`'s main block as kernels (`passes::fuse`).
-    schedule: crate::core::kernel::Schedule,
     inputs: Vec<Array>,
-    /// `linear` / `transposed` dumps of the derivatives taken in the block.
-    derivatives: Vec<(&'static str, String)>,
+    piped: pipeline::Compiled,
 }
 
-/// Runs the verifier after a pass; a failure is a bug in dx, reported with the IR.
-fn verify_after(pass: &str, program: &Program) -> Result<(), Diagnostic> {
-    crate::core::verify::verify(program).map_err(|errors| {
-        let listed: Vec<String> = errors.iter().map(ToString::to_string).collect();
-        Diagnostic {
-            kind: ErrorKind::Internal,
-            message: format!(
-                "`{pass}` produced ill-formed IR:\n{}\n{program}",
-                listed.join("\n")
-            ),
-            span: None,
-        }
-    })
-}
-
-/// The BOT's guarantees: no `build1` left (seed 001 Theorem 5.1) and the same result types.
-fn check_bot_output(core: &Program, bulk: &Program) -> Result<(), Diagnostic> {
-    let result_types = |program: &Program| -> Vec<crate::core::ir::ArrTy> {
-        program.blocks[program.main]
-            .results
-            .iter()
-            .map(|atom| program.atom_ty(atom))
-            .collect()
-    };
-    let problem = if !crate::passes::bot::is_normal_form(bulk) {
-        "`bot` left a build1 in its output"
-    } else if result_types(core) != result_types(bulk) {
-        "`bot` changed the types of the results"
-    } else {
-        return Ok(());
-    };
-    Err(Diagnostic {
+/// An internal compiler error as the user sees it (the session stays usable).
+fn ice(ice: Ice) -> Diagnostic {
+    Diagnostic {
         kind: ErrorKind::Internal,
-        message: format!("{problem}:\n{bulk}"),
+        message: ice.to_string(),
         span: None,
-    })
+    }
 }
 
 /// Per-block settings from pragmas.
@@ -911,22 +1142,32 @@ fn internal(message: String) -> Output {
     })
 }
 
-fn type_error(err: TypeError) -> Diagnostic {
-    Diagnostic {
+/// The diagnostic of a type error; the declaration's other errors go to `more`.
+fn type_error(more: &mut Vec<Diagnostic>, err: TypeError) -> Diagnostic {
+    let diagnostic = |message, span| Diagnostic {
         kind: ErrorKind::Type,
-        message: err.message,
-        span: Some(err.span),
-    }
+        message,
+        span: Some(span),
+    };
+    more.extend(
+        err.also
+            .into_iter()
+            .map(|other| diagnostic(other.message, other.span)),
+    );
+    diagnostic(err.message, err.span)
 }
 
+/// A lowering error: the user's (with its span) or dx's (an internal error in `lower`).
 fn lower_error(err: LowerError) -> Diagnostic {
-    let kind = if err.message.starts_with("internal:") {
-        ErrorKind::Internal
-    } else {
-        ErrorKind::Type
-    };
+    if err.bug {
+        return ice(Ice {
+            pass: pipeline::LOWER,
+            problem: pipeline::Problem::Failed(err.message),
+            ir: String::new(),
+        });
+    }
     Diagnostic {
-        kind,
+        kind: ErrorKind::Type,
         message: err.message,
         span: Some(err.span),
     }
@@ -961,6 +1202,62 @@ fn runtime_error(err: InterpError, program: &Program) -> Diagnostic {
         message,
         span,
     }
+}
+
+/// A call of a data built-in at the top of a block: `load_npy "file"`, `save_csv "file" xs`.
+struct DataCall<'a> {
+    op: DataOp,
+    path: String,
+    /// The table to write (saves only).
+    value: Option<&'a crate::syntax::ast::Expr>,
+    span: Span,
+}
+
+/// Recognises `op "file"` and `op "file" value` (also written `op("file", value)`).
+fn data_call(expr: &crate::syntax::ast::Expr) -> Option<DataCall<'_>> {
+    use crate::syntax::ast::{ExprKind, Lit};
+    let ExprKind::App {
+        func,
+        arg,
+        name: None,
+    } = &expr.kind
+    else {
+        return None;
+    };
+    let (head, path_arg, value) = match &func.kind {
+        ExprKind::App {
+            func: head,
+            arg: path_arg,
+            name: None,
+        } => (&**head, &**path_arg, Some(&**arg)),
+        _ => (&**func, &**arg, None),
+    };
+    let (ExprKind::Var(ident), ExprKind::Lit(Lit::Str(path))) = (&head.kind, &path_arg.kind) else {
+        return None;
+    };
+    Some(DataCall {
+        op: DataOp::from_name(&ident.name)?,
+        path: path.clone(),
+        value,
+        span: expr.span,
+    })
+}
+
+/// The text of comment lines without their `--` or `#` markers (one space after the marker is
+/// dropped too).
+fn doc_text(comment: &str) -> String {
+    comment
+        .lines()
+        .map(|line| {
+            let line = line.trim_end();
+            let text = line
+                .strip_prefix("--")
+                .or_else(|| line.strip_prefix('#'))
+                .unwrap_or(line);
+            text.strip_prefix(' ').unwrap_or(text)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Groups the arrays of a value by its tuple structure (tables of tuples are tuples of

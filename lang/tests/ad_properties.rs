@@ -1300,11 +1300,11 @@ fn loops_reading_outer_tables_against_finite_differences() {
         // The loop index, and its neighbours (wrapping around).
         "\\x. fold(0.25, \\i c. sin (c * x[i] + x[((ordinal i + 5) `mod` 6) @ Fin 6] * x[((ordinal i + 1) `mod` 6) @ Fin 6]))",
         // The left neighbour reads out of range (zero) at i = 0.
-        "\\x. fold(0.5, \\i c. c * 0.75 + x[i] * x[(ordinal i - 1) @ Fin 6])",
+        "\\x. fold(0.5, \\i c. c * 0.75 + x[i] * x[(n_to_i (ordinal i) - 1) @ Fin 6])",
         // An index computed from the carry.
         "\\x. fold(0.3, \\i c. sin (c + x[i] * x[(i_to_n (f_to_i (floor (abs c * 4.0))) `mod` 6) @ Fin 6]))",
         // A loop shorter than the table, reading it backwards.
-        "\\x. fold(1.0, \\i:(Fin 4) c. c * cos x[(5 - ordinal i) @ Fin 6])",
+        "\\x. fold(1.0, \\i:(Fin 4) c. c * cos x[unsafe_nat_diff 5 (ordinal i) @ Fin 6])",
         // A scan whose outputs read the table too.
         "\\x. sum (snd (scan(0.5, \\i c. (c * x[i], sin (c + x[i])))))",
         // Rows of a matrix built from x: after the BOT, gathers of x inside the loop.

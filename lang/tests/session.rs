@@ -1,6 +1,6 @@
 //! The session façade: start-up, outputs as data, and the session surviving errors.
 
-use dx_lang::session::{ErrorKind, Output, Session, SessionConfig};
+use dx_lang::session::{ErrorKind, Output, Redefinition, Session, SessionConfig};
 
 fn outputs(session: &mut Session, src: &str) -> Vec<Output> {
     session
@@ -120,12 +120,19 @@ fn every_engine_agrees_with_the_interpreter_on_the_literate_tests() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     for dir in ["tests/dx", "examples"] {
         for entry in std::fs::read_dir(root.join(dir)).unwrap().flatten() {
-            let src = std::fs::read_to_string(entry.path()).unwrap();
+            let path = entry.path();
+            if path.extension().is_none_or(|ext| ext != "dx") {
+                continue; // e.g. `examples/data/`
+            }
+            // Data files are found relative to the script, as `dx run` does.
+            let data_dir = path.parent().map(std::path::Path::to_path_buf);
+            let src = std::fs::read_to_string(&path).unwrap();
             let reference_config = SessionConfig {
                 engine: dx_lang::session::Engine::Reference,
                 ..SessionConfig::default()
             };
             let mut reference = Session::new(reference_config);
+            reference.set_data_dir(data_dir.clone());
             let strip_timing = |outputs: Vec<Output>| -> Vec<Output> {
                 outputs
                     .into_iter()
@@ -141,6 +148,7 @@ fn every_engine_agrees_with_the_interpreter_on_the_literate_tests() {
                     engine,
                     ..SessionConfig::default()
                 });
+                session.set_data_dir(data_dir.clone());
                 assert_eq!(
                     strip_timing(outputs(&mut session, &src)),
                     expected,
@@ -150,4 +158,45 @@ fn every_engine_agrees_with_the_interpreter_on_the_literate_tests() {
             }
         }
     }
+}
+
+/// In the REPL a new definition replaces the old one (LANGUAGE.md §3): re-running an entry
+/// works, and what was computed or checked against the old definition keeps its meaning.
+#[test]
+fn repl_definitions_replace_and_dependents_keep_theirs() {
+    let mut session = Session::new(SessionConfig::default());
+    let src = "def f(x: Float) -> Float = x + 1.0\n\
+               def g(x: Float) -> Float = f x * 10.0\n\
+               v = f 1.0\n\
+               def f(x: Float) -> Float = x + 100.0\n\
+               n = 1\n\
+               n = 2\n\
+               :p (f 1.0, g 1.0, v, n)\n";
+    let got = outputs(&mut session, src);
+    assert_eq!(got, vec![Output::Value("(101., 20., 2., 2)".into())]);
+}
+
+/// In a script a second definition of a name is an error at the second one; the first
+/// stays in force.
+#[test]
+fn script_definitions_are_made_once() {
+    let config = SessionConfig {
+        redefinition: Redefinition::Refuse,
+        ..SessionConfig::default()
+    };
+    let mut session = Session::new(config);
+    let src = "n = 1\nn = 2\n:p n\n";
+    let got = outputs(&mut session, src);
+    match &got[0] {
+        Output::Error(diag) => {
+            assert_eq!(diag.kind, ErrorKind::Type);
+            assert!(
+                diag.message.contains("already defined on line 1"),
+                "{diag:?}"
+            );
+            assert_eq!(diag.span.map(|span| span.range()), Some(6..7));
+        }
+        other => panic!("expected an error, got {other:?}"),
+    }
+    assert_eq!(got[1], Output::Value("1".into()));
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use dx_lang::display::render_output;
-use dx_lang::session::{Progress, Session, SessionConfig};
+use dx_lang::session::{Progress, Redefinition, Session, SessionConfig};
 use dx_lang::syntax::ChunkKind;
 use std::sync::atomic::Ordering;
 
@@ -155,10 +155,17 @@ pub fn main(args: Vec<OsString>) -> Status {
             return Status::Usage;
         }
     };
-    let session_config = |summarise_tables| SessionConfig {
+    // The REPL summarises tables and lets a definition replace an earlier one; scripts print
+    // tables whole and define each name once.
+    let session_config = |interactive: bool| SessionConfig {
         strict: cli.strict,
         prelude: !cli.no_prelude,
-        summarise_tables,
+        summarise_tables: interactive,
+        redefinition: if interactive {
+            Redefinition::Replace
+        } else {
+            Redefinition::Refuse
+        },
         ..SessionConfig::default()
     };
     match cli.command {
@@ -244,10 +251,15 @@ fn expand_shorthand(mut args: Vec<OsString>) -> Vec<OsString> {
     args
 }
 
+/// Reads a source file; a UTF-8 byte-order mark at its start is skipped.
 fn read_source(path: &Path) -> Result<String, Status> {
-    std::fs::read_to_string(path).map_err(|err| {
+    let src = std::fs::read_to_string(path).map_err(|err| {
         eprintln!("dx: error: cannot read {}: {err}", path.display());
         Status::Usage
+    })?;
+    Ok(match src.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => src,
     })
 }
 
@@ -261,6 +273,7 @@ fn run_file(path: &Path, outfmt: OutFormat, config: SessionConfig) -> Status {
         Err(status) => return status,
     };
     let mut session = Session::new(config);
+    session.set_data_dir(path.parent().map(Path::to_path_buf));
     let interrupt = session.interrupt_flag();
     let handler_flag = interrupt.clone();
     let _ = ctrlc::set_handler(move || {
@@ -336,6 +349,7 @@ fn test_files(paths: &[PathBuf], config: &SessionConfig) -> Status {
         };
         // Each file gets a fresh session, as `dx run` would.
         let mut session = Session::new(config.clone());
+        session.set_data_dir(path.parent().map(Path::to_path_buf));
         let Some(results) = literate::eval_guarded(&mut session, &src) else {
             eprintln!("dx: error: internal error while running {name}");
             println!("FAIL {name}");

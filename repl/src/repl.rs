@@ -46,6 +46,7 @@ Commands:
                        before every following result; :stages off stops
   :load FILE           evaluate a .dx file in this session
   :help                this help
+  :help NAME           the type of NAME and its documentation
   :quit, :q            leave (Ctrl-D also leaves)
 
 A definition or block goes on over indented lines; an empty line ends it.

@@ -14,8 +14,10 @@ use dx_lang::syntax::{entry_status, split_chunks, ChunkKind, ParseError, Span};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, RngSeed};
 
-/// How long one case may take (debug build, loaded machine).
-const DEADLINE: Duration = Duration::from_secs(20);
+/// How long one case may take before it counts as a hang. A guard against hangs, not a
+/// speed test: the 100 000-token cases take seconds in a debug build and several times that
+/// on a loaded CI machine.
+const DEADLINE: Duration = Duration::from_secs(180);
 
 fn config(cases: u32) -> Config {
     Config {
@@ -126,7 +128,7 @@ fn check_let(src: &str, binding: &LetBinding) -> Result<(), String> {
 fn check_expr(src: &str, expr: &Expr) -> Result<(), String> {
     check_span(src, expr.span)?;
     match &expr.kind {
-        ExprKind::Var(_) | ExprKind::Lit(_) => Ok(()),
+        ExprKind::Var(_) | ExprKind::Lit(_) | ExprKind::Section(_) | ExprKind::Hole => Ok(()),
         ExprKind::Lam { body, .. } | ExprKind::For { body, .. } => check_expr(src, body),
         ExprKind::If {
             cond,

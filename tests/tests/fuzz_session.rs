@@ -21,6 +21,11 @@ fn expr(depth: u32) -> BoxedStrategy<String> {
         Just("iota (Fin 4)".to_string()),
         Just("i".to_string()),
         Just("j".to_string()),
+        Just("()".to_string()),
+        Just("(+)".to_string()),
+        Just("[+1, 2, 3, 4]".to_string()),
+        Just("[]".to_string()),
+        Just("9999999999".to_string()),
     ];
     if depth == 0 {
         return leaf.boxed();
@@ -49,6 +54,17 @@ fn expr(depth: u32) -> BoxedStrategy<String> {
         1 => sub().prop_map(|a| format!("(deriv (\\y. y * {a}) x)")),
         1 => sub().prop_map(|a| format!("(jvp (\\y. {a}) xs xs)")),
         1 => sub().prop_map(|a| format!("(grad (\\y. fold(y, \\i:(Fin 2) c. c * {a})) x)")),
+        // Syntax and typing of issue 9.
+        1 => sub().prop_map(|a| format!("({a} :: Float)")),
+        1 => (sub(), sub()).prop_map(|(a, b)| format!("({a} == {b})")),
+        1 => (sub(), sub()).prop_map(|(a, b)| format!("({a} <= {b})")),
+        1 => (sub(), sub()).prop_map(|(a, b)| format!("((*) {a} {b})")),
+        1 => (sub(), sub()).prop_map(|(a, b)| format!("(max {a} {b})")),
+        1 => (sub(), sub()).prop_map(|(a, b)| format!("({a} - {b})")),
+        1 => sub().prop_map(|a| format!("(0.5 .* {a})")),
+        1 => sub().prop_map(|a| format!("(mean {a})")),
+        1 => sub().prop_map(|a| format!("(for _:(Fin 2). {a})")),
+        1 => sub().prop_map(|a| format!("(from_ordinal(n=Fin 4, {a}))")),
     ]
     .boxed()
 }

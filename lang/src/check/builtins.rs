@@ -11,14 +11,18 @@ use crate::syntax::Span;
 /// and tuples of such; the others only for scalars (and index sets where it says so).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Class {
-    /// `+`, `-`, `zero`, `sum`: numeric scalars, lifted.
+    /// `+`, `zero`, `sum`: numeric scalars, lifted.
     Add,
+    /// `-`, `neg`: numeric scalars except `Nat`, lifted (Dex has no `Sub Nat`).
+    Sub,
     /// `*`: numeric scalars, lifted.
     Mul,
     /// `/`: numeric scalars, lifted.
     Div,
     /// Transcendental functions: float scalars, lifted.
     Floating,
+    /// `.*`: values made of floats (Dex's `VSpace`), lifted.
+    VSpace,
     /// A numeric scalar (not lifted): literals, `mod`, `abs`.
     Num,
     /// A float scalar (not lifted).
@@ -35,9 +39,11 @@ impl Class {
     pub fn name(self) -> &'static str {
         match self {
             Class::Add => "Add",
+            Class::Sub => "Sub",
             Class::Mul => "Mul",
             Class::Div => "Fractional",
             Class::Floating => "Floating",
+            Class::VSpace => "VSpace",
             Class::Num => "Num",
             Class::Float => "Float",
             Class::Eq => "Eq",
@@ -50,11 +56,14 @@ impl Class {
     pub fn from_name(name: &str) -> Option<Vec<Class>> {
         Some(match name {
             "Ix" => vec![Class::Ix, Class::Eq, Class::Ord],
-            "Add" | "VSpace" => vec![Class::Add],
+            "Add" => vec![Class::Add],
+            "Sub" => vec![Class::Sub],
+            "VSpace" => vec![Class::Add, Class::Sub, Class::VSpace],
             "Mul" => vec![Class::Mul],
             "Num" => vec![Class::Add, Class::Mul, Class::Num, Class::Eq, Class::Ord],
             "Fractional" => vec![
                 Class::Add,
+                Class::Sub,
                 Class::Mul,
                 Class::Div,
                 Class::Num,
@@ -63,11 +72,22 @@ impl Class {
             ],
             "Floating" | "Float" | "Real" => vec![
                 Class::Add,
+                Class::Sub,
                 Class::Mul,
                 Class::Div,
                 Class::Floating,
+                Class::VSpace,
                 Class::Num,
                 Class::Float,
+                Class::Eq,
+                Class::Ord,
+            ],
+            // Integers with subtraction (`rem`); Dex's `Integral` also has `Nat`.
+            "Integral" => vec![
+                Class::Add,
+                Class::Sub,
+                Class::Mul,
+                Class::Num,
                 Class::Eq,
                 Class::Ord,
             ],
@@ -82,7 +102,8 @@ impl Class {
     pub fn holds_for_base(self, base: BaseTy) -> bool {
         match self {
             Class::Add | Class::Mul | Class::Div | Class::Num | Class::Ord => base.is_numeric(),
-            Class::Floating | Class::Float => base.is_float(),
+            Class::Sub => base.is_numeric() && base != BaseTy::Nat,
+            Class::Floating | Class::VSpace | Class::Float => base.is_float(),
             Class::Eq => true,
             Class::Ix => false,
         }
@@ -90,7 +111,16 @@ impl Class {
 
     /// Whether the class extends pointwise to tables and tuples.
     pub fn is_lifted(self) -> bool {
-        matches!(self, Class::Add | Class::Mul | Class::Div | Class::Floating)
+        matches!(
+            self,
+            Class::Add | Class::Sub | Class::Mul | Class::Div | Class::Floating | Class::VSpace
+        )
+    }
+
+    /// Whether the class holds for tuples and tables whose components are in it
+    /// (lexicographic comparison, see `passes/lower_compare.rs`).
+    pub fn is_structural(self) -> bool {
+        matches!(self, Class::Eq | Class::Ord)
     }
 
     /// Whether index values are in the class.
@@ -113,6 +143,8 @@ pub enum Builtin {
     Ordinal,
     Size,
     FromOrdinal,
+    /// `unsafe_nat_diff x y`: `x - y` on `Nat`, for when `x >= y` is known (as in Dex).
+    NatDiff,
     Sum,
     Iota,
     Fold,
@@ -125,6 +157,8 @@ pub enum Builtin {
     FloatConst(FloatConst),
     /// Differentiation (LANGUAGE.md §4): `grad`, `jvp`, `vjp`, … .
     Ad(AdOp),
+    /// `arb k`: a random value of the type the context asks for (Dex's `Arbitrary`).
+    Arb,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -167,6 +201,12 @@ pub enum Conversion {
     NatToInt,
     IntToNat,
     BoolToNat,
+    FloatToNat,
+    /// `n_to_w64`, `i_to_w64`, `w64_to_n` (Dex's conversions of `Word64`, the type of keys;
+    /// `w64_to_n` keeps the low 32 bits).
+    NatToWord64,
+    IntToWord64,
+    Word64ToNat,
     /// `cast`: any numeric type to any numeric type, decided by the context.
     Cast,
 }
@@ -205,6 +245,8 @@ impl Builtin {
             "not" => B::Prim(Prim::Not),
             "isnan" => B::Prim(Prim::IsNan),
             "isinf" => B::Prim(Prim::IsInf),
+            "threefry_2x32" => B::Prim(Prim::Threefry2x32),
+            "unit_from_bits" => B::Prim(Prim::UnitFromBits),
             "n_to_f" => B::Convert(Conversion::NatToFloat),
             "i_to_f" => B::Convert(Conversion::IntToFloat),
             "f_to_i" => B::Convert(Conversion::FloatToInt),
@@ -212,10 +254,15 @@ impl Builtin {
             "n_to_i" => B::Convert(Conversion::NatToInt),
             "i_to_n" => B::Convert(Conversion::IntToNat),
             "b_to_n" => B::Convert(Conversion::BoolToNat),
+            "f_to_n" => B::Convert(Conversion::FloatToNat),
+            "n_to_w64" => B::Convert(Conversion::NatToWord64),
+            "i_to_w64" => B::Convert(Conversion::IntToWord64),
+            "w64_to_n" => B::Convert(Conversion::Word64ToNat),
             "cast" => B::Convert(Conversion::Cast),
             "ordinal" => B::Ordinal,
             "size" => B::Size,
             "from_ordinal" | "unsafe_from_ordinal" => B::FromOrdinal,
+            "unsafe_nat_diff" => B::NatDiff,
             "sum" => B::Sum,
             "iota" => B::Iota,
             "fold" => B::Fold,
@@ -236,6 +283,7 @@ impl Builtin {
             "transpose_linear" => B::Ad(AdOp::TransposeLinear),
             "jacobian" => B::Ad(AdOp::Jacobian),
             "check_deriv" => B::Ad(AdOp::CheckDeriv),
+            "arb" => B::Arb,
             _ => return None,
         })
     }
@@ -273,6 +321,8 @@ impl Builtin {
             "not",
             "isnan",
             "isinf",
+            "threefry_2x32",
+            "unit_from_bits",
             "n_to_f",
             "i_to_f",
             "f_to_i",
@@ -280,11 +330,16 @@ impl Builtin {
             "n_to_i",
             "i_to_n",
             "b_to_n",
+            "f_to_n",
+            "n_to_w64",
+            "i_to_w64",
+            "w64_to_n",
             "cast",
             "ordinal",
             "size",
             "from_ordinal",
             "unsafe_from_ordinal",
+            "unsafe_nat_diff",
             "sum",
             "iota",
             "fold",
@@ -305,6 +360,7 @@ impl Builtin {
             "transpose_linear",
             "jacobian",
             "check_deriv",
+            "arb",
         ]
     }
 
@@ -318,10 +374,15 @@ impl Builtin {
             Ty::Var(var)
         };
         let float_var = |cx: &mut Infer| Ty::Var(cx.fresh_float_var(span));
+        let word64 = || Ty::Base(BaseTy::Word64);
         match self {
             Builtin::Prim(prim) => match prim {
-                Prim::Add | Prim::Sub => {
+                Prim::Add => {
                     let a = var(cx, &[Class::Add]);
+                    Ty::funs(vec![a.clone(), a.clone()], a)
+                }
+                Prim::Sub => {
+                    let a = var(cx, &[Class::Sub]);
                     Ty::funs(vec![a.clone(), a.clone()], a)
                 }
                 Prim::Mul => {
@@ -333,7 +394,7 @@ impl Builtin {
                     Ty::funs(vec![a.clone(), a.clone()], a)
                 }
                 Prim::Neg => {
-                    let a = var(cx, &[Class::Add]);
+                    let a = var(cx, &[Class::Sub]);
                     Ty::fun(a.clone(), a)
                 }
                 Prim::Abs => {
@@ -396,6 +457,8 @@ impl Builtin {
                     let b = var(cx, &[Class::Num]);
                     Ty::fun(a, b)
                 }
+                Prim::Threefry2x32 => Ty::funs(vec![word64(), word64()], word64()),
+                Prim::UnitFromBits => Ty::fun(word64(), Ty::float()),
             },
             Builtin::Approx => {
                 let a = var(cx, &[Class::Floating]);
@@ -403,7 +466,7 @@ impl Builtin {
             }
             Builtin::Scale => {
                 let s = var(cx, &[Class::Float]);
-                let a = var(cx, &[Class::Floating]);
+                let a = var(cx, &[Class::VSpace]);
                 cx.constrain_scale(s.clone(), a.clone(), span);
                 Ty::funs(vec![s, a.clone()], a)
             }
@@ -416,6 +479,10 @@ impl Builtin {
                     Conversion::NatToInt => (Ty::nat(), Ty::Base(BaseTy::Int32)),
                     Conversion::IntToNat => (Ty::Base(BaseTy::Int32), Ty::nat()),
                     Conversion::BoolToNat => (Ty::bool(), Ty::nat()),
+                    Conversion::FloatToNat => (var(cx, &[Class::Float]), Ty::nat()),
+                    Conversion::NatToWord64 => (Ty::nat(), word64()),
+                    Conversion::IntToWord64 => (Ty::Base(BaseTy::Int32), word64()),
+                    Conversion::Word64ToNat => (word64(), Ty::nat()),
                     Conversion::Cast => (var(cx, &[Class::Num]), var(cx, &[Class::Num])),
                 };
                 Ty::fun(from, to)
@@ -432,6 +499,7 @@ impl Builtin {
                 let n = var(cx, &[Class::Ix]);
                 Ty::funs(vec![Ty::TypeArg(Box::new(n.clone())), Ty::nat()], n)
             }
+            Builtin::NatDiff => Ty::funs(vec![Ty::nat(), Ty::nat()], Ty::nat()),
             Builtin::Sum => {
                 let n = var(cx, &[Class::Ix]);
                 let a = var(cx, &[Class::Add]);
@@ -472,6 +540,7 @@ impl Builtin {
                 Ty::fun(Ty::Tuple(vec![a, b]), res)
             }
             Builtin::FloatConst(_) => float_var(cx),
+            Builtin::Arb => Ty::fun(word64(), var(cx, &[])),
             Builtin::Ad(op) => {
                 let a = var(cx, &[Class::Floating]);
                 let b = var(cx, &[Class::Floating]);

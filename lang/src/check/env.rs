@@ -13,7 +13,11 @@ pub struct GlobalEnv {
     pub values: HashMap<String, Ty>,
     /// Top-level `Nat` values, usable as sizes (`Fin n`).
     pub static_nats: HashMap<String, u64>,
-    pub defs: HashMap<String, DefInfo>,
+    /// Every top-level definition ever made, by key (see `define`); a replaced definition
+    /// stays, so that the definitions checked against it keep meaning what they meant.
+    defs: HashMap<String, DefInfo>,
+    /// The key of the definition each name currently denotes.
+    def_keys: HashMap<String, String>,
     pub aliases: HashMap<String, Ty>,
     rigid_classes: Vec<Vec<Class>>,
     next_local: u32,
@@ -63,11 +67,35 @@ impl GlobalEnv {
             .unwrap_or_else(|| format!("v{}", local.0))
     }
 
+    /// Binds a name to a definition, replacing what the name denoted. The definition gets
+    /// a key of its own (the name, then `name#2`, …) that references to it keep.
+    pub fn define(&mut self, name: &str, info: DefInfo) {
+        self.unbind(name);
+        let key = if self.defs.contains_key(name) {
+            format!("{name}#{}", self.defs.len() + 1)
+        } else {
+            name.to_string()
+        };
+        self.defs.insert(key.clone(), info);
+        self.def_keys.insert(name.to_string(), key);
+    }
+
+    /// The definition a name denotes, with its key.
+    pub fn def(&self, name: &str) -> Option<(&String, &DefInfo)> {
+        let key = self.def_keys.get(name)?;
+        Some((key, self.defs.get(key)?))
+    }
+
+    /// A definition by its key (as `define` made it).
+    pub fn def_by_key(&self, key: &str) -> Option<&DefInfo> {
+        self.defs.get(key)
+    }
+
     /// Removes every binding of a name (a new top-level binding shadows the old one).
     pub fn unbind(&mut self, name: &str) {
         self.values.remove(name);
         self.static_nats.remove(name);
-        self.defs.remove(name);
+        self.def_keys.remove(name);
         self.aliases.remove(name);
     }
 
@@ -75,7 +103,7 @@ impl GlobalEnv {
     pub fn names(&self) -> impl Iterator<Item = &String> {
         self.values
             .keys()
-            .chain(self.defs.keys())
+            .chain(self.def_keys.keys())
             .chain(self.aliases.keys())
     }
 }

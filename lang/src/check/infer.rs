@@ -20,17 +20,15 @@ use super::types::{BaseTy, LocalId, Rigid, Size, Ty, TyVar};
 use super::TypeError;
 use crate::prim::Prim;
 use crate::syntax::ast::{
-    BinOp, Expr, ExprKind, FunDef, LetBinding, Lit, Param, Pattern, Stmt, TypeExpr, TypeExprKind,
+    BinOp, Expr, ExprKind, FunDef, Ident, LetBinding, Lit, Param, Pattern, Stmt, TypeExpr,
+    TypeExprKind,
 };
 use crate::syntax::Span;
 
 type Result<T> = std::result::Result<T, TypeError>;
 
 fn error<T>(span: Span, message: impl Into<String>) -> Result<T> {
-    Err(TypeError {
-        message: message.into(),
-        span,
-    })
+    Err(TypeError::new(span, message))
 }
 
 /// What a name in scope stands for.
@@ -60,7 +58,20 @@ pub struct Infer<'env> {
     scopes: Vec<(String, Binding)>,
     /// Leave ambiguous index sets unresolved instead of reporting them (`:t`).
     lenient: bool,
+    /// Errors of let-block statements, reported with the declaration's other errors
+    /// (Note [Independent errors]).
+    recovered: Vec<TypeError>,
+    /// The definitions being checked, innermost last (to explain a recursive call).
+    defining: Vec<String>,
 }
+
+// Note [Independent errors]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// A statement of a let-block that does not check is recorded, and its names are bound to
+// fresh type variables, so that checking goes on with the next statement: a block with two
+// unrelated mistakes reports both, each at its place. A fresh variable unifies with anything,
+// so an error is not repeated where a later statement uses the broken name. The declaration
+// then fails with all its errors, in source order (`TypeError::also`).
 
 const MAX_DEPTH: usize = 2_000;
 
@@ -74,6 +85,8 @@ impl<'env> Infer<'env> {
             scale: Vec::new(),
             scopes: Vec::new(),
             lenient: false,
+            recovered: Vec::new(),
+            defining: Vec::new(),
         }
     }
 
@@ -161,27 +174,12 @@ impl<'env> Infer<'env> {
         let b = self.zonk(b);
         match (&a, &b) {
             (Ty::Var(x), Ty::Var(y)) if x == y => Ok(()),
-            (Ty::Var(x), other) | (other, Ty::Var(x)) => {
-                if self.occurs(*x, other) {
-                    return Err(());
-                }
-                // When two literal variables meet, the stronger default wins
-                // (`Nat` < `Int32` < `Float32`: `-7 + 1` is an `Int32`, `1 + 1.0` a `Float32`).
-                if let (Some(default), Ty::Var(y)) = (self.defaults.get(x).copied(), other) {
-                    let rank = |base: BaseTy| match base {
-                        BaseTy::Nat => 0,
-                        BaseTy::Int32 => 1,
-                        _ => 2,
-                    };
-                    let merged = match self.defaults.get(y) {
-                        Some(existing) if rank(*existing) >= rank(default) => *existing,
-                        _ => default,
-                    };
-                    self.defaults.insert(*y, merged);
-                }
-                self.subst[x.0 as usize] = Some(other.clone());
-                Ok(())
+            // Of two variables the newer is bound to the older, so that chains stay short
+            // (a table literal of n elements would otherwise zonk in time n²).
+            (Ty::Var(x), other @ Ty::Var(y)) | (other @ Ty::Var(y), Ty::Var(x)) if x > y => {
+                self.bind_var(*x, other)
             }
+            (Ty::Var(x), other) | (other, Ty::Var(x)) => self.bind_var(*x, other),
             (Ty::Base(x), Ty::Base(y)) if x == y => Ok(()),
             (Ty::Fin(x), Ty::Fin(y)) => {
                 if x.normalise() == y.normalise() {
@@ -221,6 +219,29 @@ impl<'env> Infer<'env> {
         }
     }
 
+    /// Binds a unification variable to a type (not itself).
+    fn bind_var(&mut self, x: TyVar, other: &Ty) -> std::result::Result<(), ()> {
+        if self.occurs(x, other) {
+            return Err(());
+        }
+        // When two literal variables meet, the stronger default wins
+        // (`Nat` < `Int32` < `Float32`: `-7 + 1` is an `Int32`, `1 + 1.0` a `Float32`).
+        if let (Some(default), Ty::Var(y)) = (self.defaults.get(&x).copied(), other) {
+            let rank = |base: BaseTy| match base {
+                BaseTy::Nat => 0,
+                BaseTy::Int32 => 1,
+                _ => 2,
+            };
+            let merged = match self.defaults.get(y) {
+                Some(existing) if rank(*existing) >= rank(default) => *existing,
+                _ => default,
+            };
+            self.defaults.insert(*y, merged);
+        }
+        self.subst[x.0 as usize] = Some(other.clone());
+        Ok(())
+    }
+
     // ----- constraints -----
 
     /// Whether `class` holds for `ty`: `Some(true/false)` when decided, `None` while a
@@ -232,15 +253,17 @@ impl<'env> Infer<'env> {
             Ty::Fin(_) => Ok(class.holds_for_index()),
             Ty::Rigid(rigid, _) => Ok(self.env.rigid_classes(rigid).contains(&class)),
             Ty::Table(_, elem) => {
-                if class.is_lifted() {
+                // Tables compare element by element (Dex's `Eq`/`Ord` of `n=>a`).
+                if class.is_lifted() || class.is_structural() {
                     self.class_holds(class, &elem)
                 } else {
                     Ok(false)
                 }
             }
             Ty::Tuple(items) => {
-                // Tuples of indices are pair indices (Eq, Ord, Ix); lifted classes lift.
-                if class.is_lifted() || class.holds_for_index() {
+                // Tuples compare component by component, tuples of indices are pair indices
+                // (Ix); lifted classes lift.
+                if class.is_lifted() || class.is_structural() || class == Class::Ix {
                     for item in &items {
                         match self.class_holds(class, item) {
                             Ok(true) => {}
@@ -261,18 +284,23 @@ impl<'env> Infer<'env> {
     fn solve(&mut self, finish: bool) -> Result<()> {
         loop {
             let mut progress = false;
-            // `.*`: the scalars of the array are the scalar.
+            // `.*`: the scalar has the type of the value's first scalar (the lowering casts it
+            // to each leaf's type); for a `VSpace` variable it is a `Float` by default.
             let scale = std::mem::take(&mut self.scale);
             for (scalar, array, span) in scale {
-                let mut leaf = self.zonk(&array);
-                while let Ty::Table(_, elem) = leaf {
-                    leaf = *elem;
-                }
-                if matches!(leaf, Ty::Var(_)) && !finish {
-                    self.scale.push((scalar, array, span));
-                } else {
-                    self.unify(&scalar, &leaf, span)?;
-                    progress = true;
+                let leaf = first_leaf(&self.zonk(&array));
+                match leaf {
+                    Some(Ty::Var(_)) if !finish => self.scale.push((scalar, array, span)),
+                    Some(Ty::Rigid(rigid, _))
+                        if !self.env.rigid_classes(rigid).contains(&Class::Float) =>
+                    {
+                        progress = true;
+                    }
+                    Some(leaf) => {
+                        self.unify(&scalar, &leaf, span)?;
+                        progress = true;
+                    }
+                    None => progress = true,
                 }
             }
             let pending = std::mem::take(&mut self.pending);
@@ -289,7 +317,21 @@ impl<'env> Infer<'env> {
                             Class::Floating => {
                                 format!("type {ty} does not support floating-point functions")
                             }
+                            Class::Num if matches!(ty, Ty::Table(..) | Ty::Tuple(_)) => {
+                                format!("a number here is a scalar; it cannot have type {ty}")
+                            }
                             Class::Num => format!("expected a number here, found type {ty}"),
+                            // Dex has no `Sub Nat`: `2 - 4` is not a natural number.
+                            Class::Sub if ty == Ty::nat() => {
+                                "`Nat` has no subtraction (as in Dex): \
+                                 convert with `n_to_i`, or annotate the operands as `Int`"
+                                    .to_string()
+                            }
+                            class if matches!(ty, Ty::Fun { .. }) => format!(
+                                "this is a function here (type {ty}), which does not support {}: \
+                                 is something given too many arguments?",
+                                class_operation(class)
+                            ),
                             class => {
                                 format!("type {ty} does not support {}", class_operation(class))
                             }
@@ -314,6 +356,10 @@ impl<'env> Infer<'env> {
                 let item = self.pending[index].clone();
                 if let Ty::Var(var) = self.zonk(&item.ty) {
                     let default = match self.defaults.get(&var) {
+                        // An integer literal that is subtracted is an `Int32` (`2 - 4` is -2).
+                        Some(BaseTy::Nat) if self.has_pending(Class::Sub, var) => {
+                            Some(BaseTy::Int32)
+                        }
                         Some(default) => Some(*default),
                         None => match item.class {
                             Class::Ix if self.lenient => None,
@@ -337,6 +383,43 @@ impl<'env> Infer<'env> {
                 return Ok(());
             }
         }
+    }
+
+    /// Records the error of a let-block statement and binds its names to fresh variables
+    /// (Note [Independent errors]). Errors inside the statement's own recovery (a name bound
+    /// twice) stop the declaration.
+    fn recover(&mut self, err: TypeError, names: Vec<&Ident>) -> Result<()> {
+        self.recovered.push(err);
+        for ident in names {
+            let ty = Ty::Var(self.fresh_var());
+            let local = self.new_local(&ident.name);
+            self.scopes
+                .push((ident.name.clone(), Binding::Local(local, ty)));
+        }
+        Ok(())
+    }
+
+    /// The result of checking a whole declaration, with the errors recovered on the way.
+    fn with_recovered<T>(&mut self, res: Result<T>) -> Result<T> {
+        let mut errors = std::mem::take(&mut self.recovered);
+        match res {
+            Ok(value) if errors.is_empty() => return Ok(value),
+            Ok(_) => {}
+            Err(err) => {
+                errors.push(err.clone());
+                errors.extend(err.also);
+            }
+        }
+        let mut first = errors.remove(0);
+        first.also = errors;
+        Err(first)
+    }
+
+    /// Whether a class constraint on `var` is still pending.
+    fn has_pending(&self, class: Class, var: TyVar) -> bool {
+        self.pending
+            .iter()
+            .any(|item| item.class == class && self.zonk(&item.ty) == Ty::Var(var))
     }
 
     /// Finishes a declaration: solves all constraints and applies defaults.
@@ -491,15 +574,44 @@ impl<'env> Infer<'env> {
             )
         };
         match &expr.kind {
+            ExprKind::Lit(Lit::Int(n)) if *n > u64::from(u32::MAX) => error(
+                expr.span,
+                format!("{n} does not fit in a Nat (from 0 to {})", u32::MAX),
+            ),
             ExprKind::Lit(Lit::Int(n)) => Ok(Size::Const(*n)),
             ExprKind::Var(ident) => match self.lookup(&ident.name) {
                 Some(Binding::Local(local, _)) => Ok(Size::Local(*local, ident.name.clone())),
                 Some(_) => not_static(),
                 None => match self.env.static_nats.get(&ident.name) {
                     Some(n) => Ok(Size::Const(*n)),
-                    None => not_static(),
+                    None => match self.env.values.get(&ident.name) {
+                        Some(ty) if *ty != Ty::nat() => error(
+                            expr.span,
+                            format!("a size is a Nat, but `{}` has type {ty}", ident.name),
+                        ),
+                        _ => not_static(),
+                    },
                 },
             },
+            // Sizes are `Nat`s, with `Nat`'s rules: no subtraction (as in Dex), but
+            // `unsafe_nat_diff`, which must not go below zero.
+            ExprKind::App { func, arg, .. } if is_nat_diff(func) => {
+                let ExprKind::App { arg: lhs, .. } = &func.kind else {
+                    return not_static();
+                };
+                let (a, b) = (self.read_size(lhs)?, self.read_size(arg)?);
+                if let (Some(x), Some(y)) = (a.as_const(), b.as_const()) {
+                    if x < y {
+                        return error(expr.span, format!("this size is negative: {x} - {y}"));
+                    }
+                }
+                Ok(Size::Sub(Box::new(a), Box::new(b)))
+            }
+            ExprKind::BinOp { op: BinOp::Sub, .. } => error(
+                expr.span,
+                "a size is a Nat, and `Nat` has no subtraction (as in Dex): use \
+                 `unsafe_nat_diff a b` when `a >= b`",
+            ),
             ExprKind::App {
                 func,
                 arg,
@@ -515,7 +627,6 @@ impl<'env> Infer<'env> {
                 );
                 match op {
                     BinOp::Add => Ok(Size::Add(a, b)),
-                    BinOp::Sub => Ok(Size::Sub(a, b)),
                     BinOp::Mul => Ok(Size::Mul(a, b)),
                     BinOp::Div => Ok(Size::Div(a, b)),
                     _ => not_static(),
@@ -529,6 +640,7 @@ impl<'env> Infer<'env> {
     /// Reads an expression in type position (`iota (Fin 5)`, `size n`, `linspace (Fin n)`).
     fn read_type_of_expr(&mut self, expr: &Expr) -> Result<Ty> {
         match &expr.kind {
+            ExprKind::Hole => Ok(Ty::Var(self.fresh_var())),
             ExprKind::Var(ident) => self.read_type_name(&ident.name, expr.span, &mut None),
             ExprKind::App {
                 func,
@@ -567,12 +679,18 @@ impl<'env> Infer<'env> {
                     Lit::Int(_) => Ty::Var(self.fresh_int_literal_var(span)),
                     Lit::Float(_) => Ty::Var(self.fresh_float_var(span)),
                     Lit::Bool(_) => Ty::bool(),
-                    Lit::Str(_) => return error(span, "strings are not values in dx"),
+                    Lit::Str(_) => {
+                        return error(
+                            span,
+                            "strings are not values in dx (a file name is read only by a top-level `xs : T = load_npy \"file\"` or `save_npy \"file\" xs`)",
+                        )
+                    }
                 };
                 Ok(texpr(TKind::Lit(lit.clone()), ty))
             }
             ExprKind::Lam { params, body } => self.infer_lambda(params, body, span, depth),
             ExprKind::For { binders, body } => self.with_scope(|cx| {
+                check_distinct(binders.iter().map(|binder| &binder.name))?;
                 let mut locals = Vec::new();
                 for binder in binders {
                     let ix = match &binder.ty {
@@ -621,11 +739,16 @@ impl<'env> Infer<'env> {
             }
             ExprKind::App { func, arg, name } => {
                 if let Some(name) = name {
-                    return error(name.span, "named arguments are not supported yet");
+                    self.check_arg_name(func, name)?;
                 }
                 let func = self.infer_depth(func, depth + 1)?;
                 self.apply(func, arg, span, depth)
             }
+            ExprKind::Section(op) => self.binop_function(*op, span),
+            ExprKind::Hole => error(
+                span,
+                "`_` stands for a type to be inferred; it is not a value",
+            ),
             ExprKind::BinOp { op, lhs, rhs } => {
                 let func = self.binop_function(*op, span)?;
                 let lhs_span = lhs.span;
@@ -684,12 +807,23 @@ impl<'env> Infer<'env> {
                 let mut typed = Vec::new();
                 for stmt in stmts {
                     match stmt {
-                        Stmt::Let(binding) => {
-                            let (pat, value) = cx.infer_let(binding, depth)?;
-                            typed.push(TStmt::Let { pat, value });
-                        }
+                        // Constraints are solved after each statement, so that a statement's
+                        // errors are found while it is the one being checked.
+                        Stmt::Let(binding) => match cx
+                            .infer_let(binding, depth)
+                            .and_then(|res| cx.solve(false).map(|()| res))
+                        {
+                            Ok((pat, value)) => typed.push(TStmt::Let { pat, value }),
+                            Err(err) => cx.recover(err, binding.pat.names())?,
+                        },
                         Stmt::Def(def) => {
-                            let info = cx.infer_def(def)?;
+                            let info = match cx.infer_def(def) {
+                                Ok(info) => info,
+                                Err(err) => {
+                                    cx.recover(err, vec![&def.name])?;
+                                    continue;
+                                }
+                            };
                             let id = cx.new_local(&def.name.name);
                             cx.scopes.push((
                                 def.name.name.clone(),
@@ -752,8 +886,9 @@ impl<'env> Infer<'env> {
                 span,
             });
         }
-        if let Some(info) = self.env.defs.get(name).cloned() {
-            return Ok(self.instantiate_def(&info, DefKey::Top(name.to_string()), span));
+        if let Some((key, info)) = self.env.def(name) {
+            let (key, info) = (key.clone(), info.clone());
+            return Ok(self.instantiate_def(&info, DefKey::Top(key), span));
         }
         if let Some(builtin) = Builtin::lookup(name) {
             let func = TExpr {
@@ -769,7 +904,63 @@ impl<'env> Infer<'env> {
                 format!("`{name}` is a type; it can only be passed where a type is expected"),
             );
         }
+        if crate::data::DataOp::from_name(name).is_some() {
+            return error(
+                span,
+                format!("`{name}` is used on its own at the top of a block: `xs : T = load_npy \"file\"`, `save_npy \"file\" xs`"),
+            );
+        }
+        if self.defining.iter().any(|defining| defining == name) {
+            return error(
+                span,
+                format!(
+                    "`{name}` calls itself: dx inlines every function, so a definition cannot \
+                     be recursive (use `fold`, `scan` or `apply_n` to repeat)"
+                ),
+            );
+        }
         error(span, format!("unbound variable `{name}`"))
+    }
+
+    /// A named argument (`linspace(n=Fin 5, 0.0, 1.0)`) is passed in its place: its name must
+    /// be the name of the parameter there, when the function is a `def` (built-ins accept any
+    /// name).
+    fn check_arg_name(&self, func: &Expr, name: &Ident) -> Result<()> {
+        let mut head = func;
+        let mut position = 0;
+        while let ExprKind::App { func, .. } = &head.kind {
+            head = func;
+            position += 1;
+        }
+        let ExprKind::Var(ident) = &head.kind else {
+            return Ok(());
+        };
+        let info = match self.lookup(&ident.name) {
+            Some(Binding::Def(_, info)) => Some(&**info),
+            Some(_) => None,
+            None => self.env.def(&ident.name).map(|(_, info)| info),
+        };
+        let Some(params) = info.map(|info| info.param_names()) else {
+            return Ok(());
+        };
+        match params.get(position) {
+            Some(Some(param)) if *param != name.name => error(
+                name.span,
+                format!(
+                    "`{}` has no parameter `{}` here (this argument is `{param}`)",
+                    ident.name, name.name
+                ),
+            ),
+            None => error(
+                name.span,
+                format!(
+                    "too many arguments: `{}` takes {}",
+                    ident.name,
+                    params.len()
+                ),
+            ),
+            _ => Ok(()),
+        }
     }
 
     fn instantiate_builtin(&mut self, mut func: TExpr, builtin: Builtin, span: Span) -> TExpr {
@@ -836,6 +1027,9 @@ impl<'env> Infer<'env> {
 
     /// Applies a typed function to one (surface) argument.
     fn apply(&mut self, func: TExpr, arg: &Expr, span: Span, depth: usize) -> Result<TExpr> {
+        if let TKind::Lit(_) = func.kind {
+            return error(func.span, "this is a number, not a function");
+        }
         let func_ty = self.zonk(&func.ty);
         let (param, binder, result) = match func_ty {
             Ty::Fun {
@@ -848,6 +1042,12 @@ impl<'env> Infer<'env> {
                 let result = Ty::Var(self.fresh_var());
                 self.unify(&func_ty, &Ty::fun(param.clone(), result.clone()), func.span)?;
                 (param, None, result)
+            }
+            other if matches!(func.kind, TKind::App { .. }) => {
+                return error(
+                    arg.span,
+                    format!("too many arguments: the function's result here has type {other}"),
+                );
             }
             other => {
                 return error(
@@ -935,6 +1135,7 @@ impl<'env> Infer<'env> {
         span: Span,
         depth: usize,
     ) -> Result<TExpr> {
+        check_distinct(params.iter().flat_map(|param| param.pat.names()))?;
         self.with_scope(|cx| {
             let mut typed_params = Vec::new();
             for param in params {
@@ -998,6 +1199,7 @@ impl<'env> Infer<'env> {
     }
 
     fn infer_let(&mut self, binding: &LetBinding, depth: usize) -> Result<(TPat, TExpr)> {
+        check_distinct(binding.pat.names())?;
         let value = self.infer_depth(&binding.value, depth + 1)?;
         if let Some(ty) = &binding.ty {
             let annotated = self.read_type(ty, &mut None)?;
@@ -1009,24 +1211,38 @@ impl<'env> Infer<'env> {
 
     /// Checks a top-level or local value binding (not generalised).
     pub fn infer_top_let(&mut self, binding: &LetBinding) -> Result<(TPat, TExpr)> {
-        let (pat, mut value) = self.infer_let(binding, 0)?;
+        let res = self.infer_let(binding, 0);
+        let (pat, mut value) = self.with_recovered(res)?;
         self.finish()?;
         self.zonk_expr(&mut value);
+        check_literals(&value)?;
+        check_known(&value)?;
         Ok((pat, value))
     }
 
     /// Checks an expression on its own (for `:p`, `:t`, bare expressions).
     pub fn infer_top_expr(&mut self, expr: &Expr) -> Result<TExpr> {
-        let mut texpr = self.infer(expr)?;
+        let res = self.infer(expr);
+        let mut texpr = self.with_recovered(res)?;
         self.finish()?;
         self.zonk_expr(&mut texpr);
+        check_literals(&texpr)?;
+        check_known(&texpr)?;
         Ok(texpr)
+    }
+
+    /// A type written by the user at the top level (the declared type of loaded data).
+    pub fn infer_top_type_expr(&mut self, texpr: &TypeExpr) -> Result<Ty> {
+        let ty = self.read_type(texpr, &mut None)?;
+        self.finish()?;
+        Ok(self.zonk(&ty))
     }
 
     /// The type of an expression for `:t`: what is still unknown is shown as a variable.
     pub fn infer_top_type(&mut self, expr: &Expr) -> Result<Ty> {
         self.lenient = true;
-        let texpr = self.infer(expr)?;
+        let res = self.infer(expr);
+        let texpr = self.with_recovered(res)?;
         self.finish()?;
         let ty = self.zonk(&texpr.ty);
         let mut vars = Vec::new();
@@ -1041,24 +1257,32 @@ impl<'env> Infer<'env> {
         }))
     }
 
+    /// Checks a top-level definition and generalises it.
+    pub fn infer_top_def(&mut self, def: &FunDef) -> Result<DefInfo> {
+        let res = self.infer_def(def);
+        self.with_recovered(res)
+    }
+
     /// Checks a definition and generalises it.
     pub fn infer_def(&mut self, def: &FunDef) -> Result<DefInfo> {
         let outer_pending = std::mem::take(&mut self.pending);
         let outer_scale = std::mem::take(&mut self.scale);
+        self.defining.push(def.name.name.clone());
         let res = self.with_scope(|cx| cx.infer_def_inner(def));
+        self.defining.pop();
         self.pending.extend(outer_pending);
         self.scale.extend(outer_scale);
         res
     }
 
     fn infer_def_inner(&mut self, def: &FunDef) -> Result<DefInfo> {
+        check_distinct(def.params.iter().flat_map(|param| param.pat.names()))?;
         // `given` binders, then implicit index-set names in the signature.
         let mut rigids: Vec<(String, Rigid)> = Vec::new();
         for given in &def.given {
             let classes = match &given.class {
-                Some(class) => Class::from_name(&class.name).ok_or_else(|| TypeError {
-                    message: format!("unknown class `{}`", class.name),
-                    span: class.span,
+                Some(class) => Class::from_name(&class.name).ok_or_else(|| {
+                    TypeError::new(class.span, format!("unknown class `{}`", class.name))
                 })?,
                 None => Vec::new(),
             };
@@ -1088,7 +1312,9 @@ impl<'env> Infer<'env> {
                         .push((name.name.clone(), Binding::TypeVar(ty.clone())));
                     rigids.push((name.name.clone(), rigid));
                     param_tys.push(Ty::TypeArg(Box::new(ty)));
-                    pats.push(TPat::Wild);
+                    // Named, so that a named argument can be checked (`linspace(n=Fin 5, …)`).
+                    let local = self.new_local(&name.name);
+                    pats.push(TPat::Var(local, name.name.clone()));
                     continue;
                 }
             }
@@ -1161,6 +1387,7 @@ impl<'env> Infer<'env> {
             };
         }
         self.zonk_expr(&mut body_expr);
+        check_literals(&body_expr)?;
         Ok(DefInfo {
             name: def.name.name.clone(),
             vars,
@@ -1195,18 +1422,101 @@ impl<'env> Infer<'env> {
     }
 }
 
+/// Reports integer literals that do not fit their type (`9999999999` as an `Int32`); a
+/// negated literal (`-2147483648`) is checked with its sign.
+pub fn check_literals(expr: &TExpr) -> Result<()> {
+    let (value, lit) = match &expr.kind {
+        TKind::Lit(Lit::Int(n)) => (i128::from(*n), expr),
+        TKind::App { func, arg }
+            if matches!(func.kind, TKind::Builtin(Builtin::Prim(Prim::Neg))) =>
+        {
+            match arg.kind {
+                TKind::Lit(Lit::Int(n)) => (-i128::from(n), expr),
+                _ => return expr.children().into_iter().try_for_each(check_literals),
+            }
+        }
+        _ => return expr.children().into_iter().try_for_each(check_literals),
+    };
+    if let Ty::Base(base) = &lit.ty {
+        if let Some((min, max)) = base.int_range() {
+            if value < min || value > max {
+                return error(
+                    lit.span,
+                    format!(
+                        "{value} does not fit in a {} (from {min} to {max})",
+                        base.name()
+                    ),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The first scalar type in a value of type `ty` (through tables and tuples).
+fn first_leaf(ty: &Ty) -> Option<Ty> {
+    match ty {
+        Ty::Table(_, elem) => first_leaf(elem),
+        Ty::Tuple(items) => items.first().and_then(first_leaf),
+        _ => Some(ty.clone()),
+    }
+}
+
+/// A value whose type is still unknown after defaulting (`[]`) cannot be compiled: reported at
+/// the innermost such expression, asking for an annotation.
+/// A lambda's body is compiled where the lambda is applied, so it is not looked into.
+fn check_known(expr: &TExpr) -> Result<()> {
+    if !matches!(expr.kind, TKind::Lam { .. }) {
+        expr.children().into_iter().try_for_each(check_known)?;
+    }
+    let unknown = !expr.ty.contains_fun() && expr.ty.any(&mut |ty| matches!(ty, Ty::Var(_)));
+    if unknown {
+        return error(
+            expr.span,
+            format!(
+                "the type of this is not known (it is {}): annotate it, e.g. `([] :: (Fin 0)=>Float)`",
+                expr.ty
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// A name may be bound once in one pattern, or in the parameters of one lambda or `def`
+/// (as in Dex): `(x, x) = p` is an error at the second `x`.
+fn check_distinct<'a>(names: impl IntoIterator<Item = &'a Ident>) -> Result<()> {
+    let mut seen: Vec<&str> = Vec::new();
+    for ident in names {
+        if seen.contains(&ident.name.as_str()) {
+            return error(
+                ident.span,
+                format!("`{}` is bound twice in one pattern", ident.name),
+            );
+        }
+        seen.push(&ident.name);
+    }
+    Ok(())
+}
+
 fn class_operation(class: Class) -> &'static str {
     match class {
         Class::Add => "addition",
+        Class::Sub => "subtraction",
         Class::Mul => "multiplication",
         Class::Div => "division",
         Class::Floating => "floating-point functions",
+        Class::VSpace => "scaling by a float",
         Class::Num => "arithmetic",
         Class::Float => "floating-point functions",
         Class::Eq => "equality",
         Class::Ord => "ordering",
         Class::Ix => "indexing",
     }
+}
+
+/// `unsafe_nat_diff a` (applied to its first argument).
+fn is_nat_diff(expr: &Expr) -> bool {
+    matches!(&expr.kind, ExprKind::App { func, name: None, .. } if is_var(func, "unsafe_nat_diff"))
 }
 
 fn is_var(expr: &Expr, name: &str) -> bool {

@@ -10,9 +10,21 @@ pub mod types;
 
 use crate::syntax::Span;
 
-/// A type error: a message about a span of the source.
+/// A type error: a message about a span of the source. `also` holds the other errors of
+/// the same declaration, found independently (in later statements of a let-block).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TypeError {
     pub message: String,
     pub span: Span,
+    pub also: Vec<TypeError>,
+}
+
+impl TypeError {
+    pub fn new(span: Span, message: impl Into<String>) -> TypeError {
+        TypeError {
+            message: message.into(),
+            span,
+            also: Vec::new(),
+        }
+    }
 }

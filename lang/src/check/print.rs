@@ -576,7 +576,7 @@ mod tests {
                 panic!("expected a def: {src}")
             };
             let info = Infer::new(&mut env).infer_def(def).expect("the def checks");
-            env.defs.insert(def.name.name.clone(), info);
+            env.define(&def.name.name, info);
         }
         env
     }

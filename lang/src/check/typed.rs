@@ -64,6 +64,7 @@ pub enum TKind {
 /// Where a definition lives.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DefKey {
+    /// A top-level definition by its key in the environment (`GlobalEnv::define`).
     Top(String),
     Local(LocalId),
 }
@@ -75,6 +76,48 @@ pub enum TPat {
     /// `[k1, k2] = table`
     Table(Vec<TPat>),
     Wild,
+}
+
+impl DefInfo {
+    /// The names of the parameters, in order (`None` for a pattern or an index-set argument).
+    pub fn param_names(&self) -> Vec<Option<String>> {
+        let mut names = Vec::new();
+        let mut body = &self.body;
+        while let TKind::Lam { param, body: inner } = &body.kind {
+            names.push(match param {
+                TPat::Var(_, name) => Some(name.clone()),
+                _ => None,
+            });
+            body = inner;
+        }
+        names
+    }
+}
+
+impl TPat {
+    /// The variables a pattern binds, with their parts of `ty` (the matched value's type).
+    pub fn vars(&self, ty: &Ty) -> Vec<(LocalId, String, Ty)> {
+        let mut out = Vec::new();
+        self.vars_into(ty, &mut out);
+        out
+    }
+
+    fn vars_into(&self, ty: &Ty, out: &mut Vec<(LocalId, String, Ty)>) {
+        match (self, ty) {
+            (TPat::Var(local, name), _) => out.push((*local, name.clone(), ty.clone())),
+            (TPat::Tuple(pats), Ty::Tuple(items)) => {
+                for (pat, item) in pats.iter().zip(items) {
+                    pat.vars_into(item, out);
+                }
+            }
+            (TPat::Table(pats), Ty::Table(_, elem)) => {
+                for pat in pats {
+                    pat.vars_into(elem, out);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -99,4 +142,38 @@ pub struct DefInfo {
     pub ty: Ty,
     pub body: TExpr,
     pub span: Span,
+}
+
+impl TExpr {
+    /// The expressions directly inside this one, in source order (local definitions'
+    /// bodies included).
+    pub fn children(&self) -> Vec<&TExpr> {
+        match &self.kind {
+            TKind::Local(_)
+            | TKind::Global(_)
+            | TKind::Def { .. }
+            | TKind::Builtin(_)
+            | TKind::Lit(_)
+            | TKind::TypeArg => Vec::new(),
+            TKind::Lam { body, .. } | TKind::For { body, .. } | TKind::At(body) => vec![body],
+            TKind::If {
+                cond,
+                then_branch,
+                else_branch,
+            } => vec![cond, then_branch, else_branch],
+            TKind::App { func: a, arg: b } | TKind::Index { base: a, index: b } => vec![a, b],
+            TKind::Tuple(items) | TKind::Table(items) => items.iter().collect(),
+            TKind::Block { stmts, result } => {
+                let mut out: Vec<&TExpr> = stmts
+                    .iter()
+                    .map(|stmt| match stmt {
+                        TStmt::Let { value, .. } => value,
+                        TStmt::Def { def, .. } => &def.body,
+                    })
+                    .collect();
+                out.push(result);
+                out
+            }
+        }
+    }
 }

@@ -61,6 +61,18 @@ impl BaseTy {
     pub fn is_numeric(self) -> bool {
         self != BaseTy::Bool
     }
+
+    /// The values of an integer type (`None` for floats and `Bool`): an integer literal must
+    /// lie in this range (LANGUAGE.md §2).
+    pub fn int_range(self) -> Option<(i128, i128)> {
+        match self {
+            BaseTy::Int32 => Some((i32::MIN.into(), i32::MAX.into())),
+            BaseTy::Int64 => Some((i64::MIN.into(), i64::MAX.into())),
+            BaseTy::Nat => Some((0, u32::MAX.into())),
+            BaseTy::Word64 => Some((0, u64::MAX.into())),
+            BaseTy::Float32 | BaseTy::Float64 | BaseTy::Bool => None,
+        }
+    }
 }
 
 /// A size known when a block is compiled (LANGUAGE.md §2): a constant, a `Nat` parameter of

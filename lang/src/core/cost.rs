@@ -121,6 +121,9 @@ fn stmt_cost(program: &Program, stmt: &Stmt) -> u64 {
             else_block,
             ..
         } => block_cost(program, *then_block).max(block_cost(program, *else_block)),
+        // The cheap-gradient principle (seed 004 §4): a derivative costs a small multiple of
+        // its function (before the `ad` pass replaces it by the real statements).
+        Expr::Derivative { func, .. } => 3 * block_cost(program, *func),
     }
 }
 
@@ -137,7 +140,9 @@ fn block_depth(program: &Program, block: BlockId) -> usize {
                 else_block,
                 ..
             } => 1 + block_depth(program, *then_block).max(block_depth(program, *else_block)),
-            Expr::Gather { body, .. } | Expr::Scatter { body, .. } => block_depth(program, *body),
+            Expr::Gather { body, .. }
+            | Expr::Scatter { body, .. }
+            | Expr::Derivative { func: body, .. } => block_depth(program, *body),
             Expr::Atom(_)
             | Expr::Prim(..)
             | Expr::Index { .. }

@@ -95,7 +95,8 @@ fn replace_blocks(expr: &mut super::ir::Expr, blocks: &[BlockId]) {
         | Expr::Gather { body, .. }
         | Expr::Scatter { body, .. }
         | Expr::Fold { body, .. }
-        | Expr::Scan { body, .. } => *body = blocks[0],
+        | Expr::Scan { body, .. }
+        | Expr::Derivative { func: body, .. } => *body = blocks[0],
         Expr::Cond {
             then_block,
             else_block,

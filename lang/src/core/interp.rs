@@ -341,6 +341,7 @@ impl Interp<'_> {
                 }
                 return Ok(carry);
             }
+            Expr::Derivative { .. } => unreachable!("{}", crate::core::ir::EXPANDED),
             Expr::Scan { size, init, body } => {
                 let n_carry = init.len();
                 let mut carry: Vec<Array> = init.iter().map(|atom| self.atom(atom)).collect();

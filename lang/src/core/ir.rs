@@ -240,6 +240,28 @@ pub enum Expr {
         init: Vec<Atom>,
         body: BlockId,
     },
+    /// `jvp (xs…) (ts…) f` / `vjp (xs…) (cts…) f`: a derivative of the function block `func`
+    /// (one param per leaf of its argument) at `primals`, as lowering emits it; the `ad` pass
+    /// replaces the statement by the derivative program (`passes::ad::EXPAND`). `jvp` binds
+    /// `func`'s results then their tangents, `seeds` being a tangent per param; `vjp` binds
+    /// `func`'s results then the cotangents of its params, `seeds` being a cotangent per
+    /// result. Tangents and cotangents of non-float leaves are zero.
+    Derivative {
+        mode: AdMode,
+        primals: Vec<Atom>,
+        seeds: Vec<Atom>,
+        func: BlockId,
+    },
+}
+
+/// Why the engines and the passes after `ad` never meet a `Derivative`.
+pub const EXPANDED: &str = "the `ad` pass expands every derivative before the bot runs";
+
+/// Forward (`jvp`) or reverse (`vjp`) mode of a `Derivative`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AdMode {
+    Jvp,
+    Vjp,
 }
 
 /// A structural key for an atom: variables by id, literals by type and bits.
@@ -292,7 +314,8 @@ impl Expr {
             | Expr::Scatter { .. }
             | Expr::Cond { .. }
             | Expr::Fold { .. }
-            | Expr::Scan { .. } => return None,
+            | Expr::Scan { .. }
+            | Expr::Derivative { .. } => return None,
         })
     }
 

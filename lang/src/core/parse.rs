@@ -14,7 +14,9 @@
 //! operands. Everything else (scope, single definition, typing) is the verifier's job, so
 //! ill-formed programs can be written for verifier tests.
 
-use super::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId, VarInfo};
+use super::ir::{
+    AdMode, ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId, VarInfo,
+};
 use crate::prim::Prim;
 
 /// The largest variable number accepted (the arena is allocated densely).
@@ -440,6 +442,16 @@ impl<'a> Parser<'a> {
                 size: self.usize()?,
                 init: self.atom_list("(", ")")?,
                 body: self.block()?,
+            },
+            "jvp" | "vjp" => Expr::Derivative {
+                mode: if word == "jvp" {
+                    AdMode::Jvp
+                } else {
+                    AdMode::Vjp
+                },
+                primals: self.atom_list("(", ")")?,
+                seeds: self.atom_list("(", ")")?,
+                func: self.block()?,
             },
             name => match Prim::from_name(name) {
                 Some(prim) => {

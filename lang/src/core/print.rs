@@ -151,6 +151,10 @@ pub fn expr_name(expr: &Expr) -> String {
         Expr::Iota(_) => "iota",
         Expr::Fold { .. } => "fold",
         Expr::Scan { .. } => "scan",
+        Expr::Derivative { mode, .. } => match mode {
+            super::ir::AdMode::Jvp => "jvp",
+            super::ir::AdMode::Vjp => "vjp",
+        },
     };
     keyword.to_string()
 }
@@ -358,6 +362,21 @@ impl Printer<'_> {
                 let keyword = expr_name(expr);
                 let _ = write!(self.out, "{keyword} {size} ({}) ", self.atoms(init, ", "));
                 return self.block(*body, depth);
+            }
+            Expr::Derivative {
+                primals,
+                seeds,
+                func,
+                ..
+            } => {
+                let keyword = expr_name(expr);
+                let _ = write!(
+                    self.out,
+                    "{keyword} ({}) ({}) ",
+                    self.atoms(primals, ", "),
+                    self.atoms(seeds, ", ")
+                );
+                return self.block(*func, depth);
             }
         };
         self.out.push_str(&text);

@@ -1064,6 +1064,8 @@ mod tests {
                         Expr::Iota(_) => "iota",
                         Expr::Fold { .. } => "fold",
                         Expr::Scan { .. } => "scan",
+                        // Emitted by lowering only; the `ad` pass expands them.
+                        Expr::Derivative { .. } => "derivative",
                     };
                     forms.insert(form);
                     multi_result |= stmt.binders.len() > 1;

@@ -47,7 +47,7 @@
 use std::fmt;
 
 use super::ids::{Id, IdVec};
-use super::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Stmt, VarId};
+use super::ir::{AdMode, ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Stmt, VarId};
 use super::print::{annotated, ty_text, var_text, Notes};
 
 /// One verifier finding: what is wrong, and where (the statement's first binder or the
@@ -299,6 +299,7 @@ pub fn expr_atoms(expr: &Expr) -> Vec<Atom> {
         | Expr::Table(atoms)
         | Expr::Fold { init: atoms, .. }
         | Expr::Scan { init: atoms, .. } => atoms.clone(),
+        Expr::Derivative { primals, seeds, .. } => primals.iter().chain(seeds).copied().collect(),
         Expr::Index { array, index } => std::iter::once(array).chain(index).copied().collect(),
         Expr::Build1 { .. } | Expr::Iota(_) => Vec::new(),
     }
@@ -311,7 +312,8 @@ pub fn expr_blocks(expr: &Expr) -> Vec<BlockId> {
         | Expr::Gather { body, .. }
         | Expr::Scatter { body, .. }
         | Expr::Fold { body, .. }
-        | Expr::Scan { body, .. } => vec![*body],
+        | Expr::Scan { body, .. }
+        | Expr::Derivative { func: body, .. } => vec![*body],
         Expr::Cond {
             then_block,
             else_block,
@@ -515,7 +517,59 @@ pub fn expr_types(program: &Program, expr: &Expr) -> Result<Vec<ArrTy>, String> 
             tys.extend(y_tys.into_iter().map(|ty| prepend(*size, ty)));
             Ok(tys)
         }
+        Expr::Derivative {
+            mode,
+            primals,
+            seeds,
+            func,
+        } => derivative_tys(program, *mode, primals, seeds, *func),
     }
+}
+
+/// The binders of a derivative: the function's results, then the tangents of its results
+/// (`jvp`) or the cotangents of its params (`vjp`); the seeds are tangents of the params
+/// or cotangents of the results.
+fn derivative_tys(
+    program: &Program,
+    mode: AdMode,
+    primals: &[Atom],
+    seeds: &[Atom],
+    func: BlockId,
+) -> Result<Vec<ArrTy>, String> {
+    let atom_tys = |atoms: &[Atom]| {
+        atoms
+            .iter()
+            .map(|atom| atom_ty(program, atom))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    let block = block(program, func)?;
+    let param_tys = block
+        .params
+        .iter()
+        .map(|&var| var_ty(program, var))
+        .collect::<Result<Vec<_>, _>>()?;
+    let primal_tys = atom_tys(primals)?;
+    if primal_tys != param_tys {
+        return Err(format!(
+            "derivative of a function of ({}) at ({})",
+            tys_text(&param_tys),
+            tys_text(&primal_tys)
+        ));
+    }
+    let result_tys = result_tys(program, block)?;
+    let (seeded, derived) = match mode {
+        AdMode::Jvp => (&param_tys, &result_tys),
+        AdMode::Vjp => (&result_tys, &param_tys),
+    };
+    let seed_tys = atom_tys(seeds)?;
+    if &seed_tys != seeded {
+        return Err(format!(
+            "derivative seeds have types ({}) but must have types ({})",
+            tys_text(&seed_tys),
+            tys_text(seeded)
+        ));
+    }
+    Ok(result_tys.iter().chain(derived).cloned().collect())
 }
 
 /// The carry types of a fold/scan, checked against its body, and the types of the body's

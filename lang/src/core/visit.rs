@@ -29,6 +29,11 @@ pub fn map_expr_atoms(expr: &mut Expr, f: &mut impl FnMut(Atom) -> Atom) {
                 *atom = f(*atom);
             }
         }
+        Expr::Derivative { primals, seeds, .. } => {
+            for atom in primals.iter_mut().chain(seeds) {
+                *atom = f(*atom);
+            }
+        }
         Expr::Build1 { .. } | Expr::Iota(_) => {}
     }
 }

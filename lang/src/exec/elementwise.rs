@@ -19,7 +19,7 @@ use super::tensor::{from_vec, with_tensor, Element, Nd, Tensor};
 use super::{MIN_CHUNK, PAR_THRESHOLD};
 use crate::core::ir::Elem;
 use crate::prim::vmath;
-use crate::prim::{Arith, Prim};
+use crate::prim::{threefry2x32, unit_from_bits, Arith, Prim};
 
 /// Applies `prim` to `operands`; the result has shape `shape` (every operand broadcasts to
 /// it). The operands must be well typed for `prim` (the verifier guarantees it).
@@ -405,6 +405,9 @@ fn unary(prim: Prim, x: Tensor, shape: &[usize]) -> Tensor {
         Tensor::I32(a) => fast!(I32, a, num_unary),
         Tensor::I64(a) => fast!(I64, a, num_unary),
         Tensor::U32(a) => fast!(U32, a, num_unary),
+        Tensor::U64(a) if prim == Prim::UnitFromBits => {
+            return Tensor::F32(map1(&a, shape, unit_from_bits))
+        }
         Tensor::U64(a) => fast!(U64, a, num_unary),
         Tensor::Bool(a) if prim == Prim::Not => {
             return Tensor::Bool(map1_same(a, shape, |b: bool| !b))
@@ -424,6 +427,9 @@ fn binary(prim: Prim, x: Tensor, y: Tensor, shape: &[usize]) -> Tensor {
         Tensor::I32(a) => num_binary(prim, a, take_same(y, prim), shape),
         Tensor::I64(a) => num_binary(prim, a, take_same(y, prim), shape),
         Tensor::U32(a) => num_binary(prim, a, take_same(y, prim), shape),
+        Tensor::U64(a) if prim == Prim::Threefry2x32 => {
+            Tensor::U64(map2_same(a, take_same(y, prim), shape, threefry2x32))
+        }
         Tensor::U64(a) => num_binary(prim, a, take_same(y, prim), shape),
         Tensor::Bool(a) => {
             let b = take_same::<bool>(y, prim);

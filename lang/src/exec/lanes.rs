@@ -16,7 +16,7 @@
 
 use super::tensor::{from_vec, Element, Tensor};
 use crate::core::ir::{Elem, Scalar};
-use crate::prim::{vmath, Arith, Prim};
+use crate::prim::{threefry2x32, unit_from_bits, vmath, Arith, Prim};
 
 /// Points per line.
 pub const LINE: usize = 1024;
@@ -433,6 +433,17 @@ fn typed_op(prim: Prim, operands: &[&Lane], out: &mut Lane, len: usize) -> bool 
             Elem::Bool => select::<bool>(c, x, y, out, len),
         }
         return true;
+    }
+    match (prim, operands) {
+        (Prim::Threefry2x32, [a, b]) => {
+            map2::<u64, u64, u64>(a, b, out, len, threefry2x32);
+            return true;
+        }
+        (Prim::UnitFromBits, [a]) => {
+            map1::<u64, f32>(a, out, len, unit_from_bits);
+            return true;
+        }
+        _ => {}
     }
     if operands.len() == 2 {
         let (a, b) = (operands[0], operands[1]);

@@ -573,6 +573,7 @@ impl Exec<'_> {
                 }
                 return Ok(carry.into_iter().map(|slot| slot.tensor).collect());
             }
+            Expr::Derivative { .. } => unreachable!("{}", crate::core::ir::EXPANDED),
             Expr::Scan { size, init, body } => {
                 if let Some(res) = self.scalar_loop(stmt, *size, init, *body)? {
                     return Ok(res);
@@ -931,7 +932,8 @@ impl Exec<'_> {
             | Expr::Gather { .. }
             | Expr::Scatter { .. }
             | Expr::Fold { .. }
-            | Expr::Scan { .. } => return Err(Stop::Unbatchable),
+            | Expr::Scan { .. }
+            | Expr::Derivative { .. } => return Err(Stop::Unbatchable),
         };
         Ok(vec![Slot::batched(res)])
     }

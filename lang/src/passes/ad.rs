@@ -33,7 +33,9 @@ use crate::core::inline::clone_block;
 use crate::core::ir::{ArrTy, Atom, Block, BlockId, Expr, Program, Scalar, Stmt, VarId};
 use crate::prim::{Emitter, NotLinear, Prim, Tangent};
 
-/// Why a program could not be differentiated.
+/// Why a block could not be differentiated: its input broke the pass's assumptions (the
+/// checker refuses what is not differentiable, and the tangent statements of `jvp` are
+/// linear by construction, so every failure is a bug).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AdError(pub String);
 
@@ -266,9 +268,9 @@ fn jvp_stmt(
             else_block,
         } => return jvp_cond(builder, stmt, *cond, *then_block, *else_block, tangents),
         Expr::Fold { .. } | Expr::Scan { .. } => return jvp_loop(builder, stmt, tangents),
-        Expr::Build1 { .. } => {
+        Expr::Build1 { .. } | Expr::Derivative { .. } => {
             return Err(AdError(
-                "internal: differentiation expects build-free (BOT) input".into(),
+                "differentiation expects build-free (BOT) input without derivatives".into(),
             ))
         }
         _ => builder.stmts.push(stmt.clone()),
@@ -367,7 +369,11 @@ fn jvp_stmt(
             }
         }
         Expr::Iota(_) => None,
-        Expr::Cond { .. } | Expr::Fold { .. } | Expr::Scan { .. } | Expr::Build1 { .. } => {
+        Expr::Cond { .. }
+        | Expr::Fold { .. }
+        | Expr::Scan { .. }
+        | Expr::Build1 { .. }
+        | Expr::Derivative { .. } => {
             unreachable!("handled above")
         }
     };
@@ -647,82 +653,6 @@ fn split(
         }
     }
     (forward, items)
-}
-
-/// Splits a forward derivative into the primal statements, run once, and the linear
-/// statements, run whenever the tangent map is applied (`linearize`). A loop's primal part
-/// becomes a scan that keeps every carry (as for `vjp`); its tangent part becomes a loop over
-/// the tangent carries that recomputes each iteration's primal values from the kept carries.
-pub fn linearize(program: &mut Program, jvp: &Jvp) -> (Vec<Stmt>, Vec<Stmt>) {
-    let (forward, items) = split(program, &jvp.stmts, &jvp.linear);
-    let mut linear = Vec::new();
-    for item in items {
-        match item {
-            LinearItem::Stmt(stmt) => linear.push(stmt),
-            LinearItem::Loop { stmt, stacked } => {
-                linear.push(tangent_loop(program, &stmt, &stacked, &jvp.linear))
-            }
-        }
-    }
-    (forward, linear)
-}
-
-/// The tangent part of a differentiated loop, reading the primal carries from `stacked`.
-fn tangent_loop(
-    program: &mut Program,
-    stmt: &Stmt,
-    stacked: &[VarId],
-    linear: &HashSet<VarId>,
-) -> Stmt {
-    let shape = loop_shape(stmt, program, linear);
-    let body: Block = program.blocks[shape.body].clone();
-    let index = program.new_var(ArrTy::scalar(crate::core::ir::Elem::I64), "i");
-    let mut subst: HashMap<VarId, Atom> = HashMap::new();
-    subst.insert(body.params[0], Atom::Var(index));
-    let mut stmts = Vec::new();
-    for (param, stacked) in body.params[1..=shape.n_carries].iter().zip(stacked) {
-        let carry = program.new_var(program.var_ty(*param).clone(), "c");
-        stmts.push(Stmt {
-            binders: vec![carry],
-            expr: Expr::Index {
-                array: Atom::Var(*stacked),
-                index: vec![Atom::Var(index)],
-            },
-        });
-        subst.insert(*param, Atom::Var(carry));
-    }
-    let mut params = vec![index];
-    for param in &body.params[1 + shape.n_carries..] {
-        let tangent = program.new_var(program.var_ty(*param).clone(), "c_dot");
-        subst.insert(*param, Atom::Var(tangent));
-        params.push(tangent);
-    }
-    for body_stmt in &body.stmts {
-        stmts.push(crate::core::inline::copy_stmt(
-            program, body_stmt, &mut subst,
-        ));
-    }
-    let rename = |atom: &Atom| crate::core::inline::rename(*atom, &subst);
-    let carries_end = shape.n_carries + shape.n_carry_tangents;
-    let mut results: Vec<Atom> = body.results[shape.n_carries..carries_end]
-        .iter()
-        .map(rename)
-        .collect();
-    let mut binders: Vec<VarId> = stmt.binders[shape.n_carries..carries_end].to_vec();
-    if shape.is_scan {
-        results.extend(body.results[carries_end + shape.n_ys..].iter().map(rename));
-        binders.extend(&stmt.binders[carries_end + shape.n_ys..]);
-    }
-    let tangent_body = program.blocks.push(Block {
-        params,
-        stmts,
-        results,
-    });
-    let init = shape.init[shape.n_carries..].to_vec();
-    Stmt {
-        binders,
-        expr: Expr::sequential_loop(shape.is_scan, shape.size, init, tangent_body),
-    }
 }
 
 /// Transposes the linear part of a forward derivative (seed 001 §7.3, Fig 19).
@@ -1445,10 +1375,12 @@ fn transpose_stmt(
         | Expr::Transpose { .. }
         | Expr::Reshape { .. }
         | Expr::Iota(_) => {}
-        Expr::Cond { .. } | Expr::Fold { .. } | Expr::Scan { .. } | Expr::Build1 { .. } => {
-            return Err(AdError(
-                "internal: a linear statement of an unexpected form".into(),
-            ))
+        Expr::Cond { .. }
+        | Expr::Fold { .. }
+        | Expr::Scan { .. }
+        | Expr::Build1 { .. }
+        | Expr::Derivative { .. } => {
+            return Err(AdError("a linear statement of an unexpected form".into()))
         }
     }
     Ok(())

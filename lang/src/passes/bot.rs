@@ -23,35 +23,54 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::cleanup;
-use super::PassInfo;
+use super::pipeline::{Log, Pass, PassKind};
 use crate::core::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
 use crate::core::verify::{expr_atoms, expr_blocks};
 use crate::core::visit::collect_uses;
 use crate::prim::Prim;
 
-pub const INFO: PassInfo = PassInfo {
+pub const PASS: Pass = Pass {
     name: "bot",
     description: "the bulk-operation transform: build1 becomes bulk operations (seed 001 §5)",
+    kind: PassKind::Rewrite(|program, _: &mut Log| {
+        run_in_place(program);
+        Ok(())
+    }),
+    postcondition: Some(normal_form),
 };
 
 /// Runs the BOT on a whole program.
 pub fn run(program: &Program) -> Program {
     let mut program = program.clone();
-    let main = program.main;
-    run_block(&mut program, main);
+    run_in_place(&mut program);
     program
+}
+
+fn run_in_place(program: &mut Program) {
+    let main = program.main;
+    run_block(program, main);
 }
 
 /// Whether a program is in BOT normal form: no `build1` in any reachable block.
 pub fn is_normal_form(program: &Program) -> bool {
-    crate::core::visit::reachable_blocks(program, program.main)
+    normal_form(program).is_ok()
+}
+
+/// The BOT's guarantee (seed 001 Theorem 5.1): no `build1` in any reachable block.
+fn normal_form(program: &Program) -> Result<(), String> {
+    let left = crate::core::visit::reachable_blocks(program, program.main)
         .into_iter()
-        .all(|block| {
+        .any(|block| {
             program.blocks[block]
                 .stmts
                 .iter()
-                .all(|stmt| !matches!(stmt.expr, Expr::Build1 { .. }))
-        })
+                .any(|stmt| matches!(stmt.expr, Expr::Build1 { .. }))
+        });
+    if left {
+        Err("a build1 is left".into())
+    } else {
+        Ok(())
+    }
 }
 
 /// Runs the BOT on one block (and the blocks nested in it), e.g. a function being
@@ -489,6 +508,7 @@ impl Batcher<'_> {
             }
             Expr::Iota(_) => unreachable!("iota does not depend on the batch index"),
             Expr::Build1 { .. } => unreachable!("builds are transformed innermost first"),
+            Expr::Derivative { .. } => unreachable!("{}", crate::core::ir::EXPANDED),
         };
         if let Some(binder) = binder {
             self.env.insert(binder, status);

@@ -59,7 +59,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::PassInfo;
+use super::pipeline::{Pass, PassKind};
 use crate::core::ids::IdVec;
 use crate::core::ir::{Atom, Block, BlockId, Elem, Expr, Program, Scalar, VarId};
 use crate::core::kernel::{
@@ -69,9 +69,11 @@ use crate::core::verify::{expr_atoms, expr_blocks};
 use crate::core::visit::{collect_uses, var_of};
 use crate::prim::Prim;
 
-pub const INFO: PassInfo = PassInfo {
-    name: "fuse",
+pub const PASS: Pass = Pass {
+    name: "fused",
     description: "fuse bulk operations into loop kernels and matrix products (seed 004 §5.1)",
+    kind: PassKind::Schedule(run),
+    postcondition: None,
 };
 
 /// A contraction runs as a matrix product when it has at least this many multiply-adds and
@@ -252,7 +254,8 @@ fn stmt_kind(program: &Program, expr: &Expr) -> StmtKind {
         | Expr::Table(_)
         | Expr::Cond { .. }
         | Expr::Fold { .. }
-        | Expr::Scan { .. } => StmtKind::Bulk,
+        | Expr::Scan { .. }
+        | Expr::Derivative { .. } => StmtKind::Bulk,
     }
 }
 
@@ -459,7 +462,8 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
             | Expr::Table(_)
             | Expr::Cond { .. }
             | Expr::Fold { .. }
-            | Expr::Scan { .. } => {
+            | Expr::Scan { .. }
+            | Expr::Derivative { .. } => {
                 unreachable!("fuse: {binder} is not bound by a pull statement")
             }
         }

@@ -24,12 +24,16 @@ use crate::prim::Prim;
 use crate::syntax::ast::Lit;
 use crate::syntax::Span;
 
-/// Why lowering failed: a user error (a size that is not static, a table of functions) with
-/// its span. Internal inconsistencies are reported the same way with an `internal` message.
+use super::lower_compare::is_structured;
+
+/// Why lowering failed: a user error (a size that is not static, a table of functions) or,
+/// when `bug` is set, an inconsistency in dx itself (the checker let through what lowering
+/// cannot handle), with the span concerned.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LowerError {
     pub message: String,
     pub span: Span,
+    pub bug: bool,
 }
 
 pub(super) type Result<T> = std::result::Result<T, LowerError>;
@@ -38,6 +42,16 @@ pub(super) fn error<T>(span: Span, message: impl Into<String>) -> Result<T> {
     Err(LowerError {
         message: message.into(),
         span,
+        bug: false,
+    })
+}
+
+/// An internal inconsistency found while lowering.
+pub(super) fn bug<T>(span: Span, message: impl Into<String>) -> Result<T> {
+    Err(LowerError {
+        message: message.into(),
+        span,
+        bug: true,
     })
 }
 
@@ -86,9 +100,6 @@ pub struct Lowerer<'a> {
     local_defs: HashMap<LocalId, DefInfo>,
     rigids: HashMap<Rigid, Ty>,
     pub(super) block: BlockId,
-    /// Dumps of the derivative programs made while lowering (the `linear` and `transposed`
-    /// stages), in order.
-    pub derivative_stages: Vec<(&'static str, String)>,
 }
 
 const INDEX: Elem = Elem::I64;
@@ -134,7 +145,7 @@ fn leaf_types_into(
         Ty::Fun { .. } | Ty::TypeArg(_) => {
             return Err("functions cannot be stored in tables or values".into())
         }
-        Ty::Var(_) | Ty::Rigid(..) => return Err(format!("internal: type {ty} is not concrete")),
+        Ty::Var(_) | Ty::Rigid(..) => return Err(format!("type {ty} is not concrete")),
     }
     Ok(())
 }
@@ -163,7 +174,6 @@ impl<'a> Lowerer<'a> {
             local_defs: HashMap::new(),
             rigids: HashMap::new(),
             block,
-            derivative_stages: Vec::new(),
         }
     }
 
@@ -236,10 +246,10 @@ impl<'a> Lowerer<'a> {
             .iter()
             .map(|atom| self.atom_ty(atom).elem)
             .collect();
-        let elem = prim.result_elem(&elems).map_err(|err| LowerError {
-            message: format!("internal: {}", err.0),
-            span,
-        })?;
+        let elem = match prim.result_elem(&elems) {
+            Ok(elem) => elem,
+            Err(err) => return bug(span, err.0),
+        };
         Ok(self.emit1(
             Expr::Prim(prim, operands),
             ArrTy::new(shape, elem),
@@ -296,12 +306,7 @@ impl<'a> Lowerer<'a> {
         Ok(match ty {
             Ty::Rigid(rigid, name) => match self.rigids.get(rigid) {
                 Some(ty) => ty.clone(),
-                None => {
-                    return error(
-                        span,
-                        format!("internal: type variable {name} is not instantiated"),
-                    )
-                }
+                None => return bug(span, format!("type variable {name} is not instantiated")),
             },
             Ty::Fin(size) => Ty::Fin(self.concrete_size(size, span)?),
             Ty::Base(_) | Ty::Var(_) => ty.clone(),
@@ -369,12 +374,20 @@ impl<'a> Lowerer<'a> {
 
     pub(super) fn leaf_types(&self, ty: &Ty, span: Span) -> Result<Vec<ArrTy>> {
         let ty = self.concrete(ty, span)?;
-        leaf_types(&ty).map_err(|message| LowerError { message, span })
+        leaf_types(&ty).map_err(|message| LowerError {
+            message,
+            span,
+            bug: false,
+        })
     }
 
     pub(super) fn ix_size(&self, ix: &Ty, span: Span) -> Result<usize> {
         let ix = self.concrete(ix, span)?;
-        ix_size(&ix).map_err(|message| LowerError { message, span })
+        ix_size(&ix).map_err(|message| LowerError {
+            message,
+            span,
+            bug: false,
+        })
     }
 
     /// The leaves of a first-order value.
@@ -443,7 +456,7 @@ impl<'a> Lowerer<'a> {
                 Ok(acc)
             }
             (SVal::Arr(atom), _) => self.cast(*atom, INDEX, span),
-            _ => error(span, "internal: malformed index value"),
+            _ => bug(span, "malformed index value"),
         }
     }
 
@@ -484,16 +497,16 @@ impl<'a> Lowerer<'a> {
         match &expr.kind {
             TKind::Local(local) => match self.locals.get(local) {
                 Some(value) => Ok(value.clone()),
-                None => error(span, "internal: unbound local"),
+                None => bug(span, "unbound local"),
             },
             TKind::Global(name) => self.global(name, span),
             TKind::Def { def, inst, .. } => {
                 let info = match def {
-                    DefKey::Top(name) => self.env.defs.get(name).cloned(),
+                    DefKey::Top(key) => self.env.def_by_key(key).cloned(),
                     DefKey::Local(id) => self.local_defs.get(id).cloned(),
                 };
                 let Some(info) = info else {
-                    return error(span, "internal: unknown definition");
+                    return bug(span, "unknown definition");
                 };
                 let mut rigids = self.rigids.clone();
                 for (rigid, ty) in info.vars.iter().zip(inst) {
@@ -530,7 +543,7 @@ impl<'a> Lowerer<'a> {
             TKind::For { binder, body } => {
                 let ty = self.concrete(&expr.ty, span)?;
                 let Ty::Table(ix, _) = &ty else {
-                    return error(span, "internal: for without a table type");
+                    return bug(span, "for without a table type");
                 };
                 let size = self.ix_size(ix, span)?;
                 let result_tys = self.leaf_types(&ty, span)?;
@@ -560,7 +573,7 @@ impl<'a> Lowerer<'a> {
             } => {
                 let cond_value = self.lower(cond)?;
                 let SVal::Arr(cond_atom) = cond_value else {
-                    return error(span, "internal: condition is not a scalar");
+                    return bug(span, "condition is not a scalar");
                 };
                 let ty = self.concrete(&expr.ty, span)?;
                 let result_tys = self.leaf_types(&ty, span)?;
@@ -594,7 +607,7 @@ impl<'a> Lowerer<'a> {
                 let index_value = self.lower(index)?;
                 let base_ty = self.concrete(&base.ty, span)?;
                 let Ty::Table(ix, _) = &base_ty else {
-                    return error(span, "internal: indexing a non-table");
+                    return bug(span, "indexing a non-table");
                 };
                 let flat = self.flat_index(&index_value, ix, span)?;
                 self.index_value(&base_value, flat, span)
@@ -625,14 +638,14 @@ impl<'a> Lowerer<'a> {
                 let target = self.concrete(&expr.ty, span)?;
                 let value = self.lower(value)?;
                 let SVal::Arr(atom) = value else {
-                    return error(span, "internal: `@` of a non-scalar");
+                    return bug(span, "`@` of a non-scalar");
                 };
                 let flat = self.cast(atom, INDEX, span)?;
                 self.unflatten_index(flat, &target, span)
             }
             TKind::TypeArg => match &expr.ty {
                 Ty::TypeArg(ty) => Ok(SVal::Type(self.concrete(ty, span)?)),
-                _ => error(span, "internal: type argument without a type"),
+                _ => bug(span, "type argument without a type"),
             },
             TKind::Block { stmts, result } => {
                 for stmt in stmts {
@@ -657,11 +670,11 @@ impl<'a> Lowerer<'a> {
             let ty = (self.globals)(name).map(|global| global.ty.clone());
             return match ty {
                 Some(ty) => Ok(self.assemble(&ty, vars.into_iter().map(Atom::Var).collect())),
-                None => error(span, "internal: unknown global"),
+                None => bug(span, "unknown global"),
             };
         }
         let Some(global) = (self.globals)(name) else {
-            return error(span, format!("internal: unknown global `{name}`"));
+            return bug(span, format!("unknown global `{name}`"));
         };
         let ty = global.ty.clone();
         let vars: Vec<VarId> = global
@@ -680,7 +693,7 @@ impl<'a> Lowerer<'a> {
             SVal::Arr(array) => {
                 let ty = self.atom_ty(array);
                 if ty.shape.is_empty() {
-                    return error(span, "internal: indexing a scalar");
+                    return bug(span, "indexing a scalar");
                 }
                 let res_ty = ArrTy::new(ty.shape[1..].to_vec(), ty.elem);
                 Ok(SVal::Arr(self.emit1(
@@ -699,7 +712,7 @@ impl<'a> Lowerer<'a> {
                     .map(|item| self.index_value(item, flat, span))
                     .collect::<Result<_>>()?,
             )),
-            _ => error(span, "internal: indexing a function"),
+            _ => bug(span, "indexing a function"),
         }
     }
 
@@ -711,7 +724,7 @@ impl<'a> Lowerer<'a> {
             TPat::Wild => {}
             TPat::Tuple(pats) => {
                 let SVal::Tuple(items) = value else {
-                    return error(span, "internal: tuple pattern on a non-tuple");
+                    return bug(span, "tuple pattern on a non-tuple");
                 };
                 for (pat, item) in pats.iter().zip(items) {
                     self.bind(pat, item, span)?;
@@ -759,16 +772,14 @@ impl<'a> Lowerer<'a> {
                 }
             }
             SVal::Linear(linear) => self.apply_linear(&linear, arg, span),
-            SVal::Arr(_) | SVal::Tuple(_) | SVal::Type(_) => {
-                error(span, "internal: applying a non-function")
-            }
+            SVal::Arr(_) | SVal::Tuple(_) | SVal::Type(_) => bug(span, "applying a non-function"),
         }
     }
 
     // ----- built-ins -----
 
     /// Applies an elementwise primitive to structurally equal values.
-    fn lift(&mut self, prim: Prim, args: &[SVal], span: Span) -> Result<SVal> {
+    pub(super) fn lift(&mut self, prim: Prim, args: &[SVal], span: Span) -> Result<SVal> {
         if let Some(SVal::Tuple(first)) = args.iter().find(|arg| matches!(arg, SVal::Tuple(_))) {
             let n_items = first.len();
             let mut items = Vec::new();
@@ -788,7 +799,7 @@ impl<'a> Lowerer<'a> {
             .iter()
             .map(|arg| match arg {
                 SVal::Arr(atom) => Ok(*atom),
-                _ => error(span, "internal: primitive on a non-array"),
+                _ => bug(span, "primitive on a non-array"),
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(SVal::Arr(self.prim(prim, atoms, span)?))
@@ -803,7 +814,12 @@ impl<'a> Lowerer<'a> {
     ) -> Result<SVal> {
         let result_ty = result_type(ty, builtin_arity(builtin));
         match builtin {
-            Builtin::Prim(prim) => self.lift(prim, &args, span),
+            Builtin::Prim(prim) => match ty {
+                Ty::Fun { param, .. } if compares(prim) && is_structured(param) => {
+                    self.compare_structured(prim, param, &args[0], &args[1], span)
+                }
+                _ => self.lift(prim, &args, span),
+            },
             Builtin::Approx => {
                 let lhs = self.leaves(&args[0], span)?;
                 let rhs = self.leaves(&args[1], span)?;
@@ -816,52 +832,54 @@ impl<'a> Lowerer<'a> {
             }
             Builtin::Scale => {
                 let SVal::Arr(scalar) = args[0] else {
-                    return error(span, "internal: `.*` of a non-scalar");
+                    return bug(span, "`.*` of a non-scalar");
                 };
                 let leaves = self.leaves(&args[1], span)?;
                 let mut out = Vec::new();
                 for leaf in leaves {
-                    let shape = self.atom_ty(&leaf).shape;
-                    let scalar = self.broadcast(scalar, &shape, span);
+                    let leaf_ty = self.atom_ty(&leaf);
+                    let scalar = self.cast(scalar, leaf_ty.elem, span)?;
+                    let scalar = self.broadcast(scalar, &leaf_ty.shape, span);
                     out.push(self.prim(Prim::Mul, vec![scalar, leaf], span)?);
                 }
                 Ok(self.assemble(&result_ty, out))
             }
             Builtin::Convert(_) => {
                 let SVal::Arr(atom) = args[0] else {
-                    return error(span, "internal: conversion of a non-scalar");
+                    return bug(span, "conversion of a non-scalar");
                 };
                 let elem = match &result_ty {
                     Ty::Base(base) => base_elem(*base),
-                    _ => return error(span, "internal: conversion to a non-scalar"),
+                    _ => return bug(span, "conversion to a non-scalar"),
                 };
                 Ok(SVal::Arr(self.cast(atom, elem, span)?))
             }
             Builtin::Ordinal => {
                 let Ty::Fun { param, .. } = ty else {
-                    return error(span, "internal: ordinal type");
+                    return bug(span, "ordinal type");
                 };
                 let flat = self.flat_index(&args[0], param, span)?;
                 Ok(SVal::Arr(self.cast(flat, Elem::U32, span)?))
             }
             Builtin::Size => {
                 let SVal::Type(ix) = &args[0] else {
-                    return error(span, "internal: size of a non-type");
+                    return bug(span, "size of a non-type");
                 };
                 let size = self.ix_size(ix, span)?;
                 Ok(SVal::Arr(Atom::Lit(Scalar::U32(size as u32))))
             }
             Builtin::FromOrdinal => {
                 let SVal::Type(ix) = &args[0] else {
-                    return error(span, "internal: from_ordinal of a non-type");
+                    return bug(span, "from_ordinal of a non-type");
                 };
                 let SVal::Arr(atom) = args[1] else {
-                    return error(span, "internal: from_ordinal of a non-scalar");
+                    return bug(span, "from_ordinal of a non-scalar");
                 };
                 let ix = ix.clone();
                 let flat = self.cast(atom, INDEX, span)?;
                 self.unflatten_index(flat, &ix, span)
             }
+            Builtin::NatDiff => self.lift(Prim::Sub, &args, span),
             Builtin::Sum => {
                 let leaves = self.leaves(&args[0], span)?;
                 let mut out = Vec::new();
@@ -874,7 +892,7 @@ impl<'a> Lowerer<'a> {
             }
             Builtin::Iota => {
                 let SVal::Type(ix) = &args[0] else {
-                    return error(span, "internal: iota of a non-type");
+                    return bug(span, "iota of a non-type");
                 };
                 let size = self.ix_size(ix, span)?;
                 let iota = self.emit1(
@@ -927,8 +945,9 @@ impl<'a> Lowerer<'a> {
                 SVal::Tuple(items) if items.len() == 2 => {
                     Ok(items[usize::from(builtin == Builtin::Snd)].clone())
                 }
-                _ => error(span, "internal: fst/snd of a non-pair"),
+                _ => bug(span, "fst/snd of a non-pair"),
             },
+            Builtin::Arb => self.arbitrary(&result_ty, args[0].clone(), span),
             Builtin::FloatConst(constant) => {
                 let value = constant.value();
                 let scalar = match &result_ty {
@@ -984,13 +1003,13 @@ impl<'a> Lowerer<'a> {
             ..
         } = ty
         else {
-            return error(span, "internal: loop type");
+            return bug(span, "loop type");
         };
         let Ty::Fun { param: body_ty, .. } = &**rest else {
-            return error(span, "internal: loop type");
+            return bug(span, "loop type");
         };
         let Ty::Fun { param: ix, .. } = &**body_ty else {
-            return error(span, "internal: loop body type");
+            return bug(span, "loop body type");
         };
         let size = self.ix_size(ix, span)?;
         let init = self.leaves(&args[0], span)?;
@@ -1006,12 +1025,120 @@ impl<'a> Lowerer<'a> {
             return Ok(self.assemble(result_ty, binders.into_iter().map(Atom::Var).collect()));
         }
         let Ty::Tuple(parts) = result_ty else {
-            return error(span, "internal: scan result type");
+            return bug(span, "scan result type");
         };
         let mut binder_tys = carry_tys;
         binder_tys.extend(self.leaf_types(&parts[1], span)?);
         let binders = self.emit(Expr::Scan { size, init, body }, binder_tys, "scan", span);
         Ok(self.assemble(result_ty, binders.into_iter().map(Atom::Var).collect()))
+    }
+
+    /// `arb key` at a concrete type: the instances of Dex's `Arbitrary`, by the type's shape.
+    /// Scalars come from the prelude's `randn` and `rand` (so they are Dex's numbers); a table
+    /// draws element `i` from `ixkey key i`, in parallel; component `j` of a tuple from
+    /// `hash key j` (for a pair these are Dex's `split_key(n=2, key)`).
+    fn arbitrary(&mut self, ty: &Ty, key: SVal, span: Span) -> Result<SVal> {
+        let scale_randn = |cx: &mut Self, elem: Elem| -> Result<SVal> {
+            let SVal::Arr(normal) = cx.call_prelude("randn", vec![key.clone()], span)? else {
+                return bug(span, "randn is not a scalar");
+            };
+            let scaled = cx.prim(Prim::Mul, vec![normal, Atom::Lit(Scalar::F32(5.0))], span)?;
+            Ok(SVal::Arr(cx.cast(scaled, elem, span)?))
+        };
+        match ty {
+            Ty::Base(BaseTy::Float32) => self.call_prelude("randn", vec![key], span),
+            Ty::Base(BaseTy::Float64) => {
+                let SVal::Arr(normal) = self.call_prelude("randn", vec![key], span)? else {
+                    return bug(span, "randn is not a scalar");
+                };
+                Ok(SVal::Arr(self.cast(normal, Elem::F64, span)?))
+            }
+            // Dex: `f_to_i $ randn key * 5.0` (and `f_to_n` for `Nat`).
+            Ty::Base(BaseTy::Int32) => scale_randn(self, Elem::I32),
+            Ty::Base(BaseTy::Int64) => scale_randn(self, Elem::I64),
+            Ty::Base(BaseTy::Nat) => scale_randn(self, Elem::U32),
+            // Dex: `key .&. 1 == 0`.
+            Ty::Base(BaseTy::Bool) => {
+                let SVal::Arr(key) = key else {
+                    return bug(span, "a key is not a scalar");
+                };
+                let low_bit = self.prim(Prim::Mod, vec![key, Atom::Lit(Scalar::U64(2))], span)?;
+                Ok(SVal::Arr(self.prim(
+                    Prim::Eq,
+                    vec![low_bit, Atom::Lit(Scalar::U64(0))],
+                    span,
+                )?))
+            }
+            Ty::Base(BaseTy::Word64) => Ok(key),
+            // Dex's `rand_idx`: `unsafe_from_ordinal (f_to_n (floor (rand key * n_to_f (size n))))`.
+            Ty::Fin(_) => {
+                let size = self.ix_size(ty, span)?;
+                let SVal::Arr(uniform) = self.call_prelude("rand", vec![key], span)? else {
+                    return bug(span, "rand is not a scalar");
+                };
+                let scaled = self.prim(
+                    Prim::Mul,
+                    vec![uniform, Atom::Lit(Scalar::F32(size as f32))],
+                    span,
+                )?;
+                let floored = self.prim(Prim::Floor, vec![scaled], span)?;
+                let ordinal = self.cast(floored, Elem::U32, span)?;
+                Ok(SVal::Arr(self.cast(ordinal, INDEX, span)?))
+            }
+            Ty::Tuple(items) => {
+                let mut parts = Vec::new();
+                for (position, item) in items.iter().enumerate() {
+                    let ordinal = SVal::Arr(Atom::Lit(Scalar::U32(position as u32)));
+                    let subkey = self.call_prelude("hash", vec![key.clone(), ordinal], span)?;
+                    parts.push(self.arbitrary(item, subkey, span)?);
+                }
+                Ok(SVal::Tuple(parts))
+            }
+            Ty::Table(ix, elem) => {
+                let size = self.ix_size(ix, span)?;
+                let result_tys = self.leaf_types(ty, span)?;
+                let index_var = self.program.new_var(ArrTy::scalar(INDEX), "i");
+                let elem = (**elem).clone();
+                let body_block = self.in_block(vec![index_var], |cx| {
+                    let ordinal = SVal::Arr(cx.cast(Atom::Var(index_var), Elem::U32, span)?);
+                    let subkey = cx.call_prelude("hash", vec![key, ordinal], span)?;
+                    let value = cx.arbitrary(&elem, subkey, span)?;
+                    cx.leaves(&value, span)
+                })?;
+                let binders = self.emit(
+                    Expr::Build1 {
+                        size,
+                        body: body_block,
+                    },
+                    result_tys,
+                    "arb",
+                    span,
+                );
+                Ok(self.assemble(ty, binders.into_iter().map(Atom::Var).collect()))
+            }
+            Ty::Fun { .. } | Ty::TypeArg(_) | Ty::Var(_) | Ty::Rigid(..) => error(
+                span,
+                format!("`arb` cannot make a random value of type {ty}"),
+            ),
+        }
+    }
+
+    /// Applies a monomorphic definition of the prelude (what `arb` is built from).
+    fn call_prelude(&mut self, name: &str, args: Vec<SVal>, span: Span) -> Result<SVal> {
+        let Some(info) = self.env.def(name).map(|(_, info)| info.clone()) else {
+            return error(
+                span,
+                format!("this needs the prelude's `{name}`, which is not defined"),
+            );
+        };
+        if !info.vars.is_empty() {
+            return bug(span, format!("`{name}` is polymorphic"));
+        }
+        let mut value = self.lower(&info.body)?;
+        for arg in args {
+            value = self.apply(value, arg, span)?;
+        }
+        Ok(value)
     }
 
     /// `a ~~ b` on one array: `all (abs (a - b) <= 1e-4 + 1e-4 * abs b)` (Dex's tolerances).
@@ -1027,15 +1154,21 @@ impl<'a> Lowerer<'a> {
         let scaled = self.prim(Prim::Mul, vec![Atom::Lit(tolerance), abs_b], span)?;
         let bound = self.prim(Prim::Add, vec![Atom::Lit(tolerance), scaled], span)?;
         let close = self.prim(Prim::Le, vec![abs_diff, bound], span)?;
+        self.all_true(close, span)
+    }
+
+    /// Whether every element of a `Bool` array is true: the number of true elements is
+    /// compared with the number of elements.
+    pub(super) fn all_true(&mut self, bools: Atom, span: Span) -> Result<Atom> {
+        let ty = self.atom_ty(&bools);
         if ty.shape.is_empty() {
-            return Ok(close);
+            return Ok(bools);
         }
-        // all: count the elements that are close and compare with the number of elements.
         let n_elems = ty.n_elems();
         let flat = self.emit1(
             Expr::Reshape {
                 shape: vec![n_elems],
-                array: close,
+                array: bools,
             },
             ArrTy::new(vec![n_elems], Elem::Bool),
             "flat",
@@ -1056,14 +1189,27 @@ impl<'a> Lowerer<'a> {
     }
 }
 
+/// Whether a primitive compares whole values (so that tuples and tables compare as wholes,
+/// see `lower_compare.rs`) rather than lifting elementwise.
+fn compares(prim: Prim) -> bool {
+    matches!(
+        prim,
+        Prim::Eq | Prim::Ne | Prim::Lt | Prim::Gt | Prim::Le | Prim::Ge | Prim::Min | Prim::Max
+    )
+}
+
 /// How many arguments a built-in takes before it computes.
 pub fn builtin_arity(builtin: Builtin) -> usize {
     match builtin {
         Builtin::Prim(prim) => prim.arity(),
-        Builtin::Approx | Builtin::Scale | Builtin::Fold | Builtin::Scan | Builtin::FromOrdinal => {
-            2
-        }
+        Builtin::Approx
+        | Builtin::Scale
+        | Builtin::Fold
+        | Builtin::Scan
+        | Builtin::FromOrdinal
+        | Builtin::NatDiff => 2,
         Builtin::Convert(_) | Builtin::Ordinal | Builtin::Size | Builtin::Sum | Builtin::Iota => 1,
+        Builtin::Arb => 1,
         Builtin::Fst | Builtin::Snd => 1,
         Builtin::ApplyN => 3,
         Builtin::Zero | Builtin::FloatConst(_) => 0,
@@ -1100,7 +1246,7 @@ fn literal(lit: &Lit, ty: &Ty, span: Span) -> Result<Scalar> {
     let Ty::Base(base) = ty else {
         // An integer literal used as an index (`xs[0]`) is handled by `At`; anything else
         // reaching here is a checker bug.
-        return error(span, format!("internal: literal of type {ty}"));
+        return bug(span, format!("literal of type {ty}"));
     };
     let value = match lit {
         Lit::Int(n) => *n as f64,
@@ -1119,6 +1265,6 @@ fn literal(lit: &Lit, ty: &Ty, span: Span) -> Result<Scalar> {
         BaseTy::Int64 => Scalar::I64(int as i64),
         BaseTy::Nat => Scalar::U32(int as u32),
         BaseTy::Word64 => Scalar::U64(int),
-        BaseTy::Bool => return error(span, "internal: numeric literal of type Bool"),
+        BaseTy::Bool => return bug(span, "numeric literal of type Bool"),
     })
 }

@@ -1,29 +1,60 @@
 //! Simplification of bulk IR (the `simp` stage): exact algebraic identities and common
-//! subexpression elimination, then copy propagation and dead-code elimination.
+//! subexpression elimination, then copy propagation and dead-code elimination, repeated to a
+//! fixpoint within a bound on the rounds ([`FUEL`]; the stage says when the bound stopped it).
 //!
 //! Every rule preserves results bit for bit, NaN and signed zeros included, so it is safe on
 //! any program: `x * 1 = x`, `x / 1 = x`, `neg (neg x) = x`, a cast to the type a value
-//! already has, and a statement that recomputes an earlier one (same operation on the same
-//! operands, no nested blocks) reuses its result. Rules that are not exact in IEEE arithmetic
-//! (`x + 0`, `x * 0`) are deliberately absent. Each rule is named in `Rule` and counted, so a
-//! test can check that it fires.
+//! already has; `tr` of `tr` is one `tr` (none for the identity), `reshape` of `reshape` is
+//! one `reshape` (none to the same shape), a `gather` whose index function only permutes its
+//! indices within bounds is a `tr` (seed 003 Fig 12, seed 004 Fig 8); an integer `sumOuter`
+//! of a replicated scalar is a product (integer addition is exact, also when it wraps); and a
+//! statement that recomputes an earlier one (same operation on the same operands, compared by
+//! a structural key with floats by bits) reuses its result. Rules that are not exact in IEEE
+//! arithmetic (`x + 0`, `x * 0`, a float sum of copies as a product) are deliberately absent.
+//! Each rule is named in `Rule` and counted, so a test can check that it fires.
 //!
 //! Not done yet: the rest of seed 003 Fig 12 / seed 004 Fig 8 (loop-invariant code motion,
-//! fusion of maps, tuple partial evaluation).
+//! fusion of maps, tuple partial evaluation), Fig 10's rules for indexing `tr`/`reshape`
+//! producers, and rules valid for finite values only.
 
 use std::collections::HashMap;
 
 use super::cleanup;
-use super::PassInfo;
+use super::pipeline::{Log, Pass, PassKind};
 use crate::core::ir::{Atom, BlockId, Expr, ExprKey, Program, Scalar, VarId};
 use crate::core::verify::expr_blocks;
 use crate::core::visit::map_expr_atoms;
 use crate::prim::Prim;
 
-pub const INFO: PassInfo = PassInfo {
+pub const PASS: Pass = Pass {
     name: "simp",
     description: "exact algebraic identities and common subexpression elimination",
+    kind: PassKind::Rewrite(|program, log: &mut Log| {
+        let outcome = run(program);
+        if outcome.out_of_fuel {
+            log.note(
+                "simp",
+                format!("stopped after {FUEL} rounds with rules still firing"),
+            );
+        }
+        Ok(())
+    }),
+    postcondition: None,
 };
+
+/// The most rounds of rewriting (each a walk over the program, then clean-up) before the
+/// pass stops even though rules still fire.
+pub const FUEL: usize = 8;
+
+/// What a run of the pass did.
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    /// How often each rule fired.
+    pub fired: HashMap<Rule, usize>,
+    pub rounds: usize,
+    /// Rules still fired in the last round allowed.
+    pub out_of_fuel: bool,
+}
 
 /// The rules of this pass, for counting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -32,26 +63,51 @@ pub enum Rule {
     DivByOne,
     DoubleNegation,
     IdentityCast,
+    TransposeOfTranspose,
+    IdentityTranspose,
+    ReshapeOfReshape,
+    IdentityReshape,
+    PermutationGather,
+    IntegerSumOfReplicate,
     CommonSubexpression,
 }
 
-/// Simplifies a whole program; returns how often each rule fired.
-pub fn run(program: &mut Program) -> HashMap<Rule, usize> {
+/// Simplifies a whole program.
+pub fn run(program: &mut Program) -> Outcome {
     let main = program.main;
     run_from(program, main)
 }
 
-/// Simplifies a block and the blocks nested in it.
-pub fn run_from(program: &mut Program, root: BlockId) -> HashMap<Rule, usize> {
-    let mut fired = HashMap::new();
-    let mut cx = Cx {
-        subst: HashMap::new(),
-        defs: HashMap::new(),
-        fired: &mut fired,
-    };
-    simplify_block(program, root, &mut HashMap::new(), &mut cx);
-    cleanup::run_from(program, root);
-    fired
+/// Simplifies a block and the blocks nested in it, round after round until no rule fires
+/// or the fuel runs out.
+pub fn run_from(program: &mut Program, root: BlockId) -> Outcome {
+    run_with_fuel(program, root, FUEL)
+}
+
+fn run_with_fuel(program: &mut Program, root: BlockId, fuel: usize) -> Outcome {
+    let mut outcome = Outcome::default();
+    loop {
+        let mut fired = HashMap::new();
+        let mut cx = Cx {
+            subst: HashMap::new(),
+            defs: HashMap::new(),
+            fired: &mut fired,
+        };
+        simplify_block(program, root, &mut HashMap::new(), &mut cx);
+        cleanup::run_from(program, root);
+        outcome.rounds += 1;
+        let progress = !fired.is_empty();
+        for (rule, count) in fired {
+            *outcome.fired.entry(rule).or_default() += count;
+        }
+        if !progress {
+            return outcome;
+        }
+        if outcome.rounds == fuel {
+            outcome.out_of_fuel = true;
+            return outcome;
+        }
+    }
 }
 
 /// The state of a walk: replacements made so far, the definitions seen, the rule counts.
@@ -78,11 +134,14 @@ fn simplify_block(
             simplify_block(program, nested, &mut inner_seen, cx);
         }
         if let [binder] = stmt.binders[..] {
-            if let Some((rule, replacement)) = identity(program, &stmt.expr, seen, &cx.defs) {
+            if let Some((rule, replacement)) = rewrite(program, &stmt.expr, seen, &cx.defs) {
                 *cx.fired.entry(rule).or_default() += 1;
-                cx.subst.insert(binder, replacement);
-                stmt.expr = Expr::Atom(replacement);
-                continue;
+                if let Expr::Atom(atom) = replacement {
+                    cx.subst.insert(binder, atom);
+                    stmt.expr = replacement;
+                    continue;
+                }
+                stmt.expr = replacement;
             }
             if let Some(key) = stmt
                 .expr
@@ -107,28 +166,149 @@ fn resolve(atom: Atom, subst: &HashMap<VarId, Atom>) -> Atom {
     }
 }
 
-/// The value a statement can be replaced by, and the rule that says so.
-fn identity(
+/// What a statement can be replaced by (an atom: its binder is replaced everywhere), and the
+/// rule that says so.
+fn rewrite(
     program: &Program,
     expr: &Expr,
     seen: &HashMap<ExprKey, VarId>,
     defs: &HashMap<VarId, Expr>,
-) -> Option<(Rule, Atom)> {
+) -> Option<(Rule, Expr)> {
     if let Some(key) = expr.key().filter(|_| !matches!(expr, Expr::Atom(_))) {
         if let Some(earlier) = seen.get(&key) {
-            return Some((Rule::CommonSubexpression, Atom::Var(*earlier)));
+            return Some((Rule::CommonSubexpression, Expr::Atom(Atom::Var(*earlier))));
         }
     }
-    let Expr::Prim(prim, args) = expr else {
-        return None;
+    let def = |atom: &Atom| match atom {
+        Atom::Var(var) => defs.get(var),
+        Atom::Lit(_) => None,
     };
+    let atom = |rule, atom: &Atom| Some((rule, Expr::Atom(*atom)));
+    match expr {
+        Expr::Prim(prim, args) => {
+            arithmetic(program, *prim, args, defs).map(|(rule, kept)| (rule, Expr::Atom(kept)))
+        }
+        Expr::Transpose { perm, array } => {
+            if is_identity(perm) {
+                return atom(Rule::IdentityTranspose, array);
+            }
+            let Some(Expr::Transpose {
+                perm: inner,
+                array: source,
+            }) = def(array)
+            else {
+                return None;
+            };
+            // Result axis a is axis perm[a] of the inner result, which is source axis
+            // inner[perm[a]] (axes past a permutation's length stay where they are).
+            let rank = perm.len().max(inner.len());
+            let at = |perm: &[usize], axis: usize| perm.get(axis).copied().unwrap_or(axis);
+            let composed: Vec<usize> = (0..rank).map(|axis| at(inner, at(perm, axis))).collect();
+            Some(if is_identity(&composed) {
+                (Rule::TransposeOfTranspose, Expr::Atom(*source))
+            } else {
+                (
+                    Rule::TransposeOfTranspose,
+                    Expr::Transpose {
+                        perm: composed,
+                        array: *source,
+                    },
+                )
+            })
+        }
+        Expr::Reshape { shape, array } => {
+            if program.atom_ty(array).shape == *shape {
+                return atom(Rule::IdentityReshape, array);
+            }
+            match def(array) {
+                Some(Expr::Reshape { array: source, .. }) => Some((
+                    Rule::ReshapeOfReshape,
+                    Expr::Reshape {
+                        shape: shape.clone(),
+                        array: *source,
+                    },
+                )),
+                _ => None,
+            }
+        }
+        Expr::Gather { shape, array, body } => permutation_gather(program, shape, *array, *body)
+            .map(|perm| {
+                (
+                    Rule::PermutationGather,
+                    Expr::Transpose {
+                        perm,
+                        array: *array,
+                    },
+                )
+            }),
+        Expr::SumOuter(array) => match def(array) {
+            Some(Expr::Replicate {
+                count,
+                array: scalar,
+            }) => {
+                let ty = program.atom_ty(scalar);
+                let integer = !ty.elem.is_float() && ty.elem != crate::core::ir::Elem::Bool;
+                (integer && ty.rank() == 0).then(|| {
+                    let count = crate::prim::cast_scalar(Scalar::I64(*count as i64), ty.elem);
+                    (
+                        Rule::IntegerSumOfReplicate,
+                        Expr::Prim(Prim::Mul, vec![*scalar, Atom::Lit(count)]),
+                    )
+                })
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn is_identity(perm: &[usize]) -> bool {
+    perm.iter().enumerate().all(|(axis, &from)| axis == from)
+}
+
+/// The permutation of a `gather` that is a `tr`: its index function returns its own
+/// parameters, each once, and every index is in range (`shape` matches the permuted axes).
+fn permutation_gather(
+    program: &Program,
+    shape: &[usize],
+    array: Atom,
+    body: BlockId,
+) -> Option<Vec<usize>> {
+    let block = &program.blocks[body];
+    let rank = block.params.len();
+    if !block.stmts.is_empty() || block.results.len() != rank || rank == 0 {
+        return None;
+    }
+    // results[j] = params[sigma[j]]: source axis j is read at result axis sigma[j], so
+    // result axis sigma[j] is source axis j: perm[sigma[j]] = j.
+    let mut perm = vec![usize::MAX; rank];
+    for (source_axis, result) in block.results.iter().enumerate() {
+        let Atom::Var(var) = result else { return None };
+        let result_axis = block.params.iter().position(|param| param == var)?;
+        if perm[result_axis] != usize::MAX {
+            return None;
+        }
+        perm[result_axis] = source_axis;
+    }
+    let source = program.atom_ty(&array).shape;
+    let in_range = (0..rank).all(|axis| shape[axis] == source[perm[axis]]);
+    in_range.then_some(perm)
+}
+
+/// The operand an elementwise operation can be replaced by, and the rule that says so.
+fn arithmetic(
+    program: &Program,
+    prim: Prim,
+    args: &[Atom],
+    defs: &HashMap<VarId, Expr>,
+) -> Option<(Rule, Atom)> {
     // `kept` can stand for the result when it has the result's shape: the other operand has
     // the same shape or is a rank-0 scalar that broadcasts.
     let has_result_shape = |kept: &Atom, other: &Atom| {
         let other = program.atom_ty(other);
         other.rank() == 0 || program.atom_ty(kept).shape == other.shape
     };
-    match (prim, args.as_slice()) {
+    match (prim, args) {
         (Prim::Mul, [a, b]) if is_one(defs, b) && has_result_shape(a, b) => {
             Some((Rule::MulByOne, *a))
         }
@@ -142,7 +322,7 @@ fn identity(
             Some(Expr::Prim(Prim::Neg, inner_args)) => Some((Rule::DoubleNegation, inner_args[0])),
             _ => None,
         },
-        (Prim::Cast(elem), [a]) if program.atom_ty(a).elem == *elem => {
+        (Prim::Cast(elem), [a]) if program.atom_ty(a).elem == elem => {
             Some((Rule::IdentityCast, *a))
         }
         _ => None,
@@ -196,7 +376,7 @@ mod tests {
         }";
         let original = parse_program(src).expect("parses");
         let mut simplified = original.clone();
-        let fired = run(&mut simplified);
+        let fired = run(&mut simplified).fired;
         for rule in [
             Rule::MulByOne,
             Rule::DivByOne,
@@ -231,7 +411,7 @@ mod tests {
             in %5
         }";
         let mut program = parse_program(src).expect("parses");
-        let fired = run(&mut program);
+        let fired = run(&mut program).fired;
         assert_eq!(fired.get(&Rule::MulByOne), Some(&1), "{fired:?}");
         assert_eq!(fired.get(&Rule::CommonSubexpression), None, "{fired:?}");
         assert_eq!(program.to_string().matches(" = ").count(), 4, "{program}");
@@ -246,8 +426,95 @@ mod tests {
             in %2
         }";
         let mut program = parse_program(src).expect("parses");
-        let fired = run(&mut program);
+        let fired = run(&mut program).fired;
         assert!(fired.is_empty(), "{fired:?}");
         assert_eq!(program.to_string().matches(" = ").count(), 2);
+    }
+
+    #[test]
+    fn structural_rules_fire_and_preserve_values() {
+        let src = "program(%0_x: [2, 3, 4]f32, %1_n: []i64) {
+            %2: [3, 2, 4]f32 = tr [1, 0] %0_x
+            %3: [4, 2, 3]f32 = tr [2, 1, 0] %2
+            %4: [2, 3, 4]f32 = tr [1, 2, 0] %3
+            %5: [24]f32 = reshape [24] %4
+            %6: [6, 4]f32 = reshape [6, 4] %5
+            %7: [6, 4]f32 = reshape [6, 4] %6
+            %8: [4, 6]f32 = gather [4, 6] %7 (\\%9: []i64, %10: []i64 ->
+              in %10, %9)
+            %11: [5]i64 = replicate 5 %1_n
+            %12: []i64 = sumOuter %11
+            %13: [4, 6]f32 = tr [0, 1] %8
+            in %13, %12
+        }";
+        let original = parse_program(src).expect("parses");
+        crate::core::verify::verify(&original).expect("the test program verifies");
+        let mut simplified = original.clone();
+        let outcome = run(&mut simplified);
+        for rule in [
+            Rule::TransposeOfTranspose,
+            Rule::IdentityTranspose,
+            Rule::ReshapeOfReshape,
+            Rule::IdentityReshape,
+            Rule::PermutationGather,
+            Rule::IntegerSumOfReplicate,
+        ] {
+            assert!(
+                outcome.fired.get(&rule).copied().unwrap_or(0) > 0,
+                "{rule:?} did not fire: {:?}\n{simplified}",
+                outcome.fired
+            );
+        }
+        assert!(!outcome.out_of_fuel);
+        crate::core::verify::verify(&simplified).expect("verifies");
+        let text = simplified.to_string();
+        assert!(
+            !text.contains("gather") && !text.contains("sumOuter"),
+            "{text}"
+        );
+        assert_eq!(text.matches("reshape").count(), 1, "{text}");
+        assert_eq!(text.matches("tr ").count(), 1, "{text}");
+        for seed in 0..4 {
+            let inputs = random_inputs(&original, seed);
+            let config = InterpConfig::default();
+            assert_eq!(
+                interpret(&original, &inputs, &config),
+                interpret(&simplified, &inputs, &config)
+            );
+        }
+    }
+
+    #[test]
+    fn a_gather_out_of_range_or_repeating_an_index_is_not_a_transpose() {
+        let src = "program(%0_x: [3, 4]f32) {
+            %1: [4, 4]f32 = gather [4, 4] %0_x (\\%2: []i64, %3: []i64 ->
+              in %3, %2)
+            %4: [3, 3]f32 = gather [3, 3] %0_x (\\%5: []i64, %6: []i64 ->
+              in %5, %5)
+            in %1, %4
+        }";
+        let mut program = parse_program(src).expect("parses");
+        let outcome = run(&mut program);
+        assert_eq!(
+            outcome.fired.get(&Rule::PermutationGather),
+            None,
+            "{program}"
+        );
+    }
+
+    #[test]
+    fn the_fuel_bounds_the_rounds_and_says_so() {
+        let src = "program(%0_x: [2, 3]f32) {
+            %1: [3, 2]f32 = tr [1, 0] %0_x
+            %2: [2, 3]f32 = tr [1, 0] %1
+            in %2
+        }";
+        let mut program = parse_program(src).expect("parses");
+        let main = program.main;
+        let outcome = run_with_fuel(&mut program, main, 1);
+        assert!(outcome.out_of_fuel && outcome.rounds == 1, "{outcome:?}");
+        let mut program = parse_program(src).expect("parses");
+        let outcome = run(&mut program);
+        assert!(!outcome.out_of_fuel && outcome.rounds == 2, "{outcome:?}");
     }
 }

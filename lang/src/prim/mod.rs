@@ -15,6 +15,7 @@ mod arith;
 mod compare;
 mod convert;
 mod math;
+mod random;
 pub mod sum_order;
 pub mod vmath;
 
@@ -26,6 +27,7 @@ pub use arith::ArithOp;
 pub use compare::CompareOp;
 pub use convert::{cast_scalar, ConvertOp};
 pub use math::MathOp;
+pub use random::{threefry2x32, unit_from_bits, RandomOp};
 
 use crate::core::ir::{Atom, Elem, Scalar};
 
@@ -82,6 +84,11 @@ pub enum Prim {
     IsInf,
     /// `select(c, a, b)`: `a` where `c`, else `b`.
     Select,
+    // random.rs: words to words and floats; no derivative.
+    /// Threefry-2x32 (20 rounds) of a `u64` key and a `u64` counter.
+    Threefry2x32,
+    /// Dex's `rand`: the low 23 bits of a `u64` as a `f32` in [0, 1).
+    UnitFromBits,
     // convert.rs
     /// Conversion to an element type (float→int truncates toward zero and saturates; NaN → 0).
     Cast(Elem),
@@ -95,6 +102,7 @@ pub enum Family {
     Math(MathOp),
     Compare(CompareOp),
     Convert(ConvertOp),
+    Random(RandomOp),
 }
 
 /// Why an application of a primitive is ill-typed.
@@ -171,6 +179,8 @@ impl Prim {
             Prim::IsInf => Family::Compare(CompareOp::IsInf),
             Prim::Select => Family::Compare(CompareOp::Select),
             Prim::Cast(elem) => Family::Convert(ConvertOp::Cast(elem)),
+            Prim::Threefry2x32 => Family::Random(RandomOp::Threefry2x32),
+            Prim::UnitFromBits => Family::Random(RandomOp::UnitFromBits),
         }
     }
 
@@ -181,6 +191,7 @@ impl Prim {
             Family::Math(op) => math::arity(op),
             Family::Compare(op) => compare::arity(op),
             Family::Convert(op) => convert::arity(op),
+            Family::Random(op) => random::arity(op),
         }
     }
 
@@ -200,6 +211,7 @@ impl Prim {
             Family::Math(op) => math::result_elem(op, operands),
             Family::Compare(op) => compare::result_elem(op, operands),
             Family::Convert(op) => convert::result_elem(op, operands),
+            Family::Random(op) => random::result_elem(op, operands),
         }
         .map_err(|PrimTypeError(message)| PrimTypeError(format!("{}: {message}", self.name())))
     }
@@ -219,6 +231,7 @@ impl Prim {
             Family::Math(op) => math::eval(op, operands),
             Family::Compare(op) => compare::eval(op, operands),
             Family::Convert(op) => convert::eval(op, operands),
+            Family::Random(op) => random::eval(op, operands),
         }
     }
 }
@@ -274,6 +287,8 @@ impl Prim {
             Family::Math(op) => math::jvp(op, cx, args, result, tangents),
             Family::Compare(op) => compare::jvp(op, cx, args, tangents),
             Family::Convert(op) => convert::jvp(op, cx, tangents),
+            // Words carry no tangents (see `random::linearity`).
+            Family::Random(_) => None,
         }
     }
 
@@ -293,6 +308,7 @@ impl Prim {
             Family::Math(_) => None,
             Family::Compare(op) => compare::transpose(op, cx, args, linear, ct),
             Family::Convert(op) => convert::transpose(op, cx, args, linear, ct),
+            Family::Random(_) => None,
         };
         res.ok_or_else(not_linear)
     }
@@ -303,6 +319,7 @@ impl Prim {
             Family::Math(op) => math::linearity(op),
             Family::Compare(op) => compare::linearity(op),
             Family::Convert(op) => convert::linearity(op),
+            Family::Random(op) => random::linearity(op),
         }
     }
 }
@@ -365,6 +382,8 @@ pub const ALL_PRIMS: &[Prim] = &[
     Prim::IsNan,
     Prim::IsInf,
     Prim::Select,
+    Prim::Threefry2x32,
+    Prim::UnitFromBits,
 ];
 
 /// Every element type, in a fixed order (for table-driven tests and the `Cast` family).

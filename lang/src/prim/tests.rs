@@ -202,6 +202,19 @@ fn eval_cases() -> Vec<Case> {
         (Cast(Elem::Bool), vec![U32(0)], B(false)),
         (Cast(Elem::Bool), vec![B(true)], B(true)),
         (Cast(Elem::U32), vec![U32(9)], U32(9)),
+        // random: Threefry-2x32 known answers (Random123 `kat_vectors`), Dex's `rand` bits.
+        (
+            Threefry2x32,
+            vec![U64(0), U64(0)],
+            U64(0x6b20_0159_99ba_4efe),
+        ),
+        (
+            Threefry2x32,
+            vec![U64(123), U64(456)],
+            U64(0x5009_45c5_65c9_8701),
+        ),
+        (UnitFromBits, vec![U64(0)], F32(0.0)),
+        (UnitFromBits, vec![U64(1 << 22)], F32(0.5)),
     ]
 }
 
@@ -296,6 +309,7 @@ fn type_rules_accept_and_reject() {
                 Prim::And | Prim::Or | Prim::Not => elem == Bool,
                 Prim::Select => true,
                 Prim::Cast(_) => true,
+                Prim::Threefry2x32 | Prim::UnitFromBits => elem == U64,
                 _ => elem.is_float(),
             };
             assert_eq!(accepted, expected, "{prim:?} on {elem:?}");

@@ -64,6 +64,8 @@ pub enum Command {
     Table,
     /// `:stages`
     Stages,
+    /// `:help name`: the type and documentation of a name.
+    Help,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -110,7 +112,29 @@ pub enum Pattern {
     Wildcard(Span),
 }
 
+impl Decl {
+    /// The top-level names a declaration defines, in order.
+    pub fn defined_names(&self) -> Vec<&Ident> {
+        match self {
+            Decl::Def(def) => vec![&def.name],
+            Decl::Let(binding) => binding.pat.names(),
+            Decl::Command { .. } | Decl::Import(_) => Vec::new(),
+        }
+    }
+}
+
 impl Pattern {
+    /// The names a pattern binds, in order.
+    pub fn names(&self) -> Vec<&Ident> {
+        match self {
+            Pattern::Var(ident) => vec![ident],
+            Pattern::Tuple(items, _) | Pattern::Table(items, _) => {
+                items.iter().flat_map(Pattern::names).collect()
+            }
+            Pattern::Wildcard(_) => Vec::new(),
+        }
+    }
+
     pub fn span(&self) -> Span {
         match self {
             Pattern::Var(ident) => ident.span,
@@ -226,12 +250,17 @@ pub enum ExprKind {
     },
     /// Unary minus.
     Neg(Box<Expr>),
+    /// An operator as a function of two arguments: `(+)`, `(==)`.
+    Section(BinOp),
+    /// `_` as an argument: a type to be inferred (`iota _`).
+    Hole,
     /// `x[i, j]` (= `x[i][j]`): `indices` has one entry per comma-separated index.
     Index {
         base: Box<Expr>,
         indices: Vec<Expr>,
     },
-    /// `(a, b)`; never of length 1 (a parenthesised expression is just the expression).
+    /// `(a, b)`; never of length 1 (a parenthesised expression is just the expression);
+    /// `()` is the unit value.
     Tuple(Vec<Expr>),
     /// `[a, b, c]`
     Table(Vec<Expr>),

@@ -7,8 +7,9 @@
 //!
 //! - `{` opens a let-block, `;` separates its items, `}` closes it.
 //!
-//! These characters are never valid dx outside strings and comments, so a literal `{`, `;` or
-//! `}` in the source is rejected here. Markers are zero-width in the source: `Laid::to_src` maps
+//! These characters are never valid dx outside strings and comments, so a literal `{` or `}`
+//! in the source is rejected here; a literal `;` is accepted where it means what the marker
+//! means, between the items of a let-block (`a = 1; b = 2`). Markers are zero-width in the source: `Laid::to_src` maps
 //! a position in the output back to an absolute byte offset into the source.
 //!
 //! See Note [Layout rule] for the rule. The pass also enforces the resource limits of
@@ -151,6 +152,15 @@ impl Layout<'_> {
                 CtxKind::Bracket { .. } => None,
             })
             .unwrap_or(0)
+    }
+
+    /// Whether the innermost context is a let-block (not the declaration or a bracket).
+    fn in_let_block(&self) -> bool {
+        self.stack.len() > 1
+            && matches!(
+                self.stack.last().map(|ctx| ctx.kind),
+                Some(CtxKind::Block { .. })
+            )
     }
 
     fn push(&mut self, kind: CtxKind, at: &Token) -> Result<(), ParseError> {
@@ -322,8 +332,18 @@ pub(crate) fn layout(src: &str, start: usize, end: usize) -> Result<Laid, ParseE
             token.start
         };
         match token.kind {
+            // `a = 1; b = 2` on one line of a let-block: the `;` is the separator itself.
+            TokKind::Reserved if token.text(src) == ";" && layout.in_let_block() => {
+                layout.separate();
+                continue;
+            }
             TokKind::Reserved => {
-                let message = format!("unexpected '{}'", token.text(src));
+                let message = match token.text(src) {
+                    ";" => {
+                        "unexpected ';' (it separates the lines of an indented block)".to_string()
+                    }
+                    text => format!("unexpected '{text}'"),
+                };
                 return Err(error(&message, token.span()));
             }
             TokKind::Open(open) => {

@@ -30,6 +30,7 @@ struct DxParser;
 
 static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
     PrattParser::new()
+        .op(Op::postfix(Rule::annot_suffix))
         .op(Op::infix(Rule::op_dollar, Assoc::Right))
         .op(Op::infix(Rule::op_or, Assoc::Left))
         .op(Op::infix(Rule::op_and, Assoc::Left))
@@ -49,7 +50,7 @@ static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
             | Op::infix(Rule::op_matvec, Assoc::Left)
             | Op::infix(Rule::op_vecmat, Assoc::Left)
             | Op::infix(Rule::op_backtick, Assoc::Left))
-        .op(Op::prefix(Rule::op_neg))
+        .op(Op::prefix(Rule::op_neg) | Op::prefix(Rule::op_pos))
 });
 
 type PResult<T> = Result<T, ParseError>;
@@ -300,12 +301,15 @@ fn classify(rule: Rule) -> Expected {
         | Rule::kw_for
         | Rule::kw_if
         | Rule::op_neg
+        | Rule::op_pos
         | Rule::float
         | Rule::int
         | Rule::bool
         | Rule::string
         | Rule::var
         | Rule::paren
+        | Rule::unit
+        | Rule::section
         | Rule::table
         | Rule::block
         | Rule::call_arg => Expected::Expression,
@@ -539,6 +543,7 @@ impl<'a> Builder<'a> {
                     "plotgrad" => Command::PlotGrad,
                     "table" => Command::Table,
                     "stages" => Command::Stages,
+                    "help" => Command::Help,
                     other => {
                         let message = format!("unknown command ':{}'", shorten(other));
                         return Err(error(message, self.span(&command_pair)));
@@ -845,6 +850,12 @@ impl<'a> Builder<'a> {
             .map_prefix(|op, rhs| {
                 let rhs = rhs?;
                 let span = self.span(&op).to(rhs.outer);
+                if op.as_rule() == Rule::op_pos {
+                    // Unary `+` is the identity (`[+1, 2]`).
+                    let mut expr = rhs.expr;
+                    expr.span = span;
+                    return Ok(Node::plain(expr));
+                }
                 Ok(Node::plain(Expr {
                     kind: ExprKind::Neg(boxed(rhs)),
                     span,
@@ -859,13 +870,12 @@ impl<'a> Builder<'a> {
                     .ok_or_else(|| self.internal(&op))?;
                 let ty = self.ty(ty_pair)?;
                 let span = lhs.outer.to(ty.span);
-                Ok(Node::plain(Expr {
-                    kind: ExprKind::At {
-                        value: boxed(lhs),
-                        ty,
-                    },
-                    span,
-                }))
+                let value = boxed(lhs);
+                let kind = match op.as_rule() {
+                    Rule::annot_suffix => ExprKind::Annot { expr: value, ty },
+                    _ => ExprKind::At { value, ty },
+                };
+                Ok(Node::plain(Expr { kind, span }))
             })
             .map_infix(|lhs, op, rhs| self.infix(lhs?, op, rhs?))
             .parse(pair.into_inner())
@@ -909,24 +919,7 @@ impl<'a> Builder<'a> {
                 };
                 return Ok(Node::plain(Expr { kind, span }));
             }
-            Rule::op_or => BinOp::Or,
-            Rule::op_and => BinOp::And,
-            Rule::op_eq => BinOp::Eq,
-            Rule::op_ne => BinOp::Ne,
-            Rule::op_lt => BinOp::Lt,
-            Rule::op_gt => BinOp::Gt,
-            Rule::op_le => BinOp::Le,
-            Rule::op_ge => BinOp::Ge,
-            Rule::op_approx => BinOp::Approx,
-            Rule::op_add => BinOp::Add,
-            Rule::op_sub => BinOp::Sub,
-            Rule::op_mul => BinOp::Mul,
-            Rule::op_div => BinOp::Div,
-            Rule::op_scale => BinOp::Scale,
-            Rule::op_matmul => BinOp::MatMul,
-            Rule::op_matvec => BinOp::MatVec,
-            Rule::op_vecmat => BinOp::VecMat,
-            _ => return Err(self.internal(&op)),
+            _ => self.bin_op(&op)?,
         };
         if is_comparison(bin_op) && !lhs.parenthesized {
             if let ExprKind::BinOp { op: lhs_op, .. } = &lhs.expr.kind {
@@ -945,6 +938,30 @@ impl<'a> Builder<'a> {
             rhs: boxed(rhs),
         };
         Ok(Node::plain(Expr { kind, span }))
+    }
+
+    /// The operator of an infix token (not `$` or backtick infix, which are applications).
+    fn bin_op(&self, op: &Pair<Rule>) -> PResult<BinOp> {
+        Ok(match op.as_rule() {
+            Rule::op_or => BinOp::Or,
+            Rule::op_and => BinOp::And,
+            Rule::op_eq => BinOp::Eq,
+            Rule::op_ne => BinOp::Ne,
+            Rule::op_lt => BinOp::Lt,
+            Rule::op_gt => BinOp::Gt,
+            Rule::op_le => BinOp::Le,
+            Rule::op_ge => BinOp::Ge,
+            Rule::op_approx => BinOp::Approx,
+            Rule::op_add => BinOp::Add,
+            Rule::op_sub => BinOp::Sub,
+            Rule::op_mul => BinOp::Mul,
+            Rule::op_div => BinOp::Div,
+            Rule::op_scale => BinOp::Scale,
+            Rule::op_matmul => BinOp::MatMul,
+            Rule::op_matvec => BinOp::MatVec,
+            Rule::op_vecmat => BinOp::VecMat,
+            _ => return Err(self.internal(op)),
+        })
     }
 
     fn operand(&self, pair: Pair<Rule>) -> PResult<Node> {
@@ -1089,6 +1106,31 @@ impl<'a> Builder<'a> {
                     span,
                 }))
             }
+            Rule::unit => Ok(Node::plain(Expr {
+                kind: ExprKind::Tuple(Vec::new()),
+                span,
+            })),
+            Rule::hole => Ok(Node::plain(Expr {
+                kind: ExprKind::Hole,
+                span,
+            })),
+            Rule::section => {
+                let op = pair
+                    .clone()
+                    .into_inner()
+                    .next()
+                    .ok_or_else(|| self.internal(&pair))?;
+                let kind = match op.as_rule() {
+                    // `(`f`)` is `f`.
+                    Rule::op_backtick => {
+                        let name = op.into_inner().next().ok_or_else(|| self.internal(&pair))?;
+                        ExprKind::Var(self.ident(name))
+                    }
+                    Rule::op_dollar => return Err(error("`($)` is not a function here", span)),
+                    _ => ExprKind::Section(self.bin_op(&op)?),
+                };
+                Ok(Node::plain(Expr { kind, span }))
+            }
             Rule::paren => {
                 let mut inner = pair.clone().into_inner();
                 let first = self.expr(self.next(&mut inner, &pair)?)?;
@@ -1099,19 +1141,6 @@ impl<'a> Builder<'a> {
                         outer: span,
                         parenthesized: true,
                     }),
-                    Some(annot) if annot.as_rule() == Rule::annot => {
-                        let ty_pair = annot
-                            .clone()
-                            .into_inner()
-                            .next()
-                            .ok_or_else(|| self.internal(annot))?;
-                        let ty = self.ty(ty_pair)?;
-                        let kind = ExprKind::Annot {
-                            expr: boxed(first),
-                            ty,
-                        };
-                        Ok(Node::plain(Expr { kind, span }))
-                    }
                     Some(_) => {
                         let mut items = vec![first.expr];
                         for item in rest {
@@ -1157,6 +1186,7 @@ impl<'a> Builder<'a> {
             match child.as_rule() {
                 Rule::for_binder => {
                     let mut inner = child.clone().into_inner();
+                    // `for _ .` binds the name `_`, which no expression can refer to.
                     let name = self.ident(self.next(&mut inner, &child)?);
                     let ty = inner.next().map(|ty| self.ty(ty)).transpose()?;
                     binders.push(ForBinder { name, ty });

@@ -77,6 +77,7 @@ fn command_name(command: Command) -> &'static str {
         Command::PlotGrad => ":plotgrad",
         Command::Table => ":table",
         Command::Stages => ":stages",
+        Command::Help => ":help",
     }
 }
 
@@ -258,6 +259,8 @@ fn level(expr: &Expr) -> Ctx {
         | ExprKind::Table(_)
         | ExprKind::BinOp { .. }
         | ExprKind::Neg(_)
+        | ExprKind::Section(_)
+        | ExprKind::Hole
         | ExprKind::At { .. }
         | ExprKind::Annot { .. } => Ctx::Atom,
         ExprKind::Index { .. } => Ctx::Arg,
@@ -305,6 +308,8 @@ impl Printer {
         match &expr.kind {
             ExprKind::Var(ident) => Out::closed(ident.name.clone()),
             ExprKind::Lit(lit) => Out::closed(literal(lit)),
+            ExprKind::Section(op) => Out::closed(format!("({})", op.symbol())),
+            ExprKind::Hole => Out::closed("_".to_string()),
             ExprKind::Lam {
                 params,
                 body: lam_body,
@@ -662,10 +667,16 @@ mod tests {
         check(":p (x @ Fin (n + 1))", ":p (x @ Fin (n + 1))");
         check(":p (x :: Float)", ":p (x :: Float)");
         check(":p (xs :: (Fin 3) => Float)", ":p (xs :: (Fin 3) => Float)");
+        // `::` is the loosest operator, and a lambda's body extends as far as it can.
         check(
             ":p (\\x. x :: Float -> Float)",
+            ":p \\x. (x :: Float -> Float)",
+        );
+        check(
+            ":p ((\\x. x) :: Float -> Float)",
             ":p ((\\x. x) :: Float -> Float)",
         );
+        check(":p x + 1 :: Int", ":p ((x + 1) :: Int)");
         check(
             ":p (f :: (Float, Int) -> Float)",
             ":p (f :: (Float, Int) -> Float)",
@@ -1130,6 +1141,7 @@ mod tests {
                     Command::PlotGrad,
                     Command::Table,
                     Command::Stages,
+                    Command::Help,
                 ][..],
             );
             let decl = prop_oneof![

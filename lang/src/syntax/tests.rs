@@ -49,6 +49,8 @@ fn sexp(expr: &Expr) -> String {
             format!("({} {} {})", op.symbol(), sexp(lhs), sexp(rhs))
         }
         ExprKind::Neg(inner) => format!("(neg {})", sexp(inner)),
+        ExprKind::Section(op) => format!("(section {})", op.symbol()),
+        ExprKind::Hole => "_".to_string(),
         ExprKind::Index { base, indices } => {
             let indices: Vec<String> = indices.iter().map(sexp).collect();
             format!("(index {} {})", sexp(base), indices.join(" "))
@@ -1009,7 +1011,10 @@ fn error_positions() {
         ("unexpected '{'", Span::new(4, 5))
     );
     let err = code_err("x = 1; 2");
-    assert_eq!(err.message, "unexpected ';'");
+    assert_eq!(
+        err.message,
+        "unexpected ';' (it separates the lines of an indented block)"
+    );
     let err = code_err(":p \"abc\n");
     assert_eq!(
         (err.message.as_str(), err.span),

@@ -1,0 +1,340 @@
+//! The `ad` pass: replaces every `jvp`/`vjp` statement that lowering emitted by its
+//! derivative program.
+//!
+//! Each derivative is taken of its function block after the steps of [`STEPS`]: the BOT
+//! and simplification of the function (AD works on bulk IR: dual arrays, seed 004 §4), then
+//! `jvp` (the `linear` stage) and, in reverse mode, transposition (the `transposed` stage).
+//! The driver's checks run after every step, on the whole program for the first two and on
+//! the derivative program for the others. The derivative statements are then copied to the
+//! place of the `jvp`/`vjp` statement with the primal arguments and seeds substituted, so
+//! the result is ordinary bulk IR inside ordinary core IR.
+//!
+//! Derivatives are expanded innermost first: a derivative inside a function that is itself
+//! differentiated is expanded before the outer function goes through its steps, so the outer
+//! derivative differentiates the inner derivative's statements (nested AD). The inner
+//! derivative is taken with respect to its own parameters only, with the outer variables as
+//! constants, so there is no perturbation confusion (seed 004 §4.3).
+
+use std::collections::{HashMap, HashSet};
+
+use super::ad::{self, AdError};
+use super::pipeline::{check, Ice, Log, Pass, PassKind};
+use crate::core::inline::{copy_stmts, rename};
+use crate::core::ir::{AdMode, ArrTy, Atom, Block, BlockId, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::verify::expr_blocks;
+use crate::core::visit::{collect_defs, collect_uses};
+use crate::prim::Tangent;
+
+pub const PASS: Pass = Pass {
+    name: "ad",
+    description: "replace each jvp/vjp by its derivative program (seed 004 §4, seed 003 §6)",
+    kind: PassKind::Rewrite(run),
+    postcondition: Some(no_derivatives_left),
+};
+
+/// The steps a function goes through before it is differentiated, in order.
+pub const STEPS: &[&str] = &["bot", "simp", "linear", "transposed"];
+
+fn run(program: &mut Program, log: &mut Log) -> Result<(), Ice> {
+    // One derivative at a time, innermost first, so that the program is whole whenever the
+    // checks run.
+    while let Some((block, index)) = innermost_derivative(program, program.main) {
+        let Expr::Derivative {
+            mode,
+            primals,
+            seeds,
+            func,
+        } = program.blocks[block].stmts[index].expr.clone()
+        else {
+            unreachable!("innermost_derivative finds derivatives")
+        };
+        let derivative = differentiate(program, mode, func, log)?;
+        let mut stmts = std::mem::take(&mut program.blocks[block].stmts);
+        let tail = stmts.split_off(index + 1);
+        let node = stmts.pop().expect("the derivative statement");
+        program.blocks[block].stmts = stmts;
+        derivative.place(program, block, &primals, &seeds, &node.binders);
+        program.blocks[block].stmts.extend(tail);
+    }
+    Ok(())
+}
+
+fn no_derivatives_left(program: &Program) -> Result<(), String> {
+    match innermost_derivative(program, program.main) {
+        Some(_) => Err("a jvp or vjp is left".into()),
+        None => Ok(()),
+    }
+}
+
+/// The block and position of a derivative statement with no derivative inside it.
+fn innermost_derivative(program: &Program, block: BlockId) -> Option<(BlockId, usize)> {
+    program.blocks[block]
+        .stmts
+        .iter()
+        .enumerate()
+        .find_map(|(index, stmt)| {
+            expr_blocks(&stmt.expr)
+                .into_iter()
+                .find_map(|nested| innermost_derivative(program, nested))
+                .or_else(|| matches!(stmt.expr, Expr::Derivative { .. }).then_some((block, index)))
+        })
+}
+
+/// A derivative program of a function block: statements from the function's params and the
+/// seeds to the binders of the `jvp`/`vjp` (the function's results, then the derivatives).
+struct Derivative {
+    params: Vec<VarId>,
+    /// The variable each seed is substituted for (`None`: the seed is not used).
+    seeds: Vec<Option<VarId>>,
+    stmts: Vec<Stmt>,
+    results: Vec<Atom>,
+    derivatives: Vec<Tangent>,
+}
+
+/// Puts `func` through the steps and differentiates it.
+fn differentiate(
+    program: &mut Program,
+    mode: AdMode,
+    func: BlockId,
+    log: &mut Log,
+) -> Result<Derivative, Ice> {
+    super::bot::run_block(program, func);
+    check("bot", program, None, None)?;
+    super::simplify::run_from(program, func);
+    check("simp", program, None, None)?;
+    let jvp = ad::jvp(program, func).map_err(|err| ad_ice("linear", err, program))?;
+    let mut params = jvp.params.clone();
+    params.extend(jvp.tangent_params.iter().flatten());
+    let mut results = jvp.results.clone();
+    results.extend(jvp.tangent_results.iter().flatten());
+    check_derivative("linear", program, params, &jvp.stmts, results, log)?;
+    if mode == AdMode::Jvp {
+        return Ok(Derivative {
+            params: jvp.params,
+            seeds: jvp.tangent_params,
+            stmts: jvp.stmts,
+            results: jvp.results,
+            derivatives: jvp.tangent_results,
+        });
+    }
+    let vjp = ad::vjp(program, &jvp).map_err(|err| ad_ice("transposed", err, program))?;
+    let mut params = vjp.params.clone();
+    params.extend(&vjp.ct_params);
+    let mut stmts = vjp.forward;
+    stmts.extend(vjp.backward);
+    let mut results = vjp.results.clone();
+    results.extend(vjp.grads.iter().flatten());
+    check_derivative("transposed", program, params, &stmts, results, log)?;
+    Ok(Derivative {
+        params: vjp.params,
+        seeds: vjp.ct_params.into_iter().map(Some).collect(),
+        stmts,
+        results: vjp.results,
+        derivatives: vjp.grads,
+    })
+}
+
+fn ad_ice(step: &'static str, err: AdError, program: &Program) -> Ice {
+    Ice::failed(step, err.0, program)
+}
+
+/// Verifies a derivative program (its params and free variables as the inputs of a program
+/// of its own) and records it as the stage `step`.
+fn check_derivative(
+    step: &'static str,
+    program: &Program,
+    params: Vec<VarId>,
+    stmts: &[Stmt],
+    results: Vec<Atom>,
+    log: &mut Log,
+) -> Result<(), Ice> {
+    let mut alone = program.clone();
+    alone.main = alone.blocks.push(Block {
+        params: Vec::new(),
+        stmts: stmts.to_vec(),
+        results,
+    });
+    // The variables of the enclosing program that the derivative uses are inputs too.
+    let mut uses = Vec::new();
+    collect_uses(&alone, alone.main, &mut uses);
+    let mut defined = HashSet::new();
+    collect_defs(&alone, alone.main, &mut defined);
+    defined.extend(&params);
+    let mut free: Vec<VarId> = uses
+        .into_iter()
+        .filter(|var| !defined.contains(var))
+        .collect();
+    free.sort();
+    free.dedup();
+    alone.inputs = params.into_iter().chain(free).collect();
+    check(step, &alone, None, None)?;
+    log.record(step, || {
+        super::cleanup::run(&mut alone);
+        alone.to_string()
+    });
+    Ok(())
+}
+
+impl Derivative {
+    /// Copies the derivative program to the end of `block`, the params replaced by
+    /// `primals` and the seed variables by `seeds`, and binds `binders` to its results.
+    fn place(
+        &self,
+        program: &mut Program,
+        block: BlockId,
+        primals: &[Atom],
+        seeds: &[Atom],
+        binders: &[VarId],
+    ) {
+        let mut subst: HashMap<VarId, Atom> = self
+            .params
+            .iter()
+            .copied()
+            .zip(primals.iter().copied())
+            .collect();
+        for (seed_var, seed) in self.seeds.iter().zip(seeds) {
+            if let Some(seed_var) = seed_var {
+                subst.insert(*seed_var, *seed);
+            }
+        }
+        copy_stmts(program, &self.stmts, block, &mut subst);
+        let values = self
+            .results
+            .iter()
+            .map(|atom| Some(*atom))
+            .chain(self.derivatives.iter().copied());
+        for (binder, value) in binders.iter().zip(values) {
+            let expr = match value {
+                Some(atom) => Expr::Atom(rename(atom, &subst)),
+                None => {
+                    let ty = program.var_ty(*binder).clone();
+                    zeros(program, block, &ty)
+                }
+            };
+            program.blocks[block].stmts.push(Stmt {
+                binders: vec![*binder],
+                expr,
+            });
+        }
+    }
+}
+
+/// An expression for a zero array of type `ty` (the derivative of what does not depend on
+/// the seeds), emitting the inner replicates into `block`.
+fn zeros(program: &mut Program, block: BlockId, ty: &ArrTy) -> Expr {
+    let mut expr = Expr::Atom(Atom::Lit(Scalar::zero(ty.elem)));
+    for axis in (0..ty.shape.len()).rev() {
+        let array = match expr {
+            Expr::Atom(atom) => atom,
+            inner => {
+                let ty = ArrTy::new(ty.shape[axis + 1..].to_vec(), ty.elem);
+                let var = program.new_var(ty, "zero");
+                program.blocks[block].stmts.push(Stmt {
+                    binders: vec![var],
+                    expr: inner,
+                });
+                Atom::Var(var)
+            }
+        };
+        expr = Expr::Replicate {
+            count: ty.shape[axis],
+            array,
+        };
+    }
+    expr
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::pipeline::{self, Problem, PIPELINE};
+    use crate::core::interp::{self, InterpConfig};
+    use crate::core::ir::Program;
+    use crate::core::parse::parse_program;
+    use crate::core::value::{Array, ArrayData};
+
+    /// `vjp` of `x ↦ sum (x * x)` at `x` with cotangent 2: the binders are the sum and the
+    /// gradient `2 · 2x`.
+    const VJP_OF_SUM_OF_SQUARES: &str = "program(%0_x: [3]f64) {
+           %1_y: []f64, %2_g: [3]f64 = vjp (%0_x) (2.0:f64) (\\%3_p: [3]f64 ->
+             %4: [3]f64 = build1 3 (\\%5_i: []i64 ->
+               %6: []f64 = index %3_p [%5_i]
+               %7: []f64 = mul %6 %6
+               in %7)
+             %8: []f64 = sumOuter %4
+             in %8)
+           in %1_y, %2_g
+         }";
+
+    /// Nested: the gradient of `x ↦ sum (jvp (z ↦ z * z) x 1)`, i.e. of `sum 2x`: 2
+    /// everywhere. The inner `jvp` is expanded first.
+    const NESTED: &str = "program(%0_x: [3]f64) {
+           %1_y: []f64, %2_g: [3]f64 = vjp (%0_x) (1.0:f64) (\\%3_p: [3]f64 ->
+             %4: [3]f64 = replicate 3 1.0:f64
+             %5_z: [3]f64, %6_dz: [3]f64 = jvp (%3_p) (%4) (\\%7_q: [3]f64 ->
+               %8: [3]f64 = mul %7_q %7_q
+               in %8)
+             %9: []f64 = sumOuter %6_dz
+             in %9)
+           in %1_y, %2_g
+         }";
+
+    fn run(text: &str, x: &[f64]) -> Vec<Array> {
+        let program: Program = parse_program(text).expect("the test program parses");
+        // The printer and the parser agree on derivative statements.
+        assert_eq!(parse_program(&program.to_string()).as_ref(), Ok(&program));
+        let stages = [
+            "ad".to_string(),
+            "linear".to_string(),
+            "transposed".to_string(),
+        ];
+        let compiled = pipeline::run(&program, PIPELINE, &stages).expect("compiles");
+        assert!(super::innermost_derivative(&compiled.program, compiled.program.main).is_none());
+        for stage in ["ad", "linear", "transposed"] {
+            assert!(
+                compiled.stages.iter().any(|dump| dump.stage == stage),
+                "no `{stage}` stage"
+            );
+        }
+        let input = Array::new(vec![x.len()], ArrayData::F64(x.to_vec()));
+        interp::run(&compiled.program, &[input], &InterpConfig::default()).expect("runs")
+    }
+
+    fn floats(array: &Array) -> Vec<f64> {
+        match &*array.data {
+            ArrayData::F64(values) => values.clone(),
+            other => panic!("expected f64, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_vjp_statement_becomes_its_derivative_program() {
+        let x = [0.5, -1.0, 3.0];
+        let results = run(VJP_OF_SUM_OF_SQUARES, &x);
+        assert_eq!(floats(&results[0]), vec![0.25 + 1.0 + 9.0]);
+        let expected: Vec<f64> = x.iter().map(|x| 2.0 * 2.0 * x).collect();
+        assert_eq!(floats(&results[1]), expected);
+    }
+
+    #[test]
+    fn nested_derivatives_are_expanded_innermost_first() {
+        let results = run(NESTED, &[0.5, -1.0, 3.0]);
+        assert_eq!(floats(&results[0]), vec![2.0 * (0.5 - 1.0 + 3.0)]);
+        assert_eq!(floats(&results[1]), vec![2.0; 3]);
+    }
+
+    #[test]
+    fn seeds_of_the_wrong_type_are_refused_by_the_verifier() {
+        // A cotangent per result: a [3]f64 seed for a scalar result is ill-typed.
+        let bad = VJP_OF_SUM_OF_SQUARES.replace("(2.0:f64)", "(%0_x)");
+        let program = parse_program(&bad).expect("parses");
+        let ice = pipeline::run(&program, PIPELINE, &[])
+            .err()
+            .expect("refused");
+        assert_eq!(ice.pass, pipeline::LOWER);
+        assert!(
+            matches!(&ice.problem, Problem::IllFormed(errors)
+                if errors.iter().any(|error| error.message.contains("seeds"))),
+            "{ice}"
+        );
+    }
+}
