@@ -488,7 +488,7 @@ impl Session {
         } = &block.decl
         {
             if stages_setting(expr).is_none() {
-                stages = ALL_STAGES.iter().map(|stage| stage.to_string()).collect();
+                stages = all_stages().into_iter().map(String::from).collect();
             }
         }
         if stages.iter().any(|stage| stage == "parse") {
@@ -534,13 +534,13 @@ impl Session {
                 let stages = stages_setting(expr).unwrap_or_default();
                 match stages
                     .iter()
-                    .find(|name| !ALL_STAGES.contains(&name.as_str()))
+                    .find(|name| !all_stages().contains(&name.as_str()))
                 {
                     Some(unknown) => Err(Diagnostic {
                         kind: ErrorKind::Parse,
                         message: format!(
                             "unknown stage `{unknown}`; the stages are {}",
-                            ALL_STAGES.join(" ")
+                            all_stages().join(" ")
                         ),
                         span: Some(expr.span),
                     }),
@@ -1056,17 +1056,13 @@ impl Session {
     }
 }
 
-/// The stages `:stages expr` shows, in pipeline order.
-const ALL_STAGES: &[&str] = &[
-    "parse",
-    "typed",
-    "core",
-    "linear",
-    "transposed",
-    "bot",
-    "simp",
-    "fused",
-];
+/// The stages `:stages expr` shows, in order: the front end's, then the pipeline's.
+fn all_stages() -> Vec<&'static str> {
+    ["parse", "typed", "core"]
+        .into_iter()
+        .chain(pipeline::stages())
+        .collect()
+}
 
 /// Reads `on stage…` / `off` after `:stages`.
 fn stages_setting(expr: &crate::syntax::ast::Expr) -> Option<Vec<String>> {
@@ -1160,11 +1156,12 @@ fn type_error(more: &mut Vec<Diagnostic>, err: TypeError) -> Diagnostic {
 /// A lowering error: the user's (with its span) or dx's (an internal error in `lower`).
 fn lower_error(err: LowerError) -> Diagnostic {
     if err.bug {
-        return ice(Ice {
-            pass: pipeline::LOWER,
-            problem: pipeline::Problem::Failed(err.message),
-            ir: String::new(),
-        });
+        // A bug in dx, found before there is IR to show: the span is the useful part.
+        return Diagnostic {
+            kind: ErrorKind::Internal,
+            message: format!("`{}`: {}", pipeline::LOWER, err.message),
+            span: Some(err.span),
+        };
     }
     Diagnostic {
         kind: ErrorKind::Type,

@@ -2,20 +2,15 @@
 //! structure, not text), summation accuracy and determinism, matrix products against the
 //! reference interpreter, and memory requests that cannot be met.
 
-use dx_lang::session::{Engine, Output, Session, SessionConfig};
+mod common;
 
-fn session(engine: Engine) -> Session {
-    Session::new(SessionConfig {
-        engine,
-        ..SessionConfig::default()
-    })
-}
+use common::session;
+use dx_lang::session::{Engine, Output, Session};
 
+/// The outputs of a source without its timings.
 fn outputs(session: &mut Session, src: &str) -> Vec<Output> {
-    session
-        .eval_source(src)
+    common::outputs(session, src)
         .into_iter()
-        .flat_map(|chunk| chunk.outputs)
         .filter(|output| !matches!(output, Output::Timing { .. }))
         .collect()
 }

@@ -1,14 +1,9 @@
 //! The session façade: start-up, outputs as data, and the session surviving errors.
 
-use dx_lang::session::{ErrorKind, Output, Redefinition, Session, SessionConfig};
+mod common;
 
-fn outputs(session: &mut Session, src: &str) -> Vec<Output> {
-    session
-        .eval_source(src)
-        .into_iter()
-        .flat_map(|chunk| chunk.outputs)
-        .collect()
-}
+use common::outputs;
+use dx_lang::session::{ErrorKind, Output, Redefinition, Session, SessionConfig};
 
 #[test]
 fn prelude_loads_without_errors() {

@@ -3,22 +3,10 @@
 //! `:help`; data files load and save relative to the script's folder, with errors that name
 //! the file and both shapes.
 
-use dx_lang::session::{Engine, ErrorKind, Output, Session, SessionConfig};
+mod common;
 
-fn session(engine: Engine) -> Session {
-    Session::new(SessionConfig {
-        engine,
-        ..SessionConfig::default()
-    })
-}
-
-fn outputs(session: &mut Session, src: &str) -> Vec<Output> {
-    session
-        .eval_source(src)
-        .into_iter()
-        .flat_map(|chunk| chunk.outputs)
-        .collect()
-}
+use common::{outputs, session};
+use dx_lang::session::{Engine, ErrorKind, Output, Session};
 
 fn value(session: &mut Session, src: &str) -> String {
     let got = outputs(session, src);

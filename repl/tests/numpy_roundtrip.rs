@@ -2,20 +2,13 @@
 //! NumPy reads them, checks that the CSV and `.npy` copies agree bit for bit and writes them
 //! back; dx reads NumPy's files and compares them with the originals.
 //!
-//! Needs a Python with NumPy: `$DX_TEST_PYTHON`, else `python3`. Without NumPy the test says
-//! so on stderr and passes (the kernel tests' venv has NumPy in CI).
+//! The Python is the tests' pinned venv (`.ci/python-venv`, made on first use); without it the
+//! test fails and says how to get one.
+
+mod common;
 
 use std::path::Path;
 use std::process::Command;
-
-fn python() -> Option<String> {
-    let python = std::env::var("DX_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
-    let ok = Command::new(&python)
-        .args(["-c", "import numpy"])
-        .output()
-        .is_ok_and(|output| output.status.success());
-    ok.then_some(python)
-}
 
 fn dx_run(dir: &Path, src: &str) -> String {
     let file = dir.join("script.dx");
@@ -48,10 +41,7 @@ print("numpy ok")
 
 #[test]
 fn npy_and_csv_round_trips_through_numpy_keep_every_bit() {
-    let Some(python) = python() else {
-        eprintln!("numpy_roundtrip: no Python with NumPy (set DX_TEST_PYTHON); not checked");
-        return;
-    };
+    let python = common::python();
     let dir = std::env::temp_dir().join(format!("dx-numpy-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temporary folder");
     let tables = "\

@@ -566,53 +566,48 @@ fn large_arrays_take_the_parallel_paths() {
     check_bulk(&program, &[x, i64s(&[n], &perm)]);
 }
 
+/// Runs a one-input program with the interrupt flag set (it must stop), then without it;
+/// returns the report of the full run.
+fn interrupted_then_run(src: &str, input: Array) -> super::ExecReport {
+    let program = parse(src);
+    let flag = Arc::new(AtomicBool::new(true));
+    let config = ExecConfig {
+        strict: false,
+        interrupt: Some(flag.clone()),
+    };
+    assert_eq!(
+        super::run(&program, std::slice::from_ref(&input), &config),
+        Err(InterpError::Interrupted)
+    );
+    flag.store(false, Ordering::Relaxed);
+    run_with_report(&program, &[input], &config).unwrap().1
+}
+
 #[test]
 fn interrupt_stops_the_run() {
-    let program = parse(
+    let report = interrupted_then_run(
         "program(%0: [3]f64) {
            %1: [3]f64 = fold 1000000 (%0) (\\%2: []i64, %3: [3]f64 ->
              %4: [3]f64 = add %3 %0
              in %4)
            in %1
          }",
+        f64s(&[3], &[1.0, 2.0, 3.0]),
     );
-    let flag = Arc::new(AtomicBool::new(true));
-    let config = ExecConfig {
-        strict: false,
-        interrupt: Some(flag.clone()),
-    };
-    let x = f64s(&[3], &[1.0, 2.0, 3.0]);
-    assert_eq!(
-        super::run(&program, std::slice::from_ref(&x), &config),
-        Err(InterpError::Interrupted)
-    );
-    flag.store(false, Ordering::Relaxed);
-    let (_, report) = run_with_report(&program, &[x], &config).unwrap();
     assert_eq!(report.statements, 1 + 1_000_000);
 }
 
 #[test]
 fn interrupt_stops_a_loop_of_scalars() {
-    let program = parse(
+    let report = interrupted_then_run(
         "program(%0: []f64) {
            %1: []f64 = fold 1000000 (%0) (\\%2: []i64, %3: []f64 ->
              %4: []f64 = add %3 %0
              in %4)
            in %1
          }",
+        Array::scalar(Scalar::F64(1.0)),
     );
-    let flag = Arc::new(AtomicBool::new(true));
-    let config = ExecConfig {
-        strict: false,
-        interrupt: Some(flag.clone()),
-    };
-    let x = Array::scalar(Scalar::F64(1.0));
-    assert_eq!(
-        super::run(&program, std::slice::from_ref(&x), &config),
-        Err(InterpError::Interrupted)
-    );
-    flag.store(false, Ordering::Relaxed);
-    let (_, report) = run_with_report(&program, &[x], &config).unwrap();
     assert_eq!((report.statements, report.scalar_loops), (1 + 1_000_000, 1));
 }
 

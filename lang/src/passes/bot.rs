@@ -31,6 +31,7 @@ use crate::prim::Prim;
 
 pub const PASS: Pass = Pass {
     name: "bot",
+    inner_stages: &[],
     description: "the bulk-operation transform: build1 becomes bulk operations (seed 001 §5)",
     kind: PassKind::Rewrite(|program, _: &mut Log| {
         run_in_place(program);

@@ -27,13 +27,11 @@ use crate::prim::Tangent;
 
 pub const PASS: Pass = Pass {
     name: "ad",
+    inner_stages: &["linear", "transposed"],
     description: "replace each jvp/vjp by its derivative program (seed 004 §4, seed 003 §6)",
     kind: PassKind::Rewrite(run),
     postcondition: Some(no_derivatives_left),
 };
-
-/// The steps a function goes through before it is differentiated, in order.
-pub const STEPS: &[&str] = &["bot", "simp", "linear", "transposed"];
 
 fn run(program: &mut Program, log: &mut Log) -> Result<(), Ice> {
     // One derivative at a time, innermost first, so that the program is whole whenever the

@@ -71,6 +71,7 @@ use crate::prim::Prim;
 
 pub const PASS: Pass = Pass {
     name: "fused",
+    inner_stages: &[],
     description: "fuse bulk operations into loop kernels and matrix products (seed 004 §5.1)",
     kind: PassKind::Schedule(run),
     postcondition: None,

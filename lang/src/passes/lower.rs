@@ -299,6 +299,26 @@ impl<'a> Lowerer<'a> {
         Ok(block)
     }
 
+    /// A table of type `ty` built element by element: `element` lowers one element, given
+    /// the flat index, into its leaves (a `build1` the BOT vectorises).
+    pub(super) fn build_table(
+        &mut self,
+        ty: &Ty,
+        hint: &str,
+        span: Span,
+        element: impl FnOnce(&mut Self, Atom) -> Result<Vec<Atom>>,
+    ) -> Result<SVal> {
+        let Ty::Table(ix, _) = ty else {
+            return bug(span, "building a table of a non-table type");
+        };
+        let size = self.ix_size(ix, span)?;
+        let result_tys = self.leaf_types(ty, span)?;
+        let index = self.program.new_var(ArrTy::scalar(INDEX), "i");
+        let body = self.in_block(vec![index], |cx| element(cx, Atom::Var(index)))?;
+        let binders = self.emit(Expr::Build1 { size, body }, result_tys, hint, span);
+        Ok(self.assemble(ty, binders.into_iter().map(Atom::Var).collect()))
+    }
+
     // ----- types -----
 
     /// Resolves rigid variables and sizes of a type in the current instantiation.
@@ -545,26 +565,13 @@ impl<'a> Lowerer<'a> {
                 let Ty::Table(ix, _) = &ty else {
                     return bug(span, "for without a table type");
                 };
-                let size = self.ix_size(ix, span)?;
-                let result_tys = self.leaf_types(&ty, span)?;
-                let index_var = self.program.new_var(ArrTy::scalar(INDEX), "i");
                 let ix = (**ix).clone();
-                let body_block = self.in_block(vec![index_var], |cx| {
-                    let index = cx.unflatten_index(Atom::Var(index_var), &ix, span)?;
+                self.build_table(&ty, "for", span, |cx, flat| {
+                    let index = cx.unflatten_index(flat, &ix, span)?;
                     cx.locals.insert(*binder, index);
                     let value = cx.lower(body)?;
                     cx.leaves(&value, body.span)
-                })?;
-                let binders = self.emit(
-                    Expr::Build1 {
-                        size,
-                        body: body_block,
-                    },
-                    result_tys,
-                    "for",
-                    span,
-                );
-                Ok(self.assemble(&ty, binders.into_iter().map(Atom::Var).collect()))
+                })
             }
             TKind::If {
                 cond,
@@ -1094,27 +1101,14 @@ impl<'a> Lowerer<'a> {
                 }
                 Ok(SVal::Tuple(parts))
             }
-            Ty::Table(ix, elem) => {
-                let size = self.ix_size(ix, span)?;
-                let result_tys = self.leaf_types(ty, span)?;
-                let index_var = self.program.new_var(ArrTy::scalar(INDEX), "i");
+            Ty::Table(_, elem) => {
                 let elem = (**elem).clone();
-                let body_block = self.in_block(vec![index_var], |cx| {
-                    let ordinal = SVal::Arr(cx.cast(Atom::Var(index_var), Elem::U32, span)?);
+                self.build_table(ty, "arb", span, |cx, flat| {
+                    let ordinal = SVal::Arr(cx.cast(flat, Elem::U32, span)?);
                     let subkey = cx.call_prelude("hash", vec![key, ordinal], span)?;
                     let value = cx.arbitrary(&elem, subkey, span)?;
                     cx.leaves(&value, span)
-                })?;
-                let binders = self.emit(
-                    Expr::Build1 {
-                        size,
-                        body: body_block,
-                    },
-                    result_tys,
-                    "arb",
-                    span,
-                );
-                Ok(self.assemble(ty, binders.into_iter().map(Atom::Var).collect()))
+                })
             }
             Ty::Fun { .. } | Ty::TypeArg(_) | Ty::Var(_) | Ty::Rigid(..) => error(
                 span,

@@ -33,6 +33,8 @@ pub enum PassKind {
 pub struct Pass {
     /// Its stage name (`%passes NAME` / `:stages on NAME` show the IR after it).
     pub name: &'static str,
+    /// Stages the pass records itself, before its own (the derivative programs).
+    pub inner_stages: &'static [&'static str],
     pub description: &'static str,
     pub kind: PassKind,
     /// What must hold after the pass beyond the verifier's checks (`Err` says what does
@@ -50,6 +52,13 @@ pub const PIPELINE: &[Pass] = &[
     super::simplify::PASS,
     super::fuse::PASS,
 ];
+
+/// The stages of the pipeline, in order: each pass's inner stages, then the pass's own.
+pub fn stages() -> impl Iterator<Item = &'static str> {
+    PIPELINE
+        .iter()
+        .flat_map(|pass| pass.inner_stages.iter().copied().chain([pass.name]))
+}
 
 /// The pass before the pipeline (typed program → core IR; its stage is `core`), named in
 /// the errors about its output.
@@ -338,6 +347,7 @@ mod tests {
             Pass {
                 name,
                 description: "a broken pass",
+                inner_stages: &[],
                 kind: PassKind::Rewrite(rewrite),
                 postcondition: crate::passes::bot::PASS.postcondition,
             },

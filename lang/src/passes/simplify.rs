@@ -28,6 +28,7 @@ use crate::prim::Prim;
 
 pub const PASS: Pass = Pass {
     name: "simp",
+    inner_stages: &[],
     description: "exact algebraic identities and common subexpression elimination",
     kind: PassKind::Rewrite(|program, log: &mut Log| {
         let outcome = run(program);

@@ -1019,40 +1019,78 @@ mod tests {
 
     const MAX_ULP: u64 = 2;
 
-    /// Maps a float to an integer that increases by one from each float to the next, with
-    /// `-0.0` just below `+0.0`.
-    fn ordered_f32(x: f32) -> i64 {
-        let bits = x.to_bits();
-        if bits >> 31 == 1 {
-            -i64::from(bits & 0x7fff_ffff) - 1
-        } else {
-            i64::from(bits)
+    /// What the checks need of a float type, so that one helper serves `f32` and `f64`.
+    trait TestFloat: Copy + std::fmt::LowerExp {
+        const SIGN: u64;
+        /// Hex digits of a bit pattern (for messages).
+        const HEX_DIGITS: usize;
+        fn raw(self) -> u64;
+        /// The float of a bit pattern (its low bits for `f32`).
+        fn from_raw(bits: u64) -> Self;
+        fn to_f64(self) -> f64;
+        fn from_f64(x: f64) -> Self;
+    }
+
+    impl TestFloat for f32 {
+        const SIGN: u64 = 1 << 31;
+        const HEX_DIGITS: usize = 8;
+        fn raw(self) -> u64 {
+            u64::from(self.to_bits())
+        }
+        fn from_raw(bits: u64) -> Self {
+            f32::from_bits(bits as u32)
+        }
+        fn to_f64(self) -> f64 {
+            f64::from(self)
+        }
+        fn from_f64(x: f64) -> Self {
+            x as f32
         }
     }
 
-    fn ordered_f64(x: f64) -> i128 {
-        let bits = x.to_bits();
-        if bits >> 63 == 1 {
-            -i128::from(bits & 0x7fff_ffff_ffff_ffff) - 1
+    impl TestFloat for f64 {
+        const SIGN: u64 = 1 << 63;
+        const HEX_DIGITS: usize = 16;
+        fn raw(self) -> u64 {
+            self.to_bits()
+        }
+        fn from_raw(bits: u64) -> Self {
+            f64::from_bits(bits)
+        }
+        fn to_f64(self) -> f64 {
+            self
+        }
+        fn from_f64(x: f64) -> Self {
+            x
+        }
+    }
+
+    /// Maps a float to an integer that increases by one from each float to the next, with
+    /// `-0.0` just below `+0.0`.
+    fn ordered<T: TestFloat>(x: T) -> i128 {
+        let bits = x.raw();
+        if bits & T::SIGN != 0 {
+            -i128::from(bits & !T::SIGN) - 1
         } else {
             i128::from(bits)
         }
     }
 
-    /// Distance in ulp; 0 when both are NaN, `u64::MAX` when only one is.
-    fn ulp_distance_f32(a: f32, b: f32) -> u64 {
-        match (a.is_nan(), b.is_nan()) {
-            (true, true) => 0,
-            (false, false) => (ordered_f32(a) - ordered_f32(b)).unsigned_abs(),
-            _ => u64::MAX,
+    /// The inverse of `ordered`.
+    fn from_ordered<T: TestFloat>(ord: i128) -> T {
+        if ord < 0 {
+            T::from_raw((-1 - ord) as u64 | T::SIGN)
+        } else {
+            T::from_raw(ord as u64)
         }
     }
 
-    fn ulp_distance_f64(a: f64, b: f64) -> u64 {
-        match (a.is_nan(), b.is_nan()) {
+    /// Distance in ulp; 0 when both are NaN, `u64::MAX` when only one is.
+    fn ulp_distance<T: TestFloat>(a: T, b: T) -> u64 {
+        match (a.to_f64().is_nan(), b.to_f64().is_nan()) {
             (true, true) => 0,
             (false, false) => {
-                u64::try_from((ordered_f64(a) - ordered_f64(b)).unsigned_abs()).unwrap_or(u64::MAX)
+                u64::try_from((ordered(a) - ordered(b)).unsigned_abs()).unwrap_or(u64::MAX)
             }
             _ => u64::MAX,
         }
@@ -1060,25 +1098,15 @@ mod tests {
 
     /// Whether `ours` is acceptable next to libm's `reference`: within `MAX_ULP`, and with
     /// the same sign when both are zero.
-    fn acceptable_f32(ours: f32, reference: f32) -> bool {
+    fn acceptable<T: TestFloat>(ours: T, reference: T) -> bool {
         let zero_sign_differs =
-            ours == 0.0 && reference == 0.0 && ours.to_bits() != reference.to_bits();
-        ulp_distance_f32(ours, reference) <= MAX_ULP && !zero_sign_differs
-    }
-
-    fn acceptable_f64(ours: f64, reference: f64) -> bool {
-        let zero_sign_differs =
-            ours == 0.0 && reference == 0.0 && ours.to_bits() != reference.to_bits();
-        ulp_distance_f64(ours, reference) <= MAX_ULP && !zero_sign_differs
+            ours.to_f64() == 0.0 && reference.to_f64() == 0.0 && ours.raw() != reference.raw();
+        ulp_distance(ours, reference) <= MAX_ULP && !zero_sign_differs
     }
 
     /// Whether two results are the same value: equal bits, or both NaN.
-    fn same_f32(a: f32, b: f32) -> bool {
-        a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
-    }
-
-    fn same_f64(a: f64, b: f64) -> bool {
-        a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+    fn same<T: TestFloat>(a: T, b: T) -> bool {
+        a.raw() == b.raw() || (a.to_f64().is_nan() && b.to_f64().is_nan())
     }
 
     struct Xorshift(u64);
@@ -1210,36 +1238,19 @@ mod tests {
 
     /// Runs the slice function over `inputs` and checks every lane against the per-element
     /// function (same bits) and against libm (within `MAX_ULP`).
-    fn check_f32(case: &Unary<f32>, inputs: &[f32]) {
-        let mut out = vec![0.0; inputs.len()];
+    fn check<T: TestFloat>(case: &Unary<T>, inputs: &[T]) {
+        let mut out = vec![T::from_f64(0.0); inputs.len()];
         (case.slice)(inputs, &mut out);
         let mut failures = Failures::new(case.name);
         for (&x, &res) in inputs.iter().zip(&out) {
             let single = (case.ours)(x);
             let reference = (case.reference)(x);
-            failures.record(same_f32(res, single) && acceptable_f32(res, reference), || {
+            failures.record(same(res, single) && acceptable(res, reference), || {
                 format!(
-                    "  x = {x:e} ({:#010x}): slice {res:e}, per-element {single:e}, std {reference:e}, {} ulp",
-                    x.to_bits(),
-                    ulp_distance_f32(res, reference)
-                )
-            });
-        }
-        failures.finish();
-    }
-
-    fn check_f64(case: &Unary<f64>, inputs: &[f64]) {
-        let mut out = vec![0.0; inputs.len()];
-        (case.slice)(inputs, &mut out);
-        let mut failures = Failures::new(case.name);
-        for (&x, &res) in inputs.iter().zip(&out) {
-            let single = (case.ours)(x);
-            let reference = (case.reference)(x);
-            failures.record(same_f64(res, single) && acceptable_f64(res, reference), || {
-                format!(
-                    "  x = {x:e} ({:#018x}): slice {res:e}, per-element {single:e}, std {reference:e}, {} ulp",
-                    x.to_bits(),
-                    ulp_distance_f64(res, reference)
+                    "  x = {x:e} ({:#0width$x}): slice {res:e}, per-element {single:e}, std {reference:e}, {} ulp",
+                    x.raw(),
+                    ulp_distance(res, reference),
+                    width = T::HEX_DIGITS + 2,
                 )
             });
         }
@@ -1248,57 +1259,24 @@ mod tests {
 
     /// `n_elems` evenly spaced points of each range, plus the 64 floats on each side of
     /// every point of `edges`.
-    fn sweep_f32(ranges: &[(f32, f32)], n_elems: usize, edges: &[f32]) -> Vec<f32> {
+    fn sweep<T: TestFloat>(ranges: &[(T, T)], n_elems: usize, edges: &[T]) -> Vec<T> {
         let mut inputs = Vec::new();
         for &(lo, hi) in ranges {
-            let step = (f64::from(hi) - f64::from(lo)) / n_elems as f64;
-            inputs.extend((0..=n_elems).map(|idx| (f64::from(lo) + step * idx as f64) as f32));
-        }
-        for &edge in edges {
-            let ord = ordered_f32(edge);
-            inputs.extend((ord - 64..=ord + 64).map(|o| {
-                if o < 0 {
-                    f32::from_bits(((-1 - o) as u32) | 0x8000_0000)
-                } else {
-                    f32::from_bits(o as u32)
-                }
-            }));
-        }
-        inputs
-    }
-
-    fn sweep_f64(ranges: &[(f64, f64)], n_elems: usize, edges: &[f64]) -> Vec<f64> {
-        let mut inputs = Vec::new();
-        for &(lo, hi) in ranges {
+            let (lo, hi) = (lo.to_f64(), hi.to_f64());
             let step = (hi - lo) / n_elems as f64;
-            inputs.extend((0..=n_elems).map(|idx| lo + step * idx as f64));
+            inputs.extend((0..=n_elems).map(|idx| T::from_f64(lo + step * idx as f64)));
         }
         for &edge in edges {
-            let ord = ordered_f64(edge);
-            inputs.extend((ord - 64..=ord + 64).map(|o| {
-                if o < 0 {
-                    f64::from_bits(((-1 - o) as u64) | 0x8000_0000_0000_0000)
-                } else {
-                    f64::from_bits(o as u64)
-                }
-            }));
+            let ord = ordered(edge);
+            inputs.extend((ord - 64..=ord + 64).map(from_ordered::<T>));
         }
         inputs
     }
 
     /// Uniformly random bit patterns, so every exponent is equally likely.
-    fn bit_patterns_f32(seed: u64, n_elems: usize) -> Vec<f32> {
+    fn bit_patterns<T: TestFloat>(seed: u64, n_elems: usize) -> Vec<T> {
         let mut rng = Xorshift(seed);
-        (0..n_elems)
-            .map(|_| f32::from_bits(rng.next_u64() as u32))
-            .collect()
-    }
-
-    fn bit_patterns_f64(seed: u64, n_elems: usize) -> Vec<f64> {
-        let mut rng = Xorshift(seed);
-        (0..n_elems)
-            .map(|_| f64::from_bits(rng.next_u64()))
-            .collect()
+        (0..n_elems).map(|_| T::from_raw(rng.next_u64())).collect()
     }
 
     /// Random points of `[lo, hi]`, with a log-uniform magnitude when `lo > 0`.
@@ -1366,20 +1344,7 @@ mod tests {
             (&COS_F32, -0.0, 1.0),
             (&COS_F32, tiny, 1.0),
         ];
-        let mut failures = Failures::new("special_values_f32");
-        for &(case, x, expected) in cases {
-            let mut out = [0.0];
-            (case.slice)(&[x], &mut out);
-            let single = (case.ours)(x);
-            let reference = (case.reference)(x);
-            let ok = same_f32(single, expected)
-                && same_f32(out[0], expected)
-                && same_f32(reference, expected);
-            failures.record(ok, || {
-                format!("  {}({x:e}): per-element {single:e}, slice {:e}, std {reference:e}, expected {expected:e}", case.name, out[0])
-            });
-        }
-        failures.finish();
+        check_special_values("special_values_f32", cases);
     }
 
     #[test]
@@ -1427,15 +1392,19 @@ mod tests {
             (&COS_F64, -0.0, 1.0),
             (&COS_F64, tiny, 1.0),
         ];
-        let mut failures = Failures::new("special_values_f64");
+        check_special_values("special_values_f64", cases);
+    }
+
+    /// Each case's function gives exactly the expected value, per element, over a slice and
+    /// in libm.
+    fn check_special_values<T: TestFloat>(name: &'static str, cases: &[(&Unary<T>, T, T)]) {
+        let mut failures = Failures::new(name);
         for &(case, x, expected) in cases {
-            let mut out = [0.0];
+            let mut out = [T::from_f64(0.0)];
             (case.slice)(&[x], &mut out);
             let single = (case.ours)(x);
             let reference = (case.reference)(x);
-            let ok = same_f64(single, expected)
-                && same_f64(out[0], expected)
-                && same_f64(reference, expected);
+            let ok = same(single, expected) && same(out[0], expected) && same(reference, expected);
             failures.record(ok, || {
                 format!("  {}({x:e}): per-element {single:e}, slice {:e}, std {reference:e}, expected {expected:e}", case.name, out[0])
             });
@@ -1450,15 +1419,15 @@ mod tests {
         let edges = [
             88.72284, -87.33655, -103.27893, -103.97208, 0.0, -0.0, 1.0e-8, -1.0e-8,
         ];
-        check_f32(
+        check(
             &EXP_F32,
-            &sweep_f32(&[(-105.0, 90.0), (-1.0, 1.0)], N_SWEEP, &edges),
+            &sweep::<f32>(&[(-105.0, 90.0), (-1.0, 1.0)], N_SWEEP, &edges),
         );
     }
 
     #[test]
     fn exp_f32_bit_patterns() {
-        check_f32(&EXP_F32, &bit_patterns_f32(1, N_BITS));
+        check(&EXP_F32, &bit_patterns::<f32>(1, N_BITS));
     }
 
     #[test]
@@ -1470,16 +1439,16 @@ mod tests {
             -745.1332191019411,
             0.0,
         ];
-        check_f64(
+        check(
             &EXP_F64,
-            &sweep_f64(&[(-750.0, 712.0), (-1.0, 1.0)], N_SWEEP, &edges),
+            &sweep::<f64>(&[(-750.0, 712.0), (-1.0, 1.0)], N_SWEEP, &edges),
         );
-        check_f64(&EXP_F64, &random_in_f64(2, N_SWEEP, -746.0, 710.0));
+        check(&EXP_F64, &random_in_f64(2, N_SWEEP, -746.0, 710.0));
     }
 
     #[test]
     fn exp_f64_bit_patterns() {
-        check_f64(&EXP_F64, &bit_patterns_f64(3, N_BITS));
+        check(&EXP_F64, &bit_patterns::<f64>(3, N_BITS));
     }
 
     // log: around 1 (cancellation), subnormals, the extremes.
@@ -1493,15 +1462,15 @@ mod tests {
             std::f32::consts::SQRT_2,
             std::f32::consts::FRAC_1_SQRT_2,
         ];
-        check_f32(
+        check(
             &LOG_F32,
-            &sweep_f32(&[(0.0, 10.0), (0.9, 1.1), (0.0, 1.0e-37)], N_SWEEP, &edges),
+            &sweep::<f32>(&[(0.0, 10.0), (0.9, 1.1), (0.0, 1.0e-37)], N_SWEEP, &edges),
         );
     }
 
     #[test]
     fn log_f32_bit_patterns() {
-        check_f32(&LOG_F32, &bit_patterns_f32(4, N_BITS));
+        check(&LOG_F32, &bit_patterns::<f32>(4, N_BITS));
     }
 
     #[test]
@@ -1513,16 +1482,16 @@ mod tests {
             std::f64::consts::SQRT_2,
             std::f64::consts::FRAC_1_SQRT_2,
         ];
-        check_f64(
+        check(
             &LOG_F64,
-            &sweep_f64(&[(0.0, 10.0), (0.9, 1.1), (0.0, 1.0e-307)], N_SWEEP, &edges),
+            &sweep::<f64>(&[(0.0, 10.0), (0.9, 1.1), (0.0, 1.0e-307)], N_SWEEP, &edges),
         );
-        check_f64(&LOG_F64, &random_in_f64(5, N_SWEEP, 1.0e-320, 1.0e300));
+        check(&LOG_F64, &random_in_f64(5, N_SWEEP, 1.0e-320, 1.0e300));
     }
 
     #[test]
     fn log_f64_bit_patterns() {
-        check_f64(&LOG_F64, &bit_patterns_f64(6, N_BITS));
+        check(&LOG_F64, &bit_patterns::<f64>(6, N_BITS));
     }
 
     // tanh: both branches and the switch between them, and where it saturates.
@@ -1530,52 +1499,41 @@ mod tests {
     #[test]
     fn tanh_f32_sweep() {
         let edges = [0.25, -0.25, 9.010913, 1.0e-4];
-        check_f32(
+        check(
             &TANH_F32,
-            &sweep_f32(&[(-10.0, 10.0), (-1.0, 1.0)], N_SWEEP, &edges),
+            &sweep::<f32>(&[(-10.0, 10.0), (-1.0, 1.0)], N_SWEEP, &edges),
         );
     }
 
     #[test]
     fn tanh_f32_bit_patterns() {
-        check_f32(&TANH_F32, &bit_patterns_f32(7, N_BITS));
+        check(&TANH_F32, &bit_patterns::<f32>(7, N_BITS));
     }
 
     #[test]
     fn tanh_f64_sweep() {
         let edges = [0.3, -0.3, 19.061547465398498, 20.0, 1.0e-8];
-        check_f64(
+        check(
             &TANH_F64,
-            &sweep_f64(&[(-22.0, 22.0), (-1.0, 1.0)], N_SWEEP, &edges),
+            &sweep::<f64>(&[(-22.0, 22.0), (-1.0, 1.0)], N_SWEEP, &edges),
         );
-        check_f64(&TANH_F64, &random_in_f64(8, N_SWEEP, 1.0e-10, 20.0));
+        check(&TANH_F64, &random_in_f64(8, N_SWEEP, 1.0e-10, 20.0));
     }
 
     #[test]
     fn tanh_f64_bit_patterns() {
-        check_f64(&TANH_F64, &bit_patterns_f64(9, N_BITS));
+        check(&TANH_F64, &bit_patterns::<f64>(9, N_BITS));
     }
 
     // sin and cos: ordinary arguments, arguments next to multiples of pi/2 (cancellation),
     // and both sides of the fallback threshold.
 
     /// The floats next to `n pi/2` for `n` in `1..n_multiples`.
-    fn near_multiples_f32(n_multiples: usize) -> Vec<f32> {
+    fn near_multiples<T: TestFloat>(n_multiples: usize) -> Vec<T> {
         let mut inputs = Vec::new();
         for n in 1..n_multiples {
-            let centre = (n as f64 * std::f64::consts::FRAC_PI_2) as f32;
-            let bits = centre.to_bits();
-            inputs.extend((bits - 2..=bits + 2).map(f32::from_bits));
-        }
-        inputs
-    }
-
-    fn near_multiples_f64(n_multiples: usize) -> Vec<f64> {
-        let mut inputs = Vec::new();
-        for n in 1..n_multiples {
-            let centre = n as f64 * std::f64::consts::FRAC_PI_2;
-            let bits = centre.to_bits();
-            inputs.extend((bits - 2..=bits + 2).map(f64::from_bits));
+            let bits = T::from_f64(n as f64 * std::f64::consts::FRAC_PI_2).raw();
+            inputs.extend((bits - 2..=bits + 2).map(T::from_raw));
         }
         inputs
     }
@@ -1583,61 +1541,61 @@ mod tests {
     #[test]
     fn sin_f32_sweep() {
         let edges = [67108864.0, -67108864.0, 1.0e-4];
-        check_f32(
+        check(
             &SIN_F32,
-            &sweep_f32(&[(-100.0, 100.0), (-1.0e8, 1.0e8)], N_SWEEP, &edges),
+            &sweep::<f32>(&[(-100.0, 100.0), (-1.0e8, 1.0e8)], N_SWEEP, &edges),
         );
-        check_f32(&SIN_F32, &near_multiples_f32(20_000));
+        check(&SIN_F32, &near_multiples::<f32>(20_000));
     }
 
     #[test]
     fn sin_f32_bit_patterns() {
-        check_f32(&SIN_F32, &bit_patterns_f32(10, N_BITS));
+        check(&SIN_F32, &bit_patterns::<f32>(10, N_BITS));
     }
 
     #[test]
     fn cos_f32_sweep() {
         let edges = [67108864.0, -67108864.0, 1.0e-4];
-        check_f32(
+        check(
             &COS_F32,
-            &sweep_f32(&[(-100.0, 100.0), (-1.0e8, 1.0e8)], N_SWEEP, &edges),
+            &sweep::<f32>(&[(-100.0, 100.0), (-1.0e8, 1.0e8)], N_SWEEP, &edges),
         );
-        check_f32(&COS_F32, &near_multiples_f32(20_000));
+        check(&COS_F32, &near_multiples::<f32>(20_000));
     }
 
     #[test]
     fn cos_f32_bit_patterns() {
-        check_f32(&COS_F32, &bit_patterns_f32(11, N_BITS));
+        check(&COS_F32, &bit_patterns::<f32>(11, N_BITS));
     }
 
     #[test]
     fn sin_f64_sweep() {
         let edges = [1048576.0, -1048576.0, 7.450580596923828e-09];
-        check_f64(
+        check(
             &SIN_F64,
-            &sweep_f64(&[(-100.0, 100.0), (-2.0e6, 2.0e6)], N_SWEEP, &edges),
+            &sweep::<f64>(&[(-100.0, 100.0), (-2.0e6, 2.0e6)], N_SWEEP, &edges),
         );
-        check_f64(&SIN_F64, &near_multiples_f64(20_000));
+        check(&SIN_F64, &near_multiples::<f64>(20_000));
     }
 
     #[test]
     fn sin_f64_bit_patterns() {
-        check_f64(&SIN_F64, &bit_patterns_f64(12, N_BITS));
+        check(&SIN_F64, &bit_patterns::<f64>(12, N_BITS));
     }
 
     #[test]
     fn cos_f64_sweep() {
         let edges = [1048576.0, -1048576.0, 7.450580596923828e-09];
-        check_f64(
+        check(
             &COS_F64,
-            &sweep_f64(&[(-100.0, 100.0), (-2.0e6, 2.0e6)], N_SWEEP, &edges),
+            &sweep::<f64>(&[(-100.0, 100.0), (-2.0e6, 2.0e6)], N_SWEEP, &edges),
         );
-        check_f64(&COS_F64, &near_multiples_f64(20_000));
+        check(&COS_F64, &near_multiples::<f64>(20_000));
     }
 
     #[test]
     fn cos_f64_bit_patterns() {
-        check_f64(&COS_F64, &bit_patterns_f64(13, N_BITS));
+        check(&COS_F64, &bit_patterns::<f64>(13, N_BITS));
     }
 
     // pow: C99's special cases, then sampled pairs.
@@ -1723,9 +1681,9 @@ mod tests {
                 let mut out = [0.0];
                 pow_f64_slice(&[x], &[y], &mut out);
                 let expected = c99_pow_special(x, y);
-                let ok = acceptable_f64(ours, reference)
-                    && same_f64(out[0], ours)
-                    && expected.is_none_or(|e| same_f64(ours, e) && same_f64(reference, e));
+                let ok = acceptable(ours, reference)
+                    && same(out[0], ours)
+                    && expected.is_none_or(|e| same(ours, e) && same(reference, e));
                 failures.record(ok, || {
                     format!("  pow_f64({x:e}, {y:e}): ours {ours:e}, slice {:e}, std {reference:e}, C99 {expected:?}", out[0])
                 });
@@ -1735,10 +1693,9 @@ mod tests {
                 let mut out = [0.0];
                 pow_f32_slice(&[x32], &[y32], &mut out);
                 let expected = c99_pow_special(f64::from(x32), f64::from(y32));
-                let ok = acceptable_f32(ours, reference)
-                    && same_f32(out[0], ours)
-                    && expected
-                        .is_none_or(|e| same_f32(ours, e as f32) && same_f32(reference, e as f32));
+                let ok = acceptable(ours, reference)
+                    && same(out[0], ours)
+                    && expected.is_none_or(|e| same(ours, e as f32) && same(reference, e as f32));
                 failures.record(ok, || {
                     format!("  pow_f32({x32:e}, {y32:e}): ours {ours:e}, slice {:e}, std {reference:e}, C99 {expected:?}", out[0])
                 });
@@ -1824,46 +1781,52 @@ mod tests {
     fn pow_f32_samples() {
         let (xs, ys) = pow_inputs(14, N_BITS, 160.0);
         let mut rng = Xorshift(15);
-        let xs: Vec<f32> = xs
-            .iter()
-            .enumerate()
-            .map(|(idx, &x)| {
-                if idx % 6 == 0 {
-                    f32::from_bits(rng.next_u64() as u32)
-                } else {
-                    x as f32
-                }
-            })
-            .collect();
-        let ys: Vec<f32> = ys
-            .iter()
-            .enumerate()
-            .map(|(idx, &y)| {
-                if idx % 6 == 0 {
-                    f32::from_bits(rng.next_u64() as u32)
-                } else {
-                    y as f32
-                }
-            })
-            .collect();
+        // Every sixth value is a random bit pattern instead.
+        let mut mixed = |values: &[f64]| -> Vec<f32> {
+            values
+                .iter()
+                .enumerate()
+                .map(|(idx, &value)| {
+                    if idx % 6 == 0 {
+                        f32::from_raw(rng.next_u64())
+                    } else {
+                        value as f32
+                    }
+                })
+                .collect()
+        };
+        let xs = mixed(&xs);
+        let ys = mixed(&ys);
         check_pow_f32(&xs, &ys);
     }
 
-    fn check_pow_f32(xs: &[f32], ys: &[f32]) {
-        let mut out = vec![0.0; xs.len()];
-        pow_f32_slice(xs, ys, &mut out);
-        let mut failures = Failures::new("pow_f32");
+    /// `pow`'s slice form against its per-element form (same bits) and libm (`MAX_ULP`).
+    fn check_pow<T: TestFloat>(
+        name: &'static str,
+        slice: fn(&[T], &[T], &mut [T]),
+        single: fn(T, T) -> T,
+        reference: fn(T, T) -> T,
+        xs: &[T],
+        ys: &[T],
+    ) {
+        let mut out = vec![T::from_f64(0.0); xs.len()];
+        slice(xs, ys, &mut out);
+        let mut failures = Failures::new(name);
         for ((&x, &y), &res) in xs.iter().zip(ys).zip(&out) {
-            let single = pow_f32(x, y);
-            let reference = x.powf(y);
-            failures.record(same_f32(res, single) && acceptable_f32(res, reference), || {
+            let single = single(x, y);
+            let reference = reference(x, y);
+            failures.record(same(res, single) && acceptable(res, reference), || {
                 format!(
                     "  pow({x:e}, {y:e}): slice {res:e}, per-element {single:e}, std {reference:e}, {} ulp",
-                    ulp_distance_f32(res, reference)
+                    ulp_distance(res, reference)
                 )
             });
         }
         failures.finish();
+    }
+
+    fn check_pow_f32(xs: &[f32], ys: &[f32]) {
+        check_pow("pow_f32", pow_f32_slice, pow_f32, f32::powf, xs, ys);
     }
 
     #[test]
@@ -1873,37 +1836,18 @@ mod tests {
     }
 
     fn check_pow_f64(xs: &[f64], ys: &[f64]) {
-        let mut out = vec![0.0; xs.len()];
-        pow_f64_slice(xs, ys, &mut out);
-        let mut failures = Failures::new("pow_f64");
-        for ((&x, &y), &res) in xs.iter().zip(ys).zip(&out) {
-            let single = pow_f64(x, y);
-            let reference = x.powf(y);
-            failures.record(same_f64(res, single) && acceptable_f64(res, reference), || {
-                format!(
-                    "  pow({x:e}, {y:e}): slice {res:e}, per-element {single:e}, std {reference:e}, {} ulp",
-                    ulp_distance_f64(res, reference)
-                )
-            });
-        }
-        failures.finish();
+        check_pow("pow_f64", pow_f64_slice, pow_f64, f64::powf, xs, ys);
     }
 
     #[test]
     fn ulp_distance_orders_floats() {
-        assert_eq!(
-            ulp_distance_f32(1.0, f32::from_bits(1.0f32.to_bits() + 2)),
-            2
-        );
-        assert_eq!(ulp_distance_f32(-0.0, 0.0), 1);
-        assert_eq!(ulp_distance_f32(-f32::from_bits(1), f32::from_bits(1)), 3);
-        assert_eq!(ulp_distance_f32(f32::MAX, f32::INFINITY), 1);
-        assert_eq!(ulp_distance_f32(f32::NAN, -f32::NAN), 0);
-        assert_eq!(ulp_distance_f32(f32::NAN, 1.0), u64::MAX);
-        assert_eq!(
-            ulp_distance_f64(-1.0, -f64::from_bits(1.0f64.to_bits() + 1)),
-            1
-        );
-        assert!(!acceptable_f64(-0.0, 0.0));
+        assert_eq!(ulp_distance(1.0, f32::from_bits(1.0f32.to_bits() + 2)), 2);
+        assert_eq!(ulp_distance(-0.0, 0.0), 1);
+        assert_eq!(ulp_distance(-f32::from_bits(1), f32::from_bits(1)), 3);
+        assert_eq!(ulp_distance(f32::MAX, f32::INFINITY), 1);
+        assert_eq!(ulp_distance(f32::NAN, -f32::NAN), 0);
+        assert_eq!(ulp_distance(f32::NAN, 1.0), u64::MAX);
+        assert_eq!(ulp_distance(-1.0, -f64::from_bits(1.0f64.to_bits() + 1)), 1);
+        assert!(!acceptable(-0.0, 0.0));
     }
 }

@@ -1,0 +1,22 @@
+//! Set-up shared by the integration tests that drive a `Session`.
+
+#![allow(dead_code)] // Each test crate uses its own part.
+
+use dx_lang::session::{Engine, Output, Session, SessionConfig};
+
+/// A session with the prelude, running on `engine`.
+pub fn session(engine: Engine) -> Session {
+    Session::new(SessionConfig {
+        engine,
+        ..SessionConfig::default()
+    })
+}
+
+/// Every output of a source, in order.
+pub fn outputs(session: &mut Session, src: &str) -> Vec<Output> {
+    session
+        .eval_source(src)
+        .into_iter()
+        .flat_map(|chunk| chunk.outputs)
+        .collect()
+}

@@ -1,0 +1,30 @@
+//! What the tests that talk to Python share: the pinned venv `.ci/python-venv` makes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The workspace's root folder.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("repl/ is inside the workspace")
+        .to_path_buf()
+}
+
+/// The test venv's Python (NumPy, Jupyter clients; `repl/tests/python-requirements.txt`),
+/// made by `.ci/python-venv` when missing. Failing to make it fails the test: nothing is
+/// skipped.
+pub fn python() -> PathBuf {
+    let script = workspace_root().join(".ci/python-venv");
+    let output = Command::new("bash")
+        .arg(&script)
+        .output()
+        .expect("bash runs .ci/python-venv");
+    assert!(
+        output.status.success(),
+        "could not make the tests' Python venv (run `.ci/python-venv`, which needs python3 \
+         with venv and, the first time, PyPI):\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
+}
