@@ -3,35 +3,14 @@
 //! `nbclient` (the tour notebook; the pixels of a `:plotgrad`). The Python side is
 //! `tests/jupyter/test_dx_kernel.py`.
 //!
-//! The Python venv is made by `.ci/jupyter-venv` (run here when it is missing; it needs PyPI
-//! the first time). A failure to make it fails this test: nothing is skipped.
+//! The Python venv is the tests' pinned one, made by `.ci/python-venv` (run here when it is
+//! missing; it needs PyPI the first time). A failure to make it fails this test: nothing is skipped.
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::process::Command;
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("repl/ is inside the workspace")
-        .to_path_buf()
-}
-
-/// The venv's Python, made by `.ci/jupyter-venv` if needed.
-fn python() -> PathBuf {
-    let root = workspace_root();
-    let output = Command::new("bash")
-        .arg(root.join(".ci/jupyter-venv"))
-        .output()
-        .expect("bash runs .ci/jupyter-venv");
-    assert!(
-        output.status.success(),
-        "could not make the Python venv of the Jupyter tests (run `.ci/jupyter-venv`, which \
-         needs python3 with venv and PyPI): {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let venv = String::from_utf8_lossy(&output.stdout).trim().to_string();
-    PathBuf::from(venv).join("bin").join("python")
-}
+use common::{python, workspace_root};
 
 #[test]
 fn real_jupyter_clients_pass() {

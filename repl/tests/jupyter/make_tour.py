@@ -1,7 +1,7 @@
 """Writes examples/tour.ipynb with its outputs produced by the dx kernel itself.
 
 Run with the test venv's Python, with the `dx` kernelspec installed:
-    target/jupyter-venv/bin/python repl/tests/jupyter/make_tour.py examples/tour.ipynb
+    target/test-venv/bin/python repl/tests/jupyter/make_tour.py examples/tour.ipynb
 """
 
 import sys
