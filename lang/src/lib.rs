@@ -10,6 +10,7 @@ pub mod core;
 pub mod data;
 pub mod display;
 pub mod exec;
+pub mod export;
 pub mod passes;
 pub mod prim;
 pub mod session;

