@@ -116,6 +116,7 @@ fn error_name(kind: ErrorKind) -> &'static str {
         ErrorKind::Type => "TypeError",
         ErrorKind::Runtime => "RuntimeError",
         ErrorKind::Internal => "InternalError",
+        ErrorKind::Export => "ExportError",
     }
 }
 

@@ -7,7 +7,7 @@
 
 /// Commands offered after a `:` at the start of an entry (LANGUAGE.md §1 and §7, and the
 /// REPL's own).
-pub const COMMANDS: [&str; 9] = [
+pub const COMMANDS: [&str; 10] = [
     ":p",
     ":t",
     ":plot",
@@ -15,6 +15,7 @@ pub const COMMANDS: [&str; 9] = [
     ":table",
     ":stages",
     ":help",
+    ":export",
     ":load",
     ":quit",
 ];

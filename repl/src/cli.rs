@@ -1,4 +1,4 @@
-//! Command-line arguments and dispatch to the REPL, `dx run` and `dx test`.
+//! Command-line arguments and dispatch to the REPL, `dx run`, `dx test` and `dx export`.
 //!
 //! Exit statuses are part of the interface (scripts rely on them): see [`Status`] and the
 //! `--help` text.
@@ -85,6 +85,18 @@ enum Command {
         from: PathBuf,
         /// The file to write (.ipynb or .dx).
         to: PathBuf,
+    },
+    /// Write a function of a .dx file as a StableHLO module (MLIR text) for XLA, IREE and other
+    /// compilers: `@main` takes the function's arguments (tuples flattened), and the file's
+    /// top-level values it reads are embedded as constants. See docs/scaling.md.
+    Export {
+        /// The .dx file that defines the function (it is run first).
+        file: PathBuf,
+        /// The function: a top-level name, or an expression such as "grad loss".
+        name: String,
+        /// Where to write the module (default: standard output).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
     },
     /// Run the Jupyter kernel (`dx kernel --connection-file FILE`, as Jupyter starts it), or
     /// install or remove its kernelspec.
@@ -174,6 +186,50 @@ pub fn main(args: Vec<OsString>) -> Status {
         Some(Command::Test { files }) => test_files(&files, &session_config(false)),
         Some(Command::Kernel(args)) => kernel(args, session_config(true)),
         Some(Command::Convert { from, to }) => convert(&from, &to),
+        Some(Command::Export { file, name, output }) => {
+            export(&file, &name, output.as_deref(), session_config(false))
+        }
+    }
+}
+
+/// `dx export FILE NAME [-o OUT]`: runs the file, then writes `NAME` as a StableHLO module.
+fn export(path: &Path, name: &str, output: Option<&Path>, config: SessionConfig) -> Status {
+    let src = match read_source(path) {
+        Ok(src) => src,
+        Err(status) => return status,
+    };
+    let mut session = Session::new(config);
+    session.set_data_dir(path.parent().map(Path::to_path_buf));
+    let results = session.eval_source(&src);
+    if literate::has_errors(&results) {
+        for output in results.iter().flat_map(|result| &result.outputs) {
+            if matches!(output, dx_lang::session::Output::Error(_)) {
+                eprint!("{}", render_output(output, &src));
+            }
+        }
+        eprintln!("dx: error: {} has errors; nothing exported", path.display());
+        return Status::Failure;
+    }
+    let module = match session.export(name) {
+        Ok(module) => module,
+        Err(diag) => {
+            eprintln!("{}", dx_lang::display::render_diagnostic(&diag, name));
+            return Status::Failure;
+        }
+    };
+    let written = match output {
+        Some(out) => std::fs::write(out, &module)
+            .map_err(|err| format!("cannot write {}: {err}", out.display())),
+        None => std::io::stdout()
+            .write_all(module.as_bytes())
+            .map_err(|err| format!("cannot write the module: {err}")),
+    };
+    match written {
+        Ok(()) => Status::Success,
+        Err(message) => {
+            eprintln!("dx: error: {message}");
+            Status::Failure
+        }
     }
 }
 

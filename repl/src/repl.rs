@@ -42,8 +42,9 @@ Commands:
   :plotgrad F LO HI    plot F and its derivative over [LO, HI]
   :table EXPR          show a table as a grid
   :stages EXPR         show every compiler stage for EXPR
-  :stages on STAGE...  show these stages (parse typed core bot linear transposed simp fused run)
-                       before every following result; :stages off stops
+  :stages on STAGE...  show these stages (parse typed core bot linear transposed simp fused run
+                       stablehlo) before every following result; :stages off stops
+  :export F            F (a function, e.g. `loss` or `grad loss`) as a StableHLO module
   :load FILE           evaluate a .dx file in this session
   :help                this help
   :help NAME           the type of NAME and its documentation

@@ -87,6 +87,7 @@ fn error_label(kind: ErrorKind) -> &'static str {
         ErrorKind::Type => "Type error",
         ErrorKind::Runtime => "Runtime error",
         ErrorKind::Internal => "Internal error",
+        ErrorKind::Export => "Export error",
     }
 }
 

@@ -53,11 +53,17 @@ pub const PIPELINE: &[Pass] = &[
     super::fuse::PASS,
 ];
 
-/// The stages of the pipeline, in order: each pass's inner stages, then the pass's own.
+/// Stages that consumers of the pipeline make on request from its bulk IR (the output of the
+/// last rewrite, before `fuse`), without changing what runs: the exported StableHLO module.
+pub const CONSUMER_STAGES: &[&str] = &[crate::export::STAGE];
+
+/// The stages of the pipeline, in order: each pass's inner stages, then the pass's own; then
+/// the consumers' stages.
 pub fn stages() -> impl Iterator<Item = &'static str> {
     PIPELINE
         .iter()
         .flat_map(|pass| pass.inner_stages.iter().copied().chain([pass.name]))
+        .chain(CONSUMER_STAGES.iter().copied())
 }
 
 /// The pass before the pipeline (typed program → core IR; its stage is `core`), named in

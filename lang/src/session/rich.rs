@@ -27,7 +27,7 @@ pub(super) fn is_rich(command: Command, expr: &Expr) -> bool {
     match command {
         Command::Plot | Command::PlotGrad | Command::Table => true,
         Command::Print => matches!(&expr.kind, ExprKind::Lit(Lit::Str(_))),
-        Command::Type | Command::Stages | Command::Help => false,
+        Command::Type | Command::Stages | Command::Help | Command::Export => false,
     }
 }
 
@@ -79,10 +79,14 @@ impl Session {
                 };
                 (output, evaluated)
             }
-            Command::Print | Command::Type | Command::Stages | Command::Help => match &expr.kind {
-                ExprKind::Lit(Lit::Str(text)) => (Output::Text(text.clone()), Evaluated::default()),
-                _ => return Err(super::internal_diagnostic("not a rich command")),
-            },
+            Command::Print | Command::Type | Command::Stages | Command::Help | Command::Export => {
+                match &expr.kind {
+                    ExprKind::Lit(Lit::Str(text)) => {
+                        (Output::Text(text.clone()), Evaluated::default())
+                    }
+                    _ => return Err(super::internal_diagnostic("not a rich command")),
+                }
+            }
         };
         if let Some((path, span)) = save_to {
             let Output::Plot(figure) = &output else {

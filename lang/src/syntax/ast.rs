@@ -66,6 +66,8 @@ pub enum Command {
     Stages,
     /// `:help name`: the type and documentation of a name.
     Help,
+    /// `:export f`: a function as a StableHLO module.
+    Export,
 }
 
 #[derive(Clone, Debug, PartialEq)]

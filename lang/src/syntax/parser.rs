@@ -544,6 +544,7 @@ impl<'a> Builder<'a> {
                     "table" => Command::Table,
                     "stages" => Command::Stages,
                     "help" => Command::Help,
+                    "export" => Command::Export,
                     other => {
                         let message = format!("unknown command ':{}'", shorten(other));
                         return Err(error(message, self.span(&command_pair)));

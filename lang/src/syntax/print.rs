@@ -78,6 +78,7 @@ fn command_name(command: Command) -> &'static str {
         Command::Table => ":table",
         Command::Stages => ":stages",
         Command::Help => ":help",
+        Command::Export => ":export",
     }
 }
 
@@ -1142,6 +1143,7 @@ mod tests {
                     Command::Table,
                     Command::Stages,
                     Command::Help,
+                    Command::Export,
                 ][..],
             );
             let decl = prop_oneof![
