@@ -14,14 +14,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use dx_lang::core::interp::{self, InterpConfig};
-use dx_lang::core::ir::{AdMode, Atom, Elem, Expr, Program, Stmt};
+use dx_lang::core::ir::{AdMode, Atom, Expr, Program, Stmt};
 use dx_lang::core::testgen::{random_inputs, random_program, GenConfig};
-use dx_lang::core::value::Array;
+use dx_lang::core::value::{Array, Value};
 use dx_lang::core::verify::expr_types;
 use dx_lang::data::{self, Format};
 use dx_lang::export::stablehlo::{self, Input};
 use dx_lang::export::{bulk_passes, ExportError};
 use dx_lang::passes::pipeline;
+use dx_lang::session::{Output, Session, SessionConfig};
 
 /// A fresh folder for a test's cases.
 fn case_folder(test: &str) -> PathBuf {
@@ -180,5 +181,139 @@ fn random_programs_and_their_gradients_give_dx_values_on_xla() {
         report.contains(&format!("{n_cases} of {n_cases} cases agree")),
         "{report}"
     );
-    let _ = Elem::F32;
+}
+
+/// The arrays of a value, leaf by leaf (tuples flattened in order), as `@main` takes them.
+fn leaves(value: &Value, out: &mut Vec<Array>) {
+    match value {
+        Value::Array(array) => out.push(array.clone()),
+        Value::Tuple(items) => items.iter().for_each(|item| leaves(item, out)),
+    }
+}
+
+/// A session that has run an example file (which must run without errors).
+fn example_session(file: &str) -> Session {
+    let path = common::workspace_root().join("examples").join(file);
+    let src = std::fs::read_to_string(&path).expect("read the example");
+    let mut session = Session::new(SessionConfig::default());
+    session.set_data_dir(path.parent().map(Path::to_path_buf));
+    for result in session.eval_source(&src) {
+        for output in &result.outputs {
+            assert!(!matches!(output, Output::Error(_)), "{file}: {output:?}");
+        }
+    }
+    session
+}
+
+/// Exports `function` from a session and writes a case with dx's value of `function args…`.
+fn write_function_case(
+    dir: &Path,
+    name: &str,
+    session: &mut Session,
+    function: &str,
+    args: &[&str],
+) {
+    let module = session
+        .export(function)
+        .unwrap_or_else(|diag| panic!("{name}: cannot export `{function}`: {}", diag.message));
+    let mut inputs = Vec::new();
+    for arg in args {
+        let (_, value) = session
+            .evaluate(arg)
+            .unwrap_or_else(|diag| panic!("{name}: {arg}: {}", diag.message));
+        leaves(&value, &mut inputs);
+    }
+    let call = format!(
+        "({function}) {}",
+        args.iter()
+            .map(|arg| format!("({arg})"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let (_, value) = session
+        .evaluate(&call)
+        .unwrap_or_else(|diag| panic!("{name}: {call}: {}", diag.message));
+    let mut expected = Vec::new();
+    leaves(&value, &mut expected);
+    write_case(dir, name, &module, &inputs, &expected);
+}
+
+#[test]
+fn the_examples_losses_and_gradients_give_dx_values_on_xla() {
+    let dir = case_folder("examples");
+    let cases: &[(&str, &[(&str, &str)])] = &[
+        (
+            "mlp.dx",
+            &[
+                ("loss", "params0"),
+                ("grad loss", "params0"),
+                ("train_step", "params0"),
+                ("accuracy", "trained_60"),
+            ],
+        ),
+        (
+            "regression.dx",
+            &[("loss", "(0.5, -0.25)"), ("grad loss", "(0.5, -0.25)")],
+        ),
+        ("nnmf.dx", &[("loss", "H0"), ("grad loss", "H0")]),
+        ("ode.dx", &[("final_x", "0.2"), ("grad final_x", "0.2")]),
+    ];
+    let mut n_cases = 0;
+    for (file, functions) in cases {
+        let mut session = example_session(file);
+        for (function, arg) in *functions {
+            let name = format!(
+                "{}-{}",
+                file.trim_end_matches(".dx"),
+                function.replace(' ', "_")
+            );
+            write_function_case(&dir, &name, &mut session, function, &[arg]);
+            n_cases += 1;
+        }
+    }
+    let report = check_on_xla(&dir, &[], &[]);
+    assert!(
+        report.contains(&format!("{n_cases} of {n_cases} cases agree")),
+        "{report}"
+    );
+}
+
+/// The MLP example's loss over a batch given as arguments, and its gradient in the parameters.
+const MLP_BATCH: &str = "
+def batch_grad(batch: N=>(Fin 2)=>Float, batch_labels: N=>Nat, params: (Hidden=>(Fin 2)=>Float, Hidden=>Float, Class=>Hidden=>Float, Class=>Float)) -> (Hidden=>(Fin 2)=>Float, Hidden=>Float, Class=>Hidden=>Float, Class=>Float) =
+  def batch_loss(p: (Hidden=>(Fin 2)=>Float, Hidden=>Float, Class=>Hidden=>Float, Class=>Float)) -> Float =
+    mean for n. logsumexp (predict p batch[n]) - (predict p batch[n])[batch_labels[n] @ Class]
+  grad batch_loss params
+";
+
+#[test]
+fn the_mlp_gradient_sharded_over_four_devices_gives_dx_values() {
+    let dir = case_folder("sharded");
+    let mut session = example_session("mlp.dx");
+    for result in session.eval_source(MLP_BATCH) {
+        for output in &result.outputs {
+            assert!(!matches!(output, Output::Error(_)), "{output:?}");
+        }
+    }
+    write_function_case(
+        &dir,
+        "mlp-batch_grad",
+        &mut session,
+        "batch_grad",
+        &["xs", "labels", "params0"],
+    );
+    // The batch version is the example's own gradient.
+    let (_, own) = session
+        .evaluate("grad loss params0")
+        .expect("the example's gradient");
+    let (_, batch) = session
+        .evaluate("batch_grad xs labels params0")
+        .expect("the batch gradient");
+    assert_eq!(own, batch);
+    let report = check_on_xla(
+        &dir,
+        &["--shard", "4", "--sharded-args", "0,1"],
+        &[("XLA_FLAGS", "--xla_force_host_platform_device_count=4")],
+    );
+    assert!(report.contains("1 of 1 cases agree"), "{report}");
 }

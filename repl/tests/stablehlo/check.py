@@ -5,8 +5,9 @@ Each folder in DIR is a case: `module.mlir`, its inputs `in0.npy`, … and dx's 
 results must equal dx's: floats within a relative 1e-5 (Float32) or 1e-12 (Float64) of the
 largest magnitude of the result or of 1 (summation order differs between the engines, so a
 sum that cancels to 0 in dx may leave a rounding error in XLA), NaN where dx
-has NaN; integers and booleans exactly. With `--shard N`, the first argument's leading (batch)
-axis is split over N devices under `jax.jit` (set XLA_FLAGS to simulate CPU devices).
+has NaN; integers and booleans exactly. With `--shard N --sharded-args 0,1`, those arguments'
+leading (batch) axis is split over N devices under `jax.jit`, the others replicated (set
+XLA_FLAGS to simulate CPU devices).
 """
 
 import os
@@ -45,25 +46,33 @@ def compare(actual, expected):
     return f"at {list(where)}: XLA {actual[where]!r}, dx {expected[where]!r}"
 
 
-def run_sharded(text, args, n_devices):
+def run_sharded(text, args, n_devices, sharded):
     import jax
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
     mesh = Mesh(np.array(jax.devices()[:n_devices]), ("batch",))
     exported = xla.load(text)
-    shardings = [NamedSharding(mesh, PartitionSpec())] * len(args)
-    shardings[0] = NamedSharding(mesh, PartitionSpec("batch"))
+    if len(jax.devices()) < n_devices:
+        raise AssertionError(f"{len(jax.devices())} devices, not {n_devices} (XLA_FLAGS?)")
+    shardings = [
+        NamedSharding(mesh, PartitionSpec("batch" if position in sharded else None))
+        for position in range(len(args))
+    ]
     placed = [jax.device_put(arg, sharding) for arg, sharding in zip(args, shardings)]
+    for position in sharded:
+        shards = placed[position].addressable_shards
+        if len(shards) != n_devices or shards[0].data.shape[0] * n_devices != args[position].shape[0]:
+            raise AssertionError(f"argument {position} is not split over {n_devices} devices")
     results = jax.jit(exported.call, in_shardings=shardings)(*placed)
-    spread = len(placed[0].sharding.device_set)
-    if spread != n_devices:
-        raise AssertionError(f"the batch is on {spread} devices, not {n_devices}")
     return [np.asarray(result) for result in results]
 
 
 def main():
     folder = sys.argv[1]
     shard = int(sys.argv[sys.argv.index("--shard") + 1]) if "--shard" in sys.argv else None
+    sharded = []
+    if "--sharded-args" in sys.argv:
+        sharded = [int(arg) for arg in sys.argv[sys.argv.index("--sharded-args") + 1].split(",")]
     cases = sorted(os.listdir(folder))
     failures = []
     for case in cases:
@@ -75,7 +84,7 @@ def main():
             args = load_arrays(path, "in")
             expected = load_arrays(path, "out")
             if shard:
-                results = run_sharded(text, args, shard)
+                results = run_sharded(text, args, shard, sharded)
             else:
                 results = xla.run(text, *args)
             if len(results) != len(expected):
