@@ -65,6 +65,8 @@ fn check_on_xla(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> String {
         "XLA disagrees with dx:\n{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    // The cases stay for a look when the check fails.
+    let _ = std::fs::remove_dir_all(dir);
     stdout
 }
 

@@ -8,16 +8,19 @@
 //!
 //! - `mlir`: MLIR text (types, literals, operations in generic form, regions).
 //! - `stablehlo`: statements of the bulk IR to StableHLO operations, and the module.
+//! - `contract`: products summed over an axis, recognised as `dot_general`.
 //! - `prims`: elementwise primitives with dx's total semantics (division by zero, floored
 //!   `mod`, saturating casts).
 //!
-//! Not handled yet: the random-number primitives (`threefry2x32`, `unitfrombits`), and
-//! contractions are exported as multiply-and-reduce rather than `dot_general` (XLA's
-//! algebraic simplifier recognises most of them).
+//! Not handled yet: the random-number primitives (`threefry2x32`, `unitfrombits`).
 
+mod contract;
 pub mod mlir;
 mod prims;
 pub mod stablehlo;
+
+#[cfg(test)]
+mod tests;
 
 use std::fmt;
 

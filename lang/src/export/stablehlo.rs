@@ -14,7 +14,9 @@
 //!   out-of-range starts, so reads out of range are masked to zero and writes out of range
 //!   add zero (dx's total semantics, `core::ir`);
 //! - `cond` → `if`; `fold` and `scan` → `while` over a counter (a scan's outputs are written
-//!   with `dynamic_update_slice`).
+//!   with `dynamic_update_slice`);
+//! - a product summed over an axis (through `replicate`s and `tr`s) → `dot_general`
+//!   (`contract`).
 //!
 //! Index functions may hold elementwise operations and `index`es of arrays defined outside
 //! them; anything else there, `build1`, derivatives and the random primitives are an
@@ -23,7 +25,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::mlir::{i64_array, list, tensor_type, tensor_types, Val, Writer};
-use super::{prims, ExportError};
+use super::{contract, prims, ExportError};
 use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, Program, Scalar, VarId};
 use crate::core::value::Array;
 
@@ -54,6 +56,7 @@ pub fn module(program: &Program, inputs: &[Input]) -> Result<String, ExportError
         vals: HashMap::new(),
         grid: Vec::new(),
         lifted: HashSet::new(),
+        plan: contract::plan(program),
     };
     let mut params = Vec::new();
     for (&var, input) in program.inputs.iter().zip(inputs) {
@@ -106,6 +109,8 @@ struct Cx<'a> {
     /// function defines (`lifted`) has this shape prepended.
     grid: Vec<usize>,
     lifted: HashSet<VarId>,
+    /// The `sumOuter`s exported as `dot_general`, and the statements only they use.
+    plan: contract::Plan,
 }
 
 impl Cx<'_> {
@@ -172,6 +177,11 @@ impl Cx<'_> {
             self.vals.insert(param, val.clone());
         }
         for stmt in &block.stmts {
+            if let [binder] = stmt.binders.as_slice() {
+                if self.plan.skipped.contains(binder) {
+                    continue;
+                }
+            }
             let vals = self.expr(&stmt.expr, &stmt.binders)?;
             if vals.len() != stmt.binders.len() {
                 return Err(ExportError::new(
@@ -253,6 +263,12 @@ impl Cx<'_> {
                 expr_name(expr),
                 "only elementwise operations and `index` are exported inside an index function",
             )),
+            Expr::SumOuter(_)
+                if binders.len() == 1 && self.plan.contractions.contains_key(&binders[0]) =>
+            {
+                let contraction = self.plan.contractions[&binders[0]].clone();
+                one(self.dot_general(&contraction, program.var_ty(binders[0]))?)
+            }
             Expr::SumOuter(atom) => {
                 let array = self.atom(atom)?;
                 one(self.reduce_sum(&array, &[0]))
@@ -367,6 +383,46 @@ impl Cx<'_> {
         });
         self.writer = writer;
         res.map(|(text, ())| text)
+    }
+
+    /// A contraction: `dot_general`, then a `transpose` into the sum's axis order.
+    fn dot_general(
+        &mut self,
+        contraction: &contract::Contraction,
+        ty: &ArrTy,
+    ) -> Result<Val, ExportError> {
+        let lhs = self.atom(&Atom::Var(contraction.lhs))?;
+        let rhs = self.atom(&Atom::Var(contraction.rhs))?;
+        let fields: Vec<String> = [
+            ("lhs_batching_dimensions", &contraction.lhs_batching),
+            ("rhs_batching_dimensions", &contraction.rhs_batching),
+            ("lhs_contracting_dimensions", &contraction.lhs_contracting),
+            ("rhs_contracting_dimensions", &contraction.rhs_contracting),
+        ]
+        .iter()
+        .filter(|(_, axes)| !axes.is_empty())
+        .map(|(name, axes)| format!("{name} = {}", list(axes)))
+        .collect();
+        let attrs = format!(
+            "{{dot_dimension_numbers = #stablehlo.dot<{}>}}",
+            fields.join(", ")
+        );
+        let dot_ty = ArrTy::new(contraction.dot_shape.clone(), ty.elem);
+        let dot = self
+            .writer
+            .op("stablehlo.dot_general", &[&lhs, &rhs], &attrs, dot_ty);
+        if contraction
+            .perm
+            .iter()
+            .enumerate()
+            .all(|(axis, &from)| axis == from)
+        {
+            return Ok(dot);
+        }
+        let attrs = format!("{{permutation = {}}}", i64_array(&contraction.perm));
+        Ok(self
+            .writer
+            .op("stablehlo.transpose", &[&dot], &attrs, ty.clone()))
     }
 
     /// Sums over `axes` of `array` (`reduce` with an `add` body; `or` for `Bool`).
