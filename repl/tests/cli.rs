@@ -274,3 +274,57 @@ fn empty_input_ends_the_repl_quietly() {
     assert!(stdout(&output).is_empty());
     assert!(stderr(&output).is_empty());
 }
+
+#[test]
+fn export_writes_a_function_as_a_stablehlo_module() {
+    let (dir, path) = dx_file(
+        "f.dx",
+        "def f(x: (Fin 3)=>Float, c: Float) -> (Float, (Fin 3)=>Float) =\n  (sum x, c .* x)\n",
+    );
+    let out = dir.path().join("f.mlir");
+    let output = run(&["export", path_arg(&path), "f", "-o", path_arg(&out)]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let module = std::fs::read_to_string(&out).expect("the module was written");
+    assert!(
+        module.contains(
+            "func.func public @main(%arg0: tensor<3xf32>, %arg1: tensor<f32>) -> (tensor<f32>, tensor<3xf32>)"
+        ),
+        "{module}"
+    );
+    // Without -o the module goes to stdout; a gradient is a function too.
+    let output = run(&["export", path_arg(&path), "grad (\\x. fst (f x 2.0))"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("@main(%arg0: tensor<3xf32>) -> (tensor<3xf32>)"));
+}
+
+#[test]
+fn export_errors_say_what_and_where() {
+    let (_dir, path) = dx_file("g.dx", "xs = [1.0, 2.0]\ndef r(k: Key) -> Float = rand k\n");
+    let cases = [
+        ("xs", "Export error: only a function can be exported"),
+        (
+            "r",
+            "Export error: cannot export `unitfrombits` to StableHLO",
+        ),
+        ("nope", "unbound variable `nope`"),
+    ];
+    for (name, expected) in cases {
+        let output = run(&["export", path_arg(&path), name]);
+        assert_eq!(output.status.code(), Some(1), "{name}");
+        let text = stderr(&output);
+        assert!(text.contains(expected), "{name}: {text}");
+        assert!(
+            text.contains(&format!("{name}\n^")),
+            "{name}: no position in {text}"
+        );
+        assert!(stdout(&output).is_empty());
+    }
+    let (_dir, broken) = dx_file("h.dx", "def f(x: Float) -> Float = x + True\n");
+    let output = run(&["export", path_arg(&broken), "f"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("has errors; nothing exported"),
+        "{}",
+        stderr(&output)
+    );
+}
