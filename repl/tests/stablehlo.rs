@@ -280,23 +280,11 @@ fn the_examples_losses_and_gradients_give_dx_values_on_xla() {
     );
 }
 
-/// The MLP example's loss over a batch given as arguments, and its gradient in the parameters.
-const MLP_BATCH: &str = "
-def batch_grad(batch: N=>(Fin 2)=>Float, batch_labels: N=>Nat, params: (Hidden=>(Fin 2)=>Float, Hidden=>Float, Class=>Hidden=>Float, Class=>Float)) -> (Hidden=>(Fin 2)=>Float, Hidden=>Float, Class=>Hidden=>Float, Class=>Float) =
-  def batch_loss(p: (Hidden=>(Fin 2)=>Float, Hidden=>Float, Class=>Hidden=>Float, Class=>Float)) -> Float =
-    mean for n. logsumexp (predict p batch[n]) - (predict p batch[n])[batch_labels[n] @ Class]
-  grad batch_loss params
-";
-
 #[test]
 fn the_mlp_gradient_sharded_over_four_devices_gives_dx_values() {
     let dir = case_folder("sharded");
+    // `batch_grad`: the gradient of the example's loss with the batch as arguments.
     let mut session = example_session("mlp.dx");
-    for result in session.eval_source(MLP_BATCH) {
-        for output in &result.outputs {
-            assert!(!matches!(output, Output::Error(_)), "{output:?}");
-        }
-    }
     write_function_case(
         &dir,
         "mlp-batch_grad",
@@ -318,4 +306,51 @@ fn the_mlp_gradient_sharded_over_four_devices_gives_dx_values() {
         &[("XLA_FLAGS", "--xla_force_host_platform_device_count=4")],
     );
     assert!(report.contains("1 of 1 cases agree"), "{report}");
+}
+
+/// The training script of docs/scaling.md's worked example (its `python` block that starts
+/// with `# train_mlp.py`).
+fn worked_example_script() -> String {
+    let doc = std::fs::read_to_string(common::workspace_root().join("docs/scaling.md"))
+        .expect("read docs/scaling.md");
+    let start = doc
+        .find("```python\n# train_mlp.py")
+        .expect("docs/scaling.md has the training script")
+        + "```python\n".len();
+    let end = start + doc[start..].find("```").expect("the script's block ends");
+    doc[start..end].to_string()
+}
+
+#[test]
+fn the_worked_example_of_docs_scaling_trains_the_mlp_on_xla() {
+    let dir = case_folder("worked-example");
+    let mut session = example_session("mlp.dx");
+    let module = session.export("batch_grad").expect("batch_grad exports");
+    std::fs::write(dir.join("mlp_grad.mlir"), module).expect("write the module");
+    std::fs::write(dir.join("train_mlp.py"), worked_example_script()).expect("write the script");
+    let output = Command::new(common::python())
+        .arg(dir.join("train_mlp.py"))
+        .arg(dir.join("mlp_grad.mlir"))
+        .env(
+            "PYTHONPATH",
+            common::workspace_root().join("repl/tests/stablehlo"),
+        )
+        .env("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        output.status.success(),
+        "the worked example failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let accuracy: f64 = stdout
+        .trim()
+        .rsplit(' ')
+        .next()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or_else(|| panic!("no accuracy in {stdout:?}"));
+    assert!(stdout.contains("on 4 device(s)"), "{stdout}");
+    assert!(accuracy >= 0.9, "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
