@@ -140,18 +140,16 @@ fn trace(
     let mut current = var;
     let mut chain = Vec::new();
     let mut chain_open = true;
-    loop {
-        let next = match defs.get(&current) {
-            Some(Expr::Replicate {
-                array: Atom::Var(inner),
-                ..
-            })
-            | Some(Expr::Transpose {
-                array: Atom::Var(inner),
-                ..
-            }) => *inner,
-            _ => break,
-        };
+    while let Some(Expr::Replicate {
+        array: Atom::Var(next),
+        ..
+    })
+    | Some(Expr::Transpose {
+        array: Atom::Var(next),
+        ..
+    }) = defs.get(&current)
+    {
+        let next = *next;
         // A step used elsewhere stays (and so do the steps below it).
         chain_open = chain_open && single_use(current);
         if chain_open {

@@ -128,12 +128,11 @@ pub fn emit(cx: &mut Writer, prim: Prim, args: &[Val], result: Elem) -> Result<V
             ))
         }
     })
-    .map(|val| {
+    .inspect(|val| {
         debug_assert_eq!(
             val.ty.elem, result,
             "{prim:?} exported with another element type"
         );
-        val
     })
 }
 
