@@ -299,12 +299,15 @@ fn export_writes_a_function_as_a_stablehlo_module() {
 
 #[test]
 fn export_errors_say_what_and_where() {
-    let (_dir, path) = dx_file("g.dx", "xs = [1.0, 2.0]\ndef r(k: Key) -> Float = rand k\n");
+    let (_dir, path) = dx_file(
+        "g.dx",
+        "xs = [1.0, 2.0]\ndef app(f: Float -> Float) -> Float = f 1.0\n",
+    );
     let cases = [
         ("xs", "Export error: only a function can be exported"),
         (
-            "r",
-            "Export error: cannot export `unitfrombits` to StableHLO",
+            "app",
+            "Export error: cannot export a function with an argument of type (Float32 -> Float32)",
         ),
         ("nope", "unbound variable `nope`"),
     ];

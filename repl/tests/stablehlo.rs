@@ -243,9 +243,12 @@ fn write_function_case(
 #[test]
 fn the_examples_losses_and_gradients_give_dx_values_on_xla() {
     let dir = case_folder("examples");
-    let cases: &[(&str, &[(&str, &str)])] = &[
+    // Each file, definitions added to it (none, or functions of its values), and the
+    // functions exported with their arguments.
+    let cases: &[(&str, &str, &[(&str, &str)])] = &[
         (
             "mlp.dx",
+            "",
             &[
                 ("loss", "params0"),
                 ("grad loss", "params0"),
@@ -255,14 +258,27 @@ fn the_examples_losses_and_gradients_give_dx_values_on_xla() {
         ),
         (
             "regression.dx",
+            "",
             &[("loss", "(0.5, -0.25)"), ("grad loss", "(0.5, -0.25)")],
         ),
-        ("nnmf.dx", &[("loss", "H0"), ("grad loss", "H0")]),
-        ("ode.dx", &[("final_x", "0.2"), ("grad final_x", "0.2")]),
+        ("nnmf.dx", "", &[("loss", "H0"), ("grad loss", "H0")]),
+        ("ode.dx", "", &[("final_x", "0.2"), ("grad final_x", "0.2")]),
+        (
+            "monte_carlo.dx",
+            "def estimate(k: Key) -> (Float, (Fin N)=>Float) =\n  [kx, ky] = split_key k\n  \
+             (4.0 * mean for i:(Fin N). b_to_f (sq (rand (ixkey kx i)) + sq (rand (ixkey ky i)) < 1.0), \
+             for i:(Fin N). randn (ixkey k i))\n",
+            &[("estimate", "new_key 7")],
+        ),
     ];
     let mut n_cases = 0;
-    for (file, functions) in cases {
+    for (file, extra, functions) in cases {
         let mut session = example_session(file);
+        for result in session.eval_source(extra) {
+            for output in &result.outputs {
+                assert!(!matches!(output, Output::Error(_)), "{file}: {output:?}");
+            }
+        }
         for (function, arg) in *functions {
             let name = format!(
                 "{}-{}",

@@ -11,8 +11,6 @@
 //! - `contract`: products summed over an axis, recognised as `dot_general`.
 //! - `prims`: elementwise primitives with dx's total semantics (division by zero, floored
 //!   `mod`, saturating casts).
-//!
-//! Not handled yet: the random-number primitives (`threefry2x32`, `unitfrombits`).
 
 mod contract;
 pub mod mlir;

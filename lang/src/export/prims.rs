@@ -3,6 +3,10 @@
 //! and `mod` by zero give zero, `mod` and `idiv` are floored, float→integer casts truncate
 //! toward zero and saturate with NaN → 0, float `min`/`max` propagate NaN (as StableHLO's do).
 //!
+//! The random-number primitives are written out in 32-bit words, as `prim/random.rs` computes
+//! them (Threefry-2x32 with 20 rounds; Dex's bit trick for a float in [0, 1)), so XLA draws
+//! the same numbers as dx.
+//!
 //! Operands arrive with equal shapes (the verifier's rule for `op`); the result has that shape.
 
 use super::mlir::{Val, Writer};
@@ -121,12 +125,8 @@ pub fn emit(cx: &mut Writer, prim: Prim, args: &[Val], result: Elem) -> Result<V
         }
         Prim::Select => select(cx, &arg(0), &arg(1), &arg(2)),
         Prim::Cast(to) => cast(cx, &arg(0), to),
-        Prim::Threefry2x32 | Prim::UnitFromBits => {
-            return Err(ExportError::new(
-                prim.name(),
-                "the random-number primitives have no StableHLO mapping yet",
-            ))
-        }
+        Prim::Threefry2x32 => threefry2x32(cx, &arg(0), &arg(1)),
+        Prim::UnitFromBits => unit_from_bits(cx, &arg(0)),
     })
     .inspect(|val| {
         debug_assert_eq!(
@@ -134,6 +134,80 @@ pub fn emit(cx: &mut Writer, prim: Prim, args: &[Val], result: Elem) -> Result<V
             "{prim:?} exported with another element type"
         );
     })
+}
+
+/// The rotation distances of Threefry's even and odd groups of four rounds
+/// (`prim/random.rs`).
+const ROTATIONS: [[u32; 4]; 2] = [[13, 15, 26, 6], [17, 29, 16, 24]];
+/// The parity constant of Threefry's key schedule.
+const KEY_PARITY: u32 = 0x1BD1_1BDA;
+
+fn word_ty(x: &Val, elem: Elem) -> ArrTy {
+    ArrTy::new(x.ty.shape.clone(), elem)
+}
+
+/// The high and low 32-bit words of `u64`s.
+fn split_words(cx: &mut Writer, x: &Val) -> (Val, Val) {
+    let thirty_two = cx.splat(Scalar::U64(32), &x.ty.shape);
+    let high = binary(cx, "shift_right_logical", x, &thirty_two);
+    let high = cx.op("stablehlo.convert", &[&high], "", word_ty(x, Elem::U32));
+    let low = cx.op("stablehlo.convert", &[x], "", word_ty(x, Elem::U32));
+    (high, low)
+}
+
+fn rotate_left(cx: &mut Writer, y: &Val, distance: u32) -> Val {
+    let left = cx.splat(Scalar::U32(distance), &y.ty.shape);
+    let right = cx.splat(Scalar::U32(32 - distance), &y.ty.shape);
+    let up = binary(cx, "shift_left", y, &left);
+    let down = binary(cx, "shift_right_logical", y, &right);
+    binary(cx, "or", &up, &down)
+}
+
+/// Threefry-2x32 of a `u64` key and counter (`prim::threefry2x32`).
+fn threefry2x32(cx: &mut Writer, key: &Val, count: &Val) -> Val {
+    let shape = key.ty.shape.clone();
+    let (key0, key1) = split_words(cx, key);
+    let parity = cx.splat(Scalar::U32(KEY_PARITY), &shape);
+    let key2 = binary(cx, "xor", &key0, &key1);
+    let key2 = binary(cx, "xor", &key2, &parity);
+    let schedule = [key0, key1, key2];
+    let (x, y) = split_words(cx, count);
+    let mut x = binary(cx, "add", &x, &schedule[0]);
+    let mut y = binary(cx, "add", &y, &schedule[1]);
+    for group in 0..5usize {
+        for rotation in ROTATIONS[group % 2] {
+            x = binary(cx, "add", &x, &y);
+            y = rotate_left(cx, &y, rotation);
+            y = binary(cx, "xor", &y, &x);
+        }
+        x = binary(cx, "add", &x, &schedule[(group + 1) % 3]);
+        y = binary(cx, "add", &y, &schedule[(group + 2) % 3]);
+        let step = cx.splat(Scalar::U32(group as u32 + 1), &shape);
+        y = binary(cx, "add", &y, &step);
+    }
+    let high = cx.op("stablehlo.convert", &[&x], "", word_ty(&x, Elem::U64));
+    let low = cx.op("stablehlo.convert", &[&y], "", word_ty(&y, Elem::U64));
+    let thirty_two = cx.splat(Scalar::U64(32), &shape);
+    let high = binary(cx, "shift_left", &high, &thirty_two);
+    binary(cx, "or", &high, &low)
+}
+
+/// Dex's `rand`: `bitcast(0x3F800000 | (k & 0x7FFFFF)) - 1` (`prim::unit_from_bits`).
+fn unit_from_bits(cx: &mut Writer, key: &Val) -> Val {
+    let shape = key.ty.shape.clone();
+    let low = cx.op("stablehlo.convert", &[key], "", word_ty(key, Elem::U32));
+    let mantissa = cx.splat(Scalar::U32((1 << 23) - 1), &shape);
+    let one_bits = cx.splat(Scalar::U32(0x3F80_0000), &shape);
+    let bits = binary(cx, "and", &low, &mantissa);
+    let bits = binary(cx, "or", &bits, &one_bits);
+    let float = cx.op(
+        "stablehlo.bitcast_convert",
+        &[&bits],
+        "",
+        word_ty(key, Elem::F32),
+    );
+    let one = cx.splat(Scalar::F32(1.0), &shape);
+    binary(cx, "subtract", &float, &one)
 }
 
 fn unary(cx: &mut Writer, op: &str, x: &Val) -> Val {

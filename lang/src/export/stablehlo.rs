@@ -19,8 +19,8 @@
 //!   (`contract`).
 //!
 //! Index functions may hold elementwise operations and `index`es of arrays defined outside
-//! them; anything else there, `build1`, derivatives and the random primitives are an
-//! [`ExportError`] naming the operation.
+//! them; anything else there, `build1` and derivatives are an [`ExportError`] naming the
+//! operation.
 
 use std::collections::{HashMap, HashSet};
 

@@ -189,6 +189,25 @@ fn a_product_summed_over_an_axis_is_a_dot_general() {
 }
 
 #[test]
+fn random_numbers_are_threefry_in_32_bit_words() {
+    let text = exported(
+        "program(%0_k: [2]u64) {
+           %1: [2]u64 = threefry2x32 %0_k %0_k
+           %2: [2]f32 = unitfrombits %1
+           in %2
+         }",
+    );
+    // Five groups of four rounds, each with one rotation (two shifts).
+    assert_eq!(
+        text.matches("\"stablehlo.shift_left\"").count(),
+        20 + 1,
+        "{text}"
+    );
+    assert!(text.contains("\"stablehlo.bitcast_convert\""), "{text}");
+    assert!(text.contains("dense<466688986> : tensor<2xui32>"), "{text}");
+}
+
+#[test]
 fn integer_division_and_floored_mod_guard_against_zero() {
     let text = exported(
         "program(%0_x: [3]i32, %1_y: [3]i32) {
@@ -207,17 +226,6 @@ fn integer_division_and_floored_mod_guard_against_zero() {
 #[test]
 fn what_cannot_be_exported_is_an_error_naming_the_operation() {
     let err = export(
-        "program(%0_k: []u64) {
-           %1: []u64 = threefry2x32 %0_k %0_k
-           in %1
-         }",
-    )
-    .expect_err("threefry is not exported");
-    assert_eq!(err.operation, "threefry2x32");
-    assert!(err
-        .to_string()
-        .starts_with("cannot export `threefry2x32` to StableHLO"));
-    let err = export(
         "program(%0_x: [2]f32) {
            %1: [2]f32 = build1 2 (\\%2_i: []i64 ->
              %3: []f32 = index %0_x [%2_i]
@@ -227,6 +235,9 @@ fn what_cannot_be_exported_is_an_error_naming_the_operation() {
     )
     .expect_err("build1 is not bulk IR");
     assert_eq!(err.operation, "build1");
+    assert!(err
+        .to_string()
+        .starts_with("cannot export `build1` to StableHLO"));
     let err = export(
         "program(%0_x: [2]f32) {
            %1: [2]f32 = gather [2] %0_x (\\%2_i: []i64 ->
