@@ -1041,6 +1041,7 @@ impl Session {
         let Compiled {
             core,
             inputs,
+            input_names,
             piped,
         } = self.compile(texpr, &cx.stages)?;
         evaluated.compile = compile_start.elapsed();
@@ -1051,10 +1052,17 @@ impl Session {
                 }
                 "core" => core.to_string(),
                 other if other == crate::export::STAGE => {
-                    // The inputs (the session's values) stay parameters of `@main`.
+                    // The inputs (the session's values) stay parameters of `@main`; a comment
+                    // says which values they hold (tools that run the module read it).
                     let params = vec![Input::Param; piped.program.inputs.len()];
-                    crate::export::stablehlo::module(&piped.program, &params)
-                        .unwrap_or_else(|err| err.to_string())
+                    match crate::export::stablehlo::module(&piped.program, &params) {
+                        Ok(module) if input_names.is_empty() => module,
+                        Ok(module) => format!(
+                            "// @main's parameters: {}\n{module}",
+                            parameter_names(&input_names)
+                        ),
+                        Err(err) => err.to_string(),
+                    }
                 }
                 other => {
                     let texts: Vec<&str> = piped
@@ -1175,11 +1183,17 @@ impl Session {
             .iter()
             .flat_map(|(name, _)| self.values[name].1.iter().cloned())
             .collect();
+        let input_names = lowerer
+            .inputs
+            .iter()
+            .map(|(name, vars)| (name.clone(), vars.len()))
+            .collect();
         let core = lowerer.program;
         let piped = pipeline::run(&core, PIPELINE, wanted).map_err(ice)?;
         Ok(Compiled {
             core,
             inputs,
+            input_names,
             piped,
         })
     }
@@ -1218,10 +1232,24 @@ fn stages_setting(expr: &crate::syntax::ast::Expr) -> Option<Vec<String>> {
     }
 }
 
+/// `x, params (4 arrays)`: the values behind `@main`'s parameters, in order.
+fn parameter_names(names: &[(String, usize)]) -> String {
+    names
+        .iter()
+        .map(|(name, n_arrays)| match n_arrays {
+            1 => name.clone(),
+            n => format!("{name} ({n} arrays)"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A compiled block: its core IR, what the pipeline made of it, and the values of its inputs.
 struct Compiled {
     core: Program,
     inputs: Vec<Array>,
+    /// The session values the inputs hold, in order, with their number of arrays.
+    input_names: Vec<(String, usize)>,
     piped: pipeline::Compiled,
 }
 

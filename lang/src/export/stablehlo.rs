@@ -38,8 +38,22 @@ pub enum Input {
     Constant(Array),
 }
 
-/// The module for `program`; `inputs[k]` says how its `k`-th input is bound.
+/// The module for `program`; `inputs[k]` says how its `k`-th input is bound. The program is
+/// verified first (the mapping relies on the verifier's shape rules), so ill-formed IR is an
+/// error too, never a panic.
 pub fn module(program: &Program, inputs: &[Input]) -> Result<String, ExportError> {
+    if let Err(errors) = crate::core::verify::verify(program) {
+        let first = errors
+            .first()
+            .map_or_else(String::new, |error| error.to_string());
+        return Err(ExportError::new(
+            "program",
+            format!(
+                "the IR is ill-formed ({} errors; first: {first})",
+                errors.len()
+            ),
+        ));
+    }
     if inputs.len() != program.inputs.len() {
         return Err(ExportError::new(
             "program",

@@ -270,6 +270,23 @@ fn constant_inputs_are_embedded_and_checked_against_their_type() {
 }
 
 #[test]
+fn ill_formed_ir_is_an_error_not_a_panic() {
+    let mut program = parse_program(
+        "program(%0_x: [2]f32) {
+           %1: [2]f32 = neg %0_x
+           in %1
+         }",
+    )
+    .expect("parses");
+    // A result that no statement defines.
+    let ghost = program.new_var(ArrTy::new(vec![3], Elem::F32), "ghost");
+    let main = program.main;
+    program.blocks[main].results = vec![crate::core::ir::Atom::Var(ghost)];
+    let err = module(&program, &[Input::Param]).expect_err("ill-formed");
+    assert!(err.reason.starts_with("the IR is ill-formed"), "{err}");
+}
+
+#[test]
 fn the_exported_bulk_ir_comes_from_the_pipeline_before_fusion() {
     let names: Vec<&str> = bulk_passes().iter().map(|pass| pass.name).collect();
     assert_eq!(names, ["ad", "bot", "simp"]);
