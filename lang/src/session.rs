@@ -433,6 +433,13 @@ impl Session {
                 ))
             })?);
         }
+        if ty.contains_fun() {
+            return Err(error(format!(
+                "cannot export a function whose result holds a function (its result has type \
+                 {ty}); export one that applies it, e.g. `def f_vjp(x: …, ct: …) -> … = \
+                 (snd (vjp f x)) ct`"
+            )));
+        }
         leaf_types(ty).map_err(|why| {
             error(format!(
                 "cannot export a function whose result has type {ty}: {why}"

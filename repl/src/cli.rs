@@ -204,7 +204,8 @@ fn export(path: &Path, name: &str, output: Option<&Path>, config: SessionConfig)
     if literate::has_errors(&results) {
         for output in results.iter().flat_map(|result| &result.outputs) {
             if matches!(output, dx_lang::session::Output::Error(_)) {
-                eprint!("{}", render_output(output, &src));
+                let text = render_output(output, &src);
+                eprintln!("{}", text.trim_end());
             }
         }
         eprintln!("dx: error: {} has errors; nothing exported", path.display());

@@ -301,7 +301,7 @@ fn export_writes_a_function_as_a_stablehlo_module() {
 fn export_errors_say_what_and_where() {
     let (_dir, path) = dx_file(
         "g.dx",
-        "xs = [1.0, 2.0]\ndef app(f: Float -> Float) -> Float = f 1.0\n",
+        "xs = [1.0, 2.0]\ndef app(f: Float -> Float) -> Float = f 1.0\ndef sq2(x: Float) -> Float = x * x\n",
     );
     let cases = [
         ("xs", "Export error: only a function can be exported"),
@@ -310,6 +310,10 @@ fn export_errors_say_what_and_where() {
             "Export error: cannot export a function with an argument of type (Float32 -> Float32)",
         ),
         ("nope", "unbound variable `nope`"),
+        (
+            "vjp sq2",
+            "Export error: cannot export a function whose result holds a function",
+        ),
     ];
     for (name, expected) in cases {
         let output = run(&["export", path_arg(&path), name]);

@@ -245,30 +245,35 @@ fn the_examples_losses_and_gradients_give_dx_values_on_xla() {
     let dir = case_folder("examples");
     // Each file, definitions added to it (none, or functions of its values), and the
     // functions exported with their arguments.
-    let cases: &[(&str, &str, &[(&str, &str)])] = &[
+    let cases: &[(&str, &str, &[(&str, &[&str])])] = &[
         (
             "mlp.dx",
             "",
             &[
-                ("loss", "params0"),
-                ("grad loss", "params0"),
-                ("train_step", "params0"),
-                ("accuracy", "trained_60"),
+                ("loss", &["params0"]),
+                ("grad loss", &["params0"]),
+                ("train_step", &["params0"]),
+                ("accuracy", &["trained_60"]),
             ],
         ),
         (
             "regression.dx",
-            "",
-            &[("loss", "(0.5, -0.25)"), ("grad loss", "(0.5, -0.25)")],
+            "def loss_vjp(params: (Float, Float), ct: Float) -> (Float, Float) =\n  \
+             (snd (vjp loss params)) ct\n",
+            &[
+                ("loss", &["(0.5, -0.25)"]),
+                ("grad loss", &["(0.5, -0.25)"]),
+                ("loss_vjp", &["(0.5, -0.25)", "2.0"]),
+            ],
         ),
-        ("nnmf.dx", "", &[("loss", "H0"), ("grad loss", "H0")]),
-        ("ode.dx", "", &[("final_x", "0.2"), ("grad final_x", "0.2")]),
+        ("nnmf.dx", "", &[("loss", &["H0"]), ("grad loss", &["H0"])]),
+        ("ode.dx", "", &[("final_x", &["0.2"]), ("grad final_x", &["0.2"])]),
         (
             "monte_carlo.dx",
             "def estimate(k: Key) -> (Float, (Fin N)=>Float) =\n  [kx, ky] = split_key k\n  \
              (4.0 * mean for i:(Fin N). b_to_f (sq (rand (ixkey kx i)) + sq (rand (ixkey ky i)) < 1.0), \
              for i:(Fin N). randn (ixkey k i))\n",
-            &[("estimate", "new_key 7")],
+            &[("estimate", &["new_key 7"])],
         ),
     ];
     let mut n_cases = 0;
@@ -279,13 +284,13 @@ fn the_examples_losses_and_gradients_give_dx_values_on_xla() {
                 assert!(!matches!(output, Output::Error(_)), "{file}: {output:?}");
             }
         }
-        for (function, arg) in *functions {
+        for (function, args) in *functions {
             let name = format!(
                 "{}-{}",
                 file.trim_end_matches(".dx"),
                 function.replace(' ', "_")
             );
-            write_function_case(&dir, &name, &mut session, function, &[arg]);
+            write_function_case(&dir, &name, &mut session, function, args);
             n_cases += 1;
         }
     }
