@@ -240,12 +240,15 @@ fn write_function_case(
     write_case(dir, name, &module, &inputs, &expected);
 }
 
+/// A function to export and the arguments (dx expressions) to call it with.
+type Call = (&'static str, &'static [&'static str]);
+
 #[test]
 fn the_examples_losses_and_gradients_give_dx_values_on_xla() {
     let dir = case_folder("examples");
     // Each file, definitions added to it (none, or functions of its values), and the
     // functions exported with their arguments.
-    let cases: &[(&str, &str, &[(&str, &[&str])])] = &[
+    let cases: &[(&str, &str, &[Call])] = &[
         (
             "mlp.dx",
             "",
