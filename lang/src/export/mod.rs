@@ -10,7 +10,11 @@
 //! - `stablehlo`: statements of the bulk IR to StableHLO operations, and the module.
 //! - `contract`: products summed over an axis, recognised as `dot_general`.
 //! - `prims`: elementwise primitives with dx's total semantics (division by zero, floored
-//!   `mod`, saturating casts).
+//!   `mod`, saturating casts, Threefry in 32-bit words).
+//!
+//! Not handled here: which functions can be exported at all is the session's question
+//! (`Session::export`: first-order arguments and results of static shapes; arguments are
+//! typed by the function's signature, not by example arguments).
 
 mod contract;
 pub mod mlir;
