@@ -27,7 +27,7 @@ pub(super) fn is_rich(command: Command, expr: &Expr) -> bool {
     match command {
         Command::Plot | Command::PlotGrad | Command::Table => true,
         Command::Print => matches!(&expr.kind, ExprKind::Lit(Lit::Str(_))),
-        Command::Type | Command::Stages => false,
+        Command::Type | Command::Stages | Command::Help => false,
     }
 }
 
@@ -79,7 +79,7 @@ impl Session {
                 };
                 (output, evaluated)
             }
-            Command::Print | Command::Type | Command::Stages => match &expr.kind {
+            Command::Print | Command::Type | Command::Stages | Command::Help => match &expr.kind {
                 ExprKind::Lit(Lit::Str(text)) => (Output::Text(text.clone()), Evaluated::default()),
                 _ => return Err(super::internal_diagnostic("not a rich command")),
             },
@@ -111,7 +111,7 @@ impl Session {
     ) -> Result<(DisplayValue, Evaluated), Diagnostic> {
         let texpr = Infer::new(&mut self.env)
             .infer_top_expr(expr)
-            .map_err(type_error)?;
+            .map_err(|err| type_error(&mut self.more_errors, err))?;
         if texpr.ty.contains_fun() {
             return Err(Diagnostic {
                 kind: ErrorKind::Type,

@@ -41,7 +41,7 @@ class DxKernelTests(jkt.KernelTests):
     completion_samples = [
         {"text": "logsumex", "matches": {"logsumexp"}},
         {"text": ":plotg", "matches": {":plotgrad"}},
-        {"text": "for i. maxim", "matches": {"maximum"}},
+        {"text": "for i. maxim", "matches": {"maximum", "maximum_by"}},
     ]
     complete_code_samples = [":p 1 + 2", "def f(x: Float) -> Float = x * x", "x = 3.0"]
     incomplete_code_samples = [":p (1 +", "def f(x: Float) -> Float ="]
@@ -226,7 +226,11 @@ class NotebookTests(unittest.TestCase):
                 subprocess.run([os.environ["DX_BIN"], "convert", os.path.join(examples, name), path], check=True)
                 notebook = nbformat.read(path, as_version=4)
                 nbformat.validate(notebook)
-                nbclient.NotebookClient(notebook, kernel_name="dx", timeout=TIMEOUT).execute()
+                # The kernel runs in the example's folder (Jupyter starts kernels in the
+                # notebook's folder), so data paths resolve as in `dx run`.
+                nbclient.NotebookClient(
+                    notebook, kernel_name="dx", timeout=TIMEOUT, resources={"metadata": {"path": examples}}
+                ).execute()
 
 
     def test_the_tour_runs_and_its_plotgrad_is_a_picture(self):
