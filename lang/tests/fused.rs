@@ -15,18 +15,23 @@ fn outputs(session: &mut Session, src: &str) -> Vec<Output> {
         .collect()
 }
 
-/// The text of the `fused` stage of an expression.
-fn fused_stage(session: &mut Session, expr: &str) -> String {
+/// The text of stage `stage` of an expression.
+fn stage_text(session: &mut Session, stage: &str, expr: &str) -> String {
     let got = outputs(
         session,
-        &format!(":stages on fused\n:p {expr}\n:stages off\n"),
+        &format!(":stages on {stage}\n:p {expr}\n:stages off\n"),
     );
     got.iter()
         .find_map(|output| match output {
-            Output::Stage { name, text } if name == "fused" => Some(text.clone()),
+            Output::Stage { name, text } if name == stage => Some(text.clone()),
             _ => None,
         })
-        .unwrap_or_else(|| panic!("no fused stage in {got:?}"))
+        .unwrap_or_else(|| panic!("no {stage} stage in {got:?}"))
+}
+
+/// The text of the `fused` stage of an expression.
+fn fused_stage(session: &mut Session, expr: &str) -> String {
+    stage_text(session, "fused", expr)
 }
 
 fn count_lines(text: &str, prefix: &str) -> usize {
@@ -76,6 +81,54 @@ fn the_matmul_loss_gradient_uses_two_matrix_products_and_no_cube() {
             "a cube is computed: {line}\n{text}"
         );
     }
+}
+
+#[test]
+fn the_run_stage_profiles_every_step_of_the_schedule() {
+    let mut session = session(Engine::Fused);
+    outputs(
+        &mut session,
+        "m = 64\na : (Fin m)=>(Fin m)=>Float = for i j. sin (n_to_f (ordinal i * 7 + ordinal j))\n",
+    );
+    let expr = "sum for i. sum for k. (sum for j. a[i, j] * a[j, k]) * a[i, k]";
+    let fused = fused_stage(&mut session, expr);
+    let run = stage_text(&mut session, "run", expr);
+    let lines: Vec<&str> = run.lines().collect();
+    // The compile times of every pass of the pipeline, then the run's total.
+    assert!(lines[0].starts_with("compile: "), "{run}");
+    for pass in dx_lang::passes::PIPELINE {
+        assert!(lines[0].contains(&format!("{} ", pass.name)), "{run}");
+    }
+    let n_steps =
+        count_lines(&fused, "kernel") + count_lines(&fused, "matmul") + count_lines(&fused, "bulk");
+    assert!(
+        lines[1].starts_with("run: ") && lines[1].ends_with(&format!("in {n_steps} steps")),
+        "{run}"
+    );
+    // One line per step, numbered as in the `fused` stage; the matrix product is measured in
+    // GFLOP/s (2·64³ flops), the kernels in GB/s.
+    let steps: Vec<&str> = lines[2..].to_vec();
+    assert_eq!(steps.len(), n_steps, "{run}");
+    for (number, line) in steps.iter().enumerate() {
+        assert!(
+            line.trim_start().starts_with(&format!("k{number} ")),
+            "{run}"
+        );
+    }
+    let matmul = steps
+        .iter()
+        .find(|line| line.contains("matmul"))
+        .unwrap_or_else(|| panic!("{run}"));
+    assert!(
+        matmul.ends_with("GFLOP/s") && matmul.contains("wrote 16.4 KB"),
+        "{run}"
+    );
+    assert!(
+        steps
+            .iter()
+            .any(|line| line.contains("kernel") && line.ends_with("GB/s")),
+        "{run}"
+    );
 }
 
 #[test]

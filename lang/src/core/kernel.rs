@@ -29,6 +29,8 @@ use std::fmt;
 use super::ids::IdVec;
 use super::ir::{Atom, Elem, Program, Scalar, VarId};
 use super::print::{atom_text, scalar_text, shape_text, stmt_text, var_text as var_name};
+use super::verify::{expr_atoms, expr_blocks};
+use super::visit::{collect_uses, var_of};
 use crate::define_id;
 use crate::prim::Prim;
 
@@ -183,6 +185,41 @@ impl Step {
             Step::Kernel(kernel) => vec![kernel.output.0],
             Step::MatMul(matmul) => vec![matmul.out],
             Step::Stmt(index) => program.blocks[program.main].stmts[*index].binders.clone(),
+        }
+    }
+
+    /// The variables this step reads (for a statement, also those its inner blocks use).
+    pub fn reads(&self, program: &Program) -> Vec<VarId> {
+        match self {
+            Step::Kernel(kernel) => kernel.reads(),
+            Step::MatMul(matmul) if matmul.lhs.var == matmul.rhs.var => vec![matmul.lhs.var],
+            Step::MatMul(matmul) => vec![matmul.lhs.var, matmul.rhs.var],
+            Step::Stmt(index) => {
+                let expr = &program.blocks[program.main].stmts[*index].expr;
+                let mut vars: Vec<VarId> =
+                    expr_atoms(expr).into_iter().filter_map(var_of).collect();
+                for block in expr_blocks(expr) {
+                    collect_uses(program, block, &mut vars);
+                }
+                let mut seen = Vec::new();
+                vars.retain(|var| {
+                    let new = !seen.contains(var);
+                    seen.push(*var);
+                    new
+                });
+                vars
+            }
+        }
+    }
+
+    /// Floating-point operations of a matrix product (2 per multiply-add); `None` for other
+    /// steps, which are measured in bytes moved.
+    pub fn flops(&self) -> Option<u64> {
+        match self {
+            Step::MatMul(matmul) => {
+                Some(2 * matmul.shape.iter().map(|&dim| dim as u64).product::<u64>())
+            }
+            Step::Kernel(_) | Step::Stmt(_) => None,
         }
     }
 }

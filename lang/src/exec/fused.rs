@@ -22,11 +22,13 @@
 //! abort. A value is dropped after the last step that reads it.
 
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use faer::{Accum, MatMut, MatRef, Par};
 use rayon::prelude::*;
 
 use super::lanes::{eval_prim, with_column, Column, Lane, LaneElem, LINE};
+use super::profile::StepProfile;
 use super::reduce::{ColumnSums, RUN_LEVEL};
 use super::tensor::{from_vec, Element, Tensor};
 use super::{Exec, Res, Slot, PAR_THRESHOLD};
@@ -35,8 +37,7 @@ use crate::core::ir::{Atom, Elem, Program, VarId};
 use crate::core::kernel::{
     Affine, Coord, Kernel, MatMul, MatOperand, Node, NodeId, Schedule, Step,
 };
-use crate::core::verify::{expr_atoms, expr_blocks};
-use crate::core::visit::{collect_uses, var_of};
+use crate::core::visit::var_of;
 use crate::passes::fuse::row_major_strides;
 use crate::prim::sum_order::{self, TreeSum, LEAF};
 
@@ -56,6 +57,7 @@ impl Exec<'_> {
             for var in step.outputs(program) {
                 check_size(program, var, step_op(step, main))?;
             }
+            let start = Instant::now();
             match step {
                 Step::Kernel(kernel) => {
                     let tensor = self.run_kernel(kernel)?;
@@ -75,6 +77,9 @@ impl Exec<'_> {
                     }
                 }
             }
+            self.report
+                .steps
+                .push(StepProfile::of(program, step, start.elapsed()));
             self.release(dying);
         }
         Ok(main.results.iter().map(|atom| self.slot(atom)).collect())
@@ -139,19 +144,7 @@ fn dying_after_steps(program: &Program, schedule: &Schedule) -> Vec<Vec<VarId>> 
     let kept: Vec<VarId> = main.results.iter().copied().filter_map(var_of).collect();
     let mut last: std::collections::HashMap<VarId, usize> = std::collections::HashMap::new();
     for (step_idx, step) in schedule.steps.iter().enumerate() {
-        let reads: Vec<VarId> = match step {
-            Step::Kernel(kernel) => kernel.reads(),
-            Step::MatMul(matmul) => vec![matmul.lhs.var, matmul.rhs.var],
-            Step::Stmt(index) => {
-                let expr = &main.stmts[*index].expr;
-                let mut vars: Vec<VarId> =
-                    expr_atoms(expr).into_iter().filter_map(var_of).collect();
-                for block in expr_blocks(expr) {
-                    collect_uses(program, block, &mut vars);
-                }
-                vars
-            }
-        };
+        let reads = step.reads(program);
         for var in reads.into_iter().chain(step.outputs(program)) {
             last.insert(var, step_idx);
         }

@@ -74,6 +74,7 @@ mod elementwise;
 mod fused;
 mod indexing;
 mod lanes;
+pub mod profile;
 mod reduce;
 mod scalar_loop;
 pub mod tensor;
@@ -124,6 +125,8 @@ pub struct ExecReport {
     pub matmuls: usize,
     /// `fold`/`scan` statements whose bodies ran on scalar registers (`scalar_loop`).
     pub scalar_loops: usize,
+    /// What each step of the schedule cost (by `run_fused`; the `run` stage).
+    pub steps: Vec<profile::StepProfile>,
 }
 
 /// Runs `program` on `inputs` (bound to `program.inputs` in order) and returns the results of
