@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::session;
+use common::{session, value};
 use dx_lang::session::{Engine, Output, Session};
 
 /// The outputs of a source without its timings.
@@ -38,14 +38,6 @@ fn count_lines(text: &str, prefix: &str) -> usize {
     text.lines()
         .filter(|line| line.trim_start().starts_with(prefix))
         .count()
-}
-
-fn value(session: &mut Session, src: &str) -> String {
-    let got = outputs(session, src);
-    match got.last() {
-        Some(Output::Value(text)) => text.clone(),
-        other => panic!("expected a value from {src:?}, got {other:?} (all: {got:?})"),
-    }
 }
 
 const DEFS: &str = "n = 100000\nx : (Fin n)=>Float = for i. sin (n_to_f (ordinal i))\ny : (Fin n)=>Float = for i. cos (n_to_f (ordinal i))\n";
@@ -129,6 +121,52 @@ fn the_run_stage_profiles_every_step_of_the_schedule() {
             .any(|line| line.contains("kernel") && line.ends_with("GB/s")),
         "{run}"
     );
+}
+
+/// A training loop: gradient steps on a weight table, and the same with the gradient through
+/// the loop (its backward scan carries tables too).
+const TRAINING: &str = "\
+xs : (Fin 300)=>Float = for i. sin (n_to_f (ordinal i))
+ys : (Fin 300)=>Float = for i. cos (n_to_f (ordinal i) * 0.5)
+w0 : (Fin 300)=>Float = for i. 0.01 * n_to_f (ordinal i)
+def loss(w: (Fin 300)=>Float) -> Float = sum for i. sq (w[i] * xs[i] - ys[i])
+def train(w: (Fin 300)=>Float) -> (Fin 300)=>Float =
+  fold(w, \\t:(Fin 25) v. for i. v[i] - 0.05 * (grad loss v)[i])
+";
+
+#[test]
+fn loop_bodies_over_tables_run_as_kernels_and_agree_with_the_interpreter() {
+    let exprs = ["sum (train w0)", "sum (grad (\\w. loss (train w)) w0)"];
+    let mut reference = session(Engine::Reference);
+    let set_up = outputs(&mut reference, TRAINING);
+    assert!(set_up.is_empty(), "{set_up:?}");
+    let mut fused = session(Engine::Fused);
+    outputs(&mut fused, TRAINING);
+    for expr in exprs {
+        let text = fused_stage(&mut fused, expr);
+        // The loop's body is a schedule of kernels, not statements for the bulk evaluator.
+        let loops: Vec<&str> = text
+            .lines()
+            .filter(|line| line.trim_start().starts_with("loop"))
+            .collect();
+        assert!(!loops.is_empty(), "{expr}: no loop with a schedule\n{text}");
+        let body_kernels = text
+            .lines()
+            .filter(|line| line.starts_with("      kernel") || line.starts_with("      matmul"))
+            .count();
+        assert!(body_kernels > 0, "{expr}: no kernel in a loop body\n{text}");
+        let src = format!(":p {expr}\n");
+        assert_eq!(
+            value(&mut fused, &src),
+            value(&mut reference, &src),
+            "{expr}\n{text}"
+        );
+        let report = fused.last_run().expect("a run report");
+        assert!(
+            report.kernels > 25,
+            "{expr}: the body's kernels ran once per step: {report:?}"
+        );
+    }
 }
 
 #[test]

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use crate::core::ir::Program;
+use crate::core::ir::{BlockId, Program};
 use crate::core::kernel::Step;
 
 use super::fused::elem_bytes;
@@ -24,8 +24,8 @@ pub struct StepProfile {
 }
 
 impl StepProfile {
-    /// The profile of `step` when it took `time`.
-    pub fn of(program: &Program, step: &Step, time: Duration) -> StepProfile {
+    /// The profile of `step` (of a schedule of `block`) when it took `time`.
+    pub fn of(program: &Program, block: BlockId, step: &Step, time: Duration) -> StepProfile {
         let bytes = |vars: Vec<_>| -> u64 {
             vars.into_iter()
                 .map(|var| {
@@ -37,8 +37,8 @@ impl StepProfile {
         };
         StepProfile {
             time,
-            bytes_read: bytes(step.reads(program)),
-            bytes_written: bytes(step.outputs(program)),
+            bytes_read: bytes(step.reads(program, block)),
+            bytes_written: bytes(step.outputs(program, block)),
             flops: step.flops(),
         }
     }

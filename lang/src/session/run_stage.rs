@@ -39,12 +39,15 @@ pub fn render(
             Step::Kernel(kernel) if kernel.reduce => "kernel (sum)".to_string(),
             Step::Kernel(_) => "kernel".to_string(),
             Step::MatMul(_) => "matmul".to_string(),
-            Step::Stmt(index) => {
-                format!(
-                    "bulk {}",
-                    crate::core::print::expr_name(&main.stmts[*index].expr)
-                )
-            }
+            Step::Stmt(index) => format!(
+                "{} {}",
+                if schedule.loop_body(program, step).is_some() {
+                    "loop"
+                } else {
+                    "bulk"
+                },
+                crate::core::print::expr_name(&main.stmts[*index].expr)
+            ),
         };
         let seconds = profile.time.as_secs_f64();
         let rate = match profile.flops {
