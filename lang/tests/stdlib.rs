@@ -6,7 +6,7 @@
 mod common;
 
 use common::{outputs, session, value};
-use dx_lang::session::{Engine, ErrorKind, Output, Session};
+use dx_lang::session::{Engine, ErrorKind, Output};
 
 const RANDOM_TABLE: &str =
     "for i:(Fin 3000) j:(Fin 7). (rand (ixkey (new_key 11) (i, j)), randn (ixkey (new_key 3) (i, j)))";
