@@ -19,6 +19,7 @@ use crate::core::ir::Program;
 use crate::core::value::{Array, Value};
 use crate::data::DataOp;
 use crate::display::{format_value, DisplayValue};
+use crate::exec::profile::StepProfile;
 use crate::exec::ExecConfig;
 use crate::export::stablehlo::Input;
 use crate::passes::lower::{leaf_types, GlobalValue, LowerError, Lowerer};
@@ -28,6 +29,7 @@ use crate::syntax::ast::{CodeBlock, Command, Decl, Ident, LetBinding, Pattern, P
 use crate::syntax::{Chunk, ChunkKind, Span};
 
 mod rich;
+mod run_stage;
 
 /// Options of a session.
 #[derive(Clone, Debug)]
@@ -66,6 +68,17 @@ pub enum Engine {
     Bulk,
     /// The reference interpreter (`core::interp`): element by element; the tests' oracle.
     Reference,
+}
+
+impl Engine {
+    /// How messages name the engine.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Fused => "fused engine",
+            Engine::Bulk => "bulk evaluator",
+            Engine::Reference => "reference interpreter",
+        }
+    }
 }
 
 /// What ran the last evaluated expression.
@@ -1052,7 +1065,11 @@ impl Session {
             piped,
         } = self.compile(texpr, &cx.stages)?;
         evaluated.compile = compile_start.elapsed();
-        for stage in cx.stages.iter().filter(|stage| *stage != "parse") {
+        for stage in cx
+            .stages
+            .iter()
+            .filter(|stage| !["parse", "run"].contains(&stage.as_str()))
+        {
             let text = match stage.as_str() {
                 "typed" => {
                     crate::check::print::print_typed(texpr, &|local| self.env.local_name(local))
@@ -1094,6 +1111,7 @@ impl Session {
         }
         let program = piped.program;
         let schedule = piped.schedule;
+        let pass_times = piped.times;
         let engine = match self.config.engine {
             // Strict out-of-range errors come in the interpreter's order only from the bulk
             // evaluator (its Note [Strict errors in bulk]).
@@ -1101,7 +1119,7 @@ impl Session {
             engine => engine,
         };
         let interrupt = Some(self.interrupt.clone());
-        let run = || -> Result<(Vec<Array>, RunReport), InterpError> {
+        let run = || -> Result<(Vec<Array>, RunReport, Vec<StepProfile>), InterpError> {
             match engine {
                 Engine::Fused => {
                     let config = ExecConfig {
@@ -1111,14 +1129,14 @@ impl Session {
                     let schedule = schedule.as_ref().expect("the pipeline ends with `fuse`");
                     let (arrays, report) =
                         crate::exec::run_fused(&program, schedule, &inputs, &config)?;
-                    let report = RunReport {
+                    let run_report = RunReport {
                         engine,
                         statements: report.statements,
                         kernels: report.kernels,
                         matmuls: report.matmuls,
                         build1_fallbacks: report.build1_fallbacks,
                     };
-                    Ok((arrays, report))
+                    Ok((arrays, run_report, report.steps))
                 }
                 Engine::Bulk => {
                     let config = ExecConfig {
@@ -1134,7 +1152,7 @@ impl Session {
                         matmuls: 0,
                         build1_fallbacks: report.build1_fallbacks,
                     };
-                    Ok((arrays, report))
+                    Ok((arrays, report, Vec::new()))
                 }
                 Engine::Reference => {
                     let config = InterpConfig {
@@ -1151,14 +1169,31 @@ impl Session {
                             matmuls: 0,
                             build1_fallbacks: 0,
                         },
+                        Vec::new(),
                     ))
                 }
             }
         };
         let run_start = Instant::now();
-        let (arrays, report) = run().map_err(|err| runtime_error(err, &program))?;
+        let (arrays, report, steps) = run().map_err(|err| runtime_error(err, &program))?;
         evaluated.run = run_start.elapsed();
         self.last_run = Some(report);
+        if cx.stages.iter().any(|stage| stage == "run") {
+            let text = match (&schedule, engine) {
+                (Some(schedule), Engine::Fused) => {
+                    run_stage::render(&program, schedule, &pass_times, &steps)
+                }
+                _ => format!(
+                    "(the `run` stage profiles the fused engine; this block ran on the {} in {})",
+                    engine.name(),
+                    format_duration(evaluated.run)
+                ),
+            };
+            evaluated.outputs.push(Output::Stage {
+                name: "run".to_string(),
+                text,
+            });
+        }
         if cx.bench.as_ref().is_some_and(Option::is_some) {
             let mut times = Vec::new();
             let bench_start = Instant::now();
@@ -1211,6 +1246,7 @@ fn all_stages() -> Vec<&'static str> {
     ["parse", "typed", "core"]
         .into_iter()
         .chain(pipeline::stages())
+        .chain(["run"])
         .collect()
 }
 

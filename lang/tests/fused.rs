@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::session;
+use common::{session, value};
 use dx_lang::session::{Engine, Output, Session};
 
 /// The outputs of a source without its timings.
@@ -15,32 +15,29 @@ fn outputs(session: &mut Session, src: &str) -> Vec<Output> {
         .collect()
 }
 
-/// The text of the `fused` stage of an expression.
-fn fused_stage(session: &mut Session, expr: &str) -> String {
+/// The text of stage `stage` of an expression.
+fn stage_text(session: &mut Session, stage: &str, expr: &str) -> String {
     let got = outputs(
         session,
-        &format!(":stages on fused\n:p {expr}\n:stages off\n"),
+        &format!(":stages on {stage}\n:p {expr}\n:stages off\n"),
     );
     got.iter()
         .find_map(|output| match output {
-            Output::Stage { name, text } if name == "fused" => Some(text.clone()),
+            Output::Stage { name, text } if name == stage => Some(text.clone()),
             _ => None,
         })
-        .unwrap_or_else(|| panic!("no fused stage in {got:?}"))
+        .unwrap_or_else(|| panic!("no {stage} stage in {got:?}"))
+}
+
+/// The text of the `fused` stage of an expression.
+fn fused_stage(session: &mut Session, expr: &str) -> String {
+    stage_text(session, "fused", expr)
 }
 
 fn count_lines(text: &str, prefix: &str) -> usize {
     text.lines()
         .filter(|line| line.trim_start().starts_with(prefix))
         .count()
-}
-
-fn value(session: &mut Session, src: &str) -> String {
-    let got = outputs(session, src);
-    match got.last() {
-        Some(Output::Value(text)) => text.clone(),
-        other => panic!("expected a value from {src:?}, got {other:?} (all: {got:?})"),
-    }
 }
 
 const DEFS: &str = "n = 100000\nx : (Fin n)=>Float = for i. sin (n_to_f (ordinal i))\ny : (Fin n)=>Float = for i. cos (n_to_f (ordinal i))\n";
@@ -74,6 +71,100 @@ fn the_matmul_loss_gradient_uses_two_matrix_products_and_no_cube() {
         assert!(
             !line.contains("[64, 64, 64]"),
             "a cube is computed: {line}\n{text}"
+        );
+    }
+}
+
+#[test]
+fn the_run_stage_profiles_every_step_of_the_schedule() {
+    let mut session = session(Engine::Fused);
+    outputs(
+        &mut session,
+        "m = 64\na : (Fin m)=>(Fin m)=>Float = for i j. sin (n_to_f (ordinal i * 7 + ordinal j))\n",
+    );
+    let expr = "sum for i. sum for k. (sum for j. a[i, j] * a[j, k]) * a[i, k]";
+    let fused = fused_stage(&mut session, expr);
+    let run = stage_text(&mut session, "run", expr);
+    let lines: Vec<&str> = run.lines().collect();
+    // The compile times of every pass of the pipeline, then the run's total.
+    assert!(lines[0].starts_with("compile: "), "{run}");
+    for pass in dx_lang::passes::PIPELINE {
+        assert!(lines[0].contains(&format!("{} ", pass.name)), "{run}");
+    }
+    let n_steps =
+        count_lines(&fused, "kernel") + count_lines(&fused, "matmul") + count_lines(&fused, "bulk");
+    assert!(
+        lines[1].starts_with("run: ") && lines[1].ends_with(&format!("in {n_steps} steps")),
+        "{run}"
+    );
+    // One line per step, numbered as in the `fused` stage; the matrix product is measured in
+    // GFLOP/s (2·64³ flops), the kernels in GB/s.
+    let steps: Vec<&str> = lines[2..].to_vec();
+    assert_eq!(steps.len(), n_steps, "{run}");
+    for (number, line) in steps.iter().enumerate() {
+        assert!(
+            line.trim_start().starts_with(&format!("k{number} ")),
+            "{run}"
+        );
+    }
+    let matmul = steps
+        .iter()
+        .find(|line| line.contains("matmul"))
+        .unwrap_or_else(|| panic!("{run}"));
+    assert!(
+        matmul.ends_with("GFLOP/s") && matmul.contains("wrote 16.4 KB"),
+        "{run}"
+    );
+    assert!(
+        steps
+            .iter()
+            .any(|line| line.contains("kernel") && line.ends_with("GB/s")),
+        "{run}"
+    );
+}
+
+/// A training loop: gradient steps on a weight table, and the same with the gradient through
+/// the loop (its backward scan carries tables too).
+const TRAINING: &str = "\
+xs : (Fin 300)=>Float = for i. sin (n_to_f (ordinal i))
+ys : (Fin 300)=>Float = for i. cos (n_to_f (ordinal i) * 0.5)
+w0 : (Fin 300)=>Float = for i. 0.01 * n_to_f (ordinal i)
+def loss(w: (Fin 300)=>Float) -> Float = sum for i. sq (w[i] * xs[i] - ys[i])
+def train(w: (Fin 300)=>Float) -> (Fin 300)=>Float =
+  fold(w, \\t:(Fin 25) v. for i. v[i] - 0.05 * (grad loss v)[i])
+";
+
+#[test]
+fn loop_bodies_over_tables_run_as_kernels_and_agree_with_the_interpreter() {
+    let exprs = ["sum (train w0)", "sum (grad (\\w. loss (train w)) w0)"];
+    let mut reference = session(Engine::Reference);
+    let set_up = outputs(&mut reference, TRAINING);
+    assert!(set_up.is_empty(), "{set_up:?}");
+    let mut fused = session(Engine::Fused);
+    outputs(&mut fused, TRAINING);
+    for expr in exprs {
+        let text = fused_stage(&mut fused, expr);
+        // The loop's body is a schedule of kernels, not statements for the bulk evaluator.
+        let loops: Vec<&str> = text
+            .lines()
+            .filter(|line| line.trim_start().starts_with("loop"))
+            .collect();
+        assert!(!loops.is_empty(), "{expr}: no loop with a schedule\n{text}");
+        let body_kernels = text
+            .lines()
+            .filter(|line| line.starts_with("      kernel") || line.starts_with("      matmul"))
+            .count();
+        assert!(body_kernels > 0, "{expr}: no kernel in a loop body\n{text}");
+        let src = format!(":p {expr}\n");
+        assert_eq!(
+            value(&mut fused, &src),
+            value(&mut reference, &src),
+            "{expr}\n{text}"
+        );
+        let report = fused.last_run().expect("a run report");
+        assert!(
+            report.kernels > 25,
+            "{expr}: the body's kernels ran once per step: {report:?}"
         );
     }
 }

@@ -5,16 +5,8 @@
 
 mod common;
 
-use common::{outputs, session};
-use dx_lang::session::{Engine, ErrorKind, Output, Session};
-
-fn value(session: &mut Session, src: &str) -> String {
-    let got = outputs(session, src);
-    match got.last() {
-        Some(Output::Value(text)) => text.clone(),
-        other => panic!("expected a value from {src:?}, got {other:?} (all: {got:?})"),
-    }
-}
+use common::{outputs, session, value};
+use dx_lang::session::{Engine, ErrorKind, Output};
 
 const RANDOM_TABLE: &str =
     "for i:(Fin 3000) j:(Fin 7). (rand (ixkey (new_key 11) (i, j)), randn (ixkey (new_key 3) (i, j)))";

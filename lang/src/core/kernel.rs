@@ -27,8 +27,10 @@
 use std::fmt;
 
 use super::ids::IdVec;
-use super::ir::{Atom, Elem, Program, Scalar, VarId};
+use super::ir::{Atom, BlockId, Elem, Program, Scalar, VarId};
 use super::print::{atom_text, scalar_text, shape_text, stmt_text, var_text as var_name};
+use super::verify::{expr_atoms, expr_blocks};
+use super::visit::{collect_uses, var_of};
 use crate::define_id;
 use crate::prim::Prim;
 
@@ -177,20 +179,65 @@ pub enum Step {
 }
 
 impl Step {
-    /// The variables this step binds.
-    pub fn outputs(&self, program: &Program) -> Vec<VarId> {
+    /// The variables this step of a schedule of `block` binds.
+    pub fn outputs(&self, program: &Program, block: BlockId) -> Vec<VarId> {
         match self {
             Step::Kernel(kernel) => vec![kernel.output.0],
             Step::MatMul(matmul) => vec![matmul.out],
-            Step::Stmt(index) => program.blocks[program.main].stmts[*index].binders.clone(),
+            Step::Stmt(index) => program.blocks[block].stmts[*index].binders.clone(),
+        }
+    }
+
+    /// The variables this step of a schedule of `block` reads (for a statement, also those
+    /// its inner blocks use).
+    pub fn reads(&self, program: &Program, block: BlockId) -> Vec<VarId> {
+        match self {
+            Step::Kernel(kernel) => kernel.reads(),
+            Step::MatMul(matmul) if matmul.lhs.var == matmul.rhs.var => vec![matmul.lhs.var],
+            Step::MatMul(matmul) => vec![matmul.lhs.var, matmul.rhs.var],
+            Step::Stmt(index) => {
+                let expr = &program.blocks[block].stmts[*index].expr;
+                let mut vars: Vec<VarId> =
+                    expr_atoms(expr).into_iter().filter_map(var_of).collect();
+                for block in expr_blocks(expr) {
+                    collect_uses(program, block, &mut vars);
+                }
+                let mut seen = Vec::new();
+                vars.retain(|var| {
+                    let new = !seen.contains(var);
+                    seen.push(*var);
+                    new
+                });
+                vars
+            }
+        }
+    }
+
+    /// Floating-point operations of a matrix product (2 per multiply-add); `None` for other
+    /// steps, which are measured in bytes moved.
+    pub fn flops(&self) -> Option<u64> {
+        match self {
+            Step::MatMul(matmul) => {
+                Some(2 * matmul.shape.iter().map(|&dim| dim as u64).product::<u64>())
+            }
+            Step::Kernel(_) | Step::Stmt(_) => None,
         }
     }
 }
 
-/// The main block of a bulk program as steps (see the module documentation).
-#[derive(Clone, Debug, Default, PartialEq)]
+/// A block of a bulk program as steps (see the module documentation): the main block, or
+/// the body of a loop.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Schedule {
+    /// The block whose statements the steps compute, and whose params and results the
+    /// schedule has.
+    pub block: BlockId,
     pub steps: Vec<Step>,
+    /// The schedules of the bodies of the `fold`s and `scan`s this schedule leaves to the
+    /// bulk evaluator (`Step::Stmt`) whose bodies compute tables: each iteration runs its
+    /// body's schedule. (Loops over scalars run on scalar registers instead,
+    /// `exec::scalar_loop`.)
+    pub loop_bodies: Vec<Schedule>,
 }
 
 impl Kernel {
@@ -230,6 +277,17 @@ impl Schedule {
             }
         }
         counts
+    }
+
+    /// The schedule of the body of `step` when it is a loop whose body was fused.
+    pub fn loop_body(&self, program: &Program, step: &Step) -> Option<&Schedule> {
+        let Step::Stmt(index) = step else {
+            return None;
+        };
+        let expr = &program.blocks[self.block].stmts[*index].expr;
+        expr_blocks(expr)
+            .into_iter()
+            .find_map(|body| self.loop_bodies.iter().find(|inner| inner.block == body))
     }
 
     /// Prints the schedule with variable names from `program` (the `fused` stage).
@@ -318,14 +376,16 @@ impl ScheduleDisplay<'_> {
 impl fmt::Display for ScheduleDisplay<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let program = self.program;
-        let main = &program.blocks[program.main];
-        let inputs: Vec<String> = program
-            .inputs
-            .iter()
-            .map(|&var| var_name(program, var))
-            .collect();
+        let schedule = self.schedule;
+        let block = &program.blocks[schedule.block];
+        let inputs = if schedule.block == program.main {
+            &program.inputs
+        } else {
+            &block.params
+        };
+        let inputs: Vec<String> = inputs.iter().map(|&var| var_name(program, var)).collect();
         writeln!(f, "schedule({}) {{", inputs.join(", "))?;
-        for (number, step) in self.schedule.steps.iter().enumerate() {
+        for (number, step) in schedule.steps.iter().enumerate() {
             match step {
                 Step::Kernel(kernel) => self.kernel(f, number, kernel)?,
                 Step::MatMul(matmul) => {
@@ -347,12 +407,37 @@ impl fmt::Display for ScheduleDisplay<'_> {
                     )?;
                 }
                 Step::Stmt(index) => {
-                    let stmt = &main.stmts[*index];
-                    writeln!(f, "  bulk k{number}: {}", stmt_text(program, stmt, 1))?;
+                    let stmt = &block.stmts[*index];
+                    match schedule.loop_body(program, step) {
+                        // A loop whose body runs as a schedule: the loop, then that schedule.
+                        Some(body) => {
+                            let binders: Vec<String> = stmt
+                                .binders
+                                .iter()
+                                .map(|&var| var_name(program, var))
+                                .collect();
+                            let init: Vec<String> = expr_atoms(&stmt.expr)
+                                .iter()
+                                .map(|atom| atom_text(program, atom))
+                                .collect();
+                            writeln!(
+                                f,
+                                "  loop k{number}: {} = {} ({}) each step:",
+                                binders.join(", "),
+                                crate::core::print::expr_name(&stmt.expr),
+                                init.join(", "),
+                            )?;
+                            let text = body.display(program).to_string();
+                            for line in text.lines() {
+                                writeln!(f, "    {line}")?;
+                            }
+                        }
+                        None => writeln!(f, "  bulk k{number}: {}", stmt_text(program, stmt, 1))?,
+                    }
                 }
             }
         }
-        let results: Vec<String> = main
+        let results: Vec<String> = block
             .results
             .iter()
             .map(|atom: &Atom| atom_text(program, atom))

@@ -21,12 +21,16 @@
 //! against the memory available (`check_size`): too large a request is a runtime error, not an
 //! abort. A value is dropped after the last step that reads it.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
 
 use faer::{Accum, MatMut, MatRef, Par};
 use rayon::prelude::*;
 
 use super::lanes::{eval_prim, with_column, Column, Lane, LaneElem, LINE};
+use super::profile::StepProfile;
 use super::reduce::{ColumnSums, RUN_LEVEL};
 use super::tensor::{from_vec, Element, Tensor};
 use super::{Exec, Res, Slot, PAR_THRESHOLD};
@@ -35,8 +39,7 @@ use crate::core::ir::{Atom, Elem, Program, VarId};
 use crate::core::kernel::{
     Affine, Coord, Kernel, MatMul, MatOperand, Node, NodeId, Schedule, Step,
 };
-use crate::core::verify::{expr_atoms, expr_blocks};
-use crate::core::visit::{collect_uses, var_of};
+use crate::core::visit::var_of;
 use crate::passes::fuse::row_major_strides;
 use crate::prim::sum_order::{self, TreeSum, LEAF};
 
@@ -46,16 +49,26 @@ const WIDE: usize = 64;
 const PANEL_ROWS: usize = 256;
 
 impl Exec<'_> {
-    /// Runs `schedule` (the main block of `self.program`) and returns the block's results.
-    pub(super) fn run_schedule(&mut self, schedule: &Schedule) -> Res<Vec<Slot>> {
+    /// Runs `schedule` with its block's params bound to `args` and returns the block's
+    /// results; with `profile`, records what each step cost (`ExecReport::steps`).
+    pub(super) fn run_schedule(
+        &mut self,
+        schedule: &Schedule,
+        args: Vec<Slot>,
+        profile: bool,
+    ) -> Res<Vec<Slot>> {
         let program = self.program;
-        let main = &program.blocks[program.main];
-        let dying = dying_after_steps(program, schedule);
-        for (step, dying) in schedule.steps.iter().zip(&dying) {
+        let block = &program.blocks[schedule.block];
+        for (&param, arg) in block.params.iter().zip(args) {
+            self.env[param] = Some(arg);
+        }
+        let dying = self.schedule_dying(schedule);
+        for (step, dying) in schedule.steps.iter().zip(dying.iter()) {
             self.check_interrupt()?;
-            for var in step.outputs(program) {
-                check_size(program, var, step_op(step, main))?;
+            for var in step.outputs(program, schedule.block) {
+                check_size(program, var, step_op(step, block))?;
             }
+            let start = Instant::now();
             match step {
                 Step::Kernel(kernel) => {
                     let tensor = self.run_kernel(kernel)?;
@@ -68,16 +81,62 @@ impl Exec<'_> {
                     self.report.matmuls += 1;
                 }
                 Step::Stmt(index) => {
-                    let stmt = &main.stmts[*index];
+                    let stmt = &block.stmts[*index];
                     let values = self.eval_stmt(stmt, None, dying)?;
                     for (&binder, value) in stmt.binders.iter().zip(values) {
                         self.env[binder] = Some(value);
                     }
                 }
             }
+            if profile {
+                let cost = StepProfile::of(program, schedule.block, step, start.elapsed());
+                self.report.steps.push(cost);
+            }
             self.release(dying);
         }
-        Ok(main.results.iter().map(|atom| self.slot(atom)).collect())
+        Ok(block.results.iter().map(|atom| self.slot(atom)).collect())
+    }
+
+    /// For each step of `schedule`, the variables of its block read for the last time by it
+    /// (or bound by it and never read): they are dropped after the step (Note [Releasing
+    /// values]). The block's results, and variables from outside a loop body, are kept.
+    fn schedule_dying(&mut self, schedule: &Schedule) -> Arc<Vec<Vec<VarId>>> {
+        if let Some(dying) = self.schedule_dying.get(&schedule.block) {
+            return dying.clone();
+        }
+        let program = self.program;
+        let block = &program.blocks[schedule.block];
+        let kept: Vec<VarId> = block.results.iter().copied().filter_map(var_of).collect();
+        let mut local: HashSet<VarId> = block.params.iter().copied().collect();
+        if schedule.block == program.main {
+            local.extend(&program.inputs);
+        }
+        let mut last: HashMap<VarId, usize> = HashMap::new();
+        for (step_idx, step) in schedule.steps.iter().enumerate() {
+            let outputs = step.outputs(program, schedule.block);
+            local.extend(&outputs);
+            for var in step
+                .reads(program, schedule.block)
+                .into_iter()
+                .chain(outputs)
+            {
+                if local.contains(&var) {
+                    last.insert(var, step_idx);
+                }
+            }
+        }
+        let mut dying = vec![Vec::new(); schedule.steps.len()];
+        for (var, step_idx) in last {
+            if !kept.contains(&var) {
+                dying[step_idx].push(var);
+            }
+        }
+        for vars in &mut dying {
+            vars.sort();
+        }
+        let dying = Arc::new(dying);
+        self.schedule_dying.insert(schedule.block, dying.clone());
+        dying
     }
 
     fn interrupt_requested(&self) -> bool {
@@ -132,49 +191,13 @@ impl Exec<'_> {
     }
 }
 
-/// For each step, the variables read for the last time by it (or bound by it and never read):
-/// they are dropped after the step. The results of `main` are kept.
-fn dying_after_steps(program: &Program, schedule: &Schedule) -> Vec<Vec<VarId>> {
-    let main = &program.blocks[program.main];
-    let kept: Vec<VarId> = main.results.iter().copied().filter_map(var_of).collect();
-    let mut last: std::collections::HashMap<VarId, usize> = std::collections::HashMap::new();
-    for (step_idx, step) in schedule.steps.iter().enumerate() {
-        let reads: Vec<VarId> = match step {
-            Step::Kernel(kernel) => kernel.reads(),
-            Step::MatMul(matmul) => vec![matmul.lhs.var, matmul.rhs.var],
-            Step::Stmt(index) => {
-                let expr = &main.stmts[*index].expr;
-                let mut vars: Vec<VarId> =
-                    expr_atoms(expr).into_iter().filter_map(var_of).collect();
-                for block in expr_blocks(expr) {
-                    collect_uses(program, block, &mut vars);
-                }
-                vars
-            }
-        };
-        for var in reads.into_iter().chain(step.outputs(program)) {
-            last.insert(var, step_idx);
-        }
-    }
-    let mut dying = vec![Vec::new(); schedule.steps.len()];
-    for (var, step_idx) in last {
-        if !kept.contains(&var) {
-            dying[step_idx].push(var);
-        }
-    }
-    for vars in &mut dying {
-        vars.sort();
-    }
-    dying
-}
-
 /// What a step is called in error messages.
-fn step_op(step: &Step, main: &crate::core::ir::Block) -> String {
+fn step_op(step: &Step, block: &crate::core::ir::Block) -> String {
     match step {
         Step::Kernel(kernel) if kernel.reduce => "sum".to_string(),
         Step::Kernel(_) => "for".to_string(),
         Step::MatMul(_) => "matrix product".to_string(),
-        Step::Stmt(index) => crate::core::print::expr_name(&main.stmts[*index].expr).to_string(),
+        Step::Stmt(index) => crate::core::print::expr_name(&block.stmts[*index].expr).to_string(),
     }
 }
 

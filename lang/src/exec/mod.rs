@@ -74,6 +74,7 @@ mod elementwise;
 mod fused;
 mod indexing;
 mod lanes;
+pub mod profile;
 mod reduce;
 mod scalar_loop;
 pub mod tensor;
@@ -124,6 +125,8 @@ pub struct ExecReport {
     pub matmuls: usize,
     /// `fold`/`scan` statements whose bodies ran on scalar registers (`scalar_loop`).
     pub scalar_loops: usize,
+    /// What each step of the schedule cost (by `run_fused`; the `run` stage).
+    pub steps: Vec<profile::StepProfile>,
 }
 
 /// Runs `program` on `inputs` (bound to `program.inputs` in order) and returns the results of
@@ -169,7 +172,8 @@ pub fn run_fused(
 ) -> Result<(Vec<Array>, ExecReport), InterpError> {
     let inputs: Vec<Tensor> = inputs.iter().map(Tensor::from_array).collect();
     let mut cx = Exec::new(program, config, inputs, false);
-    match cx.run_schedule(schedule) {
+    cx.add_loop_schedules(schedule);
+    match cx.run_schedule(schedule, Vec::new(), true) {
         Ok(results) => Ok((
             results
                 .into_iter()
@@ -310,12 +314,24 @@ struct Exec<'a> {
     /// Loop bodies compiled to scalar operations (`scalar_loop`), by body; `None` for a body
     /// that is not all scalars. Filled when a loop first runs.
     scalar_bodies: HashMap<BlockId, Option<Arc<ScalarBody>>>,
+    /// The schedules of loop bodies (`fused.rs`; empty on the bulk evaluator), by body.
+    loop_schedules: HashMap<BlockId, &'a Schedule>,
+    /// Per scheduled block, the variables dropped after each step (`Exec::schedule_dying`).
+    schedule_dying: HashMap<BlockId, Arc<Vec<Vec<VarId>>>>,
     report: ExecReport,
     /// Run `build1` in batch mode (tests only, see `run_inner`).
     batch_build1: bool,
 }
 
 impl<'a> Exec<'a> {
+    /// Registers the schedules of the loop bodies of `schedule`, at every depth.
+    fn add_loop_schedules(&mut self, schedule: &'a Schedule) {
+        for body in &schedule.loop_bodies {
+            self.loop_schedules.insert(body.block, body);
+            self.add_loop_schedules(body);
+        }
+    }
+
     fn new(
         program: &'a Program,
         config: &'a ExecConfig,
@@ -336,6 +352,8 @@ impl<'a> Exec<'a> {
             free_vars: filled(program.blocks.len(), None),
             dying: filled(program.blocks.len(), None),
             scalar_bodies: HashMap::new(),
+            loop_schedules: HashMap::new(),
+            schedule_dying: HashMap::new(),
             report: ExecReport::default(),
             batch_build1,
         };
@@ -569,7 +587,7 @@ impl Exec<'_> {
                     self.check_interrupt()?;
                     let mut args = vec![Slot::plain(Tensor::index(i as i64))];
                     args.extend(carry);
-                    carry = self.eval_block(*body, args, None)?;
+                    carry = self.run_loop_body(*body, args)?;
                 }
                 return Ok(carry.into_iter().map(|slot| slot.tensor).collect());
             }
@@ -586,7 +604,7 @@ impl Exec<'_> {
                     self.check_interrupt()?;
                     let mut args = vec![Slot::plain(Tensor::index(i as i64))];
                     args.extend(carry);
-                    let mut results = self.eval_block(*body, args, None)?;
+                    let mut results = self.run_loop_body(*body, args)?;
                     for (parts, y) in ys.iter_mut().zip(results.split_off(n_carry)) {
                         parts.push(y.tensor);
                     }
@@ -600,6 +618,15 @@ impl Exec<'_> {
             }
         };
         Ok(vec![res])
+    }
+
+    /// One step of a loop: the body's schedule when the fuser made one (Note [Loop bodies] in
+    /// `passes/fuse.rs`), else its statements one by one.
+    fn run_loop_body(&mut self, body: BlockId, args: Vec<Slot>) -> Res<Vec<Slot>> {
+        match self.loop_schedules.get(&body).copied() {
+            Some(schedule) => self.run_schedule(schedule, args, false),
+            None => self.eval_block(body, args, None),
+        }
     }
 
     /// Runs a `fold` or `scan` on scalar registers if its body is all scalars (see

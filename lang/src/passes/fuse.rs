@@ -23,15 +23,18 @@
 //! Which variables are materialised (Note [Materialise or recompute]) decides the kernels: one
 //! per materialised variable bound by a pull or reduction statement.
 //!
-//! Assumes a verified bulk program (no `build1` in `main`; nested blocks are not fused).
+//! Assumes a verified bulk program (no `build1` in `main`; loop bodies are fused, other nested blocks are not).
 //! Guarantees: running the schedule gives the values of running the program, bit for bit, for
 //! every kernel and within the matrix-product bound for `MatMul` steps (the product's sums run
 //! in `faer`'s order, not dx's); every coordinate a `Read` uses is in range (a gather or
 //! `index` that may read out of range masks the read and gives zero there, Note [Masked
 //! reads]).
 //!
-//! Does not handle yet (TODO(#7)): fusing into loop bodies (`fold`/`scan` bodies run on the
-//! bulk evaluator), several outputs per kernel (sibling fusion), reductions fused into
+//! The bodies of `fold`s and `scan`s over tables get schedules of their own (Note [Loop
+//! bodies]).
+//!
+//! Does not handle yet (TODO(#7)): `cond` branches and index functions with blocks (they run on
+//! the bulk evaluator), several outputs per kernel (sibling fusion), reductions fused into
 //! reductions, strict mode (the session runs `--strict` on the bulk evaluator).
 
 // Note [Materialise or recompute]
@@ -82,14 +85,28 @@ pub const PASS: Pass = Pass {
 pub const MATMUL_MIN_WORK: usize = 1 << 15;
 pub const MATMUL_MIN_DEPTH: usize = 16;
 
-/// Fuses the main block of `program`.
+/// Fuses the main block of `program`, and the bodies of its loops over tables.
 pub fn run(program: &Program) -> Schedule {
-    let fuser = Fuser::new(program);
-    let main = &program.blocks[program.main];
+    schedule_block(program, program.main)
+}
+
+/// The schedule of `block`: its statements as kernels, matrix products and bulk statements,
+/// with a schedule for the body of each `fold`/`scan` among the bulk statements that computes
+/// tables (Note [Loop bodies]).
+fn schedule_block(program: &Program, block: BlockId) -> Schedule {
+    let fuser = Fuser::new(program, block);
     let mut steps = Vec::new();
-    for (stmt_idx, stmt) in main.stmts.iter().enumerate() {
+    let mut loop_bodies = Vec::new();
+    for (stmt_idx, stmt) in fuser.block.stmts.iter().enumerate() {
         match fuser.kinds[stmt_idx] {
-            StmtKind::Bulk => steps.push(Step::Stmt(stmt_idx)),
+            StmtKind::Bulk => {
+                if let Expr::Fold { body, .. } | Expr::Scan { body, .. } = &stmt.expr {
+                    if !all_scalars(program, *body) {
+                        loop_bodies.push(schedule_block(program, *body));
+                    }
+                }
+                steps.push(Step::Stmt(stmt_idx));
+            }
             StmtKind::Reduce => {
                 let Expr::SumOuter(array) = &stmt.expr else {
                     unreachable!("only sumOuter is a reduction")
@@ -115,7 +132,35 @@ pub fn run(program: &Program) -> Schedule {
             }
         }
     }
-    Schedule { steps }
+    Schedule {
+        block,
+        steps,
+        loop_bodies,
+    }
+}
+
+// Note [Loop bodies]
+// ~~~~~~~~~~~~~~~~~~
+// A `fold` or `scan` runs its body once per step. A body whose values are all scalars runs on
+// scalar registers (`exec::scalar_loop`), so it gets no schedule. Any other body (a training
+// step updating weight tables, the backward scan of a gradient through a loop) is fused like
+// `main`: its params and the variables it uses from outside are inputs (reads), and each
+// step of the loop runs the body's kernels instead of one bulk operation per statement.
+
+/// Whether every value of a block (params, binders, results) is a scalar and it has no nested
+/// blocks: a loop body `exec::scalar_loop` runs on registers.
+fn all_scalars(program: &Program, block: BlockId) -> bool {
+    let block = &program.blocks[block];
+    let scalar = |var: &VarId| program.var_ty(*var).rank() == 0;
+    block.params.iter().all(scalar)
+        && block
+            .results
+            .iter()
+            .all(|atom| program.atom_ty(atom).rank() == 0)
+        && block
+            .stmts
+            .iter()
+            .all(|stmt| stmt.binders.iter().all(scalar) && expr_blocks(&stmt.expr).is_empty())
 }
 
 /// The coordinates `i0, i1, …` of the iteration space itself.
@@ -137,30 +182,32 @@ enum StmtKind {
 
 struct Fuser<'a> {
     program: &'a Program,
-    main: &'a Block,
+    /// The block being fused (`main` or a loop body).
+    block: &'a Block,
     kinds: Vec<StmtKind>,
-    /// The statement of `main` binding each variable.
+    /// The statement of the block binding each variable.
     def: HashMap<VarId, usize>,
     materialised: HashSet<VarId>,
 }
 
 impl<'a> Fuser<'a> {
-    fn new(program: &'a Program) -> Fuser<'a> {
-        let main = &program.blocks[program.main];
+    /// The fuser of `block` (`main` or a loop body).
+    fn new(program: &'a Program, block: BlockId) -> Fuser<'a> {
+        let block = &program.blocks[block];
         let mut def = HashMap::new();
-        for (stmt_idx, stmt) in main.stmts.iter().enumerate() {
+        for (stmt_idx, stmt) in block.stmts.iter().enumerate() {
             for &binder in &stmt.binders {
                 def.insert(binder, stmt_idx);
             }
         }
-        let kinds = main
+        let kinds = block
             .stmts
             .iter()
             .map(|stmt| stmt_kind(program, &stmt.expr))
             .collect();
         let mut fuser = Fuser {
             program,
-            main,
+            block,
             kinds,
             def,
             materialised: HashSet::new(),
@@ -173,13 +220,13 @@ impl<'a> Fuser<'a> {
     fn choose_materialised(&self) -> HashSet<VarId> {
         let program = self.program;
         let mut forced: HashSet<VarId> = self
-            .main
+            .block
             .results
             .iter()
             .copied()
             .filter_map(var_of)
             .collect();
-        for (stmt_idx, stmt) in self.main.stmts.iter().enumerate() {
+        for (stmt_idx, stmt) in self.block.stmts.iter().enumerate() {
             if matches!(self.kinds[stmt_idx], StmtKind::Bulk | StmtKind::Reduce) {
                 forced.extend(&stmt.binders);
             }
@@ -199,7 +246,7 @@ impl<'a> Fuser<'a> {
         // Weights, from the last statement back (readers come after what they read).
         let mut weight: HashMap<VarId, usize> = HashMap::new();
         let mut materialised = HashSet::new();
-        for (stmt_idx, stmt) in self.main.stmts.iter().enumerate().rev() {
+        for (stmt_idx, stmt) in self.block.stmts.iter().enumerate().rev() {
             let kind = self.kinds[stmt_idx];
             let binder = stmt.binders[0];
             let inlined = matches!(kind, StmtKind::View | StmtKind::Pull)
@@ -237,7 +284,7 @@ impl<'a> Fuser<'a> {
     }
 }
 
-/// How the fuser treats a statement of `main`.
+/// How the fuser treats a statement of the block it fuses.
 fn stmt_kind(program: &Program, expr: &Expr) -> StmtKind {
     match expr {
         Expr::Atom(_)
@@ -380,7 +427,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
         if let Some(&node) = self.pulled.get(&key) {
             return node;
         }
-        let stmt = &self.fuser.main.stmts[stmt_idx];
+        let stmt = &self.fuser.block.stmts[stmt_idx];
         let node = self.pull_expr(&stmt.expr, var, key.1.clone());
         self.pulled.insert(key, node);
         node
@@ -477,7 +524,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
             Atom::Lit(scalar) => Sym::Node(self.lit(*scalar)),
             Atom::Var(var) => match env.get(var) {
                 Some(sym) => sym.clone(),
-                // A variable of `main` (a scalar, so no coordinates).
+                // A variable of the block or from outside it (a scalar, so no coordinates).
                 None => Sym::Node(self.pull_var(*var, Vec::new())),
             },
         }

@@ -20,3 +20,13 @@ pub fn outputs(session: &mut Session, src: &str) -> Vec<Output> {
         .flat_map(|chunk| chunk.outputs)
         .collect()
 }
+
+/// The printed text of the last output of a source, which must be a value (a table's text
+/// form included).
+pub fn value(session: &mut Session, src: &str) -> String {
+    let got = outputs(session, src);
+    match got.last() {
+        Some(Output::Value(text) | Output::Table { text, .. }) => text.clone(),
+        other => panic!("expected a value from {src:?}, got {other:?} (all: {got:?})"),
+    }
+}

@@ -7,6 +7,7 @@ notebook that nbclient runs end to end.
 import base64
 import io
 import os
+import re
 import queue
 import subprocess
 import tempfile
@@ -41,7 +42,7 @@ class DxKernelTests(jkt.KernelTests):
     completion_samples = [
         {"text": "logsumex", "matches": {"logsumexp"}},
         {"text": ":plotg", "matches": {":plotgrad"}},
-        {"text": "for i. maxim", "matches": {"maximum"}},
+        {"text": "for i. maxim", "matches": {"maximum", "maximum_by"}},
     ]
     complete_code_samples = [":p 1 + 2", "def f(x: Float) -> Float = x * x", "x = 3.0"]
     incomplete_code_samples = [":p (1 +", "def f(x: Float) -> Float ="]
@@ -215,6 +216,13 @@ def plot_outputs(notebook):
                 yield cell.source, base64.b64decode(output["data"]["image/png"]), output["data"]["image/svg+xml"]
 
 
+def expects_error(cell):
+    """Whether a converted cell's recorded outputs (the literate file's `>` lines) hold an error."""
+    return cell.cell_type == "code" and any(
+        re.search(r"^[A-Z][a-z]+ error:", "".join(out.get("text", "")), re.M) for out in cell.outputs
+    )
+
+
 class NotebookTests(unittest.TestCase):
     def test_converted_examples_are_valid_notebooks_that_run(self):
         examples = os.path.join(os.path.dirname(os.environ["DX_TOUR"]))
@@ -226,7 +234,23 @@ class NotebookTests(unittest.TestCase):
                 subprocess.run([os.environ["DX_BIN"], "convert", os.path.join(examples, name), path], check=True)
                 notebook = nbformat.read(path, as_version=4)
                 nbformat.validate(notebook)
-                nbclient.NotebookClient(notebook, kernel_name="dx", timeout=TIMEOUT).execute()
+                # An example may show an error on purpose (its literate output says so); every
+                # other cell must run without one.
+                expected = [expects_error(cell) for cell in notebook.cells]
+                # The kernel runs in the example's folder (Jupyter starts kernels in the
+                # notebook's folder), so data paths resolve as in `dx run`.
+                nbclient.NotebookClient(
+                    notebook,
+                    kernel_name="dx",
+                    timeout=TIMEOUT,
+                    allow_errors=True,
+                    resources={"metadata": {"path": examples}},
+                ).execute()
+                got = [
+                    cell.cell_type == "code" and any(out.output_type == "error" for out in cell.outputs)
+                    for cell in notebook.cells
+                ]
+                self.assertEqual(got, expected, name)
 
 
     def test_the_tour_runs_and_its_plotgrad_is_a_picture(self):
