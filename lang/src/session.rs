@@ -20,6 +20,7 @@ use crate::core::value::{Array, Value};
 use crate::data::DataOp;
 use crate::display::{format_value, DisplayValue};
 use crate::exec::profile::StepProfile;
+use crate::exec::tensor::Tensor;
 use crate::exec::ExecConfig;
 use crate::export::stablehlo::Input;
 use crate::passes::lower::{leaf_types, GlobalValue, LowerError, Lowerer};
@@ -229,8 +230,9 @@ pub struct Session {
     interrupt: InterruptFlag,
     stages: Vec<String>,
     env: GlobalEnv,
-    /// Top-level values: their type and their arrays (one per leaf of the type).
-    values: HashMap<String, (Ty, Vec<Array>)>,
+    /// Top-level values: their type and their arrays (one per leaf of the type), as engine
+    /// values, so that a block reading them does not copy them.
+    values: HashMap<String, (Ty, Vec<Tensor>)>,
     imported: HashSet<String>,
     /// What loading the prelude reported (nothing, when the prelude is sound).
     startup: Vec<Output>,
@@ -487,10 +489,7 @@ impl Session {
                 ty: &params[position],
                 leaves: leaves[position].clone(),
             }),
-            None => self.values.get(name).map(|(ty, arrays)| GlobalValue {
-                ty,
-                leaves: arrays.iter().map(Array::ty).collect(),
-            }),
+            None => self.global_value(name),
         };
         let mut lowerer = Lowerer::new(&self.env, &lookup);
         lowerer.lower_main(&applied).map_err(lower_error)?;
@@ -512,7 +511,12 @@ impl Session {
         }
         for (name, vars) in used.iter().filter(|(name, _)| !names.contains(name)) {
             inputs.extend(vars.iter().copied());
-            kinds.extend(self.values[name].1.iter().cloned().map(Input::Constant));
+            kinds.extend(
+                self.values[name]
+                    .1
+                    .iter()
+                    .map(|tensor| Input::Constant(tensor.to_array())),
+            );
         }
         core.inputs = inputs;
         let piped = pipeline::run(&core, crate::export::bulk_passes(), &[]).map_err(ice)?;
@@ -985,7 +989,9 @@ impl Session {
                     }
                 }
                 self.env.values.insert(ident.name.clone(), ty.clone());
-                self.values.insert(ident.name.clone(), (ty.clone(), arrays));
+                let tensors = arrays.into_iter().map(Tensor::from).collect();
+                self.values
+                    .insert(ident.name.clone(), (ty.clone(), tensors));
             }
             (Pattern::Tuple(pats, _), Ty::Tuple(items)) => {
                 let mut rest = arrays.into_iter();
@@ -1127,8 +1133,13 @@ impl Session {
                         interrupt: interrupt.clone(),
                     };
                     let schedule = schedule.as_ref().expect("the pipeline ends with `fuse`");
-                    let (arrays, report) =
-                        crate::exec::run_fused(&program, schedule, &inputs, &config)?;
+                    let (tensors, report) = crate::exec::run_fused_tensors(
+                        &program,
+                        schedule,
+                        inputs.clone(),
+                        &config,
+                    )?;
+                    let arrays = tensors.into_iter().map(Tensor::into_array).collect();
                     let run_report = RunReport {
                         engine,
                         statements: report.statements,
@@ -1143,8 +1154,9 @@ impl Session {
                         strict: cx.strict,
                         interrupt: interrupt.clone(),
                     };
-                    let (arrays, report) =
-                        crate::exec::run_with_report(&program, &inputs, &config)?;
+                    let (tensors, report) =
+                        crate::exec::run_tensors(&program, inputs.clone(), &config)?;
+                    let arrays = tensors.into_iter().map(Tensor::into_array).collect();
                     let report = RunReport {
                         engine,
                         statements: report.statements,
@@ -1159,6 +1171,7 @@ impl Session {
                         strict: cx.strict,
                         interrupt: interrupt.clone(),
                     };
+                    let inputs: Vec<Array> = inputs.iter().map(Tensor::to_array).collect();
                     let arrays = interp::run(&program, &inputs, &config)?;
                     Ok((
                         arrays,
@@ -1209,18 +1222,24 @@ impl Session {
         Ok((arrays, evaluated))
     }
 
+    /// A top-level value as lowering sees it: its type and the types of its arrays.
+    fn global_value(&self, name: &str) -> Option<GlobalValue<'_>> {
+        self.values.get(name).map(|(ty, tensors)| GlobalValue {
+            ty,
+            leaves: tensors
+                .iter()
+                .map(|tensor| crate::core::ir::ArrTy::new(tensor.shape().to_vec(), tensor.elem()))
+                .collect(),
+        })
+    }
+
     /// Lowers a checked expression and runs the pipeline on it, recording the stages in
     /// `wanted`.
     fn compile(&self, texpr: &TExpr, wanted: &[String]) -> Result<Compiled, Diagnostic> {
-        let lookup = |name: &str| {
-            self.values.get(name).map(|(ty, arrays)| GlobalValue {
-                ty,
-                leaves: arrays.iter().map(Array::ty).collect(),
-            })
-        };
+        let lookup = |name: &str| self.global_value(name);
         let mut lowerer = Lowerer::new(&self.env, &lookup);
         lowerer.lower_main(texpr).map_err(lower_error)?;
-        let inputs: Vec<Array> = lowerer
+        let inputs: Vec<Tensor> = lowerer
             .inputs
             .iter()
             .flat_map(|(name, _)| self.values[name].1.iter().cloned())
@@ -1290,7 +1309,7 @@ fn parameter_names(names: &[(String, usize)]) -> String {
 /// A compiled block: its core IR, what the pipeline made of it, and the values of its inputs.
 struct Compiled {
     core: Program,
-    inputs: Vec<Array>,
+    inputs: Vec<Tensor>,
     /// The session values the inputs hold, in order, with their number of arrays.
     input_names: Vec<(String, usize)>,
     piped: pipeline::Compiled,
