@@ -1286,6 +1286,11 @@ impl<'env> Infer<'env> {
                 })?,
                 None => Vec::new(),
             };
+            // A name given twice (`given (a|VSpace, a|Mul)`) is one variable in both classes.
+            if let Some((_, rigid)) = rigids.iter().find(|(name, _)| *name == given.name.name) {
+                self.env.add_rigid_classes(*rigid, &classes);
+                continue;
+            }
             let rigid = self.env.new_rigid(classes);
             self.scopes.push((
                 given.name.name.clone(),
