@@ -320,6 +320,11 @@ impl<'env> Infer<'env> {
                             Class::Num if matches!(ty, Ty::Table(..) | Ty::Tuple(_)) => {
                                 format!("a number here is a scalar; it cannot have type {ty}")
                             }
+                            // `(\x. x) 1 2`: the number is what gets the extra argument.
+                            Class::Num if matches!(ty, Ty::Fun { .. }) => format!(
+                                "this number is used as a function here (type {ty}): is \
+                                 something given too many arguments?"
+                            ),
                             Class::Num => format!("expected a number here, found type {ty}"),
                             // Dex has no `Sub Nat`: `2 - 4` is not a natural number.
                             Class::Sub if ty == Ty::nat() => {
