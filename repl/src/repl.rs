@@ -367,13 +367,8 @@ fn piped_loop(repl: &mut Repl) -> Status {
 
 /// Says which byte of which input line is not UTF-8.
 fn not_utf8_message(bytes: &[u8], line_number: usize, err: &std::str::Utf8Error) -> String {
-    let at = err.valid_up_to();
-    let column = String::from_utf8_lossy(&bytes[..at]).chars().count() + 1;
-    format!(
-        "Input error: line {line_number} is not UTF-8 (byte 0x{:02x} at column {column}); \
-         the entry it belongs to is skipped",
-        bytes[at]
-    )
+    let at = crate::cli::not_utf8_at(bytes, err, line_number);
+    format!("Input error: not UTF-8: {at}; the entry it belongs to is skipped")
 }
 
 #[cfg(test)]

@@ -266,9 +266,27 @@ fn piped_repl_skips_a_byte_order_mark_and_reports_a_line_that_is_not_utf8() {
     assert_eq!(output.status.code(), Some(1), "bad input is a failure");
     assert_eq!(
         stdout(&output),
-        "1.\nInput error: line 2 is not UTF-8 (byte 0xff at column 6); the entry it belongs to \
-         is skipped\n3.\n"
+        "1.\nInput error: not UTF-8: byte 0xff on line 2, column 6; the entry it belongs to is \
+         skipped\n3.\n"
     );
+}
+
+#[test]
+fn a_file_may_start_with_a_byte_order_mark_and_must_be_utf8() {
+    // Evaluates.
+    let (_dir, path) = dx_file("bom.dx", "\u{feff}:p 1.0 + 1.0\n> 2.\n");
+    let output = run(&["test", path_arg(&path)]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+
+    let (_dir, path) = dx_file("latin1.dx", ":p 1.0\n");
+    std::fs::write(&path, b":p 1.0\n\n:p \"caf\xe9\"\n").expect("write the file");
+    let output = run(&["run", path_arg(&path)]);
+    assert_eq!(output.status.code(), Some(2));
+    let message = format!(
+        "dx: error: {} is not UTF-8: byte 0xe9 on line 3, column 8\n",
+        path.display()
+    );
+    assert_eq!(stderr(&output), message);
 }
 
 #[test]
