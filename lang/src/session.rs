@@ -20,6 +20,7 @@ use crate::core::value::{Array, Value};
 use crate::data::DataOp;
 use crate::display::{format_value, DisplayValue};
 use crate::exec::profile::StepProfile;
+use crate::exec::tensor::Tensor;
 use crate::exec::ExecConfig;
 use crate::passes::lower::{leaf_types, GlobalValue, LowerError, Lowerer};
 use crate::passes::pipeline::{self, Ice};
@@ -226,8 +227,9 @@ pub struct Session {
     interrupt: InterruptFlag,
     stages: Vec<String>,
     env: GlobalEnv,
-    /// Top-level values: their type and their arrays (one per leaf of the type).
-    values: HashMap<String, (Ty, Vec<Array>)>,
+    /// Top-level values: their type and their arrays (one per leaf of the type), as engine
+    /// values, so that a block reading them does not copy them.
+    values: HashMap<String, (Ty, Vec<Tensor>)>,
     imported: HashSet<String>,
     /// What loading the prelude reported (nothing, when the prelude is sound).
     startup: Vec<Output>,
@@ -855,7 +857,9 @@ impl Session {
                     }
                 }
                 self.env.values.insert(ident.name.clone(), ty.clone());
-                self.values.insert(ident.name.clone(), (ty.clone(), arrays));
+                let tensors = arrays.into_iter().map(Tensor::from).collect();
+                self.values
+                    .insert(ident.name.clone(), (ty.clone(), tensors));
             }
             (Pattern::Tuple(pats, _), Ty::Tuple(items)) => {
                 let mut rest = arrays.into_iter();
@@ -983,8 +987,13 @@ impl Session {
                         interrupt: interrupt.clone(),
                     };
                     let schedule = schedule.as_ref().expect("the pipeline ends with `fuse`");
-                    let (arrays, report) =
-                        crate::exec::run_fused(&program, schedule, &inputs, &config)?;
+                    let (tensors, report) = crate::exec::run_fused_tensors(
+                        &program,
+                        schedule,
+                        inputs.clone(),
+                        &config,
+                    )?;
+                    let arrays = tensors.into_iter().map(Tensor::into_array).collect();
                     let run_report = RunReport {
                         engine,
                         statements: report.statements,
@@ -999,8 +1008,9 @@ impl Session {
                         strict: cx.strict,
                         interrupt: interrupt.clone(),
                     };
-                    let (arrays, report) =
-                        crate::exec::run_with_report(&program, &inputs, &config)?;
+                    let (tensors, report) =
+                        crate::exec::run_tensors(&program, inputs.clone(), &config)?;
+                    let arrays = tensors.into_iter().map(Tensor::into_array).collect();
                     let report = RunReport {
                         engine,
                         statements: report.statements,
@@ -1015,6 +1025,7 @@ impl Session {
                         strict: cx.strict,
                         interrupt: interrupt.clone(),
                     };
+                    let inputs: Vec<Array> = inputs.iter().map(Tensor::to_array).collect();
                     let arrays = interp::run(&program, &inputs, &config)?;
                     Ok((
                         arrays,
@@ -1069,14 +1080,19 @@ impl Session {
     /// `wanted`.
     fn compile(&self, texpr: &TExpr, wanted: &[String]) -> Result<Compiled, Diagnostic> {
         let lookup = |name: &str| {
-            self.values.get(name).map(|(ty, arrays)| GlobalValue {
+            self.values.get(name).map(|(ty, tensors)| GlobalValue {
                 ty,
-                leaves: arrays.iter().map(Array::ty).collect(),
+                leaves: tensors
+                    .iter()
+                    .map(|tensor| {
+                        crate::core::ir::ArrTy::new(tensor.shape().to_vec(), tensor.elem())
+                    })
+                    .collect(),
             })
         };
         let mut lowerer = Lowerer::new(&self.env, &lookup);
         lowerer.lower_main(texpr).map_err(lower_error)?;
-        let inputs: Vec<Array> = lowerer
+        let inputs: Vec<Tensor> = lowerer
             .inputs
             .iter()
             .flat_map(|(name, _)| self.values[name].1.iter().cloned())
@@ -1128,7 +1144,7 @@ fn stages_setting(expr: &crate::syntax::ast::Expr) -> Option<Vec<String>> {
 /// A compiled block: its core IR, what the pipeline made of it, and the values of its inputs.
 struct Compiled {
     core: Program,
-    inputs: Vec<Array>,
+    inputs: Vec<Tensor>,
     piped: pipeline::Compiled,
 }
 

@@ -171,14 +171,26 @@ pub fn run_fused(
     config: &ExecConfig,
 ) -> Result<(Vec<Array>, ExecReport), InterpError> {
     let inputs: Vec<Tensor> = inputs.iter().map(Tensor::from_array).collect();
+    let (results, report) = run_fused_tensors(program, schedule, inputs, config)?;
+    Ok((
+        results.into_iter().map(Tensor::into_array).collect(),
+        report,
+    ))
+}
+
+/// `run_fused` on engine values: no conversion of inputs or results (a session's values are
+/// tensors, so a run does not copy its inputs).
+pub fn run_fused_tensors(
+    program: &Program,
+    schedule: &Schedule,
+    inputs: Vec<Tensor>,
+    config: &ExecConfig,
+) -> Result<(Vec<Tensor>, ExecReport), InterpError> {
     let mut cx = Exec::new(program, config, inputs, false);
     cx.add_loop_schedules(schedule);
     match cx.run_schedule(schedule, Vec::new(), true) {
         Ok(results) => Ok((
-            results
-                .into_iter()
-                .map(|slot| slot.tensor.into_array())
-                .collect(),
+            results.into_iter().map(|slot| slot.tensor).collect(),
             cx.report,
         )),
         Err(Stop::Error(error)) => Err(error),
