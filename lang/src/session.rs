@@ -881,10 +881,10 @@ impl Session {
             .map_err(|err| type_error(&mut self.more_errors, err))?;
         let doc = match self.docs.get(&ident.name) {
             Some(doc) => doc.clone(),
-            None if Builtin::lookup(&ident.name).is_some() => {
-                "A built-in (see the language guide, docs/language.md).".to_string()
-            }
-            None => "(no documentation)".to_string(),
+            None => match crate::check::builtin_docs::builtin_doc(&ident.name) {
+                Some(doc) => format!("{doc}\nA built-in (see docs/language.md)."),
+                None => "(no documentation)".to_string(),
+            },
         };
         Ok(Evaluated {
             outputs: vec![Output::Text(format!("{} : {ty}\n{doc}", ident.name))],

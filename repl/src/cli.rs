@@ -308,16 +308,32 @@ fn expand_shorthand(mut args: Vec<OsString>) -> Vec<OsString> {
     args
 }
 
-/// Reads a source file; a UTF-8 byte-order mark at its start is skipped.
+/// Reads a source file; a UTF-8 byte-order mark at its start is skipped, and text that is not
+/// UTF-8 is an error that says where.
 fn read_source(path: &Path) -> Result<String, Status> {
-    let src = std::fs::read_to_string(path).map_err(|err| {
+    let bytes = std::fs::read(path).map_err(|err| {
         eprintln!("dx: error: cannot read {}: {err}", path.display());
+        Status::Usage
+    })?;
+    let src = String::from_utf8(bytes).map_err(|err| {
+        let where_ = not_utf8_at(err.as_bytes(), &err.utf8_error(), 1);
+        eprintln!("dx: error: {} is not UTF-8: {where_}", path.display());
         Status::Usage
     })?;
     Ok(match src.strip_prefix('\u{feff}') {
         Some(rest) => rest.to_string(),
         None => src,
     })
+}
+
+/// Where text whose first line is `first_line` stops being UTF-8: "byte 0xff on line 2,
+/// column 6" (columns from 1, in characters).
+pub fn not_utf8_at(bytes: &[u8], err: &std::str::Utf8Error, first_line: usize) -> String {
+    let valid = String::from_utf8_lossy(&bytes[..err.valid_up_to()]);
+    let line = first_line + valid.matches('\n').count();
+    let column = valid.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    let byte = bytes.get(err.valid_up_to()).copied().unwrap_or(0);
+    format!("byte 0x{byte:02x} on line {line}, column {column}")
 }
 
 /// `dx run`: prints each block's output as soon as the block has run (the quine order is the

@@ -1,9 +1,9 @@
-//! The rustyline helper of the REPL: multi-line entry (an entry goes on while
-//! `entry_status` says it is incomplete) and tab completion of REPL commands, keywords and the
+//! The rustyline helper of the REPL: when an entry is complete (`is_complete`, used by
+//! `entry.rs`) and tab completion of REPL commands, keywords and the
 //! names the session knows.
 
 use rustyline::completion::{Completer, FilenameCompleter, Pair};
-use rustyline::validate::{ValidationContext, ValidationResult, Validator};
+use rustyline::validate::Validator;
 use rustyline::{Context, Helper, Highlighter, Hinter};
 
 use crate::repl::{parse_command, Command};
@@ -38,15 +38,9 @@ pub fn is_complete(entry: &str) -> bool {
     }
 }
 
-impl Validator for DxHelper {
-    fn validate(&self, ctx: &mut ValidationContext) -> rustyline::Result<ValidationResult> {
-        Ok(if is_complete(ctx.input()) {
-            ValidationResult::Valid(None)
-        } else {
-            ValidationResult::Incomplete
-        })
-    }
-}
+/// Every line is accepted as typed: the REPL reads an entry one line at a time (with a `...`
+/// prompt for the further lines) and `EntryReader` decides where it ends.
+impl Validator for DxHelper {}
 
 /// What Tab completes at byte `pos` of `line` (the whole entry so far): in the indentation of a
 /// line it indents; elsewhere it completes as `dx_lang::complete` says.

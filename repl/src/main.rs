@@ -5,6 +5,7 @@
 
 mod cli;
 mod convert;
+mod entry;
 mod helper;
 mod literate;
 mod repl;

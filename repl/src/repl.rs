@@ -22,12 +22,15 @@ use rustyline::history::{DefaultHistory, History};
 use rustyline::{Config, Editor};
 
 use crate::cli::Status;
-use crate::helper::{is_complete, DxHelper};
+use crate::entry::EntryReader;
+use crate::helper::DxHelper;
 use crate::spinner::Spinner;
 use dx_lang::display::render_output;
 
 const PROMPT: &str = ">=> ";
 const PROMPT_BOLD: &str = "\x1b[1m>=> \x1b[0m";
+/// The prompt of the further lines of an unfinished entry.
+const CONTINUATION: &str = "... ";
 const RED: &str = "\x1b[31m";
 const RESET: &str = "\x1b[0m";
 
@@ -50,7 +53,8 @@ Commands:
   :help NAME           the type of NAME and its documentation
   :quit, :q            leave (Ctrl-D also leaves)
 
-A definition or block goes on over indented lines; an empty line ends it.
+A definition or block goes on over indented lines (the prompt is then `...`); an empty
+line ends it and runs it, complete or not.
 Tab completes names, keywords and commands. Ctrl-C abandons the current entry or
 interrupts a running computation.
 
@@ -224,8 +228,7 @@ pub fn run(config: SessionConfig) -> Status {
             }
         }
     }
-    piped_loop(&mut repl);
-    Status::Success
+    piped_loop(&mut repl)
 }
 
 fn install_interrupt_handler(repl: &Repl, interactive: bool) {
@@ -267,12 +270,20 @@ fn interactive_loop(repl: &mut Repl) -> rustyline::Result<()> {
         let _ = editor.load_history(path);
     }
     let prompt = (PROMPT, if repl.colour { PROMPT_BOLD } else { PROMPT });
+    // Lines are read one at a time, so that the further lines of an entry get their own
+    // prompt; `EntryReader` decides where an entry ends.
+    let mut reader = EntryReader::default();
     loop {
-        match editor.readline(&prompt) {
-            Ok(entry) => {
-                if entry.trim().is_empty() {
+        let line = if reader.is_continuing() {
+            editor.readline(CONTINUATION)
+        } else {
+            editor.readline(&prompt)
+        };
+        match line {
+            Ok(line) => {
+                let Some(entry) = reader.push_line(&line) else {
                     continue;
-                }
+                };
                 save_history(&mut editor, history.as_ref(), &entry);
                 let flow = repl.handle(&entry);
                 if let Some(helper) = editor.helper_mut() {
@@ -284,9 +295,16 @@ fn interactive_loop(repl: &mut Repl) -> rustyline::Result<()> {
             }
             Err(ReadlineError::Interrupted) => {
                 // The abandoned text stays on the screen; say that it was abandoned.
+                reader.abandon();
                 println!("^C");
             }
-            Err(ReadlineError::Eof) => return Ok(()),
+            Err(ReadlineError::Eof) => {
+                // As for piped input, an unfinished entry runs (and reports its error).
+                if let Some(entry) = reader.take() {
+                    repl.handle(&entry);
+                }
+                return Ok(());
+            }
             Err(err) => return Err(err),
         }
     }
@@ -306,31 +324,52 @@ fn save_history(
     }
 }
 
-/// Reads entries from a non-terminal stdin with the same rule as the editor: lines are joined
-/// while the entry is incomplete. An incomplete entry at the end of input is evaluated (and
-/// reports its error) rather than dropped.
-fn piped_loop(repl: &mut Repl) {
-    let stdin = std::io::stdin();
-    let mut entry = String::new();
-    for line in stdin.lock().lines() {
-        let Ok(line) = line else { break };
-        if entry.is_empty() && line.trim().is_empty() {
-            continue;
-        }
-        entry.push_str(line.trim_end_matches('\r'));
-        if is_complete(&entry) {
-            let flow = repl.handle(&entry);
-            entry.clear();
-            if let Flow::Quit = flow {
-                return;
+/// Reads entries from a non-terminal stdin with the same rule as the editor (`EntryReader`).
+/// An incomplete entry at the end of input is evaluated (and reports its error) rather than
+/// dropped. A byte-order mark at the start is skipped. A line that is not UTF-8 is reported
+/// (which byte, on which line), its entry is abandoned and reading goes on; the exit status
+/// is then `Failure`.
+fn piped_loop(repl: &mut Repl) -> Status {
+    let mut stdin = std::io::stdin().lock();
+    let mut reader = EntryReader::default();
+    let mut status = Status::Success;
+    let mut bytes = Vec::new();
+    for line_number in 1.. {
+        bytes.clear();
+        match stdin.read_until(b'\n', &mut bytes) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(err) => {
+                repl.print_error(&format!("dx: cannot read the input: {err}"));
+                return Status::Failure;
             }
-        } else {
-            entry.push('\n');
+        }
+        let line = match std::str::from_utf8(&bytes) {
+            Ok(line) if line_number == 1 => line.strip_prefix('\u{feff}').unwrap_or(line),
+            Ok(line) => line,
+            Err(err) => {
+                repl.print_error(&not_utf8_message(&bytes, line_number, &err));
+                reader.abandon();
+                status = Status::Failure;
+                continue;
+            }
+        };
+        if let Some(entry) = reader.push_line(line) {
+            if let Flow::Quit = repl.handle(&entry) {
+                return status;
+            }
         }
     }
-    if !entry.trim().is_empty() {
+    if let Some(entry) = reader.take() {
         repl.handle(&entry);
     }
+    status
+}
+
+/// Says which byte of which input line is not UTF-8.
+fn not_utf8_message(bytes: &[u8], line_number: usize, err: &std::str::Utf8Error) -> String {
+    let at = crate::cli::not_utf8_at(bytes, err, line_number);
+    format!("Input error: not UTF-8: {at}; the entry it belongs to is skipped")
 }
 
 #[cfg(test)]

@@ -17,6 +17,10 @@ fn run(args: &[&str]) -> Output {
 }
 
 fn run_with_stdin(args: &[&str], stdin: &str) -> Output {
+    run_with_stdin_bytes(args, stdin.as_bytes())
+}
+
+fn run_with_stdin_bytes(args: &[&str], stdin: &[u8]) -> Output {
     let mut child = dx()
         .args(args)
         .stdin(Stdio::piped())
@@ -28,7 +32,7 @@ fn run_with_stdin(args: &[&str], stdin: &str) -> Output {
         .stdin
         .take()
         .expect("stdin is piped")
-        .write_all(stdin.as_bytes())
+        .write_all(stdin)
         .expect("write stdin");
     child.wait_with_output().expect("dx finishes")
 }
@@ -243,6 +247,46 @@ fn piped_repl_reads_multi_line_entries() {
     let output = run_with_stdin(&[], input);
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(stdout(&output), "5.\n");
+}
+
+#[test]
+fn piped_repl_submits_an_incomplete_entry_at_an_empty_line() {
+    // Evaluates.
+    let output = run_with_stdin(&[], ":p (1.0 +\n\n:p 2.0\n");
+    assert_eq!(output.status.code(), Some(0));
+    let text = stdout(&output);
+    assert!(text.starts_with("Parse error: unclosed '('"), "{text:?}");
+    assert!(text.ends_with("\n2.\n"), "the next entry runs: {text:?}");
+}
+
+#[test]
+fn piped_repl_skips_a_byte_order_mark_and_reports_a_line_that_is_not_utf8() {
+    // Evaluates.
+    let output = run_with_stdin_bytes(&[], b"\xef\xbb\xbf:p 1.0\n:p 2.\xff\n:p 3.0\n");
+    assert_eq!(output.status.code(), Some(1), "bad input is a failure");
+    assert_eq!(
+        stdout(&output),
+        "1.\nInput error: not UTF-8: byte 0xff on line 2, column 6; the entry it belongs to is \
+         skipped\n3.\n"
+    );
+}
+
+#[test]
+fn a_file_may_start_with_a_byte_order_mark_and_must_be_utf8() {
+    // Evaluates.
+    let (_dir, path) = dx_file("bom.dx", "\u{feff}:p 1.0 + 1.0\n> 2.\n");
+    let output = run(&["test", path_arg(&path)]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+
+    let (_dir, path) = dx_file("latin1.dx", ":p 1.0\n");
+    std::fs::write(&path, b":p 1.0\n\n:p \"caf\xe9\"\n").expect("write the file");
+    let output = run(&["run", path_arg(&path)]);
+    assert_eq!(output.status.code(), Some(2));
+    let message = format!(
+        "dx: error: {} is not UTF-8: byte 0xe9 on line 3, column 8\n",
+        path.display()
+    );
+    assert_eq!(stderr(&output), message);
 }
 
 #[test]

@@ -51,6 +51,33 @@ fn multi_line_definition_then_use() {
 }
 
 #[test]
+fn further_lines_get_a_continuation_prompt_and_an_empty_line_submits() {
+    // Evaluates.
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let mut repl = spawn_repl(dir.path());
+    // An entry that goes on: `...` prompts its further lines.
+    repl.send_line(":p (1.0 +").expect("type");
+    repl.exp_string("... ").expect("a continuation prompt");
+    repl.send_line("  2.0)").expect("type");
+    repl.exp_string("... ")
+        .expect("an indented line may be followed by more");
+    repl.send_line("").expect("type");
+    repl.exp_string("3.")
+        .expect("the two lines ran as one entry");
+    repl.exp_string(">=> ").expect("the main prompt is back");
+    // An entry that cannot be completed runs at an empty line and reports where it stops.
+    repl.send_line(":p [1.0,").expect("type");
+    repl.exp_string("... ").expect("a continuation prompt");
+    repl.send_line("").expect("type");
+    repl.exp_string("Parse error: unclosed '['")
+        .expect("the empty line submitted the entry");
+    repl.exp_string(">=> ").expect("the main prompt is back");
+    repl.send_line(":p 2.0 * 3.0").expect("type");
+    repl.exp_string("6.").expect("the session goes on");
+    quit_with_ctrl_d(repl);
+}
+
+#[test]
 fn ctrl_c_abandons_the_entry_and_keeps_the_session() {
     // Evaluates.
     let dir = tempfile::tempdir().expect("temporary directory");

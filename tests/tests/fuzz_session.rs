@@ -26,11 +26,19 @@ fn expr(depth: u32) -> BoxedStrategy<String> {
         Just("[+1, 2, 3, 4]".to_string()),
         Just("[]".to_string()),
         Just("9999999999".to_string()),
+        Just("(iota _)".to_string()),
+        Just("(1 @ _)".to_string()),
+        Just("(coerce_table _ xs)".to_string()),
+        Just("(curry_table (coerce_table (Fin 2, Fin 2) xs))".to_string()),
+        Just("(==)".to_string()),
     ];
     if depth == 0 {
         return leaf.boxed();
     }
-    let sub = || expr(depth - 1);
+    // One strategy for the sub-expressions, shared (a `BoxedStrategy` is reference counted):
+    // building a fresh one per use would make the generator's size exponential in the depth.
+    let shared = expr(depth - 1);
+    let sub = || shared.clone();
     prop_oneof![
         3 => leaf,
         1 => (sub(), sub()).prop_map(|(a, b)| format!("({a} + {b})")),
@@ -65,6 +73,11 @@ fn expr(depth: u32) -> BoxedStrategy<String> {
         1 => sub().prop_map(|a| format!("(mean {a})")),
         1 => sub().prop_map(|a| format!("(for _:(Fin 2). {a})")),
         1 => sub().prop_map(|a| format!("(from_ordinal(n=Fin 4, {a}))")),
+        1 => sub().prop_map(|a| format!("(linspace(n=_, 0.0, {a}) :: (Fin 3)=>Float)")),
+        1 => sub().prop_map(|a| format!("(coerce_table (Fin 2, Fin 2) {a})")),
+        1 => sub().prop_map(|a| format!("(grad (\\y. select ({a} < y) (sum y) 0.0) xs)")),
+        1 => sub().prop_map(|a| format!("(grad (\\y. if y == {a} then sum y else 1.0) xs)")),
+        1 => (sub(), sub()).prop_map(|(a, b)| format!("((\\(p, _). p) ({a}, {b}))")),
     ]
     .boxed()
 }
@@ -81,7 +94,7 @@ fn random_programs_never_cause_internal_errors() {
         "{setup:?}"
     );
     let config = Config {
-        cases: 1000,
+        cases: 3000,
         failure_persistence: None,
         ..Config::default()
     };
@@ -90,7 +103,17 @@ fn random_programs_never_cause_internal_errors() {
     let counts = std::cell::Cell::new([0usize; 2]);
     runner
         .run(
-            &(expr(4), prop_oneof![Just(":p "), Just(":t "), Just("y = ")]),
+            &(
+                expr(4),
+                // The last form puts the expression at the end of a let-block whose
+                // bindings are separated by `;` on one line.
+                prop_oneof![
+                    Just(":p "),
+                    Just(":t "),
+                    Just("y = "),
+                    Just(":p\n  z = x; w = (z, ())\n  "),
+                ],
+            ),
             |(text, command)| {
                 let src = format!("{command}{text}\n");
                 for chunk in session.borrow_mut().eval_source(&src) {

@@ -58,7 +58,9 @@ impl Class {
             "Ix" => vec![Class::Ix, Class::Eq, Class::Ord],
             "Add" => vec![Class::Add],
             "Sub" => vec![Class::Sub],
-            "VSpace" => vec![Class::Add, Class::Sub, Class::VSpace],
+            // dx's vector spaces are the values made of floats, on which the floating-point
+            // functions act element by element (`std` of a matrix takes `sqrt` of a row).
+            "VSpace" => vec![Class::Add, Class::Sub, Class::VSpace, Class::Floating],
             "Mul" => vec![Class::Mul],
             "Num" => vec![Class::Add, Class::Mul, Class::Num, Class::Eq, Class::Ord],
             "Fractional" => vec![
@@ -143,6 +145,9 @@ pub enum Builtin {
     Ordinal,
     Size,
     FromOrdinal,
+    /// `coerce_table m xs`: the elements of `xs` in row-major order, indexed by `m` (of the
+    /// same size), as Dex's.
+    CoerceTable,
     /// `unsafe_nat_diff x y`: `x - y` on `Nat`, for when `x >= y` is known (as in Dex).
     NatDiff,
     Sum,
@@ -262,6 +267,7 @@ impl Builtin {
             "ordinal" => B::Ordinal,
             "size" => B::Size,
             "from_ordinal" | "unsafe_from_ordinal" => B::FromOrdinal,
+            "coerce_table" => B::CoerceTable,
             "unsafe_nat_diff" => B::NatDiff,
             "sum" => B::Sum,
             "iota" => B::Iota,
@@ -339,6 +345,7 @@ impl Builtin {
             "size",
             "from_ordinal",
             "unsafe_from_ordinal",
+            "coerce_table",
             "unsafe_nat_diff",
             "sum",
             "iota",
@@ -498,6 +505,15 @@ impl Builtin {
             Builtin::FromOrdinal => {
                 let n = var(cx, &[Class::Ix]);
                 Ty::funs(vec![Ty::TypeArg(Box::new(n.clone())), Ty::nat()], n)
+            }
+            Builtin::CoerceTable => {
+                let m = var(cx, &[Class::Ix]);
+                let n = var(cx, &[Class::Ix]);
+                let a = var(cx, &[]);
+                Ty::funs(
+                    vec![Ty::TypeArg(Box::new(m.clone())), Ty::table(n, a.clone())],
+                    Ty::table(m, a),
+                )
             }
             Builtin::NatDiff => Ty::funs(vec![Ty::nat(), Ty::nat()], Ty::nat()),
             Builtin::Sum => {

@@ -20,6 +20,8 @@ pub struct GlobalEnv {
     def_keys: HashMap<String, String>,
     pub aliases: HashMap<String, Ty>,
     rigid_classes: Vec<Vec<Class>>,
+    /// The `a: Type` parameters of definitions: index sets only where they are used as one.
+    type_params: std::collections::HashSet<super::types::Rigid>,
     next_local: u32,
     /// Source names of locals (for printing the typed program).
     local_names: HashMap<super::types::LocalId, String>,
@@ -29,6 +31,21 @@ impl GlobalEnv {
     pub fn new_rigid(&mut self, classes: Vec<Class>) -> Rigid {
         self.rigid_classes.push(classes);
         Rigid(self.rigid_classes.len() as u32 - 1)
+    }
+
+    /// Marks the rigid of an `a: Type` parameter: any type (in the classes its `given`
+    /// names), made an index set by `type_param_as_index` where the definition uses it as one.
+    pub fn mark_type_param(&mut self, rigid: Rigid) {
+        self.type_params.insert(rigid);
+    }
+
+    /// Gives a `Type` parameter the index-set classes; false for any other rigid.
+    pub fn type_param_as_index(&mut self, rigid: Rigid) -> bool {
+        if !self.type_params.contains(&rigid) {
+            return false;
+        }
+        self.add_rigid_classes(rigid, &[Class::Ix, Class::Eq, Class::Ord]);
+        true
     }
 
     pub fn add_rigid_classes(&mut self, rigid: Rigid, classes: &[Class]) {

@@ -279,6 +279,16 @@ impl<'env> Infer<'env> {
         }
     }
 
+    /// An `a: Type` parameter used as an index set (`size a`, `for i:a`) is one: the
+    /// definition's callers must then pass an index set.
+    fn type_param_used_as_index(&mut self, item: &Pending) -> bool {
+        let ix_class = matches!(item.class, Class::Ix | Class::Eq | Class::Ord);
+        match self.zonk(&item.ty) {
+            Ty::Rigid(rigid, _) if ix_class => self.env.type_param_as_index(rigid),
+            _ => false,
+        }
+    }
+
     /// Solves what can be solved; keeps the rest. With `finish`, applies defaults and
     /// reports what remains ambiguous.
     fn solve(&mut self, finish: bool) -> Result<()> {
@@ -307,6 +317,7 @@ impl<'env> Infer<'env> {
             for item in pending {
                 match self.class_holds(item.class, &item.ty) {
                     Ok(true) => {}
+                    Ok(false) if self.type_param_used_as_index(&item) => progress = true,
                     Ok(false) => {
                         let ty = self.zonk(&item.ty);
                         let message = match item.class {
@@ -320,6 +331,11 @@ impl<'env> Infer<'env> {
                             Class::Num if matches!(ty, Ty::Table(..) | Ty::Tuple(_)) => {
                                 format!("a number here is a scalar; it cannot have type {ty}")
                             }
+                            // `(\x. x) 1 2`: the number is what gets the extra argument.
+                            Class::Num if matches!(ty, Ty::Fun { .. }) => format!(
+                                "this number is used as a function here (type {ty}): is \
+                                 something given too many arguments?"
+                            ),
                             Class::Num => format!("expected a number here, found type {ty}"),
                             // Dex has no `Sub Nat`: `2 - 4` is not a natural number.
                             Class::Sub if ty == Ty::nat() => {
@@ -1286,6 +1302,11 @@ impl<'env> Infer<'env> {
                 })?,
                 None => Vec::new(),
             };
+            // A name given twice (`given (a|VSpace, a|Mul)`) is one variable in both classes.
+            if let Some((_, rigid)) = rigids.iter().find(|(name, _)| *name == given.name.name) {
+                self.env.add_rigid_classes(*rigid, &classes);
+                continue;
+            }
             let rigid = self.env.new_rigid(classes);
             self.scopes.push((
                 given.name.name.clone(),
@@ -1296,7 +1317,8 @@ impl<'env> Infer<'env> {
         let mut param_tys = Vec::new();
         let mut pats = Vec::new();
         for param in &def.params {
-            // `n: Type` binds an index set passed as a type argument (`linspace (Fin 5) …`).
+            // `n: Type` binds a type passed as an argument (`linspace (Fin 5) …`,
+            // `value(a=Int)`); it is an index set where it is used as one.
             if let (
                 Some(TypeExpr {
                     kind: TypeExprKind::Name(class),
@@ -1306,7 +1328,12 @@ impl<'env> Infer<'env> {
             ) = (&param.ty, &param.pat)
             {
                 if class.name == "Type" {
-                    let rigid = self.env.new_rigid(vec![Class::Ix, Class::Eq, Class::Ord]);
+                    let given = rigids.iter().find(|(bound, _)| *bound == name.name);
+                    let rigid = match given {
+                        Some((_, rigid)) => *rigid,
+                        None => self.env.new_rigid(Vec::new()),
+                    };
+                    self.env.mark_type_param(rigid);
                     let ty = Ty::Rigid(rigid, name.name.clone());
                     self.scopes
                         .push((name.name.clone(), Binding::TypeVar(ty.clone())));

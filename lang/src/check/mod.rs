@@ -1,6 +1,7 @@
 //! The checker: name resolution, types and static shapes (LANGUAGE.md §2), producing the
 //! typed program (`typed`) that the lowering turns into core IR.
 
+pub mod builtin_docs;
 pub mod builtins;
 pub mod env;
 pub mod infer;

@@ -450,6 +450,17 @@ fn jvp_loop(
         Expr::Scan { size, init, body } => (*size, init.clone(), *body, true),
         _ => unreachable!("only loops reach jvp_loop"),
     };
+    // A loop that computes no float (an ordering code, a count) has no tangent: it stays a
+    // primal statement, and its body is not differentiated (its reads of differentiated
+    // tables would otherwise become linear statements inside a primal loop).
+    let has_float_output = stmt
+        .binders
+        .iter()
+        .any(|binder| builder.program.var_ty(*binder).elem.is_float());
+    if !has_float_output {
+        builder.stmts.push(stmt.clone());
+        return Ok(());
+    }
     let source: Block = builder.program.blocks[body].clone();
     let n_carries = init.len();
     let float_carries: Vec<usize> = (0..n_carries)

@@ -481,6 +481,34 @@ impl<'a> Lowerer<'a> {
     }
 
     /// The index value of index set `ix` whose flat ordinal is `flat`.
+    /// `coerce_table m xs`: a table is stored with one axis per index set, pairs of index sets
+    /// flattened in row-major order, so re-indexing by an index set of the same size keeps
+    /// every leaf as it is.
+    fn coerce_table(&mut self, ty: &Ty, args: &[SVal], result_ty: &Ty, span: Span) -> Result<SVal> {
+        let (SVal::Type(to), Ty::Fun { result, .. }) = (&args[0], ty) else {
+            return bug(span, "coerce_table of a non-type");
+        };
+        let Ty::Fun { param, .. } = result.as_ref() else {
+            return bug(span, "coerce_table type");
+        };
+        let Ty::Table(from, _) = param.as_ref() else {
+            return bug(span, "coerce_table of a non-table");
+        };
+        let (to_size, from_size) = (self.ix_size(to, span)?, self.ix_size(from, span)?);
+        if to_size != from_size {
+            let (to, from) = (self.concrete(to, span)?, self.concrete(from, span)?);
+            return error(
+                span,
+                format!(
+                    "`coerce_table` keeps the elements: the table has {from_size} (indexed by \
+                     {from}), but {to} has {to_size}"
+                ),
+            );
+        }
+        let leaves = self.leaves(&args[1], span)?;
+        Ok(self.assemble(result_ty, leaves))
+    }
+
     pub(super) fn unflatten_index(&mut self, flat: Atom, ix: &Ty, span: Span) -> Result<SVal> {
         match ix {
             Ty::Tuple(sets) => {
@@ -886,6 +914,7 @@ impl<'a> Lowerer<'a> {
                 let flat = self.cast(atom, INDEX, span)?;
                 self.unflatten_index(flat, &ix, span)
             }
+            Builtin::CoerceTable => self.coerce_table(ty, &args, &result_ty, span),
             Builtin::NatDiff => self.lift(Prim::Sub, &args, span),
             Builtin::Sum => {
                 let leaves = self.leaves(&args[0], span)?;
@@ -1201,6 +1230,7 @@ pub fn builtin_arity(builtin: Builtin) -> usize {
         | Builtin::Fold
         | Builtin::Scan
         | Builtin::FromOrdinal
+        | Builtin::CoerceTable
         | Builtin::NatDiff => 2,
         Builtin::Convert(_) | Builtin::Ordinal | Builtin::Size | Builtin::Sum | Builtin::Iota => 1,
         Builtin::Arb => 1,

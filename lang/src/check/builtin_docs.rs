@@ -1,0 +1,78 @@
+//! One line of documentation per built-in function, shown by `:help name` (the prelude's
+//! functions carry theirs as comments above their `def`).
+
+/// The documentation of the built-in `name`, if it is one.
+pub fn builtin_doc(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "neg" => "`-x`, element by element.",
+        "abs" => "The absolute value, element by element.",
+        "sqrt" | "exp" | "exp2" | "log" | "log2" | "log10" | "log1p" | "expm1" | "sin" | "cos"
+        | "tan" | "tanh" | "sinh" | "cosh" | "atan" => {
+            "The floating-point function of that name (IEEE 754), element by element."
+        }
+        "floor" | "ceil" | "round" => "Rounding of floats, element by element.",
+        "pow" => "`pow x y`: `x` to the power `y`, element by element.",
+        "atan2" => "`atan2 y x`: the angle of the point (x, y), element by element.",
+        "min" | "max" => {
+            "The smaller (larger) of two values; tuples and tables by Dex's lexicographic order \
+             (the first argument on ties)."
+        }
+        "mod" => "The remainder with the divisor's sign (0 when dividing by zero).",
+        "idiv" => "Integer division rounding towards minus infinity (0 when dividing by zero).",
+        "select" => "`select c a b`: `a` where `c` holds, else `b`.",
+        "not" => "Boolean negation.",
+        "isnan" | "isinf" => "Whether a float is NaN (infinite).",
+        "threefry_2x32" => "Threefry-2x32 (20 rounds) of a key and a word: the hash of `hash`.",
+        "unit_from_bits" => "A float in [0, 1) from the low 23 bits of a word (used by `rand`).",
+        "n_to_f" | "i_to_f" | "f_to_i" | "b_to_f" | "n_to_i" | "i_to_n" | "b_to_n" | "f_to_n"
+        | "n_to_w64" | "i_to_w64" | "w64_to_n" => {
+            "A numeric conversion, named as Dex's (`f` Float, `i` Int, `n` Nat, `b` Bool, `w64` \
+             Word64): floats truncate towards zero and saturate, integers wrap, `True` is 1."
+        }
+        "cast" => "A numeric conversion to the type the context asks for.",
+        "ordinal" => "The position of an index in its index set, as a Nat.",
+        "size" => "`size n`: the number of elements of the index set `n`.",
+        "from_ordinal" | "unsafe_from_ordinal" => {
+            "`from_ordinal n k`: the index of the index set `n` at position `k`."
+        }
+        "coerce_table" => {
+            "`coerce_table m xs`: the elements of `xs` in row-major order, indexed by the index \
+             set `m` of the same size (`coerce_table _ xs` infers `m`)."
+        }
+        "unsafe_nat_diff" => "`unsafe_nat_diff x y`: `x - y` on Nat, for `x >= y` (as Dex's).",
+        "sum" => "The sum of a table's elements (of any vector space: a matrix sums to a row).",
+        "iota" => "`iota n`: the table of the ordinals of the index set `n`.",
+        "fold" => "`fold(init, \\i c. body)`: a left fold over an index set.",
+        "scan" => {
+            "`scan(init, \\i c. (c', y))`: a fold that also returns the table of each step's `y`."
+        }
+        "apply_n" => "`apply_n(k, x, f)`: `f` applied `k` times to `x`.",
+        "zero" => "The zero of the type the context asks for.",
+        "fst" | "snd" => "The first (second) component of a pair.",
+        "pi" | "infinity" | "nan" => "A float constant of the type the context asks for.",
+        "grad" => "`grad f x`: the gradient of a function with a scalar float result.",
+        "deriv_rev" => "`deriv_rev f x`: the derivative of a scalar function, in reverse mode.",
+        "jvp" => "`jvp f x t`: the derivative of `f` at `x` in the direction `t`.",
+        "deriv" => "`deriv f x`: the derivative of a scalar function, in forward mode.",
+        "vjp" => "`vjp f x`: `(f x, pullback)`, the pullback mapping cotangents to gradients.",
+        "linearize" => "`linearize f x`: `(f x, tangent map)`.",
+        "transpose_linear" => "`transpose_linear f ct`: the transpose of a linear function.",
+        "jacobian" => "`jacobian f x`: one row per output, one column per input.",
+        "check_deriv" => "Whether `f`'s derivative at `x` agrees with finite differences.",
+        "arb" => "`arb k`: a random value of the type the context asks for.",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::builtin_doc;
+    use crate::check::builtins::Builtin;
+
+    #[test]
+    fn every_builtin_has_documentation() {
+        for name in Builtin::names() {
+            assert!(builtin_doc(name).is_some(), "no documentation for `{name}`");
+        }
+    }
+}
