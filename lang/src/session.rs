@@ -1272,22 +1272,15 @@ fn all_stages() -> Vec<&'static str> {
 /// Reads `on stage…` / `off` after `:stages`.
 fn stages_setting(expr: &crate::syntax::ast::Expr) -> Option<Vec<String>> {
     use crate::syntax::ast::ExprKind;
-    let mut names = Vec::new();
-    let mut current = expr;
-    while let ExprKind::App {
-        func,
-        arg,
-        name: None,
-    } = &current.kind
-    {
-        match &arg.kind {
-            ExprKind::Var(ident) => names.push(ident.name.clone()),
-            _ => return None,
-        }
-        current = func;
-    }
-    names.reverse();
-    match &current.kind {
+    let (head, args) = expr.spine();
+    let names = args
+        .iter()
+        .map(|arg| match &arg.kind {
+            ExprKind::Var(ident) => Some(ident.name.clone()),
+            _ => None,
+        })
+        .collect::<Option<Vec<String>>>()?;
+    match &head.kind {
         ExprKind::Var(ident) if ident.name == "off" && names.is_empty() => Some(Vec::new()),
         ExprKind::Var(ident) if ident.name == "on" => Some(names),
         _ => None,

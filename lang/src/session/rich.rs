@@ -141,7 +141,7 @@ impl Session {
                 .into(),
             span: Some(expr.span),
         };
-        let (func, args) = split_application(expr);
+        let (func, args) = expr.spine();
         let label = {
             let func = text(func);
             if func.chars().count() <= MAX_LABEL_CHARS {
@@ -221,23 +221,6 @@ fn split_save_target(expr: &Expr) -> (&Expr, Option<(String, crate::syntax::Span
         },
         _ => (expr, None),
     }
-}
-
-/// `f a b` as `f` and `[a, b]`.
-fn split_application(expr: &Expr) -> (&Expr, Vec<&Expr>) {
-    let mut args = Vec::new();
-    let mut current = expr;
-    while let ExprKind::App {
-        func,
-        arg,
-        name: None,
-    } = &current.kind
-    {
-        args.push(&**arg);
-        current = func;
-    }
-    args.reverse();
-    (current, args)
 }
 
 fn save_figure(figure: &Figure, path: &str, span: crate::syntax::Span) -> Result<(), Diagnostic> {

@@ -158,6 +158,25 @@ pub struct Expr {
     pub span: Span,
 }
 
+impl Expr {
+    /// `f a b` as `f` and `[a, b]` (positional arguments only; `f` is not an application).
+    pub fn spine(&self) -> (&Expr, Vec<&Expr>) {
+        let mut args = Vec::new();
+        let mut current = self;
+        while let ExprKind::App {
+            func,
+            arg,
+            name: None,
+        } = &current.kind
+        {
+            args.push(&**arg);
+            current = func;
+        }
+        args.reverse();
+        (current, args)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Lit {
     /// An integer literal as written (no sign); its type is decided by the checker.
