@@ -3,6 +3,7 @@
 //! (`dx convert`). Everything runs on one thread with a large stack, because
 //! deeply nested programs recurse deeply in the compiler.
 
+mod allocator;
 mod cli;
 mod convert;
 mod entry;
@@ -17,6 +18,7 @@ use std::process::ExitCode;
 const EVAL_STACK_BYTES: usize = 256 * 1024 * 1024;
 
 fn main() -> ExitCode {
+    allocator::keep_freed_buffers();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let worker = std::thread::Builder::new()
         .name("dx".to_owned())
