@@ -1100,7 +1100,11 @@ impl<'a> Builder<'a> {
             Rule::table => {
                 let items = pair
                     .into_inner()
-                    .map(|item| Ok(self.expr(item)?.expr))
+                    .map(|item| match item.as_rule() {
+                        // A plain number element (`table_item`).
+                        Rule::float | Rule::int => Ok(self.atom(item)?.expr),
+                        _ => Ok(self.expr(item)?.expr),
+                    })
                     .collect::<PResult<Vec<_>>>()?;
                 Ok(Node::plain(Expr {
                     kind: ExprKind::Table(items),
