@@ -83,6 +83,9 @@ fn ctrl_c_abandons_the_entry_and_keeps_the_session() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let mut repl = spawn_repl(dir.path());
     repl.send_line(":p (1.0 +").expect("type");
+    // Ctrl-C goes to the line editor once it reads the continuation line (before that the
+    // terminal is not in raw mode and the keystroke is a signal, not an edit).
+    repl.exp_string("... ").expect("a continuation prompt");
     repl.send_control('c').expect("send Ctrl-C");
     repl.exp_string("^C").expect("Ctrl-C is acknowledged");
     repl.send_line(":p 2.0 * 3.0").expect("type");
@@ -135,6 +138,9 @@ fn ctrl_c_abandons_a_partial_entry_before_a_command() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let mut repl = spawn_repl(dir.path());
     repl.send_line(":p (1.0 +").expect("type");
+    // Ctrl-C goes to the line editor once it reads the continuation line (before that the
+    // terminal is not in raw mode and the keystroke is a signal, not an edit).
+    repl.exp_string("... ").expect("a continuation prompt");
     repl.send_control('c').expect("send Ctrl-C");
     repl.exp_string("^C").expect("Ctrl-C is acknowledged");
     repl.send_line(":help").expect("type");
