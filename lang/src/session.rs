@@ -19,7 +19,6 @@ use crate::core::ir::Program;
 use crate::core::value::{Array, Value};
 use crate::data::DataOp;
 use crate::display::{format_value, DisplayValue};
-use crate::exec::profile::StepProfile;
 use crate::exec::tensor::Tensor;
 use crate::exec::ExecConfig;
 use crate::export::stablehlo::Input;
@@ -1125,7 +1124,7 @@ impl Session {
             engine => engine,
         };
         let interrupt = Some(self.interrupt.clone());
-        let run = || -> Result<(Vec<Array>, RunReport, Vec<StepProfile>), InterpError> {
+        let run = || -> Result<(Vec<Array>, RunReport, Vec<Duration>), InterpError> {
             match engine {
                 Engine::Fused => {
                     let config = ExecConfig {
@@ -1147,7 +1146,7 @@ impl Session {
                         matmuls: report.matmuls,
                         build1_fallbacks: report.build1_fallbacks,
                     };
-                    Ok((arrays, run_report, report.steps))
+                    Ok((arrays, run_report, report.step_times))
                 }
                 Engine::Bulk => {
                     let config = ExecConfig {
@@ -1188,13 +1187,13 @@ impl Session {
             }
         };
         let run_start = Instant::now();
-        let (arrays, report, steps) = run().map_err(|err| runtime_error(err, &program))?;
+        let (arrays, report, step_times) = run().map_err(|err| runtime_error(err, &program))?;
         evaluated.run = run_start.elapsed();
         self.last_run = Some(report);
         if cx.stages.iter().any(|stage| stage == "run") {
             let text = match (&schedule, engine) {
                 (Some(schedule), Engine::Fused) => {
-                    run_stage::render(&program, schedule, &pass_times, &steps)
+                    run_stage::render(&program, schedule, &pass_times, &step_times)
                 }
                 _ => format!(
                     "(the `run` stage profiles the fused engine; this block ran on the {} in {})",

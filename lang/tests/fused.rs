@@ -112,7 +112,7 @@ fn the_run_stage_profiles_every_step_of_the_schedule() {
         .find(|line| line.contains("matmul"))
         .unwrap_or_else(|| panic!("{run}"));
     assert!(
-        matmul.ends_with("GFLOP/s") && matmul.contains("wrote 16.4 KB"),
+        matmul.ends_with("GFLOP/s") && matmul.contains("wrote 16 kB"),
         "{run}"
     );
     assert!(

@@ -37,6 +37,15 @@ pub enum Elem {
 }
 
 impl Elem {
+    /// The size of one element in memory.
+    pub fn bytes(self) -> usize {
+        match self {
+            Elem::F32 | Elem::I32 | Elem::U32 => 4,
+            Elem::F64 | Elem::I64 | Elem::U64 => 8,
+            Elem::Bool => 1,
+        }
+    }
+
     pub fn is_float(self) -> bool {
         matches!(self, Elem::F32 | Elem::F64)
     }
@@ -93,6 +102,12 @@ impl ArrTy {
 
     pub fn new(shape: Vec<usize>, elem: Elem) -> ArrTy {
         ArrTy { shape, elem }
+    }
+
+    /// The bytes of an array of this type (in `u128`: a requested shape may overflow `usize`).
+    pub fn n_bytes(&self) -> u128 {
+        let n_elems: u128 = self.shape.iter().map(|&dim| dim as u128).product();
+        n_elems * self.elem.bytes() as u128
     }
 
     pub fn rank(&self) -> usize {

@@ -1,7 +1,7 @@
-//! The kernel IR: what the `fuse` pass (`passes/fuse.rs`) makes of a bulk program's main block,
-//! and what the engine (`exec/fused.rs`) runs.
+//! The kernel IR: what the `fuse` pass (`passes/fuse.rs`) makes of a bulk program's main block
+//! and of its loop bodies over tables, and what the engine (`exec/fused.rs`) runs.
 //!
-//! A [`Schedule`] is the main block's statements regrouped into steps, in an order that respects
+//! A [`Schedule`] is a block's statements regrouped into steps, in an order that respects
 //! every dependency. Each step computes one or more *materialised* variables of the bulk
 //! program (so buffers are named by the bulk program's own `VarId`s and the `fused` stage reads
 //! next to the `simp` stage):
@@ -18,6 +18,8 @@
 //!   (batched) matrix product and run on `faer`.
 //! - [`Step::Stmt`]: a statement the fuser leaves to the bulk evaluator (`fold`, `scan`,
 //!   `cond`, `scatter`, literal tables, and gathers whose index function is not scalar code).
+//!   A `fold`/`scan` whose body computes tables has a schedule of its own
+//!   ([`Schedule::loop_bodies`]), which the engine runs at each step of the loop.
 //!
 //! Invariants (`passes::fuse` establishes them; the random-program tests run every schedule
 //! they make): every variable a step reads is an input or is computed by an earlier step;

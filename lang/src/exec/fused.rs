@@ -21,7 +21,6 @@
 //! against the memory available (`check_size`): too large a request is a runtime error, not an
 //! abort. A value is dropped after the last step that reads it.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -30,7 +29,6 @@ use faer::{Accum, MatMut, MatRef, Par};
 use rayon::prelude::*;
 
 use super::lanes::{eval_prim, with_column, Column, Lane, LaneElem, LINE};
-use super::profile::StepProfile;
 use super::reduce::{ColumnSums, RUN_LEVEL};
 use super::tensor::{from_vec, Element, Tensor};
 use super::{Exec, Res, Slot, PAR_THRESHOLD};
@@ -39,7 +37,6 @@ use crate::core::ir::{Atom, Elem, Program, VarId};
 use crate::core::kernel::{
     Affine, Coord, Kernel, MatMul, MatOperand, Node, NodeId, Schedule, Step,
 };
-use crate::core::visit::var_of;
 use crate::passes::fuse::row_major_strides;
 use crate::prim::sum_order::{self, TreeSum, LEAF};
 
@@ -50,7 +47,7 @@ const PANEL_ROWS: usize = 256;
 
 impl Exec<'_> {
     /// Runs `schedule` with its block's params bound to `args` and returns the block's
-    /// results; with `profile`, records what each step cost (`ExecReport::steps`).
+    /// results; with `profile`, records the time of each step (`ExecReport::step_times`).
     pub(super) fn run_schedule(
         &mut self,
         schedule: &Schedule,
@@ -89,8 +86,7 @@ impl Exec<'_> {
                 }
             }
             if profile {
-                let cost = StepProfile::of(program, schedule.block, step, start.elapsed());
-                self.report.steps.push(cost);
+                self.report.step_times.push(start.elapsed());
             }
             self.release(dying);
         }
@@ -105,35 +101,17 @@ impl Exec<'_> {
             return dying.clone();
         }
         let program = self.program;
-        let block = &program.blocks[schedule.block];
-        let kept: Vec<VarId> = block.results.iter().copied().filter_map(var_of).collect();
-        let mut local: HashSet<VarId> = block.params.iter().copied().collect();
-        if schedule.block == program.main {
-            local.extend(&program.inputs);
-        }
-        let mut last: HashMap<VarId, usize> = HashMap::new();
-        for (step_idx, step) in schedule.steps.iter().enumerate() {
-            let outputs = step.outputs(program, schedule.block);
-            local.extend(&outputs);
-            for var in step
-                .reads(program, schedule.block)
-                .into_iter()
-                .chain(outputs)
-            {
-                if local.contains(&var) {
-                    last.insert(var, step_idx);
-                }
-            }
-        }
-        let mut dying = vec![Vec::new(); schedule.steps.len()];
-        for (var, step_idx) in last {
-            if !kept.contains(&var) {
-                dying[step_idx].push(var);
-            }
-        }
-        for vars in &mut dying {
-            vars.sort();
-        }
+        let steps = schedule
+            .steps
+            .iter()
+            .map(|step| {
+                (
+                    step.reads(program, schedule.block),
+                    step.outputs(program, schedule.block),
+                )
+            })
+            .collect();
+        let dying = super::last_uses(program, schedule.block, steps);
         let dying = Arc::new(dying);
         self.schedule_dying.insert(schedule.block, dying.clone());
         dying
@@ -205,8 +183,7 @@ fn step_op(step: &Step, block: &crate::core::ir::Block) -> String {
 /// (`InterpError::TooLarge`); small values are always allowed.
 pub fn check_size(program: &Program, var: VarId, op: String) -> Result<(), InterpError> {
     let ty = program.var_ty(var);
-    let n_elems: u128 = ty.shape.iter().map(|&dim| dim as u128).product();
-    let bytes = n_elems * elem_bytes(ty.elem) as u128;
+    let bytes = ty.n_bytes();
     if bytes < (256 << 20) {
         return Ok(());
     }
@@ -221,14 +198,6 @@ pub fn check_size(program: &Program, var: VarId, op: String) -> Result<(), Inter
         });
     }
     Ok(())
-}
-
-pub fn elem_bytes(elem: Elem) -> usize {
-    match elem {
-        Elem::F32 | Elem::I32 | Elem::U32 => 4,
-        Elem::F64 | Elem::I64 | Elem::U64 => 8,
-        Elem::Bool => 1,
-    }
 }
 
 /// The memory the system can give (`MemAvailable` plus free swap on Linux; elsewhere no limit

@@ -74,7 +74,6 @@ mod elementwise;
 mod fused;
 mod indexing;
 mod lanes;
-pub mod profile;
 mod reduce;
 mod scalar_loop;
 pub mod tensor;
@@ -93,6 +92,7 @@ use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Scalar, Stmt, VarId};
 use crate::core::kernel::Schedule;
 use crate::core::value::Array;
 use crate::core::verify::{expr_atoms, expr_blocks};
+use crate::core::visit::var_of;
 use indexing::{IndexCol, Rows};
 use scalar_loop::{LoopRun, ScalarBody};
 use tensor::{from_vec, replicate, stack, standard_slice, Tensor};
@@ -125,8 +125,9 @@ pub struct ExecReport {
     pub matmuls: usize,
     /// `fold`/`scan` statements whose bodies ran on scalar registers (`scalar_loop`).
     pub scalar_loops: usize,
-    /// What each step of the schedule cost (by `run_fused`; the `run` stage).
-    pub steps: Vec<profile::StepProfile>,
+    /// The time each step of the main block's schedule took (by `run_fused`; the `run`
+    /// stage derives what the steps moved from the schedule).
+    pub step_times: Vec<std::time::Duration>,
 }
 
 /// Runs `program` on `inputs` (bound to `program.inputs` in order) and returns the results of
@@ -450,47 +451,18 @@ impl Exec<'_> {
         }
         let program = self.program;
         let block = &program.blocks[block_id];
-        let mut local: HashSet<VarId> = block.params.iter().copied().collect();
-        if block_id == program.main {
-            local.extend(&program.inputs);
-        }
-        let kept: HashSet<VarId> = block
-            .results
-            .iter()
-            .filter_map(|atom| match atom {
-                Atom::Var(var) => Some(*var),
-                Atom::Lit(_) => None,
-            })
-            .collect();
-        // The last statement using each local variable (or binding it, if nothing uses it).
-        let mut last_use: HashMap<VarId, usize> = HashMap::new();
-        for (stmt_idx, stmt) in block.stmts.iter().enumerate() {
+        let mut uses = Vec::with_capacity(block.stmts.len());
+        for stmt in &block.stmts {
             let mut used: Vec<VarId> = expr_atoms(&stmt.expr)
                 .into_iter()
-                .filter_map(|atom| match atom {
-                    Atom::Var(var) => Some(var),
-                    Atom::Lit(_) => None,
-                })
+                .filter_map(var_of)
                 .collect();
             for nested in expr_blocks(&stmt.expr) {
                 used.extend_from_slice(block_free_vars(program, nested, &mut self.free_vars));
             }
-            for var in used {
-                if local.contains(&var) {
-                    last_use.insert(var, stmt_idx);
-                }
-            }
-            for &binder in &stmt.binders {
-                local.insert(binder);
-                last_use.insert(binder, stmt_idx);
-            }
+            uses.push((used, stmt.binders.clone()));
         }
-        let mut dying = vec![Vec::new(); block.stmts.len()];
-        for (var, stmt_idx) in last_use {
-            if !kept.contains(&var) {
-                dying[stmt_idx].push(var);
-            }
-        }
+        let dying = last_uses(program, block_id, uses);
         let dying = Arc::new(dying);
         self.dying[block_id] = Some(dying.clone());
         dying
@@ -1091,6 +1063,45 @@ impl Exec<'_> {
 
 /// The free variables of a block (used inside it, nested blocks included, but bound outside
 /// it), memoised per block.
+/// Note [Releasing values]: for each item of `block_id` in order (a statement, or a step of
+/// its schedule), given as the variables it reads and those it binds, the variables of the
+/// block whose last use it is (or that it binds and nothing reads). Params (and `main`'s
+/// inputs) and binders are the block's own; the block's results are kept.
+pub(super) fn last_uses(
+    program: &Program,
+    block_id: BlockId,
+    items: Vec<(Vec<VarId>, Vec<VarId>)>,
+) -> Vec<Vec<VarId>> {
+    let block = &program.blocks[block_id];
+    let mut local: HashSet<VarId> = block.params.iter().copied().collect();
+    if block_id == program.main {
+        local.extend(&program.inputs);
+    }
+    let kept: HashSet<VarId> = block.results.iter().copied().filter_map(var_of).collect();
+    let mut last_use: HashMap<VarId, usize> = HashMap::new();
+    for (item_idx, (reads, binders)) in items.iter().enumerate() {
+        for var in reads {
+            if local.contains(var) {
+                last_use.insert(*var, item_idx);
+            }
+        }
+        for &binder in binders {
+            local.insert(binder);
+            last_use.insert(binder, item_idx);
+        }
+    }
+    let mut dying = vec![Vec::new(); items.len()];
+    for (var, item_idx) in last_use {
+        if !kept.contains(&var) {
+            dying[item_idx].push(var);
+        }
+    }
+    for vars in &mut dying {
+        vars.sort();
+    }
+    dying
+}
+
 fn block_free_vars<'m>(
     program: &Program,
     block_id: BlockId,
