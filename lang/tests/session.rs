@@ -197,6 +197,23 @@ fn script_definitions_are_made_once() {
 }
 
 #[test]
+fn number_elements_of_a_table_keep_their_own_values_and_positions() {
+    // The checker types one number of each form (`2`, `-2`, `2.5`, `-2.5`) per table and
+    // copies that typing to the others: each copy keeps its value and its position.
+    let src = ":p [1, -2, 3, -4]\n:p [0.5, -1, 2.5, -3.5, 4]\n:p [1, 2, 3, 4294967296, 5]\n";
+    let mut session = Session::new(SessionConfig::default());
+    let got = outputs(&mut session, src);
+    assert_eq!(got[0], Output::Value("[1, -2, 3, -4]".into()));
+    assert_eq!(got[1], Output::Value("[0.5, -1., 2.5, -3.5, 4.]".into()));
+    let Output::Error(diag) = &got[2] else {
+        panic!("expected an error, got {:?}", got[2]);
+    };
+    assert!(diag.message.contains("does not fit"), "{diag:?}");
+    let at = src.find("4294967296").unwrap();
+    assert_eq!(diag.span.map(|span| span.range()), Some(at..at + 10));
+}
+
+#[test]
 fn a_long_table_literal_is_parsed_checked_and_lowered_in_linear_time() {
     // 30 000 elements: a second or two in a debug build when every stage is linear in the
     // literal's length; the quadratic front end that issue 9 reports took minutes here. The

@@ -797,10 +797,26 @@ impl<'env> Infer<'env> {
             }
             ExprKind::Table(items) => {
                 let elem = Ty::Var(self.fresh_var());
-                let mut typed = Vec::new();
+                let mut typed = Vec::with_capacity(items.len());
+                // Number elements of one form (`2`, `-2`, `2.5`, `-2.5`) are typed once per
+                // table and the others copy that typing: all of them get the element type
+                // anyway, and a literal of 10⁶ numbers would otherwise make 10⁶ type
+                // variables and class constraints.
+                let mut typed_forms: [Option<TExpr>; 4] = Default::default();
                 for item in items {
+                    let form = number_form(item);
+                    let copied = form
+                        .and_then(|form| typed_forms[form].as_ref())
+                        .and_then(|template| restamp(template, item));
+                    if let Some(copy) = copied {
+                        typed.push(copy);
+                        continue;
+                    }
                     let item = self.infer_depth(item, depth + 1)?;
                     self.unify(&elem, &item.ty, item.span)?;
+                    if let Some(form) = form {
+                        typed_forms[form] = Some(item.clone());
+                    }
                     typed.push(item);
                 }
                 let ty = Ty::table(Ty::Fin(Size::Const(typed.len() as u64)), elem);
@@ -1447,6 +1463,40 @@ impl<'env> Infer<'env> {
                 .map(|ty| (ident.name.clone(), ty)),
         )
     }
+}
+
+/// Which of the four forms of a plain number (`2`, `2.5`, `-2`, `-2.5`) an expression has.
+fn number_form(expr: &Expr) -> Option<usize> {
+    let (negated, lit) = match &expr.kind {
+        ExprKind::Neg(inner) => (2, &inner.kind),
+        lit => (0, lit),
+    };
+    match lit {
+        ExprKind::Lit(Lit::Int(_)) => Some(negated),
+        ExprKind::Lit(Lit::Float(_)) => Some(negated + 1),
+        _ => None,
+    }
+}
+
+/// The typing of a number `item` copied from `template`, the typing of an earlier number of
+/// the same form (`number_form`): the same types, with `item`'s value and positions.
+fn restamp(template: &TExpr, item: &Expr) -> Option<TExpr> {
+    let kind = match (&template.kind, &item.kind) {
+        (TKind::Lit(_), ExprKind::Lit(lit)) => TKind::Lit(lit.clone()),
+        (TKind::App { func, arg }, ExprKind::Neg(inner)) => TKind::App {
+            func: Box::new(TExpr {
+                span: item.span,
+                ..(**func).clone()
+            }),
+            arg: Box::new(restamp(arg, inner)?),
+        },
+        _ => return None,
+    };
+    Some(TExpr {
+        kind,
+        ty: template.ty.clone(),
+        span: item.span,
+    })
 }
 
 /// Reports integer literals that do not fit their type (`9999999999` as an `Int32`); a

@@ -90,7 +90,7 @@ use crate::core::ids::IdVec;
 use crate::core::interp::InterpError;
 use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Scalar, Stmt, VarId};
 use crate::core::kernel::Schedule;
-use crate::core::value::Array;
+use crate::core::value::{Array, ArrayData};
 use crate::core::verify::{expr_atoms, expr_blocks};
 use crate::core::visit::var_of;
 use indexing::{IndexCol, Rows};
@@ -538,10 +538,12 @@ impl Exec<'_> {
             Expr::Gather { shape, array, body } => self.gather(stmt, shape, array, *body)?,
             Expr::Scatter { shape, array, body } => self.scatter(shape, array, *body)?,
             Expr::Table(atoms) => {
-                let parts: Vec<Tensor> = atoms.iter().map(|atom| self.tensor(atom)).collect();
-                if parts.is_empty() {
+                if atoms.is_empty() {
                     Tensor::zeros(self.binder_ty(stmt, 0))
+                } else if let Some(table) = constant_table(atoms) {
+                    table
                 } else {
+                    let parts: Vec<Tensor> = atoms.iter().map(|atom| self.tensor(atom)).collect();
                     stack(0, &parts)
                 }
             }
@@ -1144,6 +1146,22 @@ fn block_free_vars<'m>(
 
 /// `tr_perm` on the axes after the first `n_batch`: result axis `n_batch + a` is input axis
 /// `n_batch + perm[a]`; the other axes stay. Zero-copy.
+/// A literal table of constants, built in one pass (a literal of 10⁶ numbers would otherwise
+/// make a tensor per element and stack them); `None` when an element is a variable.
+fn constant_table(atoms: &[Atom]) -> Option<Tensor> {
+    let Some(Atom::Lit(first)) = atoms.first() else {
+        return None;
+    };
+    let mut data = ArrayData::with_capacity(first.elem(), atoms.len());
+    for atom in atoms {
+        let Atom::Lit(scalar) = atom else {
+            return None;
+        };
+        data.push(*scalar);
+    }
+    Some(Tensor::from(Array::new(vec![atoms.len()], data)))
+}
+
 fn transpose(tensor: &Tensor, n_batch: usize, perm: &[usize]) -> Tensor {
     let axes: Vec<usize> = (0..n_batch)
         .chain(perm.iter().map(|&axis| n_batch + axis))

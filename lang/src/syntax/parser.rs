@@ -55,6 +55,22 @@ static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
 
 type PResult<T> = Result<T, ParseError>;
 
+/// The value of a number as the grammar's `int` and `float` rules accept it (`7`, `1.`,
+/// `1.e3`, `2.5E-3`).
+fn number(text: &str, span: Span) -> PResult<Lit> {
+    if text.bytes().all(|byte| byte.is_ascii_digit()) {
+        return match text.parse::<u64>() {
+            Ok(value) => Ok(Lit::Int(value)),
+            Err(_) => Err(error("integer literal too large", span)),
+        };
+    }
+    // Rust's float syntax takes `1.` and `1.e3` as they are.
+    match text.parse::<f64>() {
+        Ok(value) => Ok(Lit::Float(value)),
+        Err(_) => Err(error("malformed float literal", span)),
+    }
+}
+
 fn error(message: impl Into<String>, span: Span) -> ParseError {
     ParseError {
         message: message.into(),
@@ -1056,6 +1072,38 @@ impl<'a> Builder<'a> {
         Ok(base)
     }
 
+    /// The elements of a `numbers` token (`0.5, -1, 2e3`), as the expression rules read them:
+    /// a sign is a prefix operator (`-` a negation, `+` nothing) applied to the number.
+    fn numbers(&self, pair: &Pair<Rule>) -> PResult<Vec<Expr>> {
+        let start = pair.as_span().start();
+        let mut items = Vec::new();
+        let mut offset = start;
+        for piece in pair.as_str().split(',') {
+            let lead = piece.len() - piece.trim_start().len();
+            let text = piece.trim();
+            let at = offset + lead;
+            offset += piece.len() + 1;
+            let span = self.laid.span(at, at + text.len());
+            let (sign, digits) = match text.as_bytes()[0] {
+                sign @ (b'-' | b'+') => (Some(sign), &text[1..]),
+                _ => (None, text),
+            };
+            let lit_at = at + text.len() - digits.len();
+            let lit = Expr {
+                kind: ExprKind::Lit(number(digits, self.laid.span(lit_at, at + text.len()))?),
+                span: self.laid.span(lit_at, at + text.len()),
+            };
+            items.push(match sign {
+                Some(b'-') => Expr {
+                    kind: ExprKind::Neg(Box::new(lit)),
+                    span,
+                },
+                _ => Expr { span, ..lit },
+            });
+        }
+        Ok(items)
+    }
+
     fn atom(&self, pair: Pair<Rule>) -> PResult<Node> {
         let span = self.span(&pair);
         let lit = |lit: Lit| {
@@ -1065,22 +1113,7 @@ impl<'a> Builder<'a> {
             }))
         };
         match pair.as_rule() {
-            Rule::int => match pair.as_str().parse::<u64>() {
-                Ok(value) => lit(Lit::Int(value)),
-                Err(_) => Err(error("integer literal too large", span)),
-            },
-            Rule::float => {
-                let text = pair.as_str();
-                let normalized = if text.ends_with('.') {
-                    format!("{text}0")
-                } else {
-                    text.replace(".e", ".0e").replace(".E", ".0E")
-                };
-                match normalized.parse::<f64>() {
-                    Ok(value) => lit(Lit::Float(value)),
-                    Err(_) => Err(error("malformed float literal", span)),
-                }
-            }
+            Rule::int | Rule::float => lit(number(pair.as_str(), span)?),
             Rule::bool => lit(Lit::Bool(pair.as_str() == "True")),
             Rule::string => {
                 let text = pair.as_str();
@@ -1098,14 +1131,15 @@ impl<'a> Builder<'a> {
                 }))
             }
             Rule::table => {
-                let items = pair
-                    .into_inner()
-                    .map(|item| match item.as_rule() {
+                let mut items = Vec::new();
+                for item in pair.into_inner() {
+                    match item.as_rule() {
+                        Rule::numbers => items = self.numbers(&item)?,
                         // A plain number element (`table_item`).
-                        Rule::float | Rule::int => Ok(self.atom(item)?.expr),
-                        _ => Ok(self.expr(item)?.expr),
-                    })
-                    .collect::<PResult<Vec<_>>>()?;
+                        Rule::float | Rule::int => items.push(self.atom(item)?.expr),
+                        _ => items.push(self.expr(item)?.expr),
+                    }
+                }
                 Ok(Node::plain(Expr {
                     kind: ExprKind::Table(items),
                     span,

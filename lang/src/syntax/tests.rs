@@ -1113,6 +1113,30 @@ fn nesting_limits() {
     assert!(parse_code(&src, Span::new(0, src.len())).is_ok());
 }
 
+#[test]
+fn a_table_of_plain_numbers_reads_as_the_expression_rules_read_it() {
+    // A table of numbers only is one `numbers` token that the builder splits; with a name at
+    // the end, the same numbers go through the expression rules. Same elements, same spans.
+    let numbers = "0.5, -1,2e3 ,\n  +2, 1., 1.e3, 7, -0.25E-2, 18446744073709551615";
+    let items = |src: &str| match parse_expr(src).expect("parses").kind {
+        ExprKind::Table(items) => items,
+        other => panic!("not a table: {other:?}"),
+    };
+    let fast = items(&format!("[{numbers}]"));
+    let general = items(&format!("[{numbers}, x]"));
+    assert_eq!(fast.len(), 9);
+    assert_eq!(fast[..], general[..9]);
+    let sexps: Vec<String> = fast.iter().map(sexp).collect();
+    assert_eq!(sexps[..4], ["0.5", "(neg 1)", "2000.0", "2"]);
+    // Not all numbers: the expression rules read the whole table.
+    let mixed: Vec<String> = items("[1 - 2, -x, 3]").iter().map(sexp).collect();
+    assert_eq!(mixed, ["(- 1 2)", "(neg x)", "3"]);
+    assert_eq!(
+        code_err(":p [1, 99999999999999999999]").message,
+        "integer literal too large"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Entry status.
 
