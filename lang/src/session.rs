@@ -844,6 +844,7 @@ impl Session {
                 let info = DefInfo {
                     name: name.clone(),
                     vars: Vec::new(),
+                    implicit: Vec::new(),
                     ty,
                     span: binding.span,
                     body,
