@@ -243,8 +243,8 @@ fn signature(ty: &Ty) -> Result<Signature, String> {
     }
     if params.is_empty() {
         return Err(format!(
-            "only a function can be exported (with example arguments, `:export f x0 y0`); \
-             this expression has type {ty}"
+            "only a function can be exported, or one applied to example arguments \
+             (`:export f x0 y0`); this expression has type {ty}"
         ));
     }
     let pullback = match ty {
