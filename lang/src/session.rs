@@ -412,11 +412,7 @@ impl Session {
     }
 
     fn check_expr(&mut self, expr_src: &str) -> Result<TExpr, Diagnostic> {
-        let expr = crate::syntax::parse_expr(expr_src).map_err(|err| Diagnostic {
-            kind: ErrorKind::Parse,
-            message: err.message,
-            span: Some(err.span),
-        })?;
+        let expr = parse_expr(expr_src)?;
         Infer::new(&mut self.env)
             .infer_top_expr(&expr)
             .map_err(|err| type_error(&mut self.more_errors, err))
@@ -1188,6 +1184,15 @@ struct Compiled {
     /// The session values the inputs hold, in order, with their number of arrays.
     input_names: Vec<(String, usize)>,
     piped: pipeline::Compiled,
+}
+
+/// One expression (source text) parsed, or its parse error.
+fn parse_expr(expr_src: &str) -> Result<crate::syntax::ast::Expr, Diagnostic> {
+    crate::syntax::parse_expr(expr_src).map_err(|err| Diagnostic {
+        kind: ErrorKind::Parse,
+        message: err.message,
+        span: Some(err.span),
+    })
 }
 
 /// An internal compiler error as the user sees it (the session stays usable).

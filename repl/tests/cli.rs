@@ -367,31 +367,39 @@ fn export_errors_say_what_and_where() {
          def total(v: n=>Float) -> Float given (n|Ix) = sum v\n",
     );
     let cases = [
-        ("xs", "Export error: only a function can be exported"),
+        ("xs", "Export error: only a function can be exported", "^^"),
         (
             "app",
             "Export error: cannot export a function with an argument of type (Float32 -> Float32)",
+            "^^^",
         ),
-        ("nope", "unbound variable `nope`"),
+        ("nope", "Type error: unbound variable `nope`", "^^^^"),
         (
             "pair",
             "Export error: cannot export a function whose result holds a function",
+            "^^^^",
         ),
         (
             "total",
-            "Export error: cannot export a function with an argument of type (_ => Float32): \
-             type (_ => Float32) is not concrete (example arguments fix the types",
+            "Export error: the argument types of this function are not fixed (its type is \
+             ((a => Float32) -> Float32)): give example arguments whose types fix them, \
+             `:export f x0 y0`",
+            "^^^^^",
         ),
-        ("sq2 xs", "Type error: expected type Float32, found"),
+        (
+            "sq2 xs",
+            "Type error: expected type Float32, found ((Fin 2) => Float32)",
+            "    ^^",
+        ),
     ];
-    for (name, expected) in cases {
+    for (name, expected, carets) in cases {
         let output = run(&["export", path_arg(&path), name]);
         assert_eq!(output.status.code(), Some(1), "{name}");
         let text = stderr(&output);
         assert!(text.contains(expected), "{name}: {text}");
         assert!(
-            text.contains(&format!("{name}\n^")),
-            "{name}: no position in {text}"
+            text.contains(&format!("{name}\n{carets}\n")),
+            "{name}: not at its position in {text}"
         );
         assert!(stdout(&output).is_empty());
     }

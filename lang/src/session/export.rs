@@ -23,6 +23,7 @@ use crate::check::types::{LocalId, Ty};
 use crate::export::stablehlo::Input;
 use crate::passes::lower::{leaf_types, GlobalValue, Lowerer};
 use crate::passes::pipeline;
+use crate::syntax::ast::Expr;
 
 /// The function `@main` computes: the exported function's parameters and result, and for a
 /// function returning a pullback (`vjp f : a -> (b, b -> a)`), the pullback's types.
@@ -48,18 +49,32 @@ impl Session {
     /// function's arguments (tuples flattened, in order; for `vjp f` then the cotangent
     /// seed); the top-level values the function reads are embedded as constants.
     pub fn export(&mut self, expr_src: &str) -> Result<String, Diagnostic> {
-        let texpr = self.check_expr(expr_src)?;
-        self.export_function(&texpr)
+        let expr = super::parse_expr(expr_src)?;
+        self.export_command(&expr)
     }
 
-    /// `:export EXPR` in a block.
-    pub(super) fn export_command(
-        &mut self,
-        expr: &crate::syntax::ast::Expr,
-    ) -> Result<String, Diagnostic> {
-        let texpr = Infer::new(&mut self.env)
-            .infer_top_expr(expr)
-            .map_err(|err| super::type_error(&mut self.more_errors, err))?;
+    /// `:export EXPR` in a block. A generic function whose types nothing fixes fails to check
+    /// as a whole; the error then says how to fix them.
+    pub(super) fn export_command(&mut self, expr: &Expr) -> Result<String, Diagnostic> {
+        let texpr = match Infer::new(&mut self.env).infer_top_expr(expr) {
+            Ok(texpr) => texpr,
+            Err(err) => {
+                // The type with what is unknown named (`:t`), when that is all that failed.
+                let generic = Infer::new(&mut self.env).infer_top_type(expr);
+                return Err(match generic {
+                    Ok(ty @ Ty::Fun { .. }) if err.span == expr.span => Diagnostic {
+                        kind: ErrorKind::Export,
+                        message: format!(
+                            "the argument types of this function are not fixed (its type is \
+                             {ty}): give example arguments whose types fix them, \
+                             `:export f x0 y0`"
+                        ),
+                        span: Some(err.span),
+                    },
+                    _ => super::type_error(&mut self.more_errors, err),
+                });
+            }
+        };
         self.export_function(&texpr)
     }
 
