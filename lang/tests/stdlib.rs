@@ -181,19 +181,22 @@ const KEYS_OF_NEW_KEY_0: [u64; 3] = [
 fn split_key_takes_its_size_by_name() {
     let mut session = session(Engine::Fused);
     let keys = |n: usize| {
-        let items: Vec<String> = KEYS_OF_NEW_KEY_0[..n]
-            .iter()
-            .map(u64::to_string)
-            .collect();
+        let items: Vec<String> = KEYS_OF_NEW_KEY_0[..n].iter().map(u64::to_string).collect();
         format!("[{}]", items.join(", "))
     };
-    assert_eq!(value(&mut session, ":p split_key(n=2, new_key 0)\n"), keys(2));
+    assert_eq!(
+        value(&mut session, ":p split_key(n=2, new_key 0)\n"),
+        keys(2)
+    );
     assert_eq!(
         value(&mut session, ":p split_key(n=Fin 3, new_key 0)\n"),
         keys(3)
     );
     assert_eq!(
-        value(&mut session, "three = 3\n:p split_key(new_key 0, n=three)\n"),
+        value(
+            &mut session,
+            "three = 3\n:p split_key(new_key 0, n=three)\n"
+        ),
         keys(3)
     );
     assert_eq!(

@@ -392,7 +392,11 @@ fn example_arguments_fix_the_types_of_generic_functions_on_xla() {
         ("total", "total", &["xs0"][..]),
         ("grad-total", "grad total", &["xs0"][..]),
         ("wsum", "wsum", &["[1.0, 2.0, 3.0]", "[0.1, 0.2, 0.3]"][..]),
-        ("grad-wsum", "grad (wsum [1.0, 2.0, 3.0])", &["[0.1, 0.2, 0.3]"][..]),
+        (
+            "grad-wsum",
+            "grad (wsum [1.0, 2.0, 3.0])",
+            &["[0.1, 0.2, 0.3]"][..],
+        ),
     ] {
         let export = format!("{function} {}", applied(args));
         let call = format!("({function}) {}", applied(args));
@@ -442,9 +446,11 @@ fn an_example_argument_that_does_not_fit_is_a_type_error_at_it() {
         .collect();
     assert_eq!(
         errors,
-        ["Type error: expected type ((Fin 2) => Float32), found ((Fin 5) => Float32)\n\
+        [
+            "Type error: expected type ((Fin 2) => Float32), found ((Fin 5) => Float32)\n\
           :export wsum [1.0, 2.0] xs0\n\
-          \x20                       ^^^"]
+          \x20                       ^^^"
+        ]
     );
 }
 

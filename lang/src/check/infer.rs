@@ -968,14 +968,19 @@ impl<'env> Infer<'env> {
             return Ok(None);
         };
         let params = info.param_names();
-        let implicit = |name: &str| info.implicit.iter().position(|n| n.as_deref() == Some(name));
+        let implicit = |name: &str| {
+            info.implicit
+                .iter()
+                .position(|n| n.as_deref() == Some(name))
+        };
         // The position of this argument: the earlier ones, less those that filled a variable.
         let position = arg_names
             .iter()
             .rev()
             .filter(|earlier| {
                 earlier.is_none_or(|earlier| {
-                    params.contains(&Some(earlier.name.clone())) || implicit(&earlier.name).is_none()
+                    params.contains(&Some(earlier.name.clone()))
+                        || implicit(&earlier.name).is_none()
                 })
             })
             .count();
@@ -1015,13 +1020,22 @@ impl<'env> Infer<'env> {
     /// `f(n=T)`: instantiates the implicit variable at `position` of the definition at the
     /// head of `func` with `T`, a type (`Fin 2`) or a size (`2` for `Fin 2`, as LANGUAGE.md's
     /// `split_key(n=2, key)`).
-    fn fill_given(&mut self, func: TExpr, position: usize, arg: &Expr, span: Span) -> Result<TExpr> {
+    fn fill_given(
+        &mut self,
+        func: TExpr,
+        position: usize,
+        arg: &Expr,
+        span: Span,
+    ) -> Result<TExpr> {
         let mut head = &func;
         while let TKind::App { func, .. } = &head.kind {
             head = func;
         }
         let TKind::Def { inst, .. } = &head.kind else {
-            return error(arg.span, "only a definition's implicit variables can be named");
+            return error(
+                arg.span,
+                "only a definition's implicit variables can be named",
+            );
         };
         let Some(var) = inst.get(position).cloned() else {
             return error(arg.span, "this definition has no such implicit variable");
@@ -1069,7 +1083,13 @@ impl<'env> Infer<'env> {
     /// `xs + 1` with `xs` a table: arithmetic is on values of one type, so the number would
     /// have to be a table. Says so, and how to write what was meant (dx has no broadcasting
     /// operators but `.*`): `for i. xs[i] + 1`, or `2.0 .* xs` for a product.
-    fn check_number_with_table(&self, op: BinOp, lhs: &Expr, rhs: &Expr, res: &TExpr) -> Result<()> {
+    fn check_number_with_table(
+        &self,
+        op: BinOp,
+        lhs: &Expr,
+        rhs: &Expr,
+        res: &TExpr,
+    ) -> Result<()> {
         if !matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div) {
             return Ok(());
         }
@@ -1078,7 +1098,9 @@ impl<'env> Infer<'env> {
         };
         let is_number = |expr: &Expr| match &expr.kind {
             ExprKind::Lit(Lit::Int(_) | Lit::Float(_)) => true,
-            ExprKind::Neg(inner) => matches!(inner.kind, ExprKind::Lit(Lit::Int(_) | Lit::Float(_))),
+            ExprKind::Neg(inner) => {
+                matches!(inner.kind, ExprKind::Lit(Lit::Int(_) | Lit::Float(_)))
+            }
             _ => false,
         };
         let (number, table) = match (is_number(lhs), is_number(rhs)) {
