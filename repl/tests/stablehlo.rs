@@ -200,12 +200,17 @@ fn example_session(file: &str) -> Session {
     let src = std::fs::read_to_string(&path).expect("read the example");
     let mut session = Session::new(SessionConfig::default());
     session.set_data_dir(path.parent().map(Path::to_path_buf));
-    for result in session.eval_source(&src) {
+    eval_without_errors(&mut session, &src, file);
+    session
+}
+
+/// Evaluates `src` (from `what`) in a session; it must run without errors.
+fn eval_without_errors(session: &mut Session, src: &str, what: &str) {
+    for result in session.eval_source(src) {
         for output in &result.outputs {
-            assert!(!matches!(output, Output::Error(_)), "{file}: {output:?}");
+            assert!(!matches!(output, Output::Error(_)), "{what}: {output:?}");
         }
     }
-    session
 }
 
 /// Exports `export` from a session and writes a case: `@main`'s inputs are the values of
@@ -320,11 +325,7 @@ fn the_examples_losses_and_gradients_give_dx_values_on_xla() {
     let mut n_cases = 0;
     for (file, extra, functions) in cases {
         let mut session = example_session(file);
-        for result in session.eval_source(extra) {
-            for output in &result.outputs {
-                assert!(!matches!(output, Output::Error(_)), "{file}: {output:?}");
-            }
-        }
+        eval_without_errors(&mut session, extra, file);
         for (function, args) in *functions {
             let name = format!(
                 "{}-{}",
@@ -357,11 +358,7 @@ xs0 = [0.5, -1.0, 2.0, 0.25, 1.5]
 fn exported_vjps_give_dx_vjp_values_on_xla() {
     let dir = case_folder("vjp");
     let mut session = Session::new(SessionConfig::default());
-    for result in session.eval_source(FUNCTIONS) {
-        for output in &result.outputs {
-            assert!(!matches!(output, Output::Error(_)), "{output:?}");
-        }
-    }
+    eval_without_errors(&mut session, FUNCTIONS, "FUNCTIONS");
     write_vjp_case(&dir, "wave", &mut session, "wave", "0.7", "1.5");
     write_vjp_case(
         &dir,
@@ -382,11 +379,7 @@ fn exported_vjps_give_dx_vjp_values_on_xla() {
 fn example_arguments_fix_the_types_of_generic_functions_on_xla() {
     let dir = case_folder("examples-args");
     let mut session = Session::new(SessionConfig::default());
-    for result in session.eval_source(FUNCTIONS) {
-        for output in &result.outputs {
-            assert!(!matches!(output, Output::Error(_)), "{output:?}");
-        }
-    }
+    eval_without_errors(&mut session, FUNCTIONS, "FUNCTIONS");
     // `f x0 y0`: `f` at the types of the examples (the values are `@main`'s inputs here).
     for (name, function, args) in [
         ("total", "total", &["xs0"][..]),
