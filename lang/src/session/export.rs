@@ -20,6 +20,7 @@ use super::{ice, internal_diagnostic, lower_error, Diagnostic, ErrorKind, Sessio
 use crate::check::infer::Infer;
 use crate::check::typed::{TExpr, TKind, TPat, TStmt};
 use crate::check::types::{LocalId, Ty};
+use crate::core::ir::ArrTy;
 use crate::export::stablehlo::Input;
 use crate::passes::lower::{leaf_types, GlobalValue, Lowerer};
 use crate::passes::pipeline;
@@ -139,21 +140,34 @@ impl Session {
             let seed = placeholder(signature.params.len());
             applied = self.apply_pullback(applied, pullback, seed);
         }
+        self.lower_export(&applied, &names, &main_params, &leaves)
+    }
+
+    /// The module of `applied`, an expression that reads `@main`'s parameters as the globals
+    /// `names` (of types `params`, made of the arrays `leaves`). What StableHLO cannot express
+    /// is an error at the exported expression.
+    fn lower_export(
+        &self,
+        applied: &TExpr,
+        names: &[String],
+        params: &[Ty],
+        leaves: &[Vec<ArrTy>],
+    ) -> Result<String, Diagnostic> {
         let lookup = |name: &str| match names.iter().position(|arg| arg == name) {
             Some(position) => Some(GlobalValue {
-                ty: &main_params[position],
+                ty: &params[position],
                 leaves: leaves[position].clone(),
             }),
             None => self.global_value(name),
         };
         let mut lowerer = Lowerer::new(&self.env, &lookup);
-        lowerer.lower_main(&applied).map_err(lower_error)?;
+        lowerer.lower_main(applied).map_err(lower_error)?;
         let used = std::mem::take(&mut lowerer.inputs);
         let mut core = lowerer.program;
         // `@main` takes every argument, used or not, in order; then the constants.
         let mut inputs = Vec::new();
         let mut kinds = Vec::new();
-        for (name, arg_leaves) in names.iter().zip(&leaves) {
+        for (name, arg_leaves) in names.iter().zip(leaves) {
             match used.iter().find(|(input, _)| input == name) {
                 Some((_, vars)) => inputs.extend(vars.iter().copied()),
                 None => {
@@ -175,8 +189,11 @@ impl Session {
         }
         core.inputs = inputs;
         let piped = pipeline::run(&core, crate::export::bulk_passes(), &[]).map_err(ice)?;
-        crate::export::stablehlo::module(&piped.program, &kinds)
-            .map_err(|err| error(err.to_string()))
+        crate::export::stablehlo::module(&piped.program, &kinds).map_err(|err| Diagnostic {
+            kind: ErrorKind::Export,
+            message: err.to_string(),
+            span: Some(applied.span),
+        })
     }
 
     /// `(y, pullback) = applied` then `(y, pullback seed)`.
