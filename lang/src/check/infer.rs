@@ -1052,6 +1052,7 @@ impl<'env> Infer<'env> {
         self.unify(&var, &ty, arg.span)?;
         Ok(TExpr { span, ..func })
     }
+
     fn instantiate_builtin(&mut self, mut func: TExpr, builtin: Builtin, span: Span) -> TExpr {
         func.ty = builtin.instantiate(self, span);
         func
