@@ -53,6 +53,15 @@ fn a_table_scaled_by_a_number_suggests_dot_star_for_every_axis() {
             "[[2., 4.], [6., 8.]]"
         );
     }
+    // `.*` scales floats only: for a table of integers only the `for` is suggested.
+    value(&mut session, "ns = [1, 2, 3]\n:p ns\n");
+    let message = error(&mut session, ":p ns * 2\n");
+    let codes = suggestions(&message);
+    assert_eq!(codes, ["for i. ns[i] * 2"], "{message}");
+    assert_eq!(
+        value(&mut session, &format!(":p {}\n", codes[0])),
+        "[2, 4, 6]"
+    );
     // The number on the left of `-` stays on the left.
     let message = error(&mut session, ":p 10.0 - m\n");
     let codes = suggestions(&message);

@@ -1137,7 +1137,8 @@ impl<'env> Infer<'env> {
             format!("{number_text} {symbol} {element}")
         };
         let mut fix = format!("`for {}. {element_op}`", binders.join(" "));
-        if op == BinOp::Mul {
+        // `.*` scales tables of floats only.
+        if op == BinOp::Mul && matches!(ty, Ty::Base(base) if base.is_float()) {
             fix = format!("`{number_text} .* {table_text}` or {fix}");
         }
         let verb = match op {
