@@ -368,11 +368,21 @@ fn exported_vjps_give_dx_vjp_values_on_xla() {
         "(0.5, [1.0, -2.0, 0.25])",
         "(2.0, [0.5, 1.0, -1.0])",
     );
+    // `linearize f` has the same form: its second result is the tangent map.
+    let linearize = "linearize (mix) ((0.5, [1.0, -2.0, 0.25]))";
+    write_session_case(
+        &dir,
+        "mix-linearize",
+        &mut session,
+        "linearize mix",
+        &["(0.5, [1.0, -2.0, 0.25])", "(1.0, [0.0, 0.5, 2.0])"],
+        &format!("(fst ({linearize}), (snd ({linearize})) (1.0, [0.0, 0.5, 2.0]))"),
+    );
     // The MLP's loss: its pullback of 1.0 is the gradient of the parameters.
     let mut mlp = example_session("mlp.dx");
     write_vjp_case(&dir, "mlp-loss", &mut mlp, "loss", "params0", "1.0");
     let report = check_on_xla(&dir, &[], &[]);
-    assert!(report.contains("3 of 3 cases agree"), "{report}");
+    assert!(report.contains("4 of 4 cases agree"), "{report}");
 }
 
 #[test]
