@@ -5,7 +5,7 @@
 mod common;
 
 use common::{error, printed, session, value};
-use dx_lang::session::Engine;
+use dx_lang::session::{Engine, Session};
 
 /// The code an error message suggests: the backquoted texts after "write".
 fn suggestions(message: &str) -> Vec<String> {
@@ -40,35 +40,46 @@ fn a_number_added_to_a_table_suggests_a_for_and_the_suggestion_runs() {
     }
 }
 
+/// The error of `src` suggests exactly `expected` (code), and each suggestion prints `value_text`.
+fn suggestions_run(session: &mut Session, src: &str, expected: &[&str], value_text: &str) {
+    let message = error(session, src);
+    let codes = suggestions(&message);
+    assert_eq!(codes, expected, "{message}");
+    for code in codes {
+        assert_eq!(
+            value(session, &format!(":p {code}\n")),
+            value_text,
+            "{code}"
+        );
+    }
+}
+
 #[test]
 fn a_table_scaled_by_a_number_suggests_dot_star_for_every_axis() {
     let mut session = session(Engine::Fused);
-    value(&mut session, "m = [[1., 2.], [3., 4.]]\n:p m\n");
-    let message = error(&mut session, ":p 2.0 * m\n");
-    let codes = suggestions(&message);
-    assert_eq!(codes, ["2.0 .* m", "for i j. 2.0 * m[i, j]"], "{message}");
-    for code in codes {
-        assert_eq!(
-            value(&mut session, &format!(":p {code}\n")),
-            "[[2., 4.], [6., 8.]]"
-        );
-    }
+    value(
+        &mut session,
+        "m = [[1., 2.], [3., 4.]]\nns = [1, 2, 3]\n:p m\n",
+    );
+    suggestions_run(
+        &mut session,
+        ":p 2.0 * m\n",
+        &["2.0 .* m", "for i j. 2.0 * m[i, j]"],
+        "[[2., 4.], [6., 8.]]",
+    );
     // `.*` scales floats only: for a table of integers only the `for` is suggested.
-    value(&mut session, "ns = [1, 2, 3]\n:p ns\n");
-    let message = error(&mut session, ":p ns * 2\n");
-    let codes = suggestions(&message);
-    assert_eq!(codes, ["for i. ns[i] * 2"], "{message}");
-    assert_eq!(
-        value(&mut session, &format!(":p {}\n", codes[0])),
-        "[2, 4, 6]"
+    suggestions_run(
+        &mut session,
+        ":p ns * 2\n",
+        &["for i. ns[i] * 2"],
+        "[2, 4, 6]",
     );
     // The number on the left of `-` stays on the left.
-    let message = error(&mut session, ":p 10.0 - m\n");
-    let codes = suggestions(&message);
-    assert_eq!(codes, ["for i j. 10.0 - m[i, j]"], "{message}");
-    assert_eq!(
-        value(&mut session, &format!(":p {}\n", codes[0])),
-        "[[9., 8.], [7., 6.]]"
+    suggestions_run(
+        &mut session,
+        ":p 10.0 - m\n",
+        &["for i j. 10.0 - m[i, j]"],
+        "[[9., 8.], [7., 6.]]",
     );
 }
 
