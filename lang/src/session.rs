@@ -28,6 +28,7 @@ use crate::passes::PIPELINE;
 use crate::syntax::ast::{CodeBlock, Command, Decl, Ident, LetBinding, Pattern, Pragma};
 use crate::syntax::{Chunk, ChunkKind, Span};
 
+mod export;
 mod rich;
 mod run_stage;
 
@@ -410,125 +411,8 @@ impl Session {
         Ok((compiled.core, compiled.piped.program))
     }
 
-    /// A function as a StableHLO module (`:export`, `dx export`): `expr_src` is a function
-    /// (a top-level name, or `grad f`, `vjp f`…) whose argument types are concrete. `@main`'s
-    /// parameters are the function's arguments (tuples flattened, in order); the top-level
-    /// values the function reads are embedded as constants.
-    pub fn export(&mut self, expr_src: &str) -> Result<String, Diagnostic> {
-        let texpr = self.check_expr(expr_src)?;
-        self.export_function(&texpr)
-    }
-
-    fn export_function(&self, texpr: &TExpr) -> Result<String, Diagnostic> {
-        let error = |message: String| Diagnostic {
-            kind: ErrorKind::Export,
-            message,
-            span: Some(texpr.span),
-        };
-        let mut params = Vec::new();
-        let mut ty = &texpr.ty;
-        // A shape that depends on an argument's value (`(n: Nat) -> (Fin n)=>…`) is not static:
-        // `leaf_types` below refuses it.
-        while let Ty::Fun { param, result, .. } = ty {
-            params.push((**param).clone());
-            ty = result;
-        }
-        if params.is_empty() {
-            return Err(error(format!(
-                "only a function can be exported; this expression has type {}",
-                texpr.ty
-            )));
-        }
-        let mut leaves = Vec::new();
-        for param in &params {
-            leaves.push(leaf_types(param).map_err(|why| {
-                error(format!(
-                    "cannot export a function with an argument of type {param}: {why}"
-                ))
-            })?);
-        }
-        if ty.contains_fun() {
-            return Err(error(format!(
-                "cannot export a function whose result holds a function (its result has type \
-                 {ty}); export one that applies it, e.g. `def f_vjp(x: …, ct: …) -> … = \
-                 (snd (vjp f x)) ct`"
-            )));
-        }
-        leaf_types(ty).map_err(|why| {
-            error(format!(
-                "cannot export a function whose result has type {ty}: {why}"
-            ))
-        })?;
-        // The function applied to one placeholder global per argument (names no source can
-        // spell), which lowering turns into inputs.
-        let names: Vec<String> = (0..params.len())
-            .map(|position| format!("argument {position} of the export"))
-            .collect();
-        let mut applied = texpr.clone();
-        for (name, param) in names.iter().zip(&params) {
-            let Ty::Fun { result, .. } = &applied.ty else {
-                return Err(internal_diagnostic("an exported function lost an argument"));
-            };
-            let result = (**result).clone();
-            applied = TExpr {
-                kind: TKind::App {
-                    func: Box::new(applied),
-                    arg: Box::new(TExpr {
-                        kind: TKind::Global(name.clone()),
-                        ty: param.clone(),
-                        span: texpr.span,
-                    }),
-                },
-                ty: result,
-                span: texpr.span,
-            };
-        }
-        let lookup = |name: &str| match names.iter().position(|arg| arg == name) {
-            Some(position) => Some(GlobalValue {
-                ty: &params[position],
-                leaves: leaves[position].clone(),
-            }),
-            None => self.global_value(name),
-        };
-        let mut lowerer = Lowerer::new(&self.env, &lookup);
-        lowerer.lower_main(&applied).map_err(lower_error)?;
-        let used = std::mem::take(&mut lowerer.inputs);
-        let mut core = lowerer.program;
-        // `@main` takes every argument, used or not, in order; then the constants.
-        let mut inputs = Vec::new();
-        let mut kinds = Vec::new();
-        for (name, arg_leaves) in names.iter().zip(&leaves) {
-            match used.iter().find(|(input, _)| input == name) {
-                Some((_, vars)) => inputs.extend(vars.iter().copied()),
-                None => {
-                    for leaf in arg_leaves {
-                        inputs.push(core.new_var(leaf.clone(), "unused"));
-                    }
-                }
-            }
-            kinds.extend(arg_leaves.iter().map(|_| Input::Param));
-        }
-        for (name, vars) in used.iter().filter(|(name, _)| !names.contains(name)) {
-            inputs.extend(vars.iter().copied());
-            kinds.extend(
-                self.values[name]
-                    .1
-                    .iter()
-                    .map(|tensor| Input::Constant(tensor.to_array())),
-            );
-        }
-        core.inputs = inputs;
-        let piped = pipeline::run(&core, crate::export::bulk_passes(), &[]).map_err(ice)?;
-        crate::export::stablehlo::module(&piped.program, &kinds)
-            .map_err(|err| error(err.to_string()))
-    }
-
     fn check_expr(&mut self, expr_src: &str) -> Result<TExpr, Diagnostic> {
-        let expr = crate::syntax::parse_expr(expr_src).map_err(|err| Diagnostic {
-            kind: ErrorKind::Parse,
-            message: err.message,
-            span: Some(err.span),
-        })?;
+        let expr = parse_expr(expr_src)?;
         Infer::new(&mut self.env)
             .infer_top_expr(&expr)
             .map_err(|err| type_error(&mut self.more_errors, err))
@@ -689,16 +573,10 @@ impl Session {
                 command: Command::Export,
                 expr,
                 ..
-            } => {
-                let mut infer = Infer::new(&mut self.env);
-                match infer.infer_top_expr(expr) {
-                    Err(err) => Err(type_error(&mut self.more_errors, err)),
-                    Ok(texpr) => self.export_function(&texpr).map(|module| Evaluated {
-                        outputs: vec![Output::Text(module)],
-                        ..Default::default()
-                    }),
-                }
-            }
+            } => self.export_command(expr).map(|module| Evaluated {
+                outputs: vec![Output::Text(module)],
+                ..Default::default()
+            }),
             Decl::Command {
                 command: Command::Type,
                 expr,
@@ -962,6 +840,7 @@ impl Session {
                 let info = DefInfo {
                     name: name.clone(),
                     vars: Vec::new(),
+                    implicit: Vec::new(),
                     ty,
                     span: binding.span,
                     body,
@@ -1305,6 +1184,15 @@ struct Compiled {
     /// The session values the inputs hold, in order, with their number of arrays.
     input_names: Vec<(String, usize)>,
     piped: pipeline::Compiled,
+}
+
+/// One expression (source text) parsed, or its parse error.
+fn parse_expr(expr_src: &str) -> Result<crate::syntax::ast::Expr, Diagnostic> {
+    crate::syntax::parse_expr(expr_src).map_err(|err| Diagnostic {
+        kind: ErrorKind::Parse,
+        message: err.message,
+        span: Some(err.span),
+    })
 }
 
 /// An internal compiler error as the user sees it (the session stays usable).

@@ -164,3 +164,81 @@ fn a_wrong_declared_shape_names_the_file_and_both_shapes() {
     // The session goes on; `m` was not bound.
     assert!(matches!(&got[1], Output::Error(diag) if diag.kind == ErrorKind::Type));
 }
+
+/// Keys computed apart from dx: a Python transcription of Random123's threefry2x32_20
+/// (checked on issue 10's vectors `hash 0 0` and `hash 123 456`), `hash k i` for `k = new_key 0`
+/// and `i` = 0, 1, 2.
+const KEYS_OF_NEW_KEY_0: [u64; 3] = [
+    17_892_382_483_726_427_379,
+    5_814_079_105_949_211_768,
+    12_195_075_923_062_932_764,
+];
+
+/// Dex's `split_key(n=2, k)`: a named argument fills the definition's implicit index set `n`,
+/// with a size (`2` for `Fin 2`, as LANGUAGE.md spells it) or the index set itself, wherever
+/// it stands among the arguments.
+#[test]
+fn split_key_takes_its_size_by_name() {
+    let mut session = session(Engine::Fused);
+    let keys = |n: usize| {
+        let items: Vec<String> = KEYS_OF_NEW_KEY_0[..n].iter().map(u64::to_string).collect();
+        format!("[{}]", items.join(", "))
+    };
+    assert_eq!(
+        value(&mut session, ":p split_key(n=2, new_key 0)\n"),
+        keys(2)
+    );
+    assert_eq!(
+        value(&mut session, ":p split_key(n=Fin 3, new_key 0)\n"),
+        keys(3)
+    );
+    assert_eq!(
+        value(
+            &mut session,
+            "three = 3\n:p split_key(new_key 0, n=three)\n"
+        ),
+        keys(3)
+    );
+    assert_eq!(
+        common::printed(&mut session, ":t split_key(n=2, new_key 0)\n"),
+        "((Fin 2) => Word64)"
+    );
+    // The implicit index set of a signature (no `given`) can be named as well, in a local
+    // definition too.
+    assert_eq!(
+        value(
+            &mut session,
+            ":p\n  def count(x: m=>Float) -> Nat = size m\n  count(m=Fin 4, for i. 1.0)\n"
+        ),
+        "4"
+    );
+}
+
+#[test]
+fn a_named_argument_that_names_nothing_is_an_error_at_the_name() {
+    let mut session = session(Engine::Fused);
+    assert_eq!(
+        common::error(&mut session, ":p split_key(m=2, new_key 0)\n"),
+        "Type error: `split_key` has no parameter or implicit variable `m` here (this argument \
+         is `k`; its implicit variable is `n`)\n\
+         :p split_key(m=2, new_key 0)\n\
+         \x20            ^"
+    );
+    assert_eq!(
+        common::error(&mut session, ":p split_key(new_key 0, m=2)\n"),
+        "Type error: too many arguments: `split_key` takes 1 argument; its implicit variable \
+         is `n`\n\
+         :p split_key(new_key 0, m=2)\n\
+         \x20                       ^"
+    );
+    assert_eq!(
+        common::error(&mut session, ":p split_key(n=True, new_key 0)\n"),
+        "Type error: an implicit variable takes a type (`n=Fin 2`) or a size (`n=2`, for \
+         `Fin 2`)\n\
+         :p split_key(n=True, new_key 0)\n\
+         \x20              ^^^^"
+    );
+    // The size must agree with what the context asks for.
+    let mismatch = common::error(&mut session, "[a, b, c] = split_key(n=2, new_key 0)\n");
+    assert!(mismatch.starts_with("Type error:"), "{mismatch}");
+}

@@ -92,7 +92,8 @@ enum Command {
     Export {
         /// The .dx file that defines the function (it is run first).
         file: PathBuf,
-        /// The function: a top-level name, or an expression such as "grad loss".
+        /// The function: a top-level name, or an expression such as "grad loss" or "vjp loss",
+        /// possibly with example arguments that fix its argument types ("f xs0").
         name: String,
         /// Where to write the module (default: standard output).
         #[arg(short, long)]

@@ -47,7 +47,9 @@ Commands:
   :stages EXPR         show every compiler stage for EXPR
   :stages on STAGE...  show these stages (parse typed core bot linear transposed simp fused run
                        stablehlo) before every following result; :stages off stops
-  :export F            F (a function, e.g. `loss` or `grad loss`) as a StableHLO module
+  :export F [X...]     F (a function, e.g. `loss` or `grad loss`) as a StableHLO module;
+                       example arguments X... fix its argument types (a generic F);
+                       `vjp f` exports as (x..., ct...) -> (f x..., pullback ct...)
   :load FILE           evaluate a .dx file in this session
   :help                this help
   :help NAME           the type of NAME and its documentation

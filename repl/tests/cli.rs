@@ -339,34 +339,67 @@ fn export_writes_a_function_as_a_stablehlo_module() {
     let output = run(&["export", path_arg(&path), "grad (\\x. fst (f x 2.0))"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stdout(&output).contains("@main(%arg0: tensor<3xf32>) -> (tensor<3xf32>)"));
+    // `vjp f` takes the cotangent seed after the arguments and returns the cotangents after
+    // the results; example arguments fix the types of a generic function.
+    let (_dir, path) = dx_file(
+        "g.dx",
+        "def g(x: n=>Float) -> Float given (n|Ix) = sum x
+xs = [1.0, 2.0]
+",
+    );
+    let output = run(&["export", path_arg(&path), "vjp g xs"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains(
+            "@main(%arg0: tensor<2xf32>, %arg1: tensor<f32>) -> (tensor<f32>, tensor<2xf32>)"
+        ),
+        "{}",
+        stdout(&output)
+    );
 }
 
 #[test]
 fn export_errors_say_what_and_where() {
     let (_dir, path) = dx_file(
         "g.dx",
-        "xs = [1.0, 2.0]\ndef app(f: Float -> Float) -> Float = f 1.0\ndef sq2(x: Float) -> Float = x * x\n",
+        "xs = [1.0, 2.0]\ndef app(f: Float -> Float) -> Float = f 1.0\ndef sq2(x: Float) -> Float = x * x\n\
+         def pair(x: Float) -> (Float -> Float, Float) = (\\y. y * x, x)\n\
+         def total(v: n=>Float) -> Float given (n|Ix) = sum v\n",
     );
     let cases = [
-        ("xs", "Export error: only a function can be exported"),
+        ("xs", "Export error: only a function can be exported", "^^"),
         (
             "app",
             "Export error: cannot export a function with an argument of type (Float32 -> Float32)",
+            "^^^",
         ),
-        ("nope", "unbound variable `nope`"),
+        ("nope", "Type error: unbound variable `nope`", "^^^^"),
         (
-            "vjp sq2",
+            "pair",
             "Export error: cannot export a function whose result holds a function",
+            "^^^^",
+        ),
+        (
+            "total",
+            "Export error: the argument types of this function are not fixed (its type is \
+             ((a => Float32) -> Float32)): give example arguments whose types fix them, \
+             `:export f x0 y0`",
+            "^^^^^",
+        ),
+        (
+            "sq2 xs",
+            "Type error: expected type Float32, found ((Fin 2) => Float32)",
+            "    ^^",
         ),
     ];
-    for (name, expected) in cases {
+    for (name, expected, carets) in cases {
         let output = run(&["export", path_arg(&path), name]);
         assert_eq!(output.status.code(), Some(1), "{name}");
         let text = stderr(&output);
         assert!(text.contains(expected), "{name}: {text}");
         assert!(
-            text.contains(&format!("{name}\n^")),
-            "{name}: no position in {text}"
+            text.contains(&format!("{name}\n{carets}\n")),
+            "{name}: not at its position in {text}"
         );
         assert!(stdout(&output).is_empty());
     }

@@ -1,8 +1,9 @@
 //! Export to StableHLO (issue 12), checked by XLA: every exported module parses with jaxlib's
 //! MLIR bindings, and run on XLA's CPU backend (through jax, `stablehlo/xla.py`) it gives dx's
 //! values: random programs of `core::testgen` and their gradients, the examples' loss functions
-//! and their gradients, and the MLP's gradient with its batch axis sharded over four simulated
-//! devices.
+//! and their gradients, `vjp f` (arguments and seed in, results and cotangents out), generic
+//! functions typed by example arguments, and the MLP's gradient with its batch axis sharded over
+//! four simulated devices.
 //!
 //! Each test writes its cases to a folder (module, inputs and dx's results as `.npy`) and runs
 //! `stablehlo/check.py` on it once, in the tests' pinned venv (`.ci/python-venv`; made on first
@@ -199,12 +200,53 @@ fn example_session(file: &str) -> Session {
     let src = std::fs::read_to_string(&path).expect("read the example");
     let mut session = Session::new(SessionConfig::default());
     session.set_data_dir(path.parent().map(Path::to_path_buf));
-    for result in session.eval_source(&src) {
+    eval_without_errors(&mut session, &src, file);
+    session
+}
+
+/// Evaluates `src` (from `what`) in a session; it must run without errors.
+fn eval_without_errors(session: &mut Session, src: &str, what: &str) {
+    for result in session.eval_source(src) {
         for output in &result.outputs {
-            assert!(!matches!(output, Output::Error(_)), "{file}: {output:?}");
+            assert!(!matches!(output, Output::Error(_)), "{what}: {output:?}");
         }
     }
-    session
+}
+
+/// Exports `export` from a session and writes a case: `@main`'s inputs are the values of
+/// `args` (dx expressions), and the expected results dx's value of `expected`.
+fn write_session_case(
+    dir: &Path,
+    name: &str,
+    session: &mut Session,
+    export: &str,
+    args: &[&str],
+    expected: &str,
+) {
+    let module = session
+        .export(export)
+        .unwrap_or_else(|diag| panic!("{name}: cannot export `{export}`: {}", diag.message));
+    let mut inputs = Vec::new();
+    for arg in args {
+        let (_, value) = session
+            .evaluate(arg)
+            .unwrap_or_else(|diag| panic!("{name}: {arg}: {}", diag.message));
+        leaves(&value, &mut inputs);
+    }
+    let (_, value) = session
+        .evaluate(expected)
+        .unwrap_or_else(|diag| panic!("{name}: {expected}: {}", diag.message));
+    let mut results = Vec::new();
+    leaves(&value, &mut results);
+    write_case(dir, name, &module, &inputs, &results);
+}
+
+/// `args` as one application's arguments: `(a) (b)`.
+fn applied(args: &[&str]) -> String {
+    args.iter()
+        .map(|arg| format!("({arg})"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Exports `function` from a session and writes a case with dx's value of `function args…`.
@@ -215,29 +257,30 @@ fn write_function_case(
     function: &str,
     args: &[&str],
 ) {
-    let module = session
-        .export(function)
-        .unwrap_or_else(|diag| panic!("{name}: cannot export `{function}`: {}", diag.message));
-    let mut inputs = Vec::new();
-    for arg in args {
-        let (_, value) = session
-            .evaluate(arg)
-            .unwrap_or_else(|diag| panic!("{name}: {arg}: {}", diag.message));
-        leaves(&value, &mut inputs);
-    }
-    let call = format!(
-        "({function}) {}",
-        args.iter()
-            .map(|arg| format!("({arg})"))
-            .collect::<Vec<_>>()
-            .join(" ")
+    let call = format!("({function}) {}", applied(args));
+    write_session_case(dir, name, session, function, args, &call);
+}
+
+/// Exports `vjp function` and writes a case with dx's own `vjp` applied in dx: the value
+/// `(y, pullback ct)` of `(y, pullback) = vjp function x`, for `@main(x…, ct…)`.
+fn write_vjp_case(
+    dir: &Path,
+    name: &str,
+    session: &mut Session,
+    function: &str,
+    arg: &str,
+    seed: &str,
+) {
+    let vjp = format!("vjp ({function}) ({arg})");
+    let expected = format!("(fst ({vjp}), (snd ({vjp})) ({seed}))");
+    write_session_case(
+        dir,
+        name,
+        session,
+        &format!("vjp {function}"),
+        &[arg, seed],
+        &expected,
     );
-    let (_, value) = session
-        .evaluate(&call)
-        .unwrap_or_else(|diag| panic!("{name}: {call}: {}", diag.message));
-    let mut expected = Vec::new();
-    leaves(&value, &mut expected);
-    write_case(dir, name, &module, &inputs, &expected);
 }
 
 /// A function to export and the arguments (dx expressions) to call it with.
@@ -282,11 +325,7 @@ fn the_examples_losses_and_gradients_give_dx_values_on_xla() {
     let mut n_cases = 0;
     for (file, extra, functions) in cases {
         let mut session = example_session(file);
-        for result in session.eval_source(extra) {
-            for output in &result.outputs {
-                assert!(!matches!(output, Output::Error(_)), "{file}: {output:?}");
-            }
-        }
+        eval_without_errors(&mut session, extra, file);
         for (function, args) in *functions {
             let name = format!(
                 "{}-{}",
@@ -301,6 +340,120 @@ fn the_examples_losses_and_gradients_give_dx_values_on_xla() {
     assert!(
         report.contains(&format!("{n_cases} of {n_cases} cases agree")),
         "{report}"
+    );
+}
+
+/// Functions, tuples of arrays in and out, for the export forms below.
+const FUNCTIONS: &str = "\
+def wave(x: Float) -> Float = sin x * x
+def mix(p: (Float, (Fin 3)=>Float)) -> (Float, (Fin 3)=>Float) =
+  (a, v) = p
+  (a * sum v, for i. sq v[i] * a + exp v[i])
+def total(xs: n=>Float) -> Float given (n|Ix) = sum (for i. sq xs[i] * xs[i])
+def wsum(w: n=>Float, xs: n=>Float) -> Float given (n|Ix) = sum (for i. w[i] * tanh xs[i])
+xs0 = [0.5, -1.0, 2.0, 0.25, 1.5]
+";
+
+#[test]
+fn exported_vjps_give_dx_vjp_values_on_xla() {
+    let dir = case_folder("vjp");
+    let mut session = Session::new(SessionConfig::default());
+    eval_without_errors(&mut session, FUNCTIONS, "FUNCTIONS");
+    write_vjp_case(&dir, "wave", &mut session, "wave", "0.7", "1.5");
+    write_vjp_case(
+        &dir,
+        "mix",
+        &mut session,
+        "mix",
+        "(0.5, [1.0, -2.0, 0.25])",
+        "(2.0, [0.5, 1.0, -1.0])",
+    );
+    // `linearize f` has the same form: its second result is the tangent map.
+    let linearize = "linearize (mix) ((0.5, [1.0, -2.0, 0.25]))";
+    write_session_case(
+        &dir,
+        "mix-linearize",
+        &mut session,
+        "linearize mix",
+        &["(0.5, [1.0, -2.0, 0.25])", "(1.0, [0.0, 0.5, 2.0])"],
+        &format!("(fst ({linearize}), (snd ({linearize})) (1.0, [0.0, 0.5, 2.0]))"),
+    );
+    // The MLP's loss: its pullback of 1.0 is the gradient of the parameters.
+    let mut mlp = example_session("mlp.dx");
+    write_vjp_case(&dir, "mlp-loss", &mut mlp, "loss", "params0", "1.0");
+    let report = check_on_xla(&dir, &[], &[]);
+    assert!(report.contains("4 of 4 cases agree"), "{report}");
+}
+
+#[test]
+fn example_arguments_fix_the_types_of_generic_functions_on_xla() {
+    let dir = case_folder("examples-args");
+    let mut session = Session::new(SessionConfig::default());
+    eval_without_errors(&mut session, FUNCTIONS, "FUNCTIONS");
+    // `f x0 y0`: `f` at the types of the examples (the values are `@main`'s inputs here).
+    for (name, function, args) in [
+        ("total", "total", &["xs0"][..]),
+        ("grad-total", "grad total", &["xs0"][..]),
+        ("wsum", "wsum", &["[1.0, 2.0, 3.0]", "[0.1, 0.2, 0.3]"][..]),
+        (
+            "grad-wsum",
+            "grad (wsum [1.0, 2.0, 3.0])",
+            &["[0.1, 0.2, 0.3]"][..],
+        ),
+    ] {
+        let export = format!("{function} {}", applied(args));
+        let call = format!("({function}) {}", applied(args));
+        write_session_case(&dir, name, &mut session, &export, args, &call);
+    }
+    // The sizes are the examples' own: five elements here.
+    let module = session.export("grad total xs0").expect("exports");
+    assert!(
+        module.contains("@main(%arg0: tensor<5xf32>) -> (tensor<5xf32>)"),
+        "{module}"
+    );
+    // `vjp` with an example argument.
+    let vjp = "vjp total xs0";
+    write_session_case(
+        &dir,
+        "vjp-total",
+        &mut session,
+        vjp,
+        &["xs0", "2.0"],
+        &format!("(fst ({vjp}), (snd ({vjp})) 2.0)"),
+    );
+    // The REPL command gives the same module.
+    let mut command = String::new();
+    for result in session.eval_source(":export grad total xs0\n") {
+        for output in result.outputs {
+            match output {
+                Output::Text(text) => command = text,
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+    assert_eq!(command, module);
+    let report = check_on_xla(&dir, &[], &[]);
+    assert!(report.contains("5 of 5 cases agree"), "{report}");
+}
+
+#[test]
+fn an_example_argument_that_does_not_fit_is_a_type_error_at_it() {
+    let mut session = Session::new(SessionConfig::default());
+    let src = format!("{FUNCTIONS}:export wsum [1.0, 2.0] xs0\n");
+    let results = session.eval_source(&src);
+    let errors: Vec<String> = results
+        .iter()
+        .flat_map(|result| &result.outputs)
+        .filter(|output| matches!(output, Output::Error(_)))
+        .map(|output| dx_lang::display::render_output(output, &src))
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            "Type error: expected type ((Fin 2) => Float32), found ((Fin 5) => Float32)\n\
+          :export wsum [1.0, 2.0] xs0\n\
+          \x20                       ^^^"
+        ]
     );
 }
 

@@ -78,6 +78,9 @@ fn expr(depth: u32) -> BoxedStrategy<String> {
         1 => sub().prop_map(|a| format!("(grad (\\y. select ({a} < y) (sum y) 0.0) xs)")),
         1 => sub().prop_map(|a| format!("(grad (\\y. if y == {a} then sum y else 1.0) xs)")),
         1 => (sub(), sub()).prop_map(|(a, b)| format!("((\\(p, _). p) ({a}, {b}))")),
+        // Named arguments that fill implicit variables (issue 10), sizes or not.
+        1 => sub().prop_map(|a| format!("(split_key(n={a}, new_key k))")),
+        1 => sub().prop_map(|a| format!("(mean(n=Fin 4, {a}))")),
     ]
     .boxed()
 }

@@ -39,6 +39,11 @@ impl GlobalEnv {
         self.type_params.insert(rigid);
     }
 
+    /// Whether a rigid is an `a: Type` parameter's.
+    pub fn is_type_param(&self, rigid: Rigid) -> bool {
+        self.type_params.contains(&rigid)
+    }
+
     /// Gives a `Type` parameter the index-set classes; false for any other rigid.
     pub fn type_param_as_index(&mut self, rigid: Rigid) -> bool {
         if !self.type_params.contains(&rigid) {

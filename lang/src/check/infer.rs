@@ -754,11 +754,15 @@ impl<'env> Infer<'env> {
                 ))
             }
             ExprKind::App { func, arg, name } => {
-                if let Some(name) = name {
-                    self.check_arg_name(func, name)?;
-                }
+                let given = match name {
+                    Some(name) => self.check_arg_name(func, name)?,
+                    None => None,
+                };
                 let func = self.infer_depth(func, depth + 1)?;
-                self.apply(func, arg, span, depth)
+                match given {
+                    Some(position) => self.fill_given(func, position, arg, span),
+                    None => self.apply(func, arg, span, depth),
+                }
             }
             ExprKind::Section(op) => self.binop_function(*op, span),
             ExprKind::Hole => error(
@@ -769,7 +773,9 @@ impl<'env> Infer<'env> {
                 let func = self.binop_function(*op, span)?;
                 let lhs_span = lhs.span;
                 let partial = self.apply(func, lhs, lhs_span.to(span), depth)?;
-                self.apply(partial, rhs, span, depth)
+                let res = self.apply(partial, rhs, span, depth)?;
+                self.check_number_with_table(*op, lhs, rhs, &res)?;
+                Ok(res)
             }
             ExprKind::Neg(inner) if matches!(inner.kind, ExprKind::Lit(Lit::Int(_))) => {
                 // `-7` cannot be a `Nat`: a negative integer literal defaults to `Int32`.
@@ -956,43 +962,111 @@ impl<'env> Infer<'env> {
 
     /// A named argument (`linspace(n=Fin 5, 0.0, 1.0)`) is passed in its place: its name must
     /// be the name of the parameter there, when the function is a `def` (built-ins accept any
-    /// name).
-    fn check_arg_name(&self, func: &Expr, name: &Ident) -> Result<()> {
+    /// name). Or it names one of the `def`'s implicit variables (`split_key(n=2, k)`, as Dex's
+    /// explicit instantiation of implicit arguments): then it is no argument, and the result
+    /// is the variable's position in the definition's instantiation (see `fill_given`).
+    fn check_arg_name(&self, func: &Expr, name: &Ident) -> Result<Option<usize>> {
         let mut head = func;
-        let mut position = 0;
-        while let ExprKind::App { func, .. } = &head.kind {
+        let mut arg_names = Vec::new();
+        while let ExprKind::App { func, name, .. } = &head.kind {
+            arg_names.push(name.as_ref());
             head = func;
-            position += 1;
         }
         let ExprKind::Var(ident) = &head.kind else {
-            return Ok(());
+            return Ok(None);
         };
         let info = match self.lookup(&ident.name) {
             Some(Binding::Def(_, info)) => Some(&**info),
             Some(_) => None,
             None => self.env.def(&ident.name).map(|(_, info)| info),
         };
-        let Some(params) = info.map(|info| info.param_names()) else {
-            return Ok(());
+        let Some(info) = info else {
+            return Ok(None);
         };
+        let params = info.param_names();
+        let implicit = |name: &str| {
+            info.implicit
+                .iter()
+                .position(|n| n.as_deref() == Some(name))
+        };
+        // The position of this argument: the earlier ones, less those that filled a variable.
+        let position = arg_names
+            .iter()
+            .rev()
+            .filter(|earlier| {
+                earlier.is_none_or(|earlier| {
+                    params.contains(&Some(earlier.name.clone()))
+                        || implicit(&earlier.name).is_none()
+                })
+            })
+            .count();
         match params.get(position) {
-            Some(Some(param)) if *param != name.name => error(
-                name.span,
-                format!(
-                    "`{}` has no parameter `{}` here (this argument is `{param}`)",
-                    ident.name, name.name
-                ),
-            ),
+            Some(Some(param)) if *param == name.name => Ok(None),
+            _ if implicit(&name.name).is_some() => Ok(implicit(&name.name)),
+            Some(Some(param)) => {
+                let noun = if info.implicit.iter().any(Option::is_some) {
+                    "parameter or implicit variable"
+                } else {
+                    "parameter"
+                };
+                error(
+                    name.span,
+                    format!(
+                        "`{}` has no {noun} `{}` here (this argument is `{param}`{})",
+                        ident.name,
+                        name.name,
+                        implicit_list(info)
+                    ),
+                )
+            }
+            Some(None) => Ok(None),
             None => error(
                 name.span,
                 format!(
-                    "too many arguments: `{}` takes {}",
+                    "too many arguments: `{}` takes {} argument{}{}",
                     ident.name,
-                    params.len()
+                    params.len(),
+                    if params.len() == 1 { "" } else { "s" },
+                    implicit_list(info)
                 ),
             ),
-            _ => Ok(()),
         }
+    }
+
+    /// `f(n=T)`: instantiates the implicit variable at `position` of the definition at the
+    /// head of `func` with `T`, a type (`Fin 2`) or a size (`2` for `Fin 2`, as LANGUAGE.md's
+    /// `split_key(n=2, key)`).
+    fn fill_given(
+        &mut self,
+        func: TExpr,
+        position: usize,
+        arg: &Expr,
+        span: Span,
+    ) -> Result<TExpr> {
+        let mut head = &func;
+        while let TKind::App { func, .. } = &head.kind {
+            head = func;
+        }
+        let TKind::Def { inst, .. } = &head.kind else {
+            return error(
+                arg.span,
+                "only a definition's implicit variables can be named",
+            );
+        };
+        let Some(var) = inst.get(position).cloned() else {
+            return error(arg.span, "this definition has no such implicit variable");
+        };
+        let ty = match self.read_type_of_expr(arg) {
+            Ok(ty) => ty,
+            Err(_) => Ty::Fin(self.read_size(arg).map_err(|_| {
+                TypeError::new(
+                    arg.span,
+                    "an implicit variable takes a type (`n=Fin 2`) or a size (`n=2`, for `Fin 2`)",
+                )
+            })?),
+        };
+        self.unify(&var, &ty, arg.span)?;
+        Ok(TExpr { span, ..func })
     }
 
     fn instantiate_builtin(&mut self, mut func: TExpr, builtin: Builtin, span: Span) -> TExpr {
@@ -1021,6 +1095,82 @@ impl<'env> Infer<'env> {
             ty,
             span,
         }
+    }
+
+    /// `xs + 1` with `xs` a table: arithmetic is on values of one type, so the number would
+    /// have to be a table. Says so, and how to write what was meant (dx has no broadcasting
+    /// operators but `.*`): `for i. xs[i] + 1`, or `2.0 .* xs` for a product.
+    fn check_number_with_table(
+        &self,
+        op: BinOp,
+        lhs: &Expr,
+        rhs: &Expr,
+        res: &TExpr,
+    ) -> Result<()> {
+        if !matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div) {
+            return Ok(());
+        }
+        let Ty::Table(..) = self.zonk(&res.ty) else {
+            return Ok(());
+        };
+        let is_number = |expr: &Expr| match &expr.kind {
+            ExprKind::Lit(Lit::Int(_) | Lit::Float(_)) => true,
+            ExprKind::Neg(inner) => {
+                matches!(inner.kind, ExprKind::Lit(Lit::Int(_) | Lit::Float(_)))
+            }
+            _ => false,
+        };
+        let (number, table) = match (is_number(lhs), is_number(rhs)) {
+            (true, false) => (lhs, rhs),
+            (false, true) => (rhs, lhs),
+            _ => return Ok(()),
+        };
+        let mut rank = 0;
+        let mut ty = self.zonk(&res.ty);
+        while let Ty::Table(_, elem) = ty {
+            rank += 1;
+            ty = *elem;
+        }
+        if matches!(ty, Ty::Tuple(_)) {
+            return Ok(());
+        }
+        let binders: Vec<String> = ["i", "j", "k", "l"]
+            .iter()
+            .map(|name| name.to_string())
+            .chain((4..rank).map(|axis| format!("i{axis}")))
+            .take(rank)
+            .collect();
+        let table_text = match &table.kind {
+            ExprKind::Var(ident) => ident.name.clone(),
+            _ => format!("({})", crate::syntax::print::print_expr(table)),
+        };
+        let number_text = crate::syntax::print::print_expr(number);
+        let element = format!("{table_text}[{}]", binders.join(", "));
+        let symbol = op.symbol();
+        let element_op = if std::ptr::eq(table, lhs) {
+            format!("{element} {symbol} {number_text}")
+        } else {
+            format!("{number_text} {symbol} {element}")
+        };
+        let mut fix = format!("`for {}. {element_op}`", binders.join(" "));
+        // `.*` scales tables of floats only.
+        if op == BinOp::Mul && matches!(ty, Ty::Base(base) if base.is_float()) {
+            fix = format!("`{number_text} .* {table_text}` or {fix}");
+        }
+        let verb = match op {
+            BinOp::Add => "adds",
+            BinOp::Sub => "subtracts",
+            BinOp::Mul => "multiplies",
+            _ => "divides",
+        };
+        error(
+            number.span,
+            format!(
+                "`{symbol}` {verb} values of one type, but this is a number and the other \
+                 operand a table of type {}: to apply it to every element, write {fix}",
+                self.zonk(&res.ty)
+            ),
+        )
     }
 
     fn binop_function(&mut self, op: BinOp, span: Span) -> Result<TExpr> {
@@ -1431,9 +1581,19 @@ impl<'env> Infer<'env> {
         }
         self.zonk_expr(&mut body_expr);
         check_literals(&body_expr)?;
+        let implicit = vars
+            .iter()
+            .map(|var| {
+                rigids
+                    .iter()
+                    .find(|(_, rigid)| rigid == var && !self.env.is_type_param(*rigid))
+                    .map(|(name, _)| name.clone())
+            })
+            .collect();
         Ok(DefInfo {
             name: def.name.name.clone(),
             vars,
+            implicit,
             ty: sig_with_binders,
             body: body_expr,
             span: def.span,
@@ -1573,6 +1733,21 @@ fn check_distinct<'a>(names: impl IntoIterator<Item = &'a Ident>) -> Result<()> 
         seen.push(&ident.name);
     }
     Ok(())
+}
+
+/// `; its implicit variables are `n`, `m`` for a named-argument error, or nothing.
+fn implicit_list(info: &DefInfo) -> String {
+    let names: Vec<String> = info
+        .implicit
+        .iter()
+        .flatten()
+        .map(|name| format!("`{name}`"))
+        .collect();
+    match names.len() {
+        0 => String::new(),
+        1 => format!("; its implicit variable is {}", names[0]),
+        _ => format!("; its implicit variables are {}", names.join(", ")),
+    }
 }
 
 fn class_operation(class: Class) -> &'static str {

@@ -139,6 +139,10 @@ pub struct DefInfo {
     pub name: String,
     /// The scheme's variables, in order (instantiations list types in this order).
     pub vars: Vec<Rigid>,
+    /// The source names of `vars` that a named argument can fill (`split_key(n=2, k)`): the
+    /// `given` binders and the implicit index sets of the signature; `None` for an `a: Type`
+    /// parameter (its own argument fills it) and for a generalised variable.
+    pub implicit: Vec<Option<String>>,
     pub ty: Ty,
     pub body: TExpr,
     pub span: Span,

@@ -241,7 +241,8 @@ impl fmt::Display for Ty {
                 let mut ty = self;
                 while let Ty::Table(ix, elem) = ty {
                     match **ix {
-                        Ty::Fin(_) | Ty::Tuple(_) => write!(f, "({ix}) => ")?,
+                        // A tuple prints its own brackets: `((Fin 2, Fin 3) => Float32)`.
+                        Ty::Fin(_) => write!(f, "({ix}) => ")?,
                         _ => write!(f, "{ix} => ")?,
                     }
                     ty = elem;

@@ -30,3 +30,22 @@ pub fn value(session: &mut Session, src: &str) -> String {
         other => panic!("expected a value from {src:?}, got {other:?} (all: {got:?})"),
     }
 }
+
+/// The last output of a source, which must be an error, rendered with its carets.
+pub fn error(session: &mut Session, src: &str) -> String {
+    let got = outputs(session, src);
+    match got.last() {
+        Some(output @ Output::Error(_)) => dx_lang::display::render_output(output, src),
+        other => panic!("expected an error from {src:?}, got {other:?} (all: {got:?})"),
+    }
+}
+
+/// The last output of a source as text (a value, a type, help…), which must not be an error.
+pub fn printed(session: &mut Session, src: &str) -> String {
+    let got = outputs(session, src);
+    match got.last() {
+        Some(Output::Error(diag)) => panic!("{src:?} failed: {diag:?}"),
+        Some(output) => dx_lang::display::render_output(output, src),
+        None => panic!("no output from {src:?}"),
+    }
+}
