@@ -314,8 +314,7 @@ impl Session {
                         n_blocks,
                         chunk: &chunk,
                     });
-                    let block = block.clone();
-                    let outputs = self.eval_block_guarded(src, &block);
+                    let outputs = self.eval_block_guarded(src, block);
                     if let (Decl::Def(def), Some(doc)) = (&block.decl, doc) {
                         if !outputs
                             .iter()

@@ -20,8 +20,8 @@ use super::types::{BaseTy, LocalId, Rigid, Size, Ty, TyVar};
 use super::TypeError;
 use crate::prim::Prim;
 use crate::syntax::ast::{
-    BinOp, Expr, ExprKind, FunDef, Ident, LetBinding, Lit, Param, Pattern, Stmt, TypeExpr,
-    TypeExprKind,
+    BinOp, Expr, ExprKind, FunDef, Ident, LetBinding, Lit, NumberValue, Param, Pattern, Stmt,
+    TypeExpr, TypeExprKind,
 };
 use crate::syntax::Span;
 
@@ -451,6 +451,7 @@ impl<'env> Infer<'env> {
             | TKind::Global(_)
             | TKind::Builtin(_)
             | TKind::Lit(_)
+            | TKind::Numbers(_)
             | TKind::TypeArg => {}
             TKind::Def { inst, .. } => {
                 for ty in inst {
@@ -804,29 +805,30 @@ impl<'env> Infer<'env> {
             ExprKind::Table(items) => {
                 let elem = Ty::Var(self.fresh_var());
                 let mut typed = Vec::with_capacity(items.len());
-                // Number elements of one form (`2`, `-2`, `2.5`, `-2.5`) are typed once per
-                // table and the others copy that typing: all of them get the element type
-                // anyway, and a literal of 10⁶ numbers would otherwise make 10⁶ type
-                // variables and class constraints.
-                let mut typed_forms: [Option<TExpr>; 4] = Default::default();
                 for item in items {
-                    let form = number_form(item);
-                    let copied = form
-                        .and_then(|form| typed_forms[form].as_ref())
-                        .and_then(|template| restamp(template, item));
-                    if let Some(copy) = copied {
-                        typed.push(copy);
-                        continue;
-                    }
                     let item = self.infer_depth(item, depth + 1)?;
                     self.unify(&elem, &item.ty, item.span)?;
-                    if let Some(form) = form {
-                        typed_forms[form] = Some(item.clone());
-                    }
                     typed.push(item);
                 }
                 let ty = Ty::table(Ty::Fin(Size::Const(typed.len() as u64)), elem);
                 Ok(texpr(TKind::Table(typed), ty))
+            }
+            ExprKind::Numbers(numbers) => {
+                // Every number has the element type, so typing the first number of each form
+                // (`2`, `-2`, `2.5`, `-2.5`) as the expression rules do gives the element type
+                // all the constraints of the others. `check_literals` then checks each one.
+                let elem = Ty::Var(self.fresh_var());
+                let mut typed_forms = [false; 4];
+                for number in numbers {
+                    let is_float = matches!(number.value, NumberValue::Float(_));
+                    let form = 2 * usize::from(number.negated) + usize::from(is_float);
+                    if !std::mem::replace(&mut typed_forms[form], true) {
+                        let item = self.infer_depth(&number.expr(), depth + 1)?;
+                        self.unify(&elem, &item.ty, number.span)?;
+                    }
+                }
+                let ty = Ty::table(Ty::Fin(Size::Const(numbers.len() as u64)), elem);
+                Ok(texpr(TKind::Numbers(numbers.clone()), ty))
             }
             ExprKind::At { value, ty } => {
                 let target = self.read_type(ty, &mut None)?;
@@ -1625,60 +1627,41 @@ impl<'env> Infer<'env> {
     }
 }
 
-/// Which of the four forms of a plain number (`2`, `2.5`, `-2`, `-2.5`) an expression has.
-fn number_form(expr: &Expr) -> Option<usize> {
-    let (negated, lit) = match &expr.kind {
-        ExprKind::Neg(inner) => (2, &inner.kind),
-        lit => (0, lit),
-    };
-    match lit {
-        ExprKind::Lit(Lit::Int(_)) => Some(negated),
-        ExprKind::Lit(Lit::Float(_)) => Some(negated + 1),
-        _ => None,
-    }
-}
-
-/// The typing of a number `item` copied from `template`, the typing of an earlier number of
-/// the same form (`number_form`): the same types, with `item`'s value and positions.
-fn restamp(template: &TExpr, item: &Expr) -> Option<TExpr> {
-    let kind = match (&template.kind, &item.kind) {
-        (TKind::Lit(_), ExprKind::Lit(lit)) => TKind::Lit(lit.clone()),
-        (TKind::App { func, arg }, ExprKind::Neg(inner)) => TKind::App {
-            func: Box::new(TExpr {
-                span: item.span,
-                ..(**func).clone()
-            }),
-            arg: Box::new(restamp(arg, inner)?),
-        },
-        _ => return None,
-    };
-    Some(TExpr {
-        kind,
-        ty: template.ty.clone(),
-        span: item.span,
-    })
-}
-
 /// Reports integer literals that do not fit their type (`9999999999` as an `Int32`); a
 /// negated literal (`-2147483648`) is checked with its sign.
 pub fn check_literals(expr: &TExpr) -> Result<()> {
-    let (value, lit) = match &expr.kind {
-        TKind::Lit(Lit::Int(n)) => (i128::from(*n), expr),
+    let value = match &expr.kind {
+        TKind::Lit(Lit::Int(n)) => i128::from(*n),
         TKind::App { func, arg }
             if matches!(func.kind, TKind::Builtin(Builtin::Prim(Prim::Neg))) =>
         {
             match arg.kind {
-                TKind::Lit(Lit::Int(n)) => (-i128::from(n), expr),
+                TKind::Lit(Lit::Int(n)) => -i128::from(n),
                 _ => return expr.children().into_iter().try_for_each(check_literals),
             }
         }
+        TKind::Numbers(numbers) => {
+            let Ty::Table(_, elem) = &expr.ty else {
+                return Ok(());
+            };
+            return numbers.iter().try_for_each(|number| match number.value {
+                NumberValue::Int(n) if number.negated => fits(-i128::from(n), elem, number.span),
+                NumberValue::Int(n) => fits(i128::from(n), elem, number.span),
+                NumberValue::Float(_) => Ok(()),
+            });
+        }
         _ => return expr.children().into_iter().try_for_each(check_literals),
     };
-    if let Ty::Base(base) = &lit.ty {
+    fits(value, &expr.ty, expr.span)
+}
+
+/// Whether an integer literal of value `value` (with its sign) fits its type `ty`.
+fn fits(value: i128, ty: &Ty, span: Span) -> Result<()> {
+    if let Ty::Base(base) = ty {
         if let Some((min, max)) = base.int_range() {
             if value < min || value > max {
                 return error(
-                    lit.span,
+                    span,
                     format!(
                         "{value} does not fit in a {} (from {min} to {max})",
                         base.name()

@@ -20,6 +20,7 @@ use super::typed::{DefInfo, TExpr, TKind, TPat, TStmt};
 use super::types::{LocalId, Ty};
 use crate::prim::Prim;
 use crate::syntax::ast::Lit;
+use crate::syntax::print::numbers_text;
 
 /// Prints a typed expression: a line `: T` with its type, then the expression.
 pub fn print_typed(expr: &TExpr, names: &dyn Fn(LocalId) -> String) -> String {
@@ -84,6 +85,7 @@ fn collect_pattern_names(expr: &TExpr, bound: &mut HashMap<LocalId, String>) {
         | TKind::Def { .. }
         | TKind::Builtin(_)
         | TKind::Lit(_)
+        | TKind::Numbers(_)
         | TKind::TypeArg => {}
         TKind::Lam { param, body } => {
             pattern_names(param, bound);
@@ -276,6 +278,7 @@ fn level(expr: &TExpr) -> Ctx {
         | TKind::Index { .. }
         | TKind::Tuple(_)
         | TKind::Table(_)
+        | TKind::Numbers(_)
         | TKind::At(_)
         | TKind::TypeArg => Ctx::Arg,
         TKind::App { .. } => match infix(expr) {
@@ -403,6 +406,10 @@ impl Printer<'_> {
             }
             TKind::Tuple(items) => Out::closed(format!("({}", self.list(items, shown, ind, ")"))),
             TKind::Table(items) => Out::closed(format!("[{}", self.list(items, shown, ind, "]"))),
+            TKind::Numbers(numbers) if !shown => {
+                Out::closed(format!("({}: {})", numbers_text(numbers), expr.ty))
+            }
+            TKind::Numbers(numbers) => Out::closed(numbers_text(numbers)),
             TKind::At(inner) => {
                 let inner = self.expr(inner, Ctx::Operand, true, ind);
                 Out::closed(format!(

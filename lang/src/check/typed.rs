@@ -51,6 +51,9 @@ pub enum TKind {
     },
     Tuple(Vec<TExpr>),
     Table(Vec<TExpr>),
+    /// A table of plain numbers (`ExprKind::Numbers`); its elements have the element type of
+    /// the node's type.
+    Numbers(Vec<crate::syntax::ast::Number>),
     /// `e @ T`: an integer converted to an index of the index set `T` (the node's type).
     At(Box<TExpr>),
     /// A type in argument position (`iota (Fin 5)`); the type is the node's `TypeArg`.
@@ -158,6 +161,7 @@ impl TExpr {
             | TKind::Def { .. }
             | TKind::Builtin(_)
             | TKind::Lit(_)
+            | TKind::Numbers(_)
             | TKind::TypeArg => Vec::new(),
             TKind::Lam { body, .. } | TKind::For { body, .. } | TKind::At(body) => vec![body],
             TKind::If {

@@ -669,6 +669,31 @@ impl<'a> Lowerer<'a> {
                 }
                 Ok(self.assemble(&ty, atoms))
             }
+            TKind::Numbers(numbers) => {
+                let ty = self.concrete(&expr.ty, span)?;
+                let Ty::Table(_, elem) = &ty else {
+                    return bug(span, "a table of numbers without a table type");
+                };
+                let atoms = numbers
+                    .iter()
+                    .map(|number| {
+                        let value = literal(&number.value.lit(), elem, number.span)?;
+                        // `-2` is the negation of the literal, as in an expression.
+                        let value = if number.negated {
+                            Prim::Neg.eval(&[value])
+                        } else {
+                            value
+                        };
+                        Ok(Atom::Lit(value))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let result_ty = self.leaf_types(&ty, span)?;
+                let [result_ty] = &result_ty[..] else {
+                    return bug(span, "a table of numbers with several leaves");
+                };
+                let atom = self.emit1(Expr::Table(atoms), result_ty.clone(), "table", span);
+                Ok(self.assemble(&ty, vec![atom]))
+            }
             TKind::At(value) => {
                 let target = self.concrete(&expr.ty, span)?;
                 let value = self.lower(value)?;

@@ -177,6 +177,94 @@ impl Expr {
     }
 }
 
+/// An element of `ExprKind::Numbers`: a number as written, with its sign.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Number {
+    pub value: NumberValue,
+    /// Written with a `-` (the negation of `value`, as `-2` is in an expression).
+    pub negated: bool,
+    /// The number with its sign.
+    pub span: Span,
+    /// The number without its sign.
+    pub digits: Span,
+}
+
+/// The value of a `Number` without its sign.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum NumberValue {
+    Int(u64),
+    Float(f64),
+}
+
+impl NumberValue {
+    pub fn lit(self) -> Lit {
+        match self {
+            NumberValue::Int(n) => Lit::Int(n),
+            NumberValue::Float(x) => Lit::Float(x),
+        }
+    }
+}
+
+impl Expr {
+    /// The table `[items]`: a table of plain numbers is `Numbers`, however it was written, so
+    /// that printing and parsing again give the same tree.
+    pub fn table(items: Vec<Expr>, span: Span) -> Expr {
+        let numbers: Option<Vec<Number>> = if items.is_empty() {
+            None
+        } else {
+            items.iter().map(Number::of).collect()
+        };
+        let kind = match numbers {
+            Some(numbers) => ExprKind::Numbers(numbers),
+            None => ExprKind::Table(items),
+        };
+        Expr { kind, span }
+    }
+}
+
+impl Number {
+    /// `expr` as a number, when it is a literal or the negation of one (a negative float
+    /// literal, `nan` or `infinity` is not one: the printer writes them otherwise).
+    fn of(expr: &Expr) -> Option<Number> {
+        let (negated, lit) = match &expr.kind {
+            ExprKind::Neg(inner) => (true, &**inner),
+            _ => (false, expr),
+        };
+        let value = match lit.kind {
+            ExprKind::Lit(Lit::Int(n)) => NumberValue::Int(n),
+            ExprKind::Lit(Lit::Float(x)) if x.is_finite() && x.is_sign_positive() => {
+                NumberValue::Float(x)
+            }
+            _ => return None,
+        };
+        Some(Number {
+            value,
+            negated,
+            span: expr.span,
+            digits: lit.span,
+        })
+    }
+
+    /// The number as the expression rules read it: a literal, negated when written with `-`
+    /// (a `+` is no operation: the literal spans the sign).
+    pub fn expr(self) -> Expr {
+        if !self.negated {
+            return Expr {
+                kind: ExprKind::Lit(self.value.lit()),
+                span: self.span,
+            };
+        }
+        let lit = Expr {
+            kind: ExprKind::Lit(self.value.lit()),
+            span: self.digits,
+        };
+        Expr {
+            kind: ExprKind::Neg(Box::new(lit)),
+            span: self.span,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Lit {
     /// An integer literal as written (no sign); its type is decided by the checker.
@@ -285,6 +373,9 @@ pub enum ExprKind {
     Tuple(Vec<Expr>),
     /// `[a, b, c]`
     Table(Vec<Expr>),
+    /// `[0.5, -1, 2e3]`: a table of plain numbers, kept as data (a literal of 10⁶ numbers
+    /// is not 10⁶ expressions). It means the `Table` of the same text.
+    Numbers(Vec<Number>),
     /// `e @ T`; `T` may be `_` (inferred).
     At {
         value: Box<Expr>,

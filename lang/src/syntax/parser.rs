@@ -1072,36 +1072,32 @@ impl<'a> Builder<'a> {
         Ok(base)
     }
 
-    /// The elements of a `numbers` token (`0.5, -1, 2e3`), as the expression rules read them:
-    /// a sign is a prefix operator (`-` a negation, `+` nothing) applied to the number.
-    fn numbers(&self, pair: &Pair<Rule>) -> PResult<Vec<Expr>> {
-        let start = pair.as_span().start();
-        let mut items = Vec::new();
-        let mut offset = start;
+    /// The elements of a `numbers` token (`0.5, -1, 2e3`), each with its sign and span.
+    fn numbers(&self, pair: &Pair<Rule>) -> PResult<Vec<Number>> {
+        let mut numbers = Vec::new();
+        let mut offset = pair.as_span().start();
         for piece in pair.as_str().split(',') {
-            let lead = piece.len() - piece.trim_start().len();
-            let text = piece.trim();
-            let at = offset + lead;
+            let at = offset + piece.len() - piece.trim_start().len();
             offset += piece.len() + 1;
+            let text = piece.trim();
             let span = self.laid.span(at, at + text.len());
-            let (sign, digits) = match text.as_bytes()[0] {
-                sign @ (b'-' | b'+') => (Some(sign), &text[1..]),
-                _ => (None, text),
+            let negated = text.starts_with('-');
+            let digits_at = if negated { at + 1 } else { at };
+            let digits = self.laid.span(digits_at, at + text.len());
+            let unsigned = text.trim_start_matches(['-', '+']);
+            let value = match number(unsigned, digits)? {
+                Lit::Int(n) => NumberValue::Int(n),
+                Lit::Float(x) => NumberValue::Float(x),
+                _ => return Err(self.internal(pair)),
             };
-            let lit_at = at + text.len() - digits.len();
-            let lit = Expr {
-                kind: ExprKind::Lit(number(digits, self.laid.span(lit_at, at + text.len()))?),
-                span: self.laid.span(lit_at, at + text.len()),
-            };
-            items.push(match sign {
-                Some(b'-') => Expr {
-                    kind: ExprKind::Neg(Box::new(lit)),
-                    span,
-                },
-                _ => Expr { span, ..lit },
+            numbers.push(Number {
+                value,
+                negated,
+                span,
+                digits,
             });
         }
-        Ok(items)
+        Ok(numbers)
     }
 
     fn atom(&self, pair: Pair<Rule>) -> PResult<Node> {
@@ -1134,16 +1130,18 @@ impl<'a> Builder<'a> {
                 let mut items = Vec::new();
                 for item in pair.into_inner() {
                     match item.as_rule() {
-                        Rule::numbers => items = self.numbers(&item)?,
+                        Rule::numbers => {
+                            return Ok(Node::plain(Expr {
+                                kind: ExprKind::Numbers(self.numbers(&item)?),
+                                span,
+                            }))
+                        }
                         // A plain number element (`table_item`).
                         Rule::float | Rule::int => items.push(self.atom(item)?.expr),
                         _ => items.push(self.expr(item)?.expr),
                     }
                 }
-                Ok(Node::plain(Expr {
-                    kind: ExprKind::Table(items),
-                    span,
-                }))
+                Ok(Node::plain(Expr::table(items, span)))
             }
             Rule::unit => Ok(Node::plain(Expr {
                 kind: ExprKind::Tuple(Vec::new()),

@@ -258,6 +258,7 @@ fn level(expr: &Expr) -> Ctx {
         | ExprKind::Lit(_)
         | ExprKind::Tuple(_)
         | ExprKind::Table(_)
+        | ExprKind::Numbers(_)
         | ExprKind::BinOp { .. }
         | ExprKind::Neg(_)
         | ExprKind::Section(_)
@@ -372,6 +373,7 @@ impl Printer {
             }
             ExprKind::Tuple(items) => Out::closed(format!("({}", self.list(items, ind, ")"))),
             ExprKind::Table(items) => Out::closed(format!("[{}", self.list(items, ind, "]"))),
+            ExprKind::Numbers(numbers) => Out::closed(numbers_text(numbers)),
             ExprKind::At { value, ty } => {
                 let value = self.expr(value, Ctx::Operand, ind);
                 let ty = type_expr(ty, TyLevel::Full);
@@ -455,6 +457,18 @@ fn lambda_param(param: &Param) -> String {
         Some(ty) => format!("{}:{}", pattern(&param.pat), type_expr(ty, TyLevel::Binder)),
         None => pattern(&param.pat),
     }
+}
+
+/// `[0.5, -1, 2e3]`: each number with its sign.
+pub fn numbers_text(numbers: &[Number]) -> String {
+    let items: Vec<String> = numbers
+        .iter()
+        .map(|number| {
+            let sign = if number.negated { "-" } else { "" };
+            format!("{sign}{}", literal(&number.value.lit()))
+        })
+        .collect();
+    format!("[{}]", items.join(", "))
 }
 
 fn literal(lit: &Lit) -> String {
@@ -1117,7 +1131,7 @@ mod tests {
                         prop::collection::vec(inner.clone(), 2..4)
                             .prop_map(|items| expr_of(ExprKind::Tuple(items))),
                         prop::collection::vec(inner.clone(), 0..3)
-                            .prop_map(|items| expr_of(ExprKind::Table(items))),
+                            .prop_map(|items| Expr::table(items, Span::default())),
                         (inner.clone(), type_expr()).prop_map(move |(value, ty)| expr_of(
                             ExprKind::At {
                                 value: boxed(value),

@@ -63,6 +63,10 @@ fn sexp(expr: &Expr) -> String {
             let items: Vec<String> = items.iter().map(sexp).collect();
             format!("[{}]", items.join(" "))
         }
+        ExprKind::Numbers(numbers) => {
+            let items: Vec<String> = numbers.iter().map(|number| sexp(&number.expr())).collect();
+            format!("[{}]", items.join(" "))
+        }
         ExprKind::At { value, ty } => format!("(@ {} {})", sexp(value), ty_sexp(ty)),
         ExprKind::Annot { expr, ty } => format!("(:: {} {})", sexp(expr), ty_sexp(ty)),
         ExprKind::Block { stmts, result } => {
@@ -1115,21 +1119,33 @@ fn nesting_limits() {
 
 #[test]
 fn a_table_of_plain_numbers_reads_as_the_expression_rules_read_it() {
-    // A table of numbers only is one `numbers` token that the builder splits; with a name at
-    // the end, the same numbers go through the expression rules. Same elements, same spans.
+    // A table of numbers only is one `numbers` token, kept as data (`ExprKind::Numbers`); with
+    // a name at the end, the same numbers go through the expression rules. Each number, read
+    // back as an expression, is what the expression rules made of it, spans included.
     let numbers = "0.5, -1,2e3 ,\n  +2, 1., 1.e3, 7, -0.25E-2, 18446744073709551615";
-    let items = |src: &str| match parse_expr(src).expect("parses").kind {
-        ExprKind::Table(items) => items,
-        other => panic!("not a table: {other:?}"),
+    let parse = |src: &str| parse_expr(src).expect("parses").kind;
+    let ExprKind::Numbers(fast) = parse(&format!("[{numbers}]")) else {
+        panic!("not read as numbers");
     };
-    let fast = items(&format!("[{numbers}]"));
-    let general = items(&format!("[{numbers}, x]"));
+    let ExprKind::Table(general) = parse(&format!("[{numbers}, x]")) else {
+        panic!("not read as a table");
+    };
+    let fast: Vec<Expr> = fast.iter().map(|number| number.expr()).collect();
     assert_eq!(fast.len(), 9);
     assert_eq!(fast[..], general[..9]);
     let sexps: Vec<String> = fast.iter().map(sexp).collect();
     assert_eq!(sexps[..4], ["0.5", "(neg 1)", "2000.0", "2"]);
+    // However a table of numbers is written, it is the same tree.
+    assert_eq!(
+        sexp(&parse_expr("[(1), -(2.5)]").unwrap()),
+        sexp(&parse_expr("[1, -2.5]").unwrap())
+    );
+    assert!(matches!(parse("[(1), -(2.5)]"), ExprKind::Numbers(_)));
     // Not all numbers: the expression rules read the whole table.
-    let mixed: Vec<String> = items("[1 - 2, -x, 3]").iter().map(sexp).collect();
+    let ExprKind::Table(mixed) = parse("[1 - 2, -x, 3]") else {
+        panic!("not read as a table");
+    };
+    let mixed: Vec<String> = mixed.iter().map(sexp).collect();
     assert_eq!(mixed, ["(- 1 2)", "(neg x)", "3"]);
     assert_eq!(
         code_err(":p [1, 99999999999999999999]").message,
