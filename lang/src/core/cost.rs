@@ -94,6 +94,9 @@ fn stmt_cost(program: &Program, stmt: &Stmt) -> u64 {
         | Expr::Reshape { .. }
         | Expr::Iota(_) => result_elems,
         Expr::SumOuter(array) => atom_elems(program, array),
+        Expr::Monoid {
+            kind, arrays, op, ..
+        } => crate::ops::monoid::cost(program, *kind, arrays, *op),
         Expr::Build1 { size, body }
         | Expr::Fold { size, body, .. }
         | Expr::Scan { size, body, .. } => loop_cost(program, *size, *body),
@@ -151,6 +154,7 @@ fn block_depth(program: &Program, block: BlockId) -> usize {
             | Expr::Replicate { .. }
             | Expr::Transpose { .. }
             | Expr::Reshape { .. }
+            | Expr::Monoid { .. }
             | Expr::Iota(_) => 0,
         })
         .max()

@@ -19,8 +19,8 @@
 //!   (`contract`).
 //!
 //! Index functions may hold elementwise operations and `index`es of arrays defined outside
-//! them; anything else there, `build1` and derivatives are an [`ExportError`] naming the
-//! operation.
+//! them; anything else there, `build1`, derivatives and the monoid operations (`reduce`,
+//! `assoc_scan`) are an [`ExportError`] naming the operation.
 
 use std::collections::{HashMap, HashSet};
 
@@ -378,6 +378,12 @@ impl Cx<'_> {
                 "the BOT leaves no `build1` in the bulk IR; export runs after it",
             )),
             Expr::Derivative { .. } => Err(ExportError::new("jvp/vjp", crate::core::ir::EXPANDED)),
+            // TODO(#11): `reduce` → `stablehlo.reduce` with the operator as its body, the scans
+            // → `reduce_window` (XLA's associative scan).
+            Expr::Monoid { kind, .. } => Err(ExportError::new(
+                kind.name(),
+                "monoid reductions and scans are not exportable yet",
+            )),
         }
     }
 
@@ -747,5 +753,6 @@ fn expr_name(expr: &Expr) -> String {
         Expr::Fold { .. } => "fold".into(),
         Expr::Scan { .. } => "scan".into(),
         Expr::Derivative { .. } => "jvp/vjp".into(),
+        Expr::Monoid { kind, .. } => kind.name().into(),
     }
 }
