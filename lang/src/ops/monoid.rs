@@ -873,13 +873,29 @@ impl Builder<'_> {
             ty.clone(),
             "shift",
         );
+        let mask = self.row_mask(&ty.shape, edge);
+        let filled = self.emit1(
+            Expr::Replicate {
+                count: n,
+                array: fill,
+            },
+            ty,
+            "fill",
+        );
+        self.prim(Prim::Select, &[mask, filled, gathered])
+    }
+
+    /// A `Bool` array of `shape` that is true on row `row` of the outer axis.
+    fn row_mask(&mut self, shape: &[usize], row: i64) -> Atom {
+        use crate::core::ir::Elem;
+        let n = shape[0];
         let iota = self.emit1(Expr::Iota(n), ArrTy::new(vec![n], Elem::I64), "iota");
-        let edge = self.constant_of(Scalar::I64(edge), &[n]);
+        let edge = self.constant_of(Scalar::I64(row), &[n]);
         let is_edge = self.prim(Prim::Eq, &[iota, edge]);
-        let mask = if ty.rank() == 1 {
+        if shape.len() == 1 {
             is_edge
         } else {
-            let params: Vec<VarId> = (0..ty.rank())
+            let params: Vec<VarId> = (0..shape.len())
                 .map(|_| self.program.new_var(ArrTy::scalar(Elem::I64), "i"))
                 .collect();
             let first = Atom::Var(params[0]);
@@ -890,23 +906,14 @@ impl Builder<'_> {
             });
             self.emit1(
                 Expr::Gather {
-                    shape: ty.shape.clone(),
+                    shape: shape.to_vec(),
                     array: is_edge,
                     body: index_fn,
                 },
-                ArrTy::new(ty.shape.clone(), Elem::Bool),
+                ArrTy::new(shape.to_vec(), Elem::Bool),
                 "mask",
             )
-        };
-        let filled = self.emit1(
-            Expr::Replicate {
-                count: n,
-                array: fill,
-            },
-            ty,
-            "fill",
-        );
-        self.prim(Prim::Select, &[mask, filled, gathered])
+        }
     }
 
     /// JVP of a monoid statement (seed 000 §3.2, Thm 3.3): the same reduce or scan over the
@@ -1113,6 +1120,16 @@ impl Builder<'_> {
             .map(|(array, fill)| self.shift(*array, *fill, Neighbour::Previous))
             .collect();
         let a_hat = apply_vjp(self, &vjp, &floats, &x_prev, a, &x_hat, 1, &shape)?;
+        // Row 0 is â[0] = x̂[0] (Thm 3.7's first case) taken as it is, not through the left
+        // identity of Eq 12, so that the cotangents do not depend on `e` being an exact
+        // identity (the prelude's `maximum` passes `xs[0]`); `e` then matters only for empty
+        // arrays.
+        let first_row = self.row_mask(&shape, 0);
+        let a_hat: Vec<Atom> = a_hat
+            .into_iter()
+            .zip(&x_hat)
+            .map(|(a_hat, x_hat)| self.prim(Prim::Select, &[first_row, *x_hat, a_hat]))
+            .collect();
         for (position, ct) in a_hat.into_iter().enumerate() {
             let tangent = arrays[k + position];
             if self.is_linear(&tangent) {

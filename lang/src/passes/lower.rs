@@ -1093,7 +1093,7 @@ impl<'a> Lowerer<'a> {
         else {
             return bug(span, "monoid type");
         };
-        let Ty::Table(_, elem_ty) = &**table_ty else {
+        let Ty::Table(ix, elem_ty) = &**table_ty else {
             return bug(span, "monoid table type");
         };
         let elem_ty = (**elem_ty).clone();
@@ -1102,10 +1102,8 @@ impl<'a> Lowerer<'a> {
         let scalar_elements = leaf_tys.iter().all(|ty| ty.rank() == 0)
             && arrays.iter().all(|atom| self.atom_ty(atom).rank() == 1);
         if !scalar_elements {
-            return error(
-                span,
-                format!("{name}: the elements must be scalars or tuples of scalars"),
-            );
+            let size = self.ix_size(ix, span)?;
+            return self.lower_monoid_sequential(kind, args, size, &elem_ty, result_ty, span);
         }
         let init = self.leaves(&args[1], span)?;
         let func = args[2].clone();
@@ -1148,6 +1146,52 @@ impl<'a> Lowerer<'a> {
             span,
         );
         Ok(self.assemble(result_ty, binders.into_iter().map(Atom::Var).collect()))
+    }
+
+    /// `reduce`/`assoc_scan` over elements that are tables (the generic prelude's `cumsum` of
+    /// a matrix): the operator on tables need not be elementwise, so it runs as a sequential
+    /// left fold (scan) from `e`, a left identity.
+    fn lower_monoid_sequential(
+        &mut self,
+        kind: MonoidKind,
+        args: Vec<SVal>,
+        size: usize,
+        elem_ty: &Ty,
+        result_ty: &Ty,
+        span: Span,
+    ) -> Result<SVal> {
+        let xs = args[0].clone();
+        let init = self.leaves(&args[1], span)?;
+        let func = args[2].clone();
+        let is_scan = kind != MonoidKind::Reduce;
+        let (body, carry_tys) = self.loop_block(elem_ty, span, |cx, index_var, carry| {
+            let x = cx.index_value(&xs, index_var, span)?;
+            let partial = cx.apply(func, carry, span)?;
+            let next = cx.apply(partial, x, span)?;
+            Ok(if is_scan {
+                SVal::Tuple(vec![next.clone(), next])
+            } else {
+                next
+            })
+        })?;
+        if !is_scan {
+            let binders = self.emit(Expr::Fold { size, init, body }, carry_tys, "fold", span);
+            return Ok(self.assemble(result_ty, binders.into_iter().map(Atom::Var).collect()));
+        }
+        let n_carries = carry_tys.len();
+        let mut binder_tys = carry_tys.clone();
+        binder_tys.extend(carry_tys.into_iter().map(|ty| {
+            let mut shape = vec![size];
+            shape.extend(ty.shape);
+            ArrTy::new(shape, ty.elem)
+        }));
+        let binders = self.emit(Expr::Scan { size, init, body }, binder_tys, "scan", span);
+        let ys = binders[n_carries..]
+            .iter()
+            .copied()
+            .map(Atom::Var)
+            .collect();
+        Ok(self.assemble(result_ty, ys))
     }
 
     /// `arb key` at a concrete type: the instances of Dex's `Arbitrary`, by the type's shape.
