@@ -391,8 +391,9 @@ pub fn eval(
                 Some(acc) => combine(&acc, total),
             });
         }
-        if kind == MonoidKind::Reduce {
-            carries[0][lane] = acc;
+        // `reduce` keeps its total in the first slot (there is none for an empty array).
+        if let (MonoidKind::Reduce, Some(first)) = (kind, carries.first_mut()) {
+            first[lane] = acc;
         }
     }
     let elems: Vec<_> = arrays.iter().map(Array::elem).collect();
