@@ -172,14 +172,13 @@ fn monoid_function(monoid: &Monoid, scan: bool) -> String {
     };
     let prim = if scan { "assoc_scan" } else { "reduce" };
     let combined = format!("{prim}({elements}, {}, {})", monoid.identity, monoid.op);
-    match (scan, monoid.arity) {
-        (false, 1) => format!("\\x. {combined}"),
-        (false, _) => format!("\\x. (ys = {combined}\n  fst ys + 0.5 * snd ys)"),
-        (true, 1) => format!("\\x. (ys = {combined}\n  sum (for i. ys[i] * n_to_f (ordinal i + 1)))"),
-        (true, _) => format!(
-            "\\x. (ys = {combined}\n  sum (for i. fst ys[i] * n_to_f (ordinal i + 1) + 0.5 * snd ys[i]))"
-        ),
-    }
+    let weigh = match (scan, monoid.arity) {
+        (false, 1) => "ys",
+        (false, _) => "fst ys + 0.5 * snd ys",
+        (true, 1) => "sum (for i. ys[i] * n_to_f (ordinal i + 1))",
+        (true, _) => "sum (for i. fst ys[i] * n_to_f (ordinal i + 1) + 0.5 * snd ys[i])",
+    };
+    format!("\\x. (\\ys. {weigh}) ({combined})")
 }
 
 /// A random point of `n` values in [-1.5, 1.5], with zeros; for a monoid with kinks the values
