@@ -13,8 +13,8 @@
 //! primitives): its params are the left operands then the right ones, its results the
 //! combined values. On arrays of rank > 1 it applies elementwise over the trailing axes.
 //!
-//! Does not handle yet: the transpose of `assoc_scan_right` (a derivative of a derivative of
-//! a scan; its JVP is handled), operators with conditionals (`if` inside `op`; `select` works).
+//! Does not handle yet: operators with conditionals (`if` inside `op`; `select` works), and
+//! fusing a monoid statement with its producers (it is a bulk step of the engine).
 
 use rayon::prelude::*;
 
@@ -775,11 +775,17 @@ fn oplus_block(program: &mut Program, op: BlockId, floats: &[usize]) -> Result<B
 /// The operator ⊗ of seed 000 Eqs 9–10 on triples (x, a, ŷ):
 /// `[x₁, a₁, ŷ₁] ⊗ [x₂, a₂, ŷ₂] = [x₁, a₁ ⊙ a₂, ∂₁ᵀ⊙_{x₁,a₁}(ŷ₂) + ŷ₁]`, a right monoid with
 /// right identity `[e, e, 0]` (Prop 3.6). ŷ has one component per float of the monoid.
+///
+/// `mirrored` gives the operator for transposing a right scan (Thm 3.7 applied to the
+/// reversed array and the flipped operator, read back in the original order):
+/// `[x₁, a₁, ŷ₁] ⊗ [x₂, a₂, ŷ₂] = [x₂, a₁ ⊙ a₂, ∂₂ᵀ⊙_{a₂,x₂}(ŷ₁) + ŷ₂]`, a left monoid with
+/// left identity `[e, e, 0]`, scanned from the left.
 fn otimes_block(
     program: &mut Program,
     op: BlockId,
     floats: &[usize],
     vjp: &ad::Vjp,
+    mirrored: bool,
 ) -> Result<BlockId, AdError> {
     let op_block = program.blocks[op].clone();
     let k = op_block.params.len() / 2;
@@ -797,7 +803,7 @@ fn otimes_block(
     }
     let atoms = |vars: &[VarId]| vars.iter().map(|var| Atom::Var(*var)).collect::<Vec<_>>();
     let (x1, a1, y1) = (atoms(&sides[0].0), atoms(&sides[0].1), atoms(&sides[0].2));
-    let (a2, y2) = (atoms(&sides[1].1), atoms(&sides[1].2));
+    let (x2, a2, y2) = (atoms(&sides[1].0), atoms(&sides[1].1), atoms(&sides[1].2));
     let mut builder = Builder {
         program,
         stmts: Vec::new(),
@@ -811,12 +817,17 @@ fn otimes_block(
         .zip(a1.iter().chain(&a2).copied())
         .collect();
     let product = lift(&mut builder, &op_block, &mut subst, &[])?;
-    // ∂₁ᵀ⊙_{x₁,a₁}(ŷ₂) + ŷ₁.
-    let pulled = apply_vjp(&mut builder, vjp, floats, &x1, &a1, &y2, 0, &[])?;
-    let mut results = x1.clone();
+    // ∂₁ᵀ⊙_{x₁,a₁}(ŷ₂) + ŷ₁, or mirrored ∂₂ᵀ⊙_{a₂,x₂}(ŷ₁) + ŷ₂.
+    let (pulled, kept, mut results) = if mirrored {
+        let pulled = apply_vjp(&mut builder, vjp, floats, &a2, &x2, &y1, 1, &[])?;
+        (pulled, y2, x2)
+    } else {
+        let pulled = apply_vjp(&mut builder, vjp, floats, &x1, &a1, &y2, 0, &[])?;
+        (pulled, y1, x1)
+    };
     results.extend(product);
-    for (pulled, y1) in pulled.into_iter().zip(y1) {
-        results.push(builder.prim(crate::prim::Prim::Add, &[pulled, y1]));
+    for (pulled, kept) in pulled.into_iter().zip(kept) {
+        results.push(builder.prim(crate::prim::Prim::Add, &[pulled, kept]));
     }
     let stmts = builder.stmts;
     let mut params = Vec::new();
@@ -1019,7 +1030,7 @@ impl Builder<'_> {
                 None => self.zeros(&ty),
             };
             c_hat.push(match kind {
-                MonoidKind::Scan => ct,
+                MonoidKind::Scan | MonoidKind::ScanRight => ct,
                 // Only the last prefix is the result: ĉ is zero but in the last row.
                 MonoidKind::Reduce => {
                     let row = self.emit1(
@@ -1051,13 +1062,6 @@ impl Builder<'_> {
                         "ct_last",
                     )
                 }
-                MonoidKind::ScanRight => {
-                    return Err(AdError(
-                        "TODO(#11): the transpose of assoc_scan_right (a second derivative \
-                         of a scan) is not implemented"
-                            .into(),
-                    ))
-                }
             });
         }
         // The prefixes x: the scan's own results, or for `reduce` a scan computed here.
@@ -1085,13 +1089,20 @@ impl Builder<'_> {
                 .map(|var| Atom::Var(*var))
                 .collect(),
         };
+        // A right scan is transposed by the mirror image of the rule (see `otimes_block`).
+        let mirrored = *kind == MonoidKind::ScanRight;
+        let (towards_start, towards_end) = if mirrored {
+            (Neighbour::Next, Neighbour::Previous)
+        } else {
+            (Neighbour::Previous, Neighbour::Next)
+        };
         let vjp = operator_vjp(self.program, primal_op)?;
-        let otimes = otimes_block(self.program, primal_op, &floats, &vjp)?;
+        let otimes = otimes_block(self.program, primal_op, &floats, &vjp, mirrored)?;
         // m = zip(x, roll_left(a, e), ĉ), scanned right over ⊗ from [e, e, 0] (Thm 3.7).
         let a_next: Vec<Atom> = a
             .iter()
             .zip(e)
-            .map(|(array, fill)| self.shift(*array, *fill, Neighbour::Next))
+            .map(|(array, fill)| self.shift(*array, *fill, towards_end))
             .collect();
         let mut m = x.clone();
         m.extend(&a_next);
@@ -1105,7 +1116,11 @@ impl Builder<'_> {
         let tys: Vec<ArrTy> = m.iter().map(|atom| self.ty(atom)).collect();
         let scanned = self.emit(
             Expr::Monoid {
-                kind: MonoidKind::ScanRight,
+                kind: if mirrored {
+                    MonoidKind::Scan
+                } else {
+                    MonoidKind::ScanRight
+                },
                 arrays: m,
                 init: identity,
                 op: otimes,
@@ -1114,18 +1129,24 @@ impl Builder<'_> {
             "ct_scan",
         );
         let x_hat: Vec<Atom> = scanned[2 * k..].iter().map(|var| Atom::Var(*var)).collect();
-        // Eqs 11–12: â = ∂₂ᵀ⊙ at (roll_right(x, e), a) applied to x̂, elementwise.
+        // Eqs 11–12: â = ∂₂ᵀ⊙ at (roll_right(x, e), a) applied to x̂, elementwise (mirrored:
+        // ∂₁ᵀ⊙ at (a, roll_left(x, e))).
         let x_prev: Vec<Atom> = x
             .iter()
             .zip(e)
-            .map(|(array, fill)| self.shift(*array, *fill, Neighbour::Previous))
+            .map(|(array, fill)| self.shift(*array, *fill, towards_start))
             .collect();
-        let a_hat = apply_vjp(self, &vjp, &floats, &x_prev, a, &x_hat, 1, &shape)?;
+        let a_hat = if mirrored {
+            apply_vjp(self, &vjp, &floats, a, &x_prev, &x_hat, 0, &shape)?
+        } else {
+            apply_vjp(self, &vjp, &floats, &x_prev, a, &x_hat, 1, &shape)?
+        };
         // Row 0 is â[0] = x̂[0] (Thm 3.7's first case) taken as it is, not through the left
         // identity of Eq 12, so that the cotangents do not depend on `e` being an exact
         // identity (the prelude's `maximum` passes `xs[0]`); `e` then matters only for empty
-        // arrays.
-        let first_row = self.row_mask(&shape, 0);
+        // arrays. Mirrored, the same holds for the last row.
+        let edge = if mirrored { n as i64 - 1 } else { 0 };
+        let first_row = self.row_mask(&shape, edge);
         let a_hat: Vec<Atom> = a_hat
             .into_iter()
             .zip(&x_hat)
