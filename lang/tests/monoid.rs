@@ -332,6 +332,26 @@ fn nested_cumulative_products() {
     }
 }
 
+/// Second derivatives: the gradient program holds a right scan (`assoc_scan_right` over ⊗),
+/// which is differentiated again (its JVP and its mirrored transpose).
+#[test]
+fn derivatives_of_derivatives_of_scans() {
+    let mut session = session(Engine::Fused);
+    let mut rng = Rng(9);
+    for _ in 0..3 {
+        let point = random_point(&mut rng, 4, false);
+        for func in [
+            "\\x. (\\g. sum (for i. g[i] * x[i])) (grad (\\y. sum (for j. (cumprod y)[j] * n_to_f (ordinal j + 1))) x)",
+            "\\x. sum (grad (\\y. reduce(y, 0.0, \\a b. a + b + a * b)) x)",
+            "\\x. sum (grad (\\y. logsumexp (for i. y[i] * y[i])) x)",
+            // A scan inside a loop body whose array depends on the carry.
+            "\\x. fold(0.1, \\i:(Fin 3) c. c * 0.5 + sum (cumprod (for j. x[j] + c)))",
+        ] {
+            check_against_fd(&mut session, &mut rng, func, &point);
+        }
+    }
+}
+
 #[test]
 fn the_gradient_of_logsumexp_is_softmax() {
     let mut session = session(Engine::Fused);
