@@ -416,11 +416,11 @@ pub fn eval(
         let rows = chunk(c);
         let start = rows.start;
         let mut out = vec![Scalar::Bool(false); rows.len() * n_lanes * k];
-        for lane in 0..n_lanes {
+        for (lane, carry) in carries[c].iter().enumerate() {
             inputs.fold(
                 rows.clone(),
                 lane,
-                carries[c][lane].as_deref(),
+                carry.as_deref(),
                 from_right,
                 |row, value| {
                     let at = ((row - start) * n_lanes + lane) * k;
