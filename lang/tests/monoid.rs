@@ -525,3 +525,27 @@ fn a_closure_over_an_outer_value_is_refused() {
     // The session goes on.
     assert_eq!(value(&mut session, ":p cumsum [1., 2.]"), "[1., 3.]");
 }
+
+/// An `if` in an operator runs both branches and selects (`ops::monoid::if_convert`), also
+/// under differentiation.
+#[test]
+fn an_if_in_the_operator_is_if_converted() {
+    let mut session = session(Engine::Fused);
+    assert_eq!(
+        value(
+            &mut session,
+            ":p reduce([1, 5, 3], 0, \\a b. if a > b then a else b)"
+        ),
+        "5"
+    );
+    let mut rng = Rng(13);
+    let point = random_point(&mut rng, 5, true);
+    check_against_fd(
+        &mut session,
+        &mut rng,
+        "\\x. (\\ms. fst ms + log (snd ms)) (reduce(for i. (x[i], 1.0), (-infinity, 0.0), \
+         \\(m1, s1) (m2, s2). if m1 > m2 then (m1, s1 + s2 * exp (m2 - m1)) \
+         else (m2, s2 + s1 * exp (m1 - m2))))",
+        &point,
+    );
+}

@@ -13,8 +13,9 @@
 //! primitives): its params are the left operands then the right ones, its results the
 //! combined values. On arrays of rank > 1 it applies elementwise over the trailing axes.
 //!
-//! Does not handle yet: operators with conditionals (`if` inside `op`; `select` works), and
-//! fusing a monoid statement with its producers (it is a bulk step of the engine).
+//! Lowering if-converts an operator's conditionals (`if_convert`). Does not handle yet: fusing
+//! a monoid statement with its producers (it is a bulk step of the engine), and export to
+//! StableHLO.
 
 use rayon::prelude::*;
 
@@ -165,6 +166,41 @@ pub(crate) fn check_op_block(program: &Program, op: BlockId) -> Result<(), Strin
         check_atom(atom, &defined)?;
     }
     Ok(())
+}
+
+/// If-converts the conditionals of an operator block (recursively): both branches of a
+/// `cond` run (every operation is total) and each result is a `select`, so that an operator
+/// written with `if` becomes straight-line code. The branch blocks are left unreachable.
+pub(crate) fn if_convert(program: &mut Program, block: BlockId) {
+    let stmts = std::mem::take(&mut program.blocks[block].stmts);
+    let mut out = Vec::with_capacity(stmts.len());
+    for stmt in stmts {
+        let Expr::Cond {
+            cond,
+            then_block,
+            else_block,
+        } = stmt.expr
+        else {
+            out.push(stmt);
+            continue;
+        };
+        let mut results = Vec::new();
+        for branch in [then_block, else_block] {
+            if_convert(program, branch);
+            out.extend(std::mem::take(&mut program.blocks[branch].stmts));
+            results.push(program.blocks[branch].results.clone());
+        }
+        for (position, binder) in stmt.binders.iter().enumerate() {
+            out.push(Stmt {
+                binders: vec![*binder],
+                expr: Expr::Prim(
+                    Prim::Select,
+                    vec![cond, results[0][position], results[1][position]],
+                ),
+            });
+        }
+    }
+    program.blocks[block].stmts = out;
 }
 
 /// An operand of a compiled operator: a register or a constant.
