@@ -1197,3 +1197,117 @@ impl Builder<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::ir::Elem;
+
+    /// Affine maps `x ↦ a x + b` on wrapping `i64`, composed left to right:
+    /// `(a₁, b₁) ⊙ (a₂, b₂) = (a₁ a₂, b₁ a₂ + b₂)` — exact and not commutative, so any
+    /// mistake in the chunked order of Note [Monoid order] changes the result.
+    fn affine_program() -> (Program, BlockId) {
+        let mut program = Program::new();
+        let scalar = ArrTy::scalar(Elem::I64);
+        let params: Vec<VarId> = (0..4)
+            .map(|_| program.new_var(scalar.clone(), "p"))
+            .collect();
+        let [a1, b1, a2, b2] = [0, 1, 2, 3].map(|p| Atom::Var(params[p]));
+        let mut stmts = Vec::new();
+        let mut emit = |program: &mut Program, prim: Prim, args: Vec<Atom>| {
+            let var = program.new_var(ArrTy::scalar(Elem::I64), "t");
+            stmts.push(Stmt {
+                binders: vec![var],
+                expr: Expr::Prim(prim, args),
+            });
+            Atom::Var(var)
+        };
+        let a = emit(&mut program, Prim::Mul, vec![a1, a2]);
+        let b1a2 = emit(&mut program, Prim::Mul, vec![b1, a2]);
+        let b = emit(&mut program, Prim::Add, vec![b1a2, b2]);
+        let op = program.blocks.push(Block {
+            params,
+            stmts,
+            results: vec![a, b],
+        });
+        (program, op)
+    }
+
+    fn compose(left: (i64, i64), right: (i64, i64)) -> (i64, i64) {
+        (
+            left.0.wrapping_mul(right.0),
+            left.1.wrapping_mul(right.0).wrapping_add(right.1),
+        )
+    }
+
+    fn values(array: &Array) -> Vec<i64> {
+        match &*array.data {
+            ArrayData::I64(values) => values.clone(),
+            other => panic!("expected i64, got {:?}", other.elem()),
+        }
+    }
+
+    #[test]
+    fn the_chunked_order_matches_a_sequential_fold_and_scan_on_an_exact_monoid() {
+        let (program, op) = affine_program();
+        let mut state = 0x1234_5678_u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) as i64 % 7 - 3
+        };
+        for n_rows in [0, 1, 5, CHUNK_ROWS - 1, CHUNK_ROWS, CHUNK_ROWS + 1, 2 * CHUNK_ROWS + 17] {
+            for n_lanes in [1, 3] {
+                let shape = vec![n_rows, n_lanes];
+                let n = n_rows * n_lanes;
+                let a: Vec<i64> = (0..n).map(|_| next()).collect();
+                let b: Vec<i64> = (0..n).map(|_| next()).collect();
+                let arrays = [
+                    Array::new(shape.clone(), ArrayData::I64(a.clone())),
+                    Array::new(shape.clone(), ArrayData::I64(b.clone())),
+                ];
+                let init = [
+                    Array::new(vec![n_lanes], ArrayData::I64(vec![1; n_lanes])),
+                    Array::new(vec![n_lanes], ArrayData::I64(vec![0; n_lanes])),
+                ];
+                let element = |row: usize, lane: usize| {
+                    (a[row * n_lanes + lane], b[row * n_lanes + lane])
+                };
+                for parallel in [false, true] {
+                    let run = |kind| eval(&program, kind, &arrays, &init, op, parallel);
+                    let reduced = run(MonoidKind::Reduce);
+                    let scanned = run(MonoidKind::Scan);
+                    let scanned_right = run(MonoidKind::ScanRight);
+                    for lane in 0..n_lanes {
+                        let mut acc = (1, 0);
+                        for row in 0..n_rows {
+                            acc = compose(acc, element(row, lane));
+                            let at = row * n_lanes + lane;
+                            assert_eq!(
+                                (values(&scanned[0])[at], values(&scanned[1])[at]),
+                                acc,
+                                "scan, {n_rows} rows, lane {lane}, row {row}"
+                            );
+                        }
+                        assert_eq!(
+                            (values(&reduced[0])[lane], values(&reduced[1])[lane]),
+                            acc,
+                            "reduce, {n_rows} rows, lane {lane}"
+                        );
+                        let mut acc = (1, 0);
+                        for row in (0..n_rows).rev() {
+                            acc = compose(element(row, lane), acc);
+                            let at = row * n_lanes + lane;
+                            assert_eq!(
+                                (values(&scanned_right[0])[at], values(&scanned_right[1])[at]),
+                                acc,
+                                "right scan, {n_rows} rows, lane {lane}, row {row}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
