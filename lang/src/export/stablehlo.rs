@@ -19,8 +19,10 @@
 //!   (`contract`).
 //!
 //! Index functions may hold elementwise operations and `index`es of arrays defined outside
-//! them; anything else there, `build1`, derivatives and the monoid operations (`reduce`,
-//! `assoc_scan`) are an [`ExportError`] naming the operation.
+//! them; anything else there, `build1` and derivatives are an [`ExportError`] naming the
+//! operation. The monoid operations (`reduce`, `assoc_scan`) are rewritten into sequential
+//! loops first (`export::monoid`: XLA's `reduce` may reorder, which is right only for
+//! commutative operators).
 
 use std::collections::{HashMap, HashSet};
 
@@ -54,6 +56,8 @@ pub fn module(program: &Program, inputs: &[Input]) -> Result<String, ExportError
             ),
         ));
     }
+    // See `export::monoid`: the monoid operations become loops, which keep their order.
+    let program = &super::monoid::as_loops(program);
     if inputs.len() != program.inputs.len() {
         return Err(ExportError::new(
             "program",
@@ -378,11 +382,9 @@ impl Cx<'_> {
                 "the BOT leaves no `build1` in the bulk IR; export runs after it",
             )),
             Expr::Derivative { .. } => Err(ExportError::new("jvp/vjp", crate::core::ir::EXPANDED)),
-            // TODO(#11): `reduce` → `stablehlo.reduce` with the operator as its body, the scans
-            // → `reduce_window` (XLA's associative scan).
             Expr::Monoid { kind, .. } => Err(ExportError::new(
                 kind.name(),
-                "monoid reductions and scans are not exportable yet",
+                "`export::monoid::as_loops` rewrites monoid statements into loops first",
             )),
         }
     }

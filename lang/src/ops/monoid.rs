@@ -1257,7 +1257,15 @@ mod tests {
                 .wrapping_add(1_442_695_040_888_963_407);
             (state >> 33) as i64 % 7 - 3
         };
-        for n_rows in [0, 1, 5, CHUNK_ROWS - 1, CHUNK_ROWS, CHUNK_ROWS + 1, 2 * CHUNK_ROWS + 17] {
+        for n_rows in [
+            0,
+            1,
+            5,
+            CHUNK_ROWS - 1,
+            CHUNK_ROWS,
+            CHUNK_ROWS + 1,
+            2 * CHUNK_ROWS + 17,
+        ] {
             for n_lanes in [1, 3] {
                 let shape = vec![n_rows, n_lanes];
                 let n = n_rows * n_lanes;
@@ -1271,9 +1279,8 @@ mod tests {
                     Array::new(vec![n_lanes], ArrayData::I64(vec![1; n_lanes])),
                     Array::new(vec![n_lanes], ArrayData::I64(vec![0; n_lanes])),
                 ];
-                let element = |row: usize, lane: usize| {
-                    (a[row * n_lanes + lane], b[row * n_lanes + lane])
-                };
+                let element =
+                    |row: usize, lane: usize| (a[row * n_lanes + lane], b[row * n_lanes + lane]);
                 for parallel in [false, true] {
                     let run = |kind| eval(&program, kind, &arrays, &init, op, parallel);
                     let reduced = run(MonoidKind::Reduce);
