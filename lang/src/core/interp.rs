@@ -350,14 +350,15 @@ impl Interp<'_> {
             } => {
                 let arrays: Vec<Array> = arrays.iter().map(|atom| self.atom(atom)).collect();
                 let init: Vec<Array> = init.iter().map(|atom| self.atom(atom)).collect();
-                return Ok(crate::ops::monoid::eval(
+                return crate::ops::monoid::eval(
                     self.program,
                     *kind,
                     &arrays,
                     &init,
                     *op,
                     false,
-                ));
+                    self.config.interrupt.as_deref(),
+                );
             }
             Expr::Scan { size, init, body } => {
                 let n_carry = init.len();

@@ -591,7 +591,15 @@ impl Exec<'_> {
                     .iter()
                     .map(|atom| self.tensor(atom).to_array())
                     .collect();
-                let res = crate::ops::monoid::eval(self.program, *kind, &arrays, &init, *op, true);
+                let res = crate::ops::monoid::eval(
+                    self.program,
+                    *kind,
+                    &arrays,
+                    &init,
+                    *op,
+                    true,
+                    self.config.interrupt.as_deref(),
+                )?;
                 return Ok(res.iter().map(Tensor::from_array).collect());
             }
             Expr::Scan { size, init, body } => {

@@ -19,6 +19,7 @@
 
 use rayon::prelude::*;
 
+use crate::core::interp::InterpError;
 use crate::core::ir::{ArrTy, Atom, BlockId, Expr, MonoidKind, Program, Scalar};
 use crate::core::value::{Array, ArrayData};
 use crate::prim::Prim;
@@ -361,7 +362,8 @@ impl Inputs<'_> {
 }
 
 /// Evaluates a monoid statement in the order of Note [Monoid order]; `parallel` runs the
-/// chunks on rayon (the result is the same bits either way).
+/// chunks on rayon (the result is the same bits either way). The interrupt flag is checked
+/// once per chunk and lane.
 pub fn eval(
     program: &Program,
     kind: MonoidKind,
@@ -369,7 +371,9 @@ pub fn eval(
     init: &[Array],
     op: BlockId,
     parallel: bool,
-) -> Vec<Array> {
+    interrupt: Option<&std::sync::atomic::AtomicBool>,
+) -> Result<Vec<Array>, InterpError> {
+    let stopped = || interrupt.is_some_and(|flag| flag.load(std::sync::atomic::Ordering::Relaxed));
     let compiled = Compiled::new(program, op);
     let shape = arrays[0].shape.clone();
     let n_rows = shape[0];
@@ -397,12 +401,17 @@ pub fn eval(
             (0..n_chunks).map(f).collect()
         }
     };
-    // (1) Chunk totals, per lane.
+    // (1) Chunk totals, per lane (nothing more once interrupted).
     let totals = map_chunks(&|c| {
         (0..n_lanes)
-            .map(|lane| inputs.fold(chunk(c), lane, None, from_right, |_, _| {}))
+            .map_while(|lane| {
+                (!stopped()).then(|| inputs.fold(chunk(c), lane, None, from_right, |_, _| {}))
+            })
             .collect()
     });
+    if stopped() {
+        return Err(InterpError::Interrupted);
+    }
     // (2) The totals folded (reduce), or the carry into each chunk (scans).
     let mut regs = Vec::new();
     let mut combine = |left: &[Scalar], right: &[Scalar]| {
@@ -434,7 +443,7 @@ pub fn eval(
     }
     let elems: Vec<_> = arrays.iter().map(Array::elem).collect();
     if kind == MonoidKind::Reduce {
-        return (0..k)
+        return Ok((0..k)
             .map(|comp| {
                 let mut data = ArrayData::with_capacity(elems[comp], n_lanes);
                 for lane in 0..n_lanes {
@@ -445,7 +454,7 @@ pub fn eval(
                 }
                 Array::new(shape[1..].to_vec(), data)
             })
-            .collect();
+            .collect());
     }
     // (3) Each chunk rescanned from its carry; a chunk's values are [row][lane][comp].
     let scanned = map_chunks(&|c| {
@@ -453,6 +462,9 @@ pub fn eval(
         let start = rows.start;
         let mut out = vec![Scalar::Bool(false); rows.len() * n_lanes * k];
         for (lane, carry) in carries[c].iter().enumerate() {
+            if stopped() {
+                break;
+            }
             inputs.fold(
                 rows.clone(),
                 lane,
@@ -466,6 +478,9 @@ pub fn eval(
         }
         vec![out]
     });
+    if stopped() {
+        return Err(InterpError::Interrupted);
+    }
     let mut datas: Vec<ArrayData> = elems
         .iter()
         .map(|elem| ArrayData::with_capacity(*elem, n_rows * n_lanes))
@@ -477,10 +492,10 @@ pub fn eval(
             }
         }
     }
-    datas
+    Ok(datas
         .into_iter()
         .map(|data| Array::new(shape.clone(), data))
-        .collect()
+        .collect())
 }
 
 /// Scalar operations of a monoid statement: the operator's statements once per element for
@@ -1282,7 +1297,10 @@ mod tests {
                 let element =
                     |row: usize, lane: usize| (a[row * n_lanes + lane], b[row * n_lanes + lane]);
                 for parallel in [false, true] {
-                    let run = |kind| eval(&program, kind, &arrays, &init, op, parallel);
+                    let run = |kind| {
+                        eval(&program, kind, &arrays, &init, op, parallel, None)
+                            .expect("no interrupt flag")
+                    };
                     let reduced = run(MonoidKind::Reduce);
                     let scanned = run(MonoidKind::Scan);
                     let scanned_right = run(MonoidKind::ScanRight);
@@ -1315,6 +1333,23 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn an_interrupted_monoid_stops_with_an_error() {
+        let (program, op) = affine_program();
+        let shape = vec![3 * CHUNK_ROWS];
+        let ones = || Array::new(shape.clone(), ArrayData::I64(vec![1; 3 * CHUNK_ROWS]));
+        let arrays = [ones(), ones()];
+        let init = [
+            Array::new(Vec::new(), ArrayData::I64(vec![1])),
+            Array::new(Vec::new(), ArrayData::I64(vec![0])),
+        ];
+        let flag = std::sync::atomic::AtomicBool::new(true);
+        for kind in [MonoidKind::Reduce, MonoidKind::Scan, MonoidKind::ScanRight] {
+            let res = eval(&program, kind, &arrays, &init, op, true, Some(&flag));
+            assert!(matches!(res, Err(InterpError::Interrupted)), "{kind:?}");
         }
     }
 }
