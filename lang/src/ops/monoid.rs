@@ -7,15 +7,17 @@
 //! - batching (seed 001 Fig 9 read for a reduction): `Batcher::batch_monoid`;
 //! - JVP (seed 000 §3.2, Thm 3.3) and transpose (§3.3, Thm 3.7, Eqs 11–12): `jvp_monoid`
 //!   and `transpose_monoid` in `passes::ad`'s builder, defined here;
-//! - cost: `cost`.
+//! - cost: `cost` (and a level of nesting in `core::cost::nesting_depth`);
+//! - export: `export::monoid` rewrites monoid statements into loops (order-preserving).
 //!
 //! The operator block `op` is closed straight-line scalar code (copies and elementwise
 //! primitives): its params are the left operands then the right ones, its results the
 //! combined values. On arrays of rank > 1 it applies elementwise over the trailing axes.
 //!
 //! Lowering if-converts an operator's conditionals (`if_convert`). Does not handle yet: fusing
-//! a monoid statement with its producers (it is a bulk step of the engine), and export to
-//! StableHLO.
+//! a monoid statement with its producers (it is a bulk step of the engine, interpreting the
+//! operator per element on dynamically typed scalars), and a parallel export (XLA's `reduce`
+//! needs a commutative operator).
 
 use rayon::prelude::*;
 
