@@ -306,6 +306,36 @@ def w_micro_max(s):
     )
 
 
+def cumprod_workload(s, jax_cumprod):
+    """Issue 11: f(x) = Σᵢ Πⱼ≤ᵢ xⱼ. NumPy's gradient is the division formula
+    (∂f/∂xₖ = Σ_{i≥k} Pᵢ / xₖ), valid here because no factor is zero."""
+    n = s["n"]
+    x = c(1.0) + c(0.001) * np.sin(ar(n) * c(0.37))
+
+    def f(v):
+        return jnp.sum(jax_cumprod(v))
+
+    def np_grad(v):
+        p = np.cumprod(v)
+        return np.cumsum(p[::-1])[::-1] / v
+
+    return dict(
+        args=(x,),
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=lambda v: np.sum(np.cumprod(v)), np_grad=np_grad,
+        ref_primal=[float(np.sum(np.cumprod(x.astype(F64))))],
+        grad_checks=lambda g: [chk1(g)],
+    )
+
+
+def w_cumprod(s):
+    return cumprod_workload(s, jnp.cumprod)
+
+
+def w_cumprod_assoc(s):
+    return cumprod_workload(s, lambda v: jax.lax.associative_scan(jnp.multiply, v))
+
+
 def w_micro_add(s):
     n = s["n"]
     x = np.sin(ar(n) * c(0.37))
@@ -382,9 +412,15 @@ BUILDERS = {
     "mlp.dx": w_mlp,
     "gmm.dx": w_gmm,
     "micro_max.dx": w_micro_max,
+    "cumprod.dx": w_cumprod,
     "micro_add.dx": w_micro_add,
     "micro_scale.dx": w_micro_scale,
     "nnmf.dx": w_nnmf,
+}
+
+# Workloads that share a dx template but differ in the peer's program.
+BUILDERS_BY_NAME = {
+    "cumprod-assoc-1e6": w_cumprod_assoc,
 }
 
 
@@ -411,7 +447,7 @@ def as_list(values):
 
 def run_one(name, quick, min_time):
     w = BY_NAME[name]
-    spec = BUILDERS[w.template](w.sizes(quick))
+    spec = BUILDERS_BY_NAME.get(name, BUILDERS[w.template])(w.sizes(quick))
     args = spec["args"]
     jargs = jax.tree_util.tree_map(jnp.asarray, args)
     jax.block_until_ready(jargs)

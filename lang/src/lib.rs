@@ -11,6 +11,7 @@ pub mod data;
 pub mod display;
 pub mod exec;
 pub mod export;
+pub mod ops;
 pub mod passes;
 pub mod prim;
 pub mod session;

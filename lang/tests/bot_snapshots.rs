@@ -209,3 +209,39 @@ fn index_of_a_gather_reads_the_source() {
             }"#]],
     );
 }
+
+#[test]
+fn reduce_and_scan_inside_a_build() {
+    // build1 k (λi. reduce (index m [i]) e op) ~> reduce (tr m) (replicate k e) op: the batch
+    // axis becomes a trailing axis over which the closed operator applies elementwise; the
+    // scan is transposed back (ops/monoid.rs, `batch_monoid`).
+    check_bot(
+        "program(%0_m: [3, 4]f64) {
+           %1: [3]f64, %2: [3, 4]f64 = build1 3 (\\%3_i: []i64 ->
+             %4: [4]f64 = index %0_m [%3_i]
+             %5: []f64 = reduce (%4) (0.0:f64) (\\%6_l: []f64, %7_r: []f64 ->
+               %8: []f64 = add %6_l %7_r
+               in %8)
+             %9: [4]f64 = assoc_scan (%4) (1.0:f64) (\\%10_l: []f64, %11_r: []f64 ->
+               %12: []f64 = mul %10_l %11_r
+               in %12)
+             in %5, %9)
+           in %1, %2
+         }",
+        expect![[r#"
+            program(%0_m: [3, 4]f64) {
+              %15_tr: [4, 3]f64 = tr [1, 0] %0_m
+              %16_rep: [3]f64 = replicate 3 0.0:f64
+              %20: [3]f64 = reduce (%15_tr) (%16_rep) (\%17_l: []f64, %18_r: []f64 ->
+                %19: []f64 = add %17_l %18_r
+                in %19)
+              %21_tr: [4, 3]f64 = tr [1, 0] %0_m
+              %22_rep: [3]f64 = replicate 3 1.0:f64
+              %26: [4, 3]f64 = assoc_scan (%21_tr) (%22_rep) (\%23_l: []f64, %24_r: []f64 ->
+                %25: []f64 = mul %23_l %24_r
+                in %25)
+              %27_tr: [3, 4]f64 = tr [1, 0] %26
+              in %20, %27_tr
+            }"#]],
+    );
+}

@@ -154,6 +154,10 @@ pub enum Builtin {
     Iota,
     Fold,
     Scan,
+    /// `reduce(xs, e, op)`: a parallel reduction over a user monoid (seed 000 §2).
+    Reduce,
+    /// `assoc_scan(xs, e, op)`: the inclusive parallel scan over a user monoid.
+    AssocScan,
     ApplyN,
     Zero,
     Fst,
@@ -273,6 +277,8 @@ impl Builtin {
             "iota" => B::Iota,
             "fold" => B::Fold,
             "scan" => B::Scan,
+            "reduce" => B::Reduce,
+            "assoc_scan" => B::AssocScan,
             "apply_n" => B::ApplyN,
             "zero" => B::Zero,
             "fst" => B::Fst,
@@ -351,6 +357,8 @@ impl Builtin {
             "iota",
             "fold",
             "scan",
+            "reduce",
+            "assoc_scan",
             "apply_n",
             "zero",
             "fst",
@@ -539,6 +547,18 @@ impl Builtin {
                     Ty::Tuple(vec![a.clone(), b.clone()]),
                 );
                 Ty::funs(vec![a.clone(), body], Ty::Tuple(vec![a, Ty::table(n, b)]))
+            }
+            Builtin::Reduce | Builtin::AssocScan => {
+                // reduce : n=>a -> a -> (a -> a -> a) -> a; assoc_scan returns n=>a.
+                let n = var(cx, &[Class::Ix]);
+                let a = var(cx, &[]);
+                let op = Ty::funs(vec![a.clone(), a.clone()], a.clone());
+                let res = if self == Builtin::Reduce {
+                    a.clone()
+                } else {
+                    Ty::table(n.clone(), a.clone())
+                };
+                Ty::funs(vec![Ty::table(n, a.clone()), a, op], res)
             }
             Builtin::ApplyN => {
                 let a = var(cx, &[]);

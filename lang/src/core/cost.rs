@@ -43,9 +43,9 @@ pub fn cost(program: &Program) -> u64 {
 }
 
 /// The nesting depth of array operations (NAO of seed 003 §5.3, the `p` of Theorem 5.4):
-/// the depth of nested blocks of `build1`, `fold`, `scan` and `cond`. The index functions of
-/// `gather` and `scatter` do not add a level (they compute indices, not array elements), but
-/// anything nested inside them still counts.
+/// the depth of nested blocks of `build1`, `fold`, `scan`, the monoid reductions and scans,
+/// and `cond`. The index functions of `gather` and `scatter` do not add a level (they compute
+/// indices, not array elements), but anything nested inside them still counts.
 pub fn nesting_depth(program: &Program) -> usize {
     block_depth(program, program.main)
 }
@@ -94,6 +94,9 @@ fn stmt_cost(program: &Program, stmt: &Stmt) -> u64 {
         | Expr::Reshape { .. }
         | Expr::Iota(_) => result_elems,
         Expr::SumOuter(array) => atom_elems(program, array),
+        Expr::Monoid {
+            kind, arrays, op, ..
+        } => crate::ops::monoid::cost(program, *kind, arrays, *op),
         Expr::Build1 { size, body }
         | Expr::Fold { size, body, .. }
         | Expr::Scan { size, body, .. } => loop_cost(program, *size, *body),
@@ -152,6 +155,10 @@ fn block_depth(program: &Program, block: BlockId) -> usize {
             | Expr::Transpose { .. }
             | Expr::Reshape { .. }
             | Expr::Iota(_) => 0,
+            // A reduce or scan counts as a level of nesting like a loop: the reverse
+            // derivative of a scan recomputes primal values in its ⊗ scan, an overhead that
+            // grows with the nesting of scans (seed 000 §4).
+            Expr::Monoid { op, .. } => 1 + block_depth(program, *op),
         })
         .max()
         .unwrap_or(0)

@@ -96,6 +96,7 @@ fn replace_blocks(expr: &mut super::ir::Expr, blocks: &[BlockId]) {
         | Expr::Scatter { body, .. }
         | Expr::Fold { body, .. }
         | Expr::Scan { body, .. }
+        | Expr::Monoid { op: body, .. }
         | Expr::Derivative { func: body, .. } => *body = blocks[0],
         Expr::Cond {
             then_block,

@@ -342,6 +342,24 @@ impl Interp<'_> {
                 return Ok(carry);
             }
             Expr::Derivative { .. } => unreachable!("{}", crate::core::ir::EXPANDED),
+            Expr::Monoid {
+                kind,
+                arrays,
+                init,
+                op,
+            } => {
+                let arrays: Vec<Array> = arrays.iter().map(|atom| self.atom(atom)).collect();
+                let init: Vec<Array> = init.iter().map(|atom| self.atom(atom)).collect();
+                return crate::ops::monoid::eval(
+                    self.program,
+                    *kind,
+                    &arrays,
+                    &init,
+                    *op,
+                    false,
+                    self.config.interrupt.as_deref(),
+                );
+            }
             Expr::Scan { size, init, body } => {
                 let n_carry = init.len();
                 let mut carry: Vec<Array> = init.iter().map(|atom| self.atom(atom)).collect();

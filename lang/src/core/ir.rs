@@ -255,6 +255,21 @@ pub enum Expr {
         init: Vec<Atom>,
         body: BlockId,
     },
+    /// A monoid reduction or inclusive scan over the outer axis (seed 000 §2):
+    /// `reduce (xs…) (e…) op`, `assoc_scan (xs…) (e…) op` and its right-to-left twin
+    /// `assoc_scan_right`. Every array has the shape `[n, rest…]`, every `e` the shape
+    /// `rest`; `op` is closed, its params are the left then the right scalar operands (one
+    /// per array) and its results the combined ones. On arrays of rank > 1 `op` applies
+    /// elementwise over `rest`. `e` must be an identity of `op` (a left identity for
+    /// `assoc_scan`, a right one for `assoc_scan_right`); it is the result of reducing an
+    /// empty array. The order of combination is fixed (`ops::monoid`, Note [Monoid order]).
+    /// Binds one variable per array: of shape `rest` for `reduce`, `[n, rest…]` for scans.
+    Monoid {
+        kind: MonoidKind,
+        arrays: Vec<Atom>,
+        init: Vec<Atom>,
+        op: BlockId,
+    },
     /// `jvp (xs…) (ts…) f` / `vjp (xs…) (cts…) f`: a derivative of the function block `func`
     /// (one param per leaf of its argument) at `primals`, as lowering emits it; the `ad` pass
     /// replaces the statement by the derivative program (`passes::ad::EXPAND`). `jvp` binds
@@ -267,6 +282,37 @@ pub enum Expr {
         seeds: Vec<Atom>,
         func: BlockId,
     },
+}
+
+/// What a `Monoid` statement computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MonoidKind {
+    /// `x0 ⊙ x1 ⊙ … ⊙ x(n-1)`.
+    Reduce,
+    /// Inclusive left scan: `ys[i] = x0 ⊙ … ⊙ xi`.
+    Scan,
+    /// Inclusive right scan: `ys[i] = xi ⊙ … ⊙ x(n-1)` (seed 000 Thm 3.7's `scan_right`).
+    ScanRight,
+}
+
+impl MonoidKind {
+    /// The keyword of printed IR.
+    pub fn name(self) -> &'static str {
+        match self {
+            MonoidKind::Reduce => "reduce",
+            MonoidKind::Scan => "assoc_scan",
+            MonoidKind::ScanRight => "assoc_scan_right",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<MonoidKind> {
+        Some(match name {
+            "reduce" => MonoidKind::Reduce,
+            "assoc_scan" => MonoidKind::Scan,
+            "assoc_scan_right" => MonoidKind::ScanRight,
+            _ => return None,
+        })
+    }
 }
 
 /// Why the engines and the passes after `ad` never meet a `Derivative`.
@@ -330,6 +376,7 @@ impl Expr {
             | Expr::Cond { .. }
             | Expr::Fold { .. }
             | Expr::Scan { .. }
+            | Expr::Monoid { .. }
             | Expr::Derivative { .. } => return None,
         })
     }

@@ -15,7 +15,8 @@
 //! ill-formed programs can be written for verifier tests.
 
 use super::ir::{
-    AdMode, ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId, VarInfo,
+    AdMode, ArrTy, Atom, Block, BlockId, Elem, Expr, MonoidKind, Program, Scalar, Stmt, VarId,
+    VarInfo,
 };
 use crate::prim::Prim;
 
@@ -442,6 +443,12 @@ impl<'a> Parser<'a> {
                 size: self.usize()?,
                 init: self.atom_list("(", ")")?,
                 body: self.block()?,
+            },
+            "reduce" | "assoc_scan" | "assoc_scan_right" => Expr::Monoid {
+                kind: MonoidKind::from_name(&word).expect("one of the three monoid keywords"),
+                arrays: self.atom_list("(", ")")?,
+                init: self.atom_list("(", ")")?,
+                op: self.block()?,
             },
             "jvp" | "vjp" => Expr::Derivative {
                 mode: if word == "jvp" {

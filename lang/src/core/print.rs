@@ -151,6 +151,7 @@ pub fn expr_name(expr: &Expr) -> String {
         Expr::Iota(_) => "iota",
         Expr::Fold { .. } => "fold",
         Expr::Scan { .. } => "scan",
+        Expr::Monoid { kind, .. } => kind.name(),
         Expr::Derivative { mode, .. } => match mode {
             super::ir::AdMode::Jvp => "jvp",
             super::ir::AdMode::Vjp => "vjp",
@@ -363,7 +364,13 @@ impl Printer<'_> {
                 let _ = write!(self.out, "{keyword} {size} ({}) ", self.atoms(init, ", "));
                 return self.block(*body, depth);
             }
-            Expr::Derivative {
+            Expr::Monoid {
+                arrays: primals,
+                init: seeds,
+                op: func,
+                ..
+            }
+            | Expr::Derivative {
                 primals,
                 seeds,
                 func,

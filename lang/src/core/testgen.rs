@@ -412,7 +412,7 @@ impl Gen<'_> {
     fn stmt(&mut self, depth: usize) {
         let nested = depth < self.config.max_depth;
         for _ in 0..8 {
-            let done = match self.rng.below(22) {
+            let done = match self.rng.below(23) {
                 0..=4 => self.arith(),
                 5 => self.compare_select(),
                 6 => self.cast(),
@@ -429,6 +429,7 @@ impl Gen<'_> {
                 18 => self.iota(),
                 19 if nested => self.fold(depth),
                 20 if nested => self.scan(depth),
+                21 => self.monoid(),
                 _ => self.literal_stmt(),
             };
             if done {
@@ -920,6 +921,72 @@ impl Gen<'_> {
         true
     }
 
+    /// A `reduce`, `assoc_scan` or `assoc_scan_right` over one array or a pair of arrays of
+    /// one shape, with `add`, `mul`, `max` or `min` per component (a product monoid).
+    fn monoid(&mut self) -> bool {
+        let Some(first) = self.pick_var(|ty| ty.rank() >= 1 && ty.elem.is_numeric()) else {
+            return false;
+        };
+        let shape = self.ty(first).shape;
+        let mut arrays = vec![first];
+        if self.rng.chance(1, 3) {
+            if let Some(second) = self.pick_var(|ty| ty.shape == shape && ty.elem.is_numeric()) {
+                arrays.push(second);
+            }
+        }
+        let elems: Vec<Elem> = arrays.iter().map(|var| self.ty(*var).elem).collect();
+        let mut init = Vec::new();
+        for elem in &elems {
+            let mut atom = self.literal(*elem);
+            for axis in (1..shape.len()).rev() {
+                atom = Atom::Var(self.bind1(Expr::Replicate {
+                    count: shape[axis],
+                    array: atom,
+                }));
+            }
+            init.push(atom);
+        }
+        let program = &mut self.builder.program;
+        let params: Vec<VarId> = elems
+            .iter()
+            .chain(&elems)
+            .map(|elem| program.new_var(ArrTy::scalar(*elem), "m"))
+            .collect();
+        let k = elems.len();
+        let mut stmts = Vec::new();
+        let mut results = Vec::new();
+        for comp in 0..k {
+            let prim = self.rng.pick(&[Prim::Add, Prim::Mul, Prim::Max, Prim::Min]);
+            let program = &mut self.builder.program;
+            let res = program.new_var(ArrTy::scalar(elems[comp]), "m");
+            stmts.push(crate::core::ir::Stmt {
+                binders: vec![res],
+                expr: Expr::Prim(
+                    prim,
+                    vec![Atom::Var(params[comp]), Atom::Var(params[k + comp])],
+                ),
+            });
+            results.push(Atom::Var(res));
+        }
+        let op = self.builder.program.blocks.push(crate::core::ir::Block {
+            params,
+            stmts,
+            results,
+        });
+        let kind = self.rng.pick(&[
+            crate::core::ir::MonoidKind::Reduce,
+            crate::core::ir::MonoidKind::Scan,
+            crate::core::ir::MonoidKind::ScanRight,
+        ]);
+        self.bind(Expr::Monoid {
+            kind,
+            arrays: arrays.into_iter().map(Atom::Var).collect(),
+            init,
+            op,
+        });
+        true
+    }
+
     fn scan(&mut self, depth: usize) -> bool {
         let size = self.size();
         let init = self.carries();
@@ -1064,6 +1131,7 @@ mod tests {
                         Expr::Iota(_) => "iota",
                         Expr::Fold { .. } => "fold",
                         Expr::Scan { .. } => "scan",
+                        Expr::Monoid { .. } => "monoid",
                         // Emitted by lowering only; the `ad` pass expands them.
                         Expr::Derivative { .. } => "derivative",
                     };
@@ -1081,7 +1149,7 @@ mod tests {
                 Err(InterpError::OutOfRange { .. })
             );
         }
-        assert_eq!(forms.len(), 15, "{forms:?}");
+        assert_eq!(forms.len(), 16, "{forms:?}");
         assert!(multi_result && nested_build1 && out_of_range);
     }
 

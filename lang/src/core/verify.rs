@@ -39,7 +39,10 @@
 //!   - `fold k init f`: params are an `I64` scalar then one per carry with the type of its
 //!     initial value; results are the new carries with the same types;
 //!   - `scan k init f`: params as fold; results are the new carries then the ys; binders are
-//!     the carries then `k ::: shape of y` for each y.
+//!     the carries then `k ::: shape of y` for each y;
+//!   - `reduce`/`assoc_scan`/`assoc_scan_right (xs…) (e…) op`: `ops::monoid::result_tys`
+//!     (arrays of one shape `[n, rest…]`, identities of shape `rest`, a closed straight-line
+//!     scalar operator from the left then right operands to the combined ones).
 //!
 //! Not checked yet (they arrive with the passes that need them, STYLE.md §1): linearity of
 //! linear variables after transposition, and "no `build1` left after the BOT".
@@ -299,7 +302,12 @@ pub fn expr_atoms(expr: &Expr) -> Vec<Atom> {
         | Expr::Table(atoms)
         | Expr::Fold { init: atoms, .. }
         | Expr::Scan { init: atoms, .. } => atoms.clone(),
-        Expr::Derivative { primals, seeds, .. } => primals.iter().chain(seeds).copied().collect(),
+        Expr::Derivative { primals, seeds, .. }
+        | Expr::Monoid {
+            arrays: primals,
+            init: seeds,
+            ..
+        } => primals.iter().chain(seeds).copied().collect(),
         Expr::Index { array, index } => std::iter::once(array).chain(index).copied().collect(),
         Expr::Build1 { .. } | Expr::Iota(_) => Vec::new(),
     }
@@ -313,6 +321,7 @@ pub fn expr_blocks(expr: &Expr) -> Vec<BlockId> {
         | Expr::Scatter { body, .. }
         | Expr::Fold { body, .. }
         | Expr::Scan { body, .. }
+        | Expr::Monoid { op: body, .. }
         | Expr::Derivative { func: body, .. } => vec![*body],
         Expr::Cond {
             then_block,
@@ -517,6 +526,12 @@ pub fn expr_types(program: &Program, expr: &Expr) -> Result<Vec<ArrTy>, String> 
             tys.extend(y_tys.into_iter().map(|ty| prepend(*size, ty)));
             Ok(tys)
         }
+        Expr::Monoid {
+            kind,
+            arrays,
+            init,
+            op,
+        } => crate::ops::monoid::result_tys(program, *kind, arrays, init, *op),
         Expr::Derivative {
             mode,
             primals,

@@ -29,7 +29,12 @@ pub fn map_expr_atoms(expr: &mut Expr, f: &mut impl FnMut(Atom) -> Atom) {
                 *atom = f(*atom);
             }
         }
-        Expr::Derivative { primals, seeds, .. } => {
+        Expr::Derivative { primals, seeds, .. }
+        | Expr::Monoid {
+            arrays: primals,
+            init: seeds,
+            ..
+        } => {
             for atom in primals.iter_mut().chain(seeds) {
                 *atom = f(*atom);
             }

@@ -578,6 +578,32 @@ impl Exec<'_> {
                 return Ok(carry.into_iter().map(|slot| slot.tensor).collect());
             }
             Expr::Derivative { .. } => unreachable!("{}", crate::core::ir::EXPANDED),
+            Expr::Monoid {
+                kind,
+                arrays,
+                init,
+                op,
+            } => {
+                // Chunks in parallel, in the order of Note [Monoid order] (`ops::monoid`).
+                let arrays: Vec<_> = arrays
+                    .iter()
+                    .map(|atom| self.tensor(atom).to_array())
+                    .collect();
+                let init: Vec<_> = init
+                    .iter()
+                    .map(|atom| self.tensor(atom).to_array())
+                    .collect();
+                let res = crate::ops::monoid::eval(
+                    self.program,
+                    *kind,
+                    &arrays,
+                    &init,
+                    *op,
+                    true,
+                    self.config.interrupt.as_deref(),
+                )?;
+                return Ok(res.iter().map(Tensor::from_array).collect());
+            }
             Expr::Scan { size, init, body } => {
                 if let Some(res) = self.scalar_loop(stmt, *size, init, *body)? {
                     return Ok(res);
@@ -946,6 +972,7 @@ impl Exec<'_> {
             | Expr::Scatter { .. }
             | Expr::Fold { .. }
             | Expr::Scan { .. }
+            | Expr::Monoid { .. }
             | Expr::Derivative { .. } => return Err(Stop::Unbatchable),
         };
         Ok(vec![Slot::batched(res)])

@@ -9,6 +9,7 @@
 //! - `mlir`: MLIR text (types, literals, operations in generic form, regions).
 //! - `stablehlo`: statements of the bulk IR to StableHLO operations, and the module.
 //! - `contract`: products summed over an axis, recognised as `dot_general`.
+//! - `monoid`: `reduce` and the associative scans rewritten as sequential loops first.
 //! - `prims`: elementwise primitives with dx's total semantics (division by zero, floored
 //!   `mod`, saturating casts, Threefry in 32-bit words).
 //!
@@ -18,6 +19,7 @@
 
 mod contract;
 pub mod mlir;
+pub mod monoid;
 mod prims;
 pub mod stablehlo;
 

@@ -20,7 +20,9 @@
 //!
 //! Index functions may hold elementwise operations and `index`es of arrays defined outside
 //! them; anything else there, `build1` and derivatives are an [`ExportError`] naming the
-//! operation.
+//! operation. The monoid operations (`reduce`, `assoc_scan`) are rewritten into sequential
+//! loops first (`export::monoid`: XLA's `reduce` may reorder, which is right only for
+//! commutative operators).
 
 use std::collections::{HashMap, HashSet};
 
@@ -54,6 +56,8 @@ pub fn module(program: &Program, inputs: &[Input]) -> Result<String, ExportError
             ),
         ));
     }
+    // See `export::monoid`: the monoid operations become loops, which keep their order.
+    let program = &super::monoid::as_loops(program);
     if inputs.len() != program.inputs.len() {
         return Err(ExportError::new(
             "program",
@@ -378,6 +382,10 @@ impl Cx<'_> {
                 "the BOT leaves no `build1` in the bulk IR; export runs after it",
             )),
             Expr::Derivative { .. } => Err(ExportError::new("jvp/vjp", crate::core::ir::EXPANDED)),
+            Expr::Monoid { kind, .. } => Err(ExportError::new(
+                kind.name(),
+                "`export::monoid::as_loops` rewrites monoid statements into loops first",
+            )),
         }
     }
 
@@ -747,5 +755,6 @@ fn expr_name(expr: &Expr) -> String {
         Expr::Fold { .. } => "fold".into(),
         Expr::Scan { .. } => "scan".into(),
         Expr::Derivative { .. } => "jvp/vjp".into(),
+        Expr::Monoid { kind, .. } => kind.name().into(),
     }
 }

@@ -76,19 +76,19 @@ pub struct Vjp {
 }
 
 /// Emits statements into a list, tracking which variables are linear.
-struct Builder<'p> {
-    program: &'p mut Program,
-    stmts: Vec<Stmt>,
-    linear: HashSet<VarId>,
+pub(crate) struct Builder<'p> {
+    pub(crate) program: &'p mut Program,
+    pub(crate) stmts: Vec<Stmt>,
+    pub(crate) linear: HashSet<VarId>,
 }
 
 impl Builder<'_> {
-    fn is_linear(&self, atom: &Atom) -> bool {
+    pub(crate) fn is_linear(&self, atom: &Atom) -> bool {
         matches!(atom, Atom::Var(var) if self.linear.contains(var))
     }
 
     /// Emits a statement; its binders are linear when any operand is.
-    fn emit(&mut self, expr: Expr, tys: Vec<ArrTy>, hint: &str) -> Vec<VarId> {
+    pub(crate) fn emit(&mut self, expr: Expr, tys: Vec<ArrTy>, hint: &str) -> Vec<VarId> {
         let linear = crate::core::verify::expr_atoms(&expr)
             .iter()
             .any(|atom| self.is_linear(atom));
@@ -106,16 +106,16 @@ impl Builder<'_> {
         binders
     }
 
-    fn emit1(&mut self, expr: Expr, ty: ArrTy, hint: &str) -> Atom {
+    pub(crate) fn emit1(&mut self, expr: Expr, ty: ArrTy, hint: &str) -> Atom {
         Atom::Var(self.emit(expr, vec![ty], hint)[0])
     }
 
-    fn ty(&self, atom: &Atom) -> ArrTy {
+    pub(crate) fn ty(&self, atom: &Atom) -> ArrTy {
         self.program.atom_ty(atom)
     }
 
     /// A zero array of a type.
-    fn zeros(&mut self, ty: &ArrTy) -> Atom {
+    pub(crate) fn zeros(&mut self, ty: &ArrTy) -> Atom {
         let mut res = Atom::Lit(Scalar::zero(ty.elem));
         for axis in (0..ty.shape.len()).rev() {
             let shape = ty.shape[axis..].to_vec();
@@ -131,7 +131,12 @@ impl Builder<'_> {
         res
     }
 
-    fn add_to(&mut self, cts: &mut HashMap<VarId, Atom>, target: Atom, contribution: Atom) {
+    pub(crate) fn add_to(
+        &mut self,
+        cts: &mut HashMap<VarId, Atom>,
+        target: Atom,
+        contribution: Atom,
+    ) {
         let Atom::Var(var) = target else { return };
         let sum = match cts.get(&var) {
             Some(existing) => self.prim(Prim::Add, &[*existing, contribution]),
@@ -182,7 +187,7 @@ impl Emitter for Builder<'_> {
 }
 
 impl Builder<'_> {
-    fn constant_of(&mut self, scalar: Scalar, shape: &[usize]) -> Atom {
+    pub(crate) fn constant_of(&mut self, scalar: Scalar, shape: &[usize]) -> Atom {
         let mut res = Atom::Lit(scalar);
         for axis in (0..shape.len()).rev() {
             res = self.emit1(
@@ -236,7 +241,7 @@ pub fn jvp(program: &mut Program, block: BlockId) -> Result<Jvp, AdError> {
     })
 }
 
-fn tangent_of(tangents: &HashMap<VarId, Atom>, atom: &Atom) -> Tangent {
+pub(crate) fn tangent_of(tangents: &HashMap<VarId, Atom>, atom: &Atom) -> Tangent {
     match atom {
         Atom::Var(var) => tangents.get(var).copied(),
         Atom::Lit(_) => None,
@@ -268,6 +273,7 @@ fn jvp_stmt(
             else_block,
         } => return jvp_cond(builder, stmt, *cond, *then_block, *else_block, tangents),
         Expr::Fold { .. } | Expr::Scan { .. } => return jvp_loop(builder, stmt, tangents),
+        Expr::Monoid { .. } => return builder.jvp_monoid(stmt, tangents),
         Expr::Build1 { .. } | Expr::Derivative { .. } => {
             return Err(AdError(
                 "differentiation expects build-free (BOT) input without derivatives".into(),
@@ -372,6 +378,7 @@ fn jvp_stmt(
         Expr::Cond { .. }
         | Expr::Fold { .. }
         | Expr::Scan { .. }
+        | Expr::Monoid { .. }
         | Expr::Build1 { .. }
         | Expr::Derivative { .. } => {
             unreachable!("handled above")
@@ -610,6 +617,11 @@ fn split(
         let all_linear = stmt.binders.iter().all(|binder| linear.contains(binder));
         if !any_linear {
             forward.push(stmt.clone());
+        } else if let Some(primal) = crate::ops::monoid::primal_of_jvp(program, stmt) {
+            // A differentiated monoid statement: its primal part runs forward, and the whole
+            // statement is transposed (seed 000 Thm 3.7).
+            forward.push(primal);
+            items.push(LinearItem::Stmt(stmt.clone()));
         } else if all_linear {
             items.push(LinearItem::Stmt(stmt.clone()));
         } else {
@@ -1285,6 +1297,9 @@ fn transpose_stmt(
     stmt: &Stmt,
     cts: &mut HashMap<VarId, Atom>,
 ) -> Result<(), AdError> {
+    if let Expr::Monoid { .. } = &stmt.expr {
+        return builder.transpose_monoid(stmt, cts);
+    }
     let binder = stmt.binders[0];
     let Some(ct) = cts.get(&binder).copied() else {
         return Ok(());
@@ -1389,6 +1404,7 @@ fn transpose_stmt(
         Expr::Cond { .. }
         | Expr::Fold { .. }
         | Expr::Scan { .. }
+        | Expr::Monoid { .. }
         | Expr::Build1 { .. }
         | Expr::Derivative { .. } => {
             return Err(AdError("a linear statement of an unexpected form".into()))

@@ -117,7 +117,7 @@ fn bot_block(program: &mut Program, block: BlockId) {
 
 /// A scalar integer computed from the batch index by index arithmetic.
 #[derive(Debug)]
-enum IxExpr {
+pub(crate) enum IxExpr {
     /// The batch index itself.
     Batch,
     /// A scalar that does not depend on the batch index.
@@ -126,19 +126,19 @@ enum IxExpr {
 }
 
 #[derive(Clone, Debug)]
-enum Status {
+pub(crate) enum Status {
     Unbatched(Atom),
     Batched(VarId),
     Index(Rc<IxExpr>),
 }
 
 /// Vectorises the body of one `build1` over its batch axis, emitting into `target`.
-struct Batcher<'p> {
-    program: &'p mut Program,
-    size: usize,
+pub(crate) struct Batcher<'p> {
+    pub(crate) program: &'p mut Program,
+    pub(crate) size: usize,
     /// The block that receives the vectorised statements.
-    target: BlockId,
-    env: HashMap<VarId, Status>,
+    pub(crate) target: BlockId,
+    pub(crate) env: HashMap<VarId, Status>,
     /// `iota size`, made once when first needed.
     iota: Option<VarId>,
 }
@@ -176,7 +176,7 @@ impl Batcher<'_> {
         matches!(self.status(atom), Status::Unbatched(_))
     }
 
-    fn batched_ty(&self, ty: &ArrTy) -> ArrTy {
+    pub(crate) fn batched_ty(&self, ty: &ArrTy) -> ArrTy {
         let mut shape = vec![self.size];
         shape.extend(&ty.shape);
         ArrTy::new(shape, ty.elem)
@@ -186,14 +186,14 @@ impl Batcher<'_> {
         self.program.new_var(ty, hint)
     }
 
-    fn emit_to(&mut self, block: BlockId, binders: Vec<VarId>, expr: Expr) {
+    pub(crate) fn emit_to(&mut self, block: BlockId, binders: Vec<VarId>, expr: Expr) {
         self.program.blocks[block]
             .stmts
             .push(Stmt { binders, expr });
     }
 
     /// Emits a one-result statement into the target block.
-    fn emit1(&mut self, expr: Expr, ty: ArrTy, hint: &str) -> VarId {
+    pub(crate) fn emit1(&mut self, expr: Expr, ty: ArrTy, hint: &str) -> VarId {
         let var = self.new_var(ty, hint);
         self.emit_to(self.target, vec![var], expr);
         var
@@ -220,7 +220,7 @@ impl Batcher<'_> {
         }
     }
 
-    fn force_atom(&mut self, atom: Atom) -> VarId {
+    pub(crate) fn force_atom(&mut self, atom: Atom) -> VarId {
         let status = self.status(atom);
         self.force(status)
     }
@@ -505,6 +505,15 @@ impl Batcher<'_> {
             }
             Expr::Scan { size, init, body } => {
                 self.batch_loop(*size, init, *body, &stmt.binders, true);
+                return;
+            }
+            Expr::Monoid {
+                kind,
+                arrays,
+                init,
+                op,
+            } => {
+                self.batch_monoid(*kind, arrays, init, *op, &stmt.binders);
                 return;
             }
             Expr::Iota(_) => unreachable!("iota does not depend on the batch index"),

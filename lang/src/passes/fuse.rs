@@ -303,6 +303,9 @@ fn stmt_kind(program: &Program, expr: &Expr) -> StmtKind {
         | Expr::Cond { .. }
         | Expr::Fold { .. }
         | Expr::Scan { .. }
+        // A monoid reduce or scan is a bulk step of its own, run in parallel chunks by
+        // `ops::monoid::eval` (TODO(#11): fuse its producers into its chunk loop).
+        | Expr::Monoid { .. }
         | Expr::Derivative { .. } => StmtKind::Bulk,
     }
 }
@@ -511,6 +514,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
             | Expr::Cond { .. }
             | Expr::Fold { .. }
             | Expr::Scan { .. }
+            | Expr::Monoid { .. }
             | Expr::Derivative { .. } => {
                 unreachable!("fuse: {binder} is not bound by a pull statement")
             }

@@ -19,7 +19,7 @@ use crate::check::env::GlobalEnv;
 use crate::check::infer::size_of_ix;
 use crate::check::typed::{DefInfo, DefKey, TExpr, TKind, TPat, TStmt};
 use crate::check::types::{BaseTy, LocalId, Rigid, Size, Ty};
-use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, MonoidKind, Program, Scalar, Stmt, VarId};
 use crate::prim::Prim;
 use crate::syntax::ast::Lit;
 use crate::syntax::Span;
@@ -965,6 +965,9 @@ impl<'a> Lowerer<'a> {
                 Ok(SVal::Arr(self.cast(iota, Elem::U32, span)?))
             }
             Builtin::Fold | Builtin::Scan => self.lower_loop(builtin, args, ty, &result_ty, span),
+            Builtin::Reduce | Builtin::AssocScan => {
+                self.lower_monoid(builtin, args, ty, &result_ty, span)
+            }
             Builtin::ApplyN => {
                 let count = match &args[0] {
                     SVal::Arr(Atom::Lit(scalar)) => scalar_as_size(*scalar),
@@ -1092,6 +1095,129 @@ impl<'a> Lowerer<'a> {
         binder_tys.extend(self.leaf_types(&parts[1], span)?);
         let binders = self.emit(Expr::Scan { size, init, body }, binder_tys, "scan", span);
         Ok(self.assemble(result_ty, binders.into_iter().map(Atom::Var).collect()))
+    }
+
+    /// `reduce(xs, e, op)` and `assoc_scan(xs, e, op)`: the operator is lowered into a closed
+    /// block whose params are the leaves of the left then the right element (seed 000 §2).
+    fn lower_monoid(
+        &mut self,
+        builtin: Builtin,
+        args: Vec<SVal>,
+        ty: &Ty,
+        result_ty: &Ty,
+        span: Span,
+    ) -> Result<SVal> {
+        let (kind, name) = if builtin == Builtin::Reduce {
+            (MonoidKind::Reduce, "reduce")
+        } else {
+            (MonoidKind::Scan, "assoc_scan")
+        };
+        let Ty::Fun {
+            param: table_ty, ..
+        } = ty
+        else {
+            return bug(span, "monoid type");
+        };
+        let Ty::Table(ix, elem_ty) = &**table_ty else {
+            return bug(span, "monoid table type");
+        };
+        let elem_ty = (**elem_ty).clone();
+        let leaf_tys = self.leaf_types(&elem_ty, span)?;
+        let arrays = self.leaves(&args[0], span)?;
+        let scalar_elements = leaf_tys.iter().all(|ty| ty.rank() == 0)
+            && arrays.iter().all(|atom| self.atom_ty(atom).rank() == 1);
+        if !scalar_elements {
+            let size = self.ix_size(ix, span)?;
+            return self.lower_monoid_sequential(kind, args, size, &elem_ty, result_ty, span);
+        }
+        let init = self.leaves(&args[1], span)?;
+        let func = args[2].clone();
+        let mut params = Vec::new();
+        for hint in ["l", "r"] {
+            for ty in &leaf_tys {
+                params.push(self.program.new_var(ty.clone(), hint));
+            }
+        }
+        let side_atoms = |side: usize| {
+            params[side * leaf_tys.len()..(side + 1) * leaf_tys.len()]
+                .iter()
+                .map(|var| Atom::Var(*var))
+                .collect::<Vec<_>>()
+        };
+        let (left, right) = (side_atoms(0), side_atoms(1));
+        let op = self.in_block(params, |cx| {
+            let left = cx.assemble(&elem_ty, left);
+            let right = cx.assemble(&elem_ty, right);
+            let partial = cx.apply(func, left, span)?;
+            let res = cx.apply(partial, right, span)?;
+            cx.leaves(&res, span)
+        })?;
+        crate::ops::monoid::if_convert(&mut self.program, op);
+        if let Err(why) = crate::ops::monoid::check_op_block(&self.program, op) {
+            return error(span, format!("{name}: {why}"));
+        }
+        let tys: Vec<ArrTy> = match kind {
+            MonoidKind::Reduce => leaf_tys,
+            _ => arrays.iter().map(|atom| self.atom_ty(atom)).collect(),
+        };
+        let binders = self.emit(
+            Expr::Monoid {
+                kind,
+                arrays,
+                init,
+                op,
+            },
+            tys,
+            name,
+            span,
+        );
+        Ok(self.assemble(result_ty, binders.into_iter().map(Atom::Var).collect()))
+    }
+
+    /// `reduce`/`assoc_scan` over elements that are tables (the generic prelude's `cumsum` of
+    /// a matrix): the operator on tables need not be elementwise, so it runs as a sequential
+    /// left fold (scan) from `e`, a left identity.
+    fn lower_monoid_sequential(
+        &mut self,
+        kind: MonoidKind,
+        args: Vec<SVal>,
+        size: usize,
+        elem_ty: &Ty,
+        result_ty: &Ty,
+        span: Span,
+    ) -> Result<SVal> {
+        let xs = args[0].clone();
+        let init = self.leaves(&args[1], span)?;
+        let func = args[2].clone();
+        let is_scan = kind != MonoidKind::Reduce;
+        let (body, carry_tys) = self.loop_block(elem_ty, span, |cx, index_var, carry| {
+            let x = cx.index_value(&xs, index_var, span)?;
+            let partial = cx.apply(func, carry, span)?;
+            let next = cx.apply(partial, x, span)?;
+            Ok(if is_scan {
+                SVal::Tuple(vec![next.clone(), next])
+            } else {
+                next
+            })
+        })?;
+        if !is_scan {
+            let binders = self.emit(Expr::Fold { size, init, body }, carry_tys, "fold", span);
+            return Ok(self.assemble(result_ty, binders.into_iter().map(Atom::Var).collect()));
+        }
+        let n_carries = carry_tys.len();
+        let mut binder_tys = carry_tys.clone();
+        binder_tys.extend(carry_tys.into_iter().map(|ty| {
+            let mut shape = vec![size];
+            shape.extend(ty.shape);
+            ArrTy::new(shape, ty.elem)
+        }));
+        let binders = self.emit(Expr::Scan { size, init, body }, binder_tys, "scan", span);
+        let ys = binders[n_carries..]
+            .iter()
+            .copied()
+            .map(Atom::Var)
+            .collect();
+        Ok(self.assemble(result_ty, ys))
     }
 
     /// `arb key` at a concrete type: the instances of Dex's `Arbitrary`, by the type's shape.
@@ -1257,6 +1383,7 @@ pub fn builtin_arity(builtin: Builtin) -> usize {
         | Builtin::FromOrdinal
         | Builtin::CoerceTable
         | Builtin::NatDiff => 2,
+        Builtin::Reduce | Builtin::AssocScan => 3,
         Builtin::Convert(_) | Builtin::Ordinal | Builtin::Size | Builtin::Sum | Builtin::Iota => 1,
         Builtin::Arb => 1,
         Builtin::Fst | Builtin::Snd => 1,
