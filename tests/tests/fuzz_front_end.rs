@@ -157,6 +157,9 @@ fn check_expr(src: &str, expr: &Expr) -> Result<(), String> {
         ExprKind::Tuple(items) | ExprKind::Table(items) => {
             items.iter().try_for_each(|item| check_expr(src, item))
         }
+        ExprKind::Numbers(numbers) => numbers
+            .iter()
+            .try_for_each(|number| check_expr(src, &number.expr())),
         ExprKind::Block { stmts, result } => {
             for stmt in stmts {
                 match stmt {
@@ -612,6 +615,10 @@ fn sexp(expr: &Expr) -> String {
         }
         ExprKind::Table(items) => {
             let items: Vec<String> = items.iter().map(sexp).collect();
+            format!("[{}]", items.join(" "))
+        }
+        ExprKind::Numbers(numbers) => {
+            let items: Vec<String> = numbers.iter().map(|number| sexp(&number.expr())).collect();
             format!("[{}]", items.join(" "))
         }
         other => format!("{other:?}"),
