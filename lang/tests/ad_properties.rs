@@ -25,6 +25,9 @@
 //! are kept bounded (larger ones are scaled by a power of ten) so that finite differences in
 //! Float64 stay accurate.
 
+mod common;
+
+use common::{rel_err, Rng};
 use dx_lang::core::cost::{cost, nesting_depth};
 use dx_lang::core::ir::{Expr, Program};
 use dx_lang::core::value::{ArrayData, Value};
@@ -43,54 +46,6 @@ mod tol {
     /// How far a guarded value (an `if` condition minus its threshold, the gap between the
     /// two largest elements under `maximum`) must stay from zero.
     pub const GUARD_MARGIN: f64 = 1e-3;
-}
-
-/// `|a - b|` relative to `max(|a|, |b|, 1)`.
-fn rel_err(a: f64, b: f64) -> f64 {
-    (a - b).abs() / a.abs().max(b.abs()).max(1.0)
-}
-
-// ---------------------------------------------------------------------------------------------
-// A small deterministic PRNG (SplitMix64).
-
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n`.
-    fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-
-    /// Uniform in `[lo, hi)`.
-    fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        let unit = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        lo + (hi - lo) * unit
-    }
-
-    fn chance(&mut self, p: f64) -> bool {
-        self.uniform(0.0, 1.0) < p
-    }
-
-    /// An index drawn with the given weights.
-    fn weighted(&mut self, weights: &[f64]) -> usize {
-        let total: f64 = weights.iter().sum();
-        let mut pick = self.uniform(0.0, total);
-        for (position, weight) in weights.iter().enumerate() {
-            if pick < *weight {
-                return position;
-            }
-            pick -= weight;
-        }
-        weights.len() - 1
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{outputs, session, value};
+use common::{outputs, rel_err, session, value, Rng};
 use dx_lang::core::ir::{Expr, Program};
 use dx_lang::core::value::{ArrayData, Value};
 use dx_lang::core::visit::reachable_blocks;
@@ -30,32 +30,6 @@ mod tol {
     pub const TIE_MARGIN: f64 = 1e-3;
     /// Relative error allowed between the gradient of `logsumexp` and `softmax` (Float64).
     pub const SOFTMAX_REL: f64 = 1e-12;
-}
-
-fn rel_err(a: f64, b: f64) -> f64 {
-    (a - b).abs() / a.abs().max(b.abs()).max(1.0)
-}
-
-/// A small deterministic PRNG (SplitMix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-
-    fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        let unit = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        lo + (hi - lo) * unit
-    }
 }
 
 fn numbers(value: &Value) -> Vec<f64> {
