@@ -55,6 +55,35 @@ fn suggestions_run(session: &mut Session, src: &str, expected: &[&str], value_te
 }
 
 #[test]
+fn a_scalar_variable_with_a_table_suggests_the_elementwise_form_and_it_runs() {
+    // The operand is a variable, not a number: the types alone say what was meant.
+    let mut session = session(Engine::Fused);
+    value(&mut session, "xs = [1., 2., 3.]\n:p xs\n");
+    value(&mut session, "y = 2.0\n:p y\n");
+    let message = error(&mut session, ":p xs - y\n");
+    assert!(message.contains("this is a scalar"), "{message}");
+    assert!(message.ends_with(":p xs - y\n\x20       ^"), "{message}");
+    suggestions_run(
+        &mut session,
+        ":p xs - y\n",
+        &["for i. xs[i] - y"],
+        "[-1., 0., 1.]",
+    );
+    suggestions_run(
+        &mut session,
+        ":p y * xs\n",
+        &["y .* xs", "for i. y * xs[i]"],
+        "[2., 4., 6.]",
+    );
+    // Inside a function, a local scalar.
+    let message = error(
+        &mut session,
+        "def f(a: Float, t: (Fin 2)=>Float) -> (Fin 2)=>Float = t + a\n",
+    );
+    assert!(message.contains("write `for i. t[i] + a`"), "{message}");
+}
+
+#[test]
 fn a_table_scaled_by_a_number_suggests_dot_star_for_every_axis() {
     let mut session = session(Engine::Fused);
     value(

@@ -774,7 +774,13 @@ impl<'env> Infer<'env> {
                 let func = self.binop_function(*op, span)?;
                 let lhs_span = lhs.span;
                 let partial = self.apply(func, lhs, lhs_span.to(span), depth)?;
-                let res = self.apply(partial, rhs, span, depth)?;
+                let res = match self.apply(partial, rhs, span, depth) {
+                    Ok(res) => res,
+                    Err(err) => {
+                        self.check_scalar_variable_with_table(*op, lhs, rhs)?;
+                        return Err(err);
+                    }
+                };
                 self.check_number_with_table(*op, lhs, rhs, &res)?;
                 Ok(res)
             }
@@ -1099,6 +1105,37 @@ impl<'env> Infer<'env> {
         }
     }
 
+    /// The type of a variable operand, when it is a local or a session value (no
+    /// instantiation: for error messages only).
+    fn variable_type(&self, expr: &Expr) -> Option<Ty> {
+        let ExprKind::Var(ident) = &expr.kind else {
+            return None;
+        };
+        match self.lookup(&ident.name) {
+            Some(Binding::Local(_, ty)) => Some(self.zonk(ty)),
+            Some(_) => None,
+            None => self.env.values.get(&ident.name).map(|ty| self.zonk(ty)),
+        }
+    }
+
+    /// `xs + y` with `xs` a table and `y` a scalar variable failed to type: says why in the
+    /// user's terms, as `check_number_with_table` does for a number.
+    fn check_scalar_variable_with_table(&self, op: BinOp, lhs: &Expr, rhs: &Expr) -> Result<()> {
+        let (Some(lhs_ty), Some(rhs_ty)) = (self.variable_type(lhs), self.variable_type(rhs))
+        else {
+            return Ok(());
+        };
+        match (lhs_ty, rhs_ty) {
+            (table @ Ty::Table(..), Ty::Base(_)) => {
+                self.suggest_elementwise(op, (rhs, lhs), true, table, "a scalar")
+            }
+            (Ty::Base(_), table @ Ty::Table(..)) => {
+                self.suggest_elementwise(op, (lhs, rhs), false, table, "a scalar")
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// `xs + 1` with `xs` a table: arithmetic is on values of one type, so the number would
     /// have to be a table. Says so, and how to write what was meant (dx has no broadcasting
     /// operators but `.*`): `for i. xs[i] + 1`, or `2.0 .* xs` for a product.
@@ -1109,10 +1146,7 @@ impl<'env> Infer<'env> {
         rhs: &Expr,
         res: &TExpr,
     ) -> Result<()> {
-        if !matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div) {
-            return Ok(());
-        }
-        let Ty::Table(..) = self.zonk(&res.ty) else {
+        let table_ty @ Ty::Table(..) = self.zonk(&res.ty) else {
             return Ok(());
         };
         let is_number = |expr: &Expr| match &expr.kind {
@@ -1122,13 +1156,28 @@ impl<'env> Infer<'env> {
             }
             _ => false,
         };
-        let (number, table) = match (is_number(lhs), is_number(rhs)) {
-            (true, false) => (lhs, rhs),
-            (false, true) => (rhs, lhs),
-            _ => return Ok(()),
-        };
+        match (is_number(lhs), is_number(rhs)) {
+            (true, false) => self.suggest_elementwise(op, (lhs, rhs), false, table_ty, "a number"),
+            (false, true) => self.suggest_elementwise(op, (rhs, lhs), true, table_ty, "a number"),
+            _ => Ok(()),
+        }
+    }
+
+    /// The error for `scalar op table` (`table_is_lhs`: `table op scalar`) at the scalar,
+    /// `what` saying what the scalar is, with the elementwise form that was meant.
+    fn suggest_elementwise(
+        &self,
+        op: BinOp,
+        (number, table): (&Expr, &Expr),
+        table_is_lhs: bool,
+        table_ty: Ty,
+        what: &str,
+    ) -> Result<()> {
+        if !matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div) {
+            return Ok(());
+        }
         let mut rank = 0;
-        let mut ty = self.zonk(&res.ty);
+        let mut ty = table_ty.clone();
         while let Ty::Table(_, elem) = ty {
             rank += 1;
             ty = *elem;
@@ -1149,7 +1198,7 @@ impl<'env> Infer<'env> {
         let number_text = crate::syntax::print::print_expr(number);
         let element = format!("{table_text}[{}]", binders.join(", "));
         let symbol = op.symbol();
-        let element_op = if std::ptr::eq(table, lhs) {
+        let element_op = if table_is_lhs {
             format!("{element} {symbol} {number_text}")
         } else {
             format!("{number_text} {symbol} {element}")
@@ -1168,9 +1217,8 @@ impl<'env> Infer<'env> {
         error(
             number.span,
             format!(
-                "`{symbol}` {verb} values of one type, but this is a number and the other \
-                 operand a table of type {}: to apply it to every element, write {fix}",
-                self.zonk(&res.ty)
+                "`{symbol}` {verb} values of one type, but this is {what} and the other \
+                 operand a table of type {table_ty}: to apply it to every element, write {fix}"
             ),
         )
     }
