@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{session, value};
+use common::{session, stage_text, value};
 use dx_lang::session::{Engine, Output, Session};
 
 /// The outputs of a source without its timings.
@@ -13,20 +13,6 @@ fn outputs(session: &mut Session, src: &str) -> Vec<Output> {
         .into_iter()
         .filter(|output| !matches!(output, Output::Timing { .. }))
         .collect()
-}
-
-/// The text of stage `stage` of an expression.
-fn stage_text(session: &mut Session, stage: &str, expr: &str) -> String {
-    let got = outputs(
-        session,
-        &format!(":stages on {stage}\n:p {expr}\n:stages off\n"),
-    );
-    got.iter()
-        .find_map(|output| match output {
-            Output::Stage { name, text } if name == stage => Some(text.clone()),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("no {stage} stage in {got:?}"))
 }
 
 /// The text of the `fused` stage of an expression.

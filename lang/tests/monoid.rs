@@ -14,11 +14,11 @@
 
 mod common;
 
-use common::{outputs, rel_err, session, value, Rng};
+use common::{outputs, rel_err, session, stage_text, value, Rng};
 use dx_lang::core::ir::{Expr, Program};
 use dx_lang::core::value::{ArrayData, Value};
 use dx_lang::core::visit::reachable_blocks;
-use dx_lang::session::{Engine, Output, Session};
+use dx_lang::session::{Engine, Session};
 
 /// Tolerances and steps, in one place (STYLE.md §4).
 mod tol {
@@ -344,19 +344,6 @@ fn the_gradient_of_logsumexp_is_softmax() {
             );
         }
     }
-}
-
-fn stage_text(session: &mut Session, stage: &str, expr: &str) -> String {
-    let got = outputs(
-        session,
-        &format!(":stages on {stage}\n:p {expr}\n:stages off\n"),
-    );
-    got.iter()
-        .find_map(|output| match output {
-            Output::Stage { name, text } if name == stage => Some(text.clone()),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("no {stage} stage in {got:?}"))
 }
 
 /// Seed 000 Thm 3.7: the reverse derivative of a scan is a right scan over ⊗, not a loop.

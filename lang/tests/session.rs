@@ -198,8 +198,8 @@ fn script_definitions_are_made_once() {
 
 #[test]
 fn number_elements_of_a_table_keep_their_own_values_and_positions() {
-    // The checker types one number of each form (`2`, `-2`, `2.5`, `-2.5`) per table and
-    // copies that typing to the others: each copy keeps its value and its position.
+    // A table of plain numbers is data (`ExprKind::Numbers`): the checker types one number of
+    // each form (`2`, `-2`, `2.5`, `-2.5`) and checks each integer's range at its position.
     let src = ":p [1, -2, 3, -4]\n:p [0.5, -1, 2.5, -3.5, 4]\n:p [1, 2, 3, 4294967296, 5]\n";
     let mut session = Session::new(SessionConfig::default());
     let got = outputs(&mut session, src);

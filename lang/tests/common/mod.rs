@@ -50,6 +50,20 @@ pub fn printed(session: &mut Session, src: &str) -> String {
     }
 }
 
+/// The text of stage `stage` of `:p expr`.
+pub fn stage_text(session: &mut Session, stage: &str, expr: &str) -> String {
+    let got = outputs(
+        session,
+        &format!(":stages on {stage}\n:p {expr}\n:stages off\n"),
+    );
+    got.iter()
+        .find_map(|output| match output {
+            Output::Stage { name, text } if name == stage => Some(text.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no {stage} stage in {got:?}"))
+}
+
 /// `|a - b|` relative to `max(|a|, |b|, 1)`.
 pub fn rel_err(a: f64, b: f64) -> f64 {
     (a - b).abs() / a.abs().max(b.abs()).max(1.0)
