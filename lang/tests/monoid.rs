@@ -372,10 +372,40 @@ const ENGINE_EXPRS: [&str; 5] = [
     "grad (\\y. sum (cumprod (for i. y[i] * 0.999))) x",
 ];
 
+/// Monoids over the rows of 2-D arrays (from `for` over a reduce or scan): lanes across the
+/// trailing axis, more lanes than one line holds, several chunks with a shorter last one,
+/// tuple operators, right scans (from gradients), and sizes that run in parallel; 1-D arrays
+/// of many chunks (a line across chunks, the first chunk among them). The whole arrays are
+/// compared.
+const WIDE_DEFS: &str = "tall : (Fin 2100)=>(Fin 40)=>Float = for i j. sin (n_to_f (ordinal i * 40 + ordinal j)) + 1.0\nwide : (Fin 40)=>(Fin 1100)=>Float = for i j. cos (n_to_f (ordinal i * 1100 + ordinal j)) * 0.5 + 1.0\nlong : (Fin 40000)=>Float = for i. sin (n_to_f (ordinal i)) * 0.001 + 1.0\nmid : (Fin 20000)=>Float = for i. cos (n_to_f (ordinal i))\n";
+
+const WIDE_EXPRS: [&str; 9] = [
+    "cumsum long",
+    "grad (\\y. sum (cumprod y)) long",
+    "(argmax mid, logsumexp mid, cumsum mid)",
+    "for j. cumsum (for i. tall[i, j])",
+    "for j. (argmax (for i. tall[i, j]), logsumexp (for i. tall[i, j]))",
+    "for j. cumprod (for i. wide[i, j])",
+    "for j. reduce((for i. wide[i, j]), 0.0, \\a b. a + b + a * b * 0.001)",
+    "grad (\\y. sum (for j. sum (cumprod (for i. y[i, j] * 0.999)))) tall",
+    "grad (\\y. sum (for j. sum (cumprod (for i. y[i, j])))) wide",
+];
+
 #[test]
 fn engines_and_thread_counts_agree_bit_for_bit() {
-    for expr in ENGINE_EXPRS {
-        let src = format!("{ENGINE_DEFS}:p {expr}\n");
+    check_engines_agree(ENGINE_DEFS, &ENGINE_EXPRS);
+}
+
+#[test]
+fn wide_and_tall_monoids_agree_bit_for_bit() {
+    check_engines_agree(WIDE_DEFS, &WIDE_EXPRS);
+}
+
+/// The fused engine on 1, 2 and 4 threads and the bulk evaluator print the reference
+/// interpreter's value of each expression.
+fn check_engines_agree(defs: &str, exprs: &[&str]) {
+    for expr in exprs {
+        let src = format!("{defs}:p {expr}\n");
         let run = |engine: Engine, threads: usize| {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)

@@ -356,7 +356,6 @@ impl Interp<'_> {
                     &arrays,
                     &init,
                     *op,
-                    false,
                     self.config.interrupt.as_deref(),
                 );
             }

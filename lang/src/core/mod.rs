@@ -9,6 +9,7 @@ pub mod ir;
 pub mod kernel;
 pub mod parse;
 pub mod print;
+pub mod scalar_code;
 pub mod testgen;
 pub mod value;
 pub mod verify;

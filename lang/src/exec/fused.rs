@@ -117,7 +117,7 @@ impl Exec<'_> {
         dying
     }
 
-    fn interrupt_requested(&self) -> bool {
+    pub(super) fn interrupt_requested(&self) -> bool {
         self.config
             .interrupt
             .as_ref()
@@ -567,7 +567,7 @@ fn unravel(mut flat: usize, shape: &[usize]) -> Vec<i64> {
 }
 
 /// Copies a lane's first `dst.len()` values (a splat fills).
-fn copy_lane<T: LaneElem>(lane: &Lane, dst: &mut [T]) {
+pub(super) fn copy_lane<T: LaneElem>(lane: &Lane, dst: &mut [T]) {
     let values = T::values(&lane.column);
     if lane.splat {
         dst.fill(values[0]);

@@ -74,6 +74,7 @@ mod elementwise;
 mod fused;
 mod indexing;
 mod lanes;
+mod monoid;
 mod reduce;
 mod scalar_loop;
 pub mod tensor;
@@ -584,25 +585,19 @@ impl Exec<'_> {
                 init,
                 op,
             } => {
-                // Chunks in parallel, in the order of Note [Monoid order] (`ops::monoid`).
-                let arrays: Vec<_> = arrays
-                    .iter()
-                    .map(|atom| self.tensor(atom).to_array())
-                    .collect();
-                let init: Vec<_> = init
-                    .iter()
-                    .map(|atom| self.tensor(atom).to_array())
-                    .collect();
-                let res = crate::ops::monoid::eval(
+                // Lines of (chunk, lane) pairs on typed lanes, in the order of Note [Monoid
+                // order] (`ops::monoid`).
+                let arrays: Vec<Tensor> = arrays.iter().map(|atom| self.tensor(atom)).collect();
+                let init: Vec<Tensor> = init.iter().map(|atom| self.tensor(atom)).collect();
+                let interrupted = || self.interrupt_requested();
+                return Ok(monoid::eval(
                     self.program,
                     *kind,
                     &arrays,
                     &init,
                     *op,
-                    true,
-                    self.config.interrupt.as_deref(),
-                )?;
-                return Ok(res.iter().map(Tensor::from_array).collect());
+                    &interrupted,
+                )?);
             }
             Expr::Scan { size, init, body } => {
                 if let Some(res) = self.scalar_loop(stmt, *size, init, *body)? {
@@ -664,15 +659,16 @@ impl Exec<'_> {
                 panic!("exec: {atom:?} is not a scalar (the loop body's params are scalars)")
             })
         };
-        let (outer_scalars, tables) = compiled.outer_vars();
         let run = LoopRun {
             size,
             init: init.iter().map(|atom| scalar_of(self, atom)).collect(),
-            outer_scalars: outer_scalars
+            outer_scalars: compiled
+                .outer_scalars
                 .iter()
-                .map(|var| scalar_of(self, &Atom::Var(*var)))
+                .map(|(var, _)| scalar_of(self, &Atom::Var(*var)))
                 .collect(),
-            tables: tables
+            tables: compiled
+                .tables
                 .iter()
                 .map(|var| self.tensor(&Atom::Var(*var)))
                 .collect(),
@@ -684,7 +680,7 @@ impl Exec<'_> {
             check_interrupt: &|| self.interrupted(),
         };
         let res = scalar_loop::run(&compiled, run)?;
-        self.report.statements += size * compiled.n_stmts();
+        self.report.statements += size * compiled.ops.len();
         self.report.scalar_loops += 1;
         Ok(Some(res))
     }

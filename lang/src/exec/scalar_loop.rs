@@ -6,8 +6,8 @@
 //! microsecond per statement, which dominates loops of a million steps (`maximum`, and the
 //! checkpointing scan and backward scan of its gradient). A body whose parameters, binders and
 //! results are all scalars and whose statements are copies, primitives and scalar reads of
-//! tables from outside the body is compiled here once into a list of operations on scalar
-//! registers, and each iteration runs those operations directly.
+//! tables from outside the body is compiled once (`core::scalar_code`) into a list of
+//! operations on scalar registers, and each iteration here runs those operations directly.
 //!
 //! The primitives are evaluated by `Prim::eval`, the rule the reference interpreter uses, so
 //! results are bit for bit those of the interpreter. A read out of range gives zero, or in
@@ -17,210 +17,26 @@
 //! Does not handle yet: bodies with any non-scalar value, nested blocks (`cond`, inner loops,
 //! gathers) or reads of tables the body computes; those run on the general path.
 
-use std::collections::HashMap;
-
 use crate::core::interp::InterpError;
-use crate::core::ir::{Atom, BlockId, Elem, Expr, Program, Scalar, VarId};
+use crate::core::ir::{Elem, Scalar, VarId};
+use crate::core::scalar_code::{self, Op, ScalarCode};
 use crate::core::value::{Array, ArrayData};
-use crate::prim::Prim;
 
 use super::tensor::{with_tensor, Element, Tensor};
 
 /// Iterations between two checks of the interrupt flag.
 pub(super) const INTERRUPT_PERIOD: usize = 1024;
 
-/// An operand of a scalar operation.
-#[derive(Clone, Copy, Debug)]
-enum Operand {
-    Reg(usize),
-    Const(Scalar),
-}
-
-/// One statement of the body, on registers.
-#[derive(Clone, Debug)]
-enum Op {
-    Copy {
-        dst: usize,
-        src: Operand,
-    },
-    Prim {
-        dst: usize,
-        prim: Prim,
-        args: Vec<Operand>,
-    },
-    /// `index table [index…]` reading one element of an outer table (`tables[table]`);
-    /// `reader` is the statement's binder, named by strict-mode errors.
-    Read {
-        dst: usize,
-        reader: VarId,
-        table: usize,
-        index: Vec<Operand>,
-        elem: Elem,
-    },
-}
-
-/// A loop body compiled to operations on scalar registers.
-#[derive(Clone, Debug)]
-pub(super) struct ScalarBody {
-    n_regs: usize,
-    /// The registers of the body's parameters: the iteration index, then the carries.
-    params: Vec<usize>,
-    /// Scalar variables from outside the body, read once before the loop, and their registers.
-    outer_scalars: Vec<(VarId, usize)>,
-    /// Tables from outside the body that it reads.
-    tables: Vec<VarId>,
-    ops: Vec<Op>,
-    results: Vec<Operand>,
-}
-
-impl ScalarBody {
-    /// Compiles `block` if every value in it is a scalar and every statement a copy, a
-    /// primitive, or a scalar read of a table defined outside it.
-    pub(super) fn compile(program: &Program, block: BlockId) -> Option<ScalarBody> {
-        let block = &program.blocks[block];
-        let is_scalar = |var: &VarId| program.var_ty(*var).shape.is_empty();
-        if !block.params.iter().all(is_scalar) {
-            return None;
-        }
-        let mut compiler = Compiler {
-            program,
-            regs: HashMap::new(),
-            outer_scalars: Vec::new(),
-            tables: Vec::new(),
-        };
-        let params = block
-            .params
-            .iter()
-            .map(|param| compiler.define(*param))
-            .collect();
-        let mut ops = Vec::new();
-        for stmt in &block.stmts {
-            let [binder] = stmt.binders[..] else {
-                return None;
-            };
-            if !is_scalar(&binder) {
-                return None;
-            }
-            let op = match &stmt.expr {
-                Expr::Atom(atom) => {
-                    let src = compiler.operand(atom)?;
-                    Op::Copy {
-                        dst: compiler.define(binder),
-                        src,
-                    }
-                }
-                Expr::Prim(prim, args) => {
-                    let args = args
-                        .iter()
-                        .map(|atom| compiler.operand(atom))
-                        .collect::<Option<Vec<_>>>()?;
-                    Op::Prim {
-                        dst: compiler.define(binder),
-                        prim: *prim,
-                        args,
-                    }
-                }
-                Expr::Index {
-                    array: Atom::Var(table),
-                    index,
-                } if !compiler.regs.contains_key(table) => {
-                    let index = index
-                        .iter()
-                        .map(|atom| compiler.operand(atom))
-                        .collect::<Option<Vec<_>>>()?;
-                    let table = compiler.table(*table);
-                    Op::Read {
-                        dst: compiler.define(binder),
-                        reader: binder,
-                        table,
-                        index,
-                        elem: program.var_ty(binder).elem,
-                    }
-                }
-                _ => return None,
-            };
-            ops.push(op);
-        }
-        let results = block
-            .results
-            .iter()
-            .map(|atom| compiler.operand(atom))
-            .collect::<Option<Vec<_>>>()?;
-        Some(ScalarBody {
-            n_regs: compiler.regs.len(),
-            params,
-            outer_scalars: compiler.outer_scalars,
-            tables: compiler.tables,
-            ops,
-            results,
-        })
-    }
-
-    /// The number of statements one iteration runs.
-    pub(super) fn n_stmts(&self) -> usize {
-        self.ops.len()
-    }
-
-    /// The outer variables the loop reads (scalars, then tables), to be looked up before it
-    /// runs.
-    pub(super) fn outer_vars(&self) -> (Vec<VarId>, &[VarId]) {
-        let scalars = self.outer_scalars.iter().map(|(var, _)| *var).collect();
-        (scalars, &self.tables)
-    }
-}
-
-/// The state of compiling one body: a register per variable (body variables and outer
-/// scalars alike).
-struct Compiler<'a> {
-    program: &'a Program,
-    regs: HashMap<VarId, usize>,
-    outer_scalars: Vec<(VarId, usize)>,
-    tables: Vec<VarId>,
-}
-
-impl Compiler<'_> {
-    fn define(&mut self, var: VarId) -> usize {
-        let reg = self.regs.len();
-        self.regs.insert(var, reg);
-        reg
-    }
-
-    /// An operand; a variable not defined in the body yet is an outer scalar (variables are
-    /// defined before they are used), or, if it is not a scalar, the body cannot be compiled.
-    fn operand(&mut self, atom: &Atom) -> Option<Operand> {
-        match atom {
-            Atom::Lit(scalar) => Some(Operand::Const(*scalar)),
-            Atom::Var(var) => {
-                if let Some(reg) = self.regs.get(var) {
-                    return Some(Operand::Reg(*reg));
-                }
-                if !self.program.var_ty(*var).shape.is_empty() {
-                    return None;
-                }
-                let reg = self.define(*var);
-                self.outer_scalars.push((*var, reg));
-                Some(Operand::Reg(reg))
-            }
-        }
-    }
-
-    fn table(&mut self, var: VarId) -> usize {
-        match self.tables.iter().position(|table| *table == var) {
-            Some(position) => position,
-            None => {
-                self.tables.push(var);
-                self.tables.len() - 1
-            }
-        }
-    }
-}
+/// A loop body compiled to operations on scalar registers (`core::scalar_code`); its params
+/// are the iteration index, then the carries.
+pub(super) type ScalarBody = ScalarCode;
 
 /// The values a compiled loop starts from and how it reports.
 pub(super) struct LoopRun<'a> {
     pub size: usize,
     /// The initial carries.
     pub init: Vec<Scalar>,
-    /// The values of `ScalarBody::outer_vars`.
+    /// The values of the body's `outer_scalars`.
     pub outer_scalars: Vec<Scalar>,
     pub tables: Vec<Tensor>,
     /// The element types of the stacked outputs of a scan (empty for a fold).
@@ -233,7 +49,7 @@ pub(super) struct LoopRun<'a> {
 /// Runs a compiled loop body `size` times: the final carries, then each output of a scan
 /// stacked along a new outermost axis.
 pub(super) fn run(body: &ScalarBody, run: LoopRun) -> Result<Vec<Tensor>, InterpError> {
-    let mut regs = vec![Scalar::I64(0); body.n_regs];
+    let mut regs = body.scalar_regs();
     for ((_, reg), value) in body.outer_scalars.iter().zip(&run.outer_scalars) {
         regs[*reg] = *value;
     }
@@ -245,10 +61,22 @@ pub(super) fn run(body: &ScalarBody, run: LoopRun) -> Result<Vec<Tensor>, Interp
         .map(|elem| ArrayData::with_capacity(*elem, run.size))
         .collect();
     let mut index_buf: Vec<usize> = Vec::new();
-    let mut operands: Vec<Scalar> = Vec::new();
-    let value = |regs: &[Scalar], operand: &Operand| match operand {
-        Operand::Reg(reg) => regs[*reg],
-        Operand::Const(scalar) => *scalar,
+    let mut read = |op: &Op, regs: &[Scalar]| -> Result<Scalar, InterpError> {
+        let Op::Read {
+            reader,
+            table,
+            index,
+            elem,
+            ..
+        } = op
+        else {
+            unreachable!("ScalarCode::eval reads only for Op::Read")
+        };
+        read_table(&run.tables[*table], index, regs, &mut index_buf)
+            .map(Ok)
+            .unwrap_or_else(|| {
+                out_of_range(*reader, *elem, index, regs, &run.tables[*table], run.strict)
+            })
     };
     for i in 0..run.size {
         if i % INTERRUPT_PERIOD == 0 {
@@ -258,57 +86,9 @@ pub(super) fn run(body: &ScalarBody, run: LoopRun) -> Result<Vec<Tensor>, Interp
         for (reg, carry) in body.params[1..].iter().zip(&carries) {
             regs[*reg] = *carry;
         }
-        for op in &body.ops {
-            match op {
-                Op::Copy { dst, src } => regs[*dst] = value(&regs, src),
-                Op::Prim { dst, prim, args } => {
-                    operands.clear();
-                    operands.extend(args.iter().map(|arg| value(&regs, arg)));
-                    regs[*dst] = prim.eval(&operands);
-                }
-                Op::Read {
-                    dst,
-                    reader,
-                    table,
-                    index,
-                    elem,
-                } => {
-                    let table = &run.tables[*table];
-                    let shape = table.shape();
-                    index_buf.clear();
-                    let mut in_range = true;
-                    for (operand, dim) in index.iter().zip(shape) {
-                        match value(&regs, operand) {
-                            Scalar::I64(k) if usize::try_from(k).is_ok_and(|k| k < *dim) => {
-                                index_buf.push(k as usize)
-                            }
-                            _ => in_range = false,
-                        }
-                    }
-                    regs[*dst] = if in_range {
-                        with_tensor!(table, a => a[&index_buf[..]].into_scalar())
-                    } else if run.strict {
-                        return Err(InterpError::OutOfRange {
-                            var: *reader,
-                            index: index
-                                .iter()
-                                .map(|operand| match value(&regs, operand) {
-                                    Scalar::I64(k) => k,
-                                    other => panic!(
-                                        "exec: index {other:?} is not an i64 scalar (the verifier rules this out)"
-                                    ),
-                                })
-                                .collect(),
-                            shape: shape.to_vec(),
-                        });
-                    } else {
-                        Scalar::zero(*elem)
-                    };
-                }
-            }
-        }
+        body.eval(&mut regs, &mut read)?;
         for (position, result) in body.results.iter().enumerate() {
-            let result = value(&regs, result);
+            let result = scalar_code::value(&regs, result);
             if position < n_carries {
                 carries[position] = result;
             } else {
@@ -322,4 +102,53 @@ pub(super) fn run(body: &ScalarBody, run: LoopRun) -> Result<Vec<Tensor>, Interp
             .map(|data| Tensor::from(Array::new(vec![run.size], data))),
     );
     Ok(res)
+}
+
+/// The element of `table` at `index`, or `None` if the index is out of range.
+fn read_table(
+    table: &Tensor,
+    index: &[scalar_code::Operand],
+    regs: &[Scalar],
+    index_buf: &mut Vec<usize>,
+) -> Option<Scalar> {
+    let shape = table.shape();
+    index_buf.clear();
+    for (operand, dim) in index.iter().zip(shape) {
+        match scalar_code::value(regs, operand) {
+            Scalar::I64(k) if usize::try_from(k).is_ok_and(|k| k < *dim) => {
+                index_buf.push(k as usize)
+            }
+            _ => return None,
+        }
+    }
+    Some(with_tensor!(table, a => a[&index_buf[..]].into_scalar()))
+}
+
+/// A read out of range: zero, or in strict mode the general path's error.
+fn out_of_range(
+    reader: VarId,
+    elem: Elem,
+    index: &[scalar_code::Operand],
+    regs: &[Scalar],
+    table: &Tensor,
+    strict: bool,
+) -> Result<Scalar, InterpError> {
+    if !strict {
+        return Ok(Scalar::zero(elem));
+    }
+    Err(InterpError::OutOfRange {
+        var: reader,
+        index: index
+            .iter()
+            .map(|operand| match scalar_code::value(regs, operand) {
+                Scalar::I64(k) => k,
+                other => {
+                    panic!(
+                        "exec: index {other:?} is not an i64 scalar (the verifier rules this out)"
+                    )
+                }
+            })
+            .collect(),
+        shape: table.shape().to_vec(),
+    })
 }

@@ -3,7 +3,8 @@
 //!
 //! - type rule: `result_tys` (called by `core::verify`);
 //! - reference evaluation in the fixed order of Note [Monoid order]: `eval`, used by the
-//!   reference interpreter (sequentially) and by the engine (chunks in parallel on rayon);
+//!   reference interpreter (the engine's `exec::monoid` computes the same bits on typed lanes,
+//!   in parallel);
 //! - batching (seed 001 Fig 9 read for a reduction): `Batcher::batch_monoid`;
 //! - JVP (seed 000 §3.2, Thm 3.3) and transpose (§3.3, Thm 3.7, Eqs 11–12): `jvp_monoid`
 //!   and `transpose_monoid` in `passes::ad`'s builder, defined here;
@@ -15,14 +16,12 @@
 //! combined values. On arrays of rank > 1 it applies elementwise over the trailing axes.
 //!
 //! Lowering if-converts an operator's conditionals (`if_convert`). Does not handle yet: fusing
-//! a monoid statement with its producers (it is a bulk step of the engine, interpreting the
-//! operator per element on dynamically typed scalars), and a parallel export (XLA's `reduce`
-//! needs a commutative operator).
-
-use rayon::prelude::*;
+//! a monoid statement with its producers (it is a bulk step of the engine, over materialised
+//! arrays), and a parallel export (XLA's `reduce` needs a commutative operator).
 
 use crate::core::interp::InterpError;
 use crate::core::ir::{ArrTy, Atom, BlockId, Expr, MonoidKind, Program, Scalar};
+use crate::core::scalar_code::{self, ScalarCode};
 use crate::core::value::{Array, ArrayData};
 use crate::prim::Prim;
 
@@ -206,109 +205,28 @@ pub(crate) fn if_convert(program: &mut Program, block: BlockId) {
     program.blocks[block].stmts = out;
 }
 
-/// An operand of a compiled operator: a register or a constant.
-#[derive(Clone, Copy, Debug)]
-enum Operand {
-    Reg(usize),
-    Const(Scalar),
-}
-
-/// One statement of a compiled operator.
-#[derive(Clone, Debug)]
-enum Step {
-    Copy {
-        dst: usize,
-        src: Operand,
-    },
-    Prim {
-        dst: usize,
-        prim: Prim,
-        args: Vec<Operand>,
-    },
-}
-
-/// An operator block compiled to operations on scalar registers (registers `0..2k` hold the
-/// left then the right operands). Primitives run through `Prim::eval`, the reference rule.
-#[derive(Clone, Debug)]
-struct Compiled {
-    n_regs: usize,
-    k: usize,
-    steps: Vec<Step>,
-    results: Vec<Operand>,
-}
-
-impl Compiled {
-    fn new(program: &Program, op: BlockId) -> Compiled {
-        let block = &program.blocks[op];
-        let mut regs = std::collections::HashMap::new();
-        for (reg, param) in block.params.iter().enumerate() {
-            regs.insert(*param, reg);
-        }
-        let operand = |regs: &std::collections::HashMap<_, usize>, atom: &Atom| match atom {
-            Atom::Var(var) => Operand::Reg(regs[var]),
-            Atom::Lit(scalar) => Operand::Const(*scalar),
-        };
-        let mut steps = Vec::new();
-        for stmt in &block.stmts {
-            let dst = regs.len();
-            let step = match &stmt.expr {
-                Expr::Atom(atom) => Step::Copy {
-                    dst,
-                    src: operand(&regs, atom),
-                },
-                Expr::Prim(prim, args) => Step::Prim {
-                    dst,
-                    prim: *prim,
-                    args: args.iter().map(|atom| operand(&regs, atom)).collect(),
-                },
-                _ => unreachable!("the verifier checks that operators are straight-line code"),
-            };
-            regs.insert(stmt.binders[0], dst);
-            steps.push(step);
-        }
-        Compiled {
-            n_regs: regs.len(),
-            k: block.params.len() / 2,
-            steps,
-            results: block
-                .results
-                .iter()
-                .map(|atom| operand(&regs, atom))
-                .collect(),
-        }
-    }
-
-    /// `out = left ⊙ right` (one scalar per component); `regs` is scratch space.
-    fn apply(&self, regs: &mut Vec<Scalar>, left: &[Scalar], right: &[Scalar], out: &mut [Scalar]) {
-        regs.clear();
-        regs.extend_from_slice(left);
-        regs.extend_from_slice(right);
-        regs.resize(self.n_regs, Scalar::Bool(false));
-        let read = |regs: &[Scalar], operand: &Operand| match operand {
-            Operand::Reg(reg) => regs[*reg],
-            Operand::Const(scalar) => *scalar,
-        };
-        for step in &self.steps {
-            match step {
-                Step::Copy { dst, src } => regs[*dst] = read(regs, src),
-                Step::Prim { dst, prim, args } => {
-                    let mut operands = [Scalar::Bool(false); 3];
-                    for (slot, arg) in operands.iter_mut().zip(args) {
-                        *slot = read(regs, arg);
-                    }
-                    regs[*dst] = prim.eval(&operands[..args.len()]);
-                }
-            }
-        }
-        for (slot, result) in out.iter_mut().zip(&self.results) {
-            *slot = read(regs, result);
-        }
+/// `out = left ⊙ right` by the compiled operator on `Scalar`s; `regs` is scratch space.
+fn apply(
+    code: &ScalarCode,
+    regs: &mut [Scalar],
+    left: &[Scalar],
+    right: &[Scalar],
+    out: &mut [Scalar],
+) {
+    let k = left.len();
+    regs[..k].copy_from_slice(left);
+    regs[k..2 * k].copy_from_slice(right);
+    let Ok(()) = code.eval(regs, |_, _| -> Result<Scalar, std::convert::Infallible> {
+        unreachable!("a monoid operator reads no tables")
+    });
+    for (slot, result) in out.iter_mut().zip(&code.results) {
+        *slot = scalar_code::value(regs, result);
     }
 }
 
 /// The inputs of one evaluation: `k` components of `n` rows of `m` lanes.
 struct Inputs<'a> {
-    op: &'a Compiled,
+    op: &'a ScalarCode,
     comps: Vec<Vec<Scalar>>,
     n_lanes: usize,
 }
@@ -332,8 +250,8 @@ impl Inputs<'_> {
         from_right: bool,
         mut each: impl FnMut(usize, &[Scalar]),
     ) -> Vec<Scalar> {
-        let k = self.op.k;
-        let mut regs = Vec::with_capacity(self.op.n_regs);
+        let k = self.comps.len();
+        let mut regs = self.op.scalar_regs();
         let mut acc = vec![Scalar::Bool(false); k];
         let mut item = vec![Scalar::Bool(false); k];
         let mut next = vec![Scalar::Bool(false); k];
@@ -346,13 +264,13 @@ impl Inputs<'_> {
             self.element(row, lane, &mut item);
             match (position, carry) {
                 (0, None) => acc.copy_from_slice(&item),
-                (0, Some(carry)) if from_right => self.op.apply(&mut regs, &item, carry, &mut acc),
-                (0, Some(carry)) => self.op.apply(&mut regs, carry, &item, &mut acc),
+                (0, Some(carry)) if from_right => apply(self.op, &mut regs, &item, carry, &mut acc),
+                (0, Some(carry)) => apply(self.op, &mut regs, carry, &item, &mut acc),
                 _ => {
                     if from_right {
-                        self.op.apply(&mut regs, &item, &acc, &mut next);
+                        apply(self.op, &mut regs, &item, &acc, &mut next);
                     } else {
-                        self.op.apply(&mut regs, &acc, &item, &mut next);
+                        apply(self.op, &mut regs, &acc, &item, &mut next);
                     }
                     std::mem::swap(&mut acc, &mut next);
                 }
@@ -363,20 +281,18 @@ impl Inputs<'_> {
     }
 }
 
-/// Evaluates a monoid statement in the order of Note [Monoid order]; `parallel` runs the
-/// chunks on rayon (the result is the same bits either way). The interrupt flag is checked
-/// once per chunk and lane.
+/// Evaluates a monoid statement in the order of Note [Monoid order], on `Scalar`s through
+/// `Prim::eval` (the reference rule). The interrupt flag is checked once per chunk and lane.
 pub fn eval(
     program: &Program,
     kind: MonoidKind,
     arrays: &[Array],
     init: &[Array],
     op: BlockId,
-    parallel: bool,
     interrupt: Option<&std::sync::atomic::AtomicBool>,
 ) -> Result<Vec<Array>, InterpError> {
     let stopped = || interrupt.is_some_and(|flag| flag.load(std::sync::atomic::Ordering::Relaxed));
-    let compiled = Compiled::new(program, op);
+    let compiled = ScalarCode::operator(program, op);
     let shape = arrays[0].shape.clone();
     let n_rows = shape[0];
     let n_lanes: usize = shape[1..].iter().product();
@@ -397,11 +313,7 @@ pub fn eval(
     let chunk = |c: usize| c * CHUNK_ROWS..((c + 1) * CHUNK_ROWS).min(n_rows);
     let from_right = kind == MonoidKind::ScanRight;
     let map_chunks = |f: &(dyn Fn(usize) -> Vec<Vec<Scalar>> + Sync)| -> Vec<Vec<Vec<Scalar>>> {
-        if parallel {
-            (0..n_chunks).into_par_iter().map(f).collect()
-        } else {
-            (0..n_chunks).map(f).collect()
-        }
+        (0..n_chunks).map(f).collect()
     };
     // (1) Chunk totals, per lane (nothing more once interrupted).
     let totals = map_chunks(&|c| {
@@ -415,10 +327,10 @@ pub fn eval(
         return Err(InterpError::Interrupted);
     }
     // (2) The totals folded (reduce), or the carry into each chunk (scans).
-    let mut regs = Vec::new();
+    let mut regs = compiled.scalar_regs();
     let mut combine = |left: &[Scalar], right: &[Scalar]| {
         let mut out = vec![Scalar::Bool(false); k];
-        compiled.apply(&mut regs, left, right, &mut out);
+        apply(&compiled, &mut regs, left, right, &mut out);
         out
     };
     let mut carries: Vec<Vec<Option<Vec<Scalar>>>> = vec![vec![None; n_lanes]; n_chunks];
@@ -1216,14 +1128,14 @@ impl Builder<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::core::ir::Elem;
 
     /// Affine maps `x ↦ a x + b` on wrapping `i64`, composed left to right:
     /// `(a₁, b₁) ⊙ (a₂, b₂) = (a₁ a₂, b₁ a₂ + b₂)` — exact and not commutative, so any
     /// mistake in the chunked order of Note [Monoid order] changes the result.
-    fn affine_program() -> (Program, BlockId) {
+    pub(crate) fn affine_program() -> (Program, BlockId) {
         let mut program = Program::new();
         let scalar = ArrTy::scalar(Elem::I64);
         let params: Vec<VarId> = (0..4)
@@ -1267,6 +1179,18 @@ mod tests {
     #[test]
     fn the_chunked_order_matches_a_sequential_fold_and_scan_on_an_exact_monoid() {
         let (program, op) = affine_program();
+        check_exact_monoid(&|kind, arrays, init| {
+            eval(&program, kind, arrays, init, op, None).expect("no interrupt flag")
+        });
+    }
+
+    /// An evaluation of a monoid statement: `run(kind, arrays, init)`.
+    pub(crate) type MonoidRun<'a> = dyn Fn(MonoidKind, &[Array], &[Array]) -> Vec<Array> + 'a;
+
+    /// Checks an evaluation of the monoid of `affine_program` (`run(kind, arrays, init)`)
+    /// against sequential folds and scans: rows around the chunk size and many chunks, one
+    /// lane, a few, and more than a line of the engine holds.
+    pub(crate) fn check_exact_monoid(run: &MonoidRun) {
         let mut state = 0x1234_5678_u64;
         let mut next = move || {
             state = state
@@ -1282,8 +1206,12 @@ mod tests {
             CHUNK_ROWS,
             CHUNK_ROWS + 1,
             2 * CHUNK_ROWS + 17,
+            40 * CHUNK_ROWS + 5,
         ] {
-            for n_lanes in [1, 3] {
+            for n_lanes in [1, 3, 1100] {
+                if n_rows * n_lanes > 1 << 18 {
+                    continue;
+                }
                 let shape = vec![n_rows, n_lanes];
                 let n = n_rows * n_lanes;
                 let a: Vec<i64> = (0..n).map(|_| next()).collect();
@@ -1298,37 +1226,33 @@ mod tests {
                 ];
                 let element =
                     |row: usize, lane: usize| (a[row * n_lanes + lane], b[row * n_lanes + lane]);
-                for parallel in [false, true] {
-                    let run = |kind| {
-                        eval(&program, kind, &arrays, &init, op, parallel, None)
-                            .expect("no interrupt flag")
+                {
+                    // The pairs (a, b) of each result.
+                    let run = |kind| -> Vec<(i64, i64)> {
+                        let res: Vec<Vec<i64>> =
+                            run(kind, &arrays, &init).iter().map(values).collect();
+                        res[0].iter().copied().zip(res[1].iter().copied()).collect()
                     };
                     let reduced = run(MonoidKind::Reduce);
                     let scanned = run(MonoidKind::Scan);
                     let scanned_right = run(MonoidKind::ScanRight);
-                    for lane in 0..n_lanes {
+                    for (lane, total) in reduced.iter().enumerate() {
                         let mut acc = (1, 0);
                         for row in 0..n_rows {
                             acc = compose(acc, element(row, lane));
                             let at = row * n_lanes + lane;
                             assert_eq!(
-                                (values(&scanned[0])[at], values(&scanned[1])[at]),
-                                acc,
+                                scanned[at], acc,
                                 "scan, {n_rows} rows, lane {lane}, row {row}"
                             );
                         }
-                        assert_eq!(
-                            (values(&reduced[0])[lane], values(&reduced[1])[lane]),
-                            acc,
-                            "reduce, {n_rows} rows, lane {lane}"
-                        );
+                        assert_eq!(*total, acc, "reduce, {n_rows} rows, lane {lane}");
                         let mut acc = (1, 0);
                         for row in (0..n_rows).rev() {
                             acc = compose(element(row, lane), acc);
                             let at = row * n_lanes + lane;
                             assert_eq!(
-                                (values(&scanned_right[0])[at], values(&scanned_right[1])[at]),
-                                acc,
+                                scanned_right[at], acc,
                                 "right scan, {n_rows} rows, lane {lane}, row {row}"
                             );
                         }
@@ -1350,7 +1274,7 @@ mod tests {
         ];
         let flag = std::sync::atomic::AtomicBool::new(true);
         for kind in [MonoidKind::Reduce, MonoidKind::Scan, MonoidKind::ScanRight] {
-            let res = eval(&program, kind, &arrays, &init, op, true, Some(&flag));
+            let res = eval(&program, kind, &arrays, &init, op, Some(&flag));
             assert!(matches!(res, Err(InterpError::Interrupted)), "{kind:?}");
         }
     }

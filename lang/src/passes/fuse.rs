@@ -304,7 +304,7 @@ fn stmt_kind(program: &Program, expr: &Expr) -> StmtKind {
         | Expr::Fold { .. }
         | Expr::Scan { .. }
         // A monoid reduce or scan is a bulk step of its own, run in parallel chunks by
-        // `ops::monoid::eval` (TODO(#11): fuse its producers into its chunk loop).
+        // `exec::monoid` (TODO(#11): fuse its producers into its chunk loop).
         | Expr::Monoid { .. }
         | Expr::Derivative { .. } => StmtKind::Bulk,
     }

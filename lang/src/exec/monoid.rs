@@ -1,0 +1,830 @@
+//! Monoid statements (`reduce`, `assoc_scan`, `assoc_scan_right`) on typed lanes: the engine's
+//! evaluation of Note [Monoid order] (`ops::monoid`), bit for bit the reference evaluation's.
+//!
+//! The fold of one chunk at one lane is sequential by definition, so parallelism and
+//! vectorisation come from the *pairs* (chunk, lane): a line is up to `LINE` pairs, and the
+//! operator, compiled once by `core::scalar_code`, runs each of its statements as one typed
+//! loop over the line (`lanes::eval_prim`, the engine's primitive loops), row after row of the
+//! chunks. A reduction over the rows of `[n, m]` arrays is `m` lanes wide; a 1-D one is
+//! `n / CHUNK_ROWS` lanes (its chunks) wide. Tasks on rayon are blocks of chunks × lanes.
+//! Which task or line computes a pair does not change its value, so the results are the
+//! same bits on any number of threads.
+//!
+//! Does not handle yet: fusing producers into the chunk loop (the arrays are materialised
+//! first; a kernel's `eval_line` could feed the lines directly).
+
+use std::ops::Range;
+
+use ndarray::{ArrayViewMut2, Axis};
+use rayon::prelude::*;
+
+use super::fused::copy_lane;
+use super::lanes::{eval_prim, with_column, Column, Lane, LaneElem, LINE};
+use super::tensor::{with_tensor, Tensor};
+use super::PAR_THRESHOLD;
+use crate::core::interp::InterpError;
+use crate::core::ir::{BlockId, Elem, MonoidKind, Program};
+use crate::core::scalar_code::{Op, Operand, ScalarCode};
+use crate::ops::monoid::CHUNK_ROWS;
+
+/// Evaluates a monoid statement over `arrays` (any layout) with identities `init`.
+/// `interrupted` is polled once per line.
+pub(super) fn eval(
+    program: &Program,
+    kind: MonoidKind,
+    arrays: &[Tensor],
+    init: &[Tensor],
+    op: BlockId,
+    interrupted: &(dyn Fn() -> bool + Sync),
+) -> Result<Vec<Tensor>, InterpError> {
+    let code = LaneCode::new(&ScalarCode::operator(program, op));
+    let shape = arrays[0].shape().to_vec();
+    let elems: Vec<Elem> = arrays.iter().map(Tensor::elem).collect();
+    let rest = &shape[1..];
+    let n_rows = shape[0];
+    let m: usize = rest.iter().product();
+    if n_rows == 0 || m == 0 {
+        return Ok(match kind {
+            MonoidKind::Reduce => init.to_vec(),
+            MonoidKind::Scan | MonoidKind::ScanRight => elems
+                .iter()
+                .map(|elem| Column::with_len(*elem, 0).into_tensor(&shape))
+                .collect(),
+        });
+    }
+    let arrays: Vec<Tensor> = arrays.iter().map(Tensor::to_standard_layout).collect();
+    let run = Run {
+        code: &code,
+        from_right: kind == MonoidKind::ScanRight,
+        m,
+        n_chunks: n_rows.div_ceil(CHUNK_ROWS),
+        n_rows,
+        parallel: n_rows * m >= PAR_THRESHOLD,
+        interrupted,
+    };
+    let tasks = run.tasks();
+    let stop = || InterpError::Interrupted;
+    // (1) The total of every (chunk, lane) pair, indexed `chunk * m + lane`.
+    let task_totals = run.map_tasks(&tasks, |task, work| run.totals(task, &arrays, work))?;
+    let mut totals: Vec<Column> = elems
+        .iter()
+        .map(|elem| Column::with_len(*elem, run.n_chunks * m))
+        .collect();
+    for (task, parts) in tasks.iter().zip(task_totals) {
+        for (position, (chunk, lane)) in task.pairs().enumerate() {
+            for (total, part) in totals.iter_mut().zip(&parts) {
+                total.set(chunk * m + lane, part.get(position));
+            }
+        }
+    }
+    // (2) The totals folded in chunk order: the result of `reduce`, the carries of a scan.
+    let (folded, carries) = run.fold_totals(&totals, &elems).ok_or_else(stop)?;
+    if kind == MonoidKind::Reduce {
+        return Ok(folded
+            .into_iter()
+            .map(|column| column.into_tensor(rest))
+            .collect());
+    }
+    // (3) Every chunk rescanned from its carry, into its block of the outputs.
+    let mut outputs: Vec<Column> = elems
+        .iter()
+        .map(|elem| Column::with_len(*elem, n_rows * m))
+        .collect();
+    let mut blocks: Vec<Vec<BlockMut>> = tasks.iter().map(|_| Vec::new()).collect();
+    for output in &mut outputs {
+        for (task_blocks, block) in blocks.iter_mut().zip(split_blocks(output, m, &tasks)) {
+            task_blocks.push(block);
+        }
+    }
+    let work: Vec<(&Task, Vec<BlockMut>)> = tasks.iter().zip(blocks).collect();
+    let rescan = |(task, mut blocks): (&Task, Vec<BlockMut>), work: &mut Work| {
+        run.rescan(task, &arrays, &carries, &mut blocks, work)
+    };
+    if run.parallel {
+        work.into_par_iter()
+            .map_init(|| code.work(), |work, item| rescan(item, work))
+            .collect::<Option<Vec<()>>>()
+    } else {
+        let mut scratch = code.work();
+        work.into_iter()
+            .map(|item| rescan(item, &mut scratch))
+            .collect::<Option<Vec<()>>>()
+    }
+    .ok_or_else(stop)?;
+    Ok(outputs
+        .into_iter()
+        .map(|column| column.into_tensor(&shape))
+        .collect())
+}
+
+/// An operand of a lane operation: a register or a constant (a splat lane).
+#[derive(Clone, Copy, Debug)]
+enum Src {
+    Reg(usize),
+    Const(usize),
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    Copy {
+        dst: usize,
+        src: Src,
+    },
+    Prim {
+        dst: usize,
+        prim: crate::prim::Prim,
+        args: Vec<Src>,
+    },
+}
+
+/// A monoid operator on lanes: registers `0..k` hold the left operands, `k..2k` the right
+/// ones (`core::scalar_code`'s numbering).
+struct LaneCode {
+    k: usize,
+    reg_elems: Vec<Elem>,
+    consts: Vec<Lane>,
+    steps: Vec<Step>,
+    results: Vec<Src>,
+}
+
+/// The scratch space of one task: a lane per register, the next accumulator, and the input
+/// offsets of the current line.
+struct Work {
+    regs: Vec<Lane>,
+    next: Vec<Lane>,
+    offsets: Vec<usize>,
+    /// Offsets of a line's carries.
+    aux: Vec<usize>,
+}
+
+impl LaneCode {
+    fn new(code: &ScalarCode) -> LaneCode {
+        let mut consts = Vec::new();
+        let mut src = |operand: &Operand| match operand {
+            Operand::Reg(reg) => Src::Reg(*reg),
+            Operand::Const(scalar) => {
+                let mut lane = Lane::new(scalar.elem());
+                lane.column.set(0, *scalar);
+                consts.push(lane);
+                Src::Const(consts.len() - 1)
+            }
+        };
+        let steps = code
+            .ops
+            .iter()
+            .map(|op| match op {
+                Op::Copy { dst, src: from } => Step::Copy {
+                    dst: *dst,
+                    src: src(from),
+                },
+                Op::Prim { dst, prim, args } => Step::Prim {
+                    dst: *dst,
+                    prim: *prim,
+                    args: args.iter().map(&mut src).collect(),
+                },
+                Op::Read { .. } => unreachable!("a monoid operator reads no tables"),
+            })
+            .collect();
+        let results = code.results.iter().map(&mut src).collect();
+        LaneCode {
+            k: code.params.len() / 2,
+            reg_elems: code.reg_elems.clone(),
+            consts,
+            steps,
+            results,
+        }
+    }
+
+    fn work(&self) -> Work {
+        Work {
+            regs: self.reg_elems.iter().map(|elem| Lane::new(*elem)).collect(),
+            next: self.reg_elems[..self.k]
+                .iter()
+                .map(|elem| Lane::new(*elem))
+                .collect(),
+            offsets: Vec::with_capacity(LINE),
+            aux: Vec::with_capacity(LINE),
+        }
+    }
+
+    fn lane<'a>(&'a self, regs: &'a [Lane], src: Src) -> &'a Lane {
+        match src {
+            Src::Reg(reg) => &regs[reg],
+            Src::Const(index) => &self.consts[index],
+        }
+    }
+
+    /// Runs the operator on the first `len` points of the registers and moves its results
+    /// into the registers from `acc`: `acc = acc ⊙ item` with `acc == 0`, `item ⊙ acc` with
+    /// `acc == k`.
+    fn apply(&self, work: &mut Work, acc: usize, len: usize) {
+        for step in &self.steps {
+            match step {
+                Step::Copy { dst, src } => {
+                    let mut out = take(&mut work.regs[*dst]);
+                    assign(&mut out, self.lane(&work.regs, *src), len);
+                    work.regs[*dst] = out;
+                }
+                Step::Prim { dst, prim, args } => {
+                    let mut out = take(&mut work.regs[*dst]);
+                    let lane = |position: usize| self.lane(&work.regs, args[position]);
+                    match args.len() {
+                        1 => eval_prim(*prim, &[lane(0)], &mut out, len),
+                        2 => eval_prim(*prim, &[lane(0), lane(1)], &mut out, len),
+                        3 => eval_prim(*prim, &[lane(0), lane(1), lane(2)], &mut out, len),
+                        n => {
+                            let operands: Vec<&Lane> = (0..n).map(lane).collect();
+                            eval_prim(*prim, &operands, &mut out, len)
+                        }
+                    }
+                    work.regs[*dst] = out;
+                }
+            }
+        }
+        for (next, result) in work.next.iter_mut().zip(&self.results) {
+            assign(next, self.lane(&work.regs, *result), len);
+        }
+        for (reg, next) in work.regs[acc..acc + self.k].iter_mut().zip(&mut work.next) {
+            std::mem::swap(reg, next);
+        }
+    }
+}
+
+/// A lane moved out of its register (no allocation), to be written while the others are read.
+fn take(lane: &mut Lane) -> Lane {
+    std::mem::replace(
+        lane,
+        Lane {
+            splat: true,
+            column: Column::Bool(Vec::new()),
+        },
+    )
+}
+
+/// `dst = src` on the first `len` points.
+fn assign(dst: &mut Lane, src: &Lane, len: usize) {
+    fn typed<T: LaneElem>(dst: &mut Column, values: &[T]) {
+        T::values_mut(dst)[..values.len()].copy_from_slice(values);
+    }
+    dst.splat = src.splat;
+    let n = if src.splat { 1 } else { len };
+    with_column!(&src.column, values => typed(&mut dst.column, &values[..n]));
+}
+
+/// `dst[range] = src[range]`, spreading `dst` first if it is a splat.
+fn assign_range(dst: &mut Lane, src: &Lane, range: Range<usize>, len: usize) {
+    fn typed<T: LaneElem>(dst: &mut Lane, src: &Lane, range: Range<usize>, len: usize) {
+        let values = T::values_mut(&mut dst.column);
+        if dst.splat {
+            let value = values[0];
+            values[..len].fill(value);
+            dst.splat = false;
+        }
+        let from = T::values(&src.column);
+        for position in range {
+            values[position] = from[if src.splat { 0 } else { position }];
+        }
+    }
+    match src.column.elem() {
+        Elem::F32 => typed::<f32>(dst, src, range, len),
+        Elem::F64 => typed::<f64>(dst, src, range, len),
+        Elem::I32 => typed::<i32>(dst, src, range, len),
+        Elem::I64 => typed::<i64>(dst, src, range, len),
+        Elem::U32 => typed::<u32>(dst, src, range, len),
+        Elem::U64 => typed::<u64>(dst, src, range, len),
+        Elem::Bool => typed::<bool>(dst, src, range, len),
+    }
+}
+
+/// Two distinct registers, mutably.
+fn two_mut(regs: &mut [Lane], a: usize, b: usize) -> (&mut Lane, &mut Lane) {
+    if a < b {
+        let (low, high) = regs.split_at_mut(b);
+        (&mut low[a], &mut high[0])
+    } else {
+        let (low, high) = regs.split_at_mut(a);
+        (&mut high[0], &mut low[b])
+    }
+}
+
+/// Values that lines load from: the input arrays (row-major) and the chunk totals.
+trait Source {
+    /// `out[j] = self[offsets[j] + shift]`, or a slice copy when `contiguous`.
+    fn load(&self, offsets: &[usize], shift: usize, contiguous: bool, out: &mut Lane);
+}
+
+fn load_typed<T: LaneElem>(
+    data: &[T],
+    offsets: &[usize],
+    shift: usize,
+    contiguous: bool,
+    out: &mut Lane,
+) {
+    let dst = &mut T::values_mut(&mut out.column)[..offsets.len()];
+    if contiguous {
+        let start = offsets[0] + shift;
+        dst.copy_from_slice(&data[start..start + offsets.len()]);
+    } else {
+        for (slot, offset) in dst.iter_mut().zip(offsets) {
+            *slot = data[offset + shift];
+        }
+    }
+    out.splat = false;
+}
+
+impl Source for Tensor {
+    fn load(&self, offsets: &[usize], shift: usize, contiguous: bool, out: &mut Lane) {
+        with_tensor!(self, a => load_typed(
+            a.as_slice().expect("monoid inputs are in row-major layout"),
+            offsets,
+            shift,
+            contiguous,
+            out,
+        ))
+    }
+}
+
+impl Source for Column {
+    fn load(&self, offsets: &[usize], shift: usize, contiguous: bool, out: &mut Lane) {
+        with_column!(self, values => load_typed(values, offsets, shift, contiguous, out))
+    }
+}
+
+/// A block of chunks × lanes, all chunks of `rows` rows.
+#[derive(Clone, Debug)]
+struct Task {
+    chunks: Range<usize>,
+    rows: usize,
+    lanes: Range<usize>,
+}
+
+impl Task {
+    /// The task's pairs (chunk, lane), chunk-major.
+    fn pairs(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.chunks
+            .clone()
+            .flat_map(move |chunk| self.lanes.clone().map(move |lane| (chunk, lane)))
+    }
+
+    fn n_pairs(&self) -> usize {
+        self.chunks.len() * self.lanes.len()
+    }
+
+    /// Its lines: ranges of positions in `pairs()`.
+    fn lines(&self, line_len: usize) -> impl Iterator<Item = Range<usize>> {
+        let n = self.n_pairs();
+        (0..n)
+            .step_by(line_len)
+            .map(move |start| start..(start + line_len).min(n))
+    }
+
+    /// The (chunk, lane) of position `position` of `pairs()`.
+    fn pair(&self, position: usize) -> (usize, usize) {
+        let width = self.lanes.len();
+        (
+            self.chunks.start + position / width,
+            self.lanes.start + position % width,
+        )
+    }
+}
+
+/// One evaluation's shape and settings.
+struct Run<'a> {
+    code: &'a LaneCode,
+    from_right: bool,
+    /// Lanes: the product of the trailing axes.
+    m: usize,
+    n_chunks: usize,
+    n_rows: usize,
+    parallel: bool,
+    interrupted: &'a (dyn Fn() -> bool + Sync),
+}
+
+impl Run<'_> {
+    /// Blocks of chunks × lanes: the full chunks, then the last chunk if it is shorter;
+    /// lanes in segments of at most `LINE`; small blocks of chunks when there are few lanes,
+    /// enough of them to keep every thread busy.
+    fn tasks(&self) -> Vec<Task> {
+        let full = self.n_rows / CHUNK_ROWS;
+        let segment = self.m.min(LINE);
+        let threads = if self.parallel {
+            rayon::current_num_threads().max(1)
+        } else {
+            1
+        };
+        let per_task = (LINE / segment).min(full.div_ceil(4 * threads)).max(1);
+        let mut tasks = Vec::new();
+        let mut push = |chunks: Range<usize>, rows: usize| {
+            for start in (0..self.m).step_by(segment) {
+                tasks.push(Task {
+                    chunks: chunks.clone(),
+                    rows,
+                    lanes: start..(start + segment).min(self.m),
+                });
+            }
+        };
+        for start in (0..full).step_by(per_task) {
+            push(start..(start + per_task).min(full), CHUNK_ROWS);
+        }
+        if !self.n_rows.is_multiple_of(CHUNK_ROWS) {
+            push(full..full + 1, self.n_rows % CHUNK_ROWS);
+        }
+        tasks
+    }
+
+    fn map_tasks<R: Send>(
+        &self,
+        tasks: &[Task],
+        f: impl Fn(&Task, &mut Work) -> Option<R> + Sync,
+    ) -> Result<Vec<R>, InterpError> {
+        let res = if self.parallel {
+            tasks
+                .par_iter()
+                .map_init(|| self.code.work(), |work, task| f(task, work))
+                .collect::<Option<Vec<R>>>()
+        } else {
+            let mut work = self.code.work();
+            tasks
+                .iter()
+                .map(|task| f(task, &mut work))
+                .collect::<Option<Vec<R>>>()
+        };
+        res.ok_or(InterpError::Interrupted)
+    }
+
+    /// The registers of the accumulator and of the next element.
+    fn sides(&self) -> (usize, usize) {
+        let k = self.code.k;
+        if self.from_right {
+            (k, 0)
+        } else {
+            (0, k)
+        }
+    }
+
+    /// Row offsets of a chunk of `rows` rows in fold order.
+    fn order(&self, rows: usize) -> Box<dyn Iterator<Item = usize>> {
+        if self.from_right {
+            Box::new((0..rows).rev())
+        } else {
+            Box::new(0..rows)
+        }
+    }
+
+    /// Sets `work.offsets` to the row-0 input offsets of a line's pairs; whether they are
+    /// consecutive (one chunk).
+    fn line_offsets(&self, task: &Task, line: &Range<usize>, work: &mut Work) -> bool {
+        work.offsets.clear();
+        for position in line.clone() {
+            let (chunk, lane) = task.pair(position);
+            work.offsets.push(chunk * CHUNK_ROWS * self.m + lane);
+        }
+        task.pair(line.start).0 == task.pair(line.end - 1).0
+    }
+
+    /// Folds each line of a task over its chunk's rows, calling `each(row, work)` after every
+    /// row with the accumulator in its registers; `start(work)` is called after the first
+    /// row (to combine the carry). `None` once interrupted.
+    fn fold_lines(
+        &self,
+        task: &Task,
+        arrays: &[Tensor],
+        work: &mut Work,
+        mut line_done: impl FnMut(&Range<usize>, bool, &mut Work),
+        mut first_row: impl FnMut(&Range<usize>, &mut Work),
+        mut each_row: impl FnMut(&Range<usize>, usize, bool, &mut Work),
+    ) -> Option<()> {
+        let (acc, item) = self.sides();
+        for line in task.lines(LINE) {
+            if (self.interrupted)() {
+                return None;
+            }
+            let len = line.len();
+            let contiguous = self.line_offsets(task, &line, work);
+            for (position, row) in self.order(task.rows).enumerate() {
+                let target = if position == 0 { acc } else { item };
+                for (component, array) in arrays.iter().enumerate() {
+                    let Work { regs, offsets, .. } = &mut *work;
+                    array.load(
+                        offsets,
+                        row * self.m,
+                        contiguous,
+                        &mut regs[target + component],
+                    );
+                }
+                if position == 0 {
+                    first_row(&line, work);
+                } else {
+                    self.code.apply(work, acc, len);
+                }
+                each_row(&line, row, contiguous, work);
+            }
+            line_done(&line, contiguous, work);
+        }
+        Some(())
+    }
+
+    /// Step (1): the total of each pair of a task, one column per component in `pairs()`
+    /// order.
+    fn totals(&self, task: &Task, arrays: &[Tensor], work: &mut Work) -> Option<Vec<Column>> {
+        let (acc, _) = self.sides();
+        let mut totals: Vec<Column> = self.code.reg_elems[..self.code.k]
+            .iter()
+            .map(|elem| Column::with_len(*elem, task.n_pairs()))
+            .collect();
+        self.fold_lines(
+            task,
+            arrays,
+            work,
+            |line, _, work| {
+                for (component, total) in totals.iter_mut().enumerate() {
+                    store_column(total, line.start, &work.regs[acc + component], line.len());
+                }
+            },
+            |_, _| {},
+            |_, _, _, _| {},
+        )?;
+        Some(totals)
+    }
+
+    /// Step (2): the totals folded in chunk order per lane: the folds (the result of a
+    /// `reduce`), and the carry into each chunk (indexed `chunk * m + lane`; none for the
+    /// first chunk in fold order).
+    fn fold_totals(&self, totals: &[Column], elems: &[Elem]) -> Option<(Vec<Column>, Vec<Column>)> {
+        let (acc, item) = self.sides();
+        let mut folded: Vec<Column> = elems
+            .iter()
+            .map(|elem| Column::with_len(*elem, self.m))
+            .collect();
+        let mut carries: Vec<Column> = elems
+            .iter()
+            .map(|elem| Column::with_len(*elem, self.n_chunks * self.m))
+            .collect();
+        let mut work = self.code.work();
+        for start in (0..self.m).step_by(LINE) {
+            if (self.interrupted)() {
+                return None;
+            }
+            let len = LINE.min(self.m - start);
+            work.offsets.clear();
+            work.offsets.extend(start..start + len);
+            for (position, chunk) in self.order(self.n_chunks).enumerate() {
+                let target = if position == 0 { acc } else { item };
+                if position > 0 {
+                    for (component, carry) in carries.iter_mut().enumerate() {
+                        store_column(
+                            carry,
+                            chunk * self.m + start,
+                            &work.regs[acc + component],
+                            len,
+                        );
+                    }
+                }
+                for (component, total) in totals.iter().enumerate() {
+                    let Work { regs, offsets, .. } = &mut work;
+                    total.load(offsets, chunk * self.m, true, &mut regs[target + component]);
+                }
+                if position > 0 {
+                    self.code.apply(&mut work, acc, len);
+                }
+            }
+            for (component, fold) in folded.iter_mut().enumerate() {
+                store_column(fold, start, &work.regs[acc + component], len);
+            }
+        }
+        Some((folded, carries))
+    }
+
+    /// Step (3): each chunk of a task scanned from `carry ⊙ first element` (the first
+    /// element alone in the first chunk in fold order), every partial result stored.
+    fn rescan(
+        &self,
+        task: &Task,
+        arrays: &[Tensor],
+        carries: &[Column],
+        blocks: &mut [BlockMut],
+        work: &mut Work,
+    ) -> Option<()> {
+        let (acc, item) = self.sides();
+        let k = self.code.k;
+        let first_chunk = if self.from_right {
+            self.n_chunks - 1
+        } else {
+            0
+        };
+        // A line's positions whose chunk is the first in fold order (no carry).
+        let uncarried = |line: &Range<usize>| -> Range<usize> {
+            let positions = line
+                .clone()
+                .filter(|&position| task.pair(position).0 == first_chunk);
+            let (lo, hi) =
+                positions.fold((usize::MAX, 0), |(lo, hi), p| (lo.min(p), hi.max(p + 1)));
+            if lo == usize::MAX {
+                0..0
+            } else {
+                lo - line.start..hi - line.start
+            }
+        };
+        self.fold_lines(
+            task,
+            arrays,
+            work,
+            |_, _, _| {},
+            |line, work| {
+                let skip = uncarried(line);
+                if skip.len() == line.len() {
+                    return;
+                }
+                // The first element was loaded into the accumulator's registers: move it to
+                // the other side, load the carries, combine, and keep the element alone where
+                // there is no carry.
+                let len = line.len();
+                work.aux.clear();
+                work.aux.extend(line.clone().map(|position| {
+                    let (chunk, lane) = task.pair(position);
+                    chunk * self.m + lane
+                }));
+                for (component, carry) in carries.iter().enumerate() {
+                    let (acc_reg, item_reg) =
+                        two_mut(&mut work.regs, acc + component, item + component);
+                    assign(item_reg, acc_reg, len);
+                    carry.load(&work.aux, 0, false, acc_reg);
+                }
+                self.code.apply(work, acc, len);
+                for component in 0..k {
+                    let (acc_reg, item_reg) =
+                        two_mut(&mut work.regs, acc + component, item + component);
+                    assign_range(acc_reg, item_reg, skip.clone(), len);
+                }
+            },
+            |line, row, contiguous, work| {
+                for (component, block) in blocks.iter_mut().enumerate() {
+                    block.store(task, line, row, contiguous, &work.regs[acc + component]);
+                }
+            },
+        )
+    }
+}
+
+/// `column[start..start + len] = lane`.
+fn store_column(column: &mut Column, start: usize, lane: &Lane, len: usize) {
+    with_column!(column, values => copy_lane(lane, &mut values[start..start + len]))
+}
+
+/// A task's block of one output: rows of its chunks × its lanes.
+enum BlockMut<'a> {
+    F32(ArrayViewMut2<'a, f32>),
+    F64(ArrayViewMut2<'a, f64>),
+    I32(ArrayViewMut2<'a, i32>),
+    I64(ArrayViewMut2<'a, i64>),
+    U32(ArrayViewMut2<'a, u32>),
+    U64(ArrayViewMut2<'a, u64>),
+    Bool(ArrayViewMut2<'a, bool>),
+}
+
+impl BlockMut<'_> {
+    /// Stores a line's values at row offset `row` of their chunks.
+    fn store(
+        &mut self,
+        task: &Task,
+        line: &Range<usize>,
+        row: usize,
+        contiguous: bool,
+        lane: &Lane,
+    ) {
+        fn typed<T: LaneElem>(
+            block: &mut ArrayViewMut2<'_, T>,
+            task: &Task,
+            line: &Range<usize>,
+            row: usize,
+            contiguous: bool,
+            lane: &Lane,
+        ) {
+            let local_row = |chunk: usize| (chunk - task.chunks.start) * task.rows + row;
+            let (chunk, lane_start) = task.pair(line.start);
+            if contiguous {
+                let mut dst = block.row_mut(local_row(chunk));
+                let dst = dst.as_slice_mut().expect("a block's rows are contiguous");
+                let from = lane_start - task.lanes.start;
+                copy_lane(lane, &mut dst[from..from + line.len()]);
+                return;
+            }
+            let values = T::values(&lane.column);
+            for (j, position) in line.clone().enumerate() {
+                let (chunk, lane_index) = task.pair(position);
+                block[[local_row(chunk), lane_index - task.lanes.start]] =
+                    values[if lane.splat { 0 } else { j }];
+            }
+        }
+        match self {
+            BlockMut::F32(block) => typed(block, task, line, row, contiguous, lane),
+            BlockMut::F64(block) => typed(block, task, line, row, contiguous, lane),
+            BlockMut::I32(block) => typed(block, task, line, row, contiguous, lane),
+            BlockMut::I64(block) => typed(block, task, line, row, contiguous, lane),
+            BlockMut::U32(block) => typed(block, task, line, row, contiguous, lane),
+            BlockMut::U64(block) => typed(block, task, line, row, contiguous, lane),
+            BlockMut::Bool(block) => typed(block, task, line, row, contiguous, lane),
+        }
+    }
+}
+
+/// Splits an output (`n_rows × m`, row-major) into the tasks' blocks, in task order (tasks
+/// are chunk-major, their lane segments in order).
+fn split_blocks<'a>(output: &'a mut Column, m: usize, tasks: &[Task]) -> Vec<BlockMut<'a>> {
+    fn typed<'a, T: LaneElem>(
+        values: &'a mut [T],
+        m: usize,
+        tasks: &[Task],
+        wrap: fn(ArrayViewMut2<'a, T>) -> BlockMut<'a>,
+    ) -> Vec<BlockMut<'a>> {
+        let n_rows = values.len() / m;
+        let mut rest = ArrayViewMut2::from_shape((n_rows, m), values)
+            .expect("an output has n_rows × m elements");
+        let mut blocks = Vec::with_capacity(tasks.len());
+        let mut position = 0;
+        while position < tasks.len() {
+            let rows = tasks[position].chunks.len() * tasks[position].rows;
+            let (mut band, below) = rest.split_at(Axis(0), rows);
+            rest = below;
+            while position < tasks.len() && tasks[position].lanes.end <= m {
+                let width = tasks[position].lanes.len();
+                let (block, right) = band.split_at(Axis(1), width);
+                band = right;
+                blocks.push(wrap(block));
+                let done = tasks[position].lanes.end == m;
+                position += 1;
+                if done {
+                    break;
+                }
+            }
+        }
+        blocks
+    }
+    match output {
+        Column::F32(values) => typed(values, m, tasks, BlockMut::F32),
+        Column::F64(values) => typed(values, m, tasks, BlockMut::F64),
+        Column::I32(values) => typed(values, m, tasks, BlockMut::I32),
+        Column::I64(values) => typed(values, m, tasks, BlockMut::I64),
+        Column::U32(values) => typed(values, m, tasks, BlockMut::U32),
+        Column::U64(values) => typed(values, m, tasks, BlockMut::U64),
+        Column::Bool(values) => typed(values, m, tasks, BlockMut::Bool),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+    use crate::core::value::{Array, ArrayData};
+    use crate::ops::monoid::tests::{affine_program, check_exact_monoid};
+
+    fn run_engine(
+        program: &Program,
+        op: BlockId,
+        kind: MonoidKind,
+        arrays: &[Array],
+        init: &[Array],
+        interrupted: &(dyn Fn() -> bool + Sync),
+    ) -> Result<Vec<Array>, InterpError> {
+        let arrays: Vec<Tensor> = arrays.iter().map(Tensor::from_array).collect();
+        let init: Vec<Tensor> = init.iter().map(Tensor::from_array).collect();
+        let res = eval(program, kind, &arrays, &init, op, interrupted)?;
+        Ok(res.iter().map(Tensor::to_array).collect())
+    }
+
+    #[test]
+    fn lanes_match_sequential_folds_and_scans_on_any_number_of_threads() {
+        let (program, op) = affine_program();
+        for threads in [1, 2, 4] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("a thread pool");
+            pool.install(|| {
+                check_exact_monoid(&|kind, arrays, init| {
+                    run_engine(&program, op, kind, arrays, init, &|| false)
+                        .expect("not interrupted")
+                })
+            });
+        }
+    }
+
+    #[test]
+    fn an_interrupted_monoid_stops_with_an_error() {
+        let (program, op) = affine_program();
+        let n = 64 * CHUNK_ROWS;
+        let ones = || Array::new(vec![n], ArrayData::I64(vec![1; n]));
+        let init = [
+            Array::new(Vec::new(), ArrayData::I64(vec![1])),
+            Array::new(Vec::new(), ArrayData::I64(vec![0])),
+        ];
+        let flag = AtomicBool::new(true);
+        for kind in [MonoidKind::Reduce, MonoidKind::Scan, MonoidKind::ScanRight] {
+            let res = run_engine(&program, op, kind, &[ones(), ones()], &init, &|| {
+                flag.load(Ordering::Relaxed)
+            });
+            assert!(matches!(res, Err(InterpError::Interrupted)), "{kind:?}");
+        }
+    }
+}
