@@ -533,6 +533,7 @@ impl Cx<'_> {
 mod tests {
     use super::*;
     use crate::core::parse::parse_program;
+    use crate::export::tests::{monoid_program, ADD, AFFINE, LOGSUMEXP};
 
     /// The operator of the first monoid statement of a program.
     fn operator(text: &str) -> (Program, BlockId) {
@@ -548,91 +549,48 @@ mod tests {
         (program, op)
     }
 
-    fn commutative(text: &str) -> bool {
-        let (program, op) = operator(text);
+    /// Whether the operator `op` of a reduce over arrays of types `elems` is commutative.
+    fn commutative(elems: &[&str], op: &str) -> bool {
+        let (program, op) = operator(&monoid_program("reduce", 5, elems, op));
         is_commutative(&program, op)
     }
 
     #[test]
     fn add_max_and_logsumexp_are_commutative() {
+        assert!(commutative(&["f32"], ADD));
         assert!(commutative(
-            "program(%0_x: [5]f32) {
-               %1: []f32 = reduce (%0_x) (0.0:f32) (\\%2_a: []f32, %3_b: []f32 ->
-                 %4: []f32 = add %2_a %3_b
-                 in %4)
-               in %1
-             }"
+            &["i64"],
+            "(\\%2_a: []i64, %3_b: []i64 ->
+               %4: []i64 = max %3_b %2_a
+               in %4)"
         ));
-        assert!(commutative(
-            "program(%0_x: [5]i64) {
-               %1: []i64 = reduce (%0_x) (0:i64) (\\%2_a: []i64, %3_b: []i64 ->
-                 %4: []i64 = max %3_b %2_a
-                 in %4)
-               in %1
-             }"
-        ));
-        // The online logsumexp: (m, s) ⊕ (m', s') = (M, s·exp(m − M) + s'·exp(m' − M)),
-        // M = max m m'.
-        assert!(commutative(
-            "program(%0_m: [5]f32, %1_s: [5]f32) {
-               %2: []f32, %3: []f32 = reduce (%0_m, %1_s) (0.0:f32, 0.0:f32)
-                 (\\%4_m: []f32, %5_s: []f32, %6_n: []f32, %7_t: []f32 ->
-                 %8: []f32 = max %4_m %6_n
-                 %9: []f32 = sub %4_m %8
-                 %10: []f32 = exp %9
-                 %11: []f32 = mul %5_s %10
-                 %12: []f32 = sub %6_n %8
-                 %13: []f32 = exp %12
-                 %14: []f32 = mul %7_t %13
-                 %15: []f32 = add %11 %14
-                 in %8, %15)
-               in %2, %3
-             }"
-        ));
+        assert!(commutative(&["f32", "f32"], LOGSUMEXP));
     }
 
     #[test]
     fn affine_composition_and_a_left_preferring_argmax_are_not_commutative() {
-        // (a, b) ∘ (c, d) = (a·c, a·d + b).
-        assert!(!commutative(
-            "program(%0_a: [5]i64, %1_b: [5]i64) {
-               %2: []i64, %3: []i64 = assoc_scan (%0_a, %1_b) (1:i64, 0:i64)
-                 (\\%4_a: []i64, %5_b: []i64, %6_c: []i64, %7_d: []i64 ->
-                 %8: []i64 = mul %4_a %6_c
-                 %9: []i64 = mul %4_a %7_d
-                 %10: []i64 = add %9 %5_b
-                 in %8, %10)
-               in %2, %3
-             }"
-        ));
+        assert!(!commutative(&["i64", "i64"], AFFINE));
         // (v, i) ⊕ (w, j) = w > v ? (w, j) : (v, i): the left one on ties.
         assert!(!commutative(
-            "program(%0_v: [5]f32, %1_i: [5]i64) {
-               %2: []f32, %3: []i64 = reduce (%0_v, %1_i) (0.0:f32, 0:i64)
-                 (\\%4_v: []f32, %5_i: []i64, %6_w: []f32, %7_j: []i64 ->
-                 %8: []bool = gt %6_w %4_v
-                 %9: []f32 = select %8 %6_w %4_v
-                 %10: []i64 = select %8 %7_j %5_i
-                 in %9, %10)
-               in %2, %3
-             }"
+            &["f32", "i64"],
+            "(\\%4_v: []f32, %5_i: []i64, %6_w: []f32, %7_j: []i64 ->
+               %8: []bool = gt %6_w %4_v
+               %9: []f32 = select %8 %6_w %4_v
+               %10: []i64 = select %8 %7_j %5_i
+               in %9, %10)"
         ));
-        // `a - b` and a component that keeps the left operand.
+        // `a - b`, and the left operand itself.
         assert!(!commutative(
-            "program(%0_x: [5]f32) {
-               %1: []f32 = reduce (%0_x) (0.0:f32) (\\%2_a: []f32, %3_b: []f32 ->
-                 %4: []f32 = sub %2_a %3_b
-                 in %4)
-               in %1
-             }"
+            &["f32"],
+            "(\\%2_a: []f32, %3_b: []f32 ->
+               %4: []f32 = sub %2_a %3_b
+               in %4)"
         ));
         assert!(!commutative(
-            "program(%0_x: [5]f32) {
-               %1: []f32 = reduce (%0_x) (0.0:f32) (\\%2_a: []f32, %3_b: []f32 ->
-                 %4: []f32 = %2_a
-                 in %4)
-               in %1
-             }"
+            &["f32"],
+            "(\\%2_a: []f32, %3_b: []f32 ->
+               %4: []f32 = %2_a
+               in %4)"
         ));
     }
 
@@ -641,33 +599,32 @@ mod tests {
         // `(a > b ? 1 : 0) + (a < b ? 1 : 0)`: swapped, the two selects trade places only
         // when `b > a` is seen to be `a < b`.
         assert!(commutative(
-            "program(%0_x: [5]f32) {
-               %1: []f32 = reduce (%0_x) (0.0:f32) (\\%2_a: []f32, %3_b: []f32 ->
-                 %4: []bool = gt %2_a %3_b
-                 %5: []f32 = select %4 1.0:f32 0.0:f32
-                 %6: []bool = lt %2_a %3_b
-                 %7: []f32 = select %6 1.0:f32 0.0:f32
-                 %8: []f32 = add %5 %7
-                 in %8)
-               in %1
-             }"
+            &["f32"],
+            "(\\%2_a: []f32, %3_b: []f32 ->
+               %4: []bool = gt %2_a %3_b
+               %5: []f32 = select %4 1.0:f32 0.0:f32
+               %6: []bool = lt %2_a %3_b
+               %7: []f32 = select %6 1.0:f32 0.0:f32
+               %8: []f32 = add %5 %7
+               in %8)"
         ));
     }
 
     #[test]
     fn known_monoids_have_their_identities() {
-        let (program, op) = operator(
-            "program(%0_x: [5]f32, %1_n: [5]i32) {
-               %2: []f32, %3: []i32 = reduce (%0_x, %1_n) (0.0:f32, 0:i32)
-                 (\\%4_a: []f32, %5_m: []i32, %6_b: []f32, %7_k: []i32 ->
-                 %8: []f32 = add %6_b %4_a
-                 %9: []i32 = max %5_m %7_k
-                 in %8, %9)
-               in %2, %3
-             }",
-        );
-        let identities = identities(&program, op).expect("add and max");
-        assert_eq!(identities[0].bits(), Scalar::F32(-0.0).bits());
-        assert_eq!(identities[1], Scalar::I32(i32::MIN));
+        let (program, op) = operator(&monoid_program(
+            "reduce",
+            5,
+            &["f32", "i32"],
+            "(\\%4_a: []f32, %5_m: []i32, %6_b: []f32, %7_k: []i32 ->
+               %8: []f32 = add %6_b %4_a
+               %9: []i32 = max %5_m %7_k
+               in %8, %9)",
+        ));
+        let known = identities(&program, op).expect("add and max");
+        assert_eq!(known[0].bits(), Scalar::F32(-0.0).bits());
+        assert_eq!(known[1], Scalar::I32(i32::MIN));
+        let (program, op) = operator(&monoid_program("reduce", 5, &["f32", "f32"], LOGSUMEXP));
+        assert_eq!(identities(&program, op), None);
     }
 }
