@@ -14,10 +14,10 @@
 //! - `reduce` with an operator that is not (or not seen to be) commutative: a tree, adjacent
 //!   pairs combined with strided `stablehlo.slice`s until one row is left (an odd row out is
 //!   carried to the next level at the end).
-//! - `assoc_scan`: the odd/even recursion of JAX's `lax.associative_scan` (Blelloch's scheme
-//!   without the down-sweep): combine adjacent pairs, scan the half-size array (the inclusive
-//!   prefixes at the odd positions), combine those with the even elements, interleave. Its
-//!   ⌈log₂ n⌉ levels are unrolled at export time, n being static.
+//! - `assoc_scan`: the odd/even recursion of JAX's `lax.associative_scan`: combine adjacent
+//!   pairs, scan the half-size array (giving the inclusive prefixes at the odd positions),
+//!   combine those with the elements at the even positions, interleave. Its ⌈log₂ n⌉ levels
+//!   are unrolled at export time, n being static; the work is O(n).
 //! - `assoc_scan_right`: `stablehlo.reverse`, the scan with the operator's operands swapped,
 //!   `stablehlo.reverse`.
 //!
@@ -27,7 +27,9 @@
 //! exactly). No monoid statement is exported as a sequential loop.
 //!
 //! Not handled: a monoid statement inside an index function (an `ExportError`, as for every
-//! non-elementwise statement there).
+//! non-elementwise statement there). A `reduce` or `assoc_scan` whose elements are tables
+//! never reaches here: lowering makes it a sequential `fold`/`scan` (`lower_monoid_sequential`
+//! in `passes/lower.rs`), which is exported as a `stablehlo.while`.
 
 use std::collections::HashMap;
 
@@ -253,8 +255,8 @@ impl Cx<'_> {
             MonoidKind::Reduce if n == 0 => init.iter().map(|atom| self.atom(atom)).collect(),
             MonoidKind::Reduce if is_commutative(self.program, op) => {
                 match identities(self.program, op) {
-                    Some(identities) => self.reduce_from(&xs, &identities, op),
-                    None => self.reduce_flagged(&xs, op),
+                    Some(identities) => self.reduce_from(&xs, &identities, operator),
+                    None => self.reduce_flagged(&xs, operator),
                 }
             }
             MonoidKind::Reduce => self.reduce_tree(xs, operator),
@@ -263,8 +265,8 @@ impl Cx<'_> {
             MonoidKind::ScanRight => {
                 let reversed: Vec<Val> = xs.iter().map(|x| self.reverse_rows(x)).collect();
                 let flipped = Operator {
-                    block: op,
                     flipped: true,
+                    ..operator
                 };
                 let scanned = self.scan(reversed, flipped)?;
                 Ok(scanned.iter().map(|y| self.reverse_rows(y)).collect())
@@ -326,16 +328,12 @@ impl Cx<'_> {
         &mut self,
         xs: &[Val],
         identities: &[Scalar],
-        op: BlockId,
+        operator: Operator,
     ) -> Result<Vec<Val>, ExportError> {
         let inits: Vec<Val> = identities
             .iter()
             .map(|scalar| self.writer.splat(*scalar, &[]))
             .collect();
-        let operator = Operator {
-            block: op,
-            flipped: false,
-        };
         self.reduce_with(xs, &inits, |cx, left, right| {
             cx.combine(operator, left, right)
         })
@@ -344,7 +342,7 @@ impl Cx<'_> {
     /// A commutative reduce with no known identity: each element flagged `True`, the initial
     /// value flagged `False`; `(a, f) ⊕ (b, g)` is `a ⊙ b` if both are flagged, else the
     /// flagged one (the second if neither is), flagged `f ∨ g`.
-    fn reduce_flagged(&mut self, xs: &[Val], op: BlockId) -> Result<Vec<Val>, ExportError> {
+    fn reduce_flagged(&mut self, xs: &[Val], operator: Operator) -> Result<Vec<Val>, ExportError> {
         let k = xs.len();
         let mut operands = xs.to_vec();
         operands.push(self.writer.splat(Scalar::Bool(true), &xs[0].ty.shape));
@@ -353,10 +351,6 @@ impl Cx<'_> {
             .map(|x| self.writer.splat(Scalar::zero(x.ty.elem), &[]))
             .collect();
         inits.push(self.writer.splat(Scalar::Bool(false), &[]));
-        let operator = Operator {
-            block: op,
-            flipped: false,
-        };
         let mut results = self.reduce_with(&operands, &inits, |cx, left, right| {
             let (left_flag, right_flag) = (&left[k], &right[k]);
             let combined = cx.combine(operator, &left[..k], &right[..k])?;
@@ -382,6 +376,14 @@ impl Cx<'_> {
         Ok(results)
     }
 
+    /// `x[2j] ⊙ x[2j+1]` for the ⌊n/2⌋ pairs of adjacent rows (an odd last row is left out).
+    fn combine_pairs(&mut self, xs: &[Val], operator: Operator) -> Result<Vec<Val>, ExportError> {
+        let paired = 2 * (xs[0].ty.shape[0] / 2);
+        let evens: Vec<Val> = xs.iter().map(|x| self.rows(x, 0, paired, 2)).collect();
+        let odds: Vec<Val> = xs.iter().map(|x| self.rows(x, 1, paired, 2)).collect();
+        self.combine(operator, &evens, &odds)
+    }
+
     /// A reduce of n ≥ 1 rows in the operator's order: adjacent pairs combined level by level.
     fn reduce_tree(
         &mut self,
@@ -390,10 +392,7 @@ impl Cx<'_> {
     ) -> Result<Vec<Val>, ExportError> {
         let mut n = xs[0].ty.shape[0];
         while n > 1 {
-            let half = n / 2;
-            let evens: Vec<Val> = xs.iter().map(|x| self.rows(x, 0, 2 * half, 2)).collect();
-            let odds: Vec<Val> = xs.iter().map(|x| self.rows(x, 1, 2 * half, 2)).collect();
-            let mut pairs = self.combine(operator, &evens, &odds)?;
+            let mut pairs = self.combine_pairs(&xs, operator)?;
             if n % 2 == 1 {
                 for (pair, x) in pairs.iter_mut().zip(&xs) {
                     let last = self.rows(x, n - 1, n, 1);
@@ -401,7 +400,7 @@ impl Cx<'_> {
                 }
             }
             xs = pairs;
-            n = half + n % 2;
+            n = n / 2 + n % 2;
         }
         Ok(xs
             .iter()
@@ -418,11 +417,8 @@ impl Cx<'_> {
         if n < 2 {
             return Ok(xs);
         }
-        let half = n / 2;
         // y[2j+1] = x[0] ⊙ … ⊙ x[2j+1], the scan of the pairs x[2j] ⊙ x[2j+1].
-        let evens: Vec<Val> = xs.iter().map(|x| self.rows(x, 0, 2 * half, 2)).collect();
-        let odds: Vec<Val> = xs.iter().map(|x| self.rows(x, 1, 2 * half, 2)).collect();
-        let pairs = self.combine(operator, &evens, &odds)?;
+        let pairs = self.combine_pairs(&xs, operator)?;
         let odd_ys = self.scan(pairs, operator)?;
         // y[0] = x[0], and y[2j] = y[2j−1] ⊙ x[2j] for the (n − 1) / 2 even positions after it.
         let n_later_evens = (n - 1) / 2;
