@@ -457,6 +457,8 @@ def rsum(xs: n=>Float) -> Float given (n|Ix) = reduce(xs, 0.0, \\a b. a + b)
 def isum(xs: n=>Int) -> Int given (n|Ix) = reduce(xs, 0, \\a b. a + b)
 def rmax(xs: n=>Float) -> Float given (n|Ix) = reduce(xs, -infinity, \\a b. max a b)
 def imax(xs: n=>Int) -> Int given (n|Ix) = reduce(xs, 1000000, \\a b. max a b)
+def rprod(xs: n=>Float) -> Float given (n|Ix) = reduce(xs, 1.0, \\a b. a * b)
+def rany(bs: n=>Bool) -> Bool given (n|Ix) = reduce(bs, False, \\a b. a || b)
 def lse(xs: n=>Float) -> Float given (n|Ix) =
   (m, s) = reduce(for i. (xs[i], 1.0), (-infinity, 0.0), \\(m1, s1) (m2, s2).
     m12 = max m1 m2
@@ -476,13 +478,16 @@ def rows_sum(m: n=>k=>Float) -> n=>Float given (n|Ix, k|Ix) = for i. rsum m[i]
 def rows_argmax(m: n=>k=>Float) -> n=>k given (n|Ix, k|Ix) = for i. argmax m[i]
 def rows_affine(ps: n=>k=>Int, qs: n=>k=>Int) -> n=>k=>Int given (n|Ix, k|Ix) =
   for i. snd (affine_scan ps[i] qs[i])
+def rows_lse(m: n=>k=>Float) -> n=>Float given (n|Ix, k|Ix) = for i. lse m[i]
 def sum_cumprod(xs: n=>Float) -> Float given (n|Ix) = sum (cumprod xs)
+def thrice(xs: n=>Float) -> n=>Float given (n|Ix) = apply_n(3, xs, \\ys. cumsum ys)
 ordinals = for i:(Fin 1000). n_to_i (ordinal i)
 ints = for i. mod (ordinals[i] * 37) 101 - 50
 signs = for i. select (mod ordinals[i] 3 == 0) (-1) 1
 floats = for i. sin (0.01 * i_to_f ordinals[i]) + 0.5
 near_one = for i. 1.0 + 0.001 * cos (i_to_f ordinals[i])
 ties = for i. i_to_f (mod ordinals[i] 7)
+one_true = for i. ordinals[i] == 500
 mat = for i:(Fin 3). for j:(Fin 5). 0.5 * n_to_f (ordinal i * 5 + ordinal j) - 3.0
 imat = for i:(Fin 3). for j:(Fin 5). n_to_i (ordinal i * 5 + ordinal j) - 7
 smat = for i:(Fin 3). for j:(Fin 5). select (ordinal j == 2) (-1) 1
@@ -501,6 +506,8 @@ fn monoids_give_dx_values_on_xla() {
         ("max", "rmax", &["floats"]),
         // `e` is not an identity of `max`: dx uses it only for an empty table.
         ("max-int", "imax", &["ints"]),
+        ("prod", "rprod", &["near_one"]),
+        ("any", "rany", &["one_true"]),
         ("logsumexp", "lse", &["floats"]),
         ("logsumexp-grad", "grad lse", &["floats"]),
         ("cumsum", "cumsum", &["floats"]),
@@ -510,6 +517,9 @@ fn monoids_give_dx_values_on_xla() {
         ("argmax-ties", "argmax", &["ties"]),
         ("rows-cumsum", "rows_cumsum", &["mat"]),
         ("rows-sum", "rows_sum", &["mat"]),
+        ("rows-logsumexp", "rows_lse", &["mat"]),
+        // A scan inside a loop's body.
+        ("cumsum-thrice", "thrice", &["near_one"]),
         ("rows-argmax", "rows_argmax", &["mat"]),
         ("rows-affine", "rows_affine", &["smat", "imat"]),
         ("one-cumsum", "cumsum", &["[2.5]"]),
