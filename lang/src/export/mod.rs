@@ -9,7 +9,8 @@
 //! - `mlir`: MLIR text (types, literals, operations in generic form, regions).
 //! - `stablehlo`: statements of the bulk IR to StableHLO operations, and the module.
 //! - `contract`: products summed over an axis, recognised as `dot_general`.
-//! - `monoid`: `reduce` and the associative scans rewritten as sequential loops first.
+//! - `monoid`: `reduce` and the associative scans as `stablehlo.reduce` (commutative
+//!   operators) or trees of depth O(log n) of slices and elementwise operations.
 //! - `prims`: elementwise primitives with dx's total semantics (division by zero, floored
 //!   `mod`, saturating casts, Threefry in 32-bit words).
 //!

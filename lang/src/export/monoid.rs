@@ -1,339 +1,626 @@
-//! The monoid operations (`reduce`, `assoc_scan`, `assoc_scan_right`) rewritten as sequential
-//! loops before export, which the exporter maps to `stablehlo.while` like any `fold`/`scan`.
+//! The monoid operations (`reduce`, `assoc_scan`, `assoc_scan_right`) as StableHLO of depth
+//! O(log n) in the length n of the outer axis, with the operator applied elementwise to whole
+//! arrays (its scalar statements lifted to tensors, as for any elementwise primitive):
 //!
-//! `stablehlo.reduce` would be parallel, but XLA may combine the elements of a reduction in
-//! any order, which is right only for commutative operators, and dx's operators need not be
-//! (affine-map composition, the first-index tie-break of `argmax`). A loop keeps the order:
-//! - `reduce`: `fold` over rows 1…n−1 from row 0 (`e` for an empty array);
-//! - `assoc_scan`: `scan` whose step is `c ⊙ x[i]`, and `x[0]` at the first step, so that
-//!   `e` is never combined (as in Note [Monoid order] in `ops/monoid.rs`);
-//! - `assoc_scan_right`: the same from the last row (`x[n−1−i] ⊙ c`), its outputs put back in
-//!   order by a reversing `gather`.
+//! - `reduce` with a commutative operator (`is_commutative`, a symbolic check) →
+//!   `stablehlo.reduce` over axis 0, the operator as its body, one operand per component.
+//!   XLA combines the elements in any order and may use the initial value any number of
+//!   times, so the initial value must be an identity; dx's `e` need not be one (it is used only
+//!   for an empty array, Note [Monoid order] in `ops/monoid.rs`, and the prelude's `argmax`
+//!   passes `xs[0]`). When each component is a known monoid (`add`, `mul`, `max`, `min`, `and`,
+//!   `or` of the component's two operands) its identity is the initial value; otherwise every
+//!   element is paired with a `True` flag and the reduction starts from a `False` one (the flag
+//!   makes any commutative semigroup a monoid: an unflagged operand is skipped).
+//! - `reduce` with an operator that is not (or not seen to be) commutative: a tree, adjacent
+//!   pairs combined with strided `stablehlo.slice`s until one row is left (an odd row out is
+//!   carried to the next level at the end).
+//! - `assoc_scan`: the odd/even recursion of JAX's `lax.associative_scan`: combine adjacent
+//!   pairs, scan the half-size array (giving the inclusive prefixes at the odd positions),
+//!   combine those with the elements at the even positions, interleave. Its ⌈log₂ n⌉ levels
+//!   are unrolled at export time, n being static; the work is O(n).
+//! - `assoc_scan_right`: `stablehlo.reverse`, the scan with the operator's operands swapped,
+//!   `stablehlo.reverse`.
 //!
-//! The results agree with dx's up to the rounding of a different association.
+//! `e` is used only for an empty array, where `reduce` gives it and the scans give the empty
+//! array: the results agree with dx's at every length, up to the rounding of a different
+//! association for float operators (exact operators, integer `add` or affine maps, agree
+//! exactly). No monoid statement is exported as a sequential loop.
+//!
+//! Not handled: a monoid statement inside an index function (an `ExportError`, as for every
+//! non-elementwise statement there). A `reduce` or `assoc_scan` whose elements are tables
+//! never reaches here: lowering makes it a sequential `fold`/`scan` (`lower_monoid_sequential`
+//! in `passes/lower.rs`), which is exported as a `stablehlo.while`.
 
 use std::collections::HashMap;
 
-use crate::core::ir::{
-    ArrTy, Atom, Block, BlockId, Elem, Expr, MonoidKind, Program, Scalar, Stmt, VarId,
-};
-use crate::core::visit::reachable_blocks;
+use super::mlir::{i64_array, Val};
+use super::prims;
+use super::stablehlo::Cx;
+use super::ExportError;
+use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, MonoidKind, Program, Scalar};
 use crate::prim::Prim;
 
-/// A copy of `program` without monoid statements.
-pub fn as_loops(program: &Program) -> Program {
-    let mut program = program.clone();
-    for block in reachable_blocks(&program, program.main) {
-        let stmts = std::mem::take(&mut program.blocks[block].stmts);
-        let mut out = Vec::with_capacity(stmts.len());
-        for stmt in stmts {
-            match &stmt.expr {
-                Expr::Monoid {
-                    kind,
-                    arrays,
-                    init,
-                    op,
-                } => {
-                    let mut cx = Emit {
-                        program: &mut program,
-                        stmts: &mut out,
-                    };
-                    cx.monoid(&stmt.binders, *kind, arrays, init, *op);
-                }
-                _ => out.push(stmt),
+/// Whether `op` (a monoid operator: params the k left then the k right scalar operands)
+/// gives the same results with its left and right operands swapped.
+///
+/// Decided symbolically and conservatively: the results are evaluated as a hash-consed DAG
+/// over the params, once as they are and once with left and right swapped, with the
+/// arguments of commutative primitives sorted (and `a > b` read as `b < a`); the operator is
+/// commutative if both give the same result nodes. `max` and `min` are commutative (dx's
+/// propagate NaN from either side), a `select` is not (so an argmax that prefers the left
+/// element on ties is not).
+pub fn is_commutative(program: &Program, op: BlockId) -> bool {
+    let mut dag = Dag::default();
+    match (
+        dag.results(program, op, false),
+        dag.results(program, op, true),
+    ) {
+        (Some(straight), Some(swapped)) => straight == swapped,
+        _ => false,
+    }
+}
+
+/// For an operator whose every result `i` is a primitive with a known identity applied to the
+/// `i`-th left and right params (a product of `add`, `mul`, `max`, `min`, `and`, `or`
+/// monoids): those identities.
+fn identities(program: &Program, op: BlockId) -> Option<Vec<Scalar>> {
+    let mut dag = Dag::default();
+    let results = dag.results(program, op, false)?;
+    let k = results.len();
+    let block = &program.blocks[op];
+    results
+        .iter()
+        .enumerate()
+        .map(|(comp, &res)| {
+            let left = dag.intern(Node::Param(comp));
+            let right = dag.intern(Node::Param(k + comp));
+            let Node::Prim(prim, args) = &dag.nodes[res] else {
+                return None;
+            };
+            let operands = [left.min(right), left.max(right)];
+            if args.as_slice() != operands {
+                return None;
             }
-        }
-        program.blocks[block].stmts = out;
-    }
-    program
+            identity(*prim, program.var_ty(block.params[comp]).elem)
+        })
+        .collect()
 }
 
-/// Emits statements into a list.
-struct Emit<'a> {
-    program: &'a mut Program,
-    stmts: &'a mut Vec<Stmt>,
+/// The identity of a commutative primitive as a monoid on `elem`, if it has one. For floats
+/// `add`'s is `-0.0` (`0.0 + -0.0` is `0.0`), and `max`'s `-inf` (NaN still propagates).
+fn identity(prim: Prim, elem: Elem) -> Option<Scalar> {
+    let bounds = || prims::int_bounds(elem);
+    let inf = |sign: f64| prims::float(elem, sign * f64::INFINITY);
+    match (prim, elem) {
+        (Prim::Add, Elem::Bool) | (Prim::Mul, Elem::Bool) => None,
+        (Prim::Add, _) if elem.is_float() => Some(prims::float(elem, -0.0)),
+        (Prim::Add, _) => Some(Scalar::zero(elem)),
+        (Prim::Mul, _) => Some(prims::one(elem)),
+        (Prim::Max, _) if elem.is_float() => Some(inf(-1.0)),
+        (Prim::Max, _) if elem.is_integer() => Some(bounds().0),
+        (Prim::Min, _) if elem.is_float() => Some(inf(1.0)),
+        (Prim::Min, _) if elem.is_integer() => Some(bounds().1),
+        (Prim::And, Elem::Bool) => Some(Scalar::Bool(true)),
+        (Prim::Or, Elem::Bool) => Some(Scalar::Bool(false)),
+        _ => None,
+    }
 }
 
-impl Emit<'_> {
-    fn emit(&mut self, expr: Expr, ty: ArrTy, hint: &str) -> Atom {
-        let var = self.program.new_var(ty, hint);
-        self.stmts.push(Stmt {
-            binders: vec![var],
-            expr,
-        });
-        Atom::Var(var)
-    }
+/// How a primitive's result depends on the order of its arguments.
+enum ArgumentOrder {
+    /// Any order gives the same result.
+    Any,
+    /// `prim(a, b)` is `mirror(b, a)`.
+    Mirror(Prim),
+    /// The order matters (or the primitive is not binary).
+    Fixed,
+}
 
-    /// A scalar broadcast to `shape` by `replicate`s.
-    fn broadcast(&mut self, atom: Atom, shape: &[usize]) -> Atom {
-        let elem = self.program.atom_ty(&atom).elem;
-        let mut res = atom;
-        for axis in (0..shape.len()).rev() {
-            res = self.emit(
-                Expr::Replicate {
-                    count: shape[axis],
-                    array: res,
-                },
-                ArrTy::new(shape[axis..].to_vec(), elem),
-                "rep",
-            );
+fn argument_order(prim: Prim) -> ArgumentOrder {
+    match prim {
+        Prim::Add | Prim::Mul | Prim::Min | Prim::Max => ArgumentOrder::Any,
+        Prim::Eq | Prim::Ne | Prim::And | Prim::Or => ArgumentOrder::Any,
+        Prim::Gt => ArgumentOrder::Mirror(Prim::Lt),
+        Prim::Ge => ArgumentOrder::Mirror(Prim::Le),
+        Prim::Sub | Prim::Div | Prim::Mod | Prim::IDiv | Prim::Pow | Prim::Atan2 => {
+            ArgumentOrder::Fixed
         }
-        res
+        Prim::Lt | Prim::Le | Prim::Select | Prim::Threefry2x32 => ArgumentOrder::Fixed,
+        Prim::Neg | Prim::Abs | Prim::Sqrt | Prim::Exp | Prim::Exp2 | Prim::Log | Prim::Log2 => {
+            ArgumentOrder::Fixed
+        }
+        Prim::Log10 | Prim::Log1p | Prim::Expm1 | Prim::Sin | Prim::Cos | Prim::Tan => {
+            ArgumentOrder::Fixed
+        }
+        Prim::Tanh | Prim::Sinh | Prim::Cosh | Prim::Atan | Prim::Floor | Prim::Ceil => {
+            ArgumentOrder::Fixed
+        }
+        Prim::Round | Prim::Not | Prim::IsNan | Prim::IsInf | Prim::UnitFromBits => {
+            ArgumentOrder::Fixed
+        }
+        Prim::Cast(_) => ArgumentOrder::Fixed,
+    }
+}
+
+/// A node of an operator's symbolic form.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Node {
+    /// The operator's `i`-th param.
+    Param(usize),
+    /// A literal: its type and bits.
+    Lit(Elem, u64),
+    /// A primitive applied to nodes (their ids; sorted for a commutative primitive).
+    Prim(Prim, Vec<usize>),
+}
+
+/// A hash-consed DAG: equal nodes have equal ids.
+#[derive(Default)]
+struct Dag {
+    nodes: Vec<Node>,
+    ids: HashMap<Node, usize>,
+}
+
+impl Dag {
+    fn intern(&mut self, node: Node) -> usize {
+        if let Some(&id) = self.ids.get(&node) {
+            return id;
+        }
+        self.nodes.push(node.clone());
+        self.ids.insert(node, self.nodes.len() - 1);
+        self.nodes.len() - 1
     }
 
-    /// `left ⊙ right` on arrays of shape `rest` (the operator applies elementwise).
-    fn apply(&mut self, op: BlockId, left: &[Atom], right: &[Atom], rest: &[usize]) -> Vec<Atom> {
-        let block = self.program.blocks[op].clone();
-        let mut subst: HashMap<VarId, Atom> = block
-            .params
-            .iter()
-            .copied()
-            .zip(left.iter().chain(right).copied())
-            .collect();
-        let lookup = |cx: &mut Self, subst: &HashMap<VarId, Atom>, atom: &Atom| match atom {
-            Atom::Var(var) => subst[var],
-            Atom::Lit(_) => cx.broadcast(*atom, rest),
+    fn prim(&mut self, prim: Prim, mut args: Vec<usize>) -> usize {
+        let prim = match argument_order(prim) {
+            ArgumentOrder::Any => {
+                args.sort_unstable();
+                prim
+            }
+            ArgumentOrder::Mirror(mirror) => {
+                args.reverse();
+                mirror
+            }
+            ArgumentOrder::Fixed => prim,
+        };
+        self.intern(Node::Prim(prim, args))
+    }
+
+    /// The ids of `op`'s results, its left and right params swapped if `swapped`; `None` if
+    /// the block is not straight-line code (the verifier rules that out for operators).
+    fn results(&mut self, program: &Program, op: BlockId, swapped: bool) -> Option<Vec<usize>> {
+        let block = &program.blocks[op];
+        let n_params = block.params.len();
+        let k = n_params / 2;
+        let mut env: HashMap<_, usize> = HashMap::new();
+        for (position, &param) in block.params.iter().enumerate() {
+            let position = if swapped {
+                (position + k) % n_params
+            } else {
+                position
+            };
+            env.insert(param, self.intern(Node::Param(position)));
+        }
+        let atom = |dag: &mut Dag, env: &HashMap<_, usize>, atom: &Atom| match atom {
+            Atom::Var(var) => env.get(var).copied(),
+            Atom::Lit(scalar) => Some(dag.intern(Node::Lit(scalar.elem(), scalar.bits()))),
         };
         for stmt in &block.stmts {
-            let res = match &stmt.expr {
-                Expr::Prim(prim, args) => {
-                    let args = args.iter().map(|atom| lookup(self, &subst, atom)).collect();
-                    let elem = self.program.var_ty(stmt.binders[0]).elem;
-                    self.emit(
-                        Expr::Prim(*prim, args),
-                        ArrTy::new(rest.to_vec(), elem),
-                        "op",
-                    )
+            let id = match (&stmt.expr, stmt.binders.as_slice()) {
+                (Expr::Prim(prim, args), [_]) => {
+                    let args = args
+                        .iter()
+                        .map(|arg| atom(self, &env, arg))
+                        .collect::<Option<Vec<_>>>()?;
+                    self.prim(*prim, args)
                 }
-                Expr::Atom(atom) => lookup(self, &subst, atom),
-                _ => unreachable!("the verifier checks that operators are straight-line code"),
+                (Expr::Atom(arg), [_]) => atom(self, &env, arg)?,
+                _ => return None,
             };
-            subst.insert(stmt.binders[0], res);
+            env.insert(stmt.binders[0], id);
         }
         block
             .results
             .iter()
-            .map(|atom| lookup(self, &subst, atom))
+            .map(|res| atom(self, &env, res))
             .collect()
     }
+}
 
-    fn index_ty() -> ArrTy {
-        ArrTy::scalar(Elem::I64)
-    }
+/// A monoid operator, with its operands swapped (`flipped`) for a right scan.
+#[derive(Clone, Copy)]
+struct Operator {
+    block: BlockId,
+    flipped: bool,
+}
 
-    fn monoid(
+impl Cx<'_> {
+    /// The results of a monoid statement.
+    pub(super) fn monoid(
         &mut self,
-        binders: &[VarId],
         kind: MonoidKind,
         arrays: &[Atom],
         init: &[Atom],
         op: BlockId,
-    ) {
-        let shape = self.program.atom_ty(&arrays[0]).shape;
-        let (n, rest) = (shape[0], shape[1..].to_vec());
-        let row_tys: Vec<ArrTy> = arrays
+    ) -> Result<Vec<Val>, ExportError> {
+        let xs = arrays
             .iter()
-            .map(|atom| ArrTy::new(rest.clone(), self.program.atom_ty(atom).elem))
-            .collect();
-        if kind == MonoidKind::Reduce && n == 0 {
-            for (binder, e) in binders.iter().zip(init) {
-                self.stmts.push(Stmt {
-                    binders: vec![*binder],
-                    expr: Expr::Atom(*e),
-                });
+            .map(|atom| self.atom(atom))
+            .collect::<Result<Vec<_>, _>>()?;
+        let n = xs[0].ty.shape[0];
+        let operator = Operator {
+            block: op,
+            flipped: false,
+        };
+        match kind {
+            MonoidKind::Reduce if n == 0 => init.iter().map(|atom| self.atom(atom)).collect(),
+            MonoidKind::Reduce if is_commutative(self.program, op) => {
+                match identities(self.program, op) {
+                    Some(identities) => self.reduce_from(&xs, &identities, operator),
+                    None => self.reduce_flagged(&xs, operator),
+                }
             }
-            return;
+            MonoidKind::Reduce => self.reduce_tree(xs, operator),
+            MonoidKind::Scan => self.scan(xs, operator),
+            MonoidKind::ScanRight if n < 2 => Ok(xs),
+            MonoidKind::ScanRight => {
+                let reversed: Vec<Val> = xs.iter().map(|x| self.reverse_rows(x)).collect();
+                let flipped = Operator {
+                    flipped: true,
+                    ..operator
+                };
+                let scanned = self.scan(reversed, flipped)?;
+                Ok(scanned.iter().map(|y| self.reverse_rows(y)).collect())
+            }
         }
-        // The loop body: params [i, carries…].
-        let index = self.program.new_var(Self::index_ty(), "i");
-        let carries: Vec<VarId> = row_tys
+    }
+
+    /// `left ⊙ right` elementwise on arrays of one shape.
+    fn combine(
+        &mut self,
+        operator: Operator,
+        left: &[Val],
+        right: &[Val],
+    ) -> Result<Vec<Val>, ExportError> {
+        let (first, second) = match operator.flipped {
+            true => (right, left),
+            false => (left, right),
+        };
+        let args: Vec<Val> = first.iter().chain(second).cloned().collect();
+        let results = self.block(operator.block, &args)?;
+        // A result computed from literals alone is a scalar: broadcast it.
+        let shape = left[0].ty.shape.clone();
+        Ok(results
             .iter()
-            .map(|ty| self.program.new_var(ty.clone(), "c"))
+            .map(|res| self.broadcast_trailing(res, &shape))
+            .collect())
+    }
+
+    /// `stablehlo.reduce` over axis 0 of `xs` from `inits` (an identity of the body), the body
+    /// written by `body` from the accumulated and the next scalars.
+    fn reduce_with(
+        &mut self,
+        xs: &[Val],
+        inits: &[Val],
+        body: impl FnOnce(&mut Cx, &[Val], &[Val]) -> Result<Vec<Val>, ExportError>,
+    ) -> Result<Vec<Val>, ExportError> {
+        let scalars: Vec<ArrTy> = xs.iter().map(|x| ArrTy::scalar(x.ty.elem)).collect();
+        let params: Vec<ArrTy> = scalars.iter().chain(&scalars).cloned().collect();
+        let region = self.region(&params, |cx, args| {
+            let (left, right) = args.split_at(xs.len());
+            body(cx, left, right)
+        })?;
+        let operands: Vec<&Val> = xs.iter().chain(inits).collect();
+        let result_tys: Vec<ArrTy> = xs
+            .iter()
+            .map(|x| ArrTy::new(x.ty.shape[1..].to_vec(), x.ty.elem))
             .collect();
-        let mut body_stmts = Vec::new();
-        let mut body = Emit {
-            program: &mut *self.program,
-            stmts: &mut body_stmts,
-        };
-        let last = Atom::Lit(Scalar::I64(n as i64 - 1));
-        let row = match kind {
-            MonoidKind::Reduce => body.emit(
-                Expr::Prim(Prim::Add, vec![Atom::Var(index), Atom::Lit(Scalar::I64(1))]),
-                Self::index_ty(),
-                "row",
-            ),
-            MonoidKind::Scan => Atom::Var(index),
-            MonoidKind::ScanRight => body.emit(
-                Expr::Prim(Prim::Sub, vec![last, Atom::Var(index)]),
-                Self::index_ty(),
-                "row",
-            ),
-        };
-        let xs: Vec<Atom> = arrays
+        Ok(self.writer.op_full(
+            "stablehlo.reduce",
+            &operands,
+            &format!("{{dimensions = {}}}", i64_array(&[0])),
+            &[region],
+            result_tys,
+        ))
+    }
+
+    /// A commutative reduce from the identities of its components.
+    fn reduce_from(
+        &mut self,
+        xs: &[Val],
+        identities: &[Scalar],
+        operator: Operator,
+    ) -> Result<Vec<Val>, ExportError> {
+        let inits: Vec<Val> = identities
             .iter()
-            .zip(&row_tys)
-            .map(|(array, ty)| {
-                body.emit(
-                    Expr::Index {
-                        array: *array,
-                        index: vec![row],
-                    },
-                    ty.clone(),
-                    "x",
-                )
+            .map(|scalar| self.writer.splat(*scalar, &[]))
+            .collect();
+        self.reduce_with(xs, &inits, |cx, left, right| {
+            cx.combine(operator, left, right)
+        })
+    }
+
+    /// A commutative reduce with no known identity: each element flagged `True`, the initial
+    /// value flagged `False`; `(a, f) ⊕ (b, g)` is `a ⊙ b` if both are flagged, else the
+    /// flagged one (the second if neither is), flagged `f ∨ g`.
+    fn reduce_flagged(&mut self, xs: &[Val], operator: Operator) -> Result<Vec<Val>, ExportError> {
+        let k = xs.len();
+        let mut operands = xs.to_vec();
+        operands.push(self.writer.splat(Scalar::Bool(true), &xs[0].ty.shape));
+        let mut inits: Vec<Val> = xs
+            .iter()
+            .map(|x| self.writer.splat(Scalar::zero(x.ty.elem), &[]))
+            .collect();
+        inits.push(self.writer.splat(Scalar::Bool(false), &[]));
+        let mut results = self.reduce_with(&operands, &inits, |cx, left, right| {
+            let (left_flag, right_flag) = (&left[k], &right[k]);
+            let combined = cx.combine(operator, &left[..k], &right[..k])?;
+            let flag_ty = left_flag.ty.clone();
+            let both = cx.writer.op(
+                "stablehlo.and",
+                &[left_flag, right_flag],
+                "",
+                flag_ty.clone(),
+            );
+            let mut res = Vec::with_capacity(k + 1);
+            for comp in 0..k {
+                let one = prims::select(&mut cx.writer, left_flag, &left[comp], &right[comp]);
+                res.push(prims::select(&mut cx.writer, &both, &combined[comp], &one));
+            }
+            res.push(
+                cx.writer
+                    .op("stablehlo.or", &[left_flag, right_flag], "", flag_ty),
+            );
+            Ok(res)
+        })?;
+        results.truncate(k);
+        Ok(results)
+    }
+
+    /// `x[2j] ⊙ x[2j+1]` for the ⌊n/2⌋ pairs of adjacent rows (an odd last row is left out).
+    fn combine_pairs(&mut self, xs: &[Val], operator: Operator) -> Result<Vec<Val>, ExportError> {
+        let paired = 2 * (xs[0].ty.shape[0] / 2);
+        let evens: Vec<Val> = xs.iter().map(|x| self.rows(x, 0, paired, 2)).collect();
+        let odds: Vec<Val> = xs.iter().map(|x| self.rows(x, 1, paired, 2)).collect();
+        self.combine(operator, &evens, &odds)
+    }
+
+    /// A reduce of n ≥ 1 rows in the operator's order: adjacent pairs combined level by level.
+    fn reduce_tree(
+        &mut self,
+        mut xs: Vec<Val>,
+        operator: Operator,
+    ) -> Result<Vec<Val>, ExportError> {
+        let mut n = xs[0].ty.shape[0];
+        while n > 1 {
+            let mut pairs = self.combine_pairs(&xs, operator)?;
+            if n % 2 == 1 {
+                for (pair, x) in pairs.iter_mut().zip(&xs) {
+                    let last = self.rows(x, n - 1, n, 1);
+                    *pair = self.concatenate(&[pair, &last], 0);
+                }
+            }
+            xs = pairs;
+            n = n / 2 + n % 2;
+        }
+        Ok(xs
+            .iter()
+            .map(|x| {
+                let ty = ArrTy::new(x.ty.shape[1..].to_vec(), x.ty.elem);
+                self.writer.op("stablehlo.reshape", &[x], "", ty)
+            })
+            .collect())
+    }
+
+    /// The inclusive scan of `xs` along axis 0 (JAX's `associative_scan` scheme).
+    fn scan(&mut self, xs: Vec<Val>, operator: Operator) -> Result<Vec<Val>, ExportError> {
+        let n = xs[0].ty.shape[0];
+        if n < 2 {
+            return Ok(xs);
+        }
+        // y[2j+1] = x[0] ⊙ … ⊙ x[2j+1], the scan of the pairs x[2j] ⊙ x[2j+1].
+        let pairs = self.combine_pairs(&xs, operator)?;
+        let odd_ys = self.scan(pairs, operator)?;
+        // y[0] = x[0], and y[2j] = y[2j−1] ⊙ x[2j] for the (n − 1) / 2 even positions after it.
+        let n_later_evens = (n - 1) / 2;
+        let mut even_ys: Vec<Val> = xs.iter().map(|x| self.rows(x, 0, 1, 1)).collect();
+        if n_later_evens > 0 {
+            let before: Vec<Val> = odd_ys
+                .iter()
+                .map(|y| self.rows(y, 0, n_later_evens, 1))
+                .collect();
+            let later: Vec<Val> = xs
+                .iter()
+                .map(|x| self.rows(x, 2, 2 * n_later_evens + 1, 2))
+                .collect();
+            let later_ys = self.combine(operator, &before, &later)?;
+            for (even_y, later_y) in even_ys.iter_mut().zip(&later_ys) {
+                *even_y = self.concatenate(&[even_y, later_y], 0);
+            }
+        }
+        Ok(even_ys
+            .iter()
+            .zip(&odd_ys)
+            .map(|(even_y, odd_y)| self.interleave(even_y, odd_y))
+            .collect())
+    }
+
+    /// `[a₀, b₀, a₁, b₁, …]` from `evens = [a₀, a₁, …]` and `odds = [b₀, b₁, …]`, the evens one
+    /// row longer or as long: stacked along a new axis 1 and reshaped (exact: no arithmetic).
+    fn interleave(&mut self, evens: &Val, odds: &Val) -> Val {
+        let half = odds.ty.shape[0];
+        let rest = &odds.ty.shape[1..];
+        let elem = odds.ty.elem;
+        let column = |half: usize, width: usize| {
+            let mut shape = vec![half, width];
+            shape.extend_from_slice(rest);
+            ArrTy::new(shape, elem)
+        };
+        let paired_evens = self.rows(evens, 0, half, 1);
+        let columns: Vec<Val> = [&paired_evens, odds]
+            .iter()
+            .map(|val| {
+                self.writer
+                    .op("stablehlo.reshape", &[val], "", column(half, 1))
             })
             .collect();
-        let carry_atoms: Vec<Atom> = carries.iter().map(|var| Atom::Var(*var)).collect();
-        let combined = if kind == MonoidKind::ScanRight {
-            body.apply(op, &xs, &carry_atoms, &rest)
-        } else {
-            body.apply(op, &carry_atoms, &xs, &rest)
-        };
-        let results = if kind == MonoidKind::Reduce {
-            combined
-        } else {
-            // The first step takes the element itself, so that `e` is never combined.
-            let first = body.emit(
-                Expr::Prim(Prim::Eq, vec![Atom::Var(index), Atom::Lit(Scalar::I64(0))]),
-                ArrTy::scalar(Elem::Bool),
-                "first",
-            );
-            let mask = body.broadcast(first, &rest);
-            let ys: Vec<Atom> = xs
-                .iter()
-                .zip(&combined)
-                .zip(&row_tys)
-                .map(|((x, combined), ty)| {
-                    body.emit(
-                        Expr::Prim(Prim::Select, vec![mask, *x, *combined]),
-                        ty.clone(),
-                        "y",
-                    )
-                })
-                .collect();
-            ys.iter().chain(&ys).copied().collect()
-        };
-        let mut params = vec![index];
-        params.extend(&carries);
-        let body = self.program.blocks.push(Block {
-            params,
-            stmts: body_stmts,
-            results,
-        });
-        if kind == MonoidKind::Reduce {
-            let firsts: Vec<Atom> = arrays
-                .iter()
-                .zip(&row_tys)
-                .map(|(array, ty)| {
-                    self.emit(
-                        Expr::Index {
-                            array: *array,
-                            index: vec![Atom::Lit(Scalar::I64(0))],
-                        },
-                        ty.clone(),
-                        "x0",
-                    )
-                })
-                .collect();
-            self.stmts.push(Stmt {
-                binders: binders.to_vec(),
-                expr: Expr::Fold {
-                    size: n - 1,
-                    init: firsts,
-                    body,
-                },
-            });
-            return;
+        let stacked = self.concatenate(&[&columns[0], &columns[1]], 1);
+        let mut shape = vec![2 * half];
+        shape.extend_from_slice(rest);
+        let flat = self.writer.op(
+            "stablehlo.reshape",
+            &[&stacked],
+            "",
+            ArrTy::new(shape, elem),
+        );
+        let n_evens = evens.ty.shape[0];
+        if n_evens == half {
+            return flat;
         }
-        let mut scan_binders: Vec<VarId> = row_tys
-            .iter()
-            .map(|ty| self.program.new_var(ty.clone(), "carry"))
-            .collect();
-        let stacked: Vec<VarId> = if kind == MonoidKind::Scan {
-            binders.to_vec()
-        } else {
-            binders
-                .iter()
-                .map(|binder| {
-                    let ty = self.program.var_ty(*binder).clone();
-                    self.program.new_var(ty, "reversed")
-                })
-                .collect()
-        };
-        scan_binders.extend(&stacked);
-        self.stmts.push(Stmt {
-            binders: scan_binders,
-            expr: Expr::Scan {
-                size: n,
-                init: init.to_vec(),
-                body,
-            },
-        });
-        if kind == MonoidKind::ScanRight {
-            for (binder, reversed) in binders.iter().zip(stacked) {
-                let position = self.program.new_var(Self::index_ty(), "j");
-                let source = self.program.new_var(Self::index_ty(), "src");
-                let index_fn = self.program.blocks.push(Block {
-                    params: vec![position],
-                    stmts: vec![Stmt {
-                        binders: vec![source],
-                        expr: Expr::Prim(Prim::Sub, vec![last, Atom::Var(position)]),
-                    }],
-                    results: vec![Atom::Var(source)],
-                });
-                self.stmts.push(Stmt {
-                    binders: vec![*binder],
-                    expr: Expr::Gather {
-                        shape: shape.clone(),
-                        array: Atom::Var(reversed),
-                        body: index_fn,
-                    },
-                });
-            }
+        let last = self.rows(evens, half, n_evens, 1);
+        self.concatenate(&[&flat, &last], 0)
+    }
+
+    /// Rows `start, start + stride, …` (below `limit`) of `val`.
+    fn rows(&mut self, val: &Val, start: usize, limit: usize, stride: usize) -> Val {
+        let shape = &val.ty.shape;
+        if start == 0 && limit == shape[0] && stride == 1 {
+            return val.clone();
         }
+        let rank = shape.len();
+        let mut starts = vec![0; rank];
+        starts[0] = start;
+        let mut limits = shape.clone();
+        limits[0] = limit;
+        let mut strides = vec![1; rank];
+        strides[0] = stride;
+        let mut sliced = shape.clone();
+        sliced[0] = (limit - start).div_ceil(stride);
+        let attrs = format!(
+            "{{limit_indices = {}, start_indices = {}, strides = {}}}",
+            i64_array(&limits),
+            i64_array(&starts),
+            i64_array(&strides)
+        );
+        self.writer.op(
+            "stablehlo.slice",
+            &[val],
+            &attrs,
+            ArrTy::new(sliced, val.ty.elem),
+        )
+    }
+
+    fn reverse_rows(&mut self, val: &Val) -> Val {
+        let attrs = format!("{{dimensions = {}}}", i64_array(&[0]));
+        self.writer
+            .op("stablehlo.reverse", &[val], &attrs, val.ty.clone())
+    }
+
+    /// `vals` concatenated along `axis`.
+    fn concatenate(&mut self, vals: &[&Val], axis: usize) -> Val {
+        let mut shape = vals[0].ty.shape.clone();
+        shape[axis] = vals.iter().map(|val| val.ty.shape[axis]).sum();
+        let ty = ArrTy::new(shape, vals[0].ty.elem);
+        let attrs = format!("{{dimension = {axis} : i64}}");
+        self.writer.op("stablehlo.concatenate", vals, &attrs, ty)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::interp::{run, InterpConfig};
-    use crate::core::testgen::{random_inputs, random_program, GenConfig};
-    use crate::core::verify::{annotate, verify};
+    use crate::core::parse::parse_program;
+    use crate::export::tests::{monoid_program, ADD, AFFINE, LOGSUMEXP};
 
-    /// On random programs (their arrays are shorter than a chunk, where dx's order is the
-    /// sequential one), the loops verify and give the same bits as the monoid statements.
+    /// The operator of the first monoid statement of a program.
+    fn operator(text: &str) -> (Program, BlockId) {
+        let program = parse_program(text).expect("the test program parses");
+        let op = program.blocks[program.main]
+            .stmts
+            .iter()
+            .find_map(|stmt| match stmt.expr {
+                Expr::Monoid { op, .. } => Some(op),
+                _ => None,
+            })
+            .expect("a monoid statement");
+        (program, op)
+    }
+
+    /// Whether the operator `op` of a reduce over arrays of types `elems` is commutative.
+    fn commutative(elems: &[&str], op: &str) -> bool {
+        let (program, op) = operator(&monoid_program("reduce", 5, elems, op));
+        is_commutative(&program, op)
+    }
+
     #[test]
-    fn loops_give_the_bits_of_the_monoid_statements() {
-        let mut n_monoids = 0;
-        for seed in 0..400 {
-            let program = random_program(seed, &GenConfig::default());
-            let has_monoid = reachable_blocks(&program, program.main)
-                .into_iter()
-                .any(|block| {
-                    program.blocks[block]
-                        .stmts
-                        .iter()
-                        .any(|stmt| matches!(stmt.expr, Expr::Monoid { .. }))
-                });
-            if !has_monoid {
-                continue;
-            }
-            n_monoids += 1;
-            let loops = as_loops(&program);
-            if let Err(errors) = verify(&loops) {
-                panic!("seed {seed}:\n{}", annotate(&loops, &errors));
-            }
-            let inputs = random_inputs(&program, seed);
-            let config = InterpConfig::default();
-            let expected = run(&program, &inputs, &config).expect("the program runs");
-            let got = run(&loops, &inputs, &config).expect("the loops run");
-            assert_eq!(
-                format!("{got:?}"),
-                format!("{expected:?}"),
-                "seed {seed}\n{program}\n{loops}"
-            );
-        }
-        assert!(n_monoids >= 20, "only {n_monoids} programs with a monoid");
+    fn add_max_and_logsumexp_are_commutative() {
+        assert!(commutative(&["f32"], ADD));
+        assert!(commutative(
+            &["i64"],
+            "(\\%2_a: []i64, %3_b: []i64 ->
+               %4: []i64 = max %3_b %2_a
+               in %4)"
+        ));
+        assert!(commutative(&["f32", "f32"], LOGSUMEXP));
+    }
+
+    #[test]
+    fn affine_composition_and_a_left_preferring_argmax_are_not_commutative() {
+        assert!(!commutative(&["i64", "i64"], AFFINE));
+        // (v, i) ⊕ (w, j) = w > v ? (w, j) : (v, i): the left one on ties.
+        assert!(!commutative(
+            &["f32", "i64"],
+            "(\\%4_v: []f32, %5_i: []i64, %6_w: []f32, %7_j: []i64 ->
+               %8: []bool = gt %6_w %4_v
+               %9: []f32 = select %8 %6_w %4_v
+               %10: []i64 = select %8 %7_j %5_i
+               in %9, %10)"
+        ));
+        // `a - b`, and the left operand itself.
+        assert!(!commutative(
+            &["f32"],
+            "(\\%2_a: []f32, %3_b: []f32 ->
+               %4: []f32 = sub %2_a %3_b
+               in %4)"
+        ));
+        assert!(!commutative(
+            &["f32"],
+            "(\\%2_a: []f32, %3_b: []f32 ->
+               %4: []f32 = %2_a
+               in %4)"
+        ));
+    }
+
+    #[test]
+    fn a_comparison_is_read_in_either_direction() {
+        // `(a > b ? 1 : 0) + (a < b ? 1 : 0)`: swapped, the two selects trade places only
+        // when `b > a` is seen to be `a < b`.
+        assert!(commutative(
+            &["f32"],
+            "(\\%2_a: []f32, %3_b: []f32 ->
+               %4: []bool = gt %2_a %3_b
+               %5: []f32 = select %4 1.0:f32 0.0:f32
+               %6: []bool = lt %2_a %3_b
+               %7: []f32 = select %6 1.0:f32 0.0:f32
+               %8: []f32 = add %5 %7
+               in %8)"
+        ));
+    }
+
+    #[test]
+    fn known_monoids_have_their_identities() {
+        let (program, op) = operator(&monoid_program(
+            "reduce",
+            5,
+            &["f32", "i32"],
+            "(\\%4_a: []f32, %5_m: []i32, %6_b: []f32, %7_k: []i32 ->
+               %8: []f32 = add %6_b %4_a
+               %9: []i32 = max %5_m %7_k
+               in %8, %9)",
+        ));
+        let known = identities(&program, op).expect("add and max");
+        assert_eq!(known[0].bits(), Scalar::F32(-0.0).bits());
+        assert_eq!(known[1], Scalar::I32(i32::MIN));
+        let (program, op) = operator(&monoid_program("reduce", 5, &["f32", "f32"], LOGSUMEXP));
+        assert_eq!(identities(&program, op), None);
     }
 }

@@ -278,7 +278,7 @@ fn halve(cx: &mut Writer, x: &Val) -> Val {
     binary(cx, "multiply", x, &half)
 }
 
-fn one(elem: Elem) -> Scalar {
+pub(super) fn one(elem: Elem) -> Scalar {
     match elem {
         Elem::F32 => Scalar::F32(1.0),
         Elem::F64 => Scalar::F64(1.0),
@@ -290,7 +290,7 @@ fn one(elem: Elem) -> Scalar {
     }
 }
 
-fn float(elem: Elem, value: f64) -> Scalar {
+pub(super) fn float(elem: Elem, value: f64) -> Scalar {
     match elem {
         Elem::F32 => Scalar::F32(value as f32),
         _ => Scalar::F64(value),
@@ -298,7 +298,7 @@ fn float(elem: Elem, value: f64) -> Scalar {
 }
 
 /// The smallest and largest value of an integer type, as a scalar of that type.
-fn int_bounds(elem: Elem) -> (Scalar, Scalar) {
+pub(super) fn int_bounds(elem: Elem) -> (Scalar, Scalar) {
     match elem {
         Elem::I32 => (Scalar::I32(i32::MIN), Scalar::I32(i32::MAX)),
         Elem::I64 => (Scalar::I64(i64::MIN), Scalar::I64(i64::MAX)),

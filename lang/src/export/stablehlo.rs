@@ -20,9 +20,9 @@
 //!
 //! Index functions may hold elementwise operations and `index`es of arrays defined outside
 //! them; anything else there, `build1` and derivatives are an [`ExportError`] naming the
-//! operation. The monoid operations (`reduce`, `assoc_scan`) are rewritten into sequential
-//! loops first (`export::monoid`: XLA's `reduce` may reorder, which is right only for
-//! commutative operators).
+//! operation. The monoid operations (`reduce`, `assoc_scan`, `assoc_scan_right`) are
+//! `export::monoid`: `reduce` with a commutative operator, and trees of `slice`s and
+//! elementwise operations of depth O(log n) otherwise.
 
 use std::collections::{HashMap, HashSet};
 
@@ -56,8 +56,6 @@ pub fn module(program: &Program, inputs: &[Input]) -> Result<String, ExportError
             ),
         ));
     }
-    // See `export::monoid`: the monoid operations become loops, which keep their order.
-    let program = &super::monoid::as_loops(program);
     if inputs.len() != program.inputs.len() {
         return Err(ExportError::new(
             "program",
@@ -119,9 +117,9 @@ pub fn module(program: &Program, inputs: &[Input]) -> Result<String, ExportError
 }
 
 /// The state of the mapping.
-struct Cx<'a> {
-    program: &'a Program,
-    writer: Writer,
+pub(super) struct Cx<'a> {
+    pub(super) program: &'a Program,
+    pub(super) writer: Writer,
     vals: HashMap<VarId, Val>,
     /// Inside an index function: the shape of the grid of its parameters; every variable the
     /// function defines (`lifted`) has this shape prepended.
@@ -133,7 +131,7 @@ struct Cx<'a> {
 
 impl Cx<'_> {
     /// The value of an atom in the current context (outside values broadcast over the grid).
-    fn atom(&mut self, atom: &Atom) -> Result<Val, ExportError> {
+    pub(super) fn atom(&mut self, atom: &Atom) -> Result<Val, ExportError> {
         let val = match atom {
             Atom::Lit(scalar) => self.writer.splat(*scalar, &[]),
             Atom::Var(var) => match self.vals.get(var) {
@@ -169,7 +167,7 @@ impl Cx<'_> {
     }
 
     /// `val` (of shape `shape[..val.rank]`) repeated over trailing new axes up to `shape`.
-    fn broadcast_trailing(&mut self, val: &Val, shape: &[usize]) -> Val {
+    pub(super) fn broadcast_trailing(&mut self, val: &Val, shape: &[usize]) -> Val {
         if val.ty.shape == shape {
             return val.clone();
         }
@@ -188,7 +186,11 @@ impl Cx<'_> {
     }
 
     /// Maps a block's statements given values for its params; returns its results.
-    fn block(&mut self, block: BlockId, params: &[Val]) -> Result<Vec<Val>, ExportError> {
+    pub(super) fn block(
+        &mut self,
+        block: BlockId,
+        params: &[Val],
+    ) -> Result<Vec<Val>, ExportError> {
         let program = self.program;
         let block = &program.blocks[block];
         for (&param, val) in block.params.iter().zip(params) {
@@ -382,15 +384,17 @@ impl Cx<'_> {
                 "the BOT leaves no `build1` in the bulk IR; export runs after it",
             )),
             Expr::Derivative { .. } => Err(ExportError::new("jvp/vjp", crate::core::ir::EXPANDED)),
-            Expr::Monoid { kind, .. } => Err(ExportError::new(
-                kind.name(),
-                "`export::monoid::as_loops` rewrites monoid statements into loops first",
-            )),
+            Expr::Monoid {
+                kind,
+                arrays,
+                init,
+                op,
+            } => self.monoid(*kind, arrays, init, *op),
         }
     }
 
     /// A region whose block is written by `body` (given the region's arguments).
-    fn region(
+    pub(super) fn region(
         &mut self,
         params: &[ArrTy],
         body: impl FnOnce(&mut Cx, Vec<Val>) -> Result<Vec<Val>, ExportError>,

@@ -151,6 +151,142 @@ fn loops_become_while_and_conditions_if() {
     );
 }
 
+/// How many times an operation occurs in a module.
+fn count(module: &str, op: &str) -> usize {
+    ops(module).iter().filter(|name| *name == op).count()
+}
+
+/// A program whose one statement is the monoid operation `kind` over `n`-element arrays of
+/// the element types `elems`, from zeros, with the operator block `op` (its variables are
+/// numbered below 100).
+pub(super) fn monoid_program(kind: &str, n: usize, elems: &[&str], op: &str) -> String {
+    let arrays: Vec<String> = (0..elems.len())
+        .map(|comp| format!("%{}_x", 100 + comp))
+        .collect();
+    let params: Vec<String> = arrays
+        .iter()
+        .zip(elems)
+        .map(|(array, elem)| format!("{array}: [{n}]{elem}"))
+        .collect();
+    let zeros: Vec<String> = elems
+        .iter()
+        .map(|elem| match elem.starts_with('f') {
+            true => format!("0.0:{elem}"),
+            false => format!("0:{elem}"),
+        })
+        .collect();
+    let result_shape = if kind == "reduce" {
+        String::new()
+    } else {
+        n.to_string()
+    };
+    let results: Vec<String> = (0..elems.len())
+        .map(|comp| format!("%{}", 200 + comp))
+        .collect();
+    let binders: Vec<String> = results
+        .iter()
+        .zip(elems)
+        .map(|(res, elem)| format!("{res}: [{result_shape}]{elem}"))
+        .collect();
+    format!(
+        "program({}) {{\n  {} = {kind} ({}) ({}) {op}\n  in {}\n}}",
+        params.join(", "),
+        binders.join(", "),
+        arrays.join(", "),
+        zeros.join(", "),
+        results.join(", ")
+    )
+}
+
+/// `a + b` on `f32`.
+pub(super) const ADD: &str = "(\\%2_a: []f32, %3_b: []f32 ->
+  %4: []f32 = add %2_a %3_b
+  in %4)";
+
+/// The online logsumexp: (m, s) ⊕ (m', s') = (M, s·exp(m − M) + s'·exp(m' − M)),
+/// M = max m m'.
+pub(super) const LOGSUMEXP: &str = "(\\%4_m: []f32, %5_s: []f32, %6_n: []f32, %7_t: []f32 ->
+  %8: []f32 = max %4_m %6_n
+  %9: []f32 = sub %4_m %8
+  %10: []f32 = exp %9
+  %11: []f32 = mul %5_s %10
+  %12: []f32 = sub %6_n %8
+  %13: []f32 = exp %12
+  %14: []f32 = mul %7_t %13
+  %15: []f32 = add %11 %14
+  in %8, %15)";
+
+/// The affine maps `x ↦ a x + b` on `i64`, composed left to right (`(a, b)` then `(c, d)`
+/// is `(a c, b c + d)`): not commutative.
+pub(super) const AFFINE: &str = "(\\%4_a: []i64, %5_b: []i64, %6_c: []i64, %7_d: []i64 ->
+  %8: []i64 = mul %4_a %6_c
+  %9: []i64 = mul %5_b %6_c
+  %10: []i64 = add %9 %7_d
+  in %8, %10)";
+
+#[test]
+fn a_commutative_reduce_is_one_stablehlo_reduce_from_the_identity_not_from_e() {
+    // `e` = 5.0 is not an identity of `add`: dx uses it only for an empty array, so the
+    // reduction starts from add's identity, -0.0.
+    let text = exported(&format!(
+        "program(%0_x: [1000, 3]f32) {{
+           %1: [3]f32 = replicate 3 5.0:f32
+           %200: [3]f32 = reduce (%0_x) (%1) {ADD}
+           in %200
+         }}"
+    ));
+    assert_eq!(count(&text, "stablehlo.reduce"), 1, "{text}");
+    assert_eq!(count(&text, "stablehlo.while"), 0, "{text}");
+    assert!(text.contains("dense<-0.0> : tensor<f32>"), "{text}");
+    assert!(text.contains("{dimensions = array<i64: 0>}"), "{text}");
+    // An empty array gives `e`.
+    let empty = exported(&monoid_program("reduce", 0, &["f32"], ADD));
+    assert_eq!(count(&empty, "stablehlo.reduce"), 0, "{empty}");
+    assert!(empty.contains("dense<0.0> : tensor<f32>"), "{empty}");
+}
+
+#[test]
+fn a_commutative_reduce_without_a_known_identity_pairs_its_elements_with_a_flag() {
+    let text = exported(&monoid_program("reduce", 8, &["f32", "f32"], LOGSUMEXP));
+    assert_eq!(count(&text, "stablehlo.reduce"), 1, "{text}");
+    assert!(
+        text.contains("(tensor<8xf32>, tensor<8xf32>, tensor<8xi1>, tensor<f32>, tensor<f32>, tensor<i1>) -> (tensor<f32>, tensor<f32>, tensor<i1>)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_non_commutative_reduce_is_a_tree_of_slices() {
+    let text = exported(&monoid_program("reduce", 1000, &["i64", "i64"], AFFINE));
+    assert_eq!(count(&text, "stablehlo.reduce"), 0, "{text}");
+    assert_eq!(count(&text, "stablehlo.while"), 0, "{text}");
+    // ⌈log₂ 1000⌉ = 10 levels, each combining the even rows with the odd ones (two slices
+    // per component) and two multiplications.
+    assert_eq!(count(&text, "stablehlo.multiply"), 2 * 10, "{text}");
+    assert!(text.contains("strides = array<i64: 2>"), "{text}");
+}
+
+#[test]
+fn a_scan_of_a_million_elements_has_no_loop_and_logarithmic_depth() {
+    let text = exported(&monoid_program("assoc_scan", 1_000_000, &["f32"], ADD));
+    assert_eq!(count(&text, "stablehlo.while"), 0, "{text}");
+    // Two additions per level of the recursion (the pairs, then the even positions): 19
+    // levels for 10⁶ elements, down to 3 (a single element is its own scan).
+    assert_eq!(count(&text, "stablehlo.add"), 38);
+    // A right scan: reversed, scanned with the operands swapped, reversed back.
+    let right = exported(&format!(
+        "program(%0_a: [5, 2]i64, %1_b: [5, 2]i64) {{
+           %11: [2]i64 = replicate 2 1:i64
+           %12: [2]i64 = replicate 2 0:i64
+           %2: [5, 2]i64, %3: [5, 2]i64 = assoc_scan_right (%0_a, %1_b) (%11, %12) {AFFINE}
+           in %2, %3
+         }}"
+    ));
+    assert_eq!(count(&right, "stablehlo.reverse"), 4, "{right}");
+    assert_eq!(count(&right, "stablehlo.while"), 0, "{right}");
+    assert!(right.contains("-> tensor<2x2xi64>"), "{right}");
+}
+
 #[test]
 fn a_product_summed_over_an_axis_is_a_dot_general() {
     // `for i k. sum for j. a[i,j] * b[j,k]` after the BOT and simplification.

@@ -9,7 +9,8 @@
 //! - JVP (seed 000 §3.2, Thm 3.3) and transpose (§3.3, Thm 3.7, Eqs 11–12): `jvp_monoid`
 //!   and `transpose_monoid` in `passes::ad`'s builder, defined here;
 //! - cost: `cost` (and a level of nesting in `core::cost::nesting_depth`);
-//! - export: `export::monoid` rewrites monoid statements into loops (order-preserving).
+//! - export: `export::monoid` (`stablehlo.reduce` for a commutative operator, otherwise trees
+//!   of depth O(log n) of slices and the operator lifted to arrays; no sequential loop).
 //!
 //! The operator block `op` is closed straight-line scalar code (copies and elementwise
 //! primitives): its params are the left operands then the right ones, its results the
@@ -17,7 +18,7 @@
 //!
 //! Lowering if-converts an operator's conditionals (`if_convert`). Does not handle yet: fusing
 //! a monoid statement with its producers (it is a bulk step of the engine, over materialised
-//! arrays), and a parallel export (XLA's `reduce` needs a commutative operator).
+//! arrays).
 
 use crate::core::interp::InterpError;
 use crate::core::ir::{ArrTy, Atom, BlockId, Expr, MonoidKind, Program, Scalar};
