@@ -32,6 +32,9 @@
 //! - `cond` costs the larger of its branches (Fig. 11 has no conditional; its condition is
 //!   an atom, already computed).
 //!
+//! The non-trivial costs (gather, scatter, sumOuter, loops, cond, monoids, derivatives) are
+//! computed in their operations' homes in `ops`; `stmt_cost` dispatches to them.
+//!
 //! Does not handle yet: memory traffic beyond element counts (cache effects, fusion), and the
 //! different latencies of primitives (Fig. 11's NLOPS versus ADDS).
 
@@ -104,30 +107,16 @@ fn block_depth(program: &Program, block: BlockId) -> usize {
         .stmts
         .iter()
         .map(|stmt| {
-            // Arrays operations with a body add a level; the index functions of `gather` and
-            // `scatter` and the function of a derivative do not, but what is nested in them
-            // counts. A reduce or scan counts as a level of nesting like a loop: the reverse
-            // derivative of a scan recomputes primal values in its ⊗ scan, an overhead that
-            // grows with the nesting of scans (seed 000 §4).
-            let level = match &stmt.expr {
-                Expr::Build1 { .. }
-                | Expr::Fold { .. }
-                | Expr::Scan { .. }
-                | Expr::Cond { .. }
-                | Expr::Monoid { .. } => 1,
-                Expr::Gather { .. }
-                | Expr::Scatter { .. }
-                | Expr::Derivative { .. }
-                | Expr::Atom(_)
-                | Expr::Prim(..)
-                | Expr::Index { .. }
-                | Expr::SumOuter(_)
-                | Expr::Table(_)
-                | Expr::Replicate { .. }
-                | Expr::Transpose { .. }
-                | Expr::Reshape { .. }
-                | Expr::Iota(_) => 0,
-            };
+            // An operation with a body is a level of nesting, except that the index functions
+            // of `gather` and `scatter` (they compute indices, not array elements) and the
+            // function of a derivative are not; what is nested in them still counts. A reduce
+            // or scan counts as a level like a loop: the reverse derivative of a scan
+            // recomputes primal values in its ⊗ scan, an overhead that grows with the nesting
+            // of scans (seed 000 §4).
+            let level = usize::from(!matches!(
+                stmt.expr,
+                Expr::Gather { .. } | Expr::Scatter { .. } | Expr::Derivative { .. }
+            ));
             let nested = expr_blocks(&stmt.expr)
                 .into_iter()
                 .map(|nested| block_depth(program, nested))

@@ -3,7 +3,8 @@
 //! This is the oracle every later pass is tested against (STYLE.md §4.6), so it favours
 //! clarity over speed: scalar loops over row-major flat offsets, no batching, no fusion.
 //! Each construct is a direct transcription of its semantics (seed 001 §3.2–3.3 and the docs
-//! in `ir.rs`).
+//! in `ir.rs`), in its operation's rule home in `ops` (`Interp::eval_stmt` dispatches to
+//! them).
 //!
 //! Assumes: the program is verified (`core::verify`) and `inputs` match `program.inputs` in
 //! number and type. A violated assumption is a caller bug and panics with a message saying so.

@@ -17,8 +17,8 @@
 //!   statement that owns the nested block). A statement's own binders are not in scope in its
 //!   nested blocks.
 //! - `main` has no params.
-//! - Typing (seed 001 Fig 8; `expr_types` computes the types, the binders must match them in
-//!   number and type):
+//! - Typing (seed 001 Fig 8; `expr_types` computes the types by each operation's type rule
+//!   in its home in `ops` or `prim`, and the binders must match them in number and type):
 //!   - atom: the atom's type;
 //!   - `prim`: the operand count is the arity, the operands have one shape, and the element
 //!     types satisfy the primitive's `result_elem` rule (rank-0 operands never broadcast);
@@ -44,8 +44,14 @@
 //!     (arrays of one shape `[n, rest…]`, identities of shape `rest`, a closed straight-line
 //!     scalar operator from the left then right operands to the combined ones).
 //!
-//! Not checked yet (they arrive with the passes that need them, STYLE.md §1): linearity of
-//! linear variables after transposition, and "no `build1` left after the BOT".
+//! - Linearity (`verify_linearity`, given the linear variables of a forward derivative, which
+//!   `passes::ad` keeps in a side table): linear variables are used only where their
+//!   statement's operation is linear (`ops::linearity`). `passes::ad::vjp` runs it on its
+//!   input in debug builds and tests.
+//!
+//! Not checked yet (STYLE.md §1): that the backward program is linear in the cotangents
+//! (the transposed program has no side table of its own), and "no `build1` left after the
+//! BOT" (the BOT's postcondition checks it instead).
 
 use std::fmt;
 
@@ -286,6 +292,84 @@ impl Verifier<'_> {
                 );
             }
         }
+    }
+}
+
+/// Checks that the linear variables `linear` (a side table of `passes::ad`: the tangents of a
+/// forward derivative) are used linearly by `stmts` and the blocks nested in them, by each
+/// operation's linearity rule (`ops::linearity`): a structural operation uses them only in
+/// the operands it is linear in (and then binds linear variables), an elementwise primitive
+/// only if it is linear (a bilinear one in some of its operands, not all), and a `cond` never
+/// in its condition. This is what transposition (seed 001 §7.3) relies on.
+pub fn verify_linearity(
+    program: &Program,
+    stmts: &[Stmt],
+    linear: &std::collections::HashSet<VarId>,
+) -> Result<(), Vec<VerifyError>> {
+    let mut errors = Vec::new();
+    let mut pending: Vec<(Option<BlockId>, &[Stmt])> = vec![(None, stmts)];
+    while let Some((block, stmts)) = pending.pop() {
+        for stmt in stmts {
+            let error = |message: String| VerifyError {
+                message,
+                var: stmt.binders.first().copied(),
+                block,
+            };
+            if let Some(message) = linearity_error(stmt, linear) {
+                errors.push(error(message));
+            }
+            for nested in expr_blocks(&stmt.expr) {
+                if let Some(nested_block) = program.blocks.get(nested) {
+                    pending.push((Some(nested), &nested_block.stmts));
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// What is wrong with the way `stmt` uses the linear variables, if anything.
+fn linearity_error(stmt: &Stmt, linear: &std::collections::HashSet<VarId>) -> Option<String> {
+    let is_linear = |atom: &Atom| matches!(atom, Atom::Var(var) if linear.contains(var));
+    let operands: Vec<bool> = expr_atoms(&stmt.expr).iter().map(is_linear).collect();
+    if !operands.contains(&true) {
+        return None;
+    }
+    let name = super::print::expr_name(&stmt.expr);
+    let outside = |mask: &[bool]| {
+        operands
+            .iter()
+            .zip(mask)
+            .any(|(is_linear, allowed)| *is_linear && !allowed)
+    };
+    match ops::linearity(&stmt.expr) {
+        ops::Linearity::Structural(mask) => {
+            if outside(&mask) {
+                return Some(format!(
+                    "`{name}` uses a linear value where it is not linear"
+                ));
+            }
+            if !stmt.binders.iter().all(|binder| linear.contains(binder)) {
+                return Some(format!(
+                    "`{name}` of a linear value binds a non-linear variable"
+                ));
+            }
+            None
+        }
+        ops::Linearity::Compound(mask) => {
+            outside(&mask).then(|| format!("`{name}` uses a linear value where it is not linear"))
+        }
+        ops::Linearity::Prim(crate::prim::Linearity::Linear) => None,
+        ops::Linearity::Prim(crate::prim::Linearity::Bilinear) => (!operands.contains(&false))
+            .then(|| format!("`{name}` of linear values only is not linear")),
+        ops::Linearity::Prim(
+            crate::prim::Linearity::Nonlinear | crate::prim::Linearity::NonDifferentiable,
+        )
+        | ops::Linearity::Excluded => Some(format!("`{name}` of a linear value is not linear")),
     }
 }
 
@@ -658,6 +742,35 @@ mod tests {
         );
         let missing = program_text("  %9: []f64 = %11", "%9");
         assert!(parse_program(&missing).is_err(), "%11 is never bound");
+    }
+
+    #[test]
+    fn linear_values_are_used_only_where_their_operation_is_linear() {
+        let mut b = Builder::new();
+        let x = b.input(ArrTy::new(vec![2], Elem::F64), "x");
+        let x_dot = b.input(ArrTy::new(vec![2], Elem::F64), "x_dot");
+        let scaled = b.prim(Prim::Mul, &[x, x_dot]);
+        let squared = b.prim(Prim::Mul, &[x_dot, x_dot]);
+        let exp = b.prim(Prim::Exp, &[x_dot]);
+        let sum = b.let1(Expr::SumOuter(scaled));
+        let program = b.finish(vec![squared, exp, sum]);
+        let var = |atom: Atom| match atom {
+            Atom::Var(var) => var,
+            Atom::Lit(_) => unreachable!("the test binds variables"),
+        };
+        // `sum` is left out of the linear variables on purpose.
+        let linear = [x_dot, scaled, squared, exp].map(var).into_iter().collect();
+        let main = &program.blocks[program.main].stmts;
+        let errors = verify_linearity(&program, main, &linear).unwrap_err();
+        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        expect_test::expect![[r#"
+            [
+                "%3: `mul` of linear values only is not linear",
+                "%4: `exp` of a linear value is not linear",
+                "%5: `sumOuter` of a linear value binds a non-linear variable",
+            ]
+        "#]]
+        .assert_debug_eq(&messages);
     }
 
     #[test]

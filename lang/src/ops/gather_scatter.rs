@@ -11,7 +11,7 @@
 //! - batching (seed 001 Fig 9): `Batcher::batch_gather_scatter`;
 //! - linearity: linear in the array, constant in the index function (`ops::linearity`), so
 //!   the JVP is the same operation on the tangent (seed 001 §6.1); transpose (§6.3):
-//!   `Builder::transpose_gather` (a scatter) and `transpose_scatter` (a gather);
+//!   `Builder::transpose_gather_scatter` (each into the other);
 //! - cost: `gather_cost`, `scatter_cost` (seed 003 Fig 11 has neither: one move per element
 //!   plus the index function once per position of the leading axes);
 //! - fusion class: `fusion_class`: a gather whose index function is scalar code is a `View`
@@ -40,26 +40,7 @@ pub fn gather_ty(
     array: &Atom,
     body: BlockId,
 ) -> Result<ArrTy, String> {
-    let ty = atom_ty(program, array)?;
-    let block = block(program, body)?;
-    let n_params = block.params.len();
-    expect_index_params(program, block, n_params, "gather")?;
-    let n_results = expect_index_results(program, block, "gather")?;
-    if n_params > shape.len() || n_results > ty.rank() {
-        return Err(format!(
-            "gather from rank {} into rank {} with {n_params} params and {n_results} results",
-            ty.rank(),
-            shape.len()
-        ));
-    }
-    if shape[n_params..] != ty.shape[n_results..] {
-        return Err(format!(
-            "gather: the trailing shape {:?} of the result differs from {:?} of the source",
-            &shape[n_params..],
-            &ty.shape[n_results..]
-        ));
-    }
-    Ok(ArrTy::new(shape.to_vec(), ty.elem))
+    index_fn_ty(program, true, shape, array, body)
 }
 
 /// `scatter sh t f`: see the module header.
@@ -69,24 +50,43 @@ pub fn scatter_ty(
     array: &Atom,
     body: BlockId,
 ) -> Result<ArrTy, String> {
+    expect_numeric(atom_ty(program, array)?.elem, "scatter")?;
+    index_fn_ty(program, false, shape, array, body)
+}
+
+/// The type rule shared by gather and scatter: the index function's params index the
+/// leading axes of the result (gather) or of the source (scatter), its results those of the
+/// other, and the trailing axes of both agree.
+fn index_fn_ty(
+    program: &Program,
+    is_gather: bool,
+    shape: &[usize],
+    array: &Atom,
+    body: BlockId,
+) -> Result<ArrTy, String> {
+    let what = if is_gather { "gather" } else { "scatter" };
     let ty = atom_ty(program, array)?;
-    expect_numeric(ty.elem, "scatter")?;
     let block = block(program, body)?;
     let n_params = block.params.len();
-    expect_index_params(program, block, n_params, "scatter")?;
-    let n_results = expect_index_results(program, block, "scatter")?;
-    if n_params > ty.rank() || n_results > shape.len() {
+    expect_index_params(program, block, n_params, what)?;
+    let n_results = expect_index_results(program, block, what)?;
+    let (n_result_lead, n_source_lead) = if is_gather {
+        (n_params, n_results)
+    } else {
+        (n_results, n_params)
+    };
+    if n_result_lead > shape.len() || n_source_lead > ty.rank() {
         return Err(format!(
-            "scatter from rank {} into rank {} with {n_params} params and {n_results} results",
+            "{what} from rank {} into rank {} with {n_params} params and {n_results} results",
             ty.rank(),
             shape.len()
         ));
     }
-    if shape[n_results..] != ty.shape[n_params..] {
+    if shape[n_result_lead..] != ty.shape[n_source_lead..] {
         return Err(format!(
-            "scatter: the trailing shape {:?} of the result differs from {:?} of the source",
-            &shape[n_results..],
-            &ty.shape[n_params..]
+            "{what}: the trailing shape {:?} of the result differs from {:?} of the source",
+            &shape[n_result_lead..],
+            &ty.shape[n_source_lead..]
         ));
     }
     Ok(ArrTy::new(shape.to_vec(), ty.elem))
@@ -232,33 +232,32 @@ impl Batcher<'_> {
 }
 
 impl Builder<'_> {
-    /// Gather and scatter are each other's transposes (seed 001 §6.3).
-    pub(crate) fn transpose_gather(
+    /// Gather and scatter are each other's transposes (seed 001 §6.3): the transpose of one
+    /// (`is_gather` says which) is the other with the same index function.
+    pub(crate) fn transpose_gather_scatter(
         &mut self,
+        is_gather: bool,
         array: Atom,
         body: BlockId,
         ct: Atom,
         cts: &mut HashMap<VarId, Atom>,
     ) {
-        self.add_transposed(cts, array, |program, ty| Expr::Scatter {
-            shape: ty.shape.clone(),
-            array: ct,
-            body: clone_block(program, body, &mut HashMap::new()),
-        });
-    }
-
-    /// Gather and scatter are each other's transposes (seed 001 §6.3).
-    pub(crate) fn transpose_scatter(
-        &mut self,
-        array: Atom,
-        body: BlockId,
-        ct: Atom,
-        cts: &mut HashMap<VarId, Atom>,
-    ) {
-        self.add_transposed(cts, array, |program, ty| Expr::Gather {
-            shape: ty.shape.clone(),
-            array: ct,
-            body: clone_block(program, body, &mut HashMap::new()),
+        self.add_transposed(cts, array, |program, ty| {
+            let shape = ty.shape.clone();
+            let body = clone_block(program, body, &mut HashMap::new());
+            if is_gather {
+                Expr::Scatter {
+                    shape,
+                    array: ct,
+                    body,
+                }
+            } else {
+                Expr::Gather {
+                    shape,
+                    array: ct,
+                    body,
+                }
+            }
         });
     }
 }

@@ -126,3 +126,30 @@ pub fn fusion_class(program: &Program, expr: &Expr) -> FusionClass {
         | Expr::Derivative { .. } => FusionClass::Bulk,
     }
 }
+
+/// The ranges of the index params of an operation's blocks, in order: param `j` of a block
+/// of `expr` lies in `0..bounds[j]` (its later params, such as a loop's carries, are not
+/// indices). The BOT's index pushing uses them (Note [Pushing index down]).
+pub fn index_param_bounds(program: &Program, expr: &Expr) -> Vec<usize> {
+    match expr {
+        Expr::Build1 { size, .. } | Expr::Fold { size, .. } | Expr::Scan { size, .. } => {
+            vec![*size]
+        }
+        // The index function ranges over the leading axes of the result (gather) or of the
+        // source (scatter).
+        Expr::Gather { shape, .. } => shape.clone(),
+        Expr::Scatter { array, .. } => program.atom_ty(array).shape,
+        // An operator's params are scalar operands, a derivative's function's params values.
+        Expr::Monoid { .. } | Expr::Derivative { .. } => Vec::new(),
+        Expr::Cond { .. }
+        | Expr::Atom(_)
+        | Expr::Prim(..)
+        | Expr::Index { .. }
+        | Expr::SumOuter(_)
+        | Expr::Table(_)
+        | Expr::Replicate { .. }
+        | Expr::Transpose { .. }
+        | Expr::Reshape { .. }
+        | Expr::Iota(_) => Vec::new(),
+    }
+}

@@ -15,17 +15,16 @@
 //! kept as they are, so every primal intermediate is computed once and shared with the
 //! backward pass (§7.6); share→let (Fig 20) is the identity on ANF.
 //!
-//! Conditionals are if-converted (both branches run, results are selected), which the total
-//! semantics allows. Loops carry their tangents forward; in reverse, a loop's primal part
-//! runs as a scan that keeps every iteration's carry and the backward loop recomputes each
-//! iteration from it (`transpose_loop`). Reads of outer tables in a loop body are transposed
-//! after the backward loop, in bulk, so that reverse mode through n steps costs O(n) (Note
-//! [Reads of outer tables in a reversed loop]).
+//! This file is the generic part: the builder, the walk over statements and the dispatch
+//! (`jvp_stmt`, `transpose_stmt`) to each operation's rules in its home in `ops` (every
+//! elementwise primitive's in `prim`). The structural operations' JVP is derived from their
+//! linearity (`jvp_linear`, `ops::linearity`). Conditionals are if-converted
+//! (`ops::cond::jvp_cond`); loops carry their tangents forward and are transposed whole
+//! (`ops::loops::jvp_loop`, `split_loop`, `transpose_loop`, with Note [Reads of outer tables
+//! in a reversed loop]); the monoid operations follow seed 000 (`ops::monoid`).
 //!
-//! Does not handle yet: a read of an outer table inside a loop nested in the body is hoisted
-//! out of its own loop only, so its cotangent is a whole-table addition per step of the
-//! enclosing loop; a gather whose index function needs a non-scalar value of the carry stays
-//! inside the backward loop (a whole-table scatter per step).
+//! The linear variables are a side table (`Jvp::linear`); in debug builds and tests `vjp`
+//! first checks with `core::verify::verify_linearity` that the statements use them linearly.
 
 use std::collections::{HashMap, HashSet};
 
@@ -415,6 +414,17 @@ pub(crate) fn split(
 
 /// Transposes the linear part of a forward derivative (seed 001 §7.3, Fig 19).
 pub fn vjp(program: &mut Program, jvp: &Jvp) -> Result<Vjp, AdError> {
+    if cfg!(debug_assertions) {
+        crate::core::verify::verify_linearity(program, &jvp.stmts, &jvp.linear).map_err(
+            |errors| {
+                let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+                AdError(format!(
+                    "the forward derivative is not linear: {}",
+                    messages.join("; ")
+                ))
+            },
+        )?;
+    }
     let (forward, items) = split(program, &jvp.stmts, &jvp.linear);
     let mut builder = Builder {
         program,
@@ -501,8 +511,12 @@ fn transpose_stmt(
             }
         }
         Expr::Index { array, index } => builder.transpose_index(*array, index, ct, cts),
-        Expr::Gather { array, body, .. } => builder.transpose_gather(*array, *body, ct, cts),
-        Expr::Scatter { array, body, .. } => builder.transpose_scatter(*array, *body, ct, cts),
+        Expr::Gather { array, body, .. } => {
+            builder.transpose_gather_scatter(true, *array, *body, ct, cts)
+        }
+        Expr::Scatter { array, body, .. } => {
+            builder.transpose_gather_scatter(false, *array, *body, ct, cts)
+        }
         Expr::SumOuter(array) => builder.transpose_sum_outer(*array, ct, cts),
         Expr::Replicate { array, .. } => builder.transpose_replicate(*array, ct, cts),
         Expr::Transpose { perm, array } => builder.transpose_transpose(perm, *array, ct, cts),

@@ -14,10 +14,13 @@
 //!   that it can become part of a gather's index function (Fig 11: `build1 k (λi. index x ix)
 //!   ~> gather (k:::sh) x (λ[i]. ix)`), and only materialised when data needs it.
 //!
-//! Each statement form has one rule below, citing the Fig 9/11 rule it reads. Builds are
+//! Each statement form has one rule, citing the Fig 9/11 rule it reads, in its operation's
+//! home in `ops` (`Batcher::batch_stmt` dispatches to them; elementwise primitives are
+//! batched here, `batch_prim`). Builds are
 //! transformed innermost first, so a body never contains a `build1` when it is batched.
-//! Conditionals with a batched condition become strict selects (§5.2). `fold`/`scan` inside a
-//! build run once over batched state (the carries that depend on `i` get the batch axis).
+//! Conditionals with a batched condition become strict selects (§5.2, `ops::cond`).
+//! `fold`/`scan` inside a build run once over batched state (the carries that depend on `i`
+//! get the batch axis, `ops::loops`).
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -739,14 +742,7 @@ fn push_index(
     let mut out = Vec::new();
     for mut stmt in stmts {
         for nested in expr_blocks(&stmt.expr) {
-            let bounds: Vec<usize> = match &stmt.expr {
-                Expr::Build1 { size, .. } | Expr::Fold { size, .. } | Expr::Scan { size, .. } => {
-                    vec![*size]
-                }
-                Expr::Gather { shape, .. } => shape.clone(),
-                Expr::Scatter { array, .. } => program.atom_ty(array).shape,
-                _ => Vec::new(),
-            };
+            let bounds = crate::ops::index_param_bounds(program, &stmt.expr);
             let params = program.blocks[nested].params.clone();
             for (param, bound) in params.iter().zip(bounds) {
                 ranges.insert(*param, bound);
