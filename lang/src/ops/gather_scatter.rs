@@ -14,9 +14,9 @@
 //!   `Builder::transpose_gather_scatter` (each into the other);
 //! - cost: `gather_cost`, `scatter_cost` (seed 003 Fig 11 has neither: one move per element
 //!   plus the index function once per position of the leading axes);
-//! - fusion class: `fusion_class`: a gather whose index function is scalar code is a `View`
-//!   (the fuser runs the index function on the coordinates); a scatter, and a gather with
-//!   blocks in its index function, are `Bulk`.
+//! - fusion class: `gather_fusion_class`: a gather whose index function is scalar code is a
+//!   `View` (the fuser runs the index function on the coordinates); a scatter, and a gather
+//!   with blocks in its index function, are `Bulk`.
 
 use std::collections::HashMap;
 
