@@ -32,10 +32,15 @@
 //! - `cond` costs the larger of its branches (Fig. 11 has no conditional; its condition is
 //!   an atom, already computed).
 //!
+//! The non-trivial costs (gather, scatter, sumOuter, loops, cond, monoids, derivatives) are
+//! computed in their operations' homes in `ops`; `stmt_cost` dispatches to them.
+//!
 //! Does not handle yet: memory traffic beyond element counts (cache effects, fusion), and the
 //! different latencies of primitives (Fig. 11's NLOPS versus ADDS).
 
-use super::ir::{Atom, BlockId, Expr, Program, Stmt};
+use super::ir::{BlockId, Expr, Program, Stmt};
+use super::visit::expr_blocks;
+use crate::ops;
 
 /// The cost of running `program` once: the cost of its main block.
 pub fn cost(program: &Program) -> u64 {
@@ -50,32 +55,13 @@ pub fn nesting_depth(program: &Program) -> usize {
     block_depth(program, program.main)
 }
 
-/// The number of elements of an atom (a literal is a scalar).
-fn atom_elems(program: &Program, atom: &Atom) -> u64 {
-    program.atom_ty(atom).n_elems() as u64
-}
-
 /// The cost of running a block once: the sum of its statements' costs.
-fn block_cost(program: &Program, block: BlockId) -> u64 {
+pub(crate) fn block_cost(program: &Program, block: BlockId) -> u64 {
     program.blocks[block]
         .stmts
         .iter()
         .map(|stmt| stmt_cost(program, stmt))
         .sum()
-}
-
-/// The number of elements a block returns per run (the moves of a loop iteration).
-fn block_result_elems(program: &Program, block: BlockId) -> u64 {
-    program.blocks[block]
-        .results
-        .iter()
-        .map(|atom| atom_elems(program, atom))
-        .sum()
-}
-
-/// `size` runs of a loop body: its work plus moving its results each time.
-fn loop_cost(program: &Program, size: usize, body: BlockId) -> u64 {
-    size as u64 * (block_cost(program, body) + block_result_elems(program, body))
 }
 
 fn stmt_cost(program: &Program, stmt: &Stmt) -> u64 {
@@ -86,6 +72,7 @@ fn stmt_cost(program: &Program, stmt: &Stmt) -> u64 {
         .sum();
     match &stmt.expr {
         Expr::Atom(_) => 0,
+        // Data movement and elementwise work: one per result element.
         Expr::Prim(..)
         | Expr::Index { .. }
         | Expr::Table(_)
@@ -93,40 +80,25 @@ fn stmt_cost(program: &Program, stmt: &Stmt) -> u64 {
         | Expr::Transpose { .. }
         | Expr::Reshape { .. }
         | Expr::Iota(_) => result_elems,
-        Expr::SumOuter(array) => atom_elems(program, array),
+        Expr::SumOuter(array) => ops::sum_outer::cost(program, array),
         Expr::Monoid {
             kind, arrays, op, ..
-        } => crate::ops::monoid::cost(program, *kind, arrays, *op),
+        } => ops::monoid::cost(program, *kind, arrays, *op),
         Expr::Build1 { size, body }
         | Expr::Fold { size, body, .. }
-        | Expr::Scan { size, body, .. } => loop_cost(program, *size, *body),
+        | Expr::Scan { size, body, .. } => ops::loops::cost(program, *size, *body),
         Expr::Gather { shape, body, .. } => {
-            // The index function runs once per position of the result's leading axes, one
-            // axis per parameter of the index function.
-            let leading = program.blocks[*body].params.len();
-            let positions: u64 = shape.iter().take(leading).map(|dim| *dim as u64).product();
-            result_elems + positions * block_cost(program, *body)
+            ops::gather_scatter::gather_cost(program, shape, *body, result_elems)
         }
         Expr::Scatter { array, body, .. } => {
-            // The index function runs once per position of the source's leading axes, one
-            // axis per parameter of the index function.
-            let leading = program.blocks[*body].params.len();
-            let source_shape = program.atom_ty(array).shape;
-            let positions: u64 = source_shape
-                .iter()
-                .take(leading)
-                .map(|dim| *dim as u64)
-                .product();
-            result_elems + atom_elems(program, array) + positions * block_cost(program, *body)
+            ops::gather_scatter::scatter_cost(program, array, *body, result_elems)
         }
         Expr::Cond {
             then_block,
             else_block,
             ..
-        } => block_cost(program, *then_block).max(block_cost(program, *else_block)),
-        // The cheap-gradient principle (seed 004 §4): a derivative costs a small multiple of
-        // its function (before the `ad` pass replaces it by the real statements).
-        Expr::Derivative { func, .. } => 3 * block_cost(program, *func),
+        } => ops::cond::cost(program, *then_block, *else_block),
+        Expr::Derivative { func, .. } => ops::derivative::cost(program, *func),
     }
 }
 
@@ -134,31 +106,22 @@ fn block_depth(program: &Program, block: BlockId) -> usize {
     program.blocks[block]
         .stmts
         .iter()
-        .map(|stmt| match &stmt.expr {
-            Expr::Build1 { body, .. } | Expr::Fold { body, .. } | Expr::Scan { body, .. } => {
-                1 + block_depth(program, *body)
-            }
-            Expr::Cond {
-                then_block,
-                else_block,
-                ..
-            } => 1 + block_depth(program, *then_block).max(block_depth(program, *else_block)),
-            Expr::Gather { body, .. }
-            | Expr::Scatter { body, .. }
-            | Expr::Derivative { func: body, .. } => block_depth(program, *body),
-            Expr::Atom(_)
-            | Expr::Prim(..)
-            | Expr::Index { .. }
-            | Expr::SumOuter(_)
-            | Expr::Table(_)
-            | Expr::Replicate { .. }
-            | Expr::Transpose { .. }
-            | Expr::Reshape { .. }
-            | Expr::Iota(_) => 0,
-            // A reduce or scan counts as a level of nesting like a loop: the reverse
-            // derivative of a scan recomputes primal values in its ⊗ scan, an overhead that
-            // grows with the nesting of scans (seed 000 §4).
-            Expr::Monoid { op, .. } => 1 + block_depth(program, *op),
+        .map(|stmt| {
+            // An operation with a body is a level of nesting, except that the index functions
+            // of `gather` and `scatter` (they compute indices, not array elements) and the
+            // function of a derivative are not; what is nested in them still counts. A reduce
+            // or scan counts as a level like a loop: the reverse derivative of a scan
+            // recomputes primal values in its ⊗ scan, an overhead that grows with the nesting
+            // of scans (seed 000 §4).
+            let level = usize::from(!matches!(
+                stmt.expr,
+                Expr::Gather { .. } | Expr::Scatter { .. } | Expr::Derivative { .. }
+            ));
+            let nested = expr_blocks(&stmt.expr)
+                .into_iter()
+                .map(|nested| block_depth(program, nested))
+                .max();
+            nested.map_or(0, |depth| level + depth)
         })
         .max()
         .unwrap_or(0)

@@ -4,8 +4,7 @@
 use std::collections::HashMap;
 
 use super::ir::{Atom, Block, BlockId, Program, Stmt, VarId};
-use super::verify::expr_blocks;
-use super::visit::map_expr_atoms;
+use super::visit::{map_expr_atoms, map_expr_blocks};
 
 /// Copies `stmts` to the end of `target`. Every variable they define gets a fresh copy (as do
 /// the parameters and variables of their nested blocks, which are cloned); uses of variables
@@ -27,12 +26,7 @@ pub fn copy_stmts(
 pub fn copy_stmt(program: &mut Program, stmt: &Stmt, subst: &mut HashMap<VarId, Atom>) -> Stmt {
     let mut expr = stmt.expr.clone();
     map_expr_atoms(&mut expr, &mut |atom| rename(atom, subst));
-    let old_blocks = expr_blocks(&expr);
-    let new_blocks: Vec<BlockId> = old_blocks
-        .iter()
-        .map(|block| clone_block(program, *block, subst))
-        .collect();
-    replace_blocks(&mut expr, &new_blocks);
+    map_expr_blocks(&mut expr, &mut |block| clone_block(program, block, subst));
     let binders = stmt
         .binders
         .iter()
@@ -85,35 +79,4 @@ fn fresh(program: &mut Program, var: VarId, subst: &mut HashMap<VarId, Atom>) ->
     }
     subst.insert(var, Atom::Var(new));
     new
-}
-
-/// Replaces the blocks an expression owns, in `expr_blocks` order.
-fn replace_blocks(expr: &mut super::ir::Expr, blocks: &[BlockId]) {
-    use super::ir::Expr;
-    match expr {
-        Expr::Build1 { body, .. }
-        | Expr::Gather { body, .. }
-        | Expr::Scatter { body, .. }
-        | Expr::Fold { body, .. }
-        | Expr::Scan { body, .. }
-        | Expr::Monoid { op: body, .. }
-        | Expr::Derivative { func: body, .. } => *body = blocks[0],
-        Expr::Cond {
-            then_block,
-            else_block,
-            ..
-        } => {
-            *then_block = blocks[0];
-            *else_block = blocks[1];
-        }
-        Expr::Atom(_)
-        | Expr::Prim(..)
-        | Expr::Index { .. }
-        | Expr::SumOuter(_)
-        | Expr::Table(_)
-        | Expr::Replicate { .. }
-        | Expr::Transpose { .. }
-        | Expr::Reshape { .. }
-        | Expr::Iota(_) => {}
-    }
 }

@@ -3,7 +3,8 @@
 //! This is the oracle every later pass is tested against (STYLE.md §4.6), so it favours
 //! clarity over speed: scalar loops over row-major flat offsets, no batching, no fusion.
 //! Each construct is a direct transcription of its semantics (seed 001 §3.2–3.3 and the docs
-//! in `ir.rs`).
+//! in `ir.rs`), in its operation's rule home in `ops` (`Interp::eval_stmt` dispatches to
+//! them).
 //!
 //! Assumes: the program is verified (`core::verify`) and `inputs` match `program.inputs` in
 //! number and type. A violated assumption is a caller bug and panics with a message saying so.
@@ -29,7 +30,8 @@ use std::sync::Arc;
 use super::ids::IdVec;
 use super::ir::{ArrTy, Atom, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
 use super::value::{Array, ArrayData};
-use crate::prim::{sum_order, Prim};
+use crate::ops;
+use crate::prim::Prim;
 
 /// How to run the interpreter.
 #[derive(Clone, Debug, Default)]
@@ -146,32 +148,32 @@ pub fn run(
     cx.eval_block(program.main, Vec::new())
 }
 
-struct Interp<'a> {
-    program: &'a Program,
-    config: &'a InterpConfig,
+pub(crate) struct Interp<'a> {
+    pub(crate) program: &'a Program,
+    pub(crate) config: &'a InterpConfig,
     /// The current value of each variable. Every variable is bound once per evaluation of its
     /// block, so nested blocks (loop bodies) simply overwrite their own variables each
     /// iteration and never clobber a variable of an enclosing scope.
     env: IdVec<VarId, Option<Array>>,
 }
 
-type Res<T> = Result<T, InterpError>;
+pub(crate) type Res<T> = Result<T, InterpError>;
 
 impl Interp<'_> {
-    fn check_interrupt(&self) -> Res<()> {
+    pub(crate) fn check_interrupt(&self) -> Res<()> {
         match &self.config.interrupt {
             Some(flag) if flag.load(Ordering::Relaxed) => Err(InterpError::Interrupted),
             _ => Ok(()),
         }
     }
 
-    fn var(&self, var: VarId) -> &Array {
+    pub(crate) fn var(&self, var: VarId) -> &Array {
         self.env[var].as_ref().unwrap_or_else(|| {
             panic!("interp: {var} is used before it is bound (the verifier rules this out)")
         })
     }
 
-    fn atom(&self, atom: &Atom) -> Array {
+    pub(crate) fn atom(&self, atom: &Atom) -> Array {
         match atom {
             Atom::Var(var) => self.var(*var).clone(),
             Atom::Lit(scalar) => Array::scalar(*scalar),
@@ -179,11 +181,11 @@ impl Interp<'_> {
     }
 
     /// An `I64` scalar atom as an index.
-    fn index_atom(&self, atom: &Atom) -> i64 {
+    pub(crate) fn index_atom(&self, atom: &Atom) -> i64 {
         as_index(&self.atom(atom))
     }
 
-    fn binder_ty(&self, stmt: &Stmt, position: usize) -> &ArrTy {
+    pub(crate) fn binder_ty(&self, stmt: &Stmt, position: usize) -> &ArrTy {
         let var = stmt.binders.get(position).unwrap_or_else(|| {
             panic!("interp: statement lacks binder {position} (the verifier rules this out)")
         });
@@ -191,7 +193,7 @@ impl Interp<'_> {
     }
 
     /// Binds the block's params to `args`, runs its statements and returns its results.
-    fn eval_block(&mut self, block_id: BlockId, args: Vec<Array>) -> Res<Vec<Array>> {
+    pub(crate) fn eval_block(&mut self, block_id: BlockId, args: Vec<Array>) -> Res<Vec<Array>> {
         let block = &self.program.blocks[block_id];
         assert_eq!(
             block.params.len(),
@@ -213,7 +215,7 @@ impl Interp<'_> {
     }
 
     /// Evaluates a block whose results are `I64` scalars (a gather/scatter index function).
-    fn eval_index_fn(&mut self, block_id: BlockId, index: &[i64]) -> Res<Vec<i64>> {
+    pub(crate) fn eval_index_fn(&mut self, block_id: BlockId, index: &[i64]) -> Res<Vec<i64>> {
         self.check_interrupt()?;
         let args = index
             .iter()
@@ -235,112 +237,28 @@ impl Interp<'_> {
                 let operands: Vec<Array> = operands.iter().map(|atom| self.atom(atom)).collect();
                 eval_prim(*prim, &operands, self.binder_ty(stmt, 0))
             }
-            Expr::Build1 { size, body } => {
-                let mut stacked: Vec<Stacked> = (0..stmt.binders.len())
-                    .map(|position| Stacked::new(self.binder_ty(stmt, position)))
-                    .collect();
-                for i in 0..*size {
-                    self.check_interrupt()?;
-                    let results = self.eval_block(*body, vec![index_scalar(i)])?;
-                    for (out, value) in stacked.iter_mut().zip(&results) {
-                        out.append(value);
-                    }
-                }
-                return Ok(stacked.into_iter().map(Stacked::finish).collect());
-            }
-            Expr::Index { array, index } => {
-                let array = self.atom(array);
-                let index: Vec<i64> = index.iter().map(|atom| self.index_atom(atom)).collect();
-                let mut out = ArrayData::with_capacity(array.elem(), 0);
-                self.read_sub_array(&array, &index, reader, &mut out)?;
-                Array::new(array.shape[index.len()..].to_vec(), out)
-            }
-            Expr::SumOuter(array) => sum_outer(&self.atom(array)),
-            Expr::Gather { shape, array, body } => {
-                let array = self.atom(array);
-                let n_lead = self.program.blocks[*body].params.len();
-                let lead_shape = &shape[..n_lead];
-                let mut out = ArrayData::with_capacity(array.elem(), shape.iter().product());
-                for flat in 0..lead_shape.iter().product() {
-                    let index = self.eval_index_fn(*body, &unravel(flat, lead_shape))?;
-                    self.read_sub_array(&array, &index, reader, &mut out)?;
-                }
-                Array::new(shape.clone(), out)
-            }
-            Expr::Scatter { shape, array, body } => {
-                let array = self.atom(array);
-                let n_lead = self.program.blocks[*body].params.len();
-                let lead_shape = &array.shape[..n_lead];
-                let n_sub: usize = array.shape[n_lead..].iter().product();
-                let zero = Scalar::zero(array.elem());
-                let mut out: Vec<Scalar> = vec![zero; shape.iter().product()];
-                for flat in 0..lead_shape.iter().product() {
-                    let target = self.eval_index_fn(*body, &unravel(flat, lead_shape))?;
-                    // Out-of-range targets are dropped, in strict mode too.
-                    let Some(target_flat) = ravel(&target, &shape[..target.len()]) else {
-                        continue;
-                    };
-                    for offset in 0..n_sub {
-                        let slot = &mut out[target_flat * n_sub + offset];
-                        *slot = Prim::Add.eval(&[*slot, array.data.get(flat * n_sub + offset)]);
-                    }
-                }
-                from_scalars(shape.clone(), array.elem(), out)
-            }
+            Expr::Build1 { size, body } => return self.eval_build1(stmt, *size, *body),
+            Expr::Index { array, index } => self.eval_index(array, index, reader)?,
+            Expr::SumOuter(array) => ops::sum_outer::eval(&self.atom(array)),
+            Expr::Gather { shape, array, body } => self.eval_gather(shape, array, *body, reader)?,
+            Expr::Scatter { shape, array, body } => self.eval_scatter(shape, array, *body)?,
             Expr::Table(atoms) => {
-                let mut stacked = Stacked::new(self.binder_ty(stmt, 0));
-                for atom in atoms {
-                    stacked.append(&self.atom(atom));
-                }
-                stacked.finish()
+                let items: Vec<Array> = atoms.iter().map(|atom| self.atom(atom)).collect();
+                ops::build::eval_table(self.binder_ty(stmt, 0), &items)
             }
             Expr::Replicate { count, array } => {
-                let array = self.atom(array);
-                let mut out = ArrayData::with_capacity(array.elem(), count * array.n_elems());
-                for _ in 0..*count {
-                    append_range(&array.data, 0..array.n_elems(), &mut out);
-                }
-                let mut shape = vec![*count];
-                shape.extend_from_slice(&array.shape);
-                Array::new(shape, out)
+                ops::layout::eval_replicate(*count, &self.atom(array))
             }
-            Expr::Transpose { perm, array } => transpose(perm, &self.atom(array)),
-            Expr::Reshape { shape, array } => {
-                let array = self.atom(array);
-                Array {
-                    shape: shape.clone(),
-                    data: array.data,
-                }
-            }
+            Expr::Transpose { perm, array } => ops::layout::eval_transpose(perm, &self.atom(array)),
+            Expr::Reshape { shape, array } => ops::layout::eval_reshape(shape, self.atom(array)),
             Expr::Cond {
                 cond,
                 then_block,
                 else_block,
-            } => {
-                let taken = match self.atom(cond).as_scalar() {
-                    Some(Scalar::Bool(true)) => *then_block,
-                    Some(Scalar::Bool(false)) => *else_block,
-                    other => panic!("interp: cond on {other:?} (the verifier rules this out)"),
-                };
-                return self.eval_block(taken, Vec::new());
-            }
-            Expr::Iota(size) => {
-                let mut out = ArrayData::with_capacity(Elem::I64, *size);
-                for i in 0..*size {
-                    out.push(Scalar::I64(i as i64));
-                }
-                Array::new(vec![*size], out)
-            }
-            Expr::Fold { size, init, body } => {
-                let mut carry: Vec<Array> = init.iter().map(|atom| self.atom(atom)).collect();
-                for i in 0..*size {
-                    self.check_interrupt()?;
-                    let mut args = vec![index_scalar(i)];
-                    args.extend(carry);
-                    carry = self.eval_block(*body, args)?;
-                }
-                return Ok(carry);
-            }
+            } => return self.eval_cond(cond, *then_block, *else_block),
+            Expr::Iota(size) => ops::build::eval_iota(*size),
+            Expr::Fold { size, init, body } => return self.eval_fold(*size, init, *body),
+            Expr::Scan { size, init, body } => return self.eval_scan(stmt, *size, init, *body),
             Expr::Derivative { .. } => unreachable!("{}", crate::core::ir::EXPANDED),
             Expr::Monoid {
                 kind,
@@ -350,7 +268,7 @@ impl Interp<'_> {
             } => {
                 let arrays: Vec<Array> = arrays.iter().map(|atom| self.atom(atom)).collect();
                 let init: Vec<Array> = init.iter().map(|atom| self.atom(atom)).collect();
-                return crate::ops::monoid::eval(
+                return ops::monoid::eval(
                     self.program,
                     *kind,
                     &arrays,
@@ -359,33 +277,13 @@ impl Interp<'_> {
                     self.config.interrupt.as_deref(),
                 );
             }
-            Expr::Scan { size, init, body } => {
-                let n_carry = init.len();
-                let mut carry: Vec<Array> = init.iter().map(|atom| self.atom(atom)).collect();
-                let mut stacked: Vec<Stacked> = (n_carry..stmt.binders.len())
-                    .map(|position| Stacked::new(self.binder_ty(stmt, position)))
-                    .collect();
-                for i in 0..*size {
-                    self.check_interrupt()?;
-                    let mut args = vec![index_scalar(i)];
-                    args.extend(carry);
-                    let mut results = self.eval_block(*body, args)?;
-                    let ys = results.split_off(n_carry);
-                    carry = results;
-                    for (out, value) in stacked.iter_mut().zip(&ys) {
-                        out.append(value);
-                    }
-                }
-                carry.extend(stacked.into_iter().map(Stacked::finish));
-                return Ok(carry);
-            }
         };
         Ok(vec![res])
     }
 
     /// Appends the sub-array `array[index]` (the outermost `index.len()` axes) to `out`: zeros
     /// if the index is out of range, or an error naming `reader` in strict mode.
-    fn read_sub_array(
+    pub(crate) fn read_sub_array(
         &self,
         array: &Array,
         index: &[i64],
@@ -415,33 +313,33 @@ impl Interp<'_> {
 /// An array being stacked along a new outermost axis (results of `build1`, `scan`, `table`).
 /// The shape comes from the binder's declared type, so that zero iterations give the right
 /// empty array.
-struct Stacked {
+pub(crate) struct Stacked {
     shape: Vec<usize>,
     data: ArrayData,
 }
 
 impl Stacked {
-    fn new(ty: &ArrTy) -> Stacked {
+    pub(crate) fn new(ty: &ArrTy) -> Stacked {
         Stacked {
             shape: ty.shape.clone(),
             data: ArrayData::with_capacity(ty.elem, ty.n_elems()),
         }
     }
 
-    fn append(&mut self, value: &Array) {
+    pub(crate) fn append(&mut self, value: &Array) {
         append_range(&value.data, 0..value.n_elems(), &mut self.data);
     }
 
-    fn finish(self) -> Array {
+    pub(crate) fn finish(self) -> Array {
         Array::new(self.shape, self.data)
     }
 }
 
-fn index_scalar(i: usize) -> Array {
+pub(crate) fn index_scalar(i: usize) -> Array {
     Array::scalar(Scalar::I64(i as i64))
 }
 
-fn as_index(array: &Array) -> i64 {
+pub(crate) fn as_index(array: &Array) -> i64 {
     match array.as_scalar() {
         Some(Scalar::I64(i)) => i,
         other => {
@@ -450,13 +348,13 @@ fn as_index(array: &Array) -> i64 {
     }
 }
 
-fn append_range(data: &ArrayData, range: std::ops::Range<usize>, out: &mut ArrayData) {
+pub(crate) fn append_range(data: &ArrayData, range: std::ops::Range<usize>, out: &mut ArrayData) {
     for flat in range {
         out.push(data.get(flat));
     }
 }
 
-fn from_scalars(shape: Vec<usize>, elem: Elem, scalars: Vec<Scalar>) -> Array {
+pub(crate) fn from_scalars(shape: Vec<usize>, elem: Elem, scalars: Vec<Scalar>) -> Array {
     let mut data = ArrayData::with_capacity(elem, scalars.len());
     for scalar in scalars {
         data.push(scalar);
@@ -466,7 +364,7 @@ fn from_scalars(shape: Vec<usize>, elem: Elem, scalars: Vec<Scalar>) -> Array {
 
 /// The row-major flat offset of `index` in `shape` (same length), or `None` if any component
 /// is outside `0..dim`.
-fn ravel(index: &[i64], shape: &[usize]) -> Option<usize> {
+pub(crate) fn ravel(index: &[i64], shape: &[usize]) -> Option<usize> {
     debug_assert_eq!(index.len(), shape.len());
     let mut flat = 0usize;
     for (&i, &dim) in index.iter().zip(shape) {
@@ -477,7 +375,7 @@ fn ravel(index: &[i64], shape: &[usize]) -> Option<usize> {
 }
 
 /// The multi-index of row-major flat offset `flat` in `shape`.
-fn unravel(mut flat: usize, shape: &[usize]) -> Vec<i64> {
+pub(crate) fn unravel(mut flat: usize, shape: &[usize]) -> Vec<i64> {
     let mut index = vec![0i64; shape.len()];
     for (slot, &dim) in index.iter_mut().zip(shape).rev() {
         *slot = (flat % dim) as i64;
@@ -498,48 +396,6 @@ fn eval_prim(prim: Prim, operands: &[Array], res_ty: &ArrTy) -> Array {
         out.push(prim.eval(&scalars));
     }
     Array::new(res_ty.shape.clone(), out)
-}
-
-/// Sums along the outermost axis in dx's summation order (`prim::sum_order`), each element of
-/// the rest independently; an empty outermost axis gives zeros.
-fn sum_outer(array: &Array) -> Array {
-    let (&n_rows, rest) = array
-        .shape
-        .split_first()
-        .expect("sumOuter of a rank-0 array");
-    let n_sub: usize = rest.iter().product();
-    let zero = Scalar::zero(array.elem());
-    let add = |a: Scalar, b: Scalar| Prim::Add.eval(&[a, b]);
-    let mut column = Vec::with_capacity(n_rows);
-    let out = (0..n_sub)
-        .map(|offset| {
-            column.clear();
-            column.extend((0..n_rows).map(|row| array.data.get(row * n_sub + offset)));
-            sum_order::tree_sum(&column, zero, add)
-        })
-        .collect();
-    from_scalars(rest.to_vec(), array.elem(), out)
-}
-
-/// `tr_perm`: result axis `a` is input axis `perm[a]` for `a < perm.len()`; the rest stay.
-fn transpose(perm: &[usize], array: &Array) -> Array {
-    let mut shape = array.shape.clone();
-    for (axis, &from) in perm.iter().enumerate() {
-        shape[axis] = array.shape[from];
-    }
-    let n_elems = array.n_elems();
-    let mut out = ArrayData::with_capacity(array.elem(), n_elems);
-    let mut in_index = vec![0i64; shape.len()];
-    for flat in 0..n_elems {
-        let out_index = unravel(flat, &shape);
-        in_index.copy_from_slice(&out_index);
-        for (axis, &from) in perm.iter().enumerate() {
-            in_index[from] = out_index[axis];
-        }
-        let in_flat = ravel(&in_index, &array.shape).expect("transposed index is in range");
-        out.push(array.data.get(in_flat));
-    }
-    Array::new(shape, out)
 }
 
 #[cfg(test)]

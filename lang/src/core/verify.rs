@@ -17,8 +17,8 @@
 //!   statement that owns the nested block). A statement's own binders are not in scope in its
 //!   nested blocks.
 //! - `main` has no params.
-//! - Typing (seed 001 Fig 8; `expr_types` computes the types, the binders must match them in
-//!   number and type):
+//! - Typing (seed 001 Fig 8; `expr_types` computes the types by each operation's type rule
+//!   in its home in `ops` or `prim`, and the binders must match them in number and type):
 //!   - atom: the atom's type;
 //!   - `prim`: the operand count is the arity, the operands have one shape, and the element
 //!     types satisfy the primitive's `result_elem` rule (rank-0 operands never broadcast);
@@ -44,14 +44,22 @@
 //!     (arrays of one shape `[n, rest…]`, identities of shape `rest`, a closed straight-line
 //!     scalar operator from the left then right operands to the combined ones).
 //!
-//! Not checked yet (they arrive with the passes that need them, STYLE.md §1): linearity of
-//! linear variables after transposition, and "no `build1` left after the BOT".
+//! - Linearity (`verify_linearity`, given the linear variables of a forward derivative, which
+//!   `passes::ad` keeps in a side table): linear variables are used only where their
+//!   statement's operation is linear (`ops::linearity`). `passes::ad::vjp` runs it on its
+//!   input in debug builds and tests.
+//!
+//! Not checked yet (STYLE.md §1): that the backward program is linear in the cotangents
+//! (the transposed program has no side table of its own), and "no `build1` left after the
+//! BOT" (the BOT's postcondition checks it instead).
 
 use std::fmt;
 
 use super::ids::{Id, IdVec};
-use super::ir::{AdMode, ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Stmt, VarId};
+use super::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Stmt, VarId};
 use super::print::{annotated, ty_text, var_text, Notes};
+pub use super::visit::{expr_atoms, expr_blocks};
+use crate::ops;
 
 /// One verifier finding: what is wrong, and where (the statement's first binder or the
 /// variable concerned, and the block it is in).
@@ -287,56 +295,81 @@ impl Verifier<'_> {
     }
 }
 
-/// The atoms an expression uses directly (not those inside its blocks), in order.
-pub fn expr_atoms(expr: &Expr) -> Vec<Atom> {
-    match expr {
-        Expr::Atom(atom)
-        | Expr::SumOuter(atom)
-        | Expr::Gather { array: atom, .. }
-        | Expr::Scatter { array: atom, .. }
-        | Expr::Replicate { array: atom, .. }
-        | Expr::Transpose { array: atom, .. }
-        | Expr::Reshape { array: atom, .. }
-        | Expr::Cond { cond: atom, .. } => vec![*atom],
-        Expr::Prim(_, atoms)
-        | Expr::Table(atoms)
-        | Expr::Fold { init: atoms, .. }
-        | Expr::Scan { init: atoms, .. } => atoms.clone(),
-        Expr::Derivative { primals, seeds, .. }
-        | Expr::Monoid {
-            arrays: primals,
-            init: seeds,
-            ..
-        } => primals.iter().chain(seeds).copied().collect(),
-        Expr::Index { array, index } => std::iter::once(array).chain(index).copied().collect(),
-        Expr::Build1 { .. } | Expr::Iota(_) => Vec::new(),
+/// Checks that the linear variables `linear` (a side table of `passes::ad`: the tangents of a
+/// forward derivative) are used linearly by `stmts` and the blocks nested in them, by each
+/// operation's linearity rule (`ops::linearity`): a structural operation uses them only in
+/// the operands it is linear in (and then binds linear variables), an elementwise primitive
+/// only if it is linear (a bilinear one in some of its operands, not all), and a `cond` never
+/// in its condition. This is what transposition (seed 001 §7.3) relies on.
+pub fn verify_linearity(
+    program: &Program,
+    stmts: &[Stmt],
+    linear: &std::collections::HashSet<VarId>,
+) -> Result<(), Vec<VerifyError>> {
+    let mut errors = Vec::new();
+    let mut pending: Vec<(Option<BlockId>, &[Stmt])> = vec![(None, stmts)];
+    while let Some((block, stmts)) = pending.pop() {
+        for stmt in stmts {
+            let error = |message: String| VerifyError {
+                message,
+                var: stmt.binders.first().copied(),
+                block,
+            };
+            if let Some(message) = linearity_error(stmt, linear) {
+                errors.push(error(message));
+            }
+            for nested in expr_blocks(&stmt.expr) {
+                if let Some(nested_block) = program.blocks.get(nested) {
+                    pending.push((Some(nested), &nested_block.stmts));
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
     }
 }
 
-/// The blocks an expression owns, in order.
-pub fn expr_blocks(expr: &Expr) -> Vec<BlockId> {
-    match expr {
-        Expr::Build1 { body, .. }
-        | Expr::Gather { body, .. }
-        | Expr::Scatter { body, .. }
-        | Expr::Fold { body, .. }
-        | Expr::Scan { body, .. }
-        | Expr::Monoid { op: body, .. }
-        | Expr::Derivative { func: body, .. } => vec![*body],
-        Expr::Cond {
-            then_block,
-            else_block,
-            ..
-        } => vec![*then_block, *else_block],
-        Expr::Atom(_)
-        | Expr::Prim(..)
-        | Expr::Index { .. }
-        | Expr::SumOuter(_)
-        | Expr::Table(_)
-        | Expr::Replicate { .. }
-        | Expr::Transpose { .. }
-        | Expr::Reshape { .. }
-        | Expr::Iota(_) => Vec::new(),
+/// What is wrong with the way `stmt` uses the linear variables, if anything.
+fn linearity_error(stmt: &Stmt, linear: &std::collections::HashSet<VarId>) -> Option<String> {
+    let is_linear = |atom: &Atom| matches!(atom, Atom::Var(var) if linear.contains(var));
+    let operands: Vec<bool> = expr_atoms(&stmt.expr).iter().map(is_linear).collect();
+    if !operands.contains(&true) {
+        return None;
+    }
+    let name = super::print::expr_name(&stmt.expr);
+    let outside = |mask: &[bool]| {
+        operands
+            .iter()
+            .zip(mask)
+            .any(|(is_linear, allowed)| *is_linear && !allowed)
+    };
+    match ops::linearity(&stmt.expr) {
+        ops::Linearity::Structural(mask) => {
+            if outside(&mask) {
+                return Some(format!(
+                    "`{name}` uses a linear value where it is not linear"
+                ));
+            }
+            if !stmt.binders.iter().all(|binder| linear.contains(binder)) {
+                return Some(format!(
+                    "`{name}` of a linear value binds a non-linear variable"
+                ));
+            }
+            None
+        }
+        ops::Linearity::Compound(mask) => {
+            outside(&mask).then(|| format!("`{name}` uses a linear value where it is not linear"))
+        }
+        ops::Linearity::Prim(crate::prim::Linearity::Linear) => None,
+        ops::Linearity::Prim(crate::prim::Linearity::Bilinear) => (!operands.contains(&false))
+            .then(|| format!("`{name}` of linear values only is not linear")),
+        ops::Linearity::Prim(
+            crate::prim::Linearity::Nonlinear | crate::prim::Linearity::NonDifferentiable,
+        )
+        | ops::Linearity::Excluded => Some(format!("`{name}` of a linear value is not linear")),
     }
 }
 
@@ -366,289 +399,53 @@ pub fn expr_types(program: &Program, expr: &Expr) -> Result<Vec<ArrTy>, String> 
             let elem = prim.result_elem(&elems).map_err(|error| error.0)?;
             one(ArrTy::new(shape, elem))
         }
-        Expr::Build1 { size, body } => {
-            let block = block(program, *body)?;
-            expect_index_params(program, block, 1, "build1")?;
-            let results = result_tys(program, block)?;
-            Ok(results.into_iter().map(|ty| prepend(*size, ty)).collect())
-        }
-        Expr::Index { array, index } => {
-            let ty = atom_ty(program, array)?;
-            if index.len() > ty.rank() {
-                return Err(format!(
-                    "index with {} indices into rank {}",
-                    index.len(),
-                    ty.rank()
-                ));
-            }
-            for atom in index {
-                expect_index(&atom_ty(program, atom)?, "an index")?;
-            }
-            one(ArrTy::new(ty.shape[index.len()..].to_vec(), ty.elem))
-        }
-        Expr::SumOuter(array) => {
-            let ty = atom_ty(program, array)?;
-            if ty.rank() == 0 {
-                return Err("sumOuter of a rank-0 array".to_string());
-            }
-            expect_numeric(ty.elem, "sumOuter")?;
-            one(ArrTy::new(ty.shape[1..].to_vec(), ty.elem))
-        }
-        Expr::Gather { shape, array, body } => {
-            let ty = atom_ty(program, array)?;
-            let block = block(program, *body)?;
-            let n_params = block.params.len();
-            expect_index_params(program, block, n_params, "gather")?;
-            let n_results = expect_index_results(program, block, "gather")?;
-            if n_params > shape.len() || n_results > ty.rank() {
-                return Err(format!(
-                    "gather from rank {} into rank {} with {n_params} params and {n_results} results",
-                    ty.rank(),
-                    shape.len()
-                ));
-            }
-            if shape[n_params..] != ty.shape[n_results..] {
-                return Err(format!(
-                    "gather: the trailing shape {:?} of the result differs from {:?} of the source",
-                    &shape[n_params..],
-                    &ty.shape[n_results..]
-                ));
-            }
-            one(ArrTy::new(shape.clone(), ty.elem))
-        }
-        Expr::Scatter { shape, array, body } => {
-            let ty = atom_ty(program, array)?;
-            expect_numeric(ty.elem, "scatter")?;
-            let block = block(program, *body)?;
-            let n_params = block.params.len();
-            expect_index_params(program, block, n_params, "scatter")?;
-            let n_results = expect_index_results(program, block, "scatter")?;
-            if n_params > ty.rank() || n_results > shape.len() {
-                return Err(format!(
-                    "scatter from rank {} into rank {} with {n_params} params and {n_results} results",
-                    ty.rank(),
-                    shape.len()
-                ));
-            }
-            if shape[n_results..] != ty.shape[n_params..] {
-                return Err(format!(
-                    "scatter: the trailing shape {:?} of the result differs from {:?} of the source",
-                    &shape[n_results..],
-                    &ty.shape[n_params..]
-                ));
-            }
-            one(ArrTy::new(shape.clone(), ty.elem))
-        }
-        Expr::Table(atoms) => {
-            let Some(first) = atoms.first() else {
-                return Err("the type of an empty table cannot be inferred".to_string());
-            };
-            let ty = atom_ty(program, first)?;
-            for atom in atoms {
-                let other = atom_ty(program, atom)?;
-                if other != ty {
-                    return Err(format!(
-                        "table elements have different types {} and {}",
-                        ty_text(&ty),
-                        ty_text(&other)
-                    ));
-                }
-            }
-            one(prepend(atoms.len(), ty))
-        }
-        Expr::Replicate { count, array } => one(prepend(*count, atom_ty(program, array)?)),
-        Expr::Transpose { perm, array } => {
-            let ty = atom_ty(program, array)?;
-            let mut seen = vec![false; perm.len()];
-            for &axis in perm {
-                match seen.get_mut(axis) {
-                    Some(slot) if !*slot => *slot = true,
-                    _ => return Err(format!("tr {perm:?} is not a permutation")),
-                }
-            }
-            if perm.len() > ty.rank() {
-                return Err(format!("tr {perm:?} of a rank-{} array", ty.rank()));
-            }
-            let mut shape = ty.shape.clone();
-            for (axis, &from) in perm.iter().enumerate() {
-                shape[axis] = ty.shape[from];
-            }
-            one(ArrTy::new(shape, ty.elem))
-        }
-        Expr::Reshape { shape, array } => {
-            let ty = atom_ty(program, array)?;
-            let n_elems: usize = shape.iter().product();
-            if n_elems != ty.n_elems() {
-                return Err(format!(
-                    "reshape {shape:?} ({n_elems} elements) of {} ({} elements)",
-                    ty_text(&ty),
-                    ty.n_elems()
-                ));
-            }
-            one(ArrTy::new(shape.clone(), ty.elem))
-        }
+        Expr::Build1 { size, body } => ops::build::build1_tys(program, *size, *body),
+        Expr::Index { array, index } => one(ops::build::index_ty(program, array, index)?),
+        Expr::SumOuter(array) => one(ops::sum_outer::result_ty(program, array)?),
+        Expr::Gather { shape, array, body } => one(ops::gather_scatter::gather_ty(
+            program, shape, array, *body,
+        )?),
+        Expr::Scatter { shape, array, body } => one(ops::gather_scatter::scatter_ty(
+            program, shape, array, *body,
+        )?),
+        Expr::Table(atoms) => one(ops::build::table_ty(program, atoms)?),
+        Expr::Replicate { count, array } => one(ops::layout::replicate_ty(program, *count, array)?),
+        Expr::Transpose { perm, array } => one(ops::layout::transpose_ty(program, perm, array)?),
+        Expr::Reshape { shape, array } => one(ops::layout::reshape_ty(program, shape, array)?),
         Expr::Cond {
             cond,
             then_block,
             else_block,
-        } => {
-            let cond_ty = atom_ty(program, cond)?;
-            if cond_ty != ArrTy::scalar(Elem::Bool) {
-                return Err(format!("cond on {}, not a bool scalar", ty_text(&cond_ty)));
-            }
-            let then_block = block(program, *then_block)?;
-            let else_block = block(program, *else_block)?;
-            if !then_block.params.is_empty() || !else_block.params.is_empty() {
-                return Err("cond branches take no params".to_string());
-            }
-            let then_tys = result_tys(program, then_block)?;
-            let else_tys = result_tys(program, else_block)?;
-            if then_tys != else_tys {
-                return Err(format!(
-                    "cond branches have different result types ({}) and ({})",
-                    tys_text(&then_tys),
-                    tys_text(&else_tys)
-                ));
-            }
-            Ok(then_tys)
-        }
-        Expr::Iota(size) => one(ArrTy::new(vec![*size], Elem::I64)),
+        } => ops::cond::result_tys(program, cond, *then_block, *else_block),
+        Expr::Iota(size) => one(ops::build::iota_ty(*size)),
         Expr::Fold {
             size: _,
             init,
             body,
-        } => {
-            let (carry_tys, _) = loop_tys(program, init, *body, "fold")?;
-            Ok(carry_tys)
-        }
-        Expr::Scan { size, init, body } => {
-            let (mut tys, y_tys) = loop_tys(program, init, *body, "scan")?;
-            tys.extend(y_tys.into_iter().map(|ty| prepend(*size, ty)));
-            Ok(tys)
-        }
+        } => ops::loops::fold_tys(program, init, *body),
+        Expr::Scan { size, init, body } => ops::loops::scan_tys(program, *size, init, *body),
         Expr::Monoid {
             kind,
             arrays,
             init,
             op,
-        } => crate::ops::monoid::result_tys(program, *kind, arrays, init, *op),
+        } => ops::monoid::result_tys(program, *kind, arrays, init, *op),
         Expr::Derivative {
             mode,
             primals,
             seeds,
             func,
-        } => derivative_tys(program, *mode, primals, seeds, *func),
+        } => ops::derivative::result_tys(program, *mode, primals, seeds, *func),
     }
 }
 
-/// The binders of a derivative: the function's results, then the tangents of its results
-/// (`jvp`) or the cotangents of its params (`vjp`); the seeds are tangents of the params
-/// or cotangents of the results.
-fn derivative_tys(
-    program: &Program,
-    mode: AdMode,
-    primals: &[Atom],
-    seeds: &[Atom],
-    func: BlockId,
-) -> Result<Vec<ArrTy>, String> {
-    let atom_tys = |atoms: &[Atom]| {
-        atoms
-            .iter()
-            .map(|atom| atom_ty(program, atom))
-            .collect::<Result<Vec<_>, _>>()
-    };
-    let block = block(program, func)?;
-    let param_tys = block
-        .params
-        .iter()
-        .map(|&var| var_ty(program, var))
-        .collect::<Result<Vec<_>, _>>()?;
-    let primal_tys = atom_tys(primals)?;
-    if primal_tys != param_tys {
-        return Err(format!(
-            "derivative of a function of ({}) at ({})",
-            tys_text(&param_tys),
-            tys_text(&primal_tys)
-        ));
-    }
-    let result_tys = result_tys(program, block)?;
-    let (seeded, derived) = match mode {
-        AdMode::Jvp => (&param_tys, &result_tys),
-        AdMode::Vjp => (&result_tys, &param_tys),
-    };
-    let seed_tys = atom_tys(seeds)?;
-    if &seed_tys != seeded {
-        return Err(format!(
-            "derivative seeds have types ({}) but must have types ({})",
-            tys_text(&seed_tys),
-            tys_text(seeded)
-        ));
-    }
-    Ok(result_tys.iter().chain(derived).cloned().collect())
-}
-
-/// The carry types of a fold/scan, checked against its body, and the types of the body's
-/// extra results (the ys of a scan; a fold must have none).
-fn loop_tys(
-    program: &Program,
-    init: &[Atom],
-    body: BlockId,
-    what: &str,
-) -> Result<(Vec<ArrTy>, Vec<ArrTy>), String> {
-    let carry_tys = init
-        .iter()
-        .map(|atom| atom_ty(program, atom))
-        .collect::<Result<Vec<_>, _>>()?;
-    let block = block(program, body)?;
-    if block.params.len() != 1 + carry_tys.len() {
-        return Err(format!(
-            "{what} body has {} params, expected an index and {} carries",
-            block.params.len(),
-            carry_tys.len()
-        ));
-    }
-    expect_index(
-        &var_ty(program, block.params[0])?,
-        &format!("the {what} index"),
-    )?;
-    let param_tys = block.params[1..]
-        .iter()
-        .map(|&var| var_ty(program, var))
-        .collect::<Result<Vec<_>, _>>()?;
-    if param_tys != carry_tys {
-        return Err(format!(
-            "{what} carry params have types ({}) but the initial values ({})",
-            tys_text(&param_tys),
-            tys_text(&carry_tys)
-        ));
-    }
-    let mut results = result_tys(program, block)?;
-    let n_carry = carry_tys.len();
-    let extra_allowed = what == "scan";
-    if results.len() < n_carry || (!extra_allowed && results.len() != n_carry) {
-        return Err(format!(
-            "{what} body returns {} results for {n_carry} carries",
-            results.len()
-        ));
-    }
-    let ys = results.split_off(n_carry);
-    if results != carry_tys {
-        return Err(format!(
-            "{what} body returns carries of types ({}) but the carries have types ({})",
-            tys_text(&results),
-            tys_text(&carry_tys)
-        ));
-    }
-    Ok((carry_tys, ys))
-}
-
-fn prepend(size: usize, ty: ArrTy) -> ArrTy {
+pub(crate) fn prepend(size: usize, ty: ArrTy) -> ArrTy {
     let mut shape = vec![size];
     shape.extend(ty.shape);
     ArrTy::new(shape, ty.elem)
 }
 
-fn var_ty(program: &Program, var: VarId) -> Result<ArrTy, String> {
+pub(crate) fn var_ty(program: &Program, var: VarId) -> Result<ArrTy, String> {
     program
         .vars
         .get(var)
@@ -656,21 +453,21 @@ fn var_ty(program: &Program, var: VarId) -> Result<ArrTy, String> {
         .ok_or_else(|| format!("{var} is out of range"))
 }
 
-fn atom_ty(program: &Program, atom: &Atom) -> Result<ArrTy, String> {
+pub(crate) fn atom_ty(program: &Program, atom: &Atom) -> Result<ArrTy, String> {
     match atom {
         Atom::Var(var) => var_ty(program, *var),
         Atom::Lit(scalar) => Ok(ArrTy::scalar(scalar.elem())),
     }
 }
 
-fn block(program: &Program, block: BlockId) -> Result<&Block, String> {
+pub(crate) fn block(program: &Program, block: BlockId) -> Result<&Block, String> {
     program
         .blocks
         .get(block)
         .ok_or_else(|| format!("block {block} is out of range"))
 }
 
-fn result_tys(program: &Program, block: &Block) -> Result<Vec<ArrTy>, String> {
+pub(crate) fn result_tys(program: &Program, block: &Block) -> Result<Vec<ArrTy>, String> {
     block
         .results
         .iter()
@@ -678,7 +475,7 @@ fn result_tys(program: &Program, block: &Block) -> Result<Vec<ArrTy>, String> {
         .collect()
 }
 
-fn expect_index(ty: &ArrTy, what: &str) -> Result<(), String> {
+pub(crate) fn expect_index(ty: &ArrTy, what: &str) -> Result<(), String> {
     if *ty == ArrTy::scalar(Elem::I64) {
         Ok(())
     } else {
@@ -686,7 +483,7 @@ fn expect_index(ty: &ArrTy, what: &str) -> Result<(), String> {
     }
 }
 
-fn expect_numeric(elem: Elem, what: &str) -> Result<(), String> {
+pub(crate) fn expect_numeric(elem: Elem, what: &str) -> Result<(), String> {
     if elem.is_numeric() {
         Ok(())
     } else {
@@ -698,7 +495,7 @@ fn expect_numeric(elem: Elem, what: &str) -> Result<(), String> {
 }
 
 /// The block has `n_params` params, all `I64` scalars.
-fn expect_index_params(
+pub(crate) fn expect_index_params(
     program: &Program,
     block: &Block,
     n_params: usize,
@@ -717,14 +514,18 @@ fn expect_index_params(
 }
 
 /// The block's results are all `I64` scalars; returns their number.
-fn expect_index_results(program: &Program, block: &Block, what: &str) -> Result<usize, String> {
+pub(crate) fn expect_index_results(
+    program: &Program,
+    block: &Block,
+    what: &str,
+) -> Result<usize, String> {
     for atom in &block.results {
         expect_index(&atom_ty(program, atom)?, &format!("a {what} index result"))?;
     }
     Ok(block.results.len())
 }
 
-fn tys_text(tys: &[ArrTy]) -> String {
+pub(crate) fn tys_text(tys: &[ArrTy]) -> String {
     tys.iter().map(ty_text).collect::<Vec<_>>().join(", ")
 }
 
@@ -941,6 +742,35 @@ mod tests {
         );
         let missing = program_text("  %9: []f64 = %11", "%9");
         assert!(parse_program(&missing).is_err(), "%11 is never bound");
+    }
+
+    #[test]
+    fn linear_values_are_used_only_where_their_operation_is_linear() {
+        let mut b = Builder::new();
+        let x = b.input(ArrTy::new(vec![2], Elem::F64), "x");
+        let x_dot = b.input(ArrTy::new(vec![2], Elem::F64), "x_dot");
+        let scaled = b.prim(Prim::Mul, &[x, x_dot]);
+        let squared = b.prim(Prim::Mul, &[x_dot, x_dot]);
+        let exp = b.prim(Prim::Exp, &[x_dot]);
+        let sum = b.let1(Expr::SumOuter(scaled));
+        let program = b.finish(vec![squared, exp, sum]);
+        let var = |atom: Atom| match atom {
+            Atom::Var(var) => var,
+            Atom::Lit(_) => unreachable!("the test binds variables"),
+        };
+        // `sum` is left out of the linear variables on purpose.
+        let linear = [x_dot, scaled, squared, exp].map(var).into_iter().collect();
+        let main = &program.blocks[program.main].stmts;
+        let errors = verify_linearity(&program, main, &linear).unwrap_err();
+        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        expect_test::expect![[r#"
+            [
+                "%3: `mul` of linear values only is not linear",
+                "%4: `exp` of a linear value is not linear",
+                "%5: `sumOuter` of a linear value binds a non-linear variable",
+            ]
+        "#]]
+        .assert_debug_eq(&messages);
     }
 
     #[test]

@@ -1,8 +1,64 @@
-//! Generic traversals of the core IR: rewriting the atoms an expression uses, and walking
-//! every block reachable from a block.
+//! Generic traversals of the core IR: the atoms and blocks an expression uses (read or
+//! rewritten), and walks over every block reachable from a block.
+//!
+//! These visitors are the only place outside the operations' rule homes (`ops`) that lists
+//! the variants of `Expr` to find their operands: a pass that only needs "the atoms" or "the
+//! blocks" of a statement uses them, so that a new variant is added here once.
 
 use super::ir::{Atom, BlockId, Expr, Program};
-use super::verify::expr_blocks;
+
+/// The atoms an expression uses directly (not those inside its blocks), in order.
+pub fn expr_atoms(expr: &Expr) -> Vec<Atom> {
+    match expr {
+        Expr::Atom(atom)
+        | Expr::SumOuter(atom)
+        | Expr::Gather { array: atom, .. }
+        | Expr::Scatter { array: atom, .. }
+        | Expr::Replicate { array: atom, .. }
+        | Expr::Transpose { array: atom, .. }
+        | Expr::Reshape { array: atom, .. }
+        | Expr::Cond { cond: atom, .. } => vec![*atom],
+        Expr::Prim(_, atoms)
+        | Expr::Table(atoms)
+        | Expr::Fold { init: atoms, .. }
+        | Expr::Scan { init: atoms, .. } => atoms.clone(),
+        Expr::Derivative { primals, seeds, .. }
+        | Expr::Monoid {
+            arrays: primals,
+            init: seeds,
+            ..
+        } => primals.iter().chain(seeds).copied().collect(),
+        Expr::Index { array, index } => std::iter::once(array).chain(index).copied().collect(),
+        Expr::Build1 { .. } | Expr::Iota(_) => Vec::new(),
+    }
+}
+
+/// The blocks an expression owns, in order.
+pub fn expr_blocks(expr: &Expr) -> Vec<BlockId> {
+    match expr {
+        Expr::Build1 { body, .. }
+        | Expr::Gather { body, .. }
+        | Expr::Scatter { body, .. }
+        | Expr::Fold { body, .. }
+        | Expr::Scan { body, .. }
+        | Expr::Monoid { op: body, .. }
+        | Expr::Derivative { func: body, .. } => vec![*body],
+        Expr::Cond {
+            then_block,
+            else_block,
+            ..
+        } => vec![*then_block, *else_block],
+        Expr::Atom(_)
+        | Expr::Prim(..)
+        | Expr::Index { .. }
+        | Expr::SumOuter(_)
+        | Expr::Table(_)
+        | Expr::Replicate { .. }
+        | Expr::Transpose { .. }
+        | Expr::Reshape { .. }
+        | Expr::Iota(_) => Vec::new(),
+    }
+}
 
 /// Applies `f` to every atom an expression uses directly (not those inside its blocks).
 pub fn map_expr_atoms(expr: &mut Expr, f: &mut impl FnMut(Atom) -> Atom) {
@@ -40,6 +96,36 @@ pub fn map_expr_atoms(expr: &mut Expr, f: &mut impl FnMut(Atom) -> Atom) {
             }
         }
         Expr::Build1 { .. } | Expr::Iota(_) => {}
+    }
+}
+
+/// Applies `f` to every block an expression owns, in `expr_blocks` order.
+pub fn map_expr_blocks(expr: &mut Expr, f: &mut impl FnMut(BlockId) -> BlockId) {
+    match expr {
+        Expr::Build1 { body, .. }
+        | Expr::Gather { body, .. }
+        | Expr::Scatter { body, .. }
+        | Expr::Fold { body, .. }
+        | Expr::Scan { body, .. }
+        | Expr::Monoid { op: body, .. }
+        | Expr::Derivative { func: body, .. } => *body = f(*body),
+        Expr::Cond {
+            then_block,
+            else_block,
+            ..
+        } => {
+            *then_block = f(*then_block);
+            *else_block = f(*else_block);
+        }
+        Expr::Atom(_)
+        | Expr::Prim(..)
+        | Expr::Index { .. }
+        | Expr::SumOuter(_)
+        | Expr::Table(_)
+        | Expr::Replicate { .. }
+        | Expr::Transpose { .. }
+        | Expr::Reshape { .. }
+        | Expr::Iota(_) => {}
     }
 }
 

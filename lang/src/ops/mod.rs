@@ -1,10 +1,155 @@
 //! Rule homes of IR operations: one module per operation (or family) holding every rule of
-//! the operation together — type rule, reference evaluation, batching (BOT), JVP, transpose
-//! and cost — so that adding an operation is one file and the compiler points at the arms
-//! the generic passes need (issue #11 §0).
+//! the operation together — type rule, reference evaluation, batching (BOT), JVP, transpose,
+//! cost and fusion class — so that adding an operation is one file and the compiler points
+//! at the arms the generic passes need (issue #11 §0).
 //!
-//! Only the monoid operations live here so far; the other structural operations still keep
-//! their rules in `core::verify`, `core::interp`, `exec`, `passes::bot`, `passes::ad` and
-//! `core::cost` (TODO(#11): move them here one by one).
+//! | module | operations |
+//! |---|---|
+//! | `build` | `build1`, `index`, `iota`, literal tables |
+//! | `sum_outer` | `sumOuter` |
+//! | `gather_scatter` | `gather`, `scatter` |
+//! | `layout` | `replicate`, `tr`, `reshape` |
+//! | `cond` | `cond` |
+//! | `loops` | `fold`, `scan` |
+//! | `monoid` | `reduce`, `assoc_scan`, `assoc_scan_right` |
+//! | `derivative` | `jvp`/`vjp` statements before the `ad` pass expands them |
+//!
+//! The elementwise primitives (`Expr::Prim`) have their homes in `prim`, one file per family.
+//!
+//! Each concern has one generic place that dispatches to the homes with an exhaustive `match`
+//! on `Expr` (no `_ =>` arm), so a new variant makes the compiler list every rule it lacks:
+//! the type rule in `core::verify::expr_types`, reference evaluation in
+//! `core::interp::Interp::eval_stmt`, batching in `passes::bot::Batcher::batch_stmt`, JVP and
+//! transpose in `passes::ad` (`jvp_stmt`, `transpose_stmt`), cost in `core::cost`, and here
+//! the linearity (`linearity`) and fusion class (`fusion_class`). The engine (`exec`) and the
+//! exports keep their kernels of each operation. Generic walks over the atoms and blocks of a
+//! statement go through `core::visit`.
 
+pub mod build;
+pub mod cond;
+pub mod derivative;
+pub mod gather_scatter;
+pub mod layout;
+pub mod loops;
 pub mod monoid;
+pub mod sum_outer;
+
+use crate::core::ir::{Expr, Program};
+
+/// How an operation's results depend on its operands, for differentiation (STYLE.md §1:
+/// linearity recorded per operation, never discovered at run time).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Linearity {
+    /// Linear, jointly, in the operands marked `true` (in `core::visit::expr_atoms` order) and
+    /// independent of the values of the others (shapes, indices): its JVP is the operation
+    /// itself on the tangents, and in a linear program linear variables appear only in the
+    /// marked positions.
+    Structural(Vec<bool>),
+    /// An elementwise primitive: `Prim::linearity`.
+    Prim(crate::prim::Linearity),
+    /// An operation with blocks whose statements decide its linearity (`cond`, `fold`,
+    /// `scan`, the monoid operations): differentiated by a rule of its own in its home. The
+    /// operands marked `true` may be linear; the others (a condition) may not.
+    Compound(Vec<bool>),
+    /// Never differentiated: `build1` (AD runs on BOT output) and `jvp`/`vjp` statements
+    /// (expanded before).
+    Excluded,
+}
+
+/// The linearity of an operation (see `Linearity`).
+pub fn linearity(expr: &Expr) -> Linearity {
+    let n_operands = crate::core::visit::expr_atoms(expr).len();
+    let first_only = || {
+        let mut mask = vec![false; n_operands];
+        mask[0] = true;
+        Linearity::Structural(mask)
+    };
+    match expr {
+        Expr::Atom(_) | Expr::Table(_) => Linearity::Structural(vec![true; n_operands]),
+        // `index`: linear in the array, not in the indices.
+        Expr::Index { .. }
+        | Expr::Gather { .. }
+        | Expr::Scatter { .. }
+        | Expr::SumOuter(_)
+        | Expr::Replicate { .. }
+        | Expr::Transpose { .. }
+        | Expr::Reshape { .. } => first_only(),
+        // An integer result: no tangent, linear in nothing.
+        Expr::Iota(_) => Linearity::Structural(Vec::new()),
+        Expr::Prim(prim, _) => Linearity::Prim(prim.linearity()),
+        Expr::Cond { .. } => Linearity::Compound(vec![false]),
+        Expr::Fold { .. } | Expr::Scan { .. } | Expr::Monoid { .. } => {
+            Linearity::Compound(vec![true; n_operands])
+        }
+        Expr::Build1 { .. } | Expr::Derivative { .. } => Linearity::Excluded,
+    }
+}
+
+/// How the fuser (`passes::fuse`) treats a statement of the block it fuses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FusionClass {
+    /// Computes nothing per element (copies, `replicate`, `tr`, `reshape`, `iota`, `index`,
+    /// a gather with a scalar index function): always inlined into its readers, which ask
+    /// for its element at some coordinates.
+    View,
+    /// Computes its element from its operands' elements at the same coordinates (elementwise
+    /// primitives): inlined into its readers unless that recomputes it.
+    Pull,
+    /// A reduction over the outer axis (`sumOuter`): a kernel whose body is its producer.
+    Reduce,
+    /// A step of its own whose inputs and outputs are materialised (loops, `cond`, `scatter`,
+    /// tables, gathers with blocks in their index function, the monoid operations).
+    Bulk,
+}
+
+/// The fusion class of an operation (see `FusionClass`).
+pub fn fusion_class(program: &Program, expr: &Expr) -> FusionClass {
+    match expr {
+        Expr::Atom(_)
+        | Expr::Replicate { .. }
+        | Expr::Transpose { .. }
+        | Expr::Reshape { .. }
+        | Expr::Iota(_)
+        | Expr::Index { .. } => FusionClass::View,
+        Expr::Gather { body, .. } => gather_scatter::gather_fusion_class(program, *body),
+        Expr::Prim(..) => FusionClass::Pull,
+        Expr::SumOuter(_) => FusionClass::Reduce,
+        Expr::Build1 { .. }
+        | Expr::Scatter { .. }
+        | Expr::Table(_)
+        | Expr::Cond { .. }
+        | Expr::Fold { .. }
+        | Expr::Scan { .. }
+        // A monoid reduce or scan is a bulk step of its own, run in parallel chunks by
+        // `exec::monoid` (TODO(#11): fuse its producers into its chunk loop).
+        | Expr::Monoid { .. }
+        | Expr::Derivative { .. } => FusionClass::Bulk,
+    }
+}
+
+/// The ranges of the index params of an operation's blocks, in order: param `j` of a block
+/// of `expr` lies in `0..bounds[j]` (its later params, such as a loop's carries, are not
+/// indices). The BOT's index pushing uses them (Note [Pushing index down]).
+pub fn index_param_bounds(program: &Program, expr: &Expr) -> Vec<usize> {
+    match expr {
+        Expr::Build1 { size, .. } | Expr::Fold { size, .. } | Expr::Scan { size, .. } => {
+            vec![*size]
+        }
+        // The index function ranges over the leading axes of the result (gather) or of the
+        // source (scatter).
+        Expr::Gather { shape, .. } => shape.clone(),
+        Expr::Scatter { array, .. } => program.atom_ty(array).shape,
+        // An operator's params are scalar operands, a derivative's function's params values.
+        Expr::Monoid { .. } | Expr::Derivative { .. } => Vec::new(),
+        Expr::Cond { .. }
+        | Expr::Atom(_)
+        | Expr::Prim(..)
+        | Expr::Index { .. }
+        | Expr::SumOuter(_)
+        | Expr::Table(_)
+        | Expr::Replicate { .. }
+        | Expr::Transpose { .. }
+        | Expr::Reshape { .. }
+        | Expr::Iota(_) => Vec::new(),
+    }
+}

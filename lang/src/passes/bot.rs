@@ -14,17 +14,20 @@
 //!   that it can become part of a gather's index function (Fig 11: `build1 k (λi. index x ix)
 //!   ~> gather (k:::sh) x (λ[i]. ix)`), and only materialised when data needs it.
 //!
-//! Each statement form has one rule below, citing the Fig 9/11 rule it reads. Builds are
+//! Each statement form has one rule, citing the Fig 9/11 rule it reads, in its operation's
+//! home in `ops` (`Batcher::batch_stmt` dispatches to them; elementwise primitives are
+//! batched here, `batch_prim`). Builds are
 //! transformed innermost first, so a body never contains a `build1` when it is batched.
-//! Conditionals with a batched condition become strict selects (§5.2). `fold`/`scan` inside a
-//! build run once over batched state (the carries that depend on `i` get the batch axis).
+//! Conditionals with a batched condition become strict selects (§5.2, `ops::cond`).
+//! `fold`/`scan` inside a build run once over batched state (the carries that depend on `i`
+//! get the batch axis, `ops::loops`).
 
 use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::cleanup;
 use super::pipeline::{Log, Pass, PassKind};
-use crate::core::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
 use crate::core::verify::{expr_atoms, expr_blocks};
 use crate::core::visit::collect_uses;
 use crate::prim::Prim;
@@ -161,7 +164,7 @@ impl Batcher<'_> {
 
     // ----- statuses -----
 
-    fn status(&self, atom: Atom) -> Status {
+    pub(crate) fn status(&self, atom: Atom) -> Status {
         match atom {
             Atom::Var(var) => self
                 .env
@@ -172,8 +175,14 @@ impl Batcher<'_> {
         }
     }
 
-    fn is_unbatched(&self, atom: Atom) -> bool {
+    pub(crate) fn is_unbatched(&self, atom: Atom) -> bool {
         matches!(self.status(atom), Status::Unbatched(_))
+    }
+
+    /// The batched type and the hint of a statement's binder (for its bulk replacement).
+    pub(crate) fn batched_binder(&self, binder: VarId) -> (ArrTy, String) {
+        let ty = self.batched_ty(self.program.var_ty(binder));
+        (ty, self.program.vars[binder].hint.clone())
     }
 
     pub(crate) fn batched_ty(&self, ty: &ArrTy) -> ArrTy {
@@ -182,7 +191,7 @@ impl Batcher<'_> {
         ArrTy::new(shape, ty.elem)
     }
 
-    fn new_var(&mut self, ty: ArrTy, hint: &str) -> VarId {
+    pub(crate) fn new_var(&mut self, ty: ArrTy, hint: &str) -> VarId {
         self.program.new_var(ty, hint)
     }
 
@@ -201,7 +210,7 @@ impl Batcher<'_> {
 
     /// The bulk array of a value: unbatched values are replicated (Fig 9's leaf rule), index
     /// expressions are computed over `iota k`.
-    fn force(&mut self, status: Status) -> VarId {
+    pub(crate) fn force(&mut self, status: Status) -> VarId {
         match status {
             Status::Batched(var) => var,
             Status::Unbatched(atom) => {
@@ -225,7 +234,7 @@ impl Batcher<'_> {
         self.force(status)
     }
 
-    fn materialise(&mut self, expr: &IxExpr) -> VarId {
+    pub(crate) fn materialise(&mut self, expr: &IxExpr) -> VarId {
         match expr {
             IxExpr::Batch => {
                 if let Some(iota) = self.iota {
@@ -257,7 +266,7 @@ impl Batcher<'_> {
     /// The value of a status inside an index function whose batch parameter is `batch`:
     /// index expressions are emitted as scalar arithmetic, batched arrays are read at the
     /// batch index (the normal form `index x (v ::: ix)` of Theorem 5.1).
-    fn in_lambda(&mut self, status: Status, lambda: BlockId, batch: VarId) -> Atom {
+    pub(crate) fn in_lambda(&mut self, status: Status, lambda: BlockId, batch: VarId) -> Atom {
         match status {
             Status::Unbatched(atom) => atom,
             Status::Index(expr) => self.emit_ix_in(&expr, lambda, batch),
@@ -278,7 +287,7 @@ impl Batcher<'_> {
         }
     }
 
-    fn emit_ix_in(&mut self, expr: &IxExpr, lambda: BlockId, batch: VarId) -> Atom {
+    pub(crate) fn emit_ix_in(&mut self, expr: &IxExpr, lambda: BlockId, batch: VarId) -> Atom {
         match expr {
             IxExpr::Batch => Atom::Var(batch),
             IxExpr::Atom(atom) => *atom,
@@ -298,7 +307,7 @@ impl Batcher<'_> {
     }
 
     /// Whether any atom used in a block (recursively) depends on the batch index.
-    fn block_depends(&self, block: BlockId) -> bool {
+    pub(crate) fn block_depends(&self, block: BlockId) -> bool {
         let block = &self.program.blocks[block];
         block.results.iter().any(|atom| !self.is_unbatched(*atom))
             || block.stmts.iter().any(|stmt| {
@@ -313,7 +322,7 @@ impl Batcher<'_> {
 
     // ----- statements -----
 
-    fn batch_stmt(&mut self, stmt: &Stmt) {
+    pub(crate) fn batch_stmt(&mut self, stmt: &Stmt) {
         let depends = expr_atoms(&stmt.expr)
             .iter()
             .any(|atom| !self.is_unbatched(*atom))
@@ -325,172 +334,23 @@ impl Batcher<'_> {
             self.emit_to(self.target, stmt.binders.clone(), stmt.expr.clone());
             return;
         }
-        let binder = stmt.binders.first().copied();
-        let binder_ty =
-            |batcher: &Self| binder.map(|var| batcher.batched_ty(batcher.program.var_ty(var)));
-        let hint = binder
-            .map(|var| self.program.vars[var].hint.clone())
-            .unwrap_or_default();
+        // A single-result operation binds one variable (the verifier checks it).
+        let binder = || stmt.binders[0];
         let status = match &stmt.expr {
             Expr::Atom(atom) => self.status(*atom),
-            Expr::Prim(prim, args) => {
-                self.batch_prim(*prim, args, binder.expect("a prim binds one variable"))
+            Expr::Prim(prim, args) => self.batch_prim(*prim, args, binder()),
+            Expr::Index { array, index } => self.batch_index(*array, index, binder()),
+            Expr::SumOuter(array) => self.batch_sum_outer(*array, binder()),
+            Expr::Gather { shape, array, body } => {
+                self.batch_gather_scatter(true, shape, *array, *body, binder())
             }
-            Expr::Index { array, index } if index.is_empty() => self.status(*array),
-            Expr::Index { array, index } => {
-                // Fig 11: build1 k (λi. index x ix) ~> gather (k:::sh) x (λ[i]. ix); a batched
-                // array is gathered at its own batch index first.
-                let array_status = self.status(*array);
-                let lambda = self.program.new_block();
-                let batch = self.new_var(ArrTy::scalar(Elem::I64), "i");
-                self.program.blocks[lambda].params = vec![batch];
-                let (source, mut results) = match array_status {
-                    Status::Batched(bulk) => (Atom::Var(bulk), vec![Atom::Var(batch)]),
-                    _ => (*array, Vec::new()),
-                };
-                for ix in index {
-                    let status = self.status(*ix);
-                    results.push(self.in_lambda(status, lambda, batch));
-                }
-                self.program.blocks[lambda].results = results;
-                let ty = binder_ty(self).expect("index binds one variable");
-                Status::Batched(self.emit1(
-                    Expr::Gather {
-                        shape: ty.shape.clone(),
-                        array: source,
-                        body: lambda,
-                    },
-                    ty,
-                    &hint,
-                ))
+            Expr::Scatter { shape, array, body } => {
+                self.batch_gather_scatter(false, shape, *array, *body, binder())
             }
-            Expr::SumOuter(array) => {
-                // Fig 9: build1 k (λi. sumOuter t) ~> sumOuter (tr (build1 k (λi. t))).
-                let bulk = self.force_atom(*array);
-                let ty = self.program.var_ty(bulk).clone();
-                let mut shape = ty.shape.clone();
-                shape.swap(0, 1);
-                let swapped = self.emit1(
-                    Expr::Transpose {
-                        perm: vec![1, 0],
-                        array: Atom::Var(bulk),
-                    },
-                    ArrTy::new(shape, ty.elem),
-                    "tr",
-                );
-                let res_ty = binder_ty(self).expect("sumOuter binds one variable");
-                Status::Batched(self.emit1(Expr::SumOuter(Atom::Var(swapped)), res_ty, &hint))
-            }
-            Expr::Gather { shape, array, body } | Expr::Scatter { shape, array, body } => {
-                // Fig 9: build1 k (λi. gather sh t (λis. ix)) ~> gather (k:::sh) (build1 k (λi. t))
-                // (λ(i:::is). i ::: ix); the same for scatter.
-                let is_gather = matches!(stmt.expr, Expr::Gather { .. });
-                let array_status = self.status(*array);
-                let source = match (is_gather, array_status) {
-                    (true, Status::Unbatched(atom)) => (atom, false),
-                    (_, status) => (Atom::Var(self.force(status)), true),
-                };
-                let lambda = self.rebase_lambda(*body);
-                let batch = self.program.blocks[lambda].params[0];
-                if source.1 {
-                    self.program.blocks[lambda]
-                        .results
-                        .insert(0, Atom::Var(batch));
-                }
-                let mut new_shape = vec![self.size];
-                new_shape.extend(shape);
-                let ty = binder_ty(self).expect("gather/scatter binds one variable");
-                let expr = if is_gather {
-                    Expr::Gather {
-                        shape: new_shape,
-                        array: source.0,
-                        body: lambda,
-                    }
-                } else {
-                    Expr::Scatter {
-                        shape: new_shape,
-                        array: source.0,
-                        body: lambda,
-                    }
-                };
-                Status::Batched(self.emit1(expr, ty, &hint))
-            }
-            Expr::Table(items) => {
-                // Fig 9: build1 k (λi. [t1, …, tn]) ~> tr [build1 k (λi. t1), …].
-                let items: Vec<Atom> = items
-                    .iter()
-                    .map(|item| Atom::Var(self.force_atom(*item)))
-                    .collect();
-                let res_ty = binder_ty(self).expect("a table binds one variable");
-                let mut table_shape = res_ty.shape.clone();
-                table_shape.swap(0, 1);
-                let table = self.emit1(
-                    Expr::Table(items),
-                    ArrTy::new(table_shape, res_ty.elem),
-                    "table",
-                );
-                Status::Batched(self.emit1(
-                    Expr::Transpose {
-                        perm: vec![1, 0],
-                        array: Atom::Var(table),
-                    },
-                    res_ty,
-                    &hint,
-                ))
-            }
-            Expr::Replicate { count, array } => {
-                // Fig 9: build1 k (λi. replicate n t) ~> tr (replicate n (build1 k (λi. t))).
-                let bulk = self.force_atom(*array);
-                let res_ty = binder_ty(self).expect("replicate binds one variable");
-                let mut rep_shape = res_ty.shape.clone();
-                rep_shape.swap(0, 1);
-                let rep = self.emit1(
-                    Expr::Replicate {
-                        count: *count,
-                        array: Atom::Var(bulk),
-                    },
-                    ArrTy::new(rep_shape, res_ty.elem),
-                    "rep",
-                );
-                Status::Batched(self.emit1(
-                    Expr::Transpose {
-                        perm: vec![1, 0],
-                        array: Atom::Var(rep),
-                    },
-                    res_ty,
-                    &hint,
-                ))
-            }
-            Expr::Transpose { perm, array } => {
-                // Fig 9: build1 k (λi. tr_b t) ~> tr_(0, b+1) (build1 k (λi. t)).
-                let bulk = self.force_atom(*array);
-                let mut new_perm = vec![0];
-                new_perm.extend(perm.iter().map(|axis| axis + 1));
-                let res_ty = binder_ty(self).expect("transpose binds one variable");
-                Status::Batched(self.emit1(
-                    Expr::Transpose {
-                        perm: new_perm,
-                        array: Atom::Var(bulk),
-                    },
-                    res_ty,
-                    &hint,
-                ))
-            }
-            Expr::Reshape { shape, array } => {
-                // Fig 9: build1 k (λi. reshape sh t) ~> reshape (k:::sh) (build1 k (λi. t)).
-                let bulk = self.force_atom(*array);
-                let mut new_shape = vec![self.size];
-                new_shape.extend(shape);
-                let res_ty = binder_ty(self).expect("reshape binds one variable");
-                Status::Batched(self.emit1(
-                    Expr::Reshape {
-                        shape: new_shape,
-                        array: Atom::Var(bulk),
-                    },
-                    res_ty,
-                    &hint,
-                ))
-            }
+            Expr::Table(items) => self.batch_table(items, binder()),
+            Expr::Replicate { count, array } => self.batch_replicate(*count, *array, binder()),
+            Expr::Transpose { perm, array } => self.batch_transpose(perm, *array, binder()),
+            Expr::Reshape { shape, array } => self.batch_reshape(shape, *array, binder()),
             Expr::Cond {
                 cond,
                 then_block,
@@ -520,9 +380,7 @@ impl Batcher<'_> {
             Expr::Build1 { .. } => unreachable!("builds are transformed innermost first"),
             Expr::Derivative { .. } => unreachable!("{}", crate::core::ir::EXPANDED),
         };
-        if let Some(binder) = binder {
-            self.env.insert(binder, status);
-        }
+        self.env.insert(binder(), status);
     }
 
     fn batch_prim(&mut self, prim: Prim, args: &[Atom], binder: VarId) -> Status {
@@ -556,7 +414,7 @@ impl Batcher<'_> {
 
     /// A copy of an index function with a new leading batch parameter, in which uses of the
     /// build's variables are replaced by their values at the batch index.
-    fn rebase_lambda(&mut self, body: BlockId) -> BlockId {
+    pub(crate) fn rebase_lambda(&mut self, body: BlockId) -> BlockId {
         let old = self.program.blocks[body].clone();
         let lambda = self.program.new_block();
         let batch = self.new_var(ArrTy::scalar(Elem::I64), "i");
@@ -599,7 +457,7 @@ impl Batcher<'_> {
     }
 
     /// The value of an atom inside the index function `lambda` (memoised per variable).
-    fn remap_into(
+    pub(crate) fn remap_into(
         &mut self,
         memo: &mut HashMap<VarId, Atom>,
         lambda: BlockId,
@@ -618,66 +476,8 @@ impl Batcher<'_> {
         res
     }
 
-    /// `cond` inside a build: with an unbatched condition both branches are batched in place;
-    /// with a batched condition both are evaluated in bulk and combined with a strict select
-    /// (seed 001 §5.2; Fig 9 writes it as `index [u, v] [cond b 0 1]`).
-    fn batch_cond(
-        &mut self,
-        cond: Atom,
-        then_block: BlockId,
-        else_block: BlockId,
-        binders: &[VarId],
-    ) {
-        let cond_status = self.status(cond);
-        if let Status::Unbatched(cond_atom) = cond_status {
-            let all_batched = vec![true; binders.len()];
-            let then_new = self.batch_subblock(then_block, Vec::new(), &all_batched);
-            let else_new = self.batch_subblock(else_block, Vec::new(), &all_batched);
-            let new_binders: Vec<VarId> = binders
-                .iter()
-                .map(|binder| {
-                    let ty = self.batched_ty(self.program.var_ty(*binder));
-                    let hint = self.program.vars[*binder].hint.clone();
-                    self.new_var(ty, &hint)
-                })
-                .collect();
-            self.emit_to(
-                self.target,
-                new_binders.clone(),
-                Expr::Cond {
-                    cond: cond_atom,
-                    then_block: then_new,
-                    else_block: else_new,
-                },
-            );
-            for (binder, new) in binders.iter().zip(new_binders) {
-                self.env.insert(*binder, Status::Batched(new));
-            }
-            return;
-        }
-        let cond_bulk = self.force(cond_status);
-        let then_results = self.inline_block(then_block);
-        let else_results = self.inline_block(else_block);
-        for ((binder, then_atom), else_atom) in binders.iter().zip(then_results).zip(else_results) {
-            let then_bulk = self.force_atom(then_atom);
-            let else_bulk = self.force_atom(else_atom);
-            let ty = self.batched_ty(self.program.var_ty(*binder));
-            let mask = self.broadcast_batch(cond_bulk, &ty.shape[1..]);
-            let hint = self.program.vars[*binder].hint.clone();
-            let res = self.emit1(
-                Expr::Prim(
-                    Prim::Select,
-                    vec![Atom::Var(mask), Atom::Var(then_bulk), Atom::Var(else_bulk)],
-                ),
-                ty,
-                &hint,
-            );
-            self.env.insert(*binder, Status::Batched(res));
-        }
-    }
-
     /// Batches a block's statements into the current target; returns its results.
-    fn inline_block(&mut self, block: BlockId) -> Vec<Atom> {
+    pub(crate) fn inline_block(&mut self, block: BlockId) -> Vec<Atom> {
         let block = self.program.blocks[block].clone();
         for stmt in &block.stmts {
             self.batch_stmt(stmt);
@@ -688,7 +488,12 @@ impl Batcher<'_> {
     /// Batches a nested block into a new block with the given parameters (already bound in
     /// `env`). Results marked in `batched` become bulk arrays; the others are kept as they are
     /// (a loop's unbatched carries).
-    fn batch_subblock(&mut self, block: BlockId, params: Vec<VarId>, batched: &[bool]) -> BlockId {
+    pub(crate) fn batch_subblock(
+        &mut self,
+        block: BlockId,
+        params: Vec<VarId>,
+        batched: &[bool],
+    ) -> BlockId {
         let new_block = self.program.new_block();
         self.program.blocks[new_block].params = params;
         let outer = std::mem::replace(&mut self.target, new_block);
@@ -711,134 +516,8 @@ impl Batcher<'_> {
         new_block
     }
 
-    /// `fold`/`scan` inside a build: the loop runs once, over batched state. A carry is batched
-    /// when its initial value or its update depends on the batch index (a fixpoint over the
-    /// body); a scan output likewise.
-    fn batch_loop(
-        &mut self,
-        size: usize,
-        init: &[Atom],
-        body: BlockId,
-        binders: &[VarId],
-        is_scan: bool,
-    ) {
-        let body_block = self.program.blocks[body].clone();
-        let n_carries = init.len();
-        let mut carry_batched: Vec<bool> =
-            init.iter().map(|atom| !self.is_unbatched(*atom)).collect();
-        let ys_batched = loop {
-            let depends = self.loop_dependence(&body_block, &carry_batched);
-            let mut changed = false;
-            for (position, flag) in carry_batched.iter_mut().enumerate() {
-                if !*flag && depends[position] {
-                    *flag = true;
-                    changed = true;
-                }
-            }
-            if !changed {
-                break depends[n_carries..].to_vec();
-            }
-        };
-        // Parameters: the loop index stays unbatched; batched carries get new variables.
-        let mut params = vec![body_block.params[0]];
-        for (param, is_batched) in body_block.params[1..].iter().zip(&carry_batched) {
-            if *is_batched {
-                let ty = self.batched_ty(self.program.var_ty(*param));
-                let new = self.new_var(ty, "c");
-                self.env.insert(*param, Status::Batched(new));
-                params.push(new);
-            } else {
-                params.push(*param);
-            }
-        }
-        let mut result_batched = carry_batched.clone();
-        if is_scan {
-            result_batched.extend(&ys_batched);
-        }
-        let new_body = self.batch_subblock(body, params, &result_batched);
-        let new_init: Vec<Atom> = init
-            .iter()
-            .zip(&carry_batched)
-            .map(|(atom, is_batched)| {
-                if *is_batched {
-                    Atom::Var(self.force_atom(*atom))
-                } else {
-                    *atom
-                }
-            })
-            .collect();
-        // Binders: batched carries are bulk; batched scan outputs come out as [size, k, …] and
-        // are transposed to [k, size, …].
-        let mut new_binders = Vec::new();
-        let mut fixups = Vec::new();
-        for (position, binder) in binders.iter().enumerate() {
-            let is_batched = result_batched[position];
-            if !is_batched {
-                new_binders.push(*binder);
-                continue;
-            }
-            let ty = self.program.var_ty(*binder).clone();
-            let hint = self.program.vars[*binder].hint.clone();
-            if position < n_carries {
-                let new = self.new_var(self.batched_ty(&ty), &hint);
-                new_binders.push(new);
-                self.env.insert(*binder, Status::Batched(new));
-            } else {
-                let mut stacked_shape = vec![ty.shape[0], self.size];
-                stacked_shape.extend(&ty.shape[1..]);
-                let new = self.new_var(ArrTy::new(stacked_shape, ty.elem), &hint);
-                new_binders.push(new);
-                fixups.push((*binder, new));
-            }
-        }
-        let expr = Expr::sequential_loop(is_scan, size, new_init, new_body);
-        self.emit_to(self.target, new_binders, expr);
-        for (binder, stacked) in fixups {
-            let ty = self.batched_ty(self.program.var_ty(binder));
-            let hint = self.program.vars[binder].hint.clone();
-            let res = self.emit1(
-                Expr::Transpose {
-                    perm: vec![1, 0],
-                    array: Atom::Var(stacked),
-                },
-                ty,
-                &hint,
-            );
-            self.env.insert(binder, Status::Batched(res));
-        }
-    }
-
-    /// Which results of a loop body depend on the batch index, given which carries do.
-    fn loop_dependence(&self, body: &Block, carry_batched: &[bool]) -> Vec<bool> {
-        let mut dependent: std::collections::HashSet<VarId> = std::collections::HashSet::new();
-        for (param, is_batched) in body.params[1..].iter().zip(carry_batched) {
-            if *is_batched {
-                dependent.insert(*param);
-            }
-        }
-        let depends_atom = |atom: &Atom, dependent: &std::collections::HashSet<VarId>| match atom {
-            Atom::Var(var) => dependent.contains(var) || !self.is_unbatched(*atom),
-            Atom::Lit(_) => false,
-        };
-        for stmt in &body.stmts {
-            let mut uses = expr_atoms(&stmt.expr);
-            for nested in expr_blocks(&stmt.expr) {
-                let mut nested_uses = Vec::new();
-                collect_uses(self.program, nested, &mut nested_uses);
-                uses.extend(nested_uses.into_iter().map(Atom::Var));
-            }
-            if uses.iter().any(|atom| depends_atom(atom, &dependent)) {
-                dependent.extend(&stmt.binders);
-            }
-        }
-        body.results
-            .iter()
-            .map(|atom| depends_atom(atom, &dependent))
-            .collect()
-    }
-
     /// Broadcasts a `[k]` array to `[k] ++ shape` (batch axis first).
-    fn broadcast_batch(&mut self, bulk: VarId, shape: &[usize]) -> VarId {
+    pub(crate) fn broadcast_batch(&mut self, bulk: VarId, shape: &[usize]) -> VarId {
         if shape.is_empty() {
             return bulk;
         }
@@ -1063,14 +742,7 @@ fn push_index(
     let mut out = Vec::new();
     for mut stmt in stmts {
         for nested in expr_blocks(&stmt.expr) {
-            let bounds: Vec<usize> = match &stmt.expr {
-                Expr::Build1 { size, .. } | Expr::Fold { size, .. } | Expr::Scan { size, .. } => {
-                    vec![*size]
-                }
-                Expr::Gather { shape, .. } => shape.clone(),
-                Expr::Scatter { array, .. } => program.atom_ty(array).shape,
-                _ => Vec::new(),
-            };
+            let bounds = crate::ops::index_param_bounds(program, &stmt.expr);
             let params = program.blocks[nested].params.clone();
             for (param, bound) in params.iter().zip(bounds) {
                 ranges.insert(*param, bound);

@@ -70,6 +70,7 @@ use crate::core::kernel::{
 };
 use crate::core::verify::{expr_atoms, expr_blocks};
 use crate::core::visit::{collect_uses, var_of};
+use crate::ops::FusionClass;
 use crate::prim::Prim;
 
 pub const PASS: Pass = Pass {
@@ -99,7 +100,7 @@ fn schedule_block(program: &Program, block: BlockId) -> Schedule {
     let mut loop_bodies = Vec::new();
     for (stmt_idx, stmt) in fuser.block.stmts.iter().enumerate() {
         match fuser.kinds[stmt_idx] {
-            StmtKind::Bulk => {
+            FusionClass::Bulk => {
                 if let Expr::Fold { body, .. } | Expr::Scan { body, .. } = &stmt.expr {
                     if !all_scalars(program, *body) {
                         loop_bodies.push(schedule_block(program, *body));
@@ -107,7 +108,7 @@ fn schedule_block(program: &Program, block: BlockId) -> Schedule {
                 }
                 steps.push(Step::Stmt(stmt_idx));
             }
-            StmtKind::Reduce => {
+            FusionClass::Reduce => {
                 let Expr::SumOuter(array) = &stmt.expr else {
                     unreachable!("only sumOuter is a reduction")
                 };
@@ -120,7 +121,7 @@ fn schedule_block(program: &Program, block: BlockId) -> Schedule {
                     None => Step::Kernel(kernel),
                 });
             }
-            StmtKind::Pull | StmtKind::View => {
+            FusionClass::Pull | FusionClass::View => {
                 let binder = stmt.binders[0];
                 if !fuser.materialised.contains(&binder) {
                     continue;
@@ -170,21 +171,12 @@ fn identity_coords(rank: usize) -> Vec<Coord> {
         .collect()
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum StmtKind {
-    /// Computes nothing per element (Note [Materialise or recompute]).
-    View,
-    /// An elementwise `prim` over arrays.
-    Pull,
-    Reduce,
-    Bulk,
-}
-
 struct Fuser<'a> {
     program: &'a Program,
     /// The block being fused (`main` or a loop body).
     block: &'a Block,
-    kinds: Vec<StmtKind>,
+    /// How each statement is treated: its operation's fusion class (`ops::fusion_class`).
+    kinds: Vec<FusionClass>,
     /// The statement of the block binding each variable.
     def: HashMap<VarId, usize>,
     materialised: HashSet<VarId>,
@@ -203,7 +195,7 @@ impl<'a> Fuser<'a> {
         let kinds = block
             .stmts
             .iter()
-            .map(|stmt| stmt_kind(program, &stmt.expr))
+            .map(|stmt| crate::ops::fusion_class(program, &stmt.expr))
             .collect();
         let mut fuser = Fuser {
             program,
@@ -227,7 +219,10 @@ impl<'a> Fuser<'a> {
             .filter_map(var_of)
             .collect();
         for (stmt_idx, stmt) in self.block.stmts.iter().enumerate() {
-            if matches!(self.kinds[stmt_idx], StmtKind::Bulk | StmtKind::Reduce) {
+            if matches!(
+                self.kinds[stmt_idx],
+                FusionClass::Bulk | FusionClass::Reduce
+            ) {
                 forced.extend(&stmt.binders);
             }
             let mut nested_uses = Vec::new();
@@ -239,7 +234,7 @@ impl<'a> Fuser<'a> {
                     .into_iter()
                     .filter(|var| self.def.contains_key(var)),
             );
-            if self.kinds[stmt_idx] == StmtKind::Bulk {
+            if self.kinds[stmt_idx] == FusionClass::Bulk {
                 forced.extend(expr_atoms(&stmt.expr).into_iter().filter_map(var_of));
             }
         }
@@ -249,9 +244,9 @@ impl<'a> Fuser<'a> {
         for (stmt_idx, stmt) in self.block.stmts.iter().enumerate().rev() {
             let kind = self.kinds[stmt_idx];
             let binder = stmt.binders[0];
-            let inlined = matches!(kind, StmtKind::View | StmtKind::Pull)
+            let inlined = matches!(kind, FusionClass::View | FusionClass::Pull)
                 && !forced.contains(&binder)
-                && (kind == StmtKind::View
+                && (kind == FusionClass::View
                     || program.var_ty(binder).rank() == 0
                     || weight.get(&binder).copied().unwrap_or(0) <= 1);
             if !inlined {
@@ -282,48 +277,6 @@ impl<'a> Fuser<'a> {
         materialised.extend(forced);
         materialised
     }
-}
-
-/// How the fuser treats a statement of the block it fuses.
-fn stmt_kind(program: &Program, expr: &Expr) -> StmtKind {
-    match expr {
-        Expr::Atom(_)
-        | Expr::Replicate { .. }
-        | Expr::Transpose { .. }
-        | Expr::Reshape { .. }
-        | Expr::Iota(_)
-        | Expr::Index { .. } => StmtKind::View,
-        Expr::Gather { body, .. } if is_scalar_code(program, *body) => StmtKind::View,
-        Expr::Prim(..) => StmtKind::Pull,
-        Expr::SumOuter(_) => StmtKind::Reduce,
-        Expr::Gather { .. }
-        | Expr::Build1 { .. }
-        | Expr::Scatter { .. }
-        | Expr::Table(_)
-        | Expr::Cond { .. }
-        | Expr::Fold { .. }
-        | Expr::Scan { .. }
-        // A monoid reduce or scan is a bulk step of its own, run in parallel chunks by
-        // `exec::monoid` (TODO(#11): fuse its producers into its chunk loop).
-        | Expr::Monoid { .. }
-        | Expr::Derivative { .. } => StmtKind::Bulk,
-    }
-}
-
-/// An index function the fuser can inline: scalar `prim`s, copies and `index`es of scalars.
-fn is_scalar_code(program: &Program, block: BlockId) -> bool {
-    let block = &program.blocks[block];
-    block.stmts.iter().all(|stmt| {
-        let scalar_binders = stmt
-            .binders
-            .iter()
-            .all(|&var| program.var_ty(var).rank() == 0);
-        scalar_binders
-            && matches!(
-                stmt.expr,
-                Expr::Atom(_) | Expr::Prim(..) | Expr::Index { .. }
-            )
-    })
 }
 
 /// A value inside an index function while it is inlined: index arithmetic stays affine as
@@ -541,7 +494,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
         }
     }
 
-    /// One statement of an inlined index function (`is_scalar_code`).
+    /// One statement of an inlined index function (`ops::gather_scatter::is_scalar_code`).
     fn index_fn_stmt(&mut self, expr: &Expr, binder: VarId, env: &HashMap<VarId, Sym>) -> Sym {
         let program = self.fuser.program;
         let elem = program.var_ty(binder).elem;

@@ -1,0 +1,223 @@
+//! `build1 k (λi. body)`, `index t [ix…]`, `iota n` and literal tables `[t1, …, tn]` (seed 001
+//! Fig 7): making arrays from elements and reading elements back. Every rule of the four in
+//! one place:
+//!
+//! - type rules (called by `core::verify`): `build1_tys` (one `I64` scalar param; binder `j`
+//!   is `k ::: shape of result j`), `index_ty` (at most rank-of-`t` indices, each an `I64`
+//!   scalar), `iota_ty` (`[n]i64`), `table_ty` (all atoms of one type; the empty table's
+//!   binder is checked by the verifier, which has it);
+//! - reference evaluation (called by `core::interp`): `Interp::eval_build1`,
+//!   `Interp::eval_index` (out of range reads zero, or is an error in strict mode),
+//!   `eval_iota`, `eval_table`;
+//! - batching: `build1` *is* the BOT (`passes::bot` transforms builds innermost first, so a
+//!   body never meets one); `Batcher::batch_index` (seed 001 Fig 11, a gather) and
+//!   `batch_table` (Fig 9); `iota` never depends on the batch index;
+//! - linearity: `index` is linear in its array and constant in its indices, a table linear
+//!   in its items (`ops::linearity`), so their JVPs are the operations on the tangents (seed
+//!   001 §6.1); transpose: `Builder::transpose_index` (a one-hot scatter, Fig 19) and
+//!   `transpose_table` (an `index` per item); `iota` has no tangent (an integer); `build1`
+//!   never reaches AD (which runs on BOT output);
+//! - cost: `build1` costs like a loop (`ops::loops::cost`); the others cost the elements of
+//!   their result (`core::cost`);
+//! - fusion class: `index` and `iota` are `View`s (a coordinate, or a masked read), `build1`
+//!   and tables `Bulk`.
+
+use std::collections::HashMap;
+
+use crate::core::interp::{index_scalar, Interp, Res, Stacked};
+use crate::core::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::print::ty_text;
+use crate::core::value::{Array, ArrayData};
+use crate::core::verify::{atom_ty, block, expect_index, expect_index_params, prepend, result_tys};
+use crate::passes::ad::Builder;
+use crate::passes::bot::{Batcher, Status};
+
+pub fn build1_tys(program: &Program, size: usize, body: BlockId) -> Result<Vec<ArrTy>, String> {
+    let block = block(program, body)?;
+    expect_index_params(program, block, 1, "build1")?;
+    let results = result_tys(program, block)?;
+    Ok(results.into_iter().map(|ty| prepend(size, ty)).collect())
+}
+
+pub fn index_ty(program: &Program, array: &Atom, index: &[Atom]) -> Result<ArrTy, String> {
+    let ty = atom_ty(program, array)?;
+    if index.len() > ty.rank() {
+        return Err(format!(
+            "index with {} indices into rank {}",
+            index.len(),
+            ty.rank()
+        ));
+    }
+    for atom in index {
+        expect_index(&atom_ty(program, atom)?, "an index")?;
+    }
+    Ok(ArrTy::new(ty.shape[index.len()..].to_vec(), ty.elem))
+}
+
+pub fn iota_ty(size: usize) -> ArrTy {
+    ArrTy::new(vec![size], Elem::I64)
+}
+
+/// A non-empty table: all atoms have one type (an empty table has no inferable type).
+pub fn table_ty(program: &Program, atoms: &[Atom]) -> Result<ArrTy, String> {
+    let Some(first) = atoms.first() else {
+        return Err("the type of an empty table cannot be inferred".to_string());
+    };
+    let ty = atom_ty(program, first)?;
+    for atom in atoms {
+        let other = atom_ty(program, atom)?;
+        if other != ty {
+            return Err(format!(
+                "table elements have different types {} and {}",
+                ty_text(&ty),
+                ty_text(&other)
+            ));
+        }
+    }
+    Ok(prepend(atoms.len(), ty))
+}
+
+impl Interp<'_> {
+    /// Runs the body for every index and stacks its results.
+    pub(crate) fn eval_build1(
+        &mut self,
+        stmt: &Stmt,
+        size: usize,
+        body: BlockId,
+    ) -> Res<Vec<Array>> {
+        let mut stacked: Vec<Stacked> = (0..stmt.binders.len())
+            .map(|position| Stacked::new(self.binder_ty(stmt, position)))
+            .collect();
+        for i in 0..size {
+            self.check_interrupt()?;
+            let results = self.eval_block(body, vec![index_scalar(i)])?;
+            for (out, value) in stacked.iter_mut().zip(&results) {
+                out.append(value);
+            }
+        }
+        Ok(stacked.into_iter().map(Stacked::finish).collect())
+    }
+
+    pub(crate) fn eval_index(&mut self, array: &Atom, index: &[Atom], reader: VarId) -> Res<Array> {
+        let array = self.atom(array);
+        let index: Vec<i64> = index.iter().map(|atom| self.index_atom(atom)).collect();
+        let mut out = ArrayData::with_capacity(array.elem(), 0);
+        self.read_sub_array(&array, &index, reader, &mut out)?;
+        Ok(Array::new(array.shape[index.len()..].to_vec(), out))
+    }
+}
+
+pub fn eval_iota(size: usize) -> Array {
+    let mut out = ArrayData::with_capacity(Elem::I64, size);
+    for i in 0..size {
+        out.push(Scalar::I64(i as i64));
+    }
+    Array::new(vec![size], out)
+}
+
+/// The items stacked along a new outermost axis of the binder's type `ty`.
+pub fn eval_table(ty: &ArrTy, items: &[Array]) -> Array {
+    let mut stacked = Stacked::new(ty);
+    for item in items {
+        stacked.append(item);
+    }
+    stacked.finish()
+}
+
+impl Batcher<'_> {
+    /// Fig 11: build1 k (λi. index x ix) ~> gather (k:::sh) x (λ[i]. ix); a batched array is
+    /// gathered at its own batch index first.
+    pub(crate) fn batch_index(&mut self, array: Atom, index: &[Atom], binder: VarId) -> Status {
+        if index.is_empty() {
+            return self.status(array);
+        }
+        let array_status = self.status(array);
+        let lambda = self.program.new_block();
+        let batch = self.new_var(ArrTy::scalar(Elem::I64), "i");
+        self.program.blocks[lambda].params = vec![batch];
+        let (source, mut results) = match array_status {
+            Status::Batched(bulk) => (Atom::Var(bulk), vec![Atom::Var(batch)]),
+            _ => (array, Vec::new()),
+        };
+        for ix in index {
+            let status = self.status(*ix);
+            results.push(self.in_lambda(status, lambda, batch));
+        }
+        self.program.blocks[lambda].results = results;
+        let (ty, hint) = self.batched_binder(binder);
+        Status::Batched(self.emit1(
+            Expr::Gather {
+                shape: ty.shape.clone(),
+                array: source,
+                body: lambda,
+            },
+            ty,
+            &hint,
+        ))
+    }
+
+    /// Fig 9: build1 k (λi. [t1, …, tn]) ~> tr [build1 k (λi. t1), …].
+    pub(crate) fn batch_table(&mut self, items: &[Atom], binder: VarId) -> Status {
+        let items: Vec<Atom> = items
+            .iter()
+            .map(|item| Atom::Var(self.force_atom(*item)))
+            .collect();
+        let (res_ty, hint) = self.batched_binder(binder);
+        let mut table_shape = res_ty.shape.clone();
+        table_shape.swap(0, 1);
+        let table = self.emit1(
+            Expr::Table(items),
+            ArrTy::new(table_shape, res_ty.elem),
+            "table",
+        );
+        Status::Batched(self.emit1(
+            Expr::Transpose {
+                perm: vec![1, 0],
+                array: Atom::Var(table),
+            },
+            res_ty,
+            &hint,
+        ))
+    }
+}
+
+impl Builder<'_> {
+    /// Index: a one-hot scatter (seed 001 Fig 19, Index).
+    pub(crate) fn transpose_index(
+        &mut self,
+        array: Atom,
+        index: &[Atom],
+        ct: Atom,
+        cts: &mut HashMap<VarId, Atom>,
+    ) {
+        self.add_transposed(cts, array, |program, ty| {
+            let body = program.blocks.push(Block {
+                params: Vec::new(),
+                stmts: Vec::new(),
+                results: index.to_vec(),
+            });
+            Expr::Scatter {
+                shape: ty.shape.clone(),
+                array: ct,
+                body,
+            }
+        });
+    }
+
+    /// A table: each linear item's cotangent is its row of the table's cotangent.
+    pub(crate) fn transpose_table(
+        &mut self,
+        items: &[Atom],
+        ct: Atom,
+        cts: &mut HashMap<VarId, Atom>,
+    ) {
+        for (position, item) in items.iter().enumerate() {
+            if self.is_linear(item) {
+                let ty = self.ty(item);
+                let index = vec![Atom::Lit(Scalar::I64(position as i64))];
+                let contribution = self.emit1(Expr::Index { array: ct, index }, ty, "ct");
+                self.add_to(cts, *item, contribution);
+            }
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! `cond c u v` (seed 001 Fig 7): the conditional. Every rule in one place:
+//!
+//! - type rule: `result_tys` (called by `core::verify`): `c` is a `Bool` scalar, both
+//!   branches have no params and results of the same types, which are the binders';
+//! - reference evaluation: `Interp::eval_cond` runs only the taken branch (equivalent to seed
+//!   001's strict `cond` because every operation is total);
+//! - batching: `Batcher::batch_cond`: with an unbatched condition the branches are batched in
+//!   place, with a batched one both run in bulk and are selected (seed 001 §5.2);
+//! - JVP: `jvp_cond` if-converts: both branches run and their results and tangents are
+//!   selected (the strict conditional of seed 001 §5.2; not seed 003 Fig 10's product by b
+//!   and 1−b, which NaN in the untaken branch poisons). So no `cond` is ever linear, and it
+//!   has no transpose;
+//! - cost: `cost`, the larger of its branches (seed 003 Fig 11 has no conditional; the
+//!   condition is an atom, already computed), and a level of nesting;
+//! - fusion class: `Bulk` (TODO(#7): branches run on the bulk evaluator).
+
+use std::collections::HashMap;
+
+use crate::core::inline::clone_block;
+use crate::core::interp::{Interp, Res};
+use crate::core::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::print::ty_text;
+use crate::core::value::Array;
+use crate::core::verify::{atom_ty, block, result_tys as block_result_tys, tys_text};
+use crate::passes::ad::{self, AdError, Builder};
+use crate::passes::bot::{Batcher, Status};
+use crate::prim::{Emitter, Prim};
+
+pub fn result_tys(
+    program: &Program,
+    cond: &Atom,
+    then_block: BlockId,
+    else_block: BlockId,
+) -> Result<Vec<ArrTy>, String> {
+    let cond_ty = atom_ty(program, cond)?;
+    if cond_ty != ArrTy::scalar(Elem::Bool) {
+        return Err(format!("cond on {}, not a bool scalar", ty_text(&cond_ty)));
+    }
+    let then_block = block(program, then_block)?;
+    let else_block = block(program, else_block)?;
+    if !then_block.params.is_empty() || !else_block.params.is_empty() {
+        return Err("cond branches take no params".to_string());
+    }
+    let then_tys = block_result_tys(program, then_block)?;
+    let else_tys = block_result_tys(program, else_block)?;
+    if then_tys != else_tys {
+        return Err(format!(
+            "cond branches have different result types ({}) and ({})",
+            tys_text(&then_tys),
+            tys_text(&else_tys)
+        ));
+    }
+    Ok(then_tys)
+}
+
+impl Interp<'_> {
+    /// Runs the taken branch only.
+    pub(crate) fn eval_cond(
+        &mut self,
+        cond: &Atom,
+        then_block: BlockId,
+        else_block: BlockId,
+    ) -> Res<Vec<Array>> {
+        let taken = match self.atom(cond).as_scalar() {
+            Some(Scalar::Bool(true)) => then_block,
+            Some(Scalar::Bool(false)) => else_block,
+            other => panic!("interp: cond on {other:?} (the verifier rules this out)"),
+        };
+        self.eval_block(taken, Vec::new())
+    }
+}
+
+/// The larger of the two branches.
+pub fn cost(program: &Program, then_block: BlockId, else_block: BlockId) -> u64 {
+    let block_cost = crate::core::cost::block_cost;
+    block_cost(program, then_block).max(block_cost(program, else_block))
+}
+
+impl Batcher<'_> {
+    /// `cond` inside a build: with an unbatched condition both branches are batched in place;
+    /// with a batched condition both are evaluated in bulk and combined with a strict select
+    /// (seed 001 §5.2; Fig 9 writes it as `index [u, v] [cond b 0 1]`).
+    pub(crate) fn batch_cond(
+        &mut self,
+        cond: Atom,
+        then_block: BlockId,
+        else_block: BlockId,
+        binders: &[VarId],
+    ) {
+        let cond_status = self.status(cond);
+        if let Status::Unbatched(cond_atom) = cond_status {
+            let all_batched = vec![true; binders.len()];
+            let then_new = self.batch_subblock(then_block, Vec::new(), &all_batched);
+            let else_new = self.batch_subblock(else_block, Vec::new(), &all_batched);
+            let new_binders: Vec<VarId> = binders
+                .iter()
+                .map(|binder| {
+                    let ty = self.batched_ty(self.program.var_ty(*binder));
+                    let hint = self.program.vars[*binder].hint.clone();
+                    self.new_var(ty, &hint)
+                })
+                .collect();
+            self.emit_to(
+                self.target,
+                new_binders.clone(),
+                Expr::Cond {
+                    cond: cond_atom,
+                    then_block: then_new,
+                    else_block: else_new,
+                },
+            );
+            for (binder, new) in binders.iter().zip(new_binders) {
+                self.env.insert(*binder, Status::Batched(new));
+            }
+            return;
+        }
+        let cond_bulk = self.force(cond_status);
+        let then_results = self.inline_block(then_block);
+        let else_results = self.inline_block(else_block);
+        for ((binder, then_atom), else_atom) in binders.iter().zip(then_results).zip(else_results) {
+            let then_bulk = self.force_atom(then_atom);
+            let else_bulk = self.force_atom(else_atom);
+            let ty = self.batched_ty(self.program.var_ty(*binder));
+            let mask = self.broadcast_batch(cond_bulk, &ty.shape[1..]);
+            let hint = self.program.vars[*binder].hint.clone();
+            let res = self.emit1(
+                Expr::Prim(
+                    Prim::Select,
+                    vec![Atom::Var(mask), Atom::Var(then_bulk), Atom::Var(else_bulk)],
+                ),
+                ty,
+                &hint,
+            );
+            self.env.insert(*binder, Status::Batched(res));
+        }
+    }
+}
+
+/// `cond` is if-converted: both branches run (every operation is total) and their results
+/// and tangents are selected (the strict conditional of seed 001 §5.2).
+pub(crate) fn jvp_cond(
+    builder: &mut Builder,
+    stmt: &Stmt,
+    cond: Atom,
+    then_block: BlockId,
+    else_block: BlockId,
+    tangents: &mut HashMap<VarId, Atom>,
+) -> Result<(), AdError> {
+    let mut branch_results = Vec::new();
+    for block in [then_block, else_block] {
+        let copy = clone_block(builder.program, block, &mut HashMap::new());
+        let copied: Block = builder.program.blocks[copy].clone();
+        ad::jvp_stmts(builder, &copied.stmts, tangents)?;
+        branch_results.push(copied.results);
+    }
+    for (position, binder) in stmt.binders.iter().enumerate() {
+        let (a, b) = (branch_results[0][position], branch_results[1][position]);
+        let ty = builder.program.var_ty(*binder).clone();
+        let mask = builder.constant_mask(cond, &ty.shape);
+        builder.stmts.push(Stmt {
+            binders: vec![*binder],
+            expr: Expr::Prim(Prim::Select, vec![mask, a, b]),
+        });
+        if ty.elem.is_float() {
+            let (da, db) = (ad::tangent_of(tangents, &a), ad::tangent_of(tangents, &b));
+            if da.is_some() || db.is_some() {
+                let da = da.unwrap_or_else(|| builder.zeros(&ty));
+                let db = db.unwrap_or_else(|| builder.zeros(&ty));
+                let tangent = builder.prim(Prim::Select, &[mask, da, db]);
+                tangents.insert(*binder, tangent);
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Builder<'_> {
+    /// A scalar condition broadcast to a shape.
+    pub(crate) fn constant_mask(&mut self, cond: Atom, shape: &[usize]) -> Atom {
+        let mut res = cond;
+        for axis in (0..shape.len()).rev() {
+            res = self.emit1(
+                Expr::Replicate {
+                    count: shape[axis],
+                    array: res,
+                },
+                ArrTy::new(shape[axis..].to_vec(), crate::core::ir::Elem::Bool),
+                "mask",
+            );
+        }
+        res
+    }
+}

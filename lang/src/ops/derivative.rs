@@ -1,0 +1,64 @@
+//! `jvp (xs…) (ts…) f` and `vjp (xs…) (cts…) f` as lowering emits them, before the `ad` pass
+//! expands each into its derivative program (`passes::ad::EXPAND`). Their rules:
+//!
+//! - type rule: `result_tys` (called by `core::verify`): the binders are the function's
+//!   results, then the tangents of its results (`jvp`) or the cotangents of its params
+//!   (`vjp`); the seeds are tangents of the params or cotangents of the results;
+//! - cost: `cost`, the cheap-gradient principle (seed 004 §4): a small multiple of the
+//!   function;
+//! - never evaluated, batched or differentiated (the engines and the passes after `ad` never
+//!   meet one, `core::ir::EXPANDED`); fusion class `Bulk`.
+
+use crate::core::ir::{AdMode, ArrTy, Atom, BlockId, Program};
+use crate::core::verify::{atom_ty, block, result_tys as block_result_tys, tys_text, var_ty};
+
+/// The binders of a derivative: the function's results, then the tangents of its results
+/// (`jvp`) or the cotangents of its params (`vjp`); the seeds are tangents of the params
+/// or cotangents of the results.
+pub fn result_tys(
+    program: &Program,
+    mode: AdMode,
+    primals: &[Atom],
+    seeds: &[Atom],
+    func: BlockId,
+) -> Result<Vec<ArrTy>, String> {
+    let atom_tys = |atoms: &[Atom]| {
+        atoms
+            .iter()
+            .map(|atom| atom_ty(program, atom))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    let block = block(program, func)?;
+    let param_tys = block
+        .params
+        .iter()
+        .map(|&var| var_ty(program, var))
+        .collect::<Result<Vec<_>, _>>()?;
+    let primal_tys = atom_tys(primals)?;
+    if primal_tys != param_tys {
+        return Err(format!(
+            "derivative of a function of ({}) at ({})",
+            tys_text(&param_tys),
+            tys_text(&primal_tys)
+        ));
+    }
+    let result_tys = block_result_tys(program, block)?;
+    let (seeded, derived) = match mode {
+        AdMode::Jvp => (&param_tys, &result_tys),
+        AdMode::Vjp => (&result_tys, &param_tys),
+    };
+    let seed_tys = atom_tys(seeds)?;
+    if &seed_tys != seeded {
+        return Err(format!(
+            "derivative seeds have types ({}) but must have types ({})",
+            tys_text(&seed_tys),
+            tys_text(seeded)
+        ));
+    }
+    Ok(result_tys.iter().chain(derived).cloned().collect())
+}
+
+/// Three times the function (before the `ad` pass replaces the statement).
+pub fn cost(program: &Program, func: BlockId) -> u64 {
+    3 * crate::core::cost::block_cost(program, func)
+}

@@ -1,0 +1,263 @@
+//! `gather sh t (λ[i…]. ix)` and `scatter sh t (λ[i…]. ix)` (seed 001 Fig 7): the operations
+//! with an index function, each the other's transpose. Every rule of the two in one place:
+//!
+//! - type rule: `gather_ty`, `scatter_ty` (called by `core::verify`): the index function's
+//!   params and results are `I64` scalars; for gather, m1 params ≤ rank `sh`, m2 results ≤
+//!   rank `t` and `sh[m1..] = shape t [m2..]`; scatter swaps the roles and needs a numeric
+//!   element type;
+//! - reference evaluation: `Interp::eval_gather` (out of range reads zero, or is an error in
+//!   strict mode) and `Interp::eval_scatter` (collisions add in index order, out-of-range
+//!   targets are dropped in both modes);
+//! - batching (seed 001 Fig 9): `Batcher::batch_gather_scatter`;
+//! - linearity: linear in the array, constant in the index function (`ops::linearity`), so
+//!   the JVP is the same operation on the tangent (seed 001 §6.1); transpose (§6.3):
+//!   `Builder::transpose_gather_scatter` (each into the other);
+//! - cost: `gather_cost`, `scatter_cost` (seed 003 Fig 11 has neither: one move per element
+//!   plus the index function once per position of the leading axes);
+//! - fusion class: `gather_fusion_class`: a gather whose index function is scalar code is a
+//!   `View` (the fuser runs the index function on the coordinates); a scatter, and a gather
+//!   with blocks in its index function, are `Bulk`.
+
+use std::collections::HashMap;
+
+use crate::core::inline::clone_block;
+use crate::core::interp::{from_scalars, ravel, unravel, Interp, Res};
+use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Scalar, VarId};
+use crate::core::value::{Array, ArrayData};
+use crate::core::verify::{
+    atom_ty, block, expect_index_params, expect_index_results, expect_numeric,
+};
+use crate::passes::ad::Builder;
+use crate::passes::bot::{Batcher, Status};
+use crate::prim::Prim;
+
+use super::FusionClass;
+
+/// `gather sh t f`: see the module header.
+pub fn gather_ty(
+    program: &Program,
+    shape: &[usize],
+    array: &Atom,
+    body: BlockId,
+) -> Result<ArrTy, String> {
+    index_fn_ty(program, true, shape, array, body)
+}
+
+/// `scatter sh t f`: see the module header.
+pub fn scatter_ty(
+    program: &Program,
+    shape: &[usize],
+    array: &Atom,
+    body: BlockId,
+) -> Result<ArrTy, String> {
+    expect_numeric(atom_ty(program, array)?.elem, "scatter")?;
+    index_fn_ty(program, false, shape, array, body)
+}
+
+/// The type rule shared by gather and scatter: the index function's params index the
+/// leading axes of the result (gather) or of the source (scatter), its results those of the
+/// other, and the trailing axes of both agree.
+fn index_fn_ty(
+    program: &Program,
+    is_gather: bool,
+    shape: &[usize],
+    array: &Atom,
+    body: BlockId,
+) -> Result<ArrTy, String> {
+    let what = if is_gather { "gather" } else { "scatter" };
+    let ty = atom_ty(program, array)?;
+    let block = block(program, body)?;
+    let n_params = block.params.len();
+    expect_index_params(program, block, n_params, what)?;
+    let n_results = expect_index_results(program, block, what)?;
+    let (n_result_lead, n_source_lead) = if is_gather {
+        (n_params, n_results)
+    } else {
+        (n_results, n_params)
+    };
+    if n_result_lead > shape.len() || n_source_lead > ty.rank() {
+        return Err(format!(
+            "{what} from rank {} into rank {} with {n_params} params and {n_results} results",
+            ty.rank(),
+            shape.len()
+        ));
+    }
+    if shape[n_result_lead..] != ty.shape[n_source_lead..] {
+        return Err(format!(
+            "{what}: the trailing shape {:?} of the result differs from {:?} of the source",
+            &shape[n_result_lead..],
+            &ty.shape[n_source_lead..]
+        ));
+    }
+    Ok(ArrTy::new(shape.to_vec(), ty.elem))
+}
+
+impl Interp<'_> {
+    /// Reads `array` at the index the index function gives for every position of the
+    /// result's leading axes (`reader` names the statement in strict-mode errors).
+    pub(crate) fn eval_gather(
+        &mut self,
+        shape: &[usize],
+        array: &Atom,
+        body: BlockId,
+        reader: VarId,
+    ) -> Res<Array> {
+        let array = self.atom(array);
+        let n_lead = self.program.blocks[body].params.len();
+        let lead_shape = &shape[..n_lead];
+        let mut out = ArrayData::with_capacity(array.elem(), shape.iter().product());
+        for flat in 0..lead_shape.iter().product() {
+            let index = self.eval_index_fn(body, &unravel(flat, lead_shape))?;
+            self.read_sub_array(&array, &index, reader, &mut out)?;
+        }
+        Ok(Array::new(shape.to_vec(), out))
+    }
+
+    /// Adds every sub-array of `array`'s leading axes into a zero array at the index the index
+    /// function gives.
+    pub(crate) fn eval_scatter(
+        &mut self,
+        shape: &[usize],
+        array: &Atom,
+        body: BlockId,
+    ) -> Res<Array> {
+        let array = self.atom(array);
+        let n_lead = self.program.blocks[body].params.len();
+        let lead_shape = &array.shape[..n_lead];
+        let n_sub: usize = array.shape[n_lead..].iter().product();
+        let zero = Scalar::zero(array.elem());
+        let mut out: Vec<Scalar> = vec![zero; shape.iter().product()];
+        for flat in 0..lead_shape.iter().product() {
+            let target = self.eval_index_fn(body, &unravel(flat, lead_shape))?;
+            // Out-of-range targets are dropped, in strict mode too.
+            let Some(target_flat) = ravel(&target, &shape[..target.len()]) else {
+                continue;
+            };
+            for offset in 0..n_sub {
+                let slot = &mut out[target_flat * n_sub + offset];
+                *slot = Prim::Add.eval(&[*slot, array.data.get(flat * n_sub + offset)]);
+            }
+        }
+        Ok(from_scalars(shape.to_vec(), array.elem(), out))
+    }
+}
+
+/// The cost of a block run once per position of `shape`'s first `leading` axes.
+fn index_fn_cost(program: &Program, shape: &[usize], body: BlockId) -> u64 {
+    let leading = program.blocks[body].params.len();
+    let positions: u64 = shape.iter().take(leading).map(|dim| *dim as u64).product();
+    positions * crate::core::cost::block_cost(program, body)
+}
+
+/// One move per result element, and the index function once per position of the result's
+/// leading axes (one axis per parameter of the index function).
+pub fn gather_cost(program: &Program, shape: &[usize], body: BlockId, result_elems: u64) -> u64 {
+    result_elems + index_fn_cost(program, shape, body)
+}
+
+/// Filling the result with zeros (a one-hot scatter, the transpose of `index`, costs the whole
+/// table it writes into), one move per source element, and the index function once per
+/// position of the source's leading axes.
+pub fn scatter_cost(program: &Program, array: &Atom, body: BlockId, result_elems: u64) -> u64 {
+    let source_ty = program.atom_ty(array);
+    result_elems + source_ty.n_elems() as u64 + index_fn_cost(program, &source_ty.shape, body)
+}
+
+/// A gather is a view when the fuser can inline its index function.
+pub fn gather_fusion_class(program: &Program, body: BlockId) -> FusionClass {
+    if is_scalar_code(program, body) {
+        FusionClass::View
+    } else {
+        FusionClass::Bulk
+    }
+}
+
+/// An index function the fuser can inline: scalar `prim`s, copies and `index`es of scalars.
+pub fn is_scalar_code(program: &Program, block: BlockId) -> bool {
+    let block = &program.blocks[block];
+    block.stmts.iter().all(|stmt| {
+        let scalar_binders = stmt
+            .binders
+            .iter()
+            .all(|&var| program.var_ty(var).rank() == 0);
+        scalar_binders
+            && matches!(
+                stmt.expr,
+                Expr::Atom(_) | Expr::Prim(..) | Expr::Index { .. }
+            )
+    })
+}
+
+impl Batcher<'_> {
+    /// Fig 9: build1 k (λi. gather sh t (λis. ix)) ~> gather (k:::sh) (build1 k (λi. t))
+    /// (λ(i:::is). i ::: ix); the same for scatter.
+    pub(crate) fn batch_gather_scatter(
+        &mut self,
+        is_gather: bool,
+        shape: &[usize],
+        array: Atom,
+        body: BlockId,
+        binder: VarId,
+    ) -> Status {
+        let array_status = self.status(array);
+        let source = match (is_gather, array_status) {
+            (true, Status::Unbatched(atom)) => (atom, false),
+            (_, status) => (Atom::Var(self.force(status)), true),
+        };
+        let lambda = self.rebase_lambda(body);
+        let batch = self.program.blocks[lambda].params[0];
+        if source.1 {
+            self.program.blocks[lambda]
+                .results
+                .insert(0, Atom::Var(batch));
+        }
+        let mut new_shape = vec![self.size];
+        new_shape.extend(shape);
+        let (ty, hint) = self.batched_binder(binder);
+        let expr = if is_gather {
+            Expr::Gather {
+                shape: new_shape,
+                array: source.0,
+                body: lambda,
+            }
+        } else {
+            Expr::Scatter {
+                shape: new_shape,
+                array: source.0,
+                body: lambda,
+            }
+        };
+        Status::Batched(self.emit1(expr, ty, &hint))
+    }
+}
+
+impl Builder<'_> {
+    /// Gather and scatter are each other's transposes (seed 001 §6.3): the transpose of one
+    /// (`is_gather` says which) is the other with the same index function.
+    pub(crate) fn transpose_gather_scatter(
+        &mut self,
+        is_gather: bool,
+        array: Atom,
+        body: BlockId,
+        ct: Atom,
+        cts: &mut HashMap<VarId, Atom>,
+    ) {
+        self.add_transposed(cts, array, |program, ty| {
+            let shape = ty.shape.clone();
+            let body = clone_block(program, body, &mut HashMap::new());
+            if is_gather {
+                Expr::Scatter {
+                    shape,
+                    array: ct,
+                    body,
+                }
+            } else {
+                Expr::Gather {
+                    shape,
+                    array: ct,
+                    body,
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,205 @@
+//! `replicate k t`, `tr_perm t` and `reshape sh t` (seed 001 Fig 7): the operations that move
+//! elements without computing any. Every rule of the three in one place:
+//!
+//! - type rule: `replicate_ty`, `transpose_ty`, `reshape_ty` (called by `core::verify`);
+//! - reference evaluation: `eval_replicate`, `eval_transpose`, `eval_reshape` (called by
+//!   `core::interp`);
+//! - batching (seed 001 Fig 9): `Batcher::batch_replicate`, `batch_transpose`,
+//!   `batch_reshape`;
+//! - linearity: each is linear in its array (`ops::linearity`), so its JVP is the operation
+//!   itself on the tangent (seed 001 §6.1, `passes::ad`'s `jvp_linear`); transpose (seed 001
+//!   Fig 19): `Builder::transpose_replicate` (a `sumOuter`), `transpose_transpose` (the
+//!   inverse permutation), `transpose_reshape` (a reshape back);
+//! - cost: the elements of the result (data movement, like Fig 11's shift1L/shift1R;
+//!   `core::cost`);
+//! - fusion class: `View` (the fuser recomputes coordinates: `replicate` drops one, `tr`
+//!   permutes them, `reshape` recomputes them from the flat offset).
+
+use std::collections::HashMap;
+
+use crate::core::interp::{append_range, ravel, unravel};
+use crate::core::ir::{ArrTy, Atom, Expr, Program, VarId};
+use crate::core::print::ty_text;
+use crate::core::value::{Array, ArrayData};
+use crate::core::verify::{atom_ty, prepend};
+use crate::passes::ad::Builder;
+use crate::passes::bot::{Batcher, Status};
+
+/// `replicate k t`: `k ::: shape t`.
+pub fn replicate_ty(program: &Program, count: usize, array: &Atom) -> Result<ArrTy, String> {
+    Ok(prepend(count, atom_ty(program, array)?))
+}
+
+/// `tr perm t`: `perm` is a permutation of `0..m` with m ≤ rank `t`.
+pub fn transpose_ty(program: &Program, perm: &[usize], array: &Atom) -> Result<ArrTy, String> {
+    let ty = atom_ty(program, array)?;
+    let mut seen = vec![false; perm.len()];
+    for &axis in perm {
+        match seen.get_mut(axis) {
+            Some(slot) if !*slot => *slot = true,
+            _ => return Err(format!("tr {perm:?} is not a permutation")),
+        }
+    }
+    if perm.len() > ty.rank() {
+        return Err(format!("tr {perm:?} of a rank-{} array", ty.rank()));
+    }
+    let mut shape = ty.shape.clone();
+    for (axis, &from) in perm.iter().enumerate() {
+        shape[axis] = ty.shape[from];
+    }
+    Ok(ArrTy::new(shape, ty.elem))
+}
+
+/// `reshape sh t`: equal element counts.
+pub fn reshape_ty(program: &Program, shape: &[usize], array: &Atom) -> Result<ArrTy, String> {
+    let ty = atom_ty(program, array)?;
+    let n_elems: usize = shape.iter().product();
+    if n_elems != ty.n_elems() {
+        return Err(format!(
+            "reshape {shape:?} ({n_elems} elements) of {} ({} elements)",
+            ty_text(&ty),
+            ty.n_elems()
+        ));
+    }
+    Ok(ArrTy::new(shape.to_vec(), ty.elem))
+}
+
+pub fn eval_replicate(count: usize, array: &Array) -> Array {
+    let mut out = ArrayData::with_capacity(array.elem(), count * array.n_elems());
+    for _ in 0..count {
+        append_range(&array.data, 0..array.n_elems(), &mut out);
+    }
+    let mut shape = vec![count];
+    shape.extend_from_slice(&array.shape);
+    Array::new(shape, out)
+}
+
+/// `tr_perm`: result axis `a` is input axis `perm[a]` for `a < perm.len()`; the rest stay.
+pub fn eval_transpose(perm: &[usize], array: &Array) -> Array {
+    let mut shape = array.shape.clone();
+    for (axis, &from) in perm.iter().enumerate() {
+        shape[axis] = array.shape[from];
+    }
+    let n_elems = array.n_elems();
+    let mut out = ArrayData::with_capacity(array.elem(), n_elems);
+    let mut in_index = vec![0i64; shape.len()];
+    for flat in 0..n_elems {
+        let out_index = unravel(flat, &shape);
+        in_index.copy_from_slice(&out_index);
+        for (axis, &from) in perm.iter().enumerate() {
+            in_index[from] = out_index[axis];
+        }
+        let in_flat = ravel(&in_index, &array.shape).expect("transposed index is in range");
+        out.push(array.data.get(in_flat));
+    }
+    Array::new(shape, out)
+}
+
+/// `reshape`: the same row-major data under another shape.
+pub fn eval_reshape(shape: &[usize], array: Array) -> Array {
+    Array {
+        shape: shape.to_vec(),
+        data: array.data,
+    }
+}
+
+impl Batcher<'_> {
+    /// Fig 9: build1 k (λi. replicate n t) ~> tr (replicate n (build1 k (λi. t))).
+    pub(crate) fn batch_replicate(&mut self, count: usize, array: Atom, binder: VarId) -> Status {
+        let bulk = self.force_atom(array);
+        let (res_ty, hint) = self.batched_binder(binder);
+        let mut rep_shape = res_ty.shape.clone();
+        rep_shape.swap(0, 1);
+        let rep = self.emit1(
+            Expr::Replicate {
+                count,
+                array: Atom::Var(bulk),
+            },
+            ArrTy::new(rep_shape, res_ty.elem),
+            "rep",
+        );
+        Status::Batched(self.emit1(
+            Expr::Transpose {
+                perm: vec![1, 0],
+                array: Atom::Var(rep),
+            },
+            res_ty,
+            &hint,
+        ))
+    }
+
+    /// Fig 9: build1 k (λi. tr_b t) ~> tr_(0, b+1) (build1 k (λi. t)).
+    pub(crate) fn batch_transpose(&mut self, perm: &[usize], array: Atom, binder: VarId) -> Status {
+        let bulk = self.force_atom(array);
+        let mut new_perm = vec![0];
+        new_perm.extend(perm.iter().map(|axis| axis + 1));
+        let (res_ty, hint) = self.batched_binder(binder);
+        Status::Batched(self.emit1(
+            Expr::Transpose {
+                perm: new_perm,
+                array: Atom::Var(bulk),
+            },
+            res_ty,
+            &hint,
+        ))
+    }
+
+    /// Fig 9: build1 k (λi. reshape sh t) ~> reshape (k:::sh) (build1 k (λi. t)).
+    pub(crate) fn batch_reshape(&mut self, shape: &[usize], array: Atom, binder: VarId) -> Status {
+        let bulk = self.force_atom(array);
+        let mut new_shape = vec![self.size];
+        new_shape.extend(shape);
+        let (res_ty, hint) = self.batched_binder(binder);
+        Status::Batched(self.emit1(
+            Expr::Reshape {
+                shape: new_shape,
+                array: Atom::Var(bulk),
+            },
+            res_ty,
+            &hint,
+        ))
+    }
+}
+
+impl Builder<'_> {
+    /// sumOuter and replicate are each other's transposes.
+    pub(crate) fn transpose_replicate(
+        &mut self,
+        array: Atom,
+        ct: Atom,
+        cts: &mut HashMap<VarId, Atom>,
+    ) {
+        self.add_transposed(cts, array, |_, _| Expr::SumOuter(ct));
+    }
+
+    /// The transpose of `tr perm` is `tr` by the inverse permutation.
+    pub(crate) fn transpose_transpose(
+        &mut self,
+        perm: &[usize],
+        array: Atom,
+        ct: Atom,
+        cts: &mut HashMap<VarId, Atom>,
+    ) {
+        let mut inverse = vec![0; perm.len()];
+        for (axis, source) in perm.iter().enumerate() {
+            inverse[*source] = axis;
+        }
+        self.add_transposed(cts, array, |_, _| Expr::Transpose {
+            perm: inverse,
+            array: ct,
+        });
+    }
+
+    /// The transpose of a reshape is the reshape back to the operand's shape.
+    pub(crate) fn transpose_reshape(
+        &mut self,
+        array: Atom,
+        ct: Atom,
+        cts: &mut HashMap<VarId, Atom>,
+    ) {
+        self.add_transposed(cts, array, |_, ty| Expr::Reshape {
+            shape: ty.shape.clone(),
+            array: ct,
+        });
+    }
+}

@@ -1,0 +1,1066 @@
+//! `fold k init (λi carry…. body)` and `scan k init (λi carry…. body)`: the sequential loops
+//! (seed 003's `foldl` and `scanl`; seed 004 Fig 7's `ifold`). Every rule of the two in one
+//! place:
+//!
+//! - type rule: `fold_tys`, `scan_tys` (called by `core::verify`): params are an `I64` scalar
+//!   then one per carry with the type of its initial value; results are the new carries with
+//!   the same types, then for a scan the ys; a scan binds the carries then `k ::: shape of y`
+//!   for each y;
+//! - reference evaluation: `Interp::eval_fold`, `Interp::eval_scan`;
+//! - batching: `Batcher::batch_loop`: a loop inside a build runs once over batched state (the
+//!   carries that depend on the batch index get the batch axis, a fixpoint over the body);
+//! - JVP: `jvp_loop`, the loop carries the tangents of its float carries along (seed 004
+//!   Fig 7's forward mode of `ifold`);
+//! - transpose: `split_loop` runs the primal part forward as a scan that stacks the carries;
+//!   `transpose_loop` runs the iterations backwards, recomputing each from its stacked carry
+//!   (seed 003 Fig 16's reverse rule for `foldl`), with reads of outer tables hoisted out of
+//!   the backward loop (Note [Reads of outer tables in a reversed loop]);
+//! - linearity: a differentiated loop is linear in its tangent carries and constant in its
+//!   primal ones, so `passes::ad` keeps it whole (`LinearItem::Loop`) rather than transposing
+//!   it operand by operand;
+//! - cost: `cost`, `size × (cost of the body + elements of the body's results)` (seed 003
+//!   Fig 11's per-element moves of map2/reduce/scanl), and a level of nesting;
+//! - fusion class: `Bulk`; loop bodies over tables get schedules of their own (`passes::fuse`,
+//!   Note [Loop bodies]).
+//!
+//! Does not handle yet: a read of an outer table inside a loop nested in the body is hoisted
+//! out of its own loop only, so its cotangent is a whole-table addition per step of the
+//! enclosing loop; a gather whose index function needs a non-scalar value of the carry stays
+//! inside the backward loop (a whole-table scatter per step).
+
+use std::collections::{HashMap, HashSet};
+
+use crate::core::inline::clone_block;
+use crate::core::interp::{index_scalar, Interp, Res, Stacked};
+use crate::core::ir::{ArrTy, Atom, Block, BlockId, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::value::Array;
+use crate::core::verify::{atom_ty, block, expect_index, prepend, result_tys, tys_text, var_ty};
+use crate::core::visit::{collect_uses, expr_atoms, expr_blocks};
+use crate::passes::ad::{self, AdError, Builder, LinearItem};
+use crate::passes::bot::{Batcher, Status};
+use crate::prim::{Emitter, Prim};
+
+pub fn fold_tys(program: &Program, init: &[Atom], body: BlockId) -> Result<Vec<ArrTy>, String> {
+    let (carry_tys, _) = loop_tys(program, init, body, "fold")?;
+    Ok(carry_tys)
+}
+
+pub fn scan_tys(
+    program: &Program,
+    size: usize,
+    init: &[Atom],
+    body: BlockId,
+) -> Result<Vec<ArrTy>, String> {
+    let (mut tys, y_tys) = loop_tys(program, init, body, "scan")?;
+    tys.extend(y_tys.into_iter().map(|ty| prepend(size, ty)));
+    Ok(tys)
+}
+
+/// The carry types of a fold/scan, checked against its body, and the types of the body's
+/// extra results (the ys of a scan; a fold must have none).
+fn loop_tys(
+    program: &Program,
+    init: &[Atom],
+    body: BlockId,
+    what: &str,
+) -> Result<(Vec<ArrTy>, Vec<ArrTy>), String> {
+    let carry_tys = init
+        .iter()
+        .map(|atom| atom_ty(program, atom))
+        .collect::<Result<Vec<_>, _>>()?;
+    let block = block(program, body)?;
+    if block.params.len() != 1 + carry_tys.len() {
+        return Err(format!(
+            "{what} body has {} params, expected an index and {} carries",
+            block.params.len(),
+            carry_tys.len()
+        ));
+    }
+    expect_index(
+        &var_ty(program, block.params[0])?,
+        &format!("the {what} index"),
+    )?;
+    let param_tys = block.params[1..]
+        .iter()
+        .map(|&var| var_ty(program, var))
+        .collect::<Result<Vec<_>, _>>()?;
+    if param_tys != carry_tys {
+        return Err(format!(
+            "{what} carry params have types ({}) but the initial values ({})",
+            tys_text(&param_tys),
+            tys_text(&carry_tys)
+        ));
+    }
+    let mut results = result_tys(program, block)?;
+    let n_carry = carry_tys.len();
+    let extra_allowed = what == "scan";
+    if results.len() < n_carry || (!extra_allowed && results.len() != n_carry) {
+        return Err(format!(
+            "{what} body returns {} results for {n_carry} carries",
+            results.len()
+        ));
+    }
+    let ys = results.split_off(n_carry);
+    if results != carry_tys {
+        return Err(format!(
+            "{what} body returns carries of types ({}) but the carries have types ({})",
+            tys_text(&results),
+            tys_text(&carry_tys)
+        ));
+    }
+    Ok((carry_tys, ys))
+}
+
+impl Interp<'_> {
+    pub(crate) fn eval_fold(
+        &mut self,
+        size: usize,
+        init: &[Atom],
+        body: BlockId,
+    ) -> Res<Vec<Array>> {
+        let mut carry: Vec<Array> = init.iter().map(|atom| self.atom(atom)).collect();
+        for i in 0..size {
+            self.check_interrupt()?;
+            let mut args = vec![index_scalar(i)];
+            args.extend(carry);
+            carry = self.eval_block(body, args)?;
+        }
+        Ok(carry)
+    }
+
+    /// The final carry, then the ys stacked along a new outermost axis.
+    pub(crate) fn eval_scan(
+        &mut self,
+        stmt: &Stmt,
+        size: usize,
+        init: &[Atom],
+        body: BlockId,
+    ) -> Res<Vec<Array>> {
+        let n_carry = init.len();
+        let mut carry: Vec<Array> = init.iter().map(|atom| self.atom(atom)).collect();
+        let mut stacked: Vec<Stacked> = (n_carry..stmt.binders.len())
+            .map(|position| Stacked::new(self.binder_ty(stmt, position)))
+            .collect();
+        for i in 0..size {
+            self.check_interrupt()?;
+            let mut args = vec![index_scalar(i)];
+            args.extend(carry);
+            let mut results = self.eval_block(body, args)?;
+            let ys = results.split_off(n_carry);
+            carry = results;
+            for (out, value) in stacked.iter_mut().zip(&ys) {
+                out.append(value);
+            }
+        }
+        carry.extend(stacked.into_iter().map(Stacked::finish));
+        Ok(carry)
+    }
+}
+
+/// `size` runs of a loop body: its work plus moving its results each time.
+pub fn cost(program: &Program, size: usize, body: BlockId) -> u64 {
+    let results: u64 = program.blocks[body]
+        .results
+        .iter()
+        .map(|atom| program.atom_ty(atom).n_elems() as u64)
+        .sum();
+    size as u64 * (crate::core::cost::block_cost(program, body) + results)
+}
+
+impl Batcher<'_> {
+    /// `fold`/`scan` inside a build: the loop runs once, over batched state. A carry is batched
+    /// when its initial value or its update depends on the batch index (a fixpoint over the
+    /// body); a scan output likewise.
+    pub(crate) fn batch_loop(
+        &mut self,
+        size: usize,
+        init: &[Atom],
+        body: BlockId,
+        binders: &[VarId],
+        is_scan: bool,
+    ) {
+        let body_block = self.program.blocks[body].clone();
+        let n_carries = init.len();
+        let mut carry_batched: Vec<bool> =
+            init.iter().map(|atom| !self.is_unbatched(*atom)).collect();
+        let ys_batched = loop {
+            let depends = self.loop_dependence(&body_block, &carry_batched);
+            let mut changed = false;
+            for (position, flag) in carry_batched.iter_mut().enumerate() {
+                if !*flag && depends[position] {
+                    *flag = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break depends[n_carries..].to_vec();
+            }
+        };
+        // Parameters: the loop index stays unbatched; batched carries get new variables.
+        let mut params = vec![body_block.params[0]];
+        for (param, is_batched) in body_block.params[1..].iter().zip(&carry_batched) {
+            if *is_batched {
+                let ty = self.batched_ty(self.program.var_ty(*param));
+                let new = self.new_var(ty, "c");
+                self.env.insert(*param, Status::Batched(new));
+                params.push(new);
+            } else {
+                params.push(*param);
+            }
+        }
+        let mut result_batched = carry_batched.clone();
+        if is_scan {
+            result_batched.extend(&ys_batched);
+        }
+        let new_body = self.batch_subblock(body, params, &result_batched);
+        let new_init: Vec<Atom> = init
+            .iter()
+            .zip(&carry_batched)
+            .map(|(atom, is_batched)| {
+                if *is_batched {
+                    Atom::Var(self.force_atom(*atom))
+                } else {
+                    *atom
+                }
+            })
+            .collect();
+        // Binders: batched carries are bulk; batched scan outputs come out as [size, k, …] and
+        // are transposed to [k, size, …].
+        let mut new_binders = Vec::new();
+        let mut fixups = Vec::new();
+        for (position, binder) in binders.iter().enumerate() {
+            let is_batched = result_batched[position];
+            if !is_batched {
+                new_binders.push(*binder);
+                continue;
+            }
+            let ty = self.program.var_ty(*binder).clone();
+            let hint = self.program.vars[*binder].hint.clone();
+            if position < n_carries {
+                let new = self.new_var(self.batched_ty(&ty), &hint);
+                new_binders.push(new);
+                self.env.insert(*binder, Status::Batched(new));
+            } else {
+                let mut stacked_shape = vec![ty.shape[0], self.size];
+                stacked_shape.extend(&ty.shape[1..]);
+                let new = self.new_var(ArrTy::new(stacked_shape, ty.elem), &hint);
+                new_binders.push(new);
+                fixups.push((*binder, new));
+            }
+        }
+        let expr = Expr::sequential_loop(is_scan, size, new_init, new_body);
+        self.emit_to(self.target, new_binders, expr);
+        for (binder, stacked) in fixups {
+            let ty = self.batched_ty(self.program.var_ty(binder));
+            let hint = self.program.vars[binder].hint.clone();
+            let res = self.emit1(
+                Expr::Transpose {
+                    perm: vec![1, 0],
+                    array: Atom::Var(stacked),
+                },
+                ty,
+                &hint,
+            );
+            self.env.insert(binder, Status::Batched(res));
+        }
+    }
+
+    /// Which results of a loop body depend on the batch index, given which carries do.
+    fn loop_dependence(&self, body: &Block, carry_batched: &[bool]) -> Vec<bool> {
+        let mut dependent: std::collections::HashSet<VarId> = std::collections::HashSet::new();
+        for (param, is_batched) in body.params[1..].iter().zip(carry_batched) {
+            if *is_batched {
+                dependent.insert(*param);
+            }
+        }
+        let depends_atom = |atom: &Atom, dependent: &std::collections::HashSet<VarId>| match atom {
+            Atom::Var(var) => dependent.contains(var) || !self.is_unbatched(*atom),
+            Atom::Lit(_) => false,
+        };
+        for stmt in &body.stmts {
+            let mut uses = expr_atoms(&stmt.expr);
+            for nested in expr_blocks(&stmt.expr) {
+                let mut nested_uses = Vec::new();
+                collect_uses(self.program, nested, &mut nested_uses);
+                uses.extend(nested_uses.into_iter().map(Atom::Var));
+            }
+            if uses.iter().any(|atom| depends_atom(atom, &dependent)) {
+                dependent.extend(&stmt.binders);
+            }
+        }
+        body.results
+            .iter()
+            .map(|atom| depends_atom(atom, &dependent))
+            .collect()
+    }
+}
+
+/// A loop carrying primal and tangent values, split for transposition (`passes::ad::split`):
+/// its primal part runs forward as a scan that also stacks the carry entering every
+/// iteration, and the whole statement is transposed by `transpose_loop`.
+pub(crate) fn split_loop(
+    program: &mut Program,
+    stmt: &Stmt,
+    linear: &HashSet<VarId>,
+) -> (Stmt, LinearItem) {
+    // A loop carrying primal and tangent values: run the primal part as a scan that
+    // also stacks the carries.
+    let shape = loop_shape(stmt, program, linear);
+    let body: Block = program.blocks[shape.body].clone();
+    let carry_params = body.params[1..=shape.n_carries].to_vec();
+    let mut results: Vec<Atom> = body.results[..shape.n_carries].to_vec();
+    if shape.is_scan {
+        let ys_start = shape.n_carries + shape.n_carry_tangents;
+        results.extend(&body.results[ys_start..ys_start + shape.n_ys]);
+    }
+    results.extend(carry_params.iter().copied().map(Atom::Var));
+    let mut params = vec![body.params[0]];
+    params.extend(&carry_params);
+    // Nested loops contribute their primal scans too.
+    let (primal_stmts, _) = ad::split(program, &body.stmts, linear);
+    let primal_body = program.blocks.push(Block {
+        params,
+        stmts: primal_stmts,
+        results,
+    });
+    let mut binders: Vec<VarId> = stmt.binders[..shape.n_carries].to_vec();
+    if shape.is_scan {
+        let ys_start = shape.n_carries + shape.n_carry_tangents;
+        binders.extend(&stmt.binders[ys_start..ys_start + shape.n_ys]);
+    }
+    let stacked: Vec<VarId> = carry_params
+        .iter()
+        .map(|param| {
+            let ty = program.var_ty(*param).clone();
+            let mut stacked_shape = vec![shape.size];
+            stacked_shape.extend(&ty.shape);
+            program.new_var(ArrTy::new(stacked_shape, ty.elem), "carries")
+        })
+        .collect();
+    binders.extend(&stacked);
+    let init = shape.init[..shape.n_carries].to_vec();
+    let primal = Stmt {
+        binders,
+        expr: Expr::Scan {
+            size: shape.size,
+            init,
+            body: primal_body,
+        },
+    };
+    let item = LinearItem::Loop {
+        stmt: stmt.clone(),
+        stacked,
+    };
+    (primal, item)
+}
+
+/// `fold`/`scan`: the loop carries the tangents of its float carries along (forward mode).
+pub(crate) fn jvp_loop(
+    builder: &mut Builder,
+    stmt: &Stmt,
+    tangents: &mut HashMap<VarId, Atom>,
+) -> Result<(), AdError> {
+    let (size, init, body, is_scan) = match &stmt.expr {
+        Expr::Fold { size, init, body } => (*size, init.clone(), *body, false),
+        Expr::Scan { size, init, body } => (*size, init.clone(), *body, true),
+        _ => unreachable!("only loops reach jvp_loop"),
+    };
+    // A loop that computes no float (an ordering code, a count) has no tangent: it stays a
+    // primal statement, and its body is not differentiated (its reads of differentiated
+    // tables would otherwise become linear statements inside a primal loop).
+    let has_float_output = stmt
+        .binders
+        .iter()
+        .any(|binder| builder.program.var_ty(*binder).elem.is_float());
+    if !has_float_output {
+        builder.stmts.push(stmt.clone());
+        return Ok(());
+    }
+    let source: Block = builder.program.blocks[body].clone();
+    let n_carries = init.len();
+    let float_carries: Vec<usize> = (0..n_carries)
+        .filter(|position| builder.ty(&init[*position]).elem.is_float())
+        .collect();
+    // New body: params [i, carries…, carry tangents…].
+    let mut inner = Builder {
+        program: &mut *builder.program,
+        stmts: Vec::new(),
+        linear: builder.linear.clone(),
+    };
+    let mut inner_tangents = tangents.clone();
+    let mut params = source.params.clone();
+    for position in &float_carries {
+        let param = source.params[1 + position];
+        let ty = inner.program.var_ty(param).clone();
+        let tangent = inner.program.new_var(ty, "c_dot");
+        inner.linear.insert(tangent);
+        inner_tangents.insert(param, Atom::Var(tangent));
+        params.push(tangent);
+    }
+    ad::jvp_stmts(&mut inner, &source.stmts, &mut inner_tangents)?;
+    let mut results = source.results.clone();
+    let ys: Vec<Atom> = results.split_off(n_carries);
+    for position in &float_carries {
+        let carry = source.results[*position];
+        let tangent = ad::tangent_of(&inner_tangents, &carry)
+            .unwrap_or_else(|| inner.zeros(&inner.ty(&carry)));
+        results.push(tangent);
+    }
+    let float_ys: Vec<usize> = (0..ys.len())
+        .filter(|position| inner.ty(&ys[*position]).elem.is_float())
+        .collect();
+    let mut y_tangents = Vec::new();
+    for position in &float_ys {
+        let y = ys[*position];
+        y_tangents.push(
+            ad::tangent_of(&inner_tangents, &y).unwrap_or_else(|| inner.zeros(&inner.ty(&y))),
+        );
+    }
+    results.extend(ys);
+    results.extend(y_tangents);
+    let linear = inner.linear;
+    let stmts = inner.stmts;
+    builder.linear = linear;
+    let new_body = builder.program.blocks.push(Block {
+        params,
+        stmts,
+        results,
+    });
+    // New init and binders: carries, carry tangents, [ys, y tangents].
+    let mut new_init = init.clone();
+    for position in &float_carries {
+        let tangent = ad::tangent_of(tangents, &init[*position])
+            .unwrap_or_else(|| builder.zeros(&builder.ty(&init[*position])));
+        new_init.push(tangent);
+    }
+    let mut binders: Vec<VarId> = stmt.binders[..n_carries].to_vec();
+    let mut new_tangents = Vec::new();
+    for position in &float_carries {
+        let binder = stmt.binders[*position];
+        let ty = builder.program.var_ty(binder).clone();
+        let tangent = builder.program.new_var(ty, "c_dot");
+        new_tangents.push((binder, tangent));
+        binders.push(tangent);
+    }
+    if is_scan {
+        binders.extend(&stmt.binders[n_carries..]);
+        for position in &float_ys {
+            let binder = stmt.binders[n_carries + position];
+            let ty = builder.program.var_ty(binder).clone();
+            let tangent = builder.program.new_var(ty, "y_dot");
+            new_tangents.push((binder, tangent));
+            binders.push(tangent);
+        }
+    }
+    for (_, tangent) in &new_tangents {
+        builder.linear.insert(*tangent);
+    }
+    let expr = Expr::sequential_loop(is_scan, size, new_init, new_body);
+    builder.stmts.push(Stmt { binders, expr });
+    for (binder, tangent) in new_tangents {
+        tangents.insert(binder, Atom::Var(tangent));
+    }
+    Ok(())
+}
+
+/// The positions of a differentiated loop's parts (see `jvp_loop`): the body parameters are
+/// `[i, carries…, carry tangents…]`, the results and binders `carries, carry tangents` and,
+/// for a scan, `ys, y tangents`.
+struct LoopShape {
+    size: usize,
+    is_scan: bool,
+    n_carries: usize,
+    n_carry_tangents: usize,
+    n_ys: usize,
+    init: Vec<Atom>,
+    body: BlockId,
+}
+
+fn loop_shape(stmt: &Stmt, program: &Program, linear: &HashSet<VarId>) -> LoopShape {
+    let (size, init, body, is_scan) = match &stmt.expr {
+        Expr::Fold { size, init, body } => (*size, init.clone(), *body, false),
+        Expr::Scan { size, init, body } => (*size, init.clone(), *body, true),
+        _ => unreachable!("only loops have a loop shape"),
+    };
+    let params = &program.blocks[body].params;
+    let n_carry_tangents = params[1..]
+        .iter()
+        .filter(|param| linear.contains(param))
+        .count();
+    let n_carries = params.len() - 1 - n_carry_tangents;
+    let rest = &stmt.binders[n_carries + n_carry_tangents..];
+    let n_ys = rest
+        .iter()
+        .filter(|binder| !linear.contains(binder))
+        .count();
+    LoopShape {
+        size,
+        is_scan,
+        n_carries,
+        n_carry_tangents,
+        n_ys,
+        init,
+        body,
+    }
+}
+
+// Note [Reads of outer tables in a reversed loop]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A loop body often reads a table from outside the loop: `index xs [i]`
+// (`fold(x0, \i c. max c xs[i])`), or, after the BOT, a gather of a row or of a few
+// neighbours. The transpose of the read is a scatter into the shape of the whole table (a
+// one-hot scatter for `index`, Fig 19). Accumulated in a carry of the backward loop, the
+// table's cotangent would cost a zero table, a scatter and an addition of the whole table at
+// every step: O(n) per step, O(n²) for the loop.
+//
+// But the cotangent of a table the body only reads never feeds back into the loop: no
+// iteration reads it. So such a read is not transposed inside the loop. The backward loop
+// becomes a scan that emits, at every step, the cotangent of the read's result (one element,
+// one row, or the gathered elements) as an output; after the loop, one bulk operation puts
+// the stacked outputs into the table's cotangent: a `scatter` whose index function gives, for
+// backward step `k` (and the gather's own positions), the index the forward iteration
+// `i = n-1-k` read. A variable of the body that the index needs is found in one of two ways:
+//
+// - if scalar statements compute it from the loop index and loop-invariant values (`i`,
+//   `i - 1`, `perm[i]`), the index function recomputes it by those statements;
+// - otherwise (it depends on the carry) the scan stacks it as one more output, and the index
+//   function reads it back. Only scalars are stacked: a gather whose index function needs a
+//   carried table stays inside the loop.
+//
+// Literals and loop-invariant variables are used as they are. When the index is exactly the
+// loop index and the table's leading axis is the loop's length, the stacked outputs reversed
+// into loop order *are* the contribution, and a `gather` that reverses them replaces the
+// scatter. Only the other uses of an outer linear variable (arithmetic on the whole table,
+// reads inside nested loops, returning it as a carry) still accumulate in a carry of the
+// backward loop.
+//
+// This is seed 003 Fig 16's reverse rule for `foldl` (the cotangent of the array argument is
+// `B = map2 (x,y. x*y*z) A_2 A_3`, built by one map from per-element derivatives after the
+// backward scan, never a dense array per step), and the sparse adjoint of an index of seed
+// 002 §3.3 (Listings 22–23: a read's adjoint is an (index, value) pair, and the pairs are
+// folded into one array adjoint at the end). dx's version differs: the body is arbitrary ANF
+// and may read any outer table at any index, not only the element `A[i]` of the array folded
+// over, so the pairs are stacked by a sequential backward scan (not a `scanr` of products,
+// which needs scalar carries) and placed by one scatter, or a reversing gather. Reads in
+// loops nested inside the body are hoisted only out of their own loop: their contributions
+// then accumulate per step of the enclosing loop.
+
+/// How a hoisted read reads its table.
+enum ReadKind {
+    /// `index table [index…]`.
+    Index(Vec<Atom>),
+    /// `gather shape table body`.
+    Gather(BlockId),
+}
+
+/// A read in a loop body of a linear table defined outside the loop, hoisted out of the
+/// backward loop (Note [Reads of outer tables in a reversed loop]).
+struct OuterRead {
+    table: VarId,
+    /// The read's result in the backward body.
+    res: VarId,
+    kind: ReadKind,
+    /// The variables of the backward body its index needs that depend only on the step.
+    recomputed: Vec<VarId>,
+    /// The other variables of the backward body its index needs (scalars), to be stacked.
+    stacked: Vec<VarId>,
+}
+
+/// A hoisted read with a cotangent: the positions among the backward scan's outputs of the
+/// read's cotangent and of its stacked variables.
+struct HoistedRead {
+    read: OuterRead,
+    ct_output: usize,
+    stacked_outputs: Vec<usize>,
+}
+
+/// The backward loop of a transposed loop, as the placing of hoisted reads' cotangents
+/// after it sees it.
+struct BackwardLoop<'a> {
+    body: BlockId,
+    /// The body's step parameter `k` (the backward loop runs iteration `i = size-1-k`).
+    step: VarId,
+    loop_index: Atom,
+    size: usize,
+    /// The body's variables that depend only on the step (`recomputable_from_step`).
+    recomputable: &'a HashSet<VarId>,
+    /// The loop's stacked outputs (its binders after the carries).
+    outputs: &'a [VarId],
+}
+
+/// The transpose of a loop (seed 003 Fig 16's reverse rule for `foldl`, on ANF): a loop that
+/// runs the iterations backwards; each iteration recomputes its primal values from the
+/// stacked carry, then transposes the body's linear statements. Reads of outer linear tables
+/// become outputs of the backward loop, which is then a scan (see Note [Reads of outer
+/// tables in a reversed loop]); cotangents of the other linear variables the body uses from
+/// outside accumulate in extra carries.
+pub(crate) fn transpose_loop(
+    builder: &mut Builder,
+    stmt: &Stmt,
+    stacked: &[VarId],
+    cts: &mut HashMap<VarId, Atom>,
+) -> Result<(), AdError> {
+    let shape = loop_shape(stmt, builder.program, &builder.linear);
+    let tangent_binders = &stmt.binders[shape.n_carries..shape.n_carries + shape.n_carry_tangents];
+    let ys_tangent_binders: Vec<VarId> = if shape.is_scan {
+        stmt.binders[shape.n_carries + shape.n_carry_tangents + shape.n_ys..].to_vec()
+    } else {
+        Vec::new()
+    };
+    let final_cts: Vec<Option<Atom>> = tangent_binders
+        .iter()
+        .map(|binder| cts.get(binder).copied())
+        .collect();
+    let ys_cts: Vec<Option<Atom>> = ys_tangent_binders
+        .iter()
+        .map(|binder| cts.get(binder).copied())
+        .collect();
+    if final_cts.iter().chain(&ys_cts).all(Option::is_none) {
+        return Ok(());
+    }
+    let body: Block = builder.program.blocks[shape.body].clone();
+    let carry_params = body.params[1..=shape.n_carries].to_vec();
+    let tangent_params = body.params[1 + shape.n_carries..].to_vec();
+    // Linear variables the body uses from outside, with every use (with repeats).
+    let mut defined: HashSet<VarId> = HashSet::new();
+    crate::core::visit::collect_defs(builder.program, shape.body, &mut defined);
+    let mut used = Vec::new();
+    crate::core::visit::collect_uses(builder.program, shape.body, &mut used);
+    used.retain(|var| builder.linear.contains(var) && !defined.contains(var));
+    let mut free: Vec<VarId> = Vec::new();
+    for var in &used {
+        if !free.contains(var) {
+            free.push(*var);
+        }
+    }
+    // The backward body: params [k, carry cotangents…, carried free cotangents…].
+    let index_ty = ArrTy::scalar(crate::core::ir::Elem::I64);
+    let k = builder.program.new_var(index_ty.clone(), "k");
+    let ct_carry_params: Vec<VarId> = tangent_params
+        .iter()
+        .map(|param| {
+            builder
+                .program
+                .new_var(builder.program.var_ty(*param).clone(), "ct_c")
+        })
+        .collect();
+    let mut inner = Builder {
+        program: &mut *builder.program,
+        stmts: Vec::new(),
+        linear: builder.linear.clone(),
+    };
+    let last = Atom::Lit(Scalar::I64(shape.size as i64 - 1));
+    let i = inner.emit1(
+        Expr::Prim(Prim::Sub, vec![last, Atom::Var(k)]),
+        index_ty,
+        "i",
+    );
+    let mut subst: HashMap<VarId, Atom> = HashMap::new();
+    subst.insert(body.params[0], i);
+    for (param, stacked) in carry_params.iter().zip(stacked) {
+        let ty = inner.program.var_ty(*param).clone();
+        let carry = inner.emit1(
+            Expr::Index {
+                array: Atom::Var(*stacked),
+                index: vec![i],
+            },
+            ty,
+            "c",
+        );
+        subst.insert(*param, carry);
+    }
+    let placeholders: Vec<VarId> = tangent_params
+        .iter()
+        .map(|param| {
+            let placeholder = inner
+                .program
+                .new_var(inner.program.var_ty(*param).clone(), "c_dot");
+            inner.linear.insert(placeholder);
+            subst.insert(*param, Atom::Var(placeholder));
+            placeholder
+        })
+        .collect();
+    let mut copied = Vec::new();
+    for body_stmt in &body.stmts {
+        copied.push(crate::core::inline::copy_stmt(
+            inner.program,
+            body_stmt,
+            &mut subst,
+        ));
+    }
+    // The copies of linear variables (binders and the parameters of nested blocks) are linear.
+    for (old, new) in &subst {
+        if let (true, Atom::Var(new)) = (inner.linear.contains(old), new) {
+            inner.linear.insert(*new);
+        }
+    }
+    let (forward, mut items) = ad::split(inner.program, &copied, &inner.linear);
+    inner.stmts.extend(forward);
+    let recomputable = recomputable_from_step(inner.program, &inner.stmts, k, stacked);
+    let reads = outer_reads(inner.program, &inner.stmts, &copied, &free, &recomputable);
+    // The hoisted reads are not transposed here; the free variables used otherwise too
+    // keep a carry.
+    items.retain(|item| match item {
+        LinearItem::Stmt(stmt) => !reads.iter().any(|read| read.res == stmt.binders[0]),
+        LinearItem::Loop { .. } => true,
+    });
+    let carried: Vec<VarId> = free
+        .iter()
+        .copied()
+        .filter(|var| {
+            let n_uses = used.iter().filter(|used| *used == var).count();
+            let n_reads = reads.iter().filter(|read| read.table == *var).count();
+            n_uses > n_reads
+        })
+        .collect();
+    let ct_free_params: Vec<VarId> = carried
+        .iter()
+        .map(|var| {
+            inner
+                .program
+                .new_var(inner.program.var_ty(*var).clone(), "ct_free")
+        })
+        .collect();
+    let mut inner_cts: HashMap<VarId, Atom> = HashMap::new();
+    for (position, param) in ct_carry_params.iter().enumerate() {
+        let result = crate::core::inline::rename(body.results[shape.n_carries + position], &subst);
+        if inner.is_linear(&result) {
+            inner.add_to(&mut inner_cts, result, Atom::Var(*param));
+        }
+    }
+    if shape.is_scan {
+        let dys_start = shape.n_carries + shape.n_carry_tangents + shape.n_ys;
+        for (position, ct) in ys_cts.iter().enumerate() {
+            let Some(ct) = ct else { continue };
+            let result = crate::core::inline::rename(body.results[dys_start + position], &subst);
+            if inner.is_linear(&result) {
+                let ty = inner.ty(&result);
+                let ct_i = inner.emit1(
+                    Expr::Index {
+                        array: *ct,
+                        index: vec![i],
+                    },
+                    ty,
+                    "ct_y",
+                );
+                inner.add_to(&mut inner_cts, result, ct_i);
+            }
+        }
+    }
+    ad::transpose_items(&mut inner, &items, &mut inner_cts)?;
+    let mut results = Vec::new();
+    for placeholder in &placeholders {
+        results.push(match inner_cts.get(placeholder) {
+            Some(ct) => *ct,
+            None => inner.zeros(&inner.program.var_ty(*placeholder).clone()),
+        });
+    }
+    for (var, param) in carried.iter().zip(&ct_free_params) {
+        results.push(match inner_cts.get(var).copied() {
+            Some(ct) => inner.prim(Prim::Add, &[Atom::Var(*param), ct]),
+            None => Atom::Var(*param),
+        });
+    }
+    // The scan outputs: each hoisted read's cotangent, and the variables its index needs
+    // that are stacked.
+    let n_carried_results = results.len();
+    let mut outputs: Vec<Atom> = Vec::new();
+    let mut hoisted = Vec::new();
+    for read in reads {
+        let Some(ct) = inner_cts.get(&read.res).copied() else {
+            continue;
+        };
+        let ct_output = outputs.len();
+        outputs.push(ct);
+        let stacked_outputs = read
+            .stacked
+            .iter()
+            .map(|var| {
+                outputs.push(Atom::Var(*var));
+                outputs.len() - 1
+            })
+            .collect();
+        hoisted.push(HoistedRead {
+            read,
+            ct_output,
+            stacked_outputs,
+        });
+    }
+    results.extend(&outputs);
+    let inner_stmts = std::mem::take(&mut inner.stmts);
+    let mut params = vec![k];
+    params.extend(&ct_carry_params);
+    params.extend(&ct_free_params);
+    let backward_body = builder.program.blocks.push(Block {
+        params,
+        stmts: inner_stmts,
+        results,
+    });
+    // The backward loop, seeded with the final carry cotangents and zero free cotangents.
+    let mut init = Vec::new();
+    for (ct, binder) in final_cts.iter().zip(tangent_binders) {
+        init.push(match ct {
+            Some(ct) => *ct,
+            None => builder.zeros(&builder.program.var_ty(*binder).clone()),
+        });
+    }
+    for var in &carried {
+        init.push(builder.zeros(&builder.program.var_ty(*var).clone()));
+    }
+    let mut binder_tys: Vec<ArrTy> = tangent_params
+        .iter()
+        .map(|param| builder.program.var_ty(*param).clone())
+        .collect();
+    binder_tys.extend(
+        carried
+            .iter()
+            .map(|var| builder.program.var_ty(*var).clone()),
+    );
+    for output in &outputs {
+        let ty = builder.ty(output);
+        let mut stacked_shape = vec![shape.size];
+        stacked_shape.extend(&ty.shape);
+        binder_tys.push(ArrTy::new(stacked_shape, ty.elem));
+    }
+    let loop_expr = Expr::sequential_loop(!outputs.is_empty(), shape.size, init, backward_body);
+    let binders = builder.emit(loop_expr, binder_tys, "ct_loop");
+    // The stacked cotangents are linear, the stacked indices primal.
+    builder.linear.extend(&binders[..n_carried_results]);
+    for (output, binder) in outputs.iter().zip(&binders[n_carried_results..]) {
+        if builder.ty(output).elem.is_float() {
+            builder.linear.insert(*binder);
+        } else {
+            builder.linear.remove(binder);
+        }
+    }
+    let init_tangents = &shape.init[shape.n_carries..];
+    for (tangent, ct) in init_tangents.iter().zip(&binders) {
+        if builder.is_linear(tangent) {
+            builder.add_to(cts, *tangent, Atom::Var(*ct));
+        }
+    }
+    for (var, ct) in carried.iter().zip(&binders[tangent_params.len()..]) {
+        builder.add_to(cts, Atom::Var(*var), Atom::Var(*ct));
+    }
+    let backward = BackwardLoop {
+        body: backward_body,
+        step: k,
+        loop_index: i,
+        size: shape.size,
+        recomputable: &recomputable,
+        outputs: &binders[n_carried_results..],
+    };
+    for read in &hoisted {
+        let contribution = place_read_cts(builder, &backward, read);
+        builder.add_to(cts, Atom::Var(read.read.table), contribution);
+    }
+    Ok(())
+}
+
+/// The variables of a backward loop body (`stmts`, run at step `k`) that depend only on `k`
+/// and on loop-invariant values: bound by scalar statements without nested blocks whose
+/// operands are such variables, literals, or variables from outside the body other than the
+/// stacked carries (reading those makes a value depend on the carry). An index function
+/// after the loop can recompute them cheaply from the step.
+fn recomputable_from_step(
+    program: &Program,
+    stmts: &[Stmt],
+    k: VarId,
+    checkpoints: &[VarId],
+) -> HashSet<VarId> {
+    let mut recomputable = HashSet::from([k]);
+    let mut defined: HashSet<VarId> = HashSet::from([k]);
+    for stmt in stmts {
+        let scalar = stmt
+            .binders
+            .iter()
+            .all(|binder| program.var_ty(*binder).shape.is_empty());
+        let simple = matches!(
+            stmt.expr,
+            Expr::Atom(_) | Expr::Prim(..) | Expr::Index { .. }
+        );
+        let operands_ok =
+            crate::core::verify::expr_atoms(&stmt.expr)
+                .iter()
+                .all(|atom| match atom {
+                    Atom::Lit(_) => true,
+                    Atom::Var(var) => {
+                        recomputable.contains(var)
+                            || (!defined.contains(var) && !checkpoints.contains(var))
+                    }
+                });
+        if scalar && simple && operands_ok {
+            recomputable.extend(&stmt.binders);
+        }
+        defined.extend(&stmt.binders);
+    }
+    recomputable
+}
+
+/// The reads of outer linear tables (`free`) among the copied body statements `copied` that
+/// can be hoisted out of the backward loop whose primal statements are `forward`: every
+/// `index`, and every `gather` whose index function needs only scalars from the backward body
+/// (Note [Reads of outer tables in a reversed loop]).
+fn outer_reads(
+    program: &Program,
+    forward: &[Stmt],
+    copied: &[Stmt],
+    free: &[VarId],
+    recomputable: &HashSet<VarId>,
+) -> Vec<OuterRead> {
+    let body_defined: HashSet<VarId> = forward
+        .iter()
+        .flat_map(|stmt| stmt.binders.iter().copied())
+        .chain(recomputable.iter().copied())
+        .collect();
+    let mut reads = Vec::new();
+    for stmt in copied {
+        let (table, kind, uses) = match &stmt.expr {
+            Expr::Index {
+                array: Atom::Var(table),
+                index,
+            } => {
+                let uses = index
+                    .iter()
+                    .filter_map(|atom| crate::core::visit::var_of(*atom))
+                    .collect();
+                (*table, ReadKind::Index(index.clone()), uses)
+            }
+            Expr::Gather {
+                array: Atom::Var(table),
+                body,
+                ..
+            } => {
+                let mut uses = Vec::new();
+                crate::core::visit::collect_uses(program, *body, &mut uses);
+                (*table, ReadKind::Gather(*body), uses)
+            }
+            _ => continue,
+        };
+        if !free.contains(&table) {
+            continue;
+        }
+        let mut needed: Vec<VarId> = Vec::new();
+        for var in uses {
+            if body_defined.contains(&var) && !needed.contains(&var) {
+                needed.push(var);
+            }
+        }
+        let (recomputed, stacked): (Vec<VarId>, Vec<VarId>) = needed
+            .into_iter()
+            .partition(|var| recomputable.contains(var));
+        if stacked
+            .iter()
+            .any(|var| !program.var_ty(*var).shape.is_empty())
+        {
+            continue;
+        }
+        reads.push(OuterRead {
+            table,
+            res: stmt.binders[0],
+            kind,
+            recomputed,
+            stacked,
+        });
+    }
+    reads
+}
+
+/// Copies of the backward body's statements that compute `vars` from the step, in order,
+/// renamed through `subst` (which maps the step to its new name).
+fn recompute_from_step(
+    program: &mut Program,
+    backward: &BackwardLoop,
+    vars: &[VarId],
+    subst: &mut HashMap<VarId, Atom>,
+) -> Vec<Stmt> {
+    let mut needed: HashSet<VarId> = vars.iter().copied().collect();
+    let mut chain = Vec::new();
+    for stmt in program.blocks[backward.body].stmts.iter().rev() {
+        if stmt.binders.iter().any(|binder| needed.contains(binder)) {
+            debug_assert!(stmt
+                .binders
+                .iter()
+                .all(|binder| backward.recomputable.contains(binder)));
+            for atom in crate::core::verify::expr_atoms(&stmt.expr) {
+                if let Atom::Var(var) = atom {
+                    if backward.recomputable.contains(&var) {
+                        needed.insert(var);
+                    }
+                }
+            }
+            chain.push(stmt.clone());
+        }
+    }
+    chain
+        .iter()
+        .rev()
+        .map(|stmt| crate::core::inline::copy_stmt(program, stmt, subst))
+        .collect()
+}
+
+/// Puts a hoisted read's stacked cotangents (one per backward step) into the shape of the
+/// table it read: a scatter whose index function gives, for step `k` (and for a gather, the
+/// gather's positions), the index read at that step, or a reversing gather when that index
+/// is the loop index `i` itself (Note [Reads of outer tables in a reversed loop]).
+fn place_read_cts(builder: &mut Builder, backward: &BackwardLoop, hoisted: &HoistedRead) -> Atom {
+    let read = &hoisted.read;
+    let table_ty = builder.program.var_ty(read.table).clone();
+    let step_ty = builder.program.var_ty(backward.step).clone();
+    let step = builder.program.new_var(step_ty.clone(), "k");
+    let mut subst: HashMap<VarId, Atom> = HashMap::from([(backward.step, Atom::Var(step))]);
+    let mut stmts = recompute_from_step(builder.program, backward, &read.recomputed, &mut subst);
+    for (var, position) in read.stacked.iter().zip(&hoisted.stacked_outputs) {
+        let ty = builder.program.var_ty(*var).clone();
+        let value = builder.program.new_var(ty, "ix");
+        stmts.push(Stmt {
+            binders: vec![value],
+            expr: Expr::Index {
+                array: Atom::Var(backward.outputs[*position]),
+                index: vec![Atom::Var(step)],
+            },
+        });
+        subst.insert(*var, Atom::Var(value));
+    }
+    let (index_fn, reverses) = match &read.kind {
+        ReadKind::Index(index) => {
+            let results = index
+                .iter()
+                .map(|atom| crate::core::inline::rename(*atom, &subst))
+                .collect();
+            let index_fn = builder.program.blocks.push(Block {
+                params: vec![step],
+                stmts,
+                results,
+            });
+            let reverses =
+                *index == [backward.loop_index] && table_ty.shape.first() == Some(&backward.size);
+            (index_fn, reverses)
+        }
+        // The gather's index function, with the step as one more leading parameter.
+        ReadKind::Gather(body) => {
+            let index_fn = clone_block(builder.program, *body, &mut subst);
+            let block = &mut builder.program.blocks[index_fn];
+            block.params.insert(0, step);
+            stmts.append(&mut block.stmts);
+            block.stmts = stmts;
+            (index_fn, false)
+        }
+    };
+    let stacked_ct = Atom::Var(backward.outputs[hoisted.ct_output]);
+    let shape = table_ty.shape.clone();
+    let expr = if reverses {
+        Expr::Gather {
+            shape,
+            array: stacked_ct,
+            body: index_fn,
+        }
+    } else {
+        Expr::Scatter {
+            shape,
+            array: stacked_ct,
+            body: index_fn,
+        }
+    };
+    builder.emit1(expr, table_ty, "ct")
+}

@@ -1,0 +1,91 @@
+//! `sumOuter t` (seed 001 Fig 7): the sum along the outermost axis. Every rule in one place:
+//!
+//! - type rule: `result_ty` (called by `core::verify`): `t` has rank ≥ 1 and a numeric
+//!   element type;
+//! - reference evaluation: `eval` (called by `core::interp`), in dx's summation order
+//!   (`prim::sum_order`, Note [Summation order]);
+//! - batching (seed 001 Fig 9): `Batcher::batch_sum_outer`;
+//! - linearity: linear in its array (`ops::linearity`), so its JVP is `sumOuter` of the
+//!   tangent (seed 001 §6.1); transpose: `Builder::transpose_sum_outer`, a `replicate`;
+//! - cost: `cost`, one per input element (`reduce (+)` of seed 003 Fig 11);
+//! - fusion class: `Reduce` (a kernel whose body is its producer, summed over axis 0).
+
+use std::collections::HashMap;
+
+use crate::core::interp::from_scalars;
+use crate::core::ir::{ArrTy, Atom, Expr, Program, Scalar, VarId};
+use crate::core::value::Array;
+use crate::core::verify::{atom_ty, expect_numeric};
+use crate::passes::ad::Builder;
+use crate::passes::bot::{Batcher, Status};
+use crate::prim::{sum_order, Prim};
+
+pub fn result_ty(program: &Program, array: &Atom) -> Result<ArrTy, String> {
+    let ty = atom_ty(program, array)?;
+    if ty.rank() == 0 {
+        return Err("sumOuter of a rank-0 array".to_string());
+    }
+    expect_numeric(ty.elem, "sumOuter")?;
+    Ok(ArrTy::new(ty.shape[1..].to_vec(), ty.elem))
+}
+
+/// Sums along the outermost axis in dx's summation order (`prim::sum_order`), each element of
+/// the rest independently; an empty outermost axis gives zeros.
+pub fn eval(array: &Array) -> Array {
+    let (&n_rows, rest) = array
+        .shape
+        .split_first()
+        .expect("sumOuter of a rank-0 array");
+    let n_sub: usize = rest.iter().product();
+    let zero = Scalar::zero(array.elem());
+    let add = |a: Scalar, b: Scalar| Prim::Add.eval(&[a, b]);
+    let mut column = Vec::with_capacity(n_rows);
+    let out = (0..n_sub)
+        .map(|offset| {
+            column.clear();
+            column.extend((0..n_rows).map(|row| array.data.get(row * n_sub + offset)));
+            sum_order::tree_sum(&column, zero, add)
+        })
+        .collect();
+    from_scalars(rest.to_vec(), array.elem(), out)
+}
+
+/// One addition per input element.
+pub fn cost(program: &Program, array: &Atom) -> u64 {
+    program.atom_ty(array).n_elems() as u64
+}
+
+impl Batcher<'_> {
+    /// Fig 9: build1 k (λi. sumOuter t) ~> sumOuter (tr (build1 k (λi. t))).
+    pub(crate) fn batch_sum_outer(&mut self, array: Atom, binder: VarId) -> Status {
+        let bulk = self.force_atom(array);
+        let ty = self.program.var_ty(bulk).clone();
+        let mut shape = ty.shape.clone();
+        shape.swap(0, 1);
+        let swapped = self.emit1(
+            Expr::Transpose {
+                perm: vec![1, 0],
+                array: Atom::Var(bulk),
+            },
+            ArrTy::new(shape, ty.elem),
+            "tr",
+        );
+        let (res_ty, hint) = self.batched_binder(binder);
+        Status::Batched(self.emit1(Expr::SumOuter(Atom::Var(swapped)), res_ty, &hint))
+    }
+}
+
+impl Builder<'_> {
+    /// sumOuter and replicate are each other's transposes.
+    pub(crate) fn transpose_sum_outer(
+        &mut self,
+        array: Atom,
+        ct: Atom,
+        cts: &mut HashMap<VarId, Atom>,
+    ) {
+        self.add_transposed(cts, array, |_, ty| Expr::Replicate {
+            count: ty.shape[0],
+            array: ct,
+        });
+    }
+}
