@@ -184,6 +184,25 @@ fn results_do_not_depend_on_the_number_of_threads() {
     assert_eq!(value(&mut session(Engine::Reference), &src), one);
 }
 
+/// Row reductions of a matrix, which the BOT writes over its transpose: the transpose that
+/// feeds a monoid is a tiled copy, and a sum whose reads are strided across the output runs
+/// along the summed axis instead. Both give the interpreter's bits (shapes that are not
+/// multiples of the tile, outputs wider than a line, 1 and 2 threads).
+#[test]
+fn row_reductions_of_a_matrix_agree_with_the_interpreter() {
+    let src = "m : (Fin 130)=>(Fin 2100)=>Float = for i j. sin (n_to_f (ordinal i * 2100 + ordinal j))\n\
+        :p (for i. maximum m[i], for i. sum for j. exp (m[i, j] - maximum m[i]), for i. logsumexp m[i])\n";
+    let reference = value(&mut session(Engine::Reference), src);
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let fused = pool.install(|| value(&mut session(Engine::Fused), src));
+        assert_eq!(fused, reference, "{threads} threads");
+    }
+}
+
 #[test]
 fn matrix_products_agree_with_the_interpreter_within_the_bound() {
     // Float64 products of size 48 (above the matrix-product threshold): faer sums in its own

@@ -540,3 +540,32 @@ fn an_if_in_the_operator_is_if_converted() {
         &point,
     );
 }
+
+/// Over elements that are tables the operator runs as a sequential fold or scan, in the same
+/// order as over scalars: the first element starts it and `e` is only the result of an empty
+/// table, so an `e` that is not an identity gives the value it gives over scalars.
+#[test]
+fn over_table_elements_the_identity_is_used_only_for_empty_tables() {
+    let add = "\\a b. for i. a[i] + b[i]";
+    let cases = [
+        (format!("reduce([1., 3.], 10., \\a b. a + b)"), "4."),
+        (
+            format!("reduce([[1., 2.], [3., 4.]], [10., 10.], {add})"),
+            "[4., 6.]",
+        ),
+        (
+            format!("assoc_scan([[1., 2.], [3., 4.]], [10., 10.], {add})"),
+            "[[1., 2.], [4., 6.]]",
+        ),
+        (
+            format!("reduce((for i:(Fin 0). [1., 2.]), [10., 10.], {add})"),
+            "[10., 10.]",
+        ),
+    ];
+    for engine in [Engine::Fused, Engine::Reference] {
+        for (expr, expected) in &cases {
+            let got = value(&mut session(engine), &format!(":p {expr}\n"));
+            assert_eq!(got, *expected, "{expr} on {engine:?}");
+        }
+    }
+}

@@ -256,6 +256,32 @@ impl Kernel {
         vars
     }
 
+    /// `Some((var, axes))` when the kernel only permutes the axes of `var`: output axis `a`
+    /// is axis `axes[a]` of `var` (a materialised `tr`).
+    pub fn permutation(&self) -> Option<(VarId, Vec<usize>)> {
+        let (Node::Read { var, coords }, _) = &self.nodes[self.output.1] else {
+            return None;
+        };
+        if self.reduce || self.nodes.len() != 1 || coords.len() != self.shape.len() {
+            return None;
+        }
+        // Read coordinate `d` is iteration axis `source_axis[d]`.
+        let mut axes = vec![usize::MAX; coords.len()];
+        for (d, coord) in coords.iter().enumerate() {
+            let Coord::Affine(affine) = coord else {
+                return None;
+            };
+            let [(axis, 1)] = affine.terms[..] else {
+                return None;
+            };
+            if affine.constant != 0 || axes[axis] != usize::MAX {
+                return None;
+            }
+            axes[axis] = d;
+        }
+        Some((*var, axes))
+    }
+
     /// The shape of the output variable.
     pub fn out_shape(&self) -> &[usize] {
         if self.reduce {

@@ -131,6 +131,19 @@ impl Exec<'_> {
     }
 
     fn run_kernel(&self, kernel: &Kernel) -> Res<Tensor> {
+        if let Some((var, axes)) = kernel.permutation() {
+            let source = self.standard(var);
+            let fits = axes
+                .iter()
+                .zip(kernel.out_shape())
+                .all(|(&axis, &dim)| source.shape().get(axis) == Some(&dim));
+            if let Some(tensor) = fits
+                .then(|| super::transpose::permuted(&source, &axes))
+                .flatten()
+            {
+                return Ok(tensor);
+            }
+        }
         let launch = Launch::new(self, kernel);
         let elem = kernel.nodes[kernel.output.1].1;
         let mut out = Column::with_len(elem, kernel.out_shape().iter().product());
@@ -443,12 +456,28 @@ impl<'k> Launch<'k> {
             out.fill(T::default());
             return;
         }
-        let wide = out_shape.last().is_some_and(|&width| width >= WIDE);
+        let wide = out_shape.last().is_some_and(|&width| width >= WIDE) && !self.strided_across();
         if wide {
             self.reduce_across(out, exec);
         } else {
             self.reduce_along(out, exec);
         }
+    }
+
+    /// Whether lines across the output (along the last axis) would read more operands with
+    /// a stride than lines along the summed axis 0: a sum over the rows of a transposed read
+    /// (`sum for j. exp (x[i, j] - m[i])` batched over `i`) then reads each line's points
+    /// from as many cache lines and pages. Both ways add in the same order.
+    fn strided_across(&self) -> bool {
+        let last = self.shape.len() - 1;
+        let strided = |axis: usize| {
+            self.reads
+                .iter()
+                .flatten()
+                .filter(|plan| !matches!(plan.axis_steps[axis], 0 | 1))
+                .count()
+        };
+        strided(last) > strided(0)
     }
 
     /// Sums along axis 0, one output at a time, in parallel over aligned runs of leaves.

@@ -80,6 +80,7 @@ mod scalar_loop;
 pub mod tensor;
 #[cfg(test)]
 mod tests;
+mod transpose;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};

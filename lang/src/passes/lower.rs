@@ -1176,7 +1176,10 @@ impl<'a> Lowerer<'a> {
 
     /// `reduce`/`assoc_scan` over elements that are tables (the generic prelude's `cumsum` of
     /// a matrix): the operator on tables need not be elementwise, so it runs as a sequential
-    /// left fold (scan) from `e`, a left identity.
+    /// left fold (scan). As in Note [Monoid order], the fold starts with the first element and
+    /// `e` is the result only for an empty table: the step is `x` at index 0 and `c op x`
+    /// after it, so an `e` that is not an identity (`argmax` passes `xs[0]`) gives the same
+    /// value as over scalars.
     fn lower_monoid_sequential(
         &mut self,
         kind: MonoidKind,
@@ -1192,8 +1195,25 @@ impl<'a> Lowerer<'a> {
         let is_scan = kind != MonoidKind::Reduce;
         let (body, carry_tys) = self.loop_block(elem_ty, span, |cx, index_var, carry| {
             let x = cx.index_value(&xs, index_var, span)?;
-            let partial = cx.apply(func, carry, span)?;
-            let next = cx.apply(partial, x, span)?;
+            let first = cx.prim(Prim::Eq, vec![index_var, Atom::Lit(Scalar::I64(0))], span)?;
+            let then_block = cx.in_block(Vec::new(), |cx| cx.leaves(&x, span))?;
+            let else_block = cx.in_block(Vec::new(), |cx| {
+                let partial = cx.apply(func, carry, span)?;
+                let combined = cx.apply(partial, x.clone(), span)?;
+                cx.leaves(&combined, span)
+            })?;
+            let tys = cx.leaf_types(elem_ty, span)?;
+            let binders = cx.emit(
+                Expr::Cond {
+                    cond: first,
+                    then_block,
+                    else_block,
+                },
+                tys,
+                "step",
+                span,
+            );
+            let next = cx.assemble(elem_ty, binders.into_iter().map(Atom::Var).collect());
             Ok(if is_scan {
                 SVal::Tuple(vec![next.clone(), next])
             } else {
