@@ -548,7 +548,7 @@ fn an_if_in_the_operator_is_if_converted() {
 fn over_table_elements_the_identity_is_used_only_for_empty_tables() {
     let add = "\\a b. for i. a[i] + b[i]";
     let cases = [
-        (format!("reduce([1., 3.], 10., \\a b. a + b)"), "4."),
+        ("reduce([1., 3.], 10., \\a b. a + b)".to_string(), "4."),
         (
             format!("reduce([[1., 2.], [3., 4.]], [10., 10.], {add})"),
             "[4., 6.]",
