@@ -155,6 +155,11 @@ struct Work {
     offsets: Vec<usize>,
     /// Offsets of a line's carries.
     aux: Vec<usize>,
+    /// For lines across chunks, `TILE_ROWS` rows of each component (row-major by row, then
+    /// position in the line), loaded or stored at once so that each pair's run of rows is
+    /// one cache line rather than a page per row.
+    tiles: Vec<Column>,
+    out_tiles: Vec<Column>,
 }
 
 impl LaneCode {
@@ -204,7 +209,16 @@ impl LaneCode {
                 .collect(),
             offsets: Vec::with_capacity(LINE),
             aux: Vec::with_capacity(LINE),
+            tiles: self.tile_columns(),
+            out_tiles: self.tile_columns(),
         }
+    }
+
+    fn tile_columns(&self) -> Vec<Column> {
+        self.reg_elems[..self.k]
+            .iter()
+            .map(|elem| Column::with_len(*elem, TILE_ROWS * LINE))
+            .collect()
     }
 
     fn lane<'a>(&'a self, regs: &'a [Lane], src: Src) -> &'a Lane {
@@ -305,6 +319,51 @@ fn two_mut(regs: &mut [Lane], a: usize, b: usize) -> (&mut Lane, &mut Lane) {
         let (low, high) = regs.split_at_mut(a);
         (&mut high[0], &mut low[b])
     }
+}
+
+/// Rows of a chunk loaded or stored together by lines across chunks.
+const TILE_ROWS: usize = 16;
+
+/// The rows of the tile holding `row`, in a chunk of `rows` rows.
+fn tile_of(row: usize, rows: usize) -> Range<usize> {
+    let start = row - row % TILE_ROWS;
+    start..(start + TILE_ROWS).min(rows)
+}
+
+/// `tile[(r - rows.start) * len + j] = array[offsets[j] + r * m]` for the rows `rows`: per
+/// pair, a run of consecutive elements (`m == 1`) or of one stride.
+fn load_tile(array: &Tensor, offsets: &[usize], m: usize, rows: Range<usize>, tile: &mut Column) {
+    fn typed<T: LaneElem>(
+        data: &[T],
+        offsets: &[usize],
+        m: usize,
+        rows: Range<usize>,
+        tile: &mut Column,
+    ) {
+        let len = offsets.len();
+        let tile = T::values_mut(tile);
+        for (j, &offset) in offsets.iter().enumerate() {
+            for (b, row) in rows.clone().enumerate() {
+                tile[b * len + j] = data[offset + row * m];
+            }
+        }
+    }
+    with_tensor!(array, a => typed(
+        a.as_slice().expect("monoid inputs are in row-major layout"),
+        offsets,
+        m,
+        rows,
+        tile,
+    ))
+}
+
+/// `out = tile[at..at + len]`.
+fn load_run(tile: &Column, at: usize, len: usize, out: &mut Lane) {
+    fn typed<T: LaneElem>(values: &[T], out: &mut Lane) {
+        T::values_mut(&mut out.column)[..values.len()].copy_from_slice(values);
+        out.splat = false;
+    }
+    with_column!(tile, values => typed(&values[at..at + len], out));
 }
 
 /// Values that lines load from: the input arrays (row-major) and the chunk totals.
@@ -501,16 +560,30 @@ impl Run<'_> {
             }
             let len = line.len();
             let contiguous = self.line_offsets(task, &line, work);
+            let mut tile_rows = 0..0;
             for (position, row) in self.order(task.rows).enumerate() {
                 let target = if position == 0 { acc } else { item };
+                if !contiguous && !tile_rows.contains(&row) {
+                    tile_rows = tile_of(row, task.rows);
+                    let Work { offsets, tiles, .. } = &mut *work;
+                    for (array, tile) in arrays.iter().zip(tiles.iter_mut()) {
+                        load_tile(array, offsets, self.m, tile_rows.clone(), tile);
+                    }
+                }
                 for (component, array) in arrays.iter().enumerate() {
-                    let Work { regs, offsets, .. } = &mut *work;
-                    array.load(
+                    let Work {
+                        regs,
                         offsets,
-                        row * self.m,
-                        contiguous,
-                        &mut regs[target + component],
-                    );
+                        tiles,
+                        ..
+                    } = &mut *work;
+                    let reg = &mut regs[target + component];
+                    if contiguous {
+                        array.load(offsets, row * self.m, true, reg);
+                    } else {
+                        let at = (row - tile_rows.start) * len;
+                        load_run(&tiles[component], at, len, reg);
+                    }
                 }
                 if position == 0 {
                     first_row(&line, work);
@@ -658,8 +731,33 @@ impl Run<'_> {
                 }
             },
             |line, row, contiguous, work| {
-                for (component, block) in blocks.iter_mut().enumerate() {
-                    block.store(task, line, row, contiguous, &work.regs[acc + component]);
+                let Work {
+                    regs, out_tiles, ..
+                } = work;
+                let acc_regs = &regs[acc..acc + k];
+                if contiguous {
+                    for (block, lane) in blocks.iter_mut().zip(acc_regs) {
+                        block.store(task, line, &Stored::Row { row, lane });
+                    }
+                    return;
+                }
+                // Across chunks: into the tile, written out once its last row (in fold
+                // order) is done.
+                let rows = tile_of(row, task.rows);
+                let len = line.len();
+                for (tile, lane) in out_tiles.iter_mut().zip(acc_regs) {
+                    store_column(tile, (row - rows.start) * len, lane, len);
+                }
+                let last = if self.from_right {
+                    row == rows.start
+                } else {
+                    row + 1 == rows.end
+                };
+                if last {
+                    for (block, tile) in blocks.iter_mut().zip(out_tiles.iter()) {
+                        let rows = rows.clone();
+                        block.store(task, line, &Stored::Tile { rows, tile });
+                    }
                 }
             },
         )
@@ -682,48 +780,56 @@ enum BlockMut<'a> {
     Bool(ArrayViewMut2<'a, bool>),
 }
 
+/// What a line stores into a block.
+enum Stored<'a> {
+    /// Row offset `row` of a line within one chunk (its lanes contiguous).
+    Row { row: usize, lane: &'a Lane },
+    /// The rows `rows` of a line across chunks, from a tile (see `Work::tiles`).
+    Tile {
+        rows: Range<usize>,
+        tile: &'a Column,
+    },
+}
+
 impl BlockMut<'_> {
-    /// Stores a line's values at row offset `row` of their chunks.
-    fn store(
-        &mut self,
-        task: &Task,
-        line: &Range<usize>,
-        row: usize,
-        contiguous: bool,
-        lane: &Lane,
-    ) {
+    /// Stores a line's values into the rows of their chunks.
+    fn store(&mut self, task: &Task, line: &Range<usize>, stored: &Stored) {
         fn typed<T: LaneElem>(
             block: &mut ArrayViewMut2<'_, T>,
             task: &Task,
             line: &Range<usize>,
-            row: usize,
-            contiguous: bool,
-            lane: &Lane,
+            stored: &Stored,
         ) {
-            let local_row = |chunk: usize| (chunk - task.chunks.start) * task.rows + row;
-            let (chunk, lane_start) = task.pair(line.start);
-            if contiguous {
-                let mut dst = block.row_mut(local_row(chunk));
-                let dst = dst.as_slice_mut().expect("a block's rows are contiguous");
-                let from = lane_start - task.lanes.start;
-                copy_lane(lane, &mut dst[from..from + line.len()]);
-                return;
-            }
-            let values = T::values(&lane.column);
-            for (j, position) in line.clone().enumerate() {
-                let (chunk, lane_index) = task.pair(position);
-                block[[local_row(chunk), lane_index - task.lanes.start]] =
-                    values[if lane.splat { 0 } else { j }];
+            let chunk_row = |chunk: usize| (chunk - task.chunks.start) * task.rows;
+            match stored {
+                Stored::Row { row, lane } => {
+                    let (chunk, lane_start) = task.pair(line.start);
+                    let mut dst = block.row_mut(chunk_row(chunk) + row);
+                    let dst = dst.as_slice_mut().expect("a block's rows are contiguous");
+                    let from = lane_start - task.lanes.start;
+                    copy_lane(lane, &mut dst[from..from + line.len()]);
+                }
+                Stored::Tile { rows, tile } => {
+                    let values = T::values(tile);
+                    let len = line.len();
+                    for (j, position) in line.clone().enumerate() {
+                        let (chunk, lane) = task.pair(position);
+                        let first = chunk_row(chunk);
+                        for (b, row) in rows.clone().enumerate() {
+                            block[[first + row, lane - task.lanes.start]] = values[b * len + j];
+                        }
+                    }
+                }
             }
         }
         match self {
-            BlockMut::F32(block) => typed(block, task, line, row, contiguous, lane),
-            BlockMut::F64(block) => typed(block, task, line, row, contiguous, lane),
-            BlockMut::I32(block) => typed(block, task, line, row, contiguous, lane),
-            BlockMut::I64(block) => typed(block, task, line, row, contiguous, lane),
-            BlockMut::U32(block) => typed(block, task, line, row, contiguous, lane),
-            BlockMut::U64(block) => typed(block, task, line, row, contiguous, lane),
-            BlockMut::Bool(block) => typed(block, task, line, row, contiguous, lane),
+            BlockMut::F32(block) => typed(block, task, line, stored),
+            BlockMut::F64(block) => typed(block, task, line, stored),
+            BlockMut::I32(block) => typed(block, task, line, stored),
+            BlockMut::I64(block) => typed(block, task, line, stored),
+            BlockMut::U32(block) => typed(block, task, line, stored),
+            BlockMut::U64(block) => typed(block, task, line, stored),
+            BlockMut::Bool(block) => typed(block, task, line, stored),
         }
     }
 }
