@@ -31,8 +31,8 @@ use std::fmt;
 use super::ids::IdVec;
 use super::ir::{Atom, BlockId, Elem, Program, Scalar, VarId};
 use super::print::{atom_text, scalar_text, shape_text, stmt_text, var_text as var_name};
-use super::verify::{expr_atoms, expr_blocks};
 use super::visit::{collect_uses, var_of};
+use super::visit::{expr_atoms, expr_blocks};
 use crate::define_id;
 use crate::prim::Prim;
 

@@ -58,7 +58,7 @@ use std::fmt;
 use super::ids::{Id, IdVec};
 use super::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Stmt, VarId};
 use super::print::{annotated, ty_text, var_text, Notes};
-pub use super::visit::{expr_atoms, expr_blocks};
+use super::visit::{expr_atoms, expr_blocks};
 use crate::ops;
 
 /// One verifier finding: what is wrong, and where (the statement's first binder or the

@@ -163,11 +163,7 @@ pub fn reachable_blocks(program: &Program, block: BlockId) -> Vec<BlockId> {
 pub fn collect_uses(program: &Program, block: BlockId, out: &mut Vec<super::ir::VarId>) {
     let block = &program.blocks[block];
     for stmt in &block.stmts {
-        out.extend(
-            super::verify::expr_atoms(&stmt.expr)
-                .into_iter()
-                .filter_map(var_of),
-        );
+        out.extend(expr_atoms(&stmt.expr).into_iter().filter_map(var_of));
         for nested in expr_blocks(&stmt.expr) {
             collect_uses(program, nested, out);
         }

@@ -880,7 +880,7 @@ fn recomputable_from_step(
             Expr::Atom(_) | Expr::Prim(..) | Expr::Index { .. }
         );
         let operands_ok =
-            crate::core::verify::expr_atoms(&stmt.expr)
+            crate::core::visit::expr_atoms(&stmt.expr)
                 .iter()
                 .all(|atom| match atom {
                     Atom::Lit(_) => true,
@@ -982,7 +982,7 @@ fn recompute_from_step(
                 .binders
                 .iter()
                 .all(|binder| backward.recomputable.contains(binder)));
-            for atom in crate::core::verify::expr_atoms(&stmt.expr) {
+            for atom in crate::core::visit::expr_atoms(&stmt.expr) {
                 if let Atom::Var(var) = atom {
                     if backward.recomputable.contains(&var) {
                         needed.insert(var);

@@ -127,6 +127,32 @@ pub fn fusion_class(program: &Program, expr: &Expr) -> FusionClass {
     }
 }
 
+/// How many times an operation, inlined into a kernel, computes each element of its operands
+/// (Note [Materialise or recompute] in `passes::fuse`): `count` through `replicate`, 2 through
+/// `gather` (whose index function may read an element many times; an estimate), once
+/// otherwise.
+pub fn recompute_factor(expr: &Expr) -> usize {
+    match expr {
+        Expr::Replicate { count, .. } => *count,
+        Expr::Gather { .. } => 2,
+        Expr::Atom(_)
+        | Expr::Prim(..)
+        | Expr::Build1 { .. }
+        | Expr::Index { .. }
+        | Expr::SumOuter(_)
+        | Expr::Scatter { .. }
+        | Expr::Table(_)
+        | Expr::Transpose { .. }
+        | Expr::Reshape { .. }
+        | Expr::Cond { .. }
+        | Expr::Iota(_)
+        | Expr::Fold { .. }
+        | Expr::Scan { .. }
+        | Expr::Monoid { .. }
+        | Expr::Derivative { .. } => 1,
+    }
+}
+
 /// The ranges of the index params of an operation's blocks, in order: param `j` of a block
 /// of `expr` lies in `0..bounds[j]` (its later params, such as a loop's carries, are not
 /// indices). The BOT's index pushing uses them (Note [Pushing index down]).

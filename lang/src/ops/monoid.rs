@@ -151,7 +151,7 @@ pub(crate) fn check_op_block(program: &Program, op: BlockId) -> Result<(), Strin
                 ))
             }
         }
-        for atom in crate::core::verify::expr_atoms(&stmt.expr) {
+        for atom in crate::core::visit::expr_atoms(&stmt.expr) {
             check_atom(&atom, &defined)?;
         }
         for binder in &stmt.binders {
@@ -676,7 +676,7 @@ pub(crate) fn primal_of_jvp(program: &mut Program, stmt: &Stmt) -> Option<Stmt> 
         .collect();
     let mut stmts = Vec::new();
     for stmt in &oplus.stmts {
-        let uses_tangent = crate::core::verify::expr_atoms(&stmt.expr)
+        let uses_tangent = crate::core::visit::expr_atoms(&stmt.expr)
             .iter()
             .any(|atom| matches!(atom, Atom::Var(var) if tangent.contains(var)));
         if uses_tangent {

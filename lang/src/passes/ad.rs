@@ -89,7 +89,7 @@ impl Builder<'_> {
 
     /// Emits a statement; its binders are linear when any operand is.
     pub(crate) fn emit(&mut self, expr: Expr, tys: Vec<ArrTy>, hint: &str) -> Vec<VarId> {
-        let linear = crate::core::verify::expr_atoms(&expr)
+        let linear = crate::core::visit::expr_atoms(&expr)
             .iter()
             .any(|atom| self.is_linear(atom));
         let binders: Vec<VarId> = tys

@@ -28,8 +28,8 @@ use std::rc::Rc;
 use super::cleanup;
 use super::pipeline::{Log, Pass, PassKind};
 use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
-use crate::core::verify::{expr_atoms, expr_blocks};
 use crate::core::visit::collect_uses;
+use crate::core::visit::{expr_atoms, expr_blocks};
 use crate::prim::Prim;
 
 pub const PASS: Pass = Pass {

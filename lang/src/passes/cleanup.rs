@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::core::ir::{Atom, BlockId, Expr, Program, VarId};
-use crate::core::verify::expr_atoms;
+use crate::core::visit::expr_atoms;
 use crate::core::visit::{map_block_atoms, reachable_blocks, var_of};
 
 pub fn run(program: &mut Program) {

@@ -21,7 +21,7 @@ use super::ad::{self, AdError};
 use super::pipeline::{check, Ice, Log, Pass, PassKind};
 use crate::core::inline::{copy_stmts, rename};
 use crate::core::ir::{AdMode, ArrTy, Atom, Block, BlockId, Expr, Program, Scalar, Stmt, VarId};
-use crate::core::verify::expr_blocks;
+use crate::core::visit::expr_blocks;
 use crate::core::visit::{collect_defs, collect_uses};
 use crate::prim::Tangent;
 

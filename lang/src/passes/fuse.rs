@@ -46,7 +46,7 @@
 // its *weight*, the number of times its element is computed when inlined, is the sum over its
 // readers of 1 for a materialised reader and, for an inlined reader, the reader's own weight,
 // times `count` through `replicate` and times 2 through `gather` (whose index function may
-// read an element many times). Views (`replicate`, `tr`, `reshape`, `iota`, `index`, `gather`,
+// read an element many times; `ops::recompute_factor`). Views (`replicate`, `tr`, `reshape`, `iota`, `index`, `gather`,
 // copies) and rank-0 values are always inlined: they compute nothing per element (a rank-0
 // value is computed once per line of the kernel). Any other pull variable is inlined when its
 // weight is at most 1.
@@ -68,8 +68,8 @@ use crate::core::ir::{Atom, Block, BlockId, Elem, Expr, Program, Scalar, VarId};
 use crate::core::kernel::{
     Affine, Coord, Kernel, MatMul, MatOperand, Node, NodeId, Schedule, Step,
 };
-use crate::core::verify::{expr_atoms, expr_blocks};
 use crate::core::visit::{collect_uses, var_of};
+use crate::core::visit::{expr_atoms, expr_blocks};
 use crate::ops::FusionClass;
 use crate::prim::Prim;
 
@@ -257,11 +257,7 @@ impl<'a> Fuser<'a> {
             } else {
                 1
             };
-            let factor = match &stmt.expr {
-                Expr::Replicate { count, .. } => *count,
-                Expr::Gather { .. } => 2,
-                _ => 1,
-            };
+            let factor = crate::ops::recompute_factor(&stmt.expr);
             // A variable read twice by one statement is still computed once for it (the
             // kernel shares equal nodes).
             let mut operands: Vec<VarId> = expr_atoms(&stmt.expr)

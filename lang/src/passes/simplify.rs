@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use super::cleanup;
 use super::pipeline::{Log, Pass, PassKind};
 use crate::core::ir::{Atom, BlockId, Expr, ExprKey, Program, Scalar, VarId};
-use crate::core::verify::expr_blocks;
+use crate::core::visit::expr_blocks;
 use crate::core::visit::map_expr_atoms;
 use crate::prim::Prim;
 
