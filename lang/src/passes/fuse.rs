@@ -46,10 +46,10 @@
 // its *weight*, the number of times its element is computed when inlined, is the sum over its
 // readers of 1 for a materialised reader and, for an inlined reader, the reader's own weight,
 // times `count` through `replicate` and times 2 through `gather` (whose index function may
-// read an element many times; `ops::recompute_factor`). Views (`replicate`, `tr`, `reshape`, `iota`, `index`, `gather`,
-// copies) and rank-0 values are always inlined: they compute nothing per element (a rank-0
-// value is computed once per line of the kernel). Any other pull variable is inlined when its
-// weight is at most 1.
+// read an element many times; `ops::recompute_factor`). Views (`replicate`, `tr`, `reshape`,
+// `iota`, `index`, `gather`, copies) and rank-0 values are always inlined: they compute
+// nothing per element (a rank-0 value is computed once per line of the kernel). Any other
+// pull variable is inlined when its weight is at most 1.
 //
 // Note [Masked reads]
 // ~~~~~~~~~~~~~~~~~~~
