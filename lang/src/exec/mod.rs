@@ -92,11 +92,12 @@ use crate::core::ids::IdVec;
 use crate::core::interp::InterpError;
 use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Scalar, Stmt, VarId};
 use crate::core::kernel::Schedule;
+use crate::core::scalar_code::ScalarCode;
 use crate::core::value::{Array, ArrayData};
 use crate::core::visit::var_of;
 use crate::core::visit::{expr_atoms, expr_blocks};
 use indexing::{IndexCol, Rows};
-use scalar_loop::{LoopRun, ScalarBody};
+use scalar_loop::LoopRun;
 use tensor::{from_vec, replicate, stack, standard_slice, Tensor};
 
 /// Arrays with at least this many elements are processed in parallel.
@@ -328,7 +329,7 @@ struct Exec<'a> {
     dying: IdVec<BlockId, Option<Arc<Vec<Vec<VarId>>>>>,
     /// Loop bodies compiled to scalar operations (`scalar_loop`), by body; `None` for a body
     /// that is not all scalars. Filled when a loop first runs.
-    scalar_bodies: HashMap<BlockId, Option<Arc<ScalarBody>>>,
+    scalar_bodies: HashMap<BlockId, Option<Arc<ScalarCode>>>,
     /// The schedules of loop bodies (`fused.rs`; empty on the bulk evaluator), by body.
     loop_schedules: HashMap<BlockId, &'a Schedule>,
     /// Per scheduled block, the variables dropped after each step (`Exec::schedule_dying`).
@@ -650,7 +651,7 @@ impl Exec<'_> {
         let compiled = self
             .scalar_bodies
             .entry(body)
-            .or_insert_with(|| ScalarBody::compile(program, body).map(Arc::new))
+            .or_insert_with(|| ScalarCode::compile(program, body).map(Arc::new))
             .clone();
         let Some(compiled) = compiled else {
             return Ok(None);

@@ -39,16 +39,16 @@ pub(super) fn eval(
 ) -> Result<Vec<Tensor>, InterpError> {
     let code = LaneCode::new(&ScalarCode::operator(program, op));
     let shape = arrays[0].shape().to_vec();
-    let elems: Vec<Elem> = arrays.iter().map(Tensor::elem).collect();
     let rest = &shape[1..];
     let n_rows = shape[0];
     let m: usize = rest.iter().product();
     if n_rows == 0 || m == 0 {
         return Ok(match kind {
             MonoidKind::Reduce => init.to_vec(),
-            MonoidKind::Scan | MonoidKind::ScanRight => elems
-                .iter()
-                .map(|elem| Column::with_len(*elem, 0).into_tensor(&shape))
+            MonoidKind::Scan | MonoidKind::ScanRight => code
+                .columns(0)
+                .into_iter()
+                .map(|column| column.into_tensor(&shape))
                 .collect(),
         });
     }
@@ -66,10 +66,7 @@ pub(super) fn eval(
     let stop = || InterpError::Interrupted;
     // (1) The total of every (chunk, lane) pair, indexed `chunk * m + lane`.
     let task_totals = run.map_tasks(&tasks, |task, work| run.totals(task, &arrays, work))?;
-    let mut totals: Vec<Column> = elems
-        .iter()
-        .map(|elem| Column::with_len(*elem, run.n_chunks * m))
-        .collect();
+    let mut totals = code.columns(run.n_chunks * m);
     for (task, parts) in tasks.iter().zip(task_totals) {
         for (position, (chunk, lane)) in task.pairs().enumerate() {
             for (total, part) in totals.iter_mut().zip(&parts) {
@@ -78,7 +75,7 @@ pub(super) fn eval(
         }
     }
     // (2) The totals folded in chunk order: the result of `reduce`, the carries of a scan.
-    let (folded, carries) = run.fold_totals(&totals, &elems).ok_or_else(stop)?;
+    let (folded, carries) = run.fold_totals(&totals).ok_or_else(stop)?;
     if kind == MonoidKind::Reduce {
         return Ok(folded
             .into_iter()
@@ -86,10 +83,7 @@ pub(super) fn eval(
             .collect());
     }
     // (3) Every chunk rescanned from its carry, into its block of the outputs.
-    let mut outputs: Vec<Column> = elems
-        .iter()
-        .map(|elem| Column::with_len(*elem, n_rows * m))
-        .collect();
+    let mut outputs = code.columns(n_rows * m);
     let mut blocks: Vec<Vec<BlockMut>> = tasks.iter().map(|_| Vec::new()).collect();
     for output in &mut outputs {
         for (task_blocks, block) in blocks.iter_mut().zip(split_blocks(output, m, &tasks)) {
@@ -209,15 +203,16 @@ impl LaneCode {
                 .collect(),
             offsets: Vec::with_capacity(LINE),
             aux: Vec::with_capacity(LINE),
-            tiles: self.tile_columns(),
-            out_tiles: self.tile_columns(),
+            tiles: self.columns(TILE_ROWS * LINE),
+            out_tiles: self.columns(TILE_ROWS * LINE),
         }
     }
 
-    fn tile_columns(&self) -> Vec<Column> {
+    /// A column of `len` values per component (the operands' element types).
+    fn columns(&self, len: usize) -> Vec<Column> {
         self.reg_elems[..self.k]
             .iter()
-            .map(|elem| Column::with_len(*elem, TILE_ROWS * LINE))
+            .map(|elem| Column::with_len(*elem, len))
             .collect()
     }
 
@@ -287,27 +282,24 @@ fn assign(dst: &mut Lane, src: &Lane, len: usize) {
 
 /// `dst[range] = src[range]`, spreading `dst` first if it is a splat.
 fn assign_range(dst: &mut Lane, src: &Lane, range: Range<usize>, len: usize) {
-    fn typed<T: LaneElem>(dst: &mut Lane, src: &Lane, range: Range<usize>, len: usize) {
+    fn typed<T: LaneElem>(
+        dst: &mut Lane,
+        from: &[T],
+        splat: bool,
+        range: Range<usize>,
+        len: usize,
+    ) {
         let values = T::values_mut(&mut dst.column);
         if dst.splat {
             let value = values[0];
             values[..len].fill(value);
             dst.splat = false;
         }
-        let from = T::values(&src.column);
         for position in range {
-            values[position] = from[if src.splat { 0 } else { position }];
+            values[position] = from[if splat { 0 } else { position }];
         }
     }
-    match src.column.elem() {
-        Elem::F32 => typed::<f32>(dst, src, range, len),
-        Elem::F64 => typed::<f64>(dst, src, range, len),
-        Elem::I32 => typed::<i32>(dst, src, range, len),
-        Elem::I64 => typed::<i64>(dst, src, range, len),
-        Elem::U32 => typed::<u32>(dst, src, range, len),
-        Elem::U64 => typed::<u64>(dst, src, range, len),
-        Elem::Bool => typed::<bool>(dst, src, range, len),
-    }
+    with_column!(&src.column, from => typed(dst, from, src.splat, range, len));
 }
 
 /// Two distinct registers, mutably.
@@ -549,7 +541,7 @@ impl Run<'_> {
         task: &Task,
         arrays: &[Tensor],
         work: &mut Work,
-        mut line_done: impl FnMut(&Range<usize>, bool, &mut Work),
+        mut line_done: impl FnMut(&Range<usize>, &mut Work),
         mut first_row: impl FnMut(&Range<usize>, &mut Work),
         mut each_row: impl FnMut(&Range<usize>, usize, bool, &mut Work),
     ) -> Option<()> {
@@ -592,7 +584,7 @@ impl Run<'_> {
                 }
                 each_row(&line, row, contiguous, work);
             }
-            line_done(&line, contiguous, work);
+            line_done(&line, work);
         }
         Some(())
     }
@@ -601,15 +593,12 @@ impl Run<'_> {
     /// order.
     fn totals(&self, task: &Task, arrays: &[Tensor], work: &mut Work) -> Option<Vec<Column>> {
         let (acc, _) = self.sides();
-        let mut totals: Vec<Column> = self.code.reg_elems[..self.code.k]
-            .iter()
-            .map(|elem| Column::with_len(*elem, task.n_pairs()))
-            .collect();
+        let mut totals = self.code.columns(task.n_pairs());
         self.fold_lines(
             task,
             arrays,
             work,
-            |line, _, work| {
+            |line, work| {
                 for (component, total) in totals.iter_mut().enumerate() {
                     store_column(total, line.start, &work.regs[acc + component], line.len());
                 }
@@ -623,16 +612,10 @@ impl Run<'_> {
     /// Step (2): the totals folded in chunk order per lane: the folds (the result of a
     /// `reduce`), and the carry into each chunk (indexed `chunk * m + lane`; none for the
     /// first chunk in fold order).
-    fn fold_totals(&self, totals: &[Column], elems: &[Elem]) -> Option<(Vec<Column>, Vec<Column>)> {
+    fn fold_totals(&self, totals: &[Column]) -> Option<(Vec<Column>, Vec<Column>)> {
         let (acc, item) = self.sides();
-        let mut folded: Vec<Column> = elems
-            .iter()
-            .map(|elem| Column::with_len(*elem, self.m))
-            .collect();
-        let mut carries: Vec<Column> = elems
-            .iter()
-            .map(|elem| Column::with_len(*elem, self.n_chunks * self.m))
-            .collect();
+        let mut folded = self.code.columns(self.m);
+        let mut carries = self.code.columns(self.n_chunks * self.m);
         let mut work = self.code.work();
         for start in (0..self.m).step_by(LINE) {
             if (self.interrupted)() {
@@ -702,7 +685,7 @@ impl Run<'_> {
             task,
             arrays,
             work,
-            |_, _, _| {},
+            |_, _| {},
             |line, work| {
                 let skip = uncarried(line);
                 if skip.len() == line.len() {

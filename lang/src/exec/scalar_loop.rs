@@ -27,10 +27,6 @@ use super::tensor::{with_tensor, Element, Tensor};
 /// Iterations between two checks of the interrupt flag.
 pub(super) const INTERRUPT_PERIOD: usize = 1024;
 
-/// A loop body compiled to operations on scalar registers (`core::scalar_code`); its params
-/// are the iteration index, then the carries.
-pub(super) type ScalarBody = ScalarCode;
-
 /// The values a compiled loop starts from and how it reports.
 pub(super) struct LoopRun<'a> {
     pub size: usize,
@@ -46,9 +42,9 @@ pub(super) struct LoopRun<'a> {
     pub check_interrupt: &'a dyn Fn() -> Result<(), InterpError>,
 }
 
-/// Runs a compiled loop body `size` times: the final carries, then each output of a scan
-/// stacked along a new outermost axis.
-pub(super) fn run(body: &ScalarBody, run: LoopRun) -> Result<Vec<Tensor>, InterpError> {
+/// Runs a compiled loop body (params: the iteration index, then the carries) `size` times:
+/// the final carries, then each output of a scan stacked along a new outermost axis.
+pub(super) fn run(body: &ScalarCode, run: LoopRun) -> Result<Vec<Tensor>, InterpError> {
     let mut regs = body.scalar_regs();
     for ((_, reg), value) in body.outer_scalars.iter().zip(&run.outer_scalars) {
         regs[*reg] = *value;

@@ -313,17 +313,16 @@ pub fn eval(
     let n_chunks = n_rows.div_ceil(CHUNK_ROWS);
     let chunk = |c: usize| c * CHUNK_ROWS..((c + 1) * CHUNK_ROWS).min(n_rows);
     let from_right = kind == MonoidKind::ScanRight;
-    let map_chunks = |f: &(dyn Fn(usize) -> Vec<Vec<Scalar>> + Sync)| -> Vec<Vec<Vec<Scalar>>> {
-        (0..n_chunks).map(f).collect()
-    };
     // (1) Chunk totals, per lane (nothing more once interrupted).
-    let totals = map_chunks(&|c| {
-        (0..n_lanes)
-            .map_while(|lane| {
-                (!stopped()).then(|| inputs.fold(chunk(c), lane, None, from_right, |_, _| {}))
-            })
-            .collect()
-    });
+    let totals: Vec<Vec<Vec<Scalar>>> = (0..n_chunks)
+        .map(|c| {
+            (0..n_lanes)
+                .map_while(|lane| {
+                    (!stopped()).then(|| inputs.fold(chunk(c), lane, None, from_right, |_, _| {}))
+                })
+                .collect()
+        })
+        .collect();
     if stopped() {
         return Err(InterpError::Interrupted);
     }
@@ -372,27 +371,29 @@ pub fn eval(
             .collect());
     }
     // (3) Each chunk rescanned from its carry; a chunk's values are [row][lane][comp].
-    let scanned = map_chunks(&|c| {
-        let rows = chunk(c);
-        let start = rows.start;
-        let mut out = vec![Scalar::Bool(false); rows.len() * n_lanes * k];
-        for (lane, carry) in carries[c].iter().enumerate() {
-            if stopped() {
-                break;
+    let scanned: Vec<Vec<Scalar>> = (0..n_chunks)
+        .map(|c| {
+            let rows = chunk(c);
+            let start = rows.start;
+            let mut out = vec![Scalar::Bool(false); rows.len() * n_lanes * k];
+            for (lane, carry) in carries[c].iter().enumerate() {
+                if stopped() {
+                    break;
+                }
+                inputs.fold(
+                    rows.clone(),
+                    lane,
+                    carry.as_deref(),
+                    from_right,
+                    |row, value| {
+                        let at = ((row - start) * n_lanes + lane) * k;
+                        out[at..at + k].copy_from_slice(value);
+                    },
+                );
             }
-            inputs.fold(
-                rows.clone(),
-                lane,
-                carry.as_deref(),
-                from_right,
-                |row, value| {
-                    let at = ((row - start) * n_lanes + lane) * k;
-                    out[at..at + k].copy_from_slice(value);
-                },
-            );
-        }
-        vec![out]
-    });
+            out
+        })
+        .collect();
     if stopped() {
         return Err(InterpError::Interrupted);
     }
@@ -400,7 +401,7 @@ pub fn eval(
         .iter()
         .map(|elem| ArrayData::with_capacity(*elem, n_rows * n_lanes))
         .collect();
-    for part in scanned.iter().flatten() {
+    for part in &scanned {
         for item in part.chunks(k) {
             for (data, value) in datas.iter_mut().zip(item) {
                 data.push(*value);
@@ -1227,36 +1228,36 @@ pub(crate) mod tests {
                 ];
                 let element =
                     |row: usize, lane: usize| (a[row * n_lanes + lane], b[row * n_lanes + lane]);
-                {
-                    // The pairs (a, b) of each result.
-                    let run = |kind| -> Vec<(i64, i64)> {
-                        let res: Vec<Vec<i64>> =
-                            run(kind, &arrays, &init).iter().map(values).collect();
-                        res[0].iter().copied().zip(res[1].iter().copied()).collect()
-                    };
-                    let reduced = run(MonoidKind::Reduce);
-                    let scanned = run(MonoidKind::Scan);
-                    let scanned_right = run(MonoidKind::ScanRight);
-                    for (lane, total) in reduced.iter().enumerate() {
-                        let mut acc = (1, 0);
-                        for row in 0..n_rows {
-                            acc = compose(acc, element(row, lane));
-                            let at = row * n_lanes + lane;
-                            assert_eq!(
-                                scanned[at], acc,
-                                "scan, {n_rows} rows, lane {lane}, row {row}"
-                            );
-                        }
-                        assert_eq!(*total, acc, "reduce, {n_rows} rows, lane {lane}");
-                        let mut acc = (1, 0);
-                        for row in (0..n_rows).rev() {
-                            acc = compose(element(row, lane), acc);
-                            let at = row * n_lanes + lane;
-                            assert_eq!(
-                                scanned_right[at], acc,
-                                "right scan, {n_rows} rows, lane {lane}, row {row}"
-                            );
-                        }
+                // The pairs (a, b) of each result.
+                let run = |kind| -> Vec<(i64, i64)> {
+                    let res: Vec<Vec<i64>> = run(kind, &arrays, &init).iter().map(values).collect();
+                    res[0].iter().copied().zip(res[1].iter().copied()).collect()
+                };
+                let reduced = run(MonoidKind::Reduce);
+                let scanned = run(MonoidKind::Scan);
+                let scanned_right = run(MonoidKind::ScanRight);
+                assert_eq!(reduced.len(), n_lanes, "reduce, {n_rows} rows");
+                assert_eq!(scanned.len(), n, "scan, {n_rows} rows");
+                assert_eq!(scanned_right.len(), n, "right scan, {n_rows} rows");
+                for (lane, total) in reduced.iter().enumerate() {
+                    let mut acc = (1, 0);
+                    for row in 0..n_rows {
+                        acc = compose(acc, element(row, lane));
+                        let at = row * n_lanes + lane;
+                        assert_eq!(
+                            scanned[at], acc,
+                            "scan, {n_rows} rows, lane {lane}, row {row}"
+                        );
+                    }
+                    assert_eq!(*total, acc, "reduce, {n_rows} rows, lane {lane}");
+                    let mut acc = (1, 0);
+                    for row in (0..n_rows).rev() {
+                        acc = compose(element(row, lane), acc);
+                        let at = row * n_lanes + lane;
+                        assert_eq!(
+                            scanned_right[at], acc,
+                            "right scan, {n_rows} rows, lane {lane}, row {row}"
+                        );
                     }
                 }
             }
