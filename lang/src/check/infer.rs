@@ -1146,9 +1146,6 @@ impl<'env> Infer<'env> {
         rhs: &Expr,
         res: &TExpr,
     ) -> Result<()> {
-        let table_ty @ Ty::Table(..) = self.zonk(&res.ty) else {
-            return Ok(());
-        };
         let is_number = |expr: &Expr| match &expr.kind {
             ExprKind::Lit(Lit::Int(_) | Lit::Float(_)) => true,
             ExprKind::Neg(inner) => {
@@ -1156,7 +1153,16 @@ impl<'env> Infer<'env> {
             }
             _ => false,
         };
-        match (is_number(lhs), is_number(rhs)) {
+        let numbers = (is_number(lhs), is_number(rhs));
+        // The syntactic test first: this runs after every binary operator (the prelude's
+        // included), and only a number written beside an operand can need the suggestion.
+        if numbers.0 == numbers.1 {
+            return Ok(());
+        }
+        let table_ty @ Ty::Table(..) = self.zonk(&res.ty) else {
+            return Ok(());
+        };
+        match numbers {
             (true, false) => self.suggest_elementwise(op, (lhs, rhs), false, table_ty, "a number"),
             (false, true) => self.suggest_elementwise(op, (rhs, lhs), true, table_ty, "a number"),
             _ => Ok(()),

@@ -239,10 +239,19 @@ fn a_commutative_reduce_is_one_stablehlo_reduce_from_the_identity_not_from_e() {
     assert_eq!(count(&text, "stablehlo.while"), 0, "{text}");
     assert!(text.contains("dense<-0.0> : tensor<f32>"), "{text}");
     assert!(text.contains("{dimensions = array<i64: 0>}"), "{text}");
-    // An empty array gives `e`.
-    let empty = exported(&monoid_program("reduce", 0, &["f32"], ADD));
+    // An empty array gives `e` (5.0 here, so that a result of zeros would not pass).
+    let empty = exported(
+        "program(%0_x: [0, 3]f32) {
+           %1: [3]f32 = replicate 3 5.0:f32
+           %200: [3]f32 = reduce (%0_x) (%1) ADD_BLOCK
+           in %200
+         }"
+        .replace("ADD_BLOCK", ADD)
+        .as_str(),
+    );
     assert_eq!(count(&empty, "stablehlo.reduce"), 0, "{empty}");
-    assert!(empty.contains("dense<0.0> : tensor<f32>"), "{empty}");
+    assert!(empty.contains("dense<5.0> : tensor<f32>"), "{empty}");
+    assert!(!empty.contains("-0.0"), "{empty}");
 }
 
 #[test]
