@@ -250,30 +250,29 @@ fn applied(args: &[&str]) -> String {
         .join(" ")
 }
 
-/// Exports `function` from a session and writes a case with dx's value of `function args…`.
+/// Exports `function` (with `examples`, applied to its arguments, which fix the types of a
+/// generic function; `@main` takes them as inputs) and writes a case with dx's value of
+/// `function args…`.
 fn write_function_case(
     dir: &Path,
     name: &str,
     session: &mut Session,
     function: &str,
     args: &[&str],
+    examples: bool,
 ) {
     let call = format!("({function}) {}", applied(args));
-    write_session_case(dir, name, session, function, args, &call);
+    let export = match examples {
+        true => format!("{function} {}", applied(args)),
+        false => function.to_string(),
+    };
+    write_session_case(dir, name, session, &export, args, &call);
 }
 
-/// Exports `function` applied to example arguments `args` (which fix the types of a generic
-/// function; `@main` takes them as inputs) and writes a case with dx's value of the call.
-fn write_applied_case(
-    dir: &Path,
-    name: &str,
-    session: &mut Session,
-    function: &str,
-    args: &[&str],
-) {
-    let export = format!("{function} {}", applied(args));
-    let call = format!("({function}) {}", applied(args));
-    write_session_case(dir, name, session, &export, args, &call);
+/// `(y, pullback seed)` for `pair` = `vjp f x` or `linearize f x` written out: the value the
+/// exported derivative returns.
+fn pulled_back(pair: &str, seed: &str) -> String {
+    format!("(fst ({pair}), (snd ({pair})) ({seed}))")
 }
 
 /// Exports `vjp function` and writes a case with dx's own `vjp` applied in dx: the value
@@ -287,7 +286,7 @@ fn write_vjp_case(
     seed: &str,
 ) {
     let vjp = format!("vjp ({function}) ({arg})");
-    let expected = format!("(fst ({vjp}), (snd ({vjp})) ({seed}))");
+    let expected = pulled_back(&vjp, seed);
     write_session_case(
         dir,
         name,
@@ -347,7 +346,7 @@ fn the_examples_losses_and_gradients_give_dx_values_on_xla() {
                 file.trim_end_matches(".dx"),
                 function.replace(' ', "_")
             );
-            write_function_case(&dir, &name, &mut session, function, args);
+            write_function_case(&dir, &name, &mut session, function, args, false);
             n_cases += 1;
         }
     }
@@ -391,7 +390,7 @@ fn exported_vjps_give_dx_vjp_values_on_xla() {
         &mut session,
         "linearize mix",
         &["(0.5, [1.0, -2.0, 0.25])", "(1.0, [0.0, 0.5, 2.0])"],
-        &format!("(fst ({linearize}), (snd ({linearize})) (1.0, [0.0, 0.5, 2.0]))"),
+        &pulled_back(linearize, "1.0, [0.0, 0.5, 2.0]"),
     );
     // The MLP's loss: its pullback of 1.0 is the gradient of the parameters.
     let mut mlp = example_session("mlp.dx");
@@ -416,7 +415,7 @@ fn example_arguments_fix_the_types_of_generic_functions_on_xla() {
             &["[0.1, 0.2, 0.3]"][..],
         ),
     ] {
-        write_applied_case(&dir, name, &mut session, function, args);
+        write_function_case(&dir, name, &mut session, function, args, true);
     }
     // The sizes are the examples' own: five elements here.
     let module = session.export("grad total xs0").expect("exports");
@@ -432,7 +431,7 @@ fn example_arguments_fix_the_types_of_generic_functions_on_xla() {
         &mut session,
         vjp,
         &["xs0", "2.0"],
-        &format!("(fst ({vjp}), (snd ({vjp})) 2.0)"),
+        &pulled_back(vjp, "2.0"),
     );
     // The REPL command gives the same module.
     let mut command = String::new();
@@ -535,7 +534,7 @@ fn monoids_give_dx_values_on_xla() {
         ("empty-affine", "affine_reduce", &["inone", "inone"]),
     ];
     for (name, function, args) in cases {
-        write_applied_case(&dir, name, &mut session, function, args);
+        write_function_case(&dir, name, &mut session, function, args, true);
     }
     // The gradient of a scan is a right scan (over a non-commutative operator).
     for (name, x) in [
@@ -549,7 +548,7 @@ fn monoids_give_dx_values_on_xla() {
             &mut session,
             &vjp,
             &[x, "2.0"],
-            &format!("(fst ({vjp}), (snd ({vjp})) 2.0)"),
+            &pulled_back(&vjp, "2.0"),
         );
     }
     // A right scan as the IR writes it (the surface language has none), of affine maps
@@ -636,6 +635,7 @@ fn the_mlp_gradient_sharded_over_four_devices_gives_dx_values() {
         &mut session,
         "batch_grad",
         &["xs", "labels", "params0"],
+        false,
     );
     // The batch version is the example's own gradient.
     let (_, own) = session
