@@ -223,13 +223,14 @@ fn into_standard_vec<T: Element>(array: Nd<T>) -> Vec<T> {
     }
     match array.try_into_owned_nocopy() {
         Ok(owned) => {
-            let copy = owned.as_slice().map(<[T]>::to_vec);
-            let (data, offset) = owned.into_raw_vec_and_offset();
-            if offset == Some(0) && data.len() == n_elems {
-                data
-            } else {
-                copy.expect("a standard-layout array has a row-major slice")
+            // Standard layout: the elements are `data[start..start + n_elems]`.
+            let (mut data, offset) = owned.into_raw_vec_and_offset();
+            let start = offset.unwrap_or(0);
+            if start != 0 || data.len() != n_elems {
+                data.drain(..start);
+                data.truncate(n_elems);
             }
+            data
         }
         Err(shared) => standard_slice(&shared).into_owned(),
     }
@@ -460,4 +461,29 @@ pub fn broadcast_nd<T: Element>(array: &Nd<T>, shape: &[usize]) -> Nd<T> {
         zip.for_each(|slot, &x| *slot = x);
     }
     out.into_shared()
+}
+
+#[cfg(test)]
+mod tests {
+    use ndarray::s;
+
+    use super::*;
+
+    #[test]
+    fn into_standard_vec_keeps_the_viewed_elements_of_a_buffer() {
+        let whole = || from_vec(&[10], (0..10).collect::<Vec<i64>>());
+        // The sole owner of its buffer: handed over as it is.
+        assert_eq!(into_standard_vec(whole()), (0..10).collect::<Vec<_>>());
+        // A slice of a buffer it owns alone: the elements it covers, moved to the front.
+        let tail = whole().slice_move(s![3..8]).into_dyn();
+        assert_eq!(into_standard_vec(tail), vec![3, 4, 5, 6, 7]);
+        // Shared with another array: copied.
+        let shared = from_vec(&[2, 3], (0..6).collect::<Vec<i64>>());
+        let _other = shared.clone();
+        let row = shared.slice_move(s![1.., ..]).into_dyn();
+        assert_eq!(into_standard_vec(row), vec![3, 4, 5]);
+        // Not row-major: gathered in row-major order.
+        let transposed = from_vec(&[2, 3], (0..6).collect::<Vec<i64>>()).reversed_axes();
+        assert_eq!(into_standard_vec(transposed), vec![0, 3, 1, 4, 2, 5]);
+    }
 }
