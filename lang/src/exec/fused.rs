@@ -42,6 +42,8 @@ use crate::prim::sum_order::{self, TreeSum, LEAF};
 
 /// Outputs at least this wide are summed across the output (see the module documentation).
 const WIDE: usize = 64;
+/// Points of an elementwise kernel's row that one task computes when rows are long.
+const PIECE: usize = 16 * LINE;
 /// Rows of a matrix-product panel between interrupt checks.
 const PANEL_ROWS: usize = 256;
 
@@ -415,31 +417,46 @@ impl<'k> Launch<'k> {
             return;
         }
         let outer = &shape[..last];
-        let run_row = |lanes: &mut Vec<Lane>, row: usize, dst: &mut [T]| {
+        // A piece of a row: `dst` is the row's output from point `start` on.
+        let run_piece = |lanes: &mut Vec<Lane>, row: usize, start: usize, dst: &mut [T]| {
             if exec.interrupt_requested() {
                 return;
             }
             let mut base = unravel(row, outer);
             base.push(0);
-            for start in (0..row_len).step_by(LINE) {
-                let len = LINE.min(row_len - start);
-                base[last] = start as i64;
+            for offset in (0..dst.len()).step_by(LINE) {
+                let len = LINE.min(dst.len() - offset);
+                base[last] = (start + offset) as i64;
                 self.eval_line(lanes, &base, Some(last), len);
-                copy_lane(&lanes[root], &mut dst[start..start + len]);
+                copy_lane(&lanes[root], &mut dst[offset..offset + len]);
             }
         };
         if out.len() < PAR_THRESHOLD {
             let mut lanes = self.scratch();
             for (row, dst) in out.chunks_mut(row_len).enumerate() {
-                run_row(&mut lanes, row, dst);
+                run_piece(&mut lanes, row, 0, dst);
             }
-        } else {
+        } else if row_len <= PIECE {
             out.par_chunks_mut(row_len)
                 .enumerate()
                 .with_min_len(LINE.div_ceil(row_len))
                 .for_each_init(
                     || self.scratch(),
-                    |lanes, (row, dst)| run_row(lanes, row, dst),
+                    |lanes, (row, dst)| run_piece(lanes, row, 0, dst),
+                );
+        } else {
+            // Long rows (a 1-D kernel is one row) are cut into pieces, so that they too run
+            // on every thread.
+            out.par_chunks_mut(row_len)
+                .enumerate()
+                .flat_map(|(row, dst)| {
+                    dst.par_chunks_mut(PIECE)
+                        .enumerate()
+                        .map(move |(piece, dst)| (row, piece * PIECE, dst))
+                })
+                .for_each_init(
+                    || self.scratch(),
+                    |lanes, (row, start, dst)| run_piece(lanes, row, start, dst),
                 );
         }
     }
@@ -654,12 +671,11 @@ fn read_line(
                 .sum::<isize>();
         let step = axis.map_or(0, |axis| plan.axis_steps[axis]);
         let values = T::values_mut(&mut out.column);
-        let computed: Vec<&Lane> = plan
-            .node_coords
-            .iter()
-            .map(|(node, _)| &before[node.0 as usize])
-            .collect();
-        let splat = step == 0 && computed.iter().all(|lane| lane.splat);
+        let splat = step == 0
+            && plan
+                .node_coords
+                .iter()
+                .all(|(node, _)| before[node.0 as usize].splat);
         out.splat = splat;
         if plan.node_coords.is_empty() {
             if splat {
@@ -674,13 +690,27 @@ fn read_line(
             }
             return;
         }
+        // A gather: the addresses first, a coordinate at a time (loops that vectorise),
+        // then the loads.
         let points = if splat { 1 } else { len };
-        for (position, slot) in values[..points].iter_mut().enumerate() {
-            let mut address = start + step * position as isize;
-            for ((_, stride), lane) in plan.node_coords.iter().zip(&computed) {
-                let coord = i64::values(&lane.column)[if lane.splat { 0 } else { position }];
-                address += coord as isize * stride;
+        let mut addresses = [0isize; LINE];
+        let addresses = &mut addresses[..points];
+        for (position, address) in addresses.iter_mut().enumerate() {
+            *address = start + step * position as isize;
+        }
+        for &(node, stride) in &plan.node_coords {
+            let lane = &before[node.0 as usize];
+            let coords = i64::values(&lane.column);
+            if lane.splat {
+                let shift = coords[0] as isize * stride;
+                addresses.iter_mut().for_each(|address| *address += shift);
+            } else {
+                for (address, &coord) in addresses.iter_mut().zip(&coords[..points]) {
+                    *address += coord as isize * stride;
+                }
             }
+        }
+        for (slot, &address) in values[..points].iter_mut().zip(addresses.iter()) {
             *slot = data[address as usize];
         }
     }
