@@ -864,6 +864,33 @@ impl Builder<'_> {
         self.prim(Prim::Select, &[mask, filled, gathered])
     }
 
+    /// The inclusive scan (`kind`: left or right) of `arrays` over a copy of the operator
+    /// `op`, from `init`.
+    fn scan_of(
+        &mut self,
+        kind: MonoidKind,
+        arrays: &[Atom],
+        init: &[Atom],
+        op: BlockId,
+        tys: &[ArrTy],
+        hint: &str,
+    ) -> Vec<Atom> {
+        let op = crate::core::inline::clone_block(self.program, op, &mut HashMap::new());
+        self.emit(
+            Expr::Monoid {
+                kind,
+                arrays: arrays.to_vec(),
+                init: init.to_vec(),
+                op,
+            },
+            tys.to_vec(),
+            hint,
+        )
+        .into_iter()
+        .map(Atom::Var)
+        .collect()
+    }
+
     /// A `Bool` array of `shape` that is true on row `row` of the outer axis.
     fn row_mask(&mut self, shape: &[usize], row: i64) -> Atom {
         use crate::core::ir::Elem;
@@ -959,7 +986,8 @@ impl Builder<'_> {
     /// inclusive scan of `a` and `ĉ` the cotangent of the scan, the cotangents `x̂` are the
     /// third components of `scan_right` over ⊗ of `m = zip(x, roll_left(a, e), ĉ)`, and
     /// `â = map ∂₂ᵀ⊙ (zip(zip(roll_right(x, e), a), x̂))` (Eqs 11–12). `reduce` is the special
-    /// case whose `ĉ` is zero but in the last row, and whose `x` is computed here.
+    /// case whose `ĉ` is zero but in the last row, and whose `x` is computed here; for it the
+    /// right scan over ⊗ reduces to a right scan over ⊙ (see below).
     pub(crate) fn transpose_monoid(
         &mut self,
         stmt: &Stmt,
@@ -989,68 +1017,19 @@ impl Builder<'_> {
         let (a, e) = (&arrays[..k], &init[..k]);
         let shape = self.ty(&a[0]).shape;
         let n = shape[0];
-        let mut c_hat = Vec::new();
+        // The cotangents of the statement's tangent results (ĉ of a scan, ŷ of a reduce).
+        let mut y_hat = Vec::new();
         for binder in tangent_binders {
             let ty = self.program.var_ty(*binder).clone();
-            let ct = match cts.get(binder).copied() {
+            y_hat.push(match cts.get(binder).copied() {
                 Some(ct) => ct,
                 None => self.zeros(&ty),
-            };
-            c_hat.push(match kind {
-                MonoidKind::Scan | MonoidKind::ScanRight => ct,
-                // Only the last prefix is the result: ĉ is zero but in the last row.
-                MonoidKind::Reduce => {
-                    let row = self.emit1(
-                        Expr::Replicate {
-                            count: 1,
-                            array: ct,
-                        },
-                        ArrTy::new(
-                            std::iter::once(1).chain(ty.shape.iter().copied()).collect(),
-                            ty.elem,
-                        ),
-                        "ct_row",
-                    );
-                    let param = self
-                        .program
-                        .new_var(ArrTy::scalar(crate::core::ir::Elem::I64), "i");
-                    let index_fn = self.program.blocks.push(Block {
-                        params: vec![param],
-                        stmts: Vec::new(),
-                        results: vec![Atom::Lit(Scalar::I64(n as i64 - 1))],
-                    });
-                    self.emit1(
-                        Expr::Scatter {
-                            shape: shape.clone(),
-                            array: row,
-                            body: index_fn,
-                        },
-                        ArrTy::new(shape.clone(), ty.elem),
-                        "ct_last",
-                    )
-                }
             });
         }
+        let tys: Vec<ArrTy> = a.iter().map(|atom| self.ty(atom)).collect();
         // The prefixes x: the scan's own results, or for `reduce` a scan computed here.
         let x: Vec<Atom> = match kind {
-            MonoidKind::Reduce => {
-                let tys: Vec<ArrTy> = a.iter().map(|atom| self.ty(atom)).collect();
-                let op =
-                    crate::core::inline::clone_block(self.program, primal_op, &mut HashMap::new());
-                self.emit(
-                    Expr::Monoid {
-                        kind: MonoidKind::Scan,
-                        arrays: a.to_vec(),
-                        init: e.to_vec(),
-                        op,
-                    },
-                    tys,
-                    "prefix",
-                )
-                .into_iter()
-                .map(Atom::Var)
-                .collect()
-            }
+            MonoidKind::Reduce => self.scan_of(MonoidKind::Scan, a, e, primal_op, &tys, "prefix"),
             _ => stmt.binders[..k]
                 .iter()
                 .map(|var| Atom::Var(*var))
@@ -1064,38 +1043,73 @@ impl Builder<'_> {
             (Neighbour::Previous, Neighbour::Next)
         };
         let vjp = operator_vjp(self.program, primal_op)?;
-        let otimes = otimes_block(self.program, primal_op, &floats, &vjp, mirrored)?;
-        // m = zip(x, roll_left(a, e), ĉ), scanned right over ⊗ from [e, e, 0] (Thm 3.7).
-        let a_next: Vec<Atom> = a
-            .iter()
-            .zip(e)
-            .map(|(array, fill)| self.shift(*array, *fill, towards_end))
-            .collect();
-        let mut m = x.clone();
-        m.extend(&a_next);
-        m.extend(&c_hat);
-        let mut identity = e.to_vec();
-        identity.extend(e);
-        for &comp in &floats {
-            let ty = self.ty(&e[comp]);
-            identity.push(self.zeros(&ty));
-        }
-        let tys: Vec<ArrTy> = m.iter().map(|atom| self.ty(atom)).collect();
-        let scanned = self.emit(
-            Expr::Monoid {
-                kind: if mirrored {
-                    MonoidKind::Scan
-                } else {
-                    MonoidKind::ScanRight
+        let x_hat: Vec<Atom> = if *kind == MonoidKind::Reduce {
+            // Thm 3.7 with ĉ zero but in the last row: the result is x_i ⊙ s_{i+1} for every
+            // i, with s the inclusive right scan of a, so x̂_i = ∂₁ᵀ⊙ at (x_i, s_{i+1})
+            // applied to ŷ and x̂_{n-1} = ŷ. The right scan over ⊗ on triples collapses to a
+            // right scan over ⊙ itself and one map.
+            let suffix = self.scan_of(MonoidKind::ScanRight, a, e, primal_op, &tys, "suffix");
+            let s_next: Vec<Atom> = suffix
+                .iter()
+                .zip(e)
+                .map(|(array, fill)| self.shift(*array, *fill, Neighbour::Next))
+                .collect();
+            let y_rows: Vec<Atom> = y_hat
+                .iter()
+                .map(|ct| {
+                    let ty = self.ty(ct);
+                    let rows_ty = ArrTy::new(std::iter::once(n).chain(ty.shape).collect(), ty.elem);
+                    self.emit1(
+                        Expr::Replicate {
+                            count: n,
+                            array: *ct,
+                        },
+                        rows_ty,
+                        "ct_rows",
+                    )
+                })
+                .collect();
+            let pulled = apply_vjp(self, &vjp, &floats, &x, &s_next, &y_rows, 0, &shape)?;
+            let last_row = self.row_mask(&shape, n as i64 - 1);
+            pulled
+                .into_iter()
+                .zip(y_rows)
+                .map(|(pulled, y_row)| self.prim(Prim::Select, &[last_row, y_row, pulled]))
+                .collect()
+        } else {
+            let otimes = otimes_block(self.program, primal_op, &floats, &vjp, mirrored)?;
+            // m = zip(x, roll_left(a, e), ĉ), scanned right over ⊗ from [e, e, 0] (Thm 3.7).
+            let a_next: Vec<Atom> = a
+                .iter()
+                .zip(e)
+                .map(|(array, fill)| self.shift(*array, *fill, towards_end))
+                .collect();
+            let mut m = x.clone();
+            m.extend(&a_next);
+            m.extend(&y_hat);
+            let mut identity = e.to_vec();
+            identity.extend(e);
+            for &comp in &floats {
+                let ty = self.ty(&e[comp]);
+                identity.push(self.zeros(&ty));
+            }
+            let tys: Vec<ArrTy> = m.iter().map(|atom| self.ty(atom)).collect();
+            let scanned = self.emit(
+                Expr::Monoid {
+                    kind: if mirrored {
+                        MonoidKind::Scan
+                    } else {
+                        MonoidKind::ScanRight
+                    },
+                    arrays: m,
+                    init: identity,
+                    op: otimes,
                 },
-                arrays: m,
-                init: identity,
-                op: otimes,
-            },
-            tys,
-            "ct_scan",
-        );
-        let x_hat: Vec<Atom> = scanned[2 * k..].iter().map(|var| Atom::Var(*var)).collect();
+                tys,
+                "ct_scan",
+            );
+            scanned[2 * k..].iter().map(|var| Atom::Var(*var)).collect()
+        };
         // Eqs 11–12: â = ∂₂ᵀ⊙ at (roll_right(x, e), a) applied to x̂, elementwise (mirrored:
         // ∂₁ᵀ⊙ at (a, roll_left(x, e))).
         let x_prev: Vec<Atom> = x
