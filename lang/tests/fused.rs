@@ -41,6 +41,39 @@ fn a_sum_of_an_elementwise_chain_is_one_kernel() {
 }
 
 #[test]
+fn values_read_twice_at_the_same_point_and_index_masks_are_not_materialised() {
+    let mut session = session(Engine::Fused);
+    outputs(&mut session, DEFS);
+    outputs(
+        &mut session,
+        "def leaky(v: (Fin n)=>Float) -> (Fin n)=>Float =\n  t = for i. v[i] * y[i]\n  for i. select (t[i] > 0.0) t[i] (0.1 * t[i])\n\ndef masked(v: (Fin n)=>Float) -> ((Fin n)=>Float, Float) =\n  m = for i:(Fin n). ordinal i == 0\n  (for i. select m[i] 0.0 v[i], sum for i. select m[i] y[i] 0.0)\n\n",
+    );
+    // `t` is read twice by one kernel at its own coordinates: computed once, inlined.
+    let text = fused_stage(&mut session, "leaky x");
+    assert_eq!(count_lines(&text, "kernel"), 1, "{text}");
+    // A mask of the first row, read by the kernels of both results: it reads no memory, so
+    // each computes it.
+    let text = fused_stage(&mut session, "masked x");
+    assert_eq!(count_lines(&text, "kernel"), 2, "{text}");
+    assert!(!text.contains("]bool"), "{text}");
+}
+
+#[test]
+fn the_gradient_of_a_reduce_is_two_scans_and_one_kernel() {
+    let mut session = session(Engine::Fused);
+    outputs(&mut session, DEFS);
+    outputs(&mut session, "g = grad (\\v. maximum v) x\n");
+    let text = fused_stage(&mut session, "grad (\\v. maximum v) x");
+    // The first element (the monoid's `e`), the prefix and suffix scans, the cotangents.
+    assert_eq!(count_lines(&text, "bulk"), 2, "{text}");
+    assert_eq!(count_lines(&text, "kernel"), 2, "{text}");
+    assert_eq!(count_lines(&text, "kernel k0 over []"), 1, "{text}");
+    // One-hot at the argmax.
+    assert_eq!(value(&mut session, "sum g"), "1.");
+    assert_eq!(value(&mut session, "g[argmax x]"), "1.");
+}
+
+#[test]
 fn the_matmul_loss_gradient_uses_two_matrix_products_and_no_cube() {
     let mut session = session(Engine::Fused);
     outputs(

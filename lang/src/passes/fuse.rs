@@ -46,10 +46,14 @@
 // its *weight*, the number of times its element is computed when inlined, is the sum over its
 // readers of 1 for a materialised reader and, for an inlined reader, the reader's own weight,
 // times `count` through `replicate` and times 2 through `gather` (whose index function may
-// read an element many times; `ops::recompute_factor`). Views (`replicate`, `tr`, `reshape`,
+// read an element many times; `ops::recompute_factor`). Readers that end up in one kernel
+// through elementwise statements only count once: they ask for the element at the kernel's
+// own coordinates, and the kernel shares that node. Views (`replicate`, `tr`, `reshape`,
 // `iota`, `index`, `gather`, copies) and rank-0 values are always inlined: they compute
-// nothing per element (a rank-0 value is computed once per line of the kernel). Any other
-// pull variable is inlined when its weight is at most 1.
+// nothing per element (a rank-0 value is computed once per line of the kernel). A pull
+// variable computed from indices and literals alone (a mask such as `eq (iota n) 0`) is
+// inlined up to `INDEX_ONLY_RECOMPUTE` computations: it reads no memory. Any other pull
+// variable is inlined when its weight is at most 1.
 //
 // Note [Masked reads]
 // ~~~~~~~~~~~~~~~~~~~
@@ -208,6 +212,28 @@ impl<'a> Fuser<'a> {
         fuser
     }
 
+    /// The pull and view variables computed from indices and literals alone (`iota`, masks
+    /// such as `eq (iota n) 0`): inlined, they read no memory.
+    fn index_only(&self) -> HashSet<VarId> {
+        let mut index_only = HashSet::new();
+        for (stmt_idx, stmt) in self.block.stmts.iter().enumerate() {
+            if !matches!(self.kinds[stmt_idx], FusionClass::View | FusionClass::Pull) {
+                continue;
+            }
+            let mut uses: Vec<VarId> = expr_atoms(&stmt.expr)
+                .into_iter()
+                .filter_map(var_of)
+                .collect();
+            for block in expr_blocks(&stmt.expr) {
+                collect_uses(self.program, block, &mut uses);
+            }
+            if uses.iter().all(|var| index_only.contains(var)) {
+                index_only.extend(stmt.binders.iter().copied());
+            }
+        }
+        index_only
+    }
+
     /// Note [Materialise or recompute].
     fn choose_materialised(&self) -> HashSet<VarId> {
         let program = self.program;
@@ -238,24 +264,29 @@ impl<'a> Fuser<'a> {
                 forced.extend(expr_atoms(&stmt.expr).into_iter().filter_map(var_of));
             }
         }
-        // Weights, from the last statement back (readers come after what they read).
-        let mut weight: HashMap<VarId, usize> = HashMap::new();
+        let index_only = self.index_only();
+        // Readers, from the last statement back (readers come after what they read).
+        let mut readers: HashMap<VarId, Readers> = HashMap::new();
         let mut materialised = HashSet::new();
         for (stmt_idx, stmt) in self.block.stmts.iter().enumerate().rev() {
             let kind = self.kinds[stmt_idx];
             let binder = stmt.binders[0];
+            let own = readers.remove(&binder).unwrap_or_default();
+            let weight = own.weight();
             let inlined = matches!(kind, FusionClass::View | FusionClass::Pull)
                 && !forced.contains(&binder)
                 && (kind == FusionClass::View
                     || program.var_ty(binder).rank() == 0
-                    || weight.get(&binder).copied().unwrap_or(0) <= 1);
-            if !inlined {
-                materialised.extend(stmt.binders.iter().copied());
-            }
+                    || weight <= 1
+                    || (index_only.contains(&binder) && weight <= INDEX_ONLY_RECOMPUTE));
             let own = if inlined {
-                weight.get(&binder).copied().unwrap_or(0)
+                own
             } else {
-                1
+                materialised.extend(stmt.binders.iter().copied());
+                Readers {
+                    roots: HashSet::from([binder]),
+                    other: 0,
+                }
             };
             let factor = crate::ops::recompute_factor(&stmt.expr);
             // A variable read twice by one statement is still computed once for it (the
@@ -267,13 +298,42 @@ impl<'a> Fuser<'a> {
             operands.sort();
             operands.dedup();
             for var in operands {
-                *weight.entry(var).or_insert(0) += own.saturating_mul(factor).max(1);
+                let entry = readers.entry(var).or_default();
+                if matches!(stmt.expr, Expr::Prim(..)) {
+                    // Same coordinates as the reader: one node per kernel it ends up in.
+                    entry.roots.extend(own.roots.iter().copied());
+                    entry.other += own.other;
+                } else {
+                    entry.other += own.weight().saturating_mul(factor).max(1);
+                }
             }
         }
         materialised.extend(forced);
         materialised
     }
 }
+
+/// The readers of a variable, for its weight (Note [Materialise or recompute]).
+#[derive(Clone, Debug, Default)]
+struct Readers {
+    /// Kernels (by their materialised variable) that compute its element at their own
+    /// coordinates: through elementwise statements only, so a kernel computes it once.
+    roots: HashSet<VarId>,
+    /// Computations of its element along other paths (through views, which move the
+    /// coordinates, times their `ops::recompute_factor`).
+    other: usize,
+}
+
+impl Readers {
+    /// How many times its element is computed if it is inlined.
+    fn weight(&self) -> usize {
+        self.roots.len().saturating_add(self.other)
+    }
+}
+
+/// How many times an index-only pull variable (Note [Materialise or recompute]) may be
+/// recomputed per element before it is materialised instead.
+const INDEX_ONLY_RECOMPUTE: usize = 8;
 
 /// A value inside an index function while it is inlined: index arithmetic stays affine as
 /// long as it can.
