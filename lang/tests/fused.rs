@@ -237,6 +237,25 @@ fn row_reductions_of_a_matrix_agree_with_the_interpreter() {
 }
 
 #[test]
+fn maps_over_transposed_operands_agree_with_the_interpreter() {
+    // Kernels over [130, 2100] that read [2100, 130] arrays run their lines down axis 0.
+    let src = "m : (Fin 130)=>(Fin 2100)=>Float = for i j. sin (n_to_f (ordinal i * 2100 + ordinal j))\n\
+        mt = for j i. m[i, j] * 0.5 + 1.0\n\
+        w = for i:(Fin 130) j:(Fin 2100). cos (n_to_f (ordinal i + 3 * ordinal j))\n\
+        g = grad (\\x. sum for i. logsumexp x[i]) m\n\
+        :p (sum for i. sum for j. w[i, j] * g[i, j], sum for i. sum for j. w[i, j] * (mt[j, i] - m[i, j]))\n";
+    let reference = value(&mut session(Engine::Reference), src);
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let fused = pool.install(|| value(&mut session(Engine::Fused), src));
+        assert_eq!(fused, reference, "{threads} threads");
+    }
+}
+
+#[test]
 fn matrix_products_agree_with_the_interpreter_within_the_bound() {
     // Float64 products of size 48 (above the matrix-product threshold): faer sums in its own
     // order, so the results agree within a few ulps of the sum of magnitudes, not bit for bit.

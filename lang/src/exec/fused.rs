@@ -416,6 +416,10 @@ impl<'k> Launch<'k> {
         if row_len == 0 || out.is_empty() {
             return;
         }
+        if last > 0 && self.strided_across() {
+            self.map_down(out, exec);
+            return;
+        }
         let outer = &shape[..last];
         // A piece of a row: `dst` is the row's output from point `start` on.
         let run_piece = |lanes: &mut Vec<Lane>, row: usize, start: usize, dst: &mut [T]| {
@@ -459,6 +463,54 @@ impl<'k> Launch<'k> {
                     |lanes, (row, start, dst)| run_piece(lanes, row, start, dst),
                 );
         }
+    }
+
+    /// An elementwise kernel whose reads are strided across its last axis but not down axis
+    /// 0 (transposed operands): lines run down axis 0, a band of rows at a time, and each
+    /// line is stored down a column of the band; a task visits the band's columns in order,
+    /// so consecutive lines fill the same cache lines of the output.
+    fn map_down<T: LaneElem>(&self, out: &mut [T], exec: &Exec<'_>) {
+        let shape = &self.shape;
+        let inner_shape = &shape[1..];
+        let inner: usize = inner_shape.iter().product();
+        let root = self.kernel.output.1 .0 as usize;
+        let run_band = |lanes: &mut Vec<Lane>, first_row: usize, band: &mut [T]| {
+            let len = band.len() / inner;
+            for point in 0..inner {
+                if point % WIDE == 0 && exec.interrupt_requested() {
+                    return;
+                }
+                let mut base = vec![first_row as i64];
+                base.extend(unravel(point, inner_shape));
+                for start in (0..len).step_by(LINE) {
+                    let line = LINE.min(len - start);
+                    base[0] = (first_row + start) as i64;
+                    self.eval_line(lanes, &base, Some(0), line);
+                    let lane = &lanes[root];
+                    let values = T::values(&lane.column);
+                    let column = band[(start * inner + point)..].iter_mut().step_by(inner);
+                    if lane.splat {
+                        column.take(line).for_each(|slot| *slot = values[0]);
+                    } else {
+                        column
+                            .zip(&values[..line])
+                            .for_each(|(slot, &value)| *slot = value);
+                    }
+                }
+            }
+        };
+        let band_rows = if out.len() < PAR_THRESHOLD {
+            shape[0]
+        } else {
+            LINE.min(shape[0].div_ceil(4 * rayon::current_num_threads().max(1)))
+                .max(1)
+        };
+        out.par_chunks_mut(band_rows * inner)
+            .enumerate()
+            .for_each_init(
+                || self.scratch(),
+                |lanes, (band, dst)| run_band(lanes, band * band_rows, dst),
+            );
     }
 
     /// A reduction kernel: each output element is the sum over axis 0 of its points.
