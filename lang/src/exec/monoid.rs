@@ -15,7 +15,7 @@
 
 use std::ops::Range;
 
-use ndarray::{ArrayViewMut2, Axis};
+use ndarray::{s, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
 use super::fused::copy_lane;
@@ -314,7 +314,7 @@ fn two_mut(regs: &mut [Lane], a: usize, b: usize) -> (&mut Lane, &mut Lane) {
 }
 
 /// Rows of a chunk loaded or stored together by lines across chunks.
-const TILE_ROWS: usize = 16;
+const TILE_ROWS: usize = 64;
 
 /// The rows of the tile holding `row`, in a chunk of `rows` rows.
 fn tile_of(row: usize, rows: usize) -> Range<usize> {
@@ -798,9 +798,12 @@ impl BlockMut<'_> {
                     for (j, position) in line.clone().enumerate() {
                         let (chunk, lane) = task.pair(position);
                         let first = chunk_row(chunk);
-                        for (b, row) in rows.clone().enumerate() {
-                            block[[first + row, lane - task.lanes.start]] = values[b * len + j];
-                        }
+                        let mut column = block.column_mut(lane - task.lanes.start);
+                        let mut run = column.slice_mut(s![first + rows.start..first + rows.end]);
+                        let from = values[j..].iter().step_by(len);
+                        run.iter_mut()
+                            .zip(from)
+                            .for_each(|(slot, &value)| *slot = value);
                     }
                 }
             }
