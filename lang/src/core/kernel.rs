@@ -119,6 +119,9 @@ pub enum Coord {
     Affine(Affine),
     /// A value computed by an `I64` node (an index function's result, an `index` operand).
     Node(NodeId),
+    /// An affine function that may leave the axis (`dim` long): the read gives zero where it
+    /// does (Note [Masked reads] in `passes::fuse`).
+    Masked(Affine, usize),
 }
 
 /// One scalar operation of a kernel body, evaluated at every point of the iteration space.
@@ -354,6 +357,7 @@ impl fmt::Display for Coord {
         match self {
             Coord::Affine(affine) => write!(f, "{affine}"),
             Coord::Node(node) => write!(f, "{node}"),
+            Coord::Masked(affine, dim) => write!(f, "{affine} in 0..{dim}"),
         }
     }
 }

@@ -21,6 +21,7 @@
 //! against the memory available (`check_size`): too large a request is a runtime error, not an
 //! abort. A value is dropped after the last step that reads it.
 
+use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -239,6 +240,47 @@ struct ReadPlan {
     offset: isize,
     axis_steps: Vec<isize>,
     node_coords: Vec<(NodeId, isize)>,
+    /// The `Coord::Masked` coordinates: their constant, coefficient per axis and length.
+    masks: Vec<(i64, Vec<i64>, i64)>,
+}
+
+impl ReadPlan {
+    /// The positions of the line (`points` from `base` along `axis`) where every masked
+    /// coordinate is in range: one range, since each is affine.
+    fn in_range(&self, base: &[i64], axis: Option<usize>, points: usize) -> Range<usize> {
+        let mut valid = 0..points;
+        for (constant, steps, dim) in &self.masks {
+            let start = constant + steps.iter().zip(base).map(|(s, c)| s * c).sum::<i64>();
+            let step = axis.map_or(0, |axis| steps[axis]);
+            let range = affine_in_range(start, step, *dim, points);
+            valid = valid.start.max(range.start)..valid.end.min(range.end);
+        }
+        if valid.is_empty() {
+            0..0
+        } else {
+            valid
+        }
+    }
+}
+
+/// The positions `p` in `0..points` with `0 <= start + step * p < dim`.
+fn affine_in_range(start: i64, step: i64, dim: i64, points: usize) -> Range<usize> {
+    let ceil_div = |a: i64, b: i64| -((-a).div_euclid(b));
+    let n = points as i64;
+    let (low, high) = match step.cmp(&0) {
+        std::cmp::Ordering::Equal if (0..dim).contains(&start) => (0, n),
+        std::cmp::Ordering::Equal => (0, 0),
+        std::cmp::Ordering::Greater => (
+            ceil_div(-start, step),
+            (dim - 1 - start).div_euclid(step) + 1,
+        ),
+        std::cmp::Ordering::Less => (
+            ceil_div(start - dim + 1, -step),
+            start.div_euclid(-step) + 1,
+        ),
+    };
+    let low = low.clamp(0, n);
+    low as usize..high.clamp(low, n) as usize
 }
 
 /// A kernel bound to its inputs. `shape` is the kernel's iteration space with adjacent axes
@@ -279,11 +321,16 @@ impl<'k> Launch<'k> {
                     offset: 0,
                     axis_steps: vec![0; rank],
                     node_coords: Vec::new(),
+                    masks: Vec::new(),
                 };
                 for (coord, &stride) in coords.iter().zip(&strides) {
                     let stride = stride as isize;
                     match coord {
-                        Coord::Affine(affine) => {
+                        Coord::Affine(affine) | Coord::Masked(affine, _) => {
+                            if let Coord::Masked(_, dim) = coord {
+                                let steps = (0..rank).map(|axis| affine.coeff(axis)).collect();
+                                plan.masks.push((affine.constant, steps, *dim as i64));
+                            }
                             plan.offset += affine.constant as isize * stride;
                             for &(axis, coeff) in &affine.terms {
                                 plan.axis_steps[axis] += coeff as isize * stride;
@@ -323,11 +370,13 @@ impl<'k> Launch<'k> {
             axis -= 1;
             let (outer, inner) = (axis - 1, axis);
             let extent = self.shape[inner];
-            let reads_merge = self
-                .reads
-                .iter()
-                .flatten()
-                .all(|plan| plan.axis_steps[outer] == plan.axis_steps[inner] * extent as isize);
+            let reads_merge = self.reads.iter().flatten().all(|plan| {
+                plan.axis_steps[outer] == plan.axis_steps[inner] * extent as isize
+                    && plan
+                        .masks
+                        .iter()
+                        .all(|(_, steps, _)| steps[outer] == steps[inner] * extent as i64)
+            });
             let indices_merge = self
                 .indices
                 .iter()
@@ -340,6 +389,9 @@ impl<'k> Launch<'k> {
             self.shape.remove(inner);
             for plan in self.reads.iter_mut().flatten() {
                 plan.axis_steps.remove(outer);
+                for (_, steps, _) in &mut plan.masks {
+                    steps.remove(outer);
+                }
             }
             for affine in self.indices.iter_mut().flatten() {
                 affine.terms = affine
@@ -727,28 +779,41 @@ fn read_line(
             && plan
                 .node_coords
                 .iter()
-                .all(|(node, _)| before[node.0 as usize].splat);
+                .all(|(node, _)| before[node.0 as usize].splat)
+            && plan
+                .masks
+                .iter()
+                .all(|(_, steps, _)| axis.is_none_or(|axis| steps[axis] == 0));
         out.splat = splat;
+        let points = if splat { 1 } else { len };
+        let valid = plan.in_range(base, axis, points);
+        if valid.len() < points {
+            values[..points].fill(T::default());
+        }
+        if valid.is_empty() {
+            return;
+        }
+        let (low, high) = (valid.start, valid.end);
+        let first = start + step * low as isize;
         if plan.node_coords.is_empty() {
             if splat {
-                values[0] = data[start as usize];
+                values[0] = data[first as usize];
             } else if step == 1 {
-                let start = start as usize;
-                values[..len].copy_from_slice(&data[start..start + len]);
+                let first = first as usize;
+                values[low..high].copy_from_slice(&data[first..first + (high - low)]);
             } else {
-                for (position, slot) in values[..len].iter_mut().enumerate() {
-                    *slot = data[(start + step * position as isize) as usize];
+                for (q, slot) in values[low..high].iter_mut().enumerate() {
+                    *slot = data[(first + step * q as isize) as usize];
                 }
             }
             return;
         }
         // A gather: the addresses first, a coordinate at a time (loops that vectorise),
         // then the loads.
-        let points = if splat { 1 } else { len };
         let mut addresses = [0isize; LINE];
-        let addresses = &mut addresses[..points];
-        for (position, address) in addresses.iter_mut().enumerate() {
-            *address = start + step * position as isize;
+        let addresses = &mut addresses[low..high];
+        for (q, address) in addresses.iter_mut().enumerate() {
+            *address = first + step * q as isize;
         }
         for &(node, stride) in &plan.node_coords {
             let lane = &before[node.0 as usize];
@@ -757,12 +822,12 @@ fn read_line(
                 let shift = coords[0] as isize * stride;
                 addresses.iter_mut().for_each(|address| *address += shift);
             } else {
-                for (address, &coord) in addresses.iter_mut().zip(&coords[..points]) {
+                for (address, &coord) in addresses.iter_mut().zip(&coords[low..high]) {
                     *address += coord as isize * stride;
                 }
             }
         }
-        for (slot, &address) in values[..points].iter_mut().zip(addresses.iter()) {
+        for (slot, &address) in values[low..high].iter_mut().zip(addresses.iter()) {
             *slot = data[address as usize];
         }
     }
@@ -902,4 +967,29 @@ fn matmul_typed<T: GemmElem>(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::affine_in_range;
+
+    #[test]
+    fn the_in_range_part_of_an_affine_line_is_the_brute_force_one() {
+        for start in -12..12 {
+            for step in -4..=4 {
+                for dim in [1, 3, 7] {
+                    for points in [0, 1, 5, 9] {
+                        let expected: Vec<usize> = (0..points)
+                            .filter(|&p| (0..dim).contains(&(start + step * p as i64)))
+                            .collect();
+                        let got: Vec<usize> = affine_in_range(start, step, dim, points).collect();
+                        assert_eq!(
+                            got, expected,
+                            "start {start} step {step} dim {dim} points {points}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

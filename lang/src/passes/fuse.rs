@@ -61,8 +61,11 @@
 // range; the read must then give zero (seed 001 §5.2). Such a coordinate `c` on an axis of
 // size `d` is clamped to `0..d` before it is used, and the value read through it is replaced
 // by zero where `0 <= c < d` fails (`select`). A coordinate whose range is known from the
-// iteration space (an affine one) is not checked. So every `Read` of the schedule is in range,
-// and views below the gather see only in-range coordinates.
+// iteration space (an affine one) is not checked. An affine coordinate that may leave its
+// axis (a shift, `x[i + 1]`) of a variable read as it is becomes `Coord::Masked`: the engine
+// computes the in-range part of each line once and reads only there, zero elsewhere. So every
+// `Read` of the schedule reads in range, and views below the gather see only in-range
+// coordinates.
 
 use std::collections::{HashMap, HashSet};
 
@@ -412,6 +415,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
         match coord {
             Coord::Affine(affine) => self.node(Node::Index(affine.clone()), Elem::I64),
             Coord::Node(node) => *node,
+            Coord::Masked(..) => unreachable!("masked coordinates are only made for direct reads"),
         }
     }
 
@@ -502,6 +506,9 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
                     let sym = match coord {
                         Coord::Affine(affine) => Sym::Affine(affine.clone()),
                         Coord::Node(node) => Sym::Node(*node),
+                        Coord::Masked(..) => {
+                            unreachable!("masked coordinates are only made for direct reads")
+                        }
                     };
                     env.insert(param, sym);
                 }
@@ -589,10 +596,15 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
         }
         let mut coords = Vec::with_capacity(array_shape.len());
         let mut in_range: Option<NodeId> = None;
+        let direct = self.reads_directly(array);
         for (sym, &dim) in leading.iter().zip(array_shape) {
             match sym {
                 Sym::Affine(affine) if self.known_in_range(affine, dim) => {
                     coords.push(Coord::Affine(affine.clone()));
+                }
+                // The engine finds the in-range part of each line itself.
+                Sym::Affine(affine) if direct => {
+                    coords.push(Coord::Masked(affine.clone(), dim));
                 }
                 _ => {
                     let value = self.sym_node(sym);
@@ -623,6 +635,17 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
         }
     }
 
+    /// Whether `atom` is read as it is (a materialised variable or an input), so that the
+    /// coordinates given to `pull_atom` are those of its `Read`.
+    fn reads_directly(&self, atom: &Atom) -> bool {
+        match atom {
+            Atom::Lit(_) => false,
+            Atom::Var(var) => {
+                !self.fuser.def.contains_key(var) || self.fuser.materialised.contains(var)
+            }
+        }
+    }
+
     fn known_in_range(&self, affine: &Affine, dim: usize) -> bool {
         if self.shape.contains(&0) {
             return true;
@@ -647,7 +670,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
                 .zip(&strides)
                 .try_fold(Affine::default(), |acc, (coord, &stride)| match coord {
                     Coord::Affine(affine) => Some(affine.scaled_plus(stride as i64, &acc)),
-                    Coord::Node(_) => None,
+                    Coord::Node(_) | Coord::Masked(..) => None,
                 });
         if let Some(flat) = &affine {
             if let Some(split) = split_affine(flat, &inner_strides, inner_shape, &self.shape) {
@@ -771,7 +794,7 @@ fn as_matmul(program: &Program, kernel: &Kernel) -> Option<MatMul> {
                     .iter()
                     .map(|coord| match coord {
                         Coord::Affine(affine) => Some(affine.clone()),
-                        Coord::Node(_) => None,
+                        Coord::Node(_) | Coord::Masked(..) => None,
                     })
                     .collect::<Option<Vec<_>>>()?,
             }),
