@@ -217,14 +217,8 @@ fn results_do_not_depend_on_the_number_of_threads() {
     assert_eq!(value(&mut session(Engine::Reference), &src), one);
 }
 
-/// Row reductions of a matrix, which the BOT writes over its transpose: the transpose that
-/// feeds a monoid is a tiled copy, and a sum whose reads are strided across the output runs
-/// along the summed axis instead. Both give the interpreter's bits (shapes that are not
-/// multiples of the tile, outputs wider than a line, 1 and 2 threads).
-#[test]
-fn row_reductions_of_a_matrix_agree_with_the_interpreter() {
-    let src = "m : (Fin 130)=>(Fin 2100)=>Float = for i j. sin (n_to_f (ordinal i * 2100 + ordinal j))\n\
-        :p (for i. maximum m[i], for i. sum for j. exp (m[i, j] - maximum m[i]), for i. logsumexp m[i])\n";
+/// The fused engine prints the reference interpreter's value of `src` on 1 and 2 threads.
+fn agrees_with_the_interpreter_on_1_and_2_threads(src: &str) {
     let reference = value(&mut session(Engine::Reference), src);
     for threads in [1, 2] {
         let pool = rayon::ThreadPoolBuilder::new()
@@ -236,6 +230,17 @@ fn row_reductions_of_a_matrix_agree_with_the_interpreter() {
     }
 }
 
+/// Row reductions of a matrix, which the BOT writes over its transpose: the transpose that
+/// feeds a monoid is a tiled copy, and a sum whose reads are strided across the output runs
+/// along the summed axis instead. Both give the interpreter's bits (shapes that are not
+/// multiples of the tile, outputs wider than a line, 1 and 2 threads).
+#[test]
+fn row_reductions_of_a_matrix_agree_with_the_interpreter() {
+    let src = "m : (Fin 130)=>(Fin 2100)=>Float = for i j. sin (n_to_f (ordinal i * 2100 + ordinal j))\n\
+        :p (for i. maximum m[i], for i. sum for j. exp (m[i, j] - maximum m[i]), for i. logsumexp m[i])\n";
+    agrees_with_the_interpreter_on_1_and_2_threads(src);
+}
+
 #[test]
 fn maps_over_transposed_operands_agree_with_the_interpreter() {
     // Kernels over [130, 2100] that read [2100, 130] arrays run their lines down axis 0.
@@ -244,15 +249,7 @@ fn maps_over_transposed_operands_agree_with_the_interpreter() {
         w = for i:(Fin 130) j:(Fin 2100). cos (n_to_f (ordinal i + 3 * ordinal j))\n\
         g = grad (\\x. sum for i. logsumexp x[i]) m\n\
         :p (sum for i. sum for j. w[i, j] * g[i, j], sum for i. sum for j. w[i, j] * (mt[j, i] - m[i, j]))\n";
-    let reference = value(&mut session(Engine::Reference), src);
-    for threads in [1, 2] {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
-        let fused = pool.install(|| value(&mut session(Engine::Fused), src));
-        assert_eq!(fused, reference, "{threads} threads");
-    }
+    agrees_with_the_interpreter_on_1_and_2_threads(src);
 }
 
 #[test]

@@ -503,18 +503,31 @@ impl<'k> Launch<'k> {
         } else {
             // Long rows (a 1-D kernel is one row) are cut into pieces, so that they too run
             // on every thread.
-            out.par_chunks_mut(row_len)
-                .enumerate()
-                .flat_map(|(row, dst)| {
-                    dst.par_chunks_mut(PIECE)
-                        .enumerate()
-                        .map(move |(piece, dst)| (row, piece * PIECE, dst))
-                })
-                .for_each_init(
-                    || self.scratch(),
-                    |lanes, (row, start, dst)| run_piece(lanes, row, start, dst),
-                );
+            self.for_each_piece(out, row_len, PIECE, run_piece);
         }
+    }
+
+    /// Runs `f(lanes, row, start, piece)` in parallel over the pieces of `piece_len` points of
+    /// each row of `row_len` points of `out` (`start`: the piece's first point in its row),
+    /// with scratch lanes per task.
+    fn for_each_piece<T: LaneElem>(
+        &self,
+        out: &mut [T],
+        row_len: usize,
+        piece_len: usize,
+        f: impl Fn(&mut Vec<Lane>, usize, usize, &mut [T]) + Sync + Send,
+    ) {
+        out.par_chunks_mut(row_len)
+            .enumerate()
+            .flat_map(|(row, dst)| {
+                dst.par_chunks_mut(piece_len)
+                    .enumerate()
+                    .map(move |(piece, dst)| (row, piece * piece_len, dst))
+            })
+            .for_each_init(
+                || self.scratch(),
+                |lanes, (row, start, dst)| f(lanes, row, start, dst),
+            );
     }
 
     /// An elementwise kernel whose reads are strided across its last axis but not down axis
@@ -691,17 +704,7 @@ impl<'k> Launch<'k> {
                     .div_ceil(rayon::current_num_threads().max(1))
                     .max(WIDE),
             );
-            out.par_chunks_mut(width)
-                .enumerate()
-                .flat_map(|(prefix, row)| {
-                    row.par_chunks_mut(seg_len)
-                        .enumerate()
-                        .map(move |(seg, dst)| (prefix, seg * seg_len, dst))
-                })
-                .for_each_init(
-                    || self.scratch(),
-                    |lanes, (prefix, start, dst)| segment(lanes, prefix, start, dst),
-                );
+            self.for_each_piece(out, width, seg_len, segment);
         }
     }
 }
