@@ -246,7 +246,8 @@ struct ReadPlan {
 
 impl ReadPlan {
     /// The positions of the line (`points` from `base` along `axis`) where every masked
-    /// coordinate is in range: one range, since each is affine.
+    /// coordinate is in range: one range, since each is affine (possibly with its start past
+    /// its end, which is empty too).
     fn in_range(&self, base: &[i64], axis: Option<usize>, points: usize) -> Range<usize> {
         let mut valid = 0..points;
         for (constant, steps, dim) in &self.masks {
@@ -255,11 +256,7 @@ impl ReadPlan {
             let range = affine_in_range(start, step, *dim, points);
             valid = valid.start.max(range.start)..valid.end.min(range.end);
         }
-        if valid.is_empty() {
-            0..0
-        } else {
-            valid
-        }
+        valid
     }
 }
 
@@ -541,12 +538,12 @@ impl<'k> Launch<'k> {
         let root = self.kernel.output.1 .0 as usize;
         let run_band = |lanes: &mut Vec<Lane>, first_row: usize, band: &mut [T]| {
             let len = band.len() / inner;
+            let mut base = vec![0i64; shape.len()];
             for point in 0..inner {
                 if point % WIDE == 0 && exec.interrupt_requested() {
                     return;
                 }
-                let mut base = vec![first_row as i64];
-                base.extend(unravel(point, inner_shape));
+                unravel_into(point, inner_shape, &mut base[1..]);
                 for start in (0..len).step_by(LINE) {
                     let line = LINE.min(len - start);
                     base[0] = (first_row + start) as i64;
@@ -710,13 +707,18 @@ impl<'k> Launch<'k> {
 }
 
 /// The coordinates of row-major position `flat` in `shape`.
-fn unravel(mut flat: usize, shape: &[usize]) -> Vec<i64> {
+fn unravel(flat: usize, shape: &[usize]) -> Vec<i64> {
     let mut coords = vec![0i64; shape.len()];
+    unravel_into(flat, shape, &mut coords);
+    coords
+}
+
+/// `unravel` into `coords` (as long as `shape`).
+fn unravel_into(mut flat: usize, shape: &[usize], coords: &mut [i64]) {
     for (coord, &dim) in coords.iter_mut().zip(shape).rev() {
         *coord = (flat % dim.max(1)) as i64;
         flat /= dim.max(1);
     }
-    coords
 }
 
 /// Copies a lane's first `dst.len()` values (a splat fills).

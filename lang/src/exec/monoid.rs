@@ -150,8 +150,8 @@ struct Work {
     /// Offsets of a line's carries.
     aux: Vec<usize>,
     /// For lines across chunks, `TILE_ROWS` rows of each component (row-major by row, then
-    /// position in the line), loaded or stored at once so that each pair's run of rows is
-    /// one cache line rather than a page per row.
+    /// position in the line), loaded or stored at once so that each pair's rows are read as
+    /// one run of consecutive elements (a few cache lines) rather than a page per row.
     tiles: Vec<Column>,
     out_tiles: Vec<Column>,
 }

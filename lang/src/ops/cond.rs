@@ -177,17 +177,6 @@ pub(crate) fn jvp_cond(
 impl Builder<'_> {
     /// A scalar condition broadcast to a shape.
     pub(crate) fn constant_mask(&mut self, cond: Atom, shape: &[usize]) -> Atom {
-        let mut res = cond;
-        for axis in (0..shape.len()).rev() {
-            res = self.emit1(
-                Expr::Replicate {
-                    count: shape[axis],
-                    array: res,
-                },
-                ArrTy::new(shape[axis..].to_vec(), crate::core::ir::Elem::Bool),
-                "mask",
-            );
-        }
-        res
+        self.broadcast(cond, shape, "mask")
     }
 }

@@ -853,14 +853,7 @@ impl Builder<'_> {
             "shift",
         );
         let mask = self.row_mask(&ty.shape, edge);
-        let filled = self.emit1(
-            Expr::Replicate {
-                count: n,
-                array: fill,
-            },
-            ty,
-            "fill",
-        );
+        let filled = self.replicate(n, fill, "fill");
         self.prim(Prim::Select, &[mask, filled, gathered])
     }
 
@@ -1056,18 +1049,7 @@ impl Builder<'_> {
                 .collect();
             let y_rows: Vec<Atom> = y_hat
                 .iter()
-                .map(|ct| {
-                    let ty = self.ty(ct);
-                    let rows_ty = ArrTy::new(std::iter::once(n).chain(ty.shape).collect(), ty.elem);
-                    self.emit1(
-                        Expr::Replicate {
-                            count: n,
-                            array: *ct,
-                        },
-                        rows_ty,
-                        "ct_rows",
-                    )
-                })
+                .map(|ct| self.replicate(n, *ct, "ct_rows"))
                 .collect();
             let pulled = apply_vjp(self, &vjp, &floats, &x, &s_next, &y_rows, 0, &shape)?;
             let last_row = self.row_mask(&shape, n as i64 - 1);

@@ -116,17 +116,25 @@ impl Builder<'_> {
 
     /// A zero array of a type.
     pub(crate) fn zeros(&mut self, ty: &ArrTy) -> Atom {
-        let mut res = Atom::Lit(Scalar::zero(ty.elem));
-        for axis in (0..ty.shape.len()).rev() {
-            let shape = ty.shape[axis..].to_vec();
-            res = self.emit1(
-                Expr::Replicate {
-                    count: ty.shape[axis],
-                    array: res,
-                },
-                ArrTy::new(shape, ty.elem),
-                "zero",
-            );
+        self.broadcast(Atom::Lit(Scalar::zero(ty.elem)), &ty.shape, "zero")
+    }
+
+    /// `count` copies of `array` along a new outer axis.
+    pub(crate) fn replicate(&mut self, count: usize, array: Atom, hint: &str) -> Atom {
+        let ty = self.ty(&array);
+        let shape = std::iter::once(count).chain(ty.shape).collect();
+        self.emit1(
+            Expr::Replicate { count, array },
+            ArrTy::new(shape, ty.elem),
+            hint,
+        )
+    }
+
+    /// An array of `shape` whose every element is the rank-0 `scalar`.
+    pub(crate) fn broadcast(&mut self, scalar: Atom, shape: &[usize], hint: &str) -> Atom {
+        let mut res = scalar;
+        for &count in shape.iter().rev() {
+            res = self.replicate(count, res, hint);
         }
         res
     }
@@ -208,18 +216,7 @@ impl Emitter for Builder<'_> {
 
 impl Builder<'_> {
     pub(crate) fn constant_of(&mut self, scalar: Scalar, shape: &[usize]) -> Atom {
-        let mut res = Atom::Lit(scalar);
-        for axis in (0..shape.len()).rev() {
-            res = self.emit1(
-                Expr::Replicate {
-                    count: shape[axis],
-                    array: res,
-                },
-                ArrTy::new(shape[axis..].to_vec(), scalar.elem()),
-                "const",
-            );
-        }
-        res
+        self.broadcast(Atom::Lit(scalar), shape, "const")
     }
 }
 

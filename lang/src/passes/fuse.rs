@@ -215,6 +215,15 @@ impl<'a> Fuser<'a> {
         fuser
     }
 
+    /// The statement of a variable that kernels compute where they read it (`None`: they
+    /// read it, materialised or an input).
+    fn inlined_def(&self, var: VarId) -> Option<usize> {
+        self.def
+            .get(&var)
+            .copied()
+            .filter(|_| !self.materialised.contains(&var))
+    }
+
     /// The pull and view variables computed from indices and literals alone (`iota`, masks
     /// such as `eq (iota n) 0`): inlined, they read no memory.
     fn index_only(&self) -> HashSet<VarId> {
@@ -434,8 +443,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
             program.var_ty(var).rank(),
             "coordinates of {var}"
         );
-        let def = self.fuser.def.get(&var).copied();
-        let Some(stmt_idx) = def.filter(|_| !self.fuser.materialised.contains(&var)) else {
+        let Some(stmt_idx) = self.fuser.inlined_def(var) else {
             let elem = program.var_ty(var).elem;
             return self.node(Node::Read { var, coords }, elem);
         };
@@ -638,12 +646,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
     /// Whether `atom` is read as it is (a materialised variable or an input), so that the
     /// coordinates given to `pull_atom` are those of its `Read`.
     fn reads_directly(&self, atom: &Atom) -> bool {
-        match atom {
-            Atom::Lit(_) => false,
-            Atom::Var(var) => {
-                !self.fuser.def.contains_key(var) || self.fuser.materialised.contains(var)
-            }
-        }
+        matches!(atom, Atom::Var(var) if self.fuser.inlined_def(*var).is_none())
     }
 
     fn known_in_range(&self, affine: &Affine, dim: usize) -> bool {
