@@ -62,15 +62,76 @@ fn values_read_twice_at_the_same_point_and_index_masks_are_not_materialised() {
 fn the_gradient_of_a_reduce_is_two_scans_and_one_kernel() {
     let mut session = session(Engine::Fused);
     outputs(&mut session, DEFS);
-    outputs(&mut session, "g = grad (\\v. maximum v) x\n");
-    let text = fused_stage(&mut session, "grad (\\v. maximum v) x");
+    // `max` written as a conditional: not a selection, so the general rule of seed 000.
+    let larger = "(\\v. reduce(v, v[0 @ _], \\a b. if a >= b then a else b))";
+    let text = fused_stage(&mut session, &format!("grad {larger} x"));
     // The first element (the monoid's `e`), the prefix and suffix scans, the cotangents.
     assert_eq!(count_lines(&text, "bulk"), 2, "{text}");
     assert_eq!(count_lines(&text, "kernel"), 2, "{text}");
     assert_eq!(count_lines(&text, "kernel k0 over []"), 1, "{text}");
-    // One-hot at the argmax.
-    assert_eq!(value(&mut session, "sum g"), "1.");
-    assert_eq!(value(&mut session, "g[argmax x]"), "1.");
+}
+
+#[test]
+fn maximum_and_its_gradient_are_reduction_kernels_that_agree_with_the_general_rule() {
+    let mut session = session(Engine::Fused);
+    outputs(&mut session, DEFS);
+    // Ties: `x` rounded to one decimal repeats its maximum.
+    outputs(
+        &mut session,
+        "t : (Fin n)=>Float = for i. round (10.0 * x[i]) / 10.0\nm = for i:(Fin 400) j:(Fin 250). round (10.0 * sin (n_to_f (250 * ordinal i + ordinal j))) / 10.0\n",
+    );
+    // The max fused with its producer, the first maximum as an integer `min` reduction,
+    // the one-hot cotangent: no scan, no transposed copy.
+    let text = fused_stage(&mut session, "grad (\\v. maximum v) t");
+    assert_eq!(count_lines(&text, "bulk"), 0, "{text}");
+    assert_eq!(count_lines(&text, "kernel"), 3, "{text}");
+    assert_eq!(count_lines(&text, "max v"), 1, "{text}");
+    assert_eq!(count_lines(&text, "min v"), 1, "{text}");
+    let rows = "(\\w. sum for i. maximum w[i])";
+    let columns = "(\\w. sum for j. maximum for i. w[i, j])";
+    let text = fused_stage(&mut session, &format!("grad {rows} m"));
+    assert_eq!(count_lines(&text, "bulk"), 0, "{text}");
+    // The same bits as the general rule (an operator that is not a selection), ties included.
+    let general = "\\a b. if a >= b then a else b";
+    for (selection, by_rule) in [
+        (
+            "grad (\\v. maximum v) t".to_string(),
+            format!("grad (\\v. reduce(v, v[0 @ _], {general})) t"),
+        ),
+        (
+            format!("grad {rows} m"),
+            format!("grad (\\w. sum for i. reduce(w[i], w[i, 0 @ _], {general})) m"),
+        ),
+        (
+            format!("grad {columns} m"),
+            format!("grad (\\w. sum for j. reduce(for i. w[i, j], w[0 @ _, j], {general})) m"),
+        ),
+        (
+            "maximum t".to_string(),
+            format!("reduce(t, t[0 @ _], {general})"),
+        ),
+    ] {
+        assert_eq!(
+            value(&mut session, &selection),
+            value(&mut session, &by_rule),
+            "{selection}"
+        );
+    }
+    assert_eq!(value(&mut session, "sum (grad (\\v. maximum v) t)"), "1.");
+    assert_eq!(
+        value(
+            &mut session,
+            "grad (\\v. maximum v) t == (for i. select (i == argmax t) 1.0 0.0)"
+        ),
+        "True"
+    );
+    assert_eq!(
+        value(
+            &mut session,
+            "grad (\\v. minimum v) t == (for i. select (i == argmin t) 1.0 0.0)"
+        ),
+        "True"
+    );
 }
 
 #[test]

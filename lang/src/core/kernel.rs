@@ -13,7 +13,8 @@
 //!   `gather` with a scalar index function) has disappeared into the coordinates and the DAG:
 //!   no intermediate array exists. A kernel with `reduce` sums its body over axis 0 of the
 //!   iteration space in dx's summation order (`prim::sum_order`), which is how `sumOuter`
-//!   absorbs its producer.
+//!   absorbs its producer, or folds it with `max`/`min` in the order of a monoid `reduce`
+//!   ([`Reduction`]).
 //! - [`MatMul`]: a reduction kernel whose body is the product of two reads, recognised as a
 //!   (batched) matrix product and run on `faer`.
 //! - [`Step::Stmt`]: a statement the fuser leaves to the bulk evaluator (`fold`, `scan`,
@@ -139,12 +140,33 @@ pub enum Node {
     Prim(Prim, Vec<NodeId>),
 }
 
+/// How a reducing kernel combines its body's values over axis 0 of its iteration space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reduction {
+    /// A sum in dx's summation order (`prim::sum_order`): `sumOuter` with its producer.
+    Sum,
+    /// `max acc x` / `min acc x` folded in Note [Monoid order] (`ops::monoid`): a `reduce`
+    /// whose operator is a selection (`ops::monoid::selection`) with its producer.
+    Max,
+    Min,
+}
+
+impl Reduction {
+    pub fn name(self) -> &'static str {
+        match self {
+            Reduction::Sum => "sum",
+            Reduction::Max => "max",
+            Reduction::Min => "min",
+        }
+    }
+}
+
 /// A fused loop nest: see the module documentation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Kernel {
-    /// The iteration space. With `reduce`, axis 0 is summed and the output has the rest.
+    /// The iteration space. With `reduce`, axis 0 is reduced and the output has the rest.
     pub shape: Vec<usize>,
-    pub reduce: bool,
+    pub reduce: Option<Reduction>,
     /// The body in dependency order, with each node's element type.
     pub nodes: IdVec<NodeId, (Node, Elem)>,
     /// The materialised variable and the node whose value (or sum) it holds.
@@ -265,7 +287,7 @@ impl Kernel {
         let (Node::Read { var, coords }, _) = &self.nodes[self.output.1] else {
             return None;
         };
-        if self.reduce || self.nodes.len() != 1 || coords.len() != self.shape.len() {
+        if self.reduce.is_some() || self.nodes.len() != 1 || coords.len() != self.shape.len() {
             return None;
         }
         // Read coordinate `d` is iteration axis `source_axis[d]`.
@@ -287,7 +309,7 @@ impl Kernel {
 
     /// The shape of the output variable.
     pub fn out_shape(&self) -> &[usize] {
-        if self.reduce {
+        if self.reduce.is_some() {
             &self.shape[1..]
         } else {
             &self.shape
@@ -376,7 +398,10 @@ impl ScheduleDisplay<'_> {
             f,
             "  kernel k{number} over {}{}: reads {{{}}} writes {}: {}{}",
             shape_text(&kernel.shape),
-            if kernel.reduce { " sum i0" } else { "" },
+            kernel.reduce.map_or(String::new(), |reduction| format!(
+                " {} i0",
+                reduction.name()
+            )),
             reads.join(", "),
             var_name(program, out),
             shape_text(&out_ty.shape),
@@ -400,7 +425,7 @@ impl ScheduleDisplay<'_> {
         writeln!(
             f,
             "    {} {root}",
-            if kernel.reduce { "sum" } else { "out" }
+            kernel.reduce.map_or("out", Reduction::name)
         )
     }
 }

@@ -36,10 +36,12 @@ use super::{Exec, Res, Slot, PAR_THRESHOLD};
 use crate::core::interp::InterpError;
 use crate::core::ir::{Atom, Elem, Program, VarId};
 use crate::core::kernel::{
-    Affine, Coord, Kernel, MatMul, MatOperand, Node, NodeId, Schedule, Step,
+    Affine, Coord, Kernel, MatMul, MatOperand, Node, NodeId, Reduction, Schedule, Step,
 };
+use crate::ops::monoid::CHUNK_ROWS;
 use crate::passes::fuse::row_major_strides;
 use crate::prim::sum_order::{self, TreeSum, LEAF};
+use crate::prim::Arith;
 
 /// Outputs at least this wide are summed across the output (see the module documentation).
 const WIDE: usize = 64;
@@ -149,14 +151,12 @@ impl Exec<'_> {
         }
         let launch = Launch::new(self, kernel);
         let elem = kernel.nodes[kernel.output.1].1;
-        let mut out = Column::with_len(elem, kernel.out_shape().iter().product());
-        with_column!(&mut out, values => {
-            if kernel.reduce {
-                launch.reduce(values, self)
-            } else {
-                launch.map(values, self)
-            }
-        });
+        let mut out = super::pool::take(elem, kernel.out_shape().iter().product());
+        match kernel.reduce {
+            None => with_column!(&mut out, values => launch.map(values, self)),
+            Some(Reduction::Sum) => with_column!(&mut out, values => launch.reduce(values, self)),
+            Some(selection) => launch.fold_selection(&mut out, selection, self),
+        }
         if self.interrupt_requested() {
             return Err(InterpError::Interrupted.into());
         }
@@ -188,7 +188,10 @@ impl Exec<'_> {
 /// What a step is called in error messages.
 fn step_op(step: &Step, block: &crate::core::ir::Block) -> String {
     match step {
-        Step::Kernel(kernel) if kernel.reduce => "sum".to_string(),
+        Step::Kernel(Kernel {
+            reduce: Some(reduction),
+            ..
+        }) => reduction.name().to_string(),
         Step::Kernel(_) => "for".to_string(),
         Step::MatMul(_) => "matrix product".to_string(),
         Step::Stmt(index) => crate::core::print::expr_name(&block.stmts[*index].expr).to_string(),
@@ -203,7 +206,12 @@ pub fn check_size(program: &Program, var: VarId, op: String) -> Result<(), Inter
     if bytes < (256 << 20) {
         return Ok(());
     }
-    let available = available_memory();
+    let mut available = available_memory();
+    if bytes > u128::from(available) {
+        // The buffers kept for reuse are memory too.
+        super::pool::clear();
+        available = available_memory();
+    }
     if bytes > u128::from(available) {
         return Err(InterpError::TooLarge {
             var,
@@ -354,7 +362,7 @@ impl<'k> Launch<'k> {
             reads,
             indices,
         };
-        launch.merge_axes(usize::from(kernel.reduce));
+        launch.merge_axes(usize::from(kernel.reduce.is_some()));
         launch
     }
 
@@ -640,16 +648,7 @@ impl<'k> Launch<'k> {
             }
             tree.finish(T::add).unwrap_or_default()
         };
-        let n_tasks = out.len() * n_runs;
-        let run_sums: Vec<T> = if out.len() * n_rows < PAR_THRESHOLD {
-            let mut lanes = self.scratch();
-            (0..n_tasks).map(|task| run_sum(&mut lanes, task)).collect()
-        } else {
-            (0..n_tasks)
-                .into_par_iter()
-                .map_init(|| self.scratch(), run_sum)
-                .collect()
-        };
+        let run_sums = self.tasks(out.len() * n_runs, out.len() * n_rows, run_sum);
         let partial = !n_rows.is_multiple_of(run_len);
         for (slot, runs) in out.iter_mut().zip(run_sums.chunks(n_runs)) {
             *slot = sum_order::combine_runs(runs, RUN_LEVEL, partial, T::add).unwrap_or_default();
@@ -687,6 +686,39 @@ impl<'k> Launch<'k> {
             }
             sums.finish(dst);
         };
+        self.for_each_segment(out, width, n_rows, segment);
+    }
+
+    /// `task(lanes, t)` for every `t` in `0..n_tasks`, in parallel when the kernel does
+    /// `work` points or more (`PAR_THRESHOLD`), with scratch lanes per rayon task.
+    fn tasks<R: Send>(
+        &self,
+        n_tasks: usize,
+        work: usize,
+        task: impl Fn(&mut Vec<Lane>, usize) -> R + Sync + Send,
+    ) -> Vec<R> {
+        if work < PAR_THRESHOLD {
+            let mut lanes = self.scratch();
+            (0..n_tasks).map(|t| task(&mut lanes, t)).collect()
+        } else {
+            (0..n_tasks)
+                .into_par_iter()
+                .map_init(|| self.scratch(), task)
+                .collect()
+        }
+    }
+
+    /// Runs `segment(lanes, prefix, start, dst)` over the segments of the rows of `out`
+    /// (`width` points each; `prefix`: the row, `start`: the segment's first point) for a
+    /// reduction of `n_rows` rows: segments of `LINE` in order when the work is small, else
+    /// in parallel segments narrow enough to give every thread some.
+    fn for_each_segment<T: LaneElem>(
+        &self,
+        out: &mut [T],
+        width: usize,
+        n_rows: usize,
+        segment: impl Fn(&mut Vec<Lane>, usize, usize, &mut [T]) + Sync + Send,
+    ) {
         let work = out.len() * n_rows;
         if work < PAR_THRESHOLD {
             let mut lanes = self.scratch();
@@ -703,6 +735,140 @@ impl<'k> Launch<'k> {
             );
             self.for_each_piece(out, width, seg_len, segment);
         }
+    }
+}
+
+impl Launch<'_> {
+    /// A `max`/`min` reduction kernel (`Reduction::Max`, `Reduction::Min`) into `out`.
+    fn fold_selection(&self, out: &mut Column, selection: Reduction, exec: &Exec<'_>) {
+        macro_rules! typed {
+            ($($variant:ident: $ty:ty),*) => {
+                match out {
+                    $(Column::$variant(values) => match selection {
+                        Reduction::Max => self.fold(values, <$ty as Arith>::max, exec),
+                        _ => self.fold(values, <$ty as Arith>::min, exec),
+                    },)*
+                    Column::Bool(_) => unreachable!("selections fold numbers"),
+                }
+            };
+        }
+        typed!(F32: f32, F64: f64, I32: i32, I64: i64, U32: u32, U64: u64);
+    }
+
+    /// Folds axis 0 with `combine` in Note [Monoid order] (`ops::monoid`), bit for bit the
+    /// reference `reduce`: each chunk of `CHUNK_ROWS` rows from its first row, then the chunk
+    /// totals, the accumulator always on the left. Laid out like the sums: across the
+    /// output's last axis when it is wide, else along axis 0 (`strided_across`).
+    fn fold<T, C>(&self, out: &mut [T], combine: C, exec: &Exec<'_>)
+    where
+        T: LaneElem,
+        C: Fn(T, T) -> T + Copy + Sync + Send,
+    {
+        let n_rows = self.shape[0];
+        if out.is_empty() {
+            return;
+        }
+        let wide = self.shape[1..].last().is_some_and(|&width| width >= WIDE);
+        if wide && !self.strided_across() {
+            self.fold_across(out, combine, exec);
+        } else {
+            self.fold_along(out, n_rows, combine, exec);
+        }
+    }
+
+    /// `fold` one output at a time, in parallel over (output, chunk) pairs.
+    fn fold_along<T, C>(&self, out: &mut [T], n_rows: usize, combine: C, exec: &Exec<'_>)
+    where
+        T: LaneElem,
+        C: Fn(T, T) -> T + Copy + Sync + Send,
+    {
+        let out_shape = &self.shape[1..];
+        let root = self.kernel.output.1 .0 as usize;
+        let n_chunks = n_rows.div_ceil(CHUNK_ROWS);
+        let chunk_total = |lanes: &mut Vec<Lane>, task: usize| -> T {
+            let (output, chunk) = (task / n_chunks, task % n_chunks);
+            let mut base = vec![0i64];
+            base.extend(unravel(output, out_shape));
+            let rows = chunk * CHUNK_ROWS..((chunk + 1) * CHUNK_ROWS).min(n_rows);
+            let mut total: Option<T> = None;
+            let mut values = [T::default(); LINE];
+            for start in rows.clone().step_by(LINE) {
+                if exec.interrupt_requested() {
+                    break;
+                }
+                let len = LINE.min(rows.end - start);
+                base[0] = start as i64;
+                self.eval_line(lanes, &base, Some(0), len);
+                copy_lane(&lanes[root], &mut values[..len]);
+                let (first, rest) = match total {
+                    Some(acc) => (acc, &values[..len]),
+                    None => (values[0], &values[1..len]),
+                };
+                total = Some(rest.iter().fold(first, |acc, &value| combine(acc, value)));
+            }
+            total.unwrap_or_default()
+        };
+        let totals = self.tasks(out.len() * n_chunks, out.len() * n_rows, chunk_total);
+        for (slot, chunks) in out.iter_mut().zip(totals.chunks(n_chunks)) {
+            *slot = chunks[1..]
+                .iter()
+                .fold(chunks[0], |acc, &total| combine(acc, total));
+        }
+    }
+
+    /// `fold` for a segment of the output's last axis at a time: the chunk's accumulators
+    /// and the folded totals are rows across the segment.
+    fn fold_across<T, C>(&self, out: &mut [T], combine: C, exec: &Exec<'_>)
+    where
+        T: LaneElem,
+        C: Fn(T, T) -> T + Copy + Sync + Send,
+    {
+        let shape = &self.shape;
+        let n_rows = shape[0];
+        let last = shape.len() - 1;
+        let width = shape[last];
+        let prefix_shape = &shape[1..last];
+        let root = self.kernel.output.1 .0 as usize;
+        let segment = |lanes: &mut Vec<Lane>, prefix: usize, start: usize, dst: &mut [T]| {
+            let len = dst.len();
+            let mut base = vec![0i64];
+            base.extend(unravel(prefix, prefix_shape));
+            base.push(start as i64);
+            let mut chunk_acc = [T::default(); LINE];
+            for first_row in (0..n_rows).step_by(CHUNK_ROWS) {
+                for row in first_row..(first_row + CHUNK_ROWS).min(n_rows) {
+                    if row.is_multiple_of(LEAF) && exec.interrupt_requested() {
+                        return;
+                    }
+                    base[0] = row as i64;
+                    self.eval_line(lanes, &base, Some(last), len);
+                    let lane = &lanes[root];
+                    let values = T::values(&lane.column);
+                    let acc = &mut chunk_acc[..len];
+                    match (row == first_row, lane.splat) {
+                        (true, true) => acc.fill(values[0]),
+                        (true, false) => acc.copy_from_slice(&values[..len]),
+                        (false, true) => acc
+                            .iter_mut()
+                            .for_each(|slot| *slot = combine(*slot, values[0])),
+                        (false, false) => acc
+                            .iter_mut()
+                            .zip(&values[..len])
+                            .for_each(|(slot, &value)| *slot = combine(*slot, value)),
+                    }
+                }
+                let (acc, totals) = (&chunk_acc[..len], &mut *dst);
+                if first_row == 0 {
+                    totals.copy_from_slice(acc);
+                } else {
+                    totals
+                        .iter_mut()
+                        .zip(acc)
+                        .for_each(|(slot, &value)| *slot = combine(*slot, value));
+                }
+            }
+        };
+        self.for_each_segment(out, width, n_rows, segment);
     }
 }
 

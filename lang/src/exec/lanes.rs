@@ -99,6 +99,35 @@ impl Column {
         with_column!(self, values => Element::into_tensor(from_vec(shape, values)))
     }
 
+    /// The buffer of a row-major value that owns it alone (`None`: shared or a view).
+    pub fn from_unique(tensor: Tensor) -> Option<Column> {
+        fn typed<T: Element>(array: super::tensor::Nd<T>) -> Option<Vec<T>> {
+            let len = array.len();
+            if !array.is_standard_layout() {
+                return None;
+            }
+            let (data, offset) = array
+                .try_into_owned_nocopy()
+                .ok()?
+                .into_raw_vec_and_offset();
+            (offset.unwrap_or(0) == 0 && data.len() == len).then_some(data)
+        }
+        Some(match tensor {
+            Tensor::F32(array) => Column::F32(typed(array)?),
+            Tensor::F64(array) => Column::F64(typed(array)?),
+            Tensor::I32(array) => Column::I32(typed(array)?),
+            Tensor::I64(array) => Column::I64(typed(array)?),
+            Tensor::U32(array) => Column::U32(typed(array)?),
+            Tensor::U64(array) => Column::U64(typed(array)?),
+            Tensor::Bool(array) => Column::Bool(typed(array)?),
+        })
+    }
+
+    /// The number of values held.
+    pub fn len(&self) -> usize {
+        with_column!(self, values => values.len())
+    }
+
     pub fn elem(&self) -> Elem {
         match self {
             Column::F32(_) => Elem::F32,

@@ -75,6 +75,7 @@ mod fused;
 mod indexing;
 mod lanes;
 mod monoid;
+mod pool;
 mod reduce;
 mod scalar_loop;
 pub mod tensor;
@@ -472,9 +473,13 @@ impl Exec<'_> {
     }
 
     /// Forgets variables that no later statement uses (Note [Releasing values]).
+    /// Drops the values of `dying`; the buffers they owned alone go to the pool for the
+    /// next kernel outputs (`pool`).
     fn release(&mut self, dying: &[VarId]) {
         for &var in dying {
-            self.env[var] = None;
+            if let Some(slot) = self.env[var].take() {
+                pool::give(slot.tensor);
+            }
         }
     }
 

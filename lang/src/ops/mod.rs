@@ -34,7 +34,8 @@ pub mod loops;
 pub mod monoid;
 pub mod sum_outer;
 
-use crate::core::ir::{Expr, Program};
+use crate::core::ir::{Atom, Expr, MonoidKind, Program};
+use crate::core::kernel::Reduction;
 
 /// How an operation's results depend on its operands, for differentiation (STYLE.md §1:
 /// linearity recorded per operation, never discovered at run time).
@@ -95,7 +96,8 @@ pub enum FusionClass {
     /// Computes its element from its operands' elements at the same coordinates (elementwise
     /// primitives): inlined into its readers unless that recomputes it.
     Pull,
-    /// A reduction over the outer axis (`sumOuter`): a kernel whose body is its producer.
+    /// A reduction over the outer axis (`sumOuter`, a `reduce` over a selection operator;
+    /// `reduction_of`): a kernel whose body is its producer.
     Reduce,
     /// A step of its own whose inputs and outputs are materialised (loops, `cond`, `scatter`,
     /// tables, gathers with blocks in their index function, the monoid operations).
@@ -114,6 +116,7 @@ pub fn fusion_class(program: &Program, expr: &Expr) -> FusionClass {
         Expr::Gather { body, .. } => gather_scatter::gather_fusion_class(program, *body),
         Expr::Prim(..) => FusionClass::Pull,
         Expr::SumOuter(_) => FusionClass::Reduce,
+        Expr::Monoid { .. } if reduction_of(program, expr).is_some() => FusionClass::Reduce,
         Expr::Build1 { .. }
         | Expr::Scatter { .. }
         | Expr::Table(_)
@@ -124,6 +127,24 @@ pub fn fusion_class(program: &Program, expr: &Expr) -> FusionClass {
         // `exec::monoid` (TODO(#11): fuse its producers into its chunk loop).
         | Expr::Monoid { .. }
         | Expr::Derivative { .. } => FusionClass::Bulk,
+    }
+}
+
+/// The array a reduction kernel reduces over its outer axis, and how: `sumOuter`, or a
+/// `reduce` of one non-empty array over a selection operator (`monoid::selection`; its
+/// identity is then never used).
+pub fn reduction_of(program: &Program, expr: &Expr) -> Option<(Atom, Reduction)> {
+    match expr {
+        Expr::SumOuter(array) => Some((*array, Reduction::Sum)),
+        Expr::Monoid {
+            kind: MonoidKind::Reduce,
+            arrays,
+            op,
+            ..
+        } if arrays.len() == 1 && program.atom_ty(&arrays[0]).shape[0] > 0 => {
+            monoid::selection(program, *op).map(|reduction| (arrays[0], reduction))
+        }
+        _ => None,
     }
 }
 

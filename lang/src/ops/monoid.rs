@@ -16,12 +16,15 @@
 //! primitives): its params are the left operands then the right ones, its results the
 //! combined values. On arrays of rank > 1 it applies elementwise over the trailing axes.
 //!
-//! Lowering if-converts an operator's conditionals (`if_convert`). Does not handle yet: fusing
-//! a monoid statement with its producers (it is a bulk step of the engine, over materialised
-//! arrays).
+//! Lowering if-converts an operator's conditionals (`if_convert`). A `reduce` over a
+//! `selection` (`max`/`min`) is a reducing kernel fused with its producer
+//! (`ops::reduction_of`), and its transpose a one-hot at the first selected row
+//! (`selected_cotangent`). Does not handle yet: fusing other monoid statements with their
+//! producers (they are bulk steps of the engine, over materialised arrays).
 
 use crate::core::interp::InterpError;
 use crate::core::ir::{ArrTy, Atom, BlockId, Expr, MonoidKind, Program, Scalar};
+use crate::core::kernel::Reduction;
 use crate::core::scalar_code::{self, ScalarCode};
 use crate::core::value::{Array, ArrayData};
 use crate::prim::Prim;
@@ -129,6 +132,30 @@ pub fn result_tys(
             MonoidKind::Scan | MonoidKind::ScanRight => ty,
         })
         .collect())
+}
+
+/// Whether an operator selects one of its operands by comparison: one component, its body
+/// `max l r` or `min l r` of its left and right params in that order (the prelude's
+/// `maximum` and `minimum`). A `reduce` over it fuses with its producer as a reducing kernel
+/// (`ops::reduction_of`), folded in Note [Monoid order] with the accumulator on the left as
+/// here; its transpose is the cotangent at the first selected element (`transpose_monoid`).
+pub fn selection(program: &Program, op: BlockId) -> Option<Reduction> {
+    let block = &program.blocks[op];
+    let ([left, right], [stmt], [Atom::Var(result)]) =
+        (&block.params[..], &block.stmts[..], &block.results[..])
+    else {
+        return None;
+    };
+    let Expr::Prim(prim, operands) = &stmt.expr else {
+        return None;
+    };
+    let reduction = match prim {
+        Prim::Max => Reduction::Max,
+        Prim::Min => Reduction::Min,
+        _ => return None,
+    };
+    (operands[..] == [Atom::Var(*left), Atom::Var(*right)] && stmt.binders[..] == [*result])
+        .then_some(reduction)
 }
 
 /// An operator block must be closed straight-line scalar code.
@@ -686,12 +713,35 @@ pub(crate) fn primal_of_jvp(program: &mut Program, stmt: &Stmt) -> Option<Stmt> 
             stmts.push(stmt.clone());
         }
     }
+    // Drop what only the tangents needed (the comparison of `∂max`), so that the operator
+    // is the user's again (a `selection` stays recognisable).
+    let results = oplus.results[..k].to_vec();
+    let mut live: std::collections::HashSet<VarId> = results
+        .iter()
+        .filter_map(|atom| crate::core::visit::var_of(*atom))
+        .collect();
+    let mut stmts: Vec<Stmt> = stmts
+        .into_iter()
+        .rev()
+        .filter(|stmt| {
+            let needed = stmt.binders.iter().any(|binder| live.contains(binder));
+            if needed {
+                live.extend(
+                    crate::core::visit::expr_atoms(&stmt.expr)
+                        .into_iter()
+                        .filter_map(crate::core::visit::var_of),
+                );
+            }
+            needed
+        })
+        .collect();
+    stmts.reverse();
     let mut params = oplus.params[..k].to_vec();
     params.extend(&oplus.params[k + n_floats..2 * k + n_floats]);
     let shared = program.blocks.push(Block {
         params,
         stmts,
-        results: oplus.results[..k].to_vec(),
+        results,
     });
     let op = crate::core::inline::clone_block(program, shared, &mut HashMap::new());
     Some(Stmt {
@@ -884,6 +934,62 @@ impl Builder<'_> {
         .collect()
     }
 
+    /// The transpose of a `reduce` over a selection (`selection`) of `a` with result `y` and
+    /// cotangent `ŷ`: ŷ at the first row where `a` equals `y`, zero elsewhere. This is the
+    /// general rule's result (Thm 3.7 with x̂ from the right scan over ⊙): `∂max` gives a
+    /// tie to its left operand, so row i receives ŷ exactly when a_i is above every earlier
+    /// row and at least every later one, the first maximum (`min`: minimum). One integer
+    /// `min` reduce and a map, both fused with their producers, instead of two scans.
+    /// (With a NaN in `a`, `y` is NaN and no row receives ŷ.)
+    fn selected_cotangent(&mut self, a: Atom, y: Atom, y_hat: Atom) -> Atom {
+        use crate::core::ir::Elem;
+        let shape = self.ty(&a).shape;
+        let n = shape[0];
+        let rows = self.row_index(&shape);
+        let y_rows = self.replicate(n, y, "max_rows");
+        let selected = self.prim(Prim::Eq, &[a, y_rows]);
+        let past_end = self.constant_of(Scalar::I64(n as i64), &shape);
+        let candidates = self.prim(Prim::Select, &[selected, rows, past_end]);
+        let scalar = ArrTy::scalar(Elem::I64);
+        let (left, right, first) = (
+            self.program.new_var(scalar.clone(), "l"),
+            self.program.new_var(scalar.clone(), "r"),
+            self.program.new_var(scalar, "min"),
+        );
+        let op = self.program.blocks.push(Block {
+            params: vec![left, right],
+            stmts: vec![Stmt {
+                binders: vec![first],
+                expr: Expr::Prim(Prim::Min, vec![Atom::Var(left), Atom::Var(right)]),
+            }],
+            results: vec![Atom::Var(first)],
+        });
+        let init = self.constant_of(Scalar::I64(n as i64), &shape[1..]);
+        let first = self.emit1(
+            Expr::Monoid {
+                kind: MonoidKind::Reduce,
+                arrays: vec![candidates],
+                init: vec![init],
+                op,
+            },
+            ArrTy::new(shape[1..].to_vec(), Elem::I64),
+            "first",
+        );
+        let first_rows = self.replicate(n, first, "first_rows");
+        let hit = self.prim(Prim::Eq, &[rows, first_rows]);
+        let y_hat_rows = self.replicate(n, y_hat, "ct_rows");
+        let zero = self.zeros(&self.ty(&y_hat_rows));
+        self.prim(Prim::Select, &[hit, y_hat_rows, zero])
+    }
+
+    /// An `I64` array of `shape` whose elements are their index along the outer axis.
+    fn row_index(&mut self, shape: &[usize]) -> Atom {
+        use crate::core::ir::Elem;
+        let n = shape[0];
+        let iota = self.emit1(Expr::Iota(n), ArrTy::new(vec![n], Elem::I64), "iota");
+        self.rows_to(iota, shape)
+    }
+
     /// A `Bool` array of `shape` that is true on row `row` of the outer axis.
     fn row_mask(&mut self, shape: &[usize], row: i64) -> Atom {
         use crate::core::ir::Elem;
@@ -891,8 +997,16 @@ impl Builder<'_> {
         let iota = self.emit1(Expr::Iota(n), ArrTy::new(vec![n], Elem::I64), "iota");
         let edge = self.constant_of(Scalar::I64(row), &[n]);
         let is_edge = self.prim(Prim::Eq, &[iota, edge]);
+        self.rows_to(is_edge, shape)
+    }
+
+    /// The `[n]` array `per_row` spread over `shape` (`[n, rest…]`): element `[i, …]` is
+    /// `per_row[i]`.
+    fn rows_to(&mut self, per_row: Atom, shape: &[usize]) -> Atom {
+        use crate::core::ir::Elem;
+        let elem = self.ty(&per_row).elem;
         if shape.len() == 1 {
-            is_edge
+            per_row
         } else {
             let params: Vec<VarId> = (0..shape.len())
                 .map(|_| self.program.new_var(ArrTy::scalar(Elem::I64), "i"))
@@ -906,11 +1020,11 @@ impl Builder<'_> {
             self.emit1(
                 Expr::Gather {
                     shape: shape.to_vec(),
-                    array: is_edge,
+                    array: per_row,
                     body: index_fn,
                 },
-                ArrTy::new(shape.to_vec(), Elem::Bool),
-                "mask",
+                ArrTy::new(shape.to_vec(), elem),
+                "rows",
             )
         }
     }
@@ -1018,6 +1132,16 @@ impl Builder<'_> {
                 Some(ct) => ct,
                 None => self.zeros(&ty),
             });
+        }
+        if *kind == MonoidKind::Reduce
+            && floats == [0]
+            && selection(self.program, primal_op).is_some()
+        {
+            let a_hat = self.selected_cotangent(a[0], Atom::Var(stmt.binders[0]), y_hat[0]);
+            if self.is_linear(&arrays[k]) {
+                self.add_to(cts, arrays[k], a_hat);
+            }
+            return Ok(());
         }
         let tys: Vec<ArrTy> = a.iter().map(|atom| self.ty(atom)).collect();
         // The prefixes x: the scan's own results, or for `reduce` a scan computed here.

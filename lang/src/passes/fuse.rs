@@ -12,8 +12,9 @@
 //!   built at those coordinates (`Fuser::pull`). `replicate` drops a coordinate, `tr` permutes
 //!   them, `reshape` recomputes them from the flat offset, `iota` is a coordinate, `gather`
 //!   runs its index function on them; so views cost nothing and no intermediate array is made.
-//! - A reduction (`sumOuter`) is a kernel whose body is its producer, pulled over the producer's
-//!   own shape, summed over axis 0.
+//! - A reduction (`sumOuter`, or a `reduce` whose operator is `max`/`min`,
+//!   `ops::reduction_of`) is a kernel whose body is its producer, pulled over the producer's
+//!   own shape, reduced over axis 0.
 //! - A reduction whose body is the product of two reads that broadcast along different axes
 //!   is a contraction: a (batched) matrix product (`MatMul`), when it is big enough to pay.
 //! - Everything else (`fold`, `scan`, `cond`, `scatter`, literal tables, gathers whose index
@@ -73,7 +74,7 @@ use super::pipeline::{Pass, PassKind};
 use crate::core::ids::IdVec;
 use crate::core::ir::{Atom, Block, BlockId, Elem, Expr, Program, Scalar, VarId};
 use crate::core::kernel::{
-    Affine, Coord, Kernel, MatMul, MatOperand, Node, NodeId, Schedule, Step,
+    Affine, Coord, Kernel, MatMul, MatOperand, Node, NodeId, Reduction, Schedule, Step,
 };
 use crate::core::visit::{collect_uses, var_of};
 use crate::core::visit::{expr_atoms, expr_blocks};
@@ -116,13 +117,13 @@ fn schedule_block(program: &Program, block: BlockId) -> Schedule {
                 steps.push(Step::Stmt(stmt_idx));
             }
             FusionClass::Reduce => {
-                let Expr::SumOuter(array) = &stmt.expr else {
-                    unreachable!("only sumOuter is a reduction")
+                let Some((array, reduction)) = crate::ops::reduction_of(program, &stmt.expr) else {
+                    unreachable!("a reduction")
                 };
-                let shape = program.atom_ty(array).shape;
+                let shape = program.atom_ty(&array).shape;
                 let mut builder = KernelBuilder::new(&fuser, shape.clone());
-                let root = builder.pull_atom(array, identity_coords(shape.len()));
-                let kernel = builder.finish(true, stmt.binders[0], root);
+                let root = builder.pull_atom(&array, identity_coords(shape.len()));
+                let kernel = builder.finish(Some(reduction), stmt.binders[0], root);
                 steps.push(match as_matmul(program, &kernel) {
                     Some(matmul) => Step::MatMul(matmul),
                     None => Step::Kernel(kernel),
@@ -136,7 +137,7 @@ fn schedule_block(program: &Program, block: BlockId) -> Schedule {
                 let shape = program.var_ty(binder).shape.clone();
                 let mut builder = KernelBuilder::new(&fuser, shape.clone());
                 let root = builder.pull_expr(&stmt.expr, binder, identity_coords(shape.len()));
-                steps.push(Step::Kernel(builder.finish(false, binder, root)));
+                steps.push(Step::Kernel(builder.finish(None, binder, root)));
             }
         }
     }
@@ -303,10 +304,14 @@ impl<'a> Fuser<'a> {
             let factor = crate::ops::recompute_factor(&stmt.expr);
             // A variable read twice by one statement is still computed once for it (the
             // kernel shares equal nodes).
-            let mut operands: Vec<VarId> = expr_atoms(&stmt.expr)
-                .into_iter()
-                .filter_map(var_of)
-                .collect();
+            let mut operands: Vec<VarId> = match crate::ops::reduction_of(program, &stmt.expr) {
+                // A selection `reduce` does not read its identity (the array is not empty).
+                Some((array, _)) => var_of(array).into_iter().collect(),
+                None => expr_atoms(&stmt.expr)
+                    .into_iter()
+                    .filter_map(var_of)
+                    .collect(),
+            };
             operands.sort();
             operands.dedup();
             for var in operands {
@@ -392,7 +397,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
         }
     }
 
-    fn finish(self, reduce: bool, out: VarId, root: NodeId) -> Kernel {
+    fn finish(self, reduce: Option<Reduction>, out: VarId, root: NodeId) -> Kernel {
         Kernel {
             shape: self.shape,
             reduce,
@@ -783,7 +788,7 @@ fn affine_prim(prim: Prim, operands: &[Sym]) -> Option<Affine> {
 fn as_matmul(program: &Program, kernel: &Kernel) -> Option<MatMul> {
     let (out, root) = kernel.output;
     let elem = program.var_ty(out).elem;
-    if !kernel.reduce || !elem.is_float() {
+    if kernel.reduce != Some(Reduction::Sum) || !elem.is_float() {
         return None;
     }
     let (Node::Prim(Prim::Mul, operands), _) = &kernel.nodes[root] else {

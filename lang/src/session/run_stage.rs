@@ -43,8 +43,10 @@ pub fn render(
     };
     for (number, (step, &time)) in schedule.steps.iter().zip(step_times).enumerate() {
         let what = match step {
-            Step::Kernel(kernel) if kernel.reduce => "kernel (sum)".to_string(),
-            Step::Kernel(_) => "kernel".to_string(),
+            Step::Kernel(kernel) => match kernel.reduce {
+                Some(reduction) => format!("kernel ({})", reduction.name()),
+                None => "kernel".to_string(),
+            },
             Step::MatMul(_) => "matmul".to_string(),
             Step::Stmt(index) => format!(
                 "{} {}",

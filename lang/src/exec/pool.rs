@@ -1,0 +1,107 @@
+//! Buffers of dead values, kept for the next kernel output of the same type and length
+//! (seed 004 §5.3's destination-passing reuse, at run time).
+//!
+//! A fresh output buffer costs more than the kernel that fills it when the kernel streams:
+//! `vec![0.0; n]` of 16 MB is a page fault per 4 KB page and a memset. The `dx` binary's
+//! allocator settings (`repl/src/allocator.rs`) keep freed memory in glibc's heap, yet in the
+//! profile of the gradient of a row-wise `logsumexp` over 4096 × 1000 zeroing and faulting
+//! in kernel outputs was still a quarter of the time (likely because the engine's thread
+//! allocates from a secondary arena, whose memory glibc unmaps when the arena empties;
+//! zeroing a reused buffer remains either way). When the engine drops a
+//! value after its last reader (`Exec::release`) and it owns its buffer alone, the buffer
+//! comes here; `take` hands it to the next kernel output of the same element type and
+//! length, which overwrites every element. The pool is shared by all runs of the process
+//! (a function called again, `%bench`, a training loop) and bounded (`MAX_BYTES`); small
+//! buffers are not kept (`MIN_BYTES`), the allocator serves them well.
+
+use std::sync::Mutex;
+
+use super::lanes::Column;
+use super::tensor::{with_tensor, Tensor};
+use crate::core::ir::Elem;
+
+/// Buffers smaller than this are dropped, not kept.
+const MIN_BYTES: usize = 1 << 18;
+/// The pool never holds more than this; the oldest buffers go first.
+const MAX_BYTES: usize = 1 << 29;
+
+static FREE: Mutex<Vec<Column>> = Mutex::new(Vec::new());
+
+/// A buffer of `len` elements of `elem` whose contents are unspecified (a dead value's, or
+/// zeros): the caller writes every element.
+pub fn take(elem: Elem, len: usize) -> Column {
+    if byte_len(elem, len) >= MIN_BYTES {
+        let mut free = FREE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(position) = free
+            .iter()
+            .rposition(|column| column.elem() == elem && column.len() == len)
+        {
+            return free.swap_remove(position);
+        }
+    }
+    Column::with_len(elem, len)
+}
+
+/// Keeps the buffer of a value nothing reads any more, if it owns it alone and is big
+/// enough to be worth keeping.
+pub fn give(tensor: Tensor) {
+    let elem = tensor.elem();
+    let len = with_tensor!(&tensor, array => array.len());
+    if byte_len(elem, len) < MIN_BYTES {
+        return;
+    }
+    let Some(column) = Column::from_unique(tensor) else {
+        return;
+    };
+    let mut free = FREE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    free.push(column);
+    let mut held: usize = free
+        .iter()
+        .map(|column| byte_len(column.elem(), column.len()))
+        .sum();
+    while held > MAX_BYTES {
+        let oldest = free.remove(0);
+        held -= byte_len(oldest.elem(), oldest.len());
+    }
+}
+
+/// Drops every kept buffer (before a large request is checked against the memory left).
+pub fn clear() {
+    FREE.lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clear();
+}
+
+fn byte_len(elem: Elem, len: usize) -> usize {
+    elem.bytes() * len
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::tensor::from_vec;
+
+    #[test]
+    fn a_dead_buffer_serves_the_next_output_of_its_type_and_length_only() {
+        let n = MIN_BYTES / 4 + 7;
+        let values: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let tensor = Tensor::F32(from_vec(&[n], values));
+        let address = with_tensor!(&tensor, array => array.as_ptr() as usize);
+        // Shared with another value: not kept.
+        let other = tensor.clone();
+        give(tensor);
+        let fresh = take(Elem::F32, n);
+        assert_ne!(column_address(&fresh), address);
+        // Owned alone: kept, and handed out once, for the same element type and length.
+        give(other);
+        assert_ne!(column_address(&take(Elem::I32, n)), address);
+        assert_ne!(column_address(&take(Elem::F32, n - 1)), address);
+        let reused = take(Elem::F32, n);
+        assert_eq!(column_address(&reused), address);
+        assert_ne!(column_address(&take(Elem::F32, n)), address);
+    }
+
+    fn column_address(column: &Column) -> usize {
+        crate::exec::lanes::with_column!(column, values => values.as_ptr() as usize)
+    }
+}
