@@ -662,20 +662,16 @@ impl<'k> Launch<'k> {
         let n_rows = shape[0];
         let last = shape.len() - 1;
         let width = shape[last];
-        let prefix_shape = &shape[1..last];
         let root = self.kernel.output.1 .0 as usize;
-        let segment = |lanes: &mut Vec<Lane>, prefix: usize, start: usize, dst: &mut [T]| {
+        let segment = |lanes: &mut Vec<Lane>, base: &mut [i64], dst: &mut [T]| {
             let len = dst.len();
-            let mut base = vec![0i64];
-            base.extend(unravel(prefix, prefix_shape));
-            base.push(start as i64);
             let mut sums = ColumnSums::new(len);
             for row in 0..n_rows {
                 if row.is_multiple_of(LEAF) && exec.interrupt_requested() {
                     return;
                 }
                 base[0] = row as i64;
-                self.eval_line(lanes, &base, Some(last), len);
+                self.eval_line(lanes, base, Some(last), len);
                 let lane = &lanes[root];
                 let values = T::values(&lane.column);
                 sums.add_row(if lane.splat {
@@ -708,17 +704,24 @@ impl<'k> Launch<'k> {
         }
     }
 
-    /// Runs `segment(lanes, prefix, start, dst)` over the segments of the rows of `out`
-    /// (`width` points each; `prefix`: the row, `start`: the segment's first point) for a
-    /// reduction of `n_rows` rows: segments of `LINE` in order when the work is small, else
-    /// in parallel segments narrow enough to give every thread some.
+    /// Runs `segment(lanes, base, dst)` over the segments of the rows of `out` (`width`
+    /// points each; `base`: the iteration coordinates of the segment's first point, row 0
+    /// of axis 0) for a reduction of `n_rows` rows: segments of `LINE` in order when the work
+    /// is small, else in parallel segments narrow enough to give every thread some.
     fn for_each_segment<T: LaneElem>(
         &self,
         out: &mut [T],
         width: usize,
         n_rows: usize,
-        segment: impl Fn(&mut Vec<Lane>, usize, usize, &mut [T]) + Sync + Send,
+        segment: impl Fn(&mut Vec<Lane>, &mut [i64], &mut [T]) + Sync + Send,
     ) {
+        let prefix_shape = &self.shape[1..self.shape.len() - 1];
+        let segment = |lanes: &mut Vec<Lane>, prefix: usize, start: usize, dst: &mut [T]| {
+            let mut base = vec![0i64];
+            base.extend(unravel(prefix, prefix_shape));
+            base.push(start as i64);
+            segment(lanes, &mut base, dst)
+        };
         let work = out.len() * n_rows;
         if work < PAR_THRESHOLD {
             let mut lanes = self.scratch();
@@ -827,13 +830,9 @@ impl Launch<'_> {
         let n_rows = shape[0];
         let last = shape.len() - 1;
         let width = shape[last];
-        let prefix_shape = &shape[1..last];
         let root = self.kernel.output.1 .0 as usize;
-        let segment = |lanes: &mut Vec<Lane>, prefix: usize, start: usize, dst: &mut [T]| {
+        let segment = |lanes: &mut Vec<Lane>, base: &mut [i64], dst: &mut [T]| {
             let len = dst.len();
-            let mut base = vec![0i64];
-            base.extend(unravel(prefix, prefix_shape));
-            base.push(start as i64);
             let mut chunk_acc = [T::default(); LINE];
             for first_row in (0..n_rows).step_by(CHUNK_ROWS) {
                 for row in first_row..(first_row + CHUNK_ROWS).min(n_rows) {
@@ -841,7 +840,7 @@ impl Launch<'_> {
                         return;
                     }
                     base[0] = row as i64;
-                    self.eval_line(lanes, &base, Some(last), len);
+                    self.eval_line(lanes, base, Some(last), len);
                     let lane = &lanes[root];
                     let values = T::values(&lane.column);
                     let acc = &mut chunk_acc[..len];
