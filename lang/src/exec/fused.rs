@@ -662,7 +662,6 @@ impl<'k> Launch<'k> {
         let n_rows = shape[0];
         let last = shape.len() - 1;
         let width = shape[last];
-        let root = self.kernel.output.1 .0 as usize;
         let segment = |lanes: &mut Vec<Lane>, base: &mut [i64], dst: &mut [T]| {
             let len = dst.len();
             let mut sums = ColumnSums::new(len);
@@ -670,19 +669,31 @@ impl<'k> Launch<'k> {
                 if row.is_multiple_of(LEAF) && exec.interrupt_requested() {
                     return;
                 }
-                base[0] = row as i64;
-                self.eval_line(lanes, base, Some(last), len);
-                let lane = &lanes[root];
-                let values = T::values(&lane.column);
-                sums.add_row(if lane.splat {
-                    Err(values[0])
-                } else {
-                    Ok(&values[..len])
-                });
+                sums.add_row(self.row_across::<T>(lanes, base, row, len));
             }
             sums.finish(dst);
         };
         self.for_each_segment(out, width, n_rows, segment);
+    }
+
+    /// The kernel's values on row `row` of a segment of `len` points from `base` across the
+    /// last axis: the `len` values, or `Err(value)` when the line is a splat.
+    fn row_across<'l, T: LaneElem>(
+        &self,
+        lanes: &'l mut [Lane],
+        base: &mut [i64],
+        row: usize,
+        len: usize,
+    ) -> Result<&'l [T], T> {
+        base[0] = row as i64;
+        self.eval_line(lanes, base, Some(self.shape.len() - 1), len);
+        let lane = &lanes[self.kernel.output.1 .0 as usize];
+        let values = T::values(&lane.column);
+        if lane.splat {
+            Err(values[0])
+        } else {
+            Ok(&values[..len])
+        }
     }
 
     /// `task(lanes, t)` for every `t` in `0..n_tasks`, in parallel when the kernel does
@@ -830,7 +841,6 @@ impl Launch<'_> {
         let n_rows = shape[0];
         let last = shape.len() - 1;
         let width = shape[last];
-        let root = self.kernel.output.1 .0 as usize;
         let segment = |lanes: &mut Vec<Lane>, base: &mut [i64], dst: &mut [T]| {
             let len = dst.len();
             let mut chunk_acc = [T::default(); LINE];
@@ -839,20 +849,19 @@ impl Launch<'_> {
                     if row.is_multiple_of(LEAF) && exec.interrupt_requested() {
                         return;
                     }
-                    base[0] = row as i64;
-                    self.eval_line(lanes, base, Some(last), len);
-                    let lane = &lanes[root];
-                    let values = T::values(&lane.column);
                     let acc = &mut chunk_acc[..len];
-                    match (row == first_row, lane.splat) {
-                        (true, true) => acc.fill(values[0]),
-                        (true, false) => acc.copy_from_slice(&values[..len]),
-                        (false, true) => acc
+                    match (
+                        row == first_row,
+                        self.row_across::<T>(lanes, base, row, len),
+                    ) {
+                        (true, Err(value)) => acc.fill(value),
+                        (true, Ok(values)) => acc.copy_from_slice(values),
+                        (false, Err(value)) => acc
                             .iter_mut()
-                            .for_each(|slot| *slot = combine(*slot, values[0])),
-                        (false, false) => acc
+                            .for_each(|slot| *slot = combine(*slot, value)),
+                        (false, Ok(values)) => acc
                             .iter_mut()
-                            .zip(&values[..len])
+                            .zip(values)
                             .for_each(|(slot, &value)| *slot = combine(*slot, value)),
                     }
                 }
