@@ -302,6 +302,17 @@ fn row_reductions_of_a_matrix_agree_with_the_interpreter() {
     agrees_with_the_interpreter_on_1_and_2_threads(src);
 }
 
+/// Note [Float selections]: the fused `max`/`min` folds run in vector lanes, not in the
+/// reference's order, and still give its bits: rows of signed zeros only (all `-0.`, or mixed
+/// so the answer depends on treating -0 < +0), a NaN, along both layouts, and the gradient.
+#[test]
+fn selections_over_signed_zeros_and_nan_agree_with_the_interpreter() {
+    let src = "z : (Fin 70)=>(Fin 2100)=>Float = for i j. select (mod (ordinal i) 7 == 0 || mod (ordinal i + ordinal j) 5 == 0) (-0.0) (select (ordinal i == 3 && ordinal j == 1500) nan 0.0)\n\
+        :p (for i. maximum z[i], for i. minimum z[i], for j. maximum for i. z[i, j], for j. minimum for i. z[i, j])\n\
+        :p grad (\\w. sum for i. maximum w[i] + minimum w[i]) z\n";
+    agrees_with_the_interpreter_on_1_and_2_threads(src);
+}
+
 #[test]
 fn maps_over_transposed_operands_agree_with_the_interpreter() {
     // Kernels over [130, 2100] that read [2100, 130] arrays run their lines down axis 0.

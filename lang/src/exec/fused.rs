@@ -769,10 +769,11 @@ impl Launch<'_> {
         typed!(F32: f32, F64: f64, I32: i32, I64: i64, U32: u32, U64: u64);
     }
 
-    /// Folds axis 0 with `combine` in Note [Monoid order] (`ops::monoid`), bit for bit the
-    /// reference `reduce`: each chunk of `CHUNK_ROWS` rows from its first row, then the chunk
-    /// totals, the accumulator always on the left. Laid out like the sums: across the
-    /// output's last axis when it is wide, else along axis 0 (`strided_across`).
+    /// Folds axis 0 with `combine`, a `max` or `min`: exactly associative and commutative
+    /// (Note [Float selections] in `prim::arith`), so any order gives the bits of the
+    /// reference `reduce` (Note [Monoid order] in `ops::monoid`). Chunks of `CHUNK_ROWS` rows,
+    /// then the chunk totals; laid out like the sums: across the output's last axis when it
+    /// is wide, else along axis 0 (`strided_across`) in vector lanes (`fold_unordered`).
     fn fold<T, C>(&self, out: &mut [T], combine: C, exec: &Exec<'_>)
     where
         T: LaneElem,
@@ -814,11 +815,7 @@ impl Launch<'_> {
                 base[0] = start as i64;
                 self.eval_line(lanes, &base, Some(0), len);
                 copy_lane(&lanes[root], &mut values[..len]);
-                let (first, rest) = match total {
-                    Some(acc) => (acc, &values[..len]),
-                    None => (values[0], &values[1..len]),
-                };
-                total = Some(rest.iter().fold(first, |acc, &value| combine(acc, value)));
+                total = fold_unordered(total, &values[..len], combine);
             }
             total.unwrap_or_default()
         };
@@ -878,6 +875,36 @@ impl Launch<'_> {
         };
         self.for_each_segment(out, width, n_rows, segment);
     }
+}
+
+/// `acc` (if any) combined with every value of `values`, in an order that suits vector lanes:
+/// `combine` must be exactly associative and commutative (Note [Float selections] in
+/// `prim::arith`), so every order gives the bits of Note [Monoid order]. `None` for no values
+/// and no `acc`.
+fn fold_unordered<T: Copy, C: Fn(T, T) -> T>(
+    acc: Option<T>,
+    values: &[T],
+    combine: C,
+) -> Option<T> {
+    const LANES: usize = 16;
+    let mut total = acc;
+    let mut rest = values;
+    if values.len() >= 2 * LANES {
+        let (head, tail) = values.split_at(LANES);
+        let mut lanes: [T; LANES] = head.try_into().expect("LANES values");
+        let mut chunks = tail.chunks_exact(LANES);
+        for chunk in &mut chunks {
+            for (lane, &value) in lanes.iter_mut().zip(chunk) {
+                *lane = combine(*lane, value);
+            }
+        }
+        rest = chunks.remainder();
+        let lanes_total = lanes[1..].iter().fold(lanes[0], |a, &b| combine(a, b));
+        total = Some(total.map_or(lanes_total, |acc| combine(acc, lanes_total)));
+    }
+    rest.iter().fold(total, |acc, &value| {
+        Some(acc.map_or(value, |acc| combine(acc, value)))
+    })
 }
 
 /// The coordinates of row-major position `flat` in `shape`.

@@ -137,8 +137,9 @@ pub fn result_tys(
 /// Whether an operator selects one of its operands by comparison: one component, its body
 /// `max l r` or `min l r` of its left and right params in that order (the prelude's
 /// `maximum` and `minimum`). A `reduce` over it fuses with its producer as a reducing kernel
-/// (`ops::reduction_of`), folded in Note [Monoid order] with the accumulator on the left as
-/// here; its transpose is the cotangent at the first selected element (`transpose_monoid`).
+/// (`ops::reduction_of`), folded in any order (float `max`/`min` are exactly associative and
+/// commutative, Note [Float selections] in `prim::arith`); its transpose is the cotangent at
+/// the first selected element (`transpose_monoid`), as ties give `max l r`'s derivative to `l`.
 pub fn selection(program: &Program, op: BlockId) -> Option<Reduction> {
     let block = &program.blocks[op];
     let ([left, right], [stmt], [Atom::Var(result)]) =

@@ -177,11 +177,20 @@ macro_rules! arith_float {
             fn div(self, other: Self) -> Self { self / other }
             fn neg(self) -> Self { -self }
             fn abs(self) -> Self { <$ty>::abs(self) }
+            // Note [Float selections]: NaN in either operand gives NaN, and -0 counts as
+            // smaller than +0, so `min` and `max` are the min and max of a total order: exactly
+            // commutative and associative. A reduction over them may then run in any order
+            // (vector lanes, any tree) and still give the reference's bits. Written as selects
+            // so that loops over them vectorise.
             fn min(self, other: Self) -> Self {
-                if self.is_nan() || other.is_nan() { <$ty>::NAN } else { <$ty>::min(self, other) }
+                let equal = <$ty>::from_bits(self.to_bits() | other.to_bits());
+                let pick = if self == other { equal } else if self < other { self } else { other };
+                if self.is_nan() || other.is_nan() { <$ty>::NAN } else { pick }
             }
             fn max(self, other: Self) -> Self {
-                if self.is_nan() || other.is_nan() { <$ty>::NAN } else { <$ty>::max(self, other) }
+                let equal = <$ty>::from_bits(self.to_bits() & other.to_bits());
+                let pick = if self == other { equal } else if self > other { self } else { other };
+                if self.is_nan() || other.is_nan() { <$ty>::NAN } else { pick }
             }
             fn modulo(self, other: Self) -> Self {
                 // `%` is fmod (sign of the dividend); move a non-zero remainder to the divisor's sign.

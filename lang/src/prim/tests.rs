@@ -57,6 +57,11 @@ fn eval_cases() -> Vec<Case> {
         (Max, vec![F64(1.0), F64(f64::NAN)], F64(f64::NAN)),
         (Max, vec![I32(-5), I32(3)], I32(3)),
         (Max, vec![U64(5), U64(3)], U64(5)),
+        // min / max on signed zeros: -0 < +0 whichever operand comes first.
+        (Max, vec![F64(-0.0), F64(0.0)], F64(0.0)),
+        (Max, vec![F32(0.0), F32(-0.0)], F32(0.0)),
+        (Min, vec![F64(0.0), F64(-0.0)], F64(-0.0)),
+        (Min, vec![F32(-0.0), F32(0.0)], F32(-0.0)),
         // mod: floored, sign of the divisor, 0 on mod 0 (integers).
         (Mod, vec![I64(7), I64(3)], I64(1)),
         (Mod, vec![I64(-7), I64(3)], I64(2)),
@@ -250,6 +255,45 @@ fn eval_table() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Note [Float selections]: float `min` and `max` are exactly commutative and associative
+/// (same bits in every order), on signed zeros, infinities and NaN included, so that reductions
+/// over them may run in any order.
+#[test]
+fn float_selections_are_commutative_and_associative_bit_for_bit() {
+    let specials = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        2.5,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        -f64::NAN,
+        f64::MIN_POSITIVE,
+    ];
+    for prim in [Prim::Min, Prim::Max] {
+        let f64_op = |a: f64, b: f64| match prim.eval(&[F64(a), F64(b)]) {
+            F64(value) => value.to_bits(),
+            other => panic!("{prim:?} gave {other:?}"),
+        };
+        let f32_op = |a: f64, b: f64| match prim.eval(&[F32(a as f32), F32(b as f32)]) {
+            F32(value) => value.to_bits(),
+            other => panic!("{prim:?} gave {other:?}"),
+        };
+        for &a in &specials {
+            for &b in &specials {
+                assert_eq!(f64_op(a, b), f64_op(b, a), "{prim:?} {a} {b}");
+                assert_eq!(f32_op(a, b), f32_op(b, a), "{prim:?} {a} {b} (f32)");
+                for &c in &specials {
+                    let (ab, bc) = (f64::from_bits(f64_op(a, b)), f64::from_bits(f64_op(b, c)));
+                    assert_eq!(f64_op(ab, c), f64_op(a, bc), "{prim:?} {a} {b} {c}");
+                }
+            }
+        }
+    }
 }
 
 #[test]
