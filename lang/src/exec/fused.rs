@@ -29,7 +29,9 @@ use std::time::Instant;
 use faer::{Accum, MatMut, MatRef, Par};
 use rayon::prelude::*;
 
-use super::lanes::{eval_prim, with_column, Column, Lane, LaneElem, LINE};
+use super::lanes::{
+    eval_prim, with_column, with_operands, Column, ColumnRef, Lane, LaneElem, LaneRef, LINE,
+};
 use super::reduce::{ColumnSums, RUN_LEVEL};
 use super::tensor::{from_vec, Element, Tensor};
 use super::{Exec, Res, Slot, PAR_THRESHOLD};
@@ -288,6 +290,14 @@ fn affine_in_range(start: i64, step: i64, dim: i64, points: usize) -> Range<usiz
     low as usize..high.clamp(low, n) as usize
 }
 
+/// A task's working space for a kernel's lines: a lane per node, and for a read whose line is
+/// a contiguous run of its input, where the run starts (`Launch::read_line`): the operations
+/// read such a run in place, not through a copy in the lane.
+struct Scratch {
+    lanes: Vec<Lane>,
+    runs: Vec<Option<usize>>,
+}
+
 /// A kernel bound to its inputs. `shape` is the kernel's iteration space with adjacent axes
 /// merged where every read and index moves through them as through one axis (so an
 /// elementwise kernel over `[n, 2]` runs lines of `2n` points, not `n` lines of 2).
@@ -418,54 +428,157 @@ impl<'k> Launch<'k> {
         }
     }
 
-    fn scratch(&self) -> Vec<Lane> {
-        self.kernel
+    fn scratch(&self) -> Scratch {
+        let lanes: Vec<Lane> = self
+            .kernel
             .nodes
             .values()
             .map(|&(_, elem)| Lane::new(elem))
-            .collect()
+            .collect();
+        Scratch {
+            runs: vec![None; lanes.len()],
+            lanes,
+        }
     }
 
-    /// Computes every node along the line of `len` points starting at `base` and moving
-    /// along `axis` (`None`: a single point).
-    fn eval_line(&self, lanes: &mut [Lane], base: &[i64], axis: Option<usize>, len: usize) {
-        for (node_id, (node, _)) in self.kernel.nodes.iter() {
-            let index = node_id.0 as usize;
-            let (before, rest) = lanes.split_at_mut(index);
-            let out = &mut rest[0];
-            match node {
-                Node::Lit(scalar) => {
-                    out.splat = true;
-                    out.column.set(0, *scalar);
-                }
-                Node::Index(_) => {
-                    let affine = self.indices[index].as_ref().expect("an index node");
-                    index_line(affine, base, axis, len, out);
-                }
-                Node::Read { .. } => {
-                    let plan = self.reads[index].as_ref().expect("every read has a plan");
-                    let tensor = &self.tensors[plan.tensor];
-                    read_line(plan, tensor, before, base, axis, len, out);
-                }
-                Node::Prim(prim, operands) => {
-                    let operands: Vec<&Lane> = operands
-                        .iter()
-                        .map(|operand| &before[operand.0 as usize])
-                        .collect();
-                    eval_prim(*prim, &operands, out, len);
+    /// The values of node `node` along the current line of `len` points, as the operations
+    /// after it read them: its lane, or the run of an input it reads in place.
+    fn operand<'a>(
+        &'a self,
+        lanes: &'a [Lane],
+        runs: &[Option<usize>],
+        node: usize,
+        len: usize,
+    ) -> LaneRef<'a> {
+        match runs[node] {
+            None => lanes[node].as_ref(),
+            Some(start) => {
+                let plan = self.reads[node].as_ref().expect("a run is a read");
+                LaneRef {
+                    splat: false,
+                    column: tensor_run(&self.tensors[plan.tensor], start, len),
                 }
             }
         }
     }
 
+    /// `operand` of the kernel's output node.
+    fn root<'a>(&'a self, scratch: &'a Scratch, len: usize) -> LaneRef<'a> {
+        let root = self.kernel.output.1 .0 as usize;
+        self.operand(&scratch.lanes, &scratch.runs, root, len)
+    }
+
+    /// Computes every node along the line of `len` points starting at `base` and moving
+    /// along `axis` (`None`: a single point); the output node is then `root`.
+    fn eval_line(&self, scratch: &mut Scratch, base: &[i64], axis: Option<usize>, len: usize) {
+        for index in 0..self.kernel.nodes.len() {
+            self.eval_node(scratch, index, base, axis, len);
+        }
+    }
+
+    /// `eval_line` storing the output node's values into `dst` (`len` points). When the
+    /// output is the last node and computed, it is computed into `dst` directly: no lane
+    /// and no copy between the kernel's arithmetic and its output.
+    fn eval_line_into<T: LaneElem>(
+        &self,
+        scratch: &mut Scratch,
+        base: &[i64],
+        axis: Option<usize>,
+        dst: &mut [T],
+    ) {
+        let len = dst.len();
+        let root = self.kernel.output.1 .0 as usize;
+        let (root_node, _) = &self.kernel.nodes[self.kernel.output.1];
+        match root_node {
+            Node::Prim(prim, operands) if root + 1 == self.kernel.nodes.len() => {
+                for index in 0..root {
+                    self.eval_node(scratch, index, base, axis, len);
+                }
+                let (lanes, runs) = (&scratch.lanes[..], &scratch.runs[..]);
+                let operand = |k: usize| self.operand(lanes, runs, operands[k].0 as usize, len);
+                let splat = with_operands(operands.len(), operand, |operands| {
+                    eval_prim(*prim, operands, T::wrap_mut(dst), len)
+                });
+                if splat {
+                    let value = dst[0];
+                    dst.fill(value);
+                }
+            }
+            _ => {
+                self.eval_line(scratch, base, axis, len);
+                self.root(scratch, len).copy_to(dst);
+            }
+        }
+    }
+
+    /// Computes node `index` along the line (its operands are computed).
+    fn eval_node(
+        &self,
+        scratch: &mut Scratch,
+        index: usize,
+        base: &[i64],
+        axis: Option<usize>,
+        len: usize,
+    ) {
+        scratch.runs[index] = None;
+        match &self.kernel.nodes[NodeId(index as u32)].0 {
+            Node::Lit(scalar) => {
+                let out = &mut scratch.lanes[index];
+                out.splat = true;
+                out.column.set(0, *scalar);
+            }
+            Node::Index(_) => {
+                let affine = self.indices[index].as_ref().expect("an index node");
+                index_line(affine, base, axis, len, &mut scratch.lanes[index]);
+            }
+            Node::Read { .. } => self.read_line(scratch, index, base, axis, len),
+            Node::Prim(prim, operands) => {
+                let (before, rest) = scratch.lanes.split_at_mut(index);
+                let (before, runs) = (&*before, &scratch.runs[..]);
+                let operand = |k: usize| self.operand(before, runs, operands[k].0 as usize, len);
+                with_operands(operands.len(), operand, |operands| {
+                    rest[0].eval(*prim, operands, len)
+                });
+            }
+        }
+    }
+
+    /// `Node::Read` number `index` along the line: a contiguous run entirely in range is
+    /// read in place (`Scratch::runs`), anything else is copied into the node's lane.
+    fn read_line(
+        &self,
+        scratch: &mut Scratch,
+        index: usize,
+        base: &[i64],
+        axis: Option<usize>,
+        len: usize,
+    ) {
+        let plan = self.reads[index].as_ref().expect("every read has a plan");
+        let (before, rest) = scratch.lanes.split_at_mut(index);
+        let (before, runs) = (&*before, &scratch.runs[..]);
+        let coord = |node: NodeId| self.operand(before, runs, node.0 as usize, len);
+        let line = Line { base, axis, len };
+        let out = &mut rest[0];
+        macro_rules! typed_read {
+            ($($variant:ident),*) => {
+                match &self.tensors[plan.tensor] {
+                    $(Tensor::$variant(array) => {
+                        let data = array.as_slice().expect("kernel inputs are in standard layout");
+                        read_typed(plan, data, &coord, &line, out)
+                    })*
+                }
+            };
+        }
+        let run = typed_read!(F32, F64, I32, I64, U32, U64, Bool);
+        scratch.runs[index] = run;
+    }
+
     /// An elementwise kernel: every output element from its point.
     fn map<T: LaneElem>(&self, out: &mut [T], exec: &Exec<'_>) {
         let shape = &self.shape;
-        let root = self.kernel.output.1 .0 as usize;
         if shape.is_empty() {
             let mut lanes = self.scratch();
-            self.eval_line(&mut lanes, &[], None, 1);
-            out[0] = T::values(&lanes[root].column)[0];
+            self.eval_line_into(&mut lanes, &[], None, &mut out[..1]);
             return;
         }
         let last = shape.len() - 1;
@@ -479,7 +592,7 @@ impl<'k> Launch<'k> {
         }
         let outer = &shape[..last];
         // A piece of a row: `dst` is the row's output from point `start` on.
-        let run_piece = |lanes: &mut Vec<Lane>, row: usize, start: usize, dst: &mut [T]| {
+        let run_piece = |lanes: &mut Scratch, row: usize, start: usize, dst: &mut [T]| {
             if exec.interrupt_requested() {
                 return;
             }
@@ -488,8 +601,7 @@ impl<'k> Launch<'k> {
             for offset in (0..dst.len()).step_by(LINE) {
                 let len = LINE.min(dst.len() - offset);
                 base[last] = (start + offset) as i64;
-                self.eval_line(lanes, &base, Some(last), len);
-                copy_lane(&lanes[root], &mut dst[offset..offset + len]);
+                self.eval_line_into(lanes, &base, Some(last), &mut dst[offset..offset + len]);
             }
         };
         if out.len() < PAR_THRESHOLD {
@@ -520,7 +632,7 @@ impl<'k> Launch<'k> {
         out: &mut [T],
         row_len: usize,
         piece_len: usize,
-        f: impl Fn(&mut Vec<Lane>, usize, usize, &mut [T]) + Sync + Send,
+        f: impl Fn(&mut Scratch, usize, usize, &mut [T]) + Sync + Send,
     ) {
         out.par_chunks_mut(row_len)
             .enumerate()
@@ -543,8 +655,7 @@ impl<'k> Launch<'k> {
         let shape = &self.shape;
         let inner_shape = &shape[1..];
         let inner: usize = inner_shape.iter().product();
-        let root = self.kernel.output.1 .0 as usize;
-        let run_band = |lanes: &mut Vec<Lane>, first_row: usize, band: &mut [T]| {
+        let run_band = |lanes: &mut Scratch, first_row: usize, band: &mut [T]| {
             let len = band.len() / inner;
             let mut base = vec![0i64; shape.len()];
             for point in 0..inner {
@@ -556,15 +667,10 @@ impl<'k> Launch<'k> {
                     let line = LINE.min(len - start);
                     base[0] = (first_row + start) as i64;
                     self.eval_line(lanes, &base, Some(0), line);
-                    let lane = &lanes[root];
-                    let values = T::values(&lane.column);
                     let column = band[(start * inner + point)..].iter_mut().step_by(inner);
-                    if lane.splat {
-                        column.take(line).for_each(|slot| *slot = values[0]);
-                    } else {
-                        column
-                            .zip(&values[..line])
-                            .for_each(|(slot, &value)| *slot = value);
+                    match self.root(lanes, line).values::<T>(line) {
+                        Err(value) => column.take(line).for_each(|slot| *slot = value),
+                        Ok(values) => column.zip(values).for_each(|(slot, &value)| *slot = value),
                     }
                 }
             }
@@ -624,16 +730,15 @@ impl<'k> Launch<'k> {
         let shape = &self.shape;
         let n_rows = shape[0];
         let out_shape = &shape[1..];
-        let root = self.kernel.output.1 .0 as usize;
         let run_len = LEAF << RUN_LEVEL;
         let n_runs = n_rows.div_ceil(run_len);
-        let run_sum = |lanes: &mut Vec<Lane>, task: usize| -> T {
+        let run_sum = |lanes: &mut Scratch, task: usize| -> T {
             let (output, run) = (task / n_runs, task % n_runs);
             let mut base = vec![0i64];
             base.extend(unravel(output, out_shape));
             let mut tree = TreeSum::new();
             let end = ((run + 1) * run_len).min(n_rows);
-            let mut values = [T::default(); LINE];
+            let mut spread = [T::default(); LINE];
             for start in (run * run_len..end).step_by(LINE) {
                 if exec.interrupt_requested() {
                     break;
@@ -641,8 +746,14 @@ impl<'k> Launch<'k> {
                 let len = LINE.min(end - start);
                 base[0] = start as i64;
                 self.eval_line(lanes, &base, Some(0), len);
-                copy_lane(&lanes[root], &mut values[..len]);
-                for leaf in values[..len].chunks(LEAF) {
+                let values = match self.root(lanes, len).values::<T>(len) {
+                    Ok(values) => values,
+                    Err(value) => {
+                        spread[..len].fill(value);
+                        &spread[..len]
+                    }
+                };
+                for leaf in values.chunks(LEAF) {
                     tree.push_leaf(sum_order::leaf_sum(leaf, T::default(), T::add), T::add);
                 }
             }
@@ -662,7 +773,7 @@ impl<'k> Launch<'k> {
         let n_rows = shape[0];
         let last = shape.len() - 1;
         let width = shape[last];
-        let segment = |lanes: &mut Vec<Lane>, base: &mut [i64], dst: &mut [T]| {
+        let segment = |lanes: &mut Scratch, base: &mut [i64], dst: &mut [T]| {
             let len = dst.len();
             let mut sums = ColumnSums::new(len);
             for row in 0..n_rows {
@@ -679,21 +790,15 @@ impl<'k> Launch<'k> {
     /// The kernel's values on row `row` of a segment of `len` points from `base` across the
     /// last axis: the `len` values, or `Err(value)` when the line is a splat.
     fn row_across<'l, T: LaneElem>(
-        &self,
-        lanes: &'l mut [Lane],
+        &'l self,
+        scratch: &'l mut Scratch,
         base: &mut [i64],
         row: usize,
         len: usize,
     ) -> Result<&'l [T], T> {
         base[0] = row as i64;
-        self.eval_line(lanes, base, Some(self.shape.len() - 1), len);
-        let lane = &lanes[self.kernel.output.1 .0 as usize];
-        let values = T::values(&lane.column);
-        if lane.splat {
-            Err(values[0])
-        } else {
-            Ok(&values[..len])
-        }
+        self.eval_line(scratch, base, Some(self.shape.len() - 1), len);
+        self.root(scratch, len).values(len)
     }
 
     /// `task(lanes, t)` for every `t` in `0..n_tasks`, in parallel when the kernel does
@@ -702,7 +807,7 @@ impl<'k> Launch<'k> {
         &self,
         n_tasks: usize,
         work: usize,
-        task: impl Fn(&mut Vec<Lane>, usize) -> R + Sync + Send,
+        task: impl Fn(&mut Scratch, usize) -> R + Sync + Send,
     ) -> Vec<R> {
         if work < PAR_THRESHOLD {
             let mut lanes = self.scratch();
@@ -724,10 +829,10 @@ impl<'k> Launch<'k> {
         out: &mut [T],
         width: usize,
         n_rows: usize,
-        segment: impl Fn(&mut Vec<Lane>, &mut [i64], &mut [T]) + Sync + Send,
+        segment: impl Fn(&mut Scratch, &mut [i64], &mut [T]) + Sync + Send,
     ) {
         let prefix_shape = &self.shape[1..self.shape.len() - 1];
-        let segment = |lanes: &mut Vec<Lane>, prefix: usize, start: usize, dst: &mut [T]| {
+        let segment = |lanes: &mut Scratch, prefix: usize, start: usize, dst: &mut [T]| {
             let mut base = vec![0i64];
             base.extend(unravel(prefix, prefix_shape));
             base.push(start as i64);
@@ -798,15 +903,13 @@ impl Launch<'_> {
         C: Fn(T, T) -> T + Copy + Sync + Send,
     {
         let out_shape = &self.shape[1..];
-        let root = self.kernel.output.1 .0 as usize;
         let n_chunks = n_rows.div_ceil(CHUNK_ROWS);
-        let chunk_total = |lanes: &mut Vec<Lane>, task: usize| -> T {
+        let chunk_total = |lanes: &mut Scratch, task: usize| -> T {
             let (output, chunk) = (task / n_chunks, task % n_chunks);
             let mut base = vec![0i64];
             base.extend(unravel(output, out_shape));
             let rows = chunk * CHUNK_ROWS..((chunk + 1) * CHUNK_ROWS).min(n_rows);
             let mut total: Option<T> = None;
-            let mut values = [T::default(); LINE];
             for start in rows.clone().step_by(LINE) {
                 if exec.interrupt_requested() {
                     break;
@@ -814,8 +917,11 @@ impl Launch<'_> {
                 let len = LINE.min(rows.end - start);
                 base[0] = start as i64;
                 self.eval_line(lanes, &base, Some(0), len);
-                copy_lane(&lanes[root], &mut values[..len]);
-                total = fold_unordered(total, &values[..len], combine);
+                total = match self.root(lanes, len).values::<T>(len) {
+                    Ok(values) => fold_unordered(total, values, combine),
+                    // A splat is `len` equal values: two combine as many do (idempotent).
+                    Err(value) => fold_unordered(total, &[value, value][..len.min(2)], combine),
+                };
             }
             total.unwrap_or_default()
         };
@@ -838,7 +944,7 @@ impl Launch<'_> {
         let n_rows = shape[0];
         let last = shape.len() - 1;
         let width = shape[last];
-        let segment = |lanes: &mut Vec<Lane>, base: &mut [i64], dst: &mut [T]| {
+        let segment = |lanes: &mut Scratch, base: &mut [i64], dst: &mut [T]| {
             let len = dst.len();
             let mut chunk_acc = [T::default(); LINE];
             for first_row in (0..n_rows).step_by(CHUNK_ROWS) {
@@ -922,16 +1028,6 @@ fn unravel_into(mut flat: usize, shape: &[usize], coords: &mut [i64]) {
     }
 }
 
-/// Copies a lane's first `dst.len()` values (a splat fills).
-pub(super) fn copy_lane<T: LaneElem>(lane: &Lane, dst: &mut [T]) {
-    let values = T::values(&lane.column);
-    if lane.splat {
-        dst.fill(values[0]);
-    } else {
-        dst.copy_from_slice(&values[..dst.len()]);
-    }
-}
-
 /// `Node::Index`: an affine function of the coordinates, along the line.
 fn index_line(affine: &Affine, base: &[i64], axis: Option<usize>, len: usize, out: &mut Lane) {
     let start = affine.constant
@@ -953,101 +1049,105 @@ fn index_line(affine: &Affine, base: &[i64], axis: Option<usize>, len: usize, ou
     }
 }
 
-/// `Node::Read` along the line.
-fn read_line(
-    plan: &ReadPlan,
-    tensor: &Tensor,
-    before: &[Lane],
-    base: &[i64],
+/// The line a kernel is computing: `len` points from `base` along `axis` (`None`: one point).
+struct Line<'a> {
+    base: &'a [i64],
     axis: Option<usize>,
     len: usize,
+}
+
+/// `Node::Read` of `data` along `line` into `out`, or `Some(start)` without copying when the
+/// line reads `data[start..start + len]` (contiguous, every point in range). `coord` gives
+/// the values of the nodes that compute coordinates.
+fn read_typed<'a, T: LaneElem>(
+    plan: &ReadPlan,
+    data: &[T],
+    coord: &dyn Fn(NodeId) -> LaneRef<'a>,
+    line: &Line<'_>,
     out: &mut Lane,
-) {
-    fn typed<T: LaneElem>(
-        plan: &ReadPlan,
-        data: &[T],
-        before: &[Lane],
-        base: &[i64],
-        axis: Option<usize>,
-        len: usize,
-        out: &mut Lane,
-    ) {
-        let start = plan.offset
-            + plan
-                .axis_steps
-                .iter()
-                .zip(base)
-                .map(|(&step, &coord)| step * coord as isize)
-                .sum::<isize>();
-        let step = axis.map_or(0, |axis| plan.axis_steps[axis]);
-        let values = T::values_mut(&mut out.column);
-        let splat = step == 0
-            && plan
-                .node_coords
-                .iter()
-                .all(|(node, _)| before[node.0 as usize].splat)
-            && plan
-                .masks
-                .iter()
-                .all(|(_, steps, _)| axis.is_none_or(|axis| steps[axis] == 0));
-        out.splat = splat;
-        let points = if splat { 1 } else { len };
-        let valid = plan.in_range(base, axis, points);
-        if valid.len() < points {
-            values[..points].fill(T::default());
-        }
-        if valid.is_empty() {
-            return;
-        }
-        let (low, high) = (valid.start, valid.end);
-        let first = start + step * low as isize;
-        if plan.node_coords.is_empty() {
-            if splat {
-                values[0] = data[first as usize];
-            } else if step == 1 {
-                let first = first as usize;
-                values[low..high].copy_from_slice(&data[first..first + (high - low)]);
-            } else {
-                for (q, slot) in values[low..high].iter_mut().enumerate() {
-                    *slot = data[(first + step * q as isize) as usize];
-                }
+) -> Option<usize> {
+    let Line { base, axis, len } = *line;
+    let start = plan.offset
+        + plan
+            .axis_steps
+            .iter()
+            .zip(base)
+            .map(|(&step, &coord)| step * coord as isize)
+            .sum::<isize>();
+    let step = axis.map_or(0, |axis| plan.axis_steps[axis]);
+    let splat = step == 0
+        && plan.node_coords.iter().all(|(node, _)| coord(*node).splat)
+        && plan
+            .masks
+            .iter()
+            .all(|(_, steps, _)| axis.is_none_or(|axis| steps[axis] == 0));
+    out.splat = splat;
+    let points = if splat { 1 } else { len };
+    let valid = plan.in_range(base, axis, points);
+    let first = start + step * valid.start as isize;
+    if plan.node_coords.is_empty() && !splat && step == 1 && valid == (0..points) {
+        return Some(first as usize);
+    }
+    let values = T::values_mut(&mut out.column);
+    if valid.len() < points {
+        values[..points].fill(T::default());
+    }
+    if valid.is_empty() {
+        return None;
+    }
+    let (low, high) = (valid.start, valid.end);
+    if plan.node_coords.is_empty() {
+        if splat {
+            values[0] = data[first as usize];
+        } else if step == 1 {
+            let first = first as usize;
+            values[low..high].copy_from_slice(&data[first..first + (high - low)]);
+        } else {
+            for (q, slot) in values[low..high].iter_mut().enumerate() {
+                *slot = data[(first + step * q as isize) as usize];
             }
-            return;
         }
-        // A gather: the addresses first, a coordinate at a time (loops that vectorise),
-        // then the loads.
-        let mut addresses = [0isize; LINE];
-        let addresses = &mut addresses[low..high];
-        for (q, address) in addresses.iter_mut().enumerate() {
-            *address = first + step * q as isize;
-        }
-        for &(node, stride) in &plan.node_coords {
-            let lane = &before[node.0 as usize];
-            let coords = i64::values(&lane.column);
-            if lane.splat {
-                let shift = coords[0] as isize * stride;
+        return None;
+    }
+    // A gather: the addresses first, a coordinate at a time (loops that vectorise),
+    // then the loads.
+    let mut addresses = [0isize; LINE];
+    let addresses = &mut addresses[low..high];
+    for (q, address) in addresses.iter_mut().enumerate() {
+        *address = first + step * q as isize;
+    }
+    for &(node, stride) in &plan.node_coords {
+        match coord(node).values::<i64>(len) {
+            Err(coord) => {
+                let shift = coord as isize * stride;
                 addresses.iter_mut().for_each(|address| *address += shift);
-            } else {
+            }
+            Ok(coords) => {
                 for (address, &coord) in addresses.iter_mut().zip(&coords[low..high]) {
                     *address += coord as isize * stride;
                 }
             }
         }
-        for (slot, &address) in values[low..high].iter_mut().zip(addresses.iter()) {
-            *slot = data[address as usize];
-        }
     }
-    macro_rules! typed_read {
+    for (slot, &address) in values[low..high].iter_mut().zip(addresses.iter()) {
+        *slot = data[address as usize];
+    }
+    None
+}
+
+/// `tensor[start..start + len]` (row-major).
+fn tensor_run(tensor: &Tensor, start: usize, len: usize) -> ColumnRef<'_> {
+    macro_rules! typed_run {
         ($($variant:ident),*) => {
             match tensor {
-                $(Tensor::$variant(array) => {
-                    let data = array.as_slice().expect("kernel inputs are in standard layout");
-                    typed(plan, data, before, base, axis, len, out)
-                })*
+                $(Tensor::$variant(array) => LaneElem::wrap(
+                    &array.as_slice().expect("kernel inputs are in standard layout")
+                        [start..start + len],
+                ),)*
             }
         };
     }
-    typed_read!(F32, F64, I32, I64, U32, U64, Bool);
+    typed_run!(F32, F64, I32, I64, U32, U64, Bool)
 }
 
 /// Strides of `operand`'s reads along each iteration axis, and its start offset.

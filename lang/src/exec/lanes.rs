@@ -48,10 +48,40 @@ macro_rules! with_column {
 }
 pub(crate) use with_column;
 
-/// Access to a `Column`'s vector by element type.
+/// Typed values borrowed for reading: a lane's column, or a run of a kernel input read in
+/// place (`exec/fused.rs`, a contiguous read is not copied).
+#[derive(Clone, Copy, Debug)]
+pub enum ColumnRef<'a> {
+    F32(&'a [f32]),
+    F64(&'a [f64]),
+    I32(&'a [i32]),
+    I64(&'a [i64]),
+    U32(&'a [u32]),
+    U64(&'a [u64]),
+    Bool(&'a [bool]),
+}
+
+/// Typed values borrowed for writing: a lane's column, or the part of a kernel's output that
+/// the line computes (written in place, not through a lane).
+#[derive(Debug)]
+pub enum ColumnMut<'a> {
+    F32(&'a mut [f32]),
+    F64(&'a mut [f64]),
+    I32(&'a mut [i32]),
+    I64(&'a mut [i64]),
+    U32(&'a mut [u32]),
+    U64(&'a mut [u64]),
+    Bool(&'a mut [bool]),
+}
+
+/// Access to a `Column`'s vector, and to borrowed columns, by element type.
 pub trait LaneElem: Element {
     fn values(column: &Column) -> &Vec<Self>;
     fn values_mut(column: &mut Column) -> &mut Vec<Self>;
+    fn slice(column: ColumnRef<'_>) -> &[Self];
+    fn slice_mut(column: ColumnMut<'_>) -> &mut [Self];
+    fn wrap(values: &[Self]) -> ColumnRef<'_>;
+    fn wrap_mut(values: &mut [Self]) -> ColumnMut<'_>;
 }
 
 macro_rules! lane_elem {
@@ -68,6 +98,24 @@ macro_rules! lane_elem {
                     Column::$variant(values) => values,
                     other => panic!("lane holds {:?}, not {}", other.elem(), stringify!($ty)),
                 }
+            }
+            fn slice(column: ColumnRef<'_>) -> &[Self] {
+                match column {
+                    ColumnRef::$variant(values) => values,
+                    other => panic!("{other:?} read as {}", stringify!($ty)),
+                }
+            }
+            fn slice_mut(column: ColumnMut<'_>) -> &mut [Self] {
+                match column {
+                    ColumnMut::$variant(values) => values,
+                    other => panic!("{other:?} written as {}", stringify!($ty)),
+                }
+            }
+            fn wrap(values: &[Self]) -> ColumnRef<'_> {
+                ColumnRef::$variant(values)
+            }
+            fn wrap_mut(values: &mut [Self]) -> ColumnMut<'_> {
+                ColumnMut::$variant(values)
             }
         }
     )*};
@@ -145,6 +193,14 @@ impl Column {
         with_column!(self, values => values[position].into_scalar())
     }
 
+    pub fn as_ref(&self) -> ColumnRef<'_> {
+        with_column!(self, values => LaneElem::wrap(&values[..]))
+    }
+
+    pub fn as_mut(&mut self) -> ColumnMut<'_> {
+        with_column!(self, values => LaneElem::wrap_mut(&mut values[..]))
+    }
+
     /// Sets element `position` from a scalar of the column's type.
     pub fn set(&mut self, position: usize, scalar: Scalar) {
         fn typed<T: LaneElem>(column: &mut Column, position: usize, scalar: Scalar) {
@@ -179,9 +235,104 @@ impl Lane {
         }
     }
 
+    pub fn as_ref(&self) -> LaneRef<'_> {
+        LaneRef {
+            splat: self.splat,
+            column: self.column.as_ref(),
+        }
+    }
+
+    /// `self = prim(operands)` over the first `len` points (`eval_prim`).
+    pub fn eval(&mut self, prim: Prim, operands: &[LaneRef<'_>], len: usize) {
+        self.splat = eval_prim(prim, operands, self.column.as_mut(), len);
+    }
+}
+
+/// Values along a line as an operation reads them: one value for every point (a splat, in
+/// position 0), or one per point.
+#[derive(Clone, Copy, Debug)]
+pub struct LaneRef<'a> {
+    pub splat: bool,
+    pub column: ColumnRef<'a>,
+}
+
+macro_rules! with_column_ref {
+    ($column:expr, $values:ident => $body:expr) => {
+        match $column {
+            ColumnRef::F32($values) => $body,
+            ColumnRef::F64($values) => $body,
+            ColumnRef::I32($values) => $body,
+            ColumnRef::I64($values) => $body,
+            ColumnRef::U32($values) => $body,
+            ColumnRef::U64($values) => $body,
+            ColumnRef::Bool($values) => $body,
+        }
+    };
+}
+
+impl<'a> LaneRef<'a> {
     /// The value at point `position` of the line.
     pub fn get(&self, position: usize) -> Scalar {
-        self.column.get(if self.splat { 0 } else { position })
+        let position = if self.splat { 0 } else { position };
+        with_column_ref!(self.column, values => values[position].into_scalar())
+    }
+
+    pub fn elem(&self) -> Elem {
+        with_column_ref!(self.column, values => element_of(values))
+    }
+
+    /// The first `len` values (`Err` with the value of a splat).
+    pub fn values<T: LaneElem>(self, len: usize) -> Result<&'a [T], T> {
+        let values = T::slice(self.column);
+        if self.splat {
+            Err(values[0])
+        } else {
+            Ok(&values[..len])
+        }
+    }
+
+    /// Copies the first `dst.len()` values into `dst` (a splat fills it).
+    pub fn copy_to<T: LaneElem>(&self, dst: &mut [T]) {
+        match self.values(dst.len()) {
+            Ok(values) => dst.copy_from_slice(values),
+            Err(value) => dst.fill(value),
+        }
+    }
+}
+
+fn element_of<T: LaneElem>(_: &[T]) -> Elem {
+    T::ELEM
+}
+
+impl ColumnMut<'_> {
+    /// The same values, borrowed again (to try one typed loop after another).
+    pub fn reborrow(&mut self) -> ColumnMut<'_> {
+        match self {
+            ColumnMut::F32(values) => ColumnMut::F32(values),
+            ColumnMut::F64(values) => ColumnMut::F64(values),
+            ColumnMut::I32(values) => ColumnMut::I32(values),
+            ColumnMut::I64(values) => ColumnMut::I64(values),
+            ColumnMut::U32(values) => ColumnMut::U32(values),
+            ColumnMut::U64(values) => ColumnMut::U64(values),
+            ColumnMut::Bool(values) => ColumnMut::Bool(values),
+        }
+    }
+
+    /// Sets element `position` from a scalar of the column's type.
+    fn set(&mut self, position: usize, scalar: Scalar) {
+        fn typed<T: LaneElem>(values: &mut [T], position: usize, scalar: Scalar) {
+            values[position] = T::from_scalar(scalar)
+                .unwrap_or_else(|| panic!("{:?} set from {scalar:?}", T::ELEM));
+        }
+        match self {
+            ColumnMut::F32(values) => typed(values, position, scalar),
+            ColumnMut::F64(values) => typed(values, position, scalar),
+            ColumnMut::I32(values) => typed(values, position, scalar),
+            ColumnMut::I64(values) => typed(values, position, scalar),
+            ColumnMut::U32(values) => typed(values, position, scalar),
+            ColumnMut::U64(values) => typed(values, position, scalar),
+            ColumnMut::Bool(values) => typed(values, position, scalar),
+        }
     }
 }
 
@@ -192,8 +343,8 @@ enum Src<'a, T> {
     Slice(&'a [T]),
 }
 
-fn src<T: LaneElem>(lane: &Lane, len: usize) -> Src<'_, T> {
-    let values = T::values(&lane.column);
+fn src<T: LaneElem>(lane: LaneRef<'_>, len: usize) -> Src<'_, T> {
+    let values = T::slice(lane.column);
     if lane.splat {
         Src::Splat(values[0])
     } else {
@@ -201,36 +352,41 @@ fn src<T: LaneElem>(lane: &Lane, len: usize) -> Src<'_, T> {
     }
 }
 
-/// Writes `f` of the operands into `out`; a splat when every operand is one.
-fn map1<A: LaneElem, R: LaneElem>(a: &Lane, out: &mut Lane, len: usize, f: impl Fn(A) -> R) {
-    let dst = R::values_mut(&mut out.column);
+/// The typed loops below write `f` of their operands into `out` and say whether the result
+/// is a splat (every operand is one: only `out[0]` is written).
+fn map1<A: LaneElem, R: LaneElem>(
+    a: LaneRef<'_>,
+    out: ColumnMut<'_>,
+    len: usize,
+    f: impl Fn(A) -> R,
+) -> bool {
+    let dst = R::slice_mut(out);
     match src::<A>(a, len) {
         Src::Splat(x) => {
             dst[0] = f(x);
-            out.splat = true;
+            true
         }
         Src::Slice(xs) => {
             for (slot, &x) in dst[..len].iter_mut().zip(xs) {
                 *slot = f(x);
             }
-            out.splat = false;
+            false
         }
     }
 }
 
 fn map2<A: LaneElem, B: LaneElem, R: LaneElem>(
-    a: &Lane,
-    b: &Lane,
-    out: &mut Lane,
+    a: LaneRef<'_>,
+    b: LaneRef<'_>,
+    out: ColumnMut<'_>,
     len: usize,
     f: impl Fn(A, B) -> R,
-) {
-    let dst = &mut R::values_mut(&mut out.column)[..len.max(1)];
-    out.splat = false;
+) -> bool {
+    let dst = &mut R::slice_mut(out)[..len.max(1)];
     match (src::<A>(a, len), src::<B>(b, len)) {
         (Src::Splat(x), Src::Splat(y)) => {
             dst[0] = f(x, y);
-            out.splat = true;
+            return true;
         }
         (Src::Slice(xs), Src::Splat(y)) => {
             for (slot, &x) in dst.iter_mut().zip(xs) {
@@ -248,18 +404,23 @@ fn map2<A: LaneElem, B: LaneElem, R: LaneElem>(
             }
         }
     }
+    false
 }
 
 /// `select c x y` on lanes of type `T`.
-fn select<T: LaneElem>(c: &Lane, x: &Lane, y: &Lane, out: &mut Lane, len: usize) {
+fn select<T: LaneElem>(
+    c: LaneRef<'_>,
+    x: LaneRef<'_>,
+    y: LaneRef<'_>,
+    out: ColumnMut<'_>,
+    len: usize,
+) -> bool {
     if c.splat {
-        let chosen = if bool::values(&c.column)[0] { x } else { y };
-        map1::<T, T>(chosen, out, len, |v| v);
-        return;
+        let chosen = if bool::slice(c.column)[0] { x } else { y };
+        return map1::<T, T>(chosen, out, len, |v| v);
     }
-    let conds = &bool::values(&c.column)[..len];
-    let dst = &mut T::values_mut(&mut out.column)[..len];
-    out.splat = false;
+    let conds = &bool::slice(c.column)[..len];
+    let dst = &mut T::slice_mut(out)[..len];
     match (src::<T>(x, len), src::<T>(y, len)) {
         (Src::Splat(a), Src::Splat(b)) => {
             for (slot, &c) in dst.iter_mut().zip(conds) {
@@ -282,6 +443,7 @@ fn select<T: LaneElem>(c: &Lane, x: &Lane, y: &Lane, out: &mut Lane, len: usize)
             }
         }
     }
+    false
 }
 
 /// Numeric element types: `prim::Arith` gives their arithmetic.
@@ -358,17 +520,24 @@ float_fns! {
 }
 
 /// A slice function of a lane into `out` (one call for a splat).
-fn map_slice<F: LaneElem>(a: &Lane, out: &mut Lane, len: usize, f: SliceFn<F>) {
+fn map_slice<F: LaneElem>(a: LaneRef<'_>, out: ColumnMut<'_>, len: usize, f: SliceFn<F>) -> bool {
     let points = if a.splat { 1 } else { len };
-    let xs = &F::values(&a.column)[..points];
-    f(xs, &mut F::values_mut(&mut out.column)[..points]);
-    out.splat = a.splat;
+    f(
+        &F::slice(a.column)[..points],
+        &mut F::slice_mut(out)[..points],
+    );
+    a.splat
 }
 
-/// Arithmetic on one numeric type; `false` when `prim` is not arithmetic.
-fn num_op<N: Num>(prim: Prim, operands: &[&Lane], out: &mut Lane, len: usize) -> bool {
+/// Arithmetic on one numeric type; `None` when `prim` is not arithmetic.
+fn num_op<N: Num>(
+    prim: Prim,
+    operands: &[LaneRef<'_>],
+    out: ColumnMut<'_>,
+    len: usize,
+) -> Option<bool> {
     let a = operands[0];
-    match (prim, operands.get(1)) {
+    Some(match (prim, operands.get(1).copied()) {
         (Prim::Neg, None) => map1::<N, N>(a, out, len, N::neg),
         (Prim::Abs, None) => map1::<N, N>(a, out, len, N::abs),
         (Prim::Add, Some(b)) => map2::<N, N, N>(a, b, out, len, <N as Arith>::add),
@@ -379,14 +548,18 @@ fn num_op<N: Num>(prim: Prim, operands: &[&Lane], out: &mut Lane, len: usize) ->
         (Prim::Max, Some(b)) => map2::<N, N, N>(a, b, out, len, N::max),
         (Prim::Mod, Some(b)) => map2::<N, N, N>(a, b, out, len, N::modulo),
         (Prim::IDiv, Some(b)) => map2::<N, N, N>(a, b, out, len, N::idiv),
-        _ => return false,
-    }
-    true
+        _ => return None,
+    })
 }
 
-fn float_op<F: Float>(prim: Prim, operands: &[&Lane], out: &mut Lane, len: usize) -> bool {
+fn float_op<F: Float>(
+    prim: Prim,
+    operands: &[LaneRef<'_>],
+    out: ColumnMut<'_>,
+    len: usize,
+) -> Option<bool> {
     let a = operands[0];
-    match (prim, operands.get(1)) {
+    Some(match (prim, operands.get(1).copied()) {
         (Prim::IsNan, None) => map1::<F, bool>(a, out, len, F::is_nan),
         (Prim::IsInf, None) => map1::<F, bool>(a, out, len, F::is_inf),
         (_, None) => match (F::slice_fn(prim), F::unary_fn(prim)) {
@@ -395,35 +568,39 @@ fn float_op<F: Float>(prim: Prim, operands: &[&Lane], out: &mut Lane, len: usize
             (None, None) => return num_op::<F>(prim, operands, out, len),
         },
         (Prim::Pow, Some(b)) if !a.splat && !b.splat => {
-            let xs = &F::values(&a.column)[..len];
-            let ys = &F::values(&b.column)[..len];
-            F::pow_slice(xs, ys, &mut F::values_mut(&mut out.column)[..len]);
-            out.splat = false;
+            let xs = &F::slice(a.column)[..len];
+            let ys = &F::slice(b.column)[..len];
+            F::pow_slice(xs, ys, &mut F::slice_mut(out)[..len]);
+            false
         }
         (_, Some(b)) => match F::binary_fn(prim) {
             Some(f) => map2::<F, F, F>(a, b, out, len, f),
             None => return num_op::<F>(prim, operands, out, len),
         },
-    }
-    true
+    })
 }
 
 /// Comparisons in IEEE order (as `prim/compare.rs`), `false < true`.
-fn compare_op<T: LaneElem>(prim: Prim, a: &Lane, b: &Lane, out: &mut Lane, len: usize) -> bool {
-    match prim {
+fn compare_op<T: LaneElem>(
+    prim: Prim,
+    a: LaneRef<'_>,
+    b: LaneRef<'_>,
+    out: ColumnMut<'_>,
+    len: usize,
+) -> Option<bool> {
+    Some(match prim {
         Prim::Eq => map2::<T, T, bool>(a, b, out, len, |x, y| x == y),
         Prim::Ne => map2::<T, T, bool>(a, b, out, len, |x, y| x != y),
         Prim::Lt => map2::<T, T, bool>(a, b, out, len, |x, y| x < y),
         Prim::Gt => map2::<T, T, bool>(a, b, out, len, |x, y| x > y),
         Prim::Le => map2::<T, T, bool>(a, b, out, len, |x, y| x <= y),
         Prim::Ge => map2::<T, T, bool>(a, b, out, len, |x, y| x >= y),
-        _ => return false,
-    }
-    true
+        _ => return None,
+    })
 }
 
 /// `cast_<elem>` through `Element`'s conversions (`prim/convert.rs`'s rules).
-fn cast_op<A: LaneElem>(elem: Elem, a: &Lane, out: &mut Lane, len: usize) {
+fn cast_op<A: LaneElem>(elem: Elem, a: LaneRef<'_>, out: ColumnMut<'_>, len: usize) -> bool {
     match elem {
         Elem::F32 => map1::<A, f32>(a, out, len, A::to_f32),
         Elem::F64 => map1::<A, f64>(a, out, len, A::to_f64),
@@ -435,59 +612,57 @@ fn cast_op<A: LaneElem>(elem: Elem, a: &Lane, out: &mut Lane, len: usize) {
     }
 }
 
-/// The typed loop for `prim`, if there is one.
-fn typed_op(prim: Prim, operands: &[&Lane], out: &mut Lane, len: usize) -> bool {
-    let first = operands[0].column.elem();
+/// The typed loop for `prim`, if there is one; `Some(splat)`.
+fn typed_op(
+    prim: Prim,
+    operands: &[LaneRef<'_>],
+    mut out: ColumnMut<'_>,
+    len: usize,
+) -> Option<bool> {
+    let first = operands[0].elem();
     if let Prim::Cast(elem) = prim {
-        match first {
-            Elem::F32 => cast_op::<f32>(elem, operands[0], out, len),
-            Elem::F64 => cast_op::<f64>(elem, operands[0], out, len),
-            Elem::I32 => cast_op::<i32>(elem, operands[0], out, len),
-            Elem::I64 => cast_op::<i64>(elem, operands[0], out, len),
-            Elem::U32 => cast_op::<u32>(elem, operands[0], out, len),
-            Elem::U64 => cast_op::<u64>(elem, operands[0], out, len),
-            Elem::Bool => cast_op::<bool>(elem, operands[0], out, len),
-        }
-        return true;
-    }
-    if prim == Prim::Select && operands.len() == 3 {
-        let (c, x, y) = (operands[0], operands[1], operands[2]);
-        match x.column.elem() {
-            Elem::F32 => select::<f32>(c, x, y, out, len),
-            Elem::F64 => select::<f64>(c, x, y, out, len),
-            Elem::I32 => select::<i32>(c, x, y, out, len),
-            Elem::I64 => select::<i64>(c, x, y, out, len),
-            Elem::U32 => select::<u32>(c, x, y, out, len),
-            Elem::U64 => select::<u64>(c, x, y, out, len),
-            Elem::Bool => select::<bool>(c, x, y, out, len),
-        }
-        return true;
+        let a = operands[0];
+        return Some(match first {
+            Elem::F32 => cast_op::<f32>(elem, a, out, len),
+            Elem::F64 => cast_op::<f64>(elem, a, out, len),
+            Elem::I32 => cast_op::<i32>(elem, a, out, len),
+            Elem::I64 => cast_op::<i64>(elem, a, out, len),
+            Elem::U32 => cast_op::<u32>(elem, a, out, len),
+            Elem::U64 => cast_op::<u64>(elem, a, out, len),
+            Elem::Bool => cast_op::<bool>(elem, a, out, len),
+        });
     }
     match (prim, operands) {
-        (Prim::Threefry2x32, [a, b]) => {
-            map2::<u64, u64, u64>(a, b, out, len, threefry2x32);
-            return true;
+        (Prim::Select, &[c, x, y]) => {
+            return Some(match x.elem() {
+                Elem::F32 => select::<f32>(c, x, y, out, len),
+                Elem::F64 => select::<f64>(c, x, y, out, len),
+                Elem::I32 => select::<i32>(c, x, y, out, len),
+                Elem::I64 => select::<i64>(c, x, y, out, len),
+                Elem::U32 => select::<u32>(c, x, y, out, len),
+                Elem::U64 => select::<u64>(c, x, y, out, len),
+                Elem::Bool => select::<bool>(c, x, y, out, len),
+            })
         }
-        (Prim::UnitFromBits, [a]) => {
-            map1::<u64, f32>(a, out, len, unit_from_bits);
-            return true;
+        (Prim::Threefry2x32, &[a, b]) => {
+            return Some(map2::<u64, u64, u64>(a, b, out, len, threefry2x32))
+        }
+        (Prim::UnitFromBits, &[a]) => return Some(map1::<u64, f32>(a, out, len, unit_from_bits)),
+        (_, &[a, b]) => {
+            let compared = match first {
+                Elem::F32 => compare_op::<f32>(prim, a, b, out.reborrow(), len),
+                Elem::F64 => compare_op::<f64>(prim, a, b, out.reborrow(), len),
+                Elem::I32 => compare_op::<i32>(prim, a, b, out.reborrow(), len),
+                Elem::I64 => compare_op::<i64>(prim, a, b, out.reborrow(), len),
+                Elem::U32 => compare_op::<u32>(prim, a, b, out.reborrow(), len),
+                Elem::U64 => compare_op::<u64>(prim, a, b, out.reborrow(), len),
+                Elem::Bool => compare_op::<bool>(prim, a, b, out.reborrow(), len),
+            };
+            if compared.is_some() {
+                return compared;
+            }
         }
         _ => {}
-    }
-    if operands.len() == 2 {
-        let (a, b) = (operands[0], operands[1]);
-        let compared = match first {
-            Elem::F32 => compare_op::<f32>(prim, a, b, out, len),
-            Elem::F64 => compare_op::<f64>(prim, a, b, out, len),
-            Elem::I32 => compare_op::<i32>(prim, a, b, out, len),
-            Elem::I64 => compare_op::<i64>(prim, a, b, out, len),
-            Elem::U32 => compare_op::<u32>(prim, a, b, out, len),
-            Elem::U64 => compare_op::<u64>(prim, a, b, out, len),
-            Elem::Bool => compare_op::<bool>(prim, a, b, out, len),
-        };
-        if compared {
-            return true;
-        }
     }
     match first {
         Elem::F32 => float_op::<f32>(prim, operands, out, len),
@@ -497,27 +672,34 @@ fn typed_op(prim: Prim, operands: &[&Lane], out: &mut Lane, len: usize) -> bool 
         Elem::U32 => num_op::<u32>(prim, operands, out, len),
         Elem::U64 => num_op::<u64>(prim, operands, out, len),
         Elem::Bool => match (prim, operands) {
-            (Prim::Not, [a]) => {
-                map1::<bool, bool>(a, out, len, |p| !p);
-                true
-            }
-            (Prim::And, [a, b]) => {
-                map2::<bool, bool, bool>(a, b, out, len, |p, q| p && q);
-                true
-            }
-            (Prim::Or, [a, b]) => {
-                map2::<bool, bool, bool>(a, b, out, len, |p, q| p || q);
-                true
-            }
-            _ => false,
+            (Prim::Not, &[a]) => Some(map1::<bool, bool>(a, out, len, |p| !p)),
+            (Prim::And, &[a, b]) => Some(map2::<bool, bool, bool>(a, b, out, len, |p, q| p && q)),
+            (Prim::Or, &[a, b]) => Some(map2::<bool, bool, bool>(a, b, out, len, |p, q| p || q)),
+            _ => None,
         },
     }
 }
 
-/// Computes `prim` of the operand lanes into `out` over the first `len` points.
-pub fn eval_prim(prim: Prim, operands: &[&Lane], out: &mut Lane, len: usize) {
-    if typed_op(prim, operands, out, len) {
-        return;
+/// `f` of the operands `operand(0)`, …, `operand(n - 1)`, gathered on the stack for up to
+/// three (every primitive but a few casts' generic fallbacks): no allocation per line.
+pub fn with_operands<'a, R>(
+    n: usize,
+    operand: impl Fn(usize) -> LaneRef<'a>,
+    f: impl FnOnce(&[LaneRef<'a>]) -> R,
+) -> R {
+    match n {
+        1 => f(&[operand(0)]),
+        2 => f(&[operand(0), operand(1)]),
+        3 => f(&[operand(0), operand(1), operand(2)]),
+        _ => f(&(0..n).map(operand).collect::<Vec<_>>()),
+    }
+}
+
+/// Computes `prim` of the operands into `out` over the first `len` points; whether the
+/// result is a splat (every operand is one: only `out[0]` is written).
+pub fn eval_prim(prim: Prim, operands: &[LaneRef<'_>], mut out: ColumnMut<'_>, len: usize) -> bool {
+    if let Some(splat) = typed_op(prim, operands, out.reborrow(), len) {
+        return splat;
     }
     // The generic path: `Prim::eval` per point.
     let splat = operands.iter().all(|lane| lane.splat);
@@ -526,9 +708,9 @@ pub fn eval_prim(prim: Prim, operands: &[&Lane], out: &mut Lane, len: usize) {
     for position in 0..points {
         scalars.clear();
         scalars.extend(operands.iter().map(|lane| lane.get(position)));
-        out.column.set(position, prim.eval(&scalars));
+        out.set(position, prim.eval(&scalars));
     }
-    out.splat = splat;
+    splat
 }
 
 #[cfg(test)]
@@ -567,21 +749,20 @@ mod tests {
         ];
         for prim in prims {
             let unary = crate::prim::Prim::arity(prim) == 1;
-            let operands: Vec<&Lane> = if unary { vec![&a] } else { vec![&a, &b] };
+            let operands: Vec<LaneRef> = if unary {
+                vec![a.as_ref()]
+            } else {
+                vec![a.as_ref(), b.as_ref()]
+            };
             let elem = prim
-                .result_elem(
-                    &operands
-                        .iter()
-                        .map(|lane| lane.column.elem())
-                        .collect::<Vec<_>>(),
-                )
+                .result_elem(&operands.iter().map(LaneRef::elem).collect::<Vec<_>>())
                 .unwrap();
             let mut out = Lane::new(elem);
-            eval_prim(prim, &operands, &mut out, xs.len());
+            out.eval(prim, &operands, xs.len());
             for position in 0..xs.len() {
                 let scalars: Vec<Scalar> = operands.iter().map(|lane| lane.get(position)).collect();
                 let expected = prim.eval(&scalars);
-                let got = out.get(position);
+                let got = out.as_ref().get(position);
                 let same = match (expected, got) {
                     (Scalar::F64(x), Scalar::F64(y)) => x.to_bits() == y.to_bits(),
                     (x, y) => x == y,
@@ -596,11 +777,11 @@ mod tests {
         let a = lane_of(&[2.0], true);
         let b = lane_of(&[3.0, 4.0, 5.0], false);
         let mut out = Lane::new(Elem::F64);
-        eval_prim(Prim::Mul, &[&a, &a], &mut out, 3);
+        out.eval(Prim::Mul, &[a.as_ref(), a.as_ref()], 3);
         assert!(out.splat);
-        assert_eq!(out.get(2), Scalar::F64(4.0));
-        eval_prim(Prim::Mul, &[&a, &b], &mut out, 3);
+        assert_eq!(out.as_ref().get(2), Scalar::F64(4.0));
+        out.eval(Prim::Mul, &[a.as_ref(), b.as_ref()], 3);
         assert!(!out.splat);
-        assert_eq!(out.get(2), Scalar::F64(10.0));
+        assert_eq!(out.as_ref().get(2), Scalar::F64(10.0));
     }
 }

@@ -75,7 +75,7 @@ mod fused;
 mod indexing;
 mod lanes;
 mod monoid;
-mod pool;
+pub mod pool;
 mod reduce;
 mod scalar_loop;
 pub mod tensor;

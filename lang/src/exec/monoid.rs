@@ -18,8 +18,7 @@ use std::ops::Range;
 use ndarray::{s, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
-use super::fused::copy_lane;
-use super::lanes::{eval_prim, with_column, Column, Lane, LaneElem, LINE};
+use super::lanes::{with_column, with_operands, Column, Lane, LaneElem, LINE};
 use super::tensor::{with_tensor, Tensor};
 use super::PAR_THRESHOLD;
 use crate::core::interp::InterpError;
@@ -236,16 +235,9 @@ impl LaneCode {
                 }
                 Step::Prim { dst, prim, args } => {
                     let mut out = take(&mut work.regs[*dst]);
-                    let lane = |position: usize| self.lane(&work.regs, args[position]);
-                    match args.len() {
-                        1 => eval_prim(*prim, &[lane(0)], &mut out, len),
-                        2 => eval_prim(*prim, &[lane(0), lane(1)], &mut out, len),
-                        3 => eval_prim(*prim, &[lane(0), lane(1), lane(2)], &mut out, len),
-                        n => {
-                            let operands: Vec<&Lane> = (0..n).map(lane).collect();
-                            eval_prim(*prim, &operands, &mut out, len)
-                        }
-                    }
+                    let regs = &work.regs[..];
+                    let lane = |position: usize| self.lane(regs, args[position]).as_ref();
+                    with_operands(args.len(), lane, |operands| out.eval(*prim, operands, len));
                     work.regs[*dst] = out;
                 }
             }
@@ -749,7 +741,7 @@ impl Run<'_> {
 
 /// `column[start..start + len] = lane`.
 fn store_column(column: &mut Column, start: usize, lane: &Lane, len: usize) {
-    with_column!(column, values => copy_lane(lane, &mut values[start..start + len]))
+    with_column!(column, values => lane.as_ref().copy_to(&mut values[start..start + len]))
 }
 
 /// A task's block of one output: rows of its chunks × its lanes.
@@ -790,7 +782,7 @@ impl BlockMut<'_> {
                     let mut dst = block.row_mut(chunk_row(chunk) + row);
                     let dst = dst.as_slice_mut().expect("a block's rows are contiguous");
                     let from = lane_start - task.lanes.start;
-                    copy_lane(lane, &mut dst[from..from + line.len()]);
+                    lane.as_ref().copy_to(&mut dst[from..from + line.len()]);
                 }
                 Stored::Tile { rows, tile } => {
                     let values = T::values(tile);

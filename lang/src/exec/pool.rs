@@ -10,15 +10,20 @@
 //! zeroing a reused buffer remains either way). When the engine drops a
 //! value after its last reader (`Exec::release`) and it owns its buffer alone, the buffer
 //! comes here; `take` hands it to the next kernel output of the same element type and
-//! length, which overwrites every element. The pool is shared by all runs of the process
+//! length, which overwrites every element. The session gives back what it drops too: the
+//! results of a `%bench` run, a value replaced by a new one of the same name (`recycle`).
+//! The pool is shared by all runs of the process
 //! (a function called again, `%bench`, a training loop) and bounded (`MAX_BYTES`); small
 //! buffers are not kept (`MIN_BYTES`), the allocator serves them well.
 
 use std::sync::Mutex;
 
+use std::sync::Arc;
+
 use super::lanes::Column;
 use super::tensor::{with_tensor, Tensor};
 use crate::core::ir::Elem;
+use crate::core::value::{Array, ArrayData};
 
 /// Buffers smaller than this are dropped, not kept.
 const MIN_BYTES: usize = 1 << 18;
@@ -50,9 +55,32 @@ pub fn give(tensor: Tensor) {
     if byte_len(elem, len) < MIN_BYTES {
         return;
     }
-    let Some(column) = Column::from_unique(tensor) else {
+    if let Some(column) = Column::from_unique(tensor) {
+        keep(column);
+    }
+}
+
+/// Keeps the buffer of a result the session no longer holds (a `%bench` run's value, a
+/// value replaced by a new one of the same name), if nothing else shares it.
+pub fn recycle(array: Array) {
+    if byte_len(array.data.elem(), array.data.len()) < MIN_BYTES {
+        return;
+    }
+    let Ok(data) = Arc::try_unwrap(array.data) else {
         return;
     };
+    keep(match data {
+        ArrayData::F32(values) => Column::F32(values),
+        ArrayData::F64(values) => Column::F64(values),
+        ArrayData::I32(values) => Column::I32(values),
+        ArrayData::I64(values) => Column::I64(values),
+        ArrayData::U32(values) => Column::U32(values),
+        ArrayData::U64(values) => Column::U64(values),
+        ArrayData::Bool(values) => Column::Bool(values),
+    });
+}
+
+fn keep(column: Column) {
     let mut free = FREE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     free.push(column);
     let mut held: usize = free
@@ -99,6 +127,25 @@ mod tests {
         let reused = take(Elem::F32, n);
         assert_eq!(column_address(&reused), address);
         assert_ne!(column_address(&take(Elem::F32, n)), address);
+    }
+
+    #[test]
+    fn a_result_the_session_drops_serves_the_next_output_unless_shared() {
+        let n = MIN_BYTES / 8 + 11;
+        let array = || Array {
+            shape: vec![n],
+            data: Arc::new(ArrayData::F64(vec![1.5; n])),
+        };
+        let kept = array();
+        let ArrayData::F64(values) = &*kept.data else {
+            unreachable!("an F64 array")
+        };
+        let address = values.as_ptr() as usize;
+        let shared = kept.clone();
+        recycle(kept);
+        assert_ne!(column_address(&take(Elem::F64, n)), address);
+        recycle(shared);
+        assert_eq!(column_address(&take(Elem::F64, n)), address);
     }
 
     fn column_address(column: &Column) -> usize {
