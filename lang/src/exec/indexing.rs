@@ -7,6 +7,7 @@
 
 use rayon::prelude::*;
 
+use super::lanes::LaneElem;
 use super::tensor::{from_vec, standard_slice, with_tensor, Element, Nd, Tensor};
 use super::{MIN_CHUNK, PAR_THRESHOLD};
 
@@ -190,10 +191,14 @@ pub fn gather_rows(source: &Tensor, n_sub: usize, rows: &Rows, shape: &[usize]) 
 /// array of shape `shape`, in increasing `p` (the interpreter's order, so that float sums
 /// agree bit for bit); out-of-range targets are dropped.
 pub fn scatter_rows(source: &Tensor, n_sub: usize, rows: &Rows, shape: &[usize]) -> Tensor {
-    fn typed<T: Element>(source: &Nd<T>, n_sub: usize, rows: &Rows, shape: &[usize]) -> Nd<T> {
+    fn typed<T: LaneElem>(source: &Nd<T>, n_sub: usize, rows: &Rows, shape: &[usize]) -> Nd<T> {
         let data = standard_slice(source);
         let refs = rows.refs();
-        let mut out = vec![T::default(); shape.iter().product()];
+        // A dead buffer zeroed on every thread: a fresh one costs a page fault per page the
+        // few scattered rows touch, and the zeros are a pass over memory either way.
+        let mut out = super::pool::take_vec::<T>(shape.iter().product());
+        out.par_chunks_mut(MIN_CHUNK)
+            .for_each(|chunk| chunk.fill(T::default()));
         for point in 0..rows.n_points {
             let offset = row_offset(&refs, &rows.lead_shape, point);
             if offset == OUT_OF_RANGE {

@@ -20,7 +20,7 @@ use std::sync::Mutex;
 
 use std::sync::Arc;
 
-use super::lanes::Column;
+use super::lanes::{Column, LaneElem};
 use super::tensor::{with_tensor, Tensor};
 use crate::core::ir::Elem;
 use crate::core::value::{Array, ArrayData};
@@ -45,6 +45,11 @@ pub fn take(elem: Elem, len: usize) -> Column {
         }
     }
     Column::with_len(elem, len)
+}
+
+/// `take` as a typed vector, for the engine's other outputs (copies, scatters).
+pub fn take_vec<T: LaneElem>(len: usize) -> Vec<T> {
+    std::mem::take(T::values_mut(&mut take(T::ELEM, len)))
 }
 
 /// Keeps the buffer of a value nothing reads any more, if it owns it alone and is big

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use ndarray::{ArcArray, Axis, IxDyn};
 
+use super::lanes::LaneElem;
 use crate::core::ir::{ArrTy, Elem, Scalar};
 use crate::core::value::{Array, ArrayData};
 
@@ -213,7 +214,7 @@ pub fn standard_slice<T: Element>(array: &Nd<T>) -> Cow<'_, [T]> {
 
 /// An owned row-major copy of the elements (zero-copy when the array is the sole owner of a
 /// row-major buffer it covers exactly).
-fn into_standard_vec<T: Element>(array: Nd<T>) -> Vec<T> {
+fn into_standard_vec<T: LaneElem>(array: Nd<T>) -> Vec<T> {
     let n_elems = array.len();
     if n_elems == 0 {
         return Vec::new();
@@ -232,7 +233,11 @@ fn into_standard_vec<T: Element>(array: Nd<T>) -> Vec<T> {
             }
             data
         }
-        Err(shared) => standard_slice(&shared).into_owned(),
+        Err(shared) => {
+            let mut copy = super::pool::take_vec(n_elems);
+            copy.copy_from_slice(&standard_slice(&shared));
+            copy
+        }
     }
 }
 
