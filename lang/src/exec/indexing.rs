@@ -194,11 +194,11 @@ pub fn scatter_rows(source: &Tensor, n_sub: usize, rows: &Rows, shape: &[usize])
     fn typed<T: LaneElem>(source: &Nd<T>, n_sub: usize, rows: &Rows, shape: &[usize]) -> Nd<T> {
         let data = standard_slice(source);
         let refs = rows.refs();
-        // A dead buffer zeroed on every thread: a fresh one costs a page fault per page the
-        // few scattered rows touch, and the zeros are a pass over memory either way.
-        let mut out = super::pool::take_vec::<T>(shape.iter().product());
-        out.par_chunks_mut(MIN_CHUNK)
-            .for_each(|chunk| chunk.fill(T::default()));
+        // Zeroed on every thread, in a dead buffer if there is one: written by the few
+        // scattered rows only, fresh memory cost a page fault per page they touched.
+        let len = shape.iter().product();
+        let buffer = super::pool::reuse::<T>(len).unwrap_or_default();
+        let mut out = super::lanes::zeros_into(buffer, len);
         for point in 0..rows.n_points {
             let offset = row_offset(&refs, &rows.lead_shape, point);
             if offset == OUT_OF_RANGE {

@@ -14,6 +14,8 @@
 //! anything without a typed loop here runs through `Prim::eval` per element (correct, slower;
 //! none of the common primitives take that path).
 
+use rayon::prelude::*;
+
 use super::tensor::{from_vec, Element, Tensor};
 use crate::core::ir::{Elem, Scalar};
 use crate::prim::{threefry2x32, unit_from_bits, vmath, Arith, Prim};
@@ -132,13 +134,13 @@ impl Column {
     /// A column of `n_elems` zeros, for a kernel's output.
     pub fn with_len(elem: Elem, n_elems: usize) -> Column {
         match elem {
-            Elem::F32 => Column::F32(vec![0.0; n_elems]),
-            Elem::F64 => Column::F64(vec![0.0; n_elems]),
-            Elem::I32 => Column::I32(vec![0; n_elems]),
-            Elem::I64 => Column::I64(vec![0; n_elems]),
-            Elem::U32 => Column::U32(vec![0; n_elems]),
-            Elem::U64 => Column::U64(vec![0; n_elems]),
-            Elem::Bool => Column::Bool(vec![false; n_elems]),
+            Elem::F32 => Column::F32(zeros_into(Vec::new(), n_elems)),
+            Elem::F64 => Column::F64(zeros_into(Vec::new(), n_elems)),
+            Elem::I32 => Column::I32(zeros_into(Vec::new(), n_elems)),
+            Elem::I64 => Column::I64(zeros_into(Vec::new(), n_elems)),
+            Elem::U32 => Column::U32(zeros_into(Vec::new(), n_elems)),
+            Elem::U64 => Column::U64(zeros_into(Vec::new(), n_elems)),
+            Elem::Bool => Column::Bool(zeros_into(Vec::new(), n_elems)),
         }
     }
 
@@ -217,6 +219,19 @@ impl Column {
             Elem::Bool => typed::<bool>(self, position, scalar),
         }
     }
+}
+
+/// `len` zeros of `T` in `buffer`'s memory (reallocated if too small). Large ones are written
+/// by every thread, which also shares out the page faults of fresh memory (a 16 MB output is
+/// 4096 of them).
+pub fn zeros_into<T: LaneElem>(mut buffer: Vec<T>, len: usize) -> Vec<T> {
+    buffer.clear();
+    if len < super::PAR_THRESHOLD {
+        buffer.resize(len, T::default());
+    } else {
+        buffer.par_extend(rayon::iter::repeat_n(T::default(), len));
+    }
+    buffer
 }
 
 /// A node's values along the current line.

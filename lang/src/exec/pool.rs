@@ -35,21 +35,25 @@ static FREE: Mutex<Vec<Column>> = Mutex::new(Vec::new());
 /// A buffer of `len` elements of `elem` whose contents are unspecified (a dead value's, or
 /// zeros): the caller writes every element.
 pub fn take(elem: Elem, len: usize) -> Column {
-    if byte_len(elem, len) >= MIN_BYTES {
-        let mut free = FREE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(position) = free
-            .iter()
-            .rposition(|column| column.elem() == elem && column.len() == len)
-        {
-            return free.swap_remove(position);
-        }
-    }
-    Column::with_len(elem, len)
+    take_kept(elem, len).unwrap_or_else(|| Column::with_len(elem, len))
 }
 
-/// `take` as a typed vector, for the engine's other outputs (copies, scatters).
-pub fn take_vec<T: LaneElem>(len: usize) -> Vec<T> {
-    std::mem::take(T::values_mut(&mut take(T::ELEM, len)))
+/// A kept buffer of exactly `len` elements of `elem`.
+fn take_kept(elem: Elem, len: usize) -> Option<Column> {
+    if byte_len(elem, len) < MIN_BYTES {
+        return None;
+    }
+    let mut free = FREE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let position = free
+        .iter()
+        .rposition(|column| column.elem() == elem && column.len() == len)?;
+    Some(free.swap_remove(position))
+}
+
+/// A kept buffer of `len` elements of `T` (unspecified contents), if there is one.
+pub fn reuse<T: LaneElem>(len: usize) -> Option<Vec<T>> {
+    let mut column = take_kept(T::ELEM, len)?;
+    Some(std::mem::take(T::values_mut(&mut column)))
 }
 
 /// Keeps the buffer of a value nothing reads any more, if it owns it alone and is big

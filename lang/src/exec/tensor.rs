@@ -234,9 +234,14 @@ fn into_standard_vec<T: LaneElem>(array: Nd<T>) -> Vec<T> {
             data
         }
         Err(shared) => {
-            let mut copy = super::pool::take_vec(n_elems);
-            copy.copy_from_slice(&standard_slice(&shared));
-            copy
+            let elems = standard_slice(&shared);
+            match super::pool::reuse(n_elems) {
+                Some(mut copy) => {
+                    copy.copy_from_slice(&elems);
+                    copy
+                }
+                None => elems.into_owned(),
+            }
         }
     }
 }
