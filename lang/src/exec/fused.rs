@@ -471,8 +471,9 @@ impl<'k> Launch<'k> {
     /// Computes every node along the line of `len` points starting at `base` and moving
     /// along `axis` (`None`: a single point); the output node is then `root`.
     fn eval_line(&self, scratch: &mut Scratch, base: &[i64], axis: Option<usize>, len: usize) {
+        let line = Line { base, axis, len };
         for index in 0..self.kernel.nodes.len() {
-            self.eval_node(scratch, index, base, axis, len);
+            self.eval_node(scratch, index, &line);
         }
     }
 
@@ -491,8 +492,9 @@ impl<'k> Launch<'k> {
         let (root_node, _) = &self.kernel.nodes[self.kernel.output.1];
         match root_node {
             Node::Prim(prim, operands) if root + 1 == self.kernel.nodes.len() => {
+                let line = Line { base, axis, len };
                 for index in 0..root {
-                    self.eval_node(scratch, index, base, axis, len);
+                    self.eval_node(scratch, index, &line);
                 }
                 let (lanes, runs) = (&scratch.lanes[..], &scratch.runs[..]);
                 let operand = |k: usize| self.operand(lanes, runs, operands[k].0 as usize, len);
@@ -512,14 +514,8 @@ impl<'k> Launch<'k> {
     }
 
     /// Computes node `index` along the line (its operands are computed).
-    fn eval_node(
-        &self,
-        scratch: &mut Scratch,
-        index: usize,
-        base: &[i64],
-        axis: Option<usize>,
-        len: usize,
-    ) {
+    fn eval_node(&self, scratch: &mut Scratch, index: usize, line: &Line<'_>) {
+        let Line { base, axis, len } = *line;
         scratch.runs[index] = None;
         match &self.kernel.nodes[NodeId(index as u32)].0 {
             Node::Lit(scalar) => {
@@ -531,7 +527,7 @@ impl<'k> Launch<'k> {
                 let affine = self.indices[index].as_ref().expect("an index node");
                 index_line(affine, base, axis, len, &mut scratch.lanes[index]);
             }
-            Node::Read { .. } => self.read_line(scratch, index, base, axis, len),
+            Node::Read { .. } => self.read_line(scratch, index, line),
             Node::Prim(prim, operands) => {
                 let (before, rest) = scratch.lanes.split_at_mut(index);
                 let (before, runs) = (&*before, &scratch.runs[..]);
@@ -545,26 +541,18 @@ impl<'k> Launch<'k> {
 
     /// `Node::Read` number `index` along the line: a contiguous run entirely in range is
     /// read in place (`Scratch::runs`), anything else is copied into the node's lane.
-    fn read_line(
-        &self,
-        scratch: &mut Scratch,
-        index: usize,
-        base: &[i64],
-        axis: Option<usize>,
-        len: usize,
-    ) {
+    fn read_line(&self, scratch: &mut Scratch, index: usize, line: &Line<'_>) {
         let plan = self.reads[index].as_ref().expect("every read has a plan");
         let (before, rest) = scratch.lanes.split_at_mut(index);
         let (before, runs) = (&*before, &scratch.runs[..]);
-        let coord = |node: NodeId| self.operand(before, runs, node.0 as usize, len);
-        let line = Line { base, axis, len };
+        let coord = |node: NodeId| self.operand(before, runs, node.0 as usize, line.len);
         let out = &mut rest[0];
         macro_rules! typed_read {
             ($($variant:ident),*) => {
                 match &self.tensors[plan.tensor] {
                     $(Tensor::$variant(array) => {
                         let data = array.as_slice().expect("kernel inputs are in standard layout");
-                        read_typed(plan, data, &coord, &line, out)
+                        read_typed(plan, data, &coord, line, out)
                     })*
                 }
             };
