@@ -679,22 +679,25 @@ impl<'k> Launch<'k> {
 
     /// A reduction kernel: each output element is the sum over axis 0 of its points.
     fn reduce<T: LaneElem>(&self, out: &mut [T], exec: &Exec<'_>) {
-        let shape = &self.shape;
-        let n_rows = shape[0];
-        let out_shape = &shape[1..];
         if out.is_empty() {
             return;
         }
-        if n_rows == 0 {
+        if self.shape[0] == 0 {
             out.fill(T::default());
             return;
         }
-        let wide = out_shape.last().is_some_and(|&width| width >= WIDE) && !self.strided_across();
-        if wide {
+        if self.runs_across() {
             self.reduce_across(out, exec);
         } else {
             self.reduce_along(out, exec);
         }
+    }
+
+    /// Whether a reduction's lines run across its output's last axis (wide enough, and not
+    /// `strided_across`) rather than along the reduced axis 0.
+    fn runs_across(&self) -> bool {
+        let wide = self.shape[1..].last().is_some_and(|&width| width >= WIDE);
+        wide && !self.strided_across()
     }
 
     /// Whether lines across the output (along the last axis) would read more operands with
@@ -757,10 +760,7 @@ impl<'k> Launch<'k> {
     /// Sums along axis 0 for a segment of the output's last axis at a time: the leaf's lane
     /// accumulators and the pending partial sums are rows across the segment.
     fn reduce_across<T: LaneElem>(&self, out: &mut [T], exec: &Exec<'_>) {
-        let shape = &self.shape;
-        let n_rows = shape[0];
-        let last = shape.len() - 1;
-        let width = shape[last];
+        let n_rows = self.shape[0];
         let segment = |lanes: &mut Scratch, base: &mut [i64], dst: &mut [T]| {
             let len = dst.len();
             let mut sums = ColumnSums::new(len);
@@ -772,7 +772,7 @@ impl<'k> Launch<'k> {
             }
             sums.finish(dst);
         };
-        self.for_each_segment(out, width, n_rows, segment);
+        self.for_each_segment(out, segment);
     }
 
     /// The kernel's values on row `row` of a segment of `len` points from `base` across the
@@ -808,17 +808,16 @@ impl<'k> Launch<'k> {
         }
     }
 
-    /// Runs `segment(lanes, base, dst)` over the segments of the rows of `out` (`width`
-    /// points each; `base`: the iteration coordinates of the segment's first point, row 0
-    /// of axis 0) for a reduction of `n_rows` rows: segments of `LINE` in order when the work
-    /// is small, else in parallel segments narrow enough to give every thread some.
+    /// Runs `segment(lanes, base, dst)` over the segments of the rows of `out` (each as wide
+    /// as the last axis; `base`: the iteration coordinates of the segment's first point, row
+    /// 0 of axis 0) for a reduction over axis 0: segments of `LINE` in order when the work is
+    /// small, else in parallel segments narrow enough to give every thread some.
     fn for_each_segment<T: LaneElem>(
         &self,
         out: &mut [T],
-        width: usize,
-        n_rows: usize,
         segment: impl Fn(&mut Scratch, &mut [i64], &mut [T]) + Sync + Send,
     ) {
+        let (n_rows, width) = (self.shape[0], self.shape[self.shape.len() - 1]);
         let prefix_shape = &self.shape[1..self.shape.len() - 1];
         let segment = |lanes: &mut Scratch, prefix: usize, start: usize, dst: &mut [T]| {
             let mut base = vec![0i64];
@@ -872,24 +871,23 @@ impl Launch<'_> {
         T: LaneElem,
         C: Fn(T, T) -> T + Copy + Sync + Send,
     {
-        let n_rows = self.shape[0];
         if out.is_empty() {
             return;
         }
-        let wide = self.shape[1..].last().is_some_and(|&width| width >= WIDE);
-        if wide && !self.strided_across() {
+        if self.runs_across() {
             self.fold_across(out, combine, exec);
         } else {
-            self.fold_along(out, n_rows, combine, exec);
+            self.fold_along(out, combine, exec);
         }
     }
 
     /// `fold` one output at a time, in parallel over (output, chunk) pairs.
-    fn fold_along<T, C>(&self, out: &mut [T], n_rows: usize, combine: C, exec: &Exec<'_>)
+    fn fold_along<T, C>(&self, out: &mut [T], combine: C, exec: &Exec<'_>)
     where
         T: LaneElem,
         C: Fn(T, T) -> T + Copy + Sync + Send,
     {
+        let n_rows = self.shape[0];
         let out_shape = &self.shape[1..];
         let n_chunks = n_rows.div_ceil(CHUNK_ROWS);
         let chunk_total = |lanes: &mut Scratch, task: usize| -> T {
@@ -928,10 +926,7 @@ impl Launch<'_> {
         T: LaneElem,
         C: Fn(T, T) -> T + Copy + Sync + Send,
     {
-        let shape = &self.shape;
-        let n_rows = shape[0];
-        let last = shape.len() - 1;
-        let width = shape[last];
+        let n_rows = self.shape[0];
         let segment = |lanes: &mut Scratch, base: &mut [i64], dst: &mut [T]| {
             let len = dst.len();
             let mut chunk_acc = [T::default(); LINE];
@@ -967,7 +962,7 @@ impl Launch<'_> {
                 }
             }
         };
-        self.for_each_segment(out, width, n_rows, segment);
+        self.for_each_segment(out, segment);
     }
 }
 

@@ -290,6 +290,9 @@ fn float_selections_are_commutative_and_associative_bit_for_bit() {
                 for &c in &specials {
                     let (ab, bc) = (f64::from_bits(f64_op(a, b)), f64::from_bits(f64_op(b, c)));
                     assert_eq!(f64_op(ab, c), f64_op(a, bc), "{prim:?} {a} {b} {c}");
+                    let as_f64 = |bits: u32| f64::from(f32::from_bits(bits));
+                    let (ab, bc) = (as_f64(f32_op(a, b)), as_f64(f32_op(b, c)));
+                    assert_eq!(f32_op(ab, c), f32_op(a, bc), "{prim:?} {a} {b} {c} (f32)");
                 }
             }
         }
