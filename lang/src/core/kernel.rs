@@ -13,7 +13,7 @@
 //!   `gather` with a scalar index function) has disappeared into the coordinates and the DAG:
 //!   no intermediate array exists. A kernel with `reduce` sums its body over axis 0 of the
 //!   iteration space in dx's summation order (`prim::sum_order`), which is how `sumOuter`
-//!   absorbs its producer, or folds it with `max`/`min` in the order of a monoid `reduce`
+//!   absorbs its producer, or folds it with `max`/`min` to the bits of a monoid `reduce`
 //!   ([`Reduction`]).
 //! - [`MatMul`]: a reduction kernel whose body is the product of two reads, recognised as a
 //!   (batched) matrix product and run on `faer`.
@@ -145,8 +145,10 @@ pub enum Node {
 pub enum Reduction {
     /// A sum in dx's summation order (`prim::sum_order`): `sumOuter` with its producer.
     Sum,
-    /// `max acc x` / `min acc x` folded in Note [Monoid order] (`ops::monoid`): a `reduce`
-    /// whose operator is a selection (`ops::monoid::selection`) with its producer.
+    /// `max acc x` / `min acc x`: a `reduce` whose operator is a selection
+    /// (`ops::monoid::selection`) with its producer. Exactly associative and commutative
+    /// (Note [Float selections] in `prim::arith`), so any fold order gives the bits of
+    /// Note [Monoid order] (`ops::monoid`).
     Max,
     Min,
 }
