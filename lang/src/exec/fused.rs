@@ -429,11 +429,18 @@ impl<'k> Launch<'k> {
     }
 
     fn scratch(&self) -> Scratch {
+        // A literal's lane is its splat, set once: no line writes it again.
         let lanes: Vec<Lane> = self
             .kernel
             .nodes
             .values()
-            .map(|&(_, elem)| Lane::new(elem))
+            .map(|(node, elem)| {
+                let mut lane = Lane::new(*elem);
+                if let Node::Lit(scalar) = node {
+                    lane.column.set(0, *scalar);
+                }
+                lane
+            })
             .collect();
         Scratch {
             runs: vec![None; lanes.len()],
@@ -518,11 +525,7 @@ impl<'k> Launch<'k> {
         let Line { base, axis, len } = *line;
         scratch.runs[index] = None;
         match &self.kernel.nodes[NodeId(index as u32)].0 {
-            Node::Lit(scalar) => {
-                let out = &mut scratch.lanes[index];
-                out.splat = true;
-                out.column.set(0, *scalar);
-            }
+            Node::Lit(_) => {} // set by `scratch`
             Node::Index(_) => {
                 let affine = self.indices[index].as_ref().expect("an index node");
                 index_line(affine, base, axis, len, &mut scratch.lanes[index]);
