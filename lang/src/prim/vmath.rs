@@ -450,7 +450,7 @@ const ROUND_SHIFT_F32: f32 = 12582912.0;
 
 /// ln 2 in two parts: `LN2_HI_F32` (355/512) has 9 significant bits, so `n * LN2_HI_F32` is
 /// exact for `|n| < 2^15`; `LN2_LO_F32` is the rest.
-const LN2_HI_F32: f32 = 0.693359375;
+const LN2_HI_F32: f32 = 355.0 / 512.0;
 const LN2_LO_F32: f32 = -2.121_944_4e-4;
 
 /// `P(r)` with `e^r = 1 + r + r^2 P(r)` for `|r| <= ln(2)/2 (1 + 2^-10)`, degree 4; relative
