@@ -15,7 +15,7 @@
 
 use std::ops::Range;
 
-use ndarray::{s, ArrayViewMut2, Axis};
+use ndarray::{ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
 use super::lanes::{with_column, with_operands, Column, Lane, LaneElem, LINE};
@@ -308,6 +308,27 @@ fn two_mut(regs: &mut [Lane], a: usize, b: usize) -> (&mut Lane, &mut Lane) {
 /// Rows of a chunk loaded or stored together by lines across chunks.
 const TILE_ROWS: usize = 64;
 
+/// The side of the square blocks in which tile loads and stores transpose: a block reads
+/// each of its source runs whole (one cache line of f32) before it writes any, so the
+/// sources stay in cache even when the chunks' rows lie 4 KB apart and share one L1 set,
+/// and it writes whole runs of the destination. (Moving one pair at a time wrote each
+/// value of a pair to another cache line of the tile.)
+const TRANSPOSE_BLOCK: usize = 16;
+
+/// Calls `each(pairs, rows)` for the blocks of a `rows × len` tile, `TRANSPOSE_BLOCK` pairs
+/// by `TRANSPOSE_BLOCK` rows at a time (fewer at the edges).
+fn for_each_block(len: usize, n_rows: usize, mut each: impl FnMut(Range<usize>, Range<usize>)) {
+    for first_pair in (0..len).step_by(TRANSPOSE_BLOCK) {
+        let pairs = first_pair..(first_pair + TRANSPOSE_BLOCK).min(len);
+        for first_row in (0..n_rows).step_by(TRANSPOSE_BLOCK) {
+            each(
+                pairs.clone(),
+                first_row..(first_row + TRANSPOSE_BLOCK).min(n_rows),
+            );
+        }
+    }
+}
+
 /// The rows of the tile holding `row`, in a chunk of `rows` rows.
 fn tile_of(row: usize, rows: usize) -> Range<usize> {
     let start = row - row % TILE_ROWS;
@@ -326,11 +347,20 @@ fn load_tile(array: &Tensor, offsets: &[usize], m: usize, rows: Range<usize>, ti
     ) {
         let len = offsets.len();
         let tile = T::values_mut(tile);
-        for (j, &offset) in offsets.iter().enumerate() {
-            for (b, row) in rows.clone().enumerate() {
-                tile[b * len + j] = data[offset + row * m];
+        for_each_block(len, rows.len(), |pairs, tile_rows| {
+            let mut block = [[T::default(); TRANSPOSE_BLOCK]; TRANSPOSE_BLOCK];
+            for (by_pair, &offset) in block.iter_mut().zip(&offsets[pairs.clone()]) {
+                for (slot, b) in by_pair.iter_mut().zip(tile_rows.clone()) {
+                    *slot = data[offset + (rows.start + b) * m];
+                }
             }
-        }
+            for (at, b) in tile_rows.clone().enumerate() {
+                let dst = &mut tile[b * len + pairs.start..][..pairs.len()];
+                for (slot, by_pair) in dst.iter_mut().zip(&block) {
+                    *slot = by_pair[at];
+                }
+            }
+        });
     }
     with_tensor!(array, a => typed(
         a.as_slice().expect("monoid inputs are in row-major layout"),
@@ -787,16 +817,27 @@ impl BlockMut<'_> {
                 Stored::Tile { rows, tile } => {
                     let values = T::values(tile);
                     let len = line.len();
-                    for (j, position) in line.clone().enumerate() {
-                        let (chunk, lane) = task.pair(position);
-                        let first = chunk_row(chunk);
-                        let mut column = block.column_mut(lane - task.lanes.start);
-                        let mut run = column.slice_mut(s![first + rows.start..first + rows.end]);
-                        let from = values[j..].iter().step_by(len);
-                        run.iter_mut()
-                            .zip(from)
-                            .for_each(|(slot, &value)| *slot = value);
-                    }
+                    let places: Vec<(usize, usize)> = line
+                        .clone()
+                        .map(|position| {
+                            let (chunk, lane) = task.pair(position);
+                            (chunk_row(chunk), lane - task.lanes.start)
+                        })
+                        .collect();
+                    for_each_block(len, rows.len(), |pairs, tile_rows| {
+                        let mut by_pair = [[T::default(); TRANSPOSE_BLOCK]; TRANSPOSE_BLOCK];
+                        for (at, b) in tile_rows.clone().enumerate() {
+                            let src = &values[b * len + pairs.start..][..pairs.len()];
+                            for (run, &value) in by_pair.iter_mut().zip(src) {
+                                run[at] = value;
+                            }
+                        }
+                        for (run, &(chunk_row, lane)) in by_pair.iter().zip(&places[pairs]) {
+                            for (&value, b) in run.iter().zip(tile_rows.clone()) {
+                                block[[chunk_row + rows.start + b, lane]] = value;
+                            }
+                        }
+                    });
                 }
             }
         }
