@@ -33,10 +33,10 @@ use super::lanes::{
     eval_prim, with_column, with_operands, Column, ColumnRef, Lane, LaneElem, LaneRef, LINE,
 };
 use super::reduce::{ColumnSums, RUN_LEVEL};
-use super::tensor::{from_vec, Element, Tensor};
+use super::tensor::{Element, Tensor};
 use super::{Exec, Res, Slot, PAR_THRESHOLD};
 use crate::core::interp::InterpError;
-use crate::core::ir::{Atom, Elem, Program, VarId};
+use crate::core::ir::{Atom, Program, VarId};
 use crate::core::kernel::{
     Affine, Coord, Kernel, MatMul, MatOperand, Node, NodeId, Reduction, Schedule, Step,
 };
@@ -169,21 +169,21 @@ impl Exec<'_> {
         let lhs = self.standard(matmul.lhs.var);
         let rhs = self.standard(matmul.rhs.var);
         let out_shape = &matmul.shape[1..];
-        let n_out: usize = out_shape.iter().product();
-        let res = match matmul.elem {
-            Elem::F32 => {
-                let mut out = vec![0f32; n_out];
-                matmul_typed(matmul, f32::of(&lhs), f32::of(&rhs), &mut out, self)?;
-                Tensor::F32(from_vec(out_shape, out))
+        // The product overwrites every element (`Accum::Replace`): a kept buffer serves.
+        let mut out = super::pool::take(matmul.elem, out_shape.iter().product());
+        match &mut out {
+            Column::F32(values) => {
+                matmul_typed(matmul, f32::of(&lhs), f32::of(&rhs), values, self)?
             }
-            Elem::F64 => {
-                let mut out = vec![0f64; n_out];
-                matmul_typed(matmul, f64::of(&lhs), f64::of(&rhs), &mut out, self)?;
-                Tensor::F64(from_vec(out_shape, out))
+            Column::F64(values) => {
+                matmul_typed(matmul, f64::of(&lhs), f64::of(&rhs), values, self)?
             }
-            other => unreachable!("fuse makes matrix products of floats only, not {other:?}"),
-        };
-        Ok(res)
+            other => unreachable!(
+                "fuse makes matrix products of floats only, not {:?}",
+                other.elem()
+            ),
+        }
+        Ok(out.into_tensor(out_shape))
     }
 }
 
