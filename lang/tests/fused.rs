@@ -314,6 +314,18 @@ fn selections_over_signed_zeros_and_nan_agree_with_the_interpreter() {
 }
 
 #[test]
+fn first_maxima_in_later_lines_and_chunks_agree_with_the_interpreter() {
+    // Rows of 2500 span three lines and three chunks: the row's maximum 3.0 comes first at
+    // column 617 i mod 2500 (in any line or chunk) and again at the end; row 5 is all equal
+    // (first maximum at 0), row 7 a NaN late in the row. The gradient puts each row's weight
+    // on its first maximum (the kernel that finds it stops there).
+    let src = "z : (Fin 40)=>(Fin 2500)=>Float = for i j. select (ordinal i == 5) 1.0 (select (ordinal i == 7 && ordinal j == 2200) nan (select (ordinal j == mod (ordinal i * 617) 2500 || ordinal j == 2499) 3.0 (sin (n_to_f (ordinal i * 2500 + ordinal j)))))\n\
+        :p grad (\\w. sum for i. n_to_f (ordinal i + 1) * (maximum w[i] - minimum w[i])) z\n\
+        :p sum for i. sum for j. n_to_f (ordinal j) * (grad (\\w. sum for i. maximum w[i]) z)[i, j]\n";
+    agrees_with_the_interpreter_on_1_and_2_threads(src);
+}
+
+#[test]
 fn maps_over_transposed_operands_agree_with_the_interpreter() {
     // Kernels over [130, 2100] that read [2100, 130] arrays run their lines down axis 0.
     let src = "m : (Fin 130)=>(Fin 2100)=>Float = for i j. sin (n_to_f (ordinal i * 2100 + ordinal j))\n\

@@ -36,7 +36,7 @@ use super::reduce::{ColumnSums, RUN_LEVEL};
 use super::tensor::{Element, Tensor};
 use super::{Exec, Res, Slot, PAR_THRESHOLD};
 use crate::core::interp::InterpError;
-use crate::core::ir::{Atom, Program, VarId};
+use crate::core::ir::{Atom, Program, Scalar, VarId};
 use crate::core::kernel::{
     Affine, Coord, Kernel, MatMul, MatOperand, Node, NodeId, Reduction, Schedule, Step,
 };
@@ -44,6 +44,7 @@ use crate::ops::monoid::CHUNK_ROWS;
 use crate::passes::fuse::row_major_strides;
 use crate::prim::sum_order::{self, TreeSum, LEAF};
 use crate::prim::Arith;
+use crate::prim::Prim;
 
 /// Outputs at least this wide are summed across the output (see the module documentation).
 const WIDE: usize = 64;
@@ -850,6 +851,11 @@ impl<'k> Launch<'k> {
 impl Launch<'_> {
     /// A `max`/`min` reduction kernel (`Reduction::Max`, `Reduction::Min`) into `out`.
     fn fold_selection(&self, out: &mut Column, selection: Reduction, exec: &Exec<'_>) {
+        if let (Column::I64(values), Some((cond, none))) = (&mut *out, self.first_index()) {
+            if !values.is_empty() && !self.runs_across() {
+                return self.find_first(values, cond, none, exec);
+            }
+        }
         macro_rules! typed {
             ($($variant:ident: $ty:ty),*) => {
                 match out {
@@ -890,14 +896,7 @@ impl Launch<'_> {
         T: LaneElem,
         C: Fn(T, T) -> T + Copy + Sync + Send,
     {
-        let n_rows = self.shape[0];
-        let out_shape = &self.shape[1..];
-        let n_chunks = n_rows.div_ceil(CHUNK_ROWS);
-        let chunk_total = |lanes: &mut Scratch, task: usize| -> T {
-            let (output, chunk) = (task / n_chunks, task % n_chunks);
-            let mut base = vec![0i64];
-            base.extend(unravel(output, out_shape));
-            let rows = chunk * CHUNK_ROWS..((chunk + 1) * CHUNK_ROWS).min(n_rows);
+        self.each_chunk_along(out, combine, |scratch, base, rows| {
             let mut total: Option<T> = None;
             for start in rows.clone().step_by(LINE) {
                 if exec.interrupt_requested() {
@@ -905,14 +904,39 @@ impl Launch<'_> {
                 }
                 let len = LINE.min(rows.end - start);
                 base[0] = start as i64;
-                self.eval_line(lanes, &base, Some(0), len);
-                total = match self.root(lanes, len).values::<T>(len) {
+                self.eval_line(scratch, base, Some(0), len);
+                total = match self.root(scratch, len).values::<T>(len) {
                     Ok(values) => fold_unordered(total, values, combine),
                     // A splat is `len` equal values: two combine as many do (idempotent).
                     Err(value) => fold_unordered(total, &[value, value][..len.min(2)], combine),
                 };
             }
             total.unwrap_or_default()
+        });
+    }
+
+    /// Folds axis 0 for one output at a time: `chunk(scratch, base, rows)` gives the total
+    /// of the rows `rows` of one chunk (`base`: the coordinates of the output, axis 0 free
+    /// for the caller), in parallel over (output, chunk) pairs; the chunk totals of each
+    /// output are then combined in chunk order.
+    fn each_chunk_along<T, C>(
+        &self,
+        out: &mut [T],
+        combine: C,
+        chunk: impl Fn(&mut Scratch, &mut [i64], Range<usize>) -> T + Sync + Send,
+    ) where
+        T: LaneElem,
+        C: Fn(T, T) -> T,
+    {
+        let n_rows = self.shape[0];
+        let out_shape = &self.shape[1..];
+        let n_chunks = n_rows.div_ceil(CHUNK_ROWS);
+        let chunk_total = |scratch: &mut Scratch, task: usize| -> T {
+            let (output, index) = (task / n_chunks, task % n_chunks);
+            let mut base = vec![0i64];
+            base.extend(unravel(output, out_shape));
+            let rows = index * CHUNK_ROWS..((index + 1) * CHUNK_ROWS).min(n_rows);
+            chunk(scratch, &mut base, rows)
         };
         let totals = self.tasks(out.len() * n_chunks, out.len() * n_rows, chunk_total);
         for (slot, chunks) in out.iter_mut().zip(totals.chunks(n_chunks)) {
@@ -920,6 +944,64 @@ impl Launch<'_> {
                 .iter()
                 .fold(chunks[0], |acc, &total| combine(acc, total));
         }
+    }
+
+    /// A `min` fold of `select c i0 none` where `i0` is the coordinate on axis 0 and `none`
+    /// is at least every such coordinate: the first row where `c` holds, else `none` (the
+    /// derivative of a `max` or `min` reduction sends its cotangent to the first maximum
+    /// this way). Returns the node of `c` and `none`.
+    fn first_index(&self) -> Option<(usize, i64)> {
+        let nodes = &self.kernel.nodes;
+        let (Node::Prim(Prim::Select, operands), _) = &nodes[self.kernel.output.1] else {
+            return None;
+        };
+        let [cond, index, none] = operands[..] else {
+            return None;
+        };
+        let on_axis_0 =
+            matches!(&nodes[index].0, Node::Index(affine) if *affine == Affine::axis(0));
+        let last_row = self.shape[0] as i64 - 1;
+        match (&nodes[none].0, self.kernel.reduce) {
+            (Node::Lit(Scalar::I64(none)), Some(Reduction::Min))
+                if on_axis_0 && *none >= last_row =>
+            {
+                Some((cond.0 as usize, *none))
+            }
+            _ => None,
+        }
+    }
+
+    /// `fold_along` of a `first_index` kernel: each chunk evaluates only the condition's
+    /// nodes and stops at the first row where it holds (rows come in order within a chunk),
+    /// so no index lanes are made or folded, and a row whose first maximum comes early is
+    /// not read to its end. The same result as the fold, bit for bit (it is an integer).
+    fn find_first(&self, out: &mut [i64], cond: usize, none: i64, exec: &Exec<'_>) {
+        self.each_chunk_along(out, Ord::min, |scratch, base, rows| {
+            for start in rows.clone().step_by(LINE) {
+                if exec.interrupt_requested() {
+                    break;
+                }
+                let len = LINE.min(rows.end - start);
+                base[0] = start as i64;
+                let line = Line {
+                    base,
+                    axis: Some(0),
+                    len,
+                };
+                for index in 0..=cond {
+                    self.eval_node(scratch, index, &line);
+                }
+                let holds = self.operand(&scratch.lanes, &scratch.runs, cond, len);
+                let found = match holds.values::<bool>(len) {
+                    Ok(holds) => holds.iter().position(|&holds| holds),
+                    Err(holds) => holds.then_some(0),
+                };
+                if let Some(at) = found {
+                    return (start + at) as i64;
+                }
+            }
+            none
+        });
     }
 
     /// `fold` for a segment of the output's last axis at a time: the chunk's accumulators
