@@ -370,9 +370,12 @@ fn clear_low_word(v: f64) -> f64 {
     f64::from_bits(v.to_bits() & 0xffff_ffff_0000_0000)
 }
 
-/// Evaluates `coeffs[0] + coeffs[1] v + ...` by Horner's rule.
+/// Evaluates `coeffs[0] + coeffs[1] v + ...` by Horner's rule (in f64 or in f32).
 #[inline(always)]
-fn horner<const N: usize>(v: f64, coeffs: &[f64; N]) -> f64 {
+fn horner<T, const N: usize>(v: T, coeffs: &[T; N]) -> T
+where
+    T: Copy + std::ops::Mul<Output = T> + std::ops::Add<Output = T>,
+{
     let mut acc = coeffs[N - 1];
     for &coeff in coeffs[..N - 1].iter().rev() {
         acc = acc * v + coeff;
@@ -457,16 +460,6 @@ const LN2_LO_F32: f32 = -2.121_944_4e-4;
 /// error of `e^r` 2^-28.3 (minimax fit of the relative error by a Remez exchange for this
 /// file), far below the rounding errors of f32 arithmetic.
 const EXPM1_F32: [f32; 5] = [0.49999994, 0.1666652, 0.041668393, 0.008368779, 0.001381447];
-
-/// Horner's rule in f32; see `horner`.
-#[inline(always)]
-fn horner_f32<const N: usize>(v: f32, coeffs: &[f32; N]) -> f32 {
-    let mut acc = coeffs[N - 1];
-    for &coeff in coeffs[..N - 1].iter().rev() {
-        acc = acc * v + coeff;
-    }
-    acc
-}
 
 /// `2^n` as an f32 for `-126 <= n <= 127`; other `n` give unspecified values without
 /// panicking.
@@ -575,7 +568,7 @@ fn exp_f32_impl(x: f32) -> f32 {
     let n_float = shifted - ROUND_SHIFT_F32;
     // Cody-Waite: `n * LN2_HI_F32` is exact and so is the first subtraction (Sterbenz).
     let r = (clamped - n_float * LN2_HI_F32) - n_float * LN2_LO_F32;
-    let p = 1.0 + (r + r * r * horner_f32(r, &EXPM1_F32));
+    let p = 1.0 + (r + r * r * horner(r, &EXPM1_F32));
     // `p * 2^n` in two steps: the first is exact, the second rounds a subnormal result once.
     let half = n >> 1;
     p * pow2i_f32(half) * pow2i_f32(n.wrapping_sub(half))
