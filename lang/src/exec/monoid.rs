@@ -817,13 +817,11 @@ impl BlockMut<'_> {
                 Stored::Tile { rows, tile } => {
                     let values = T::values(tile);
                     let len = line.len();
-                    let places: Vec<(usize, usize)> = line
-                        .clone()
-                        .map(|position| {
-                            let (chunk, lane) = task.pair(position);
-                            (chunk_row(chunk), lane - task.lanes.start)
-                        })
-                        .collect();
+                    // Where pair `j` of the line lies in the block: (its chunk's first row, column).
+                    let place = |j: usize| {
+                        let (chunk, lane) = task.pair(line.start + j);
+                        (chunk_row(chunk), lane - task.lanes.start)
+                    };
                     for_each_block(len, rows.len(), |pairs, tile_rows| {
                         let mut by_pair = [[T::default(); TRANSPOSE_BLOCK]; TRANSPOSE_BLOCK];
                         for (at, b) in tile_rows.clone().enumerate() {
@@ -832,7 +830,7 @@ impl BlockMut<'_> {
                                 run[at] = value;
                             }
                         }
-                        for (run, &(chunk_row, lane)) in by_pair.iter().zip(&places[pairs]) {
+                        for (run, (chunk_row, lane)) in by_pair.iter().zip(pairs.map(place)) {
                             for (&value, b) in run.iter().zip(tile_rows.clone()) {
                                 block[[chunk_row + rows.start + b, lane]] = value;
                             }
