@@ -17,9 +17,11 @@
 //! all of C99's special cases (`pow(x, ±0) = 1` even for NaN `x`, `pow(1, y) = 1` even for
 //! NaN `y`, `pow(-1, ±inf) = 1`, a negative finite base with a non-integer exponent is NaN,
 //! and so on). The bound was established against glibc 2.36: exhaustively over all 2^32
-//! inputs for the unary f32 functions (in a release build, outside the test suite), by
+//! inputs for the unary f32 functions (`examples/vmath_exhaustive.rs`, a release build
+//! outside the test suite), by
 //! sampling for the f64 functions and `pow`; the tests below sample. Our own error is below
-//! 1 ulp of the true value everywhere (f32 other than `exp`: about 0.5 ulp), which leaves room for libm's:
+//! 1 ulp of the true value everywhere (the f32 functions other than `exp`: about 0.5 ulp),
+//! which leaves room for libm's:
 //! glibc's `tanh` and `tanhf` are themselves up to 2 ulp off, so those two are computed to
 //! about 0.5 ulp (see Note [tanh accuracy]).
 //!
@@ -32,7 +34,8 @@
 //!   `|r| <= ln(2)/2`; `e^r = 1 + r + r^2 P(r)` with `P` of degree 4.
 //! - `log_f32`: `x = 2^k m`, `m` in `[sqrt(1/2), sqrt(2))`; `s = (m - 1)/(m + 1)`;
 //!   `log(m) = 2 atanh(s) = 2s + s^3 Q(s^2)` with `Q` of degree 4.
-//! - `pow_f32`: `2^(y log2|x|)` from the two kernels above; the sign and the special cases by
+//! - `pow_f32`: `2^(y log2|x|)` from the log kernel above and an f64 `2^t` kernel (degree 7);
+//!   the sign and the special cases by
 //!   selects.
 //! - `tanh_f32`: `a + a^3 T(a^2)` (`T` of degree 3) for `|x| < 1/4`, else
 //!   `1 - 2/(e^(2|x|) + 1)` with the exp kernel.
@@ -82,16 +85,17 @@
 // integer arithmetic on bits derived from a NaN or a huge argument uses wrapping operations
 // (debug builds check overflow), and float-to-integer conversions are done with the
 // `ROUND_SHIFT` trick instead of `as`, which would saturate (slow) and does not vectorise on
-// AVX2 for 64-bit integers. For the same reason conditions are float compares, and integer
-// lanes see only additions, masks and logical shifts: 64-bit compares and arithmetic shifts
-// are missing from SSE2 (and the latter from AVX2). No `mul_add` is used: without an FMA
+// AVX2 for 64-bit integers. For the same reason conditions are float compares, and 64-bit
+// integer lanes see only additions, masks and logical shifts: 64-bit compares and
+// arithmetic shifts are missing from SSE2 (and the latter from AVX2); 32-bit lanes (the
+// f32 `exp`) may shift arithmetically. No `mul_add` is used: without an FMA
 // unit it is a libm call, and without it the results are the same on every x86-64 build.
 // Rust never contracts `a * b + c` into an FMA, so a vectorised loop and a scalar call
 // compute the same bits.
 
 // Note [f32 via f64]
 // ~~~~~~~~~~~~~~~~~~
-// The f32 functions widen to f64, evaluate kernels whose error is at most 2^-33 relative,
+// The f32 functions other than `exp` (Note [exp in f32]) widen to f64, evaluate kernels whose error is at most 2^-33 relative,
 // and round once to f32, so they are within 0.5 + 2^-9 ulp of the true value. Widening makes
 // the f32 subnormals normal and keeps intermediate overflow away, so the f32 special cases
 // reduce to a few selects. It costs half the vector width of f32 arithmetic but avoids the
@@ -100,8 +104,9 @@
 // Note [exp in f32]
 // ~~~~~~~~~~~~~~~~~
 // `exp` is the one f32 function computed in f32 arithmetic: it is the most common function
-// in array programs (softmax, logsumexp, their gradients), and eight f32 lanes to a vector
-// instead of four make its loops twice as fast. `x = n ln2 + r` with `|r| <= ln(2)/2`
+// in array programs (softmax, logsumexp, their gradients), and twice the lanes per vector
+// (16 instead of 8 with AVX-512) make its loops twice as fast. Its integer lanes are 32-bit,
+// where arithmetic shifts exist on every x86-64 (Note [Branch-free selects]). `x = n ln2 + r` with `|r| <= ln(2)/2`
 // (Cody-Waite with ln 2 in two parts, so `r` carries a single rounding), `e^r = 1 + (r +
 // r^2 P(r))` so that the last addition rounds the result once, and `2^n` applied in two
 // exact-then-rounding steps. The error bound adds the rounding of `r` (1/2 ulp of `r`, at
@@ -135,7 +140,8 @@ use std::f64::consts::{FRAC_2_PI, LN_2, LOG2_E};
 // Per-element functions.
 // ---------------------------------------------------------------------------------------
 
-/// `e^x` for f32, within 2 ulp of `f32::exp` (in fact within 1 ulp of it and of the true value).
+/// `e^x` for f32, within 2 ulp of `f32::exp` (in fact at most 1 ulp from it and from the
+/// correctly rounded value).
 #[inline]
 pub fn exp_f32(x: f32) -> f32 {
     exp_f32_impl(x)
@@ -448,8 +454,17 @@ fn int_parity_f32(y: f32) -> (bool, bool) {
 // f32 kernels in f32 arithmetic. See Note [exp in f32].
 // ---------------------------------------------------------------------------------------
 
-/// 1.5 * 2^23, the f32 `ROUND_SHIFT`: exact for `|v| < 2^22`.
+/// 1.5 * 2^23, the f32 `ROUND_SHIFT`.
 const ROUND_SHIFT_F32: f32 = 12582912.0;
+
+/// `round_to_int` in f32: exact for `|v| < 2^22`; any other input gives unspecified values
+/// without panicking.
+#[inline(always)]
+fn round_to_int_f32(v: f32) -> (f32, i32) {
+    let shifted = v + ROUND_SHIFT_F32;
+    let int = (shifted.to_bits() as i32).wrapping_sub(ROUND_SHIFT_F32.to_bits() as i32);
+    (shifted - ROUND_SHIFT_F32, int)
+}
 
 /// ln 2 in two parts: `LN2_HI_F32` (355/512) has 9 significant bits, so `n * LN2_HI_F32` is
 /// exact for `|n| < 2^15`; `LN2_LO_F32` is the rest.
@@ -563,9 +578,7 @@ fn exp_f32_impl(x: f32) -> f32 {
     // Beyond [-104, 89] the result rounds to 0 or overflows; clamping keeps `n` within
     // [-150, 128], where both halves of the final scaling are normal. NaN stays NaN.
     let clamped = x.clamp(-104.0, 89.0);
-    let shifted = clamped * std::f32::consts::LOG2_E + ROUND_SHIFT_F32;
-    let n = (shifted.to_bits() as i32).wrapping_sub(ROUND_SHIFT_F32.to_bits() as i32);
-    let n_float = shifted - ROUND_SHIFT_F32;
+    let (n_float, n) = round_to_int_f32(clamped * std::f32::consts::LOG2_E);
     // Cody-Waite: `n * LN2_HI_F32` is exact and so is the first subtraction (Sterbenz).
     let r = (clamped - n_float * LN2_HI_F32) - n_float * LN2_LO_F32;
     let p = 1.0 + (r + r * r * horner(r, &EXPM1_F32));
