@@ -59,6 +59,42 @@ fn values_read_twice_at_the_same_point_and_index_masks_are_not_materialised() {
 }
 
 #[test]
+fn a_stop_gradient_maximum_leaves_no_kernel_for_its_derivative() {
+    let mut session = session(Engine::Fused);
+    outputs(
+        &mut session,
+        "xs : (Fin 64)=>(Fin 50)=>Float = for r c. sin (n_to_f (ordinal r * 50 + ordinal c))\n",
+    );
+    // `logsumexp` shifts by `stop_gradient (maximum x)`: the gradient is the row maximum, the
+    // exponentials, their sums, the reciprocals and the product; no first-maximum fold and no
+    // one-hot term for the shift.
+    let text = fused_stage(&mut session, "grad (\\x. sum for r. logsumexp x[r]) xs");
+    assert_eq!(count_lines(&text, "kernel"), 5, "{text}");
+    assert_eq!(
+        count_lines(&text, "kernel k0 over [50, 64] max"),
+        1,
+        "{text}"
+    );
+    assert!(
+        !text.contains(" min ") && !text.contains("stopgradient"),
+        "{text}"
+    );
+    // Without it, the shift's derivative costs two more reductions and a select.
+    outputs(
+        &mut session,
+        "def lse(xs: n=>Float) -> Float given (n|Ix) =\n  m = maximum xs\n  m + log (sum for i. exp (xs[i] - m))\n\n",
+    );
+    let text = fused_stage(&mut session, "grad (\\x. sum for r. lse x[r]) xs");
+    assert!(
+        count_lines(&text, "kernel") > 5 && text.contains(" min i0"),
+        "{text}"
+    );
+    agrees_with_the_interpreter_on_1_and_2_threads(
+        "xs : (Fin 64)=>(Fin 50)=>Float = for r c. sin (n_to_f (ordinal r * 50 + ordinal c))\n:p grad (\\x. sum for r. logsumexp x[r]) xs\n",
+    );
+}
+
+#[test]
 fn the_gradient_of_a_reduce_is_two_scans_and_one_kernel() {
     let mut session = session(Engine::Fused);
     outputs(&mut session, DEFS);

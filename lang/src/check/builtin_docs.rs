@@ -68,6 +68,10 @@ pub fn builtin_doc(name: &str) -> Option<&'static str> {
         "linearize" => "`linearize f x`: `(f x, tangent map)`.",
         "transpose_linear" => "`transpose_linear f ct`: the transpose of a linear function.",
         "jacobian" => "`jacobian f x`: one row per output, one column per input.",
+        "stop_gradient" => {
+            "`stop_gradient x`: `x`, treated as a constant by differentiation (its derivative is \
+             zero), element by element (JAX's `lax.stop_gradient`)."
+        }
         "check_deriv" => "Whether `f`'s derivative at `x` agrees with finite differences.",
         "arb" => "`arb k`: a random value of the type the context asks for.",
         _ => return None,

@@ -244,6 +244,7 @@ impl Builtin {
             "floor" => B::Prim(Prim::Floor),
             "ceil" => B::Prim(Prim::Ceil),
             "round" => B::Prim(Prim::Round),
+            "stop_gradient" => B::Prim(Prim::StopGradient),
             "pow" => B::Prim(Prim::Pow),
             "atan2" => B::Prim(Prim::Atan2),
             "min" => B::Prim(Prim::Min),
@@ -375,6 +376,7 @@ impl Builtin {
             "transpose_linear",
             "jacobian",
             "check_deriv",
+            "stop_gradient",
             "arb",
         ]
     }
@@ -433,7 +435,8 @@ impl Builtin {
                 | Prim::Atan
                 | Prim::Floor
                 | Prim::Ceil
-                | Prim::Round => {
+                | Prim::Round
+                | Prim::StopGradient => {
                     let a = var(cx, &[Class::Floating]);
                     Ty::fun(a.clone(), a)
                 }

@@ -138,6 +138,7 @@ fn argument_order(prim: Prim) -> ArgumentOrder {
         Prim::Round | Prim::Not | Prim::IsNan | Prim::IsInf | Prim::UnitFromBits => {
             ArgumentOrder::Fixed
         }
+        Prim::StopGradient => ArgumentOrder::Fixed,
         Prim::Cast(_) => ArgumentOrder::Fixed,
     }
 }

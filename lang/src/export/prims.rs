@@ -108,6 +108,8 @@ pub fn emit(cx: &mut Writer, prim: Prim, args: &[Val], result: Elem) -> Result<V
         Prim::Round => unary(cx, "round_nearest_afz", &arg(0)),
         Prim::Pow => binary(cx, "power", &arg(0), &arg(1)),
         Prim::Atan2 => binary(cx, "atan2", &arg(0), &arg(1)),
+        // The `ad` pass erases it; an exported program is differentiated already.
+        Prim::StopGradient => arg(0),
         Prim::Eq => compare(cx, "EQ", &arg(0), &arg(1)),
         Prim::Ne => compare(cx, "NE", &arg(0), &arg(1)),
         Prim::Lt => compare(cx, "LT", &arg(0), &arg(1)),

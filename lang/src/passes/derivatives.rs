@@ -14,6 +14,10 @@
 //! derivative differentiates the inner derivative's statements (nested AD). The inner
 //! derivative is taken with respect to its own parameters only, with the outer variables as
 //! constants, so there is no perturbation confusion (seed 004 §4.3).
+//!
+//! `stop_gradient x` (a primitive whose derivative is zero) means something only to
+//! differentiation: once every derivative is taken, the pass replaces it by `x`, so the later
+//! passes and the engine never see it.
 
 use std::collections::{HashMap, HashSet};
 
@@ -21,9 +25,8 @@ use super::ad::{self, AdError};
 use super::pipeline::{check, Ice, Log, Pass, PassKind};
 use crate::core::inline::{copy_stmts, rename};
 use crate::core::ir::{AdMode, ArrTy, Atom, Block, BlockId, Expr, Program, Scalar, Stmt, VarId};
-use crate::core::visit::expr_blocks;
-use crate::core::visit::{collect_defs, collect_uses};
-use crate::prim::Tangent;
+use crate::core::visit::{collect_defs, collect_uses, expr_blocks, reachable_blocks};
+use crate::prim::{Prim, Tangent};
 
 pub const PASS: Pass = Pass {
     name: "ad",
@@ -54,14 +57,38 @@ fn run(program: &mut Program, log: &mut Log) -> Result<(), Ice> {
         derivative.place(program, block, &primals, &seeds, &node.binders);
         program.blocks[block].stmts.extend(tail);
     }
+    erase_stop_gradients(program);
     Ok(())
 }
 
-fn no_derivatives_left(program: &Program) -> Result<(), String> {
-    match innermost_derivative(program, program.main) {
-        Some(_) => Err("a jvp or vjp is left".into()),
-        None => Ok(()),
+/// Replaces every `stop_gradient x` by `x` (copies, then propagated away).
+fn erase_stop_gradients(program: &mut Program) {
+    let mut erased = false;
+    for block in reachable_blocks(program, program.main) {
+        for stmt in &mut program.blocks[block].stmts {
+            if let Expr::Prim(Prim::StopGradient, args) = &stmt.expr {
+                stmt.expr = Expr::Atom(args[0]);
+                erased = true;
+            }
+        }
     }
+    if erased {
+        super::cleanup::run(program);
+    }
+}
+
+fn no_derivatives_left(program: &Program) -> Result<(), String> {
+    if innermost_derivative(program, program.main).is_some() {
+        return Err("a jvp or vjp is left".into());
+    }
+    let stop_gradient = |stmt: &Stmt| matches!(stmt.expr, Expr::Prim(Prim::StopGradient, _));
+    let left = reachable_blocks(program, program.main)
+        .into_iter()
+        .any(|block| program.blocks[block].stmts.iter().any(stop_gradient));
+    if left {
+        return Err("a stop_gradient is left".into());
+    }
+    Ok(())
 }
 
 /// The block and position of a derivative statement with no derivative inside it.

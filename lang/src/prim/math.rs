@@ -1,6 +1,6 @@
 //! Math primitives: `sqrt exp exp2 log log2 log10 log1p expm1 sin cos tan tanh sinh cosh atan
-//! floor ceil round pow atan2`, on floats only; the result has the operand type and `f32` is
-//! computed in `f32`.
+//! floor ceil round pow atan2`, and `stop_gradient` (the identity, with derivative zero), on
+//! floats only; the result has the operand type and `f32` is computed in `f32`.
 //!
 //! Semantics: IEEE 754 as implemented by Rust's `std` (`log` of a negative number is NaN, and
 //! so on); `exp`, `log`, `tanh`, `sin`, `cos` and `pow` are `vmath`'s, within 2 ulp of libm. `round` rounds half away from zero; `pow` is float ^ float (`powf`).
@@ -31,6 +31,7 @@ pub enum MathOp {
     Round,
     Pow,
     Atan2,
+    StopGradient,
 }
 
 /// Arity rule.
@@ -54,7 +55,8 @@ pub fn arity(op: MathOp) -> usize {
         | MathOp::Atan
         | MathOp::Floor
         | MathOp::Ceil
-        | MathOp::Round => 1,
+        | MathOp::Round
+        | MathOp::StopGradient => 1,
     }
 }
 
@@ -80,7 +82,8 @@ pub fn result_elem(op: MathOp, operands: &[Elem]) -> Result<Elem, PrimTypeError>
         | MathOp::Ceil
         | MathOp::Round
         | MathOp::Pow
-        | MathOp::Atan2 => {
+        | MathOp::Atan2
+        | MathOp::StopGradient => {
             let elem = same_elem(operands)?;
             if elem.is_float() {
                 Ok(elem)
@@ -129,6 +132,7 @@ fn eval_as<T: Float>(op: MathOp, operands: &[Scalar]) -> Scalar {
         MathOp::Round => x(0).round(),
         MathOp::Pow => x(0).powf(x(1)),
         MathOp::Atan2 => x(0).atan2(x(1)),
+        MathOp::StopGradient => x(0),
     };
     res.into_scalar()
 }
@@ -196,7 +200,9 @@ float_impl! {
 pub fn linearity(op: MathOp) -> super::Linearity {
     use super::Linearity;
     match op {
-        MathOp::Floor | MathOp::Ceil | MathOp::Round => Linearity::NonDifferentiable,
+        MathOp::Floor | MathOp::Ceil | MathOp::Round | MathOp::StopGradient => {
+            Linearity::NonDifferentiable
+        }
         MathOp::Sqrt
         | MathOp::Exp
         | MathOp::Exp2
@@ -308,7 +314,8 @@ pub fn jvp(
             let denominator = cx.prim(Prim::Add, &[one, square]);
             cx.prim(Prim::Div, &[t, denominator])
         }),
-        MathOp::Floor | MathOp::Ceil | MathOp::Round => None,
+        // Zero by definition for `stop_gradient`: no tangent flows through it.
+        MathOp::Floor | MathOp::Ceil | MathOp::Round | MathOp::StopGradient => None,
         // d x^y = y x^(y-1) dx + x^y log x dy; the second term only when the exponent has a
         // tangent, so constant exponents of negative bases stay finite.
         MathOp::Pow => {

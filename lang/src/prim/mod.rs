@@ -70,6 +70,9 @@ pub enum Prim {
     Round,
     Pow,
     Atan2,
+    /// `stop_gradient x`: `x`, with derivative zero (JAX's `lax.stop_gradient`). The `ad` pass
+    /// erases it once every derivative is taken.
+    StopGradient,
     // compare.rs: comparisons give Bool; logic on Bool; select.
     Eq,
     Ne,
@@ -166,6 +169,7 @@ impl Prim {
             Prim::Round => Family::Math(MathOp::Round),
             Prim::Pow => Family::Math(MathOp::Pow),
             Prim::Atan2 => Family::Math(MathOp::Atan2),
+            Prim::StopGradient => Family::Math(MathOp::StopGradient),
             Prim::Eq => Family::Compare(CompareOp::Eq),
             Prim::Ne => Family::Compare(CompareOp::Ne),
             Prim::Lt => Family::Compare(CompareOp::Lt),
@@ -260,7 +264,7 @@ pub enum Linearity {
     /// branches).
     Bilinear,
     Nonlinear,
-    /// Integer or boolean results: the derivative is zero.
+    /// The derivative is zero: integer or boolean results, rounding, `stop_gradient`.
     NonDifferentiable,
 }
 
@@ -370,6 +374,7 @@ pub const ALL_PRIMS: &[Prim] = &[
     Prim::Round,
     Prim::Pow,
     Prim::Atan2,
+    Prim::StopGradient,
     Prim::Eq,
     Prim::Ne,
     Prim::Lt,

@@ -143,6 +143,8 @@ fn eval_cases() -> Vec<Case> {
         (Floor, vec![F64(f64::NAN)], F64(f64::NAN)),
         (Ceil, vec![F64(f64::INFINITY)], F64(f64::INFINITY)),
         (Atan2, vec![F32(0.0), F32(1.0)], F32(0.0)),
+        (StopGradient, vec![F32(-2.5)], F32(-2.5)),
+        (StopGradient, vec![F64(f64::NAN)], F64(f64::NAN)),
         (Not, vec![B(true)], B(false)),
         (Cos, vec![F32(0.5)], F32(0.5f32.cos())),
         // comparisons: any element type; NaN compares unequal.
