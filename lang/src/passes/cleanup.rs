@@ -1,12 +1,13 @@
 //! Clean-up after a transformation: copy propagation (`x = y` statements disappear, uses of
-//! `x` become `y`) and dead-code elimination (statements whose results are never used, and
-//! the stacked outputs of a `scan` that nothing reads). Every operation of the core IR is
+//! `x` become `y`) and dead-code elimination (statements whose results are never used, the
+//! stacked outputs of a `scan` that nothing reads, and the components of a monoid statement
+//! that nothing reads and the others do not combine with). Every operation of the core IR is
 //! pure, so an unused statement can always be dropped.
 
 use std::collections::{HashMap, HashSet};
 
 use crate::core::ir::{Atom, BlockId, Expr, Program, VarId};
-use crate::core::visit::expr_atoms;
+use crate::core::visit::{collect_uses, expr_atoms, expr_blocks};
 use crate::core::visit::{map_block_atoms, reachable_blocks, var_of};
 
 pub fn run(program: &mut Program) {
@@ -68,6 +69,7 @@ fn eliminate_dead_code(program: &mut Program, root: crate::core::ir::BlockId) {
                 .retain(|stmt| stmt.binders.iter().any(|binder| used.contains(binder)));
             removed |= program.blocks[block].stmts.len() != before;
             removed |= drop_dead_scan_outputs(program, block, &used);
+            removed |= drop_dead_monoid_components(program, block, &used);
         }
         if !removed {
             return;
@@ -113,6 +115,91 @@ fn drop_dead_scan_outputs(program: &mut Program, block: BlockId, used: &HashSet<
         }
     }
     changed
+}
+
+/// Drops the components of the monoid statements of `block` that nothing reads and that the
+/// live components' operator does not read either: the array, the identity, the binder, both
+/// params and the operator's result. (The reverse derivative of a scan is a right scan over
+/// triples, seed 000 Thm 3.7, whose first component only passes the primal through; the
+/// gradient reads the third.) Whether anything changed.
+fn drop_dead_monoid_components(
+    program: &mut Program,
+    block: BlockId,
+    used: &HashSet<VarId>,
+) -> bool {
+    let mut changed = false;
+    for stmt_idx in 0..program.blocks[block].stmts.len() {
+        let stmt = &program.blocks[block].stmts[stmt_idx];
+        let Expr::Monoid { op, .. } = stmt.expr else {
+            continue;
+        };
+        let mut live: Vec<bool> = stmt.binders.iter().map(|b| used.contains(b)).collect();
+        if live.iter().all(|&l| l) || !live.iter().any(|&l| l) {
+            continue;
+        }
+        let reads = components_read(program, op, live.len());
+        while let Some(needed) = (0..live.len())
+            .filter(|&k| live[k])
+            .flat_map(|k| reads[k].iter().copied())
+            .find(|&j| !live[j])
+        {
+            live[needed] = true;
+        }
+        for dead in (0..live.len()).rev().filter(|&k| !live[k]) {
+            changed = true;
+            let stmt = &mut program.blocks[block].stmts[stmt_idx];
+            let n = stmt.binders.len();
+            stmt.binders.remove(dead);
+            if let Expr::Monoid { arrays, init, .. } = &mut stmt.expr {
+                arrays.remove(dead);
+                init.remove(dead);
+            }
+            let op_block = &mut program.blocks[op];
+            op_block.results.remove(dead);
+            // Params: the left operands, then the right ones.
+            op_block.params.remove(n + dead);
+            op_block.params.remove(dead);
+        }
+    }
+    changed
+}
+
+/// For each result of a monoid operator over `n` components, the components whose
+/// operands (left or right) it is computed from.
+fn components_read(program: &Program, op: BlockId, n: usize) -> Vec<HashSet<usize>> {
+    let block = &program.blocks[op];
+    let mut reads: HashMap<VarId, HashSet<usize>> = HashMap::new();
+    for (position, &param) in block.params.iter().enumerate() {
+        reads.insert(param, HashSet::from([position % n]));
+    }
+    for stmt in &block.stmts {
+        let mut uses: Vec<VarId> = expr_atoms(&stmt.expr)
+            .into_iter()
+            .filter_map(var_of)
+            .collect();
+        for nested in expr_blocks(&stmt.expr) {
+            collect_uses(program, nested, &mut uses);
+        }
+        let from: HashSet<usize> = uses
+            .iter()
+            .filter_map(|var| reads.get(var))
+            .flatten()
+            .copied()
+            .collect();
+        for &binder in &stmt.binders {
+            reads.insert(binder, from.clone());
+        }
+    }
+    block
+        .results
+        .iter()
+        .map(|&atom| {
+            var_of(atom)
+                .and_then(|var| reads.get(&var))
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -164,5 +251,39 @@ program(%0_x: [3]f32) {
             "{text}"
         );
         assert_eq!(run(&program), before[..1], "{text}");
+    }
+
+    /// The right scan over triples of a cumulative product's gradient (seed 000 Thm 3.7):
+    /// `(x, a, c) ⊗ (x', a', c') = (x, a a', a c' + c)`. Only `c` is read; it needs `a`, and
+    /// nothing needs `x`.
+    const TRIPLE_SCAN: &str = "\
+program(%0_x: [3]f32) {
+  %1_a: [3]f32 = neg %0_x
+  %2_xs: [3]f32, %3_as: [3]f32, %4_cs: [3]f32 = assoc_scan_right (%0_x, %1_a, %0_x) (1.0:f32, 1.0:f32, 0.0:f32) (\\%5_xl: []f32, %6_al: []f32, %7_cl: []f32, %8_xr: []f32, %9_ar: []f32, %10_cr: []f32 ->
+    %11_mul: []f32 = mul %6_al %9_ar
+    %12_mul: []f32 = mul %6_al %10_cr
+    %13_add: []f32 = add %12_mul %7_cl
+    in %5_xl, %11_mul, %13_add)
+  in %4_cs
+}
+";
+
+    #[test]
+    fn monoid_components_nothing_reads_or_combines_with_are_dropped() {
+        let mut program = parse_program(TRIPLE_SCAN).expect("the program parses");
+        let before = run(&program);
+        super::run(&mut program);
+        crate::core::verify::verify(&program).expect("still well formed");
+        let text = program.to_string();
+        assert!(!text.contains("%2_xs") && !text.contains("%5_xl"), "{text}");
+        assert!(text.contains("%3_as") && text.contains("%9_ar"), "{text}");
+        assert_eq!(run(&program), before, "{text}");
+        // Reading the first component keeps all three (it is the only one nothing needs).
+        let mut program = parse_program(TRIPLE_SCAN).expect("the program parses");
+        let main = program.main;
+        let first = program.blocks[main].stmts[1].binders[0];
+        program.blocks[main].results.push(Atom::Var(first));
+        super::run(&mut program);
+        assert!(program.to_string().contains("%2_xs"), "{program}");
     }
 }
