@@ -327,6 +327,19 @@ fn agrees_with_the_interpreter_on_1_and_2_threads(src: &str) {
     }
 }
 
+/// A contraction too shallow for a matrix product (depth 10) whose reads are strided across
+/// the output (`w[k, j]` along `k`): its lines run across the output, not 10 points at a time
+/// along the sum, and add in the same order as the interpreter (1 and 2 threads; an output
+/// row of 300 is wider than a segment's minimum, and 70 is not a multiple of a leaf).
+#[test]
+fn shallow_contractions_with_strided_reads_agree_with_the_interpreter() {
+    let src =
+        "w : (Fin 300)=>(Fin 10)=>Float = for k j. sin (n_to_f (ordinal k * 10 + ordinal j))\n\
+        d : (Fin 70)=>(Fin 10)=>Float = for i j. cos (n_to_f (ordinal i * 10 + ordinal j) * 0.3)\n\
+        :p for i k. sum for j. w[k, j] * d[i, j]\n";
+    agrees_with_the_interpreter_on_1_and_2_threads(src);
+}
+
 /// Row reductions of a matrix, which the BOT writes over its transpose: the transpose that
 /// feeds a monoid is a tiled copy, and a sum whose reads are strided across the output runs
 /// along the summed axis instead. Both give the interpreter's bits (shapes that are not

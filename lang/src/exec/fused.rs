@@ -698,10 +698,12 @@ impl<'k> Launch<'k> {
     }
 
     /// Whether a reduction's lines run across its output's last axis (wide enough, and not
-    /// `strided_across`) rather than along the reduced axis 0.
+    /// `strided_across` unless the reduced axis is too short for lines along it: a
+    /// contraction of depth 10 would be a line of 10 points per output element, each
+    /// paying a line's fixed cost) rather than along the reduced axis 0.
     fn runs_across(&self) -> bool {
         let wide = self.shape[1..].last().is_some_and(|&width| width >= WIDE);
-        wide && !self.strided_across()
+        wide && (self.shape[0] < WIDE || !self.strided_across())
     }
 
     /// Whether lines across the output (along the last axis) would read more operands with
