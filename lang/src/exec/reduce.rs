@@ -53,7 +53,9 @@ pub fn sum_contiguous<T: Element>(xs: &[T]) -> T {
 /// column's sum. The lane accumulators and the pending partial sums of Note [Summation order]
 /// are rows, so every step is a tight loop across the columns.
 pub(super) struct ColumnSums<T> {
-    lanes: Vec<Vec<T>>,
+    /// The `LANES` accumulator rows, one after the other.
+    lanes: Vec<T>,
+    width: usize,
     tree: TreeSum<Vec<T>>,
     rows: usize,
 }
@@ -61,7 +63,8 @@ pub(super) struct ColumnSums<T> {
 impl<T: Element> ColumnSums<T> {
     pub(super) fn new(width: usize) -> ColumnSums<T> {
         ColumnSums {
-            lanes: vec![vec![T::default(); width]; LANES],
+            lanes: vec![T::default(); LANES * width],
+            width,
             tree: TreeSum::new(),
             rows: 0,
         }
@@ -69,7 +72,7 @@ impl<T: Element> ColumnSums<T> {
 
     /// Adds the next row, given as its values or as one value for every column.
     pub(super) fn add_row(&mut self, row: Result<&[T], T>) {
-        let lane = &mut self.lanes[self.rows % LANES];
+        let lane = &mut self.lanes[(self.rows % LANES) * self.width..][..self.width];
         match row {
             Ok(values) => {
                 for (acc, &x) in lane.iter_mut().zip(values) {
@@ -88,24 +91,22 @@ impl<T: Element> ColumnSums<T> {
         }
     }
 
-    /// Combines the lanes, ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) column by column,
-    /// into the tree, and clears them.
+    /// Combines the lanes (`sum_order::combine_lane_rows`) into the tree, and clears them.
     fn close_leaf(&mut self) {
-        let width = self.lanes[0].len();
-        let leaf: Vec<T> = (0..width)
-            .map(|column| {
-                let acc: [T; LANES] = std::array::from_fn(|lane| self.lanes[lane][column]);
-                sum_order::combine_lanes(&acc, add)
-            })
-            .collect();
-        self.tree.push_leaf(leaf, add_rows);
-        for lane in &mut self.lanes {
-            lane.fill(T::default());
-        }
+        sum_order::combine_lane_rows(&mut self.lanes, self.width, add);
+        self.tree
+            .push_leaf(self.lanes[..self.width].to_vec(), add_rows);
+        self.lanes.fill(T::default());
     }
 
     /// Writes the sums (zeros when no row was added).
     pub(super) fn finish(mut self, dst: &mut [T]) {
+        if self.tree.is_empty() && self.rows > 0 {
+            // One leaf (a short sum, such as a shallow contraction): it is the sum.
+            sum_order::combine_lane_rows(&mut self.lanes, self.width, add);
+            dst.copy_from_slice(&self.lanes[..self.width]);
+            return;
+        }
         if !self.rows.is_multiple_of(LEAF) {
             self.close_leaf();
         }

@@ -47,6 +47,29 @@ pub fn combine_lanes<T: Copy>(acc: &[T; LANES], add: impl Fn(T, T) -> T) -> T {
     add(left, right)
 }
 
+/// [`combine_lanes`] for many sums side by side: `rows` holds the `LANES` accumulator rows of
+/// `width` columns one after the other, and row 0 becomes, column by column,
+/// ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) — the same additions with the same
+/// operand order, each a loop across the columns. The other rows are left clobbered.
+pub fn combine_lane_rows<T: Copy>(rows: &mut [T], width: usize, add: impl Fn(T, T) -> T + Copy) {
+    debug_assert_eq!(rows.len(), LANES * width);
+    // `row[dst] = add(row[dst], row[src])` for `dst < src`.
+    let mut add_into = |dst: usize, src: usize| {
+        let (head, tail) = rows.split_at_mut(src * width);
+        let targets = &mut head[dst * width..][..width];
+        for (a, &b) in targets.iter_mut().zip(&tail[..width]) {
+            *a = add(*a, b);
+        }
+    };
+    add_into(0, 1);
+    add_into(2, 3);
+    add_into(0, 2);
+    add_into(4, 5);
+    add_into(6, 7);
+    add_into(4, 6);
+    add_into(0, 4);
+}
+
 /// The sum of one leaf (at most `LEAF` elements), per Note [Summation order] step 1. Written
 /// as whole groups of `LANES` so that the loop becomes one SIMD accumulator.
 #[inline]
@@ -86,6 +109,11 @@ impl<T> Default for TreeSum<T> {
 impl<T> TreeSum<T> {
     pub fn new() -> TreeSum<T> {
         TreeSum::default()
+    }
+
+    /// Whether nothing was pushed yet.
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
     }
 
     /// Adds the sum of the next leaf.
@@ -153,6 +181,36 @@ pub fn tree_sum<T: Copy>(xs: &[T], zero: T, add: impl Fn(T, T) -> T + Copy) -> T
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The row form gives every column the bits of `combine_lanes` (values of mixed magnitude
+    /// and sign, so that the order of the additions shows in the result).
+    #[test]
+    fn lane_rows_combine_as_lanes_do() {
+        let width = 37;
+        let value = |row: usize, column: usize| {
+            let k = (row * width + column) as f32;
+            (k * 0.7).sin() * 10f32.powi((row as i32 * 3 + column as i32) % 9 - 4)
+        };
+        let mut rows: Vec<f32> = (0..LANES * width)
+            .map(|at| value(at / width, at % width))
+            .collect();
+        combine_lane_rows(&mut rows, width, |a, b| a + b);
+        for column in 0..width {
+            let acc: [f32; LANES] = std::array::from_fn(|row| value(row, column));
+            let expected = combine_lanes(&acc, |a, b| a + b);
+            assert_eq!(
+                rows[column].to_bits(),
+                expected.to_bits(),
+                "column {column}"
+            );
+        }
+        // A different tree (left to right) gives other bits on this data, so the test can fail.
+        let sequential = (0..width).any(|column| {
+            let left_to_right = (0..LANES).fold(0.0f32, |total, row| total + value(row, column));
+            left_to_right.to_bits() != rows[column].to_bits()
+        });
+        assert!(sequential);
+    }
 
     /// The recursive definition of step 2, written as the note states it.
     fn pairwise(sums: &[f32]) -> f32 {
