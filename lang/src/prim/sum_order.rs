@@ -195,14 +195,10 @@ mod tests {
             .map(|at| value(at / width, at % width))
             .collect();
         combine_lane_rows(&mut rows, width, |a, b| a + b);
-        for column in 0..width {
+        for (column, combined) in rows[..width].iter().enumerate() {
             let acc: [f32; LANES] = std::array::from_fn(|row| value(row, column));
             let expected = combine_lanes(&acc, |a, b| a + b);
-            assert_eq!(
-                rows[column].to_bits(),
-                expected.to_bits(),
-                "column {column}"
-            );
+            assert_eq!(combined.to_bits(), expected.to_bits(), "column {column}");
         }
         // A different tree (left to right) gives other bits on this data, so the test can fail.
         let sequential = (0..width).any(|column| {
