@@ -38,7 +38,7 @@ use super::prims;
 use super::stablehlo::Cx;
 use super::ExportError;
 use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, MonoidKind, Program, Scalar};
-use crate::prim::Prim;
+use crate::prim::{ArgumentOrder, Prim};
 
 /// Whether `op` (a monoid operator: params the k left then the k right scalar operands)
 /// gives the same results with its left and right operands swapped.
@@ -106,43 +106,6 @@ fn identity(prim: Prim, elem: Elem) -> Option<Scalar> {
     }
 }
 
-/// How a primitive's result depends on the order of its arguments.
-enum ArgumentOrder {
-    /// Any order gives the same result.
-    Any,
-    /// `prim(a, b)` is `mirror(b, a)`.
-    Mirror(Prim),
-    /// The order matters (or the primitive is not binary).
-    Fixed,
-}
-
-fn argument_order(prim: Prim) -> ArgumentOrder {
-    match prim {
-        Prim::Add | Prim::Mul | Prim::Min | Prim::Max => ArgumentOrder::Any,
-        Prim::Eq | Prim::Ne | Prim::And | Prim::Or => ArgumentOrder::Any,
-        Prim::Gt => ArgumentOrder::Mirror(Prim::Lt),
-        Prim::Ge => ArgumentOrder::Mirror(Prim::Le),
-        Prim::Sub | Prim::Div | Prim::Mod | Prim::IDiv | Prim::Pow | Prim::Atan2 => {
-            ArgumentOrder::Fixed
-        }
-        Prim::Lt | Prim::Le | Prim::Select | Prim::Threefry2x32 => ArgumentOrder::Fixed,
-        Prim::Neg | Prim::Abs | Prim::Sqrt | Prim::Exp | Prim::Exp2 | Prim::Log | Prim::Log2 => {
-            ArgumentOrder::Fixed
-        }
-        Prim::Log10 | Prim::Log1p | Prim::Expm1 | Prim::Sin | Prim::Cos | Prim::Tan => {
-            ArgumentOrder::Fixed
-        }
-        Prim::Tanh | Prim::Sinh | Prim::Cosh | Prim::Atan | Prim::Floor | Prim::Ceil => {
-            ArgumentOrder::Fixed
-        }
-        Prim::Round | Prim::Not | Prim::IsNan | Prim::IsInf | Prim::UnitFromBits => {
-            ArgumentOrder::Fixed
-        }
-        Prim::StopGradient => ArgumentOrder::Fixed,
-        Prim::Cast(_) => ArgumentOrder::Fixed,
-    }
-}
-
 /// A node of an operator's symbolic form.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Node {
@@ -172,7 +135,7 @@ impl Dag {
     }
 
     fn prim(&mut self, prim: Prim, mut args: Vec<usize>) -> usize {
-        let prim = match argument_order(prim) {
+        let prim = match prim.argument_order() {
             ArgumentOrder::Any => {
                 args.sort_unstable();
                 prim

@@ -207,6 +207,21 @@ arith_unsigned!(u32, u64);
 arith_float!(f32, f64);
 
 /// Differentiability of the arithmetic family.
+/// Operand-order rule: `+`, `*`, `min` and `max` are commutative (float `min`/`max` exactly,
+/// Note [Float selections]).
+pub fn argument_order(op: ArithOp) -> super::ArgumentOrder {
+    use super::ArgumentOrder;
+    match op {
+        ArithOp::Add | ArithOp::Mul | ArithOp::Min | ArithOp::Max => ArgumentOrder::Any,
+        ArithOp::Sub
+        | ArithOp::Div
+        | ArithOp::Neg
+        | ArithOp::Abs
+        | ArithOp::Mod
+        | ArithOp::IDiv => ArgumentOrder::Fixed,
+    }
+}
+
 pub fn linearity(op: ArithOp) -> super::Linearity {
     use super::Linearity;
     match op {

@@ -146,6 +146,22 @@ fn compare(operands: &[Scalar]) -> Option<Ordering> {
 }
 
 /// Differentiability of the comparison family.
+/// Operand-order rule: equality and the logic operators are commutative; `a > b` is `b < a`.
+pub fn argument_order(op: CompareOp) -> super::ArgumentOrder {
+    use super::{ArgumentOrder, Prim};
+    match op {
+        CompareOp::Eq | CompareOp::Ne | CompareOp::And | CompareOp::Or => ArgumentOrder::Any,
+        CompareOp::Gt => ArgumentOrder::Mirror(Prim::Lt),
+        CompareOp::Ge => ArgumentOrder::Mirror(Prim::Le),
+        CompareOp::Lt
+        | CompareOp::Le
+        | CompareOp::Not
+        | CompareOp::IsNan
+        | CompareOp::IsInf
+        | CompareOp::Select => ArgumentOrder::Fixed,
+    }
+}
+
 pub fn linearity(op: CompareOp) -> super::Linearity {
     use super::Linearity;
     match op {

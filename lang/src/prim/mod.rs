@@ -268,6 +268,17 @@ pub enum Linearity {
     NonDifferentiable,
 }
 
+/// How a primitive's result depends on the order of its operands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgumentOrder {
+    /// Any order gives the same result.
+    Any,
+    /// `prim(a, b)` is `mirror(b, a)`.
+    Mirror(Prim),
+    /// The order matters (or the primitive is not binary).
+    Fixed,
+}
+
 /// Why a linear program cannot be transposed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NotLinear(pub String);
@@ -315,6 +326,17 @@ impl Prim {
             Family::Random(_) => None,
         };
         res.ok_or_else(not_linear)
+    }
+
+    /// How the result depends on the order of the operands (operators compared
+    /// symbolically, `export::monoid`).
+    pub fn argument_order(self) -> ArgumentOrder {
+        match self.family() {
+            Family::Arith(op) => arith::argument_order(op),
+            Family::Compare(op) => compare::argument_order(op),
+            // Unary, or binary with an order that matters (`pow`, `atan2`).
+            Family::Math(_) | Family::Convert(_) | Family::Random(_) => ArgumentOrder::Fixed,
+        }
     }
 
     pub fn linearity(self) -> Linearity {

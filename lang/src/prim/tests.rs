@@ -394,3 +394,46 @@ fn type_rules_reject_mixed_and_wrong_arity() {
         "{error}"
     );
 }
+
+/// `ArgumentOrder::Any` primitives give the same value with swapped operands, and a `Mirror`
+/// gives its mirror's value with swapped operands (NaNs compared as NaN, signed zeros by
+/// bits).
+#[test]
+fn argument_orders_hold_on_sample_values() {
+    use crate::prim::ArgumentOrder;
+    let samples = [
+        F64(1.5),
+        F64(-2.0),
+        F64(0.0),
+        F64(-0.0),
+        F64(f64::INFINITY),
+        F64(f64::NAN),
+        I64(3),
+        I64(-7),
+        B(true),
+        B(false),
+    ];
+    let same = |a: Scalar, b: Scalar| match (a, b) {
+        (F64(x), F64(y)) => x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()),
+        _ => a == b,
+    };
+    let mut n_checked = 0;
+    for &prim in ALL_PRIMS {
+        let swapped = match prim.argument_order() {
+            ArgumentOrder::Any => prim,
+            ArgumentOrder::Mirror(mirror) => mirror,
+            ArgumentOrder::Fixed => continue,
+        };
+        for &a in &samples {
+            for &b in &samples {
+                if prim.result_elem(&[a.elem(), b.elem()]).is_err() {
+                    continue;
+                }
+                let (ab, ba) = (prim.eval(&[a, b]), swapped.eval(&[b, a]));
+                assert!(same(ab, ba), "{prim:?} {a:?} {b:?}: {ab:?} vs {ba:?}");
+                n_checked += 1;
+            }
+        }
+    }
+    assert!(n_checked > 100, "{n_checked}");
+}
