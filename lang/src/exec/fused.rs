@@ -22,7 +22,7 @@
 //! abort. A value is dropped after the last step that reads it.
 
 use std::ops::Range;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -898,7 +898,7 @@ impl Launch<'_> {
         T: LaneElem,
         C: Fn(T, T) -> T + Copy + Sync + Send,
     {
-        self.each_chunk_along(out, combine, |scratch, base, rows| {
+        self.each_chunk_along(out, combine, |scratch, base, _, rows| {
             let mut total: Option<T> = None;
             for start in rows.clone().step_by(LINE) {
                 if exec.interrupt_requested() {
@@ -917,15 +917,15 @@ impl Launch<'_> {
         });
     }
 
-    /// Folds axis 0 for one output at a time: `chunk(scratch, base, rows)` gives the total
-    /// of the rows `rows` of one chunk (`base`: the coordinates of the output, axis 0 free
-    /// for the caller), in parallel over (output, chunk) pairs; the chunk totals of each
-    /// output are then combined in chunk order.
+    /// Folds axis 0 for one output at a time: `chunk(scratch, base, output, rows)` gives the
+    /// total of the rows `rows` of one chunk of output number `output` (`base`: its
+    /// coordinates, axis 0 free for the caller), in parallel over (output, chunk) pairs; the
+    /// chunk totals of each output are then combined in chunk order.
     fn each_chunk_along<T, C>(
         &self,
         out: &mut [T],
         combine: C,
-        chunk: impl Fn(&mut Scratch, &mut [i64], Range<usize>) -> T + Sync + Send,
+        chunk: impl Fn(&mut Scratch, &mut [i64], usize, Range<usize>) -> T + Sync + Send,
     ) where
         T: LaneElem,
         C: Fn(T, T) -> T,
@@ -938,7 +938,7 @@ impl Launch<'_> {
             let mut base = vec![0i64];
             base.extend(unravel(output, out_shape));
             let rows = index * CHUNK_ROWS..((index + 1) * CHUNK_ROWS).min(n_rows);
-            chunk(scratch, &mut base, rows)
+            chunk(scratch, &mut base, output, rows)
         };
         let totals = self.tasks(out.len() * n_chunks, out.len() * n_rows, chunk_total);
         for (slot, chunks) in out.iter_mut().zip(totals.chunks(n_chunks)) {
@@ -976,11 +976,18 @@ impl Launch<'_> {
     /// `fold_along` of a `first_index` kernel: each chunk evaluates only the condition's
     /// nodes and stops at the first row where it holds (rows come in order within a chunk),
     /// so no index lanes are made or folded, and a row whose first maximum comes early is
-    /// not read to its end. The same result as the fold, bit for bit (it is an integer).
+    /// not read to its end. Chunks share the earliest row found so far for each output: a
+    /// chunk stops (giving `none`) once its next line starts after it, since a later row
+    /// cannot be the first. The same result as the fold, bit for bit (it is an integer, and
+    /// the chunk holding the first row never stops early: it starts before every row found).
     fn find_first(&self, out: &mut [i64], cond: usize, none: i64, exec: &Exec<'_>) {
-        self.each_chunk_along(out, Ord::min, |scratch, base, rows| {
+        let earliest: Vec<AtomicI64> = out.iter().map(|_| AtomicI64::new(none)).collect();
+        self.each_chunk_along(out, Ord::min, |scratch, base, output, rows| {
             for start in rows.clone().step_by(LINE) {
-                if exec.interrupt_requested() {
+                // Relaxed: a stale value only means reading more than needed.
+                if exec.interrupt_requested()
+                    || start as i64 > earliest[output].load(Ordering::Relaxed)
+                {
                     break;
                 }
                 let len = LINE.min(rows.end - start);
@@ -999,7 +1006,9 @@ impl Launch<'_> {
                     Err(holds) => holds.then_some(0),
                 };
                 if let Some(at) = found {
-                    return (start + at) as i64;
+                    let row = (start + at) as i64;
+                    earliest[output].fetch_min(row, Ordering::Relaxed);
+                    return row;
                 }
             }
             none
