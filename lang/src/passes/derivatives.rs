@@ -66,8 +66,8 @@ fn erase_stop_gradients(program: &mut Program) {
     let mut erased = false;
     for block in reachable_blocks(program, program.main) {
         for stmt in &mut program.blocks[block].stmts {
-            if let Expr::Prim(Prim::StopGradient, args) = &stmt.expr {
-                stmt.expr = Expr::Atom(args[0]);
+            if let Some(operand) = stop_gradient_operand(&stmt.expr) {
+                stmt.expr = Expr::Atom(operand);
                 erased = true;
             }
         }
@@ -77,14 +77,26 @@ fn erase_stop_gradients(program: &mut Program) {
     }
 }
 
+/// The operand of a `stop_gradient` statement.
+fn stop_gradient_operand(expr: &Expr) -> Option<Atom> {
+    match expr {
+        Expr::Prim(Prim::StopGradient, args) => Some(args[0]),
+        _ => None,
+    }
+}
+
 fn no_derivatives_left(program: &Program) -> Result<(), String> {
     if innermost_derivative(program, program.main).is_some() {
         return Err("a jvp or vjp is left".into());
     }
-    let stop_gradient = |stmt: &Stmt| matches!(stmt.expr, Expr::Prim(Prim::StopGradient, _));
     let left = reachable_blocks(program, program.main)
         .into_iter()
-        .any(|block| program.blocks[block].stmts.iter().any(stop_gradient));
+        .any(|block| {
+            program.blocks[block]
+                .stmts
+                .iter()
+                .any(|stmt| stop_gradient_operand(&stmt.expr).is_some())
+        });
     if left {
         return Err("a stop_gradient is left".into());
     }
