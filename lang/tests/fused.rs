@@ -94,6 +94,28 @@ fn a_stop_gradient_maximum_leaves_no_kernel_for_its_derivative() {
     );
 }
 
+/// Note [Scatters added in place]: the gradient of `x[r, label r]` is a scatter of one value
+/// per row, which the gradient kernel adds in place instead of reading a zero table; it also
+/// works where the other operand is -0 (the kernel's `0 + y` gives +0, as the interpreter's
+/// zero-based scatter does). The values are the interpreter's bits (1 and 2 threads).
+#[test]
+fn scatters_into_a_sum_are_added_in_place() {
+    let defs = "xs : (Fin 300)=>(Fin 50)=>Float = for r c. select (ordinal c == 7) (-0.0) (sin (n_to_f (ordinal r * 50 + ordinal c)))\n\
+        labels = for r:(Fin 300). (mod (ordinal r * 7) 50) @ (Fin 50)\n\
+        def xent(z: (Fin 300)=>(Fin 50)=>Float) -> Float =\n  mean for r. logsumexp z[r] - z[r, labels[r]]\n\n\
+        def picked(z: (Fin 300)=>(Fin 50)=>Float) -> Float =\n  sum for r. sum for c. xs[r, c] * z[r, c] + z[r, labels[r]] * 2.0\n\n";
+    let mut session = session(Engine::Fused);
+    outputs(&mut session, defs);
+    for expr in ["grad xent xs", "grad picked xs"] {
+        let text = fused_stage(&mut session, expr);
+        assert_eq!(count_lines(&text, "scatter-add"), 1, "{expr}: {text}");
+        assert_eq!(count_lines(&text, "bulk"), 0, "{expr}: {text}");
+    }
+    agrees_with_the_interpreter_on_1_and_2_threads(&format!(
+        "{defs}:p (grad xent xs, grad picked xs)\n"
+    ));
+}
+
 #[test]
 fn the_gradient_of_a_reduce_is_two_scans_and_one_kernel() {
     let mut session = session(Engine::Fused);
@@ -327,16 +349,32 @@ fn agrees_with_the_interpreter_on_1_and_2_threads(src: &str) {
     }
 }
 
-/// A contraction too shallow for a matrix product (depth 10) whose reads are strided across
-/// the output (`w[k, j]` along `k`): its lines run across the output, not 10 points at a time
-/// along the sum, and add in the same order as the interpreter (1 and 2 threads; an output
-/// row of 300 is wider than a segment's minimum, and 70 is not a multiple of a leaf).
+/// A contraction too shallow for a matrix product (depth 6 < `MATMUL_MIN_DEPTH`) whose reads
+/// are strided across the output (`w[k, j]` along `k`): its lines run across the output, not
+/// 6 points at a time along the sum, and add in the same order as the interpreter (1 and 2
+/// threads; an output row of 300 is wider than a segment's minimum, and 70 is not a multiple
+/// of a leaf).
 #[test]
 fn shallow_contractions_with_strided_reads_agree_with_the_interpreter() {
-    let src =
-        "w : (Fin 300)=>(Fin 10)=>Float = for k j. sin (n_to_f (ordinal k * 10 + ordinal j))\n\
-        d : (Fin 70)=>(Fin 10)=>Float = for i j. cos (n_to_f (ordinal i * 10 + ordinal j) * 0.3)\n\
+    let src = "w : (Fin 300)=>(Fin 6)=>Float = for k j. sin (n_to_f (ordinal k * 6 + ordinal j))\n\
+        d : (Fin 70)=>(Fin 6)=>Float = for i j. cos (n_to_f (ordinal i * 6 + ordinal j) * 0.3)\n\
         :p for i k. sum for j. w[k, j] * d[i, j]\n";
+    let mut fused = session(Engine::Fused);
+    outputs(&mut fused, src);
+    let text = fused_stage(&mut fused, "for i k. sum for j. w[k, j] * d[i, j]");
+    assert_eq!(count_lines(&text, "matmul"), 0, "{text}");
+    agrees_with_the_interpreter_on_1_and_2_threads(src);
+}
+
+/// Elementwise kernels whose rows are short (10, 7 and 6 points) and read an operand
+/// broadcast along them run their lines down axis 0 (`Launch::short_rows`), storing each line
+/// down a column: values as the interpreter's, sequential and parallel (35 000 points).
+#[test]
+fn maps_with_short_rows_agree_with_the_interpreter() {
+    let src = "a : (Fin 1024)=>(Fin 10)=>Float = for i j. sin (n_to_f (ordinal i * 10 + ordinal j))\n\
+        b : (Fin 5000)=>(Fin 7)=>Float = for i j. cos (n_to_f (ordinal i * 7 + ordinal j))\n\
+        c : (Fin 300)=>(Fin 20)=>(Fin 6)=>Float = for i j k. sin (n_to_f (ordinal i + 20 * ordinal j + ordinal k))\n\
+        :p (for i j. exp (a[i, j] - a[i, 0]), for i j. b[i, j] * n_to_f (ordinal i), for i j k. c[i, j, k] + c[i, j, 0])\n";
     agrees_with_the_interpreter_on_1_and_2_threads(src);
 }
 

@@ -1,4 +1,4 @@
-//! The kernel IR: what the `fuse` pass (`passes/fuse.rs`) makes of a bulk program's main block
+//! The kernel IR: what the `fuse` pass (`passes/fuse/`) makes of a bulk program's main block
 //! and of its loop bodies over tables, and what the engine (`exec/fused.rs`) runs.
 //!
 //! A [`Schedule`] is a block's statements regrouped into steps, in an order that respects
@@ -17,6 +17,8 @@
 //!   ([`Reduction`]).
 //! - [`MatMul`]: a reduction kernel whose body is the product of two reads, recognised as a
 //!   (batched) matrix product and run on `faer`.
+//! - [`Step::ScatterAdd`]: a scatter added in place into the output of the kernel before it,
+//!   which read the scatter as zero (Note [Scatters added in place] in `passes::fuse`).
 //! - [`Step::Stmt`]: a statement the fuser leaves to the bulk evaluator (`fold`, `scan`,
 //!   `cond`, `scatter`, literal tables, and gathers whose index function is not scalar code).
 //!   A `fold`/`scan` whose body computes tables has a schedule of its own
@@ -205,6 +207,13 @@ pub enum Step {
     MatMul(MatMul),
     /// Statement `index` of the main block, run by the bulk evaluator.
     Stmt(usize),
+    /// Statement `stmt` of the block, a scatter, added into the value of `into` in place: the
+    /// kernel before it computed `into` reading the scatter as zero (Note [Scatters added in
+    /// place] in `passes::fuse::scatter_add`). Binds nothing.
+    ScatterAdd {
+        stmt: usize,
+        into: VarId,
+    },
 }
 
 impl Step {
@@ -214,6 +223,7 @@ impl Step {
             Step::Kernel(kernel) => vec![kernel.output.0],
             Step::MatMul(matmul) => vec![matmul.out],
             Step::Stmt(index) => program.blocks[block].stmts[*index].binders.clone(),
+            Step::ScatterAdd { .. } => Vec::new(),
         }
     }
 
@@ -224,6 +234,11 @@ impl Step {
             Step::Kernel(kernel) => kernel.reads(),
             Step::MatMul(matmul) if matmul.lhs.var == matmul.rhs.var => vec![matmul.lhs.var],
             Step::MatMul(matmul) => vec![matmul.lhs.var, matmul.rhs.var],
+            Step::ScatterAdd { stmt, into } => {
+                let mut vars = Step::Stmt(*stmt).reads(program, block);
+                vars.push(*into);
+                vars
+            }
             Step::Stmt(index) => {
                 let expr = &program.blocks[block].stmts[*index].expr;
                 let mut vars: Vec<VarId> =
@@ -249,7 +264,7 @@ impl Step {
             Step::MatMul(matmul) => {
                 Some(2 * matmul.shape.iter().map(|&dim| dim as u64).product::<u64>())
             }
-            Step::Kernel(_) | Step::Stmt(_) => None,
+            Step::Kernel(_) | Step::Stmt(_) | Step::ScatterAdd { .. } => None,
         }
     }
 }
@@ -328,7 +343,7 @@ impl Schedule {
             match step {
                 Step::Kernel(_) => counts.0 += 1,
                 Step::MatMul(_) => counts.1 += 1,
-                Step::Stmt(_) => counts.2 += 1,
+                Step::Stmt(_) | Step::ScatterAdd { .. } => counts.2 += 1,
             }
         }
         counts
@@ -494,6 +509,12 @@ impl fmt::Display for ScheduleDisplay<'_> {
                         None => writeln!(f, "  bulk k{number}: {}", stmt_text(program, stmt, 1))?,
                     }
                 }
+                Step::ScatterAdd { stmt, into } => writeln!(
+                    f,
+                    "  scatter-add k{number} into {}: {}",
+                    var_name(program, *into),
+                    stmt_text(program, &block.stmts[*stmt], 1)
+                )?,
             }
         }
         let results: Vec<String> = block

@@ -1,4 +1,4 @@
-//! The fused engine: runs a [`Schedule`] (`core/kernel.rs`, made by `passes/fuse.rs`).
+//! The fused engine: runs a [`Schedule`] (`core/kernel.rs`, made by `passes/fuse/`).
 //!
 //! Kernels run as a vectorised interpreter (`lanes.rs`): the iteration space is cut into lines
 //! of at most `LINE` points along one axis, every node of the body is computed for a whole line
@@ -36,7 +36,7 @@ use super::reduce::{ColumnSums, RUN_LEVEL};
 use super::tensor::{Element, Tensor};
 use super::{Exec, Res, Slot, PAR_THRESHOLD};
 use crate::core::interp::InterpError;
-use crate::core::ir::{Atom, Program, Scalar, VarId};
+use crate::core::ir::{Atom, Expr, Program, Scalar, VarId};
 use crate::core::kernel::{
     Affine, Coord, Kernel, MatMul, MatOperand, Node, NodeId, Reduction, Schedule, Step,
 };
@@ -84,6 +84,14 @@ impl Exec<'_> {
                     let tensor = self.run_matmul(matmul)?;
                     self.env[matmul.out] = Some(Slot::plain(tensor));
                     self.report.matmuls += 1;
+                }
+                Step::ScatterAdd { stmt, into } => {
+                    let Expr::Scatter { shape, array, body } = &block.stmts[*stmt].expr else {
+                        unreachable!("fuse adds scatters in place")
+                    };
+                    let target = self.env[*into].take().expect("computed by the step before");
+                    let sum = self.scatter_add(shape, array, *body, target.tensor)?;
+                    self.env[*into] = Some(Slot::plain(sum));
                 }
                 Step::Stmt(index) => {
                     let stmt = &block.stmts[*index];
@@ -197,7 +205,9 @@ fn step_op(step: &Step, block: &crate::core::ir::Block) -> String {
         }) => reduction.name().to_string(),
         Step::Kernel(_) => "for".to_string(),
         Step::MatMul(_) => "matrix product".to_string(),
-        Step::Stmt(index) => crate::core::print::expr_name(&block.stmts[*index].expr).to_string(),
+        Step::Stmt(index) | Step::ScatterAdd { stmt: index, .. } => {
+            crate::core::print::expr_name(&block.stmts[*index].expr).to_string()
+        }
     }
 }
 
@@ -578,7 +588,7 @@ impl<'k> Launch<'k> {
         if row_len == 0 || out.is_empty() {
             return;
         }
-        if last > 0 && self.strided_across() {
+        if last > 0 && (self.strided_across() || self.short_rows()) {
             self.map_down(out, exec);
             return;
         }
@@ -637,6 +647,15 @@ impl<'k> Launch<'k> {
                 || self.scratch(),
                 |lanes, (row, start, dst)| f(lanes, row, start, dst),
             );
+    }
+
+    /// Whether an elementwise kernel's rows (its last axis, after `merge_axes`) are too short
+    /// for lines along them and axis 0 is longer: a `[1024, 10]` kernel that reads a
+    /// `[1024]` operand along its rows would be 1024 lines of 10 points, each paying a line's
+    /// fixed cost, where lines down axis 0 are 10 lines of 1024.
+    fn short_rows(&self) -> bool {
+        let width = self.shape[self.shape.len() - 1];
+        width < WIDE && self.shape[0] > width
     }
 
     /// An elementwise kernel whose reads are strided across its last axis but not down axis

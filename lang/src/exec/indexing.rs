@@ -8,7 +8,9 @@
 use rayon::prelude::*;
 
 use super::lanes::LaneElem;
-use super::tensor::{from_vec, standard_slice, with_tensor, Element, Nd, Tensor};
+use super::tensor::{
+    from_vec, into_standard_vec, standard_slice, with_tensor, Element, Nd, Tensor,
+};
 use super::{MIN_CHUNK, PAR_THRESHOLD};
 
 /// The row offset of a point whose index is out of range.
@@ -192,27 +194,46 @@ pub fn gather_rows(source: &Tensor, n_sub: usize, rows: &Rows, shape: &[usize]) 
 /// agree bit for bit); out-of-range targets are dropped.
 pub fn scatter_rows(source: &Tensor, n_sub: usize, rows: &Rows, shape: &[usize]) -> Tensor {
     fn typed<T: LaneElem>(source: &Nd<T>, n_sub: usize, rows: &Rows, shape: &[usize]) -> Nd<T> {
-        let data = standard_slice(source);
-        let refs = rows.refs();
         // Zeroed on every thread, in a dead buffer if there is one: written by the few
         // scattered rows only, fresh memory cost a page fault per page they touched.
         let len = shape.iter().product();
         let buffer = super::pool::reuse::<T>(len).unwrap_or_default();
         let mut out = super::lanes::zeros_into(buffer, len);
-        for point in 0..rows.n_points {
-            let offset = row_offset(&refs, &rows.lead_shape, point);
-            if offset == OUT_OF_RANGE {
-                continue;
-            }
-            let src = &data[point * n_sub..(point + 1) * n_sub];
-            let dst = &mut out[offset * n_sub..(offset + 1) * n_sub];
-            for (slot, &x) in dst.iter_mut().zip(src) {
-                *slot = slot.add(x);
-            }
-        }
+        add_rows(source, n_sub, rows, &mut out);
         from_vec(shape, out)
     }
     with_tensor!(source, a => wrap(typed(a, n_sub, rows, shape)))
+}
+
+/// `into` with the rows of `source` (`n_sub` elements each) added at the targets `rows`
+/// gives it, in index order (`scatter_rows` into `into` instead of zeros). Updates `into`'s
+/// buffer when nothing else holds it.
+pub fn add_rows_into(source: &Tensor, n_sub: usize, rows: &Rows, into: Tensor) -> Tensor {
+    fn typed<T: LaneElem>(source: &Nd<T>, n_sub: usize, rows: &Rows, into: Tensor) -> Nd<T> {
+        let into = T::take(into).expect("a scatter adds into its own element type");
+        let shape = into.shape().to_vec();
+        let mut out = into_standard_vec(into);
+        add_rows(source, n_sub, rows, &mut out);
+        from_vec(&shape, out)
+    }
+    with_tensor!(source, a => wrap(typed(a, n_sub, rows, into)))
+}
+
+/// Adds row `point` of `source` into row `rows[point]` of `out`, for every point in range.
+fn add_rows<T: LaneElem>(source: &Nd<T>, n_sub: usize, rows: &Rows, out: &mut [T]) {
+    let data = standard_slice(source);
+    let refs = rows.refs();
+    for point in 0..rows.n_points {
+        let offset = row_offset(&refs, &rows.lead_shape, point);
+        if offset == OUT_OF_RANGE {
+            continue;
+        }
+        let src = &data[point * n_sub..(point + 1) * n_sub];
+        let dst = &mut out[offset * n_sub..(offset + 1) * n_sub];
+        for (slot, &x) in dst.iter_mut().zip(src) {
+            *slot = slot.add(x);
+        }
+    }
 }
 
 /// Wraps a typed array back into a `Tensor` (the element type picks the variant).

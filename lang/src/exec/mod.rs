@@ -635,7 +635,7 @@ impl Exec<'_> {
     }
 
     /// One step of a loop: the body's schedule when the fuser made one (Note [Loop bodies] in
-    /// `passes/fuse.rs`), else its statements one by one.
+    /// `passes/fuse/`), else its statements one by one.
     fn run_loop_body(&mut self, body: BlockId, args: Vec<Slot>) -> Res<Vec<Slot>> {
         match self.loop_schedules.get(&body).copied() {
             Some(schedule) => self.run_schedule(schedule, args, false),
@@ -797,6 +797,31 @@ impl Exec<'_> {
 
     /// `scatter sh t (λ[i…]. ix)`.
     fn scatter(&mut self, shape: &[usize], array: &Atom, body: BlockId) -> Res<Tensor> {
+        let (array, n_sub, rows) = self.scattered_rows(shape, array, body)?;
+        Ok(indexing::scatter_rows(&array, n_sub, &rows, shape))
+    }
+
+    /// `scatter shape array body` added into `into` (of `shape`) in place, as a schedule's
+    /// `Step::ScatterAdd` runs it.
+    pub(super) fn scatter_add(
+        &mut self,
+        shape: &[usize],
+        array: &Atom,
+        body: BlockId,
+        into: Tensor,
+    ) -> Res<Tensor> {
+        let (array, n_sub, rows) = self.scattered_rows(shape, array, body)?;
+        Ok(indexing::add_rows_into(&array, n_sub, &rows, into))
+    }
+
+    /// The scattered array, the length of its rows (its trailing axes) and the targets of its
+    /// rows (the index function at every point of its leading axes).
+    fn scattered_rows(
+        &mut self,
+        shape: &[usize],
+        array: &Atom,
+        body: BlockId,
+    ) -> Res<(Tensor, usize, Rows)> {
         let array = self.tensor(array);
         let block = &self.program.blocks[body];
         let n_params = block.params.len();
@@ -805,7 +830,7 @@ impl Exec<'_> {
         let n_sub: usize = array.shape()[n_params..].iter().product();
         // Out-of-range targets are dropped, in strict mode too (dropping is not a read).
         let rows = self.index_fn(body, &grid, &shape[..n_lead], None)?;
-        Ok(indexing::scatter_rows(&array, n_sub, &rows, shape))
+        Ok((array, n_sub, rows))
     }
 
     /// Evaluates the index function `body` at every point of `grid` and returns its results

@@ -214,7 +214,7 @@ pub fn standard_slice<T: Element>(array: &Nd<T>) -> Cow<'_, [T]> {
 
 /// An owned row-major copy of the elements (zero-copy when the array is the sole owner of a
 /// row-major buffer it covers exactly).
-fn into_standard_vec<T: LaneElem>(array: Nd<T>) -> Vec<T> {
+pub(super) fn into_standard_vec<T: LaneElem>(array: Nd<T>) -> Vec<T> {
     let n_elems = array.len();
     if n_elems == 0 {
         return Vec::new();

@@ -48,6 +48,7 @@ pub fn render(
                 None => "kernel".to_string(),
             },
             Step::MatMul(_) => "matmul".to_string(),
+            Step::ScatterAdd { .. } => "scatter-add".to_string(),
             Step::Stmt(index) => format!(
                 "{} {}",
                 if schedule.loop_body(program, step).is_some() {
@@ -58,8 +59,22 @@ pub fn render(
                 crate::core::print::expr_name(&block.stmts[*index].expr)
             ),
         };
-        let read = bytes(step.reads(program, schedule.block));
-        let written = bytes(step.outputs(program, schedule.block));
+        let (read, written) = match step {
+            // It reads its scatter's operands and adds one value per element of the scattered
+            // array, not the whole of the value it updates.
+            Step::ScatterAdd { stmt, .. } => {
+                let scattered = Step::Stmt(*stmt).reads(program, schedule.block);
+                let added: Vec<VarId> = crate::core::visit::expr_atoms(&block.stmts[*stmt].expr)
+                    .into_iter()
+                    .filter_map(crate::core::visit::var_of)
+                    .collect();
+                (bytes(scattered), bytes(added))
+            }
+            _ => (
+                bytes(step.reads(program, schedule.block)),
+                bytes(step.outputs(program, schedule.block)),
+            ),
+        };
         let seconds = time.as_secs_f64();
         let rate = match step.flops() {
             Some(flops) => format!(

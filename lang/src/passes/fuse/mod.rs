@@ -22,7 +22,9 @@
 //!   are materialised.
 //!
 //! Which variables are materialised (Note [Materialise or recompute]) decides the kernels: one
-//! per materialised variable bound by a pull or reduction statement.
+//! per materialised variable bound by a pull or reduction statement. A scatter whose one
+//! reader adds it to something is added into that reader's output in place (`scatter_add`,
+//! Note [Scatters added in place]).
 //!
 //! Assumes a verified bulk program (no `build1` in `main`; loop bodies are fused, other nested blocks are not).
 //! Guarantees: running the schedule gives the values of running the program, bit for bit, for
@@ -68,6 +70,8 @@
 // `Read` of the schedule reads in range, and views below the gather see only in-range
 // coordinates.
 
+mod scatter_add;
+
 use std::collections::{HashMap, HashSet};
 
 use super::pipeline::{Pass, PassKind};
@@ -92,7 +96,7 @@ pub const PASS: Pass = Pass {
 /// A contraction runs as a matrix product when it has at least this many multiply-adds and
 /// a reduced axis of at least `MATMUL_MIN_DEPTH`; smaller ones stay loop kernels.
 pub const MATMUL_MIN_WORK: usize = 1 << 15;
-pub const MATMUL_MIN_DEPTH: usize = 16;
+pub const MATMUL_MIN_DEPTH: usize = 8;
 
 /// Fuses the main block of `program`, and the bodies of its loops over tables.
 pub fn run(program: &Program) -> Schedule {
@@ -143,7 +147,7 @@ fn schedule_block(program: &Program, block: BlockId) -> Schedule {
     }
     Schedule {
         block,
-        steps,
+        steps: scatter_add::add_scatters_in_place(program, block, steps),
         loop_bodies,
     }
 }
