@@ -81,8 +81,12 @@ pub(super) fn eval(
             .map(|column| column.into_tensor(rest))
             .collect());
     }
-    // (3) Every chunk rescanned from its carry, into its block of the outputs.
-    let mut outputs = code.columns(n_rows * m);
+    // (3) Every chunk rescanned from its carry, into its block of the outputs. The blocks
+    // cover the outputs, so kept buffers serve (fresh ones cost a page fault per 4 KB).
+    let mut outputs: Vec<Column> = code.reg_elems[..code.k]
+        .iter()
+        .map(|&elem| super::pool::take(elem, n_rows * m))
+        .collect();
     let mut blocks: Vec<Vec<BlockMut>> = tasks.iter().map(|_| Vec::new()).collect();
     for output in &mut outputs {
         for (task_blocks, block) in blocks.iter_mut().zip(split_blocks(output, m, &tasks)) {
@@ -155,6 +159,14 @@ struct Work {
     out_tiles: Vec<Column>,
 }
 
+impl Drop for Work {
+    fn drop(&mut self) {
+        for tile in self.tiles.drain(..).chain(self.out_tiles.drain(..)) {
+            super::pool::give_column(tile);
+        }
+    }
+}
+
 impl LaneCode {
     fn new(code: &ScalarCode) -> LaneCode {
         let mut consts = Vec::new();
@@ -202,9 +214,19 @@ impl LaneCode {
                 .collect(),
             offsets: Vec::with_capacity(LINE),
             aux: Vec::with_capacity(LINE),
-            tiles: self.columns(TILE_ROWS * LINE),
-            out_tiles: self.columns(TILE_ROWS * LINE),
+            tiles: self.tiles(),
+            out_tiles: self.tiles(),
         }
+    }
+
+    /// A tile per component. Kept buffers serve (`Work` gives them back when dropped): rayon
+    /// makes a `Work` for every split of a parallel pass, and fresh memory for its tiles
+    /// costs a page fault per 4 KB each time.
+    fn tiles(&self) -> Vec<Column> {
+        self.reg_elems[..self.k]
+            .iter()
+            .map(|&elem| super::pool::take(elem, TILE_ROWS * LINE))
+            .collect()
     }
 
     /// A column of `len` values per component (the operands' element types).

@@ -65,6 +65,13 @@ pub fn give(tensor: Tensor) {
         return;
     }
     if let Some(column) = Column::from_unique(tensor) {
+        give_column(column);
+    }
+}
+
+/// Keeps a scratch buffer its owner is done with, if it is big enough to be worth keeping.
+pub fn give_column(column: Column) {
+    if byte_len(column.elem(), column.len()) >= MIN_BYTES {
         keep(column);
     }
 }
