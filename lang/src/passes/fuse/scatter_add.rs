@@ -23,6 +23,7 @@
 
 use crate::core::ir::{Atom, BlockId, Expr, Program, Scalar, VarId};
 use crate::core::kernel::{Affine, Coord, Kernel, Node, NodeId, Step};
+use crate::core::visit::var_of;
 use crate::prim::Prim;
 
 /// `steps` (a schedule of `block`) with each scatter that its one reader can add in place
@@ -36,10 +37,8 @@ pub(super) fn add_scatters_in_place(
     let results: Vec<VarId> = program.blocks[block]
         .results
         .iter()
-        .filter_map(|atom| match atom {
-            Atom::Var(var) => Some(*var),
-            Atom::Lit(_) => None,
-        })
+        .copied()
+        .filter_map(var_of)
         .collect();
     let mut steps: Vec<Option<Step>> = steps.into_iter().map(Some).collect();
     // From the last step back: inserting a step after a reader shifts only steps already seen.
