@@ -361,6 +361,27 @@ fn the_transposed_stage_of_a_cumprod_gradient_is_a_parallel_scan() {
     }
 }
 
+/// The prelude's `prod` is a `reduce` (a parallel tree), and so is its gradient's primal
+/// pass: no sequential loop in either stage.
+#[test]
+fn prod_and_its_gradient_are_monoid_reductions() {
+    let mut session = session(Engine::Fused);
+    for (stage, expr, monoid) in [
+        ("core", "prod [2., 3., 4.]", "= reduce ("),
+        (
+            "transposed",
+            "grad (\\x. prod x) [2., 0., 4.]",
+            "= assoc_scan_right (",
+        ),
+    ] {
+        let text = stage_text(&mut session, stage, expr);
+        assert!(text.contains(monoid), "{expr}:\n{text}");
+        for keyword in ["= scan ", "= fold "] {
+            assert!(!text.contains(keyword), "{keyword} in {expr}:\n{text}");
+        }
+    }
+}
+
 const ENGINE_DEFS: &str = "n = 5000\nx : (Fin n)=>Float = for i. sin (n_to_f (ordinal i)) + 1.0\n";
 
 /// Several chunks of Note [Monoid order], float operators that are not exactly associative.
