@@ -103,16 +103,26 @@ fn scatters_into_a_sum_are_added_in_place() {
     let defs = "xs : (Fin 300)=>(Fin 50)=>Float = for r c. select (ordinal c == 7) (-0.0) (sin (n_to_f (ordinal r * 50 + ordinal c)))\n\
         labels = for r:(Fin 300). (mod (ordinal r * 7) 50) @ (Fin 50)\n\
         def xent(z: (Fin 300)=>(Fin 50)=>Float) -> Float =\n  mean for r. logsumexp z[r] - z[r, labels[r]]\n\n\
-        def picked(z: (Fin 300)=>(Fin 50)=>Float) -> Float =\n  sum for r. sum for c. xs[r, c] * z[r, c] + z[r, labels[r]] * 2.0\n\n";
+        def picked(z: (Fin 300)=>(Fin 50)=>Float) -> Float =\n  sum for r. sum for c. xs[r, c] * z[r, c] + z[r, labels[r]] * 2.0\n\n\
+        def shifted(z: (Fin 300)=>(Fin 50)=>Float) -> Float =\n  sum for r. sum for c. xs[r, c] * z[r, c] + z[r, (ordinal labels[r] + 45) @ (Fin 50)]\n\n\
+        t : (Fin 40)=>(Fin 50)=>(Fin 30)=>Float = for i j k. cos (n_to_f (ordinal i * 1500 + ordinal j * 30 + ordinal k))\n\
+        def rows(z: (Fin 40)=>(Fin 50)=>(Fin 30)=>Float) -> Float =\n  sum for i. sum for j. sum for k. t[i, j, k] * z[i, j, k] + 3.0 * z[i, labels[(ordinal i) @ (Fin 300)], k]\n\n";
     let mut session = session(Engine::Fused);
     outputs(&mut session, defs);
-    for expr in ["grad xent xs", "grad picked xs"] {
+    // `shifted` reads out of range for some rows (zero; the scatter drops those targets),
+    // `rows` scatters rows of 30 values (trailing axis) at `[i, labels i]`.
+    for expr in [
+        "grad xent xs",
+        "grad picked xs",
+        "grad shifted xs",
+        "grad rows t",
+    ] {
         let text = fused_stage(&mut session, expr);
         assert_eq!(count_lines(&text, "scatter-add"), 1, "{expr}: {text}");
         assert_eq!(count_lines(&text, "bulk"), 0, "{expr}: {text}");
     }
     agrees_with_the_interpreter_on_1_and_2_threads(&format!(
-        "{defs}:p (grad xent xs, grad picked xs)\n"
+        "{defs}:p (grad xent xs, grad picked xs, grad shifted xs, grad rows t)\n"
     ));
 }
 
