@@ -34,7 +34,7 @@ use std::fmt;
 use super::ids::IdVec;
 use super::ir::{Atom, BlockId, Elem, Program, Scalar, VarId};
 use super::print::{atom_text, scalar_text, shape_text, stmt_text, var_text as var_name};
-use super::visit::{collect_uses, var_of};
+use super::visit::collect_expr_uses;
 use super::visit::{expr_atoms, expr_blocks};
 use crate::define_id;
 use crate::prim::Prim;
@@ -240,12 +240,12 @@ impl Step {
                 vars
             }
             Step::Stmt(index) => {
-                let expr = &program.blocks[block].stmts[*index].expr;
-                let mut vars: Vec<VarId> =
-                    expr_atoms(expr).into_iter().filter_map(var_of).collect();
-                for block in expr_blocks(expr) {
-                    collect_uses(program, block, &mut vars);
-                }
+                let mut vars = Vec::new();
+                collect_expr_uses(
+                    program,
+                    &program.blocks[block].stmts[*index].expr,
+                    &mut vars,
+                );
                 let mut seen = Vec::new();
                 vars.retain(|var| {
                     let new = !seen.contains(var);

@@ -163,12 +163,17 @@ pub fn reachable_blocks(program: &Program, block: BlockId) -> Vec<BlockId> {
 pub fn collect_uses(program: &Program, block: BlockId, out: &mut Vec<super::ir::VarId>) {
     let block = &program.blocks[block];
     for stmt in &block.stmts {
-        out.extend(expr_atoms(&stmt.expr).into_iter().filter_map(var_of));
-        for nested in expr_blocks(&stmt.expr) {
-            collect_uses(program, nested, out);
-        }
+        collect_expr_uses(program, &stmt.expr, out);
     }
     out.extend(block.results.iter().copied().filter_map(var_of));
+}
+
+/// The variables an expression uses: its atoms, and what its nested blocks use.
+pub fn collect_expr_uses(program: &Program, expr: &Expr, out: &mut Vec<super::ir::VarId>) {
+    out.extend(expr_atoms(expr).into_iter().filter_map(var_of));
+    for nested in expr_blocks(expr) {
+        collect_uses(program, nested, out);
+    }
 }
 
 /// The variables a block and its nested blocks define (parameters and binders).

@@ -83,10 +83,7 @@ pub(super) fn eval(
     }
     // (3) Every chunk rescanned from its carry, into its block of the outputs. The blocks
     // cover the outputs, so kept buffers serve (fresh ones cost a page fault per 4 KB).
-    let mut outputs: Vec<Column> = code.reg_elems[..code.k]
-        .iter()
-        .map(|&elem| super::pool::take(elem, n_rows * m))
-        .collect();
+    let mut outputs = code.pooled_columns(n_rows * m);
     let mut blocks: Vec<Vec<BlockMut>> = tasks.iter().map(|_| Vec::new()).collect();
     for output in &mut outputs {
         for (task_blocks, block) in blocks.iter_mut().zip(split_blocks(output, m, &tasks)) {
@@ -214,18 +211,20 @@ impl LaneCode {
                 .collect(),
             offsets: Vec::with_capacity(LINE),
             aux: Vec::with_capacity(LINE),
-            tiles: self.tiles(),
-            out_tiles: self.tiles(),
+            // Kept buffers (`Work` gives them back when dropped): rayon makes a `Work` for
+            // every split of a parallel pass, and fresh memory for its tiles would cost a
+            // page fault per 4 KB each time.
+            tiles: self.pooled_columns(TILE_ROWS * LINE),
+            out_tiles: self.pooled_columns(TILE_ROWS * LINE),
         }
     }
 
-    /// A tile per component. Kept buffers serve (`Work` gives them back when dropped): rayon
-    /// makes a `Work` for every split of a parallel pass, and fresh memory for its tiles
-    /// costs a page fault per 4 KB each time.
-    fn tiles(&self) -> Vec<Column> {
+    /// `columns` from the buffer pool: unspecified contents, for a caller that writes
+    /// every element before reading it.
+    fn pooled_columns(&self, len: usize) -> Vec<Column> {
         self.reg_elems[..self.k]
             .iter()
-            .map(|&elem| super::pool::take(elem, TILE_ROWS * LINE))
+            .map(|&elem| super::pool::take(elem, len))
             .collect()
     }
 

@@ -11,7 +11,8 @@
 //! value after its last reader (`Exec::release`) and it owns its buffer alone, the buffer
 //! comes here; `take` hands it to the next kernel output of the same element type and
 //! length, which overwrites every element. The session gives back what it drops too: the
-//! results of a `%bench` run, a value replaced by a new one of the same name (`recycle`).
+//! results of a `%bench` run, a value replaced by a new one of the same name (`recycle`),
+//! and scratch buffers their owner is done with (`give_column`: a monoid scan's tiles).
 //! The pool is shared by all runs of the process
 //! (a function called again, `%bench`, a training loop) and bounded (`MAX_BYTES`); small
 //! buffers are not kept (`MIN_BYTES`), the allocator serves them well.

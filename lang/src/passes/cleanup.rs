@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::core::ir::{Atom, BlockId, Expr, Program, VarId};
-use crate::core::visit::{collect_uses, expr_atoms, expr_blocks};
+use crate::core::visit::{collect_expr_uses, expr_atoms};
 use crate::core::visit::{map_block_atoms, reachable_blocks, var_of};
 
 pub fn run(program: &mut Program) {
@@ -173,13 +173,8 @@ fn components_read(program: &Program, op: BlockId, n: usize) -> Vec<HashSet<usiz
         reads.insert(param, HashSet::from([position % n]));
     }
     for stmt in &block.stmts {
-        let mut uses: Vec<VarId> = expr_atoms(&stmt.expr)
-            .into_iter()
-            .filter_map(var_of)
-            .collect();
-        for nested in expr_blocks(&stmt.expr) {
-            collect_uses(program, nested, &mut uses);
-        }
+        let mut uses: Vec<VarId> = Vec::new();
+        collect_expr_uses(program, &stmt.expr, &mut uses);
         let from: HashSet<usize> = uses
             .iter()
             .filter_map(|var| reads.get(var))

@@ -206,7 +206,6 @@ arith_signed!(i32, i64);
 arith_unsigned!(u32, u64);
 arith_float!(f32, f64);
 
-/// Differentiability of the arithmetic family.
 /// Operand-order rule: `+`, `*`, `min` and `max` are commutative (float `min`/`max` exactly,
 /// Note [Float selections]).
 pub fn argument_order(op: ArithOp) -> super::ArgumentOrder {
@@ -222,6 +221,7 @@ pub fn argument_order(op: ArithOp) -> super::ArgumentOrder {
     }
 }
 
+/// Differentiability of the arithmetic family.
 pub fn linearity(op: ArithOp) -> super::Linearity {
     use super::Linearity;
     match op {

@@ -145,7 +145,6 @@ fn compare(operands: &[Scalar]) -> Option<Ordering> {
     }
 }
 
-/// Differentiability of the comparison family.
 /// Operand-order rule: equality and the logic operators are commutative; `a > b` is `b < a`.
 pub fn argument_order(op: CompareOp) -> super::ArgumentOrder {
     use super::{ArgumentOrder, Prim};
@@ -162,6 +161,7 @@ pub fn argument_order(op: CompareOp) -> super::ArgumentOrder {
     }
 }
 
+/// Differentiability of the comparison family.
 pub fn linearity(op: CompareOp) -> super::Linearity {
     use super::Linearity;
     match op {

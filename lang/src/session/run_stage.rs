@@ -7,7 +7,7 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use crate::core::ir::{Program, VarId};
+use crate::core::ir::{Expr, Program, VarId};
 use crate::core::kernel::{Schedule, Step};
 use crate::passes::pipeline::PassTime;
 
@@ -63,12 +63,14 @@ pub fn render(
             // It reads its scatter's operands and adds one value per element of the scattered
             // array, not the whole of the value it updates.
             Step::ScatterAdd { stmt, .. } => {
-                let scattered = Step::Stmt(*stmt).reads(program, schedule.block);
-                let added: Vec<VarId> = crate::core::visit::expr_atoms(&block.stmts[*stmt].expr)
-                    .into_iter()
-                    .filter_map(crate::core::visit::var_of)
-                    .collect();
-                (bytes(scattered), bytes(added))
+                let added = match &block.stmts[*stmt].expr {
+                    Expr::Scatter { array, .. } => program.atom_ty(array).n_bytes(),
+                    other => unreachable!("a scatter-add step runs a scatter, not {other:?}"),
+                };
+                (
+                    bytes(Step::Stmt(*stmt).reads(program, schedule.block)),
+                    added,
+                )
             }
             _ => (
                 bytes(step.reads(program, schedule.block)),
