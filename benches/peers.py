@@ -336,6 +336,30 @@ def w_cumprod_assoc(s):
     return cumprod_workload(s, lambda v: jax.lax.associative_scan(jnp.multiply, v))
 
 
+def w_loop(s):
+    """Issue 7 §4: a sequential loop, f(x) = aₙ with aᵢ₊₁ = ½aᵢ² + xᵢ. JAX runs `lax.scan`;
+    NumPy has no vector form of the recurrence: a Python loop."""
+    n = s["n"]
+    x = c(0.3) * np.sin(ar(n) * c(0.37))
+
+    def f(v):
+        return jax.lax.scan(lambda a, xi: (0.5 * a * a + xi, None), jnp.float32(0.0), v)[0]
+
+    def python_loop(v):
+        a = 0.0
+        for xi in v.tolist():
+            a = 0.5 * a * a + xi
+        return a
+
+    return dict(
+        args=(x,),
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=python_loop, np_grad=None,
+        ref_primal=[python_loop(x.astype(F64))],
+        grad_checks=lambda g: [chk1(g)],
+    )
+
+
 def w_micro_add(s):
     n = s["n"]
     x = np.sin(ar(n) * c(0.37))
@@ -413,6 +437,7 @@ BUILDERS = {
     "gmm.dx": w_gmm,
     "micro_max.dx": w_micro_max,
     "cumprod.dx": w_cumprod,
+    "loop.dx": w_loop,
     "micro_add.dx": w_micro_add,
     "micro_scale.dx": w_micro_scale,
     "nnmf.dx": w_nnmf,

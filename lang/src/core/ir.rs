@@ -158,6 +158,19 @@ impl Scalar {
         }
     }
 
+    /// The value of element type `elem` whose `bits` are given (the inverse of `bits`).
+    pub fn from_bits(elem: Elem, bits: u64) -> Scalar {
+        match elem {
+            Elem::F32 => Scalar::F32(f32::from_bits(bits as u32)),
+            Elem::F64 => Scalar::F64(f64::from_bits(bits)),
+            Elem::I32 => Scalar::I32(bits as u32 as i32),
+            Elem::I64 => Scalar::I64(bits as i64),
+            Elem::U32 => Scalar::U32(bits as u32),
+            Elem::U64 => Scalar::U64(bits),
+            Elem::Bool => Scalar::Bool(bits != 0),
+        }
+    }
+
     /// The zero of an element type (`False` for `Bool`).
     pub fn zero(elem: Elem) -> Scalar {
         match elem {

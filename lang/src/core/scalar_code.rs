@@ -46,6 +46,24 @@ pub enum Op {
     },
 }
 
+impl Op {
+    /// The register the operation writes.
+    pub fn dst(&self) -> usize {
+        match self {
+            Op::Copy { dst, .. } | Op::Prim { dst, .. } | Op::Read { dst, .. } => *dst,
+        }
+    }
+
+    /// The operands the operation reads (a read's index).
+    pub fn operands(&self) -> &[Operand] {
+        match self {
+            Op::Copy { src, .. } => std::slice::from_ref(src),
+            Op::Prim { args, .. } => args,
+            Op::Read { index, .. } => index,
+        }
+    }
+}
+
 /// A scalar block compiled to operations on registers.
 #[derive(Clone, Debug)]
 pub struct ScalarCode {

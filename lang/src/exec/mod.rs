@@ -74,9 +74,11 @@ mod elementwise;
 mod fused;
 mod indexing;
 mod lanes;
+mod loop_blocks;
 mod monoid;
 pub mod pool;
 mod reduce;
+mod register_code;
 mod scalar_loop;
 pub mod tensor;
 #[cfg(test)]
@@ -93,12 +95,11 @@ use crate::core::ids::IdVec;
 use crate::core::interp::InterpError;
 use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Scalar, Stmt, VarId};
 use crate::core::kernel::Schedule;
-use crate::core::scalar_code::ScalarCode;
 use crate::core::value::{Array, ArrayData};
 use crate::core::visit::var_of;
 use crate::core::visit::{expr_atoms, expr_blocks};
 use indexing::{IndexCol, Rows};
-use scalar_loop::LoopRun;
+use scalar_loop::{CompiledLoop, LoopRun};
 use tensor::{from_vec, replicate, stack, standard_slice, Tensor};
 
 /// Arrays with at least this many elements are processed in parallel.
@@ -129,6 +130,9 @@ pub struct ExecReport {
     pub matmuls: usize,
     /// `fold`/`scan` statements whose bodies ran on scalar registers (`scalar_loop`).
     pub scalar_loops: usize,
+    /// Of those, the loops whose carry-free operations ran a block of iterations at a time
+    /// (`loop_blocks`).
+    pub blocked_loops: usize,
     /// The time each step of the main block's schedule took (by `run_fused`; the `run`
     /// stage derives what the steps moved from the schedule).
     pub step_times: Vec<std::time::Duration>,
@@ -330,7 +334,7 @@ struct Exec<'a> {
     dying: IdVec<BlockId, Option<Arc<Vec<Vec<VarId>>>>>,
     /// Loop bodies compiled to scalar operations (`scalar_loop`), by body; `None` for a body
     /// that is not all scalars. Filled when a loop first runs.
-    scalar_bodies: HashMap<BlockId, Option<Arc<ScalarCode>>>,
+    scalar_bodies: HashMap<BlockId, Option<Arc<CompiledLoop>>>,
     /// The schedules of loop bodies (`fused.rs`; empty on the bulk evaluator), by body.
     loop_schedules: HashMap<BlockId, &'a Schedule>,
     /// Per scheduled block, the variables dropped after each step (`Exec::schedule_dying`).
@@ -656,7 +660,7 @@ impl Exec<'_> {
         let compiled = self
             .scalar_bodies
             .entry(body)
-            .or_insert_with(|| ScalarCode::compile(program, body).map(Arc::new))
+            .or_insert_with(|| CompiledLoop::new(program, body).map(Arc::new))
             .clone();
         let Some(compiled) = compiled else {
             return Ok(None);
@@ -670,11 +674,15 @@ impl Exec<'_> {
             size,
             init: init.iter().map(|atom| scalar_of(self, atom)).collect(),
             outer_scalars: compiled
+                .body
+                .code
                 .outer_scalars
                 .iter()
                 .map(|(var, _)| scalar_of(self, &Atom::Var(*var)))
                 .collect(),
             tables: compiled
+                .body
+                .code
                 .tables
                 .iter()
                 .map(|var| self.tensor(&Atom::Var(*var)))
@@ -686,8 +694,10 @@ impl Exec<'_> {
             strict: self.config.strict,
             check_interrupt: &|| self.interrupted(),
         };
+        let blocked = compiled.blocks(&run).is_some();
         let res = scalar_loop::run(&compiled, run)?;
-        self.report.statements += size * compiled.ops.len();
+        self.report.blocked_loops += usize::from(blocked);
+        self.report.statements += size * compiled.body.code.ops.len();
         self.report.scalar_loops += 1;
         Ok(Some(res))
     }

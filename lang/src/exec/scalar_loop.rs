@@ -1,28 +1,35 @@
-//! Loops whose bodies compute only scalars, run on scalars instead of arrays.
+//! Loops whose bodies compute only scalars, run on scalar registers instead of arrays.
 //!
 //! A `fold` or `scan` runs its body once per iteration. Run as whole-array operations (the
 //! general path of `exec`), every statement of a body such as `max c xs[i]` allocates a
 //! rank-0 array, looks its operands up in the environment and releases them: about a
-//! microsecond per statement, which dominates loops of a million steps (`maximum`, and the
-//! checkpointing scan and backward scan of its gradient). A body whose parameters, binders and
-//! results are all scalars and whose statements are copies, primitives and scalar reads of
-//! tables from outside the body is compiled once (`core::scalar_code`) into a list of
-//! operations on scalar registers, and each iteration here runs those operations directly.
+//! microsecond per statement, which dominates loops of a million steps. A body whose
+//! parameters, binders and results are all scalars and whose statements are copies,
+//! primitives and scalar reads of tables from outside the body is compiled once
+//! (`core::scalar_code`), resolved to typed operations (`register_code`), and each iteration
+//! here runs those operations on a register file: a few nanoseconds a step.
 //!
-//! The primitives are evaluated by `Prim::eval`, the rule the reference interpreter uses, so
-//! results are bit for bit those of the interpreter. A read out of range gives zero, or in
-//! strict mode the same `InterpError::OutOfRange` the general path raises. The interrupt
-//! flag is checked every `INTERRUPT_PERIOD` iterations.
+//! A body with operations that do not depend on the carries (reads `xs[i]`, functions of
+//! the index) runs them a block of iterations at a time on lanes (`loop_blocks`) when the
+//! loop is long enough; each step then runs only the carried operations.
+//!
+//! Results are bit for bit those of the interpreter (`register_code` and the lanes apply
+//! `prim`'s rules).
+//! A read out of range gives zero, or in strict mode the same `InterpError::OutOfRange` the
+//! general path raises (the first one). The interrupt flag is checked every
+//! `INTERRUPT_PERIOD` iterations.
 //!
 //! Does not handle yet: bodies with any non-scalar value, nested blocks (`cond`, inner loops,
 //! gathers) or reads of tables the body computes; those run on the general path.
 
 use crate::core::interp::InterpError;
-use crate::core::ir::{Elem, Scalar, VarId};
-use crate::core::scalar_code::{self, Op, ScalarCode};
-use crate::core::value::{Array, ArrayData};
+use crate::core::ir::{BlockId, Elem, Program, Scalar};
+use crate::core::scalar_code::ScalarCode;
 
-use super::tensor::{with_tensor, Element, Tensor};
+use super::lanes::LINE;
+use super::loop_blocks::{BlockPlan, MIN_ITERATIONS};
+use super::register_code::{tensor_of_bits, RegisterCode};
+use super::tensor::Tensor;
 
 /// Iterations between two checks of the interrupt flag.
 pub(super) const INTERRUPT_PERIOD: usize = 1024;
@@ -34,6 +41,7 @@ pub(super) struct LoopRun<'a> {
     pub init: Vec<Scalar>,
     /// The values of the body's `outer_scalars`.
     pub outer_scalars: Vec<Scalar>,
+    /// The tables the body reads (`code.tables`), in any layout.
     pub tables: Vec<Tensor>,
     /// The element types of the stacked outputs of a scan (empty for a fold).
     pub ys_elems: Vec<Elem>,
@@ -42,109 +50,154 @@ pub(super) struct LoopRun<'a> {
     pub check_interrupt: &'a dyn Fn() -> Result<(), InterpError>,
 }
 
-/// Runs a compiled loop body (params: the iteration index, then the carries) `size` times:
-/// the final carries, then each output of a scan stacked along a new outermost axis.
-pub(super) fn run(body: &ScalarCode, run: LoopRun) -> Result<Vec<Tensor>, InterpError> {
-    let mut regs = body.scalar_regs();
-    for ((_, reg), value) in body.outer_scalars.iter().zip(&run.outer_scalars) {
-        regs[*reg] = *value;
+/// What a step does besides its operations: stack the outputs, and move the new carries
+/// that are not computed in place into the carries' registers.
+struct StepIo {
+    /// (output, register) of the outputs stacked before the operations run
+    /// (`RegisterCode::early_outputs`), and of those stacked after.
+    early: Vec<(usize, usize)>,
+    late: Vec<(usize, usize)>,
+    /// (new value, carry) registers of the carries not computed in place, and room for
+    /// their values while they move.
+    copies: Vec<(usize, usize)>,
+    moving: Vec<u64>,
+    /// The stacked outputs, as register bits.
+    ys: Vec<Vec<u64>>,
+}
+
+impl StepIo {
+    fn new(body: &RegisterCode, size: usize) -> StepIo {
+        let carries = &body.code.params[1..];
+        let (carry_results, ys_results) = body.results.split_at(carries.len());
+        let (early, late) = ys_results
+            .iter()
+            .enumerate()
+            .map(|(output, reg)| (output, *reg))
+            .partition(|(output, _)| body.early_outputs.contains(&(carries.len() + output)));
+        let copies: Vec<(usize, usize)> = carry_results
+            .iter()
+            .zip(carries)
+            .map(|(result, carry)| (*result, *carry))
+            .filter(|(result, carry)| result != carry)
+            .collect();
+        StepIo {
+            early,
+            late,
+            moving: vec![0; copies.len()],
+            copies,
+            ys: ys_results
+                .iter()
+                .map(|_| Vec::with_capacity(size))
+                .collect(),
+        }
     }
-    let n_carries = run.init.len();
-    let mut carries = run.init;
-    let mut ys: Vec<ArrayData> = run
-        .ys_elems
-        .iter()
-        .map(|elem| ArrayData::with_capacity(*elem, run.size))
-        .collect();
-    let mut index_buf: Vec<usize> = Vec::new();
-    let mut read = |op: &Op, regs: &[Scalar]| -> Result<Scalar, InterpError> {
-        let Op::Read {
-            reader,
-            table,
-            index,
-            elem,
-            ..
-        } = op
-        else {
-            unreachable!("ScalarCode::eval reads only for Op::Read")
-        };
-        read_table(&run.tables[*table], index, regs, &mut index_buf)
-            .map(Ok)
-            .unwrap_or_else(|| {
-                out_of_range(*reader, *elem, index, regs, &run.tables[*table], run.strict)
-            })
-    };
-    for i in 0..run.size {
-        if i % INTERRUPT_PERIOD == 0 {
-            (run.check_interrupt)()?;
+
+    #[inline(always)]
+    fn before(&mut self, regs: &[u64]) {
+        for (output, reg) in &self.early {
+            self.ys[*output].push(regs[*reg]);
         }
-        regs[body.params[0]] = Scalar::I64(i as i64);
-        for (reg, carry) in body.params[1..].iter().zip(&carries) {
-            regs[*reg] = *carry;
+    }
+
+    #[inline(always)]
+    fn after(&mut self, regs: &mut [u64]) {
+        for (output, reg) in &self.late {
+            self.ys[*output].push(regs[*reg]);
         }
-        body.eval(&mut regs, &mut read)?;
-        for (position, result) in body.results.iter().enumerate() {
-            let result = scalar_code::value(&regs, result);
-            if position < n_carries {
-                carries[position] = result;
-            } else {
-                ys[position - n_carries].push(result);
+        match self.copies[..] {
+            [] => {}
+            [(new, carry)] => regs[carry] = regs[new],
+            _ => {
+                for (moving, (new, _)) in self.moving.iter_mut().zip(&self.copies) {
+                    *moving = regs[*new];
+                }
+                for ((_, carry), moving) in self.copies.iter().zip(&self.moving) {
+                    regs[*carry] = *moving;
+                }
             }
         }
     }
-    let mut res: Vec<Tensor> = carries.into_iter().map(Tensor::scalar).collect();
+}
+
+/// A loop body compiled for `run`.
+pub(super) struct CompiledLoop {
+    pub body: RegisterCode,
+    /// How to run it a block at a time, if that pays.
+    blocks: Option<BlockPlan>,
+}
+
+impl CompiledLoop {
+    /// Compiles a loop body (params: the iteration index, then the carries), or `None` if it
+    /// is not all scalars.
+    pub fn new(program: &Program, body: BlockId) -> Option<CompiledLoop> {
+        let body = RegisterCode::new(ScalarCode::compile(program, body)?);
+        let blocks = BlockPlan::new(&body);
+        Some(CompiledLoop { body, blocks })
+    }
+
+    /// The plan to run `run` with a block at a time, if it runs so.
+    pub fn blocks(&self, run: &LoopRun) -> Option<&BlockPlan> {
+        self.blocks
+            .as_ref()
+            .filter(|_| !run.strict && run.size >= MIN_ITERATIONS)
+    }
+}
+
+/// Runs a compiled loop body `size` times: the final carries, then each output of a scan
+/// stacked along a new outermost axis.
+pub(super) fn run(compiled: &CompiledLoop, run: LoopRun) -> Result<Vec<Tensor>, InterpError> {
+    let body = &compiled.body;
+    let tables: Vec<Tensor> = run.tables.iter().map(Tensor::to_standard_layout).collect();
+    let mut machine = body.machine(&tables, run.strict);
+    let code = &body.code;
+    for ((_, reg), value) in code.outer_scalars.iter().zip(&run.outer_scalars) {
+        machine.regs[*reg] = value.bits();
+    }
+    let index_reg = code.params[0];
+    let carry_regs = &code.params[1..];
+    for (reg, carry) in carry_regs.iter().zip(&run.init) {
+        machine.regs[*reg] = carry.bits();
+    }
+    let mut io = StepIo::new(body, run.size);
+    if let Some(plan) = compiled.blocks(&run) {
+        let mut lanes = plan.lanes(body, &run.outer_scalars);
+        for base in (0..run.size).step_by(LINE) {
+            (run.check_interrupt)()?;
+            let len = LINE.min(run.size - base);
+            plan.compute(body, &mut lanes, &machine.side, base, len);
+            for point in 0..len {
+                plan.import(&lanes, point, &mut machine.regs);
+                io.before(&machine.regs);
+                body.run_carried(&mut machine.regs, &mut machine.side);
+                io.after(&mut machine.regs);
+            }
+        }
+    } else {
+        for i in 0..run.size {
+            if i % INTERRUPT_PERIOD == 0 {
+                (run.check_interrupt)()?;
+                if let Some(fault) = machine.side.fault.take() {
+                    return Err(fault);
+                }
+            }
+            machine.regs[index_reg] = i as u64;
+            io.before(&machine.regs);
+            body.run(&mut machine.regs, &mut machine.side);
+            io.after(&mut machine.regs);
+        }
+    }
+    if let Some(fault) = machine.side.fault.take() {
+        return Err(fault);
+    }
+    let mut res: Vec<Tensor> = carry_regs
+        .iter()
+        .map(|reg| Tensor::scalar(Scalar::from_bits(body.elem(*reg), machine.regs[*reg])))
+        .collect();
     res.extend(
-        ys.into_iter()
-            .map(|data| Tensor::from(Array::new(vec![run.size], data))),
+        io.ys
+            .iter()
+            .zip(&run.ys_elems)
+            .map(|(bits, elem)| tensor_of_bits(*elem, bits)),
     );
     Ok(res)
-}
-
-/// The element of `table` at `index`, or `None` if the index is out of range.
-fn read_table(
-    table: &Tensor,
-    index: &[scalar_code::Operand],
-    regs: &[Scalar],
-    index_buf: &mut Vec<usize>,
-) -> Option<Scalar> {
-    let shape = table.shape();
-    index_buf.clear();
-    for (operand, dim) in index.iter().zip(shape) {
-        match scalar_code::value(regs, operand) {
-            Scalar::I64(k) if usize::try_from(k).is_ok_and(|k| k < *dim) => {
-                index_buf.push(k as usize)
-            }
-            _ => return None,
-        }
-    }
-    Some(with_tensor!(table, a => a[&index_buf[..]].into_scalar()))
-}
-
-/// A read out of range: zero, or in strict mode the general path's error.
-fn out_of_range(
-    reader: VarId,
-    elem: Elem,
-    index: &[scalar_code::Operand],
-    regs: &[Scalar],
-    table: &Tensor,
-    strict: bool,
-) -> Result<Scalar, InterpError> {
-    if !strict {
-        return Ok(Scalar::zero(elem));
-    }
-    Err(InterpError::OutOfRange {
-        var: reader,
-        index: index
-            .iter()
-            .map(|operand| match scalar_code::value(regs, operand) {
-                Scalar::I64(k) => k,
-                other => {
-                    panic!(
-                        "exec: index {other:?} is not an i64 scalar (the verifier rules this out)"
-                    )
-                }
-            })
-            .collect(),
-        shape: table.shape().to_vec(),
-    })
 }

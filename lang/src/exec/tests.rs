@@ -503,6 +503,76 @@ fn loops_of_scalars_run_on_registers() {
 }
 
 #[test]
+fn long_loops_run_their_carry_free_operations_in_blocks() {
+    // Long loops (three blocks, the last partial) and short ones (one step at a time) of the
+    // same bodies: free reads in and out of range (rank one and two), a free cast, `exp`,
+    // comparison with an outer scalar, select and literal copy; carried arithmetic and a
+    // carried read out of range; a scan whose outputs are free, carried, of three element
+    // types, and a literal; carries computed in place and copied (a swap, an old value read
+    // by another result); a checkpointing scan (its outputs are the old carries).
+    let body = |n: usize| {
+        format!(
+            "%3: []f32, %4: []i64, %5: []f64 = fold {n} (%2, 0:i64, 0.0:f64) (\\%6: []i64, %7: []f32, %8: []i64, %9: []f64 ->
+               %10: []f32 = index %0 [%6]
+               %11: []i64 = sub %6 3:i64
+               %12: []f32 = index %0 [%11]
+               %13: []f32 = mul %7 %10
+               %14: []f32 = add %13 %12
+               %15: []f32 = mul %14 0.5:f32
+               %16: []i64 = mod %6 9:i64
+               %17: []i64 = mod %8 4:i64
+               %18: []f64 = index %1 [%16, %17]
+               %19: []f64 = cast_f64 %6
+               %20: []f64 = mul %19 0.001:f64
+               %21: []f64 = exp %20
+               %22: []f64 = add %9 %21
+               %23: []f64 = add %22 %18
+               %24: []bool = gt %10 %2
+               %25: []i64 = select %24 1:i64 2:i64
+               %26: []i64 = add %8 %25
+               %27: []f64 = index %1 [%16, 1:i64]
+               %28: []f64 = add %23 %27
+               %29: []f64 = 0.25:f64
+               %30: []f64 = mul %28 %29
+               in %15, %26, %30)
+             %31: []f32, %32: [{n}]f32, %33: [{n}]bool, %34: [{n}]i64, %35: [{n}]f32 = scan {n} (%2) (\\%36: []i64, %37: []f32 ->
+               %38: []f32 = index %0 [%36]
+               %39: []f32 = mul %38 2.0:f32
+               %40: []f32 = max %37 %38
+               %41: []bool = lt %37 %38
+               %42: []f32 = %38
+               in %40, %39, %41, 7:i64, %42)
+             %43: []f64, %44: []f64, %45: [{n}]f64 = scan {n} (0.0:f64, 1.0:f64) (\\%46: []i64, %47: []f64, %48: []f64 ->
+               %49: []f64 = add %47 %48
+               %50: []f64 = mul %49 0.5:f64
+               in %48, %50, %47)
+             %51: []f32, %52: [{n}]f32 = scan {n} (%2) (\\%53: []i64, %54: []f32 ->
+               %55: []f32 = index %0 [%53]
+               %56: []f32 = mul %54 %55
+               in %56, %54)"
+        )
+    };
+    let mut rng = Rng::new(11);
+    let table = random_array(
+        &mut rng,
+        &crate::core::ir::ArrTy::new(vec![2600], Elem::F32),
+    );
+    let grid = f64s(&[7, 3], &counting(21));
+    for (n, blocked) in [(2500, 3), (100, 0)] {
+        let program = parse(&format!(
+            "program(%0: [2600]f32, %1: [7, 3]f64, %2: []f32) {{
+               {}
+               in %3, %4, %5, %31, %32, %33, %34, %35, %43, %44, %45, %51, %52
+             }}",
+            body(n)
+        ));
+        let inputs = [table.clone(), grid.clone(), Array::scalar(Scalar::F32(0.1))];
+        let report = check_bulk(&program, &inputs);
+        assert_eq!((report.scalar_loops, report.blocked_loops), (4, blocked));
+    }
+}
+
+#[test]
 fn unbatchable_index_functions_run_per_point() {
     // The index function folds over its own parameter: batch mode has no rule for that.
     let program = parse(

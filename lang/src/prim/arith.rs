@@ -87,20 +87,30 @@ pub fn eval(op: ArithOp, operands: &[Scalar]) -> Scalar {
 }
 
 fn eval_as<T: Arith>(op: ArithOp, operands: &[Scalar]) -> Scalar {
-    let x = |position: usize| operand::<T>(operands, position);
-    let res = match op {
-        ArithOp::Add => x(0).add(x(1)),
-        ArithOp::Sub => x(0).sub(x(1)),
-        ArithOp::Mul => x(0).mul(x(1)),
-        ArithOp::Div => x(0).div(x(1)),
-        ArithOp::Neg => x(0).neg(),
-        ArithOp::Abs => x(0).abs(),
-        ArithOp::Min => x(0).min(x(1)),
-        ArithOp::Max => x(0).max(x(1)),
-        ArithOp::Mod => x(0).modulo(x(1)),
-        ArithOp::IDiv => x(0).idiv(x(1)),
+    let x = operand::<T>(operands, 0);
+    let y = if arity(op) == 2 {
+        operand::<T>(operands, 1)
+    } else {
+        x
     };
-    res.into_scalar()
+    apply(op, x, y).into_scalar()
+}
+
+/// `op` on typed operands (`y` is ignored by the unary operators): the evaluation rule for
+/// callers that know the element type (`exec::register_code`).
+pub(crate) fn apply<T: Arith>(op: ArithOp, x: T, y: T) -> T {
+    match op {
+        ArithOp::Add => x.add(y),
+        ArithOp::Sub => x.sub(y),
+        ArithOp::Mul => x.mul(y),
+        ArithOp::Div => x.div(y),
+        ArithOp::Neg => x.neg(),
+        ArithOp::Abs => x.abs(),
+        ArithOp::Min => x.min(y),
+        ArithOp::Max => x.max(y),
+        ArithOp::Mod => x.modulo(y),
+        ArithOp::IDiv => x.idiv(y),
+    }
 }
 
 /// Total arithmetic on one numeric Rust type: the one statement of the arithmetic rules,

@@ -89,14 +89,13 @@ pub fn result_elem(op: CompareOp, operands: &[Elem]) -> Result<Elem, PrimTypeErr
 
 /// Evaluation rule.
 pub fn eval(op: CompareOp, operands: &[Scalar]) -> Scalar {
-    let ordering = || compare(operands);
     let res = match op {
-        CompareOp::Eq => ordering() == Some(Ordering::Equal),
-        CompareOp::Ne => ordering() != Some(Ordering::Equal),
-        CompareOp::Lt => ordering() == Some(Ordering::Less),
-        CompareOp::Gt => ordering() == Some(Ordering::Greater),
-        CompareOp::Le => matches!(ordering(), Some(Ordering::Less | Ordering::Equal)),
-        CompareOp::Ge => matches!(ordering(), Some(Ordering::Greater | Ordering::Equal)),
+        CompareOp::Eq
+        | CompareOp::Ne
+        | CompareOp::Lt
+        | CompareOp::Gt
+        | CompareOp::Le
+        | CompareOp::Ge => ordered(op, compare(operands)),
         CompareOp::And => operand::<bool>(operands, 0) && operand::<bool>(operands, 1),
         CompareOp::Or => operand::<bool>(operands, 0) || operand::<bool>(operands, 1),
         CompareOp::Not => !operand::<bool>(operands, 0),
@@ -125,6 +124,28 @@ pub fn eval(op: CompareOp, operands: &[Scalar]) -> Scalar {
         }
     };
     Scalar::Bool(res)
+}
+
+/// Whether the ordering comparison `op` (`==`, `/=`, `<`, `>`, `<=`, `>=`) holds of two operands
+/// ordered as `ordering` (`None`: unordered, a NaN).
+pub(crate) fn ordered(op: CompareOp, ordering: Option<Ordering>) -> bool {
+    match op {
+        CompareOp::Eq => ordering == Some(Ordering::Equal),
+        CompareOp::Ne => ordering != Some(Ordering::Equal),
+        CompareOp::Lt => ordering == Some(Ordering::Less),
+        CompareOp::Gt => ordering == Some(Ordering::Greater),
+        CompareOp::Le => matches!(ordering, Some(Ordering::Less | Ordering::Equal)),
+        CompareOp::Ge => matches!(ordering, Some(Ordering::Greater | Ordering::Equal)),
+        CompareOp::And
+        | CompareOp::Or
+        | CompareOp::Not
+        | CompareOp::IsNan
+        | CompareOp::IsInf
+        | CompareOp::Select => {
+            debug_assert!(false, "{op:?} is not an ordering comparison");
+            false
+        }
+    }
 }
 
 /// The IEEE / natural ordering of two scalars of one element type (`None` for NaN or for

@@ -110,37 +110,47 @@ pub fn eval(op: MathOp, operands: &[Scalar]) -> Scalar {
 }
 
 fn eval_as<T: Float>(op: MathOp, operands: &[Scalar]) -> Scalar {
-    let x = |position: usize| operand::<T>(operands, position);
-    let res = match op {
-        MathOp::Sqrt => x(0).sqrt(),
-        MathOp::Exp => x(0).exp(),
-        MathOp::Exp2 => x(0).exp2(),
-        MathOp::Log => x(0).ln(),
-        MathOp::Log2 => x(0).log2(),
-        MathOp::Log10 => x(0).log10(),
-        MathOp::Log1p => x(0).ln_1p(),
-        MathOp::Expm1 => x(0).exp_m1(),
-        MathOp::Sin => x(0).sin(),
-        MathOp::Cos => x(0).cos(),
-        MathOp::Tan => x(0).tan(),
-        MathOp::Tanh => x(0).tanh(),
-        MathOp::Sinh => x(0).sinh(),
-        MathOp::Cosh => x(0).cosh(),
-        MathOp::Atan => x(0).atan(),
-        MathOp::Floor => x(0).floor(),
-        MathOp::Ceil => x(0).ceil(),
-        MathOp::Round => x(0).round(),
-        MathOp::Pow => x(0).powf(x(1)),
-        MathOp::Atan2 => x(0).atan2(x(1)),
-        MathOp::StopGradient => x(0),
+    let x = operand::<T>(operands, 0);
+    let y = if arity(op) == 2 {
+        operand::<T>(operands, 1)
+    } else {
+        x
     };
-    res.into_scalar()
+    apply(op, x, y).into_scalar()
+}
+
+/// `op` on typed operands (`y` is ignored by the unary functions): the evaluation rule for
+/// callers that know the element type (`exec::register_code`).
+pub(crate) fn apply<T: Float>(op: MathOp, x: T, y: T) -> T {
+    match op {
+        MathOp::Sqrt => x.sqrt(),
+        MathOp::Exp => x.exp(),
+        MathOp::Exp2 => x.exp2(),
+        MathOp::Log => x.ln(),
+        MathOp::Log2 => x.log2(),
+        MathOp::Log10 => x.log10(),
+        MathOp::Log1p => x.ln_1p(),
+        MathOp::Expm1 => x.exp_m1(),
+        MathOp::Sin => x.sin(),
+        MathOp::Cos => x.cos(),
+        MathOp::Tan => x.tan(),
+        MathOp::Tanh => x.tanh(),
+        MathOp::Sinh => x.sinh(),
+        MathOp::Cosh => x.cosh(),
+        MathOp::Atan => x.atan(),
+        MathOp::Floor => x.floor(),
+        MathOp::Ceil => x.ceil(),
+        MathOp::Round => x.round(),
+        MathOp::Pow => x.powf(y),
+        MathOp::Atan2 => x.atan2(y),
+        MathOp::StopGradient => x,
+    }
 }
 
 /// The float functions, shared by `f32` and `f64`: `exp`, `log`, `tanh`, `sin`, `cos` and
 /// `pow` are `vmath`'s (vectorisable, within 2 ulp of libm; the engine's kernels use the same
 /// functions, so there is one meaning), the others `std`'s.
-trait Float: ScalarRepr {
+pub(crate) trait Float: ScalarRepr {
     fn sqrt(self) -> Self;
     fn exp(self) -> Self;
     fn exp2(self) -> Self;

@@ -11,10 +11,10 @@
 //! division and `mod` by zero give zero; integer overflow wraps; float operations follow
 //! IEEE 754.
 
-mod arith;
-mod compare;
+pub(crate) mod arith;
+pub(crate) mod compare;
 mod convert;
-mod math;
+pub(crate) mod math;
 mod random;
 pub mod sum_order;
 pub mod vmath;
