@@ -7,7 +7,8 @@
 //! already has; `tr` of `tr` is one `tr` (none for the identity), `reshape` of `reshape` is
 //! one `reshape` (none to the same shape), a `gather` whose index function only permutes its
 //! indices within bounds is a `tr` (seed 003 Fig 12, seed 004 Fig 8); an integer `sumOuter`
-//! of a replicated scalar is a product (integer addition is exact, also when it wraps); and a
+//! of a replicated scalar is a product (integer addition is exact, also when it wraps); a
+//! `cond` whose branches only name scalars is a `select`; and a
 //! statement that recomputes an earlier one (same operation on the same operands, compared by
 //! a structural key with floats by bits) reuses its result. Rules that are not exact in IEEE
 //! arithmetic (`x + 0`, `x * 0`, a float sum of copies as a product) are deliberately absent.
@@ -70,6 +71,7 @@ pub enum Rule {
     IdentityReshape,
     PermutationGather,
     IntegerSumOfReplicate,
+    CondOfAtoms,
     CommonSubexpression,
 }
 
@@ -242,6 +244,28 @@ fn rewrite(
                     },
                 )
             }),
+        // `if c then a else b` whose branches compute nothing (both results are atoms,
+        // scalars) is `select c a b`: nothing to skip, so choosing after evaluating both is
+        // the same. A loop body whose only nested blocks were such conds (`maximum_by`'s
+        // `if f y > f x then y else x`) becomes straight-line scalar code.
+        Expr::Cond {
+            cond,
+            then_block,
+            else_block,
+        } => {
+            let chosen = |block: &BlockId| match &program.blocks[*block] {
+                branch if branch.stmts.is_empty() => match branch.results[..] {
+                    [result] if program.atom_ty(&result).rank() == 0 => Some(result),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let (then_, else_) = (chosen(then_block)?, chosen(else_block)?);
+            Some((
+                Rule::CondOfAtoms,
+                Expr::Prim(Prim::Select, vec![*cond, then_, else_]),
+            ))
+        }
         Expr::SumOuter(array) => match def(array) {
             Some(Expr::Replicate {
                 count,
@@ -476,6 +500,56 @@ mod tests {
         assert_eq!(text.matches("reshape").count(), 1, "{text}");
         assert_eq!(text.matches("tr ").count(), 1, "{text}");
         for seed in 0..4 {
+            let inputs = random_inputs(&original, seed);
+            let config = InterpConfig::default();
+            assert_eq!(
+                interpret(&original, &inputs, &config),
+                interpret(&simplified, &inputs, &config)
+            );
+        }
+    }
+
+    #[test]
+    fn conds_naming_scalars_become_selects() {
+        // A maximum by |x| as a fold: its cond only names scalars and becomes a select, which
+        // makes the body straight-line. A cond whose branch computes something, and one
+        // choosing between arrays, stay.
+        let src = "program(%0_x: [6]f32, %1_b: []bool, %2_v: [3]f32) {
+            %3: []f32 = index %0_x [0:i64]
+            %4: []f32 = fold 6 (%3) (\\%5: []i64, %6: []f32 ->
+              %7: []f32 = index %0_x [%5]
+              %8: []f32 = abs %7
+              %9: []f32 = abs %6
+              %10: []bool = gt %8 %9
+              %11: []f32 = cond %10 (\\ ->
+                in %7) (\\ ->
+                in %6)
+              in %11)
+            %12: []f32 = cond %1_b (\\ ->
+              %13: []f32 = neg %3
+              in %13) (\\ ->
+              in %3)
+            %14: [3]f32 = cond %1_b (\\ ->
+              in %2_v) (\\ ->
+              in %2_v)
+            in %4, %12, %14
+        }";
+        let original = parse_program(src).expect("parses");
+        crate::core::verify::verify(&original).expect("the test program verifies");
+        let mut simplified = original.clone();
+        let outcome = run(&mut simplified);
+        assert_eq!(
+            outcome.fired.get(&Rule::CondOfAtoms),
+            Some(&1),
+            "{simplified}"
+        );
+        crate::core::verify::verify(&simplified).expect("verifies");
+        assert_eq!(
+            simplified.to_string().matches("= cond").count(),
+            2,
+            "{simplified}"
+        );
+        for seed in 0..6 {
             let inputs = random_inputs(&original, seed);
             let config = InterpConfig::default();
             assert_eq!(
