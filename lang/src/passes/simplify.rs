@@ -8,7 +8,7 @@
 //! one `reshape` (none to the same shape), a `gather` whose index function only permutes its
 //! indices within bounds is a `tr` (seed 003 Fig 12, seed 004 Fig 8); an integer `sumOuter`
 //! of a replicated scalar is a product (integer addition is exact, also when it wraps); a
-//! `cond` whose branches only name scalars is a `select`; and a
+//! `cond` of scalars whose branches only apply primitives is a `select` (if-conversion); and a
 //! statement that recomputes an earlier one (same operation on the same operands, compared by
 //! a structural key with floats by bits) reuses its result. Rules that are not exact in IEEE
 //! arithmetic (`x + 0`, `x * 0`, a float sum of copies as a product) are deliberately absent.
@@ -22,7 +22,7 @@ use std::collections::HashMap;
 
 use super::cleanup;
 use super::pipeline::{Log, Pass, PassKind};
-use crate::core::ir::{Atom, BlockId, Expr, ExprKey, Program, Scalar, VarId};
+use crate::core::ir::{Atom, BlockId, Expr, ExprKey, Program, Scalar, Stmt, VarId};
 use crate::core::visit::expr_blocks;
 use crate::core::visit::map_expr_atoms;
 use crate::prim::Prim;
@@ -71,7 +71,7 @@ pub enum Rule {
     IdentityReshape,
     PermutationGather,
     IntegerSumOfReplicate,
-    CondOfAtoms,
+    CondToSelect,
     CommonSubexpression,
 }
 
@@ -129,12 +129,18 @@ fn simplify_block(
     seen: &mut HashMap<ExprKey, VarId>,
     cx: &mut Cx,
 ) {
-    let mut stmts = std::mem::take(&mut program.blocks[block].stmts);
-    for stmt in &mut stmts {
+    let old_stmts = std::mem::take(&mut program.blocks[block].stmts);
+    let mut stmts = Vec::with_capacity(old_stmts.len());
+    for mut stmt in old_stmts {
         map_expr_atoms(&mut stmt.expr, &mut |atom| resolve(atom, &cx.subst));
         for nested in expr_blocks(&stmt.expr) {
             let mut inner_seen = seen.clone();
             simplify_block(program, nested, &mut inner_seen, cx);
+        }
+        if let Some(converted) = if_conversion(program, &stmt) {
+            *cx.fired.entry(Rule::CondToSelect).or_default() += 1;
+            stmts.extend(converted);
+            continue;
         }
         if let [binder] = stmt.binders[..] {
             if let Some((rule, replacement)) = rewrite(program, &stmt.expr, seen, &cx.defs) {
@@ -142,6 +148,7 @@ fn simplify_block(
                 if let Expr::Atom(atom) = replacement {
                     cx.subst.insert(binder, atom);
                     stmt.expr = replacement;
+                    stmts.push(stmt);
                     continue;
                 }
                 stmt.expr = replacement;
@@ -155,11 +162,55 @@ fn simplify_block(
             }
             cx.defs.insert(binder, stmt.expr.clone());
         }
+        stmts.push(stmt);
     }
     for atom in &mut program.blocks[block].results {
         *atom = resolve(*atom, &cx.subst);
     }
     program.blocks[block].stmts = stmts;
+}
+
+/// If-conversion: `if c then (ts…; a…) else (es…; b…)` whose values are scalars and whose
+/// branches only apply primitives to scalars is `ts…; es…; select c a b…`. Primitives are
+/// total and pure (seed 001 §5.2's totality), so evaluating both branches and choosing gives
+/// the same values as branching, and a loop body whose only nested blocks were such conds
+/// (`maximum_by`'s `if f y > f x then y else x`, a user's `if c > 0 then …`) becomes
+/// straight-line scalar code, which runs on registers (`exec::scalar_loop`). Branches that
+/// read tables keep the cond: a read out of range in the branch not taken would be an error
+/// in strict mode.
+fn if_conversion(program: &Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
+    let Expr::Cond {
+        cond,
+        then_block,
+        else_block,
+    } = &stmt.expr
+    else {
+        return None;
+    };
+    let scalar = |var: &VarId| program.var_ty(*var).rank() == 0;
+    if !stmt.binders.iter().all(scalar) {
+        return None;
+    }
+    let branches = [&program.blocks[*then_block], &program.blocks[*else_block]];
+    let convertible = branches.iter().all(|branch| {
+        branch.stmts.iter().all(|inner| {
+            matches!(inner.expr, Expr::Prim(..) | Expr::Atom(_)) && inner.binders.iter().all(scalar)
+        })
+    });
+    if !convertible {
+        return None;
+    }
+    let [then_, else_] = branches;
+    let hoisted = then_.stmts.iter().chain(&else_.stmts).cloned();
+    let selects = stmt
+        .binders
+        .iter()
+        .zip(then_.results.iter().zip(&else_.results))
+        .map(|(binder, (a, b))| Stmt {
+            binders: vec![*binder],
+            expr: Expr::Prim(Prim::Select, vec![*cond, *a, *b]),
+        });
+    Some(hoisted.chain(selects).collect())
 }
 
 fn resolve(atom: Atom, subst: &HashMap<VarId, Atom>) -> Atom {
@@ -244,28 +295,6 @@ fn rewrite(
                     },
                 )
             }),
-        // `if c then a else b` whose branches compute nothing (both results are atoms,
-        // scalars) is `select c a b`: nothing to skip, so choosing after evaluating both is
-        // the same. A loop body whose only nested blocks were such conds (`maximum_by`'s
-        // `if f y > f x then y else x`) becomes straight-line scalar code.
-        Expr::Cond {
-            cond,
-            then_block,
-            else_block,
-        } => {
-            let chosen = |block: &BlockId| match &program.blocks[*block] {
-                branch if branch.stmts.is_empty() => match branch.results[..] {
-                    [result] if program.atom_ty(&result).rank() == 0 => Some(result),
-                    _ => None,
-                },
-                _ => None,
-            };
-            let (then_, else_) = (chosen(then_block)?, chosen(else_block)?);
-            Some((
-                Rule::CondOfAtoms,
-                Expr::Prim(Prim::Select, vec![*cond, then_, else_]),
-            ))
-        }
         Expr::SumOuter(array) => match def(array) {
             Some(Expr::Replicate {
                 count,
@@ -510,37 +539,44 @@ mod tests {
     }
 
     #[test]
-    fn conds_naming_scalars_become_selects() {
+    fn conds_of_scalar_primitives_become_selects() {
         // A maximum by |x| as a fold: its cond only names scalars and becomes a select, which
-        // makes the body straight-line. A cond whose branch computes something, and one
+        // makes the body straight-line; a cond whose branches apply primitives (a tuple of
+        // two results) is converted too. A cond that reads a table in a branch, and one
         // choosing between arrays, stay.
-        let src = "program(%0_x: [6]f32, %1_b: []bool, %2_v: [3]f32) {
-            %3: []f32 = index %0_x [0:i64]
-            %4: []f32 = fold 6 (%3) (\\%5: []i64, %6: []f32 ->
-              %7: []f32 = index %0_x [%5]
-              %8: []f32 = abs %7
-              %9: []f32 = abs %6
-              %10: []bool = gt %8 %9
-              %11: []f32 = cond %10 (\\ ->
-                in %7) (\\ ->
-                in %6)
-              in %11)
-            %12: []f32 = cond %1_b (\\ ->
-              %13: []f32 = neg %3
-              in %13) (\\ ->
-              in %3)
-            %14: [3]f32 = cond %1_b (\\ ->
+        let src = "program(%0_x: [6]f32, %1_b: []bool, %2_v: [3]f32, %3_k: []i64) {
+            %4: []f32 = index %0_x [0:i64]
+            %5: []f32 = fold 6 (%4) (\\%6: []i64, %7: []f32 ->
+              %8: []f32 = index %0_x [%6]
+              %9: []f32 = abs %8
+              %10: []f32 = abs %7
+              %11: []bool = gt %9 %10
+              %12: []f32 = cond %11 (\\ ->
+                in %8) (\\ ->
+                in %7)
+              in %12)
+            %13: []f32, %14: []i64 = cond %1_b (\\ ->
+              %15: []f32 = neg %4
+              %16: []f32 = mul %15 %5
+              in %16, %3_k) (\\ ->
+              %17: []i64 = add %3_k 1:i64
+              in %4, %17)
+            %18: [3]f32 = cond %1_b (\\ ->
               in %2_v) (\\ ->
               in %2_v)
-            in %4, %12, %14
+            %19: []f32 = cond %1_b (\\ ->
+              %20: []f32 = index %2_v [%3_k]
+              in %20) (\\ ->
+              in %4)
+            in %5, %13, %14, %18, %19
         }";
         let original = parse_program(src).expect("parses");
         crate::core::verify::verify(&original).expect("the test program verifies");
         let mut simplified = original.clone();
         let outcome = run(&mut simplified);
         assert_eq!(
-            outcome.fired.get(&Rule::CondOfAtoms),
-            Some(&1),
+            outcome.fired.get(&Rule::CondToSelect),
+            Some(&2),
             "{simplified}"
         );
         crate::core::verify::verify(&simplified).expect("verifies");
@@ -549,13 +585,18 @@ mod tests {
             2,
             "{simplified}"
         );
-        for seed in 0..6 {
+        for seed in 0..8 {
             let inputs = random_inputs(&original, seed);
-            let config = InterpConfig::default();
-            assert_eq!(
-                interpret(&original, &inputs, &config),
-                interpret(&simplified, &inputs, &config)
-            );
+            for strict in [false, true] {
+                let config = InterpConfig {
+                    strict,
+                    ..InterpConfig::default()
+                };
+                assert_eq!(
+                    interpret(&original, &inputs, &config),
+                    interpret(&simplified, &inputs, &config)
+                );
+            }
         }
     }
 
