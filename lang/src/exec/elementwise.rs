@@ -15,7 +15,7 @@
 use ndarray::{IxDyn, Zip};
 use rayon::prelude::*;
 
-use super::tensor::{from_vec, with_tensor, Element, Nd, Tensor};
+use super::tensor::{from_vec, with_elem_type, with_tensor, Element, Nd, Tensor};
 use super::{MIN_CHUNK, PAR_THRESHOLD};
 use crate::core::ir::Elem;
 use crate::prim::vmath;
@@ -482,42 +482,6 @@ fn unpack<R: Element>(prim: Prim, scalar: crate::core::ir::Scalar) -> R {
             R::ELEM
         )
     })
-}
-
-/// Runs `$body` with the type parameter `$r` set to the Rust type of `$elem`.
-macro_rules! with_elem_type {
-    ($elem:expr, $r:ident => $body:expr) => {
-        match $elem {
-            Elem::F32 => {
-                type $r = f32;
-                $body
-            }
-            Elem::F64 => {
-                type $r = f64;
-                $body
-            }
-            Elem::I32 => {
-                type $r = i32;
-                $body
-            }
-            Elem::I64 => {
-                type $r = i64;
-                $body
-            }
-            Elem::U32 => {
-                type $r = u32;
-                $body
-            }
-            Elem::U64 => {
-                type $r = u64;
-                $body
-            }
-            Elem::Bool => {
-                type $r = bool;
-                $body
-            }
-        }
-    };
 }
 
 fn result_elem(prim: Prim, operands: &[Elem]) -> Elem {

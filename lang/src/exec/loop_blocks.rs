@@ -16,7 +16,8 @@ use crate::core::scalar_code::{Op, Operand};
 use crate::prim::Prim;
 
 use super::lanes::{with_operands, Lane, LaneElem, LaneRef, LINE};
-use super::register_code::{by_elem, Bits, RegisterCode, Side, Table};
+use super::register_code::{Bits, RegisterCode, Side, Table};
+use super::tensor::with_elem_type;
 
 /// Loops with fewer iterations run one step at a time: a block's lanes cost more to set up
 /// than the steps save.
@@ -125,7 +126,7 @@ impl BlockPlan {
                         dst,
                         table: *table,
                         index: srcs,
-                        gather: by_elem!(elem, T => gather::<T> as Gather),
+                        gather: with_elem_type!(elem, T => gather::<T> as Gather),
                     });
                     Src::Lane(dst)
                 }
@@ -150,7 +151,7 @@ impl BlockPlan {
             let is_new = !imports.iter().any(|(imported, _, _)| *imported == reg);
             if let (Some(src), false, true) = (lane_of[reg], outer.contains(&reg), is_new) {
                 let elem = code.reg_elems[reg];
-                imports.push((reg, src, by_elem!(elem, T => import::<T> as Import)));
+                imports.push((reg, src, with_elem_type!(elem, T => import::<T> as Import)));
             }
         }
         Some(BlockPlan {

@@ -26,7 +26,7 @@ use crate::prim::math::{self, Float, MathOp};
 use crate::prim::{ArithOp, Family, Prim};
 
 use super::lanes::{ColumnRef, LaneElem};
-use super::tensor::{from_vec, with_tensor, Element, Tensor};
+use super::tensor::{from_vec, with_elem_type, with_tensor, Element, Tensor};
 
 /// An element type held in a register as its bits (zero-extended, as `Scalar::bits`).
 pub(super) trait Bits: LaneElem {
@@ -54,44 +54,6 @@ bits! {
     u64: |x| x, x;
     bool: |x| x != 0, u64::from(x);
 }
-
-/// Runs `$body` with `$T` the Rust type of element type `$elem`.
-macro_rules! by_elem {
-    ($elem:expr, $T:ident => $body:expr) => {{
-        use $crate::core::ir::Elem;
-        match $elem {
-            Elem::F32 => {
-                type $T = f32;
-                $body
-            }
-            Elem::F64 => {
-                type $T = f64;
-                $body
-            }
-            Elem::I32 => {
-                type $T = i32;
-                $body
-            }
-            Elem::I64 => {
-                type $T = i64;
-                $body
-            }
-            Elem::U32 => {
-                type $T = u32;
-                $body
-            }
-            Elem::U64 => {
-                type $T = u64;
-                $body
-            }
-            Elem::Bool => {
-                type $T = bool;
-                $body
-            }
-        }
-    }};
-}
-pub(super) use by_elem;
 
 /// A table the code reads: its elements in row-major order, and its shape.
 pub(super) struct Table<'t> {
@@ -265,8 +227,8 @@ impl RegisterCode {
                     let index: Vec<usize> = index.iter().map(&mut register).collect();
                     // A table of rank one is read by the register in `args[0]`.
                     let exec = match index.len() {
-                        1 => by_elem!(elem, T => read_vector::<T> as Exec),
-                        _ => by_elem!(elem, T => read::<T> as Exec),
+                        1 => with_elem_type!(elem, T => read_vector::<T> as Exec),
+                        _ => with_elem_type!(elem, T => read::<T> as Exec),
                     };
                     Instr {
                         exec,
@@ -442,7 +404,7 @@ fn resolve(prim: Prim, elems: [Elem; 3]) -> (Exec, Detail) {
             | CompareOp::Gt
             | CompareOp::Le
             | CompareOp::Ge => (
-                by_elem!(elems[0], T => compare_op::<T>),
+                with_elem_type!(elems[0], T => compare_op::<T>),
                 Detail::Compare(op),
             ),
             CompareOp::And => (and, Detail::None),
@@ -592,7 +554,7 @@ fn out_of_range(instr: &Instr, regs: &mut [u64], side: &mut Side) {
 
 /// A column of values given as register bits, as a rank-1 tensor of element type `elem`.
 pub(super) fn tensor_of_bits(elem: Elem, bits: &[u64]) -> Tensor {
-    by_elem!(elem, T => T::into_tensor(from_vec(
+    with_elem_type!(elem, T => T::into_tensor(from_vec(
         &[bits.len()],
         bits.iter().map(|bits| T::from_reg(*bits)).collect(),
     )))

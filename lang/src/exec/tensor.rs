@@ -51,6 +51,43 @@ macro_rules! with_tensor {
 }
 pub(crate) use with_tensor;
 
+/// Runs `$body` with the type `$r` set to the Rust type of element type `$elem`.
+macro_rules! with_elem_type {
+    ($elem:expr, $r:ident => $body:expr) => {
+        match $elem {
+            $crate::core::ir::Elem::F32 => {
+                type $r = f32;
+                $body
+            }
+            $crate::core::ir::Elem::F64 => {
+                type $r = f64;
+                $body
+            }
+            $crate::core::ir::Elem::I32 => {
+                type $r = i32;
+                $body
+            }
+            $crate::core::ir::Elem::I64 => {
+                type $r = i64;
+                $body
+            }
+            $crate::core::ir::Elem::U32 => {
+                type $r = u32;
+                $body
+            }
+            $crate::core::ir::Elem::U64 => {
+                type $r = u64;
+                $body
+            }
+            $crate::core::ir::Elem::Bool => {
+                type $r = bool;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_elem_type;
+
 /// Like `with_tensor!`, but `$body` gives an array of the same element type, which is wrapped
 /// back into the same variant.
 macro_rules! map_tensor {

@@ -11,7 +11,7 @@
 //! - `idiv` on floats is `floor(x / y)`.
 //! - `min`/`max` on floats give NaN if either operand is NaN.
 
-use super::{operand, same_elem, PrimTypeError, ScalarRepr};
+use super::{operand_pair, same_elem, PrimTypeError, ScalarRepr};
 use crate::core::ir::{Elem, Scalar};
 
 /// The operators of the arithmetic family.
@@ -87,12 +87,7 @@ pub fn eval(op: ArithOp, operands: &[Scalar]) -> Scalar {
 }
 
 fn eval_as<T: Arith>(op: ArithOp, operands: &[Scalar]) -> Scalar {
-    let x = operand::<T>(operands, 0);
-    let y = if arity(op) == 2 {
-        operand::<T>(operands, 1)
-    } else {
-        x
-    };
+    let (x, y) = operand_pair::<T>(operands, arity(op) == 2);
     apply(op, x, y).into_scalar()
 }
 

@@ -5,7 +5,7 @@
 //! Semantics: IEEE 754 as implemented by Rust's `std` (`log` of a negative number is NaN, and
 //! so on); `exp`, `log`, `tanh`, `sin`, `cos` and `pow` are `vmath`'s, within 2 ulp of libm. `round` rounds half away from zero; `pow` is float ^ float (`powf`).
 
-use super::{operand, same_elem, PrimTypeError, ScalarRepr};
+use super::{operand_pair, same_elem, PrimTypeError, ScalarRepr};
 use crate::core::ir::{Elem, Scalar};
 
 /// The operators of the math family.
@@ -110,12 +110,7 @@ pub fn eval(op: MathOp, operands: &[Scalar]) -> Scalar {
 }
 
 fn eval_as<T: Float>(op: MathOp, operands: &[Scalar]) -> Scalar {
-    let x = operand::<T>(operands, 0);
-    let y = if arity(op) == 2 {
-        operand::<T>(operands, 1)
-    } else {
-        x
-    };
+    let (x, y) = operand_pair::<T>(operands, arity(op) == 2);
     apply(op, x, y).into_scalar()
 }
 

@@ -473,6 +473,13 @@ pub(crate) fn operand<T: ScalarRepr>(operands: &[Scalar], position: usize) -> T 
     }
 }
 
+/// The operands of a unary or binary operator as a pair (a unary operator's twice), for the
+/// typed `apply` rules of the families.
+pub(crate) fn operand_pair<T: ScalarRepr>(operands: &[Scalar], binary: bool) -> (T, T) {
+    let x = operand::<T>(operands, 0);
+    (x, if binary { operand::<T>(operands, 1) } else { x })
+}
+
 /// The common element type of `operands`, or an error naming the mismatch.
 pub(crate) fn same_elem(operands: &[Elem]) -> Result<Elem, PrimTypeError> {
     let Some(&first) = operands.first() else {
