@@ -177,7 +177,8 @@ pub(super) struct RegisterCode {
 }
 
 impl RegisterCode {
-    pub fn new(code: ScalarCode) -> RegisterCode {
+    pub fn new(mut code: ScalarCode) -> RegisterCode {
+        sink_new_carries(&mut code);
         let mut init = vec![0; code.reg_elems.len()];
         let elem_of = |operand: &Operand| match operand {
             Operand::Reg(reg) => code.reg_elems[*reg],
@@ -330,6 +331,41 @@ fn carried_registers(code: &ScalarCode) -> Vec<bool> {
         carried[op.dst()] = any_carried(&carried, op.operands());
     }
     carried
+}
+
+/// Moves the operation computing a carry's new value after the last operation that reads
+/// the carry's old value, when none of the operations it passes reads the new value: the
+/// carry can then be computed in place (`carries_in_place`). In `scan(0.0, \i c. (c + xs[i],
+/// c * 2.0))` the sum moves after the product. Reads are not moved (in strict mode the
+/// first read out of range is the error), and nothing else changes order.
+fn sink_new_carries(code: &mut ScalarCode) {
+    let n_carries = code.params.len() - 1;
+    for position in 0..n_carries {
+        let carry = Operand::Reg(code.params[1 + position]);
+        let Operand::Reg(new) = code.results[position] else {
+            continue;
+        };
+        let Some(defined) = code.ops.iter().position(|op| op.dst() == new) else {
+            continue;
+        };
+        if matches!(code.ops[defined], Op::Read { .. }) {
+            continue;
+        }
+        let Some(last_reader) = code
+            .ops
+            .iter()
+            .rposition(|op| op.operands().contains(&carry))
+        else {
+            continue;
+        };
+        let passes_a_reader = code.ops[defined + 1..=last_reader.max(defined)]
+            .iter()
+            .any(|op| op.operands().contains(&Operand::Reg(new)));
+        if last_reader > defined && !passes_a_reader {
+            let op = code.ops.remove(defined);
+            code.ops.insert(last_reader, op);
+        }
+    }
 }
 
 /// The early outputs of a loop body (see `RegisterCode::early_outputs`).

@@ -509,7 +509,9 @@ fn long_loops_run_their_carry_free_operations_in_blocks() {
     // comparison with an outer scalar, select and literal copy; carried arithmetic and a
     // carried read out of range; a scan whose outputs are free, carried, of three element
     // types, and a literal; carries computed in place and copied (a swap, an old value read
-    // by another result); a checkpointing scan (its outputs are the old carries).
+    // by another result); a checkpointing scan (its outputs are the old carries); new carries
+    // moved after the last reader of the old value, and one that cannot move past a reader
+    // of the new value.
     let body = |n: usize| {
         format!(
             "%3: []f32, %4: []i64, %5: []f64 = fold {n} (%2, 0:i64, 0.0:f64) (\\%6: []i64, %7: []f32, %8: []i64, %9: []f64 ->
@@ -549,7 +551,13 @@ fn long_loops_run_their_carry_free_operations_in_blocks() {
              %51: []f32, %52: [{n}]f32 = scan {n} (%2) (\\%53: []i64, %54: []f32 ->
                %55: []f32 = index %0 [%53]
                %56: []f32 = mul %54 %55
-               in %56, %54)"
+               in %56, %54)
+             %57: []f32, %58: [{n}]f32, %59: [{n}]f32 = scan {n} (%2) (\\%60: []i64, %61: []f32 ->
+               %62: []f32 = index %0 [%60]
+               %63: []f32 = add %61 %62
+               %64: []f32 = mul %61 0.5:f32
+               %65: []f32 = mul %63 %61
+               in %63, %64, %65)"
         )
     };
     let mut rng = Rng::new(11);
@@ -558,17 +566,17 @@ fn long_loops_run_their_carry_free_operations_in_blocks() {
         &crate::core::ir::ArrTy::new(vec![2600], Elem::F32),
     );
     let grid = f64s(&[7, 3], &counting(21));
-    for (n, blocked) in [(2500, 3), (100, 0)] {
+    for (n, blocked) in [(2500, 4), (100, 0)] {
         let program = parse(&format!(
             "program(%0: [2600]f32, %1: [7, 3]f64, %2: []f32) {{
                {}
-               in %3, %4, %5, %31, %32, %33, %34, %35, %43, %44, %45, %51, %52
+               in %3, %4, %5, %31, %32, %33, %34, %35, %43, %44, %45, %51, %52, %57, %58, %59
              }}",
             body(n)
         ));
         let inputs = [table.clone(), grid.clone(), Array::scalar(Scalar::F32(0.1))];
         let report = check_bulk(&program, &inputs);
-        assert_eq!((report.scalar_loops, report.blocked_loops), (4, blocked));
+        assert_eq!((report.scalar_loops, report.blocked_loops), (5, blocked));
     }
 }
 
