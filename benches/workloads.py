@@ -108,7 +108,7 @@ WORKLOADS = [
     Workload("micro-max", "micro_max.dx", "f32", "bandwidth", {"n": 10**6}, {"n": 10**4},
              lambda s: F32 * s["n"], lambda s: 2 * F32 * s["n"],
              "f(x) = maxᵢ xᵢ, ∇ₓ = one-hot at the argmax (seed 004 micro 2)",
-             "bandwidth (a fold today: sequential)", numpy_grad=True),
+             "bandwidth (a parallel monoid reduce)", numpy_grad=True),
     Workload("cumprod-1e6", "cumprod.dx", "f32", "bandwidth", {"n": 10**6}, {"n": 10**4},
              lambda s: F32 * s["n"], lambda s: 3 * F32 * s["n"],
              "f(x) = Σᵢ Πⱼ≤ᵢ xⱼ, ∇ by seed 000's parallel scans (peer: jnp.cumprod)",

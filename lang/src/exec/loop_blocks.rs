@@ -148,8 +148,10 @@ impl BlockPlan {
             });
         let outer: Vec<usize> = code.outer_scalars.iter().map(|(_, reg)| *reg).collect();
         for reg in carried_reads {
-            let is_new = !imports.iter().any(|(imported, _, _)| *imported == reg);
-            if let (Some(src), false, true) = (lane_of[reg], outer.contains(&reg), is_new) {
+            // Outer scalars are in the registers already; carried registers have no lane.
+            let Some(src) = lane_of[reg] else { continue };
+            let imported = imports.iter().any(|(imported, _, _)| *imported == reg);
+            if !imported && !outer.contains(&reg) {
                 let elem = code.reg_elems[reg];
                 imports.push((reg, src, with_elem_type!(elem, T => import::<T> as Import)));
             }

@@ -595,3 +595,43 @@ pub(super) fn tensor_of_bits(elem: Elem, bits: &[u64]) -> Tensor {
         bits.iter().map(|bits| T::from_reg(*bits)).collect(),
     )))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Bits;
+    use crate::core::ir::Scalar;
+
+    /// The typed register encoding (`Bits`) and `Scalar`'s (`bits`, `from_bits`, used by the
+    /// generic operations and for a loop's results) must be one encoding.
+    #[test]
+    fn register_bits_are_scalar_bits() {
+        fn agree<T: Bits>(values: &[T]) {
+            for value in values {
+                let scalar = value.into_scalar();
+                assert_eq!(value.into_reg(), scalar.bits(), "{scalar:?}");
+                assert_eq!(
+                    T::from_reg(scalar.bits()).into_scalar().bits(),
+                    scalar.bits()
+                );
+                assert_eq!(
+                    Scalar::from_bits(T::ELEM, value.into_reg()).bits(),
+                    scalar.bits()
+                );
+            }
+        }
+        agree(&[
+            0.0f32,
+            -0.0,
+            1.5,
+            f32::NAN,
+            -f32::INFINITY,
+            f32::from_bits(0x7fc0_1234),
+        ]);
+        agree(&[0.0f64, -0.0, -2.25, f64::NAN, f64::MIN_POSITIVE]);
+        agree(&[0i32, -1, i32::MIN, i32::MAX]);
+        agree(&[0i64, -1, i64::MIN, i64::MAX]);
+        agree(&[0u32, u32::MAX]);
+        agree(&[0u64, u64::MAX]);
+        agree(&[false, true]);
+    }
+}
