@@ -148,7 +148,9 @@ class ClientTests(unittest.TestCase):
         self.assertEqual(self.result_text(messages), ["10"])
 
     def test_stop_on_error_aborts_the_queued_cells(self):
-        first = self.kc.execute(":p 1 + True")
+        # The failing cell computes for a while first, so that the next two requests are
+        # queued before it fails (a kernel aborts what it has received, as ipykernel does).
+        first = self.kc.execute("slow = fold(0.0, \\i:(Fin 10000000) c. c * 0.5 + 1.0)\n:p 1 + True")
         second = self.kc.execute("y = 1")
         third = self.kc.execute(":p 2", stop_on_error=False)
         self.assertEqual(self.reply_to(first)["content"]["status"], "error")
