@@ -422,6 +422,45 @@ fn first_maxima_in_later_lines_and_chunks_agree_with_the_interpreter() {
     agrees_with_the_interpreter_on_1_and_2_threads(src);
 }
 
+/// Note [Row groups]: chains of kernels over the same rows run a block of rows at a time, and
+/// what only the chain reads is never materialised. The `fused` stage shows the group of the
+/// `logsumexp` gradient (max, exponentials, sums, reciprocals, quotients) with every output
+/// but the last local; values are the interpreter's bits on 1 and 2 threads for chains of
+/// maps, sums and selections: 301 rows (not a multiple of a block), rows of 20000 (more
+/// than one run of a sum), rank-3 rows (reductions with outputs `[rows, 3]`), reads of a
+/// member's output shifted within the row (masked at its end) and gathered within it (the
+/// labels), a scatter added into a member's output, NaN and signed zeros in the maxima; and a
+/// read of the next row's maximum, which keeps the reader out of the maxima's group.
+#[test]
+fn row_chains_run_in_groups_and_agree_with_the_interpreter() {
+    let defs = "x : (Fin 301)=>(Fin 200)=>Float = for i j. 4.0 * sin (n_to_f (ordinal i * 200 + ordinal j) * 0.37)\n\
+        labels = for i:(Fin 301). ((ordinal i * 7) `mod` 200) @ (Fin 200)\n\
+        long : (Fin 8)=>(Fin 20000)=>Float = for i j. cos (n_to_f (ordinal i * 20000 + ordinal j) * 0.01)\n\
+        cube : (Fin 150)=>(Fin 3)=>(Fin 100)=>Float = for i k j. sin (n_to_f (ordinal i * 300 + ordinal k * 100 + ordinal j))\n\
+        z : (Fin 70)=>(Fin 2100)=>Float = for i j. select (mod (ordinal i) 7 == 0 || mod (ordinal i + ordinal j) 5 == 0) (-0.0) (select (ordinal i == 3 && ordinal j == 1500) nan 0.0)\n\
+        def xent(z: (Fin 301)=>(Fin 200)=>Float) -> Float =\n  mean for r. logsumexp z[r] - z[r, labels[r]]\n\
+        def norm(v: n=>Float) -> n=>Float given (n|Ix) =\n  m = mean v\n  s = mean for j. sq (v[j] - m)\n  for j. (v[j] - m) / sqrt (s + 1.0e-5)\n\
+        def smooth(v: (Fin 200)=>Float) -> (Fin 200)=>Float =\n  e = for j. exp (v[j] - maximum v)\n  t = sum e\n  for j:(Fin 200). e[j] / t + (select (ordinal j < 199) e[((ordinal j + 1) `mod` 200) @ (Fin 200)] 0.0)\n\n";
+    let mut fused = session(Engine::Fused);
+    outputs(&mut fused, defs);
+    let text = fused_stage(&mut fused, "grad (\\w. sum for r. logsumexp w[r]) x");
+    assert_eq!(count_lines(&text, "rows k0 over [301]"), 1, "{text}");
+    assert_eq!(count_lines(&text, "kernel k0."), 5, "{text}");
+    assert_eq!(text.matches("writes local").count(), 4, "{text}");
+    let text = fused_stage(&mut fused, "for i. norm long[i]");
+    assert_eq!(count_lines(&text, "rows k"), 1, "{text}");
+    let src = format!(
+        "{defs}:p (sum for r. logsumexp x[r], for r. sum (softmax x[r]), grad xent x)\n\
+         :p (for i. norm long[i], grad (\\w. sum for i. sum (norm w[i]) * n_to_f (ordinal i)) long)\n\
+         :p for i k. norm cube[i, k]\n\
+         :p grad (\\w. sum for i. sum for k. sum (norm w[i, k]) * n_to_f (ordinal k)) cube\n\
+         :p (for r. smooth x[r], grad (\\w. sum for r. sum (smooth w[r])) x)\n\
+         :p (for i. logsumexp z[i], for i. softmax z[i])\n\
+         :p grad (\\w. sum for r. sum for j. exp (w[r, j] - (for q. maximum w[q])[((ordinal r + 1) `mod` 301) @ (Fin 301)])) x\n"
+    );
+    agrees_with_the_interpreter_on_1_and_2_threads(&src);
+}
+
 #[test]
 fn maps_over_transposed_operands_agree_with_the_interpreter() {
     // Kernels over [130, 2100] that read [2100, 130] arrays run their lines down axis 0.

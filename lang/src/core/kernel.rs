@@ -17,6 +17,10 @@
 //!   ([`Reduction`]).
 //! - [`MatMul`]: a reduction kernel whose body is the product of two reads, recognised as a
 //!   (batched) matrix product and run on `faer`.
+//! - [`Rows`]: consecutive kernels over the same rows (their outputs' axis 0) run a block of
+//!   rows at a time, each member on the block before the next, so that what one member writes
+//!   the next reads from cache; an output read only inside the group lives in a block-sized
+//!   buffer and is never materialised (Note [Row groups] in `passes::fuse::rows`).
 //! - [`Step::ScatterAdd`]: a scatter added in place into the output of the kernel before it,
 //!   which read the scatter as zero (Note [Scatters added in place] in `passes::fuse`).
 //! - [`Step::Stmt`]: a statement the fuser leaves to the bulk evaluator (`fold`, `scan`,
@@ -200,11 +204,53 @@ pub struct MatMul {
     pub batch_axes: Vec<usize>,
 }
 
+/// Kernels run together a block of rows at a time (Note [Row groups] in
+/// `passes::fuse::rows`). Every kernel's output has `rows` as its axis 0, which is iteration
+/// axis 0 of a map and axis 1 of a reduction (`Rows::row_axis`); a kernel reads the output
+/// of an earlier member only in the row it computes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rows {
+    pub rows: usize,
+    pub kernels: Vec<Kernel>,
+    /// By kernel: its output is read only by later members, so it is never materialised.
+    pub local: Vec<bool>,
+}
+
+impl Rows {
+    /// The iteration axis of `kernel` that runs over the rows.
+    pub fn row_axis(kernel: &Kernel) -> usize {
+        usize::from(kernel.reduce.is_some())
+    }
+
+    /// The outputs the group materialises.
+    pub fn outputs(&self) -> Vec<VarId> {
+        self.kernels
+            .iter()
+            .zip(&self.local)
+            .filter(|(_, &local)| !local)
+            .map(|(kernel, _)| kernel.output.0)
+            .collect()
+    }
+
+    /// The variables the group reads from outside it, without repeats.
+    pub fn reads(&self) -> Vec<VarId> {
+        let made: Vec<VarId> = self.kernels.iter().map(|kernel| kernel.output.0).collect();
+        let mut vars = Vec::new();
+        for var in self.kernels.iter().flat_map(Kernel::reads) {
+            if !made.contains(&var) && !vars.contains(&var) {
+                vars.push(var);
+            }
+        }
+        vars
+    }
+}
+
 /// One step of a schedule.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
     Kernel(Kernel),
     MatMul(MatMul),
+    Rows(Rows),
     /// Statement `index` of the main block, run by the bulk evaluator.
     Stmt(usize),
     /// Statement `stmt` of the block, a scatter, added into the value of `into` in place: the
@@ -222,6 +268,7 @@ impl Step {
         match self {
             Step::Kernel(kernel) => vec![kernel.output.0],
             Step::MatMul(matmul) => vec![matmul.out],
+            Step::Rows(rows) => rows.outputs(),
             Step::Stmt(index) => program.blocks[block].stmts[*index].binders.clone(),
             Step::ScatterAdd { .. } => Vec::new(),
         }
@@ -232,6 +279,7 @@ impl Step {
     pub fn reads(&self, program: &Program, block: BlockId) -> Vec<VarId> {
         match self {
             Step::Kernel(kernel) => kernel.reads(),
+            Step::Rows(rows) => rows.reads(),
             Step::MatMul(matmul) if matmul.lhs.var == matmul.rhs.var => vec![matmul.lhs.var],
             Step::MatMul(matmul) => vec![matmul.lhs.var, matmul.rhs.var],
             Step::ScatterAdd { stmt, into } => {
@@ -264,7 +312,7 @@ impl Step {
             Step::MatMul(matmul) => {
                 Some(2 * matmul.shape.iter().map(|&dim| dim as u64).product::<u64>())
             }
-            Step::Kernel(_) | Step::Stmt(_) | Step::ScatterAdd { .. } => None,
+            Step::Kernel(_) | Step::Rows(_) | Step::Stmt(_) | Step::ScatterAdd { .. } => None,
         }
     }
 }
@@ -342,6 +390,7 @@ impl Schedule {
         for step in &self.steps {
             match step {
                 Step::Kernel(_) => counts.0 += 1,
+                Step::Rows(rows) => counts.0 += rows.kernels.len(),
                 Step::MatMul(_) => counts.1 += 1,
                 Step::Stmt(_) | Step::ScatterAdd { .. } => counts.2 += 1,
             }
@@ -402,7 +451,16 @@ impl fmt::Display for Coord {
 }
 
 impl ScheduleDisplay<'_> {
-    fn kernel(&self, f: &mut fmt::Formatter<'_>, number: usize, kernel: &Kernel) -> fmt::Result {
+    /// Prints `kernel` as `kernel k{number}`, indented by `indent` more spaces; `local`
+    /// marks an output a row group never materialises.
+    fn kernel(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        number: &str,
+        kernel: &Kernel,
+        indent: &str,
+        local: bool,
+    ) -> fmt::Result {
         let program = self.program;
         let reads: Vec<String> = kernel
             .reads()
@@ -413,13 +471,14 @@ impl ScheduleDisplay<'_> {
         let out_ty = program.var_ty(out);
         writeln!(
             f,
-            "  kernel k{number} over {}{}: reads {{{}}} writes {}: {}{}",
+            "{indent}  kernel k{number} over {}{}: reads {{{}}} writes {}{}: {}{}",
             shape_text(&kernel.shape),
             kernel.reduce.map_or(String::new(), |reduction| format!(
                 " {} i0",
                 reduction.name()
             )),
             reads.join(", "),
+            if local { "local " } else { "" },
             var_name(program, out),
             shape_text(&out_ty.shape),
             out_ty.elem.name(),
@@ -437,11 +496,11 @@ impl ScheduleDisplay<'_> {
                     format!("{} {}", prim.name(), operands.join(" "))
                 }
             };
-            writeln!(f, "    {node_id}: {} = {text}", elem.name())?;
+            writeln!(f, "{indent}    {node_id}: {} = {text}", elem.name())?;
         }
         writeln!(
             f,
-            "    {} {root}",
+            "{indent}    {} {root}",
             kernel.reduce.map_or("out", Reduction::name)
         )
     }
@@ -461,7 +520,16 @@ impl fmt::Display for ScheduleDisplay<'_> {
         writeln!(f, "schedule({}) {{", inputs.join(", "))?;
         for (number, step) in schedule.steps.iter().enumerate() {
             match step {
-                Step::Kernel(kernel) => self.kernel(f, number, kernel)?,
+                Step::Kernel(kernel) => self.kernel(f, &number.to_string(), kernel, "", false)?,
+                Step::Rows(rows) => {
+                    writeln!(f, "  rows k{number} over [{}] {{", rows.rows)?;
+                    for (member, (kernel, &local)) in
+                        rows.kernels.iter().zip(&rows.local).enumerate()
+                    {
+                        self.kernel(f, &format!("{number}.{member}"), kernel, "  ", local)?;
+                    }
+                    writeln!(f, "  }}")?;
+                }
                 Step::MatMul(matmul) => {
                     let coords = |operand: &MatOperand| -> String {
                         let coords: Vec<String> =

@@ -21,6 +21,8 @@
 //! against the memory available (`check_size`): too large a request is a runtime error, not an
 //! abort. A value is dropped after the last step that reads it.
 
+mod rows;
+
 use std::ops::Range;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -43,13 +45,16 @@ use crate::core::kernel::{
 use crate::ops::monoid::CHUNK_ROWS;
 use crate::passes::fuse::row_major_strides;
 use crate::prim::sum_order::{self, TreeSum, LEAF};
-use crate::prim::Arith;
 use crate::prim::Prim;
+use crate::prim::{Arith, SelectFold};
 
 /// Outputs at least this wide are summed across the output (see the module documentation).
 const WIDE: usize = 64;
 /// Points of an elementwise kernel's row that one task computes when rows are long.
 const PIECE: usize = 16 * LINE;
+/// Points of axis 0 in one run of a sum along it: a complete subtree of dx's order, summed by
+/// one task.
+const SUM_RUN: usize = LEAF << RUN_LEVEL;
 /// Rows of a matrix-product panel between interrupt checks.
 const PANEL_ROWS: usize = 256;
 
@@ -79,6 +84,13 @@ impl Exec<'_> {
                     let tensor = self.run_kernel(kernel)?;
                     self.env[kernel.output.0] = Some(Slot::plain(tensor));
                     self.report.kernels += 1;
+                }
+                Step::Rows(rows) => {
+                    for (var, tensor) in self.run_rows(rows)? {
+                        self.env[var] = Some(Slot::plain(tensor));
+                    }
+                    self.report.kernels += rows.kernels.len();
+                    self.report.row_groups += 1;
                 }
                 Step::MatMul(matmul) => {
                     let tensor = self.run_matmul(matmul)?;
@@ -203,7 +215,7 @@ fn step_op(step: &Step, block: &crate::core::ir::Block) -> String {
             reduce: Some(reduction),
             ..
         }) => reduction.name().to_string(),
-        Step::Kernel(_) => "for".to_string(),
+        Step::Kernel(_) | Step::Rows(_) => "for".to_string(),
         Step::MatMul(_) => "matrix product".to_string(),
         Step::Stmt(index) | Step::ScatterAdd { stmt: index, .. } => {
             crate::core::print::expr_name(&block.stmts[*index].expr).to_string()
@@ -307,6 +319,32 @@ fn affine_in_range(start: i64, step: i64, dim: i64, points: usize) -> Range<usiz
 struct Scratch {
     lanes: Vec<Lane>,
     runs: Vec<Option<usize>>,
+    /// The coordinates of a line's first point (`Scratch::at`).
+    base: Vec<i64>,
+}
+
+impl Scratch {
+    /// `f(scratch, base)` where `base` is `lead`, then the coordinates of row-major position
+    /// `flat` in `shape`, then `trail`: built in a buffer the task reuses, so that its rows
+    /// and runs allocate nothing.
+    fn at<R>(
+        &mut self,
+        lead: &[i64],
+        (flat, shape): (usize, &[usize]),
+        trail: &[i64],
+        f: impl FnOnce(&mut Scratch, &mut [i64]) -> R,
+    ) -> R {
+        let mut base = std::mem::take(&mut self.base);
+        base.clear();
+        base.extend_from_slice(lead);
+        let start = base.len();
+        base.resize(start + shape.len(), 0);
+        unravel_into(flat, shape, &mut base[start..]);
+        base.extend_from_slice(trail);
+        let result = f(self, &mut base);
+        self.base = base;
+        result
+    }
 }
 
 /// A kernel bound to its inputs. `shape` is the kernel's iteration space with adjacent axes
@@ -319,11 +357,26 @@ struct Launch<'k> {
     reads: Vec<Option<ReadPlan>>,
     /// `Node::Index` affines over `shape`, by node.
     indices: Vec<Option<Affine>>,
+    /// By tensor: the earlier member of a row group whose output it is (`Line::group`), in
+    /// place of a bound value.
+    group_inputs: Vec<Option<usize>>,
 }
 
 impl<'k> Launch<'k> {
     fn new(exec: &Exec<'_>, kernel: &'k Kernel) -> Launch<'k> {
+        Launch::bind(exec, kernel, &[], usize::from(kernel.reduce.is_some()))
+    }
+
+    /// The launch of `kernel` reading the outputs of the earlier row group members `members`
+    /// from `Line::group`, with axes merged from `first_merged` on (`merge_axes`).
+    fn bind(
+        exec: &Exec<'_>,
+        kernel: &'k Kernel,
+        members: &[VarId],
+        first_merged: usize,
+    ) -> Launch<'k> {
         let mut tensors: Vec<Tensor> = Vec::new();
+        let mut group_inputs: Vec<Option<usize>> = Vec::new();
         let mut held: Vec<VarId> = Vec::new();
         let rank = kernel.shape.len();
         let reads = kernel
@@ -337,7 +390,12 @@ impl<'k> Launch<'k> {
                     Some(position) => position,
                     None => {
                         held.push(*var);
-                        tensors.push(exec.standard(*var));
+                        let member = members.iter().position(|member| member == var);
+                        tensors.push(match member {
+                            Some(_) => Tensor::F32(ndarray::ArrayD::zeros(vec![0]).into_shared()),
+                            None => exec.standard(*var),
+                        });
+                        group_inputs.push(member);
                         tensors.len() - 1
                     }
                 };
@@ -382,8 +440,9 @@ impl<'k> Launch<'k> {
             tensors,
             reads,
             indices,
+            group_inputs,
         };
-        launch.merge_axes(usize::from(kernel.reduce.is_some()));
+        launch.merge_axes(first_merged);
         launch
     }
 
@@ -456,6 +515,7 @@ impl<'k> Launch<'k> {
         Scratch {
             runs: vec![None; lanes.len()],
             lanes,
+            base: Vec::new(),
         }
     }
 
@@ -468,13 +528,30 @@ impl<'k> Launch<'k> {
         node: usize,
         len: usize,
     ) -> LaneRef<'a> {
+        self.operand_in(lanes, runs, node, len, &[])
+    }
+
+    /// `operand` on a line of a row group member (whose reads of earlier members' outputs
+    /// are runs of `group`).
+    fn operand_in<'a>(
+        &'a self,
+        lanes: &'a [Lane],
+        runs: &[Option<usize>],
+        node: usize,
+        len: usize,
+        group: &[GroupRead<'a>],
+    ) -> LaneRef<'a> {
         match runs[node] {
             None => lanes[node].as_ref(),
             Some(start) => {
                 let plan = self.reads[node].as_ref().expect("a run is a read");
+                let column = match self.group_inputs[plan.tensor] {
+                    Some(member) => group[member].data.run(start, len),
+                    None => tensor_run(&self.tensors[plan.tensor], start, len),
+                };
                 LaneRef {
                     splat: false,
-                    column: tensor_run(&self.tensors[plan.tensor], start, len),
+                    column,
                 }
             }
         }
@@ -482,16 +559,30 @@ impl<'k> Launch<'k> {
 
     /// `operand` of the kernel's output node.
     fn root<'a>(&'a self, scratch: &'a Scratch, len: usize) -> LaneRef<'a> {
+        self.root_in(scratch, len, &[])
+    }
+
+    /// `root` on a line of a row group member.
+    fn root_in<'a>(
+        &'a self,
+        scratch: &'a Scratch,
+        len: usize,
+        group: &[GroupRead<'a>],
+    ) -> LaneRef<'a> {
         let root = self.kernel.output.1 .0 as usize;
-        self.operand(&scratch.lanes, &scratch.runs, root, len)
+        self.operand_in(&scratch.lanes, &scratch.runs, root, len, group)
     }
 
     /// Computes every node along the line of `len` points starting at `base` and moving
     /// along `axis` (`None`: a single point); the output node is then `root`.
     fn eval_line(&self, scratch: &mut Scratch, base: &[i64], axis: Option<usize>, len: usize) {
-        let line = Line { base, axis, len };
+        self.eval_line_at(scratch, &Line::new(base, axis, len, &[]));
+    }
+
+    /// `eval_line` along `line`.
+    fn eval_line_at(&self, scratch: &mut Scratch, line: &Line<'_>) {
         for index in 0..self.kernel.nodes.len() {
-            self.eval_node(scratch, index, &line);
+            self.eval_node(scratch, index, line);
         }
     }
 
@@ -505,17 +596,28 @@ impl<'k> Launch<'k> {
         axis: Option<usize>,
         dst: &mut [T],
     ) {
+        self.eval_line_into_at(scratch, &Line::new(base, axis, dst.len(), &[]), dst);
+    }
+
+    /// `eval_line_into` along `line` (as long as `dst`).
+    fn eval_line_into_at<T: LaneElem>(
+        &self,
+        scratch: &mut Scratch,
+        line: &Line<'_>,
+        dst: &mut [T],
+    ) {
         let len = dst.len();
         let root = self.kernel.output.1 .0 as usize;
         let (root_node, _) = &self.kernel.nodes[self.kernel.output.1];
         match root_node {
             Node::Prim(prim, operands) if root + 1 == self.kernel.nodes.len() => {
-                let line = Line { base, axis, len };
                 for index in 0..root {
-                    self.eval_node(scratch, index, &line);
+                    self.eval_node(scratch, index, line);
                 }
                 let (lanes, runs) = (&scratch.lanes[..], &scratch.runs[..]);
-                let operand = |k: usize| self.operand(lanes, runs, operands[k].0 as usize, len);
+                let operand = |k: usize| {
+                    self.operand_in(lanes, runs, operands[k].0 as usize, len, line.group)
+                };
                 let splat = with_operands(operands.len(), operand, |operands| {
                     eval_prim(*prim, operands, T::wrap_mut(dst), len)
                 });
@@ -525,15 +627,17 @@ impl<'k> Launch<'k> {
                 }
             }
             _ => {
-                self.eval_line(scratch, base, axis, len);
-                self.root(scratch, len).copy_to(dst);
+                self.eval_line_at(scratch, line);
+                self.root_in(scratch, len, line.group).copy_to(dst);
             }
         }
     }
 
     /// Computes node `index` along the line (its operands are computed).
     fn eval_node(&self, scratch: &mut Scratch, index: usize, line: &Line<'_>) {
-        let Line { base, axis, len } = *line;
+        let Line {
+            base, axis, len, ..
+        } = *line;
         scratch.runs[index] = None;
         match &self.kernel.nodes[NodeId(index as u32)].0 {
             Node::Lit(_) => {} // set by `scratch`
@@ -545,7 +649,9 @@ impl<'k> Launch<'k> {
             Node::Prim(prim, operands) => {
                 let (before, rest) = scratch.lanes.split_at_mut(index);
                 let (before, runs) = (&*before, &scratch.runs[..]);
-                let operand = |k: usize| self.operand(before, runs, operands[k].0 as usize, len);
+                let operand = |k: usize| {
+                    self.operand_in(before, runs, operands[k].0 as usize, len, line.group)
+                };
                 with_operands(operands.len(), operand, |operands| {
                     rest[0].eval(*prim, operands, len)
                 });
@@ -559,14 +665,30 @@ impl<'k> Launch<'k> {
         let plan = self.reads[index].as_ref().expect("every read has a plan");
         let (before, rest) = scratch.lanes.split_at_mut(index);
         let (before, runs) = (&*before, &scratch.runs[..]);
-        let coord = |node: NodeId| self.operand(before, runs, node.0 as usize, line.len);
+        let coord =
+            |node: NodeId| self.operand_in(before, runs, node.0 as usize, line.len, line.group);
         let out = &mut rest[0];
+        if let Some(member) = self.group_inputs[plan.tensor] {
+            // An earlier row group member's output: the block's rows of it.
+            let input = &line.group[member];
+            macro_rules! typed_member_read {
+                ($($variant:ident),*) => {
+                    match input.data {
+                        $(ColumnRef::$variant(data) => {
+                            read_typed(plan, data, input.origin, &coord, line, out)
+                        })*
+                    }
+                };
+            }
+            scratch.runs[index] = typed_member_read!(F32, F64, I32, I64, U32, U64, Bool);
+            return;
+        }
         macro_rules! typed_read {
             ($($variant:ident),*) => {
                 match &self.tensors[plan.tensor] {
                     $(Tensor::$variant(array) => {
                         let data = array.as_slice().expect("kernel inputs are in standard layout");
-                        read_typed(plan, data, &coord, line, out)
+                        read_typed(plan, data, 0, &coord, line, out)
                     })*
                 }
             };
@@ -592,18 +714,10 @@ impl<'k> Launch<'k> {
             self.map_down(out, exec);
             return;
         }
-        let outer = &shape[..last];
         // A piece of a row: `dst` is the row's output from point `start` on.
         let run_piece = |lanes: &mut Scratch, row: usize, start: usize, dst: &mut [T]| {
-            if exec.interrupt_requested() {
-                return;
-            }
-            let mut base = unravel(row, outer);
-            base.push(0);
-            for offset in (0..dst.len()).step_by(LINE) {
-                let len = LINE.min(dst.len() - offset);
-                base[last] = (start + offset) as i64;
-                self.eval_line_into(lanes, &base, Some(last), &mut dst[offset..offset + len]);
+            if !exec.interrupt_requested() {
+                self.map_row(lanes, row, start, dst, &[]);
             }
         };
         if out.len() < PAR_THRESHOLD {
@@ -624,6 +738,27 @@ impl<'k> Launch<'k> {
             // on every thread.
             self.for_each_piece(out, row_len, PIECE, run_piece);
         }
+    }
+
+    /// Points `start..` of row `row` (a row-major position over the axes before the last) of
+    /// an elementwise kernel into `dst`, in lines along the last axis.
+    fn map_row<T: LaneElem>(
+        &self,
+        lanes: &mut Scratch,
+        row: usize,
+        start: usize,
+        dst: &mut [T],
+        group: &[GroupRead<'_>],
+    ) {
+        let last = self.shape.len() - 1;
+        lanes.at(&[], (row, &self.shape[..last]), &[0], |lanes, base| {
+            for offset in (0..dst.len()).step_by(LINE) {
+                let len = LINE.min(dst.len() - offset);
+                base[last] = (start + offset) as i64;
+                let line = Line::new(base, Some(last), len, group);
+                self.eval_line_into_at(lanes, &line, &mut dst[offset..offset + len]);
+            }
+        })
     }
 
     /// Runs `f(lanes, row, start, piece)` in parallel over the pieces of `piece_len` points of
@@ -743,30 +878,60 @@ impl<'k> Launch<'k> {
 
     /// Sums along axis 0, one output at a time, in parallel over aligned runs of leaves.
     fn reduce_along<T: LaneElem>(&self, out: &mut [T], exec: &Exec<'_>) {
-        let shape = &self.shape;
-        let n_rows = shape[0];
-        let out_shape = &shape[1..];
-        let run_len = LEAF << RUN_LEVEL;
-        let n_runs = n_rows.div_ceil(run_len);
+        let n_rows = self.shape[0];
+        let n_runs = n_rows.div_ceil(SUM_RUN);
         let run_sum = |lanes: &mut Scratch, task: usize| -> T {
-            let (output, run) = (task / n_runs, task % n_runs);
-            let mut base = vec![0i64];
-            base.extend(unravel(output, out_shape));
+            self.sum_run(lanes, task / n_runs, task % n_runs, &[], exec)
+        };
+        let run_sums = self.tasks(out.len() * n_runs, out.len() * n_rows, run_sum);
+        for (slot, runs) in out.iter_mut().zip(run_sums.chunks(n_runs)) {
+            *slot = self.combine_run_sums(runs);
+        }
+    }
+
+    /// The sum of output `output` of a reduction, along axis 0, one run after another.
+    fn sum_along<T: LaneElem>(
+        &self,
+        lanes: &mut Scratch,
+        output: usize,
+        group: &[GroupRead<'_>],
+        exec: &Exec<'_>,
+    ) -> T {
+        let n_runs = self.shape[0].div_ceil(SUM_RUN);
+        let runs: Vec<T> = (0..n_runs)
+            .map(|run| self.sum_run(lanes, output, run, group, exec))
+            .collect();
+        self.combine_run_sums(&runs)
+    }
+
+    /// The sum of run `run` (`SUM_RUN` points of axis 0, a complete subtree of dx's order)
+    /// of output `output` of a reduction.
+    fn sum_run<T: LaneElem>(
+        &self,
+        lanes: &mut Scratch,
+        output: usize,
+        run: usize,
+        group: &[GroupRead<'_>],
+        exec: &Exec<'_>,
+    ) -> T {
+        let n_rows = self.shape[0];
+        lanes.at(&[0], (output, &self.shape[1..]), &[], |lanes, base| {
             let mut tree = TreeSum::new();
-            let end = ((run + 1) * run_len).min(n_rows);
-            let mut spread = [T::default(); LINE];
-            for start in (run * run_len..end).step_by(LINE) {
+            let end = ((run + 1) * SUM_RUN).min(n_rows);
+            let mut spread = Vec::new();
+            for start in (run * SUM_RUN..end).step_by(LINE) {
                 if exec.interrupt_requested() {
                     break;
                 }
                 let len = LINE.min(end - start);
                 base[0] = start as i64;
-                self.eval_line(lanes, &base, Some(0), len);
-                let values = match self.root(lanes, len).values::<T>(len) {
+                self.eval_line_at(lanes, &Line::new(base, Some(0), len, group));
+                let values = match self.root_in(lanes, len, group).values::<T>(len) {
                     Ok(values) => values,
                     Err(value) => {
-                        spread[..len].fill(value);
-                        &spread[..len]
+                        spread.clear();
+                        spread.resize(len, value);
+                        &spread[..]
                     }
                 };
                 for leaf in values.chunks(LEAF) {
@@ -774,12 +939,13 @@ impl<'k> Launch<'k> {
                 }
             }
             tree.finish(T::add).unwrap_or_default()
-        };
-        let run_sums = self.tasks(out.len() * n_runs, out.len() * n_rows, run_sum);
-        let partial = !n_rows.is_multiple_of(run_len);
-        for (slot, runs) in out.iter_mut().zip(run_sums.chunks(n_runs)) {
-            *slot = sum_order::combine_runs(runs, RUN_LEVEL, partial, T::add).unwrap_or_default();
-        }
+        })
+    }
+
+    /// The sum of one output from the sums of its runs (`sum_run`), in dx's order.
+    fn combine_run_sums<T: LaneElem>(&self, runs: &[T]) -> T {
+        let partial = !self.shape[0].is_multiple_of(SUM_RUN);
+        sum_order::combine_runs(runs, RUN_LEVEL, partial, T::add).unwrap_or_default()
     }
 
     /// Sums along axis 0 for a segment of the output's last axis at a time: the leaf's lane
@@ -845,10 +1011,12 @@ impl<'k> Launch<'k> {
         let (n_rows, width) = (self.shape[0], self.shape[self.shape.len() - 1]);
         let prefix_shape = &self.shape[1..self.shape.len() - 1];
         let segment = |lanes: &mut Scratch, prefix: usize, start: usize, dst: &mut [T]| {
-            let mut base = vec![0i64];
-            base.extend(unravel(prefix, prefix_shape));
-            base.push(start as i64);
-            segment(lanes, &mut base, dst)
+            lanes.at(
+                &[0],
+                (prefix, prefix_shape),
+                &[start as i64],
+                |lanes, base| segment(lanes, base, dst),
+            )
         };
         let work = out.len() * n_rows;
         if work < PAR_THRESHOLD {
@@ -881,8 +1049,8 @@ impl Launch<'_> {
             ($($variant:ident: $ty:ty),*) => {
                 match out {
                     $(Column::$variant(values) => match selection {
-                        Reduction::Max => self.fold(values, <$ty as Arith>::max, exec),
-                        _ => self.fold(values, <$ty as Arith>::min, exec),
+                        Reduction::Max => self.fold::<$ty, Max>(values, exec),
+                        _ => self.fold::<$ty, Min>(values, exec),
                     },)*
                     Column::Bool(_) => unreachable!("selections fold numbers"),
                 }
@@ -891,49 +1059,74 @@ impl Launch<'_> {
         typed!(F32: f32, F64: f64, I32: i32, I64: i64, U32: u32, U64: u64);
     }
 
-    /// Folds axis 0 with `combine`, a `max` or `min`: exactly associative and commutative
-    /// (Note [Float selections] in `prim::arith`), so any order gives the bits of the
-    /// reference `reduce` (Note [Monoid order] in `ops::monoid`). Chunks of `CHUNK_ROWS` rows,
-    /// then the chunk totals; laid out like the sums: across the output's last axis when it
-    /// is wide, else along axis 0 (`strided_across`) in vector lanes (`fold_unordered`).
-    fn fold<T, C>(&self, out: &mut [T], combine: C, exec: &Exec<'_>)
-    where
-        T: LaneElem,
-        C: Fn(T, T) -> T + Copy + Sync + Send,
-    {
+    /// Folds axis 0 with `S`, a `max` or `min`: exactly associative and commutative (Note
+    /// [Float selections] in `prim::arith`), so any order gives the bits of the reference
+    /// `reduce` (Note [Monoid order] in `ops::monoid`). Chunks of `CHUNK_ROWS` rows, then the
+    /// chunk totals; laid out like the sums: across the output's last axis when it is wide,
+    /// else along axis 0 (`strided_across`), each line folded in vector lanes (`SelectFold`).
+    fn fold<T: LaneElem, S: Select<T>>(&self, out: &mut [T], exec: &Exec<'_>) {
         if out.is_empty() {
             return;
         }
         if self.runs_across() {
-            self.fold_across(out, combine, exec);
+            self.fold_across(out, S::combine, exec);
         } else {
-            self.fold_along(out, combine, exec);
+            self.fold_along::<T, S>(out, exec);
         }
     }
 
     /// `fold` one output at a time, in parallel over (output, chunk) pairs.
-    fn fold_along<T, C>(&self, out: &mut [T], combine: C, exec: &Exec<'_>)
-    where
-        T: LaneElem,
-        C: Fn(T, T) -> T + Copy + Sync + Send,
-    {
-        self.each_chunk_along(out, combine, |scratch, base, _, rows| {
-            let mut total: Option<T> = None;
-            for start in rows.clone().step_by(LINE) {
-                if exec.interrupt_requested() {
-                    break;
-                }
-                let len = LINE.min(rows.end - start);
-                base[0] = start as i64;
-                self.eval_line(scratch, base, Some(0), len);
-                total = match self.root(scratch, len).values::<T>(len) {
-                    Ok(values) => fold_unordered(total, values, combine),
-                    // A splat is `len` equal values: two combine as many do (idempotent).
-                    Err(value) => fold_unordered(total, &[value, value][..len.min(2)], combine),
-                };
-            }
-            total.unwrap_or_default()
+    fn fold_along<T: LaneElem, S: Select<T>>(&self, out: &mut [T], exec: &Exec<'_>) {
+        self.each_chunk_along(out, S::combine, |scratch, base, _, rows| {
+            self.fold_chunk::<T, S>(scratch, base, rows, &[], exec)
         });
+    }
+
+    /// The fold of output `output` along axis 0, one chunk after another (as
+    /// `each_chunk_along` combines them).
+    fn fold_output<T: LaneElem, S: Select<T>>(
+        &self,
+        scratch: &mut Scratch,
+        output: usize,
+        group: &[GroupRead<'_>],
+        exec: &Exec<'_>,
+    ) -> T {
+        let n_rows = self.shape[0];
+        scratch.at(&[0], (output, &self.shape[1..]), &[], |scratch, base| {
+            (0..n_rows.div_ceil(CHUNK_ROWS))
+                .map(|index| {
+                    let rows = index * CHUNK_ROWS..((index + 1) * CHUNK_ROWS).min(n_rows);
+                    self.fold_chunk::<T, S>(scratch, base, rows, group, exec)
+                })
+                .reduce(S::combine)
+                .unwrap_or_default()
+        })
+    }
+
+    /// The fold of rows `rows` of axis 0 at `base` (axis 0 free for it).
+    fn fold_chunk<T: LaneElem, S: Select<T>>(
+        &self,
+        scratch: &mut Scratch,
+        base: &mut [i64],
+        rows: Range<usize>,
+        group: &[GroupRead<'_>],
+        exec: &Exec<'_>,
+    ) -> T {
+        let mut total: Option<T> = None;
+        for start in rows.clone().step_by(LINE) {
+            if exec.interrupt_requested() {
+                break;
+            }
+            let len = LINE.min(rows.end - start);
+            base[0] = start as i64;
+            self.eval_line_at(scratch, &Line::new(base, Some(0), len, group));
+            total = match self.root_in(scratch, len, group).values::<T>(len) {
+                Ok(values) => S::fold(total, values),
+                // A splat is `len` equal values: two combine as many do (idempotent).
+                Err(value) => S::fold(total, &[value, value][..len.min(2)]),
+            };
+        }
+        total.unwrap_or_default()
     }
 
     /// Folds axis 0 for one output at a time: `chunk(scratch, base, output, rows)` gives the
@@ -954,10 +1147,10 @@ impl Launch<'_> {
         let n_chunks = n_rows.div_ceil(CHUNK_ROWS);
         let chunk_total = |scratch: &mut Scratch, task: usize| -> T {
             let (output, index) = (task / n_chunks, task % n_chunks);
-            let mut base = vec![0i64];
-            base.extend(unravel(output, out_shape));
             let rows = index * CHUNK_ROWS..((index + 1) * CHUNK_ROWS).min(n_rows);
-            chunk(scratch, &mut base, output, rows)
+            scratch.at(&[0], (output, out_shape), &[], |scratch, base| {
+                chunk(scratch, base, output, rows)
+            })
         };
         let totals = self.tasks(out.len() * n_chunks, out.len() * n_rows, chunk_total);
         for (slot, chunks) in out.iter_mut().zip(totals.chunks(n_chunks)) {
@@ -1011,11 +1204,7 @@ impl Launch<'_> {
                 }
                 let len = LINE.min(rows.end - start);
                 base[0] = start as i64;
-                let line = Line {
-                    base,
-                    axis: Some(0),
-                    len,
-                };
+                let line = Line::new(base, Some(0), len, &[]);
                 for index in 0..=cond {
                     self.eval_node(scratch, index, &line);
                 }
@@ -1081,34 +1270,35 @@ impl Launch<'_> {
     }
 }
 
-/// `acc` (if any) combined with every value of `values`, in an order that suits vector lanes:
-/// `combine` must be exactly associative and commutative (Note [Float selections] in
-/// `prim::arith`), so every order gives the bits of Note [Monoid order]. `None` for no values
-/// and no `acc`.
-fn fold_unordered<T: Copy, C: Fn(T, T) -> T>(
-    acc: Option<T>,
-    values: &[T],
-    combine: C,
-) -> Option<T> {
-    const LANES: usize = 16;
-    let mut total = acc;
-    let mut rest = values;
-    if values.len() >= 2 * LANES {
-        let (head, tail) = values.split_at(LANES);
-        let mut lanes: [T; LANES] = head.try_into().expect("LANES values");
-        let mut chunks = tail.chunks_exact(LANES);
-        for chunk in &mut chunks {
-            for (lane, &value) in lanes.iter_mut().zip(chunk) {
-                *lane = combine(*lane, value);
-            }
-        }
-        rest = chunks.remainder();
-        let lanes_total = lanes[1..].iter().fold(lanes[0], |a, &b| combine(a, b));
-        total = Some(total.map_or(lanes_total, |acc| combine(acc, lanes_total)));
+/// A `max` or `min` (Note [Float selections]): `combine` two values, or `fold` a line of them
+/// into a total in any order.
+trait Select<T>: Copy + Sync + Send {
+    fn combine(a: T, b: T) -> T;
+    fn fold(acc: Option<T>, values: &[T]) -> Option<T>;
+}
+
+#[derive(Clone, Copy)]
+struct Max;
+
+#[derive(Clone, Copy)]
+struct Min;
+
+impl<T: SelectFold> Select<T> for Max {
+    fn combine(a: T, b: T) -> T {
+        Arith::max(a, b)
     }
-    rest.iter().fold(total, |acc, &value| {
-        Some(acc.map_or(value, |acc| combine(acc, value)))
-    })
+    fn fold(acc: Option<T>, values: &[T]) -> Option<T> {
+        T::fold_max(acc, values)
+    }
+}
+
+impl<T: SelectFold> Select<T> for Min {
+    fn combine(a: T, b: T) -> T {
+        Arith::min(a, b)
+    }
+    fn fold(acc: Option<T>, values: &[T]) -> Option<T> {
+        T::fold_min(acc, values)
+    }
 }
 
 /// The coordinates of row-major position `flat` in `shape`.
@@ -1147,25 +1337,55 @@ fn index_line(affine: &Affine, base: &[i64], axis: Option<usize>, len: usize, ou
     }
 }
 
-/// The line a kernel is computing: `len` points from `base` along `axis` (`None`: one point).
+/// The line a kernel is computing: `len` points from `base` along `axis` (`None`: one point),
+/// and in a row group, the block's part of the earlier members' outputs.
 struct Line<'a> {
     base: &'a [i64],
     axis: Option<usize>,
     len: usize,
+    group: &'a [GroupRead<'a>],
+}
+
+impl<'a> Line<'a> {
+    fn new(
+        base: &'a [i64],
+        axis: Option<usize>,
+        len: usize,
+        group: &'a [GroupRead<'a>],
+    ) -> Line<'a> {
+        Line {
+            base,
+            axis,
+            len,
+            group,
+        }
+    }
+}
+
+/// A row group member's output as the later members read it: the rows of the current
+/// block, which start at row-major position `origin` of the whole output.
+#[derive(Clone, Copy)]
+struct GroupRead<'a> {
+    data: ColumnRef<'a>,
+    origin: isize,
 }
 
 /// `Node::Read` of `data` along `line` into `out`, or `Some(start)` without copying when the
-/// line reads `data[start..start + len]` (contiguous, every point in range). `coord` gives
-/// the values of the nodes that compute coordinates.
+/// line reads `data[start..start + len]` (contiguous, every point in range). `data` holds
+/// the variable from row-major position `origin` on; `coord` gives the values of the nodes
+/// that compute coordinates.
 fn read_typed<'a, T: LaneElem>(
     plan: &ReadPlan,
     data: &[T],
+    origin: isize,
     coord: &dyn Fn(NodeId) -> LaneRef<'a>,
     line: &Line<'_>,
     out: &mut Lane,
 ) -> Option<usize> {
-    let Line { base, axis, len } = *line;
-    let start = plan.offset
+    let Line {
+        base, axis, len, ..
+    } = *line;
+    let start = plan.offset - origin
         + plan
             .axis_steps
             .iter()

@@ -35,17 +35,26 @@ pub enum Column {
     Bool(Vec<bool>),
 }
 
+/// `$body` with `$values` bound to the values of `$column`, an enum `$kind` with one variant per
+/// element type (`Column`, `ColumnRef`, `ColumnMut`).
+macro_rules! match_column {
+    ($kind:ident, $column:expr, $values:ident => $body:expr) => {
+        match $column {
+            $kind::F32($values) => $body,
+            $kind::F64($values) => $body,
+            $kind::I32($values) => $body,
+            $kind::I64($values) => $body,
+            $kind::U32($values) => $body,
+            $kind::U64($values) => $body,
+            $kind::Bool($values) => $body,
+        }
+    };
+}
+pub(crate) use match_column;
+
 macro_rules! with_column {
     ($column:expr, $values:ident => $body:expr) => {
-        match $column {
-            Column::F32($values) => $body,
-            Column::F64($values) => $body,
-            Column::I32($values) => $body,
-            Column::I64($values) => $body,
-            Column::U32($values) => $body,
-            Column::U64($values) => $body,
-            Column::Bool($values) => $body,
-        }
+        $crate::exec::lanes::match_column!(Column, $column, $values => $body)
     };
 }
 pub(crate) use with_column;
@@ -271,29 +280,15 @@ pub struct LaneRef<'a> {
     pub column: ColumnRef<'a>,
 }
 
-macro_rules! with_column_ref {
-    ($column:expr, $values:ident => $body:expr) => {
-        match $column {
-            ColumnRef::F32($values) => $body,
-            ColumnRef::F64($values) => $body,
-            ColumnRef::I32($values) => $body,
-            ColumnRef::I64($values) => $body,
-            ColumnRef::U32($values) => $body,
-            ColumnRef::U64($values) => $body,
-            ColumnRef::Bool($values) => $body,
-        }
-    };
-}
-
 impl<'a> LaneRef<'a> {
     /// The value at point `position` of the line.
     pub fn get(&self, position: usize) -> Scalar {
         let position = if self.splat { 0 } else { position };
-        with_column_ref!(self.column, values => values[position].into_scalar())
+        match_column!(ColumnRef, self.column, values => values[position].into_scalar())
     }
 
     pub fn elem(&self) -> Elem {
-        with_column_ref!(self.column, values => element_of(values))
+        match_column!(ColumnRef, self.column, values => element_of(values))
     }
 
     /// The first `len` values (`Err` with the value of a splat).
@@ -319,18 +314,36 @@ fn element_of<T: LaneElem>(_: &[T]) -> Elem {
     T::ELEM
 }
 
+impl<'a> ColumnRef<'a> {
+    /// The `len` values from position `start` on.
+    pub fn run(self, start: usize, len: usize) -> ColumnRef<'a> {
+        match_column!(ColumnRef, self, values => LaneElem::wrap(&values[start..start + len]))
+    }
+}
+
+impl Column {
+    /// The column cut into consecutive pieces of `len` values (the last may be shorter).
+    pub fn chunks_mut(&mut self, len: usize) -> Vec<ColumnMut<'_>> {
+        with_column!(self, values => values.chunks_mut(len).map(LaneElem::wrap_mut).collect())
+    }
+}
+
+impl<'a> ColumnMut<'a> {
+    /// The first `len` values.
+    pub fn prefix(self, len: usize) -> ColumnMut<'a> {
+        match_column!(ColumnMut, self, values => LaneElem::wrap_mut(&mut values[..len]))
+    }
+}
+
 impl ColumnMut<'_> {
+    /// The values, borrowed for reading.
+    pub fn as_ref(&self) -> ColumnRef<'_> {
+        match_column!(ColumnMut, self, values => LaneElem::wrap(values))
+    }
+
     /// The same values, borrowed again (to try one typed loop after another).
     pub fn reborrow(&mut self) -> ColumnMut<'_> {
-        match self {
-            ColumnMut::F32(values) => ColumnMut::F32(values),
-            ColumnMut::F64(values) => ColumnMut::F64(values),
-            ColumnMut::I32(values) => ColumnMut::I32(values),
-            ColumnMut::I64(values) => ColumnMut::I64(values),
-            ColumnMut::U32(values) => ColumnMut::U32(values),
-            ColumnMut::U64(values) => ColumnMut::U64(values),
-            ColumnMut::Bool(values) => ColumnMut::Bool(values),
-        }
+        match_column!(ColumnMut, self, values => LaneElem::wrap_mut(values))
     }
 
     /// Sets element `position` from a scalar of the column's type.

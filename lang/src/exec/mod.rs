@@ -128,6 +128,8 @@ pub struct ExecReport {
     /// Fused kernels and matrix products run (by `run_fused`).
     pub kernels: usize,
     pub matmuls: usize,
+    /// Row groups run (`Step::Rows`; their kernels count among `kernels`).
+    pub row_groups: usize,
     /// `fold`/`scan` statements whose bodies ran on scalar registers (`scalar_loop`).
     pub scalar_loops: usize,
     /// Of those, the loops whose carry-free operations ran a block of iterations at a time

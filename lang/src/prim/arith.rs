@@ -211,6 +211,76 @@ arith_signed!(i32, i64);
 arith_unsigned!(u32, u64);
 arith_float!(f32, f64);
 
+/// `max`/`min` folds of many values, in any order: the bits of folding them one by one with
+/// `Arith::max`/`Arith::min` into `acc` (`None`: no values and no `acc`), written so that
+/// they vectorise.
+pub(crate) trait SelectFold: Arith + Copy {
+    fn fold_max(acc: Option<Self>, values: &[Self]) -> Option<Self>;
+    fn fold_min(acc: Option<Self>, values: &[Self]) -> Option<Self>;
+}
+
+macro_rules! select_fold_int {
+    ($($ty:ty),*) => {$(
+        impl SelectFold for $ty {
+            fn fold_max(acc: Option<Self>, values: &[Self]) -> Option<Self> {
+                values.iter().copied().chain(acc).max()
+            }
+            fn fold_min(acc: Option<Self>, values: &[Self]) -> Option<Self> {
+                values.iter().copied().chain(acc).min()
+            }
+        }
+    )*};
+}
+
+select_fold_int!(i32, i64, u32, u64);
+
+// Note [Float selections] orders floats totally with -0 < +0 and lets NaN absorb: the same
+// order as the integers `key(x)` (the bits as a signed integer, with the bits after the sign
+// flipped for negative values, so that more negative floats get smaller keys; -0 gets -1 and
+// +0 gets 0), apart from NaN. So a fold takes the max (min) of the keys in integer vector
+// lanes, notes whether any value is NaN, and maps the best key back to its float.
+macro_rules! select_fold_float {
+    ($($ty:ty: $int:ty, $uint:ty);*) => {$(
+        impl SelectFold for $ty {
+            fn fold_max(acc: Option<Self>, values: &[Self]) -> Option<Self> {
+                select_fold_float!(@fold $ty, $int, $uint, acc, values, <$int>::MIN, max)
+            }
+            fn fold_min(acc: Option<Self>, values: &[Self]) -> Option<Self> {
+                select_fold_float!(@fold $ty, $int, $uint, acc, values, <$int>::MAX, min)
+            }
+        }
+    )*};
+    (@fold $ty:ty, $int:ty, $uint:ty, $acc:expr, $values:expr, $worst:expr, $select:ident) => {{
+        let (acc, values): (Option<$ty>, &[$ty]) = ($acc, $values);
+        let key = |value: $ty| {
+            let bits = value.to_bits() as $int;
+            bits ^ (((bits >> (<$int>::BITS - 1)) as $uint) >> 1) as $int
+        };
+        if values.is_empty() {
+            return acc;
+        }
+        // One pass with both accumulators: LLVM vectorises this form as reductions (an
+        // array of lane accumulators it vectorises across chunks instead, with gathers).
+        let (total, nans) = values.iter().fold(($worst, 0u32), |(total, nans), &value| {
+            (Ord::$select(total, key(value)), nans | u32::from(value.is_nan()))
+        });
+        let any_nan = nans != 0;
+        // A NaN alone is itself; combined with anything, `Arith`'s NaN.
+        let first_nan = any_nan.then(|| values.iter().copied().find(|value| value.is_nan()));
+        let folded = match first_nan.flatten() {
+            Some(nan) if values.len() == 1 => nan,
+            Some(nan) => Arith::$select(nan, nan),
+            None => {
+                let bits = total ^ (((total >> (<$int>::BITS - 1)) as $uint) >> 1) as $int;
+                <$ty>::from_bits(bits as $uint)
+            }
+        };
+        Some(acc.map_or(folded, |acc| Arith::$select(acc, folded)))
+    }};
+}
+
+select_fold_float!(f32: i32, u32; f64: i64, u64);
+
 /// Operand-order rule: `+`, `*`, `min` and `max` are commutative (float `min`/`max` exactly,
 /// Note [Float selections]).
 pub fn argument_order(op: ArithOp) -> super::ArgumentOrder {
@@ -329,4 +399,89 @@ pub fn transpose(
         },
         ArithOp::Abs | ArithOp::Min | ArithOp::Max | ArithOp::Mod | ArithOp::IDiv => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `SelectFold` gives the bits of folding one by one with `Arith`, on values with NaN,
+    /// signed zeros, infinities and subnormals, at lengths around the vector lanes.
+    #[test]
+    fn select_folds_give_the_bits_of_one_by_one_folds() {
+        fn check<T: SelectFold + std::fmt::Debug>(
+            values: &[T],
+            acc: Option<T>,
+            bits: fn(T) -> u64,
+        ) {
+            let one_by_one = |combine: fn(T, T) -> T| {
+                values.iter().copied().fold(acc, |total, value| {
+                    Some(total.map_or(value, |total| combine(total, value)))
+                })
+            };
+            let same = |a: Option<T>, b: Option<T>| a.map(bits) == b.map(bits);
+            assert!(
+                same(T::fold_max(acc, values), one_by_one(Arith::max)),
+                "max of {values:?} from {acc:?}"
+            );
+            assert!(
+                same(T::fold_min(acc, values), one_by_one(Arith::min)),
+                "min of {values:?} from {acc:?}"
+            );
+        }
+        let specials = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::MIN_POSITIVE / 4.0,
+            -f64::MIN_POSITIVE / 4.0,
+            f64::MAX,
+            f64::MIN,
+            2.5,
+            -3.75,
+            f64::from_bits(0xfff8_0000_0000_0001),
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        // A NaN alone keeps its bits; with other values, it gives `Arith`'s NaN.
+        let payload = f64::from_bits(0xfff8_0000_0000_0001);
+        for values in [vec![payload], vec![payload, 1.0], vec![2.0; 40]] {
+            check(&values, None, f64::to_bits);
+            check(&values, Some(payload), f64::to_bits);
+        }
+        for len in [0, 1, 2, 15, 16, 17, 31, 33, 100] {
+            for round in 0..40 {
+                let values: Vec<f64> = (0..len)
+                    .map(|_| {
+                        let pick = next();
+                        match pick % 10 {
+                            0 if round % 4 == 0 => f64::NAN,
+                            1..=4 => specials[(pick >> 8) as usize % specials.len()],
+                            _ => ((pick >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 100.0,
+                        }
+                    })
+                    .collect();
+                let zeros: Vec<f64> = (0..len)
+                    .map(|i| if next() % 3 == 0 || i == 0 { -0.0 } else { 0.0 })
+                    .collect();
+                for acc in [None, Some(-0.0), Some(0.0), Some(f64::NAN), Some(7.0)] {
+                    check(&values, acc, f64::to_bits);
+                    check(&zeros, acc, f64::to_bits);
+                    let narrow: Vec<f32> = values.iter().map(|&v| v as f32).collect();
+                    let acc32 = acc.map(|a| a as f32);
+                    check(&narrow, acc32, |v: f32| u64::from(v.to_bits()));
+                    let ints: Vec<i64> = values.iter().map(|&v| v as i64).collect();
+                    check(&ints, acc.map(|a| a as i64), |v: i64| v as u64);
+                }
+            }
+        }
+    }
 }

@@ -22,8 +22,8 @@ pub mod vmath;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use arith::Arith;
 pub use arith::ArithOp;
+pub(crate) use arith::{Arith, SelectFold};
 pub use compare::CompareOp;
 pub use convert::{cast_scalar, ConvertOp};
 pub use math::MathOp;

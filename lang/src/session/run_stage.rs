@@ -47,6 +47,7 @@ pub fn render(
                 Some(reduction) => format!("kernel ({})", reduction.name()),
                 None => "kernel".to_string(),
             },
+            Step::Rows(rows) => format!("rows of {} kernels", rows.kernels.len()),
             Step::MatMul(_) => "matmul".to_string(),
             Step::ScatterAdd { .. } => "scatter-add".to_string(),
             Step::Stmt(index) => format!(

@@ -40,6 +40,8 @@
 //! the bulk evaluator), several outputs per kernel (sibling fusion), reductions fused into
 //! reductions, strict mode (the session runs `--strict` on the bulk evaluator).
 
+// Consecutive kernels over the same rows become a row group (`rows`, Note [Row groups]).
+//
 // Note [Materialise or recompute]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A variable bound in `main` is materialised when it is a result of `main`, is bound by a
@@ -70,7 +72,10 @@
 // `Read` of the schedule reads in range, and views below the gather see only in-range
 // coordinates.
 
+mod rows;
 mod scatter_add;
+
+pub use rows::MIN_ROW_POINTS;
 
 use std::collections::{HashMap, HashSet};
 
@@ -147,7 +152,11 @@ fn schedule_block(program: &Program, block: BlockId) -> Schedule {
     }
     Schedule {
         block,
-        steps: scatter_add::add_scatters_in_place(program, block, steps),
+        steps: rows::group_rows(
+            program,
+            block,
+            scatter_add::add_scatters_in_place(program, block, steps),
+        ),
         loop_bodies,
     }
 }

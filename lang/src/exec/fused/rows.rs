@@ -1,0 +1,219 @@
+//! Row groups (`Step::Rows`, Note [Row groups] in `passes::fuse::rows`): the members run a
+//! block of rows at a time, every member on the block before the next block, in parallel over
+//! blocks. A member reads the earlier members' outputs for the block's rows (`Line::group`);
+//! an output the group keeps local lives in a block-sized buffer of the task, reused from
+//! block to block.
+
+use rayon::prelude::*;
+
+use super::{GroupRead, Launch, Max, Min, Scratch};
+use crate::core::ir::VarId;
+use crate::core::kernel::{Reduction, Rows};
+use crate::exec::lanes::{match_column, Column, ColumnMut, LaneElem};
+use crate::exec::tensor::Tensor;
+use crate::exec::{pool, Exec, Res, PAR_THRESHOLD};
+
+/// Bytes of one member's block of rows the engine aims at: the blocks of a group's members
+/// (input, intermediates, output) stay in a core's L2 cache together.
+const BLOCK_BYTES: usize = 128 << 10;
+/// Blocks per thread at least, so that threads share the work evenly.
+const BLOCKS_PER_THREAD: usize = 4;
+
+/// A task's working space: scratch lanes per member, and the local members' buffers.
+struct Task {
+    scratch: Vec<Scratch>,
+    local: Vec<Option<Column>>,
+}
+
+impl Exec<'_> {
+    /// Runs a row group; returns the outputs it materialises.
+    pub(super) fn run_rows(&self, rows: &Rows) -> Res<Vec<(VarId, Tensor)>> {
+        let kernels = &rows.kernels;
+        let made: Vec<VarId> = kernels.iter().map(|kernel| kernel.output.0).collect();
+        let launches: Vec<Launch<'_>> = kernels
+            .iter()
+            .enumerate()
+            .map(|(member, kernel)| {
+                Launch::bind(self, kernel, &made[..member], Rows::row_axis(kernel) + 1)
+            })
+            .collect();
+        let elems: Vec<_> = kernels
+            .iter()
+            .map(|kernel| kernel.nodes[kernel.output.1].1)
+            .collect();
+        // Output points per row, and the widest row (in bytes) a member reads or writes.
+        let row_points: Vec<usize> = kernels
+            .iter()
+            .map(|kernel| kernel.out_shape()[1..].iter().product())
+            .collect();
+        let row_bytes = kernels
+            .iter()
+            .zip(&elems)
+            .map(|(kernel, elem)| kernel.shape.iter().product::<usize>() / rows.rows * elem.bytes())
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        let threads = rayon::current_num_threads().max(1);
+        let block = (BLOCK_BYTES / row_bytes)
+            .min(rows.rows.div_ceil(BLOCKS_PER_THREAD * threads))
+            .max(1);
+        let n_blocks = rows.rows.div_ceil(block);
+        let mut outputs: Vec<Option<Column>> = rows
+            .local
+            .iter()
+            .enumerate()
+            .map(|(member, &local)| {
+                (!local).then(|| pool::take(elems[member], rows.rows * row_points[member]))
+            })
+            .collect();
+        // Each block's part of each materialised output.
+        let mut blocks: Vec<Vec<Option<ColumnMut<'_>>>> =
+            (0..n_blocks).map(|_| Vec::new()).collect();
+        for (member, output) in outputs.iter_mut().enumerate() {
+            match output {
+                Some(column) => {
+                    for (parts, part) in blocks
+                        .iter_mut()
+                        .zip(column.chunks_mut(block * row_points[member]))
+                    {
+                        parts.push(Some(part));
+                    }
+                }
+                None => blocks.iter_mut().for_each(|parts| parts.push(None)),
+            }
+        }
+        let new_task = || Task {
+            scratch: launches.iter().map(Launch::scratch).collect(),
+            local: rows
+                .local
+                .iter()
+                .enumerate()
+                .map(|(member, &local)| {
+                    local.then(|| Column::with_len(elems[member], block * row_points[member]))
+                })
+                .collect(),
+        };
+        let run_block =
+            |task: &mut Task, (number, mut parts): (usize, Vec<Option<ColumnMut<'_>>>)| {
+                if self.interrupt_requested() {
+                    return;
+                }
+                let first = number * block;
+                let count = block.min(rows.rows - first);
+                for member in 0..kernels.len() {
+                    let (done, rest) = parts.split_at_mut(member);
+                    let (done_local, rest_local) = task.local.split_at_mut(member);
+                    let group: Vec<GroupRead<'_>> = (0..member)
+                        .map(|earlier| GroupRead {
+                            data: match &done[earlier] {
+                                Some(part) => part.as_ref(),
+                                None => done_local[earlier]
+                                    .as_ref()
+                                    .expect("a local member has a buffer")
+                                    .as_ref()
+                                    .run(0, count * row_points[earlier]),
+                            },
+                            origin: (first * row_points[earlier]) as isize,
+                        })
+                        .collect();
+                    let dst = match &mut rest[0] {
+                        Some(part) => part.reborrow(),
+                        None => rest_local[0]
+                            .as_mut()
+                            .expect("a local member has a buffer")
+                            .as_mut()
+                            .prefix(count * row_points[member]),
+                    };
+                    let scratch = &mut task.scratch[member];
+                    launches[member].run_rows(scratch, first, dst, &group, self);
+                }
+            };
+        let work = rows.rows * row_bytes;
+        if work < PAR_THRESHOLD {
+            let mut task = new_task();
+            blocks
+                .into_iter()
+                .enumerate()
+                .for_each(|block| run_block(&mut task, block));
+        } else {
+            blocks
+                .into_par_iter()
+                .enumerate()
+                .for_each_init(new_task, run_block);
+        }
+        if self.interrupt_requested() {
+            return Err(crate::core::interp::InterpError::Interrupted.into());
+        }
+        Ok(outputs
+            .into_iter()
+            .zip(kernels)
+            .filter_map(|(output, kernel)| {
+                output.map(|column| (kernel.output.0, column.into_tensor(kernel.out_shape())))
+            })
+            .collect())
+    }
+}
+
+impl Launch<'_> {
+    /// A row group member over the rows from `first` on that `dst` holds (a block), reading
+    /// the earlier members' blocks from `group`. Each output is computed as the kernel alone
+    /// computes it: a map along its rows, a reduction along axis 0.
+    fn run_rows(
+        &self,
+        scratch: &mut Scratch,
+        first: usize,
+        dst: ColumnMut<'_>,
+        group: &[GroupRead<'_>],
+        exec: &Exec<'_>,
+    ) {
+        macro_rules! select {
+            ($values:expr, $ty:ty, $select:ty) => {
+                self.reduce_rows(scratch, first, $values, |scratch, output| {
+                    self.fold_output::<$ty, $select>(scratch, output, group, exec)
+                })
+            };
+        }
+        match (self.kernel.reduce, dst) {
+            // A map over the rows alone: one line along the block's rows.
+            (None, dst) if self.shape.len() == 1 => match_column!(ColumnMut, dst, values => {
+                self.map_row(scratch, 0, first, values, group)
+            }),
+            (None, dst) => match_column!(ColumnMut, dst, values => {
+                // The rows of the map over the axes before the last, per group row.
+                let last = self.shape.len() - 1;
+                let per_row: usize = self.shape[1..last].iter().product();
+                for (offset, row) in values.chunks_mut(self.shape[last]).enumerate() {
+                    self.map_row(scratch, first * per_row + offset, 0, row, group);
+                }
+            }),
+            (Some(Reduction::Sum), dst) => match_column!(ColumnMut, dst, values => {
+                self.reduce_rows(scratch, first, values, |scratch, output| {
+                    self.sum_along(scratch, output, group, exec)
+                })
+            }),
+            (Some(Reduction::Max), ColumnMut::F32(values)) => select!(values, f32, Max),
+            (Some(Reduction::Min), ColumnMut::F32(values)) => select!(values, f32, Min),
+            (Some(Reduction::Max), ColumnMut::F64(values)) => select!(values, f64, Max),
+            (Some(Reduction::Min), ColumnMut::F64(values)) => select!(values, f64, Min),
+            (Some(selection), dst) => unreachable!(
+                "row groups fold floats only, not {} of {dst:?}",
+                selection.name()
+            ),
+        }
+    }
+
+    /// The outputs of a reduction from group row `first` on into `dst`, each `output(scratch,
+    /// position)` (a row-major position in the output).
+    fn reduce_rows<T: LaneElem>(
+        &self,
+        scratch: &mut Scratch,
+        first: usize,
+        dst: &mut [T],
+        mut output: impl FnMut(&mut Scratch, usize) -> T,
+    ) {
+        let per_row: usize = self.shape[2..].iter().product();
+        for (offset, slot) in dst.iter_mut().enumerate() {
+            *slot = output(scratch, first * per_row + offset);
+        }
+    }
+}
