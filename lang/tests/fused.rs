@@ -449,6 +449,13 @@ fn row_chains_run_in_groups_and_agree_with_the_interpreter() {
     assert_eq!(text.matches("writes local").count(), 4, "{text}");
     let text = fused_stage(&mut fused, "for i. norm long[i]");
     assert_eq!(count_lines(&text, "rows k"), 1, "{text}");
+    // Maps over the rows alone stay kernels of their own: nothing to block.
+    let text = fused_stage(
+        &mut fused,
+        "grad (\\v. sum (cumprod v)) (for i:(Fin 5000). 1.0 + 0.001 * n_to_f (ordinal i))",
+    );
+    assert_eq!(count_lines(&text, "rows k"), 0, "{text}");
+    assert!(count_lines(&text, "kernel k") >= 2, "{text}");
     let src = format!(
         "{defs}:p (sum for r. logsumexp x[r], for r. sum (softmax x[r]), grad xent x)\n\
          :p (for i. norm long[i], grad (\\w. sum for i. sum (norm w[i]) * n_to_f (ordinal i)) long)\n\

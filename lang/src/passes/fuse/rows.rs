@@ -22,7 +22,9 @@
 // axis 0) read every operand contiguously or not at all: the engine runs members along those
 // lines, where alone it might have chosen another layout (`exec::fused`, `map_down`,
 // `reduce_across`). A group has at least two members, and its first and last members take
-// part: the first's output is read by a later member, the last reads an earlier member's.
+// part: the first's output is read by a later member, the last reads an earlier member's;
+// and some member has axes besides the rows (maps over the rows alone are elementwise
+// kernels, which run as well on their own).
 //
 // Each member computes the bits it computes alone: a map is pointwise, a sum adds each of its
 // outputs in dx's order in every layout, and `max`/`min` are exactly associative.
@@ -100,7 +102,12 @@ fn group_at(program: &Program, steps: &[Step]) -> usize {
         Step::Kernel(kernel) => kernel.reads().contains(&first),
         _ => false,
     });
-    if first_read {
+    // Some member has axes besides the rows.
+    let wide = steps[..members].iter().any(|step| match step {
+        Step::Kernel(kernel) => kernel.shape.len() > 1,
+        _ => false,
+    });
+    if first_read && wide {
         members
     } else {
         0
