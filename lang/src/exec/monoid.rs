@@ -371,8 +371,15 @@ fn load_tile(array: &Tensor, offsets: &[usize], m: usize, rows: Range<usize>, ti
         for_each_block(len, rows.len(), |pairs, tile_rows| {
             let mut block = [[T::default(); TRANSPOSE_BLOCK]; TRANSPOSE_BLOCK];
             for (by_pair, &offset) in block.iter_mut().zip(&offsets[pairs.clone()]) {
-                for (slot, b) in by_pair.iter_mut().zip(tile_rows.clone()) {
-                    *slot = data[offset + (rows.start + b) * m];
+                let first = offset + (rows.start + tile_rows.start) * m;
+                if m == 1 && tile_rows.len() == TRANSPOSE_BLOCK {
+                    // A pair's rows are consecutive elements: one copy of a known length
+                    // (vector moves, not a call).
+                    by_pair.copy_from_slice(&data[first..first + TRANSPOSE_BLOCK]);
+                } else {
+                    for (slot, b) in by_pair.iter_mut().zip(0..tile_rows.len()) {
+                        *slot = data[first + b * m];
+                    }
                 }
             }
             for (at, b) in tile_rows.clone().enumerate() {
@@ -851,9 +858,32 @@ impl BlockMut<'_> {
                                 run[at] = value;
                             }
                         }
-                        for (run, (chunk_row, lane)) in by_pair.iter().zip(pairs.map(place)) {
-                            for (&value, b) in run.iter().zip(tile_rows.clone()) {
-                                block[[chunk_row + rows.start + b, lane]] = value;
+                        let (row_step, width) = (block.strides()[0], block.ncols());
+                        let dst = block.as_slice_mut().filter(|_| row_step == width as isize);
+                        match dst {
+                            // Row-major: pair `j`'s rows are `width` apart from its first.
+                            Some(dst) => {
+                                for (run, (chunk_row, lane)) in by_pair.iter().zip(pairs.map(place))
+                                {
+                                    let first =
+                                        (chunk_row + rows.start + tile_rows.start) * width + lane;
+                                    if width == 1 && tile_rows.len() == TRANSPOSE_BLOCK {
+                                        dst[first..first + TRANSPOSE_BLOCK].copy_from_slice(run);
+                                        continue;
+                                    }
+                                    let slots = dst[first..].iter_mut().step_by(width);
+                                    for (slot, &value) in slots.zip(&run[..tile_rows.len()]) {
+                                        *slot = value;
+                                    }
+                                }
+                            }
+                            None => {
+                                for (run, (chunk_row, lane)) in by_pair.iter().zip(pairs.map(place))
+                                {
+                                    for (&value, b) in run.iter().zip(tile_rows.clone()) {
+                                        block[[chunk_row + rows.start + b, lane]] = value;
+                                    }
+                                }
                             }
                         }
                     });
