@@ -41,22 +41,12 @@ impl Exec<'_> {
             .iter()
             .map(|kernel| kernel.nodes[kernel.output.1].1)
             .collect();
-        // Output points per row, and the widest row (in bytes) a member reads or writes.
+        // Output points per row of each member.
         let row_points: Vec<usize> = kernels
             .iter()
             .map(|kernel| kernel.out_shape()[1..].iter().product())
             .collect();
-        let row_bytes = kernels
-            .iter()
-            .zip(&elems)
-            .map(|(kernel, elem)| kernel.shape.iter().product::<usize>() / rows.rows * elem.bytes())
-            .max()
-            .unwrap_or(1)
-            .max(1);
-        let threads = rayon::current_num_threads().max(1);
-        let block = (BLOCK_BYTES / row_bytes)
-            .min(rows.rows.div_ceil(BLOCKS_PER_THREAD * threads))
-            .max(1);
+        let block = block_rows(rows);
         let n_blocks = rows.rows.div_ceil(block);
         let mut outputs: Vec<Option<Column>> = rows
             .local
@@ -128,7 +118,10 @@ impl Exec<'_> {
                     launches[member].run_rows(scratch, first, dst, &group, self);
                 }
             };
-        let work = rows.rows * row_bytes;
+        let work: usize = kernels
+            .iter()
+            .map(|kernel| kernel.shape.iter().product::<usize>())
+            .sum();
         if work < PAR_THRESHOLD {
             let mut task = new_task();
             blocks
@@ -152,6 +145,25 @@ impl Exec<'_> {
             })
             .collect())
     }
+}
+
+/// Rows per block: a member's block of iteration points about `BLOCK_BYTES`, and at least
+/// `BLOCKS_PER_THREAD` blocks per thread.
+fn block_rows(rows: &Rows) -> usize {
+    let row_bytes = rows
+        .kernels
+        .iter()
+        .map(|kernel| {
+            let elem = kernel.nodes[kernel.output.1].1;
+            kernel.shape.iter().product::<usize>() / rows.rows * elem.bytes()
+        })
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let threads = rayon::current_num_threads().max(1);
+    (BLOCK_BYTES / row_bytes)
+        .min(rows.rows.div_ceil(BLOCKS_PER_THREAD * threads))
+        .max(1)
 }
 
 impl Launch<'_> {
