@@ -26,8 +26,11 @@ fn pty_text(text: &str) -> String {
     text.bytes().map(char::from).collect()
 }
 
-/// Ctrl-D at an empty prompt ends the REPL with status 0.
+/// Ctrl-D at an empty prompt ends the REPL with status 0. The prompt is awaited first: a
+/// Ctrl-D that arrives before the line editor has the terminal in raw mode (the prompt is
+/// drawn after that) belongs to the terminal's line discipline, which may drop it.
 fn quit_with_ctrl_d(mut repl: PtySession) {
+    repl.exp_string(">=> ").expect("the prompt before Ctrl-D");
     repl.send_control('d').expect("send Ctrl-D");
     repl.exp_eof().expect("dx exits after Ctrl-D");
     match repl.process().wait() {
