@@ -24,7 +24,9 @@
 //! Which variables are materialised (Note [Materialise or recompute]) decides the kernels: one
 //! per materialised variable bound by a pull or reduction statement. A scatter whose one
 //! reader adds it to something is added into that reader's output in place (`scatter_add`,
-//! Note [Scatters added in place]).
+//! Note [Scatters added in place]). Consecutive kernels over the same rows run together a
+//! block of rows at a time, and what only they read stays block-sized (`rows`, Note [Row
+//! groups]).
 //!
 //! Assumes a verified bulk program (no `build1` in `main`; loop bodies are fused, other nested blocks are not).
 //! Guarantees: running the schedule gives the values of running the program, bit for bit, for
@@ -40,8 +42,6 @@
 //! the bulk evaluator), several outputs per kernel (sibling fusion), reductions fused into
 //! reductions, strict mode (the session runs `--strict` on the bulk evaluator).
 
-// Consecutive kernels over the same rows become a row group (`rows`, Note [Row groups]).
-//
 // Note [Materialise or recompute]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A variable bound in `main` is materialised when it is a result of `main`, is bound by a
