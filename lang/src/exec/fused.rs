@@ -15,6 +15,9 @@
 //!
 //! `MatMul` steps call `faer` on zero-copy strided views of the operands, one product per
 //! point of the batch axes, in row panels so that an interrupt stops them quickly.
+//! `Rows` steps run their kernels a block of rows at a time (`rows.rs`), each output computed
+//! by the same per-row and per-output code as a kernel alone (`map_row`, `sum_along`,
+//! `fold_output`).
 //! `Stmt` steps run on the bulk evaluator (`exec/mod.rs`) in the same environment.
 //!
 //! Memory: before a step allocates, the sizes of the variables it materialises are checked
@@ -32,10 +35,11 @@ use faer::{Accum, MatMut, MatRef, Par};
 use rayon::prelude::*;
 
 use super::lanes::{
-    eval_prim, with_column, with_operands, Column, ColumnRef, Lane, LaneElem, LaneRef, LINE,
+    eval_prim, match_column, with_column, with_operands, Column, ColumnRef, Lane, LaneElem,
+    LaneRef, LINE,
 };
-use super::reduce::{ColumnSums, RUN_LEVEL};
-use super::tensor::{Element, Tensor};
+use super::reduce::{ColumnSums, RUN_LEVEL, SUM_RUN};
+use super::tensor::{with_tensor, Element, Tensor};
 use super::{Exec, Res, Slot, PAR_THRESHOLD};
 use crate::core::interp::InterpError;
 use crate::core::ir::{Atom, Expr, Program, Scalar, VarId};
@@ -46,15 +50,12 @@ use crate::ops::monoid::CHUNK_ROWS;
 use crate::passes::fuse::row_major_strides;
 use crate::prim::sum_order::{self, TreeSum, LEAF};
 use crate::prim::Prim;
-use crate::prim::{Arith, SelectFold};
+use crate::prim::{Max, Min, Select};
 
 /// Outputs at least this wide are summed across the output (see the module documentation).
 const WIDE: usize = 64;
 /// Points of an elementwise kernel's row that one task computes when rows are long.
 const PIECE: usize = 16 * LINE;
-/// Points of axis 0 in one run of a sum along it: a complete subtree of dx's order, summed by
-/// one task.
-const SUM_RUN: usize = LEAF << RUN_LEVEL;
 /// Rows of a matrix-product panel between interrupt checks.
 const PANEL_ROWS: usize = 256;
 
@@ -353,13 +354,18 @@ impl Scratch {
 struct Launch<'k> {
     kernel: &'k Kernel,
     shape: Vec<usize>,
-    tensors: Vec<Tensor>,
+    /// What the reads read (`ReadPlan::tensor` indexes it).
+    sources: Vec<Source>,
     reads: Vec<Option<ReadPlan>>,
     /// `Node::Index` affines over `shape`, by node.
     indices: Vec<Option<Affine>>,
-    /// By tensor: the earlier member of a row group whose output it is (`Line::group`), in
-    /// place of a bound value.
-    group_inputs: Vec<Option<usize>>,
+}
+
+/// A variable a kernel reads: its value, or in a row group, the output of an earlier member
+/// (its block's part is in `Line::group`, at this index).
+enum Source {
+    Tensor(Tensor),
+    Member(usize),
 }
 
 impl<'k> Launch<'k> {
@@ -375,8 +381,7 @@ impl<'k> Launch<'k> {
         members: &[VarId],
         first_merged: usize,
     ) -> Launch<'k> {
-        let mut tensors: Vec<Tensor> = Vec::new();
-        let mut group_inputs: Vec<Option<usize>> = Vec::new();
+        let mut sources: Vec<Source> = Vec::new();
         let mut held: Vec<VarId> = Vec::new();
         let rank = kernel.shape.len();
         let reads = kernel
@@ -390,13 +395,11 @@ impl<'k> Launch<'k> {
                     Some(position) => position,
                     None => {
                         held.push(*var);
-                        let member = members.iter().position(|member| member == var);
-                        tensors.push(match member {
-                            Some(_) => Tensor::F32(ndarray::ArrayD::zeros(vec![0]).into_shared()),
-                            None => exec.standard(*var),
+                        sources.push(match members.iter().position(|member| member == var) {
+                            Some(member) => Source::Member(member),
+                            None => Source::Tensor(exec.standard(*var)),
                         });
-                        group_inputs.push(member);
-                        tensors.len() - 1
+                        sources.len() - 1
                     }
                 };
                 let strides = row_major_strides(&exec.program.var_ty(*var).shape);
@@ -437,10 +440,9 @@ impl<'k> Launch<'k> {
         let mut launch = Launch {
             kernel,
             shape: kernel.shape.clone(),
-            tensors,
+            sources,
             reads,
             indices,
-            group_inputs,
         };
         launch.merge_axes(first_merged);
         launch
@@ -545,15 +547,23 @@ impl<'k> Launch<'k> {
             None => lanes[node].as_ref(),
             Some(start) => {
                 let plan = self.reads[node].as_ref().expect("a run is a read");
-                let column = match self.group_inputs[plan.tensor] {
-                    Some(member) => group[member].data.run(start, len),
-                    None => tensor_run(&self.tensors[plan.tensor], start, len),
-                };
                 LaneRef {
                     splat: false,
-                    column,
+                    column: self.source(plan.tensor, group).data.run(start, len),
                 }
             }
+        }
+    }
+
+    /// The values of source `tensor` (`ReadPlan::tensor`): a bound value whole, or the
+    /// block's part of an earlier row group member's output.
+    fn source<'a>(&'a self, tensor: usize, group: &[GroupRead<'a>]) -> GroupRead<'a> {
+        match &self.sources[tensor] {
+            Source::Tensor(tensor) => GroupRead {
+                data: tensor_values(tensor),
+                origin: 0,
+            },
+            Source::Member(member) => group[*member],
         }
     }
 
@@ -668,33 +678,10 @@ impl<'k> Launch<'k> {
         let coord =
             |node: NodeId| self.operand_in(before, runs, node.0 as usize, line.len, line.group);
         let out = &mut rest[0];
-        if let Some(member) = self.group_inputs[plan.tensor] {
-            // An earlier row group member's output: the block's rows of it.
-            let input = &line.group[member];
-            macro_rules! typed_member_read {
-                ($($variant:ident),*) => {
-                    match input.data {
-                        $(ColumnRef::$variant(data) => {
-                            read_typed(plan, data, input.origin, &coord, line, out)
-                        })*
-                    }
-                };
-            }
-            scratch.runs[index] = typed_member_read!(F32, F64, I32, I64, U32, U64, Bool);
-            return;
-        }
-        macro_rules! typed_read {
-            ($($variant:ident),*) => {
-                match &self.tensors[plan.tensor] {
-                    $(Tensor::$variant(array) => {
-                        let data = array.as_slice().expect("kernel inputs are in standard layout");
-                        read_typed(plan, data, 0, &coord, line, out)
-                    })*
-                }
-            };
-        }
-        let run = typed_read!(F32, F64, I32, I64, U32, U64, Bool);
-        scratch.runs[index] = run;
+        let input = self.source(plan.tensor, line.group);
+        scratch.runs[index] = match_column!(ColumnRef, input.data, data => {
+            read_typed(plan, data, input.origin, &coord, line, out)
+        });
     }
 
     /// An elementwise kernel: every output element from its point.
@@ -885,7 +872,7 @@ impl<'k> Launch<'k> {
         };
         let run_sums = self.tasks(out.len() * n_runs, out.len() * n_rows, run_sum);
         for (slot, runs) in out.iter_mut().zip(run_sums.chunks(n_runs)) {
-            *slot = self.combine_run_sums(runs);
+            *slot = self.combine_run_sums(runs.iter().copied());
         }
     }
 
@@ -898,10 +885,7 @@ impl<'k> Launch<'k> {
         exec: &Exec<'_>,
     ) -> T {
         let n_runs = self.shape[0].div_ceil(SUM_RUN);
-        let runs: Vec<T> = (0..n_runs)
-            .map(|run| self.sum_run(lanes, output, run, group, exec))
-            .collect();
-        self.combine_run_sums(&runs)
+        self.combine_run_sums((0..n_runs).map(|run| self.sum_run(lanes, output, run, group, exec)))
     }
 
     /// The sum of run `run` (`SUM_RUN` points of axis 0, a complete subtree of dx's order)
@@ -943,7 +927,7 @@ impl<'k> Launch<'k> {
     }
 
     /// The sum of one output from the sums of its runs (`sum_run`), in dx's order.
-    fn combine_run_sums<T: LaneElem>(&self, runs: &[T]) -> T {
+    fn combine_run_sums<T: LaneElem>(&self, runs: impl ExactSizeIterator<Item = T>) -> T {
         let partial = !self.shape[0].is_multiple_of(SUM_RUN);
         sum_order::combine_runs(runs, RUN_LEVEL, partial, T::add).unwrap_or_default()
     }
@@ -1063,7 +1047,7 @@ impl Launch<'_> {
     /// [Float selections] in `prim::arith`), so any order gives the bits of the reference
     /// `reduce` (Note [Monoid order] in `ops::monoid`). Chunks of `CHUNK_ROWS` rows, then the
     /// chunk totals; laid out like the sums: across the output's last axis when it is wide,
-    /// else along axis 0 (`strided_across`), each line folded in vector lanes (`SelectFold`).
+    /// else along axis 0 (`strided_across`), each line folded in vector lanes (`Select::fold`).
     fn fold<T: LaneElem, S: Select<T>>(&self, out: &mut [T], exec: &Exec<'_>) {
         if out.is_empty() {
             return;
@@ -1270,37 +1254,6 @@ impl Launch<'_> {
     }
 }
 
-/// A `max` or `min` (Note [Float selections]): `combine` two values, or `fold` a line of them
-/// into a total in any order.
-trait Select<T>: Copy + Sync + Send {
-    fn combine(a: T, b: T) -> T;
-    fn fold(acc: Option<T>, values: &[T]) -> Option<T>;
-}
-
-#[derive(Clone, Copy)]
-struct Max;
-
-#[derive(Clone, Copy)]
-struct Min;
-
-impl<T: SelectFold> Select<T> for Max {
-    fn combine(a: T, b: T) -> T {
-        Arith::max(a, b)
-    }
-    fn fold(acc: Option<T>, values: &[T]) -> Option<T> {
-        T::fold_max(acc, values)
-    }
-}
-
-impl<T: SelectFold> Select<T> for Min {
-    fn combine(a: T, b: T) -> T {
-        Arith::min(a, b)
-    }
-    fn fold(acc: Option<T>, values: &[T]) -> Option<T> {
-        T::fold_min(acc, values)
-    }
-}
-
 /// The coordinates of row-major position `flat` in `shape`.
 fn unravel(flat: usize, shape: &[usize]) -> Vec<i64> {
     let mut coords = vec![0i64; shape.len()];
@@ -1453,19 +1406,11 @@ fn read_typed<'a, T: LaneElem>(
     None
 }
 
-/// `tensor[start..start + len]` (row-major).
-fn tensor_run(tensor: &Tensor, start: usize, len: usize) -> ColumnRef<'_> {
-    macro_rules! typed_run {
-        ($($variant:ident),*) => {
-            match tensor {
-                $(Tensor::$variant(array) => LaneElem::wrap(
-                    &array.as_slice().expect("kernel inputs are in standard layout")
-                        [start..start + len],
-                ),)*
-            }
-        };
-    }
-    typed_run!(F32, F64, I32, I64, U32, U64, Bool)
+/// The values of a kernel input (row-major).
+fn tensor_values(tensor: &Tensor) -> ColumnRef<'_> {
+    with_tensor!(tensor, array => LaneElem::wrap(
+        array.as_slice().expect("kernel inputs are in standard layout")
+    ))
 }
 
 /// Strides of `operand`'s reads along each iteration axis, and its start offset.

@@ -20,6 +20,8 @@ use crate::prim::sum_order::{self, TreeSum, LANES, LEAF};
 /// Leaves per parallel run of a long sum: `2^7` leaves of 128 elements (complete subtrees of
 /// the summation tree, so the runs can be summed on any threads).
 pub(super) const RUN_LEVEL: u32 = 7;
+/// Points in one such run: a complete subtree of dx's order, summed by one task.
+pub(super) const SUM_RUN: usize = LEAF << RUN_LEVEL;
 /// Columns summed side by side by one task of [`sum_rows`] (bounds the accumulator rows).
 const COLUMN_BLOCK: usize = 1024;
 
@@ -37,16 +39,15 @@ pub(super) fn add_rows<T: Element>(mut a: Vec<T>, b: Vec<T>) -> Vec<T> {
 
 /// The sum of `xs` in dx's order.
 pub fn sum_contiguous<T: Element>(xs: &[T]) -> T {
-    let run_len = LEAF << RUN_LEVEL;
-    if xs.len() < PAR_THRESHOLD.max(2 * run_len) {
+    if xs.len() < PAR_THRESHOLD.max(2 * SUM_RUN) {
         return sum_order::tree_sum(xs, T::default(), add);
     }
     let runs: Vec<T> = xs
-        .par_chunks(run_len)
+        .par_chunks(SUM_RUN)
         .map(|run| sum_order::tree_sum(run, T::default(), add))
         .collect();
-    let partial = !xs.len().is_multiple_of(run_len);
-    sum_order::combine_runs(&runs, RUN_LEVEL, partial, add).unwrap_or_default()
+    let partial = !xs.len().is_multiple_of(SUM_RUN);
+    sum_order::combine_runs(runs.into_iter(), RUN_LEVEL, partial, add).unwrap_or_default()
 }
 
 /// Many sums side by side, in dx's order: rows are added one at a time, each element to its

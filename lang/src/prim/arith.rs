@@ -211,42 +211,57 @@ arith_signed!(i32, i64);
 arith_unsigned!(u32, u64);
 arith_float!(f32, f64);
 
-/// `max`/`min` folds of many values, in any order: the bits of folding them one by one with
-/// `Arith::max`/`Arith::min` into `acc` (`None`: no values and no `acc`), written so that
-/// they vectorise.
-pub(crate) trait SelectFold: Arith + Copy {
-    fn fold_max(acc: Option<Self>, values: &[Self]) -> Option<Self>;
-    fn fold_min(acc: Option<Self>, values: &[Self]) -> Option<Self>;
+/// A selection (`Max` or `Min`, Note [Float selections]) as the engine's folds use it:
+/// `combine` two values (`Arith::max`/`Arith::min`), or `fold` many into `acc` in any order,
+/// with the bits of combining them one by one (`None`: no values and no `acc`), written so
+/// that it vectorises.
+pub(crate) trait Select<T>: Copy + Send + Sync {
+    fn combine(a: T, b: T) -> T;
+    fn fold(acc: Option<T>, values: &[T]) -> Option<T>;
 }
 
-macro_rules! select_fold_int {
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Max;
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Min;
+
+macro_rules! select_int {
     ($($ty:ty),*) => {$(
-        impl SelectFold for $ty {
-            fn fold_max(acc: Option<Self>, values: &[Self]) -> Option<Self> {
+        impl Select<$ty> for Max {
+            fn combine(a: $ty, b: $ty) -> $ty { Arith::max(a, b) }
+            fn fold(acc: Option<$ty>, values: &[$ty]) -> Option<$ty> {
                 values.iter().copied().chain(acc).max()
             }
-            fn fold_min(acc: Option<Self>, values: &[Self]) -> Option<Self> {
+        }
+        impl Select<$ty> for Min {
+            fn combine(a: $ty, b: $ty) -> $ty { Arith::min(a, b) }
+            fn fold(acc: Option<$ty>, values: &[$ty]) -> Option<$ty> {
                 values.iter().copied().chain(acc).min()
             }
         }
     )*};
 }
 
-select_fold_int!(i32, i64, u32, u64);
+select_int!(i32, i64, u32, u64);
 
 // Note [Float selections] orders floats totally with -0 < +0 and lets NaN absorb: the same
 // order as the integers `key(x)` (the bits as a signed integer, with the bits after the sign
 // flipped for negative values, so that more negative floats get smaller keys; -0 gets -1 and
 // +0 gets 0), apart from NaN. So a fold takes the max (min) of the keys in integer vector
 // lanes, notes whether any value is NaN, and maps the best key back to its float.
-macro_rules! select_fold_float {
+macro_rules! select_float {
     ($($ty:ty: $int:ty, $uint:ty);*) => {$(
-        impl SelectFold for $ty {
-            fn fold_max(acc: Option<Self>, values: &[Self]) -> Option<Self> {
-                select_fold_float!(@fold $ty, $int, $uint, acc, values, <$int>::MIN, max)
+        impl Select<$ty> for Max {
+            fn combine(a: $ty, b: $ty) -> $ty { Arith::max(a, b) }
+            fn fold(acc: Option<$ty>, values: &[$ty]) -> Option<$ty> {
+                select_float!(@fold $ty, $int, $uint, acc, values, <$int>::MIN, max)
             }
-            fn fold_min(acc: Option<Self>, values: &[Self]) -> Option<Self> {
-                select_fold_float!(@fold $ty, $int, $uint, acc, values, <$int>::MAX, min)
+        }
+        impl Select<$ty> for Min {
+            fn combine(a: $ty, b: $ty) -> $ty { Arith::min(a, b) }
+            fn fold(acc: Option<$ty>, values: &[$ty]) -> Option<$ty> {
+                select_float!(@fold $ty, $int, $uint, acc, values, <$int>::MAX, min)
             }
         }
     )*};
@@ -279,7 +294,7 @@ macro_rules! select_fold_float {
     }};
 }
 
-select_fold_float!(f32: i32, u32; f64: i64, u64);
+select_float!(f32: i32, u32; f64: i64, u64);
 
 /// Operand-order rule: `+`, `*`, `min` and `max` are commutative (float `min`/`max` exactly,
 /// Note [Float selections]).
@@ -405,15 +420,18 @@ pub fn transpose(
 mod tests {
     use super::*;
 
-    /// `SelectFold` gives the bits of folding one by one with `Arith`, on values with NaN,
+    /// `Select::fold` gives the bits of folding one by one with `Arith`, on values with NaN,
     /// signed zeros, infinities and subnormals, at lengths around the vector lanes.
     #[test]
     fn select_folds_give_the_bits_of_one_by_one_folds() {
-        fn check<T: SelectFold + std::fmt::Debug>(
+        fn check<T: Arith + Copy + std::fmt::Debug>(
             values: &[T],
             acc: Option<T>,
             bits: fn(T) -> u64,
-        ) {
+        ) where
+            Max: Select<T>,
+            Min: Select<T>,
+        {
             let one_by_one = |combine: fn(T, T) -> T| {
                 values.iter().copied().fold(acc, |total, value| {
                     Some(total.map_or(value, |total| combine(total, value)))
@@ -421,11 +439,11 @@ mod tests {
             };
             let same = |a: Option<T>, b: Option<T>| a.map(bits) == b.map(bits);
             assert!(
-                same(T::fold_max(acc, values), one_by_one(Arith::max)),
+                same(Max::fold(acc, values), one_by_one(Arith::max)),
                 "max of {values:?} from {acc:?}"
             );
             assert!(
-                same(T::fold_min(acc, values), one_by_one(Arith::min)),
+                same(Min::fold(acc, values), one_by_one(Arith::min)),
                 "min of {values:?} from {acc:?}"
             );
         }

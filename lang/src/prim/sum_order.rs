@@ -153,18 +153,20 @@ impl<T> TreeSum<T> {
 /// The sum of consecutive runs of `2^level` leaves, given their sums in order; when
 /// `last_is_partial`, the last run is shorter (and was summed by its own counter).
 pub fn combine_runs<T: Copy>(
-    runs: &[T],
+    runs: impl ExactSizeIterator<Item = T>,
     level: u32,
     last_is_partial: bool,
     add: impl Fn(T, T) -> T + Copy,
 ) -> Option<T> {
-    let (full, last) = match runs.split_last() {
-        Some((&last, full)) if last_is_partial => (full, Some(last)),
-        _ => (runs, None),
-    };
+    let n_runs = runs.len();
     let mut tree = TreeSum::new();
-    for &sum in full {
-        tree.push_run(sum, level, add);
+    let mut last = None;
+    for (position, sum) in runs.enumerate() {
+        if last_is_partial && position + 1 == n_runs {
+            last = Some(sum);
+        } else {
+            tree.push_run(sum, level, add);
+        }
     }
     tree.finish_with(last, add)
 }
@@ -267,7 +269,7 @@ mod tests {
                 .map(|run| tree_sum(run, 0.0, add))
                 .collect();
             let partial = !xs.len().is_multiple_of(run_len);
-            let grouped = combine_runs(&runs, 2, partial, add).unwrap_or(0.0);
+            let grouped = combine_runs(runs.into_iter(), 2, partial, add).unwrap_or(0.0);
             assert_eq!(
                 grouped.to_bits(),
                 tree_sum(&xs, 0.0, add).to_bits(),

@@ -6,12 +6,13 @@
 
 use rayon::prelude::*;
 
-use super::{GroupRead, Launch, Max, Min, Scratch};
+use super::{GroupRead, Launch, Scratch};
 use crate::core::ir::VarId;
 use crate::core::kernel::{Reduction, Rows};
 use crate::exec::lanes::{match_column, Column, ColumnMut, LaneElem};
 use crate::exec::tensor::Tensor;
 use crate::exec::{pool, Exec, Res, PAR_THRESHOLD};
+use crate::prim::{Max, Min};
 
 /// Bytes of one member's block of rows the engine aims at: the blocks of a group's members
 /// (input, intermediates, output) stay in a core's L2 cache together.
@@ -115,7 +116,7 @@ impl Exec<'_> {
                             .prefix(count * row_points[member]),
                     };
                     let scratch = &mut task.scratch[member];
-                    launches[member].run_rows(scratch, first, dst, &group, self);
+                    launches[member].run_block(scratch, first, dst, &group, self);
                 }
             };
         let work: usize = kernels
@@ -170,7 +171,7 @@ impl Launch<'_> {
     /// A row group member over the rows from `first` on that `dst` holds (a block), reading
     /// the earlier members' blocks from `group`. Each output is computed as the kernel alone
     /// computes it: a map along its rows, a reduction along axis 0.
-    fn run_rows(
+    fn run_block(
         &self,
         scratch: &mut Scratch,
         first: usize,
