@@ -20,7 +20,7 @@ use crate::core::value::{Array, Value};
 use crate::data::DataOp;
 use crate::display::{format_value, DisplayValue};
 use crate::exec::tensor::Tensor;
-use crate::exec::ExecConfig;
+use crate::exec::{CompileLoops, ExecConfig};
 use crate::export::stablehlo::Input;
 use crate::passes::lower::{leaf_types, GlobalValue, LowerError, Lowerer};
 use crate::passes::pipeline::{self, Ice};
@@ -204,6 +204,15 @@ pub fn format_duration(duration: Duration) -> String {
         text = text.trim_end_matches('0').trim_end_matches('.').to_string();
     }
     format!("{text} {unit}")
+}
+
+/// Loops of scalars run as machine code (`exec::CompileLoops::Long`), unless the environment
+/// sets `DX_NO_JIT` (to compare against the register interpreter with one binary).
+fn compile_loops() -> CompileLoops {
+    match std::env::var_os("DX_NO_JIT") {
+        Some(_) => CompileLoops::Never,
+        None => CompileLoops::Long,
+    }
 }
 
 #[cfg(test)]
@@ -1007,20 +1016,20 @@ impl Session {
             engine => engine,
         };
         let interrupt = Some(self.interrupt.clone());
+        // `%bench` runs the block many times: what its first run compiles, the others reuse.
+        let prepared = schedule
+            .as_ref()
+            .map(|schedule| crate::exec::Prepared::new(&program, schedule));
         let run = || -> Result<(Vec<Array>, RunReport, Vec<Duration>), InterpError> {
             match engine {
                 Engine::Fused => {
                     let config = ExecConfig {
                         strict: false,
+                        compile_loops: compile_loops(),
                         interrupt: interrupt.clone(),
                     };
-                    let schedule = schedule.as_ref().expect("the pipeline ends with `fuse`");
-                    let (tensors, report) = crate::exec::run_fused_tensors(
-                        &program,
-                        schedule,
-                        inputs.clone(),
-                        &config,
-                    )?;
+                    let prepared = prepared.as_ref().expect("the pipeline ends with `fuse`");
+                    let (tensors, report) = prepared.run(inputs.clone(), &config)?;
                     let arrays = tensors.into_iter().map(Tensor::into_array).collect();
                     let run_report = RunReport {
                         engine,
@@ -1034,6 +1043,7 @@ impl Session {
                 Engine::Bulk => {
                     let config = ExecConfig {
                         strict: cx.strict,
+                        compile_loops: compile_loops(),
                         interrupt: interrupt.clone(),
                     };
                     let (tensors, report) =

@@ -37,7 +37,7 @@ fn check_seed(seed: u64, config: &GenConfig) {
         // on the original program.
         let exec_config = dx_lang::exec::ExecConfig {
             strict,
-            interrupt: None,
+            ..Default::default()
         };
         let bulk = dx_lang::exec::run_with_report(&transformed, &inputs, &exec_config);
         match (&expected, &bulk) {

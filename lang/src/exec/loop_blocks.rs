@@ -247,6 +247,11 @@ impl BlockPlan {
         lanes.imported = imported;
     }
 
+    /// The registers whose values `compute` imports, in the order of `BlockLanes::imported`.
+    pub fn import_regs(&self) -> impl Iterator<Item = usize> + '_ {
+        self.imports.iter().map(|(reg, _, _)| *reg)
+    }
+
     /// Sets the free registers the carried operations read to their values at point `point`
     /// of the block.
     #[inline]
@@ -258,6 +263,11 @@ impl BlockPlan {
 }
 
 impl BlockLanes {
+    /// Per register of `BlockPlan::import_regs`, its values at the block's points.
+    pub fn imported(&self) -> &[Vec<u64>] {
+        &self.imported
+    }
+
     fn lane(&self, src: Src) -> &Lane {
         match src {
             Src::Lane(lane) => self.lanes[lane]

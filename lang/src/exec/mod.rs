@@ -75,6 +75,7 @@ mod fused;
 mod indexing;
 mod lanes;
 mod loop_blocks;
+mod loop_jit;
 mod monoid;
 pub mod pool;
 mod reduce;
@@ -87,7 +88,7 @@ mod transpose;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
@@ -112,8 +113,22 @@ pub const MIN_CHUNK: usize = 4096;
 pub struct ExecConfig {
     /// Report out-of-range reads as errors instead of reading zero.
     pub strict: bool,
+    /// Which loops of scalars run as machine code (`loop_jit`).
+    pub compile_loops: CompileLoops,
     /// Set from another thread to stop the run with `InterpError::Interrupted`.
     pub interrupt: Option<Arc<AtomicBool>>,
+}
+
+/// Which `fold`s and `scan`s of scalars run their steps as machine code (`loop_jit`) rather
+/// than on `register_code`'s register file; the results are the same.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CompileLoops {
+    /// Loops whose body has run `scalar_loop::JIT_MIN_ITERATIONS` steps, this run and earlier.
+    #[default]
+    Long,
+    /// Every loop (tests).
+    Always,
+    Never,
 }
 
 /// What a run did, for tests that check that a program ran in bulk.
@@ -135,6 +150,8 @@ pub struct ExecReport {
     /// Of those, the loops whose carry-free operations ran a block of iterations at a time
     /// (`loop_blocks`).
     pub blocked_loops: usize,
+    /// Of those, the loops whose steps ran as machine code (`loop_jit`).
+    pub compiled_loops: usize,
     /// The time each step of the main block's schedule took (by `run_fused`; the `run`
     /// stage derives what the steps moved from the schedule).
     pub step_times: Vec<std::time::Duration>,
@@ -197,19 +214,52 @@ pub fn run_fused_tensors(
     inputs: Vec<Tensor>,
     config: &ExecConfig,
 ) -> Result<(Vec<Tensor>, ExecReport), InterpError> {
-    let mut cx = Exec::new(program, config, inputs, false);
-    cx.add_loop_schedules(schedule);
-    match cx.run_schedule(schedule, Vec::new(), true) {
-        Ok(results) => Ok((
-            results.into_iter().map(|slot| slot.tensor).collect(),
-            cx.report,
-        )),
-        Err(Stop::Error(error)) => Err(error),
-        Err(Stop::Unbatchable) => {
-            unreachable!("exec: only batch mode reports Unbatchable, and it catches it")
+    Prepared::new(program, schedule).run(inputs, config)
+}
+
+/// A program and its schedule prepared for many runs on the fused engine: what the first
+/// run compiles (loop bodies on scalar registers and as machine code, `scalar_loop`) the
+/// next runs reuse, as a JAX function compiled once runs many times.
+pub struct Prepared<'p> {
+    program: &'p Program,
+    schedule: &'p Schedule,
+    loops: CompiledLoops,
+}
+
+impl<'p> Prepared<'p> {
+    pub fn new(program: &'p Program, schedule: &'p Schedule) -> Prepared<'p> {
+        Prepared {
+            program,
+            schedule,
+            loops: CompiledLoops::default(),
+        }
+    }
+
+    /// Runs the program on `inputs` (`run_fused_tensors`).
+    pub fn run(
+        &self,
+        inputs: Vec<Tensor>,
+        config: &ExecConfig,
+    ) -> Result<(Vec<Tensor>, ExecReport), InterpError> {
+        let mut cx = Exec::new(self.program, config, &self.loops, inputs, false);
+        cx.add_loop_schedules(self.schedule);
+        match cx.run_schedule(self.schedule, Vec::new(), true) {
+            Ok(results) => Ok((
+                results.into_iter().map(|slot| slot.tensor).collect(),
+                cx.report,
+            )),
+            Err(Stop::Error(error)) => Err(error),
+            Err(Stop::Unbatchable) => {
+                unreachable!("exec: only batch mode reports Unbatchable, and it catches it")
+            }
         }
     }
 }
+
+/// Loop bodies compiled to scalar operations (`scalar_loop`), by body; `None` for a body
+/// that is not all scalars. Filled when a loop first runs; one program's.
+#[derive(Default)]
+struct CompiledLoops(Mutex<HashMap<BlockId, Option<Arc<CompiledLoop>>>>);
 
 /// `run_tensors`; with `batch_build1`, `build1` runs in batch mode too (Note [Batched
 /// blocks]), which lets the tests check batch mode on the rich bodies of random `build1`s.
@@ -219,7 +269,8 @@ fn run_inner(
     config: &ExecConfig,
     batch_build1: bool,
 ) -> Result<(Vec<Tensor>, ExecReport), InterpError> {
-    let mut cx = Exec::new(program, config, inputs, batch_build1);
+    let loops = CompiledLoops::default();
+    let mut cx = Exec::new(program, config, &loops, inputs, batch_build1);
     match cx.eval_block(program.main, Vec::new(), None) {
         Ok(results) => Ok((
             results.into_iter().map(|slot| slot.tensor).collect(),
@@ -334,9 +385,8 @@ struct Exec<'a> {
     /// Per block and statement, the variables whose last use it is (see Note [Releasing
     /// values]; computed when the block first runs).
     dying: IdVec<BlockId, Option<Arc<Vec<Vec<VarId>>>>>,
-    /// Loop bodies compiled to scalar operations (`scalar_loop`), by body; `None` for a body
-    /// that is not all scalars. Filled when a loop first runs.
-    scalar_bodies: HashMap<BlockId, Option<Arc<CompiledLoop>>>,
+    /// Loop bodies compiled to scalar operations, kept for the program's next runs.
+    scalar_bodies: &'a CompiledLoops,
     /// The schedules of loop bodies (`fused.rs`; empty on the bulk evaluator), by body.
     loop_schedules: HashMap<BlockId, &'a Schedule>,
     /// Per scheduled block, the variables dropped after each step (`Exec::schedule_dying`).
@@ -358,6 +408,7 @@ impl<'a> Exec<'a> {
     fn new(
         program: &'a Program,
         config: &'a ExecConfig,
+        scalar_bodies: &'a CompiledLoops,
         inputs: Vec<Tensor>,
         batch_build1: bool,
     ) -> Exec<'a> {
@@ -374,7 +425,7 @@ impl<'a> Exec<'a> {
             env: filled(program.vars.len(), None),
             free_vars: filled(program.blocks.len(), None),
             dying: filled(program.blocks.len(), None),
-            scalar_bodies: HashMap::new(),
+            scalar_bodies,
             loop_schedules: HashMap::new(),
             schedule_dying: HashMap::new(),
             report: ExecReport::default(),
@@ -661,6 +712,9 @@ impl Exec<'_> {
         let program = self.program;
         let compiled = self
             .scalar_bodies
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
             .entry(body)
             .or_insert_with(|| CompiledLoop::new(program, body).map(Arc::new))
             .clone();
@@ -694,11 +748,13 @@ impl Exec<'_> {
                 .map(|var| program.var_ty(*var).elem)
                 .collect(),
             strict: self.config.strict,
+            compile: self.config.compile_loops,
             check_interrupt: &|| self.interrupted(),
         };
         let blocked = compiled.blocks(&run).is_some();
-        let res = scalar_loop::run(&compiled, run)?;
+        let (res, machine_code) = scalar_loop::run(&compiled, run)?;
         self.report.blocked_loops += usize::from(blocked);
+        self.report.compiled_loops += usize::from(machine_code);
         self.report.statements += size * compiled.body.code.ops.len();
         self.report.scalar_loops += 1;
         Ok(Some(res))

@@ -143,17 +143,36 @@ enum Detail {
 }
 
 /// The typed function of an operation.
-type Exec = fn(&Instr, &mut [u64], &mut Side);
+pub(super) type Exec = fn(&Instr, &mut [u64], &mut Side);
+
+/// What an operation is, for code generated from it (`loop_jit`).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Kind {
+    Copy,
+    Prim(Prim),
+    Read,
+}
 
 /// One operation: `exec` applied to it, the registers and the side.
 #[derive(Clone)]
-struct Instr {
-    exec: Exec,
-    dst: usize,
+pub(super) struct Instr {
+    pub exec: Exec,
+    pub kind: Kind,
+    pub dst: usize,
     /// Operand registers (unused ones repeat the first).
     args: [usize; 3],
     n_args: usize,
     detail: Detail,
+}
+
+impl Instr {
+    /// The registers the operation reads, in order: its operands, or a read's index.
+    pub fn reads(&self) -> &[usize] {
+        match &self.detail {
+            Detail::Read { index, .. } => index,
+            _ => &self.args[..self.n_args],
+        }
+    }
 }
 
 /// A loop body's `ScalarCode` (params: the index, then the carries; results: the new
@@ -163,6 +182,8 @@ pub(super) struct RegisterCode {
     instrs: Vec<Instr>,
     /// The initial registers: zero, except the literals' registers.
     init: Vec<u64>,
+    /// The element type of each register: the code's, then the literals'.
+    pub reg_elems: Vec<Elem>,
     /// The register holding each result of the block.
     pub results: Vec<usize>,
     /// The positions among `results` of the outputs that are old carries (a scan stacking
@@ -180,6 +201,7 @@ impl RegisterCode {
     pub fn new(mut code: ScalarCode) -> RegisterCode {
         sink_new_carries(&mut code);
         let mut init = vec![0; code.reg_elems.len()];
+        let mut reg_elems = code.reg_elems.clone();
         let elem_of = |operand: &Operand| match operand {
             Operand::Reg(reg) => code.reg_elems[*reg],
             Operand::Const(scalar) => scalar.elem(),
@@ -188,6 +210,7 @@ impl RegisterCode {
             Operand::Reg(reg) => *reg,
             Operand::Const(scalar) => {
                 init.push(scalar.bits());
+                reg_elems.push(scalar.elem());
                 init.len() - 1
             }
         };
@@ -196,6 +219,7 @@ impl RegisterCode {
             let instr = match op {
                 Op::Copy { dst, src } => Instr {
                     exec: copy,
+                    kind: Kind::Copy,
                     dst: *dst,
                     args: [register(src); 3],
                     n_args: 1,
@@ -210,6 +234,7 @@ impl RegisterCode {
                     let (exec, detail) = resolve(*prim, elems);
                     Instr {
                         exec,
+                        kind: Kind::Prim(*prim),
                         dst: *dst,
                         args: std::array::from_fn(|k| {
                             args.get(k).or(args.first()).copied().unwrap_or(0)
@@ -233,6 +258,7 @@ impl RegisterCode {
                     };
                     Instr {
                         exec,
+                        kind: Kind::Read,
                         dst: *dst,
                         args: [index.first().copied().unwrap_or(0); 3],
                         n_args: index.len(),
@@ -273,6 +299,7 @@ impl RegisterCode {
             code,
             instrs,
             init,
+            reg_elems,
             results,
             early_outputs,
             carried,
@@ -307,6 +334,15 @@ impl RegisterCode {
     pub fn run_carried(&self, regs: &mut [u64], side: &mut Side) {
         for instr in &self.carried_instrs {
             (instr.exec)(instr, regs, side);
+        }
+    }
+
+    /// The operations, all of them or only the carried ones.
+    pub fn instrs(&self, carried_only: bool) -> &[Instr] {
+        if carried_only {
+            &self.carried_instrs
+        } else {
+            &self.instrs
         }
     }
 

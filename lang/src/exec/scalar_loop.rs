@@ -22,17 +22,29 @@
 //! Does not handle yet: bodies with any non-scalar value, nested blocks (`cond`, inner loops,
 //! gathers) or reads of tables the body computes; those run on the general path.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
 use crate::core::interp::InterpError;
 use crate::core::ir::{BlockId, Elem, Program, Scalar};
 use crate::core::scalar_code::ScalarCode;
 
 use super::lanes::LINE;
 use super::loop_blocks::{BlockPlan, MIN_ITERATIONS};
+use super::loop_jit::{CompiledSteps, StepsPlan};
 use super::register_code::{tensor_of_bits, RegisterCode};
 use super::tensor::Tensor;
+use super::CompileLoops;
 
 /// Iterations between two checks of the interrupt flag.
 pub(super) const INTERRUPT_PERIOD: usize = 1024;
+
+/// Under `CompileLoops::Long`, a loop body's steps are compiled (`loop_jit`, about 0.13 ms)
+/// once it has run this many steps, counting the steps of the run at hand and of earlier runs
+/// of the same body (a loop inside another loop, or a block `%bench` runs again): a tiered
+/// compiler's counter. Fewer steps on `register_code` (about 12 ns each) cost less than
+/// compiling.
+pub(super) const JIT_MIN_ITERATIONS: usize = 16 * 1024;
 
 /// The values a compiled loop starts from and how it reports.
 pub(super) struct LoopRun<'a> {
@@ -46,6 +58,8 @@ pub(super) struct LoopRun<'a> {
     /// The element types of the stacked outputs of a scan (empty for a fold).
     pub ys_elems: Vec<Elem>,
     pub strict: bool,
+    /// Whether the steps run as machine code (`loop_jit`).
+    pub compile: CompileLoops,
     /// Called every `INTERRUPT_PERIOD` iterations; an error stops the loop.
     pub check_interrupt: &'a dyn Fn() -> Result<(), InterpError>,
 }
@@ -124,6 +138,12 @@ pub(super) struct CompiledLoop {
     pub body: RegisterCode,
     /// How to run it a block at a time, if that pays.
     blocks: Option<BlockPlan>,
+    /// The steps as machine code, compiled when a loop first needs them: the carried
+    /// operations of a block's steps (`[0]`), and all operations of single steps (`[1]`).
+    /// `None` inside if they cannot be compiled.
+    jit: [OnceLock<Option<CompiledSteps>>; 2],
+    /// Steps run so far (for `JIT_MIN_ITERATIONS`).
+    steps_run: AtomicUsize,
 }
 
 impl CompiledLoop {
@@ -132,7 +152,12 @@ impl CompiledLoop {
     pub fn new(program: &Program, body: BlockId) -> Option<CompiledLoop> {
         let body = RegisterCode::new(ScalarCode::compile(program, body)?);
         let blocks = BlockPlan::new(&body);
-        Some(CompiledLoop { body, blocks })
+        Some(CompiledLoop {
+            body,
+            blocks,
+            jit: Default::default(),
+            steps_run: AtomicUsize::new(0),
+        })
     }
 
     /// The plan to run `run` with a block at a time, if it runs so.
@@ -141,11 +166,48 @@ impl CompiledLoop {
             .as_ref()
             .filter(|_| !run.strict && run.size >= MIN_ITERATIONS)
     }
+
+    /// The steps of `run` as machine code, if it runs so: with `blocks` (the plan `run`
+    /// uses, if any), only the carried operations.
+    fn jit(
+        &self,
+        run: &LoopRun,
+        blocks: Option<&BlockPlan>,
+        io: &StepIo,
+    ) -> Option<&CompiledSteps> {
+        let wanted = match run.compile {
+            CompileLoops::Never => false,
+            CompileLoops::Always => true,
+            CompileLoops::Long => {
+                let before = self.steps_run.fetch_add(run.size, Ordering::Relaxed);
+                before.saturating_add(run.size) >= JIT_MIN_ITERATIONS
+            }
+        };
+        if !wanted {
+            return None;
+        }
+        self.jit[usize::from(blocks.is_none())]
+            .get_or_init(|| {
+                let plan = StepsPlan {
+                    instrs: self.body.instrs(blocks.is_some()),
+                    imports: blocks.map_or_else(Vec::new, |plan| plan.import_regs().collect()),
+                    index: blocks.is_none().then_some(self.body.code.params[0]),
+                    early: &io.early,
+                    late: &io.late,
+                    copies: &io.copies,
+                };
+                CompiledSteps::new(&self.body, &plan, io.ys.len())
+            })
+            .as_ref()
+    }
 }
 
 /// Runs a compiled loop body `size` times: the final carries, then each output of a scan
-/// stacked along a new outermost axis.
-pub(super) fn run(compiled: &CompiledLoop, run: LoopRun) -> Result<Vec<Tensor>, InterpError> {
+/// stacked along a new outermost axis; and whether the steps ran as machine code.
+pub(super) fn run(
+    compiled: &CompiledLoop,
+    run: LoopRun,
+) -> Result<(Vec<Tensor>, bool), InterpError> {
     let body = &compiled.body;
     let tables: Vec<Tensor> = run.tables.iter().map(Tensor::to_standard_layout).collect();
     let mut machine = body.machine(&tables, run.strict);
@@ -159,18 +221,35 @@ pub(super) fn run(compiled: &CompiledLoop, run: LoopRun) -> Result<Vec<Tensor>, 
         machine.regs[*reg] = carry.bits();
     }
     let mut io = StepIo::new(body, run.size);
-    if let Some(plan) = compiled.blocks(&run) {
+    let blocks = compiled.blocks(&run);
+    let jit = compiled.jit(&run, blocks, &io);
+    if let Some(plan) = blocks {
         let mut lanes = plan.lanes(body, &run.outer_scalars);
         for base in (0..run.size).step_by(LINE) {
             (run.check_interrupt)()?;
             let len = LINE.min(run.size - base);
             plan.compute(body, &mut lanes, &machine.side, base, len);
+            if let Some(steps) = jit {
+                let (regs, side) = (&mut machine.regs, &mut machine.side);
+                steps.run(regs, side, lanes.imported(), &mut io.ys, base, len);
+                continue;
+            }
             for point in 0..len {
                 plan.import(&lanes, point, &mut machine.regs);
                 io.before(&machine.regs);
                 body.run_carried(&mut machine.regs, &mut machine.side);
                 io.after(&mut machine.regs);
             }
+        }
+    } else if let Some(steps) = jit {
+        for base in (0..run.size).step_by(INTERRUPT_PERIOD) {
+            (run.check_interrupt)()?;
+            if let Some(fault) = machine.side.fault.take() {
+                return Err(fault);
+            }
+            let len = INTERRUPT_PERIOD.min(run.size - base);
+            let (regs, side) = (&mut machine.regs, &mut machine.side);
+            steps.run(regs, side, &[], &mut io.ys, base, len);
         }
     } else {
         for i in 0..run.size {
@@ -199,5 +278,5 @@ pub(super) fn run(compiled: &CompiledLoop, run: LoopRun) -> Result<Vec<Tensor>, 
             .zip(&run.ys_elems)
             .map(|(bits, elem)| tensor_of_bits(*elem, bits)),
     );
-    Ok(res)
+    Ok((res, jit.is_some()))
 }

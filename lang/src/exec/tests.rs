@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::elementwise::{eval_prim, generic_binary, generic_ternary, generic_unary};
 use super::tensor::{from_vec, Tensor};
-use super::{run_inner, run_with_report, ExecConfig, ExecReport, PAR_THRESHOLD};
+use super::{run_inner, run_with_report, CompileLoops, ExecConfig, ExecReport, PAR_THRESHOLD};
 use crate::core::interp::{self, InterpConfig, InterpError};
 use crate::core::ir::{Elem, Program, Scalar};
 use crate::core::parse::parse_program;
@@ -60,12 +60,16 @@ struct Checked {
     strict_failed: bool,
 }
 
-/// Runs the program through the interpreter and the evaluator, strict and not, and checks
-/// that results and errors agree.
+/// Runs the program through the interpreter and the evaluator, strict and not, with loops
+/// of scalars on registers and as machine code, and checks that results and errors agree.
+/// The report is that of the non-strict run with loops as machine code.
 fn check_with(program: &Program, inputs: &[Array], batch_build1: bool) -> Checked {
     let mut report = None;
     let mut strict_failed = false;
-    for strict in [true, false] {
+    let runs = [true, false].into_iter().flat_map(|strict| {
+        [CompileLoops::Never, CompileLoops::Always].map(|compile_loops| (strict, compile_loops))
+    });
+    for (strict, compile_loops) in runs {
         let expected = interp::run(
             program,
             inputs,
@@ -76,6 +80,7 @@ fn check_with(program: &Program, inputs: &[Array], batch_build1: bool) -> Checke
         );
         let config = ExecConfig {
             strict,
+            compile_loops,
             interrupt: None,
         };
         let tensors = inputs.iter().map(Tensor::from_array).collect();
@@ -89,7 +94,7 @@ fn check_with(program: &Program, inputs: &[Array], batch_build1: bool) -> Checke
                 for (position, (e, g)) in expected.iter().zip(&got).enumerate() {
                     assert!(
                         same_array(e, g),
-                        "result {position} differs (strict: {strict})\n{program}\ninputs: {inputs:?}\ninterp: {e:?}\nexec:   {g:?}"
+                        "result {position} differs (strict: {strict}, {compile_loops:?})\n{program}\ninputs: {inputs:?}\ninterp: {e:?}\nexec:   {g:?}"
                     );
                 }
                 report = Some(run_report);
@@ -97,12 +102,12 @@ fn check_with(program: &Program, inputs: &[Array], batch_build1: bool) -> Checke
             (Err(expected), Err(got)) => {
                 assert_eq!(
                     expected, got,
-                    "different errors (strict: {strict})\n{program}\ninputs: {inputs:?}"
+                    "different errors (strict: {strict}, {compile_loops:?})\n{program}\ninputs: {inputs:?}"
                 );
                 strict_failed = true;
             }
             (expected, got) => panic!(
-                "interp gave {expected:?} but exec gave {:?} (strict: {strict})\n{program}\ninputs: {inputs:?}",
+                "interp gave {expected:?} but exec gave {:?} (strict: {strict}, {compile_loops:?})\n{program}\ninputs: {inputs:?}",
                 got.map(|(results, _)| results)
             ),
         }
@@ -144,7 +149,7 @@ fn counting(n: usize) -> Vec<f64> {
 fn strict_error(program: &Program, inputs: &[Array]) -> InterpError {
     let config = ExecConfig {
         strict: true,
-        interrupt: None,
+        ..ExecConfig::default()
     };
     super::run(program, inputs, &config).expect_err("the strict run fails")
 }
@@ -576,7 +581,12 @@ fn long_loops_run_their_carry_free_operations_in_blocks() {
         ));
         let inputs = [table.clone(), grid.clone(), Array::scalar(Scalar::F32(0.1))];
         let report = check_bulk(&program, &inputs);
-        assert_eq!((report.scalar_loops, report.blocked_loops), (5, blocked));
+        let loops = (
+            report.scalar_loops,
+            report.blocked_loops,
+            report.compiled_loops,
+        );
+        assert_eq!(loops, (5, blocked, 5));
     }
 }
 
@@ -650,8 +660,8 @@ fn interrupted_then_run(src: &str, input: Array) -> super::ExecReport {
     let program = parse(src);
     let flag = Arc::new(AtomicBool::new(true));
     let config = ExecConfig {
-        strict: false,
         interrupt: Some(flag.clone()),
+        ..ExecConfig::default()
     };
     assert_eq!(
         super::run(&program, std::slice::from_ref(&input), &config),
@@ -673,6 +683,43 @@ fn interrupt_stops_the_run() {
         f64s(&[3], &[1.0, 2.0, 3.0]),
     );
     assert_eq!(report.statements, 1 + 1_000_000);
+}
+
+#[test]
+fn loop_bodies_are_compiled_once_they_have_run_long_enough() {
+    // 1000 steps a run: on registers for 16 runs of the prepared program, as machine code
+    // from the 17th (`JIT_MIN_ITERATIONS` = 16384 steps in all), with the same results.
+    assert_eq!(super::scalar_loop::JIT_MIN_ITERATIONS, 16 * 1024);
+    let program = parse(
+        "program(%0: [1000]f32) {
+           %1: []f32 = fold 1000 (0.0:f32) (\\%2: []i64, %3: []f32 ->
+             %4: []f32 = index %0 [%2]
+             %5: []f32 = mul %3 %3
+             %6: []f32 = mul %5 0.5:f32
+             %7: []f32 = add %6 %4
+             in %7)
+           in %1
+         }",
+    );
+    let schedule = crate::passes::fuse::run(&program);
+    let prepared = super::Prepared::new(&program, &schedule);
+    let x: Vec<f32> = (0..1000).map(|i| 0.3 * (i as f32 * 0.37).sin()).collect();
+    let input = Tensor::from_array(&f32s(&[1000], &x));
+    let runs: Vec<(Vec<Array>, usize)> = (0..20)
+        .map(|_| {
+            let (results, report) = prepared
+                .run(vec![input.clone()], &ExecConfig::default())
+                .unwrap();
+            let results = results.into_iter().map(Tensor::into_array).collect();
+            (results, report.compiled_loops)
+        })
+        .collect();
+    let compiled: Vec<usize> = runs.iter().map(|(_, compiled)| *compiled).collect();
+    assert_eq!(compiled, [[0; 16].as_slice(), &[1; 4]].concat());
+    let expected = interp::run(&program, &[f32s(&[1000], &x)], &InterpConfig::default()).unwrap();
+    for (results, _) in &runs {
+        assert!(same_array(&results[0], &expected[0]));
+    }
 }
 
 #[test]
@@ -945,6 +992,7 @@ fn random_programs_agree_with_the_interpreter() {
     let mut n_bulk = 0;
     let mut n_strict_failed = 0;
     let mut n_scalar_loops = 0;
+    let mut n_compiled_loops = 0;
     for seed in 0..1500 {
         let program = random_program(seed, &config);
         let inputs = random_inputs(&program, seed);
@@ -954,6 +1002,7 @@ fn random_programs_agree_with_the_interpreter() {
         } = check_with(&program, &inputs, false);
         n_strict_failed += usize::from(strict_failed);
         n_scalar_loops += report.scalar_loops;
+        n_compiled_loops += report.compiled_loops;
         if !has_build1(&program) {
             n_bulk += 1;
             assert_eq!(report.build1_fallbacks, 0);
@@ -971,6 +1020,8 @@ fn random_programs_agree_with_the_interpreter() {
         n_scalar_loops > 50,
         "only {n_scalar_loops} loops ran on scalar registers"
     );
+    // Every one of them was also run as machine code (`CompileLoops::Always`).
+    assert_eq!(n_compiled_loops, n_scalar_loops);
 }
 
 #[test]
