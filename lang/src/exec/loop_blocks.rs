@@ -294,6 +294,17 @@ fn coordinate(lane: &LaneRef, point: usize) -> i64 {
     i64::slice(lane.column)[if lane.splat { 0 } else { point }]
 }
 
+/// Whether `ks` is `first, first + step, first + 2 step, …` (checked without an early exit,
+/// so that the check vectorises).
+#[inline(always)]
+fn is_run(ks: &[i64], first: i64, step: i64) -> bool {
+    let expected = (0i64..).map(|j| first.wrapping_add(step.wrapping_mul(j)));
+    ks.iter()
+        .zip(expected)
+        .fold(0, |diff, (k, e)| diff | (k ^ e))
+        == 0
+}
+
 /// `table[index…]` at each of the first `len` points (zero out of range).
 fn gather<T: Bits>(table: &Table, index: &[LaneRef], out: &mut Lane, len: usize) {
     let values = T::slice(table.values());
@@ -304,8 +315,23 @@ fn gather<T: Bits>(table: &Table, index: &[LaneRef], out: &mut Lane, len: usize)
     match index {
         [lane] if !splat => {
             let ks = &i64::slice(lane.column)[..len];
-            for (value, k) in out.iter_mut().zip(ks) {
-                *value = at(table.offset([*k]));
+            // `xs[i + c]` and `xs[c - i]` (a backward scan's reads) in range: one copy.
+            let in_range = |k: i64| usize::try_from(k).is_ok_and(|k| k < values.len());
+            let (first, last) = (ks.first().copied(), ks.last().copied());
+            let ends = first
+                .zip(last)
+                .filter(|(a, b)| in_range(*a) && in_range(*b));
+            let run = |step: i64| ends.is_some_and(|(first, _)| is_run(ks, first, step));
+            if let Some((first, last)) = ends.filter(|_| run(1)) {
+                out.copy_from_slice(&values[first as usize..=last as usize]);
+            } else if let Some((first, last)) = ends.filter(|_| run(-1)) {
+                out.copy_from_slice(&values[last as usize..=first as usize]);
+                out.reverse();
+            } else {
+                for (value, k) in out.iter_mut().zip(ks) {
+                    let k = usize::try_from(*k).ok();
+                    *value = k.and_then(|k| values.get(k)).copied().unwrap_or_default();
+                }
             }
         }
         _ => {

@@ -37,13 +37,14 @@ use crate::prim::arith::ArithOp;
 use crate::prim::compare::CompareOp;
 use crate::prim::Family;
 
+use super::lanes::{match_column, Column};
 use super::register_code::{Instr, Kind, RegisterCode, Side};
 
 /// The compiled steps: `(regs, side, imported, ys, base, len)` runs steps `0..len`, the index
-/// (when the function sets it) being `base + step`; `imported[k]` and `ys[o]` point at the
-/// values of the block's `k`-th imported column and at the `o`-th output's slot for step 0.
-type StepsFn =
-    unsafe extern "C" fn(*mut u64, *mut u8, *const *const u64, *const *mut u64, u64, u64);
+/// (when the function sets it) being `base + step`; `imported[k]` points at the block's
+/// `k`-th imported column (register bits), `ys[o]` at the `o`-th output's slot for step 0
+/// (values of its element type).
+type StepsFn = unsafe extern "C" fn(*mut u64, *mut u8, *const *const u64, *const *mut u8, u64, u64);
 
 /// What the steps do around the operations (`scalar_loop::StepIo`'s plan).
 pub(super) struct StepsPlan<'a> {
@@ -106,32 +107,35 @@ impl CompiledSteps {
         })
     }
 
-    /// Runs steps `0..len` on `regs` (the whole register file of `body.machine`), reading
-    /// `imported` (one column per `plan.imports`, at least `len` long) and pushing each
-    /// output's values onto `ys`.
+    /// Runs steps `base..base + len` on `regs` (the whole register file of `body.machine`),
+    /// reading `imported` (one column per `plan.imports`, at least `len` long) and writing
+    /// each output's values at positions `base..base + len` of its column in `ys`.
     pub fn run(
         &self,
         regs: &mut [u64],
         side: &mut Side,
         imported: &[Vec<u64>],
-        ys: &mut [Vec<u64>],
+        ys: &mut [Column],
         base: usize,
         len: usize,
     ) {
         assert_eq!(imported.len(), self.n_imports);
         assert_eq!(ys.len(), self.n_outputs);
         assert!(imported.iter().all(|column| column.len() >= len));
+        assert!(ys.iter().all(|column| column.len() >= base + len));
         let columns: Vec<*const u64> = imported.iter().map(|column| column.as_ptr()).collect();
-        let slots: Vec<*mut u64> = ys
+        let slots: Vec<*mut u8> = ys
             .iter_mut()
-            .map(|y| {
-                y.reserve(len);
-                // SAFETY: `len` slots past the end are reserved.
-                unsafe { y.as_mut_ptr().add(y.len()) }
+            // SAFETY: `base` is within the column (asserted above).
+            .map(|column| {
+                match_column!(Column, column, values => unsafe {
+                    values.as_mut_ptr().add(base).cast::<u8>()
+                })
             })
             .collect();
-        // SAFETY: the registers are the file the steps were compiled for, the columns and
-        // output slots hold `len` values each, and `side` outlives the call.
+        // SAFETY: the registers are the file the steps were compiled for, the columns hold
+        // `len` values and the output columns `len` slots from `base`, each of the output's
+        // element type (`StepsPlan`), and `side` outlives the call.
         unsafe {
             (self.steps)(
                 regs.as_mut_ptr(),
@@ -141,10 +145,6 @@ impl CompiledSteps {
                 base as u64,
                 len as u64,
             );
-        }
-        for y in ys {
-            // SAFETY: the steps wrote the `len` reserved slots.
-            unsafe { y.set_len(y.len() + len) };
         }
     }
 }
@@ -344,11 +344,11 @@ impl Steps<'_> {
             let i = b.ins().iadd(base, k);
             b.def_var(self.var(index), i);
         }
-        self.stack(b, plan.early, &slots, offset);
+        self.stack(b, plan.early, &slots, k);
         for instr in plan.instrs {
             self.instr(b, instr, regs, side);
         }
-        self.stack(b, plan.late, &slots, offset);
+        self.stack(b, plan.late, &slots, k);
         let moving: Vec<Value> = plan
             .copies
             .iter()
@@ -387,20 +387,21 @@ impl Steps<'_> {
         b.ins().store(flags, bits, regs, 8 * reg as i32);
     }
 
-    /// Stores each `(output, register)`'s value in the output's slot for this step.
+    /// Stores each `(output, register)`'s value in the output's slot for step `k`.
     fn stack(
         &self,
         b: &mut FunctionBuilder,
         outputs: &[(usize, usize)],
         slots: &[Value],
-        offset: Value,
+        k: Value,
     ) {
         for &(output, reg) in outputs {
             let value = b.use_var(self.var(reg));
-            let bits = to_bits(b, value, self.elems[reg]);
+            let size = machine_type(self.elems[reg]).bytes();
+            let offset = b.ins().imul_imm_u(k, i64::from(size));
             let at = b.ins().iadd(slots[output], offset);
             let flags = MemFlagsData::trusted();
-            b.ins().store(flags, bits, at, 0);
+            b.ins().store(flags, value, at, 0);
         }
     }
 

@@ -630,7 +630,7 @@ impl Exec<'_> {
             }
             Expr::Iota(size) => Tensor::I64(from_vec(&[*size], (0..*size as i64).collect())),
             Expr::Fold { size, init, body } => {
-                if let Some(res) = self.scalar_loop(stmt, *size, init, *body)? {
+                if let Some(res) = self.scalar_loop(*size, init, *body)? {
                     return Ok(res);
                 }
                 let mut carry: Vec<Slot> = init.iter().map(|atom| self.slot(atom)).collect();
@@ -664,7 +664,7 @@ impl Exec<'_> {
                 )?);
             }
             Expr::Scan { size, init, body } => {
-                if let Some(res) = self.scalar_loop(stmt, *size, init, *body)? {
+                if let Some(res) = self.scalar_loop(*size, init, *body)? {
                     return Ok(res);
                 }
                 let n_carry = init.len();
@@ -704,7 +704,6 @@ impl Exec<'_> {
     /// `scalar_loop`); `None` if it is not.
     fn scalar_loop(
         &mut self,
-        stmt: &Stmt,
         size: usize,
         init: &[Atom],
         body: BlockId,
@@ -742,10 +741,6 @@ impl Exec<'_> {
                 .tables
                 .iter()
                 .map(|var| self.tensor(&Atom::Var(*var)))
-                .collect(),
-            ys_elems: stmt.binders[init.len()..]
-                .iter()
-                .map(|var| program.var_ty(*var).elem)
                 .collect(),
             strict: self.config.strict,
             compile: self.config.compile_loops,

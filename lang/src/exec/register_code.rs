@@ -26,7 +26,7 @@ use crate::prim::math::{self, Float, MathOp};
 use crate::prim::{ArithOp, Family, Prim};
 
 use super::lanes::{ColumnRef, LaneElem};
-use super::tensor::{from_vec, with_elem_type, with_tensor, Element, Tensor};
+use super::tensor::{with_elem_type, with_tensor, Tensor};
 
 /// An element type held in a register as its bits (zero-extended, as `Scalar::bits`).
 pub(super) trait Bits: LaneElem {
@@ -622,14 +622,6 @@ fn out_of_range(instr: &Instr, regs: &mut [u64], side: &mut Side) {
             shape: side.tables[*table].shape.to_vec(),
         });
     }
-}
-
-/// A column of values given as register bits, as a rank-1 tensor of element type `elem`.
-pub(super) fn tensor_of_bits(elem: Elem, bits: &[u64]) -> Tensor {
-    with_elem_type!(elem, T => T::into_tensor(from_vec(
-        &[bits.len()],
-        bits.iter().map(|bits| T::from_reg(*bits)).collect(),
-    )))
 }
 
 #[cfg(test)]

@@ -26,13 +26,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use crate::core::interp::InterpError;
-use crate::core::ir::{BlockId, Elem, Program, Scalar};
+use crate::core::ir::{BlockId, Program, Scalar};
 use crate::core::scalar_code::ScalarCode;
 
+use super::lanes::Column;
 use super::lanes::LINE;
 use super::loop_blocks::{BlockPlan, MIN_ITERATIONS};
 use super::loop_jit::{CompiledSteps, StepsPlan};
-use super::register_code::{tensor_of_bits, RegisterCode};
+use super::pool;
+use super::register_code::{Bits, RegisterCode};
+use super::tensor::with_elem_type;
 use super::tensor::Tensor;
 use super::CompileLoops;
 
@@ -55,8 +58,6 @@ pub(super) struct LoopRun<'a> {
     pub outer_scalars: Vec<Scalar>,
     /// The tables the body reads (`code.tables`), in any layout.
     pub tables: Vec<Tensor>,
-    /// The element types of the stacked outputs of a scan (empty for a fold).
-    pub ys_elems: Vec<Elem>,
     pub strict: bool,
     /// Whether the steps run as machine code (`loop_jit`).
     pub compile: CompileLoops,
@@ -75,8 +76,19 @@ struct StepIo {
     /// their values while they move.
     copies: Vec<(usize, usize)>,
     moving: Vec<u64>,
-    /// The stacked outputs, as register bits.
-    ys: Vec<Vec<u64>>,
+    /// The stacked outputs, in their element types (buffers of the loop's length, from the
+    /// `pool`); the first `filled` positions are written.
+    ys: Vec<Column>,
+    filled: usize,
+    /// Per output, the function writing a register's bits into its column.
+    put: Vec<Put>,
+}
+
+/// Writes register bits at a position of a column of their type.
+type Put = fn(&mut Column, usize, u64);
+
+fn put<T: Bits>(column: &mut Column, at: usize, bits: u64) {
+    T::values_mut(column)[at] = T::from_reg(bits);
 }
 
 impl StepIo {
@@ -101,7 +113,12 @@ impl StepIo {
             copies,
             ys: ys_results
                 .iter()
-                .map(|_| Vec::with_capacity(size))
+                .map(|reg| pool::take(body.reg_elems[*reg], size))
+                .collect(),
+            filled: 0,
+            put: ys_results
+                .iter()
+                .map(|reg| with_elem_type!(body.reg_elems[*reg], T => put::<T> as Put))
                 .collect(),
         }
     }
@@ -109,15 +126,16 @@ impl StepIo {
     #[inline(always)]
     fn before(&mut self, regs: &[u64]) {
         for (output, reg) in &self.early {
-            self.ys[*output].push(regs[*reg]);
+            (self.put[*output])(&mut self.ys[*output], self.filled, regs[*reg]);
         }
     }
 
     #[inline(always)]
     fn after(&mut self, regs: &mut [u64]) {
         for (output, reg) in &self.late {
-            self.ys[*output].push(regs[*reg]);
+            (self.put[*output])(&mut self.ys[*output], self.filled, regs[*reg]);
         }
+        self.filled += 1;
         match self.copies[..] {
             [] => {}
             [(new, carry)] => regs[carry] = regs[new],
@@ -232,6 +250,7 @@ pub(super) fn run(
             if let Some(steps) = jit {
                 let (regs, side) = (&mut machine.regs, &mut machine.side);
                 steps.run(regs, side, lanes.imported(), &mut io.ys, base, len);
+                io.filled += len;
                 continue;
             }
             for point in 0..len {
@@ -250,6 +269,7 @@ pub(super) fn run(
             let len = INTERRUPT_PERIOD.min(run.size - base);
             let (regs, side) = (&mut machine.regs, &mut machine.side);
             steps.run(regs, side, &[], &mut io.ys, base, len);
+            io.filled += len;
         }
     } else {
         for i in 0..run.size {
@@ -272,11 +292,7 @@ pub(super) fn run(
         .iter()
         .map(|reg| Tensor::scalar(Scalar::from_bits(body.elem(*reg), machine.regs[*reg])))
         .collect();
-    res.extend(
-        io.ys
-            .iter()
-            .zip(&run.ys_elems)
-            .map(|(bits, elem)| tensor_of_bits(*elem, bits)),
-    );
+    debug_assert_eq!(io.filled, run.size);
+    res.extend(io.ys.into_iter().map(|ys| ys.into_tensor(&[run.size])));
     Ok((res, jit.is_some()))
 }

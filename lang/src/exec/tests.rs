@@ -516,7 +516,7 @@ fn long_loops_run_their_carry_free_operations_in_blocks() {
     // types, and a literal; carries computed in place and copied (a swap, an old value read
     // by another result); a checkpointing scan (its outputs are the old carries); new carries
     // moved after the last reader of the old value, and one that cannot move past a reader
-    // of the new value.
+    // of the new value; reads forwards and backwards (`xs[c - i]`), in range and not.
     let body = |n: usize| {
         format!(
             "%3: []f32, %4: []i64, %5: []f64 = fold {n} (%2, 0:i64, 0.0:f64) (\\%6: []i64, %7: []f32, %8: []i64, %9: []f64 ->
@@ -556,7 +556,10 @@ fn long_loops_run_their_carry_free_operations_in_blocks() {
              %51: []f32, %52: [{n}]f32 = scan {n} (%2) (\\%53: []i64, %54: []f32 ->
                %55: []f32 = index %0 [%53]
                %56: []f32 = mul %54 %55
-               in %56, %54)
+               %66: []i64 = sub 2400:i64 %53
+               %67: []f32 = index %0 [%66]
+               %68: []f32 = add %56 %67
+               in %68, %54)
              %57: []f32, %58: [{n}]f32, %59: [{n}]f32 = scan {n} (%2) (\\%60: []i64, %61: []f32 ->
                %62: []f32 = index %0 [%60]
                %63: []f32 = add %61 %62
