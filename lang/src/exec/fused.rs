@@ -173,7 +173,8 @@ impl Exec<'_> {
                 return Ok(tensor);
             }
         }
-        let launch = Launch::new(self, kernel);
+        let inputs = launch_inputs(self, kernel, &[]);
+        let launch = Launch::new(self, kernel, &inputs);
         let elem = kernel.nodes[kernel.output.1].1;
         let mut out = super::pool::take(elem, kernel.out_shape().iter().product());
         match kernel.reduce {
@@ -355,29 +356,48 @@ struct Launch<'k> {
     kernel: &'k Kernel,
     shape: Vec<usize>,
     /// What the reads read (`ReadPlan::tensor` indexes it).
-    sources: Vec<Source>,
+    sources: Vec<Source<'k>>,
     reads: Vec<Option<ReadPlan>>,
     /// `Node::Index` affines over `shape`, by node.
     indices: Vec<Option<Affine>>,
 }
 
-/// A variable a kernel reads: its value, or in a row group, the output of an earlier member
-/// (its block's part is in `Line::group`, at this index).
-enum Source {
-    Tensor(Tensor),
+/// A variable a kernel reads: its values (the row-major elements of its value, found once
+/// per launch rather than per line), or in a row group, the output of an earlier member (its
+/// block's part is in `Line::group`, at this index).
+enum Source<'t> {
+    Values(ColumnRef<'t>),
     Member(usize),
 }
 
+/// The values of the variables a kernel reads, but for those in `members`, in row-major
+/// layout: what a launch of it reads (`Launch::bind`).
+fn launch_inputs(exec: &Exec<'_>, kernel: &Kernel, members: &[VarId]) -> Vec<(VarId, Tensor)> {
+    let reads = kernel.reads().into_iter();
+    reads
+        .filter(|var| !members.contains(var))
+        .map(|var| (var, exec.standard(var)))
+        .collect()
+}
+
 impl<'k> Launch<'k> {
-    fn new(exec: &Exec<'_>, kernel: &'k Kernel) -> Launch<'k> {
-        Launch::bind(exec, kernel, &[], usize::from(kernel.reduce.is_some()))
+    fn new(exec: &Exec<'_>, kernel: &'k Kernel, inputs: &'k [(VarId, Tensor)]) -> Launch<'k> {
+        Launch::bind(
+            exec,
+            kernel,
+            inputs,
+            &[],
+            usize::from(kernel.reduce.is_some()),
+        )
     }
 
-    /// The launch of `kernel` reading the outputs of the earlier row group members `members`
-    /// from `Line::group`, with axes merged from `first_merged` on (`merge_axes`).
+    /// The launch of `kernel` reading `inputs` (`launch_inputs`) and the outputs of the
+    /// earlier row group members `members` from `Line::group`, with axes merged from
+    /// `first_merged` on (`merge_axes`).
     fn bind(
         exec: &Exec<'_>,
         kernel: &'k Kernel,
+        inputs: &'k [(VarId, Tensor)],
         members: &[VarId],
         first_merged: usize,
     ) -> Launch<'k> {
@@ -397,7 +417,11 @@ impl<'k> Launch<'k> {
                         held.push(*var);
                         sources.push(match members.iter().position(|member| member == var) {
                             Some(member) => Source::Member(member),
-                            None => Source::Tensor(exec.standard(*var)),
+                            None => {
+                                let input = inputs.iter().find(|(input, _)| input == var);
+                                let (_, tensor) = input.expect("launch_inputs has every read");
+                                Source::Values(tensor_values(tensor))
+                            }
                         });
                         sources.len() - 1
                     }
@@ -558,12 +582,9 @@ impl<'k> Launch<'k> {
     /// The values of source `tensor` (`ReadPlan::tensor`): a bound value whole, or the
     /// block's part of an earlier row group member's output.
     fn source<'a>(&'a self, tensor: usize, group: &[GroupRead<'a>]) -> GroupRead<'a> {
-        match &self.sources[tensor] {
-            Source::Tensor(tensor) => GroupRead {
-                data: tensor_values(tensor),
-                origin: 0,
-            },
-            Source::Member(member) => group[*member],
+        match self.sources[tensor] {
+            Source::Values(data) => GroupRead { data, origin: 0 },
+            Source::Member(member) => group[member],
         }
     }
 

@@ -6,7 +6,7 @@
 
 use rayon::prelude::*;
 
-use super::{GroupRead, Launch, Scratch};
+use super::{launch_inputs, GroupRead, Launch, Scratch};
 use crate::core::ir::VarId;
 use crate::core::kernel::{Reduction, Rows};
 use crate::exec::lanes::{match_column, Column, ColumnMut, LaneElem};
@@ -31,11 +31,18 @@ impl Exec<'_> {
     pub(super) fn run_rows(&self, rows: &Rows) -> Res<Vec<(VarId, Tensor)>> {
         let kernels = &rows.kernels;
         let made: Vec<VarId> = kernels.iter().map(|kernel| kernel.output.0).collect();
-        let launches: Vec<Launch<'_>> = kernels
+        let inputs: Vec<_> = kernels
             .iter()
             .enumerate()
-            .map(|(member, kernel)| {
-                Launch::bind(self, kernel, &made[..member], Rows::row_axis(kernel) + 1)
+            .map(|(member, kernel)| launch_inputs(self, kernel, &made[..member]))
+            .collect();
+        let launches: Vec<Launch<'_>> = kernels
+            .iter()
+            .zip(&inputs)
+            .enumerate()
+            .map(|(member, (kernel, inputs))| {
+                let first_merged = Rows::row_axis(kernel) + 1;
+                Launch::bind(self, kernel, inputs, &made[..member], first_merged)
             })
             .collect();
         let elems: Vec<_> = kernels
