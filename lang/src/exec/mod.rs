@@ -243,16 +243,8 @@ impl<'p> Prepared<'p> {
     ) -> Result<(Vec<Tensor>, ExecReport), InterpError> {
         let mut cx = Exec::new(self.program, config, &self.loops, inputs, false);
         cx.add_loop_schedules(self.schedule);
-        match cx.run_schedule(self.schedule, Vec::new(), true) {
-            Ok(results) => Ok((
-                results.into_iter().map(|slot| slot.tensor).collect(),
-                cx.report,
-            )),
-            Err(Stop::Error(error)) => Err(error),
-            Err(Stop::Unbatchable) => {
-                unreachable!("exec: only batch mode reports Unbatchable, and it catches it")
-            }
-        }
+        let results = cx.run_schedule(self.schedule, Vec::new(), true);
+        cx.finish(results)
     }
 }
 
@@ -271,16 +263,8 @@ fn run_inner(
 ) -> Result<(Vec<Tensor>, ExecReport), InterpError> {
     let loops = CompiledLoops::default();
     let mut cx = Exec::new(program, config, &loops, inputs, batch_build1);
-    match cx.eval_block(program.main, Vec::new(), None) {
-        Ok(results) => Ok((
-            results.into_iter().map(|slot| slot.tensor).collect(),
-            cx.report,
-        )),
-        Err(Stop::Error(error)) => Err(error),
-        Err(Stop::Unbatchable) => {
-            unreachable!("exec: only batch mode reports Unbatchable, and it catches it")
-        }
-    }
+    let results = cx.eval_block(program.main, Vec::new(), None);
+    cx.finish(results)
 }
 
 fn filled<K: crate::core::ids::Id, V: Clone>(len: usize, value: V) -> IdVec<K, V> {
@@ -397,6 +381,20 @@ struct Exec<'a> {
 }
 
 impl<'a> Exec<'a> {
+    /// The results of a run of the main block, and the report.
+    fn finish(self, results: Res<Vec<Slot>>) -> Result<(Vec<Tensor>, ExecReport), InterpError> {
+        match results {
+            Ok(results) => Ok((
+                results.into_iter().map(|slot| slot.tensor).collect(),
+                self.report,
+            )),
+            Err(Stop::Error(error)) => Err(error),
+            Err(Stop::Unbatchable) => {
+                unreachable!("exec: only batch mode reports Unbatchable, and it catches it")
+            }
+        }
+    }
+
     /// Registers the schedules of the loop bodies of `schedule`, at every depth.
     fn add_loop_schedules(&mut self, schedule: &'a Schedule) {
         for body in &schedule.loop_bodies {
