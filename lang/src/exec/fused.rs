@@ -920,6 +920,7 @@ impl<'k> Launch<'k> {
         exec: &Exec<'_>,
     ) -> T {
         let n_rows = self.shape[0];
+        let product = self.product_root();
         lanes.at(&[0], (output, &self.shape[1..]), &[], |lanes, base| {
             let mut tree = TreeSum::new();
             let end = ((run + 1) * SUM_RUN).min(n_rows);
@@ -930,7 +931,33 @@ impl<'k> Launch<'k> {
                 }
                 let len = LINE.min(end - start);
                 base[0] = start as i64;
-                self.eval_line_at(lanes, &Line::new(base, Some(0), len, group));
+                let line = Line::new(base, Some(0), len, group);
+                if let Some((root, x, y)) = product {
+                    // A sum of products: the products are added as they are computed (the
+                    // same bits), not stored in the root's lane and read back.
+                    for index in 0..root {
+                        self.eval_node(lanes, index, &line);
+                    }
+                    let (lanes_in, runs) = (&lanes.lanes[..], &lanes.runs[..]);
+                    let operand = |node| self.operand_in(lanes_in, runs, node, len, group);
+                    let xs = operand(x).values::<T>(len);
+                    if let (Ok(xs), Ok(ys)) = (xs, operand(y).values::<T>(len)) {
+                        for (xs, ys) in xs.chunks(LEAF).zip(ys.chunks(LEAF)) {
+                            let leaf = sum_order::leaf_sum_of_products(
+                                xs,
+                                ys,
+                                T::default(),
+                                T::add,
+                                T::mul,
+                            );
+                            tree.push_leaf(leaf, T::add);
+                        }
+                        continue;
+                    }
+                    self.eval_node(lanes, root, &line);
+                } else {
+                    self.eval_line_at(lanes, &line);
+                }
                 let values = match self.root_in(lanes, len, group).values::<T>(len) {
                     Ok(values) => values,
                     Err(value) => {
@@ -945,6 +972,18 @@ impl<'k> Launch<'k> {
             }
             tree.finish(T::add).unwrap_or_default()
         })
+    }
+
+    /// `(root, x, y)` when the output node `root` is `mul x y` and the last node (a sum of
+    /// products: `sum_run` adds them as it computes them).
+    fn product_root(&self) -> Option<(usize, usize, usize)> {
+        let root = self.kernel.output.1 .0 as usize;
+        match &self.kernel.nodes[self.kernel.output.1].0 {
+            Node::Prim(Prim::Mul, operands) if root + 1 == self.kernel.nodes.len() => {
+                Some((root, operands[0].0 as usize, operands[1].0 as usize))
+            }
+            _ => None,
+        }
     }
 
     /// The sum of one output from the sums of its runs (`sum_run`), in dx's order.

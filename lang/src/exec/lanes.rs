@@ -570,7 +570,7 @@ fn num_op<N: Num>(
         (Prim::Abs, None) => map1::<N, N>(a, out, len, N::abs),
         (Prim::Add, Some(b)) => map2::<N, N, N>(a, b, out, len, <N as Arith>::add),
         (Prim::Sub, Some(b)) => map2::<N, N, N>(a, b, out, len, N::sub),
-        (Prim::Mul, Some(b)) => map2::<N, N, N>(a, b, out, len, N::mul),
+        (Prim::Mul, Some(b)) => map2::<N, N, N>(a, b, out, len, <N as Arith>::mul),
         (Prim::Div, Some(b)) => map2::<N, N, N>(a, b, out, len, N::div),
         (Prim::Min, Some(b)) => map2::<N, N, N>(a, b, out, len, N::min),
         (Prim::Max, Some(b)) => map2::<N, N, N>(a, b, out, len, N::max),

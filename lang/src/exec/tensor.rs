@@ -117,6 +117,8 @@ pub trait Element: Copy + Default + PartialEq + PartialOrd + Debug + Send + Sync
     fn take(tensor: Tensor) -> Option<Nd<Self>>;
     /// `Prim::Add` on two elements (wrapping on integers).
     fn add(self, other: Self) -> Self;
+    /// `Prim::Mul` on two elements (wrapping on integers).
+    fn mul(self, other: Self) -> Self;
     fn to_f32(self) -> f32;
     fn to_f64(self) -> f64;
     fn to_i32(self) -> i32;
@@ -127,7 +129,7 @@ pub trait Element: Copy + Default + PartialEq + PartialOrd + Debug + Send + Sync
 }
 
 macro_rules! element_number {
-    ($($ty:ty => $variant:ident, $add:expr;)*) => {$(
+    ($($ty:ty => $variant:ident, $add:expr, $mul:expr;)*) => {$(
         #[allow(clippy::unnecessary_cast)]
         impl Element for $ty {
             const ELEM: Elem = Elem::$variant;
@@ -159,6 +161,10 @@ macro_rules! element_number {
                 let add: fn(Self, Self) -> Self = $add;
                 add(self, other)
             }
+            fn mul(self, other: Self) -> Self {
+                let mul: fn(Self, Self) -> Self = $mul;
+                mul(self, other)
+            }
             fn to_f32(self) -> f32 { self as f32 }
             fn to_f64(self) -> f64 { self as f64 }
             fn to_i32(self) -> i32 { self as i32 }
@@ -172,12 +178,12 @@ macro_rules! element_number {
 }
 
 element_number! {
-    f32 => F32, |x, y| x + y;
-    f64 => F64, |x, y| x + y;
-    i32 => I32, i32::wrapping_add;
-    i64 => I64, i64::wrapping_add;
-    u32 => U32, u32::wrapping_add;
-    u64 => U64, u64::wrapping_add;
+    f32 => F32, |x, y| x + y, |x, y| x * y;
+    f64 => F64, |x, y| x + y, |x, y| x * y;
+    i32 => I32, i32::wrapping_add, i32::wrapping_mul;
+    i64 => I64, i64::wrapping_add, i64::wrapping_mul;
+    u32 => U32, u32::wrapping_add, u32::wrapping_mul;
+    u64 => U64, u64::wrapping_add, u64::wrapping_mul;
 }
 
 impl Element for bool {
@@ -210,6 +216,9 @@ impl Element for bool {
         // `Prim::Add` is not defined on `Bool` and the verifier rejects `sumOuter`/`scatter` of
         // booleans; this mirrors the release-build fallback of `prim/arith.rs`.
         false
+    }
+    fn mul(self, _other: Self) -> Self {
+        false // as `add`
     }
     fn to_f32(self) -> f32 {
         u32::from(self) as f32

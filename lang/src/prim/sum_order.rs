@@ -89,6 +89,31 @@ pub fn leaf_sum<T: Copy>(xs: &[T], zero: T, add: impl Fn(T, T) -> T + Copy) -> T
     combine_lanes(&acc, add)
 }
 
+/// `leaf_sum` of the products `mul(xs[k], ys[k])`, each computed as it is added: the same
+/// order as `leaf_sum` of the products stored first, so the same bits, with one pass over
+/// the operands instead of two (a sum of squares, a dot product).
+#[inline]
+pub fn leaf_sum_of_products<T: Copy>(
+    xs: &[T],
+    ys: &[T],
+    zero: T,
+    add: impl Fn(T, T) -> T + Copy,
+    mul: impl Fn(T, T) -> T + Copy,
+) -> T {
+    debug_assert!(xs.len() == ys.len() && xs.len() <= LEAF);
+    let mut acc = [zero; LANES];
+    let whole = xs.len() - xs.len() % LANES;
+    for (x_group, y_group) in xs.chunks_exact(LANES).zip(ys.chunks_exact(LANES)) {
+        for lane in 0..LANES {
+            acc[lane] = add(acc[lane], mul(x_group[lane], y_group[lane]));
+        }
+    }
+    for (lane, (&x, &y)) in xs[whole..].iter().zip(&ys[whole..]).enumerate() {
+        acc[lane] = add(acc[lane], mul(x, y));
+    }
+    combine_lanes(&acc, add)
+}
+
 /// The binary counter of Note [Summation order] step 2: partial sums of aligned power-of-two
 /// runs of leaves, with the number of leaves (as a power of two) each covers. `T` is a scalar
 /// for one sum, or a row of partial sums for many sums computed side by side; `add` adds its
@@ -183,6 +208,24 @@ pub fn tree_sum<T: Copy>(xs: &[T], zero: T, add: impl Fn(T, T) -> T + Copy) -> T
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Products summed as they are computed give the bits of the products stored, then
+    /// summed, at every length up to a leaf (values of mixed magnitude and sign).
+    #[test]
+    fn sums_of_products_are_sums_of_the_stored_products() {
+        let xs: Vec<f32> = (0..LEAF)
+            .map(|k| (k as f32 * 0.7).sin() * 10f32.powi(k as i32 % 9 - 4))
+            .collect();
+        let ys: Vec<f32> = (0..LEAF).map(|k| (k as f32 * 1.3).cos() * 3.0).collect();
+        let add = |x: f32, y: f32| x + y;
+        let mul = |x: f32, y: f32| x * y;
+        for len in 0..=LEAF {
+            let products: Vec<f32> = xs[..len].iter().zip(&ys).map(|(x, y)| x * y).collect();
+            let stored = leaf_sum(&products, 0.0, add);
+            let fused = leaf_sum_of_products(&xs[..len], &ys[..len], 0.0, add, mul);
+            assert_eq!(fused.to_bits(), stored.to_bits(), "length {len}");
+        }
+    }
 
     /// The row form gives every column the bits of `combine_lanes` (values of mixed magnitude
     /// and sign, so that the order of the additions shows in the result).
