@@ -612,7 +612,12 @@ impl<'k> Launch<'k> {
 
     /// `eval_line` along `line`.
     fn eval_line_at(&self, scratch: &mut Scratch, line: &Line<'_>) {
-        for index in 0..self.kernel.nodes.len() {
+        self.eval_nodes(scratch, 0..self.kernel.nodes.len(), line);
+    }
+
+    /// Computes the nodes `nodes` (in order) along `line`.
+    fn eval_nodes(&self, scratch: &mut Scratch, nodes: Range<usize>, line: &Line<'_>) {
+        for index in nodes {
             self.eval_node(scratch, index, line);
         }
     }
@@ -642,9 +647,7 @@ impl<'k> Launch<'k> {
         let (root_node, _) = &self.kernel.nodes[self.kernel.output.1];
         match root_node {
             Node::Prim(prim, operands) if root + 1 == self.kernel.nodes.len() => {
-                for index in 0..root {
-                    self.eval_node(scratch, index, line);
-                }
+                self.eval_nodes(scratch, 0..root, line);
                 let (lanes, runs) = (&scratch.lanes[..], &scratch.runs[..]);
                 let operand = |k: usize| {
                     self.operand_in(lanes, runs, operands[k].0 as usize, len, line.group)
@@ -932,29 +935,11 @@ impl<'k> Launch<'k> {
                 let len = LINE.min(end - start);
                 base[0] = start as i64;
                 let line = Line::new(base, Some(0), len, group);
-                if let Some((root, x, y)) = product {
-                    // A sum of products: the products are added as they are computed (the
-                    // same bits), not stored in the root's lane and read back.
-                    for index in 0..root {
-                        self.eval_node(lanes, index, &line);
-                    }
-                    let (lanes_in, runs) = (&lanes.lanes[..], &lanes.runs[..]);
-                    let operand = |node| self.operand_in(lanes_in, runs, node, len, group);
-                    let xs = operand(x).values::<T>(len);
-                    if let (Ok(xs), Ok(ys)) = (xs, operand(y).values::<T>(len)) {
-                        for (xs, ys) in xs.chunks(LEAF).zip(ys.chunks(LEAF)) {
-                            let leaf = sum_order::leaf_sum_of_products(
-                                xs,
-                                ys,
-                                T::default(),
-                                T::add,
-                                T::mul,
-                            );
-                            tree.push_leaf(leaf, T::add);
-                        }
+                if let Some(product) = product {
+                    if self.sum_products(lanes, &line, product, &mut tree) {
                         continue;
                     }
-                    self.eval_node(lanes, root, &line);
+                    self.eval_nodes(lanes, product.0..product.0 + 1, &line);
                 } else {
                     self.eval_line_at(lanes, &line);
                 }
@@ -972,6 +957,30 @@ impl<'k> Launch<'k> {
             }
             tree.finish(T::add).unwrap_or_default()
         })
+    }
+
+    /// Adds the leaves of a line whose output node `root` is `mul x y` (`product_root`) to
+    /// `tree`, each product added as it is computed (the same bits as storing the products
+    /// in the root's lane and summing that), if both operands are runs, not splats. Leaves the
+    /// nodes before the root computed either way.
+    fn sum_products<T: LaneElem>(
+        &self,
+        scratch: &mut Scratch,
+        line: &Line<'_>,
+        (root, x, y): (usize, usize, usize),
+        tree: &mut TreeSum<T>,
+    ) -> bool {
+        self.eval_nodes(scratch, 0..root, line);
+        let (lanes, runs, len) = (&scratch.lanes[..], &scratch.runs[..], line.len);
+        let operand = |node| self.operand_in(lanes, runs, node, len, line.group);
+        let (Ok(xs), Ok(ys)) = (operand(x).values::<T>(len), operand(y).values::<T>(len)) else {
+            return false;
+        };
+        for (xs, ys) in xs.chunks(LEAF).zip(ys.chunks(LEAF)) {
+            let leaf = sum_order::leaf_sum_of_products(xs, ys, T::default(), T::add, T::mul);
+            tree.push_leaf(leaf, T::add);
+        }
+        true
     }
 
     /// `(root, x, y)` when the output node `root` is `mul x y` and the last node (a sum of
@@ -1249,9 +1258,7 @@ impl Launch<'_> {
                 let len = LINE.min(rows.end - start);
                 base[0] = start as i64;
                 let line = Line::new(base, Some(0), len, &[]);
-                for index in 0..=cond {
-                    self.eval_node(scratch, index, &line);
-                }
+                self.eval_nodes(scratch, 0..cond + 1, &line);
                 let holds = self.operand(&scratch.lanes, &scratch.runs, cond, len);
                 let found = match holds.values::<bool>(len) {
                     Ok(holds) => holds.iter().position(|&holds| holds),

@@ -87,7 +87,7 @@ impl Drop for CompiledSteps {
 impl CompiledSteps {
     /// Compiles `plan`'s steps of `body`, or `None` if this machine has no Cranelift back
     /// end or compiling fails (the loop then runs on `register_code`).
-    pub fn new(body: &RegisterCode, plan: &StepsPlan, n_outputs: usize) -> Option<CompiledSteps> {
+    pub fn new(body: &RegisterCode, plan: &StepsPlan) -> Option<CompiledSteps> {
         let isa = host_isa()?.clone();
         let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
         let compiled = define(&mut module, body, plan);
@@ -103,7 +103,7 @@ impl CompiledSteps {
             steps,
             module: Some(module),
             n_imports: plan.imports.len(),
-            n_outputs,
+            n_outputs: plan.early.len() + plan.late.len(),
         })
     }
 
@@ -261,7 +261,6 @@ fn define(
         let mut steps = Steps {
             elems: &body.reg_elems,
             vars: vec![None; body.reg_elems.len()],
-            n_regs: body.reg_elems.len(),
             run_instr_sig,
             ptr,
         };
@@ -280,7 +279,6 @@ struct Steps<'a> {
     elems: &'a [Elem],
     /// The variable of each register the steps touch.
     vars: Vec<Option<Variable>>,
-    n_regs: usize,
     run_instr_sig: cranelift_codegen::ir::SigRef,
     ptr: Type,
 }
@@ -419,7 +417,7 @@ impl Steps<'_> {
         }
         let callee = b.ins().iconst(self.ptr, run_instr as *const () as i64);
         let instr_ptr = b.ins().iconst(self.ptr, instr as *const Instr as i64);
-        let n_regs = b.ins().iconst(self.ptr, self.n_regs as i64);
+        let n_regs = b.ins().iconst(self.ptr, self.elems.len() as i64);
         b.ins()
             .call_indirect(self.run_instr_sig, callee, &[instr_ptr, regs, n_regs, side]);
         let value = self.load(b, regs, instr.dst);
@@ -462,53 +460,53 @@ fn inline(b: &mut FunctionBuilder, kind: Kind, elem: Elem, args: &[Value]) -> Op
             ArithOp::Max => ins.umax(args[0], args[1]),
             ArithOp::Abs | ArithOp::Div | ArithOp::Mod | ArithOp::IDiv => return None,
         },
-        Family::Compare(op) => match op {
-            CompareOp::Eq
-            | CompareOp::Ne
-            | CompareOp::Lt
-            | CompareOp::Gt
-            | CompareOp::Le
-            | CompareOp::Ge
-                if float =>
-            {
-                // Ordered comparisons, except `/=`, which holds of NaN (`compare::ordered`).
-                let cc = match op {
-                    CompareOp::Eq => FloatCC::Equal,
-                    CompareOp::Ne => FloatCC::NotEqual,
-                    CompareOp::Lt => FloatCC::LessThan,
-                    CompareOp::Gt => FloatCC::GreaterThan,
-                    CompareOp::Le => FloatCC::LessThanOrEqual,
-                    _ => FloatCC::GreaterThanOrEqual,
-                };
-                ins.fcmp(cc, args[0], args[1])
-            }
-            CompareOp::Eq
-            | CompareOp::Ne
-            | CompareOp::Lt
-            | CompareOp::Gt
-            | CompareOp::Le
-            | CompareOp::Ge => {
-                // Booleans order false < true, as unsigned integers.
-                let cc = match (op, signed) {
-                    (CompareOp::Eq, _) => IntCC::Equal,
-                    (CompareOp::Ne, _) => IntCC::NotEqual,
-                    (CompareOp::Lt, true) => IntCC::SignedLessThan,
-                    (CompareOp::Gt, true) => IntCC::SignedGreaterThan,
-                    (CompareOp::Le, true) => IntCC::SignedLessThanOrEqual,
-                    (CompareOp::Ge, true) => IntCC::SignedGreaterThanOrEqual,
-                    (CompareOp::Lt, false) => IntCC::UnsignedLessThan,
-                    (CompareOp::Gt, false) => IntCC::UnsignedGreaterThan,
-                    (CompareOp::Le, false) => IntCC::UnsignedLessThanOrEqual,
-                    _ => IntCC::UnsignedGreaterThanOrEqual,
-                };
-                ins.icmp(cc, args[0], args[1])
-            }
-            CompareOp::And => ins.band(args[0], args[1]),
-            CompareOp::Or => ins.bor(args[0], args[1]),
-            CompareOp::Not => ins.icmp_imm_u(IntCC::Equal, args[0], 0),
-            CompareOp::Select => ins.select(args[0], args[1], args[2]),
-            CompareOp::IsNan | CompareOp::IsInf => return None,
+        Family::Compare(op) => match (op, condition_codes(op)) {
+            (_, Some((cc, _, _))) if float => ins.fcmp(cc, args[0], args[1]),
+            // Booleans order false < true, as unsigned integers.
+            (_, Some((_, cc, _))) if signed => ins.icmp(cc, args[0], args[1]),
+            (_, Some((_, _, cc))) => ins.icmp(cc, args[0], args[1]),
+            (CompareOp::And, _) => ins.band(args[0], args[1]),
+            (CompareOp::Or, _) => ins.bor(args[0], args[1]),
+            (CompareOp::Not, _) => ins.icmp_imm_u(IntCC::Equal, args[0], 0),
+            (CompareOp::Select, _) => ins.select(args[0], args[1], args[2]),
+            _ => return None,
         },
         _ => return None,
+    })
+}
+
+/// The condition codes of an ordering comparison, as `compare::ordered` defines it: on
+/// floats (ordered, except `/=`, which holds of NaN), on signed and on unsigned integers.
+/// `None` for the other comparisons.
+fn condition_codes(op: CompareOp) -> Option<(FloatCC, IntCC, IntCC)> {
+    Some(match op {
+        CompareOp::Eq => (FloatCC::Equal, IntCC::Equal, IntCC::Equal),
+        CompareOp::Ne => (FloatCC::NotEqual, IntCC::NotEqual, IntCC::NotEqual),
+        CompareOp::Lt => (
+            FloatCC::LessThan,
+            IntCC::SignedLessThan,
+            IntCC::UnsignedLessThan,
+        ),
+        CompareOp::Gt => (
+            FloatCC::GreaterThan,
+            IntCC::SignedGreaterThan,
+            IntCC::UnsignedGreaterThan,
+        ),
+        CompareOp::Le => (
+            FloatCC::LessThanOrEqual,
+            IntCC::SignedLessThanOrEqual,
+            IntCC::UnsignedLessThanOrEqual,
+        ),
+        CompareOp::Ge => (
+            FloatCC::GreaterThanOrEqual,
+            IntCC::SignedGreaterThanOrEqual,
+            IntCC::UnsignedGreaterThanOrEqual,
+        ),
+        CompareOp::And
+        | CompareOp::Or
+        | CompareOp::Not
+        | CompareOp::IsNan
+        | CompareOp::IsInf
+        | CompareOp::Select => return None,
     })
 }

@@ -744,13 +744,12 @@ impl Exec<'_> {
             compile: self.config.compile_loops,
             check_interrupt: &|| self.interrupted(),
         };
-        let blocked = compiled.blocks(&run).is_some();
-        let (res, machine_code) = scalar_loop::run(&compiled, run)?;
-        self.report.blocked_loops += usize::from(blocked);
-        self.report.compiled_loops += usize::from(machine_code);
+        let ran = scalar_loop::run(&compiled, run)?;
+        self.report.blocked_loops += usize::from(ran.blocked);
+        self.report.compiled_loops += usize::from(ran.compiled);
         self.report.statements += size * compiled.body.code.ops.len();
         self.report.scalar_loops += 1;
-        Ok(Some(res))
+        Ok(Some(ran.results))
     }
 
     /// `parts` stacked along a new outermost axis; the binder's type gives the shape of an

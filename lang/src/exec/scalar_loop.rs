@@ -179,7 +179,7 @@ impl CompiledLoop {
     }
 
     /// The plan to run `run` with a block at a time, if it runs so.
-    pub fn blocks(&self, run: &LoopRun) -> Option<&BlockPlan> {
+    fn blocks(&self, run: &LoopRun) -> Option<&BlockPlan> {
         self.blocks
             .as_ref()
             .filter(|_| !run.strict && run.size >= MIN_ITERATIONS)
@@ -214,18 +214,24 @@ impl CompiledLoop {
                     late: &io.late,
                     copies: &io.copies,
                 };
-                CompiledSteps::new(&self.body, &plan, io.ys.len())
+                CompiledSteps::new(&self.body, &plan)
             })
             .as_ref()
     }
 }
 
-/// Runs a compiled loop body `size` times: the final carries, then each output of a scan
-/// stacked along a new outermost axis; and whether the steps ran as machine code.
-pub(super) fn run(
-    compiled: &CompiledLoop,
-    run: LoopRun,
-) -> Result<(Vec<Tensor>, bool), InterpError> {
+/// What `run` computed, and how.
+pub(super) struct Ran {
+    /// The final carries, then each output of a scan stacked along a new outermost axis.
+    pub results: Vec<Tensor>,
+    /// Whether the free operations ran a block at a time (`loop_blocks`).
+    pub blocked: bool,
+    /// Whether the steps ran as machine code (`loop_jit`).
+    pub compiled: bool,
+}
+
+/// Runs a compiled loop body `size` times.
+pub(super) fn run(compiled: &CompiledLoop, run: LoopRun) -> Result<Ran, InterpError> {
     let body = &compiled.body;
     let tables: Vec<Tensor> = run.tables.iter().map(Tensor::to_standard_layout).collect();
     let mut machine = body.machine(&tables, run.strict);
@@ -294,5 +300,9 @@ pub(super) fn run(
         .collect();
     debug_assert_eq!(io.filled, run.size);
     res.extend(io.ys.into_iter().map(|ys| ys.into_tensor(&[run.size])));
-    Ok((res, jit.is_some()))
+    Ok(Ran {
+        results: res,
+        blocked: blocks.is_some(),
+        compiled: jit.is_some(),
+    })
 }

@@ -19,6 +19,7 @@ use ndarray::{ArcArray, Axis, IxDyn};
 use super::lanes::LaneElem;
 use crate::core::ir::{ArrTy, Elem, Scalar};
 use crate::core::value::{Array, ArrayData};
+use crate::prim::Arith;
 
 /// An n-dimensional shared array of one element type.
 pub type Nd<T> = ArcArray<T, IxDyn>;
@@ -115,9 +116,9 @@ pub trait Element: Copy + Default + PartialEq + PartialOrd + Debug + Send + Sync
     fn into_tensor(array: Nd<Self>) -> Tensor;
     fn of(tensor: &Tensor) -> Option<&Nd<Self>>;
     fn take(tensor: Tensor) -> Option<Nd<Self>>;
-    /// `Prim::Add` on two elements (wrapping on integers).
+    /// `Prim::Add` on two elements (`prim::arith`'s rule: wrapping on integers).
     fn add(self, other: Self) -> Self;
-    /// `Prim::Mul` on two elements (wrapping on integers).
+    /// `Prim::Mul` on two elements (`prim::arith`'s rule).
     fn mul(self, other: Self) -> Self;
     fn to_f32(self) -> f32;
     fn to_f64(self) -> f64;
@@ -129,7 +130,7 @@ pub trait Element: Copy + Default + PartialEq + PartialOrd + Debug + Send + Sync
 }
 
 macro_rules! element_number {
-    ($($ty:ty => $variant:ident, $add:expr, $mul:expr;)*) => {$(
+    ($($ty:ty => $variant:ident;)*) => {$(
         #[allow(clippy::unnecessary_cast)]
         impl Element for $ty {
             const ELEM: Elem = Elem::$variant;
@@ -158,12 +159,10 @@ macro_rules! element_number {
                 }
             }
             fn add(self, other: Self) -> Self {
-                let add: fn(Self, Self) -> Self = $add;
-                add(self, other)
+                Arith::add(self, other)
             }
             fn mul(self, other: Self) -> Self {
-                let mul: fn(Self, Self) -> Self = $mul;
-                mul(self, other)
+                Arith::mul(self, other)
             }
             fn to_f32(self) -> f32 { self as f32 }
             fn to_f64(self) -> f64 { self as f64 }
@@ -178,12 +177,12 @@ macro_rules! element_number {
 }
 
 element_number! {
-    f32 => F32, |x, y| x + y, |x, y| x * y;
-    f64 => F64, |x, y| x + y, |x, y| x * y;
-    i32 => I32, i32::wrapping_add, i32::wrapping_mul;
-    i64 => I64, i64::wrapping_add, i64::wrapping_mul;
-    u32 => U32, u32::wrapping_add, u32::wrapping_mul;
-    u64 => U64, u64::wrapping_add, u64::wrapping_mul;
+    f32 => F32;
+    f64 => F64;
+    i32 => I32;
+    i64 => I64;
+    u32 => U32;
+    u64 => U64;
 }
 
 impl Element for bool {

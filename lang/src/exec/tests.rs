@@ -690,9 +690,11 @@ fn interrupt_stops_the_run() {
 
 #[test]
 fn loop_bodies_are_compiled_once_they_have_run_long_enough() {
-    // 1000 steps a run: on registers for 16 runs of the prepared program, as machine code
-    // from the 17th (`JIT_MIN_ITERATIONS` = 16384 steps in all), with the same results.
-    assert_eq!(super::scalar_loop::JIT_MIN_ITERATIONS, 16 * 1024);
+    // 1000 steps a run: on registers until the prepared program's runs have made
+    // `JIT_MIN_ITERATIONS` steps, as machine code from the run that reaches it, with the
+    // same results.
+    let on_registers = super::scalar_loop::JIT_MIN_ITERATIONS.div_ceil(1000) - 1;
+    assert!(on_registers > 0, "the first runs must stay on registers");
     let program = parse(
         "program(%0: [1000]f32) {
            %1: []f32 = fold 1000 (0.0:f32) (\\%2: []i64, %3: []f32 ->
@@ -708,7 +710,7 @@ fn loop_bodies_are_compiled_once_they_have_run_long_enough() {
     let prepared = super::Prepared::new(&program, &schedule);
     let x: Vec<f32> = (0..1000).map(|i| 0.3 * (i as f32 * 0.37).sin()).collect();
     let input = Tensor::from_array(&f32s(&[1000], &x));
-    let runs: Vec<(Vec<Array>, usize)> = (0..20)
+    let runs: Vec<(Vec<Array>, usize)> = (0..on_registers + 4)
         .map(|_| {
             let (results, report) = prepared
                 .run(vec![input.clone()], &ExecConfig::default())
@@ -718,7 +720,7 @@ fn loop_bodies_are_compiled_once_they_have_run_long_enough() {
         })
         .collect();
     let compiled: Vec<usize> = runs.iter().map(|(_, compiled)| *compiled).collect();
-    assert_eq!(compiled, [[0; 16].as_slice(), &[1; 4]].concat());
+    assert_eq!(compiled, [vec![0; on_registers], vec![1; 4]].concat());
     let expected = interp::run(&program, &[f32s(&[1000], &x)], &InterpConfig::default()).unwrap();
     for (results, _) in &runs {
         assert!(same_array(&results[0], &expected[0]));
