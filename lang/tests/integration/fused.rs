@@ -2,14 +2,14 @@
 //! structure, not text), summation accuracy and determinism, matrix products against the
 //! reference interpreter, and memory requests that cannot be met.
 
-mod common;
 
-use common::{session, stage_text, value};
+
+use crate::common::{session, stage_text, value};
 use dx_lang::session::{Engine, Output, Session};
 
 /// The outputs of a source without its timings.
 fn outputs(session: &mut Session, src: &str) -> Vec<Output> {
-    common::outputs(session, src)
+    crate::common::outputs(session, src)
         .into_iter()
         .filter(|output| !matches!(output, Output::Timing { .. }))
         .collect()

@@ -25,9 +25,9 @@
 //! are kept bounded (larger ones are scaled by a power of ten) so that finite differences in
 //! Float64 stay accurate.
 
-mod common;
 
-use common::{rel_err, Rng};
+
+use crate::common::{rel_err, Rng};
 use dx_lang::core::cost::{cost, nesting_depth};
 use dx_lang::core::ir::{Expr, Program};
 use dx_lang::core::value::{ArrayData, Value};

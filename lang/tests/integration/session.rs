@@ -1,8 +1,8 @@
 //! The session façade: start-up, outputs as data, and the session surviving errors.
 
-mod common;
 
-use common::outputs;
+
+use crate::common::outputs;
 use dx_lang::session::{ErrorKind, Output, Redefinition, Session, SessionConfig};
 
 #[test]

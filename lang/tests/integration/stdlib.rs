@@ -3,9 +3,9 @@
 //! `:help`; data files load and save relative to the script's folder, with errors that name
 //! the file and both shapes.
 
-mod common;
 
-use common::{outputs, session, value};
+
+use crate::common::{outputs, session, value};
 use dx_lang::session::{Engine, ErrorKind, Output};
 
 const RANDOM_TABLE: &str =
@@ -70,7 +70,7 @@ fn issue_10_test_vectors() {
 
 /// The names the prelude defines (`def name(` at the start of a line).
 fn prelude_defs() -> Vec<String> {
-    include_str!("../../stdlib/prelude.dx")
+    include_str!("../../../stdlib/prelude.dx")
         .lines()
         .filter_map(|line| line.strip_prefix("def "))
         .filter_map(|rest| rest.split('(').next())
@@ -200,7 +200,7 @@ fn split_key_takes_its_size_by_name() {
         keys(3)
     );
     assert_eq!(
-        common::printed(&mut session, ":t split_key(n=2, new_key 0)\n"),
+        crate::common::printed(&mut session, ":t split_key(n=2, new_key 0)\n"),
         "((Fin 2) => Word64)"
     );
     // The implicit index set of a signature (no `given`) can be named as well, in a local
@@ -218,27 +218,27 @@ fn split_key_takes_its_size_by_name() {
 fn a_named_argument_that_names_nothing_is_an_error_at_the_name() {
     let mut session = session(Engine::Fused);
     assert_eq!(
-        common::error(&mut session, ":p split_key(m=2, new_key 0)\n"),
+        crate::common::error(&mut session, ":p split_key(m=2, new_key 0)\n"),
         "Type error: `split_key` has no parameter or implicit variable `m` here (this argument \
          is `k`; its implicit variable is `n`)\n\
          :p split_key(m=2, new_key 0)\n\
          \x20            ^"
     );
     assert_eq!(
-        common::error(&mut session, ":p split_key(new_key 0, m=2)\n"),
+        crate::common::error(&mut session, ":p split_key(new_key 0, m=2)\n"),
         "Type error: too many arguments: `split_key` takes 1 argument; its implicit variable \
          is `n`\n\
          :p split_key(new_key 0, m=2)\n\
          \x20                       ^"
     );
     assert_eq!(
-        common::error(&mut session, ":p split_key(n=True, new_key 0)\n"),
+        crate::common::error(&mut session, ":p split_key(n=True, new_key 0)\n"),
         "Type error: an implicit variable takes a type (`n=Fin 2`) or a size (`n=2`, for \
          `Fin 2`)\n\
          :p split_key(n=True, new_key 0)\n\
          \x20              ^^^^"
     );
     // The size must agree with what the context asks for.
-    let mismatch = common::error(&mut session, "[a, b, c] = split_key(n=2, new_key 0)\n");
+    let mismatch = crate::common::error(&mut session, "[a, b, c] = split_key(n=2, new_key 0)\n");
     assert!(mismatch.starts_with("Type error:"), "{mismatch}");
 }

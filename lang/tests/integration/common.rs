@@ -1,6 +1,6 @@
 //! Set-up shared by the integration tests that drive a `Session`.
 
-#![allow(dead_code)] // Each test crate uses its own part.
+#![allow(dead_code)] // Not every helper is used by every module.
 
 use dx_lang::session::{Engine, Output, Session, SessionConfig};
 

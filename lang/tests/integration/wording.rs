@@ -2,9 +2,9 @@
 //! what was meant, and the suggested code runs; a table indexed by pairs prints its index set
 //! in one pair of brackets, and the printed type reads back.
 
-mod common;
 
-use common::{error, printed, session, value};
+
+use crate::common::{error, printed, session, value};
 use dx_lang::session::{Engine, Session};
 
 /// The code an error message suggests: the backquoted texts after "write".
