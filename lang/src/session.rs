@@ -206,8 +206,9 @@ pub fn format_duration(duration: Duration) -> String {
     format!("{text} {unit}")
 }
 
-/// Loops of scalars run as machine code (`exec::CompileLoops::Long`), unless the environment
-/// sets `DX_NO_JIT` (to compare against the register interpreter with one binary).
+/// Loops of scalars and monoid chunk folds run as machine code (`exec::CompileLoops::Long`),
+/// unless the environment sets `DX_NO_JIT` (to compare against the register interpreter and
+/// the monoids' lanes with one binary).
 fn compile_loops() -> CompileLoops {
     match std::env::var_os("DX_NO_JIT") {
         Some(_) => CompileLoops::Never,

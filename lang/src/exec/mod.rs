@@ -73,10 +73,12 @@
 mod elementwise;
 mod fused;
 mod indexing;
+mod jit;
 mod lanes;
 mod loop_blocks;
 mod loop_jit;
 mod monoid;
+mod monoid_jit;
 pub mod pool;
 mod reduce;
 mod register_code;
@@ -94,7 +96,7 @@ use rayon::prelude::*;
 
 use crate::core::ids::IdVec;
 use crate::core::interp::InterpError;
-use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::ir::{ArrTy, Atom, BlockId, Expr, MonoidKind, Program, Scalar, Stmt, VarId};
 use crate::core::kernel::Schedule;
 use crate::core::value::{Array, ArrayData};
 use crate::core::visit::var_of;
@@ -113,17 +115,21 @@ pub const MIN_CHUNK: usize = 4096;
 pub struct ExecConfig {
     /// Report out-of-range reads as errors instead of reading zero.
     pub strict: bool,
-    /// Which loops of scalars run as machine code (`loop_jit`).
+    /// Which loops of scalars and monoid chunk folds run as machine code (`loop_jit`,
+    /// `monoid_jit`).
     pub compile_loops: CompileLoops,
     /// Set from another thread to stop the run with `InterpError::Interrupted`.
     pub interrupt: Option<Arc<AtomicBool>>,
 }
 
 /// Which `fold`s and `scan`s of scalars run their steps as machine code (`loop_jit`) rather
-/// than on `register_code`'s register file; the results are the same.
+/// than on `register_code`'s register file, and which monoid statements with few lanes
+/// fold their chunks as machine code (`monoid_jit`) rather than on lanes; the results are
+/// the same.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CompileLoops {
-    /// Loops whose body has run `scalar_loop::JIT_MIN_ITERATIONS` steps, this run and earlier.
+    /// Loops whose body has run `scalar_loop::JIT_MIN_ITERATIONS` steps (monoid operators
+    /// that have folded as many elements), this run and earlier.
     #[default]
     Long,
     /// Every loop (tests).
@@ -248,10 +254,14 @@ impl<'p> Prepared<'p> {
     }
 }
 
-/// Loop bodies compiled to scalar operations (`scalar_loop`), by body; `None` for a body
-/// that is not all scalars. Filled when a loop first runs; one program's.
+/// One program's sequential code compiled as it first runs: loop bodies compiled to scalar
+/// operations (`scalar_loop`), by body (`None` for a body that is not all scalars), and
+/// monoid operators' chunk folds (`monoid`), by operator and direction (from the right).
 #[derive(Default)]
-struct CompiledLoops(Mutex<HashMap<BlockId, Option<Arc<CompiledLoop>>>>);
+struct CompiledLoops {
+    bodies: Mutex<HashMap<BlockId, Option<Arc<CompiledLoop>>>>,
+    monoids: Mutex<HashMap<(BlockId, bool), Arc<monoid::CompiledMonoid>>>,
+}
 
 /// `run_tensors`; with `batch_build1`, `build1` runs in batch mode too (Note [Batched
 /// blocks]), which lets the tests check batch mode on the rich bodies of random `build1`s.
@@ -651,6 +661,24 @@ impl Exec<'_> {
                 // order] (`ops::monoid`).
                 let arrays: Vec<Tensor> = arrays.iter().map(|atom| self.tensor(atom)).collect();
                 let init: Vec<Tensor> = init.iter().map(|atom| self.tensor(atom)).collect();
+                let from_right = *kind == MonoidKind::ScanRight;
+                let program = self.program;
+                let compiled = self
+                    .scalar_bodies
+                    .monoids
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .entry((*op, from_right))
+                    .or_insert_with(|| {
+                        Arc::new(monoid::CompiledMonoid::new(program, *op, from_right))
+                    })
+                    .clone();
+                let elements = arrays
+                    .first()
+                    .map_or(0, |array| array.shape().iter().product());
+                let compiled = compiled
+                    .wanted(self.config.compile_loops, elements)
+                    .then_some(&*compiled);
                 let interrupted = || self.interrupt_requested();
                 return Ok(monoid::eval(
                     self.program,
@@ -658,6 +686,7 @@ impl Exec<'_> {
                     &arrays,
                     &init,
                     *op,
+                    compiled,
                     &interrupted,
                 )?);
             }
@@ -709,7 +738,7 @@ impl Exec<'_> {
         let program = self.program;
         let compiled = self
             .scalar_bodies
-            .0
+            .bodies
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .entry(body)

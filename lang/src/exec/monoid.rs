@@ -10,30 +10,41 @@
 //! Which task or line computes a pair does not change its value, so the results are the
 //! same bits on any number of threads.
 //!
+//! With few lanes (a reduction or scan of a vector), a line's pairs lie in different chunks
+//! and each row of it would be gathered across chunks; such statements run their pairs as
+//! compiled chains instead (`monoid_jit`, `CompiledMonoid`), each reading its own chunk in
+//! place, once the operator has been compiled (`CompileLoops`).
+//!
 //! Does not handle yet: fusing producers into the chunk loop (the arrays are materialised
 //! first; a kernel's `eval_line` could feed the lines directly).
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use ndarray::{ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
-use super::lanes::{with_column, with_operands, Column, Lane, LaneElem, LINE};
+use super::lanes::{match_column, with_column, with_operands, Column, Lane, LaneElem, LINE};
+use super::monoid_jit::{ChainCode, ChunkFolds, CHAINS};
+use super::scalar_loop::JIT_MIN_ITERATIONS;
 use super::tensor::{with_tensor, Tensor};
-use super::PAR_THRESHOLD;
+use super::{CompileLoops, PAR_THRESHOLD};
 use crate::core::interp::InterpError;
-use crate::core::ir::{BlockId, Elem, MonoidKind, Program};
+use crate::core::ir::{BlockId, Elem, MonoidKind, Program, Scalar};
 use crate::core::scalar_code::{Op, Operand, ScalarCode};
 use crate::ops::monoid::CHUNK_ROWS;
 
-/// Evaluates a monoid statement over `arrays` (any layout) with identities `init`.
-/// `interrupted` is polled once per line.
+/// Evaluates a monoid statement over `arrays` (any layout) with identities `init`, on
+/// compiled chains (`compiled`, of the statement's operator and direction) where they
+/// serve. `interrupted` is polled once per line or group of chains.
 pub(super) fn eval(
     program: &Program,
     kind: MonoidKind,
     arrays: &[Tensor],
     init: &[Tensor],
     op: BlockId,
+    compiled: Option<&CompiledMonoid>,
     interrupted: &(dyn Fn() -> bool + Sync),
 ) -> Result<Vec<Tensor>, InterpError> {
     let code = LaneCode::new(&ScalarCode::operator(program, op));
@@ -61,6 +72,11 @@ pub(super) fn eval(
         parallel: n_rows * m >= PAR_THRESHOLD,
         interrupted,
     };
+    if let Some(compiled) = compiled.filter(|_| m < CHAIN_LANES) {
+        if let Some(res) = run.eval_chains(compiled, kind, &arrays, &shape) {
+            return res;
+        }
+    }
     let tasks = run.tasks();
     let stop = || InterpError::Interrupted;
     // (1) The total of every (chunk, lane) pair, indexed `chunk * m + lane`.
@@ -109,6 +125,250 @@ pub(super) fn eval(
         .into_iter()
         .map(|column| column.into_tensor(&shape))
         .collect())
+}
+
+/// Statements with fewer lanes than this run their pairs as compiled chains (when the
+/// operator has been compiled): the lanes' lines would cross chunks.
+const CHAIN_LANES: usize = 16;
+
+/// A monoid operator's chunk folds as machine code for one direction (`monoid_jit`),
+/// compiled when a statement first needs them and kept across runs of a prepared program.
+pub(super) struct CompiledMonoid {
+    code: ChainCode,
+    /// The folds storing nothing (totals, `[0]`) and every partial result (scans, `[1]`);
+    /// `None` inside if they cannot be compiled.
+    folds: [OnceLock<Option<ChunkFolds>>; 2],
+    /// Elements folded so far (for `JIT_MIN_ITERATIONS`).
+    elements_run: AtomicUsize,
+}
+
+impl CompiledMonoid {
+    pub fn new(program: &Program, op: BlockId, from_right: bool) -> CompiledMonoid {
+        CompiledMonoid {
+            code: ChainCode::new(&ScalarCode::operator(program, op), from_right),
+            folds: Default::default(),
+            elements_run: AtomicUsize::new(0),
+        }
+    }
+
+    /// Whether a statement over `elements` elements runs on compiled chains under
+    /// `policy`: with `Long`, once the operator has folded `JIT_MIN_ITERATIONS` elements in
+    /// this run and earlier ones, as loops do.
+    pub fn wanted(&self, policy: CompileLoops, elements: usize) -> bool {
+        match policy {
+            CompileLoops::Never => false,
+            CompileLoops::Always => true,
+            CompileLoops::Long => {
+                let before = self.elements_run.fetch_add(elements, Ordering::Relaxed);
+                before.saturating_add(elements) >= JIT_MIN_ITERATIONS
+            }
+        }
+    }
+
+    fn folds(&self, stores: bool) -> Option<&ChunkFolds> {
+        self.folds[usize::from(stores)]
+            .get_or_init(|| ChunkFolds::new(&self.code, stores))
+            .as_ref()
+    }
+}
+
+/// Pairs folded by one call of the compiled folds: up to `CHAINS` pairs whose chunks have
+/// `rows` rows, all of them the first chunk in fold order or none.
+struct Chains {
+    pairs: Vec<(usize, usize)>,
+    rows: usize,
+    first: bool,
+}
+
+/// Where an array's elements are: the address of the first and the size of one.
+#[derive(Clone, Copy)]
+struct Place {
+    address: usize,
+    size: usize,
+}
+
+impl Run<'_> {
+    /// Steps (1) and (3) of Note [Monoid order] by compiled chains, each pair folded in
+    /// place; step (2) as on lanes. `None` if the folds cannot be compiled.
+    fn eval_chains(
+        &self,
+        compiled: &CompiledMonoid,
+        kind: MonoidKind,
+        arrays: &[Tensor],
+        shape: &[usize],
+    ) -> Option<Result<Vec<Tensor>, InterpError>> {
+        let totals_folds = compiled.folds(false)?;
+        let scan_folds = match kind {
+            MonoidKind::Reduce => None,
+            MonoidKind::Scan | MonoidKind::ScanRight => Some(compiled.folds(true)?),
+        };
+        Some(self.run_chains(&compiled.code, totals_folds, scan_folds, arrays, shape))
+    }
+
+    fn run_chains(
+        &self,
+        code: &ChainCode,
+        totals_folds: &ChunkFolds,
+        scan_folds: Option<&ChunkFolds>,
+        arrays: &[Tensor],
+        shape: &[usize],
+    ) -> Result<Vec<Tensor>, InterpError> {
+        let groups = self.chain_groups();
+        let inputs: Vec<Place> = arrays
+            .iter()
+            .map(|array| Place {
+                address: with_tensor!(array, a => a.as_ptr() as usize),
+                size: array.elem().bytes(),
+            })
+            .collect();
+        // (1) The total of every pair.
+        let parts = self.map_groups(&groups, |group| {
+            self.fold_chains(code, totals_folds, group, &inputs, None, None, true)
+        })?;
+        let mut totals = self.code.columns(self.n_chunks * self.m);
+        for (group, bits) in groups.iter().zip(parts) {
+            for (chain, (chunk, lane)) in group.pairs.iter().enumerate() {
+                for (c, total) in totals.iter_mut().enumerate() {
+                    let value = Scalar::from_bits(code.elem(c), bits[chain * code.k + c]);
+                    total.set(chunk * self.m + lane, value);
+                }
+            }
+        }
+        // (2) As on lanes.
+        let (folded, carries) = self.fold_totals(&totals).ok_or(InterpError::Interrupted)?;
+        let Some(scan_folds) = scan_folds else {
+            return Ok(folded
+                .into_iter()
+                .map(|column| column.into_tensor(&shape[1..]))
+                .collect());
+        };
+        // (3) Every chunk rescanned from its carry, in place into the outputs.
+        let mut outputs = self.code.pooled_columns(self.n_rows * self.m);
+        let places: Vec<Place> = outputs
+            .iter_mut()
+            .map(|column| Place {
+                address: match_column!(Column, column, values => values.as_mut_ptr() as usize),
+                size: column.elem().bytes(),
+            })
+            .collect();
+        self.map_groups(&groups, |group| {
+            let first = group.first;
+            let folds = scan_folds;
+            self.fold_chains(
+                code,
+                folds,
+                group,
+                &inputs,
+                Some(&places),
+                Some(&carries),
+                first,
+            )
+        })?;
+        Ok(outputs
+            .into_iter()
+            .map(|column| column.into_tensor(shape))
+            .collect())
+    }
+
+    /// The pairs in groups of `Chains`, chunk-major.
+    fn chain_groups(&self) -> Vec<Chains> {
+        let first_chunk = if self.from_right {
+            self.n_chunks - 1
+        } else {
+            0
+        };
+        let mut groups: Vec<Chains> = Vec::new();
+        for chunk in 0..self.n_chunks {
+            let rows = (self.n_rows - chunk * CHUNK_ROWS).min(CHUNK_ROWS);
+            let first = chunk == first_chunk;
+            for lane in 0..self.m {
+                match groups.last_mut() {
+                    Some(group)
+                        if group.rows == rows
+                            && group.first == first
+                            && group.pairs.len() < CHAINS =>
+                    {
+                        group.pairs.push((chunk, lane));
+                    }
+                    _ => groups.push(Chains {
+                        pairs: vec![(chunk, lane)],
+                        rows,
+                        first,
+                    }),
+                }
+            }
+        }
+        groups
+    }
+
+    /// `f` of every group, in parallel if the statement is large; stops when interrupted.
+    fn map_groups<R: Send>(
+        &self,
+        groups: &[Chains],
+        f: impl Fn(&Chains) -> R + Sync,
+    ) -> Result<Vec<R>, InterpError> {
+        let each = |group: &Chains| (!(self.interrupted)()).then(|| f(group));
+        let res = if self.parallel {
+            groups.par_iter().map(each).collect::<Option<Vec<R>>>()
+        } else {
+            groups.iter().map(each).collect::<Option<Vec<R>>>()
+        };
+        res.ok_or(InterpError::Interrupted)
+    }
+
+    /// Folds one group of pairs over their rows (from the first row with `first`, else from
+    /// their carries), storing every partial result into `outputs` if given; the
+    /// accumulators at the end, chain-major.
+    #[allow(clippy::too_many_arguments)]
+    fn fold_chains(
+        &self,
+        code: &ChainCode,
+        folds: &ChunkFolds,
+        group: &Chains,
+        inputs: &[Place],
+        outputs: Option<&[Place]>,
+        carries: Option<&[Column]>,
+        first: bool,
+    ) -> Vec<u64> {
+        let (k, n_regs) = (code.k, code.n_regs());
+        let mut regs = code.register_files();
+        let mut srcs = Vec::with_capacity(CHAINS * k);
+        let mut dsts = Vec::with_capacity(CHAINS * k);
+        for chain in 0..CHAINS {
+            // Chains past the group's pairs repeat its last pair (the same values again).
+            let (chunk, lane) = group.pairs[chain.min(group.pairs.len() - 1)];
+            let row = chunk * CHUNK_ROWS + if self.from_right { group.rows - 1 } else { 0 };
+            let at = row * self.m + lane;
+            for c in 0..k {
+                srcs.push((inputs[c].address + at * inputs[c].size) as *const u8);
+                if let Some(outputs) = outputs {
+                    dsts.push((outputs[c].address + at * outputs[c].size) as *mut u8);
+                }
+                if let (Some(carries), false) = (carries, first) {
+                    regs[chain * n_regs + code.acc[c]] =
+                        carries[c].get(chunk * self.m + lane).bits();
+                }
+            }
+        }
+        let direction = if self.from_right { -1 } else { 1 };
+        let strides: Vec<i64> = inputs
+            .iter()
+            .map(|place| direction * (self.m * place.size) as i64)
+            .collect();
+        let mut side = code.side();
+        // SAFETY: `regs` are `CHAINS` files of `code`; every chain's rows lie within its
+        // chunk of the arrays (row-major, `m` lanes) and of the outputs (as large), the
+        // pairs of different groups are different, and a group is folded by one thread.
+        unsafe {
+            folds.run(
+                code, &mut regs, &mut side, &srcs, &dsts, &strides, first, group.rows,
+            );
+        }
+        (0..group.pairs.len())
+            .flat_map(|chain| (0..k).map(move |c| (chain, c)))
+            .map(|(chain, c)| regs[chain * n_regs + code.acc[c]])
+            .collect()
+    }
 }
 
 /// An operand of a lane operation: a register or a constant (a splat lane).
@@ -953,31 +1213,36 @@ mod tests {
     use crate::core::value::{Array, ArrayData};
     use crate::ops::monoid::tests::{affine_program, check_exact_monoid};
 
+    /// Runs a monoid statement on the engine: on lanes, or on compiled chains where they
+    /// serve (`chains`).
     fn run_engine(
         program: &Program,
         op: BlockId,
         kind: MonoidKind,
         arrays: &[Array],
         init: &[Array],
+        chains: bool,
         interrupted: &(dyn Fn() -> bool + Sync),
     ) -> Result<Vec<Array>, InterpError> {
         let arrays: Vec<Tensor> = arrays.iter().map(Tensor::from_array).collect();
         let init: Vec<Tensor> = init.iter().map(Tensor::from_array).collect();
-        let res = eval(program, kind, &arrays, &init, op, interrupted)?;
+        let compiled = CompiledMonoid::new(program, op, kind == MonoidKind::ScanRight);
+        let compiled = chains.then_some(&compiled);
+        let res = eval(program, kind, &arrays, &init, op, compiled, interrupted)?;
         Ok(res.iter().map(Tensor::to_array).collect())
     }
 
     #[test]
-    fn lanes_match_sequential_folds_and_scans_on_any_number_of_threads() {
+    fn lanes_and_chains_match_sequential_folds_and_scans_on_any_number_of_threads() {
         let (program, op) = affine_program();
-        for threads in [1, 2, 4] {
+        for (threads, chains) in [(1, false), (2, false), (4, false), (1, true), (2, true)] {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
                 .build()
                 .expect("a thread pool");
             pool.install(|| {
                 check_exact_monoid(&|kind, arrays, init| {
-                    run_engine(&program, op, kind, arrays, init, &|| false)
+                    run_engine(&program, op, kind, arrays, init, chains, &|| false)
                         .expect("not interrupted")
                 })
             });
@@ -995,10 +1260,18 @@ mod tests {
         ];
         let flag = AtomicBool::new(true);
         for kind in [MonoidKind::Reduce, MonoidKind::Scan, MonoidKind::ScanRight] {
-            let res = run_engine(&program, op, kind, &[ones(), ones()], &init, &|| {
-                flag.load(Ordering::Relaxed)
-            });
-            assert!(matches!(res, Err(InterpError::Interrupted)), "{kind:?}");
+            for chains in [false, true] {
+                let res = run_engine(
+                    &program,
+                    op,
+                    kind,
+                    &[ones(), ones()],
+                    &init,
+                    chains,
+                    &|| flag.load(Ordering::Relaxed),
+                );
+                assert!(matches!(res, Err(InterpError::Interrupted)), "{kind:?}");
+            }
         }
     }
 }

@@ -123,6 +123,17 @@ impl<'t> Side<'t> {
     }
 }
 
+impl Side<'static> {
+    /// The side of code that reads no tables (a monoid operator).
+    pub fn without_tables() -> Side<'static> {
+        Side {
+            tables: Vec::new(),
+            strict: false,
+            fault: None,
+        }
+    }
+}
+
 /// What one operation needs beyond its registers.
 #[derive(Clone, Debug)]
 enum Detail {
@@ -197,9 +208,20 @@ pub(super) struct RegisterCode {
     carried_instrs: Vec<Instr>,
 }
 
-impl RegisterCode {
-    pub fn new(mut code: ScalarCode) -> RegisterCode {
-        sink_new_carries(&mut code);
+/// Scalar code's operations resolved to typed functions on a register file: the code's
+/// registers, then one register per literal operand.
+pub(super) struct Resolved {
+    pub instrs: Vec<Instr>,
+    /// The initial registers: zero, except the literals' registers.
+    pub init: Vec<u64>,
+    /// The element type of each register: the code's, then the literals'.
+    pub reg_elems: Vec<Elem>,
+    /// The register holding each result of the block.
+    pub results: Vec<usize>,
+}
+
+impl Resolved {
+    pub fn new(code: &ScalarCode) -> Resolved {
         let mut init = vec![0; code.reg_elems.len()];
         let mut reg_elems = code.reg_elems.clone();
         let elem_of = |operand: &Operand| match operand {
@@ -272,7 +294,25 @@ impl RegisterCode {
             };
             instrs.push(instr);
         }
-        let mut results: Vec<usize> = code.results.iter().map(&mut register).collect();
+        let results: Vec<usize> = code.results.iter().map(&mut register).collect();
+        Resolved {
+            instrs,
+            init,
+            reg_elems,
+            results,
+        }
+    }
+}
+
+impl RegisterCode {
+    pub fn new(mut code: ScalarCode) -> RegisterCode {
+        sink_new_carries(&mut code);
+        let Resolved {
+            mut instrs,
+            init,
+            reg_elems,
+            mut results,
+        } = Resolved::new(&code);
         let carried = carried_registers(&code);
         let early_outputs = early_outputs(&code);
         for (from, to) in carries_in_place(&code, &carried, &early_outputs) {

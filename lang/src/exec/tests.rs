@@ -1100,3 +1100,126 @@ fn dead_operands_are_overwritten_in_place() {
     assert!(same_array(&owned[0].to_array(), &expected[0]));
     assert_eq!(owned[1].to_array(), other);
 }
+
+/// A program applying one monoid statement (`reduce`, `assoc_scan` or `assoc_scan_right`)
+/// with operator `op` to arrays of `shape` (one per element type of `elems`), its initial
+/// values taken as inputs too.
+fn monoid_text(kind: &str, shape: &[usize], elems: &[&str], op: &str) -> String {
+    let dims = |shape: &[usize]| {
+        let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+        dims.join(", ")
+    };
+    let result_shape = if kind == "reduce" { &shape[1..] } else { shape };
+    let arrays: Vec<String> = (0..elems.len())
+        .map(|c| format!("%{}_x", 100 + c))
+        .collect();
+    let inits: Vec<String> = (0..elems.len())
+        .map(|c| format!("%{}_e", 150 + c))
+        .collect();
+    let results: Vec<String> = (0..elems.len()).map(|c| format!("%{}", 200 + c)).collect();
+    let mut params: Vec<String> = arrays
+        .iter()
+        .zip(elems)
+        .map(|(array, elem)| format!("{array}: [{}]{elem}", dims(shape)))
+        .collect();
+    params.extend(
+        inits
+            .iter()
+            .zip(elems)
+            .map(|(init, elem)| format!("{init}: [{}]{elem}", dims(&shape[1..]))),
+    );
+    let binders: Vec<String> = results
+        .iter()
+        .zip(elems)
+        .map(|(res, elem)| format!("{res}: [{}]{elem}", dims(result_shape)))
+        .collect();
+    format!(
+        "program({}) {{\n  {} = {kind} ({}) ({}) {op}\n  in {}\n}}",
+        params.join(", "),
+        binders.join(", "),
+        arrays.join(", "),
+        inits.join(", "),
+        results.join(", ")
+    )
+}
+
+#[test]
+fn monoids_on_compiled_chains_give_the_interpreters_bits() {
+    // Operators with inline operations, calls (float `max`, `exp`, `min`), literals, mixed
+    // component types, selections with ties, and integers; none needs to be associative,
+    // since every evaluation follows Note [Monoid order]. `check` runs each with the pairs
+    // on compiled chains (`CompileLoops::Always`) and on lanes.
+    let ops: [(&[&str], &str); 6] = [
+        (
+            &["f32"],
+            "(\\%2_a: []f32, %3_b: []f32 ->\n  %4: []f32 = add %2_a %3_b\n  in %4)",
+        ),
+        (
+            &["f64"],
+            "(\\%2_a: []f64, %3_b: []f64 ->\n  %4: []f64 = mul %2_a %3_b\n  \
+             %5: []f64 = div %4 1.0625:f64\n  %6: []f64 = sub %5 %3_b\n  in %6)",
+        ),
+        (
+            &["f32", "f32"],
+            "(\\%4_m: []f32, %5_s: []f32, %6_n: []f32, %7_t: []f32 ->\n  \
+             %8: []f32 = max %4_m %6_n\n  %9: []f32 = sub %4_m %8\n  %10: []f32 = exp %9\n  \
+             %11: []f32 = mul %5_s %10\n  %12: []f32 = sub %6_n %8\n  %13: []f32 = exp %12\n  \
+             %14: []f32 = mul %7_t %13\n  %15: []f32 = add %11 %14\n  in %8, %15)",
+        ),
+        (
+            &["f32", "i64"],
+            "(\\%4_v: []f32, %5_i: []i64, %6_w: []f32, %7_j: []i64 ->\n  \
+             %8: []bool = gt %6_w %4_v\n  %9: []f32 = select %8 %6_w %4_v\n  \
+             %10: []i64 = select %8 %7_j %5_i\n  in %9, %10)",
+        ),
+        (
+            &["i32", "u32"],
+            "(\\%4_a: []i32, %5_b: []u32, %6_c: []i32, %7_d: []u32 ->\n  \
+             %8: []i32 = min %4_a %6_c\n  %9: []i32 = sub %8 3:i32\n  \
+             %10: []u32 = max %5_b %7_d\n  %11: []u32 = mul %10 %7_d\n  in %9, %11)",
+        ),
+        (
+            &["bool", "f32"],
+            "(\\%4_p: []bool, %5_x: []f32, %6_q: []bool, %7_y: []f32 ->\n  \
+             %8: []bool = and %4_p %6_q\n  %9: []f32 = min %5_x %7_y\n  \
+             %10: []f32 = select %6_q %9 %5_x\n  in %8, %10)",
+        ),
+    ];
+    let mut rng = Rng::new(29);
+    let chunk = crate::ops::monoid::CHUNK_ROWS;
+    let shapes: [&[usize]; 4] = [&[5], &[chunk + 1], &[3 * chunk + 17], &[2 * chunk + 1, 3]];
+    for (elems, op) in ops {
+        for kind in ["reduce", "assoc_scan", "assoc_scan_right"] {
+            for shape in shapes {
+                let program = parse(&monoid_text(kind, shape, elems, op));
+                let n: usize = shape.iter().product();
+                let mut inputs: Vec<Array> = elems
+                    .iter()
+                    .map(|elem| monoid_input(&mut rng, elem, shape.to_vec(), n))
+                    .collect();
+                inputs.extend(
+                    elems.iter().map(|elem| {
+                        monoid_input(&mut rng, elem, shape[1..].to_vec(), n / shape[0])
+                    }),
+                );
+                check(&program, &inputs);
+            }
+        }
+    }
+}
+
+/// Values for a monoid test: few distinct ones (ties), zeros of both signs, and a NaN now
+/// and then for floats.
+fn monoid_input(rng: &mut Rng, elem: &str, shape: Vec<usize>, n: usize) -> Array {
+    let floats = [0.0, -0.0, 1.0, -1.5, 0.75, 2.0, 1.0e-3, f64::NAN];
+    let data = match elem {
+        "f32" => ArrayData::F32((0..n).map(|_| rng.pick(&floats) as f32).collect()),
+        "f64" => ArrayData::F64((0..n).map(|_| rng.pick(&floats)).collect()),
+        "i64" => ArrayData::I64((0..n).map(|_| rng.below(7) as i64 - 3).collect()),
+        "i32" => ArrayData::I32((0..n).map(|_| rng.below(1000) as i32 - 500).collect()),
+        "u32" => ArrayData::U32((0..n).map(|_| rng.below(5) as u32 + 1).collect()),
+        "bool" => ArrayData::Bool((0..n).map(|_| rng.chance(9, 10)).collect()),
+        other => panic!("no inputs of {other}"),
+    };
+    Array::new(shape, data)
+}

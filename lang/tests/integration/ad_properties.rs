@@ -25,8 +25,6 @@
 //! are kept bounded (larger ones are scaled by a power of ten) so that finite differences in
 //! Float64 stay accurate.
 
-
-
 use crate::common::{rel_err, Rng};
 use dx_lang::core::cost::{cost, nesting_depth};
 use dx_lang::core::ir::{Expr, Program};

@@ -2,8 +2,6 @@
 //! structure, not text), summation accuracy and determinism, matrix products against the
 //! reference interpreter, and memory requests that cannot be met.
 
-
-
 use crate::common::{session, stage_text, value};
 use dx_lang::session::{Engine, Output, Session};
 

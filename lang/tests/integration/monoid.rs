@@ -12,8 +12,6 @@
 //! - the BOT of a reduce or scan inside `for` (no `build1` left, the values of each row);
 //! - printed IR with monoid statements parses back to the same text.
 
-
-
 use crate::common::{outputs, rel_err, session, stage_text, value, Rng};
 use dx_lang::core::ir::{Expr, Program};
 use dx_lang::core::value::{ArrayData, Value};

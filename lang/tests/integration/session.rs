@@ -1,7 +1,5 @@
 //! The session façade: start-up, outputs as data, and the session surviving errors.
 
-
-
 use crate::common::outputs;
 use dx_lang::session::{ErrorKind, Output, Redefinition, Session, SessionConfig};
 

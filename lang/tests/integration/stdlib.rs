@@ -3,8 +3,6 @@
 //! `:help`; data files load and save relative to the script's folder, with errors that name
 //! the file and both shapes.
 
-
-
 use crate::common::{outputs, session, value};
 use dx_lang::session::{Engine, ErrorKind, Output};
 

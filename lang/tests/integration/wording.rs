@@ -2,8 +2,6 @@
 //! what was meant, and the suggested code runs; a table indexed by pairs prints its index set
 //! in one pair of brackets, and the printed type reads back.
 
-
-
 use crate::common::{error, printed, session, value};
 use dx_lang::session::{Engine, Session};
 
