@@ -256,11 +256,12 @@ impl<'p> Prepared<'p> {
 
 /// One program's sequential code compiled as it first runs: loop bodies compiled to scalar
 /// operations (`scalar_loop`), by body (`None` for a body that is not all scalars), and
-/// monoid operators' chunk folds (`monoid`), by operator and direction (from the right).
+/// monoid operators' chunk folds (`monoid`), by operator, direction (from the right) and
+/// number of lanes.
 #[derive(Default)]
 struct CompiledLoops {
     bodies: Mutex<HashMap<BlockId, Option<Arc<CompiledLoop>>>>,
-    monoids: Mutex<HashMap<(BlockId, bool), Arc<monoid::CompiledMonoid>>>,
+    monoids: Mutex<HashMap<(BlockId, bool, usize), Arc<monoid::CompiledMonoid>>>,
 }
 
 /// `run_tensors`; with `batch_build1`, `build1` runs in batch mode too (Note [Batched
@@ -657,25 +658,26 @@ impl Exec<'_> {
                 init,
                 op,
             } => {
-                // Lines of (chunk, lane) pairs on typed lanes, in the order of Note [Monoid
-                // order] (`ops::monoid`).
+                // Lines of (chunk, lane) pairs on typed lanes, or compiled chains, in the
+                // order of Note [Monoid order] (`ops::monoid`).
                 let arrays: Vec<Tensor> = arrays.iter().map(|atom| self.tensor(atom)).collect();
                 let init: Vec<Tensor> = init.iter().map(|atom| self.tensor(atom)).collect();
                 let from_right = *kind == MonoidKind::ScanRight;
                 let program = self.program;
+                let shape = arrays.first().map_or(&[][..], Tensor::shape);
+                let lanes: usize = shape.iter().skip(1).product();
+                let elements = shape.iter().product();
                 let compiled = self
                     .scalar_bodies
                     .monoids
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .entry((*op, from_right))
+                    .entry((*op, from_right, lanes))
                     .or_insert_with(|| {
-                        Arc::new(monoid::CompiledMonoid::new(program, *op, from_right))
+                        let compiled = monoid::CompiledMonoid::new(program, *op, from_right, lanes);
+                        Arc::new(compiled)
                     })
                     .clone();
-                let elements = arrays
-                    .first()
-                    .map_or(0, |array| array.shape().iter().product());
                 let compiled = compiled
                     .wanted(self.config.compile_loops, elements)
                     .then_some(&*compiled);

@@ -131,21 +131,34 @@ pub(super) fn eval(
 /// operator has been compiled): the lanes' lines would cross chunks.
 const CHAIN_LANES: usize = 16;
 
-/// A monoid operator's chunk folds as machine code for one direction (`monoid_jit`),
-/// compiled when a statement first needs them and kept across runs of a prepared program.
+/// A monoid operator's chunk folds as machine code for one direction and number of lanes
+/// (`monoid_jit`), compiled when a statement first needs them and kept across runs of a
+/// prepared program.
 pub(super) struct CompiledMonoid {
     code: ChainCode,
-    /// The folds storing nothing (totals, `[0]`) and every partial result (scans, `[1]`);
-    /// `None` inside if they cannot be compiled.
-    folds: [OnceLock<Option<ChunkFolds>>; 2],
+    /// Bytes from a pair's element of each component to the same lane's in the next chunk.
+    chain_bytes: Vec<i32>,
+    /// The folds storing nothing (totals) or every partial result (scans), of one chain or
+    /// of `CHAINS` (`[2 * stores + wide]`); `None` inside if they cannot be compiled.
+    folds: [OnceLock<Option<ChunkFolds>>; 4],
     /// Elements folded so far (for `JIT_MIN_ITERATIONS`).
     elements_run: AtomicUsize,
 }
 
 impl CompiledMonoid {
-    pub fn new(program: &Program, op: BlockId, from_right: bool) -> CompiledMonoid {
+    /// The folds of operator `op` over arrays of `m` lanes (at most `CHAIN_LANES`).
+    pub fn new(program: &Program, op: BlockId, from_right: bool, m: usize) -> CompiledMonoid {
+        let code = ChainCode::new(&ScalarCode::operator(program, op), from_right);
+        let lanes = m.min(CHAIN_LANES);
+        let chain_bytes = (0..code.k)
+            .map(|c| {
+                i32::try_from(CHUNK_ROWS * lanes * code.elem(c).bytes())
+                    .expect("a chunk of fewer than CHAIN_LANES lanes is a few kilobytes")
+            })
+            .collect();
         CompiledMonoid {
-            code: ChainCode::new(&ScalarCode::operator(program, op), from_right),
+            code,
+            chain_bytes,
             folds: Default::default(),
             elements_run: AtomicUsize::new(0),
         }
@@ -165,17 +178,25 @@ impl CompiledMonoid {
         }
     }
 
-    fn folds(&self, stores: bool) -> Option<&ChunkFolds> {
-        self.folds[usize::from(stores)]
-            .get_or_init(|| ChunkFolds::new(&self.code, stores))
-            .as_ref()
+    /// The folds of `CHAINS` chains and of one, storing or not.
+    fn folds(&self, stores: bool) -> Option<[&ChunkFolds; 2]> {
+        let compiled = |wide: bool| {
+            let chains = if wide { CHAINS } else { 1 };
+            self.folds[2 * usize::from(stores) + usize::from(wide)]
+                .get_or_init(|| ChunkFolds::new(&self.code, chains, &self.chain_bytes, stores))
+                .as_ref()
+        };
+        Some([compiled(true)?, compiled(false)?])
     }
 }
 
-/// Pairs folded by one call of the compiled folds: up to `CHAINS` pairs whose chunks have
-/// `rows` rows, all of them the first chunk in fold order or none.
+/// A call of the compiled folds: lane `lane` of `count` consecutive chunks from `chunk`
+/// (`CHAINS` chains, or one), each of `rows` rows; `first` for the first chunk in fold
+/// order when rescanning (it starts from its first row, not from a carry).
 struct Chains {
-    pairs: Vec<(usize, usize)>,
+    lane: usize,
+    chunk: usize,
+    count: usize,
     rows: usize,
     first: bool,
 }
@@ -208,12 +229,11 @@ impl Run<'_> {
     fn run_chains(
         &self,
         code: &ChainCode,
-        totals_folds: &ChunkFolds,
-        scan_folds: Option<&ChunkFolds>,
+        totals_folds: [&ChunkFolds; 2],
+        scan_folds: Option<[&ChunkFolds; 2]>,
         arrays: &[Tensor],
         shape: &[usize],
     ) -> Result<Vec<Tensor>, InterpError> {
-        let groups = self.chain_groups();
         let inputs: Vec<Place> = arrays
             .iter()
             .map(|array| Place {
@@ -222,15 +242,20 @@ impl Run<'_> {
             })
             .collect();
         // (1) The total of every pair.
+        let groups = self.chain_groups(false);
         let parts = self.map_groups(&groups, |group| {
-            self.fold_chains(code, totals_folds, group, &inputs, None, None, true)
+            let folds = totals_folds[usize::from(group.count == 1)];
+            self.fold_chains(code, folds, group, &inputs, None, None, true)
         })?;
         let mut totals = self.code.columns(self.n_chunks * self.m);
         for (group, bits) in groups.iter().zip(parts) {
-            for (chain, (chunk, lane)) in group.pairs.iter().enumerate() {
+            for chain in 0..group.count {
+                let at = (group.chunk + chain) * self.m + group.lane;
                 for (c, total) in totals.iter_mut().enumerate() {
-                    let value = Scalar::from_bits(code.elem(c), bits[chain * code.k + c]);
-                    total.set(chunk * self.m + lane, value);
+                    total.set(
+                        at,
+                        Scalar::from_bits(code.elem(c), bits[chain * code.k + c]),
+                    );
                 }
             }
         }
@@ -251,18 +276,11 @@ impl Run<'_> {
                 size: column.elem().bytes(),
             })
             .collect();
+        let groups = self.chain_groups(true);
         self.map_groups(&groups, |group| {
-            let first = group.first;
-            let folds = scan_folds;
-            self.fold_chains(
-                code,
-                folds,
-                group,
-                &inputs,
-                Some(&places),
-                Some(&carries),
-                first,
-            )
+            let folds = scan_folds[usize::from(group.count == 1)];
+            let (outputs, carries) = (Some(&places[..]), Some(&carries[..]));
+            self.fold_chains(code, folds, group, &inputs, outputs, carries, group.first)
         })?;
         Ok(outputs
             .into_iter()
@@ -270,33 +288,53 @@ impl Run<'_> {
             .collect())
     }
 
-    /// The pairs in groups of `Chains`, chunk-major.
-    fn chain_groups(&self) -> Vec<Chains> {
+    /// The calls that fold every pair, lane by lane: the full chunks in groups of `CHAINS`,
+    /// and one at a time the chunks left over, a shorter last chunk and, when rescanning,
+    /// the first chunk in fold order.
+    fn chain_groups(&self, rescan: bool) -> Vec<Chains> {
+        let full = self.n_rows / CHUNK_ROWS;
         let first_chunk = if self.from_right {
             self.n_chunks - 1
         } else {
             0
         };
-        let mut groups: Vec<Chains> = Vec::new();
-        for chunk in 0..self.n_chunks {
-            let rows = (self.n_rows - chunk * CHUNK_ROWS).min(CHUNK_ROWS);
-            let first = chunk == first_chunk;
-            for lane in 0..self.m {
-                match groups.last_mut() {
-                    Some(group)
-                        if group.rows == rows
-                            && group.first == first
-                            && group.pairs.len() < CHAINS =>
-                    {
-                        group.pairs.push((chunk, lane));
-                    }
-                    _ => groups.push(Chains {
-                        pairs: vec![(chunk, lane)],
-                        rows,
-                        first,
-                    }),
+        let first = |chunk: usize| rescan && chunk == first_chunk;
+        let mut groups = Vec::new();
+        for lane in 0..self.m {
+            let single = |chunk: usize| Chains {
+                lane,
+                chunk,
+                count: 1,
+                rows: (self.n_rows - chunk * CHUNK_ROWS).min(CHUNK_ROWS),
+                first: first(chunk),
+            };
+            // The full chunks that have a carry: all but the first or last when rescanning.
+            let lo = usize::from(first(0)).min(full);
+            let hi = if full > 0 && first(full - 1) {
+                full - 1
+            } else {
+                full
+            }
+            .max(lo);
+            for start in (lo..hi).step_by(CHAINS) {
+                if hi - start >= CHAINS {
+                    groups.push(Chains {
+                        lane,
+                        chunk: start,
+                        count: CHAINS,
+                        rows: CHUNK_ROWS,
+                        first: false,
+                    });
+                } else {
+                    groups.extend((start..hi).map(single));
                 }
             }
+            groups.extend(
+                (0..lo)
+                    .chain(hi..full)
+                    .chain(full..self.n_chunks)
+                    .map(single),
+            );
         }
         groups
     }
@@ -316,7 +354,7 @@ impl Run<'_> {
         res.ok_or(InterpError::Interrupted)
     }
 
-    /// Folds one group of pairs over their rows (from the first row with `first`, else from
+    /// Folds one group's pairs over their rows (from the first row with `first`, else from
     /// their carries), storing every partial result into `outputs` if given; the
     /// accumulators at the end, chain-major.
     #[allow(clippy::too_many_arguments)]
@@ -331,22 +369,23 @@ impl Run<'_> {
         first: bool,
     ) -> Vec<u64> {
         let (k, n_regs) = (code.k, code.n_regs());
-        let mut regs = code.register_files();
-        let mut srcs = Vec::with_capacity(CHAINS * k);
-        let mut dsts = Vec::with_capacity(CHAINS * k);
-        for chain in 0..CHAINS {
-            // Chains past the group's pairs repeat its last pair (the same values again).
-            let (chunk, lane) = group.pairs[chain.min(group.pairs.len() - 1)];
-            let row = chunk * CHUNK_ROWS + if self.from_right { group.rows - 1 } else { 0 };
-            let at = row * self.m + lane;
-            for c in 0..k {
-                srcs.push((inputs[c].address + at * inputs[c].size) as *const u8);
-                if let Some(outputs) = outputs {
-                    dsts.push((outputs[c].address + at * outputs[c].size) as *mut u8);
-                }
-                if let (Some(carries), false) = (carries, first) {
-                    regs[chain * n_regs + code.acc[c]] =
-                        carries[c].get(chunk * self.m + lane).bits();
+        let mut regs = code.register_files(group.count);
+        let row = group.chunk * CHUNK_ROWS + if self.from_right { group.rows - 1 } else { 0 };
+        let at = row * self.m + group.lane;
+        let srcs: Vec<*const u8> = inputs
+            .iter()
+            .map(|place| (place.address + at * place.size) as *const u8)
+            .collect();
+        let dsts: Vec<*mut u8> = outputs
+            .unwrap_or_default()
+            .iter()
+            .map(|place| (place.address + at * place.size) as *mut u8)
+            .collect();
+        if let (Some(carries), false) = (carries, first) {
+            for chain in 0..group.count {
+                let pair = (group.chunk + chain) * self.m + group.lane;
+                for (c, carry) in carries.iter().enumerate() {
+                    regs[chain * n_regs + code.acc[c]] = carry.get(pair).bits();
                 }
             }
         }
@@ -356,15 +395,16 @@ impl Run<'_> {
             .map(|place| direction * (self.m * place.size) as i64)
             .collect();
         let mut side = code.side();
-        // SAFETY: `regs` are `CHAINS` files of `code`; every chain's rows lie within its
-        // chunk of the arrays (row-major, `m` lanes) and of the outputs (as large), the
-        // pairs of different groups are different, and a group is folded by one thread.
+        // SAFETY: `regs` holds a file of `code` per chain; the chains are consecutive chunks
+        // of one lane (the distance the folds were compiled for, `CompiledMonoid::new`), the
+        // rows of each lie within its chunk of the arrays (row-major, `m` lanes) and of the
+        // outputs (as large), and the pairs of different groups are different.
         unsafe {
             folds.run(
                 code, &mut regs, &mut side, &srcs, &dsts, &strides, first, group.rows,
             );
         }
-        (0..group.pairs.len())
+        (0..group.count)
             .flat_map(|chain| (0..k).map(move |c| (chain, c)))
             .map(|(chain, c)| regs[chain * n_regs + code.acc[c]])
             .collect()
@@ -1226,7 +1266,8 @@ mod tests {
     ) -> Result<Vec<Array>, InterpError> {
         let arrays: Vec<Tensor> = arrays.iter().map(Tensor::from_array).collect();
         let init: Vec<Tensor> = init.iter().map(Tensor::from_array).collect();
-        let compiled = CompiledMonoid::new(program, op, kind == MonoidKind::ScanRight);
+        let m = arrays[0].shape()[1..].iter().product();
+        let compiled = CompiledMonoid::new(program, op, kind == MonoidKind::ScanRight, m);
         let compiled = chains.then_some(&compiled);
         let res = eval(program, kind, &arrays, &init, op, compiled, interrupted)?;
         Ok(res.iter().map(Tensor::to_array).collect())

@@ -8,7 +8,12 @@
 //! transposed tiles was half the time of a scan's gradient. Here each pair is read in place,
 //! row after row of its own chunk: `CHAINS` independent chains keep the processor's
 //! pipelines full (one chain would wait on the latency of each operation), and each reads
-//! one stream of consecutive rows. A pair's operations are those of `exec::jit` (inline
+//! one stream of consecutive rows. The chains of one call are the same lane of consecutive
+//! chunks, a fixed distance apart: each row's elements are then one address plus constant
+//! displacements, and the chains need no pointers of their own (with a pointer per chain
+//! and component, a scan over pairs spilled them to the stack and reloaded them at every
+//! row). The pairs left over (the first chunk in fold order, a shorter last chunk, chunks
+//! short of a group) are folded one at a time by single-chain code. A pair's operations are those of `exec::jit` (inline
 //! where IEEE or two's complement define them exactly, else a call of `register_code`'s
 //! function), so each pair's fold gives the bits of the lanes' fold: same order, same
 //! operations.
@@ -22,15 +27,16 @@ use super::register_code::{Resolved, Side};
 use crate::core::ir::Elem;
 use crate::core::scalar_code::ScalarCode;
 
-/// Pairs folded side by side by one call.
+/// Pairs folded side by side by one call of the wide folds.
 pub(super) const CHAINS: usize = 8;
 
-/// `(regs, side, srcs, dsts, strides, first, n)`: folds `CHAINS` pairs over `n` rows each.
-/// `regs` holds `CHAINS` register files one after the other; `srcs[chain * k + c]` points at
-/// component `c` of the chain's first row in fold order, `dsts` likewise at its output (for
-/// scans); `strides[c]` is the distance in bytes from a row to the next in fold order. With
-/// `first`, the first row is the accumulator (and is stored); otherwise the accumulator is
-/// in the accumulator's registers, and every row is combined with it.
+/// `(regs, side, srcs, dsts, strides, first, n)`: folds the chains over `n` rows each.
+/// `regs` holds one register file per chain, one after the other; `srcs[c]` points at
+/// component `c` of the first chain's first row in fold order, `dsts[c]` likewise at its
+/// output (for scans), and chain `j`'s rows lie `j` times the compiled chain distance
+/// further; `strides[c]` is the distance in bytes from a row to the next in fold order.
+/// With `first`, the first row is the accumulator (and is stored); otherwise the
+/// accumulator is in the accumulator's registers, and every row is combined with it.
 type FoldsFn =
     unsafe extern "C" fn(*mut u64, *mut u8, *const *const u8, *const *mut u8, *const i64, u64, u64);
 
@@ -62,9 +68,9 @@ impl ChainCode {
         }
     }
 
-    /// Register files for `CHAINS` chains, each as the operator starts it.
-    pub fn register_files(&self) -> Vec<u64> {
-        self.op.init.repeat(CHAINS)
+    /// Register files for `chains` chains, each as the operator starts it.
+    pub fn register_files(&self, chains: usize) -> Vec<u64> {
+        self.op.init.repeat(chains)
     }
 
     pub fn n_regs(&self) -> usize {
@@ -82,30 +88,47 @@ impl ChainCode {
     }
 }
 
-/// Chunk folds compiled, storing every partial result (scans) or not (totals).
+/// Chunk folds compiled for a number of chains a fixed distance apart, storing every
+/// partial result (scans) or not (totals).
 pub(super) struct ChunkFolds {
     function: JitFunction,
+    chains: usize,
     stores: bool,
 }
 
 impl ChunkFolds {
-    /// Compiles the folds of `code`, or `None` if this machine has no Cranelift back end or
-    /// compiling fails.
-    pub fn new(code: &ChainCode, stores: bool) -> Option<ChunkFolds> {
+    /// Compiles the folds of `code` for `chains` chains, chain `j`'s rows of component `c`
+    /// lying `j * chain_bytes[c]` after the first chain's; `None` if this machine has no
+    /// Cranelift back end or compiling fails.
+    pub fn new(
+        code: &ChainCode,
+        chains: usize,
+        chain_bytes: &[i32],
+        stores: bool,
+    ) -> Option<ChunkFolds> {
         let function = JitFunction::compile(5, 2, |b, run_instr_sig, ptr| {
-            emit(b, code, stores, run_instr_sig, ptr)
+            let layout = Layout {
+                chains,
+                chain_bytes,
+                stores,
+            };
+            emit(b, code, &layout, run_instr_sig, ptr)
         })?;
-        Some(ChunkFolds { function, stores })
+        Some(ChunkFolds {
+            function,
+            chains,
+            stores,
+        })
     }
 
-    /// Folds `CHAINS` pairs over `n` rows (see `FoldsFn`).
+    /// Folds the chains over `n` rows (see `FoldsFn`).
     ///
     /// # Safety
     ///
-    /// `regs` holds `CHAINS` register files of `code` (the code this was compiled for);
-    /// for every chain and component, `srcs` points at `n` readable rows `strides` apart of
-    /// the component's element type and, if the folds store, `dsts` at `n` writable ones
-    /// that no other thread reads or writes during the call (chains may repeat a pair).
+    /// `regs` holds a register file of `code` (the code this was compiled for) per chain;
+    /// for every chain and component, `srcs` (moved to the chain) points at `n` readable
+    /// rows `strides` apart of the component's element type and, if the folds store,
+    /// `dsts` at `n` writable ones that no other thread reads or writes during the call.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn run(
         &self,
@@ -118,10 +141,10 @@ impl ChunkFolds {
         first: bool,
         n: usize,
     ) {
-        assert_eq!(regs.len(), CHAINS * code.n_regs());
-        assert_eq!(srcs.len(), CHAINS * code.k);
+        assert_eq!(regs.len(), self.chains * code.n_regs());
+        assert_eq!(srcs.len(), code.k);
         assert_eq!(strides.len(), code.k);
-        assert!(!self.stores || dsts.len() == CHAINS * code.k);
+        assert!(!self.stores || dsts.len() == code.k);
         // SAFETY: the function was compiled with exactly this signature (`emit`); the
         // caller promises the rest.
         unsafe {
@@ -139,8 +162,29 @@ impl ChunkFolds {
     }
 }
 
+/// Where the chains of one call are, fixed when the folds are compiled.
+struct Layout<'a> {
+    chains: usize,
+    /// Bytes from a chain's element of component `c` to the next chain's.
+    chain_bytes: &'a [i32],
+    stores: bool,
+}
+
+impl Layout<'_> {
+    /// The displacement of chain `chain`'s element of component `c`.
+    fn displacement(&self, chain: usize, c: usize) -> i32 {
+        chain as i32 * self.chain_bytes.get(c).copied().unwrap_or(0)
+    }
+}
+
 /// Emits the folds' function: its arguments are those of `FoldsFn`.
-fn emit(b: &mut FunctionBuilder, code: &ChainCode, stores: bool, run_instr_sig: SigRef, ptr: Type) {
+fn emit(
+    b: &mut FunctionBuilder,
+    code: &ChainCode,
+    layout: &Layout,
+    run_instr_sig: SigRef,
+    ptr: Type,
+) {
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
@@ -163,7 +207,7 @@ fn emit(b: &mut FunctionBuilder, code: &ChainCode, stores: bool, run_instr_sig: 
     touched.sort_unstable();
     touched.dedup();
     let file_bytes = 8 * op.init.len() as i64;
-    let chains: Vec<RegVars> = (0..CHAINS)
+    let chains: Vec<RegVars> = (0..layout.chains)
         .map(|chain| {
             let file = b.ins().iadd_imm_u(regs, chain as i64 * file_bytes);
             RegVars::new(b, &op.reg_elems, &touched, file, run_instr_sig, ptr)
@@ -171,12 +215,12 @@ fn emit(b: &mut FunctionBuilder, code: &ChainCode, stores: bool, run_instr_sig: 
         .collect();
     let flags = MemFlagsData::trusted();
     let pointers = |b: &mut FunctionBuilder, table: Value| -> Vec<Value> {
-        (0..CHAINS * code.k)
-            .map(|at| b.ins().load(ptr, flags, table, 8 * at as i32))
+        (0..code.k)
+            .map(|c| b.ins().load(ptr, flags, table, 8 * c as i32))
             .collect()
     };
     let src = pointers(b, srcs);
-    let dst = if stores {
+    let dst = if layout.stores {
         pointers(b, dsts)
     } else {
         Vec::new()
@@ -207,11 +251,11 @@ fn emit(b: &mut FunctionBuilder, code: &ChainCode, stores: bool, run_instr_sig: 
     b.switch_to_block(first_row);
     for (chain, vars) in chains.iter().enumerate() {
         for (c, (&elem, &acc)) in elems.iter().zip(&code.acc).enumerate() {
-            let at = chain * code.k + c;
-            let value = b.ins().load(elem, flags, src[at], 0);
+            let at = layout.displacement(chain, c);
+            let value = b.ins().load(elem, flags, src[c], at);
             b.def_var(vars.var(acc), value);
-            if stores {
-                b.ins().store(flags, value, dst[at], 0);
+            if layout.stores {
+                b.ins().store(flags, value, dst[c], at);
             }
         }
     }
@@ -230,10 +274,17 @@ fn emit(b: &mut FunctionBuilder, code: &ChainCode, stores: bool, run_instr_sig: 
     // Every chain combines its accumulator with its next row.
     b.switch_to_block(body);
     let at_row: Vec<Value> = offsets.iter().map(|&offset| b.use_var(offset)).collect();
+    let from: Vec<Value> = (0..code.k)
+        .map(|c| b.ins().iadd(src[c], at_row[c]))
+        .collect();
+    let to: Vec<Value> = (0..dst.len())
+        .map(|c| b.ins().iadd(dst[c], at_row[c]))
+        .collect();
     for (chain, vars) in chains.iter().enumerate() {
         for c in 0..code.k {
-            let from = b.ins().iadd(src[chain * code.k + c], at_row[c]);
-            let value = b.ins().load(elems[c], flags, from, 0);
+            let value = b
+                .ins()
+                .load(elems[c], flags, from[c], layout.displacement(chain, c));
             b.def_var(vars.var(code.item[c]), value);
         }
         for instr in &op.instrs {
@@ -246,9 +297,9 @@ fn emit(b: &mut FunctionBuilder, code: &ChainCode, stores: bool, run_instr_sig: 
             .collect();
         for (c, value) in combined.into_iter().enumerate() {
             b.def_var(vars.var(code.acc[c]), value);
-            if stores {
-                let to = b.ins().iadd(dst[chain * code.k + c], at_row[c]);
-                b.ins().store(flags, value, to, 0);
+            if layout.stores {
+                b.ins()
+                    .store(flags, value, to[c], layout.displacement(chain, c));
             }
         }
     }

@@ -1187,7 +1187,13 @@ fn monoids_on_compiled_chains_give_the_interpreters_bits() {
     ];
     let mut rng = Rng::new(29);
     let chunk = crate::ops::monoid::CHUNK_ROWS;
-    let shapes: [&[usize]; 4] = [&[5], &[chunk + 1], &[3 * chunk + 17], &[2 * chunk + 1, 3]];
+    let shapes: [&[usize]; 5] = [
+        &[5],
+        &[chunk + 1],
+        &[3 * chunk + 17],
+        &[2 * chunk + 1, 3],
+        &[17 * chunk + 2],
+    ];
     for (elems, op) in ops {
         for kind in ["reduce", "assoc_scan", "assoc_scan_right"] {
             for shape in shapes {
