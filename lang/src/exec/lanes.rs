@@ -86,7 +86,48 @@ pub enum ColumnMut<'a> {
 }
 
 /// Access to a `Column`'s vector, and to borrowed columns, by element type.
-pub trait LaneElem: Element {
+/// `if c { a } else { b }` as operations on bits, with both operands read: loops of them
+/// compile to vector blends. (Written as a branch on loaded values, LLVM chose an address
+/// per element and gathered, or branched per element: a fifth of a cumprod gradient.)
+pub trait Blend: Copy {
+    fn blend(c: bool, a: Self, b: Self) -> Self;
+}
+
+macro_rules! blend_floats {
+    ($($ty:ty: $bits:ty),*) => {$(
+        impl Blend for $ty {
+            #[inline(always)]
+            fn blend(c: bool, a: Self, b: Self) -> Self {
+                let mask = <$bits>::from(c).wrapping_neg();
+                <$ty>::from_bits((a.to_bits() & mask) | (b.to_bits() & !mask))
+            }
+        }
+    )*};
+}
+
+macro_rules! blend_integers {
+    ($($ty:ty),*) => {$(
+        impl Blend for $ty {
+            #[inline(always)]
+            fn blend(c: bool, a: Self, b: Self) -> Self {
+                let mask = <$ty>::from(c).wrapping_neg();
+                (a & mask) | (b & !mask)
+            }
+        }
+    )*};
+}
+
+blend_floats!(f32: u32, f64: u64);
+blend_integers!(i32, i64, u32, u64);
+
+impl Blend for bool {
+    #[inline(always)]
+    fn blend(c: bool, a: Self, b: Self) -> Self {
+        (c & a) | (!c & b)
+    }
+}
+
+pub trait LaneElem: Element + Blend {
     fn values(column: &Column) -> &Vec<Self>;
     fn values_mut(column: &mut Column) -> &mut Vec<Self>;
     fn slice(column: ColumnRef<'_>) -> &[Self];
@@ -450,69 +491,28 @@ fn select<T: LaneElem>(
     let conds = &bool::slice(c.column)[..len];
     let dst = &mut T::slice_mut(out)[..len];
     match (src::<T>(x, len), src::<T>(y, len)) {
-        (Src::Splat(a), Src::Splat(b)) => blend(dst, conds, Splat(a), Splat(b)),
-        (Src::Slice(xs), Src::Splat(b)) => blend(dst, conds, xs, Splat(b)),
-        (Src::Splat(a), Src::Slice(ys)) => blend(dst, conds, Splat(a), ys),
-        (Src::Slice(xs), Src::Slice(ys)) => blend(dst, conds, xs, ys),
-    }
-    false
-}
-
-/// Elements `select` blends in one block.
-const BLEND: usize = 16;
-
-/// Operands of `blend`: a block of `BLEND` values from `at`.
-trait BlendSource<T>: Copy {
-    fn block(self, at: usize) -> [T; BLEND];
-    fn get(self, at: usize) -> T;
-}
-
-/// A value for every element.
-#[derive(Clone, Copy)]
-struct Splat<T>(T);
-
-impl<T: Copy> BlendSource<T> for Splat<T> {
-    #[inline(always)]
-    fn block(self, _: usize) -> [T; BLEND] {
-        [self.0; BLEND]
-    }
-
-    #[inline(always)]
-    fn get(self, _: usize) -> T {
-        self.0
-    }
-}
-
-impl<T: Copy> BlendSource<T> for &[T] {
-    #[inline(always)]
-    fn block(self, at: usize) -> [T; BLEND] {
-        self[at..at + BLEND]
-            .try_into()
-            .expect("a block is BLEND long")
-    }
-
-    #[inline(always)]
-    fn get(self, at: usize) -> T {
-        self[at]
-    }
-}
-
-/// `dst[i] = if conds[i] { x[i] } else { y[i] }`. Both operands are read whole, a block at a
-/// time, so that the compiler blends vectors: written element by element, it chose an
-/// address per element and gathered (a cycle an element, a fifth of a cumprod gradient).
-#[inline(always)]
-fn blend<T: Copy>(dst: &mut [T], conds: &[bool], x: impl BlendSource<T>, y: impl BlendSource<T>) {
-    let full = dst.len() - dst.len() % BLEND;
-    for at in (0..full).step_by(BLEND) {
-        let (xs, ys) = (x.block(at), y.block(at));
-        let block = &mut dst[at..at + BLEND];
-        for (k, (slot, &c)) in block.iter_mut().zip(&conds[at..at + BLEND]).enumerate() {
-            *slot = if c { xs[k] } else { ys[k] };
+        (Src::Splat(a), Src::Splat(b)) => {
+            for (slot, &c) in dst.iter_mut().zip(conds) {
+                *slot = T::blend(c, a, b);
+            }
+        }
+        (Src::Slice(xs), Src::Splat(b)) => {
+            for ((slot, &c), &a) in dst.iter_mut().zip(conds).zip(xs) {
+                *slot = T::blend(c, a, b);
+            }
+        }
+        (Src::Splat(a), Src::Slice(ys)) => {
+            for ((slot, &c), &b) in dst.iter_mut().zip(conds).zip(ys) {
+                *slot = T::blend(c, a, b);
+            }
+        }
+        (Src::Slice(xs), Src::Slice(ys)) => {
+            for (((slot, &c), &a), &b) in dst.iter_mut().zip(conds).zip(xs).zip(ys) {
+                *slot = T::blend(c, a, b);
+            }
         }
     }
-    for at in full..dst.len() {
-        dst[at] = if conds[at] { x.get(at) } else { y.get(at) };
-    }
+    false
 }
 
 /// Numeric element types: `prim::Arith` gives their arithmetic.

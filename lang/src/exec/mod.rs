@@ -158,6 +158,8 @@ pub struct ExecReport {
     pub blocked_loops: usize,
     /// Of those, the loops whose steps ran as machine code (`loop_jit`).
     pub compiled_loops: usize,
+    /// Monoid statements whose chunks were folded as machine code (`monoid_jit`).
+    pub compiled_monoids: usize,
     /// The time each step of the main block's schedule took (by `run_fused`; the `run`
     /// stage derives what the steps moved from the schedule).
     pub step_times: Vec<std::time::Duration>,
@@ -682,7 +684,7 @@ impl Exec<'_> {
                     .wanted(self.config.compile_loops, elements)
                     .then_some(&*compiled);
                 let interrupted = || self.interrupt_requested();
-                return Ok(monoid::eval(
+                let (results, on_chains) = monoid::eval(
                     self.program,
                     *kind,
                     &arrays,
@@ -690,7 +692,9 @@ impl Exec<'_> {
                     *op,
                     compiled,
                     &interrupted,
-                )?);
+                )?;
+                self.report.compiled_monoids += usize::from(on_chains);
+                return Ok(results);
             }
             Expr::Scan { size, init, body } => {
                 if let Some(res) = self.scalar_loop(*size, init, *body)? {

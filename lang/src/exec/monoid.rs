@@ -37,7 +37,8 @@ use crate::ops::monoid::CHUNK_ROWS;
 
 /// Evaluates a monoid statement over `arrays` (any layout) with identities `init`, on
 /// compiled chains (`compiled`, of the statement's operator and direction) where they
-/// serve. `interrupted` is polled once per line or group of chains.
+/// serve; the results, and whether they were computed on chains. `interrupted` is polled
+/// once per line or group of chains.
 pub(super) fn eval(
     program: &Program,
     kind: MonoidKind,
@@ -46,21 +47,22 @@ pub(super) fn eval(
     op: BlockId,
     compiled: Option<&CompiledMonoid>,
     interrupted: &(dyn Fn() -> bool + Sync),
-) -> Result<Vec<Tensor>, InterpError> {
+) -> Result<(Vec<Tensor>, bool), InterpError> {
     let code = LaneCode::new(&ScalarCode::operator(program, op));
     let shape = arrays[0].shape().to_vec();
     let rest = &shape[1..];
     let n_rows = shape[0];
     let m: usize = rest.iter().product();
     if n_rows == 0 || m == 0 {
-        return Ok(match kind {
+        let results = match kind {
             MonoidKind::Reduce => init.to_vec(),
             MonoidKind::Scan | MonoidKind::ScanRight => code
                 .columns(0)
                 .into_iter()
                 .map(|column| column.into_tensor(&shape))
                 .collect(),
-        });
+        };
+        return Ok((results, false));
     }
     let arrays: Vec<Tensor> = arrays.iter().map(Tensor::to_standard_layout).collect();
     let run = Run {
@@ -74,13 +76,24 @@ pub(super) fn eval(
     };
     if let Some(compiled) = compiled.filter(|_| m < CHAIN_LANES) {
         if let Some(res) = run.eval_chains(compiled, kind, &arrays, &shape) {
-            return res;
+            return res.map(|results| (results, true));
         }
     }
+    eval_lanes(&run, kind, &arrays, &shape).map(|results| (results, false))
+}
+
+/// The evaluation on lanes: steps (1) and (3) on lines of pairs, step (2) in chunk order.
+fn eval_lanes(
+    run: &Run,
+    kind: MonoidKind,
+    arrays: &[Tensor],
+    shape: &[usize],
+) -> Result<Vec<Tensor>, InterpError> {
+    let (code, m, n_rows, rest) = (run.code, run.m, run.n_rows, &shape[1..]);
     let tasks = run.tasks();
     let stop = || InterpError::Interrupted;
     // (1) The total of every (chunk, lane) pair, indexed `chunk * m + lane`.
-    let task_totals = run.map_tasks(&tasks, |task, work| run.totals(task, &arrays, work))?;
+    let task_totals = run.map_tasks(&tasks, |task, work| run.totals(task, arrays, work))?;
     let mut totals = code.columns(run.n_chunks * m);
     for (task, parts) in tasks.iter().zip(task_totals) {
         for (position, (chunk, lane)) in task.pairs().enumerate() {
@@ -108,7 +121,7 @@ pub(super) fn eval(
     }
     let work: Vec<(&Task, Vec<BlockMut>)> = tasks.iter().zip(blocks).collect();
     let rescan = |(task, mut blocks): (&Task, Vec<BlockMut>), work: &mut Work| {
-        run.rescan(task, &arrays, &carries, &mut blocks, work)
+        run.rescan(task, arrays, &carries, &mut blocks, work)
     };
     if run.parallel {
         work.into_par_iter()
@@ -123,7 +136,7 @@ pub(super) fn eval(
     .ok_or_else(stop)?;
     Ok(outputs
         .into_iter()
-        .map(|column| column.into_tensor(&shape))
+        .map(|column| column.into_tensor(shape))
         .collect())
 }
 
@@ -1269,7 +1282,9 @@ mod tests {
         let m = arrays[0].shape()[1..].iter().product();
         let compiled = CompiledMonoid::new(program, op, kind == MonoidKind::ScanRight, m);
         let compiled = chains.then_some(&compiled);
-        let res = eval(program, kind, &arrays, &init, op, compiled, interrupted)?;
+        let (res, on_chains) = eval(program, kind, &arrays, &init, op, compiled, interrupted)?;
+        let n: usize = arrays[0].shape().iter().product();
+        assert_eq!(on_chains, chains && n > 0 && m < CHAIN_LANES);
         Ok(res.iter().map(Tensor::to_array).collect())
     }
 

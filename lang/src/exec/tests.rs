@@ -1208,7 +1208,8 @@ fn monoids_on_compiled_chains_give_the_interpreters_bits() {
                         monoid_input(&mut rng, elem, shape[1..].to_vec(), n / shape[0])
                     }),
                 );
-                check(&program, &inputs);
+                let report = check(&program, &inputs);
+                assert_eq!(report.compiled_monoids, 1, "{program}");
             }
         }
     }
