@@ -204,20 +204,22 @@ pub(super) struct RegVars<'a> {
     elems: &'a [Elem],
     /// The variable of each register the code touches.
     vars: Vec<Option<Variable>>,
-    /// Where the register file is (a pointer value of the function).
+    /// Where the register file is: a pointer value of the function, and a displacement
+    /// from it (files of several chains share one pointer, so it takes one register).
     regs: Value,
+    displacement: i32,
     run_instr_sig: SigRef,
     ptr: Type,
 }
 
 impl<'a> RegVars<'a> {
     /// Variables for the registers `touched` (of element types `elems`) of the file at
-    /// `regs`, each starting from the file's value.
+    /// `regs` plus `displacement` bytes, each starting from the file's value.
     pub fn new(
         b: &mut FunctionBuilder,
         elems: &'a [Elem],
         touched: &[usize],
-        regs: Value,
+        (regs, displacement): (Value, i32),
         run_instr_sig: SigRef,
         ptr: Type,
     ) -> RegVars<'a> {
@@ -225,6 +227,7 @@ impl<'a> RegVars<'a> {
             elems,
             vars: vec![None; elems.len()],
             regs,
+            displacement,
             run_instr_sig,
             ptr,
         };
@@ -235,6 +238,11 @@ impl<'a> RegVars<'a> {
             b.def_var(var, value);
         }
         vars
+    }
+
+    /// The displacement of register `reg` from `regs`.
+    fn at(&self, reg: usize) -> i32 {
+        self.displacement + 8 * reg as i32
     }
 
     pub fn var(&self, reg: usize) -> Variable {
@@ -248,7 +256,7 @@ impl<'a> RegVars<'a> {
     /// The value of register `reg` in the file.
     fn load(&self, b: &mut FunctionBuilder, reg: usize) -> Value {
         let flags = MemFlagsData::trusted();
-        let bits = b.ins().load(types::I64, flags, self.regs, 8 * reg as i32);
+        let bits = b.ins().load(types::I64, flags, self.regs, self.at(reg));
         from_bits(b, bits, self.elems[reg])
     }
 
@@ -257,7 +265,7 @@ impl<'a> RegVars<'a> {
         let value = b.use_var(self.var(reg));
         let bits = to_bits(b, value, self.elems[reg]);
         let flags = MemFlagsData::trusted();
-        b.ins().store(flags, bits, self.regs, 8 * reg as i32);
+        b.ins().store(flags, bits, self.regs, self.at(reg));
     }
 
     /// One operation: inline where `inline` has a rule, else a call of its function on the
@@ -276,11 +284,9 @@ impl<'a> RegVars<'a> {
         let callee = b.ins().iconst(self.ptr, run_instr as *const () as i64);
         let instr_ptr = b.ins().iconst(self.ptr, instr as *const Instr as i64);
         let n_regs = b.ins().iconst(self.ptr, self.elems.len() as i64);
-        b.ins().call_indirect(
-            self.run_instr_sig,
-            callee,
-            &[instr_ptr, self.regs, n_regs, side],
-        );
+        let file = b.ins().iadd_imm_u(self.regs, i64::from(self.displacement));
+        b.ins()
+            .call_indirect(self.run_instr_sig, callee, &[instr_ptr, file, n_regs, side]);
         let value = self.load(b, instr.dst);
         b.def_var(self.var(instr.dst), value);
     }

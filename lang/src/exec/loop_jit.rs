@@ -139,7 +139,7 @@ fn emit(
         .collect();
     touched.sort_unstable();
     touched.dedup();
-    let vars = RegVars::new(b, elems, &touched, regs, run_instr_sig, ptr);
+    let vars = RegVars::new(b, elems, &touched, (regs, 0), run_instr_sig, ptr);
     let flags = MemFlagsData::trusted();
     let columns: Vec<Value> = (0..plan.imports.len())
         .map(|k| b.ins().load(ptr, flags, imported, 8 * k as i32))

@@ -26,7 +26,7 @@ use ndarray::{ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
 use super::lanes::{match_column, with_column, with_operands, Column, Lane, LaneElem, LINE};
-use super::monoid_jit::{ChainCode, ChunkFolds, CHAINS};
+use super::monoid_jit::{ChainCode, ChunkFolds};
 use super::scalar_loop::JIT_MIN_ITERATIONS;
 use super::tensor::{with_tensor, Tensor};
 use super::{CompileLoops, PAR_THRESHOLD};
@@ -152,7 +152,7 @@ pub(super) struct CompiledMonoid {
     /// Bytes from a pair's element of each component to the same lane's in the next chunk.
     chain_bytes: Vec<i32>,
     /// The folds storing nothing (totals) or every partial result (scans), of one chain or
-    /// of `CHAINS` (`[2 * stores + wide]`); `None` inside if they cannot be compiled.
+    /// of `code.chains()` (`[2 * stores + wide]`); `None` inside if they cannot be compiled.
     folds: [OnceLock<Option<ChunkFolds>>; 4],
     /// Elements folded so far (for `JIT_MIN_ITERATIONS`).
     elements_run: AtomicUsize,
@@ -191,10 +191,10 @@ impl CompiledMonoid {
         }
     }
 
-    /// The folds of `CHAINS` chains and of one, storing or not.
+    /// The folds of `code.chains()` chains and of one, storing or not.
     fn folds(&self, stores: bool) -> Option<[&ChunkFolds; 2]> {
         let compiled = |wide: bool| {
-            let chains = if wide { CHAINS } else { 1 };
+            let chains = if wide { self.code.chains() } else { 1 };
             self.folds[2 * usize::from(stores) + usize::from(wide)]
                 .get_or_init(|| ChunkFolds::new(&self.code, chains, &self.chain_bytes, stores))
                 .as_ref()
@@ -204,7 +204,7 @@ impl CompiledMonoid {
 }
 
 /// A call of the compiled folds: lane `lane` of `count` consecutive chunks from `chunk`
-/// (`CHAINS` chains, or one), each of `rows` rows; `first` for the first chunk in fold
+/// (`ChainCode::chains`, or one), each of `rows` rows; `first` for the first chunk in fold
 /// order when rescanning (it starts from its first row, not from a carry).
 struct Chains {
     lane: usize,
@@ -255,7 +255,7 @@ impl Run<'_> {
             })
             .collect();
         // (1) The total of every pair.
-        let groups = self.chain_groups(false);
+        let groups = self.chain_groups(false, code.chains());
         let parts = self.map_groups(&groups, |group| {
             let folds = totals_folds[usize::from(group.count == 1)];
             self.fold_chains(code, folds, group, &inputs, None, None, true)
@@ -289,7 +289,7 @@ impl Run<'_> {
                 size: column.elem().bytes(),
             })
             .collect();
-        let groups = self.chain_groups(true);
+        let groups = self.chain_groups(true, code.chains());
         self.map_groups(&groups, |group| {
             let folds = scan_folds[usize::from(group.count == 1)];
             let (outputs, carries) = (Some(&places[..]), Some(&carries[..]));
@@ -301,10 +301,10 @@ impl Run<'_> {
             .collect())
     }
 
-    /// The calls that fold every pair, lane by lane: the full chunks in groups of `CHAINS`,
+    /// The calls that fold every pair, lane by lane: the full chunks in groups of `wide`,
     /// and one at a time the chunks left over, a shorter last chunk and, when rescanning,
     /// the first chunk in fold order.
-    fn chain_groups(&self, rescan: bool) -> Vec<Chains> {
+    fn chain_groups(&self, rescan: bool, wide: usize) -> Vec<Chains> {
         let full = self.n_rows / CHUNK_ROWS;
         let first_chunk = if self.from_right {
             self.n_chunks - 1
@@ -329,12 +329,12 @@ impl Run<'_> {
                 full
             }
             .max(lo);
-            for start in (lo..hi).step_by(CHAINS) {
-                if hi - start >= CHAINS {
+            for start in (lo..hi).step_by(wide) {
+                if hi - start >= wide {
                     groups.push(Chains {
                         lane,
                         chunk: start,
-                        count: CHAINS,
+                        count: wide,
                         rows: CHUNK_ROWS,
                         first: false,
                     });

@@ -1,4 +1,4 @@
-//! The chunk folds of monoid statements as machine code (Cranelift): `CHAINS` (chunk, lane)
+//! The chunk folds of monoid statements as machine code (Cranelift): several (chunk, lane)
 //! pairs folded side by side, each a chain of the operator on values in machine registers.
 //!
 //! Note [Monoid order] folds every (chunk, lane) pair sequentially. `exec::monoid` runs the
@@ -6,7 +6,7 @@
 //! different chunks (a reduction or scan of a vector, or of arrays with few lanes), every
 //! row of the line is a gather across chunks 4 KB apart, and moving the values through
 //! transposed tiles was half the time of a scan's gradient. Here each pair is read in place,
-//! row after row of its own chunk: `CHAINS` independent chains keep the processor's
+//! row after row of its own chunk: independent chains (`ChainCode::chains`) keep the processor's
 //! pipelines full (one chain would wait on the latency of each operation), and each reads
 //! one stream of consecutive rows. The chains of one call are the same lane of consecutive
 //! chunks, a fixed distance apart: each row's elements are then one address plus constant
@@ -27,8 +27,9 @@ use super::register_code::{Resolved, Side};
 use crate::core::ir::Elem;
 use crate::core::scalar_code::ScalarCode;
 
-/// Pairs folded side by side by one call of the wide folds.
-pub(super) const CHAINS: usize = 8;
+/// Accumulators (one per chain and component) that the chains of one wide call keep in
+/// machine registers: with more, they would be spilled and reloaded at every row.
+const ACCUMULATORS: usize = 8;
 
 /// `(regs, side, srcs, dsts, strides, first, n)`: folds the chains over `n` rows each.
 /// `regs` holds one register file per chain, one after the other; `srcs[c]` points at
@@ -66,6 +67,12 @@ impl ChainCode {
             acc,
             item,
         }
+    }
+
+    /// Pairs folded side by side by one call of the wide folds: up to `ACCUMULATORS`
+    /// accumulators, and at least two chains.
+    pub fn chains(&self) -> usize {
+        (ACCUMULATORS / self.k).clamp(2, ACCUMULATORS)
     }
 
     /// Register files for `chains` chains, each as the operator starts it.
@@ -206,10 +213,10 @@ fn emit(
         .collect();
     touched.sort_unstable();
     touched.dedup();
-    let file_bytes = 8 * op.init.len() as i64;
+    let file_bytes = 8 * op.init.len() as i32;
     let chains: Vec<RegVars> = (0..layout.chains)
         .map(|chain| {
-            let file = b.ins().iadd_imm_u(regs, chain as i64 * file_bytes);
+            let file = (regs, chain as i32 * file_bytes);
             RegVars::new(b, &op.reg_elems, &touched, file, run_instr_sig, ptr)
         })
         .collect();
