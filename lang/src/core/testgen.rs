@@ -1170,3 +1170,73 @@ mod tests {
         );
     }
 }
+
+/// How `monoid_program` gives its statement the initial values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MonoidInits {
+    /// Literal zeros (arrays of rank one only).
+    Zeros,
+    /// Params of the program (`%150_e`, `%151_e`, …), of the arrays' trailing shape.
+    Params,
+}
+
+/// The text of a program whose one statement is the monoid operation `kind` (`reduce`,
+/// `assoc_scan` or `assoc_scan_right`) over arrays of `shape`, the params `%100_x`,
+/// `%101_x`, … of the element types `elems`, with the operator block `op` (its variables
+/// numbered below 100).
+pub fn monoid_program(
+    kind: &str,
+    shape: &[usize],
+    elems: &[&str],
+    op: &str,
+    inits: MonoidInits,
+) -> String {
+    let dims = |shape: &[usize]| {
+        let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+        dims.join(", ")
+    };
+    let result_shape = if kind == "reduce" { &shape[1..] } else { shape };
+    let arrays: Vec<String> = (0..elems.len())
+        .map(|c| format!("%{}_x", 100 + c))
+        .collect();
+    let results: Vec<String> = (0..elems.len()).map(|c| format!("%{}", 200 + c)).collect();
+    let mut params: Vec<String> = arrays
+        .iter()
+        .zip(elems)
+        .map(|(array, elem)| format!("{array}: [{}]{elem}", dims(shape)))
+        .collect();
+    let init_atoms: Vec<String> = match inits {
+        MonoidInits::Zeros => elems
+            .iter()
+            .map(|elem| match elem.starts_with('f') {
+                true => format!("0.0:{elem}"),
+                false => format!("0:{elem}"),
+            })
+            .collect(),
+        MonoidInits::Params => {
+            let names: Vec<String> = (0..elems.len())
+                .map(|c| format!("%{}_e", 150 + c))
+                .collect();
+            params.extend(
+                names
+                    .iter()
+                    .zip(elems)
+                    .map(|(name, elem)| format!("{name}: [{}]{elem}", dims(&shape[1..]))),
+            );
+            names
+        }
+    };
+    let binders: Vec<String> = results
+        .iter()
+        .zip(elems)
+        .map(|(res, elem)| format!("{res}: [{}]{elem}", dims(result_shape)))
+        .collect();
+    format!(
+        "program({}) {{\n  {} = {kind} ({}) ({}) {op}\n  in {}\n}}",
+        params.join(", "),
+        binders.join(", "),
+        arrays.join(", "),
+        init_atoms.join(", "),
+        results.join(", ")
+    )
+}

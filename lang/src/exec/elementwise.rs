@@ -15,6 +15,7 @@
 use ndarray::{IxDyn, Zip};
 use rayon::prelude::*;
 
+use super::lanes::Blend;
 use super::tensor::{from_vec, with_elem_type, with_tensor, Element, Nd, Tensor};
 use super::{MIN_CHUNK, PAR_THRESHOLD};
 use crate::core::ir::Elem;
@@ -451,9 +452,9 @@ fn ternary(prim: Prim, c: &Tensor, x: &Tensor, y: &Tensor, shape: &[usize]) -> T
 
 /// `select(c, x, y)`: `x` where `c`, else `y`.
 pub fn select(c: &Nd<bool>, x: &Tensor, y: &Tensor, shape: &[usize]) -> Tensor {
-    fn typed<T: Element>(c: &Nd<bool>, a: &Nd<T>, y: &Tensor, shape: &[usize]) -> Tensor {
+    fn typed<T: Element + Blend>(c: &Nd<bool>, a: &Nd<T>, y: &Tensor, shape: &[usize]) -> Tensor {
         let b = same::<T>(y, Prim::Select);
-        T::into_tensor(map3(c, a, b, shape, |c, x, y| if c { x } else { y }))
+        T::into_tensor(map3(c, a, b, shape, T::blend))
     }
     with_tensor!(x, a => typed(c, a, y, shape))
 }

@@ -11,7 +11,9 @@ use super::{run_inner, run_with_report, CompileLoops, ExecConfig, ExecReport, PA
 use crate::core::interp::{self, InterpConfig, InterpError};
 use crate::core::ir::{Elem, Program, Scalar};
 use crate::core::parse::parse_program;
-use crate::core::testgen::{random_array, random_inputs, random_program, GenConfig, Rng};
+use crate::core::testgen::{
+    monoid_program, random_array, random_inputs, random_program, GenConfig, MonoidInits, Rng,
+};
 use crate::core::value::{Array, ArrayData};
 use crate::core::verify::verify;
 use crate::prim::{Prim, ALL_ELEMS, ALL_PRIMS};
@@ -1101,48 +1103,6 @@ fn dead_operands_are_overwritten_in_place() {
     assert_eq!(owned[1].to_array(), other);
 }
 
-/// A program applying one monoid statement (`reduce`, `assoc_scan` or `assoc_scan_right`)
-/// with operator `op` to arrays of `shape` (one per element type of `elems`), its initial
-/// values taken as inputs too.
-fn monoid_text(kind: &str, shape: &[usize], elems: &[&str], op: &str) -> String {
-    let dims = |shape: &[usize]| {
-        let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
-        dims.join(", ")
-    };
-    let result_shape = if kind == "reduce" { &shape[1..] } else { shape };
-    let arrays: Vec<String> = (0..elems.len())
-        .map(|c| format!("%{}_x", 100 + c))
-        .collect();
-    let inits: Vec<String> = (0..elems.len())
-        .map(|c| format!("%{}_e", 150 + c))
-        .collect();
-    let results: Vec<String> = (0..elems.len()).map(|c| format!("%{}", 200 + c)).collect();
-    let mut params: Vec<String> = arrays
-        .iter()
-        .zip(elems)
-        .map(|(array, elem)| format!("{array}: [{}]{elem}", dims(shape)))
-        .collect();
-    params.extend(
-        inits
-            .iter()
-            .zip(elems)
-            .map(|(init, elem)| format!("{init}: [{}]{elem}", dims(&shape[1..]))),
-    );
-    let binders: Vec<String> = results
-        .iter()
-        .zip(elems)
-        .map(|(res, elem)| format!("{res}: [{}]{elem}", dims(result_shape)))
-        .collect();
-    format!(
-        "program({}) {{\n  {} = {kind} ({}) ({}) {op}\n  in {}\n}}",
-        params.join(", "),
-        binders.join(", "),
-        arrays.join(", "),
-        inits.join(", "),
-        results.join(", ")
-    )
-}
-
 #[test]
 fn monoids_on_compiled_chains_give_the_interpreters_bits() {
     // Operators with inline operations, calls (float `max`, `exp`, `min`), literals, mixed
@@ -1197,7 +1157,7 @@ fn monoids_on_compiled_chains_give_the_interpreters_bits() {
     for (elems, op) in ops {
         for kind in ["reduce", "assoc_scan", "assoc_scan_right"] {
             for shape in shapes {
-                let program = parse(&monoid_text(kind, shape, elems, op));
+                let program = parse(&monoid_program(kind, shape, elems, op, MonoidInits::Params));
                 let n: usize = shape.iter().product();
                 let mut inputs: Vec<Array> = elems
                     .iter()

@@ -6,6 +6,7 @@ use super::stablehlo::{module, Input};
 use super::{bulk_passes, ExportError};
 use crate::core::ir::{ArrTy, Elem, Program};
 use crate::core::parse::parse_program;
+use crate::core::testgen::{self, MonoidInits};
 use crate::core::value::{Array, ArrayData};
 use crate::passes::pipeline;
 
@@ -160,42 +161,7 @@ fn count(module: &str, op: &str) -> usize {
 /// the element types `elems`, from zeros, with the operator block `op` (its variables are
 /// numbered below 100).
 pub(super) fn monoid_program(kind: &str, n: usize, elems: &[&str], op: &str) -> String {
-    let arrays: Vec<String> = (0..elems.len())
-        .map(|comp| format!("%{}_x", 100 + comp))
-        .collect();
-    let params: Vec<String> = arrays
-        .iter()
-        .zip(elems)
-        .map(|(array, elem)| format!("{array}: [{n}]{elem}"))
-        .collect();
-    let zeros: Vec<String> = elems
-        .iter()
-        .map(|elem| match elem.starts_with('f') {
-            true => format!("0.0:{elem}"),
-            false => format!("0:{elem}"),
-        })
-        .collect();
-    let result_shape = if kind == "reduce" {
-        String::new()
-    } else {
-        n.to_string()
-    };
-    let results: Vec<String> = (0..elems.len())
-        .map(|comp| format!("%{}", 200 + comp))
-        .collect();
-    let binders: Vec<String> = results
-        .iter()
-        .zip(elems)
-        .map(|(res, elem)| format!("{res}: [{result_shape}]{elem}"))
-        .collect();
-    format!(
-        "program({}) {{\n  {} = {kind} ({}) ({}) {op}\n  in {}\n}}",
-        params.join(", "),
-        binders.join(", "),
-        arrays.join(", "),
-        zeros.join(", "),
-        results.join(", ")
-    )
+    testgen::monoid_program(kind, &[n], elems, op, MonoidInits::Zeros)
 }
 
 /// `a + b` on `f32`.
