@@ -89,7 +89,7 @@ mod tests;
 mod transpose;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
@@ -135,6 +135,22 @@ pub enum CompileLoops {
     /// Every loop (tests).
     Always,
     Never,
+}
+
+impl CompileLoops {
+    /// Whether code that has done `work` more steps (loop steps, elements folded) runs as
+    /// machine code: with `Long`, once `done` (its count over this run and earlier ones,
+    /// updated here) reaches `scalar_loop::JIT_MIN_ITERATIONS`.
+    pub(super) fn compiles(self, done: &AtomicUsize, work: usize) -> bool {
+        match self {
+            CompileLoops::Never => false,
+            CompileLoops::Always => true,
+            CompileLoops::Long => {
+                let before = done.fetch_add(work, Ordering::Relaxed);
+                before.saturating_add(work) >= scalar_loop::JIT_MIN_ITERATIONS
+            }
+        }
+    }
 }
 
 /// What a run did, for tests that check that a program ran in bulk.
@@ -669,20 +685,24 @@ impl Exec<'_> {
                 let shape = arrays.first().map_or(&[][..], Tensor::shape);
                 let lanes: usize = shape.iter().skip(1).product();
                 let elements = shape.iter().product();
-                let compiled = self
-                    .scalar_bodies
-                    .monoids
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .entry((*op, from_right, lanes))
-                    .or_insert_with(|| {
-                        let compiled = monoid::CompiledMonoid::new(program, *op, from_right, lanes);
-                        Arc::new(compiled)
+                // Chains serve only few lanes; nothing is resolved or counted otherwise.
+                let policy = self.config.compile_loops;
+                let compiled = (lanes < monoid::CHAIN_LANES && policy != CompileLoops::Never)
+                    .then(|| {
+                        self.scalar_bodies
+                            .monoids
+                            .lock()
+                            .unwrap_or_else(|poisoned| poisoned.into_inner())
+                            .entry((*op, from_right, lanes))
+                            .or_insert_with(|| {
+                                let compiled =
+                                    monoid::CompiledMonoid::new(program, *op, from_right, lanes);
+                                Arc::new(compiled)
+                            })
+                            .clone()
                     })
-                    .clone();
-                let compiled = compiled
-                    .wanted(self.config.compile_loops, elements)
-                    .then_some(&*compiled);
+                    .filter(|compiled| compiled.wanted(policy, elements));
+                let compiled = compiled.as_deref();
                 let interrupted = || self.interrupt_requested();
                 let (results, on_chains) = monoid::eval(
                     self.program,

@@ -19,7 +19,7 @@
 //! first; a kernel's `eval_line` could feed the lines directly).
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::OnceLock;
 
 use ndarray::{ArrayViewMut2, Axis};
@@ -27,7 +27,6 @@ use rayon::prelude::*;
 
 use super::lanes::{match_column, with_column, with_operands, Column, Lane, LaneElem, LINE};
 use super::monoid_jit::{ChainCode, ChunkFolds};
-use super::scalar_loop::JIT_MIN_ITERATIONS;
 use super::tensor::{with_tensor, Tensor};
 use super::{CompileLoops, PAR_THRESHOLD};
 use crate::core::interp::InterpError;
@@ -142,7 +141,7 @@ fn eval_lanes(
 
 /// Statements with fewer lanes than this run their pairs as compiled chains (when the
 /// operator has been compiled): the lanes' lines would cross chunks.
-const CHAIN_LANES: usize = 16;
+pub(super) const CHAIN_LANES: usize = 16;
 
 /// A monoid operator's chunk folds as machine code for one direction and number of lanes
 /// (`monoid_jit`), compiled when a statement first needs them and kept across runs of a
@@ -154,7 +153,7 @@ pub(super) struct CompiledMonoid {
     /// The folds storing nothing (totals) or every partial result (scans), of one chain or
     /// of `code.chains()` (`[2 * stores + wide]`); `None` inside if they cannot be compiled.
     folds: [OnceLock<Option<ChunkFolds>>; 4],
-    /// Elements folded so far (for `JIT_MIN_ITERATIONS`).
+    /// Elements folded so far (`CompileLoops::compiles`).
     elements_run: AtomicUsize,
 }
 
@@ -178,17 +177,9 @@ impl CompiledMonoid {
     }
 
     /// Whether a statement over `elements` elements runs on compiled chains under
-    /// `policy`: with `Long`, once the operator has folded `JIT_MIN_ITERATIONS` elements in
-    /// this run and earlier ones, as loops do.
+    /// `policy` (counting elements as loops count steps).
     pub fn wanted(&self, policy: CompileLoops, elements: usize) -> bool {
-        match policy {
-            CompileLoops::Never => false,
-            CompileLoops::Always => true,
-            CompileLoops::Long => {
-                let before = self.elements_run.fetch_add(elements, Ordering::Relaxed);
-                before.saturating_add(elements) >= JIT_MIN_ITERATIONS
-            }
-        }
+        policy.compiles(&self.elements_run, elements)
     }
 
     /// The folds of `code.chains()` chains and of one, storing or not.

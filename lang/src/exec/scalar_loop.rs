@@ -22,7 +22,7 @@
 //! Does not handle yet: bodies with any non-scalar value, nested blocks (`cond`, inner loops,
 //! gathers) or reads of tables the body computes; those run on the general path.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::OnceLock;
 
 use crate::core::interp::InterpError;
@@ -193,15 +193,7 @@ impl CompiledLoop {
         blocks: Option<&BlockPlan>,
         io: &StepIo,
     ) -> Option<&CompiledSteps> {
-        let wanted = match run.compile {
-            CompileLoops::Never => false,
-            CompileLoops::Always => true,
-            CompileLoops::Long => {
-                let before = self.steps_run.fetch_add(run.size, Ordering::Relaxed);
-                before.saturating_add(run.size) >= JIT_MIN_ITERATIONS
-            }
-        };
-        if !wanted {
+        if !run.compile.compiles(&self.steps_run, run.size) {
             return None;
         }
         self.jit[usize::from(blocks.is_none())]

@@ -1,7 +1,5 @@
 //! Set-up shared by the integration tests that drive a `Session`.
 
-#![allow(dead_code)] // Not every helper is used by every module.
-
 use dx_lang::session::{Engine, Output, Session, SessionConfig};
 
 /// A session with the prelude, running on `engine`.
