@@ -250,30 +250,64 @@ select_int!(i32, i64, u32, u64);
 // flipped for negative values, so that more negative floats get smaller keys; -0 gets -1 and
 // +0 gets 0), apart from NaN. So a fold takes the max (min) of the keys in integer vector
 // lanes, notes whether any value is NaN, and maps the best key back to its float.
+//
+// Most folds take a faster path first: the float order's max (min), one compare-and-select
+// (`maxps`) per vector of values, noting NaNs on the side. Without NaN, the float order
+// differs from the total one only in ranking -0 and +0 equal, and two distinct floats other
+// than those are never equal; so when the best value is not zero, it has the total order's
+// bits. Otherwise (a NaN, or a best value of ±0) the fold is redone on the keys. The key
+// transform costs five vector operations per vector of values, so the float path runs about
+// twice as fast even on values streamed from L3 (a row maximum of 4096×1000 floats: 2.0 →
+// 1.0–1.5 ms on one core).
 macro_rules! select_float {
     ($($ty:ty: $int:ty, $uint:ty);*) => {$(
         impl Select<$ty> for Max {
             fn combine(a: $ty, b: $ty) -> $ty { Arith::max(a, b) }
             fn fold(acc: Option<$ty>, values: &[$ty]) -> Option<$ty> {
-                select_float!(@fold $ty, $int, $uint, acc, values, <$int>::MIN, max)
+                select_float!(@fold $ty, $int, $uint, acc, values, <$int>::MIN, max, >, NEG_INFINITY)
             }
         }
         impl Select<$ty> for Min {
             fn combine(a: $ty, b: $ty) -> $ty { Arith::min(a, b) }
             fn fold(acc: Option<$ty>, values: &[$ty]) -> Option<$ty> {
-                select_float!(@fold $ty, $int, $uint, acc, values, <$int>::MAX, min)
+                select_float!(@fold $ty, $int, $uint, acc, values, <$int>::MAX, min, <, INFINITY)
             }
         }
     )*};
-    (@fold $ty:ty, $int:ty, $uint:ty, $acc:expr, $values:expr, $worst:expr, $select:ident) => {{
+    (@fold $ty:ty, $int:ty, $uint:ty, $acc:expr, $values:expr, $worst:expr, $select:ident,
+     $better:tt, $worst_float:ident) => {{
         let (acc, values): (Option<$ty>, &[$ty]) = ($acc, $values);
+        if values.is_empty() {
+            return acc;
+        }
+        // The float order's best, in four vectors of lane accumulators (arrays, which LLVM
+        // keeps in registers; a `fold` over a tuple with a float select does not vectorise).
+        const WIDTH: usize = 128 / std::mem::size_of::<$ty>();
+        let mut best = [<$ty>::$worst_float; WIDTH];
+        let mut nans: [$uint; WIDTH] = [0; WIDTH];
+        let groups = values.chunks_exact(WIDTH);
+        let rest = groups.remainder();
+        for group in groups {
+            for lane in 0..WIDTH {
+                let value = group[lane];
+                best[lane] = if value $better best[lane] { value } else { best[lane] };
+                nans[lane] |= <$uint>::from(value.is_nan());
+            }
+        }
+        for (lane, &value) in rest.iter().enumerate() {
+            best[lane] = if value $better best[lane] { value } else { best[lane] };
+            nans[lane] |= <$uint>::from(value.is_nan());
+        }
+        let fast = best
+            .iter()
+            .fold(<$ty>::$worst_float, |total, &value| if value $better total { value } else { total });
+        if fast != 0.0 && nans.iter().all(|&nan| nan == 0) {
+            return Some(acc.map_or(fast, |acc| Arith::$select(acc, fast)));
+        }
         let key = |value: $ty| {
             let bits = value.to_bits() as $int;
             bits ^ (((bits >> (<$int>::BITS - 1)) as $uint) >> 1) as $int
         };
-        if values.is_empty() {
-            return acc;
-        }
         // One pass with both accumulators: LLVM vectorises this form as reductions (an
         // array of lane accumulators it vectorises across chunks instead, with gathers).
         let (total, nans) = values.iter().fold(($worst, 0u32), |(total, nans), &value| {
@@ -475,7 +509,24 @@ mod tests {
             check(&values, None, f64::to_bits);
             check(&values, Some(payload), f64::to_bits);
         }
-        for len in [0, 1, 2, 15, 16, 17, 31, 33, 100] {
+        // The float path's best value decides: ±0 among negatives, only -inf, ties.
+        for values in [
+            vec![-1.0, -0.0, -3.0, 0.0, -2.0],
+            vec![-1.0, 0.0, -3.0, -0.0, -2.0],
+            vec![1.0, -0.0, 3.0, 0.0, 2.0],
+            vec![f64::NEG_INFINITY; 70],
+            vec![f64::INFINITY; 70],
+            vec![-5.0; 33],
+        ] {
+            for acc in [None, Some(-0.0), Some(0.0), Some(-7.0)] {
+                check(&values, acc, f64::to_bits);
+                let narrow: Vec<f32> = values.iter().map(|&v| v as f32).collect();
+                check(&narrow, acc.map(|a| a as f32), |v: f32| {
+                    u64::from(v.to_bits())
+                });
+            }
+        }
+        for len in [0, 1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 1000] {
             for round in 0..40 {
                 let values: Vec<f64> = (0..len)
                     .map(|_| {
