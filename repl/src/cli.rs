@@ -56,6 +56,12 @@ struct Cli {
     #[arg(long, global = true)]
     no_prelude: bool,
 
+    /// Threads for parallel kernels (default: RAYON_NUM_THREADS, else one per core). Results
+    /// are the same bits on any number.
+    #[arg(long, global = true, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Option<u16>,
+
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -168,6 +174,12 @@ pub fn main(args: Vec<OsString>) -> Status {
             return Status::Usage;
         }
     };
+    if let Some(threads) = cli.threads {
+        if let Err(err) = dx_lang::exec::set_threads(usize::from(threads)) {
+            eprintln!("dx: error: cannot start {threads} threads: {err}");
+            return Status::Usage;
+        }
+    }
     // The REPL summarises tables and lets a definition replace an earlier one; scripts print
     // tables whole and define each name once.
     let session_config = |interactive: bool| SessionConfig {
@@ -295,9 +307,16 @@ fn kernel(args: KernelArgs, config: SessionConfig) -> Status {
 
 /// Turns `dx [FLAGS] FILE.dx …` into `dx [FLAGS] run FILE.dx …`.
 fn expand_shorthand(mut args: Vec<OsString>) -> Vec<OsString> {
+    // The global flags, and `--threads`'s value when it is the next argument.
+    let mut skip_value = false;
     let first_positional = args.iter().enumerate().skip(1).find(|(_, arg)| {
         let arg = arg.to_string_lossy();
-        arg != "--strict" && arg != "--no-prelude"
+        let is_value = std::mem::replace(&mut skip_value, arg == "--threads");
+        !is_value
+            && arg != "--strict"
+            && arg != "--no-prelude"
+            && arg != "--threads"
+            && !arg.starts_with("--threads=")
     });
     if let Some((idx, arg)) = first_positional {
         let arg = arg.to_string_lossy();
@@ -468,6 +487,14 @@ mod tests {
             expand(&["dx", "--strict", "a.dx", "--outfmt", "result-only"]),
             ["dx", "--strict", "run", "a.dx", "--outfmt", "result-only"]
         );
+        assert_eq!(
+            expand(&["dx", "--threads", "2", "a.dx"]),
+            ["dx", "--threads", "2", "run", "a.dx"]
+        );
+        assert_eq!(
+            expand(&["dx", "--threads=3", "--strict", "a.dx"]),
+            ["dx", "--threads=3", "--strict", "run", "a.dx"]
+        );
     }
 
     #[test]
@@ -498,6 +525,14 @@ mod tests {
             Cli::try_parse_from(["dx", "test"]).is_err(),
             "test needs a file"
         );
+        let cli = Cli::try_parse_from(["dx", "test", "a.dx", "--threads", "4"]).expect("valid");
+        assert_eq!(cli.threads, Some(4));
+        for threads in ["0", "-1", "many"] {
+            assert!(
+                Cli::try_parse_from(["dx", "--threads", threads]).is_err(),
+                "--threads {threads}"
+            );
+        }
         let cli = Cli::try_parse_from(["dx", "kernel", "--connection-file", "k.json"])
             .expect("kernel command line");
         assert!(matches!(

@@ -108,9 +108,44 @@ fn a_missing_file_is_a_usage_error() {
     }
 }
 
+/// `--threads N` sets the engine's threads; the printed results (sums in dx's fixed order,
+/// parallel scans) are the same on any number of them.
+#[test]
+fn threads_change_no_result() {
+    let program = "\
+xs = for i:(Fin 300000). sin (n_to_f (ordinal i) * 0.001) * 1.7
+
+:p sum for i. xs[i] * xs[i]
+> 
+
+:p sum (cumsum xs)
+> 
+
+:p maximum (for i. xs[i] - 0.5 * xs[i] * xs[i])
+> 
+";
+    let (_dir, path) = dx_file("threads.dx", program);
+    let outputs: Vec<String> = ["1", "2", "3"]
+        .iter()
+        .map(|threads| {
+            let output = run(&["--threads", threads, path_arg(&path)]);
+            assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+            stdout(&output)
+        })
+        .collect();
+    let results = outputs[0]
+        .lines()
+        .filter(|line| line.starts_with("> "))
+        .count();
+    assert_eq!(results, 3, "{}", outputs[0]);
+    assert_eq!(outputs[0], outputs[1]);
+    assert_eq!(outputs[0], outputs[2]);
+}
+
 #[test]
 fn bad_arguments_are_usage_errors() {
     for args in [
+        vec!["--threads", "0"],
         vec!["--frobnicate"],
         vec!["run"],
         vec!["test"],

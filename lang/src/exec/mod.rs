@@ -107,6 +107,18 @@ use tensor::{from_vec, replicate, stack, standard_slice, Tensor};
 
 /// Arrays with at least this many elements are processed in parallel.
 pub const PAR_THRESHOLD: usize = 32 * 1024;
+
+/// Runs the engine's parallel work (kernels, matrix products, monoids) on `threads` threads
+/// from now on (`dx --threads N`); the default is rayon's: `RAYON_NUM_THREADS`, else one per
+/// core. Results do not depend on it (Note [Summation order], Note [Monoid order]). Must be
+/// called before anything runs; an error says why the pool could not be set.
+pub fn set_threads(threads: usize) -> Result<(), String> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|index| format!("dx-worker-{index}"))
+        .build_global()
+        .map_err(|err| err.to_string())
+}
 /// The smallest piece of work handed to one rayon task.
 pub const MIN_CHUNK: usize = 4096;
 
