@@ -281,7 +281,8 @@ macro_rules! select_float {
             return acc;
         }
         // The float order's best, in four vectors of lane accumulators (arrays, which LLVM
-        // keeps in registers; a `fold` over a tuple with a float select does not vectorise).
+        // keeps in registers; a `fold` over a tuple with a float select does not vectorise),
+        // and NaNs noted as all-ones masks (the compare's own result: no `and` with 1).
         const WIDTH: usize = 128 / std::mem::size_of::<$ty>();
         let mut best = [<$ty>::$worst_float; WIDTH];
         let mut nans: [$uint; WIDTH] = [0; WIDTH];
@@ -291,12 +292,12 @@ macro_rules! select_float {
             for lane in 0..WIDTH {
                 let value = group[lane];
                 best[lane] = if value $better best[lane] { value } else { best[lane] };
-                nans[lane] |= <$uint>::from(value.is_nan());
+                nans[lane] |= if value.is_nan() { <$uint>::MAX } else { 0 };
             }
         }
         for (lane, &value) in rest.iter().enumerate() {
             best[lane] = if value $better best[lane] { value } else { best[lane] };
-            nans[lane] |= <$uint>::from(value.is_nan());
+            nans[lane] |= if value.is_nan() { <$uint>::MAX } else { 0 };
         }
         let fast = best
             .iter()
