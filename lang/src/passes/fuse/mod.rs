@@ -55,7 +55,10 @@
 // through elementwise statements only count once: they ask for the element at the kernel's
 // own coordinates, and the kernel shares that node. Views (`replicate`, `tr`, `reshape`,
 // `iota`, `index`, `gather`, copies) and rank-0 values are always inlined: they compute
-// nothing per element (a rank-0 value is computed once per line of the kernel). A pull
+// nothing per element (a rank-0 value is computed once per line of the kernel). A view of
+// indices and literals alone (`replicate` of a literal, `iota`) that a bulk statement needs
+// materialised is still computed by the kernels that read it: a splat or an index instead of
+// a pass of reads (the constant cotangent a scan's gradient starts from). A pull
 // variable computed from indices and literals alone (a mask such as `eq (iota n) 0`) is
 // inlined up to `INDEX_ONLY_RECOMPUTE` computations: it reads no memory. Any other pull
 // variable is inlined when its weight is at most 1.
@@ -201,6 +204,10 @@ struct Fuser<'a> {
     /// The statement of the block binding each variable.
     def: HashMap<VarId, usize>,
     materialised: HashSet<VarId>,
+    /// Views of indices and literals (`replicate` of a literal, `iota`): kernels compute them
+    /// where they read them even when a bulk statement needs them materialised (Note
+    /// [Materialise or recompute]).
+    free: HashSet<VarId>,
 }
 
 impl<'a> Fuser<'a> {
@@ -224,8 +231,14 @@ impl<'a> Fuser<'a> {
             kinds,
             def,
             materialised: HashSet::new(),
+            free: HashSet::new(),
         };
         fuser.materialised = fuser.choose_materialised();
+        fuser.free = fuser
+            .index_only()
+            .into_iter()
+            .filter(|var| fuser.kinds[fuser.def[var]] == FusionClass::View)
+            .collect();
         fuser
     }
 
@@ -235,7 +248,7 @@ impl<'a> Fuser<'a> {
         self.def
             .get(&var)
             .copied()
-            .filter(|_| !self.materialised.contains(&var))
+            .filter(|_| !self.materialised.contains(&var) || self.free.contains(&var))
     }
 
     /// The pull and view variables computed from indices and literals alone (`iota`, masks
