@@ -951,9 +951,7 @@ impl<'k> Launch<'k> {
                         &spread[..]
                     }
                 };
-                for leaf in values.chunks(LEAF) {
-                    tree.push_leaf(sum_order::leaf_sum(leaf, T::default(), T::add), T::add);
-                }
+                T::leaf_sums(values, |sum| tree.push_leaf(sum, T::add));
             }
             tree.finish(T::add).unwrap_or_default()
         })
@@ -976,10 +974,7 @@ impl<'k> Launch<'k> {
         let (Ok(xs), Ok(ys)) = (operand(x).values::<T>(len), operand(y).values::<T>(len)) else {
             return false;
         };
-        for (xs, ys) in xs.chunks(LEAF).zip(ys.chunks(LEAF)) {
-            let leaf = sum_order::leaf_sum_of_products(xs, ys, T::default(), T::add, T::mul);
-            tree.push_leaf(leaf, T::add);
-        }
+        T::leaf_sums_of_products(xs, ys, |sum| tree.push_leaf(sum, T::add));
         true
     }
 

@@ -127,7 +127,7 @@ impl Blend for bool {
     }
 }
 
-pub trait LaneElem: Element + Blend {
+pub trait LaneElem: Element + Blend + super::reduce::LeafSums {
     fn values(column: &Column) -> &Vec<Self>;
     fn values_mut(column: &mut Column) -> &mut Vec<Self>;
     fn slice(column: ColumnRef<'_>) -> &[Self];

@@ -25,6 +25,72 @@ pub(super) const SUM_RUN: usize = LEAF << RUN_LEVEL;
 /// Columns summed side by side by one task of [`sum_rows`] (bounds the accumulator rows).
 const COLUMN_BLOCK: usize = 1024;
 
+/// Step 1 of Note [Summation order] over a line: the sums of its consecutive leaves (of the
+/// products `xs[k] * ys[k]` in `leaf_sums_of_products`), each with the bits of
+/// `sum_order::leaf_sum`, handed to `each` in order. Float32 sums four full leaves at a time
+/// (`sum_order::four_leaf_sums_f32`); the other types one after another.
+pub trait LeafSums: Element {
+    fn leaf_sums(xs: &[Self], mut each: impl FnMut(Self)) {
+        for leaf in xs.chunks(LEAF) {
+            each(sum_order::leaf_sum(leaf, Self::default(), add));
+        }
+    }
+
+    fn leaf_sums_of_products(xs: &[Self], ys: &[Self], mut each: impl FnMut(Self)) {
+        for (xs, ys) in xs.chunks(LEAF).zip(ys.chunks(LEAF)) {
+            each(sum_order::leaf_sum_of_products(
+                xs,
+                ys,
+                Self::default(),
+                add,
+                Self::mul,
+            ));
+        }
+    }
+}
+
+impl LeafSums for f64 {}
+impl LeafSums for i32 {}
+impl LeafSums for i64 {}
+impl LeafSums for u32 {}
+impl LeafSums for u64 {}
+impl LeafSums for bool {}
+
+impl LeafSums for f32 {
+    fn leaf_sums(xs: &[f32], mut each: impl FnMut(f32)) {
+        let groups = xs.chunks_exact(4 * LEAF);
+        let rest = groups.remainder();
+        for group in groups {
+            let group = group.try_into().expect("chunks of four leaves");
+            sum_order::four_leaf_sums_f32(group, None)
+                .into_iter()
+                .for_each(&mut each);
+        }
+        for leaf in rest.chunks(LEAF) {
+            each(sum_order::leaf_sum(leaf, 0.0, add));
+        }
+    }
+
+    fn leaf_sums_of_products(xs: &[f32], ys: &[f32], mut each: impl FnMut(f32)) {
+        let whole = xs.len().min(ys.len()) / (4 * LEAF) * (4 * LEAF);
+        for (xs, ys) in xs[..whole]
+            .chunks_exact(4 * LEAF)
+            .zip(ys[..whole].chunks_exact(4 * LEAF))
+        {
+            let (xs, ys) = (
+                xs.try_into().expect("four leaves"),
+                ys.try_into().expect("four leaves"),
+            );
+            sum_order::four_leaf_sums_f32(xs, Some(ys))
+                .into_iter()
+                .for_each(&mut each);
+        }
+        for (xs, ys) in xs[whole..].chunks(LEAF).zip(ys[whole..].chunks(LEAF)) {
+            each(sum_order::leaf_sum_of_products(xs, ys, 0.0, add, f32::mul));
+        }
+    }
+}
+
 fn add<T: Element>(a: T, b: T) -> T {
     a.add(b)
 }
