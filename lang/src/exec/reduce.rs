@@ -4,7 +4,7 @@
 //!
 //! Two shapes of work:
 //! - [`sum_contiguous`]: one sum of a contiguous run (the reduced axis is the innermost one).
-//!   Leaves are summed by `sum_order::leaf_sum`'s 8-wide accumulator; long runs are cut into
+//!   Leaves are summed by `LeafSums` (`sum_order::leaf_sum`'s order); long runs are cut into
 //!   aligned runs of `2^RUN_LEVEL` leaves summed on different threads and combined in order.
 //! - [`sum_rows`]: many sums side by side, one per column of a row-major `[n_rows, n_cols]`
 //!   matrix (the reduced axis is an outer one). The same tree is applied to every column at
@@ -103,15 +103,19 @@ pub(super) fn add_rows<T: Element>(mut a: Vec<T>, b: Vec<T>) -> Vec<T> {
     a
 }
 
+/// `sum_order::tree_sum` of `xs` (the specification), its leaves summed by `LeafSums`.
+fn tree_sum<T: LeafSums>(xs: &[T]) -> T {
+    let mut tree = TreeSum::new();
+    T::leaf_sums(xs, |sum| tree.push_leaf(sum, add));
+    tree.finish(add).unwrap_or_default()
+}
+
 /// The sum of `xs` in dx's order.
-pub fn sum_contiguous<T: Element>(xs: &[T]) -> T {
+pub fn sum_contiguous<T: LeafSums>(xs: &[T]) -> T {
     if xs.len() < PAR_THRESHOLD.max(2 * SUM_RUN) {
-        return sum_order::tree_sum(xs, T::default(), add);
+        return tree_sum(xs);
     }
-    let runs: Vec<T> = xs
-        .par_chunks(SUM_RUN)
-        .map(|run| sum_order::tree_sum(run, T::default(), add))
-        .collect();
+    let runs: Vec<T> = xs.par_chunks(SUM_RUN).map(tree_sum).collect();
     let partial = !xs.len().is_multiple_of(SUM_RUN);
     sum_order::combine_runs(runs.into_iter(), RUN_LEVEL, partial, add).unwrap_or_default()
 }
@@ -197,7 +201,7 @@ fn sum_columns<T: Element>(data: &[T], n_rows: usize, n_cols: usize, first: usiz
 }
 
 /// Sums a row-major `[n_rows, n_cols]` matrix over its rows: one sum per column.
-pub fn sum_rows<T: Element>(data: &[T], n_rows: usize, n_cols: usize) -> Vec<T> {
+pub fn sum_rows<T: LeafSums>(data: &[T], n_rows: usize, n_cols: usize) -> Vec<T> {
     let mut out = vec![T::default(); n_cols];
     if n_cols == 1 {
         out[0] = sum_contiguous(data);
@@ -218,7 +222,7 @@ pub fn sum_rows<T: Element>(data: &[T], n_rows: usize, n_cols: usize) -> Vec<T> 
 /// Sums `array` along axis `axis` in dx's order: `out[b, c]` is the sum over `r` of
 /// `x[b, r, c]`, where `b` ranges over the axes before `axis` and `c` over those after it.
 pub fn sum_axis(array: &Tensor, axis: usize) -> Tensor {
-    fn typed<T: Element>(array: &Nd<T>, axis: usize) -> Nd<T> {
+    fn typed<T: LeafSums>(array: &Nd<T>, axis: usize) -> Nd<T> {
         let shape = array.shape();
         let outer: usize = shape[..axis].iter().product();
         let n_rows = shape[axis];
