@@ -57,38 +57,47 @@ impl LeafSums for u64 {}
 impl LeafSums for bool {}
 
 impl LeafSums for f32 {
-    fn leaf_sums(xs: &[f32], mut each: impl FnMut(f32)) {
-        let groups = xs.chunks_exact(4 * LEAF);
-        let rest = groups.remainder();
-        for group in groups {
-            let group = group.try_into().expect("chunks of four leaves");
-            sum_order::four_leaf_sums_f32(group, None)
-                .into_iter()
-                .for_each(&mut each);
-        }
-        for leaf in rest.chunks(LEAF) {
-            each(sum_order::leaf_sum(leaf, 0.0, add));
-        }
+    fn leaf_sums(xs: &[f32], each: impl FnMut(f32)) {
+        f32_leaf_sums(xs, None, each);
     }
 
-    fn leaf_sums_of_products(xs: &[f32], ys: &[f32], mut each: impl FnMut(f32)) {
-        let whole = xs.len().min(ys.len()) / (4 * LEAF) * (4 * LEAF);
-        for (xs, ys) in xs[..whole]
-            .chunks_exact(4 * LEAF)
-            .zip(ys[..whole].chunks_exact(4 * LEAF))
-        {
-            let (xs, ys) = (
-                xs.try_into().expect("four leaves"),
-                ys.try_into().expect("four leaves"),
-            );
-            sum_order::four_leaf_sums_f32(xs, Some(ys))
-                .into_iter()
-                .for_each(&mut each);
-        }
-        for (xs, ys) in xs[whole..].chunks(LEAF).zip(ys[whole..].chunks(LEAF)) {
-            each(sum_order::leaf_sum_of_products(xs, ys, 0.0, add, f32::mul));
-        }
+    fn leaf_sums_of_products(xs: &[f32], ys: &[f32], each: impl FnMut(f32)) {
+        f32_leaf_sums(xs, Some(ys), each);
     }
+}
+
+/// `LeafSums` of Float32 values (of products with `ys` when given): groups of four full
+/// leaves by `sum_order::four_leaf_sums_f32`, the leaves left over one at a time.
+fn f32_leaf_sums(xs: &[f32], ys: Option<&[f32]>, mut each: impl FnMut(f32)) {
+    const GROUP: usize = 4 * LEAF;
+    let len = ys.map_or(xs.len(), |ys| xs.len().min(ys.len()));
+    let whole = len / GROUP * GROUP;
+    for start in (0..whole).step_by(GROUP) {
+        let group = |values| four_leaves(values, start);
+        sum_order::four_leaf_sums_f32(group(xs), ys.map(group))
+            .into_iter()
+            .for_each(&mut each);
+    }
+    for start in (whole..len).step_by(LEAF) {
+        let end = (start + LEAF).min(len);
+        each(match ys {
+            Some(ys) => sum_order::leaf_sum_of_products(
+                &xs[start..end],
+                &ys[start..end],
+                0.0,
+                add,
+                f32::mul,
+            ),
+            None => sum_order::leaf_sum(&xs[start..end], 0.0, add),
+        });
+    }
+}
+
+/// The four leaves of `values` from `start` on.
+fn four_leaves(values: &[f32], start: usize) -> &[f32; 4 * LEAF] {
+    values[start..start + 4 * LEAF]
+        .try_into()
+        .expect("four whole leaves")
 }
 
 fn add<T: Element>(a: T, b: T) -> T {
@@ -263,6 +272,30 @@ mod tests {
                 ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 100.0
             })
             .collect()
+    }
+
+    /// Float32 `LeafSums` (four leaves at a time, then the rest) hands out the leaf sums of
+    /// `leaf_sum` and `leaf_sum_of_products`, in order, at lengths around the groups.
+    #[test]
+    fn float_leaf_sums_are_the_leaves_in_order() {
+        for n in [0, 1, 127, 128, 511, 512, 513, 1000, 1024, 2100] {
+            let (xs, ys) = (values(n, 3), values(n, 5));
+            let add = |a: f32, b: f32| a + b;
+            let bits = |sums: Vec<f32>| sums.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+            let mut sums = Vec::new();
+            f32::leaf_sums(&xs, |sum| sums.push(sum));
+            let one_by_one = xs
+                .chunks(LEAF)
+                .map(|leaf| sum_order::leaf_sum(leaf, 0.0, add));
+            assert_eq!(bits(sums), bits(one_by_one.collect()), "sums, n = {n}");
+            let mut dots = Vec::new();
+            f32::leaf_sums_of_products(&xs, &ys, |sum| dots.push(sum));
+            let one_by_one = xs
+                .chunks(LEAF)
+                .zip(ys.chunks(LEAF))
+                .map(|(xs, ys)| sum_order::leaf_sum_of_products(xs, ys, 0.0, add, |a, b| a * b));
+            assert_eq!(bits(dots), bits(one_by_one.collect()), "products, n = {n}");
+        }
     }
 
     #[test]
