@@ -284,43 +284,49 @@ mod tests {
     }
 
     /// Four leaves side by side give the bits of `leaf_sum` and `leaf_sum_of_products` leaf
-    /// by leaf, on values of mixed magnitude and sign with infinities, NaN and signed zeros.
+    /// by leaf: on finite values of mixed magnitude and sign (every leaf's result depends on
+    /// the order of its additions), and with infinities, NaN and signed zeros placed in one
+    /// leaf at a time (the others stay finite).
     #[test]
     fn four_leaves_at_once_sum_as_one_leaf_after_another() {
-        let special = [
-            0.0,
-            -0.0,
+        let finite = |k: usize, salt: f32| (k as f32 * salt).sin() * 10f32.powi(k as i32 % 13 - 6);
+        let specials = [
             f32::INFINITY,
             f32::NEG_INFINITY,
             f32::NAN,
             f32::MAX,
+            -0.0,
             1e-42,
         ];
-        let value = |k: usize, salt: f32| {
-            let x = (k as f32 * salt).sin() * 10f32.powi(k as i32 % 13 - 6);
-            if k % 97 == 3 {
-                special[k / 97 % special.len()]
-            } else {
-                x
-            }
-        };
-        for salt in [0.7f32, 1.3, 2.9] {
-            let xs: [f32; 4 * LEAF] = std::array::from_fn(|k| value(k, salt));
-            let ys: [f32; 4 * LEAF] = std::array::from_fn(|k| value(k + 11, salt * 0.5));
-            let add = |a: f32, b: f32| a + b;
-            let mul = |a: f32, b: f32| a * b;
-            let sums = four_leaf_sums_f32(&xs, None);
-            let dots = four_leaf_sums_f32(&xs, Some(&ys));
+        let add = |a: f32, b: f32| a + b;
+        let mul = |a: f32, b: f32| a * b;
+        let check = |xs: &[f32; 4 * LEAF], ys: &[f32; 4 * LEAF], what: &str| {
+            let sums = four_leaf_sums_f32(xs, None);
+            let dots = four_leaf_sums_f32(xs, Some(ys));
             for leaf in 0..4 {
                 let range = leaf * LEAF..(leaf + 1) * LEAF;
                 let one = leaf_sum(&xs[range.clone()], 0.0, add);
                 let dot = leaf_sum_of_products(&xs[range.clone()], &ys[range], 0.0, add, mul);
-                assert_eq!(sums[leaf].to_bits(), one.to_bits(), "sum of leaf {leaf}");
+                assert_eq!(
+                    sums[leaf].to_bits(),
+                    one.to_bits(),
+                    "{what}: sum of leaf {leaf}"
+                );
                 assert_eq!(
                     dots[leaf].to_bits(),
                     dot.to_bits(),
-                    "products of leaf {leaf}"
+                    "{what}: products of leaf {leaf}"
                 );
+            }
+        };
+        for salt in [0.7f32, 1.3, 2.9] {
+            let xs: [f32; 4 * LEAF] = std::array::from_fn(|k| finite(k, salt));
+            let ys: [f32; 4 * LEAF] = std::array::from_fn(|k| finite(k + 11, salt * 0.5));
+            check(&xs, &ys, "finite");
+            for (n, &special) in specials.iter().enumerate() {
+                let mut with = xs;
+                with[(n % 4) * LEAF + 37 + n] = special;
+                check(&with, &ys, &format!("{special:?} in leaf {}", n % 4));
             }
         }
         // All-zero leaves of -0 sum to +0, as `leaf_sum`'s accumulators start at +0.
