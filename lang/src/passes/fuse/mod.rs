@@ -233,9 +233,9 @@ impl<'a> Fuser<'a> {
             materialised: HashSet::new(),
             free: HashSet::new(),
         };
-        fuser.materialised = fuser.choose_materialised();
-        fuser.free = fuser
-            .index_only()
+        let index_only = fuser.index_only();
+        fuser.materialised = fuser.choose_materialised(&index_only);
+        fuser.free = index_only
             .into_iter()
             .filter(|var| fuser.kinds[fuser.def[var]] == FusionClass::View)
             .collect();
@@ -274,7 +274,7 @@ impl<'a> Fuser<'a> {
     }
 
     /// Note [Materialise or recompute].
-    fn choose_materialised(&self) -> HashSet<VarId> {
+    fn choose_materialised(&self, index_only: &HashSet<VarId>) -> HashSet<VarId> {
         let program = self.program;
         let mut forced: HashSet<VarId> = self
             .block
@@ -303,7 +303,6 @@ impl<'a> Fuser<'a> {
                 forced.extend(expr_atoms(&stmt.expr).into_iter().filter_map(var_of));
             }
         }
-        let index_only = self.index_only();
         // Readers, from the last statement back (readers come after what they read).
         let mut readers: HashMap<VarId, Readers> = HashMap::new();
         let mut materialised = HashSet::new();
