@@ -142,6 +142,40 @@ xs = for i:(Fin 300000). sin (n_to_f (ordinal i) * 0.001) * 1.7
     assert_eq!(outputs[0], outputs[2]);
 }
 
+/// `--threads N` starts N engine threads (named `dx-worker-K`), whatever the machine has:
+/// the piped REPL answers one entry, and its threads are counted in `/proc` before it ends.
+#[cfg(target_os = "linux")]
+#[test]
+fn threads_start_that_many_workers() {
+    use std::io::{BufRead, BufReader};
+    for threads in [1usize, 3] {
+        let mut child = dx()
+            .args(["--threads", &threads.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("dx starts");
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        stdin
+            .write_all(b":p sum for i:(Fin 100000). 1.0\n\n")
+            .expect("write an entry");
+        let mut answer = String::new();
+        BufReader::new(child.stdout.take().expect("stdout is piped"))
+            .read_line(&mut answer)
+            .expect("read the answer");
+        assert_eq!(answer.trim(), "100000.");
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", child.id())).expect("/proc");
+        let workers = tasks
+            .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+            .filter(|name| name.starts_with("dx-worker-"))
+            .count();
+        drop(stdin);
+        assert!(child.wait().expect("dx ends").success());
+        assert_eq!(workers, threads, "--threads {threads}");
+    }
+}
+
 #[test]
 fn bad_arguments_are_usage_errors() {
     for args in [

@@ -107,6 +107,8 @@ use tensor::{from_vec, replicate, stack, standard_slice, Tensor};
 
 /// Arrays with at least this many elements are processed in parallel.
 pub const PAR_THRESHOLD: usize = 32 * 1024;
+/// The smallest piece of work handed to one rayon task.
+pub const MIN_CHUNK: usize = 4096;
 
 /// Runs the engine's parallel work (kernels, matrix products, monoids) on `threads` threads
 /// from now on (`dx --threads N`); the default is rayon's: `RAYON_NUM_THREADS`, else one per
@@ -119,8 +121,6 @@ pub fn set_threads(threads: usize) -> Result<(), String> {
         .build_global()
         .map_err(|err| err.to_string())
 }
-/// The smallest piece of work handed to one rayon task.
-pub const MIN_CHUNK: usize = 4096;
 
 /// How to run the evaluator.
 #[derive(Clone, Debug, Default)]
