@@ -23,8 +23,12 @@
 //!   buffer and is never materialised (Note [Row groups] in `passes::fuse::rows`).
 //! - [`Step::ScatterAdd`]: a scatter added in place into the output of the kernel before it,
 //!   which read the scatter as zero (Note [Scatters added in place] in `passes::fuse`).
+//! - [`MonoidStep`]: a monoid `reduce`/`assoc_scan` of a vector with the producers of its
+//!   arrays fused into its chunk loop (no intermediate array) and the results nobody reads
+//!   not stored (Note [Monoid steps] in `passes::fuse::monoid`).
 //! - [`Step::Stmt`]: a statement the fuser leaves to the bulk evaluator (`fold`, `scan`,
-//!   `cond`, `scatter`, literal tables, and gathers whose index function is not scalar code).
+//!   `cond`, `scatter`, literal tables, other monoid statements, and gathers whose index
+//!   function is not scalar code).
 //!   A `fold`/`scan` whose body computes tables has a schedule of its own
 //!   ([`Schedule::loop_bodies`]), which the engine runs at each step of the loop.
 //!
@@ -245,12 +249,64 @@ impl Rows {
     }
 }
 
+/// A monoid statement (`reduce`, `assoc_scan`, `assoc_scan_right`) of a block run with some of
+/// its array operands computed where its chunk folds read them (Note [Monoid steps] in
+/// `passes::fuse::monoid`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MonoidStep {
+    /// The statement's index in its block.
+    pub stmt: usize,
+    /// Kernels (maps over the operand's shape) that compute array operands of the statement;
+    /// each output is an operand that is never materialised (the engine materialises it only
+    /// when the statement cannot run on compiled chains).
+    pub producers: Vec<Kernel>,
+    /// By binder of the statement: whether it is read (a result of the block or an operand of
+    /// a later statement). An unread one is not stored and not bound.
+    pub live: Vec<bool>,
+}
+
+impl MonoidStep {
+    /// The binders the step binds (the live ones).
+    pub fn outputs(&self, program: &Program, block: BlockId) -> Vec<VarId> {
+        let binders = &program.blocks[block].stmts[self.stmt].binders;
+        binders
+            .iter()
+            .zip(&self.live)
+            .filter(|(_, &live)| live)
+            .map(|(&var, _)| var)
+            .collect()
+    }
+
+    /// The variables the step reads: the statement's, but for the operands its producers
+    /// compute, and what the producers read.
+    pub fn reads(&self, program: &Program, block: BlockId) -> Vec<VarId> {
+        let produced: Vec<VarId> = self.producers.iter().map(|k| k.output.0).collect();
+        let mut vars: Vec<VarId> = Step::Stmt(self.stmt)
+            .reads(program, block)
+            .into_iter()
+            .filter(|var| !produced.contains(var))
+            .collect();
+        for var in self.producers.iter().flat_map(Kernel::reads) {
+            if !vars.contains(&var) {
+                vars.push(var);
+            }
+        }
+        vars
+    }
+
+    /// The producer computing `var`, if any.
+    pub fn producer(&self, var: VarId) -> Option<&Kernel> {
+        self.producers.iter().find(|kernel| kernel.output.0 == var)
+    }
+}
+
 /// One step of a schedule.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
     Kernel(Kernel),
     MatMul(MatMul),
     Rows(Rows),
+    Monoid(MonoidStep),
     /// Statement `index` of the main block, run by the bulk evaluator.
     Stmt(usize),
     /// Statement `stmt` of the block, a scatter, added into the value of `into` in place: the
@@ -269,6 +325,7 @@ impl Step {
             Step::Kernel(kernel) => vec![kernel.output.0],
             Step::MatMul(matmul) => vec![matmul.out],
             Step::Rows(rows) => rows.outputs(),
+            Step::Monoid(monoid) => monoid.outputs(program, block),
             Step::Stmt(index) => program.blocks[block].stmts[*index].binders.clone(),
             Step::ScatterAdd { .. } => Vec::new(),
         }
@@ -280,6 +337,7 @@ impl Step {
         match self {
             Step::Kernel(kernel) => kernel.reads(),
             Step::Rows(rows) => rows.reads(),
+            Step::Monoid(monoid) => monoid.reads(program, block),
             Step::MatMul(matmul) if matmul.lhs.var == matmul.rhs.var => vec![matmul.lhs.var],
             Step::MatMul(matmul) => vec![matmul.lhs.var, matmul.rhs.var],
             Step::ScatterAdd { stmt, into } => {
@@ -312,7 +370,11 @@ impl Step {
             Step::MatMul(matmul) => {
                 Some(2 * matmul.shape.iter().map(|&dim| dim as u64).product::<u64>())
             }
-            Step::Kernel(_) | Step::Rows(_) | Step::Stmt(_) | Step::ScatterAdd { .. } => None,
+            Step::Kernel(_)
+            | Step::Rows(_)
+            | Step::Monoid(_)
+            | Step::Stmt(_)
+            | Step::ScatterAdd { .. } => None,
         }
     }
 }
@@ -392,7 +454,7 @@ impl Schedule {
                 Step::Kernel(_) => counts.0 += 1,
                 Step::Rows(rows) => counts.0 += rows.kernels.len(),
                 Step::MatMul(_) => counts.1 += 1,
-                Step::Stmt(_) | Step::ScatterAdd { .. } => counts.2 += 1,
+                Step::Stmt(_) | Step::Monoid(_) | Step::ScatterAdd { .. } => counts.2 += 1,
             }
         }
         counts
@@ -575,6 +637,29 @@ impl fmt::Display for ScheduleDisplay<'_> {
                             }
                         }
                         None => writeln!(f, "  bulk k{number}: {}", stmt_text(program, stmt, 1))?,
+                    }
+                }
+                Step::Monoid(monoid) => {
+                    let stmt = &block.stmts[monoid.stmt];
+                    let unstored: Vec<String> = stmt
+                        .binders
+                        .iter()
+                        .zip(&monoid.live)
+                        .filter(|(_, &live)| !live)
+                        .map(|(&var, _)| var_name(program, var))
+                        .collect();
+                    let unstored = if unstored.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (unread, not stored: {})", unstored.join(", "))
+                    };
+                    writeln!(
+                        f,
+                        "  monoid k{number}{unstored}: {}",
+                        stmt_text(program, stmt, 1)
+                    )?;
+                    for (position, producer) in monoid.producers.iter().enumerate() {
+                        self.kernel(f, &format!("{number}.{position}"), producer, "  ", true)?;
                     }
                 }
                 Step::ScatterAdd { stmt, into } => writeln!(

@@ -24,6 +24,7 @@
 //! against the memory available (`check_size`): too large a request is a runtime error, not an
 //! abort. A value is dropped after the last step that reads it.
 
+mod monoid;
 mod rows;
 
 use std::ops::Range;
@@ -44,7 +45,7 @@ use super::{Exec, Res, Slot, PAR_THRESHOLD};
 use crate::core::interp::InterpError;
 use crate::core::ir::{Atom, Expr, Program, Scalar, VarId};
 use crate::core::kernel::{
-    Affine, Coord, Kernel, MatMul, MatOperand, Node, NodeId, Reduction, Schedule, Step,
+    Affine, Coord, Kernel, MatMul, MatOperand, MonoidStep, Node, NodeId, Reduction, Schedule, Step,
 };
 use crate::ops::monoid::CHUNK_ROWS;
 use crate::passes::fuse::row_major_strides;
@@ -97,6 +98,16 @@ impl Exec<'_> {
                     let tensor = self.run_matmul(matmul)?;
                     self.env[matmul.out] = Some(Slot::plain(tensor));
                     self.report.matmuls += 1;
+                }
+                Step::Monoid(monoid) => {
+                    let stmt = &block.stmts[monoid.stmt];
+                    self.report.statements += 1;
+                    let results = self.eval_monoid(&stmt.expr, &monoid.producers, &monoid.live)?;
+                    for (&binder, tensor) in stmt.binders.iter().zip(results) {
+                        if let Some(tensor) = tensor {
+                            self.env[binder] = Some(Slot::plain(tensor));
+                        }
+                    }
                 }
                 Step::ScatterAdd { stmt, into } => {
                     let Expr::Scatter { shape, array, body } = &block.stmts[*stmt].expr else {
@@ -219,7 +230,9 @@ fn step_op(step: &Step, block: &crate::core::ir::Block) -> String {
         }) => reduction.name().to_string(),
         Step::Kernel(_) | Step::Rows(_) => "for".to_string(),
         Step::MatMul(_) => "matrix product".to_string(),
-        Step::Stmt(index) | Step::ScatterAdd { stmt: index, .. } => {
+        Step::Stmt(index)
+        | Step::Monoid(MonoidStep { stmt: index, .. })
+        | Step::ScatterAdd { stmt: index, .. } => {
             crate::core::print::expr_name(&block.stmts[*index].expr).to_string()
         }
     }

@@ -96,7 +96,7 @@ use rayon::prelude::*;
 
 use crate::core::ids::IdVec;
 use crate::core::interp::InterpError;
-use crate::core::ir::{ArrTy, Atom, BlockId, Expr, MonoidKind, Program, Scalar, Stmt, VarId};
+use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Scalar, Stmt, VarId};
 use crate::core::kernel::Schedule;
 use crate::core::value::{Array, ArrayData};
 use crate::core::visit::var_of;
@@ -682,51 +682,15 @@ impl Exec<'_> {
                 return Ok(carry.into_iter().map(|slot| slot.tensor).collect());
             }
             Expr::Derivative { .. } => unreachable!("{}", crate::core::ir::EXPANDED),
-            Expr::Monoid {
-                kind,
-                arrays,
-                init,
-                op,
-            } => {
-                // Lines of (chunk, lane) pairs on typed lanes, or compiled chains, in the
-                // order of Note [Monoid order] (`ops::monoid`).
-                let arrays: Vec<Tensor> = arrays.iter().map(|atom| self.tensor(atom)).collect();
-                let init: Vec<Tensor> = init.iter().map(|atom| self.tensor(atom)).collect();
-                let from_right = *kind == MonoidKind::ScanRight;
-                let program = self.program;
-                let shape = arrays.first().map_or(&[][..], Tensor::shape);
-                let lanes: usize = shape.iter().skip(1).product();
-                let elements = shape.iter().product();
-                // Chains serve only few lanes; nothing is resolved or counted otherwise.
-                let policy = self.config.compile_loops;
-                let compiled = (lanes < monoid::CHAIN_LANES && policy != CompileLoops::Never)
-                    .then(|| {
-                        self.scalar_bodies
-                            .monoids
-                            .lock()
-                            .unwrap_or_else(|poisoned| poisoned.into_inner())
-                            .entry((*op, from_right, lanes))
-                            .or_insert_with(|| {
-                                let compiled =
-                                    monoid::CompiledMonoid::new(program, *op, from_right, lanes);
-                                Arc::new(compiled)
-                            })
-                            .clone()
-                    })
-                    .filter(|compiled| compiled.wanted(policy, elements));
-                let compiled = compiled.as_deref();
-                let interrupted = || self.interrupt_requested();
-                let (results, on_chains) = monoid::eval(
-                    self.program,
-                    *kind,
-                    &arrays,
-                    &init,
-                    *op,
-                    compiled,
-                    &interrupted,
-                )?;
-                self.report.compiled_monoids += usize::from(on_chains);
-                return Ok(results);
+            // Lines of (chunk, lane) pairs on typed lanes, or compiled chains, in the order of
+            // Note [Monoid order] (`ops::monoid`).
+            Expr::Monoid { .. } => {
+                let stores = vec![true; stmt.binders.len()];
+                let results = self.eval_monoid(&stmt.expr, &[], &stores)?;
+                return Ok(results
+                    .into_iter()
+                    .map(|tensor| tensor.expect("every result is stored"))
+                    .collect());
             }
             Expr::Scan { size, init, body } => {
                 if let Some(res) = self.scalar_loop(*size, init, *body)? {

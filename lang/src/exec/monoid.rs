@@ -15,12 +15,17 @@
 //! compiled chains instead (`monoid_jit`, `CompiledMonoid`), each reading its own chunk in
 //! place, once the operator has been compiled (`CompileLoops`).
 //!
-//! Does not handle yet: fusing producers into the chunk loop (the arrays are materialised
-//! first; a kernel's `eval_line` could feed the lines directly).
+//! On chains, an operand of a vector may be *produced*: computed a group of chunks at a time
+//! into a small buffer just before the folds read it (`Produce`, the producer kernels of
+//! Note [Monoid steps] in `passes::fuse::monoid`), and results nobody reads are not stored.
+//!
+//! Does not handle yet: producers on lanes (many lanes; the caller materialises them), and
+//! consumers fused after the rescan.
 
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::atomic::AtomicUsize;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex};
 
 use ndarray::{ArrayViewMut2, Axis};
 use rayon::prelude::*;
@@ -64,21 +69,93 @@ pub(super) fn eval(
         return Ok((results, false));
     }
     let arrays: Vec<Tensor> = arrays.iter().map(Tensor::to_standard_layout).collect();
-    let run = Run {
-        code: &code,
-        from_right: kind == MonoidKind::ScanRight,
-        m,
-        n_chunks: n_rows.div_ceil(CHUNK_ROWS),
-        n_rows,
-        parallel: n_rows * m >= PAR_THRESHOLD,
-        interrupted,
-    };
-    if let Some(compiled) = compiled.filter(|_| m < CHAIN_LANES) {
-        if let Some(res) = run.eval_chains(compiled, kind, &arrays, &shape) {
-            return res.map(|results| (results, true));
+    if let Some(compiled) = compiled {
+        let inputs: Vec<Input> = arrays.iter().map(Input::Array).collect();
+        let stores = vec![true; arrays.len()];
+        let chains = Chained {
+            compiled,
+            producers: &NoProducers,
+            stores: &stores,
+        };
+        if let Some(res) = eval_on_chains(program, kind, &shape, &inputs, op, &chains, interrupted)
+        {
+            let stored = |results: Vec<Option<Tensor>>| {
+                let results = results.into_iter();
+                (
+                    results
+                        .map(|r| r.expect("every result is stored"))
+                        .collect(),
+                    true,
+                )
+            };
+            return res.map(stored);
         }
     }
+    let run = Run::new(&code, kind, &shape, interrupted);
     eval_lanes(&run, kind, &arrays, &shape).map(|results| (results, false))
+}
+
+/// An array operand of a monoid statement on compiled chains.
+pub(super) enum Input<'a> {
+    /// Its values, in row-major layout.
+    Array(&'a Tensor),
+    /// Computed where the folds read it by producer number `usize` (`Produce`).
+    Produced(usize),
+}
+
+/// Producers of array operands of a vector: each computes its array a group of chunks at a
+/// time (`exec::fused`'s producer kernels, Note [Monoid steps] in `passes::fuse::monoid`).
+pub(super) trait Produce: Sync {
+    /// A task's scratch space.
+    type Work: Send;
+    fn work(&self) -> Self::Work;
+    /// Elements `rows` of producer `which`'s vector into the first `rows.len()` of `out`.
+    fn produce(&self, work: &mut Self::Work, which: usize, rows: Range<usize>, out: &mut Column);
+}
+
+/// No producers: every operand is an array.
+struct NoProducers;
+
+impl Produce for NoProducers {
+    type Work = ();
+    fn work(&self) {}
+    fn produce(&self, _: &mut (), which: usize, _: Range<usize>, _: &mut Column) {
+        unreachable!("no producer {which}: every operand is an array")
+    }
+}
+
+/// How a statement runs on chains: its compiled folds, its operands' producers, and which
+/// results are stored.
+pub(super) struct Chained<'a, P> {
+    pub compiled: &'a CompiledMonoid,
+    pub producers: &'a P,
+    /// By result: stored (`Some` in the results) or not (`None`).
+    pub stores: &'a [bool],
+}
+
+/// Evaluates a monoid statement over operands of shape `shape` on compiled chains, storing
+/// the results `chained.stores` asks for; `None` if the chains do not serve: an empty or
+/// wide (`CHAIN_LANES` lanes or more) statement, produced operands of more than one lane, or
+/// folds that cannot be compiled.
+pub(super) fn eval_on_chains<P: Produce>(
+    program: &Program,
+    kind: MonoidKind,
+    shape: &[usize],
+    inputs: &[Input],
+    op: BlockId,
+    chained: &Chained<'_, P>,
+    interrupted: &(dyn Fn() -> bool + Sync),
+) -> Option<Result<Vec<Option<Tensor>>, InterpError>> {
+    let m: usize = shape[1..].iter().product();
+    let produced = inputs
+        .iter()
+        .any(|input| matches!(input, Input::Produced(_)));
+    if shape[0] == 0 || m == 0 || m >= CHAIN_LANES || (produced && m != 1) {
+        return None;
+    }
+    let code = LaneCode::new(&ScalarCode::operator(program, op));
+    let run = Run::new(&code, kind, shape, interrupted);
+    run.eval_chains(chained, kind, inputs, shape)
 }
 
 /// The evaluation on lanes: steps (1) and (3) on lines of pairs, step (2) in chunk order.
@@ -150,12 +227,17 @@ pub(super) struct CompiledMonoid {
     code: ChainCode,
     /// Bytes from a pair's element of each component to the same lane's in the next chunk.
     chain_bytes: Vec<i32>,
-    /// The folds storing nothing (totals) or every partial result (scans), of one chain or
-    /// of `code.chains()` (`[2 * stores + wide]`); `None` inside if they cannot be compiled.
-    folds: [OnceLock<Option<ChunkFolds>>; 4],
+    /// The folds by the components they store (none for totals, all or the read ones for
+    /// scans) and width (`code.chains()` chains or one); `None` inside if they cannot be
+    /// compiled.
+    folds: Mutex<HashMap<FoldsKey, Option<Arc<ChunkFolds>>>>,
     /// Elements folded so far (`CompileLoops::compiles`).
     elements_run: AtomicUsize,
 }
+
+/// Compiled folds by the components they store (a mask) and whether they fold
+/// `ChainCode::chains` chains (else one).
+type FoldsKey = (u64, bool);
 
 impl CompiledMonoid {
     /// The folds of operator `op` over arrays of `m` lanes (at most `CHAIN_LANES`).
@@ -171,7 +253,7 @@ impl CompiledMonoid {
         CompiledMonoid {
             code,
             chain_bytes,
-            folds: Default::default(),
+            folds: Mutex::default(),
             elements_run: AtomicUsize::new(0),
         }
     }
@@ -182,13 +264,21 @@ impl CompiledMonoid {
         policy.compiles(&self.elements_run, elements)
     }
 
-    /// The folds of `code.chains()` chains and of one, storing or not.
-    fn folds(&self, stores: bool) -> Option<[&ChunkFolds; 2]> {
-        let compiled = |wide: bool| {
+    /// The folds of `code.chains()` chains and of one, storing the components in the mask
+    /// `stores`.
+    fn folds(&self, stores: u64) -> Option<[Arc<ChunkFolds>; 2]> {
+        let mut folds = self
+            .folds
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut compiled = |wide: bool| {
             let chains = if wide { self.code.chains() } else { 1 };
-            self.folds[2 * usize::from(stores) + usize::from(wide)]
-                .get_or_init(|| ChunkFolds::new(&self.code, chains, &self.chain_bytes, stores))
-                .as_ref()
+            folds
+                .entry((stores, wide))
+                .or_insert_with(|| {
+                    ChunkFolds::new(&self.code, chains, &self.chain_bytes, stores).map(Arc::new)
+                })
+                .clone()
         };
         Some([compiled(true)?, compiled(false)?])
     }
@@ -205,6 +295,14 @@ struct Chains {
     first: bool,
 }
 
+impl Chains {
+    /// The rows the group's chains cover (one lane: elements).
+    fn rows(&self) -> Range<usize> {
+        let first = self.chunk * CHUNK_ROWS;
+        first..first + (self.count - 1) * CHUNK_ROWS + self.rows
+    }
+}
+
 /// Where an array's elements are: the address of the first and the size of one.
 #[derive(Clone, Copy)]
 struct Place {
@@ -212,44 +310,79 @@ struct Place {
     size: usize,
 }
 
+/// Where the folds read an operand: in place, or from a task's buffer that a producer fills
+/// for each group of chains.
+#[derive(Clone, Copy)]
+enum ChainSource {
+    Array(Place),
+    Produced { which: usize, size: usize },
+}
+
+/// A task's space on chains: the producers' and, by component, the buffer of a produced
+/// operand (empty for the others).
+struct ChainWork<W> {
+    producers: W,
+    buffers: Vec<Column>,
+}
+
 impl Run<'_> {
     /// Steps (1) and (3) of Note [Monoid order] by compiled chains, each pair folded in
     /// place; step (2) as on lanes. `None` if the folds cannot be compiled.
-    fn eval_chains(
+    fn eval_chains<P: Produce>(
         &self,
-        compiled: &CompiledMonoid,
+        chained: &Chained<'_, P>,
         kind: MonoidKind,
-        arrays: &[Tensor],
+        inputs: &[Input],
         shape: &[usize],
-    ) -> Option<Result<Vec<Tensor>, InterpError>> {
-        let totals_folds = compiled.folds(false)?;
+    ) -> Option<Result<Vec<Option<Tensor>>, InterpError>> {
+        let totals_folds = chained.compiled.folds(0)?;
         let scan_folds = match kind {
             MonoidKind::Reduce => None,
-            MonoidKind::Scan | MonoidKind::ScanRight => Some(compiled.folds(true)?),
+            MonoidKind::Scan | MonoidKind::ScanRight => {
+                let mask = (0..chained.stores.len())
+                    .filter(|&c| chained.stores[c])
+                    .fold(0u64, |mask, c| mask | 1 << c);
+                Some(chained.compiled.folds(mask)?)
+            }
         };
-        Some(self.run_chains(&compiled.code, totals_folds, scan_folds, arrays, shape))
-    }
-
-    fn run_chains(
-        &self,
-        code: &ChainCode,
-        totals_folds: [&ChunkFolds; 2],
-        scan_folds: Option<[&ChunkFolds; 2]>,
-        arrays: &[Tensor],
-        shape: &[usize],
-    ) -> Result<Vec<Tensor>, InterpError> {
-        let inputs: Vec<Place> = arrays
+        let code = &chained.compiled.code;
+        let sources: Vec<ChainSource> = inputs
             .iter()
-            .map(|array| Place {
-                address: with_tensor!(array, a => a.as_ptr() as usize),
-                size: array.elem().bytes(),
+            .enumerate()
+            .map(|(c, input)| match input {
+                Input::Array(array) => ChainSource::Array(Place {
+                    address: with_tensor!(array, a => a.as_ptr() as usize),
+                    size: array.elem().bytes(),
+                }),
+                &Input::Produced(which) => ChainSource::Produced {
+                    which,
+                    size: code.elem(c).bytes(),
+                },
             })
             .collect();
+        let folds = FoldsRun {
+            code,
+            producers: chained.producers,
+            sources: &sources,
+            wide: code.chains(),
+        };
+        Some(self.run_chains(&folds, totals_folds, scan_folds, chained.stores, shape))
+    }
+
+    fn run_chains<P: Produce>(
+        &self,
+        folds: &FoldsRun<'_, P>,
+        totals_folds: [Arc<ChunkFolds>; 2],
+        scan_folds: Option<[Arc<ChunkFolds>; 2]>,
+        stores: &[bool],
+        shape: &[usize],
+    ) -> Result<Vec<Option<Tensor>>, InterpError> {
+        let code = folds.code;
         // (1) The total of every pair.
-        let groups = self.chain_groups(false, code.chains());
-        let parts = self.map_groups(&groups, |group| {
-            let folds = totals_folds[usize::from(group.count == 1)];
-            self.fold_chains(code, folds, group, &inputs, None, None, true)
+        let groups = self.chain_groups(false, folds.wide);
+        let parts = self.map_groups(folds, &groups, |work, group| {
+            let compiled = &totals_folds[usize::from(group.count == 1)];
+            self.fold_chains(folds, compiled, work, group, None, None, true)
         })?;
         let mut totals = self.code.columns(self.n_chunks * self.m);
         for (group, bits) in groups.iter().zip(parts) {
@@ -268,27 +401,41 @@ impl Run<'_> {
         let Some(scan_folds) = scan_folds else {
             return Ok(folded
                 .into_iter()
-                .map(|column| column.into_tensor(&shape[1..]))
+                .zip(stores)
+                .map(|(column, &stored)| stored.then(|| column.into_tensor(&shape[1..])))
                 .collect());
         };
-        // (3) Every chunk rescanned from its carry, in place into the outputs.
-        let mut outputs = self.code.pooled_columns(self.n_rows * self.m);
+        // (3) Every chunk rescanned from its carry, in place into the outputs it stores.
+        let mut outputs: Vec<Option<Column>> = self
+            .code
+            .reg_elems
+            .iter()
+            .zip(stores)
+            .map(|(&elem, &stored)| stored.then(|| super::pool::take(elem, self.n_rows * self.m)))
+            .collect();
         let places: Vec<Place> = outputs
             .iter_mut()
-            .map(|column| Place {
-                address: match_column!(Column, column, values => values.as_mut_ptr() as usize),
-                size: column.elem().bytes(),
+            .map(|column| match column {
+                Some(column) => Place {
+                    address: match_column!(Column, column, values => values.as_mut_ptr() as usize),
+                    size: column.elem().bytes(),
+                },
+                // Never written: the folds store only the components in their mask.
+                None => Place {
+                    address: 0,
+                    size: 0,
+                },
             })
             .collect();
-        let groups = self.chain_groups(true, code.chains());
-        self.map_groups(&groups, |group| {
-            let folds = scan_folds[usize::from(group.count == 1)];
+        let groups = self.chain_groups(true, folds.wide);
+        self.map_groups(folds, &groups, |work, group| {
+            let compiled = &scan_folds[usize::from(group.count == 1)];
             let (outputs, carries) = (Some(&places[..]), Some(&carries[..]));
-            self.fold_chains(code, folds, group, &inputs, outputs, carries, group.first)
+            self.fold_chains(folds, compiled, work, group, outputs, carries, group.first)
         })?;
         Ok(outputs
             .into_iter()
-            .map(|column| column.into_tensor(shape))
+            .map(|column| column.map(|column| column.into_tensor(shape)))
             .collect())
     }
 
@@ -343,42 +490,69 @@ impl Run<'_> {
         groups
     }
 
-    /// `f` of every group, in parallel if the statement is large; stops when interrupted.
-    fn map_groups<R: Send>(
+    /// `f` of every group with a task's space, in parallel if the statement is large;
+    /// stops when interrupted.
+    fn map_groups<P: Produce, R: Send>(
         &self,
+        folds: &FoldsRun<'_, P>,
         groups: &[Chains],
-        f: impl Fn(&Chains) -> R + Sync,
+        f: impl Fn(&mut ChainWork<P::Work>, &Chains) -> R + Sync,
     ) -> Result<Vec<R>, InterpError> {
-        let each = |group: &Chains| (!(self.interrupted)()).then(|| f(group));
+        let each = |work: &mut ChainWork<P::Work>, group: &Chains| {
+            (!(self.interrupted)()).then(|| f(work, group))
+        };
         let res = if self.parallel {
-            groups.par_iter().map(each).collect::<Option<Vec<R>>>()
+            groups
+                .par_iter()
+                .map_init(|| folds.work(), each)
+                .collect::<Option<Vec<R>>>()
         } else {
-            groups.iter().map(each).collect::<Option<Vec<R>>>()
+            let mut work = folds.work();
+            groups
+                .iter()
+                .map(|group| each(&mut work, group))
+                .collect::<Option<Vec<R>>>()
         };
         res.ok_or(InterpError::Interrupted)
     }
 
     /// Folds one group's pairs over their rows (from the first row with `first`, else from
     /// their carries), storing every partial result into `outputs` if given; the
-    /// accumulators at the end, chain-major.
+    /// accumulators at the end, chain-major. Produced operands are computed first, for the
+    /// group's rows, into the task's buffers.
     #[allow(clippy::too_many_arguments)]
-    fn fold_chains(
+    fn fold_chains<P: Produce>(
         &self,
-        code: &ChainCode,
-        folds: &ChunkFolds,
+        folds: &FoldsRun<'_, P>,
+        compiled: &ChunkFolds,
+        work: &mut ChainWork<P::Work>,
         group: &Chains,
-        inputs: &[Place],
         outputs: Option<&[Place]>,
         carries: Option<&[Column]>,
         first: bool,
     ) -> Vec<u64> {
+        let code = folds.code;
         let (k, n_regs) = (code.k, code.n_regs());
         let mut regs = code.register_files(group.count);
         let row = group.chunk * CHUNK_ROWS + if self.from_right { group.rows - 1 } else { 0 };
         let at = row * self.m + group.lane;
-        let srcs: Vec<*const u8> = inputs
+        let rows = group.rows();
+        let srcs: Vec<*const u8> = folds
+            .sources
             .iter()
-            .map(|place| (place.address + at * place.size) as *const u8)
+            .enumerate()
+            .map(|(c, source)| match *source {
+                ChainSource::Array(place) => (place.address + at * place.size) as *const u8,
+                ChainSource::Produced { which, size } => {
+                    // One lane (`eval_on_chains`): the group's rows are its elements.
+                    let buffer = &mut work.buffers[c];
+                    folds
+                        .producers
+                        .produce(&mut work.producers, which, rows.clone(), buffer);
+                    let base = match_column!(Column, buffer, values => values.as_ptr() as usize);
+                    (base + (at - rows.start) * size) as *const u8
+                }
+            })
             .collect();
         let dsts: Vec<*mut u8> = outputs
             .unwrap_or_default()
@@ -394,17 +568,25 @@ impl Run<'_> {
             }
         }
         let direction = if self.from_right { -1 } else { 1 };
-        let strides: Vec<i64> = inputs
+        let strides: Vec<i64> = folds
+            .sources
             .iter()
-            .map(|place| direction * (self.m * place.size) as i64)
+            .map(|source| {
+                let size = match source {
+                    ChainSource::Array(place) => place.size,
+                    ChainSource::Produced { size, .. } => *size,
+                };
+                direction * (self.m * size) as i64
+            })
             .collect();
         let mut side = code.side();
         // SAFETY: `regs` holds a file of `code` per chain; the chains are consecutive chunks
         // of one lane (the distance the folds were compiled for, `CompiledMonoid::new`), the
-        // rows of each lie within its chunk of the arrays (row-major, `m` lanes) and of the
-        // outputs (as large), and the pairs of different groups are different.
+        // rows of each lie within its chunk of the arrays (row-major, `m` lanes) or of the
+        // group's produced buffers (one lane, the group's rows) and of the outputs the folds
+        // store (as large as the arrays), and the pairs of different groups are different.
         unsafe {
-            folds.run(
+            compiled.run(
                 code, &mut regs, &mut side, &srcs, &dsts, &strides, first, group.rows,
             );
         }
@@ -412,6 +594,37 @@ impl Run<'_> {
             .flat_map(|chain| (0..k).map(move |c| (chain, c)))
             .map(|(chain, c)| regs[chain * n_regs + code.acc[c]])
             .collect()
+    }
+}
+
+/// What the chain folds of one statement read: the operator's code, where each operand is,
+/// and the producers of the produced ones.
+struct FoldsRun<'a, P> {
+    code: &'a ChainCode,
+    producers: &'a P,
+    sources: &'a [ChainSource],
+    /// Chains per call of the wide folds.
+    wide: usize,
+}
+
+impl<P: Produce> FoldsRun<'_, P> {
+    /// A task's space: a buffer of a group's rows for each produced operand.
+    fn work(&self) -> ChainWork<P::Work> {
+        let buffers = self
+            .sources
+            .iter()
+            .enumerate()
+            .map(|(c, source)| match source {
+                ChainSource::Array(_) => Column::with_len(self.code.elem(c), 0),
+                ChainSource::Produced { .. } => {
+                    Column::with_len(self.code.elem(c), self.wide * CHUNK_ROWS)
+                }
+            })
+            .collect();
+        ChainWork {
+            producers: self.producers.work(),
+            buffers,
+        }
     }
 }
 
@@ -805,7 +1018,27 @@ struct Run<'a> {
     interrupted: &'a (dyn Fn() -> bool + Sync),
 }
 
-impl Run<'_> {
+impl<'a> Run<'a> {
+    /// The evaluation of a `kind` statement over arrays of shape `shape` (not empty).
+    fn new(
+        code: &'a LaneCode,
+        kind: MonoidKind,
+        shape: &[usize],
+        interrupted: &'a (dyn Fn() -> bool + Sync),
+    ) -> Run<'a> {
+        let n_rows = shape[0];
+        let m = shape[1..].iter().product();
+        Run {
+            code,
+            from_right: kind == MonoidKind::ScanRight,
+            m,
+            n_chunks: n_rows.div_ceil(CHUNK_ROWS),
+            n_rows,
+            parallel: n_rows * m >= PAR_THRESHOLD,
+            interrupted,
+        }
+    }
+
     /// Blocks of chunks × lanes: the full chunks, then the last chunk if it is shorter;
     /// lanes in segments of at most `LINE`; small blocks of chunks when there are few lanes,
     /// enough of them to keep every thread busy.

@@ -96,23 +96,26 @@ impl ChainCode {
 }
 
 /// Chunk folds compiled for a number of chains a fixed distance apart, storing every
-/// partial result (scans) or not (totals).
+/// partial result of the components in a mask (scans; only the results something reads) or
+/// none (totals).
 pub(super) struct ChunkFolds {
     function: JitFunction,
     chains: usize,
-    stores: bool,
+    /// Bit `c`: component `c`'s partial results are stored.
+    stores: u64,
 }
 
 impl ChunkFolds {
     /// Compiles the folds of `code` for `chains` chains, chain `j`'s rows of component `c`
-    /// lying `j * chain_bytes[c]` after the first chain's; `None` if this machine has no
-    /// Cranelift back end or compiling fails.
+    /// lying `j * chain_bytes[c]` after the first chain's, storing the components in the
+    /// mask `stores`; `None` if this machine has no Cranelift back end or compiling fails.
     pub fn new(
         code: &ChainCode,
         chains: usize,
         chain_bytes: &[i32],
-        stores: bool,
+        stores: u64,
     ) -> Option<ChunkFolds> {
+        assert!(code.k <= 64, "a store mask has a bit per component");
         let function = JitFunction::compile(5, 2, |b, run_instr_sig, ptr| {
             let layout = Layout {
                 chains,
@@ -134,8 +137,9 @@ impl ChunkFolds {
     ///
     /// `regs` holds a register file of `code` (the code this was compiled for) per chain;
     /// for every chain and component, `srcs` (moved to the chain) points at `n` readable
-    /// rows `strides` apart of the component's element type and, if the folds store,
-    /// `dsts` at `n` writable ones that no other thread reads or writes during the call.
+    /// rows `strides` apart of the component's element type and, for the components the
+    /// folds store, `dsts` at `n` writable ones that no other thread reads or writes during
+    /// the call.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn run(
         &self,
@@ -151,7 +155,7 @@ impl ChunkFolds {
         assert_eq!(regs.len(), self.chains * code.n_regs());
         assert_eq!(srcs.len(), code.k);
         assert_eq!(strides.len(), code.k);
-        assert!(!self.stores || dsts.len() == code.k);
+        assert!(self.stores == 0 || dsts.len() == code.k);
         // SAFETY: the function was compiled with exactly this signature (`emit`); the
         // caller promises the rest.
         unsafe {
@@ -174,10 +178,15 @@ struct Layout<'a> {
     chains: usize,
     /// Bytes from a chain's element of component `c` to the next chain's.
     chain_bytes: &'a [i32],
-    stores: bool,
+    stores: u64,
 }
 
 impl Layout<'_> {
+    /// Whether component `c`'s partial results are stored.
+    fn stores(&self, c: usize) -> bool {
+        self.stores & (1 << c) != 0
+    }
+
     /// The displacement of chain `chain`'s element of component `c`.
     fn displacement(&self, chain: usize, c: usize) -> i32 {
         chain as i32 * self.chain_bytes.get(c).copied().unwrap_or(0)
@@ -227,7 +236,7 @@ fn emit(
             .collect()
     };
     let src = pointers(b, srcs);
-    let dst = if layout.stores {
+    let dst = if layout.stores != 0 {
         pointers(b, dsts)
     } else {
         Vec::new()
@@ -261,7 +270,7 @@ fn emit(
             let at = layout.displacement(chain, c);
             let value = b.ins().load(elem, flags, src[c], at);
             b.def_var(vars.var(acc), value);
-            if layout.stores {
+            if layout.stores(c) {
                 b.ins().store(flags, value, dst[c], at);
             }
         }
@@ -304,7 +313,7 @@ fn emit(
             .collect();
         for (c, value) in combined.into_iter().enumerate() {
             b.def_var(vars.var(code.acc[c]), value);
-            if layout.stores {
+            if layout.stores(c) {
                 b.ins()
                     .store(flags, value, to[c], layout.displacement(chain, c));
             }

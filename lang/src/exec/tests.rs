@@ -1175,6 +1175,139 @@ fn monoids_on_compiled_chains_give_the_interpreters_bits() {
     }
 }
 
+/// Note [Monoid steps]: monoid statements of vectors whose operands are computed by fused
+/// producers and whose unread results are not stored give the interpreter's bits, on
+/// compiled chains and off them (producers materialised), on 1 and 2 threads; what the
+/// fuser makes of each is checked too.
+#[test]
+fn monoid_producers_and_unread_results_give_the_interpreters_bits() {
+    use crate::core::kernel::Step;
+    let chunk = crate::ops::monoid::CHUNK_ROWS;
+    // The gradient of `sum (cumprod x)` after `simp`: the right scan over ⊗ reads a shifted
+    // `x` with a fill (a producer) and the constant cotangent (a view of a literal, also read
+    // by the last kernel); only its second result is read. The forward scan reads an input:
+    // a plain statement.
+    let cumprod_gradient = |n: usize| {
+        format!(
+            "program(%0: [{n}]f32) {{
+               %1: [{n}]f32 = assoc_scan (%0) (1.0:f32) (\\%2: []f32, %3: []f32 ->
+                 %4: []f32 = mul %2 %3
+                 in %4)
+               %5: [{n}]f32 = replicate {n} 1.0:f32
+               %6: [{n}]f32 = gather [{n}] %0 (\\%7: []i64 ->
+                 %8: []i64 = add %7 1:i64
+                 in %8)
+               %9: [{n}]i64 = iota {n}
+               %10: [{n}]i64 = replicate {n} {last}:i64
+               %11: [{n}]bool = eq %9 %10
+               %12: [{n}]f32 = select %11 %5 %6
+               %13: [{n}]f32, %14: [{n}]f32 = assoc_scan_right (%12, %5) (1.0:f32, 0.0:f32) (\\%15: []f32, %16: []f32, %17: []f32, %18: []f32 ->
+                 %19: []f32 = mul %15 %17
+                 %20: []f32 = mul %15 %18
+                 %21: []f32 = add %20 %16
+                 in %19, %21)
+               %22: [{n}]f32 = mul %14 %1
+               %23: [{n}]f32 = add %22 %5
+               in %23
+             }}",
+            last = n - 1
+        )
+    };
+    // A reduce of a pair whose arrays are an exponential and a product (fused: a reduce
+    // reads its arrays once), then a scan of a sine (materialised: a scan computes its
+    // producers twice) and of a product (fused), both of its results read.
+    let producers = |n: usize| {
+        format!(
+            "program(%0: [{n}]f32, %1: [{n}]f32) {{
+               %2: [{n}]f32 = exp %0
+               %3: [{n}]f32 = mul %0 %1
+               %25: [{n}]f32 = mul %1 %1
+               %4: []f32, %5: []f32 = reduce (%2, %25) (0.0:f32, 0.0:f32) (\\%6: []f32, %7: []f32, %8: []f32, %9: []f32 ->
+                 %10: []f32 = add %6 %8
+                 %11: []f32 = mul %7 %9
+                 %12: []f32 = add %11 %10
+                 in %10, %12)
+               %13: [{n}]f32 = sin %1
+               %24: [{n}]f32 = replicate {n} 0.5:f32
+               %14: [{n}]f32 = add %3 %24
+               %15: [{n}]f32, %16: [{n}]f32 = assoc_scan (%13, %14) (0.0:f32, 1.0:f32) (\\%17: []f32, %18: []f32, %19: []f32, %20: []f32 ->
+                 %21: []f32 = add %17 %19
+                 %22: []f32 = mul %18 %20
+                 %23: []f32 = sub %22 %21
+                 in %21, %23)
+               in %4, %5, %15, %16
+             }}"
+        )
+    };
+    let mut rng = Rng::new(31);
+    for n in [5, 3 * chunk + 17, 17 * chunk + 2] {
+        for (text, n_inputs, expected_producers) in [
+            (cumprod_gradient(n), 1, [2].as_slice()),
+            (producers(n), 2, [2, 1].as_slice()),
+        ] {
+            let program = parse(&text);
+            let schedule = crate::passes::fuse::run(&program);
+            let monoid_steps: Vec<_> = schedule
+                .steps
+                .iter()
+                .filter_map(|step| match step {
+                    Step::Monoid(monoid) => Some(monoid),
+                    _ => None,
+                })
+                .collect();
+            let counts: Vec<usize> = monoid_steps.iter().map(|m| m.producers.len()).collect();
+            assert_eq!(counts, expected_producers, "{}", schedule.display(&program));
+            if n_inputs == 1 {
+                // The right scan's first result is not stored, nor is the cotangent table
+                // written by a kernel of its own.
+                assert_eq!(monoid_steps[0].live, [false, true]);
+                let kernels = schedule
+                    .steps
+                    .iter()
+                    .filter(|step| matches!(step, Step::Kernel(_)));
+                assert_eq!(kernels.count(), 1, "{}", schedule.display(&program));
+            }
+            let inputs: Vec<Array> = (0..n_inputs)
+                .map(|_| {
+                    let values =
+                        (0..n).map(|_| 1.0 + 0.01 * rng.pick(&[-1.0, 0.0, 0.5, 2.0]) as f32);
+                    f32s(&[n], &values.collect::<Vec<f32>>())
+                })
+                .collect();
+            let expected = interp::run(&program, &inputs, &InterpConfig::default()).unwrap();
+            let prepared = super::Prepared::new(&program, &schedule);
+            for (threads, compile_loops) in [
+                (1, CompileLoops::Always),
+                (2, CompileLoops::Always),
+                (2, CompileLoops::Never),
+            ] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let config = ExecConfig {
+                    compile_loops,
+                    ..ExecConfig::default()
+                };
+                let tensors: Vec<Tensor> = inputs.iter().map(Tensor::from_array).collect();
+                let (results, report) = pool.install(|| prepared.run(tensors, &config)).unwrap();
+                let on_chains = if compile_loops == CompileLoops::Always {
+                    monoid_steps.len() + usize::from(n_inputs == 1)
+                } else {
+                    0
+                };
+                assert_eq!(report.compiled_monoids, on_chains, "{threads} threads");
+                for (position, (e, g)) in expected.iter().zip(results).enumerate() {
+                    assert!(
+                        same_array(e, &g.into_array()),
+                        "result {position}, n = {n}, {threads} threads, {compile_loops:?}\n{program}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// Values for a monoid test: few distinct ones (ties), zeros of both signs, and a NaN now
 /// and then for floats.
 fn monoid_input(rng: &mut Rng, elem: &str, shape: Vec<usize>, n: usize) -> Array {

@@ -123,8 +123,9 @@ pub fn fusion_class(program: &Program, expr: &Expr) -> FusionClass {
         | Expr::Cond { .. }
         | Expr::Fold { .. }
         | Expr::Scan { .. }
-        // A monoid reduce or scan is a bulk step of its own, run in parallel chunks by
-        // `exec::monoid` (TODO(#11): fuse its producers into its chunk loop).
+        // A monoid reduce or scan is a step of its own, run in parallel chunks by
+        // `exec::monoid`; the producers of a vector's arrays run inside its chunk loop
+        // (Note [Monoid steps] in `passes::fuse::monoid`).
         | Expr::Monoid { .. }
         | Expr::Derivative { .. } => FusionClass::Bulk,
     }

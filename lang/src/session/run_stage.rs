@@ -50,6 +50,11 @@ pub fn render(
             Step::Rows(rows) => format!("rows of {} kernels", rows.kernels.len()),
             Step::MatMul(_) => "matmul".to_string(),
             Step::ScatterAdd { .. } => "scatter-add".to_string(),
+            Step::Monoid(monoid) => format!(
+                "monoid {}, {} producers",
+                crate::core::print::expr_name(&block.stmts[monoid.stmt].expr),
+                monoid.producers.len()
+            ),
             Step::Stmt(index) => format!(
                 "{} {}",
                 if schedule.loop_body(program, step).is_some() {

@@ -137,6 +137,42 @@ fn the_gradient_of_a_reduce_is_two_scans_and_one_kernel() {
     assert_eq!(count_lines(&text, "kernel k0 over []"), 1, "{text}");
 }
 
+/// Note [Monoid steps]: the gradient of `sum (cumprod x)` is the forward scan, the right scan
+/// over ⊗ computing its operands (the shifted input and the constant cotangent) where its
+/// chunks read them and storing only the cotangents, and one map; the values are the
+/// interpreter's bits on 1 and 2 threads (the right scan on compiled chains: it folds more
+/// elements than `JIT_MIN_ITERATIONS`).
+#[test]
+fn the_right_scan_of_a_cumprod_gradient_computes_its_operands_and_stores_what_is_read() {
+    let defs = "xs : (Fin 70000)=>Float = for i. 1.0 + 0.001 * sin (n_to_f (ordinal i) * 0.37)\n";
+    let mut session = session(Engine::Fused);
+    outputs(&mut session, defs);
+    let text = fused_stage(&mut session, "grad (\\v. sum (cumprod v)) xs");
+    let monoid: Vec<&str> = text
+        .lines()
+        .filter(|line| line.trim_start().starts_with("monoid k"))
+        .collect();
+    assert_eq!(monoid.len(), 1, "{text}");
+    assert!(
+        monoid[0].contains("assoc_scan_right") && monoid[0].contains("(unread, not stored: %"),
+        "{text}"
+    );
+    let producers = text
+        .lines()
+        .filter(|line| line.trim_start().starts_with("kernel k1."))
+        .count();
+    assert_eq!(producers, 2, "{text}");
+    let top_kernels = text
+        .lines()
+        .filter(|line| line.starts_with("  kernel k"))
+        .count();
+    assert_eq!(top_kernels, 1, "{text}");
+    assert_eq!(count_lines(&text, "bulk"), 1, "{text}");
+    agrees_with_the_interpreter_on_1_and_2_threads(&format!(
+        "{defs}:p grad (\\v. sum (cumprod v)) xs\n"
+    ));
+}
+
 #[test]
 fn maximum_and_its_gradient_are_reduction_kernels_that_agree_with_the_general_rule() {
     let mut session = session(Engine::Fused);

@@ -75,6 +75,7 @@
 // `Read` of the schedule reads in range, and views below the gather see only in-range
 // coordinates.
 
+mod monoid;
 mod rows;
 mod scatter_add;
 
@@ -88,7 +89,7 @@ use crate::core::ir::{Atom, Block, BlockId, Elem, Expr, Program, Scalar, VarId};
 use crate::core::kernel::{
     Affine, Coord, Kernel, MatMul, MatOperand, Node, NodeId, Reduction, Schedule, Step,
 };
-use crate::core::visit::{collect_uses, var_of};
+use crate::core::visit::{collect_expr_uses, collect_uses, var_of};
 use crate::core::visit::{expr_atoms, expr_blocks};
 use crate::ops::FusionClass;
 use crate::prim::Prim;
@@ -120,6 +121,9 @@ fn schedule_block(program: &Program, block: BlockId) -> Schedule {
     let mut loop_bodies = Vec::new();
     for (stmt_idx, stmt) in fuser.block.stmts.iter().enumerate() {
         match fuser.kinds[stmt_idx] {
+            FusionClass::Bulk if matches!(stmt.expr, Expr::Monoid { .. }) => {
+                steps.extend(monoid::monoid_steps(&fuser, stmt_idx));
+            }
             FusionClass::Bulk => {
                 if let Expr::Fold { body, .. } | Expr::Scan { body, .. } = &stmt.expr {
                     if !all_scalars(program, *body) {
@@ -208,6 +212,10 @@ struct Fuser<'a> {
     /// where they read them even when a bulk statement needs them materialised (Note
     /// [Materialise or recompute]).
     free: HashSet<VarId>,
+    /// How many statements of the block (and its results) read each variable.
+    uses: HashMap<VarId, usize>,
+    /// Operands that a monoid statement (by index) computes itself (Note [Monoid steps]).
+    fused_operands: HashSet<(VarId, usize)>,
 }
 
 impl<'a> Fuser<'a> {
@@ -232,8 +240,11 @@ impl<'a> Fuser<'a> {
             def,
             materialised: HashSet::new(),
             free: HashSet::new(),
+            uses: uses(program, block),
+            fused_operands: HashSet::new(),
         };
         let index_only = fuser.index_only();
+        fuser.fused_operands = monoid::fused_operands(&fuser, &fuser.uses, &index_only);
         fuser.materialised = fuser.choose_materialised(&index_only);
         fuser.free = index_only
             .into_iter()
@@ -300,7 +311,12 @@ impl<'a> Fuser<'a> {
                     .filter(|var| self.def.contains_key(var)),
             );
             if self.kinds[stmt_idx] == FusionClass::Bulk {
-                forced.extend(expr_atoms(&stmt.expr).into_iter().filter_map(var_of));
+                forced.extend(
+                    expr_atoms(&stmt.expr)
+                        .into_iter()
+                        .filter_map(var_of)
+                        .filter(|&var| !self.fused_operands.contains(&(var, stmt_idx))),
+                );
             }
         }
         // Readers, from the last statement back (readers come after what they read).
@@ -353,6 +369,28 @@ impl<'a> Fuser<'a> {
         materialised.extend(forced);
         materialised
     }
+}
+
+/// How many statements of `block` (and its results, as one more reader) read each variable,
+/// counting the uses of their nested blocks.
+fn uses(program: &Program, block: &Block) -> HashMap<VarId, usize> {
+    let mut uses = HashMap::new();
+    for stmt in &block.stmts {
+        let mut vars = Vec::new();
+        collect_expr_uses(program, &stmt.expr, &mut vars);
+        vars.sort();
+        vars.dedup();
+        for var in vars {
+            *uses.entry(var).or_insert(0) += 1;
+        }
+    }
+    let mut results: Vec<VarId> = block.results.iter().copied().filter_map(var_of).collect();
+    results.sort();
+    results.dedup();
+    for var in results {
+        *uses.entry(var).or_insert(0) += 1;
+    }
+    uses
 }
 
 /// The readers of a variable, for its weight (Note [Materialise or recompute]).
