@@ -373,6 +373,49 @@ struct Launch<'k> {
     reads: Vec<Option<ReadPlan>>,
     /// `Node::Index` affines over `shape`, by node.
     indices: Vec<Option<Affine>>,
+    /// By node: a comparison of an index with a constant (Note [Point masks]).
+    points: Vec<Option<PointMask>>,
+    /// By node: an index that only point masks read, so that no line computes its lane.
+    unread: Vec<bool>,
+}
+
+// Note [Point masks]
+// ~~~~~~~~~~~~~~~~~~
+// The gradients of shifts and scans select at one row: `select (eq (iota n) 0) a b` (the
+// first row of a shifted array, Thm 3.7's first case). Computed as written, each line makes
+// an `i64` lane of indices, compares it with the constant and blends: three passes over the
+// line for at most one point where the mask holds. A comparison `eq`/`ne` of an index node
+// with an `I64` literal is a *point mask*: each line finds in O(1) where its affine index
+// takes that value (at most one position), and its lane is a splat when the line misses it,
+// which `select` then turns into a copy of one operand. An index node that only point masks
+// read is never computed. The bits are those of the comparison.
+
+/// `index == value` (or `!=` with `!equal`), where `index` is an `Index` node.
+#[derive(Clone, Copy, Debug)]
+struct PointMask {
+    index: usize,
+    value: i64,
+    equal: bool,
+}
+
+/// The point mask node `node` of `kernel` is, if it is one (Note [Point masks]).
+fn point_mask(kernel: &Kernel, node: &Node) -> Option<PointMask> {
+    let Node::Prim(prim @ (Prim::Eq | Prim::Ne), operands) = node else {
+        return None;
+    };
+    let [a, b] = operands[..] else {
+        return None;
+    };
+    let (index, literal) = match (&kernel.nodes[a].0, &kernel.nodes[b].0) {
+        (Node::Index(_), Node::Lit(Scalar::I64(value))) => (a, *value),
+        (Node::Lit(Scalar::I64(value)), Node::Index(_)) => (b, *value),
+        _ => return None,
+    };
+    Some(PointMask {
+        index: index.0 as usize,
+        value: literal,
+        equal: *prim == Prim::Eq,
+    })
 }
 
 /// A variable a kernel reads: its values (the row-major elements of its value, found once
@@ -474,12 +517,48 @@ impl<'k> Launch<'k> {
                 _ => None,
             })
             .collect();
+        // The output node is computed as written (`eval_line_into_at` applies its primitive
+        // to its operands' lanes).
+        let root = kernel.output.1 .0 as usize;
+        let points: Vec<Option<PointMask>> = kernel
+            .nodes
+            .values()
+            .enumerate()
+            .map(|(index, (node, _))| (index != root).then(|| point_mask(kernel, node)).flatten())
+            .collect();
+        let mut read = vec![false; points.len()];
+        read[root] = true;
+        for ((node, _), point) in kernel.nodes.values().zip(&points) {
+            match node {
+                Node::Prim(_, operands) if point.is_none() => {
+                    for operand in operands {
+                        read[operand.0 as usize] = true;
+                    }
+                }
+                Node::Read { coords, .. } => {
+                    for coord in coords {
+                        if let Coord::Node(operand) = coord {
+                            read[operand.0 as usize] = true;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let unread = kernel
+            .nodes
+            .values()
+            .zip(&read)
+            .map(|((node, _), &read)| matches!(node, Node::Index(_)) && !read)
+            .collect();
         let mut launch = Launch {
             kernel,
             shape: kernel.shape.clone(),
             sources,
             reads,
             indices,
+            points,
+            unread,
         };
         launch.merge_axes(first_merged);
         launch
@@ -686,6 +765,14 @@ impl<'k> Launch<'k> {
             base, axis, len, ..
         } = *line;
         scratch.runs[index] = None;
+        if self.unread[index] {
+            return;
+        }
+        if let Some(point) = self.points[index] {
+            let affine = self.indices[point.index].as_ref().expect("an index node");
+            point_line(affine, point, base, axis, len, &mut scratch.lanes[index]);
+            return;
+        }
         match &self.kernel.nodes[NodeId(index as u32)].0 {
             Node::Lit(_) => {} // set by `scratch`
             Node::Index(_) => {
@@ -1365,6 +1452,48 @@ fn index_line(affine: &Affine, base: &[i64], axis: Option<usize>, len: usize, ou
     }
 }
 
+/// The lane of point mask `point` along the line (Note [Point masks]): a splat where the
+/// line misses the point.
+fn point_line(
+    affine: &Affine,
+    point: PointMask,
+    base: &[i64],
+    axis: Option<usize>,
+    len: usize,
+    out: &mut Lane,
+) {
+    let start = affine.constant
+        + affine
+            .terms
+            .iter()
+            .map(|&(term_axis, coeff)| coeff * base[term_axis])
+            .sum::<i64>();
+    let step = axis.map_or(0, |axis| affine.coeff(axis));
+    // `Some(None)`: every point; `Some(Some(p))`: point `p` alone; `None`: none.
+    let hit = match (point.value.checked_sub(start), step) {
+        (Some(0), 0) => Some(None),
+        (Some(offset), step)
+            if step != 0 && offset % step == 0 && (0..len as i64).contains(&(offset / step)) =>
+        {
+            Some(Some((offset / step) as usize))
+        }
+        _ => None,
+    };
+    let values = bool::values_mut(&mut out.column);
+    match hit {
+        // Every point of the line, or none of them.
+        None | Some(None) => {
+            values[0] = hit.is_some() == point.equal;
+            out.splat = true;
+        }
+        Some(Some(position)) => {
+            values[..len].fill(!point.equal);
+            values[position] = point.equal;
+            out.splat = false;
+        }
+    }
+}
+
 /// The line a kernel is computing: `len` points from `base` along `axis` (`None`: one point),
 /// and in a row group, the block's part of the earlier members' outputs.
 struct Line<'a> {
@@ -1615,7 +1744,50 @@ fn matmul_typed<T: GemmElem>(
 
 #[cfg(test)]
 mod tests {
-    use super::affine_in_range;
+    use super::{affine_in_range, index_line, point_line, PointMask};
+    use crate::core::ir::{Elem, Scalar};
+    use crate::core::kernel::Affine;
+    use crate::exec::lanes::Lane;
+
+    #[test]
+    fn point_masks_are_the_comparisons_of_their_index_lanes() {
+        for constant in [-9, -1, 0, 2, 7] {
+            for step in -3..=3 {
+                for value in [-7, -1, 0, 1, 4, 6, 9, i64::MAX] {
+                    for len in [1, 5, 8] {
+                        for equal in [true, false] {
+                            let affine = Affine {
+                                constant,
+                                terms: vec![(0, 2), (1, step)]
+                                    .into_iter()
+                                    .filter(|t| t.1 != 0)
+                                    .collect(),
+                            };
+                            let base = [-1, 0];
+                            let point = PointMask {
+                                index: 0,
+                                value,
+                                equal,
+                            };
+                            let mut mask = Lane::new(Elem::Bool);
+                            point_line(&affine, point, &base, Some(1), len, &mut mask);
+                            let mut index = Lane::new(Elem::I64);
+                            index_line(&affine, &base, Some(1), len, &mut index);
+                            let at = |lane: &Lane, p: usize| lane.as_ref().get(p);
+                            for p in 0..len {
+                                let expected = (at(&index, p) == Scalar::I64(value)) == equal;
+                                assert_eq!(
+                                    at(&mask, p),
+                                    Scalar::Bool(expected),
+                                    "{affine} = {value} ({equal}) at {p} of {len}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn the_in_range_part_of_an_affine_line_is_the_brute_force_one() {
