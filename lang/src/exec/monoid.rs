@@ -318,11 +318,14 @@ enum ChainSource {
     Produced { which: usize, size: usize },
 }
 
-/// A task's space on chains: the producers' and, by component, the buffer of a produced
-/// operand (empty for the others).
+/// A task's space on chains: the producers', by component the buffer of a produced operand
+/// (empty for the others), and the arguments of a call of the folds.
 struct ChainWork<W> {
     producers: W,
     buffers: Vec<Column>,
+    regs: Vec<u64>,
+    srcs: Vec<*const u8>,
+    dsts: Vec<*mut u8>,
 }
 
 impl Run<'_> {
@@ -360,10 +363,15 @@ impl Run<'_> {
                 },
             })
             .collect();
+        let direction = if self.from_right { -1 } else { 1 };
+        let strides = (0..code.k)
+            .map(|c| direction * (self.m * code.elem(c).bytes()) as i64)
+            .collect();
         let folds = FoldsRun {
             code,
             producers: chained.producers,
             sources: &sources,
+            strides,
             wide: code.chains(),
         };
         Some(self.run_chains(&folds, totals_folds, scan_folds, chained.stores, shape))
@@ -533,32 +541,39 @@ impl Run<'_> {
     ) -> Vec<u64> {
         let code = folds.code;
         let (k, n_regs) = (code.k, code.n_regs());
-        let mut regs = code.register_files(group.count);
+        let ChainWork {
+            producers,
+            buffers,
+            regs,
+            srcs,
+            dsts,
+        } = work;
+        regs.clear();
+        regs.extend(code.register_files(group.count));
         let row = group.chunk * CHUNK_ROWS + if self.from_right { group.rows - 1 } else { 0 };
         let at = row * self.m + group.lane;
         let rows = group.rows();
-        let srcs: Vec<*const u8> = folds
-            .sources
-            .iter()
-            .enumerate()
-            .map(|(c, source)| match *source {
+        srcs.clear();
+        for (source, buffer) in folds.sources.iter().zip(buffers.iter_mut()) {
+            srcs.push(match *source {
                 ChainSource::Array(place) => (place.address + at * place.size) as *const u8,
                 ChainSource::Produced { which, size } => {
                     // One lane (`eval_on_chains`): the group's rows are its elements.
-                    let buffer = &mut work.buffers[c];
                     folds
                         .producers
-                        .produce(&mut work.producers, which, rows.clone(), buffer);
+                        .produce(producers, which, rows.clone(), buffer);
                     let base = match_column!(Column, buffer, values => values.as_ptr() as usize);
                     (base + (at - rows.start) * size) as *const u8
                 }
-            })
-            .collect();
-        let dsts: Vec<*mut u8> = outputs
-            .unwrap_or_default()
-            .iter()
-            .map(|place| (place.address + at * place.size) as *mut u8)
-            .collect();
+            });
+        }
+        dsts.clear();
+        dsts.extend(
+            outputs
+                .unwrap_or_default()
+                .iter()
+                .map(|place| (place.address + at * place.size) as *mut u8),
+        );
         if let (Some(carries), false) = (carries, first) {
             for chain in 0..group.count {
                 let pair = (group.chunk + chain) * self.m + group.lane;
@@ -567,18 +582,6 @@ impl Run<'_> {
                 }
             }
         }
-        let direction = if self.from_right { -1 } else { 1 };
-        let strides: Vec<i64> = folds
-            .sources
-            .iter()
-            .map(|source| {
-                let size = match source {
-                    ChainSource::Array(place) => place.size,
-                    ChainSource::Produced { size, .. } => *size,
-                };
-                direction * (self.m * size) as i64
-            })
-            .collect();
         let mut side = code.side();
         // SAFETY: `regs` holds a file of `code` per chain; the chains are consecutive chunks
         // of one lane (the distance the folds were compiled for, `CompiledMonoid::new`), the
@@ -587,7 +590,14 @@ impl Run<'_> {
         // store (as large as the arrays), and the pairs of different groups are different.
         unsafe {
             compiled.run(
-                code, &mut regs, &mut side, &srcs, &dsts, &strides, first, group.rows,
+                code,
+                regs,
+                &mut side,
+                srcs,
+                dsts,
+                &folds.strides,
+                first,
+                group.rows,
             );
         }
         (0..group.count)
@@ -603,6 +613,8 @@ struct FoldsRun<'a, P> {
     code: &'a ChainCode,
     producers: &'a P,
     sources: &'a [ChainSource],
+    /// By component, bytes from a row to the next in fold order.
+    strides: Vec<i64>,
     /// Chains per call of the wide folds.
     wide: usize,
 }
@@ -624,6 +636,9 @@ impl<P: Produce> FoldsRun<'_, P> {
         ChainWork {
             producers: self.producers.work(),
             buffers,
+            regs: Vec::new(),
+            srcs: Vec::new(),
+            dsts: Vec::new(),
         }
     }
 }
