@@ -1053,7 +1053,9 @@ impl Builder<'_> {
             .iter()
             .map(|&comp| tangent_of(tangents, &arrays[comp]))
             .collect();
-        if array_tangents.iter().all(Option::is_none) {
+        let init_tangents = floats.iter().map(|&comp| tangent_of(tangents, &init[comp]));
+        if array_tangents.iter().all(Option::is_none) && init_tangents.clone().all(|t| t.is_none())
+        {
             self.stmts.push(stmt.clone());
             return Ok(());
         }
@@ -1065,8 +1067,11 @@ impl Builder<'_> {
         for (&comp, tangent) in floats.iter().zip(array_tangents) {
             let array_ty = self.ty(&arrays[comp]);
             new_arrays.push(tangent.unwrap_or_else(|| self.zeros(&array_ty)));
+            // `e` is the result of an empty array only (Note [Monoid order]): the tangent
+            // of that result is `e`'s.
             let init_ty = self.ty(&init[comp]);
-            new_init.push(self.zeros(&init_ty));
+            let init_tangent = tangent_of(tangents, &init[comp]);
+            new_init.push(init_tangent.unwrap_or_else(|| self.zeros(&init_ty)));
             let binder = stmt.binders[comp];
             let ty = self.program.var_ty(binder).clone();
             let hint = format!("{}_dot", self.program.vars[binder].hint);
@@ -1125,6 +1130,19 @@ impl Builder<'_> {
         let (a, e) = (&arrays[..k], &init[..k]);
         let shape = self.ty(&a[0]).shape;
         let n = shape[0];
+        if n == 0 {
+            // The result of an empty array is `e` (a scan's is empty): its cotangent goes to
+            // `e`'s tangent, and the array's is empty.
+            if *kind == MonoidKind::Reduce {
+                for (position, binder) in tangent_binders.iter().enumerate() {
+                    let tangent = init[k + position];
+                    if let (Some(&ct), true) = (cts.get(binder), self.is_linear(&tangent)) {
+                        self.add_to(cts, tangent, ct);
+                    }
+                }
+            }
+            return Ok(());
+        }
         // The cotangents of the statement's tangent results (ĉ of a scan, ŷ of a reduce).
         let mut y_hat = Vec::new();
         for binder in tangent_binders {

@@ -560,6 +560,41 @@ fn an_if_in_the_operator_is_if_converted() {
     );
 }
 
+/// `e` is the result of an empty array (Note [Monoid order]), so its derivative is the
+/// derivative of that result, in both modes and through a selection operator too; over a
+/// non-empty array `e` is not used and gets none.
+#[test]
+fn the_derivative_of_an_empty_reduction_is_that_of_its_identity() {
+    let cases = [
+        (
+            "grad (\\x. reduce((for i:(Fin 0). 1.0), 2.0 * x, \\a b. a + b)) 3.0",
+            "2.",
+        ),
+        (
+            "grad (\\x. reduce((for i:(Fin 0). x), x * x, max)) 3.0",
+            "6.",
+        ),
+        (
+            "jvp (\\x. reduce((for i:(Fin 0). x), 5.0 * x, \\a b. a * b)) 3.0 1.0",
+            "5.",
+        ),
+        (
+            "grad (\\x. reduce([x, 1.0], 2.0 * x, \\a b. a + b)) 3.0",
+            "1.",
+        ),
+        (
+            "grad (\\x. sum (assoc_scan((for i:(Fin 0). x), 2.0 * x, \\a b. a + b))) 3.0",
+            "0.",
+        ),
+    ];
+    for engine in [Engine::Fused, Engine::Reference] {
+        for (expr, expected) in cases {
+            let got = value(&mut session(engine), &format!(":p {expr}\n"));
+            assert_eq!(got, expected, "{expr} on {engine:?}");
+        }
+    }
+}
+
 /// Over elements that are tables the operator runs as a sequential fold or scan, in the same
 /// order as over scalars: the first element starts it and `e` is only the result of an empty
 /// table, so an `e` that is not an identity gives the value it gives over scalars.
