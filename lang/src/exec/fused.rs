@@ -1431,15 +1431,21 @@ fn unravel_into(mut flat: usize, shape: &[usize], coords: &mut [i64]) {
     }
 }
 
-/// `Node::Index`: an affine function of the coordinates, along the line.
-fn index_line(affine: &Affine, base: &[i64], axis: Option<usize>, len: usize, out: &mut Lane) {
+/// An affine function along a line: its value at the line's first point `base` and its
+/// step from a point to the next along `axis` (0 for a single point).
+fn affine_line(affine: &Affine, base: &[i64], axis: Option<usize>) -> (i64, i64) {
     let start = affine.constant
         + affine
             .terms
             .iter()
             .map(|&(term_axis, coeff)| coeff * base[term_axis])
             .sum::<i64>();
-    let step = axis.map_or(0, |axis| affine.coeff(axis));
+    (start, axis.map_or(0, |axis| affine.coeff(axis)))
+}
+
+/// `Node::Index`: an affine function of the coordinates, along the line.
+fn index_line(affine: &Affine, base: &[i64], axis: Option<usize>, len: usize, out: &mut Lane) {
+    let (start, step) = affine_line(affine, base, axis);
     let values = i64::values_mut(&mut out.column);
     if step == 0 {
         values[0] = start;
@@ -1462,13 +1468,7 @@ fn point_line(
     len: usize,
     out: &mut Lane,
 ) {
-    let start = affine.constant
-        + affine
-            .terms
-            .iter()
-            .map(|&(term_axis, coeff)| coeff * base[term_axis])
-            .sum::<i64>();
-    let step = axis.map_or(0, |axis| affine.coeff(axis));
+    let (start, step) = affine_line(affine, base, axis);
     // `Some(None)`: every point; `Some(Some(p))`: point `p` alone; `None`: none.
     let hit = match (point.value.checked_sub(start), step) {
         (Some(0), 0) => Some(None),
