@@ -178,9 +178,10 @@ impl Exec<'_> {
         Some(res.map_err(Into::into))
     }
 
-    /// The compiled chain folds a monoid statement over arrays of `shape` runs on, if it
-    /// runs on chains under the session's policy: few lanes (`monoid::CHAIN_LANES`), loops
-    /// compiled, and enough elements folded (`CompileLoops::compiles`, counted here).
+    /// The compiled chain folds of a monoid statement over arrays of `shape`, if the session's
+    /// policy compiles them: loops compiled, and enough elements folded
+    /// (`CompileLoops::compiles`, counted here). Whether the chains serve the statement (few
+    /// lanes) is `monoid::eval_on_chains`'s to say.
     pub(in crate::exec) fn compiled_monoid(
         &self,
         kind: MonoidKind,
@@ -190,7 +191,7 @@ impl Exec<'_> {
         let lanes: usize = shape.iter().skip(1).product();
         let elements = shape.iter().product();
         let policy = self.config.compile_loops;
-        if lanes >= monoid::CHAIN_LANES || policy == CompileLoops::Never {
+        if policy == CompileLoops::Never {
             return None;
         }
         let from_right = kind == MonoidKind::ScanRight;
