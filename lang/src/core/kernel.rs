@@ -293,11 +293,6 @@ impl MonoidStep {
         }
         vars
     }
-
-    /// The producer computing `var`, if any.
-    pub fn producer(&self, var: VarId) -> Option<&Kernel> {
-        self.producers.iter().find(|kernel| kernel.output.0 == var)
-    }
 }
 
 /// One step of a schedule.

@@ -9,7 +9,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::{launch_inputs, Launch, Scratch};
-use crate::core::ir::{Atom, BlockId, Expr, MonoidKind, VarId};
+use crate::core::ir::{BlockId, Expr, MonoidKind, VarId};
 use crate::core::kernel::Kernel;
 use crate::core::visit::var_of;
 use crate::exec::lanes::{with_column, Column, LaneElem};
@@ -77,19 +77,24 @@ impl Exec<'_> {
         let program = self.program;
         let shape = program.atom_ty(&arrays[0]).shape;
         let compiled = self.compiled_monoid(*kind, *op, &shape);
-        let producer_of = |atom: &Atom| {
-            var_of(*atom).and_then(|var| producers.iter().position(|k| k.output.0 == var))
-        };
+        // By array operand: the producer computing it, if any.
+        let produced: Vec<Option<usize>> = arrays
+            .iter()
+            .map(|atom| {
+                var_of(*atom).and_then(|var| producers.iter().position(|k| k.output.0 == var))
+            })
+            .collect();
         if let Some(compiled) = compiled.as_deref() {
-            if let Some(res) = self.on_chains(expr, &shape, compiled, producers, stores) {
+            if let Some(res) = self.on_chains(expr, &shape, compiled, producers, &produced, stores)
+            {
                 self.report.compiled_monoids += 1;
                 return res;
             }
         }
         // Off chains: the producers' outputs materialised, every result computed.
         let mut tensors = Vec::with_capacity(arrays.len());
-        for atom in arrays {
-            tensors.push(match producer_of(atom) {
+        for (atom, which) in arrays.iter().zip(&produced) {
+            tensors.push(match *which {
                 Some(which) => {
                     let kernel = &producers[which];
                     super::check_size(program, kernel.output.0, "for".to_string())?;
@@ -111,14 +116,15 @@ impl Exec<'_> {
             .collect())
     }
 
-    /// `eval_monoid` on compiled chains with the producers fused; `None` if the chains do
-    /// not serve (`monoid::eval_on_chains`).
+    /// `eval_monoid` on compiled chains with the producers fused (`produced`: by array
+    /// operand, its producer); `None` if the chains do not serve (`monoid::eval_on_chains`).
     fn on_chains(
         &self,
         expr: &Expr,
         shape: &[usize],
         compiled: &CompiledMonoid,
         producers: &[Kernel],
+        produced: &[Option<usize>],
         stores: &[bool],
     ) -> Option<Res<Vec<Option<Tensor>>>> {
         let Expr::Monoid {
@@ -138,26 +144,19 @@ impl Exec<'_> {
             .collect();
         let bound: Vec<Option<Tensor>> = arrays
             .iter()
-            .map(|atom| {
-                let produced =
-                    var_of(*atom).is_some_and(|var| producers.iter().any(|k| k.output.0 == var));
-                (!produced).then(|| self.tensor(atom).to_standard_layout())
+            .zip(produced)
+            .map(|(atom, which)| {
+                which
+                    .is_none()
+                    .then(|| self.tensor(atom).to_standard_layout())
             })
             .collect();
-        let inputs: Vec<Input> = arrays
+        let inputs: Vec<Input> = bound
             .iter()
-            .zip(&bound)
-            .map(|(atom, tensor)| match tensor {
-                Some(tensor) => Input::Array(tensor),
-                None => {
-                    let var = var_of(*atom).expect("a produced operand is a variable");
-                    Input::Produced(
-                        producers
-                            .iter()
-                            .position(|k| k.output.0 == var)
-                            .expect("produced"),
-                    )
-                }
+            .zip(produced)
+            .map(|(tensor, which)| match (tensor, which) {
+                (Some(tensor), _) => Input::Array(tensor),
+                (None, which) => Input::Produced(which.expect("an unbound operand is produced")),
             })
             .collect();
         let chained = Chained {

@@ -244,7 +244,7 @@ impl<'a> Fuser<'a> {
             fused_operands: HashSet::new(),
         };
         let index_only = fuser.index_only();
-        fuser.fused_operands = monoid::fused_operands(&fuser, &fuser.uses, &index_only);
+        fuser.fused_operands = monoid::fused_operands(&fuser, &index_only);
         fuser.materialised = fuser.choose_materialised(&index_only);
         fuser.free = index_only
             .into_iter()

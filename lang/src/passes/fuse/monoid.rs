@@ -28,7 +28,7 @@
 // (seed 000 Thm 3.7) binds three, of which only the cotangents are read. A binder that no
 // later statement reads and that is not a result of the block is not stored.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use super::{identity_coords, Fuser, KernelBuilder};
 use crate::core::ir::{Expr, MonoidKind, VarId};
@@ -38,12 +38,10 @@ use crate::ops::FusionClass;
 use crate::prim::Family;
 
 /// The array operands of the block's monoid statements that their statement computes
-/// (Note [Monoid steps]), with that statement's index. `uses` counts the statements (and
-/// block results) that read each variable; `index_only` are the variables computed from
-/// indices and literals alone.
+/// (Note [Monoid steps]), with that statement's index; `index_only` are the variables
+/// computed from indices and literals alone.
 pub(super) fn fused_operands(
     fuser: &Fuser<'_>,
-    uses: &HashMap<VarId, usize>,
     index_only: &HashSet<VarId>,
 ) -> HashSet<(VarId, usize)> {
     let program = fuser.program;
@@ -61,7 +59,7 @@ pub(super) fn fused_operands(
             let pulled = fuser.def.get(&var).is_some_and(|&def| {
                 matches!(fuser.kinds[def], FusionClass::Pull | FusionClass::View)
             });
-            let alone = uses.get(&var) == Some(&1) || index_only.contains(&var);
+            let alone = fuser.uses.get(&var) == Some(&1) || index_only.contains(&var);
             if one_lane && pulled && alone {
                 fused.insert((var, stmt_idx));
             }
