@@ -51,9 +51,10 @@ pub fn render(
             Step::MatMul(_) => "matmul".to_string(),
             Step::ScatterAdd { .. } => "scatter-add".to_string(),
             Step::Monoid(monoid) => format!(
-                "monoid {}, {} producers",
+                "monoid {}, {} producer{}",
                 crate::core::print::expr_name(&block.stmts[monoid.stmt].expr),
-                monoid.producers.len()
+                monoid.producers.len(),
+                if monoid.producers.len() == 1 { "" } else { "s" }
             ),
             Step::Stmt(index) => format!(
                 "{} {}",
