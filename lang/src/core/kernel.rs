@@ -24,8 +24,9 @@
 //! - [`Step::ScatterAdd`]: a scatter added in place into the output of the kernel before it,
 //!   which read the scatter as zero (Note [Scatters added in place] in `passes::fuse`).
 //! - [`MonoidStep`]: a monoid `reduce`/`assoc_scan` of a vector with the producers of its
-//!   arrays fused into its chunk loop (no intermediate array) and the results nobody reads
-//!   not stored (Note [Monoid steps] in `passes::fuse::monoid`).
+//!   arrays fused into its chunk loop (no intermediate array), the maps that consume a
+//!   scan's results fused into its rescan, and the results nobody reads not stored (Notes
+//!   [Monoid steps] and [Monoid consumers] in `passes::fuse::monoid`).
 //! - [`Step::Stmt`]: a statement the fuser leaves to the bulk evaluator (`fold`, `scan`,
 //!   `cond`, `scatter`, literal tables, other monoid statements, and gathers whose index
 //!   function is not scalar code).
@@ -260,13 +261,19 @@ pub struct MonoidStep {
     /// each output is an operand that is never materialised (the engine materialises it only
     /// when the statement cannot run on compiled chains).
     pub producers: Vec<Kernel>,
-    /// By binder of the statement: whether it is read (a result of the block or an operand of
-    /// a later statement). An unread one is not stored and not bound.
+    /// By binder of the statement: whether it is stored and bound (a result of the block, or
+    /// read by a later step). The others are not stored: nothing reads them, or only the
+    /// consumers do.
     pub live: Vec<bool>,
+    /// Maps over the statement's shape, each run on a group of chunks right after the
+    /// rescan computed the group's results, reading the results they consume there (at
+    /// their own point, and nothing else reads them) and the rest from before the step
+    /// (Note [Monoid consumers] in `passes::fuse::monoid`). Their outputs are materialised.
+    pub consumers: Vec<Kernel>,
 }
 
 impl MonoidStep {
-    /// The binders the step binds (the live ones).
+    /// The variables the step binds: the live binders and the consumers' outputs.
     pub fn outputs(&self, program: &Program, block: BlockId) -> Vec<VarId> {
         let binders = &program.blocks[block].stmts[self.stmt].binders;
         binders
@@ -274,20 +281,43 @@ impl MonoidStep {
             .zip(&self.live)
             .filter(|(_, &live)| live)
             .map(|(&var, _)| var)
+            .chain(self.consumers.iter().map(|kernel| kernel.output.0))
+            .collect()
+    }
+
+    /// By binder of the statement: whether a consumer reads it.
+    pub fn consumed(&self, program: &Program, block: BlockId) -> Vec<bool> {
+        let binders = &program.blocks[block].stmts[self.stmt].binders;
+        binders
+            .iter()
+            .map(|binder| {
+                self.consumers
+                    .iter()
+                    .any(|kernel| kernel.reads().contains(binder))
+            })
             .collect()
     }
 
     /// The variables the step reads: the statement's, but for the operands its producers
-    /// compute, and what the producers read.
+    /// compute, and what the producers and the consumers read, but for the statement's own
+    /// binders.
     pub fn reads(&self, program: &Program, block: BlockId) -> Vec<VarId> {
-        let produced: Vec<VarId> = self.producers.iter().map(|k| k.output.0).collect();
-        let mut vars: Vec<VarId> = Step::Stmt(self.stmt)
+        let made: Vec<VarId> = (self.producers.iter().map(|k| k.output.0))
+            .chain(
+                program.blocks[block].stmts[self.stmt]
+                    .binders
+                    .iter()
+                    .copied(),
+            )
+            .collect();
+        let mut vars: Vec<VarId> = Vec::new();
+        let kernel_reads = self.producers.iter().chain(&self.consumers);
+        for var in Step::Stmt(self.stmt)
             .reads(program, block)
             .into_iter()
-            .filter(|var| !produced.contains(var))
-            .collect();
-        for var in self.producers.iter().flat_map(Kernel::reads) {
-            if !vars.contains(&var) {
+            .chain(kernel_reads.flat_map(Kernel::reads))
+        {
+            if !made.contains(&var) && !vars.contains(&var) {
                 vars.push(var);
             }
         }
@@ -636,25 +666,36 @@ impl fmt::Display for ScheduleDisplay<'_> {
                 }
                 Step::Monoid(monoid) => {
                     let stmt = &block.stmts[monoid.stmt];
-                    let unstored: Vec<String> = stmt
-                        .binders
-                        .iter()
-                        .zip(&monoid.live)
-                        .filter(|(_, &live)| !live)
-                        .map(|(&var, _)| var_name(program, var))
-                        .collect();
+                    let consumed = monoid.consumed(program, schedule.block);
+                    let names = |consumed_ones: bool| -> Vec<String> {
+                        stmt.binders
+                            .iter()
+                            .zip(&monoid.live)
+                            .zip(&consumed)
+                            .filter(|((_, &live), &consumed)| !live && consumed == consumed_ones)
+                            .map(|((&var, _), _)| var_name(program, var))
+                            .collect()
+                    };
+                    let mut unstored = Vec::new();
+                    for (what, vars) in [("unread", names(false)), ("consumed", names(true))] {
+                        if !vars.is_empty() {
+                            unstored.push(format!("{what}, not stored: {}", vars.join(", ")));
+                        }
+                    }
                     let unstored = if unstored.is_empty() {
                         String::new()
                     } else {
-                        format!(" (unread, not stored: {})", unstored.join(", "))
+                        format!(" ({})", unstored.join("; "))
                     };
                     writeln!(
                         f,
                         "  monoid k{number}{unstored}: {}",
                         stmt_text(program, stmt, 1)
                     )?;
-                    for (position, producer) in monoid.producers.iter().enumerate() {
-                        self.kernel(f, &format!("{number}.{position}"), producer, "  ", true)?;
+                    let kernels = (monoid.producers.iter().map(|kernel| (kernel, true)))
+                        .chain(monoid.consumers.iter().map(|kernel| (kernel, false)));
+                    for (position, (kernel, local)) in kernels.enumerate() {
+                        self.kernel(f, &format!("{number}.{position}"), kernel, "  ", local)?;
                     }
                 }
                 Step::ScatterAdd { stmt, into } => writeln!(

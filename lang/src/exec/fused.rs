@@ -100,13 +100,10 @@ impl Exec<'_> {
                     self.report.matmuls += 1;
                 }
                 Step::Monoid(monoid) => {
-                    let stmt = &block.stmts[monoid.stmt];
                     self.report.statements += 1;
-                    let results = self.eval_monoid(&stmt.expr, &monoid.producers, &monoid.live)?;
-                    for (&binder, tensor) in stmt.binders.iter().zip(results) {
-                        if let Some(tensor) = tensor {
-                            self.env[binder] = Some(Slot::plain(tensor));
-                        }
+                    self.report.kernels += monoid.consumers.len();
+                    for (var, tensor) in self.run_monoid(monoid, schedule.block)? {
+                        self.env[var] = Some(Slot::plain(tensor));
                     }
                 }
                 Step::ScatterAdd { stmt, into } => {
@@ -1469,29 +1466,37 @@ fn point_line(
     out: &mut Lane,
 ) {
     let (start, step) = affine_line(affine, base, axis);
-    // `Some(None)`: every point; `Some(Some(p))`: point `p` alone; `None`: none.
     let hit = match (point.value.checked_sub(start), step) {
-        (Some(0), 0) => Some(None),
+        (Some(0), 0) => Hit::Every,
         (Some(offset), step)
             if step != 0 && offset % step == 0 && (0..len as i64).contains(&(offset / step)) =>
         {
-            Some(Some((offset / step) as usize))
+            Hit::One((offset / step) as usize)
         }
-        _ => None,
+        _ => Hit::None,
     };
     let values = bool::values_mut(&mut out.column);
     match hit {
-        // Every point of the line, or none of them.
-        None | Some(None) => {
-            values[0] = hit.is_some() == point.equal;
+        Hit::Every | Hit::None => {
+            values[0] = (hit == Hit::Every) == point.equal;
             out.splat = true;
         }
-        Some(Some(position)) => {
+        Hit::One(position) => {
             values[..len].fill(!point.equal);
             values[position] = point.equal;
             out.splat = false;
         }
     }
+}
+
+/// Where a line meets the point of a point mask.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Hit {
+    /// At every point (the index is constant along the line and equal to the point).
+    Every,
+    /// At this position alone.
+    One(usize),
+    None,
 }
 
 /// The line a kernel is computing: `len` points from `base` along `axis` (`None`: one point),

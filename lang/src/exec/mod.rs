@@ -685,8 +685,8 @@ impl Exec<'_> {
             // Lines of (chunk, lane) pairs on typed lanes, or compiled chains, in the order of
             // Note [Monoid order] (`ops::monoid`).
             Expr::Monoid { .. } => {
-                let stores = vec![true; stmt.binders.len()];
-                let results = self.eval_monoid(&stmt.expr, &[], &stores)?;
+                let kept = vec![monoid::Kept::Stored; stmt.binders.len()];
+                let (results, _) = self.eval_monoid(stmt, &[], &[], &kept)?;
                 return Ok(results
                     .into_iter()
                     .map(|tensor| tensor.expect("every result is stored"))

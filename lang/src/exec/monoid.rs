@@ -16,11 +16,13 @@
 //! place, once the operator has been compiled (`CompileLoops`).
 //!
 //! On chains, an operand of a vector may be *produced*: computed a group of chunks at a time
-//! into a small buffer just before the folds read it (`Produce`, the producer kernels of
-//! Note [Monoid steps] in `passes::fuse::monoid`), and results nobody reads are not stored.
+//! into a small buffer just before the folds read it (`GroupKernels`, the producer kernels of
+//! Note [Monoid steps] in `passes::fuse::monoid`); a scan's result may be *consumed*: stored
+//! by the rescan into a small buffer that the consumer kernels read right after (Note
+//! [Monoid consumers]); and results nobody reads are not stored.
 //!
-//! Does not handle yet: producers on lanes (many lanes; the caller materialises them), and
-//! consumers fused after the rescan.
+//! Does not handle yet: producers and consumers on lanes (many lanes; the caller
+//! materialises their arrays).
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -71,11 +73,11 @@ pub(super) fn eval(
     let arrays: Vec<Tensor> = arrays.iter().map(Tensor::to_standard_layout).collect();
     if let Some(compiled) = compiled {
         let inputs: Vec<Input> = arrays.iter().map(Input::Array).collect();
-        let stores = vec![true; arrays.len()];
+        let kept = vec![Kept::Stored; arrays.len()];
         let chains = Chained {
             compiled,
-            producers: &NoProducers,
-            stores: &stores,
+            kernels: &NoKernels,
+            kept: &kept,
         };
         if let Some(res) = eval_on_chains(program, kind, &shape, &inputs, op, &chains, interrupted)
         {
@@ -99,45 +101,65 @@ pub(super) fn eval(
 pub(super) enum Input<'a> {
     /// Its values, in row-major layout.
     Array(&'a Tensor),
-    /// Computed where the folds read it by producer number `usize` (`Produce`).
+    /// Computed where the folds read it by producer number `usize` (`GroupKernels::produce`).
     Produced(usize),
 }
 
-/// Producers of array operands of a vector: each computes its array a group of chunks at a
-/// time (`exec::fused`'s producer kernels, Note [Monoid steps] in `passes::fuse::monoid`).
-pub(super) trait Produce: Sync {
+/// The kernels that run on each group of chunks of a vector's statement (`exec::fused`'s,
+/// Notes [Monoid steps] and [Monoid consumers] in `passes::fuse::monoid`): producers compute
+/// operands before the folds read them, consumers read results after the rescan stored them.
+pub(super) trait GroupKernels: Sync {
     /// A task's scratch space.
     type Work: Send;
     fn work(&self) -> Self::Work;
     /// Elements `rows` of producer `which`'s vector into the first `rows.len()` of `out`.
     fn produce(&self, work: &mut Self::Work, which: usize, rows: Range<usize>, out: &mut Column);
+    /// Runs the consumers on elements `rows`, whose consumed results (`Kept::Consumed`) are
+    /// the first `rows.len()` of `results` (by component; the others empty).
+    fn consume(&self, work: &mut Self::Work, rows: Range<usize>, results: &[Column]);
 }
 
-/// No producers: every operand is an array.
-struct NoProducers;
+/// No producers and no consumers: every operand is an array, no result is consumed.
+struct NoKernels;
 
-impl Produce for NoProducers {
+impl GroupKernels for NoKernels {
     type Work = ();
     fn work(&self) {}
     fn produce(&self, _: &mut (), which: usize, _: Range<usize>, _: &mut Column) {
         unreachable!("no producer {which}: every operand is an array")
     }
+    fn consume(&self, _: &mut (), _: Range<usize>, _: &[Column]) {
+        unreachable!("no consumers: no result is consumed")
+    }
 }
 
-/// How a statement runs on chains: its compiled folds, its operands' producers, and which
-/// results are stored.
+/// What becomes of a result of a statement on chains.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kept {
+    /// Stored into an array of the results.
+    Stored,
+    /// A scan's result computed a group of chunks at a time for the consumers
+    /// (`GroupKernels::consume`), never stored whole.
+    Consumed,
+    /// Not stored: nothing reads it.
+    Dropped,
+}
+
+/// How a statement runs on chains: its compiled folds, the kernels of its groups of chunks,
+/// and what becomes of each result.
 pub(super) struct Chained<'a, P> {
     pub compiled: &'a CompiledMonoid,
-    pub producers: &'a P,
-    /// By result: stored (`Some` in the results) or not (`None`).
-    pub stores: &'a [bool],
+    pub kernels: &'a P,
+    /// By result; the stored ones are `Some` in the results.
+    pub kept: &'a [Kept],
 }
 
 /// Evaluates a monoid statement over operands of shape `shape` on compiled chains, storing
-/// the results `chained.stores` asks for; `None` if the chains do not serve: an empty or
-/// wide (`CHAIN_LANES` lanes or more) statement, produced operands of more than one lane, or
-/// folds that cannot be compiled.
-pub(super) fn eval_on_chains<P: Produce>(
+/// the results `chained.kept` asks for and running the consumers; `None` if the chains do
+/// not serve: an empty or wide (`CHAIN_LANES` lanes or more) statement, produced operands or
+/// consumed results of more than one lane, a consumed result of a `reduce`, or folds that
+/// cannot be compiled.
+pub(super) fn eval_on_chains<P: GroupKernels>(
     program: &Program,
     kind: MonoidKind,
     shape: &[usize],
@@ -150,7 +172,13 @@ pub(super) fn eval_on_chains<P: Produce>(
     let produced = inputs
         .iter()
         .any(|input| matches!(input, Input::Produced(_)));
-    if shape[0] == 0 || m == 0 || m >= CHAIN_LANES || (produced && m != 1) {
+    let consumed = chained.kept.contains(&Kept::Consumed);
+    if shape[0] == 0
+        || m == 0
+        || m >= CHAIN_LANES
+        || ((produced || consumed) && m != 1)
+        || (consumed && kind == MonoidKind::Reduce)
+    {
         return None;
     }
     let code = LaneCode::new(&ScalarCode::operator(program, op));
@@ -318,11 +346,22 @@ enum ChainSource {
     Produced { which: usize, size: usize },
 }
 
-/// A task's space on chains: the producers', by component the buffer of a produced operand
-/// (empty for the others), and the arguments of a call of the folds.
+/// Where the rescan's folds store a result: in place into its array, into a task's buffer
+/// for the consumers, or nowhere.
+#[derive(Clone, Copy)]
+enum ChainTarget {
+    Array(Place),
+    Consumed { size: usize },
+    Nowhere,
+}
+
+/// A task's space on chains: the group kernels', by component the buffer of a produced
+/// operand and of a consumed result (empty for the others), and the arguments of a call of
+/// the folds.
 struct ChainWork<W> {
-    producers: W,
+    kernels: W,
     buffers: Vec<Column>,
+    results: Vec<Column>,
     regs: Vec<u64>,
     srcs: Vec<*const u8>,
     dsts: Vec<*mut u8>,
@@ -331,7 +370,7 @@ struct ChainWork<W> {
 impl Run<'_> {
     /// Steps (1) and (3) of Note [Monoid order] by compiled chains, each pair folded in
     /// place; step (2) as on lanes. `None` if the folds cannot be compiled.
-    fn eval_chains<P: Produce>(
+    fn eval_chains<P: GroupKernels>(
         &self,
         chained: &Chained<'_, P>,
         kind: MonoidKind,
@@ -342,8 +381,8 @@ impl Run<'_> {
         let scan_folds = match kind {
             MonoidKind::Reduce => None,
             MonoidKind::Scan | MonoidKind::ScanRight => {
-                let mask = (0..chained.stores.len())
-                    .filter(|&c| chained.stores[c])
+                let mask = (0..chained.kept.len())
+                    .filter(|&c| chained.kept[c] != Kept::Dropped)
                     .fold(0u64, |mask, c| mask | 1 << c);
                 Some(chained.compiled.folds(mask)?)
             }
@@ -369,20 +408,20 @@ impl Run<'_> {
             .collect();
         let folds = FoldsRun {
             code,
-            producers: chained.producers,
+            kernels: chained.kernels,
             sources: &sources,
+            kept: chained.kept,
             strides,
             wide: code.chains(),
         };
-        Some(self.run_chains(&folds, totals_folds, scan_folds, chained.stores, shape))
+        Some(self.run_chains(&folds, totals_folds, scan_folds, shape))
     }
 
-    fn run_chains<P: Produce>(
+    fn run_chains<P: GroupKernels>(
         &self,
         folds: &FoldsRun<'_, P>,
         totals_folds: [Arc<ChunkFolds>; 2],
         scan_folds: Option<[Arc<ChunkFolds>; 2]>,
-        stores: &[bool],
         shape: &[usize],
     ) -> Result<Vec<Option<Tensor>>, InterpError> {
         let code = folds.code;
@@ -406,40 +445,37 @@ impl Run<'_> {
         }
         // (2) As on lanes.
         let (folded, carries) = self.fold_totals(&totals).ok_or(InterpError::Interrupted)?;
+        let stored = |c: usize| folds.kept[c] == Kept::Stored;
         let Some(scan_folds) = scan_folds else {
             return Ok(folded
                 .into_iter()
-                .zip(stores)
-                .map(|(column, &stored)| stored.then(|| column.into_tensor(&shape[1..])))
+                .enumerate()
+                .map(|(c, column)| stored(c).then(|| column.into_tensor(&shape[1..])))
                 .collect());
         };
-        // (3) Every chunk rescanned from its carry, in place into the outputs it stores.
-        let mut outputs: Vec<Option<Column>> = self
-            .code
-            .reg_elems
-            .iter()
-            .zip(stores)
-            .map(|(&elem, &stored)| stored.then(|| super::pool::take(elem, self.n_rows * self.m)))
+        // (3) Every chunk rescanned from its carry, in place into the outputs it stores, the
+        // consumed results into the task's buffers for the consumers.
+        let mut outputs: Vec<Option<Column>> = (0..folds.kept.len())
+            .map(|c| stored(c).then(|| super::pool::take(code.elem(c), self.n_rows * self.m)))
             .collect();
-        let places: Vec<Place> = outputs
-            .iter_mut()
-            .map(|column| match column {
-                Some(column) => Place {
+        let targets: Vec<ChainTarget> = (outputs.iter_mut().zip(folds.kept).enumerate())
+            .map(|(c, (column, kept))| match (column, kept) {
+                (Some(column), _) => ChainTarget::Array(Place {
                     address: match_column!(Column, column, values => values.as_mut_ptr() as usize),
                     size: column.elem().bytes(),
+                }),
+                (None, Kept::Consumed) => ChainTarget::Consumed {
+                    size: code.elem(c).bytes(),
                 },
                 // Never written: the folds store only the components in their mask.
-                None => Place {
-                    address: 0,
-                    size: 0,
-                },
+                (None, _) => ChainTarget::Nowhere,
             })
             .collect();
         let groups = self.chain_groups(true, folds.wide);
         self.map_groups(folds, &groups, |work, group| {
             let compiled = &scan_folds[usize::from(group.count == 1)];
-            let (outputs, carries) = (Some(&places[..]), Some(&carries[..]));
-            self.fold_chains(folds, compiled, work, group, outputs, carries, group.first)
+            let (targets, carries) = (Some(&targets[..]), Some(&carries[..]));
+            self.fold_chains(folds, compiled, work, group, targets, carries, group.first)
         })?;
         Ok(outputs
             .into_iter()
@@ -500,7 +536,7 @@ impl Run<'_> {
 
     /// `f` of every group with a task's space, in parallel if the statement is large;
     /// stops when interrupted.
-    fn map_groups<P: Produce, R: Send>(
+    fn map_groups<P: GroupKernels, R: Send>(
         &self,
         folds: &FoldsRun<'_, P>,
         groups: &[Chains],
@@ -525,25 +561,27 @@ impl Run<'_> {
     }
 
     /// Folds one group's pairs over their rows (from the first row with `first`, else from
-    /// their carries), storing every partial result into `outputs` if given; the
+    /// their carries), storing every partial result where `targets` says if given; the
     /// accumulators at the end, chain-major. Produced operands are computed first, for the
-    /// group's rows, into the task's buffers.
+    /// group's rows, into the task's buffers; the consumers run last on the consumed
+    /// results.
     #[allow(clippy::too_many_arguments)]
-    fn fold_chains<P: Produce>(
+    fn fold_chains<P: GroupKernels>(
         &self,
         folds: &FoldsRun<'_, P>,
         compiled: &ChunkFolds,
         work: &mut ChainWork<P::Work>,
         group: &Chains,
-        outputs: Option<&[Place]>,
+        targets: Option<&[ChainTarget]>,
         carries: Option<&[Column]>,
         first: bool,
     ) -> Vec<u64> {
         let code = folds.code;
         let (k, n_regs) = (code.k, code.n_regs());
         let ChainWork {
-            producers,
+            kernels,
             buffers,
+            results,
             regs,
             srcs,
             dsts,
@@ -559,21 +597,26 @@ impl Run<'_> {
                 ChainSource::Array(place) => (place.address + at * place.size) as *const u8,
                 ChainSource::Produced { which, size } => {
                     // One lane (`eval_on_chains`): the group's rows are its elements.
-                    folds
-                        .producers
-                        .produce(producers, which, rows.clone(), buffer);
+                    folds.kernels.produce(kernels, which, rows.clone(), buffer);
                     let base = match_column!(Column, buffer, values => values.as_ptr() as usize);
                     (base + (at - rows.start) * size) as *const u8
                 }
             });
         }
         dsts.clear();
-        dsts.extend(
-            outputs
-                .unwrap_or_default()
-                .iter()
-                .map(|place| (place.address + at * place.size) as *mut u8),
-        );
+        let mut consumed = false;
+        for (target, buffer) in targets.unwrap_or_default().iter().zip(results.iter_mut()) {
+            dsts.push(match *target {
+                ChainTarget::Array(place) => (place.address + at * place.size) as *mut u8,
+                ChainTarget::Consumed { size } => {
+                    consumed = true;
+                    let base =
+                        match_column!(Column, buffer, values => values.as_mut_ptr() as usize);
+                    (base + (at - rows.start) * size) as *mut u8
+                }
+                ChainTarget::Nowhere => std::ptr::null_mut(),
+            });
+        }
         if let (Some(carries), false) = (carries, first) {
             for chain in 0..group.count {
                 let pair = (group.chunk + chain) * self.m + group.lane;
@@ -586,8 +629,9 @@ impl Run<'_> {
         // SAFETY: `regs` holds a file of `code` per chain; the chains are consecutive chunks
         // of one lane (the distance the folds were compiled for, `CompiledMonoid::new`), the
         // rows of each lie within its chunk of the arrays (row-major, `m` lanes) or of the
-        // group's produced buffers (one lane, the group's rows) and of the outputs the folds
-        // store (as large as the arrays), and the pairs of different groups are different.
+        // group's produced and consumed buffers (one lane, the group's rows) and of the
+        // outputs the folds store (as large as the arrays), and the pairs of different groups
+        // are different.
         unsafe {
             compiled.run(
                 code,
@@ -600,6 +644,9 @@ impl Run<'_> {
                 group.rows,
             );
         }
+        if consumed {
+            folds.kernels.consume(kernels, rows, results);
+        }
         (0..group.count)
             .flat_map(|chain| (0..k).map(move |c| (chain, c)))
             .map(|(chain, c)| regs[chain * n_regs + code.acc[c]])
@@ -607,35 +654,37 @@ impl Run<'_> {
     }
 }
 
-/// What the chain folds of one statement read: the operator's code, where each operand is,
-/// and the producers of the produced ones.
+/// What the chain folds of one statement read and keep: the operator's code, where each
+/// operand is, the kernels of its groups, and what becomes of each result.
 struct FoldsRun<'a, P> {
     code: &'a ChainCode,
-    producers: &'a P,
+    kernels: &'a P,
     sources: &'a [ChainSource],
+    kept: &'a [Kept],
     /// By component, bytes from a row to the next in fold order.
     strides: Vec<i64>,
     /// Chains per call of the wide folds.
     wide: usize,
 }
 
-impl<P: Produce> FoldsRun<'_, P> {
-    /// A task's space: a buffer of a group's rows for each produced operand.
+impl<P: GroupKernels> FoldsRun<'_, P> {
+    /// A task's space: a buffer of a group's rows for each produced operand and each
+    /// consumed result.
     fn work(&self) -> ChainWork<P::Work> {
-        let buffers = self
-            .sources
-            .iter()
-            .enumerate()
-            .map(|(c, source)| match source {
-                ChainSource::Array(_) => Column::with_len(self.code.elem(c), 0),
-                ChainSource::Produced { .. } => {
-                    Column::with_len(self.code.elem(c), self.wide * CHUNK_ROWS)
-                }
-            })
+        let buffer = |c: usize, wanted: bool| {
+            let len = if wanted { self.wide * CHUNK_ROWS } else { 0 };
+            Column::with_len(self.code.elem(c), len)
+        };
+        let buffers = (self.sources.iter().enumerate())
+            .map(|(c, source)| buffer(c, matches!(source, ChainSource::Produced { .. })))
+            .collect();
+        let results = (self.kept.iter().enumerate())
+            .map(|(c, &kept)| buffer(c, kept == Kept::Consumed))
             .collect();
         ChainWork {
-            producers: self.producers.work(),
+            kernels: self.kernels.work(),
             buffers,
+            results,
             regs: Vec::new(),
             srcs: Vec::new(),
             dsts: Vec::new(),

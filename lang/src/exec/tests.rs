@@ -1258,14 +1258,16 @@ fn monoid_producers_and_unread_results_give_the_interpreters_bits() {
             let counts: Vec<usize> = monoid_steps.iter().map(|m| m.producers.len()).collect();
             assert_eq!(counts, expected_producers, "{}", schedule.display(&program));
             if n_inputs == 1 {
-                // The right scan's first result is not stored, nor is the cotangent table
-                // written by a kernel of its own.
-                assert_eq!(monoid_steps[0].live, [false, true]);
+                // The right scan's results are not stored: nothing reads the first, the last
+                // kernel (its consumer, Note [Monoid consumers]) reads the second where the
+                // rescan computes it. Nor is the cotangent table written by a kernel.
+                assert_eq!(monoid_steps[0].live, [false, false]);
+                assert_eq!(monoid_steps[0].consumers.len(), 1);
                 let kernels = schedule
                     .steps
                     .iter()
                     .filter(|step| matches!(step, Step::Kernel(_)));
-                assert_eq!(kernels.count(), 1, "{}", schedule.display(&program));
+                assert_eq!(kernels.count(), 0, "{}", schedule.display(&program));
             }
             let inputs: Vec<Array> = (0..n_inputs)
                 .map(|_| {
@@ -1274,36 +1276,122 @@ fn monoid_producers_and_unread_results_give_the_interpreters_bits() {
                     f32s(&[n], &values.collect::<Vec<f32>>())
                 })
                 .collect();
-            let expected = interp::run(&program, &inputs, &InterpConfig::default()).unwrap();
-            let prepared = super::Prepared::new(&program, &schedule);
-            for (threads, compile_loops) in [
-                (1, CompileLoops::Always),
-                (2, CompileLoops::Always),
-                (2, CompileLoops::Never),
-            ] {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .unwrap();
-                let config = ExecConfig {
-                    compile_loops,
-                    ..ExecConfig::default()
-                };
-                let tensors: Vec<Tensor> = inputs.iter().map(Tensor::from_array).collect();
-                let (results, report) = pool.install(|| prepared.run(tensors, &config)).unwrap();
-                let on_chains = if compile_loops == CompileLoops::Always {
-                    monoid_steps.len() + usize::from(n_inputs == 1)
-                } else {
-                    0
-                };
-                assert_eq!(report.compiled_monoids, on_chains, "{threads} threads");
-                for (position, (e, g)) in expected.iter().zip(results).enumerate() {
-                    assert!(
-                        same_array(e, &g.into_array()),
-                        "result {position}, n = {n}, {threads} threads, {compile_loops:?}\n{program}"
-                    );
-                }
-            }
+            let on_chains = monoid_steps.len() + usize::from(n_inputs == 1);
+            agrees_on_chains_and_off(&program, &schedule, &inputs, on_chains);
+        }
+    }
+}
+
+/// Runs `schedule` of `program` on 1 and 2 threads with the monoid folds compiled (then
+/// `on_chains` statements run on chains) and on 2 without (none does), and asserts the
+/// interpreter's bits each time.
+fn agrees_on_chains_and_off(
+    program: &Program,
+    schedule: &crate::core::kernel::Schedule,
+    inputs: &[Array],
+    on_chains: usize,
+) {
+    let expected = interp::run(program, inputs, &InterpConfig::default()).unwrap();
+    let prepared = super::Prepared::new(program, schedule);
+    for (threads, compile_loops) in [
+        (1, CompileLoops::Always),
+        (2, CompileLoops::Always),
+        (2, CompileLoops::Never),
+    ] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let config = ExecConfig {
+            compile_loops,
+            ..ExecConfig::default()
+        };
+        let tensors: Vec<Tensor> = inputs.iter().map(Tensor::from_array).collect();
+        let (results, report) = pool.install(|| prepared.run(tensors, &config)).unwrap();
+        let on_chains = if compile_loops == CompileLoops::Always {
+            on_chains
+        } else {
+            0
+        };
+        assert_eq!(report.compiled_monoids, on_chains, "{threads} threads");
+        for (position, (e, g)) in expected.iter().zip(results).enumerate() {
+            assert!(
+                same_array(e, &g.into_array()),
+                "result {position}, {threads} threads, {compile_loops:?}\n{program}"
+            );
+        }
+    }
+}
+
+/// Note [Monoid consumers]: a map reading a scan's results at its own point, which nothing
+/// else reads, runs in the scan's rescan; a map reading them shifted, results read by two
+/// kernels or returned by the block, and a map reading a value computed after the scan stay
+/// kernels of their own. The interpreter's bits each way, on chains and off.
+#[test]
+fn maps_consume_scan_results_only_where_they_can() {
+    use crate::core::kernel::Step;
+    let chunk = crate::ops::monoid::CHUNK_ROWS;
+    let scan = |n: usize| {
+        format!(
+            "%2: [{n}]f32, %3: [{n}]f32 = assoc_scan (%0, %1) (0.0:f32, 1.0:f32) (\\%4: []f32, %5: []f32, %6: []f32, %7: []f32 ->
+                 %8: []f32 = add %4 %6
+                 %9: []f32 = mul %5 %7
+                 %10: []f32 = add %9 %8
+                 in %8, %10)"
+        )
+    };
+    // (body after the scan, results, consumers expected, top-level kernels expected)
+    let cases: [(&str, &str, usize, usize); 5] = [
+        // Both results, at the point, with an input: one consumer.
+        ("%11: [{n}]f32 = mul %2 %3\n%12: [{n}]f32 = add %11 %0", "%12", 1, 0),
+        // The second result shifted by one (a masked read): not a consumer.
+        (
+            "%11: [{n}]f32 = gather [{n}] %3 (\\%13: []i64 ->\n %14: []i64 = add %13 1:i64\n in %14)\n%12: [{n}]f32 = mul %11 %2",
+            "%12",
+            0,
+            1,
+        ),
+        // The first result read by two materialised kernels: neither consumes it.
+        ("%11: [{n}]f32 = mul %2 %0\n%12: [{n}]f32 = add %2 %1", "%11, %12", 0, 2),
+        // The first result also returned: stored, so its reader is no consumer.
+        ("%11: [{n}]f32 = mul %2 %3", "%11, %2", 0, 1),
+        // A reduction computed after the scan, read by the map: the map cannot move.
+        (
+            "%11: []f32 = sumOuter %3\n%15: [{n}]f32 = replicate {n} %11\n%12: [{n}]f32 = mul %2 %15",
+            "%12",
+            0,
+            2,
+        ),
+    ];
+    let mut rng = Rng::new(7);
+    for n in [5, 3 * chunk + 17] {
+        for (body, results, consumers, kernels) in cases {
+            let body = body.replace("{n}", &n.to_string());
+            let text = format!(
+                "program(%0: [{n}]f32, %1: [{n}]f32) {{\n{}\n{body}\nin {results}\n}}",
+                scan(n)
+            );
+            let program = parse(&text);
+            let schedule = crate::passes::fuse::run(&program);
+            let shown = schedule.display(&program).to_string();
+            let found: usize = (schedule.steps.iter())
+                .map(|step| match step {
+                    Step::Monoid(monoid) => monoid.consumers.len(),
+                    _ => 0,
+                })
+                .sum();
+            assert_eq!(found, consumers, "{shown}");
+            let top = (schedule.steps.iter())
+                .filter(|step| matches!(step, Step::Kernel(_)))
+                .count();
+            assert_eq!(top, kernels, "{shown}");
+            let inputs: Vec<Array> = (0..2)
+                .map(|_| {
+                    let values = (0..n).map(|_| rng.pick(&[-1.0, 0.0, 0.5, 2.0, 1.25]) as f32);
+                    f32s(&[n], &values.collect::<Vec<f32>>())
+                })
+                .collect();
+            agrees_on_chains_and_off(&program, &schedule, &inputs, 1);
         }
     }
 }

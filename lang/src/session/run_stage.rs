@@ -50,12 +50,19 @@ pub fn render(
             Step::Rows(rows) => format!("rows of {} kernels", rows.kernels.len()),
             Step::MatMul(_) => "matmul".to_string(),
             Step::ScatterAdd { .. } => "scatter-add".to_string(),
-            Step::Monoid(monoid) => format!(
-                "monoid {}, {} producer{}",
-                crate::core::print::expr_name(&block.stmts[monoid.stmt].expr),
-                monoid.producers.len(),
-                if monoid.producers.len() == 1 { "" } else { "s" }
-            ),
+            Step::Monoid(monoid) => {
+                let count =
+                    |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+                let mut what = format!(
+                    "monoid {}, {}",
+                    crate::core::print::expr_name(&block.stmts[monoid.stmt].expr),
+                    count(monoid.producers.len(), "producer")
+                );
+                if !monoid.consumers.is_empty() {
+                    what += &format!(", {}", count(monoid.consumers.len(), "consumer"));
+                }
+                what
+            }
             Step::Stmt(index) => format!(
                 "{} {}",
                 if schedule.loop_body(program, step).is_some() {

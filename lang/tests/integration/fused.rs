@@ -137,13 +137,14 @@ fn the_gradient_of_a_reduce_is_two_scans_and_one_kernel() {
     assert_eq!(count_lines(&text, "kernel k0 over []"), 1, "{text}");
 }
 
-/// Note [Monoid steps]: the gradient of `sum (cumprod x)` is the forward scan, the right scan
-/// over ⊗ computing its operands (the shifted input and the constant cotangent) where its
-/// chunks read them and storing only the cotangents, and one map; the values are the
+/// Notes [Monoid steps] and [Monoid consumers]: the gradient of `sum (cumprod x)` is the
+/// forward scan and the right scan over ⊗, which computes its operands (the shifted input and
+/// the constant cotangent) where its chunks read them, stores none of its results, and runs
+/// the last map on the cotangents where its rescan computes them; the values are the
 /// interpreter's bits on 1 and 2 threads (the right scan on compiled chains: it folds more
 /// elements than `JIT_MIN_ITERATIONS`).
 #[test]
-fn the_right_scan_of_a_cumprod_gradient_computes_its_operands_and_stores_what_is_read() {
+fn the_right_scan_of_a_cumprod_gradient_fuses_its_operands_and_its_consumer() {
     let defs = "xs : (Fin 70000)=>Float = for i. 1.0 + 0.001 * sin (n_to_f (ordinal i) * 0.37)\n";
     let mut session = session(Engine::Fused);
     outputs(&mut session, defs);
@@ -154,19 +155,30 @@ fn the_right_scan_of_a_cumprod_gradient_computes_its_operands_and_stores_what_is
         .collect();
     assert_eq!(monoid.len(), 1, "{text}");
     assert!(
-        monoid[0].contains("assoc_scan_right") && monoid[0].contains("(unread, not stored: %"),
+        monoid[0].contains("assoc_scan_right")
+            && monoid[0].contains("(unread, not stored: %")
+            && monoid[0].contains("; consumed, not stored: %"),
         "{text}"
     );
-    let producers = text
+    let inner: Vec<&str> = text
         .lines()
         .filter(|line| line.trim_start().starts_with("kernel k1."))
-        .count();
-    assert_eq!(producers, 2, "{text}");
+        .collect();
+    assert_eq!(inner.len(), 3, "{text}");
+    // Two producers (local), then the consumer, whose output is the gradient.
+    assert_eq!(
+        inner
+            .iter()
+            .map(|line| line.contains("writes local"))
+            .collect::<Vec<_>>(),
+        [true, true, false],
+        "{text}"
+    );
     let top_kernels = text
         .lines()
         .filter(|line| line.starts_with("  kernel k"))
         .count();
-    assert_eq!(top_kernels, 1, "{text}");
+    assert_eq!(top_kernels, 0, "{text}");
     assert_eq!(count_lines(&text, "bulk"), 1, "{text}");
     agrees_with_the_interpreter_on_1_and_2_threads(&format!(
         "{defs}:p grad (\\v. sum (cumprod v)) xs\n"

@@ -1,45 +1,121 @@
-//! Monoid statements on the fused engine (`Step::Monoid`, Note [Monoid steps] in
-//! `passes::fuse::monoid`): the producer kernels compute their operands a group of chunks at
-//! a time where the compiled chains read them (`exec::monoid::Produce`), and the results
-//! nobody reads are not stored. When the statement does not run on chains (many lanes, or
-//! folds not compiled yet), the producers' outputs are materialised first and the statement
-//! runs as the bulk evaluator runs it: the same values either way.
+//! Monoid statements on the fused engine (`Step::Monoid`, Notes [Monoid steps] and [Monoid
+//! consumers] in `passes::fuse::monoid`): the producer kernels compute their operands a
+//! group of chunks at a time where the compiled chains read them, the consumer kernels read
+//! a scan's results right after the rescan computed them (`exec::monoid::GroupKernels`), and
+//! the results nobody reads are not stored. When the statement does not run on chains (many
+//! lanes, or folds not compiled yet), the producers' outputs are materialised first, the
+//! statement runs as the bulk evaluator runs it, and the consumers run as kernels: the same
+//! values either way.
 
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::{launch_inputs, Launch, Scratch};
-use crate::core::ir::{BlockId, Expr, MonoidKind, VarId};
-use crate::core::kernel::Kernel;
+use super::{launch_inputs, GroupRead, Launch, Scratch};
+use crate::core::ir::{BlockId, Elem, Expr, MonoidKind, Stmt, VarId};
+use crate::core::kernel::{Kernel, MonoidStep};
 use crate::core::visit::var_of;
-use crate::exec::lanes::{with_column, Column, LaneElem};
-use crate::exec::monoid::{self, Chained, CompiledMonoid, Input, Produce};
+use crate::exec::lanes::{match_column, with_column, Column, ColumnMut, LaneElem};
+use crate::exec::monoid::{self, Chained, CompiledMonoid, GroupKernels, Input, Kept};
 use crate::exec::tensor::Tensor;
-use crate::exec::{CompileLoops, Exec, Res};
+use crate::exec::{pool, CompileLoops, Exec, Res, Slot};
 
-/// Producer kernels bound to their inputs.
-struct Producers<'k> {
-    launches: Vec<Launch<'k>>,
+/// Producer and consumer kernels bound to their inputs.
+struct Launches<'k> {
+    producers: Vec<Launch<'k>>,
+    consumers: Vec<Consumer<'k>>,
 }
 
-impl Produce for Producers<'_> {
+/// A consumer kernel bound to its inputs: its members (`Source::Member`) are the results it
+/// consumes, by component of the statement, and it writes the group's rows of `out`.
+struct Consumer<'k> {
+    launch: Launch<'k>,
+    members: Vec<usize>,
+    out: SharedColumn,
+}
+
+impl GroupKernels for Launches<'_> {
+    /// Scratch lanes by producer, then by consumer.
     type Work = Vec<Scratch>;
 
     fn work(&self) -> Vec<Scratch> {
-        self.launches.iter().map(Launch::scratch).collect()
+        let consumers = self.consumers.iter().map(|consumer| &consumer.launch);
+        (self.producers.iter().chain(consumers))
+            .map(Launch::scratch)
+            .collect()
     }
 
     fn produce(&self, work: &mut Vec<Scratch>, which: usize, rows: Range<usize>, out: &mut Column) {
-        let launch = &self.launches[which];
+        let launch = &self.producers[which];
         let len = rows.len();
-        with_column!(out, values => launch.map_range(&mut work[which], rows, &mut values[..len]));
+        with_column!(out, values => launch.map_range(&mut work[which], rows, &mut values[..len], &[]));
+    }
+
+    fn consume(&self, work: &mut Vec<Scratch>, rows: Range<usize>, results: &[Column]) {
+        let scratches = &mut work[self.producers.len()..];
+        for (consumer, scratch) in self.consumers.iter().zip(scratches) {
+            let group: Vec<GroupRead> = (consumer.members.iter())
+                .map(|&c| GroupRead {
+                    data: results[c].as_ref().run(0, rows.len()),
+                    origin: rows.start as isize,
+                })
+                .collect();
+            // SAFETY: the groups of a rescan cover different rows (`Run::chain_groups`), and
+            // the column outlives the statement's run (`Exec::run_monoid`).
+            let out = unsafe { consumer.out.rows(rows.clone()) };
+            match_column!(ColumnMut, out, values => {
+                consumer.launch.map_range(scratch, rows.clone(), values, &group)
+            });
+        }
+    }
+}
+
+/// A column that the tasks of a rescan write in different rows: where its elements are.
+struct SharedColumn {
+    elem: Elem,
+    address: usize,
+}
+
+impl SharedColumn {
+    fn new(column: &mut Column) -> SharedColumn {
+        SharedColumn {
+            elem: column.elem(),
+            address: match_column!(Column, column, values => values.as_mut_ptr() as usize),
+        }
+    }
+
+    /// Elements `rows` of the column.
+    ///
+    /// # Safety
+    ///
+    /// The column is at least `rows.end` long and outlives the slice, and no other slice of
+    /// these elements is in use.
+    unsafe fn rows<'a>(&self, rows: Range<usize>) -> ColumnMut<'a> {
+        unsafe fn typed<'a, T: LaneElem>(address: usize, rows: Range<usize>) -> ColumnMut<'a> {
+            let first = (address as *mut T).add(rows.start);
+            T::wrap_mut(std::slice::from_raw_parts_mut(first, rows.len()))
+        }
+        match self.elem {
+            Elem::F32 => typed::<f32>(self.address, rows),
+            Elem::F64 => typed::<f64>(self.address, rows),
+            Elem::I32 => typed::<i32>(self.address, rows),
+            Elem::I64 => typed::<i64>(self.address, rows),
+            Elem::U32 => typed::<u32>(self.address, rows),
+            Elem::U64 => typed::<u64>(self.address, rows),
+            Elem::Bool => typed::<bool>(self.address, rows),
+        }
     }
 }
 
 impl Launch<'_> {
     /// The points `range` (row-major positions) of an elementwise kernel into `out`, row
-    /// piece by row piece.
-    fn map_range<T: LaneElem>(&self, scratch: &mut Scratch, range: Range<usize>, out: &mut [T]) {
+    /// piece by row piece; a consumer reads its members from `group`.
+    fn map_range<T: LaneElem>(
+        &self,
+        scratch: &mut Scratch,
+        range: Range<usize>,
+        out: &mut [T],
+        group: &[GroupRead<'_>],
+    ) {
         let Some(&row_len) = self.shape.last() else {
             self.eval_line_into(scratch, &[], None, &mut out[..1]);
             return;
@@ -49,28 +125,78 @@ impl Launch<'_> {
             let (row, start) = (at / row_len, at % row_len);
             let len = (row_len - start).min(range.end - at);
             let dst = &mut out[at - range.start..][..len];
-            self.map_row(scratch, row, start, dst, &[]);
+            self.map_row(scratch, row, start, dst, group);
             at += len;
         }
     }
 }
 
 impl Exec<'_> {
-    /// Runs the monoid statement `expr` with the array operands that `producers` compute
-    /// taken from them (`producers` empty: every operand is bound), storing the results in
-    /// `stores` (by result; `None` for the others).
+    /// Runs a monoid step: its statement with the array operands its producers compute taken
+    /// from them, and its consumers; the live binders and the consumers' outputs.
+    pub(in crate::exec) fn run_monoid(
+        &mut self,
+        step: &MonoidStep,
+        block: BlockId,
+    ) -> Res<Vec<(VarId, Tensor)>> {
+        let program = self.program;
+        let stmt = &program.blocks[block].stmts[step.stmt];
+        let consumed = step.consumed(program, block);
+        let kept: Vec<Kept> = (step.live.iter().zip(&consumed))
+            .map(|(&live, &consumed)| match (live, consumed) {
+                (true, _) => Kept::Stored,
+                (false, true) => Kept::Consumed,
+                (false, false) => Kept::Dropped,
+            })
+            .collect();
+        let (results, consumers_ran) =
+            self.eval_monoid(stmt, &step.producers, &step.consumers, &kept)?;
+        let mut bound = Vec::new();
+        let mut consumed = Vec::new();
+        for ((&binder, tensor), kept) in stmt.binders.iter().zip(results).zip(&kept) {
+            match (tensor, kept) {
+                (Some(tensor), Kept::Stored) => bound.push((binder, tensor)),
+                (Some(tensor), Kept::Consumed) => consumed.push((binder, tensor)),
+                _ => {}
+            }
+        }
+        if let Some(outputs) = consumers_ran {
+            bound.extend(outputs);
+            return Ok(bound);
+        }
+        // Off chains: the consumers run as kernels, the consumed results bound meanwhile.
+        let consumed_vars: Vec<VarId> = consumed.iter().map(|(var, _)| *var).collect();
+        for (var, tensor) in consumed {
+            self.env[var] = Some(Slot::plain(tensor));
+        }
+        let outputs = (step.consumers.iter())
+            .map(|kernel| Ok((kernel.output.0, self.run_kernel(kernel)?)))
+            .collect::<Res<Vec<_>>>();
+        for var in consumed_vars {
+            self.env[var] = None;
+        }
+        bound.extend(outputs?);
+        Ok(bound)
+    }
+
+    /// Runs the monoid statement `stmt` with the array operands that `producers` compute
+    /// taken from them, keeping its results as `kept` says: on chains, the stored results
+    /// (`Some`) and the outputs of the `consumers`; off chains, the stored and consumed
+    /// results, the consumers not run (`None`).
+    #[allow(clippy::type_complexity)]
     pub(in crate::exec) fn eval_monoid(
         &mut self,
-        expr: &Expr,
+        stmt: &Stmt,
         producers: &[Kernel],
-        stores: &[bool],
-    ) -> Res<Vec<Option<Tensor>>> {
+        consumers: &[Kernel],
+        kept: &[Kept],
+    ) -> Res<(Vec<Option<Tensor>>, Option<Vec<(VarId, Tensor)>>)> {
         let Expr::Monoid {
             kind,
             arrays,
             init,
             op,
-        } = expr
+        } = &stmt.expr
         else {
             unreachable!("eval_monoid of a monoid statement")
         };
@@ -85,10 +211,10 @@ impl Exec<'_> {
             })
             .collect();
         if let Some(compiled) = compiled.as_deref() {
-            if let Some(res) = self.on_chains(expr, &shape, compiled, producers, &produced, stores)
-            {
+            let kernels = (producers, consumers);
+            if let Some(res) = self.on_chains(stmt, compiled, kernels, &produced, kept) {
                 self.report.compiled_monoids += 1;
-                return res;
+                return res.map(|(results, outputs)| (results, Some(outputs)));
             }
         }
         // Off chains: the producers' outputs materialised, every result computed.
@@ -109,39 +235,65 @@ impl Exec<'_> {
         let (results, on_chains) =
             monoid::eval(program, *kind, &tensors, &init, *op, compiled, &interrupted)?;
         self.report.compiled_monoids += usize::from(on_chains);
-        Ok(results
-            .into_iter()
-            .zip(stores)
-            .map(|(tensor, &stored)| stored.then_some(tensor))
-            .collect())
+        let results = (results.into_iter().zip(kept))
+            .map(|(tensor, &kept)| (kept != Kept::Dropped).then_some(tensor))
+            .collect();
+        Ok((results, None))
     }
 
-    /// `eval_monoid` on compiled chains with the producers fused (`produced`: by array
-    /// operand, its producer); `None` if the chains do not serve (`monoid::eval_on_chains`).
+    /// `eval_monoid` on compiled chains with the producers and consumers fused (`produced`:
+    /// by array operand, its producer): the stored results and the consumers' outputs;
+    /// `None` if the chains do not serve (`monoid::eval_on_chains`).
+    #[allow(clippy::type_complexity)]
     fn on_chains(
         &self,
-        expr: &Expr,
-        shape: &[usize],
+        stmt: &Stmt,
         compiled: &CompiledMonoid,
-        producers: &[Kernel],
+        (producers, consumers): (&[Kernel], &[Kernel]),
         produced: &[Option<usize>],
-        stores: &[bool],
-    ) -> Option<Res<Vec<Option<Tensor>>>> {
+        kept: &[Kept],
+    ) -> Option<Res<(Vec<Option<Tensor>>, Vec<(VarId, Tensor)>)>> {
         let Expr::Monoid {
             kind, arrays, op, ..
-        } = expr
+        } = &stmt.expr
         else {
             unreachable!("on_chains of a monoid statement")
         };
-        let inputs_of: Vec<Vec<(VarId, Tensor)>> = producers
-            .iter()
+        let binders = &stmt.binders;
+        let shape = self.program.atom_ty(&arrays[0]).shape;
+        let producer_inputs: Vec<Vec<(VarId, Tensor)>> = (producers.iter())
             .map(|kernel| launch_inputs(self, kernel, &[]))
             .collect();
-        let launches = producers
-            .iter()
-            .zip(&inputs_of)
-            .map(|(kernel, inputs)| Launch::new(self, kernel, inputs))
+        // A consumer reads the statement's binders as members, its other inputs whole.
+        let consumer_inputs: Vec<Vec<(VarId, Tensor)>> = (consumers.iter())
+            .map(|kernel| launch_inputs(self, kernel, binders))
             .collect();
+        let mut outputs: Vec<Column> = (consumers.iter())
+            .map(|kernel| {
+                let elem = kernel.nodes[kernel.output.1].1;
+                pool::take(elem, kernel.out_shape().iter().product())
+            })
+            .collect();
+        let consumer_launches = (consumers.iter().zip(&consumer_inputs).zip(&mut outputs))
+            .map(|((kernel, inputs), out)| {
+                let reads = kernel.reads();
+                let members: Vec<usize> = (0..binders.len())
+                    .filter(|&c| reads.contains(&binders[c]))
+                    .collect();
+                let member_vars: Vec<VarId> = members.iter().map(|&c| binders[c]).collect();
+                Consumer {
+                    launch: Launch::bind(self, kernel, inputs, &member_vars, 0),
+                    members,
+                    out: SharedColumn::new(out),
+                }
+            })
+            .collect();
+        let launches = Launches {
+            producers: (producers.iter().zip(&producer_inputs))
+                .map(|(kernel, inputs)| Launch::new(self, kernel, inputs))
+                .collect(),
+            consumers: consumer_launches,
+        };
         let bound: Vec<Option<Tensor>> = arrays
             .iter()
             .zip(produced)
@@ -161,20 +313,24 @@ impl Exec<'_> {
             .collect();
         let chained = Chained {
             compiled,
-            producers: &Producers { launches },
-            stores,
+            kernels: &launches,
+            kept,
         };
         let interrupted = || self.interrupt_requested();
         let res = monoid::eval_on_chains(
             self.program,
             *kind,
-            shape,
+            &shape,
             &inputs,
             *op,
             &chained,
             &interrupted,
         )?;
-        Some(res.map_err(Into::into))
+        drop(launches);
+        let outputs = (consumers.iter().zip(outputs))
+            .map(|(kernel, column)| (kernel.output.0, column.into_tensor(kernel.out_shape())))
+            .collect();
+        Some(res.map(|results| (results, outputs)).map_err(Into::into))
     }
 
     /// The compiled chain folds of a monoid statement over arrays of `shape`, if the session's

@@ -162,7 +162,11 @@ fn schedule_block(program: &Program, block: BlockId) -> Schedule {
         steps: rows::group_rows(
             program,
             block,
-            scatter_add::add_scatters_in_place(program, block, steps),
+            scatter_add::add_scatters_in_place(
+                program,
+                block,
+                monoid::fuse_consumers(program, block, steps),
+            ),
         ),
         loop_bodies,
     }

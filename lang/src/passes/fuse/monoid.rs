@@ -1,5 +1,7 @@
 //! Monoid steps: a `reduce`/`assoc_scan` of a vector computes the arrays it folds where its
-//! chunk folds read them, and stores only the results something reads (Note [Monoid steps]).
+//! chunk folds read them, and stores only the results something reads (Note [Monoid steps]);
+//! a scan runs the maps that consume its results where its rescan computes them (Note
+//! [Monoid consumers]).
 
 // Note [Monoid steps]
 // ~~~~~~~~~~~~~~~~~~~
@@ -28,10 +30,31 @@
 // (seed 000 Thm 3.7) binds three, of which only the cotangents are read. A binder that no
 // later statement reads and that is not a result of the block is not stored.
 
+// Note [Monoid consumers]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// A scan's rescan (step 3 of Note [Monoid order] in `ops::monoid`) computes its results a
+// group of chunks at a time. The map that reads them next (the last kernel of a `cumprod`
+// gradient, seed 000 Eq 12: `x̄ᵢ = ∂₂ᵀ⊙(…) · ȳᵢ`) would read them back from memory: a write
+// and a read of each consumed table for nothing. A later map kernel over the scan's shape
+// is a *consumer* of the scan's step when
+//
+// - it reads results of the scan only at its own point (identity coordinates), so that a
+//   group's results are all it needs of them;
+// - nothing else reads those results (no other step, not the block's results), so that
+//   they need never be stored;
+// - whatever else it reads is computed before the scan's step (no step between the two
+//   binds it), so that the kernel can run in the scan's place.
+//
+// It then moves into the scan's step (`MonoidStep::consumers`): the rescan's folds store the
+// consumed results into a buffer of the task, and the consumer runs on the group's rows
+// right after, reading that buffer, writing its own output (materialised as before). Only
+// vectors (one lane) on compiled chains do this; elsewhere the engine stores the consumed
+// results, runs the consumer as a kernel and drops them: the same bits.
+
 use std::collections::HashSet;
 
 use super::{identity_coords, Fuser, KernelBuilder};
-use crate::core::ir::{Expr, MonoidKind, VarId};
+use crate::core::ir::{BlockId, Expr, MonoidKind, Program, VarId};
 use crate::core::kernel::{Kernel, MonoidStep, Node, Step};
 use crate::core::visit::var_of;
 use crate::ops::FusionClass;
@@ -108,6 +131,7 @@ pub(super) fn monoid_steps(fuser: &Fuser<'_>, stmt_idx: usize) -> Vec<Step> {
             stmt: stmt_idx,
             producers,
             live,
+            consumers: Vec::new(),
         })
     });
     steps
@@ -119,4 +143,130 @@ fn computes_expensive(kernel: &Kernel) -> bool {
         matches!(node, Node::Prim(prim, _)
             if matches!(prim.family(), Family::Math(_) | Family::Random(_)))
     })
+}
+
+/// Moves the map kernels that consume a scan's results into the scan's step (Note [Monoid
+/// consumers]).
+pub(super) fn fuse_consumers(program: &Program, block: BlockId, mut steps: Vec<Step>) -> Vec<Step> {
+    let mut at = 0;
+    while at < steps.len() {
+        if let Some(stmt) = vector_scan(program, block, &steps[at]) {
+            let mut later = at + 1;
+            while later < steps.len() {
+                if consumes(program, block, &steps, at, later, stmt) {
+                    let Step::Kernel(kernel) = steps.remove(later) else {
+                        unreachable!("a consumer is a kernel")
+                    };
+                    add_consumer(program, block, &mut steps[at], stmt, kernel);
+                } else {
+                    later += 1;
+                }
+            }
+        }
+        at += 1;
+    }
+    steps
+}
+
+/// The statement of `step` if it is a scan of a vector (one lane) of the block.
+fn vector_scan(program: &Program, block: BlockId, step: &Step) -> Option<usize> {
+    let stmt = match step {
+        Step::Monoid(monoid) => monoid.stmt,
+        Step::Stmt(stmt) => *stmt,
+        _ => return None,
+    };
+    let Expr::Monoid { kind, arrays, .. } = &program.blocks[block].stmts[stmt].expr else {
+        return None;
+    };
+    let shape = program.atom_ty(&arrays[0]).shape;
+    let one_lane = shape.iter().skip(1).product::<usize>() == 1;
+    (*kind != MonoidKind::Reduce && one_lane).then_some(stmt)
+}
+
+/// Whether step `later` is a consumer of the scan `stmt` of step `at` (Note [Monoid
+/// consumers]).
+fn consumes(
+    program: &Program,
+    block: BlockId,
+    steps: &[Step],
+    at: usize,
+    later: usize,
+    stmt: usize,
+) -> bool {
+    let Step::Kernel(kernel) = &steps[later] else {
+        return false;
+    };
+    let block_ref = &program.blocks[block];
+    let binders = &block_ref.stmts[stmt].binders;
+    let Expr::Monoid { arrays, .. } = &block_ref.stmts[stmt].expr else {
+        unreachable!("a scan")
+    };
+    if kernel.reduce.is_some() || kernel.shape != program.atom_ty(&arrays[0]).shape {
+        return false;
+    }
+    let reads = kernel.reads();
+    let consumed: Vec<VarId> = reads
+        .iter()
+        .copied()
+        .filter(|var| binders.contains(var))
+        .collect();
+    if consumed.is_empty() {
+        return false;
+    }
+    let identity = identity_coords(kernel.shape.len());
+    let at_own_point = kernel.nodes.values().all(|(node, _)| match node {
+        Node::Read { var, coords } => !consumed.contains(var) || *coords == identity,
+        _ => true,
+    });
+    let results: HashSet<VarId> = block_ref
+        .results
+        .iter()
+        .filter_map(|atom| var_of(*atom))
+        .collect();
+    let step_reads = |step: &Step| match step {
+        // Its consumers read its binders too.
+        Step::Monoid(monoid) => monoid
+            .consumers
+            .iter()
+            .flat_map(Kernel::reads)
+            .chain(monoid.reads(program, block))
+            .collect(),
+        step => step.reads(program, block),
+    };
+    let read_elsewhere = consumed.iter().any(|var| {
+        results.contains(var)
+            || (steps.iter().enumerate())
+                .any(|(index, step)| index != later && step_reads(step).contains(var))
+    });
+    let bound_between: HashSet<VarId> = steps[at + 1..later]
+        .iter()
+        .flat_map(|step| step.outputs(program, block))
+        .collect();
+    let ready = reads
+        .iter()
+        .all(|var| binders.contains(var) || !bound_between.contains(var));
+    at_own_point && !read_elsewhere && ready
+}
+
+/// Makes `kernel` a consumer of the scan `stmt` that `step` runs.
+fn add_consumer(program: &Program, block: BlockId, step: &mut Step, stmt: usize, kernel: Kernel) {
+    let binders = &program.blocks[block].stmts[stmt].binders;
+    if let Step::Stmt(_) = step {
+        *step = Step::Monoid(MonoidStep {
+            stmt,
+            producers: Vec::new(),
+            live: vec![true; binders.len()],
+            consumers: Vec::new(),
+        });
+    }
+    let Step::Monoid(monoid) = step else {
+        unreachable!("a scan's step")
+    };
+    let reads = kernel.reads();
+    for (live, binder) in monoid.live.iter_mut().zip(binders) {
+        if reads.contains(binder) {
+            *live = false;
+        }
+    }
+    monoid.consumers.push(kernel);
 }
