@@ -59,8 +59,9 @@ impl GroupKernels for Launches<'_> {
                     origin: rows.start as isize,
                 })
                 .collect();
-            // SAFETY: the groups of a rescan cover different rows (`Run::chain_groups`), and
-            // the column outlives the statement's run (`Exec::run_monoid`).
+            // SAFETY: the groups of a rescan cover different rows (`Run::chain_groups`), each
+            // within the column, which outlives the statement's run (`Exec::on_chains` owns it
+            // until `eval_on_chains` returns).
             let out = unsafe { consumer.out.rows(rows.clone()) };
             match_column!(ColumnMut, out, values => {
                 consumer.launch.map_range(scratch, rows.clone(), values, &group)
