@@ -287,14 +287,22 @@ impl MonoidStep {
 
     /// By binder of the statement: whether a consumer reads it.
     pub fn consumed(&self, program: &Program, block: BlockId) -> Vec<bool> {
+        let mut consumed = vec![false; program.blocks[block].stmts[self.stmt].binders.len()];
+        for consumer in &self.consumers {
+            for component in self.members(program, block, consumer) {
+                consumed[component] = true;
+            }
+        }
+        consumed
+    }
+
+    /// The components of the statement (indices of its binders) that `consumer` reads: the
+    /// results it takes from the rescan.
+    pub fn members(&self, program: &Program, block: BlockId, consumer: &Kernel) -> Vec<usize> {
         let binders = &program.blocks[block].stmts[self.stmt].binders;
-        binders
-            .iter()
-            .map(|binder| {
-                self.consumers
-                    .iter()
-                    .any(|kernel| kernel.reads().contains(binder))
-            })
+        let reads = consumer.reads();
+        (0..binders.len())
+            .filter(|&component| reads.contains(&binders[component]))
             .collect()
     }
 

@@ -25,6 +25,7 @@
 //! abort. A value is dropped after the last step that reads it.
 
 mod monoid;
+pub(in crate::exec) use monoid::Fused;
 mod rows;
 
 use std::ops::Range;

@@ -686,8 +686,9 @@ impl Exec<'_> {
             // Note [Monoid order] (`ops::monoid`).
             Expr::Monoid { .. } => {
                 let kept = vec![monoid::Kept::Stored; stmt.binders.len()];
-                let (results, _) = self.eval_monoid(stmt, &[], &[], &kept)?;
-                return Ok(results
+                let run = self.eval_monoid(stmt, &fused::Fused::none(), &kept)?;
+                return Ok(run
+                    .results
                     .into_iter()
                     .map(|tensor| tensor.expect("every result is stored"))
                     .collect());

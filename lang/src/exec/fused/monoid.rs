@@ -11,13 +11,49 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::{launch_inputs, GroupRead, Launch, Scratch};
-use crate::core::ir::{BlockId, Elem, Expr, MonoidKind, Stmt, VarId};
+use crate::core::ir::{BlockId, Elem, Expr, MonoidKind, Program, Stmt, VarId};
 use crate::core::kernel::{Kernel, MonoidStep};
 use crate::core::visit::var_of;
 use crate::exec::lanes::{match_column, with_column, Column, ColumnMut, LaneElem};
 use crate::exec::monoid::{self, Chained, CompiledMonoid, GroupKernels, Input, Kept};
 use crate::exec::tensor::Tensor;
 use crate::exec::{pool, CompileLoops, Exec, Res, Slot};
+
+/// The kernels fused into a monoid statement's run: producers of its array operands, and
+/// consumers of its results with the components each reads (`MonoidStep::members`).
+pub(in crate::exec) struct Fused<'s> {
+    producers: &'s [Kernel],
+    consumers: &'s [Kernel],
+    members: Vec<Vec<usize>>,
+}
+
+impl<'s> Fused<'s> {
+    /// No kernels: the statement alone, as the bulk evaluator runs it.
+    pub(in crate::exec) fn none() -> Fused<'static> {
+        Fused {
+            producers: &[],
+            consumers: &[],
+            members: Vec::new(),
+        }
+    }
+
+    fn of_step(step: &'s MonoidStep, program: &Program, block: BlockId) -> Fused<'s> {
+        Fused {
+            producers: &step.producers,
+            consumers: &step.consumers,
+            members: (step.consumers.iter())
+                .map(|consumer| step.members(program, block, consumer))
+                .collect(),
+        }
+    }
+}
+
+/// What a monoid statement's run gives: by component, its result if kept (stored, or
+/// consumed off chains), and the consumers' outputs if they ran on the chains.
+pub(in crate::exec) struct MonoidRun {
+    pub(in crate::exec) results: Vec<Option<Tensor>>,
+    consumer_outputs: Option<Vec<(VarId, Tensor)>>,
+}
 
 /// Producer and consumer kernels bound to their inputs.
 struct Launches<'k> {
@@ -150,18 +186,17 @@ impl Exec<'_> {
                 (false, false) => Kept::Dropped,
             })
             .collect();
-        let (results, consumers_ran) =
-            self.eval_monoid(stmt, &step.producers, &step.consumers, &kept)?;
+        let run = self.eval_monoid(stmt, &Fused::of_step(step, program, block), &kept)?;
         let mut bound = Vec::new();
         let mut consumed = Vec::new();
-        for ((&binder, tensor), kept) in stmt.binders.iter().zip(results).zip(&kept) {
+        for ((&binder, tensor), kept) in stmt.binders.iter().zip(run.results).zip(&kept) {
             match (tensor, kept) {
                 (Some(tensor), Kept::Stored) => bound.push((binder, tensor)),
                 (Some(tensor), Kept::Consumed) => consumed.push((binder, tensor)),
                 _ => {}
             }
         }
-        if let Some(outputs) = consumers_ran {
+        if let Some(outputs) = run.consumer_outputs {
             bound.extend(outputs);
             return Ok(bound);
         }
@@ -180,18 +215,16 @@ impl Exec<'_> {
         Ok(bound)
     }
 
-    /// Runs the monoid statement `stmt` with the array operands that `producers` compute
-    /// taken from them, keeping its results as `kept` says: on chains, the stored results
-    /// (`Some`) and the outputs of the `consumers`; off chains, the stored and consumed
-    /// results, the consumers not run (`None`).
-    #[allow(clippy::type_complexity)]
+    /// Runs the monoid statement `stmt` with the array operands that the `fused` producers
+    /// compute taken from them, keeping its results as `kept` says: on chains, the stored
+    /// results and the outputs of the consumers; off chains, the stored and consumed
+    /// results, the consumers not run.
     pub(in crate::exec) fn eval_monoid(
         &mut self,
         stmt: &Stmt,
-        producers: &[Kernel],
-        consumers: &[Kernel],
+        fused: &Fused<'_>,
         kept: &[Kept],
-    ) -> Res<(Vec<Option<Tensor>>, Option<Vec<(VarId, Tensor)>>)> {
+    ) -> Res<MonoidRun> {
         let Expr::Monoid {
             kind,
             arrays,
@@ -205,6 +238,7 @@ impl Exec<'_> {
         let shape = program.atom_ty(&arrays[0]).shape;
         let compiled = self.compiled_monoid(*kind, *op, &shape);
         // By array operand: the producer computing it, if any.
+        let producers = fused.producers;
         let produced: Vec<Option<usize>> = arrays
             .iter()
             .map(|atom| {
@@ -212,10 +246,9 @@ impl Exec<'_> {
             })
             .collect();
         if let Some(compiled) = compiled.as_deref() {
-            let kernels = (producers, consumers);
-            if let Some(res) = self.on_chains(stmt, compiled, kernels, &produced, kept) {
+            if let Some(run) = self.on_chains(stmt, compiled, fused, &produced, kept) {
                 self.report.compiled_monoids += 1;
-                return res.map(|(results, outputs)| (results, Some(outputs)));
+                return run;
             }
         }
         // Off chains: the producers' outputs materialised, every result computed.
@@ -239,21 +272,24 @@ impl Exec<'_> {
         let results = (results.into_iter().zip(kept))
             .map(|(tensor, &kept)| (kept != Kept::Dropped).then_some(tensor))
             .collect();
-        Ok((results, None))
+        Ok(MonoidRun {
+            results,
+            consumer_outputs: None,
+        })
     }
 
     /// `eval_monoid` on compiled chains with the producers and consumers fused (`produced`:
     /// by array operand, its producer): the stored results and the consumers' outputs;
     /// `None` if the chains do not serve (`monoid::eval_on_chains`).
-    #[allow(clippy::type_complexity)]
     fn on_chains(
         &self,
         stmt: &Stmt,
         compiled: &CompiledMonoid,
-        (producers, consumers): (&[Kernel], &[Kernel]),
+        fused: &Fused<'_>,
         produced: &[Option<usize>],
         kept: &[Kept],
-    ) -> Option<Res<(Vec<Option<Tensor>>, Vec<(VarId, Tensor)>)>> {
+    ) -> Option<Res<MonoidRun>> {
+        let (producers, consumers) = (fused.producers, fused.consumers);
         let Expr::Monoid {
             kind, arrays, op, ..
         } = &stmt.expr
@@ -275,16 +311,13 @@ impl Exec<'_> {
                 pool::take(elem, kernel.out_shape().iter().product())
             })
             .collect();
-        let consumer_launches = (consumers.iter().zip(&consumer_inputs).zip(&mut outputs))
-            .map(|((kernel, inputs), out)| {
-                let reads = kernel.reads();
-                let members: Vec<usize> = (0..binders.len())
-                    .filter(|&c| reads.contains(&binders[c]))
-                    .collect();
+        let consumer_launches = (consumers.iter().zip(&consumer_inputs))
+            .zip(fused.members.iter().zip(&mut outputs))
+            .map(|((kernel, inputs), (members, out))| {
                 let member_vars: Vec<VarId> = members.iter().map(|&c| binders[c]).collect();
                 Consumer {
                     launch: Launch::bind(self, kernel, inputs, &member_vars, 0),
-                    members,
+                    members: members.clone(),
                     out: SharedColumn::new(out),
                 }
             })
@@ -326,12 +359,19 @@ impl Exec<'_> {
             *op,
             &chained,
             &interrupted,
-        )?;
+        );
         drop(launches);
+        let Some(res) = res else {
+            outputs.into_iter().for_each(pool::give_column);
+            return None;
+        };
         let outputs = (consumers.iter().zip(outputs))
             .map(|(kernel, column)| (kernel.output.0, column.into_tensor(kernel.out_shape())))
             .collect();
-        Some(res.map(|results| (results, outputs)).map_err(Into::into))
+        Some(res.map_err(Into::into).map(|results| MonoidRun {
+            results,
+            consumer_outputs: Some(outputs),
+        }))
     }
 
     /// The compiled chain folds of a monoid statement over arrays of `shape`, if the session's
