@@ -44,7 +44,7 @@ use super::reduce::{ColumnSums, RUN_LEVEL, SUM_RUN};
 use super::tensor::{with_tensor, Element, Tensor};
 use super::{Exec, Res, Slot, PAR_THRESHOLD};
 use crate::core::interp::InterpError;
-use crate::core::ir::{Atom, Expr, Program, Scalar, VarId};
+use crate::core::ir::{Atom, Elem, Expr, Program, Scalar, VarId};
 use crate::core::kernel::{
     Affine, Coord, Kernel, MatMul, MatOperand, MonoidStep, Node, NodeId, Reduction, Schedule, Step,
 };
@@ -383,10 +383,14 @@ struct Launch<'k> {
 // first row of a shifted array, Thm 3.7's first case). Computed as written, each line makes
 // an `i64` lane of indices, compares it with the constant and blends: three passes over the
 // line for at most one point where the mask holds. A comparison `eq`/`ne` of an index node
-// with an `I64` literal is a *point mask*: each line finds in O(1) where its affine index
+// with a value known when the kernel launches (an integer literal, or a read of a rank-0
+// integer variable: the one-hot gradient of `maximum` selects at `first`, the position a
+// reduction found) is a *point mask*, also through an integer cast of the index that is exact
+// at every point of the kernel (`ordinal i == k` compares a `u32`): each line finds in O(1)
+// where its affine index
 // takes that value (at most one position), and its lane is a splat when the line misses it,
-// which `select` then turns into a copy of one operand. An index node that only point masks
-// read is never computed. The bits are those of the comparison.
+// which `select` then turns into a copy of one operand. A node that only point masks read
+// (the index, its cast, the value) is never computed. The bits are those of the comparison.
 
 /// `index == value` (or `!=` with `!equal`), where `index` is an `Index` node.
 #[derive(Clone, Copy, Debug)]
@@ -396,24 +400,71 @@ struct PointMask {
     equal: bool,
 }
 
-/// The point mask node `node` of `kernel` is, if it is one (Note [Point masks]).
-fn point_mask(kernel: &Kernel, node: &Node) -> Option<PointMask> {
+/// The point mask node `node` of `kernel` is, if it is one (Note [Point masks]); `known`
+/// gives the value of a node that is the same at every point of the launch, if it is an
+/// integer known now.
+fn point_mask(
+    kernel: &Kernel,
+    node: &Node,
+    known: impl Fn(NodeId) -> Option<i64>,
+) -> Option<PointMask> {
     let Node::Prim(prim @ (Prim::Eq | Prim::Ne), operands) = node else {
         return None;
     };
     let [a, b] = operands[..] else {
         return None;
     };
-    let (index, literal) = match (&kernel.nodes[a].0, &kernel.nodes[b].0) {
-        (Node::Index(_), Node::Lit(Scalar::I64(value))) => (a, *value),
-        (Node::Lit(Scalar::I64(value)), Node::Index(_)) => (b, *value),
+    let (index, value) = match (exact_index(kernel, a), exact_index(kernel, b)) {
+        (Some(index), _) => (index, known(b)?),
+        (_, Some(index)) => (index, known(a)?),
         _ => return None,
     };
     Some(PointMask {
         index: index.0 as usize,
-        value: literal,
+        value,
         equal: *prim == Prim::Eq,
     })
+}
+
+/// The index node whose values `node` has: an index, or an integer cast of one whose values
+/// at every point of the kernel the cast keeps (non-negative and within the type).
+fn exact_index(kernel: &Kernel, node: NodeId) -> Option<NodeId> {
+    match &kernel.nodes[node].0 {
+        Node::Index(_) => Some(node),
+        Node::Prim(Prim::Cast(elem), operands) => {
+            let [index] = operands[..] else {
+                return None;
+            };
+            let Node::Index(affine) = &kernel.nodes[index].0 else {
+                return None;
+            };
+            let limit = match elem {
+                Elem::I32 => i64::from(i32::MAX),
+                Elem::U32 => i64::from(u32::MAX),
+                Elem::I64 | Elem::U64 => i64::MAX,
+                _ => return None,
+            };
+            let (low, high) = affine_bounds(affine, &kernel.shape)?;
+            (low >= 0 && high <= limit).then_some(index)
+        }
+        _ => None,
+    }
+}
+
+/// The least and greatest values of `affine` over the points of `shape` (`None` on
+/// overflow or an empty shape).
+fn affine_bounds(affine: &Affine, shape: &[usize]) -> Option<(i64, i64)> {
+    let (mut low, mut high) = (affine.constant, affine.constant);
+    for &(axis, coeff) in &affine.terms {
+        let last = i64::try_from(shape.get(axis)?.checked_sub(1)?).ok()?;
+        let reach = coeff.checked_mul(last)?;
+        if reach < 0 {
+            low = low.checked_add(reach)?;
+        } else {
+            high = high.checked_add(reach)?;
+        }
+    }
+    Some((low, high))
 }
 
 /// A variable a kernel reads: its values (the row-major elements of its value, found once
@@ -458,7 +509,7 @@ impl<'k> Launch<'k> {
         let mut sources: Vec<Source> = Vec::new();
         let mut held: Vec<VarId> = Vec::new();
         let rank = kernel.shape.len();
-        let reads = kernel
+        let reads: Vec<Option<ReadPlan>> = kernel
             .nodes
             .values()
             .map(|(node, _)| {
@@ -518,17 +569,46 @@ impl<'k> Launch<'k> {
         // The output node is computed as written (`eval_line_into_at` applies its primitive
         // to its operands' lanes).
         let root = kernel.output.1 .0 as usize;
+        let known = |node: NodeId| match &kernel.nodes[node].0 {
+            Node::Lit(Scalar::I64(value)) => Some(*value),
+            Node::Lit(Scalar::I32(value)) => Some(i64::from(*value)),
+            Node::Lit(Scalar::U32(value)) => Some(i64::from(*value)),
+            Node::Lit(Scalar::U64(value)) => i64::try_from(*value).ok(),
+            Node::Read { coords, .. } if coords.is_empty() => {
+                let plan: &ReadPlan = reads[node.0 as usize].as_ref()?;
+                match sources[plan.tensor] {
+                    Source::Values(ColumnRef::I64(values)) => values.first().copied(),
+                    Source::Values(ColumnRef::I32(values)) => values.first().map(|&v| v.into()),
+                    Source::Values(ColumnRef::U32(values)) => values.first().map(|&v| v.into()),
+                    Source::Values(ColumnRef::U64(values)) => {
+                        values.first().and_then(|&v| i64::try_from(v).ok())
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
         let points: Vec<Option<PointMask>> = kernel
             .nodes
             .values()
             .enumerate()
-            .map(|(index, (node, _))| (index != root).then(|| point_mask(kernel, node)).flatten())
+            .map(|(index, (node, _))| {
+                (index != root)
+                    .then(|| point_mask(kernel, node, known))
+                    .flatten()
+            })
             .collect();
-        let mut read = vec![false; points.len()];
+        // Whether a line needs a node's lane: the root's, and its operands' (nodes come after
+        // their operands), but for the operands of point masks.
+        let nodes: Vec<&Node> = kernel.nodes.values().map(|(node, _)| node).collect();
+        let mut read = vec![false; nodes.len()];
         read[root] = true;
-        for ((node, _), point) in kernel.nodes.values().zip(&points) {
-            match node {
-                Node::Prim(_, operands) if point.is_none() => {
+        for index in (0..nodes.len()).rev() {
+            if !read[index] || points[index].is_some() {
+                continue;
+            }
+            match nodes[index] {
+                Node::Prim(_, operands) => {
                     for operand in operands {
                         read[operand.0 as usize] = true;
                     }
@@ -540,15 +620,10 @@ impl<'k> Launch<'k> {
                         }
                     }
                 }
-                _ => {}
+                Node::Lit(_) | Node::Index(_) => {}
             }
         }
-        let unread = kernel
-            .nodes
-            .values()
-            .zip(&read)
-            .map(|((node, _), &read)| matches!(node, Node::Index(_)) && !read)
-            .collect();
+        let unread = read.iter().map(|&read| !read).collect();
         let mut launch = Launch {
             kernel,
             shape: kernel.shape.clone(),
@@ -1749,11 +1824,129 @@ fn matmul_typed<T: GemmElem>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::{affine_in_range, index_line, point_line, PointMask};
+pub(in crate::exec) mod tests {
+    use super::{affine_bounds, affine_in_range, index_line, point_line, point_mask, PointMask};
     use crate::core::ir::{Elem, Scalar};
-    use crate::core::kernel::Affine;
+    use crate::core::kernel::{Affine, Node, NodeId, Step};
     use crate::exec::lanes::Lane;
+
+    /// Programs whose one kernel compares an index (through a cast or not) with a value
+    /// known at launch, and whether that comparison is a point mask: only where the cast
+    /// keeps every value of the index.
+    pub(in crate::exec) const POINT_MASK_CASES: [(&str, bool); 5] = [
+        ("%2: [{n}]i64 = iota {n}\n%3: [{n}]i64 = replicate {n} %0", true),
+        (
+            "%4: [{n}]i64 = iota {n}\n%2: [{n}]u32 = cast_u32 %4\n%3: [{n}]u32 = replicate {n} %1",
+            true,
+        ),
+        (
+            "%4: [{n}]i64 = iota {n}\n%2: [{n}]i32 = cast_i32 %4\n%3: [{n}]i32 = replicate {n} 7:i32",
+            true,
+        ),
+        // The cast of an index computed by arithmetic (which might wrap): no point mask.
+        (
+            "%5: [{n}]i64 = iota {n}\n%10: [{n}]i64 = replicate {n} 3:i64\n%4: [{n}]i64 = sub %5 %10\n%2: [{n}]u32 = cast_u32 %4\n%3: [{n}]u32 = replicate {n} %1",
+            false,
+        ),
+        (
+            "%5: [{n}]i64 = iota {n}\n%10: [{n}]i64 = replicate {n} 4294967293:i64\n%4: [{n}]i64 = add %5 %10\n%2: [{n}]u32 = cast_u32 %4\n%3: [{n}]u32 = replicate {n} %1",
+            false,
+        ),
+    ];
+
+    /// The program of a `POINT_MASK_CASES` body: a one-hot select from inputs `%0: []i64`
+    /// and `%1: []u32`.
+    pub(in crate::exec) fn point_mask_program(body: &str, n: usize) -> String {
+        format!(
+            "program(%0: []i64, %1: []u32) {{\n{}\n%6: [{n}]bool = eq %2 %3\n%7: [{n}]f32 = replicate {n} 1.0:f32\n%8: [{n}]f32 = replicate {n} 0.0:f32\n%9: [{n}]f32 = select %6 %7 %8\nin %9\n}}",
+            body.replace("{n}", &n.to_string())
+        )
+    }
+
+    #[test]
+    fn comparisons_of_an_index_with_a_known_value_are_point_masks_where_casts_are_exact() {
+        for (body, expected) in POINT_MASK_CASES {
+            let text = point_mask_program(body, 10);
+            let program = crate::core::parse::parse_program(&text).unwrap();
+            crate::core::verify::verify(&program).unwrap();
+            let schedule = crate::passes::fuse::run(&program);
+            let [Step::Kernel(kernel)] = &schedule.steps[..] else {
+                panic!("one kernel:\n{}", schedule.display(&program));
+            };
+            let masks = (kernel.nodes.values())
+                .filter(|(node, _)| matches!(node, Node::Prim(..)))
+                .filter_map(|(node, _)| {
+                    point_mask(kernel, node, |other| {
+                        (!matches!(kernel.nodes[other].0, Node::Index(_))).then_some(3)
+                    })
+                })
+                .count();
+            assert_eq!(
+                masks,
+                usize::from(expected),
+                "{}",
+                schedule.display(&program)
+            );
+        }
+        // The `u32` cast of an index whose values it does not keep (negative ones, or past
+        // 2^32): no point mask.
+        let program =
+            crate::core::parse::parse_program(&point_mask_program(POINT_MASK_CASES[1].0, 10))
+                .unwrap();
+        let schedule = crate::passes::fuse::run(&program);
+        let [Step::Kernel(kernel)] = &schedule.steps[..] else {
+            panic!("one kernel:\n{}", schedule.display(&program));
+        };
+        for (constant, coeff, expected) in [
+            (0, 1, true),
+            (4294967286, 1, true),
+            (4294967287, 1, false),
+            (-1, 1, false),
+            (9, -1, true),
+            (8, -1, false),
+        ] {
+            let mut kernel = kernel.clone();
+            let eq = (kernel.nodes.iter())
+                .find(|(_, (node, _))| matches!(node, Node::Prim(crate::prim::Prim::Eq, _)))
+                .map(|(id, _)| id)
+                .expect("an eq node");
+            for id in 0..kernel.nodes.len() {
+                if let Node::Index(affine) = &mut kernel.nodes[NodeId(id as u32)].0 {
+                    *affine = Affine {
+                        constant,
+                        terms: vec![(0, coeff)],
+                    };
+                }
+            }
+            let node = kernel.nodes[eq].0.clone();
+            let mask = point_mask(&kernel, &node, |_| Some(3));
+            assert_eq!(mask.is_some(), expected, "{constant} + {coeff} i");
+        }
+    }
+
+    #[test]
+    fn affine_bounds_are_the_brute_force_ones() {
+        let shape = [3, 4];
+        for constant in [-5, 0, 9] {
+            for a in -2..=2 {
+                for b in -3..=3 {
+                    let terms = [(0, a), (1, b)].into_iter().filter(|t| t.1 != 0).collect();
+                    let affine = Affine { constant, terms };
+                    let values: Vec<i64> = (0..3)
+                        .flat_map(|i| (0..4).map(move |j| constant + a * i + b * j))
+                        .collect();
+                    let expected = (*values.iter().min().unwrap(), *values.iter().max().unwrap());
+                    assert_eq!(affine_bounds(&affine, &shape), Some(expected), "{affine}");
+                }
+            }
+        }
+        let huge = Affine {
+            constant: i64::MAX - 1,
+            terms: vec![(0, 1)],
+        };
+        assert_eq!(affine_bounds(&huge, &shape), None);
+        assert_eq!(affine_bounds(&Affine::axis(1), &[3, 0]), None);
+    }
 
     #[test]
     fn point_masks_are_the_comparisons_of_their_index_lanes() {

@@ -1396,6 +1396,35 @@ fn maps_consume_scan_results_only_where_they_can() {
     }
 }
 
+/// Note [Point masks]: a one-hot select at a value known when the kernel launches, through
+/// an index cast or not, gives the interpreter's bits, point mask or not, wherever the value
+/// is (before the array, at each end, inside, after it, at a wrapped index).
+#[test]
+fn one_hot_selects_at_known_values_give_the_interpreters_bits() {
+    use super::fused::tests::{point_mask_program, POINT_MASK_CASES};
+    let n = PAR_THRESHOLD + 37;
+    for (body, _) in POINT_MASK_CASES {
+        let program = parse(&point_mask_program(body, n));
+        let schedule = crate::passes::fuse::run(&program);
+        for k in [
+            -1,
+            0,
+            1,
+            3,
+            n as i64 - 4,
+            n as i64 - 1,
+            n as i64,
+            4294967293,
+        ] {
+            let inputs = [
+                i64s(&[], &[k]),
+                Array::new(vec![], ArrayData::U32(vec![k as u32])),
+            ];
+            agrees_on_chains_and_off(&program, &schedule, &inputs, 0);
+        }
+    }
+}
+
 /// Values for a monoid test: few distinct ones (ties), zeros of both signs, and a NaN now
 /// and then for floats.
 fn monoid_input(rng: &mut Rng, elem: &str, shape: Vec<usize>, n: usize) -> Array {
