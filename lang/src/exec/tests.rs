@@ -1425,6 +1425,71 @@ fn one_hot_selects_at_known_values_give_the_interpreters_bits() {
     }
 }
 
+/// Note [Rows side by side] (`prim::arith`): row maxima and minima of a read, alone and as
+/// the first member of a row group (a `logsumexp`'s maximum), folded four rows side by side,
+/// give the interpreter's bits on rows of plain values, with a NaN, with a best value of ±0,
+/// of infinities only, in one line or several, with the outputs a multiple of four or not.
+#[test]
+fn row_selections_side_by_side_give_the_interpreters_bits() {
+    use crate::core::kernel::Step;
+    let mut rng = Rng::new(11);
+    for (elem, select) in [("f32", "max"), ("f64", "min"), ("f32", "min")] {
+        for (rows, cols) in [(40, 1000), (37, 5), (9, 2500), (40, 2500), (66, 3)] {
+            let reduce = format!(
+                "%1: [{rows}]{elem} = gather [{rows}] %0 (\\%2: []i64 ->\n in %2, 0:i64)
+                 %3: [{cols}, {rows}]{elem} = tr [1, 0] %0
+                 %4: [{rows}]{elem} = reduce (%3) (%1) (\\%5: []{elem}, %6: []{elem} ->
+                   %7: []{elem} = {select} %5 %6
+                   in %7)"
+            );
+            let grouped = format!(
+                "%8: [{cols}, {rows}]{elem} = replicate {cols} %4
+                 %9: [{cols}, {rows}]{elem} = sub %3 %8
+                 %10: [{rows}]{elem} = sumOuter %9"
+            );
+            let values: Vec<f64> = (0..rows * cols)
+                .map(|i| {
+                    let (row, col) = (i / cols, i % cols);
+                    let plain = rng.below(2001) as f64 / 100.0 - 10.0;
+                    match row % 5 {
+                        1 if col == cols / 2 => f64::NAN,
+                        2 if rng.chance(1, 3) => rng.pick(&[0.0, -0.0]),
+                        2 => -1.0 - plain.abs(),
+                        3 => rng.pick(&[f64::INFINITY, f64::NEG_INFINITY]),
+                        _ => plain,
+                    }
+                })
+                .collect();
+            let data = match elem {
+                "f32" => ArrayData::F32(values.iter().map(|&v| v as f32).collect()),
+                _ => ArrayData::F64(values),
+            };
+            let input = Array::new(vec![rows, cols], data);
+            for (body, results, in_rows) in [
+                (reduce.clone(), "%4", false),
+                (format!("{reduce}\n{grouped}"), "%4, %10", true),
+            ] {
+                let program = parse(&format!(
+                    "program(%0: [{rows}, {cols}]{elem}) {{\n{body}\nin {results}\n}}"
+                ));
+                let schedule = crate::passes::fuse::run(&program);
+                let grouped = schedule
+                    .steps
+                    .iter()
+                    .any(|step| matches!(step, Step::Rows(_)));
+                // Short rows are not grouped (`passes::fuse::rows`).
+                assert_eq!(
+                    grouped,
+                    in_rows && cols >= 1000,
+                    "{}",
+                    schedule.display(&program)
+                );
+                agrees_on_chains_and_off(&program, &schedule, std::slice::from_ref(&input), 0);
+            }
+        }
+    }
+}
+
 /// Values for a monoid test: few distinct ones (ties), zeros of both signs, and a NaN now
 /// and then for floats.
 fn monoid_input(rng: &mut Rng, elem: &str, shape: Vec<usize>, n: usize) -> Array {
