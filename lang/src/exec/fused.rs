@@ -52,7 +52,7 @@ use crate::ops::monoid::CHUNK_ROWS;
 use crate::passes::fuse::row_major_strides;
 use crate::prim::sum_order::{self, TreeSum, LEAF};
 use crate::prim::Prim;
-use crate::prim::{Max, Min, Select, SELECT_ROWS};
+use crate::prim::{Max, Min, Select};
 
 /// Outputs at least this wide are summed across the output (see the module documentation).
 const WIDE: usize = 64;
@@ -1296,122 +1296,11 @@ impl Launch<'_> {
         }
     }
 
-    /// `fold` one output at a time, in parallel over (output, chunk) pairs; or, for the
-    /// fold of a read with many outputs, `SELECT_ROWS` outputs side by side, in parallel over
-    /// groups of them (`fold_outputs`).
+    /// `fold` one output at a time, in parallel over (output, chunk) pairs.
     fn fold_along<T: LaneElem, S: Select<T>>(&self, out: &mut [T], exec: &Exec<'_>) {
-        let many = SELECT_ROWS * 4 * rayon::current_num_threads();
-        if self.root_is_read() && out.len() >= many {
-            let n_rows = self.shape[0];
-            let groups = self.tasks(out.len().div_ceil(SELECT_ROWS), out.len() * n_rows, {
-                let n_out = out.len();
-                move |scratch, group| {
-                    let first = group * SELECT_ROWS;
-                    let mut totals = [T::default(); SELECT_ROWS];
-                    let count = SELECT_ROWS.min(n_out - first);
-                    self.fold_outputs::<T, S>(scratch, first, &mut totals[..count], &[], exec);
-                    totals
-                }
-            });
-            for (chunk, totals) in out.chunks_mut(SELECT_ROWS).zip(groups) {
-                chunk.copy_from_slice(&totals[..chunk.len()]);
-            }
-            return;
-        }
         self.each_chunk_along(out, S::combine, |scratch, base, _, rows| {
             self.fold_chunk::<T, S>(scratch, base, rows, &[], exec)
         });
-    }
-
-    /// Whether the output node is a read: its lines are runs of its input, folded in place,
-    /// unless a mask or a computed coordinate gets in the way (`root_run`).
-    fn root_is_read(&self) -> bool {
-        matches!(self.kernel.nodes[self.kernel.output.1].0, Node::Read { .. })
-    }
-
-    /// The folds along axis 0 of the outputs from `first` on, one per slot of `dst`:
-    /// `SELECT_ROWS` at a time side by side where the output node is a read whose lines are
-    /// runs of its input (Note [Rows side by side] in `prim::arith`), the rest one by one.
-    /// The bits of `fold_output`, output by output.
-    fn fold_outputs<T: LaneElem, S: Select<T>>(
-        &self,
-        scratch: &mut Scratch,
-        first: usize,
-        dst: &mut [T],
-        group: &[GroupRead<'_>],
-        exec: &Exec<'_>,
-    ) {
-        let side_by_side = if self.root_is_read() {
-            dst.len() - dst.len() % SELECT_ROWS
-        } else {
-            0
-        };
-        let (sides, rest) = dst.split_at_mut(side_by_side);
-        for (number, chunk) in sides.chunks_exact_mut(SELECT_ROWS).enumerate() {
-            let output = first + number * SELECT_ROWS;
-            match self.fold_side_by_side::<T, S>(scratch, output, group, exec) {
-                Some(totals) => chunk.copy_from_slice(&totals),
-                None => {
-                    for (k, slot) in chunk.iter_mut().enumerate() {
-                        *slot = self.fold_output::<T, S>(scratch, output + k, group, exec);
-                    }
-                }
-            }
-        }
-        for (k, slot) in rest.iter_mut().enumerate() {
-            *slot = self.fold_output::<T, S>(scratch, first + side_by_side + k, group, exec);
-        }
-    }
-
-    /// The folds of the `SELECT_ROWS` outputs from `output` on, their lines folded side by
-    /// side; `None` if a line is not a run of the input.
-    fn fold_side_by_side<T: LaneElem, S: Select<T>>(
-        &self,
-        scratch: &mut Scratch,
-        output: usize,
-        group: &[GroupRead<'_>],
-        exec: &Exec<'_>,
-    ) -> Option<[T; SELECT_ROWS]> {
-        let n_rows = self.shape[0];
-        let out_shape = &self.shape[1..];
-        let mut totals: [Option<T>; SELECT_ROWS] = [None; SELECT_ROWS];
-        for start in (0..n_rows).step_by(LINE) {
-            if exec.interrupt_requested() {
-                break;
-            }
-            let len = LINE.min(n_rows - start);
-            let mut rows: [&[T]; SELECT_ROWS] = [&[]; SELECT_ROWS];
-            for (k, row) in rows.iter_mut().enumerate() {
-                *row = scratch.at(&[0], (output + k, out_shape), &[], |scratch, base| {
-                    base[0] = start as i64;
-                    self.eval_line_at(scratch, &Line::new(base, Some(0), len, group));
-                    self.root_run::<T>(scratch, len, group)
-                })?;
-            }
-            for (total, value) in totals.iter_mut().zip(S::fold_rows(rows)) {
-                *total = match (*total, value) {
-                    (Some(total), Some(value)) => Some(S::combine(total, value)),
-                    (total, value) => total.or(value),
-                };
-            }
-        }
-        Some(totals.map(Option::unwrap_or_default))
-    }
-
-    /// The values of the output node on the line just computed, if they are a run of its
-    /// input read in place.
-    fn root_run<'a, T: LaneElem>(
-        &'a self,
-        scratch: &Scratch,
-        len: usize,
-        group: &[GroupRead<'a>],
-    ) -> Option<&'a [T]> {
-        let root = self.kernel.output.1 .0 as usize;
-        let start = scratch.runs[root]?;
-        let plan = self.reads[root].as_ref()?;
-        Some(T::slice(
-            self.source(plan.tensor, group).data.run(start, len),
-        ))
     }
 
     /// The fold of output `output` along axis 0, one chunk after another (as

@@ -218,76 +218,6 @@ arith_float!(f32, f64);
 pub(crate) trait Select<T>: Copy + Send + Sync {
     fn combine(a: T, b: T) -> T;
     fn fold(acc: Option<T>, values: &[T]) -> Option<T>;
-
-    /// `fold(None, row)` of each of `SELECT_ROWS` rows. Floats fold rows of one length side
-    /// by side (Note [Rows side by side]).
-    fn fold_rows(rows: [&[T]; SELECT_ROWS]) -> [Option<T>; SELECT_ROWS] {
-        rows.map(|row| Self::fold(None, row))
-    }
-}
-
-/// How many rows `Select::fold_rows` folds at once.
-pub(crate) const SELECT_ROWS: usize = 4;
-
-// Note [Rows side by side]
-// ~~~~~~~~~~~~~~~~~~~~~~~~
-// A row maximum streamed from memory is bound by how many cache lines one core has in
-// flight, not by its arithmetic: one row at a time is one stream, which the prefetchers
-// ramp up again at every row (a plain loop over 4096 rows of 1000 floats on one core of the
-// benchmark machine: 12-13 GB/s). Folding four rows side by side, a vector of each in turn,
-// keeps four streams going (19-20 GB/s, where JAX's row reduction is too). Each row keeps
-// its own lane accumulators; NaNs are noted for the four together, and a row whose fast
-// result is not final (a NaN among the four, or a best value of ±0) is folded again alone,
-// so every row gets `fold`'s bits.
-
-/// The float order's best value of each row (all of one length, at least one value), four
-/// rows side by side in `WIDTH` lane accumulators each (see `select_float!`'s fast path),
-/// and whether any value of any row is NaN.
-#[inline(always)]
-fn best_of_rows<T: Copy + PartialOrd, const WIDTH: usize>(
-    rows: [&[T]; SELECT_ROWS],
-    worst: T,
-    better: impl Fn(T, T) -> bool,
-) -> ([T; SELECT_ROWS], bool) {
-    let len = rows[0].len();
-    let mut best = [[worst; WIDTH]; SELECT_ROWS];
-    let mut nan = [false; WIDTH];
-    let full = len - len % WIDTH;
-    for start in (0..full).step_by(WIDTH) {
-        for (row, best) in rows.iter().zip(&mut best) {
-            let group = &row[start..start + WIDTH];
-            for lane in 0..WIDTH {
-                let value = group[lane];
-                best[lane] = if better(value, best[lane]) {
-                    value
-                } else {
-                    best[lane]
-                };
-                #[allow(clippy::eq_op)] // NaN is the one value not equal to itself
-                let is_nan = value != value;
-                nan[lane] |= is_nan;
-            }
-        }
-    }
-    for (row, best) in rows.iter().zip(&mut best) {
-        for (lane, &value) in row[full..].iter().enumerate() {
-            best[lane] = if better(value, best[lane]) {
-                value
-            } else {
-                best[lane]
-            };
-            #[allow(clippy::eq_op)]
-            let is_nan = value != value;
-            nan[lane] |= is_nan;
-        }
-    }
-    let totals = best.map(|lanes| {
-        lanes.into_iter().fold(
-            worst,
-            |total, value| if better(value, total) { value } else { total },
-        )
-    });
-    (totals, nan.contains(&true))
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -336,36 +266,14 @@ macro_rules! select_float {
             fn fold(acc: Option<$ty>, values: &[$ty]) -> Option<$ty> {
                 select_float!(@fold $ty, $int, $uint, acc, values, <$int>::MIN, max, >, NEG_INFINITY)
             }
-            fn fold_rows(rows: [&[$ty]; SELECT_ROWS]) -> [Option<$ty>; SELECT_ROWS] {
-                select_float!(@rows $ty, rows, >, NEG_INFINITY)
-            }
         }
         impl Select<$ty> for Min {
             fn combine(a: $ty, b: $ty) -> $ty { Arith::min(a, b) }
             fn fold(acc: Option<$ty>, values: &[$ty]) -> Option<$ty> {
                 select_float!(@fold $ty, $int, $uint, acc, values, <$int>::MAX, min, <, INFINITY)
             }
-            fn fold_rows(rows: [&[$ty]; SELECT_ROWS]) -> [Option<$ty>; SELECT_ROWS] {
-                select_float!(@rows $ty, rows, <, INFINITY)
-            }
         }
     )*};
-    (@rows $ty:ty, $rows:expr, $better:tt, $worst_float:ident) => {{
-        let rows: [&[$ty]; SELECT_ROWS] = $rows;
-        if rows[0].is_empty() || rows.iter().any(|row| row.len() != rows[0].len()) {
-            return rows.map(|row| Self::fold(None, row));
-        }
-        const WIDTH: usize = 64 / std::mem::size_of::<$ty>();
-        let (fast, any_nan) =
-            best_of_rows::<$ty, WIDTH>(rows, <$ty>::$worst_float, |value, best| value $better best);
-        std::array::from_fn(|row| {
-            if any_nan || fast[row] == 0.0 {
-                Self::fold(None, rows[row])
-            } else {
-                Some(fast[row])
-            }
-        })
-    }};
     (@fold $ty:ty, $int:ty, $uint:ty, $acc:expr, $values:expr, $worst:expr, $select:ident,
      $better:tt, $worst_float:ident) => {{
         let (acc, values): (Option<$ty>, &[$ty]) = ($acc, $values);
@@ -547,40 +455,8 @@ pub fn transpose(
 mod tests {
     use super::*;
 
-    /// `Select::fold_rows` gives `fold`'s bits for each row: rows of one length side by
-    /// side, of different lengths one by one. Each row of `rows` is tried first and with
-    /// the others after it, and the last cut short.
-    fn check_rows<T: Copy + std::fmt::Debug>(rows: [&[T]; SELECT_ROWS], bits: fn(T) -> u64)
-    where
-        Max: Select<T>,
-        Min: Select<T>,
-    {
-        let short = &rows[3][..rows[3].len().saturating_sub(1)];
-        for shift in 0..SELECT_ROWS {
-            let shifted: [&[T]; SELECT_ROWS] = std::array::from_fn(|k| rows[(k + shift) % 4]);
-            let cut: [&[T]; SELECT_ROWS] =
-                std::array::from_fn(|k| if k == 3 { short } else { shifted[k] });
-            for rows in [shifted, cut] {
-                let (max, min) = (Max::fold_rows(rows), Min::fold_rows(rows));
-                for (k, row) in rows.iter().enumerate() {
-                    assert_eq!(
-                        max[k].map(bits),
-                        Max::fold(None, row).map(bits),
-                        "max {row:?}"
-                    );
-                    assert_eq!(
-                        min[k].map(bits),
-                        Min::fold(None, row).map(bits),
-                        "min {row:?}"
-                    );
-                }
-            }
-        }
-    }
-
     /// `Select::fold` gives the bits of folding one by one with `Arith`, on values with NaN,
-    /// signed zeros, infinities and subnormals, at lengths around the vector lanes; so does
-    /// `fold_rows`, row by row.
+    /// signed zeros, infinities and subnormals, at lengths around the vector lanes.
     #[test]
     fn select_folds_give_the_bits_of_one_by_one_folds() {
         fn check<T: Arith + Copy + std::fmt::Debug>(
@@ -666,20 +542,6 @@ mod tests {
                 let zeros: Vec<f64> = (0..len)
                     .map(|i| if next() % 3 == 0 || i == 0 { -0.0 } else { 0.0 })
                     .collect();
-                let plain: Vec<f64> = values
-                    .iter()
-                    .map(|&v| if v.is_nan() { 1.5 } else { v })
-                    .collect();
-                let reversed: Vec<f64> = plain.iter().rev().copied().collect();
-                let wide = [&values, &zeros, &plain, &reversed];
-                check_rows(wide.map(|row| &row[..]), f64::to_bits);
-                check_rows([&plain[..], &reversed, &plain, &reversed], f64::to_bits);
-                let narrow: [Vec<f32>; 4] = wide.map(|row| row.iter().map(|&v| v as f32).collect());
-                check_rows(narrow.each_ref().map(|row| &row[..]), |v: f32| {
-                    u64::from(v.to_bits())
-                });
-                let ints: [Vec<i64>; 4] = wide.map(|row| row.iter().map(|&v| v as i64).collect());
-                check_rows(ints.each_ref().map(|row| &row[..]), |v: i64| v as u64);
                 for acc in [None, Some(-0.0), Some(0.0), Some(f64::NAN), Some(7.0)] {
                     check(&values, acc, f64::to_bits);
                     check(&zeros, acc, f64::to_bits);

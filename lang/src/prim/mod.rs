@@ -23,7 +23,7 @@ pub mod vmath;
 mod tests;
 
 pub use arith::ArithOp;
-pub(crate) use arith::{Arith, Max, Min, Select, SELECT_ROWS};
+pub(crate) use arith::{Arith, Max, Min, Select};
 pub use compare::CompareOp;
 pub use convert::{cast_scalar, ConvertOp};
 pub use math::MathOp;

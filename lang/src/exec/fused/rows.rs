@@ -187,10 +187,11 @@ impl Launch<'_> {
         exec: &Exec<'_>,
     ) {
         macro_rules! select {
-            ($values:expr, $ty:ty, $select:ty) => {{
-                let per_row: usize = self.shape[2..].iter().product();
-                self.fold_outputs::<$ty, $select>(scratch, first * per_row, $values, group, exec)
-            }};
+            ($values:expr, $ty:ty, $select:ty) => {
+                self.reduce_rows(scratch, first, $values, |scratch, output| {
+                    self.fold_output::<$ty, $select>(scratch, output, group, exec)
+                })
+            };
         }
         match (self.kernel.reduce, dst) {
             // A map over the rows alone: one line along the block's rows.
