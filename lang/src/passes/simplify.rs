@@ -3,7 +3,7 @@
 //! fixpoint within a bound on the rounds ([`FUEL`]; the stage says when the bound stopped it).
 //!
 //! Every rule preserves results bit for bit, NaN and signed zeros included, so it is safe on
-//! any program: `x * 1 = x`, `x / 1 = x`, `neg (neg x) = x`, a cast to the type a value
+//! any program: `x * 1 = x`, `x / 1 = x` (`idiv` too), `neg (neg x) = x`, a cast to the type a value
 //! already has; `tr` of `tr` is one `tr` (none for the identity), `reshape` of `reshape` is
 //! one `reshape` (none to the same shape), a `gather` whose index function only permutes its
 //! indices within bounds is a `tr` (seed 003 Fig 12, seed 004 Fig 8); an integer `sumOuter`
@@ -369,7 +369,8 @@ fn arithmetic(
         (Prim::Mul, [a, b]) if is_one(defs, a) && has_result_shape(b, a) => {
             Some((Rule::MulByOne, *b))
         }
-        (Prim::Div, [a, b]) if is_one(defs, b) && has_result_shape(a, b) => {
+        // Floor division of an integer by 1 is the integer, also for the most negative one.
+        (Prim::Div | Prim::IDiv, [a, b]) if is_one(defs, b) && has_result_shape(a, b) => {
             Some((Rule::DivByOne, *a))
         }
         (Prim::Neg, [Atom::Var(inner)]) => match defs.get(inner) {
@@ -469,6 +470,50 @@ mod tests {
         assert_eq!(fired.get(&Rule::MulByOne), Some(&1), "{fired:?}");
         assert_eq!(fired.get(&Rule::CommonSubexpression), None, "{fired:?}");
         assert_eq!(program.to_string().matches(" = ").count(), 4, "{program}");
+    }
+
+    /// An integer `idiv` by 1 (what indexing a table through a pair index set computes for
+    /// its last component) is its operand, for the extreme integers too.
+    #[test]
+    fn integer_division_by_one_is_the_operand() {
+        let src = "program(%0_i: [4]i64, %1_u: [4]u32) {
+            %6: [4]i64 = replicate 4 1:i64
+            %2: [4]i64 = idiv %0_i %6
+            %3: [4]u32 = replicate 4 1:u32
+            %4: [4]u32 = idiv %1_u %3
+            %7: [4]i64 = replicate 4 2:i64
+            %5: [4]i64 = idiv %2 %7
+            in %2, %4, %5
+        }";
+        let original = parse_program(src).expect("parses");
+        crate::core::verify::verify(&original).expect("the test program verifies");
+        let mut simplified = original.clone();
+        let fired = run(&mut simplified).fired;
+        assert_eq!(
+            fired.get(&Rule::DivByOne),
+            Some(&2),
+            "{fired:?}\n{simplified}"
+        );
+        assert_eq!(
+            simplified.to_string().matches("idiv").count(),
+            1,
+            "{simplified}"
+        );
+        let inputs = [
+            crate::core::value::Array::new(
+                vec![4],
+                crate::core::value::ArrayData::I64(vec![i64::MIN, -7, 0, i64::MAX]),
+            ),
+            crate::core::value::Array::new(
+                vec![4],
+                crate::core::value::ArrayData::U32(vec![0, 1, 7, u32::MAX]),
+            ),
+        ];
+        let config = InterpConfig::default();
+        assert_eq!(
+            interpret(&original, &inputs, &config),
+            interpret(&simplified, &inputs, &config)
+        );
     }
 
     #[test]
