@@ -387,9 +387,8 @@ struct Launch<'k> {
 // integer variable: the one-hot gradient of `maximum` selects at `first`, the position a
 // reduction found) is a *point mask*, also through an integer cast of the index that is exact
 // at every point of the kernel (`ordinal i == k` compares a `u32`): each line finds in O(1)
-// where its affine index
-// takes that value (at most one position), and its lane is a splat when the line misses it,
-// which `select` then turns into a copy of one operand. A node that only point masks read
+// where its affine index takes that value (at most one position), and its lane is a splat
+// when the line misses it, which `select` then turns into a copy of one operand. A node that only point masks read
 // (the index, its cast, the value) is never computed. The bits are those of the comparison.
 
 /// `index == value` (or `!=` with `!equal`), where `index` is an `Index` node.
