@@ -46,6 +46,21 @@ impl<'s> Fused<'s> {
                 .collect(),
         }
     }
+
+    /// What becomes of each result of the statement, by whether it is `live`: stored if so,
+    /// else consumed if a consumer reads it, else dropped.
+    fn kept(&self, live: &[bool]) -> Vec<Kept> {
+        (live.iter().enumerate())
+            .map(|(component, &live)| {
+                let consumed = self.members.iter().any(|m| m.contains(&component));
+                match (live, consumed) {
+                    (true, _) => Kept::Stored,
+                    (false, true) => Kept::Consumed,
+                    (false, false) => Kept::Dropped,
+                }
+            })
+            .collect()
+    }
 }
 
 /// What a monoid statement's run gives: by component, its result if kept (stored, or
@@ -178,15 +193,9 @@ impl Exec<'_> {
     ) -> Res<Vec<(VarId, Tensor)>> {
         let program = self.program;
         let stmt = &program.blocks[block].stmts[step.stmt];
-        let consumed = step.consumed(program, block);
-        let kept: Vec<Kept> = (step.live.iter().zip(&consumed))
-            .map(|(&live, &consumed)| match (live, consumed) {
-                (true, _) => Kept::Stored,
-                (false, true) => Kept::Consumed,
-                (false, false) => Kept::Dropped,
-            })
-            .collect();
-        let run = self.eval_monoid(stmt, &Fused::of_step(step, program, block), &kept)?;
+        let fused = Fused::of_step(step, program, block);
+        let kept = fused.kept(&step.live);
+        let run = self.eval_monoid(stmt, &fused, &kept)?;
         let mut bound = Vec::new();
         let mut consumed = Vec::new();
         for ((&binder, tensor), kept) in stmt.binders.iter().zip(run.results).zip(&kept) {

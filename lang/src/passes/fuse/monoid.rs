@@ -148,12 +148,15 @@ fn computes_expensive(kernel: &Kernel) -> bool {
 /// Moves the map kernels that consume a scan's results into the scan's step (Note [Monoid
 /// consumers]).
 pub(super) fn fuse_consumers(program: &Program, block: BlockId, mut steps: Vec<Step>) -> Vec<Step> {
+    let results: HashSet<VarId> = (program.blocks[block].results.iter())
+        .filter_map(|atom| var_of(*atom))
+        .collect();
     let mut at = 0;
     while at < steps.len() {
         if let Some(stmt) = vector_scan(program, block, &steps[at]) {
             let mut later = at + 1;
             while later < steps.len() {
-                if consumes(program, block, &steps, at, later, stmt) {
+                if consumes(program, block, &results, &steps, (at, later), stmt) {
                     let Step::Kernel(kernel) = steps.remove(later) else {
                         unreachable!("a consumer is a kernel")
                     };
@@ -184,13 +187,13 @@ fn vector_scan(program: &Program, block: BlockId, step: &Step) -> Option<usize> 
 }
 
 /// Whether step `later` is a consumer of the scan `stmt` of step `at` (Note [Monoid
-/// consumers]).
+/// consumers]); `results`: the variables the block returns.
 fn consumes(
     program: &Program,
     block: BlockId,
+    results: &HashSet<VarId>,
     steps: &[Step],
-    at: usize,
-    later: usize,
+    (at, later): (usize, usize),
     stmt: usize,
 ) -> bool {
     let Step::Kernel(kernel) = &steps[later] else {
@@ -218,11 +221,6 @@ fn consumes(
         Node::Read { var, coords } => !consumed.contains(var) || *coords == identity,
         _ => true,
     });
-    let results: HashSet<VarId> = block_ref
-        .results
-        .iter()
-        .filter_map(|atom| var_of(*atom))
-        .collect();
     let step_reads = |step: &Step| match step {
         // Its consumers read its binders too.
         Step::Monoid(monoid) => monoid
