@@ -26,6 +26,7 @@
 
 mod monoid;
 pub(in crate::exec) use monoid::Fused;
+mod prefetch;
 mod rows;
 
 use std::ops::Range;
@@ -53,6 +54,7 @@ use crate::passes::fuse::row_major_strides;
 use crate::prim::sum_order::{self, TreeSum, LEAF};
 use crate::prim::Prim;
 use crate::prim::{Max, Min, Select};
+use prefetch::Stream;
 
 /// Outputs at least this wide are summed across the output (see the module documentation).
 const WIDE: usize = 64;
@@ -288,6 +290,9 @@ struct ReadPlan {
     node_coords: Vec<(NodeId, isize)>,
     /// The `Coord::Masked` coordinates: their constant, coefficient per axis and length.
     masks: Vec<(i64, Vec<i64>, i64)>,
+    /// Whether its runs are prefetched (Note [Prefetching streams]): in reductions, and not
+    /// when the data is in cache already (`Launch::warm`).
+    prefetch: bool,
 }
 
 impl ReadPlan {
@@ -326,14 +331,24 @@ fn affine_in_range(start: i64, step: i64, dim: i64, points: usize) -> Range<usiz
     low as usize..high.clamp(low, n) as usize
 }
 
-/// A task's working space for a kernel's lines: a lane per node, and for a read whose line is
-/// a contiguous run of its input, where the run starts (`Launch::read_line`): the operations
-/// read such a run in place, not through a copy in the lane.
+/// A task's working space for a kernel's lines: a lane per node, and for a node whose line is
+/// a contiguous run of an input (`Launch::read_line`, or a `select` that picks such a run
+/// whole), that `Run`: the operations read it in place, not through a copy in the lane; and
+/// for each read, the runs it has read so far in this task (Note [Prefetching streams]).
 struct Scratch {
     lanes: Vec<Lane>,
-    runs: Vec<Option<usize>>,
+    runs: Vec<Option<Run>>,
+    streams: Vec<Stream>,
     /// The coordinates of a line's first point (`Scratch::at`).
     base: Vec<i64>,
+}
+
+/// A line that is a contiguous run of an input, read in place: the read node whose plan
+/// names the input, and the run's first position in it.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    read: usize,
+    start: usize,
 }
 
 impl Scratch {
@@ -537,6 +552,7 @@ impl<'k> Launch<'k> {
                     axis_steps: vec![0; rank],
                     node_coords: Vec::new(),
                     masks: Vec::new(),
+                    prefetch: kernel.reduce.is_some() && prefetch::enabled(),
                 };
                 for (coord, &stride) in coords.iter().zip(&strides) {
                     let stride = stride as isize;
@@ -688,6 +704,16 @@ impl<'k> Launch<'k> {
         }
     }
 
+    /// Marks the reads of `vars` as reading data in cache (an earlier member of a row group
+    /// has just read the same rows): they are not prefetched.
+    fn warm(&mut self, vars: &[VarId]) {
+        for (node, plan) in self.kernel.nodes.values().zip(&mut self.reads) {
+            if let ((Node::Read { var, .. }, _), Some(plan)) = (node, plan) {
+                plan.prefetch &= !vars.contains(var);
+            }
+        }
+    }
+
     fn scratch(&self) -> Scratch {
         // A literal's lane is its splat, set once: no line writes it again.
         let lanes: Vec<Lane> = self
@@ -704,6 +730,7 @@ impl<'k> Launch<'k> {
             .collect();
         Scratch {
             runs: vec![None; lanes.len()],
+            streams: vec![Stream::default(); lanes.len()],
             lanes,
             base: Vec::new(),
         }
@@ -714,7 +741,7 @@ impl<'k> Launch<'k> {
     fn operand<'a>(
         &'a self,
         lanes: &'a [Lane],
-        runs: &[Option<usize>],
+        runs: &[Option<Run>],
         node: usize,
         len: usize,
     ) -> LaneRef<'a> {
@@ -726,15 +753,15 @@ impl<'k> Launch<'k> {
     fn operand_in<'a>(
         &'a self,
         lanes: &'a [Lane],
-        runs: &[Option<usize>],
+        runs: &[Option<Run>],
         node: usize,
         len: usize,
         group: &[GroupRead<'a>],
     ) -> LaneRef<'a> {
         match runs[node] {
             None => lanes[node].as_ref(),
-            Some(start) => {
-                let plan = self.reads[node].as_ref().expect("a run is a read");
+            Some(Run { read, start }) => {
+                let plan = self.reads[read].as_ref().expect("a run is of a read");
                 LaneRef {
                     splat: false,
                     column: self.source(plan.tensor, group).data.run(start, len),
@@ -852,6 +879,8 @@ impl<'k> Launch<'k> {
                 index_line(affine, base, axis, len, &mut scratch.lanes[index]);
             }
             Node::Read { .. } => self.read_line(scratch, index, line),
+            Node::Prim(Prim::Select, operands)
+                if self.select_run(scratch, index, operands, line) => {}
             Node::Prim(prim, operands) => {
                 let (before, rest) = scratch.lanes.split_at_mut(index);
                 let (before, runs) = (&*before, &scratch.runs[..]);
@@ -865,6 +894,31 @@ impl<'k> Launch<'k> {
         }
     }
 
+    /// A `select` (node `index`) whose condition is the same along the line picks one
+    /// operand whole: when that operand is a run read in place, so is the select's line (no
+    /// copy; the gradients of shifts and scans select a shifted read everywhere but at one
+    /// point, Note [Point masks]). Whether it did so.
+    fn select_run(
+        &self,
+        scratch: &mut Scratch,
+        index: usize,
+        operands: &[NodeId],
+        line: &Line<'_>,
+    ) -> bool {
+        let (lanes, runs) = (&scratch.lanes[..], &scratch.runs[..]);
+        let cond = self.operand_in(lanes, runs, operands[0].0 as usize, line.len, line.group);
+        if !cond.splat {
+            return false;
+        }
+        let chosen = if cond.get(0) == Scalar::Bool(true) {
+            operands[1]
+        } else {
+            operands[2]
+        };
+        scratch.runs[index] = scratch.runs[chosen.0 as usize];
+        scratch.runs[index].is_some()
+    }
+
     /// `Node::Read` number `index` along the line: a contiguous run entirely in range is
     /// read in place (`Scratch::runs`), anything else is copied into the node's lane.
     fn read_line(&self, scratch: &mut Scratch, index: usize, line: &Line<'_>) {
@@ -875,8 +929,13 @@ impl<'k> Launch<'k> {
             |node: NodeId| self.operand_in(before, runs, node.0 as usize, line.len, line.group);
         let out = &mut rest[0];
         let input = self.source(plan.tensor, line.group);
+        let stream = &mut scratch.streams[index];
         scratch.runs[index] = match_column!(ColumnRef, input.data, data => {
-            read_typed(plan, data, input.origin, &coord, line, out)
+            let start = read_typed(plan, data, input.origin, &coord, line, out);
+            if let (Some(start), true) = (start, plan.prefetch) {
+                stream.advance(data, start, line.len);
+            }
+            start.map(|start| Run { read: index, start })
         });
     }
 

@@ -1440,3 +1440,44 @@ fn monoid_input(rng: &mut Rng, elem: &str, shape: Vec<usize>, n: usize) -> Array
     };
     Array::new(shape, data)
 }
+
+/// A `select` whose condition is the same along a line passes the chosen operand's run on in
+/// place (`Launch::select_run`): a shifted read selected everywhere but at one point, read by
+/// a map and by a sum, on lines that miss the point (the run), hit it (a blend), and end
+/// past the input (the masked read is a copy there, so the select copies too); also an
+/// operand chosen whole that is a computed lane. The interpreter's bits on 1 and 2 threads.
+#[test]
+fn selects_of_runs_read_in_place_give_the_interpreters_bits() {
+    let shifted = |n: usize, k: i64| {
+        format!(
+            "program(%0: [{n}]f32, %1: [{n}]f32) {{
+               %2: [{n}]f32 = gather [{n}] %0 (\\%3: []i64 ->
+                 %4: []i64 = add %3 1:i64
+                 in %4)
+               %5: [{n}]i64 = iota {n}
+               %6: [{n}]i64 = replicate {n} {k}:i64
+               %7: [{n}]bool = eq %5 %6
+               %8: [{n}]f32 = select %7 %1 %2
+               %9: [{n}]f32 = mul %8 %1
+               %10: []f32 = sumOuter %8
+               %11: [{n}]f32 = exp %1
+               %12: [{n}]f32 = select %7 %2 %11
+               %13: [{n}]f32 = add %12 %0
+               in %9, %10, %13
+             }}"
+        )
+    };
+    let mut rng = Rng::new(5);
+    let n = PAR_THRESHOLD + 3 * crate::exec::lanes::LINE + 5;
+    for k in [-1, 0, 700, 1024, n as i64 - 1, n as i64] {
+        let program = parse(&shifted(n, k));
+        let schedule = crate::passes::fuse::run(&program);
+        let inputs: Vec<Array> = (0..2)
+            .map(|_| {
+                let values = (0..n).map(|_| rng.pick(&[-1.5, 0.0, -0.0, 0.25, 3.0]) as f32);
+                f32s(&[n], &values.collect::<Vec<f32>>())
+            })
+            .collect();
+        agrees_on_chains_and_off(&program, &schedule, &inputs, 0);
+    }
+}

@@ -42,7 +42,14 @@ impl Exec<'_> {
             .enumerate()
             .map(|(member, (kernel, inputs))| {
                 let first_merged = Rows::row_axis(kernel) + 1;
-                Launch::bind(self, kernel, inputs, &made[..member], first_merged)
+                let mut launch = Launch::bind(self, kernel, inputs, &made[..member], first_merged);
+                // What the earlier members read for a block is in cache when this one runs.
+                let earlier: Vec<VarId> = kernels[..member]
+                    .iter()
+                    .flat_map(|earlier| earlier.reads())
+                    .collect();
+                launch.warm(&earlier);
+                launch
             })
             .collect();
         let elems: Vec<_> = kernels
