@@ -290,8 +290,8 @@ struct ReadPlan {
     node_coords: Vec<(NodeId, isize)>,
     /// The `Coord::Masked` coordinates: their constant, coefficient per axis and length.
     masks: Vec<(i64, Vec<i64>, i64)>,
-    /// Whether its runs are prefetched (Note [Prefetching streams]): in reductions, and not
-    /// when the data is in cache already (`Launch::warm`).
+    /// Whether its runs are prefetched (Note [Prefetching streams]): in reductions that
+    /// are not members of a row group (`Launch::without_prefetch`).
     prefetch: bool,
 }
 
@@ -704,13 +704,10 @@ impl<'k> Launch<'k> {
         }
     }
 
-    /// Marks the reads of `vars` as reading data in cache (an earlier member of a row group
-    /// has just read the same rows): they are not prefetched.
-    fn warm(&mut self, vars: &[VarId]) {
-        for (node, plan) in self.kernel.nodes.values().zip(&mut self.reads) {
-            if let ((Node::Read { var, .. }, _), Some(plan)) = (node, plan) {
-                plan.prefetch &= !vars.contains(var);
-            }
+    /// Turns prefetching off for every read (Note [Prefetching streams]).
+    fn without_prefetch(&mut self) {
+        for plan in self.reads.iter_mut().flatten() {
+            plan.prefetch = false;
         }
     }
 

@@ -21,14 +21,17 @@ use std::sync::OnceLock;
 // rows, every other row, a column sum's rows), and the run `AHEAD_BYTES` further on in
 // strides is requested as one burst. A read whose runs do not repeat a stride asks for
 // nothing, so no bandwidth goes to lines no one reads; inputs that stay in a core's L2 are
-// skipped, and so are reads in a row group of rows an earlier member has just read.
+// skipped.
 //
-// Only reductions prefetch. Measured in dx (`DX_PREFETCH=0` turns it off; interleaved
-// pairs of runs of one binary on this 2-core host): a column sum of 4096×1000 floats ran in
-// about half the time (6 pairs, ratios 0.49–1.06, median 0.6), a row maximum 0.92× (8
-// pairs, medians); but maps that stream 16 MB in and 16 MB out were *slower* with it (10
-// pairs: a product 1.09–1.44×, an `exp` 0.98–1.5×): their traffic goes to memory, where
-// the hardware already streams at the bandwidth the extra requests only compete for.
+// Only reductions outside row groups prefetch. Measured in dx (`DX_PREFETCH=0` turns it
+// off; interleaved pairs of `%bench` runs of one binary on this 2-core host, ratio on/off):
+// column sums of 4096×1000 floats 0.41–0.68 (8 pairs), row maxima 0.67–1.04 (8 pairs). Maps
+// that stream 16 MB in and 16 MB out were *slower* with it (10 pairs: a product 1.09–1.44,
+// an `exp` 0.98–1.5): their traffic goes to memory, where the hardware already streams at
+// the bandwidth the extra requests only compete for. In a row group (the row maxima of
+// `logsumexp` then its sums of `exp`, a block of rows at a time, the later members reading
+// the block from L2) the primal `logsumexp` was neutral to slower (25 pairs, median 1.05,
+// 0.87–1.38), so row groups do not prefetch either.
 // Prefetches never change a value: they only move cache lines.
 
 /// How far ahead of the current run the stream asks for data, at least two strides: far
