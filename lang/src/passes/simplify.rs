@@ -3,15 +3,16 @@
 //! fixpoint within a bound on the rounds ([`FUEL`]; the stage says when the bound stopped it).
 //!
 //! Every rule preserves results bit for bit, NaN and signed zeros included, so it is safe on
-//! any program: `x * 1 = x`, `x / 1 = x` (`idiv` too), `neg (neg x) = x`, a cast to the type a value
-//! already has; `tr` of `tr` is one `tr` (none for the identity), `reshape` of `reshape` is
-//! one `reshape` (none to the same shape), a `gather` whose index function only permutes its
-//! indices within bounds is a `tr` (seed 003 Fig 12, seed 004 Fig 8); an integer `sumOuter`
-//! of a replicated scalar is a product (integer addition is exact, also when it wraps); a
-//! `cond` of scalars whose branches only apply primitives is a `select` (if-conversion); and a
-//! statement that recomputes an earlier one (same operation on the same operands, compared by
-//! a structural key with floats by bits) reuses its result. Rules that are not exact in IEEE
-//! arithmetic (`x + 0`, `x * 0`, a float sum of copies as a product) are deliberately absent.
+//! any program: `x * 1 = x`, `x / 1 = x` (an integer `idiv` too), `neg (neg x) = x`, a cast to
+//! the type a value already has; `tr` of `tr` is one `tr` (none for the identity), `reshape` of
+//! `reshape` is one `reshape` (none to the same shape), a `gather` whose index function only
+//! permutes its indices within bounds is a `tr` (seed 003 Fig 12, seed 004 Fig 8); an integer
+//! `sumOuter` of a replicated scalar is a product (integer addition is exact, also when it
+//! wraps); a `cond` of scalars whose branches only apply primitives is a `select`
+//! (if-conversion); and a statement that recomputes an earlier one (same operation on the same
+//! operands, compared by a structural key with floats by bits) reuses its result. Rules that
+//! are not exact in IEEE arithmetic (`x + 0`, `x * 0`, a float sum of copies as a product, a
+//! float `idiv x 1`, which is `floor x`) are deliberately absent.
 //! Each rule is named in `Rule` and counted, so a test can check that it fires.
 //!
 //! Not done yet: the rest of seed 003 Fig 12 / seed 004 Fig 8 (loop-invariant code motion,
@@ -369,8 +370,16 @@ fn arithmetic(
         (Prim::Mul, [a, b]) if is_one(defs, a) && has_result_shape(b, a) => {
             Some((Rule::MulByOne, *b))
         }
-        // Floor division of an integer by 1 is the integer, also for the most negative one.
-        (Prim::Div | Prim::IDiv, [a, b]) if is_one(defs, b) && has_result_shape(a, b) => {
+        (Prim::Div, [a, b]) if is_one(defs, b) && has_result_shape(a, b) => {
+            Some((Rule::DivByOne, *a))
+        }
+        // Floor division of an integer by 1 is the integer, also for the most negative one;
+        // of a float, it is `floor`.
+        (Prim::IDiv, [a, b])
+            if is_one(defs, b)
+                && has_result_shape(a, b)
+                && program.atom_ty(a).elem.is_integer() =>
+        {
             Some((Rule::DivByOne, *a))
         }
         (Prim::Neg, [Atom::Var(inner)]) => match defs.get(inner) {
@@ -473,17 +482,20 @@ mod tests {
     }
 
     /// An integer `idiv` by 1 (what indexing a table through a pair index set computes for
-    /// its last component) is its operand, for the extreme integers too.
+    /// its last component) is its operand, for the extreme integers too; a float `idiv` by 1
+    /// is `floor`, not its operand, and stays.
     #[test]
     fn integer_division_by_one_is_the_operand() {
-        let src = "program(%0_i: [4]i64, %1_u: [4]u32) {
+        let src = "program(%0_i: [4]i64, %1_u: [4]u32, %8_f: [4]f32) {
             %6: [4]i64 = replicate 4 1:i64
             %2: [4]i64 = idiv %0_i %6
             %3: [4]u32 = replicate 4 1:u32
             %4: [4]u32 = idiv %1_u %3
             %7: [4]i64 = replicate 4 2:i64
             %5: [4]i64 = idiv %2 %7
-            in %2, %4, %5
+            %9: [4]f32 = replicate 4 1.0:f32
+            %10: [4]f32 = idiv %8_f %9
+            in %2, %4, %5, %10
         }";
         let original = parse_program(src).expect("parses");
         crate::core::verify::verify(&original).expect("the test program verifies");
@@ -496,7 +508,7 @@ mod tests {
         );
         assert_eq!(
             simplified.to_string().matches("idiv").count(),
-            1,
+            2,
             "{simplified}"
         );
         let inputs = [
@@ -507,6 +519,10 @@ mod tests {
             crate::core::value::Array::new(
                 vec![4],
                 crate::core::value::ArrayData::U32(vec![0, 1, 7, u32::MAX]),
+            ),
+            crate::core::value::Array::new(
+                vec![4],
+                crate::core::value::ArrayData::F32(vec![2.5, -0.5, -0.0, -7.25]),
             ),
         ];
         let config = InterpConfig::default();
