@@ -1028,6 +1028,7 @@ impl Session {
                         strict: false,
                         compile_loops: compile_loops(),
                         interrupt: interrupt.clone(),
+                        ..ExecConfig::default()
                     };
                     let prepared = prepared.as_ref().expect("the pipeline ends with `fuse`");
                     let (tensors, report) = prepared.run(inputs.clone(), &config)?;
@@ -1046,6 +1047,7 @@ impl Session {
                         strict: cx.strict,
                         compile_loops: compile_loops(),
                         interrupt: interrupt.clone(),
+                        ..ExecConfig::default()
                     };
                     let (tensors, report) =
                         crate::exec::run_tensors(&program, inputs.clone(), &config)?;

@@ -132,6 +132,9 @@ pub struct ExecConfig {
     pub compile_loops: CompileLoops,
     /// Set from another thread to stop the run with `InterpError::Interrupted`.
     pub interrupt: Option<Arc<AtomicBool>>,
+    /// Floating-point operations of a matrix-product panel between interrupt checks;
+    /// `None`: `fused::PANEL_FLOPS`. Tests make it small so that products run in panels.
+    pub panel_flops: Option<usize>,
 }
 
 /// Which `fold`s and `scan`s of scalars run their steps as machine code (`loop_jit`) rather

@@ -83,7 +83,7 @@ fn check_with(program: &Program, inputs: &[Array], batch_build1: bool) -> Checke
         let config = ExecConfig {
             strict,
             compile_loops,
-            interrupt: None,
+            ..ExecConfig::default()
         };
         let tensors = inputs.iter().map(Tensor::from_array).collect();
         let got = run_inner(program, tensors, &config, batch_build1).map(|(results, report)| {
@@ -1479,5 +1479,57 @@ fn selects_of_runs_read_in_place_give_the_interpreters_bits() {
             })
             .collect();
         agrees_on_chains_and_off(&program, &schedule, &inputs, 0);
+    }
+}
+
+#[test]
+fn matrix_products_in_panels_agree_with_one_call_and_the_interpreter() {
+    // 70 rows: in panels of `MIN_PANEL_ROWS` (32, 32, 6) when each panel may do one
+    // operation, in one call of faer otherwise. faer sums in its own order, so the results
+    // agree within a few ulps of the sum of magnitudes, not bit for bit.
+    let program = parse(
+        "program(%0: [70, 40]f64, %1: [40, 48]f64) {
+           %2: [48, 40]f64 = tr [1, 0] %1
+           %3: [48, 70, 40]f64 = replicate 48 %0
+           %4: [70, 48, 40]f64 = tr [1, 0] %3
+           %5: [70, 48, 40]f64 = replicate 70 %2
+           %6: [70, 48, 40]f64 = mul %4 %5
+           %7: [40, 70, 48]f64 = tr [2, 0, 1] %6
+           %8: [70, 48]f64 = sumOuter %7
+           in %8
+         }",
+    );
+    let schedule = crate::passes::fuse::run(&program);
+    let matmuls = schedule.steps.iter();
+    let matmuls = matmuls.filter(|step| matches!(step, crate::core::kernel::Step::MatMul(_)));
+    assert_eq!(matmuls.count(), 1, "{}", schedule.display(&program));
+    let a: Vec<f64> = (0..70 * 40).map(|i| (i as f64).sin()).collect();
+    let b: Vec<f64> = (0..40 * 48).map(|i| (i as f64 * 3.0).cos()).collect();
+    let inputs = [f64s(&[70, 40], &a), f64s(&[40, 48], &b)];
+    let expected = interp::run(&program, &inputs, &InterpConfig::default()).unwrap();
+    let prepared = super::Prepared::new(&program, &schedule);
+    let run = |panel_flops| {
+        let config = ExecConfig {
+            panel_flops,
+            ..ExecConfig::default()
+        };
+        let tensors = inputs.iter().map(Tensor::from_array).collect();
+        let (results, _) = prepared.run(tensors, &config).unwrap();
+        let result = results.into_iter().next().unwrap().into_array();
+        let ArrayData::F64(values) = &*result.data else {
+            panic!("a Float64 product, not {result:?}")
+        };
+        values.clone()
+    };
+    let (in_panels, in_one_call) = (run(Some(1)), run(None));
+    let ArrayData::F64(want) = &*expected[0].data else {
+        unreachable!()
+    };
+    for got in [&in_panels, &in_one_call] {
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(want) {
+            // |error| ≤ k · 2⁻⁵² · Σ|a||b| ≤ 40 · 2.2e-16 · 40 for entries of magnitude ≤ 1.
+            assert!((g - w).abs() <= 40.0 * 40.0 * 2.3e-16, "{g} vs {w}");
+        }
     }
 }
