@@ -74,7 +74,7 @@ mod elementwise;
 mod fused;
 mod indexing;
 mod jit;
-mod lanes;
+pub(crate) mod lanes;
 mod loop_blocks;
 mod loop_jit;
 mod monoid;

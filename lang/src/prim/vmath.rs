@@ -114,6 +114,21 @@
 // the fit (2^-4 ulp). Over every f32 input (`examples/vmath_exhaustive.rs`) the result is at
 // most 1 ulp from glibc's `expf` and from the correctly rounded value.
 
+// Note [exp on the normal range]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Where `e^x` is normal, `exp_f32_impl`'s clamp changes nothing and both of its scalings by
+// powers of two are exact, so `p * 2^n` is `p` with `n` added to its exponent field: one
+// integer addition instead of two multiplications, two exponent constructions and the
+// clamp. That holds for `n` in `[-125, 127]` (`p >= 0.7`, so `p * 2^-125` is normal; `p <
+// 1.42`, so `p * 2^127` is finite), that is for `x` in `[-86.5, 88.0]` (`EXP_F32_NORMAL`;
+// NaN is outside). `exp_f32_slice` computes every lane that way while it checks that every
+// `x` is in range, and recomputes the slice with `exp_f32_impl` when one is not; the result
+// has the same bits either way, and the per-element `exp_f32` (the reference interpreter's)
+// stays as it is. Measured alone on lines of 1024 floats: 0.82 -> 0.62 ns per element (a
+// separate range check before the loop, instead of one inside it: 0.75).
+// `examples/vmath_exhaustive.rs` checks the slice against the per-element function on every
+// f32, in slices of 1024.
+
 // Note [tanh accuracy]
 // ~~~~~~~~~~~~~~~~~~~~
 // glibc's `tanh` and `tanhf` (fdlibm's formula `-t/(t+2)`, `t = expm1(-2|x|)`) are up to
@@ -249,9 +264,23 @@ macro_rules! unary_slice {
     )*};
 }
 
+/// `out[i] = exp_f32(xs[i])`, vectorised; one pass when every `x` is in `EXP_F32_NORMAL`
+/// (Note [exp on the normal range]).
+pub fn exp_f32_slice(xs: &[f32], out: &mut [f32]) {
+    debug_assert_eq!(xs.len(), out.len(), "input and output lengths differ");
+    let mut normal = true;
+    for (res, &x) in out.iter_mut().zip(xs) {
+        normal &= (x >= EXP_F32_NORMAL.0) & (x <= EXP_F32_NORMAL.1);
+        *res = exp_f32_normal(x);
+    }
+    if !normal {
+        for (res, &x) in out.iter_mut().zip(xs) {
+            *res = exp_f32_impl(x);
+        }
+    }
+}
+
 unary_slice! {
-    /// `out[i] = exp_f32(xs[i])`, vectorised.
-    exp_f32_slice, f32, exp_f32_impl;
     /// `out[i] = exp_f64(xs[i])`, vectorised.
     exp_f64_slice, f64, exp_f64_impl;
     /// `out[i] = log_f32(xs[i])`, vectorised.
@@ -577,14 +606,31 @@ fn reduce_log_arg(v: f64) -> (f64, f64) {
 fn exp_f32_impl(x: f32) -> f32 {
     // Beyond [-104, 89] the result rounds to 0 or overflows; clamping keeps `n` within
     // [-150, 128], where both halves of the final scaling are normal. NaN stays NaN.
-    let clamped = x.clamp(-104.0, 89.0);
-    let (n_float, n) = round_to_int_f32(clamped * std::f32::consts::LOG2_E);
-    // Cody-Waite: `n * LN2_HI_F32` is exact and so is the first subtraction (Sterbenz).
-    let r = (clamped - n_float * LN2_HI_F32) - n_float * LN2_LO_F32;
-    let p = 1.0 + (r + r * r * horner(r, &EXPM1_F32));
+    let (p, n) = exp_f32_parts(x.clamp(-104.0, 89.0));
     // `p * 2^n` in two steps: the first is exact, the second rounds a subnormal result once.
     let half = n >> 1;
     p * pow2i_f32(half) * pow2i_f32(n.wrapping_sub(half))
+}
+
+/// `e^x = p * 2^n` with `p` in `[0.7, 1.42]`, for `x` in `[-104, 89]`.
+#[inline(always)]
+fn exp_f32_parts(x: f32) -> (f32, i32) {
+    let (n_float, n) = round_to_int_f32(x * std::f32::consts::LOG2_E);
+    // Cody-Waite: `n * LN2_HI_F32` is exact and so is the first subtraction (Sterbenz).
+    let r = (x - n_float * LN2_HI_F32) - n_float * LN2_LO_F32;
+    (1.0 + (r + r * r * horner(r, &EXPM1_F32)), n)
+}
+
+/// Arguments whose `e^x` is normal with room to spare: `n` is in `[-125, 127]` (Note [exp
+/// on the normal range]).
+const EXP_F32_NORMAL: (f32, f32) = (-86.5, 88.0);
+
+/// `exp_f32_impl` for `x` in `EXP_F32_NORMAL`, with the same bits; other `x` give
+/// unspecified values without panicking. See Note [exp on the normal range].
+#[inline(always)]
+fn exp_f32_normal(x: f32) -> f32 {
+    let (p, n) = exp_f32_parts(x);
+    f32::from_bits(p.to_bits().wrapping_add((n as u32) << 23))
 }
 
 #[inline(always)]
@@ -1300,11 +1346,15 @@ mod tests {
         reference: f64::cos,
     };
 
-    /// Runs the slice function over `inputs` and checks every lane against the per-element
-    /// function (same bits) and against libm (within `MAX_ULP`).
+    /// Runs the slice function over `inputs` in slices of `exec::lanes::LINE`, as kernels
+    /// do, and checks every lane against the per-element function (same bits) and against
+    /// libm (within `MAX_ULP`).
     fn check<T: TestFloat>(case: &Unary<T>, inputs: &[T]) {
         let mut out = vec![T::from_f64(0.0); inputs.len()];
-        (case.slice)(inputs, &mut out);
+        let line = crate::exec::lanes::LINE;
+        for (xs, out) in inputs.chunks(line).zip(out.chunks_mut(line)) {
+            (case.slice)(xs, out);
+        }
         let mut failures = Failures::new(case.name);
         for (&x, &res) in inputs.iter().zip(&out) {
             let single = (case.ours)(x);
@@ -1487,6 +1537,18 @@ mod tests {
             &EXP_F32,
             &sweep::<f32>(&[(-105.0, 90.0), (-1.0, 1.0)], N_SWEEP, &edges),
         );
+    }
+
+    /// Slices whose every input is in `EXP_F32_NORMAL` take the one-pass path (Note [exp on
+    /// the normal range]): the range's ends, and the range swept.
+    #[test]
+    fn exp_f32_slices_on_the_normal_range() {
+        let (lo, hi) = super::EXP_F32_NORMAL;
+        let line = crate::exec::lanes::LINE as i128;
+        let from_lo = (ordered(lo)..ordered(lo) + line).map(from_ordered::<f32>);
+        let to_hi = (ordered(hi) - line + 1..=ordered(hi)).map(from_ordered::<f32>);
+        check(&EXP_F32, &from_lo.chain(to_hi).collect::<Vec<f32>>());
+        check(&EXP_F32, &sweep::<f32>(&[(lo, hi)], N_SWEEP, &[]));
     }
 
     #[test]
