@@ -1726,6 +1726,13 @@ fn read_typed<'a, T: LaneElem>(
         } else if step == 1 {
             let first = first as usize;
             values[low..high].copy_from_slice(&data[first..first + (high - low)]);
+        } else if step == -1 {
+            // A run read backwards (`xs[n - 1 - i]`: the cotangents of a reverse-mode loop).
+            let lowest = first as usize + 1 - (high - low);
+            let run = data[lowest..=first as usize].iter().rev();
+            for (slot, &value) in values[low..high].iter_mut().zip(run) {
+                *slot = value;
+            }
         } else {
             for (q, slot) in values[low..high].iter_mut().enumerate() {
                 *slot = data[(first + step * q as isize) as usize];

@@ -325,8 +325,10 @@ fn gather<T: Bits>(table: &Table, index: &[LaneRef], out: &mut Lane, len: usize)
             if let Some((first, last)) = ends.filter(|_| run(1)) {
                 out.copy_from_slice(&values[first as usize..=last as usize]);
             } else if let Some((first, last)) = ends.filter(|_| run(-1)) {
-                out.copy_from_slice(&values[last as usize..=first as usize]);
-                out.reverse();
+                let backwards = values[last as usize..=first as usize].iter().rev();
+                for (value, &read) in out.iter_mut().zip(backwards) {
+                    *value = read;
+                }
             } else {
                 for (value, k) in out.iter_mut().zip(ks) {
                     let k = usize::try_from(*k).ok();

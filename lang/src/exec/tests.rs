@@ -1533,3 +1533,34 @@ fn matrix_products_in_panels_agree_with_one_call_and_the_interpreter() {
         }
     }
 }
+
+/// Reads that run backwards along a line (`xs[c - i]`, the cotangents of a reverse-mode
+/// loop put back in order): whole lines, lines partly out of range at either end, and rows
+/// of a matrix reversed. The interpreter's bits on 1 and 2 threads.
+#[test]
+fn kernels_read_runs_backwards_as_the_interpreter_does() {
+    let n = 3000;
+    let program = parse(&format!(
+        "program(%0: [{n}]f32, %1: [40, 100]f32) {{
+           %2: [{n}]f32 = gather [{n}] %0 (\\%3: []i64 ->
+             %4: []i64 = sub 2999:i64 %3
+             in %4)
+           %5: [{n}]f32 = gather [{n}] %0 (\\%6: []i64 ->
+             %7: []i64 = sub 2990:i64 %6
+             in %7)
+           %8: [{n}]f32 = gather [{n}] %0 (\\%9: []i64 ->
+             %10: []i64 = sub 3010:i64 %9
+             in %10)
+           %11: [{n}]f32 = add %5 %8
+           %12: [40, 100]f32 = gather [40, 100] %1 (\\%13: []i64, %14: []i64 ->
+             %15: []i64 = sub 99:i64 %14
+             in %13, %15)
+           in %2, %11, %12
+         }}"
+    ));
+    let schedule = crate::passes::fuse::run(&program);
+    let xs: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
+    let m: Vec<f32> = (0..4000).map(|i| (i as f32 * 0.11).cos()).collect();
+    let inputs = [f32s(&[n], &xs), f32s(&[40, 100], &m)];
+    agrees_on_chains_and_off(&program, &schedule, &inputs, 0);
+}
