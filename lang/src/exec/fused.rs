@@ -66,14 +66,23 @@ const PIECE: usize = 16 * LINE;
 /// panels cost: a 1024² f32 product in panels of 256 rows ran at 0.90 of one call (faer
 /// alone, 15 interleaved rounds), and was 0.90 of it in dx.
 pub(super) const PANEL_FLOPS: usize = 1 << 31;
+/// Elements of the left operand's and the output's rows that one panel reads and writes at
+/// most (64 MB of f32): a skinny product (small `n` and depth) is bound by memory, not by
+/// its operations.
+const PANEL_ELEMENTS: usize = 1 << 24;
 /// Fewest rows of a panel, whatever its width and depth (a multiple of faer's row tiles).
 const MIN_PANEL_ROWS: usize = 32;
 
 /// Rows of each panel of an `m`-row product of width `n` and depth `depth`: as many as
-/// `budget` operations allow, at least `MIN_PANEL_ROWS` and at least 1.
+/// `budget` operations and `PANEL_ELEMENTS` allow, at least `MIN_PANEL_ROWS` and at least 1.
 fn panel_rows(m: usize, n: usize, depth: usize, budget: usize) -> usize {
     let row_flops = 2usize.saturating_mul(n).saturating_mul(depth).max(1);
-    (budget / row_flops).max(MIN_PANEL_ROWS).min(m).max(1)
+    let row_elements = n.saturating_add(depth).max(1);
+    (budget / row_flops)
+        .min(PANEL_ELEMENTS / row_elements)
+        .max(MIN_PANEL_ROWS)
+        .min(m)
+        .max(1)
 }
 
 impl Exec<'_> {
@@ -1903,7 +1912,7 @@ fn matmul_typed<T: GemmElem>(
 #[cfg(test)]
 pub(in crate::exec) mod tests {
     use super::{affine_bounds, affine_in_range, index_line, point_line, point_mask, PointMask};
-    use super::{panel_rows, MIN_PANEL_ROWS, PANEL_FLOPS};
+    use super::{panel_rows, MIN_PANEL_ROWS, PANEL_ELEMENTS, PANEL_FLOPS};
     use crate::core::ir::{Elem, Scalar};
     use crate::core::kernel::{Affine, Node, NodeId, Step};
     use crate::exec::lanes::Lane;
@@ -2098,6 +2107,13 @@ pub(in crate::exec) mod tests {
             "{rows}"
         );
         assert_eq!(panel_rows(8192, 8192, 8192, PANEL_FLOPS), MIN_PANEL_ROWS);
+        // A skinny product: few operations a row, so its rows are limited by the elements
+        // they move.
+        let rows = panel_rows(10_000_000, 4, 64, PANEL_FLOPS);
+        assert!(
+            rows < 10_000_000 && rows * (4 + 64) <= PANEL_ELEMENTS,
+            "{rows}"
+        );
         assert_eq!(panel_rows(70, 48, 40, 1), MIN_PANEL_ROWS);
         // Fewer rows than the minimum, none at all, and empty rows: the loop over panels
         // needs a step of at least one.
