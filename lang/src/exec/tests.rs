@@ -1537,6 +1537,31 @@ fn matrix_products_in_panels_agree_with_one_call_and_the_interpreter() {
 /// Reads that run backwards along a line (`xs[c - i]`, the cotangents of a reverse-mode
 /// loop put back in order): whole lines, lines partly out of range at either end, and rows
 /// of a matrix reversed. The interpreter's bits on 1 and 2 threads.
+/// Kernels that are one read write it straight into their output: a copy of an in-place run,
+/// a shift that runs past the end, a splat and a strided (transposing) read.
+#[test]
+fn kernels_that_only_read_write_their_output_as_the_interpreter_does() {
+    let n = 3000;
+    let program = parse(&format!(
+        "program(%0: [{n}]f32, %1: [40, 100]f32) {{
+           %2: [2990]f32 = gather [2990] %0 (\\%3: []i64 ->
+             %4: []i64 = add %3 7:i64
+             in %4)
+           %5: [{n}]f32 = gather [{n}] %0 (\\%6: []i64 ->
+             %7: []i64 = add %6 13:i64
+             in %7)
+           %8: [{n}]f32 = gather [{n}] %0 (\\%9: []i64 -> in 5:i64)
+           %10: [100, 40]f32 = gather [100, 40] %1 (\\%11: []i64, %12: []i64 -> in %12, %11)
+           in %2, %5, %8, %10
+         }}"
+    ));
+    let schedule = crate::passes::fuse::run(&program);
+    let xs: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
+    let m: Vec<f32> = (0..4000).map(|i| (i as f32 * 0.11).cos()).collect();
+    let inputs = [f32s(&[n], &xs), f32s(&[40, 100], &m)];
+    agrees_on_chains_and_off(&program, &schedule, &inputs, 0);
+}
+
 #[test]
 fn kernels_read_runs_backwards_as_the_interpreter_does() {
     let n = 3000;
