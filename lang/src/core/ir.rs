@@ -54,6 +54,18 @@ impl Elem {
         matches!(self, Elem::I32 | Elem::I64 | Elem::U32 | Elem::U64)
     }
 
+    /// The least and greatest values of an integer type that an `i64` holds (all of them but
+    /// `U64`'s above `i64::MAX`); `None` for floats and `Bool`.
+    pub fn int_range(self) -> Option<(i64, i64)> {
+        match self {
+            Elem::I32 => Some((i32::MIN.into(), i32::MAX.into())),
+            Elem::U32 => Some((0, u32::MAX.into())),
+            Elem::I64 => Some((i64::MIN, i64::MAX)),
+            Elem::U64 => Some((0, i64::MAX)),
+            Elem::F32 | Elem::F64 | Elem::Bool => None,
+        }
+    }
+
     pub fn is_numeric(self) -> bool {
         self != Elem::Bool
     }

@@ -100,6 +100,22 @@ impl Affine {
         }
     }
 
+    /// The least and greatest values over the points of `shape`: `None` on overflow or when
+    /// `shape` has no points.
+    pub fn bounds(&self, shape: &[usize]) -> Option<(i64, i64)> {
+        let (mut low, mut high) = (self.constant, self.constant);
+        for &(axis, coeff) in &self.terms {
+            let last = i64::try_from(shape.get(axis)?.checked_sub(1)?).ok()?;
+            let reach = coeff.checked_mul(last)?;
+            if reach < 0 {
+                low = low.checked_add(reach)?;
+            } else {
+                high = high.checked_add(reach)?;
+            }
+        }
+        Some((low, high))
+    }
+
     /// The smallest and largest value over the iteration space `shape` (which is not empty).
     pub fn range(&self, shape: &[usize]) -> (i64, i64) {
         let mut low = self.constant;

@@ -45,7 +45,7 @@ use super::reduce::{ColumnSums, RUN_LEVEL, SUM_RUN};
 use super::tensor::{with_tensor, Element, Tensor};
 use super::{Exec, Res, Slot, PAR_THRESHOLD};
 use crate::core::interp::InterpError;
-use crate::core::ir::{Atom, Elem, Expr, Program, Scalar, VarId};
+use crate::core::ir::{Atom, Expr, Program, Scalar, VarId};
 use crate::core::kernel::{
     Affine, Coord, Kernel, MatMul, MatOperand, MonoidStep, Node, NodeId, Reduction, Schedule, Step,
 };
@@ -474,33 +474,12 @@ fn exact_index(kernel: &Kernel, node: NodeId) -> Option<NodeId> {
             let Node::Index(affine) = &kernel.nodes[index].0 else {
                 return None;
             };
-            let limit = match elem {
-                Elem::I32 => i64::from(i32::MAX),
-                Elem::U32 => i64::from(u32::MAX),
-                Elem::I64 | Elem::U64 => i64::MAX,
-                _ => return None,
-            };
-            let (low, high) = affine_bounds(affine, &kernel.shape)?;
+            let (_, limit) = elem.int_range()?;
+            let (low, high) = affine.bounds(&kernel.shape)?;
             (low >= 0 && high <= limit).then_some(index)
         }
         _ => None,
     }
-}
-
-/// The least and greatest values of `affine` over the points of `shape` (`None` on
-/// overflow or an empty shape).
-fn affine_bounds(affine: &Affine, shape: &[usize]) -> Option<(i64, i64)> {
-    let (mut low, mut high) = (affine.constant, affine.constant);
-    for &(axis, coeff) in &affine.terms {
-        let last = i64::try_from(shape.get(axis)?.checked_sub(1)?).ok()?;
-        let reach = coeff.checked_mul(last)?;
-        if reach < 0 {
-            low = low.checked_add(reach)?;
-        } else {
-            high = high.checked_add(reach)?;
-        }
-    }
-    Some((low, high))
 }
 
 /// A variable a kernel reads: its values (the row-major elements of its value, found once
@@ -1911,7 +1890,7 @@ fn matmul_typed<T: GemmElem>(
 
 #[cfg(test)]
 pub(in crate::exec) mod tests {
-    use super::{affine_bounds, affine_in_range, index_line, point_line, point_mask, PointMask};
+    use super::{affine_in_range, index_line, point_line, point_mask, PointMask};
     use super::{panel_rows, MIN_PANEL_ROWS, PANEL_ELEMENTS, PANEL_FLOPS};
     use crate::core::ir::{Elem, Scalar};
     use crate::core::kernel::{Affine, Node, NodeId, Step};
@@ -2023,7 +2002,7 @@ pub(in crate::exec) mod tests {
                         .flat_map(|i| (0..4).map(move |j| constant + a * i + b * j))
                         .collect();
                     let expected = (*values.iter().min().unwrap(), *values.iter().max().unwrap());
-                    assert_eq!(affine_bounds(&affine, &shape), Some(expected), "{affine}");
+                    assert_eq!(affine.bounds(&shape), Some(expected), "{affine}");
                 }
             }
         }
@@ -2031,8 +2010,8 @@ pub(in crate::exec) mod tests {
             constant: i64::MAX - 1,
             terms: vec![(0, 1)],
         };
-        assert_eq!(affine_bounds(&huge, &shape), None);
-        assert_eq!(affine_bounds(&Affine::axis(1), &[3, 0]), None);
+        assert_eq!(huge.bounds(&shape), None);
+        assert_eq!(Affine::axis(1).bounds(&[3, 0]), None);
     }
 
     #[test]

@@ -405,6 +405,34 @@ fn agrees_with_the_interpreter_on_1_and_2_threads(src: &str) {
     }
 }
 
+/// Index arithmetic through `Nat` and `Int` (Note [Index arithmetic] in `passes::fuse`): a
+/// reversal written with `ordinal` and `unsafe_from_ordinal` is one affine read (a backward
+/// run, no range mask or clamp); a shift whose `Nat` wraps below zero keeps its masks and
+/// its wrapped values. All give the interpreter's values on 1 and 2 threads.
+#[test]
+fn index_arithmetic_that_cannot_wrap_stays_affine() {
+    let defs = "x : (Fin 3000)=>Float = for i. sin (n_to_f (ordinal i) * 0.37)\n";
+    let reversed =
+        "for i:(Fin 3000). x[unsafe_from_ordinal (Fin 3000) (i_to_n (2999 - n_to_i (ordinal i)))]";
+    let shifted =
+        "for i:(Fin 3000). x[unsafe_from_ordinal (Fin 3000) (i_to_n (n_to_i (ordinal i) - 5))]";
+    let mut fused = session(Engine::Fused);
+    outputs(&mut fused, defs);
+    let text = fused_stage(&mut fused, reversed);
+    assert_eq!(count_lines(&text, "v"), 1, "{text}");
+    assert!(text.contains("read %1_x[-1*i0 + 2999]"), "{text}");
+    let text = fused_stage(&mut fused, shifted);
+    assert_eq!(count_lines(&text, "kernel"), 1, "{text}");
+    assert_eq!(count_lines(&text, "v"), 15, "{text}");
+    assert!(text.contains("cast_u32"), "{text}");
+    // Below zero the `Nat` is 2^32 - 5 + i, whose quotient (2147) is in range: the shift is
+    // computed as a `Nat`, wrapped, before the division.
+    let divided = "for i:(Fin 3000). x[unsafe_from_ordinal (Fin 3000) (idiv (i_to_n (n_to_i (ordinal i) - 5)) 2000000)]";
+    agrees_with_the_interpreter_on_1_and_2_threads(&format!(
+        "{defs}:p ({reversed}, {shifted}, {divided})\n"
+    ));
+}
+
 /// A contraction too shallow for a matrix product (depth 6 < `MATMUL_MIN_DEPTH`) whose reads
 /// are strided across the output (`w[k, j]` along `k`): its lines run across the output, not
 /// 6 points at a time along the sum, and add in the same order as the interpreter (1 and 2

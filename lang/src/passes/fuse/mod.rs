@@ -92,7 +92,7 @@ use crate::core::kernel::{
 use crate::core::visit::{collect_expr_uses, collect_uses, var_of};
 use crate::core::visit::{expr_atoms, expr_blocks};
 use crate::ops::FusionClass;
-use crate::prim::Prim;
+use crate::prim::{cast_scalar, Prim};
 
 pub const PASS: Pass = Pass {
     name: "fused",
@@ -419,8 +419,19 @@ impl Readers {
 /// recomputed per element before it is materialised instead.
 const INDEX_ONLY_RECOMPUTE: usize = 8;
 
+// Note [Index arithmetic]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// An index function computes a read's coordinates from the result's, often through other
+// integer types: `x[unsafe_from_ordinal n (i_to_n (9 - n_to_i (ordinal i)))]` casts the
+// index to `Nat` (u32) and `Int` (i32), subtracts, and casts back to an `i64` coordinate.
+// Such arithmetic is kept as an `Affine` (exact integers) while every value it takes over
+// the kernel's points fits the type of each step, checked by the affine's bounds: then no
+// step wraps around, the casts change no value, and the coordinate is the affine function
+// itself (here `9 - i`, a backward run), so the read needs no range mask or clamp. A step
+// that may wrap (`ordinal i - 5` as a `Nat`) is computed by nodes, as the program says.
+
 /// A value inside an index function while it is inlined: index arithmetic stays affine as
-/// long as it can.
+/// long as it is exact (Note [Index arithmetic]).
 #[derive(Clone, Debug)]
 enum Sym {
     Affine(Affine),
@@ -620,8 +631,10 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
     /// The value of an atom inside an inlined index function.
     fn sym_of(&mut self, atom: &Atom, env: &HashMap<VarId, Sym>) -> Sym {
         match atom {
-            Atom::Lit(Scalar::I64(value)) => Sym::Affine(Affine::constant(*value)),
-            Atom::Lit(scalar) => Sym::Node(self.lit(*scalar)),
+            Atom::Lit(scalar) => match int_value(*scalar) {
+                Some(value) => Sym::Affine(Affine::constant(value)),
+                None => Sym::Node(self.lit(*scalar)),
+            },
             Atom::Var(var) => match env.get(var) {
                 Some(sym) => sym.clone(),
                 // A variable of the block or from outside it (a scalar, so no coordinates).
@@ -637,6 +650,34 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
         }
     }
 
+    /// `sym_node` for a value of type `elem`: an affine value of another integer type is an
+    /// index cast to it (exact: it fits, `exact_affine`), a constant one a literal.
+    fn sym_node_of(&mut self, sym: &Sym, elem: Elem) -> NodeId {
+        match sym {
+            Sym::Affine(affine) if elem != Elem::I64 => {
+                if affine.terms.is_empty() {
+                    return self.lit(cast_scalar(Scalar::I64(affine.constant), elem));
+                }
+                let index = self.sym_node(sym);
+                self.prim(Prim::Cast(elem), vec![index], elem)
+            }
+            _ => self.sym_node(sym),
+        }
+    }
+
+    /// `prim` of `operands` as an affine value of type `elem`, if it is one and is exact: it
+    /// takes only values `elem` holds at every point of the kernel, so no operation on the
+    /// way wrapped around (Note [Index arithmetic]).
+    fn exact_affine(&self, prim: Prim, operands: &[Sym], elem: Elem) -> Option<Affine> {
+        let affine = match (prim, operands) {
+            (Prim::Cast(_), [Sym::Affine(affine)]) => affine.clone(),
+            _ => affine_prim(prim, operands)?,
+        };
+        let (least, greatest) = elem.int_range()?;
+        let (low, high) = affine.bounds(&self.shape)?;
+        (least <= low && high <= greatest).then_some(affine)
+    }
+
     /// One statement of an inlined index function (`ops::gather_scatter::is_scalar_code`).
     fn index_fn_stmt(&mut self, expr: &Expr, binder: VarId, env: &HashMap<VarId, Sym>) -> Sym {
         let program = self.fuser.program;
@@ -645,10 +686,12 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
             Expr::Atom(atom) => self.sym_of(atom, env),
             Expr::Prim(prim, operands) => {
                 let syms: Vec<Sym> = operands.iter().map(|atom| self.sym_of(atom, env)).collect();
-                if let Some(affine) = affine_prim(*prim, &syms) {
+                if let Some(affine) = self.exact_affine(*prim, &syms, elem) {
                     return Sym::Affine(affine);
                 }
-                let nodes = syms.iter().map(|sym| self.sym_node(sym)).collect();
+                let nodes = (syms.iter().zip(operands))
+                    .map(|(sym, atom)| self.sym_node_of(sym, program.atom_ty(atom).elem))
+                    .collect();
                 Sym::Node(self.prim(*prim, nodes, elem))
             }
             Expr::Index { array, index } => {
@@ -828,6 +871,17 @@ fn split_affine(
 }
 
 /// Index arithmetic that stays affine: `add`, `sub`, `neg`, and `mul` by a constant.
+/// The integer value of an integer literal, if an `i64` holds it.
+fn int_value(scalar: Scalar) -> Option<i64> {
+    match scalar {
+        Scalar::I32(value) => Some(value.into()),
+        Scalar::I64(value) => Some(value),
+        Scalar::U32(value) => Some(value.into()),
+        Scalar::U64(value) => i64::try_from(value).ok(),
+        Scalar::F32(_) | Scalar::F64(_) | Scalar::Bool(_) => None,
+    }
+}
+
 fn affine_prim(prim: Prim, operands: &[Sym]) -> Option<Affine> {
     let affine = |position: usize| match operands.get(position) {
         Some(Sym::Affine(affine)) => Some(affine),
