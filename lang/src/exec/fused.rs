@@ -482,6 +482,116 @@ fn exact_index(kernel: &Kernel, node: NodeId) -> Option<NodeId> {
     }
 }
 
+// Note [Digits of a flat offset]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A table indexed by a pair index set, `for rc:(R, C). xs[fst rc, snd rc]`, or the prelude's
+// `concat`, reads `xs` at the digits of one flat position k: `[k idiv C, k mod C]` (the first
+// sometimes `mod R` too). When k is a non-negative affine function of the kernel's
+// coordinates below the size of the axes the digits index, and the digits are those of the
+// row-major layout, the element read is at `k` times the last axis's stride: an affine read
+// (a contiguous run along k), not a gather computing a division and a remainder per element.
+
+/// The flat offset `k` whose row-major digits are all the node coordinates of a read of
+/// `coords` in a variable of shape `dims` (Note [Digits of a flat offset]), in units of the
+/// last one's stride; `None` unless they are: consecutive axes, each `(k idiv d) mod m` of
+/// the same affine `k` (through casts that keep its values) with `d` the product of the
+/// later axes of the group and `m` its own length (or no `mod` on the first), and `k` in
+/// `0..` the group's size over the kernel.
+fn digits_of_one_offset(kernel: &Kernel, coords: &[Coord], dims: &[usize]) -> Option<Affine> {
+    let axes: Vec<usize> = (coords.iter().enumerate())
+        .filter(|(_, coord)| matches!(coord, Coord::Node(_)))
+        .map(|(axis, _)| axis)
+        .collect();
+    let (&first, &last) = (axes.first()?, axes.last()?);
+    if last - first + 1 != axes.len() {
+        return None;
+    }
+    let size = i64::try_from(dims[first..=last].iter().product::<usize>()).ok()?;
+    let mut flat: Option<Affine> = None;
+    let mut divisor = 1i64;
+    for axis in (first..=last).rev() {
+        let Coord::Node(node) = &coords[axis] else {
+            return None;
+        };
+        let dim = i64::try_from(dims[axis]).ok()?;
+        let found = digit(kernel, *node)?;
+        let modulus_ok = match found.modulus {
+            Some(modulus) => modulus == dim,
+            None => axis == first,
+        };
+        if found.divisor != divisor
+            || !modulus_ok
+            || flat.get_or_insert(found.flat.clone()) != &found.flat
+        {
+            return None;
+        }
+        divisor = divisor.checked_mul(dim)?;
+    }
+    let flat = flat?;
+    let (low, high) = flat.bounds(&kernel.shape)?;
+    (low >= 0 && high < size).then_some(flat)
+}
+
+/// `(flat idiv divisor) mod modulus` (no modulus: the quotient) of a non-negative affine.
+struct Digit {
+    flat: Affine,
+    divisor: i64,
+    modulus: Option<i64>,
+}
+
+/// `node` as a digit of an affine function of the kernel's coordinates, with every value
+/// on the way kept by its casts (all are at most the affine's greatest value).
+fn digit(kernel: &Kernel, node: NodeId) -> Option<Digit> {
+    let constant = |node: NodeId| match &kernel.nodes[node].0 {
+        Node::Index(affine) if affine.terms.is_empty() => Some(affine.constant),
+        Node::Lit(scalar) => match *scalar {
+            Scalar::I64(value) => Some(value),
+            Scalar::I32(value) => Some(value.into()),
+            Scalar::U32(value) => Some(value.into()),
+            Scalar::U64(value) => i64::try_from(value).ok(),
+            _ => None,
+        },
+        _ => None,
+    };
+    match &kernel.nodes[node].0 {
+        Node::Index(affine) => {
+            let (low, _) = affine.bounds(&kernel.shape)?;
+            (low >= 0).then(|| Digit {
+                flat: affine.clone(),
+                divisor: 1,
+                modulus: None,
+            })
+        }
+        Node::Prim(Prim::Cast(elem), operands) => {
+            let found = digit(kernel, *operands.first()?)?;
+            let (_, high) = found.flat.bounds(&kernel.shape)?;
+            let (_, greatest) = elem.int_range()?;
+            (high <= greatest).then_some(found)
+        }
+        Node::Prim(prim @ (Prim::IDiv | Prim::Mod), operands) => {
+            let [operand, by] = operands[..] else {
+                return None;
+            };
+            let by = constant(by).filter(|&by| by > 0)?;
+            let found = digit(kernel, operand)?;
+            if found.modulus.is_some() {
+                return None;
+            }
+            Some(match prim {
+                Prim::IDiv => Digit {
+                    divisor: found.divisor.checked_mul(by)?,
+                    ..found
+                },
+                _ => Digit {
+                    modulus: Some(by),
+                    ..found
+                },
+            })
+        }
+        _ => None,
+    }
+}
+
 /// A variable a kernel reads: its values (the row-major elements of its value, found once
 /// per launch rather than per line), or in a row group, the output of an earlier member (its
 /// block's part is in `Line::group`, at this index).
@@ -546,7 +656,8 @@ impl<'k> Launch<'k> {
                         sources.len() - 1
                     }
                 };
-                let strides = row_major_strides(&exec.program.var_ty(*var).shape);
+                let dims = &exec.program.var_ty(*var).shape;
+                let strides = row_major_strides(dims);
                 let mut plan = ReadPlan {
                     tensor,
                     offset: 0,
@@ -569,6 +680,15 @@ impl<'k> Launch<'k> {
                             }
                         }
                         Coord::Node(node) => plan.node_coords.push((*node, stride)),
+                    }
+                }
+                if let Some(flat) = digits_of_one_offset(kernel, coords, dims) {
+                    // Note [Digits of a flat offset]
+                    let stride = plan.node_coords.last().expect("digits are node coords").1;
+                    plan.node_coords.clear();
+                    plan.offset += flat.constant as isize * stride;
+                    for &(axis, coeff) in &flat.terms {
+                        plan.axis_steps[axis] += coeff as isize * stride;
                     }
                 }
                 Some(plan)
@@ -629,11 +749,10 @@ impl<'k> Launch<'k> {
                         read[operand.0 as usize] = true;
                     }
                 }
-                Node::Read { coords, .. } => {
-                    for coord in coords {
-                        if let Coord::Node(operand) = coord {
-                            read[operand.0 as usize] = true;
-                        }
+                Node::Read { .. } => {
+                    let plan = reads[index].as_ref().expect("every read has a plan");
+                    for &(operand, _) in &plan.node_coords {
+                        read[operand.0 as usize] = true;
                     }
                 }
                 Node::Lit(_) | Node::Index(_) => {}
@@ -1890,7 +2009,8 @@ fn matmul_typed<T: GemmElem>(
 
 #[cfg(test)]
 pub(in crate::exec) mod tests {
-    use super::{affine_in_range, index_line, point_line, point_mask, PointMask};
+    use super::PointMask;
+    use super::{affine_in_range, digits_of_one_offset, index_line, point_line, point_mask};
     use super::{panel_rows, MIN_PANEL_ROWS, PANEL_ELEMENTS, PANEL_FLOPS};
     use crate::core::ir::{Elem, Scalar};
     use crate::core::kernel::{Affine, Node, NodeId, Step};
@@ -1922,6 +2042,60 @@ pub(in crate::exec) mod tests {
 
     /// The program of a `POINT_MASK_CASES` body: a one-hot select from inputs `%0: []i64`
     /// and `%1: []u32`.
+    /// Gathers from a `[40, 30]` array whose index functions (`%2` the output's index) give
+    /// its two coordinates, each with the flat offset its coordinates are the digits of, if
+    /// they are (Note [Digits of a flat offset]).
+    pub(in crate::exec) const DIGIT_CASES: [(&str, usize, Option<i64>); 8] = [
+        ("%3: []i64 = idiv %2 30:i64\n%4: []i64 = mod %2 30:i64\nin %3, %4", 1200, Some(0)),
+        ("%5: []i64 = idiv %2 30:i64\n%3: []i64 = mod %5 40:i64\n%4: []i64 = mod %2 30:i64\nin %3, %4", 1200, Some(0)),
+        ("%5: []u32 = cast_u32 %2\n%6: []u32 = idiv %5 30:u32\n%7: []u32 = mod %5 30:u32\n%3: []i64 = cast_i64 %6\n%4: []i64 = cast_i64 %7\nin %3, %4", 1200, Some(0)),
+        ("%5: []i64 = add %2 5:i64\n%3: []i64 = idiv %5 30:i64\n%4: []i64 = mod %5 30:i64\nin %3, %4", 1195, Some(5)),
+        // The second digit is of another modulus, or of another offset.
+        ("%3: []i64 = idiv %2 30:i64\n%4: []i64 = mod %2 25:i64\nin %3, %4", 1200, None),
+        ("%5: []i64 = add %2 1:i64\n%3: []i64 = idiv %2 30:i64\n%4: []i64 = mod %5 30:i64\nin %3, %4", 1199, None),
+        // The offset passes the array's size (the first digit wraps around).
+        ("%5: []i64 = idiv %2 30:i64\n%3: []i64 = mod %5 40:i64\n%4: []i64 = mod %2 30:i64\nin %3, %4", 1300, None),
+        // The digits of a row of 30 in a row of 15.
+        ("%3: []i64 = idiv %2 15:i64\n%4: []i64 = mod %2 15:i64\nin %3, %4", 600, None),
+    ];
+
+    pub(in crate::exec) fn digit_program(body: &str, n: usize) -> String {
+        format!(
+            "program(%0: [40, 30]f32) {{\n%1: [{n}]f32 = gather [{n}] %0 (\\%2: []i64 ->\n{body})\nin %1\n}}"
+        )
+    }
+
+    #[test]
+    fn reads_at_the_digits_of_an_offset_are_affine_where_the_layout_agrees() {
+        for (body, n, expected) in DIGIT_CASES {
+            let program = crate::core::parse::parse_program(&digit_program(body, n)).unwrap();
+            crate::core::verify::verify(&program).unwrap();
+            let schedule = crate::passes::fuse::run(&program);
+            let [Step::Kernel(kernel)] = &schedule.steps[..] else {
+                panic!("one kernel:\n{}", schedule.display(&program));
+            };
+            let reads: Vec<_> = (kernel.nodes.values())
+                .filter_map(|(node, _)| match node {
+                    Node::Read { coords, .. } => Some(coords),
+                    _ => None,
+                })
+                .collect();
+            let [coords] = reads[..] else {
+                panic!("one read:\n{}", schedule.display(&program));
+            };
+            let expected = expected.map(|constant| Affine {
+                constant,
+                terms: vec![(0, 1)],
+            });
+            assert_eq!(
+                digits_of_one_offset(kernel, coords, &[40, 30]),
+                expected,
+                "{}",
+                schedule.display(&program)
+            );
+        }
+    }
+
     pub(in crate::exec) fn point_mask_program(body: &str, n: usize) -> String {
         format!(
             "program(%0: []i64, %1: []u32) {{\n{}\n%6: [{n}]bool = eq %2 %3\n%7: [{n}]f32 = replicate {n} 1.0:f32\n%8: [{n}]f32 = replicate {n} 0.0:f32\n%9: [{n}]f32 = select %6 %7 %8\nin %9\n}}",

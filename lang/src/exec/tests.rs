@@ -1425,6 +1425,19 @@ fn one_hot_selects_at_known_values_give_the_interpreters_bits() {
     }
 }
 
+/// Note [Digits of a flat offset]: gathers at the digits of an offset, read as one affine
+/// offset or not, give the interpreter's bits (an offset past the array's size wraps around).
+#[test]
+fn reads_at_the_digits_of_an_offset_give_the_interpreters_bits() {
+    use super::fused::tests::{digit_program, DIGIT_CASES};
+    let xs: Vec<f32> = (0..1200).map(|i| (i as f32 * 0.37).sin()).collect();
+    for (body, n, _) in DIGIT_CASES {
+        let program = parse(&digit_program(body, n));
+        let schedule = crate::passes::fuse::run(&program);
+        agrees_on_chains_and_off(&program, &schedule, &[f32s(&[40, 30], &xs)], 0);
+    }
+}
+
 /// Values for a monoid test: few distinct ones (ties), zeros of both signs, and a NaN now
 /// and then for floats.
 fn monoid_input(rng: &mut Rng, elem: &str, shape: Vec<usize>, n: usize) -> Array {
@@ -1537,10 +1550,19 @@ fn matrix_products_in_panels_agree_with_one_call_and_the_interpreter() {
 /// Reads that run backwards along a line (`xs[c - i]`, the cotangents of a reverse-mode
 /// loop put back in order): whole lines, lines partly out of range at either end, and rows
 /// of a matrix reversed. The interpreter's bits on 1 and 2 threads.
-/// Kernels that are one read write it straight into their output: a copy of an in-place run,
-/// a shift that runs past the end, a splat and a strided (transposing) read.
+/// `agrees_on_chains_and_off` for a program of a `[n]` and a `[40, 100]` float input.
+fn agrees_on_a_vector_and_a_matrix(program: &Program, n: usize) {
+    let schedule = crate::passes::fuse::run(program);
+    let xs: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
+    let m: Vec<f32> = (0..4000).map(|i| (i as f32 * 0.11).cos()).collect();
+    let inputs = [f32s(&[n], &xs), f32s(&[40, 100], &m)];
+    agrees_on_chains_and_off(program, &schedule, &inputs, 0);
+}
+
+/// Kernels that are one read: a copy of an in-place run, a shift that runs past the end, a
+/// splat and a strided (transposing) read.
 #[test]
-fn kernels_that_only_read_write_their_output_as_the_interpreter_does() {
+fn kernels_that_only_read_agree_with_the_interpreter() {
     let n = 3000;
     let program = parse(&format!(
         "program(%0: [{n}]f32, %1: [40, 100]f32) {{
@@ -1555,11 +1577,7 @@ fn kernels_that_only_read_write_their_output_as_the_interpreter_does() {
            in %2, %5, %8, %10
          }}"
     ));
-    let schedule = crate::passes::fuse::run(&program);
-    let xs: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
-    let m: Vec<f32> = (0..4000).map(|i| (i as f32 * 0.11).cos()).collect();
-    let inputs = [f32s(&[n], &xs), f32s(&[40, 100], &m)];
-    agrees_on_chains_and_off(&program, &schedule, &inputs, 0);
+    agrees_on_a_vector_and_a_matrix(&program, n);
 }
 
 #[test]
@@ -1583,9 +1601,5 @@ fn kernels_read_runs_backwards_as_the_interpreter_does() {
            in %2, %11, %12
          }}"
     ));
-    let schedule = crate::passes::fuse::run(&program);
-    let xs: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
-    let m: Vec<f32> = (0..4000).map(|i| (i as f32 * 0.11).cos()).collect();
-    let inputs = [f32s(&[n], &xs), f32s(&[40, 100], &m)];
-    agrees_on_chains_and_off(&program, &schedule, &inputs, 0);
+    agrees_on_a_vector_and_a_matrix(&program, n);
 }

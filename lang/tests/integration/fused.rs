@@ -433,6 +433,30 @@ fn index_arithmetic_that_cannot_wrap_stays_affine() {
     ));
 }
 
+/// A table indexed by pairs reads its matrix at the quotient and remainder of the pair's
+/// ordinal, both known to be in range (Note [Index arithmetic] in `passes::fuse`): the kernel
+/// has no range mask or clamp, and the engine reads the matrix at the flat offset (Note
+/// [Digits of a flat offset] in `exec::fused`). `concat` likewise. Values as the
+/// interpreter's on 1 and 2 threads.
+#[test]
+fn pair_index_sets_and_concat_read_without_masks() {
+    let defs =
+        "xs : (Fin 40)=>(Fin 30)=>Float = for r c. sin (n_to_f (ordinal r * 30 + ordinal c) * 0.37)\n";
+    let pairs = "for rc:(Fin 40, Fin 30). xs[fst rc, snd rc]";
+    let mut fused = session(Engine::Fused);
+    outputs(&mut fused, defs);
+    for expr in [pairs, "concat xs"] {
+        let text = fused_stage(&mut fused, expr);
+        assert_eq!(count_lines(&text, "kernel"), 1, "{text}");
+        for op in [" = select ", " = min ", " = max ", " = ge ", " = lt "] {
+            assert!(!text.contains(op), "{op} in {text}");
+        }
+    }
+    agrees_with_the_interpreter_on_1_and_2_threads(&format!(
+        "{defs}:p ({pairs}, concat xs, sum {pairs}, maximum {pairs})\n"
+    ));
+}
+
 /// A contraction too shallow for a matrix product (depth 6 < `MATMUL_MIN_DEPTH`) whose reads
 /// are strided across the output (`w[k, j]` along `k`): its lines run across the output, not
 /// 6 points at a time along the sum, and add in the same order as the interpreter (1 and 2

@@ -462,6 +462,9 @@ struct KernelBuilder<'f, 'a> {
     nodes: IdVec<NodeId, (Node, Elem)>,
     shared: HashMap<NodeKey, NodeId>,
     pulled: HashMap<(VarId, Vec<Coord>), NodeId>,
+    /// The least and greatest values of integer nodes of index functions over the kernel,
+    /// where known (Note [Index arithmetic]).
+    ranges: HashMap<NodeId, (i64, i64)>,
 }
 
 impl<'f, 'a> KernelBuilder<'f, 'a> {
@@ -472,6 +475,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
             nodes: IdVec::new(),
             shared: HashMap::new(),
             pulled: HashMap::new(),
+            ranges: HashMap::new(),
         }
     }
 
@@ -665,6 +669,36 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
         }
     }
 
+    /// The values a sym takes over the kernel, where known.
+    fn sym_range(&self, sym: &Sym) -> Option<(i64, i64)> {
+        match sym {
+            Sym::Affine(affine) => affine.bounds(&self.shape),
+            Sym::Node(node) => self.ranges.get(node).copied(),
+        }
+    }
+
+    /// The values `prim` of `operands` takes over the kernel as an integer of type `elem`:
+    /// known for a non-negative dividend divided by a positive constant (`idiv`, `mod`,
+    /// both exact there) and for casts that keep every value (Note [Index arithmetic]).
+    fn prim_range(&self, prim: Prim, operands: &[Sym], elem: Elem) -> Option<(i64, i64)> {
+        let (least, greatest) = elem.int_range()?;
+        let (low, high) = self.sym_range(operands.first()?)?;
+        let divisor = || match operands.get(1) {
+            Some(Sym::Affine(affine)) if affine.terms.is_empty() && affine.constant > 0 => {
+                Some(affine.constant)
+            }
+            _ => None,
+        };
+        let (low, high) = match prim {
+            Prim::Cast(_) => (low, high),
+            Prim::IDiv if low >= 0 => (low / divisor()?, high / divisor()?),
+            Prim::Mod if low >= 0 && high < divisor()? => (low, high),
+            Prim::Mod if low >= 0 => (0, divisor()? - 1),
+            _ => return None,
+        };
+        (least <= low && high <= greatest).then_some((low, high))
+    }
+
     /// `prim` of `operands` as an affine value of type `elem`, if it is one and is exact: it
     /// takes only values `elem` holds at every point of the kernel, so no operation on the
     /// way wrapped around (Note [Index arithmetic]).
@@ -692,7 +726,11 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
                 let nodes = (syms.iter().zip(operands))
                     .map(|(sym, atom)| self.sym_node_of(sym, program.atom_ty(atom).elem))
                     .collect();
-                Sym::Node(self.prim(*prim, nodes, elem))
+                let node = self.prim(*prim, nodes, elem);
+                if let Some(range) = self.prim_range(*prim, &syms, elem) {
+                    self.ranges.insert(node, range);
+                }
+                Sym::Node(node)
             }
             Expr::Index { array, index } => {
                 let array_shape = program.atom_ty(array).shape;
@@ -728,6 +766,14 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
                 // The engine finds the in-range part of each line itself.
                 Sym::Affine(affine) if direct => {
                     coords.push(Coord::Masked(affine.clone(), dim));
+                }
+                Sym::Node(node)
+                    if self
+                        .ranges
+                        .get(node)
+                        .is_some_and(|&(low, high)| low >= 0 && high < dim as i64) =>
+                {
+                    coords.push(Coord::Node(*node));
                 }
                 _ => {
                     let value = self.sym_node(sym);
