@@ -9,8 +9,11 @@
 //! permutes its indices within bounds is a `tr` (seed 003 Fig 12, seed 004 Fig 8); an integer
 //! `sumOuter` of a replicated scalar is a product (integer addition is exact, also when it
 //! wraps); a `cond` of scalars whose branches only apply primitives is a `select`
-//! (if-conversion); and a statement that recomputes an earlier one (same operation on the same
-//! operands, compared by a structural key with floats by bits) reuses its result. Rules that
+//! (if-conversion); a `scatter` of a `scatter` whose index function returns its own
+//! parameters first is one `scatter` (the transpose of a read through a pair index set,
+//! `x[i][j]`: no one-hot rows materialised; exact, see `scatter_of_scatter`); and a statement
+//! that recomputes an earlier one (same operation on the same operands, compared by a
+//! structural key with floats by bits) reuses its result. Rules that
 //! are not exact in IEEE arithmetic (`x + 0`, `x * 0`, a float sum of copies as a product, a
 //! float `idiv x 1`, which is `floor x`) are deliberately absent.
 //! Each rule is named in `Rule` and counted, so a test can check that it fires.
@@ -23,6 +26,7 @@ use std::collections::HashMap;
 
 use super::cleanup;
 use super::pipeline::{Log, Pass, PassKind};
+use crate::core::inline;
 use crate::core::ir::{Atom, BlockId, Expr, ExprKey, Program, Scalar, Stmt, VarId};
 use crate::core::visit::expr_blocks;
 use crate::core::visit::map_expr_atoms;
@@ -73,6 +77,7 @@ pub enum Rule {
     PermutationGather,
     IntegerSumOfReplicate,
     CondToSelect,
+    ScatterOfScatter,
     CommonSubexpression,
 }
 
@@ -143,6 +148,10 @@ fn simplify_block(
             stmts.extend(converted);
             continue;
         }
+        if let Some(composed) = scatter_of_scatter(program, &stmt.expr, &cx.defs) {
+            *cx.fired.entry(Rule::ScatterOfScatter).or_default() += 1;
+            stmt.expr = composed;
+        }
         if let [binder] = stmt.binders[..] {
             if let Some((rule, replacement)) = rewrite(program, &stmt.expr, seen, &cx.defs) {
                 *cx.fired.entry(rule).or_default() += 1;
@@ -212,6 +221,69 @@ fn if_conversion(program: &Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
             expr: Expr::Prim(Prim::Select, vec![*cond, *a, *b]),
         });
     Some(hoisted.chain(selects).collect())
+}
+
+/// `scatter S2 (scatter S1 v f) g` as one scatter of `v`, when `f` returns its own
+/// parameters first (`\i… -> i…, f' i…`) and `S1` starts with `v`'s leading axes: then `f`
+/// is one-to-one and keeps the order of the rows `g` moves, so every element of the result
+/// adds the same non-zero values in the same order (scatters add in increasing point order),
+/// the composed one without the +0 terms of the rows' other elements, which change no sum
+/// that starts from +0 (such a sum is never -0). A coordinate `f'` gives out of range is out
+/// of range of the same axes of `S2` (they pass through `g`), so both drop it. This is the
+/// transpose of reading `x[i, j]` as a row `x[i]` then its element `j` (a table indexed by
+/// pairs): without it the rows' cotangent, `[n, m]` for `n` points, is materialised.
+fn scatter_of_scatter(
+    program: &mut Program,
+    expr: &Expr,
+    defs: &HashMap<VarId, Expr>,
+) -> Option<Expr> {
+    let Expr::Scatter {
+        shape,
+        array: Atom::Var(inner),
+        body: outer,
+    } = expr
+    else {
+        return None;
+    };
+    let Some(Expr::Scatter {
+        shape: inner_shape,
+        array: source,
+        body: inner_body,
+    }) = defs.get(inner)
+    else {
+        return None;
+    };
+    let (outer, inner_body) = (*outer, *inner_body);
+    let rows = program.blocks[outer].params.len();
+    let block = &program.blocks[inner_body];
+    let source_shape = program.atom_ty(source).shape;
+    let own_params_first = block.params.len() == rows
+        && block.results.len() >= rows
+        && (block.params.iter().zip(&block.results))
+            .all(|(&param, &result)| result == Atom::Var(param))
+        && inner_shape.get(..rows) == source_shape.get(..rows);
+    if !own_params_first {
+        return None;
+    }
+    let mut subst = HashMap::new();
+    let composed = inline::clone_block(program, inner_body, &mut subst);
+    let params = program.blocks[composed].params.clone();
+    let outer_block = program.blocks[outer].clone();
+    let mut subst: HashMap<VarId, Atom> = (outer_block.params.iter().zip(&params))
+        .map(|(&param, &new)| (param, Atom::Var(new)))
+        .collect();
+    inline::copy_stmts(program, &outer_block.stmts, composed, &mut subst);
+    let moved = outer_block
+        .results
+        .iter()
+        .map(|&atom| inline::rename(atom, &subst));
+    let kept = program.blocks[composed].results[rows..].to_vec();
+    program.blocks[composed].results = moved.chain(kept).collect();
+    Some(Expr::Scatter {
+        shape: shape.clone(),
+        array: *source,
+        body: composed,
+    })
 }
 
 fn resolve(atom: Atom, subst: &HashMap<VarId, Atom>) -> Atom {
@@ -546,6 +618,73 @@ mod tests {
         assert_eq!(program.to_string().matches(" = ").count(), 2);
     }
 
+    /// `src` and its simplification, checking that `rule` fired `times` and that the result
+    /// verifies and holds `text` the given number of times.
+    fn simplified_by(
+        src: &str,
+        rule: Rule,
+        times: usize,
+        text: (&str, usize),
+    ) -> (Program, Program) {
+        let original = parse_program(src).expect("parses");
+        crate::core::verify::verify(&original).expect("the test program verifies");
+        let mut simplified = original.clone();
+        let outcome = run(&mut simplified);
+        assert_eq!(outcome.fired.get(&rule), Some(&times), "{simplified}");
+        crate::core::verify::verify(&simplified).expect("verifies");
+        assert_eq!(
+            simplified.to_string().matches(text.0).count(),
+            text.1,
+            "{simplified}"
+        );
+        (original, simplified)
+    }
+
+    /// Scatters of scatters whose inner index function returns its own parameter first are
+    /// one scatter, with the bits of the two (collisions in the outer one, coordinates out of
+    /// range in the inner one, trailing axes); one whose inner function does not, or whose
+    /// inner result has fewer rows than its source (the rest dropped), stays two.
+    #[test]
+    fn scatters_of_row_scatters_are_one_scatter_with_the_same_bits() {
+        let src = "program(%0_v: [12]f32, %1_w: [6, 2]f32) {
+            %2: [12, 3]f32 = scatter [12, 3] %0_v (\\%3: []i64 ->
+              %4: []i64 = mul %3 5:i64
+              %5: []i64 = mod %4 4:i64
+              in %3, %5)
+            %6: [4, 3]f32 = scatter [4, 3] %2 (\\%7: []i64 ->
+              %8: []i64 = idiv %7 2:i64
+              in %8)
+            %9: [6, 6, 2]f32 = scatter [6, 6, 2] %1_w (\\%10: []i64 ->
+              %11: []i64 = sub 5:i64 %10
+              in %10, %11)
+            %12: [7, 6, 2]f32 = scatter [7, 6, 2] %9 (\\%13: []i64 ->
+              %14: []i64 = mod %13 3:i64
+              in %14)
+            %15: [6, 3]f32 = scatter [6, 3] %0_v (\\%16: []i64 ->
+              %17: []i64 = idiv %16 2:i64
+              %18: []i64 = mod %16 3:i64
+              in %17, %18)
+            %19: [6, 3]f32 = scatter [6, 3] %15 (\\%20: []i64 ->
+              %21: []i64 = sub 5:i64 %20
+              in %21)
+            %22: [8, 3]f32 = scatter [8, 3] %0_v (\\%23: []i64 ->
+              %24: []i64 = mod %23 3:i64
+              in %23, %24)
+            %25: [4, 3]f32 = scatter [4, 3] %22 (\\%26: []i64 ->
+              %27: []i64 = mod %26 4:i64
+              in %27)
+            in %6, %12, %19, %25
+        }";
+        let (original, simplified) = simplified_by(src, Rule::ScatterOfScatter, 2, ("scatter", 6));
+        for seed in 0..6 {
+            let inputs = random_inputs(&original, seed);
+            let config = InterpConfig::default();
+            let before = interpret(&original, &inputs, &config).expect("runs");
+            let after = interpret(&simplified, &inputs, &config).expect("runs");
+            assert_eq!(format!("{before:?}"), format!("{after:?}"));
+        }
+    }
+
     #[test]
     fn structural_rules_fire_and_preserve_values() {
         let src = "program(%0_x: [2, 3, 4]f32, %1_n: []i64) {
@@ -631,21 +770,7 @@ mod tests {
               in %4)
             in %5, %13, %14, %18, %19
         }";
-        let original = parse_program(src).expect("parses");
-        crate::core::verify::verify(&original).expect("the test program verifies");
-        let mut simplified = original.clone();
-        let outcome = run(&mut simplified);
-        assert_eq!(
-            outcome.fired.get(&Rule::CondToSelect),
-            Some(&2),
-            "{simplified}"
-        );
-        crate::core::verify::verify(&simplified).expect("verifies");
-        assert_eq!(
-            simplified.to_string().matches("= cond").count(),
-            2,
-            "{simplified}"
-        );
+        let (original, simplified) = simplified_by(src, Rule::CondToSelect, 2, ("= cond", 2));
         for seed in 0..8 {
             let inputs = random_inputs(&original, seed);
             for strict in [false, true] {

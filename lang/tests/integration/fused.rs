@@ -457,6 +457,24 @@ fn pair_index_sets_and_concat_read_without_masks() {
     ));
 }
 
+/// The gradient of a read through a pair index set (a row of the matrix, then its element)
+/// is one scatter of the pairs' cotangents (`simp`'s ScatterOfScatter), not a scatter of
+/// one-hot rows (`[1200, 30]` here) summed into the matrix; values as the interpreter's.
+#[test]
+fn gradients_through_pair_index_sets_scatter_once() {
+    let defs = "xs : (Fin 40)=>(Fin 30)=>Float = for r c. sin (n_to_f (ordinal r * 30 + ordinal c) * 0.37)\n\
+        def fp(x: (Fin 40)=>(Fin 30)=>Float) -> Float = sum (for rc:(Fin 40, Fin 30). x[fst rc, snd rc] * x[fst rc, snd rc] * n_to_f (ordinal rc))\n";
+    let mut fused = session(Engine::Fused);
+    outputs(&mut fused, defs);
+    let text = fused_stage(&mut fused, "grad fp xs");
+    assert!(!text.contains("[1200, 30]"), "{text}");
+    // One scatter for each of the two reads of `x`.
+    assert_eq!(count_lines(&text, "bulk"), 2, "{text}");
+    agrees_with_the_interpreter_on_1_and_2_threads(&format!(
+        "{defs}:p (grad fp xs, grad (\\x. sum (concat x)) xs)\n"
+    ));
+}
+
 /// A contraction too shallow for a matrix product (depth 6 < `MATMUL_MIN_DEPTH`) whose reads
 /// are strided across the output (`w[k, j]` along `k`): its lines run across the output, not
 /// 6 points at a time along the sum, and add in the same order as the interpreter (1 and 2
