@@ -916,7 +916,6 @@ fn split_affine(
         .collect()
 }
 
-/// Index arithmetic that stays affine: `add`, `sub`, `neg`, and `mul` by a constant.
 /// The integer value of an integer literal, if an `i64` holds it.
 fn int_value(scalar: Scalar) -> Option<i64> {
     match scalar {
@@ -928,6 +927,7 @@ fn int_value(scalar: Scalar) -> Option<i64> {
     }
 }
 
+/// Index arithmetic that stays affine: `add`, `sub`, `neg`, and `mul` by a constant.
 fn affine_prim(prim: Prim, operands: &[Sym]) -> Option<Affine> {
     let affine = |position: usize| match operands.get(position) {
         Some(Sym::Affine(affine)) => Some(affine),
