@@ -11,11 +11,12 @@
 //! wraps); a `cond` of scalars whose branches only apply primitives is a `select`
 //! (if-conversion); a `scatter` of a `scatter` whose index function returns its own
 //! parameters first is one `scatter` (the transpose of a read through a pair index set,
-//! `x[i][j]`: no one-hot rows materialised; exact, see `scatter_of_scatter`); and a statement
-//! that recomputes an earlier one (same operation on the same operands, compared by a
-//! structural key with floats by bits) reuses its result. Rules that
-//! are not exact in IEEE arithmetic (`x + 0`, `x * 0`, a float sum of copies as a product, a
-//! float `idiv x 1`, which is `floor x`) are deliberately absent.
+//! `x[i][j]`: no one-hot rows materialised; exact, see `scatter_of_scatter`), and a scatter of
+//! each point to the row-major digits of its own index is a `reshape` (+0.0 for floats); and
+//! a statement that recomputes an earlier one (same operation on the same operands, compared
+//! by a structural key with floats by bits) reuses its result. Rules that are not exact in
+//! IEEE arithmetic (`x + 0`, `x * 0`, a float sum of copies as a product, a float `idiv x 1`,
+//! which is `floor x`) are deliberately absent.
 //! Each rule is named in `Rule` and counted, so a test can check that it fires.
 //!
 //! Not done yet: the rest of seed 003 Fig 12 / seed 004 Fig 8 (loop-invariant code motion,
@@ -27,7 +28,7 @@ use std::collections::HashMap;
 use super::cleanup;
 use super::pipeline::{Log, Pass, PassKind};
 use crate::core::inline;
-use crate::core::ir::{Atom, BlockId, Expr, ExprKey, Program, Scalar, Stmt, VarId};
+use crate::core::ir::{ArrTy, Atom, BlockId, Expr, ExprKey, Program, Scalar, Stmt, VarId};
 use crate::core::visit::expr_blocks;
 use crate::core::visit::map_expr_atoms;
 use crate::prim::Prim;
@@ -78,6 +79,7 @@ pub enum Rule {
     IntegerSumOfReplicate,
     CondToSelect,
     ScatterOfScatter,
+    ScatterAsReshape,
     CommonSubexpression,
 }
 
@@ -151,6 +153,11 @@ fn simplify_block(
         if let Some(composed) = scatter_of_scatter(program, &stmt.expr, &cx.defs) {
             *cx.fired.entry(Rule::ScatterOfScatter).or_default() += 1;
             stmt.expr = composed;
+        }
+        if let Some(reshaped) = scatter_as_reshape(program, &stmt) {
+            *cx.fired.entry(Rule::ScatterAsReshape).or_default() += 1;
+            stmts.extend(reshaped);
+            continue;
         }
         if let [binder] = stmt.binders[..] {
             if let Some((rule, replacement)) = rewrite(program, &stmt.expr, seen, &cx.defs) {
@@ -284,6 +291,95 @@ fn scatter_of_scatter(
         array: *source,
         body: composed,
     })
+}
+
+/// `scatter [r, c] v (\\i -> idiv i c, mod i c)` (the first possibly `mod r` too) of the
+/// `r·c` points of `v`: every point goes to the row-major digits of its own index, once, so
+/// the scatter is `reshape [r, c] v`, plus +0.0 for floats (the scatter adds each value to
+/// +0, which turns -0 into +0). What the gradient through a pair index set scatters.
+fn scatter_as_reshape(program: &mut Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
+    let (Expr::Scatter { shape, array, body }, [binder]) = (&stmt.expr, &stmt.binders[..]) else {
+        return None;
+    };
+    let block = &program.blocks[*body];
+    let ([param], [row, column]) = (&block.params[..], &block.results[..]) else {
+        return None;
+    };
+    let source = program.atom_ty(array);
+    let (&rows, &columns) = (shape.first()?, shape.get(1)?);
+    if source.shape.first() != Some(&(rows * columns)) || source.shape[1..] != shape[2..] {
+        return None;
+    }
+    let defs: HashMap<VarId, &Expr> = (block.stmts.iter())
+        .filter_map(|stmt| Some((*stmt.binders.first()?, &stmt.expr)))
+        .collect();
+    // `prim x by` of the parameter (or of `inner` when given), by a literal.
+    let is = |atom: &Atom, prim: Prim, of: Atom, by: usize| match atom {
+        Atom::Var(var) => matches!(
+            defs.get(var),
+            Some(Expr::Prim(p, args)) if *p == prim
+                && args[..] == [of, Atom::Lit(Scalar::I64(by as i64))]
+        ),
+        Atom::Lit(_) => false,
+    };
+    let index = Atom::Var(*param);
+    let quotient = |atom: &Atom| is(atom, Prim::IDiv, index, columns);
+    let row_ok = quotient(row)
+        || match row {
+            Atom::Var(var) => matches!(
+                defs.get(var),
+                Some(Expr::Prim(Prim::Mod, args))
+                    if args.len() == 2 && quotient(&args[0])
+                        && args[1] == Atom::Lit(Scalar::I64(rows as i64))
+            ),
+            Atom::Lit(_) => false,
+        };
+    if !row_ok || !is(column, Prim::Mod, index, columns) {
+        return None;
+    }
+    let reshape = Expr::Reshape {
+        shape: shape.clone(),
+        array: *array,
+    };
+    let zero = match source.elem {
+        crate::core::ir::Elem::F32 => Scalar::F32(0.0),
+        crate::core::ir::Elem::F64 => Scalar::F64(0.0),
+        _ if source.elem.is_integer() => {
+            return Some(vec![Stmt {
+                binders: vec![*binder],
+                expr: reshape,
+            }]);
+        }
+        _ => return None,
+    };
+    let ty = program.var_ty(*binder).clone();
+    let reshaped = program.new_var(ty.clone(), "reshape");
+    let mut stmts = vec![Stmt {
+        binders: vec![reshaped],
+        expr: reshape,
+    }];
+    // +0.0 replicated to the shape (a broadcast literal, which fuse never materialises).
+    let mut zeros = Atom::Lit(zero);
+    for axis in (0..ty.shape.len()).rev() {
+        let zeros_ty = ArrTy {
+            shape: ty.shape[axis..].to_vec(),
+            elem: ty.elem,
+        };
+        let var = program.new_var(zeros_ty, "zeros");
+        stmts.push(Stmt {
+            binders: vec![var],
+            expr: Expr::Replicate {
+                count: ty.shape[axis],
+                array: zeros,
+            },
+        });
+        zeros = Atom::Var(var);
+    }
+    stmts.push(Stmt {
+        binders: vec![*binder],
+        expr: Expr::Prim(Prim::Add, vec![Atom::Var(reshaped), zeros]),
+    });
+    Some(stmts)
 }
 
 fn resolve(atom: Atom, subst: &HashMap<VarId, Atom>) -> Atom {
@@ -494,6 +590,7 @@ mod tests {
     use crate::core::interp::{run as interpret, InterpConfig};
     use crate::core::parse::parse_program;
     use crate::core::testgen::random_inputs;
+    use crate::core::value::{Array, ArrayData};
 
     #[test]
     fn every_rule_fires_and_preserves_values() {
@@ -638,6 +735,56 @@ mod tests {
             "{simplified}"
         );
         (original, simplified)
+    }
+
+    /// Scatters of each point to the row-major digits of its index are reshapes (+0.0 for
+    /// floats, so that -0 still becomes +0): the bits of the scatters, -0 and NaN included;
+    /// scatters to other digits, or of fewer points, stay.
+    #[test]
+    fn scatters_to_the_digits_of_their_points_are_reshapes_with_the_same_bits() {
+        let src = "program(%0_v: [12]f32, %1_w: [12, 2]f32, %2_n: [12]i64) {
+            %3: [4, 3]f32 = scatter [4, 3] %0_v (\\%4: []i64 ->
+              %5: []i64 = idiv %4 3:i64
+              %6: []i64 = mod %4 3:i64
+              in %5, %6)
+            %7: [4, 3, 2]f32 = scatter [4, 3, 2] %1_w (\\%8: []i64 ->
+              %9: []i64 = idiv %8 3:i64
+              %10: []i64 = mod %9 4:i64
+              %11: []i64 = mod %8 3:i64
+              in %10, %11)
+            %12: [4, 3]i64 = scatter [4, 3] %2_n (\\%13: []i64 ->
+              %14: []i64 = idiv %13 3:i64
+              %15: []i64 = mod %13 3:i64
+              in %14, %15)
+            %16: [3, 4]f32 = scatter [3, 4] %0_v (\\%17: []i64 ->
+              %18: []i64 = idiv %17 3:i64
+              %19: []i64 = mod %17 4:i64
+              in %18, %19)
+            %20: [3, 3]f32 = scatter [3, 3] %0_v (\\%21: []i64 ->
+              %22: []i64 = idiv %21 3:i64
+              %23: []i64 = mod %21 3:i64
+              in %22, %23)
+            in %3, %7, %12, %16, %20
+        }";
+        let (original, simplified) = simplified_by(src, Rule::ScatterAsReshape, 3, ("scatter", 2));
+        let v: Vec<f32> = (0..12)
+            .map(|i| [-0.0, 0.0, f32::NAN, 1.5, -2.25][i % 5])
+            .collect();
+        let w: Vec<f32> = (0..24).map(|i| [-0.0, 3.0, -0.5][i % 3]).collect();
+        let inputs = [
+            Array::new(vec![12], ArrayData::F32(v)),
+            Array::new(vec![12, 2], ArrayData::F32(w)),
+            Array::new(
+                vec![12],
+                ArrayData::I64((0..12).map(|i| i * 7 - 30).collect()),
+            ),
+        ];
+        let config = InterpConfig::default();
+        let bits = |program: &Program| {
+            let results = interpret(program, &inputs, &config).expect("runs");
+            format!("{results:?}")
+        };
+        assert_eq!(bits(&original), bits(&simplified));
     }
 
     /// Scatters of scatters whose inner index function returns its own parameter first are
