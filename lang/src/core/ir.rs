@@ -183,6 +183,17 @@ impl Scalar {
         }
     }
 
+    /// The value of an integer scalar, if an `i64` holds it.
+    pub fn int_value(self) -> Option<i64> {
+        match self {
+            Scalar::I32(value) => Some(value.into()),
+            Scalar::I64(value) => Some(value),
+            Scalar::U32(value) => Some(value.into()),
+            Scalar::U64(value) => i64::try_from(value).ok(),
+            Scalar::F32(_) | Scalar::F64(_) | Scalar::Bool(_) => None,
+        }
+    }
+
     /// The zero of an element type (`False` for `Bool`).
     pub fn zero(elem: Elem) -> Scalar {
         match elem {

@@ -116,21 +116,6 @@ impl Affine {
         Some((low, high))
     }
 
-    /// The smallest and largest value over the iteration space `shape` (which is not empty).
-    pub fn range(&self, shape: &[usize]) -> (i64, i64) {
-        let mut low = self.constant;
-        let mut high = self.constant;
-        for &(axis, coeff) in &self.terms {
-            let extent = shape[axis] as i64 - 1;
-            if coeff > 0 {
-                high += coeff * extent;
-            } else {
-                low += coeff * extent;
-            }
-        }
-        (low, high)
-    }
-
     /// The coefficient of `axis`.
     pub fn coeff(&self, axis: usize) -> i64 {
         self.terms

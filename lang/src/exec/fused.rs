@@ -544,13 +544,7 @@ struct Digit {
 fn digit(kernel: &Kernel, node: NodeId) -> Option<Digit> {
     let constant = |node: NodeId| match &kernel.nodes[node].0 {
         Node::Index(affine) if affine.terms.is_empty() => Some(affine.constant),
-        Node::Lit(scalar) => match *scalar {
-            Scalar::I64(value) => Some(value),
-            Scalar::I32(value) => Some(value.into()),
-            Scalar::U32(value) => Some(value.into()),
-            Scalar::U64(value) => i64::try_from(value).ok(),
-            _ => None,
-        },
+        Node::Lit(scalar) => scalar.int_value(),
         _ => None,
     };
     match &kernel.nodes[node].0 {
@@ -706,10 +700,7 @@ impl<'k> Launch<'k> {
         // to its operands' lanes).
         let root = kernel.output.1 .0 as usize;
         let known = |node: NodeId| match &kernel.nodes[node].0 {
-            Node::Lit(Scalar::I64(value)) => Some(*value),
-            Node::Lit(Scalar::I32(value)) => Some(i64::from(*value)),
-            Node::Lit(Scalar::U32(value)) => Some(i64::from(*value)),
-            Node::Lit(Scalar::U64(value)) => i64::try_from(*value).ok(),
+            Node::Lit(scalar) => scalar.int_value(),
             Node::Read { coords, .. } if coords.is_empty() => {
                 let plan: &ReadPlan = reads[node.0 as usize].as_ref()?;
                 match sources[plan.tensor] {
@@ -2040,8 +2031,6 @@ pub(in crate::exec) mod tests {
         ),
     ];
 
-    /// The program of a `POINT_MASK_CASES` body: a one-hot select from inputs `%0: []i64`
-    /// and `%1: []u32`.
     /// Gathers from a `[40, 30]` array whose index functions (`%2` the output's index) give
     /// its two coordinates, each with the flat offset its coordinates are the digits of, if
     /// they are (Note [Digits of a flat offset]).
@@ -2096,6 +2085,8 @@ pub(in crate::exec) mod tests {
         }
     }
 
+    /// The program of a `POINT_MASK_CASES` body: a one-hot select from inputs `%0: []i64`
+    /// and `%1: []u32`.
     pub(in crate::exec) fn point_mask_program(body: &str, n: usize) -> String {
         format!(
             "program(%0: []i64, %1: []u32) {{\n{}\n%6: [{n}]bool = eq %2 %3\n%7: [{n}]f32 = replicate {n} 1.0:f32\n%8: [{n}]f32 = replicate {n} 0.0:f32\n%9: [{n}]f32 = select %6 %7 %8\nin %9\n}}",

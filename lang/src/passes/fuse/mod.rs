@@ -635,7 +635,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
     /// The value of an atom inside an inlined index function.
     fn sym_of(&mut self, atom: &Atom, env: &HashMap<VarId, Sym>) -> Sym {
         match atom {
-            Atom::Lit(scalar) => match int_value(*scalar) {
+            Atom::Lit(scalar) => match scalar.int_value() {
                 Some(value) => Sym::Affine(Affine::constant(value)),
                 None => Sym::Node(self.lit(*scalar)),
             },
@@ -814,8 +814,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
         if self.shape.contains(&0) {
             return true;
         }
-        let (low, high) = affine.range(&self.shape);
-        low >= 0 && high < dim as i64
+        (affine.bounds(&self.shape)).is_some_and(|(low, high)| low >= 0 && high < dim as i64)
     }
 
     /// The coordinates in `inner_shape` of the element at `coords` of the same data seen with
@@ -898,7 +897,7 @@ fn split_affine(
                     rest = Affine::axis(axis).scaled_plus(coeff, &rest);
                 }
             }
-            let (low, high) = rest.range(space);
+            let (low, high) = rest.bounds(space)?;
             if low < 0 || high >= stride {
                 return None;
             }
@@ -910,21 +909,10 @@ fn split_affine(
                     kept = Affine::axis(axis).scaled_plus(coeff, &kept);
                 }
             }
-            let (low, high) = kept.range(space);
+            let (low, high) = kept.bounds(space)?;
             (low >= 0 && high < dim).then_some(kept)
         })
         .collect()
-}
-
-/// The integer value of an integer literal, if an `i64` holds it.
-fn int_value(scalar: Scalar) -> Option<i64> {
-    match scalar {
-        Scalar::I32(value) => Some(value.into()),
-        Scalar::I64(value) => Some(value),
-        Scalar::U32(value) => Some(value.into()),
-        Scalar::U64(value) => i64::try_from(value).ok(),
-        Scalar::F32(_) | Scalar::F64(_) | Scalar::Bool(_) => None,
-    }
 }
 
 /// Index arithmetic that stays affine: `add`, `sub`, `neg`, and `mul` by a constant.
