@@ -9,6 +9,8 @@
 //! Index values (elements of `Fin n`) are `I64` scalars; an index outside its range is allowed
 //! and reads zero (total semantics, seed 001 §5.2).
 
+use std::collections::HashMap;
+
 use super::ids::IdVec;
 use crate::define_id;
 use crate::prim::Prim;
@@ -215,6 +217,16 @@ pub enum Atom {
     Lit(Scalar),
 }
 
+impl Atom {
+    /// The value of an integer literal, if an `i64` holds it.
+    pub fn int_literal(self) -> Option<i64> {
+        match self {
+            Atom::Lit(scalar) => scalar.int_value(),
+            Atom::Var(_) => None,
+        }
+    }
+}
+
 /// One `let` statement: `binders = expr`. Most expressions bind one variable; `build1`,
 /// `cond`, `fold` and `scan` bind one per result of their block.
 #[derive(Clone, Debug, PartialEq)]
@@ -366,6 +378,8 @@ pub enum AdMode {
 pub enum AtomKey {
     Var(VarId),
     Lit(Elem, u64),
+    /// A variable bound inside the expression being keyed, numbered in binding order.
+    Local(u32),
 }
 
 impl From<Atom> for AtomKey {
@@ -377,8 +391,10 @@ impl From<Atom> for AtomKey {
     }
 }
 
-/// A structural key for an expression without nested blocks: two expressions with equal keys
-/// compute the same value (floats compare by bits, so `0.0` and `-0.0` differ).
+/// A structural key for an expression: two expressions with equal keys compute the same
+/// value (floats compare by bits, so `0.0` and `-0.0` differ). The variables bound inside
+/// an expression's blocks are numbered in binding order, so blocks that differ only in the
+/// names of their own variables (two reads `x[i]` lowered apart) have equal keys.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ExprKey {
     Atom(AtomKey),
@@ -390,33 +406,141 @@ pub enum ExprKey {
     Transpose(Vec<usize>, AtomKey),
     Reshape(Vec<usize>, AtomKey),
     Iota(usize),
+    /// An expression with blocks: its form, its sizes, its operands and its blocks.
+    Nested {
+        form: &'static str,
+        sizes: Vec<usize>,
+        atoms: Vec<AtomKey>,
+        blocks: Vec<BlockKey>,
+    },
 }
 
-impl Expr {
-    /// The structural key of an expression without nested blocks (`None` for the others).
-    pub fn key(&self) -> Option<ExprKey> {
-        let keys = |atoms: &[Atom]| atoms.iter().map(|&atom| AtomKey::from(atom)).collect();
-        Some(match self {
-            Expr::Atom(atom) => ExprKey::Atom((*atom).into()),
-            Expr::Prim(prim, atoms) => ExprKey::Prim(*prim, keys(atoms)),
-            Expr::Index { array, index } => ExprKey::Index((*array).into(), keys(index)),
-            Expr::SumOuter(array) => ExprKey::SumOuter((*array).into()),
-            Expr::Table(atoms) => ExprKey::Table(keys(atoms)),
-            Expr::Replicate { count, array } => ExprKey::Replicate(*count, (*array).into()),
-            Expr::Transpose { perm, array } => ExprKey::Transpose(perm.clone(), (*array).into()),
-            Expr::Reshape { shape, array } => ExprKey::Reshape(shape.clone(), (*array).into()),
-            Expr::Iota(size) => ExprKey::Iota(*size),
-            Expr::Build1 { .. }
-            | Expr::Gather { .. }
-            | Expr::Scatter { .. }
-            | Expr::Cond { .. }
-            | Expr::Fold { .. }
-            | Expr::Scan { .. }
-            | Expr::Monoid { .. }
-            | Expr::Derivative { .. } => return None,
+/// The structural key of a block inside an expression being keyed: the types of its params,
+/// its statements (binder types and expression) and its results.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct BlockKey {
+    params: Vec<ArrTy>,
+    stmts: Vec<(Vec<ArrTy>, ExprKey)>,
+    results: Vec<AtomKey>,
+}
+
+/// Computes [`ExprKey`]s, numbering the variables bound inside the expression.
+struct Keyer<'p> {
+    program: &'p Program,
+    locals: HashMap<VarId, u32>,
+}
+
+impl Keyer<'_> {
+    fn atom(&self, atom: Atom) -> AtomKey {
+        match atom {
+            Atom::Var(var) => match self.locals.get(&var) {
+                Some(&local) => AtomKey::Local(local),
+                None => AtomKey::Var(var),
+            },
+            Atom::Lit(_) => atom.into(),
+        }
+    }
+
+    fn atoms(&self, atoms: &[Atom]) -> Vec<AtomKey> {
+        atoms.iter().map(|&atom| self.atom(atom)).collect()
+    }
+
+    fn bind(&mut self, var: VarId) -> ArrTy {
+        let local = u32::try_from(self.locals.len()).expect("fewer than 2^32 variables");
+        self.locals.insert(var, local);
+        self.program.var_ty(var).clone()
+    }
+
+    fn block(&mut self, block: BlockId) -> Option<BlockKey> {
+        let block = &self.program.blocks[block];
+        let params = block.params.iter().map(|&param| self.bind(param)).collect();
+        let mut stmts = Vec::with_capacity(block.stmts.len());
+        for stmt in &block.stmts {
+            let key = self.expr(&stmt.expr)?;
+            let binders = stmt.binders.iter().map(|&var| self.bind(var)).collect();
+            stmts.push((binders, key));
+        }
+        let results = self.atoms(&block.results);
+        Some(BlockKey {
+            params,
+            stmts,
+            results,
         })
     }
 
+    fn nested(
+        &mut self,
+        form: &'static str,
+        sizes: Vec<usize>,
+        atoms: Vec<AtomKey>,
+        blocks: &[BlockId],
+    ) -> Option<ExprKey> {
+        let blocks = (blocks.iter())
+            .map(|&block| self.block(block))
+            .collect::<Option<_>>()?;
+        Some(ExprKey::Nested {
+            form,
+            sizes,
+            atoms,
+            blocks,
+        })
+    }
+
+    fn expr(&mut self, expr: &Expr) -> Option<ExprKey> {
+        let atom = |atom: &Atom| self.atom(*atom);
+        Some(match expr {
+            Expr::Atom(array) => ExprKey::Atom(atom(array)),
+            Expr::Prim(prim, atoms) => ExprKey::Prim(*prim, self.atoms(atoms)),
+            Expr::Index { array, index } => ExprKey::Index(atom(array), self.atoms(index)),
+            Expr::SumOuter(array) => ExprKey::SumOuter(atom(array)),
+            Expr::Table(atoms) => ExprKey::Table(self.atoms(atoms)),
+            Expr::Replicate { count, array } => ExprKey::Replicate(*count, atom(array)),
+            Expr::Transpose { perm, array } => ExprKey::Transpose(perm.clone(), atom(array)),
+            Expr::Reshape { shape, array } => ExprKey::Reshape(shape.clone(), atom(array)),
+            Expr::Iota(size) => ExprKey::Iota(*size),
+            Expr::Build1 { size, body } => {
+                return self.nested("build1", vec![*size], vec![], &[*body])
+            }
+            Expr::Gather { shape, array, body } => {
+                let array = atom(array);
+                return self.nested("gather", shape.clone(), vec![array], &[*body]);
+            }
+            Expr::Scatter { shape, array, body } => {
+                let array = atom(array);
+                return self.nested("scatter", shape.clone(), vec![array], &[*body]);
+            }
+            Expr::Cond {
+                cond,
+                then_block,
+                else_block,
+            } => {
+                let cond = atom(cond);
+                return self.nested("cond", vec![], vec![cond], &[*then_block, *else_block]);
+            }
+            Expr::Fold { size, init, body } | Expr::Scan { size, init, body } => {
+                let form = if matches!(expr, Expr::Fold { .. }) {
+                    "fold"
+                } else {
+                    "scan"
+                };
+                let init = self.atoms(init);
+                return self.nested(form, vec![*size], init, &[*body]);
+            }
+            Expr::Monoid {
+                kind,
+                arrays,
+                init,
+                op,
+            } => {
+                let atoms = self.atoms(&[&arrays[..], &init[..]].concat());
+                return self.nested(kind.name(), vec![arrays.len()], atoms, &[*op]);
+            }
+            Expr::Derivative { .. } => return None,
+        })
+    }
+}
+
+impl Expr {
     /// A `scan` (when `is_scan`) or a `fold`.
     pub fn sequential_loop(is_scan: bool, size: usize, init: Vec<Atom>, body: BlockId) -> Expr {
         if is_scan {
@@ -450,6 +574,15 @@ pub struct Program {
 }
 
 impl Program {
+    /// The structural key of `expr` (`None` for a derivative, which is never compared).
+    pub fn expr_key(&self, expr: &Expr) -> Option<ExprKey> {
+        let mut keyer = Keyer {
+            program: self,
+            locals: HashMap::new(),
+        };
+        keyer.expr(expr)
+    }
+
     pub fn new() -> Program {
         let mut program = Program::default();
         program.main = program.blocks.push(Block::default());

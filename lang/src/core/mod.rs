@@ -2,6 +2,7 @@
 //! verifier, reference interpreter, and a random-program generator for tests.
 
 pub mod cost;
+pub mod digits;
 pub mod ids;
 pub mod inline;
 pub mod interp;

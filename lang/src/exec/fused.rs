@@ -44,6 +44,7 @@ use super::lanes::{
 use super::reduce::{ColumnSums, RUN_LEVEL, SUM_RUN};
 use super::tensor::{with_tensor, Element, Tensor};
 use super::{Exec, Res, Slot, PAR_THRESHOLD};
+use crate::core::digits;
 use crate::core::interp::InterpError;
 use crate::core::ir::{Atom, Expr, Program, Scalar, VarId};
 use crate::core::kernel::{
@@ -482,21 +483,12 @@ fn exact_index(kernel: &Kernel, node: NodeId) -> Option<NodeId> {
     }
 }
 
-// Note [Digits of a flat offset]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// A table indexed by a pair index set, `for rc:(R, C). xs[fst rc, snd rc]`, or the prelude's
-// `concat`, reads `xs` at the digits of one flat position k: `[k idiv C, k mod C]` (the first
-// sometimes `mod R` too). When k is a non-negative affine function of the kernel's
-// coordinates below the size of the axes the digits index, and the digits are those of the
-// row-major layout, the element read is at `k` times the last axis's stride: an affine read
-// (a contiguous run along k), not a gather computing a division and a remainder per element.
-
 /// The flat offset `k` whose row-major digits are all the node coordinates of a read of
-/// `coords` in a variable of shape `dims` (Note [Digits of a flat offset]), in units of the
-/// last one's stride; `None` unless they are: consecutive axes, each `(k idiv d) mod m` of
-/// the same affine `k` (through casts that keep its values) with `d` the product of the
-/// later axes of the group and `m` its own length (or no `mod` on the first), and `k` in
-/// `0..` the group's size over the kernel.
+/// `coords` in a variable of shape `dims` (Note [Row-major digits] in `core::digits`), in
+/// units of the last one's stride; `None` unless they are consecutive axes and the digits of
+/// one non-negative affine function of the kernel's coordinates below their size. Such a
+/// gather (a pair index set, `concat`) is then an affine read, a contiguous run along `k`,
+/// not a division and a remainder per element.
 fn digits_of_one_offset(kernel: &Kernel, coords: &[Coord], dims: &[usize]) -> Option<Affine> {
     let axes: Vec<usize> = (coords.iter().enumerate())
         .filter(|(_, coord)| matches!(coord, Coord::Node(_)))
@@ -506,84 +498,42 @@ fn digits_of_one_offset(kernel: &Kernel, coords: &[Coord], dims: &[usize]) -> Op
     if last - first + 1 != axes.len() {
         return None;
     }
-    let size = i64::try_from(dims[first..=last].iter().product::<usize>()).ok()?;
-    let mut flat: Option<Affine> = None;
-    let mut divisor = 1i64;
-    for axis in (first..=last).rev() {
-        let Coord::Node(node) = &coords[axis] else {
-            return None;
-        };
-        let dim = i64::try_from(dims[axis]).ok()?;
-        let found = digit(kernel, *node)?;
-        let modulus_ok = match found.modulus {
-            Some(modulus) => modulus == dim,
-            None => axis == first,
-        };
-        if found.divisor != divisor
-            || !modulus_ok
-            || flat.get_or_insert(found.flat.clone()) != &found.flat
-        {
-            return None;
-        }
-        divisor = divisor.checked_mul(dim)?;
-    }
-    let flat = flat?;
-    let (low, high) = flat.bounds(&kernel.shape)?;
-    (low >= 0 && high < size).then_some(flat)
-}
-
-/// `(flat idiv divisor) mod modulus` (no modulus: the quotient) of a non-negative affine.
-struct Digit {
-    flat: Affine,
-    divisor: i64,
-    modulus: Option<i64>,
-}
-
-/// `node` as a digit of an affine function of the kernel's coordinates, with every value
-/// on the way kept by its casts (all are at most the affine's greatest value).
-fn digit(kernel: &Kernel, node: NodeId) -> Option<Digit> {
+    let nodes: Vec<NodeId> = (coords[first..=last].iter())
+        .filter_map(|coord| match coord {
+            Coord::Node(node) => Some(*node),
+            _ => None,
+        })
+        .collect();
     let constant = |node: NodeId| match &kernel.nodes[node].0 {
         Node::Index(affine) if affine.terms.is_empty() => Some(affine.constant),
         Node::Lit(scalar) => scalar.int_value(),
         _ => None,
     };
-    match &kernel.nodes[node].0 {
-        Node::Index(affine) => {
-            let (low, _) = affine.bounds(&kernel.shape)?;
-            (low >= 0).then(|| Digit {
-                flat: affine.clone(),
-                divisor: 1,
-                modulus: None,
-            })
-        }
-        Node::Prim(Prim::Cast(elem), operands) => {
-            let found = digit(kernel, *operands.first()?)?;
-            let (_, high) = found.flat.bounds(&kernel.shape)?;
-            let (_, greatest) = elem.int_range()?;
-            (high <= greatest).then_some(found)
-        }
-        Node::Prim(prim @ (Prim::IDiv | Prim::Mod), operands) => {
-            let [operand, by] = operands[..] else {
-                return None;
-            };
-            let by = constant(by).filter(|&by| by > 0)?;
-            let found = digit(kernel, operand)?;
-            if found.modulus.is_some() {
-                return None;
+    digits::row_major_offset(&nodes, &dims[first..=last], |node| {
+        match &kernel.nodes[node].0 {
+            Node::Index(affine) => match affine.bounds(&kernel.shape) {
+                Some((low, high)) => digits::Step::Base {
+                    base: affine.clone(),
+                    low,
+                    high,
+                },
+                None => digits::Step::Opaque,
+            },
+            Node::Prim(Prim::Cast(elem), operands) if operands.len() == 1 => {
+                digits::Step::Cast(*elem, operands[0])
             }
-            Some(match prim {
-                Prim::IDiv => Digit {
-                    divisor: found.divisor.checked_mul(by)?,
-                    ..found
-                },
-                _ => Digit {
-                    modulus: Some(by),
-                    ..found
-                },
-            })
+            Node::Prim(prim @ (Prim::IDiv | Prim::Mod), operands) => {
+                match (&operands[..], operands.get(1).and_then(|&by| constant(by))) {
+                    ([operand, _], Some(by)) if *prim == Prim::IDiv => {
+                        digits::Step::IDiv(*operand, by)
+                    }
+                    ([operand, _], Some(by)) => digits::Step::Mod(*operand, by),
+                    _ => digits::Step::Opaque,
+                }
+            }
+            _ => digits::Step::Opaque,
         }
-        _ => None,
-    }
+    })
 }
 
 /// A variable a kernel reads: its values (the row-major elements of its value, found once
@@ -677,7 +627,7 @@ impl<'k> Launch<'k> {
                     }
                 }
                 if let Some(flat) = digits_of_one_offset(kernel, coords, dims) {
-                    // Note [Digits of a flat offset]
+                    // Note [Row-major digits]
                     let stride = plan.node_coords.last().expect("digits are node coords").1;
                     plan.node_coords.clear();
                     plan.offset += flat.constant as isize * stride;
@@ -2033,7 +1983,7 @@ pub(in crate::exec) mod tests {
 
     /// Gathers from a `[40, 30]` array whose index functions (`%2` the output's index) give
     /// its two coordinates, each with the flat offset its coordinates are the digits of, if
-    /// they are (Note [Digits of a flat offset]).
+    /// they are (Note [Row-major digits]).
     pub(in crate::exec) const DIGIT_CASES: [(&str, usize, Option<i64>); 8] = [
         ("%3: []i64 = idiv %2 30:i64\n%4: []i64 = mod %2 30:i64\nin %3, %4", 1200, Some(0)),
         ("%5: []i64 = idiv %2 30:i64\n%3: []i64 = mod %5 40:i64\n%4: []i64 = mod %2 30:i64\nin %3, %4", 1200, Some(0)),

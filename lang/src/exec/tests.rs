@@ -1425,7 +1425,7 @@ fn one_hot_selects_at_known_values_give_the_interpreters_bits() {
     }
 }
 
-/// Note [Digits of a flat offset]: gathers at the digits of an offset, read as one affine
+/// Note [Row-major digits]: gathers at the digits of an offset, read as one affine
 /// offset or not, give the interpreter's bits (an offset past the array's size wraps around).
 #[test]
 fn reads_at_the_digits_of_an_offset_give_the_interpreters_bits() {

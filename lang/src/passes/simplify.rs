@@ -14,7 +14,8 @@
 //! `x[i][j]`: no one-hot rows materialised; exact, see `scatter_of_scatter`), and a scatter of
 //! each point to the row-major digits of its own index is a `reshape` (+0.0 for floats); and
 //! a statement that recomputes an earlier one (same operation on the same operands, compared
-//! by a structural key with floats by bits) reuses its result. Rules that are not exact in
+//! by a structural key with floats by bits, blocks up to the names of their own variables)
+//! reuses its result. Rules that are not exact in
 //! IEEE arithmetic (`x + 0`, `x * 0`, a float sum of copies as a product, a float `idiv x 1`,
 //! which is `floor x`) are deliberately absent.
 //! Each rule is named in `Rule` and counted, so a test can check that it fires.
@@ -27,6 +28,7 @@ use std::collections::HashMap;
 
 use super::cleanup;
 use super::pipeline::{Log, Pass, PassKind};
+use crate::core::digits;
 use crate::core::inline;
 use crate::core::ir::{ArrTy, Atom, BlockId, Expr, ExprKey, Program, Scalar, Stmt, VarId};
 use crate::core::visit::expr_blocks;
@@ -170,9 +172,8 @@ fn simplify_block(
                 }
                 stmt.expr = replacement;
             }
-            if let Some(key) = stmt
-                .expr
-                .key()
+            if let Some(key) = program
+                .expr_key(&stmt.expr)
                 .filter(|_| !matches!(stmt.expr, Expr::Atom(_)))
             {
                 seen.entry(key).or_insert(binder);
@@ -293,50 +294,54 @@ fn scatter_of_scatter(
     })
 }
 
-/// `scatter [r, c] v (\\i -> idiv i c, mod i c)` (the first possibly `mod r` too) of the
-/// `r·c` points of `v`: every point goes to the row-major digits of its own index, once, so
+/// `scatter [r, c] v (\\i -> idiv i c, mod i c)` (the first possibly `mod r` too, any number
+/// of axes, casts that keep the values) of the `r·c` points of `v`: every point goes to the
+/// row-major digits of its own index (Note [Row-major digits] in `core::digits`), once, so
 /// the scatter is `reshape [r, c] v`, plus +0.0 for floats (the scatter adds each value to
-/// +0, which turns -0 into +0). What the gradient through a pair index set scatters.
+/// +0, which turns -0 into +0). What the gradients through a pair index set and `concat`
+/// scatter.
 fn scatter_as_reshape(program: &mut Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
     let (Expr::Scatter { shape, array, body }, [binder]) = (&stmt.expr, &stmt.binders[..]) else {
         return None;
     };
     let block = &program.blocks[*body];
-    let ([param], [row, column]) = (&block.params[..], &block.results[..]) else {
+    let [param] = block.params[..] else {
         return None;
     };
     let source = program.atom_ty(array);
-    let (&rows, &columns) = (shape.first()?, shape.get(1)?);
-    if source.shape.first() != Some(&(rows * columns)) || source.shape[1..] != shape[2..] {
+    let digits = &block.results;
+    let points: usize = shape.get(..digits.len())?.iter().product();
+    if source.shape.first() != Some(&points) || source.shape[1..] != shape[digits.len()..] {
         return None;
     }
     let defs: HashMap<VarId, &Expr> = (block.stmts.iter())
         .filter_map(|stmt| Some((*stmt.binders.first()?, &stmt.expr)))
         .collect();
-    // `prim x by` of the parameter (or of `inner` when given), by a literal.
-    let is = |atom: &Atom, prim: Prim, of: Atom, by: usize| match atom {
-        Atom::Var(var) => matches!(
-            defs.get(var),
-            Some(Expr::Prim(p, args)) if *p == prim
-                && args[..] == [of, Atom::Lit(Scalar::I64(by as i64))]
-        ),
-        Atom::Lit(_) => false,
+    let highest = i64::try_from(points).ok()? - 1;
+    let view = |atom: Atom| match atom {
+        Atom::Var(var) if var == param => digits::Step::Base {
+            base: (),
+            low: 0,
+            high: highest,
+        },
+        Atom::Var(var) => match defs.get(&var) {
+            Some(Expr::Prim(Prim::Cast(elem), args)) if args.len() == 1 => {
+                digits::Step::Cast(*elem, args[0])
+            }
+            Some(Expr::Prim(prim @ (Prim::IDiv | Prim::Mod), args)) => {
+                match (&args[..], args.get(1).and_then(|by| by.int_literal())) {
+                    ([operand, _], Some(by)) if *prim == Prim::IDiv => {
+                        digits::Step::IDiv(*operand, by)
+                    }
+                    ([operand, _], Some(by)) => digits::Step::Mod(*operand, by),
+                    _ => digits::Step::Opaque,
+                }
+            }
+            _ => digits::Step::Opaque,
+        },
+        Atom::Lit(_) => digits::Step::Opaque,
     };
-    let index = Atom::Var(*param);
-    let quotient = |atom: &Atom| is(atom, Prim::IDiv, index, columns);
-    let row_ok = quotient(row)
-        || match row {
-            Atom::Var(var) => matches!(
-                defs.get(var),
-                Some(Expr::Prim(Prim::Mod, args))
-                    if args.len() == 2 && quotient(&args[0])
-                        && args[1] == Atom::Lit(Scalar::I64(rows as i64))
-            ),
-            Atom::Lit(_) => false,
-        };
-    if !row_ok || !is(column, Prim::Mod, index, columns) {
-        return None;
-    }
+    digits::row_major_offset(digits, &shape[..digits.len()], view)?;
     let reshape = Expr::Reshape {
         shape: shape.clone(),
         array: *array,
@@ -397,7 +402,7 @@ fn rewrite(
     seen: &HashMap<ExprKey, VarId>,
     defs: &HashMap<VarId, Expr>,
 ) -> Option<(Rule, Expr)> {
-    if let Some(key) = expr.key().filter(|_| !matches!(expr, Expr::Atom(_))) {
+    if let Some(key) = (program.expr_key(expr)).filter(|_| !matches!(expr, Expr::Atom(_))) {
         if let Some(earlier) = seen.get(&key) {
             return Some((Rule::CommonSubexpression, Expr::Atom(Atom::Var(*earlier))));
         }
@@ -633,6 +638,54 @@ mod tests {
         );
     }
 
+    /// Statements with blocks are common subexpressions when their blocks differ only in
+    /// the names of their own variables (two reads `x[i]`, lowered apart); blocks that
+    /// differ in a literal, a free variable or the order of their results are not.
+    #[test]
+    fn blocks_equal_up_to_their_own_names_are_common_subexpressions() {
+        let src = "program(%0_x: [4, 3]f32, %1_k: []i64, %40_j: []i64) {
+            %2: [6]f32 = gather [6] %0_x (\\%3: []i64 ->
+              %4: []i64 = mod %3 4:i64
+              in %4, %1_k)
+            %5: [6]f32 = gather [6] %0_x (\\%6: []i64 ->
+              %7: []i64 = mod %6 4:i64
+              in %7, %1_k)
+            %8: [6]f32 = gather [6] %0_x (\\%9: []i64 ->
+              %10: []i64 = mod %9 3:i64
+              in %10, %1_k)
+            %11: [6]f32 = gather [6] %0_x (\\%12: []i64 ->
+              %13: []i64 = mod %12 4:i64
+              in %13, %40_j)
+            %14: [6]f32 = gather [6] %0_x (\\%15: []i64 ->
+              %16: []i64 = mod %15 4:i64
+              in %1_k, %16)
+            %17: []f32 = fold 6 (0.0:f32) (\\%19: []i64, %20: []f32 ->
+              %21: []f32 = index %2 [%19]
+              %22: []f32 = add %20 %21
+              in %22)
+            %23: []f32 = fold 6 (0.0:f32) (\\%25: []i64, %26: []f32 ->
+              %27: []f32 = index %5 [%25]
+              %28: []f32 = add %26 %27
+              in %28)
+            %29: [6]f32 = add %2 %5
+            %30: [6]f32 = add %29 %8
+            %31: [6]f32 = add %30 %11
+            %32: [6]f32 = add %31 %14
+            %33: []f32 = mul %17 %23
+            in %32, %33
+        }";
+        // %5 is %2, and then the second fold is the first.
+        let (original, simplified) =
+            simplified_by(src, Rule::CommonSubexpression, 2, ("gather", 4));
+        assert_eq!(simplified.to_string().matches("fold").count(), 1);
+        let inputs = random_inputs(&original, 5);
+        let config = InterpConfig::default();
+        assert_eq!(
+            interpret(&original, &inputs, &config),
+            interpret(&simplified, &inputs, &config)
+        );
+    }
+
     #[test]
     fn signed_zeros_are_different_constants_and_a_scalar_one_broadcasts() {
         let src = "program(%0_x: [3]f32) {
@@ -778,6 +831,54 @@ mod tests {
                 vec![12],
                 ArrayData::I64((0..12).map(|i| i * 7 - 30).collect()),
             ),
+        ];
+        let config = InterpConfig::default();
+        let bits = |program: &Program| {
+            let results = interpret(program, &inputs, &config).expect("runs");
+            format!("{results:?}")
+        };
+        assert_eq!(bits(&original), bits(&simplified));
+    }
+
+    /// The digits through casts that keep their values (the gradient of `concat`), and of
+    /// three axes, are reshapes too; a middle digit without its `mod`, or a cast to a type
+    /// that does not hold the index, is not.
+    #[test]
+    fn scatters_to_digits_through_casts_and_of_three_axes_are_reshapes() {
+        let src = "program(%0_v: [12]f32, %1_w: [12]f64) {
+            %2: [4, 3]f32 = scatter [4, 3] %0_v (\\%3: []i64 ->
+              %4: []u32 = cast_u32 %3
+              %5: []u32 = idiv %4 3:u32
+              %6: []u32 = mod %4 3:u32
+              %7: []i64 = cast_i64 %5
+              %30: []i32 = cast_i32 %6
+              %8: []i64 = cast_i64 %30
+              in %7, %8)
+            %9: [2, 2, 3]f64 = scatter [2, 2, 3] %1_w (\\%10: []i64 ->
+              %11: []i64 = idiv %10 6:i64
+              %12: []i64 = idiv %10 3:i64
+              %13: []i64 = mod %12 2:i64
+              %14: []i64 = mod %10 3:i64
+              in %11, %13, %14)
+            %15: [2, 2, 3]f64 = scatter [2, 2, 3] %1_w (\\%16: []i64 ->
+              %17: []i64 = idiv %16 6:i64
+              %18: []i64 = idiv %16 3:i64
+              %19: []i64 = mod %16 3:i64
+              in %17, %18, %19)
+            %20: [4, 3]f32 = scatter [4, 3] %0_v (\\%21: []i64 ->
+              %22: []f64 = cast_f64 %21
+              %23: []i64 = cast_i64 %22
+              %24: []i64 = idiv %23 3:i64
+              %25: []i64 = mod %23 3:i64
+              in %24, %25)
+            in %2, %9, %15, %20
+        }";
+        let (original, simplified) = simplified_by(src, Rule::ScatterAsReshape, 2, ("scatter", 2));
+        let v: Vec<f32> = (0..12).map(|i| [-0.0, 2.5, f32::NAN][i % 3]).collect();
+        let w: Vec<f64> = (0..12).map(|i| [1.0, -0.0, -3.5, 0.0][i % 4]).collect();
+        let inputs = [
+            Array::new(vec![12], ArrayData::F32(v)),
+            Array::new(vec![12], ArrayData::F64(w)),
         ];
         let config = InterpConfig::default();
         let bits = |program: &Program| {

@@ -439,7 +439,7 @@ fn index_arithmetic_that_cannot_wrap_stays_affine() {
 /// A table indexed by pairs reads its matrix at the quotient and remainder of the pair's
 /// ordinal, both known to be in range (Note [Index arithmetic] in `passes::fuse`): the kernel
 /// has no range mask or clamp, and the engine reads the matrix at the flat offset (Note
-/// [Digits of a flat offset] in `exec::fused`). `concat` likewise. Values as the
+/// [Row-major digits] in `core::digits`). `concat` likewise. Values as the
 /// interpreter's on 1 and 2 threads.
 #[test]
 fn pair_index_sets_and_concat_read_without_masks() {
@@ -474,8 +474,17 @@ fn gradients_through_pair_index_sets_scatter_once() {
     assert!(!text.contains("[1200, 30]"), "{text}");
     // Each read's cotangents, scattered to the digits of their points, are a reshape.
     assert!(!text.contains("scatter"), "{text}");
+    // Through `concat`, whose digits are computed on `Nat`s (casts around `idiv` and `mod`),
+    // with two reads of the concatenation: CSE makes them one gather, so their cotangents
+    // add before one scatter, which is a reshape; one kernel in all.
+    let concat = "def fc(x: (Fin 40)=>(Fin 30)=>Float) -> Float =\n  ys = concat x\n  sum for i. ys[i] * ys[i]\n";
+    outputs(&mut fused, concat);
+    let text = fused_stage(&mut fused, "grad fc xs");
+    assert!(text.contains("cast_u32"), "{text}");
+    assert!(!text.contains("scatter"), "{text}");
+    assert_eq!(count_lines(&text, "kernel"), 1, "{text}");
     agrees_with_the_interpreter_on_1_and_2_threads(&format!(
-        "{defs}:p (grad fp xs, grad (\\x. sum (concat x)) xs)\n"
+        "{defs}{concat}:p (grad fp xs, grad (\\x. sum (concat x)) xs, grad fc xs)\n"
     ));
 }
 
