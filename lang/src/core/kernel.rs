@@ -77,27 +77,36 @@ impl Affine {
         }
     }
 
-    /// `self * factor + other * 1`, normalised.
+    /// `self * factor + other * 1`, normalised. The callers scale by strides and
+    /// coefficients of real shapes; arithmetic from the program goes through `of_prim`.
     pub fn scaled_plus(&self, factor: i64, other: &Affine) -> Affine {
-        let mut terms: Vec<(usize, i64)> = self
-            .terms
-            .iter()
-            .map(|&(axis, coeff)| (axis, coeff * factor))
-            .chain(other.terms.iter().copied())
-            .collect();
+        self.checked_scaled_plus(factor, other)
+            .expect("the coefficients of an index into a shape fit in i64")
+    }
+
+    /// `self * factor + other`, normalised, or `None` where a number overflows.
+    fn checked_scaled_plus(&self, factor: i64, other: &Affine) -> Option<Affine> {
+        let mut terms = Vec::with_capacity(self.terms.len() + other.terms.len());
+        for &(axis, coeff) in &self.terms {
+            terms.push((axis, coeff.checked_mul(factor)?));
+        }
+        terms.extend(other.terms.iter().copied());
         terms.sort_by_key(|&(axis, _)| axis);
         let mut merged: Vec<(usize, i64)> = Vec::with_capacity(terms.len());
         for (axis, coeff) in terms {
             match merged.last_mut() {
-                Some((last, sum)) if *last == axis => *sum += coeff,
+                Some((last, sum)) if *last == axis => *sum = sum.checked_add(coeff)?,
                 _ => merged.push((axis, coeff)),
             }
         }
         merged.retain(|&(_, coeff)| coeff != 0);
-        Affine {
-            constant: self.constant * factor + other.constant,
+        Some(Affine {
+            constant: self
+                .constant
+                .checked_mul(factor)?
+                .checked_add(other.constant)?,
             terms: merged,
-        }
+        })
     }
 
     /// The least and greatest values over the points of `shape`: `None` on overflow or when
@@ -114,6 +123,39 @@ impl Affine {
             }
         }
         Some((low, high))
+    }
+
+    /// `prim` of integer operands (`None`: not affine) as an affine function, if it is one
+    /// and is exact over the points of `shape`: it takes only values `elem` holds there, so no
+    /// operation on the way wrapped around (Note [Index arithmetic] in `passes::fuse`). A cast
+    /// keeps its operand; `add`, `sub`, `neg` and `mul` by a constant combine theirs.
+    pub fn of_prim(
+        prim: Prim,
+        operands: &[Option<&Affine>],
+        elem: Elem,
+        shape: &[usize],
+    ) -> Option<Affine> {
+        let operand = |position: usize| operands.get(position).copied().flatten();
+        let constant = |affine: &Affine| affine.terms.is_empty().then_some(affine.constant);
+        let zero = Affine::default();
+        let affine = match prim {
+            Prim::Cast(_) if operands.len() == 1 => operand(0)?.clone(),
+            Prim::Add => operand(0)?.checked_scaled_plus(1, operand(1)?)?,
+            Prim::Sub => operand(1)?.checked_scaled_plus(-1, operand(0)?)?,
+            Prim::Neg => operand(0)?.checked_scaled_plus(-1, &zero)?,
+            Prim::Mul => {
+                let (a, b) = (operand(0)?, operand(1)?);
+                match (constant(a), constant(b)) {
+                    (Some(factor), _) => b.checked_scaled_plus(factor, &zero)?,
+                    (None, Some(factor)) => a.checked_scaled_plus(factor, &zero)?,
+                    (None, None) => return None,
+                }
+            }
+            _ => return None,
+        };
+        let (least, greatest) = elem.int_range()?;
+        let (low, high) = affine.bounds(shape)?;
+        (least <= low && high <= greatest).then_some(affine)
     }
 
     /// The coefficient of `axis`.

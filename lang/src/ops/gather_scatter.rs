@@ -23,6 +23,7 @@ use std::collections::HashMap;
 use crate::core::inline::clone_block;
 use crate::core::interp::{from_scalars, ravel, unravel, Interp, Res};
 use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Scalar, VarId};
+use crate::core::kernel::Affine;
 use crate::core::value::{Array, ArrayData};
 use crate::core::verify::{
     atom_ty, block, expect_index_params, expect_index_results, expect_numeric,
@@ -260,4 +261,46 @@ impl Builder<'_> {
             }
         });
     }
+}
+
+/// An index function that sends each of its params, negated or not and shifted, to a
+/// result of its own: `result[a] = sign · param[axis] + constant`, computed exactly over
+/// params in `0..points[axis]` (`Affine::of_prim`: no step wraps), every param once. Per
+/// param, the result it goes to, the sign and the constant. Such a scatter sends distinct
+/// points to distinct elements and is a gather by the inverse (`simp`'s ScatterAsGather);
+/// such a gather reads each element at most once.
+pub fn signed_permutation(
+    program: &Program,
+    body: BlockId,
+    points: &[usize],
+) -> Option<Vec<(usize, i64, i64)>> {
+    let block = &program.blocks[body];
+    let mut env: HashMap<VarId, Affine> = (block.params.iter().enumerate())
+        .map(|(axis, &param)| (param, Affine::axis(axis)))
+        .collect();
+    let affine = |atom: &Atom, env: &HashMap<VarId, Affine>| match atom {
+        Atom::Lit(scalar) => scalar.int_value().map(Affine::constant),
+        Atom::Var(var) => env.get(var).cloned(),
+    };
+    for stmt in &block.stmts {
+        let (Expr::Prim(prim, args), [binder]) = (&stmt.expr, &stmt.binders[..]) else {
+            return None;
+        };
+        let operands: Vec<Option<Affine>> = args.iter().map(|arg| affine(arg, &env)).collect();
+        let operands: Vec<Option<&Affine>> = operands.iter().map(Option::as_ref).collect();
+        let elem = program.var_ty(*binder).elem;
+        env.insert(*binder, Affine::of_prim(*prim, &operands, elem, points)?);
+    }
+    let mut inverse: Vec<Option<(usize, i64, i64)>> = vec![None; block.params.len()];
+    for (result, atom) in block.results.iter().enumerate() {
+        let target = affine(atom, &env)?;
+        let [(axis, sign)] = target.terms[..] else {
+            return None;
+        };
+        if sign.abs() != 1 || inverse[axis].is_some() {
+            return None;
+        }
+        inverse[axis] = Some((result, sign, target.constant));
+    }
+    inverse.into_iter().collect()
 }

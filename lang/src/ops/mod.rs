@@ -151,12 +151,22 @@ pub fn reduction_of(program: &Program, expr: &Expr) -> Option<(Atom, Reduction)>
 
 /// How many times an operation, inlined into a kernel, computes each element of its operands
 /// (Note [Materialise or recompute] in `passes::fuse`): `count` through `replicate`, 2 through
-/// `gather` (whose index function may read an element many times; an estimate), once
-/// otherwise.
-pub fn recompute_factor(expr: &Expr) -> usize {
+/// `gather` (whose index function may read an element many times; an estimate) unless its
+/// index function is a signed permutation of its params (a reversal, a shift: each element
+/// read at most once), once otherwise.
+pub fn recompute_factor(program: &Program, expr: &Expr) -> usize {
     match expr {
         Expr::Replicate { count, .. } => *count,
-        Expr::Gather { .. } => 2,
+        Expr::Gather { shape, body, .. } => {
+            let points = shape.get(..program.blocks[*body].params.len());
+            let once = points
+                .and_then(|points| gather_scatter::signed_permutation(program, *body, points));
+            if once.is_some() {
+                1
+            } else {
+                2
+            }
+        }
         Expr::Atom(_)
         | Expr::Prim(..)
         | Expr::Build1 { .. }

@@ -30,9 +30,12 @@ use super::cleanup;
 use super::pipeline::{Log, Pass, PassKind};
 use crate::core::digits;
 use crate::core::inline;
-use crate::core::ir::{ArrTy, Atom, BlockId, Expr, ExprKey, Program, Scalar, Stmt, VarId};
+use crate::core::ir::{
+    ArrTy, Atom, Block, BlockId, Elem, Expr, ExprKey, Program, Scalar, Stmt, VarId,
+};
 use crate::core::visit::expr_blocks;
 use crate::core::visit::map_expr_atoms;
+use crate::ops::gather_scatter::signed_permutation;
 use crate::prim::Prim;
 
 pub const PASS: Pass = Pass {
@@ -82,6 +85,7 @@ pub enum Rule {
     CondToSelect,
     ScatterOfScatter,
     ScatterAsReshape,
+    ScatterAsGather,
     CommonSubexpression,
 }
 
@@ -159,6 +163,11 @@ fn simplify_block(
         if let Some(reshaped) = scatter_as_reshape(program, &stmt) {
             *cx.fired.entry(Rule::ScatterAsReshape).or_default() += 1;
             stmts.extend(reshaped);
+            continue;
+        }
+        if let Some(gathered) = scatter_as_gather(program, &stmt) {
+            *cx.fired.entry(Rule::ScatterAsGather).or_default() += 1;
+            stmts.extend(gathered);
             continue;
         }
         if let [binder] = stmt.binders[..] {
@@ -346,24 +355,31 @@ fn scatter_as_reshape(program: &mut Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
         shape: shape.clone(),
         array: *array,
     };
-    let zero = match source.elem {
-        crate::core::ir::Elem::F32 => Scalar::F32(0.0),
-        crate::core::ir::Elem::F64 => Scalar::F64(0.0),
-        _ if source.elem.is_integer() => {
+    plus_zero(program, *binder, reshape, "reshape")
+}
+
+/// `binder = expr`, which stands for a scatter into zeros that receives each of its
+/// elements at most once: for floats `binder = expr + 0.0` (the scatter adds each value to
+/// +0, which turns -0 into +0), with the +0.0 a replicated literal (a broadcast, which
+/// fuse never materialises); for integers `binder = expr`.
+fn plus_zero(program: &mut Program, binder: VarId, expr: Expr, hint: &str) -> Option<Vec<Stmt>> {
+    let ty = program.var_ty(binder).clone();
+    let zero = match ty.elem {
+        Elem::F32 => Scalar::F32(0.0),
+        Elem::F64 => Scalar::F64(0.0),
+        elem if elem.is_integer() => {
             return Some(vec![Stmt {
-                binders: vec![*binder],
-                expr: reshape,
+                binders: vec![binder],
+                expr,
             }]);
         }
         _ => return None,
     };
-    let ty = program.var_ty(*binder).clone();
-    let reshaped = program.new_var(ty.clone(), "reshape");
+    let value = program.new_var(ty.clone(), hint);
     let mut stmts = vec![Stmt {
-        binders: vec![reshaped],
-        expr: reshape,
+        binders: vec![value],
+        expr,
     }];
-    // +0.0 replicated to the shape (a broadcast literal, which fuse never materialises).
     let mut zeros = Atom::Lit(zero);
     for axis in (0..ty.shape.len()).rev() {
         let zeros_ty = ArrTy {
@@ -381,10 +397,63 @@ fn scatter_as_reshape(program: &mut Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
         zeros = Atom::Var(var);
     }
     stmts.push(Stmt {
-        binders: vec![*binder],
-        expr: Expr::Prim(Prim::Add, vec![Atom::Var(reshaped), zeros]),
+        binders: vec![binder],
+        expr: Expr::Prim(Prim::Add, vec![Atom::Var(value), zeros]),
     });
     Some(stmts)
+}
+
+/// A scatter whose index function sends each parameter, negated or not and shifted, to its
+/// own coordinate of the target (`scatter [n] v (\\i -> n - 1 - i)`, the gradient of
+/// `reverse`, `slice` and shifted reads), exactly (Note [Index arithmetic] in
+/// `passes::fuse`: no step wraps), is a gather by the inverse function,
+/// `gather [n] v (\\j -> n - 1 - j)`, plus +0.0 for floats: each target element receives at
+/// most one point, the one the inverse finds, and where that point is outside `v` (or the
+/// target outside the scatter) both give zero. Fuse pulls the gather into its reader as an
+/// affine read; the scatter ran point by point.
+fn scatter_as_gather(program: &mut Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
+    let (Expr::Scatter { shape, array, body }, [binder]) = (&stmt.expr, &stmt.binders[..]) else {
+        return None;
+    };
+    let source = program.atom_ty(array).shape;
+    let points = source.get(..program.blocks[*body].params.len())?;
+    let inverse = signed_permutation(program, *body, points)?;
+    let index = ArrTy {
+        shape: Vec::new(),
+        elem: Elem::I64,
+    };
+    let params: Vec<VarId> = (0..inverse.len())
+        .map(|_| program.new_var(index.clone(), "j"))
+        .collect();
+    let mut stmts = Vec::new();
+    let mut results = Vec::new();
+    for (coordinate, sign, constant) in inverse {
+        // `i = sign * (j - constant)`: `j - constant` or `constant - j`.
+        let j = Atom::Var(params[coordinate]);
+        let c = Atom::Lit(Scalar::I64(constant));
+        if sign == 1 && constant == 0 {
+            results.push(j);
+            continue;
+        }
+        let var = program.new_var(index.clone(), "i");
+        let operands = if sign == 1 { vec![j, c] } else { vec![c, j] };
+        stmts.push(Stmt {
+            binders: vec![var],
+            expr: Expr::Prim(Prim::Sub, operands),
+        });
+        results.push(Atom::Var(var));
+    }
+    let body = program.blocks.push(Block {
+        params,
+        stmts,
+        results,
+    });
+    let gather = Expr::Gather {
+        shape: shape.clone(),
+        array: *array,
+        body,
+    };
+    plus_zero(program, *binder, gather, "gather")
 }
 
 fn resolve(atom: Atom, subst: &HashMap<VarId, Atom>) -> Atom {
@@ -888,6 +957,67 @@ mod tests {
         assert_eq!(bits(&original), bits(&simplified));
     }
 
+    /// Scatters that send each parameter, negated or shifted, to its own target coordinate
+    /// (reversal through `Nat` casts, a shift past the end, two axes swapped and one
+    /// reversed, over trailing axes) are gathers by the inverse, with the scatters' bits
+    /// (-0 and NaN included); a scatter whose index function collides (`mod`, a doubled
+    /// parameter, one parameter twice) or might wrap (`sub` of `u32`s below zero) stays.
+    #[test]
+    fn scatters_by_invertible_affine_functions_are_gathers_with_the_same_bits() {
+        let src = "program(%0_v: [6]f32, %1_w: [3, 4, 2]f64, %2_n: [6]i64) {
+            %3: [6]f32 = scatter [6] %0_v (\\%4: []i64 ->
+              %5: []u32 = cast_u32 %4
+              %6: []u32 = add %5 1:u32
+              %7: []u32 = sub 6:u32 %6
+              %8: []i64 = cast_i64 %7
+              in %8)
+            %9: [4]f32 = scatter [4] %0_v (\\%10: []i64 ->
+              %11: []i64 = add %10 1:i64
+              in %11)
+            %12: [4, 3, 2]f64 = scatter [4, 3, 2] %1_w (\\%13: []i64, %14: []i64 ->
+              %15: []i64 = sub 3:i64 %14
+              %16: []i64 = sub %13 -1:i64
+              in %15, %16)
+            %17: [6]i64 = scatter [6] %2_n (\\%18: []i64 ->
+              %19: []i64 = neg %18
+              %20: []i64 = add %19 5:i64
+              in %20)
+            %21: [6]f32 = scatter [6] %0_v (\\%22: []i64 ->
+              %23: []i64 = mod %22 3:i64
+              in %23)
+            %24: [12]f32 = scatter [12] %0_v (\\%25: []i64 ->
+              %26: []i64 = mul %25 2:i64
+              in %26)
+            %27: [6]f32 = scatter [6] %0_v (\\%28: []i64 ->
+              %29: []u32 = cast_u32 %28
+              %30: []u32 = sub %29 1:u32
+              %31: []i64 = cast_i64 %30
+              in %31)
+            %32: [3, 3, 2]f64 = scatter [3, 3, 2] %1_w (\\%33: []i64, %34: []i64 ->
+              in %33, %33)
+            in %3, %9, %12, %17, %21, %24, %27, %32
+        }";
+        let (original, simplified) = simplified_by(src, Rule::ScatterAsGather, 4, ("scatter", 4));
+        let v: Vec<f32> = (0..6).map(|i| [-0.0, 2.5, f32::NAN][i % 3]).collect();
+        let w: Vec<f64> = (0..24)
+            .map(|i| [1.0, -0.0, -3.5, 0.0, 7.25][i % 5])
+            .collect();
+        let inputs = [
+            Array::new(vec![6], ArrayData::F32(v)),
+            Array::new(vec![3, 4, 2], ArrayData::F64(w)),
+            Array::new(
+                vec![6],
+                ArrayData::I64((0..6).map(|i| i * 7 - 20).collect()),
+            ),
+        ];
+        let config = InterpConfig::default();
+        let bits = |program: &Program| {
+            let results = interpret(program, &inputs, &config).expect("runs");
+            format!("{results:?}")
+        };
+        assert_eq!(bits(&original), bits(&simplified));
+    }
+
     /// Scatters of scatters whose inner index function returns its own parameter first are
     /// one scatter, with the bits of the two (collisions in the outer one, coordinates out of
     /// range in the inner one, trailing axes); one whose inner function does not, or whose
@@ -923,7 +1053,9 @@ mod tests {
               in %27)
             in %6, %12, %19, %25
         }";
-        let (original, simplified) = simplified_by(src, Rule::ScatterOfScatter, 2, ("scatter", 6));
+        let (original, simplified) = simplified_by(src, Rule::ScatterOfScatter, 2, ("scatter", 5));
+        // The outer scatter of %15 reverses its rows: a gather (ScatterAsGather).
+        assert_eq!(simplified.to_string().matches(" = gather ").count(), 1);
         for seed in 0..6 {
             let inputs = random_inputs(&original, seed);
             let config = InterpConfig::default();

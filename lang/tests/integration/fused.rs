@@ -488,6 +488,25 @@ fn gradients_through_pair_index_sets_scatter_once() {
     ));
 }
 
+/// The gradients of reads through `reverse`, `slice` and a shift scatter each point to one
+/// element at an affine position: `simp`'s ScatterAsGather makes them gathers by the
+/// inverse, which fuse reads as affine runs, so the fused stage has no scatter; values as
+/// the interpreter's on 1 and 2 threads.
+#[test]
+fn gradients_through_reversals_and_shifts_gather() {
+    let defs = "x : (Fin 3000)=>Float = for i. sin (n_to_f (ordinal i) * 0.37)\n\
+        def lr(v: (Fin 3000)=>Float) -> Float =\n  r = reverse v\n  sum for i. r[i] * r[i] * n_to_f (ordinal i)\n\
+        def ls(v: (Fin 3000)=>Float) -> Float = sum for i:(Fin 2000). (slice v 700 (Fin 2000))[i] * n_to_f (ordinal i)\n";
+    let mut fused = session(Engine::Fused);
+    outputs(&mut fused, defs);
+    for expr in ["grad lr x", "grad ls x"] {
+        let text = fused_stage(&mut fused, expr);
+        assert!(!text.contains("scatter"), "{text}");
+        assert_eq!(count_lines(&text, "kernel"), 1, "{text}");
+    }
+    agrees_with_the_interpreter_on_1_and_2_threads(&format!("{defs}:p (grad lr x, grad ls x)\n"));
+}
+
 /// A contraction too shallow for a matrix product (depth 6 < `MATMUL_MIN_DEPTH`) whose reads
 /// are strided across the output (`w[k, j]` along `k`): its lines run across the output, not
 /// 6 points at a time along the sum, and add in the same order as the interpreter (1 and 2

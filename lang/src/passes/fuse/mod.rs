@@ -346,7 +346,7 @@ impl<'a> Fuser<'a> {
                     other: 0,
                 }
             };
-            let factor = crate::ops::recompute_factor(&stmt.expr);
+            let factor = crate::ops::recompute_factor(program, &stmt.expr);
             // A variable read twice by one statement is still computed once for it (the
             // kernel shares equal nodes).
             let mut operands: Vec<VarId> = match crate::ops::reduction_of(program, &stmt.expr) {
@@ -699,17 +699,16 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
         (least <= low && high <= greatest).then_some((low, high))
     }
 
-    /// `prim` of `operands` as an affine value of type `elem`, if it is one and is exact: it
-    /// takes only values `elem` holds at every point of the kernel, so no operation on the
-    /// way wrapped around (Note [Index arithmetic]).
+    /// `prim` of `operands` as an affine value of type `elem`, if it is one and is exact
+    /// over the kernel (`Affine::of_prim`, Note [Index arithmetic]).
     fn exact_affine(&self, prim: Prim, operands: &[Sym], elem: Elem) -> Option<Affine> {
-        let affine = match (prim, operands) {
-            (Prim::Cast(_), [Sym::Affine(affine)]) => affine.clone(),
-            _ => affine_prim(prim, operands)?,
-        };
-        let (least, greatest) = elem.int_range()?;
-        let (low, high) = affine.bounds(&self.shape)?;
-        (least <= low && high <= greatest).then_some(affine)
+        let operands: Vec<Option<&Affine>> = (operands.iter())
+            .map(|sym| match sym {
+                Sym::Affine(affine) => Some(affine),
+                Sym::Node(_) => None,
+            })
+            .collect();
+        Affine::of_prim(prim, &operands, elem, &self.shape)
     }
 
     /// One statement of an inlined index function (`ops::gather_scatter::is_scalar_code`).
@@ -913,29 +912,6 @@ fn split_affine(
             (low >= 0 && high < dim).then_some(kept)
         })
         .collect()
-}
-
-/// Index arithmetic that stays affine: `add`, `sub`, `neg`, and `mul` by a constant.
-fn affine_prim(prim: Prim, operands: &[Sym]) -> Option<Affine> {
-    let affine = |position: usize| match operands.get(position) {
-        Some(Sym::Affine(affine)) => Some(affine),
-        _ => None,
-    };
-    let constant = |affine: &Affine| affine.terms.is_empty().then_some(affine.constant);
-    match prim {
-        Prim::Add => Some(affine(0)?.scaled_plus(1, affine(1)?)),
-        Prim::Sub => Some(affine(1)?.scaled_plus(-1, affine(0)?)),
-        Prim::Neg => Some(affine(0)?.scaled_plus(-1, &Affine::default())),
-        Prim::Mul => {
-            let (a, b) = (affine(0)?, affine(1)?);
-            match (constant(a), constant(b)) {
-                (Some(factor), _) => Some(b.scaled_plus(factor, &Affine::default())),
-                (None, Some(factor)) => Some(a.scaled_plus(factor, &Affine::default())),
-                (None, None) => None,
-            }
-        }
-        _ => None,
-    }
 }
 
 /// A reduction kernel `Σ_0 read(a) * read(b)` whose output axes each belong to one operand
