@@ -859,6 +859,17 @@ mod tests {
         (original, simplified)
     }
 
+    /// That `original` and `simplified` give the same results on `inputs`, NaNs and signed
+    /// zeros included (compared by their printed bits).
+    fn assert_same_bits(original: &Program, simplified: &Program, inputs: &[Array]) {
+        let config = InterpConfig::default();
+        let bits = |program: &Program| {
+            let results = interpret(program, inputs, &config).expect("runs");
+            format!("{results:?}")
+        };
+        assert_eq!(bits(original), bits(simplified));
+    }
+
     /// Scatters of each point to the row-major digits of its index are reshapes (+0.0 for
     /// floats, so that -0 still becomes +0): the bits of the scatters, -0 and NaN included;
     /// scatters to other digits, or of fewer points, stay.
@@ -901,12 +912,7 @@ mod tests {
                 ArrayData::I64((0..12).map(|i| i * 7 - 30).collect()),
             ),
         ];
-        let config = InterpConfig::default();
-        let bits = |program: &Program| {
-            let results = interpret(program, &inputs, &config).expect("runs");
-            format!("{results:?}")
-        };
-        assert_eq!(bits(&original), bits(&simplified));
+        assert_same_bits(&original, &simplified, &inputs);
     }
 
     /// The digits through casts that keep their values (the gradient of `concat`), and of
@@ -949,12 +955,7 @@ mod tests {
             Array::new(vec![12], ArrayData::F32(v)),
             Array::new(vec![12], ArrayData::F64(w)),
         ];
-        let config = InterpConfig::default();
-        let bits = |program: &Program| {
-            let results = interpret(program, &inputs, &config).expect("runs");
-            format!("{results:?}")
-        };
-        assert_eq!(bits(&original), bits(&simplified));
+        assert_same_bits(&original, &simplified, &inputs);
     }
 
     /// Scatters that send each parameter, negated or shifted, to its own target coordinate
@@ -1010,12 +1011,7 @@ mod tests {
                 ArrayData::I64((0..6).map(|i| i * 7 - 20).collect()),
             ),
         ];
-        let config = InterpConfig::default();
-        let bits = |program: &Program| {
-            let results = interpret(program, &inputs, &config).expect("runs");
-            format!("{results:?}")
-        };
-        assert_eq!(bits(&original), bits(&simplified));
+        assert_same_bits(&original, &simplified, &inputs);
     }
 
     /// Scatters of scatters whose inner index function returns its own parameter first are
