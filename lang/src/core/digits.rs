@@ -15,6 +15,7 @@
 // Both recognise the digits here, over their own IR, through a view of its nodes (`Step`).
 
 use crate::core::ir::Elem;
+use crate::prim::Prim;
 
 /// What a node of the index computation is, as far as its digits go.
 pub enum Step<N, B> {
@@ -29,6 +30,22 @@ pub enum Step<N, B> {
     Mod(N, i64),
     /// Anything else.
     Opaque,
+}
+
+impl<N: Copy, B> Step<N, B> {
+    /// The step of `prim` applied to `operands` (not a base): a cast, or `idiv`/`mod` by an
+    /// operand whose value `constant` knows.
+    pub fn of_prim(prim: Prim, operands: &[N], constant: impl Fn(N) -> Option<i64>) -> Self {
+        match (prim, operands) {
+            (Prim::Cast(elem), &[operand]) => Step::Cast(elem, operand),
+            (Prim::IDiv | Prim::Mod, &[operand, by]) => match constant(by) {
+                Some(by) if prim == Prim::IDiv => Step::IDiv(operand, by),
+                Some(by) => Step::Mod(operand, by),
+                None => Step::Opaque,
+            },
+            _ => Step::Opaque,
+        }
+    }
 }
 
 /// `(base idiv divisor) mod modulus` (no modulus: the quotient) of a non-negative base.

@@ -77,15 +77,9 @@ impl Affine {
         }
     }
 
-    /// `self * factor + other * 1`, normalised. The callers scale by strides and
-    /// coefficients of real shapes; arithmetic from the program goes through `of_prim`.
-    pub fn scaled_plus(&self, factor: i64, other: &Affine) -> Affine {
-        self.checked_scaled_plus(factor, other)
-            .expect("the coefficients of an index into a shape fit in i64")
-    }
-
-    /// `self * factor + other`, normalised, or `None` where a number overflows.
-    fn checked_scaled_plus(&self, factor: i64, other: &Affine) -> Option<Affine> {
+    /// `self * factor + other`, normalised, or `None` where a number overflows (the caller
+    /// then treats the index as not affine).
+    pub fn scaled_plus(&self, factor: i64, other: &Affine) -> Option<Affine> {
         let mut terms = Vec::with_capacity(self.terms.len() + other.terms.len());
         for &(axis, coeff) in &self.terms {
             terms.push((axis, coeff.checked_mul(factor)?));
@@ -140,14 +134,14 @@ impl Affine {
         let zero = Affine::default();
         let affine = match prim {
             Prim::Cast(_) if operands.len() == 1 => operand(0)?.clone(),
-            Prim::Add => operand(0)?.checked_scaled_plus(1, operand(1)?)?,
-            Prim::Sub => operand(1)?.checked_scaled_plus(-1, operand(0)?)?,
-            Prim::Neg => operand(0)?.checked_scaled_plus(-1, &zero)?,
+            Prim::Add => operand(0)?.scaled_plus(1, operand(1)?)?,
+            Prim::Sub => operand(1)?.scaled_plus(-1, operand(0)?)?,
+            Prim::Neg => operand(0)?.scaled_plus(-1, &zero)?,
             Prim::Mul => {
                 let (a, b) = (operand(0)?, operand(1)?);
                 match (constant(a), constant(b)) {
-                    (Some(factor), _) => b.checked_scaled_plus(factor, &zero)?,
-                    (None, Some(factor)) => a.checked_scaled_plus(factor, &zero)?,
+                    (Some(factor), _) => b.scaled_plus(factor, &zero)?,
+                    (None, Some(factor)) => a.scaled_plus(factor, &zero)?,
                     (None, None) => return None,
                 }
             }
@@ -764,5 +758,45 @@ impl fmt::Display for ScheduleDisplay<'_> {
             .collect();
         writeln!(f, "  in {}", results.join(", "))?;
         write!(f, "}}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Index arithmetic that overflows `i64` on the way is not affine (`None`), never a
+    /// wrapped value or a panic; arithmetic that leaves its type over the shape is not exact.
+    #[test]
+    fn affine_arithmetic_is_checked() {
+        let i = Affine::axis(0);
+        let big = Affine::constant(i64::MAX);
+        assert_eq!(
+            i.scaled_plus(3, &Affine::constant(2)),
+            Some(Affine {
+                constant: 2,
+                terms: vec![(0, 3)]
+            })
+        );
+        assert_eq!(i.scaled_plus(i64::MAX, &i), None, "coefficient overflows");
+        assert_eq!(
+            big.scaled_plus(1, &Affine::constant(1)),
+            None,
+            "constant overflows"
+        );
+        let mul = |a: &Affine, b: &Affine| {
+            Affine::of_prim(Prim::Mul, &[Some(a), Some(b)], Elem::I64, &[10])
+        };
+        assert_eq!(
+            mul(&i, &Affine::constant(4)),
+            Some(i.scaled_plus(4, &Affine::default()).unwrap())
+        );
+        assert_eq!(mul(&i, &big), None);
+        // `9 - i` over 0..10 fits a u32; `i - 1` does not (it is -1 at 0).
+        let sub = |a: &Affine, b: &Affine| {
+            Affine::of_prim(Prim::Sub, &[Some(a), Some(b)], Elem::U32, &[10])
+        };
+        assert!(sub(&Affine::constant(9), &i).is_some());
+        assert_eq!(sub(&i, &Affine::constant(1)), None);
     }
 }

@@ -490,20 +490,16 @@ fn exact_index(kernel: &Kernel, node: NodeId) -> Option<NodeId> {
 /// gather (a pair index set, `concat`) is then an affine read, a contiguous run along `k`,
 /// not a division and a remainder per element.
 fn digits_of_one_offset(kernel: &Kernel, coords: &[Coord], dims: &[usize]) -> Option<Affine> {
-    let axes: Vec<usize> = (coords.iter().enumerate())
-        .filter(|(_, coord)| matches!(coord, Coord::Node(_)))
-        .map(|(axis, _)| axis)
-        .collect();
+    let (axes, nodes): (Vec<usize>, Vec<NodeId>) = (coords.iter().enumerate())
+        .filter_map(|(axis, coord)| match coord {
+            Coord::Node(node) => Some((axis, *node)),
+            _ => None,
+        })
+        .unzip();
     let (&first, &last) = (axes.first()?, axes.last()?);
     if last - first + 1 != axes.len() {
         return None;
     }
-    let nodes: Vec<NodeId> = (coords[first..=last].iter())
-        .filter_map(|coord| match coord {
-            Coord::Node(node) => Some(*node),
-            _ => None,
-        })
-        .collect();
     let constant = |node: NodeId| match &kernel.nodes[node].0 {
         Node::Index(affine) if affine.terms.is_empty() => Some(affine.constant),
         Node::Lit(scalar) => scalar.int_value(),
@@ -519,18 +515,7 @@ fn digits_of_one_offset(kernel: &Kernel, coords: &[Coord], dims: &[usize]) -> Op
                 },
                 None => digits::Step::Opaque,
             },
-            Node::Prim(Prim::Cast(elem), operands) if operands.len() == 1 => {
-                digits::Step::Cast(*elem, operands[0])
-            }
-            Node::Prim(prim @ (Prim::IDiv | Prim::Mod), operands) => {
-                match (&operands[..], operands.get(1).and_then(|&by| constant(by))) {
-                    ([operand, _], Some(by)) if *prim == Prim::IDiv => {
-                        digits::Step::IDiv(*operand, by)
-                    }
-                    ([operand, _], Some(by)) => digits::Step::Mod(*operand, by),
-                    _ => digits::Step::Opaque,
-                }
-            }
+            Node::Prim(prim, operands) => digits::Step::of_prim(*prim, operands, constant),
             _ => digits::Step::Opaque,
         }
     })

@@ -279,7 +279,7 @@ pub fn signed_permutation(
         .map(|(axis, &param)| (param, Affine::axis(axis)))
         .collect();
     let affine = |atom: &Atom, env: &HashMap<VarId, Affine>| match atom {
-        Atom::Lit(scalar) => scalar.int_value().map(Affine::constant),
+        Atom::Lit(_) => atom.int_literal().map(Affine::constant),
         Atom::Var(var) => env.get(var).cloned(),
     };
     for stmt in &block.stmts {

@@ -159,12 +159,11 @@ pub fn recompute_factor(program: &Program, expr: &Expr) -> usize {
         Expr::Replicate { count, .. } => *count,
         Expr::Gather { shape, body, .. } => {
             let points = shape.get(..program.blocks[*body].params.len());
-            let once = points
-                .and_then(|points| gather_scatter::signed_permutation(program, *body, points));
-            if once.is_some() {
-                1
-            } else {
-                2
+            match points
+                .and_then(|points| gather_scatter::signed_permutation(program, *body, points))
+            {
+                Some(_) => 1,
+                None => 2,
             }
         }
         Expr::Atom(_)

@@ -12,7 +12,9 @@
 //! (if-conversion); a `scatter` of a `scatter` whose index function returns its own
 //! parameters first is one `scatter` (the transpose of a read through a pair index set,
 //! `x[i][j]`: no one-hot rows materialised; exact, see `scatter_of_scatter`), and a scatter of
-//! each point to the row-major digits of its own index is a `reshape` (+0.0 for floats); and
+//! each point to the row-major digits of its own index is a `reshape` (+0.0 for floats), a
+//! scatter that sends each parameter, negated or shifted, to a coordinate of its own is a
+//! `gather` by the inverse (+0.0 for floats; the gradients of `reverse`, `slice`, shifts); and
 //! a statement that recomputes an earlier one (same operation on the same operands, compared
 //! by a structural key with floats by bits, blocks up to the names of their own variables)
 //! reuses its result. Rules that are not exact in
@@ -171,7 +173,14 @@ fn simplify_block(
             continue;
         }
         if let [binder] = stmt.binders[..] {
-            if let Some((rule, replacement)) = rewrite(program, &stmt.expr, seen, &cx.defs) {
+            // The key is computed once (with blocks it walks them), for the lookup and the
+            // entry, and again only when a rule replaced the expression.
+            let mut key = cse_key(program, &stmt.expr);
+            let rewritten = match key.as_ref().and_then(|key| seen.get(key)) {
+                Some(&earlier) => Some((Rule::CommonSubexpression, Expr::Atom(Atom::Var(earlier)))),
+                None => rewrite(program, &stmt.expr, &cx.defs),
+            };
+            if let Some((rule, replacement)) = rewritten {
                 *cx.fired.entry(rule).or_default() += 1;
                 if let Expr::Atom(atom) = replacement {
                     cx.subst.insert(binder, atom);
@@ -180,11 +189,9 @@ fn simplify_block(
                     continue;
                 }
                 stmt.expr = replacement;
+                key = cse_key(program, &stmt.expr);
             }
-            if let Some(key) = program
-                .expr_key(&stmt.expr)
-                .filter(|_| !matches!(stmt.expr, Expr::Atom(_)))
-            {
+            if let Some(key) = key {
                 seen.entry(key).or_insert(binder);
             }
             cx.defs.insert(binder, stmt.expr.clone());
@@ -334,17 +341,8 @@ fn scatter_as_reshape(program: &mut Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
             high: highest,
         },
         Atom::Var(var) => match defs.get(&var) {
-            Some(Expr::Prim(Prim::Cast(elem), args)) if args.len() == 1 => {
-                digits::Step::Cast(*elem, args[0])
-            }
-            Some(Expr::Prim(prim @ (Prim::IDiv | Prim::Mod), args)) => {
-                match (&args[..], args.get(1).and_then(|by| by.int_literal())) {
-                    ([operand, _], Some(by)) if *prim == Prim::IDiv => {
-                        digits::Step::IDiv(*operand, by)
-                    }
-                    ([operand, _], Some(by)) => digits::Step::Mod(*operand, by),
-                    _ => digits::Step::Opaque,
-                }
+            Some(Expr::Prim(prim, args)) => {
+                digits::Step::of_prim(*prim, args, |by| by.int_literal())
             }
             _ => digits::Step::Opaque,
         },
@@ -463,19 +461,17 @@ fn resolve(atom: Atom, subst: &HashMap<VarId, Atom>) -> Atom {
     }
 }
 
+/// The key under which CSE records a statement's expression (copies are not recorded: copy
+/// propagation removes them).
+fn cse_key(program: &Program, expr: &Expr) -> Option<ExprKey> {
+    (!matches!(expr, Expr::Atom(_)))
+        .then(|| program.expr_key(expr))
+        .flatten()
+}
+
 /// What a statement can be replaced by (an atom: its binder is replaced everywhere), and the
-/// rule that says so.
-fn rewrite(
-    program: &Program,
-    expr: &Expr,
-    seen: &HashMap<ExprKey, VarId>,
-    defs: &HashMap<VarId, Expr>,
-) -> Option<(Rule, Expr)> {
-    if let Some(key) = (program.expr_key(expr)).filter(|_| !matches!(expr, Expr::Atom(_))) {
-        if let Some(earlier) = seen.get(&key) {
-            return Some((Rule::CommonSubexpression, Expr::Atom(Atom::Var(*earlier))));
-        }
-    }
+/// rule that says so; common subexpressions are found by the caller.
+fn rewrite(program: &Program, expr: &Expr, defs: &HashMap<VarId, Expr>) -> Option<(Rule, Expr)> {
     let def = |atom: &Atom| match atom {
         Atom::Var(var) => defs.get(var),
         Atom::Lit(_) => None,
@@ -747,12 +743,7 @@ mod tests {
         let (original, simplified) =
             simplified_by(src, Rule::CommonSubexpression, 2, ("gather", 4));
         assert_eq!(simplified.to_string().matches("fold").count(), 1);
-        let inputs = random_inputs(&original, 5);
-        let config = InterpConfig::default();
-        assert_eq!(
-            interpret(&original, &inputs, &config),
-            interpret(&simplified, &inputs, &config)
-        );
+        assert_same_bits(&original, &simplified, &random_inputs(&original, 5));
     }
 
     #[test]

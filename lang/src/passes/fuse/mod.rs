@@ -51,9 +51,10 @@
 // its *weight*, the number of times its element is computed when inlined, is the sum over its
 // readers of 1 for a materialised reader and, for an inlined reader, the reader's own weight,
 // times `count` through `replicate` and times 2 through `gather` (whose index function may
-// read an element many times; `ops::recompute_factor`). Readers that end up in one kernel
-// through elementwise statements only count once: they ask for the element at the kernel's
-// own coordinates, and the kernel shares that node. Views (`replicate`, `tr`, `reshape`,
+// read an element many times) unless its index function is a signed permutation of its
+// params, a reversal or a shift, which reads each element once (`ops::recompute_factor`).
+// Readers that end up in one kernel through elementwise statements only count once: they
+// ask for the element at the kernel's own coordinates, and the kernel shares that node. Views (`replicate`, `tr`, `reshape`,
 // `iota`, `index`, `gather`, copies) and rank-0 values are always inlined: they compute
 // nothing per element (a rank-0 value is computed once per line of the kernel). A view of
 // indices and literals alone (`replicate` of a literal, `iota`) that a bulk statement needs
@@ -831,7 +832,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
                 .iter()
                 .zip(&strides)
                 .try_fold(Affine::default(), |acc, (coord, &stride)| match coord {
-                    Coord::Affine(affine) => Some(affine.scaled_plus(stride as i64, &acc)),
+                    Coord::Affine(affine) => affine.scaled_plus(stride as i64, &acc),
                     Coord::Node(_) | Coord::Masked(..) => None,
                 });
         if let Some(flat) = &affine {
@@ -891,9 +892,9 @@ fn split_affine(
             let mut rest = Affine::constant(flat.constant % stride);
             for &(axis, coeff) in &flat.terms {
                 if coeff % stride == 0 {
-                    quotient = Affine::axis(axis).scaled_plus(coeff / stride, &quotient);
+                    quotient = Affine::axis(axis).scaled_plus(coeff / stride, &quotient)?;
                 } else {
-                    rest = Affine::axis(axis).scaled_plus(coeff, &rest);
+                    rest = Affine::axis(axis).scaled_plus(coeff, &rest)?;
                 }
             }
             let (low, high) = rest.bounds(space)?;
@@ -905,7 +906,7 @@ fn split_affine(
             let mut kept = Affine::constant(quotient.constant.rem_euclid(dim));
             for &(axis, coeff) in &quotient.terms {
                 if coeff % dim != 0 {
-                    kept = Affine::axis(axis).scaled_plus(coeff, &kept);
+                    kept = Affine::axis(axis).scaled_plus(coeff, &kept)?;
                 }
             }
             let (low, high) = kept.bounds(space)?;
