@@ -85,6 +85,10 @@ impl<K: Id, V> IdVec<K, V> {
     pub fn values(&self) -> impl Iterator<Item = &V> {
         self.items.iter()
     }
+
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
+        self.items.iter_mut()
+    }
 }
 
 impl<K: Id, V> std::ops::Index<K> for IdVec<K, V> {

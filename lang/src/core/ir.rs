@@ -557,6 +557,11 @@ pub struct VarInfo {
     pub ty: ArrTy,
     /// A name for printing (`x`, `acc`), taken from the source where there is one.
     pub hint: String,
+    /// The program is linear in this variable: a tangent of a forward derivative or a
+    /// cotangent of its transpose, while `passes::derivatives` takes one derivative (seed 001
+    /// §7.3). The verifier checks that each statement uses it where its operation is linear
+    /// (`ops::linearity`); placing the derivative clears the flags. Printed `lin`.
+    pub linear: bool,
 }
 
 /// A whole program: the arena and its entry block. `inputs` are bound from outside (the
@@ -593,7 +598,27 @@ impl Program {
         self.vars.push(VarInfo {
             ty,
             hint: hint.to_string(),
+            linear: false,
         })
+    }
+
+    /// A new variable the program is linear in (`VarInfo::linear`).
+    pub fn new_linear_var(&mut self, ty: ArrTy, hint: &str) -> VarId {
+        let var = self.new_var(ty, hint);
+        self.vars[var].linear = true;
+        var
+    }
+
+    /// Whether `atom` is a linear variable (`VarInfo::linear`).
+    pub fn is_linear(&self, atom: &Atom) -> bool {
+        matches!(atom, Atom::Var(var) if self.vars.get(*var).is_some_and(|info| info.linear))
+    }
+
+    /// Clears every linear flag: the program is ordinary IR again.
+    pub fn clear_linear(&mut self) {
+        for info in self.vars.values_mut() {
+            info.linear = false;
+        }
     }
 
     pub fn new_block(&mut self) -> BlockId {

@@ -223,10 +223,11 @@ impl<'a> Parser<'a> {
         let start = self.pos;
         let (var, hint) = self.var()?;
         self.expect(":")?;
+        let linear = self.eat("lin");
         let ty = self.ty()?;
         let index = var.0 as usize;
         if self.declared[index] {
-            if self.program.vars[var].ty != ty {
+            if self.program.vars[var].ty != ty || self.program.vars[var].linear != linear {
                 return self.error_at(start, format!("{var} is bound again with another type"));
             }
         } else {
@@ -234,6 +235,7 @@ impl<'a> Parser<'a> {
             self.program.vars[var] = VarInfo {
                 ty,
                 hint: hint.unwrap_or_default(),
+                linear,
             };
         }
         Ok(var)

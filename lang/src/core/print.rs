@@ -24,7 +24,9 @@
 //!
 //! - Variables print as `%N` (N is the `VarId`), followed by `_hint` when the variable has a
 //!   hint (characters outside `[A-Za-z0-9_]` print as `_`). Every binder (inputs, params,
-//!   statement binders) carries its type `[shape]elem`.
+//!   statement binders) carries its type `[shape]elem`, after `lin` for a variable the
+//!   program is linear in (`%7_x_dot: lin [4]f32`, the tangents and cotangents of the
+//!   `linear` and `transposed` stages; `VarInfo::linear`).
 //! - Literals carry their element type: `1.5:f32`, `-3:i64`, `NaN:f64`, `inf:f32`; booleans
 //!   are `true` and `false`. Floats print in Rust's shortest round-trip form.
 //! - Expressions: an atom; `<prim name> a b …`; `build1 k BLOCK`; `index a [i, j]`;
@@ -181,6 +183,7 @@ struct Printer<'a> {
 impl Printer<'_> {
     fn binder(&self, var: VarId) -> String {
         let ty = match self.program.vars.get(var) {
+            Some(info) if info.linear => format!("lin {}", ty_text(&info.ty)),
             Some(info) => ty_text(&info.ty),
             None => "<out of range>".to_string(),
         };

@@ -44,14 +44,13 @@
 //!     (arrays of one shape `[n, rest…]`, identities of shape `rest`, a closed straight-line
 //!     scalar operator from the left then right operands to the combined ones).
 //!
-//! - Linearity (`verify_linearity`, given the linear variables of a forward derivative, which
-//!   `passes::ad` keeps in a side table): linear variables are used only where their
-//!   statement's operation is linear (`ops::linearity`). `passes::ad::vjp` runs it on its
-//!   input in debug builds and tests.
+//! - Linearity: variables marked linear (`VarInfo::linear`: the tangents of the `linear`
+//!   stage and the cotangents of the `transposed` stage) are used only where their
+//!   statement's operation is linear (`ops::linearity`), and a structural operation of a
+//!   linear variable binds linear variables.
 //!
-//! Not checked yet (STYLE.md §1): that the backward program is linear in the cotangents
-//! (the transposed program has no side table of its own), and "no `build1` left after the
-//! BOT" (the BOT's postcondition checks it instead).
+//! Not checked here (STYLE.md §1): "no `build1` left after the BOT" (the BOT's postcondition
+//! checks it instead).
 
 use std::fmt;
 
@@ -243,6 +242,9 @@ impl Verifier<'_> {
         }
         if ids_ok {
             self.check_types(stmt, at);
+            if let Some(message) = linearity_error(self.program, stmt) {
+                self.error(at, message);
+            }
         }
         for &binder in &stmt.binders {
             self.define(binder, "binder");
@@ -295,47 +297,16 @@ impl Verifier<'_> {
     }
 }
 
-/// Checks that the linear variables `linear` (a side table of `passes::ad`: the tangents of a
-/// forward derivative) are used linearly by `stmts` and the blocks nested in them, by each
-/// operation's linearity rule (`ops::linearity`): a structural operation uses them only in
-/// the operands it is linear in (and then binds linear variables), an elementwise primitive
-/// only if it is linear (a bilinear one in some of its operands, not all), and a `cond` never
-/// in its condition. This is what transposition (seed 001 §7.3) relies on.
-pub fn verify_linearity(
-    program: &Program,
-    stmts: &[Stmt],
-    linear: &std::collections::HashSet<VarId>,
-) -> Result<(), Vec<VerifyError>> {
-    let mut errors = Vec::new();
-    let mut pending: Vec<(Option<BlockId>, &[Stmt])> = vec![(None, stmts)];
-    while let Some((block, stmts)) = pending.pop() {
-        for stmt in stmts {
-            let error = |message: String| VerifyError {
-                message,
-                var: stmt.binders.first().copied(),
-                block,
-            };
-            if let Some(message) = linearity_error(stmt, linear) {
-                errors.push(error(message));
-            }
-            for nested in expr_blocks(&stmt.expr) {
-                if let Some(nested_block) = program.blocks.get(nested) {
-                    pending.push((Some(nested), &nested_block.stmts));
-                }
-            }
-        }
-    }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(errors)
-    }
-}
-
 /// What is wrong with the way `stmt` uses the linear variables, if anything.
-fn linearity_error(stmt: &Stmt, linear: &std::collections::HashSet<VarId>) -> Option<String> {
-    let is_linear = |atom: &Atom| matches!(atom, Atom::Var(var) if linear.contains(var));
-    let operands: Vec<bool> = expr_atoms(&stmt.expr).iter().map(is_linear).collect();
+/// A structural operation uses them only in the operands it is linear in (and then binds
+/// linear variables), an elementwise primitive only if it is linear (a bilinear one in some
+/// of its operands, not all), and a `cond` never in its condition. This is what
+/// transposition (seed 001 §7.3) relies on.
+fn linearity_error(program: &Program, stmt: &Stmt) -> Option<String> {
+    let operands: Vec<bool> = expr_atoms(&stmt.expr)
+        .iter()
+        .map(|atom| program.is_linear(atom))
+        .collect();
     if !operands.contains(&true) {
         return None;
     }
@@ -353,7 +324,11 @@ fn linearity_error(stmt: &Stmt, linear: &std::collections::HashSet<VarId>) -> Op
                     "`{name}` uses a linear value where it is not linear"
                 ));
             }
-            if !stmt.binders.iter().all(|binder| linear.contains(binder)) {
+            if !stmt
+                .binders
+                .iter()
+                .all(|&binder| program.is_linear(&Atom::Var(binder)))
+            {
                 return Some(format!(
                     "`{name}` of a linear value binds a non-linear variable"
                 ));
@@ -746,31 +721,36 @@ mod tests {
 
     #[test]
     fn linear_values_are_used_only_where_their_operation_is_linear() {
-        let mut b = Builder::new();
-        let x = b.input(ArrTy::new(vec![2], Elem::F64), "x");
-        let x_dot = b.input(ArrTy::new(vec![2], Elem::F64), "x_dot");
-        let scaled = b.prim(Prim::Mul, &[x, x_dot]);
-        let squared = b.prim(Prim::Mul, &[x_dot, x_dot]);
-        let exp = b.prim(Prim::Exp, &[x_dot]);
-        let sum = b.let1(Expr::SumOuter(scaled));
-        let program = b.finish(vec![squared, exp, sum]);
-        let var = |atom: Atom| match atom {
-            Atom::Var(var) => var,
-            Atom::Lit(_) => unreachable!("the test binds variables"),
-        };
-        // `sum` is left out of the linear variables on purpose.
-        let linear = [x_dot, scaled, squared, exp].map(var).into_iter().collect();
-        let main = &program.blocks[program.main].stmts;
-        let errors = verify_linearity(&program, main, &linear).unwrap_err();
-        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        // `%5` is left out of the linear variables on purpose; `%6` scales a linear value.
+        let text = "\
+program(%0_x: [2]f64, %1_x_dot: lin [2]f64) {
+  %2: lin [2]f64 = mul %0_x %1_x_dot
+  %3: lin [2]f64 = mul %1_x_dot %1_x_dot
+  %4: lin [2]f64 = exp %1_x_dot
+  %5: []f64 = sumOuter %2
+  %6: lin [2]f64 = div %2 %0_x
+  in %3, %4, %5, %6
+}
+";
+        let program = parse_program(text).unwrap();
+        assert_eq!(format!("{program}\n"), text, "`lin` prints and parses back");
+        let messages: Vec<String> = verify(&program)
+            .unwrap_err()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         expect_test::expect![[r#"
             [
-                "%3: `mul` of linear values only is not linear",
-                "%4: `exp` of a linear value is not linear",
-                "%5: `sumOuter` of a linear value binds a non-linear variable",
+                "b0: %3: `mul` of linear values only is not linear",
+                "b0: %4: `exp` of a linear value is not linear",
+                "b0: %5: `sumOuter` of a linear value binds a non-linear variable",
             ]
         "#]]
         .assert_debug_eq(&messages);
+        // Without the flags the same statements are ordinary IR.
+        let mut plain = program.clone();
+        plain.clear_linear();
+        assert_eq!(verify(&plain), Ok(()));
     }
 
     #[test]

@@ -298,14 +298,10 @@ impl Batcher<'_> {
 /// A loop carrying primal and tangent values, split for transposition (`passes::ad::split`):
 /// its primal part runs forward as a scan that also stacks the carry entering every
 /// iteration, and the whole statement is transposed by `transpose_loop`.
-pub(crate) fn split_loop(
-    program: &mut Program,
-    stmt: &Stmt,
-    linear: &HashSet<VarId>,
-) -> (Stmt, LinearItem) {
+pub(crate) fn split_loop(program: &mut Program, stmt: &Stmt) -> (Stmt, LinearItem) {
     // A loop carrying primal and tangent values: run the primal part as a scan that
     // also stacks the carries.
-    let shape = loop_shape(stmt, program, linear);
+    let shape = loop_shape(stmt, program);
     let body: Block = program.blocks[shape.body].clone();
     let carry_params = body.params[1..=shape.n_carries].to_vec();
     let mut results: Vec<Atom> = body.results[..shape.n_carries].to_vec();
@@ -317,7 +313,7 @@ pub(crate) fn split_loop(
     let mut params = vec![body.params[0]];
     params.extend(&carry_params);
     // Nested loops contribute their primal scans too.
-    let (primal_stmts, _) = ad::split(program, &body.stmts, linear);
+    let (primal_stmts, _) = ad::split(program, &body.stmts);
     let primal_body = program.blocks.push(Block {
         params,
         stmts: primal_stmts,
@@ -382,18 +378,13 @@ pub(crate) fn jvp_loop(
         .filter(|position| builder.ty(&init[*position]).elem.is_float())
         .collect();
     // New body: params [i, carries…, carry tangents…].
-    let mut inner = Builder {
-        program: &mut *builder.program,
-        stmts: Vec::new(),
-        linear: builder.linear.clone(),
-    };
+    let mut inner = Builder::new(&mut *builder.program);
     let mut inner_tangents = tangents.clone();
     let mut params = source.params.clone();
     for position in &float_carries {
         let param = source.params[1 + position];
         let ty = inner.program.var_ty(param).clone();
-        let tangent = inner.program.new_var(ty, "c_dot");
-        inner.linear.insert(tangent);
+        let tangent = inner.program.new_linear_var(ty, "c_dot");
         inner_tangents.insert(param, Atom::Var(tangent));
         params.push(tangent);
     }
@@ -418,9 +409,7 @@ pub(crate) fn jvp_loop(
     }
     results.extend(ys);
     results.extend(y_tangents);
-    let linear = inner.linear;
     let stmts = inner.stmts;
-    builder.linear = linear;
     let new_body = builder.program.blocks.push(Block {
         params,
         stmts,
@@ -453,7 +442,7 @@ pub(crate) fn jvp_loop(
         }
     }
     for (_, tangent) in &new_tangents {
-        builder.linear.insert(*tangent);
+        builder.set_linear(&[*tangent], true);
     }
     let expr = Expr::sequential_loop(is_scan, size, new_init, new_body);
     builder.stmts.push(Stmt { binders, expr });
@@ -476,23 +465,18 @@ struct LoopShape {
     body: BlockId,
 }
 
-fn loop_shape(stmt: &Stmt, program: &Program, linear: &HashSet<VarId>) -> LoopShape {
+fn loop_shape(stmt: &Stmt, program: &Program) -> LoopShape {
+    let linear = |var: &&VarId| program.vars[**var].linear;
     let (size, init, body, is_scan) = match &stmt.expr {
         Expr::Fold { size, init, body } => (*size, init.clone(), *body, false),
         Expr::Scan { size, init, body } => (*size, init.clone(), *body, true),
         _ => unreachable!("only loops have a loop shape"),
     };
     let params = &program.blocks[body].params;
-    let n_carry_tangents = params[1..]
-        .iter()
-        .filter(|param| linear.contains(param))
-        .count();
+    let n_carry_tangents = params[1..].iter().filter(linear).count();
     let n_carries = params.len() - 1 - n_carry_tangents;
     let rest = &stmt.binders[n_carries + n_carry_tangents..];
-    let n_ys = rest
-        .iter()
-        .filter(|binder| !linear.contains(binder))
-        .count();
+    let n_ys = rest.iter().filter(|binder| !linear(binder)).count();
     LoopShape {
         size,
         is_scan,
@@ -600,7 +584,7 @@ pub(crate) fn transpose_loop(
     stacked: &[VarId],
     cts: &mut HashMap<VarId, Atom>,
 ) -> Result<(), AdError> {
-    let shape = loop_shape(stmt, builder.program, &builder.linear);
+    let shape = loop_shape(stmt, builder.program);
     let tangent_binders = &stmt.binders[shape.n_carries..shape.n_carries + shape.n_carry_tangents];
     let ys_tangent_binders: Vec<VarId> = if shape.is_scan {
         stmt.binders[shape.n_carries + shape.n_carry_tangents + shape.n_ys..].to_vec()
@@ -626,7 +610,7 @@ pub(crate) fn transpose_loop(
     crate::core::visit::collect_defs(builder.program, shape.body, &mut defined);
     let mut used = Vec::new();
     crate::core::visit::collect_uses(builder.program, shape.body, &mut used);
-    used.retain(|var| builder.linear.contains(var) && !defined.contains(var));
+    used.retain(|var| builder.program.vars[*var].linear && !defined.contains(var));
     let mut free: Vec<VarId> = Vec::new();
     for var in &used {
         if !free.contains(var) {
@@ -641,14 +625,10 @@ pub(crate) fn transpose_loop(
         .map(|param| {
             builder
                 .program
-                .new_var(builder.program.var_ty(*param).clone(), "ct_c")
+                .new_linear_var(builder.program.var_ty(*param).clone(), "ct_c")
         })
         .collect();
-    let mut inner = Builder {
-        program: &mut *builder.program,
-        stmts: Vec::new(),
-        linear: builder.linear.clone(),
-    };
+    let mut inner = Builder::new(&mut *builder.program);
     let last = Atom::Lit(Scalar::I64(shape.size as i64 - 1));
     let i = inner.emit1(
         Expr::Prim(Prim::Sub, vec![last, Atom::Var(k)]),
@@ -674,8 +654,7 @@ pub(crate) fn transpose_loop(
         .map(|param| {
             let placeholder = inner
                 .program
-                .new_var(inner.program.var_ty(*param).clone(), "c_dot");
-            inner.linear.insert(placeholder);
+                .new_linear_var(inner.program.var_ty(*param).clone(), "c_dot");
             subst.insert(*param, Atom::Var(placeholder));
             placeholder
         })
@@ -688,13 +667,7 @@ pub(crate) fn transpose_loop(
             &mut subst,
         ));
     }
-    // The copies of linear variables (binders and the parameters of nested blocks) are linear.
-    for (old, new) in &subst {
-        if let (true, Atom::Var(new)) = (inner.linear.contains(old), new) {
-            inner.linear.insert(*new);
-        }
-    }
-    let (forward, mut items) = ad::split(inner.program, &copied, &inner.linear);
+    let (forward, mut items) = ad::split(inner.program, &copied);
     inner.stmts.extend(forward);
     let recomputable = recomputable_from_step(inner.program, &inner.stmts, k, stacked);
     let reads = outer_reads(inner.program, &inner.stmts, &copied, &free, &recomputable);
@@ -718,7 +691,7 @@ pub(crate) fn transpose_loop(
         .map(|var| {
             inner
                 .program
-                .new_var(inner.program.var_ty(*var).clone(), "ct_free")
+                .new_linear_var(inner.program.var_ty(*var).clone(), "ct_free")
         })
         .collect();
     let mut inner_cts: HashMap<VarId, Atom> = HashMap::new();
@@ -825,13 +798,10 @@ pub(crate) fn transpose_loop(
     let loop_expr = Expr::sequential_loop(!outputs.is_empty(), shape.size, init, backward_body);
     let binders = builder.emit(loop_expr, binder_tys, "ct_loop");
     // The stacked cotangents are linear, the stacked indices primal.
-    builder.linear.extend(&binders[..n_carried_results]);
+    builder.set_linear(&binders[..n_carried_results], true);
     for (output, binder) in outputs.iter().zip(&binders[n_carried_results..]) {
-        if builder.ty(output).elem.is_float() {
-            builder.linear.insert(*binder);
-        } else {
-            builder.linear.remove(binder);
-        }
+        let float = builder.ty(output).elem.is_float();
+        builder.set_linear(&[*binder], float);
     }
     let init_tangents = &shape.init[shape.n_carries..];
     for (tangent, ct) in init_tangents.iter().zip(&binders) {

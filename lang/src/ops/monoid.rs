@@ -822,11 +822,7 @@ fn otimes_block(
     let atoms = |vars: &[VarId]| vars.iter().map(|var| Atom::Var(*var)).collect::<Vec<_>>();
     let (x1, a1, y1) = (atoms(&sides[0].0), atoms(&sides[0].1), atoms(&sides[0].2));
     let (x2, a2, y2) = (atoms(&sides[1].0), atoms(&sides[1].1), atoms(&sides[1].2));
-    let mut builder = Builder {
-        program,
-        stmts: Vec::new(),
-        linear: Default::default(),
-    };
+    let mut builder = Builder::new(program);
     // a₁ ⊙ a₂.
     let mut subst: HashMap<VarId, Atom> = op_block
         .params
@@ -1075,8 +1071,7 @@ impl Builder<'_> {
             let binder = stmt.binders[comp];
             let ty = self.program.var_ty(binder).clone();
             let hint = format!("{}_dot", self.program.vars[binder].hint);
-            let tangent = self.program.new_var(ty, &hint);
-            self.linear.insert(tangent);
+            let tangent = self.program.new_linear_var(ty, &hint);
             binders.push(tangent);
             new_tangents.push((binder, tangent));
         }

@@ -23,10 +23,13 @@
 //! (`ops::loops::jvp_loop`, `split_loop`, `transpose_loop`, with Note [Reads of outer tables
 //! in a reversed loop]); the monoid operations follow seed 000 (`ops::monoid`).
 //!
-//! The linear variables are a side table (`Jvp::linear`); in debug builds and tests `vjp`
-//! first checks with `core::verify::verify_linearity` that the statements use them linearly.
+//! Linearity is part of the IR (`VarInfo::linear`, printed `lin`): the tangents of `jvp` and
+//! the cotangents of `vjp` are linear variables, and a statement of a linear variable binds
+//! linear ones. The verifier checks after each step (the `linear` and `transposed` stages)
+//! that every statement uses them where its operation is linear; `passes::derivatives`
+//! clears the flags once it has placed the derivative.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use crate::core::inline::clone_block;
 use crate::core::ir::{ArrTy, Atom, Block, BlockId, Expr, Program, Scalar, Stmt, VarId};
@@ -57,8 +60,6 @@ pub struct Jvp {
     pub results: Vec<Atom>,
     /// The tangent of each result (`None`: zero, or not a float).
     pub tangent_results: Vec<Tangent>,
-    /// The linear (tangent) variables.
-    pub linear: HashSet<VarId>,
 }
 
 /// The reverse derivative of a block: the forward statements, then the backward statements
@@ -75,16 +76,30 @@ pub struct Vjp {
     pub grads: Vec<Tangent>,
 }
 
-/// Emits statements into a list, tracking which variables are linear.
+/// Emits statements into a list; a statement of a linear variable binds linear variables
+/// (`VarInfo::linear`).
 pub(crate) struct Builder<'p> {
     pub(crate) program: &'p mut Program,
     pub(crate) stmts: Vec<Stmt>,
-    pub(crate) linear: HashSet<VarId>,
 }
 
-impl Builder<'_> {
+impl<'p> Builder<'p> {
+    pub(crate) fn new(program: &'p mut Program) -> Builder<'p> {
+        Builder {
+            program,
+            stmts: Vec::new(),
+        }
+    }
+
     pub(crate) fn is_linear(&self, atom: &Atom) -> bool {
-        matches!(atom, Atom::Var(var) if self.linear.contains(var))
+        self.program.is_linear(atom)
+    }
+
+    /// Marks `vars` linear (or not).
+    pub(crate) fn set_linear(&mut self, vars: &[VarId], linear: bool) {
+        for &var in vars {
+            self.program.vars[var].linear = linear;
+        }
     }
 
     /// Emits a statement; its binders are linear when any operand is.
@@ -96,9 +111,7 @@ impl Builder<'_> {
             .into_iter()
             .map(|ty| self.program.new_var(ty, hint))
             .collect();
-        if linear {
-            self.linear.extend(&binders);
-        }
+        self.set_linear(&binders, linear);
         self.stmts.push(Stmt {
             binders: binders.clone(),
             expr,
@@ -223,19 +236,14 @@ impl Builder<'_> {
 /// The forward derivative of a build-free block with respect to its float parameters.
 pub fn jvp(program: &mut Program, block: BlockId) -> Result<Jvp, AdError> {
     let source: Block = program.blocks[block].clone();
-    let mut builder = Builder {
-        program,
-        stmts: Vec::new(),
-        linear: HashSet::new(),
-    };
+    let mut builder = Builder::new(program);
     let mut tangents: HashMap<VarId, Atom> = HashMap::new();
     let mut tangent_params = Vec::new();
     for param in &source.params {
         let ty = builder.program.var_ty(*param).clone();
         if ty.elem.is_float() {
             let hint = format!("{}_dot", builder.program.vars[*param].hint);
-            let tangent = builder.program.new_var(ty, &hint);
-            builder.linear.insert(tangent);
+            let tangent = builder.program.new_linear_var(ty, &hint);
             tangents.insert(*param, Atom::Var(tangent));
             tangent_params.push(Some(tangent));
         } else {
@@ -254,7 +262,6 @@ pub fn jvp(program: &mut Program, block: BlockId) -> Result<Jvp, AdError> {
         stmts: builder.stmts,
         results: source.results,
         tangent_results,
-        linear: builder.linear,
     })
 }
 
@@ -381,16 +388,15 @@ pub(crate) enum LinearItem {
 }
 
 /// Splits statements into the forward (primal) ones and the linear ones to transpose.
-pub(crate) fn split(
-    program: &mut Program,
-    stmts: &[Stmt],
-    linear: &HashSet<VarId>,
-) -> (Vec<Stmt>, Vec<LinearItem>) {
+pub(crate) fn split(program: &mut Program, stmts: &[Stmt]) -> (Vec<Stmt>, Vec<LinearItem>) {
     let mut forward = Vec::new();
     let mut items = Vec::new();
     for stmt in stmts {
-        let any_linear = stmt.binders.iter().any(|binder| linear.contains(binder));
-        let all_linear = stmt.binders.iter().all(|binder| linear.contains(binder));
+        let linear = |binder: &VarId| program.vars[*binder].linear;
+        let (any_linear, all_linear) = (
+            stmt.binders.iter().any(linear),
+            stmt.binders.iter().all(linear),
+        );
         if !any_linear {
             forward.push(stmt.clone());
         } else if let Some(primal) = crate::ops::monoid::primal_of_jvp(program, stmt) {
@@ -401,7 +407,7 @@ pub(crate) fn split(
         } else if all_linear {
             items.push(LinearItem::Stmt(stmt.clone()));
         } else {
-            let (primal, item) = crate::ops::loops::split_loop(program, stmt, linear);
+            let (primal, item) = crate::ops::loops::split_loop(program, stmt);
             forward.push(primal);
             items.push(item);
         }
@@ -411,29 +417,14 @@ pub(crate) fn split(
 
 /// Transposes the linear part of a forward derivative (seed 001 §7.3, Fig 19).
 pub fn vjp(program: &mut Program, jvp: &Jvp) -> Result<Vjp, AdError> {
-    if cfg!(debug_assertions) {
-        crate::core::verify::verify_linearity(program, &jvp.stmts, &jvp.linear).map_err(
-            |errors| {
-                let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
-                AdError(format!(
-                    "the forward derivative is not linear: {}",
-                    messages.join("; ")
-                ))
-            },
-        )?;
-    }
-    let (forward, items) = split(program, &jvp.stmts, &jvp.linear);
-    let mut builder = Builder {
-        program,
-        stmts: Vec::new(),
-        linear: jvp.linear.clone(),
-    };
+    let (forward, items) = split(program, &jvp.stmts);
+    let mut builder = Builder::new(program);
     // Cotangent parameters, seeded into the tangents of the results.
     let mut cts: HashMap<VarId, Atom> = HashMap::new();
     let mut ct_params = Vec::new();
     for (result, tangent) in jvp.results.iter().zip(&jvp.tangent_results) {
         let ty = builder.ty(result);
-        let ct_param = builder.program.new_var(ty, "ct");
+        let ct_param = builder.program.new_linear_var(ty, "ct");
         ct_params.push(ct_param);
         if let Some(tangent) = tangent {
             if builder.is_linear(tangent) {

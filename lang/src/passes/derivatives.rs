@@ -7,7 +7,9 @@
 //! The driver's checks run after every step, on the whole program for the first two and on
 //! the derivative program for the others. The derivative statements are then copied to the
 //! place of the `jvp`/`vjp` statement with the primal arguments and seeds substituted, so
-//! the result is ordinary bulk IR inside ordinary core IR.
+//! the result is ordinary bulk IR inside ordinary core IR (the linear flags of its tangents
+//! and cotangents, checked by the verifier in the `linear` and `transposed` stages, are
+//! cleared).
 //!
 //! Derivatives are expanded innermost first: a derivative inside a function that is itself
 //! differentiated is expanded before the outer function goes through its steps, so the outer
@@ -56,6 +58,8 @@ fn run(program: &mut Program, log: &mut Log) -> Result<(), Ice> {
         program.blocks[block].stmts = stmts;
         derivative.place(program, block, &primals, &seeds, &node.binders);
         program.blocks[block].stmts.extend(tail);
+        // The derivative is ordinary IR in its place: its seeds are the caller's values.
+        program.clear_linear();
     }
     erase_stop_gradients(program);
     Ok(())
