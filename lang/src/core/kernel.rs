@@ -256,6 +256,10 @@ pub struct Rows {
     pub kernels: Vec<Kernel>,
     /// By kernel: its output is read only by later members, so it is never materialised.
     pub local: Vec<bool>,
+    /// A scatter (statement index) added in place into the last member's output block by
+    /// block, each point into the row its first index names (Note [Scatters added in place]
+    /// in `passes::fuse::scatter_add`).
+    pub scatter_add: Option<usize>,
 }
 
 impl Rows {
@@ -406,7 +410,17 @@ impl Step {
     pub fn reads(&self, program: &Program, block: BlockId) -> Vec<VarId> {
         match self {
             Step::Kernel(kernel) => kernel.reads(),
-            Step::Rows(rows) => rows.reads(),
+            Step::Rows(rows) => {
+                let mut vars = rows.reads();
+                if let Some(stmt) = rows.scatter_add {
+                    for var in Step::Stmt(stmt).reads(program, block) {
+                        if !vars.contains(&var) {
+                            vars.push(var);
+                        }
+                    }
+                }
+                vars
+            }
             Step::Monoid(monoid) => monoid.reads(program, block),
             Step::MatMul(matmul) if matmul.lhs.var == matmul.rhs.var => vec![matmul.lhs.var],
             Step::MatMul(matmul) => vec![matmul.lhs.var, matmul.rhs.var],
@@ -659,6 +673,14 @@ impl fmt::Display for ScheduleDisplay<'_> {
                         rows.kernels.iter().zip(&rows.local).enumerate()
                     {
                         self.kernel(f, &format!("{number}.{member}"), kernel, "  ", local)?;
+                    }
+                    if let (Some(stmt), Some(last)) = (rows.scatter_add, rows.kernels.last()) {
+                        writeln!(
+                            f,
+                            "    scatter-add by rows into {}: {}",
+                            var_name(program, last.output.0),
+                            stmt_text(program, &block.stmts[stmt], 2)
+                        )?;
                     }
                     writeln!(f, "  }}")?;
                 }

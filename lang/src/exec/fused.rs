@@ -114,7 +114,11 @@ impl Exec<'_> {
                     self.report.kernels += 1;
                 }
                 Step::Rows(rows) => {
-                    for (var, tensor) in self.run_rows(rows)? {
+                    let scatter = match rows.scatter_add {
+                        Some(stmt) => Some(self.row_scatter(&block.stmts[stmt], rows)?),
+                        None => None,
+                    };
+                    for (var, tensor) in self.run_rows(rows, scatter.as_ref())? {
                         self.env[var] = Some(Slot::plain(tensor));
                     }
                     self.report.kernels += rows.kernels.len();

@@ -221,15 +221,38 @@ pub fn add_rows_into(source: &Tensor, n_sub: usize, rows: &Rows, into: Tensor) -
 
 /// Adds row `point` of `source` into row `rows[point]` of `out`, for every point in range.
 fn add_rows<T: LaneElem>(source: &Nd<T>, n_sub: usize, rows: &Rows, out: &mut [T]) {
-    let data = standard_slice(source);
+    add_rows_from(
+        &standard_slice(source),
+        n_sub,
+        rows,
+        0..rows.n_points,
+        out,
+        0,
+    );
+}
+
+/// Adds the row of each point in `points` into row `rows[point]` of a target, in increasing
+/// order, dropping out-of-range targets: `data` holds the rows (`n_sub` elements each) from
+/// point `points.start` on, and `out` the target's elements from `origin` on, including every
+/// row the points reach.
+pub fn add_rows_from<T: LaneElem>(
+    data: &[T],
+    n_sub: usize,
+    rows: &Rows,
+    points: std::ops::Range<usize>,
+    out: &mut [T],
+    origin: usize,
+) {
     let refs = rows.refs();
-    for point in 0..rows.n_points {
+    let first = points.start;
+    for point in points {
         let offset = row_offset(&refs, &rows.lead_shape, point);
         if offset == OUT_OF_RANGE {
             continue;
         }
-        let src = &data[point * n_sub..(point + 1) * n_sub];
-        let dst = &mut out[offset * n_sub..(offset + 1) * n_sub];
+        let src = &data[(point - first) * n_sub..(point - first + 1) * n_sub];
+        let start = offset * n_sub - origin;
+        let dst = &mut out[start..start + n_sub];
         for (slot, &x) in dst.iter_mut().zip(src) {
             *slot = slot.add(x);
         }

@@ -918,14 +918,26 @@ impl Exec<'_> {
         body: BlockId,
     ) -> Res<(Tensor, usize, Rows)> {
         let array = self.tensor(array);
+        let (n_sub, rows) = self.scatter_targets(shape, array.shape(), body)?;
+        Ok((array, n_sub, rows))
+    }
+
+    /// For a scatter of an array of `array_shape` into `shape` by the index function `body`:
+    /// the length of the array's rows (its trailing axes) and their targets.
+    pub(super) fn scatter_targets(
+        &mut self,
+        shape: &[usize],
+        array_shape: &[usize],
+        body: BlockId,
+    ) -> Res<(usize, Rows)> {
         let block = &self.program.blocks[body];
         let n_params = block.params.len();
         let n_lead = block.results.len();
-        let grid = array.shape()[..n_params].to_vec();
-        let n_sub: usize = array.shape()[n_params..].iter().product();
+        let grid = array_shape[..n_params].to_vec();
+        let n_sub: usize = array_shape[n_params..].iter().product();
         // Out-of-range targets are dropped, in strict mode too (dropping is not a read).
         let rows = self.index_fn(body, &grid, &shape[..n_lead], None)?;
-        Ok((array, n_sub, rows))
+        Ok((n_sub, rows))
     }
 
     /// Evaluates the index function `body` at every point of `grid` and returns its results

@@ -1603,3 +1603,80 @@ fn kernels_read_runs_backwards_as_the_interpreter_does() {
     ));
     agrees_on_a_vector_and_a_matrix(&program, n);
 }
+
+/// Note [Row groups]: a scatter added into the last output of a row group, one point per row
+/// at a column its index function computes, is added block by block; its array may be an
+/// input or a member's output. Labels out of range (negative, past the row) are dropped, a
+/// -0 added in place gives the interpreter's +0; bits as the interpreter's on 1 and 2
+/// threads. An index function that reads a member's output keeps the scatter after the group.
+#[test]
+fn scatters_added_by_rows_give_the_interpreters_bits() {
+    use crate::core::kernel::Step;
+    let program_text = |array: &str, label: &str| {
+        format!(
+            "program(%0_zs: [301, 100]f32, %1_labels: [301]i64, %2_w: [301]f32) {{
+  %3_tr: [100, 301]f32 = tr [1, 0] %0_zs
+  %4_sum: [301]f32 = sumOuter %3_tr
+  %5_rep: [100, 301]f32 = replicate 100 %4_sum
+  %6_tr: [301, 100]f32 = tr [1, 0] %5_rep
+  %7_sub: [301, 100]f32 = sub %0_zs %6_tr
+  %8_exp: [301, 100]f32 = exp %7_sub
+  %9_tr: [100, 301]f32 = tr [1, 0] %8_exp
+  %10_sum: [301]f32 = sumOuter %9_tr
+  %11_neg: [301]f32 = neg %2_w
+  %20_one: [301]i64 = replicate 301 1:i64
+  %21_next: [301]i64 = add %1_labels %20_one
+  %12_ct: [301, 100]f32 = scatter [301, 100] {array} (\\%13_i: []i64 ->
+    %14_ix: []i64 = index {label} [%13_i]
+    in %13_i, %14_ix)
+  %15_rep: [100, 301]f32 = replicate 100 %10_sum
+  %16_tr: [301, 100]f32 = tr [1, 0] %15_rep
+  %17_div: [301, 100]f32 = div %8_exp %16_tr
+  %18_add: [301, 100]f32 = add %12_ct %17_div
+  in %18_add, %21_next
+}}
+"
+        )
+    };
+    let zs: Vec<f32> = (0..30100).map(|i| (i as f32 * 0.37).sin()).collect();
+    let labels: Vec<i64> = (0..301)
+        .map(|r| match r % 50 {
+            3 => -1,
+            4 => 100,
+            5 => 1 << 40,
+            _ => (r * 7) % 100,
+        })
+        .collect();
+    let w: Vec<f32> = (0..301)
+        .map(|r| if r % 9 == 0 { -0.0 } else { (r as f32).cos() })
+        .collect();
+    let inputs = [
+        f32s(&[301, 100], &zs),
+        i64s(&[301], &labels),
+        f32s(&[301], &w),
+    ];
+    // (array, label table, whether the scatter joins the group)
+    for (array, label, by_rows) in [
+        ("%2_w", "%1_labels", true),
+        ("%11_neg", "%1_labels", true),
+        ("%11_neg", "%21_next", false),
+    ] {
+        let program = parse(&program_text(array, label));
+        let schedule = crate::passes::fuse::run(&program);
+        let (mut joined, mut after) = (0, 0);
+        for step in &schedule.steps {
+            match step {
+                Step::Rows(rows) => joined += usize::from(rows.scatter_add.is_some()),
+                Step::ScatterAdd { .. } => after += 1,
+                _ => {}
+            }
+        }
+        let text = schedule.display(&program).to_string();
+        assert_eq!(
+            (joined, after),
+            (usize::from(by_rows), 1 - usize::from(by_rows)),
+            "{text}"
+        );
+        agrees_on_chains_and_off(&program, &schedule, &inputs, 0);
+    }
+}

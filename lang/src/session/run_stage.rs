@@ -47,7 +47,15 @@ pub fn render(
                 Some(reduction) => format!("kernel ({})", reduction.name()),
                 None => "kernel".to_string(),
             },
-            Step::Rows(rows) => format!("rows of {} kernels", rows.kernels.len()),
+            Step::Rows(rows) => format!(
+                "rows of {} kernels{}",
+                rows.kernels.len(),
+                if rows.scatter_add.is_some() {
+                    " and a scatter-add"
+                } else {
+                    ""
+                }
+            ),
             Step::MatMul(_) => "matmul".to_string(),
             Step::ScatterAdd { .. } => "scatter-add".to_string(),
             Step::Monoid(monoid) => {

@@ -2,14 +2,16 @@
 //! block of rows at a time, every member on the block before the next block, in parallel over
 //! blocks. A member reads the earlier members' outputs for the block's rows (`Line::group`);
 //! an output the group keeps local lives in a block-sized buffer of the task, reused from
-//! block to block.
+//! block to block. A scatter the group adds into its last output (`Rows::scatter_add`) is
+//! added block by block, after the last member has written the block.
 
 use rayon::prelude::*;
 
 use super::{launch_inputs, GroupRead, Launch, Scratch};
-use crate::core::ir::VarId;
+use crate::core::ir::{Atom, Expr, Stmt, VarId};
 use crate::core::kernel::{Reduction, Rows};
-use crate::exec::lanes::{match_column, Column, ColumnMut, LaneElem};
+use crate::exec::indexing;
+use crate::exec::lanes::{match_column, Column, ColumnMut, ColumnRef, LaneElem};
 use crate::exec::tensor::Tensor;
 use crate::exec::{pool, Exec, Res, PAR_THRESHOLD};
 use crate::prim::{Max, Min};
@@ -26,9 +28,91 @@ struct Task {
     local: Vec<Option<Column>>,
 }
 
+/// A scatter added into a row group's last output block by block (`Rows::scatter_add`): its
+/// array, the length of the array's rows, their targets, and how many points each index of
+/// its first axis has.
+pub(super) struct RowScatter {
+    source: ScatterSource,
+    n_sub: usize,
+    targets: indexing::Rows,
+    first_axis: usize,
+    points_per_index: usize,
+}
+
+/// Where a row scatter's array is: a value (row-major), or a member's output, whose block
+/// holds the rows of the block's points.
+enum ScatterSource {
+    Value(Tensor),
+    Member(usize),
+}
+
+impl RowScatter {
+    /// Adds the points whose first index is in `first..first + count` into `out`, which holds
+    /// those rows of the target (`row_elems` elements each); `member(m)` is member `m`'s
+    /// output for the block.
+    fn add_block<'a, T: LaneElem>(
+        &self,
+        out: &mut [T],
+        (first, count, row_elems): (usize, usize, usize),
+        member: impl Fn(usize) -> ColumnRef<'a>,
+    ) {
+        let end = (first + count).min(self.first_axis);
+        if first >= end {
+            return;
+        }
+        let points = first * self.points_per_index..end * self.points_per_index;
+        let data = match &self.source {
+            ScatterSource::Value(tensor) => {
+                let values = T::of(tensor)
+                    .and_then(|array| array.as_slice())
+                    .expect("a scatter adds its own element type, stored row-major");
+                &values[points.start * self.n_sub..]
+            }
+            ScatterSource::Member(index) => T::slice(member(*index)),
+        };
+        indexing::add_rows_from(
+            data,
+            self.n_sub,
+            &self.targets,
+            points,
+            out,
+            first * row_elems,
+        );
+    }
+}
+
 impl Exec<'_> {
-    /// Runs a row group; returns the outputs it materialises.
-    pub(super) fn run_rows(&self, rows: &Rows) -> Res<Vec<(VarId, Tensor)>> {
+    /// The scatter statement `stmt` ready to be added by rows into the last output of
+    /// `rows`: its targets now, its array now or from a member's block.
+    pub(super) fn row_scatter(&mut self, stmt: &Stmt, rows: &Rows) -> Res<RowScatter> {
+        let Expr::Scatter { shape, array, body } = &stmt.expr else {
+            unreachable!("fuse adds scatters by rows")
+        };
+        let array_shape = self.program.atom_ty(array).shape;
+        let (n_sub, targets) = self.scatter_targets(shape, &array_shape, *body)?;
+        let member = (rows.kernels.iter()).position(|kernel| Atom::Var(kernel.output.0) == *array);
+        let source = match member {
+            Some(member) => ScatterSource::Member(member),
+            None => ScatterSource::Value(self.tensor(array).to_standard_layout()),
+        };
+        let n_params = self.program.blocks[*body].params.len();
+        let grid = &array_shape[..n_params];
+        Ok(RowScatter {
+            source,
+            n_sub,
+            targets,
+            first_axis: grid[0],
+            points_per_index: grid[1..].iter().product(),
+        })
+    }
+
+    /// Runs a row group (adding `scatter` into its last output); returns the outputs it
+    /// materialises.
+    pub(super) fn run_rows(
+        &self,
+        rows: &Rows,
+        scatter: Option<&RowScatter>,
+    ) -> Res<Vec<(VarId, Tensor)>> {
         let kernels = &rows.kernels;
         let made: Vec<VarId> = kernels.iter().map(|kernel| kernel.output.0).collect();
         let inputs: Vec<_> = kernels
@@ -127,6 +211,23 @@ impl Exec<'_> {
                     };
                     let scratch = &mut task.scratch[member];
                     launches[member].run_block(scratch, first, dst, &group, self);
+                }
+                if let Some(scatter) = scatter {
+                    let (done, last) = parts.split_at_mut(kernels.len() - 1);
+                    let member = |index: usize| match &done[index] {
+                        Some(part) => part.as_ref(),
+                        None => (task.local[index].as_ref())
+                            .expect("a local member has a buffer")
+                            .as_ref()
+                            .run(0, count * row_points[index]),
+                    };
+                    let block = (first, count, row_points[kernels.len() - 1]);
+                    let last = last[0]
+                        .as_mut()
+                        .expect("the group materialises its last output");
+                    match_column!(ColumnMut, last.reborrow(), values => {
+                        scatter.add_block(values, block, member)
+                    });
                 }
             };
         let work: usize = kernels

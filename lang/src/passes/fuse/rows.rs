@@ -28,10 +28,17 @@
 //
 // Each member computes the bits it computes alone: a map is pointwise, a sum adds each of its
 // outputs in dx's order in every layout, and `max`/`min` are exactly associative.
+//
+// A scatter added in place into the last member's output (`Step::ScatterAdd`) whose points
+// each land in the row their first index names (the one-hot of softmax cross-entropy's
+// labels, `(\i -> i, labels[i])`) joins the group: after the last member writes a block, the
+// points of the block's rows are added into it while it is in cache, instead of one pass
+// afterwards that touches a page of the output per point. Each element receives the same
+// additions in the same order as the step after the group would make.
 
-use crate::core::ir::{BlockId, Elem, Program, VarId};
+use crate::core::ir::{Atom, BlockId, Elem, Expr, Program, VarId};
 use crate::core::kernel::{Coord, Kernel, Node, Reduction, Rows, Step};
-use crate::core::visit::var_of;
+use crate::core::visit::{collect_uses, var_of};
 
 use super::row_major_strides;
 
@@ -57,20 +64,51 @@ pub(super) fn group_rows(program: &Program, block: BlockId, steps: Vec<Step>) ->
                 other => unreachable!("a row group holds kernels, not {other:?}"),
             })
             .collect();
-        let later = &rest[members..];
+        let mut later = &rest[members..];
         let local = kernels
             .iter()
             .map(|kernel| !read_later(program, block, later, kernel.output.0))
             .collect();
+        let made: Vec<VarId> = kernels.iter().map(|kernel| kernel.output.0).collect();
+        let scatter_add = match later.first() {
+            Some(Step::ScatterAdd { stmt, into })
+                if Some(into) == made.last() && by_rows(program, block, *stmt, &made) =>
+            {
+                later = &later[1..];
+                Some(*stmt)
+            }
+            _ => None,
+        };
         let rows = kernels[0].out_shape()[0];
         grouped.push(Step::Rows(Rows {
             rows,
             kernels,
             local,
+            scatter_add,
         }));
         rest = later;
     }
     grouped
+}
+
+/// Whether the scatter `stmt` of `block` sends each point to the row its first index names
+/// (its index function's first result is its first param), and its index function reads
+/// none of the group's outputs `made` (its array may be one): added into a member's output,
+/// the points of a block of rows land in that block (Note [Row groups]).
+fn by_rows(program: &Program, block: BlockId, stmt: usize, made: &[VarId]) -> bool {
+    let Expr::Scatter { body, .. } = &program.blocks[block].stmts[stmt].expr else {
+        return false;
+    };
+    let mut reads = Vec::new();
+    collect_uses(program, *body, &mut reads);
+    if reads.iter().any(|var| made.contains(var)) {
+        return false;
+    }
+    let index_fn = &program.blocks[*body];
+    match (index_fn.params.first(), index_fn.results.first()) {
+        (Some(param), Some(Atom::Var(result))) => param == result,
+        _ => false,
+    }
 }
 
 /// How many of the steps from the first make a row group (fewer than 2: none).
