@@ -324,22 +324,27 @@ fn derivatives_of_derivatives_of_scans() {
     }
 }
 
+/// The prelude's `logsumexp` (two passes) and `logsumexp_online` (a reduce over the online
+/// (max, sum) monoid, differentiated by seed 000's rule) have `softmax` as their gradient.
 #[test]
 fn the_gradient_of_logsumexp_is_softmax() {
     let mut session = session(Engine::Fused);
     let mut rng = Rng(5);
-    for n in [1, 2, 7, 40] {
+    for n in [1, 2, 7, 40, 3000] {
         let point: Vec<f64> = (0..n).map(|_| rng.uniform(-30.0, 30.0)).collect();
-        let grad = eval_numbers(
-            &mut session,
-            &format!("grad logsumexp {}", table_lit(&point)),
-        );
         let softmax = eval_numbers(&mut session, &format!("softmax {}", table_lit(&point)));
-        for (g, s) in grad.iter().zip(&softmax) {
-            assert!(
-                rel_err(*g, *s) < tol::SOFTMAX_REL,
-                "{grad:?} vs {softmax:?}"
+        for function in ["logsumexp", "logsumexp_online"] {
+            let grad = eval_numbers(
+                &mut session,
+                &format!("grad {function} {}", table_lit(&point)),
             );
+            assert_eq!(grad.len(), n);
+            for (g, s) in grad.iter().zip(&softmax) {
+                assert!(
+                    rel_err(*g, *s) < tol::SOFTMAX_REL,
+                    "{function}: {grad:?} vs {softmax:?}"
+                );
+            }
         }
     }
 }
