@@ -190,14 +190,11 @@ impl Exec<'_> {
                     let (done_local, rest_local) = task.local.split_at_mut(member);
                     let group: Vec<GroupRead<'_>> = (0..member)
                         .map(|earlier| GroupRead {
-                            data: match &done[earlier] {
-                                Some(part) => part.as_ref(),
-                                None => done_local[earlier]
-                                    .as_ref()
-                                    .expect("a local member has a buffer")
-                                    .as_ref()
-                                    .run(0, count * row_points[earlier]),
-                            },
+                            data: block_output(
+                                &done[earlier],
+                                &done_local[earlier],
+                                count * row_points[earlier],
+                            ),
                             origin: (first * row_points[earlier]) as isize,
                         })
                         .collect();
@@ -214,12 +211,8 @@ impl Exec<'_> {
                 }
                 if let Some(scatter) = scatter {
                     let (done, last) = parts.split_at_mut(kernels.len() - 1);
-                    let member = |index: usize| match &done[index] {
-                        Some(part) => part.as_ref(),
-                        None => (task.local[index].as_ref())
-                            .expect("a local member has a buffer")
-                            .as_ref()
-                            .run(0, count * row_points[index]),
+                    let member = |index: usize| {
+                        block_output(&done[index], &task.local[index], count * row_points[index])
                     };
                     let block = (first, count, row_points[kernels.len() - 1]);
                     let last = last[0]
@@ -256,6 +249,22 @@ impl Exec<'_> {
                 output.map(|column| (kernel.output.0, column.into_tensor(kernel.out_shape())))
             })
             .collect())
+    }
+}
+
+/// A member's output for the current block (`len` elements): its part of the materialised
+/// output, or the task's buffer of a local member.
+fn block_output<'a>(
+    part: &'a Option<ColumnMut<'_>>,
+    local: &'a Option<Column>,
+    len: usize,
+) -> ColumnRef<'a> {
+    match part {
+        Some(part) => part.as_ref(),
+        None => (local.as_ref())
+            .expect("a local member has a buffer")
+            .as_ref()
+            .run(0, len),
     }
 }
 
