@@ -40,7 +40,7 @@ class DxKernelTests(jkt.KernelTests):
     code_hello_world = ':p "hello, world"'
     code_stderr = "import no_such_library"
     completion_samples = [
-        {"text": "logsumex", "matches": {"logsumexp"}},
+        {"text": "logsumex", "matches": {"logsumexp", "logsumexp_online"}},
         {"text": ":plotg", "matches": {":plotgrad"}},
         {"text": "for i. maxim", "matches": {"maximum", "maximum_by"}},
     ]
