@@ -683,3 +683,49 @@ fn an_impossible_allocation_is_a_runtime_error_and_the_session_goes_on() {
     assert!(error.message.contains("not enough memory"), "{error:?}");
     assert_eq!(value(&mut session, ":p keep + 1\n"), "42");
 }
+
+/// Note [Batched products]: products with a batch axis between the output's rows and
+/// columns (gmm's `Q_k (x_i - μ_k)`), with the small operand on either side (2500 columns make the right one large: `cᵀ = bᵀaᵀ`), run in panels
+/// of every batch on one thread each: within the bound of the interpreter, and the same bits
+/// on 1, 2 and 3 threads.
+#[test]
+fn batched_products_agree_with_the_interpreter_and_across_threads() {
+    let src = "q : (Fin 6)=>(Fin 16)=>(Fin 16)=>Float64 = for k j i. sin (n_to_f (ordinal k * 256 + ordinal j * 16 + ordinal i))\n\
+        d : (Fin 2500)=>(Fin 6)=>(Fin 16)=>Float64 = for n k i. cos (n_to_f (ordinal n * 96 + ordinal k * 16 + ordinal i) * 0.37)\n";
+    let exprs = [
+        "for n k j. sum for i. q[k, j, i] * d[n, k, i]",
+        "for k j n. sum for i. d[n, k, i] * q[k, j, i]",
+    ];
+    let mut fused = session(Engine::Fused);
+    let mut reference = session(Engine::Reference);
+    outputs(&mut fused, src);
+    outputs(&mut reference, src);
+    let numbers = |session: &mut Session, expr: &str| -> Vec<f64> {
+        let text = format!("{:?}", session.evaluate(expr).unwrap().1);
+        text.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == 'e'))
+            .filter_map(|word| word.parse().ok())
+            .collect()
+    };
+    for expr in exprs {
+        let text = fused_stage(&mut fused, expr);
+        assert_eq!(count_lines(&text, "matmul"), 1, "{text}");
+        let (got, want) = (numbers(&mut fused, expr), numbers(&mut reference, expr));
+        assert!(got.len() >= 2500 * 6 * 16, "{expr}: {} numbers", got.len());
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(&want) {
+            // |error| ≤ k · 2⁻⁵² · Σ|a||b| ≤ 16 · 2.3e-16 · 16 for entries of magnitude ≤ 1.
+            assert!((g - w).abs() <= 16.0 * 16.0 * 2.3e-16, "{expr}: {g} vs {w}");
+        }
+        let on = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| value(&mut session(Engine::Fused), &format!("{src}:p {expr}\n")))
+        };
+        let one = on(1);
+        for threads in [2, 3] {
+            assert_eq!(on(threads), one, "{expr} on {threads} threads");
+        }
+    }
+}
