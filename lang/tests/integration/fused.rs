@@ -685,9 +685,10 @@ fn an_impossible_allocation_is_a_runtime_error_and_the_session_goes_on() {
 }
 
 /// Note [Batched products]: products with a batch axis between the output's rows and
-/// columns (gmm's `Q_k (x_i - μ_k)`), with the small operand on either side (2500 columns make the right one large: `cᵀ = bᵀaᵀ`), run in panels
-/// of every batch on one thread each: within the bound of the interpreter, and the same bits
-/// on 1, 2 and 3 threads.
+/// columns (gmm's `Q_k (x_i - μ_k)`), with the small operand on either side (2500 columns
+/// make the right one too large for a panel, so the product runs as `cᵀ = bᵀaᵀ`), run in
+/// panels of every batch on one thread each: within the bound of the interpreter, and the
+/// same bits on 1, 2 and 3 threads.
 #[test]
 fn batched_products_agree_with_the_interpreter_and_across_threads() {
     let src = "q : (Fin 6)=>(Fin 16)=>(Fin 16)=>Float64 = for k j i. sin (n_to_f (ordinal k * 256 + ordinal j * 16 + ordinal i))\n\
