@@ -518,6 +518,60 @@ impl Kernel {
         Some((*var, axes))
     }
 
+    /// The kernel with `output` as its output node and only the nodes that node depends on,
+    /// in their order (renumbered).
+    pub fn with_output(&self, output: NodeId) -> Kernel {
+        let mut live = vec![false; self.nodes.len()];
+        live[output.0 as usize] = true;
+        for (id, (node, _)) in self.nodes.iter().collect::<Vec<_>>().into_iter().rev() {
+            if !live[id.0 as usize] {
+                continue;
+            }
+            match node {
+                Node::Prim(_, operands) => operands.iter().for_each(|o| live[o.0 as usize] = true),
+                Node::Read { coords, .. } => {
+                    for coord in coords {
+                        if let Coord::Node(o) = coord {
+                            live[o.0 as usize] = true;
+                        }
+                    }
+                }
+                Node::Lit(_) | Node::Index(_) => {}
+            }
+        }
+        let mut renumbered: Vec<Option<NodeId>> = vec![None; self.nodes.len()];
+        let mut nodes = IdVec::new();
+        for (id, (node, elem)) in self.nodes.iter() {
+            if !live[id.0 as usize] {
+                continue;
+            }
+            let new_id = |old: &NodeId| renumbered[old.0 as usize].expect("operands come first");
+            let node = match node {
+                Node::Prim(prim, operands) => {
+                    Node::Prim(*prim, operands.iter().map(new_id).collect())
+                }
+                Node::Read { var, coords } => Node::Read {
+                    var: *var,
+                    coords: coords
+                        .iter()
+                        .map(|coord| match coord {
+                            Coord::Node(o) => Coord::Node(new_id(o)),
+                            other => other.clone(),
+                        })
+                        .collect(),
+                },
+                other => other.clone(),
+            };
+            renumbered[id.0 as usize] = Some(nodes.push((node, *elem)));
+        }
+        Kernel {
+            shape: self.shape.clone(),
+            reduce: self.reduce,
+            nodes,
+            output: (self.output.0, renumbered[output.0 as usize].expect("live")),
+        }
+    }
+
     /// The shape of the output variable.
     pub fn out_shape(&self) -> &[usize] {
         if self.reduce.is_some() {

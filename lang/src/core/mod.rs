@@ -11,6 +11,7 @@ pub mod kernel;
 pub mod parse;
 pub mod print;
 pub mod scalar_code;
+pub mod sign;
 pub mod testgen;
 pub mod value;
 pub mod verify;

@@ -29,6 +29,21 @@ pub enum ArithOp {
     IDiv,
 }
 
+/// Sign rule (Note [Sign-clear values] in `prim`): sums, products and quotients of values
+/// `+0` or above (or NaN) are `+0` or above (or NaN), `+0 + +0` included; `abs` always is;
+/// `max` is when either operand is (it is at least that operand, and `-0` is below `+0`),
+/// `min` when both are.
+pub fn sign_clear(op: ArithOp, operands: &[bool]) -> bool {
+    match op {
+        ArithOp::Add | ArithOp::Mul | ArithOp::Div | ArithOp::Min => {
+            operands.iter().all(|&clear| clear)
+        }
+        ArithOp::Max => operands.iter().any(|&clear| clear),
+        ArithOp::Abs => true,
+        ArithOp::Sub | ArithOp::Neg | ArithOp::Mod | ArithOp::IDiv => false,
+    }
+}
+
 /// Arity rule.
 pub fn arity(op: ArithOp) -> usize {
     match op {

@@ -29,6 +29,25 @@ pub enum CompareOp {
     Select,
 }
 
+/// Sign rule (Note [Sign-clear values] in `prim`): a selection is when both choices are.
+/// (Comparisons give booleans, which have no sign.)
+pub fn sign_clear(op: CompareOp, operands: &[bool]) -> bool {
+    match op {
+        CompareOp::Select => operands[1] && operands[2],
+        CompareOp::Eq
+        | CompareOp::Ne
+        | CompareOp::Lt
+        | CompareOp::Gt
+        | CompareOp::Le
+        | CompareOp::Ge
+        | CompareOp::And
+        | CompareOp::Or
+        | CompareOp::Not
+        | CompareOp::IsNan
+        | CompareOp::IsInf => false,
+    }
+}
+
 /// Arity rule.
 pub fn arity(op: CompareOp) -> usize {
     match op {

@@ -34,6 +34,30 @@ pub enum MathOp {
     StopGradient,
 }
 
+/// Sign rule (Note [Sign-clear values] in `prim`): `exp`, `exp2` and `cosh` are `+0` or above
+/// (or NaN) for every operand; `sqrt`, `tanh` and `stop_gradient` keep a clear sign bit.
+pub fn sign_clear(op: MathOp, operands: &[bool]) -> bool {
+    match op {
+        MathOp::Exp | MathOp::Exp2 | MathOp::Cosh => true,
+        MathOp::Sqrt | MathOp::Tanh | MathOp::StopGradient => operands[0],
+        MathOp::Log
+        | MathOp::Log2
+        | MathOp::Log10
+        | MathOp::Log1p
+        | MathOp::Expm1
+        | MathOp::Sin
+        | MathOp::Cos
+        | MathOp::Tan
+        | MathOp::Sinh
+        | MathOp::Atan
+        | MathOp::Floor
+        | MathOp::Ceil
+        | MathOp::Round
+        | MathOp::Pow
+        | MathOp::Atan2 => false,
+    }
+}
+
 /// Arity rule.
 pub fn arity(op: MathOp) -> usize {
     match op {

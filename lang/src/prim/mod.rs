@@ -31,6 +31,16 @@ pub use random::{threefry2x32, unit_from_bits, RandomOp};
 
 use crate::core::ir::{Atom, Elem, Scalar};
 
+// Note [Sign-clear values]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// `0 + x` is `x` bit for bit except at `x = -0` (the sum is `+0`), so a rewrite that drops
+// the addition needs `x` never to be `-0`. A value whose sign bit is clear (`+0`, above, `+∞`
+// or a NaN) never is, and that property flows through the operations of a softmax's
+// gradient: `exp` always has it, sums, products and quotients of such values have it. Each
+// family file states its operators' rule (`sign_clear`); `Prim::sign_clear` is the whole of
+// it, and `core::sign` follows it through a program and a kernel. A NaN counts as clear
+// whatever its sign: `0 + NaN` is that NaN.
+
 /// An elementwise primitive. Operands have equal shapes; the result has that shape too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Prim {
@@ -185,6 +195,19 @@ impl Prim {
             Prim::Cast(elem) => Family::Convert(ConvertOp::Cast(elem)),
             Prim::Threefry2x32 => Family::Random(RandomOp::Threefry2x32),
             Prim::UnitFromBits => Family::Random(RandomOp::UnitFromBits),
+        }
+    }
+
+    /// Whether the result's sign bit is clear (a value `+0` or above, or a NaN) whenever the
+    /// operands' are where `operands` says so (Note [Sign-clear values]). Such a value is
+    /// never `-0`, so `0 + x` is `x`, bit for bit.
+    pub fn sign_clear(self, operands: &[bool]) -> bool {
+        match self.family() {
+            Family::Arith(op) => arith::sign_clear(op, operands),
+            Family::Math(op) => math::sign_clear(op, operands),
+            Family::Compare(op) => compare::sign_clear(op, operands),
+            Family::Convert(_) => false,
+            Family::Random(op) => random::sign_clear(op),
         }
     }
 

@@ -23,6 +23,14 @@ pub enum RandomOp {
     UnitFromBits,
 }
 
+/// Sign rule (Note [Sign-clear values] in `prim`): `rand`'s floats are in [+0, 1).
+pub fn sign_clear(op: RandomOp) -> bool {
+    match op {
+        RandomOp::UnitFromBits => true,
+        RandomOp::Threefry2x32 => false,
+    }
+}
+
 /// Arity rule.
 pub fn arity(op: RandomOp) -> usize {
     match op {

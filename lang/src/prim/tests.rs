@@ -437,3 +437,90 @@ fn argument_orders_hold_on_sample_values() {
     }
     assert!(n_checked > 100, "{n_checked}");
 }
+
+/// Note [Sign-clear values]: wherever `sign_clear` says a result's sign bit is clear given
+/// which operands' are, it is (or the result is a NaN), over special and ordinary floats of
+/// both widths: every operand the claim marks clear is drawn from the clear samples, the
+/// others from all samples.
+#[test]
+fn sign_rules_hold_on_special_values() {
+    let magnitudes = [
+        0.0,
+        1e-45,
+        1e-30,
+        0.5,
+        1.0,
+        3.0,
+        88.0,
+        1e30,
+        f64::MAX,
+        f64::INFINITY,
+        f64::NAN,
+    ];
+    let floats = |elem: Elem| -> Vec<Scalar> {
+        magnitudes
+            .iter()
+            .flat_map(|&m| [m, -m])
+            .map(|x| match elem {
+                Elem::F32 => F32(x as f32),
+                _ => F64(x),
+            })
+            .collect()
+    };
+    let clear = |x: Scalar| match x {
+        F32(x) => x.is_nan() || x.is_sign_positive(),
+        F64(x) => x.is_nan() || x.is_sign_positive(),
+        _ => false,
+    };
+    let mut n_checked = 0;
+    for elem in [Elem::F32, Elem::F64] {
+        let all = floats(elem);
+        let clear_samples: Vec<Scalar> = all.iter().copied().filter(|&x| clear(x)).collect();
+        for &prim in ALL_PRIMS {
+            let arity = prim.arity();
+            let operand_elems: Vec<Elem> = (0..arity)
+                .map(|k| {
+                    if prim == Prim::Select && k == 0 {
+                        Elem::Bool
+                    } else {
+                        elem
+                    }
+                })
+                .collect();
+            if prim.result_elem(&operand_elems) != Ok(elem) {
+                continue;
+            }
+            // Every claim the rule makes: a subset of operands known clear.
+            for known in 0..1usize << arity {
+                let claim: Vec<bool> = (0..arity).map(|k| known >> k & 1 == 1).collect();
+                if !prim.sign_clear(&claim) {
+                    continue;
+                }
+                let choices: Vec<Vec<Scalar>> = (0..arity)
+                    .map(|k| match operand_elems[k] {
+                        Elem::Bool => vec![B(true), B(false)],
+                        _ if claim[k] => clear_samples.clone(),
+                        _ => all.clone(),
+                    })
+                    .collect();
+                let mut index = vec![0; arity];
+                loop {
+                    let operands: Vec<Scalar> = (0..arity).map(|k| choices[k][index[k]]).collect();
+                    let result = prim.eval(&operands);
+                    assert!(
+                        clear(result),
+                        "{prim:?} {operands:?} = {result:?}, claim {claim:?}"
+                    );
+                    n_checked += 1;
+                    // The next combination of operands.
+                    let Some(k) = (0..arity).find(|&k| index[k] + 1 < choices[k].len()) else {
+                        break;
+                    };
+                    index[k] += 1;
+                    index[..k].iter_mut().for_each(|i| *i = 0);
+                }
+            }
+        }
+    }
+    assert!(n_checked > 3000, "{n_checked}");
+}

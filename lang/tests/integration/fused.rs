@@ -95,7 +95,9 @@ fn a_stop_gradient_maximum_leaves_no_kernel_for_its_derivative() {
 /// Note [Scatters added in place]: the gradient of `x[r, label r]` is a scatter of one value
 /// per row, which the gradient kernel adds in place instead of reading a zero table; it also
 /// works where the other operand is -0 (the kernel's `0 + y` gives +0, as the interpreter's
-/// zero-based scatter does). The values are the interpreter's bits (1 and 2 threads).
+/// zero-based scatter does), and where that operand is never -0 (softmax cross-entropy's
+/// `exp(…) * (1/R) / Σ exp(…)`, Note [Sign-clear values]) the kernel computes it without the
+/// `0 +`. The values are the interpreter's bits (1 and 2 threads).
 #[test]
 fn scatters_into_a_sum_are_added_in_place() {
     let defs = "xs : (Fin 300)=>(Fin 50)=>Float = for r c. select (ordinal c == 7) (-0.0) (sin (n_to_f (ordinal r * 50 + ordinal c)))\n\
@@ -118,6 +120,8 @@ fn scatters_into_a_sum_are_added_in_place() {
         let text = fused_stage(&mut session, expr);
         assert_eq!(count_lines(&text, "scatter-add"), 1, "{expr}: {text}");
         assert_eq!(count_lines(&text, "bulk"), 0, "{expr}: {text}");
+        let adds = text.matches("= add ").count();
+        assert!((adds == 0) == (expr == "grad xent xs"), "{expr}: {text}");
     }
     agrees_with_the_interpreter_on_1_and_2_threads(&format!(
         "{defs}:p (grad xent xs, grad picked xs, grad shifted xs, grad rows t)\n"

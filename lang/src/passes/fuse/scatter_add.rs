@@ -19,10 +19,13 @@
 // `-0`). A scatter whose index function returns each of its params as a coordinate of the
 // target sends distinct points to distinct elements (injective by construction); only those
 // are added in place, since colliding rows would add in another order. Out-of-range targets
-// are dropped, as the scatter drops them.
+// are dropped, as the scatter drops them. When `y` is never `-0` (Note [Sign-clear values]
+// in `prim`: softmax cross-entropy's `exp(…) · (1/R) / Σ exp(…)`), `0 + y` is `y`, and the
+// kernel computes `y` alone: one operation less a point.
 
 use crate::core::ir::{Atom, BlockId, Expr, Program, Scalar, VarId};
 use crate::core::kernel::{Affine, Coord, Kernel, Node, NodeId, Step};
+use crate::core::sign::Defs;
 use crate::core::visit::var_of;
 use crate::prim::Prim;
 
@@ -40,6 +43,7 @@ pub(super) fn add_scatters_in_place(
         .copied()
         .filter_map(var_of)
         .collect();
+    let defs = Defs::of_block(program, block);
     let mut steps: Vec<Option<Step>> = steps.into_iter().map(Some).collect();
     // From the last step back: inserting a step after a reader shifts only steps already seen.
     for scatter_at in (0..steps.len()).rev() {
@@ -71,6 +75,14 @@ pub(super) fn add_scatters_in_place(
         let mut kernel = reader.clone();
         let elem = kernel.nodes[read].1;
         kernel.nodes[read].0 = Node::Lit(Scalar::zero(elem));
+        // `0 + y` is `y` when `y` is never `-0` (Note [Sign-clear values] in `prim`): the
+        // softmax part of softmax cross-entropy's gradient.
+        if let (Node::Prim(Prim::Add, operands), _) = &kernel.nodes[kernel.output.1] {
+            let other = operands.iter().copied().find(|&operand| operand != read);
+            if let Some(other) = other.filter(|&other| defs.node_clear(&kernel, other)) {
+                kernel = kernel.with_output(other);
+            }
+        }
         let into = kernel.output.0;
         steps[reader_at] = Some(Step::Kernel(kernel));
         steps[scatter_at] = None;
