@@ -38,8 +38,8 @@ use faer::{Accum, MatMut, MatRef, Par};
 use rayon::prelude::*;
 
 use super::lanes::{
-    eval_prim, match_column, with_column, with_operands, Column, ColumnRef, Lane, LaneElem,
-    LaneRef, LINE,
+    eval_prim, exp_of_difference, match_column, with_column, with_operands, Column, ColumnRef,
+    Lane, LaneElem, LaneRef, LINE,
 };
 use super::reduce::{ColumnSums, RUN_LEVEL, SUM_RUN};
 use super::tensor::{with_tensor, Element, Tensor};
@@ -489,9 +489,21 @@ struct Launch<'k> {
     indices: Vec<Option<Affine>>,
     /// By node: a comparison of an index with a constant (Note [Point masks]).
     points: Vec<Option<PointMask>>,
-    /// By node: an index that only point masks read, so that no line computes its lane.
+    /// By node: an index that only point masks read, or a difference that only its `exp`
+    /// reads, so that no line computes its lane.
     unread: Vec<bool>,
+    /// By node: the operands `(a, b)` of an `exp (sub a b)` computed in one pass (Note [The
+    /// exp of a difference]).
+    differences: Vec<Option<(NodeId, NodeId)>>,
 }
+
+// Note [The exp of a difference]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A softmax, `logsumexp` and their gradients compute `exp (x - max x)` over every element:
+// as two nodes, a line is a pass of `sub` into a lane and a pass of `exp` over it. When the
+// difference is a float `sub` that only the `exp` reads, the `exp` computes it on the fly
+// (`lanes::exp_of_difference`): the difference is rounded to its type as `sub` rounds it, so
+// the bits are those of the two passes, and the `sub` node computes nothing.
 
 // Note [Point masks]
 // ~~~~~~~~~~~~~~~~~~
@@ -738,8 +750,10 @@ impl<'k> Launch<'k> {
                     .flatten()
             })
             .collect();
+        let differences = exp_differences(kernel);
         // Whether a line needs a node's lane: the root's, and its operands' (nodes come after
-        // their operands), but for the operands of point masks.
+        // their operands), but for the operands of point masks, and for a difference whose
+        // `exp` reads its operands instead.
         let nodes: Vec<&Node> = kernel.nodes.values().map(|(node, _)| node).collect();
         let mut read = vec![false; nodes.len()];
         read[root] = true;
@@ -748,6 +762,11 @@ impl<'k> Launch<'k> {
                 continue;
             }
             match nodes[index] {
+                Node::Prim(..) if differences[index].is_some() => {
+                    let (a, b) = differences[index].expect("a difference");
+                    read[a.0 as usize] = true;
+                    read[b.0 as usize] = true;
+                }
                 Node::Prim(_, operands) => {
                     for operand in operands {
                         read[operand.0 as usize] = true;
@@ -771,6 +790,7 @@ impl<'k> Launch<'k> {
             indices,
             points,
             unread,
+            differences,
         };
         launch.merge_axes(first_merged);
         launch
@@ -891,6 +911,21 @@ impl<'k> Launch<'k> {
         }
     }
 
+    /// The lanes of the operands `a`, `b` of node `index`, an `exp (sub a b)` (Note [The exp
+    /// of a difference]).
+    fn difference_operands<'a>(
+        &'a self,
+        lanes: &'a [Lane],
+        runs: &[Option<Run>],
+        index: usize,
+        line: &Line<'a>,
+    ) -> (LaneRef<'a>, LaneRef<'a>) {
+        let (a, b) = self.differences[index].expect("an exp of a difference");
+        let operand =
+            |node: NodeId| self.operand_in(lanes, runs, node.0 as usize, line.len, line.group);
+        (operand(a), operand(b))
+    }
+
     /// The values of source `tensor` (`ReadPlan::tensor`): a bound value whole, or the
     /// block's part of an earlier row group member's output.
     fn source<'a>(&'a self, tensor: usize, group: &[GroupRead<'a>]) -> GroupRead<'a> {
@@ -958,6 +993,16 @@ impl<'k> Launch<'k> {
         let root = self.kernel.output.1 .0 as usize;
         let (root_node, _) = &self.kernel.nodes[self.kernel.output.1];
         match root_node {
+            Node::Prim(..)
+                if root + 1 == self.kernel.nodes.len() && self.differences[root].is_some() =>
+            {
+                self.eval_nodes(scratch, 0..root, line);
+                let (a, b) = self.difference_operands(&scratch.lanes, &scratch.runs, root, line);
+                if exp_of_difference(a, b, T::wrap_mut(dst), len) {
+                    let value = dst[0];
+                    dst.fill(value);
+                }
+            }
             Node::Prim(prim, operands) if root + 1 == self.kernel.nodes.len() => {
                 self.eval_nodes(scratch, 0..root, line);
                 let (lanes, runs) = (&scratch.lanes[..], &scratch.runs[..]);
@@ -1002,6 +1047,11 @@ impl<'k> Launch<'k> {
             Node::Read { .. } => self.read_line(scratch, index, line),
             Node::Prim(Prim::Select, operands)
                 if self.select_run(scratch, index, operands, line) => {}
+            Node::Prim(..) if self.differences[index].is_some() => {
+                let (before, rest) = scratch.lanes.split_at_mut(index);
+                let (a, b) = self.difference_operands(before, &scratch.runs, index, line);
+                rest[0].splat = exp_of_difference(a, b, rest[0].column.as_mut(), len);
+            }
             Node::Prim(prim, operands) => {
                 let (before, rest) = scratch.lanes.split_at_mut(index);
                 let (before, runs) = (&*before, &scratch.runs[..]);
@@ -1875,6 +1925,47 @@ fn read_typed<'a, T: LaneElem>(
         *slot = data[address as usize];
     }
     None
+}
+
+/// By node of `kernel`: the operands `(a, b)` of an `exp (sub a b)` of floats whose `sub`
+/// nothing else reads (Note [The exp of a difference]).
+fn exp_differences(kernel: &Kernel) -> Vec<Option<(NodeId, NodeId)>> {
+    let mut uses = vec![0usize; kernel.nodes.len()];
+    for (node, _) in kernel.nodes.values() {
+        match node {
+            Node::Prim(_, operands) => operands.iter().for_each(|o| uses[o.0 as usize] += 1),
+            Node::Read { coords, .. } => {
+                for coord in coords {
+                    if let Coord::Node(o) = coord {
+                        uses[o.0 as usize] += 1;
+                    }
+                }
+            }
+            Node::Lit(_) | Node::Index(_) => {}
+        }
+    }
+    let root = kernel.output.1;
+    kernel
+        .nodes
+        .values()
+        .map(|(node, elem)| {
+            let Node::Prim(Prim::Exp, operands) = node else {
+                return None;
+            };
+            let difference = operands[0];
+            match &kernel.nodes[difference] {
+                (Node::Prim(Prim::Sub, pair), sub_elem)
+                    if elem.is_float()
+                        && sub_elem == elem
+                        && difference != root
+                        && uses[difference.0 as usize] == 1 =>
+                {
+                    Some((pair[0], pair[1]))
+                }
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 /// The values of a kernel input (row-major).

@@ -529,13 +529,14 @@ trait Float: Num {
     fn slice_fn(prim: Prim) -> Option<SliceFn<Self>>;
     fn binary_fn(prim: Prim) -> Option<fn(Self, Self) -> Self>;
     fn pow_slice(xs: &[Self], ys: &[Self], out: &mut [Self]);
+    fn exp_of_difference(xs: &[Self], ys: &[Self], out: &mut [Self]);
     fn is_nan(self) -> bool;
     fn is_inf(self) -> bool;
 }
 
 macro_rules! float_fns {
     ($($ty:ident: $exp:ident, $log:ident, $tanh:ident, $sin:ident, $cos:ident, $pow:ident,
-       $pow_slice:ident;)*) => {$(
+       $pow_slice:ident, $exp_diff:ident;)*) => {$(
         impl Float for $ty {
             fn unary_fn(prim: Prim) -> Option<fn(Self) -> Self> {
                 Some(match prim {
@@ -575,6 +576,9 @@ macro_rules! float_fns {
             fn pow_slice(xs: &[Self], ys: &[Self], out: &mut [Self]) {
                 vmath::$pow_slice(xs, ys, out)
             }
+            fn exp_of_difference(xs: &[Self], ys: &[Self], out: &mut [Self]) {
+                vmath::$exp_diff(xs, ys, out)
+            }
             fn is_nan(self) -> bool { $ty::is_nan(self) }
             fn is_inf(self) -> bool { $ty::is_infinite(self) }
         }
@@ -583,9 +587,33 @@ macro_rules! float_fns {
 
 float_fns! {
     f32: exp_f32_slice, log_f32_slice, tanh_f32_slice, sin_f32_slice, cos_f32_slice, pow_f32,
-        pow_f32_slice;
+        pow_f32_slice, exp_of_difference_f32;
     f64: exp_f64_slice, log_f64_slice, tanh_f64_slice, sin_f64_slice, cos_f64_slice, pow_f64,
-        pow_f64_slice;
+        pow_f64_slice, exp_of_difference_f64;
+}
+
+/// `exp (a - b)` of two float lanes in one pass, with the bits of `sub` then `exp`
+/// (`vmath::exp_of_difference_f32`); whether the result is a splat.
+pub fn exp_of_difference(a: LaneRef<'_>, b: LaneRef<'_>, out: ColumnMut<'_>, len: usize) -> bool {
+    fn typed<F: Float>(a: LaneRef<'_>, b: LaneRef<'_>, out: ColumnMut<'_>, len: usize) -> bool {
+        let splat = a.splat && b.splat;
+        fn operand<F: Float>(lane: LaneRef<'_>, len: usize) -> &[F] {
+            let values = F::slice(lane.column);
+            &values[..if lane.splat { 1 } else { len }]
+        }
+        let points = if splat { 1 } else { len };
+        F::exp_of_difference(
+            operand(a, len),
+            operand(b, len),
+            &mut F::slice_mut(out)[..points],
+        );
+        splat
+    }
+    match a.elem() {
+        Elem::F32 => typed::<f32>(a, b, out, len),
+        Elem::F64 => typed::<f64>(a, b, out, len),
+        other => unreachable!("exp of a {other:?} difference"),
+    }
 }
 
 /// A slice function of a lane into `out` (one call for a splat).

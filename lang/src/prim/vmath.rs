@@ -268,14 +268,59 @@ macro_rules! unary_slice {
 /// (Note [exp on the normal range]).
 pub fn exp_f32_slice(xs: &[f32], out: &mut [f32]) {
     debug_assert_eq!(xs.len(), out.len(), "input and output lengths differ");
+    let xs = &xs[..out.len()];
+    exp_f32_of(out, |i| xs[i]);
+}
+
+/// `out[i] = exp_f32(xs[i] - ys[i])`, the difference rounded to `f32` first (so the bits of
+/// `exp (x - y)` computed in two passes), in one vectorised pass; an operand of one element
+/// stands for every point. A softmax's `exp (x - max x)`.
+pub fn exp_of_difference_f32(xs: &[f32], ys: &[f32], out: &mut [f32]) {
+    let n = out.len();
+    match (xs, ys) {
+        (&[x], &[y]) => out.fill(exp_f32_impl(x - y)),
+        (xs, &[y]) => {
+            let xs = &xs[..n];
+            exp_f32_of(out, |i| xs[i] - y)
+        }
+        (&[x], ys) => {
+            let ys = &ys[..n];
+            exp_f32_of(out, |i| x - ys[i])
+        }
+        (xs, ys) => {
+            let (xs, ys) = (&xs[..n], &ys[..n]);
+            exp_f32_of(out, |i| xs[i] - ys[i])
+        }
+    }
+}
+
+/// `out[i] = exp_f64(xs[i] - ys[i])`, as [`exp_of_difference_f32`].
+pub fn exp_of_difference_f64(xs: &[f64], ys: &[f64], out: &mut [f64]) {
+    let at = |values: &[f64], i: usize| {
+        if values.len() == 1 {
+            values[0]
+        } else {
+            values[i]
+        }
+    };
+    for (i, res) in out.iter_mut().enumerate() {
+        *res = exp_f64_impl(at(xs, i) - at(ys, i));
+    }
+}
+
+/// `out[i] = exp_f32(arg(i))`: one pass when every argument is in `EXP_F32_NORMAL` (Note [exp
+/// on the normal range]), else a second pass with the full function.
+#[inline(always)]
+fn exp_f32_of(out: &mut [f32], arg: impl Fn(usize) -> f32) {
     let mut normal = true;
-    for (res, &x) in out.iter_mut().zip(xs) {
+    for (i, res) in out.iter_mut().enumerate() {
+        let x = arg(i);
         normal &= (x >= EXP_F32_NORMAL.0) & (x <= EXP_F32_NORMAL.1);
         *res = exp_f32_normal(x);
     }
     if !normal {
-        for (res, &x) in out.iter_mut().zip(xs) {
-            *res = exp_f32_impl(x);
+        for (i, res) in out.iter_mut().enumerate() {
+            *res = exp_f32_impl(arg(i));
         }
     }
 }
@@ -1549,6 +1594,61 @@ mod tests {
         let to_hi = (ordered(hi) - line + 1..=ordered(hi)).map(from_ordered::<f32>);
         check(&EXP_F32, &from_lo.chain(to_hi).collect::<Vec<f32>>());
         check(&EXP_F32, &sweep::<f32>(&[(lo, hi)], N_SWEEP, &[]));
+    }
+
+    /// Note [The exp of a difference] in `exec::fused`: one pass gives the bits of `sub` then
+    /// `exp`, with either operand a splat or both lines, on and off the normal range (NaN,
+    /// infinities, differences that overflow `f32`), in both widths.
+    #[test]
+    fn exps_of_differences_are_exps_of_the_rounded_differences() {
+        let xs: Vec<f32> = (0..3000)
+            .map(|k| match k % 500 {
+                7 => f32::NAN,
+                8 => f32::INFINITY,
+                9 => f32::NEG_INFINITY,
+                10 => 3.0e38,
+                11 => -0.0,
+                _ => (k as f32 * 0.37).sin() * 60.0 + (k % 17) as f32,
+            })
+            .collect();
+        let ys: Vec<f32> = (0..3000)
+            .map(|k| (k as f32 * 0.11).cos() * 50.0 - 20.0)
+            .collect();
+        let splats: [&[f32]; 4] = [&[1.5], &[-3.0e38], &[f32::INFINITY], &[0.0]];
+        let mut cases: Vec<(&[f32], &[f32])> = vec![(&xs, &ys), (&ys, &xs)];
+        for splat in splats {
+            cases.extend([(&xs[..], splat), (splat, &ys[..]), (splat, &[2.0f32][..])]);
+        }
+        for (a, b) in cases {
+            let n = a.len().max(b.len());
+            fn at<T: Copy>(values: &[T], i: usize) -> T {
+                values[if values.len() == 1 { 0 } else { i }]
+            }
+            let mut out = vec![0.0f32; n];
+            exp_of_difference_f32(a, b, &mut out);
+            let mut out64 = vec![0.0f64; n];
+            let (a64, b64): (Vec<f64>, Vec<f64>) = (
+                a.iter().map(|&x| f64::from(x) * 10.0).collect(),
+                b.iter().map(|&x| f64::from(x) * 10.0).collect(),
+            );
+            exp_of_difference_f64(&a64, &b64, &mut out64);
+            for i in 0..n {
+                let want = exp_f32(at(a, i) - at(b, i));
+                assert!(
+                    out[i].to_bits() == want.to_bits() || (out[i].is_nan() && want.is_nan()),
+                    "{i}: {} - {}: {} vs {want}",
+                    at(a, i),
+                    at(b, i),
+                    out[i]
+                );
+                let want = exp_f64(at(&a64, i) - at(&b64, i));
+                assert!(
+                    out64[i].to_bits() == want.to_bits() || (out64[i].is_nan() && want.is_nan()),
+                    "{i}: f64 {} vs {want}",
+                    out64[i]
+                );
+            }
+        }
     }
 
     #[test]
