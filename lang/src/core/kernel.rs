@@ -841,6 +841,61 @@ impl fmt::Display for ScheduleDisplay<'_> {
 mod tests {
     use super::*;
 
+    /// `with_output` keeps what the new output depends on, through prim operands and read
+    /// coordinates computed by nodes, in order and renumbered, and drops the rest.
+    #[test]
+    fn a_new_output_keeps_only_what_it_depends_on() {
+        let (x, table, out) = (VarId(0), VarId(1), VarId(2));
+        let mut nodes = IdVec::new();
+        let zero = nodes.push((Node::Lit(Scalar::F32(0.0)), Elem::F32));
+        let i = nodes.push((Node::Index(Affine::axis(0)), Elem::I64));
+        let read_x = nodes.push((
+            Node::Read {
+                var: x,
+                coords: vec![Coord::Affine(Affine::axis(0))],
+            },
+            Elem::F32,
+        ));
+        let picked = nodes.push((
+            Node::Read {
+                var: table,
+                coords: vec![Coord::Node(i)],
+            },
+            Elem::F32,
+        ));
+        let product = nodes.push((Node::Prim(Prim::Mul, vec![read_x, picked]), Elem::F32));
+        let sum = nodes.push((Node::Prim(Prim::Add, vec![zero, product]), Elem::F32));
+        let kernel = Kernel {
+            shape: vec![8],
+            reduce: None,
+            nodes,
+            output: (out, sum),
+        };
+        let pruned = kernel.with_output(product);
+        let kept: Vec<Node> = pruned
+            .nodes
+            .values()
+            .map(|(node, _)| node.clone())
+            .collect();
+        assert_eq!(
+            kept,
+            vec![
+                Node::Index(Affine::axis(0)),
+                Node::Read {
+                    var: x,
+                    coords: vec![Coord::Affine(Affine::axis(0))]
+                },
+                Node::Read {
+                    var: table,
+                    coords: vec![Coord::Node(NodeId(0))]
+                },
+                Node::Prim(Prim::Mul, vec![NodeId(1), NodeId(2)]),
+            ]
+        );
+        assert_eq!(pruned.output, (out, NodeId(3)));
+        assert_eq!(kernel.with_output(sum), kernel);
+    }
+
     /// Index arithmetic that overflows `i64` on the way is not affine (`None`), never a
     /// wrapped value or a panic; arithmetic that leaves its type over the shape is not exact.
     #[test]
