@@ -412,9 +412,11 @@ impl Step {
             Step::Kernel(kernel) => kernel.reads(),
             Step::Rows(rows) => {
                 let mut vars = rows.reads();
+                // The scatter's array may be a member's output, which the group makes.
+                let made: Vec<VarId> = rows.kernels.iter().map(|k| k.output.0).collect();
                 if let Some(stmt) = rows.scatter_add {
                     for var in Step::Stmt(stmt).reads(program, block) {
-                        if !vars.contains(&var) {
+                        if !vars.contains(&var) && !made.contains(&var) {
                             vars.push(var);
                         }
                     }

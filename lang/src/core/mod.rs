@@ -15,4 +15,5 @@ pub mod sign;
 pub mod testgen;
 pub mod value;
 pub mod verify;
+pub mod verify_schedule;
 pub mod visit;

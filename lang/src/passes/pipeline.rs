@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use crate::core::ir::{ArrTy, Program};
 use crate::core::kernel::Schedule;
 use crate::core::verify::{self, VerifyError};
+use crate::core::verify_schedule::verify_schedule;
 
 /// What a pass does.
 pub enum PassKind {
@@ -218,6 +219,11 @@ pub fn run(core: &Program, passes: &[Pass], wanted: &[String]) -> Result<Compile
             }
             PassKind::Schedule(compile) => {
                 let compiled = compile(&program);
+                verify_schedule(&program, &compiled).map_err(|what| Ice {
+                    pass: pass.name,
+                    problem: Problem::Postcondition(what),
+                    ir: compiled.display(&program).to_string(),
+                })?;
                 log.record(pass.name, || compiled.display(&program).to_string());
                 schedule = Some(compiled);
             }
