@@ -2027,11 +2027,16 @@ fn matmul_typed<T: GemmElem>(
     let (Some(lhs), Some(rhs)) = (lhs, rhs) else {
         unreachable!("matrix-product operands have the product's element type (verified IR)")
     };
-    let lhs_data = lhs.as_slice().expect("standard layout");
-    let rhs_data = rhs.as_slice().expect("standard layout");
     let rank = matmul.shape.len();
-    let (lhs_offset, lhs_steps) = operand_strides(lhs.shape(), &matmul.lhs, rank);
-    let (rhs_offset, rhs_steps) = operand_strides(rhs.shape(), &matmul.rhs, rank);
+    // Each operand: its data, and its offset and steps along every axis of the iteration.
+    let mut a_operand = (
+        lhs.as_slice().expect("standard layout"),
+        operand_strides(lhs.shape(), &matmul.lhs, rank),
+    );
+    let mut b_operand = (
+        rhs.as_slice().expect("standard layout"),
+        operand_strides(rhs.shape(), &matmul.rhs, rank),
+    );
     let out_strides: Vec<isize> = std::iter::once(0)
         .chain(
             row_major_strides(&matmul.shape[1..])
@@ -2042,15 +2047,6 @@ fn matmul_typed<T: GemmElem>(
     let depth = matmul.shape[0];
     let extent = |axis: Option<usize>| axis.map_or(1, |axis| matmul.shape[axis]);
     let step = |steps: &[isize], axis: Option<usize>| axis.map_or(0, |axis| steps[axis]);
-    // The strides of the product `c = a b` along (rows, columns): a's rows and depth, b's
-    // depth and columns, c's rows and columns.
-    let mut a_steps = (step(&lhs_steps, matmul.m_axis), lhs_steps[0]);
-    let mut b_steps = (rhs_steps[0], step(&rhs_steps, matmul.n_axis));
-    let mut c_steps = (
-        step(&out_strides, matmul.m_axis),
-        step(&out_strides, matmul.n_axis),
-    );
-    let (mut m, mut n) = (extent(matmul.m_axis), extent(matmul.n_axis));
     let batch_shape: Vec<usize> = matmul
         .batch_axes
         .iter()
@@ -2059,25 +2055,35 @@ fn matmul_typed<T: GemmElem>(
     let n_batches: usize = batch_shape.iter().product();
     // Note [Batched products]: many products run in parallel with each other, one thread
     // each, a panel of rows of every product before the next panel; the product is computed
-    // as `cᵀ = bᵀ aᵀ` when that makes the right operand the small one.
+    // as `cᵀ = bᵀ aᵀ` (the operands and the row and column axes swapped) when that makes the
+    // right operand the small one.
     let elem_bytes = std::mem::size_of::<T>();
     let small =
         |width: usize| depth.saturating_mul(width).saturating_mul(elem_bytes) <= PANEL_CACHE / 4;
-    let batched = n_batches > 1 && (small(n) || small(m));
-    let swapped = batched && !small(n);
-    if swapped {
-        (m, n) = (n, m);
-        let (a, b) = (a_steps, b_steps);
-        (a_steps, b_steps) = ((b.1, b.0), (a.1, a.0));
-        c_steps = (c_steps.1, c_steps.0);
+    let (mut m_axis, mut n_axis) = (matmul.m_axis, matmul.n_axis);
+    let batched = n_batches > 1 && (small(extent(n_axis)) || small(extent(m_axis)));
+    if batched && !small(extent(n_axis)) {
+        std::mem::swap(&mut m_axis, &mut n_axis);
+        std::mem::swap(&mut a_operand, &mut b_operand);
     }
-    let long = n_batches > 1 && !batched && long_products(m, n, depth, elem_bytes).is_some();
+    let (m, n) = (extent(m_axis), extent(n_axis));
+    let (a_data, (a_offset, a_axis_steps)) = (a_operand.0, &a_operand.1);
+    let (b_data, (b_offset, b_axis_steps)) = (b_operand.0, &b_operand.1);
+    // The strides of the product `c = a b` along (rows, columns): a's rows and depth, b's
+    // depth and columns, c's rows and columns.
+    let a_steps = (step(a_axis_steps, m_axis), a_axis_steps[0]);
+    let b_steps = (b_axis_steps[0], step(b_axis_steps, n_axis));
+    let c_steps = (step(&out_strides, m_axis), step(&out_strides, n_axis));
+    // Note [Long batched products]: the rows of each depth chunk, when they run so.
+    let chunk = (n_batches > 1 && !batched)
+        .then(|| long_products(m, n, depth, elem_bytes))
+        .flatten();
     let panel = if batched {
         batched_panel_rows(m, n, depth, n_batches, elem_bytes)
     } else {
         panel_rows(m, n, depth, exec.config.panel_flops.unwrap_or(PANEL_FLOPS))
     };
-    let par = if !batched && !long && m * n * depth >= 1 << 18 {
+    let par = if !batched && chunk.is_none() && m * n * depth >= 1 << 18 {
         Par::rayon(0)
     } else {
         Par::Seq
@@ -2095,15 +2101,10 @@ fn matmul_typed<T: GemmElem>(
                 .map(|(&axis, &coord)| steps[axis] * coord as isize)
                 .sum()
         };
-        let (mut a_start, mut b_start) = (
-            lhs_offset + shift(&lhs_steps),
-            rhs_offset + shift(&rhs_steps),
+        let (a_start, b_start) = (
+            *a_offset + shift(a_axis_steps),
+            *b_offset + shift(b_axis_steps),
         );
-        let (mut a_data, mut b_data) = (lhs_data, rhs_data);
-        if swapped {
-            (a_start, b_start) = (b_start, a_start);
-            (a_data, b_data) = (b_data, a_data);
-        }
         let (row, depth) = (rows.start as isize, depths.start as isize);
         // SAFETY: every view stays inside its buffer: the coordinates of the product's
         // iteration space are in range for each operand (fuse keeps every read in range),
@@ -2147,10 +2148,7 @@ fn matmul_typed<T: GemmElem>(
                     .for_each(|batch| product(batch, rows.clone(), 0..depth, Accum::Replace));
             }
         });
-    } else if let Some(chunk) = long
-        .then(|| long_products(m, n, depth, elem_bytes))
-        .flatten()
-    {
+    } else if let Some(chunk) = chunk {
         // Note [Long batched products]: a group of batches per thread, each group through
         // the depth a chunk at a time.
         let groups = rayon::current_num_threads().clamp(1, n_batches);
@@ -2171,10 +2169,10 @@ fn matmul_typed<T: GemmElem>(
             }
         });
     } else {
-        for batch in 0..n_batches {
+        'batches: for batch in 0..n_batches {
             for row in (0..m).step_by(panel) {
                 if interrupted() {
-                    break;
+                    break 'batches;
                 }
                 product(batch, row..(row + panel).min(m), 0..depth, Accum::Replace);
             }
