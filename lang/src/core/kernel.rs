@@ -188,6 +188,23 @@ pub enum Node {
     Prim(Prim, Vec<NodeId>),
 }
 
+impl Node {
+    /// The nodes this node reads: a primitive's operands, a read's computed coordinates.
+    pub fn operands(&self) -> Vec<NodeId> {
+        match self {
+            Node::Prim(_, operands) => operands.clone(),
+            Node::Read { coords, .. } => coords
+                .iter()
+                .filter_map(|coord| match coord {
+                    Coord::Node(node) => Some(*node),
+                    Coord::Affine(_) | Coord::Masked(..) => None,
+                })
+                .collect(),
+            Node::Lit(_) | Node::Index(_) => Vec::new(),
+        }
+    }
+}
+
 /// How a reducing kernel combines its body's values over axis 0 of its iteration space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Reduction {
@@ -268,6 +285,11 @@ impl Rows {
         usize::from(kernel.reduce.is_some())
     }
 
+    /// Every member's output, materialised or local.
+    pub fn made(&self) -> Vec<VarId> {
+        self.kernels.iter().map(|kernel| kernel.output.0).collect()
+    }
+
     /// The outputs the group materialises.
     pub fn outputs(&self) -> Vec<VarId> {
         self.kernels
@@ -280,7 +302,7 @@ impl Rows {
 
     /// The variables the group reads from outside it, without repeats.
     pub fn reads(&self) -> Vec<VarId> {
-        let made: Vec<VarId> = self.kernels.iter().map(|kernel| kernel.output.0).collect();
+        let made = self.made();
         let mut vars = Vec::new();
         for var in self.kernels.iter().flat_map(Kernel::reads) {
             if !made.contains(&var) && !vars.contains(&var) {
@@ -413,7 +435,7 @@ impl Step {
             Step::Rows(rows) => {
                 let mut vars = rows.reads();
                 // The scatter's array may be a member's output, which the group makes.
-                let made: Vec<VarId> = rows.kernels.iter().map(|k| k.output.0).collect();
+                let made = rows.made();
                 if let Some(stmt) = rows.scatter_add {
                     for var in Step::Stmt(stmt).reads(program, block) {
                         if !vars.contains(&var) && !made.contains(&var) {
@@ -526,19 +548,10 @@ impl Kernel {
         let mut live = vec![false; self.nodes.len()];
         live[output.0 as usize] = true;
         for (id, (node, _)) in self.nodes.iter().collect::<Vec<_>>().into_iter().rev() {
-            if !live[id.0 as usize] {
-                continue;
-            }
-            match node {
-                Node::Prim(_, operands) => operands.iter().for_each(|o| live[o.0 as usize] = true),
-                Node::Read { coords, .. } => {
-                    for coord in coords {
-                        if let Coord::Node(o) = coord {
-                            live[o.0 as usize] = true;
-                        }
-                    }
+            if live[id.0 as usize] {
+                for operand in node.operands() {
+                    live[operand.0 as usize] = true;
                 }
-                Node::Lit(_) | Node::Index(_) => {}
             }
         }
         let mut renumbered: Vec<Option<NodeId>> = vec![None; self.nodes.len()];

@@ -1932,16 +1932,8 @@ fn read_typed<'a, T: LaneElem>(
 fn exp_differences(kernel: &Kernel) -> Vec<Option<(NodeId, NodeId)>> {
     let mut uses = vec![0usize; kernel.nodes.len()];
     for (node, _) in kernel.nodes.values() {
-        match node {
-            Node::Prim(_, operands) => operands.iter().for_each(|o| uses[o.0 as usize] += 1),
-            Node::Read { coords, .. } => {
-                for coord in coords {
-                    if let Coord::Node(o) = coord {
-                        uses[o.0 as usize] += 1;
-                    }
-                }
-            }
-            Node::Lit(_) | Node::Index(_) => {}
+        for operand in node.operands() {
+            uses[operand.0 as usize] += 1;
         }
     }
     let root = kernel.output.1;

@@ -114,7 +114,7 @@ impl Exec<'_> {
         scatter: Option<&RowScatter>,
     ) -> Res<Vec<(VarId, Tensor)>> {
         let kernels = &rows.kernels;
-        let made: Vec<VarId> = kernels.iter().map(|kernel| kernel.output.0).collect();
+        let made = rows.made();
         let inputs: Vec<_> = kernels
             .iter()
             .enumerate()

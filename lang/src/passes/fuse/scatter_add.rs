@@ -128,19 +128,9 @@ fn added_read(kernel: &Kernel, var: VarId) -> Option<NodeId> {
     let (Node::Prim(Prim::Add, operands), _) = &kernel.nodes[kernel.output.1] else {
         return None;
     };
-    let uses = kernel
-        .nodes
-        .values()
-        .filter_map(|(node, _)| match node {
-            Node::Prim(_, operands) => Some(operands.iter().filter(|&&id| id == read).count()),
-            Node::Read { coords, .. } => Some(
-                coords
-                    .iter()
-                    .filter(|coord| **coord == Coord::Node(read))
-                    .count(),
-            ),
-            Node::Lit(_) | Node::Index(_) => None,
-        })
-        .sum::<usize>();
+    let uses = (kernel.nodes.values())
+        .flat_map(|(node, _)| node.operands())
+        .filter(|&operand| operand == read)
+        .count();
     (identity && operands.contains(&read) && uses == 1).then_some(read)
 }
