@@ -600,10 +600,12 @@ fn row_chains_run_in_groups_and_agree_with_the_interpreter() {
     assert_eq!(count_lines(&text, "kernel k0."), 5, "{text}");
     assert_eq!(text.matches("writes local").count(), 4, "{text}");
     // The one-hot of softmax cross-entropy's labels is added by rows into the group's last
-    // member; its array (`-1/R` at each row) is a member of the group too.
+    // member; its array (`-1/R` at each row) is a member of the group too, and local: only
+    // the group's last output is materialised.
     let text = fused_stage(&mut fused, "grad xent x");
     assert_eq!(count_lines(&text, "rows k"), 1, "{text}");
     assert_eq!(count_lines(&text, "scatter-add by rows"), 1, "{text}");
+    assert_eq!(text.matches("writes %").count(), 1, "{text}");
     let text = fused_stage(&mut fused, "for i. norm long[i]");
     assert_eq!(count_lines(&text, "rows k"), 1, "{text}");
     // Maps over the rows alone stay kernels of their own: nothing to block.

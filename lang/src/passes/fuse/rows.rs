@@ -65,10 +65,6 @@ pub(super) fn group_rows(program: &Program, block: BlockId, steps: Vec<Step>) ->
             })
             .collect();
         let mut later = &rest[members..];
-        let local = kernels
-            .iter()
-            .map(|kernel| !read_later(program, block, later, kernel.output.0))
-            .collect();
         let made: Vec<VarId> = kernels.iter().map(|kernel| kernel.output.0).collect();
         let scatter_add = match later.first() {
             Some(Step::ScatterAdd { stmt, into })
@@ -79,6 +75,15 @@ pub(super) fn group_rows(program: &Program, block: BlockId, steps: Vec<Step>) ->
             }
             _ => None,
         };
+        // Decided after the scatter joins: its array may be a member the group alone reads
+        // (the `-1/R` of softmax cross-entropy). The output it is added into is the group's.
+        let last = kernels.len() - 1;
+        let local = (kernels.iter().enumerate())
+            .map(|(member, kernel)| {
+                let added_into = scatter_add.is_some() && member == last;
+                !added_into && !read_later(program, block, later, kernel.output.0)
+            })
+            .collect();
         let rows = kernels[0].out_shape()[0];
         grouped.push(Step::Rows(Rows {
             rows,
