@@ -347,11 +347,11 @@ pub fn check_size(program: &Program, var: VarId, op: String) -> Result<(), Inter
     if bytes < (256 << 20) {
         return Ok(());
     }
-    let mut available = available_memory();
+    let mut available = super::memory::available();
     if bytes > u128::from(available) {
         // The buffers kept for reuse are memory too.
         super::pool::clear();
-        available = available_memory();
+        available = super::memory::available();
     }
     if bytes > u128::from(available) {
         return Err(InterpError::TooLarge {
@@ -363,23 +363,6 @@ pub fn check_size(program: &Program, var: VarId, op: String) -> Result<(), Inter
         });
     }
     Ok(())
-}
-
-/// The memory the system can give (`MemAvailable` plus free swap on Linux; elsewhere no limit
-/// is known and only address-space exhaustion stops a request).
-fn available_memory() -> u64 {
-    let Ok(text) = std::fs::read_to_string("/proc/meminfo") else {
-        return u64::MAX;
-    };
-    let field = |name: &str| -> Option<u64> {
-        let line = text.lines().find(|line| line.starts_with(name))?;
-        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(kib * 1024)
-    };
-    match field("MemAvailable:") {
-        Some(available) => available + field("SwapFree:").unwrap_or(0),
-        None => u64::MAX,
-    }
 }
 
 /// A read resolved against the actual buffer: `start + Σ axis_steps[a] * base[a]` plus

@@ -271,10 +271,14 @@ impl Column {
     }
 }
 
-/// `len` zeros of `T` in `buffer`'s memory (reallocated if too small). Large ones are written
-/// by every thread, which also shares out the page faults of fresh memory (a 16 MB output is
-/// 4096 of them).
+/// `len` zeros of `T` in `buffer`'s memory (reallocated if too small). Without memory of its
+/// own the buffer is a zeroed allocation: the allocator's fresh pages are zeros already
+/// (`calloc`), so nothing writes them before the kernel does (a 256 MB output written twice
+/// costs one more pass over memory). Reused memory is cleared by every thread.
 pub fn zeros_into<T: LaneElem>(mut buffer: Vec<T>, len: usize) -> Vec<T> {
+    if buffer.capacity() == 0 {
+        return vec![T::default(); len];
+    }
     buffer.clear();
     if len < super::PAR_THRESHOLD {
         buffer.resize(len, T::default());

@@ -77,6 +77,7 @@ mod jit;
 pub(crate) mod lanes;
 mod loop_blocks;
 mod loop_jit;
+mod memory;
 mod monoid;
 mod monoid_jit;
 pub mod pool;

@@ -14,7 +14,7 @@
 //! results of a `%bench` run, a value replaced by a new one of the same name (`recycle`),
 //! and scratch buffers their owner is done with (`give_column`: a monoid scan's tiles).
 //! The pool is shared by all runs of the process
-//! (a function called again, `%bench`, a training loop) and bounded (`MAX_BYTES`); small
+//! (a function called again, `%bench`, a training loop) and bounded (`max_bytes`); small
 //! buffers are not kept (`MIN_BYTES`), the allocator serves them well.
 
 use std::sync::Mutex;
@@ -28,8 +28,21 @@ use crate::core::value::{Array, ArrayData};
 
 /// Buffers smaller than this are dropped, not kept.
 const MIN_BYTES: usize = 1 << 18;
-/// The pool never holds more than this; the oldest buffers go first.
-const MAX_BYTES: usize = 1 << 29;
+/// The pool never holds more than `max_bytes()`: an eighth of the machine's memory, within
+/// these bounds; the oldest buffers go first. A gradient keeps several intermediates of its
+/// primal alive (ADBench's GMM: three or four of 256 MB), and every one the pool cannot hold
+/// is a fresh allocation in the next run, a page fault per 4 KB.
+const MAX_BYTES: (usize, usize) = (1 << 29, 1 << 32);
+
+fn max_bytes() -> usize {
+    static BOUND: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BOUND.get_or_init(|| {
+        let eighth = super::memory::total().map_or(0, |total| total / 8);
+        usize::try_from(eighth)
+            .unwrap_or(usize::MAX)
+            .clamp(MAX_BYTES.0, MAX_BYTES.1)
+    })
+}
 
 static FREE: Mutex<Vec<Column>> = Mutex::new(Vec::new());
 
@@ -104,7 +117,7 @@ fn keep(column: Column) {
         .iter()
         .map(|column| byte_len(column.elem(), column.len()))
         .sum();
-    while held > MAX_BYTES {
+    while held > max_bytes() {
         let oldest = free.remove(0);
         held -= byte_len(oldest.elem(), oldest.len());
     }
