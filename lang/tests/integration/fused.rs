@@ -3,6 +3,7 @@
 //! reference interpreter, and memory requests that cannot be met.
 
 use crate::common::{session, stage_text, value};
+use dx_lang::core::value::{ArrayData, Value};
 use dx_lang::session::{Engine, Output, Session};
 
 /// The outputs of a source without its timings.
@@ -757,5 +758,64 @@ fn batched_products_agree_with_the_interpreter_and_across_threads() {
         for threads in [2, 3] {
             assert_eq!(on(threads), one, "{expr} on {threads} threads");
         }
+    }
+}
+
+/// Note [Diagonals of products]: dot products `Σₙ e[n, k, j] d[n, k, j]` computed after the
+/// product `Σₙ e[n, k, i] d[n, k, j]` (gmm's gradients of `q` and `L`) read its diagonal, in
+/// either operand order: the fused stage has one product and no second sum over `n`, the
+/// dot products are the product's diagonal bit for bit, and both are within the product
+/// bound of the interpreter.
+#[test]
+fn dot_products_on_a_products_diagonal_read_it() {
+    let src = "d : (Fin 2500)=>(Fin 6)=>(Fin 16)=>Float64 = for n k i. cos (n_to_f (ordinal n * 96 + ordinal k * 16 + ordinal i) * 0.37)\n\
+        e : (Fin 2500)=>(Fin 6)=>(Fin 16)=>Float64 = for n k i. sin (n_to_f (ordinal n * 96 + ordinal k * 16 + ordinal i) * 0.23)\n";
+    let expr = "(for k i j. sum for n. e[n, k, i] * d[n, k, j], for k j. sum for n. e[n, k, j] * d[n, k, j], for k j. sum for n. d[n, k, j] * e[n, k, j])";
+    let mut fused = session(Engine::Fused);
+    let mut reference = session(Engine::Reference);
+    outputs(&mut fused, src);
+    outputs(&mut reference, src);
+    let text = fused_stage(&mut fused, expr);
+    assert_eq!(count_lines(&text, "matmul"), 1, "{text}");
+    let sums = text
+        .lines()
+        .filter(|line| line.trim_start().starts_with("kernel") && line.contains(" sum "));
+    assert_eq!(sums.count(), 0, "{text}");
+    // The three tables of the tuple, each as its Float64 elements.
+    let tables = |session: &mut Session| -> Vec<Vec<f64>> {
+        let Value::Tuple(parts) = session.evaluate(expr).unwrap().1 else {
+            panic!("a tuple")
+        };
+        parts
+            .into_iter()
+            .map(|part| match part {
+                Value::Array(array) => match &*array.data {
+                    ArrayData::F64(values) => values.clone(),
+                    other => panic!("Float64 elements, not {other:?}"),
+                },
+                Value::Tuple(_) => panic!("a table"),
+            })
+            .collect()
+    };
+    let (got, want) = (tables(&mut fused), tables(&mut reference));
+    let (product, dots, swapped) = (&got[0], &got[1], &got[2]);
+    assert_eq!(
+        (product.len(), dots.len(), swapped.len()),
+        (6 * 16 * 16, 96, 96)
+    );
+    for k in 0..6 {
+        for j in 0..16 {
+            let on_diagonal = product[k * 256 + j * 16 + j];
+            assert_eq!(
+                dots[k * 16 + j].to_bits(),
+                on_diagonal.to_bits(),
+                "k {k} j {j}"
+            );
+            assert_eq!(swapped[k * 16 + j].to_bits(), on_diagonal.to_bits());
+        }
+    }
+    let bound = 2500.0 * 2500.0 * 2.3e-16;
+    for (g, w) in got.iter().flatten().zip(want.iter().flatten()) {
+        assert!((g - w).abs() <= bound, "{g} vs {w}");
     }
 }

@@ -17,6 +17,8 @@
 //!   own shape, reduced over axis 0.
 //! - A reduction whose body is the product of two reads that broadcast along different axes
 //!   is a contraction: a (batched) matrix product (`MatMul`), when it is big enough to pay.
+//!   A batch of dot products that is the diagonal of an earlier product of the same
+//!   operands reads that diagonal (`diagonal`, Note [Diagonals of products]).
 //! - Everything else (`fold`, `scan`, `cond`, `scatter`, literal tables, gathers whose index
 //!   function has blocks) stays a bulk statement (`Step::Stmt`), whose inputs and outputs
 //!   are materialised.
@@ -76,6 +78,7 @@
 // `Read` of the schedule reads in range, and views below the gather see only in-range
 // coordinates.
 
+mod diagonal;
 mod monoid;
 mod rows;
 mod scatter_add;
@@ -166,7 +169,7 @@ fn schedule_block(program: &Program, block: BlockId) -> Schedule {
             scatter_add::add_scatters_in_place(
                 program,
                 block,
-                monoid::fuse_consumers(program, block, steps),
+                monoid::fuse_consumers(program, block, diagonal::reuse_products(steps)),
             ),
         ),
         loop_bodies,
@@ -918,31 +921,12 @@ fn split_affine(
 /// A reduction kernel `Σ_0 read(a) * read(b)` whose output axes each belong to one operand
 /// or both (see `MatMul`), if it is big enough (`MATMUL_MIN_WORK`).
 fn as_matmul(program: &Program, kernel: &Kernel) -> Option<MatMul> {
-    let (out, root) = kernel.output;
+    let out = kernel.output.0;
     let elem = program.var_ty(out).elem;
-    if kernel.reduce != Some(Reduction::Sum) || !elem.is_float() {
+    if !elem.is_float() {
         return None;
     }
-    let (Node::Prim(Prim::Mul, operands), _) = &kernel.nodes[root] else {
-        return None;
-    };
-    let operand = |node: NodeId| -> Option<MatOperand> {
-        match &kernel.nodes[node].0 {
-            Node::Read { var, coords, .. } => Some(MatOperand {
-                var: *var,
-                coords: coords
-                    .iter()
-                    .map(|coord| match coord {
-                        Coord::Affine(affine) => Some(affine.clone()),
-                        Coord::Node(_) | Coord::Masked(..) => None,
-                    })
-                    .collect::<Option<Vec<_>>>()?,
-            }),
-            _ => None,
-        }
-    };
-    let lhs = operand(operands[0])?;
-    let rhs = operand(operands[1])?;
+    let (lhs, rhs) = product_reads(kernel)?;
     let uses = |operand: &MatOperand, axis: usize| {
         operand.coords.iter().any(|affine| affine.coeff(axis) != 0)
     };
@@ -975,4 +959,28 @@ fn as_matmul(program: &Program, kernel: &Kernel) -> Option<MatMul> {
         n_axis,
         batch_axes,
     })
+}
+
+/// The two reads of a kernel `Σ_0 read(a) * read(b)` whose coordinates are affine.
+fn product_reads(kernel: &Kernel) -> Option<(MatOperand, MatOperand)> {
+    if kernel.reduce != Some(Reduction::Sum) {
+        return None;
+    }
+    let (Node::Prim(Prim::Mul, operands), _) = &kernel.nodes[kernel.output.1] else {
+        return None;
+    };
+    let operand = |node: NodeId| -> Option<MatOperand> {
+        let Node::Read { var, coords } = &kernel.nodes[node].0 else {
+            return None;
+        };
+        let coords = coords.iter().map(|coord| match coord {
+            Coord::Affine(affine) => Some(affine.clone()),
+            Coord::Node(_) | Coord::Masked(..) => None,
+        });
+        Some(MatOperand {
+            var: *var,
+            coords: coords.collect::<Option<Vec<_>>>()?,
+        })
+    };
+    Some((operand(operands[0])?, operand(operands[1])?))
 }
