@@ -86,6 +86,40 @@ fn panel_rows(m: usize, n: usize, depth: usize, budget: usize) -> usize {
         .max(1)
 }
 
+// Note [Products in bands]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// One large product ran as one faer call split over the threads by faer. Two sequential
+// calls, each on its own thread and half of the rows, are faster: f32 1024³ 222–229 GFLOP/s
+// one call, 258–261 in halves; the MLP's 1024×784×256, 245–256 against 277–283 (faer alone
+// in a scratch crate, 15 rounds each, interleaved). So the rows are cut into one band per
+// thread, and each band runs its panels with sequential calls.
+//
+// The bits must not depend on the number of threads. faer sums each output element in an
+// order that does not depend on the rows of the call, with one exception: a call of one
+// row is a matrix-vector product, summed otherwise (checked on f32 products up to 1024³
+// in calls of 2 to 512 rows: the bits of one call, and of faer's own threading; one row
+// differs). And a call of at most 16³ multiply-adds takes faer's small-matrix path. So
+// bands and panels split their rows evenly (`even_rows`: no one-row remainder), a band
+// has `MIN_PANEL_ROWS` rows and `1 << 18` multiply-adds at least, and a product with too
+// few rows for two such bands keeps faer's threading.
+
+/// The number of bands of an `m`-row product of `row_work` multiply-adds a row on
+/// `threads` threads (Note [Products in bands]), if two or more.
+fn band_count(m: usize, row_work: usize, threads: usize) -> Option<usize> {
+    let by_work = m.saturating_mul(row_work) / BAND_WORK;
+    let count = threads.min(m / MIN_PANEL_ROWS).min(by_work);
+    (count > 1).then_some(count)
+}
+
+/// Fewest multiply-adds of a band.
+const BAND_WORK: usize = 1 << 18;
+
+/// `rows` cut into `pieces` runs whose lengths differ by one at most.
+fn even_rows(rows: Range<usize>, pieces: usize) -> impl Iterator<Item = Range<usize>> {
+    let (start, len, pieces) = (rows.start, rows.len(), pieces.clamp(1, rows.len().max(1)));
+    (0..pieces).map(move |piece| start + piece * len / pieces..start + (piece + 1) * len / pieces)
+}
+
 // Note [Batched products]
 // ~~~~~~~~~~~~~~~~~~~~~~~
 // A contraction with batch axes is one product per batch: gmm's `Q_k (x_i - μ_k)` is 50
@@ -2058,7 +2092,11 @@ fn matmul_typed<T: GemmElem>(
     } else {
         panel_rows(m, n, depth, exec.config.panel_flops.unwrap_or(PANEL_FLOPS))
     };
-    let par = if !batched && chunk.is_none() && m * n * depth >= 1 << 18 {
+    let big = !batched && chunk.is_none() && m * n * depth >= 1 << 18;
+    let band_count = big
+        .then(|| band_count(m, n * depth, rayon::current_num_threads()))
+        .flatten();
+    let par = if big && band_count.is_none() {
         Par::rayon(0)
     } else {
         Par::Seq
@@ -2144,13 +2182,24 @@ fn matmul_typed<T: GemmElem>(
             }
         });
     } else {
-        'batches: for batch in 0..n_batches {
-            for row in (0..m).step_by(panel) {
+        // Note [Products in bands]: a band of rows per thread (one band without threads),
+        // each in panels of even rows.
+        let bands: Vec<Range<usize>> = even_rows(0..m, band_count.unwrap_or(1)).collect();
+        let band_of = |task: usize| {
+            let (batch, band) = (task / bands.len(), bands[task % bands.len()].clone());
+            let panels = band.len().div_ceil(panel);
+            for rows in even_rows(band, panels) {
                 if interrupted() {
-                    break 'batches;
+                    return;
                 }
-                product(batch, row..(row + panel).min(m), 0..depth, Accum::Replace);
+                product(batch, rows, 0..depth, Accum::Replace);
             }
+        };
+        let tasks = n_batches * bands.len();
+        if bands.len() > 1 {
+            (0..tasks).into_par_iter().for_each(band_of);
+        } else {
+            (0..tasks).for_each(band_of);
         }
     }
     if interrupted() {
@@ -2163,7 +2212,8 @@ fn matmul_typed<T: GemmElem>(
 pub(in crate::exec) mod tests {
     use super::PointMask;
     use super::{affine_in_range, digits_of_one_offset, index_line, point_line, point_mask};
-    use super::{long_products, panel_rows, MIN_PANEL_ROWS, PANEL_ELEMENTS, PANEL_FLOPS};
+    use super::{band_count, even_rows, long_products, panel_rows};
+    use super::{MIN_PANEL_ROWS, PANEL_ELEMENTS, PANEL_FLOPS};
     use crate::core::ir::{Elem, Scalar};
     use crate::core::kernel::{Affine, Node, NodeId, Step};
     use crate::exec::lanes::Lane;
@@ -2439,5 +2489,24 @@ pub(in crate::exec) mod tests {
         assert_eq!(long_products(256, 784, 1_000_000, 4), None);
         // Wide outputs still get chunks of `MIN_PANEL_ROWS` rows at least.
         assert_eq!(long_products(8, 4000, 100_000, 4), Some(MIN_PANEL_ROWS));
+    }
+
+    #[test]
+    fn bands_and_panels_split_rows_evenly() {
+        let runs =
+            |rows: std::ops::Range<usize>, pieces| even_rows(rows, pieces).collect::<Vec<_>>();
+        assert_eq!(runs(0..1024, 3), [0..341, 341..682, 682..1024]);
+        assert_eq!(runs(10..17, 2), [10..13, 13..17]);
+        // Never more pieces than rows (no empty one), and one piece at least.
+        assert_eq!(runs(0..2, 5), [0..1, 1..2]);
+        assert_eq!(runs(0..5, 0), [0..5]);
+        // A band per thread when every band has `MIN_PANEL_ROWS` rows and `BAND_WORK`
+        // multiply-adds; otherwise faer's own threading.
+        assert_eq!(band_count(1024, 784 * 256, 2), Some(2));
+        assert_eq!(band_count(1024, 784 * 256, 1), None);
+        assert_eq!(band_count(1024, 784 * 256, 64), Some(32));
+        assert_eq!(band_count(63, 1 << 20, 2), None);
+        assert_eq!(band_count(100_000, 8, 2), Some(2));
+        assert_eq!(band_count(40_000, 8, 4), None);
     }
 }

@@ -819,3 +819,45 @@ fn dot_products_on_a_products_diagonal_read_it() {
         assert!((g - w).abs() <= bound, "{g} vs {w}");
     }
 }
+
+/// Note [Products in bands]: one product of 301 rows runs in a band of rows per thread
+/// (150 + 151 on 2 threads, ~100 on 3, one faer call on 1) and gives the same bits on
+/// every number of threads, within the product bound of the interpreter.
+#[test]
+fn products_in_bands_give_the_same_bits_on_any_number_of_threads() {
+    let src =
+        "a : (Fin 301)=>(Fin 200)=>Float64 = for i j. sin (n_to_f (ordinal i * 200 + ordinal j))\n\
+        b : (Fin 200)=>(Fin 250)=>Float64 = for i j. cos (n_to_f (ordinal i * 3 + ordinal j))\n";
+    let expr = "for i k. sum for j. a[i, j] * b[j, k]";
+    let elements = |session: &mut Session| -> Vec<f64> {
+        outputs(session, src);
+        match session.evaluate(expr).unwrap().1 {
+            Value::Array(array) => match &*array.data {
+                ArrayData::F64(values) => values.clone(),
+                other => panic!("Float64 elements, not {other:?}"),
+            },
+            Value::Tuple(_) => panic!("a table"),
+        }
+    };
+    let on = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| elements(&mut session(Engine::Fused)))
+    };
+    let one = on(1);
+    assert_eq!(one.len(), 301 * 250);
+    for threads in [2, 3] {
+        let bits = |values: &[f64]| values.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert!(bits(&on(threads)) == bits(&one), "{threads} threads");
+    }
+    let mut fused = session(Engine::Fused);
+    outputs(&mut fused, src);
+    assert_eq!(count_lines(&fused_stage(&mut fused, expr), "matmul"), 1);
+    let want = elements(&mut session(Engine::Reference));
+    for (g, w) in one.iter().zip(&want) {
+        // |error| ≤ k · 2⁻⁵² · Σ|a||b| ≤ 200 · 2.3e-16 · 200 for entries of magnitude ≤ 1.
+        assert!((g - w).abs() <= 200.0 * 200.0 * 2.3e-16, "{g} vs {w}");
+    }
+}
