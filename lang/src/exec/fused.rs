@@ -2499,7 +2499,7 @@ pub(in crate::exec) mod tests {
         assert_eq!(runs(10..17, 2), [10..13, 13..17]);
         // Never more pieces than rows (no empty one), and one piece at least.
         assert_eq!(runs(0..2, 5), [0..1, 1..2]);
-        assert_eq!(runs(0..5, 0), [0..5]);
+        assert_eq!(runs(0..5, 0), vec![0..5]);
         // A band per thread when every band has `MIN_PANEL_ROWS` rows and `BAND_WORK`
         // multiply-adds; otherwise faer's own threading.
         assert_eq!(band_count(1024, 784 * 256, 2), Some(2));
