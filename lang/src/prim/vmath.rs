@@ -113,6 +113,14 @@
 // most 1/4 ulp of the result), the inner sum (1/8 ulp), the final addition (1/2 ulp) and
 // the fit (2^-4 ulp). Over every f32 input (`examples/vmath_exhaustive.rs`) the result is at
 // most 1 ulp from glibc's `expf` and from the correctly rounded value.
+//
+// The reduction's second step, Horner's steps and `r + r^2 P` are fused multiply-adds
+// (`mul_add`): one rounding each instead of two, and one instruction where the machine has
+// FMA (x86-64 since Haswell; the build targets the host's CPU, `.cargo/config.toml`). A
+// line of `exp (x - m)` then costs 0.21 ns per element instead of 0.31-0.33 (1000 floats
+// in L1, a scratch crate). `mul_add` is exactly rounded on every target, so the bits do not
+// depend on the machine; a build for a CPU without FMA computes the same values through
+// the `fmaf` of its libm, one call per operation (correct, but several times slower).
 
 // Note [exp on the normal range]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -657,13 +665,20 @@ fn exp_f32_impl(x: f32) -> f32 {
     p * pow2i_f32(half) * pow2i_f32(n.wrapping_sub(half))
 }
 
-/// `e^x = p * 2^n` with `p` in `[0.7, 1.42]`, for `x` in `[-104, 89]`.
+/// `e^x = p * 2^n` with `p` in `[0.7, 1.42]`, for `x` in `[-104, 89]`, with fused
+/// multiply-adds (Note [exp in f32]).
 #[inline(always)]
 fn exp_f32_parts(x: f32) -> (f32, i32) {
     let (n_float, n) = round_to_int_f32(x * std::f32::consts::LOG2_E);
-    // Cody-Waite: `n * LN2_HI_F32` is exact and so is the first subtraction (Sterbenz).
-    let r = (x - n_float * LN2_HI_F32) - n_float * LN2_LO_F32;
-    (1.0 + (r + r * r * horner(r, &EXPM1_F32)), n)
+    // Cody-Waite: `x - n * LN2_HI_F32` is exact (Sterbenz); the second step rounds once.
+    let r = (-n_float).mul_add(LN2_LO_F32, (-n_float).mul_add(LN2_HI_F32, x));
+    let poly = EXPM1_F32[..EXPM1_F32.len() - 1]
+        .iter()
+        .rev()
+        .fold(EXPM1_F32[EXPM1_F32.len() - 1], |acc, &coeff| {
+            acc.mul_add(r, coeff)
+        });
+    (1.0 + (r * r).mul_add(poly, r), n)
 }
 
 /// Arguments whose `e^x` is normal with room to spare: `n` is in `[-125, 127]` (Note [exp
