@@ -763,14 +763,14 @@ fn batched_products_agree_with_the_interpreter_and_across_threads() {
 
 /// Note [Diagonals of products]: dot products `Σₙ e[n, k, j] d[n, k, j]` computed after the
 /// product `Σₙ e[n, k, i] d[n, k, j]` (gmm's gradients of `q` and `L`) read its diagonal, in
-/// either operand order: the fused stage has one product and no second sum over `n`, the
-/// dot products are the product's diagonal bit for bit, and both are within the product
-/// bound of the interpreter.
+/// either operand order and either output order: the fused stage has one product and no
+/// other sum over `n`, the dot products are the product's diagonal bit for bit, and all are
+/// within the product bound of the interpreter.
 #[test]
 fn dot_products_on_a_products_diagonal_read_it() {
     let src = "d : (Fin 2500)=>(Fin 6)=>(Fin 16)=>Float64 = for n k i. cos (n_to_f (ordinal n * 96 + ordinal k * 16 + ordinal i) * 0.37)\n\
         e : (Fin 2500)=>(Fin 6)=>(Fin 16)=>Float64 = for n k i. sin (n_to_f (ordinal n * 96 + ordinal k * 16 + ordinal i) * 0.23)\n";
-    let expr = "(for k i j. sum for n. e[n, k, i] * d[n, k, j], for k j. sum for n. e[n, k, j] * d[n, k, j], for k j. sum for n. d[n, k, j] * e[n, k, j])";
+    let expr = "(for k i j. sum for n. e[n, k, i] * d[n, k, j], for k j. sum for n. e[n, k, j] * d[n, k, j], for k j. sum for n. d[n, k, j] * e[n, k, j], for j k. sum for n. e[n, k, j] * d[n, k, j])";
     let mut fused = session(Engine::Fused);
     let mut reference = session(Engine::Reference);
     outputs(&mut fused, src);
@@ -798,20 +798,15 @@ fn dot_products_on_a_products_diagonal_read_it() {
             .collect()
     };
     let (got, want) = (tables(&mut fused), tables(&mut reference));
-    let (product, dots, swapped) = (&got[0], &got[1], &got[2]);
-    assert_eq!(
-        (product.len(), dots.len(), swapped.len()),
-        (6 * 16 * 16, 96, 96)
-    );
+    let (product, dots, swapped, transposed) = (&got[0], &got[1], &got[2], &got[3]);
+    assert_eq!(product.len(), 6 * 16 * 16);
+    assert_eq!((dots.len(), swapped.len(), transposed.len()), (96, 96, 96));
     for k in 0..6 {
         for j in 0..16 {
-            let on_diagonal = product[k * 256 + j * 16 + j];
-            assert_eq!(
-                dots[k * 16 + j].to_bits(),
-                on_diagonal.to_bits(),
-                "k {k} j {j}"
-            );
-            assert_eq!(swapped[k * 16 + j].to_bits(), on_diagonal.to_bits());
+            let on_diagonal = product[k * 256 + j * 16 + j].to_bits();
+            assert_eq!(dots[k * 16 + j].to_bits(), on_diagonal, "k {k} j {j}");
+            assert_eq!(swapped[k * 16 + j].to_bits(), on_diagonal);
+            assert_eq!(transposed[j * 6 + k].to_bits(), on_diagonal);
         }
     }
     let bound = 2500.0 * 2500.0 * 2.3e-16;
