@@ -13,6 +13,7 @@ use std::collections::HashSet;
 
 use crate::core::ir::{Program, VarId};
 use crate::core::kernel::Schedule;
+use crate::core::print::var_text;
 use crate::core::visit::var_of;
 
 /// Checks `schedule` against `program` (see the module documentation); the first problem
@@ -24,23 +25,22 @@ pub fn verify_schedule(program: &Program, schedule: &Schedule) -> Result<(), Str
         .iter()
         .flat_map(|stmt| stmt.binders.iter().copied())
         .collect();
-    let name = |var: VarId| match program.vars[var].hint.as_str() {
-        "" => format!("%{}", var.0),
-        hint => format!("%{}_{hint}", var.0),
-    };
     let mut bound: HashSet<VarId> = HashSet::new();
     for (number, step) in schedule.steps.iter().enumerate() {
         for var in step.reads(program, block) {
             if defined.contains(&var) && !bound.contains(&var) {
                 return Err(format!(
                     "step {number} reads {} before any step binds it",
-                    name(var)
+                    var_text(program, var)
                 ));
             }
         }
         for var in step.outputs(program, block) {
             if !bound.insert(var) {
-                return Err(format!("step {number} binds {} again", name(var)));
+                return Err(format!(
+                    "step {number} binds {} again",
+                    var_text(program, var)
+                ));
             }
         }
     }
@@ -50,7 +50,10 @@ pub fn verify_schedule(program: &Program, schedule: &Schedule) -> Result<(), Str
         .filter_map(|atom| var_of(*atom))
     {
         if defined.contains(&var) && !bound.contains(&var) {
-            return Err(format!("no step binds the result {}", name(var)));
+            return Err(format!(
+                "no step binds the result {}",
+                var_text(program, var)
+            ));
         }
     }
     for body in &schedule.loop_bodies {

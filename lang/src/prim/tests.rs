@@ -467,11 +467,7 @@ fn sign_rules_hold_on_special_values() {
             })
             .collect()
     };
-    let clear = |x: Scalar| match x {
-        F32(x) => x.is_nan() || x.is_sign_positive(),
-        F64(x) => x.is_nan() || x.is_sign_positive(),
-        _ => false,
-    };
+    let clear = crate::core::sign::scalar_clear;
     let mut n_checked = 0;
     for elem in [Elem::F32, Elem::F64] {
         let all = floats(elem);
