@@ -296,38 +296,48 @@ pub fn exp_of_difference_f32(xs: &[f32], ys: &[f32], out: &mut [f32]) {
     );
 }
 
+/// `$body` with `$difference` bound to `|i| xs[i] - ys[i]` over `$n` points, where an
+/// operand of one element stands for every point: a closure (a loop to vectorise) for each
+/// case of splats, not a test at every point.
+macro_rules! by_difference {
+    ($xs:expr, $ys:expr, $n:expr, |$difference:ident| $body:expr) => {{
+        let n = $n;
+        match ($xs, $ys) {
+            (&[x], &[y]) => {
+                let $difference = |_: usize| x - y;
+                $body
+            }
+            (xs, &[y]) => {
+                let xs = &xs[..n];
+                let $difference = |i: usize| xs[i] - y;
+                $body
+            }
+            (&[x], ys) => {
+                let ys = &ys[..n];
+                let $difference = |i: usize| x - ys[i];
+                $body
+            }
+            (xs, ys) => {
+                let (xs, ys) = (&xs[..n], &ys[..n]);
+                let $difference = |i: usize| xs[i] - ys[i];
+                $body
+            }
+        }
+    }};
+}
+
 #[inline(always)]
 fn exp_of_difference_f32_in(xs: &[f32], ys: &[f32], out: &mut [f32]) {
-    let n = out.len();
-    match (xs, ys) {
-        (&[x], &[y]) => out.fill(exp_f32_impl(x - y)),
-        (xs, &[y]) => {
-            let xs = &xs[..n];
-            exp_f32_of(out, |i| xs[i] - y)
-        }
-        (&[x], ys) => {
-            let ys = &ys[..n];
-            exp_f32_of(out, |i| x - ys[i])
-        }
-        (xs, ys) => {
-            let (xs, ys) = (&xs[..n], &ys[..n]);
-            exp_f32_of(out, |i| xs[i] - ys[i])
-        }
-    }
+    by_difference!(xs, ys, out.len(), |difference| exp_f32_of(out, difference));
 }
 
 /// `out[i] = exp_f64(xs[i] - ys[i])`, as [`exp_of_difference_f32`].
 pub fn exp_of_difference_f64(xs: &[f64], ys: &[f64], out: &mut [f64]) {
-    let at = |values: &[f64], i: usize| {
-        if values.len() == 1 {
-            values[0]
-        } else {
-            values[i]
+    by_difference!(xs, ys, out.len(), |difference| {
+        for (i, res) in out.iter_mut().enumerate() {
+            *res = exp_f64_impl(difference(i));
         }
-    };
-    for (i, res) in out.iter_mut().enumerate() {
-        *res = exp_f64_impl(at(xs, i) - at(ys, i));
-    }
+    });
 }
 
 /// `f()`, compiled with fused multiply-adds (and AVX2) when the build does not assume them but
@@ -498,6 +508,16 @@ where
     let mut acc = coeffs[N - 1];
     for &coeff in coeffs[..N - 1].iter().rev() {
         acc = acc * v + coeff;
+    }
+    acc
+}
+
+/// `horner` with a fused multiply-add per step (one rounding each; Note [exp in f32]).
+#[inline(always)]
+fn horner_fused_f32<const N: usize>(v: f32, coeffs: &[f32; N]) -> f32 {
+    let mut acc = coeffs[N - 1];
+    for &coeff in coeffs[..N - 1].iter().rev() {
+        acc = acc.mul_add(v, coeff);
     }
     acc
 }
@@ -703,13 +723,7 @@ fn exp_f32_parts(x: f32) -> (f32, i32) {
     let (n_float, n) = round_to_int_f32(x * std::f32::consts::LOG2_E);
     // Cody-Waite: `x - n * LN2_HI_F32` is exact (Sterbenz); the second step rounds once.
     let r = (-n_float).mul_add(LN2_LO_F32, (-n_float).mul_add(LN2_HI_F32, x));
-    let poly = EXPM1_F32[..EXPM1_F32.len() - 1]
-        .iter()
-        .rev()
-        .fold(EXPM1_F32[EXPM1_F32.len() - 1], |acc, &coeff| {
-            acc.mul_add(r, coeff)
-        });
-    (1.0 + (r * r).mul_add(poly, r), n)
+    (1.0 + (r * r).mul_add(horner_fused_f32(r, &EXPM1_F32), r), n)
 }
 
 /// Arguments whose `e^x` is normal with room to spare: `n` is in `[-125, 127]` (Note [exp
