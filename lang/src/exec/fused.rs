@@ -100,19 +100,19 @@ fn panel_rows(m: usize, n: usize, depth: usize, budget: usize) -> usize {
 // in calls of 2 to 512 rows: the bits of one call, and of faer's own threading; one row
 // differs). And a call of at most 16³ multiply-adds takes faer's small-matrix path. So
 // bands and panels split their rows evenly (`even_rows`: no one-row remainder), a band
-// has `MIN_PANEL_ROWS` rows and `1 << 18` multiply-adds at least, and a product with too
+// has `MIN_PANEL_ROWS` rows and `THREAD_WORK` multiply-adds at least, and a product with too
 // few rows for two such bands keeps faer's threading.
 
 /// The number of bands of an `m`-row product of `row_work` multiply-adds a row on
 /// `threads` threads (Note [Products in bands]), if two or more.
 fn band_count(m: usize, row_work: usize, threads: usize) -> Option<usize> {
-    let by_work = m.saturating_mul(row_work) / BAND_WORK;
+    let by_work = m.saturating_mul(row_work) / THREAD_WORK;
     let count = threads.min(m / MIN_PANEL_ROWS).min(by_work);
     (count > 1).then_some(count)
 }
 
-/// Fewest multiply-adds of a band.
-const BAND_WORK: usize = 1 << 18;
+/// Fewest multiply-adds worth a thread: a smaller product runs on one, a band has as many.
+const THREAD_WORK: usize = 1 << 18;
 
 /// `rows` cut into `pieces` runs whose lengths differ by one at most.
 fn even_rows(rows: Range<usize>, pieces: usize) -> impl Iterator<Item = Range<usize>> {
@@ -2092,7 +2092,7 @@ fn matmul_typed<T: GemmElem>(
     } else {
         panel_rows(m, n, depth, exec.config.panel_flops.unwrap_or(PANEL_FLOPS))
     };
-    let big = !batched && chunk.is_none() && m * n * depth >= 1 << 18;
+    let big = !batched && chunk.is_none() && m * n * depth >= THREAD_WORK;
     let band_count = big
         .then(|| band_count(m, n * depth, rayon::current_num_threads()))
         .flatten();
@@ -2500,7 +2500,7 @@ pub(in crate::exec) mod tests {
         // Never more pieces than rows (no empty one), and one piece at least.
         assert_eq!(runs(0..2, 5), [0..1, 1..2]);
         assert_eq!(runs(0..5, 0), vec![0..5]);
-        // A band per thread when every band has `MIN_PANEL_ROWS` rows and `BAND_WORK`
+        // A band per thread when every band has `MIN_PANEL_ROWS` rows and `THREAD_WORK`
         // multiply-adds; otherwise faer's own threading.
         assert_eq!(band_count(1024, 784 * 256, 2), Some(2));
         assert_eq!(band_count(1024, 784 * 256, 1), None);
