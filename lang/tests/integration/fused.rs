@@ -6,6 +6,17 @@ use crate::common::{session, stage_text, value};
 use dx_lang::core::value::{ArrayData, Value};
 use dx_lang::session::{Engine, Output, Session};
 
+/// The Float64 elements of each table of a value (a table, or a tuple of them, in order).
+fn float64_tables(value: Value) -> Vec<Vec<f64>> {
+    match value {
+        Value::Array(array) => match &*array.data {
+            ArrayData::F64(values) => vec![values.clone()],
+            other => panic!("Float64 elements, not {other:?}"),
+        },
+        Value::Tuple(parts) => parts.into_iter().flat_map(float64_tables).collect(),
+    }
+}
+
 /// The outputs of a source without its timings.
 fn outputs(session: &mut Session, src: &str) -> Vec<Output> {
     crate::common::outputs(session, src)
@@ -781,22 +792,7 @@ fn dot_products_on_a_products_diagonal_read_it() {
         .lines()
         .filter(|line| line.trim_start().starts_with("kernel") && line.contains(" sum "));
     assert_eq!(sums.count(), 0, "{text}");
-    // The three tables of the tuple, each as its Float64 elements.
-    let tables = |session: &mut Session| -> Vec<Vec<f64>> {
-        let Value::Tuple(parts) = session.evaluate(expr).unwrap().1 else {
-            panic!("a tuple")
-        };
-        parts
-            .into_iter()
-            .map(|part| match part {
-                Value::Array(array) => match &*array.data {
-                    ArrayData::F64(values) => values.clone(),
-                    other => panic!("Float64 elements, not {other:?}"),
-                },
-                Value::Tuple(_) => panic!("a table"),
-            })
-            .collect()
-    };
+    let tables = |session: &mut Session| float64_tables(session.evaluate(expr).unwrap().1);
     let (got, want) = (tables(&mut fused), tables(&mut reference));
     let (product, dots, swapped, transposed) = (&got[0], &got[1], &got[2], &got[3]);
     assert_eq!(product.len(), 6 * 16 * 16);
@@ -826,13 +822,7 @@ fn products_in_bands_give_the_same_bits_on_any_number_of_threads() {
     let expr = "for i k. sum for j. a[i, j] * b[j, k]";
     let elements = |session: &mut Session| -> Vec<f64> {
         outputs(session, src);
-        match session.evaluate(expr).unwrap().1 {
-            Value::Array(array) => match &*array.data {
-                ArrayData::F64(values) => values.clone(),
-                other => panic!("Float64 elements, not {other:?}"),
-            },
-            Value::Tuple(_) => panic!("a table"),
-        }
+        float64_tables(session.evaluate(expr).unwrap().1).concat()
     };
     let on = |threads: usize| {
         let pool = rayon::ThreadPoolBuilder::new()
