@@ -331,6 +331,24 @@ fn the_run_stage_profiles_every_step_of_the_schedule() {
             .any(|line| line.contains("kernel") && line.ends_with("GB/s")),
         "{run}"
     );
+    // Timed by `%bench`: each step's median over the timed runs, as many as the bench made.
+    let got = outputs(
+        &mut session,
+        &format!("%passes run\n%bench \"b\"\nz = {expr}\n"),
+    );
+    let Some(Output::Stage { name, text: timed }) = got.first() else {
+        panic!("no run stage in {got:?}")
+    };
+    assert_eq!(name, "run");
+    let header = timed.lines().nth(1).unwrap_or_default();
+    let runs: usize = header
+        .strip_prefix("run: ")
+        .and_then(|rest| rest.split_once(&format!(" in {n_steps} steps (each step's median of ")))
+        .and_then(|(_, runs)| runs.strip_suffix(" runs)"))
+        .and_then(|runs| runs.parse().ok())
+        .unwrap_or_else(|| panic!("{timed}"));
+    assert!(runs >= 5, "a bench runs five times at least: {timed}");
+    assert_eq!(timed.lines().count(), lines.len(), "{timed}");
 }
 
 /// A training loop: gradient steps on a weight table, and the same with the gradient through
@@ -811,38 +829,45 @@ fn dot_products_on_a_products_diagonal_read_it() {
     }
 }
 
-/// Note [Products in bands]: one product of 301 rows runs in a band of rows per thread
-/// (150 + 151 on 2 threads, ~100 on 3, one faer call on 1) and gives the same bits on
-/// every number of threads, within the product bound of the interpreter.
+/// Note [Products in bands]: a product of 301 rows runs in a band of rows per thread
+/// (150 + 151 on 2 threads, ~100 on 3, one faer call on 1), one of 301 columns in bands of
+/// columns, one row of 301 columns too; each gives the same bits on every number of
+/// threads, within the product bound of the interpreter.
 #[test]
 fn products_in_bands_give_the_same_bits_on_any_number_of_threads() {
-    let src =
-        "a : (Fin 301)=>(Fin 200)=>Float64 = for i j. sin (n_to_f (ordinal i * 200 + ordinal j))\n\
-        b : (Fin 200)=>(Fin 250)=>Float64 = for i j. cos (n_to_f (ordinal i * 3 + ordinal j))\n";
-    let expr = "for i k. sum for j. a[i, j] * b[j, k]";
-    let elements = |session: &mut Session| -> Vec<f64> {
-        outputs(session, src);
-        float64_tables(session.evaluate(expr).unwrap().1).concat()
-    };
-    let on = |threads: usize| {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
-        pool.install(|| elements(&mut session(Engine::Fused)))
-    };
-    let one = on(1);
-    assert_eq!(one.len(), 301 * 250);
-    for threads in [2, 3] {
-        let bits = |values: &[f64]| values.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        assert!(bits(&on(threads)) == bits(&one), "{threads} threads");
-    }
-    let mut fused = session(Engine::Fused);
-    outputs(&mut fused, src);
-    assert_eq!(count_lines(&fused_stage(&mut fused, expr), "matmul"), 1);
-    let want = elements(&mut session(Engine::Reference));
-    for (g, w) in one.iter().zip(&want) {
-        // |error| ≤ k · 2⁻⁵² · Σ|a||b| ≤ 200 · 2.3e-16 · 200 for entries of magnitude ≤ 1.
-        assert!((g - w).abs() <= 200.0 * 200.0 * 2.3e-16, "{g} vs {w}");
+    for (m, n) in [(301, 250), (250, 301), (1, 301)] {
+        let src = format!(
+            "a : (Fin {m})=>(Fin 200)=>Float64 = for i j. sin (n_to_f (ordinal i * 200 + ordinal j))\n\
+             b : (Fin 200)=>(Fin {n})=>Float64 = for i j. cos (n_to_f (ordinal i * 3 + ordinal j))\n"
+        );
+        let expr = "for i k. sum for j. a[i, j] * b[j, k]";
+        let elements = |session: &mut Session| -> Vec<f64> {
+            outputs(session, &src);
+            float64_tables(session.evaluate(expr).unwrap().1).concat()
+        };
+        let on = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| elements(&mut session(Engine::Fused)))
+        };
+        let one = on(1);
+        assert_eq!(one.len(), m * n);
+        for threads in [2, 3] {
+            let bits = |values: &[f64]| values.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert!(
+                bits(&on(threads)) == bits(&one),
+                "{m}×{n}, {threads} threads"
+            );
+        }
+        let mut fused = session(Engine::Fused);
+        outputs(&mut fused, &src);
+        assert_eq!(count_lines(&fused_stage(&mut fused, expr), "matmul"), 1);
+        let want = elements(&mut session(Engine::Reference));
+        for (g, w) in one.iter().zip(&want) {
+            // |error| ≤ k · 2⁻⁵² · Σ|a||b| ≤ 200 · 2.3e-16 · 200 for entries of magnitude ≤ 1.
+            assert!((g - w).abs() <= 200.0 * 200.0 * 2.3e-16, "{g} vs {w}");
+        }
     }
 }
