@@ -1,5 +1,6 @@
 //! The `run` stage: the compile time of each pass, then what each step of the fused schedule
-//! cost when it ran: its time (`ExecReport::step_times`), the bytes of the arrays it read and
+//! cost when it ran: its time (`ExecReport::step_times`; in a `%bench` block, its median
+//! over the timed runs), the bytes of the arrays it read and
 //! wrote, and the rate (GB/s, or GFLOP/s for a matrix product). Bytes are those of whole
 //! variables, each counted once: a step that reads part of an array (a gather, a slice) is
 //! charged for all of it, one that reads an array several times (a broadcast) for one pass.
@@ -15,12 +16,14 @@ use super::format_duration;
 use crate::core::interp::format_bytes;
 
 /// The text of the `run` stage: the compile time of each pass, then one line per step of
-/// `schedule` (numbered as in the `fused` stage) with its time, bytes and rate.
+/// `schedule` (numbered as in the `fused` stage) with its time, bytes and rate; `runs`, the
+/// number of timed runs whose medians `step_times` are, if any.
 pub fn render(
     program: &Program,
     schedule: &Schedule,
     pass_times: &[PassTime],
     step_times: &[Duration],
+    runs: Option<usize>,
 ) -> String {
     let mut text = String::new();
     let passes: Vec<String> = pass_times
@@ -31,9 +34,12 @@ pub fn render(
     let total: Duration = step_times.iter().sum();
     let _ = writeln!(
         text,
-        "run: {} in {} steps",
+        "run: {} in {} steps{}",
         format_duration(total),
-        step_times.len()
+        step_times.len(),
+        runs.map_or(String::new(), |runs| format!(
+            " (each step's median of {runs} runs)"
+        ))
     );
     let block = &program.blocks[schedule.block];
     let bytes = |vars: Vec<VarId>| -> u128 {
