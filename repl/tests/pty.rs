@@ -39,6 +39,10 @@ fn quit_with_ctrl_d(mut repl: PtySession) {
     }
 }
 
+/// A loop of minutes (one compiled loop of 2·10⁹ steps takes about a second): Ctrl-C must
+/// stop it, not race its end.
+const LONG_LOOP: &str = r"fold(0.0, \j:(Fin 100) c. fold(c, \i:(Fin 2000000000) d. d + 1.0))";
+
 #[test]
 fn multi_line_definition_then_use() {
     // Evaluates.
@@ -102,11 +106,10 @@ fn ctrl_c_interrupts_a_computation_and_keeps_the_session() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let mut repl = spawn_repl(dir.path());
     repl.send_line("x = 2.0").expect("type");
-    repl.send_line(r":p fold(0.0, \i:(Fin 2000000000) c. c + 1.0)")
-        .expect("type");
+    repl.send_line(&format!(":p {LONG_LOOP}")).expect("type");
     // Once the line editor has shown the entry, let it hand the entry over, so that Ctrl-C
     // reaches the computation as a signal rather than the editor as a key.
-    repl.exp_string("c + 1.0)").expect("the entry is echoed");
+    repl.exp_string("d + 1.0))").expect("the entry is echoed");
     std::thread::sleep(std::time::Duration::from_millis(500));
     repl.send_control('c').expect("send Ctrl-C");
     repl.exp_string("interrupted")
@@ -194,9 +197,8 @@ fn plots_are_braille_and_long_work_shows_a_spinner() {
         .expect("a braille drawing");
     repl.exp_string(&pty_text("● sin   ○ sin'"))
         .expect("the legend names f and f'");
-    repl.send_line(r":p fold(0.0, \i:(Fin 2000000000) c. c + 1.0)")
-        .expect("type");
-    repl.exp_string("c + 1.0)").expect("the entry is echoed");
+    repl.send_line(&format!(":p {LONG_LOOP}")).expect("type");
+    repl.exp_string("d + 1.0))").expect("the entry is echoed");
     repl.exp_regex(r"running [0-9]+\.[0-9] s")
         .expect("a spinner with the elapsed time after a second");
     repl.send_control('c').expect("send Ctrl-C");
@@ -210,11 +212,8 @@ fn dx_run_prints_each_block_as_it_ends_and_names_the_interrupted_one() {
     // Evaluates.
     let dir = tempfile::tempdir().expect("temporary directory");
     let file = dir.path().join("long.dx");
-    std::fs::write(
-        &file,
-        ":p 1.0 + 2.0\n\n:p fold(0.0, \\i:(Fin 2000000000) c. c + 1.0)\n\n:p 5.0\n",
-    )
-    .expect("write the script");
+    std::fs::write(&file, format!(":p 1.0 + 2.0\n\n:p {LONG_LOOP}\n\n:p 5.0\n"))
+        .expect("write the script");
     let mut command = Command::new(env!("CARGO_BIN_EXE_dx"));
     command.arg("run").arg(&file).env("NO_COLOR", "1");
     let mut run = spawn_command(command, Some(TIMEOUT_MS)).expect("dx run starts in a pty");
