@@ -27,8 +27,8 @@
 //!
 //! Method: every function is an argument reduction followed by a polynomial or rational
 //! approximation, written without branches (see Note [Branch-free selects]), with the special
-//! values patched in by selects at the end. The f32 functions other than `exp` compute in f64
-//! and round once at the end (see Note [f32 via f64]):
+//! values patched in by selects at the end. The f32 functions other than `exp` and `tanh`
+//! compute in f64 and round once at the end (see Note [f32 via f64]):
 //!
 //! - `exp_f32`, in f32 arithmetic (see Note [exp in f32]): `x = n ln2 + r`,
 //!   `|r| <= ln(2)/2`; `e^r = 1 + r + r^2 P(r)` with `P` of degree 4.
@@ -37,8 +37,8 @@
 //! - `pow_f32`: `2^(y log2|x|)` from the log kernel above and an f64 `2^t` kernel (degree 7);
 //!   the sign and the special cases by
 //!   selects.
-//! - `tanh_f32`: `a + a^3 T(a^2)` (`T` of degree 3) for `|x| < 1/4`, else
-//!   `1 - 2/(e^(2|x|) + 1)` with the exp kernel.
+//! - `tanh_f32`, in f32 arithmetic (see Note [tanh in f32]): `a + a^3 T(a^2)` (`T` of
+//!   degree 4) for `a = |x| < 0.55`, else `1 - 2/(e^(2a) + 1)` with the f32 exp kernel.
 //! - `sin_f32`, `cos_f32`: `x = n pi/2 + r` with pi/2 split in three parts (27, 25 and 53
 //!   bits) so that `r` is exact enough for `|x| < 2^26`; then `r + r^3 S(r^2)` or
 //!   `1 + r^2 C(r^2)` (`S`, `C` of degree 3) chosen by `n mod 4`.
@@ -95,7 +95,7 @@
 
 // Note [f32 via f64]
 // ~~~~~~~~~~~~~~~~~~
-// The f32 functions other than `exp` (Note [exp in f32]) widen to f64, evaluate kernels whose error is at most 2^-33 relative,
+// The f32 functions other than `exp` and `tanh` (Notes [exp in f32], [tanh in f32]) widen to f64, evaluate kernels whose error is at most 2^-33 relative,
 // and round once to f32, so they are within 0.5 + 2^-9 ulp of the true value. Widening makes
 // the f32 subnormals normal and keeps intermediate overflow away, so the f32 special cases
 // reduce to a few selects. It costs half the vector width of f32 arithmetic but avoids the
@@ -124,6 +124,24 @@
 // therefore also compiled for FMA and AVX2 and chosen at run time when the CPU has them
 // (`with_fma`: 0.20 ns an element in such a build). The per-element `exp_f32` of the
 // reference interpreter stays as the build compiles it.
+
+// Note [tanh in f32]
+// ~~~~~~~~~~~~~~~~~~
+// `tanh` is the MLP's activation, so it too is computed in f32 lanes with fused
+// multiply-adds (the f64 version cost 1.3 ns an element on one core, its f64 division
+// alone half of that; this one 0.56-0.61, a scratch crate). With `a = |x|`:
+// - `a < 0.55`: `a + a^3 T(a^2)`, `T` of degree 4 (relative error of `tanh` 2^-29.8, a
+//   least-squares fit reweighted toward minimax, for this file); the correction is at most
+//   a tenth of the result, so its roundings cost little.
+// - else `1 - q` with `q = 2/(e^(2a) + 1) <= 1/2` (`0.55 > atanh(1/2)`). `e^(2a) = 2^n (1 +
+//   s)` from the exp kernel of Note [exp in f32], kept unevaluated so that the denominator
+//   `2^n s + (2^n + 1)` rounds once (`2^n + 1` is exact while it matters: `n <= 23`);
+//   `q` then errs by under 2.5 units of 2^-24 relative, at most 0.6 ulp of the result, and
+//   the subtraction adds half an ulp. `2a` is clamped to 20 (`tanh(10)` rounds to 1), NaN
+//   kept.
+// Over every f32 (`examples/vmath_exhaustive.rs tanh`): at most 1 ulp from `tanh` computed
+// in f64 and rounded, at most 2 ulp from glibc's `tanhf` (whose own error reaches 1-2 ulp,
+// Note [tanh accuracy]). The slice function is chosen at run time like exp's (`with_fma`).
 
 // Note [exp on the normal range]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -374,6 +392,20 @@ fn exp_f32_of(out: &mut [f32], arg: impl Fn(usize) -> f32) {
     }
 }
 
+/// `out[i] = tanh_f32(xs[i])`, vectorised (Note [tanh in f32]).
+pub fn tanh_f32_slice(xs: &[f32], out: &mut [f32]) {
+    debug_assert_eq!(xs.len(), out.len(), "input and output lengths differ");
+    let xs = &xs[..out.len()];
+    with_fma(
+        #[inline(always)]
+        || {
+            for (res, &x) in out.iter_mut().zip(xs) {
+                *res = tanh_f32_impl(x);
+            }
+        },
+    );
+}
+
 unary_slice! {
     /// `out[i] = exp_f64(xs[i])`, vectorised.
     exp_f64_slice, f64, exp_f64_impl;
@@ -381,8 +413,6 @@ unary_slice! {
     log_f32_slice, f32, log_f32_impl;
     /// `out[i] = log_f64(xs[i])`, vectorised.
     log_f64_slice, f64, log_f64_impl;
-    /// `out[i] = tanh_f32(xs[i])`, vectorised.
-    tanh_f32_slice, f32, tanh_f32_impl;
     /// `out[i] = tanh_f64(xs[i])`, vectorised.
     tanh_f64_slice, f64, tanh_f64_impl;
 }
@@ -660,12 +690,14 @@ const COS_F32: [f64; 4] = [
     2.4383566504155283e-05,
 ];
 
-/// `T(z)` with `tanh(a) = a + a^3 T(a^2)` for `|a| <= 1/4`, degree 3; relative error 2^-35.7.
-const TANH_F32: [f64; 4] = [
-    -0.33333332446709624,
-    0.13333195072203566,
-    -0.053901033784953464,
-    0.02057245685854138,
+/// `T(z)` with `tanh(a) = a + a^3 T(a^2)` for `a < 0.55`, degree 4; relative error of
+/// `tanh` 2^-29.8 (Note [tanh in f32]).
+const TANH_F32: [f32; 5] = [
+    -0.333_333_16,
+    0.133_325_86,
+    -0.053_852_309,
+    0.021_071_68,
+    -0.006_274_24,
 ];
 
 /// `2^t` for any f64 `t` (f32 accuracy): `t = n + r`, then the `EXP2_F32` polynomial.
@@ -720,10 +752,18 @@ fn exp_f32_impl(x: f32) -> f32 {
 /// multiply-adds (Note [exp in f32]).
 #[inline(always)]
 fn exp_f32_parts(x: f32) -> (f32, i32) {
+    let (s, n) = expm1_f32_parts(x);
+    (1.0 + s, n)
+}
+
+/// `e^x = (1 + s) * 2^n`, the sum left unevaluated, for `x` in `[-104, 89]` (Note [exp in
+/// f32]).
+#[inline(always)]
+fn expm1_f32_parts(x: f32) -> (f32, i32) {
     let (n_float, n) = round_to_int_f32(x * std::f32::consts::LOG2_E);
     // Cody-Waite: `x - n * LN2_HI_F32` is exact (Sterbenz); the second step rounds once.
     let r = (-n_float).mul_add(LN2_LO_F32, (-n_float).mul_add(LN2_HI_F32, x));
-    (1.0 + (r * r).mul_add(horner_fused_f32(r, &EXPM1_F32), r), n)
+    ((r * r).mul_add(horner_fused_f32(r, &EXPM1_F32), r), n)
 }
 
 /// Arguments whose `e^x` is normal with room to spare: `n` is in `[-125, 127]` (Note [exp
@@ -753,16 +793,18 @@ fn log_f32_impl(x: f32) -> f32 {
     }
 }
 
+/// See Note [tanh in f32].
 #[inline(always)]
 fn tanh_f32_impl(x: f32) -> f32 {
-    let abs_x = f64::from(x).abs();
-    let z = abs_x * abs_x;
-    let small = abs_x + abs_x * z * horner(z, &TANH_F32);
-    // 1 - 2/(e^(2a) + 1); exp2_f32_kernel clamps, so infinities give 1.
-    let exp_2a = exp2_f32_kernel(2.0 * abs_x * LOG2_E);
-    let large = 1.0 - 2.0 / (exp_2a + 1.0);
-    let res = if abs_x < 0.25 { small } else { large };
-    (res as f32).copysign(x)
+    let a = x.abs();
+    let z = a * a;
+    let small = (a * z).mul_add(horner_fused_f32(z, &TANH_F32), a);
+    // e^(2a) = 2^n (1 + s), with 2a at most 20; NaN stays NaN.
+    let (s, n) = expm1_f32_parts(if a > 10.0 { 20.0 } else { a + a });
+    let scale = pow2i_f32(n);
+    let large = 1.0 - 2.0 / scale.mul_add(s, scale + 1.0);
+    let res = if a < 0.55 { small } else { large };
+    res.copysign(x)
 }
 
 /// Whether `sin`/`cos` of `x` needs the `std` fallback: finite and `|x| >= 2^26`.
