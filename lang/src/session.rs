@@ -206,15 +206,17 @@ pub fn format_duration(duration: Duration) -> String {
     format!("{text} {unit}")
 }
 
+/// The median of some times (the upper one of an even count), zero for none.
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times.get(times.len() / 2).copied().unwrap_or_default()
+}
+
 /// Each step's median time over several runs of a schedule (one list of step times each).
 fn median_steps(runs: &[Vec<Duration>]) -> Vec<Duration> {
     let steps = runs.iter().map(Vec::len).min().unwrap_or(0);
     (0..steps)
-        .map(|step| {
-            let mut times: Vec<Duration> = runs.iter().map(|run| run[step]).collect();
-            times.sort();
-            times[times.len() / 2]
-        })
+        .map(|step| median(runs.iter().map(|run| run[step]).collect()))
         .collect()
 }
 
@@ -1098,6 +1100,7 @@ impl Session {
         let (arrays, report, mut step_times) = run().map_err(|err| runtime_error(err, &program))?;
         evaluated.run = run_start.elapsed();
         self.last_run = Some(report);
+        let show_run = cx.stages.iter().any(|stage| stage == "run");
         if cx.bench.as_ref().is_some_and(Option::is_some) {
             let mut times = Vec::new();
             let mut runs_steps = Vec::new();
@@ -1106,19 +1109,22 @@ impl Session {
                 let start = Instant::now();
                 let (arrays, _, steps) = run().map_err(|err| runtime_error(err, &program))?;
                 times.push(start.elapsed());
-                runs_steps.push(steps);
+                if show_run {
+                    runs_steps.push(steps);
+                }
                 // As a program called again would: this run's results are dropped, and their
                 // buffers serve the next run's outputs (`exec::pool`).
                 arrays.into_iter().for_each(crate::exec::pool::recycle);
             }
-            times.sort();
-            evaluated.run = times[times.len() / 2];
             evaluated.runs = Some(times.len());
+            evaluated.run = median(times);
             // The `run` stage of a timed block shows each step's median over the timed runs,
             // not the first run's (cold caches, fresh pages).
-            step_times = median_steps(&runs_steps);
+            if show_run {
+                step_times = median_steps(&runs_steps);
+            }
         }
-        if cx.stages.iter().any(|stage| stage == "run") {
+        if show_run {
             let text = match (&schedule, engine) {
                 (Some(schedule), Engine::Fused) => {
                     run_stage::render(&program, schedule, &pass_times, &step_times, evaluated.runs)
