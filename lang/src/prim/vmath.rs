@@ -302,7 +302,7 @@ pub fn exp_f32_slice(xs: &[f32], out: &mut [f32]) {
     let xs = &xs[..out.len()];
     with_fma(
         #[inline(always)]
-        || exp_f32_of(out, |i| xs[i]),
+        || exp_f32_of(out, || xs.iter().copied()),
     );
 }
 
@@ -316,30 +316,30 @@ pub fn exp_of_difference_f32(xs: &[f32], ys: &[f32], out: &mut [f32]) {
     );
 }
 
-/// `$body` with `$difference` bound to `|i| xs[i] - ys[i]` over `$n` points, where an
-/// operand of one element stands for every point: a closure (a loop to vectorise) for each
-/// case of splats, not a test at every point.
+/// `$body` with `$difference` bound to a maker of the iterator of `xs[i] - ys[i]` over `$n`
+/// points, where an operand of one element stands for every point: an iterator type (a loop
+/// to vectorise) for each case of splats, not a test at every point.
 macro_rules! by_difference {
     ($xs:expr, $ys:expr, $n:expr, |$difference:ident| $body:expr) => {{
         let n = $n;
         match ($xs, $ys) {
             (&[x], &[y]) => {
-                let $difference = |_: usize| x - y;
+                let $difference = || std::iter::repeat_n(x - y, n);
                 $body
             }
             (xs, &[y]) => {
                 let xs = &xs[..n];
-                let $difference = |i: usize| xs[i] - y;
+                let $difference = || xs.iter().map(move |&x| x - y);
                 $body
             }
             (&[x], ys) => {
                 let ys = &ys[..n];
-                let $difference = |i: usize| x - ys[i];
+                let $difference = || ys.iter().map(move |&y| x - y);
                 $body
             }
             (xs, ys) => {
                 let (xs, ys) = (&xs[..n], &ys[..n]);
-                let $difference = |i: usize| xs[i] - ys[i];
+                let $difference = || xs.iter().zip(ys).map(|(&x, &y)| x - y);
                 $body
             }
         }
@@ -354,8 +354,8 @@ fn exp_of_difference_f32_in(xs: &[f32], ys: &[f32], out: &mut [f32]) {
 /// `out[i] = exp_f64(xs[i] - ys[i])`, as [`exp_of_difference_f32`].
 pub fn exp_of_difference_f64(xs: &[f64], ys: &[f64], out: &mut [f64]) {
     by_difference!(xs, ys, out.len(), |difference| {
-        for (i, res) in out.iter_mut().enumerate() {
-            *res = exp_f64_impl(difference(i));
+        for (res, x) in out.iter_mut().zip(difference()) {
+            *res = exp_f64_impl(x);
         }
     });
 }
@@ -377,19 +377,30 @@ fn with_fma<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// `out[i] = exp_f32(arg(i))`: one pass when every argument is in `EXP_F32_NORMAL` (Note [exp
-/// on the normal range]), else a second pass with the full function.
+// Note [Slices by iterators]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The exp loops took their arguments through a closure of the index (`|i| xs[i] - y`). LLVM
+// vectorised that loop with a scalar epilogue it always runs: on a slice whose length is a
+// multiple of 32 the last 32 points took the scalar path, on shorter ones every point. One
+// core, ns per point for lengths 16 / 64 / 100 / 128 / 1024 / 4096: 1.86 / 1.14 / 0.28 /
+// 0.65 / 0.25 / 0.22. Zipping the output with an iterator of the arguments instead:
+// 0.51 / 0.23 / 0.25 / 0.23 / 0.22 / 0.21. A row-wise `logsumexp` over rows of 64 points
+// took 28 % less time. The bits are the same: each point is the same function of its
+// argument (`slices_of_every_length_give_the_per_element_bits`).
+
+/// `out[i] = exp_f32(args()[i])`: one pass when every argument is in `EXP_F32_NORMAL` (Note
+/// [exp on the normal range]), else a second pass with the full function; `args` makes the
+/// iterator of the arguments for each pass (Note [Slices by iterators]).
 #[inline(always)]
-fn exp_f32_of(out: &mut [f32], arg: impl Fn(usize) -> f32) {
+fn exp_f32_of<I: Iterator<Item = f32>>(out: &mut [f32], args: impl Fn() -> I) {
     let mut normal = true;
-    for (i, res) in out.iter_mut().enumerate() {
-        let x = arg(i);
+    for (res, x) in out.iter_mut().zip(args()) {
         normal &= (x >= EXP_F32_NORMAL.0) & (x <= EXP_F32_NORMAL.1);
         *res = exp_f32_normal(x);
     }
     if !normal {
-        for (i, res) in out.iter_mut().enumerate() {
-            *res = exp_f32_impl(arg(i));
+        for (res, x) in out.iter_mut().zip(args()) {
+            *res = exp_f32_impl(x);
         }
     }
 }
@@ -1698,6 +1709,39 @@ mod tests {
         let to_hi = (ordered(hi) - line + 1..=ordered(hi)).map(from_ordered::<f32>);
         check(&EXP_F32, &from_lo.chain(to_hi).collect::<Vec<f32>>());
         check(&EXP_F32, &sweep::<f32>(&[(lo, hi)], N_SWEEP, &[]));
+    }
+
+    /// Slices of every length up to a few hundred (whole vectors, vector epilogues, scalar
+    /// remainders: Note [Slices by iterators]) give the per-element bits, the exp of a
+    /// difference too.
+    #[test]
+    fn slices_of_every_length_give_the_per_element_bits() {
+        let xs: Vec<f32> = (0..300)
+            .map(|k| (k as f32 * 0.37).sin() * 5.0 + 5.5)
+            .collect();
+        for n in 0..=xs.len() {
+            let xs = &xs[..n];
+            let mut out = vec![0.0f32; n];
+            for case in [&EXP_F32, &LOG_F32, &TANH_F32, &SIN_F32, &COS_F32] {
+                (case.slice)(xs, &mut out);
+                for (&x, &y) in xs.iter().zip(&out) {
+                    assert_eq!(
+                        y.to_bits(),
+                        (case.ours)(x).to_bits(),
+                        "{}({x}), n = {n}",
+                        case.name
+                    );
+                }
+            }
+            exp_of_difference_f32(xs, &[2.5], &mut out);
+            for (&x, &y) in xs.iter().zip(&out) {
+                assert_eq!(
+                    y.to_bits(),
+                    exp_f32(x - 2.5).to_bits(),
+                    "exp ({x} - 2.5), n = {n}"
+                );
+            }
+        }
     }
 
     /// Note [The exp of a difference] in `exec::fused`: one pass gives the bits of `sub` then
