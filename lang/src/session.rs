@@ -232,8 +232,39 @@ fn compile_loops() -> CompileLoops {
 
 #[cfg(test)]
 mod tests {
-    use super::format_duration;
+    use super::{format_duration, Output, Session, SessionConfig};
     use std::time::Duration;
+
+    /// `settle`: a result that is an input unchanged keeps the input's buffer; a new name for
+    /// either, or a value made from them, never changes the other.
+    #[test]
+    fn a_result_that_is_an_input_shares_its_buffer_safely() {
+        let mut session = Session::new(SessionConfig::default());
+        let run = |session: &mut Session, src: &str| -> Vec<Output> {
+            session
+                .eval_source(src)
+                .into_iter()
+                .flat_map(|chunk| chunk.outputs)
+                .collect()
+        };
+        let defs = "N = Fin 50000\n\
+                    y = for i:N. n_to_f (ordinal i)\n\
+                    def loss(v: N=>Float) -> Float = sum for i. v[i] * y[i]\n\
+                    g = grad loss y\n\
+                    h = for i. y[i] * 2.0\n";
+        assert_eq!(run(&mut session, defs), vec![]);
+        let leaf = |session: &Session, name: &str| session.values[name].1[0].clone();
+        // The gradient of a linear function is its coefficients: the session's `y` itself.
+        assert!(leaf(&session, "g").is_same_array(&leaf(&session, "y")));
+        assert!(!leaf(&session, "h").is_same_array(&leaf(&session, "y")));
+        // Replacing `y` (its buffer is shared with `g`, so it is not recycled) and then
+        // making new arrays of its size leaves `g` as it was.
+        let more = "y = for i:N. 7.0\n\
+                    z = for i:N. 5.0 * y[i]\n\
+                    :p (g[3@N], y[3@N], z[3@N])\n";
+        let got = run(&mut session, more);
+        assert_eq!(got, vec![Output::Value("(3., 7., 35.)".into())]);
+    }
 
     #[test]
     fn durations_print_like_the_language_reference() {
@@ -722,7 +753,7 @@ impl Session {
             message: format!("{name} \"{}\": {message}", call.path),
             span: Some(call.span),
         })?;
-        self.bind_top(&binding.pat, &ty, vec![array]);
+        self.bind_top(&binding.pat, &ty, vec![Tensor::from(array)]);
         Ok(Evaluated::default())
     }
 
@@ -872,25 +903,24 @@ impl Session {
             }
             return Ok(Evaluated::default());
         }
-        let (arrays, evaluated) = self.run_to_arrays(&texpr, cx)?;
-        self.bind_top(&binding.pat, &texpr.ty, arrays);
+        let (tensors, evaluated) = self.run_to_tensors(&texpr, cx)?;
+        self.bind_top(&binding.pat, &texpr.ty, tensors);
         Ok(evaluated)
     }
 
     /// Binds the names of a top-level pattern to parts of a value.
-    fn bind_top(&mut self, pat: &Pattern, ty: &Ty, arrays: Vec<Array>) {
+    fn bind_top(&mut self, pat: &Pattern, ty: &Ty, tensors: Vec<Tensor>) {
         match (pat, ty) {
             (Pattern::Var(ident), _) => {
                 self.env.unbind(&ident.name);
                 if *ty == Ty::nat() {
                     if let Some(crate::core::ir::Scalar::U32(n)) =
-                        arrays.first().and_then(Array::as_scalar)
+                        tensors.first().and_then(Tensor::as_scalar)
                     {
                         self.env.static_nats.insert(ident.name.clone(), n as u64);
                     }
                 }
                 self.env.values.insert(ident.name.clone(), ty.clone());
-                let tensors = arrays.into_iter().map(Tensor::from).collect();
                 let replaced = self
                     .values
                     .insert(ident.name.clone(), (ty.clone(), tensors));
@@ -900,17 +930,17 @@ impl Session {
                 }
             }
             (Pattern::Tuple(pats, _), Ty::Tuple(items)) => {
-                let mut rest = arrays.into_iter();
+                let mut rest = tensors.into_iter();
                 for (pat, item) in pats.iter().zip(items) {
                     let count = leaf_types(item).map(|leaves| leaves.len()).unwrap_or(0);
-                    let part: Vec<Array> = rest.by_ref().take(count).collect();
+                    let part: Vec<Tensor> = rest.by_ref().take(count).collect();
                     self.bind_top(pat, item, part);
                 }
             }
             (Pattern::Table(pats, _), Ty::Table(_, elem)) => {
                 for (position, pat) in pats.iter().enumerate() {
-                    let rows: Vec<Array> =
-                        arrays.iter().map(|array| row(array, position)).collect();
+                    let rows: Vec<Tensor> =
+                        tensors.iter().map(|tensor| tensor.row(position)).collect();
                     self.bind_top(pat, elem, rows);
                 }
             }
@@ -963,11 +993,26 @@ impl Session {
         Ok((value, evaluated))
     }
 
+    /// Compiles and runs an expression; returns its leaves as core row-major arrays.
     fn run_to_arrays(
         &mut self,
         texpr: &TExpr,
         cx: &BlockCx,
     ) -> Result<(Vec<Array>, Evaluated), Diagnostic> {
+        let (tensors, evaluated) = self.run_to_tensors(texpr, cx)?;
+        Ok((
+            tensors.into_iter().map(Tensor::into_array).collect(),
+            evaluated,
+        ))
+    }
+
+    /// Compiles and runs an expression (timing it under `%bench`, recording the stages asked
+    /// for); returns its leaves as the engine left them (see `settle`).
+    fn run_to_tensors(
+        &mut self,
+        texpr: &TExpr,
+        cx: &BlockCx,
+    ) -> Result<(Vec<Tensor>, Evaluated), Diagnostic> {
         let mut evaluated = Evaluated::default();
         let compile_start = Instant::now();
         let Compiled {
@@ -1035,7 +1080,7 @@ impl Session {
         let prepared = schedule
             .as_ref()
             .map(|schedule| crate::exec::Prepared::new(&program, schedule));
-        let run = || -> Result<(Vec<Array>, RunReport, Vec<Duration>), InterpError> {
+        let run = || -> Result<(Vec<Tensor>, RunReport, Vec<Duration>), InterpError> {
             match engine {
                 Engine::Fused => {
                     let config = ExecConfig {
@@ -1046,7 +1091,6 @@ impl Session {
                     };
                     let prepared = prepared.as_ref().expect("the pipeline ends with `fuse`");
                     let (tensors, report) = prepared.run(inputs.clone(), &config)?;
-                    let arrays = tensors.into_iter().map(Tensor::into_array).collect();
                     let run_report = RunReport {
                         engine,
                         statements: report.statements,
@@ -1054,7 +1098,7 @@ impl Session {
                         matmuls: report.matmuls,
                         build1_fallbacks: report.build1_fallbacks,
                     };
-                    Ok((arrays, run_report, report.step_times))
+                    Ok((settle(tensors, &inputs), run_report, report.step_times))
                 }
                 Engine::Bulk => {
                     let config = ExecConfig {
@@ -1065,7 +1109,6 @@ impl Session {
                     };
                     let (tensors, report) =
                         crate::exec::run_tensors(&program, inputs.clone(), &config)?;
-                    let arrays = tensors.into_iter().map(Tensor::into_array).collect();
                     let report = RunReport {
                         engine,
                         statements: report.statements,
@@ -1073,7 +1116,7 @@ impl Session {
                         matmuls: 0,
                         build1_fallbacks: report.build1_fallbacks,
                     };
-                    Ok((arrays, report, Vec::new()))
+                    Ok((settle(tensors, &inputs), report, Vec::new()))
                 }
                 Engine::Reference => {
                     let config = InterpConfig {
@@ -1083,7 +1126,7 @@ impl Session {
                     let inputs: Vec<Array> = inputs.iter().map(Tensor::to_array).collect();
                     let arrays = interp::run(&program, &inputs, &config)?;
                     Ok((
-                        arrays,
+                        arrays.into_iter().map(Tensor::from).collect(),
                         RunReport {
                             engine,
                             statements: 0,
@@ -1096,26 +1139,35 @@ impl Session {
                 }
             }
         };
-        let run_start = Instant::now();
-        let (arrays, report, mut step_times) = run().map_err(|err| runtime_error(err, &program))?;
-        evaluated.run = run_start.elapsed();
-        self.last_run = Some(report);
         let show_run = cx.stages.iter().any(|stage| stage == "run");
-        if cx.bench.as_ref().is_some_and(Option::is_some) {
+        let bench = cx.bench.as_ref().is_some_and(Option::is_some);
+        // The block's runs start on a thread of the pool, which hands the block over once,
+        // not once a kernel (Note [One hand-off a run] in `exec`).
+        let runs = crate::exec::on_pool(|| -> Result<_, InterpError> {
+            let run_start = Instant::now();
+            let first = run()?;
+            let first_time = run_start.elapsed();
             let mut times = Vec::new();
             let mut runs_steps = Vec::new();
             let bench_start = Instant::now();
-            while times.len() < 5 || bench_start.elapsed() < Duration::from_secs(1) {
+            while bench && (times.len() < 5 || bench_start.elapsed() < Duration::from_secs(1)) {
                 let start = Instant::now();
-                let (arrays, _, steps) = run().map_err(|err| runtime_error(err, &program))?;
+                let (tensors, _, steps) = run()?;
                 times.push(start.elapsed());
                 if show_run {
                     runs_steps.push(steps);
                 }
                 // As a program called again would: this run's results are dropped, and their
                 // buffers serve the next run's outputs (`exec::pool`).
-                arrays.into_iter().for_each(crate::exec::pool::recycle);
+                tensors.into_iter().for_each(crate::exec::pool::give);
             }
+            Ok((first, first_time, times, runs_steps))
+        });
+        let ((tensors, report, mut step_times), first_time, times, runs_steps) =
+            runs.map_err(|err| runtime_error(err, &program))?;
+        evaluated.run = first_time;
+        self.last_run = Some(report);
+        if bench {
             evaluated.runs = Some(times.len());
             evaluated.run = median(times);
             // The `run` stage of a timed block shows each step's median over the timed runs,
@@ -1140,7 +1192,7 @@ impl Session {
                 text,
             });
         }
-        Ok((arrays, evaluated))
+        Ok((tensors, evaluated))
     }
 
     /// A top-level value as lowering sees it: its type and the types of its arrays.
@@ -1414,14 +1466,21 @@ fn structure(ty: &Ty, arrays: Vec<Array>) -> Value {
     go(ty, &mut arrays.into_iter())
 }
 
-/// Row `position` of an array (its outermost axis).
-fn row(array: &Array, position: usize) -> Array {
-    let row_len: usize = array.shape[1..].iter().product();
-    let mut data = crate::core::value::ArrayData::with_capacity(array.elem(), row_len);
-    for flat in position * row_len..(position + 1) * row_len {
-        data.push(array.data.get(flat));
-    }
-    Array::new(array.shape[1..].to_vec(), data)
+/// The results of a run as the session keeps them. A result that is one of the block's
+/// inputs unchanged (`grad` of a linear function hands back a session value) stays that
+/// value, sharing its buffer: values are immutable, so a copy would only cost time and
+/// memory. Any other result becomes a row-major array that owns its buffer alone (a view
+/// into a bigger buffer is copied out, so that it does not keep the whole buffer alive).
+fn settle(results: Vec<Tensor>, inputs: &[Tensor]) -> Vec<Tensor> {
+    results
+        .into_iter()
+        .map(
+            |result| match inputs.iter().any(|input| input.is_same_array(&result)) {
+                true => result,
+                false => Tensor::from(result.into_array()),
+            },
+        )
+        .collect()
 }
 
 /// Arranges the arrays of a value for printing, following its type. Each leaf is an array,

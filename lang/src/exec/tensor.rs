@@ -377,6 +377,33 @@ impl Tensor {
         }
     }
 
+    /// Whether both are the same array: the same elements of the same buffer in the same
+    /// layout (a value handed back unchanged, not a copy of it).
+    pub fn is_same_array(&self, other: &Tensor) -> bool {
+        fn same<T>(a: &Nd<T>, b: &Nd<T>) -> bool {
+            a.as_ptr() == b.as_ptr() && a.shape() == b.shape() && a.strides() == b.strides()
+        }
+        match (self, other) {
+            (Tensor::F32(a), Tensor::F32(b)) => same(a, b),
+            (Tensor::F64(a), Tensor::F64(b)) => same(a, b),
+            (Tensor::I32(a), Tensor::I32(b)) => same(a, b),
+            (Tensor::I64(a), Tensor::I64(b)) => same(a, b),
+            (Tensor::U32(a), Tensor::U32(b)) => same(a, b),
+            (Tensor::U64(a), Tensor::U64(b)) => same(a, b),
+            (Tensor::Bool(a), Tensor::Bool(b)) => same(a, b),
+            _ => false,
+        }
+    }
+
+    /// Row `position` of the outermost axis, as an array of its own (a copy: a row that
+    /// outlives the table does not keep the whole table's buffer).
+    pub fn row(&self, position: usize) -> Tensor {
+        map_tensor!(self, a => {
+            let row = a.index_axis(Axis(0), position);
+            from_vec(row.shape(), row.iter().cloned().collect())
+        })
+    }
+
     /// The value as a core row-major array.
     pub fn to_array(&self) -> Array {
         self.clone().into_array()
