@@ -108,7 +108,7 @@ pub const PASS: Pass = Pass {
 
 /// A contraction runs as a matrix product when it has at least this many multiply-adds and
 /// a reduced axis of at least `MATMUL_MIN_DEPTH`; smaller ones stay loop kernels.
-pub const MATMUL_MIN_WORK: usize = 1 << 15;
+pub const MATMUL_MIN_WORK: usize = 1 << 12;
 pub const MATMUL_MIN_DEPTH: usize = 8;
 
 /// Fuses the main block of `program`, and the bodies of its loops over tables.
