@@ -174,11 +174,14 @@ pub fn main(args: Vec<OsString>) -> Status {
             return Status::Usage;
         }
     };
-    if let Some(threads) = cli.threads {
-        if let Err(err) = dx_lang::exec::set_threads(usize::from(threads)) {
-            eprintln!("dx: error: cannot start {threads} threads: {err}");
-            return Status::Usage;
-        }
+    // The pool is made here even without `--threads` (0: rayon's default count), so that its
+    // threads carry their names (`dx-worker-N`) in profiles and debuggers.
+    if let Err(err) = dx_lang::exec::set_threads(cli.threads.map_or(0, usize::from)) {
+        let count = cli
+            .threads
+            .map_or("the default number of".to_string(), |n| n.to_string());
+        eprintln!("dx: error: cannot start {count} threads: {err}");
+        return Status::Usage;
     }
     // The REPL summarises tables and lets a definition replace an earlier one; scripts print
     // tables whole and define each name once.

@@ -112,8 +112,8 @@ pub const PAR_THRESHOLD: usize = 32 * 1024;
 pub const MIN_CHUNK: usize = 4096;
 
 /// Runs the engine's parallel work (kernels, matrix products, monoids) on `threads` threads
-/// from now on (`dx --threads N`); the default is rayon's: `RAYON_NUM_THREADS`, else one per
-/// core. Results do not depend on it (Note [Summation order], Note [Monoid order]). Must be
+/// from now on (`dx --threads N`); 0 or no call: rayon's count, `RAYON_NUM_THREADS`, else one
+/// per core. Results do not depend on it (Note [Summation order], Note [Monoid order]). Must be
 /// called before anything runs; an error says why the pool could not be set.
 pub fn set_threads(threads: usize) -> Result<(), String> {
     rayon::ThreadPoolBuilder::new()
