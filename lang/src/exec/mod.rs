@@ -299,12 +299,10 @@ impl<'p> Prepared<'p> {
         inputs: Vec<Tensor>,
         config: &ExecConfig,
     ) -> Result<(Vec<Tensor>, ExecReport), InterpError> {
-        on_pool(|| {
-            let mut cx = Exec::new(self.program, config, &self.loops, inputs, false);
-            cx.add_loop_schedules(self.schedule);
-            let results = cx.run_schedule(self.schedule, Vec::new(), true);
-            cx.finish(results)
-        })
+        let mut cx = Exec::new(self.program, config, &self.loops, inputs, false);
+        cx.add_loop_schedules(self.schedule);
+        let results = cx.run_schedule(self.schedule, Vec::new(), true);
+        cx.finish(results)
     }
 }
 

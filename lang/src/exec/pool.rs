@@ -11,7 +11,7 @@
 //! value after its last reader (`Exec::release`) and it owns its buffer alone, the buffer
 //! comes here; `take` hands it to the next kernel output of the same element type and
 //! length, which overwrites every element. The session gives back what it drops too: the
-//! results of a `%bench` run, a value replaced by a new one of the same name (`recycle`),
+//! results of a `%bench` run, a value replaced by a new one of the same name (`give`),
 //! and scratch buffers their owner is done with (`give_column`: a monoid scan's tiles).
 //! The pool is shared by all runs of the process
 //! (a function called again, `%bench`, a training loop) and bounded (`max_bytes`); small
@@ -19,12 +19,9 @@
 
 use std::sync::Mutex;
 
-use std::sync::Arc;
-
 use super::lanes::{Column, LaneElem};
 use super::tensor::{with_tensor, Tensor};
 use crate::core::ir::Elem;
-use crate::core::value::{Array, ArrayData};
 
 /// Buffers smaller than this are dropped, not kept.
 const MIN_BYTES: usize = 1 << 18;
@@ -70,8 +67,9 @@ pub fn reuse<T: LaneElem>(len: usize) -> Option<Vec<T>> {
     Some(std::mem::take(T::values_mut(&mut column)))
 }
 
-/// Keeps the buffer of a value nothing reads any more, if it owns it alone and is big
-/// enough to be worth keeping.
+/// Keeps the buffer of a value nothing reads any more (an engine value after its last
+/// reader, a `%bench` run's result, a session value replaced by a new one of the same
+/// name), if it owns it alone and is big enough to be worth keeping.
 pub fn give(tensor: Tensor) {
     let elem = tensor.elem();
     let len = with_tensor!(&tensor, array => array.len());
@@ -88,26 +86,6 @@ pub fn give_column(column: Column) {
     if byte_len(column.elem(), column.len()) >= MIN_BYTES {
         keep(column);
     }
-}
-
-/// Keeps the buffer of a result the session no longer holds (a `%bench` run's value, a
-/// value replaced by a new one of the same name), if nothing else shares it.
-pub fn recycle(array: Array) {
-    if byte_len(array.data.elem(), array.data.len()) < MIN_BYTES {
-        return;
-    }
-    let Ok(data) = Arc::try_unwrap(array.data) else {
-        return;
-    };
-    keep(match data {
-        ArrayData::F32(values) => Column::F32(values),
-        ArrayData::F64(values) => Column::F64(values),
-        ArrayData::I32(values) => Column::I32(values),
-        ArrayData::I64(values) => Column::I64(values),
-        ArrayData::U32(values) => Column::U32(values),
-        ArrayData::U64(values) => Column::U64(values),
-        ArrayData::Bool(values) => Column::Bool(values),
-    });
 }
 
 fn keep(column: Column) {
@@ -157,25 +135,6 @@ mod tests {
         let reused = take(Elem::F32, n);
         assert_eq!(column_address(&reused), address);
         assert_ne!(column_address(&take(Elem::F32, n)), address);
-    }
-
-    #[test]
-    fn a_result_the_session_drops_serves_the_next_output_unless_shared() {
-        let n = MIN_BYTES / 8 + 11;
-        let array = || Array {
-            shape: vec![n],
-            data: Arc::new(ArrayData::F64(vec![1.5; n])),
-        };
-        let kept = array();
-        let ArrayData::F64(values) = &*kept.data else {
-            unreachable!("an F64 array")
-        };
-        let address = values.as_ptr() as usize;
-        let shared = kept.clone();
-        recycle(kept);
-        assert_ne!(column_address(&take(Elem::F64, n)), address);
-        recycle(shared);
-        assert_eq!(column_address(&take(Elem::F64, n)), address);
     }
 
     fn column_address(column: &Column) -> usize {
