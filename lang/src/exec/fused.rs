@@ -420,13 +420,16 @@ struct ReadPlan {
 }
 
 impl ReadPlan {
-    /// The positions of the line (`points` from `base` along `axis`) where every masked
-    /// coordinate is in range: one range, since each is affine (possibly with its start past
-    /// its end, which is empty too).
-    fn in_range(&self, base: &[i64], axis: Option<usize>, points: usize) -> Range<usize> {
+    /// The positions of row `q` of `line` (`points` from its first point along its axis)
+    /// where every masked coordinate is in range: one range, since each is affine (possibly
+    /// with its start past its end, which is empty too).
+    fn in_range(&self, line: &Line<'_>, q: usize, points: usize) -> Range<usize> {
+        let (base, axis) = (line.base, line.axis);
         let mut valid = 0..points;
         for (constant, steps, dim) in &self.masks {
-            let start = constant + steps.iter().zip(base).map(|(s, c)| s * c).sum::<i64>();
+            let start = constant
+                + steps.iter().zip(base).map(|(s, c)| s * c).sum::<i64>()
+                + line.row_step(|axis| steps[axis]) * q as i64;
             let step = axis.map_or(0, |axis| steps[axis]);
             let range = affine_in_range(start, step, *dim, points);
             valid = valid.start.max(range.start)..valid.end.min(range.end);
@@ -518,6 +521,49 @@ struct Launch<'k> {
     /// By node: the operands `(a, b)` of an `exp (sub a b)` computed in one pass (Note [The
     /// exp of a difference]).
     differences: Vec<Option<(NodeId, NodeId)>>,
+    /// Points of the lanes, and of an elementwise kernel's lines (Note [Lines of rows]).
+    line: usize,
+}
+
+// Note [Lines of rows]
+// ~~~~~~~~~~~~~~~~~~~~
+// Every line pays a fixed cost before its loops run: each node's read is resolved to a run
+// or a copy, its primitive dispatched, its operands bound (50-100 ns here). Lines of `LINE`
+// points along a kernel's last axis pay it once per 1024 points, or once per row when the
+// rows are shorter: a row-wise softmax over 4096 rows of 1000 pays it 4096 times in each of
+// its maps, and a map that streams memory was measured 1.35x faster in lines of 4096 points
+// than of 1024 (`2 x` over 10^7 floats, the gradient of a sum of squares).
+//
+// So an elementwise kernel's lines are as long as its lanes allow: `LANE_BYTES` over the
+// bytes of one point of every lane a line may write (a literal's and an unread node's need
+// none; the root's is counted though `eval_line_into_at` usually writes the output
+// directly), within `LINE..=MAX_LINE` points. And where its rows (the last axis) are shorter
+// than that, a line holds several consecutive rows of the axis before it, in row-major order
+// in every lane (`Line::rows`): the primitives run over all of its points in one loop each,
+// and only reads, indices and point masks work row by row. A read contiguous across the rows
+// is still read in place; one that is the same along each row (`m[r]` in `exp (x[r, c] -
+// m[r])`) fills its row of the lane. The values are the same: each point is computed by the
+// same operations from the same operands.
+//
+// A reduction along axis 0 whose axis fits in one line of `LINE` points (a row-wise sum or
+// maximum of 4096 rows of 1000) takes the rows of its line from consecutive outputs along
+// its last axis (`reduce_in_lines`): each output's row is then summed (folded) alone, as its
+// one line would be, so the bits are those of one line per output. Longer reductions keep
+// lines of at most `LINE` points along axis 0.
+
+/// Bytes of the lanes a line of an elementwise kernel may write (Note [Lines of rows]).
+const LANE_BYTES: usize = 64 << 10;
+/// Most points of a line of an elementwise kernel.
+const MAX_LINE: usize = 16 * LINE;
+
+/// Points of the lines of an elementwise kernel whose nodes are `unread` or not
+/// (Note [Lines of rows]).
+fn line_points(kernel: &Kernel, unread: &[bool]) -> usize {
+    let bytes: usize = (kernel.nodes.values().zip(unread))
+        .filter(|((node, _), &unread)| !unread && !matches!(node, Node::Lit(_)))
+        .map(|((_, elem), _)| elem.bytes())
+        .sum();
+    (LANE_BYTES / bytes.max(1)).clamp(LINE, MAX_LINE)
 }
 
 // Note [The exp of a difference]
@@ -804,7 +850,8 @@ impl<'k> Launch<'k> {
                 Node::Lit(_) | Node::Index(_) => {}
             }
         }
-        let unread = read.iter().map(|&read| !read).collect();
+        let unread: Vec<bool> = read.iter().map(|&read| !read).collect();
+        let line = line_points(kernel, &unread);
         let mut launch = Launch {
             kernel,
             shape: kernel.shape.clone(),
@@ -814,6 +861,7 @@ impl<'k> Launch<'k> {
             points,
             unread,
             differences,
+            line,
         };
         launch.merge_axes(first_merged);
         launch
@@ -879,17 +927,17 @@ impl<'k> Launch<'k> {
     }
 
     fn scratch(&self) -> Scratch {
-        // A literal's lane is its splat, set once: no line writes it again.
-        let lanes: Vec<Lane> = self
-            .kernel
-            .nodes
-            .values()
-            .map(|(node, elem)| {
-                let mut lane = Lane::new(*elem);
-                if let Node::Lit(scalar) = node {
+        // A literal's lane is its splat, set once: no line writes it again; an unread node's
+        // is never written.
+        let lanes: Vec<Lane> = (self.kernel.nodes.values().zip(&self.unread))
+            .map(|((node, elem), &unread)| match node {
+                Node::Lit(scalar) => {
+                    let mut lane = Lane::with_points(*elem, 1);
                     lane.column.set(0, *scalar);
+                    lane
                 }
-                lane
+                _ if unread => Lane::with_points(*elem, 1),
+                _ => Lane::with_points(*elem, self.line),
             })
             .collect();
         Scratch {
@@ -1049,23 +1097,21 @@ impl<'k> Launch<'k> {
 
     /// Computes node `index` along the line (its operands are computed).
     fn eval_node(&self, scratch: &mut Scratch, index: usize, line: &Line<'_>) {
-        let Line {
-            base, axis, len, ..
-        } = *line;
+        let len = line.len;
         scratch.runs[index] = None;
         if self.unread[index] {
             return;
         }
         if let Some(point) = self.points[index] {
             let affine = self.indices[point.index].as_ref().expect("an index node");
-            point_line(affine, point, base, axis, len, &mut scratch.lanes[index]);
+            point_line(affine, point, line, &mut scratch.lanes[index]);
             return;
         }
         match &self.kernel.nodes[NodeId(index as u32)].0 {
             Node::Lit(_) => {} // set by `scratch`
             Node::Index(_) => {
                 let affine = self.indices[index].as_ref().expect("an index node");
-                index_line(affine, base, axis, len, &mut scratch.lanes[index]);
+                index_line(affine, line, &mut scratch.lanes[index]);
             }
             Node::Read { .. } => self.read_line(scratch, index, line),
             Node::Prim(Prim::Select, operands)
@@ -1156,18 +1202,23 @@ impl<'k> Launch<'k> {
                 self.map_row(lanes, row, start, dst, &[]);
             }
         };
+        // Whole rows from row `row` on (`dst` holds them).
+        let run_rows = |lanes: &mut Scratch, row: usize, dst: &mut [T]| {
+            if !exec.interrupt_requested() {
+                self.map_rows(lanes, row, dst, &[]);
+            }
+        };
+        let rows_per_line = self.rows_per_line();
         if out.len() < PAR_THRESHOLD {
             let mut lanes = self.scratch();
-            for (row, dst) in out.chunks_mut(row_len).enumerate() {
-                run_piece(&mut lanes, row, 0, dst);
-            }
+            run_rows(&mut lanes, 0, out);
         } else if row_len <= PIECE {
-            out.par_chunks_mut(row_len)
+            out.par_chunks_mut(row_len * rows_per_line)
                 .enumerate()
-                .with_min_len(LINE.div_ceil(row_len))
+                .with_min_len(self.line.div_ceil(row_len * rows_per_line))
                 .for_each_init(
                     || self.scratch(),
-                    |lanes, (row, dst)| run_piece(lanes, row, 0, dst),
+                    |lanes, (chunk, dst)| run_rows(lanes, chunk * rows_per_line, dst),
                 );
         } else {
             // Long rows (a 1-D kernel is one row) are cut into pieces, so that they too run
@@ -1188,13 +1239,62 @@ impl<'k> Launch<'k> {
     ) {
         let last = self.shape.len() - 1;
         lanes.at(&[], (row, &self.shape[..last]), &[0], |lanes, base| {
-            for offset in (0..dst.len()).step_by(LINE) {
-                let len = LINE.min(dst.len() - offset);
+            for offset in (0..dst.len()).step_by(self.line) {
+                let len = self.line.min(dst.len() - offset);
                 base[last] = (start + offset) as i64;
                 let line = Line::new(base, Some(last), len, group);
                 self.eval_line_into_at(lanes, &line, &mut dst[offset..offset + len]);
             }
         })
+    }
+
+    /// Rows of an elementwise kernel from row `row` on (a row-major position over the axes
+    /// before the last) into `dst` (whole rows), in lines of `rows_per_line` rows where they
+    /// are short (Note [Lines of rows]); a line's rows share their coordinates on the axes
+    /// before the last but one.
+    fn map_rows<T: LaneElem>(
+        &self,
+        lanes: &mut Scratch,
+        row: usize,
+        dst: &mut [T],
+        group: &[GroupRead<'_>],
+    ) {
+        let last = self.shape.len() - 1;
+        let row_len = self.shape[last];
+        let per_line = self.rows_per_line();
+        if per_line == 1 {
+            for (offset, dst) in dst.chunks_mut(row_len).enumerate() {
+                self.map_row(lanes, row + offset, 0, dst, group);
+            }
+            return;
+        }
+        let (outer, outer_len) = (last - 1, self.shape[last - 1]);
+        let (mut row, mut rest) = (row, dst);
+        while !rest.is_empty() {
+            let count = (per_line.min(outer_len - row % outer_len)).min(rest.len() / row_len);
+            let (line_dst, after) = rest.split_at_mut(count * row_len);
+            lanes.at(&[], (row, &self.shape[..last]), &[0], |lanes, base| {
+                let line = Line {
+                    base,
+                    axis: Some(last),
+                    len: count * row_len,
+                    rows: (count > 1).then_some(LineRows { axis: outer, count }),
+                    group,
+                };
+                self.eval_line_into_at(lanes, &line, line_dst);
+            });
+            row += count;
+            rest = after;
+        }
+    }
+
+    /// Rows of an elementwise kernel per line (Note [Lines of rows]): as many as fit in a
+    /// line, or one when it has a single axis.
+    fn rows_per_line(&self) -> usize {
+        match self.shape[..] {
+            [.., _, row_len] if row_len > 0 => (self.line / row_len).max(1),
+            _ => 1,
+        }
     }
 
     /// Runs `f(lanes, row, start, piece)` in parallel over the pieces of `piece_len` points of
@@ -1312,8 +1412,12 @@ impl<'k> Launch<'k> {
         strided(last) > strided(0)
     }
 
-    /// Sums along axis 0, one output at a time, in parallel over aligned runs of leaves.
+    /// Sums along axis 0, one output at a time, in parallel over aligned runs of leaves
+    /// (or over lines of several outputs, `reduce_in_lines`).
     fn reduce_along<T: LaneElem>(&self, out: &mut [T], exec: &Exec<'_>) {
+        if self.outputs_per_line() > 1 {
+            return self.each_output_line(out, exec, |values| self.line_sum(values));
+        }
         let n_rows = self.shape[0];
         let n_runs = n_rows.div_ceil(SUM_RUN);
         let run_sum = |lanes: &mut Scratch, task: usize| -> T {
@@ -1322,6 +1426,100 @@ impl<'k> Launch<'k> {
         let run_sums = self.tasks(out.len() * n_runs, out.len() * n_rows, run_sum);
         for (slot, runs) in out.iter_mut().zip(run_sums.chunks(n_runs)) {
             *slot = self.combine_run_sums(runs.iter().copied());
+        }
+    }
+
+    /// The sum of one output whose values along axis 0 are `values` (`Err`: a splat), all on
+    /// one line: as `sum_along` adds a line (one run, which `combine_run_sums` keeps as is).
+    fn line_sum<T: LaneElem>(&self, values: Result<&[T], T>) -> T {
+        let spread;
+        let values = match values {
+            Ok(values) => values,
+            Err(value) => {
+                spread = vec![value; self.shape[0]];
+                &spread[..]
+            }
+        };
+        let mut tree = TreeSum::new();
+        T::leaf_sums(values, |sum| tree.push_leaf(sum, T::add));
+        tree.finish(T::add).unwrap_or_default()
+    }
+
+    /// The fold with `S` of one output whose values along axis 0 are `values` (`Err`: a
+    /// splat), all on one line: as `fold_output` folds a chunk of one line.
+    fn line_fold<T: LaneElem, S: Select<T>>(&self, values: Result<&[T], T>) -> T {
+        match values {
+            Ok(values) => S::fold(None, values),
+            // A splat is equal values: two combine as many do (idempotent).
+            Err(value) => S::fold(None, &[value, value][..self.shape[0].min(2)]),
+        }
+        .unwrap_or_default()
+    }
+
+    /// Outputs per line of a reduction along axis 0 (Note [Lines of rows]): as many as fit in
+    /// a line when the reduced axis fits in one line of `LINE` points (and is not empty),
+    /// else one.
+    fn outputs_per_line(&self) -> usize {
+        match self.shape[..] {
+            [depth, .., _] if (1..=LINE).contains(&depth) => (self.line / depth).max(1),
+            _ => 1,
+        }
+    }
+
+    /// Outputs from row-major position `first` on of a reduction along axis 0, into `dst`, in
+    /// lines of `outputs_per_line` consecutive outputs along the last axis (Note [Lines of
+    /// rows]); `reduce(values)` is one output from the values of its points (`Err`: a splat).
+    fn reduce_in_lines<T: LaneElem>(
+        &self,
+        scratch: &mut Scratch,
+        first: usize,
+        dst: &mut [T],
+        group: &[GroupRead<'_>],
+        reduce: impl Fn(Result<&[T], T>) -> T,
+    ) {
+        let (depth, last) = (self.shape[0], self.shape.len() - 1);
+        let (per_line, width) = (self.outputs_per_line(), self.shape[last]);
+        let (mut output, mut rest) = (first, dst);
+        while !rest.is_empty() {
+            let count = (per_line.min(width - output % width)).min(rest.len());
+            let (line_dst, after) = rest.split_at_mut(count);
+            scratch.at(&[0], (output, &self.shape[1..]), &[], |scratch, base| {
+                let line = Line {
+                    base,
+                    axis: Some(0),
+                    len: count * depth,
+                    rows: (count > 1).then_some(LineRows { axis: last, count }),
+                    group,
+                };
+                self.eval_line_at(scratch, &line);
+                let root = self.root_in(scratch, line.len, group).values::<T>(line.len);
+                for (q, slot) in line_dst.iter_mut().enumerate() {
+                    *slot = reduce(root.map(|values| &values[q * depth..(q + 1) * depth]));
+                }
+            });
+            output += count;
+            rest = after;
+        }
+    }
+
+    /// `reduce_in_lines` over all of `out`, in parallel over lines when the kernel is large.
+    fn each_output_line<T: LaneElem>(
+        &self,
+        out: &mut [T],
+        exec: &Exec<'_>,
+        reduce: impl Fn(Result<&[T], T>) -> T + Sync + Send,
+    ) {
+        let per_line = self.outputs_per_line();
+        let line = |scratch: &mut Scratch, (index, dst): (usize, &mut [T])| {
+            if !exec.interrupt_requested() {
+                self.reduce_in_lines(scratch, index * per_line, dst, &[], &reduce);
+            }
+        };
+        if out.len() * self.shape[0] < PAR_THRESHOLD {
+            let mut scratch = self.scratch();
+            line(&mut scratch, (0, out));
+        } else {
+            (out.par_chunks_mut(per_line).enumerate()).for_each_init(|| self.scratch(), line);
         }
     }
 
@@ -1548,8 +1746,12 @@ impl Launch<'_> {
         }
     }
 
-    /// `fold` one output at a time, in parallel over (output, chunk) pairs.
+    /// `fold` one output at a time, in parallel over (output, chunk) pairs (or over lines of
+    /// several outputs, `reduce_in_lines`).
     fn fold_along<T: LaneElem, S: Select<T>>(&self, out: &mut [T], exec: &Exec<'_>) {
+        if self.outputs_per_line() > 1 {
+            return self.each_output_line(out, exec, |values| self.line_fold::<T, S>(values));
+        }
         self.each_chunk_along(out, S::combine, |scratch, base, _, rows| {
             self.fold_chunk::<T, S>(scratch, base, rows, &[], exec)
         });
@@ -1769,15 +1971,20 @@ fn affine_line(affine: &Affine, base: &[i64], axis: Option<usize>) -> (i64, i64)
 }
 
 /// `Node::Index`: an affine function of the coordinates, along the line.
-fn index_line(affine: &Affine, base: &[i64], axis: Option<usize>, len: usize, out: &mut Lane) {
-    let (start, step) = affine_line(affine, base, axis);
+fn index_line(affine: &Affine, line: &Line<'_>, out: &mut Lane) {
+    let (start, step) = affine_line(affine, line.base, line.axis);
+    let row_step = line.row_step(|axis| affine.coeff(axis));
     let values = i64::values_mut(&mut out.column);
-    if step == 0 {
+    if step == 0 && row_step == 0 {
         values[0] = start;
         out.splat = true;
     } else {
-        for (position, slot) in values[..len].iter_mut().enumerate() {
-            *slot = start + step * position as i64;
+        let rows = values[..line.len].chunks_mut(line.row_len());
+        for (q, row) in rows.enumerate() {
+            let row_start = start + row_step * q as i64;
+            for (position, slot) in row.iter_mut().enumerate() {
+                *slot = row_start + step * position as i64;
+            }
         }
         out.splat = false;
     }
@@ -1785,36 +1992,40 @@ fn index_line(affine: &Affine, base: &[i64], axis: Option<usize>, len: usize, ou
 
 /// The lane of point mask `point` along the line (Note [Point masks]): a splat where the
 /// line misses the point.
-fn point_line(
-    affine: &Affine,
-    point: PointMask,
-    base: &[i64],
-    axis: Option<usize>,
-    len: usize,
-    out: &mut Lane,
-) {
-    let (start, step) = affine_line(affine, base, axis);
-    let hit = match (point.value.checked_sub(start), step) {
+fn point_line(affine: &Affine, point: PointMask, line: &Line<'_>, out: &mut Lane) {
+    let (start, step) = affine_line(affine, line.base, line.axis);
+    let row_step = line.row_step(|axis| affine.coeff(axis));
+    let row_len = line.row_len();
+    let hit = |q: usize| match (point.value.checked_sub(start + row_step * q as i64), step) {
         (Some(0), 0) => Hit::Every,
         (Some(offset), step)
-            if step != 0 && offset % step == 0 && (0..len as i64).contains(&(offset / step)) =>
+            if step != 0
+                && offset % step == 0
+                && (0..row_len as i64).contains(&(offset / step)) =>
         {
             Hit::One((offset / step) as usize)
         }
         _ => Hit::None,
     };
+    let first = hit(0);
     let values = bool::values_mut(&mut out.column);
-    match hit {
-        Hit::Every | Hit::None => {
-            values[0] = (hit == Hit::Every) == point.equal;
-            out.splat = true;
-        }
-        Hit::One(position) => {
-            values[..len].fill(!point.equal);
-            values[position] = point.equal;
-            out.splat = false;
+    let rows = line.row_count();
+    if matches!(first, Hit::Every | Hit::None) && (1..rows).all(|q| hit(q) == first) {
+        values[0] = (first == Hit::Every) == point.equal;
+        out.splat = true;
+        return;
+    }
+    for (q, row) in values[..line.len].chunks_mut(row_len).enumerate() {
+        match hit(q) {
+            Hit::Every => row.fill(point.equal),
+            Hit::None => row.fill(!point.equal),
+            Hit::One(position) => {
+                row.fill(!point.equal);
+                row[position] = point.equal;
+            }
         }
     }
+    out.splat = false;
 }
 
 /// Where a line meets the point of a point mask.
@@ -1828,12 +2039,22 @@ enum Hit {
 }
 
 /// The line a kernel is computing: `len` points from `base` along `axis` (`None`: one point),
-/// and in a row group, the block's part of the earlier members' outputs.
+/// or with `rows`, `len` points in rows of `len / rows.count` along `axis`, row `q` starting
+/// `q` further along `rows.axis` (Note [Lines of rows]); and in a row group, the block's part
+/// of the earlier members' outputs.
 struct Line<'a> {
     base: &'a [i64],
     axis: Option<usize>,
     len: usize,
+    rows: Option<LineRows>,
     group: &'a [GroupRead<'a>],
+}
+
+/// The rows of a line of rows: how many, and the axis from one to the next.
+#[derive(Clone, Copy, Debug)]
+struct LineRows {
+    axis: usize,
+    count: usize,
 }
 
 impl<'a> Line<'a> {
@@ -1847,8 +2068,27 @@ impl<'a> Line<'a> {
             base,
             axis,
             len,
+            rows: None,
             group,
         }
+    }
+
+    /// Points of each row (all of them for a line of one row).
+    fn row_len(&self) -> usize {
+        self.rows.map_or(self.len, |rows| self.len / rows.count)
+    }
+
+    fn row_count(&self) -> usize {
+        self.rows.map_or(1, |rows| rows.count)
+    }
+
+    /// The step from a row's first point to the next row's of a function with coefficient
+    /// `coeff(axis)` on each axis (0 for a line of one row).
+    fn row_step<C>(&self, coeff: impl Fn(usize) -> C) -> C
+    where
+        C: Default,
+    {
+        self.rows.map_or(C::default(), |rows| coeff(rows.axis))
     }
 }
 
@@ -1861,9 +2101,9 @@ struct GroupRead<'a> {
 }
 
 /// `Node::Read` of `data` along `line` into `out`, or `Some(start)` without copying when the
-/// line reads `data[start..start + len]` (contiguous, every point in range). `data` holds
-/// the variable from row-major position `origin` on; `coord` gives the values of the nodes
-/// that compute coordinates.
+/// line reads `data[start..start + len]` (contiguous, across its rows too, every point in
+/// range). `data` holds the variable from row-major position `origin` on; `coord` gives the
+/// values of the nodes that compute coordinates.
 fn read_typed<'a, T: LaneElem>(
     plan: &ReadPlan,
     data: &[T],
@@ -1883,71 +2123,118 @@ fn read_typed<'a, T: LaneElem>(
             .map(|(&step, &coord)| step * coord as isize)
             .sum::<isize>();
     let step = axis.map_or(0, |axis| plan.axis_steps[axis]);
+    let row_step = line.row_step(|axis| plan.axis_steps[axis]);
+    let still = |steps: &[i64]| {
+        axis.is_none_or(|axis| steps[axis] == 0) && line.row_step(|axis| steps[axis]) == 0
+    };
     let splat = step == 0
+        && row_step == 0
         && plan.node_coords.iter().all(|(node, _)| coord(*node).splat)
-        && plan
-            .masks
-            .iter()
-            .all(|(_, steps, _)| axis.is_none_or(|axis| steps[axis] == 0));
+        && plan.masks.iter().all(|(_, steps, _)| still(steps));
     out.splat = splat;
-    let points = if splat { 1 } else { len };
-    let valid = plan.in_range(base, axis, points);
-    let first = start + step * valid.start as isize;
-    if plan.node_coords.is_empty() && !splat && step == 1 && valid == (0..points) {
-        return Some(first as usize);
+    let (row_len, rows) = if splat {
+        (1, 1)
+    } else {
+        (line.row_len(), line.row_count())
+    };
+    if plan.node_coords.is_empty()
+        && !splat
+        && step == 1
+        && (rows == 1 || row_step == row_len as isize)
+        && (0..rows).all(|q| plan.in_range(line, q, row_len) == (0..row_len))
+    {
+        return Some(start as usize);
     }
-    let values = T::values_mut(&mut out.column);
-    if valid.len() < points {
-        values[..points].fill(T::default());
+    let values = &mut T::values_mut(&mut out.column)[..row_len * rows];
+    for (q, row) in values.chunks_mut(row_len).enumerate() {
+        let valid = plan.in_range(line, q, row_len);
+        let coords = |node: NodeId| match coord(node).values::<i64>(len) {
+            Ok(coords) => Ok(&coords[q * row_len..(q + 1) * row_len]),
+            Err(coord) => Err(coord),
+        };
+        read_row(
+            plan,
+            data,
+            start + row_step * q as isize,
+            step,
+            valid,
+            &coords,
+            row,
+        );
+    }
+    None
+}
+
+/// One row of `read_typed` into `values`: the point at position `p` of the row reads
+/// `data[start + step * p]` (plus its node coordinates, `coords`) where `valid` holds `p`,
+/// and is zero elsewhere.
+fn read_row<'c, T: LaneElem>(
+    plan: &ReadPlan,
+    data: &[T],
+    start: isize,
+    step: isize,
+    valid: Range<usize>,
+    coords: &dyn Fn(NodeId) -> Result<&'c [i64], i64>,
+    values: &mut [T],
+) {
+    if valid.len() < values.len() {
+        values.fill(T::default());
     }
     if valid.is_empty() {
-        return None;
+        return;
     }
     let (low, high) = (valid.start, valid.end);
+    let first = start + step * low as isize;
     if plan.node_coords.is_empty() {
-        if splat {
-            values[0] = data[first as usize];
-        } else if step == 1 {
-            let first = first as usize;
-            values[low..high].copy_from_slice(&data[first..first + (high - low)]);
-        } else if step == -1 {
-            // A run read backwards (`xs[n - 1 - i]`: the cotangents of a reverse-mode loop).
-            let lowest = first as usize + 1 - (high - low);
-            let run = data[lowest..=first as usize].iter().rev();
-            for (slot, &value) in values[low..high].iter_mut().zip(run) {
-                *slot = value;
+        match step {
+            0 => values[low..high].fill(data[first as usize]),
+            1 => {
+                let first = first as usize;
+                values[low..high].copy_from_slice(&data[first..first + (high - low)]);
             }
-        } else {
-            for (q, slot) in values[low..high].iter_mut().enumerate() {
-                *slot = data[(first + step * q as isize) as usize];
+            -1 => {
+                // A run read backwards (`xs[n - 1 - i]`: the cotangents of a reverse-mode
+                // loop).
+                let lowest = first as usize + 1 - (high - low);
+                let run = data[lowest..=first as usize].iter().rev();
+                for (slot, &value) in values[low..high].iter_mut().zip(run) {
+                    *slot = value;
+                }
             }
-        }
-        return None;
-    }
-    // A gather: the addresses first, a coordinate at a time (loops that vectorise),
-    // then the loads.
-    let mut addresses = [0isize; LINE];
-    let addresses = &mut addresses[low..high];
-    for (q, address) in addresses.iter_mut().enumerate() {
-        *address = first + step * q as isize;
-    }
-    for &(node, stride) in &plan.node_coords {
-        match coord(node).values::<i64>(len) {
-            Err(coord) => {
-                let shift = coord as isize * stride;
-                addresses.iter_mut().for_each(|address| *address += shift);
-            }
-            Ok(coords) => {
-                for (address, &coord) in addresses.iter_mut().zip(&coords[low..high]) {
-                    *address += coord as isize * stride;
+            _ => {
+                for (q, slot) in values[low..high].iter_mut().enumerate() {
+                    *slot = data[(first + step * q as isize) as usize];
                 }
             }
         }
+        return;
     }
-    for (slot, &address) in values[low..high].iter_mut().zip(addresses.iter()) {
-        *slot = data[address as usize];
+    // A gather: the addresses first, a coordinate at a time (loops that vectorise), then the
+    // loads; `LINE` points at a time.
+    let mut buffer = [0isize; LINE];
+    for piece in (low..high).step_by(LINE) {
+        let end = (piece + LINE).min(high);
+        let addresses = &mut buffer[..end - piece];
+        for (q, address) in addresses.iter_mut().enumerate() {
+            *address = start + step * (piece + q) as isize;
+        }
+        for &(node, stride) in &plan.node_coords {
+            match coords(node) {
+                Err(coord) => {
+                    let shift = coord as isize * stride;
+                    addresses.iter_mut().for_each(|address| *address += shift);
+                }
+                Ok(coords) => {
+                    for (address, &coord) in addresses.iter_mut().zip(&coords[piece..end]) {
+                        *address += coord as isize * stride;
+                    }
+                }
+            }
+        }
+        for (slot, &address) in values[piece..end].iter_mut().zip(addresses.iter()) {
+            *slot = data[address as usize];
+        }
     }
-    None
 }
 
 /// By node of `kernel`: the operands `(a, b)` of an `exp (sub a b)` of floats whose `sub`
@@ -2223,7 +2510,7 @@ fn matmul_typed<T: GemmElem>(
 #[cfg(test)]
 pub(in crate::exec) mod tests {
     use super::PointMask;
-    use super::{affine_in_range, digits_of_one_offset, index_line, point_line, point_mask};
+    use super::{affine_in_range, digits_of_one_offset, index_line, point_line, point_mask, Line};
     use super::{band_count, even_rows, long_products, panel_rows};
     use super::{MIN_PANEL_ROWS, PANEL_ELEMENTS, PANEL_FLOPS};
     use crate::core::ir::{Elem, Scalar};
@@ -2422,10 +2709,11 @@ pub(in crate::exec) mod tests {
                                 value,
                                 equal,
                             };
+                            let line = Line::new(&base, Some(1), len, &[]);
                             let mut mask = Lane::new(Elem::Bool);
-                            point_line(&affine, point, &base, Some(1), len, &mut mask);
+                            point_line(&affine, point, &line, &mut mask);
                             let mut index = Lane::new(Elem::I64);
-                            index_line(&affine, &base, Some(1), len, &mut index);
+                            index_line(&affine, &line, &mut index);
                             let at = |lane: &Lane, p: usize| lane.as_ref().get(p);
                             for p in 0..len {
                                 let expected = (at(&index, p) == Scalar::I64(value)) == equal;

@@ -298,9 +298,14 @@ pub struct Lane {
 
 impl Lane {
     pub fn new(elem: Elem) -> Lane {
+        Lane::with_points(elem, LINE)
+    }
+
+    /// A lane for lines of up to `points` points (at least one: a splat's value).
+    pub fn with_points(elem: Elem, points: usize) -> Lane {
         Lane {
             splat: true,
-            column: Column::new(elem),
+            column: Column::with_len(elem, points.max(1)),
         }
     }
 

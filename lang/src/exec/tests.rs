@@ -1580,6 +1580,174 @@ fn kernels_that_only_read_agree_with_the_interpreter() {
     agrees_on_a_vector_and_a_matrix(&program, n);
 }
 
+/// Note [Lines of rows]: maps whose lines hold several rows, with every kind of read a row
+/// can make (contiguous across the rows, the same along each row, along the row only,
+/// transposed, shifted past either end of its row and past the last row, backwards, at
+/// computed columns), indices and point masks of either axis, and lines cut where the axis
+/// before the rows ends (`[b, 70, 100]`: rows of the next `b` start a new line), in a kernel
+/// alone and in parallel. The interpreter's bits on 1 and 2 threads.
+#[test]
+fn lines_of_rows_give_the_interpreters_bits() {
+    let program = |b: usize| {
+        let map = |n: usize, src: &str| {
+            format!(
+                "%{n}: [{b}, 70, 100]f32 = gather [{b}, 70, 100] %0 (\\%{n}0: []i64, %{n}1: []i64, %{n}2: []i64 ->
+                   {src})"
+            )
+        };
+        format!(
+            "program(%0: [{b}, 70, 100]f32, %1: [70]f32, %2: [100]f32, %3: [100, 70]f32, %4: [100]i64) {{
+               %5: [100, 70]f32 = replicate 100 %1
+               %6: [70, 100]f32 = tr [1, 0] %5
+               %7: [{b}, 70, 100]f32 = replicate {b} %6
+               %8: [{b}, 70, 100]f32 = mul %0 %7
+               %9: [{b}, 70, 100]f32 = sub %0 %7
+               %10: [{b}, 70, 100]f32 = exp %9
+               %11: [70, 100]f32 = replicate 70 %2
+               %12: [{b}, 70, 100]f32 = replicate {b} %11
+               %13: [70, 100]f32 = tr [1, 0] %3
+               %14: [{b}, 70, 100]f32 = replicate {b} %13
+               %15: [{b}, 70, 100]f32 = add %12 %14
+               %16: [{b}, 70, 100]f32 = add %15 %8
+               {}
+               {}
+               {}
+               {}
+               %21: [{b}, 70, 100]f32 = add %17 %18
+               %22: [{b}, 70, 100]f32 = add %19 %20
+               %23: [{b}, 70, 100]f32 = mul %21 %22
+               %24: [100]i64 = iota 100
+               %25: [70, 100]i64 = replicate 70 %24
+               %26: [{b}, 70, 100]i64 = replicate {b} %25
+               %27: [70]i64 = iota 70
+               %28: [100, 70]i64 = replicate 100 %27
+               %29: [70, 100]i64 = tr [1, 0] %28
+               %30: [{b}, 70, 100]i64 = replicate {b} %29
+               %31: [100]i64 = replicate 100 0:i64
+               %40: [70, 100]i64 = replicate 70 %31
+               %41: [{b}, 70, 100]i64 = replicate {b} %40
+               %32: [{b}, 70, 100]bool = eq %26 %41
+               %33: [100]i64 = replicate 100 69:i64
+               %42: [70, 100]i64 = replicate 70 %33
+               %43: [{b}, 70, 100]i64 = replicate {b} %42
+               %34: [{b}, 70, 100]bool = eq %30 %43
+               %35: [{b}, 70, 100]f32 = select %32 %16 %23
+               %36: [{b}, 70, 100]f32 = select %34 %10 %35
+               %37: [{b}, 70, 100]i64 = mul %26 %30
+               %38: [{b}, 70, 100]f32 = cast_f32 %37
+               %39: [{b}, 70, 100]f32 = add %36 %38
+               in %10, %16, %39
+             }}",
+            map(17, "%175: []i64 = add %172 1:i64\n in %170, %171, %175"),
+            map(18, "%185: []i64 = sub %182 3:i64\n in %180, %181, %185"),
+            map(19, "%195: []i64 = add %191 1:i64\n %196: []i64 = sub 99:i64 %192\n in %190, %195, %196"),
+            map(20, "%205: []i64 = index %4 [%202]\n in %200, %201, %205"),
+        )
+    };
+    let mut rng = Rng::new(11);
+    let mut floats = |n: usize| -> Vec<f32> {
+        (0..n)
+            .map(|_| rng.pick(&[-1.5, 0.0, -0.0, 0.25, 3.0, 0.7]) as f32)
+            .collect()
+    };
+    let columns: Vec<i64> = (0..100).map(|c| (c * 37 % 130) - 10).collect();
+    for b in [3, 5] {
+        let text = program(b);
+        let program = parse(&text);
+        let schedule = crate::passes::fuse::run(&program);
+        let inputs = [
+            f32s(&[b, 70, 100], &floats(b * 7000)),
+            f32s(&[70], &floats(70)),
+            f32s(&[100], &floats(100)),
+            f32s(&[100, 70], &floats(7000)),
+            i64s(&[100], &columns),
+        ];
+        agrees_on_chains_and_off(&program, &schedule, &inputs, 0);
+    }
+}
+
+/// Note [Lines of rows]: reductions along an axis that fits in one line take their lines
+/// from several consecutive outputs: sums (of a product, of a splat, of a row read
+/// transposed) and maxima and minima (of floats with NaNs and zeros of both signs, of
+/// integers), alone and as members of row groups, with lines cut where the output's last
+/// axis ends, and a reduced axis longer than a line; small and parallel. The interpreter's
+/// bits on 1 and 2 threads.
+#[test]
+fn reductions_in_lines_of_outputs_give_the_interpreters_bits() {
+    let program = |b: usize, depth: usize| {
+        let select = |n: usize, op: &str, (array, init): (usize, usize), ty: &str| {
+            let elem = &ty[ty.len() - 3..];
+            format!(
+                "%{n}: {ty} = reduce (%{array}) (%{init}) (\\%{n}1: []{elem}, %{n}2: []{elem} ->
+                   %{n}3: []{elem} = {op} %{n}1 %{n}2
+                   in %{n}3)"
+            )
+        };
+        format!(
+            "program(%0: [{b}, 70, {depth}]f32, %1: [70]f32, %2: [{depth}, 70]f32, %3: [{b}, 70, {depth}]i64, %50: []f32) {{
+               %4: [{depth}, {b}, 70]f32 = tr [2, 0, 1] %0
+               %5: [{b}, 70]f32 = sumOuter %4
+               %6: [{depth}, {b}, 70]f32 = mul %4 %4
+               %7: [{b}, 70]f32 = sumOuter %6
+               %30: [{b}, 70]f32 = replicate {b} %1
+               %31: [70]i64 = iota 70
+               %32: [{b}, 70]i64 = replicate {b} %31
+               %8: [{depth}, {b}, 70]f32 = replicate {depth} %30
+               %9: [{b}, 70]f32 = sumOuter %8
+               %10: [{b}, {depth}, 70]f32 = replicate {b} %2
+               %11: [{depth}, {b}, 70]f32 = tr [1, 0, 2] %10
+               %12: [{depth}, {b}, 70]f32 = add %11 %4
+               %13: [{b}, 70]f32 = sumOuter %12
+               {}
+               {}
+               %16: [{depth}, {b}, 70]i64 = tr [2, 0, 1] %3
+               {}
+               %18: [{b}, 70]f32 = add %5 %15
+               %21: [{depth}, {b}, 70]f32 = replicate {depth} %18
+               %22: [{b}, 70, {depth}]f32 = tr [1, 2, 0] %21
+               %23: [{b}, 70, {depth}]f32 = sub %0 %22
+               %24: [{b}, 70, {depth}]f32 = exp %23
+               %25: [{depth}, {b}, 70]f32 = tr [2, 0, 1] %24
+               %26: [{b}, 70]f32 = sumOuter %25
+               %27: [{depth}, {b}, 70]f32 = mul %4 %8
+               %28: [{b}, 70]f32 = sumOuter %27
+               %33: [{depth}, 70, {b}]f32 = tr [2, 1, 0] %0
+               %34: [70, {b}]f32 = sumOuter %33
+               %35: [{b}]f32 = replicate {b} %50
+               %37: [{depth}, {b}]f32 = replicate {depth} %35
+               %38: [{b}]f32 = sumOuter %37
+               {}
+               in %5, %7, %9, %13, %14, %15, %17, %24, %26, %28, %34, %38, %39
+             }}",
+            select(14, "max", (4, 30), &format!("[{b}, 70]f32")),
+            select(15, "min", (12, 30), &format!("[{b}, 70]f32")),
+            select(17, "max", (16, 32), &format!("[{b}, 70]i64")),
+            select(39, "max", (37, 35), &format!("[{b}]f32")),
+        )
+    };
+    let mut rng = Rng::new(13);
+    for (b, depth) in [(3, 100), (5, 100), (2, 1500)] {
+        let text = program(b, depth);
+        let program = parse(&text);
+        let schedule = crate::passes::fuse::run(&program);
+        let values = [-1.5, 0.0, -0.0, 0.25, 3.0, 0.7, f64::NAN];
+        let mut floats = |n: usize, nan: bool| -> Vec<f32> {
+            let values = if nan { &values[..] } else { &values[..6] };
+            (0..n).map(|_| rng.pick(values) as f32).collect()
+        };
+        let n = b * 70 * depth;
+        let ints: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % 1013 - 500).collect();
+        let inputs = [
+            f32s(&[b, 70, depth], &floats(n, true)),
+            f32s(&[70], &floats(70, false)),
+            f32s(&[depth, 70], &floats(depth * 70, false)),
+            i64s(&[b, 70, depth], &ints),
+            f32s(&[], &[-0.7]),
+        ];
+        agrees_on_chains_and_off(&program, &schedule, &inputs, 0);
+    }
+}
+
 #[test]
 fn kernels_read_runs_backwards_as_the_interpreter_does() {
     let n = 3000;

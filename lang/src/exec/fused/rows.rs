@@ -299,11 +299,20 @@ impl Launch<'_> {
         group: &[GroupRead<'_>],
         exec: &Exec<'_>,
     ) {
+        // Outputs of a reduction per group row.
+        let per_row: usize = self.shape.iter().skip(2).product();
+        let in_lines = self.kernel.reduce.is_some() && self.outputs_per_line() > 1;
         macro_rules! select {
             ($values:expr, $ty:ty, $select:ty) => {
-                self.reduce_rows(scratch, first, $values, |scratch, output| {
-                    self.fold_output::<$ty, $select>(scratch, output, group, exec)
-                })
+                if in_lines {
+                    self.reduce_in_lines(scratch, first * per_row, $values, group, |values| {
+                        self.line_fold::<$ty, $select>(values)
+                    })
+                } else {
+                    self.reduce_rows(scratch, first, $values, |scratch, output| {
+                        self.fold_output::<$ty, $select>(scratch, output, group, exec)
+                    })
+                }
             };
         }
         match (self.kernel.reduce, dst) {
@@ -315,9 +324,12 @@ impl Launch<'_> {
                 // The rows of the map over the axes before the last, per group row.
                 let last = self.shape.len() - 1;
                 let per_row: usize = self.shape[1..last].iter().product();
-                for (offset, row) in values.chunks_mut(self.shape[last]).enumerate() {
-                    self.map_row(scratch, first * per_row + offset, 0, row, group);
-                }
+                self.map_rows(scratch, first * per_row, values, group)
+            }),
+            (Some(Reduction::Sum), dst) if in_lines => match_column!(ColumnMut, dst, values => {
+                self.reduce_in_lines(scratch, first * per_row, values, group, |values| {
+                    self.line_sum(values)
+                })
             }),
             (Some(Reduction::Sum), dst) => match_column!(ColumnMut, dst, values => {
                 self.reduce_rows(scratch, first, values, |scratch, output| {
