@@ -534,10 +534,12 @@ struct Launch<'k> {
 // its maps, and a map that streams memory was measured 1.35x faster in lines of 4096 points
 // than of 1024 (`2 x` over 10^7 floats, the gradient of a sum of squares).
 //
-// So an elementwise kernel's lines are as long as its lanes allow: `LANE_BYTES` over the
-// bytes of one point of every lane a line may write (a literal's and an unread node's need
-// none; the root's is counted though `eval_line_into_at` usually writes the output
-// directly), within `LINE..=MAX_LINE` points. And where its rows (the last axis) are shorter
+// So an elementwise kernel's lines are as long as its lanes allow: `LANE_BYTES` (a third of
+// a core's L1 cache) over the bytes of one point of every lane a line writes (a literal's,
+// an unread node's, a run's read in place and an output written in place need none;
+// `line_points`), within `LINE..=MAX_LINE` points: `2 x` runs lines of 16384 points, `exp
+// (x[r, c] - m[r])` of 4096 (measured alone, filling 8 rows of `m` to a lane of 32 KB per
+// line cost a third more than 2 rows). And where its rows (the last axis) are shorter
 // than that, a line holds several consecutive rows of the axis before it, in row-major order
 // in every lane (`Line::rows`): the primitives run over all of its points in one loop each,
 // and only reads, indices and point masks work row by row. A read contiguous across the rows
@@ -551,20 +553,10 @@ struct Launch<'k> {
 // one line would be, so the bits are those of one line per output. Longer reductions keep
 // lines of at most `LINE` points along axis 0.
 
-/// Bytes of the lanes a line of an elementwise kernel may write (Note [Lines of rows]).
-const LANE_BYTES: usize = 64 << 10;
-/// Most points of a line of an elementwise kernel.
+/// Bytes of the lanes a line writes (Note [Lines of rows]).
+const LANE_BYTES: usize = 16 << 10;
+/// Most points of a line.
 const MAX_LINE: usize = 16 * LINE;
-
-/// Points of the lines of an elementwise kernel whose nodes are `unread` or not
-/// (Note [Lines of rows]).
-fn line_points(kernel: &Kernel, unread: &[bool]) -> usize {
-    let bytes: usize = (kernel.nodes.values().zip(unread))
-        .filter(|((node, _), &unread)| !unread && !matches!(node, Node::Lit(_)))
-        .map(|((_, elem), _)| elem.bytes())
-        .sum();
-    (LANE_BYTES / bytes.max(1)).clamp(LINE, MAX_LINE)
-}
 
 // Note [The exp of a difference]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -851,7 +843,6 @@ impl<'k> Launch<'k> {
             }
         }
         let unread: Vec<bool> = read.iter().map(|&read| !read).collect();
-        let line = line_points(kernel, &unread);
         let mut launch = Launch {
             kernel,
             shape: kernel.shape.clone(),
@@ -861,10 +852,43 @@ impl<'k> Launch<'k> {
             points,
             unread,
             differences,
-            line,
+            line: LINE,
         };
         launch.merge_axes(first_merged);
+        launch.line = launch.line_points();
         launch
+    }
+
+    /// Points of the lines of a kernel (of its lanes; Note [Lines of rows]): as many as fit
+    /// `LANE_BYTES` of the lanes a line writes: every node's but a literal's, an unread
+    /// node's, a read's that is a run in place on lines of rows (contiguous along the line's
+    /// axis and across its rows), and the root's of an elementwise kernel (its line is
+    /// written into the output).
+    fn line_points(&self) -> usize {
+        let (nodes, last) = (&self.kernel.nodes, self.shape.len().saturating_sub(1));
+        let (inner, outer) = match self.kernel.reduce {
+            Some(_) => (0, last),
+            None => (last, last.saturating_sub(1)),
+        };
+        let in_place = |plan: &ReadPlan| {
+            plan.node_coords.is_empty()
+                && plan.masks.is_empty()
+                && plan.axis_steps.get(inner) == Some(&1)
+                && (outer == inner || plan.axis_steps[outer] == self.shape[inner] as isize)
+        };
+        let root = self.kernel.output.1 .0 as usize;
+        let written_out = self.kernel.reduce.is_none() && root + 1 == nodes.len();
+        let bytes: usize = (nodes.values().enumerate())
+            .filter(|&(index, (node, _))| match node {
+                Node::Lit(_) => false,
+                _ if self.unread[index] => false,
+                Node::Read { .. } => !self.reads[index].as_ref().is_some_and(in_place),
+                Node::Prim(..) => !(written_out && index == root),
+                Node::Index(_) => true,
+            })
+            .map(|(_, (_, elem))| elem.bytes())
+            .sum();
+        (LANE_BYTES / bytes.max(1)).clamp(LINE, MAX_LINE)
     }
 
     /// Merges axis `a - 1` into axis `a` (for `a` from the last down to `first + 1`) when
