@@ -41,7 +41,7 @@ use super::lanes::{
     eval_prim, exp_of_difference, match_column, with_column, with_operands, Column, ColumnRef,
     Lane, LaneElem, LaneRef, LINE,
 };
-use super::reduce::{ColumnSums, RUN_LEVEL, SUM_RUN};
+use super::reduce::{tree_sum, ColumnSums, RUN_LEVEL, SUM_RUN};
 use super::tensor::{with_tensor, Element, Tensor};
 use super::{Exec, Res, Slot, PAR_THRESHOLD};
 use crate::core::digits;
@@ -52,7 +52,7 @@ use crate::core::kernel::{
 };
 use crate::ops::monoid::CHUNK_ROWS;
 use crate::passes::fuse::row_major_strides;
-use crate::prim::sum_order::{self, TreeSum, LEAF};
+use crate::prim::sum_order::{self, TreeSum};
 use crate::prim::Prim;
 use crate::prim::{Max, Min, Select};
 use prefetch::Stream;
@@ -551,7 +551,9 @@ struct Launch<'k> {
 // maximum of 4096 rows of 1000) takes the rows of its line from consecutive outputs along
 // its last axis (`reduce_in_lines`): each output's row is then summed (folded) alone, as its
 // one line would be, so the bits are those of one line per output. Longer reductions keep
-// lines of at most `LINE` points along axis 0.
+// lines of at most `LINE` points along axis 0. A reduction across its output (a column sum
+// of a `[1024, 256]` table) takes several rows of axis 0 per line of a segment, each row
+// then added to the segment's accumulators in order (`rows_across`), as its own line was.
 
 /// Bytes of the lanes a line writes (Note [Lines of rows]).
 const LANE_BYTES: usize = 16 << 10;
@@ -1464,9 +1466,7 @@ impl<'k> Launch<'k> {
                 &spread[..]
             }
         };
-        let mut tree = TreeSum::new();
-        T::leaf_sums(values, |sum| tree.push_leaf(sum, T::add));
-        tree.finish(T::add).unwrap_or_default()
+        tree_sum(values)
     }
 
     /// The fold with `S` of one output whose values along axis 0 are `values` (`Err`: a
@@ -1650,29 +1650,51 @@ impl<'k> Launch<'k> {
         let segment = |lanes: &mut Scratch, base: &mut [i64], dst: &mut [T]| {
             let len = dst.len();
             let mut sums = ColumnSums::new(len);
-            for row in 0..n_rows {
-                if row.is_multiple_of(LEAF) && exec.interrupt_requested() {
+            for rows in self.lines_across(0..n_rows, len) {
+                if exec.interrupt_requested() {
                     return;
                 }
-                sums.add_row(self.row_across::<T>(lanes, base, row, len));
+                self.rows_across::<T>(lanes, base, rows, len, |row| sums.add_row(row));
             }
             sums.finish(dst);
         };
         self.for_each_segment(out, segment);
     }
 
-    /// The kernel's values on row `row` of a segment of `len` points from `base` across the
-    /// last axis: the `len` values, or `Err(value)` when the line is a splat.
-    fn row_across<'l, T: LaneElem>(
-        &'l self,
-        scratch: &'l mut Scratch,
+    /// The rows `rows` of axis 0 cut into lines of rows of segments of `len` points across
+    /// the last axis (Note [Lines of rows]).
+    fn lines_across(&self, rows: Range<usize>, len: usize) -> impl Iterator<Item = Range<usize>> {
+        let per_line = (self.line / len.max(1)).max(1);
+        let end = rows.end;
+        rows.step_by(per_line)
+            .map(move |first| first..(first + per_line).min(end))
+    }
+
+    /// The kernel's values on the rows `rows` of a segment of `len` points from `base`
+    /// across the last axis, in one line: `row(values)` for each row in order, with its `len`
+    /// values or `Err(value)` when the line is a splat.
+    fn rows_across<T: LaneElem>(
+        &self,
+        scratch: &mut Scratch,
         base: &mut [i64],
-        row: usize,
+        rows: Range<usize>,
         len: usize,
-    ) -> Result<&'l [T], T> {
-        base[0] = row as i64;
-        self.eval_line(scratch, base, Some(self.shape.len() - 1), len);
-        self.root(scratch, len).values(len)
+        mut row: impl FnMut(Result<&[T], T>),
+    ) {
+        base[0] = rows.start as i64;
+        let count = rows.len();
+        let line = Line {
+            base,
+            axis: Some(self.shape.len() - 1),
+            len: count * len,
+            rows: (count > 1).then_some(LineRows { axis: 0, count }),
+            group: &[],
+        };
+        self.eval_line_at(scratch, &line);
+        let values = self.root(scratch, line.len).values::<T>(line.len);
+        for q in 0..count {
+            row(values.map(|values| &values[q * len..(q + 1) * len]));
+        }
     }
 
     /// `task(lanes, t)` for every `t` in `0..n_tasks`, in parallel when the kernel does
@@ -1932,25 +1954,26 @@ impl Launch<'_> {
             let len = dst.len();
             let mut chunk_acc = [T::default(); LINE];
             for first_row in (0..n_rows).step_by(CHUNK_ROWS) {
-                for row in first_row..(first_row + CHUNK_ROWS).min(n_rows) {
-                    if row.is_multiple_of(LEAF) && exec.interrupt_requested() {
+                let chunk = first_row..(first_row + CHUNK_ROWS).min(n_rows);
+                let mut first = true;
+                for rows in self.lines_across(chunk, len) {
+                    if exec.interrupt_requested() {
                         return;
                     }
                     let acc = &mut chunk_acc[..len];
-                    match (
-                        row == first_row,
-                        self.row_across::<T>(lanes, base, row, len),
-                    ) {
-                        (true, Err(value)) => acc.fill(value),
-                        (true, Ok(values)) => acc.copy_from_slice(values),
-                        (false, Err(value)) => acc
-                            .iter_mut()
-                            .for_each(|slot| *slot = combine(*slot, value)),
-                        (false, Ok(values)) => acc
-                            .iter_mut()
-                            .zip(values)
-                            .for_each(|(slot, &value)| *slot = combine(*slot, value)),
-                    }
+                    self.rows_across::<T>(lanes, base, rows, len, |row| {
+                        match (std::mem::take(&mut first), row) {
+                            (true, Err(value)) => acc.fill(value),
+                            (true, Ok(values)) => acc.copy_from_slice(values),
+                            (false, Err(value)) => acc
+                                .iter_mut()
+                                .for_each(|slot| *slot = combine(*slot, value)),
+                            (false, Ok(values)) => acc
+                                .iter_mut()
+                                .zip(values)
+                                .for_each(|(slot, &value)| *slot = combine(*slot, value)),
+                        }
+                    });
                 }
                 let (acc, totals) = (&chunk_acc[..len], &mut *dst);
                 if first_row == 0 {

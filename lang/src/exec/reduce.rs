@@ -113,7 +113,7 @@ pub(super) fn add_rows<T: Element>(mut a: Vec<T>, b: Vec<T>) -> Vec<T> {
 }
 
 /// `sum_order::tree_sum` of `xs` (the specification), its leaves summed by `LeafSums`.
-fn tree_sum<T: LeafSums>(xs: &[T]) -> T {
+pub(super) fn tree_sum<T: LeafSums>(xs: &[T]) -> T {
     let mut tree = TreeSum::new();
     T::leaf_sums(xs, |sum| tree.push_leaf(sum, add));
     tree.finish(add).unwrap_or_default()
