@@ -261,6 +261,17 @@ pub struct MatMul {
     pub m_axis: Option<usize>,
     pub n_axis: Option<usize>,
     pub batch_axes: Vec<usize>,
+    /// The product is `2^scale` times the sum of the operands' products: a doubled or
+    /// power-of-two-scaled operand, folded in (Note [Scaled products] in
+    /// `passes::fuse::scale`).
+    pub scale: i32,
+}
+
+impl MatMul {
+    /// The factor `2^scale`.
+    pub fn factor(&self) -> f64 {
+        2f64.powi(self.scale)
+    }
 }
 
 /// Kernels run together a block of rows at a time (Note [Row groups] in
@@ -760,9 +771,13 @@ impl fmt::Display for ScheduleDisplay<'_> {
                         format!("{}[{}]", var_name(program, operand.var), coords.join(", "))
                     };
                     let out_ty = program.var_ty(matmul.out);
+                    let factor = match matmul.scale {
+                        0 => String::new(),
+                        _ => format!("{} * ", matmul.factor()),
+                    };
                     writeln!(
                         f,
-                        "  matmul k{number} over {} sum i0: {} = {} * {}: {}{}",
+                        "  matmul k{number} over {} sum i0: {} = {factor}{} * {}: {}{}",
                         shape_text(&matmul.shape),
                         var_name(program, matmul.out),
                         coords(&matmul.lhs),

@@ -2344,8 +2344,14 @@ fn operand_strides(
 
 /// The element types `faer` multiplies.
 trait GemmElem: Element {
-    /// `c = a * b` (`Accum::Replace`) or `c += a * b` (`Accum::Add`).
-    fn gemm(c: MatMut<'_, Self>, accum: Accum, a: MatRef<'_, Self>, b: MatRef<'_, Self>, par: Par);
+    /// `c = factor * a * b` (`Accum::Replace`) or `c += factor * a * b` (`Accum::Add`).
+    fn gemm(
+        c: MatMut<'_, Self>,
+        accum: Accum,
+        operands: (MatRef<'_, Self>, MatRef<'_, Self>),
+        factor: f64,
+        par: Par,
+    );
 }
 
 macro_rules! gemm_elem {
@@ -2354,11 +2360,12 @@ macro_rules! gemm_elem {
             fn gemm(
                 c: MatMut<'_, Self>,
                 accum: Accum,
-                a: MatRef<'_, Self>,
-                b: MatRef<'_, Self>,
+                (a, b): (MatRef<'_, Self>, MatRef<'_, Self>),
+                factor: f64,
                 par: Par,
             ) {
-                faer::linalg::matmul::matmul(c, accum, a, b, 1.0, par);
+                // A power of two (`MatMul::factor`): exact in either type.
+                faer::linalg::matmul::matmul(c, accum, a, b, factor as $ty, par);
             }
         }
     )*};
@@ -2495,7 +2502,7 @@ fn matmul_typed<T: GemmElem>(
                 c_steps.0,
                 c_steps.1,
             );
-            T::gemm(c, accum, a, b, par);
+            T::gemm(c, accum, (a, b), matmul.factor(), par);
         }
     };
     let interrupted = || exec.interrupt_requested();

@@ -631,12 +631,17 @@ fn arithmetic(
     }
 }
 
-/// Whether an atom is 1 everywhere: a literal 1 or a replicate of one.
+/// Whether an atom is 1 everywhere: a literal 1, or a replicate, transpose or reshape of
+/// one (the seed cotangent of a gradient reaches a product as `tr (replicate (replicate 1))`).
 fn is_one(defs: &HashMap<VarId, Expr>, atom: &Atom) -> bool {
     match atom {
         Atom::Lit(scalar) => scalar_is_one(*scalar),
         Atom::Var(var) => match defs.get(var) {
-            Some(Expr::Replicate { array, .. }) => is_one(defs, array),
+            Some(
+                Expr::Replicate { array, .. }
+                | Expr::Transpose { array, .. }
+                | Expr::Reshape { array, .. },
+            ) => is_one(defs, array),
             _ => false,
         },
     }
@@ -744,6 +749,29 @@ mod tests {
             simplified_by(src, Rule::CommonSubexpression, 2, ("gather", 4));
         assert_eq!(simplified.to_string().matches("fold").count(), 1);
         assert_same_bits(&original, &simplified, &random_inputs(&original, 5));
+    }
+
+    /// A product with a transposed or reshaped replicate of 1 (the seed cotangent of a
+    /// gradient, as the transpose pass leaves it) is its other operand; with one of 2, it
+    /// stays.
+    #[test]
+    fn ones_seen_through_transposes_and_reshapes_multiply_by_one() {
+        let src = "program(%0_x: [2, 3]f32) {
+            %1: [3]f32 = replicate 3 1.0:f32
+            %2: [2, 3]f32 = replicate 2 %1
+            %3: [3, 2]f32 = tr [1, 0] %2
+            %4: [2, 3]f32 = reshape [2, 3] %3
+            %5: [3, 2]f32 = tr [1, 0] %0_x
+            %6: [3, 2]f32 = mul %5 %3
+            %7: [2, 3]f32 = mul %4 %0_x
+            %8: [3]f32 = replicate 3 2.0:f32
+            %9: [2, 3]f32 = replicate 2 %8
+            %10: [3, 2]f32 = tr [1, 0] %9
+            %11: [3, 2]f32 = mul %6 %10
+            in %11, %7
+        }";
+        let (original, simplified) = simplified_by(src, Rule::MulByOne, 2, ("mul", 1));
+        assert_same_bits(&original, &simplified, &random_inputs(&original, 3));
     }
 
     #[test]

@@ -273,6 +273,10 @@ fn the_matmul_loss_gradient_uses_two_matrix_products_and_no_cube() {
     );
     let text = fused_stage(&mut session, "grad (\\p. loss p b) a");
     assert_eq!(count_lines(&text, "matmul"), 2, "{text}");
+    // The cotangent `2 (A B)` is the second product's scale, not a kernel of its own (Note
+    // [Scaled products]).
+    assert_eq!(count_lines(&text, "kernel"), 0, "{text}");
+    assert!(text.contains("= 2 * "), "{text}");
     // No kernel iterates over m³ points except the matrix products themselves.
     for line in text
         .lines()
@@ -283,6 +287,47 @@ fn the_matmul_loss_gradient_uses_two_matrix_products_and_no_cube() {
             "a cube is computed: {line}\n{text}"
         );
     }
+}
+
+/// Note [Scaled products]: a doubled operand of a matrix product (the cotangent `c + c` of
+/// the matmul loss's square) and one halved are read as the value itself and the product is
+/// scaled; one tripled, or a doubled value also returned, keeps its kernel. The values are
+/// the reference interpreter's, bit for bit: small integers, whose products and sums are
+/// exact in any order.
+#[test]
+fn doubled_and_halved_operands_of_products_scale_the_product() {
+    let defs = "a : (Fin 24)=>(Fin 28)=>Float64 = for i j. n_to_f (mod (ordinal i * 7 + ordinal j) 5) - 2.0\nb : (Fin 28)=>(Fin 20)=>Float64 = for i j. n_to_f (mod (ordinal i + 3 * ordinal j) 7) - 3.0\n";
+    let mut session = session(Engine::Fused);
+    outputs(&mut session, defs);
+    let cases = [
+        (
+            "for i k. sum for j. (a[i, j] + a[i, j]) * b[j, k]",
+            "= 2 * ",
+            0,
+        ),
+        (
+            "for i k. sum for j. (0.5 * a[i, j]) * b[j, k]",
+            "= 0.5 * ",
+            0,
+        ),
+        ("for i k. sum for j. a[i, j] * (b[j, k] * 4.0)", "= 4 * ", 0),
+        ("for i k. sum for j. (3.0 * a[i, j]) * b[j, k]", "= %", 1),
+    ];
+    for (expr, product, kernels) in cases {
+        let text = fused_stage(&mut session, expr);
+        assert_eq!(count_lines(&text, "matmul"), 1, "{expr}\n{text}");
+        assert!(text.contains(product), "{expr}: no `{product}`\n{text}");
+        assert_eq!(count_lines(&text, "kernel"), kernels, "{expr}\n{text}");
+        agrees_with_the_interpreter_on_1_and_2_threads(&format!("{defs}:p {expr}\n"));
+    }
+    // A doubled table that is also a result is materialised, and the product reads it.
+    let both = "def both(x: (Fin 24)=>(Fin 28)=>Float64) -> ((Fin 24)=>(Fin 28)=>Float64, (Fin 24)=>(Fin 20)=>Float64) =\n  d = for i j. x[i, j] + x[i, j]\n  (d, for i k. sum for j. d[i, j] * b[j, k])\n\n";
+    outputs(&mut session, both);
+    let text = fused_stage(&mut session, "both a");
+    assert_eq!(count_lines(&text, "matmul"), 1, "{text}");
+    assert!(!text.contains("= 2 * "), "{text}");
+    assert_eq!(count_lines(&text, "kernel"), 1, "{text}");
+    agrees_with_the_interpreter_on_1_and_2_threads(&format!("{defs}{both}:p both a\n"));
 }
 
 #[test]

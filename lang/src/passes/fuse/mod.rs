@@ -81,6 +81,7 @@
 mod diagonal;
 mod monoid;
 mod rows;
+mod scale;
 mod scatter_add;
 
 pub use rows::MIN_ROW_POINTS;
@@ -171,7 +172,11 @@ fn schedule_block(program: &Program, block: BlockId) -> Schedule {
             scatter_add::add_scatters_in_place(
                 program,
                 block,
-                monoid::fuse_consumers(program, block, diagonal::reuse_products(steps)),
+                monoid::fuse_consumers(
+                    program,
+                    block,
+                    scale::fold_scales(program, block, diagonal::reuse_products(steps)),
+                ),
             ),
         ),
         loop_bodies,
@@ -960,6 +965,7 @@ fn as_matmul(program: &Program, kernel: &Kernel) -> Option<MatMul> {
         m_axis,
         n_axis,
         batch_axes,
+        scale: 0,
     })
 }
 
