@@ -20,22 +20,22 @@
 //! inputs for the unary f32 functions (`examples/vmath_exhaustive.rs`, a release build
 //! outside the test suite), by
 //! sampling for the f64 functions and `pow`; the tests below sample. Our own error is at most
-//! 1 ulp of the true value everywhere (the f32 functions other than `exp` and `tanh`: about
-//! 0.5 ulp), which leaves room for libm's: glibc's `tanh` and `tanhf` are themselves up to
-//! 2 ulp off (see Note [tanh accuracy]).
+//! 1 ulp of the true value everywhere (the f32 functions computed in f64: about 0.5 ulp),
+//! which leaves room for libm's: glibc's `tanh` and `tanhf` are themselves up to 2 ulp off
+//! (see Note [tanh accuracy]).
 //!
 //! Method: every function is an argument reduction followed by a polynomial or rational
 //! approximation, written without branches (see Note [Branch-free selects]), with the special
-//! values patched in by selects at the end. The f32 functions other than `exp` and `tanh`
-//! compute in f64 and round once at the end (see Note [f32 via f64]):
+//! values patched in by selects at the end. The f32 functions other than `exp`, `log` and
+//! `tanh` compute in f64 and round once at the end (see Note [f32 via f64]):
 //!
 //! - `exp_f32`, in f32 arithmetic (see Note [exp in f32]): `x = n ln2 + r`,
 //!   `|r| <= ln(2)/2`; `e^r = 1 + r + r^2 P(r)` with `P` of degree 4.
-//! - `log_f32`: `x = 2^k m`, `m` in `[sqrt(1/2), sqrt(2))`; `s = (m - 1)/(m + 1)`;
-//!   `log(m) = 2 atanh(s) = 2s + s^3 Q(s^2)` with `Q` of degree 4.
-//! - `pow_f32`: `2^(y log2|x|)` from the log kernel above and an f64 `2^t` kernel (degree 7);
-//!   the sign and the special cases by
-//!   selects.
+//! - `log_f32`, in f32 arithmetic (see Note [log in f32]): `x = 2^k (1 + f)`, `1 + f` in
+//!   `[sqrt(1/2), sqrt(2))`; `log(1 + f) = f - f^2/2 + f^3 P(f)` with `P` of degree 7.
+//! - `pow_f32`: `2^(y log2|x|)` from an f64 log kernel (`x = 2^k m`, `s = (m - 1)/(m + 1)`,
+//!   `log(m) = 2 atanh(s) = 2s + s^3 Q(s^2)`, `Q` of degree 4) and an f64 `2^t` kernel
+//!   (degree 7); the sign and the special cases by selects.
 //! - `tanh_f32`, in f32 arithmetic (see Note [tanh in f32]): `a + a^3 T(a^2)` (`T` of
 //!   degree 4) for `a = |x| < 0.55`, else `1 - 2/(e^(2a) + 1)` with the f32 exp kernel.
 //! - `sin_f32`, `cos_f32`: `x = n pi/2 + r` with pi/2 split in three parts (27, 25 and 53
@@ -87,15 +87,17 @@
 // AVX2 for 64-bit integers. For the same reason conditions are float compares, and 64-bit
 // integer lanes see only additions, masks and logical shifts: 64-bit compares and
 // arithmetic shifts are missing from SSE2 (and the latter from AVX2); 32-bit lanes (the
-// f32 `exp`) may shift arithmetically. No `mul_add` is used: without an FMA
-// unit it is a libm call, and without it the results are the same on every x86-64 build.
-// Rust never contracts `a * b + c` into an FMA, so a vectorised loop and a scalar call
-// compute the same bits.
+// f32 `exp`) may shift arithmetically. The f64 kernels use no `mul_add`: without an FMA
+// unit it is a libm call; the f32 `exp`, `log` and `tanh` do, and their slice functions are
+// compiled for FMA (Note [exp in f32]). `mul_add` is exactly rounded and Rust never
+// contracts `a * b + c` into an FMA, so a vectorised loop and a scalar call compute the
+// same bits on every x86-64 build.
 
 // Note [f32 via f64]
 // ~~~~~~~~~~~~~~~~~~
-// The f32 functions other than `exp` and `tanh` (Notes [exp in f32], [tanh in f32]) widen to f64, evaluate kernels whose error is at most 2^-33 relative,
-// and round once to f32, so they are within 0.5 + 2^-9 ulp of the true value. Widening makes
+// The f32 functions other than `exp`, `log` and `tanh` (Notes [exp in f32], [log in f32],
+// [tanh in f32]) widen to f64, evaluate kernels whose error is at most 2^-33 relative, and
+// round once to f32, so they are within 0.5 + 2^-9 ulp of the true value. Widening makes
 // the f32 subnormals normal and keeps intermediate overflow away, so the f32 special cases
 // reduce to a few selects. It costs half the vector width of f32 arithmetic but avoids the
 // double-float tricks that a 1-ulp f32-only `pow` or `sin` would need.
@@ -142,6 +144,24 @@
 // in f64 and rounded, at most 2 ulp from glibc's `tanhf` (whose own error reaches 1-2 ulp,
 // Note [tanh accuracy]). The slice function is chosen at run time like exp's (`with_fma`).
 
+// Note [log in f32]
+// ~~~~~~~~~~~~~~~~~
+// `log` is the loss function's last step (cross-entropy, the KL terms of nnmf) and the
+// gradient of `log` is a division, so a line of `log` ran at the speed of its f64 kernel
+// (0.53 ns an element, half the lanes and a division each). In f32 lanes with fused
+// multiply-adds and no division it costs 0.21 ns (lines of 1024 floats in L1). `x = 2^k (1
+// + f)` with `1 + f` in `[sqrt(1/2), sqrt(2))`, read off the bits by moving the exponent's
+// threshold from 1 to sqrt(1/2) (an integer addition); `f` is exact (Sterbenz). Then
+// `log(1 + f) = f - f^2/2 + f^3 P(f)` (`P` of degree 7, relative error 2^-27), with `k ln
+// 2` in Cody-Waite's two parts: the small terms are summed first, then `f`, then `k *
+// LN2_HI_F32` (exact), so that the rounding errors of everything but the last two sums are
+// small next to the result. Subnormal `x` are scaled by 2^23 (exactly) and `k` corrected;
+// zero, negative, infinite and NaN arguments are patched by selects. The slice function
+// computes the normal range in one pass and falls back to the full function when a lane is
+// not normal, as exp's does (Note [exp on the normal range]). Over every f32
+// (`examples/vmath_exhaustive.rs log`): at most 1 ulp from glibc's `logf` and from the
+// correctly rounded value, and the slice gives the per-element bits.
+
 // Note [exp on the normal range]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Where `e^x` is normal, `exp_f32_impl`'s clamp changes nothing and both of its scalings by
@@ -180,7 +200,7 @@
 // and then overwrites the rare lanes in a second, scalar pass. Infinities and NaN stay on
 // the fast path, which gives NaN.
 
-use std::f64::consts::{FRAC_2_PI, LN_2, LOG2_E};
+use std::f64::consts::{FRAC_2_PI, LOG2_E};
 
 // ---------------------------------------------------------------------------------------
 // Per-element functions.
@@ -408,13 +428,42 @@ fn exp_f32_of<I: Iterator<Item = f32>>(out: &mut [f32], args: impl Fn() -> I) {
 
 /// `out[i] = tanh_f32(xs[i])`, vectorised (Note [tanh in f32]).
 pub fn tanh_f32_slice(xs: &[f32], out: &mut [f32]) {
+    fused_f32_slice(xs, out, tanh_f32_impl);
+}
+
+/// `out[i] = log_f32(xs[i])`, vectorised; one pass when every `x` is positive, normal and
+/// finite (Note [log in f32]).
+pub fn log_f32_slice(xs: &[f32], out: &mut [f32]) {
+    debug_assert_eq!(xs.len(), out.len(), "input and output lengths differ");
+    let xs = &xs[..out.len()];
+    with_fma(
+        #[inline(always)]
+        || {
+            let mut normal = true;
+            for (res, &x) in out.iter_mut().zip(xs) {
+                normal &= (x >= LOG_F32_NORMAL.0) & (x <= LOG_F32_NORMAL.1);
+                *res = log_f32_normal(x);
+            }
+            if !normal {
+                for (res, &x) in out.iter_mut().zip(xs) {
+                    *res = log_f32_impl(x);
+                }
+            }
+        },
+    );
+}
+
+/// `out[i] = f(xs[i])` for an f32 function written with fused multiply-adds, compiled for
+/// FMA where the build does not assume it (`with_fma`).
+#[inline(always)]
+fn fused_f32_slice(xs: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) {
     debug_assert_eq!(xs.len(), out.len(), "input and output lengths differ");
     let xs = &xs[..out.len()];
     with_fma(
         #[inline(always)]
         || {
             for (res, &x) in out.iter_mut().zip(xs) {
-                *res = tanh_f32_impl(x);
+                *res = f(x);
             }
         },
     );
@@ -423,8 +472,6 @@ pub fn tanh_f32_slice(xs: &[f32], out: &mut [f32]) {
 unary_slice! {
     /// `out[i] = exp_f64(xs[i])`, vectorised.
     exp_f64_slice, f64, exp_f64_impl;
-    /// `out[i] = log_f32(xs[i])`, vectorised.
-    log_f32_slice, f32, log_f32_impl;
     /// `out[i] = log_f64(xs[i])`, vectorised.
     log_f64_slice, f64, log_f64_impl;
     /// `out[i] = tanh_f64(xs[i])`, vectorised.
@@ -676,8 +723,22 @@ const EXP2_F32: [f64; 8] = [
     1.5201921594525978e-05,
 ];
 
+/// `P(f)` with `log(1 + f) = f - f^2/2 + f^3 P(f)` for `f` in `[sqrt(1/2) - 1, sqrt(2) - 1]`,
+/// degree 7; relative error of `log(1 + f)` 2^-27.0 (a minimax fit of the relative error by
+/// Lawson's iteration in numpy, for this file, rounded to f32).
+const LOG1P_F32: [f32; 8] = [
+    0.333_333_16,
+    -0.250_008_1,
+    0.200_022_86,
+    -0.166_245_5,
+    0.141_812_09,
+    -0.131_288_1,
+    0.128_815_44,
+    -0.078_593_36,
+];
+
 /// `Q(z)` with `2 atanh(s) = 2s + s^3 Q(s^2)` for `|s| <= (sqrt(2) - 1)/(sqrt(2) + 1)`,
-/// degree 4; relative error of `2 atanh(s)` 2^-44.9.
+/// degree 4; relative error of `2 atanh(s)` 2^-44.9 (the f64 kernel of `pow_f32`).
 const LOG_F32: [f64; 5] = [
     0.666666666757688,
     0.3999999563278611,
@@ -784,6 +845,9 @@ fn expm1_f32_parts(x: f32) -> (f32, i32) {
 /// on the normal range]).
 const EXP_F32_NORMAL: (f32, f32) = (-86.5, 88.0);
 
+/// Arguments of `log_f32_normal`: the positive, normal, finite f32 (Note [log in f32]).
+const LOG_F32_NORMAL: (f32, f32) = (f32::MIN_POSITIVE, f32::MAX);
+
 /// `exp_f32_impl` for `x` in `EXP_F32_NORMAL`, with the same bits; other `x` give
 /// unspecified values without panicking. See Note [exp on the normal range].
 #[inline(always)]
@@ -792,11 +856,13 @@ fn exp_f32_normal(x: f32) -> f32 {
     f32::from_bits(p.to_bits().wrapping_add((n as u32) << 23))
 }
 
+/// See Note [log in f32].
 #[inline(always)]
 fn log_f32_impl(x: f32) -> f32 {
-    let wide = f64::from(x);
-    let (k, log_mantissa) = log_f32_kernel(wide);
-    let res = (k * LN_2 + log_mantissa) as f32;
+    // A subnormal is scaled into the normal range (exactly) and its exponent corrected.
+    let subnormal = x < f32::MIN_POSITIVE;
+    let scaled = if subnormal { x * 8388608.0 } else { x };
+    let res = log_of_normal_f32(scaled, if subnormal { 23 } else { 0 });
     // Outside (0, inf); see `log_f64_impl`.
     let special = if x > 0.0 { x } else { f32::NAN };
     let special = if x == 0.0 { f32::NEG_INFINITY } else { special };
@@ -805,6 +871,29 @@ fn log_f32_impl(x: f32) -> f32 {
     } else {
         special
     }
+}
+
+/// `log_f32_impl` for `x` positive, normal and finite, with the same bits; other `x` give
+/// unspecified values without panicking.
+#[inline(always)]
+fn log_f32_normal(x: f32) -> f32 {
+    log_of_normal_f32(x, 0)
+}
+
+/// `log(x) - shift ln 2` for a positive normal `x` (Note [log in f32]).
+#[inline(always)]
+fn log_of_normal_f32(x: f32, shift: i32) -> f32 {
+    // `x = 2^k m` with `m` in `[sqrt(1/2), sqrt(2))`, by moving the threshold of the
+    // exponent from 1 to sqrt(1/2) (an integer addition, as in `reduce_log_arg`); `m - 1` is
+    // exact (Sterbenz).
+    let high = x.to_bits().wrapping_add(0x3f80_0000 - 0x3f35_04f3);
+    let k = ((high >> 23) as i32).wrapping_sub(127 + shift) as f32;
+    let f = f32::from_bits((high & 0x007f_ffff) + 0x3f35_04f3) - 1.0;
+    // log(1 + f) = f - f^2/2 + f^3 P(f), with k ln 2 in two parts (`k * LN2_HI_F32` is
+    // exact): the small terms first, then `f`, then `k * LN2_HI_F32`, each sum rounded once.
+    let z = f * f;
+    let tail = (f * z).mul_add(horner_fused_f32(f, &LOG1P_F32), k * LN2_LO_F32);
+    k.mul_add(LN2_HI_F32, f + (-0.5f32).mul_add(z, tail))
 }
 
 /// See Note [tanh in f32].
