@@ -69,6 +69,31 @@ fn values_read_twice_at_the_same_point_and_index_masks_are_not_materialised() {
 }
 
 #[test]
+fn values_read_several_times_under_a_reduction_or_a_transpose_are_not_materialised() {
+    // NNMF's objective and its gradient (seed 004 §7): `u[i] * v[j]` is read by `log` and by
+    // the division (through the transpose of the inner sum), three times by the gradient's
+    // divisions under its column sum; each kernel computes it once per point.
+    let defs = "u : (Fin 48)=>Float = for i. 1.5 + sin (n_to_f (ordinal i))\nv : (Fin 40)=>Float = for j. 1.5 + cos (n_to_f (ordinal j))\na : (Fin 48)=>(Fin 40)=>Float = for i j. 1.0 + 0.5 * sin (n_to_f (ordinal i * 40 + ordinal j))\ndef nnmf(w: (Fin 40)=>Float) -> Float =\n  sum for i. sum for j. log (u[i] * w[j]) + a[i, j] / (u[i] * w[j])\n\n";
+    let mut fused = session(Engine::Fused);
+    outputs(&mut fused, defs);
+    let text = fused_stage(&mut fused, "nnmf v");
+    // The row sums and the sum of those.
+    assert_eq!(count_lines(&text, "kernel"), 2, "{text}");
+    assert!(!text.contains("local"), "{text}");
+    let text = fused_stage(&mut fused, "grad nnmf v");
+    assert_eq!(count_lines(&text, "kernel"), 1, "{text}");
+    let mut reference = session(Engine::Reference);
+    outputs(&mut reference, defs);
+    for expr in ["nnmf v", "grad nnmf v"] {
+        assert_eq!(
+            value(&mut fused, &format!(":p {expr}")),
+            value(&mut reference, &format!(":p {expr}")),
+            "{expr}"
+        );
+    }
+}
+
+#[test]
 fn a_stop_gradient_maximum_leaves_no_kernel_for_its_derivative() {
     let mut session = session(Engine::Fused);
     outputs(

@@ -56,7 +56,12 @@
 // read an element many times) unless its index function is a signed permutation of its
 // params, a reversal or a shift, which reads each element once (`ops::recompute_factor`).
 // Readers that end up in one kernel through elementwise statements only count once: they
-// ask for the element at the kernel's own coordinates, and the kernel shares that node. Views (`replicate`, `tr`, `reshape`,
+// ask for the element at the kernel's own coordinates, and the kernel shares that node.
+// The same holds through a view that reads each element once (`tr`, `reshape`, a
+// permutation `gather`): every reader below it asks at the same moved coordinates. A
+// reduction reads its array at its kernel's coordinates too, so the statements under a
+// reduction count once for it (`u[i] * v[j]` read three times by NNMF's gradient is computed once
+// per point, not materialised: a pass writing 64 MB). Views (`replicate`, `tr`, `reshape`,
 // `iota`, `index`, `gather`, copies) and rank-0 values are always inlined: they compute
 // nothing per element (a rank-0 value is computed once per line of the kernel). A view of
 // indices and literals alone (`replicate` of a literal, `iota`) that a bulk statement needs
@@ -353,7 +358,7 @@ impl<'a> Fuser<'a> {
             } else {
                 materialised.extend(stmt.binders.iter().copied());
                 Readers {
-                    roots: HashSet::from([binder]),
+                    roots: HashSet::from([(binder, Vec::new())]),
                     other: 0,
                 }
             };
@@ -372,9 +377,19 @@ impl<'a> Fuser<'a> {
             operands.dedup();
             for var in operands {
                 let entry = readers.entry(var).or_default();
-                if matches!(stmt.expr, Expr::Prim(..)) {
-                    // Same coordinates as the reader: one node per kernel it ends up in.
-                    entry.roots.extend(own.roots.iter().copied());
+                if matches!(stmt.expr, Expr::Prim(..)) || kind == FusionClass::Reduce {
+                    // Same coordinates as the reader (a reduction's kernel reads its array
+                    // at the kernel's own coordinates): one node per kernel it ends up in.
+                    entry.roots.extend(own.roots.iter().cloned());
+                    entry.other += own.other;
+                } else if kind == FusionClass::View && factor == 1 {
+                    // A view that reads each element once moves the coordinates the same
+                    // way for every kernel point: one node per path through it.
+                    entry.roots.extend(own.roots.iter().map(|(root, views)| {
+                        let mut views = views.clone();
+                        views.push(binder);
+                        (*root, views)
+                    }));
                     entry.other += own.other;
                 } else {
                     entry.other += own.weight().saturating_mul(factor).max(1);
@@ -411,11 +426,13 @@ fn uses(program: &Program, block: &Block) -> HashMap<VarId, usize> {
 /// The readers of a variable, for its weight (Note [Materialise or recompute]).
 #[derive(Clone, Debug, Default)]
 struct Readers {
-    /// Kernels (by their materialised variable) that compute its element at their own
-    /// coordinates: through elementwise statements only, so a kernel computes it once.
-    roots: HashSet<VarId>,
-    /// Computations of its element along other paths (through views, which move the
-    /// coordinates, times their `ops::recompute_factor`).
+    /// Kernels (by their materialised variable) that compute its element at one set of
+    /// coordinates each, with the views on the way (in order from the kernel): through
+    /// elementwise statements and views that read each element once, so a kernel computes
+    /// it once per distinct path.
+    roots: HashSet<(VarId, Vec<VarId>)>,
+    /// Computations of its element along other paths (through views that read elements
+    /// several times, times their `ops::recompute_factor`).
     other: usize,
 }
 
