@@ -12,7 +12,7 @@
 //!   has no transpose;
 //! - cost: `cost`, the larger of its branches (seed 003 Fig 11 has no conditional; the
 //!   condition is an atom, already computed), and a level of nesting;
-//! - fusion class: `Bulk` (TODO(#7): branches run on the bulk evaluator).
+//! - fusion class: `Bulk` (TODO(fusion): branches run on the bulk evaluator).
 
 use std::collections::HashMap;
 

@@ -40,7 +40,7 @@
 //! The bodies of `fold`s and `scan`s over tables get schedules of their own (Note [Loop
 //! bodies]).
 //!
-//! Does not handle yet (TODO(#7)): `cond` branches and index functions with blocks (they run on
+//! Does not handle yet (TODO(fusion)): `cond` branches and index functions with blocks (they run on
 //! the bulk evaluator), several outputs per kernel (sibling fusion), reductions fused into
 //! reductions, strict mode (the session runs `--strict` on the bulk evaluator).
 
