@@ -530,13 +530,22 @@ impl Kernel {
     /// `Some((var, axes))` when the kernel only permutes the axes of `var`: output axis `a`
     /// is axis `axes[a]` of `var` (a materialised `tr`).
     pub fn permutation(&self) -> Option<(VarId, Vec<usize>)> {
-        let (Node::Read { var, coords }, _) = &self.nodes[self.output.1] else {
-            return None;
-        };
-        if self.reduce.is_some() || self.nodes.len() != 1 || coords.len() != self.shape.len() {
+        if self.reduce.is_some() || self.nodes.len() != 1 {
             return None;
         }
-        // Read coordinate `d` is iteration axis `source_axis[d]`.
+        self.permuted_read(self.output.1)
+    }
+
+    /// `Some((var, axes))` when node `node` reads `var` at the kernel's point with its axes
+    /// permuted: kernel axis `a` is axis `axes[a]` of `var` (whose extents the kernel does
+    /// not know: a caller compares them).
+    pub fn permuted_read(&self, node: NodeId) -> Option<(VarId, Vec<usize>)> {
+        let (Node::Read { var, coords }, _) = &self.nodes[node] else {
+            return None;
+        };
+        if coords.len() != self.shape.len() {
+            return None;
+        }
         let mut axes = vec![usize::MAX; coords.len()];
         for (d, coord) in coords.iter().enumerate() {
             let Coord::Affine(affine) = coord else {

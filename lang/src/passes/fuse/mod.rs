@@ -40,9 +40,9 @@
 //! The bodies of `fold`s and `scan`s over tables get schedules of their own (Note [Loop
 //! bodies]).
 //!
-//! Does not handle yet (TODO(fusion)): `cond` branches and index functions with blocks (they run on
-//! the bulk evaluator), several outputs per kernel (sibling fusion), reductions fused into
-//! reductions, strict mode (the session runs `--strict` on the bulk evaluator).
+//! Does not handle yet (TODO(fusion)): `cond` branches and index functions with blocks (they
+//! run on the bulk evaluator), several outputs per kernel (sibling fusion), reductions fused
+//! into reductions, strict mode (the session runs `--strict` on the bulk evaluator).
 
 // Note [Materialise or recompute]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -60,10 +60,10 @@
 // The same holds through a view that reads each element once (`tr`, `reshape`, a
 // permutation `gather`): every reader below it asks at the same moved coordinates. A
 // reduction reads its array at its kernel's coordinates too, so the statements under a
-// reduction count once for it (`u[i] * v[j]` read three times by NNMF's gradient is computed once
-// per point, not materialised: a pass writing 64 MB). Views (`replicate`, `tr`, `reshape`,
-// `iota`, `index`, `gather`, copies) and rank-0 values are always inlined: they compute
-// nothing per element (a rank-0 value is computed once per line of the kernel). A view of
+// reduction count once for it (`u[i] * v[j]`, read three times by NNMF's gradient, is
+// computed once per point, not materialised: a pass writing 64 MB). Views (`replicate`,
+// `tr`, `reshape`, `iota`, `index`, `gather`, copies) and rank-0 values are always inlined:
+// they compute nothing per element (a rank-0 value is computed once per line of the kernel). A view of
 // indices and literals alone (`replicate` of a literal, `iota`) that a bulk statement needs
 // materialised is still computed by the kernels that read it: a splat or an index instead of
 // a pass of reads (the constant cotangent a scan's gradient starts from). A pull
@@ -889,6 +889,14 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
 }
 
 /// Row-major strides of a shape, in elements.
+/// The variables that `block` returns (which a later step of the schedule cannot take
+/// over or drop).
+fn result_vars(program: &Program, block: BlockId) -> HashSet<VarId> {
+    (program.blocks[block].results.iter())
+        .filter_map(|atom| var_of(*atom))
+        .collect()
+}
+
 pub fn row_major_strides(shape: &[usize]) -> Vec<usize> {
     let mut strides = vec![1; shape.len()];
     for axis in (0..shape.len().saturating_sub(1)).rev() {

@@ -148,9 +148,7 @@ fn computes_expensive(kernel: &Kernel) -> bool {
 /// Moves the map kernels that consume a scan's results into the scan's step (Note [Monoid
 /// consumers]).
 pub(super) fn fuse_consumers(program: &Program, block: BlockId, mut steps: Vec<Step>) -> Vec<Step> {
-    let results: HashSet<VarId> = (program.blocks[block].results.iter())
-        .filter_map(|atom| var_of(*atom))
-        .collect();
+    let results = super::result_vars(program, block);
     let mut at = 0;
     while at < steps.len() {
         if let Some(stmt) = vector_scan(program, block, &steps[at]) {

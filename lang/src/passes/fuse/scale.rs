@@ -11,22 +11,20 @@
 // point, whose output only matrix products read (no other step, not a result of the block),
 // goes away: each product reads `w` instead and is scaled by `2^k` (`MatMul::scale`; faer's
 // `alpha`). The read may permute the axes (`b[j, k] * 4.0` materialised as `[k, j]` for the
-// product): the product then reads `w` at its coordinates permuted back. Scaling by a power of two is exact, so `Σ (2^k w) b = 2^k Σ w b` term by term
-// and sum by sum, in any order the product adds in: the values are the kernel's, except
-// where `2^k w` overflows and the product of the unscaled terms does not (or the reverse),
-// which the product's bound does not cover either way.
+// product): the product then reads `w` at its coordinates permuted back. Scaling by a power
+// of two is exact, so `Σ (2^k w) b = 2^k Σ w b` term by term and sum by sum, in any order
+// the product adds in: the values are the kernel's, except where `2^k w` overflows or
+// underflows and the product of the unscaled terms does not (or the reverse), which the
+// product's bound does not cover either way.
 
 use crate::core::ir::{BlockId, Program, Scalar, VarId};
-use crate::core::kernel::{Coord, Kernel, MatMul, Node, Step};
-use crate::core::visit::var_of;
+use crate::core::kernel::{Kernel, MatMul, Node, Step};
 use crate::prim::Prim;
 
 /// `steps` with each map kernel of Note [Scaled products] folded into the products that read
 /// its output.
 pub(super) fn fold_scales(program: &Program, block: BlockId, mut steps: Vec<Step>) -> Vec<Step> {
-    let results: Vec<VarId> = (program.blocks[block].results.iter())
-        .filter_map(|atom| var_of(*atom))
-        .collect();
+    let results = super::result_vars(program, block);
     let mut index = 0;
     while index < steps.len() {
         let folded = match &steps[index] {
@@ -51,8 +49,8 @@ pub(super) fn fold_scales(program: &Program, block: BlockId, mut steps: Vec<Step
     steps
 }
 
-/// A map kernel's output as `2^scale` times `source` with its axes permuted: coordinate `d`
-/// of `source` is axis `axes[d]` of the kernel.
+/// A map kernel's output as `2^scale` times `source` with its axes permuted: kernel axis `a`
+/// is axis `axes[a]` of `source` (`Kernel::permuted_read`).
 struct Scaled {
     source: VarId,
     axes: Vec<usize>,
@@ -66,31 +64,11 @@ fn scaled_read(program: &Program, kernel: &Kernel) -> Option<Scaled> {
     if kernel.reduce.is_some() {
         return None;
     }
-    let rank = kernel.shape.len();
-    let permuted = |node| -> Option<(VarId, Vec<usize>)> {
-        let Node::Read { var, coords } = &kernel.nodes[node].0 else {
-            return None;
-        };
-        let axes = (coords.iter())
-            .map(|coord| match coord {
-                Coord::Affine(affine) if affine.constant == 0 => match affine.terms[..] {
-                    [(axis, 1)] => Some(axis),
-                    _ => None,
-                },
-                _ => None,
-            })
-            .collect::<Option<Vec<usize>>>()?;
-        let mut seen = vec![false; rank];
-        let is_permutation = axes.len() == rank
-            && axes
-                .iter()
-                .all(|&axis| !std::mem::replace(&mut seen[axis], true));
-        let shape = &program.var_ty(*var).shape;
-        let same_extents = axes
-            .iter()
-            .zip(shape)
-            .all(|(&axis, &dim)| kernel.shape[axis] == dim);
-        (is_permutation && same_extents).then_some((*var, axes))
+    let permuted = |node| {
+        let (source, axes) = kernel.permuted_read(node)?;
+        let shape = &program.var_ty(source).shape;
+        let same_extents = (axes.iter().zip(&kernel.shape)).all(|(&axis, &dim)| shape[axis] == dim);
+        same_extents.then_some((source, axes))
     };
     let scaled = |(source, axes): (VarId, Vec<usize>), scale| Scaled {
         source,
@@ -144,10 +122,14 @@ fn read_by_products_only(
 fn rescale(product: &mut MatMul, var: VarId, scaled: &Scaled) {
     for operand in [&mut product.lhs, &mut product.rhs] {
         if operand.var == var {
+            // The product's coordinate of kernel axis `a` is its coordinate of source axis
+            // `axes[a]`.
+            let mut coords = operand.coords.clone();
+            for (coord, &axis) in operand.coords.iter().zip(&scaled.axes) {
+                coords[axis] = coord.clone();
+            }
             operand.var = scaled.source;
-            operand.coords = (scaled.axes.iter())
-                .map(|&axis| operand.coords[axis].clone())
-                .collect();
+            operand.coords = coords;
             product.scale += scaled.scale;
         }
     }

@@ -26,7 +26,6 @@
 use crate::core::ir::{Atom, BlockId, Expr, Program, Scalar, VarId};
 use crate::core::kernel::{Affine, Coord, Kernel, Node, NodeId, Step};
 use crate::core::sign::Defs;
-use crate::core::visit::var_of;
 use crate::prim::Prim;
 
 /// `steps` (a schedule of `block`) with each scatter that its one reader can add in place
@@ -37,12 +36,7 @@ pub(super) fn add_scatters_in_place(
     steps: Vec<Step>,
 ) -> Vec<Step> {
     let stmts = &program.blocks[block].stmts;
-    let results: Vec<VarId> = program.blocks[block]
-        .results
-        .iter()
-        .copied()
-        .filter_map(var_of)
-        .collect();
+    let results = super::result_vars(program, block);
     let defs = Defs::of_block(program, block);
     let mut steps: Vec<Option<Step>> = steps.into_iter().map(Some).collect();
     // From the last step back: inserting a step after a reader shifts only steps already seen.
