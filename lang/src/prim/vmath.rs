@@ -414,21 +414,44 @@ fn with_fma<R>(f: impl FnOnce() -> R) -> R {
 /// iterator of the arguments for each pass (Note [Slices by iterators]).
 #[inline(always)]
 fn exp_f32_of<I: Iterator<Item = f32>>(out: &mut [f32], args: impl Fn() -> I) {
-    let mut normal = true;
+    in_range_or_full(out, args, EXP_F32_NORMAL, exp_f32_normal, exp_f32_impl);
+}
+
+/// `out[i] = fast(x)` for the arguments `x` of `args()` when every one is in `range`, else a
+/// second pass of `out[i] = full(x)`: a function whose lanes of a common range skip its
+/// special cases (Note [exp on the normal range]) with the same bits as `full` there.
+#[inline(always)]
+fn in_range_or_full<I: Iterator<Item = f32>>(
+    out: &mut [f32],
+    args: impl Fn() -> I,
+    range: (f32, f32),
+    fast: impl Fn(f32) -> f32,
+    full: impl Fn(f32) -> f32,
+) {
+    let mut in_range = true;
     for (res, x) in out.iter_mut().zip(args()) {
-        normal &= (x >= EXP_F32_NORMAL.0) & (x <= EXP_F32_NORMAL.1);
-        *res = exp_f32_normal(x);
+        in_range &= (x >= range.0) & (x <= range.1);
+        *res = fast(x);
     }
-    if !normal {
+    if !in_range {
         for (res, x) in out.iter_mut().zip(args()) {
-            *res = exp_f32_impl(x);
+            *res = full(x);
         }
     }
 }
 
 /// `out[i] = tanh_f32(xs[i])`, vectorised (Note [tanh in f32]).
 pub fn tanh_f32_slice(xs: &[f32], out: &mut [f32]) {
-    fused_f32_slice(xs, out, tanh_f32_impl);
+    debug_assert_eq!(xs.len(), out.len(), "input and output lengths differ");
+    let xs = &xs[..out.len()];
+    with_fma(
+        #[inline(always)]
+        || {
+            for (res, &x) in out.iter_mut().zip(xs) {
+                *res = tanh_f32_impl(x);
+            }
+        },
+    );
 }
 
 /// `out[i] = log_f32(xs[i])`, vectorised; one pass when every `x` is positive, normal and
@@ -439,32 +462,8 @@ pub fn log_f32_slice(xs: &[f32], out: &mut [f32]) {
     with_fma(
         #[inline(always)]
         || {
-            let mut normal = true;
-            for (res, &x) in out.iter_mut().zip(xs) {
-                normal &= (x >= LOG_F32_NORMAL.0) & (x <= LOG_F32_NORMAL.1);
-                *res = log_f32_normal(x);
-            }
-            if !normal {
-                for (res, &x) in out.iter_mut().zip(xs) {
-                    *res = log_f32_impl(x);
-                }
-            }
-        },
-    );
-}
-
-/// `out[i] = f(xs[i])` for an f32 function written with fused multiply-adds, compiled for
-/// FMA where the build does not assume it (`with_fma`).
-#[inline(always)]
-fn fused_f32_slice(xs: &[f32], out: &mut [f32], f: impl Fn(f32) -> f32) {
-    debug_assert_eq!(xs.len(), out.len(), "input and output lengths differ");
-    let xs = &xs[..out.len()];
-    with_fma(
-        #[inline(always)]
-        || {
-            for (res, &x) in out.iter_mut().zip(xs) {
-                *res = f(x);
-            }
+            let args = || xs.iter().copied();
+            in_range_or_full(out, args, LOG_F32_NORMAL, log_f32_normal, log_f32_impl);
         },
     );
 }
