@@ -12,7 +12,7 @@ use crate::check::builtins::Builtin;
 use crate::check::env::GlobalEnv;
 use crate::check::infer::Infer;
 use crate::check::typed::{DefInfo, TExpr, TKind, TPat, TStmt};
-use crate::check::types::Ty;
+use crate::check::types::{BaseTy, Ty};
 use crate::check::TypeError;
 use crate::core::interp::{self, InterpConfig, InterpError};
 use crate::core::ir::Program;
@@ -675,6 +675,35 @@ impl Session {
                 outputs: self.import(&name.name),
                 ..Default::default()
             }),
+            Decl::Data(data) => {
+                let mut infer = Infer::new(&mut self.env);
+                infer
+                    .declare_data(data)
+                    .map(|()| Evaluated::default())
+                    .map_err(|err| type_error(&mut self.more_errors, err))
+            }
+            Decl::Interface(interface) => {
+                let mut infer = Infer::new(&mut self.env);
+                infer
+                    .declare_interface(interface)
+                    .map(|()| Evaluated::default())
+                    .map_err(|err| type_error(&mut self.more_errors, err))
+            }
+            Decl::Instance(instance) => {
+                let replace = self.config.redefinition == Redefinition::Replace;
+                let mut infer = Infer::new(&mut self.env);
+                infer
+                    .declare_instance(instance, replace)
+                    .map(|()| Evaluated::default())
+                    .map_err(|err| type_error(&mut self.more_errors, err))
+            }
+            Decl::TypeAlias(alias) => {
+                let mut infer = Infer::new(&mut self.env);
+                infer
+                    .declare_alias(alias)
+                    .map(|()| Evaluated::default())
+                    .map_err(|err| type_error(&mut self.more_errors, err))
+            }
         };
         match res {
             Ok(evaluated) => {
@@ -943,6 +972,11 @@ impl Session {
                         tensors.iter().map(|tensor| tensor.row(position)).collect();
                     self.bind_top(pat, elem, rows);
                 }
+            }
+            // A constructor pattern of a type with one constructor: its fields, as a tuple's.
+            (Pattern::Con { args, span, .. }, Ty::Data(data)) if !data.def.is_tagged() => {
+                let fields = Pattern::Tuple(args.clone(), *span);
+                self.bind_top(&fields, &Ty::Tuple(data.fields(0)), tensors);
             }
             _ => {}
         }
@@ -1457,6 +1491,7 @@ fn structure(ty: &Ty, arrays: Vec<Array>) -> Value {
     fn go(ty: &Ty, arrays: &mut std::vec::IntoIter<Array>) -> Value {
         match ty {
             Ty::Tuple(items) => Value::Tuple(items.iter().map(|item| go(item, arrays)).collect()),
+            Ty::Data(data) => go(&data.repr(), arrays),
             Ty::Table(_, elem) if matches!(**elem, Ty::Tuple(_) | Ty::Table(..)) => {
                 go(elem, arrays)
             }
@@ -1487,19 +1522,7 @@ fn settle(results: Vec<Tensor>, inputs: &[Tensor]) -> Vec<Tensor> {
 /// the flat offset of the current sub-array in it, and how many of its axes are consumed.
 fn to_display(ty: &Ty, leaves: &[(&Array, usize, usize)]) -> DisplayValue {
     match ty {
-        Ty::Tuple(items) => {
-            let mut rest = leaves;
-            let mut out = Vec::new();
-            for item in items {
-                let count = leaf_types(item)
-                    .map(|leaves| leaves.len())
-                    .unwrap_or(0)
-                    .min(rest.len());
-                out.push(to_display(item, &rest[..count]));
-                rest = &rest[count..];
-            }
-            DisplayValue::Tuple(out)
-        }
+        Ty::Tuple(items) => DisplayValue::Tuple(display_parts(items, leaves)),
         Ty::Table(ix, elem) => {
             let size = crate::passes::lower::ix_size(ix).unwrap_or(0);
             let rows = (0..size)
@@ -1516,9 +1539,71 @@ fn to_display(ty: &Ty, leaves: &[(&Array, usize, usize)]) -> DisplayValue {
                 .collect();
             DisplayValue::Table(rows)
         }
+        // See Note [Data representation]: the tag, then every constructor's fields.
+        Ty::Data(data) => {
+            let (con, mut rest) = match data.def.is_tagged() {
+                false => (0, leaves),
+                true => {
+                    let tag = match leaves.first() {
+                        Some((array, offset, _)) => array.data.get(*offset).int_value(),
+                        None => None,
+                    };
+                    let con = tag
+                        .map_or(0, |tag| tag as usize)
+                        .min(data.def.cons.len() - 1);
+                    let mut rest = leaves.get(1..).unwrap_or_default();
+                    for other in 0..con {
+                        let count = n_leaves(&Ty::Tuple(data.fields(other))).min(rest.len());
+                        rest = &rest[count..];
+                    }
+                    (con, rest)
+                }
+            };
+            let fields = data.fields(con);
+            let count = n_leaves(&Ty::Tuple(fields.clone())).min(rest.len());
+            rest = &rest[..count];
+            let name = data.def.cons[con].name.clone();
+            DisplayValue::Con(name, display_parts(&fields, rest))
+        }
         _ => {
             let (array, offset, _) = leaves[0];
-            DisplayValue::Scalar(array.data.get(offset))
+            let scalar = array.data.get(offset);
+            match ty {
+                Ty::Base(BaseTy::Char) => DisplayValue::Text(char_text(scalar)),
+                Ty::Base(base) if base.is_word() => {
+                    DisplayValue::Text(format!("0x{:x}", scalar.int_value().unwrap_or(0)))
+                }
+                _ => DisplayValue::Scalar(scalar),
+            }
         }
+    }
+}
+
+/// The parts of a tuple or the fields of a constructor, each from its leaves in order.
+fn display_parts(items: &[Ty], leaves: &[(&Array, usize, usize)]) -> Vec<DisplayValue> {
+    let mut rest = leaves;
+    let mut out = Vec::new();
+    for item in items {
+        let count = n_leaves(item).min(rest.len());
+        out.push(to_display(item, &rest[..count]));
+        rest = &rest[count..];
+    }
+    out
+}
+
+fn n_leaves(ty: &Ty) -> usize {
+    leaf_types(ty).map(|leaves| leaves.len()).unwrap_or(0)
+}
+
+/// A character as Dex prints it: `'a'`, `'\n'`, or its code for other bytes.
+fn char_text(scalar: crate::core::ir::Scalar) -> String {
+    let byte = scalar.int_value().unwrap_or(0) as u8;
+    match byte {
+        b'\n' => "'\\n'".to_string(),
+        b'\t' => "'\\t'".to_string(),
+        b'\'' => "'\\''".to_string(),
+        b'\\' => "'\\\\'".to_string(),
+        0x20..=0x7e => format!("'{}'", byte as char),
+        _ => format!("'\\x{byte:02x}'"),
     }
 }

@@ -33,6 +33,12 @@ pub enum Class {
     Ord,
     /// An index set.
     Ix,
+    /// `show`: printable values (all but functions).
+    Show,
+    /// `arb`: values with a random generator (all but functions).
+    Arbitrary,
+    /// An interface declared in dx (`interface Shape(a)`), by its id in the environment.
+    User(u32),
 }
 
 impl Class {
@@ -49,6 +55,10 @@ impl Class {
             Class::Eq => "Eq",
             Class::Ord => "Ord",
             Class::Ix => "Ix",
+            Class::Show => "Show",
+            Class::Arbitrary => "Arbitrary",
+            // Named by the environment (`GlobalEnv::class_name`).
+            Class::User(_) => "interface",
         }
     }
 
@@ -95,6 +105,8 @@ impl Class {
             ],
             "Eq" => vec![Class::Eq],
             "Ord" => vec![Class::Eq, Class::Ord],
+            "Show" => vec![Class::Show],
+            "Arbitrary" => vec![Class::Arbitrary],
             "Data" => vec![],
             _ => return None,
         })
@@ -106,8 +118,8 @@ impl Class {
             Class::Add | Class::Mul | Class::Div | Class::Num | Class::Ord => base.is_numeric(),
             Class::Sub => base.is_numeric() && base != BaseTy::Nat,
             Class::Floating | Class::VSpace | Class::Float => base.is_float(),
-            Class::Eq => true,
-            Class::Ix => false,
+            Class::Eq | Class::Show | Class::Arbitrary => true,
+            Class::Ix | Class::User(_) => false,
         }
     }
 
@@ -120,14 +132,20 @@ impl Class {
     }
 
     /// Whether the class holds for tuples and tables whose components are in it
-    /// (lexicographic comparison, see `passes/lower_compare.rs`).
+    /// (lexicographic comparison, see `passes/lower_compare.rs`; printing; random values).
     pub fn is_structural(self) -> bool {
-        matches!(self, Class::Eq | Class::Ord)
+        matches!(
+            self,
+            Class::Eq | Class::Ord | Class::Show | Class::Arbitrary
+        )
     }
 
     /// Whether index values are in the class.
     pub fn holds_for_index(self) -> bool {
-        matches!(self, Class::Eq | Class::Ord | Class::Ix)
+        matches!(
+            self,
+            Class::Eq | Class::Ord | Class::Ix | Class::Show | Class::Arbitrary
+        )
     }
 }
 

@@ -2,10 +2,14 @@
 //! index-set aliases, and the classes of rigid type variables.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::builtins::Class;
+use super::classes::{ClassDef, InstanceDef};
+use super::data::DataDef;
 use super::typed::DefInfo;
 use super::types::{Rigid, Ty};
+use crate::syntax::ast::{Param, TypeExpr};
 
 #[derive(Clone, Debug, Default)]
 pub struct GlobalEnv {
@@ -25,6 +29,28 @@ pub struct GlobalEnv {
     next_local: u32,
     /// Source names of locals (for printing the typed program).
     local_names: HashMap<super::types::LocalId, String>,
+    /// User types by name (`struct`, `data`, `enum`, and the prelude's `Maybe`, …).
+    pub data_types: HashMap<String, Arc<DataDef>>,
+    /// Constructors by name: their type and position.
+    pub constructors: HashMap<String, (Arc<DataDef>, usize)>,
+    next_data_id: u32,
+    /// Every interface ever declared, by `Class::User` id, and the built-in classes that have
+    /// user instances (their methods, see `classes::builtin_methods`).
+    pub class_defs: HashMap<Class, ClassDef>,
+    /// The interface each name currently denotes.
+    pub class_names: HashMap<String, Class>,
+    /// Method names: their interface and position.
+    pub methods: HashMap<String, (Class, usize)>,
+    pub instances: Vec<InstanceDef>,
+    /// Type functions (`def Vec(n: Nat) -> Type = …`): parameters and body, read at each use.
+    pub type_fns: HashMap<String, TypeFn>,
+}
+
+/// A function from sizes and types to a type.
+#[derive(Clone, Debug)]
+pub struct TypeFn {
+    pub params: Vec<Param>,
+    pub body: TypeExpr,
 }
 
 impl GlobalEnv {
@@ -119,6 +145,11 @@ impl GlobalEnv {
         self.static_nats.remove(name);
         self.def_keys.remove(name);
         self.aliases.remove(name);
+        self.data_types.remove(name);
+        self.constructors.remove(name);
+        self.class_names.remove(name);
+        self.methods.remove(name);
+        self.type_fns.remove(name);
     }
 
     /// Every name bound at the top level (for completion).
@@ -127,5 +158,57 @@ impl GlobalEnv {
             .keys()
             .chain(self.def_keys.keys())
             .chain(self.aliases.keys())
+            .chain(self.data_types.keys())
+            .chain(self.constructors.keys())
+            .chain(self.class_names.keys())
+            .chain(self.methods.keys())
+            .chain(self.type_fns.keys())
+    }
+
+    /// A fresh id for a user type or interface.
+    pub fn next_data_id(&mut self) -> u32 {
+        self.next_data_id += 1;
+        self.next_data_id
+    }
+
+    /// The name of a class, as a user writes it.
+    pub fn class_name(&self, class: Class) -> String {
+        match self.class_defs.get(&class) {
+            Some(def) => def.name.clone(),
+            None => class.name().to_string(),
+        }
+    }
+
+    /// The class a name in `given (a|Name)` or `instance Name(…)` denotes: dx's own, then
+    /// the interfaces declared in dx.
+    pub fn class_by_name(&self, name: &str) -> Option<Vec<Class>> {
+        if let Some(class) = self.class_names.get(name) {
+            let mut classes = vec![*class];
+            self.add_supers(*class, &mut classes);
+            return Some(classes);
+        }
+        Class::from_name(name)
+    }
+
+    /// Adds the superclasses of `class` (transitively) to `out`.
+    pub fn add_supers(&self, class: Class, out: &mut Vec<Class>) {
+        let Some(def) = self.class_defs.get(&class) else {
+            return;
+        };
+        for sup in &def.supers {
+            if !out.contains(sup) {
+                out.push(*sup);
+                self.add_supers(*sup, out);
+            }
+        }
+    }
+
+    /// The instances of a class, newest first (a newer instance with the same head replaces
+    /// an older one in the REPL).
+    pub fn instances_of(&self, class: Class) -> impl Iterator<Item = &InstanceDef> {
+        self.instances
+            .iter()
+            .rev()
+            .filter(move |instance| instance.class == class)
     }
 }

@@ -14,14 +14,16 @@
 use std::collections::HashMap;
 
 use super::builtins::{Builtin, Class};
+use super::classes::match_head;
+use super::data::DataTy;
 use super::env::GlobalEnv;
 use super::typed::{DefInfo, DefKey, TExpr, TKind, TPat, TStmt};
 use super::types::{BaseTy, LocalId, Rigid, Size, Ty, TyVar};
 use super::TypeError;
 use crate::prim::Prim;
 use crate::syntax::ast::{
-    BinOp, Expr, ExprKind, FunDef, Ident, LetBinding, Lit, NumberValue, Param, Pattern, Stmt,
-    TypeExpr, TypeExprKind,
+    BinOp, CaseAlt, Expr, ExprKind, FunDef, GivenBinder, Ident, LetBinding, Lit, NumberValue,
+    Param, Pattern, Stmt, TypeExpr, TypeExprKind,
 };
 use crate::syntax::Span;
 
@@ -33,17 +35,38 @@ fn error<T>(span: Span, message: impl Into<String>) -> Result<T> {
 
 /// What a name in scope stands for.
 #[derive(Clone, Debug)]
-enum Binding {
+pub(super) enum Binding {
     Local(LocalId, Ty),
     Def(LocalId, Box<DefInfo>),
     /// A type variable (a `given` binder or implicit index set) usable in types.
     TypeVar(Ty),
+    /// A size parameter of a user type or type function (`n` in `struct Vec(n: Nat)`).
+    SizeVar(Size),
+    /// A local type function (`def Pair(a: Type) -> Type = (a, a)` in a block).
+    TypeFn(Box<super::env::TypeFn>),
 }
 
 #[derive(Clone, Debug)]
 struct Pending {
     class: Class,
     ty: Ty,
+    span: Span,
+}
+
+/// `base.name` whose base type was not known when it was read: `result` is its type.
+#[derive(Clone, Debug)]
+struct PendingField {
+    base: Ty,
+    name: String,
+    result: Ty,
+    span: Span,
+}
+
+/// A `case` whose exhaustiveness is checked when the declaration's types are known.
+#[derive(Clone, Debug)]
+struct PendingCase {
+    scrutinee: Ty,
+    pats: Vec<TPat>,
     span: Span,
 }
 
@@ -54,8 +77,10 @@ pub struct Infer<'env> {
     /// Default type of a literal's variable when nothing else decides it.
     defaults: HashMap<TyVar, BaseTy>,
     pending: Vec<Pending>,
+    fields: Vec<PendingField>,
+    cases: Vec<PendingCase>,
     scale: Vec<(Ty, Ty, Span)>,
-    scopes: Vec<(String, Binding)>,
+    pub(super) scopes: Vec<(String, Binding)>,
     /// Leave ambiguous index sets unresolved instead of reporting them (`:t`).
     lenient: bool,
     /// Errors of let-block statements, reported with the declaration's other errors
@@ -82,6 +107,8 @@ impl<'env> Infer<'env> {
             subst: Vec::new(),
             defaults: HashMap::new(),
             pending: Vec::new(),
+            fields: Vec::new(),
+            cases: Vec::new(),
             scale: Vec::new(),
             scopes: Vec::new(),
             lenient: false,
@@ -151,6 +178,10 @@ impl<'env> Infer<'env> {
                 result: Box::new(self.zonk(result)),
             },
             Ty::TypeArg(inner) => Ty::TypeArg(Box::new(self.zonk(inner))),
+            Ty::Data(data) => Ty::Data(DataTy {
+                def: data.def.clone(),
+                args: data.args.iter().map(|arg| self.zonk(arg)).collect(),
+            }),
         }
     }
 
@@ -215,6 +246,12 @@ impl<'env> Infer<'env> {
             }
             (Ty::Rigid(x, _), Ty::Rigid(y, _)) if x == y => Ok(()),
             (Ty::TypeArg(x), Ty::TypeArg(y)) => self.unify_inner(x, y),
+            (Ty::Data(x), Ty::Data(y)) if x.def.id == y.def.id => {
+                for (a, b) in x.args.iter().zip(&y.args) {
+                    self.unify_inner(a, b)?;
+                }
+                Ok(())
+            }
             _ => Err(()),
         }
     }
@@ -247,36 +284,77 @@ impl<'env> Infer<'env> {
     /// Whether `class` holds for `ty`: `Some(true/false)` when decided, `None` while a
     /// variable blocks the decision (the constraint is then on that variable).
     fn class_holds(&self, class: Class, ty: &Ty) -> std::result::Result<bool, Ty> {
-        match self.zonk(ty) {
-            Ty::Var(var) => Err(Ty::Var(var)),
-            Ty::Base(base) => Ok(class.holds_for_base(base)),
-            Ty::Fin(_) => Ok(class.holds_for_index()),
-            Ty::Rigid(rigid, _) => Ok(self.env.rigid_classes(rigid).contains(&class)),
-            Ty::Table(_, elem) => {
-                // Tables compare element by element (Dex's `Eq`/`Ord` of `n=>a`).
-                if class.is_lifted() || class.is_structural() {
-                    self.class_holds(class, &elem)
-                } else {
-                    Ok(false)
-                }
-            }
-            Ty::Tuple(items) => {
-                // Tuples compare component by component, tuples of indices are pair indices
-                // (Ix); lifted classes lift.
-                if class.is_lifted() || class.is_structural() || class == Class::Ix {
-                    for item in &items {
-                        match self.class_holds(class, item) {
-                            Ok(true) => {}
-                            other => return other,
-                        }
-                    }
-                    Ok(true)
-                } else {
-                    Ok(false)
-                }
-            }
-            Ty::Fun { .. } | Ty::TypeArg(_) => Ok(false),
+        let ty = self.zonk(ty);
+        match &ty {
+            Ty::Var(var) => return Err(Ty::Var(*var)),
+            Ty::Rigid(rigid, _) => return Ok(self.env.rigid_classes(*rigid).contains(&class)),
+            _ => {}
         }
+        // A user instance (of an interface, or of a built-in class for a user type).
+        if self.instance_holds(class, &ty)? {
+            return Ok(true);
+        }
+        let all = |tys: &[Ty]| -> std::result::Result<bool, Ty> {
+            for item in tys {
+                match self.class_holds(class, item) {
+                    Ok(true) => {}
+                    other => return other,
+                }
+            }
+            Ok(true)
+        };
+        match &ty {
+            Ty::Var(_) | Ty::Rigid(..) => Ok(false),
+            Ty::Base(base) => Ok(class.holds_for_base(*base)),
+            Ty::Fin(_) => Ok(class.holds_for_index()),
+            // Tables compare element by element (Dex's `Eq`/`Ord` of `n=>a`).
+            Ty::Table(_, elem) if class.is_lifted() || class.is_structural() => {
+                self.class_holds(class, elem)
+            }
+            Ty::Table(..) => Ok(false),
+            // Tuples compare component by component, tuples of indices are pair indices
+            // (Ix); lifted classes lift.
+            Ty::Tuple(items)
+                if class.is_lifted() || class.is_structural() || class == Class::Ix =>
+            {
+                all(items)
+            }
+            Ty::Tuple(_) => Ok(false),
+            // A struct of vector spaces is one (as JAX's pytrees); every user type compares,
+            // prints and draws random values by its fields (Note [Data representation]).
+            Ty::Data(data) if class.is_lifted() && !data.def.is_tagged() => all(&data.fields(0)),
+            Ty::Data(data) if class.is_structural() => {
+                let fields: Vec<Ty> = (0..data.def.cons.len())
+                    .flat_map(|con| data.fields(con))
+                    .collect();
+                all(&fields)
+            }
+            Ty::Data(_) | Ty::Fun { .. } | Ty::TypeArg(_) => Ok(false),
+        }
+    }
+
+    /// Whether an instance of `class` declared in dx matches `ty` (with its constraints met);
+    /// `Err` while a unification variable blocks the decision.
+    fn instance_holds(&self, class: Class, ty: &Ty) -> std::result::Result<bool, Ty> {
+        for instance in self.env.instances_of(class) {
+            let bindings = match match_head(&instance.head, &instance.vars, ty) {
+                Err(()) => return Err(ty.clone()),
+                Ok(None) => continue,
+                Ok(Some(bindings)) => bindings,
+            };
+            for var in &instance.vars {
+                let Some(bound) = bindings.get(var) else {
+                    continue;
+                };
+                for needed in self.env.rigid_classes(*var) {
+                    if !self.class_holds(*needed, bound)? {
+                        return Ok(false);
+                    }
+                }
+            }
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// An `a: Type` parameter used as an index set (`size a`, `for i:a`) is one: the
@@ -291,9 +369,30 @@ impl<'env> Infer<'env> {
 
     /// Solves what can be solved; keeps the rest. With `finish`, applies defaults and
     /// reports what remains ambiguous.
-    fn solve(&mut self, finish: bool) -> Result<()> {
+    pub(super) fn solve(&mut self, finish: bool) -> Result<()> {
         loop {
             let mut progress = false;
+            // `p.x`: the field of a type that is known by now.
+            for field in std::mem::take(&mut self.fields) {
+                match self.zonk(&field.base) {
+                    Ty::Var(_) if !finish => self.fields.push(field),
+                    Ty::Var(_) => {
+                        return error(
+                            field.span,
+                            format!(
+                                "the type of this value is not known where its field `{}` is \
+                                 read: annotate it (`(x :: T).{}` or a typed parameter)",
+                                field.name, field.name
+                            ),
+                        )
+                    }
+                    base => {
+                        let found = self.field_type(&base, &field.name, field.span)?;
+                        self.unify(&field.result, &found, field.span)?;
+                        progress = true;
+                    }
+                }
+            }
             // `.*`: the scalar has the type of the value's first scalar (the lowering casts it
             // to each leaf's type); for a `VSpace` variable it is a `Float` by default.
             let scale = std::mem::take(&mut self.scale);
@@ -342,6 +441,21 @@ impl<'env> Infer<'env> {
                                 "`Nat` has no subtraction (as in Dex): \
                                  convert with `n_to_i`, or annotate the operands as `Int`"
                                     .to_string()
+                            }
+                            Class::User(_) => {
+                                let name = self.env.class_name(item.class);
+                                format!(
+                                    "there is no instance {name}({ty}): declare one with \
+                                     `instance {name}({ty})`"
+                                )
+                            }
+                            class if matches!(ty, Ty::Data(_)) => {
+                                let name = self.env.class_name(class);
+                                format!(
+                                    "type {ty} does not support {} (it has no instance of \
+                                     {name}): declare one with `instance {name}({ty})`",
+                                    class_operation(class)
+                                )
                             }
                             class if matches!(ty, Ty::Fun { .. }) => format!(
                                 "this is a function here (type {ty}), which does not support {}: \
@@ -416,7 +530,7 @@ impl<'env> Infer<'env> {
     }
 
     /// The result of checking a whole declaration, with the errors recovered on the way.
-    fn with_recovered<T>(&mut self, res: Result<T>) -> Result<T> {
+    pub(super) fn with_recovered<T>(&mut self, res: Result<T>) -> Result<T> {
         let mut errors = std::mem::take(&mut self.recovered);
         match res {
             Ok(value) if errors.is_empty() => return Ok(value),
@@ -440,7 +554,29 @@ impl<'env> Infer<'env> {
 
     /// Finishes a declaration: solves all constraints and applies defaults.
     pub fn finish(&mut self) -> Result<()> {
-        self.solve(true)
+        self.solve(true)?;
+        for case in std::mem::take(&mut self.cases) {
+            let ty = self.zonk(&case.scrutinee);
+            let pats: Vec<&TPat> = case.pats.iter().collect();
+            let missing = super::exhaustive::missing(&ty, &pats, 4);
+            if !missing.is_empty() {
+                let list: Vec<String> = missing.iter().map(|pat| format!("`{pat}`")).collect();
+                let noun = if missing.len() == 1 {
+                    "an alternative"
+                } else {
+                    "alternatives"
+                };
+                return error(
+                    case.span,
+                    format!(
+                        "this `case` is missing {noun} for {} (dx checks every `case` covers \
+                         all values of type {ty})",
+                        list.join(", ")
+                    ),
+                );
+            }
+        }
+        Ok(())
     }
 
     /// Zonks every type in a typed expression.
@@ -452,14 +588,22 @@ impl<'env> Infer<'env> {
             | TKind::Builtin(_)
             | TKind::Lit(_)
             | TKind::Numbers(_)
-            | TKind::TypeArg => {}
-            TKind::Def { inst, .. } => {
+            | TKind::TypeArg
+            | TKind::Con { .. } => {}
+            TKind::Def { inst, .. } | TKind::Method { inst, .. } => {
                 for ty in inst {
                     *ty = self.zonk(ty);
                 }
             }
-            TKind::Lam { body, .. } | TKind::For { body, .. } | TKind::At(body) => {
-                self.zonk_expr(body)
+            TKind::Lam { body, .. }
+            | TKind::For { body, .. }
+            | TKind::At(body)
+            | TKind::Field { base: body, .. } => self.zonk_expr(body),
+            TKind::Case { scrutinee, alts } => {
+                self.zonk_expr(scrutinee);
+                for (_, body) in alts {
+                    self.zonk_expr(body);
+                }
             }
             TKind::If {
                 cond,
@@ -493,7 +637,7 @@ impl<'env> Infer<'env> {
 
     // ----- scopes -----
 
-    fn lookup(&self, name: &str) -> Option<&Binding> {
+    pub(super) fn lookup(&self, name: &str) -> Option<&Binding> {
         self.scopes
             .iter()
             .rev()
@@ -501,7 +645,7 @@ impl<'env> Infer<'env> {
             .map(|(_, binding)| binding)
     }
 
-    fn with_scope<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+    pub(super) fn with_scope<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         let depth = self.scopes.len();
         let res = f(self);
         self.scopes.truncate(depth);
@@ -512,7 +656,7 @@ impl<'env> Infer<'env> {
 
     /// Reads a type expression. `implicit`, when given, collects unknown lower-case names as
     /// implicit index-set variables (in a `def` signature).
-    fn read_type(
+    pub(super) fn read_type(
         &mut self,
         texpr: &TypeExpr,
         implicit: &mut Option<&mut Vec<(String, Rigid)>>,
@@ -545,7 +689,117 @@ impl<'env> Infer<'env> {
                 Ok(Ty::funs(params, self.read_type(result, implicit)?))
             }
             TypeExprKind::Hole => Ok(Ty::Var(self.fresh_var())),
+            TypeExprKind::App(name, args) => self.read_type_app(name, args, texpr.span, implicit),
+            TypeExprKind::Size(_) => error(
+                texpr.span,
+                "a size is not a type here (a size is an argument: `Fin 3`, `Vec 3`)",
+            ),
         }
+    }
+
+    /// `MyPair Int Float`, `Maybe(Float)`, `Fin(3)`, `Vec 3`: a user type or type function
+    /// applied to its arguments.
+    fn read_type_app(
+        &mut self,
+        name: &Ident,
+        args: &[TypeExpr],
+        span: Span,
+        implicit: &mut Option<&mut Vec<(String, Rigid)>>,
+    ) -> Result<Ty> {
+        if name.name == "Fin" {
+            let [arg] = args else {
+                return error(span, "`Fin` takes one size: `Fin 3`");
+            };
+            return Ok(Ty::Fin(self.read_size_arg(arg)?));
+        }
+        if let Some(def) = self.env.data_types.get(&name.name).cloned() {
+            if def.params.len() != args.len() {
+                return error(
+                    span,
+                    format!(
+                        "`{}` takes {} argument{}, this gives {}",
+                        name.name,
+                        def.params.len(),
+                        if def.params.len() == 1 { "" } else { "s" },
+                        args.len()
+                    ),
+                );
+            }
+            let mut tys = Vec::new();
+            for (param, arg) in def.params.iter().zip(args) {
+                let ty = if param.is_size {
+                    Ty::Fin(self.read_size_arg(arg)?)
+                } else {
+                    self.read_type(arg, implicit)?
+                };
+                for class in self.env.rigid_classes(param.rigid).to_vec() {
+                    self.constrain(class, ty.clone(), arg.span);
+                }
+                tys.push(ty);
+            }
+            return Ok(Ty::Data(DataTy { def, args: tys }));
+        }
+        let type_fn = match self.lookup(&name.name) {
+            Some(Binding::TypeFn(type_fn)) => Some((**type_fn).clone()),
+            _ => self.env.type_fns.get(&name.name).cloned(),
+        };
+        if let Some(type_fn) = type_fn {
+            return self.apply_type_fn(&name.name, &type_fn, args, span, implicit);
+        }
+        error(name.span, format!("unknown type `{}`", name.name))
+    }
+
+    /// A size written as a type argument: `3`, `(n + 1)`, or a name (`Fin n`, `Vec n`).
+    fn read_size_arg(&mut self, arg: &TypeExpr) -> Result<Size> {
+        match &arg.kind {
+            TypeExprKind::Size(expr) => self.read_size(expr),
+            TypeExprKind::Name(ident) => self.read_size(&Expr {
+                kind: ExprKind::Var(ident.clone()),
+                span: arg.span,
+            }),
+            _ => error(
+                arg.span,
+                "expected a size here (a `Nat`: `3`, `n`, `(n + 1)`)",
+            ),
+        }
+    }
+
+    /// Reads the body of a type function with its parameters bound to the arguments.
+    pub(super) fn apply_type_fn(
+        &mut self,
+        name: &str,
+        type_fn: &super::env::TypeFn,
+        args: &[TypeExpr],
+        span: Span,
+        implicit: &mut Option<&mut Vec<(String, Rigid)>>,
+    ) -> Result<Ty> {
+        if type_fn.params.len() != args.len() {
+            return error(
+                span,
+                format!(
+                    "`{name}` takes {} argument{}, this gives {}",
+                    type_fn.params.len(),
+                    if type_fn.params.len() == 1 { "" } else { "s" },
+                    args.len()
+                ),
+            );
+        }
+        let mut bindings = Vec::new();
+        for (param, arg) in type_fn.params.iter().zip(args) {
+            let Pattern::Var(param_name) = &param.pat else {
+                return error(param.span, "a type function's parameter is a name");
+            };
+            let binding = if is_nat_param(param) {
+                Binding::SizeVar(self.read_size_arg(arg)?)
+            } else {
+                Binding::TypeVar(self.read_type(arg, implicit)?)
+            };
+            bindings.push((param_name.name.clone(), binding));
+        }
+        self.with_scope(|cx| {
+            cx.scopes.extend(bindings);
+            cx.read_type(&type_fn.body, &mut None)
+        })
     }
 
     fn read_type_name(
@@ -563,6 +817,31 @@ impl<'env> Infer<'env> {
         }
         if let Some(ty) = self.env.aliases.get(name) {
             return Ok(ty.clone());
+        }
+        if let Some(def) = self.env.data_types.get(name).cloned() {
+            if !def.params.is_empty() {
+                let params: Vec<&str> = def.params.iter().map(|p| p.name.as_str()).collect();
+                return error(
+                    span,
+                    format!(
+                        "`{name}` takes {} argument{}: `{name}({})`",
+                        params.len(),
+                        if params.len() == 1 { "" } else { "s" },
+                        params.join(", ")
+                    ),
+                );
+            }
+            return Ok(Ty::Data(DataTy {
+                def,
+                args: Vec::new(),
+            }));
+        }
+        let type_fn = match self.lookup(name) {
+            Some(Binding::TypeFn(type_fn)) => Some((**type_fn).clone()),
+            _ => self.env.type_fns.get(name).cloned(),
+        };
+        if let Some(type_fn) = type_fn {
+            return self.apply_type_fn(name, &type_fn, &[], span, implicit);
         }
         if let Some(implicit) = implicit {
             if let Some((_, rigid)) = implicit.iter().find(|(bound, _)| bound == name) {
@@ -583,7 +862,7 @@ impl<'env> Infer<'env> {
     }
 
     /// Reads a size: a literal, a `Nat` parameter, a top-level `Nat`, `size n`, arithmetic.
-    fn read_size(&mut self, expr: &Expr) -> Result<Size> {
+    pub(super) fn read_size(&mut self, expr: &Expr) -> Result<Size> {
         let not_static = || {
             error(
                 expr.span,
@@ -598,6 +877,7 @@ impl<'env> Infer<'env> {
             ExprKind::Lit(Lit::Int(n)) => Ok(Size::Const(*n)),
             ExprKind::Var(ident) => match self.lookup(&ident.name) {
                 Some(Binding::Local(local, _)) => Ok(Size::Local(*local, ident.name.clone())),
+                Some(Binding::SizeVar(size)) => Ok(size.clone()),
                 Some(_) => not_static(),
                 None => match self.env.static_nats.get(&ident.name) {
                     Some(n) => Ok(Size::Const(*n)),
@@ -656,21 +936,9 @@ impl<'env> Infer<'env> {
 
     /// Reads an expression in type position (`iota (Fin 5)`, `size n`, `linspace (Fin n)`).
     fn read_type_of_expr(&mut self, expr: &Expr) -> Result<Ty> {
-        match &expr.kind {
-            ExprKind::Hole => Ok(Ty::Var(self.fresh_var())),
-            ExprKind::Var(ident) => self.read_type_name(&ident.name, expr.span, &mut None),
-            ExprKind::App {
-                func,
-                arg,
-                name: None,
-            } if is_var(func, "Fin") => Ok(Ty::Fin(self.read_size(arg)?)),
-            ExprKind::Tuple(items) => Ok(Ty::Tuple(
-                items
-                    .iter()
-                    .map(|item| self.read_type_of_expr(item))
-                    .collect::<Result<_>>()?,
-            )),
-            _ => error(
+        match expr_as_type(expr) {
+            Some(ty) => self.read_type(&ty, &mut None),
+            None => error(
                 expr.span,
                 "expected a type here (such as `Fin 5` or an index-set name)",
             ),
@@ -696,6 +964,7 @@ impl<'env> Infer<'env> {
                     Lit::Int(_) => Ty::Var(self.fresh_int_literal_var(span)),
                     Lit::Float(_) => Ty::Var(self.fresh_float_var(span)),
                     Lit::Bool(_) => Ty::bool(),
+                    Lit::Char(_) => Ty::Base(BaseTy::Char),
                     Lit::Str(_) => {
                         return error(
                             span,
@@ -766,6 +1035,35 @@ impl<'env> Infer<'env> {
                 }
             }
             ExprKind::Section(op) => self.binop_function(*op, span),
+            ExprKind::UserOp { op, lhs, rhs } => {
+                let func = self.infer_var(&op.name, op.span)?;
+                let partial = self.apply(func, lhs, lhs.span.to(op.span), depth)?;
+                self.apply(partial, rhs, span, depth)
+            }
+            ExprKind::Field { base, field } => {
+                let base = self.infer_depth(base, depth + 1)?;
+                let ty = match self.zonk(&base.ty) {
+                    Ty::Var(_) => {
+                        let result = Ty::Var(self.fresh_var());
+                        self.fields.push(PendingField {
+                            base: base.ty.clone(),
+                            name: field.name.clone(),
+                            result: result.clone(),
+                            span: field.span,
+                        });
+                        result
+                    }
+                    known => self.field_type(&known, &field.name, field.span)?,
+                };
+                Ok(texpr(
+                    TKind::Field {
+                        base: Box::new(base),
+                        field: field.name.clone(),
+                    },
+                    ty,
+                ))
+            }
+            ExprKind::Case { scrutinee, alts } => self.infer_case(scrutinee, alts, span, depth),
             ExprKind::Hole => error(
                 span,
                 "`_` stands for a type to be inferred; it is not a value",
@@ -855,6 +1153,17 @@ impl<'env> Infer<'env> {
                     match stmt {
                         // Constraints are solved after each statement, so that a statement's
                         // errors are found while it is the one being checked.
+                        Stmt::TypeAlias(alias) => {
+                            if let Err(err) = cx.bind_local_alias(alias) {
+                                cx.recover(err, vec![&alias.name])?;
+                            }
+                        }
+                        // `N = Fin 3` in a block: a local index-set alias.
+                        Stmt::Let(binding) if cx.alias_type(binding).is_some() => {
+                            if let Some(Err(err)) = cx.local_alias(binding) {
+                                cx.recover(err, binding.pat.names())?;
+                            }
+                        }
                         Stmt::Let(binding) => match cx
                             .infer_let(binding, depth)
                             .and_then(|res| cx.solve(false).map(|()| res))
@@ -917,10 +1226,16 @@ impl<'env> Infer<'env> {
             Some(Binding::Def(id, info)) => {
                 return Ok(self.instantiate_def(&info, DefKey::Local(id), span))
             }
-            Some(Binding::TypeVar(_)) => {
+            Some(Binding::TypeVar(_) | Binding::TypeFn(_)) => {
                 return error(
                     span,
                     format!("`{name}` is a type; it can only be passed where a type is expected"),
+                )
+            }
+            Some(Binding::SizeVar(_)) => {
+                return error(
+                    span,
+                    format!("`{name}` is a size of a type; it is not a value here"),
                 )
             }
             None => {}
@@ -935,6 +1250,12 @@ impl<'env> Infer<'env> {
         if let Some((key, info)) = self.env.def(name) {
             let (key, info) = (key.clone(), info.clone());
             return Ok(self.instantiate_def(&info, DefKey::Top(key), span));
+        }
+        if let Some((def, con)) = self.env.constructors.get(name).cloned() {
+            return Ok(self.instantiate_con(&def, con, span));
+        }
+        if let Some((class, method)) = self.env.methods.get(name).copied() {
+            return self.instantiate_method(class, method, span);
         }
         if let Some(builtin) = Builtin::lookup(name) {
             let func = TExpr {
@@ -965,7 +1286,176 @@ impl<'env> Infer<'env> {
                 ),
             );
         }
+        if name.starts_with(|c: char| !c.is_alphanumeric() && c != '_') {
+            return error(
+                span,
+                format!("unknown operator `{name}`: define it with `def ({name})(x, y) = …`"),
+            );
+        }
         error(span, format!("unbound variable `{name}`"))
+    }
+
+    /// Constructor `con` of `def` as a value: a function of its fields, at fresh arguments.
+    fn instantiate_con(
+        &mut self,
+        def: &std::sync::Arc<super::data::DataDef>,
+        con: usize,
+        span: Span,
+    ) -> TExpr {
+        let mut args = Vec::new();
+        for param in &def.params {
+            let var = Ty::Var(self.fresh_var());
+            for class in self.env.rigid_classes(param.rigid).to_vec() {
+                self.constrain(class, var.clone(), span);
+            }
+            args.push(var);
+        }
+        let data = DataTy {
+            def: def.clone(),
+            args,
+        };
+        let ty = Ty::funs(data.fields(con), Ty::Data(data.clone()));
+        TExpr {
+            kind: TKind::Con {
+                con,
+                name: def.cons[con].name.clone(),
+            },
+            ty,
+            span,
+        }
+    }
+
+    /// Method `method` of `class` as a value, at a fresh class argument (constrained to be in
+    /// the class) and fresh variables of its own.
+    fn instantiate_method(&mut self, class: Class, method: usize, span: Span) -> Result<TExpr> {
+        let Some(class_def) = self.env.class_defs.get(&class).cloned() else {
+            return error(span, "internal: a method of an unknown interface");
+        };
+        let method_def = &class_def.methods[method];
+        let class_arg = Ty::Var(self.fresh_var());
+        self.constrain(class, class_arg.clone(), span);
+        let mut mapping = HashMap::new();
+        mapping.insert(class_def.param, class_arg.clone());
+        let mut inst = vec![class_arg];
+        for var in &method_def.vars {
+            let fresh = Ty::Var(self.fresh_var());
+            for needed in self.env.rigid_classes(*var).to_vec() {
+                self.constrain(needed, fresh.clone(), span);
+            }
+            mapping.insert(*var, fresh.clone());
+            inst.push(fresh);
+        }
+        let ty = substitute_rigids(&method_def.ty, &mapping);
+        Ok(TExpr {
+            kind: TKind::Method {
+                class,
+                method,
+                name: method_def.name.clone(),
+                inst,
+            },
+            ty,
+            span,
+        })
+    }
+
+    /// The type of field `name` of a value of (known) type `base`: a struct's field by name or
+    /// position, a tuple's component by position (`t.0`).
+    pub(super) fn field_type(&mut self, base: &Ty, name: &str, span: Span) -> Result<Ty> {
+        let position = name.parse::<usize>().ok();
+        let unknown = |known: Vec<String>| {
+            error(
+                span,
+                format!(
+                    "type {base} has no field `{name}`; its fields are: {}",
+                    known.join(", ")
+                ),
+            )
+        };
+        match base {
+            Ty::Tuple(items) => match position.and_then(|k| items.get(k)) {
+                Some(item) => Ok(item.clone()),
+                None => unknown((0..items.len()).map(|k| k.to_string()).collect()),
+            },
+            Ty::Data(data) if data.def.is_tagged() => error(
+                span,
+                format!("type {base} has several constructors, so its fields are read with `case`"),
+            ),
+            Ty::Data(data) => {
+                let fields = data.fields(0);
+                let index = data
+                    .field_index(name)
+                    .or(position.filter(|k| *k < fields.len()));
+                match index {
+                    Some(index) => Ok(fields[index].clone()),
+                    None => {
+                        let mut known = data.field_names();
+                        known.extend((0..fields.len()).map(|k| k.to_string()));
+                        unknown(known)
+                    }
+                }
+            }
+            _ => error(
+                span,
+                format!("only structs and tuples have fields; this has type {base}"),
+            ),
+        }
+    }
+
+    /// `case scrutinee of` alternatives: each pattern is matched against the scrutinee's
+    /// type, every body has the type of the first. Exhaustiveness is checked when the
+    /// declaration's types are known (`finish`).
+    fn infer_case(
+        &mut self,
+        scrutinee: &Expr,
+        alts: &[CaseAlt],
+        span: Span,
+        depth: usize,
+    ) -> Result<TExpr> {
+        let scrutinee = self.infer_depth(scrutinee, depth + 1)?;
+        let result_ty = Ty::Var(self.fresh_var());
+        let mut typed = Vec::new();
+        for alt in alts {
+            check_distinct(alt.pat.names())?;
+            let (pat, body) = self.with_scope(|cx| {
+                let pat = cx.bind_pattern(&alt.pat, &scrutinee.ty, true)?;
+                let body = cx.infer_depth(&alt.body, depth + 1)?;
+                cx.unify(&result_ty, &body.ty, alt.body.span)?;
+                Ok((pat, body))
+            })?;
+            typed.push((pat, body));
+        }
+        self.cases.push(PendingCase {
+            scrutinee: scrutinee.ty.clone(),
+            pats: typed.iter().map(|(pat, _)| pat.clone()).collect(),
+            span: Span::new(span.start as usize, scrutinee.span.end as usize),
+        });
+        Ok(TExpr {
+            kind: TKind::Case {
+                scrutinee: Box::new(scrutinee),
+                alts: typed,
+            },
+            ty: result_ty,
+            span,
+        })
+    }
+
+    /// A local `Name = T`, `Name : Type = T` or `def Name(…) -> Type = T`: bound in scope.
+    fn bind_local_alias(&mut self, alias: &crate::syntax::ast::TypeAlias) -> Result<()> {
+        let binding = match &alias.params {
+            Some(params) => Binding::TypeFn(Box::new(super::env::TypeFn {
+                params: params.clone(),
+                body: alias.ty.clone(),
+            })),
+            None => Binding::TypeVar(self.read_type(&alias.ty, &mut None)?),
+        };
+        self.scopes.push((alias.name.name.clone(), binding));
+        Ok(())
+    }
+
+    /// `N = Fin 3` (a capitalised name bound to a type) in a block: binds the alias.
+    fn local_alias(&mut self, binding: &LetBinding) -> Option<Result<()>> {
+        let res = self.try_alias(binding)?;
+        Some(res.map(|(name, ty)| self.scopes.push((name, Binding::TypeVar(ty)))))
     }
 
     /// A named argument (`linspace(n=Fin 5, 0.0, 1.0)`) is passed in its place: its name must
@@ -1082,7 +1572,7 @@ impl<'env> Infer<'env> {
         func
     }
 
-    fn instantiate_def(&mut self, info: &DefInfo, def: DefKey, span: Span) -> TExpr {
+    pub(super) fn instantiate_def(&mut self, info: &DefInfo, def: DefKey, span: Span) -> TExpr {
         let mut mapping = HashMap::new();
         let mut inst = Vec::new();
         for rigid in &info.vars {
@@ -1381,7 +1871,7 @@ impl<'env> Infer<'env> {
                     Some(ty) => cx.read_type(ty, &mut None)?,
                     None => Ty::Var(cx.fresh_var()),
                 };
-                let pat = cx.bind_pattern(&param.pat, &ty)?;
+                let pat = cx.bind_pattern(&param.pat, &ty, false)?;
                 typed_params.push((pat, ty));
             }
             let mut res = cx.infer_depth(body, depth + 1)?;
@@ -1400,9 +1890,20 @@ impl<'env> Infer<'env> {
         })
     }
 
-    /// Binds the names of a pattern to parts of `ty` (adding them to the scope).
-    fn bind_pattern(&mut self, pat: &Pattern, ty: &Ty) -> Result<TPat> {
+    /// Binds the names of a pattern to parts of `ty` (adding them to the scope). A pattern
+    /// that can fail (a literal, a constructor of a type with several) is allowed only where
+    /// `refutable` (a `case` alternative).
+    fn bind_pattern(&mut self, pat: &Pattern, ty: &Ty, refutable: bool) -> Result<TPat> {
         match pat {
+            // A name that is a constructor's is that constructor (`Nothing`).
+            Pattern::Var(ident) if self.env.constructors.contains_key(&ident.name) => {
+                let con_pat = Pattern::Con {
+                    name: ident.clone(),
+                    args: Vec::new(),
+                    span: ident.span,
+                };
+                self.bind_pattern(&con_pat, ty, refutable)
+            }
             Pattern::Var(ident) => {
                 let local = self.new_local(&ident.name);
                 self.scopes
@@ -1416,7 +1917,7 @@ impl<'env> Infer<'env> {
                 let pats = items
                     .iter()
                     .zip(&item_tys)
-                    .map(|(item, item_ty)| self.bind_pattern(item, item_ty))
+                    .map(|(item, item_ty)| self.bind_pattern(item, item_ty, refutable))
                     .collect::<Result<_>>()?;
                 Ok(TPat::Tuple(pats))
             }
@@ -1429,9 +1930,80 @@ impl<'env> Infer<'env> {
                 )?;
                 let pats = items
                     .iter()
-                    .map(|item| self.bind_pattern(item, &elem))
+                    .map(|item| self.bind_pattern(item, &elem, refutable))
                     .collect::<Result<_>>()?;
                 Ok(TPat::Table(pats))
+            }
+            Pattern::Con { name, args, span } => {
+                let Some((def, con)) = self.env.constructors.get(&name.name).cloned() else {
+                    return error(name.span, format!("unknown constructor `{}`", name.name));
+                };
+                let data = DataTy {
+                    args: def
+                        .params
+                        .iter()
+                        .map(|_| Ty::Var(self.fresh_var()))
+                        .collect(),
+                    def: def.clone(),
+                };
+                self.unify(ty, &Ty::Data(data.clone()), *span)?;
+                let fields = data.fields(con);
+                if fields.len() != args.len() {
+                    return error(
+                        *span,
+                        format!(
+                            "constructor `{}` has {} field{}, but this pattern gives {}",
+                            name.name,
+                            fields.len(),
+                            if fields.len() == 1 { "" } else { "s" },
+                            args.len()
+                        ),
+                    );
+                }
+                if def.is_tagged() && !refutable {
+                    return error(
+                        *span,
+                        format!(
+                            "this pattern can fail (`{}` is one of the {} constructors of \
+                             {}): match it with `case`",
+                            name.name,
+                            def.cons.len(),
+                            def.name
+                        ),
+                    );
+                }
+                let pats = args
+                    .iter()
+                    .zip(&fields)
+                    .map(|(arg, field)| self.bind_pattern(arg, field, refutable))
+                    .collect::<Result<_>>()?;
+                Ok(TPat::Con {
+                    con,
+                    name: name.name.clone(),
+                    tagged: def.is_tagged(),
+                    args: pats,
+                })
+            }
+            Pattern::Lit { lit, negated, span } => {
+                if !refutable {
+                    return error(*span, "a literal pattern can fail: match it with `case`");
+                }
+                let mut expr = Expr {
+                    kind: ExprKind::Lit(lit.clone()),
+                    span: *span,
+                };
+                if *negated {
+                    expr = Expr {
+                        kind: ExprKind::Neg(Box::new(expr)),
+                        span: *span,
+                    };
+                }
+                let typed = self.infer(&expr)?;
+                self.unify(ty, &typed.ty, *span)?;
+                Ok(TPat::Lit {
+                    lit: lit.clone(),
+                    negated: *negated,
+                })
             }
         }
     }
@@ -1443,7 +2015,7 @@ impl<'env> Infer<'env> {
             let annotated = self.read_type(ty, &mut None)?;
             self.unify(&annotated, &value.ty, binding.value.span)?;
         }
-        let pat = self.bind_pattern(&binding.pat, &value.ty.clone())?;
+        let pat = self.bind_pattern(&binding.pat, &value.ty.clone(), false)?;
         Ok((pat, value))
     }
 
@@ -1503,39 +2075,36 @@ impl<'env> Infer<'env> {
 
     /// Checks a definition and generalises it.
     pub fn infer_def(&mut self, def: &FunDef) -> Result<DefInfo> {
+        self.infer_def_against(def, None)
+    }
+
+    /// Checks a definition; with `expected`, its parameters and result take the types of
+    /// that signature (an instance's method, whose types the interface gives).
+    pub(super) fn infer_def_against(
+        &mut self,
+        def: &FunDef,
+        expected: Option<&Ty>,
+    ) -> Result<DefInfo> {
         let outer_pending = std::mem::take(&mut self.pending);
         let outer_scale = std::mem::take(&mut self.scale);
+        let outer_fields = std::mem::take(&mut self.fields);
+        let outer_cases = std::mem::take(&mut self.cases);
         self.defining.push(def.name.name.clone());
-        let res = self.with_scope(|cx| cx.infer_def_inner(def));
+        let res = self.with_scope(|cx| cx.infer_def_inner(def, expected));
         self.defining.pop();
         self.pending.extend(outer_pending);
         self.scale.extend(outer_scale);
+        self.fields.extend(outer_fields);
+        self.cases.extend(outer_cases);
         res
     }
 
-    fn infer_def_inner(&mut self, def: &FunDef) -> Result<DefInfo> {
+    fn infer_def_inner(&mut self, def: &FunDef, expected: Option<&Ty>) -> Result<DefInfo> {
         check_distinct(def.params.iter().flat_map(|param| param.pat.names()))?;
         // `given` binders, then implicit index-set names in the signature.
-        let mut rigids: Vec<(String, Rigid)> = Vec::new();
-        for given in &def.given {
-            let classes = match &given.class {
-                Some(class) => Class::from_name(&class.name).ok_or_else(|| {
-                    TypeError::new(class.span, format!("unknown class `{}`", class.name))
-                })?,
-                None => Vec::new(),
-            };
-            // A name given twice (`given (a|VSpace, a|Mul)`) is one variable in both classes.
-            if let Some((_, rigid)) = rigids.iter().find(|(name, _)| *name == given.name.name) {
-                self.env.add_rigid_classes(*rigid, &classes);
-                continue;
-            }
-            let rigid = self.env.new_rigid(classes);
-            self.scopes.push((
-                given.name.name.clone(),
-                Binding::TypeVar(Ty::Rigid(rigid, given.name.name.clone())),
-            ));
-            rigids.push((given.name.name.clone(), rigid));
-        }
+        let mut rigids = self.bind_given(&def.given)?;
+        // The parameter and result types an interface gives an instance's method.
+        let mut expected_rest = expected.cloned();
         let mut param_tys = Vec::new();
         let mut pats = Vec::new();
         for param in &def.params {
@@ -1567,23 +2136,32 @@ impl<'env> Infer<'env> {
                     continue;
                 }
             }
-            let ty = match &param.ty {
-                Some(ty) => {
+            let expected_param = match expected_rest.take() {
+                Some(Ty::Fun { param, result, .. }) => {
+                    expected_rest = Some(*result);
+                    Some(*param)
+                }
+                _ => None,
+            };
+            let ty = match (&param.ty, expected_param) {
+                (Some(ty), _) => {
                     let mut implicit = Some(&mut rigids);
                     self.read_type(ty, &mut implicit)?
                 }
-                None => Ty::Var(self.fresh_var()),
+                (None, Some(expected)) => expected,
+                (None, None) => Ty::Var(self.fresh_var()),
             };
-            let pat = self.bind_pattern(&param.pat, &ty)?;
+            let pat = self.bind_pattern(&param.pat, &ty, false)?;
             param_tys.push(ty);
             pats.push(pat);
         }
-        let ret = match &def.ret {
-            Some(ret) => {
+        let ret = match (&def.ret, expected_rest) {
+            (Some(ret), _) => {
                 let mut implicit = Some(&mut rigids);
                 self.read_type(ret, &mut implicit)?
             }
-            None => Ty::Var(self.fresh_var()),
+            (None, Some(expected)) => expected,
+            (None, None) => Ty::Var(self.fresh_var()),
         };
         // Recursion is not allowed (everything is inlined), so the name is not in scope here.
         let body = self.infer(&def.body)?;
@@ -1656,29 +2234,121 @@ impl<'env> Infer<'env> {
         })
     }
 
+    /// Binds the `given` variables of a definition or instance in scope (`n|Ix`, `a|Add|Sub`; a
+    /// name given twice is one variable in both classes); returns them by name.
+    pub(super) fn bind_given(&mut self, given: &[GivenBinder]) -> Result<Vec<(String, Rigid)>> {
+        let mut rigids: Vec<(String, Rigid)> = Vec::new();
+        for binder in given {
+            let mut classes = Vec::new();
+            for class in &binder.classes {
+                let found = self.env.class_by_name(&class.name).ok_or_else(|| {
+                    TypeError::new(class.span, format!("unknown class `{}`", class.name))
+                })?;
+                classes.extend(found);
+            }
+            if let Some((_, rigid)) = rigids.iter().find(|(name, _)| *name == binder.name.name) {
+                self.env.add_rigid_classes(*rigid, &classes);
+                continue;
+            }
+            let rigid = self.env.new_rigid(classes);
+            self.scopes.push((
+                binder.name.name.clone(),
+                Binding::TypeVar(Ty::Rigid(rigid, binder.name.name.clone())),
+            ));
+            rigids.push((binder.name.name.clone(), rigid));
+        }
+        Ok(rigids)
+    }
+
     /// Reads a top-level `Name = <type>` alias if the binding is one.
     pub fn try_alias(&mut self, binding: &LetBinding) -> Option<Result<(String, Ty)>> {
+        let (name, ty) = self.alias_type(binding)?;
+        Some(self.read_type(&ty, &mut None).map(|ty| (name, ty)))
+    }
+
+    /// A capitalised name bound, with no annotation, to an expression that reads as a type
+    /// (`Height = Fin 3`, `P = Point`, `Pair = (Float, Float)`, `M = MyPair Int Float`): the
+    /// name and the type expression.
+    fn alias_type(&self, binding: &LetBinding) -> Option<(String, TypeExpr)> {
         let Pattern::Var(ident) = &binding.pat else {
             return None;
         };
         if !ident.name.starts_with(|c: char| c.is_uppercase()) || binding.ty.is_some() {
             return None;
         }
-        let looks_like_type = match &binding.value.kind {
-            ExprKind::App { func, .. } => is_var(func, "Fin"),
-            ExprKind::Var(name) => {
-                self.env.aliases.contains_key(&name.name) || BaseTy::from_name(&name.name).is_some()
-            }
-            _ => false,
-        };
-        if !looks_like_type {
-            return None;
-        }
-        Some(
-            self.read_type_of_expr(&binding.value)
-                .map(|ty| (ident.name.clone(), ty)),
-        )
+        let ty = expr_as_type(&binding.value)?;
+        self.names_a_type(&ty).then(|| (ident.name.clone(), ty))
     }
+
+    /// Whether every name a type expression is built from is a type.
+    fn names_a_type(&self, ty: &TypeExpr) -> bool {
+        let is_type = |name: &str| {
+            BaseTy::from_name(name).is_some()
+                || self.env.aliases.contains_key(name)
+                || self.env.data_types.contains_key(name)
+                || self.env.type_fns.contains_key(name)
+                || matches!(
+                    self.lookup(name),
+                    Some(Binding::TypeVar(_) | Binding::TypeFn(_))
+                )
+        };
+        match &ty.kind {
+            TypeExprKind::Name(ident) => is_type(&ident.name),
+            TypeExprKind::App(head, args) => {
+                (head.name == "Fin" || is_type(&head.name))
+                    && args.iter().all(|arg| {
+                        matches!(arg.kind, TypeExprKind::Size(_) | TypeExprKind::Name(_))
+                            || self.names_a_type(arg)
+                    })
+            }
+            TypeExprKind::Fin(_) | TypeExprKind::Hole | TypeExprKind::Size(_) => true,
+            TypeExprKind::Tuple(items) => {
+                !items.is_empty() && items.iter().all(|item| self.names_a_type(item))
+            }
+            TypeExprKind::Table(..) | TypeExprKind::Fun(..) => true,
+        }
+    }
+}
+
+/// An expression read as a type, when it has the shape of one: a name, `Fin e`, a tuple of
+/// types, a name applied to types and sizes.
+fn expr_as_type(expr: &Expr) -> Option<TypeExpr> {
+    let kind = match &expr.kind {
+        ExprKind::Var(ident) => TypeExprKind::Name(ident.clone()),
+        ExprKind::Hole => TypeExprKind::Hole,
+        ExprKind::Tuple(items) => {
+            TypeExprKind::Tuple(items.iter().map(expr_as_type).collect::<Option<_>>()?)
+        }
+        ExprKind::App { name: None, .. } => {
+            let (head, args) = expr.spine();
+            let ExprKind::Var(head) = &head.kind else {
+                return None;
+            };
+            if head.name == "Fin" {
+                let [size] = args.as_slice() else {
+                    return None;
+                };
+                TypeExprKind::Fin(Box::new((*size).clone()))
+            } else {
+                let args = args
+                    .iter()
+                    .map(|arg| match &arg.kind {
+                        ExprKind::Lit(Lit::Int(_)) | ExprKind::BinOp { .. } => Some(TypeExpr {
+                            kind: TypeExprKind::Size(Box::new((*arg).clone())),
+                            span: arg.span,
+                        }),
+                        _ => expr_as_type(arg),
+                    })
+                    .collect::<Option<_>>()?;
+                TypeExprKind::App(head.clone(), args)
+            }
+        }
+        _ => return None,
+    };
+    Some(TypeExpr {
+        kind,
+        span: expr.span,
+    })
 }
 
 /// Reports integer literals that do not fit their type (`9999999999` as an `Int32`); a
@@ -1789,6 +2459,9 @@ fn implicit_list(info: &DefInfo) -> String {
 
 fn class_operation(class: Class) -> &'static str {
     match class {
+        Class::Show => "printing",
+        Class::Arbitrary => "random values",
+        Class::User(_) => "this interface",
         Class::Add => "addition",
         Class::Sub => "subtraction",
         Class::Mul => "multiplication",
@@ -1803,6 +2476,14 @@ fn class_operation(class: Class) -> &'static str {
     }
 }
 
+/// Whether a parameter is written `n: Nat` (a size; others are types).
+pub(super) fn is_nat_param(param: &Param) -> bool {
+    matches!(
+        &param.ty,
+        Some(TypeExpr { kind: TypeExprKind::Name(ty), .. }) if ty.name == "Nat"
+    )
+}
+
 /// `unsafe_nat_diff a` (applied to its first argument).
 fn is_nat_diff(expr: &Expr) -> bool {
     matches!(&expr.kind, ExprKind::App { func, name: None, .. } if is_var(func, "unsafe_nat_diff"))
@@ -1815,6 +2496,16 @@ fn is_var(expr: &Expr, name: &str) -> bool {
 /// The size of an index set, when it is statically expressible.
 pub fn size_of_ix(ty: &Ty) -> Option<Size> {
     match ty {
+        // The size an instance of `Ix` gave the type (`check/declare.rs`).
+        Ty::Data(data) => {
+            data.def
+                .ix_size
+                .get()
+                .map(|size| match data.instantiate(&Ty::Fin(size.clone())) {
+                    Ty::Fin(size) => size,
+                    _ => size.clone(),
+                })
+        }
         Ty::Fin(size) => Some(size.clone()),
         Ty::Rigid(..) | Ty::Var(_) => Some(Size::Of(Box::new(ty.clone()))),
         Ty::Tuple(items) => items
@@ -1872,28 +2563,7 @@ pub fn substitute_local_size(ty: &Ty, local: LocalId, size: &Size) -> Ty {
 
 /// Rebuilds a type bottom-up, letting `f` replace any node (returning `Some`).
 pub fn map_ty(ty: &Ty, f: &mut impl FnMut(&Ty) -> Option<Ty>) -> Ty {
-    if let Some(replaced) = f(ty) {
-        return replaced;
-    }
-    match ty {
-        Ty::Base(_) | Ty::Var(_) | Ty::Rigid(..) => ty.clone(),
-        Ty::Fin(size) => Ty::Fin(map_size(size, &mut |inner| match inner {
-            Size::Of(of) => Some(Size::Of(Box::new(map_ty(of, f))).normalise()),
-            _ => None,
-        })),
-        Ty::Table(ix, elem) => Ty::table(map_ty(ix, f), map_ty(elem, f)),
-        Ty::Tuple(items) => Ty::Tuple(items.iter().map(|item| map_ty(item, f)).collect()),
-        Ty::Fun {
-            param,
-            binder,
-            result,
-        } => Ty::Fun {
-            param: Box::new(map_ty(param, f)),
-            binder: *binder,
-            result: Box::new(map_ty(result, f)),
-        },
-        Ty::TypeArg(inner) => Ty::TypeArg(Box::new(map_ty(inner, f))),
-    }
+    ty.map(f)
 }
 
 /// Rebuilds a size bottom-up, letting `f` replace any node.

@@ -3,7 +3,11 @@
 
 pub mod builtin_docs;
 pub mod builtins;
+pub mod classes;
+pub mod data;
+mod declare;
 pub mod env;
+pub mod exhaustive;
 pub mod infer;
 pub mod print;
 pub mod typed;

@@ -86,7 +86,17 @@ fn collect_pattern_names(expr: &TExpr, bound: &mut HashMap<LocalId, String>) {
         | TKind::Builtin(_)
         | TKind::Lit(_)
         | TKind::Numbers(_)
-        | TKind::TypeArg => {}
+        | TKind::TypeArg
+        | TKind::Con { .. }
+        | TKind::Method { .. } => {}
+        TKind::Field { base, .. } => collect_pattern_names(base, bound),
+        TKind::Case { scrutinee, alts } => {
+            collect_pattern_names(scrutinee, bound);
+            for (pat, body) in alts {
+                pattern_names(pat, bound);
+                collect_pattern_names(body, bound);
+            }
+        }
         TKind::Lam { param, body } => {
             pattern_names(param, bound);
             collect_pattern_names(body, bound);
@@ -135,12 +145,12 @@ fn pattern_names(pat: &TPat, bound: &mut HashMap<LocalId, String>) {
         TPat::Var(id, name) => {
             bound.insert(*id, name.clone());
         }
-        TPat::Tuple(items) | TPat::Table(items) => {
+        TPat::Tuple(items) | TPat::Table(items) | TPat::Con { args: items, .. } => {
             for item in items {
                 pattern_names(item, bound);
             }
         }
-        TPat::Wild => {}
+        TPat::Wild | TPat::Lit { .. } => {}
     }
 }
 
@@ -154,6 +164,12 @@ fn pattern(pat: &TPat) -> String {
         TPat::Tuple(pats) => format!("({})", items(pats)),
         TPat::Table(pats) => format!("[{}]", items(pats)),
         TPat::Wild => "_".to_string(),
+        TPat::Con { name, args, .. } if args.is_empty() => name.clone(),
+        TPat::Con { name, args, .. } => format!("{name}({})", items(args)),
+        TPat::Lit { lit, negated } => {
+            let sign = if *negated { "-" } else { "" };
+            format!("{sign}{}", literal(lit))
+        }
     }
 }
 
@@ -239,6 +255,7 @@ fn literal(lit: &Lit) -> String {
         Lit::Bool(true) => "True".to_string(),
         Lit::Bool(false) => "False".to_string(),
         Lit::Str(text) => format!("{text:?}"),
+        Lit::Char(byte) => format!("{:?}", *byte as char),
     }
 }
 
@@ -280,12 +297,15 @@ fn level(expr: &TExpr) -> Ctx {
         | TKind::Table(_)
         | TKind::Numbers(_)
         | TKind::At(_)
-        | TKind::TypeArg => Ctx::Arg,
+        | TKind::TypeArg
+        | TKind::Con { .. }
+        | TKind::Method { .. }
+        | TKind::Field { .. } => Ctx::Arg,
         TKind::App { .. } => match infix(expr) {
             Some(_) => Ctx::Arg,
             None => Ctx::Operand,
         },
-        TKind::Lam { .. } | TKind::For { .. } | TKind::If { .. } => Ctx::Expr,
+        TKind::Lam { .. } | TKind::For { .. } | TKind::If { .. } | TKind::Case { .. } => Ctx::Expr,
         // Printed in parentheses on its own lines.
         TKind::Block { .. } => Ctx::Arg,
     }
@@ -432,6 +452,30 @@ impl Printer<'_> {
                 let inner = ind + STEP;
                 let lines = self.block_lines(stmts, result, inner);
                 Out::closed(format!("(\n{}{lines}\n{})", spaces(inner), spaces(ind)))
+            }
+            TKind::Con { name, .. } => Out::closed(name.clone()),
+            TKind::Method { name, inst, .. } => {
+                let inst: Vec<String> = inst.iter().map(Ty::to_string).collect();
+                Out::closed(format!("{name}@[{}]", inst.join(", ")))
+            }
+            TKind::Field { base, field } => {
+                let base = self.expr(base, Ctx::Arg, false, ind);
+                Out::closed(close(base, ind, &format!(".{field}")))
+            }
+            TKind::Case { scrutinee, alts } => {
+                let scrutinee = self.expr(scrutinee, Ctx::Operand, false, ind);
+                let mut text = format!("case {}", close(scrutinee, ind, " of"));
+                let inner = ind + STEP;
+                for (pat, body) in alts {
+                    let body = self.body(body, shown, inner);
+                    text.push_str(&format!(
+                        "\n{}{} ->{}",
+                        spaces(inner),
+                        pattern(pat),
+                        body.text
+                    ));
+                }
+                Out { text, open: true }
             }
         }
     }

@@ -2,7 +2,8 @@
 //! every node has its type, operators are applications of built-ins, multi-binder `for`s and
 //! lambdas are nested single-binder ones.
 
-use super::builtins::Builtin;
+use super::builtins::{Builtin, Class};
+use super::data::DataTy;
 use super::types::{LocalId, Rigid, Ty};
 use crate::syntax::ast::Lit;
 use crate::syntax::Span;
@@ -62,6 +63,31 @@ pub enum TKind {
         stmts: Vec<TStmt>,
         result: Box<TExpr>,
     },
+    /// Constructor `con` of a user type: a curried function of its fields (or, without
+    /// fields, the value itself). The node's type says which instantiation.
+    Con {
+        con: usize,
+        name: String,
+    },
+    /// `base.field`: a field of a struct or a component of a tuple (`t.0`), by name; the
+    /// lowering finds it in the concrete type.
+    Field {
+        base: Box<TExpr>,
+        field: String,
+    },
+    /// `case scrutinee of` alternatives, in order; exhaustive (checked).
+    Case {
+        scrutinee: Box<TExpr>,
+        alts: Vec<(TPat, TExpr)>,
+    },
+    /// Method `method` of an interface, at the types `inst`: the class's argument, then the
+    /// method's own variables. The lowering picks the instance by the concrete argument.
+    Method {
+        class: Class,
+        method: usize,
+        name: String,
+        inst: Vec<Ty>,
+    },
 }
 
 /// Where a definition lives.
@@ -79,6 +105,20 @@ pub enum TPat {
     /// `[k1, k2] = table`
     Table(Vec<TPat>),
     Wild,
+    /// Constructor `con` (named `name`) of the matched user type, with patterns for its
+    /// fields.
+    Con {
+        con: usize,
+        name: String,
+        /// The type has several constructors (its values carry a tag).
+        tagged: bool,
+        args: Vec<TPat>,
+    },
+    /// A literal, with its sign (`-1`).
+    Lit {
+        lit: Lit,
+        negated: bool,
+    },
 }
 
 impl DefInfo {
@@ -118,9 +158,39 @@ impl TPat {
                     pat.vars_into(elem, out);
                 }
             }
+            (TPat::Con { con, args, .. }, Ty::Data(data)) => {
+                for (pat, field) in args.iter().zip(data.fields(*con)) {
+                    pat.vars_into(&field, out);
+                }
+            }
             _ => {}
         }
     }
+
+    /// Whether the pattern matches every value of its type (no literal, no constructor of a
+    /// type with several constructors), as a binding's pattern must.
+    pub fn is_irrefutable(&self, ty: &Ty) -> bool {
+        match (self, ty) {
+            (TPat::Var(..) | TPat::Wild, _) => true,
+            (TPat::Tuple(pats), Ty::Tuple(items)) => pats
+                .iter()
+                .zip(items)
+                .all(|(pat, item)| pat.is_irrefutable(item)),
+            (TPat::Table(pats), Ty::Table(_, elem)) => {
+                pats.iter().all(|pat| pat.is_irrefutable(elem))
+            }
+            (TPat::Con { con, args, .. }, Ty::Data(data)) => {
+                !data.def.is_tagged() && irrefutable_fields(args, data, *con)
+            }
+            _ => false,
+        }
+    }
+}
+
+fn irrefutable_fields(args: &[TPat], data: &DataTy, con: usize) -> bool {
+    args.iter()
+        .zip(data.fields(con))
+        .all(|(pat, field)| pat.is_irrefutable(&field))
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -162,8 +232,18 @@ impl TExpr {
             | TKind::Builtin(_)
             | TKind::Lit(_)
             | TKind::Numbers(_)
-            | TKind::TypeArg => Vec::new(),
-            TKind::Lam { body, .. } | TKind::For { body, .. } | TKind::At(body) => vec![body],
+            | TKind::TypeArg
+            | TKind::Con { .. }
+            | TKind::Method { .. } => Vec::new(),
+            TKind::Lam { body, .. }
+            | TKind::For { body, .. }
+            | TKind::At(body)
+            | TKind::Field { base: body, .. } => vec![body],
+            TKind::Case { scrutinee, alts } => {
+                let mut out: Vec<&TExpr> = vec![scrutinee];
+                out.extend(alts.iter().map(|(_, body)| body));
+                out
+            }
             TKind::If {
                 cond,
                 then_branch,

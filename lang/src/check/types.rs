@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use super::data::DataTy;
+
 /// A unification variable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TyVar(pub u32);
@@ -23,7 +25,13 @@ pub enum BaseTy {
     Int64,
     /// Unsigned 32-bit (`Nat`).
     Nat,
+    /// A byte (Dex's `Word8`), stored in 32 bits and kept below 256.
+    Word8,
+    /// Unsigned 32-bit, printed in hexadecimal (Dex's `Word32`).
+    Word32,
     Word64,
+    /// A character (a byte, as Dex's), printed as `'a'`.
+    Char,
     Bool,
 }
 
@@ -35,7 +43,10 @@ impl BaseTy {
             BaseTy::Int32 => "Int32",
             BaseTy::Int64 => "Int64",
             BaseTy::Nat => "Nat",
+            BaseTy::Word8 => "Word8",
+            BaseTy::Word32 => "Word32",
             BaseTy::Word64 => "Word64",
+            BaseTy::Char => "Char",
             BaseTy::Bool => "Bool",
         }
     }
@@ -48,7 +59,10 @@ impl BaseTy {
             "Int" | "Int32" => BaseTy::Int32,
             "Int64" => BaseTy::Int64,
             "Nat" => BaseTy::Nat,
+            "Word8" | "Byte" => BaseTy::Word8,
+            "Word32" => BaseTy::Word32,
             "Word64" | "Key" => BaseTy::Word64,
+            "Char" => BaseTy::Char,
             "Bool" => BaseTy::Bool,
             _ => return None,
         })
@@ -59,7 +73,12 @@ impl BaseTy {
     }
 
     pub fn is_numeric(self) -> bool {
-        self != BaseTy::Bool
+        !matches!(self, BaseTy::Bool | BaseTy::Char)
+    }
+
+    /// Words (`Word8`, `Word32`, `Word64`) print in hexadecimal, as Dex's.
+    pub fn is_word(self) -> bool {
+        matches!(self, BaseTy::Word8 | BaseTy::Word32 | BaseTy::Word64)
     }
 
     /// The values of an integer type (`None` for floats and `Bool`): an integer literal must
@@ -68,9 +87,10 @@ impl BaseTy {
         match self {
             BaseTy::Int32 => Some((i32::MIN.into(), i32::MAX.into())),
             BaseTy::Int64 => Some((i64::MIN.into(), i64::MAX.into())),
-            BaseTy::Nat => Some((0, u32::MAX.into())),
+            BaseTy::Nat | BaseTy::Word32 => Some((0, u32::MAX.into())),
+            BaseTy::Word8 => Some((0, u8::MAX.into())),
             BaseTy::Word64 => Some((0, u64::MAX.into())),
-            BaseTy::Float32 | BaseTy::Float64 | BaseTy::Bool => None,
+            BaseTy::Float32 | BaseTy::Float64 | BaseTy::Bool | BaseTy::Char => None,
         }
     }
 }
@@ -133,6 +153,19 @@ impl Size {
         }
     }
 
+    /// The size with `f` applied to the types inside it (`size n`), normalised.
+    pub fn map_tys(&self, f: &mut impl FnMut(&Ty) -> Option<Ty>) -> Size {
+        match self {
+            Size::Const(_) | Size::Local(..) => self.clone(),
+            Size::Of(ty) => Size::Of(Box::new(ty.map(f))).normalise(),
+            Size::Add(a, b) => Size::Add(Box::new(a.map_tys(f)), Box::new(b.map_tys(f))),
+            Size::Sub(a, b) => Size::Sub(Box::new(a.map_tys(f)), Box::new(b.map_tys(f))),
+            Size::Mul(a, b) => Size::Mul(Box::new(a.map_tys(f)), Box::new(b.map_tys(f))),
+            Size::Div(a, b) => Size::Div(Box::new(a.map_tys(f)), Box::new(b.map_tys(f))),
+        }
+        .normalise()
+    }
+
     pub fn as_const(&self) -> Option<u64> {
         match self.normalise() {
             Size::Const(n) => Some(n),
@@ -161,6 +194,8 @@ pub enum Ty {
     Rigid(Rigid, String),
     /// The type of a type argument (`iota (Fin 5)`, `size n`): the type itself is carried.
     TypeArg(Box<Ty>),
+    /// A user type (`struct`, `data`, `enum`) applied to its arguments.
+    Data(DataTy),
 }
 
 impl Ty {
@@ -208,6 +243,35 @@ impl Ty {
             Ty::Tuple(items) => items.iter().any(|item| item.any(pred)),
             Ty::Fun { param, result, .. } => param.any(pred) || result.any(pred),
             Ty::TypeArg(ty) => ty.any(pred),
+            Ty::Data(data) => data.args.iter().any(|arg| arg.any(pred)),
+        }
+    }
+
+    /// Rebuilds the type bottom-up, letting `f` replace any node (returning `Some`); sizes
+    /// are normalised on the way.
+    pub fn map(&self, f: &mut impl FnMut(&Ty) -> Option<Ty>) -> Ty {
+        if let Some(replaced) = f(self) {
+            return replaced;
+        }
+        match self {
+            Ty::Base(_) | Ty::Var(_) | Ty::Rigid(..) => self.clone(),
+            Ty::Fin(size) => Ty::Fin(size.map_tys(f)),
+            Ty::Table(ix, elem) => Ty::table(ix.map(f), elem.map(f)),
+            Ty::Tuple(items) => Ty::Tuple(items.iter().map(|item| item.map(f)).collect()),
+            Ty::Fun {
+                param,
+                binder,
+                result,
+            } => Ty::Fun {
+                param: Box::new(param.map(f)),
+                binder: *binder,
+                result: Box::new(result.map(f)),
+            },
+            Ty::TypeArg(inner) => Ty::TypeArg(Box::new(inner.map(f))),
+            Ty::Data(data) => Ty::Data(DataTy {
+                def: data.def.clone(),
+                args: data.args.iter().map(|arg| arg.map(f)).collect(),
+            }),
         }
     }
 
@@ -267,6 +331,7 @@ impl fmt::Display for Ty {
             Ty::Var(_) => write!(f, "_"),
             Ty::Rigid(_, name) => write!(f, "{name}"),
             Ty::TypeArg(ty) => write!(f, "Type {ty}"),
+            Ty::Data(data) => write!(f, "{data}"),
         }
     }
 }

@@ -75,7 +75,7 @@ impl Grid {
                 }
                 columns
             }
-            DisplayValue::Scalar(_) => return None,
+            DisplayValue::Scalar(_) | DisplayValue::Con(..) | DisplayValue::Text(_) => return None,
         };
         let n_rows = columns[0].len();
         let label = |column: usize| {
@@ -111,6 +111,9 @@ impl Grid {
                     .map(|column| match (row, column) {
                         (Some(row), Some(column)) => match cell(row, *column) {
                             DisplayValue::Scalar(scalar) => format_scalar(scalar),
+                            other @ (DisplayValue::Con(..) | DisplayValue::Text(_)) => {
+                                super::format_value(&other, false)
+                            }
                             _ => String::new(),
                         },
                         _ => "...".to_string(),

@@ -32,4 +32,9 @@ pub enum DisplayValue {
     Scalar(crate::core::ir::Scalar),
     Table(Vec<DisplayValue>),
     Tuple(Vec<DisplayValue>),
+    /// A value of a user type: its constructor and fields (`Point(1., 2.)`, `Nothing`).
+    Con(String, Vec<DisplayValue>),
+    /// A scalar printed by its type rather than its bits: a character (`'a'`), a word in
+    /// hexadecimal (`0x4d2`), a string (`"abc"`).
+    Text(String),
 }

@@ -44,10 +44,12 @@ pub fn format_value(value: &DisplayValue, summarise: bool) -> String {
 /// The number of scalars in a value (saturating; only compared with the threshold).
 fn n_scalars(value: &DisplayValue) -> usize {
     match value {
-        DisplayValue::Scalar(_) => 1,
-        DisplayValue::Table(items) | DisplayValue::Tuple(items) => items
-            .iter()
-            .fold(0, |n_elems, item| n_elems.saturating_add(n_scalars(item))),
+        DisplayValue::Scalar(_) | DisplayValue::Text(_) => 1,
+        DisplayValue::Table(items) | DisplayValue::Tuple(items) | DisplayValue::Con(_, items) => {
+            items
+                .iter()
+                .fold(0, |n_elems, item| n_elems.saturating_add(n_scalars(item)))
+        }
     }
 }
 
@@ -89,6 +91,15 @@ fn write_value(res: &mut String, value: &DisplayValue, abbreviate: bool) {
             write_items(res, items, abbreviate);
             res.push(')');
         }
+        DisplayValue::Con(name, items) => {
+            res.push_str(name);
+            if !items.is_empty() {
+                res.push('(');
+                write_items(res, items, abbreviate);
+                res.push(')');
+            }
+        }
+        DisplayValue::Text(text) => res.push_str(text),
     }
 }
 

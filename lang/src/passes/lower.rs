@@ -14,7 +14,8 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use crate::check::builtins::{AdOp, Builtin};
+use crate::check::builtins::{AdOp, Builtin, Class};
+use crate::check::data::DataTy;
 use crate::check::env::GlobalEnv;
 use crate::check::infer::size_of_ix;
 use crate::check::typed::{DefInfo, DefKey, TExpr, TKind, TPat, TStmt};
@@ -74,6 +75,12 @@ pub enum SVal {
     /// A linear function made by differentiation (a `vjp` pullback, a `linearize` tangent
     /// map): applying it copies its statements, which refer to primal values already computed.
     Linear(Rc<super::lower_ad::LinearFn>),
+    /// Constructor `con` of `data` waiting for more fields.
+    Con {
+        data: DataTy,
+        con: usize,
+        args: Vec<SVal>,
+    },
 }
 
 #[derive(Debug)]
@@ -92,14 +99,17 @@ pub struct GlobalValue<'a> {
 
 pub struct Lowerer<'a> {
     pub program: Program,
-    env: &'a GlobalEnv,
+    pub(super) env: &'a GlobalEnv,
     globals: &'a dyn Fn(&str) -> Option<GlobalValue<'a>>,
     /// Inputs bound so far: the global's name and its input variables.
     pub inputs: Vec<(String, Vec<VarId>)>,
     locals: HashMap<LocalId, SVal>,
     local_defs: HashMap<LocalId, DefInfo>,
-    rigids: HashMap<Rigid, Ty>,
+    pub(super) rigids: HashMap<Rigid, Ty>,
     pub(super) block: BlockId,
+    /// Interface methods being inlined (a method that calls itself at the same type would
+    /// never end).
+    pub(super) method_depth: usize,
 }
 
 const INDEX: Elem = Elem::I64;
@@ -110,7 +120,8 @@ pub fn base_elem(base: BaseTy) -> Elem {
         BaseTy::Float64 => Elem::F64,
         BaseTy::Int32 => Elem::I32,
         BaseTy::Int64 => Elem::I64,
-        BaseTy::Nat => Elem::U32,
+        // Bytes and characters are kept in 32 bits (below 256), as `Nat`s are.
+        BaseTy::Nat | BaseTy::Word8 | BaseTy::Word32 | BaseTy::Char => Elem::U32,
         BaseTy::Word64 => Elem::U64,
         BaseTy::Bool => Elem::Bool,
     }
@@ -146,6 +157,8 @@ fn leaf_types_into(
             return Err("functions cannot be stored in tables or values".into())
         }
         Ty::Var(_) | Ty::Rigid(..) => return Err(format!("type {ty} is not concrete")),
+        // See Note [Data representation].
+        Ty::Data(data) => leaf_types_into(&data.repr(), prefix, out)?,
     }
     Ok(())
 }
@@ -174,6 +187,7 @@ impl<'a> Lowerer<'a> {
             local_defs: HashMap::new(),
             rigids: HashMap::new(),
             block,
+            method_depth: 0,
         }
     }
 
@@ -347,6 +361,14 @@ impl<'a> Lowerer<'a> {
                 result: Box::new(self.concrete(result, span)?),
             },
             Ty::TypeArg(inner) => Ty::TypeArg(Box::new(self.concrete(inner, span)?)),
+            Ty::Data(data) => Ty::Data(DataTy {
+                def: data.def.clone(),
+                args: data
+                    .args
+                    .iter()
+                    .map(|arg| self.concrete(arg, span))
+                    .collect::<Result<_>>()?,
+            }),
         })
     }
 
@@ -437,7 +459,7 @@ impl<'a> Lowerer<'a> {
                     "a type cannot be stored in a table, a branch or a loop carry",
                 )
             }
-            SVal::Linear(_) => {
+            SVal::Linear(_) | SVal::Con { .. } => {
                 return error(
                     span,
                     "a function cannot be stored in a table, a branch or a loop carry",
@@ -453,6 +475,7 @@ impl<'a> Lowerer<'a> {
             match ty {
                 Ty::Tuple(items) => SVal::Tuple(items.iter().map(|item| go(item, atoms)).collect()),
                 Ty::Table(_, elem) => go(elem, atoms),
+                Ty::Data(data) => go(&data.repr(), atoms),
                 _ => SVal::Arr(atoms.next().expect("one atom per leaf")),
             }
         }
@@ -703,6 +726,19 @@ impl<'a> Lowerer<'a> {
                 let flat = self.cast(atom, INDEX, span)?;
                 self.unflatten_index(flat, &target, span)
             }
+            TKind::Con { con, .. } => self.lower_con(*con, &expr.ty, span),
+            TKind::Field { base, field } => {
+                let base_ty = self.concrete(&base.ty, span)?;
+                let value = self.lower(base)?;
+                self.field(value, &base_ty, field, span)
+            }
+            TKind::Case { scrutinee, alts } => self.lower_case(scrutinee, alts, &expr.ty, span),
+            TKind::Method {
+                class,
+                method,
+                inst,
+                ..
+            } => self.lower_method(*class, *method, inst, span),
             TKind::TypeArg => match &expr.ty {
                 Ty::TypeArg(ty) => Ok(SVal::Type(self.concrete(ty, span)?)),
                 _ => bug(span, "type argument without a type"),
@@ -776,7 +812,7 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn bind(&mut self, pat: &TPat, value: SVal, span: Span) -> Result<()> {
+    pub(super) fn bind(&mut self, pat: &TPat, value: SVal, span: Span) -> Result<()> {
         match pat {
             TPat::Var(local, _) => {
                 self.locals.insert(*local, value);
@@ -797,6 +833,16 @@ impl<'a> Lowerer<'a> {
                     self.bind(pat, item, span)?;
                 }
             }
+            TPat::Con {
+                con, tagged, args, ..
+            } => {
+                let fields = self.con_fields(value, *con, *tagged, span)?;
+                for (pat, field) in args.iter().zip(fields) {
+                    self.bind(pat, field, span)?;
+                }
+            }
+            // A literal binds nothing (`case` tests it).
+            TPat::Lit { .. } => {}
         }
         Ok(())
     }
@@ -832,6 +878,14 @@ impl<'a> Lowerer<'a> {
                 }
             }
             SVal::Linear(linear) => self.apply_linear(&linear, arg, span),
+            SVal::Con {
+                data,
+                con,
+                mut args,
+            } => {
+                args.push(arg);
+                self.constructor(data, con, args, span)
+            }
             SVal::Arr(_) | SVal::Tuple(_) | SVal::Type(_) => bug(span, "applying a non-function"),
         }
     }
@@ -1263,7 +1317,30 @@ impl<'a> Lowerer<'a> {
             // Dex: `f_to_i $ randn key * 5.0` (and `f_to_n` for `Nat`).
             Ty::Base(BaseTy::Int32) => scale_randn(self, Elem::I32),
             Ty::Base(BaseTy::Int64) => scale_randn(self, Elem::I64),
-            Ty::Base(BaseTy::Nat) => scale_randn(self, Elem::U32),
+            Ty::Base(BaseTy::Nat | BaseTy::Word32) => scale_randn(self, Elem::U32),
+            // A byte: the key's low byte.
+            Ty::Base(BaseTy::Word8 | BaseTy::Char) => {
+                let SVal::Arr(key) = key else {
+                    return bug(span, "a key is not a scalar");
+                };
+                let byte = self.prim(Prim::Mod, vec![key, Atom::Lit(Scalar::U64(256))], span)?;
+                Ok(SVal::Arr(self.cast(byte, Elem::U32, span)?))
+            }
+            // A user instance of `Arbitrary`, or a struct's fields as a tuple's components.
+            Ty::Data(data) => {
+                if let Some(value) =
+                    self.call_user_method(Class::Arbitrary, "arb", ty, vec![key.clone()], span)?
+                {
+                    return Ok(value);
+                }
+                if data.def.is_tagged() {
+                    return error(
+                        span,
+                        format!("`arb` needs an instance Arbitrary({ty}) for a type with several constructors"),
+                    );
+                }
+                self.arbitrary(&Ty::Tuple(data.fields(0)), key, span)
+            }
             // Dex: `key .&. 1 == 0`.
             Ty::Base(BaseTy::Bool) => {
                 let SVal::Arr(key) = key else {
@@ -1438,7 +1515,7 @@ fn scalar_as_size(scalar: Scalar) -> Option<u64> {
 }
 
 /// A literal at its (concrete, scalar) type.
-fn literal(lit: &Lit, ty: &Ty, span: Span) -> Result<Scalar> {
+pub(super) fn literal(lit: &Lit, ty: &Ty, span: Span) -> Result<Scalar> {
     let Ty::Base(base) = ty else {
         // An integer literal used as an index (`xs[0]`) is handled by `At`; anything else
         // reaching here is a checker bug.
@@ -1448,6 +1525,7 @@ fn literal(lit: &Lit, ty: &Ty, span: Span) -> Result<Scalar> {
         Lit::Int(n) => *n as f64,
         Lit::Float(x) => *x,
         Lit::Bool(b) => return Ok(Scalar::Bool(*b)),
+        Lit::Char(byte) => return Ok(Scalar::U32(u32::from(*byte))),
         Lit::Str(_) => return error(span, "strings are not values"),
     };
     let int = match lit {
@@ -1459,8 +1537,9 @@ fn literal(lit: &Lit, ty: &Ty, span: Span) -> Result<Scalar> {
         BaseTy::Float64 => Scalar::F64(value),
         BaseTy::Int32 => Scalar::I32(int as i32),
         BaseTy::Int64 => Scalar::I64(int as i64),
-        BaseTy::Nat => Scalar::U32(int as u32),
+        BaseTy::Nat | BaseTy::Word32 => Scalar::U32(int as u32),
+        BaseTy::Word8 => Scalar::U32(int as u8 as u32),
         BaseTy::Word64 => Scalar::U64(int),
-        BaseTy::Bool => return bug(span, "numeric literal of type Bool"),
+        BaseTy::Bool | BaseTy::Char => return bug(span, "numeric literal of a non-number type"),
     })
 }

@@ -144,7 +144,7 @@ impl Lowerer<'_> {
     }
 
     /// A value of type `ty` with every element zero.
-    fn zeros_of(&mut self, ty: &Ty, span: Span) -> Result<SVal> {
+    pub(super) fn zeros_of(&mut self, ty: &Ty, span: Span) -> Result<SVal> {
         let leaves = self
             .leaf_types(ty, span)?
             .iter()

@@ -306,6 +306,6 @@ fn figure_of(value: &DisplayValue) -> Option<Figure> {
                     .collect(),
             ))
         }
-        DisplayValue::Scalar(_) => None,
+        DisplayValue::Scalar(_) | DisplayValue::Con(..) | DisplayValue::Text(_) => None,
     }
 }

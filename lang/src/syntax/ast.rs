@@ -48,6 +48,125 @@ pub enum Decl {
     },
     /// `import name`
     Import(Ident),
+    /// `struct`, `data` or `enum`: a user type and its constructors (LANGUAGE.md §8).
+    Data(DataDecl),
+    /// `interface Name(a)` with method signatures and defaults.
+    Interface(InterfaceDecl),
+    /// `instance Name(T) given (...)` with method definitions.
+    Instance(InstanceDecl),
+    /// A type given a name: `Image = (Fin 28)=>Float`, `LogProb : Type = Float`,
+    /// `def Vec(n: Nat) -> Type = (Fin n)=>Float`.
+    TypeAlias(TypeAlias),
+}
+
+/// The three forms of a user type declaration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DataKind {
+    /// `struct Name =` + indented `field : Type` lines: one constructor named as the type.
+    Struct,
+    /// `data Name =` + constructors.
+    Data,
+    /// `enum Name =` + constructor names without fields.
+    Enum,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct DataDecl {
+    pub kind: DataKind,
+    pub name: Ident,
+    pub params: Vec<TypeParam>,
+    pub cons: Vec<ConDecl>,
+    /// A struct's methods (`def incby(n: a) -> Thing(a) = …`, called as `t.incby(1)`), with
+    /// `self` bound to the struct.
+    pub methods: Vec<FunDef>,
+    pub span: Span,
+}
+
+/// A parameter of a type or interface: `a`, `a:Type`, `n|Ix`, `a|Add|Sub`, `n:Nat`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeParam {
+    pub name: Ident,
+    /// The written kind (`Type`, `Nat`), if any.
+    pub kind: Option<TypeExpr>,
+    pub classes: Vec<Ident>,
+}
+
+/// A constructor: `Circle(Float)`, `Rect(w: Float, h: Float)`, `MkPair a b`, `Empty`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConDecl {
+    pub name: Ident,
+    pub fields: Vec<FieldDecl>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct FieldDecl {
+    pub name: Option<Ident>,
+    pub ty: TypeExpr,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct InterfaceDecl {
+    pub name: Ident,
+    pub params: Vec<TypeParam>,
+    /// Method signatures in order: `area : (a) -> Float`.
+    pub methods: Vec<MethodSig>,
+    /// Default definitions of methods.
+    pub defaults: Vec<FunDef>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MethodSig {
+    pub name: Ident,
+    pub ty: TypeExpr,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct InstanceDecl {
+    pub class: Ident,
+    pub args: Vec<TypeExpr>,
+    pub given: Vec<GivenBinder>,
+    pub methods: Vec<InstanceItem>,
+    pub span: Span,
+}
+
+/// A method of an instance: `def area(p) = …` or `zero = Point(0.0, 0.0)`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum InstanceItem {
+    Def(FunDef),
+    Let(LetBinding),
+}
+
+impl InstanceItem {
+    pub fn name(&self) -> Option<&Ident> {
+        match self {
+            InstanceItem::Def(def) => Some(&def.name),
+            InstanceItem::Let(binding) => match &binding.pat {
+                Pattern::Var(ident) => Some(ident),
+                _ => None,
+            },
+        }
+    }
+
+    pub fn span(&self) -> Span {
+        match self {
+            InstanceItem::Def(def) => def.span,
+            InstanceItem::Let(binding) => binding.span,
+        }
+    }
+}
+
+/// `Name = T`, `Name : Type = T`, `def Name(n: Nat, a: Type) -> Type = T`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeAlias {
+    pub name: Ident,
+    /// The parameters of a type function (`def Vec(n: Nat) -> Type`), `None` for a plain alias.
+    pub params: Option<Vec<Param>>,
+    /// Written `Name : Type = T`.
+    pub annotated: bool,
+    pub ty: TypeExpr,
+    pub span: Span,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,11 +199,11 @@ pub struct FunDef {
     pub span: Span,
 }
 
-/// `n|Ix` in `given (n|Ix, m|Ix)`; `class` is `None` for a bare `n`.
+/// `n|Ix` in `given (n|Ix, m|Ix)`, `a|Add|Sub` (several classes), a bare `n`, or `a:Type`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GivenBinder {
     pub name: Ident,
-    pub class: Option<Ident>,
+    pub classes: Vec<Ident>,
 }
 
 /// A function or lambda parameter: `x`, `x: T`, `(a, b)`, `(a, b): (T, U)`.
@@ -112,6 +231,20 @@ pub enum Pattern {
     Table(Vec<Pattern>, Span),
     /// `_`
     Wildcard(Span),
+    /// A constructor with its argument patterns: `Just(x)`, `MkPair a b`, `Circle(_)`. A
+    /// constructor without arguments is written as a `Var` (`Nothing`); the checker tells
+    /// it from a name by whether a constructor of that name exists.
+    Con {
+        name: Ident,
+        args: Vec<Pattern>,
+        span: Span,
+    },
+    /// A literal: `0`, `-1` (`negated`), `2.5`, `True`, `'a'`, `"abc"`.
+    Lit {
+        lit: Lit,
+        negated: bool,
+        span: Span,
+    },
 }
 
 impl Decl {
@@ -120,7 +253,23 @@ impl Decl {
         match self {
             Decl::Def(def) => vec![&def.name],
             Decl::Let(binding) => binding.pat.names(),
-            Decl::Command { .. } | Decl::Import(_) => Vec::new(),
+            Decl::Data(data) => {
+                let mut names = vec![&data.name];
+                names.extend(
+                    data.cons
+                        .iter()
+                        .map(|con| &con.name)
+                        .filter(|name| name.name != data.name.name),
+                );
+                names
+            }
+            Decl::Interface(interface) => {
+                let mut names = vec![&interface.name];
+                names.extend(interface.methods.iter().map(|method| &method.name));
+                names
+            }
+            Decl::TypeAlias(alias) => vec![&alias.name],
+            Decl::Command { .. } | Decl::Import(_) | Decl::Instance(_) => Vec::new(),
         }
     }
 }
@@ -130,17 +279,21 @@ impl Pattern {
     pub fn names(&self) -> Vec<&Ident> {
         match self {
             Pattern::Var(ident) => vec![ident],
-            Pattern::Tuple(items, _) | Pattern::Table(items, _) => {
-                items.iter().flat_map(Pattern::names).collect()
-            }
-            Pattern::Wildcard(_) => Vec::new(),
+            Pattern::Tuple(items, _)
+            | Pattern::Table(items, _)
+            | Pattern::Con { args: items, .. } => items.iter().flat_map(Pattern::names).collect(),
+            Pattern::Wildcard(_) | Pattern::Lit { .. } => Vec::new(),
         }
     }
 
     pub fn span(&self) -> Span {
         match self {
             Pattern::Var(ident) => ident.span,
-            Pattern::Tuple(_, span) | Pattern::Table(_, span) | Pattern::Wildcard(span) => *span,
+            Pattern::Tuple(_, span)
+            | Pattern::Table(_, span)
+            | Pattern::Wildcard(span)
+            | Pattern::Con { span, .. }
+            | Pattern::Lit { span, .. } => *span,
         }
     }
 }
@@ -150,6 +303,8 @@ impl Pattern {
 pub enum Stmt {
     Let(LetBinding),
     Def(FunDef),
+    /// A local type or index-set alias (`N = Fin 3`, `Row = (Fin 3)=>Float`).
+    TypeAlias(TypeAlias),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -272,8 +427,10 @@ pub enum Lit {
     /// A float literal (`1.0`, `1.`, `1e-3`); its type is decided by the checker.
     Float(f64),
     Bool(bool),
-    /// A string literal (only in pragmas and plot labels for now).
+    /// A string literal: a `List Char` (LANGUAGE.md §8).
     Str(String),
+    /// A character literal `'a'`: a `Char` (a byte, as Dex's `Word8`).
+    Char(u8),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -359,6 +516,22 @@ pub enum ExprKind {
     },
     /// Unary minus.
     Neg(Box<Expr>),
+    /// A user operator applied infix: `x ./ y` is `(./) x y`.
+    UserOp {
+        op: Ident,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
+    /// `e.field`, `t.0`: a field of a struct or a component of a tuple.
+    Field {
+        base: Box<Expr>,
+        field: Ident,
+    },
+    /// `case e of` + `pattern -> body` alternatives, in order.
+    Case {
+        scrutinee: Box<Expr>,
+        alts: Vec<CaseAlt>,
+    },
     /// An operator as a function of two arguments: `(+)`, `(==)`.
     Section(BinOp),
     /// `_` as an argument: a type to be inferred (`iota _`).
@@ -394,6 +567,13 @@ pub enum ExprKind {
 }
 
 #[derive(Clone, Debug, PartialEq)]
+pub struct CaseAlt {
+    pub pat: Pattern,
+    pub body: Expr,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
 pub struct ForBinder {
     pub name: Ident,
     pub ty: Option<TypeExpr>,
@@ -419,4 +599,9 @@ pub enum TypeExprKind {
     Fun(Vec<TypeExpr>, Box<TypeExpr>),
     /// `_`
     Hole,
+    /// A type applied to arguments: `MyPair Int Float`, `Maybe(Float)`, `Layer (Fin 3) m`,
+    /// `Vec 3` (an argument may be a size).
+    App(Ident, Vec<TypeExpr>),
+    /// A size as a type argument: `3`, `(n + 1)`.
+    Size(Box<Expr>),
 }

@@ -26,7 +26,8 @@ use super::{ParseError, Span};
 //
 // - Openers: a line whose last token is `=` (when the innermost context is a block, i.e. a
 //   binding rather than a named argument), the `.` of a lambda or `for` head, `then`, `else`,
-//   or a command alone on the first line (`:p`). If the next line is indented more than the
+//   `of` (a `case`'s alternatives), the `->` of a `case` alternative, a command alone on the
+//   first line (`:p`), or the end of the head line of an `interface` or `instance`. If the next line is indented more than the
 //   innermost enclosing block, a block opens at that line's column (`{` before its first token).
 // - At the first token of any other line, while the innermost context is a block:
 //   a smaller column closes the block (`}` right after the previous token) and the test repeats
@@ -140,6 +141,8 @@ struct Layout<'a> {
     /// The largest `path_tokens` seen.
     max_path_tokens: u32,
     inserts: Vec<(usize, char)>,
+    /// A `case` has been seen: a `->` that ends a line opens the body of an alternative.
+    in_case: bool,
 }
 
 impl Layout<'_> {
@@ -236,6 +239,14 @@ impl Layout<'_> {
     /// Does the token at `index`, last on its line, open a block on the next line?
     fn is_opener(&self, index: usize) -> bool {
         let token = &self.tokens[index];
+        // The head line of an `interface` or `instance` (its methods follow, indented).
+        let on_first_line = self.tokens[1..=index]
+            .iter()
+            .all(|token| !token.first_on_line);
+        let head_keyword = self.tokens[0].text(self.src);
+        if on_first_line && matches!(head_keyword, "interface" | "instance") {
+            return true;
+        }
         match token.kind {
             // A binding's `=`, not a named argument's.
             TokKind::Equals => matches!(
@@ -248,7 +259,16 @@ impl Layout<'_> {
                 let is_command = index == 1
                     && self.tokens[0].text(self.src) == ":"
                     && self.tokens[0].end == token.start;
-                text == "then" || text == "else" || is_command
+                text == "then" || text == "else" || text == "of" || is_command
+            }
+            // The arrow of a `case` alternative whose body follows on the next lines.
+            TokKind::Op => {
+                token.text(self.src) == "->"
+                    && self.in_case
+                    && matches!(
+                        self.stack.last().map(|ctx| ctx.kind),
+                        Some(CtxKind::Block { .. })
+                    )
             }
             _ => false,
         }
@@ -311,6 +331,7 @@ pub(crate) fn layout(src: &str, start: usize, end: usize) -> Result<Laid, ParseE
         max_nesting: 0,
         max_path_tokens: 0,
         inserts: Vec::new(),
+        in_case: false,
     };
     // The previous line ended with a block opener.
     let mut pending = false;
@@ -381,6 +402,10 @@ pub(crate) fn layout(src: &str, start: usize, end: usize) -> Result<Laid, ParseE
             }
             TokKind::Ident => match token.text(src) {
                 "for" => add_head(&mut layout, token)?,
+                "case" => {
+                    layout.in_case = true;
+                    add_head(&mut layout, token)?;
+                }
                 "if" => {
                     add_head(&mut layout, token)?;
                     if let Some(ctx) = layout.stack.last_mut() {
@@ -443,7 +468,7 @@ fn ends_operand(src: &str, token: &Token) -> bool {
         TokKind::Number | TokKind::Str | TokKind::Close(_) => true,
         TokKind::Ident => !matches!(
             token.text(src),
-            "def" | "for" | "if" | "then" | "else" | "given" | "import"
+            "def" | "for" | "if" | "then" | "else" | "given" | "import" | "case" | "of"
         ),
         _ => false,
     }

@@ -179,6 +179,18 @@ fn lex_token(src: &str, pos: usize, end: usize) -> Result<(TokKind, usize), Pars
                 incomplete: false,
             })
         }
+        // A character literal `'a'`, `'\n'` (a `'` elsewhere is left to the grammar).
+        b'\'' => {
+            let len = match (at(1), at(2), at(3)) {
+                (b'\\', _, b'\'') if at(2) != b'\n' => Some(4),
+                (first, b'\'', _) if first != b'\n' && first != b'\'' && first != 0 => Some(3),
+                _ => None,
+            };
+            match len {
+                Some(len) => Ok((TokKind::Str, pos + len)),
+                None => Ok((TokKind::Other, pos + 1)),
+            }
+        }
         b'(' | b'[' => Ok((TokKind::Open(byte), pos + 1)),
         b')' | b']' => Ok((TokKind::Close(byte), pos + 1)),
         b'{' | b'}' | b';' => Ok((TokKind::Reserved, pos + 1)),

@@ -9,8 +9,10 @@
 //!
 //! Operator precedence, loosest first (pest's PrattParser): `$` (right), `||`, `&&`, comparisons
 //! `== != < > <= >= ~~` (non-associative: `a < b < c` is an error), `e @ T` (postfix), `+ -`,
-//! `* / .* ** **. .**` and backtick infix, unary `-`; application and indexing bind tighter
-//! than all of them. A lambda, `for` or `if` body extends as far right as possible.
+//! `* / .* ** **. .**` and backtick infix, unary `-`; application, indexing and field access
+//! (`p.x`) bind tighter than all of them. A user operator (`./`, `<>`) binds as the built-in
+//! operator it starts with (see `op_user_*` in dx.pest). A lambda, `for`, `if` or `case` body
+//! extends as far right as possible.
 
 use std::sync::LazyLock;
 
@@ -32,9 +34,10 @@ static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
     PrattParser::new()
         .op(Op::postfix(Rule::annot_suffix))
         .op(Op::infix(Rule::op_dollar, Assoc::Right))
-        .op(Op::infix(Rule::op_or, Assoc::Left))
-        .op(Op::infix(Rule::op_and, Assoc::Left))
+        .op(Op::infix(Rule::op_or, Assoc::Left) | Op::infix(Rule::op_user_or, Assoc::Left))
+        .op(Op::infix(Rule::op_and, Assoc::Left) | Op::infix(Rule::op_user_and, Assoc::Left))
         .op(Op::infix(Rule::op_eq, Assoc::Left)
+            | Op::infix(Rule::op_user_cmp, Assoc::Left)
             | Op::infix(Rule::op_ne, Assoc::Left)
             | Op::infix(Rule::op_lt, Assoc::Left)
             | Op::infix(Rule::op_gt, Assoc::Left)
@@ -42,8 +45,11 @@ static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
             | Op::infix(Rule::op_ge, Assoc::Left)
             | Op::infix(Rule::op_approx, Assoc::Left))
         .op(Op::postfix(Rule::at_suffix))
-        .op(Op::infix(Rule::op_add, Assoc::Left) | Op::infix(Rule::op_sub, Assoc::Left))
+        .op(Op::infix(Rule::op_add, Assoc::Left)
+            | Op::infix(Rule::op_sub, Assoc::Left)
+            | Op::infix(Rule::op_user_add, Assoc::Left))
         .op(Op::infix(Rule::op_mul, Assoc::Left)
+            | Op::infix(Rule::op_user_mul, Assoc::Left)
             | Op::infix(Rule::op_div, Assoc::Left)
             | Op::infix(Rule::op_scale, Assoc::Left)
             | Op::infix(Rule::op_matmul, Assoc::Left)
@@ -68,6 +74,20 @@ fn number(text: &str, span: Span) -> PResult<Lit> {
     match text.parse::<f64>() {
         Ok(value) => Ok(Lit::Float(value)),
         Err(_) => Err(error("malformed float literal", span)),
+    }
+}
+
+/// The byte of a character literal `'a'`, `'\n'` (a `Char` is a byte, as Dex's `Word8`).
+fn char_literal(text: &str, span: Span) -> PResult<Lit> {
+    let inner = &text[1..text.len() - 1];
+    let unescaped = unescape(inner);
+    let mut chars = unescaped.chars();
+    match (chars.next(), chars.next()) {
+        (Some(ch), None) if ch.is_ascii() => Ok(Lit::Char(ch as u8)),
+        _ => Err(error(
+            "a character literal is one ASCII character (a `Char` is a byte)",
+            span,
+        )),
     }
 }
 
@@ -314,6 +334,9 @@ fn classify(rule: Rule) -> Expected {
         | Rule::lambda
         | Rule::for_expr
         | Rule::if_expr
+        | Rule::case_expr
+        | Rule::kw_case
+        | Rule::char
         | Rule::kw_for
         | Rule::kw_if
         | Rule::op_neg
@@ -332,10 +355,22 @@ fn classify(rule: Rule) -> Expected {
         Rule::ty | Rule::ty_table | Rule::ty_fin | Rule::ty_paren | Rule::hole | Rule::ty_name => {
             Expected::Specific("a type")
         }
-        Rule::pat_var | Rule::pat_tuple | Rule::pat_table | Rule::wildcard => {
-            Expected::Specific("a pattern")
+        Rule::ty_call | Rule::ty_applied | Rule::ty_size | Rule::kw_type => {
+            Expected::Specific("a type")
         }
-        Rule::ident | Rule::given_binder | Rule::arg_name => Expected::Specific("a name"),
+        Rule::pat_var
+        | Rule::pat_tuple
+        | Rule::pat_table
+        | Rule::wildcard
+        | Rule::pat_con
+        | Rule::pat_con_call
+        | Rule::pat_lit => Expected::Specific("a pattern"),
+        Rule::kw_of => Expected::Specific("'of'"),
+        Rule::con_decl | Rule::field_decl => Expected::Specific("a constructor or field"),
+        Rule::method_sig | Rule::method_binding => Expected::Specific("a method"),
+        Rule::ident | Rule::given_binder | Rule::arg_name | Rule::type_param | Rule::op_name => {
+            Expected::Specific("a name")
+        }
         Rule::def_params => Expected::Specific("'('"),
         Rule::eq => Expected::Specific("'='"),
         Rule::dot => Expected::Specific("'.'"),
@@ -574,6 +609,12 @@ impl<'a> Builder<'a> {
                 })
             }
             Rule::let_binding => Ok(Decl::Let(self.let_binding(pair)?)),
+            Rule::data_decl => Ok(Decl::Data(self.data_decl(pair)?)),
+            Rule::interface_decl => Ok(Decl::Interface(self.interface_decl(pair)?)),
+            Rule::instance_decl => Ok(Decl::Instance(self.instance_decl(pair)?)),
+            Rule::type_def | Rule::annotated_alias | Rule::type_alias => {
+                Ok(Decl::TypeAlias(self.type_alias(pair)?))
+            }
             Rule::expr => Ok(Decl::Command {
                 command: Command::Print,
                 expr: self.expr(pair)?.expr,
@@ -593,7 +634,7 @@ impl<'a> Builder<'a> {
         for child in pair.clone().into_inner() {
             match child.as_rule() {
                 Rule::kw_def | Rule::eq => {}
-                Rule::ident => name = Some(self.ident(child)),
+                Rule::ident | Rule::op_name => name = Some(self.def_name(child)?),
                 Rule::def_params => {
                     for param in child
                         .into_inner()
@@ -610,20 +651,7 @@ impl<'a> Builder<'a> {
                         .ok_or_else(|| self.internal(&child))?;
                     ret = Some(self.ty(ty)?);
                 }
-                Rule::given => {
-                    for binder in child
-                        .into_inner()
-                        .filter(|binder| binder.as_rule() == Rule::given_binder)
-                    {
-                        let mut names = binder.into_inner().map(|ident| self.ident(ident));
-                        if let Some(name) = names.next() {
-                            given.push(GivenBinder {
-                                name,
-                                class: names.next(),
-                            });
-                        }
-                    }
-                }
+                Rule::given => given = self.given(child)?,
                 _ => body = Some(self.body(child)?),
             }
         }
@@ -634,6 +662,305 @@ impl<'a> Builder<'a> {
                 ret,
                 given,
                 body,
+                span,
+            }),
+            _ => Err(self.internal(&pair)),
+        }
+    }
+
+    /// A definition's name: a name, or an operator in parentheses (`(./)`), named by its
+    /// symbols.
+    fn def_name(&self, pair: Pair<Rule>) -> PResult<Ident> {
+        match pair.as_rule() {
+            Rule::ident => Ok(self.ident(pair)),
+            Rule::op_name => {
+                let symbol = pair
+                    .clone()
+                    .into_inner()
+                    .next()
+                    .ok_or_else(|| self.internal(&pair))?;
+                Ok(Ident {
+                    name: symbol.as_str().to_string(),
+                    span: self.span(&pair),
+                })
+            }
+            _ => Err(self.internal(&pair)),
+        }
+    }
+
+    /// `given (n|Ix, a|Add|Sub, b:Type)`.
+    fn given(&self, pair: Pair<Rule>) -> PResult<Vec<GivenBinder>> {
+        let mut given = Vec::new();
+        for binder in pair
+            .into_inner()
+            .filter(|binder| binder.as_rule() == Rule::given_binder)
+        {
+            let param = self.type_param(binder)?;
+            given.push(GivenBinder {
+                name: param.name,
+                classes: param.classes,
+            });
+        }
+        Ok(given)
+    }
+
+    /// `a`, `a:Type`, `n|Ix`, `a|Add|Sub`.
+    fn type_param(&self, pair: Pair<Rule>) -> PResult<TypeParam> {
+        let mut inner = pair.clone().into_inner();
+        let name = self.ident(self.next(&mut inner, &pair)?);
+        let mut kind = None;
+        let mut classes = Vec::new();
+        for child in inner {
+            match child.as_rule() {
+                Rule::ident => classes.push(self.ident(child)),
+                _ => kind = Some(self.ty(child)?),
+            }
+        }
+        Ok(TypeParam {
+            name,
+            kind,
+            classes,
+        })
+    }
+
+    /// `struct Name(params) =` fields, `data Name(params) =` constructors, `enum Name =` names.
+    fn data_decl(&self, pair: Pair<Rule>) -> PResult<DataDecl> {
+        let span = self.span(&pair);
+        let mut inner = pair.clone().into_inner();
+        let kind_pair = self.next(&mut inner, &pair)?;
+        let kind = match kind_pair.as_str() {
+            "struct" => DataKind::Struct,
+            "data" => DataKind::Data,
+            _ => DataKind::Enum,
+        };
+        let name = self.ident(self.next(&mut inner, &pair)?);
+        let mut params = Vec::new();
+        let mut fields = Vec::new();
+        let mut cons = Vec::new();
+        let mut methods = Vec::new();
+        for child in inner {
+            match child.as_rule() {
+                Rule::type_params => {
+                    for param in child.into_inner() {
+                        params.push(self.type_param(param)?);
+                    }
+                }
+                Rule::eq => {}
+                Rule::con_block | Rule::con_line => {
+                    for item in child.into_inner() {
+                        let item_span = self.span(&item);
+                        match item.as_rule() {
+                            Rule::field_decl => {
+                                let mut parts = item.clone().into_inner();
+                                let field = self.ident(self.next(&mut parts, &item)?);
+                                let ty = self.ty(self.next(&mut parts, &item)?)?;
+                                fields.push((
+                                    FieldDecl {
+                                        name: Some(field),
+                                        ty,
+                                    },
+                                    item_span,
+                                ));
+                            }
+                            Rule::con_decl => cons.push(self.con_decl(item)?),
+                            Rule::def_decl => methods.push((self.fun_def(item)?, item_span)),
+                            _ => return Err(self.internal(&item)),
+                        }
+                    }
+                }
+                _ => return Err(self.internal(&child)),
+            }
+        }
+        let misplaced = |what: &str, at: Span| {
+            Err(error(
+                format!(
+                    "{what} belongs in a `struct`, not a `{}`",
+                    kind_pair.as_str()
+                ),
+                at,
+            ))
+        };
+        match kind {
+            DataKind::Struct => {
+                if let Some(con) = cons.first() {
+                    return Err(error(
+                        "a struct has fields (`name : Type`), not constructors: use `data` for \
+                         a type with constructors",
+                        con.span,
+                    ));
+                }
+                cons.push(ConDecl {
+                    name: name.clone(),
+                    fields: fields.into_iter().map(|(field, _)| field).collect(),
+                    span,
+                });
+            }
+            DataKind::Data | DataKind::Enum => {
+                if let Some((_, at)) = fields.first() {
+                    return misplaced("a field `name : Type`", *at);
+                }
+                if let Some((_, at)) = methods.first() {
+                    return misplaced("a method", *at);
+                }
+                if kind == DataKind::Enum {
+                    if let Some(con) = cons.iter().find(|con| !con.fields.is_empty()) {
+                        return Err(error(
+                            "the constructors of an `enum` have no fields: use `data`",
+                            con.span,
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(DataDecl {
+            kind,
+            name,
+            params,
+            cons,
+            methods: methods.into_iter().map(|(method, _)| method).collect(),
+            span,
+        })
+    }
+
+    /// `Circle(Float)`, `Rect(w: Float, h: Float)`, `MkPair a b`, `Empty`.
+    fn con_decl(&self, pair: Pair<Rule>) -> PResult<ConDecl> {
+        let span = self.span(&pair);
+        let mut inner = pair.clone().into_inner();
+        let name = self.ident(self.next(&mut inner, &pair)?);
+        let mut fields = Vec::new();
+        for child in inner {
+            match child.as_rule() {
+                Rule::con_fields => {
+                    for field in child.into_inner() {
+                        let mut parts: Vec<Pair<Rule>> = field.into_inner().collect();
+                        let ty = match parts.pop() {
+                            Some(ty) => self.ty(ty)?,
+                            None => return Err(self.internal(&pair)),
+                        };
+                        let name = parts.into_iter().next().map(|ident| self.ident(ident));
+                        fields.push(FieldDecl { name, ty });
+                    }
+                }
+                _ => fields.push(FieldDecl {
+                    name: None,
+                    ty: self.ty(child)?,
+                }),
+            }
+        }
+        Ok(ConDecl { name, fields, span })
+    }
+
+    /// `interface Name(params)` + method signatures and default definitions.
+    fn interface_decl(&self, pair: Pair<Rule>) -> PResult<InterfaceDecl> {
+        let span = self.span(&pair);
+        let mut name = None;
+        let mut params = Vec::new();
+        let mut methods = Vec::new();
+        let mut defaults = Vec::new();
+        for child in pair.clone().into_inner() {
+            match child.as_rule() {
+                Rule::kw_interface => {}
+                Rule::ident => name = Some(self.ident(child)),
+                Rule::type_params => {
+                    for param in child.into_inner() {
+                        params.push(self.type_param(param)?);
+                    }
+                }
+                Rule::method_sig => {
+                    let mut parts = child.clone().into_inner();
+                    let method = self.def_name(self.next(&mut parts, &child)?)?;
+                    let ty = self.ty(self.next(&mut parts, &child)?)?;
+                    methods.push(MethodSig { name: method, ty });
+                }
+                Rule::def_decl => defaults.push(self.fun_def(child)?),
+                _ => return Err(self.internal(&child)),
+            }
+        }
+        let name = name.ok_or_else(|| self.internal(&pair))?;
+        Ok(InterfaceDecl {
+            name,
+            params,
+            methods,
+            defaults,
+            span,
+        })
+    }
+
+    /// `instance Name(T…) given (…)` + the methods' definitions.
+    fn instance_decl(&self, pair: Pair<Rule>) -> PResult<InstanceDecl> {
+        let span = self.span(&pair);
+        let mut class = None;
+        let mut args = Vec::new();
+        let mut given = Vec::new();
+        let mut methods = Vec::new();
+        for child in pair.clone().into_inner() {
+            match child.as_rule() {
+                Rule::kw_instance => {}
+                Rule::ident => class = Some(self.ident(child)),
+                Rule::instance_args => {
+                    for arg in child.into_inner() {
+                        args.push(self.ty(arg)?);
+                    }
+                }
+                Rule::given => given = self.given(child)?,
+                Rule::def_decl => methods.push(InstanceItem::Def(self.fun_def(child)?)),
+                Rule::method_binding => {
+                    let item_span = self.span(&child);
+                    let mut parts = child.clone().into_inner();
+                    let name = self.def_name(self.next(&mut parts, &child)?)?;
+                    let value = parts
+                        .find(|part| part.as_rule() != Rule::eq)
+                        .ok_or_else(|| self.internal(&child))?;
+                    methods.push(InstanceItem::Let(LetBinding {
+                        pat: Pattern::Var(name),
+                        ty: None,
+                        value: self.body(value)?,
+                        span: item_span,
+                    }));
+                }
+                _ => return Err(self.internal(&child)),
+            }
+        }
+        let class = class.ok_or_else(|| self.internal(&pair))?;
+        Ok(InstanceDecl {
+            class,
+            args,
+            given,
+            methods,
+            span,
+        })
+    }
+
+    /// `def Vec(n: Nat) -> Type = T`, `Name : Type = T`, `Name = T`.
+    fn type_alias(&self, pair: Pair<Rule>) -> PResult<TypeAlias> {
+        let span = self.span(&pair);
+        let rule = pair.as_rule();
+        let mut name = None;
+        let mut params = None;
+        let mut ty = None;
+        for child in pair.clone().into_inner() {
+            match child.as_rule() {
+                Rule::kw_def | Rule::kw_type | Rule::eq => {}
+                Rule::ident => name = Some(self.ident(child)),
+                Rule::def_params => {
+                    let mut list = Vec::new();
+                    for param in child
+                        .into_inner()
+                        .filter(|param| param.as_rule() == Rule::def_param)
+                    {
+                        list.push(self.param(param)?);
+                    }
+                    params = Some(list);
+                }
+                _ => ty = Some(self.ty(child)?),
+            }
+        }
+        match (name, ty) {
+            (Some(name), Some(ty)) => Ok(TypeAlias {
+                name,
+                params,
+                annotated: rule == Rule::annotated_alias,
+                ty,
                 span,
             }),
             _ => Err(self.internal(&pair)),
@@ -657,7 +984,12 @@ impl<'a> Builder<'a> {
         for child in pair.clone().into_inner() {
             match child.as_rule() {
                 Rule::eq => {}
-                Rule::pat_var | Rule::pat_tuple | Rule::pat_table | Rule::wildcard
+                Rule::pat_var
+                | Rule::pat_tuple
+                | Rule::pat_table
+                | Rule::wildcard
+                | Rule::pat_con
+                | Rule::pat_lit
                     if pat.is_none() =>
                 {
                     pat = Some(self.pattern(child)?);
@@ -707,6 +1039,54 @@ impl<'a> Builder<'a> {
                     .collect::<PResult<_>>()?;
                 Ok(Pattern::Table(items, span))
             }
+            Rule::pat_con | Rule::pat_con_call => {
+                let mut inner = pair.clone().into_inner();
+                let name = self.ident(self.next(&mut inner, &pair)?);
+                let mut args = Vec::new();
+                for arg in inner {
+                    match arg.as_rule() {
+                        Rule::pat_con_args => {
+                            for item in arg.into_inner() {
+                                let sub = item
+                                    .clone()
+                                    .into_inner()
+                                    .next()
+                                    .ok_or_else(|| self.internal(&item))?;
+                                args.push(self.pattern(sub)?);
+                            }
+                        }
+                        _ => args.push(self.pattern(arg)?),
+                    }
+                }
+                Ok(Pattern::Con { name, args, span })
+            }
+            Rule::pat_lit => {
+                let mut negated = false;
+                let mut lit = None;
+                for child in pair.clone().into_inner() {
+                    match child.as_rule() {
+                        Rule::pat_neg => negated = true,
+                        _ => lit = Some(self.literal(child)?),
+                    }
+                }
+                let lit = lit.ok_or_else(|| self.internal(&pair))?;
+                Ok(Pattern::Lit { lit, negated, span })
+            }
+            _ => Err(self.internal(&pair)),
+        }
+    }
+
+    /// A literal token: a number, `True`/`False`, a string or a character.
+    fn literal(&self, pair: Pair<Rule>) -> PResult<Lit> {
+        let span = self.span(&pair);
+        match pair.as_rule() {
+            Rule::int | Rule::float => number(pair.as_str(), span),
+            Rule::bool => Ok(Lit::Bool(pair.as_str() == "True")),
+            Rule::string => {
+                let text = pair.as_str();
+                Ok(Lit::Str(unescape(&text[1..text.len() - 1])))
+            }
+            Rule::char => char_literal(pair.as_str(), span),
             _ => Err(self.internal(&pair)),
         }
     }
@@ -786,6 +1166,40 @@ impl<'a> Builder<'a> {
                 kind: TypeExprKind::Hole,
                 span,
             }),
+            Rule::ty_call | Rule::ty_applied => {
+                let mut inner = pair.clone().into_inner();
+                let name = self.ident(self.next(&mut inner, &pair)?);
+                let mut args = Vec::new();
+                for arg in inner {
+                    match arg.as_rule() {
+                        Rule::ty_call_args => {
+                            for item in arg.into_inner() {
+                                args.push(self.ty(item)?);
+                            }
+                        }
+                        _ => args.push(self.ty(arg)?),
+                    }
+                }
+                Ok(TypeExpr {
+                    kind: TypeExprKind::App(name, args),
+                    span,
+                })
+            }
+            Rule::ty_size => {
+                let inner = pair
+                    .clone()
+                    .into_inner()
+                    .next()
+                    .ok_or_else(|| self.internal(&pair))?;
+                let size = match inner.as_rule() {
+                    Rule::int => self.atom(inner)?.expr,
+                    _ => self.expr(inner)?.expr,
+                };
+                Ok(TypeExpr {
+                    kind: TypeExprKind::Size(Box::new(size)),
+                    span,
+                })
+            }
             Rule::ty_name => {
                 let ident = pair
                     .clone()
@@ -826,6 +1240,9 @@ impl<'a> Builder<'a> {
             match item.as_rule() {
                 Rule::let_binding => stmts.push(Stmt::Let(self.let_binding(item)?)),
                 Rule::def_decl => stmts.push(Stmt::Def(self.fun_def(item)?)),
+                Rule::type_def | Rule::annotated_alias | Rule::type_alias => {
+                    stmts.push(Stmt::TypeAlias(self.type_alias(item)?))
+                }
                 _ => {
                     let message =
                         "expected a binding: only the last line of a block is an expression";
@@ -848,6 +1265,7 @@ impl<'a> Builder<'a> {
                 let start = match first {
                     Stmt::Let(binding) => binding.span,
                     Stmt::Def(def) => def.span,
+                    Stmt::TypeAlias(alias) => alias.span,
                 };
                 let span = start.to(result.span);
                 Ok(Expr {
@@ -936,6 +1354,21 @@ impl<'a> Builder<'a> {
                 };
                 return Ok(Node::plain(Expr { kind, span }));
             }
+            Rule::op_user_and
+            | Rule::op_user_or
+            | Rule::op_user_cmp
+            | Rule::op_user_add
+            | Rule::op_user_mul => {
+                let kind = ExprKind::UserOp {
+                    op: Ident {
+                        name: op.as_str().to_string(),
+                        span: self.span(&op),
+                    },
+                    lhs: boxed(lhs),
+                    rhs: boxed(rhs),
+                };
+                return Ok(Node::plain(Expr { kind, span }));
+            }
             _ => self.bin_op(&op)?,
         };
         if is_comparison(bin_op) && !lhs.parenthesized {
@@ -986,6 +1419,7 @@ impl<'a> Builder<'a> {
             Rule::lambda => self.lambda(pair).map(Node::plain),
             Rule::for_expr => self.for_expr(pair).map(Node::plain),
             Rule::if_expr => self.if_expr(pair).map(Node::plain),
+            Rule::case_expr => self.case_expr(pair).map(Node::plain),
             Rule::app => self.app(pair),
             _ => Err(self.internal(&pair)),
         }
@@ -1066,6 +1500,25 @@ impl<'a> Builder<'a> {
                         span,
                     });
                 }
+                Rule::field => {
+                    let name_pair = suffix
+                        .clone()
+                        .into_inner()
+                        .next()
+                        .ok_or_else(|| self.internal(&suffix))?;
+                    let field = Ident {
+                        name: name_pair.as_str().to_string(),
+                        span: self.span(&name_pair),
+                    };
+                    let span = base.outer.to(suffix_span);
+                    base = Node::plain(Expr {
+                        kind: ExprKind::Field {
+                            base: boxed(base),
+                            field,
+                        },
+                        span,
+                    });
+                }
                 _ => return Err(self.internal(&suffix)),
             }
         }
@@ -1109,11 +1562,8 @@ impl<'a> Builder<'a> {
             }))
         };
         match pair.as_rule() {
-            Rule::int | Rule::float => lit(number(pair.as_str(), span)?),
-            Rule::bool => lit(Lit::Bool(pair.as_str() == "True")),
-            Rule::string => {
-                let text = pair.as_str();
-                lit(Lit::Str(unescape(&text[1..text.len() - 1])))
+            Rule::int | Rule::float | Rule::bool | Rule::string | Rule::char => {
+                lit(self.literal(pair)?)
             }
             Rule::var => {
                 let ident = pair
@@ -1164,6 +1614,15 @@ impl<'a> Builder<'a> {
                         ExprKind::Var(self.ident(name))
                     }
                     Rule::op_dollar => return Err(error("`($)` is not a function here", span)),
+                    // `(./)` is the function the operator names.
+                    Rule::op_user_and
+                    | Rule::op_user_or
+                    | Rule::op_user_cmp
+                    | Rule::op_user_add
+                    | Rule::op_user_mul => ExprKind::Var(Ident {
+                        name: op.as_str().to_string(),
+                        span,
+                    }),
                     _ => ExprKind::Section(self.bin_op(&op)?),
                 };
                 Ok(Node::plain(Expr { kind, span }))
@@ -1240,6 +1699,41 @@ impl<'a> Builder<'a> {
             },
             span,
         })
+    }
+
+    fn case_expr(&self, pair: Pair<Rule>) -> PResult<Expr> {
+        let span = self.span(&pair);
+        let mut scrutinee = None;
+        let mut alts = Vec::new();
+        for child in pair.clone().into_inner() {
+            match child.as_rule() {
+                Rule::kw_case | Rule::kw_of => {}
+                Rule::expr => scrutinee = Some(self.expr(child)?.expr),
+                Rule::case_block => {
+                    for alt in child.into_inner() {
+                        alts.push(self.case_alt(alt)?);
+                    }
+                }
+                Rule::case_alt => alts.push(self.case_alt(child)?),
+                _ => return Err(self.internal(&child)),
+            }
+        }
+        let scrutinee = scrutinee.ok_or_else(|| self.internal(&pair))?;
+        Ok(Expr {
+            kind: ExprKind::Case {
+                scrutinee: Box::new(scrutinee),
+                alts,
+            },
+            span,
+        })
+    }
+
+    fn case_alt(&self, pair: Pair<Rule>) -> PResult<CaseAlt> {
+        let span = self.span(&pair);
+        let mut inner = pair.clone().into_inner();
+        let pat = self.pattern(self.next(&mut inner, &pair)?)?;
+        let body = self.body(self.next(&mut inner, &pair)?)?;
+        Ok(CaseAlt { pat, body, span })
     }
 
     fn if_expr(&self, pair: Pair<Rule>) -> PResult<Expr> {

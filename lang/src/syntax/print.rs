@@ -66,7 +66,193 @@ fn decl(decl: &Decl) -> String {
             format!("{}{}", command_name(*command), body(expr, 0).text)
         }
         Decl::Import(name) => format!("import {}", name.name),
+        Decl::Data(data) => data_decl(data),
+        Decl::Interface(interface) => interface_decl(interface),
+        Decl::Instance(instance) => instance_decl(instance),
+        Decl::TypeAlias(alias) => type_alias(alias),
     }
+}
+
+/// `struct Name(params) =` + fields, `data Name(params) =` + constructors, `enum Name =` +
+/// names, each on its own line.
+fn data_decl(data: &DataDecl) -> String {
+    let keyword = match data.kind {
+        DataKind::Struct => "struct",
+        DataKind::Data => "data",
+        DataKind::Enum => "enum",
+    };
+    let mut lines = vec![format!(
+        "{keyword} {}{} =",
+        data.name.name,
+        type_params(&data.params)
+    )];
+    let indent = spaces(STEP);
+    match data.kind {
+        DataKind::Struct => {
+            for field in data.cons.iter().flat_map(|con| &con.fields) {
+                let name = field.name.as_ref().map_or("_", |name| name.name.as_str());
+                lines.push(format!(
+                    "{indent}{name} : {}",
+                    type_expr(&field.ty, TyLevel::Full)
+                ));
+            }
+            for method in &data.methods {
+                lines.push(format!("{indent}{}", fun_def(method, STEP)));
+            }
+        }
+        DataKind::Data | DataKind::Enum => {
+            for con in &data.cons {
+                lines.push(format!("{indent}{}", con_decl(con)));
+            }
+        }
+    }
+    lines.join("\n")
+}
+
+/// `(a:Type, n|Ix)`, or nothing for no parameters.
+fn type_params(params: &[TypeParam]) -> String {
+    if params.is_empty() {
+        return String::new();
+    }
+    let params: Vec<String> = params.iter().map(type_param).collect();
+    format!("({})", params.join(", "))
+}
+
+fn type_param(param: &TypeParam) -> String {
+    let mut text = param.name.name.clone();
+    if let Some(kind) = &param.kind {
+        text.push(':');
+        text.push_str(&type_expr(kind, TyLevel::Binder));
+    }
+    for class in &param.classes {
+        text.push('|');
+        text.push_str(&class.name);
+    }
+    text
+}
+
+/// `Circle(Float)`, `Rect(w: Float, h: Float)`, `Empty`.
+fn con_decl(con: &ConDecl) -> String {
+    if con.fields.is_empty() {
+        return con.name.name.clone();
+    }
+    let fields: Vec<String> = con
+        .fields
+        .iter()
+        .map(|field| {
+            let ty = type_expr(&field.ty, TyLevel::Full);
+            match &field.name {
+                Some(name) => format!("{}: {ty}", name.name),
+                None => ty,
+            }
+        })
+        .collect();
+    format!("{}({})", con.name.name, fields.join(", "))
+}
+
+fn interface_decl(interface: &InterfaceDecl) -> String {
+    let mut lines = vec![format!(
+        "interface {}{}",
+        interface.name.name,
+        type_params(&interface.params)
+    )];
+    let indent = spaces(STEP);
+    for method in &interface.methods {
+        lines.push(format!(
+            "{indent}{} : {}",
+            def_name(&method.name),
+            type_expr(&method.ty, TyLevel::Full)
+        ));
+    }
+    for default in &interface.defaults {
+        lines.push(format!("{indent}{}", fun_def(default, STEP)));
+    }
+    lines.join("\n")
+}
+
+fn instance_decl(instance: &InstanceDecl) -> String {
+    let args: Vec<String> = instance
+        .args
+        .iter()
+        .map(|arg| type_expr(arg, TyLevel::Full))
+        .collect();
+    let mut head = format!("instance {}({})", instance.class.name, args.join(", "));
+    head.push_str(&given(&instance.given));
+    let mut lines = vec![head];
+    let indent = spaces(STEP);
+    for item in &instance.methods {
+        let text = match item {
+            InstanceItem::Def(def) => fun_def(def, STEP),
+            InstanceItem::Let(binding) => match &binding.pat {
+                Pattern::Var(name) => {
+                    format!("{} ={}", def_name(name), body(&binding.value, STEP).text)
+                }
+                _ => let_binding(binding, STEP),
+            },
+        };
+        lines.push(format!("{indent}{text}"));
+    }
+    lines.join("\n")
+}
+
+/// `Name = T`, `Name : Type = T`, `def Name(params) -> Type = T`.
+fn type_alias(alias: &TypeAlias) -> String {
+    let ty = type_expr(&alias.ty, TyLevel::Full);
+    match &alias.params {
+        Some(params) => format!(
+            "def {}({}) -> Type = {ty}",
+            alias.name.name,
+            def_params(params)
+        ),
+        None if alias.annotated => format!("{} : Type = {ty}", alias.name.name),
+        None => format!("{} = {ty}", alias.name.name),
+    }
+}
+
+/// A definition's name: an operator in parentheses (`(./)`).
+fn def_name(name: &Ident) -> String {
+    if is_symbolic(&name.name) {
+        format!("({})", name.name)
+    } else {
+        name.name.clone()
+    }
+}
+
+/// Whether a name is an operator's (`./`, `<>`), written in parentheses as a function.
+fn is_symbolic(name: &str) -> bool {
+    name.chars()
+        .next()
+        .is_some_and(|ch| !ch.is_alphanumeric() && ch != '_')
+}
+
+/// ` given (n|Ix, a|Add|Sub)`, or nothing.
+fn given(binders: &[GivenBinder]) -> String {
+    if binders.is_empty() {
+        return String::new();
+    }
+    let binders: Vec<String> = binders
+        .iter()
+        .map(|binder| {
+            let mut text = binder.name.name.clone();
+            for class in &binder.classes {
+                text.push('|');
+                text.push_str(&class.name);
+            }
+            text
+        })
+        .collect();
+    format!(" given ({})", binders.join(", "))
+}
+
+fn def_params(params: &[Param]) -> String {
+    let params: Vec<String> = params
+        .iter()
+        .map(|param| match &param.ty {
+            Some(ty) => format!("{}: {}", pattern(&param.pat), type_expr(ty, TyLevel::Full)),
+            None => pattern(&param.pat),
+        })
+        .collect();
+    params.join(", ")
 }
 
 fn command_name(command: Command) -> &'static str {
@@ -84,30 +270,12 @@ fn command_name(command: Command) -> &'static str {
 
 /// `def name(params) -> R given (n|Ix) =` and the body, always on the next lines.
 fn fun_def(def: &FunDef, ind: usize) -> String {
-    let params: Vec<String> = def
-        .params
-        .iter()
-        .map(|param| match &param.ty {
-            Some(ty) => format!("{}: {}", pattern(&param.pat), type_expr(ty, TyLevel::Full)),
-            None => pattern(&param.pat),
-        })
-        .collect();
-    let mut head = format!("def {}({})", def.name.name, params.join(", "));
+    let mut head = format!("def {}({})", def_name(&def.name), def_params(&def.params));
     if let Some(ret) = &def.ret {
         head.push_str(" -> ");
         head.push_str(&type_expr(ret, TyLevel::Full));
     }
-    if !def.given.is_empty() {
-        let binders: Vec<String> = def
-            .given
-            .iter()
-            .map(|binder| match &binder.class {
-                Some(class) => format!("{}|{}", binder.name.name, class.name),
-                None => binder.name.name.clone(),
-            })
-            .collect();
-        head.push_str(&format!(" given ({})", binders.join(", ")));
-    }
+    head.push_str(&given(&def.given));
     format!("{head} ={}", block_body(&def.body, ind))
 }
 
@@ -130,6 +298,16 @@ fn pattern(pat: &Pattern) -> String {
         Pattern::Tuple(items, _) => format!("({})", patterns(items)),
         Pattern::Table(items, _) => format!("[{}]", patterns(items)),
         Pattern::Wildcard(_) => "_".to_string(),
+        // Always in the call form, which stands wherever a pattern may.
+        Pattern::Con { name, args, .. } => format!("{}({})", name.name, patterns(args)),
+        Pattern::Lit { lit, negated, .. } => {
+            let text = literal(lit);
+            match (negated, text.strip_prefix('(')) {
+                (false, _) => text,
+                // A float literal prints as `(-2.5)`; a pattern is written `-2.5`.
+                (true, _) => format!("-{text}"),
+            }
+        }
     }
 }
 
@@ -225,6 +403,7 @@ fn block_lines(stmts: &[Stmt], result: &Expr, ind: usize) -> String {
         .map(|stmt| match stmt {
             Stmt::Let(binding) => let_binding(binding, ind),
             Stmt::Def(def) => fun_def(def, ind),
+            Stmt::TypeAlias(alias) => type_alias(alias),
         })
         .collect();
     lines.push(match &result.kind {
@@ -264,11 +443,15 @@ fn level(expr: &Expr) -> Ctx {
         | ExprKind::Section(_)
         | ExprKind::Hole
         | ExprKind::At { .. }
+        | ExprKind::UserOp { .. }
         | ExprKind::Annot { .. } => Ctx::Atom,
-        ExprKind::Index { .. } => Ctx::Arg,
+        ExprKind::Index { .. } | ExprKind::Field { .. } => Ctx::Arg,
         ExprKind::App { .. } if has_named_arg(expr) => Ctx::Arg,
         ExprKind::App { .. } => Ctx::Operand,
-        ExprKind::Lam { .. } | ExprKind::For { .. } | ExprKind::If { .. } => Ctx::Expr,
+        ExprKind::Lam { .. }
+        | ExprKind::For { .. }
+        | ExprKind::If { .. }
+        | ExprKind::Case { .. } => Ctx::Expr,
         // Printed in parentheses on its own lines (`Printer::expr`); the parser never puts a
         // block where this matters.
         ExprKind::Block { .. } => Ctx::Atom,
@@ -308,7 +491,7 @@ impl Printer {
             return Out::closed(format!("({}", close(inner, ind, ")")));
         }
         match &expr.kind {
-            ExprKind::Var(ident) => Out::closed(ident.name.clone()),
+            ExprKind::Var(ident) => Out::closed(def_name(ident)),
             ExprKind::Lit(lit) => Out::closed(literal(lit)),
             ExprKind::Section(op) => Out::closed(format!("({})", op.symbol())),
             ExprKind::Hole => Out::closed("_".to_string()),
@@ -365,6 +548,31 @@ impl Printer {
             ExprKind::Neg(inner) => {
                 let inner = self.expr(inner, Ctx::Operand, ind);
                 Out::closed(format!("(-{}", close(inner, ind, ")")))
+            }
+            ExprKind::UserOp { op, lhs, rhs } => {
+                let lhs = self.expr(lhs, Ctx::Operand, ind);
+                let lhs = close(lhs, ind, &format!(" {} ", op.name));
+                let rhs = self.expr(rhs, Ctx::Operand, ind);
+                Out::closed(format!("({lhs}{})", close(rhs, ind, "")))
+            }
+            ExprKind::Field { base, field } => {
+                let base = self.expr(base, Ctx::Arg, ind);
+                Out::closed(close(base, ind, &format!(".{}", field.name)))
+            }
+            ExprKind::Case { scrutinee, alts } => {
+                let scrutinee = self.expr(scrutinee, Ctx::Operand, ind);
+                let mut text = format!("case {}", close(scrutinee, ind, " of"));
+                let inner = ind + STEP;
+                for alt in alts {
+                    let alt_body = body(&alt.body, inner);
+                    text.push_str(&format!(
+                        "\n{}{} ->{}",
+                        spaces(inner),
+                        pattern(&alt.pat),
+                        alt_body.text
+                    ));
+                }
+                Out { text, open: true }
             }
             ExprKind::Index { base, indices } => {
                 let base = self.expr(base, Ctx::Arg, ind);
@@ -483,6 +691,13 @@ fn literal(lit: &Lit) -> String {
         Lit::Bool(true) => "True".to_string(),
         Lit::Bool(false) => "False".to_string(),
         Lit::Str(text) => quoted(text),
+        Lit::Char(byte) => match byte {
+            b'\'' => "'\\''".to_string(),
+            b'\\' => "'\\\\'".to_string(),
+            b'\n' => "'\\n'".to_string(),
+            b'\t' => "'\\t'".to_string(),
+            _ => format!("'{}'", *byte as char),
+        },
     }
 }
 
@@ -519,6 +734,22 @@ fn type_expr(ty: &TypeExpr, at: TyLevel) -> String {
     let (text, own) = match &ty.kind {
         TypeExprKind::Name(ident) => (ident.name.clone(), TyLevel::Binder),
         TypeExprKind::Hole => ("_".to_string(), TyLevel::Binder),
+        TypeExprKind::App(name, args) => {
+            let args: Vec<String> = args
+                .iter()
+                .map(|arg| type_expr(arg, TyLevel::Full))
+                .collect();
+            (
+                format!("{}({})", name.name, args.join(", ")),
+                TyLevel::Binder,
+            )
+        }
+        // An integer, or an operator application in its parentheses (`(n + 1)`): what the
+        // parser reads as a size.
+        TypeExprKind::Size(size) => (
+            Printer.expr(size, Ctx::Atom, TOP_CONTINUATION).text,
+            TyLevel::Binder,
+        ),
         TypeExprKind::Tuple(items) => {
             let items: Vec<String> = items
                 .iter()
@@ -1006,8 +1237,11 @@ mod tests {
         }
 
         fn fun_def(body: BoxedStrategy<Expr>) -> BoxedStrategy<FunDef> {
-            let given = (ident(&["n", "m"]), prop::option::of(ident(&["Ix", "Add"])))
-                .prop_map(|(name, class)| GivenBinder { name, class });
+            let given = (
+                ident(&["n", "m"]),
+                prop::collection::vec(ident(&["Ix", "Add"]), 0..3),
+            )
+                .prop_map(|(name, classes)| GivenBinder { name, classes });
             (
                 ident(&["g", "h'"]),
                 prop::collection::vec(param(), 0..3),

@@ -15,6 +15,16 @@ fn sexp(expr: &Expr) -> String {
         ExprKind::Lit(Lit::Float(value)) => format!("{value:?}"),
         ExprKind::Lit(Lit::Bool(value)) => if *value { "True" } else { "False" }.to_string(),
         ExprKind::Lit(Lit::Str(text)) => format!("{text:?}"),
+        ExprKind::Lit(Lit::Char(byte)) => format!("{:?}", *byte as char),
+        ExprKind::UserOp { op, lhs, rhs } => format!("({} {} {})", op.name, sexp(lhs), sexp(rhs)),
+        ExprKind::Field { base, field } => format!("(. {} {})", sexp(base), field.name),
+        ExprKind::Case { scrutinee, alts } => {
+            let alts: Vec<String> = alts
+                .iter()
+                .map(|alt| format!("({} -> {})", pat(&alt.pat), sexp(&alt.body)))
+                .collect();
+            format!("(case {} {})", sexp(scrutinee), alts.join(" "))
+        }
         ExprKind::Lam { params, body } => {
             let params: Vec<String> = params.iter().map(param).collect();
             format!("(\\ {} . {})", params.join(" "), sexp(body))
@@ -96,6 +106,14 @@ fn pat(pattern: &Pattern) -> String {
             format!("[{}]", items.join(" "))
         }
         Pattern::Wildcard(_) => "_".to_string(),
+        Pattern::Con { name, args, .. } => {
+            let args: Vec<String> = args.iter().map(pat).collect();
+            format!("({} {})", name.name, args.join(" "))
+        }
+        Pattern::Lit { lit, negated, .. } => {
+            let sign = if *negated { "-" } else { "" };
+            format!("{sign}{lit:?}")
+        }
     }
 }
 
@@ -113,6 +131,11 @@ fn ty_sexp(ty: &TypeExpr) -> String {
             format!("(-> ({}) {})", params.join(" "), ty_sexp(result))
         }
         TypeExprKind::Hole => "_".to_string(),
+        TypeExprKind::App(name, args) => {
+            let args: Vec<String> = args.iter().map(ty_sexp).collect();
+            format!("({} {})", name.name, args.join(" "))
+        }
+        TypeExprKind::Size(size) => format!("(size {})", sexp(size)),
     }
 }
 
@@ -141,9 +164,13 @@ fn def_sexp(def: &FunDef) -> String {
         let binders: Vec<String> = def
             .given
             .iter()
-            .map(|binder| match &binder.class {
-                Some(class) => format!("{}|{}", binder.name.name, class.name),
-                None => binder.name.name.clone(),
+            .map(|binder| {
+                let mut text = binder.name.name.clone();
+                for class in &binder.classes {
+                    text.push('|');
+                    text.push_str(&class.name);
+                }
+                text
             })
             .collect();
         format!(" given ({})", binders.join(", "))
@@ -162,7 +189,35 @@ fn stmt(statement: &Stmt) -> String {
     match statement {
         Stmt::Let(binding) => let_sexp(binding),
         Stmt::Def(def) => def_sexp(def),
+        Stmt::TypeAlias(alias) => alias_sexp(alias),
     }
+}
+
+fn alias_sexp(alias: &TypeAlias) -> String {
+    let params = alias.params.as_ref().map_or(String::new(), |params| {
+        let params: Vec<String> = params.iter().map(param).collect();
+        format!("({})", params.join(", "))
+    });
+    format!("(type {}{params} {})", alias.name.name, ty_sexp(&alias.ty))
+}
+
+fn type_params_sexp(params: &[TypeParam]) -> String {
+    let params: Vec<String> = params
+        .iter()
+        .map(|param| {
+            let mut text = param.name.name.clone();
+            if let Some(kind) = &param.kind {
+                text.push(':');
+                text.push_str(&ty_sexp(kind));
+            }
+            for class in &param.classes {
+                text.push('|');
+                text.push_str(&class.name);
+            }
+            text
+        })
+        .collect();
+    params.join(", ")
 }
 
 fn decl_sexp(decl: &Decl) -> String {
@@ -182,6 +237,62 @@ fn decl_sexp(decl: &Decl) -> String {
             )
         }
         Decl::Import(ident) => format!("(import {})", ident.name),
+        Decl::TypeAlias(alias) => alias_sexp(alias),
+        Decl::Data(data) => {
+            let cons: Vec<String> = data
+                .cons
+                .iter()
+                .map(|con| {
+                    let fields: Vec<String> = con
+                        .fields
+                        .iter()
+                        .map(|field| match &field.name {
+                            Some(name) => format!("{}:{}", name.name, ty_sexp(&field.ty)),
+                            None => ty_sexp(&field.ty),
+                        })
+                        .collect();
+                    format!("({} {})", con.name.name, fields.join(" "))
+                })
+                .collect();
+            format!(
+                "({:?} {}({}) {})",
+                data.kind,
+                data.name.name,
+                type_params_sexp(&data.params),
+                cons.join(" ")
+            )
+        }
+        Decl::Interface(interface) => {
+            let methods: Vec<String> = interface
+                .methods
+                .iter()
+                .map(|method| format!("({} : {})", method.name.name, ty_sexp(&method.ty)))
+                .chain(interface.defaults.iter().map(def_sexp))
+                .collect();
+            format!(
+                "(interface {}({}) {})",
+                interface.name.name,
+                type_params_sexp(&interface.params),
+                methods.join(" ")
+            )
+        }
+        Decl::Instance(instance) => {
+            let args: Vec<String> = instance.args.iter().map(ty_sexp).collect();
+            let items: Vec<String> = instance
+                .methods
+                .iter()
+                .map(|item| match item {
+                    InstanceItem::Def(def) => def_sexp(def),
+                    InstanceItem::Let(binding) => let_sexp(binding),
+                })
+                .collect();
+            format!(
+                "(instance {}({}) {})",
+                instance.class.name,
+                args.join(", "),
+                items.join(" ")
+            )
+        }
     }
 }
 

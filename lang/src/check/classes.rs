@@ -1,0 +1,167 @@
+//! Interfaces and instances (LANGUAGE.md §8): what `interface` and `instance` declarations make,
+//! and the methods a user instance of one of dx's built-in classes defines.
+//!
+//! Instances are resolved at compile time: the checker decides that an instance exists for a
+//! type (`Infer::class_holds`), and the lowering, which knows every type concretely, picks the
+//! instance by matching its head against the type (`match_head`) and inlines the method, as it
+//! inlines every function. No dictionary survives lowering.
+
+use std::collections::HashMap;
+
+use super::builtins::Class;
+use super::typed::DefInfo;
+use super::types::{BaseTy, Rigid, Ty};
+use crate::syntax::ast::FunDef;
+use crate::syntax::Span;
+
+/// An interface: a class of types with methods.
+#[derive(Clone, Debug)]
+pub struct ClassDef {
+    pub class: Class,
+    pub name: String,
+    /// The class variable, as the method signatures mention it, and its name.
+    pub param: Rigid,
+    pub param_name: String,
+    /// Classes every instance's type must also be in (`interface VSpace(a|Add)`).
+    pub supers: Vec<Class>,
+    pub methods: Vec<MethodDef>,
+}
+
+#[derive(Clone, Debug)]
+pub struct MethodDef {
+    pub name: String,
+    /// The method's own type variables (other than the class variable), in order.
+    pub vars: Vec<Rigid>,
+    /// The method's type, in terms of the class variable and `vars`.
+    pub ty: Ty,
+    /// A default definition, checked for each instance that does not give the method.
+    pub default: Option<FunDef>,
+}
+
+/// An instance: the methods of a class for the types that match `head`.
+#[derive(Clone, Debug)]
+pub struct InstanceDef {
+    pub class: Class,
+    /// The instance's type variables (its `given` binders and the names its head leaves
+    /// implicit), with their classes as constraints.
+    pub vars: Vec<Rigid>,
+    pub head: Ty,
+    /// One per method of the class, in the class's order.
+    pub methods: Vec<InstanceMethod>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct InstanceMethod {
+    /// The checked definition (its body is a lambda per parameter, or a value).
+    pub def: DefInfo,
+    /// The rigid variables the body uses for the method's own variables (`MethodDef::vars`).
+    pub method_vars: Vec<Rigid>,
+}
+
+/// Whether `ty` is an instance of `head` (whose variables are `vars`): `Some` with the types
+/// the variables stand for, `None` when it is not. `Err` when a unification variable in `ty`
+/// blocks the decision (the checker waits for it).
+pub fn match_head(head: &Ty, vars: &[Rigid], ty: &Ty) -> Result<Option<HashMap<Rigid, Ty>>, ()> {
+    let mut bindings = HashMap::new();
+    match match_into(head, vars, ty, &mut bindings) {
+        Matched::Yes => Ok(Some(bindings)),
+        Matched::No => Ok(None),
+        Matched::Blocked => Err(()),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Matched {
+    Yes,
+    No,
+    Blocked,
+}
+
+fn match_into(head: &Ty, vars: &[Rigid], ty: &Ty, bindings: &mut HashMap<Rigid, Ty>) -> Matched {
+    if let Ty::Rigid(rigid, _) = head {
+        if vars.contains(rigid) {
+            return match bindings.get(rigid) {
+                Some(bound) if bound == ty => Matched::Yes,
+                Some(_) if matches!(ty, Ty::Var(_)) => Matched::Blocked,
+                Some(_) => Matched::No,
+                None => {
+                    bindings.insert(*rigid, ty.clone());
+                    Matched::Yes
+                }
+            };
+        }
+    }
+    if matches!(ty, Ty::Var(_)) {
+        return Matched::Blocked;
+    }
+    let all = |pairs: Vec<(&Ty, &Ty)>, bindings: &mut HashMap<Rigid, Ty>| {
+        let mut res = Matched::Yes;
+        for (head_item, item) in pairs {
+            match match_into(head_item, vars, item, bindings) {
+                Matched::No => return Matched::No,
+                Matched::Blocked => res = Matched::Blocked,
+                Matched::Yes => {}
+            }
+        }
+        res
+    };
+    match (head, ty) {
+        (Ty::Base(x), Ty::Base(y)) if x == y => Matched::Yes,
+        (Ty::Fin(x), Ty::Fin(y)) if x.normalise() == y.normalise() => Matched::Yes,
+        (Ty::Table(hi, he), Ty::Table(ti, te)) => all(vec![(hi, ti), (he, te)], bindings),
+        (Ty::Tuple(hs), Ty::Tuple(ts)) if hs.len() == ts.len() => {
+            all(hs.iter().zip(ts).collect(), bindings)
+        }
+        (Ty::Data(h), Ty::Data(t)) if h.def.id == t.def.id => {
+            all(h.args.iter().zip(&t.args).collect(), bindings)
+        }
+        (Ty::Rigid(x, _), Ty::Rigid(y, _)) if x == y => Matched::Yes,
+        _ => Matched::No,
+    }
+}
+
+/// The methods a user instance of a built-in class defines, by Dex's names, with their types
+/// in terms of the class variable `a`; `None` for a class that takes no user instances.
+pub fn builtin_methods(class: Class, a: &Ty) -> Option<Vec<(&'static str, Ty)>> {
+    let binary = || Ty::funs(vec![a.clone(), a.clone()], a.clone());
+    let predicate = || Ty::funs(vec![a.clone(), a.clone()], Ty::bool());
+    Some(match class {
+        // Dex's `Add` has `sub` too: an instance of `Add` is one of dx's `Sub` as well.
+        Class::Add => vec![("add", binary()), ("sub", binary()), ("zero", a.clone())],
+        Class::Mul => vec![("mul", binary()), ("one", a.clone())],
+        Class::Div => vec![("divide", binary())],
+        Class::VSpace => vec![(
+            "scale_vec",
+            Ty::funs(vec![Ty::float(), a.clone()], a.clone()),
+        )],
+        Class::Eq => vec![("==", predicate())],
+        Class::Ord => vec![("<", predicate()), (">", predicate())],
+        Class::Ix => vec![
+            ("size", Ty::nat()),
+            ("ordinal", Ty::fun(a.clone(), Ty::nat())),
+            ("unsafe_from_ordinal", Ty::fun(Ty::nat(), a.clone())),
+        ],
+        Class::Arbitrary => vec![("arb", Ty::fun(Ty::Base(BaseTy::Word64), a.clone()))],
+        Class::Sub | Class::Floating | Class::Num | Class::Float | Class::Show | Class::User(_) => {
+            return None
+        }
+    })
+}
+
+/// The classes a user instance of built-in class `class` puts its type in.
+pub fn builtin_instance_classes(class: Class) -> Vec<Class> {
+    match class {
+        Class::Add => vec![Class::Add, Class::Sub],
+        other => vec![other],
+    }
+}
+
+/// The classes a type must already be in for an instance of built-in class `class`.
+pub fn builtin_supers(class: Class) -> Vec<Class> {
+    match class {
+        Class::VSpace => vec![Class::Add],
+        Class::Ord => vec![Class::Eq],
+        _ => Vec::new(),
+    }
+}

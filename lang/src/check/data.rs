@@ -1,0 +1,191 @@
+//! User types (LANGUAGE.md §8): the definitions that `struct`, `data` and `enum` declarations
+//! make, and the types that name them.
+//!
+//! A `DataDef` is immutable once declared and shared (`Arc`) by every type that names it, so
+//! that any function of a type (its leaves, its printing, its tangent space) can look at the
+//! constructors without an environment. Redeclaring a name in the REPL makes a new definition
+//! with a new id; values of the old type keep the old definition.
+//!
+//! Representation (Note [Data representation]): the core IR has no user types. A value of a
+//! type with one constructor is the tuple of its fields; a value of a type with several
+//! constructors is the tuple of a `Nat` tag (the constructor's position) and, for every
+//! constructor in order, the tuple of its fields. `repr` gives that tuple type, and every
+//! function from types to arrays (leaves, assembling values, printing) goes through it.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, OnceLock};
+
+use super::types::{Rigid, Size, Ty};
+
+// Note [Data representation]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A value of a type with several constructors keeps the fields of *every* constructor, those of
+// the constructors it was not made with set to zero (as a tuple is stored as one array per
+// component, a table of such values is a tag array plus one array per field: no boxing, no
+// per-element interpretation). Every constructor application writes zeros there, and every
+// operation on such values (`select`, `case`, indexing) moves whole values, so the invariant
+// "the fields of the other constructors are zero" holds for every value. Equality and order
+// can therefore compare all leaves, tag first: two values with the same tag have equal zeros
+// elsewhere, so the comparison is that of Dex's derived `Eq`/`Ord` (constructor order, then
+// the fields). `case` under a `for` computes every alternative and the tag selects, as `if`
+// does (seed 001 §5.2, the strict `cond`).
+
+/// What declared a user type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DataKind {
+    Struct,
+    Data,
+    Enum,
+}
+
+/// A parameter of a user type: a type (`a:Type`, `n|Ix`), or a size (`n:Nat`), which is
+/// represented by the index set `Fin n` (so a field `(Fin n)=>Float` reads `size` of it).
+#[derive(Clone, Debug)]
+pub struct DataParam {
+    pub name: String,
+    pub rigid: Rigid,
+    pub is_size: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct FieldDef {
+    pub name: Option<String>,
+    /// The field's type; it mentions the parameters as their rigid variables.
+    pub ty: Ty,
+}
+
+#[derive(Clone, Debug)]
+pub struct ConDef {
+    pub name: String,
+    pub fields: Vec<FieldDef>,
+}
+
+/// A declared user type.
+#[derive(Debug)]
+pub struct DataDef {
+    /// Unique in the session (names may be redeclared in the REPL).
+    pub id: u32,
+    pub name: String,
+    pub kind: DataKind,
+    pub params: Vec<DataParam>,
+    pub cons: Vec<ConDef>,
+    /// The size of the type as an index set, once an instance of `Ix` has given it (in terms
+    /// of the parameters).
+    pub ix_size: OnceLock<Size>,
+}
+
+/// A user type applied to its arguments (one per parameter, in order).
+#[derive(Clone, Debug)]
+pub struct DataTy {
+    pub def: Arc<DataDef>,
+    pub args: Vec<Ty>,
+}
+
+impl PartialEq for DataTy {
+    fn eq(&self, other: &DataTy) -> bool {
+        self.def.id == other.def.id && self.args == other.args
+    }
+}
+
+impl Eq for DataTy {}
+
+impl Hash for DataTy {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.def.id.hash(state);
+        self.args.hash(state);
+    }
+}
+
+impl DataDef {
+    /// Whether values carry a tag (the type has several constructors).
+    pub fn is_tagged(&self) -> bool {
+        self.cons.len() != 1
+    }
+
+    pub fn con_index(&self, name: &str) -> Option<usize> {
+        self.cons.iter().position(|con| con.name == name)
+    }
+}
+
+impl DataTy {
+    /// The field types of constructor `con`, with the parameters replaced by the arguments.
+    pub fn fields(&self, con: usize) -> Vec<Ty> {
+        self.def.cons[con]
+            .fields
+            .iter()
+            .map(|field| self.instantiate(&field.ty))
+            .collect()
+    }
+
+    /// A type written in terms of the parameters, with the arguments in their place.
+    pub fn instantiate(&self, ty: &Ty) -> Ty {
+        let mapping: Vec<(Rigid, &Ty)> = self
+            .def
+            .params
+            .iter()
+            .map(|param| param.rigid)
+            .zip(&self.args)
+            .collect();
+        ty.map(&mut |inner| match inner {
+            Ty::Rigid(rigid, _) => mapping
+                .iter()
+                .find(|(bound, _)| bound == rigid)
+                .map(|(_, arg)| (*arg).clone()),
+            _ => None,
+        })
+    }
+
+    /// The tuple type a value is stored as. See Note [Data representation].
+    pub fn repr(&self) -> Ty {
+        let con_tuple = |con: usize| Ty::Tuple(self.fields(con));
+        if !self.def.is_tagged() {
+            return con_tuple(0);
+        }
+        let mut items = vec![Ty::nat()];
+        items.extend((0..self.def.cons.len()).map(con_tuple));
+        Ty::Tuple(items)
+    }
+
+    /// The position of a named field of a single-constructor type.
+    pub fn field_index(&self, name: &str) -> Option<usize> {
+        if self.def.is_tagged() {
+            return None;
+        }
+        self.def.cons[0]
+            .fields
+            .iter()
+            .position(|field| field.name.as_deref() == Some(name))
+    }
+
+    /// The names a field access may use, for an error message.
+    pub fn field_names(&self) -> Vec<String> {
+        if self.def.is_tagged() {
+            return Vec::new();
+        }
+        self.def.cons[0]
+            .fields
+            .iter()
+            .filter_map(|field| field.name.clone())
+            .collect()
+    }
+}
+
+/// Dex's type syntax: `Point`, `(MyPair Int32 Float32)`, `(Layer (Fin 3) (Fin 2))`; a size
+/// parameter prints as its size (`(Vec 3)`).
+impl fmt::Display for DataTy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.args.is_empty() {
+            return write!(f, "{}", self.def.name);
+        }
+        write!(f, "({}", self.def.name)?;
+        for (param, arg) in self.def.params.iter().zip(&self.args) {
+            match arg {
+                Ty::Fin(size) if param.is_size => write!(f, " {size}")?,
+                Ty::Fin(_) => write!(f, " ({arg})")?,
+                _ => write!(f, " {arg}")?,
+            }
+        }
+        write!(f, ")")
+    }
+}

@@ -1,0 +1,621 @@
+//! Declarations of user types, interfaces, instances and type aliases (LANGUAGE.md §8): the
+//! checker reads them and records what they make in the environment.
+//!
+//! - `struct`/`data`/`enum` make a `DataDef`: parameters become rigid variables (a `Nat`
+//!   parameter is a size: `Fin n` in a field reads `size` of an index set standing for it),
+//!   field types are read in their scope. A type cannot mention itself (values have static
+//!   shapes: there is no recursive type).
+//! - `interface` makes a `ClassDef`; its methods become names in scope, each a function whose
+//!   type mentions the class variable.
+//! - `instance` checks one definition per method against the interface's signature with the
+//!   class variable replaced by the instance's type; missing methods take the interface's
+//!   default; an instance of `Ix` also fixes the size of the type's index set.
+//! - Type aliases and type functions are read or stored to be read at each use.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::builtins::Class;
+use super::classes::{
+    builtin_methods, builtin_supers, match_head, ClassDef, InstanceDef, InstanceMethod, MethodDef,
+};
+use super::data::{ConDef, DataDef, DataKind, DataParam, FieldDef};
+use super::env::TypeFn;
+use super::infer::{check_literals, is_nat_param, substitute_rigids, Binding, Infer};
+use super::typed::DefInfo;
+use super::types::{Rigid, Size, Ty};
+use super::TypeError;
+use crate::syntax::ast::{
+    self, DataDecl, InstanceDecl, InstanceItem, InterfaceDecl, Pattern, TypeExpr, TypeExprKind,
+};
+use crate::syntax::Span;
+
+type Result<T> = std::result::Result<T, TypeError>;
+
+fn error<T>(span: Span, message: impl Into<String>) -> Result<T> {
+    Err(TypeError::new(span, message))
+}
+
+impl Infer<'_> {
+    /// `struct`, `data` or `enum`: checks the declaration and records the type and its
+    /// constructors.
+    pub fn declare_data(&mut self, decl: &DataDecl) -> Result<()> {
+        let res = self.with_scope(|cx| cx.data_def(decl));
+        let def = self.with_recovered(res)?;
+        self.finish()?;
+        let def = Arc::new(def);
+        self.env.unbind(&def.name);
+        for (position, con) in def.cons.iter().enumerate() {
+            self.env.unbind(&con.name);
+            self.env
+                .constructors
+                .insert(con.name.clone(), (def.clone(), position));
+        }
+        self.env.data_types.insert(def.name.clone(), def);
+        Ok(())
+    }
+
+    fn data_def(&mut self, decl: &DataDecl) -> Result<DataDef> {
+        if let Some(method) = decl.methods.first() {
+            return error(
+                method.span,
+                "methods inside a `struct` are not supported yet: define a function of the \
+                 struct after it",
+            );
+        }
+        let mut params = Vec::new();
+        for param in &decl.params {
+            let classes = self.classes_of(&param.classes)?;
+            let is_size = match &param.kind {
+                None => false,
+                Some(TypeExpr {
+                    kind: TypeExprKind::Name(kind),
+                    ..
+                }) if kind.name == "Type" || kind.name == "Nat" => kind.name == "Nat",
+                Some(kind) => {
+                    return error(kind.span, "a parameter of a type is a `Type` or a `Nat`")
+                }
+            };
+            if params.iter().any(|p: &DataParam| p.name == param.name.name) {
+                return error(
+                    param.name.span,
+                    format!("`{}` is bound twice in one pattern", param.name.name),
+                );
+            }
+            let rigid = self.env.new_rigid(classes);
+            let name = param.name.name.clone();
+            let as_type = Ty::Rigid(rigid, name.clone());
+            let binding = match is_size {
+                true => Binding::SizeVar(Size::Of(Box::new(as_type))),
+                false => Binding::TypeVar(as_type),
+            };
+            self.scopes.push((name.clone(), binding));
+            params.push(DataParam {
+                name,
+                rigid,
+                is_size,
+            });
+        }
+        let mut cons: Vec<ConDef> = Vec::new();
+        for con in &decl.cons {
+            if cons.iter().any(|seen| seen.name == con.name.name) {
+                return error(
+                    con.name.span,
+                    format!("the constructor `{}` is declared twice", con.name.name),
+                );
+            }
+            let mut fields: Vec<FieldDef> = Vec::new();
+            for field in &con.fields {
+                if mentions(&field.ty, &decl.name.name) {
+                    return error(
+                        field.ty.span,
+                        format!(
+                            "`{}` is used in its own declaration: dx has no recursive types \
+                             (every value has a shape known when it is compiled)",
+                            decl.name.name
+                        ),
+                    );
+                }
+                let name = field.name.as_ref().map(|name| name.name.clone());
+                if let Some(dup) = field.name.as_ref().filter(|name| {
+                    fields
+                        .iter()
+                        .any(|seen| seen.name.as_deref() == Some(&name.name))
+                }) {
+                    return error(
+                        dup.span,
+                        format!("the field `{}` is declared twice", dup.name),
+                    );
+                }
+                let ty = self.read_type(&field.ty, &mut None)?;
+                fields.push(FieldDef { name, ty });
+            }
+            cons.push(ConDef {
+                name: con.name.name.clone(),
+                fields,
+            });
+        }
+        if cons.is_empty() {
+            return error(decl.name.span, "a type needs at least one constructor");
+        }
+        let kind = match decl.kind {
+            ast::DataKind::Struct => DataKind::Struct,
+            ast::DataKind::Data => DataKind::Data,
+            ast::DataKind::Enum => DataKind::Enum,
+        };
+        let cons = cons
+            .into_iter()
+            .map(|con| ConDef {
+                fields: con
+                    .fields
+                    .into_iter()
+                    .map(|field| FieldDef {
+                        ty: self.zonk(&field.ty),
+                        ..field
+                    })
+                    .collect(),
+                ..con
+            })
+            .collect();
+        Ok(DataDef {
+            id: self.env.next_data_id(),
+            name: decl.name.name.clone(),
+            kind,
+            params,
+            cons,
+            ix_size: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// The classes written in `a|Add|Sub`, with what they imply.
+    fn classes_of(&self, names: &[ast::Ident]) -> Result<Vec<Class>> {
+        let mut classes = Vec::new();
+        for name in names {
+            let found = self.env.class_by_name(&name.name).ok_or_else(|| {
+                TypeError::new(name.span, format!("unknown class `{}`", name.name))
+            })?;
+            classes.extend(found);
+        }
+        Ok(classes)
+    }
+
+    /// `interface Name(a)` + method signatures and defaults: records the interface and makes
+    /// its methods names in scope.
+    pub fn declare_interface(&mut self, decl: &InterfaceDecl) -> Result<()> {
+        let res = self.with_scope(|cx| cx.class_def(decl));
+        let def = self.with_recovered(res)?;
+        self.finish()?;
+        self.env.unbind(&def.name);
+        for (position, method) in def.methods.iter().enumerate() {
+            self.env.unbind(&method.name);
+            self.env
+                .methods
+                .insert(method.name.clone(), (def.class, position));
+        }
+        self.env.class_names.insert(def.name.clone(), def.class);
+        self.env.class_defs.insert(def.class, def);
+        Ok(())
+    }
+
+    fn class_def(&mut self, decl: &InterfaceDecl) -> Result<ClassDef> {
+        let [param] = decl.params.as_slice() else {
+            return error(
+                decl.name.span,
+                "an interface has one parameter: `interface Name(a)`",
+            );
+        };
+        let supers = self.classes_of(&param.classes)?;
+        let class = Class::User(self.env.next_data_id());
+        let mut own = supers.clone();
+        own.push(class);
+        let rigid = self.env.new_rigid(own);
+        self.scopes.push((
+            param.name.name.clone(),
+            Binding::TypeVar(Ty::Rigid(rigid, param.name.name.clone())),
+        ));
+        let mut methods: Vec<MethodDef> = Vec::new();
+        for sig in &decl.methods {
+            if methods.iter().any(|seen| seen.name == sig.name.name) {
+                return error(
+                    sig.name.span,
+                    format!("the method `{}` is declared twice", sig.name.name),
+                );
+            }
+            let mut implicit = Vec::new();
+            let ty = self.read_type(&sig.ty, &mut Some(&mut implicit))?;
+            let default = decl
+                .defaults
+                .iter()
+                .find(|default| default.name.name == sig.name.name)
+                .cloned();
+            methods.push(MethodDef {
+                name: sig.name.name.clone(),
+                vars: implicit.into_iter().map(|(_, rigid)| rigid).collect(),
+                ty,
+                default,
+            });
+        }
+        if let Some(stray) = decl
+            .defaults
+            .iter()
+            .find(|default| !methods.iter().any(|m| m.name == default.name.name))
+        {
+            return error(
+                stray.name.span,
+                format!(
+                    "`{}` has a default definition but no signature in the interface",
+                    stray.name.name
+                ),
+            );
+        }
+        let methods = methods
+            .into_iter()
+            .map(|method| MethodDef {
+                ty: self.zonk(&method.ty),
+                ..method
+            })
+            .collect();
+        Ok(ClassDef {
+            class,
+            name: decl.name.name.clone(),
+            param: rigid,
+            param_name: param.name.name.clone(),
+            supers,
+            methods,
+        })
+    }
+
+    /// The interface an instance declaration names: one declared in dx, or one of dx's
+    /// built-in classes that takes user instances (`Add`, `Mul`, `VSpace`, `Eq`, `Ord`, `Ix`,
+    /// `Arbitrary`, …), whose methods are Dex's.
+    fn instance_class(&mut self, name: &ast::Ident) -> Result<ClassDef> {
+        if let Some(class) = self.env.class_names.get(&name.name).copied() {
+            if let Some(def) = self.env.class_defs.get(&class) {
+                return Ok(def.clone());
+            }
+        }
+        let builtin = Class::from_name(&name.name).and_then(|classes| classes.first().copied());
+        let Some(class) = builtin.filter(|class| !matches!(class, Class::User(_))) else {
+            return error(name.span, format!("unknown interface `{}`", name.name));
+        };
+        if let Some(def) = self.env.class_defs.get(&class) {
+            return Ok(def.clone());
+        }
+        let param = self.env.new_rigid(Vec::new());
+        let a = Ty::Rigid(param, "a".to_string());
+        let Some(methods) = builtin_methods(class, &a) else {
+            return error(
+                name.span,
+                format!(
+                    "dx's `{}` takes no instances declared in dx{}",
+                    name.name,
+                    match class {
+                        Class::Sub => ": `sub` is a method of `Add`",
+                        _ => "",
+                    }
+                ),
+            );
+        };
+        let def = ClassDef {
+            class,
+            name: name.name.clone(),
+            param,
+            param_name: "a".to_string(),
+            supers: builtin_supers(class),
+            methods: methods
+                .into_iter()
+                .map(|(method, ty)| MethodDef {
+                    name: method.to_string(),
+                    vars: Vec::new(),
+                    ty,
+                    default: None,
+                })
+                .collect(),
+        };
+        self.env.class_defs.insert(class, def.clone());
+        Ok(def)
+    }
+
+    /// `instance Name(T) given (…)` + methods: checks every method against the interface and
+    /// records the instance. With `replace`, an instance for the same type replaces the old
+    /// one (the REPL); otherwise two instances that could apply to one type are an error.
+    pub fn declare_instance(&mut self, decl: &InstanceDecl, replace: bool) -> Result<()> {
+        let res = self.with_scope(|cx| cx.instance_def(decl));
+        let def = self.with_recovered(res)?;
+        let mut replaced = None;
+        for (position, other) in self.env.instances.iter().enumerate() {
+            if other.class != def.class {
+                continue;
+            }
+            let theirs = match_head(&other.head, &other.vars, &def.head);
+            let ours = match_head(&def.head, &def.vars, &other.head);
+            match (theirs, ours) {
+                (Ok(Some(_)), Ok(Some(_))) if replace => replaced = Some(position),
+                (Ok(Some(_)), _) | (_, Ok(Some(_))) => {
+                    let class = self.env.class_name(def.class);
+                    return error(
+                        decl.args.first().map_or(decl.span, |arg| arg.span),
+                        format!(
+                            "this instance overlaps the instance {class}({}) declared before",
+                            other.head
+                        ),
+                    );
+                }
+                _ => {}
+            }
+        }
+        if let Some(position) = replaced {
+            self.env.instances.remove(position);
+        }
+        self.env.instances.push(def);
+        Ok(())
+    }
+
+    fn instance_def(&mut self, decl: &InstanceDecl) -> Result<InstanceDef> {
+        let class_def = self.instance_class(&decl.class)?;
+        let [arg] = decl.args.as_slice() else {
+            return error(
+                decl.class.span,
+                format!(
+                    "`{}` has one parameter: `instance {}(T)`",
+                    class_def.name, class_def.name
+                ),
+            );
+        };
+        let mut rigids = self.bind_given(&decl.given)?;
+        let head = self.read_type(arg, &mut Some(&mut rigids))?;
+        let vars: Vec<Rigid> = rigids.iter().map(|(_, rigid)| *rigid).collect();
+        let is_builtin = !matches!(class_def.class, Class::User(_));
+        if is_builtin && matches!(head, Ty::Base(_) | Ty::Fin(_)) {
+            return error(
+                arg.span,
+                format!("{head} is already in `{}` (built in)", class_def.name),
+            );
+        }
+        for sup in &class_def.supers {
+            self.constrain(*sup, head.clone(), arg.span);
+        }
+        // The class variable stands for the instance's type in defaults.
+        self.scopes
+            .push((class_def.param_name.clone(), Binding::TypeVar(head.clone())));
+        let mut methods = Vec::new();
+        let mut values = Vec::new();
+        for method in &class_def.methods {
+            let items: Vec<&InstanceItem> = decl
+                .methods
+                .iter()
+                .filter(|item| item.name().is_some_and(|name| name.name == method.name))
+                .collect();
+            if let Some(dup) = items.get(1) {
+                return error(
+                    dup.span(),
+                    format!("the method `{}` is defined twice", method.name),
+                );
+            }
+            let mut mapping = HashMap::new();
+            mapping.insert(class_def.param, head.clone());
+            let mut method_vars = Vec::new();
+            for var in &method.vars {
+                let fresh = self.env.new_rigid(self.env.rigid_classes(*var).to_vec());
+                mapping.insert(*var, Ty::Rigid(fresh, format!("t{}", fresh.0)));
+                method_vars.push(fresh);
+            }
+            let expected = substitute_rigids(&method.ty, &mapping);
+            let def = match (items.first(), &method.default) {
+                (Some(InstanceItem::Def(def)), _) => {
+                    self.check_method_def(def, &expected, &vars, &method_vars)?
+                }
+                (Some(InstanceItem::Let(binding)), _) => {
+                    let value = self.infer(&binding.value)?;
+                    self.unify(&expected, &value.ty, binding.value.span)?;
+                    self.solve(false)?;
+                    values.push(methods.len());
+                    DefInfo {
+                        name: method.name.clone(),
+                        vars: vars.iter().chain(&method_vars).copied().collect(),
+                        implicit: Vec::new(),
+                        ty: expected,
+                        body: value,
+                        span: binding.span,
+                    }
+                }
+                (None, Some(default)) => {
+                    self.check_method_def(default, &expected, &vars, &method_vars)?
+                }
+                (None, None) => {
+                    return error(
+                        decl.span,
+                        format!(
+                            "this instance does not define the method `{}` of {}",
+                            method.name, class_def.name
+                        ),
+                    )
+                }
+            };
+            methods.push(InstanceMethod { def, method_vars });
+        }
+        if let Some(stray) = decl.methods.iter().find(|item| {
+            item.name()
+                .is_none_or(|name| !class_def.methods.iter().any(|m| m.name == name.name))
+        }) {
+            let name = stray.name().map_or("this", |name| name.name.as_str());
+            return error(
+                stray.span(),
+                format!("`{name}` is not a method of {}", class_def.name),
+            );
+        }
+        self.finish()?;
+        for position in values {
+            let body = &mut methods[position].def.body;
+            self.zonk_expr(body);
+            check_literals(body)?;
+        }
+        let head = self.zonk(&head);
+        if class_def.class == Class::Ix {
+            self.fix_ix_size(decl, &head, &vars)?;
+        }
+        Ok(InstanceDef {
+            class: class_def.class,
+            vars,
+            head,
+            methods,
+            span: decl.span,
+        })
+    }
+
+    /// A method given by a `def`: checked with the interface's types for its parameters and
+    /// result, and then against the whole signature.
+    fn check_method_def(
+        &mut self,
+        def: &ast::FunDef,
+        expected: &Ty,
+        vars: &[Rigid],
+        method_vars: &[Rigid],
+    ) -> Result<DefInfo> {
+        let info = self.infer_def_against(def, Some(expected))?;
+        let found = self.instantiate_def(&info, super::typed::DefKey::Top(String::new()), def.span);
+        self.unify(expected, &found.ty, def.span)?;
+        Ok(DefInfo {
+            vars: vars.iter().chain(method_vars).copied().collect(),
+            ty: expected.clone(),
+            ..info
+        })
+    }
+
+    /// An instance of `Ix` for a user type fixes the size of its index set: the `size` method
+    /// must be a size known when a block is compiled (`size = 3`, `size = size n + 1`).
+    fn fix_ix_size(&mut self, decl: &InstanceDecl, head: &Ty, vars: &[Rigid]) -> Result<()> {
+        let arg_span = decl.args.first().map_or(decl.span, |arg| arg.span);
+        let Ty::Data(data) = head else {
+            return error(
+                arg_span,
+                "an instance of `Ix` declared in dx is for a user type",
+            );
+        };
+        // The head's arguments must be the instance's variables, so that the size can be
+        // written in terms of the type's parameters.
+        let mut to_params = HashMap::new();
+        for (arg, param) in data.args.iter().zip(&data.def.params) {
+            match arg {
+                Ty::Rigid(rigid, _) if vars.contains(rigid) => {
+                    to_params.insert(*rigid, Ty::Rigid(param.rigid, param.name.clone()));
+                }
+                _ => {
+                    return error(
+                        arg_span,
+                        "an instance of `Ix` is for a type applied to variables (`Ix(Wrap(n))`)",
+                    )
+                }
+            }
+        }
+        let size_expr = decl.methods.iter().find_map(|item| match item {
+            InstanceItem::Let(binding) if matches!(&binding.pat, Pattern::Var(n) if n.name == "size") => {
+                Some(&binding.value)
+            }
+            InstanceItem::Def(def) if def.name.name == "size" && def.params.is_empty() => {
+                Some(&def.body)
+            }
+            _ => None,
+        });
+        let Some(size_expr) = size_expr else {
+            return error(decl.span, "an instance of `Ix` defines `size = …`");
+        };
+        let size = self.read_size(size_expr)?;
+        let size = Ty::Fin(size).map(&mut |ty| match ty {
+            Ty::Rigid(rigid, _) => to_params.get(rigid).cloned(),
+            _ => None,
+        });
+        let Ty::Fin(size) = size else {
+            return error(size_expr.span, "internal: a size that is not a size");
+        };
+        match data.def.ix_size.get() {
+            Some(existing) if *existing != size => error(
+                arg_span,
+                format!(
+                    "the size of {} as an index set is fixed by an earlier instance; \
+                     declare the type again to change it",
+                    data.def.name
+                ),
+            ),
+            Some(_) => Ok(()),
+            None => {
+                let _ = data.def.ix_size.set(size);
+                Ok(())
+            }
+        }
+    }
+
+    /// `Name = T`, `Name : Type = T` or `def Name(params) -> Type = T` at the top level.
+    pub fn declare_alias(&mut self, alias: &ast::TypeAlias) -> Result<()> {
+        let name = alias.name.name.clone();
+        match &alias.params {
+            Some(params) => {
+                // Read the body once with the parameters as variables, so that a mistake in it
+                // is reported where the function is declared.
+                let res = self.with_scope(|cx| {
+                    for param in params {
+                        let Pattern::Var(param_name) = &param.pat else {
+                            return error(param.span, "a type function's parameter is a name");
+                        };
+                        let is_type = matches!(
+                            &param.ty,
+                            None | Some(TypeExpr {
+                                kind: TypeExprKind::Name(_),
+                                ..
+                            })
+                        ) && !is_nat_param(param);
+                        if !is_type && !is_nat_param(param) {
+                            return error(
+                                param.span,
+                                "a type function's parameter is a `Type` or a `Nat`",
+                            );
+                        }
+                        let rigid = cx.env.new_rigid(Vec::new());
+                        let as_type = Ty::Rigid(rigid, param_name.name.clone());
+                        let binding = if is_nat_param(param) {
+                            Binding::SizeVar(Size::Of(Box::new(as_type)))
+                        } else {
+                            Binding::TypeVar(as_type)
+                        };
+                        cx.scopes.push((param_name.name.clone(), binding));
+                    }
+                    cx.read_type(&alias.ty, &mut None)
+                });
+                self.with_recovered(res)?;
+                self.env.unbind(&name);
+                self.env.type_fns.insert(
+                    name,
+                    TypeFn {
+                        params: params.clone(),
+                        body: alias.ty.clone(),
+                    },
+                );
+            }
+            None => {
+                let res = self.read_type(&alias.ty, &mut None);
+                let ty = self.with_recovered(res)?;
+                self.finish()?;
+                let ty = self.zonk(&ty);
+                self.env.unbind(&name);
+                self.env.aliases.insert(name, ty);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether a type expression names `name`.
+fn mentions(ty: &TypeExpr, name: &str) -> bool {
+    match &ty.kind {
+        TypeExprKind::Name(ident) => ident.name == name,
+        TypeExprKind::App(head, args) => {
+            head.name == name || args.iter().any(|arg| mentions(arg, name))
+        }
+        TypeExprKind::Table(a, b) => mentions(a, name) || mentions(b, name),
+        TypeExprKind::Tuple(items) => items.iter().any(|item| mentions(item, name)),
+        TypeExprKind::Fun(params, result) => {
+            params.iter().any(|param| mentions(param, name)) || mentions(result, name)
+        }
+        TypeExprKind::Fin(_) | TypeExprKind::Hole | TypeExprKind::Size(_) => false,
+    }
+}
