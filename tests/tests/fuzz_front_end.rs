@@ -108,6 +108,42 @@ fn check_decl(src: &str, decl: &Decl) -> Result<(), String> {
         Decl::Let(binding) => check_let(src, binding),
         Decl::Command { expr, .. } => check_expr(src, expr),
         Decl::Import(ident) => check_span(src, ident.span),
+        Decl::Data(data) => {
+            check_span(src, data.span)?;
+            check_span(src, data.name.span)?;
+            for con in &data.cons {
+                check_span(src, con.span)?;
+                for field in &con.fields {
+                    check_span(src, field.ty.span)?;
+                }
+            }
+            data.methods.iter().try_for_each(|def| check_def(src, def))
+        }
+        Decl::Interface(interface) => {
+            check_span(src, interface.span)?;
+            for method in &interface.methods {
+                check_span(src, method.name.span)?;
+                check_span(src, method.ty.span)?;
+            }
+            interface
+                .defaults
+                .iter()
+                .try_for_each(|def| check_def(src, def))
+        }
+        Decl::Instance(instance) => {
+            check_span(src, instance.span)?;
+            for item in &instance.methods {
+                match item {
+                    InstanceItem::Def(def) => check_def(src, def)?,
+                    InstanceItem::Let(binding) => check_let(src, binding)?,
+                }
+            }
+            Ok(())
+        }
+        Decl::TypeAlias(alias) => {
+            check_span(src, alias.span)?;
+            check_span(src, alias.ty.span)
+        }
     }
 }
 
@@ -150,6 +186,24 @@ fn check_expr(src: &str, expr: &Expr) -> Result<(), String> {
         ExprKind::Neg(inner)
         | ExprKind::At { value: inner, .. }
         | ExprKind::Annot { expr: inner, .. } => check_expr(src, inner),
+        ExprKind::UserOp { op, lhs, rhs } => {
+            check_span(src, op.span)?;
+            check_expr(src, lhs)?;
+            check_expr(src, rhs)
+        }
+        ExprKind::Field { base, field } => {
+            check_span(src, field.span)?;
+            check_expr(src, base)
+        }
+        ExprKind::Case { scrutinee, alts } => {
+            check_expr(src, scrutinee)?;
+            for alt in alts {
+                check_span(src, alt.span)?;
+                check_span(src, alt.pat.span())?;
+                check_expr(src, &alt.body)?;
+            }
+            Ok(())
+        }
         ExprKind::Index { base, indices } => {
             check_expr(src, base)?;
             indices.iter().try_for_each(|index| check_expr(src, index))
@@ -165,6 +219,7 @@ fn check_expr(src: &str, expr: &Expr) -> Result<(), String> {
                 match stmt {
                     Stmt::Let(binding) => check_let(src, binding)?,
                     Stmt::Def(def) => check_def(src, def)?,
+                    Stmt::TypeAlias(alias) => check_span(src, alias.span)?,
                 }
             }
             check_expr(src, result)
@@ -281,6 +336,40 @@ const PIECES: &[&str] = &[
     "(a, b) =",
     "x =",
     "def f(x) =",
+    "struct",
+    "data",
+    "enum",
+    "interface",
+    "instance",
+    "case",
+    "of",
+    "Type",
+    "Just(x)",
+    "Nothing",
+    "MkPair a b",
+    "p.x",
+    "t.0",
+    ".x",
+    "'a'",
+    "'",
+    "'\\n'",
+    "<>",
+    "./",
+    "+>>",
+    "(./)",
+    "def (./)(x, y) =",
+    "struct P =\n  x : Float\n  y : Float\n",
+    "data S =\n  A(Float)\n  B\n",
+    "enum C =\n  R\n  G\n",
+    "case x of\n  A(y) -> y\n  B -> 0\n",
+    "case x of A -> 1",
+    "interface Sh(a)\n  area : (a) -> Float\n",
+    "instance Sh(P)\n  def area(p) = p.x\n",
+    "given (a|Add|Sub)",
+    "Maybe(Float)",
+    "MyPair Int Float",
+    "def V(n: Nat) -> Type =",
+    "L : Type = Float",
 ];
 
 fn token_soup() -> impl Strategy<Value = String> {
@@ -416,6 +505,7 @@ enum Tree {
     If(Box<Tree>, Box<Tree>, Box<Tree>),
     Tuple(Box<Tree>, Box<Tree>),
     Table(Vec<Tree>),
+    Field(Box<Tree>, &'static str),
 }
 
 const LAM: u8 = 0;
@@ -428,8 +518,8 @@ fn level(op: &str) -> u8 {
         "$" => 1,
         "||" => 2,
         "&&" => 3,
-        "==" | "<" | "~~" => 4,
-        "+" | "-" => 6,
+        "==" | "<" | "~~" | "<=>" => 4,
+        "+" | "-" | "<>" => 6,
         _ => 7,
     }
 }
@@ -525,6 +615,11 @@ fn print(tree: &Tree) -> (String, u8, bool) {
                 .collect();
             (format!("[{}]", items.join(", ")), ATOM, false)
         }
+        // A number before `.x` would read as a float: `(49).0`.
+        Tree::Field(base, name) => match **base {
+            Tree::Int(_) | Tree::Float(_) => (format!("({}).{name}", print(base).0), ATOM, false),
+            _ => (format!("{}.{name}", child(base, ATOM, true)), ATOM, false),
+        },
     }
 }
 
@@ -558,6 +653,7 @@ fn tree_sexp(tree: &Tree) -> String {
             tree_sexp(else_branch)
         ),
         Tree::Tuple(first, second) => format!("(tuple {} {})", tree_sexp(first), tree_sexp(second)),
+        Tree::Field(base, name) => format!("(. {} {name})", tree_sexp(base)),
         Tree::Table(items) => {
             let items: Vec<String> = items.iter().map(tree_sexp).collect();
             format!("[{}]", items.join(" "))
@@ -621,6 +717,8 @@ fn sexp(expr: &Expr) -> String {
             let items: Vec<String> = numbers.iter().map(|number| sexp(&number.expr())).collect();
             format!("[{}]", items.join(" "))
         }
+        ExprKind::UserOp { op, lhs, rhs } => format!("({} {} {})", op.name, sexp(lhs), sexp(rhs)),
+        ExprKind::Field { base, field } => format!("(. {} {})", sexp(base), field.name),
         other => format!("{other:?}"),
     }
 }
@@ -635,6 +733,7 @@ fn tree() -> impl Strategy<Value = Tree> {
         let boxed = || inner.clone().prop_map(Box::new);
         let ops = vec![
             "$", "||", "&&", "==", "<", "~~", "+", "-", "*", "/", ".*", "**", "**.", ".**", "mod",
+            "<>", "./", "<=>", "*.",
         ];
         prop_oneof![
             (prop::sample::select(ops), boxed(), boxed())
@@ -653,6 +752,8 @@ fn tree() -> impl Strategy<Value = Tree> {
             )),
             (boxed(), boxed()).prop_map(|(first, second)| Tree::Tuple(first, second)),
             prop::collection::vec(inner.clone(), 0..4).prop_map(Tree::Table),
+            (boxed(), prop::sample::select(vec!["x", "0", "pos"]))
+                .prop_map(|(base, name)| Tree::Field(base, name)),
         ]
     })
 }
@@ -701,7 +802,11 @@ fn value_of(src: &str) -> Result<String, String> {
             },
             _ => Err("unexpected body".to_string()),
         },
-        Decl::Import(_) => Err("import".to_string()),
+        Decl::Import(_)
+        | Decl::Data(_)
+        | Decl::Interface(_)
+        | Decl::Instance(_)
+        | Decl::TypeAlias(_) => Err("not a value".to_string()),
     }
 }
 

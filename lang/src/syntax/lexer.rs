@@ -149,6 +149,30 @@ fn line_end(bytes: &[u8], from: usize, end: usize) -> usize {
     pos
 }
 
+/// The characters operators are made of.
+fn is_symbol(byte: u8) -> bool {
+    matches!(
+        byte,
+        b'+' | b'-'
+            | b'*'
+            | b'/'
+            | b'<'
+            | b'>'
+            | b'='
+            | b'!'
+            | b'&'
+            | b'|'
+            | b'.'
+            | b'~'
+            | b'^'
+            | b'%'
+            | b'?'
+            | b'@'
+            | b':'
+            | b'$'
+    )
+}
+
 /// Lexes one token starting at `pos` (which is not whitespace or a comment).
 fn lex_token(src: &str, pos: usize, end: usize) -> Result<(TokKind, usize), ParseError> {
     let bytes = src.as_bytes();
@@ -196,33 +220,27 @@ fn lex_token(src: &str, pos: usize, end: usize) -> Result<(TokKind, usize), Pars
         b'{' | b'}' | b';' => Ok((TokKind::Reserved, pos + 1)),
         b',' => Ok((TokKind::Comma, pos + 1)),
         b'\\' => Ok((TokKind::Op, pos + 1)),
-        b'.' => match (at(1), at(2)) {
-            (b'*', b'*') => op(3),
-            (b'*', _) => op(2),
-            _ => Ok((TokKind::Dot, pos + 1)),
-        },
-        b'*' => match (at(1), at(2)) {
-            (b'*', b'.') => op(3),
-            (b'*', _) => op(2),
-            _ => op(1),
-        },
-        b'=' => match at(1) {
-            b'=' | b'>' => op(2),
-            _ => Ok((TokKind::Equals, pos + 1)),
-        },
-        b'<' | b'>' | b'!' => {
-            if at(1) == b'=' {
-                op(2)
-            } else {
-                op(1)
+        // A run of operator symbols is one token (`.*`, `<=`, a user operator `./`); a `.` alone
+        // is the dot of a lambda or `for` head (or of a field), a `=` alone a binding's.
+        byte if is_symbol(byte) => {
+            let mut end_pos = pos;
+            while end_pos < end
+                && is_symbol(bytes[end_pos])
+                && !(bytes[end_pos] == b'-'
+                    && end_pos + 1 < end
+                    && bytes[end_pos + 1] == b'-'
+                    && end_pos > pos)
+            {
+                end_pos += 1;
             }
+            let kind = match &bytes[pos..end_pos] {
+                b"." => TokKind::Dot,
+                b"=" => TokKind::Equals,
+                _ => TokKind::Op,
+            };
+            Ok((kind, end_pos))
         }
-        b'-' if at(1) == b'>' => op(2),
-        b'~' if at(1) == b'~' => op(2),
-        b'&' if at(1) == b'&' => op(2),
-        b'|' if at(1) == b'|' => op(2),
-        b':' if at(1) == b':' => op(2),
-        b'+' | b'-' | b'/' | b'$' | b'@' | b'`' | b':' | b'|' | b'%' => op(1),
+        b'`' => op(1),
         _ => {
             let ch = src[pos..].chars().next().unwrap_or('\0');
             if is_ident_start(ch) {

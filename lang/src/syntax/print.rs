@@ -60,7 +60,12 @@ fn decl(decl: &Decl) -> String {
             expr,
             bare: true,
         } if *command == Command::Print && !matches!(expr.kind, ExprKind::Block { .. }) => {
-            top_expr(expr)
+            let text = top_expr(expr);
+            // A line starting with `'` is prose: a leading character literal goes in parentheses.
+            match text.starts_with('\'') {
+                true => format!("({text})"),
+                false => text,
+            }
         }
         Decl::Command { command, expr, .. } => {
             format!("{}{}", command_name(*command), body(expr, 0).text)
@@ -556,7 +561,13 @@ impl Printer {
                 Out::closed(format!("({lhs}{})", close(rhs, ind, "")))
             }
             ExprKind::Field { base, field } => {
-                let base = self.expr(base, Ctx::Arg, ind);
+                let base = match &base.kind {
+                    // `49.0` would read as a float: `(49).0`.
+                    ExprKind::Lit(Lit::Int(_) | Lit::Float(_)) => {
+                        Out::closed(format!("({})", self.expr(base, Ctx::Expr, ind).text))
+                    }
+                    _ => self.expr(base, Ctx::Arg, ind),
+                };
                 Out::closed(close(base, ind, &format!(".{}", field.name)))
             }
             ExprKind::Case { scrutinee, alts } => {
@@ -739,9 +750,10 @@ fn type_expr(ty: &TypeExpr, at: TyLevel) -> String {
                 .iter()
                 .map(|arg| type_expr(arg, TyLevel::Full))
                 .collect();
+            // Not an atom of the grammar (`ty_binder`): a binder's type needs parentheses.
             (
                 format!("{}({})", name.name, args.join(", ")),
-                TyLevel::Binder,
+                TyLevel::Table,
             )
         }
         // An integer, or an operator application in its parentheses (`(n + 1)`): what the
@@ -1181,8 +1193,30 @@ mod tests {
                 any::<bool>().prop_map(|value| expr_of(ExprKind::Lit(Lit::Bool(value)))),
                 prop::sample::select(&["", "a \"b\" \\ c", "tab\tnew\nline"][..])
                     .prop_map(|text| expr_of(ExprKind::Lit(Lit::Str(text.to_string())))),
+                prop::sample::select(&[b'a', b'\'', b'\\', b'\n', b' '][..])
+                    .prop_map(|byte| expr_of(ExprKind::Lit(Lit::Char(byte)))),
             ]
             .boxed()
+        }
+
+        /// A literal pattern, as a `case` alternative may have one.
+        fn literal_pattern() -> BoxedStrategy<Pattern> {
+            let lit = prop_oneof![
+                (0u64..1000).prop_map(Lit::Int),
+                prop_oneof![Just(0.5), Just(2.0), Just(1e-3)].prop_map(Lit::Float),
+                any::<bool>().prop_map(Lit::Bool),
+                Just(Lit::Char(b'x')),
+            ];
+            (lit, any::<bool>())
+                .prop_map(|(lit, negated)| {
+                    let negated = negated && matches!(lit, Lit::Int(_) | Lit::Float(_));
+                    Pattern::Lit {
+                        lit,
+                        negated,
+                        span: Span::default(),
+                    }
+                })
+                .boxed()
         }
 
         fn pattern() -> BoxedStrategy<Pattern> {
@@ -1194,8 +1228,15 @@ mod tests {
                 prop_oneof![
                     prop::collection::vec(inner.clone(), 2..4)
                         .prop_map(|items| Pattern::Tuple(items, Span::default())),
-                    prop::collection::vec(inner, 0..3)
+                    prop::collection::vec(inner.clone(), 0..3)
                         .prop_map(|items| Pattern::Table(items, Span::default())),
+                    (ident(&["Just", "MkP"]), prop::collection::vec(inner, 1..3)).prop_map(
+                        |(name, args)| Pattern::Con {
+                            name,
+                            args,
+                            span: Span::default(),
+                        }
+                    ),
                 ]
             })
             .boxed()
@@ -1218,9 +1259,22 @@ mod tests {
                     )),
                     prop::collection::vec(inner.clone(), 2..4)
                         .prop_map(move |items| ty_of(TypeExprKind::Tuple(items))),
-                    (prop::collection::vec(inner.clone(), 1..3), inner).prop_map(
+                    (prop::collection::vec(inner.clone(), 1..3), inner.clone()).prop_map(
                         move |(params, result)| ty_of(TypeExprKind::Fun(params, Box::new(result)))
                     ),
+                    (
+                        ident(&["Maybe", "Pair"]),
+                        prop::collection::vec(
+                            prop_oneof![
+                                3 => inner,
+                                1 => (0u64..100).prop_map(move |n| ty_of(TypeExprKind::Size(
+                                    Box::new(expr_of(ExprKind::Lit(Lit::Int(n))))
+                                ))),
+                            ],
+                            1..3
+                        )
+                    )
+                        .prop_map(move |(name, args)| ty_of(TypeExprKind::App(name, args))),
                 ]
             })
             .boxed()
@@ -1372,13 +1426,228 @@ mod tests {
                                 ty
                             }
                         )),
-                        (inner, type_expr()).prop_map(move |(expr, ty)| expr_of(ExprKind::Annot {
-                            expr: boxed(expr),
-                            ty
-                        })),
+                        (inner.clone(), type_expr()).prop_map(move |(expr, ty)| expr_of(
+                            ExprKind::Annot {
+                                expr: boxed(expr),
+                                ty
+                            }
+                        )),
+                        (inner.clone(), ident(&["x", "0", "pos"])).prop_map(
+                            move |(base, field)| {
+                                expr_of(ExprKind::Field {
+                                    base: boxed(base),
+                                    field,
+                                })
+                            }
+                        ),
+                        (
+                            ident(&["./", "<>", "+>>", "&&&"]),
+                            inner.clone(),
+                            inner.clone()
+                        )
+                            .prop_map(move |(op, lhs, rhs)| expr_of(
+                                ExprKind::UserOp {
+                                    op,
+                                    lhs: boxed(lhs),
+                                    rhs: boxed(rhs),
+                                }
+                            )),
+                        (inner.clone(), prop::collection::vec(case_alt(inner), 1..3)).prop_map(
+                            move |(scrutinee, alts)| expr_of(ExprKind::Case {
+                                scrutinee: boxed(scrutinee),
+                                alts,
+                            })
+                        ),
                     ]
                 })
                 .boxed()
+        }
+
+        fn case_alt(expr: BoxedStrategy<Expr>) -> BoxedStrategy<CaseAlt> {
+            (
+                prop_oneof![3 => pattern(), 1 => literal_pattern()],
+                body(expr),
+            )
+                .prop_map(|(pat, body)| CaseAlt {
+                    pat,
+                    body,
+                    span: Span::default(),
+                })
+                .boxed()
+        }
+
+        fn type_param() -> BoxedStrategy<TypeParam> {
+            let kind = prop::option::of(ident(&["Type", "Nat"]).prop_map(|name| TypeExpr {
+                kind: TypeExprKind::Name(name),
+                span: Span::default(),
+            }));
+            (
+                ident(&["a", "n"]),
+                kind,
+                prop::collection::vec(ident(&["Ix", "Add"]), 0..3),
+            )
+                .prop_map(|(name, kind, classes)| TypeParam {
+                    name,
+                    kind,
+                    classes,
+                })
+                .boxed()
+        }
+
+        fn data_decl() -> BoxedStrategy<DataDecl> {
+            let field = (prop::option::of(ident(&["x", "pos"])), type_expr())
+                .prop_map(|(name, ty)| FieldDecl { name, ty });
+            let con = (
+                ident(&["A", "Bb"]),
+                prop::collection::vec(field.clone(), 0..3),
+            )
+                .prop_map(|(name, fields)| ConDecl {
+                    name,
+                    fields,
+                    span: Span::default(),
+                });
+            let struct_fields = prop::collection::vec(
+                (ident(&["x", "pos"]), type_expr()).prop_map(|(name, ty)| FieldDecl {
+                    name: Some(name),
+                    ty,
+                }),
+                1..3,
+            );
+            let shape = prop_oneof![
+                struct_fields.prop_map(|fields| (DataKind::Struct, vec![fields])),
+                prop::collection::vec(con.clone(), 1..3).prop_map(|cons| (
+                    DataKind::Data,
+                    cons.into_iter().map(|con| con.fields).collect()
+                )),
+                (1usize..3).prop_map(|n| (DataKind::Enum, vec![Vec::new(); n])),
+            ];
+            (
+                ident(&["P", "Shape"]),
+                prop::collection::vec(type_param(), 0..2),
+                shape,
+            )
+                .prop_map(|(name, params, (kind, con_fields))| DataDecl {
+                    kind,
+                    params,
+                    cons: con_fields
+                        .into_iter()
+                        .enumerate()
+                        .map(|(k, fields)| ConDecl {
+                            name: match kind {
+                                DataKind::Struct => name.clone(),
+                                _ => Ident {
+                                    name: format!("C{k}"),
+                                    span: Span::default(),
+                                },
+                            },
+                            fields,
+                            span: Span::default(),
+                        })
+                        .collect(),
+                    name,
+                    methods: Vec::new(),
+                    span: Span::default(),
+                })
+                .boxed()
+        }
+
+        fn interface_decl() -> BoxedStrategy<InterfaceDecl> {
+            let sig =
+                (ident(&["area", "=="]), type_expr()).prop_map(|(name, ty)| MethodSig { name, ty });
+            (
+                ident(&["Sh"]),
+                type_param(),
+                prop::collection::vec(sig, 1..3),
+                prop::collection::vec(fun_def(body(expr())), 0..2),
+            )
+                .prop_map(|(name, param, methods, defaults)| InterfaceDecl {
+                    name,
+                    params: vec![param],
+                    methods,
+                    defaults,
+                    span: Span::default(),
+                })
+                .boxed()
+        }
+
+        fn instance_decl() -> BoxedStrategy<InstanceDecl> {
+            let given = (
+                ident(&["a", "b"]),
+                prop::collection::vec(ident(&["Add"]), 0..2),
+            )
+                .prop_map(|(name, classes)| GivenBinder { name, classes });
+            let item = prop_oneof![
+                fun_def(body(expr())).prop_map(InstanceItem::Def),
+                (ident(&["zero", "<>"]), body(expr())).prop_map(|(name, value)| {
+                    InstanceItem::Let(LetBinding {
+                        pat: Pattern::Var(name),
+                        ty: None,
+                        value,
+                        span: Span::default(),
+                    })
+                }),
+            ];
+            (
+                ident(&["Add", "Sh"]),
+                type_expr(),
+                prop::collection::vec(given, 0..2),
+                prop::collection::vec(item, 0..3),
+            )
+                .prop_map(|(class, arg, given, methods)| InstanceDecl {
+                    class,
+                    args: vec![arg],
+                    given,
+                    methods,
+                    span: Span::default(),
+                })
+                .boxed()
+        }
+
+        fn type_alias() -> BoxedStrategy<TypeAlias> {
+            let type_fn_param =
+                (ident(&["n", "a"]), ident(&["Nat", "Type"])).prop_map(|(name, kind)| Param {
+                    pat: Pattern::Var(name),
+                    ty: Some(TypeExpr {
+                        kind: TypeExprKind::Name(kind),
+                        span: Span::default(),
+                    }),
+                    span: Span::default(),
+                });
+            // An alias without annotation is read as one only where its type is no expression
+            // (a table or function type).
+            let not_expr = (type_expr(), type_expr()).prop_map(|(index, elem)| TypeExpr {
+                kind: TypeExprKind::Table(Box::new(index), Box::new(elem)),
+                span: Span::default(),
+            });
+            prop_oneof![
+                (
+                    ident(&["V", "Img"]),
+                    prop::collection::vec(type_fn_param, 1..3),
+                    type_expr()
+                )
+                    .prop_map(|(name, params, ty)| TypeAlias {
+                        name,
+                        params: Some(params),
+                        annotated: false,
+                        ty,
+                        span: Span::default(),
+                    }),
+                (ident(&["V", "Img"]), type_expr()).prop_map(|(name, ty)| TypeAlias {
+                    name,
+                    params: None,
+                    annotated: true,
+                    ty,
+                    span: Span::default(),
+                }),
+                (ident(&["V", "Img"]), not_expr).prop_map(|(name, ty)| TypeAlias {
+                    name,
+                    params: None,
+                    annotated: false,
+                    ty,
+                    span: Span::default(),
+                }),
+            ]
+            .boxed()
         }
 
         pub fn code_block() -> BoxedStrategy<CodeBlock> {
@@ -1408,6 +1677,10 @@ mod tests {
                     bare: true
                 }),
                 ident(&["plot"]).prop_map(Decl::Import),
+                data_decl().prop_map(Decl::Data),
+                interface_decl().prop_map(Decl::Interface),
+                instance_decl().prop_map(Decl::Instance),
+                type_alias().prop_map(Decl::TypeAlias),
             ];
             let pragma = prop_oneof![
                 Just(Pragma::Time),
