@@ -1571,7 +1571,7 @@ fn to_display(ty: &Ty, leaves: &[(&Array, usize, usize)]) -> DisplayValue {
             match ty {
                 Ty::Base(BaseTy::Char) => DisplayValue::Text(char_text(scalar)),
                 Ty::Base(base) if base.is_word() => {
-                    DisplayValue::Text(format!("0x{:x}", scalar.int_value().unwrap_or(0)))
+                    DisplayValue::Text(format!("0x{:x}", scalar.bits()))
                 }
                 _ => DisplayValue::Scalar(scalar),
             }
