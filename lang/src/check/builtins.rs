@@ -112,6 +112,25 @@ impl Class {
         })
     }
 
+    /// The class a name denotes itself (`Ord`, not the `Eq` it implies), for `instance`.
+    pub fn named(name: &str) -> Option<Class> {
+        Some(match name {
+            "Add" => Class::Add,
+            "Sub" => Class::Sub,
+            "Mul" => Class::Mul,
+            "Fractional" => Class::Div,
+            "Floating" => Class::Floating,
+            "VSpace" => Class::VSpace,
+            "Num" => Class::Num,
+            "Eq" => Class::Eq,
+            "Ord" => Class::Ord,
+            "Ix" => Class::Ix,
+            "Show" => Class::Show,
+            "Arbitrary" => Class::Arbitrary,
+            _ => return None,
+        })
+    }
+
     /// Whether a base type is in the class (as a scalar).
     pub fn holds_for_base(self, base: BaseTy) -> bool {
         match self {

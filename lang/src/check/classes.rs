@@ -59,15 +59,32 @@ pub struct InstanceMethod {
     pub method_vars: Vec<Rigid>,
 }
 
-/// Whether `ty` is an instance of `head` (whose variables are `vars`): `Some` with the types
-/// the variables stand for, `None` when it is not. `Err` when a unification variable in `ty`
-/// blocks the decision (the checker waits for it).
-pub fn match_head(head: &Ty, vars: &[Rigid], ty: &Ty) -> Result<Option<HashMap<Rigid, Ty>>, ()> {
+/// Whether a type is an instance of an instance's head.
+#[derive(Clone, Debug)]
+pub enum HeadMatch {
+    /// It is, with the types the head's variables stand for.
+    Yes(HashMap<Rigid, Ty>),
+    No,
+    /// A unification variable in the type blocks the decision (the checker waits for it).
+    Blocked,
+}
+
+impl HeadMatch {
+    pub fn bindings(self) -> Option<HashMap<Rigid, Ty>> {
+        match self {
+            HeadMatch::Yes(bindings) => Some(bindings),
+            HeadMatch::No | HeadMatch::Blocked => None,
+        }
+    }
+}
+
+/// Whether `ty` is an instance of `head`, whose variables are `vars`.
+pub fn match_head(head: &Ty, vars: &[Rigid], ty: &Ty) -> HeadMatch {
     let mut bindings = HashMap::new();
     match match_into(head, vars, ty, &mut bindings) {
-        Matched::Yes => Ok(Some(bindings)),
-        Matched::No => Ok(None),
-        Matched::Blocked => Err(()),
+        Matched::Yes => HeadMatch::Yes(bindings),
+        Matched::No => HeadMatch::No,
+        Matched::Blocked => HeadMatch::Blocked,
     }
 }
 

@@ -274,8 +274,7 @@ impl Infer<'_> {
                 return Ok(def.clone());
             }
         }
-        let builtin = Class::from_name(&name.name).and_then(|classes| classes.first().copied());
-        let Some(class) = builtin.filter(|class| !matches!(class, Class::User(_))) else {
+        let Some(class) = Class::named(&name.name) else {
             return error(name.span, format!("unknown interface `{}`", name.name));
         };
         if let Some(def) = self.env.class_defs.get(&class) {
@@ -327,11 +326,11 @@ impl Infer<'_> {
             if other.class != def.class {
                 continue;
             }
-            let theirs = match_head(&other.head, &other.vars, &def.head);
-            let ours = match_head(&def.head, &def.vars, &other.head);
+            let theirs = match_head(&other.head, &other.vars, &def.head).bindings();
+            let ours = match_head(&def.head, &def.vars, &other.head).bindings();
             match (theirs, ours) {
-                (Ok(Some(_)), Ok(Some(_))) if replace => replaced = Some(position),
-                (Ok(Some(_)), _) | (_, Ok(Some(_))) => {
+                (Some(_), Some(_)) if replace => replaced = Some(position),
+                (Some(_), _) | (_, Some(_)) => {
                     let class = self.env.class_name(def.class);
                     return error(
                         decl.args.first().map_or(decl.span, |arg| arg.span),

@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 
 use super::builtins::{Builtin, Class};
-use super::classes::match_head;
+use super::classes::{match_head, HeadMatch};
 use super::data::DataTy;
 use super::env::GlobalEnv;
 use super::typed::{DefInfo, DefKey, TExpr, TKind, TPat, TStmt};
@@ -338,9 +338,9 @@ impl<'env> Infer<'env> {
     fn instance_holds(&self, class: Class, ty: &Ty) -> std::result::Result<bool, Ty> {
         for instance in self.env.instances_of(class) {
             let bindings = match match_head(&instance.head, &instance.vars, ty) {
-                Err(()) => return Err(ty.clone()),
-                Ok(None) => continue,
-                Ok(Some(bindings)) => bindings,
+                HeadMatch::Blocked => return Err(ty.clone()),
+                HeadMatch::No => continue,
+                HeadMatch::Yes(bindings) => bindings,
             };
             for var in &instance.vars {
                 let Some(bound) = bindings.get(var) else {

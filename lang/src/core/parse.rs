@@ -201,7 +201,10 @@ impl<'a> Parser<'a> {
         };
         let hint = if self.rest().starts_with('_') {
             self.pos += 1;
-            Some(self.take_while(is_ident_char).to_string())
+            Some(
+                self.take_while(|c| is_ident_char(c) || c == '.')
+                    .to_string(),
+            )
         } else {
             None
         };

@@ -23,7 +23,7 @@
 //! ```
 //!
 //! - Variables print as `%N` (N is the `VarId`), followed by `_hint` when the variable has a
-//!   hint (characters outside `[A-Za-z0-9_]` print as `_`). Every binder (inputs, params,
+//!   hint (characters outside `[A-Za-z0-9_.]` print as `_`; a `.` names a field: `%3_p.x`). Every binder (inputs, params,
 //!   statement binders) carries its type `[shape]elem`, after `lin` for a variable the
 //!   program is linear in (`%7_x_dot: lin [4]f32`, the tangents and cotangents of the
 //!   `linear` and `transposed` stages; `VarInfo::linear`).
@@ -103,7 +103,7 @@ pub fn var_text(program: &Program, var: VarId) -> String {
         let hint: String = hint
             .chars()
             .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '_' {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
                     c
                 } else {
                     '_'

@@ -163,6 +163,51 @@ fn leaf_types_into(
     Ok(())
 }
 
+/// The names of the arrays that represent a value named `name` of type `ty`, as `:stages`
+/// shows them: a struct's by its fields (`p.x`), a tuple's by position (`t.0`), a type with
+/// several constructors by its tag and its constructors' fields (`s.tag`, `s.Circle.0`).
+pub fn leaf_names(ty: &Ty, name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    leaf_names_into(ty, name, &mut out);
+    out
+}
+
+fn leaf_names_into(ty: &Ty, name: &str, out: &mut Vec<String>) {
+    match ty {
+        Ty::Tuple(items) => {
+            for (position, item) in items.iter().enumerate() {
+                leaf_names_into(item, &format!("{name}.{position}"), out);
+            }
+        }
+        Ty::Table(_, elem) => leaf_names_into(elem, name, out),
+        Ty::Data(data) => {
+            let con_fields = |con: usize, prefix: &str, out: &mut Vec<String>| {
+                for (position, (field, field_ty)) in data.def.cons[con]
+                    .fields
+                    .iter()
+                    .zip(data.fields(con))
+                    .enumerate()
+                {
+                    let field_name = match &field.name {
+                        Some(field_name) => format!("{prefix}.{field_name}"),
+                        None => format!("{prefix}.{position}"),
+                    };
+                    leaf_names_into(&field_ty, &field_name, out);
+                }
+            };
+            if !data.def.is_tagged() {
+                con_fields(0, name, out);
+                return;
+            }
+            out.push(format!("{name}.tag"));
+            for (con, def) in data.def.cons.iter().enumerate() {
+                con_fields(con, &format!("{name}.{}", def.name), out);
+            }
+        }
+        _ => out.push(name.to_string()),
+    }
+}
+
 /// The number of elements of a concrete index set.
 pub fn ix_size(ix: &Ty) -> std::result::Result<usize, String> {
     let size = size_of_ix(ix).ok_or_else(|| format!("{ix} is not an index set"))?;
@@ -498,6 +543,15 @@ impl<'a> Lowerer<'a> {
                 }
                 Ok(acc)
             }
+            // A user type's instance of `Ix` gives the ordinal.
+            (_, Ty::Data(_)) => {
+                let ordinal =
+                    self.call_user_method(Class::Ix, "ordinal", ix, vec![value.clone()], span)?;
+                match ordinal {
+                    Some(SVal::Arr(ordinal)) => self.cast(ordinal, INDEX, span),
+                    _ => bug(span, format!("no ordinal for index set {ix}")),
+                }
+            }
             (SVal::Arr(atom), _) => self.cast(*atom, INDEX, span),
             _ => bug(span, "malformed index value"),
         }
@@ -556,6 +610,17 @@ impl<'a> Lowerer<'a> {
                     items.push(self.unflatten_index(component, set, span)?);
                 }
                 Ok(SVal::Tuple(items))
+            }
+            Ty::Data(_) => {
+                let ordinal = SVal::Arr(self.cast(flat, Elem::U32, span)?);
+                let value = self.call_user_method(
+                    Class::Ix,
+                    "unsafe_from_ordinal",
+                    ix,
+                    vec![ordinal],
+                    span,
+                )?;
+                value.map_or_else(|| bug(span, format!("no index of set {ix}")), Ok)
             }
             _ => Ok(SVal::Arr(flat)),
         }
@@ -773,10 +838,15 @@ impl<'a> Lowerer<'a> {
             return bug(span, format!("unknown global `{name}`"));
         };
         let ty = global.ty.clone();
+        let names = leaf_names(&ty, name);
         let vars: Vec<VarId> = global
             .leaves
             .into_iter()
-            .map(|leaf| self.program.new_var(leaf, name))
+            .enumerate()
+            .map(|(position, leaf)| {
+                let hint = names.get(position).map_or(name, String::as_str);
+                self.program.new_var(leaf, hint)
+            })
             .collect();
         self.program.inputs.extend(&vars);
         self.inputs.push((name.to_string(), vars.clone()));
@@ -784,7 +854,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Indexes the outermost axis of every leaf.
-    fn index_value(&mut self, value: &SVal, flat: Atom, span: Span) -> Result<SVal> {
+    pub(super) fn index_value(&mut self, value: &SVal, flat: Atom, span: Span) -> Result<SVal> {
         match value {
             SVal::Arr(array) => {
                 let ty = self.atom_ty(array);
@@ -919,6 +989,43 @@ impl<'a> Lowerer<'a> {
         Ok(SVal::Arr(self.prim(prim, atoms, span)?))
     }
 
+    /// A primitive's own rule on values of type `ty`: whole-value comparison of tuples and
+    /// tables, elementwise otherwise.
+    pub(super) fn prim_builtin(
+        &mut self,
+        prim: Prim,
+        args: &[SVal],
+        ty: &Ty,
+        span: Span,
+    ) -> Result<SVal> {
+        if compares(prim) && is_structured(ty) {
+            return self.compare_structured(prim, ty, &args[0], &args[1], span);
+        }
+        self.lift(prim, args, span)
+    }
+
+    /// `s .* x`: every float of `x` (of type `ty`) times `s`, cast to its type.
+    pub(super) fn scale_leaves(
+        &mut self,
+        scalar: &SVal,
+        value: &SVal,
+        ty: &Ty,
+        span: Span,
+    ) -> Result<SVal> {
+        let SVal::Arr(scalar) = *scalar else {
+            return bug(span, "`.*` of a non-scalar");
+        };
+        let leaves = self.leaves(value, span)?;
+        let mut out = Vec::new();
+        for leaf in leaves {
+            let leaf_ty = self.atom_ty(&leaf);
+            let scalar = self.cast(scalar, leaf_ty.elem, span)?;
+            let scalar = self.broadcast(scalar, &leaf_ty.shape, span);
+            out.push(self.prim(Prim::Mul, vec![scalar, leaf], span)?);
+        }
+        Ok(self.assemble(ty, out))
+    }
+
     fn lower_builtin(
         &mut self,
         builtin: Builtin,
@@ -927,11 +1034,12 @@ impl<'a> Lowerer<'a> {
         span: Span,
     ) -> Result<SVal> {
         let result_ty = result_type(ty, builtin_arity(builtin));
+        if let Some(res) = self.lower_by_instances(builtin, &args, ty, &result_ty, span)? {
+            return Ok(res);
+        }
         match builtin {
             Builtin::Prim(prim) => match ty {
-                Ty::Fun { param, .. } if compares(prim) && is_structured(param) => {
-                    self.compare_structured(prim, param, &args[0], &args[1], span)
-                }
+                Ty::Fun { param, .. } => self.prim_builtin(prim, &args, param, span),
                 _ => self.lift(prim, &args, span),
             },
             Builtin::Approx => {
@@ -944,20 +1052,7 @@ impl<'a> Lowerer<'a> {
                 }
                 Ok(SVal::Arr(all))
             }
-            Builtin::Scale => {
-                let SVal::Arr(scalar) = args[0] else {
-                    return bug(span, "`.*` of a non-scalar");
-                };
-                let leaves = self.leaves(&args[1], span)?;
-                let mut out = Vec::new();
-                for leaf in leaves {
-                    let leaf_ty = self.atom_ty(&leaf);
-                    let scalar = self.cast(scalar, leaf_ty.elem, span)?;
-                    let scalar = self.broadcast(scalar, &leaf_ty.shape, span);
-                    out.push(self.prim(Prim::Mul, vec![scalar, leaf], span)?);
-                }
-                Ok(self.assemble(&result_ty, out))
-            }
+            Builtin::Scale => self.scale_leaves(&args[0], &args[1], &result_ty, span),
             Builtin::Convert(_) => {
                 let SVal::Arr(atom) = args[0] else {
                     return bug(span, "conversion of a non-scalar");
@@ -1153,7 +1248,7 @@ impl<'a> Lowerer<'a> {
 
     /// `reduce(xs, e, op)` and `assoc_scan(xs, e, op)`: the operator is lowered into a closed
     /// block whose params are the leaves of the left then the right element (seed 000 §2).
-    fn lower_monoid(
+    pub(super) fn lower_monoid(
         &mut self,
         builtin: Builtin,
         args: Vec<SVal>,
@@ -1462,7 +1557,7 @@ impl<'a> Lowerer<'a> {
 
 /// Whether a primitive compares whole values (so that tuples and tables compare as wholes,
 /// see `lower_compare.rs`) rather than lifting elementwise.
-fn compares(prim: Prim) -> bool {
+pub(super) fn compares(prim: Prim) -> bool {
     matches!(
         prim,
         Prim::Eq | Prim::Ne | Prim::Lt | Prim::Gt | Prim::Le | Prim::Ge | Prim::Min | Prim::Max

@@ -34,7 +34,7 @@ fn code(value: i32) -> Atom {
 
 /// Whether values of this type are compared by `compare_structured` rather than by a primitive.
 pub(super) fn is_structured(ty: &Ty) -> bool {
-    matches!(ty, Ty::Tuple(_) | Ty::Table(..))
+    matches!(ty, Ty::Tuple(_) | Ty::Table(..) | Ty::Data(_))
 }
 
 impl Lowerer<'_> {
@@ -123,6 +123,8 @@ impl Lowerer<'_> {
         span: Span,
     ) -> Result<Atom> {
         match ty {
+            // Tag first, then the fields (Note [Data representation]).
+            Ty::Data(data) => self.ordering_at(&data.repr(), lhs, rhs, batch, span),
             Ty::Tuple(items) => {
                 let mut res = code(EQUAL);
                 for item in items {

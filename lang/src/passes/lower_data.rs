@@ -10,8 +10,8 @@
 
 use std::collections::HashMap;
 
-use super::lower::{bug, error, Lowerer, Result, SVal};
-use crate::check::builtins::Class;
+use super::lower::{bug, compares, error, Lowerer, Result, SVal};
+use crate::check::builtins::{Builtin, Class};
 use crate::check::classes::{match_head, InstanceDef};
 use crate::check::data::DataTy;
 use crate::check::typed::{TExpr, TPat};
@@ -120,10 +120,13 @@ impl Lowerer<'_> {
         let scrutinee_ty = self.concrete(&scrutinee.ty, span)?;
         let value = self.lower(scrutinee)?;
         let ty = self.concrete(ty, span)?;
+        // The last alternative needs no test: the checker made sure every value matches some
+        // alternative.
         let mut tests = Vec::with_capacity(alts.len());
-        for (pat, _) in alts {
+        for (pat, _) in &alts[..alts.len().saturating_sub(1)] {
             tests.push(self.pattern_test(pat, &value, &scrutinee_ty, span)?);
         }
+        tests.push(Atom::Lit(Scalar::Bool(true)));
         self.case_chain(&value, alts, &tests, &ty, span)
     }
 
@@ -211,7 +214,7 @@ impl Lowerer<'_> {
                 };
                 let fields = self.con_fields(value.clone(), *con, *tagged, span)?;
                 let fields_test = self.all_tests(args, &fields, &data.fields(*con), span)?;
-                self.prim(Prim::And, vec![tag_test, fields_test], span)
+                self.both(tag_test, fields_test, span)
             }
             TPat::Lit { lit, negated } => {
                 let SVal::Arr(atom) = value else {
@@ -231,9 +234,19 @@ impl Lowerer<'_> {
         let mut all = Atom::Lit(Scalar::Bool(true));
         for ((pat, item), ty) in pats.iter().zip(items).zip(tys) {
             let test = self.pattern_test(pat, item, ty, span)?;
-            all = self.prim(Prim::And, vec![all, test], span)?;
+            all = self.both(all, test, span)?;
         }
         Ok(all)
+    }
+
+    /// `a && b`, without the `&& True` of a pattern that always matches.
+    fn both(&mut self, a: Atom, b: Atom, span: Span) -> Result<Atom> {
+        match (a, b) {
+            (Atom::Lit(Scalar::Bool(true)), other) | (other, Atom::Lit(Scalar::Bool(true))) => {
+                Ok(other)
+            }
+            _ => self.prim(Prim::And, vec![a, b], span),
+        }
     }
 
     /// The instance of `class` for concrete type `ty` declared in dx, with the types its
@@ -250,10 +263,9 @@ impl Lowerer<'_> {
             class
         };
         self.env.instances_of(owner).find_map(|instance| {
-            match match_head(&instance.head, &instance.vars, ty) {
-                Ok(Some(bindings)) => Some((instance.clone(), bindings)),
-                _ => None,
-            }
+            match_head(&instance.head, &instance.vars, ty)
+                .bindings()
+                .map(|bindings| (instance.clone(), bindings))
         })
     }
 
@@ -336,5 +348,311 @@ impl Lowerer<'_> {
             value = self.apply(value, arg, span)?;
         }
         Ok(Some(value))
+    }
+}
+
+// Note [User instances of built-in classes]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// dx's arithmetic, comparisons, `zero`, `.*` and `sum` act on numbers, and on tuples, tables
+// and structs component by component. A user type may instead give an instance of the class
+// (`instance Add(Complex)`, `instance Ord(Priority)`): the operation at that type is then the
+// instance's method (Dex's `add`, `sub`, `zero`, `mul`, `divide`, `scale_vec`, `==`, `<`,
+// `>`), and at a tuple, table or struct that contains such a type it goes component by
+// component down to it. `sum` adds with the instance's `add` from its `zero` (a reduction,
+// parallel where the elements are scalars). Comparisons use an instance at the compared type
+// itself; inside a tuple or table they compare leaves (Note [Data representation]).
+
+impl Lowerer<'_> {
+    /// A built-in at a type where an instance declared in dx gives its meaning (Note [User
+    /// instances of built-in classes]); `None` where the built-in's own rule applies.
+    pub(super) fn lower_by_instances(
+        &mut self,
+        builtin: Builtin,
+        args: &[SVal],
+        ty: &Ty,
+        result_ty: &Ty,
+        span: Span,
+    ) -> Result<Option<SVal>> {
+        let any_builtin_instance = self
+            .env
+            .instances
+            .iter()
+            .any(|instance| !matches!(instance.class, Class::User(_)));
+        let Ty::Fun { param, result, .. } = ty else {
+            return Ok(None);
+        };
+        if !any_builtin_instance {
+            return Ok(None);
+        }
+        match builtin {
+            Builtin::Prim(prim) => match prim_class(prim) {
+                Some(class) if self.has_instance_inside(class, param) => {
+                    self.prim_by_instances(prim, args, param, span).map(Some)
+                }
+                _ => Ok(None),
+            },
+            Builtin::Zero if self.has_instance_inside(Class::Add, result_ty) => {
+                self.zero_by_instances(result_ty, span).map(Some)
+            }
+            Builtin::Scale => match &**result {
+                Ty::Fun {
+                    param: value_ty, ..
+                } if self.has_instance_inside(Class::VSpace, value_ty) => self
+                    .scale_by_instances(&args[0], &args[1], value_ty, span)
+                    .map(Some),
+                _ => Ok(None),
+            },
+            Builtin::Sum if self.has_instance_inside(Class::Add, result_ty) => self
+                .sum_by_instances(&args[0], param, result_ty, span)
+                .map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// Whether a user instance of `class` applies to `ty` or a type inside it.
+    fn has_instance_inside(&self, class: Class, ty: &Ty) -> bool {
+        ty.any(&mut |inner| {
+            matches!(inner, Ty::Data(_)) && self.find_instance(class, inner).is_some()
+        })
+    }
+
+    /// `prim` on values of type `ty`: the instance's method at a type that has one, component
+    /// by component above it, the built-in rule elsewhere.
+    fn prim_by_instances(
+        &mut self,
+        prim: Prim,
+        args: &[SVal],
+        ty: &Ty,
+        span: Span,
+    ) -> Result<SVal> {
+        if let Some(res) = self.prim_method(prim, args, ty, span)? {
+            return Ok(res);
+        }
+        let class = prim_class(prim);
+        let componentwise =
+            !compares(prim) && class.is_some_and(|class| self.has_instance_inside(class, ty));
+        if componentwise {
+            if let Some(parts) = component_types(ty) {
+                let mut items = Vec::with_capacity(parts.len());
+                for (position, part) in parts.iter().enumerate() {
+                    let part_args = args
+                        .iter()
+                        .map(|arg| component(arg, position, span))
+                        .collect::<Result<Vec<_>>>()?;
+                    items.push(self.prim_by_instances(prim, &part_args, part, span)?);
+                }
+                return Ok(SVal::Tuple(items));
+            }
+            if let Ty::Table(_, elem) = ty {
+                let elem = (**elem).clone();
+                let args = args.to_vec();
+                return self.build_table(ty, "for", span, |cx, flat| {
+                    let rows = args
+                        .iter()
+                        .map(|arg| cx.index_value(arg, flat, span))
+                        .collect::<Result<Vec<_>>>()?;
+                    let res = cx.prim_by_instances(prim, &rows, &elem, span)?;
+                    cx.leaves(&res, span)
+                });
+            }
+        }
+        self.prim_builtin(prim, args, ty, span)
+    }
+
+    /// `prim` at a type with a user instance of its class: Dex's method, or what `prim`
+    /// derives from the methods (`!=` from `==`, `<=` from `>`, `min` from `<`, `neg` from
+    /// `sub` and `zero`).
+    fn prim_method(
+        &mut self,
+        prim: Prim,
+        args: &[SVal],
+        ty: &Ty,
+        span: Span,
+    ) -> Result<Option<SVal>> {
+        if !matches!(ty, Ty::Data(_)) {
+            return Ok(None);
+        }
+        let arg = |k: usize| args[k].clone();
+        let method = |cx: &mut Self, class, name: &str, args: Vec<SVal>| {
+            cx.call_user_method(class, name, ty, args, span)
+        };
+        let negate = |cx: &mut Self, value: Option<SVal>| -> Result<Option<SVal>> {
+            match value {
+                Some(SVal::Arr(atom)) => {
+                    Ok(Some(SVal::Arr(cx.prim(Prim::Not, vec![atom], span)?)))
+                }
+                Some(_) => bug(span, "a comparison method that gives no Bool"),
+                None => Ok(None),
+            }
+        };
+        match prim {
+            Prim::Add => method(self, Class::Add, "add", vec![arg(0), arg(1)]),
+            Prim::Sub => method(self, Class::Add, "sub", vec![arg(0), arg(1)]),
+            Prim::Mul => method(self, Class::Mul, "mul", vec![arg(0), arg(1)]),
+            Prim::Div => method(self, Class::Div, "divide", vec![arg(0), arg(1)]),
+            Prim::Neg => {
+                if self.find_instance(Class::Add, ty).is_none() {
+                    return Ok(None);
+                }
+                let zero = self.zero_by_instances(ty, span)?;
+                method(self, Class::Add, "sub", vec![zero, arg(0)])
+            }
+            Prim::Eq => method(self, Class::Eq, "==", vec![arg(0), arg(1)]),
+            Prim::Ne => {
+                let eq = method(self, Class::Eq, "==", vec![arg(0), arg(1)])?;
+                negate(self, eq)
+            }
+            Prim::Lt => method(self, Class::Ord, "<", vec![arg(0), arg(1)]),
+            Prim::Gt => method(self, Class::Ord, ">", vec![arg(0), arg(1)]),
+            Prim::Le => {
+                let gt = method(self, Class::Ord, ">", vec![arg(0), arg(1)])?;
+                negate(self, gt)
+            }
+            Prim::Ge => {
+                let lt = method(self, Class::Ord, "<", vec![arg(0), arg(1)])?;
+                negate(self, lt)
+            }
+            // The first argument on ties, as the built-in `min` and `max`.
+            Prim::Min | Prim::Max => {
+                let name = if prim == Prim::Min { "<" } else { ">" };
+                let Some(SVal::Arr(second_wins)) =
+                    method(self, Class::Ord, name, vec![arg(1), arg(0)])?
+                else {
+                    return Ok(None);
+                };
+                let chosen = self.lift(
+                    Prim::Select,
+                    &[SVal::Arr(second_wins), arg(1), arg(0)],
+                    span,
+                )?;
+                Ok(Some(chosen))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// `zero` of type `ty`: the instance's `zero` at a type with a user `Add`, component by
+    /// component above it, zeros elsewhere.
+    pub(super) fn zero_by_instances(&mut self, ty: &Ty, span: Span) -> Result<SVal> {
+        if let Some(zero) = self.call_user_method(Class::Add, "zero", ty, Vec::new(), span)? {
+            return Ok(zero);
+        }
+        if !self.has_instance_inside(Class::Add, ty) {
+            return self.zeros_of(ty, span);
+        }
+        if let Some(parts) = component_types(ty) {
+            let items = parts
+                .iter()
+                .map(|part| self.zero_by_instances(part, span))
+                .collect::<Result<Vec<_>>>()?;
+            return Ok(SVal::Tuple(items));
+        }
+        let Ty::Table(_, elem) = ty else {
+            return self.zeros_of(ty, span);
+        };
+        let elem = (**elem).clone();
+        self.build_table(ty, "zero", span, |cx, _| {
+            let zero = cx.zero_by_instances(&elem, span)?;
+            cx.leaves(&zero, span)
+        })
+    }
+
+    /// `s .* x` for `x` of type `ty`: the instance's `scale_vec` at a type with a user
+    /// `VSpace`, component by component above it, each float scaled elsewhere.
+    fn scale_by_instances(
+        &mut self,
+        scalar: &SVal,
+        value: &SVal,
+        ty: &Ty,
+        span: Span,
+    ) -> Result<SVal> {
+        let args = vec![scalar.clone(), value.clone()];
+        if let Some(scaled) = self.call_user_method(Class::VSpace, "scale_vec", ty, args, span)? {
+            return Ok(scaled);
+        }
+        if !self.has_instance_inside(Class::VSpace, ty) {
+            return self.scale_leaves(scalar, value, ty, span);
+        }
+        if let Some(parts) = component_types(ty) {
+            let mut items = Vec::with_capacity(parts.len());
+            for (position, part) in parts.iter().enumerate() {
+                let item = component(value, position, span)?;
+                items.push(self.scale_by_instances(scalar, &item, part, span)?);
+            }
+            return Ok(SVal::Tuple(items));
+        }
+        let Ty::Table(_, elem) = ty else {
+            return self.scale_leaves(scalar, value, ty, span);
+        };
+        let elem = (**elem).clone();
+        let (scalar, value) = (scalar.clone(), value.clone());
+        self.build_table(ty, "scale", span, |cx, flat| {
+            let row = cx.index_value(&value, flat, span)?;
+            let scaled = cx.scale_by_instances(&scalar, &row, &elem, span)?;
+            cx.leaves(&scaled, span)
+        })
+    }
+
+    /// `sum xs` whose elements' type has a user `Add` inside: a reduction with `+` at that
+    /// type (through the instances) from its `zero`.
+    fn sum_by_instances(
+        &mut self,
+        xs: &SVal,
+        table_ty: &Ty,
+        elem_ty: &Ty,
+        span: Span,
+    ) -> Result<SVal> {
+        let zero = self.zero_by_instances(elem_ty, span)?;
+        let add_ty = Ty::funs(vec![elem_ty.clone(), elem_ty.clone()], elem_ty.clone());
+        let add = SVal::Partial {
+            builtin: Builtin::Prim(Prim::Add),
+            args: Vec::new(),
+            ty: add_ty.clone(),
+            span,
+        };
+        let reduce_ty = Ty::funs(
+            vec![table_ty.clone(), elem_ty.clone(), add_ty],
+            elem_ty.clone(),
+        );
+        self.lower_monoid(
+            Builtin::Reduce,
+            vec![xs.clone(), zero, add],
+            &reduce_ty,
+            elem_ty,
+            span,
+        )
+    }
+}
+
+/// The class whose user instances give `prim` its meaning at a user type.
+fn prim_class(prim: Prim) -> Option<Class> {
+    Some(match prim {
+        Prim::Add | Prim::Sub | Prim::Neg => Class::Add,
+        Prim::Mul => Class::Mul,
+        Prim::Div => Class::Div,
+        Prim::Eq | Prim::Ne => Class::Eq,
+        Prim::Lt | Prim::Gt | Prim::Le | Prim::Ge | Prim::Min | Prim::Max => Class::Ord,
+        _ => return None,
+    })
+}
+
+/// The component types of a tuple or a struct (whose values are the tuples of their fields).
+fn component_types(ty: &Ty) -> Option<Vec<Ty>> {
+    match ty {
+        Ty::Tuple(items) => Some(items.clone()),
+        Ty::Data(data) if !data.def.is_tagged() => Some(data.fields(0)),
+        _ => None,
+    }
+}
+
+/// Component `position` of a tuple value, or the value itself when it is shared by every
+/// component (a scalar broadcast, as `lift` does).
+fn component(value: &SVal, position: usize, span: Span) -> Result<SVal> {
+    match value {
+        SVal::Tuple(items) => items
+            .get(position)
+            .cloned()
+            .map_or_else(|| bug(span, "a component beyond a tuple's"), Ok),
+        other => Ok(other.clone()),
     }
 }

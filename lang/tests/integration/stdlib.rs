@@ -52,8 +52,9 @@ fn issue_10_test_vectors() {
     let mut session = session(Engine::Fused);
     assert_eq!(
         value(&mut session, ":p (hash 0 0, hash 123 456)\n"),
+        // Words print in hexadecimal, as Dex's.
         format!(
-            "({}, {})",
+            "({:#x}, {:#x})",
             0x6b20_0159_99ba_4efe_u64, 0x5009_45c5_65c9_8701_u64
         )
     );
@@ -179,7 +180,10 @@ const KEYS_OF_NEW_KEY_0: [u64; 3] = [
 fn split_key_takes_its_size_by_name() {
     let mut session = session(Engine::Fused);
     let keys = |n: usize| {
-        let items: Vec<String> = KEYS_OF_NEW_KEY_0[..n].iter().map(u64::to_string).collect();
+        let items: Vec<String> = KEYS_OF_NEW_KEY_0[..n]
+            .iter()
+            .map(|key| format!("{key:#x}"))
+            .collect();
         format!("[{}]", items.join(", "))
     };
     assert_eq!(
