@@ -751,8 +751,13 @@ impl<'env> Infer<'env> {
 
     /// A size written as a type argument: `3`, `(n + 1)`, or a name (`Fin n`, `Vec n`).
     fn read_size_arg(&mut self, arg: &TypeExpr) -> Result<Size> {
+        let expected = "expected a size here (a `Nat`: `3`, `n`, `(n + 1)`)";
         match &arg.kind {
             TypeExprKind::Size(expr) => self.read_size(expr),
+            TypeExprKind::Name(ident) if self.names_a_type(arg) => error(
+                arg.span,
+                format!("{expected}, not the type `{}`", ident.name),
+            ),
             TypeExprKind::Name(ident) => self.read_size(&Expr {
                 kind: ExprKind::Var(ident.clone()),
                 span: arg.span,
@@ -2402,6 +2407,7 @@ fn first_leaf(ty: &Ty) -> Option<Ty> {
     match ty {
         Ty::Table(_, elem) => first_leaf(elem),
         Ty::Tuple(items) => items.first().and_then(first_leaf),
+        Ty::Data(data) if !data.def.is_tagged() => data.fields(0).first().and_then(first_leaf),
         _ => Some(ty.clone()),
     }
 }

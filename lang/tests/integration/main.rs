@@ -12,4 +12,5 @@ mod monoid;
 mod prim_derivatives;
 mod session;
 mod stdlib;
+mod user_types;
 mod wording;
