@@ -14,7 +14,8 @@
 //! test failure, so the generator stays honest. The bodies combine elementwise maths (`sin`,
 //! `cos`, `exp`, `tanh`, `sq`, `log (1.5 + sq e)`, `+ - *`, `/ (2.0 + sq e)`), arithmetic on
 //! tables (`+ - *`, `.*`), `for` (one and two binders) with `sum`, indexing with computed
-//! indices, tuples (destructuring lambdas, tables of tuples with `fst`/`snd`), `if`, `fold`
+//! indices, tuples (destructuring lambdas, tables of tuples with `fst`/`snd`), a struct
+//! (fields read in a body), a table of a data type read by `case` in a `for`, `if`, `fold`
 //! over `Fin 2` with a scalar, pair or table carry, `scan`, and the prelude's `maximum`,
 //! `logsumexp`, `softmax`, `mean`, `sum` and `cumsum`.
 //!
@@ -467,8 +468,8 @@ impl<'r> Gen<'r> {
                     }
                 }
             }
-            _ => {
-                if self.rng.chance(0.5) {
+            _ => match self.rng.below(4) {
+                0 => {
                     // A tuple, destructured by a lambda.
                     let (first, first_bound) = self.scalar(depth - 1);
                     let (second, second_bound) = self.scalar(depth - 1);
@@ -485,7 +486,8 @@ impl<'r> Gen<'r> {
                     self.scalars.truncate(self.scalars.len() - 2);
                     self.ctx.pop();
                     (format!("((\\{param}. {body}) {arg})"), bound)
-                } else {
+                }
+                1 => {
                     // A table of tuples.
                     let (i, k, t) = (self.name("i"), self.name("i"), self.name("t"));
                     self.indices.push((i.clone(), N));
@@ -500,7 +502,42 @@ impl<'r> Gen<'r> {
                     );
                     (text, 3.0 * first_bound * second_bound)
                 }
-            }
+                2 => {
+                    // A struct (`Pt`, see `USER_TYPES`), its fields read in a body.
+                    let (scalar, scalar_bound) = self.scalar(depth - 1);
+                    let (vector, vector_bound) = self.vector(depth - 1);
+                    let p = self.name("p");
+                    let arg = format!("(Pt {scalar} {vector})");
+                    self.ctx.push(Ctx::Apply {
+                        param: p.clone(),
+                        arg: arg.clone(),
+                    });
+                    self.scalars.push((format!("{p}.a"), scalar_bound));
+                    self.vectors.push((format!("{p}.v"), vector_bound));
+                    let (body, bound) = self.scalar(depth - 1);
+                    self.vectors.pop();
+                    self.scalars.pop();
+                    self.ctx.pop();
+                    (format!("((\\{p}:Pt. {body}) {arg})"), bound)
+                }
+                _ => {
+                    // A table of a data type (`Sh`), made by constructor by position and read
+                    // by `case` (`sh_value`) in a `for`: every alternative computed, the tag
+                    // selects.
+                    let (i, k, t) = (self.name("i"), self.name("i"), self.name("t"));
+                    self.indices.push((i.clone(), N));
+                    self.ctx.push(Ctx::For(format!("{i}:(Fin {N})")));
+                    let (first, first_bound) = self.scalar(depth - 1);
+                    let (second, second_bound) = self.scalar(depth - 1);
+                    self.ctx.pop();
+                    self.indices.pop();
+                    let text = format!(
+                        "((\\{t}. sum for {k}:(Fin {N}). sh_value {t}[{k}]) \
+                         (for {i}:(Fin {N}). if ordinal {i} == 1 then Ci {first} else Re {first} {second}))"
+                    );
+                    (text, 3.0 * (first_bound * second_bound).max(1.0))
+                }
+            },
         };
         Gen::limit(text, bound, VALUE_LIMIT)
     }
@@ -935,8 +972,23 @@ fn check_case(session: &mut Session, rng: &mut Rng, case: &Case, stats: &mut Sta
     }
 }
 
+/// The user types the generated programs use: a struct and a data type of Float64s.
+const USER_TYPES: &str = "\
+struct Pt =
+  a : Float64
+  v : (Fin 3)=>Float64
+data Sh =
+  Ci(Float64)
+  Re(Float64, Float64)
+def sh_value(s: Sh) -> Float64 =
+  case s of
+    Ci(r) -> sin r
+    Re(w, h) -> w * h
+";
+
 fn run_random_cases(input: Input, seed: u64, n_cases: usize, vector_valued_share: f64, name: &str) {
     let mut session = Session::new(SessionConfig::default());
+    define(&mut session, USER_TYPES);
     let mut rng = Rng(seed);
     let mut stats = Stats::default();
     for _ in 0..n_cases {
