@@ -1563,7 +1563,14 @@ fn to_display(ty: &Ty, leaves: &[(&Array, usize, usize)]) -> DisplayValue {
             let count = n_leaves(&Ty::Tuple(fields.clone())).min(rest.len());
             rest = &rest[..count];
             let name = data.def.cons[con].name.clone();
-            DisplayValue::Con(name, display_parts(&fields, rest))
+            let parts = display_parts(&fields, rest);
+            // A string (the prelude's `List Char`) prints as one: `"abc"`.
+            match (data.def.name.as_str(), data.args.first(), parts.get(1)) {
+                ("List", Some(Ty::Base(BaseTy::Char)), Some(DisplayValue::Table(chars))) => {
+                    DisplayValue::Text(string_text(chars))
+                }
+                _ => DisplayValue::Con(name, parts),
+            }
         }
         _ => {
             let (array, offset, _) = leaves[0];
@@ -1593,6 +1600,24 @@ fn display_parts(items: &[Ty], leaves: &[(&Array, usize, usize)]) -> Vec<Display
 
 fn n_leaves(ty: &Ty) -> usize {
     leaf_types(ty).map(|leaves| leaves.len()).unwrap_or(0)
+}
+
+/// A string as Dex prints it: its characters between double quotes, escaped as in source.
+fn string_text(chars: &[DisplayValue]) -> String {
+    let mut text = String::from("\"");
+    for item in chars {
+        let DisplayValue::Text(quoted) = item else {
+            continue;
+        };
+        let inner = &quoted[1..quoted.len() - 1];
+        match inner {
+            "\"" => text.push_str("\\\""),
+            "\\'" => text.push('\''),
+            _ => text.push_str(inner),
+        }
+    }
+    text.push('"');
+    text
 }
 
 /// A character as Dex prints it: `'a'`, `'\n'`, or its code for other bytes.

@@ -205,6 +205,9 @@ pub enum Builtin {
     Ad(AdOp),
     /// `arb k`: a random value of the type the context asks for (Dex's `Arbitrary`).
     Arb,
+    /// `internal_cast(to=T, x)`: `x` as a value of scalar type `T`, converted or truncated as
+    /// Dex's `%cast` (a character to its byte, an `Int` to the low byte of a `Word8`).
+    InternalCast,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -334,6 +337,7 @@ impl Builtin {
             "jacobian" => B::Ad(AdOp::Jacobian),
             "check_deriv" => B::Ad(AdOp::CheckDeriv),
             "arb" => B::Arb,
+            "internal_cast" => B::InternalCast,
             _ => return None,
         })
     }
@@ -415,6 +419,7 @@ impl Builtin {
             "check_deriv",
             "stop_gradient",
             "arb",
+            "internal_cast",
         ]
     }
 
@@ -617,6 +622,11 @@ impl Builtin {
             }
             Builtin::FloatConst(_) => float_var(cx),
             Builtin::Arb => Ty::fun(word64(), var(cx, &[])),
+            Builtin::InternalCast => {
+                let to = var(cx, &[]);
+                let from = var(cx, &[]);
+                Ty::funs(vec![Ty::TypeArg(Box::new(to.clone())), from], to)
+            }
             Builtin::Ad(op) => {
                 let a = var(cx, &[Class::Floating]);
                 let b = var(cx, &[Class::Floating]);

@@ -31,6 +31,15 @@ use super::types::{Rigid, Size, Ty};
 // the fields). `case` under a `for` computes every alternative and the tag selects, as `if`
 // does (seed 001 §5.2, the strict `cond`).
 
+// Note [Size fields]
+// ~~~~~~~~~~~~~~~~~~
+// Dex's `data List(a) = AsList(n:Nat, elements:(Fin n)=>a)` has a field that is the size of
+// another: a dependent pair. dx's shapes are static, so such a field is a size of the *type*:
+// the declaration gets a hidden size parameter for it (`List a` is `List a n` with `n` left to
+// inference), the constructor stores it from the type (an argument `_` or the size itself),
+// and a pattern that binds it binds a static size, usable in `Fin n` (`(AsList(n, xs)) = l`).
+// Two lists of different lengths have different types; `<>` of lists adds the lengths.
+
 /// What declared a user type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DataKind {
@@ -46,6 +55,9 @@ pub struct DataParam {
     pub name: String,
     pub rigid: Rigid,
     pub is_size: bool,
+    /// Made by a constructor's size field (`n` of `AsList(n:Nat, elements:(Fin n)=>a)`), not
+    /// written as an argument of the type (Note [Size fields]).
+    pub hidden: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -59,6 +71,9 @@ pub struct FieldDef {
 pub struct ConDef {
     pub name: String,
     pub fields: Vec<FieldDef>,
+    /// The fields that are sizes of the type (Note [Size fields]): the field's position and
+    /// the hidden parameter it is the size of.
+    pub size_fields: Vec<(usize, usize)>,
 }
 
 /// A declared user type.
@@ -178,8 +193,15 @@ impl fmt::Display for DataTy {
         if self.args.is_empty() {
             return write!(f, "{}", self.def.name);
         }
+        let visible = self.def.params.iter().filter(|param| !param.hidden).count();
+        if visible == 0 {
+            return write!(f, "{}", self.def.name);
+        }
         write!(f, "({}", self.def.name)?;
         for (param, arg) in self.def.params.iter().zip(&self.args) {
+            if param.hidden {
+                continue;
+            }
             match arg {
                 Ty::Fin(size) if param.is_size => write!(f, " {size}")?,
                 Ty::Fin(_) => write!(f, " ({arg})")?,

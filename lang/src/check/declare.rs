@@ -23,7 +23,7 @@ use super::data::{ConDef, DataDef, DataKind, DataParam, FieldDef};
 use super::env::TypeFn;
 use super::infer::{check_literals, is_nat_param, substitute_rigids, Binding, Infer};
 use super::typed::DefInfo;
-use super::types::{Rigid, Size, Ty};
+use super::types::{BaseTy, Rigid, Size, Ty};
 use super::TypeError;
 use crate::syntax::ast::{
     self, DataDecl, InstanceDecl, InstanceItem, InterfaceDecl, Pattern, TypeExpr, TypeExprKind,
@@ -94,6 +94,7 @@ impl Infer<'_> {
                 name,
                 rigid,
                 is_size,
+                hidden: false,
             });
         }
         let mut cons: Vec<ConDef> = Vec::new();
@@ -105,7 +106,8 @@ impl Infer<'_> {
                 );
             }
             let mut fields: Vec<FieldDef> = Vec::new();
-            for field in &con.fields {
+            let mut size_fields = Vec::new();
+            for (position, field) in con.fields.iter().enumerate() {
                 if mentions(&field.ty, &decl.name.name) {
                     return error(
                         field.ty.span,
@@ -128,11 +130,34 @@ impl Infer<'_> {
                     );
                 }
                 let ty = self.read_type(&field.ty, &mut None)?;
+                // A `Nat` field that a later field's type uses as a size is a size of the
+                // type (Note [Size fields]).
+                if let (Some(field_name), Ty::Base(BaseTy::Nat)) = (&field.name, &ty) {
+                    let used_later = con.fields[position + 1..]
+                        .iter()
+                        .any(|later| mentions(&later.ty, &field_name.name));
+                    if used_later {
+                        let rigid = self.env.new_rigid(vec![Class::Ix, Class::Eq, Class::Ord]);
+                        let as_type = Ty::Rigid(rigid, field_name.name.clone());
+                        self.scopes.push((
+                            field_name.name.clone(),
+                            Binding::SizeVar(Size::Of(Box::new(as_type))),
+                        ));
+                        size_fields.push((position, params.len()));
+                        params.push(DataParam {
+                            name: field_name.name.clone(),
+                            rigid,
+                            is_size: true,
+                            hidden: true,
+                        });
+                    }
+                }
                 fields.push(FieldDef { name, ty });
             }
             cons.push(ConDef {
                 name: con.name.name.clone(),
                 fields,
+                size_fields,
             });
         }
         if cons.is_empty() {
@@ -615,6 +640,21 @@ fn mentions(ty: &TypeExpr, name: &str) -> bool {
         TypeExprKind::Fun(params, result) => {
             params.iter().any(|param| mentions(param, name)) || mentions(result, name)
         }
-        TypeExprKind::Fin(_) | TypeExprKind::Hole | TypeExprKind::Size(_) => false,
+        TypeExprKind::Fin(size) | TypeExprKind::Size(size) => expr_mentions(size, name),
+        TypeExprKind::Hole => false,
+    }
+}
+
+/// Whether a size expression (`n`, `n + 1`, `size n`) names `name`.
+fn expr_mentions(expr: &ast::Expr, name: &str) -> bool {
+    match &expr.kind {
+        ast::ExprKind::Var(ident) => ident.name == name,
+        ast::ExprKind::BinOp { lhs, rhs, .. } => {
+            expr_mentions(lhs, name) || expr_mentions(rhs, name)
+        }
+        ast::ExprKind::App { func, arg, .. } => {
+            expr_mentions(func, name) || expr_mentions(arg, name)
+        }
+        _ => false,
     }
 }

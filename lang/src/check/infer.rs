@@ -88,6 +88,9 @@ pub struct Infer<'env> {
     recovered: Vec<TypeError>,
     /// The definitions being checked, innermost last (to explain a recursive call).
     defining: Vec<String>,
+    /// Locals bound to a size field of a constructor: the static size they are (Note [Size
+    /// fields]).
+    static_sizes: HashMap<LocalId, Size>,
 }
 
 // Note [Independent errors]
@@ -114,6 +117,7 @@ impl<'env> Infer<'env> {
             lenient: false,
             recovered: Vec::new(),
             defining: Vec::new(),
+            static_sizes: HashMap::new(),
         }
     }
 
@@ -213,10 +217,18 @@ impl<'env> Infer<'env> {
             (Ty::Var(x), other) | (other, Ty::Var(x)) => self.bind_var(*x, other),
             (Ty::Base(x), Ty::Base(y)) if x == y => Ok(()),
             (Ty::Fin(x), Ty::Fin(y)) => {
-                if x.normalise() == y.normalise() {
-                    Ok(())
-                } else {
-                    Err(())
+                let (x, y) = (x.normalise(), y.normalise());
+                if x == y {
+                    return Ok(());
+                }
+                // `Fin (size n)` of an index set `n` not known yet is any `Fin k`: `n` is then
+                // `Fin k` (a list's length is found from its elements).
+                match (&x, &y) {
+                    (Size::Of(inner), other) | (other, Size::Of(inner)) => match **inner {
+                        Ty::Var(var) => self.bind_var(var, &Ty::Fin(other.clone())),
+                        _ => Err(()),
+                    },
+                    _ => Err(()),
                 }
             }
             (Ty::Table(i1, e1), Ty::Table(i2, e2)) => {
@@ -713,31 +725,7 @@ impl<'env> Infer<'env> {
             return Ok(Ty::Fin(self.read_size_arg(arg)?));
         }
         if let Some(def) = self.env.data_types.get(&name.name).cloned() {
-            if def.params.len() != args.len() {
-                return error(
-                    span,
-                    format!(
-                        "`{}` takes {} argument{}, this gives {}",
-                        name.name,
-                        def.params.len(),
-                        if def.params.len() == 1 { "" } else { "s" },
-                        args.len()
-                    ),
-                );
-            }
-            let mut tys = Vec::new();
-            for (param, arg) in def.params.iter().zip(args) {
-                let ty = if param.is_size {
-                    Ty::Fin(self.read_size_arg(arg)?)
-                } else {
-                    self.read_type(arg, implicit)?
-                };
-                for class in self.env.rigid_classes(param.rigid).to_vec() {
-                    self.constrain(class, ty.clone(), arg.span);
-                }
-                tys.push(ty);
-            }
-            return Ok(Ty::Data(DataTy { def, args: tys }));
+            return self.read_data_type(def, args, span, implicit);
         }
         let type_fn = match self.lookup(&name.name) {
             Some(Binding::TypeFn(type_fn)) => Some((**type_fn).clone()),
@@ -747,6 +735,55 @@ impl<'env> Infer<'env> {
             return self.apply_type_fn(&name.name, &type_fn, args, span, implicit);
         }
         error(name.span, format!("unknown type `{}`", name.name))
+    }
+
+    /// A user type applied to its arguments (one per parameter the declaration wrote; a
+    /// hidden size parameter is inferred, Note [Size fields]).
+    fn read_data_type(
+        &mut self,
+        def: std::sync::Arc<super::data::DataDef>,
+        args: &[TypeExpr],
+        span: Span,
+        implicit: &mut Option<&mut Vec<(String, Rigid)>>,
+    ) -> Result<Ty> {
+        let visible: Vec<&super::data::DataParam> =
+            def.params.iter().filter(|param| !param.hidden).collect();
+        if visible.len() != args.len() {
+            let names: Vec<&str> = visible.iter().map(|param| param.name.as_str()).collect();
+            return error(
+                span,
+                format!(
+                    "`{}` takes {} argument{} (`{}({})`), this gives {}",
+                    def.name,
+                    visible.len(),
+                    if visible.len() == 1 { "" } else { "s" },
+                    def.name,
+                    names.join(", "),
+                    args.len()
+                ),
+            );
+        }
+        let mut args = args.iter();
+        let mut tys = Vec::new();
+        for param in &def.params {
+            let ty = if param.hidden {
+                Ty::Var(self.fresh_var())
+            } else {
+                let Some(arg) = args.next() else {
+                    return error(span, "internal: a type argument went missing");
+                };
+                if param.is_size {
+                    Ty::Fin(self.read_size_arg(arg)?)
+                } else {
+                    self.read_type(arg, implicit)?
+                }
+            };
+            for class in self.env.rigid_classes(param.rigid).to_vec() {
+                self.constrain(class, ty.clone(), span);
+            }
+            tys.push(ty);
+        }
+        Ok(Ty::Data(DataTy { def, args: tys }))
     }
 
     /// A size written as a type argument: `3`, `(n + 1)`, or a name (`Fin n`, `Vec n`).
@@ -824,22 +861,7 @@ impl<'env> Infer<'env> {
             return Ok(ty.clone());
         }
         if let Some(def) = self.env.data_types.get(name).cloned() {
-            if !def.params.is_empty() {
-                let params: Vec<&str> = def.params.iter().map(|p| p.name.as_str()).collect();
-                return error(
-                    span,
-                    format!(
-                        "`{name}` takes {} argument{}: `{name}({})`",
-                        params.len(),
-                        if params.len() == 1 { "" } else { "s" },
-                        params.join(", ")
-                    ),
-                );
-            }
-            return Ok(Ty::Data(DataTy {
-                def,
-                args: Vec::new(),
-            }));
+            return self.read_data_type(def, &[], span, implicit);
         }
         let type_fn = match self.lookup(name) {
             Some(Binding::TypeFn(type_fn)) => Some((**type_fn).clone()),
@@ -881,7 +903,10 @@ impl<'env> Infer<'env> {
             ),
             ExprKind::Lit(Lit::Int(n)) => Ok(Size::Const(*n)),
             ExprKind::Var(ident) => match self.lookup(&ident.name) {
-                Some(Binding::Local(local, _)) => Ok(Size::Local(*local, ident.name.clone())),
+                Some(Binding::Local(local, _)) => match self.static_sizes.get(local) {
+                    Some(size) => Ok(size.clone()),
+                    None => Ok(Size::Local(*local, ident.name.clone())),
+                },
                 Some(Binding::SizeVar(size)) => Ok(size.clone()),
                 Some(_) => not_static(),
                 None => match self.env.static_nats.get(&ident.name) {
@@ -970,12 +995,7 @@ impl<'env> Infer<'env> {
                     Lit::Float(_) => Ty::Var(self.fresh_float_var(span)),
                     Lit::Bool(_) => Ty::bool(),
                     Lit::Char(_) => Ty::Base(BaseTy::Char),
-                    Lit::Str(_) => {
-                        return error(
-                            span,
-                            "strings are not values in dx (a file name is read only by a top-level `xs : T = load_npy \"file\"` or `save_npy \"file\" xs`)",
-                        )
-                    }
+                    Lit::Str(text) => self.string_type(text.len(), span)?,
                 };
                 Ok(texpr(TKind::Lit(lit.clone()), ty))
             }
@@ -1298,6 +1318,20 @@ impl<'env> Infer<'env> {
             );
         }
         error(span, format!("unbound variable `{name}`"))
+    }
+
+    /// The type of a string of `len` characters: the prelude's `List Char` of that length.
+    fn string_type(&mut self, len: usize, span: Span) -> Result<Ty> {
+        let Some(def) = self.env.data_types.get("List").cloned() else {
+            return error(
+                span,
+                "a string is a `List Char`, and `List` is not defined (the prelude defines it)",
+            );
+        };
+        Ok(Ty::Data(DataTy {
+            def,
+            args: vec![Ty::Base(BaseTy::Char), Ty::Fin(Size::Const(len as u64))],
+        }))
     }
 
     /// Constructor `con` of `def` as a value: a function of its fields, at fresh arguments.
@@ -1797,6 +1831,15 @@ impl<'env> Infer<'env> {
                 ty: Ty::TypeArg(Box::new(ty)),
                 span: arg.span,
             }
+        } else if matches!(arg.kind, ExprKind::Hole) && is_constructor_call(&func) {
+            // `AsList(_, xs)`: a constructor's size field takes its value from the type
+            // (Note [Size fields]); `_` stands for it.
+            self.unify(&param, &Ty::nat(), arg.span)?;
+            TExpr {
+                kind: TKind::Lit(Lit::Int(0)),
+                ty: Ty::nat(),
+                span: arg.span,
+            }
         } else {
             let targ = self.infer_depth(arg, depth + 1)?;
             self.unify(&param, &targ.ty, arg.span)?;
@@ -1977,11 +2020,18 @@ impl<'env> Infer<'env> {
                         ),
                     );
                 }
-                let pats = args
+                let pats: Vec<TPat> = args
                     .iter()
                     .zip(&fields)
                     .map(|(arg, field)| self.bind_pattern(arg, field, refutable))
                     .collect::<Result<_>>()?;
+                // A size field binds the static size of the type (Note [Size fields]).
+                for (position, param) in &def.cons[con].size_fields {
+                    if let Some(TPat::Var(local, _)) = pats.get(*position) {
+                        let size = Size::Of(Box::new(data.args[*param].clone()));
+                        self.static_sizes.insert(*local, size);
+                    }
+                }
                 Ok(TPat::Con {
                     con,
                     name: name.name.clone(),
@@ -2480,6 +2530,15 @@ fn class_operation(class: Class) -> &'static str {
         Class::Ord => "ordering",
         Class::Ix => "indexing",
     }
+}
+
+/// Whether an expression is a constructor applied to some of its fields.
+fn is_constructor_call(func: &TExpr) -> bool {
+    let mut head = func;
+    while let TKind::App { func, .. } = &head.kind {
+        head = func;
+    }
+    matches!(head.kind, TKind::Con { .. })
 }
 
 /// Whether a parameter is written `n: Nat` (a size; others are types).

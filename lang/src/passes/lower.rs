@@ -666,6 +666,10 @@ impl<'a> Lowerer<'a> {
                     })
                 }
             }
+            TKind::Lit(Lit::Str(text)) => {
+                let ty = self.concrete(&expr.ty, span)?;
+                self.string(text, &ty, span)
+            }
             TKind::Lit(lit) => {
                 let ty = self.concrete(&expr.ty, span)?;
                 Ok(SVal::Arr(Atom::Lit(literal(lit, &ty, span)?)))
@@ -1001,7 +1005,27 @@ impl<'a> Lowerer<'a> {
         if compares(prim) && is_structured(ty) {
             return self.compare_structured(prim, ty, &args[0], &args[1], span);
         }
-        self.lift(prim, args, span)
+        let res = self.lift(prim, args, span)?;
+        match (ty, &res) {
+            // Arithmetic on bytes wraps at 256, as Dex's `Word8`.
+            (Ty::Base(base @ (BaseTy::Word8 | BaseTy::Char)), SVal::Arr(atom))
+                if matches!(prim, Prim::Add | Prim::Sub | Prim::Mul | Prim::Neg) =>
+            {
+                Ok(SVal::Arr(self.keep_in_base(*atom, *base, span)?))
+            }
+            _ => Ok(res),
+        }
+    }
+
+    /// A value of a type stored wider than it is (bytes in 32 bits) brought back into its
+    /// range: the low 8 bits of a `Word8` or `Char`.
+    fn keep_in_base(&mut self, atom: Atom, base: BaseTy, span: Span) -> Result<Atom> {
+        match base {
+            BaseTy::Word8 | BaseTy::Char => {
+                self.prim(Prim::Mod, vec![atom, Atom::Lit(Scalar::U32(256))], span)
+            }
+            _ => Ok(atom),
+        }
     }
 
     /// `s .* x`: every float of `x` (of type `ty`) times `s`, cast to its type.
@@ -1057,11 +1081,11 @@ impl<'a> Lowerer<'a> {
                 let SVal::Arr(atom) = args[0] else {
                     return bug(span, "conversion of a non-scalar");
                 };
-                let elem = match &result_ty {
-                    Ty::Base(base) => base_elem(*base),
-                    _ => return bug(span, "conversion to a non-scalar"),
+                let Ty::Base(base) = &result_ty else {
+                    return bug(span, "conversion to a non-scalar");
                 };
-                Ok(SVal::Arr(self.cast(atom, elem, span)?))
+                let converted = self.cast(atom, base_elem(*base), span)?;
+                Ok(SVal::Arr(self.keep_in_base(converted, *base, span)?))
             }
             Builtin::Ordinal => {
                 let Ty::Fun { param, .. } = ty else {
@@ -1161,6 +1185,13 @@ impl<'a> Lowerer<'a> {
                 _ => bug(span, "fst/snd of a non-pair"),
             },
             Builtin::Arb => self.arbitrary(&result_ty, args[0].clone(), span),
+            Builtin::InternalCast => {
+                let (SVal::Arr(atom), Ty::Base(base)) = (&args[1], &result_ty) else {
+                    return error(span, "`internal_cast` converts a scalar to a scalar type");
+                };
+                let converted = self.cast(*atom, base_elem(*base), span)?;
+                Ok(SVal::Arr(self.keep_in_base(converted, *base, span)?))
+            }
             Builtin::FloatConst(constant) => {
                 let value = constant.value();
                 let scalar = match &result_ty {
@@ -1578,6 +1609,7 @@ pub fn builtin_arity(builtin: Builtin) -> usize {
         Builtin::Reduce | Builtin::AssocScan => 3,
         Builtin::Convert(_) | Builtin::Ordinal | Builtin::Size | Builtin::Sum | Builtin::Iota => 1,
         Builtin::Arb => 1,
+        Builtin::InternalCast => 2,
         Builtin::Fst | Builtin::Snd => 1,
         Builtin::ApplyN => 3,
         Builtin::Zero | Builtin::FloatConst(_) => 0,

@@ -16,7 +16,7 @@ use crate::check::classes::{match_head, InstanceDef};
 use crate::check::data::DataTy;
 use crate::check::typed::{TExpr, TPat};
 use crate::check::types::{Rigid, Ty};
-use crate::core::ir::{Atom, Expr, Scalar};
+use crate::core::ir::{ArrTy, Atom, Elem, Expr, Scalar};
 use crate::prim::Prim;
 use crate::syntax::Span;
 
@@ -51,6 +51,12 @@ impl Lowerer<'_> {
         if args.len() < n_fields {
             return Ok(SVal::Con { data, con, args });
         }
+        // A size field holds the size the type gives it (Note [Size fields]).
+        let mut args = args;
+        for (position, param) in &data.def.cons[con].size_fields {
+            let size = self.ix_size(&data.args[*param], span)?;
+            args[*position] = SVal::Arr(Atom::Lit(Scalar::U32(size as u32)));
+        }
         if !data.def.is_tagged() {
             return Ok(SVal::Tuple(args));
         }
@@ -65,6 +71,25 @@ impl Lowerer<'_> {
             items.push(fields);
         }
         Ok(SVal::Tuple(items))
+    }
+
+    /// A string literal: the `List Char` of its bytes (its length, then the table of them).
+    pub(super) fn string(&mut self, text: &str, ty: &Ty, span: Span) -> Result<SVal> {
+        let bytes: Vec<Atom> = text
+            .bytes()
+            .map(|byte| Atom::Lit(Scalar::U32(u32::from(byte))))
+            .collect();
+        let table = self.emit1(
+            Expr::Table(bytes),
+            ArrTy::new(vec![text.len()], Elem::U32),
+            "string",
+            span,
+        );
+        let len = SVal::Arr(Atom::Lit(Scalar::U32(text.len() as u32)));
+        let Ty::Data(data) = ty else {
+            return bug(span, "a string whose type is not a list");
+        };
+        self.constructor(data.clone(), 0, vec![len, SVal::Arr(table)], span)
     }
 
     /// The fields of a value made by constructor `con` (for a tagged type, wherever its tag
