@@ -402,6 +402,41 @@ impl Infer<'_> {
         // The class variable stands for the instance's type in defaults.
         self.scopes
             .push((class_def.param_name.clone(), Binding::TypeVar(head.clone())));
+        // While its methods are checked, the instance holds for its head (a default or a
+        // method may use another method at the same type).
+        let provisional = InstanceDef {
+            class: class_def.class,
+            vars: vars.clone(),
+            head: head.clone(),
+            methods: Vec::new(),
+            span: decl.span,
+        };
+        self.env.instances.push(provisional);
+        let res = self.instance_methods(decl, &class_def, &head, &vars);
+        self.env.instances.pop();
+        let methods = res?;
+        let head = self.zonk(&head);
+        if class_def.class == Class::Ix {
+            self.fix_ix_size(decl, &head, &vars)?;
+        }
+        Ok(InstanceDef {
+            class: class_def.class,
+            vars,
+            head,
+            methods,
+            span: decl.span,
+        })
+    }
+
+    /// The definitions of an instance's methods, in the class's order, checked against the
+    /// class's signatures with the class variable standing for `head`.
+    fn instance_methods(
+        &mut self,
+        decl: &InstanceDecl,
+        class_def: &ClassDef,
+        head: &Ty,
+        vars: &[Rigid],
+    ) -> Result<Vec<InstanceMethod>> {
         let mut methods = Vec::new();
         let mut values = Vec::new();
         for method in &class_def.methods {
@@ -427,7 +462,7 @@ impl Infer<'_> {
             let expected = substitute_rigids(&method.ty, &mapping);
             let def = match (items.first(), &method.default) {
                 (Some(InstanceItem::Def(def)), _) => {
-                    self.check_method_def(def, &expected, &vars, &method_vars)?
+                    self.check_method_def(def, &expected, vars, &method_vars)?
                 }
                 (Some(InstanceItem::Let(binding)), _) => {
                     let value = self.infer(&binding.value)?;
@@ -444,7 +479,7 @@ impl Infer<'_> {
                     }
                 }
                 (None, Some(default)) => {
-                    self.check_method_def(default, &expected, &vars, &method_vars)?
+                    self.check_method_def(default, &expected, vars, &method_vars)?
                 }
                 (None, None) => {
                     return error(
@@ -474,17 +509,7 @@ impl Infer<'_> {
             self.zonk_expr(body);
             check_literals(body)?;
         }
-        let head = self.zonk(&head);
-        if class_def.class == Class::Ix {
-            self.fix_ix_size(decl, &head, &vars)?;
-        }
-        Ok(InstanceDef {
-            class: class_def.class,
-            vars,
-            head,
-            methods,
-            span: decl.span,
-        })
+        Ok(methods)
     }
 
     /// A method given by a `def`: checked with the interface's types for its parameters and
