@@ -187,10 +187,14 @@ fn table_items(value: &DisplayValue) -> Option<&[DisplayValue]> {
     }
 }
 
+/// Whether every item is one cell: a scalar, a string or character, a value of a user type.
 fn all_scalars(items: &[DisplayValue]) -> bool {
-    items
-        .iter()
-        .all(|item| matches!(item, DisplayValue::Scalar(_)))
+    items.iter().all(|item| {
+        matches!(
+            item,
+            DisplayValue::Scalar(_) | DisplayValue::Text(_) | DisplayValue::Con(..)
+        )
+    })
 }
 
 /// Text made safe inside HTML elements and attributes.
