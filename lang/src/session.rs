@@ -1521,11 +1521,29 @@ fn settle(results: Vec<Tensor>, inputs: &[Tensor]) -> Vec<Tensor> {
 /// Arranges the arrays of a value for printing, following its type. Each leaf is an array,
 /// the flat offset of the current sub-array in it, and how many of its axes are consumed.
 fn to_display(ty: &Ty, leaves: &[(&Array, usize, usize)]) -> DisplayValue {
+    display_at(ty, leaves, &[])
+}
+
+/// `to_display` inside tables whose rows are at positions `rows` (outermost first): a table
+/// over a range of an enclosing table's index shows the range's elements, not its padding
+/// (Note [Ranges]).
+fn display_at(ty: &Ty, leaves: &[(&Array, usize, usize)], rows: &[usize]) -> DisplayValue {
     match ty {
-        Ty::Tuple(items) => DisplayValue::Tuple(display_parts(items, leaves)),
+        Ty::Tuple(items) => DisplayValue::Tuple(display_parts(items, leaves, rows)),
         Ty::Table(ix, elem) => {
-            let size = crate::passes::lower::ix_size(ix).unwrap_or(0);
-            let rows = (0..size)
+            let padded = crate::passes::lower::ix_size(ix).unwrap_or(0);
+            let size = match &**ix {
+                Ty::Range {
+                    kind,
+                    bound: crate::check::types::Bound::Outer(k, _),
+                    ..
+                } => match rows.len().checked_sub(1 + *k as usize) {
+                    Some(at) => range_len(*kind, rows[at], padded),
+                    None => padded,
+                },
+                _ => padded,
+            };
+            let items = (0..size)
                 .map(|position| {
                     let sub: Vec<(&Array, usize, usize)> = leaves
                         .iter()
@@ -1534,10 +1552,12 @@ fn to_display(ty: &Ty, leaves: &[(&Array, usize, usize)]) -> DisplayValue {
                             (*array, offset + position * row_len, axis + 1)
                         })
                         .collect();
-                    to_display(elem, &sub)
+                    let mut inner_rows = rows.to_vec();
+                    inner_rows.push(position);
+                    display_at(elem, &sub, &inner_rows)
                 })
                 .collect();
-            DisplayValue::Table(rows)
+            DisplayValue::Table(items)
         }
         // See Note [Data representation]: the tag, then every constructor's fields.
         Ty::Data(data) => {
@@ -1563,7 +1583,7 @@ fn to_display(ty: &Ty, leaves: &[(&Array, usize, usize)]) -> DisplayValue {
             let count = n_leaves(&Ty::Tuple(fields.clone())).min(rest.len());
             rest = &rest[..count];
             let name = data.def.cons[con].name.clone();
-            let parts = display_parts(&fields, rest);
+            let parts = display_parts(&fields, rest, rows);
             // A string (the prelude's `List Char`) prints as one: `"abc"`.
             match (data.def.name.as_str(), data.args.first(), parts.get(1)) {
                 ("List", Some(Ty::Base(BaseTy::Char)), Some(DisplayValue::Table(chars))) => {
@@ -1587,15 +1607,30 @@ fn to_display(ty: &Ty, leaves: &[(&Array, usize, usize)]) -> DisplayValue {
 }
 
 /// The parts of a tuple or the fields of a constructor, each from its leaves in order.
-fn display_parts(items: &[Ty], leaves: &[(&Array, usize, usize)]) -> Vec<DisplayValue> {
+fn display_parts(
+    items: &[Ty],
+    leaves: &[(&Array, usize, usize)],
+    rows: &[usize],
+) -> Vec<DisplayValue> {
     let mut rest = leaves;
     let mut out = Vec::new();
     for item in items {
         let count = n_leaves(item).min(rest.len());
-        out.push(to_display(item, &rest[..count]));
+        out.push(display_at(item, &rest[..count], rows));
         rest = &rest[count..];
     }
     out
+}
+
+/// The number of elements of a range of the index at position `bound` of a set of `total`.
+fn range_len(kind: crate::check::types::RangeKind, bound: usize, total: usize) -> usize {
+    use crate::check::types::RangeKind;
+    match kind {
+        RangeKind::UpTo => (bound + 1).min(total),
+        RangeKind::Before => bound.min(total),
+        RangeKind::From => total.saturating_sub(bound),
+        RangeKind::After => total.saturating_sub(bound + 1),
+    }
 }
 
 fn n_leaves(ty: &Ty) -> usize {

@@ -164,7 +164,11 @@ fn check_let(src: &str, binding: &LetBinding) -> Result<(), String> {
 fn check_expr(src: &str, expr: &Expr) -> Result<(), String> {
     check_span(src, expr.span)?;
     match &expr.kind {
-        ExprKind::Var(_) | ExprKind::Lit(_) | ExprKind::Section(_) | ExprKind::Hole => Ok(()),
+        ExprKind::Var(_)
+        | ExprKind::Lit(_)
+        | ExprKind::Section(_)
+        | ExprKind::Hole
+        | ExprKind::Range(..) => Ok(()),
         ExprKind::Lam { body, .. } | ExprKind::For { body, .. } => check_expr(src, body),
         ExprKind::If {
             cond,
@@ -370,6 +374,10 @@ const PIECES: &[&str] = &[
     "MyPair Int Float",
     "def V(n: Nat) -> Type =",
     "L : Type = Float",
+    "(..i)",
+    "(i<..)",
+    "(i:n)=>(..i)=>Float",
+    "inject j",
 ];
 
 fn token_soup() -> impl Strategy<Value = String> {

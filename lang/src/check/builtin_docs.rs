@@ -74,6 +74,15 @@ pub fn builtin_doc(name: &str) -> Option<&'static str> {
         }
         "check_deriv" => "Whether `f`'s derivative at `x` agrees with finite differences.",
         "arb" => "`arb k`: a random value of the type the context asks for.",
+        "internal_cast" => {
+            "`internal_cast(to=T, x)`: the scalar `x` as a value of the scalar type `T`, \
+             converted or truncated as Dex's `%cast` (a `Char` to its byte, an `Int` to the low \
+             byte of a `Word8`)."
+        }
+        "inject" => {
+            "`inject j`: the element of `n` that the index `j` of a range of `n` (`(..i)`, \
+             `(i..)`) stands for."
+        }
         _ => return None,
     })
 }

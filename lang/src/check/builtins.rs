@@ -208,6 +208,8 @@ pub enum Builtin {
     /// `internal_cast(to=T, x)`: `x` as a value of scalar type `T`, converted or truncated as
     /// Dex's `%cast` (a character to its byte, an `Int` to the low byte of a `Word8`).
     InternalCast,
+    /// `inject j`: the element of `n` an index `j` of a range of `n` (`(..i)`) stands for.
+    Inject,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -338,6 +340,7 @@ impl Builtin {
             "check_deriv" => B::Ad(AdOp::CheckDeriv),
             "arb" => B::Arb,
             "internal_cast" => B::InternalCast,
+            "inject" => B::Inject,
             _ => return None,
         })
     }
@@ -420,6 +423,7 @@ impl Builtin {
             "stop_gradient",
             "arb",
             "internal_cast",
+            "inject",
         ]
     }
 
@@ -622,6 +626,9 @@ impl Builtin {
             }
             Builtin::FloatConst(_) => float_var(cx),
             Builtin::Arb => Ty::fun(word64(), var(cx, &[])),
+            // The result is the range's index set, found when the argument's type is known
+            // (`Infer::apply`).
+            Builtin::Inject => Ty::fun(var(cx, &[Class::Ix]), var(cx, &[Class::Ix])),
             Builtin::InternalCast => {
                 let to = var(cx, &[]);
                 let from = var(cx, &[]);

@@ -666,7 +666,8 @@ fn mentions(ty: &TypeExpr, name: &str) -> bool {
             params.iter().any(|param| mentions(param, name)) || mentions(result, name)
         }
         TypeExprKind::Fin(size) | TypeExprKind::Size(size) => expr_mentions(size, name),
-        TypeExprKind::Hole => false,
+        TypeExprKind::Hole | TypeExprKind::Range(..) => false,
+        TypeExprKind::DepTable { index, elem, .. } => mentions(index, name) || mentions(elem, name),
     }
 }
 

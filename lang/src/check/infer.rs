@@ -18,7 +18,7 @@ use super::classes::{match_head, HeadMatch};
 use super::data::DataTy;
 use super::env::GlobalEnv;
 use super::typed::{DefInfo, DefKey, TExpr, TKind, TPat, TStmt};
-use super::types::{BaseTy, LocalId, Rigid, Size, Ty, TyVar};
+use super::types::{BaseTy, Bound, LocalId, Rigid, Size, Ty, TyVar};
 use super::TypeError;
 use crate::prim::Prim;
 use crate::syntax::ast::{
@@ -186,6 +186,11 @@ impl<'env> Infer<'env> {
                 def: data.def.clone(),
                 args: data.args.iter().map(|arg| self.zonk(arg)).collect(),
             }),
+            Ty::Range { kind, of, bound } => Ty::Range {
+                kind: *kind,
+                of: Box::new(self.zonk(of)),
+                bound: bound.clone(),
+            },
         }
     }
 
@@ -264,6 +269,18 @@ impl<'env> Infer<'env> {
                 }
                 Ok(())
             }
+            (
+                Ty::Range {
+                    kind: k1,
+                    of: o1,
+                    bound: b1,
+                },
+                Ty::Range {
+                    kind: k2,
+                    of: o2,
+                    bound: b2,
+                },
+            ) if k1 == k2 && b1 == b2 => self.unify_inner(o1, o2),
             _ => Err(()),
         }
     }
@@ -334,6 +351,7 @@ impl<'env> Infer<'env> {
             Ty::Tuple(_) => Ok(false),
             // A struct of vector spaces is one (as JAX's pytrees); every user type compares,
             // prints and draws random values by its fields (Note [Data representation]).
+            Ty::Range { .. } => Ok(class.holds_for_index()),
             Ty::Data(data) if class.is_lifted() && !data.def.is_tagged() => all(&data.fields(0)),
             Ty::Data(data) if class.is_structural() => {
                 let fields: Vec<Ty> = (0..data.def.cons.len())
@@ -702,6 +720,35 @@ impl<'env> Infer<'env> {
             }
             TypeExprKind::Hole => Ok(Ty::Var(self.fresh_var())),
             TypeExprKind::App(name, args) => self.read_type_app(name, args, texpr.span, implicit),
+            TypeExprKind::Range(kind, index) => match self.lookup(&index.name) {
+                Some(Binding::Local(local, ty)) => Ok(Ty::Range {
+                    kind: *kind,
+                    of: Box::new(ty.clone()),
+                    bound: Bound::Local(*local, index.name.clone()),
+                }),
+                _ => error(
+                    index.span,
+                    format!(
+                        "a range is of an index in scope (`for i:n.` … `(..i)`); `{}` is not one",
+                        index.name
+                    ),
+                ),
+            },
+            TypeExprKind::DepTable {
+                binder,
+                index,
+                elem,
+            } => {
+                let index_ty = self.read_type(index, implicit)?;
+                self.constrain(Class::Ix, index_ty.clone(), index.span);
+                let local = self.new_local(&binder.name);
+                let elem_ty = self.with_scope(|cx| {
+                    cx.scopes
+                        .push((binder.name.clone(), Binding::Local(local, index_ty.clone())));
+                    cx.read_type(elem, &mut None)
+                })?;
+                Ok(Ty::dep_table(index_ty, local, elem_ty))
+            }
             TypeExprKind::Size(_) => error(
                 texpr.span,
                 "a size is not a type here (a size is an argument: `Fin 3`, `Vec 3`)",
@@ -1016,7 +1063,10 @@ impl<'env> Infer<'env> {
                 }
                 let mut res = cx.infer_depth(body, depth + 1)?;
                 for (local, ix) in locals.into_iter().rev() {
-                    let ty = Ty::table(ix, res.ty.clone());
+                    // Ranges of the index in the body's type become the table's own
+                    // (`for i. for j:(..i). …` is a `(i:n)=>(..i)=>…`, Note [Ranges]).
+                    let elem = cx.zonk(&res.ty);
+                    let ty = Ty::dep_table(ix, local, elem);
                     res = TExpr {
                         kind: TKind::For {
                             binder: local,
@@ -1092,6 +1142,10 @@ impl<'env> Infer<'env> {
             ExprKind::Hole => error(
                 span,
                 "`_` stands for a type to be inferred; it is not a value",
+            ),
+            ExprKind::Range(..) => error(
+                span,
+                "a range is a type; it can only be passed where a type is expected (`size (..i)`)",
             ),
             ExprKind::BinOp { op, lhs, rhs } => {
                 let func = self.binop_function(*op, span)?;
@@ -1846,6 +1900,18 @@ impl<'env> Infer<'env> {
             targ
         };
         let mut result = result;
+        // `inject j` is an element of the index set `j`'s range is of (Note [Ranges]).
+        if let TKind::Builtin(Builtin::Inject) = func.kind {
+            match self.zonk(&targ.ty) {
+                Ty::Range { of, .. } => self.unify(&result, &of, span)?,
+                other => {
+                    return error(
+                        arg.span,
+                        format!("`inject` takes an index of a range (`j:(..i)`), not of {other}"),
+                    )
+                }
+            }
+        }
         if let Some(binder) = binder {
             if mentions_local(&result, binder) {
                 let size = self.read_size(arg)?;
@@ -1894,6 +1960,22 @@ impl<'env> Infer<'env> {
             tindex
         };
         let span = base.span.to(index.span);
+        // A row of a table whose element depends on its index (`tri[i]` of a triangular
+        // table) is a table over the range of that index (Note [Ranges]).
+        let elem = self.zonk(&elem);
+        let elem = if elem.mentions_outer(0) {
+            let TKind::Local(local) = tindex.kind else {
+                return error(
+                    index.span,
+                    "a row of this table is over a range of its index: index it with a \
+                     variable (`t[i]`), so that the row's size is known",
+                );
+            };
+            let name = self.env.local_name(local);
+            Ty::index_dep_elem(&elem, &Bound::Local(local, name))
+        } else {
+            elem
+        };
         Ok(TExpr {
             kind: TKind::Index {
                 base: Box::new(base),
@@ -2356,7 +2438,11 @@ impl<'env> Infer<'env> {
                             || self.names_a_type(arg)
                     })
             }
-            TypeExprKind::Fin(_) | TypeExprKind::Hole | TypeExprKind::Size(_) => true,
+            TypeExprKind::Fin(_)
+            | TypeExprKind::Hole
+            | TypeExprKind::Size(_)
+            | TypeExprKind::Range(..)
+            | TypeExprKind::DepTable { .. } => true,
             TypeExprKind::Tuple(items) => {
                 !items.is_empty() && items.iter().all(|item| self.names_a_type(item))
             }
@@ -2371,6 +2457,7 @@ fn expr_as_type(expr: &Expr) -> Option<TypeExpr> {
     let kind = match &expr.kind {
         ExprKind::Var(ident) => TypeExprKind::Name(ident.clone()),
         ExprKind::Hole => TypeExprKind::Hole,
+        ExprKind::Range(kind, index) => TypeExprKind::Range(*kind, index.clone()),
         ExprKind::Tuple(items) => {
             TypeExprKind::Tuple(items.iter().map(expr_as_type).collect::<Option<_>>()?)
         }
@@ -2561,6 +2648,8 @@ fn is_var(expr: &Expr, name: &str) -> bool {
 /// The size of an index set, when it is statically expressible.
 pub fn size_of_ix(ty: &Ty) -> Option<Size> {
     match ty {
+        // Stored padded to the size of the index set it is a range of (Note [Ranges]).
+        Ty::Range { of, .. } => size_of_ix(of),
         // The size an instance of `Ix` gave the type (`check/declare.rs`).
         Ty::Data(data) => {
             data.def

@@ -4,6 +4,7 @@
 use std::fmt;
 
 use super::data::DataTy;
+pub use crate::syntax::ast::RangeKind;
 
 /// A unification variable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -196,6 +197,44 @@ pub enum Ty {
     TypeArg(Box<Ty>),
     /// A user type (`struct`, `data`, `enum`) applied to its arguments.
     Data(DataTy),
+    /// A range of an index of `of` (`(..i)`): an index set whose size depends on the index
+    /// `bound`. See Note [Ranges].
+    Range {
+        kind: RangeKind,
+        of: Box<Ty>,
+        bound: Bound,
+    },
+}
+
+// Note [Ranges]
+// ~~~~~~~~~~~~~
+// `(..i)` is the index set of the elements of `n` up to the index `i : n` (and `(..<i)`,
+// `(i..)`, `(i<..)` likewise): its size depends on a value, as in Dex's triangular tables
+// `(i:n)=>(..i)=>Float`. dx stores a table over a range padded to the size of `n`, the elements
+// of the range first and zeros after them, so every shape stays static and a triangular table
+// is a square one whose unused half is zero (sums over it need no mask). A `for` over a range
+// computes every padded position and keeps zero where the position is outside the range; its
+// valid size (`size (..i)` is `ordinal i + 1`) is computed from the index's value when the
+// block runs. The bound is the index: a local (`for j:(..i)` with `i` in scope), or, inside a
+// table type, the index of an enclosing table (`Bound::Outer`, counted outwards from the
+// range), which indexing replaces by the index used (`tri[i]` has type `(..i)=>Float`).
+
+/// The index a range is relative to.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Bound {
+    /// A local index variable.
+    Local(LocalId, String),
+    /// The index of the `k`-th table enclosing the range's table (0: the nearest), named as
+    /// written (`i` in `(i:n)=>(..i)=>Float`).
+    Outer(u32, String),
+}
+
+impl Bound {
+    pub fn name(&self) -> &str {
+        match self {
+            Bound::Local(_, name) | Bound::Outer(_, name) => name,
+        }
+    }
 }
 
 impl Ty {
@@ -244,6 +283,7 @@ impl Ty {
             Ty::Fun { param, result, .. } => param.any(pred) || result.any(pred),
             Ty::TypeArg(ty) => ty.any(pred),
             Ty::Data(data) => data.args.iter().any(|arg| arg.any(pred)),
+            Ty::Range { of, .. } => of.any(pred),
         }
     }
 
@@ -272,6 +312,91 @@ impl Ty {
                 def: data.def.clone(),
                 args: data.args.iter().map(|arg| arg.map(f)).collect(),
             }),
+            Ty::Range { kind, of, bound } => Ty::Range {
+                kind: *kind,
+                of: Box::new(of.map(f)),
+                bound: bound.clone(),
+            },
+        }
+    }
+
+    /// The table type `(i:index)=>elem` where `elem` mentions the local index `i`: the ranges
+    /// bounded by `i` become bounded by the table's own index (Note [Ranges]).
+    pub fn dep_table(index: Ty, local: LocalId, elem: Ty) -> Ty {
+        fn go(ty: &Ty, local: LocalId, depth: u32) -> Ty {
+            match ty {
+                Ty::Table(ix, elem) => {
+                    Ty::table(go_range(ix, local, depth), go(elem, local, depth + 1))
+                }
+                Ty::Tuple(items) => {
+                    Ty::Tuple(items.iter().map(|item| go(item, local, depth)).collect())
+                }
+                other => other.clone(),
+            }
+        }
+        fn go_range(ty: &Ty, local: LocalId, depth: u32) -> Ty {
+            match ty {
+                Ty::Range {
+                    kind,
+                    of,
+                    bound: Bound::Local(id, name),
+                } if *id == local => Ty::Range {
+                    kind: *kind,
+                    of: of.clone(),
+                    bound: Bound::Outer(depth, name.clone()),
+                },
+                other => other.clone(),
+            }
+        }
+        Ty::table(index, go(&elem, local, 0))
+    }
+
+    /// The element type of a table of type `(i:n)=>elem` at index `bound`: the ranges bounded by
+    /// the table's index become bounded by `bound` (Note [Ranges]).
+    pub fn index_dep_elem(elem: &Ty, bound: &Bound) -> Ty {
+        fn go(ty: &Ty, bound: &Bound, depth: u32) -> Ty {
+            match ty {
+                Ty::Table(ix, elem) => {
+                    Ty::table(go_range(ix, bound, depth), go(elem, bound, depth + 1))
+                }
+                Ty::Tuple(items) => {
+                    Ty::Tuple(items.iter().map(|item| go(item, bound, depth)).collect())
+                }
+                other => other.clone(),
+            }
+        }
+        fn go_range(ty: &Ty, bound: &Bound, depth: u32) -> Ty {
+            let Ty::Range {
+                kind,
+                of,
+                bound: Bound::Outer(k, name),
+            } = ty
+            else {
+                return ty.clone();
+            };
+            let new_bound = match (*k).cmp(&depth) {
+                std::cmp::Ordering::Equal => bound.clone(),
+                std::cmp::Ordering::Greater => Bound::Outer(k - 1, name.clone()),
+                std::cmp::Ordering::Less => Bound::Outer(*k, name.clone()),
+            };
+            Ty::Range {
+                kind: *kind,
+                of: of.clone(),
+                bound: new_bound,
+            }
+        }
+        go(elem, bound, 0)
+    }
+
+    /// Whether the type's tables depend on an enclosing table's index (`(..i)` inside).
+    pub fn mentions_outer(&self, depth: u32) -> bool {
+        match self {
+            Ty::Table(ix, elem) => {
+                matches!(&**ix, Ty::Range { bound: Bound::Outer(k, _), .. } if *k == depth)
+                    || elem.mentions_outer(depth + 1)
+            }
+            Ty::Tuple(items) => items.iter().any(|item| item.mentions_outer(depth)),
+            _ => false,
         }
     }
 
@@ -294,6 +419,31 @@ impl fmt::Display for Size {
     }
 }
 
+/// The name of the index a type's ranges at `depth` refer to (`i` of `(..i)`), if any.
+fn dep_binder(ty: &Ty, depth: u32) -> Option<String> {
+    match ty {
+        Ty::Table(ix, elem) => match &**ix {
+            Ty::Range {
+                bound: Bound::Outer(k, name),
+                ..
+            } if *k == depth => Some(name.clone()),
+            _ => dep_binder(elem, depth + 1),
+        },
+        Ty::Tuple(items) => items.iter().find_map(|item| dep_binder(item, depth)),
+        _ => None,
+    }
+}
+
+/// A type in parentheses unless it prints as one name.
+fn atom_text(ty: &Ty) -> String {
+    let text = ty.to_string();
+    if text.contains(' ') && !text.starts_with('(') {
+        format!("({text})")
+    } else {
+        text
+    }
+}
+
 /// Dex type syntax: `((Fin 3) => (Fin 8) => Float32)`, `(Float32, Int32)`.
 impl fmt::Display for Ty {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -304,9 +454,12 @@ impl fmt::Display for Ty {
                 write!(f, "(")?;
                 let mut ty = self;
                 while let Ty::Table(ix, elem) = ty {
-                    match **ix {
+                    // A table whose element depends on its index names it: `(i:(Fin 3)) =>`.
+                    let binder = dep_binder(elem, 0);
+                    match (&**ix, binder) {
+                        (_, Some(name)) => write!(f, "({name}:{}) => ", atom_text(ix))?,
                         // A tuple prints its own brackets: `((Fin 2, Fin 3) => Float32)`.
-                        Ty::Fin(_) => write!(f, "({ix}) => ")?,
+                        (Ty::Fin(_), None) => write!(f, "({ix}) => ")?,
                         _ => write!(f, "{ix} => ")?,
                     }
                     ty = elem;
@@ -332,6 +485,7 @@ impl fmt::Display for Ty {
             Ty::Rigid(_, name) => write!(f, "{name}"),
             Ty::TypeArg(ty) => write!(f, "Type {ty}"),
             Ty::Data(data) => write!(f, "{data}"),
+            Ty::Range { kind, bound, .. } => write!(f, "{}", kind.text(bound.name())),
         }
     }
 }

@@ -87,7 +87,7 @@ pub enum SVal {
 pub struct Closure {
     param: TPat,
     body: TExpr,
-    locals: HashMap<LocalId, SVal>,
+    pub(super) locals: HashMap<LocalId, SVal>,
     rigids: HashMap<Rigid, Ty>,
 }
 
@@ -103,7 +103,7 @@ pub struct Lowerer<'a> {
     globals: &'a dyn Fn(&str) -> Option<GlobalValue<'a>>,
     /// Inputs bound so far: the global's name and its input variables.
     pub inputs: Vec<(String, Vec<VarId>)>,
-    locals: HashMap<LocalId, SVal>,
+    pub(super) locals: HashMap<LocalId, SVal>,
     local_defs: HashMap<LocalId, DefInfo>,
     pub(super) rigids: HashMap<Rigid, Ty>,
     pub(super) block: BlockId,
@@ -142,7 +142,7 @@ fn leaf_types_into(
 ) -> std::result::Result<(), String> {
     match ty {
         Ty::Base(base) => out.push(ArrTy::new(prefix.clone(), base_elem(*base))),
-        Ty::Fin(_) => out.push(ArrTy::new(prefix.clone(), INDEX)),
+        Ty::Fin(_) | Ty::Range { .. } => out.push(ArrTy::new(prefix.clone(), INDEX)),
         Ty::Tuple(items) => {
             for item in items {
                 leaf_types_into(item, prefix, out)?;
@@ -414,6 +414,11 @@ impl<'a> Lowerer<'a> {
                     .map(|arg| self.concrete(arg, span))
                     .collect::<Result<_>>()?,
             }),
+            Ty::Range { kind, of, bound } => Ty::Range {
+                kind: *kind,
+                of: Box::new(self.concrete(of, span)?),
+                bound: bound.clone(),
+            },
         })
     }
 
@@ -686,11 +691,17 @@ impl<'a> Lowerer<'a> {
                     return bug(span, "for without a table type");
                 };
                 let ix = (**ix).clone();
+                // Over a range, the positions past its size are zero (Note [Ranges]).
+                let valid = self.range_size(&ix, span)?;
                 self.build_table(&ty, "for", span, |cx, flat| {
                     let index = cx.unflatten_index(flat, &ix, span)?;
                     cx.locals.insert(*binder, index);
                     let value = cx.lower(body)?;
-                    cx.leaves(&value, body.span)
+                    let leaves = cx.leaves(&value, body.span)?;
+                    match valid {
+                        Some(size) => cx.zero_beyond(leaves, flat, size, span),
+                        None => Ok(leaves),
+                    }
                 })
             }
             TKind::If {
@@ -1098,6 +1109,9 @@ impl<'a> Lowerer<'a> {
                 let SVal::Type(ix) = &args[0] else {
                     return bug(span, "size of a non-type");
                 };
+                if let Some(size) = self.range_size(ix, span)? {
+                    return Ok(SVal::Arr(self.cast(size, Elem::U32, span)?));
+                }
                 let size = self.ix_size(ix, span)?;
                 Ok(SVal::Arr(Atom::Lit(Scalar::U32(size as u32))))
             }
@@ -1185,6 +1199,12 @@ impl<'a> Lowerer<'a> {
                 _ => bug(span, "fst/snd of a non-pair"),
             },
             Builtin::Arb => self.arbitrary(&result_ty, args[0].clone(), span),
+            Builtin::Inject => {
+                let Ty::Fun { param, .. } = ty else {
+                    return bug(span, "inject's type");
+                };
+                self.inject(&args[0], param, span)
+            }
             Builtin::InternalCast => {
                 let (SVal::Arr(atom), Ty::Base(base)) = (&args[1], &result_ty) else {
                     return error(span, "`internal_cast` converts a scalar to a scalar type");
@@ -1513,10 +1533,12 @@ impl<'a> Lowerer<'a> {
                     cx.leaves(&value, span)
                 })
             }
-            Ty::Fun { .. } | Ty::TypeArg(_) | Ty::Var(_) | Ty::Rigid(..) => error(
-                span,
-                format!("`arb` cannot make a random value of type {ty}"),
-            ),
+            Ty::Fun { .. } | Ty::TypeArg(_) | Ty::Var(_) | Ty::Rigid(..) | Ty::Range { .. } => {
+                error(
+                    span,
+                    format!("`arb` cannot make a random value of type {ty}"),
+                )
+            }
         }
     }
 
@@ -1610,6 +1632,7 @@ pub fn builtin_arity(builtin: Builtin) -> usize {
         Builtin::Convert(_) | Builtin::Ordinal | Builtin::Size | Builtin::Sum | Builtin::Iota => 1,
         Builtin::Arb => 1,
         Builtin::InternalCast => 2,
+        Builtin::Inject => 1,
         Builtin::Fst | Builtin::Snd => 1,
         Builtin::ApplyN => 3,
         Builtin::Zero | Builtin::FloatConst(_) => 0,

@@ -15,7 +15,7 @@ use crate::check::builtins::{Builtin, Class};
 use crate::check::classes::{match_head, InstanceDef};
 use crate::check::data::DataTy;
 use crate::check::typed::{TExpr, TPat};
-use crate::check::types::{Rigid, Ty};
+use crate::check::types::{Bound, RangeKind, Rigid, Ty};
 use crate::core::ir::{ArrTy, Atom, Elem, Expr, Scalar};
 use crate::prim::Prim;
 use crate::syntax::Span;
@@ -646,6 +646,88 @@ impl Lowerer<'_> {
             elem_ty,
             span,
         )
+    }
+}
+
+impl Lowerer<'_> {
+    /// The size of a range (Note [Ranges]) as an `I64` atom computed from its bound's value,
+    /// or `None` for any other index set (whose size is static).
+    pub(super) fn range_size(&mut self, ix: &Ty, span: Span) -> Result<Option<Atom>> {
+        let (kind, of, ordinal) = match self.range_bound(ix, span)? {
+            Some(parts) => parts,
+            None => return Ok(None),
+        };
+        let total = Atom::Lit(Scalar::I64(self.ix_size(&of, span)? as i64));
+        let one = Atom::Lit(Scalar::I64(1));
+        let size = match kind {
+            RangeKind::UpTo => self.prim(Prim::Add, vec![ordinal, one], span)?,
+            RangeKind::Before => ordinal,
+            RangeKind::From => self.prim(Prim::Sub, vec![total, ordinal], span)?,
+            RangeKind::After => {
+                let rest = self.prim(Prim::Sub, vec![total, ordinal], span)?;
+                self.prim(Prim::Sub, vec![rest, one], span)?
+            }
+        };
+        Ok(Some(size))
+    }
+
+    /// A range's kind, the index set it is a range of, and its bound's ordinal in that set.
+    fn range_bound(&mut self, ix: &Ty, span: Span) -> Result<Option<(RangeKind, Ty, Atom)>> {
+        let Ty::Range { kind, of, bound } = ix else {
+            return Ok(None);
+        };
+        let Bound::Local(local, name) = bound else {
+            return bug(
+                span,
+                format!("the range {ix} outside the table it belongs to"),
+            );
+        };
+        let Some(value) = self.locals.get(local).cloned() else {
+            return error(
+                span,
+                format!("the index `{name}` of the range {ix} is not in scope here"),
+            );
+        };
+        let ordinal = self.flat_index(&value, of, span)?;
+        Ok(Some((*kind, (**of).clone(), ordinal)))
+    }
+
+    /// The leaves of a table element at position `flat`, zero where `flat` is past `size`.
+    pub(super) fn zero_beyond(
+        &mut self,
+        leaves: Vec<Atom>,
+        flat: Atom,
+        size: Atom,
+        span: Span,
+    ) -> Result<Vec<Atom>> {
+        let inside = self.prim(Prim::Lt, vec![flat, size], span)?;
+        leaves
+            .into_iter()
+            .map(|leaf| {
+                let zero = Atom::Lit(Scalar::zero(self.atom_ty(&leaf).elem));
+                self.prim(Prim::Select, vec![inside, leaf, zero], span)
+            })
+            .collect()
+    }
+
+    /// `inject j`: the element of `n` that the index `j` of a range of `n` stands for.
+    pub(super) fn inject(&mut self, value: &SVal, ix: &Ty, span: Span) -> Result<SVal> {
+        let Some((kind, of, ordinal)) = self.range_bound(ix, span)? else {
+            return error(
+                span,
+                format!("`inject` takes an index of a range, not of {ix}"),
+            );
+        };
+        let position = self.flat_index(value, ix, span)?;
+        let offset = match kind {
+            RangeKind::UpTo | RangeKind::Before => Atom::Lit(Scalar::I64(0)),
+            RangeKind::From => ordinal,
+            RangeKind::After => {
+                self.prim(Prim::Add, vec![ordinal, Atom::Lit(Scalar::I64(1))], span)?
+            }
+        };
+        let flat = self.prim(Prim::Add, vec![position, offset], span)?;
+        self.unflatten_index(flat, &of, span)
     }
 }
 

@@ -527,6 +527,8 @@ pub enum ExprKind {
         base: Box<Expr>,
         field: Ident,
     },
+    /// A range of an index as a type argument: `size (..i)`.
+    Range(RangeKind, Ident),
     /// `case e of` + `pattern -> body` alternatives, in order.
     Case {
         scrutinee: Box<Expr>,
@@ -604,4 +606,37 @@ pub enum TypeExprKind {
     App(Ident, Vec<TypeExpr>),
     /// A size as a type argument: `3`, `(n + 1)`.
     Size(Box<Expr>),
+    /// A range of the index `i`: `(..i)`, `(..<i)`, `(i..)`, `(i<..)`.
+    Range(RangeKind, Ident),
+    /// `(i:n)=>t`: a table whose element type may use its index `i` (`(i:n)=>(..i)=>Float`).
+    DepTable {
+        binder: Ident,
+        index: Box<TypeExpr>,
+        elem: Box<TypeExpr>,
+    },
+}
+
+/// Which elements of an index set a range has, relative to an index `i` of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RangeKind {
+    /// `(..i)`: up to and including `i`.
+    UpTo,
+    /// `(..<i)`: before `i`.
+    Before,
+    /// `(i..)`: from `i` on.
+    From,
+    /// `(i<..)`: after `i`.
+    After,
+}
+
+impl RangeKind {
+    /// The range of `index` as written.
+    pub fn text(self, index: &str) -> String {
+        match self {
+            RangeKind::UpTo => format!("(..{index})"),
+            RangeKind::Before => format!("(..<{index})"),
+            RangeKind::From => format!("({index}..)"),
+            RangeKind::After => format!("({index}<..)"),
+        }
+    }
 }

@@ -1122,7 +1122,22 @@ impl<'a> Builder<'a> {
             }
             Rule::ty_table => {
                 let mut inner = pair.clone().into_inner();
-                let index = self.ty(self.next(&mut inner, &pair)?)?;
+                let first = self.next(&mut inner, &pair)?;
+                if first.as_rule() == Rule::ty_dep_binder {
+                    let mut parts = first.clone().into_inner();
+                    let binder = self.ident(self.next(&mut parts, &first)?);
+                    let index = self.ty(self.next(&mut parts, &first)?)?;
+                    let elem = self.ty(self.next(&mut inner, &pair)?)?;
+                    return Ok(TypeExpr {
+                        kind: TypeExprKind::DepTable {
+                            binder,
+                            index: Box::new(index),
+                            elem: Box::new(elem),
+                        },
+                        span,
+                    });
+                }
+                let index = self.ty(first)?;
                 match inner.next() {
                     None => Ok(index),
                     Some(elem) => {
@@ -1133,6 +1148,24 @@ impl<'a> Builder<'a> {
                         })
                     }
                 }
+            }
+            Rule::ty_range => {
+                let mut kind = RangeKind::UpTo;
+                let mut index = None;
+                for part in pair.clone().into_inner() {
+                    match part.as_rule() {
+                        Rule::range_upto => kind = RangeKind::UpTo,
+                        Rule::range_before => kind = RangeKind::Before,
+                        Rule::range_from => kind = RangeKind::From,
+                        Rule::range_after => kind = RangeKind::After,
+                        _ => index = Some(self.ident(part)),
+                    }
+                }
+                let index = index.ok_or_else(|| self.internal(&pair))?;
+                Ok(TypeExpr {
+                    kind: TypeExprKind::Range(kind, index),
+                    span,
+                })
             }
             Rule::ty_fin => {
                 let atom = pair
@@ -1597,6 +1630,20 @@ impl<'a> Builder<'a> {
                 kind: ExprKind::Tuple(Vec::new()),
                 span,
             })),
+            Rule::range_arg => {
+                let range = pair
+                    .clone()
+                    .into_inner()
+                    .next()
+                    .ok_or_else(|| self.internal(&pair))?;
+                let TypeExprKind::Range(kind, index) = self.ty(range)?.kind else {
+                    return Err(self.internal(&pair));
+                };
+                Ok(Node::plain(Expr {
+                    kind: ExprKind::Range(kind, index),
+                    span,
+                }))
+            }
             Rule::hole => Ok(Node::plain(Expr {
                 kind: ExprKind::Hole,
                 span,

@@ -447,6 +447,7 @@ fn level(expr: &Expr) -> Ctx {
         | ExprKind::Neg(_)
         | ExprKind::Section(_)
         | ExprKind::Hole
+        | ExprKind::Range(..)
         | ExprKind::At { .. }
         | ExprKind::UserOp { .. }
         | ExprKind::Annot { .. } => Ctx::Atom,
@@ -500,6 +501,7 @@ impl Printer {
             ExprKind::Lit(lit) => Out::closed(literal(lit)),
             ExprKind::Section(op) => Out::closed(format!("({})", op.symbol())),
             ExprKind::Hole => Out::closed("_".to_string()),
+            ExprKind::Range(kind, index) => Out::closed(kind.text(&index.name)),
             ExprKind::Lam {
                 params,
                 body: lam_body,
@@ -753,6 +755,19 @@ fn type_expr(ty: &TypeExpr, at: TyLevel) -> String {
             // Not an atom of the grammar (`ty_binder`): a binder's type needs parentheses.
             (
                 format!("{}({})", name.name, args.join(", ")),
+                TyLevel::Table,
+            )
+        }
+        TypeExprKind::Range(kind, index) => (kind.text(&index.name), TyLevel::Binder),
+        TypeExprKind::DepTable {
+            binder,
+            index,
+            elem,
+        } => {
+            let index = type_expr(index, TyLevel::Full);
+            let elem = type_expr(elem, TyLevel::Table);
+            (
+                format!("({}:{index}) => {elem}", binder.name),
                 TyLevel::Table,
             )
         }

@@ -61,6 +61,7 @@ fn sexp(expr: &Expr) -> String {
         ExprKind::Neg(inner) => format!("(neg {})", sexp(inner)),
         ExprKind::Section(op) => format!("(section {})", op.symbol()),
         ExprKind::Hole => "_".to_string(),
+        ExprKind::Range(kind, index) => kind.text(&index.name),
         ExprKind::Index { base, indices } => {
             let indices: Vec<String> = indices.iter().map(sexp).collect();
             format!("(index {} {})", sexp(base), indices.join(" "))
@@ -136,6 +137,12 @@ fn ty_sexp(ty: &TypeExpr) -> String {
             format!("({} {})", name.name, args.join(" "))
         }
         TypeExprKind::Size(size) => format!("(size {})", sexp(size)),
+        TypeExprKind::Range(kind, index) => kind.text(&index.name),
+        TypeExprKind::DepTable {
+            binder,
+            index,
+            elem,
+        } => format!("(=> {}:{} {})", binder.name, ty_sexp(index), ty_sexp(elem)),
     }
 }
 

@@ -1139,6 +1139,7 @@ const MLP: &str = "\\params.
 #[test]
 fn gradients_are_cheap() {
     let mut session = Session::new(SessionConfig::default());
+    define(&mut session, USER_TYPES);
     let mut rng = Rng(0x00AD_0003);
     let w1_rows: Vec<String> = (0..8).map(|_| random_table(&mut rng, 4)).collect();
     let w2_rows: Vec<String> = (0..1).map(|_| random_table(&mut rng, 8)).collect();

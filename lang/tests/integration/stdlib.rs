@@ -67,12 +67,16 @@ fn issue_10_test_vectors() {
     );
 }
 
-/// The names the prelude defines (`def name(` at the start of a line).
+/// The names the prelude defines (`def name(` at the start of a line; an operator's
+/// `def (<>)(` is named `<>`).
 fn prelude_defs() -> Vec<String> {
     include_str!("../../../stdlib/prelude.dx")
         .lines()
         .filter_map(|line| line.strip_prefix("def "))
-        .filter_map(|rest| rest.split('(').next())
+        .filter_map(|rest| match rest.strip_prefix('(') {
+            Some(operator) => operator.split(')').next(),
+            None => rest.split('(').next(),
+        })
         .map(str::to_string)
         .collect()
 }
@@ -83,7 +87,11 @@ fn every_prelude_definition_has_help() {
     let names = prelude_defs();
     assert!(names.len() > 40, "{names:?}");
     for name in names {
-        let got = outputs(&mut session, &format!(":help {name}\n"));
+        let reference = match name.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+            true => name.clone(),
+            false => format!("({name})"),
+        };
+        let got = outputs(&mut session, &format!(":help {reference}\n"));
         let [Output::Text(text)] = got.as_slice() else {
             panic!(":help {name} gave {got:?}");
         };
