@@ -10,8 +10,9 @@
 //!   dropped and logged, never handled); the handler answers them one at a time, with `busy`
 //!   before and `idle` after each, and runs cells on the session's thread (`worker`).
 //!
-//! Every reply is a child of its request. The kernel ends when shutdown is asked for or any
-//! socket fails; the sockets are then dropped together.
+//! Every reply is a child of its request. The kernel ends when shutdown is asked for, any
+//! socket fails or the process that started it is gone (`parent`); the sockets are then
+//! dropped together.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -104,6 +105,7 @@ async fn serve(info: ConnectionInfo, config: SessionConfig) -> anyhow::Result<()
             }
         }
     });
+    let interrupt = worker.interrupt_flag();
     tasks.spawn(control_loop(
         control,
         publisher.clone(),
@@ -125,6 +127,10 @@ async fn serve(info: ConnectionInfo, config: SessionConfig) -> anyhow::Result<()
     tokio::select! {
         _ = shutdown_rx.recv() => {}
         _ = tasks.join_next() => {}
+        _ = crate::parent::gone() => {
+            eprintln!("dx kernel: the process that started the kernel is gone; exiting");
+            interrupt.store(true, Ordering::SeqCst);
+        }
     }
     tasks.abort_all();
     Ok(())
@@ -352,7 +358,7 @@ impl Shell {
         let results: Option<Vec<ChunkResult>> = self
             .worker
             .run(move |session| {
-                session.eval_source_with(&code, &mut |progress| {
+                session.eval_cell_with(&code, &mut |progress| {
                     if let Progress::Finished(result) = progress {
                         if !silent {
                             for content in chunk_messages(result, &code, count) {

@@ -349,6 +349,26 @@ impl Session {
         src: &str,
         on_progress: &mut dyn FnMut(Progress),
     ) -> Vec<ChunkResult> {
+        self.eval_chunks(src, false, on_progress)
+    }
+
+    /// `eval_source_with` for a notebook cell: as IPython does, the first block that reports
+    /// an error (an interrupt included) ends the cell; the blocks after it are not run and
+    /// have no result.
+    pub fn eval_cell_with(
+        &mut self,
+        src: &str,
+        on_progress: &mut dyn FnMut(Progress),
+    ) -> Vec<ChunkResult> {
+        self.eval_chunks(src, true, on_progress)
+    }
+
+    fn eval_chunks(
+        &mut self,
+        src: &str,
+        stop_after_error: bool,
+        on_progress: &mut dyn FnMut(Progress),
+    ) -> Vec<ChunkResult> {
         self.interrupt.store(false, Ordering::Relaxed);
         let chunks = crate::syntax::split_chunks(src);
         let n_blocks = chunks
@@ -394,9 +414,15 @@ impl Session {
                 }
                 ChunkKind::Prose | ChunkKind::Blank => Vec::new(),
             };
+            let failed = outputs
+                .iter()
+                .any(|output| matches!(output, Output::Error(_)));
             let result = ChunkResult { chunk, outputs };
             on_progress(Progress::Finished(&result));
             results.push(result);
+            if failed && stop_after_error {
+                break;
+            }
         }
         results
     }
