@@ -1314,6 +1314,7 @@ impl<'env> Infer<'env> {
                 result = substitute_local_size(&result, binder, &size);
             }
         }
+        self.derivative_matrix_type(&func, &result, span)?;
         Ok(TExpr {
             kind: TKind::App {
                 func: Box::new(func),
@@ -1322,6 +1323,45 @@ impl<'env> Infer<'env> {
             ty: result,
             span,
         })
+    }
+
+    /// `jacobian f x` and `hessian f x`: the result's type follows the structure of the types
+    /// of `x` and `f x` (`builtins::jacobian_ty`), known once `f` and `x` are checked.
+    fn derivative_matrix_type(&mut self, func: &TExpr, result: &Ty, span: Span) -> Result<()> {
+        let TKind::App {
+            func: inner,
+            arg: f,
+        } = &func.kind
+        else {
+            return Ok(());
+        };
+        use super::builtins::AdOp;
+        let TKind::Builtin(Builtin::Ad(op @ (AdOp::Jacobian | AdOp::Hessian))) = inner.kind else {
+            return Ok(());
+        };
+        let Ty::Fun {
+            param, result: out, ..
+        } = self.zonk(&f.ty)
+        else {
+            return Ok(());
+        };
+        let out = if op == AdOp::Hessian {
+            param.clone()
+        } else {
+            out
+        };
+        match super::builtins::jacobian_ty(&self.zonk(&param), &self.zonk(&out)) {
+            Some(ty) => self.unify(result, &ty, span),
+            None => error(
+                span,
+                format!(
+                    "the types of the argument and the result of the function must be known \
+                     here (they are {} and {}): annotate them",
+                    self.zonk(&param),
+                    self.zonk(&out)
+                ),
+            ),
+        }
     }
 
     fn infer_index(&mut self, base: TExpr, index: &Expr, depth: usize) -> Result<TExpr> {

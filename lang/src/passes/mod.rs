@@ -20,6 +20,7 @@ pub mod fuse;
 pub mod lower;
 mod lower_ad;
 mod lower_compare;
+mod lower_jacobian;
 pub mod pipeline;
 pub mod simplify;
 
