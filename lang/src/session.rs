@@ -390,13 +390,11 @@ impl Session {
                         chunk: &chunk,
                     });
                     let outputs = self.eval_block_guarded(src, block);
-                    if let (Decl::Def(def), Some(doc)) = (&block.decl, doc) {
-                        if !outputs
-                            .iter()
-                            .any(|output| matches!(output, Output::Error(_)))
-                        {
-                            self.docs.insert(def.name.name.clone(), doc);
-                        }
+                    if !outputs
+                        .iter()
+                        .any(|output| matches!(output, Output::Error(_)))
+                    {
+                        self.record_docs(&block.decl, doc);
                     }
                     outputs
                 }
@@ -425,6 +423,17 @@ impl Session {
             }
         }
         results
+    }
+
+    /// Keeps the documentation of what a block defined: the comment above a `def`. A name
+    /// defined again without one loses the old text (`:help` would describe another thing).
+    fn record_docs(&mut self, decl: &Decl, doc: Option<String>) {
+        for ident in decl.defined_names() {
+            self.docs.remove(&ident.name);
+        }
+        if let (Decl::Def(def), Some(doc)) = (decl, doc) {
+            self.docs.insert(def.name.name.clone(), doc);
+        }
     }
 
     /// What ran the most recently evaluated expression (which engine, how many statements).
