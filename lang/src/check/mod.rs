@@ -6,6 +6,7 @@ pub mod builtins;
 pub mod env;
 pub mod infer;
 pub mod print;
+pub mod suggest;
 pub mod typed;
 pub mod types;
 

@@ -182,6 +182,7 @@ class OrphanTests(unittest.TestCase):
         finally:
             client.kill()
             client.wait()
+            client.stdout.close()
 
 
 if __name__ == "__main__":
