@@ -190,7 +190,11 @@ impl Repl {
         };
         for output in results.iter().flat_map(|result| &result.outputs) {
             self.failed |= matches!(output, Output::Error(_));
-            let mut text = render_output(output, src);
+            let mut text = match output {
+                // In colour, each series of a plot has its own.
+                Output::Plot(figure) if self.colour => figure.to_ansi(),
+                _ => render_output(output, src),
+            };
             if !text.ends_with('\n') {
                 text.push('\n');
             }

@@ -504,3 +504,26 @@ fn export_errors_say_what_and_where() {
         stderr(&output)
     );
 }
+
+#[test]
+fn a_plot_saves_to_a_file_named_after_a_trailing_for_body() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let png = dir.path().join("a.png");
+    let svg = dir.path().join("h.svg");
+    let input = format!(
+        ":plot for i:(Fin 9). n_to_f (ordinal i) * 2.0 > \"{}\"\n:plot for i:(Fin 300) j:(Fin 300). n_to_f (ordinal i * ordinal j) > \"{}\"\n",
+        png.display(),
+        svg.display()
+    );
+    let output = run_with_stdin(&[], &input);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    let bytes = std::fs::read(&png).expect("the PNG was written");
+    assert!(bytes.starts_with(b"\x89PNG"), "a PNG file");
+    let text = std::fs::read_to_string(&svg).expect("the SVG was written");
+    assert_eq!(text.matches("<image").count(), 1, "the cells are one image");
+    assert!(
+        text.len() < 400_000,
+        "a 300×300 heatmap is small: {} bytes",
+        text.len()
+    );
+}
