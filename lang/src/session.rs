@@ -28,6 +28,9 @@ use crate::passes::PIPELINE;
 use crate::syntax::ast::{CodeBlock, Command, Decl, Ident, LetBinding, Pattern, Pragma};
 use crate::syntax::{Chunk, ChunkKind, Span};
 
+pub use check::{Checked, Symbol, SymbolKind};
+
+mod check;
 mod export;
 mod rich;
 mod run_stage;

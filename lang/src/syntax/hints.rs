@@ -51,7 +51,6 @@ fn binder_type_hint(src: &str, err: &ParseError) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::syntax::parse_expr;
 
     fn message(src: &str) -> String {
