@@ -236,8 +236,9 @@ fn kernel_info() -> KernelInfoReply {
             version: env!("CARGO_PKG_VERSION").to_string(),
             mimetype: Some("text/x-dx".to_string()),
             file_extension: Some(".dx".to_string()),
-            // Haskell's highlighting reads dx's `def`, `for`, `\x.`, `--` comments tolerably.
-            pygments_lexer: Some("haskell".to_string()),
+            // The lexer in editors/pygments (notebooks, nbconvert). CodeMirror has no dx mode:
+            // Haskell's reads `def`, `for`, `\x.` and `--` comments tolerably while editing.
+            pygments_lexer: Some("dx".to_string()),
             codemirror_mode: Some(CodeMirrorMode::Simple("haskell".to_string())),
             nbconvert_exporter: None,
         },
