@@ -8,6 +8,7 @@
 //! - `render`: a cell's outputs as IOPub messages (text, HTML tables, PNG/SVG plots, errors).
 //! - `introspect`: `is_complete`, `complete` and `inspect` requests.
 //! - `parent`: the kernel ends when the process that started it is gone.
+//! - `progress`: a long cell's elapsed time and progress bar, updated in place.
 //! - `history`: the inputs of this kernel's session, for `history_request`.
 //! - `install`: the kernelspec (`dx kernel install` / `uninstall`).
 //!
@@ -17,6 +18,7 @@ mod history;
 mod install;
 mod introspect;
 mod parent;
+mod progress;
 mod render;
 mod server;
 mod wire;

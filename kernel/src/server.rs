@@ -54,7 +54,7 @@ pub fn run(connection_file: &Path, config: SessionConfig) -> anyhow::Result<()> 
 
 /// Sends messages to the iopub task.
 #[derive(Clone)]
-struct Publisher(mpsc::UnboundedSender<JupyterMessage>);
+pub struct Publisher(mpsc::UnboundedSender<JupyterMessage>);
 
 impl Publisher {
     fn send(&self, message: JupyterMessage) {
@@ -62,7 +62,7 @@ impl Publisher {
         let _ = self.0.send(message);
     }
 
-    fn child(&self, content: impl Into<JupyterMessageContent>, parent: &JupyterMessage) {
+    pub fn child(&self, content: impl Into<JupyterMessageContent>, parent: &JupyterMessage) {
         self.send(JupyterMessage::new(content.into(), Some(parent)));
     }
 }
@@ -351,6 +351,15 @@ impl Shell {
                 message,
             );
         }
+        let (stop_progress, stopped) = tokio::sync::oneshot::channel();
+        let progress = (!request.silent).then(|| {
+            crate::progress::watch(
+                self.worker.progress(),
+                self.publisher.clone(),
+                message.clone(),
+                stopped,
+            )
+        });
         // Each block's outputs are published as soon as the block has run.
         let code = request.code.clone();
         let publisher = self.publisher.clone();
@@ -370,6 +379,11 @@ impl Shell {
                 })
             })
             .await;
+        let _ = stop_progress.send(());
+        if let Some(progress) = progress {
+            // Its last message (the emptied display) goes out before the reply.
+            let _ = progress.await;
+        }
         let outputs: Vec<Output> = match results {
             Some(results) => results
                 .into_iter()

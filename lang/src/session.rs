@@ -286,6 +286,8 @@ mod tests {
 pub struct Session {
     config: SessionConfig,
     interrupt: InterruptFlag,
+    /// How far the running block has got, for front-ends to show (`exec::progress`).
+    progress: Arc<crate::exec::progress::Progress>,
     stages: Vec<String>,
     env: GlobalEnv,
     /// Top-level values: their type and their arrays (one per leaf of the type), as engine
@@ -321,6 +323,7 @@ impl Session {
         let mut session = Session {
             config,
             interrupt: InterruptFlag::default(),
+            progress: Arc::default(),
             stages: Vec::new(),
             env: GlobalEnv::default(),
             values: HashMap::new(),
@@ -387,6 +390,7 @@ impl Session {
             let outputs = match &chunk.kind {
                 ChunkKind::Code(Ok(block)) => {
                     block_idx += 1;
+                    self.progress.reset();
                     on_progress(Progress::Started {
                         block: block_idx,
                         n_blocks,
@@ -452,6 +456,12 @@ impl Session {
     /// The flag that interrupts the running computation (Ctrl-C, Jupyter interrupt).
     pub fn interrupt_flag(&self) -> InterruptFlag {
         self.interrupt.clone()
+    }
+
+    /// How far the running block has got (schedule steps, loop iterations), for a front-end's
+    /// thread to show while the session's thread computes; reset when each block starts.
+    pub fn progress(&self) -> Arc<crate::exec::progress::Progress> {
+        self.progress.clone()
     }
 
     /// Names for tab completion: values, functions and aliases in scope, and built-ins.
@@ -1114,6 +1124,7 @@ impl Session {
             engine => engine,
         };
         let interrupt = Some(self.interrupt.clone());
+        let progress = self.progress.clone();
         // `%bench` runs the block many times: what its first run compiles, the others reuse.
         let prepared = schedule
             .as_ref()
@@ -1125,6 +1136,7 @@ impl Session {
                         strict: false,
                         compile_loops: compile_loops(),
                         interrupt: interrupt.clone(),
+                        progress: Some(progress.clone()),
                         ..ExecConfig::default()
                     };
                     let prepared = prepared.as_ref().expect("the pipeline ends with `fuse`");
@@ -1143,6 +1155,7 @@ impl Session {
                         strict: cx.strict,
                         compile_loops: compile_loops(),
                         interrupt: interrupt.clone(),
+                        progress: Some(progress.clone()),
                         ..ExecConfig::default()
                     };
                     let (tensors, report) =

@@ -391,7 +391,7 @@ fn run_file(path: &Path, outfmt: OutFormat, config: SessionConfig) -> Status {
         OutFormat::Literate => literate::literate_chunk,
         OutFormat::ResultOnly => literate::result_only_chunk,
     };
-    let mut spinner = Spinner::new();
+    let mut spinner = Spinner::new(session.progress());
     let mut stdout = std::io::stdout().lock();
     let mut closed = false;
     let mut running = (0, 0, 0);

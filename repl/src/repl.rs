@@ -172,7 +172,7 @@ impl Repl {
     fn eval(&mut self, src: &str) {
         self.interrupt.store(false, Ordering::SeqCst);
         self.evaluating.store(true, Ordering::SeqCst);
-        let mut spinner = Spinner::new();
+        let mut spinner = Spinner::new(self.session.progress());
         spinner.start("running".to_owned());
         let results = crate::literate::eval_guarded(&mut self.session, src);
         spinner.stop();

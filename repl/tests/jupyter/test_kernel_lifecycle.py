@@ -101,6 +101,29 @@ class CellTests(KernelClient):
         self.assertEqual(reply["matches"], ["weight_decay"])
 
 
+class ProgressTests(KernelClient):
+    def test_a_long_cell_shows_its_progress_in_place_and_removes_it(self):
+        msg_id = self.kc.execute("xs = for i:(Fin 2000). n_to_f (ordinal i)\n" + LONG_CELL)
+        time.sleep(3.0)
+        self.km.interrupt_kernel()
+        self.assertEqual(self.reply_to(msg_id)["content"]["status"], "error")
+        messages = self.outputs(msg_id)
+        shown = [m for m in messages if m["msg_type"] == "display_data" and "display_id" in m["content"].get("transient", {})]
+        self.assertEqual(len(shown), 1, [m["msg_type"] for m in messages])
+        display_id = shown[0]["content"]["transient"]["display_id"]
+        self.assertIn("running for", shown[0]["content"]["data"]["text/plain"])
+        updates = [m for m in messages if m["msg_type"] == "update_display_data"]
+        self.assertGreaterEqual(len(updates), 2)
+        self.assertTrue(all(m["content"]["transient"]["display_id"] == display_id for m in updates))
+        texts = [m["content"]["data"]["text/plain"] for m in updates]
+        self.assertIn("schedule steps", texts[0])
+        self.assertIn("<progress", updates[0]["content"]["data"]["text/html"])
+        self.assertEqual(texts[-1], "", "the display is emptied when the cell ends")
+        # A short cell shows none.
+        _, messages = self.execute(":p 1 + 1")
+        self.assertFalse([m for m in messages if m["msg_type"] in ("display_data", "update_display_data")])
+
+
 class LoadTests(KernelClient):
     def test_requests_sent_while_busy_are_all_answered_in_order(self):
         busy = self.kc.execute("slow = fold(0.0, \\i:(Fin 3000000) c. c * 0.5 + 1.0)\n:p 1")
