@@ -5,25 +5,15 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::{python, workspace_root};
+use common::{run_python, workspace_root};
 
 #[test]
 fn editors_get_a_language_server_a_lexer_and_a_grammar() {
-    let output = Command::new(python())
-        .args(["-m", "pytest", "-v", "-p", "no:cacheprovider", "."])
-        .current_dir(workspace_root().join("repl/tests/editors"))
-        .env("DX_BIN", env!("CARGO_BIN_EXE_dx"))
-        .env("DX_HISTORY", "")
-        .output()
-        .expect("the venv's python runs");
-    let report = String::from_utf8_lossy(&output.stdout);
-    println!("{report}{}", String::from_utf8_lossy(&output.stderr));
-    assert!(
-        output.status.success(),
-        "the editor tests failed:\n{report}"
-    );
+    let dir = workspace_root().join("repl/tests/editors");
+    let args = ["-m", "pytest", "-v", "-p", "no:cacheprovider", "."];
+    let (passed, report) = run_python(&args, &dir, env!("CARGO_BIN_EXE_dx"));
+    println!("{report}");
+    assert!(passed, "the editor tests failed:\n{report}");
     assert!(!report.contains("skipped"), "a test was skipped:\n{report}");
     assert!(report.contains("7 passed"), "every test ran:\n{report}");
 }

@@ -6,19 +6,12 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::{python, workspace_root};
+use common::{run_python, workspace_root};
 
 #[test]
 fn edge_cases_agree_with_jax() {
-    let output = Command::new(python())
-        .arg(workspace_root().join("repl/tests/jax/edges.py"))
-        .env("DX_BIN", env!("CARGO_BIN_EXE_dx"))
-        .env("DX_HISTORY", "")
-        .output()
-        .expect("the venv's python runs");
-    let report = String::from_utf8_lossy(&output.stdout);
-    println!("{report}{}", String::from_utf8_lossy(&output.stderr));
-    assert!(output.status.success(), "dx differs from JAX:\n{report}");
+    let dir = workspace_root().join("repl/tests/jax");
+    let (passed, report) = run_python(&["edges.py"], &dir, env!("CARGO_BIN_EXE_dx"));
+    println!("{report}");
+    assert!(passed, "dx differs from JAX:\n{report}");
 }

@@ -646,23 +646,20 @@ impl Builtin {
 /// `None` for a function or a type argument.
 pub fn jacobian_ty(a: &Ty, b: &Ty) -> Option<Ty> {
     match b {
-        Ty::Tuple(outputs) => outputs
-            .iter()
-            .map(|output| jacobian_ty(a, output))
-            .collect::<Option<_>>()
-            .map(Ty::Tuple),
+        Ty::Tuple(outputs) => tuple_of(outputs, |output| jacobian_ty(a, output)),
         _ => per_input(a, b),
     }
+}
+
+/// The tuple of `part` of each item, if each has one.
+fn tuple_of(items: &[Ty], part: impl Fn(&Ty) -> Option<Ty>) -> Option<Ty> {
+    items.iter().map(part).collect::<Option<_>>().map(Ty::Tuple)
 }
 
 /// The blocks of one output table `b` against every table of the input `a`.
 fn per_input(a: &Ty, b: &Ty) -> Option<Ty> {
     match a {
-        Ty::Tuple(inputs) => inputs
-            .iter()
-            .map(|input| per_input(input, b))
-            .collect::<Option<_>>()
-            .map(Ty::Tuple),
+        Ty::Tuple(inputs) => tuple_of(inputs, |input| per_input(input, b)),
         Ty::Fun { .. } | Ty::TypeArg(_) => None,
         _ => block(a, b),
     }

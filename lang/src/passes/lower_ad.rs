@@ -60,10 +60,14 @@ impl Lowerer<'_> {
         match op {
             AdOp::Grad | AdOp::DerivRev => self.gradient(func, &args[1], &sig, span),
             AdOp::ValueAndGrad => self.value_and_gradient(func, &args[1], &sig, span),
-            AdOp::Jvp => self.derivative(AdMode::Jvp, func, &args[1], &args[2], &sig, span),
+            AdOp::Jvp => Ok(self
+                .derivative(AdMode::Jvp, func, &args[1], &args[2], &sig, span)?
+                .1),
             AdOp::Deriv => {
                 let ones = self.ones_like(&args[1], span)?;
-                self.derivative(AdMode::Jvp, func, &args[1], &ones, &sig, span)
+                Ok(self
+                    .derivative(AdMode::Jvp, func, &args[1], &ones, &sig, span)?
+                    .1)
             }
             AdOp::Vjp | AdOp::Linearize => {
                 let primal = self.apply(func.clone(), args[1].clone(), span)?;
@@ -83,7 +87,9 @@ impl Lowerer<'_> {
             AdOp::TransposeLinear => {
                 // A linear function is its own derivative at any point: transpose it at zero.
                 let zero = self.zeros_of(&sig.arg, span)?;
-                self.derivative(AdMode::Vjp, func, &zero, &args[1], &sig, span)
+                Ok(self
+                    .derivative(AdMode::Vjp, func, &zero, &args[1], &sig, span)?
+                    .1)
             }
             AdOp::Jacobian => self.jacobian(func, &args[1], &sig, result_ty, span),
             AdOp::Hessian => self.hessian(func, func_ty, &args[1], &sig, result_ty, span),
@@ -91,23 +97,10 @@ impl Lowerer<'_> {
         }
     }
 
-    /// The derivative of `func` at `x` seeded with `seed`: the tangent of the result
-    /// (`Jvp`, `seed` a tangent of `x`) or the cotangent of `x` (`Vjp`, `seed` a cotangent
-    /// of the result), as one `jvp`/`vjp` statement for the `ad` pass.
+    /// The value of `func` at `x` and its derivative there seeded with `seed`: the tangent of
+    /// the result (`Jvp`, `seed` a tangent of `x`) or the cotangent of `x` (`Vjp`, `seed` a
+    /// cotangent of the result), as one `jvp`/`vjp` statement for the `ad` pass.
     pub(super) fn derivative(
-        &mut self,
-        mode: AdMode,
-        func: SVal,
-        x: &SVal,
-        seed: &SVal,
-        sig: &Signature,
-        span: Span,
-    ) -> Result<SVal> {
-        Ok(self.derivative_and_value(mode, func, x, seed, sig, span)?.1)
-    }
-
-    /// `derivative`, with the value of `func` at `x` that its statement computes too.
-    fn derivative_and_value(
         &mut self,
         mode: AdMode,
         func: SVal,
@@ -188,7 +181,7 @@ impl Lowerer<'_> {
     /// The gradient of a scalar function at `x`: reverse mode with a cotangent of 1.
     fn gradient(&mut self, func: SVal, x: &SVal, sig: &Signature, span: Span) -> Result<SVal> {
         let one = self.scalar_seed(sig, span)?;
-        self.derivative(AdMode::Vjp, func, x, &one, sig, span)
+        Ok(self.derivative(AdMode::Vjp, func, x, &one, sig, span)?.1)
     }
 
     /// The cotangent 1 of a function with a scalar float result (`grad`, `value_and_grad`).
@@ -217,7 +210,7 @@ impl Lowerer<'_> {
         span: Span,
     ) -> Result<SVal> {
         let one = self.scalar_seed(sig, span)?;
-        let (value, grads) = self.derivative_and_value(AdMode::Vjp, func, x, &one, sig, span)?;
+        let (value, grads) = self.derivative(AdMode::Vjp, func, x, &one, sig, span)?;
         Ok(SVal::Tuple(vec![value, grads]))
     }
 
@@ -233,7 +226,9 @@ impl Lowerer<'_> {
             out: linear.out_ty.clone(),
         };
         let func = linear.func.clone();
-        self.derivative(linear.mode, func, &linear.primal, &arg, &sig, span)
+        Ok(self
+            .derivative(linear.mode, func, &linear.primal, &arg, &sig, span)?
+            .1)
     }
 
     /// `check_deriv f x`: the directional derivative along all-ones agrees with a central

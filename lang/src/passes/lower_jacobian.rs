@@ -178,7 +178,7 @@ impl Lowerer<'_> {
                 })
                 .collect();
             let seed = cx.assemble(seed_ty, seeds);
-            let derived = cx.derivative(mode, func.clone(), x, &seed, sig, span)?;
+            let (_, derived) = cx.derivative(mode, func.clone(), x, &seed, sig, span)?;
             cx.leaves(&derived, span)
         })?;
         let tys = derived_leaves

@@ -19,11 +19,11 @@ import jupyter_kernel_test as jkt
 import nbclient
 import nbformat
 import numpy as np
-from jupyter_client.manager import start_new_kernel
 from jupyter_client.session import Session
 from PIL import Image
 
-TIMEOUT = 60
+from kernel_client import TIMEOUT, KernelTestCase
+
 
 # Colours of the first two series of a plot (display/plot.rs PALETTE).
 BLUE = (31, 119, 180)
@@ -71,44 +71,8 @@ class DxIopubWelcomeTests(jkt.IopubWelcomeTests):
     support_iopub_welcome = True
 
 
-class ClientTests(unittest.TestCase):
+class ClientTests(KernelTestCase):
     """Interrupts, errors, stop-on-error and signatures, with jupyter_client."""
-
-    def setUp(self):
-        self.km, self.kc = start_new_kernel(kernel_name="dx")
-
-    def tearDown(self):
-        self.kc.stop_channels()
-        self.km.shutdown_kernel(now=True)
-
-    def execute(self, code, **options):
-        """Runs a cell; returns its reply and its IOPub messages."""
-        msg_id = self.kc.execute(code, **options)
-        reply = self.reply_to(msg_id)
-        return reply, self.iopub_until_idle(msg_id)
-
-    def reply_to(self, msg_id, timeout=TIMEOUT):
-        while True:
-            reply = self.kc.get_shell_msg(timeout=timeout)
-            if reply["parent_header"].get("msg_id") == msg_id:
-                return reply
-
-    def iopub_until_idle(self, msg_id):
-        messages = []
-        while True:
-            msg = self.kc.get_iopub_msg(timeout=TIMEOUT)
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                return messages
-            messages.append(msg)
-
-    def result_text(self, messages):
-        return [
-            msg["content"]["data"]["text/plain"]
-            for msg in messages
-            if msg["msg_type"] == "execute_result"
-        ]
 
     def test_interrupt_stops_a_long_cell_and_the_session_survives(self):
         self.execute("x = 21")

@@ -12,9 +12,8 @@ import textwrap
 import time
 import unittest
 
-from jupyter_client.manager import start_new_kernel
+from kernel_client import TIMEOUT, KernelTestCase
 
-TIMEOUT = 60
 
 # A cell that computes for several seconds in a debug build and checks for interrupts.
 LONG_CELL = ":p sum (for i:(Fin 30000) j:(Fin 30000). sin (n_to_f (ordinal i) * n_to_f (ordinal j)))"
@@ -29,9 +28,11 @@ def process_gone(pid):
         return True
 
 
-class KernelClient(unittest.TestCase):
+class KernelClient(KernelTestCase):
+    """A kernel whose process must be gone after the test."""
+
     def setUp(self):
-        self.km, self.kc = start_new_kernel(kernel_name="dx")
+        super().setUp()
         self.pid = self.km.provisioner.process.pid
 
     def tearDown(self):
@@ -42,30 +43,15 @@ class KernelClient(unittest.TestCase):
             time.sleep(0.05)
         self.assertTrue(process_gone(self.pid), "the kernel outlived its shutdown")
 
-    def reply_to(self, msg_id, timeout=TIMEOUT):
-        while True:
-            reply = self.kc.get_shell_msg(timeout=timeout)
-            if reply["parent_header"].get("msg_id") == msg_id:
-                return reply
-
     def outputs(self, msg_id):
-        """The IOPub messages of a request, up to its `idle`."""
-        messages = []
-        while True:
-            msg = self.kc.get_iopub_msg(timeout=TIMEOUT)
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                return messages
-            messages.append(msg)
+        return self.iopub_until_idle(msg_id)
 
     def execute(self, code, **options):
-        msg_id = self.kc.execute(code, **options)
-        return self.reply_to(msg_id)["content"], self.outputs(msg_id)
+        reply, messages = super().execute(code, **options)
+        return reply["content"], messages
 
-    @staticmethod
-    def results(messages):
-        return [m["content"]["data"]["text/plain"] for m in messages if m["msg_type"] == "execute_result"]
+    def results(self, messages):
+        return self.result_text(messages)
 
 
 class CellTests(KernelClient):
