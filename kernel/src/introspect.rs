@@ -5,7 +5,7 @@
 //! Jupyter counts cursor positions in Unicode code points (protocol 5.2+); `dx_lang` counts
 //! bytes. The conversions happen here, at the edge.
 
-use dx_lang::complete::{complete_at, word_at};
+use dx_lang::complete::{complete_at, names_before, word_at};
 use dx_lang::syntax::{entry_status, split_chunks, ChunkKind, EntryStatus};
 use jupyter_protocol::IsCompleteReplyStatus;
 
@@ -36,11 +36,14 @@ pub struct Completion {
     pub cursor_end: usize,
 }
 
-/// Completes the word before character `cursor_pos` of `code` with commands, keywords and
-/// `names`; the replaced range runs to the end of the word under the cursor.
+/// Completes the word before character `cursor_pos` of `code` with commands, keywords,
+/// `names` (the session's) and the names the cell binds before the cursor; the replaced range
+/// runs to the end of the word under the cursor.
 pub fn complete(code: &str, cursor_pos: usize, names: &[String]) -> Completion {
     let pos = byte_offset(code, cursor_pos);
-    let (start, matches) = complete_at(code, pos, names);
+    let mut names = names.to_vec();
+    names.extend(names_before(code, pos));
+    let (start, matches) = complete_at(code, pos, &names);
     let end = word_at(code, pos).end.max(pos);
     Completion {
         matches,
@@ -96,6 +99,13 @@ mod tests {
         let inside = complete(":p xs + 1", 4, &names);
         assert_eq!(inside.matches, ["xs", "xy"]);
         assert_eq!((inside.cursor_start, inside.cursor_end), (3, 5));
+    }
+
+    #[test]
+    fn completion_knows_the_names_of_the_cell() {
+        let cell = "loss_scale = 2.0\n:p loss_";
+        let done = complete(cell, cell.chars().count(), &["log".to_string()]);
+        assert_eq!(done.matches, ["loss_scale"]);
     }
 
     #[test]

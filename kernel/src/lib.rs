@@ -7,6 +7,8 @@
 //! - `worker`: the thread that owns the session; cells run there, one at a time.
 //! - `render`: a cell's outputs as IOPub messages (text, HTML tables, PNG/SVG plots, errors).
 //! - `introspect`: `is_complete`, `complete` and `inspect` requests.
+//! - `parent`: the kernel ends when the process that started it is gone.
+//! - `progress`: a long cell's elapsed time and progress bar, updated in place.
 //! - `history`: the inputs of this kernel's session, for `history_request`.
 //! - `install`: the kernelspec (`dx kernel install` / `uninstall`).
 //!
@@ -15,6 +17,8 @@
 mod history;
 mod install;
 mod introspect;
+mod parent;
+mod progress;
 mod render;
 mod server;
 mod wire;

@@ -62,11 +62,17 @@ pub fn output_messages(
                 MediaType::Html(grid.to_html()),
             ],
         ),
-        Output::Plot(figure) => display(vec![
-            MediaType::Plain(figure.to_text()),
-            MediaType::Png(base64::engine::general_purpose::STANDARD.encode(figure.to_png())),
-            MediaType::Svg(figure.to_svg()),
-        ]),
+        Output::Plot(figure) => {
+            let mut media = vec![
+                MediaType::Plain(figure.to_text()),
+                MediaType::Png(base64::engine::general_purpose::STANDARD.encode(figure.to_png())),
+            ];
+            // A heatmap's SVG would hold a second image of its cells: the PNG is enough.
+            if figure.svg_is_small() {
+                media.push(MediaType::Svg(figure.to_svg()));
+            }
+            display(media)
+        }
         Output::Error(diag) => error_output(diag, src).into(),
         Output::Stage { name, text } => display(vec![
             MediaType::Plain(render_output(output, src)),

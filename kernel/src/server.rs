@@ -10,8 +10,9 @@
 //!   dropped and logged, never handled); the handler answers them one at a time, with `busy`
 //!   before and `idle` after each, and runs cells on the session's thread (`worker`).
 //!
-//! Every reply is a child of its request. The kernel ends when shutdown is asked for or any
-//! socket fails; the sockets are then dropped together.
+//! Every reply is a child of its request. The kernel ends when shutdown is asked for, any
+//! socket fails or the process that started it is gone (`parent`); the sockets are then
+//! dropped together.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -53,7 +54,7 @@ pub fn run(connection_file: &Path, config: SessionConfig) -> anyhow::Result<()> 
 
 /// Sends messages to the iopub task.
 #[derive(Clone)]
-struct Publisher(mpsc::UnboundedSender<JupyterMessage>);
+pub struct Publisher(mpsc::UnboundedSender<JupyterMessage>);
 
 impl Publisher {
     fn send(&self, message: JupyterMessage) {
@@ -61,7 +62,7 @@ impl Publisher {
         let _ = self.0.send(message);
     }
 
-    fn child(&self, content: impl Into<JupyterMessageContent>, parent: &JupyterMessage) {
+    pub fn child(&self, content: impl Into<JupyterMessageContent>, parent: &JupyterMessage) {
         self.send(JupyterMessage::new(content.into(), Some(parent)));
     }
 }
@@ -104,6 +105,7 @@ async fn serve(info: ConnectionInfo, config: SessionConfig) -> anyhow::Result<()
             }
         }
     });
+    let interrupt = worker.interrupt_flag();
     tasks.spawn(control_loop(
         control,
         publisher.clone(),
@@ -125,6 +127,10 @@ async fn serve(info: ConnectionInfo, config: SessionConfig) -> anyhow::Result<()
     tokio::select! {
         _ = shutdown_rx.recv() => {}
         _ = tasks.join_next() => {}
+        _ = crate::parent::gone() => {
+            eprintln!("dx kernel: the process that started the kernel is gone; exiting");
+            interrupt.store(true, Ordering::SeqCst);
+        }
     }
     tasks.abort_all();
     Ok(())
@@ -230,8 +236,9 @@ fn kernel_info() -> KernelInfoReply {
             version: env!("CARGO_PKG_VERSION").to_string(),
             mimetype: Some("text/x-dx".to_string()),
             file_extension: Some(".dx".to_string()),
-            // Haskell's highlighting reads dx's `def`, `for`, `\x.`, `--` comments tolerably.
-            pygments_lexer: Some("haskell".to_string()),
+            // The lexer in editors/pygments (notebooks, nbconvert). CodeMirror has no dx mode:
+            // Haskell's reads `def`, `for`, `\x.` and `--` comments tolerably while editing.
+            pygments_lexer: Some("dx".to_string()),
             codemirror_mode: Some(CodeMirrorMode::Simple("haskell".to_string())),
             nbconvert_exporter: None,
         },
@@ -344,6 +351,15 @@ impl Shell {
                 message,
             );
         }
+        let (stop_progress, stopped) = tokio::sync::oneshot::channel();
+        let progress = (!request.silent).then(|| {
+            crate::progress::watch(
+                self.worker.progress(),
+                self.publisher.clone(),
+                message.clone(),
+                stopped,
+            )
+        });
         // Each block's outputs are published as soon as the block has run.
         let code = request.code.clone();
         let publisher = self.publisher.clone();
@@ -352,7 +368,7 @@ impl Shell {
         let results: Option<Vec<ChunkResult>> = self
             .worker
             .run(move |session| {
-                session.eval_source_with(&code, &mut |progress| {
+                session.eval_cell_with(&code, &mut |progress| {
                     if let Progress::Finished(result) = progress {
                         if !silent {
                             for content in chunk_messages(result, &code, count) {
@@ -363,6 +379,11 @@ impl Shell {
                 })
             })
             .await;
+        let _ = stop_progress.send(());
+        if let Some(progress) = progress {
+            // Its last message (the emptied display) goes out before the reply.
+            let _ = progress.await;
+        }
         let outputs: Vec<Output> = match results {
             Some(results) => results
                 .into_iter()

@@ -4,6 +4,9 @@
 
 use std::sync::mpsc;
 
+use std::sync::Arc;
+
+use dx_lang::exec::progress::Progress;
 use dx_lang::session::{InterruptFlag, Output, Session, SessionConfig};
 
 /// Stack size of the session's thread: deeply nested programs recurse deeply in the compiler.
@@ -15,6 +18,7 @@ type Job = Box<dyn FnOnce(&mut Session) + Send>;
 pub struct Worker {
     jobs: mpsc::Sender<Job>,
     interrupt: InterruptFlag,
+    progress: Arc<Progress>,
 }
 
 impl Worker {
@@ -28,22 +32,33 @@ impl Worker {
             .spawn(move || {
                 let mut session = Session::new(config);
                 let startup = session.startup_outputs().to_vec();
-                if ready_tx.send((session.interrupt_flag(), startup)).is_err() {
+                let handles = (session.interrupt_flag(), session.progress(), startup);
+                if ready_tx.send(handles).is_err() {
                     return;
                 }
                 for job in job_rx {
                     job(&mut session);
                 }
             })?;
-        let (interrupt, startup) = ready_rx
+        let (interrupt, progress, startup) = ready_rx
             .recv()
             .map_err(|_| std::io::Error::other("the session did not start"))?;
-        Ok((Worker { jobs, interrupt }, startup))
+        let worker = Worker {
+            jobs,
+            interrupt,
+            progress,
+        };
+        Ok((worker, startup))
     }
 
     /// The flag that stops the running cell at its next check.
     pub fn interrupt_flag(&self) -> InterruptFlag {
         self.interrupt.clone()
+    }
+
+    /// How far the running block has got.
+    pub fn progress(&self) -> Arc<Progress> {
+        self.progress.clone()
     }
 
     /// Runs `job` on the session's thread and waits for its result; `None` if the job

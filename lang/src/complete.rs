@@ -77,6 +77,37 @@ pub fn complete_at(entry: &str, pos: usize, names: &[String]) -> (usize, Vec<Str
     (start, candidates)
 }
 
+/// The names that the blocks of `code` before byte `pos` define at the top level (`def`s,
+/// values, aliases), and the parameters of a `def` whose block holds `pos`: what a cell being
+/// edited has bound before the cursor, though the session has not run it yet. Blocks that do
+/// not parse are skipped.
+pub fn names_before(code: &str, pos: usize) -> Vec<String> {
+    let mut names = Vec::new();
+    for chunk in crate::syntax::split_chunks(code) {
+        let range = chunk.span.range();
+        if range.start >= pos {
+            break;
+        }
+        let crate::syntax::ChunkKind::Code(Ok(block)) = &chunk.kind else {
+            continue;
+        };
+        names.extend(
+            block
+                .decl
+                .defined_names()
+                .iter()
+                .map(|ident| ident.name.clone()),
+        );
+        if let crate::syntax::ast::Decl::Def(def) = &block.decl {
+            if pos <= range.end {
+                let params = def.params.iter().flat_map(|param| param.pat.names());
+                names.extend(params.map(|ident| ident.name.clone()));
+            }
+        }
+    }
+    names
+}
+
 /// The largest character boundary of `text` at or before `pos` (clamped to its length).
 fn floor_char_boundary(text: &str, pos: usize) -> usize {
     let mut pos = pos.min(text.len());
@@ -112,6 +143,22 @@ mod tests {
         assert_eq!(complete("for i. x"), (7, vec!["xs".into()]));
         assert_eq!(complete("sum (x"), (5, vec!["xs".into()]));
         assert_eq!(complete("x = "), (4, vec![]));
+    }
+
+    #[test]
+    fn names_bound_earlier_in_the_cell() {
+        let cell = "def cube(v: Float) -> Float =\n  v * v * v\n\nweights = [1., 2.]\n:p cu";
+        let names = names_before(cell, cell.len());
+        assert_eq!(names, ["cube", "weights"]);
+        assert_eq!(
+            complete_at(cell, cell.len(), &names),
+            (cell.len() - 2, vec!["cube".into()])
+        );
+        // Names after the cursor are not offered; a def's parameters are, inside its block.
+        assert_eq!(names_before(cell, 0), Vec::<String>::new());
+        assert_eq!(names_before(cell, 36), ["cube", "v"]);
+        // A block that does not parse is skipped.
+        assert_eq!(names_before("a = (\n\nb = 1\n", 12), ["b"]);
     }
 
     #[test]

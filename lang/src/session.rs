@@ -28,6 +28,9 @@ use crate::passes::PIPELINE;
 use crate::syntax::ast::{CodeBlock, Command, Decl, Ident, LetBinding, Pattern, Pragma};
 use crate::syntax::{Chunk, ChunkKind, Span};
 
+pub use check::{Checked, Symbol, SymbolKind};
+
+mod check;
 mod export;
 mod rich;
 mod run_stage;
@@ -283,6 +286,8 @@ mod tests {
 pub struct Session {
     config: SessionConfig,
     interrupt: InterruptFlag,
+    /// How far the running block has got, for front-ends to show (`exec::progress`).
+    progress: Arc<crate::exec::progress::Progress>,
     stages: Vec<String>,
     env: GlobalEnv,
     /// Top-level values: their type and their arrays (one per leaf of the type), as engine
@@ -318,6 +323,7 @@ impl Session {
         let mut session = Session {
             config,
             interrupt: InterruptFlag::default(),
+            progress: Arc::default(),
             stages: Vec::new(),
             env: GlobalEnv::default(),
             values: HashMap::new(),
@@ -349,6 +355,26 @@ impl Session {
         src: &str,
         on_progress: &mut dyn FnMut(Progress),
     ) -> Vec<ChunkResult> {
+        self.eval_chunks(src, false, on_progress)
+    }
+
+    /// `eval_source_with` for a notebook cell: as IPython does, the first block that reports
+    /// an error (an interrupt included) ends the cell; the blocks after it are not run and
+    /// have no result.
+    pub fn eval_cell_with(
+        &mut self,
+        src: &str,
+        on_progress: &mut dyn FnMut(Progress),
+    ) -> Vec<ChunkResult> {
+        self.eval_chunks(src, true, on_progress)
+    }
+
+    fn eval_chunks(
+        &mut self,
+        src: &str,
+        stop_after_error: bool,
+        on_progress: &mut dyn FnMut(Progress),
+    ) -> Vec<ChunkResult> {
         self.interrupt.store(false, Ordering::Relaxed);
         let chunks = crate::syntax::split_chunks(src);
         let n_blocks = chunks
@@ -364,19 +390,18 @@ impl Session {
             let outputs = match &chunk.kind {
                 ChunkKind::Code(Ok(block)) => {
                     block_idx += 1;
+                    self.progress.reset();
                     on_progress(Progress::Started {
                         block: block_idx,
                         n_blocks,
                         chunk: &chunk,
                     });
                     let outputs = self.eval_block_guarded(src, block);
-                    if let (Decl::Def(def), Some(doc)) = (&block.decl, doc) {
-                        if !outputs
-                            .iter()
-                            .any(|output| matches!(output, Output::Error(_)))
-                        {
-                            self.docs.insert(def.name.name.clone(), doc);
-                        }
+                    if !outputs
+                        .iter()
+                        .any(|output| matches!(output, Output::Error(_)))
+                    {
+                        self.record_docs(&block.decl, doc);
                     }
                     outputs
                 }
@@ -394,11 +419,28 @@ impl Session {
                 }
                 ChunkKind::Prose | ChunkKind::Blank => Vec::new(),
             };
+            let failed = outputs
+                .iter()
+                .any(|output| matches!(output, Output::Error(_)));
             let result = ChunkResult { chunk, outputs };
             on_progress(Progress::Finished(&result));
             results.push(result);
+            if failed && stop_after_error {
+                break;
+            }
         }
         results
+    }
+
+    /// Keeps the documentation of what a block defined: the comment above a `def`. A name
+    /// defined again without one loses the old text (`:help` would describe another thing).
+    fn record_docs(&mut self, decl: &Decl, doc: Option<String>) {
+        for ident in decl.defined_names() {
+            self.docs.remove(&ident.name);
+        }
+        if let (Decl::Def(def), Some(doc)) = (decl, doc) {
+            self.docs.insert(def.name.name.clone(), doc);
+        }
     }
 
     /// What ran the most recently evaluated expression (which engine, how many statements).
@@ -414,6 +456,12 @@ impl Session {
     /// The flag that interrupts the running computation (Ctrl-C, Jupyter interrupt).
     pub fn interrupt_flag(&self) -> InterruptFlag {
         self.interrupt.clone()
+    }
+
+    /// How far the running block has got (schedule steps, loop iterations), for a front-end's
+    /// thread to show while the session's thread computes; reset when each block starts.
+    pub fn progress(&self) -> Arc<crate::exec::progress::Progress> {
+        self.progress.clone()
     }
 
     /// Names for tab completion: values, functions and aliases in scope, and built-ins.
@@ -1110,6 +1158,7 @@ impl Session {
             engine => engine,
         };
         let interrupt = Some(self.interrupt.clone());
+        let progress = self.progress.clone();
         // `%bench` runs the block many times: what its first run compiles, the others reuse.
         let prepared = schedule
             .as_ref()
@@ -1121,6 +1170,7 @@ impl Session {
                         strict: false,
                         compile_loops: compile_loops(),
                         interrupt: interrupt.clone(),
+                        progress: Some(progress.clone()),
                         ..ExecConfig::default()
                     };
                     let prepared = prepared.as_ref().expect("the pipeline ends with `fuse`");
@@ -1139,6 +1189,7 @@ impl Session {
                         strict: cx.strict,
                         compile_loops: compile_loops(),
                         interrupt: interrupt.clone(),
+                        progress: Some(progress.clone()),
                         ..ExecConfig::default()
                     };
                     let (tensors, report) =

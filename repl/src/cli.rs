@@ -108,6 +108,9 @@ enum Command {
     /// Run the Jupyter kernel (`dx kernel --connection-file FILE`, as Jupyter starts it), or
     /// install or remove its kernelspec.
     Kernel(KernelArgs),
+    /// Run the language server on stdin and stdout, for editors (see docs/editors.md):
+    /// diagnostics as you type, hover, completion, go to definition, document symbols.
+    Lsp,
 }
 
 #[derive(clap::Args, Debug)]
@@ -201,6 +204,13 @@ pub fn main(args: Vec<OsString>) -> Status {
         Some(Command::Run { file, outfmt }) => run_file(&file, outfmt, session_config(false)),
         Some(Command::Test { files }) => test_files(&files, &session_config(false)),
         Some(Command::Kernel(args)) => kernel(args, session_config(true)),
+        Some(Command::Lsp) => match dx_lsp::run() {
+            Ok(()) => Status::Success,
+            Err(err) => {
+                eprintln!("dx lsp: error: {err:#}");
+                Status::Failure
+            }
+        },
         Some(Command::Convert { from, to }) => convert(&from, &to),
         Some(Command::Export { file, name, output }) => {
             export(&file, &name, output.as_deref(), session_config(false))
@@ -381,7 +391,7 @@ fn run_file(path: &Path, outfmt: OutFormat, config: SessionConfig) -> Status {
         OutFormat::Literate => literate::literate_chunk,
         OutFormat::ResultOnly => literate::result_only_chunk,
     };
-    let mut spinner = Spinner::new();
+    let mut spinner = Spinner::new(session.progress());
     let mut stdout = std::io::stdout().lock();
     let mut closed = false;
     let mut running = (0, 0, 0);

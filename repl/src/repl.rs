@@ -135,6 +135,9 @@ struct Repl {
     interrupt: InterruptFlag,
     /// Set while the session evaluates, so that Ctrl-C knows what to stop.
     evaluating: Arc<AtomicBool>,
+    /// Whether some entry reported an error (piped input then exits with `Failure`, as
+    /// `dx run` does).
+    failed: bool,
 }
 
 impl Repl {
@@ -169,7 +172,7 @@ impl Repl {
     fn eval(&mut self, src: &str) {
         self.interrupt.store(false, Ordering::SeqCst);
         self.evaluating.store(true, Ordering::SeqCst);
-        let mut spinner = Spinner::new();
+        let mut spinner = Spinner::new(self.session.progress());
         spinner.start("running".to_owned());
         let results = crate::literate::eval_guarded(&mut self.session, src);
         spinner.stop();
@@ -179,13 +182,19 @@ impl Repl {
             println!();
         }
         let Some(results) = results else {
+            self.failed = true;
             self.print_error(
                 "Internal error: the evaluation panicked; the session may be inconsistent",
             );
             return;
         };
         for output in results.iter().flat_map(|result| &result.outputs) {
-            let mut text = render_output(output, src);
+            self.failed |= matches!(output, Output::Error(_));
+            let mut text = match output {
+                // In colour, each series of a plot has its own.
+                Output::Plot(figure) if self.colour => figure.to_ansi(),
+                _ => render_output(output, src),
+            };
             if !text.ends_with('\n') {
                 text.push('\n');
             }
@@ -197,7 +206,8 @@ impl Repl {
         }
     }
 
-    fn print_error(&self, message: &str) {
+    fn print_error(&mut self, message: &str) {
+        self.failed = true;
         if self.colour {
             println!("{RED}{message}{RESET}");
         } else {
@@ -219,6 +229,7 @@ pub fn run(config: SessionConfig) -> Status {
         colour: colours_wanted(),
         interactive,
         evaluating: Arc::new(AtomicBool::new(false)),
+        failed: false,
     };
     install_interrupt_handler(&repl, interactive);
     if interactive {
@@ -330,7 +341,7 @@ fn save_history(
 /// An incomplete entry at the end of input is evaluated (and reports its error) rather than
 /// dropped. A byte-order mark at the start is skipped. A line that is not UTF-8 is reported
 /// (which byte, on which line), its entry is abandoned and reading goes on; the exit status
-/// is then `Failure`.
+/// is then `Failure`, as it is when an entry reported an error.
 fn piped_loop(repl: &mut Repl) -> Status {
     let mut stdin = std::io::stdin().lock();
     let mut reader = EntryReader::default();
@@ -358,14 +369,23 @@ fn piped_loop(repl: &mut Repl) -> Status {
         };
         if let Some(entry) = reader.push_line(line) {
             if let Flow::Quit = repl.handle(&entry) {
-                return status;
+                return piped_status(repl, status);
             }
         }
     }
     if let Some(entry) = reader.take() {
         repl.handle(&entry);
     }
-    status
+    piped_status(repl, status)
+}
+
+/// Piped input exits with `Failure` when an entry failed, as `dx run` does with a block.
+fn piped_status(repl: &Repl, status: Status) -> Status {
+    if repl.failed {
+        Status::Failure
+    } else {
+        status
+    }
 }
 
 /// Says which byte of which input line is not UTF-8.

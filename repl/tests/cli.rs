@@ -322,7 +322,7 @@ fn piped_repl_reads_multi_line_entries() {
 fn piped_repl_submits_an_incomplete_entry_at_an_empty_line() {
     // Evaluates.
     let output = run_with_stdin(&[], ":p (1.0 +\n\n:p 2.0\n");
-    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(output.status.code(), Some(1), "an entry failed");
     let text = stdout(&output);
     assert!(text.starts_with("Parse error: unclosed '('"), "{text:?}");
     assert!(text.ends_with("\n2.\n"), "the next entry runs: {text:?}");
@@ -371,13 +371,36 @@ fn piped_repl_handles_its_own_commands() {
     assert!(!text.contains('\x1b'), "no colours into a pipe: {text:?}");
     assert!(!text.contains(">=>"), "no prompts into a pipe: {text:?}");
 
-    let output = run_with_stdin(&[], ":load /nonexistent/missing.dx\n");
-    assert_eq!(
-        output.status.code(),
-        Some(0),
+    let output = run_with_stdin(&[], ":load /nonexistent/missing.dx\n:p 1\n");
+    assert_eq!(output.status.code(), Some(1), "the entry failed");
+    assert!(stdout(&output).starts_with("cannot read /nonexistent/missing.dx"));
+    assert!(
+        stdout(&output).ends_with("\n1\n"),
         "a REPL error does not end the REPL"
     );
-    assert!(stdout(&output).starts_with("cannot read /nonexistent/missing.dx"));
+}
+
+#[test]
+fn piped_repl_exits_with_1_when_a_block_fails_as_run_does() {
+    let output = run_with_stdin(&[], ":p 1 + True\n:p 2\n");
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stdout(&output).ends_with("\n2\n"),
+        "later entries still run"
+    );
+    let output = run_with_stdin(&[], ":p 2\n");
+    assert_eq!(output.status.code(), Some(0));
+}
+
+#[test]
+fn help_after_a_redefinition_does_not_show_the_old_documentation() {
+    let input = ":help dot\ndef dot(x: Float, y: Float) -> Float = x * y\n:help dot\n";
+    let text = stdout(&run_with_stdin(&[], input));
+    assert_eq!(text.matches("The inner product").count(), 1, "{text}");
+    assert!(
+        text.ends_with("dot : (Float32 -> (Float32 -> Float32))\n(no documentation)\n"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -479,5 +502,28 @@ fn export_errors_say_what_and_where() {
         stderr(&output).contains("has errors; nothing exported"),
         "{}",
         stderr(&output)
+    );
+}
+
+#[test]
+fn a_plot_saves_to_a_file_named_after_a_trailing_for_body() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let png = dir.path().join("a.png");
+    let svg = dir.path().join("h.svg");
+    let input = format!(
+        ":plot for i:(Fin 9). n_to_f (ordinal i) * 2.0 > \"{}\"\n:plot for i:(Fin 300) j:(Fin 300). n_to_f (ordinal i * ordinal j) > \"{}\"\n",
+        png.display(),
+        svg.display()
+    );
+    let output = run_with_stdin(&[], &input);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    let bytes = std::fs::read(&png).expect("the PNG was written");
+    assert!(bytes.starts_with(b"\x89PNG"), "a PNG file");
+    let text = std::fs::read_to_string(&svg).expect("the SVG was written");
+    assert_eq!(text.matches("<image").count(), 1, "the cells are one image");
+    assert!(
+        text.len() < 400_000,
+        "a 300×300 heatmap is small: {} bytes",
+        text.len()
     );
 }

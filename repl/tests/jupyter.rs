@@ -30,7 +30,13 @@ fn real_jupyter_clients_pass() {
     );
     let tests_dir = workspace_root().join("repl/tests/jupyter");
     let output = Command::new(&python)
-        .args(["-m", "unittest", "-v", "test_dx_kernel"])
+        .args([
+            "-m",
+            "unittest",
+            "-v",
+            "test_dx_kernel",
+            "test_kernel_lifecycle",
+        ])
         .current_dir(&tests_dir)
         .env("JUPYTER_PATH", prefix.join("share/jupyter"))
         .env("JUPYTER_DATA_DIR", jupyter.path().join("data"))

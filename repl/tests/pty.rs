@@ -195,11 +195,11 @@ fn plots_are_braille_and_long_work_shows_a_spinner() {
     // The first row of the drawing: the axis label, the axis and sin's first braille cells.
     repl.exp_string(&pty_text(" 1 ┤⠉⠉⠒⠢⣄"))
         .expect("a braille drawing");
-    repl.exp_string(&pty_text("● sin   ○ sin'"))
-        .expect("the legend names f and f'");
+    repl.exp_string(&pty_text("● sin   ○ sin′"))
+        .expect("the legend names f and f′");
     repl.send_line(&format!(":p {LONG_LOOP}")).expect("type");
     repl.exp_string("d + 1.0))").expect("the entry is echoed");
-    repl.exp_regex(r"running [0-9]+\.[0-9] s")
+    repl.exp_regex(r"running [0-9]+s")
         .expect("a spinner with the elapsed time after a second");
     repl.send_control('c').expect("send Ctrl-C");
     repl.exp_string("interrupted")
@@ -219,8 +219,11 @@ fn dx_run_prints_each_block_as_it_ends_and_names_the_interrupted_one() {
     let mut run = spawn_command(command, Some(TIMEOUT_MS)).expect("dx run starts in a pty");
     run.exp_string("> 3.")
         .expect("the first block's output comes at once");
-    run.exp_regex(r"block 2/3 \(line 3\) [0-9]+\.[0-9] s")
+    run.exp_regex(r"block 2/3 \(line 3\) [0-9]+s")
         .expect("a spinner names the running block");
+    // The engine knows the outer loop's length: a bar of its steps.
+    run.exp_regex(r"\[[=> ]+\] [0-9]+/100 loop steps")
+        .expect("a progress bar of the loop's steps");
     run.send_control('c').expect("send Ctrl-C");
     run.exp_string("interrupted while running block 2 of 3 (line 3")
         .expect("the interrupted block is named");

@@ -60,6 +60,10 @@ pub fn builtin_doc(name: &str) -> Option<&'static str> {
         "zero" => "The zero of the type the context asks for.",
         "fst" | "snd" => "The first (second) component of a pair.",
         "pi" | "infinity" | "nan" => "A float constant of the type the context asks for.",
+        "lowest" | "highest" => {
+            "The identity of `max` (`min`) at the type the context asks for: `-infinity` \
+             (`infinity`), the smallest (largest) integer, the first (last) index."
+        }
         "grad" => "`grad f x`: the gradient of a function with a scalar float result.",
         "deriv_rev" => "`deriv_rev f x`: the derivative of a scalar function, in reverse mode.",
         "jvp" => "`jvp f x t`: the derivative of `f` at `x` in the direction `t`.",
@@ -67,7 +71,12 @@ pub fn builtin_doc(name: &str) -> Option<&'static str> {
         "vjp" => "`vjp f x`: `(f x, pullback)`, the pullback mapping cotangents to gradients.",
         "linearize" => "`linearize f x`: `(f x, tangent map)`.",
         "transpose_linear" => "`transpose_linear f ct`: the transpose of a linear function.",
-        "jacobian" => "`jacobian f x`: one row per output, one column per input.",
+        "jacobian" => {
+            "`jacobian f x`: one row per output, one column per input; for tuples, a tuple per \
+             output of a tuple per input (as JAX's)."
+        }
+        "hessian" => "`hessian f x`: the Jacobian of `grad f` at `x` (as JAX's).",
+        "value_and_grad" => "`value_and_grad f x`: `(f x, grad f x)` from one reverse pass.",
         "stop_gradient" => {
             "`stop_gradient x`: `x`, treated as a constant by differentiation (its derivative is \
              zero), element by element (JAX's `lax.stop_gradient`)."

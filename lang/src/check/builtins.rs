@@ -201,6 +201,8 @@ pub enum Builtin {
     Snd,
     /// `pi`, `infinity`, `nan`: float constants of any float type.
     FloatConst(FloatConst),
+    /// `lowest`, `highest`: the identities of `max` and `min` at any ordered type.
+    Extreme(Extreme),
     /// Differentiation (LANGUAGE.md §4): `grad`, `jvp`, `vjp`, … .
     Ad(AdOp),
     /// `arb k`: a random value of the type the context asks for (Dex's `Arbitrary`).
@@ -222,7 +224,19 @@ pub enum AdOp {
     Linearize,
     TransposeLinear,
     Jacobian,
+    /// `hessian f x`: the Jacobian of `grad f` at `x`.
+    Hessian,
+    /// `value_and_grad f x`: `(f x, grad f x)` from one reverse pass.
+    ValueAndGrad,
     CheckDeriv,
+}
+
+/// The identity of `max` (`Lowest`: `-infinity`, the smallest integer, the first index) or of
+/// `min` (`Highest`): what `maximum` and `minimum` give for an empty table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Extreme {
+    Lowest,
+    Highest,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -329,6 +343,8 @@ impl Builtin {
             "pi" => B::FloatConst(FloatConst::Pi),
             "infinity" => B::FloatConst(FloatConst::Infinity),
             "nan" => B::FloatConst(FloatConst::Nan),
+            "lowest" => B::Extreme(Extreme::Lowest),
+            "highest" => B::Extreme(Extreme::Highest),
             "grad" => B::Ad(AdOp::Grad),
             "deriv_rev" => B::Ad(AdOp::DerivRev),
             "jvp" => B::Ad(AdOp::Jvp),
@@ -337,6 +353,8 @@ impl Builtin {
             "linearize" => B::Ad(AdOp::Linearize),
             "transpose_linear" => B::Ad(AdOp::TransposeLinear),
             "jacobian" => B::Ad(AdOp::Jacobian),
+            "hessian" => B::Ad(AdOp::Hessian),
+            "value_and_grad" => B::Ad(AdOp::ValueAndGrad),
             "check_deriv" => B::Ad(AdOp::CheckDeriv),
             "arb" => B::Arb,
             "internal_cast" => B::InternalCast,
@@ -411,6 +429,8 @@ impl Builtin {
             "pi",
             "infinity",
             "nan",
+            "lowest",
+            "highest",
             "grad",
             "deriv_rev",
             "jvp",
@@ -419,6 +439,8 @@ impl Builtin {
             "linearize",
             "transpose_linear",
             "jacobian",
+            "hessian",
+            "value_and_grad",
             "check_deriv",
             "stop_gradient",
             "arb",
@@ -625,6 +647,7 @@ impl Builtin {
                 Ty::fun(Ty::Tuple(vec![a, b]), res)
             }
             Builtin::FloatConst(_) => float_var(cx),
+            Builtin::Extreme(_) => var(cx, &[Class::Ord]),
             Builtin::Arb => Ty::fun(word64(), var(cx, &[])),
             // The result is the range's index set, found when the argument's type is known
             // (`Infer::apply`).
@@ -654,23 +677,55 @@ impl Builtin {
                         Ty::Tuple(vec![b.clone(), Ty::fun(a, b)]),
                     ),
                     AdOp::TransposeLinear => Ty::funs(vec![Ty::fun(a.clone(), b.clone()), b], a),
-                    AdOp::Jacobian => {
-                        let n = var(cx, &[Class::Ix]);
-                        let m = var(cx, &[Class::Ix]);
-                        Ty::funs(
-                            vec![
-                                Ty::fun(
-                                    Ty::table(n.clone(), s.clone()),
-                                    Ty::table(m.clone(), s.clone()),
-                                ),
-                                Ty::table(n.clone(), s.clone()),
-                            ],
-                            Ty::table(m, Ty::table(n, s)),
-                        )
-                    }
+                    // The result's type follows the structure of `a` and `b` (as JAX's
+                    // pytrees); the checker computes it once they are known
+                    // (`jacobian_ty`).
+                    AdOp::Jacobian => Ty::funs(vec![Ty::fun(a.clone(), b), a], var(cx, &[])),
+                    AdOp::Hessian => Ty::funs(vec![Ty::fun(a.clone(), s.clone()), a], var(cx, &[])),
+                    AdOp::ValueAndGrad => Ty::funs(
+                        vec![Ty::fun(a.clone(), s.clone()), a.clone()],
+                        Ty::Tuple(vec![s, a]),
+                    ),
                     AdOp::CheckDeriv => Ty::funs(vec![Ty::fun(a.clone(), s), a], Ty::bool()),
                 }
             }
         }
+    }
+}
+
+/// The type of `jacobian f x` for `x : a` and `f x : b`, as JAX's: the structure of `b`
+/// (tuples) holding, for each of its tables, the structure of `a` holding for each of its
+/// tables the block `out_shape => in_shape => element`. For `a = n=>Float` and
+/// `b = m=>Float` that is `m=>n=>Float`, one row per output; scalars are tables of rank 0.
+/// `None` for a function or a type argument.
+pub fn jacobian_ty(a: &Ty, b: &Ty) -> Option<Ty> {
+    match b {
+        Ty::Tuple(outputs) => tuple_of(outputs, |output| jacobian_ty(a, output)),
+        _ => per_input(a, b),
+    }
+}
+
+/// The tuple of `part` of each item, if each has one.
+fn tuple_of(items: &[Ty], part: impl Fn(&Ty) -> Option<Ty>) -> Option<Ty> {
+    items.iter().map(part).collect::<Option<_>>().map(Ty::Tuple)
+}
+
+/// The blocks of one output table `b` against every table of the input `a`.
+fn per_input(a: &Ty, b: &Ty) -> Option<Ty> {
+    match a {
+        Ty::Tuple(inputs) => tuple_of(inputs, |input| per_input(input, b)),
+        Ty::Fun { .. } | Ty::TypeArg(_) => None,
+        _ => block(a, b),
+    }
+}
+
+/// `out_shape => in_shape => element` for an output table `b` and an input table `a`.
+fn block(a: &Ty, b: &Ty) -> Option<Ty> {
+    match b {
+        Ty::Table(ix, elem) => Some(Ty::table((**ix).clone(), block(a, elem)?)),
+        Ty::Fun { .. } | Ty::TypeArg(_) | Ty::Tuple(_) => None,
+        // A variable here is a scalar: the structure of a value is known once it is checked,
+        // but a float literal's type may still be open.
+        _ => Some(a.clone()),
     }
 }

@@ -1214,6 +1214,7 @@ impl<'env> Infer<'env> {
                 Ok(texpr(TKind::Numbers(numbers.clone()), ty))
             }
             ExprKind::At { value, ty } => {
+                self.check_at_target(ty)?;
                 let target = self.read_type(ty, &mut None)?;
                 self.constrain(Class::Ix, target.clone(), ty.span);
                 let value = self.infer_depth(value, depth + 1)?;
@@ -1371,7 +1372,48 @@ impl<'env> Infer<'env> {
                 format!("unknown operator `{name}`: define it with `def ({name})(x, y) = …`"),
             );
         }
-        error(span, format!("unbound variable `{name}`"))
+        error(
+            span,
+            format!("unbound variable `{name}`{}", self.did_you_mean(name)),
+        )
+    }
+
+    /// `x @ y` with a value `y` is NumPy's matrix product, which dx writes `**`: `@` converts
+    /// an index to an index set.
+    fn check_at_target(&self, ty: &crate::syntax::ast::TypeExpr) -> Result<()> {
+        let crate::syntax::ast::TypeExprKind::Name(ident) = &ty.kind else {
+            return Ok(());
+        };
+        let name = ident.name.as_str();
+        let is_value = matches!(
+            self.lookup(name),
+            Some(Binding::Local(..) | Binding::Def(..))
+        ) || self.env.values.contains_key(name)
+            || self.env.def(name).is_some();
+        if !is_value || self.env.aliases.contains_key(name) {
+            return Ok(());
+        }
+        error(
+            ty.span,
+            format!(
+                "`@` converts an index to an index set (`i @ Fin 5`), and `{name}` is a value, \
+                 not an index set: for NumPy's matrix product write `**` (matrix × matrix), \
+                 `**.` (matrix × vector), `.**` (vector × matrix) or `dot` (vector · vector)"
+            ),
+        )
+    }
+
+    /// ` (did you mean `x`?)` for the name in scope closest to `name`, or nothing.
+    fn did_you_mean(&self, name: &str) -> String {
+        let locals = self.scopes.iter().rev().map(|(bound, _)| bound.as_str());
+        let globals = self.env.names().map(String::as_str);
+        let candidates = locals
+            .chain(globals)
+            .chain(Builtin::names().iter().copied());
+        match super::suggest::closest(name, candidates) {
+            Some(close) => format!(" (did you mean `{close}`?)"),
+            None => String::new(),
+        }
     }
 
     /// The type of a string of `len` characters: the prelude's `List Char` of that length.
@@ -1918,6 +1960,8 @@ impl<'env> Infer<'env> {
                 result = substitute_local_size(&result, binder, &size);
             }
         }
+        self.check_differentiated(&func, &targ)?;
+        self.derivative_matrix_type(&func, &result, span)?;
         Ok(TExpr {
             kind: TKind::App {
                 func: Box::new(func),
@@ -1926,6 +1970,87 @@ impl<'env> Infer<'env> {
             ty: result,
             span,
         })
+    }
+
+    /// The function given to `grad`, `vjp`, `jacobian`, … takes one argument: one of several
+    /// curried arguments (`f x y`) would be differentiated with the others' function as its
+    /// result, which has no derivative. Says how to pass one argument.
+    fn check_differentiated(&self, func: &TExpr, arg: &TExpr) -> Result<()> {
+        let TKind::Builtin(Builtin::Ad(op)) = func.kind else {
+            return Ok(());
+        };
+        let mut n_params = 0;
+        let mut ty = self.zonk(&arg.ty);
+        while let Ty::Fun { result, .. } = ty {
+            n_params += 1;
+            ty = self.zonk(&result);
+        }
+        if n_params < 2 {
+            return Ok(());
+        }
+        let name = Builtin::names()
+            .iter()
+            .find(|name| Builtin::lookup(name) == Some(Builtin::Ad(op)))
+            .unwrap_or(&"the derivative");
+        let params: Vec<String> = ["x", "y", "z", "w"]
+            .iter()
+            .take(n_params.min(4))
+            .map(|p| p.to_string())
+            .collect();
+        error(
+            arg.span,
+            format!(
+                "`{name}` differentiates a function of one argument, and this one takes \
+                 {n_params}: fix the others, `{name} (\\x. f x y0) x0`, or take them as one \
+                 tuple, `{name} (\\({}). f {}) ({})`",
+                params.join(", "),
+                params.join(" "),
+                params
+                    .iter()
+                    .map(|p| format!("{p}0"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+    }
+
+    /// `jacobian f x` and `hessian f x`: the result's type follows the structure of the types
+    /// of `x` and `f x` (`builtins::jacobian_ty`), known once `f` and `x` are checked.
+    fn derivative_matrix_type(&mut self, func: &TExpr, result: &Ty, span: Span) -> Result<()> {
+        let TKind::App {
+            func: inner,
+            arg: f,
+        } = &func.kind
+        else {
+            return Ok(());
+        };
+        use super::builtins::AdOp;
+        let TKind::Builtin(Builtin::Ad(op @ (AdOp::Jacobian | AdOp::Hessian))) = inner.kind else {
+            return Ok(());
+        };
+        let Ty::Fun {
+            param, result: out, ..
+        } = self.zonk(&f.ty)
+        else {
+            return Ok(());
+        };
+        let out = if op == AdOp::Hessian {
+            param.clone()
+        } else {
+            out
+        };
+        match super::builtins::jacobian_ty(&self.zonk(&param), &self.zonk(&out)) {
+            Some(ty) => self.unify(result, &ty, span),
+            None => error(
+                span,
+                format!(
+                    "the types of the argument and the result of the function must be known \
+                     here (they are {} and {}): annotate them",
+                    self.zonk(&param),
+                    self.zonk(&out)
+                ),
+            ),
+        }
     }
 
     fn infer_index(&mut self, base: TExpr, index: &Expr, depth: usize) -> Result<TExpr> {

@@ -21,7 +21,7 @@ mod value;
 pub use diagnostic::{render_diagnostic, render_output};
 pub use float::{format_f32, format_f64};
 pub use grid::{escape_html, Grid};
-pub use plot::{Figure, Series};
+pub use plot::{Chart, Figure, Labels, Series};
 pub use png::encode_png;
 pub use value::{format_scalar, format_value};
 

@@ -215,7 +215,19 @@ impl Exec<'_> {
             self.env[param] = Some(arg);
         }
         let dying = self.schedule_dying(schedule);
-        for (step, dying) in schedule.steps.iter().zip(dying.iter()) {
+        // The main schedule's steps are the run's progress (loop bodies' are not).
+        let progress = self
+            .config
+            .progress
+            .as_ref()
+            .filter(|_| schedule.block == program.main);
+        if let Some(progress) = progress {
+            progress.schedule(schedule.steps.len());
+        }
+        for (idx, (step, dying)) in schedule.steps.iter().zip(dying.iter()).enumerate() {
+            if let Some(progress) = progress {
+                progress.step_done(idx);
+            }
             self.check_interrupt()?;
             for var in step.outputs(program, schedule.block) {
                 check_size(program, var, step_op(step, block))?;

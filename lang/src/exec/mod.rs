@@ -81,6 +81,7 @@ mod memory;
 mod monoid;
 mod monoid_jit;
 pub mod pool;
+pub mod progress;
 mod reduce;
 mod register_code;
 mod scalar_loop;
@@ -151,6 +152,8 @@ pub struct ExecConfig {
     pub compile_loops: CompileLoops,
     /// Set from another thread to stop the run with `InterpError::Interrupted`.
     pub interrupt: Option<Arc<AtomicBool>>,
+    /// Where the run reports how far it has got (`progress`), for another thread to show.
+    pub progress: Option<Arc<progress::Progress>>,
     /// Floating-point operations of a matrix-product panel between interrupt checks;
     /// `None`: `fused::PANEL_FLOPS`. Tests make it small so that products run in panels.
     pub panel_flops: Option<usize>,
@@ -505,6 +508,32 @@ impl<'a> Exec<'a> {
 }
 
 impl Exec<'_> {
+    /// A sequential loop of `size` iterations starts (`progress`); returns whether it is the
+    /// outermost one.
+    fn enter_loop(&self, size: usize) -> bool {
+        self.config
+            .progress
+            .as_ref()
+            .is_some_and(|progress| progress.enter_loop(size))
+    }
+
+    /// Iteration `i` of a loop starts: reports it (for the outermost loop) and checks for an
+    /// interrupt.
+    fn loop_iteration(&self, outermost: bool, i: usize) -> Res<()> {
+        if outermost {
+            if let Some(progress) = &self.config.progress {
+                progress.iteration(i);
+            }
+        }
+        self.check_interrupt()
+    }
+
+    fn leave_loop(&self, outermost: bool) {
+        if let Some(progress) = &self.config.progress {
+            progress.leave_loop(outermost);
+        }
+    }
+
     fn check_interrupt(&self) -> Res<()> {
         Ok(self.interrupted()?)
     }
@@ -695,12 +724,14 @@ impl Exec<'_> {
                     return Ok(res);
                 }
                 let mut carry: Vec<Slot> = init.iter().map(|atom| self.slot(atom)).collect();
+                let outermost = self.enter_loop(*size);
                 for i in 0..*size {
-                    self.check_interrupt()?;
+                    self.loop_iteration(outermost, i)?;
                     let mut args = vec![Slot::plain(Tensor::index(i as i64))];
                     args.extend(carry);
                     carry = self.run_loop_body(*body, args)?;
                 }
+                self.leave_loop(outermost);
                 return Ok(carry.into_iter().map(|slot| slot.tensor).collect());
             }
             Expr::Derivative { .. } => unreachable!("{}", crate::core::ir::EXPANDED),
@@ -723,8 +754,9 @@ impl Exec<'_> {
                 let mut carry: Vec<Slot> = init.iter().map(|atom| self.slot(atom)).collect();
                 let mut ys: Vec<Vec<Tensor>> =
                     vec![Vec::with_capacity(*size); stmt.binders.len() - n_carry];
+                let outermost = self.enter_loop(*size);
                 for i in 0..*size {
-                    self.check_interrupt()?;
+                    self.loop_iteration(outermost, i)?;
                     let mut args = vec![Slot::plain(Tensor::index(i as i64))];
                     args.extend(carry);
                     let mut results = self.run_loop_body(*body, args)?;
@@ -733,6 +765,7 @@ impl Exec<'_> {
                     }
                     carry = results;
                 }
+                self.leave_loop(outermost);
                 let mut res: Vec<Tensor> = carry.into_iter().map(|slot| slot.tensor).collect();
                 for (position, parts) in (n_carry..).zip(ys) {
                     res.push(self.stacked(stmt, position, &parts));

@@ -18,8 +18,8 @@
 //!
 //! Lowering if-converts an operator's conditionals (`if_convert`). A `reduce` over a
 //! `selection` (`max`/`min`) is a reducing kernel fused with its producer
-//! (`ops::reduction_of`), and its transpose a one-hot at the first selected row
-//! (`selected_cotangent`). Does not handle yet: fusing other monoid statements with their
+//! (`ops::reduction_of`), and its tangent the mean of the tangents of the selected rows
+//! (`selected_tangent`), transposed by the generic rules. Does not handle yet: fusing other monoid statements with their
 //! producers (they are bulk steps of the engine, over materialised arrays).
 
 use crate::core::interp::InterpError;
@@ -138,8 +138,8 @@ pub fn result_tys(
 /// `max l r` or `min l r` of its left and right params in that order (the prelude's
 /// `maximum` and `minimum`). A `reduce` over it fuses with its producer as a reducing kernel
 /// (`ops::reduction_of`), folded in any order (float `max`/`min` are exactly associative and
-/// commutative, Note [Float selections] in `prim::arith`); its transpose is the cotangent at
-/// the first selected element (`transpose_monoid`), as ties give `max l r`'s derivative to `l`.
+/// commutative, Note [Float selections] in `prim::arith`); its tangent is shared evenly among
+/// the selected elements (`jvp_monoid`), as JAX's `max` does.
 pub fn selection(program: &Program, op: BlockId) -> Option<Reduction> {
     let block = &program.blocks[op];
     let ([left, right], [stmt], [Atom::Var(result)]) =
@@ -931,60 +931,27 @@ impl Builder<'_> {
         .collect()
     }
 
-    /// The transpose of a `reduce` over a selection (`selection`) of `a` with result `y` and
-    /// cotangent `ŷ`: ŷ at the first row where `a` equals `y`, zero elsewhere. This is the
-    /// general rule's result (Thm 3.7 with x̂ from the right scan over ⊙): `∂max` gives a
-    /// tie to its left operand, so row i receives ŷ exactly when a_i is above every earlier
-    /// row and at least every later one, the first maximum (`min`: minimum). One integer
-    /// `min` reduce and a map, both fused with their producers, instead of two scans.
-    /// (With a NaN in `a`, `y` is NaN and no row receives ŷ.)
-    fn selected_cotangent(&mut self, a: Atom, y: Atom, y_hat: Atom) -> Atom {
-        use crate::core::ir::Elem;
-        let shape = self.ty(&a).shape;
-        let n = shape[0];
-        let rows = self.row_index(&shape);
+    /// The tangent of a non-empty `reduce` over a selection (`selection`) of `a`, with result
+    /// `y`, along `a_dot`: JAX's rule for `max` (Note [Ties of min and max] in `prim::arith`),
+    /// the mean of the tangents of the rows where `a` equals `y`. Ties share evenly; with a
+    /// NaN in `a` no row equals `y` and the tangent is 0/0, NaN, as JAX's. `e` does not enter:
+    /// it is the result of an empty array only (Note [Monoid order]). Reductions and maps,
+    /// linear in `a_dot`, that the generic rules transpose and fusion fuses.
+    fn selected_tangent(&mut self, a: Atom, y: Atom, a_dot: Atom) -> Atom {
+        let ty = self.ty(&a_dot);
+        let n = ty.shape[0];
+        let row_ty = ArrTy::new(ty.shape[1..].to_vec(), ty.elem);
         let y_rows = self.replicate(n, y, "max_rows");
         let selected = self.prim(Prim::Eq, &[a, y_rows]);
-        let past_end = self.constant_of(Scalar::I64(n as i64), &shape);
-        let candidates = self.prim(Prim::Select, &[selected, rows, past_end]);
-        let scalar = ArrTy::scalar(Elem::I64);
-        let (left, right, first) = (
-            self.program.new_var(scalar.clone(), "l"),
-            self.program.new_var(scalar.clone(), "r"),
-            self.program.new_var(scalar, "min"),
-        );
-        let op = self.program.blocks.push(Block {
-            params: vec![left, right],
-            stmts: vec![Stmt {
-                binders: vec![first],
-                expr: Expr::Prim(Prim::Min, vec![Atom::Var(left), Atom::Var(right)]),
-            }],
-            results: vec![Atom::Var(first)],
-        });
-        let init = self.constant_of(Scalar::I64(n as i64), &shape[1..]);
-        let first = self.emit1(
-            Expr::Monoid {
-                kind: MonoidKind::Reduce,
-                arrays: vec![candidates],
-                init: vec![init],
-                op,
-            },
-            ArrTy::new(shape[1..].to_vec(), Elem::I64),
-            "first",
-        );
-        let first_rows = self.replicate(n, first, "first_rows");
-        let hit = self.prim(Prim::Eq, &[rows, first_rows]);
-        let y_hat_rows = self.replicate(n, y_hat, "ct_rows");
-        let zero = self.zeros(&self.ty(&y_hat_rows));
-        self.prim(Prim::Select, &[hit, y_hat_rows, zero])
-    }
-
-    /// An `I64` array of `shape` whose elements are their index along the outer axis.
-    fn row_index(&mut self, shape: &[usize]) -> Atom {
-        use crate::core::ir::Elem;
-        let n = shape[0];
-        let iota = self.emit1(Expr::Iota(n), ArrTy::new(vec![n], Elem::I64), "iota");
-        self.rows_to(iota, shape)
+        let zero = self.zeros(&ty);
+        let one = self.constant(1.0, zero);
+        // A product, not a select, as JAX's: with a NaN in `a` the cotangent is ŷ/0 times 0,
+        // NaN, in every row.
+        let indicator = self.prim(Prim::Select, &[selected, one, zero]);
+        let picked = self.prim(Prim::Mul, &[indicator, a_dot]);
+        let total = self.emit1(Expr::SumOuter(picked), row_ty.clone(), "ties_dot");
+        let count = self.emit1(Expr::SumOuter(indicator), row_ty, "ties");
+        self.prim(Prim::Div, &[total, count])
     }
 
     /// A `Bool` array of `shape` that is true on row `row` of the outer axis.
@@ -1053,6 +1020,21 @@ impl Builder<'_> {
         if array_tangents.iter().all(Option::is_none) && init_tangents.clone().all(|t| t.is_none())
         {
             self.stmts.push(stmt.clone());
+            return Ok(());
+        }
+        let n_rows = self.ty(&arrays[0]).shape[0];
+        if *kind == MonoidKind::Reduce
+            && floats == [0]
+            && arrays.len() == 1
+            && n_rows > 0
+            && selection(self.program, *op).is_some()
+        {
+            let array_ty = self.ty(&arrays[0]);
+            let tangent = tangent_of(tangents, &arrays[0]).unwrap_or_else(|| self.zeros(&array_ty));
+            self.stmts.push(stmt.clone());
+            let y = Atom::Var(stmt.binders[0]);
+            let y_dot = self.selected_tangent(arrays[0], y, tangent);
+            tangents.insert(stmt.binders[0], y_dot);
             return Ok(());
         }
         let oplus = oplus_block(self.program, *op, &floats)?;
@@ -1146,16 +1128,6 @@ impl Builder<'_> {
                 Some(ct) => ct,
                 None => self.zeros(&ty),
             });
-        }
-        if *kind == MonoidKind::Reduce
-            && floats == [0]
-            && selection(self.program, primal_op).is_some()
-        {
-            let a_hat = self.selected_cotangent(a[0], Atom::Var(stmt.binders[0]), y_hat[0]);
-            if self.is_linear(&arrays[k]) {
-                self.add_to(cts, arrays[k], a_hat);
-            }
-            return Ok(());
         }
         let tys: Vec<ArrTy> = a.iter().map(|atom| self.ty(atom)).collect();
         // The prefixes x: the scan's own results, or for `reduce` a scan computed here.

@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use crate::check::builtins::{AdOp, Builtin, Class};
+use crate::check::builtins::{AdOp, Builtin, Class, Extreme};
 use crate::check::data::DataTy;
 use crate::check::env::GlobalEnv;
 use crate::check::infer::size_of_ix;
@@ -89,7 +89,16 @@ pub struct Closure {
     body: TExpr,
     pub(super) locals: HashMap<LocalId, SVal>,
     rigids: HashMap<Rigid, Ty>,
+    /// The top-level definition whose body holds the lambda (Note [Errors in definitions]).
+    def: Option<Rc<str>>,
 }
+
+// Note [Errors in definitions]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A top-level definition's body comes from another source than the block being compiled (an
+// earlier block, a library), so the span of an error found while lowering it means nothing
+// in this block. Closures remember the definition whose body made them; an error in applying
+// one from outside that definition is reported at the application, as "in `name`: …".
 
 /// A top-level value available to the program being built.
 pub struct GlobalValue<'a> {
@@ -110,6 +119,8 @@ pub struct Lowerer<'a> {
     /// Interface methods being inlined (a method that calls itself at the same type would
     /// never end).
     pub(super) method_depth: usize,
+    /// The top-level definition whose body is being lowered (Note [Errors in definitions]).
+    in_def: Option<Rc<str>>,
 }
 
 const INDEX: Elem = Elem::I64;
@@ -233,6 +244,7 @@ impl<'a> Lowerer<'a> {
             rigids: HashMap::new(),
             block,
             method_depth: 0,
+            in_def: None,
         }
     }
 
@@ -641,7 +653,7 @@ impl<'a> Lowerer<'a> {
                 None => bug(span, "unbound local"),
             },
             TKind::Global(name) => self.global(name, span),
-            TKind::Def { def, inst, .. } => {
+            TKind::Def { def, inst, name } => {
                 let info = match def {
                     DefKey::Top(key) => self.env.def_by_key(key).cloned(),
                     DefKey::Local(id) => self.local_defs.get(id).cloned(),
@@ -654,8 +666,13 @@ impl<'a> Lowerer<'a> {
                     rigids.insert(*rigid, self.concrete(ty, span)?);
                 }
                 let outer = std::mem::replace(&mut self.rigids, rigids);
+                let outer_def = match def {
+                    DefKey::Top(_) => self.in_def.replace(name.as_str().into()),
+                    DefKey::Local(_) => self.in_def.clone(),
+                };
                 let res = self.lower(&info.body);
                 self.rigids = outer;
+                self.in_def = outer_def;
                 res
             }
             TKind::Builtin(builtin) => {
@@ -684,6 +701,7 @@ impl<'a> Lowerer<'a> {
                 body: (**body).clone(),
                 locals: self.locals.clone(),
                 rigids: self.rigids.clone(),
+                def: self.in_def.clone(),
             }))),
             TKind::For { binder, body } => {
                 let ty = self.concrete(&expr.ty, span)?;
@@ -937,12 +955,23 @@ impl<'a> Lowerer<'a> {
             SVal::Closure(closure) => {
                 let saved_locals = std::mem::replace(&mut self.locals, closure.locals.clone());
                 let saved_rigids = std::mem::replace(&mut self.rigids, closure.rigids.clone());
+                let saved_def = std::mem::replace(&mut self.in_def, closure.def.clone());
                 let res = self
                     .bind(&closure.param, arg, span)
                     .and_then(|()| self.lower(&closure.body));
                 self.locals = saved_locals;
                 self.rigids = saved_rigids;
-                res
+                let entered = closure
+                    .def
+                    .as_ref()
+                    .filter(|def| saved_def.as_ref() != Some(def));
+                self.in_def = saved_def;
+                match (res, entered) {
+                    (Err(err), Some(def)) if !err.bug => {
+                        error(span, format!("in `{def}`: {}", err.message))
+                    }
+                    (res, _) => res,
+                }
             }
             SVal::Partial {
                 builtin,
@@ -1212,6 +1241,7 @@ impl<'a> Lowerer<'a> {
                 let converted = self.cast(*atom, base_elem(*base), span)?;
                 Ok(SVal::Arr(self.keep_in_base(converted, *base, span)?))
             }
+            Builtin::Extreme(extreme) => self.extreme(extreme, &result_ty, span),
             Builtin::FloatConst(constant) => {
                 let value = constant.value();
                 let scalar = match &result_ty {
@@ -1635,12 +1665,58 @@ pub fn builtin_arity(builtin: Builtin) -> usize {
         Builtin::Inject => 1,
         Builtin::Fst | Builtin::Snd => 1,
         Builtin::ApplyN => 3,
-        Builtin::Zero | Builtin::FloatConst(_) => 0,
+        Builtin::Zero | Builtin::FloatConst(_) | Builtin::Extreme(_) => 0,
         Builtin::Ad(op) => match op {
             AdOp::Grad | AdOp::DerivRev | AdOp::Deriv | AdOp::Vjp | AdOp::Linearize => 2,
-            AdOp::TransposeLinear | AdOp::Jacobian | AdOp::CheckDeriv => 2,
+            AdOp::TransposeLinear | AdOp::Jacobian | AdOp::Hessian | AdOp::CheckDeriv => 2,
+            AdOp::ValueAndGrad => 2,
             AdOp::Jvp => 3,
         },
+    }
+}
+
+impl Lowerer<'_> {
+    /// `lowest` / `highest` at `ty`: the identity of `max` / `min` there.
+    fn extreme(&mut self, extreme: Extreme, ty: &Ty, span: Span) -> Result<SVal> {
+        let low = extreme == Extreme::Lowest;
+        let ty = self.concrete(ty, span)?;
+        let scalar = match &ty {
+            Ty::Base(base) => match (base_elem(*base), low) {
+                (Elem::F32, _) => Scalar::F32(if low {
+                    f32::NEG_INFINITY
+                } else {
+                    f32::INFINITY
+                }),
+                (Elem::F64, _) => Scalar::F64(if low {
+                    f64::NEG_INFINITY
+                } else {
+                    f64::INFINITY
+                }),
+                (Elem::I32, _) => Scalar::I32(if low { i32::MIN } else { i32::MAX }),
+                (Elem::I64, _) => Scalar::I64(if low { i64::MIN } else { i64::MAX }),
+                (Elem::U32, _) => Scalar::U32(if low { 0 } else { u32::MAX }),
+                (Elem::U64, _) => Scalar::U64(if low { 0 } else { u64::MAX }),
+                (Elem::Bool, _) => Scalar::Bool(!low),
+            },
+            Ty::Fin(_) => match self.ix_size(&ty, span)? {
+                0 => {
+                    return error(
+                        span,
+                        format!(
+                            "the index set {ty} is empty: it has no {}",
+                            if low {
+                                "first index (`lowest`)"
+                            } else {
+                                "last index (`highest`)"
+                            }
+                        ),
+                    )
+                }
+                size => Scalar::I64(if low { 0 } else { size as i64 - 1 }),
+            },
+            _ => return bug(span, "`lowest`/`highest` of a type that is not ordered"),
+        };
+        Ok(SVal::Arr(Atom::Lit(scalar)))
     }
 }
 

@@ -1,5 +1,6 @@
 //! Lowering of the differentiation API (LANGUAGE.md §4): `grad`, `jvp`, `vjp`, `linearize`,
-//! `transpose_linear`, `deriv`, `deriv_rev`, `jacobian`, `check_deriv`.
+//! `transpose_linear`, `deriv`, `deriv_rev`, `check_deriv` (`jacobian` and `hessian` are in
+//! `lower_jacobian`).
 //!
 //! Lowering does not differentiate: each derivative becomes a `jvp` or `vjp` statement
 //! holding the function lowered into a block of its own (its parameters are the leaves of
@@ -58,10 +59,15 @@ impl Lowerer<'_> {
         let func = args[0].clone();
         match op {
             AdOp::Grad | AdOp::DerivRev => self.gradient(func, &args[1], &sig, span),
-            AdOp::Jvp => self.derivative(AdMode::Jvp, func, &args[1], &args[2], &sig, span),
+            AdOp::ValueAndGrad => self.value_and_gradient(func, &args[1], &sig, span),
+            AdOp::Jvp => Ok(self
+                .derivative(AdMode::Jvp, func, &args[1], &args[2], &sig, span)?
+                .1),
             AdOp::Deriv => {
                 let ones = self.ones_like(&args[1], span)?;
-                self.derivative(AdMode::Jvp, func, &args[1], &ones, &sig, span)
+                Ok(self
+                    .derivative(AdMode::Jvp, func, &args[1], &ones, &sig, span)?
+                    .1)
             }
             AdOp::Vjp | AdOp::Linearize => {
                 let primal = self.apply(func.clone(), args[1].clone(), span)?;
@@ -81,17 +87,20 @@ impl Lowerer<'_> {
             AdOp::TransposeLinear => {
                 // A linear function is its own derivative at any point: transpose it at zero.
                 let zero = self.zeros_of(&sig.arg, span)?;
-                self.derivative(AdMode::Vjp, func, &zero, &args[1], &sig, span)
+                Ok(self
+                    .derivative(AdMode::Vjp, func, &zero, &args[1], &sig, span)?
+                    .1)
             }
             AdOp::Jacobian => self.jacobian(func, &args[1], &sig, result_ty, span),
+            AdOp::Hessian => self.hessian(func, func_ty, &args[1], &sig, result_ty, span),
             AdOp::CheckDeriv => self.check_deriv(func, &args[1], &sig, span),
         }
     }
 
-    /// The derivative of `func` at `x` seeded with `seed`: the tangent of the result
-    /// (`Jvp`, `seed` a tangent of `x`) or the cotangent of `x` (`Vjp`, `seed` a cotangent
-    /// of the result), as one `jvp`/`vjp` statement for the `ad` pass.
-    fn derivative(
+    /// The value of `func` at `x` and its derivative there seeded with `seed`: the tangent of
+    /// the result (`Jvp`, `seed` a tangent of `x`) or the cotangent of `x` (`Vjp`, `seed` a
+    /// cotangent of the result), as one `jvp`/`vjp` statement for the `ad` pass.
+    pub(super) fn derivative(
         &mut self,
         mode: AdMode,
         func: SVal,
@@ -99,7 +108,7 @@ impl Lowerer<'_> {
         seed: &SVal,
         sig: &Signature,
         span: Span,
-    ) -> Result<SVal> {
+    ) -> Result<(SVal, SVal)> {
         let func = self.function_block(func, &sig.arg, span)?;
         let primals = self.leaves(x, span)?;
         let seeds = self.leaves(seed, span)?;
@@ -121,12 +130,10 @@ impl Lowerer<'_> {
             "d",
             span,
         );
-        let derived = binders[n_results..]
-            .iter()
-            .copied()
-            .map(Atom::Var)
-            .collect();
-        Ok(self.assemble(derived_ty, derived))
+        let atoms: Vec<Atom> = binders.into_iter().map(Atom::Var).collect();
+        let value = self.assemble(&sig.out, atoms[..n_results].to_vec());
+        let derived = self.assemble(derived_ty, atoms[n_results..].to_vec());
+        Ok((value, derived))
     }
 
     /// Lowers `func` applied to fresh parameters (one per leaf of `arg_ty`) into a new block.
@@ -173,6 +180,12 @@ impl Lowerer<'_> {
 
     /// The gradient of a scalar function at `x`: reverse mode with a cotangent of 1.
     fn gradient(&mut self, func: SVal, x: &SVal, sig: &Signature, span: Span) -> Result<SVal> {
+        let one = self.scalar_seed(sig, span)?;
+        Ok(self.derivative(AdMode::Vjp, func, x, &one, sig, span)?.1)
+    }
+
+    /// The cotangent 1 of a function with a scalar float result (`grad`, `value_and_grad`).
+    fn scalar_seed(&mut self, sig: &Signature, span: Span) -> Result<SVal> {
         let leaves = self.leaf_types(&sig.out, span)?;
         if leaves.len() != 1 || !leaves[0].shape.is_empty() || !leaves[0].elem.is_float() {
             return error(
@@ -184,7 +197,21 @@ impl Lowerer<'_> {
             );
         }
         let one = crate::prim::cast_scalar(Scalar::F64(1.0), leaves[0].elem);
-        self.derivative(AdMode::Vjp, func, x, &SVal::Arr(Atom::Lit(one)), sig, span)
+        Ok(SVal::Arr(Atom::Lit(one)))
+    }
+
+    /// `value_and_grad f x`: `(f x, grad f x)`, the value being the primal result of the
+    /// gradient's own reverse pass (one evaluation of `f`).
+    fn value_and_gradient(
+        &mut self,
+        func: SVal,
+        x: &SVal,
+        sig: &Signature,
+        span: Span,
+    ) -> Result<SVal> {
+        let one = self.scalar_seed(sig, span)?;
+        let (value, grads) = self.derivative(AdMode::Vjp, func, x, &one, sig, span)?;
+        Ok(SVal::Tuple(vec![value, grads]))
     }
 
     /// Applies a pullback or a tangent map.
@@ -199,65 +226,9 @@ impl Lowerer<'_> {
             out: linear.out_ty.clone(),
         };
         let func = linear.func.clone();
-        self.derivative(linear.mode, func, &linear.primal, &arg, &sig, span)
-    }
-
-    /// `jacobian f x` for `f : n=>s -> m=>s`: the derivative seeded with each unit
-    /// direction, inside a `for` that the BOT vectorises (the primal part does not depend
-    /// on the direction and is hoisted out). Reverse mode gives one row per output; with
-    /// fewer inputs than outputs, forward mode gives one column per input.
-    fn jacobian(
-        &mut self,
-        func: SVal,
-        x: &SVal,
-        sig: &Signature,
-        result_ty: &Ty,
-        span: Span,
-    ) -> Result<SVal> {
-        let out_leaf = self.leaf_types(&sig.out, span)?.remove(0);
-        let arg_leaf = self.leaf_types(&sig.arg, span)?.remove(0);
-        let (n, m) = (arg_leaf.shape[0], out_leaf.shape[0]);
-        let (mode, seed_leaf, derived_leaf) = if n < m {
-            (AdMode::Jvp, &arg_leaf, &out_leaf)
-        } else {
-            (AdMode::Vjp, &out_leaf, &arg_leaf)
-        };
-        let size = seed_leaf.shape[0];
-        let iota = self.emit1(
-            Expr::Iota(size),
-            ArrTy::new(vec![size], Elem::I64),
-            "iota",
-            span,
-        );
-        let direction = self.program.new_var(ArrTy::scalar(Elem::I64), "k");
-        let body = self.in_block(vec![direction], |cx| {
-            let direction_rep = cx.broadcast(Atom::Var(direction), &[size], span);
-            let hot = cx.prim(Prim::Eq, vec![iota, direction_rep], span)?;
-            let one_hot = cx.cast(hot, seed_leaf.elem, span)?;
-            let derived = cx.derivative(mode, func, x, &SVal::Arr(one_hot), sig, span)?;
-            cx.leaves(&derived, span)
-        })?;
-        let mut shape = vec![size];
-        shape.extend(&derived_leaf.shape);
-        let stacked = self.emit1(
-            Expr::Build1 { size, body },
-            ArrTy::new(shape, derived_leaf.elem),
-            "jacobian",
-            span,
-        );
-        let rows = match mode {
-            AdMode::Vjp => stacked,
-            AdMode::Jvp => self.emit1(
-                Expr::Transpose {
-                    perm: vec![1, 0],
-                    array: stacked,
-                },
-                ArrTy::new(vec![m, n], out_leaf.elem),
-                "jacobian",
-                span,
-            ),
-        };
-        Ok(self.assemble(result_ty, vec![rows]))
+        Ok(self
+            .derivative(linear.mode, func, &linear.primal, &arg, &sig, span)?
+            .1)
     }
 
     /// `check_deriv f x`: the directional derivative along all-ones agrees with a central
@@ -343,7 +314,7 @@ impl Lowerer<'_> {
 }
 
 /// The argument and result types of the function being differentiated.
-struct Signature {
-    arg: Ty,
-    out: Ty,
+pub(super) struct Signature {
+    pub(super) arg: Ty,
+    pub(super) out: Ty,
 }

@@ -420,17 +420,19 @@ pub fn jvp(
             let minus = cx.prim(Prim::Neg, &[t]);
             cx.prim(Prim::Select, &[positive, t, minus])
         }),
-        // Ties pick the first operand.
+        // See Note [Ties of min and max].
         ArithOp::Min | ArithOp::Max => {
-            let comparison = if op == ArithOp::Min {
-                Prim::Le
-            } else {
-                Prim::Ge
-            };
-            let first = cx.prim(comparison, &[args[0], args[1]]);
-            let a = tangents[0].unwrap_or_else(|| cx.constant(0.0, args[0]));
-            let b = tangents[1].unwrap_or_else(|| cx.constant(0.0, args[0]));
-            Some(cx.prim(Prim::Select, &[first, a, b]))
+            let is_left = cx.prim(Prim::Eq, &[args[0], result]);
+            let is_right = cx.prim(Prim::Eq, &[args[1], result]);
+            let left = tangents[0].map(|t| {
+                let share = tie_share(cx, is_left, is_right, result);
+                cx.prim(Prim::Mul, &[share, t])
+            });
+            let right = tangents[1].map(|t| {
+                let share = tie_share(cx, is_right, is_left, result);
+                cx.prim(Prim::Mul, &[share, t])
+            });
+            add_tangents(cx, left, right)
         }
         // x mod y = x - y floor(x / y): d = dx - floor(x / y) dy.
         ArithOp::Mod => {
@@ -444,6 +446,36 @@ pub fn jvp(
         }
         ArithOp::IDiv => None,
     }
+}
+
+// Note [Ties of min and max]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// `max x y` (and `min`) passes its tangent on as JAX's `maximum` does: each operand's share
+// is 1 when it is the result and the other is not, 1/2 each at a tie, and 0 otherwise, also
+// when the result is NaN. So `min a b + max a b = a + b` holds for derivatives too, at ties
+// as well, and the derivative is symmetric in the operands. (Giving a tie to the first
+// operand, as a select would, makes `d(min x c + max x c)/dx` 2 at `x = c`.) The reductions
+// `maximum` and `minimum` share their tangent evenly among the tied elements
+// (`ops::monoid`'s `selected_tangent`), as JAX's `max` does.
+
+/// The share of `min`/`max`'s tangent that goes to an operand (Note [Ties of min and max]):
+/// `(is_own ? 1 : 0) / (is_other ? 2 : 1)`, where `is_own` says whether the operand equals
+/// the result and `is_other` whether the other one does.
+fn tie_share(
+    cx: &mut dyn super::Emitter,
+    is_own: crate::core::ir::Atom,
+    is_other: crate::core::ir::Atom,
+    result: crate::core::ir::Atom,
+) -> crate::core::ir::Atom {
+    use super::Prim;
+    let (zero, one, two) = (
+        cx.constant(0.0, result),
+        cx.constant(1.0, result),
+        cx.constant(2.0, result),
+    );
+    let numerator = cx.prim(Prim::Select, &[is_own, one, zero]);
+    let denominator = cx.prim(Prim::Select, &[is_other, two, one]);
+    cx.prim(Prim::Div, &[numerator, denominator])
 }
 
 /// Transpose rules for the linear forms the JVP rules emit.

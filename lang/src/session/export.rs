@@ -63,14 +63,16 @@ impl Session {
                 // The type with what is unknown named (`:t`), when that is all that failed.
                 let generic = Infer::new(&mut self.env).infer_top_type(expr);
                 return Err(match generic {
-                    Ok(ty @ Ty::Fun { .. }) if err.span == expr.span => Diagnostic {
+                    // It checks once its types may stay open: what failed is only that
+                    // nothing fixes them (for `grad g` of a generic `g`, inside it).
+                    Ok(ty @ Ty::Fun { .. }) => Diagnostic {
                         kind: ErrorKind::Export,
                         message: format!(
                             "the argument types of this function are not fixed (its type is \
                              {ty}): give example arguments whose types fix them, \
                              `:export f x0 y0`"
                         ),
-                        span: Some(err.span),
+                        span: Some(expr.span),
                     },
                     _ => super::type_error(&mut self.more_errors, err),
                 });

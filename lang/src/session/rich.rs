@@ -12,14 +12,17 @@
 use super::{type_error, BlockCx, Diagnostic, ErrorKind, Evaluated, Output, Session};
 use crate::check::infer::Infer;
 use crate::core::ir::Scalar;
-use crate::display::{DisplayValue, Figure, Grid, Series};
+use crate::display::{Chart, DisplayValue, Figure, Grid, Labels, Series};
 use crate::syntax::ast::{BinOp, Command, Expr, ExprKind, Lit};
 
 /// Points at which `:plotgrad` evaluates a function and its derivative.
 const PLOTGRAD_POINTS: usize = 201;
 
-/// Longest source text of a function used as its legend label.
+/// Longest source text of a function or a tuple component used as a legend label.
 const MAX_LABEL_CHARS: usize = 24;
+
+/// Longest source text of an expression used as a title.
+const MAX_TITLE_CHARS: usize = 60;
 
 /// Whether `eval_rich` handles a command: every `:plot`, `:plotgrad` and `:table`, and `:p`
 /// of a string literal (strings are not values in dx, but they can be printed).
@@ -45,16 +48,22 @@ impl Session {
         cx: &BlockCx,
     ) -> Result<Evaluated, Diagnostic> {
         let (expr, save_to) = split_save_target(expr);
+        let expr = expr.as_ref();
         let (output, mut evaluated) = match command {
             Command::Plot => {
+                let (expr, words) = split_words(expr);
                 let (value, evaluated) = self.eval_display(expr, cx)?;
-                let figure = figure_of(&value).ok_or_else(|| Diagnostic {
-                    kind: ErrorKind::Type,
-                    message: "`:plot` draws a 1-D table, a tuple (xs, ys, …) of equally indexed \
+                let figure =
+                    figure_of(&value, &PlotText::new(src, expr, words)).ok_or_else(|| {
+                        Diagnostic {
+                            kind: ErrorKind::Type,
+                            message:
+                                "`:plot` draws a 1-D table, a tuple (xs, ys, …) of equally indexed \
                               1-D tables, or a 2-D table (as a heatmap)"
-                        .into(),
-                    span: Some(expr.span),
-                })?;
+                                    .into(),
+                            span: Some(expr.span),
+                        }
+                    })?;
                 (Output::Plot(figure), evaluated)
             }
             Command::PlotGrad => {
@@ -142,14 +151,7 @@ impl Session {
             span: Some(expr.span),
         };
         let (func, args) = expr.spine();
-        let label = {
-            let func = text(func);
-            if func.chars().count() <= MAX_LABEL_CHARS {
-                func
-            } else {
-                "f".to_string()
-            }
-        };
+        let (label, title) = function_words(func, &text(func));
         let (composed, bars) = match args.as_slice() {
             [lo, hi] => {
                 let (func, lo, hi) = (text(func), text(lo), text(hi));
@@ -175,9 +177,14 @@ impl Session {
         let (value, evaluated) = self.run_display(&texpr, cx).map_err(on_command)?;
         let figure = if bars {
             let values = floats(&value).ok_or_else(usage)?;
-            Figure::Bars {
-                label: format!("gradient of {label}"),
-                values,
+            let at = args.first().map(|point| text(point)).unwrap_or_default();
+            Figure {
+                chart: Chart::Bars(values),
+                labels: Labels {
+                    title: shorten(format!("gradient of {label} at {at}"), MAX_TITLE_CHARS),
+                    x: "index".into(),
+                    y: format!("∂{label}/∂x[i]"),
+                },
             }
         } else {
             let DisplayValue::Tuple(parts) = &value else {
@@ -191,35 +198,144 @@ impl Session {
             let [xs, ys, ds] = columns.as_slice() else {
                 return Err(usage());
             };
-            Figure::Lines(vec![
+            let series = vec![
                 Series {
                     label: label.clone(),
                     xs: xs.clone(),
                     ys: ys.clone(),
                 },
                 Series {
-                    label: format!("{label}'"),
+                    label: format!("{label}′"),
                     xs: xs.clone(),
                     ys: ds.clone(),
                 },
-            ])
+            ];
+            Figure {
+                chart: Chart::Lines {
+                    series,
+                    index_axis: false,
+                },
+                labels: Labels {
+                    title,
+                    x: "x".into(),
+                    y: String::new(),
+                },
+            }
         };
         Ok((figure, evaluated))
     }
 }
 
-/// `e > "file.png"`: the expression and the file to save its figure to.
-fn split_save_target(expr: &Expr) -> (&Expr, Option<(String, crate::syntax::Span)>) {
+/// `e > "file.png"`: the expression and the file to save its figure to. The `> "file"` may
+/// also end the body of a trailing `for`, lambda, `if` or `$` (`:plot for i. f i > "a.png"`
+/// parses that way): it is taken out of there.
+fn split_save_target(
+    expr: &Expr,
+) -> (
+    std::borrow::Cow<'_, Expr>,
+    Option<(String, crate::syntax::Span)>,
+) {
+    if let Some((path, span)) = save_target(expr) {
+        if let ExprKind::BinOp { lhs, .. } = &expr.kind {
+            return (std::borrow::Cow::Borrowed(lhs), Some((path, span)));
+        }
+    }
+    let mut rewritten = expr.clone();
+    match take_trailing_save(&mut rewritten) {
+        Some(target) => (std::borrow::Cow::Owned(rewritten), Some(target)),
+        None => (std::borrow::Cow::Borrowed(expr), None),
+    }
+}
+
+/// The file of `e > "file"`.
+fn save_target(expr: &Expr) -> Option<(String, crate::syntax::Span)> {
     match &expr.kind {
         ExprKind::BinOp {
-            op: BinOp::Gt,
-            lhs,
-            rhs,
+            op: BinOp::Gt, rhs, ..
         } => match &rhs.kind {
-            ExprKind::Lit(Lit::Str(path)) => (lhs, Some((path.clone(), rhs.span))),
-            _ => (expr, None),
+            ExprKind::Lit(Lit::Str(path)) => Some((path.clone(), rhs.span)),
+            _ => None,
         },
-        _ => (expr, None),
+        _ => None,
+    }
+}
+
+/// Replaces a `e > "file"` that ends `expr` (the last part of a `for`, lambda, `if` or
+/// application) by `e`; returns the file.
+fn take_trailing_save(expr: &mut Expr) -> Option<(String, crate::syntax::Span)> {
+    let last: &mut Expr = match &mut expr.kind {
+        ExprKind::For { body, .. } | ExprKind::Lam { body, .. } => body,
+        ExprKind::If { else_branch, .. } => else_branch,
+        ExprKind::App { arg, .. } => arg,
+        _ => return None,
+    };
+    if let Some(target) = save_target(last) {
+        if let ExprKind::BinOp { lhs, .. } = &last.kind {
+            let lhs = (**lhs).clone();
+            *last = lhs;
+            expr.span = crate::syntax::Span::new(expr.span.range().start, last.span.range().end);
+            return Some(target);
+        }
+    }
+    let target = take_trailing_save(last)?;
+    expr.span = crate::syntax::Span::new(expr.span.range().start, last.span.range().end);
+    Some(target)
+}
+
+/// `:plot e "title" "x label" "y label" "series 1" …`: the expression and the words after it.
+fn split_words(expr: &Expr) -> (&Expr, Vec<String>) {
+    let mut words = Vec::new();
+    let mut current = expr;
+    while let ExprKind::App {
+        func,
+        arg,
+        name: None,
+    } = &current.kind
+    {
+        let ExprKind::Lit(Lit::Str(word)) = &arg.kind else {
+            break;
+        };
+        words.push(word.clone());
+        current = func;
+    }
+    words.reverse();
+    (current, words)
+}
+
+/// `text` when it is at most `max` characters, else its start and `…`.
+fn shorten(text: String, max: usize) -> String {
+    if text.chars().count() <= max {
+        text
+    } else {
+        let start: String = text.chars().take(max - 1).collect();
+        format!("{}…", start.trim_end())
+    }
+}
+
+/// A function's name in a legend and the title of its `:plotgrad`: a named function is
+/// itself (`sin`, "sin and its derivative"); a lambda `\x. body` is `f`, "f(x) = body".
+fn function_words(func: &Expr, text: &str) -> (String, String) {
+    match &func.kind {
+        ExprKind::Var(ident) => (
+            ident.name.clone(),
+            format!("{} and its derivative", ident.name),
+        ),
+        ExprKind::Lam { params, .. } if params.len() == 1 => {
+            let param = params[0]
+                .pat
+                .names()
+                .first()
+                .map_or("x".to_string(), |ident| ident.name.clone());
+            let body = text.split_once('.').map_or(text, |(_, body)| body).trim();
+            (
+                "f".into(),
+                shorten(format!("f({param}) = {body}"), MAX_TITLE_CHARS),
+            )
+        }
+        _ if text.chars().count() <= MAX_LABEL_CHARS => {
+            (text.to_string(), format!("{text} and its derivative"))
+        }
+        _ => ("f".into(), "f and its derivative".into()),
     }
 }
 
@@ -268,43 +384,110 @@ fn floats(value: &DisplayValue) -> Option<Vec<f64>> {
     }
 }
 
+/// The words of a `:plot`: given after the expression (title, x label, y label, then the
+/// series' names), or else taken from the expression's text (the title; for a tuple
+/// `(xs, ys…)` written out, its components name the x axis and the series).
+struct PlotText {
+    whole: String,
+    components: Vec<String>,
+    words: Vec<String>,
+}
+
+impl PlotText {
+    fn new(src: &str, expr: &Expr, words: Vec<String>) -> PlotText {
+        let text = |part: &Expr| src.get(part.span.range()).unwrap_or("").trim().to_string();
+        let components = match &expr.kind {
+            ExprKind::Tuple(items) => items.iter().map(text).collect(),
+            _ => Vec::new(),
+        };
+        PlotText {
+            whole: text(expr),
+            components,
+            words,
+        }
+    }
+
+    /// Given word `idx`, or `default`.
+    fn word(&self, idx: usize, default: impl FnOnce() -> String) -> String {
+        self.words.get(idx).cloned().unwrap_or_else(default)
+    }
+
+    fn labels(&self, x: &str, y: impl FnOnce() -> String) -> Labels {
+        Labels {
+            title: self.word(0, || shorten(self.whole.clone(), MAX_TITLE_CHARS)),
+            x: self.word(1, || {
+                self.components
+                    .first()
+                    .filter(|text| text.chars().count() <= MAX_LABEL_CHARS)
+                    .cloned()
+                    .unwrap_or_else(|| x.to_string())
+            }),
+            y: self.word(2, y),
+        }
+    }
+
+    /// The name of series `idx` of `n_series`.
+    fn series(&self, idx: usize, n_series: usize) -> String {
+        self.word(3 + idx, || match self.components.get(1 + idx) {
+            Some(text) if n_series > 1 && text.chars().count() <= MAX_LABEL_CHARS => text.clone(),
+            _ if n_series > 1 => format!("y{}", idx + 1),
+            _ => String::new(),
+        })
+    }
+}
+
 /// The figure `:plot` draws for a value, if it draws one.
-fn figure_of(value: &DisplayValue) -> Option<Figure> {
+fn figure_of(value: &DisplayValue, text: &PlotText) -> Option<Figure> {
     if let Some(ys) = floats(value) {
         let xs = (0..ys.len()).map(|idx| idx as f64).collect();
-        return Some(Figure::Lines(vec![Series {
-            label: String::new(),
-            xs,
-            ys,
-        }]));
+        return Some(Figure {
+            chart: Chart::Lines {
+                series: vec![Series {
+                    label: text.series(0, 1),
+                    xs,
+                    ys,
+                }],
+                index_axis: true,
+            },
+            labels: text.labels("index", String::new),
+        });
     }
     match value {
-        DisplayValue::Table(rows) => rows
-            .iter()
-            .map(floats)
-            .collect::<Option<_>>()
-            .map(Figure::Heatmap),
+        DisplayValue::Table(rows) => {
+            let rows = rows.iter().map(floats).collect::<Option<_>>()?;
+            Some(Figure {
+                chart: Chart::Heatmap(rows),
+                labels: text.labels("column", || "row".into()),
+            })
+        }
         DisplayValue::Tuple(parts) => {
             let columns: Vec<Vec<f64>> = parts.iter().map(floats).collect::<Option<_>>()?;
             let (xs, ys) = columns.split_first()?;
             if ys.is_empty() || ys.iter().any(|column| column.len() != xs.len()) {
                 return None;
             }
-            let several = ys.len() > 1;
-            Some(Figure::Lines(
-                ys.iter()
-                    .enumerate()
-                    .map(|(idx, ys)| Series {
-                        label: if several {
-                            format!("y{}", idx + 1)
-                        } else {
-                            String::new()
-                        },
-                        xs: xs.clone(),
-                        ys: ys.clone(),
-                    })
-                    .collect(),
-            ))
+            let series = ys
+                .iter()
+                .enumerate()
+                .map(|(idx, ys)| Series {
+                    label: text.series(idx, ys.len().max(columns.len() - 1)),
+                    xs: xs.clone(),
+                    ys: ys.clone(),
+                })
+                .collect();
+            let y = || match (ys.len(), text.components.get(1)) {
+                (1, Some(component)) if component.chars().count() <= MAX_LABEL_CHARS => {
+                    component.clone()
+                }
+                _ => String::new(),
+            };
+            Some(Figure {
+                chart: Chart::Lines {
+                    series,
+                    index_axis: false,
+                },
+                labels: text.labels("x", y),
+            })
         }
         DisplayValue::Scalar(_) | DisplayValue::Con(..) | DisplayValue::Text(_) => None,
     }

@@ -22,6 +22,7 @@
 
 pub mod ast;
 mod chunks;
+mod hints;
 mod layout;
 mod lexer;
 mod parser;

@@ -22,6 +22,7 @@ use pest::pratt_parser::{Assoc, Op, PrattParser};
 use pest::Parser;
 
 use super::ast::*;
+use super::hints::with_hint;
 use super::layout::{layout, Laid};
 use super::lexer::{lex, TokKind};
 use super::{ParseError, Span};
@@ -132,8 +133,8 @@ pub fn parse_code(src: &str, span: Span) -> Result<CodeBlock, ParseError> {
         return Err(error("unexpected indentation", first.span()));
     }
     let decl = on_big_stack(&laid, || {
-        let pairs =
-            DxParser::parse(Rule::decl_top, &laid.text).map_err(|err| pest_error(&laid, err))?;
+        let pairs = DxParser::parse(Rule::decl_top, &laid.text)
+            .map_err(|err| with_hint(src, pest_error(&laid, err)))?;
         let top = only_child(pairs)?;
         let decl_pair = top.into_inner().next().ok_or_else(|| internal(&laid))?;
         Builder { laid: &laid }.decl(decl_pair)
@@ -158,8 +159,8 @@ pub fn parse_expr(src: &str) -> Result<Expr, ParseError> {
         });
     }
     on_big_stack(&laid, || {
-        let pairs =
-            DxParser::parse(Rule::expr_top, &laid.text).map_err(|err| pest_error(&laid, err))?;
+        let pairs = DxParser::parse(Rule::expr_top, &laid.text)
+            .map_err(|err| with_hint(src, pest_error(&laid, err)))?;
         let top = only_child(pairs)?;
         let body = top.into_inner().next().ok_or_else(|| internal(&laid))?;
         Builder { laid: &laid }.body(body)

@@ -28,3 +28,22 @@ pub fn python() -> PathBuf {
     );
     PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
 }
+
+/// Runs the venv's Python with `args` in `dir`, with `DX_BIN` naming the `dx` under test;
+/// returns whether it succeeded and what it printed (stdout, then stderr).
+#[allow(dead_code)] // Not every test file that includes this module runs Python scripts.
+pub fn run_python(args: &[&str], dir: &Path, dx: &str) -> (bool, String) {
+    let output = Command::new(python())
+        .args(args)
+        .current_dir(dir)
+        .env("DX_BIN", dx)
+        .env("DX_HISTORY", "")
+        .output()
+        .expect("the venv's python runs");
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), report)
+}

@@ -26,6 +26,10 @@ CELLS = [
              ":p grad loss [0., 0., 0., 0.]"),
     ("code", ":plotgrad (\\x. x * sin x) (-6.0) 6.0"),
     ("code", ":plotgrad loss [0., 0., 0., 0.]"),
+    ("md", "Plots have a title and axis labels (from the expression, or given after it: title, "
+           "x label, y label, then the series' names), a legend beside the data and a colour "
+           "bar beside a heat map:"),
+    ("code", ":plot (xs, for i. xs[i] * xs[i], for i. sqrt xs[i]) \"Powers\" \"x\" \"y\" \"square\" \"root\""),
     ("code", ":plot m"),
     ("md", "Every compiler stage can be shown; in a notebook each is a collapsible section:"),
     ("code", "%passes core bot fused\n%time\n:p sum (for i. xs[i] * xs[i])"),

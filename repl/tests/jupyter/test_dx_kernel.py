@@ -19,11 +19,11 @@ import jupyter_kernel_test as jkt
 import nbclient
 import nbformat
 import numpy as np
-from jupyter_client.manager import start_new_kernel
 from jupyter_client.session import Session
 from PIL import Image
 
-TIMEOUT = 60
+from kernel_client import TIMEOUT, KernelTestCase
+
 
 # Colours of the first two series of a plot (display/plot.rs PALETTE).
 BLUE = (31, 119, 180)
@@ -71,44 +71,8 @@ class DxIopubWelcomeTests(jkt.IopubWelcomeTests):
     support_iopub_welcome = True
 
 
-class ClientTests(unittest.TestCase):
+class ClientTests(KernelTestCase):
     """Interrupts, errors, stop-on-error and signatures, with jupyter_client."""
-
-    def setUp(self):
-        self.km, self.kc = start_new_kernel(kernel_name="dx")
-
-    def tearDown(self):
-        self.kc.stop_channels()
-        self.km.shutdown_kernel(now=True)
-
-    def execute(self, code, **options):
-        """Runs a cell; returns its reply and its IOPub messages."""
-        msg_id = self.kc.execute(code, **options)
-        reply = self.reply_to(msg_id)
-        return reply, self.iopub_until_idle(msg_id)
-
-    def reply_to(self, msg_id, timeout=TIMEOUT):
-        while True:
-            reply = self.kc.get_shell_msg(timeout=timeout)
-            if reply["parent_header"].get("msg_id") == msg_id:
-                return reply
-
-    def iopub_until_idle(self, msg_id):
-        messages = []
-        while True:
-            msg = self.kc.get_iopub_msg(timeout=TIMEOUT)
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                return messages
-            messages.append(msg)
-
-    def result_text(self, messages):
-        return [
-            msg["content"]["data"]["text/plain"]
-            for msg in messages
-            if msg["msg_type"] == "execute_result"
-        ]
 
     def test_interrupt_stops_a_long_cell_and_the_session_survives(self):
         self.execute("x = 21")
@@ -215,7 +179,7 @@ def plot_outputs(notebook):
             continue
         for output in cell.outputs:
             if output.get("output_type") == "display_data" and "image/png" in output["data"]:
-                yield cell.source, base64.b64decode(output["data"]["image/png"]), output["data"]["image/svg+xml"]
+                yield cell.source, base64.b64decode(output["data"]["image/png"]), output["data"].get("image/svg+xml")
 
 
 def expects_error(cell):
@@ -285,14 +249,68 @@ class NotebookTests(unittest.TestCase):
             root = ElementTree.fromstring(svg)
             self.assertTrue(root.tag.endswith("svg"))
 
+    def test_the_legend_is_beside_the_data_and_plots_stay_small(self):
+        notebook = nbformat.v4.new_notebook()
+        notebook.cells = [
+            # Both curves end in the top right corner, where a legend drawn on the plot would sit.
+            nbformat.v4.new_code_cell(
+                "xs = for i:(Fin 400). n_to_f (ordinal i) / 400.0\n"
+                ":plot (xs, for i. xs[i] * xs[i], for i. sqrt xs[i]) \"Curves\" \"x\" \"y\" \"square\" \"root\""
+            ),
+            nbformat.v4.new_code_cell(":plot for i:(Fin 1000) j:(Fin 1000). sin (n_to_f (ordinal i * ordinal j) * 0.001)"),
+            nbformat.v4.new_code_cell(":plot for i:(Fin 1000000). sin (n_to_f (ordinal i) * 0.37)"),
+        ]
+        nbclient.NotebookClient(notebook, kernel_name="dx", timeout=TIMEOUT).execute()
+        # (A cell that runs for over a second also has a progress display, emptied at its end.)
+        [curves, heatmap, long_line] = [
+            [output for output in cell.outputs if "image/png" in output.get("data", {})][0]
+            for cell in notebook.cells
+        ]
+        image = np.asarray(Image.open(io.BytesIO(base64.b64decode(curves["data"]["image/png"]))).convert("RGB"))
+        blue = np.all(np.abs(image.astype(int) - BLUE) < 30, axis=2)
+        columns = np.unique(np.nonzero(blue)[1])
+        gaps = np.diff(columns)
+        widest = gaps.argmax()
+        data_right, legend_left = columns[widest], columns[widest + 1]
+        self.assertGreater(gaps[widest], 10, "a gap between the data and the legend")
+        # Everything drawn right of the gap (the legend's samples and names) is clear of the
+        # data: no curve pixel of either colour there.
+        orange = np.all(np.abs(image.astype(int) - ORANGE) < 30, axis=2)
+        legend_rows = np.unique(np.nonzero(blue[:, legend_left:])[0])
+        self.assertLess(legend_rows.max() - legend_rows.min(), 10, "one legend sample, not a curve")
+        self.assertEqual(int(orange[:, data_right + 2 : legend_left].sum()), 0)
+        text = np.any(image[:, legend_left:] < 100, axis=2).sum()
+        self.assertGreater(text, 30, "the legend names its series")
+        svg = curves["data"]["image/svg+xml"].replace("\n", "")
+        for words in [">Curves<", ">square<", ">root<", ">x<", ">y<"]:
+            self.assertIn(words, svg)
+        # A 1000×1000 heat map and a 10⁶-point line stay small in the notebook.
+        for output in (heatmap, long_line):
+            size = sum(len(value) for value in output["data"].values())
+            self.assertLess(size, 1_000_000, output["data"].keys())
+        self.assertNotIn("image/svg+xml", heatmap["data"], "a heat map is a PNG")
+        self.assertLess(len(long_line["data"]["image/svg+xml"]), 200_000)
+
+    @staticmethod
+    def plot_right(image):
+        """The column where the data ends: before the widest gap in the columns that hold the
+        first series' colour (the legend's sample is beyond it)."""
+        columns = np.unique(np.nonzero(np.all(np.abs(image.astype(int) - BLUE) < 30, axis=2))[1])
+        gaps = np.diff(columns)
+        if gaps.size and gaps.max() > 10:
+            return columns[gaps.argmax()] + 1
+        return image.shape[1]
+
     def test_a_sine_and_its_derivative_are_where_they_should_be(self):
         notebook = nbformat.v4.new_notebook()
         notebook.cells = [nbformat.v4.new_code_cell(":plotgrad sin 0.0 6.283185")]
         nbclient.NotebookClient(notebook, kernel_name="dx", timeout=TIMEOUT).execute()
         [(_, png, _)] = list(plot_outputs(notebook))
         image = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
-        blue_rows, blue_columns = np.nonzero(np.all(image == BLUE, axis=2))
-        orange_rows, orange_columns = np.nonzero(np.all(image == ORANGE, axis=2))
+        # The data are left of the legend (its samples are in the series' colours too).
+        plot = image[:, : self.plot_right(image)]
+        blue_rows, blue_columns = np.nonzero(np.all(plot == BLUE, axis=2))
+        orange_rows, orange_columns = np.nonzero(np.all(plot == ORANGE, axis=2))
         # x runs left to right: sin rises from the middle height at the left edge (its peak is a
         # quarter of the way across); cos starts at its peak at the left edge.
         left = blue_columns.min()
