@@ -105,8 +105,9 @@ mod tests {
         progress.step_done(1);
         let outer = progress.enter_loop(100);
         progress.iteration(10);
+        // An inner loop does not report its iterations (`Exec::loop_iteration` asks
+        // `enter_loop` first) and leaving it keeps the outer loop's total.
         let inner = progress.enter_loop(7);
-        progress.iteration(3);
         progress.leave_loop(inner);
         assert!(outer && !inner);
         assert_eq!(progress.snapshot().steps, Some((1, 4)));

@@ -15,7 +15,13 @@ pub fn with_hint(src: &str, mut err: ParseError) -> ParseError {
 
 /// `\v:(Fin 3)=>Float. …`: says to write `\v:((Fin 3)=>Float). …`.
 fn binder_type_hint(src: &str, err: &ParseError) -> Option<String> {
-    let range = err.span.range();
+    let mut start = err.span.range().start;
+    // The parser may stop at the arrow or just after its first character.
+    if src.get(start..)?.starts_with('>') && matches!(src[..start].chars().last(), Some('=' | '-'))
+    {
+        start -= 1;
+    }
+    let range = start..start;
     let at = src.get(range.start..)?;
     if !at.starts_with("=>") && !at.starts_with("->") {
         return None;
