@@ -2,7 +2,7 @@
 //! (`passes/lower.rs`); functions that can be written in dx itself live in `stdlib/prelude.dx`.
 
 use super::infer::Infer;
-use super::types::{BaseTy, Ty, TyVar};
+use super::types::{BaseTy, Ty, TyCon, TyVar};
 use crate::prim::Prim;
 use crate::syntax::Span;
 
@@ -212,6 +212,53 @@ pub enum Builtin {
     InternalCast,
     /// `inject j`: the element of `n` an index `j` of a range of `n` (`(..i)`) stands for.
     Inject,
+    /// Effects and their loops (LANGUAGE.md §9), lowered by `passes/lower_effects.rs`.
+    Effect(EffectOp),
+}
+
+/// The built-ins of effects: handlers, the operations on references, and the loops whose trip
+/// count is data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EffectOp {
+    /// `run_state(init, \ref. body)`: `(result, final state)`.
+    RunState,
+    /// `with_state`: the result.
+    WithState,
+    /// `yield_state`: the final state.
+    YieldState,
+    /// `get ref`
+    Get,
+    /// `ref := v`
+    Put,
+    /// `ref!i`
+    RefIndex,
+    /// `run_accum(monoid, \acc. body)`: `(result, accumulated)`.
+    RunAccum,
+    /// `yield_accum`: the accumulated value.
+    YieldAccum,
+    /// `acc += v`
+    Extend,
+    /// `AddMonoid a`, `MulMonoid a`, `AndMonoid`, `OrMonoid`: a monoid as a value.
+    Monoid(NamedMonoid),
+    /// `with_reader(x, \r. body)` (also `run_reader`)
+    WithReader,
+    /// `ask r`
+    Ask,
+    /// `while(\. cond)`: runs the body until it returns `False`.
+    While,
+    /// `iter(\i. … Continue / Done(x))`
+    Iter,
+    /// `bounded_iter(max, fallback, \i. …)`
+    BoundedIter,
+}
+
+/// The monoids of `yield_accum`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NamedMonoid {
+    Add,
+    Mul,
+    And,
+    Or,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -358,6 +405,24 @@ impl Builtin {
             "check_deriv" => B::Ad(AdOp::CheckDeriv),
             "arb" => B::Arb,
             "internal_cast" => B::InternalCast,
+            "run_state" => B::Effect(EffectOp::RunState),
+            "with_state" => B::Effect(EffectOp::WithState),
+            "yield_state" => B::Effect(EffectOp::YieldState),
+            "get" => B::Effect(EffectOp::Get),
+            ":=" => B::Effect(EffectOp::Put),
+            "!" => B::Effect(EffectOp::RefIndex),
+            "run_accum" => B::Effect(EffectOp::RunAccum),
+            "yield_accum" => B::Effect(EffectOp::YieldAccum),
+            "+=" => B::Effect(EffectOp::Extend),
+            "AddMonoid" => B::Effect(EffectOp::Monoid(NamedMonoid::Add)),
+            "MulMonoid" => B::Effect(EffectOp::Monoid(NamedMonoid::Mul)),
+            "AndMonoid" => B::Effect(EffectOp::Monoid(NamedMonoid::And)),
+            "OrMonoid" => B::Effect(EffectOp::Monoid(NamedMonoid::Or)),
+            "with_reader" | "run_reader" => B::Effect(EffectOp::WithReader),
+            "ask" => B::Effect(EffectOp::Ask),
+            "while" => B::Effect(EffectOp::While),
+            "iter" => B::Effect(EffectOp::Iter),
+            "bounded_iter" => B::Effect(EffectOp::BoundedIter),
             "inject" => B::Inject,
             _ => return None,
         })
@@ -446,6 +511,22 @@ impl Builtin {
             "arb",
             "internal_cast",
             "inject",
+            "run_state",
+            "with_state",
+            "yield_state",
+            "get",
+            "run_accum",
+            "yield_accum",
+            "AddMonoid",
+            "MulMonoid",
+            "AndMonoid",
+            "OrMonoid",
+            "with_reader",
+            "run_reader",
+            "ask",
+            "while",
+            "iter",
+            "bounded_iter",
         ]
     }
 
@@ -652,6 +733,76 @@ impl Builtin {
             // The result is the range's index set, found when the argument's type is known
             // (`Infer::apply`).
             Builtin::Inject => Ty::fun(var(cx, &[Class::Ix]), var(cx, &[Class::Ix])),
+            Builtin::Effect(op) => {
+                let reference = |region: &Ty, value: &Ty| {
+                    Ty::Con(TyCon::Ref, vec![region.clone(), value.clone()])
+                };
+                let h = var(cx, &[]);
+                let s = var(cx, &[]);
+                let a = var(cx, &[]);
+                // A handler: `init -> (Ref h s -> a) -> result`.
+                let handler = |first: Ty, result: Ty| {
+                    Ty::funs(vec![first, Ty::fun(reference(&h, &s), a.clone())], result)
+                };
+                let unit = Ty::Tuple(Vec::new());
+                match op {
+                    EffectOp::RunState => {
+                        handler(s.clone(), Ty::Tuple(vec![a.clone(), s.clone()]))
+                    }
+                    EffectOp::WithState | EffectOp::WithReader => handler(s.clone(), a.clone()),
+                    EffectOp::YieldState => handler(s.clone(), s.clone()),
+                    EffectOp::Get | EffectOp::Ask => Ty::fun(reference(&h, &s), s),
+                    EffectOp::Put | EffectOp::Extend => {
+                        Ty::funs(vec![reference(&h, &s), s], unit)
+                    }
+                    EffectOp::RefIndex => {
+                        let n = var(cx, &[Class::Ix]);
+                        Ty::funs(
+                            vec![reference(&h, &Ty::table(n.clone(), s.clone())), n],
+                            reference(&h, &s),
+                        )
+                    }
+                    // The accumulator holds the monoid's values or tables of them; the
+                    // lowering checks which.
+                    EffectOp::RunAccum => {
+                        let b = var(cx, &[]);
+                        handler(
+                            Ty::Con(TyCon::Monoid, vec![b]),
+                            Ty::Tuple(vec![a.clone(), s.clone()]),
+                        )
+                    }
+                    EffectOp::YieldAccum => {
+                        let b = var(cx, &[]);
+                        handler(Ty::Con(TyCon::Monoid, vec![b]), s.clone())
+                    }
+                    EffectOp::Monoid(NamedMonoid::Add) => {
+                        let b = var(cx, &[Class::Add]);
+                        Ty::fun(
+                            Ty::TypeArg(Box::new(b.clone())),
+                            Ty::Con(TyCon::Monoid, vec![b]),
+                        )
+                    }
+                    EffectOp::Monoid(NamedMonoid::Mul) => {
+                        let b = var(cx, &[Class::Mul]);
+                        Ty::fun(
+                            Ty::TypeArg(Box::new(b.clone())),
+                            Ty::Con(TyCon::Monoid, vec![b]),
+                        )
+                    }
+                    EffectOp::Monoid(NamedMonoid::And | NamedMonoid::Or) => {
+                        Ty::Con(TyCon::Monoid, vec![Ty::bool()])
+                    }
+                    EffectOp::While => Ty::fun(Ty::fun(unit.clone(), Ty::bool()), unit),
+                    EffectOp::Iter => {
+                        let step = cx.prelude_data("IterResult", vec![a.clone()]);
+                        Ty::fun(Ty::fun(Ty::nat(), step), a)
+                    }
+                    EffectOp::BoundedIter => {
+                        let step = cx.prelude_data("IterResult", vec![a.clone()]);
+                        Ty::funs(vec![Ty::nat(), a.clone(), Ty::fun(Ty::nat(), step)], a)
+                    }
+                }
+            }
             Builtin::InternalCast => {
                 let to = var(cx, &[]);
                 let from = var(cx, &[]);

@@ -182,6 +182,7 @@ impl<'env> Infer<'env> {
                 result: Box::new(self.zonk(result)),
             },
             Ty::TypeArg(inner) => Ty::TypeArg(Box::new(self.zonk(inner))),
+            Ty::Con(con, args) => Ty::Con(*con, args.iter().map(|arg| self.zonk(arg)).collect()),
             Ty::Data(data) => Ty::Data(DataTy {
                 def: data.def.clone(),
                 args: data.args.iter().map(|arg| self.zonk(arg)).collect(),
@@ -263,6 +264,12 @@ impl<'env> Infer<'env> {
             }
             (Ty::Rigid(x, _), Ty::Rigid(y, _)) if x == y => Ok(()),
             (Ty::TypeArg(x), Ty::TypeArg(y)) => self.unify_inner(x, y),
+            (Ty::Con(x, xs), Ty::Con(y, ys)) if x == y && xs.len() == ys.len() => {
+                for (a, b) in xs.iter().zip(ys) {
+                    self.unify_inner(a, b)?;
+                }
+                Ok(())
+            }
             (Ty::Data(x), Ty::Data(y)) if x.def.id == y.def.id => {
                 for (a, b) in x.args.iter().zip(&y.args) {
                     self.unify_inner(a, b)?;
@@ -359,7 +366,7 @@ impl<'env> Infer<'env> {
                     .collect();
                 all(&fields)
             }
-            Ty::Data(_) | Ty::Fun { .. } | Ty::TypeArg(_) => Ok(false),
+            Ty::Data(_) | Ty::Fun { .. } | Ty::TypeArg(_) | Ty::Con(..) => Ok(false),
         }
     }
 
@@ -1700,6 +1707,18 @@ impl<'env> Infer<'env> {
         };
         self.unify(&var, &ty, arg.span)?;
         Ok(TExpr { span, ..func })
+    }
+
+    /// The prelude's user type `name` at `args` (`IterResult a`); an unknown type (a prelude
+    /// without it) is a fresh variable, so that the error comes from unification.
+    pub(super) fn prelude_data(&mut self, name: &str, args: Vec<Ty>) -> Ty {
+        match self.env.data_types.get(name) {
+            Some(def) => Ty::Data(super::data::DataTy {
+                def: def.clone(),
+                args,
+            }),
+            None => Ty::Var(self.fresh_var()),
+        }
     }
 
     fn instantiate_builtin(&mut self, mut func: TExpr, builtin: Builtin, span: Span) -> TExpr {

@@ -204,6 +204,37 @@ pub enum Ty {
         of: Box<Ty>,
         bound: Bound,
     },
+    /// A built-in type constructor of the effects (LANGUAGE.md §9) applied to its arguments:
+    /// `Ref h s`, `Monoid a`. See Note [References].
+    Con(TyCon, Vec<Ty>),
+}
+
+// Note [References]
+// ~~~~~~~~~~~~~~~~~
+// `Ref h s` is a reference to a value of type `s` in the region `h` of one handler
+// (`with_state`, `yield_accum`, `with_reader`). The region is a type variable the handler's
+// application creates; when the handler's type is settled it must not appear in the
+// handler's result or in the context, which is how a reference that escapes its handler is
+// caught (the rank-2 type of Dex's handlers, checked after inference). References are
+// compile-time things: the lowering keeps the value a reference points to in a cell of its own
+// and turns reads and writes into the pure program (`passes/lower_effects.rs`).
+
+/// The built-in type constructors of `Ty::Con`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TyCon {
+    /// `Ref h s`: region, then the value's type.
+    Ref,
+    /// `Monoid a`: a monoid over `a` passed as a value (`AddMonoid Float`).
+    Monoid,
+}
+
+impl TyCon {
+    pub fn name(self) -> &'static str {
+        match self {
+            TyCon::Ref => "Ref",
+            TyCon::Monoid => "Monoid",
+        }
+    }
 }
 
 // Note [Ranges]
@@ -284,6 +315,7 @@ impl Ty {
             Ty::TypeArg(ty) => ty.any(pred),
             Ty::Data(data) => data.args.iter().any(|arg| arg.any(pred)),
             Ty::Range { of, .. } => of.any(pred),
+            Ty::Con(_, args) => args.iter().any(|arg| arg.any(pred)),
         }
     }
 
@@ -317,6 +349,7 @@ impl Ty {
                 of: Box::new(of.map(f)),
                 bound: bound.clone(),
             },
+            Ty::Con(con, args) => Ty::Con(*con, args.iter().map(|arg| arg.map(f)).collect()),
         }
     }
 
@@ -486,6 +519,18 @@ impl fmt::Display for Ty {
             Ty::TypeArg(ty) => write!(f, "Type {ty}"),
             Ty::Data(data) => write!(f, "{data}"),
             Ty::Range { kind, bound, .. } => write!(f, "{}", kind.text(bound.name())),
+            Ty::Con(con, args) => {
+                write!(f, "{}", con.name())?;
+                for arg in args {
+                    match arg {
+                        Ty::Base(_) | Ty::Var(_) | Ty::Rigid(..) | Ty::Tuple(_) => {
+                            write!(f, " {arg}")?
+                        }
+                        _ => write!(f, " ({arg})")?,
+                    }
+                }
+                Ok(())
+            }
         }
     }
 }

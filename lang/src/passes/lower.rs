@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use crate::check::builtins::{AdOp, Builtin, Class, Extreme};
+use crate::check::builtins::{AdOp, Builtin, Class, EffectOp, Extreme, NamedMonoid};
 use crate::check::data::DataTy;
 use crate::check::env::GlobalEnv;
 use crate::check::infer::size_of_ix;
@@ -81,6 +81,11 @@ pub enum SVal {
         con: usize,
         args: Vec<SVal>,
     },
+    /// A reference to element `path` of the value in an effect cell (Note [Effects as
+    /// cells], `lower_effects.rs`).
+    Ref { cell: usize, path: Vec<Atom> },
+    /// A monoid passed to `yield_accum` (`AddMonoid Float`).
+    Monoid(NamedMonoid),
 }
 
 #[derive(Debug)]
@@ -121,6 +126,8 @@ pub struct Lowerer<'a> {
     pub(super) method_depth: usize,
     /// The top-level definition whose body is being lowered (Note [Errors in definitions]).
     in_def: Option<Rc<str>>,
+    /// References and their values (`lower_effects.rs`).
+    pub(super) effects: super::lower_effects::Effects,
 }
 
 const INDEX: Elem = Elem::I64;
@@ -166,6 +173,11 @@ fn leaf_types_into(
         }
         Ty::Fun { .. } | Ty::TypeArg(_) => {
             return Err("functions cannot be stored in tables or values".into())
+        }
+        Ty::Con(..) => {
+            return Err(format!(
+                "a {ty} lives only inside its handler: it cannot be stored in a table or value"
+            ))
         }
         Ty::Var(_) | Ty::Rigid(..) => return Err(format!("type {ty} is not concrete")),
         // See Note [Data representation].
@@ -245,6 +257,7 @@ impl<'a> Lowerer<'a> {
             block,
             method_depth: 0,
             in_def: None,
+            effects: Default::default(),
         }
     }
 
@@ -418,6 +431,12 @@ impl<'a> Lowerer<'a> {
                 result: Box::new(self.concrete(result, span)?),
             },
             Ty::TypeArg(inner) => Ty::TypeArg(Box::new(self.concrete(inner, span)?)),
+            Ty::Con(con, args) => Ty::Con(
+                *con,
+                args.iter()
+                    .map(|arg| self.concrete(arg, span))
+                    .collect::<Result<_>>()?,
+            ),
             Ty::Data(data) => Ty::Data(DataTy {
                 def: data.def.clone(),
                 args: data
@@ -525,6 +544,13 @@ impl<'a> Lowerer<'a> {
                 return error(
                     span,
                     "a function cannot be stored in a table, a branch or a loop carry",
+                )
+            }
+            SVal::Ref { .. } | SVal::Monoid(_) => {
+                return error(
+                    span,
+                    "a reference or a monoid cannot be stored in a table, a branch or a loop \
+                     carry: use it inside its handler",
                 )
             }
         }
@@ -711,16 +737,20 @@ impl<'a> Lowerer<'a> {
                 let ix = (**ix).clone();
                 // Over a range, the positions past its size are zero (Note [Ranges]).
                 let valid = self.range_size(&ix, span)?;
-                self.build_table(&ty, "for", span, |cx, flat| {
+                let size = self.ix_size(&ix, span)?;
+                // A parallel `build1`, or a `scan` when the body writes state.
+                let out = self.effect_loop(size, Vec::new(), true, "for", span, |cx, flat, _| {
                     let index = cx.unflatten_index(flat, &ix, span)?;
                     cx.locals.insert(*binder, index);
                     let value = cx.lower(body)?;
                     let leaves = cx.leaves(&value, body.span)?;
-                    match valid {
-                        Some(size) => cx.zero_beyond(leaves, flat, size, span),
-                        None => Ok(leaves),
-                    }
-                })
+                    let ys = match valid {
+                        Some(size) => cx.zero_beyond(leaves, flat, size, span)?,
+                        None => leaves,
+                    };
+                    Ok((Vec::new(), ys))
+                })?;
+                Ok(self.assemble(&ty, out.ys))
             }
             TKind::If {
                 cond,
@@ -733,25 +763,21 @@ impl<'a> Lowerer<'a> {
                 };
                 let ty = self.concrete(&expr.ty, span)?;
                 let result_tys = self.leaf_types(&ty, span)?;
-                let then_block = self.in_block(Vec::new(), |cx| {
-                    let value = cx.lower(then_branch)?;
-                    cx.leaves(&value, then_branch.span)
-                })?;
-                let else_block = self.in_block(Vec::new(), |cx| {
-                    let value = cx.lower(else_branch)?;
-                    cx.leaves(&value, else_branch.span)
-                })?;
-                let binders = self.emit(
-                    Expr::Cond {
-                        cond: cond_atom,
-                        then_block,
-                        else_block,
-                    },
+                let binders = self.effect_cond(
+                    cond_atom,
                     result_tys,
                     "if",
                     span,
-                );
-                Ok(self.assemble(&ty, binders.into_iter().map(Atom::Var).collect()))
+                    |cx| {
+                        let value = cx.lower(then_branch)?;
+                        cx.leaves(&value, then_branch.span)
+                    },
+                    |cx| {
+                        let value = cx.lower(else_branch)?;
+                        cx.leaves(&value, else_branch.span)
+                    },
+                )?;
+                Ok(self.assemble(&ty, binders))
             }
             TKind::App { func, arg } => {
                 let func_value = self.lower(func)?;
@@ -1000,7 +1026,9 @@ impl<'a> Lowerer<'a> {
                 args.push(arg);
                 self.constructor(data, con, args, span)
             }
-            SVal::Arr(_) | SVal::Tuple(_) | SVal::Type(_) => bug(span, "applying a non-function"),
+            SVal::Arr(_) | SVal::Tuple(_) | SVal::Type(_) | SVal::Ref { .. } | SVal::Monoid(_) => {
+                bug(span, "applying a non-function")
+            }
         }
     }
 
@@ -1181,6 +1209,7 @@ impl<'a> Lowerer<'a> {
                 Ok(SVal::Arr(self.cast(iota, Elem::U32, span)?))
             }
             Builtin::Fold | Builtin::Scan => self.lower_loop(builtin, args, ty, &result_ty, span),
+            Builtin::Effect(op) => self.lower_effect(op, args, ty, &result_ty, span),
             Builtin::Reduce | Builtin::AssocScan => {
                 self.lower_monoid(builtin, args, ty, &result_ty, span)
             }
@@ -1309,22 +1338,28 @@ impl<'a> Lowerer<'a> {
         let init = self.leaves(&args[0], span)?;
         let func = args[1].clone();
         let (carry_ty, ix) = ((**carry_ty).clone(), (**ix).clone());
-        let (body, carry_tys) = self.loop_block(&carry_ty, span, |cx, index_var, carry| {
+        let is_fold = builtin == Builtin::Fold;
+        let hint = if is_fold { "fold" } else { "scan" };
+        let out = self.effect_loop(size, init, false, hint, span, |cx, index_var, carry| {
             let index = cx.unflatten_index(index_var, &ix, span)?;
-            let partial = cx.apply(func, index, span)?;
-            cx.apply(partial, carry, span)
+            let carry = cx.assemble(&carry_ty, carry);
+            let partial = cx.apply(func.clone(), index, span)?;
+            let res = cx.apply(partial, carry, span)?;
+            if is_fold {
+                return Ok((cx.leaves(&res, span)?, Vec::new()));
+            }
+            let SVal::Tuple(mut parts) = res else {
+                return bug(span, "a scan body's result is not a pair");
+            };
+            let y = parts.pop().map_or_else(|| bug(span, "scan pair"), Ok)?;
+            let next = parts.pop().map_or_else(|| bug(span, "scan pair"), Ok)?;
+            Ok((cx.leaves(&next, span)?, cx.leaves(&y, span)?))
         })?;
-        if builtin == Builtin::Fold {
-            let binders = self.emit(Expr::Fold { size, init, body }, carry_tys, "fold", span);
-            return Ok(self.assemble(result_ty, binders.into_iter().map(Atom::Var).collect()));
+        let mut atoms = out.carries;
+        if !is_fold {
+            atoms.extend(out.ys);
         }
-        let Ty::Tuple(parts) = result_ty else {
-            return bug(span, "scan result type");
-        };
-        let mut binder_tys = carry_tys;
-        binder_tys.extend(self.leaf_types(&parts[1], span)?);
-        let binders = self.emit(Expr::Scan { size, init, body }, binder_tys, "scan", span);
-        Ok(self.assemble(result_ty, binders.into_iter().map(Atom::Var).collect()))
+        Ok(self.assemble(result_ty, atoms))
     }
 
     /// `reduce(xs, e, op)` and `assoc_scan(xs, e, op)`: the operator is lowered into a closed
@@ -1563,7 +1598,12 @@ impl<'a> Lowerer<'a> {
                     cx.leaves(&value, span)
                 })
             }
-            Ty::Fun { .. } | Ty::TypeArg(_) | Ty::Var(_) | Ty::Rigid(..) | Ty::Range { .. } => {
+            Ty::Fun { .. }
+            | Ty::TypeArg(_)
+            | Ty::Var(_)
+            | Ty::Rigid(..)
+            | Ty::Range { .. }
+            | Ty::Con(..) => {
                 error(
                     span,
                     format!("`arb` cannot make a random value of type {ty}"),
@@ -1663,6 +1703,21 @@ pub fn builtin_arity(builtin: Builtin) -> usize {
         Builtin::Arb => 1,
         Builtin::InternalCast => 2,
         Builtin::Inject => 1,
+        Builtin::Effect(op) => match op {
+            EffectOp::Get | EffectOp::Ask | EffectOp::While | EffectOp::Iter => 1,
+            EffectOp::Monoid(NamedMonoid::Add | NamedMonoid::Mul) => 1,
+            EffectOp::Monoid(NamedMonoid::And | NamedMonoid::Or) => 0,
+            EffectOp::BoundedIter => 3,
+            EffectOp::RunState
+            | EffectOp::WithState
+            | EffectOp::YieldState
+            | EffectOp::Put
+            | EffectOp::RefIndex
+            | EffectOp::RunAccum
+            | EffectOp::YieldAccum
+            | EffectOp::Extend
+            | EffectOp::WithReader => 2,
+        },
         Builtin::Fst | Builtin::Snd => 1,
         Builtin::ApplyN => 3,
         Builtin::Zero | Builtin::FloatConst(_) | Builtin::Extreme(_) => 0,

@@ -178,26 +178,22 @@ impl Lowerer<'_> {
             _ if is_last => {}
             cond => {
                 let result_tys = self.leaf_types(ty, span)?;
-                let then_block = self.in_block(Vec::new(), |cx| {
-                    cx.bind(pat, value.clone(), span)?;
-                    let res = cx.lower(body)?;
-                    cx.leaves(&res, body.span)
-                })?;
-                let else_block = self.in_block(Vec::new(), |cx| {
-                    let res = cx.case_chain(value, rest, &tests[1..], ty, span)?;
-                    cx.leaves(&res, span)
-                })?;
-                let binders = self.emit(
-                    Expr::Cond {
-                        cond,
-                        then_block,
-                        else_block,
-                    },
+                let binders = self.effect_cond(
+                    cond,
                     result_tys,
                     "case",
                     span,
-                );
-                return Ok(self.assemble(ty, binders.into_iter().map(Atom::Var).collect()));
+                    |cx| {
+                        cx.bind(pat, value.clone(), span)?;
+                        let res = cx.lower(body)?;
+                        cx.leaves(&res, body.span)
+                    },
+                    |cx| {
+                        let res = cx.case_chain(value, rest, &tests[1..], ty, span)?;
+                        cx.leaves(&res, span)
+                    },
+                )?;
+                return Ok(self.assemble(ty, binders));
             }
         }
         self.bind(pat, value.clone(), span)?;

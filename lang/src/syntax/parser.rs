@@ -34,6 +34,7 @@ struct DxParser;
 static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
     PrattParser::new()
         .op(Op::postfix(Rule::annot_suffix))
+        .op(Op::infix(Rule::op_assign, Assoc::Right) | Op::infix(Rule::op_accum, Assoc::Right))
         .op(Op::infix(Rule::op_dollar, Assoc::Right))
         .op(Op::infix(Rule::op_or, Assoc::Left) | Op::infix(Rule::op_user_or, Assoc::Left))
         .op(Op::infix(Rule::op_and, Assoc::Left) | Op::infix(Rule::op_user_and, Assoc::Left))
@@ -1269,21 +1270,6 @@ impl<'a> Builder<'a> {
         let Some(last) = items.pop() else {
             return Err(self.internal(&pair));
         };
-        let mut stmts = Vec::with_capacity(items.len());
-        for item in items {
-            match item.as_rule() {
-                Rule::let_binding => stmts.push(Stmt::Let(self.let_binding(item)?)),
-                Rule::def_decl => stmts.push(Stmt::Def(self.fun_def(item)?)),
-                Rule::type_def | Rule::annotated_alias | Rule::type_alias => {
-                    stmts.push(Stmt::TypeAlias(self.type_alias(item)?))
-                }
-                _ => {
-                    let message =
-                        "expected a binding: only the last line of a block is an expression";
-                    return Err(error(message, self.span(&item)));
-                }
-            }
-        }
         if last.as_rule() != Rule::expr {
             let close_pos = close.as_span().start();
             return Err(ParseError {
@@ -1292,25 +1278,54 @@ impl<'a> Builder<'a> {
                 incomplete: close_pos >= self.laid.real_end,
             });
         }
-        let result = self.expr(last)?.expr;
-        match stmts.first() {
-            None => Ok(result),
-            Some(first) => {
-                let start = match first {
-                    Stmt::Let(binding) => binding.span,
-                    Stmt::Def(def) => def.span,
-                    Stmt::TypeAlias(alias) => alias.span,
-                };
-                let span = start.to(result.span);
-                Ok(Expr {
-                    kind: ExprKind::Block {
-                        stmts,
-                        result: Box::new(result),
-                    },
+        let mut result = self.expr(last)?.expr;
+        // The items before the result, last first: bindings, and expressions run for their
+        // effects (`ref := 1.0`, bound to `_`). `x <- e` makes the items after it the body of
+        // `\x.` passed to `e`.
+        let mut stmts = Vec::new();
+        for item in items.into_iter().rev() {
+            let span = self.span(&item);
+            match item.as_rule() {
+                Rule::let_binding => stmts.push(Stmt::Let(self.let_binding(item)?)),
+                Rule::def_decl => stmts.push(Stmt::Def(self.fun_def(item)?)),
+                Rule::type_def | Rule::annotated_alias | Rule::type_alias => {
+                    stmts.push(Stmt::TypeAlias(self.type_alias(item)?))
+                }
+                Rule::expr => stmts.push(Stmt::Let(LetBinding {
+                    pat: Pattern::Wildcard(span),
+                    ty: None,
+                    value: self.expr(item)?.expr,
                     span,
-                })
+                })),
+                Rule::bind_item => {
+                    let body = block_of(std::mem::take(&mut stmts), result);
+                    let mut inner = item.clone().into_inner();
+                    let pat = self.pattern(self.next(&mut inner, &item)?)?;
+                    let func = self.expr(self.next(&mut inner, &item)?)?.expr;
+                    let lambda = Expr {
+                        span: span.to(body.span),
+                        kind: ExprKind::Lam {
+                            params: vec![Param {
+                                pat,
+                                ty: None,
+                                span,
+                            }],
+                            body: Box::new(body),
+                        },
+                    };
+                    result = Expr {
+                        span: lambda.span,
+                        kind: ExprKind::App {
+                            func: Box::new(func),
+                            arg: Box::new(lambda),
+                            name: None,
+                        },
+                    };
+                }
+                _ => return Err(self.internal(&item)),
             }
         }
+        Ok(block_of(stmts, result))
     }
 
     fn expr(&self, pair: Pair<Rule>) -> PResult<Node> {
@@ -1392,7 +1407,9 @@ impl<'a> Builder<'a> {
             | Rule::op_user_or
             | Rule::op_user_cmp
             | Rule::op_user_add
-            | Rule::op_user_mul => {
+            | Rule::op_user_mul
+            | Rule::op_assign
+            | Rule::op_accum => {
                 let kind = ExprKind::UserOp {
                     op: Ident {
                         name: op.as_str().to_string(),
@@ -1534,6 +1551,27 @@ impl<'a> Builder<'a> {
                         span,
                     });
                 }
+                Rule::ref_index => {
+                    let target = suffix
+                        .clone()
+                        .into_inner()
+                        .next()
+                        .ok_or_else(|| self.internal(&suffix))?;
+                    let index = self.atom(target)?;
+                    let op_span = Span::new(suffix_span.start as usize, suffix_span.start as usize + 1);
+                    let span = base.outer.to(suffix_span);
+                    base = Node::plain(Expr {
+                        kind: ExprKind::UserOp {
+                            op: Ident {
+                                name: "!".to_string(),
+                                span: op_span,
+                            },
+                            lhs: boxed(base),
+                            rhs: boxed(index),
+                        },
+                        span,
+                    });
+                }
                 Rule::field => {
                     let name_pair = suffix
                         .clone()
@@ -1667,7 +1705,9 @@ impl<'a> Builder<'a> {
                     | Rule::op_user_or
                     | Rule::op_user_cmp
                     | Rule::op_user_add
-                    | Rule::op_user_mul => ExprKind::Var(Ident {
+                    | Rule::op_user_mul
+                    | Rule::op_assign
+                    | Rule::op_accum => ExprKind::Var(Ident {
                         name: op.as_str().to_string(),
                         span,
                     }),
@@ -1713,6 +1753,14 @@ impl<'a> Builder<'a> {
             }
         }
         let body = body.ok_or_else(|| self.internal(&pair))?;
+        if params.is_empty() {
+            // `\. body` takes `()`.
+            params.push(Param {
+                pat: Pattern::Tuple(Vec::new(), span),
+                ty: None,
+                span,
+            });
+        }
         Ok(Expr {
             kind: ExprKind::Lam {
                 params,
@@ -1726,6 +1774,7 @@ impl<'a> Builder<'a> {
         let span = self.span(&pair);
         let mut binders = Vec::new();
         let mut body = None;
+        let mut for_effects = false;
         for child in pair.clone().into_inner() {
             match child.as_rule() {
                 Rule::for_binder => {
@@ -1735,15 +1784,35 @@ impl<'a> Builder<'a> {
                     let ty = inner.next().map(|ty| self.ty(ty)).transpose()?;
                     binders.push(ForBinder { name, ty });
                 }
+                Rule::kw_for_ => for_effects = true,
                 Rule::kw_for | Rule::dot => {}
                 _ => body = Some(self.body(child)?),
             }
         }
         let body = body.ok_or_else(|| self.internal(&pair))?;
-        Ok(Expr {
+        let table = Expr {
             kind: ExprKind::For {
                 binders,
                 body: Box::new(body),
+            },
+            span,
+        };
+        if !for_effects {
+            return Ok(table);
+        }
+        // `for_ i. body` is `_ = for i. body` followed by `()`.
+        Ok(Expr {
+            kind: ExprKind::Block {
+                stmts: vec![Stmt::Let(LetBinding {
+                    pat: Pattern::Wildcard(span),
+                    ty: None,
+                    value: table,
+                    span,
+                })],
+                result: Box::new(Expr {
+                    kind: ExprKind::Tuple(Vec::new()),
+                    span,
+                }),
             },
             span,
         })
@@ -1805,5 +1874,25 @@ impl<'a> Builder<'a> {
             }),
             _ => Err(self.internal(&pair)),
         }
+    }
+}
+
+/// `stmts` (last first) followed by `result`, as one expression.
+fn block_of(mut stmts: Vec<Stmt>, result: Expr) -> Expr {
+    let Some(first) = stmts.last() else {
+        return result;
+    };
+    let start = match first {
+        Stmt::Let(binding) => binding.span,
+        Stmt::Def(def) => def.span,
+        Stmt::TypeAlias(alias) => alias.span,
+    };
+    stmts.reverse();
+    Expr {
+        span: start.to(result.span),
+        kind: ExprKind::Block {
+            stmts,
+            result: Box::new(result),
+        },
     }
 }

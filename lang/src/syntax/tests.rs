@@ -1147,12 +1147,6 @@ fn error_positions() {
         (err.message.as_str(), err.span),
         ("unexpected indentation", Span::new(2, 3))
     );
-    let err = code_err("def f(x) =\n  y = 1\n  z = 2\n  z\n  w = 3\n  w\n");
-    assert_eq!(
-        err.message,
-        "expected a binding: only the last line of a block is an expression"
-    );
-    assert_eq!(err.span, Span::new(29, 30));
     let err = code_err(":p\n  x = 1\n  2 +\n  3\n");
     assert_eq!(err.message, "expected an expression at the end of the line");
     assert_eq!(err.span, Span::new(16, 16));

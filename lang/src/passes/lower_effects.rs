@@ -1,0 +1,972 @@
+//! Effects in the lowering (LANGUAGE.md §9): `State`, `Accum` and `Read` references become the
+//! pure program, so no pass after `lower` sees an effect.
+//!
+//! Note [Effects as cells]
+//! ~~~~~~~~~~~~~~~~~~~~~~~
+//! The lowering is a partial evaluator: it runs the typed program at compile time, emitting a
+//! statement for every operation on arrays. A handler (`with_state`, `yield_accum`,
+//! `with_reader`) makes a *cell* that holds the reference's current value as a compile-time
+//! value (`SVal`), and the reference is `SVal::Ref { cell, path }` (`path`: the element indices of
+//! `ref!i!j`). In straight-line code a write replaces the cell's value and a read returns it:
+//! this is SSA construction by evaluation, and no write is left in the program. Control flow
+//! is where values must meet:
+//!
+//! - a branch (`if`, `case`) lowers both sides from the same cell values; the cells either side
+//!   changed become extra results of the `cond`, and the cells take its binders;
+//! - a loop (`for`, `fold`, `scan`) lowers its body once; the cells of `State` it wrote become
+//!   carries (the body is lowered again with them as parameters) and the loop runs in order as a
+//!   `fold`/`scan`, as Dex runs a `for` with `State`. A `for` that writes no state stays a
+//!   parallel `build1`;
+//! - `acc += v` on an additive accumulator from inside a loop does not make the loop
+//!   sequential: it is recorded as a contribution (`Record`: the element indices and the
+//!   values), the loop stacks every contribution as one more output, and at the loop level of
+//!   the accumulator the stacked contributions are added at once: summed over the loops' axes
+//!   (`sumOuter`) when they carry no index, added as a whole when the indices are the loops' own
+//!   (`acc!i += v` in `for i`), and scattered (`scatter`, a scatter-add) when the indices are
+//!   data (a histogram). Accumulation is the transpose of indexing (dual arrays, seed 003 §4):
+//!   the contributions of `acc!k += v` are the cotangent of a read `x[k]`, and they are added
+//!   in the fixed order of `scatter`, so the bits do not depend on the thread count. Other
+//!   monoids (`MulMonoid`, `AndMonoid`, …) accumulate in order, as state.
+//!
+//! A reference escaping its handler (returned from the body) is an error at the handler.
+
+use crate::check::builtins::{EffectOp, NamedMonoid};
+use crate::check::types::Ty;
+use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Scalar, VarId};
+use crate::prim::Prim;
+use crate::syntax::Span;
+
+use super::lower::{bug, error, Lowerer, Result, SVal};
+
+/// What a reference's handler does with writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CellKind {
+    State,
+    Accum(NamedMonoid),
+    Reader,
+}
+
+/// The value behind one reference (Note [Effects as cells]).
+#[derive(Clone, Debug)]
+pub struct Cell {
+    value: SVal,
+    ty: Ty,
+    kind: CellKind,
+    /// The loop depth of the handler: writes from deeper loops are contributions or carries.
+    depth: usize,
+    live: bool,
+}
+
+/// A contribution `acc!path += values` made inside loops deeper than the accumulator.
+#[derive(Clone, Debug)]
+struct Record {
+    cell: usize,
+    /// One step per element index of the reference.
+    path: Vec<Step>,
+    /// The leaves of the added value, with `batch` leading axes of the enclosing loops.
+    values: Vec<Atom>,
+    batch: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Step {
+    /// The index of batch axis `k` (0: the outermost loop stacked so far).
+    Axis(usize),
+    /// An index computed from data: an atom whose axes are the outermost batch axes, as many
+    /// as its rank (an index computed outside a loop is not stacked by it, and stays a scalar).
+    Data(Atom),
+    /// An index the loop being emitted stacks: its binder is the next output of the loop.
+    Stacked,
+}
+
+/// The effect state of a lowering.
+#[derive(Default)]
+pub struct Effects {
+    cells: Vec<Cell>,
+    depth: usize,
+    /// The contributions made in each enclosing loop body, innermost last.
+    frames: Vec<Vec<Record>>,
+}
+
+impl Effects {
+    fn live(&self) -> bool {
+        self.cells.iter().any(|cell| cell.live)
+    }
+}
+
+/// What a loop body gives: the next user carries and the step's outputs.
+pub(super) type StepResult = Result<(Vec<Atom>, Vec<Atom>)>;
+
+/// A lowered loop: the final user carries and the stacked outputs.
+pub(super) struct LoopOut {
+    pub carries: Vec<Atom>,
+    pub ys: Vec<Atom>,
+}
+
+impl Lowerer<'_> {
+    /// Applies an effect built-in to its arguments; `ty` is its full concrete type.
+    pub(super) fn lower_effect(
+        &mut self,
+        op: EffectOp,
+        args: Vec<SVal>,
+        ty: &Ty,
+        result_ty: &Ty,
+        span: Span,
+    ) -> Result<SVal> {
+        let mut args = args.into_iter();
+        let mut next = || args.next().map_or_else(|| bug(span, "effect arity"), Ok);
+        match op {
+            EffectOp::RunState | EffectOp::WithState | EffectOp::YieldState => {
+                let init = next()?;
+                let action = next()?;
+                let (res, last) =
+                    self.handle(CellKind::State, init, ref_value_ty(ty)?, action, span)?;
+                Ok(match op {
+                    EffectOp::RunState => SVal::Tuple(vec![res, last]),
+                    EffectOp::WithState => res,
+                    _ => last,
+                })
+            }
+            EffectOp::WithReader => {
+                let init = next()?;
+                let action = next()?;
+                let (res, _) =
+                    self.handle(CellKind::Reader, init, ref_value_ty(ty)?, action, span)?;
+                Ok(res)
+            }
+            EffectOp::RunAccum | EffectOp::YieldAccum => {
+                let SVal::Monoid(monoid) = next()? else {
+                    return bug(span, "an accumulator without its monoid");
+                };
+                let action = next()?;
+                let value_ty = ref_value_ty(ty)?;
+                let init = self.monoid_identity(monoid, &value_ty, span)?;
+                let (res, last) =
+                    self.handle(CellKind::Accum(monoid), init, value_ty, action, span)?;
+                Ok(if op == EffectOp::RunAccum {
+                    SVal::Tuple(vec![res, last])
+                } else {
+                    last
+                })
+            }
+            EffectOp::Monoid(monoid) => Ok(SVal::Monoid(monoid)),
+            EffectOp::Get | EffectOp::Ask => {
+                let (cell, path) = self.reference(next()?, span)?;
+                if let CellKind::Accum(_) = self.effects.cells[cell].kind {
+                    return error(
+                        span,
+                        "an accumulator cannot be read: it is written with `+=`, and its \
+                         handler (`yield_accum`, `run_accum`) gives the total",
+                    );
+                }
+                let mut value = self.effects.cells[cell].value.clone();
+                for index in path {
+                    value = self.index_value(&value, index, span)?;
+                }
+                Ok(value)
+            }
+            EffectOp::Put => {
+                let (cell, path) = self.reference(next()?, span)?;
+                let value = next()?;
+                match self.effects.cells[cell].kind {
+                    CellKind::State => {}
+                    CellKind::Accum(_) => {
+                        return error(
+                            span,
+                            "`:=` writes a `State` reference; this one is an accumulator: add \
+                             to it with `+=`",
+                        )
+                    }
+                    CellKind::Reader => {
+                        return error(span, "`:=` writes a `State` reference; this one is read-only (`with_reader`)")
+                    }
+                }
+                self.update_cell(cell, &path, value, None, span)?;
+                Ok(SVal::Tuple(Vec::new()))
+            }
+            EffectOp::Extend => {
+                let (cell, path) = self.reference(next()?, span)?;
+                let value = next()?;
+                let CellKind::Accum(monoid) = self.effects.cells[cell].kind else {
+                    return error(
+                        span,
+                        "`+=` adds to an accumulator (from `yield_accum` or `run_accum`); this \
+                         reference is a `State` one: write `ref := get ref + v`",
+                    );
+                };
+                let deeper = self.effects.cells[cell].depth < self.effects.depth;
+                if deeper && monoid == NamedMonoid::Add {
+                    let values = self.leaves(&value, span)?;
+                    let record = Record {
+                        cell,
+                        path: path.into_iter().map(Step::Data).collect(),
+                        values,
+                        batch: 0,
+                    };
+                    match self.effects.frames.last_mut() {
+                        Some(frame) => frame.push(record),
+                        None => return bug(span, "a contribution outside every loop"),
+                    }
+                } else {
+                    self.update_cell(cell, &path, value, Some(monoid), span)?;
+                }
+                Ok(SVal::Tuple(Vec::new()))
+            }
+            EffectOp::RefIndex => {
+                let (cell, mut path) = self.reference(next()?, span)?;
+                let index = next()?;
+                let Ty::Fun { param, .. } = ty else {
+                    return bug(span, "`!` type");
+                };
+                let Ty::Con(_, ref_args) = &**param else {
+                    return bug(span, "`!` of a non-reference");
+                };
+                let Some(Ty::Table(ix, _)) = ref_args.get(1) else {
+                    return bug(span, "`!` of a reference to a non-table");
+                };
+                let ix = (**ix).clone();
+                path.push(self.flat_index(&index, &ix, span)?);
+                Ok(SVal::Ref { cell, path })
+            }
+            EffectOp::While | EffectOp::Iter | EffectOp::BoundedIter => {
+                let _ = result_ty;
+                error(
+                    span,
+                    "loops with a data-dependent trip count (`while`, `iter`) are not supported \
+                     yet: use `fold` over a bound on the trip count",
+                )
+            }
+        }
+    }
+
+    /// Runs `action` with a new reference to `init`; gives the action's result and the final
+    /// value behind the reference.
+    fn handle(
+        &mut self,
+        kind: CellKind,
+        init: SVal,
+        ty: Ty,
+        action: SVal,
+        span: Span,
+    ) -> Result<(SVal, SVal)> {
+        let cell = self.effects.cells.len();
+        self.effects.cells.push(Cell {
+            value: init,
+            ty,
+            kind,
+            depth: self.effects.depth,
+            live: true,
+        });
+        let res = self.apply(action, SVal::Ref { cell, path: Vec::new() }, span);
+        self.effects.cells[cell].live = false;
+        let res = res?;
+        if holds_reference(&res) {
+            return error(
+                span,
+                "a reference escapes its handler: the handler's body returns it, but it can \
+                 only be used inside the body",
+            );
+        }
+        let last = self.effects.cells[cell].value.clone();
+        Ok((res, last))
+    }
+
+    fn reference(&self, value: SVal, span: Span) -> Result<(usize, Vec<Atom>)> {
+        let SVal::Ref { cell, path } = value else {
+            return bug(span, "a reference operation on a non-reference");
+        };
+        if !self.effects.cells[cell].live {
+            return error(
+                span,
+                "this reference is used outside its handler (`with_state`, `yield_accum`, …)",
+            );
+        }
+        Ok((cell, path))
+    }
+
+    /// The identity of `monoid` at `ty` (a table of the monoid's values is its identity at
+    /// every element, as Dex's lifted monoids).
+    fn monoid_identity(&mut self, monoid: NamedMonoid, ty: &Ty, span: Span) -> Result<SVal> {
+        let tys = self.leaf_types(ty, span)?;
+        let mut leaves = Vec::with_capacity(tys.len());
+        for leaf in tys {
+            let scalar = match monoid {
+                NamedMonoid::Add => Scalar::zero(leaf.elem),
+                NamedMonoid::Mul => Prim::Cast(leaf.elem).eval(&[Scalar::I64(1)]),
+                NamedMonoid::And => Scalar::Bool(true),
+                NamedMonoid::Or => Scalar::Bool(false),
+            };
+            leaves.push(self.broadcast(Atom::Lit(scalar), &leaf.shape, span));
+        }
+        Ok(self.assemble(ty, leaves))
+    }
+
+    /// `cell!path := value` (`combine: None`) or `cell!path += value` in the monoid.
+    fn update_cell(
+        &mut self,
+        cell: usize,
+        path: &[Atom],
+        value: SVal,
+        combine: Option<NamedMonoid>,
+        span: Span,
+    ) -> Result<()> {
+        if path.is_empty() && combine.is_none() {
+            self.effects.cells[cell].value = value;
+            return Ok(());
+        }
+        let old = self.effects.cells[cell].value.clone();
+        let old_leaves = self.leaves(&old, span)?;
+        let new_leaves = self.leaves(&value, span)?;
+        let mut leaves = Vec::with_capacity(old_leaves.len());
+        for (old, new) in old_leaves.into_iter().zip(new_leaves) {
+            leaves.push(self.update_leaf(old, path, new, combine, span)?);
+        }
+        let ty = self.effects.cells[cell].ty.clone();
+        self.effects.cells[cell].value = self.assemble(&ty, leaves);
+        Ok(())
+    }
+
+    /// `old` with the element at `path` replaced by `new` (or combined with it): a `build1`
+    /// over the indexed axis that selects the new element at the index.
+    fn update_leaf(
+        &mut self,
+        old: Atom,
+        path: &[Atom],
+        new: Atom,
+        combine: Option<NamedMonoid>,
+        span: Span,
+    ) -> Result<Atom> {
+        let Some((&first, rest)) = path.split_first() else {
+            return match combine {
+                None => Ok(new),
+                Some(monoid) => self.prim(monoid_prim(monoid), vec![old, new], span),
+            };
+        };
+        let ty = self.atom_ty(&old);
+        let Some((&size, elem_shape)) = ty.shape.split_first() else {
+            return bug(span, "an element reference into a scalar");
+        };
+        let index = self.program.new_var(ArrTy::scalar(crate::core::ir::Elem::I64), "k");
+        let body = self.in_block(vec![index], |cx| {
+            let elem_ty = ArrTy::new(elem_shape.to_vec(), ty.elem);
+            let current = cx.emit1(
+                Expr::Index {
+                    array: old,
+                    index: vec![Atom::Var(index)],
+                },
+                elem_ty,
+                "ix",
+                span,
+            );
+            let updated = cx.update_leaf(current, rest, new, combine, span)?;
+            let here = cx.prim(Prim::Eq, vec![Atom::Var(index), first], span)?;
+            Ok(vec![cx.prim(Prim::Select, vec![here, updated, current], span)?])
+        })?;
+        Ok(self.emit1(Expr::Build1 { size, body }, ty, "upd", span))
+    }
+
+    // ----- control flow -----
+
+    fn snapshot(&self) -> Vec<SVal> {
+        self.effects.cells.iter().map(|cell| cell.value.clone()).collect()
+    }
+
+    fn restore(&mut self, snapshot: &[SVal]) {
+        for (cell, value) in self.effects.cells.iter_mut().zip(snapshot) {
+            cell.value = value.clone();
+        }
+    }
+
+    /// The live cells whose value differs from `snapshot`.
+    fn changed(&self, snapshot: &[SVal], span: Span) -> Result<Vec<usize>> {
+        let mut out = Vec::new();
+        for (index, (cell, before)) in self.effects.cells.iter().zip(snapshot).enumerate() {
+            if cell.live && self.leaves(&cell.value, span)? != self.leaves(before, span)? {
+                out.push(index);
+            }
+        }
+        Ok(out)
+    }
+
+    /// `cond c then else` whose branches may use effects: the cells either branch changed,
+    /// and the contributions either made, leave the `cond` as extra results.
+    pub(super) fn effect_cond(
+        &mut self,
+        cond: Atom,
+        result_tys: Vec<ArrTy>,
+        hint: &str,
+        span: Span,
+        then_branch: impl FnOnce(&mut Self) -> Result<Vec<Atom>>,
+        else_branch: impl FnOnce(&mut Self) -> Result<Vec<Atom>>,
+    ) -> Result<Vec<Atom>> {
+        if !self.effects.live() {
+            let then_block = self.in_block(Vec::new(), then_branch)?;
+            let else_block = self.in_block(Vec::new(), else_branch)?;
+            let binders = self.emit(
+                Expr::Cond {
+                    cond,
+                    then_block,
+                    else_block,
+                },
+                result_tys,
+                hint,
+                span,
+            );
+            return Ok(binders.into_iter().map(Atom::Var).collect());
+        }
+        let before = self.snapshot();
+        let frame_len = self.effects.frames.last().map_or(0, Vec::len);
+        let mut sides = Vec::new();
+        for branch in [
+            Box::new(then_branch) as Box<dyn FnOnce(&mut Self) -> Result<Vec<Atom>>>,
+            Box::new(else_branch),
+        ] {
+            let mut after = None;
+            let mut records = Vec::new();
+            let block = self.in_block(Vec::new(), |cx| {
+                let res = branch(cx)?;
+                after = Some(cx.snapshot());
+                if let Some(frame) = cx.effects.frames.last_mut() {
+                    records = frame.split_off(frame_len);
+                }
+                Ok(res)
+            });
+            self.restore(&before);
+            if let Some(frame) = self.effects.frames.last_mut() {
+                frame.truncate(frame_len);
+            }
+            let block = block?;
+            sides.push((block, after.unwrap_or_else(|| before.clone()), records));
+        }
+        // The cells either side changed.
+        let mut changed = Vec::new();
+        for (_, after, _) in &sides {
+            self.restore(after);
+            for cell in self.changed(&before, span)? {
+                if !changed.contains(&cell) {
+                    changed.push(cell);
+                }
+            }
+            self.restore(&before);
+        }
+        let mut tys = result_tys;
+        let n_user = tys.len();
+        for &cell in &changed {
+            let value = self.effects.cells[cell].value.clone();
+            for leaf in self.leaves(&value, span)? {
+                tys.push(self.atom_ty(&leaf));
+            }
+        }
+        // Every contribution of either side, with zeros (at index -1, dropped) from the other
+        // side. Indices computed outside the branch stay as they are.
+        let n_then = sides[0].2.len();
+        let records: Vec<Record> = sides
+            .iter()
+            .flat_map(|(_, _, records)| records.iter().cloned())
+            .collect();
+        let locals: Vec<std::collections::HashSet<VarId>> = sides
+            .iter()
+            .map(|(block, _, _)| {
+                self.program.blocks[*block]
+                    .stmts
+                    .iter()
+                    .flat_map(|stmt| stmt.binders.iter().copied())
+                    .collect()
+            })
+            .collect();
+        let routed: Vec<Vec<bool>> = records
+            .iter()
+            .enumerate()
+            .map(|(position, record)| {
+                let owner = usize::from(position >= n_then);
+                record
+                    .path
+                    .iter()
+                    .map(|step| matches!(step, Step::Data(Atom::Var(var)) if locals[owner].contains(var)))
+                    .collect()
+            })
+            .collect();
+        for (record, routed) in records.iter().zip(&routed) {
+            for (step, routed) in record.path.iter().zip(routed) {
+                if let (Step::Data(atom), true) = (step, routed) {
+                    tys.push(self.atom_ty(atom));
+                }
+            }
+            for value in &record.values {
+                tys.push(self.atom_ty(value));
+            }
+        }
+        for (side, (block, after, _)) in sides.iter().enumerate() {
+            let mut extra = Vec::new();
+            self.restore(after);
+            for &cell in &changed {
+                let value = self.effects.cells[cell].value.clone();
+                extra.extend(self.leaves(&value, span)?);
+            }
+            self.restore(&before);
+            let outer = std::mem::replace(&mut self.block, *block);
+            for (position, (record, routed)) in records.iter().zip(&routed).enumerate() {
+                let mine = usize::from(position >= n_then) == side;
+                for (step, routed) in record.path.iter().zip(routed) {
+                    if let (Step::Data(atom), true) = (step, routed) {
+                        if mine {
+                            extra.push(*atom);
+                        } else {
+                            let ty = self.atom_ty(atom);
+                            let none = Prim::Cast(ty.elem).eval(&[Scalar::I64(-1)]);
+                            extra.push(self.broadcast(Atom::Lit(none), &ty.shape, span));
+                        }
+                    }
+                }
+                for value in &record.values {
+                    if mine {
+                        extra.push(*value);
+                    } else {
+                        let ty = self.atom_ty(value);
+                        let zero = Atom::Lit(Scalar::zero(ty.elem));
+                        extra.push(self.broadcast(zero, &ty.shape, span));
+                    }
+                }
+            }
+            self.block = outer;
+            self.program.blocks[*block].results.extend(extra);
+        }
+        let (then_block, else_block) = (sides[0].0, sides[1].0);
+        let binders: Vec<Atom> = self
+            .emit(
+                Expr::Cond {
+                    cond,
+                    then_block,
+                    else_block,
+                },
+                tys,
+                hint,
+                span,
+            )
+            .into_iter()
+            .map(Atom::Var)
+            .collect();
+        let mut rest = binders[n_user..].iter().copied();
+        for &cell in &changed {
+            let ty = self.effects.cells[cell].ty.clone();
+            let count = self.leaves(&self.effects.cells[cell].value.clone(), span)?.len();
+            let leaves: Vec<Atom> = rest.by_ref().take(count).collect();
+            self.effects.cells[cell].value = self.assemble(&ty, leaves);
+        }
+        for (mut record, routed) in records.into_iter().zip(routed) {
+            for (step, routed) in record.path.iter_mut().zip(routed) {
+                if let (Step::Data(atom), true) = (step, routed) {
+                    *atom = rest.next().map_or_else(|| bug(span, "cond results"), Ok)?;
+                }
+            }
+            for value in &mut record.values {
+                *value = rest.next().map_or_else(|| bug(span, "cond results"), Ok)?;
+            }
+            match self.effects.frames.last_mut() {
+                Some(frame) => frame.push(record),
+                None => return bug(span, "a contribution outside every loop"),
+            }
+        }
+        Ok(binders[..n_user].to_vec())
+    }
+
+    /// A loop of `size` steps whose body may use effects (Note [Effects as cells]). `init` are
+    /// the user's carries; `step` gets the index and the carries and gives the next carries and
+    /// the step's outputs. With no carries and `parallel`, and when the body writes no state,
+    /// the loop is a `build1`; otherwise a `fold` or `scan`.
+    pub(super) fn effect_loop(
+        &mut self,
+        size: usize,
+        init: Vec<Atom>,
+        parallel: bool,
+        hint: &str,
+        span: Span,
+        mut step: impl FnMut(&mut Self, Atom, Vec<Atom>) -> StepResult,
+    ) -> Result<LoopOut> {
+        let mut carried: Vec<usize> = Vec::new();
+        loop {
+            let attempt = self.loop_body(&init, &carried, span, &mut step)?;
+            let mut grown = false;
+            for &cell in &attempt.written {
+                if !carried.contains(&cell) {
+                    carried.push(cell);
+                    grown = true;
+                }
+            }
+            if grown {
+                continue;
+            }
+            return self.emit_loop(size, init, carried, parallel, attempt, hint, span);
+        }
+    }
+
+    fn loop_body(
+        &mut self,
+        init: &[Atom],
+        carried: &[usize],
+        span: Span,
+        step: &mut impl FnMut(&mut Self, Atom, Vec<Atom>) -> StepResult,
+    ) -> Result<LoopBody> {
+        let before = self.snapshot();
+        let depths: Vec<usize> = self.effects.cells.iter().map(|cell| cell.depth).collect();
+        let index = self.program.new_var(ArrTy::scalar(crate::core::ir::Elem::I64), "i");
+        let mut params = vec![index];
+        let carry_vars: Vec<VarId> = init
+            .iter()
+            .map(|atom| {
+                let ty = self.atom_ty(atom);
+                self.program.new_var(ty, "c")
+            })
+            .collect();
+        params.extend(&carry_vars);
+        let mut cell_counts = Vec::new();
+        for &cell in carried {
+            let value = self.effects.cells[cell].value.clone();
+            let leaves = self.leaves(&value, span)?;
+            cell_counts.push(leaves.len());
+            let vars: Vec<VarId> = leaves
+                .iter()
+                .map(|leaf| {
+                    let ty = self.atom_ty(leaf);
+                    self.program.new_var(ty, "s")
+                })
+                .collect();
+            params.extend(&vars);
+            let ty = self.effects.cells[cell].ty.clone();
+            self.effects.cells[cell].value =
+                self.assemble(&ty, vars.into_iter().map(Atom::Var).collect());
+        }
+        self.effects.depth += 1;
+        for &cell in carried {
+            self.effects.cells[cell].depth = self.effects.depth;
+        }
+        self.effects.frames.push(Vec::new());
+        let mut written = Vec::new();
+        let mut n_next = 0;
+        let mut n_ys = 0;
+        let body = self.in_block(params, |cx| {
+            let (next, ys) = step(cx, Atom::Var(index), carry_vars.iter().copied().map(Atom::Var).collect())?;
+            n_next = next.len();
+            n_ys = ys.len();
+            let mut results = next;
+            for &cell in carried {
+                let value = cx.effects.cells[cell].value.clone();
+                results.extend(cx.leaves(&value, span)?);
+            }
+            results.extend(ys);
+            for (cell, value) in before.iter().enumerate() {
+                if carried.contains(&cell) || !cx.effects.cells[cell].live {
+                    continue;
+                }
+                if cx.leaves(&cx.effects.cells[cell].value, span)? != cx.leaves(value, span)? {
+                    written.push(cell);
+                }
+            }
+            Ok(results)
+        });
+        self.effects.depth -= 1;
+        let records = self.effects.frames.pop().unwrap_or_default();
+        self.restore(&before);
+        for (cell, depth) in self.effects.cells.iter_mut().zip(depths) {
+            cell.depth = depth;
+        }
+        let body = body?;
+        let block = &self.program.blocks[body];
+        let local: std::collections::HashSet<VarId> = block
+            .stmts
+            .iter()
+            .flat_map(|stmt| stmt.binders.iter().copied())
+            .chain(block.params.iter().copied())
+            .collect();
+        let mut extra = Vec::new();
+        let mut records = records;
+        for record in &mut records {
+            // Shift the axes of the loops inside this one; index or stack the rest.
+            for step in &mut record.path {
+                *step = match *step {
+                    Step::Axis(axis) => Step::Axis(axis + 1),
+                    Step::Data(atom) if atom == Atom::Var(index) => Step::Axis(0),
+                    Step::Data(Atom::Var(var)) if local.contains(&var) => {
+                        extra.push(Atom::Var(var));
+                        Step::Stacked
+                    }
+                    // Computed outside the loop: the same at every step.
+                    step => step,
+                };
+            }
+            extra.extend(&record.values);
+        }
+        self.program.blocks[body].results.extend(extra);
+        Ok(LoopBody {
+            body,
+            written,
+            records,
+            n_next,
+            n_ys,
+            cell_counts,
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn emit_loop(
+        &mut self,
+        size: usize,
+        init: Vec<Atom>,
+        carried: Vec<usize>,
+        parallel: bool,
+        attempt: LoopBody,
+        hint: &str,
+        span: Span,
+    ) -> Result<LoopOut> {
+        let LoopBody {
+            body,
+            records,
+            n_next,
+            n_ys,
+            cell_counts,
+            ..
+        } = attempt;
+        let results = self.program.blocks[body].results.clone();
+        let n_carries = n_next + cell_counts.iter().sum::<usize>();
+        let mut all_init = init;
+        for &cell in &carried {
+            let value = self.effects.cells[cell].value.clone();
+            all_init.extend(self.leaves(&value, span)?);
+        }
+        let carry_tys: Vec<ArrTy> = all_init.iter().map(|atom| self.atom_ty(atom)).collect();
+        let stacked_tys: Vec<ArrTy> = results[n_carries..]
+            .iter()
+            .map(|atom| {
+                let ty = self.atom_ty(atom);
+                let mut shape = vec![size];
+                shape.extend(ty.shape);
+                ArrTy::new(shape, ty.elem)
+            })
+            .collect();
+        let binders: Vec<Atom> = if n_carries == 0 && parallel {
+            // Only the index is a parameter.
+            self.emit(Expr::Build1 { size, body }, stacked_tys, hint, span)
+        } else if results.len() == n_carries {
+            self.emit(
+                Expr::Fold {
+                    size,
+                    init: all_init,
+                    body,
+                },
+                carry_tys,
+                hint,
+                span,
+            )
+        } else {
+            let mut tys = carry_tys;
+            tys.extend(stacked_tys);
+            self.emit(
+                Expr::Scan {
+                    size,
+                    init: all_init,
+                    body,
+                },
+                tys,
+                hint,
+                span,
+            )
+        }
+        .into_iter()
+        .map(Atom::Var)
+        .collect();
+        let mut rest = binders.into_iter();
+        let carries: Vec<Atom> = rest.by_ref().take(n_next).collect();
+        for (&cell, count) in carried.iter().zip(cell_counts) {
+            let ty = self.effects.cells[cell].ty.clone();
+            let leaves: Vec<Atom> = rest.by_ref().take(count).collect();
+            self.effects.cells[cell].value = self.assemble(&ty, leaves);
+        }
+        let ys: Vec<Atom> = rest.by_ref().take(n_ys).collect();
+        for mut record in records {
+            // The contribution stacked along the new outermost axis.
+            for step in &mut record.path {
+                if *step == Step::Stacked {
+                    *step = Step::Data(rest.next().map_or_else(|| bug(span, "loop results"), Ok)?);
+                }
+            }
+            for value in &mut record.values {
+                *value = rest.next().map_or_else(|| bug(span, "loop results"), Ok)?;
+            }
+            record.batch += 1;
+            if self.effects.cells[record.cell].depth == self.effects.depth {
+                self.apply_record(record, span)?;
+            } else {
+                match self.effects.frames.last_mut() {
+                    Some(frame) => frame.push(record),
+                    None => return bug(span, "a contribution outside every loop"),
+                }
+            }
+        }
+        Ok(LoopOut { carries, ys })
+    }
+
+    /// Adds the stacked contributions of `record` to its accumulator (Note [Effects as
+    /// cells]).
+    fn apply_record(&mut self, record: Record, span: Span) -> Result<()> {
+        let cell = record.cell;
+        let value = self.effects.cells[cell].value.clone();
+        let old = self.leaves(&value, span)?;
+        // Indices that are all loop axes: the other axes are summed, the indexed ones put in
+        // the order of the indices (no scatter).
+        let axes: Option<Vec<usize>> = record
+            .path
+            .iter()
+            .map(|step| match step {
+                Step::Axis(axis) => Some(*axis),
+                _ => None,
+            })
+            .collect();
+        let axes = axes.filter(|axes| {
+            let mut seen = axes.clone();
+            seen.sort_unstable();
+            seen.dedup();
+            seen.len() == axes.len()
+        });
+        let mut leaves = Vec::with_capacity(old.len());
+        for (old, added) in old.into_iter().zip(record.values) {
+            let total = match &axes {
+                Some(axes) => self.sum_other_axes(added, axes, record.batch, span),
+                None => self.scatter_record(&old, &record.path, added, record.batch, span)?,
+            };
+            leaves.push(self.prim(Prim::Add, vec![old, total], span)?);
+        }
+        let ty = self.effects.cells[cell].ty.clone();
+        self.effects.cells[cell].value = self.assemble(&ty, leaves);
+        Ok(())
+    }
+
+    /// `added` (with `batch` leading axes) summed over the batch axes not in `kept`, the kept
+    /// ones in the order of `kept`.
+    fn sum_other_axes(&mut self, added: Atom, kept: &[usize], batch: usize, span: Span) -> Atom {
+        let mut order: Vec<usize> = (0..batch).filter(|axis| !kept.contains(axis)).collect();
+        order.extend(kept);
+        let mut res = added;
+        if order.iter().enumerate().any(|(position, axis)| position != *axis) {
+            let ty = self.atom_ty(&res);
+            let mut shape: Vec<usize> = order.iter().map(|axis| ty.shape[*axis]).collect();
+            shape.extend(&ty.shape[batch..]);
+            res = self.emit1(
+                Expr::Transpose {
+                    perm: order.clone(),
+                    array: res,
+                },
+                ArrTy::new(shape, ty.elem),
+                "acc",
+                span,
+            );
+        }
+        for _ in kept.len()..batch {
+            let ty = self.atom_ty(&res);
+            let rest = ArrTy::new(ty.shape[1..].to_vec(), ty.elem);
+            res = self.emit1(Expr::SumOuter(res), rest, "acc", span);
+        }
+        res
+    }
+
+    /// The contributions `added` (batch axes first) sent to the elements `path` of an array
+    /// shaped as `like`, collisions added: a scatter-add.
+    fn scatter_record(
+        &mut self,
+        like: &Atom,
+        path: &[Step],
+        added: Atom,
+        batch: usize,
+        span: Span,
+    ) -> Result<Atom> {
+        let ty = self.atom_ty(like);
+        let shape = ty.shape[..path.len()].to_vec();
+        let params: Vec<VarId> = (0..batch)
+            .map(|_| {
+                self.program
+                    .new_var(ArrTy::scalar(crate::core::ir::Elem::I64), "b")
+            })
+            .collect();
+        let body = self.in_block(params.clone(), |cx| {
+            let mut targets = Vec::with_capacity(path.len());
+            for step in path {
+                targets.push(match *step {
+                    Step::Axis(axis) => Atom::Var(params[axis]),
+                    Step::Data(table) => {
+                        let ty = cx.atom_ty(&table);
+                        let target = if ty.rank() == 0 {
+                            table
+                        } else {
+                            let index = params[..ty.rank()].iter().copied().map(Atom::Var);
+                            cx.emit1(
+                                Expr::Index {
+                                    array: table,
+                                    index: index.collect(),
+                                },
+                                ArrTy::scalar(ty.elem),
+                                "to",
+                                span,
+                            )
+                        };
+                        cx.cast(target, crate::core::ir::Elem::I64, span)?
+                    }
+                    Step::Stacked => return bug(span, "an unstacked index"),
+                });
+            }
+            Ok(targets)
+        })?;
+        Ok(self.emit1(
+            Expr::Scatter {
+                shape,
+                array: added,
+                body,
+            },
+            ty,
+            "scatter",
+            span,
+        ))
+    }
+}
+
+/// What lowering a loop body found.
+struct LoopBody {
+    body: BlockId,
+    /// Live cells (not carried) the body wrote.
+    written: Vec<usize>,
+    records: Vec<Record>,
+    n_next: usize,
+    n_ys: usize,
+    cell_counts: Vec<usize>,
+}
+
+/// The type `s` of the reference a handler's action takes (`init -> (Ref h s -> a) -> r`).
+fn ref_value_ty(ty: &Ty) -> Result<Ty> {
+    if let Ty::Fun { result, .. } = ty {
+        if let Ty::Fun { param: action, .. } = &**result {
+            if let Ty::Fun { param, .. } = &**action {
+                if let Ty::Con(_, args) = &**param {
+                    if let Some(value) = args.get(1) {
+                        return Ok(value.clone());
+                    }
+                }
+            }
+        }
+    }
+    bug(Span::default(), "a handler's type")
+}
+
+fn monoid_prim(monoid: NamedMonoid) -> Prim {
+    match monoid {
+        NamedMonoid::Add => Prim::Add,
+        NamedMonoid::Mul => Prim::Mul,
+        NamedMonoid::And => Prim::And,
+        NamedMonoid::Or => Prim::Or,
+    }
+}
+
+fn holds_reference(value: &SVal) -> bool {
+    match value {
+        SVal::Ref { .. } => true,
+        SVal::Tuple(items) => items.iter().any(holds_reference),
+        _ => false,
+    }
+}
