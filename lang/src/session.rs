@@ -1102,6 +1102,7 @@ impl Session {
             inputs,
             input_names,
             piped,
+            errors,
         } = self.compile(texpr, &cx.stages)?;
         evaluated.compile = compile_start.elapsed();
         for stage in cx
@@ -1277,6 +1278,18 @@ impl Session {
                 text,
             });
         }
+        let mut tensors = tensors;
+        let counts = tensors.split_off(tensors.len() - errors.len());
+        // Note [Runtime errors] in `passes/lower_effects.rs`: the first `error` reached.
+        for ((span, message), count) in errors.into_iter().zip(counts) {
+            if count.to_array().as_scalar() != Some(crate::core::ir::Scalar::I32(0)) {
+                return Err(Diagnostic {
+                    kind: ErrorKind::Runtime,
+                    message,
+                    span: Some(span),
+                });
+            }
+        }
         Ok((tensors, evaluated))
     }
 
@@ -1297,6 +1310,7 @@ impl Session {
         let lookup = |name: &str| self.global_value(name);
         let mut lowerer = Lowerer::new(&self.env, &lookup);
         lowerer.lower_main(texpr).map_err(lower_error)?;
+        let errors = lowerer.runtime_errors();
         let inputs: Vec<Tensor> = lowerer
             .inputs
             .iter()
@@ -1314,6 +1328,7 @@ impl Session {
             inputs,
             input_names,
             piped,
+            errors,
         })
     }
 }
@@ -1364,6 +1379,8 @@ struct Compiled {
     /// The session values the inputs hold, in order, with their number of arrays.
     input_names: Vec<(String, usize)>,
     piped: pipeline::Compiled,
+    /// The block's `error` calls, whose counts are the program's last results.
+    errors: Vec<(Span, String)>,
 }
 
 /// One expression (source text) parsed, or its parse error.

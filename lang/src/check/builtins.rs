@@ -250,6 +250,12 @@ pub enum EffectOp {
     Iter,
     /// `bounded_iter(max, fallback, \i. …)`
     BoundedIter,
+    /// `catch(\\. body)`: `Just` the result, or `Nothing` when the body throws.
+    Catch,
+    /// `throw()`
+    Throw,
+    /// `error "message"`: stops the block with `Runtime error: message`.
+    Error,
 }
 
 /// The monoids of `yield_accum`.
@@ -423,6 +429,9 @@ impl Builtin {
             "while" => B::Effect(EffectOp::While),
             "iter" => B::Effect(EffectOp::Iter),
             "bounded_iter" => B::Effect(EffectOp::BoundedIter),
+            "catch" => B::Effect(EffectOp::Catch),
+            "throw" => B::Effect(EffectOp::Throw),
+            "error" => B::Effect(EffectOp::Error),
             "inject" => B::Inject,
             _ => return None,
         })
@@ -527,6 +536,9 @@ impl Builtin {
             "while",
             "iter",
             "bounded_iter",
+            "catch",
+            "throw",
+            "error",
         ]
     }
 
@@ -796,6 +808,16 @@ impl Builtin {
                     EffectOp::Iter => {
                         let step = cx.prelude_data("IterResult", vec![a.clone()]);
                         Ty::fun(Ty::fun(Ty::nat(), step), a)
+                    }
+                    EffectOp::Catch => {
+                        let maybe = cx.prelude_data("Maybe", vec![a.clone()]);
+                        Ty::fun(Ty::fun(unit, a), maybe)
+                    }
+                    EffectOp::Throw => Ty::fun(unit, a),
+                    EffectOp::Error => {
+                        let len = var(cx, &[]);
+                        let text = cx.prelude_data("List", vec![Ty::Base(BaseTy::Char), len]);
+                        Ty::fun(text, a)
                     }
                     EffectOp::BoundedIter => {
                         let step = cx.prelude_data("IterResult", vec![a.clone()]);

@@ -128,6 +128,9 @@ pub struct Lowerer<'a> {
     in_def: Option<Rc<str>>,
     /// References and their values (`lower_effects.rs`).
     pub(super) effects: super::lower_effects::Effects,
+    /// Where the block's own code called the top-level definition being lowered (for the
+    /// position of a runtime error inside it).
+    call_site: Option<Span>,
 }
 
 const INDEX: Elem = Elem::I64;
@@ -258,19 +261,40 @@ impl<'a> Lowerer<'a> {
             method_depth: 0,
             in_def: None,
             effects: Default::default(),
+            call_site: None,
         }
     }
 
-    /// Lowers an expression as the program's result; returns the result's leaves.
+    /// Lowers an expression as the program's result; returns the result's leaves. The
+    /// program's results are these, then one count per `error` call of `runtime_errors`
+    /// (Note [Runtime errors]).
     pub fn lower_main(&mut self, expr: &TExpr) -> Result<Vec<Atom>> {
         let value = self.lower(expr)?;
         let leaves = self.leaves(&value, expr.span)?;
         let main = self.program.main;
-        self.program.blocks[main].results = leaves.clone();
+        let mut results = leaves.clone();
+        for (_, _, cell) in &self.effects.errors {
+            results.extend(self.leaves(&self.effects.cell_value(*cell), expr.span)?);
+        }
+        self.program.blocks[main].results = results;
         Ok(leaves)
     }
 
+    /// The `error` calls of the block, in the order they were met: position and message.
+    pub fn runtime_errors(&self) -> Vec<(Span, String)> {
+        self.effects
+            .errors
+            .iter()
+            .map(|(span, message, _)| (*span, message.clone()))
+            .collect()
+    }
+
     // ----- emitting statements -----
+
+    /// Inside a top-level definition the block's code called: its name and the call.
+    pub(super) fn in_def_call_site(&self) -> Option<(Rc<str>, Span)> {
+        Some((self.in_def.clone()?, self.call_site?))
+    }
 
     pub(super) fn emit(
         &mut self,
@@ -780,6 +804,12 @@ impl<'a> Lowerer<'a> {
                 Ok(self.assemble(&ty, binders))
             }
             TKind::App { func, arg } => {
+                if let (TKind::Builtin(Builtin::Effect(EffectOp::Error)), TKind::Lit(Lit::Str(text))) =
+                    (&func.kind, &arg.kind)
+                {
+                    let ty = self.concrete(&expr.ty, span)?;
+                    return self.runtime_error(text.clone(), &ty, span);
+                }
                 let func_value = self.lower(func)?;
                 let arg_value = self.lower(arg)?;
                 self.apply(func_value, arg_value, span)
@@ -979,6 +1009,10 @@ impl<'a> Lowerer<'a> {
     pub fn apply(&mut self, func: SVal, arg: SVal, span: Span) -> Result<SVal> {
         match func {
             SVal::Closure(closure) => {
+                let saved_site = self.call_site;
+                if self.in_def.is_none() && closure.def.is_some() {
+                    self.call_site = Some(span);
+                }
                 let saved_locals = std::mem::replace(&mut self.locals, closure.locals.clone());
                 let saved_rigids = std::mem::replace(&mut self.rigids, closure.rigids.clone());
                 let saved_def = std::mem::replace(&mut self.in_def, closure.def.clone());
@@ -992,6 +1026,7 @@ impl<'a> Lowerer<'a> {
                     .as_ref()
                     .filter(|def| saved_def.as_ref() != Some(def));
                 self.in_def = saved_def;
+                self.call_site = saved_site;
                 match (res, entered) {
                     (Err(err), Some(def)) if !err.bug => {
                         error(span, format!("in `{def}`: {}", err.message))
@@ -1705,6 +1740,7 @@ pub fn builtin_arity(builtin: Builtin) -> usize {
         Builtin::Inject => 1,
         Builtin::Effect(op) => match op {
             EffectOp::Get | EffectOp::Ask | EffectOp::While | EffectOp::Iter => 1,
+            EffectOp::Catch | EffectOp::Throw | EffectOp::Error => 1,
             EffectOp::Monoid(NamedMonoid::Add | NamedMonoid::Mul) => 1,
             EffectOp::Monoid(NamedMonoid::And | NamedMonoid::Or) => 0,
             EffectOp::BoundedIter => 3,

@@ -29,6 +29,24 @@
 //!   monoids (`MulMonoid`, `AndMonoid`, …) accumulate in order, as state.
 //!
 //! A reference escaping its handler (returned from the body) is an error at the handler.
+//!
+//! Note [Exceptions]
+//! ~~~~~~~~~~~~~~~~~
+//! `catch(\. body)` is a handler too: its cell is a `Bool` flag, false at first, that
+//! `throw()` sets (so it is merged through branches and carried through loops as state is: a
+//! loop that may throw runs in order). What the body computes after a throw is computed all
+//! the same (every operation is total), but its writes to references from outside the
+//! `catch` are masked by the flag (`select thrown old new`; a contribution is zero), and the
+//! `catch` gives `Nothing` when the flag is set.
+//!
+//! Note [Runtime errors]
+//! ~~~~~~~~~~~~~~~~~~~~~
+//! `error "message"` counts, in an accumulator of its own at the top level of the block, the
+//! times it is reached: in a vectorised branch only the lanes that take the branch add 1, and
+//! from inside loops it is a reduction as any accumulation. The counts are extra results of
+//! the block's program; the session checks them after the run and reports the first error
+//! of the block (in the order the calls were met) that was reached, as `Runtime error:
+//! message` at its position. The value `error` gives is zero of the expected type.
 
 use crate::check::builtins::{EffectOp, NamedMonoid};
 use crate::check::types::Ty;
@@ -44,12 +62,17 @@ pub enum CellKind {
     State,
     Accum(NamedMonoid),
     Reader,
+    /// The flag of a `catch`: whether its body has thrown.
+    Thrown,
 }
 
 /// The value behind one reference (Note [Effects as cells]).
 #[derive(Clone, Debug)]
 pub struct Cell {
     value: SVal,
+    /// The value before the handler's body: what a snapshot taken before the cell existed
+    /// holds (a cell made while lowering a branch or a loop body, as `error`'s are).
+    init: SVal,
     ty: Ty,
     kind: CellKind,
     /// The loop depth of the handler: writes from deeper loops are contributions or carries.
@@ -86,12 +109,18 @@ pub struct Effects {
     depth: usize,
     /// The contributions made in each enclosing loop body, innermost last.
     frames: Vec<Vec<Record>>,
+    /// The enclosing `catch`es: their flag cell, and how many cells existed when they began.
+    catches: Vec<(usize, usize)>,
+    /// The `error` calls met: the position and message, and the cell counting how many
+    /// times each was reached (Note [Runtime errors]).
+    pub errors: Vec<(Span, String, usize)>,
 }
 
 impl Effects {
-    fn live(&self) -> bool {
-        self.cells.iter().any(|cell| cell.live)
+    pub(super) fn cell_value(&self, cell: usize) -> SVal {
+        self.cells[cell].value.clone()
     }
+
 }
 
 /// What a loop body gives: the next user carries and the step's outputs.
@@ -177,8 +206,12 @@ impl Lowerer<'_> {
                              to it with `+=`",
                         )
                     }
-                    CellKind::Reader => {
-                        return error(span, "`:=` writes a `State` reference; this one is read-only (`with_reader`)")
+                    CellKind::Reader | CellKind::Thrown => {
+                        return error(
+                            span,
+                            "`:=` writes a `State` reference; this one is read-only \
+                             (`with_reader`)",
+                        )
                     }
                 }
                 self.update_cell(cell, &path, value, None, span)?;
@@ -194,22 +227,8 @@ impl Lowerer<'_> {
                          reference is a `State` one: write `ref := get ref + v`",
                     );
                 };
-                let deeper = self.effects.cells[cell].depth < self.effects.depth;
-                if deeper && monoid == NamedMonoid::Add {
-                    let values = self.leaves(&value, span)?;
-                    let record = Record {
-                        cell,
-                        path: path.into_iter().map(Step::Data).collect(),
-                        values,
-                        batch: 0,
-                    };
-                    match self.effects.frames.last_mut() {
-                        Some(frame) => frame.push(record),
-                        None => return bug(span, "a contribution outside every loop"),
-                    }
-                } else {
-                    self.update_cell(cell, &path, value, Some(monoid), span)?;
-                }
+                let _ = monoid;
+                self.extend(cell, path, value, span)?;
                 Ok(SVal::Tuple(Vec::new()))
             }
             EffectOp::RefIndex => {
@@ -227,6 +246,26 @@ impl Lowerer<'_> {
                 let ix = (**ix).clone();
                 path.push(self.flat_index(&index, &ix, span)?);
                 Ok(SVal::Ref { cell, path })
+            }
+            EffectOp::Catch => {
+                let action = next()?;
+                self.catch(action, result_ty, span)
+            }
+            EffectOp::Throw => {
+                let Some(&(flag, _)) = self.effects.catches.last() else {
+                    return error(
+                        span,
+                        "`throw` outside every `catch`: wrap the code that throws in \
+                         `catch(\\. …)`",
+                    );
+                };
+                self.effects.cells[flag].value = SVal::Arr(Atom::Lit(Scalar::Bool(true)));
+                self.value_never_used(result_ty, span)
+            }
+            EffectOp::Error => {
+                // A message computed when the block runs: the lowering of `error` with a
+                // literal message (`lower`) does not come here.
+                self.runtime_error("error".to_string(), result_ty, span)
             }
             EffectOp::While | EffectOp::Iter | EffectOp::BoundedIter => {
                 let _ = result_ty;
@@ -249,14 +288,7 @@ impl Lowerer<'_> {
         action: SVal,
         span: Span,
     ) -> Result<(SVal, SVal)> {
-        let cell = self.effects.cells.len();
-        self.effects.cells.push(Cell {
-            value: init,
-            ty,
-            kind,
-            depth: self.effects.depth,
-            live: true,
-        });
+        let cell = self.new_cell(kind, init, ty);
         let res = self.apply(action, SVal::Ref { cell, path: Vec::new() }, span);
         self.effects.cells[cell].live = false;
         let res = res?;
@@ -269,6 +301,143 @@ impl Lowerer<'_> {
         }
         let last = self.effects.cells[cell].value.clone();
         Ok((res, last))
+    }
+
+    fn new_cell(&mut self, kind: CellKind, init: SVal, ty: Ty) -> usize {
+        self.effects.cells.push(Cell {
+            value: init.clone(),
+            init,
+            ty,
+            kind,
+            depth: self.effects.depth,
+            live: true,
+        });
+        self.effects.cells.len() - 1
+    }
+
+    /// `catch(action)`: a flag cell that `throw` sets; writes after a throw are masked by it
+    /// (Note [Exceptions]).
+    fn catch(&mut self, action: SVal, result_ty: &Ty, span: Span) -> Result<SVal> {
+        let flag = self.new_cell(
+            CellKind::Thrown,
+            SVal::Arr(Atom::Lit(Scalar::Bool(false))),
+            Ty::bool(),
+        );
+        let first_cell = self.effects.cells.len();
+        self.effects.catches.push((flag, first_cell));
+        let res = self.apply(action, SVal::Tuple(Vec::new()), span);
+        self.effects.catches.pop();
+        self.effects.cells[flag].live = false;
+        let res = res?;
+        let SVal::Arr(thrown) = self.effects.cells[flag].value.clone() else {
+            return bug(span, "a catch flag that is not a scalar");
+        };
+        let Ty::Data(maybe) = result_ty else {
+            return bug(span, "catch's result is not a Maybe");
+        };
+        let just = self.constructor(maybe.clone(), 1, vec![res], span)?;
+        let SVal::Tuple(mut items) = just else {
+            return bug(span, "a Maybe that is not tagged");
+        };
+        // `Nothing` (tag 0) when thrown, `Just` (tag 1) otherwise.
+        let tag = self.prim(
+            Prim::Select,
+            vec![
+                thrown,
+                Atom::Lit(Scalar::U32(0)),
+                Atom::Lit(Scalar::U32(1)),
+            ],
+            span,
+        )?;
+        items[0] = SVal::Arr(tag);
+        Ok(SVal::Tuple(items))
+    }
+
+    /// Whether a `catch` around this point has thrown, for a write to `cell` (made before
+    /// the catch began): `None` outside every catch.
+    fn thrown_for(&mut self, cell: usize, span: Span) -> Result<Option<Atom>> {
+        let flags: Vec<usize> = self
+            .effects
+            .catches
+            .iter()
+            .filter(|(_, first)| cell < *first)
+            .map(|(flag, _)| *flag)
+            .collect();
+        let mut any: Option<Atom> = None;
+        for flag in flags {
+            let SVal::Arr(thrown) = self.effects.cells[flag].value.clone() else {
+                return bug(span, "a catch flag that is not a scalar");
+            };
+            if thrown == Atom::Lit(Scalar::Bool(false)) {
+                continue;
+            }
+            any = Some(match any {
+                None => thrown,
+                Some(other) => self.prim(Prim::Or, vec![other, thrown], span)?,
+            });
+        }
+        Ok(any)
+    }
+
+    /// `error "message"` reached here: counts it in the error's cell and gives a zero of the
+    /// type the context wants (Note [Runtime errors]).
+    pub(super) fn runtime_error(&mut self, message: String, ty: &Ty, span: Span) -> Result<SVal> {
+        let site = match self.in_def_call_site() {
+            Some((def, call)) => (call, format!("in `{def}`: {message}")),
+            None => (span, message),
+        };
+        let cell = self.new_cell(
+            CellKind::Accum(NamedMonoid::Add),
+            SVal::Arr(Atom::Lit(Scalar::I32(0))),
+            Ty::Base(crate::check::types::BaseTy::Int32),
+        );
+        // Counted at the top level of the block, whatever the loop it is reached in.
+        self.effects.cells[cell].depth = 0;
+        self.effects.errors.push((site.0, site.1, cell));
+        self.extend(cell, Vec::new(), SVal::Arr(Atom::Lit(Scalar::I32(1))), span)?;
+        self.value_never_used(ty, span)
+    }
+
+    /// What `throw` and `error` give: zero of the type the context wants, or `()` when nothing
+    /// decides the type (a statement `throw()`).
+    fn value_never_used(&mut self, ty: &Ty, span: Span) -> Result<SVal> {
+        if ty.any(&mut |ty| matches!(ty, Ty::Var(_))) {
+            return Ok(SVal::Tuple(Vec::new()));
+        }
+        self.zeros_of(ty, span)
+    }
+
+    /// `cell!path += value`: eagerly at the accumulator's level, else as a contribution of
+    /// the loop (Note [Effects as cells]).
+    fn extend(&mut self, cell: usize, path: Vec<Atom>, value: SVal, span: Span) -> Result<()> {
+        let CellKind::Accum(monoid) = self.effects.cells[cell].kind else {
+            return bug(span, "extending a cell that is not an accumulator");
+        };
+        let deeper = self.effects.cells[cell].depth < self.effects.depth;
+        if deeper && monoid == NamedMonoid::Add {
+            let mut values = self.leaves(&value, span)?;
+            if let Some(thrown) = self.thrown_for(cell, span)? {
+                for value in &mut values {
+                    let ty = self.atom_ty(value);
+                    let zero = Atom::Lit(Scalar::zero(ty.elem));
+                    let zero = self.broadcast(zero, &ty.shape, span);
+                    *value = self.prim(Prim::Select, vec![thrown, zero, *value], span)?;
+                }
+            }
+            let record = Record {
+                cell,
+                path: path.into_iter().map(Step::Data).collect(),
+                values,
+                batch: 0,
+            };
+            match self.effects.frames.last_mut() {
+                Some(frame) => frame.push(record),
+                None => return bug(span, "a contribution outside every loop"),
+            }
+            Ok(())
+        } else {
+            self.update_cell(cell, &path, value, Some(monoid), span)
+        }
     }
 
     fn reference(&self, value: SVal, span: Span) -> Result<(usize, Vec<Atom>)> {
@@ -310,7 +479,8 @@ impl Lowerer<'_> {
         combine: Option<NamedMonoid>,
         span: Span,
     ) -> Result<()> {
-        if path.is_empty() && combine.is_none() {
+        let thrown = self.thrown_for(cell, span)?;
+        if path.is_empty() && combine.is_none() && thrown.is_none() {
             self.effects.cells[cell].value = value;
             return Ok(());
         }
@@ -319,7 +489,12 @@ impl Lowerer<'_> {
         let new_leaves = self.leaves(&value, span)?;
         let mut leaves = Vec::with_capacity(old_leaves.len());
         for (old, new) in old_leaves.into_iter().zip(new_leaves) {
-            leaves.push(self.update_leaf(old, path, new, combine, span)?);
+            let mut updated = self.update_leaf(old, path, new, combine, span)?;
+            // After a throw, the write does not happen (Note [Exceptions]).
+            if let Some(thrown) = thrown {
+                updated = self.prim(Prim::Select, vec![thrown, old, updated], span)?;
+            }
+            leaves.push(updated);
         }
         let ty = self.effects.cells[cell].ty.clone();
         self.effects.cells[cell].value = self.assemble(&ty, leaves);
@@ -371,16 +546,25 @@ impl Lowerer<'_> {
         self.effects.cells.iter().map(|cell| cell.value.clone()).collect()
     }
 
+    /// The cells' values as in `snapshot` (a cell made since: its initial value).
     fn restore(&mut self, snapshot: &[SVal]) {
-        for (cell, value) in self.effects.cells.iter_mut().zip(snapshot) {
-            cell.value = value.clone();
+        for (index, cell) in self.effects.cells.iter_mut().enumerate() {
+            cell.value = snapshot.get(index).unwrap_or(&cell.init).clone();
         }
+    }
+
+    /// The value of `cell` in `snapshot`.
+    fn snapshot_value<'s>(&'s self, snapshot: &'s [SVal], cell: usize) -> &'s SVal {
+        snapshot
+            .get(cell)
+            .unwrap_or(&self.effects.cells[cell].init)
     }
 
     /// The live cells whose value differs from `snapshot`.
     fn changed(&self, snapshot: &[SVal], span: Span) -> Result<Vec<usize>> {
         let mut out = Vec::new();
-        for (index, (cell, before)) in self.effects.cells.iter().zip(snapshot).enumerate() {
+        for (index, cell) in self.effects.cells.iter().enumerate() {
+            let before = self.snapshot_value(snapshot, index);
             if cell.live && self.leaves(&cell.value, span)? != self.leaves(before, span)? {
                 out.push(index);
             }
@@ -399,21 +583,6 @@ impl Lowerer<'_> {
         then_branch: impl FnOnce(&mut Self) -> Result<Vec<Atom>>,
         else_branch: impl FnOnce(&mut Self) -> Result<Vec<Atom>>,
     ) -> Result<Vec<Atom>> {
-        if !self.effects.live() {
-            let then_block = self.in_block(Vec::new(), then_branch)?;
-            let else_block = self.in_block(Vec::new(), else_branch)?;
-            let binders = self.emit(
-                Expr::Cond {
-                    cond,
-                    then_block,
-                    else_block,
-                },
-                result_tys,
-                hint,
-                span,
-            );
-            return Ok(binders.into_iter().map(Atom::Var).collect());
-        }
         let before = self.snapshot();
         let frame_len = self.effects.frames.last().map_or(0, Vec::len);
         let mut sides = Vec::new();
