@@ -92,6 +92,34 @@ pub fn builtin_doc(name: &str) -> Option<&'static str> {
             "`inject j`: the element of `n` that the index `j` of a range of `n` (`(..i)`, \
              `(i..)`) stands for."
         }
+        "run_state" => "`run_state(init, \\ref. body)`: the body's result and the final state.",
+        "with_state" => "`with_state(init, \\ref. body)`: the body's result (state: `get`, `:=`).",
+        "yield_state" => "`yield_state(init, \\ref. body)`: the final state.",
+        "get" => "`get ref`: the value a `State` reference holds.",
+        "run_accum" => {
+            "`run_accum(monoid, \\acc. body)`: the body's result and the accumulated value."
+        }
+        "yield_accum" => {
+            "`yield_accum(AddMonoid Float, \\acc. body)`: the sum of every `acc += v` \
+             (`acc!i += v` adds to one element)."
+        }
+        "AddMonoid" | "MulMonoid" | "AndMonoid" | "OrMonoid" => {
+            "A monoid for `yield_accum`: `AddMonoid a` (`+`, 0), `MulMonoid a` (`*`, 1), \
+             `AndMonoid` (`&&`, True), `OrMonoid` (`||`, False)."
+        }
+        "with_reader" | "run_reader" => "`with_reader(x, \\r. body)`: `ask r` in the body is `x`.",
+        "ask" => "`ask r`: the value of a reader reference.",
+        "while" => "`while(\\. body)`: runs the body until it returns `False` (at least once).",
+        "iter" => {
+            "`iter(\\i. …)`: runs the body for i = 0, 1, … until it returns `Done(x)`; gives `x` \
+             (`Continue` goes on)."
+        }
+        "bounded_iter" => {
+            "`bounded_iter(max, fallback, \\i. …)`: `iter`, giving `fallback` after `max` steps."
+        }
+        "catch" => "`catch(\\. body)`: `Just` the body's result, or `Nothing` if it calls `throw()`.",
+        "throw" => "`throw()`: leaves the enclosing `catch`, which gives `Nothing`.",
+        "error" => "`error \"message\"`: stops the block with `Runtime error: message`.",
         _ => return None,
     })
 }
