@@ -734,7 +734,7 @@ pub(crate) fn transpose_loop(
     // keep a carry.
     items.retain(|item| match item {
         LinearItem::Stmt(stmt) => !reads.iter().any(|read| read.res == stmt.binders[0]),
-        LinearItem::Loop { .. } => true,
+        LinearItem::Loop { .. } | LinearItem::While { .. } => true,
     });
     let carried: Vec<VarId> = free
         .iter()
