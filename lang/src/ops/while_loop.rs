@@ -956,4 +956,46 @@ mod tests {
             "{wrong_back:?}"
         );
     }
+
+    /// The simplifier rewrites inside a while's body and drops a while nothing reads (every
+    /// operation is pure); the cost model assumes `NOMINAL_TRIPS` steps.
+    #[test]
+    fn whiles_are_simplified_dropped_when_unused_and_costed_nominally() {
+        let text = r"program(%0_x: []f64) {
+  %1: []f64 = while (%0_x) (\%2: []f64 ->
+    %3: []f64 = mul %2 1.0:f64
+    %4: []f64 = mul %3 0.5:f64
+    %5: []bool = gt %4 1.0:f64
+    in %5, %4)
+  %6: []f64 = while (%0_x) (\%7: []f64 ->
+    %8: []bool = lt %7 0.0:f64
+    in %8, %7)
+  in %1
+}";
+        let mut program = parse(text);
+        // Three scalar statements and two scalar results per step, unrolled 16 times; the
+        // second while: one statement and two results.
+        let per_step = [3 + 2, 1 + 2];
+        let nominal = |n: u64| super::NOMINAL_TRIPS as u64 * n;
+        assert_eq!(
+            crate::core::cost::cost(&program),
+            nominal(per_step[0]) + nominal(per_step[1])
+        );
+        let input = [Array::scalar(crate::core::ir::Scalar::F64(6.0))];
+        let before = interp(&program, &input);
+        crate::passes::simplify::run(&mut program);
+        let after = interp(&program, &input);
+        assert_eq!(format!("{before:?}"), format!("{after:?}"));
+        let whiles: Vec<&Expr> = crate::core::visit::reachable_blocks(&program, program.main)
+            .into_iter()
+            .flat_map(|block| program.blocks[block].stmts.iter())
+            .map(|stmt| &stmt.expr)
+            .filter(|expr| matches!(expr, Expr::While { .. }))
+            .collect();
+        assert_eq!(whiles.len(), 1, "{program}");
+        let Expr::While { body, .. } = whiles[0] else {
+            unreachable!()
+        };
+        assert_eq!(program.blocks[*body].stmts.len(), 2, "{program}");
+    }
 }
