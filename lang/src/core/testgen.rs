@@ -1038,8 +1038,15 @@ impl Gen<'_> {
         let body = self.nested(&carry_tys, |gen, params, since| {
             let count = gen.bind1(Expr::Prim(Prim::Add, vec![Atom::Var(params[0]), idx(1)]));
             gen.stmts(depth + 1, 0, 2);
-            let bound = match gen.pick_var(|ty| *ty == index_ty()) {
-                Some(var) if gen.rng.chance(2, 3) => {
+            // Index variables from outside the loop, the latest (a build's index) first.
+            let outer: Vec<VarId> = (gen.scope[..since].iter().rev())
+                .copied()
+                .filter(|var| gen.ty(*var) == index_ty())
+                .take(2)
+                .collect();
+            let bound = match outer.is_empty() {
+                false if gen.rng.chance(3, 4) => {
+                    let var = gen.rng.pick(&outer);
                     Atom::Var(gen.bind1(Expr::Prim(Prim::Min, vec![Atom::Var(var), idx(4)])))
                 }
                 _ => idx(gen.rng.range(1, 4) as i64),

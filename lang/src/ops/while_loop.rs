@@ -795,6 +795,53 @@ mod tests {
         assert!(grad.iter().all(|g| g.abs() > 1e-3), "{grad:?}");
     }
 
+    /// A while that reads the differentiated table at its counter and stops when its
+    /// accumulator grows too large (here after three of the four elements): the backward
+    /// step accumulates the table's cotangent in a carry of the reverse sweep.
+    #[test]
+    fn derivatives_through_reads_of_an_outer_table_agree_with_finite_differences() {
+        let stmts = r"  %2_k: []i64, %3_acc: []f64 = while (0:i64, 1.0:f64) (\%4_k: []i64, %5_acc: []f64 ->
+    %6_w: []f64 = index %0_x [%4_k]
+    %7: []f64 = mul %5_acc %6_w
+    %8: []f64 = sin %6_w
+    %9: []f64 = add %7 %8
+    %10: []i64 = add %4_k 1:i64
+    %11: []bool = lt %10 4:i64
+    %12: []bool = lt %9 50.0:f64
+    %13_go: []bool = and %11 %12
+    in %13_go, %10, %9)";
+        let f = function("[4]f64", stmts, "%3_acc");
+        let grad = check_derivatives(&f, &[3.0, 4.0, 5.0, 2.0]);
+        assert_eq!(grad[3], 0.0, "the last element is never read: {grad:?}");
+        assert!(grad[..3].iter().all(|g| g.abs() > 0.1), "{grad:?}");
+    }
+
+    /// Loops inside loops: a fold over the table inside a while's body, the while inside a
+    /// fold, and the while's trip count depends on the data (capped at 6 steps).
+    #[test]
+    fn derivatives_of_nested_loops_around_a_while_agree_with_finite_differences() {
+        let stmts = r"  %2: []f64 = fold 2 (0.25:f64) (\%3_i: []i64, %4_c: []f64 ->
+    %5_x: []f64 = index %0_x [%3_i]
+    %6_k: []i64, %7_y: []f64 = while (0:i64, %4_c) (\%8_k: []i64, %9_y: []f64 ->
+      %10: []f64 = fold 2 (%9_y) (\%11_j: []i64, %12_d: []f64 ->
+        %13: []f64 = index %0_x [%11_j]
+        %14: []f64 = mul %12_d %13
+        %15: []f64 = cos %14
+        %16: []f64 = add %12_d %15
+        in %16)
+      %17: []f64 = mul %10 0.5:f64
+      %18: []i64 = add %8_k 1:i64
+      %19: []bool = lt %18 6:i64
+      %20: []bool = gt %17 0.9:f64
+      %21_go: []bool = and %19 %20
+      in %21_go, %18, %17)
+    %22: []f64 = mul %7_y %5_x
+    in %22)";
+        let f = function("[2]f64", stmts, "%2");
+        let grad = check_derivatives(&f, &[0.7, -1.3]);
+        assert!(grad.iter().all(|g| g.abs() > 1e-3), "{grad:?}");
+    }
+
     /// A `vjp` of one lane's function inside a build: the outer BOT batches the
     /// `while_reverse`, whose lanes take different numbers of steps.
     #[test]
