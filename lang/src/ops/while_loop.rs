@@ -27,6 +27,9 @@
 //! - linearity: a differentiated while is linear in its tangent carries and constant in its
 //!   primal ones, so `passes::ad` keeps it whole (`LinearItem::While`); a `while_reverse` is
 //!   linear in its seeds and constant in its initial carries;
+//! - simplification: nothing of its own; the simplifier rewrites inside the blocks, and the
+//!   clean-up drops a while whose results nothing reads, as every statement is pure (even
+//!   one that would never end);
 //! - cost: `cost`, `reverse_cost`: the trip count is unknown before the loop runs, so the
 //!   cost model assumes `NOMINAL_TRIPS` steps;
 //! - fusion class: `Bulk`; bodies over tables get schedules of their own, run once per step
