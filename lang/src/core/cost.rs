@@ -20,6 +20,9 @@
 //!   over whole arrays (`Prim` after the BOT) cost one per result element. `build1`, `fold`
 //!   and `scan` cost `size × (cost of the body + elements of the body's results)`, the
 //!   per-iteration results standing for Fig. 11's per-element moves of map2/reduce/scanl.
+//!   A `while`'s trip count is unknown before it runs: it is costed as
+//!   `ops::while_loop::NOMINAL_TRIPS` (16) iterations, and a `while_reverse` as that many
+//!   iterations of its body and of its backward step.
 //! - `sumOuter` is `reduce (+)`: one per input element.
 //! - `gather` and `scatter` (which Fig. 11 does not have) move one element per result
 //!   (resp. source) element and evaluate their index function once per position of the
@@ -87,6 +90,10 @@ fn stmt_cost(program: &Program, stmt: &Stmt) -> u64 {
         Expr::Build1 { size, body }
         | Expr::Fold { size, body, .. }
         | Expr::Scan { size, body, .. } => ops::loops::cost(program, *size, *body),
+        Expr::While { body, .. } => ops::while_loop::cost(program, *body),
+        Expr::WhileReverse { body, back, .. } => {
+            ops::while_loop::reverse_cost(program, *body, *back)
+        }
         Expr::Gather { shape, body, .. } => {
             ops::gather_scatter::gather_cost(program, shape, *body, result_elems)
         }

@@ -16,7 +16,8 @@
 //!   modes (dropping is not a read).
 //! - `cond` evaluates only the taken branch (equivalent to seed 001's strict `cond` because
 //!   every operation is total).
-//! - The interrupt flag is checked once per iteration of `build1`, `fold`, `scan`, and per
+//! - The interrupt flag is checked once per iteration of `build1`, `fold`, `scan`, `while`
+//!   (and of both sweeps of `while_reverse`), and per
 //!   index-function call of `gather`/`scatter`, with a `Relaxed` load.
 //! - `sumOuter` adds in dx's summation order (`prim::sum_order`, Note [Summation order]);
 //!   `scatter` collisions add in index order.
@@ -259,6 +260,13 @@ impl Interp<'_> {
             Expr::Iota(size) => ops::build::eval_iota(*size),
             Expr::Fold { size, init, body } => return self.eval_fold(*size, init, *body),
             Expr::Scan { size, init, body } => return self.eval_scan(stmt, *size, init, *body),
+            Expr::While { init, body } => return self.eval_while(init, *body),
+            Expr::WhileReverse {
+                init,
+                seeds,
+                body,
+                back,
+            } => return self.eval_while_reverse(init, seeds, *body, *back),
             Expr::Derivative { .. } => unreachable!("{}", crate::core::ir::EXPANDED),
             Expr::Monoid {
                 kind,

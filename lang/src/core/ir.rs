@@ -21,7 +21,7 @@ define_id!(
     "%"
 );
 define_id!(
-    /// A nested block (body of build1, gather/scatter index functions, cond branches, fold).
+    /// A nested block (body of build1, gather/scatter index functions, cond branches, loops).
     BlockId,
     "b"
 );
@@ -228,7 +228,7 @@ impl Atom {
 }
 
 /// One `let` statement: `binders = expr`. Most expressions bind one variable; `build1`,
-/// `cond`, `fold` and `scan` bind one per result of their block.
+/// `cond`, `fold`, `scan` and `while` bind one per result of their block.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Stmt {
     pub binders: Vec<VarId>,
@@ -243,7 +243,7 @@ pub struct Block {
     pub results: Vec<Atom>,
 }
 
-/// The expression forms of Fig 7, in ANF, plus `iota`, `fold` and `scan`.
+/// The expression forms of Fig 7, in ANF, plus `iota`, `fold`, `scan` and `while`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Expr {
     /// A copy of an atom.
@@ -302,6 +302,24 @@ pub enum Expr {
         size: usize,
         init: Vec<Atom>,
         body: BlockId,
+    },
+    /// A do-while loop with a data-dependent trip count: `while (init…) (λcarry…. body)`.
+    /// `body.params` are one per carry (no index), `body.results` are `[continue, carry'…]`,
+    /// `continue` a `Bool` scalar. `c = init; loop { (k, c) = body(c); if !k break }`: the
+    /// body runs at least once. Binds the final carries (`ops::while_loop`).
+    While { init: Vec<Atom>, body: BlockId },
+    /// The reverse sweep over the trajectory of a `while` (the transpose of a differentiated
+    /// `while`, Note [Reverse mode through a while loop] in `ops::while_loop`):
+    /// `while_reverse (init…) (seeds…) (λcarry…. body) (λcarry… acc…. back)` runs `body`
+    /// from `init` exactly as `While` does, keeping the carries `c₀ … cₙ₋₁` entering each step,
+    /// then folds `back` over them last to first: `acc = seeds; acc = back(cₙ₋₁, acc); …;
+    /// acc = back(c₀, acc)`. `back.params` are the carries then one per seed, its results
+    /// the new accumulators. Binds the final accumulators.
+    WhileReverse {
+        init: Vec<Atom>,
+        seeds: Vec<Atom>,
+        body: BlockId,
+        back: BlockId,
     },
     /// A monoid reduction or inclusive scan over the outer axis (seed 000 §2):
     /// `reduce (xs…) (e…) op`, `assoc_scan (xs…) (e…) op` and its right-to-left twin
@@ -525,6 +543,19 @@ impl Keyer<'_> {
                 };
                 let init = self.atoms(init);
                 return self.nested(form, vec![*size], init, &[*body]);
+            }
+            Expr::While { init, body } => {
+                let init = self.atoms(init);
+                return self.nested("while", vec![], init, &[*body]);
+            }
+            Expr::WhileReverse {
+                init,
+                seeds,
+                body,
+                back,
+            } => {
+                let atoms = self.atoms(&[&init[..], &seeds[..]].concat());
+                return self.nested("while_reverse", vec![init.len()], atoms, &[*body, *back]);
             }
             Expr::Monoid {
                 kind,

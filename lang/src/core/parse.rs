@@ -449,6 +449,16 @@ impl<'a> Parser<'a> {
                 init: self.atom_list("(", ")")?,
                 body: self.block()?,
             },
+            "while" => Expr::While {
+                init: self.atom_list("(", ")")?,
+                body: self.block()?,
+            },
+            "while_reverse" => Expr::WhileReverse {
+                init: self.atom_list("(", ")")?,
+                seeds: self.atom_list("(", ")")?,
+                body: self.block()?,
+                back: self.block()?,
+            },
             "reduce" | "assoc_scan" | "assoc_scan_right" => Expr::Monoid {
                 kind: MonoidKind::from_name(&word).expect("one of the three monoid keywords"),
                 arrays: self.atom_list("(", ")")?,
@@ -544,6 +554,17 @@ mod tests {
   %39: []f32 = sub 1e-7:f32 3.4028235e38:f32
   () = build1 0 (\%40: []i64 ->
     in ())
+  %41_n: []i64, %42: []f64 = while (0:i64, 1.0:f64) (\%43: []i64, %44: []f64 ->
+    %45: []i64 = add %43 1:i64
+    %46: []f64 = mul %44 0.5:f64
+    %47: []bool = lt %45 %1_n
+    in %47, %45, %46)
+  %48: []f64 = while_reverse (0:i64) (1.0:f64) (\%49: []i64 ->
+    %50: []i64 = add %49 1:i64
+    %51: []bool = lt %50 3:i64
+    in %51, %50) (\%52: []i64, %53: []f64 ->
+    %54: []f64 = mul %53 2.0:f64
+    in %54)
   in %3_ys, %28_acc
 }";
 
@@ -565,7 +586,7 @@ mod tests {
     #[test]
     fn all_forms_round_trip() {
         let program = round_trip(ALL_FORMS);
-        assert_eq!(program.vars.len(), 41);
+        assert_eq!(program.vars.len(), 55);
         assert_eq!(program.inputs, vec![VarId(0), VarId(1), VarId(2)]);
         assert_eq!(program.vars[VarId(28)].hint, "acc");
         // %34 uses %35 before its definition: the parser accepts it, the verifier does not.

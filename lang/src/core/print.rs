@@ -153,6 +153,8 @@ pub fn expr_name(expr: &Expr) -> String {
         Expr::Iota(_) => "iota",
         Expr::Fold { .. } => "fold",
         Expr::Scan { .. } => "scan",
+        Expr::While { .. } => "while",
+        Expr::WhileReverse { .. } => "while_reverse",
         Expr::Monoid { kind, .. } => kind.name(),
         Expr::Derivative { mode, .. } => match mode {
             super::ir::AdMode::Jvp => "jvp",
@@ -366,6 +368,26 @@ impl Printer<'_> {
                 let keyword = expr_name(expr);
                 let _ = write!(self.out, "{keyword} {size} ({}) ", self.atoms(init, ", "));
                 return self.block(*body, depth);
+            }
+            Expr::While { init, body } => {
+                let _ = write!(self.out, "while ({}) ", self.atoms(init, ", "));
+                return self.block(*body, depth);
+            }
+            Expr::WhileReverse {
+                init,
+                seeds,
+                body,
+                back,
+            } => {
+                let _ = write!(
+                    self.out,
+                    "while_reverse ({}) ({}) ",
+                    self.atoms(init, ", "),
+                    self.atoms(seeds, ", ")
+                );
+                self.block(*body, depth);
+                self.out.push(' ');
+                return self.block(*back, depth);
             }
             Expr::Monoid {
                 arrays: primals,

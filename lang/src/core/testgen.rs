@@ -8,7 +8,8 @@
 //!   deterministic PRNG, no dependency), using every expression form: nested `build1`,
 //!   `index` with computed and sometimes out-of-range indices, `cond`, `sumOuter`,
 //!   `gather`/`scatter` with computed index functions, tables, `replicate`, `tr`, `reshape`,
-//!   `iota`, `fold`/`scan` with several carries, and multi-result statements. `random_inputs`
+//!   `iota`, `fold`/`scan` with several carries, `while` and `while_reverse` loops that end
+//!   within a few steps, and multi-result statements. `random_inputs`
 //!   makes matching inputs. Later passes compare themselves against `core::interp` on these.
 //!
 //! Guarantees: the same seed and config give the same program on every platform; generated
@@ -412,7 +413,7 @@ impl Gen<'_> {
     fn stmt(&mut self, depth: usize) {
         let nested = depth < self.config.max_depth;
         for _ in 0..8 {
-            let done = match self.rng.below(23) {
+            let done = match self.rng.below(25) {
                 0..=4 => self.arith(),
                 5 => self.compare_select(),
                 6 => self.cast(),
@@ -430,6 +431,8 @@ impl Gen<'_> {
                 19 if nested => self.fold(depth),
                 20 if nested => self.scan(depth),
                 21 => self.monoid(),
+                22 if nested => self.while_loop(depth),
+                23 if nested => self.while_reverse(depth),
                 _ => self.literal_stmt(),
             };
             if done {
@@ -987,6 +990,89 @@ impl Gen<'_> {
         true
     }
 
+    /// A `while` that ends: a counter carry (0 at first, one more every step) and one or two
+    /// other carries (`while_body`).
+    fn while_loop(&mut self, depth: usize) -> bool {
+        let (init, body) = self.while_parts(depth);
+        self.bind(Expr::While { init, body });
+        true
+    }
+
+    /// A `while_reverse` over a `while_loop`'s loop, with one or two accumulators, whose
+    /// backward step sees the step's carries.
+    fn while_reverse(&mut self, depth: usize) -> bool {
+        let (init, body) = self.while_parts(depth);
+        let seeds = self.carries();
+        let mut param_tys: Vec<ArrTy> = init.iter().map(|atom| self.builder.ty(*atom)).collect();
+        let seed_tys: Vec<ArrTy> = seeds.iter().map(|atom| self.builder.ty(*atom)).collect();
+        param_tys.extend(seed_tys.iter().cloned());
+        let back = self.nested(&param_tys, |gen, _params, since| {
+            gen.stmts(depth + 1, 1, 3);
+            seed_tys
+                .iter()
+                .map(|ty| {
+                    Atom::Var(
+                        gen.pick_of_type(ty, since)
+                            .expect("the accumulator param has this type"),
+                    )
+                })
+                .collect()
+        });
+        self.bind(Expr::WhileReverse {
+            init,
+            seeds,
+            body,
+            back,
+        });
+        true
+    }
+
+    /// The initial carries and body of a `while` that ends within 4 steps: its first carry
+    /// counts the steps from 0, and the loop continues while the count is below a bound (the
+    /// smaller of 4 and an index variable in scope, which may differ between the lanes of a
+    /// build) and, sometimes, while a float scalar computed in the body stays below a literal.
+    fn while_parts(&mut self, depth: usize) -> (Vec<Atom>, BlockId) {
+        let mut init = vec![idx(0)];
+        init.extend(self.carries());
+        let carry_tys: Vec<ArrTy> = init.iter().map(|atom| self.builder.ty(*atom)).collect();
+        let body = self.nested(&carry_tys, |gen, params, since| {
+            let count = gen.bind1(Expr::Prim(Prim::Add, vec![Atom::Var(params[0]), idx(1)]));
+            gen.stmts(depth + 1, 0, 2);
+            // Index variables from outside the loop, the latest (a build's index) first.
+            let outer: Vec<VarId> = (gen.scope[..since].iter().rev())
+                .copied()
+                .filter(|var| gen.ty(*var) == index_ty())
+                .take(2)
+                .collect();
+            let bound = match outer.is_empty() {
+                false if gen.rng.chance(3, 4) => {
+                    let var = gen.rng.pick(&outer);
+                    Atom::Var(gen.bind1(Expr::Prim(Prim::Min, vec![Atom::Var(var), idx(4)])))
+                }
+                _ => idx(gen.rng.range(1, 4) as i64),
+            };
+            let mut go = gen.bind1(Expr::Prim(Prim::Lt, vec![Atom::Var(count), bound]));
+            let float_scalar = |ty: &ArrTy| ty.rank() == 0 && ty.elem.is_float();
+            if gen.rng.chance(1, 3) {
+                if let Some(x) = gen.pick_var(float_scalar) {
+                    let elem = gen.ty(x).elem;
+                    let limit = gen.literal(elem);
+                    let below = gen.bind1(Expr::Prim(Prim::Lt, vec![Atom::Var(x), limit]));
+                    go = gen.bind1(Expr::Prim(Prim::And, vec![Atom::Var(go), Atom::Var(below)]));
+                }
+            }
+            let mut results = vec![Atom::Var(go), Atom::Var(count)];
+            for ty in &carry_tys[1..] {
+                let var = gen
+                    .pick_of_type(ty, since)
+                    .expect("the carry param has this type");
+                results.push(Atom::Var(var));
+            }
+            results
+        });
+        (init, body)
+    }
+
     fn scan(&mut self, depth: usize) -> bool {
         let size = self.size();
         let init = self.carries();
@@ -1131,6 +1217,8 @@ mod tests {
                         Expr::Iota(_) => "iota",
                         Expr::Fold { .. } => "fold",
                         Expr::Scan { .. } => "scan",
+                        Expr::While { .. } => "while",
+                        Expr::WhileReverse { .. } => "while_reverse",
                         Expr::Monoid { .. } => "monoid",
                         // Emitted by lowering only; the `ad` pass expands them.
                         Expr::Derivative { .. } => "derivative",
@@ -1149,7 +1237,7 @@ mod tests {
                 Err(InterpError::OutOfRange { .. })
             );
         }
-        assert_eq!(forms.len(), 16, "{forms:?}");
+        assert_eq!(forms.len(), 18, "{forms:?}");
         assert!(multi_result && nested_build1 && out_of_range);
     }
 

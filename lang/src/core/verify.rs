@@ -40,6 +40,11 @@
 //!     initial value; results are the new carries with the same types;
 //!   - `scan k init f`: params as fold; results are the new carries then the ys; binders are
 //!     the carries then `k ::: shape of y` for each y;
+//!   - `while init f`: params are one per carry with the type of its initial value; results
+//!     are a `Bool` scalar then the new carries; binders are the carries;
+//!   - `while_reverse init seeds f g`: `f` as for `while`; `g`'s params are the carries then
+//!     one per seed with its type, its results the new values of those; binders are the
+//!     seeds' types;
 //!   - `reduce`/`assoc_scan`/`assoc_scan_right (xs…) (e…) op`: `ops::monoid::result_tys`
 //!     (arrays of one shape `[n, rest…]`, identities of shape `rest`, a closed straight-line
 //!     scalar operator from the left then right operands to the combined ones).
@@ -399,6 +404,13 @@ pub fn expr_types(program: &Program, expr: &Expr) -> Result<Vec<ArrTy>, String> 
             body,
         } => ops::loops::fold_tys(program, init, *body),
         Expr::Scan { size, init, body } => ops::loops::scan_tys(program, *size, init, *body),
+        Expr::While { init, body } => ops::while_loop::while_tys(program, init, *body),
+        Expr::WhileReverse {
+            init,
+            seeds,
+            body,
+            back,
+        } => ops::while_loop::while_reverse_tys(program, init, seeds, *body, *back),
         Expr::Monoid {
             kind,
             arrays,

@@ -21,8 +21,14 @@ pub fn expr_atoms(expr: &Expr) -> Vec<Atom> {
         Expr::Prim(_, atoms)
         | Expr::Table(atoms)
         | Expr::Fold { init: atoms, .. }
-        | Expr::Scan { init: atoms, .. } => atoms.clone(),
+        | Expr::Scan { init: atoms, .. }
+        | Expr::While { init: atoms, .. } => atoms.clone(),
         Expr::Derivative { primals, seeds, .. }
+        | Expr::WhileReverse {
+            init: primals,
+            seeds,
+            ..
+        }
         | Expr::Monoid {
             arrays: primals,
             init: seeds,
@@ -41,8 +47,10 @@ pub fn expr_blocks(expr: &Expr) -> Vec<BlockId> {
         | Expr::Scatter { body, .. }
         | Expr::Fold { body, .. }
         | Expr::Scan { body, .. }
+        | Expr::While { body, .. }
         | Expr::Monoid { op: body, .. }
         | Expr::Derivative { func: body, .. } => vec![*body],
+        Expr::WhileReverse { body, back, .. } => vec![*body, *back],
         Expr::Cond {
             then_block,
             else_block,
@@ -74,7 +82,8 @@ pub fn map_expr_atoms(expr: &mut Expr, f: &mut impl FnMut(Atom) -> Atom) {
         Expr::Prim(_, atoms)
         | Expr::Table(atoms)
         | Expr::Fold { init: atoms, .. }
-        | Expr::Scan { init: atoms, .. } => {
+        | Expr::Scan { init: atoms, .. }
+        | Expr::While { init: atoms, .. } => {
             for atom in atoms {
                 *atom = f(*atom);
             }
@@ -86,6 +95,11 @@ pub fn map_expr_atoms(expr: &mut Expr, f: &mut impl FnMut(Atom) -> Atom) {
             }
         }
         Expr::Derivative { primals, seeds, .. }
+        | Expr::WhileReverse {
+            init: primals,
+            seeds,
+            ..
+        }
         | Expr::Monoid {
             arrays: primals,
             init: seeds,
@@ -107,8 +121,13 @@ pub fn map_expr_blocks(expr: &mut Expr, f: &mut impl FnMut(BlockId) -> BlockId) 
         | Expr::Scatter { body, .. }
         | Expr::Fold { body, .. }
         | Expr::Scan { body, .. }
+        | Expr::While { body, .. }
         | Expr::Monoid { op: body, .. }
         | Expr::Derivative { func: body, .. } => *body = f(*body),
+        Expr::WhileReverse { body, back, .. } => {
+            *body = f(*body);
+            *back = f(*back);
+        }
         Expr::Cond {
             then_block,
             else_block,

@@ -734,6 +734,28 @@ impl Exec<'_> {
                 self.leave_loop(outermost);
                 return Ok(carry.into_iter().map(|slot| slot.tensor).collect());
             }
+            Expr::While { init, body } => {
+                let carry: Vec<Slot> = init.iter().map(|atom| self.slot(atom)).collect();
+                let (carry, _) = self.run_while(carry, *body, false)?;
+                return Ok(carry.into_iter().map(|slot| slot.tensor).collect());
+            }
+            Expr::WhileReverse {
+                init,
+                seeds,
+                body,
+                back,
+            } => {
+                let carry: Vec<Slot> = init.iter().map(|atom| self.slot(atom)).collect();
+                let (_, trajectory) = self.run_while(carry, *body, true)?;
+                let mut acc: Vec<Slot> = seeds.iter().map(|atom| self.slot(atom)).collect();
+                for carries in trajectory.into_iter().rev() {
+                    self.check_interrupt()?;
+                    let mut args = carries;
+                    args.extend(acc);
+                    acc = self.run_loop_body(*back, args)?;
+                }
+                return Ok(acc.into_iter().map(|slot| slot.tensor).collect());
+            }
             Expr::Derivative { .. } => unreachable!("{}", crate::core::ir::EXPANDED),
             // Lines of (chunk, lane) pairs on typed lanes, or compiled chains, in the order of
             // Note [Monoid order] (`ops::monoid`).
@@ -782,6 +804,30 @@ impl Exec<'_> {
         match self.loop_schedules.get(&body).copied() {
             Some(schedule) => self.run_schedule(schedule, args, false),
             None => self.eval_block(body, args, None),
+        }
+    }
+
+    /// Runs a while's body from `carry` until its condition is false, checking the interrupt
+    /// flag every step: the final carries and, when `keep`, the carries entering each step
+    /// (for `while_reverse`'s backward sweep).
+    fn run_while(
+        &mut self,
+        mut carry: Vec<Slot>,
+        body: BlockId,
+        keep: bool,
+    ) -> Res<(Vec<Slot>, Vec<Vec<Slot>>)> {
+        let mut trajectory = Vec::new();
+        loop {
+            self.check_interrupt()?;
+            if keep {
+                trajectory.push(carry.clone());
+            }
+            let mut results = self.run_loop_body(body, carry)?;
+            let go = as_bool(&results.remove(0).tensor);
+            carry = results;
+            if !go {
+                return Ok((carry, trajectory));
+            }
         }
     }
 
@@ -1159,6 +1205,8 @@ impl Exec<'_> {
             | Expr::Scatter { .. }
             | Expr::Fold { .. }
             | Expr::Scan { .. }
+            | Expr::While { .. }
+            | Expr::WhileReverse { .. }
             | Expr::Monoid { .. }
             | Expr::Derivative { .. } => return Err(Stop::Unbatchable),
         };

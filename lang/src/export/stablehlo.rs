@@ -14,7 +14,8 @@
 //!   out-of-range starts, so reads out of range are masked to zero and writes out of range
 //!   add zero (dx's total semantics, `core::ir`);
 //! - `cond` → `if`; `fold` and `scan` → `while` over a counter (a scan's outputs are written
-//!   with `dynamic_update_slice`);
+//!   with `dynamic_update_slice`); a dx `while` → `while` carrying its continue flag, true at
+//!   first (a do-while); `while_reverse` (reverse mode through a while) is an error;
 //! - a product summed over an axis (through `replicate`s and `tr`s) → `dot_general`
 //!   (`contract`).
 //!
@@ -379,6 +380,12 @@ impl Cx<'_> {
             }
             Expr::Fold { size, init, body } => self.sequential(false, *size, init, *body, binders),
             Expr::Scan { size, init, body } => self.sequential(true, *size, init, *body, binders),
+            Expr::While { init, body } => self.while_loop(init, *body),
+            Expr::WhileReverse { .. } => Err(ExportError::new(
+                "while_reverse",
+                "the reverse sweep of a while keeps the carries of a number of steps known only \
+                 as it runs, which StableHLO's static shapes cannot hold",
+            )),
             Expr::Build1 { .. } => Err(ExportError::new(
                 "build1",
                 "the BOT leaves no `build1` in the bulk IR; export runs after it",
@@ -656,6 +663,28 @@ impl Cx<'_> {
 
     /// `fold` / `scan` as a `while` over a counter, the carries and (for a scan) the stacked
     /// outputs so far.
+    /// `while`: a `stablehlo.while` whose first loop-carried value is the continue flag, true
+    /// at first, so that the body runs once before the condition region first reads it
+    /// (a do-while); the body region returns the body's flag and new carries.
+    fn while_loop(&mut self, init: &[Atom], body: BlockId) -> Result<Vec<Val>, ExportError> {
+        let mut operands = vec![self.writer.splat(Scalar::Bool(true), &[])];
+        for atom in init {
+            operands.push(self.atom(atom)?);
+        }
+        let tys: Vec<ArrTy> = operands.iter().map(|val| val.ty.clone()).collect();
+        let cond_region = self.region(&tys, |_, args| Ok(vec![args[0].clone()]))?;
+        let body_region = self.region(&tys, |cx, args| cx.block(body, &args[1..]))?;
+        let refs: Vec<&Val> = operands.iter().collect();
+        let results = self.writer.op_full(
+            "stablehlo.while",
+            &refs,
+            "",
+            &[cond_region, body_region],
+            tys,
+        );
+        Ok(results[1..].to_vec())
+    }
+
     fn sequential(
         &mut self,
         is_scan: bool,
@@ -758,6 +787,8 @@ fn expr_name(expr: &Expr) -> String {
         Expr::Iota(_) => "iota".into(),
         Expr::Fold { .. } => "fold".into(),
         Expr::Scan { .. } => "scan".into(),
+        Expr::While { .. } => "while".into(),
+        Expr::WhileReverse { .. } => "while_reverse".into(),
         Expr::Derivative { .. } => "jvp/vjp".into(),
         Expr::Monoid { kind, .. } => kind.name().into(),
     }

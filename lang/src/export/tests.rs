@@ -152,6 +152,43 @@ fn loops_become_while_and_conditions_if() {
     );
 }
 
+/// A dx `while` is a `stablehlo.while` whose first carried value is the continue flag, true at
+/// first (a do-while: the condition region only reads the flag the body computed), and
+/// whose body region returns the body's flag and new carries.
+#[test]
+fn a_while_carries_its_flag_and_its_reverse_sweep_is_an_error() {
+    let text = exported(
+        "program(%0_x: []f32) {
+           %1: []f32 = while (%0_x) (\\%2_x: []f32 ->
+             %3: []f32 = mul %2_x 0.5:f32
+             %4: []bool = gt %3 1.0:f32
+             in %4, %3)
+           in %1
+         }",
+    );
+    assert_eq!(count(&text, "stablehlo.while"), 1, "{text}");
+    let flag = text.find("dense<true>").expect("a true flag");
+    let while_op = text.find("\"stablehlo.while\"").expect("a while");
+    assert!(flag < while_op, "{text}");
+    assert!(
+        text.contains("(tensor<i1>, tensor<f32>) -> (tensor<i1>, tensor<f32>)"),
+        "{text}"
+    );
+    let error = export(
+        "program(%0_x: []f32) {
+           %1: []f32 = while_reverse (%0_x) (1.0:f32) (\\%2_x: []f32 ->
+             %3: []f32 = mul %2_x 0.5:f32
+             %4: []bool = gt %3 1.0:f32
+             in %4, %3) (\\%5_x: []f32, %6_ct: []f32 ->
+             %7: []f32 = mul %6_ct 0.5:f32
+             in %7)
+           in %1
+         }",
+    )
+    .expect_err("no static form");
+    assert!(error.to_string().contains("while_reverse"), "{error}");
+}
+
 /// How many times an operation occurs in a module.
 fn count(module: &str, op: &str) -> usize {
     ops(module).iter().filter(|name| *name == op).count()

@@ -64,33 +64,19 @@ fn loop_tys(
     body: BlockId,
     what: &str,
 ) -> Result<(Vec<ArrTy>, Vec<ArrTy>), String> {
-    let carry_tys = init
-        .iter()
-        .map(|atom| atom_ty(program, atom))
-        .collect::<Result<Vec<_>, _>>()?;
     let block = block(program, body)?;
-    if block.params.len() != 1 + carry_tys.len() {
+    if block.params.len() != 1 + init.len() {
         return Err(format!(
             "{what} body has {} params, expected an index and {} carries",
             block.params.len(),
-            carry_tys.len()
+            init.len()
         ));
     }
     expect_index(
         &var_ty(program, block.params[0])?,
         &format!("the {what} index"),
     )?;
-    let param_tys = block.params[1..]
-        .iter()
-        .map(|&var| var_ty(program, var))
-        .collect::<Result<Vec<_>, _>>()?;
-    if param_tys != carry_tys {
-        return Err(format!(
-            "{what} carry params have types ({}) but the initial values ({})",
-            tys_text(&param_tys),
-            tys_text(&carry_tys)
-        ));
-    }
+    let carry_tys = carry_tys(program, init, &block.params[1..], what)?;
     let mut results = result_tys(program, block)?;
     let n_carry = carry_tys.len();
     let extra_allowed = what == "scan";
@@ -101,14 +87,49 @@ fn loop_tys(
         ));
     }
     let ys = results.split_off(n_carry);
-    if results != carry_tys {
+    check_new_carries(&results, &carry_tys, what)?;
+    Ok((carry_tys, ys))
+}
+
+/// The types of a loop's initial values, which its body's carry params must have.
+pub(crate) fn carry_tys(
+    program: &Program,
+    init: &[Atom],
+    carry_params: &[VarId],
+    what: &str,
+) -> Result<Vec<ArrTy>, String> {
+    let carry_tys = init
+        .iter()
+        .map(|atom| atom_ty(program, atom))
+        .collect::<Result<Vec<_>, _>>()?;
+    let param_tys = carry_params
+        .iter()
+        .map(|&var| var_ty(program, var))
+        .collect::<Result<Vec<_>, _>>()?;
+    if param_tys != carry_tys {
         return Err(format!(
-            "{what} body returns carries of types ({}) but the carries have types ({})",
-            tys_text(&results),
+            "{what} carry params have types ({}) but the initial values ({})",
+            tys_text(&param_tys),
             tys_text(&carry_tys)
         ));
     }
-    Ok((carry_tys, ys))
+    Ok(carry_tys)
+}
+
+/// Checks that a loop body returns new carries of the carries' types.
+pub(crate) fn check_new_carries(
+    results: &[ArrTy],
+    carry_tys: &[ArrTy],
+    what: &str,
+) -> Result<(), String> {
+    if results != carry_tys {
+        return Err(format!(
+            "{what} body returns carries of types ({}) but the carries have types ({})",
+            tys_text(results),
+            tys_text(carry_tys)
+        ));
+    }
+    Ok(())
 }
 
 impl Interp<'_> {
@@ -181,72 +202,34 @@ impl Batcher<'_> {
     ) {
         let body_block = self.program.blocks[body].clone();
         let n_carries = init.len();
-        let mut carry_batched: Vec<bool> =
-            init.iter().map(|atom| !self.is_unbatched(*atom)).collect();
-        let ys_batched = loop {
-            let depends = self.loop_dependence(&body_block, &carry_batched);
-            let mut changed = false;
-            for (position, flag) in carry_batched.iter_mut().enumerate() {
-                if !*flag && depends[position] {
-                    *flag = true;
-                    changed = true;
-                }
-            }
-            if !changed {
-                break depends[n_carries..].to_vec();
-            }
-        };
+        let (carry_batched, depends) =
+            self.batched_carries(&body_block, &[], &[], &body_block.params[1..], 0, init);
+        let ys_batched = depends[n_carries..].to_vec();
         // Parameters: the loop index stays unbatched; batched carries get new variables.
         let mut params = vec![body_block.params[0]];
-        for (param, is_batched) in body_block.params[1..].iter().zip(&carry_batched) {
-            if *is_batched {
-                let ty = self.batched_ty(self.program.var_ty(*param));
-                let new = self.new_var(ty, "c");
-                self.env.insert(*param, Status::Batched(new));
-                params.push(new);
-            } else {
-                params.push(*param);
-            }
-        }
+        params.extend(self.batched_params(&body_block.params[1..], &carry_batched));
         let mut result_batched = carry_batched.clone();
         if is_scan {
             result_batched.extend(&ys_batched);
         }
         let new_body = self.batch_subblock(body, params, &result_batched);
-        let new_init: Vec<Atom> = init
-            .iter()
-            .zip(&carry_batched)
-            .map(|(atom, is_batched)| {
-                if *is_batched {
-                    Atom::Var(self.force_atom(*atom))
-                } else {
-                    *atom
-                }
-            })
-            .collect();
+        let new_init = self.batched_inits(init, &carry_batched);
         // Binders: batched carries are bulk; batched scan outputs come out as [size, k, …] and
         // are transposed to [k, size, …].
-        let mut new_binders = Vec::new();
+        let mut new_binders = self.batched_binders(&binders[..n_carries], &carry_batched);
         let mut fixups = Vec::new();
-        for (position, binder) in binders.iter().enumerate() {
-            let is_batched = result_batched[position];
+        for (binder, is_batched) in binders[n_carries..].iter().zip(&ys_batched) {
             if !is_batched {
                 new_binders.push(*binder);
                 continue;
             }
             let ty = self.program.var_ty(*binder).clone();
             let hint = self.program.vars[*binder].hint.clone();
-            if position < n_carries {
-                let new = self.new_var(self.batched_ty(&ty), &hint);
-                new_binders.push(new);
-                self.env.insert(*binder, Status::Batched(new));
-            } else {
-                let mut stacked_shape = vec![ty.shape[0], self.size];
-                stacked_shape.extend(&ty.shape[1..]);
-                let new = self.new_var(ArrTy::new(stacked_shape, ty.elem), &hint);
-                new_binders.push(new);
-                fixups.push((*binder, new));
-            }
+            let mut stacked_shape = vec![ty.shape[0], self.size];
+            stacked_shape.extend(&ty.shape[1..]);
+            let new = self.new_var(ArrTy::new(stacked_shape, ty.elem), &hint);
+            new_binders.push(new);
+            fixups.push((*binder, new));
         }
         let expr = Expr::sequential_loop(is_scan, size, new_init, new_body);
         self.emit_to(self.target, new_binders, expr);
@@ -265,15 +248,99 @@ impl Batcher<'_> {
         }
     }
 
-    /// Which results of a loop body depend on the batch index, given which carries do.
-    fn loop_dependence(&self, body: &Block, carry_batched: &[bool]) -> Vec<bool> {
-        let mut dependent: std::collections::HashSet<VarId> = std::collections::HashSet::new();
-        for (param, is_batched) in body.params[1..].iter().zip(carry_batched) {
+    /// Which carries of a loop are batched: those whose initial value depends on the batch
+    /// index and, a fixpoint over the body, those whose update depends on a batched value.
+    /// `carry_params[j]` is updated by `body.results[first_carry + j]`; `params` are other
+    /// params of the body, batched where `params_batched` says. Returns the carries' flags
+    /// and, for those, which results of the body depend on the batch index.
+    pub(crate) fn batched_carries(
+        &self,
+        body: &Block,
+        params: &[VarId],
+        params_batched: &[bool],
+        carry_params: &[VarId],
+        first_carry: usize,
+        init: &[Atom],
+    ) -> (Vec<bool>, Vec<bool>) {
+        let mut carry_batched: Vec<bool> =
+            init.iter().map(|atom| !self.is_unbatched(*atom)).collect();
+        let all_params: Vec<VarId> = params.iter().chain(carry_params).copied().collect();
+        loop {
+            let batched: Vec<bool> = params_batched
+                .iter()
+                .chain(&carry_batched)
+                .copied()
+                .collect();
+            let depends = self.loop_dependence(body, &all_params, &batched);
+            let mut changed = false;
+            for (position, flag) in carry_batched.iter_mut().enumerate() {
+                if !*flag && depends[first_carry + position] {
+                    *flag = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                return (carry_batched, depends);
+            }
+        }
+    }
+
+    /// The params of a batched loop body: a batched param gets a new variable with the batch
+    /// axis (its status in `env`), an unbatched one stays.
+    pub(crate) fn batched_params(&mut self, params: &[VarId], batched: &[bool]) -> Vec<VarId> {
+        params
+            .iter()
+            .zip(batched)
+            .map(|(param, is_batched)| {
+                if !is_batched {
+                    return *param;
+                }
+                let ty = self.batched_ty(self.program.var_ty(*param));
+                let new = self.new_var(ty, "c");
+                self.env.insert(*param, Status::Batched(new));
+                new
+            })
+            .collect()
+    }
+
+    /// The initial values of a batched loop: the batched ones as bulk arrays.
+    pub(crate) fn batched_inits(&mut self, init: &[Atom], batched: &[bool]) -> Vec<Atom> {
+        init.iter()
+            .zip(batched)
+            .map(|(atom, is_batched)| match is_batched {
+                true => Atom::Var(self.force_atom(*atom)),
+                false => *atom,
+            })
+            .collect()
+    }
+
+    /// The binders of a batched loop's carries: a new bulk variable for each batched one
+    /// (its status in `env`), the same binder for the others.
+    pub(crate) fn batched_binders(&mut self, binders: &[VarId], batched: &[bool]) -> Vec<VarId> {
+        binders
+            .iter()
+            .zip(batched)
+            .map(|(binder, is_batched)| {
+                if !is_batched {
+                    return *binder;
+                }
+                let (ty, hint) = self.batched_binder(*binder);
+                let new = self.new_var(ty, &hint);
+                self.env.insert(*binder, Status::Batched(new));
+                new
+            })
+            .collect()
+    }
+
+    /// Which results of a loop body depend on the batch index, given which of `params` do.
+    fn loop_dependence(&self, body: &Block, params: &[VarId], batched: &[bool]) -> Vec<bool> {
+        let mut dependent: HashSet<VarId> = HashSet::new();
+        for (param, is_batched) in params.iter().zip(batched) {
             if *is_batched {
                 dependent.insert(*param);
             }
         }
-        let depends_atom = |atom: &Atom, dependent: &std::collections::HashSet<VarId>| match atom {
+        let depends_atom = |atom: &Atom, dependent: &HashSet<VarId>| match atom {
             Atom::Var(var) => dependent.contains(var) || !self.is_unbatched(*atom),
             Atom::Lit(_) => false,
         };
@@ -357,10 +424,41 @@ pub(crate) fn jvp_loop(
     tangents: &mut HashMap<VarId, Atom>,
 ) -> Result<(), AdError> {
     let (size, init, body, is_scan) = match &stmt.expr {
-        Expr::Fold { size, init, body } => (*size, init.clone(), *body, false),
-        Expr::Scan { size, init, body } => (*size, init.clone(), *body, true),
+        Expr::Fold { size, init, body } => (*size, init, *body, false),
+        Expr::Scan { size, init, body } => (*size, init, *body, true),
         _ => unreachable!("only loops reach jvp_loop"),
     };
+    let layout = CarryLayout {
+        lead_params: 1,
+        lead_results: 0,
+    };
+    jvp_carrying(builder, stmt, init, body, layout, tangents, |init, body| {
+        Expr::sequential_loop(is_scan, size, init, body)
+    })
+}
+
+/// Where a loop body keeps its carries: after `lead_params` params (a fold's index) and after
+/// `lead_results` results (a while's condition). The results after the new carries are ys,
+/// which the statement binds after its carries.
+pub(crate) struct CarryLayout {
+    pub(crate) lead_params: usize,
+    pub(crate) lead_results: usize,
+}
+
+/// The forward derivative of a loop with carries (`fold`, `scan`, `while`): the loop carries
+/// the tangents of its float carries along (seed 004 Fig 7's forward mode of `ifold`). The
+/// body's params become `[params…, carry tangents…]`, its results `[lead results…, carries…,
+/// carry tangents…, ys…, y tangents…]`, the binders `[carries…, carry tangents…, ys…, y
+/// tangents…]`; `rebuild` makes the loop of the new initial values and body.
+pub(crate) fn jvp_carrying(
+    builder: &mut Builder,
+    stmt: &Stmt,
+    init: &[Atom],
+    body: BlockId,
+    layout: CarryLayout,
+    tangents: &mut HashMap<VarId, Atom>,
+    rebuild: impl FnOnce(Vec<Atom>, BlockId) -> Expr,
+) -> Result<(), AdError> {
     // A loop that computes no float (an ordering code, a count) has no tangent: it stays a
     // primal statement, and its body is not differentiated (its reads of differentiated
     // tables would otherwise become linear statements inside a primal loop).
@@ -377,12 +475,11 @@ pub(crate) fn jvp_loop(
     let float_carries: Vec<usize> = (0..n_carries)
         .filter(|position| builder.ty(&init[*position]).elem.is_float())
         .collect();
-    // New body: params [i, carries…, carry tangents…].
     let mut inner = Builder::new(&mut *builder.program);
     let mut inner_tangents = tangents.clone();
     let mut params = source.params.clone();
     for position in &float_carries {
-        let param = source.params[1 + position];
+        let param = source.params[layout.lead_params + position];
         let ty = inner.program.var_ty(param).clone();
         let tangent = inner.program.new_linear_var(ty, "c_dot");
         inner_tangents.insert(param, Atom::Var(tangent));
@@ -390,9 +487,9 @@ pub(crate) fn jvp_loop(
     }
     ad::jvp_stmts(&mut inner, &source.stmts, &mut inner_tangents)?;
     let mut results = source.results.clone();
-    let ys: Vec<Atom> = results.split_off(n_carries);
+    let ys: Vec<Atom> = results.split_off(layout.lead_results + n_carries);
     for position in &float_carries {
-        let carry = source.results[*position];
+        let carry = source.results[layout.lead_results + position];
         let tangent = ad::tangent_of(&inner_tangents, &carry)
             .unwrap_or_else(|| inner.zeros(&inner.ty(&carry)));
         results.push(tangent);
@@ -416,7 +513,7 @@ pub(crate) fn jvp_loop(
         results,
     });
     // New init and binders: carries, carry tangents, [ys, y tangents].
-    let mut new_init = init.clone();
+    let mut new_init = init.to_vec();
     for position in &float_carries {
         let tangent = ad::tangent_of(tangents, &init[*position])
             .unwrap_or_else(|| builder.zeros(&builder.ty(&init[*position])));
@@ -431,20 +528,18 @@ pub(crate) fn jvp_loop(
         new_tangents.push((binder, tangent));
         binders.push(tangent);
     }
-    if is_scan {
-        binders.extend(&stmt.binders[n_carries..]);
-        for position in &float_ys {
-            let binder = stmt.binders[n_carries + position];
-            let ty = builder.program.var_ty(binder).clone();
-            let tangent = builder.program.new_var(ty, "y_dot");
-            new_tangents.push((binder, tangent));
-            binders.push(tangent);
-        }
+    binders.extend(&stmt.binders[n_carries..]);
+    for position in &float_ys {
+        let binder = stmt.binders[n_carries + position];
+        let ty = builder.program.var_ty(binder).clone();
+        let tangent = builder.program.new_var(ty, "y_dot");
+        new_tangents.push((binder, tangent));
+        binders.push(tangent);
     }
     for (_, tangent) in &new_tangents {
         builder.set_linear(&[*tangent], true);
     }
-    let expr = Expr::sequential_loop(is_scan, size, new_init, new_body);
+    let expr = rebuild(new_init, new_body);
     builder.stmts.push(Stmt { binders, expr });
     for (binder, tangent) in new_tangents {
         tangents.insert(binder, Atom::Var(tangent));
@@ -605,29 +700,11 @@ pub(crate) fn transpose_loop(
     let body: Block = builder.program.blocks[shape.body].clone();
     let carry_params = body.params[1..=shape.n_carries].to_vec();
     let tangent_params = body.params[1 + shape.n_carries..].to_vec();
-    // Linear variables the body uses from outside, with every use (with repeats).
-    let mut defined: HashSet<VarId> = HashSet::new();
-    crate::core::visit::collect_defs(builder.program, shape.body, &mut defined);
-    let mut used = Vec::new();
-    crate::core::visit::collect_uses(builder.program, shape.body, &mut used);
-    used.retain(|var| builder.program.vars[*var].linear && !defined.contains(var));
-    let mut free: Vec<VarId> = Vec::new();
-    for var in &used {
-        if !free.contains(var) {
-            free.push(*var);
-        }
-    }
+    let (used, free) = outer_linear_uses(builder.program, shape.body);
     // The backward body: params [k, carry cotangents…, carried free cotangents…].
     let index_ty = ArrTy::scalar(crate::core::ir::Elem::I64);
     let k = builder.program.new_var(index_ty.clone(), "k");
-    let ct_carry_params: Vec<VarId> = tangent_params
-        .iter()
-        .map(|param| {
-            builder
-                .program
-                .new_linear_var(builder.program.var_ty(*param).clone(), "ct_c")
-        })
-        .collect();
+    let ct_carry_params = ct_params_of(builder.program, &tangent_params, "ct_c");
     let mut inner = Builder::new(&mut *builder.program);
     let last = Atom::Lit(Scalar::I64(shape.size as i64 - 1));
     let i = inner.emit1(
@@ -649,33 +726,15 @@ pub(crate) fn transpose_loop(
         );
         subst.insert(*param, carry);
     }
-    let placeholders: Vec<VarId> = tangent_params
-        .iter()
-        .map(|param| {
-            let placeholder = inner
-                .program
-                .new_linear_var(inner.program.var_ty(*param).clone(), "c_dot");
-            subst.insert(*param, Atom::Var(placeholder));
-            placeholder
-        })
-        .collect();
-    let mut copied = Vec::new();
-    for body_stmt in &body.stmts {
-        copied.push(crate::core::inline::copy_stmt(
-            inner.program,
-            body_stmt,
-            &mut subst,
-        ));
-    }
-    let (forward, mut items) = ad::split(inner.program, &copied);
-    inner.stmts.extend(forward);
+    let (copied, mut items, placeholders) =
+        copy_step(&mut inner, &body, &tangent_params, &mut subst);
     let recomputable = recomputable_from_step(inner.program, &inner.stmts, k, stacked);
     let reads = outer_reads(inner.program, &inner.stmts, &copied, &free, &recomputable);
     // The hoisted reads are not transposed here; the free variables used otherwise too
     // keep a carry.
     items.retain(|item| match item {
         LinearItem::Stmt(stmt) => !reads.iter().any(|read| read.res == stmt.binders[0]),
-        LinearItem::Loop { .. } => true,
+        LinearItem::Loop { .. } | LinearItem::While { .. } => true,
     });
     let carried: Vec<VarId> = free
         .iter()
@@ -686,21 +745,16 @@ pub(crate) fn transpose_loop(
             n_uses > n_reads
         })
         .collect();
-    let ct_free_params: Vec<VarId> = carried
-        .iter()
-        .map(|var| {
-            inner
-                .program
-                .new_linear_var(inner.program.var_ty(*var).clone(), "ct_free")
-        })
-        .collect();
+    let ct_free_params = ct_params_of(inner.program, &carried, "ct_free");
     let mut inner_cts: HashMap<VarId, Atom> = HashMap::new();
-    for (position, param) in ct_carry_params.iter().enumerate() {
-        let result = crate::core::inline::rename(body.results[shape.n_carries + position], &subst);
-        if inner.is_linear(&result) {
-            inner.add_to(&mut inner_cts, result, Atom::Var(*param));
-        }
-    }
+    let tangent_results = &body.results[shape.n_carries..shape.n_carries + shape.n_carry_tangents];
+    seed_step(
+        &mut inner,
+        tangent_results,
+        &ct_carry_params,
+        &subst,
+        &mut inner_cts,
+    );
     if shape.is_scan {
         let dys_start = shape.n_carries + shape.n_carry_tangents + shape.n_ys;
         for (position, ct) in ys_cts.iter().enumerate() {
@@ -720,20 +774,14 @@ pub(crate) fn transpose_loop(
             }
         }
     }
-    ad::transpose_items(&mut inner, &items, &mut inner_cts)?;
-    let mut results = Vec::new();
-    for placeholder in &placeholders {
-        results.push(match inner_cts.get(placeholder) {
-            Some(ct) => *ct,
-            None => inner.zeros(&inner.program.var_ty(*placeholder).clone()),
-        });
-    }
-    for (var, param) in carried.iter().zip(&ct_free_params) {
-        results.push(match inner_cts.get(var).copied() {
-            Some(ct) => inner.prim(Prim::Add, &[Atom::Var(*param), ct]),
-            None => Atom::Var(*param),
-        });
-    }
+    let mut results = finish_step(
+        &mut inner,
+        &items,
+        &mut inner_cts,
+        &placeholders,
+        &carried,
+        &ct_free_params,
+    )?;
     // The scan outputs: each hoisted read's cotangent, and the variables its index needs
     // that are stacked.
     let n_carried_results = results.len();
@@ -825,6 +873,100 @@ pub(crate) fn transpose_loop(
         builder.add_to(cts, Atom::Var(read.read.table), contribution);
     }
     Ok(())
+}
+
+/// The linear variables a loop body uses from outside it: every use (with repeats), and
+/// each variable once, in order of first use.
+pub(crate) fn outer_linear_uses(program: &Program, body: BlockId) -> (Vec<VarId>, Vec<VarId>) {
+    let mut defined: HashSet<VarId> = HashSet::new();
+    crate::core::visit::collect_defs(program, body, &mut defined);
+    let mut used = Vec::new();
+    crate::core::visit::collect_uses(program, body, &mut used);
+    used.retain(|var| program.vars[*var].linear && !defined.contains(var));
+    let mut free: Vec<VarId> = Vec::new();
+    for var in &used {
+        if !free.contains(var) {
+            free.push(*var);
+        }
+    }
+    (used, free)
+}
+
+/// A new linear variable of the type of each of `vars` (the cotangent params of a backward
+/// step).
+pub(crate) fn ct_params_of(program: &mut Program, vars: &[VarId], hint: &str) -> Vec<VarId> {
+    vars.iter()
+        .map(|var| program.new_linear_var(program.var_ty(*var).clone(), hint))
+        .collect()
+}
+
+/// The start of a backward step of a loop body: its statements copied into `inner` through
+/// `subst` (which maps the body's primal params to their values at the step), each tangent
+/// param replaced by a new linear placeholder. The copied primal statements are emitted
+/// (nested loops as the scans that stack their carries); returns all the copied statements,
+/// the linear ones to transpose, and the placeholders.
+pub(crate) fn copy_step(
+    inner: &mut Builder,
+    body: &Block,
+    tangent_params: &[VarId],
+    subst: &mut HashMap<VarId, Atom>,
+) -> (Vec<Stmt>, Vec<LinearItem>, Vec<VarId>) {
+    let placeholders = ct_params_of(inner.program, tangent_params, "c_dot");
+    for (param, placeholder) in tangent_params.iter().zip(&placeholders) {
+        subst.insert(*param, Atom::Var(*placeholder));
+    }
+    let copied: Vec<Stmt> = (body.stmts.iter())
+        .map(|stmt| crate::core::inline::copy_stmt(inner.program, stmt, subst))
+        .collect();
+    let (forward, items) = ad::split(inner.program, &copied);
+    inner.stmts.extend(forward);
+    (copied, items, placeholders)
+}
+
+/// Seeds a backward step's cotangents: the cotangent param of each carry goes to the body's
+/// tangent result for it (renamed through `subst`).
+pub(crate) fn seed_step(
+    inner: &mut Builder,
+    tangent_results: &[Atom],
+    ct_params: &[VarId],
+    subst: &HashMap<VarId, Atom>,
+    inner_cts: &mut HashMap<VarId, Atom>,
+) {
+    for (result, param) in tangent_results.iter().zip(ct_params) {
+        let result = crate::core::inline::rename(*result, subst);
+        if inner.is_linear(&result) {
+            inner.add_to(inner_cts, result, Atom::Var(*param));
+        }
+    }
+}
+
+/// The end of a backward step: transposes `items`, then gives the step's results, the
+/// cotangent of each tangent param (its placeholder; zero without one) and, for each outer
+/// linear variable whose cotangent a carry accumulates (`carried`, the carry's param in
+/// `ct_free_params`), the running sum.
+pub(crate) fn finish_step(
+    inner: &mut Builder,
+    items: &[LinearItem],
+    inner_cts: &mut HashMap<VarId, Atom>,
+    placeholders: &[VarId],
+    carried: &[VarId],
+    ct_free_params: &[VarId],
+) -> Result<Vec<Atom>, AdError> {
+    ad::transpose_items(inner, items, inner_cts)?;
+    let mut results = Vec::new();
+    for placeholder in placeholders {
+        results.push(match inner_cts.get(placeholder) {
+            Some(ct) => *ct,
+            None => inner.zeros(&inner.program.var_ty(*placeholder).clone()),
+        });
+    }
+    for (var, param) in carried.iter().zip(ct_free_params) {
+        results.push(match inner_cts.get(var).copied() {
+            Some(ct) => inner.prim(Prim::Add, &[Atom::Var(*param), ct]),
+            None => Atom::Var(*param),
+        });
+    }
+    Ok(results)
 }
 
 /// The variables of a backward loop body (`stmts`, run at step `k`) that depend only on `k`

@@ -11,6 +11,7 @@
 //! | `layout` | `replicate`, `tr`, `reshape` |
 //! | `cond` | `cond` |
 //! | `loops` | `fold`, `scan` |
+//! | `while_loop` | `while`, `while_reverse` |
 //! | `monoid` | `reduce`, `assoc_scan`, `assoc_scan_right` |
 //! | `derivative` | `jvp`/`vjp` statements before the `ad` pass expands them |
 //!
@@ -33,6 +34,7 @@ pub mod layout;
 pub mod loops;
 pub mod monoid;
 pub mod sum_outer;
+pub mod while_loop;
 
 use crate::core::ir::{Atom, Expr, MonoidKind, Program};
 use crate::core::kernel::Reduction;
@@ -79,8 +81,12 @@ pub fn linearity(expr: &Expr) -> Linearity {
         Expr::Iota(_) => Linearity::Structural(Vec::new()),
         Expr::Prim(prim, _) => Linearity::Prim(prim.linearity()),
         Expr::Cond { .. } => Linearity::Compound(vec![false]),
-        Expr::Fold { .. } | Expr::Scan { .. } | Expr::Monoid { .. } => {
+        Expr::Fold { .. } | Expr::Scan { .. } | Expr::While { .. } | Expr::Monoid { .. } => {
             Linearity::Compound(vec![true; n_operands])
+        }
+        // Linear in its seeds, constant in the carries it replays.
+        Expr::WhileReverse { init, seeds, .. } => {
+            Linearity::Compound([vec![false; init.len()], vec![true; seeds.len()]].concat())
         }
         Expr::Build1 { .. } | Expr::Derivative { .. } => Linearity::Excluded,
     }
@@ -123,6 +129,8 @@ pub fn fusion_class(program: &Program, expr: &Expr) -> FusionClass {
         | Expr::Cond { .. }
         | Expr::Fold { .. }
         | Expr::Scan { .. }
+        | Expr::While { .. }
+        | Expr::WhileReverse { .. }
         // A monoid reduce or scan is a step of its own, run in parallel chunks by
         // `exec::monoid`; the producers of a vector's arrays run inside its chunk loop
         // (Note [Monoid steps] in `passes::fuse::monoid`).
@@ -179,6 +187,8 @@ pub fn recompute_factor(program: &Program, expr: &Expr) -> usize {
         | Expr::Iota(_)
         | Expr::Fold { .. }
         | Expr::Scan { .. }
+        | Expr::While { .. }
+        | Expr::WhileReverse { .. }
         | Expr::Monoid { .. }
         | Expr::Derivative { .. } => 1,
     }
@@ -198,6 +208,8 @@ pub fn index_param_bounds(program: &Program, expr: &Expr) -> Vec<usize> {
         Expr::Scatter { array, .. } => program.atom_ty(array).shape,
         // An operator's params are scalar operands, a derivative's function's params values.
         Expr::Monoid { .. } | Expr::Derivative { .. } => Vec::new(),
+        // A while's params are carries.
+        Expr::While { .. } | Expr::WhileReverse { .. } => Vec::new(),
         Expr::Cond { .. }
         | Expr::Atom(_)
         | Expr::Prim(..)

@@ -21,7 +21,9 @@
 //! linearity (`jvp_linear`, `ops::linearity`). Conditionals are if-converted
 //! (`ops::cond::jvp_cond`); loops carry their tangents forward and are transposed whole
 //! (`ops::loops::jvp_loop`, `split_loop`, `transpose_loop`, with Note [Reads of outer tables
-//! in a reversed loop]); the monoid operations follow seed 000 (`ops::monoid`).
+//! in a reversed loop]; a `while` by a reverse sweep that replays it, `ops::while_loop`, Note
+//! [Reverse mode through a while loop]); the monoid operations follow seed 000
+//! (`ops::monoid`).
 //!
 //! Linearity is part of the IR (`VarInfo::linear`, printed `lin`): the tangents of `jvp` and
 //! the cotangents of `vjp` are linear variables, and a statement of a linear variable binds
@@ -298,6 +300,12 @@ fn jvp_stmt(
             else_block,
         } => ops::cond::jvp_cond(builder, stmt, *cond, *then_block, *else_block, tangents),
         Expr::Fold { .. } | Expr::Scan { .. } => ops::loops::jvp_loop(builder, stmt, tangents),
+        Expr::While { .. } => ops::while_loop::jvp_while(builder, stmt, tangents),
+        Expr::WhileReverse { .. } => Err(AdError(
+            "forward mode through the reverse sweep of a while loop (a second derivative \
+             through a while) is not supported yet"
+                .into(),
+        )),
         Expr::Monoid { .. } => builder.jvp_monoid(stmt, tangents),
         Expr::Build1 { .. } | Expr::Derivative { .. } => Err(AdError(
             "differentiation expects build-free (BOT) input without derivatives".into(),
@@ -384,7 +392,16 @@ fn jvp_linear(builder: &mut Builder, stmt: &Stmt, tangents: &mut HashMap<VarId, 
 #[derive(Clone, Debug)]
 pub(crate) enum LinearItem {
     Stmt(Stmt),
-    Loop { stmt: Stmt, stacked: Vec<VarId> },
+    Loop {
+        stmt: Stmt,
+        stacked: Vec<VarId>,
+    },
+    /// A while, whose primal part runs forward as the while `primal_body` over the primal
+    /// carries; its transpose replays it (Note [Reverse mode through a while loop]).
+    While {
+        stmt: Stmt,
+        primal_body: BlockId,
+    },
 }
 
 /// Splits statements into the forward (primal) ones and the linear ones to transpose.
@@ -407,7 +424,10 @@ pub(crate) fn split(program: &mut Program, stmts: &[Stmt]) -> (Vec<Stmt>, Vec<Li
         } else if all_linear {
             items.push(LinearItem::Stmt(stmt.clone()));
         } else {
-            let (primal, item) = crate::ops::loops::split_loop(program, stmt);
+            let (primal, item) = match stmt.expr {
+                Expr::While { .. } => crate::ops::while_loop::split_while(program, stmt),
+                _ => crate::ops::loops::split_loop(program, stmt),
+            };
             forward.push(primal);
             items.push(item);
         }
@@ -458,6 +478,9 @@ pub(crate) fn transpose_items(
             LinearItem::Stmt(stmt) => transpose_stmt(builder, stmt, cts)?,
             LinearItem::Loop { stmt, stacked } => {
                 ops::loops::transpose_loop(builder, stmt, stacked, cts)?
+            }
+            LinearItem::While { stmt, primal_body } => {
+                ops::while_loop::transpose_while(builder, stmt, *primal_body, cts)?
             }
         }
     }
@@ -514,6 +537,8 @@ fn transpose_stmt(
         Expr::Cond { .. }
         | Expr::Fold { .. }
         | Expr::Scan { .. }
+        | Expr::While { .. }
+        | Expr::WhileReverse { .. }
         | Expr::Monoid { .. }
         | Expr::Build1 { .. }
         | Expr::Derivative { .. } => {

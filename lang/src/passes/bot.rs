@@ -20,7 +20,8 @@
 //! transformed innermost first, so a body never contains a `build1` when it is batched.
 //! Conditionals with a batched condition become strict selects (§5.2, `ops::cond`).
 //! `fold`/`scan` inside a build run once over batched state (the carries that depend on `i`
-//! get the batch axis, `ops::loops`).
+//! get the batch axis, `ops::loops`); so does a `while`, with a mask of the lanes still
+//! running when its condition depends on `i` (`ops::while_loop`).
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -365,6 +366,19 @@ impl Batcher<'_> {
             }
             Expr::Scan { size, init, body } => {
                 self.batch_loop(*size, init, *body, &stmt.binders, true);
+                return;
+            }
+            Expr::While { init, body } => {
+                self.batch_while(init, *body, &stmt.binders);
+                return;
+            }
+            Expr::WhileReverse {
+                init,
+                seeds,
+                body,
+                back,
+            } => {
+                self.batch_while_reverse(init, seeds, (*body, *back), &stmt.binders);
                 return;
             }
             Expr::Monoid {

@@ -118,3 +118,40 @@ fn bot_agrees_on_deeper_programs() {
         check_seed(seed, &config);
     }
 }
+
+/// The random programs exercise the batching of loops with data-dependent trip counts: among
+/// the first seeds, whiles and reverse sweeps inside builds whose lanes may stop at different
+/// steps (batched with a mask of the active lanes, its param named `active`).
+#[test]
+fn random_programs_batch_whiles_with_masks() {
+    use dx_lang::core::ir::Expr;
+    let config = GenConfig::default();
+    let (mut masked_whiles, mut masked_reverses) = (0, 0);
+    for seed in 0..3000 {
+        let program = random_program(seed, &config);
+        let transformed = bot::run(&program);
+        let blocks = dx_lang::core::visit::reachable_blocks(&transformed, transformed.main);
+        for stmt in blocks
+            .iter()
+            .flat_map(|block| &transformed.blocks[*block].stmts)
+        {
+            let (body, counter) = match &stmt.expr {
+                Expr::While { body, .. } => (*body, &mut masked_whiles),
+                Expr::WhileReverse { body, .. } => (*body, &mut masked_reverses),
+                _ => continue,
+            };
+            let params = &transformed.blocks[body].params;
+            if params
+                .last()
+                .is_some_and(|param| transformed.vars[*param].hint == "active")
+            {
+                *counter += 1;
+            }
+        }
+    }
+    eprintln!("{masked_whiles} masked whiles, {masked_reverses} masked reverse sweeps");
+    assert!(
+        masked_whiles >= 10 && masked_reverses >= 10,
+        "{masked_whiles} masked whiles, {masked_reverses} masked reverse sweeps"
+    );
+}

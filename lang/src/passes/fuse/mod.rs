@@ -137,9 +137,9 @@ fn schedule_block(program: &Program, block: BlockId) -> Schedule {
                 steps.extend(monoid::monoid_steps(&fuser, stmt_idx));
             }
             FusionClass::Bulk => {
-                if let Expr::Fold { body, .. } | Expr::Scan { body, .. } = &stmt.expr {
-                    if !all_scalars(program, *body) {
-                        loop_bodies.push(schedule_block(program, *body));
+                for body in loop_bodies_of(&stmt.expr) {
+                    if !all_scalars(program, body) {
+                        loop_bodies.push(schedule_block(program, body));
                     }
                 }
                 steps.push(Step::Stmt(stmt_idx));
@@ -190,11 +190,24 @@ fn schedule_block(program: &Program, block: BlockId) -> Schedule {
 
 // Note [Loop bodies]
 // ~~~~~~~~~~~~~~~~~~
-// A `fold` or `scan` runs its body once per step. A body whose values are all scalars runs on
+// A `fold`, `scan` or `while` runs its body once per step (a `while_reverse` its forward
+// step, then its backward step). A body whose values are all scalars runs on
 // scalar registers (`exec::scalar_loop`), so it gets no schedule. Any other body (a training
 // step updating weight tables, the backward scan of a gradient through a loop) is fused like
 // `main`: its params and the variables it uses from outside are inputs (reads), and each
 // step of the loop runs the body's kernels instead of one bulk operation per statement.
+
+/// The blocks of a loop statement that run once per step: the body of a `fold`, `scan` or
+/// `while`, and the forward and backward steps of a `while_reverse`.
+fn loop_bodies_of(expr: &Expr) -> Vec<BlockId> {
+    match expr {
+        Expr::Fold { body, .. } | Expr::Scan { body, .. } | Expr::While { body, .. } => {
+            vec![*body]
+        }
+        Expr::WhileReverse { body, back, .. } => vec![*body, *back],
+        _ => Vec::new(),
+    }
+}
 
 /// Whether every value of a block (params, binders, results) is a scalar and it has no nested
 /// blocks: a loop body `exec::scalar_loop` runs on registers.
@@ -653,6 +666,8 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
             | Expr::Cond { .. }
             | Expr::Fold { .. }
             | Expr::Scan { .. }
+            | Expr::While { .. }
+            | Expr::WhileReverse { .. }
             | Expr::Monoid { .. }
             | Expr::Derivative { .. } => {
                 unreachable!("fuse: {binder} is not bound by a pull statement")
