@@ -117,7 +117,9 @@ pub fn builtin_doc(name: &str) -> Option<&'static str> {
         "bounded_iter" => {
             "`bounded_iter(max, fallback, \\i. …)`: `iter`, giving `fallback` after `max` steps."
         }
-        "catch" => "`catch(\\. body)`: `Just` the body's result, or `Nothing` if it calls `throw()`.",
+        "catch" => {
+            "`catch(\\. body)`: `Just` the body's result, or `Nothing` if it calls `throw()`."
+        }
         "throw" => "`throw()`: leaves the enclosing `catch`, which gives `Nothing`.",
         "error" => "`error \"message\"`: stops the block with `Runtime error: message`.",
         _ => return None,

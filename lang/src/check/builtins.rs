@@ -758,15 +758,11 @@ impl Builtin {
                 };
                 let unit = Ty::Tuple(Vec::new());
                 match op {
-                    EffectOp::RunState => {
-                        handler(s.clone(), Ty::Tuple(vec![a.clone(), s.clone()]))
-                    }
+                    EffectOp::RunState => handler(s.clone(), Ty::Tuple(vec![a.clone(), s.clone()])),
                     EffectOp::WithState | EffectOp::WithReader => handler(s.clone(), a.clone()),
                     EffectOp::YieldState => handler(s.clone(), s.clone()),
                     EffectOp::Get | EffectOp::Ask => Ty::fun(reference(&h, &s), s),
-                    EffectOp::Put | EffectOp::Extend => {
-                        Ty::funs(vec![reference(&h, &s), s], unit)
-                    }
+                    EffectOp::Put | EffectOp::Extend => Ty::funs(vec![reference(&h, &s), s], unit),
                     EffectOp::RefIndex => {
                         let n = var(cx, &[Class::Ix]);
                         Ty::funs(

@@ -83,7 +83,10 @@ pub enum SVal {
     },
     /// A reference to element `path` of the value in an effect cell (Note [Effects as
     /// cells], `lower_effects.rs`).
-    Ref { cell: usize, path: Vec<Atom> },
+    Ref {
+        cell: usize,
+        path: Vec<Atom>,
+    },
     /// A monoid passed to `yield_accum` (`AddMonoid Float`).
     Monoid(NamedMonoid),
 }
@@ -763,17 +766,18 @@ impl<'a> Lowerer<'a> {
                 let valid = self.range_size(&ix, span)?;
                 let size = self.ix_size(&ix, span)?;
                 // A parallel `build1`, or a `scan` when the body writes state.
-                let out = self.effect_loop(size, Vec::new(), true, "for", span, |cx, flat, _| {
-                    let index = cx.unflatten_index(flat, &ix, span)?;
-                    cx.locals.insert(*binder, index);
-                    let value = cx.lower(body)?;
-                    let leaves = cx.leaves(&value, body.span)?;
-                    let ys = match valid {
-                        Some(size) => cx.zero_beyond(leaves, flat, size, span)?,
-                        None => leaves,
-                    };
-                    Ok((Vec::new(), ys))
-                })?;
+                let out =
+                    self.effect_loop(size, Vec::new(), true, "for", span, |cx, flat, _| {
+                        let index = cx.unflatten_index(flat, &ix, span)?;
+                        cx.locals.insert(*binder, index);
+                        let value = cx.lower(body)?;
+                        let leaves = cx.leaves(&value, body.span)?;
+                        let ys = match valid {
+                            Some(size) => cx.zero_beyond(leaves, flat, size, span)?,
+                            None => leaves,
+                        };
+                        Ok((Vec::new(), ys))
+                    })?;
                 Ok(self.assemble(&ty, out.ys))
             }
             TKind::If {
@@ -804,8 +808,10 @@ impl<'a> Lowerer<'a> {
                 Ok(self.assemble(&ty, binders))
             }
             TKind::App { func, arg } => {
-                if let (TKind::Builtin(Builtin::Effect(EffectOp::Error)), TKind::Lit(Lit::Str(text))) =
-                    (&func.kind, &arg.kind)
+                if let (
+                    TKind::Builtin(Builtin::Effect(EffectOp::Error)),
+                    TKind::Lit(Lit::Str(text)),
+                ) = (&func.kind, &arg.kind)
                 {
                     let ty = self.concrete(&expr.ty, span)?;
                     return self.runtime_error(text.clone(), &ty, span);
@@ -1638,12 +1644,10 @@ impl<'a> Lowerer<'a> {
             | Ty::Var(_)
             | Ty::Rigid(..)
             | Ty::Range { .. }
-            | Ty::Con(..) => {
-                error(
-                    span,
-                    format!("`arb` cannot make a random value of type {ty}"),
-                )
-            }
+            | Ty::Con(..) => error(
+                span,
+                format!("`arb` cannot make a random value of type {ty}"),
+            ),
         }
     }
 

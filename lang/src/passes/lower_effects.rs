@@ -120,7 +120,6 @@ impl Effects {
     pub(super) fn cell_value(&self, cell: usize) -> SVal {
         self.cells[cell].value.clone()
     }
-
 }
 
 /// What a loop body gives: the next user carries and the step's outputs.
@@ -267,13 +266,25 @@ impl Lowerer<'_> {
                 // literal message (`lower`) does not come here.
                 self.runtime_error("error".to_string(), result_ty, span)
             }
-            EffectOp::While | EffectOp::Iter | EffectOp::BoundedIter => {
-                let _ = result_ty;
-                error(
-                    span,
-                    "loops with a data-dependent trip count (`while`, `iter`) are not supported \
-                     yet: use `fold` over a bound on the trip count",
-                )
+            EffectOp::While => {
+                let body = next()?;
+                self.effect_while(Vec::new(), span, |cx, _| {
+                    match cx.apply(body.clone(), SVal::Tuple(Vec::new()), span)? {
+                        SVal::Arr(go_on) => Ok((go_on, Vec::new())),
+                        _ => bug(span, "a while body's result is not a Bool"),
+                    }
+                })?;
+                Ok(SVal::Tuple(Vec::new()))
+            }
+            EffectOp::Iter => {
+                let body = next()?;
+                self.iter(body, None, result_ty, span)
+            }
+            EffectOp::BoundedIter => {
+                let max = next()?;
+                let fallback = next()?;
+                let body = next()?;
+                self.iter(body, Some((max, fallback)), result_ty, span)
             }
         }
     }
@@ -289,7 +300,14 @@ impl Lowerer<'_> {
         span: Span,
     ) -> Result<(SVal, SVal)> {
         let cell = self.new_cell(kind, init, ty);
-        let res = self.apply(action, SVal::Ref { cell, path: Vec::new() }, span);
+        let res = self.apply(
+            action,
+            SVal::Ref {
+                cell,
+                path: Vec::new(),
+            },
+            span,
+        );
         self.effects.cells[cell].live = false;
         let res = res?;
         if holds_reference(&res) {
@@ -342,11 +360,7 @@ impl Lowerer<'_> {
         // `Nothing` (tag 0) when thrown, `Just` (tag 1) otherwise.
         let tag = self.prim(
             Prim::Select,
-            vec![
-                thrown,
-                Atom::Lit(Scalar::U32(0)),
-                Atom::Lit(Scalar::U32(1)),
-            ],
+            vec![thrown, Atom::Lit(Scalar::U32(0)), Atom::Lit(Scalar::U32(1))],
             span,
         )?;
         items[0] = SVal::Arr(tag);
@@ -521,7 +535,9 @@ impl Lowerer<'_> {
         let Some((&size, elem_shape)) = ty.shape.split_first() else {
             return bug(span, "an element reference into a scalar");
         };
-        let index = self.program.new_var(ArrTy::scalar(crate::core::ir::Elem::I64), "k");
+        let index = self
+            .program
+            .new_var(ArrTy::scalar(crate::core::ir::Elem::I64), "k");
         let body = self.in_block(vec![index], |cx| {
             let elem_ty = ArrTy::new(elem_shape.to_vec(), ty.elem);
             let current = cx.emit1(
@@ -535,7 +551,11 @@ impl Lowerer<'_> {
             );
             let updated = cx.update_leaf(current, rest, new, combine, span)?;
             let here = cx.prim(Prim::Eq, vec![Atom::Var(index), first], span)?;
-            Ok(vec![cx.prim(Prim::Select, vec![here, updated, current], span)?])
+            Ok(vec![cx.prim(
+                Prim::Select,
+                vec![here, updated, current],
+                span,
+            )?])
         })?;
         Ok(self.emit1(Expr::Build1 { size, body }, ty, "upd", span))
     }
@@ -543,7 +563,11 @@ impl Lowerer<'_> {
     // ----- control flow -----
 
     fn snapshot(&self) -> Vec<SVal> {
-        self.effects.cells.iter().map(|cell| cell.value.clone()).collect()
+        self.effects
+            .cells
+            .iter()
+            .map(|cell| cell.value.clone())
+            .collect()
     }
 
     /// The cells' values as in `snapshot` (a cell made since: its initial value).
@@ -555,9 +579,7 @@ impl Lowerer<'_> {
 
     /// The value of `cell` in `snapshot`.
     fn snapshot_value<'s>(&'s self, snapshot: &'s [SVal], cell: usize) -> &'s SVal {
-        snapshot
-            .get(cell)
-            .unwrap_or(&self.effects.cells[cell].init)
+        snapshot.get(cell).unwrap_or(&self.effects.cells[cell].init)
     }
 
     /// The live cells whose value differs from `snapshot`.
@@ -718,7 +740,9 @@ impl Lowerer<'_> {
         let mut rest = binders[n_user..].iter().copied();
         for &cell in &changed {
             let ty = self.effects.cells[cell].ty.clone();
-            let count = self.leaves(&self.effects.cells[cell].value.clone(), span)?.len();
+            let count = self
+                .leaves(&self.effects.cells[cell].value.clone(), span)?
+                .len();
             let leaves: Vec<Atom> = rest.by_ref().take(count).collect();
             self.effects.cells[cell].value = self.assemble(&ty, leaves);
         }
@@ -754,7 +778,7 @@ impl Lowerer<'_> {
     ) -> Result<LoopOut> {
         let mut carried: Vec<usize> = Vec::new();
         loop {
-            let attempt = self.loop_body(&init, &carried, span, &mut step)?;
+            let attempt = self.loop_body(&init, &carried, true, span, &mut step)?;
             let mut grown = false;
             for &cell in &attempt.written {
                 if !carried.contains(&cell) {
@@ -773,13 +797,18 @@ impl Lowerer<'_> {
         &mut self,
         init: &[Atom],
         carried: &[usize],
+        counted: bool,
         span: Span,
         step: &mut impl FnMut(&mut Self, Atom, Vec<Atom>) -> StepResult,
     ) -> Result<LoopBody> {
         let before = self.snapshot();
         let depths: Vec<usize> = self.effects.cells.iter().map(|cell| cell.depth).collect();
-        let index = self.program.new_var(ArrTy::scalar(crate::core::ir::Elem::I64), "i");
-        let mut params = vec![index];
+        let index = self
+            .program
+            .new_var(ArrTy::scalar(crate::core::ir::Elem::I64), "i");
+        // A `while` has no index, and cannot stack contributions (its trip count is data):
+        // it carries the accumulators it adds to.
+        let mut params = if counted { vec![index] } else { Vec::new() };
         let carry_vars: Vec<VarId> = init
             .iter()
             .map(|atom| {
@@ -809,12 +838,23 @@ impl Lowerer<'_> {
         for &cell in carried {
             self.effects.cells[cell].depth = self.effects.depth;
         }
+        if !counted {
+            for cell in &mut self.effects.cells {
+                if matches!(cell.kind, CellKind::Accum(_)) {
+                    cell.depth = self.effects.depth;
+                }
+            }
+        }
         self.effects.frames.push(Vec::new());
         let mut written = Vec::new();
         let mut n_next = 0;
         let mut n_ys = 0;
         let body = self.in_block(params, |cx| {
-            let (next, ys) = step(cx, Atom::Var(index), carry_vars.iter().copied().map(Atom::Var).collect())?;
+            let (next, ys) = step(
+                cx,
+                Atom::Var(index),
+                carry_vars.iter().copied().map(Atom::Var).collect(),
+            )?;
             n_next = next.len();
             n_ys = ys.len();
             let mut results = next;
@@ -874,6 +914,145 @@ impl Lowerer<'_> {
             n_ys,
             cell_counts,
         })
+    }
+
+    /// A loop whose trip count is data (`while`, `iter`): a core `while` carrying the user's
+    /// carries `init` and the cells the body writes. `step` gets the carries and gives the
+    /// next ones and whether to go on.
+    pub(super) fn effect_while(
+        &mut self,
+        init: Vec<Atom>,
+        span: Span,
+        mut step: impl FnMut(&mut Self, Vec<Atom>) -> Result<(Atom, Vec<Atom>)>,
+    ) -> Result<Vec<Atom>> {
+        let mut carried: Vec<usize> = Vec::new();
+        let mut step = |cx: &mut Self, _: Atom, carries: Vec<Atom>| -> StepResult {
+            let (go_on, next) = step(cx, carries)?;
+            Ok((next, vec![go_on]))
+        };
+        loop {
+            let attempt = self.loop_body(&init, &carried, false, span, &mut step)?;
+            let mut grown = false;
+            for &cell in &attempt.written {
+                if !carried.contains(&cell) {
+                    carried.push(cell);
+                    grown = true;
+                }
+            }
+            if grown {
+                continue;
+            }
+            if !attempt.records.is_empty() {
+                return bug(span, "a contribution stacked by a while");
+            }
+            // The body's results are `[next…, cells…, continue]`: the flag goes first.
+            self.program.blocks[attempt.body].results.rotate_right(1);
+            let mut all_init = init;
+            for &cell in &carried {
+                let value = self.effects.cells[cell].value.clone();
+                all_init.extend(self.leaves(&value, span)?);
+            }
+            let tys: Vec<ArrTy> = all_init.iter().map(|atom| self.atom_ty(atom)).collect();
+            let binders: Vec<Atom> = self
+                .emit(
+                    Expr::While {
+                        init: all_init,
+                        body: attempt.body,
+                    },
+                    tys,
+                    "while",
+                    span,
+                )
+                .into_iter()
+                .map(Atom::Var)
+                .collect();
+            let mut rest = binders.into_iter();
+            let carries: Vec<Atom> = rest.by_ref().take(attempt.n_next).collect();
+            for (&cell, count) in carried.iter().zip(attempt.cell_counts) {
+                let ty = self.effects.cells[cell].ty.clone();
+                let leaves: Vec<Atom> = rest.by_ref().take(count).collect();
+                self.effects.cells[cell].value = self.assemble(&ty, leaves);
+            }
+            return Ok(carries);
+        }
+    }
+
+    /// `iter(\i. body)`: the body's `IterResult` says whether to go on; `bounded` adds the
+    /// step bound and the fallback of `bounded_iter`. Carries the step and the result.
+    fn iter(
+        &mut self,
+        body: SVal,
+        bounded: Option<(SVal, SVal)>,
+        result_ty: &Ty,
+        span: Span,
+    ) -> Result<SVal> {
+        let result_zero = self.zeros_of(result_ty, span)?;
+        let mut init = vec![Atom::Lit(Scalar::U32(0))];
+        init.extend(self.leaves(&result_zero, span)?);
+        let n_result = init.len() - 1;
+        let result_tys = self.leaf_types(result_ty, span)?;
+        let carries = self.effect_while(init, span, |cx, carries| {
+            let step = carries[0];
+            let at = SVal::Arr(step);
+            // The step's `IterResult`, as the leaves of its representation.
+            let outcome_ty = cx.iter_result_ty(result_ty, span)?;
+            let outcome_tys = cx.leaf_types(&outcome_ty, span)?;
+            let outcome = match &bounded {
+                None => {
+                    let res = cx.apply(body.clone(), at, span)?;
+                    cx.leaves(&res, span)?
+                }
+                Some((max, fallback)) => {
+                    let SVal::Arr(max) = max else {
+                        return bug(span, "bounded_iter's bound is not a scalar");
+                    };
+                    let beyond = cx.prim(Prim::Ge, vec![step, *max], span)?;
+                    let Ty::Data(data) = &outcome_ty else {
+                        return bug(span, "IterResult is not a user type");
+                    };
+                    let data = data.clone();
+                    let fallback = fallback.clone();
+                    let body = body.clone();
+                    cx.effect_cond(
+                        beyond,
+                        outcome_tys,
+                        "bounded",
+                        span,
+                        |cx| {
+                            let done = cx.constructor(data, 1, vec![fallback], span)?;
+                            cx.leaves(&done, span)
+                        },
+                        |cx| {
+                            let res = cx.apply(body, at, span)?;
+                            cx.leaves(&res, span)
+                        },
+                    )?
+                }
+            };
+            // `Continue` is constructor 0, `Done(x)` constructor 1: [tag, (), (x…)].
+            let tag = outcome[0];
+            let done_value = &outcome[1..];
+            let go_on = cx.prim(Prim::Eq, vec![tag, Atom::Lit(Scalar::U32(0))], span)?;
+            let next_step = cx.prim(Prim::Add, vec![step, Atom::Lit(Scalar::U32(1))], span)?;
+            let mut next = vec![next_step];
+            for (position, _) in result_tys.iter().enumerate() {
+                let old = carries[1 + position];
+                next.push(cx.prim(Prim::Select, vec![go_on, old, done_value[position]], span)?);
+            }
+            let _ = n_result;
+            Ok((go_on, next))
+        })?;
+        Ok(self.assemble(result_ty, carries[1..].to_vec()))
+    }
+
+    fn iter_result_ty(&mut self, result_ty: &Ty, span: Span) -> Result<Ty> {
+        match self.env.data_types.get("IterResult") {
+            Some(def) => Ok(Ty::Data(crate::check::data::DataTy {
+                def: def.clone(),
+                args: vec![result_ty.clone()],
+            })),
+            None => bug(span, "the prelude defines no IterResult"),
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1015,7 +1194,11 @@ impl Lowerer<'_> {
         let mut order: Vec<usize> = (0..batch).filter(|axis| !kept.contains(axis)).collect();
         order.extend(kept);
         let mut res = added;
-        if order.iter().enumerate().any(|(position, axis)| position != *axis) {
+        if order
+            .iter()
+            .enumerate()
+            .any(|(position, axis)| position != *axis)
+        {
             let ty = self.atom_ty(&res);
             let mut shape: Vec<usize> = order.iter().map(|axis| ty.shape[*axis]).collect();
             shape.extend(&ty.shape[batch..]);

@@ -1558,7 +1558,8 @@ impl<'a> Builder<'a> {
                         .next()
                         .ok_or_else(|| self.internal(&suffix))?;
                     let index = self.atom(target)?;
-                    let op_span = Span::new(suffix_span.start as usize, suffix_span.start as usize + 1);
+                    let op_span =
+                        Span::new(suffix_span.start as usize, suffix_span.start as usize + 1);
                     let span = base.outer.to(suffix_span);
                     base = Node::plain(Expr {
                         kind: ExprKind::UserOp {
