@@ -845,6 +845,32 @@ mod tests {
         assert!(grad.iter().all(|g| g.abs() > 1e-3), "{grad:?}");
     }
 
+    /// A while inside a while's body: the backward step of the outer reverse sweep holds the
+    /// inner one.
+    #[test]
+    fn derivatives_of_a_while_in_a_while_agree_with_finite_differences() {
+        let stmts = r"  %2_k: []i64, %3_y: []f64 = while (0:i64, 0.5:f64) (\%4_k: []i64, %5_y: []f64 ->
+    %6_w: []f64 = index %0_x [%4_k]
+    %7_z: []f64 = while (%6_w) (\%8_z: []f64 ->
+      %9: []f64 = mul %8_z 0.5:f64
+      %10: []f64 = sin %8_z
+      %11: []f64 = mul %10 0.01:f64
+      %12: []f64 = add %9 %11
+      %13_go: []bool = gt %12 0.2:f64
+      in %13_go, %12)
+    %14: []f64 = mul %5_y %7_z
+    %15: []f64 = add %14 %6_w
+    %16: []i64 = add %4_k 1:i64
+    %17_go: []bool = lt %16 3:i64
+    in %17_go, %16, %15)";
+        let f = function("[3]f64", stmts, "%3_y");
+        let grad = check_derivatives(&f, &[5.0, 12.0, 0.9]);
+        assert!(grad.iter().all(|g| g.abs() > 1e-3), "{grad:?}");
+        let compiled = pipeline::run(&parse(&f.vjp), PIPELINE, &[]).unwrap();
+        let reverse = |expr: &Expr| matches!(expr, Expr::WhileReverse { .. });
+        assert_eq!(count(&compiled.program, reverse), 2, "{}", compiled.program);
+    }
+
     /// A `vjp` of one lane's function inside a build: the outer BOT batches the
     /// `while_reverse`, whose lanes take different numbers of steps.
     #[test]
