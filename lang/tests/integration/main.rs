@@ -7,6 +7,7 @@ mod common;
 mod ad_properties;
 mod bot;
 mod bot_snapshots;
+mod effects;
 mod fused;
 mod monoid;
 mod prim_derivatives;
