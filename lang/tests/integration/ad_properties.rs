@@ -338,6 +338,7 @@ impl<'r> Gen<'r> {
             1.5,             // 6: fold, scan
             2.0,             // 7: prelude reductions
             1.0,             // 8: tuples
+            1.5,             // 9: effects
         ];
         let (text, bound) = match self.rng.weighted(&weights) {
             0 => {
@@ -437,6 +438,7 @@ impl<'r> Gen<'r> {
                 )
             }
             6 => self.scalar_loop(depth),
+            9 => self.effect(depth),
             7 => {
                 let (vector, vector_bound) = self.vector(depth - 1);
                 match self.rng.below(5) {
@@ -540,6 +542,74 @@ impl<'r> Gen<'r> {
             },
         };
         Gen::limit(text, bound, VALUE_LIMIT)
+    }
+
+    /// Effects (LANGUAGE.md §9): accumulation in a `for` (a reduction, or a scatter-add at an
+    /// index computed from the loop's), state threaded through a `for_`, and a `while` whose
+    /// state holds a counter.
+    fn effect(&mut self, depth: usize) -> (String, f64) {
+        let (i, acc, s) = (self.name("i"), self.name("acc"), self.name("s"));
+        match self.rng.below(4) {
+            kind @ (0 | 1) => {
+                self.indices.push((i.clone(), N));
+                self.ctx.push(Ctx::For(format!("{i}:(Fin {N})")));
+                let index = self.index();
+                let (body, bound) = self.scalar(depth - 1);
+                self.ctx.pop();
+                self.indices.pop();
+                if kind == 0 {
+                    let text = format!(
+                        "(yield_accum (AddMonoid Float64) \\{acc}. for {i}:(Fin {N}). {acc} += {body})"
+                    );
+                    return (text, 3.0 * bound);
+                }
+                // An element reference needs an index, not a number.
+                let index = if index.parse::<usize>().is_ok() {
+                    format!("({index} @ Fin {N})")
+                } else {
+                    index
+                };
+                let (h, k) = (self.name("h"), self.name("k"));
+                let text = format!(
+                    "((\\{h}. sum for {k}:(Fin {N}). {h}[{k}] * {h}[{k}]) \
+                     (yield_accum (AddMonoid Float64) \\{acc}. for {i}:(Fin {N}). {acc}!{index} += {body}))"
+                );
+                (text, 3.0 * (3.0 * bound) * (3.0 * bound))
+            }
+            2 => {
+                let (init, init_bound) = self.scalar(depth - 1);
+                let carry_bound = init_bound.max(1.0);
+                let carry = format!("(get {s})");
+                self.indices.push((i.clone(), N));
+                self.scalars.push((carry.clone(), carry_bound));
+                self.carries.push((carry, carry_bound));
+                self.in_loop += 1;
+                let body = self.carry_body(depth - 1, carry_bound);
+                self.in_loop -= 1;
+                self.carries.pop();
+                self.scalars.pop();
+                self.indices.pop();
+                let text = format!("(yield_state {init} \\{s}. for_ {i}:(Fin {N}). {s} := {body})");
+                (text, carry_bound)
+            }
+            _ => {
+                let (init, init_bound) = self.scalar(depth - 1);
+                let carry_bound = init_bound.max(1.0);
+                let (c, n) = (self.name("c"), self.name("n"));
+                self.scalars.push((c.clone(), carry_bound));
+                self.carries.push((c.clone(), carry_bound));
+                self.in_loop += 1;
+                let body = self.carry_body(depth - 1, carry_bound);
+                self.in_loop -= 1;
+                self.carries.pop();
+                self.scalars.pop();
+                let text = format!(
+                    "(fst (yield_state ({init}, 0) \\{s}. while \\. \
+                     ((\\({c}, {n}). snd ({s} := ({body}, {n} + 1), {n} + 1 < 3)) (get {s}))))"
+                );
+                (text, carry_bound)
+            }
+        }
     }
 
     /// A loop body returning a scalar carry, kept within the carry's bound so that every
@@ -998,6 +1068,23 @@ fn run_random_cases(input: Input, seed: u64, n_cases: usize, vector_valued_share
     }
     eprintln!("{}", stats.summary(name));
     stats.assert_ok(name);
+}
+
+/// The random programs above use every kind of effect the generator knows, so the checks
+/// cover them.
+#[test]
+fn random_programs_draw_every_effect() {
+    let mut rng = Rng(0x00AD_0001);
+    let texts: Vec<String> = (0..200)
+        .map(|_| {
+            let vector_valued = rng.chance(0.3);
+            generate(&mut rng, Input::Vector, vector_valued).body
+        })
+        .collect();
+    for construct in ["+= ", "!", "for_ ", "while "] {
+        let count = texts.iter().filter(|text| text.contains(construct)).count();
+        assert!(count >= 3, "only {count} programs use `{construct}`");
+    }
 }
 
 #[test]
