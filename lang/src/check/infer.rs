@@ -2700,6 +2700,20 @@ fn check_known(expr: &TExpr) -> Result<()> {
     if !matches!(expr.kind, TKind::Lam { .. }) {
         expr.children().into_iter().try_for_each(check_known)?;
     }
+    let reference = expr
+        .ty
+        .any(&mut |ty| matches!(ty, Ty::Con(super::types::TyCon::Ref, _)));
+    if reference && !expr.ty.contains_fun() {
+        // Outside every lambda, only a reference a handler returned can have this type.
+        return error(
+            expr.span,
+            format!(
+                "a reference escapes its handler: this is a {}, which lives only inside the \
+                 handler's body (return `get ref` instead)",
+                expr.ty
+            ),
+        );
+    }
     let unknown = !expr.ty.contains_fun() && expr.ty.any(&mut |ty| matches!(ty, Ty::Var(_)));
     if unknown {
         return error(

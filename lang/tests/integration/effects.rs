@@ -202,6 +202,14 @@ fn misuse_of_references_is_an_error_at_its_position() {
         ),
         (":p 1.0 := 2.0\n", "Type error"),
         (":p (throw () :: Float)\n", "outside every `catch`"),
+        (
+            ":p with_state 1.0 \\r. r\n",
+            "a reference escapes its handler",
+        ),
+        (
+            "def leak(x: Float) -> Float =\n  r = with_state x \\r. r\n  x\n:p leak 1.0\n",
+            "a reference escapes its handler",
+        ),
     ];
     for (src, expected) in cases {
         let text = error(&mut session, src);
