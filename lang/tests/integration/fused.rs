@@ -233,36 +233,43 @@ fn the_right_scan_of_a_cumprod_gradient_fuses_its_operands_and_its_consumer() {
 fn maximum_and_its_gradient_are_reduction_kernels_that_agree_with_the_general_rule() {
     let mut session = session(Engine::Fused);
     outputs(&mut session, DEFS);
-    // Ties: `x` rounded to one decimal repeats its maximum.
+    // Ties: `x` rounded to one decimal repeats its maximum. `u` and `p` have none: their
+    // values are distinct multiples of 7919 modulo `n`.
+    let ties = "t : (Fin n)=>Float = for i. round (10.0 * x[i]) / 10.0\nm = for i:(Fin 400) j:(Fin 250). round (10.0 * sin (n_to_f (250 * ordinal i + ordinal j))) / 10.0\n";
+    outputs(&mut session, ties);
     outputs(
         &mut session,
-        "t : (Fin n)=>Float = for i. round (10.0 * x[i]) / 10.0\nm = for i:(Fin 400) j:(Fin 250). round (10.0 * sin (n_to_f (250 * ordinal i + ordinal j))) / 10.0\n",
+        "u : (Fin n)=>Float = for i. n_to_f (mod (ordinal i * 7919) n)\np = for i:(Fin 400) j:(Fin 250). n_to_f (mod ((250 * ordinal i + ordinal j) * 7919) n)\n",
     );
-    // The max fused with its producer, the first maximum as an integer `min` reduction,
-    // the one-hot cotangent: no scan, no transposed copy.
+    // The max fused with its producer, the tie count, the shares (JAX's rule, Note [Ties of
+    // min and max] in `prim::arith`): the tie indicator is computed by both of its readers
+    // (Note [Light values] in `passes::fuse`), so nothing else is materialised. No scan, no
+    // transposed copy.
     let text = fused_stage(&mut session, "grad (\\v. maximum v) t");
     assert_eq!(count_lines(&text, "bulk"), 0, "{text}");
     assert_eq!(count_lines(&text, "kernel"), 3, "{text}");
     assert_eq!(count_lines(&text, "max v"), 1, "{text}");
-    assert_eq!(count_lines(&text, "min v"), 1, "{text}");
+    assert_eq!(count_lines(&text, "sum v"), 1, "{text}");
+    assert_eq!(count_lines(&text, "v2: bool = eq"), 2, "{text}");
     let rows = "(\\w. sum for i. maximum w[i])";
     let columns = "(\\w. sum for j. maximum for i. w[i, j])";
     let text = fused_stage(&mut session, &format!("grad {rows} m"));
     assert_eq!(count_lines(&text, "bulk"), 0, "{text}");
-    // The same bits as the general rule (an operator that is not a selection), ties included.
+    // Without ties, the same bits as the general rule (an operator that is not a selection,
+    // whose derivative is the one-hot at the maximum).
     let general = "\\a b. if a >= b then a else b";
     for (selection, by_rule) in [
         (
-            "grad (\\v. maximum v) t".to_string(),
-            format!("grad (\\v. reduce(v, v[0 @ _], {general})) t"),
+            "grad (\\v. maximum v) u".to_string(),
+            format!("grad (\\v. reduce(v, v[0 @ _], {general})) u"),
         ),
         (
-            format!("grad {rows} m"),
-            format!("grad (\\w. sum for i. reduce(w[i], w[i, 0 @ _], {general})) m"),
+            format!("grad {rows} p"),
+            format!("grad (\\w. sum for i. reduce(w[i], w[i, 0 @ _], {general})) p"),
         ),
         (
-            format!("grad {columns} m"),
-            format!("grad (\\w. sum for j. reduce(for i. w[i, j], w[0 @ _, j], {general})) m"),
+            format!("grad {columns} p"),
+            format!("grad (\\w. sum for j. reduce(for i. w[i, j], w[0 @ _, j], {general})) p"),
         ),
         (
             "maximum t".to_string(),
@@ -275,21 +282,38 @@ fn maximum_and_its_gradient_are_reduction_kernels_that_agree_with_the_general_ru
             "{selection}"
         );
     }
-    assert_eq!(value(&mut session, "sum (grad (\\v. maximum v) t)"), "1.");
     assert_eq!(
         value(
             &mut session,
-            "grad (\\v. maximum v) t == (for i. select (i == argmax t) 1.0 0.0)"
+            "grad (\\v. maximum v) u == (for i. select (i == argmax u) 1.0 0.0)"
         ),
         "True"
     );
-    assert_eq!(
-        value(
-            &mut session,
-            "grad (\\v. minimum v) t == (for i. select (i == argmin t) 1.0 0.0)"
-        ),
-        "True"
-    );
+    // With ties, JAX's: the tied elements share the derivative evenly.
+    for (reduction, extreme) in [("maximum", "argmax"), ("minimum", "argmin")] {
+        let shares = format!(
+            "(for i. select (t[i] == t[{extreme} t]) (1.0 / (sum for j. select (t[j] == t[{extreme} t]) 1.0 0.0)) 0.0)"
+        );
+        assert_eq!(
+            value(
+                &mut session,
+                &format!("(sum for i. select (t[i] == {reduction} t) 1.0 0.0) > 1.0")
+            ),
+            "True",
+            "{reduction}: the test needs ties"
+        );
+        assert_eq!(
+            value(
+                &mut session,
+                &format!("grad (\\v. {reduction} v) t == {shares}")
+            ),
+            "True",
+            "{reduction}"
+        );
+    }
+    agrees_with_the_interpreter_on_1_and_2_threads(&format!(
+        "{DEFS}{ties}:p (grad (\\v. maximum v) t, grad (\\v. minimum v) t)\n:p (grad {rows} m, grad {columns} m)\n"
+    ));
 }
 
 #[test]
