@@ -100,28 +100,31 @@ fn a_stop_gradient_maximum_leaves_no_kernel_for_its_derivative() {
         &mut session,
         "xs : (Fin 64)=>(Fin 50)=>Float = for r c. sin (n_to_f (ordinal r * 50 + ordinal c))\n",
     );
-    // `logsumexp` shifts by `stop_gradient (maximum x)`: the gradient is the row maximum, the
-    // exponentials, their sums, the reciprocals and the product; no first-maximum fold and no
-    // one-hot term for the shift.
+    // `logsumexp` shifts by `stop_gradient` of the row maximum where it is finite (0 where it
+    // is not, as JAX's): the gradient is the row maximum, the shift (a map over the rows),
+    // the exponentials, their sums, the reciprocals and the product; no tie count and no
+    // share of the cotangent for the shift.
     let text = fused_stage(&mut session, "grad (\\x. sum for r. logsumexp x[r]) xs");
-    assert_eq!(count_lines(&text, "kernel"), 5, "{text}");
+    assert_eq!(count_lines(&text, "kernel"), 6, "{text}");
     assert_eq!(
         count_lines(&text, "kernel k0 over [50, 64] max"),
         1,
         "{text}"
     );
+    assert_eq!(count_lines(&text, "kernel k1 over [64]:"), 1, "{text}");
     assert!(
-        !text.contains(" min ") && !text.contains("stopgradient"),
+        !text.contains(" = eq ") && !text.contains("stopgradient"),
         "{text}"
     );
-    // Without it, the shift's derivative costs two more reductions and a select.
+    // Without it, the shift's derivative costs two more reductions (the ties of each row's
+    // maximum and the shift's cotangent) and the shares of the ties.
     outputs(
         &mut session,
         "def lse(xs: n=>Float) -> Float given (n|Ix) =\n  m = maximum xs\n  m + log (sum for i. exp (xs[i] - m))\n\n",
     );
     let text = fused_stage(&mut session, "grad (\\x. sum for r. lse x[r]) xs");
     assert!(
-        count_lines(&text, "kernel") > 5 && text.contains(" min i0"),
+        count_lines(&text, "kernel") > 6 && text.matches("_ties: [64]f32").count() == 1,
         "{text}"
     );
     agrees_with_the_interpreter_on_1_and_2_threads(
@@ -230,36 +233,43 @@ fn the_right_scan_of_a_cumprod_gradient_fuses_its_operands_and_its_consumer() {
 fn maximum_and_its_gradient_are_reduction_kernels_that_agree_with_the_general_rule() {
     let mut session = session(Engine::Fused);
     outputs(&mut session, DEFS);
-    // Ties: `x` rounded to one decimal repeats its maximum.
+    // Ties: `x` rounded to one decimal repeats its maximum. `u` and `p` have none: their
+    // values are distinct multiples of 7919 modulo `n`.
+    let ties = "t : (Fin n)=>Float = for i. round (10.0 * x[i]) / 10.0\nm = for i:(Fin 400) j:(Fin 250). round (10.0 * sin (n_to_f (250 * ordinal i + ordinal j))) / 10.0\n";
+    outputs(&mut session, ties);
     outputs(
         &mut session,
-        "t : (Fin n)=>Float = for i. round (10.0 * x[i]) / 10.0\nm = for i:(Fin 400) j:(Fin 250). round (10.0 * sin (n_to_f (250 * ordinal i + ordinal j))) / 10.0\n",
+        "u : (Fin n)=>Float = for i. n_to_f (mod (ordinal i * 7919) n)\np = for i:(Fin 400) j:(Fin 250). n_to_f (mod ((250 * ordinal i + ordinal j) * 7919) n)\n",
     );
-    // The max fused with its producer, the first maximum as an integer `min` reduction,
-    // the one-hot cotangent: no scan, no transposed copy.
+    // The max fused with its producer, the tie count, the shares (JAX's rule, Note [Ties of
+    // min and max] in `prim::arith`): the tie indicator is computed by both of its readers
+    // (Note [Light values] in `passes::fuse`), so nothing else is materialised. No scan, no
+    // transposed copy.
     let text = fused_stage(&mut session, "grad (\\v. maximum v) t");
     assert_eq!(count_lines(&text, "bulk"), 0, "{text}");
     assert_eq!(count_lines(&text, "kernel"), 3, "{text}");
     assert_eq!(count_lines(&text, "max v"), 1, "{text}");
-    assert_eq!(count_lines(&text, "min v"), 1, "{text}");
+    assert_eq!(count_lines(&text, "sum v"), 1, "{text}");
+    assert_eq!(count_lines(&text, "v2: bool = eq"), 2, "{text}");
     let rows = "(\\w. sum for i. maximum w[i])";
     let columns = "(\\w. sum for j. maximum for i. w[i, j])";
     let text = fused_stage(&mut session, &format!("grad {rows} m"));
     assert_eq!(count_lines(&text, "bulk"), 0, "{text}");
-    // The same bits as the general rule (an operator that is not a selection), ties included.
+    // Without ties, the same bits as the general rule (an operator that is not a selection,
+    // whose derivative is the one-hot at the maximum).
     let general = "\\a b. if a >= b then a else b";
     for (selection, by_rule) in [
         (
-            "grad (\\v. maximum v) t".to_string(),
-            format!("grad (\\v. reduce(v, v[0 @ _], {general})) t"),
+            "grad (\\v. maximum v) u".to_string(),
+            format!("grad (\\v. reduce(v, v[0 @ _], {general})) u"),
         ),
         (
-            format!("grad {rows} m"),
-            format!("grad (\\w. sum for i. reduce(w[i], w[i, 0 @ _], {general})) m"),
+            format!("grad {rows} p"),
+            format!("grad (\\w. sum for i. reduce(w[i], w[i, 0 @ _], {general})) p"),
         ),
         (
-            format!("grad {columns} m"),
-            format!("grad (\\w. sum for j. reduce(for i. w[i, j], w[0 @ _, j], {general})) m"),
+            format!("grad {columns} p"),
+            format!("grad (\\w. sum for j. reduce(for i. w[i, j], w[0 @ _, j], {general})) p"),
         ),
         (
             "maximum t".to_string(),
@@ -272,21 +282,38 @@ fn maximum_and_its_gradient_are_reduction_kernels_that_agree_with_the_general_ru
             "{selection}"
         );
     }
-    assert_eq!(value(&mut session, "sum (grad (\\v. maximum v) t)"), "1.");
     assert_eq!(
         value(
             &mut session,
-            "grad (\\v. maximum v) t == (for i. select (i == argmax t) 1.0 0.0)"
+            "grad (\\v. maximum v) u == (for i. select (i == argmax u) 1.0 0.0)"
         ),
         "True"
     );
-    assert_eq!(
-        value(
-            &mut session,
-            "grad (\\v. minimum v) t == (for i. select (i == argmin t) 1.0 0.0)"
-        ),
-        "True"
-    );
+    // With ties, JAX's: the tied elements share the derivative evenly.
+    for (reduction, extreme) in [("maximum", "argmax"), ("minimum", "argmin")] {
+        let shares = format!(
+            "(for i. select (t[i] == t[{extreme} t]) (1.0 / (sum for j. select (t[j] == t[{extreme} t]) 1.0 0.0)) 0.0)"
+        );
+        assert_eq!(
+            value(
+                &mut session,
+                &format!("(sum for i. select (t[i] == {reduction} t) 1.0 0.0) > 1.0")
+            ),
+            "True",
+            "{reduction}: the test needs ties"
+        );
+        assert_eq!(
+            value(
+                &mut session,
+                &format!("grad (\\v. {reduction} v) t == {shares}")
+            ),
+            "True",
+            "{reduction}"
+        );
+    }
+    agrees_with_the_interpreter_on_1_and_2_threads(&format!(
+        "{DEFS}{ties}:p (grad (\\v. maximum v) t, grad (\\v. minimum v) t)\n:p (grad {rows} m, grad {columns} m)\n"
+    ));
 }
 
 #[test]
@@ -666,8 +693,9 @@ fn selections_over_signed_zeros_and_nan_agree_with_the_interpreter() {
 fn first_maxima_in_later_lines_and_chunks_agree_with_the_interpreter() {
     // Rows of 2500 span three lines and three chunks: the row's maximum 3.0 comes first at
     // column 617 i mod 2500 (in any line or chunk) and again at the end; row 5 is all equal
-    // (first maximum at 0), row 7 a NaN late in the row. The gradient puts each row's weight
-    // on its first maximum (the kernel that finds it stops there).
+    // (first maximum at 0), row 7 a NaN late in the row. The gradient shares each row's
+    // weight among its maxima (JAX's rule): the ties are counted across lines and chunks,
+    // and row 7's gradient is NaN.
     let src = "z : (Fin 40)=>(Fin 2500)=>Float = for i j. select (ordinal i == 5) 1.0 (select (ordinal i == 7 && ordinal j == 2200) nan (select (ordinal j == mod (ordinal i * 617) 2500 || ordinal j == 2499) 3.0 (sin (n_to_f (ordinal i * 2500 + ordinal j)))))\n\
         :p grad (\\w. sum for i. n_to_f (ordinal i + 1) * (maximum w[i] - minimum w[i])) z\n\
         :p sum for i. sum for j. n_to_f (ordinal j) * (grad (\\w. sum for i. maximum w[i]) z)[i, j]\n";
@@ -676,13 +704,14 @@ fn first_maxima_in_later_lines_and_chunks_agree_with_the_interpreter() {
 
 /// Note [Row groups]: chains of kernels over the same rows run a block of rows at a time, and
 /// what only the chain reads is never materialised. The `fused` stage shows the group of the
-/// `logsumexp` gradient (max, exponentials, sums, reciprocals, quotients) with every output
-/// but the last local; values are the interpreter's bits on 1 and 2 threads for chains of
-/// maps, sums and selections: 301 rows (not a multiple of a block), rows of 20000 (more
-/// than one run of a sum), rank-3 rows (reductions with outputs `[rows, 3]`), reads of a
-/// member's output shifted within the row (masked at its end) and gathered within it (the
-/// labels), a scatter added into a member's output, NaN and signed zeros in the maxima; and a
-/// read of the next row's maximum, which keeps the reader out of the maxima's group.
+/// `logsumexp` gradient (max, the shift where the max is finite, exponentials, sums,
+/// reciprocals, quotients) with every output but the last local; values are the
+/// interpreter's bits on 1 and 2 threads for chains of maps, sums and selections: 301 rows
+/// (not a multiple of a block), rows of 20000 (more than one run of a sum), rank-3 rows
+/// (reductions with outputs `[rows, 3]`), reads of a member's output shifted within the row
+/// (masked at its end) and gathered within it (the labels), a scatter added into a member's
+/// output, NaN and signed zeros in the maxima; and a read of the next row's maximum, which
+/// keeps the reader out of the maxima's group.
 #[test]
 fn row_chains_run_in_groups_and_agree_with_the_interpreter() {
     let defs = "x : (Fin 301)=>(Fin 200)=>Float = for i j. 4.0 * sin (n_to_f (ordinal i * 200 + ordinal j) * 0.37)\n\
@@ -697,8 +726,8 @@ fn row_chains_run_in_groups_and_agree_with_the_interpreter() {
     outputs(&mut fused, defs);
     let text = fused_stage(&mut fused, "grad (\\w. sum for r. logsumexp w[r]) x");
     assert_eq!(count_lines(&text, "rows k0 over [301]"), 1, "{text}");
-    assert_eq!(count_lines(&text, "kernel k0."), 5, "{text}");
-    assert_eq!(text.matches("writes local").count(), 4, "{text}");
+    assert_eq!(count_lines(&text, "kernel k0."), 6, "{text}");
+    assert_eq!(text.matches("writes local").count(), 5, "{text}");
     // The one-hot of softmax cross-entropy's labels is added by rows into the group's last
     // member; its array (`-1/R` at each row) is a member of the group too, and local: only
     // the group's last output is materialised.

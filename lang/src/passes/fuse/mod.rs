@@ -68,8 +68,27 @@
 // materialised is still computed by the kernels that read it: a splat or an index instead of
 // a pass of reads (the constant cotangent a scan's gradient starts from). A pull
 // variable computed from indices and literals alone (a mask such as `eq (iota n) 0`) is
-// inlined up to `INDEX_ONLY_RECOMPUTE` computations: it reads no memory. Any other pull
-// variable is inlined when its weight is at most 1.
+// inlined up to `INDEX_ONLY_RECOMPUTE` computations: it reads no memory. A *light* pull
+// variable (Note [Light values]) is inlined up to `LIGHT_RECOMPUTE` computations: computed
+// again, it reads what reading it would. Any other pull variable is inlined when its weight
+// is at most 1.
+//
+// Note [Light values]
+// ~~~~~~~~~~~~~~~~~~~
+// The gradient of `maximum` (JAX's, ties sharing evenly: `ops::monoid`'s `selected_tangent`)
+// reads the indicator `select (eq x (replicate m)) 1 0` twice: the tie count sums it and the
+// shares multiply it. Materialised, the indicator costs a kernel, a pass writing it and a
+// pass reading it back; computed by both readers, each reads `x` where it would have read
+// the indicator, and nothing is written. A pull variable is light when its element is
+// computed by at most `LIGHT_OPS` cheap primitives (comparisons, logic, selections, casts,
+// `+ - *`, negation, `abs`, `min`, `max`: no division, transcendental function or random
+// bits) from at most one array read at the variable's own points (through elementwise
+// statements, `tr` and `reshape`), besides literals, rank-0 values, values of indices and
+// literals alone, and broadcasts (`replicate`, which reads an array smaller than the
+// variable). Its operands that are pull variables must be light themselves: otherwise
+// inlining it could bring their reads along. A light variable inlined into `w` readers
+// costs `w - 1` extra computations of a few cheap operations per element against a write
+// and a read of it: `LIGHT_RECOMPUTE` bounds `w`.
 //
 // Note [Masked reads]
 // ~~~~~~~~~~~~~~~~~~~
@@ -277,8 +296,9 @@ impl<'a> Fuser<'a> {
             fused_operands: HashSet::new(),
         };
         let index_only = fuser.index_only();
+        let light = fuser.light(&index_only);
         fuser.fused_operands = monoid::fused_operands(&fuser, &index_only);
-        fuser.materialised = fuser.choose_materialised(&index_only);
+        fuser.materialised = fuser.choose_materialised(&index_only, &light);
         fuser.free = index_only
             .into_iter()
             .filter(|var| fuser.kinds[fuser.def[var]] == FusionClass::View)
@@ -317,8 +337,69 @@ impl<'a> Fuser<'a> {
         index_only
     }
 
+    /// The light pull variables of the block (Note [Light values]).
+    fn light(&self, index_only: &HashSet<VarId>) -> HashSet<VarId> {
+        let program = self.program;
+        // For each pull or view variable that can be part of a light value: the cheap
+        // operations computing its element, and the array it reads at its own points.
+        let mut parts: HashMap<VarId, LightPart> = HashMap::new();
+        let part_of = |parts: &HashMap<VarId, LightPart>, atom: &Atom| -> Option<LightPart> {
+            let Atom::Var(var) = atom else {
+                return Some(LightPart::default());
+            };
+            if program.var_ty(*var).rank() == 0 || index_only.contains(var) {
+                return Some(LightPart::default());
+            }
+            match self.def.get(var) {
+                Some(&stmt_idx)
+                    if matches!(self.kinds[stmt_idx], FusionClass::Pull | FusionClass::View) =>
+                {
+                    parts.get(var).copied()
+                }
+                // An input, or bound by a reduction or a bulk statement: materialised.
+                _ => Some(LightPart {
+                    ops: 0,
+                    read: Some(*var),
+                }),
+            }
+        };
+        let mut light = HashSet::new();
+        for stmt in &self.block.stmts {
+            let binder = stmt.binders[0];
+            let part = match &stmt.expr {
+                Expr::Prim(prim, operands) if cheap(*prim) => operands
+                    .iter()
+                    .try_fold(LightPart { ops: 1, read: None }, |acc, atom| {
+                        acc.join(part_of(&parts, atom)?)
+                    }),
+                // Each element once, at moved points.
+                Expr::Atom(array) | Expr::Transpose { array, .. } | Expr::Reshape { array, .. } => {
+                    part_of(&parts, array)
+                }
+                // A broadcast: what it reads is smaller than its readers.
+                Expr::Replicate { array, .. } => part_of(&parts, array).map(|part| LightPart {
+                    ops: part.ops,
+                    read: None,
+                }),
+                _ => None,
+            };
+            let Some(part) = part.filter(|part| part.ops <= LIGHT_OPS) else {
+                continue;
+            };
+            parts.insert(binder, part);
+            if matches!(stmt.expr, Expr::Prim(..)) {
+                light.insert(binder);
+            }
+        }
+        light
+    }
+
     /// Note [Materialise or recompute].
-    fn choose_materialised(&self, index_only: &HashSet<VarId>) -> HashSet<VarId> {
+    fn choose_materialised(
+        &self,
+        index_only: &HashSet<VarId>,
+        light: &HashSet<VarId>,
+    ) -> HashSet<VarId> {
         let program = self.program;
         let mut forced: HashSet<VarId> = self
             .block
@@ -365,7 +446,8 @@ impl<'a> Fuser<'a> {
                 && (kind == FusionClass::View
                     || program.var_ty(binder).rank() == 0
                     || weight <= 1
-                    || (index_only.contains(&binder) && weight <= INDEX_ONLY_RECOMPUTE));
+                    || (index_only.contains(&binder) && weight <= INDEX_ONLY_RECOMPUTE)
+                    || (light.contains(&binder) && weight <= LIGHT_RECOMPUTE));
             let own = if inlined {
                 own
             } else {
@@ -459,6 +541,55 @@ impl Readers {
 /// How many times an index-only pull variable (Note [Materialise or recompute]) may be
 /// recomputed per element before it is materialised instead.
 const INDEX_ONLY_RECOMPUTE: usize = 8;
+
+/// How many times a light pull variable (Note [Light values]) may be computed per element
+/// before it is materialised instead.
+const LIGHT_RECOMPUTE: usize = 2;
+
+/// The most cheap operations that compute the element of a light value.
+const LIGHT_OPS: usize = 4;
+
+/// What computing the element of a value takes, for Note [Light values]: its cheap
+/// operations, and the one array it reads at its own points (if any).
+#[derive(Clone, Copy, Debug, Default)]
+struct LightPart {
+    ops: usize,
+    read: Option<VarId>,
+}
+
+impl LightPart {
+    /// The parts of two operands of one value together; `None` when they read two arrays.
+    fn join(self, other: LightPart) -> Option<LightPart> {
+        let read = match (self.read, other.read) {
+            (Some(a), Some(b)) if a != b => return None,
+            (a, b) => a.or(b),
+        };
+        Some(LightPart {
+            ops: self.ops + other.ops,
+            read,
+        })
+    }
+}
+
+/// Whether a primitive is cheap enough to compute twice rather than write and read back
+/// (Note [Light values]): no division, transcendental function or random bits.
+fn cheap(prim: Prim) -> bool {
+    use crate::prim::{ArithOp, Family};
+    match prim.family() {
+        Family::Compare(_) | Family::Convert(_) => true,
+        Family::Arith(op) => match op {
+            ArithOp::Add
+            | ArithOp::Sub
+            | ArithOp::Mul
+            | ArithOp::Neg
+            | ArithOp::Abs
+            | ArithOp::Min
+            | ArithOp::Max => true,
+            ArithOp::Div | ArithOp::Mod | ArithOp::IDiv => false,
+        },
+        Family::Math(_) | Family::Random(_) => false,
+    }
+}
 
 // Note [Index arithmetic]
 // ~~~~~~~~~~~~~~~~~~~~~~~
