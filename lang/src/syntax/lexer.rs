@@ -120,6 +120,15 @@ pub(crate) fn lex(src: &str, start: usize, end: usize) -> Result<Lexed, ParseErr
                 pos = comment_end;
                 continue;
             }
+            b'{' => {
+                // An effect row (`-> {State h} Float`): the checker infers effects, so the
+                // row is read over as a comment is.
+                if let Some(row_end) = effect_row_end(bytes, pos, end) {
+                    comments.push((pos, row_end));
+                    pos = row_end;
+                    continue;
+                }
+            }
             _ => {}
         }
         let (kind, token_end) = lex_token(src, pos, end)?;
@@ -291,4 +300,23 @@ fn lex_number(bytes: &[u8], pos: usize, end: usize) -> usize {
         }
     }
     cursor
+}
+
+/// The end of an effect row starting at `pos` (at a `{`): `{}`, `{State h}`,
+/// `{Accum h, IO|eff}`, `{|eff}` — names separated by commas and spaces, an optional `|` and
+/// a name, on one line. `None` when the braces hold anything else.
+fn effect_row_end(bytes: &[u8], pos: usize, end: usize) -> Option<usize> {
+    let mut at = pos + 1;
+    let mut seen_bar = false;
+    while at < end {
+        match bytes[at] {
+            b'}' => return Some(at + 1),
+            b'|' if !seen_bar => seen_bar = true,
+            b',' | b' ' | b'\t' | b'_' | b'\'' => {}
+            byte if byte.is_ascii_alphanumeric() => {}
+            _ => return None,
+        }
+        at += 1;
+    }
+    None
 }
