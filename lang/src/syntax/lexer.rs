@@ -308,14 +308,19 @@ fn lex_number(bytes: &[u8], pos: usize, end: usize) -> usize {
 fn effect_row_end(bytes: &[u8], pos: usize, end: usize) -> Option<usize> {
     let mut at = pos + 1;
     let mut seen_bar = false;
+    // Whether the previous byte was part of a name (a name starts with a letter).
+    let mut in_name = false;
     while at < end {
-        match bytes[at] {
+        let byte = bytes[at];
+        match byte {
             b'}' => return Some(at + 1),
             b'|' if !seen_bar => seen_bar = true,
-            b',' | b' ' | b'\t' | b'_' | b'\'' => {}
-            byte if byte.is_ascii_alphanumeric() => {}
+            b',' | b' ' | b'\t' => {}
+            _ if byte.is_ascii_alphabetic() || byte == b'_' => {}
+            _ if in_name && (byte.is_ascii_digit() || byte == b'\'') => {}
             _ => return None,
         }
+        in_name = byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'\'';
         at += 1;
     }
     None
