@@ -111,6 +111,9 @@ pub struct Effects {
     frames: Vec<Vec<Record>>,
     /// The enclosing `catch`es: their flag cell, and how many cells existed when they began.
     catches: Vec<(usize, usize)>,
+    /// The loop depths of the bodies of the enclosing `while`s, innermost last: a `while`
+    /// cannot stack contributions, so what is counted inside it is counted at its level.
+    while_depths: Vec<usize>,
     /// The `error` and `print` calls met, in order, each with the cell counting how many
     /// times it was reached (Note [Runtime errors]).
     pub sites: Vec<Site>,
@@ -442,8 +445,9 @@ impl Lowerer<'_> {
             SVal::Arr(Atom::Lit(Scalar::I32(0))),
             Ty::Base(crate::check::types::BaseTy::Int32),
         );
-        // Counted at the top level of the block, whatever the loop it is reached in.
-        self.effects.cells[cell].depth = 0;
+        // Counted at the top level of the block (or of the innermost `while`), whatever the
+        // loop it is reached in.
+        self.effects.cells[cell].depth = self.effects.while_depths.last().copied().unwrap_or(0);
         self.effects.sites.push(Site {
             kind,
             span,
@@ -887,6 +891,9 @@ impl Lowerer<'_> {
             }
         }
         self.effects.frames.push(Vec::new());
+        if !counted {
+            self.effects.while_depths.push(self.effects.depth);
+        }
         let mut written = Vec::new();
         let mut n_next = 0;
         let mut n_ys = 0;
@@ -915,6 +922,9 @@ impl Lowerer<'_> {
             Ok(results)
         });
         self.effects.depth -= 1;
+        if !counted {
+            self.effects.while_depths.pop();
+        }
         let records = self.effects.frames.pop().unwrap_or_default();
         self.restore(&before);
         for (cell, depth) in self.effects.cells.iter_mut().zip(depths) {
