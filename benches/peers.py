@@ -427,6 +427,146 @@ def w_nnmf(s):
     )
 
 
+def w_histogram(s):
+    """`yield_accum` at data indices: a weighted histogram (scatter-add), its loss
+    Σₖ sin(hₖ/1000), and the gradient w.r.t. the weights (a gather). JAX: `segment_sum`;
+    NumPy: `bincount` (which sums in float64, then rounded to float32)."""
+    n, nb = s["n"], s["bins"]
+    bins = (((np.arange(n) % 1009) * 7919) % nb).astype(np.int32)
+    w = c(1.0) + c(0.5) * np.sin(ar(n) * c(0.37))
+
+    def f(w, bins):
+        h = jax.ops.segment_sum(w, bins, num_segments=nb)
+        return jnp.sum(jnp.sin(c(0.001) * h))
+
+    def np_hist(w, bins):
+        return np.bincount(bins, weights=w, minlength=nb).astype(w.dtype)
+
+    def np_primal(w, bins):
+        return np.sum(np.sin(c(0.001, w.dtype.type) * np_hist(w, bins)))
+
+    def np_grad(w, bins):
+        h = np_hist(w, bins)
+        return (c(0.001) * np.cos(c(0.001) * h))[bins]
+
+    return dict(
+        args=(w, bins),
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=np_primal, np_grad=np_grad,
+        ref_primal=[float(np_primal(w.astype(F64), bins))],
+        grad_checks=lambda g: [chk1(g)],
+    )
+
+
+def newton_step(x, a):
+    return x - (x * x * x - a) / (c(3.0) * x * x)
+
+
+def newton_go(x1, x):
+    return jnp.abs(x1 - x) > c(0.00001) * x1
+
+
+def w_newton(s):
+    """A `while` per lane: Newton's iteration for ∛a from x0, until a step moves x by less
+    than 10⁻⁵ of itself. JAX's primal is `vmap` of `lax.while_loop` (batched: every lane runs
+    until the last is done, as dx). JAX cannot reverse-differentiate `while_loop`, so its
+    gradient runs `lax.fori_loop` for K steps, K the largest trip count of any lane (counted
+    once here, untimed), each lane's steps masked after its own stop: the same steps as the
+    while loop, and `jax.grad` of that. NumPy: the masked loop over whole arrays."""
+    n = s["n"]
+    a = c(0.5) + c(8.0) * (c(0.5) + c(0.5) * np.sin(ar(n) * c(0.37)))
+    x0 = c(0.5) + c(10.0) * (c(0.5) + c(0.5) * np.cos(ar(n) * c(0.11)))
+
+    def cbrt_while(a, x0):
+        def body(st):
+            x, _ = st
+            x1 = newton_step(x, a)
+            return x1, newton_go(x1, x)
+        return jax.lax.while_loop(lambda st: st[1], body, (x0, jnp.bool_(True)))[0]
+
+    def trips(a, x0):
+        def body(st):
+            x, _, k = st
+            x1 = newton_step(x, a)
+            return x1, newton_go(x1, x), k + 1
+        return jax.lax.while_loop(lambda st: st[1], body, (x0, jnp.bool_(True), 0))[2]
+
+    k_max = int(jnp.max(jax.jit(jax.vmap(trips))(a, x0)))
+
+    def cbrt_fori(a, x0):
+        def body(_, st):
+            x, go = st
+            x1 = newton_step(x, a)
+            return jnp.where(go, x1, x), go & newton_go(x1, x)
+        return jax.lax.fori_loop(0, k_max, body, (x0, jnp.bool_(True)))[0]
+
+    def f_while(a, x0):
+        return jnp.sum(jax.vmap(cbrt_while)(a, x0))
+
+    def f_fori(a, x0):
+        return jnp.sum(jax.vmap(cbrt_fori)(a, x0))
+
+    def np_primal(a, x0):
+        x = x0.copy()
+        go = np.ones(x.shape, dtype=bool)
+        while go.any():
+            x1 = x - (x * x * x - a) / (c(3.0, x.dtype.type) * x * x)
+            nxt = go & (np.abs(x1 - x) > c(0.00001, x.dtype.type) * x1)
+            x = np.where(go, x1, x)
+            go = nxt
+        return np.sum(x)
+
+    return dict(
+        args=(a, x0),
+        jax_primal=f_while, jax_grad=jax.grad(f_fori),
+        np_primal=np_primal, np_grad=None,
+        ref_primal=[float(np.sum(np.cbrt(a.astype(F64))))],
+        grad_checks=lambda g: [chk1(g)],
+    )
+
+
+def w_state_sim(s):
+    """A state-threaded simulation: a ring of pendulums coupled by springs, stepped T times
+    by symplectic Euler; loss Σᵢ x_T[i]², gradient w.r.t. the initial positions. JAX:
+    `lax.scan` over the steps carrying (x, v), neighbours by `jnp.roll`; NumPy: a Python loop
+    over the steps of whole-array operations."""
+    n, steps = s["n"], s["steps"]
+    x0 = c(0.5) * np.sin(ar(n) * c(0.37))
+    v0 = c(0.1) * np.cos(ar(n) * c(0.11))
+
+    def make(xp, roll, loop):
+        def step(x, v):
+            dt = c(0.01, x.dtype.type)
+            force = ((roll(x, -1) - c(2.0, x.dtype.type) * x) + roll(x, 1)) - xp.sin(x)
+            v = v + dt * force
+            return x + dt * v, v
+
+        def f(x0, v0):
+            x, _ = loop(step, x0, v0)
+            return xp.sum(x * x)
+        return f
+
+    def scan_loop(step, x, v):
+        def body(carry, _):
+            return step(*carry), None
+        return jax.lax.scan(body, (x, v), None, length=steps)[0]
+
+    def python_loop(step, x, v):
+        for _ in range(steps):
+            x, v = step(x, v)
+        return x, v
+
+    f = make(jnp, jnp.roll, scan_loop)
+    np_f = make(np, np.roll, python_loop)
+    return dict(
+        args=(x0, v0),
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=np_f, np_grad=None,
+        ref_primal=[float(np_f(x0.astype(F64), v0.astype(F64)))],
+        grad_checks=lambda g: [chk1(g)],
+    )
+
+
 BUILDERS = {
     "sumsq.dx": w_sumsq,
     "dot.dx": w_dot,
@@ -441,6 +581,9 @@ BUILDERS = {
     "micro_add.dx": w_micro_add,
     "micro_scale.dx": w_micro_scale,
     "nnmf.dx": w_nnmf,
+    "histogram.dx": w_histogram,
+    "newton.dx": w_newton,
+    "state_sim.dx": w_state_sim,
 }
 
 # Workloads that share a dx template but differ in the peer's program.

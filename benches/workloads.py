@@ -137,6 +137,23 @@ WORKLOADS = [
              lambda s: F32 * s["m"] * s["n"], lambda s: F32 * s["m"] * s["n"],
              "D(v) = Σᵢⱼ log(uᵢvⱼ) + Aᵢⱼ/(uᵢvⱼ), ∇_v = uᵀ(1/uvᵀ − A/(uvᵀ)²) (seed 004 NNMF)",
              "bandwidth + log/div", numpy_grad=True),
+    # Effects (docs/language.md "Effects"): what they lower to, timed against JAX's forms.
+    Workload("histogram", "histogram.dx", "f32", "bandwidth",
+             {"n": 10**7, "bins": 1000}, {"n": 10**5, "bins": 100},
+             lambda s: 2 * F32 * s["n"], lambda s: 3 * F32 * s["n"],
+             "h = yield_accum (h!(bin[i] @ B) += w[i]), f(w) = Σₖ sin(hₖ/1000), ∇_w",
+             "bandwidth: a scatter-add at data indices (peer: segment_sum)", numpy_grad=True),
+    Workload("newton", "newton.dx", "f32", "bandwidth", {"n": 10**6}, {"n": 10**4},
+             lambda s: 2 * F32 * s["n"], lambda s: 3 * F32 * s["n"],
+             "Σᵢ ∛aᵢ by Newton in a `while` per lane (3-11 steps), ∇_a (peer: vmap of "
+             "lax.while_loop; its gradient lax.fori_loop)",
+             "compute: lanes × the largest trip count, a division a step"),
+    Workload("state_sim", "state_sim.dx", "f32", "bandwidth",
+             {"n": 10**4, "steps": 1000}, {"n": 100, "steps": 50},
+             lambda s: 3 * F32 * s["n"], lambda s: 3 * F32 * s["n"],
+             "ring of coupled pendulums stepped T times in with_state, f = Σ x_T², ∇_x0 "
+             "(peer: lax.scan)",
+             "a sequential loop over steps of a few maps each (the state fits in L2)"),
 ]
 
 BY_NAME = {w.name: w for w in WORKLOADS}

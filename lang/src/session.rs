@@ -23,6 +23,7 @@ use crate::exec::tensor::Tensor;
 use crate::exec::{CompileLoops, ExecConfig};
 use crate::export::stablehlo::Input;
 use crate::passes::lower::{leaf_types, GlobalValue, LowerError, Lowerer};
+use crate::passes::lower_effects::SiteKind;
 use crate::passes::pipeline::{self, Ice};
 use crate::passes::PIPELINE;
 use crate::syntax::ast::{CodeBlock, Command, Decl, Ident, LetBinding, Pattern, Pragma};
@@ -1102,7 +1103,7 @@ impl Session {
             inputs,
             input_names,
             piped,
-            errors,
+            sites,
         } = self.compile(texpr, &cx.stages)?;
         evaluated.compile = compile_start.elapsed();
         for stage in cx
@@ -1279,15 +1280,28 @@ impl Session {
             });
         }
         let mut tensors = tensors;
-        let counts = tensors.split_off(tensors.len() - errors.len());
-        // Note [Runtime errors] in `passes/lower_effects.rs`: the first `error` reached.
-        for ((span, message), count) in errors.into_iter().zip(counts) {
-            if count.to_array().as_scalar() != Some(crate::core::ir::Scalar::I32(0)) {
-                return Err(Diagnostic {
-                    kind: ErrorKind::Runtime,
-                    message,
-                    span: Some(span),
-                });
+        let counts = tensors.split_off(tensors.len() - sites.len());
+        // Note [Runtime errors] in `passes/lower_effects.rs`: the lines of the `print`s
+        // reached, and the first `error` reached.
+        for (site, count) in sites.into_iter().zip(counts) {
+            let count = match count.to_array().as_scalar() {
+                Some(crate::core::ir::Scalar::I32(count)) => count.max(0) as usize,
+                _ => 0,
+            };
+            if count == 0 {
+                continue;
+            }
+            match site.kind {
+                SiteKind::Error => {
+                    return Err(Diagnostic {
+                        kind: ErrorKind::Runtime,
+                        message: site.text,
+                        span: Some(site.span),
+                    })
+                }
+                SiteKind::Print => evaluated
+                    .outputs
+                    .extend(std::iter::repeat_n(Output::Text(site.text), count)),
             }
         }
         Ok((tensors, evaluated))
@@ -1310,7 +1324,7 @@ impl Session {
         let lookup = |name: &str| self.global_value(name);
         let mut lowerer = Lowerer::new(&self.env, &lookup);
         lowerer.lower_main(texpr).map_err(lower_error)?;
-        let errors = lowerer.runtime_errors();
+        let sites = lowerer.runtime_sites();
         let inputs: Vec<Tensor> = lowerer
             .inputs
             .iter()
@@ -1328,7 +1342,7 @@ impl Session {
             inputs,
             input_names,
             piped,
-            errors,
+            sites,
         })
     }
 }
@@ -1379,8 +1393,8 @@ struct Compiled {
     /// The session values the inputs hold, in order, with their number of arrays.
     input_names: Vec<(String, usize)>,
     piped: pipeline::Compiled,
-    /// The block's `error` calls, whose counts are the program's last results.
-    errors: Vec<(Span, String)>,
+    /// The block's `error` and `print` calls, whose counts are the program's last results.
+    sites: Vec<crate::passes::lower_effects::Site>,
 }
 
 /// One expression (source text) parsed, or its parse error.

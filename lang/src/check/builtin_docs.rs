@@ -122,6 +122,8 @@ pub fn builtin_doc(name: &str) -> Option<&'static str> {
         }
         "throw" => "`throw()`: leaves the enclosing `catch`, which gives `Nothing`.",
         "error" => "`error \"message\"`: stops the block with `Runtime error: message`.",
+        "print" => "`print \"text\"`: writes a line before the block's value (each time it runs).",
+        "unsafe_io" => "`unsafe_io(\\. body)`: the body's result; its `print`s are shown.",
         _ => return None,
     })
 }

@@ -256,6 +256,10 @@ pub enum EffectOp {
     Throw,
     /// `error "message"`: stops the block with `Runtime error: message`.
     Error,
+    /// `print "text"`: a line of the block's output.
+    Print,
+    /// `unsafe_io(\\. body)`: the body, whose `print`s are the block's output.
+    UnsafeIo,
 }
 
 /// The monoids of `yield_accum`.
@@ -432,6 +436,8 @@ impl Builtin {
             "catch" => B::Effect(EffectOp::Catch),
             "throw" => B::Effect(EffectOp::Throw),
             "error" => B::Effect(EffectOp::Error),
+            "print" => B::Effect(EffectOp::Print),
+            "unsafe_io" => B::Effect(EffectOp::UnsafeIo),
             "inject" => B::Inject,
             _ => return None,
         })
@@ -539,6 +545,8 @@ impl Builtin {
             "catch",
             "throw",
             "error",
+            "print",
+            "unsafe_io",
         ]
     }
 
@@ -815,6 +823,12 @@ impl Builtin {
                         let text = cx.prelude_data("List", vec![Ty::Base(BaseTy::Char), len]);
                         Ty::fun(text, a)
                     }
+                    EffectOp::Print => {
+                        let len = var(cx, &[]);
+                        let text = cx.prelude_data("List", vec![Ty::Base(BaseTy::Char), len]);
+                        Ty::fun(text, unit)
+                    }
+                    EffectOp::UnsafeIo => Ty::fun(Ty::fun(unit, a.clone()), a),
                     EffectOp::BoundedIter => {
                         let step = cx.prelude_data("IterResult", vec![a.clone()]);
                         Ty::funs(vec![Ty::nat(), a.clone(), Ty::fun(Ty::nat(), step)], a)

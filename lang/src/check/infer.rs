@@ -778,6 +778,16 @@ impl<'env> Infer<'env> {
             };
             return Ok(Ty::Fin(self.read_size_arg(arg)?));
         }
+        if name.name == "Ref" {
+            // `Ref h s`: a reference in the region `h` to a value of type `s` (Note
+            // [References]).
+            let [region, value] = args else {
+                return error(span, "`Ref` takes a region and a type: `Ref h Float`");
+            };
+            let region = self.read_type(region, implicit)?;
+            let value = self.read_type(value, implicit)?;
+            return Ok(Ty::Con(super::types::TyCon::Ref, vec![region, value]));
+        }
         if let Some(def) = self.env.data_types.get(&name.name).cloned() {
             return self.read_data_type(def, args, span, implicit);
         }

@@ -276,20 +276,16 @@ impl<'a> Lowerer<'a> {
         let leaves = self.leaves(&value, expr.span)?;
         let main = self.program.main;
         let mut results = leaves.clone();
-        for (_, _, cell) in &self.effects.errors {
-            results.extend(self.leaves(&self.effects.cell_value(*cell), expr.span)?);
+        for site in &self.effects.sites {
+            results.extend(self.leaves(&self.effects.cell_value(site.cell), expr.span)?);
         }
         self.program.blocks[main].results = results;
         Ok(leaves)
     }
 
-    /// The `error` calls of the block, in the order they were met: position and message.
-    pub fn runtime_errors(&self) -> Vec<(Span, String)> {
-        self.effects
-            .errors
-            .iter()
-            .map(|(span, message, _)| (*span, message.clone()))
-            .collect()
+    /// The `error` and `print` calls of the block, in the order they were met.
+    pub fn runtime_sites(&self) -> Vec<super::lower_effects::Site> {
+        self.effects.sites.clone()
     }
 
     // ----- emitting statements -----
@@ -808,13 +804,17 @@ impl<'a> Lowerer<'a> {
                 Ok(self.assemble(&ty, binders))
             }
             TKind::App { func, arg } => {
-                if let (
-                    TKind::Builtin(Builtin::Effect(EffectOp::Error)),
-                    TKind::Lit(Lit::Str(text)),
-                ) = (&func.kind, &arg.kind)
+                if let (TKind::Builtin(Builtin::Effect(op)), TKind::Lit(Lit::Str(text))) =
+                    (&func.kind, &arg.kind)
                 {
-                    let ty = self.concrete(&expr.ty, span)?;
-                    return self.runtime_error(text.clone(), &ty, span);
+                    match op {
+                        EffectOp::Error => {
+                            let ty = self.concrete(&expr.ty, span)?;
+                            return self.runtime_error(text.clone(), &ty, span);
+                        }
+                        EffectOp::Print => return self.print_line(text.clone(), span),
+                        _ => {}
+                    }
                 }
                 let func_value = self.lower(func)?;
                 let arg_value = self.lower(arg)?;
@@ -1745,6 +1745,7 @@ pub fn builtin_arity(builtin: Builtin) -> usize {
         Builtin::Effect(op) => match op {
             EffectOp::Get | EffectOp::Ask | EffectOp::While | EffectOp::Iter => 1,
             EffectOp::Catch | EffectOp::Throw | EffectOp::Error => 1,
+            EffectOp::Print | EffectOp::UnsafeIo => 1,
             EffectOp::Monoid(NamedMonoid::Add | NamedMonoid::Mul) => 1,
             EffectOp::Monoid(NamedMonoid::And | NamedMonoid::Or) => 0,
             EffectOp::BoundedIter => 3,

@@ -111,9 +111,28 @@ pub struct Effects {
     frames: Vec<Vec<Record>>,
     /// The enclosing `catch`es: their flag cell, and how many cells existed when they began.
     catches: Vec<(usize, usize)>,
-    /// The `error` calls met: the position and message, and the cell counting how many
-    /// times each was reached (Note [Runtime errors]).
-    pub errors: Vec<(Span, String, usize)>,
+    /// The loop depths of the bodies of the enclosing `while`s, innermost last: a `while`
+    /// cannot stack contributions, so what is counted inside it is counted at its level.
+    while_depths: Vec<usize>,
+    /// The `error` and `print` calls met, in order, each with the cell counting how many
+    /// times it was reached (Note [Runtime errors]).
+    pub sites: Vec<Site>,
+}
+
+/// What an `error` or `print` call site does when it is reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SiteKind {
+    Error,
+    Print,
+}
+
+/// An `error` or `print` call: its kind, position and text, and its counting cell.
+#[derive(Clone, Debug)]
+pub struct Site {
+    pub kind: SiteKind,
+    pub span: Span,
+    pub text: String,
+    pub cell: usize,
 }
 
 impl Effects {
@@ -266,6 +285,14 @@ impl Lowerer<'_> {
                 // literal message (`lower`) does not come here.
                 self.runtime_error("error".to_string(), result_ty, span)
             }
+            EffectOp::Print => {
+                // Likewise for `print`: a text computed when the block runs is not shown.
+                self.print_line("(a text computed when the block runs)".to_string(), span)
+            }
+            EffectOp::UnsafeIo => {
+                let body = next()?;
+                self.apply(body, SVal::Tuple(Vec::new()), span)
+            }
             EffectOp::While => {
                 let body = next()?;
                 self.effect_while(Vec::new(), span, |cx, _| {
@@ -396,20 +423,38 @@ impl Lowerer<'_> {
     /// `error "message"` reached here: counts it in the error's cell and gives a zero of the
     /// type the context wants (Note [Runtime errors]).
     pub(super) fn runtime_error(&mut self, message: String, ty: &Ty, span: Span) -> Result<SVal> {
-        let site = match self.in_def_call_site() {
-            Some((def, call)) => (call, format!("in `{def}`: {message}")),
-            None => (span, message),
+        let message = match self.in_def_call_site() {
+            Some((def, _)) => format!("in `{def}`: {message}"),
+            None => message,
         };
+        self.count_site(SiteKind::Error, message, span)?;
+        self.value_never_used(ty, span)
+    }
+
+    /// `print "text"` reached here: counted as an error is; the session writes the line once
+    /// for every time it was reached.
+    pub(super) fn print_line(&mut self, text: String, span: Span) -> Result<SVal> {
+        self.count_site(SiteKind::Print, text, span)?;
+        Ok(SVal::Tuple(Vec::new()))
+    }
+
+    fn count_site(&mut self, kind: SiteKind, text: String, span: Span) -> Result<()> {
+        let span = self.in_def_call_site().map_or(span, |(_, call)| call);
         let cell = self.new_cell(
             CellKind::Accum(NamedMonoid::Add),
             SVal::Arr(Atom::Lit(Scalar::I32(0))),
             Ty::Base(crate::check::types::BaseTy::Int32),
         );
-        // Counted at the top level of the block, whatever the loop it is reached in.
-        self.effects.cells[cell].depth = 0;
-        self.effects.errors.push((site.0, site.1, cell));
-        self.extend(cell, Vec::new(), SVal::Arr(Atom::Lit(Scalar::I32(1))), span)?;
-        self.value_never_used(ty, span)
+        // Counted at the top level of the block (or of the innermost `while`), whatever the
+        // loop it is reached in.
+        self.effects.cells[cell].depth = self.effects.while_depths.last().copied().unwrap_or(0);
+        self.effects.sites.push(Site {
+            kind,
+            span,
+            text,
+            cell,
+        });
+        self.extend(cell, Vec::new(), SVal::Arr(Atom::Lit(Scalar::I32(1))), span)
     }
 
     /// What `throw` and `error` give: zero of the type the context wants, or `()` when nothing
@@ -846,6 +891,9 @@ impl Lowerer<'_> {
             }
         }
         self.effects.frames.push(Vec::new());
+        if !counted {
+            self.effects.while_depths.push(self.effects.depth);
+        }
         let mut written = Vec::new();
         let mut n_next = 0;
         let mut n_ys = 0;
@@ -874,6 +922,9 @@ impl Lowerer<'_> {
             Ok(results)
         });
         self.effects.depth -= 1;
+        if !counted {
+            self.effects.while_depths.pop();
+        }
         let records = self.effects.frames.pop().unwrap_or_default();
         self.restore(&before);
         for (cell, depth) in self.effects.cells.iter_mut().zip(depths) {

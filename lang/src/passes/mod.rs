@@ -21,7 +21,7 @@ pub mod lower;
 mod lower_ad;
 mod lower_compare;
 mod lower_data;
-mod lower_effects;
+pub mod lower_effects;
 mod lower_jacobian;
 pub mod pipeline;
 pub mod simplify;

@@ -120,6 +120,15 @@ pub(crate) fn lex(src: &str, start: usize, end: usize) -> Result<Lexed, ParseErr
                 pos = comment_end;
                 continue;
             }
+            b'{' => {
+                // An effect row (`-> {State h} Float`): the checker infers effects, so the
+                // row is read over as a comment is.
+                if let Some(row_end) = effect_row_end(bytes, pos, end) {
+                    comments.push((pos, row_end));
+                    pos = row_end;
+                    continue;
+                }
+            }
             _ => {}
         }
         let (kind, token_end) = lex_token(src, pos, end)?;
@@ -291,4 +300,28 @@ fn lex_number(bytes: &[u8], pos: usize, end: usize) -> usize {
         }
     }
     cursor
+}
+
+/// The end of an effect row starting at `pos` (at a `{`): `{}`, `{State h}`,
+/// `{Accum h, IO|eff}`, `{|eff}` — names separated by commas and spaces, an optional `|` and
+/// a name, on one line. `None` when the braces hold anything else.
+fn effect_row_end(bytes: &[u8], pos: usize, end: usize) -> Option<usize> {
+    let mut at = pos + 1;
+    let mut seen_bar = false;
+    // Whether the previous byte was part of a name (a name starts with a letter).
+    let mut in_name = false;
+    while at < end {
+        let byte = bytes[at];
+        match byte {
+            b'}' => return Some(at + 1),
+            b'|' if !seen_bar => seen_bar = true,
+            b',' | b' ' | b'\t' => {}
+            _ if byte.is_ascii_alphabetic() || byte == b'_' => {}
+            _ if in_name && (byte.is_ascii_digit() || byte == b'\'') => {}
+            _ => return None,
+        }
+        in_name = byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'\'';
+        at += 1;
+    }
+    None
 }
