@@ -29,7 +29,8 @@
 //!   leading axes: `elements + positions × cost(index function)`. Without trailing axes,
 //!   which is the usual case, this is `elements × (1 + cost(index function))`. A scatter
 //!   also fills its result with zeros first, one move per result element: a one-hot scatter
-//!   (the transpose of `index`) costs the whole table it writes into, not one element.
+//!   (the transpose of `index`) costs the whole table it writes into, not one element,
+//!   unless it is an increment (Note [Increments]).
 //! - `index` costs the elements it reads (the result); `replicate`, `tr`, `reshape`, `table`
 //!   and `iota` cost the elements of their result (data movement, like shift1L/shift1R).
 //! - `cond` costs the larger of its branches (Fig. 11 has no conditional; its condition is
@@ -41,9 +42,12 @@
 //! Does not handle yet: memory traffic beyond element counts (cache effects, fusion), and the
 //! different latencies of primitives (Fig. 11's NLOPS versus ADDS).
 
-use super::ir::{BlockId, Expr, Program, Stmt};
-use super::visit::expr_blocks;
+use std::collections::{HashMap, HashSet};
+
+use super::ir::{Atom, BlockId, Expr, Program, Stmt, VarId};
+use super::visit::{collect_expr_uses, expr_blocks, var_of};
 use crate::ops;
+use crate::prim::Prim;
 
 /// The cost of running `program` once: the cost of its main block.
 pub fn cost(program: &Program) -> u64 {
@@ -60,11 +64,68 @@ pub fn nesting_depth(program: &Program) -> usize {
 
 /// The cost of running a block once: the sum of its statements' costs.
 pub(crate) fn block_cost(program: &Program, block: BlockId) -> u64 {
+    let increments = increments(program, block);
     program.blocks[block]
         .stmts
         .iter()
-        .map(|stmt| stmt_cost(program, stmt))
+        .map(|stmt| match &stmt.expr {
+            // Its point and index function, without the table of zeros.
+            Expr::Scatter { array, body, .. } if increments.contains(&stmt.binders[0]) => {
+                ops::gather_scatter::scatter_cost(program, array, *body, 0)
+            }
+            _ => stmt_cost(program, stmt),
+        })
         .sum()
+}
+
+// Note [Increments]
+// ~~~~~~~~~~~~~~~~~
+// The transpose of a read of one element, `index x [k]`, is a one-point scatter: a table of
+// zeros with the cotangent at `k` (seed 001 Fig 19). Added into the rest of `x`'s cotangent,
+// it is an increment of one element: seed 003's reverse rules add the adjoint of each
+// occurrence of a variable into one component of the gradient (Fig 5, `Y(y₁ + x₂·z, …)`),
+// and §5 prices that as one addition; the fused engine adds such a scatter into the sum in
+// place and never makes its zeros (Note [Scatters added in place] in `passes::fuse`).
+// Charging the zeros would price each read's adjoint at the size of the table: the
+// transpose of `x[2] + x[0]` for a table of n would cost 3 n + 2 (two tables of zeros and
+// their sum) where the increments cost n + 2, and the cheap-gradient bound would hold only
+// for tables small next to the arithmetic around their reads. So a scatter whose index
+// function has no params, read by nothing but one `add` with another table of its shape,
+// costs its point and its index function; the `add` costs its whole result, as every `add`
+// does (the cotangent table it makes).
+
+/// The one-point scatters of `block` that are increments (Note [Increments]).
+fn increments(program: &Program, block: BlockId) -> HashSet<VarId> {
+    let block = &program.blocks[block];
+    let mut reads: HashMap<VarId, usize> = HashMap::new();
+    let mut added = HashSet::new();
+    for stmt in &block.stmts {
+        let mut uses = Vec::new();
+        collect_expr_uses(program, &stmt.expr, &mut uses);
+        for var in uses {
+            *reads.entry(var).or_default() += 1;
+        }
+        if let Expr::Prim(Prim::Add, operands) = &stmt.expr {
+            if let [Atom::Var(a), Atom::Var(b)] = operands[..] {
+                if a != b && program.var_ty(a).shape == program.var_ty(b).shape {
+                    added.extend([a, b]);
+                }
+            }
+        }
+    }
+    for var in block.results.iter().copied().filter_map(var_of) {
+        *reads.entry(var).or_default() += 1;
+    }
+    block
+        .stmts
+        .iter()
+        .filter(|stmt| match &stmt.expr {
+            Expr::Scatter { body, .. } => program.blocks[*body].params.is_empty(),
+            _ => false,
+        })
+        .map(|stmt| stmt.binders[0])
+        .filter(|var| added.contains(var) && reads.get(var) == Some(&1))
+        .collect()
 }
 
 fn stmt_cost(program: &Program, stmt: &Stmt) -> u64 {
@@ -258,6 +319,32 @@ mod tests {
              in %2
            }";
         assert_eq!(measure(src), (1000 + 1, 0));
+    }
+
+    #[test]
+    fn one_hot_scatters_added_into_a_table_cost_their_points() {
+        // Note [Increments]: the transposes of `x[2] + x[0]` added together cost a point each
+        // and the add its 1000 elements. One also read by `neg` (so not only added), and one
+        // added to itself, cost their tables.
+        let src = "program(%0_v: []f64) {
+             %1: [1000]f64 = scatter [1000] %0_v (\\ ->
+               in 2:i64)
+             %2: [1000]f64 = scatter [1000] %0_v (\\ ->
+               in 0:i64)
+             %3: [1000]f64 = add %1 %2
+             %4: [1000]f64 = scatter [1000] %0_v (\\ ->
+               in 1:i64)
+             %5: [1000]f64 = add %3 %4
+             %6: [1000]f64 = neg %4
+             %7: [1000]f64 = scatter [1000] %0_v (\\ ->
+               in 3:i64)
+             %8: [1000]f64 = add %7 %7
+             in %5, %6, %8
+           }";
+        assert_eq!(
+            measure(src),
+            (1 + 1 + 1000 + 1001 + 1000 + 1000 + 1001 + 1000, 0)
+        );
     }
 
     #[test]

@@ -156,9 +156,10 @@ pub fn gather_cost(program: &Program, shape: &[usize], body: BlockId, result_ele
     result_elems + index_fn_cost(program, shape, body)
 }
 
-/// Filling the result with zeros (a one-hot scatter, the transpose of `index`, costs the whole
-/// table it writes into), one move per source element, and the index function once per
-/// position of the source's leading axes.
+/// Filling the result with zeros (`result_elems`: a one-hot scatter, the transpose of
+/// `index`, costs the whole table it writes into, unless it is an increment, Note
+/// [Increments] in `core::cost`), one move per source element, and the index function once
+/// per position of the source's leading axes.
 pub fn scatter_cost(program: &Program, array: &Atom, body: BlockId, result_elems: u64) -> u64 {
     let source_ty = program.atom_ty(array);
     result_elems + source_ty.n_elems() as u64 + index_fn_cost(program, &source_ty.shape, body)
