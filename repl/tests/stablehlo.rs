@@ -151,7 +151,13 @@ const N_RANDOM: u64 = 200;
 #[test]
 fn random_programs_and_their_gradients_give_dx_values_on_xla() {
     let dir = case_folder("random");
-    let config = GenConfig::default();
+    // The reverse sweep of a `while` keeps a number of carries known only as it runs, which
+    // StableHLO's static shapes cannot hold (an export error, tested in `export::tests`
+    // with the export of a forward `while`), so these programs have none.
+    let config = GenConfig {
+        whiles: false,
+        ..GenConfig::default()
+    };
     let mut n_cases = 0;
     for seed in 0..N_RANDOM {
         let program = random_program(seed, &config);

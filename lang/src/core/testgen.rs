@@ -169,6 +169,9 @@ pub struct GenConfig {
     pub max_elems: usize,
     /// Largest number of inputs (at least one is generated).
     pub max_inputs: usize,
+    /// Whether to draw `while` and `while_reverse` loops (a `while_reverse`, and the
+    /// gradient of a `while`, have no StableHLO form).
+    pub whiles: bool,
 }
 
 impl Default for GenConfig {
@@ -180,6 +183,7 @@ impl Default for GenConfig {
             max_rank: 3,
             max_elems: 36,
             max_inputs: 3,
+            whiles: true,
         }
     }
 }
@@ -431,8 +435,8 @@ impl Gen<'_> {
                 19 if nested => self.fold(depth),
                 20 if nested => self.scan(depth),
                 21 => self.monoid(),
-                22 if nested => self.while_loop(depth),
-                23 if nested => self.while_reverse(depth),
+                22 if nested && self.config.whiles => self.while_loop(depth),
+                23 if nested && self.config.whiles => self.while_reverse(depth),
                 _ => self.literal_stmt(),
             };
             if done {

@@ -144,10 +144,13 @@ impl Lowerer<'_> {
             .map(|ty| self.program.new_var(ty, "x"))
             .collect();
         let arg = self.assemble(arg_ty, params.iter().copied().map(Atom::Var).collect());
-        self.in_block(params, |cx| {
+        let effects = self.effects_before();
+        let block = self.in_block(params, |cx| {
             let value = cx.apply(func, arg, span)?;
             cx.leaves(&value, span)
-        })
+        });
+        self.seal_function(effects, span)?;
+        block
     }
 
     /// A value of type `ty` with every element zero.

@@ -639,6 +639,43 @@ impl Lowerer<'_> {
         Ok(out)
     }
 
+    /// The cells' values and the number of contributions of the innermost loop, before a
+    /// function is lowered into a block of its own (`seal_function`).
+    pub(super) fn effects_before(&self) -> (Vec<SVal>, usize) {
+        (
+            self.snapshot(),
+            self.effects.frames.last().map_or(0, Vec::len),
+        )
+    }
+
+    /// After lowering a function that is differentiated into a block of its own: a write to
+    /// a reference from outside it is an error (its derivative would have to carry the
+    /// reference); the `error` and `print` calls inside it are not counted (their counts
+    /// would be values of the derivative's block).
+    pub(super) fn seal_function(&mut self, before: (Vec<SVal>, usize), span: Span) -> Result<()> {
+        let (snapshot, frame_len) = before;
+        let is_site =
+            |effects: &Effects, cell: usize| effects.sites.iter().any(|site| site.cell == cell);
+        let records = match self.effects.frames.last_mut() {
+            Some(frame) => frame.split_off(frame_len.min(frame.len())),
+            None => Vec::new(),
+        };
+        let outside_write = self
+            .changed(&snapshot, span)?
+            .into_iter()
+            .chain(records.iter().map(|record| record.cell))
+            .any(|cell| !is_site(&self.effects, cell));
+        self.restore(&snapshot);
+        if outside_write {
+            return error(
+                span,
+                "a function that is differentiated cannot write a reference from outside it: \
+                 make the reference's handler part of the function",
+            );
+        }
+        Ok(())
+    }
+
     /// `cond c then else` whose branches may use effects: the cells either branch changed,
     /// and the contributions either made, leave the `cond` as extra results.
     pub(super) fn effect_cond(

@@ -210,6 +210,10 @@ fn misuse_of_references_is_an_error_at_its_position() {
             "def leak(x: Float) -> Float =\n  r = with_state x \\r. r\n  x\n:p leak 1.0\n",
             "a reference escapes its handler",
         ),
+        (
+            ":p with_state 0.0 \\r. grad (\\x.\n  r := x\n  x * x) 1.0\n",
+            "cannot write a reference from outside it",
+        ),
     ];
     for (src, expected) in cases {
         let text = error(&mut session, src);
@@ -237,6 +241,8 @@ fn error_reports_the_first_failing_call_and_the_session_goes_on() {
         value(&mut session, ":p for i. safe_log (abs xs[i])"),
         "[0., 0.6931472, 1.098612]"
     );
+    // A function with an `error` call can be differentiated.
+    assert_eq!(value(&mut session, ":p grad safe_log 2.0"), "0.5");
 }
 
 #[test]
