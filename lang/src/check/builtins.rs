@@ -212,7 +212,7 @@ pub enum Builtin {
     InternalCast,
     /// `inject j`: the element of `n` an index `j` of a range of `n` (`(..i)`) stands for.
     Inject,
-    /// Effects and their loops (LANGUAGE.md §9), lowered by `passes/lower_effects.rs`.
+    /// Effects and their loops (docs/language.md, Effects), lowered by `passes/lower_effects.rs`.
     Effect(EffectOp),
 }
 

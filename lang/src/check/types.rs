@@ -204,7 +204,7 @@ pub enum Ty {
         of: Box<Ty>,
         bound: Bound,
     },
-    /// A built-in type constructor of the effects (LANGUAGE.md §9) applied to its arguments:
+    /// A built-in type constructor of the effects (docs/language.md, Effects) applied to its arguments:
     /// `Ref h s`, `Monoid a`. See Note [References].
     Con(TyCon, Vec<Ty>),
 }

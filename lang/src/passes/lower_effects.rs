@@ -1,52 +1,52 @@
-//! Effects in the lowering (LANGUAGE.md §9): `State`, `Accum` and `Read` references become the
+//! Effects in the lowering (docs/language.md, Effects): `State`, `Accum` and `Read` references become the
 //! pure program, so no pass after `lower` sees an effect.
-//!
-//! Note [Effects as cells]
-//! ~~~~~~~~~~~~~~~~~~~~~~~
-//! The lowering is a partial evaluator: it runs the typed program at compile time, emitting a
-//! statement for every operation on arrays. A handler (`with_state`, `yield_accum`,
-//! `with_reader`) makes a *cell* that holds the reference's current value as a compile-time
-//! value (`SVal`), and the reference is `SVal::Ref { cell, path }` (`path`: the element indices of
-//! `ref!i!j`). In straight-line code a write replaces the cell's value and a read returns it:
-//! this is SSA construction by evaluation, and no write is left in the program. Control flow
-//! is where values must meet:
-//!
-//! - a branch (`if`, `case`) lowers both sides from the same cell values; the cells either side
-//!   changed become extra results of the `cond`, and the cells take its binders;
-//! - a loop (`for`, `fold`, `scan`) lowers its body once; the cells of `State` it wrote become
-//!   carries (the body is lowered again with them as parameters) and the loop runs in order as a
-//!   `fold`/`scan`, as Dex runs a `for` with `State`. A `for` that writes no state stays a
-//!   parallel `build1`;
-//! - `acc += v` on an additive accumulator from inside a loop does not make the loop
-//!   sequential: it is recorded as a contribution (`Record`: the element indices and the
-//!   values), the loop stacks every contribution as one more output, and at the loop level of
-//!   the accumulator the stacked contributions are added at once: summed over the loops' axes
-//!   (`sumOuter`) when they carry no index, added as a whole when the indices are the loops' own
-//!   (`acc!i += v` in `for i`), and scattered (`scatter`, a scatter-add) when the indices are
-//!   data (a histogram). Accumulation is the transpose of indexing (dual arrays, seed 003 §4):
-//!   the contributions of `acc!k += v` are the cotangent of a read `x[k]`, and they are added
-//!   in the fixed order of `scatter`, so the bits do not depend on the thread count. Other
-//!   monoids (`MulMonoid`, `AndMonoid`, …) accumulate in order, as state.
-//!
-//! A reference escaping its handler (returned from the body) is an error at the handler.
-//!
-//! Note [Exceptions]
-//! ~~~~~~~~~~~~~~~~~
-//! `catch(\. body)` is a handler too: its cell is a `Bool` flag, false at first, that
-//! `throw()` sets (so it is merged through branches and carried through loops as state is: a
-//! loop that may throw runs in order). What the body computes after a throw is computed all
-//! the same (every operation is total), but its writes to references from outside the
-//! `catch` are masked by the flag (`select thrown old new`; a contribution is zero), and the
-//! `catch` gives `Nothing` when the flag is set.
-//!
-//! Note [Runtime errors]
-//! ~~~~~~~~~~~~~~~~~~~~~
-//! `error "message"` counts, in an accumulator of its own at the top level of the block, the
-//! times it is reached: in a vectorised branch only the lanes that take the branch add 1, and
-//! from inside loops it is a reduction as any accumulation. The counts are extra results of
-//! the block's program; the session checks them after the run and reports the first error
-//! of the block (in the order the calls were met) that was reached, as `Runtime error:
-//! message` at its position. The value `error` gives is zero of the expected type.
+
+// Note [Effects as cells]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// The lowering is a partial evaluator: it runs the typed program at compile time, emitting a
+// statement for every operation on arrays. A handler (`with_state`, `yield_accum`,
+// `with_reader`) makes a *cell* that holds the reference's current value as a compile-time
+// value (`SVal`), and the reference is `SVal::Ref { cell, path }` (`path`: the element indices of
+// `ref!i!j`). In straight-line code a write replaces the cell's value and a read returns it:
+// this is SSA construction by evaluation, and no write is left in the program. Control flow
+// is where values must meet:
+//
+// - a branch (`if`, `case`) lowers both sides from the same cell values; the cells either side
+//   changed become extra results of the `cond`, and the cells take its binders;
+// - a loop (`for`, `fold`, `scan`) lowers its body once; the cells of `State` it wrote become
+//   carries (the body is lowered again with them as parameters) and the loop runs in order as a
+//   `fold`/`scan`, as Dex runs a `for` with `State`. A `for` that writes no state stays a
+//   parallel `build1`;
+// - `acc += v` on an additive accumulator from inside a loop does not make the loop
+//   sequential: it is recorded as a contribution (`Record`: the element indices and the
+//   values), the loop stacks every contribution as one more output, and at the loop level of
+//   the accumulator the stacked contributions are added at once: summed over the loops' axes
+//   (`sumOuter`) when they carry no index, added as a whole when the indices are the loops' own
+//   (`acc!i += v` in `for i`), and scattered (`scatter`, a scatter-add) when the indices are
+//   data (a histogram). Accumulation is the transpose of indexing (dual arrays, seed 003 §4):
+//   the contributions of `acc!k += v` are the cotangent of a read `x[k]`, and they are added
+//   in the fixed order of `scatter`, so the bits do not depend on the thread count. Other
+//   monoids (`MulMonoid`, `AndMonoid`, …) accumulate in order, as state.
+//
+// A reference escaping its handler (returned from the body) is an error at the handler.
+//
+// Note [Exceptions]
+// ~~~~~~~~~~~~~~~~~
+// `catch(\. body)` is a handler too: its cell is a `Bool` flag, false at first, that
+// `throw()` sets (so it is merged through branches and carried through loops as state is: a
+// loop that may throw runs in order). What the body computes after a throw is computed all
+// the same (every operation is total), but its writes to references from outside the
+// `catch` are masked by the flag (`select thrown old new`; a contribution is zero), and the
+// `catch` gives `Nothing` when the flag is set.
+//
+// Note [Runtime errors]
+// ~~~~~~~~~~~~~~~~~~~~~
+// `error "message"` counts, in an accumulator of its own at the top level of the block, the
+// times it is reached: in a vectorised branch only the lanes that take the branch add 1, and
+// from inside loops it is a reduction as any accumulation. The counts are extra results of
+// the block's program; the session checks them after the run and reports the first error
+// of the block (in the order the calls were met) that was reached, as `Runtime error:
+// message` at its position. The value `error` gives is zero of the expected type.
 
 use crate::check::builtins::{EffectOp, NamedMonoid};
 use crate::check::types::Ty;

@@ -544,7 +544,7 @@ impl<'r> Gen<'r> {
         Gen::limit(text, bound, VALUE_LIMIT)
     }
 
-    /// Effects (LANGUAGE.md §9): accumulation in a `for` (a reduction, or a scatter-add at an
+    /// Effects (docs/language.md, Effects): accumulation in a `for` (a reduction, or a scatter-add at an
     /// index computed from the loop's), state threaded through a `for_`, and a `while` whose
     /// state holds a counter.
     fn effect(&mut self, depth: usize) -> (String, f64) {

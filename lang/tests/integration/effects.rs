@@ -1,4 +1,4 @@
-//! Effects (LANGUAGE.md §9) through the whole pipeline: an effectful program gives what the
+//! Effects (docs/language.md, Effects) through the whole pipeline: an effectful program gives what the
 //! same program written without effects gives, on every engine and thread count, its
 //! gradients agree with finite differences, and its errors and interruptions are reported.
 
