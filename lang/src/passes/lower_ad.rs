@@ -165,9 +165,9 @@ impl Lowerer<'_> {
         if self.ad_modes.last() == Some(&AdMode::Jvp) {
             return error(
                 span,
-                "forward-mode differentiation (`jvp`, `deriv`, `linearize`, `jacobian`) of a \
-                 function with a `custom_vjp` rule: the rule is for reverse mode only; use \
-                 `grad`, `vjp` or `value_and_grad`, or define a `custom_jvp` rule",
+                "forward-mode differentiation (`jvp`, `deriv`, `linearize`, `jacobian`) through \
+                 a `custom_vjp`: its rule is for reverse mode only (forward-mode rules, JAX's \
+                 `custom_jvp`, are not supported yet); use `grad`, `vjp` or `value_and_grad`",
             );
         }
         let mut parts = Vec::new();
