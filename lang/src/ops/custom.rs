@@ -391,3 +391,79 @@ impl Batcher<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::core::interp::{self, InterpConfig};
+    use crate::core::parse::parse_program;
+    use crate::core::value::{Array, ArrayData};
+    use crate::passes::pipeline::{self, PIPELINE};
+
+    /// `vjp` of `x ↦ custom_vjp(x ↦ x * x, fwd, bwd) x` whose (wrong on purpose) `bwd` is
+    /// `ct * 3`: the gradient is the rule's, not `2x`; the value is the primal's.
+    const VJP_OF_CUSTOM: &str = "program(%0_x: []f64) {
+           %1_y: []f64, %2_g: []f64 = vjp (%0_x) (1.0:f64) (\\%3_p: []f64 ->
+             %4: []f64 = custom_vjp (%3_p) (\\%5: []f64 ->
+               %6: []f64 = mul %5 %5
+               in %6) (\\%7: []f64 ->
+               %8: []f64 = mul %7 %7
+               in %8, %7) (\\%9_res: []f64, %10_ct: []f64 ->
+               %11: []f64 = mul %10_ct 3.0:f64
+               in %11)
+             in %4)
+           in %1_y, %2_g
+         }";
+
+    fn run(text: &str, x: f64) -> Vec<f64> {
+        let program = parse_program(text).expect("the test program parses");
+        // The printer and the parser agree on custom_vjp.
+        assert_eq!(parse_program(&program.to_string()).as_ref(), Ok(&program));
+        let stages = ["linear".to_string(), "transposed".to_string()];
+        let compiled = pipeline::run(&program, PIPELINE, &stages).expect("compiles");
+        assert!(!super::any_custom(&compiled.program, compiled.program.main));
+        let transposed = compiled
+            .stages
+            .iter()
+            .find(|dump| dump.stage == "transposed")
+            .expect("a transposed stage");
+        assert!(
+            transposed.text.contains("custom_linear_t"),
+            "{}",
+            transposed.text
+        );
+        let input = Array::new(vec![], ArrayData::F64(vec![x]));
+        interp::run(&compiled.program, &[input], &InterpConfig::default())
+            .expect("runs")
+            .iter()
+            .map(|array| match &*array.data {
+                ArrayData::F64(values) => values[0],
+                other => panic!("expected f64, got {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn reverse_mode_uses_the_rule_and_the_value_is_the_primal() {
+        assert_eq!(run(VJP_OF_CUSTOM, 5.0), vec![25.0, 3.0]);
+    }
+
+    #[test]
+    fn a_custom_vjp_outside_every_derivative_is_its_primal() {
+        let text = "program(%0_x: []f64) {
+               %1: []f64 = custom_vjp (%0_x) (\\%2: []f64 ->
+                 %3: []f64 = mul %2 %2
+                 in %3) (\\%4: []f64 ->
+                 %5: []f64 = mul %4 %4
+                 in %5, %4) (\\%6_res: []f64, %7_ct: []f64 ->
+                 in %7_ct)
+               in %1
+             }";
+        let program = parse_program(text).expect("parses");
+        assert_eq!(parse_program(&program.to_string()).as_ref(), Ok(&program));
+        let compiled = pipeline::run(&program, PIPELINE, &[]).expect("compiles");
+        assert!(!super::any_custom(&compiled.program, compiled.program.main));
+        let input = Array::new(vec![], ArrayData::F64(vec![4.0]));
+        let out = interp::run(&compiled.program, &[input], &InterpConfig::default()).expect("runs");
+        assert!(matches!(&*out[0].data, ArrayData::F64(values) if values == &vec![16.0]));
+    }
+}
