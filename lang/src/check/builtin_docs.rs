@@ -64,6 +64,11 @@ pub fn builtin_doc(name: &str) -> Option<&'static str> {
             "The identity of `max` (`min`) at the type the context asks for: `-infinity` \
              (`infinity`), the smallest (largest) integer, the first (last) index."
         }
+        "custom_vjp" => {
+            "`custom_vjp(f, fwd, bwd)`: `f` with a reverse-mode derivative of your own (JAX's \
+             `custom_vjp`): `fwd x` gives `(f x, residuals)` and `bwd residuals ct` the \
+             cotangent of `x`; `grad`, `vjp` and `value_and_grad` use them."
+        }
         "grad" => "`grad f x`: the gradient of a function with a scalar float result.",
         "deriv_rev" => "`deriv_rev f x`: the derivative of a scalar function, in reverse mode.",
         "jvp" => "`jvp f x t`: the derivative of `f` at `x` in the direction `t`.",

@@ -205,6 +205,9 @@ pub enum Builtin {
     Extreme(Extreme),
     /// Differentiation (LANGUAGE.md §4): `grad`, `jvp`, `vjp`, … .
     Ad(AdOp),
+    /// `custom_vjp(f, fwd, bwd)`: `f` with a user-defined reverse-mode derivative (JAX's
+    /// `custom_vjp`); a function of one more argument, the point.
+    CustomVjp,
     /// `arb k`: a random value of the type the context asks for (Dex's `Arbitrary`).
     Arb,
     /// `internal_cast(to=T, x)`: `x` as a value of scalar type `T`, converted or truncated as
@@ -394,6 +397,7 @@ impl Builtin {
             "reduce" => B::Reduce,
             "assoc_scan" => B::AssocScan,
             "apply_n" => B::ApplyN,
+            "custom_vjp" => B::CustomVjp,
             "zero" => B::Zero,
             "fst" => B::Fst,
             "snd" => B::Snd,
@@ -523,6 +527,7 @@ impl Builtin {
             "value_and_grad",
             "check_deriv",
             "stop_gradient",
+            "custom_vjp",
             "arb",
             "internal_cast",
             "inject",
@@ -731,6 +736,15 @@ impl Builtin {
                     Ty::table(n.clone(), a.clone())
                 };
                 Ty::funs(vec![Ty::table(n, a.clone()), a, op], res)
+            }
+            Builtin::CustomVjp => {
+                // (a -> b) -> (a -> (b, r)) -> (r -> b -> a) -> a -> b
+                let a = var(cx, &[]);
+                let b = var(cx, &[]);
+                let r = var(cx, &[]);
+                let fwd = Ty::fun(a.clone(), Ty::Tuple(vec![b.clone(), r.clone()]));
+                let bwd = Ty::funs(vec![r, b.clone()], a.clone());
+                Ty::funs(vec![Ty::fun(a.clone(), b.clone()), fwd, bwd, a], b)
             }
             Builtin::ApplyN => {
                 let a = var(cx, &[]);

@@ -167,6 +167,9 @@ fn stmt_cost(program: &Program, stmt: &Stmt) -> u64 {
             ..
         } => ops::cond::cost(program, *then_block, *else_block),
         Expr::Derivative { func, .. } => ops::derivative::cost(program, *func),
+        Expr::CustomVjp { .. } | Expr::CustomLinear { .. } => {
+            ops::custom::cost(program, &stmt.expr)
+        }
     }
 }
 

@@ -268,6 +268,13 @@ impl Interp<'_> {
                 back,
             } => return self.eval_while_reverse(init, seeds, *body, *back),
             Expr::Derivative { .. } => unreachable!("{}", crate::core::ir::EXPANDED),
+            Expr::CustomVjp { .. } | Expr::CustomLinear { .. } => {
+                let Some((block, args)) = ops::custom::eval_block(&stmt.expr) else {
+                    unreachable!("{}", ops::custom::NO_FORWARD_RULE)
+                };
+                let args: Vec<Array> = args.iter().map(|atom| self.atom(atom)).collect();
+                return self.eval_block(block, args);
+            }
             Expr::Monoid {
                 kind,
                 arrays,

@@ -348,6 +348,30 @@ pub enum Expr {
         seeds: Vec<Atom>,
         func: BlockId,
     },
+    /// `custom_vjp (xs…) primal fwd bwd`: a function with a user-defined reverse-mode
+    /// derivative (JAX's `custom_vjp`, Dex's `custom-linearization`; `ops::custom`). Its value
+    /// is `primal`'s at `args` (one param per leaf of the argument); `fwd` has the same params
+    /// and returns the values (one per binder) then the residuals; `bwd`'s params are the
+    /// residuals then one cotangent per binder, its results a cotangent per arg. The `ad`
+    /// pass differentiates it by its rule and replaces every one left by `primal`.
+    CustomVjp {
+        args: Vec<Atom>,
+        primal: BlockId,
+        fwd: BlockId,
+        bwd: BlockId,
+    },
+    /// The linear map of a differentiated `custom_vjp`, which only exists between the `ad`
+    /// pass's steps (`ops::custom`): `custom_linear (res…) (ts…) bwd` (`transposed: false`,
+    /// made by `jvp`) maps the tangents of the args to those of the results, and has no
+    /// forward rule; `custom_linear_t (res…) (cts…) bwd` (its transpose) maps the
+    /// cotangents of the results to those of the args by running `bwd` on the residuals and
+    /// the cotangents.
+    CustomLinear {
+        transposed: bool,
+        residuals: Vec<Atom>,
+        operands: Vec<Atom>,
+        bwd: BlockId,
+    },
 }
 
 /// What a `Monoid` statement computes.
@@ -383,6 +407,10 @@ impl MonoidKind {
 
 /// Why the engines and the passes after `ad` never meet a `Derivative`.
 pub const EXPANDED: &str = "the `ad` pass expands every derivative before the bot runs";
+
+/// Why the engines and the passes after `ad` never meet a `CustomVjp` or `CustomLinear`.
+pub const CUSTOM_INLINED: &str =
+    "the `ad` pass replaces every custom_vjp by its primal before the bot runs";
 
 /// Forward (`jvp`) or reverse (`vjp`) mode of a `Derivative`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -566,7 +594,9 @@ impl Keyer<'_> {
                 let atoms = self.atoms(&[&arrays[..], &init[..]].concat());
                 return self.nested(kind.name(), vec![arrays.len()], atoms, &[*op]);
             }
-            Expr::Derivative { .. } => return None,
+            Expr::Derivative { .. } | Expr::CustomVjp { .. } | Expr::CustomLinear { .. } => {
+                return None
+            }
         })
     }
 }

@@ -465,6 +465,18 @@ impl<'a> Parser<'a> {
                 init: self.atom_list("(", ")")?,
                 op: self.block()?,
             },
+            "custom_vjp" => Expr::CustomVjp {
+                args: self.atom_list("(", ")")?,
+                primal: self.block()?,
+                fwd: self.block()?,
+                bwd: self.block()?,
+            },
+            "custom_linear" | "custom_linear_t" => Expr::CustomLinear {
+                transposed: word == "custom_linear_t",
+                residuals: self.atom_list("(", ")")?,
+                operands: self.atom_list("(", ")")?,
+                bwd: self.block()?,
+            },
             "jvp" | "vjp" => Expr::Derivative {
                 mode: if word == "jvp" {
                     AdMode::Jvp

@@ -156,6 +156,13 @@ pub fn expr_name(expr: &Expr) -> String {
         Expr::While { .. } => "while",
         Expr::WhileReverse { .. } => "while_reverse",
         Expr::Monoid { kind, .. } => kind.name(),
+        Expr::CustomVjp { .. } => "custom_vjp",
+        Expr::CustomLinear {
+            transposed: false, ..
+        } => "custom_linear",
+        Expr::CustomLinear {
+            transposed: true, ..
+        } => "custom_linear_t",
         Expr::Derivative { mode, .. } => match mode {
             super::ir::AdMode::Jvp => "jvp",
             super::ir::AdMode::Vjp => "vjp",
@@ -389,7 +396,26 @@ impl Printer<'_> {
                 self.out.push(' ');
                 return self.block(*back, depth);
             }
-            Expr::Monoid {
+            Expr::CustomVjp {
+                args,
+                primal,
+                fwd,
+                bwd,
+            } => {
+                let _ = write!(self.out, "custom_vjp ({}) ", self.atoms(args, ", "));
+                self.block(*primal, depth);
+                self.out.push(' ');
+                self.block(*fwd, depth);
+                self.out.push(' ');
+                return self.block(*bwd, depth);
+            }
+            Expr::CustomLinear {
+                residuals: primals,
+                operands: seeds,
+                bwd: func,
+                ..
+            }
+            | Expr::Monoid {
                 arrays: primals,
                 init: seeds,
                 op: func,

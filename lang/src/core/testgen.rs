@@ -1226,6 +1226,7 @@ mod tests {
                         Expr::Monoid { .. } => "monoid",
                         // Emitted by lowering only; the `ad` pass expands them.
                         Expr::Derivative { .. } => "derivative",
+                        Expr::CustomVjp { .. } | Expr::CustomLinear { .. } => "custom",
                     };
                     forms.insert(form);
                     multi_result |= stmt.binders.len() > 1;

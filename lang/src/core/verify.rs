@@ -423,6 +423,9 @@ pub fn expr_types(program: &Program, expr: &Expr) -> Result<Vec<ArrTy>, String> 
             seeds,
             func,
         } => ops::derivative::result_tys(program, *mode, primals, seeds, *func),
+        Expr::CustomVjp { .. } | Expr::CustomLinear { .. } => {
+            ops::custom::result_tys(program, expr)
+        }
     }
 }
 

@@ -35,6 +35,12 @@ pub fn expr_atoms(expr: &Expr) -> Vec<Atom> {
             ..
         } => primals.iter().chain(seeds).copied().collect(),
         Expr::Index { array, index } => std::iter::once(array).chain(index).copied().collect(),
+        Expr::CustomVjp { args, .. } => args.clone(),
+        Expr::CustomLinear {
+            residuals,
+            operands,
+            ..
+        } => residuals.iter().chain(operands).copied().collect(),
         Expr::Build1 { .. } | Expr::Iota(_) => Vec::new(),
     }
 }
@@ -51,6 +57,10 @@ pub fn expr_blocks(expr: &Expr) -> Vec<BlockId> {
         | Expr::Monoid { op: body, .. }
         | Expr::Derivative { func: body, .. } => vec![*body],
         Expr::WhileReverse { body, back, .. } => vec![*body, *back],
+        Expr::CustomVjp {
+            primal, fwd, bwd, ..
+        } => vec![*primal, *fwd, *bwd],
+        Expr::CustomLinear { bwd, .. } => vec![*bwd],
         Expr::Cond {
             then_block,
             else_block,
@@ -109,6 +119,20 @@ pub fn map_expr_atoms(expr: &mut Expr, f: &mut impl FnMut(Atom) -> Atom) {
                 *atom = f(*atom);
             }
         }
+        Expr::CustomVjp { args, .. } => {
+            for atom in args {
+                *atom = f(*atom);
+            }
+        }
+        Expr::CustomLinear {
+            residuals,
+            operands,
+            ..
+        } => {
+            for atom in residuals.iter_mut().chain(operands) {
+                *atom = f(*atom);
+            }
+        }
         Expr::Build1 { .. } | Expr::Iota(_) => {}
     }
 }
@@ -128,6 +152,14 @@ pub fn map_expr_blocks(expr: &mut Expr, f: &mut impl FnMut(BlockId) -> BlockId) 
             *body = f(*body);
             *back = f(*back);
         }
+        Expr::CustomVjp {
+            primal, fwd, bwd, ..
+        } => {
+            *primal = f(*primal);
+            *fwd = f(*fwd);
+            *bwd = f(*bwd);
+        }
+        Expr::CustomLinear { bwd, .. } => *bwd = f(*bwd),
         Expr::Cond {
             then_block,
             else_block,

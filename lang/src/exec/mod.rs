@@ -757,6 +757,9 @@ impl Exec<'_> {
                 return Ok(acc.into_iter().map(|slot| slot.tensor).collect());
             }
             Expr::Derivative { .. } => unreachable!("{}", crate::core::ir::EXPANDED),
+            Expr::CustomVjp { .. } | Expr::CustomLinear { .. } => {
+                unreachable!("{}", crate::core::ir::CUSTOM_INLINED)
+            }
             // Lines of (chunk, lane) pairs on typed lanes, or compiled chains, in the order of
             // Note [Monoid order] (`ops::monoid`).
             Expr::Monoid { .. } => {
@@ -1208,6 +1211,8 @@ impl Exec<'_> {
             | Expr::While { .. }
             | Expr::WhileReverse { .. }
             | Expr::Monoid { .. }
+            | Expr::CustomVjp { .. }
+            | Expr::CustomLinear { .. }
             | Expr::Derivative { .. } => return Err(Stop::Unbatchable),
         };
         Ok(vec![Slot::batched(res)])

@@ -14,6 +14,7 @@
 //! | `while_loop` | `while`, `while_reverse` |
 //! | `monoid` | `reduce`, `assoc_scan`, `assoc_scan_right` |
 //! | `derivative` | `jvp`/`vjp` statements before the `ad` pass expands them |
+//! | `custom` | `custom_vjp`, `custom_linear` (user-defined derivatives) |
 //!
 //! The elementwise primitives (`Expr::Prim`) have their homes in `prim`, one file per family.
 //!
@@ -28,6 +29,7 @@
 
 pub mod build;
 pub mod cond;
+pub mod custom;
 pub mod derivative;
 pub mod gather_scatter;
 pub mod layout;
@@ -88,6 +90,15 @@ pub fn linearity(expr: &Expr) -> Linearity {
         Expr::WhileReverse { init, seeds, .. } => {
             Linearity::Compound([vec![false; init.len()], vec![true; seeds.len()]].concat())
         }
+        Expr::CustomVjp { args, .. } => Linearity::Compound(vec![true; args.len()]),
+        // Linear in its tangents (or cotangents), constant in its residuals.
+        Expr::CustomLinear {
+            residuals,
+            operands,
+            ..
+        } => {
+            Linearity::Compound([vec![false; residuals.len()], vec![true; operands.len()]].concat())
+        }
         Expr::Build1 { .. } | Expr::Derivative { .. } => Linearity::Excluded,
     }
 }
@@ -135,6 +146,8 @@ pub fn fusion_class(program: &Program, expr: &Expr) -> FusionClass {
         // `exec::monoid`; the producers of a vector's arrays run inside its chunk loop
         // (Note [Monoid steps] in `passes::fuse::monoid`).
         | Expr::Monoid { .. }
+        | Expr::CustomVjp { .. }
+        | Expr::CustomLinear { .. }
         | Expr::Derivative { .. } => FusionClass::Bulk,
     }
 }
@@ -190,6 +203,8 @@ pub fn recompute_factor(program: &Program, expr: &Expr) -> usize {
         | Expr::While { .. }
         | Expr::WhileReverse { .. }
         | Expr::Monoid { .. }
+        | Expr::CustomVjp { .. }
+        | Expr::CustomLinear { .. }
         | Expr::Derivative { .. } => 1,
     }
 }
@@ -208,6 +223,8 @@ pub fn index_param_bounds(program: &Program, expr: &Expr) -> Vec<usize> {
         Expr::Scatter { array, .. } => program.atom_ty(array).shape,
         // An operator's params are scalar operands, a derivative's function's params values.
         Expr::Monoid { .. } | Expr::Derivative { .. } => Vec::new(),
+        // Their blocks' params are values.
+        Expr::CustomVjp { .. } | Expr::CustomLinear { .. } => Vec::new(),
         // A while's params are carries.
         Expr::While { .. } | Expr::WhileReverse { .. } => Vec::new(),
         Expr::Cond { .. }

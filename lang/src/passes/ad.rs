@@ -307,6 +307,8 @@ fn jvp_stmt(
                 .into(),
         )),
         Expr::Monoid { .. } => builder.jvp_monoid(stmt, tangents),
+        Expr::CustomVjp { .. } => ops::custom::jvp_custom_vjp(builder, stmt, tangents),
+        Expr::CustomLinear { .. } => Err(AdError(ops::custom::NO_FORWARD_RULE.into())),
         Expr::Build1 { .. } | Expr::Derivative { .. } => Err(AdError(
             "differentiation expects build-free (BOT) input without derivatives".into(),
         )),
@@ -497,6 +499,9 @@ fn transpose_stmt(
     if let Expr::Monoid { .. } = &stmt.expr {
         return builder.transpose_monoid(stmt, cts);
     }
+    if let Expr::CustomLinear { .. } = &stmt.expr {
+        return ops::custom::transpose_custom_linear(builder, stmt, cts);
+    }
     let binder = stmt.binders[0];
     let Some(ct) = cts.get(&binder).copied() else {
         return Ok(());
@@ -540,6 +545,8 @@ fn transpose_stmt(
         | Expr::While { .. }
         | Expr::WhileReverse { .. }
         | Expr::Monoid { .. }
+        | Expr::CustomVjp { .. }
+        | Expr::CustomLinear { .. }
         | Expr::Build1 { .. }
         | Expr::Derivative { .. } => {
             return Err(AdError("a linear statement of an unexpected form".into()))

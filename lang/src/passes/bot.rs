@@ -390,6 +390,11 @@ impl Batcher<'_> {
                 self.batch_monoid(*kind, arrays, init, *op, &stmt.binders);
                 return;
             }
+            Expr::CustomVjp { .. } => {
+                self.batch_custom_vjp(&stmt.expr, &stmt.binders);
+                return;
+            }
+            Expr::CustomLinear { .. } => unreachable!("custom_linear exists only inside `ad`"),
             Expr::Iota(_) => unreachable!("iota does not depend on the batch index"),
             Expr::Build1 { .. } => unreachable!("builds are transformed innermost first"),
             Expr::Derivative { .. } => unreachable!("{}", crate::core::ir::EXPANDED),

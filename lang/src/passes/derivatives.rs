@@ -62,6 +62,13 @@ fn run(program: &mut Program, log: &mut Log) -> Result<(), Ice> {
         program.clear_linear();
     }
     erase_stop_gradients(program);
+    // A `custom_vjp` outside every derivative is its primal function (`ops::custom`).
+    if crate::ops::custom::any_custom(program, program.main) {
+        let main = program.main;
+        let stmts = std::mem::take(&mut program.blocks[main].stmts);
+        program.blocks[main].stmts = crate::ops::custom::inline_custom(program, stmts);
+        super::cleanup::run(program);
+    }
     Ok(())
 }
 
@@ -92,6 +99,9 @@ fn stop_gradient_operand(expr: &Expr) -> Option<Atom> {
 fn no_derivatives_left(program: &Program) -> Result<(), String> {
     if innermost_derivative(program, program.main).is_some() {
         return Err("a jvp or vjp is left".into());
+    }
+    if crate::ops::custom::any_custom(program, program.main) {
+        return Err("a custom_vjp or custom_linear is left".into());
     }
     let left = reachable_blocks(program, program.main)
         .into_iter()
@@ -150,6 +160,18 @@ fn differentiate(
     results.extend(jvp.tangent_results.iter().flatten());
     check_derivative("linear", program, params, &jvp.stmts, results, log)?;
     if mode == AdMode::Jvp {
+        if jvp
+            .stmts
+            .iter()
+            .any(|stmt| has_custom_linear(program, stmt))
+        {
+            // Lowering refuses forward mode through a `custom_vjp` with the user's position.
+            return Err(Ice::failed(
+                "linear",
+                crate::ops::custom::NO_FORWARD_RULE,
+                program,
+            ));
+        }
         return Ok(Derivative {
             params: jvp.params,
             seeds: jvp.tangent_params,
@@ -166,6 +188,9 @@ fn differentiate(
     let mut results = vjp.results.clone();
     results.extend(vjp.grads.iter().flatten());
     check_derivative("transposed", program, params, &stmts, results, log)?;
+    // The transposed `custom_linear`s are the user's `bwd`, inlined: the derivative is
+    // ordinary IR (and an outer derivative differentiates `bwd`'s statements).
+    let stmts = crate::ops::custom::inline_custom(program, stmts);
     Ok(Derivative {
         params: vjp.params,
         seeds: vjp.ct_params.into_iter().map(Some).collect(),
@@ -173,6 +198,19 @@ fn differentiate(
         results: vjp.results,
         derivatives: vjp.grads,
     })
+}
+
+/// Whether a statement is, or holds in its blocks, a `custom_linear`.
+fn has_custom_linear(program: &Program, stmt: &Stmt) -> bool {
+    matches!(stmt.expr, Expr::CustomLinear { .. })
+        || expr_blocks(&stmt.expr).into_iter().any(|block| {
+            reachable_blocks(program, block).into_iter().any(|id| {
+                program.blocks[id]
+                    .stmts
+                    .iter()
+                    .any(|stmt| matches!(stmt.expr, Expr::CustomLinear { .. }))
+            })
+        })
 }
 
 fn ad_ice(step: &'static str, err: AdError, program: &Program) -> Ice {

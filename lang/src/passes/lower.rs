@@ -134,6 +134,9 @@ pub struct Lowerer<'a> {
     /// Where the block's own code called the top-level definition being lowered (for the
     /// position of a runtime error inside it).
     call_site: Option<Span>,
+    /// The modes of the derivatives whose functions are being lowered, innermost last (a
+    /// `custom_vjp` under a forward-mode one is refused, `lower_ad`).
+    pub(super) ad_modes: Vec<crate::core::ir::AdMode>,
 }
 
 const INDEX: Elem = Elem::I64;
@@ -265,6 +268,7 @@ impl<'a> Lowerer<'a> {
             in_def: None,
             effects: Default::default(),
             call_site: None,
+            ad_modes: Vec::new(),
         }
     }
 
@@ -1254,6 +1258,7 @@ impl<'a> Lowerer<'a> {
             Builtin::Reduce | Builtin::AssocScan => {
                 self.lower_monoid(builtin, args, ty, &result_ty, span)
             }
+            Builtin::CustomVjp => self.lower_custom_vjp(args, ty, span),
             Builtin::ApplyN => {
                 let count = match &args[0] {
                     SVal::Arr(Atom::Lit(scalar)) => scalar_as_size(*scalar),
@@ -1761,6 +1766,7 @@ pub fn builtin_arity(builtin: Builtin) -> usize {
         },
         Builtin::Fst | Builtin::Snd => 1,
         Builtin::ApplyN => 3,
+        Builtin::CustomVjp => 4,
         Builtin::Zero | Builtin::FloatConst(_) | Builtin::Extreme(_) => 0,
         Builtin::Ad(op) => match op {
             AdOp::Grad | AdOp::DerivRev | AdOp::Deriv | AdOp::Vjp | AdOp::Linearize => 2,

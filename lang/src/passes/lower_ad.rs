@@ -109,7 +109,10 @@ impl Lowerer<'_> {
         sig: &Signature,
         span: Span,
     ) -> Result<(SVal, SVal)> {
-        let func = self.function_block(func, &sig.arg, span)?;
+        self.ad_modes.push(mode);
+        let func = self.function_block(func, &sig.arg, span);
+        self.ad_modes.pop();
+        let func = func?;
         let primals = self.leaves(x, span)?;
         let seeds = self.leaves(seed, span)?;
         let derived_ty = match mode {
@@ -151,6 +154,79 @@ impl Lowerer<'_> {
         });
         self.seal_function(effects, span)?;
         block
+    }
+
+    /// `custom_vjp(f, fwd, bwd) x` (`ops::custom`): the three functions lowered into blocks
+    /// (`f` and `fwd` of the leaves of `x`, `bwd` of the residuals then the cotangents of the
+    /// result) and one `custom_vjp` statement, whose value is `f x`.
+    pub(super) fn lower_custom_vjp(
+        &mut self,
+        args: Vec<SVal>,
+        ty: &Ty,
+        span: Span,
+    ) -> Result<SVal> {
+        if self.ad_modes.last() == Some(&AdMode::Jvp) {
+            return error(
+                span,
+                "forward-mode differentiation (`jvp`, `deriv`, `linearize`, `jacobian`) through \
+                 a `custom_vjp`: its rule is for reverse mode only (forward-mode rules, JAX's \
+                 `custom_jvp`, are not supported yet); use `grad`, `vjp` or `value_and_grad`",
+            );
+        }
+        let mut parts = Vec::new();
+        let mut rest = ty;
+        for _ in 0..4 {
+            let Some((param, result)) = fun_parts(rest) else {
+                return bug(span, "type of custom_vjp");
+            };
+            parts.push(param.clone());
+            rest = result;
+        }
+        let (arg_ty, out_ty) = (parts[3].clone(), rest.clone());
+        let Some((_, fwd_out)) = fun_parts(&parts[1]) else {
+            return bug(span, "type of custom_vjp's fwd");
+        };
+        let Ty::Tuple(fwd_parts) = fwd_out else {
+            return bug(span, "type of custom_vjp's fwd");
+        };
+        let res_ty = fwd_parts[1].clone();
+        let [func, fwd, bwd, x]: [SVal; 4] = match args.try_into() {
+            Ok(args) => args,
+            Err(_) => return bug(span, "arguments of custom_vjp"),
+        };
+        let primal = self.function_block(func, &arg_ty, span)?;
+        let fwd = self.function_block(fwd, &arg_ty, span)?;
+        let res_tys = self.leaf_types(&res_ty, span)?;
+        let out_tys = self.leaf_types(&out_ty, span)?;
+        let n_res = res_tys.len();
+        let mut params = Vec::new();
+        for ty in res_tys {
+            params.push(self.program.new_var(ty, "res"));
+        }
+        for ty in out_tys.iter().cloned() {
+            params.push(self.program.new_var(ty, "ct"));
+        }
+        let atoms: Vec<Atom> = params.iter().copied().map(Atom::Var).collect();
+        let res = self.assemble(&res_ty, atoms[..n_res].to_vec());
+        let ct = self.assemble(&out_ty, atoms[n_res..].to_vec());
+        let bwd = self.in_block(params, |cx| {
+            let partial = cx.apply(bwd, res, span)?;
+            let value = cx.apply(partial, ct, span)?;
+            cx.leaves(&value, span)
+        })?;
+        let args = self.leaves(&x, span)?;
+        let binders = self.emit(
+            Expr::CustomVjp {
+                args,
+                primal,
+                fwd,
+                bwd,
+            },
+            out_tys,
+            "custom",
+            span,
+        );
+        Ok(self.assemble(&out_ty, binders.into_iter().map(Atom::Var).collect()))
     }
 
     /// A value of type `ty` with every element zero.

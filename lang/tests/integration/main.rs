@@ -7,6 +7,7 @@ mod common;
 mod ad_properties;
 mod bot;
 mod bot_snapshots;
+mod custom_derivs;
 mod effects;
 mod fused;
 mod monoid;

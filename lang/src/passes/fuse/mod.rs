@@ -800,6 +800,8 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
             | Expr::While { .. }
             | Expr::WhileReverse { .. }
             | Expr::Monoid { .. }
+            | Expr::CustomVjp { .. }
+            | Expr::CustomLinear { .. }
             | Expr::Derivative { .. } => {
                 unreachable!("fuse: {binder} is not bound by a pull statement")
             }

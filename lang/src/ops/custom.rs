@@ -1,0 +1,469 @@
+//! User-defined derivatives: `custom_vjp` (JAX's `custom_vjp`, Dex's `custom-linearization`)
+//! and the linear map `custom_linear` its differentiation makes. Their rules:
+//!
+//! - type rule: `result_tys` (called by `core::verify`): a `custom_vjp` binds `primal`'s
+//!   results, and `fwd`'s first results have the same types; `bwd` takes the residuals (the
+//!   rest of `fwd`'s results) then a cotangent per result and returns a cotangent per arg;
+//! - printer and parser: `custom_vjp (xs…) (\…primal) (\…fwd) (\…bwd)`,
+//!   `custom_linear (res…) (ts…) (\…bwd)`, `custom_linear_t (res…) (cts…) (\…bwd)`
+//!   (`core::print`, `core::parse`);
+//! - reference evaluation: `eval_blocks` (`core::interp`): a `custom_vjp` is its `primal`, a
+//!   transposed `custom_linear` is `bwd`; a `custom_linear` has no forward rule (forward
+//!   mode through a `custom_vjp` is refused by lowering, `passes::lower_ad`);
+//! - batching (BOT): `Batcher::batch_custom_vjp`: the three blocks are batched over the
+//!   batch axis (each lane's rule is the user's rule);
+//! - JVP: `jvp_custom_vjp` inlines `fwd` (primal values and residuals) and emits a
+//!   `custom_linear` of the tangents of the args, linear in them;
+//! - transpose: `transpose_custom_linear` emits the transposed `custom_linear` (`bwd` on the
+//!   residuals and the cotangents of the results), which `passes::derivatives` inlines once
+//!   the `transposed` stage is checked (`inline_custom`);
+//! - linearity (`ops::linearity`): `custom_vjp` is compound (differentiated by its rule);
+//!   `custom_linear` is linear in its tangents or cotangents, constant in its residuals (a
+//!   compound: `bwd`'s statements are the user's and are not checked for linearity);
+//! - simplifier: generic (its blocks are simplified like any other);
+//! - cost: `cost`, the primal (or `bwd`);
+//! - never met after the `ad` pass: it replaces every `custom_vjp` left (outside a derivative)
+//!   by its `primal` (`inline_custom`), so the engines, fusion and the exports need no rule;
+//!   fusion class `Bulk`.
+
+use std::collections::HashMap;
+
+use crate::core::inline::{copy_stmt, rename};
+use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Stmt, VarId};
+use crate::core::verify::{atom_ty, block, result_tys as block_result_tys, tys_text, var_ty};
+use crate::passes::ad::{tangent_of, AdError, Builder};
+use crate::passes::bot::{Batcher, Status};
+
+/// The types of a block's params.
+fn param_tys(program: &Program, id: BlockId) -> Result<Vec<ArrTy>, String> {
+    block(program, id)?
+        .params
+        .iter()
+        .map(|&var| var_ty(program, var))
+        .collect()
+}
+
+fn atoms_tys(program: &Program, atoms: &[Atom]) -> Result<Vec<ArrTy>, String> {
+    atoms.iter().map(|atom| atom_ty(program, atom)).collect()
+}
+
+fn expect_tys(what: &str, got: &[ArrTy], want: &[ArrTy]) -> Result<(), String> {
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} have types ({}) but must have types ({})",
+            tys_text(got),
+            tys_text(want)
+        ))
+    }
+}
+
+/// The type rule of `custom_vjp` and `custom_linear` (see the module doc).
+pub fn result_tys(program: &Program, expr: &Expr) -> Result<Vec<ArrTy>, String> {
+    match expr {
+        Expr::CustomVjp {
+            args,
+            primal,
+            fwd,
+            bwd,
+        } => {
+            let arg_tys = atoms_tys(program, args)?;
+            expect_tys("custom_vjp args", &arg_tys, &param_tys(program, *primal)?)?;
+            expect_tys(
+                "custom_vjp fwd params",
+                &param_tys(program, *fwd)?,
+                &arg_tys,
+            )?;
+            let outs = block_result_tys(program, block(program, *primal)?)?;
+            let fwd_outs = block_result_tys(program, block(program, *fwd)?)?;
+            if fwd_outs.len() < outs.len() {
+                return Err("custom_vjp fwd returns fewer values than primal".into());
+            }
+            expect_tys("custom_vjp fwd values", &fwd_outs[..outs.len()], &outs)?;
+            let bwd_params: Vec<ArrTy> = fwd_outs[outs.len()..]
+                .iter()
+                .chain(&outs)
+                .cloned()
+                .collect();
+            expect_tys(
+                "custom_vjp bwd params",
+                &param_tys(program, *bwd)?,
+                &bwd_params,
+            )?;
+            let bwd_outs = block_result_tys(program, block(program, *bwd)?)?;
+            expect_tys("custom_vjp bwd results", &bwd_outs, &arg_tys)?;
+            Ok(outs)
+        }
+        Expr::CustomLinear {
+            transposed,
+            residuals,
+            operands,
+            bwd,
+        } => {
+            let params = param_tys(program, *bwd)?;
+            let n_res = residuals.len();
+            if params.len() < n_res {
+                return Err("custom_linear has more residuals than bwd params".into());
+            }
+            expect_tys(
+                "custom_linear residuals",
+                &atoms_tys(program, residuals)?,
+                &params[..n_res],
+            )?;
+            let cts = params[n_res..].to_vec();
+            let grads = block_result_tys(program, block(program, *bwd)?)?;
+            let (ins, outs) = if *transposed {
+                (cts, grads)
+            } else {
+                (grads, cts)
+            };
+            expect_tys(
+                "custom_linear operands",
+                &atoms_tys(program, operands)?,
+                &ins,
+            )?;
+            Ok(outs)
+        }
+        _ => unreachable!("ops::custom::result_tys of another form"),
+    }
+}
+
+/// The block a `custom_vjp` or transposed `custom_linear` computes, and its arguments; `None`
+/// for a `custom_linear` that is not transposed (it has no forward rule) and other forms.
+pub fn eval_block(expr: &Expr) -> Option<(BlockId, Vec<Atom>)> {
+    match expr {
+        Expr::CustomVjp { args, primal, .. } => Some((*primal, args.clone())),
+        Expr::CustomLinear {
+            transposed: true,
+            residuals,
+            operands,
+            bwd,
+        } => Some((*bwd, residuals.iter().chain(operands).copied().collect())),
+        _ => None,
+    }
+}
+
+/// Why a `custom_linear` that is not transposed cannot run.
+pub const NO_FORWARD_RULE: &str = "forward-mode differentiation (jvp) through custom_vjp: it \
+                                   defines only a reverse-mode rule";
+
+/// The cost: what runs (the primal, or `bwd`).
+pub fn cost(program: &Program, expr: &Expr) -> u64 {
+    match eval_block(expr) {
+        Some((block, _)) => crate::core::cost::block_cost(program, block),
+        None => match expr {
+            Expr::CustomLinear { bwd, .. } => crate::core::cost::block_cost(program, *bwd),
+            _ => 0,
+        },
+    }
+}
+
+/// Copies `block`'s statements with its params replaced by `args` (fresh variables for the
+/// rest); returns the statements and the renamed results.
+pub(crate) fn inline(
+    program: &mut Program,
+    block: BlockId,
+    args: &[Atom],
+) -> (Vec<Stmt>, Vec<Atom>) {
+    let source = program.blocks[block].clone();
+    let mut subst: HashMap<VarId, Atom> = source
+        .params
+        .iter()
+        .copied()
+        .zip(args.iter().copied())
+        .collect();
+    let stmts = source
+        .stmts
+        .iter()
+        .map(|stmt| copy_stmt(program, stmt, &mut subst))
+        .collect();
+    let results = source
+        .results
+        .iter()
+        .map(|atom| rename(*atom, &subst))
+        .collect();
+    (stmts, results)
+}
+
+/// Replaces, in `stmts` and every block nested in them, each statement that `eval_block`
+/// gives a block for (`custom_vjp`, transposed `custom_linear`) by that block inlined.
+pub fn inline_custom(program: &mut Program, stmts: Vec<Stmt>) -> Vec<Stmt> {
+    let mut out = Vec::with_capacity(stmts.len());
+    for stmt in stmts {
+        for nested in crate::core::visit::expr_blocks(&stmt.expr) {
+            let inner = std::mem::take(&mut program.blocks[nested].stmts);
+            program.blocks[nested].stmts = inline_custom(program, inner);
+        }
+        let Some((block, args)) = eval_block(&stmt.expr) else {
+            out.push(stmt);
+            continue;
+        };
+        let (body, results) = inline(program, block, &args);
+        let body = inline_custom(program, body);
+        out.extend(body);
+        for (binder, result) in stmt.binders.iter().zip(results) {
+            out.push(Stmt {
+                binders: vec![*binder],
+                expr: Expr::Atom(result),
+            });
+        }
+    }
+    out
+}
+
+/// Whether a `custom_vjp` or `custom_linear` is in `block` or a block nested in it.
+pub fn any_custom(program: &Program, block: BlockId) -> bool {
+    crate::core::visit::reachable_blocks(program, block)
+        .into_iter()
+        .any(|id| {
+            program.blocks[id].stmts.iter().any(|stmt| {
+                matches!(
+                    stmt.expr,
+                    Expr::CustomVjp { .. } | Expr::CustomLinear { .. }
+                )
+            })
+        })
+}
+
+/// The JVP of `ys = custom_vjp (xs…) primal fwd bwd`: `fwd` inlined gives the values and the
+/// residuals, and the tangents of `ys` are `custom_linear (res…) (ẋs…) bwd`, whose
+/// transpose is `bwd` (JAX's `custom_vjp` rule; the user's `fwd` is not differentiated).
+pub(crate) fn jvp_custom_vjp(
+    builder: &mut Builder,
+    stmt: &Stmt,
+    tangents: &mut HashMap<VarId, Atom>,
+) -> Result<(), AdError> {
+    let Expr::CustomVjp { args, fwd, bwd, .. } = &stmt.expr else {
+        unreachable!("jvp_custom_vjp of a custom_vjp")
+    };
+    let (body, results) = inline(builder.program, *fwd, args);
+    builder.stmts.extend(body);
+    let n_outs = stmt.binders.len();
+    for (binder, value) in stmt.binders.iter().zip(&results) {
+        builder.stmts.push(Stmt {
+            binders: vec![*binder],
+            expr: Expr::Atom(*value),
+        });
+    }
+    let arg_tangents: Vec<_> = args.iter().map(|atom| tangent_of(tangents, atom)).collect();
+    if arg_tangents.iter().all(Option::is_none) {
+        return Ok(());
+    }
+    let mut operands = Vec::with_capacity(args.len());
+    for (arg, tangent) in args.iter().zip(arg_tangents) {
+        operands.push(match tangent {
+            Some(tangent) => tangent,
+            None => builder.zeros(&builder.ty(arg)),
+        });
+    }
+    let bwd = crate::core::inline::clone_block(builder.program, *bwd, &mut HashMap::new());
+    let tys: Vec<ArrTy> = stmt
+        .binders
+        .iter()
+        .map(|binder| builder.program.var_ty(*binder).clone())
+        .collect();
+    let tangent_vars = builder.emit(
+        Expr::CustomLinear {
+            transposed: false,
+            residuals: results[n_outs..].to_vec(),
+            operands,
+            bwd,
+        },
+        tys,
+        "custom_dot",
+    );
+    for (binder, tangent) in stmt.binders.iter().zip(tangent_vars) {
+        if builder.program.var_ty(*binder).elem.is_float() {
+            tangents.insert(*binder, Atom::Var(tangent));
+        }
+    }
+    Ok(())
+}
+
+/// The transpose of `ts = custom_linear (res…) (ẋs…) bwd`: `custom_linear_t (res…) (cts…)
+/// bwd` gives the cotangents of `ẋs` (the cotangents of `ts` that are missing are zero).
+pub(crate) fn transpose_custom_linear(
+    builder: &mut Builder,
+    stmt: &Stmt,
+    cts: &mut HashMap<VarId, Atom>,
+) -> Result<(), AdError> {
+    let Expr::CustomLinear {
+        transposed: false,
+        residuals,
+        operands,
+        bwd,
+    } = &stmt.expr
+    else {
+        return Err(AdError(
+            "transposing a transposed custom_linear (a custom_vjp differentiated twice in \
+             reverse mode) is not supported"
+                .into(),
+        ));
+    };
+    if stmt.binders.iter().all(|binder| !cts.contains_key(binder)) {
+        return Ok(());
+    }
+    let mut seeds = Vec::with_capacity(stmt.binders.len());
+    for binder in &stmt.binders {
+        seeds.push(match cts.get(binder) {
+            Some(ct) => *ct,
+            None => {
+                let ty = builder.program.var_ty(*binder).clone();
+                builder.zeros(&ty)
+            }
+        });
+    }
+    let tys: Vec<ArrTy> = operands.iter().map(|atom| builder.ty(atom)).collect();
+    let bwd = crate::core::inline::clone_block(builder.program, *bwd, &mut HashMap::new());
+    let grads = builder.emit(
+        Expr::CustomLinear {
+            transposed: true,
+            residuals: residuals.clone(),
+            operands: seeds,
+            bwd,
+        },
+        tys,
+        "custom_ct",
+    );
+    for (operand, grad) in operands.iter().zip(grads) {
+        if builder.is_linear(operand) {
+            builder.add_to(cts, *operand, Atom::Var(grad));
+        }
+    }
+    Ok(())
+}
+
+impl Batcher<'_> {
+    /// `build1 k (λi. custom_vjp (xs…) p f b)` ~> `custom_vjp (bulk xs…) p' f' b'` where each
+    /// block is batched over the batch axis (all its params and results batched): each lane
+    /// runs the user's rule.
+    pub(crate) fn batch_custom_vjp(&mut self, expr: &Expr, binders: &[VarId]) {
+        let Expr::CustomVjp {
+            args,
+            primal,
+            fwd,
+            bwd,
+        } = expr
+        else {
+            unreachable!("batch_custom_vjp of a custom_vjp")
+        };
+        let args: Vec<Atom> = args
+            .iter()
+            .map(|atom| Atom::Var(self.force_atom(*atom)))
+            .collect();
+        let batch_block = |cx: &mut Self, block: BlockId| {
+            let old_params = cx.program.blocks[block].params.clone();
+            let params: Vec<VarId> = old_params
+                .iter()
+                .map(|param| {
+                    let (ty, hint) = cx.batched_binder(*param);
+                    let new = cx.new_var(ty, &hint);
+                    cx.env.insert(*param, Status::Batched(new));
+                    new
+                })
+                .collect();
+            let n_results = cx.program.blocks[block].results.len();
+            cx.batch_subblock(block, params, &vec![true; n_results])
+        };
+        let primal = batch_block(self, *primal);
+        let fwd = batch_block(self, *fwd);
+        let bwd = batch_block(self, *bwd);
+        let new_binders: Vec<VarId> = binders
+            .iter()
+            .map(|binder| {
+                let (ty, hint) = self.batched_binder(*binder);
+                self.new_var(ty, &hint)
+            })
+            .collect();
+        self.emit_to(
+            self.target,
+            new_binders.clone(),
+            Expr::CustomVjp {
+                args,
+                primal,
+                fwd,
+                bwd,
+            },
+        );
+        for (binder, new) in binders.iter().zip(new_binders) {
+            self.env.insert(*binder, Status::Batched(new));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::core::interp::{self, InterpConfig};
+    use crate::core::parse::parse_program;
+    use crate::core::value::{Array, ArrayData};
+    use crate::passes::pipeline::{self, PIPELINE};
+
+    /// `vjp` of `x ↦ custom_vjp(x ↦ x * x, fwd, bwd) x` whose (wrong on purpose) `bwd` is
+    /// `ct * 3`: the gradient is the rule's, not `2x`; the value is the primal's.
+    const VJP_OF_CUSTOM: &str = "program(%0_x: []f64) {
+           %1_y: []f64, %2_g: []f64 = vjp (%0_x) (1.0:f64) (\\%3_p: []f64 ->
+             %4: []f64 = custom_vjp (%3_p) (\\%5: []f64 ->
+               %6: []f64 = mul %5 %5
+               in %6) (\\%7: []f64 ->
+               %8: []f64 = mul %7 %7
+               in %8, %7) (\\%9_res: []f64, %10_ct: []f64 ->
+               %11: []f64 = mul %10_ct 3.0:f64
+               in %11)
+             in %4)
+           in %1_y, %2_g
+         }";
+
+    fn run(text: &str, x: f64) -> Vec<f64> {
+        let program = parse_program(text).expect("the test program parses");
+        // The printer and the parser agree on custom_vjp.
+        assert_eq!(parse_program(&program.to_string()).as_ref(), Ok(&program));
+        let stages = ["linear".to_string(), "transposed".to_string()];
+        let compiled = pipeline::run(&program, PIPELINE, &stages).expect("compiles");
+        assert!(!super::any_custom(&compiled.program, compiled.program.main));
+        let transposed = compiled
+            .stages
+            .iter()
+            .find(|dump| dump.stage == "transposed")
+            .expect("a transposed stage");
+        assert!(
+            transposed.text.contains("custom_linear_t"),
+            "{}",
+            transposed.text
+        );
+        let input = Array::new(vec![], ArrayData::F64(vec![x]));
+        interp::run(&compiled.program, &[input], &InterpConfig::default())
+            .expect("runs")
+            .iter()
+            .map(|array| match &*array.data {
+                ArrayData::F64(values) => values[0],
+                other => panic!("expected f64, got {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn reverse_mode_uses_the_rule_and_the_value_is_the_primal() {
+        assert_eq!(run(VJP_OF_CUSTOM, 5.0), vec![25.0, 3.0]);
+    }
+
+    #[test]
+    fn a_custom_vjp_outside_every_derivative_is_its_primal() {
+        let text = "program(%0_x: []f64) {
+               %1: []f64 = custom_vjp (%0_x) (\\%2: []f64 ->
+                 %3: []f64 = mul %2 %2
+                 in %3) (\\%4: []f64 ->
+                 %5: []f64 = mul %4 %4
+                 in %5, %4) (\\%6_res: []f64, %7_ct: []f64 ->
+                 in %7_ct)
+               in %1
+             }";
+        let program = parse_program(text).expect("parses");
+        assert_eq!(parse_program(&program.to_string()).as_ref(), Ok(&program));
+        let compiled = pipeline::run(&program, PIPELINE, &[]).expect("compiles");
+        assert!(!super::any_custom(&compiled.program, compiled.program.main));
+        let input = Array::new(vec![], ArrayData::F64(vec![4.0]));
+        let out = interp::run(&compiled.program, &[input], &InterpConfig::default()).expect("runs");
+        assert!(matches!(&*out[0].data, ArrayData::F64(values) if values == &vec![16.0]));
+    }
+}

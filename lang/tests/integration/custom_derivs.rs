@@ -1,0 +1,147 @@
+//! User-defined derivatives (`custom_vjp`, `ops::custom`) through the whole pipeline: the
+//! rule is what reverse mode uses (a deliberately scaled rule scales the gradient), in every
+//! reverse-mode entry point and under `for`; the function is itself when not differentiated;
+//! the rule shows in the `linear` and `transposed` stages; forward mode is refused at its
+//! position.
+
+use crate::common::{error, session, stage_text, value};
+use dx_lang::session::Engine;
+
+/// softplus, naive and with a stable rule; `f_bwd2` is deliberately twice the derivative.
+const SOFTPLUS: &str = "\
+def f(x: Float) -> Float = log (1.0 + exp x)
+def f_fwd(x: Float) -> (Float, Float) = (f x, x)
+def f_bwd(res: Float, ct: Float) -> Float = ct / (1.0 + exp (-res))
+def f_bwd2(res: Float, ct: Float) -> Float = 2.0 * ct / (1.0 + exp (-res))
+g = custom_vjp(f, f_fwd, f_bwd)
+h = custom_vjp(f, f_fwd, f_bwd2)
+xs = [0.2, 1.7, -2.4]
+def sigmoid(x: Float) -> Float = 1.0 / (1.0 + exp (-x))
+";
+
+const ENGINES: [Engine; 2] = [Engine::Reference, Engine::Fused];
+
+fn check(engine: Engine, expr: &str, expected: &str) {
+    let mut session = session(engine);
+    value(&mut session, &format!("{SOFTPLUS}:p 0\n"));
+    assert_eq!(
+        value(&mut session, &format!(":p {expr}\n")),
+        expected,
+        "{expr} on {engine:?}"
+    );
+}
+
+#[test]
+fn the_rule_gives_the_gradient_where_the_naive_one_overflows() {
+    for engine in ENGINES {
+        // exp 100 overflows in float32: the naive gradient is inf / inf.
+        check(engine, "isnan (grad f 100.0)", "True");
+        check(engine, "grad g 100.0", "1.");
+        check(engine, "abs (grad g 3.0 - sigmoid 3.0) < 1.0e-6", "True");
+        check(engine, "g 3.0 == f 3.0", "True");
+    }
+}
+
+#[test]
+fn the_custom_rule_is_the_one_used_by_every_reverse_mode_entry_point() {
+    for engine in ENGINES {
+        check(engine, "grad h 0.0", "1.");
+        check(engine, "value_and_grad h 0.0", "(0.6931472, 1.)");
+        check(engine, "(snd (vjp h 0.0)) 3.0", "3.");
+        // The rule inside a differentiated `for` (batched), and a derivative inside a `for`.
+        check(
+            engine,
+            "all for i. abs ((grad (\\x. sum (for j. h x[j])) xs)[i] - 2.0 * sigmoid xs[i]) < 1.0e-6",
+            "True",
+        );
+        check(
+            engine,
+            "all for i. abs ((for j. grad h xs[j])[i] - 2.0 * sigmoid xs[i]) < 1.0e-6",
+            "True",
+        );
+        // With other operations around it: d/dx (g x * x) = sigmoid x * x + f x.
+        check(
+            engine,
+            "all for i. abs ((grad (\\x. sum (for j. g x[j] * x[j])) xs)[i] - (sigmoid xs[i] * xs[i] + f xs[i])) < 1.0e-5",
+            "True",
+        );
+    }
+}
+
+#[test]
+fn a_straight_through_estimator_rounds_forward_and_passes_the_gradient_back() {
+    let src = "\
+def rnd(x: n=>Float) -> n=>Float = for i. round x[i]
+def rnd_fwd(x: n=>Float) -> (n=>Float, ()) = (rnd x, ())
+def rnd_bwd(r: (), ct: n=>Float) -> n=>Float = ct
+def ste(x: n=>Float) -> n=>Float = custom_vjp(rnd, rnd_fwd, rnd_bwd) x
+";
+    for engine in ENGINES {
+        let mut session = session(engine);
+        value(&mut session, &format!("{src}:p 0\n"));
+        assert_eq!(
+            value(&mut session, ":p ste [0.2, 1.7, -2.4]\n"),
+            "[0., 2., -2.]"
+        );
+        assert_eq!(
+            value(
+                &mut session,
+                ":p grad (\\x. sum (ste x)) [0.2, 1.7, -2.4]\n"
+            ),
+            "[1., 1., 1.]"
+        );
+        // Without the rule, round has a zero derivative.
+        assert_eq!(
+            value(
+                &mut session,
+                ":p grad (\\x. sum (rnd x)) [0.2, 1.7, -2.4]\n"
+            ),
+            "[0., 0., 0.]"
+        );
+    }
+}
+
+#[test]
+fn the_rule_shows_in_the_linear_and_transposed_stages() {
+    // A cube whose (wrong on purpose) rule uses `cos`, which the cube never does.
+    let src = "\
+def cube(x: Float) -> Float = x * x * x
+def cube_fwd(x: Float) -> (Float, Float) = (cube x, x)
+def cube_bwd(res: Float, ct: Float) -> Float = ct * cos res
+c = custom_vjp(cube, cube_fwd, cube_bwd)
+";
+    let mut session = session(Engine::Reference);
+    value(&mut session, &format!("{src}:p 0\n"));
+    let linear = stage_text(&mut session, "linear", "grad c 1.0");
+    assert!(linear.contains("custom_linear ("), "{linear}");
+    let transposed = stage_text(&mut session, "transposed", "grad c 1.0");
+    assert!(transposed.contains("custom_linear_t ("), "{transposed}");
+    assert!(transposed.contains("cos"), "{transposed}");
+    assert_eq!(value(&mut session, ":p grad c 1.0\n"), "0.5403023");
+    // Not differentiated, it is the cube, and no rule is left in the program.
+    let bot = stage_text(&mut session, "bot", "c 2.0");
+    assert!(!bot.contains("custom") && !bot.contains("cos"), "{bot}");
+}
+
+#[test]
+fn forward_mode_through_a_custom_vjp_is_an_error_at_its_position() {
+    let mut session = session(Engine::Reference);
+    value(&mut session, &format!("{SOFTPLUS}:p 0\n"));
+    for src in [
+        ":p jvp g 1.0 1.0\n",
+        ":p deriv g 1.0\n",
+        ":p grad (\\x. deriv g x) 1.0\n",
+    ] {
+        let text = error(&mut session, src);
+        assert!(text.contains("custom_jvp"), "{src}: {text}");
+        assert!(text.contains('^'), "{src}: no carets in {text}");
+    }
+    // Forward over reverse differentiates the rule itself: d/dx sigmoid x.
+    assert_eq!(
+        value(
+            &mut session,
+            ":p abs (deriv (\\x. grad g x) 0.0 - 0.25) < 1.0e-6\n"
+        ),
+        "True"
+    );
+}
