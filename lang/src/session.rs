@@ -1280,6 +1280,10 @@ impl Session {
             });
         }
         let mut tensors = tensors;
+        // The first texts of the sites with computed texts: each a `List Char`, its length
+        // and its characters.
+        let n_texts = sites.iter().filter(|site| site.text_cell.is_some()).count();
+        let mut texts = tensors.split_off(tensors.len() - 2 * n_texts).into_iter();
         let counts = tensors.split_off(tensors.len() - sites.len());
         // Note [Runtime errors] in `passes/lower_effects.rs`: the lines of the `print`s
         // reached, and the first `error` reached.
@@ -1288,6 +1292,17 @@ impl Session {
                 Some(crate::core::ir::Scalar::I32(count)) => count.max(0) as usize,
                 _ => 0,
             };
+            let mut site = site;
+            let mut more = 0;
+            if site.text_cell.is_some() {
+                let chars = texts.nth(1).map(|chars| chars.to_array());
+                site.text
+                    .push_str(&chars.map_or_else(String::new, |chars| computed_text(&chars)));
+                // Note [Runtime errors]: only the first text of a site is kept.
+                if site.kind == SiteKind::Print && count > 1 {
+                    more = count - 1;
+                }
+            }
             if count == 0 {
                 continue;
             }
@@ -1299,6 +1314,13 @@ impl Session {
                         span: Some(site.span),
                     })
                 }
+                SiteKind::Print if more > 0 => evaluated.outputs.extend([
+                    Output::Text(site.text),
+                    Output::Text(format!(
+                        "(and {more} more line{} of this `print`, whose texts dx does not keep)",
+                        if more == 1 { "" } else { "s" }
+                    )),
+                ]),
                 SiteKind::Print => evaluated
                     .outputs
                     .extend(std::iter::repeat_n(Output::Text(site.text), count)),
@@ -1719,6 +1741,17 @@ fn n_leaves(ty: &Ty) -> usize {
     leaf_types(ty).map(|leaves| leaves.len()).unwrap_or(0)
 }
 
+/// The text of a character table computed by a program, its unused places (`'\x00'`, Note
+/// [Texts of run-time values]) left out.
+fn computed_text(chars: &Array) -> String {
+    let bytes: Vec<u8> = (0..chars.data.len())
+        .filter_map(|offset| chars.data.get(offset).int_value())
+        .map(|code| code as u8)
+        .filter(|&byte| byte != 0)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
 /// A string as Dex prints it: its characters between double quotes, escaped as in source.
 fn string_text(chars: &[DisplayValue]) -> String {
     let mut text = String::from("\"");
@@ -1728,6 +1761,8 @@ fn string_text(chars: &[DisplayValue]) -> String {
         };
         let inner = &quoted[1..quoted.len() - 1];
         match inner {
+            // The unused places of a `show` (Note [Texts of run-time values]).
+            "\\x00" => {}
             "\"" => text.push_str("\\\""),
             "\\'" => text.push('\''),
             _ => text.push_str(inner),
@@ -1739,13 +1774,5 @@ fn string_text(chars: &[DisplayValue]) -> String {
 
 /// A character as Dex prints it: `'a'`, `'\n'`, or its code for other bytes.
 fn char_text(scalar: crate::core::ir::Scalar) -> String {
-    let byte = scalar.int_value().unwrap_or(0) as u8;
-    match byte {
-        b'\n' => "'\\n'".to_string(),
-        b'\t' => "'\\t'".to_string(),
-        b'\'' => "'\\''".to_string(),
-        b'\\' => "'\\\\'".to_string(),
-        0x20..=0x7e => format!("'{}'", byte as char),
-        _ => format!("'\\x{byte:02x}'"),
-    }
+    crate::prim::text::quoted_char(scalar.int_value().unwrap_or(0) as u8)
 }

@@ -93,6 +93,12 @@ pub fn builtin_doc(name: &str) -> Option<&'static str> {
              converted or truncated as Dex's `%cast` (a `Char` to its byte, an `Int` to the low \
              byte of a `Word8`)."
         }
+        "show" => {
+            "`show x`: the text of `x` as a `String`, as Dex's `show` writes it (`show 1.5` is \
+             `\"1.5\"`; tables, tuples and user types as `:p` prints them). Its length is the \
+             longest text of `x`'s type; the places past the text hold `'\\x00'`, which \
+             printing skips."
+        }
         "inject" => {
             "`inject j`: the element of `n` that the index `j` of a range of `n` (`(..i)`, \
              `(i..)`) stands for."

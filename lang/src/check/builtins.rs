@@ -213,6 +213,9 @@ pub enum Builtin {
     /// `internal_cast(to=T, x)`: `x` as a value of scalar type `T`, converted or truncated as
     /// Dex's `%cast` (a character to its byte, an `Int` to the low byte of a `Word8`).
     InternalCast,
+    /// `show x`: the text of `x` as a `List Char` (`check::show`, Note [Texts of run-time
+    /// values]).
+    Show,
     /// `inject j`: the element of `n` an index `j` of a range of `n` (`(..i)`) stands for.
     Inject,
     /// Effects and their loops (docs/language.md, Effects), lowered by `passes/lower_effects.rs`.
@@ -419,6 +422,7 @@ impl Builtin {
             "check_deriv" => B::Ad(AdOp::CheckDeriv),
             "arb" => B::Arb,
             "internal_cast" => B::InternalCast,
+            "show" => B::Show,
             "run_state" => B::Effect(EffectOp::RunState),
             "with_state" => B::Effect(EffectOp::WithState),
             "yield_state" => B::Effect(EffectOp::YieldState),
@@ -651,6 +655,8 @@ impl Builtin {
                 }
                 Prim::Threefry2x32 => Ty::funs(vec![word64(), word64()], word64()),
                 Prim::UnitFromBits => Ty::fun(word64(), Ty::float()),
+                // Not a name of the language: `show` (Builtin::Show) lowers to it.
+                Prim::Show(_) => Ty::funs(vec![var(cx, &[]), Ty::Base(BaseTy::Int64)], Ty::nat()),
             },
             Builtin::Approx => {
                 let a = var(cx, &[Class::Floating]);
@@ -848,6 +854,13 @@ impl Builtin {
                         Ty::funs(vec![Ty::nat(), a.clone(), Ty::fun(Ty::nat(), step)], a)
                     }
                 }
+            }
+            Builtin::Show => {
+                let a = var(cx, &[]);
+                let len = var(cx, &[]);
+                cx.constrain_text(a.clone(), len.clone(), span);
+                let text = cx.prelude_data("List", vec![Ty::Base(BaseTy::Char), len]);
+                Ty::fun(a, text)
             }
             Builtin::InternalCast => {
                 let to = var(cx, &[]);

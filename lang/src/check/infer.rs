@@ -80,6 +80,9 @@ pub struct Infer<'env> {
     fields: Vec<PendingField>,
     cases: Vec<PendingCase>,
     scale: Vec<(Ty, Ty, Span)>,
+    /// `show x`: the type of `x` and the length of its text, set once the type is known
+    /// (`check::show`).
+    texts: Vec<(Ty, Ty, Span)>,
     pub(super) scopes: Vec<(String, Binding)>,
     /// Leave ambiguous index sets unresolved instead of reporting them (`:t`).
     lenient: bool,
@@ -113,6 +116,7 @@ impl<'env> Infer<'env> {
             fields: Vec::new(),
             cases: Vec::new(),
             scale: Vec::new(),
+            texts: Vec::new(),
             scopes: Vec::new(),
             lenient: false,
             recovered: Vec::new(),
@@ -143,6 +147,11 @@ impl<'env> Infer<'env> {
 
     pub fn constrain(&mut self, class: Class, ty: Ty, span: Span) {
         self.pending.push(Pending { class, ty, span });
+    }
+
+    /// `show x`: `len` is the width of the text of a value of type `ty`.
+    pub fn constrain_text(&mut self, ty: Ty, len: Ty, span: Span) {
+        self.texts.push((ty, len, span));
     }
 
     /// `s .* a`: the scalars of `a` are `s`.
@@ -432,6 +441,23 @@ impl<'env> Infer<'env> {
             }
             // `.*`: the scalar has the type of the value's first scalar (the lowering casts it
             // to each leaf's type); for a `VSpace` variable it is a `Float` by default.
+            for (ty, len, span) in std::mem::take(&mut self.texts) {
+                match super::show::layout(&self.zonk(&ty)) {
+                    Ok(layout) => {
+                        self.unify(&len, &Ty::Fin(layout.width()), span)?;
+                        progress = true;
+                    }
+                    Err(super::show::NoLayout::Unknown) if !finish => {
+                        self.texts.push((ty, len, span))
+                    }
+                    Err(super::show::NoLayout::Unknown) if self.lenient => {}
+                    Err(super::show::NoLayout::Unknown) => {
+                        // Defaults may still decide it (`show 3`).
+                        self.texts.push((ty, len, span))
+                    }
+                    Err(super::show::NoLayout::Never(message)) => return error(span, message),
+                }
+            }
             let scale = std::mem::take(&mut self.scale);
             for (scalar, array, span) in scale {
                 let leaf = first_leaf(&self.zonk(&array));
@@ -519,9 +545,19 @@ impl<'env> Infer<'env> {
             }
             // Defaults: literals first, then numeric classes default to Float32.
             let mut defaulted = false;
+            // A text's length waits for the type of what it shows (`show 3`: a literal's).
+            let text_lengths: Vec<Ty> = self
+                .texts
+                .iter()
+                .map(|(_, len, _)| self.zonk(len))
+                .collect();
             for index in 0..self.pending.len() {
                 let item = self.pending[index].clone();
-                if let Ty::Var(var) = self.zonk(&item.ty) {
+                let ty = self.zonk(&item.ty);
+                if text_lengths.contains(&ty) {
+                    continue;
+                }
+                if let Ty::Var(var) = ty {
                     let default = match self.defaults.get(&var) {
                         // An integer literal that is subtracted is an `Int32` (`2 - 4` is -2).
                         Some(BaseTy::Nat) if self.has_pending(Class::Sub, var) => {
@@ -545,6 +581,12 @@ impl<'env> Infer<'env> {
                         defaulted = true;
                     }
                 }
+            }
+            if let Some((_, _, span)) = self.texts.first().filter(|_| !defaulted && !self.lenient) {
+                return error(
+                    *span,
+                    "cannot tell the type of the value shown here: annotate it (`show (x :: Int)`)",
+                );
             }
             if !defaulted && self.scale.is_empty() {
                 return Ok(());

@@ -10,6 +10,7 @@ pub mod env;
 pub mod exhaustive;
 pub mod infer;
 pub mod print;
+pub mod show;
 pub mod suggest;
 pub mod typed;
 pub mod types;

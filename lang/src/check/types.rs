@@ -77,6 +77,21 @@ impl BaseTy {
         !matches!(self, BaseTy::Bool | BaseTy::Char)
     }
 
+    /// The element type of the arrays that store values of this type: bytes and characters
+    /// are kept in 32 bits (below 256), as `Nat`s are.
+    pub fn elem(self) -> crate::core::ir::Elem {
+        use crate::core::ir::Elem;
+        match self {
+            BaseTy::Float32 => Elem::F32,
+            BaseTy::Float64 => Elem::F64,
+            BaseTy::Int32 => Elem::I32,
+            BaseTy::Int64 => Elem::I64,
+            BaseTy::Nat | BaseTy::Word8 | BaseTy::Word32 | BaseTy::Char => Elem::U32,
+            BaseTy::Word64 => Elem::U64,
+            BaseTy::Bool => Elem::Bool,
+        }
+    }
+
     /// Words (`Word8`, `Word32`, `Word64`) print in hexadecimal, as Dex's.
     pub fn is_word(self) -> bool {
         matches!(self, BaseTy::Word8 | BaseTy::Word32 | BaseTy::Word64)

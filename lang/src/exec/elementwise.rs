@@ -20,7 +20,7 @@ use super::tensor::{from_vec, with_elem_type, with_tensor, Element, Nd, Tensor};
 use super::{MIN_CHUNK, PAR_THRESHOLD};
 use crate::core::ir::Elem;
 use crate::prim::vmath;
-use crate::prim::{threefry2x32, unit_from_bits, Arith, Prim};
+use crate::prim::{threefry2x32, unit_from_bits, Arith, Family, Prim};
 
 /// Applies `prim` to `operands`; the result has shape `shape` (every operand broadcasts to
 /// it). The operands must be well typed for `prim` (the verifier guarantees it).
@@ -419,6 +419,11 @@ fn unary(prim: Prim, x: Tensor, shape: &[usize]) -> Tensor {
 }
 
 fn binary(prim: Prim, x: Tensor, y: Tensor, shape: &[usize]) -> Tensor {
+    // The one family with operands of two types (`show_<format>(x, k)`, `k` an `i64`) takes
+    // the generic path; every other binary primitive has one operand type.
+    if let Family::Text(_) = prim.family() {
+        return generic_positional(prim, &x, &y, shape);
+    }
     if is_comparison(prim) {
         return with_tensor!(&x, a => compare(prim, a, same(&y, prim), shape));
     }
@@ -513,6 +518,23 @@ pub(super) fn generic_binary(prim: Prim, x: &Tensor, y: &Tensor, shape: &[usize]
     }
     let res_elem = result_elem(prim, &[x.elem(), y.elem()]);
     with_tensor!(x, a => with_elem_type!(res_elem, R => typed::<_, R>(prim, a, y, shape)))
+}
+
+/// A primitive of a value and an `i64` position (the text family).
+pub(super) fn generic_positional(prim: Prim, x: &Tensor, k: &Tensor, shape: &[usize]) -> Tensor {
+    fn typed<A: Element, R: Element>(
+        prim: Prim,
+        a: &Nd<A>,
+        k: &Nd<i64>,
+        shape: &[usize],
+    ) -> Tensor {
+        R::into_tensor(map2(a, k, shape, move |x: A, k: i64| {
+            unpack::<R>(prim, prim.eval(&[x.into_scalar(), k.into_scalar()]))
+        }))
+    }
+    let res_elem = result_elem(prim, &[x.elem(), k.elem()]);
+    let k = same::<i64>(k, prim);
+    with_tensor!(x, a => with_elem_type!(res_elem, R => typed::<_, R>(prim, a, k, shape)))
 }
 
 pub(super) fn generic_ternary(

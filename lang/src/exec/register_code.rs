@@ -525,7 +525,7 @@ fn resolve(prim: Prim, elems: [Elem; 3]) -> (Exec, Detail) {
             CompareOp::Select => (select, Detail::None),
             CompareOp::IsNan | CompareOp::IsInf => generic,
         },
-        Family::Convert(_) | Family::Random(_) => generic,
+        Family::Convert(_) | Family::Random(_) | Family::Text(_) => generic,
     }
 }
 

@@ -129,6 +129,12 @@ pub fn emit(cx: &mut Writer, prim: Prim, args: &[Val], result: Elem) -> Result<V
         Prim::Cast(to) => cast(cx, &arg(0), to),
         Prim::Threefry2x32 => threefry2x32(cx, &arg(0), &arg(1)),
         Prim::UnitFromBits => unit_from_bits(cx, &arg(0)),
+        Prim::Show(_) => {
+            return Err(ExportError::new(
+                "show",
+                "text is not exported: StableHLO has no strings",
+            ))
+        }
     })
     .inspect(|val| {
         debug_assert_eq!(

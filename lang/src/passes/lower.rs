@@ -142,16 +142,7 @@ pub struct Lowerer<'a> {
 const INDEX: Elem = Elem::I64;
 
 pub fn base_elem(base: BaseTy) -> Elem {
-    match base {
-        BaseTy::Float32 => Elem::F32,
-        BaseTy::Float64 => Elem::F64,
-        BaseTy::Int32 => Elem::I32,
-        BaseTy::Int64 => Elem::I64,
-        // Bytes and characters are kept in 32 bits (below 256), as `Nat`s are.
-        BaseTy::Nat | BaseTy::Word8 | BaseTy::Word32 | BaseTy::Char => Elem::U32,
-        BaseTy::Word64 => Elem::U64,
-        BaseTy::Bool => Elem::Bool,
-    }
+    base.elem()
 }
 
 /// The arrays that represent a value of a concrete type (tuples flattened, tables of tuples
@@ -282,6 +273,13 @@ impl<'a> Lowerer<'a> {
         let mut results = leaves.clone();
         for site in &self.effects.sites {
             results.extend(self.leaves(&self.effects.cell_value(site.cell), expr.span)?);
+        }
+        // Then the first text of each site whose text is computed (without its flag).
+        for site in &self.effects.sites {
+            if let Some(cell) = site.text_cell {
+                let leaves = self.leaves(&self.effects.cell_value(cell), expr.span)?;
+                results.extend(leaves.into_iter().skip(1));
+            }
         }
         self.program.blocks[main].results = results;
         Ok(leaves)
@@ -1309,6 +1307,12 @@ impl<'a> Lowerer<'a> {
                 };
                 self.inject(&args[0], param, span)
             }
+            Builtin::Show => {
+                let Ty::Fun { param, .. } = ty else {
+                    return bug(span, "show's type");
+                };
+                self.show(&args[0], param, &result_ty, span)
+            }
             Builtin::InternalCast => {
                 let (SVal::Arr(atom), Ty::Base(base)) = (&args[1], &result_ty) else {
                     return error(span, "`internal_cast` converts a scalar to a scalar type");
@@ -1746,6 +1750,7 @@ pub fn builtin_arity(builtin: Builtin) -> usize {
         Builtin::Convert(_) | Builtin::Ordinal | Builtin::Size | Builtin::Sum | Builtin::Iota => 1,
         Builtin::Arb => 1,
         Builtin::InternalCast => 2,
+        Builtin::Show => 1,
         Builtin::Inject => 1,
         Builtin::Effect(op) => match op {
             EffectOp::Get | EffectOp::Ask | EffectOp::While | EffectOp::Iter => 1,

@@ -47,6 +47,13 @@
 // the block's program; the session checks them after the run and reports the first error
 // of the block (in the order the calls were met) that was reached, as `Runtime error:
 // message` at its position. The value `error` gives is zero of the expected type.
+//
+// A text computed when the block runs (`error ("bad: " <> show x)`) is kept, with a flag, in a
+// state cell of the site: the first time the site is reached it takes the text, later times
+// keep it. A state cell makes a `for` around the site run in order (a `scan`), so "first" is
+// the first in the program's order; the text is one more result of the program. A `print`
+// of a computed text reached several times in loops prints the first text and says how many
+// more lines there were (the others' texts are not kept).
 
 use crate::check::builtins::{EffectOp, NamedMonoid};
 use crate::check::types::Ty;
@@ -119,6 +126,14 @@ pub struct Effects {
     pub sites: Vec<Site>,
 }
 
+/// The text type `error` or `print` takes, from the built-in's type.
+fn text_param(ty: &Ty, span: Span) -> Result<Ty> {
+    match ty {
+        Ty::Fun { param, .. } => Ok((**param).clone()),
+        _ => bug(span, "`error`/`print` of a non-function type"),
+    }
+}
+
 /// What an `error` or `print` call site does when it is reached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SiteKind {
@@ -131,8 +146,19 @@ pub enum SiteKind {
 pub struct Site {
     pub kind: SiteKind,
     pub span: Span,
+    /// The text, or for a text computed when the block runs what comes before it (`in
+    /// `f`: `).
     pub text: String,
     pub cell: usize,
+    /// For a computed text: the state cell holding (reached before, the first text).
+    pub text_cell: Option<usize>,
+}
+
+impl Site {
+    /// Whether `cell` is one of this site's own cells.
+    fn owns(&self, cell: usize) -> bool {
+        self.cell == cell || self.text_cell == Some(cell)
+    }
 }
 
 impl Effects {
@@ -280,14 +306,18 @@ impl Lowerer<'_> {
                 self.effects.cells[flag].value = SVal::Arr(Atom::Lit(Scalar::Bool(true)));
                 self.value_never_used(result_ty, span)
             }
+            // A text computed when the block runs: the lowering of `error` and `print` with a
+            // literal (`lower`) does not come here.
             EffectOp::Error => {
-                // A message computed when the block runs: the lowering of `error` with a
-                // literal message (`lower`) does not come here.
-                self.runtime_error("error".to_string(), result_ty, span)
+                let message = (next()?, text_param(ty, span)?);
+                let prefix = self.site_prefix();
+                self.count_site(SiteKind::Error, prefix, Some(message), span)?;
+                self.value_never_used(result_ty, span)
             }
             EffectOp::Print => {
-                // Likewise for `print`: a text computed when the block runs is not shown.
-                self.print_line("(a text computed when the block runs)".to_string(), span)
+                let text = (next()?, text_param(ty, span)?);
+                self.count_site(SiteKind::Print, String::new(), Some(text), span)?;
+                Ok(SVal::Tuple(Vec::new()))
             }
             EffectOp::UnsafeIo => {
                 let body = next()?;
@@ -423,22 +453,27 @@ impl Lowerer<'_> {
     /// `error "message"` reached here: counts it in the error's cell and gives a zero of the
     /// type the context wants (Note [Runtime errors]).
     pub(super) fn runtime_error(&mut self, message: String, ty: &Ty, span: Span) -> Result<SVal> {
-        let message = match self.in_def_call_site() {
-            Some((def, _)) => format!("in `{def}`: {message}"),
-            None => message,
-        };
-        self.count_site(SiteKind::Error, message, span)?;
+        let message = format!("{}{message}", self.site_prefix());
+        self.count_site(SiteKind::Error, message, None, span)?;
         self.value_never_used(ty, span)
     }
 
     /// `print "text"` reached here: counted as an error is; the session writes the line once
     /// for every time it was reached.
     pub(super) fn print_line(&mut self, text: String, span: Span) -> Result<SVal> {
-        self.count_site(SiteKind::Print, text, span)?;
+        self.count_site(SiteKind::Print, text, None, span)?;
         Ok(SVal::Tuple(Vec::new()))
     }
 
-    fn count_site(&mut self, kind: SiteKind, text: String, span: Span) -> Result<()> {
+    /// Counts a site's reach; `computed` is its text when it is computed when the block
+    /// runs (Note [Runtime errors]).
+    fn count_site(
+        &mut self,
+        kind: SiteKind,
+        text: String,
+        computed: Option<(SVal, Ty)>,
+        span: Span,
+    ) -> Result<()> {
         let span = self.in_def_call_site().map_or(span, |(_, call)| call);
         let cell = self.new_cell(
             CellKind::Accum(NamedMonoid::Add),
@@ -448,13 +483,63 @@ impl Lowerer<'_> {
         // Counted at the top level of the block (or of the innermost `while`), whatever the
         // loop it is reached in.
         self.effects.cells[cell].depth = self.effects.while_depths.last().copied().unwrap_or(0);
+        let text_cell = match computed {
+            Some((message, ty)) => Some(self.first_text(kind, message, ty, span)?),
+            None => None,
+        };
         self.effects.sites.push(Site {
             kind,
             span,
             text,
             cell,
+            text_cell,
         });
         self.extend(cell, Vec::new(), SVal::Arr(Atom::Lit(Scalar::I32(1))), span)
+    }
+
+    /// What an error message of a site here starts with: the definition it is in.
+    fn site_prefix(&self) -> String {
+        match self.in_def_call_site() {
+            Some((def, _)) => format!("in `{def}`: "),
+            None => String::new(),
+        }
+    }
+
+    /// The state cell of a site whose text is computed (Note [Runtime errors]), written with
+    /// `message` unless it was reached before. A loop lowers its body more than once (until
+    /// the cells it carries are known), so the cell of a site is made once and found again
+    /// by the site's position.
+    fn first_text(&mut self, kind: SiteKind, message: SVal, ty: Ty, span: Span) -> Result<usize> {
+        let site_span = self.in_def_call_site().map_or(span, |(_, call)| call);
+        let known =
+            self.effects.sites.iter().find(|site| {
+                site.kind == kind && site.span == site_span && site.text_cell.is_some()
+            });
+        let cell = match known.and_then(|site| site.text_cell) {
+            Some(cell) => cell,
+            None => {
+                let cell_ty = Ty::Tuple(vec![Ty::bool(), ty.clone()]);
+                // Made in the block's main body, which every use of the cell can see.
+                let here = std::mem::replace(&mut self.block, self.program.main);
+                let init = self.zeros_of(&cell_ty, span);
+                self.block = here;
+                let init = init?;
+                let cell = self.new_cell(CellKind::State, init, cell_ty);
+                self.effects.cells[cell].depth =
+                    self.effects.while_depths.last().copied().unwrap_or(0);
+                cell
+            }
+        };
+        let before = self.leaves(&self.effects.cells[cell].value.clone(), span)?;
+        let new = self.leaves(&message, span)?;
+        let mut next = vec![Atom::Lit(Scalar::Bool(true))];
+        for (old, new) in before[1..].iter().zip(new) {
+            next.push(self.prim(Prim::Select, vec![before[0], *old, new], span)?);
+        }
+        let cell_ty = self.effects.cells[cell].ty.clone();
+        let value = self.assemble(&cell_ty, next);
+        self.update_cell(cell, &[], value, None, span)?;
+        Ok(cell)
     }
 
     /// What `throw` and `error` give: zero of the type the context wants, or `()` when nothing
@@ -655,7 +740,7 @@ impl Lowerer<'_> {
     pub(super) fn seal_function(&mut self, before: (Vec<SVal>, usize), span: Span) -> Result<()> {
         let (snapshot, frame_len) = before;
         let is_site =
-            |effects: &Effects, cell: usize| effects.sites.iter().any(|site| site.cell == cell);
+            |effects: &Effects, cell: usize| effects.sites.iter().any(|site| site.owns(cell));
         let records = match self.effects.frames.last_mut() {
             Some(frame) => frame.split_off(frame_len.min(frame.len())),
             None => Vec::new(),
@@ -948,11 +1033,18 @@ impl Lowerer<'_> {
                 results.extend(cx.leaves(&value, span)?);
             }
             results.extend(ys);
-            for (cell, value) in before.iter().enumerate() {
+            for cell in 0..cx.effects.cells.len() {
                 if carried.contains(&cell) || !cx.effects.cells[cell].live {
                     continue;
                 }
-                if cx.leaves(&cx.effects.cells[cell].value, span)? != cx.leaves(value, span)? {
+                // A cell made in the body belongs to the loop's level or an outer one when
+                // its depth says so (the text cell of an `error` site, Note [Runtime
+                // errors]); the body's own handlers' cells are deeper.
+                if cell >= before.len() && cx.effects.cells[cell].depth >= cx.effects.depth {
+                    continue;
+                }
+                let value = cx.snapshot_value(&before, cell).clone();
+                if cx.leaves(&cx.effects.cells[cell].value, span)? != cx.leaves(&value, span)? {
                     written.push(cell);
                 }
             }

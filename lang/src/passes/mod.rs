@@ -23,6 +23,7 @@ mod lower_compare;
 mod lower_data;
 pub mod lower_effects;
 mod lower_jacobian;
+mod lower_show;
 pub mod pipeline;
 pub mod simplify;
 

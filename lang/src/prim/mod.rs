@@ -17,6 +17,7 @@ mod convert;
 pub(crate) mod math;
 mod random;
 pub mod sum_order;
+pub mod text;
 pub mod vmath;
 
 #[cfg(test)]
@@ -28,6 +29,7 @@ pub use compare::CompareOp;
 pub use convert::{cast_scalar, ConvertOp};
 pub use math::MathOp;
 pub use random::{threefry2x32, unit_from_bits, RandomOp};
+pub use text::TextOp;
 
 use crate::core::ir::{Atom, Elem, Scalar};
 
@@ -102,6 +104,9 @@ pub enum Prim {
     Threefry2x32,
     /// Dex's `rand`: the low 23 bits of a `u64` as a `f32` in [0, 1).
     UnitFromBits,
+    // text.rs
+    /// `show_<format>(x, k)`: the `k`-th character of the text of `x` (`0` past its end).
+    Show(TextOp),
     // convert.rs
     /// Conversion to an element type (float→int truncates toward zero and saturates; NaN → 0).
     Cast(Elem),
@@ -116,6 +121,7 @@ pub enum Family {
     Compare(CompareOp),
     Convert(ConvertOp),
     Random(RandomOp),
+    Text(TextOp),
 }
 
 /// Why an application of a primitive is ill-typed.
@@ -133,6 +139,7 @@ impl Prim {
     pub fn name(self) -> String {
         match self {
             Prim::Cast(elem) => format!("cast_{}", elem.name()),
+            Prim::Show(op) => format!("show_{}", op.name()),
             other => format!("{other:?}").to_lowercase(),
         }
     }
@@ -141,6 +148,12 @@ impl Prim {
     pub fn from_name(name: &str) -> Option<Prim> {
         if let Some(elem) = name.strip_prefix("cast_") {
             return Elem::from_name(elem).map(Prim::Cast);
+        }
+        if let Some(format) = name.strip_prefix("show_") {
+            return TextOp::ALL
+                .into_iter()
+                .find(|op| op.name() == format)
+                .map(Prim::Show);
         }
         ALL_PRIMS.iter().copied().find(|prim| prim.name() == name)
     }
@@ -195,6 +208,7 @@ impl Prim {
             Prim::Cast(elem) => Family::Convert(ConvertOp::Cast(elem)),
             Prim::Threefry2x32 => Family::Random(RandomOp::Threefry2x32),
             Prim::UnitFromBits => Family::Random(RandomOp::UnitFromBits),
+            Prim::Show(op) => Family::Text(op),
         }
     }
 
@@ -208,6 +222,7 @@ impl Prim {
             Family::Compare(op) => compare::sign_clear(op, operands),
             Family::Convert(_) => false,
             Family::Random(op) => random::sign_clear(op),
+            Family::Text(_) => true,
         }
     }
 
@@ -219,6 +234,7 @@ impl Prim {
             Family::Compare(op) => compare::arity(op),
             Family::Convert(op) => convert::arity(op),
             Family::Random(op) => random::arity(op),
+            Family::Text(op) => text::arity(op),
         }
     }
 
@@ -239,6 +255,7 @@ impl Prim {
             Family::Compare(op) => compare::result_elem(op, operands),
             Family::Convert(op) => convert::result_elem(op, operands),
             Family::Random(op) => random::result_elem(op, operands),
+            Family::Text(op) => text::result_elem(op, operands),
         }
         .map_err(|PrimTypeError(message)| PrimTypeError(format!("{}: {message}", self.name())))
     }
@@ -259,6 +276,7 @@ impl Prim {
             Family::Compare(op) => compare::eval(op, operands),
             Family::Convert(op) => convert::eval(op, operands),
             Family::Random(op) => random::eval(op, operands),
+            Family::Text(op) => text::eval(op, operands),
         }
     }
 }
@@ -326,7 +344,7 @@ impl Prim {
             Family::Compare(op) => compare::jvp(op, cx, args, tangents),
             Family::Convert(op) => convert::jvp(op, cx, tangents),
             // Words carry no tangents (see `random::linearity`).
-            Family::Random(_) => None,
+            Family::Random(_) | Family::Text(_) => None,
         }
     }
 
@@ -346,7 +364,7 @@ impl Prim {
             Family::Math(_) => None,
             Family::Compare(op) => compare::transpose(op, cx, args, linear, ct),
             Family::Convert(op) => convert::transpose(op, cx, args, linear, ct),
-            Family::Random(_) => None,
+            Family::Random(_) | Family::Text(_) => None,
         };
         res.ok_or_else(not_linear)
     }
@@ -358,7 +376,9 @@ impl Prim {
             Family::Arith(op) => arith::argument_order(op),
             Family::Compare(op) => compare::argument_order(op),
             // Unary, or binary with an order that matters (`pow`, `atan2`).
-            Family::Math(_) | Family::Convert(_) | Family::Random(_) => ArgumentOrder::Fixed,
+            Family::Math(_) | Family::Convert(_) | Family::Random(_) | Family::Text(_) => {
+                ArgumentOrder::Fixed
+            }
         }
     }
 
@@ -369,6 +389,7 @@ impl Prim {
             Family::Compare(op) => compare::linearity(op),
             Family::Convert(op) => convert::linearity(op),
             Family::Random(op) => random::linearity(op),
+            Family::Text(_) => Linearity::NonDifferentiable,
         }
     }
 }

@@ -235,3 +235,44 @@ def Vec(n: Nat) -> Type = (Fin n)=>Float
     // The session goes on.
     assert_eq!(value(&mut session, ":p area (Point 2.0 3.0)\n"), "6.");
 }
+
+/// `show` under a `for` is one elementwise computation over the text's positions: every
+/// engine (and thread count) writes the same texts, which are C's `%.9g` of the values.
+#[test]
+fn show_in_a_for_is_vectorised_and_every_engine_writes_the_same_text() {
+    let src = "xs = [0.5, -2.25, 1.0e10, 123.456789, 0.0001, 65536.0]\n\
+               ns : (Fin 3)=>Int = [7, -40, 2147483647]\n";
+    let expected = (
+        r#"["0.5", "-2.25", "1e+10", "123.456787", "9.99999975e-05", "65536"]"#,
+        r#"["(7, 0.5)", "(-40, -2.25)", "(2147483647, 1e+10)"]"#,
+    );
+    for (engine, threads) in [
+        (Engine::Reference, 1),
+        (Engine::Bulk, 2),
+        (Engine::Fused, 1),
+        (Engine::Fused, 3),
+    ] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let texts = pool.install(|| {
+            let mut session = session(engine);
+            for output in outputs(&mut session, src) {
+                assert!(!matches!(output, Output::Error(_)), "{output:?}");
+            }
+            (
+                value(&mut session, ":p for i. show xs[i]\n"),
+                value(
+                    &mut session,
+                    ":p for i. show (ns[i], xs[(ordinal i) @ _])\n",
+                ),
+            )
+        });
+        assert_eq!(
+            (texts.0.as_str(), texts.1.as_str()),
+            expected,
+            "{engine:?} on {threads} threads"
+        );
+    }
+}

@@ -587,7 +587,7 @@ fn cheap(prim: Prim) -> bool {
             | ArithOp::Max => true,
             ArithOp::Div | ArithOp::Mod | ArithOp::IDiv => false,
         },
-        Family::Math(_) | Family::Random(_) => false,
+        Family::Math(_) | Family::Random(_) | Family::Text(_) => false,
     }
 }
 
