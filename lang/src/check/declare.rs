@@ -459,7 +459,14 @@ impl Infer<'_> {
                 mapping.insert(*var, Ty::Rigid(fresh, format!("t{}", fresh.0)));
                 method_vars.push(fresh);
             }
-            let expected = substitute_rigids(&method.ty, &mapping);
+            let mut expected = substitute_rigids(&method.ty, &mapping);
+            if class_def.class == Class::Show {
+                // A text of the length the instance's body gives (Note [Texts of run-time
+                // values]).
+                let len = Ty::Var(self.fresh_var());
+                let text = self.prelude_data("List", vec![Ty::Base(BaseTy::Char), len]);
+                expected = Ty::fun(head.clone(), text);
+            }
             let def = match (items.first(), &method.default) {
                 (Some(InstanceItem::Def(def)), _) => {
                     self.check_method_def(def, &expected, vars, &method_vars)?
@@ -504,6 +511,9 @@ impl Infer<'_> {
             );
         }
         self.finish()?;
+        for method in &mut methods {
+            method.def.ty = self.zonk(&method.def.ty);
+        }
         for position in values {
             let body = &mut methods[position].def.body;
             self.zonk_expr(body);

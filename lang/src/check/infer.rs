@@ -442,7 +442,7 @@ impl<'env> Infer<'env> {
             // `.*`: the scalar has the type of the value's first scalar (the lowering casts it
             // to each leaf's type); for a `VSpace` variable it is a `Float` by default.
             for (ty, len, span) in std::mem::take(&mut self.texts) {
-                match super::show::layout(&self.zonk(&ty)) {
+                match super::show::layout(self.env, &self.zonk(&ty)) {
                     Ok(layout) => {
                         self.unify(&len, &Ty::Fin(layout.width()), span)?;
                         progress = true;

@@ -23,6 +23,10 @@
 // composite values as `:p` prints them: `(1, 2.5)`, `[1, 2]`, `Just(3)`, `Point(1, 2)`, and a
 // string inside one as its characters (`(abc, 1)`, as Dex's).
 
+use super::builtins::Class;
+use super::classes::match_head;
+use super::env::GlobalEnv;
+use super::infer::substitute_rigids;
 use super::types::{BaseTy, Size, Ty};
 use crate::core::ir::Elem;
 use crate::prim::TextOp;
@@ -46,6 +50,9 @@ pub enum Layout {
     Tagged(Vec<Layout>),
     /// A string's characters (`List Char`): reads its length leaf and its table.
     Chars { len: Size },
+    /// A value of a type with an instance of `Show` declared in dx: the text its `show`
+    /// method gives, of that method's length. Reads the value's leaves.
+    Instance { ty: Ty, width: Size },
 }
 
 impl Layout {
@@ -75,6 +82,7 @@ impl Layout {
                     .unwrap_or(0),
             ),
             Layout::Chars { len } => len.clone(),
+            Layout::Instance { width, .. } => width.clone(),
         }
     }
 }
@@ -88,8 +96,36 @@ pub enum NoLayout {
     Never(String),
 }
 
-/// The layout of the text of a value of type `ty`.
-pub fn layout(ty: &Ty) -> Result<Layout, NoLayout> {
+/// The length of the text an instance of `Show` declared in dx gives a value of type `ty`
+/// (its `show`'s result is a `List Char` of a length in terms of the instance's variables).
+pub fn instance_width(env: &GlobalEnv, ty: &Ty) -> Option<Size> {
+    env.instances_of(Class::Show).find_map(|instance| {
+        let bindings = match_head(&instance.head, &instance.vars, ty).bindings()?;
+        let method = instance.methods.first()?;
+        let Ty::Fun { result, .. } = &method.def.ty else {
+            return None;
+        };
+        let Ty::Data(text) = &**result else {
+            return None;
+        };
+        match substitute_rigids(text.args.get(1)?, &bindings) {
+            Ty::Fin(size) => Some(size.normalise()),
+            _ => None,
+        }
+    })
+}
+
+/// The layout of the text of a value of type `ty`, with the instances of `Show` of `env`.
+pub fn layout(env: &GlobalEnv, ty: &Ty) -> Result<Layout, NoLayout> {
+    let layout = |ty: &Ty| layout(env, ty);
+    if matches!(ty, Ty::Data(_)) {
+        if let Some(width) = instance_width(env, ty) {
+            return Ok(Layout::Instance {
+                ty: ty.clone(),
+                width,
+            });
+        }
+    }
     Ok(match ty {
         Ty::Var(_) => return Err(NoLayout::Unknown),
         Ty::Base(base) => Layout::Scalar {
@@ -199,6 +235,8 @@ mod tests {
 
     #[test]
     fn widths_follow_the_layout() {
+        let env = GlobalEnv::default();
+        let layout = |ty: &Ty| layout(&env, ty);
         let float = Ty::Base(BaseTy::Float32);
         assert_eq!(layout(&float).unwrap().width(), Size::Const(15));
         // `(`, 15, `, `, 11, `)`

@@ -2,10 +2,11 @@
 //! computation over the positions of the text (Note [Texts of run-time values] in
 //! `check::show`, whose [`layout`] says where each part goes).
 
-use super::lower::{bug, error, Lowerer, Result, SVal};
+use super::lower::{bug, error, leaf_types, Lowerer, Result, SVal};
+use crate::check::builtins::Class;
 use crate::check::show::{layout, Layout, NoLayout};
-use crate::check::types::Ty;
-use crate::core::ir::{Atom, Elem, Expr, Scalar};
+use crate::check::types::{BaseTy, Size, Ty};
+use crate::core::ir::{ArrTy, Atom, Elem, Expr, Scalar};
 use crate::prim::Prim;
 use crate::syntax::Span;
 
@@ -15,7 +16,7 @@ impl Lowerer<'_> {
     /// `show value` for a value of type `ty`; `text_ty` is the `List Char` it has.
     pub(super) fn show(&mut self, value: &SVal, ty: &Ty, text_ty: &Ty, span: Span) -> Result<SVal> {
         let ty = self.concrete(ty, span)?;
-        let layout = match layout(&ty) {
+        let layout = match layout(self.env, &ty) {
             Ok(layout) => layout,
             Err(NoLayout::Never(message)) => return error(span, message),
             Err(NoLayout::Unknown) => return bug(span, "`show` of a type not known"),
@@ -25,10 +26,7 @@ impl Lowerer<'_> {
         let Ty::Data(list) = self.concrete(text_ty, span)? else {
             return bug(span, "`show` gives a non-list");
         };
-        let text_ty = Ty::table(
-            Ty::Fin(crate::check::types::Size::Const(width as u64)),
-            Ty::Base(crate::check::types::BaseTy::Char),
-        );
+        let text_ty = Ty::table(Ty::Fin(Size::Const(width as u64)), Ty::Base(BaseTy::Char));
         let text = self.build_table(&text_ty, "text", span, |cx, position| {
             Ok(vec![cx.text_at(&layout, &leaves, position, span)?])
         })?;
@@ -131,27 +129,39 @@ impl Lowerer<'_> {
                 }
                 Ok(out)
             }
-            Layout::Chars { .. } => {
-                let chars = leaves[1];
-                let len = self.atom_ty(&chars).shape[0];
-                if len == 0 {
-                    return Ok(char_lit(NUL));
-                }
-                let at = self.prim(Prim::Max, vec![position, index_lit(0)], span)?;
-                let at = self.prim(Prim::Min, vec![at, index_lit(len - 1)], span)?;
-                let ch = self.emit1(
-                    Expr::Index {
-                        array: chars,
-                        index: vec![at],
-                    },
-                    crate::core::ir::ArrTy::scalar(Elem::U32),
-                    "ch",
-                    span,
-                );
-                let here = self.within(position, len, span)?;
-                self.prim(Prim::Select, vec![here, ch, char_lit(NUL)], span)
+            Layout::Instance { ty, .. } => {
+                let value = self.assemble(ty, leaves.to_vec());
+                let Some(text) =
+                    self.call_user_method(Class::Show, "show", ty, vec![value], span)?
+                else {
+                    return bug(span, "a `Show` instance that lowering cannot find");
+                };
+                let text = self.leaves(&text, span)?;
+                self.chars_at(text[1], position, span)
             }
+            Layout::Chars { .. } => self.chars_at(leaves[1], position, span),
         }
+    }
+
+    /// The character at `position` of a table of characters (`0` outside it).
+    fn chars_at(&mut self, chars: Atom, position: Atom, span: Span) -> Result<Atom> {
+        let len = self.atom_ty(&chars).shape[0];
+        if len == 0 {
+            return Ok(char_lit(NUL));
+        }
+        let at = self.prim(Prim::Max, vec![position, index_lit(0)], span)?;
+        let at = self.prim(Prim::Min, vec![at, index_lit(len - 1)], span)?;
+        let ch = self.emit1(
+            Expr::Index {
+                array: chars,
+                index: vec![at],
+            },
+            ArrTy::scalar(Elem::U32),
+            "ch",
+            span,
+        );
+        let here = self.within(position, len, span)?;
+        self.prim(Prim::Select, vec![here, ch, char_lit(NUL)], span)
     }
 
     /// Whether `0 <= position < width`.
@@ -175,6 +185,7 @@ fn leaf_count(layout: &Layout) -> usize {
         Layout::Table { elem, .. } => leaf_count(elem),
         Layout::Tagged(cons) => 1 + cons.iter().map(leaf_count).sum::<usize>(),
         Layout::Chars { .. } => 2,
+        Layout::Instance { ty, .. } => leaf_types(ty).map_or(0, |leaves| leaves.len()),
     }
 }
 
