@@ -2508,6 +2508,15 @@ impl<'env> Infer<'env> {
         collect_vars(&self.zonk(&sig), &mut free);
         let mut vars: Vec<Rigid> = rigids.iter().map(|(_, rigid)| *rigid).collect();
         for var in free {
+            // The length of a text is the one its type gives, decided when the type is
+            // (`show (i_to_f c)`, after the conversion's default): not a parameter.
+            if self
+                .texts
+                .iter()
+                .any(|(_, len, _)| self.zonk(len) == Ty::Var(var))
+            {
+                continue;
+            }
             let classes: Vec<Class> = self
                 .pending
                 .iter()
