@@ -93,6 +93,11 @@ pub fn builtin_doc(name: &str) -> Option<&'static str> {
              converted or truncated as Dex's `%cast` (a `Char` to its byte, an `Int` to the low \
              byte of a `Word8`)."
         }
+        "<>" => {
+            "`xs <> ys`: the elements of the list `xs` followed by those of `ys` (its length is \
+             the sum of theirs); for a user type, the `<>` of its `Monoid` instance."
+        }
+        "mempty" => "`mempty`: the empty list; for a user type, its `Monoid` instance's `mempty`.",
         "show" => {
             "`show x`: the text of `x` as a `String`, as Dex's `show` writes it (`show 1.5` is \
              `\"1.5\"`; tables, tuples and user types as `:p` prints them). Its length is the \

@@ -37,6 +37,8 @@ pub enum Class {
     Show,
     /// `arb`: values with a random generator (all but functions).
     Arbitrary,
+    /// `mempty`, `<>`: lists, and user types with an instance (Dex's `Monoid`).
+    Monoid,
     /// An interface declared in dx (`interface Shape(a)`), by its id in the environment.
     User(u32),
 }
@@ -57,6 +59,7 @@ impl Class {
             Class::Ix => "Ix",
             Class::Show => "Show",
             Class::Arbitrary => "Arbitrary",
+            Class::Monoid => "Monoid",
             // Named by the environment (`GlobalEnv::class_name`).
             Class::User(_) => "interface",
         }
@@ -107,6 +110,7 @@ impl Class {
             "Ord" => vec![Class::Eq, Class::Ord],
             "Show" => vec![Class::Show],
             "Arbitrary" => vec![Class::Arbitrary],
+            "Monoid" => vec![Class::Monoid],
             "Data" => vec![],
             _ => return None,
         })
@@ -127,6 +131,7 @@ impl Class {
             "Ix" => Class::Ix,
             "Show" => Class::Show,
             "Arbitrary" => Class::Arbitrary,
+            "Monoid" => Class::Monoid,
             _ => return None,
         })
     }
@@ -138,7 +143,7 @@ impl Class {
             Class::Sub => base.is_numeric() && base != BaseTy::Nat,
             Class::Floating | Class::VSpace | Class::Float => base.is_float(),
             Class::Eq | Class::Show | Class::Arbitrary => true,
-            Class::Ix | Class::User(_) => false,
+            Class::Ix | Class::Monoid | Class::User(_) => false,
         }
     }
 
@@ -216,6 +221,11 @@ pub enum Builtin {
     /// `show x`: the text of `x` as a `List Char` (`check::show`, Note [Texts of run-time
     /// values]).
     Show,
+    /// `x <> y`: two lists one after the other (the result's length is the sum), or a user
+    /// type's `Monoid` instance's `<>` (Note [Appending]).
+    Append,
+    /// `mempty`: the empty list, or a user type's `Monoid` instance's `mempty`.
+    Mempty,
     /// `inject j`: the element of `n` an index `j` of a range of `n` (`(..i)`) stands for.
     Inject,
     /// Effects and their loops (docs/language.md, Effects), lowered by `passes/lower_effects.rs`.
@@ -423,6 +433,8 @@ impl Builtin {
             "arb" => B::Arb,
             "internal_cast" => B::InternalCast,
             "show" => B::Show,
+            "<>" => B::Append,
+            "mempty" => B::Mempty,
             "run_state" => B::Effect(EffectOp::RunState),
             "with_state" => B::Effect(EffectOp::WithState),
             "yield_state" => B::Effect(EffectOp::YieldState),
@@ -854,6 +866,16 @@ impl Builtin {
                         Ty::funs(vec![Ty::nat(), a.clone(), Ty::fun(Ty::nat(), step)], a)
                     }
                 }
+            }
+            Builtin::Append => {
+                let (a, b, r) = (var(cx, &[]), var(cx, &[]), var(cx, &[]));
+                cx.constrain_append(Some((a.clone(), b.clone())), r.clone(), span);
+                Ty::funs(vec![a, b], r)
+            }
+            Builtin::Mempty => {
+                let r = var(cx, &[]);
+                cx.constrain_append(None, r.clone(), span);
+                r
             }
             Builtin::Show => {
                 let a = var(cx, &[]);

@@ -163,6 +163,7 @@ pub fn builtin_methods(class: Class, a: &Ty) -> Option<Vec<(&'static str, Ty)>> 
         // The text's length is each instance's own (a `List Char` of the length its body
         // gives, `check::show::instance_width`): the result here is replaced per instance.
         Class::Show => vec![("show", Ty::fun(a.clone(), Ty::Tuple(Vec::new())))],
+        Class::Monoid => vec![("mempty", a.clone()), ("<>", binary())],
         Class::Sub | Class::Floating | Class::Num | Class::Float | Class::User(_) => return None,
     })
 }

@@ -62,6 +62,14 @@ struct PendingField {
     span: Span,
 }
 
+/// `x <> y` (the operands' types) or `mempty` (none), with the result's type.
+#[derive(Clone, Debug)]
+struct PendingAppend {
+    operands: Option<(Ty, Ty)>,
+    result: Ty,
+    span: Span,
+}
+
 /// A `case` whose exhaustiveness is checked when the declaration's types are known.
 #[derive(Clone, Debug)]
 struct PendingCase {
@@ -83,6 +91,9 @@ pub struct Infer<'env> {
     /// `show x`: the type of `x` and the length of its text, set once the type is known
     /// (`check::show`).
     texts: Vec<(Ty, Ty, Span)>,
+    /// `x <> y` (the operands' types) and `mempty` (none), with the result's type: decided
+    /// once the operands' types are known (Note [Appending]).
+    appends: Vec<PendingAppend>,
     pub(super) scopes: Vec<(String, Binding)>,
     /// Leave ambiguous index sets unresolved instead of reporting them (`:t`).
     lenient: bool,
@@ -117,6 +128,7 @@ impl<'env> Infer<'env> {
             cases: Vec::new(),
             scale: Vec::new(),
             texts: Vec::new(),
+            appends: Vec::new(),
             scopes: Vec::new(),
             lenient: false,
             recovered: Vec::new(),
@@ -152,6 +164,71 @@ impl<'env> Infer<'env> {
     /// `show x`: `len` is the width of the text of a value of type `ty`.
     pub fn constrain_text(&mut self, ty: Ty, len: Ty, span: Span) {
         self.texts.push((ty, len, span));
+    }
+
+    /// `x <> y` of operand types `operands` (or `mempty`, `None`) has type `result`.
+    pub fn constrain_append(&mut self, operands: Option<(Ty, Ty)>, result: Ty, span: Span) {
+        self.appends.push(PendingAppend {
+            operands,
+            result,
+            span,
+        });
+    }
+
+    /// Decides an `<>` or a `mempty` (Note [Appending]) when its types allow it: `Ok(true)`
+    /// when it is decided.
+    fn solve_append(
+        &mut self,
+        operands: &Option<(Ty, Ty)>,
+        result: &Ty,
+        span: Span,
+        finish: bool,
+    ) -> Result<bool> {
+        let is_list = |ty: &Ty| matches!(ty, Ty::Data(data) if data.def.name == "List");
+        let monoid = |cx: &mut Self, ty: &Ty| -> Result<bool> {
+            cx.unify(result, ty, span)?;
+            cx.constrain(Class::Monoid, ty.clone(), span);
+            Ok(true)
+        };
+        let Some((a, b)) = operands else {
+            let r = self.zonk(result);
+            if is_list(&r) {
+                let elem = Ty::Var(self.fresh_var());
+                let empty = self.prelude_data("List", vec![elem, Ty::Fin(Size::Const(0))]);
+                self.unify(&r, &empty, span)?;
+                return Ok(true);
+            }
+            if matches!(r, Ty::Var(_)) && !finish {
+                return Ok(false);
+            }
+            return monoid(self, &r);
+        };
+        let (a, b) = (self.zonk(a), self.zonk(b));
+        if is_list(&a) || is_list(&b) {
+            let elem = Ty::Var(self.fresh_var());
+            let lens = [Ty::Var(self.fresh_var()), Ty::Var(self.fresh_var())];
+            for (operand, len) in [(&a, &lens[0]), (&b, &lens[1])] {
+                let list = self.prelude_data("List", vec![elem.clone(), len.clone()]);
+                self.unify(operand, &list, span)?;
+            }
+            let mut sizes = Vec::new();
+            for len in &lens {
+                match self.zonk(len) {
+                    Ty::Var(_) => return Ok(false),
+                    Ty::Fin(size) => sizes.push(size),
+                    other => sizes.push(Size::Of(Box::new(other))),
+                }
+            }
+            let sum = Size::Add(Box::new(sizes[0].clone()), Box::new(sizes[1].clone()));
+            let list = self.prelude_data("List", vec![elem, Ty::Fin(sum.normalise())]);
+            self.unify(result, &list, span)?;
+            return Ok(true);
+        }
+        if matches!((&a, &b), (Ty::Var(_), Ty::Var(_))) && !finish {
+            return Ok(false);
+        }
+        self.unify(&a, &b, span)?;
+        monoid(self, &a)
     }
 
     /// `s .* a`: the scalars of `a` are `s`.
@@ -458,6 +535,13 @@ impl<'env> Infer<'env> {
                     Err(super::show::NoLayout::Never(message)) => return error(span, message),
                 }
             }
+            for item in std::mem::take(&mut self.appends) {
+                if self.solve_append(&item.operands, &item.result, item.span, finish)? {
+                    progress = true;
+                } else {
+                    self.appends.push(item);
+                }
+            }
             let scale = std::mem::take(&mut self.scale);
             for (scalar, array, span) in scale {
                 let leaf = first_leaf(&self.zonk(&array));
@@ -546,10 +630,15 @@ impl<'env> Infer<'env> {
             // Defaults: literals first, then numeric classes default to Float32.
             let mut defaulted = false;
             // A text's length waits for the type of what it shows (`show 3`: a literal's).
+            let mut appended = Vec::new();
+            for item in &self.appends {
+                collect_vars(&self.zonk(&item.result), &mut appended);
+            }
             let text_lengths: Vec<Ty> = self
                 .texts
                 .iter()
                 .map(|(_, len, _)| self.zonk(len))
+                .chain(appended.into_iter().map(Ty::Var))
                 .collect();
             for index in 0..self.pending.len() {
                 let item = self.pending[index].clone();
@@ -586,6 +675,12 @@ impl<'env> Infer<'env> {
                 return error(
                     *span,
                     "cannot tell the type of the value shown here: annotate it (`show (x :: Int)`)",
+                );
+            }
+            if let Some(item) = self.appends.first().filter(|_| !defaulted && !self.lenient) {
+                return error(
+                    item.span,
+                    "cannot tell the types of what `<>` joins here: annotate one of them",
                 );
             }
             if !defaulted && self.scale.is_empty() {
@@ -2510,11 +2605,14 @@ impl<'env> Infer<'env> {
         for var in free {
             // The length of a text is the one its type gives, decided when the type is
             // (`show (i_to_f c)`, after the conversion's default): not a parameter.
-            if self
-                .texts
-                .iter()
-                .any(|(_, len, _)| self.zonk(len) == Ty::Var(var))
-            {
+            let mut decided_later = Vec::new();
+            for (_, len, _) in &self.texts {
+                collect_vars(&self.zonk(len), &mut decided_later);
+            }
+            for item in &self.appends {
+                collect_vars(&self.zonk(&item.result), &mut decided_later);
+            }
+            if decided_later.contains(&var) {
                 continue;
             }
             let classes: Vec<Class> = self
@@ -2823,6 +2921,7 @@ fn class_operation(class: Class) -> &'static str {
     match class {
         Class::Show => "printing",
         Class::Arbitrary => "random values",
+        Class::Monoid => "`<>` and `mempty`",
         Class::User(_) => "this interface",
         Class::Add => "addition",
         Class::Sub => "subtraction",

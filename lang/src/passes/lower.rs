@@ -1307,6 +1307,8 @@ impl<'a> Lowerer<'a> {
                 };
                 self.inject(&args[0], param, span)
             }
+            Builtin::Append => self.append(&args, ty, &result_ty, span),
+            Builtin::Mempty => self.mempty(&result_ty, span),
             Builtin::Show => {
                 let Ty::Fun { param, .. } = ty else {
                     return bug(span, "show's type");
@@ -1751,6 +1753,8 @@ pub fn builtin_arity(builtin: Builtin) -> usize {
         Builtin::Arb => 1,
         Builtin::InternalCast => 2,
         Builtin::Show => 1,
+        Builtin::Append => 2,
+        Builtin::Mempty => 0,
         Builtin::Inject => 1,
         Builtin::Effect(op) => match op {
             EffectOp::Get | EffectOp::Ask | EffectOp::While | EffectOp::Iter => 1,

@@ -19,6 +19,7 @@ pub mod derivatives;
 pub mod fuse;
 pub mod lower;
 mod lower_ad;
+mod lower_append;
 mod lower_compare;
 mod lower_data;
 pub mod lower_effects;
