@@ -1305,6 +1305,11 @@ impl<'env> Infer<'env> {
                 let func = self.binop_function(*op, span)?;
                 let lhs_span = lhs.span;
                 let partial = self.apply(func, lhs, lhs_span.to(span), depth)?;
+                if *op == BinOp::Div {
+                    if let Some(res) = self.divide_by_scalar(&partial, rhs, span, depth)? {
+                        return Ok(res);
+                    }
+                }
                 let res = match self.apply(partial, rhs, span, depth) {
                     Ok(res) => res,
                     Err(err) => {
@@ -2018,6 +2023,65 @@ impl<'env> Infer<'env> {
                  operand a table of type {table_ty}: to apply it to every element, write {fix}"
             ),
         )
+    }
+
+    /// `v / s` for a vector space `v` (a table, tuple or struct): when `s` is a float, Dex's
+    /// `(/)` of `VSpace`, `(1.0 / s) .* v` (it scales by the reciprocal); otherwise the
+    /// elementwise division of two values of one type. `partial` is `(/) v`; `None` when `v`
+    /// is a scalar (the caller divides as usual).
+    fn divide_by_scalar(
+        &mut self,
+        partial: &TExpr,
+        rhs: &Expr,
+        span: Span,
+        depth: usize,
+    ) -> Result<Option<TExpr>> {
+        let TKind::App { arg: value, .. } = &partial.kind else {
+            return Ok(None);
+        };
+        if !matches!(
+            self.zonk(&value.ty),
+            Ty::Table(..) | Ty::Tuple(_) | Ty::Data(_)
+        ) {
+            return Ok(None);
+        }
+        let divisor = self.infer_depth(rhs, depth + 1)?;
+        let is_float = match self.zonk(&divisor.ty) {
+            Ty::Base(base) => base.is_float(),
+            Ty::Var(_) => true,
+            _ => false,
+        };
+        if !is_float {
+            return self.apply_typed(partial.clone(), divisor, span).map(Some);
+        }
+        let one = self.infer_depth(
+            &Expr {
+                kind: ExprKind::Lit(Lit::Float(1.0)),
+                span: rhs.span,
+            },
+            depth + 1,
+        )?;
+        let divide = self.binop_function(BinOp::Div, rhs.span)?;
+        let divide_one = self.apply_typed(divide, one, rhs.span)?;
+        let reciprocal = self.apply_typed(divide_one, divisor, rhs.span)?;
+        let scale = self.binop_function(BinOp::Scale, span)?;
+        let scaled = self.apply_typed(scale, reciprocal, span)?;
+        self.apply_typed(scaled, (**value).clone(), span).map(Some)
+    }
+
+    /// Applies a typed function to a typed argument (an argument the checker built).
+    fn apply_typed(&mut self, func: TExpr, arg: TExpr, span: Span) -> Result<TExpr> {
+        let result = Ty::Var(self.fresh_var());
+        let expected = Ty::fun(arg.ty.clone(), result.clone());
+        self.unify(&func.ty, &expected, arg.span)?;
+        Ok(TExpr {
+            kind: TKind::App {
+                func: Box::new(func),
+                arg: Box::new(arg),
+            },
+            ty: result,
+            span,
+        })
     }
 
     fn binop_function(&mut self, op: BinOp, span: Span) -> Result<TExpr> {

@@ -923,6 +923,13 @@ impl<'a> Lowerer<'a> {
     }
 
     fn global(&mut self, name: &str, span: Span) -> Result<SVal> {
+        // A top-level `Nat` known when the block is compiled is a constant, so that it can
+        // be the size argument of a function (`f numSamples` where `f` uses `Fin n`).
+        if let Some(n) = self.env.static_nats.get(name) {
+            if let Ok(n) = u32::try_from(*n) {
+                return Ok(SVal::Arr(Atom::Lit(crate::core::ir::Scalar::U32(n))));
+            }
+        }
         if let Some((_, vars)) = self.inputs.iter().find(|(bound, _)| bound == name) {
             let vars = vars.clone();
             let ty = (self.globals)(name).map(|global| global.ty.clone());

@@ -13,6 +13,9 @@
 //! - Any other non-blank column-0 line starts a code block, which continues over the following
 //!   indented lines, and over blank lines and column-0 comment lines that are followed by an
 //!   indented line.
+//! - A column-0 line that starts with a closing bracket (`)` or `]`) continues the block before
+//!   it, as an indented line does (Dex's style of a multi-line argument list whose `)` is in
+//!   column 0); with no block before it, it is a code block of its own (whose parse fails).
 //! - Runs of blank lines are `Blank` chunks.
 //! - Indented lines that follow no block form a code chunk that fails with
 //!   `unexpected indentation` (or a `Comment` chunk when they hold only comments).
@@ -31,6 +34,8 @@ enum LineKind {
     Comment,
     Pragma,
     Indented,
+    /// A column-0 line starting with `)` or `]`: it continues the block before it.
+    Closer,
     Code,
 }
 
@@ -53,6 +58,7 @@ fn classify(text: &str) -> LineKind {
         b'-' if content.starts_with("--") => LineKind::Comment,
         b'%' => LineKind::Pragma,
         b' ' | b'\t' => LineKind::Indented,
+        b')' | b']' => LineKind::Closer,
         _ => LineKind::Code,
     }
 }
@@ -85,7 +91,7 @@ fn block_end(lines: &[Line], first: usize) -> usize {
     let mut next = first + 1;
     loop {
         match lines.get(next).map(|line| line.kind) {
-            Some(LineKind::Indented) => next += 1,
+            Some(LineKind::Indented | LineKind::Closer) => next += 1,
             Some(LineKind::Blank | LineKind::Comment) => {
                 let mut ahead = next;
                 while matches!(
@@ -140,7 +146,7 @@ pub fn split_chunks(src: &str) -> Vec<Chunk> {
                     pragmas_end
                 }
             }
-            LineKind::Code | LineKind::Indented => block_end(&lines, first),
+            LineKind::Code | LineKind::Indented | LineKind::Closer => block_end(&lines, first),
         };
         let span = span_of(first, end);
         let chunk_kind = match kind {

@@ -7,8 +7,9 @@
 //! the input: resource limits are enforced by the layout pass (Note [Parser limits]) before pest
 //! runs.
 //!
-//! Operator precedence, loosest first (pest's PrattParser): `$` (right), `||`, `&&`, comparisons
-//! `== != < > <= >= ~~` (non-associative: `a < b < c` is an error), `e @ T` (postfix), `+ -`,
+//! Operator precedence, loosest first (pest's PrattParser): Dex's pipe `|` (left; `x | f a` is
+//! `f x a`), `$` (right), `||`, `&&`, comparisons `== != < > <= >= ~~` (non-associative:
+//! `a < b < c` is an error), `e @ T` (postfix), `-|` (Dex's floored `Nat` subtraction), `+ -`,
 //! `* / .* ** **. .**` and backtick infix, unary `-`; application, indexing and field access
 //! (`p.x`) bind tighter than all of them. A user operator (`./`, `<>`) binds as the built-in
 //! operator it starts with (see `op_user_*` in dx.pest). A lambda, `for`, `if` or `case` body
@@ -35,6 +36,7 @@ static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
     PrattParser::new()
         .op(Op::postfix(Rule::annot_suffix))
         .op(Op::infix(Rule::op_assign, Assoc::Right) | Op::infix(Rule::op_accum, Assoc::Right))
+        .op(Op::infix(Rule::op_pipe, Assoc::Left))
         .op(Op::infix(Rule::op_dollar, Assoc::Right))
         .op(Op::infix(Rule::op_or, Assoc::Left) | Op::infix(Rule::op_user_or, Assoc::Left))
         .op(Op::infix(Rule::op_and, Assoc::Left) | Op::infix(Rule::op_user_and, Assoc::Left))
@@ -47,6 +49,7 @@ static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
             | Op::infix(Rule::op_ge, Assoc::Left)
             | Op::infix(Rule::op_approx, Assoc::Left))
         .op(Op::postfix(Rule::at_suffix))
+        .op(Op::infix(Rule::op_nat_sub, Assoc::Left))
         .op(Op::infix(Rule::op_add, Assoc::Left)
             | Op::infix(Rule::op_sub, Assoc::Left)
             | Op::infix(Rule::op_user_add, Assoc::Left))
@@ -632,6 +635,7 @@ impl<'a> Builder<'a> {
         let mut params = Vec::new();
         let mut ret = None;
         let mut given = Vec::new();
+        let mut class_params = Vec::new();
         let mut body = None;
         for child in pair.clone().into_inner() {
             match child.as_rule() {
@@ -642,6 +646,9 @@ impl<'a> Builder<'a> {
                         .into_inner()
                         .filter(|param| param.as_rule() == Rule::def_param)
                     {
+                        if let Some(binder) = self.class_param(&param)? {
+                            class_params.push(binder);
+                        }
                         params.push(self.param(param)?);
                     }
                 }
@@ -657,12 +664,16 @@ impl<'a> Builder<'a> {
                 _ => body = Some(self.body(child)?),
             }
         }
+        // A class parameter's classes go with the `given` binders (the parameter itself is a
+        // `n: Type` parameter): `def f(n|Ix, x: n=>Float)` is `def f(n: Type, x: n=>Float)
+        // given (n|Ix)`.
+        class_params.extend(given);
         match (name, body) {
             (Some(name), Some(body)) => Ok(FunDef {
                 name,
                 params,
                 ret,
-                given,
+                given: class_params,
                 body,
                 span,
             }),
@@ -969,9 +980,43 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// A `def` parameter or a lambda parameter: a pattern and an optional type.
+    /// The classes of a class parameter (`n|Ix` among a `def`'s parameters) as a `given`
+    /// binder; `None` for any other parameter.
+    fn class_param(&self, pair: &Pair<Rule>) -> PResult<Option<GivenBinder>> {
+        let Some(class_param) = pair
+            .clone()
+            .into_inner()
+            .next()
+            .filter(|inner| inner.as_rule() == Rule::class_param)
+        else {
+            return Ok(None);
+        };
+        let mut idents = class_param.into_inner().map(|ident| self.ident(ident));
+        let name = idents.next().ok_or_else(|| self.internal(pair))?;
+        Ok(Some(GivenBinder {
+            name,
+            classes: idents.collect(),
+        }))
+    }
+
+    /// A `def` parameter or a lambda parameter: a pattern and an optional type. A class
+    /// parameter (`n|Ix`) is the type parameter `n: Type` (`class_param` gives its classes).
     fn param(&self, pair: Pair<Rule>) -> PResult<Param> {
         let span = self.span(&pair);
+        if let Some(binder) = self.class_param(&pair)? {
+            let ty = TypeExpr {
+                kind: TypeExprKind::Name(Ident {
+                    name: "Type".to_string(),
+                    span,
+                }),
+                span,
+            };
+            return Ok(Param {
+                pat: Pattern::Var(binder.name),
+                ty: Some(ty),
+                span,
+            });
+        }
         let mut inner = pair.clone().into_inner();
         let pat = self.pattern(self.next(&mut inner, &pair)?)?;
         let ty = inner.next().map(|ty| self.ty(ty)).transpose()?;
@@ -1403,7 +1448,9 @@ impl<'a> Builder<'a> {
                 };
                 return Ok(Node::plain(Expr { kind, span }));
             }
+            Rule::op_pipe => return Ok(Node::plain(pipe(lhs.expr, rhs.expr))),
             Rule::op_user_and
+            | Rule::op_nat_sub
             | Rule::op_user_or
             | Rule::op_user_cmp
             | Rule::op_user_add
@@ -1894,6 +1941,30 @@ fn block_of(mut stmts: Vec<Stmt>, result: Expr) -> Expr {
         kind: ExprKind::Block {
             stmts,
             result: Box::new(result),
+        },
+    }
+}
+
+/// Dex's pipe `x | f a b`: the application `f x a b`, the value the first argument of the
+/// application on the right (of `f` itself when the right side is no application).
+fn pipe(value: Expr, target: Expr) -> Expr {
+    let span = value.span.to(target.span);
+    match target.kind {
+        ExprKind::App { func, arg, name } => Expr {
+            kind: ExprKind::App {
+                func: Box::new(pipe(value, *func)),
+                arg,
+                name,
+            },
+            span,
+        },
+        _ => Expr {
+            kind: ExprKind::App {
+                func: Box::new(target),
+                arg: Box::new(value),
+                name: None,
+            },
+            span,
         },
     }
 }
