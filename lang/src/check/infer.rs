@@ -2612,15 +2612,20 @@ impl<'env> Infer<'env> {
             {
                 if class.name == "Type" {
                     let given = rigids.iter().find(|(bound, _)| *bound == name.name);
+                    // A parameter that `given (n|Ix)` also names is that binder's variable
+                    // (listed once: each listed variable is instantiated by a call).
                     let rigid = match given {
                         Some((_, rigid)) => *rigid,
-                        None => self.env.new_rigid(Vec::new()),
+                        None => {
+                            let rigid = self.env.new_rigid(Vec::new());
+                            rigids.push((name.name.clone(), rigid));
+                            rigid
+                        }
                     };
                     self.env.mark_type_param(rigid);
                     let ty = Ty::Rigid(rigid, name.name.clone());
                     self.scopes
                         .push((name.name.clone(), Binding::TypeVar(ty.clone())));
-                    rigids.push((name.name.clone(), rigid));
                     param_tys.push(Ty::TypeArg(Box::new(ty)));
                     // Named, so that a named argument can be checked (`linspace(n=Fin 5, …)`).
                     let local = self.new_local(&name.name);
