@@ -1748,8 +1748,10 @@ impl<'a> Builder<'a> {
                         ExprKind::Var(self.ident(name))
                     }
                     Rule::op_dollar => return Err(error("`($)` is not a function here", span)),
+                    Rule::op_pipe => return Err(error("`(|)` is not a function here", span)),
                     // `(./)` is the function the operator names.
-                    Rule::op_user_and
+                    Rule::op_nat_sub
+                    | Rule::op_user_and
                     | Rule::op_user_or
                     | Rule::op_user_cmp
                     | Rule::op_user_add
