@@ -126,6 +126,20 @@ pub struct Effects {
     pub sites: Vec<Site>,
 }
 
+/// How many cells made while a loop's body is lowered (the text cells of its sites, Note
+/// [Runtime errors]) the loop may come to carry.
+const MAX_NEW_CARRIES: usize = 256;
+
+/// Each attempt at a loop's body carries at least one more cell, of the cells made before
+/// the loop or kept across attempts: a loop whose carried cells grow past `most` is a bug
+/// (a cell made anew by every attempt), reported rather than looped on.
+fn settles(carried: &[usize], most: usize, span: Span) -> Result<()> {
+    if carried.len() > most {
+        return bug(span, "the cells a loop carries do not settle");
+    }
+    Ok(())
+}
+
 /// The text type `error` or `print` takes, from the built-in's type.
 fn text_param(ty: &Ty, span: Span) -> Result<Ty> {
     match ty {
@@ -152,6 +166,8 @@ pub struct Site {
     pub cell: usize,
     /// For a computed text: the state cell holding (reached before, the first text).
     pub text_cell: Option<usize>,
+    /// The call's own position (inside a definition, `span` is where the block calls it).
+    origin: Span,
 }
 
 impl Site {
@@ -474,6 +490,7 @@ impl Lowerer<'_> {
         computed: Option<(SVal, Ty)>,
         span: Span,
     ) -> Result<()> {
+        let origin = span;
         let span = self.in_def_call_site().map_or(span, |(_, call)| call);
         let cell = self.new_cell(
             CellKind::Accum(NamedMonoid::Add),
@@ -484,7 +501,7 @@ impl Lowerer<'_> {
         // loop it is reached in.
         self.effects.cells[cell].depth = self.effects.while_depths.last().copied().unwrap_or(0);
         let text_cell = match computed {
-            Some((message, ty)) => Some(self.first_text(kind, message, ty, span)?),
+            Some((message, ty)) => Some(self.first_text(kind, message, ty, origin)?),
             None => None,
         };
         self.effects.sites.push(Site {
@@ -493,6 +510,7 @@ impl Lowerer<'_> {
             text,
             cell,
             text_cell,
+            origin,
         });
         self.extend(cell, Vec::new(), SVal::Arr(Atom::Lit(Scalar::I32(1))), span)
     }
@@ -511,10 +529,11 @@ impl Lowerer<'_> {
     /// by the site's position.
     fn first_text(&mut self, kind: SiteKind, message: SVal, ty: Ty, span: Span) -> Result<usize> {
         let site_span = self.in_def_call_site().map_or(span, |(_, call)| call);
-        let known =
-            self.effects.sites.iter().find(|site| {
-                site.kind == kind && site.span == site_span && site.text_cell.is_some()
-            });
+        let known = self.effects.sites.iter().find(|site| {
+            site.kind == kind
+                && (site.span, site.origin) == (site_span, span)
+                && site.text_cell.is_some()
+        });
         let cell = match known.and_then(|site| site.text_cell) {
             Some(cell) => cell,
             None => {
@@ -944,7 +963,9 @@ impl Lowerer<'_> {
         mut step: impl FnMut(&mut Self, Atom, Vec<Atom>) -> StepResult,
     ) -> Result<LoopOut> {
         let mut carried: Vec<usize> = Vec::new();
+        let most = self.effects.cells.len() + MAX_NEW_CARRIES;
         loop {
+            settles(&carried, most, span)?;
             let attempt = self.loop_body(&init, &carried, true, span, &mut step)?;
             let mut grown = false;
             for &cell in &attempt.written {
@@ -1110,7 +1131,9 @@ impl Lowerer<'_> {
             let (go_on, next) = step(cx, carries)?;
             Ok((next, vec![go_on]))
         };
+        let most = self.effects.cells.len() + MAX_NEW_CARRIES;
         loop {
+            settles(&carried, most, span)?;
             let attempt = self.loop_body(&init, &carried, false, span, &mut step)?;
             let mut grown = false;
             for &cell in &attempt.written {
