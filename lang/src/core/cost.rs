@@ -81,8 +81,8 @@ pub(crate) fn block_cost(program: &Program, block: BlockId) -> u64 {
 // Note [Increments]
 // ~~~~~~~~~~~~~~~~~
 // The transpose of a read of one element, `index x [k]`, is a one-point scatter: a table of
-// zeros with the cotangent at `k` (seed 001 Fig 19). Added into the rest of `x`'s cotangent,
-// it is an increment of one element: seed 003's reverse rules add the adjoint of each
+// zeros with the cotangent at `k` ([Smeding25] Fig 19). Added into the rest of `x`'s cotangent,
+// it is an increment of one element: [HuotShaikhha]'s reverse rules (Fig 5) add the adjoint of each
 // occurrence of a variable into one component of the gradient (Fig 5, `Y(y₁ + x₂·z, …)`),
 // and §5 prices that as one addition; the fused engine adds such a scatter into the sum in
 // place and never makes its zeros (Note [Scatters added in place] in `passes::fuse`).
