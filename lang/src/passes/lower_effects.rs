@@ -23,9 +23,10 @@
 //   the accumulator the stacked contributions are added at once: summed over the loops' axes
 //   (`sumOuter`) when they carry no index, added as a whole when the indices are the loops' own
 //   (`acc!i += v` in `for i`), and scattered (`scatter`, a scatter-add) when the indices are
-//   data (a histogram). Accumulation is the transpose of indexing (dual arrays, [HuotShaikhha] §4):
-//   the contributions of `acc!k += v` are the cotangent of a read `x[k]`, and they are added
-//   in the fixed order of `scatter`, so the bits do not depend on the thread count. Other
+//   data (a histogram). Accumulation is the transpose of indexing (dual arrays,
+//   [HuotShaikhha] §4): the contributions of `acc!k += v` are the cotangent of a read `x[k]`,
+//   and they are added in the fixed order of `scatter`, so the bits do not depend on the
+//   thread count. Other
 //   monoids (`MulMonoid`, `AndMonoid`, …) accumulate in order, as state.
 //
 // A reference escaping its handler (returned from the body) is an error at the handler.
