@@ -2,6 +2,7 @@
 //! `Monoid` instance gives its own.
 
 use super::lower::{bug, Lowerer, Result, SVal};
+use super::lower_show::index_lit;
 use crate::check::builtins::Class;
 use crate::check::types::{Size, Ty};
 use crate::core::ir::{Atom, Scalar};
@@ -85,7 +86,13 @@ impl Lowerer<'_> {
     }
 
     /// Element `at` (clamped into the table) of a table of `n` rows; `None` when it has none.
-    fn element(&mut self, table: Atom, at: Atom, n: usize, span: Span) -> Result<Option<Atom>> {
+    pub(super) fn element(
+        &mut self,
+        table: Atom,
+        at: Atom,
+        n: usize,
+        span: Span,
+    ) -> Result<Option<Atom>> {
         if n == 0 {
             return Ok(None);
         }
@@ -109,8 +116,4 @@ impl Lowerer<'_> {
             ),
         }
     }
-}
-
-fn index_lit(value: usize) -> Atom {
-    Atom::Lit(Scalar::I64(value as i64))
 }

@@ -6,7 +6,7 @@ use super::lower::{bug, error, leaf_types, Lowerer, Result, SVal};
 use crate::check::builtins::Class;
 use crate::check::show::{layout, Layout, NoLayout};
 use crate::check::types::{BaseTy, Size, Ty};
-use crate::core::ir::{ArrTy, Atom, Elem, Expr, Scalar};
+use crate::core::ir::{Atom, Scalar};
 use crate::prim::Prim;
 use crate::syntax::Span;
 
@@ -146,20 +146,9 @@ impl Lowerer<'_> {
     /// The character at `position` of a table of characters (`0` outside it).
     fn chars_at(&mut self, chars: Atom, position: Atom, span: Span) -> Result<Atom> {
         let len = self.atom_ty(&chars).shape[0];
-        if len == 0 {
+        let Some(ch) = self.element(chars, position, len, span)? else {
             return Ok(char_lit(NUL));
-        }
-        let at = self.prim(Prim::Max, vec![position, index_lit(0)], span)?;
-        let at = self.prim(Prim::Min, vec![at, index_lit(len - 1)], span)?;
-        let ch = self.emit1(
-            Expr::Index {
-                array: chars,
-                index: vec![at],
-            },
-            ArrTy::scalar(Elem::U32),
-            "ch",
-            span,
-        );
+        };
         let here = self.within(position, len, span)?;
         self.prim(Prim::Select, vec![here, ch, char_lit(NUL)], span)
     }
@@ -189,7 +178,8 @@ fn leaf_count(layout: &Layout) -> usize {
     }
 }
 
-fn index_lit(value: usize) -> Atom {
+/// An index (an `i64`) as a literal.
+pub(super) fn index_lit(value: usize) -> Atom {
     Atom::Lit(Scalar::I64(value as i64))
 }
 
