@@ -580,15 +580,7 @@ impl<'r> Gen<'r> {
                 let (init, init_bound) = self.scalar(depth - 1);
                 let carry_bound = init_bound.max(1.0);
                 let carry = format!("(get {s})");
-                self.indices.push((i.clone(), N));
-                self.scalars.push((carry.clone(), carry_bound));
-                self.carries.push((carry, carry_bound));
-                self.in_loop += 1;
-                let body = self.carry_body(depth - 1, carry_bound);
-                self.in_loop -= 1;
-                self.carries.pop();
-                self.scalars.pop();
-                self.indices.pop();
+                let body = self.loop_carry_body(Some((i.clone(), N)), &carry, carry_bound, depth);
                 let text = format!("(yield_state {init} \\{s}. for_ {i}:(Fin {N}). {s} := {body})");
                 (text, carry_bound)
             }
@@ -596,13 +588,7 @@ impl<'r> Gen<'r> {
                 let (init, init_bound) = self.scalar(depth - 1);
                 let carry_bound = init_bound.max(1.0);
                 let (c, n) = (self.name("c"), self.name("n"));
-                self.scalars.push((c.clone(), carry_bound));
-                self.carries.push((c.clone(), carry_bound));
-                self.in_loop += 1;
-                let body = self.carry_body(depth - 1, carry_bound);
-                self.in_loop -= 1;
-                self.carries.pop();
-                self.scalars.pop();
+                let body = self.loop_carry_body(None, &c, carry_bound, depth);
                 let text = format!(
                     "(fst (yield_state ({init}, 0) \\{s}. while \\. \
                      ((\\({c}, {n}). snd ({s} := ({body}, {n} + 1), {n} + 1 < 3)) (get {s}))))"
@@ -610,6 +596,30 @@ impl<'r> Gen<'r> {
                 (text, carry_bound)
             }
         }
+    }
+
+    /// `carry_body` inside a loop over `index` (if any) whose carry is the scalar `carry`: the
+    /// index, the carry and the loop are in scope while the body is drawn.
+    fn loop_carry_body(
+        &mut self,
+        index: Option<(String, usize)>,
+        carry: &str,
+        carry_bound: f64,
+        depth: usize,
+    ) -> String {
+        let indexed = index.is_some();
+        self.indices.extend(index);
+        self.scalars.push((carry.to_string(), carry_bound));
+        self.carries.push((carry.to_string(), carry_bound));
+        self.in_loop += 1;
+        let body = self.carry_body(depth - 1, carry_bound);
+        self.in_loop -= 1;
+        self.carries.pop();
+        self.scalars.pop();
+        if indexed {
+            self.indices.pop();
+        }
+        body
     }
 
     /// A loop body returning a scalar carry, kept within the carry's bound so that every
@@ -630,15 +640,7 @@ impl<'r> Gen<'r> {
             0 | 1 => {
                 let (init, init_bound) = self.scalar(depth - 1);
                 let carry_bound = init_bound.max(1.0);
-                self.indices.push((k.clone(), 2));
-                self.scalars.push((c.clone(), carry_bound));
-                self.carries.push((c.clone(), carry_bound));
-                self.in_loop += 1;
-                let body = self.carry_body(depth - 1, carry_bound);
-                self.in_loop -= 1;
-                self.carries.pop();
-                self.scalars.pop();
-                self.indices.pop();
+                let body = self.loop_carry_body(Some((k.clone(), 2)), &c, carry_bound, depth);
                 let text = format!("(fold({init}, \\{k}:(Fin 2) {c}. {body}))");
                 (text, carry_bound)
             }
