@@ -73,6 +73,14 @@ pub fn output_messages(
             }
             display(media)
         }
+        Output::Image(image) => display(vec![
+            MediaType::Plain(image.to_text()),
+            MediaType::Png(base64::engine::general_purpose::STANDARD.encode(image.to_png())),
+        ]),
+        Output::Html(markup) => display(vec![
+            MediaType::Plain(markup.clone()),
+            MediaType::Html(markup.clone()),
+        ]),
         Output::Error(diag) => error_output(diag, src).into(),
         Output::Stage { name, text } => display(vec![
             MediaType::Plain(render_output(output, src)),

@@ -33,6 +33,7 @@ pub use check::{Checked, Symbol, SymbolKind};
 
 mod check;
 mod export;
+mod html;
 mod rich;
 mod run_stage;
 
@@ -160,8 +161,12 @@ pub enum Output {
         text: String,
         grid: crate::display::Grid,
     },
-    /// A figure (`:plot`, `:plotgrad`); its text form is braille.
+    /// A figure (`:plot`, `:plotgrad`, `:html` of a plot); its text form is braille.
     Plot(crate::display::Figure),
+    /// An image (`:html` of an image).
+    Image(crate::display::Image),
+    /// HTML markup (`:html` of a string): a notebook renders it, other media show the text.
+    Html(String),
 }
 
 /// The result of one chunk of a source.
@@ -311,9 +316,29 @@ pub struct Session {
     more_errors: Vec<Diagnostic>,
 }
 
-/// The libraries `import` can load (shipped inside the binary so that dx works from any
-/// directory).
-const STDLIB: &[(&str, &str)] = &[("prelude", include_str!("../../stdlib/prelude.dx"))];
+// Note [Where libraries are found]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// `import name` loads `name.dx` from the first place that has it:
+// 1. the folders of the environment variable `DX_LIBRARY_PATH` (separated as `PATH` is), so
+//    that a library can be changed and tried without rebuilding dx, or a shipped one replaced;
+// 2. the libraries shipped inside the binary (`STDLIB`), so that dx works from any folder;
+// 3. the script's folder (the current one in the REPL and the kernel): a user's own modules.
+// A library is loaded once per session; its definitions are not the user's (redefining one
+// is allowed).
+
+/// The environment variable naming folders searched first by `import`.
+pub const LIBRARY_PATH_VAR: &str = "DX_LIBRARY_PATH";
+
+/// The libraries shipped inside the binary. See Note [Where libraries are found].
+const STDLIB: &[(&str, &str)] = &[
+    ("prelude", include_str!("../../stdlib/prelude.dx")),
+    ("plot", include_str!("../../stdlib/plot.dx")),
+    ("png", include_str!("../../stdlib/png.dx")),
+    ("complex", include_str!("../../stdlib/complex.dx")),
+    ("fft", include_str!("../../stdlib/fft.dx")),
+    ("linalg", include_str!("../../stdlib/linalg.dx")),
+    ("sort", include_str!("../../stdlib/sort.dx")),
+];
 
 /// Stack size for evaluating a block: deeply nested programs recurse deeply.
 const EVAL_STACK_BYTES: usize = 256 << 20;
@@ -526,10 +551,11 @@ impl Session {
         if !self.imported.insert(name.to_string()) {
             return Vec::new();
         }
-        let Some((_, text)) = STDLIB.iter().find(|(lib, _)| *lib == name) else {
+        let Some(text) = self.library_source(name) else {
             self.imported.remove(name);
             return vec![Output::Warning(format!("no library named `{name}`"))];
         };
+        let text = text.as_str();
         let mut outputs = Vec::new();
         self.loading_libraries += 1;
         let results = self.eval_source(text);
@@ -547,6 +573,29 @@ impl Session {
             }
         }
         outputs
+    }
+
+    /// The text of the library `import name` loads. See Note [Where libraries are found].
+    fn library_source(&self, name: &str) -> Option<String> {
+        let file = format!("{name}.dx");
+        let read = |dir: &std::path::Path| std::fs::read_to_string(dir.join(&file)).ok();
+        let search_path = std::env::var_os(LIBRARY_PATH_VAR).unwrap_or_default();
+        std::env::split_paths(&search_path)
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .find_map(|dir| read(&dir))
+            .or_else(|| {
+                STDLIB
+                    .iter()
+                    .find(|(lib, _)| *lib == name)
+                    .map(|(_, text)| text.to_string())
+            })
+            .or_else(|| {
+                read(
+                    self.data_dir
+                        .as_deref()
+                        .unwrap_or(std::path::Path::new(".")),
+                )
+            })
     }
 
     /// Evaluates a block on a thread with a large stack; a panic becomes an internal error
@@ -712,7 +761,11 @@ impl Session {
                                 evaluated
                             })
                         }
-                        Command::Plot | Command::PlotGrad | Command::Table | Command::Export => {
+                        Command::Plot
+                        | Command::PlotGrad
+                        | Command::Table
+                        | Command::Html
+                        | Command::Export => {
                             Err(internal_diagnostic(
                                 "`rich::is_rich` takes every rich command, and `:export` has its own arm",
                             ))

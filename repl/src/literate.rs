@@ -164,8 +164,10 @@ mod tests {
             | Output::Type(text)
             | Output::Text(text)
             | Output::Warning(text)
-            | Output::Table { text, .. } => text.clone(),
+            | Output::Table { text, .. }
+            | Output::Html(text) => text.clone(),
             Output::Plot(_) => "(plot)".to_string(),
+            Output::Image(_) => "(image)".to_string(),
             Output::Error(diagnostic) => format!("Type error: {}", diagnostic.message),
             Output::Stage { name, text } => format!("== {name} ==\n{text}"),
             Output::Timing {

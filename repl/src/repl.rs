@@ -193,6 +193,7 @@ impl Repl {
             let mut text = match output {
                 // In colour, each series of a plot has its own.
                 Output::Plot(figure) if self.colour => figure.to_ansi(),
+                Output::Image(image) if self.colour => image.to_ansi(),
                 _ => render_output(output, src),
             };
             if !text.ends_with('\n') {

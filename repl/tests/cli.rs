@@ -527,3 +527,50 @@ fn a_plot_saves_to_a_file_named_after_a_trailing_for_body() {
         text.len()
     );
 }
+
+#[test]
+fn import_finds_the_library_path_then_the_shipped_libraries_then_the_scripts_folder() {
+    // A module of the user's, beside the script.
+    let (dir, script) = dx_file(
+        "main.dx",
+        "import mymod\n:p twice 2.0\nimport plot\n:t y_plot [1., 2.]\nimport nothing_here\n",
+    );
+    std::fs::write(
+        dir.path().join("mymod.dx"),
+        "def twice(x: Float) -> Float = 2.0 * x\n",
+    )
+    .expect("write the module");
+    let output = dx().arg("run").arg(&script).output().expect("dx runs");
+    let text = stdout(&output);
+    assert!(text.contains("> 4.\n"), "{text}");
+    assert!(
+        text.contains("> (Plot (Fin 2) Float32 Float32 ())"),
+        "{text}"
+    );
+    assert!(text.contains("> no library named `nothing_here`"), "{text}");
+    // `DX_LIBRARY_PATH` comes first: it can replace a shipped library.
+    let library = tempfile::tempdir().expect("temporary directory");
+    std::fs::write(
+        library.path().join("plot.dx"),
+        "def y_plot(x: Float) -> Float = 3.0 * x\n",
+    )
+    .expect("write the library");
+    std::fs::write(
+        library.path().join("mymod.dx"),
+        "def twice(x: Float) -> Float = 20.0 * x\n",
+    )
+    .expect("write the library");
+    let output = dx()
+        .arg("run")
+        .arg(&script)
+        .env("DX_LIBRARY_PATH", library.path())
+        .output()
+        .expect("dx runs");
+    let text = stdout(&output);
+    assert!(text.contains("> 40.\n"), "{text}");
+    // The replaced `plot`'s `y_plot` takes a `Float`.
+    assert!(
+        text.contains("> Type error: expected type Float32"),
+        "{text}"
+    );
+}

@@ -47,8 +47,10 @@ pub fn render_output(output: &Output, src: &str) -> String {
         | Output::Type(text)
         | Output::Text(text)
         | Output::Warning(text)
-        | Output::Table { text, .. } => text.clone(),
+        | Output::Table { text, .. }
+        | Output::Html(text) => text.clone(),
         Output::Plot(figure) => figure.to_text(),
+        Output::Image(image) => image.to_text(),
         Output::Error(diag) => render_diagnostic(diag, src),
         Output::Stage { name, text } => {
             let text = text.trim_end_matches('\n');

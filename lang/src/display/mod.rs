@@ -8,12 +8,14 @@
 //! - `grid`: `:table` grids (box-drawn text, HTML) with index labels.
 //! - `plot`: figures as PNG, SVG and braille text.
 //! - `png`: RGB pixels as a PNG file.
+//! - `image`: images (`:html`) as PNG and as text.
 
 mod diagnostic;
 mod float;
 #[cfg(test)]
 mod float_cases;
 mod grid;
+mod image;
 mod plot;
 mod png;
 mod value;
@@ -21,6 +23,7 @@ mod value;
 pub use diagnostic::{render_diagnostic, render_output};
 pub use float::{format_f32, format_f64};
 pub use grid::{escape_html, Grid};
+pub use image::Image;
 pub use plot::{Chart, Figure, Labels, Series};
 pub use png::encode_png;
 pub use value::{format_scalar, format_value};

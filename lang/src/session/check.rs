@@ -241,7 +241,7 @@ impl Session {
             // The composed expression of `:plotgrad` and the stage settings are not the user's
             // text; `:help`, `:export` and `:t` need only a type.
             Command::PlotGrad | Command::Stages => return Ok(()),
-            Command::Plot | Command::Table => plotted(expr),
+            Command::Plot | Command::Table | Command::Html => plotted(expr),
             Command::Print if matches!(expr.kind, ExprKind::Lit(Lit::Str(_))) => return Ok(()),
             Command::Print | Command::Type | Command::Help | Command::Export => expr,
         };

@@ -28,7 +28,7 @@ const MAX_TITLE_CHARS: usize = 60;
 /// of a string literal (strings are not values in dx, but they can be printed).
 pub(super) fn is_rich(command: Command, expr: &Expr) -> bool {
     match command {
-        Command::Plot | Command::PlotGrad | Command::Table => true,
+        Command::Plot | Command::PlotGrad | Command::Table | Command::Html => true,
         Command::Print => matches!(&expr.kind, ExprKind::Lit(Lit::Str(_))),
         Command::Type | Command::Stages | Command::Help | Command::Export => false,
     }
@@ -66,6 +66,10 @@ impl Session {
                     })?;
                 (Output::Plot(figure), evaluated)
             }
+            Command::Html => {
+                let (value, evaluated) = self.eval_display(expr, cx)?;
+                (super::html::html_output(&value, expr.span)?, evaluated)
+            }
             Command::PlotGrad => {
                 let (figure, evaluated) = self.plotgrad(src, expr, cx)?;
                 (Output::Plot(figure), evaluated)
@@ -98,14 +102,7 @@ impl Session {
             }
         };
         if let Some((path, span)) = save_to {
-            let Output::Plot(figure) = &output else {
-                return Err(Diagnostic {
-                    kind: ErrorKind::Type,
-                    message: "only plots can be saved to a file".into(),
-                    span: Some(span),
-                });
-            };
-            save_figure(figure, &path, span)?;
+            save_output(&output, &path, span)?;
             evaluated.outputs.push(output);
             evaluated
                 .outputs
@@ -339,18 +336,24 @@ fn function_words(func: &Expr, text: &str) -> (String, String) {
     }
 }
 
-fn save_figure(figure: &Figure, path: &str, span: crate::syntax::Span) -> Result<(), Diagnostic> {
-    let bytes = if path.ends_with(".png") {
-        figure.to_png()
-    } else if path.ends_with(".svg") {
-        figure.to_svg().into_bytes()
-    } else {
-        return Err(Diagnostic {
-            kind: ErrorKind::Type,
-            message: "a plot is saved to a `.png` or `.svg` file".into(),
-            span: Some(span),
-        });
-    };
+/// Saves a plot (`.png`, `.svg`), an image (`.png`) or HTML (`.html`) to a file.
+fn save_output(output: &Output, path: &str, span: crate::syntax::Span) -> Result<(), Diagnostic> {
+    let extension = path.rsplit_once('.').map_or("", |(_, extension)| extension);
+    let bytes = match (output, extension) {
+        (Output::Plot(figure), "png") => Ok(figure.to_png()),
+        (Output::Plot(figure), "svg") => Ok(figure.to_svg().into_bytes()),
+        (Output::Plot(_), _) => Err("a plot is saved to a `.png` or `.svg` file"),
+        (Output::Image(image), "png") => Ok(image.to_png()),
+        (Output::Image(_), _) => Err("an image is saved to a `.png` file"),
+        (Output::Html(markup), "html") => Ok(markup.clone().into_bytes()),
+        (Output::Html(_), _) => Err("HTML is saved to a `.html` file"),
+        _ => Err("only plots, images and HTML can be saved to a file"),
+    }
+    .map_err(|message| Diagnostic {
+        kind: ErrorKind::Type,
+        message: message.into(),
+        span: Some(span),
+    })?;
     std::fs::write(path, bytes).map_err(|err| Diagnostic {
         kind: ErrorKind::Runtime,
         message: format!("cannot write {path}: {err}"),

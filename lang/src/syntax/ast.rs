@@ -181,6 +181,8 @@ pub enum Command {
     PlotGrad,
     /// `:table`
     Table,
+    /// `:html`: a plot, an image or HTML text of the libraries (`import plot`, `import png`).
+    Html,
     /// `:stages`
     Stages,
     /// `:help name`: the type and documentation of a name.

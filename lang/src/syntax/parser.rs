@@ -598,6 +598,7 @@ impl<'a> Builder<'a> {
                     "plot" => Command::Plot,
                     "plotgrad" => Command::PlotGrad,
                     "table" => Command::Table,
+                    "html" => Command::Html,
                     "stages" => Command::Stages,
                     "help" => Command::Help,
                     "export" => Command::Export,

@@ -249,6 +249,40 @@ class NotebookTests(unittest.TestCase):
             root = ElementTree.fromstring(svg)
             self.assertTrue(root.tag.endswith("svg"))
 
+    def test_html_shows_library_plots_images_and_markup(self):
+        notebook = nbformat.v4.new_notebook()
+        notebook.cells = [
+            nbformat.v4.new_code_cell("import plot"),
+            # Points on the diagonal, coloured from dark (first) to light (last).
+            nbformat.v4.new_code_cell(
+                "xs = for i:(Fin 50). n_to_f (ordinal i)\n:html show_plot (xyc_plot xs xs xs)"
+            ),
+            # Left half red, right half blue.
+            nbformat.v4.new_code_cell(
+                ":html imshow for i:(Fin 10) j:(Fin 20). "
+                "if ordinal j < 10 then [1., 0., 0.] else [0., 0., 1.]"
+            ),
+            nbformat.v4.new_code_cell(':html "<b>dx</b> in <i>HTML</i>"'),
+        ]
+        nbclient.NotebookClient(notebook, kernel_name="dx", timeout=TIMEOUT).execute()
+        [scatter, picture, markup] = [cell.outputs[-1]["data"] for cell in notebook.cells[1:]]
+        image = np.asarray(Image.open(io.BytesIO(base64.b64decode(scatter["image/png"]))).convert("RGB"))
+        dark = np.all(np.abs(image.astype(int) - (68, 1, 84)) < 30, axis=2)
+        light = np.all(np.abs(image.astype(int) - (253, 231, 37)) < 30, axis=2)
+        self.assertGreater(dark.sum(), 5, "the first point in viridis' dark end")
+        self.assertGreater(light.sum(), 5, "the last point in viridis' light end")
+        # The first point is at the bottom left, the last at the top right.
+        self.assertLess(np.nonzero(dark)[1].mean(), np.nonzero(light)[1].mean())
+        self.assertGreater(np.nonzero(dark)[0].mean(), np.nonzero(light)[0].mean())
+        self.assertIn("image/svg+xml", scatter)
+        pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(picture["image/png"]))).convert("RGB"))
+        height, width, _ = pixels.shape
+        self.assertEqual(width, 2 * height, "the image keeps its shape")
+        self.assertGreaterEqual(width, 256, "a small image is enlarged")
+        self.assertEqual(tuple(pixels[0, 0]), (255, 0, 0))
+        self.assertEqual(tuple(pixels[-1, -1]), (0, 0, 255))
+        self.assertEqual(markup["text/html"], "<b>dx</b> in <i>HTML</i>")
+
     def test_the_legend_is_beside_the_data_and_plots_stay_small(self):
         notebook = nbformat.v4.new_notebook()
         notebook.cells = [

@@ -16,7 +16,15 @@ const RESET: &str = "\x1b[0m";
 
 pub fn text(figure: &Figure, colour: bool) -> String {
     let body = match &figure.chart {
-        Chart::Lines { series, .. } => lines(series, &figure.labels, colour),
+        Chart::Lines { series, .. } => lines(series, &figure.labels, colour, true),
+        Chart::Points { xs, ys, .. } => {
+            let points = Series {
+                label: String::new(),
+                xs: xs.clone(),
+                ys: ys.clone(),
+            };
+            lines(&[points], &figure.labels, colour, false)
+        }
         Chart::Bars(values) => bars(values),
         Chart::Heatmap(rows) => heatmap(rows),
     };
@@ -36,8 +44,9 @@ fn paint(text: String, series: Option<usize>, colour: bool) -> String {
     }
 }
 
-/// Curves: lines between consecutive finite points, the last point of each marked.
-fn lines(series: &[Series], labels: &Labels, colour: bool) -> String {
+/// Curves: lines between consecutive finite points (when `joined`; dots alone otherwise), the
+/// last point of each marked.
+fn lines(series: &[Series], labels: &Labels, colour: bool, joined: bool) -> String {
     let (x_lo, x_hi) = finite_range(series.iter().flat_map(|curve| curve.xs.iter().copied()));
     let (y_lo, y_hi) = finite_range(series.iter().flat_map(|curve| curve.ys.iter().copied()));
     let (dots_x, dots_y) = (COLUMNS * 2, ROWS * 4);
@@ -59,7 +68,7 @@ fn lines(series: &[Series], labels: &Labels, colour: bool) -> String {
                 continue;
             }
             let (column, row) = to_dot(x, y);
-            match previous {
+            match previous.filter(|_| joined) {
                 Some((x0, y0)) => {
                     let steps = (column - x0).abs().max((row - y0).abs()).ceil().max(1.0) as usize;
                     for step in 0..=steps {

@@ -27,6 +27,9 @@ const PALETTE: [((u8, u8, u8), char); 4] = [
     ((214, 39, 40), '◇'),
 ];
 
+/// A scatter plot with more points than this has no SVG form in a notebook.
+const MAX_SVG_POINTS: usize = 2000;
+
 /// A curve of a line chart.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Series {
@@ -55,6 +58,13 @@ pub enum Chart {
     Bars(Vec<f64>),
     /// A 2-D table: rows top to bottom, columns left to right.
     Heatmap(Vec<Vec<f64>>),
+    /// A scatter plot (Dex's `plot` library): a point at each (x, y), coloured by its shade
+    /// (scaled to the shades' range) when there are shades.
+    Points {
+        xs: Vec<f64>,
+        ys: Vec<f64>,
+        shades: Option<Vec<f64>>,
+    },
 }
 
 /// A chart with its labels.
@@ -79,7 +89,12 @@ impl Figure {
     /// charts are (their elements are bounded); a heatmap's SVG embeds a second image of its
     /// cells, so a notebook gets the PNG alone.
     pub fn svg_is_small(&self) -> bool {
-        !matches!(self.chart, Chart::Heatmap(_))
+        match &self.chart {
+            Chart::Heatmap(_) => false,
+            // One SVG element per point: a big scatter plot is sent as its PNG alone.
+            Chart::Points { xs, .. } => xs.len() <= MAX_SVG_POINTS,
+            Chart::Lines { .. } | Chart::Bars(_) => true,
+        }
     }
 
     /// The figure as braille text with axes, labels and a legend: the same for the same data.

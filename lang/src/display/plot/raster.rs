@@ -159,6 +159,10 @@ where
             None
         }
         Chart::Heatmap(rows) => Some(draw_heatmap(&body, rows, &figure.labels, s)?),
+        Chart::Points { xs, ys, shades } => {
+            draw_points(&body, xs, ys, shades.as_deref(), &figure.labels, s)?;
+            None
+        }
     };
     body.present()?;
     Ok(cells_at)
@@ -320,6 +324,48 @@ where
         let top = chart.plotting_area().get_pixel_range().1.start - legend.get_base_pixel().1;
         draw_legend(&legend, series, top, s)?;
     }
+    Ok(())
+}
+
+/// A scatter plot: a dot per finite point, in the first series colour or, with shades, in
+/// the viridis colour of its shade.
+fn draw_points<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    xs: &[f64],
+    ys: &[f64],
+    shades: Option<&[f64]>,
+    labels: &Labels,
+    s: f64,
+) -> Result<(), BoxError>
+where
+    DB::ErrorType: 'static,
+{
+    let spec = AxisSpec {
+        x: finite_range(xs.iter().copied()),
+        y: finite_range(ys.iter().copied()),
+        x_integer: false,
+        y_integer: false,
+        y_down: false,
+    };
+    let mut chart = axes_on(area, &spec, labels, s, true)?;
+    let (lo, hi) = finite_range(shades.unwrap_or_default().iter().copied());
+    let colour = |idx: usize| match shades {
+        Some(shades) => {
+            let shade = shades.get(idx).copied().unwrap_or(f64::NAN);
+            rgb(viridis((shade - lo) / (hi - lo)))
+        }
+        None => rgb(PALETTE[0].0),
+    };
+    let dots = (0..xs.len().min(ys.len()))
+        .filter(|&idx| xs[idx].is_finite() && ys[idx].is_finite())
+        .map(|idx| {
+            Circle::new(
+                (xs[idx], ys[idx]),
+                scale_width(s, 2.5),
+                colour(idx).filled(),
+            )
+        });
+    chart.draw_series(dots)?;
     Ok(())
 }
 

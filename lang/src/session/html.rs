@@ -1,0 +1,194 @@
+//! `:html e` (docs/language.md, Libraries): what Dex shows as HTML, from the values of dx's
+//! libraries. Dex's `plot` and `png` libraries build HTML text in Dex code; dx's keep the
+//! data (a `Plot` struct of the points, an `Image` struct of the pixels) and `:html` draws it
+//! with dx's own plotting, in every medium: a PNG (and SVG) in a notebook, text in a terminal
+//! and in literate files. A text value is HTML markup, shown as such in a notebook and as its
+//! text elsewhere.
+//!
+//! What `:html` recognises, by constructor and the shapes of the fields:
+//! - `Plot(xs, ys, cs)` (`plot`: `xy_plot`, `y_plot`, `xyc_plot`, `show_plot`): a scatter
+//!   plot; `cs` colours the points when it holds numbers (a `Plot n Float Float Float`), and
+//!   is a table of `()` otherwise.
+//! - `Image(pixels)` (`png`: `imshow`, `img_to_png`; `plot`: `matshow`): `n=>m=>(Fin 3)=>Float`
+//!   in [0, 1], red, green, blue.
+//! - a `String`.
+
+use super::{Diagnostic, ErrorKind, Output};
+use crate::core::ir::Scalar;
+use crate::display::{Chart, DisplayValue, Figure, Image, Labels};
+use crate::syntax::Span;
+
+/// The rich output of `:html` for a value, or an error that says what `:html` shows.
+pub(super) fn html_output(value: &DisplayValue, span: Span) -> Result<Output, Diagnostic> {
+    let shown = match value {
+        DisplayValue::Text(quoted) if quoted.starts_with('"') => {
+            Some(Output::Html(unquote(quoted)))
+        }
+        DisplayValue::Con(name, fields) => match (name.as_str(), fields.as_slice()) {
+            ("Plot", [xs, ys, cs]) => scatter(xs, ys, cs).map(Output::Plot),
+            ("Image", [pixels]) => image(pixels).map(Output::Image),
+            _ => None,
+        },
+        _ => None,
+    };
+    shown.ok_or_else(|| Diagnostic {
+        kind: ErrorKind::Type,
+        message: "`:html` shows a plot (`show_plot`, `xy_plot`, … of `import plot`), an image \
+                  (`imshow` of `import png`, `matshow`) or a `String` of HTML"
+            .into(),
+        span: Some(span),
+    })
+}
+
+fn number(value: &DisplayValue) -> Option<f64> {
+    match value {
+        DisplayValue::Scalar(scalar) => scalar_f64(*scalar),
+        _ => None,
+    }
+}
+
+fn scalar_f64(scalar: Scalar) -> Option<f64> {
+    match scalar {
+        Scalar::F32(x) => Some(f64::from(x)),
+        Scalar::F64(x) => Some(x),
+        Scalar::I32(n) => Some(f64::from(n)),
+        Scalar::I64(n) => Some(n as f64),
+        Scalar::U32(n) => Some(f64::from(n)),
+        Scalar::U64(n) => Some(n as f64),
+        Scalar::Bool(_) => None,
+    }
+}
+
+/// The numbers of a 1-D table of scalars.
+fn numbers(value: &DisplayValue) -> Option<Vec<f64>> {
+    match value {
+        DisplayValue::Table(items) => items.iter().map(number).collect(),
+        _ => None,
+    }
+}
+
+fn scatter(xs: &DisplayValue, ys: &DisplayValue, cs: &DisplayValue) -> Option<Figure> {
+    let (xs, ys) = (numbers(xs)?, numbers(ys)?);
+    if xs.len() != ys.len() {
+        return None;
+    }
+    // A `Plot n Float Float ()` has a table of units as its colours.
+    let shades = numbers(cs).filter(|shades| shades.len() == xs.len());
+    Some(Figure {
+        chart: Chart::Points { xs, ys, shades },
+        labels: Labels::default(),
+    })
+}
+
+fn image(pixels: &DisplayValue) -> Option<Image> {
+    let DisplayValue::Table(rows) = pixels else {
+        return None;
+    };
+    let mut values = Vec::new();
+    let mut width = None;
+    for row in rows {
+        let DisplayValue::Table(row) = row else {
+            return None;
+        };
+        if *width.get_or_insert(row.len()) != row.len() {
+            return None;
+        }
+        for pixel in row {
+            let channels = numbers(pixel)?;
+            if channels.len() != 3 {
+                return None;
+            }
+            values.extend(channels);
+        }
+    }
+    Some(Image::from_unit_floats(
+        width.unwrap_or(0),
+        rows.len(),
+        &values,
+    ))
+}
+
+/// The text of a string as Dex prints it (`"a\"b"`): quotes removed, escapes undone, bytes
+/// (`\xe2`…) joined into UTF-8.
+fn unquote(quoted: &str) -> String {
+    let inner = quoted
+        .strip_prefix('"')
+        .and_then(|rest| rest.strip_suffix('"'))
+        .unwrap_or(quoted);
+    let mut bytes = Vec::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(ch) = chars.next() {
+        if ch != '\\' {
+            let mut buf = [0; 4];
+            bytes.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+            continue;
+        }
+        match chars.next() {
+            Some('n') => bytes.push(b'\n'),
+            Some('t') => bytes.push(b'\t'),
+            Some('x') => {
+                let hex: String = chars.by_ref().take(2).collect();
+                bytes.push(u8::from_str_radix(&hex, 16).unwrap_or(b'?'));
+            }
+            Some(other) => {
+                let mut buf = [0; 4];
+                bytes.extend_from_slice(other.encode_utf8(&mut buf).as_bytes());
+            }
+            None => bytes.push(b'\\'),
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_lose_their_quotes_and_escapes() {
+        assert_eq!(unquote(r#""<b>\"hi\"</b>\n""#), "<b>\"hi\"</b>\n");
+        assert_eq!(unquote(r#""caf\xc3\xa9""#), "café");
+    }
+
+    #[test]
+    fn a_plot_without_colours_is_a_plain_scatter() {
+        let table = |xs: &[f32]| {
+            DisplayValue::Table(
+                xs.iter()
+                    .map(|&x| DisplayValue::Scalar(Scalar::F32(x)))
+                    .collect(),
+            )
+        };
+        let units = DisplayValue::Table(vec![DisplayValue::Tuple(Vec::new()); 2]);
+        let plot = DisplayValue::Con(
+            "Plot".into(),
+            vec![table(&[0.0, 1.0]), table(&[2.0, 3.0]), units],
+        );
+        let Ok(Output::Plot(figure)) = html_output(&plot, Span::default()) else {
+            panic!("a plot");
+        };
+        assert_eq!(
+            figure.chart,
+            Chart::Points {
+                xs: vec![0.0, 1.0],
+                ys: vec![2.0, 3.0],
+                shades: None
+            }
+        );
+        let coloured = DisplayValue::Con(
+            "Plot".into(),
+            vec![table(&[0.0]), table(&[2.0]), table(&[5.0])],
+        );
+        assert!(matches!(
+            html_output(&coloured, Span::default()),
+            Ok(Output::Plot(Figure {
+                chart: Chart::Points {
+                    shades: Some(_),
+                    ..
+                },
+                ..
+            }))
+        ));
+        assert!(html_output(&table(&[1.0]), Span::default()).is_err());
+    }
+}

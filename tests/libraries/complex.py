@@ -1,0 +1,138 @@
+"""Checks the values `complex.dx` saved (dx's `import complex`) against NumPy's complex128
+functions (and the gradients against `jax.grad`), run in the folder that holds the `.npy` files.
+"""
+
+import sys
+
+import numpy as np
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+
+FAILURES = []
+
+
+def load(name):
+    return np.load(name + ".npy")
+
+
+def complexes(name):
+    parts = load(name).astype(np.float64)
+    out = np.empty(parts.shape[:-1], np.complex128)
+    out.real = parts[..., 0]
+    out.imag = parts[..., 1]  # (`re + 1j * im` would lose the sign of a zero `im`)
+    return out
+
+
+def check(label, got, want, rtol=1e-4, atol=1e-6):
+    """Element by element, |got - want| <= atol + rtol |want| (as complex numbers); infinities
+    must match exactly."""
+    got = np.asarray(got)
+    want = np.asarray(want)
+    # dx computes in float32: a value beyond its range is an infinity there.
+    with np.errstate(over="ignore"):
+        want = want.astype(np.complex64 if np.iscomplexobj(want) else np.float32).astype(want.dtype)
+    assert got.shape == want.shape, (label, got.shape, want.shape)
+    finite = np.isfinite(want)
+    bad = ~finite & (got != want)
+    with np.errstate(invalid="ignore"):
+        bad |= finite & ~(np.abs(got - want) <= atol + rtol * np.abs(want))
+    if bad.any():
+        lines = [f"{label}: {bad.sum()} of {bad.size} values differ"]
+        for idx in list(zip(*np.nonzero(bad)))[:6]:
+            lines.append(f"  at {idx}: dx {got[idx]!r}, numpy {want[idx]!r}")
+        FAILURES.append("\n".join(lines))
+
+
+z = complexes("z")
+w = complexes("w")
+s = load("s").astype(np.float64)
+
+# The inputs themselves: the special points keep the sign of a zero imaginary part.
+assert np.signbit(z[49].imag) and not np.signbit(z[48].imag), "signed zeros were not kept"
+
+with np.errstate(all="ignore"):
+    check("+", complexes("add"), z + w)
+    check("-", complexes("sub"), z - w)
+    check("*", complexes("mul"), z * w)
+    check("/", complexes("div"), z / w)
+    check("complex_division", complexes("division")[z != 0], (w / z)[z != 0])
+    check(".*", complexes("scale"), s * z)
+    check("neg", complexes("neg"), -z)
+    check("sum", complexes("sum"), np.array([z.sum()]), atol=1e-3)
+    eq = load("eq")
+    check("==", eq, np.stack([z == z, z == w, z != w], axis=1).astype(np.float64), rtol=0)
+
+    check("complex_conj", complexes("conj"), np.conj(z))
+    check("complex_abs", load("abs"), np.abs(z) ** 2)
+    check("complex_mag", load("mag"), np.abs(z))
+    check("complex_arg", load("arg"), np.angle(z))
+
+    check("complex_exp", complexes("exp"), np.exp(z))
+    check("complex_exp2", complexes("exp2"), np.exp2(z))
+    check("complex_log", complexes("log"), np.log(z))
+    check("complex_log2", complexes("log2"), np.log2(z))
+    check("complex_log10", complexes("log10"), np.log10(z))
+    check("complex_log1p", complexes("log1p"), np.log1p(z), atol=1e-12)
+    check("complex_pow", complexes("pow")[z != 0], np.power(z, w)[z != 0])
+    check("complex_sqrt", complexes("sqrt"), np.sqrt(z))
+
+    check("complex_sin", complexes("sin"), np.sin(z))
+    check("complex_cos", complexes("cos"), np.cos(z))
+    check("complex_tan", complexes("tan"), np.tan(z))
+    check("complex_sinh", complexes("sinh"), np.sinh(z))
+    check("complex_cosh", complexes("cosh"), np.cosh(z))
+    check("complex_tanh", complexes("tanh"), np.tanh(z))
+
+
+def mcdonnell_floor(c):
+    """McDonnell's complex floor, in float32 arithmetic as dx computes it."""
+    re = np.float32(c.real)
+    im = np.float32(c.imag)
+    fr, fi = np.floor(re), np.floor(im)
+    x, y = re - fr, im - fi
+    if x + y < np.float32(1):
+        return complex(fr, fi)
+    return complex(fr + 1, fi) if x >= y else complex(fr, fi + 1)
+
+
+w3 = (np.float32(3) * load("w").astype(np.float32)).astype(np.float64)
+w3 = np.array([complex(re, im) for re, im in w3])
+floors = np.array([mcdonnell_floor(c) for c in w3])
+check("complex_floor", complexes("floor"), floors, rtol=0, atol=0)
+check("complex_ceil", complexes("ceil"), np.array([-mcdonnell_floor(-c) for c in w3]), rtol=0, atol=0)
+rounded = np.array([mcdonnell_floor(complex(np.float32(c.real) + np.float32(0.5), c.imag)) for c in w3])
+check("complex_round", complexes("round"), rounded, rtol=0, atol=0)
+# The floor is a Gaussian integer within distance 1 below-left of the point.
+assert np.all(np.abs(w3 - floors) < 1.0 + 1e-6), "complex_floor is more than 1 away"
+
+
+def complex_grad(f, points):
+    """jax.grad of a real function of a complex number in its real and imaginary parts."""
+    g = jax.grad(lambda re, im: f(re + 1j * im), argnums=(0, 1))
+    return np.array([complex(*map(float, g(p.real, p.imag))) for p in points])
+
+
+gz = z[:48]
+gw = w[:48]
+check("grad complex_mag (complex_sin z)", complexes("grad_mag_sin"),
+      complex_grad(lambda c: jnp.abs(jnp.sin(c)), gz), rtol=1e-3, atol=1e-5)
+check("grad (complex_sqrt z).im", complexes("grad_sqrt_im"),
+      complex_grad(lambda c: jnp.sqrt(c).imag, gz), rtol=1e-3, atol=1e-5)
+check("grad (complex_log z).re + (complex_tan z).im", complexes("grad_log_tan"),
+      complex_grad(lambda c: jnp.log(c).real + jnp.tan(c).imag, gz), rtol=1e-3, atol=1e-5)
+grad_div_pow = np.array([
+    complex_grad(lambda c, v=v: jnp.abs(jnp.exp(v * jnp.log(c)) / (c + v)) ** 2, [p])[0]
+    for p, v in zip(gz, gw)
+])
+check("grad complex_abs (complex_pow z w / (z + w))", complexes("grad_div_pow"), grad_div_pow,
+      rtol=1e-3, atol=1e-5)
+check("grad (complex_tanh (complex_exp2 z * complex_cosh z)).re", complexes("grad_tanh_exp"),
+      complex_grad(lambda c: jnp.tanh(jnp.exp2(c) * jnp.cosh(c)).real, gz), rtol=1e-3, atol=1e-5)
+
+if FAILURES:
+    print("complex: dx and NumPy disagree:\n" + "\n".join(FAILURES))
+    sys.exit(1)
+print("complex: every value agrees with NumPy and JAX")
