@@ -155,6 +155,16 @@ impl Class {
         )
     }
 
+    /// Whether the class is part of a vector space's structure (addition, scaling, and the
+    /// floating-point functions that make it differentiable), which a struct has when its
+    /// fields have it.
+    pub fn is_vector_space(self) -> bool {
+        matches!(
+            self,
+            Class::Add | Class::Sub | Class::VSpace | Class::Floating
+        )
+    }
+
     /// Whether the class holds for tuples and tables whose components are in it
     /// (lexicographic comparison, see `passes/lower_compare.rs`; printing; random values).
     pub fn is_structural(self) -> bool {

@@ -442,10 +442,15 @@ impl<'env> Infer<'env> {
                 all(items)
             }
             Ty::Tuple(_) => Ok(false),
-            // A struct of vector spaces is one (as JAX's pytrees); every user type compares,
-            // prints and draws random values by its fields (Note [Data representation]).
+            // A struct of vector spaces is one (as JAX's pytrees): it adds, scales and is
+            // differentiated by its fields. Products and quotients are not taken field by
+            // field (a struct of two floats may be a complex number): they need the user's
+            // instance, as in Dex. Every user type compares, prints and draws random values
+            // by its fields (Note [Data representation]).
             Ty::Range { .. } => Ok(class.holds_for_index()),
-            Ty::Data(data) if class.is_lifted() && !data.def.is_tagged() => all(&data.fields(0)),
+            Ty::Data(data) if class.is_vector_space() && !data.def.is_tagged() => {
+                all(&data.fields(0))
+            }
             Ty::Data(data) if class.is_structural() => {
                 let fields: Vec<Ty> = (0..data.def.cons.len())
                     .flat_map(|con| data.fields(con))
