@@ -1687,19 +1687,23 @@ impl<'a> Lowerer<'a> {
         Ok(value)
     }
 
-    /// `a ~~ b` on one array: `all (abs (a - b) <= 1e-4 + 1e-4 * abs b)` (Dex's tolerances).
+    /// `a ~~ b` on one array: `all (a == b || abs (a - b) <= atol + rtol * abs b)`, with Dex's
+    /// default tolerances (`HasDefaultTolerance`): atol 1e-5 and rtol 1e-4 for `Float32`,
+    /// 1e-8 and 1e-5 for `Float64`; equal infinities are close.
     fn approx_leaf(&mut self, a: Atom, b: Atom, span: Span) -> Result<Atom> {
         let ty = self.atom_ty(&a);
-        let tolerance = match ty.elem {
-            Elem::F64 => Scalar::F64(1e-4),
-            _ => Scalar::F32(1e-4),
+        let (atol, rtol) = match ty.elem {
+            Elem::F64 => (Scalar::F64(1e-8), Scalar::F64(1e-5)),
+            _ => (Scalar::F32(1e-5), Scalar::F32(1e-4)),
         };
-        let diff = self.prim(Prim::Sub, vec![a, b], span)?;
+        let equal = self.prim(Prim::Eq, vec![a.clone(), b.clone()], span)?;
+        let diff = self.prim(Prim::Sub, vec![a, b.clone()], span)?;
         let abs_diff = self.prim(Prim::Abs, vec![diff], span)?;
         let abs_b = self.prim(Prim::Abs, vec![b], span)?;
-        let scaled = self.prim(Prim::Mul, vec![Atom::Lit(tolerance), abs_b], span)?;
-        let bound = self.prim(Prim::Add, vec![Atom::Lit(tolerance), scaled], span)?;
-        let close = self.prim(Prim::Le, vec![abs_diff, bound], span)?;
+        let scaled = self.prim(Prim::Mul, vec![Atom::Lit(rtol), abs_b], span)?;
+        let bound = self.prim(Prim::Add, vec![Atom::Lit(atol), scaled], span)?;
+        let within = self.prim(Prim::Le, vec![abs_diff, bound], span)?;
+        let close = self.prim(Prim::Or, vec![equal, within], span)?;
         self.all_true(close, span)
     }
 
