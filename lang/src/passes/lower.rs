@@ -1696,8 +1696,8 @@ impl<'a> Lowerer<'a> {
             Elem::F64 => (Scalar::F64(1e-8), Scalar::F64(1e-5)),
             _ => (Scalar::F32(1e-5), Scalar::F32(1e-4)),
         };
-        let equal = self.prim(Prim::Eq, vec![a.clone(), b.clone()], span)?;
-        let diff = self.prim(Prim::Sub, vec![a, b.clone()], span)?;
+        let equal = self.prim(Prim::Eq, vec![a, b], span)?;
+        let diff = self.prim(Prim::Sub, vec![a, b], span)?;
         let abs_diff = self.prim(Prim::Abs, vec![diff], span)?;
         let abs_b = self.prim(Prim::Abs, vec![b], span)?;
         let scaled = self.prim(Prim::Mul, vec![Atom::Lit(rtol), abs_b], span)?;
