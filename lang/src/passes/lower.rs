@@ -19,7 +19,7 @@ use crate::check::data::DataTy;
 use crate::check::env::GlobalEnv;
 use crate::check::infer::size_of_ix;
 use crate::check::typed::{DefInfo, DefKey, TExpr, TKind, TPat, TStmt};
-use crate::check::types::{BaseTy, LocalId, Rigid, Size, Ty};
+use crate::check::types::{BaseTy, Bound, LocalId, Rigid, Size, Ty};
 use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, MonoidKind, Program, Scalar, Stmt, VarId};
 use crate::prim::Prim;
 use crate::syntax::ast::Lit;
@@ -1648,13 +1648,48 @@ impl<'a> Lowerer<'a> {
                 }
                 Ok(SVal::Tuple(parts))
             }
-            Ty::Table(_, elem) => {
+            // A row over a range of the table's own index (`(i:n)=>(..i)=>Float`) is drawn
+            // whole and zeroed past the range's size (Note [Ranges]).
+            Ty::Table(ix, elem) => {
                 let elem = (**elem).clone();
+                let dependent_row = match &elem {
+                    Ty::Table(row_ix, row_elem) => match &**row_ix {
+                        Ty::Range {
+                            kind,
+                            of,
+                            bound: Bound::Outer(0, _),
+                        } if **of == **ix && !row_elem.mentions_outer(0) => {
+                            Some((*kind, (**of).clone()))
+                        }
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                if dependent_row.is_none() && elem.mentions_outer(0) {
+                    return error(
+                        span,
+                        format!("`arb` cannot make a random value of type {ty}"),
+                    );
+                }
                 self.build_table(ty, "arb", span, |cx, flat| {
                     let ordinal = SVal::Arr(cx.cast(flat, Elem::U32, span)?);
                     let subkey = cx.call_prelude("hash", vec![key, ordinal], span)?;
-                    let value = cx.arbitrary(&elem, subkey, span)?;
-                    cx.leaves(&value, span)
+                    let Some((kind, of)) = dependent_row else {
+                        let value = cx.arbitrary(&elem, subkey, span)?;
+                        return cx.leaves(&value, span);
+                    };
+                    let Ty::Table(_, row_elem) = &elem else {
+                        return bug(span, "a dependent row is a table");
+                    };
+                    let padded = Ty::table(of.clone(), (**row_elem).clone());
+                    let row = cx.arbitrary(&padded, subkey, span)?;
+                    let valid = cx.range_size_at(kind, &of, flat, span)?;
+                    let row = cx.build_table(&padded, "arb", span, |cx, position| {
+                        let item = cx.index_value(&row, position, span)?;
+                        let leaves = cx.leaves(&item, span)?;
+                        cx.zero_beyond(leaves, position, valid, span)
+                    })?;
+                    cx.leaves(&row, span)
                 })
             }
             Ty::Fun { .. }

@@ -653,7 +653,18 @@ impl Lowerer<'_> {
             Some(parts) => parts,
             None => return Ok(None),
         };
-        let total = Atom::Lit(Scalar::I64(self.ix_size(&of, span)? as i64));
+        self.range_size_at(kind, &of, ordinal, span).map(Some)
+    }
+
+    /// The size of the range of kind `kind` of `of` whose bound has the ordinal `ordinal`.
+    pub(super) fn range_size_at(
+        &mut self,
+        kind: RangeKind,
+        of: &Ty,
+        ordinal: Atom,
+        span: Span,
+    ) -> Result<Atom> {
+        let total = Atom::Lit(Scalar::I64(self.ix_size(of, span)? as i64));
         let one = Atom::Lit(Scalar::I64(1));
         let size = match kind {
             RangeKind::UpTo => self.prim(Prim::Add, vec![ordinal, one], span)?,
@@ -664,7 +675,7 @@ impl Lowerer<'_> {
                 self.prim(Prim::Sub, vec![rest, one], span)?
             }
         };
-        Ok(Some(size))
+        Ok(size)
     }
 
     /// A range's kind, the index set it is a range of, and its bound's ordinal in that set.
