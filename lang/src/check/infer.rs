@@ -2090,6 +2090,15 @@ impl<'env> Infer<'env> {
     }
 
     fn binop_function(&mut self, op: BinOp, span: Span) -> Result<TExpr> {
+        // An operator is a function, as in Dex: the user's own definition of its symbol
+        // (`def (~~)(x: Float, y: Float) -> Bool = …`) replaces the built-in one.
+        let symbol = op.symbol();
+        if self.lookup(symbol).is_some()
+            || self.env.values.contains_key(symbol)
+            || self.env.def(symbol).is_some()
+        {
+            return self.infer_var(symbol, span);
+        }
         let builtin = match op {
             BinOp::Add => Builtin::Prim(Prim::Add),
             BinOp::Sub => Builtin::Prim(Prim::Sub),
