@@ -310,9 +310,11 @@ pub fn jvp(
             let derivative = cx.prim(Prim::Cos, &[x]);
             unary(cx, derivative)
         }
+        // `0 - sin x`, not `-(sin x)`: at `x = 0` the derivative is `0.`, as Dex prints it.
         MathOp::Cos => {
             let sine = cx.prim(Prim::Sin, &[x]);
-            let derivative = cx.prim(Prim::Neg, &[sine]);
+            let zero = cx.constant(0.0, x);
+            let derivative = cx.prim(Prim::Sub, &[zero, sine]);
             unary(cx, derivative)
         }
         // d tan x = 1 + tan² x
