@@ -338,6 +338,7 @@ const STDLIB: &[(&str, &str)] = &[
     ("fft", include_str!("../../stdlib/fft.dx")),
     ("linalg", include_str!("../../stdlib/linalg.dx")),
     ("sort", include_str!("../../stdlib/sort.dx")),
+    ("stats", include_str!("../../stdlib/stats.dx")),
 ];
 
 /// Stack size for evaluating a block: deeply nested programs recurse deeply.

@@ -2163,6 +2163,36 @@ impl<'env> Infer<'env> {
                 );
             }
         };
+        // `from_ordinal k` (Dex's current form): the index set comes from the context, as if
+        // `from_ordinal _ k` were written.
+        if let (Ty::TypeArg(expected), TKind::Builtin(Builtin::FromOrdinal)) = (&param, &func.kind)
+        {
+            let names_a_value = match &arg.kind {
+                ExprKind::Var(ident) => {
+                    matches!(
+                        self.lookup(&ident.name),
+                        Some(Binding::Local(..) | Binding::Def(..))
+                    ) || self.env.values.contains_key(&ident.name)
+                }
+                _ => false,
+            };
+            if names_a_value || expr_as_type(arg).is_none() {
+                let implicit = TExpr {
+                    kind: TKind::TypeArg,
+                    ty: Ty::TypeArg(expected.clone()),
+                    span: func.span,
+                };
+                let partial = TExpr {
+                    kind: TKind::App {
+                        func: Box::new(func),
+                        arg: Box::new(implicit),
+                    },
+                    ty: result,
+                    span: span.to(arg.span),
+                };
+                return self.apply(partial, arg, span, depth);
+            }
+        }
         let targ = if let Ty::TypeArg(expected) = &param {
             let ty = self.read_type_of_expr(arg)?;
             self.unify(expected, &ty, arg.span)?;
