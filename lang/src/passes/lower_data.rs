@@ -399,12 +399,19 @@ impl Lowerer<'_> {
             .instances
             .iter()
             .any(|instance| !matches!(instance.class, Class::User(_)));
-        let Ty::Fun { param, result, .. } = ty else {
-            return Ok(None);
-        };
         if !any_builtin_instance {
             return Ok(None);
         }
+        // `zero` takes no argument: its type is the value's.
+        if builtin == Builtin::Zero {
+            if self.has_instance_inside(Class::Add, result_ty) {
+                return self.zero_by_instances(result_ty, span).map(Some);
+            }
+            return Ok(None);
+        }
+        let Ty::Fun { param, result, .. } = ty else {
+            return Ok(None);
+        };
         match builtin {
             Builtin::Prim(prim) => match prim_class(prim) {
                 Some(class) if self.has_instance_inside(class, param) => {
@@ -412,9 +419,6 @@ impl Lowerer<'_> {
                 }
                 _ => Ok(None),
             },
-            Builtin::Zero if self.has_instance_inside(Class::Add, result_ty) => {
-                self.zero_by_instances(result_ty, span).map(Some)
-            }
             Builtin::Scale => match &**result {
                 Ty::Fun {
                     param: value_ty, ..
