@@ -443,7 +443,10 @@ impl Infer<'_> {
             let items: Vec<&InstanceItem> = decl
                 .methods
                 .iter()
-                .filter(|item| item.name().is_some_and(|name| name.name == method.name))
+                .filter(|item| {
+                    item.name()
+                        .is_some_and(|name| method_name(&name.name) == method.name)
+                })
                 .collect();
             if let Some(dup) = items.get(1) {
                 return error(
@@ -501,8 +504,12 @@ impl Infer<'_> {
             methods.push(InstanceMethod { def, method_vars });
         }
         if let Some(stray) = decl.methods.iter().find(|item| {
-            item.name()
-                .is_none_or(|name| !class_def.methods.iter().any(|m| m.name == name.name))
+            item.name().is_none_or(|name| {
+                !class_def
+                    .methods
+                    .iter()
+                    .any(|m| m.name == method_name(&name.name))
+            })
         }) {
             let name = stray.name().map_or("this", |name| name.name.as_str());
             return error(
@@ -692,5 +699,18 @@ fn expr_mentions(expr: &ast::Expr, name: &str) -> bool {
             expr_mentions(func, name) || expr_mentions(arg, name)
         }
         _ => false,
+    }
+}
+
+/// The method an instance defines under the name `name`: Dex's current spelling of the
+/// arithmetic methods is their operator (`def (+)(x, y) = …` in `instance Add(T)`), its
+/// earlier one the word dx's classes use (`def add(x, y) = …`).
+fn method_name(name: &str) -> &str {
+    match name {
+        "+" => "add",
+        "-" => "sub",
+        "*" => "mul",
+        "/" => "divide",
+        other => other,
     }
 }
