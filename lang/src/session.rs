@@ -552,7 +552,7 @@ impl Session {
         if !self.imported.insert(name.to_string()) {
             return Vec::new();
         }
-        let Some(text) = self.library_source(name) else {
+        let Some((text, shipped)) = self.library_source(name) else {
             self.imported.remove(name);
             return vec![Output::Warning(format!("no library named `{name}`"))];
         };
@@ -564,10 +564,20 @@ impl Session {
         for result in results {
             for output in result.outputs {
                 if let Output::Error(diag) = output {
+                    // An error in a shipped library is dx's bug; in the user's own, the
+                    // user's error, of its own kind.
                     let rendered = crate::display::render_diagnostic(&diag, text);
+                    let (kind, message) = if shipped {
+                        (
+                            ErrorKind::Internal,
+                            format!("in library `{name}`: {rendered}"),
+                        )
+                    } else {
+                        (diag.kind, format!("in library `{name}`:\n{rendered}"))
+                    };
                     outputs.push(Output::Error(Diagnostic {
-                        kind: ErrorKind::Internal,
-                        message: format!("in library `{name}`: {rendered}"),
+                        kind,
+                        message,
                         span: None,
                     }));
                 }
@@ -576,19 +586,22 @@ impl Session {
         outputs
     }
 
-    /// The text of the library `import name` loads. See Note [Where libraries are found].
-    fn library_source(&self, name: &str) -> Option<String> {
+    /// The text of the library `import name` loads, and whether it is one shipped with dx.
+    /// See Note [Where libraries are found].
+    fn library_source(&self, name: &str) -> Option<(String, bool)> {
         let file = format!("{name}.dx");
         let read = |dir: &std::path::Path| std::fs::read_to_string(dir.join(&file)).ok();
         let search_path = std::env::var_os(LIBRARY_PATH_VAR).unwrap_or_default();
+        let user = |text| (text, false);
         std::env::split_paths(&search_path)
             .filter(|dir| !dir.as_os_str().is_empty())
             .find_map(|dir| read(&dir))
+            .map(user)
             .or_else(|| {
                 STDLIB
                     .iter()
                     .find(|(lib, _)| *lib == name)
-                    .map(|(_, text)| text.to_string())
+                    .map(|(_, text)| (text.to_string(), true))
             })
             .or_else(|| {
                 read(
@@ -596,6 +609,7 @@ impl Session {
                         .as_deref()
                         .unwrap_or(std::path::Path::new(".")),
                 )
+                .map(user)
             })
     }
 

@@ -533,8 +533,14 @@ fn import_finds_the_library_path_then_the_shipped_libraries_then_the_scripts_fol
     // A module of the user's, beside the script.
     let (dir, script) = dx_file(
         "main.dx",
-        "import mymod\n:p twice 2.0\nimport plot\n:t y_plot [1., 2.]\nimport nothing_here\n",
+        "import mymod\n:p twice 2.0\nimport plot\n:t y_plot [1., 2.]\nimport nothing_here\nimport badmod\n",
     );
+    // An error in the user's own module is the user's, of its own kind.
+    std::fs::write(
+        dir.path().join("badmod.dx"),
+        "def bad(x: Float) -> Float = x + True\n",
+    )
+    .expect("write the module");
     std::fs::write(
         dir.path().join("mymod.dx"),
         "def twice(x: Float) -> Float = 2.0 * x\n",
@@ -548,6 +554,10 @@ fn import_finds_the_library_path_then_the_shipped_libraries_then_the_scripts_fol
         "{text}"
     );
     assert!(text.contains("> no library named `nothing_here`"), "{text}");
+    assert!(
+        text.contains("> Type error: in library `badmod`:\n> Type error:"),
+        "{text}"
+    );
     // `DX_LIBRARY_PATH` comes first: it can replace a shipped library.
     let library = tempfile::tempdir().expect("temporary directory");
     std::fs::write(
