@@ -459,14 +459,22 @@ impl Session {
         results
     }
 
-    /// Keeps the documentation of what a block defined: the comment above a `def`. A name
-    /// defined again without one loses the old text (`:help` would describe another thing).
+    /// Keeps the documentation of what a block defined: the comment above a `def`, a
+    /// `struct`/`data`/`enum`, an `interface` or a type alias (for its name; a struct's
+    /// constructor shares it). A name defined again without one loses the old text (`:help`
+    /// would describe another thing).
     fn record_docs(&mut self, decl: &Decl, doc: Option<String>) {
         for ident in decl.defined_names() {
             self.docs.remove(&ident.name);
         }
-        if let (Decl::Def(def), Some(doc)) = (decl, doc) {
-            self.docs.insert(def.name.name.clone(), doc);
+        let named = match decl {
+            Decl::Def(_) | Decl::Data(_) | Decl::Interface(_) | Decl::TypeAlias(_) => {
+                decl.defined_names().first().copied()
+            }
+            Decl::Let(_) | Decl::Command { .. } | Decl::Import(_) | Decl::Instance(_) => None,
+        };
+        if let (Some(name), Some(doc)) = (named, doc) {
+            self.docs.insert(name.name.clone(), doc);
         }
     }
 
