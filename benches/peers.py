@@ -414,7 +414,7 @@ def w_nnmf(s):
         return np.sum(np.log(at) + a / at)
 
     def np_grad(v, u, a):
-        # The update rule of Liu et al. (2010) quoted by seed 004: Wᵀ (1/(WH) − A/(WH)²).
+        # The update rule of Liu et al. (2010) quoted by [Shaikhha23]: Wᵀ (1/(WH) − A/(WH)²).
         at = u[:, None] * v[None, :]
         return u @ (c(1.0) / at - a / (at * at))
 

@@ -1,5 +1,5 @@
 //! The dx Jupyter kernel: the Jupyter messaging protocol 5.3 over ZeroMQ, driving one dx
-//! `Session` (DESIGN.md: the kernel talks only to `session`, and renders what it returns).
+//! `Session` (docs/architecture.md: the kernel talks only to `session`, and renders what it returns).
 //!
 //! - `server`: the sockets and the request loop (busy/idle around every request, replies as
 //!   children of their requests, a control channel that stays responsive while a cell runs).

@@ -35,7 +35,7 @@ pub fn chunk_messages(
         .collect()
 }
 
-/// A prose block as Markdown: its text without the `'` that starts it (LANGUAGE.md §1).
+/// A prose block as Markdown: its text without the `'` that starts it (docs/language.md).
 pub fn prose_markdown(text: &str) -> String {
     text.strip_prefix('\'')
         .unwrap_or(text)
@@ -142,7 +142,7 @@ fn execute_result(
         execution_count,
         data: Media { content },
         metadata: Default::default(),
-        // `null` fails the schema of jupyter_kernel_test (CRATES.md).
+        // `null` fails the schema of jupyter_kernel_test (a known pitfall of the crate).
         transient: Some(Transient::default()),
     }
     .into()

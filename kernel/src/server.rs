@@ -415,7 +415,7 @@ impl Shell {
             },
             execution_count: count,
             payload: Vec::new(),
-            // `null` fails the schema of jupyter_kernel_test (CRATES.md).
+            // `null` fails the schema of jupyter_kernel_test (a known pitfall of the crate).
             user_expressions: Some(Default::default()),
             error: first_error.map(|error| {
                 Box::new(ReplyError {

@@ -5,7 +5,7 @@
 //! Positions are byte offsets into the entry; front-ends that count in characters (Jupyter)
 //! convert at their edge.
 
-/// Commands offered after a `:` at the start of an entry (LANGUAGE.md §1 and §7, and the
+/// Commands offered after a `:` at the start of an entry (docs/language.md and §7, and the
 /// REPL's own).
 pub const COMMANDS: [&str; 10] = [
     ":p",

@@ -1,4 +1,4 @@
-//! Data in and out: NumPy `.npy` files and numeric CSV (LANGUAGE.md §4, `load_npy`, `save_npy`,
+//! Data in and out: NumPy `.npy` files and numeric CSV (docs/language.md, `load_npy`, `save_npy`,
 //! `load_csv`, `save_csv`).
 //!
 //! A load reads one array of a declared element type and shape; a save writes one. The session

@@ -1,6 +1,6 @@
 //! dx-lang: the compiler and engine of dx — everything between text and values.
 //!
-//! Stages (DESIGN.md): `syntax` (blocks, pest grammar, surface AST) → `check` (names, types,
+//! Stages (docs/architecture.md): `syntax` (blocks, pest grammar, surface AST) → `check` (names, types,
 //! static shapes) → `passes::lower` (core IR) → `core::interp` (reference interpreter).
 //! `session` is the façade the front-ends use; `display` renders what it returns.
 

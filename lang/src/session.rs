@@ -52,7 +52,7 @@ pub struct SessionConfig {
     pub redefinition: Redefinition,
 }
 
-/// What a second top-level definition of a name does (LANGUAGE.md §3, as Dex).
+/// What a second top-level definition of a name does (docs/language.md, as Dex).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Redefinition {
     /// The REPL and notebooks: the new definition replaces the old one (re-running a cell
@@ -192,7 +192,7 @@ pub enum Progress<'a> {
 /// A flag that, once set, stops the running computation at its next check.
 pub type InterruptFlag = Arc<AtomicBool>;
 
-/// Formats a duration as LANGUAGE.md §1 shows it: `3.217 ms`, `41.6 us`, `12 ns`, `1.5 s`.
+/// Formats a duration as docs/language.md shows it: `3.217 ms`, `41.6 us`, `12 ns`, `1.5 s`.
 pub fn format_duration(duration: Duration) -> String {
     let nanos = duration.as_nanos() as f64;
     let (value, unit) = if nanos < 1e3 {

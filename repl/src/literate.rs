@@ -1,4 +1,4 @@
-//! The literate format of `dx run` and `dx test` (LANGUAGE.md §1): a source printed back chunk
+//! The literate format of `dx run` and `dx test` (docs/language.md): a source printed back chunk
 //! by chunk, with the outputs of each block right after it as `> ` lines, and the comparison
 //! that `dx test` makes between a file and its regenerated text.
 //!
@@ -156,7 +156,7 @@ mod tests {
 
     use super::*;
 
-    /// A stand-in for the library's renderer: values as they are, timings as LANGUAGE.md §1
+    /// A stand-in for the library's renderer: values as they are, timings as docs/language.md
     /// shows them, errors as their message.
     fn fake_render(output: &Output, _src: &str) -> String {
         match output {

@@ -1,5 +1,5 @@
 //! Every literate `.dx` file in `tests/dx/` and `examples/` must reproduce itself under
-//! `dx test` (LANGUAGE.md §1): its `> ` outputs are what dx prints today.
+//! `dx test` (docs/language.md): its `> ` outputs are what dx prints today.
 
 use std::path::PathBuf;
 use std::process::Command;

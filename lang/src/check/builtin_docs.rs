@@ -49,12 +49,12 @@ pub fn builtin_doc(name: &str) -> Option<&'static str> {
         "reduce" => {
             "`reduce(xs, e, op)`: `xs[0] op xs[1] op …` combined as a parallel tree, for a closed \
              associative `op` on scalars or tuples of scalars with identity `e` (the result for \
-             an empty table). Differentiable when `op` is (seed 000)."
+             an empty table). Differentiable when `op` is ([Paszke21])."
         }
         "assoc_scan" => {
             "`assoc_scan(xs, e, op)`: the inclusive scan `[xs[0], xs[0] op xs[1], …]` as a \
              parallel scan, for a closed associative `op` with identity `e`. Differentiable \
-             when `op` is: the derivatives are parallel scans too (seed 000)."
+             when `op` is: the derivatives are parallel scans too ([Paszke21])."
         }
         "apply_n" => "`apply_n(k, x, f)`: `f` applied `k` times to `x`.",
         "zero" => "The zero of the type the context asks for.",

@@ -206,7 +206,7 @@ pub enum Builtin {
     Iota,
     Fold,
     Scan,
-    /// `reduce(xs, e, op)`: a parallel reduction over a user monoid (seed 000 §2).
+    /// `reduce(xs, e, op)`: a parallel reduction over a user monoid ([Paszke21] §2).
     Reduce,
     /// `assoc_scan(xs, e, op)`: the inclusive parallel scan over a user monoid.
     AssocScan,
@@ -218,7 +218,7 @@ pub enum Builtin {
     FloatConst(FloatConst),
     /// `lowest`, `highest`: the identities of `max` and `min` at any ordered type.
     Extreme(Extreme),
-    /// Differentiation (LANGUAGE.md §4): `grad`, `jvp`, `vjp`, … .
+    /// Differentiation (docs/language.md): `grad`, `jvp`, `vjp`, … .
     Ad(AdOp),
     /// `custom_vjp(f, fwd, bwd)`: `f` with a user-defined reverse-mode derivative (JAX's
     /// `custom_vjp`); a function of one more argument, the point.

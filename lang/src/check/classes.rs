@@ -1,4 +1,4 @@
-//! Interfaces and instances (LANGUAGE.md §8): what `interface` and `instance` declarations make,
+//! Interfaces and instances (docs/language.md): what `interface` and `instance` declarations make,
 //! and the methods a user instance of one of dx's built-in classes defines.
 //!
 //! Instances are resolved at compile time: the checker decides that an instance exists for a

@@ -1,4 +1,4 @@
-//! User types (LANGUAGE.md §8): the definitions that `struct`, `data` and `enum` declarations
+//! User types (docs/language.md): the definitions that `struct`, `data` and `enum` declarations
 //! make, and the types that name them.
 //!
 //! A `DataDef` is immutable once declared and shared (`Arc`) by every type that names it, so
@@ -29,7 +29,7 @@ use super::types::{Rigid, Size, Ty};
 // can therefore compare all leaves, tag first: two values with the same tag have equal zeros
 // elsewhere, so the comparison is that of Dex's derived `Eq`/`Ord` (constructor order, then
 // the fields). `case` under a `for` computes every alternative and the tag selects, as `if`
-// does (seed 001 §5.2, the strict `cond`).
+// does ([Smeding25] §5.2, the strict `cond`).
 
 // Note [Size fields]
 // ~~~~~~~~~~~~~~~~~~

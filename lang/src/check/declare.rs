@@ -1,4 +1,4 @@
-//! Declarations of user types, interfaces, instances and type aliases (LANGUAGE.md §8): the
+//! Declarations of user types, interfaces, instances and type aliases (docs/language.md): the
 //! checker reads them and records what they make in the environment.
 //!
 //! - `struct`/`data`/`enum` make a `DataDef`: parameters become rigid variables (a `Nat`

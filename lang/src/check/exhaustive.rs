@@ -1,4 +1,4 @@
-//! Exhaustiveness of `case` (LANGUAGE.md §8: a missing alternative is a type error naming it;
+//! Exhaustiveness of `case` (docs/language.md: a missing alternative is a type error naming it;
 //! Dex reports it at run time, dx at compile time).
 //!
 //! The usefulness algorithm of Maranget, "Warnings for pattern matching" (JFP 2007), §3 and

@@ -2,7 +2,7 @@
 //! constraints and symbolic static sizes).
 //!
 //! - Unannotated `for` binders get a fresh variable constrained to be an index set; the way
-//!   the index is used decides it (LANGUAGE.md §3).
+//!   the index is used decides it (docs/language.md).
 //! - Literals are polymorphic: an integer literal is any numeric type (default `Nat`), a float
 //!   literal any float type (default `Float32`).
 //! - Definitions are generalised: `given` binders, implicit index-set names in the signature
@@ -1831,7 +1831,7 @@ impl<'env> Infer<'env> {
     }
 
     /// `f(n=T)`: instantiates the implicit variable at `position` of the definition at the
-    /// head of `func` with `T`, a type (`Fin 2`) or a size (`2` for `Fin 2`, as LANGUAGE.md's
+    /// head of `func` with `T`, a type (`Fin 2`) or a size (`2` for `Fin 2`, as docs/language.md's
     /// `split_key(n=2, key)`).
     fn fill_given(
         &mut self,

@@ -1,4 +1,4 @@
-//! The checker: name resolution, types and static shapes (LANGUAGE.md §2), producing the
+//! The checker: name resolution, types and static shapes (docs/language.md), producing the
 //! typed program (`typed`) that the lowering turns into core IR.
 
 pub mod builtin_docs;

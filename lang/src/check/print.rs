@@ -1,4 +1,4 @@
-//! Printing the typed program: the `typed` stage of `%passes` (LANGUAGE.md §6).
+//! Printing the typed program: the `typed` stage of `%passes` (docs/language.md).
 //!
 //! The text is surface-like and indented like source, with the type of every binder:
 //! `\(x: Float32).`, `for (i: Fin 4).`, `x: ((Fin 3) => Float32) = …`, `(a, b): (Float32, Nat)`.

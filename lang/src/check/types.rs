@@ -1,4 +1,4 @@
-//! Types of the surface language (LANGUAGE.md §2) as the checker sees them: with unification
+//! Types of the surface language (docs/language.md) as the checker sees them: with unification
 //! variables, rigid variables (`given` binders and generalised variables) and symbolic sizes.
 
 use std::fmt;
@@ -98,7 +98,7 @@ impl BaseTy {
     }
 
     /// The values of an integer type (`None` for floats and `Bool`): an integer literal must
-    /// lie in this range (LANGUAGE.md §2).
+    /// lie in this range (docs/language.md).
     pub fn int_range(self) -> Option<(i128, i128)> {
         match self {
             BaseTy::Int32 => Some((i32::MIN.into(), i32::MAX.into())),
@@ -111,7 +111,7 @@ impl BaseTy {
     }
 }
 
-/// A size known when a block is compiled (LANGUAGE.md §2): a constant, a `Nat` parameter of
+/// A size known when a block is compiled (docs/language.md): a constant, a `Nat` parameter of
 /// the function being checked, the size of a rigid index set, or arithmetic on those.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Size {

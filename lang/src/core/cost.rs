@@ -1,6 +1,6 @@
-//! The cost model of seed 003 §5.2 (Fig. 11), adapted to the core IR: how much work running a
+//! The cost model of [HuotShaikhha] §5.2 (Fig. 11), adapted to the core IR: how much work running a
 //! program takes, counted statement by statement. Tests use it to check the cheap-gradient
-//! bound of seed 003 Theorem 5.4 (cost of the gradient ≤ 4·3^p × cost of the primal, with p
+//! bound of [HuotShaikhha] Theorem 5.4 (cost of the gradient ≤ 4·3^p × cost of the primal, with p
 //! the nesting depth of array operations, [`nesting_depth`]).
 //!
 //! Assumes: a verified program (every variable has its declared type). It may contain
@@ -54,7 +54,7 @@ pub fn cost(program: &Program) -> u64 {
     block_cost(program, program.main)
 }
 
-/// The nesting depth of array operations (NAO of seed 003 §5.3, the `p` of Theorem 5.4):
+/// The nesting depth of array operations (NAO of [HuotShaikhha] §5.3, the `p` of Theorem 5.4):
 /// the depth of nested blocks of `build1`, `fold`, `scan`, the monoid reductions and scans,
 /// and `cond`. The index functions of `gather` and `scatter` do not add a level (they compute
 /// indices, not array elements), but anything nested inside them still counts.
@@ -183,7 +183,7 @@ fn block_depth(program: &Program, block: BlockId) -> usize {
             // function of a derivative are not; what is nested in them still counts. A reduce
             // or scan counts as a level like a loop: the reverse derivative of a scan
             // recomputes primal values in its ⊗ scan, an overhead that grows with the nesting
-            // of scans (seed 000 §4).
+            // of scans ([Paszke21] §4).
             let level = usize::from(!matches!(
                 stmt.expr,
                 Expr::Gather { .. } | Expr::Scatter { .. } | Expr::Derivative { .. }

@@ -1,4 +1,4 @@
-//! Typed ids and id-indexed vectors for the arena IR (STYLE.md §1: never index with a raw usize).
+//! Typed ids and id-indexed vectors for the arena IR (docs/architecture.md: never index with a raw usize).
 
 use std::marker::PhantomData;
 

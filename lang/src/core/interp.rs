@@ -1,8 +1,8 @@
 //! The reference interpreter: evaluates core IR element by element.
 //!
-//! This is the oracle every later pass is tested against (STYLE.md §4.6), so it favours
+//! This is the oracle every later pass is tested against (docs/architecture.md), so it favours
 //! clarity over speed: scalar loops over row-major flat offsets, no batching, no fusion.
-//! Each construct is a direct transcription of its semantics (seed 001 §3.2–3.3 and the docs
+//! Each construct is a direct transcription of its semantics ([Smeding25] §3.2–3.3 and the docs
 //! in `ir.rs`), in its operation's rule home in `ops` (`Interp::eval_stmt` dispatches to
 //! them).
 //!
@@ -14,7 +14,7 @@
 //!   sub-array of zeros). With `InterpConfig::strict` it is `InterpError::OutOfRange` naming
 //!   the binder of the reading statement instead. `scatter` drops out-of-range targets in both
 //!   modes (dropping is not a read).
-//! - `cond` evaluates only the taken branch (equivalent to seed 001's strict `cond` because
+//! - `cond` evaluates only the taken branch (equivalent to [Smeding25]'s strict `cond` because
 //!   every operation is total).
 //! - The interrupt flag is checked once per iteration of `build1`, `fold`, `scan`, `while`
 //!   (and of both sweeps of `while_reverse`), and per

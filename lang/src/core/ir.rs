@@ -1,4 +1,4 @@
-//! The core IR: seed 001's core language (§3.2, Figs 7–8) in A-normal form, in an arena.
+//! The core IR: [Smeding25]'s core language (§3.2, Figs 7–8) in A-normal form, in an arena.
 //!
 //! Every value is a regular array of one element type with a static shape (a scalar is a
 //! rank-0 array). Tuples of the surface language do not exist here: a statement binds several
@@ -7,7 +7,7 @@
 //! branches and `fold` with a tuple carry therefore simply have several results.
 //!
 //! Index values (elements of `Fin n`) are `I64` scalars; an index outside its range is allowed
-//! and reads zero (total semantics, seed 001 §5.2).
+//! and reads zero (total semantics, [Smeding25] §5.2).
 
 use std::collections::HashMap;
 
@@ -280,7 +280,7 @@ pub enum Expr {
     Transpose { perm: Vec<usize>, array: Atom },
     /// `reshape sh t`
     Reshape { shape: Vec<usize>, array: Atom },
-    /// `cond c u v` (strict in seed 001; the reference interpreter may evaluate only the taken
+    /// `cond c u v` (strict in [Smeding25]; the reference interpreter may evaluate only the taken
     /// branch since every operation is total). One binder per result.
     Cond {
         cond: Atom,
@@ -321,7 +321,7 @@ pub enum Expr {
         body: BlockId,
         back: BlockId,
     },
-    /// A monoid reduction or inclusive scan over the outer axis (seed 000 §2):
+    /// A monoid reduction or inclusive scan over the outer axis ([Paszke21] §2):
     /// `reduce (xs…) (e…) op`, `assoc_scan (xs…) (e…) op` and its right-to-left twin
     /// `assoc_scan_right`. Every array has the shape `[n, rest…]`, every `e` the shape
     /// `rest`; `op` is closed, its params are the left then the right scalar operands (one
@@ -381,7 +381,7 @@ pub enum MonoidKind {
     Reduce,
     /// Inclusive left scan: `ys[i] = x0 ⊙ … ⊙ xi`.
     Scan,
-    /// Inclusive right scan: `ys[i] = xi ⊙ … ⊙ x(n-1)` (seed 000 Thm 3.7's `scan_right`).
+    /// Inclusive right scan: `ys[i] = xi ⊙ … ⊙ x(n-1)` ([Paszke21] Thm 3.7's `scan_right`).
     ScanRight,
 }
 
@@ -619,7 +619,7 @@ pub struct VarInfo {
     /// A name for printing (`x`, `acc`), taken from the source where there is one.
     pub hint: String,
     /// The program is linear in this variable: a tangent of a forward derivative or a
-    /// cotangent of its transpose, while `passes::derivatives` takes one derivative (seed 001
+    /// cotangent of its transpose, while `passes::derivatives` takes one derivative ([Smeding25]
     /// §7.3). The verifier checks that each statement uses it where its operation is linear
     /// (`ops::linearity`); placing the derivative clears the flags. Printed `lin`.
     pub linear: bool,

@@ -1,4 +1,4 @@
-//! The core IR (seed 001 §3.2) and what works on it directly: ids, values, printer, parser,
+//! The core IR ([Smeding25] §3.2) and what works on it directly: ids, values, printer, parser,
 //! verifier, reference interpreter, and a random-program generator for tests.
 
 pub mod cost;

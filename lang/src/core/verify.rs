@@ -1,6 +1,6 @@
 //! The core IR verifier: checks that a program is well formed and well typed.
 //!
-//! Runs after every pass in debug builds and always in tests (STYLE.md §1). It assumes nothing
+//! Runs after every pass in debug builds and always in tests (docs/architecture.md). It assumes nothing
 //! about its input (dangling ids included) and never panics; it collects every error it finds
 //! instead of stopping at the first. After an id error in a statement, that statement's type
 //! check is skipped so that one mistake is reported once.
@@ -17,7 +17,7 @@
 //!   statement that owns the nested block). A statement's own binders are not in scope in its
 //!   nested blocks.
 //! - `main` has no params.
-//! - Typing (seed 001 Fig 8; `expr_types` computes the types by each operation's type rule
+//! - Typing ([Smeding25] Fig 8; `expr_types` computes the types by each operation's type rule
 //!   in its home in `ops` or `prim`, and the binders must match them in number and type):
 //!   - atom: the atom's type;
 //!   - `prim`: the operand count is the arity, the operands have one shape, and the element
@@ -54,7 +54,7 @@
 //!   statement's operation is linear (`ops::linearity`), and a structural operation of a
 //!   linear variable binds linear variables.
 //!
-//! Not checked here (STYLE.md §1): "no `build1` left after the BOT" (the BOT's postcondition
+//! Not checked here (docs/architecture.md): "no `build1` left after the BOT" (the BOT's postcondition
 //! checks it instead).
 
 use std::fmt;
@@ -306,7 +306,7 @@ impl Verifier<'_> {
 /// A structural operation uses them only in the operands it is linear in (and then binds
 /// linear variables), an elementwise primitive only if it is linear (a bilinear one in some
 /// of its operands, not all), and a `cond` never in its condition. This is what
-/// transposition (seed 001 §7.3) relies on.
+/// transposition ([Smeding25] §7.3) relies on.
 fn linearity_error(program: &Program, stmt: &Stmt) -> Option<String> {
     let operands: Vec<bool> = expr_atoms(&stmt.expr)
         .iter()
@@ -353,7 +353,7 @@ fn linearity_error(program: &Program, stmt: &Stmt) -> Option<String> {
     }
 }
 
-/// The types of an expression's results by the typing rules of seed 001 Fig 8 (see the
+/// The types of an expression's results by the typing rules of [Smeding25] Fig 8 (see the
 /// module header), given the declared types of the variables it uses and of its blocks'
 /// params and results. Only the expression itself is checked, not the statements inside its
 /// blocks. An empty table has no inferable type and is an error here.

@@ -1,4 +1,4 @@
-//! Diagnostics and block outputs as plain text (LANGUAGE.md §1 and §5): the error line, then
+//! Diagnostics and block outputs as plain text (docs/language.md and §5): the error line, then
 //! the source lines of the span with carets under the spanned characters.
 //!
 //! Assumes spans are byte offsets into `src` (`syntax::Span`) but does not trust them: an

@@ -1,4 +1,4 @@
-//! Floats as Dex prints them (LANGUAGE.md §5): C's `%.7g` for `Float32` and `%.15g` for
+//! Floats as Dex prints them (docs/language.md): C's `%.7g` for `Float32` and `%.15g` for
 //! `Float64`, with `.` appended when the text has no `.`, `e`, `inf` or `nan`.
 //!
 //! Assumes nothing about its input: every `f32`/`f64` bit pattern is printed. Guarantees the

@@ -1,4 +1,4 @@
-//! Tables as grids with index labels (LANGUAGE.md §7): `:table`, and the HTML view a notebook
+//! Tables as grids with index labels (docs/language.md): `:table`, and the HTML view a notebook
 //! shows for 2-D values. A 1-D table is one column; a 2-D table has its outer index on rows and
 //! its inner index on columns; a tuple of equally indexed 1-D tables has one column per
 //! component. Text is box-drawn with comfy-table (built without

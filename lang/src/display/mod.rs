@@ -1,4 +1,4 @@
-//! Turning values, types and diagnostics into text that people read (LANGUAGE.md §5).
+//! Turning values, types and diagnostics into text that people read (docs/language.md).
 //!
 //! - `float`: `Float32`/`Float64` as C's `%.7g`/`%.15g`, the way Dex prints them.
 //! - `value`: scalars, tables and tuples on one line, summarised for the REPL and notebook.

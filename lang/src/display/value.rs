@@ -1,4 +1,4 @@
-//! Values in Dex format (LANGUAGE.md §5): scalars, tables `[1., 2.]`, tuples `(1., [2, 3])`,
+//! Values in Dex format (docs/language.md): scalars, tables `[1., 2.]`, tuples `(1., [2, 3])`,
 //! all on one line, as Dex prints them.
 //!
 //! Assumes the value is regular (the session builds it from a typed runtime value), but does
@@ -6,7 +6,7 @@
 
 // Note [Summarised tables]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
-// The REPL and notebook abbreviate big values (LANGUAGE.md §5): when a value holds more than
+// The REPL and notebook abbreviate big values (docs/language.md): when a value holds more than
 // `SUMMARY_THRESHOLD` scalars in total, every table axis longer than `2 * SUMMARY_EDGE`
 // items prints as its first `SUMMARY_EDGE` items, `...`, and its last `SUMMARY_EDGE` items,
 // at every nesting level. Whether to abbreviate is decided once, for the whole value, so

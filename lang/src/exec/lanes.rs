@@ -1,5 +1,5 @@
 //! Lanes: the values of one kernel node along one line of the iteration space, and the typed
-//! loops that compute them (the vectorised interpreter of DESIGN.md, "The engine").
+//! loops that compute them (the vectorised interpreter of docs/architecture.md, "The engine").
 //!
 //! A kernel (`exec/fused.rs`) runs its body over lines of at most [`LINE`] points. Each node
 //! gets a [`Lane`]: either one value for the whole line (a *splat*: a literal, a rank-0 value,

@@ -1,6 +1,6 @@
 //! The bulk evaluator: runs core IR one bulk operation at a time on ndarray + rayon.
 //!
-//! This is the engine's first stage (DESIGN.md, "The engine"): every statement of the bulk IR
+//! This is the engine's first stage (docs/architecture.md, "The engine"): every statement of the bulk IR
 //! that the BOT produces (`passes/bot.rs`: elementwise `prim`s over whole arrays, `sumOuter`,
 //! `gather`/`scatter` with scalar index functions, `index`, tables, `replicate`, `tr`,
 //! `reshape`, `iota`, `cond`, `fold`, `scan`) becomes one whole-array operation on
@@ -40,7 +40,7 @@
 // An index function `λ[i…]. ix` of a gather over the leading shape `G` is evaluated once for
 // all points of `G`: each param is bound to an `I64` array of shape `G` holding its coordinate
 // (an iota grid), and every statement runs in *batch mode*, the runtime reading of the BOT's
-// batching rules (seed 001 Fig 9): a variable is *batched* (shape `G ++ its declared shape`,
+// batching rules ([Smeding25] Fig 9): a variable is *batched* (shape `G ++ its declared shape`,
 // one value per point) or *unbatched* (its declared shape, the same at every point). A
 // statement none of whose operands, nor free variables of its blocks, are batched runs
 // normally. A batched `prim` broadcasts its unbatched operands; `index` becomes a row gather;

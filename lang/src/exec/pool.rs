@@ -1,5 +1,5 @@
 //! Buffers of dead values, kept for the next kernel output of the same type and length
-//! (seed 004 §5.3's destination-passing reuse, at run time).
+//! ([Shaikhha23] §5.3's destination-passing reuse, at run time).
 //!
 //! A fresh output buffer costs more than the kernel that fills it when the kernel streams:
 //! `vec![0.0; n]` of 16 MB is a page fault per 4 KB page and a memset. The `dx` binary's

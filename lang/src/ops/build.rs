@@ -1,4 +1,4 @@
-//! `build1 k (λi. body)`, `index t [ix…]`, `iota n` and literal tables `[t1, …, tn]` (seed 001
+//! `build1 k (λi. body)`, `index t [ix…]`, `iota n` and literal tables `[t1, …, tn]` ([Smeding25]
 //! Fig 7): making arrays from elements and reading elements back. Every rule of the four in
 //! one place:
 //!
@@ -10,7 +10,7 @@
 //!   `Interp::eval_index` (out of range reads zero, or is an error in strict mode),
 //!   `eval_iota`, `eval_table`;
 //! - batching: `build1` *is* the BOT (`passes::bot` transforms builds innermost first, so a
-//!   body never meets one); `Batcher::batch_index` (seed 001 Fig 11, a gather) and
+//!   body never meets one); `Batcher::batch_index` ([Smeding25] Fig 11, a gather) and
 //!   `batch_table` (Fig 9); `iota` never depends on the batch index;
 //! - linearity: `index` is linear in its array and constant in its indices, a table linear
 //!   in its items (`ops::linearity`), so their JVPs are the operations on the tangents (seed
@@ -182,7 +182,7 @@ impl Batcher<'_> {
 }
 
 impl Builder<'_> {
-    /// Index: a one-hot scatter (seed 001 Fig 19, Index).
+    /// Index: a one-hot scatter ([Smeding25] Fig 19, Index).
     pub(crate) fn transpose_index(
         &mut self,
         array: Atom,

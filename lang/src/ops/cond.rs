@@ -1,16 +1,16 @@
-//! `cond c u v` (seed 001 Fig 7): the conditional. Every rule in one place:
+//! `cond c u v` ([Smeding25] Fig 7): the conditional. Every rule in one place:
 //!
 //! - type rule: `result_tys` (called by `core::verify`): `c` is a `Bool` scalar, both
 //!   branches have no params and results of the same types, which are the binders';
 //! - reference evaluation: `Interp::eval_cond` runs only the taken branch (equivalent to seed
 //!   001's strict `cond` because every operation is total);
 //! - batching: `Batcher::batch_cond`: with an unbatched condition the branches are batched in
-//!   place, with a batched one both run in bulk and are selected (seed 001 §5.2);
+//!   place, with a batched one both run in bulk and are selected ([Smeding25] §5.2);
 //! - JVP: `jvp_cond` if-converts: both branches run and their results and tangents are
-//!   selected (the strict conditional of seed 001 §5.2; not seed 003 Fig 10's product by b
+//!   selected (the strict conditional of [Smeding25] §5.2; not [HuotShaikhha] Fig 10's product by b
 //!   and 1−b, which NaN in the untaken branch poisons). So no `cond` is ever linear, and it
 //!   has no transpose;
-//! - cost: `cost`, the larger of its branches (seed 003 Fig 11 has no conditional; the
+//! - cost: `cost`, the larger of its branches ([HuotShaikhha] Fig 11 has no conditional; the
 //!   condition is an atom, already computed), and a level of nesting;
 //! - fusion class: `Bulk` (TODO(fusion): branches run on the bulk evaluator).
 
@@ -79,7 +79,7 @@ pub fn cost(program: &Program, then_block: BlockId, else_block: BlockId) -> u64 
 impl Batcher<'_> {
     /// `cond` inside a build: with an unbatched condition both branches are batched in place;
     /// with a batched condition both are evaluated in bulk and combined with a strict select
-    /// (seed 001 §5.2; Fig 9 writes it as `index [u, v] [cond b 0 1]`).
+    /// ([Smeding25] §5.2; Fig 9 writes it as `index [u, v] [cond b 0 1]`).
     pub(crate) fn batch_cond(
         &mut self,
         cond: Atom,
@@ -137,7 +137,7 @@ impl Batcher<'_> {
 }
 
 /// `cond` is if-converted: both branches run (every operation is total) and their results
-/// and tangents are selected (the strict conditional of seed 001 §5.2).
+/// and tangents are selected (the strict conditional of [Smeding25] §5.2).
 pub(crate) fn jvp_cond(
     builder: &mut Builder,
     stmt: &Stmt,

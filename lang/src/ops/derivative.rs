@@ -4,7 +4,7 @@
 //! - type rule: `result_tys` (called by `core::verify`): the binders are the function's
 //!   results, then the tangents of its results (`jvp`) or the cotangents of its params
 //!   (`vjp`); the seeds are tangents of the params or cotangents of the results;
-//! - cost: `cost`, the cheap-gradient principle (seed 004 §4): a small multiple of the
+//! - cost: `cost`, the cheap-gradient principle ([Shaikhha23] §4): a small multiple of the
 //!   function;
 //! - never evaluated, batched or differentiated (the engines and the passes after `ad` never
 //!   meet one, `core::ir::EXPANDED`); fusion class `Bulk`.

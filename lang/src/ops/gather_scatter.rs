@@ -1,4 +1,4 @@
-//! `gather sh t (λ[i…]. ix)` and `scatter sh t (λ[i…]. ix)` (seed 001 Fig 7): the operations
+//! `gather sh t (λ[i…]. ix)` and `scatter sh t (λ[i…]. ix)` ([Smeding25] Fig 7): the operations
 //! with an index function, each the other's transpose. Every rule of the two in one place:
 //!
 //! - type rule: `gather_ty`, `scatter_ty` (called by `core::verify`): the index function's
@@ -8,11 +8,11 @@
 //! - reference evaluation: `Interp::eval_gather` (out of range reads zero, or is an error in
 //!   strict mode) and `Interp::eval_scatter` (collisions add in index order, out-of-range
 //!   targets are dropped in both modes);
-//! - batching (seed 001 Fig 9): `Batcher::batch_gather_scatter`;
+//! - batching ([Smeding25] Fig 9): `Batcher::batch_gather_scatter`;
 //! - linearity: linear in the array, constant in the index function (`ops::linearity`), so
-//!   the JVP is the same operation on the tangent (seed 001 §6.1); transpose (§6.3):
+//!   the JVP is the same operation on the tangent ([Smeding25] §6.1); transpose (§6.3):
 //!   `Builder::transpose_gather_scatter` (each into the other);
-//! - cost: `gather_cost`, `scatter_cost` (seed 003 Fig 11 has neither: one move per element
+//! - cost: `gather_cost`, `scatter_cost` ([HuotShaikhha] Fig 11 has neither: one move per element
 //!   plus the index function once per position of the leading axes);
 //! - fusion class: `gather_fusion_class`: a gather whose index function is scalar code is a
 //!   `View` (the fuser runs the index function on the coordinates); a scatter, and a gather
@@ -234,7 +234,7 @@ impl Batcher<'_> {
 }
 
 impl Builder<'_> {
-    /// Gather and scatter are each other's transposes (seed 001 §6.3): the transpose of one
+    /// Gather and scatter are each other's transposes ([Smeding25] §6.3): the transpose of one
     /// (`is_gather` says which) is the other with the same index function.
     pub(crate) fn transpose_gather_scatter(
         &mut self,

@@ -1,13 +1,13 @@
-//! `replicate k t`, `tr_perm t` and `reshape sh t` (seed 001 Fig 7): the operations that move
+//! `replicate k t`, `tr_perm t` and `reshape sh t` ([Smeding25] Fig 7): the operations that move
 //! elements without computing any. Every rule of the three in one place:
 //!
 //! - type rule: `replicate_ty`, `transpose_ty`, `reshape_ty` (called by `core::verify`);
 //! - reference evaluation: `eval_replicate`, `eval_transpose`, `eval_reshape` (called by
 //!   `core::interp`);
-//! - batching (seed 001 Fig 9): `Batcher::batch_replicate`, `batch_transpose`,
+//! - batching ([Smeding25] Fig 9): `Batcher::batch_replicate`, `batch_transpose`,
 //!   `batch_reshape`;
 //! - linearity: each is linear in its array (`ops::linearity`), so its JVP is the operation
-//!   itself on the tangent (seed 001 §6.1, `passes::ad`'s `jvp_linear`); transpose (seed 001
+//!   itself on the tangent ([Smeding25] §6.1, `passes::ad`'s `jvp_linear`); transpose ([Smeding25]
 //!   Fig 19): `Builder::transpose_replicate` (a `sumOuter`), `transpose_transpose` (the
 //!   inverse permutation), `transpose_reshape` (a reshape back);
 //! - cost: the elements of the result (data movement, like Fig 11's shift1L/shift1R;

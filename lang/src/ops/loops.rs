@@ -1,5 +1,5 @@
 //! `fold k init (λi carry…. body)` and `scan k init (λi carry…. body)`: the sequential loops
-//! (seed 003's `foldl` and `scanl`; seed 004 Fig 7's `ifold`). Every rule of the two in one
+//! ([HuotShaikhha]'s `foldl` and `scanl`; [Shaikhha23] Fig 7's `ifold`). Every rule of the two in one
 //! place:
 //!
 //! - type rule: `fold_tys`, `scan_tys` (called by `core::verify`): params are an `I64` scalar
@@ -9,16 +9,16 @@
 //! - reference evaluation: `Interp::eval_fold`, `Interp::eval_scan`;
 //! - batching: `Batcher::batch_loop`: a loop inside a build runs once over batched state (the
 //!   carries that depend on the batch index get the batch axis, a fixpoint over the body);
-//! - JVP: `jvp_loop`, the loop carries the tangents of its float carries along (seed 004
+//! - JVP: `jvp_loop`, the loop carries the tangents of its float carries along ([Shaikhha23]
 //!   Fig 7's forward mode of `ifold`);
 //! - transpose: `split_loop` runs the primal part forward as a scan that stacks the carries;
 //!   `transpose_loop` runs the iterations backwards, recomputing each from its stacked carry
-//!   (seed 003 Fig 16's reverse rule for `foldl`), with reads of outer tables hoisted out of
+//!   ([HuotShaikhha] Fig 16's reverse rule for `foldl`), with reads of outer tables hoisted out of
 //!   the backward loop (Note [Reads of outer tables in a reversed loop]);
 //! - linearity: a differentiated loop is linear in its tangent carries and constant in its
 //!   primal ones, so `passes::ad` keeps it whole (`LinearItem::Loop`) rather than transposing
 //!   it operand by operand;
-//! - cost: `cost`, `size × (cost of the body + elements of the body's results)` (seed 003
+//! - cost: `cost`, `size × (cost of the body + elements of the body's results)` ([HuotShaikhha]
 //!   Fig 11's per-element moves of map2/reduce/scanl), and a level of nesting;
 //! - fusion class: `Bulk`; loop bodies over tables get schedules of their own (`passes::fuse`,
 //!   Note [Loop bodies]).
@@ -446,7 +446,7 @@ pub(crate) struct CarryLayout {
 }
 
 /// The forward derivative of a loop with carries (`fold`, `scan`, `while`): the loop carries
-/// the tangents of its float carries along (seed 004 Fig 7's forward mode of `ifold`). The
+/// the tangents of its float carries along ([Shaikhha23] Fig 7's forward mode of `ifold`). The
 /// body's params become `[params…, carry tangents…]`, its results `[lead results…, carries…,
 /// carry tangents…, ys…, y tangents…]`, the binders `[carries…, carry tangents…, ys…, y
 /// tangents…]`; `rebuild` makes the loop of the new initial values and body.
@@ -613,7 +613,7 @@ fn loop_shape(stmt: &Stmt, program: &Program) -> LoopShape {
 // reads inside nested loops, returning it as a carry) still accumulate in a carry of the
 // backward loop.
 //
-// This is seed 003 Fig 16's reverse rule for `foldl` (the cotangent of the array argument is
+// This is [HuotShaikhha] Fig 16's reverse rule for `foldl` (the cotangent of the array argument is
 // `B = map2 (x,y. x*y*z) A_2 A_3`, built by one map from per-element derivatives after the
 // backward scan, never a dense array per step), and the sparse adjoint of an index of seed
 // 002 §3.3 (Listings 22–23: a read's adjoint is an (index, value) pair, and the pairs are
@@ -667,7 +667,7 @@ struct BackwardLoop<'a> {
     outputs: &'a [VarId],
 }
 
-/// The transpose of a loop (seed 003 Fig 16's reverse rule for `foldl`, on ANF): a loop that
+/// The transpose of a loop ([HuotShaikhha] Fig 16's reverse rule for `foldl`, on ANF): a loop that
 /// runs the iterations backwards; each iteration recomputes its primal values from the
 /// stacked carry, then transposes the body's linear statements. Reads of outer linear tables
 /// become outputs of the backward loop, which is then a scan (see Note [Reads of outer

@@ -41,7 +41,7 @@ pub mod while_loop;
 use crate::core::ir::{Atom, Expr, MonoidKind, Program};
 use crate::core::kernel::Reduction;
 
-/// How an operation's results depend on its operands, for differentiation (STYLE.md §1:
+/// How an operation's results depend on its operands, for differentiation (docs/architecture.md:
 /// linearity recorded per operation, never discovered at run time).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Linearity {

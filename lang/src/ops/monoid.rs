@@ -1,12 +1,12 @@
-//! `reduce`, `assoc_scan` and `assoc_scan_right` over a user monoid (seed 000 §2): every rule
+//! `reduce`, `assoc_scan` and `assoc_scan_right` over a user monoid ([Paszke21] §2): every rule
 //! of the `Expr::Monoid` family in one place.
 //!
 //! - type rule: `result_tys` (called by `core::verify`);
 //! - reference evaluation in the fixed order of Note [Monoid order]: `eval`, used by the
 //!   reference interpreter (the engine's `exec::monoid` computes the same bits on typed lanes,
 //!   in parallel);
-//! - batching (seed 001 Fig 9 read for a reduction): `Batcher::batch_monoid`;
-//! - JVP (seed 000 §3.2, Thm 3.3) and transpose (§3.3, Thm 3.7, Eqs 11–12): `jvp_monoid`
+//! - batching ([Smeding25] Fig 9 read for a reduction): `Batcher::batch_monoid`;
+//! - JVP ([Paszke21] §3.2, Thm 3.3) and transpose (§3.3, Thm 3.7, Eqs 11–12): `jvp_monoid`
 //!   and `transpose_monoid` in `passes::ad`'s builder, defined here;
 //! - cost: `cost` (and a level of nesting in `core::cost::nesting_depth`);
 //! - export: `export::monoid` (`stablehlo.reduce` for a commutative operator, otherwise trees
@@ -51,7 +51,7 @@ pub const CHUNK_ROWS: usize = 1024;
 //
 // Steps (1) and (3) run in parallel over chunks; step (2) is sequential over the chunk
 // totals (n / 1024 applications). The identity is used only for empty arrays, so an
-// operator with a one-sided identity (the ⊗ of seed 000 Thm 3.7, a right monoid, scanned
+// operator with a one-sided identity (the ⊗ of [Paszke21] Thm 3.7, a right monoid, scanned
 // right) is evaluated correctly.
 
 /// The binder types of a monoid statement, or what is wrong with it.
@@ -459,7 +459,7 @@ pub fn cost(program: &Program, kind: MonoidKind, arrays: &[Atom], op: BlockId) -
 // ----- batching -----
 
 impl crate::passes::bot::Batcher<'_> {
-    /// BOT rule for a monoid statement (seed 001 Fig 9 read as batching, like its `sumOuter`
+    /// BOT rule for a monoid statement ([Smeding25] Fig 9 read as batching, like its `sumOuter`
     /// rule): `build1 k (λi. reduce xs e op) ~> reduce (tr (build1 k (λi. xs))) (build1 k
     /// (λi. e)) op`. The batch axis becomes a trailing axis, over which the closed operator
     /// applies elementwise; a scan's result is transposed back to put the batch axis first.
@@ -565,7 +565,7 @@ fn n_primal(program: &Program, arrays: &[Atom]) -> usize {
 
 /// The statements of `block` (closed straight-line scalar code) applied elementwise to
 /// arrays of `shape`: each param is bound by `subst`, each literal becomes a constant array
-/// (seed 000 Eq 12's `map`, without a `build1`: the operator is elementwise already).
+/// ([Paszke21] Eq 12's `map`, without a `build1`: the operator is elementwise already).
 fn lift(
     builder: &mut Builder,
     block: &Block,
@@ -624,7 +624,7 @@ fn lift_stmts(
     Ok(())
 }
 
-/// The reverse derivative of an operator (`∂ᵀ⊙`, seed 000 §3.3), by dx's own AD.
+/// The reverse derivative of an operator (`∂ᵀ⊙`, [Paszke21] §3.3), by dx's own AD.
 fn operator_vjp(program: &mut Program, op: BlockId) -> Result<ad::Vjp, AdError> {
     let copy = crate::core::inline::clone_block(program, op, &mut HashMap::new());
     let jvp = ad::jvp(program, copy)?;
@@ -756,7 +756,7 @@ pub(crate) fn primal_of_jvp(program: &mut Program, stmt: &Stmt) -> Option<Stmt> 
     })
 }
 
-/// The operator ⊕ of seed 000 §3.2 on (value, tangent) pairs:
+/// The operator ⊕ of [Paszke21] §3.2 on (value, tangent) pairs:
 /// `[x, ẋ] ⊕ [y, ẏ] = [x ⊙ y, ∂⊙_{x,y}(ẋ, ẏ)]`, with ∂⊙ from dx's own forward AD. Its
 /// params are `x…, ẋ(floats)…, y…, ẏ(floats)…`, its results `x ⊙ y…, ∂⊙(…)(floats)…`.
 fn oplus_block(program: &mut Program, op: BlockId, floats: &[usize]) -> Result<BlockId, AdError> {
@@ -790,7 +790,7 @@ fn oplus_block(program: &mut Program, op: BlockId, floats: &[usize]) -> Result<B
     }))
 }
 
-/// The operator ⊗ of seed 000 Eqs 9–10 on triples (x, a, ŷ):
+/// The operator ⊗ of [Paszke21] Eqs 9–10 on triples (x, a, ŷ):
 /// `[x₁, a₁, ŷ₁] ⊗ [x₂, a₂, ŷ₂] = [x₁, a₁ ⊙ a₂, ∂₁ᵀ⊙_{x₁,a₁}(ŷ₂) + ŷ₁]`, a right monoid with
 /// right identity `[e, e, 0]` (Prop 3.6). ŷ has one component per float of the monoid.
 ///
@@ -860,7 +860,7 @@ fn otimes_block(
 /// Which neighbour `shift` reads.
 #[derive(Clone, Copy)]
 enum Neighbour {
-    /// `a[i+1]`, `e` at the end (seed 000 Thm 3.7's `roll_left`).
+    /// `a[i+1]`, `e` at the end ([Paszke21] Thm 3.7's `roll_left`).
     Next,
     /// `x[i-1]`, `e` at the start (Eq 11's `roll_right`).
     Previous,
@@ -993,7 +993,7 @@ impl Builder<'_> {
         }
     }
 
-    /// JVP of a monoid statement (seed 000 §3.2, Thm 3.3): the same reduce or scan over the
+    /// JVP of a monoid statement ([Paszke21] §3.2, Thm 3.3): the same reduce or scan over the
     /// ⊕ monoid on (value, tangent) pairs with identity `[e, 0]` (Prop 3.2). The statement
     /// binds the primal results then one tangent per float component; `primal_of_jvp`
     /// recovers its primal part and `transpose_monoid` transposes it.
@@ -1072,7 +1072,7 @@ impl Builder<'_> {
         Ok(())
     }
 
-    /// Transpose of a differentiated monoid statement (seed 000 §3.3, Thm 3.7): with `x` the
+    /// Transpose of a differentiated monoid statement ([Paszke21] §3.3, Thm 3.7): with `x` the
     /// inclusive scan of `a` and `ĉ` the cotangent of the scan, the cotangents `x̂` are the
     /// third components of `scan_right` over ⊗ of `m = zip(x, roll_left(a, e), ĉ)`, and
     /// `â = map ∂₂ᵀ⊙ (zip(zip(roll_right(x, e), a), x̂))` (Eqs 11–12). `reduce` is the special

@@ -1,13 +1,13 @@
-//! `sumOuter t` (seed 001 Fig 7): the sum along the outermost axis. Every rule in one place:
+//! `sumOuter t` ([Smeding25] Fig 7): the sum along the outermost axis. Every rule in one place:
 //!
 //! - type rule: `result_ty` (called by `core::verify`): `t` has rank ≥ 1 and a numeric
 //!   element type;
 //! - reference evaluation: `eval` (called by `core::interp`), in dx's summation order
 //!   (`prim::sum_order`, Note [Summation order]);
-//! - batching (seed 001 Fig 9): `Batcher::batch_sum_outer`;
+//! - batching ([Smeding25] Fig 9): `Batcher::batch_sum_outer`;
 //! - linearity: linear in its array (`ops::linearity`), so its JVP is `sumOuter` of the
-//!   tangent (seed 001 §6.1); transpose: `Builder::transpose_sum_outer`, a `replicate`;
-//! - cost: `cost`, one per input element (`reduce (+)` of seed 003 Fig 11);
+//!   tangent ([Smeding25] §6.1); transpose: `Builder::transpose_sum_outer`, a `replicate`;
+//! - cost: `cost`, one per input element (`reduce (+)` of [HuotShaikhha] Fig 11);
 //! - fusion class: `Reduce` (a kernel whose body is its producer, summed over axis 0).
 
 use std::collections::HashMap;

@@ -63,7 +63,7 @@ use crate::prim::Prim;
 // A fold is transposed by running its primal part as a scan that stacks the carry entering
 // every step, then a backward fold over the stacked carries that recomputes each step's
 // primal values and runs its transposed statements (`loops::split_loop`, `transpose_loop`;
-// seed 003 Fig 16's reverse rule for `foldl`). A while's trip count is known only once it
+// [HuotShaikhha] Fig 16's reverse rule for `foldl`). A while's trip count is known only once it
 // has run, and every value of the core IR has a static shape, so no variable can hold its
 // stacked carries. The stack therefore lives inside one statement:
 //

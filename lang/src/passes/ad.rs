@@ -1,10 +1,10 @@
-//! Automatic differentiation of bulk IR: forward derivatives (dual arrays, seed 001 §6) and
-//! their symbolic transposition (seed 001 §7), on ANF.
+//! Automatic differentiation of bulk IR: forward derivatives (dual arrays, [Smeding25] §6) and
+//! their symbolic transposition ([Smeding25] §7), on ANF.
 //!
 //! `jvp` turns a build-free block into one that computes, next to every float variable, its
 //! tangent (the D[·] transformation of Figs 14–15: each statement is followed by the linear
 //! statements of its derivative, the Delta constructors written as ordinary bulk operations).
-//! Tangent variables are *linear*; every other variable is primal. As DESIGN.md notes, the
+//! Tangent variables are *linear*; every other variable is primal. As docs/architecture.md notes, the
 //! Delta term's `Share` ids are exactly ANF variables, and the separation of the primal
 //! computation from the Delta term (§7.6, Eq. 6) is simply the partition of the statements
 //! into primal and linear ones.
@@ -22,7 +22,7 @@
 //! (`ops::cond::jvp_cond`); loops carry their tangents forward and are transposed whole
 //! (`ops::loops::jvp_loop`, `split_loop`, `transpose_loop`, with Note [Reads of outer tables
 //! in a reversed loop]; a `while` by a reverse sweep that replays it, `ops::while_loop`, Note
-//! [Reverse mode through a while loop]); the monoid operations follow seed 000
+//! [Reverse mode through a while loop]); the monoid operations follow [Paszke21]
 //! (`ops::monoid`).
 //!
 //! Linearity is part of the IR (`VarInfo::linear`, printed `lin`): the tangents of `jvp` and
@@ -274,7 +274,7 @@ pub(crate) fn tangent_of(tangents: &HashMap<VarId, Atom>, atom: &Atom) -> Tangen
     }
 }
 
-/// D[·] of seed 001 Figs 14–15, statement by statement.
+/// D[·] of [Smeding25] Figs 14–15, statement by statement.
 pub(crate) fn jvp_stmts(
     builder: &mut Builder,
     stmts: &[Stmt],
@@ -343,7 +343,7 @@ fn jvp_stmt(
 
 /// The tangent of a statement linear in some of its operands and constant in the others
 /// (`ops::linearity`): the same operation on the tangents of the linear operands, zeros
-/// standing for the missing ones (seed 001 §6.1: the Delta constructors Index, Gather,
+/// standing for the missing ones ([Smeding25] §6.1: the Delta constructors Index, Gather,
 /// Scatter, SumOuter, Replicate, Tr and Reshape are their own derivatives). No tangent when
 /// no linear operand has one, or when the result is not a float; a copy's tangent is its
 /// operand's.
@@ -420,7 +420,7 @@ pub(crate) fn split(program: &mut Program, stmts: &[Stmt]) -> (Vec<Stmt>, Vec<Li
             forward.push(stmt.clone());
         } else if let Some(primal) = crate::ops::monoid::primal_of_jvp(program, stmt) {
             // A differentiated monoid statement: its primal part runs forward, and the whole
-            // statement is transposed (seed 000 Thm 3.7).
+            // statement is transposed ([Paszke21] Thm 3.7).
             forward.push(primal);
             items.push(LinearItem::Stmt(stmt.clone()));
         } else if all_linear {
@@ -437,7 +437,7 @@ pub(crate) fn split(program: &mut Program, stmts: &[Stmt]) -> (Vec<Stmt>, Vec<Li
     (forward, items)
 }
 
-/// Transposes the linear part of a forward derivative (seed 001 §7.3, Fig 19).
+/// Transposes the linear part of a forward derivative ([Smeding25] §7.3, Fig 19).
 pub fn vjp(program: &mut Program, jvp: &Jvp) -> Result<Vjp, AdError> {
     let (forward, items) = split(program, &jvp.stmts);
     let mut builder = Builder::new(program);

@@ -1,10 +1,10 @@
-//! The bulk-operation transform (BOT, seed 001 §5, Figs 9–11), read on ANF as batching.
+//! The bulk-operation transform (BOT, [Smeding25] §5, Figs 9–11), read on ANF as batching.
 //!
 //! Input: verified core IR. Output: verified core IR with no `build1` anywhere (Theorem 5.1
 //! (1)); `index` survives only on variables (trivially so in ANF, Theorem 5.1 (2)) and inside
 //! the index functions of `gather`/`scatter`.
 //!
-//! `build1 k (λi. body)` is vectorised statement by statement, as JAX's vmap does (DESIGN.md
+//! `build1 k (λi. body)` is vectorised statement by statement, as JAX's vmap does (docs/architecture.md
 //! "BOT as batching"). Every variable of the body gets a *status*:
 //! - `Unbatched(atom)`: it does not depend on `i`; its statement is hoisted out of the build
 //!   unchanged (Fig 9: `build1 k (λi. t) ~> replicate k t` for `i ∉ FV(t)`, applied lazily —
@@ -36,7 +36,7 @@ use crate::prim::Prim;
 pub const PASS: Pass = Pass {
     name: "bot",
     inner_stages: &[],
-    description: "the bulk-operation transform: build1 becomes bulk operations (seed 001 §5)",
+    description: "the bulk-operation transform: build1 becomes bulk operations ([Smeding25] §5)",
     kind: PassKind::Rewrite(|program, _: &mut Log| {
         run_in_place(program);
         Ok(())
@@ -61,7 +61,7 @@ pub fn is_normal_form(program: &Program) -> bool {
     normal_form(program).is_ok()
 }
 
-/// The BOT's guarantee (seed 001 Theorem 5.1): no `build1` in any reachable block.
+/// The BOT's guarantee ([Smeding25] Theorem 5.1): no `build1` in any reachable block.
 fn normal_form(program: &Program) -> Result<(), String> {
     let left = crate::core::visit::reachable_blocks(program, program.main)
         .into_iter()

@@ -120,7 +120,7 @@ fn drop_dead_scan_outputs(program: &mut Program, block: BlockId, used: &HashSet<
 /// Drops the components of the monoid statements of `block` that nothing reads and that the
 /// live components' operator does not read either: the array, the identity, the binder, both
 /// params and the operator's result. (The reverse derivative of a scan is a right scan over
-/// triples, seed 000 Thm 3.7, whose first component only passes the primal through; the
+/// triples, [Paszke21] Thm 3.7, whose first component only passes the primal through; the
 /// gradient reads the third.) Whether anything changed.
 fn drop_dead_monoid_components(
     program: &mut Program,
@@ -248,7 +248,7 @@ program(%0_x: [3]f32) {
         assert_eq!(run(&program), before[..1], "{text}");
     }
 
-    /// The right scan over triples of a cumulative product's gradient (seed 000 Thm 3.7):
+    /// The right scan over triples of a cumulative product's gradient ([Paszke21] Thm 3.7):
     /// `(x, a, c) ⊗ (x', a', c') = (x, a a', a c' + c)`. Only `c` is read; it needs `a`, and
     /// nothing needs `x`.
     const TRIPLE_SCAN: &str = "\

@@ -2,7 +2,7 @@
 //! derivative program.
 //!
 //! Each derivative is taken of its function block after the steps of [`STEPS`]: the BOT
-//! and simplification of the function (AD works on bulk IR: dual arrays, seed 004 §4), then
+//! and simplification of the function (AD works on bulk IR: dual arrays, [Shaikhha23] §4), then
 //! `jvp` (the `linear` stage) and, in reverse mode, transposition (the `transposed` stage).
 //! The driver's checks run after every step, on the whole program for the first two and on
 //! the derivative program for the others. The derivative statements are then copied to the
@@ -15,7 +15,7 @@
 //! differentiated is expanded before the outer function goes through its steps, so the outer
 //! derivative differentiates the inner derivative's statements (nested AD). The inner
 //! derivative is taken with respect to its own parameters only, with the outer variables as
-//! constants, so there is no perturbation confusion (seed 004 §4.3).
+//! constants, so there is no perturbation confusion ([Shaikhha23] §4.3).
 //!
 //! `stop_gradient x` (a primitive whose derivative is zero) means something only to
 //! differentiation: once every derivative is taken, the pass replaces it by `x`, so the later
@@ -33,7 +33,8 @@ use crate::prim::{Prim, Tangent};
 pub const PASS: Pass = Pass {
     name: "ad",
     inner_stages: &["linear", "transposed"],
-    description: "replace each jvp/vjp by its derivative program (seed 004 §4, seed 003 §6)",
+    description:
+        "replace each jvp/vjp by its derivative program ([Shaikhha23] §4, [HuotShaikhha] §6)",
     kind: PassKind::Rewrite(run),
     postcondition: Some(no_derivatives_left),
 };

@@ -1,10 +1,10 @@
-//! Lowering: the typed program to core IR (seed 001 §3.2), inlining every function.
+//! Lowering: the typed program to core IR ([Smeding25] §3.2), inlining every function.
 //!
 //! The lowering is a partial evaluator over *static values* (`SVal`): a first-order value is
 //! a list of core atoms (one per array of its flattened representation: a tuple, or a table
 //! of tuples, is several arrays), while functions, partially applied built-ins and type
 //! arguments exist only at compile time. Applying a closure lowers its body with the argument
-//! bound, which inlines every call (DESIGN.md: functions are inlined at call sites) and
+//! bound, which inlines every call (docs/architecture.md: functions are inlined at call sites) and
 //! specialises definitions to the concrete types and sizes of the call.
 //!
 //! Input: a checked, zonked `TExpr` (types may still mention the rigid variables of the
@@ -1422,7 +1422,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// `reduce(xs, e, op)` and `assoc_scan(xs, e, op)`: the operator is lowered into a closed
-    /// block whose params are the leaves of the left then the right element (seed 000 §2).
+    /// block whose params are the leaves of the left then the right element ([Paszke21] §2).
     pub(super) fn lower_monoid(
         &mut self,
         builtin: Builtin,

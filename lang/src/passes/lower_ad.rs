@@ -1,4 +1,4 @@
-//! Lowering of the differentiation API (LANGUAGE.md §4): `grad`, `jvp`, `vjp`, `linearize`,
+//! Lowering of the differentiation API (docs/language.md): `grad`, `jvp`, `vjp`, `linearize`,
 //! `transpose_linear`, `deriv`, `deriv_rev`, `check_deriv` (`jacobian` and `hessian` are in
 //! `lower_jacobian`).
 //!

@@ -1,4 +1,4 @@
-//! Lowering of user types, `case` and interface methods (LANGUAGE.md §8).
+//! Lowering of user types, `case` and interface methods (docs/language.md).
 //!
 //! User types are gone after this: a value is the tuple its type's representation gives
 //! (Note [Data representation] in `check/data.rs`), so a table of structs is one array per

@@ -1,4 +1,4 @@
-//! Lowering of `jacobian` and `hessian` (LANGUAGE.md §4), as JAX's: the argument and the
+//! Lowering of `jacobian` and `hessian` (docs/language.md), as JAX's: the argument and the
 //! result may be floats, tables of floats or tuples of those. The result holds one block per
 //! (output table, input table) pair, `out_shape => in_shape => element`, in a tuple per output
 //! of a tuple per input (`check::builtins::jacobian_ty` gives its type).

@@ -6,7 +6,7 @@
 //! any program: `x * 1 = x`, `x / 1 = x` (an integer `idiv` too), `neg (neg x) = x`, a cast to
 //! the type a value already has; `tr` of `tr` is one `tr` (none for the identity), `reshape` of
 //! `reshape` is one `reshape` (none to the same shape), a `gather` whose index function only
-//! permutes its indices within bounds is a `tr` (seed 003 Fig 12, seed 004 Fig 8); an integer
+//! permutes its indices within bounds is a `tr` ([HuotShaikhha] Fig 12, [Shaikhha23] Fig 8); an integer
 //! `sumOuter` of a replicated scalar is a product (integer addition is exact, also when it
 //! wraps); a `cond` of scalars whose branches only apply primitives is a `select`
 //! (if-conversion); a `scatter` of a `scatter` whose index function returns its own
@@ -22,7 +22,7 @@
 //! which is `floor x`) are deliberately absent.
 //! Each rule is named in `Rule` and counted, so a test can check that it fires.
 //!
-//! Not done yet: the rest of seed 003 Fig 12 / seed 004 Fig 8 (loop-invariant code motion,
+//! Not done yet: the rest of [HuotShaikhha] Fig 12 / [Shaikhha23] Fig 8 (loop-invariant code motion,
 //! fusion of maps, tuple partial evaluation), Fig 10's rules for indexing `tr`/`reshape`
 //! producers, and rules valid for finite values only.
 
@@ -206,7 +206,7 @@ fn simplify_block(
 
 /// If-conversion: `if c then (ts…; a…) else (es…; b…)` whose values are scalars and whose
 /// branches only apply primitives to scalars is `ts…; es…; select c a b…`. Primitives are
-/// total and pure (seed 001 §5.2's totality), so evaluating both branches and choosing gives
+/// total and pure ([Smeding25] §5.2's totality), so evaluating both branches and choosing gives
 /// the same values as branching, and a loop body whose only nested blocks were such conds
 /// (`maximum_by`'s `if f y > f x then y else x`, a user's `if c > 0 then …`) becomes
 /// straight-line scalar code, which runs on registers (`exec::scalar_loop`). Branches that

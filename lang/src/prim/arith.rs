@@ -1,7 +1,7 @@
 //! Arithmetic primitives: `add sub mul div neg abs min max mod idiv` on every numeric element
 //! type; the result has the operands' element type.
 //!
-//! Semantics (LANGUAGE.md §4, totality):
+//! Semantics (docs/language.md, totality):
 //! - Integers wrap on overflow (`add`, `sub`, `mul`, `neg`, `abs`; `neg` and `abs` of the
 //!   minimum signed value give it back; `neg` on unsigned types wraps).
 //! - `div` on integers truncates toward zero; `idiv` floors; both give 0 on division by zero.
@@ -381,7 +381,7 @@ pub fn linearity(op: ArithOp) -> super::Linearity {
     }
 }
 
-/// JVP rules (seed 001 Fig 15, seed 004 Fig 7).
+/// JVP rules ([Smeding25] Fig 15, [Shaikhha23] Fig 7).
 pub fn jvp(
     op: ArithOp,
     cx: &mut dyn super::Emitter,

@@ -1,13 +1,13 @@
-//! The closed set of elementwise primitives (`op` of seed 001 Fig 7).
+//! The closed set of elementwise primitives (`op` of [Smeding25] Fig 7).
 //!
-//! Each family file holds every rule of its primitives together (STYLE.md §1): the type rule
+//! Each family file holds every rule of its primitives together (docs/architecture.md): the type rule
 //! and the scalar evaluation rule today; batching, JVP, transpose and cost rules join them as
 //! the later passes arrive. Every rule is an exhaustive match over the family's own operator
 //! enum (`ArithOp`, `MathOp`, `CompareOp`, `ConvertOp`), with no `_ =>` arm, so adding a
 //! primitive is a checklist that the compiler walks you through: a `Prim` variant, its arm in
 //! [`Prim::family`], then one arm in every rule of its family file.
 //!
-//! Totality (LANGUAGE.md §4): every primitive is defined on every well-typed input. Integer
+//! Totality (docs/language.md): every primitive is defined on every well-typed input. Integer
 //! division and `mod` by zero give zero; integer overflow wraps; float operations follow
 //! IEEE 754.
 
@@ -295,7 +295,7 @@ pub trait Emitter {
 /// A tangent or cotangent: `None` is a (symbolic) zero.
 pub type Tangent = Option<Atom>;
 
-/// How a primitive relates to differentiation (STYLE.md: recorded explicitly, never an
+/// How a primitive relates to differentiation (docs/architecture.md: recorded explicitly, never an
 /// `Option<fn>` that fails at run time).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Linearity {
@@ -325,7 +325,7 @@ pub enum ArgumentOrder {
 pub struct NotLinear(pub String);
 
 impl Prim {
-    /// The forward derivative (JVP, seed 001 Fig 15; seed 004 Fig 7): the tangent of the result
+    /// The forward derivative (JVP, [Smeding25] Fig 15; [Shaikhha23] Fig 7): the tangent of the result
     /// given the operands, the result and the operands' tangents. The emitted statements are
     /// linear in the tangents and use only the forms `transpose` knows.
     pub fn jvp(
@@ -349,7 +349,7 @@ impl Prim {
     }
 
     /// The transpose of a statement that is linear in the operands marked `linear`: the
-    /// cotangent contribution of each operand given the result's cotangent `ct` (seed 001
+    /// cotangent contribution of each operand given the result's cotangent `ct` ([Smeding25]
     /// Fig 19 `eval`, one constructor at a time).
     pub fn transpose(
         self,

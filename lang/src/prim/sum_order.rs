@@ -1,4 +1,4 @@
-//! The order in which dx adds up a sum: part of the language's semantics (DESIGN.md, "The
+//! The order in which dx adds up a sum: part of the language's semantics (docs/architecture.md, "The
 //! engine"), defined once here and used by the reference interpreter and the engine alike.
 //!
 //! Floating-point addition is not associative, so "the sum of `x_0 … x_{n-1}`" means nothing

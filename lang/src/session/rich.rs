@@ -1,4 +1,4 @@
-//! Rich outputs of a block (LANGUAGE.md §7): `:table` grids, `:plot` and `:plotgrad` figures,
+//! Rich outputs of a block (docs/language.md): `:table` grids, `:plot` and `:plotgrad` figures,
 //! and `:p "text"`. The session computes the numbers; `display` draws them in each medium.
 //!
 //! `:plot e > "file.png"` (or `.svg`) also saves the figure, and says where.

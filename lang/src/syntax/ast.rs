@@ -48,7 +48,7 @@ pub enum Decl {
     },
     /// `import name`
     Import(Ident),
-    /// `struct`, `data` or `enum`: a user type and its constructors (LANGUAGE.md §8).
+    /// `struct`, `data` or `enum`: a user type and its constructors (docs/language.md).
     Data(DataDecl),
     /// `interface Name(a)` with method signatures and defaults.
     Interface(InterfaceDecl),
@@ -429,7 +429,7 @@ pub enum Lit {
     /// A float literal (`1.0`, `1.`, `1e-3`); its type is decided by the checker.
     Float(f64),
     Bool(bool),
-    /// A string literal: a `List Char` (LANGUAGE.md §8).
+    /// A string literal: a `List Char` (docs/language.md).
     Str(String),
     /// A character literal `'a'`: a `Char` (a byte, as Dex's `Word8`).
     Char(u8),

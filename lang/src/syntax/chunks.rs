@@ -1,4 +1,4 @@
-//! Splitting a source (a file, a REPL entry, a notebook cell) into chunks (LANGUAGE.md §1), and
+//! Splitting a source (a file, a REPL entry, a notebook cell) into chunks (docs/language.md), and
 //! deciding whether a REPL entry is complete.
 //!
 //! Line rules, by the line's first character:

@@ -3,7 +3,7 @@
 //! Pipeline, one module each:
 //!
 //! - `chunks`: splits a file, REPL entry or notebook cell into prose, comment, blank and code
-//!   chunks (LANGUAGE.md §1) and decides whether a REPL entry is complete (`entry_status`).
+//!   chunks (docs/language.md) and decides whether a REPL entry is complete (`entry_status`).
 //! - `parser` (`parse_code`): a code block's pragma lines, then its declaration, through
 //!   - `lexer`: token boundaries, comments and indentation, for
 //!   - `layout`: indentation made explicit as block markers, and the resource limits

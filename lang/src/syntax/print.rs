@@ -1,4 +1,4 @@
-//! Printing the surface AST back as dx source: the `parse` stage of `%passes` (LANGUAGE.md §6).
+//! Printing the surface AST back as dx source: the `parse` stage of `%passes` (docs/language.md).
 //!
 //! Guarantees: the text of `print_block` parses (`parse_code`) back to the same tree, spans
 //! aside, and is one chunk for `split_chunks`; likewise `print_expr` with `parse_expr` (except

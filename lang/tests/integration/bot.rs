@@ -60,7 +60,7 @@ fn check_seed(seed: u64, config: &GenConfig) {
                 "seed {seed}: results differ\nexpected {expected:?}\nactual {actual:?}\nbefore:\n{program}\nafter:\n{transformed}"
             ),
             // Strict mode reports reads that happen: the BOT evaluates both sides of a batched
-            // conditional (a strict select, seed 001 §5.2), which may add reads, and drops
+            // conditional (a strict select, [Smeding25] §5.2), which may add reads, and drops
             // dead statements, which removes them; only the values are compared.
             (Err(_), _) | (_, Err(_)) if strict => {}
             _ => panic!("seed {seed} (strict: {strict}): {expected:?} vs {actual:?}\nbefore:\n{program}\nafter:\n{transformed}"),

@@ -1,4 +1,4 @@
-//! Snapshots of the `bot` stage on seed 001's examples (§5, Fig 18): the self-convolution
+//! Snapshots of the `bot` stage on [Smeding25]'s examples (§5, Fig 18): the self-convolution
 //! term t_sc, the dot product and the matrix product written with `build1`. Each is also run
 //! before and after the transform to check that the values agree.
 
@@ -137,7 +137,7 @@ fn gather_of_gather_composes() {
 #[test]
 fn index_is_pushed_into_its_producer() {
     // (for i. x[i] * 2.0)[3] computes one element, and (sum over rows of m)[1] sums one
-    // column: seed 001 Fig 10's rules for op, replicate and sumOuter.
+    // column: [Smeding25] Fig 10's rules for op, replicate and sumOuter.
     check_bot(
         "program(%0_x: [4]f32, %1_m: [3, 2]f32) {
            %2: [4]f32 = build1 4 (\\%3_i: []i64 ->

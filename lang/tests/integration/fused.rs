@@ -70,7 +70,7 @@ fn values_read_twice_at_the_same_point_and_index_masks_are_not_materialised() {
 
 #[test]
 fn values_read_several_times_under_a_reduction_or_a_transpose_are_not_materialised() {
-    // NNMF's objective and its gradient (seed 004 §7): `u[i] * v[j]` is read by `log` and by
+    // NNMF's objective and its gradient ([Shaikhha23] §7): `u[i] * v[j]` is read by `log` and by
     // the division (through the transpose of the inner sum), three times by the gradient's
     // divisions under its column sum; each kernel computes it once per point.
     let defs = "u : (Fin 48)=>Float = for i. 1.5 + sin (n_to_f (ordinal i))\nv : (Fin 40)=>Float = for j. 1.5 + cos (n_to_f (ordinal j))\na : (Fin 48)=>(Fin 40)=>Float = for i j. 1.0 + 0.5 * sin (n_to_f (ordinal i * 40 + ordinal j))\ndef nnmf(w: (Fin 40)=>Float) -> Float =\n  sum for i. sum for j. log (u[i] * w[j]) + a[i, j] / (u[i] * w[j])\n\n";
@@ -172,7 +172,7 @@ fn scatters_into_a_sum_are_added_in_place() {
 fn the_gradient_of_a_reduce_is_two_scans_and_one_kernel() {
     let mut session = session(Engine::Fused);
     outputs(&mut session, DEFS);
-    // `max` written as a conditional: not a selection, so the general rule of seed 000.
+    // `max` written as a conditional: not a selection, so the general rule of [Paszke21].
     let larger = "(\\v. reduce(v, v[0 @ _], \\a b. if a >= b then a else b))";
     let text = fused_stage(&mut session, &format!("grad {larger} x"));
     // The first element (the monoid's `e`), the prefix and suffix scans, the cotangents.

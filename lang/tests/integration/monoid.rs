@@ -1,10 +1,10 @@
-//! `reduce` and `assoc_scan` over user monoids (issue 11, seed 000), through the session:
+//! `reduce` and `assoc_scan` over user monoids (issue 11, [Paszke21]), through the session:
 //!
 //! - the issue's acceptance block, on all three engines;
 //! - gradients and JVPs of random closed monoids built from `+`, `×`, `max`, `min` and tuples
 //!   against central finite differences in Float64, on random arrays with zeros (ties of
 //!   `max`/`min` are kinks: there the gradient must be a subgradient);
-//! - nesting (cumulative products of cumulative products, seed 000 §4), inside `for` too;
+//! - nesting (cumulative products of cumulative products, [Paszke21] §4), inside `for` too;
 //! - the gradient of `logsumexp` is `softmax`;
 //! - the structure of the `transposed` stage of a `cumprod` gradient (a right scan, no loop);
 //! - the reference interpreter, the bulk evaluator and the fused engine agree bit for bit, on
@@ -18,7 +18,7 @@ use dx_lang::core::value::{ArrayData, Value};
 use dx_lang::core::visit::reachable_blocks;
 use dx_lang::session::{Engine, Session};
 
-/// Tolerances and steps, in one place (STYLE.md §4).
+/// Tolerances and steps, in one place (docs/architecture.md).
 mod tol {
     /// The step of central finite differences.
     pub const FD_STEP: f64 = 1e-6;
@@ -325,7 +325,7 @@ fn derivatives_of_derivatives_of_scans() {
 }
 
 /// The prelude's `logsumexp` (two passes) and `logsumexp_online` (a reduce over the online
-/// (max, sum) monoid, differentiated by seed 000's rule) have `softmax` as their gradient.
+/// (max, sum) monoid, differentiated by [Paszke21]'s rule) have `softmax` as their gradient.
 #[test]
 fn the_gradient_of_logsumexp_is_softmax() {
     let mut session = session(Engine::Fused);

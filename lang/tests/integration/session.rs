@@ -154,7 +154,7 @@ fn every_engine_agrees_with_the_interpreter_on_the_literate_tests() {
     }
 }
 
-/// In the REPL a new definition replaces the old one (LANGUAGE.md §3): re-running an entry
+/// In the REPL a new definition replaces the old one (docs/language.md): re-running an entry
 /// works, and what was computed or checked against the old definition keeps its meaning.
 #[test]
 fn repl_definitions_replace_and_dependents_keep_theirs() {

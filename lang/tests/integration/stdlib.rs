@@ -182,7 +182,7 @@ const KEYS_OF_NEW_KEY_0: [u64; 3] = [
 ];
 
 /// Dex's `split_key(n=2, k)`: a named argument fills the definition's implicit index set `n`,
-/// with a size (`2` for `Fin 2`, as LANGUAGE.md spells it) or the index set itself, wherever
+/// with a size (`2` for `Fin 2`, as docs/language.md spells it) or the index set itself, wherever
 /// it stands among the arguments.
 #[test]
 fn split_key_takes_its_size_by_name() {

@@ -1,4 +1,4 @@
-//! User types, `case` and interfaces (LANGUAGE.md §8) through the whole pipeline: values,
+//! User types, `case` and interfaces (docs/language.md) through the whole pipeline: values,
 //! derivatives and errors, on every engine.
 
 use crate::common::{error, outputs, session, value};

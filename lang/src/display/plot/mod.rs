@@ -1,4 +1,4 @@
-//! Figures (LANGUAGE.md §7): line charts (`:plot ys`, `:plot (xs, ys…)`, `:plotgrad`), bar
+//! Figures (docs/language.md): line charts (`:plot ys`, `:plot (xs, ys…)`, `:plotgrad`), bar
 //! charts (a gradient over an index set) and heatmaps (a 2-D table), with a title, axis
 //! labels and named series, drawn three ways:
 //!

@@ -1,9 +1,9 @@
 //! Fusion: the main block of a verified bulk program becomes a [`Schedule`] of loop kernels,
 //! matrix products and statements left to the bulk evaluator (`core/kernel.rs`).
 //!
-//! The BOT unfuses (seed 001 §9): every `for` becomes a chain of whole-array operations, each a
+//! The BOT unfuses ([Smeding25] §9): every `for` becomes a chain of whole-array operations, each a
 //! pass over memory, with `replicate`s and `tr`s materialised between them. Fusion puts the
-//! chains back together, following seed 004 §5.1's loop fusion (Fig 8) in the form DESIGN.md
+//! chains back together, following [Shaikhha23] §5.1's loop fusion (Fig 8) in the form docs/architecture.md
 //! gives it:
 //!
 //! - *Pull* operations (elementwise `prim`s, `replicate`, `tr`, `reshape`, `iota`, `index`, and
@@ -93,7 +93,7 @@
 // Note [Masked reads]
 // ~~~~~~~~~~~~~~~~~~~
 // A coordinate computed by an index function or taken from an `index` operand may be out of
-// range; the read must then give zero (seed 001 §5.2). Such a coordinate `c` on an axis of
+// range; the read must then give zero ([Smeding25] §5.2). Such a coordinate `c` on an axis of
 // size `d` is clamped to `0..d` before it is used, and the value read through it is replaced
 // by zero where `0 <= c < d` fails (`select`). A coordinate whose range is known from the
 // iteration space (an affine one) is not checked. An affine coordinate that may leave its
@@ -126,7 +126,7 @@ use crate::prim::{cast_scalar, Prim};
 pub const PASS: Pass = Pass {
     name: "fused",
     inner_stages: &[],
-    description: "fuse bulk operations into loop kernels and matrix products (seed 004 §5.1)",
+    description: "fuse bulk operations into loop kernels and matrix products ([Shaikhha23] §5.1)",
     kind: PassKind::Schedule(run),
     postcondition: None,
 };

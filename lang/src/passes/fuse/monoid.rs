@@ -27,14 +27,14 @@
 // chains (many lanes, or before the folds are compiled), so the values never depend on it.
 //
 // A scan binds one table per component of its monoid; the gradient's right scan over ⊗
-// (seed 000 Thm 3.7) binds three, of which only the cotangents are read. A binder that no
+// ([Paszke21] Thm 3.7) binds three, of which only the cotangents are read. A binder that no
 // later statement reads and that is not a result of the block is not stored.
 
 // Note [Monoid consumers]
 // ~~~~~~~~~~~~~~~~~~~~~~~
 // A scan's rescan (step 3 of Note [Monoid order] in `ops::monoid`) computes its results a
 // group of chunks at a time. The map that reads them next (the last kernel of a `cumprod`
-// gradient, seed 000 Eq 12: `x̄ᵢ = ∂₂ᵀ⊙(…) · ȳᵢ`) would read them back from memory: a write
+// gradient, [Paszke21] Eq 12: `x̄ᵢ = ∂₂ᵀ⊙(…) · ȳᵢ`) would read them back from memory: a write
 // and a read of each consumed table for nothing. A later map kernel over the scan's shape
 // is a *consumer* of the scan's step when
 //

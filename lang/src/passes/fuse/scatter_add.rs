@@ -4,7 +4,7 @@
 
 // Note [Scatters added in place]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// The transpose of a gather is a scatter (seed 001 §6.3): the gradient of `x[r, label r]`
+// The transpose of a gather is a scatter ([Smeding25] §6.3): the gradient of `x[r, label r]`
 // scatters one value per row into a zero table as large as `x`, and the gradient of `x`
 // adds that table to the rest. Materialised, it costs a zeroed table (a pass of writes) and
 // its read in the sum (a pass of reads) for a handful of values.
