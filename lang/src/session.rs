@@ -341,6 +341,15 @@ const STDLIB: &[(&str, &str)] = &[
     ("stats", include_str!("../../stdlib/stats.dx")),
 ];
 
+/// What loading the prelude leaves in a session (`Session::load_prelude`).
+struct LoadedPrelude {
+    env: GlobalEnv,
+    values: HashMap<String, (Ty, Vec<Tensor>)>,
+    imported: HashSet<String>,
+    docs: HashMap<String, String>,
+    startup: Vec<Output>,
+}
+
 /// Stack size for evaluating a block: deeply nested programs recurse deeply.
 const EVAL_STACK_BYTES: usize = 256 << 20;
 
@@ -364,9 +373,38 @@ impl Session {
             more_errors: Vec::new(),
         };
         if load_prelude {
-            session.startup = session.import("prelude");
+            session.load_prelude();
         }
         session
+    }
+
+    /// Loads the prelude: checked once per process and copied into each new session, unless
+    /// `DX_LIBRARY_PATH` may hold another one (Note [Where libraries are found]).
+    fn load_prelude(&mut self) {
+        static LOADED: std::sync::OnceLock<LoadedPrelude> = std::sync::OnceLock::new();
+        if std::env::var_os(LIBRARY_PATH_VAR).is_some() {
+            self.startup = self.import("prelude");
+            return;
+        }
+        let loaded = LOADED.get_or_init(|| {
+            let mut fresh = Session::new(SessionConfig {
+                prelude: false,
+                ..self.config.clone()
+            });
+            let startup = fresh.import("prelude");
+            LoadedPrelude {
+                env: fresh.env,
+                values: fresh.values,
+                imported: fresh.imported,
+                docs: fresh.docs,
+                startup,
+            }
+        });
+        self.env = loaded.env.clone();
+        self.values = loaded.values.clone();
+        self.imported = loaded.imported.clone();
+        self.docs = loaded.docs.clone();
+        self.startup = loaded.startup.clone();
     }
 
     /// Evaluates every block of a source (a file, a REPL entry, a cell) in order and returns
