@@ -13,8 +13,8 @@
 //!   in [0, 1], red, green, blue.
 //! - a `String`.
 
+use super::rich::floats;
 use super::{Diagnostic, ErrorKind, Output};
-use crate::core::ir::Scalar;
 use crate::display::{Chart, DisplayValue, Figure, Image, Labels};
 use crate::syntax::Span;
 
@@ -40,40 +40,13 @@ pub(super) fn html_output(value: &DisplayValue, span: Span) -> Result<Output, Di
     })
 }
 
-fn number(value: &DisplayValue) -> Option<f64> {
-    match value {
-        DisplayValue::Scalar(scalar) => scalar_f64(*scalar),
-        _ => None,
-    }
-}
-
-fn scalar_f64(scalar: Scalar) -> Option<f64> {
-    match scalar {
-        Scalar::F32(x) => Some(f64::from(x)),
-        Scalar::F64(x) => Some(x),
-        Scalar::I32(n) => Some(f64::from(n)),
-        Scalar::I64(n) => Some(n as f64),
-        Scalar::U32(n) => Some(f64::from(n)),
-        Scalar::U64(n) => Some(n as f64),
-        Scalar::Bool(_) => None,
-    }
-}
-
-/// The numbers of a 1-D table of scalars.
-fn numbers(value: &DisplayValue) -> Option<Vec<f64>> {
-    match value {
-        DisplayValue::Table(items) => items.iter().map(number).collect(),
-        _ => None,
-    }
-}
-
 fn scatter(xs: &DisplayValue, ys: &DisplayValue, cs: &DisplayValue) -> Option<Figure> {
-    let (xs, ys) = (numbers(xs)?, numbers(ys)?);
+    let (xs, ys) = (floats(xs)?, floats(ys)?);
     if xs.len() != ys.len() {
         return None;
     }
     // A `Plot n Float Float ()` has a table of units as its colours.
-    let shades = numbers(cs).filter(|shades| shades.len() == xs.len());
+    let shades = floats(cs).filter(|shades| shades.len() == xs.len());
     Some(Figure {
         chart: Chart::Points { xs, ys, shades },
         labels: Labels::default(),
@@ -94,7 +67,7 @@ fn image(pixels: &DisplayValue) -> Option<Image> {
             return None;
         }
         for pixel in row {
-            let channels = numbers(pixel)?;
+            let channels = floats(pixel)?;
             if channels.len() != 3 {
                 return None;
             }
@@ -143,6 +116,7 @@ fn unquote(quoted: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::ir::Scalar;
 
     #[test]
     fn strings_lose_their_quotes_and_escapes() {

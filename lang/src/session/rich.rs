@@ -374,7 +374,7 @@ fn scalar_value(scalar: Scalar) -> f64 {
 }
 
 /// The numbers of a 1-D table.
-fn floats(value: &DisplayValue) -> Option<Vec<f64>> {
+pub(super) fn floats(value: &DisplayValue) -> Option<Vec<f64>> {
     match value {
         DisplayValue::Table(items) => items
             .iter()
