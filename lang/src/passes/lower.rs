@@ -1682,10 +1682,11 @@ impl<'a> Lowerer<'a> {
                         return bug(span, "a dependent row is a table");
                     };
                     let padded = Ty::table(of.clone(), (**row_elem).clone());
-                    let row = cx.arbitrary(&padded, subkey, span)?;
                     let valid = cx.range_size_at(kind, &of, flat, span)?;
                     let row = cx.build_table(&padded, "arb", span, |cx, position| {
-                        let item = cx.index_value(&row, position, span)?;
+                        let ordinal = SVal::Arr(cx.cast(position, Elem::U32, span)?);
+                        let key = cx.call_prelude("hash", vec![subkey, ordinal], span)?;
+                        let item = cx.arbitrary(row_elem, key, span)?;
                         let leaves = cx.leaves(&item, span)?;
                         cx.zero_beyond(leaves, position, valid, span)
                     })?;
