@@ -506,10 +506,12 @@ impl Session {
             self.docs.remove(&ident.name);
         }
         let named = match decl {
-            Decl::Def(_) | Decl::Data(_) | Decl::Interface(_) | Decl::TypeAlias(_) => {
-                decl.defined_names().first().copied()
-            }
-            Decl::Let(_) | Decl::Command { .. } | Decl::Import(_) | Decl::Instance(_) => None,
+            Decl::Def(_)
+            | Decl::Data(_)
+            | Decl::Interface(_)
+            | Decl::TypeAlias(_)
+            | Decl::Instance(_) => decl.defined_names().first().copied(),
+            Decl::Let(_) | Decl::Command { .. } | Decl::Import(_) => None,
         };
         if let (Some(name), Some(doc)) = (named, doc) {
             self.docs.insert(name.name.clone(), doc);
@@ -730,13 +732,10 @@ impl Session {
             bench: timing.clone(),
         };
         let res = match &block.decl {
-            Decl::Def(def) => {
-                let mut infer = Infer::new(&mut self.env);
-                match infer.infer_top_def(def) {
-                    Ok(info) => {
-                        self.env.define(&def.name.name, info);
-                        Ok(Evaluated::default())
-                    }
+            Decl::Def(def) => self.define(def),
+            Decl::Instance(instance) if instance.named.is_some() => {
+                match crate::check::named_instance_def(instance) {
+                    Ok(def) => self.define(&def),
                     Err(err) => Err(type_error(&mut self.more_errors, err)),
                 }
             }
@@ -1047,6 +1046,17 @@ impl Session {
                 .count()
                 + 1;
             self.defined_at.insert(ident.name.clone(), line);
+        }
+    }
+
+    /// A `def` (or the definition a named instance stands for): checked and put in scope.
+    fn define(&mut self, def: &crate::syntax::ast::FunDef) -> Result<Evaluated, Diagnostic> {
+        match Infer::new(&mut self.env).infer_top_def(def) {
+            Ok(info) => {
+                self.env.define(&def.name.name, info);
+                Ok(Evaluated::default())
+            }
+            Err(err) => Err(type_error(&mut self.more_errors, err)),
         }
     }
 

@@ -266,6 +266,9 @@ pub enum EffectOp {
     Extend,
     /// `AddMonoid a`, `MulMonoid a`, `AndMonoid`, `OrMonoid`: a monoid as a value.
     Monoid(NamedMonoid),
+    /// A user's monoid made of its identity and its combining function: the body of a
+    /// `named-instance … : Monoid(T)` (Note [Named monoids]); not a name a program can write.
+    MakeMonoid,
     /// `with_reader(x, \r. body)` (also `run_reader`)
     WithReader,
     /// `ask r`
@@ -287,6 +290,10 @@ pub enum EffectOp {
     /// `unsafe_io(\\. body)`: the body, whose `print`s are the block's output.
     UnsafeIo,
 }
+
+/// The name the body of a named monoid instance calls to make the monoid (`EffectOp::MakeMonoid`):
+/// the `%` keeps it out of what a program can name.
+pub const MAKE_MONOID: &str = "%monoid";
 
 /// The monoids of `yield_accum`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -458,6 +465,7 @@ impl Builtin {
             "MulMonoid" => B::Effect(EffectOp::Monoid(NamedMonoid::Mul)),
             "AndMonoid" => B::Effect(EffectOp::Monoid(NamedMonoid::And)),
             "OrMonoid" => B::Effect(EffectOp::Monoid(NamedMonoid::Or)),
+            MAKE_MONOID => B::Effect(EffectOp::MakeMonoid),
             "with_reader" | "run_reader" => B::Effect(EffectOp::WithReader),
             "ask" => B::Effect(EffectOp::Ask),
             "while" => B::Effect(EffectOp::While),
@@ -824,6 +832,7 @@ impl Builtin {
                     // lowering checks which.
                     EffectOp::RunAccum => {
                         let b = var(cx, &[]);
+                        cx.constrain_accum(b.clone(), s.clone(), span);
                         handler(
                             Ty::Con(TyCon::Monoid, vec![b]),
                             Ty::Tuple(vec![a.clone(), s.clone()]),
@@ -831,6 +840,7 @@ impl Builtin {
                     }
                     EffectOp::YieldAccum => {
                         let b = var(cx, &[]);
+                        cx.constrain_accum(b.clone(), s.clone(), span);
                         handler(Ty::Con(TyCon::Monoid, vec![b]), s.clone())
                     }
                     EffectOp::Monoid(NamedMonoid::Add) => {
@@ -849,6 +859,11 @@ impl Builtin {
                     }
                     EffectOp::Monoid(NamedMonoid::And | NamedMonoid::Or) => {
                         Ty::Con(TyCon::Monoid, vec![Ty::bool()])
+                    }
+                    EffectOp::MakeMonoid => {
+                        let b = var(cx, &[]);
+                        let combine = Ty::funs(vec![b.clone(), b.clone()], b.clone());
+                        Ty::funs(vec![b.clone(), combine], Ty::Con(TyCon::Monoid, vec![b]))
                     }
                     EffectOp::While => Ty::fun(Ty::fun(unit.clone(), Ty::bool()), unit),
                     EffectOp::Iter => {

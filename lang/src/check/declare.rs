@@ -714,3 +714,96 @@ fn method_name(name: &str) -> &str {
         other => other,
     }
 }
+
+/// `named-instance Name(params) -> Monoid(T)` with `mempty` and `<>`: the definition
+/// `def Name(params) -> Monoid(T) = %monoid(mempty, <>)` that makes the monoid value a program
+/// passes to `yield_accum` (Note [Named monoids] in `passes/lower_effects.rs`). Named
+/// instances of other interfaces are refused: dx finds instances by type, and a named one has
+/// no use but as an accumulator's monoid.
+pub fn named_instance_def(decl: &InstanceDecl) -> Result<ast::FunDef> {
+    let Some((name, params)) = &decl.named else {
+        return error(decl.span, "not a named instance");
+    };
+    if decl.class.name != "Monoid" {
+        return error(
+            decl.class.span,
+            format!(
+                "a named instance is a monoid for `yield_accum` in dx \
+                 (`named-instance {} : Monoid(T)`); named instances of `{}` are not supported",
+                name.name, decl.class.name
+            ),
+        );
+    }
+    let [arg] = decl.args.as_slice() else {
+        return error(decl.class.span, "`Monoid` has one parameter: `Monoid(T)`");
+    };
+    let mut empty = None;
+    let mut combine = None;
+    for item in &decl.methods {
+        let (method, value) = match item {
+            InstanceItem::Let(binding) => match &binding.pat {
+                Pattern::Var(method) => (method, binding.value.clone()),
+                _ => return error(binding.span, "a method is bound to a name: `mempty = …`"),
+            },
+            InstanceItem::Def(def) if def.params.is_empty() => (&def.name, def.body.clone()),
+            InstanceItem::Def(def) => {
+                let lambda = ast::ExprKind::Lam {
+                    params: def.params.clone(),
+                    body: Box::new(def.body.clone()),
+                };
+                let value = ast::Expr {
+                    kind: lambda,
+                    span: def.span,
+                };
+                (&def.name, value)
+            }
+        };
+        let slot = match method.name.as_str() {
+            "mempty" => &mut empty,
+            "<>" | "mcombine" => &mut combine,
+            other => {
+                return error(
+                    method.span,
+                    format!("`{other}` is not a method of `Monoid` (`mempty`, `<>`)"),
+                )
+            }
+        };
+        if slot.replace(value).is_some() {
+            return error(method.span, format!("`{}` is defined twice", method.name));
+        }
+    }
+    let (Some(empty), Some(combine)) = (empty, combine) else {
+        return error(
+            name.span,
+            "a `Monoid` instance defines `mempty` and `<>`: `mempty = …` and `def (<>)(x, y) = …`",
+        );
+    };
+    let span = decl.span;
+    let var = |name: &str| ast::Expr {
+        kind: ast::ExprKind::Var(ast::Ident {
+            name: name.to_string(),
+            span,
+        }),
+        span,
+    };
+    let app = |func: ast::Expr, arg: ast::Expr| ast::Expr {
+        kind: ast::ExprKind::App {
+            func: Box::new(func),
+            arg: Box::new(arg),
+            name: None,
+        },
+        span,
+    };
+    let body = app(app(var(super::builtins::MAKE_MONOID), empty), combine);
+    Ok(ast::FunDef {
+        name: name.clone(),
+        params: params.clone(),
+        ret: Some(TypeExpr {
+            kind: TypeExprKind::App(decl.class.clone(), vec![arg.clone()]),
+            span: decl.class.span,
+        }),
+        given: decl.given.clone(),
+        body,
+        span,
+    })
+}

@@ -88,6 +88,8 @@ pub struct Infer<'env> {
     fields: Vec<PendingField>,
     cases: Vec<PendingCase>,
     scale: Vec<(Ty, Ty, Span)>,
+    /// `yield_accum m`: the monoid's type and the accumulator's (Note [Accumulator types]).
+    accums: Vec<(Ty, Ty, Span)>,
     /// `show x`: the type of `x` and the length of its text, set once the type is known
     /// (`check::show`).
     texts: Vec<(Ty, Ty, Span)>,
@@ -127,6 +129,7 @@ impl<'env> Infer<'env> {
             fields: Vec::new(),
             cases: Vec::new(),
             scale: Vec::new(),
+            accums: Vec::new(),
             texts: Vec::new(),
             appends: Vec::new(),
             scopes: Vec::new(),
@@ -229,6 +232,12 @@ impl<'env> Infer<'env> {
         }
         self.unify(&a, &b, span)?;
         monoid(self, &a)
+    }
+
+    /// `yield_accum m` with `m: Monoid base`: the accumulator holds `value` (Note
+    /// [Accumulator types]).
+    pub fn constrain_accum(&mut self, base: Ty, value: Ty, span: Span) {
+        self.accums.push((base, value, span));
     }
 
     /// `s .* a`: the scalars of `a` are `s`.
@@ -545,6 +554,27 @@ impl<'env> Infer<'env> {
                     progress = true;
                 } else {
                     self.appends.push(item);
+                }
+            }
+            // Note [Accumulator types]
+            // ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+            // An accumulator of a monoid on `b` holds `b` or tables of `b` (Dex lifts a monoid
+            // to tables); the lowering checks which. What nothing else decides (`acc += 1`)
+            // is the monoid's own type, not a literal's default: when inference is done, an
+            // undecided element of the accumulator (below its tables) is `b`.
+            for (base, value, span) in std::mem::take(&mut self.accums) {
+                let base = self.zonk(&base);
+                let mut value = self.zonk(&value);
+                while let (Ty::Table(_, elem), false) = (&value, matches!(base, Ty::Table(..))) {
+                    value = (**elem).clone();
+                }
+                match value {
+                    Ty::Var(_) if finish => {
+                        self.unify(&value, &base, span)?;
+                        progress = true;
+                    }
+                    Ty::Var(_) => self.accums.push((base, value, span)),
+                    _ => {}
                 }
             }
             let scale = std::mem::take(&mut self.scale);
@@ -929,6 +959,14 @@ impl<'env> Infer<'env> {
             let region = self.read_type(region, implicit)?;
             let value = self.read_type(value, implicit)?;
             return Ok(Ty::Con(super::types::TyCon::Ref, vec![region, value]));
+        }
+        if name.name == "Monoid" {
+            // `Monoid T`: a monoid value (`AddMonoid Float`, a named instance).
+            let [base] = args else {
+                return error(span, "`Monoid` takes one type: `Monoid Float`");
+            };
+            let base = self.read_type(base, implicit)?;
+            return Ok(Ty::Con(super::types::TyCon::Monoid, vec![base]));
         }
         if let Some(def) = self.env.data_types.get(&name.name).cloned() {
             return self.read_data_type(def, args, span, implicit);

@@ -87,8 +87,8 @@ pub enum SVal {
         cell: usize,
         path: Vec<Atom>,
     },
-    /// A monoid passed to `yield_accum` (`AddMonoid Float`).
-    Monoid(NamedMonoid),
+    /// A monoid passed to `yield_accum` (`AddMonoid Float`, a user's named instance).
+    Monoid(super::lower_effects::AccumMonoid),
 }
 
 #[derive(Debug)]
@@ -1809,6 +1809,7 @@ pub fn builtin_arity(builtin: Builtin) -> usize {
             EffectOp::Print | EffectOp::UnsafeIo => 1,
             EffectOp::Monoid(NamedMonoid::Add | NamedMonoid::Mul) => 1,
             EffectOp::Monoid(NamedMonoid::And | NamedMonoid::Or) => 0,
+            EffectOp::MakeMonoid => 2,
             EffectOp::BoundedIter => 3,
             EffectOp::RunState
             | EffectOp::WithState

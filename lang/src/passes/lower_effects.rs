@@ -56,6 +56,8 @@
 // of a computed text reached several times in loops prints the first text and says how many
 // more lines there were (the others' texts are not kept).
 
+use std::rc::Rc;
+
 use crate::check::builtins::{EffectOp, NamedMonoid};
 use crate::check::types::Ty;
 use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Scalar, VarId};
@@ -68,10 +70,44 @@ use super::lower::{bug, error, Lowerer, Result, SVal};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CellKind {
     State,
-    Accum(NamedMonoid),
+    Accum(Combine),
     Reader,
     /// The flag of a `catch`: whether its body has thrown.
     Thrown,
+}
+
+/// How an accumulator combines: a built-in monoid, or the user's monoid number `k` of
+/// `Effects::user_monoids` (Note [Named monoids]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Combine {
+    Named(NamedMonoid),
+    User(usize),
+}
+
+/// A monoid passed to `yield_accum`.
+#[derive(Clone, Debug)]
+pub enum AccumMonoid {
+    Named(NamedMonoid),
+    User(Rc<UserMonoid>),
+}
+
+// Note [Named monoids]
+// ~~~~~~~~~~~~~~~~~~~~
+// `named-instance MaxMonoid : Monoid(Float)` with `mempty` and `<>` is, to the checker, a
+// definition `MaxMonoid : Monoid(Float)` whose body makes a monoid value of the two methods
+// (`check::declare::named_instance_def`); parameters (`named-instance AddMonoid(a|Add) ->
+// Monoid(a)`) make it a function of types. An accumulator of a user's monoid holds the
+// base type `b` or tables of it, as Dex's lifted monoids: its identity is `mempty` at every
+// element, and `acc!i += v` combines element by element with the user's `<>`. The `<>` is
+// any function, not a sum, so the contributions of a loop cannot be stacked and added at the
+// end: the accumulator is carried through the loop as state is (the loop runs in order).
+
+/// A user's monoid: its identity and combining function at the base type `base`.
+#[derive(Debug)]
+pub struct UserMonoid {
+    pub base: Ty,
+    pub empty: SVal,
+    pub combine: SVal,
 }
 
 /// The value behind one reference (Note [Effects as cells]).
@@ -114,6 +150,8 @@ enum Step {
 #[derive(Default)]
 pub struct Effects {
     cells: Vec<Cell>,
+    /// The user's monoids of the accumulators made so far (`Combine::User`).
+    user_monoids: Vec<Rc<UserMonoid>>,
     depth: usize,
     /// The contributions made in each enclosing loop body, innermost last.
     frames: Vec<Vec<Record>>,
@@ -229,17 +267,37 @@ impl Lowerer<'_> {
                     return bug(span, "an accumulator without its monoid");
                 };
                 let action = next()?;
-                let value_ty = ref_value_ty(ty)?;
-                let init = self.monoid_identity(monoid, &value_ty, span)?;
+                let value_ty = self.concrete(&ref_value_ty(ty)?, span)?;
+                let combine = match monoid {
+                    AccumMonoid::Named(named) => Combine::Named(named),
+                    AccumMonoid::User(user) => {
+                        self.effects.user_monoids.push(user);
+                        Combine::User(self.effects.user_monoids.len() - 1)
+                    }
+                };
+                let init = self.monoid_identity(combine, &value_ty, span)?;
                 let (res, last) =
-                    self.handle(CellKind::Accum(monoid), init, value_ty, action, span)?;
+                    self.handle(CellKind::Accum(combine), init, value_ty, action, span)?;
                 Ok(if op == EffectOp::RunAccum {
                     SVal::Tuple(vec![res, last])
                 } else {
                     last
                 })
             }
-            EffectOp::Monoid(monoid) => Ok(SVal::Monoid(monoid)),
+            EffectOp::Monoid(monoid) => Ok(SVal::Monoid(AccumMonoid::Named(monoid))),
+            EffectOp::MakeMonoid => {
+                let empty = next()?;
+                let combine = next()?;
+                let Ty::Fun { param, .. } = ty else {
+                    return bug(span, "a monoid's type");
+                };
+                let base = self.concrete(param, span)?;
+                Ok(SVal::Monoid(AccumMonoid::User(Rc::new(UserMonoid {
+                    base,
+                    empty,
+                    combine,
+                }))))
+            }
             EffectOp::Get | EffectOp::Ask => {
                 let (cell, path) = self.reference(next()?, span)?;
                 if let CellKind::Accum(_) = self.effects.cells[cell].kind {
@@ -281,14 +339,13 @@ impl Lowerer<'_> {
             EffectOp::Extend => {
                 let (cell, path) = self.reference(next()?, span)?;
                 let value = next()?;
-                let CellKind::Accum(monoid) = self.effects.cells[cell].kind else {
+                let CellKind::Accum(_) = self.effects.cells[cell].kind else {
                     return error(
                         span,
                         "`+=` adds to an accumulator (from `yield_accum` or `run_accum`); this \
                          reference is a `State` one: write `ref := get ref + v`",
                     );
                 };
-                let _ = monoid;
                 self.extend(cell, path, value, span)?;
                 Ok(SVal::Tuple(Vec::new()))
             }
@@ -494,7 +551,7 @@ impl Lowerer<'_> {
         let origin = span;
         let span = self.in_def_call_site().map_or(span, |(_, call)| call);
         let cell = self.new_cell(
-            CellKind::Accum(NamedMonoid::Add),
+            CellKind::Accum(Combine::Named(NamedMonoid::Add)),
             SVal::Arr(Atom::Lit(Scalar::I32(0))),
             Ty::Base(crate::check::types::BaseTy::Int32),
         );
@@ -574,8 +631,23 @@ impl Lowerer<'_> {
     /// `cell!path += value`: eagerly at the accumulator's level, else as a contribution of
     /// the loop (Note [Effects as cells]).
     fn extend(&mut self, cell: usize, path: Vec<Atom>, value: SVal, span: Span) -> Result<()> {
-        let CellKind::Accum(monoid) = self.effects.cells[cell].kind else {
-            return bug(span, "extending a cell that is not an accumulator");
+        let monoid = match self.effects.cells[cell].kind {
+            CellKind::Accum(Combine::Named(monoid)) => monoid,
+            CellKind::Accum(Combine::User(user)) => {
+                let user = self.effects.user_monoids[user].clone();
+                let mut ty = self.effects.cells[cell].ty.clone();
+                let mut current = self.effects.cells[cell].value.clone();
+                for &index in &path {
+                    let Ty::Table(_, elem) = ty else {
+                        return bug(span, "an element reference into a non-table");
+                    };
+                    ty = *elem;
+                    current = self.index_value(&current, index, span)?;
+                }
+                let combined = self.combine_user(&user, &ty, current, value, span)?;
+                return self.update_cell(cell, &path, combined, None, span);
+            }
+            _ => return bug(span, "extending a cell that is not an accumulator"),
         };
         let deeper = self.effects.cells[cell].depth < self.effects.depth;
         if deeper && monoid == NamedMonoid::Add {
@@ -617,9 +689,66 @@ impl Lowerer<'_> {
         Ok((cell, path))
     }
 
+    /// `old <> new` in a user's monoid, lifted to tables of its base type element by element
+    /// (Note [Named monoids]).
+    fn combine_user(
+        &mut self,
+        user: &UserMonoid,
+        ty: &Ty,
+        old: SVal,
+        new: SVal,
+        span: Span,
+    ) -> Result<SVal> {
+        if *ty == user.base {
+            let partial = self.apply(user.combine.clone(), old, span)?;
+            return self.apply(partial, new, span);
+        }
+        let Ty::Table(_, elem) = ty else {
+            return self.not_of_monoid(user, ty, span);
+        };
+        self.build_table(ty, "combined", span, |cx, index| {
+            let old = cx.index_value(&old, index, span)?;
+            let new = cx.index_value(&new, index, span)?;
+            let combined = cx.combine_user(user, elem, old, new, span)?;
+            cx.leaves(&combined, span)
+        })
+    }
+
+    /// A user's monoid's `mempty` at `ty`: its base type or tables of it.
+    fn user_identity(&mut self, user: &UserMonoid, ty: &Ty, span: Span) -> Result<SVal> {
+        if *ty == user.base {
+            return Ok(user.empty.clone());
+        }
+        let Ty::Table(_, elem) = ty else {
+            return self.not_of_monoid(user, ty, span);
+        };
+        self.build_table(ty, "mempty", span, |cx, _| {
+            let empty = cx.user_identity(user, elem, span)?;
+            cx.leaves(&empty, span)
+        })
+    }
+
+    fn not_of_monoid<T>(&self, user: &UserMonoid, ty: &Ty, span: Span) -> Result<T> {
+        error(
+            span,
+            format!(
+                "this accumulator holds `{ty}`, but its monoid combines `{}`: an accumulator \
+                 holds the monoid's type or tables of it",
+                user.base
+            ),
+        )
+    }
+
     /// The identity of `monoid` at `ty` (a table of the monoid's values is its identity at
     /// every element, as Dex's lifted monoids).
-    fn monoid_identity(&mut self, monoid: NamedMonoid, ty: &Ty, span: Span) -> Result<SVal> {
+    fn monoid_identity(&mut self, monoid: Combine, ty: &Ty, span: Span) -> Result<SVal> {
+        let monoid = match monoid {
+            Combine::Named(monoid) => monoid,
+            Combine::User(user) => {
+                let user = self.effects.user_monoids[user].clone();
+                return self.user_identity(&user, ty, span);
+            }
+        };
         let tys = self.leaf_types(ty, span)?;
         let mut leaves = Vec::with_capacity(tys.len());
         for leaf in tys {

@@ -96,6 +96,16 @@ impl Session {
             name_span: name.span,
             block_span,
         };
+        let named_instance;
+        let decl = match decl {
+            Decl::Instance(instance) if instance.named.is_some() => {
+                let def = crate::check::named_instance_def(instance)
+                    .map_err(|err| type_error(&mut self.more_errors, err))?;
+                named_instance = Decl::Def(def);
+                &named_instance
+            }
+            decl => decl,
+        };
         match decl {
             Decl::Def(def) => {
                 let info = Infer::new(&mut self.env)

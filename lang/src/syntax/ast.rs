@@ -124,6 +124,10 @@ pub struct MethodSig {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct InstanceDecl {
+    /// A named instance's name and parameters (`named-instance AddMonoid(a|Add) -> Monoid(a)`):
+    /// a value the program passes (a monoid for `yield_accum`), not an instance the checker
+    /// finds.
+    pub named: Option<(Ident, Vec<Param>)>,
     pub class: Ident,
     pub args: Vec<TypeExpr>,
     pub given: Vec<GivenBinder>,
@@ -271,7 +275,8 @@ impl Decl {
                 names
             }
             Decl::TypeAlias(alias) => vec![&alias.name],
-            Decl::Command { .. } | Decl::Import(_) | Decl::Instance(_) => Vec::new(),
+            Decl::Instance(instance) => instance.named.iter().map(|(name, _)| name).collect(),
+            Decl::Command { .. } | Decl::Import(_) => Vec::new(),
         }
     }
 }

@@ -243,8 +243,14 @@ impl Layout<'_> {
         let on_first_line = self.tokens[1..=index]
             .iter()
             .all(|token| !token.first_on_line);
-        let head_keyword = self.tokens[0].text(self.src);
-        if on_first_line && matches!(head_keyword, "interface" | "instance") {
+        let head: Vec<&str> = self
+            .tokens
+            .iter()
+            .take(3)
+            .map(|t| t.text(self.src))
+            .collect();
+        let named_instance = head == ["named", "-", "instance"];
+        if on_first_line && (matches!(head[0], "interface" | "instance") || named_instance) {
             return true;
         }
         match token.kind {

@@ -642,17 +642,7 @@ impl<'a> Builder<'a> {
             match child.as_rule() {
                 Rule::kw_def | Rule::eq => {}
                 Rule::ident | Rule::op_name => name = Some(self.def_name(child)?),
-                Rule::def_params => {
-                    for param in child
-                        .into_inner()
-                        .filter(|param| param.as_rule() == Rule::def_param)
-                    {
-                        if let Some(binder) = self.class_param(&param)? {
-                            class_params.push(binder);
-                        }
-                        params.push(self.param(param)?);
-                    }
-                }
+                Rule::def_params => self.def_params(child, &mut params, &mut class_params)?,
                 Rule::ret_ty => {
                     let ty = child
                         .clone()
@@ -680,6 +670,26 @@ impl<'a> Builder<'a> {
             }),
             _ => Err(self.internal(&pair)),
         }
+    }
+
+    /// A definition's parameters, and the classes of its class parameters (`n|Ix`) as
+    /// `given` binders.
+    fn def_params(
+        &self,
+        pair: Pair<Rule>,
+        params: &mut Vec<Param>,
+        class_params: &mut Vec<GivenBinder>,
+    ) -> PResult<()> {
+        for param in pair
+            .into_inner()
+            .filter(|param| param.as_rule() == Rule::def_param)
+        {
+            if let Some(binder) = self.class_param(&param)? {
+                class_params.push(binder);
+            }
+            params.push(self.param(param)?);
+        }
+        Ok(())
     }
 
     /// A definition's name: a name, or an operator in parentheses (`(./)`), named by its
@@ -903,20 +913,37 @@ impl<'a> Builder<'a> {
     /// `instance Name(T…) given (…)` + the methods' definitions.
     fn instance_decl(&self, pair: Pair<Rule>) -> PResult<InstanceDecl> {
         let span = self.span(&pair);
+        let mut named = None;
         let mut class = None;
         let mut args = Vec::new();
         let mut given = Vec::new();
         let mut methods = Vec::new();
+        let mut read_args = |child: Pair<Rule>| -> PResult<()> {
+            for arg in child.into_inner() {
+                args.push(self.ty(arg)?);
+            }
+            Ok(())
+        };
         for child in pair.clone().into_inner() {
             match child.as_rule() {
-                Rule::kw_instance => {}
+                Rule::kw_instance | Rule::kw_named_instance => {}
                 Rule::ident => class = Some(self.ident(child)),
-                Rule::instance_args => {
-                    for arg in child.into_inner() {
-                        args.push(self.ty(arg)?);
+                Rule::instance_args => read_args(child)?,
+                Rule::named_instance => {
+                    let mut name = None;
+                    let mut params = Vec::new();
+                    for part in child.into_inner() {
+                        match part.as_rule() {
+                            Rule::ident if name.is_none() => name = Some(self.ident(part)),
+                            Rule::ident => class = Some(self.ident(part)),
+                            Rule::def_params => self.def_params(part, &mut params, &mut given)?,
+                            Rule::instance_args => read_args(part)?,
+                            _ => {}
+                        }
                     }
+                    named = name.map(|name| (name, params));
                 }
-                Rule::given => given = self.given(child)?,
+                Rule::given => given.extend(self.given(child)?),
                 Rule::def_decl => methods.push(InstanceItem::Def(self.fun_def(child)?)),
                 Rule::method_binding => {
                     let item_span = self.span(&child);
@@ -937,6 +964,7 @@ impl<'a> Builder<'a> {
         }
         let class = class.ok_or_else(|| self.internal(&pair))?;
         Ok(InstanceDecl {
+            named,
             class,
             args,
             given,

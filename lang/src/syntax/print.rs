@@ -181,7 +181,20 @@ fn instance_decl(instance: &InstanceDecl) -> String {
         .iter()
         .map(|arg| type_expr(arg, TyLevel::Full))
         .collect();
-    let mut head = format!("instance {}({})", instance.class.name, args.join(", "));
+    let class = format!("{}({})", instance.class.name, args.join(", "));
+    let mut head = match &instance.named {
+        None => format!("instance {class}"),
+        Some((name, params)) if params.is_empty() => {
+            format!("named-instance {} : {class}", name.name)
+        }
+        Some((name, params)) => {
+            format!(
+                "named-instance {}({}) -> {class}",
+                name.name,
+                def_params(params)
+            )
+        }
+    };
     head.push_str(&given(&instance.given));
     let mut lines = vec![head];
     let indent = spaces(STEP);
@@ -877,6 +890,18 @@ mod tests {
     #[track_caller]
     fn check(src: &str, expected: &str) {
         assert_eq!(round_trip(src), expected, "from:\n{src}");
+    }
+
+    #[test]
+    fn named_instances_print_and_parse_back() {
+        check(
+            "named-instance MaxMonoid : Monoid(Float)\n  mempty = -infinity\n  def (<>)(x, y) = max x y",
+            "named-instance MaxMonoid : Monoid(Float)\n  mempty = (-infinity)\n  def (<>)(x, y) =\n    max x y",
+        );
+        check(
+            "named-instance MinMonoid(a|Ord) -> Monoid(a)\n  mempty = highest",
+            "named-instance MinMonoid(a: Type) -> Monoid(a) given (a|Ord)\n  mempty = highest",
+        );
     }
 
     #[test]
@@ -1603,13 +1628,19 @@ mod tests {
                     })
                 }),
             ];
+            let named = prop::option::of((
+                ident(&["MaxMonoid", "Hull"]),
+                prop::collection::vec(param(), 0..2),
+            ));
             (
+                named,
                 ident(&["Add", "Sh"]),
                 type_expr(),
                 prop::collection::vec(given, 0..2),
                 prop::collection::vec(item, 0..3),
             )
-                .prop_map(|(class, arg, given, methods)| InstanceDecl {
+                .prop_map(|(named, class, arg, given, methods)| InstanceDecl {
+                    named,
                     class,
                     args: vec![arg],
                     given,

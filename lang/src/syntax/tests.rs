@@ -293,8 +293,15 @@ fn decl_sexp(decl: &Decl) -> String {
                     InstanceItem::Let(binding) => let_sexp(binding),
                 })
                 .collect();
+            let named = match &instance.named {
+                Some((name, params)) => {
+                    let params: Vec<String> = params.iter().map(param).collect();
+                    format!("named {} ({}) ", name.name, params.join(" "))
+                }
+                None => String::new(),
+            };
             format!(
-                "(instance {}({}) {})",
+                "(instance {named}{}({}) {})",
                 instance.class.name,
                 args.join(", "),
                 items.join(" ")
