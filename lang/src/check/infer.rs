@@ -1450,7 +1450,10 @@ impl<'env> Infer<'env> {
                             .infer_let(binding, depth)
                             .and_then(|res| cx.solve(false).map(|()| res))
                         {
-                            Ok((pat, value)) => typed.push(TStmt::Let { pat, value }),
+                            Ok((pat, value)) => {
+                                cx.remember_static_size(&pat, &value.ty, binding);
+                                typed.push(TStmt::Let { pat, value })
+                            }
                             Err(err) => cx.recover(err, binding.pat.names())?,
                         },
                         Stmt::Def(def) => {
@@ -1483,6 +1486,25 @@ impl<'env> Infer<'env> {
                     ty,
                 ))
             }),
+        }
+    }
+
+    /// `n = 3` (or another static size) in a block: `Fin n` after it is that size, so that a
+    /// type leaving the block (`(Fin n)=>Float`) does not name the block's local.
+    fn remember_static_size(&mut self, pat: &TPat, ty: &Ty, binding: &LetBinding) {
+        let TPat::Var(local, _) = pat else {
+            return;
+        };
+        // An integer literal not decided yet may still be a `Nat`; reading it as a size (in
+        // `Fin n`) makes it one.
+        let nat = match self.zonk(ty) {
+            Ty::Var(var) => self.defaults.get(&var) == Some(&BaseTy::Nat),
+            ty => ty == Ty::nat(),
+        };
+        if nat {
+            if let Ok(size) = self.read_size(&binding.value) {
+                self.static_sizes.insert(*local, size);
+            }
         }
     }
 
@@ -2214,7 +2236,8 @@ impl<'env> Infer<'env> {
                 }
                 _ => false,
             };
-            if names_a_value || expr_as_type(arg).is_none() {
+            let reads_as_type = expr_as_type(arg).is_some_and(|ty| self.names_a_type(&ty));
+            if names_a_value || !reads_as_type {
                 let implicit = TExpr {
                     kind: TKind::TypeArg,
                     ty: Ty::TypeArg(expected.clone()),
