@@ -1284,6 +1284,27 @@ impl<'env> Infer<'env> {
                 self.unify(&Ty::bool(), &cond.ty, cond.span)?;
                 let then_branch = self.infer_depth(then_branch, depth + 1)?;
                 let else_branch = self.infer_depth(else_branch, depth + 1)?;
+                // `if c then x` (no `else`, Dex's form for effects): the parser's `else ()`
+                // is empty text.
+                if else_branch.span.start == else_branch.span.end {
+                    let unit = Ty::Tuple(Vec::new());
+                    let shown = match self.zonk(&then_branch.ty) {
+                        Ty::Var(_) => String::new(),
+                        ty => format!(" of type {ty}"),
+                    };
+                    let checked = self
+                        .unify(&unit, &then_branch.ty, then_branch.span)
+                        .and_then(|()| self.solve(false));
+                    if checked.is_err() {
+                        return error(
+                            then_branch.span,
+                            format!(
+                                "an `if` without `else` gives `()`, but this branch gives a \
+                                 value{shown}: add `else …`"
+                            ),
+                        );
+                    }
+                }
                 self.unify(&then_branch.ty, &else_branch.ty, else_branch.span)?;
                 let ty = then_branch.ty.clone();
                 Ok(texpr(

@@ -826,14 +826,6 @@ impl<'a> Builder<'a> {
                 if let Some((_, at)) = methods.first() {
                     return misplaced("a method", *at);
                 }
-                if kind == DataKind::Enum {
-                    if let Some(con) = cons.iter().find(|con| !con.fields.is_empty()) {
-                        return Err(error(
-                            "the constructors of an `enum` have no fields: use `data`",
-                            con.span,
-                        ));
-                    }
-                }
             }
         }
         Ok(DataDecl {
@@ -1941,8 +1933,16 @@ impl<'a> Builder<'a> {
                 _ => parts.push(self.body(child)?),
             }
         }
+        let unit = |at: Span| Expr {
+            kind: ExprKind::Tuple(Vec::new()),
+            span: Span::new(at.end as usize, at.end as usize),
+        };
         let mut parts = parts.into_iter();
-        match (parts.next(), parts.next(), parts.next()) {
+        let (cond, then_branch) = (parts.next(), parts.next());
+        let else_branch = parts
+            .next()
+            .or_else(|| then_branch.as_ref().map(|e| unit(e.span)));
+        match (cond, then_branch, else_branch) {
             (Some(cond), Some(then_branch), Some(else_branch)) => Ok(Expr {
                 kind: ExprKind::If {
                     cond: Box::new(cond),

@@ -1174,7 +1174,7 @@ fn errors_at_end_of_input_are_incomplete() {
         "x =",
         "def f(x) =",
         "def f(x) =\n  y = 1\n",
-        "if c then a",
+        "if c then",
         "x = if c then",
         "x = if c then a else",
         ":p \\x",
@@ -1209,8 +1209,8 @@ fn errors_at_end_of_input_are_incomplete() {
         (err.message.as_str(), err.span),
         ("expected an expression", Span::new(7, 7))
     );
-    let err = code_err("if c then a");
-    assert_eq!(err.message, "expected 'else'");
+    // Without `else`, the other branch is `()` (Dex's form for effects).
+    assert_eq!(decl("if c then a"), "(Print bare (if c a (tuple )))");
     let err = code_err("def f(x) =\n  y = 1\n");
     assert_eq!(err.message, "a block must end with an expression");
 }
@@ -1294,7 +1294,8 @@ fn entry_status_rules() {
         (":p\n  y = 1\n", Incomplete),
         (":p\n  y = 1\n  y\n", Complete),
         ("x = 1 +\n# comment", Incomplete),
-        ("if c then a", Incomplete),
+        ("if c then a", Complete),
+        ("if c then", Incomplete),
         ("x = if c", Incomplete),
         (":p \\x", Incomplete),
         ("%time", Incomplete),
