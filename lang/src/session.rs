@@ -1063,9 +1063,7 @@ impl Session {
     fn eval_let(&mut self, binding: &LetBinding, cx: &BlockCx) -> Result<Evaluated, Diagnostic> {
         let mut infer = Infer::new(&mut self.env);
         if let Some(alias) = infer.try_alias(binding) {
-            let (name, ty) = alias.map_err(|err| type_error(&mut self.more_errors, err))?;
-            self.env.unbind(&name);
-            self.env.aliases.insert(name, ty);
+            alias.map_err(|err| type_error(&mut self.more_errors, err))?;
             return Ok(Evaluated::default());
         }
         let (pat, texpr) = infer

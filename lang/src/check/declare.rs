@@ -660,13 +660,30 @@ impl Infer<'_> {
             None => {
                 let res = self.read_type(&alias.ty, &mut None);
                 let ty = self.with_recovered(res)?;
-                self.finish()?;
                 let ty = self.zonk(&ty);
-                self.env.unbind(&name);
-                self.env.aliases.insert(name, ty);
+                if !ty.any(&mut |ty| matches!(ty, Ty::Var(_))) {
+                    self.finish()?;
+                }
+                self.record_alias(&name, &ty, &alias.ty);
             }
         }
         Ok(())
+    }
+
+    /// Records a type alias: as its type, or, when reading it leaves a part to infer at each
+    /// use (`String = List Char`: the list's length), as a type function of no parameters that
+    /// every use reads anew.
+    pub(super) fn record_alias(&mut self, name: &str, ty: &Ty, expr: &TypeExpr) {
+        self.env.unbind(name);
+        if ty.any(&mut |ty| matches!(ty, Ty::Var(_))) {
+            let type_fn = TypeFn {
+                params: Vec::new(),
+                body: expr.clone(),
+            };
+            self.env.type_fns.insert(name.to_string(), type_fn);
+        } else {
+            self.env.aliases.insert(name.to_string(), ty.clone());
+        }
     }
 }
 

@@ -2896,9 +2896,14 @@ impl<'env> Infer<'env> {
     }
 
     /// Reads a top-level `Name = <type>` alias if the binding is one.
+    /// `Name = T` at the top level when `T` reads as a type: records the alias and gives its
+    /// name and type.
     pub fn try_alias(&mut self, binding: &LetBinding) -> Option<Result<(String, Ty)>> {
-        let (name, ty) = self.alias_type(binding)?;
-        Some(self.read_type(&ty, &mut None).map(|ty| (name, ty)))
+        let (name, expr) = self.alias_type(binding)?;
+        Some(self.read_type(&expr, &mut None).map(|ty| {
+            self.record_alias(&name, &ty, &expr);
+            (name, ty)
+        }))
     }
 
     /// A capitalised name bound, with no annotation, to an expression that reads as a type

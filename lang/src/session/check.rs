@@ -132,12 +132,10 @@ impl Session {
             Decl::Let(binding) => {
                 let mut infer = Infer::new(&mut self.env);
                 if let Some(alias) = infer.try_alias(binding) {
-                    let (name, ty) = alias.map_err(|err| type_error(&mut self.more_errors, err))?;
+                    let (_, ty) = alias.map_err(|err| type_error(&mut self.more_errors, err))?;
                     if let crate::syntax::ast::Pattern::Var(ident) = &binding.pat {
                         checked.symbols.push(symbol(ident, SymbolKind::Type, &ty));
                     }
-                    self.env.unbind(&name);
-                    self.env.aliases.insert(name, ty);
                     return Ok(());
                 }
                 let (pat, texpr) = infer
