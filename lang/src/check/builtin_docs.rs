@@ -58,6 +58,7 @@ pub fn builtin_doc(name: &str) -> Option<&'static str> {
         }
         "apply_n" => "`apply_n(k, x, f)`: `f` applied `k` times to `x`.",
         "zero" => "The zero of the type the context asks for.",
+        "one" => "The one (of `*`) of the type the context asks for.",
         "fst" | "snd" => "The first (second) component of a pair.",
         "pi" | "infinity" | "nan" => "A float constant of the type the context asks for.",
         "lowest" | "highest" => {

@@ -212,6 +212,8 @@ pub enum Builtin {
     AssocScan,
     ApplyN,
     Zero,
+    /// `one`: the multiplicative identity at the type the context asks for (Dex's `Mul`'s).
+    One,
     Fst,
     Snd,
     /// `pi`, `infinity`, `nan`: float constants of any float type.
@@ -429,6 +431,7 @@ impl Builtin {
             "apply_n" => B::ApplyN,
             "custom_vjp" => B::CustomVjp,
             "zero" => B::Zero,
+            "one" => B::One,
             "fst" => B::Fst,
             "snd" => B::Snd,
             "pi" => B::FloatConst(FloatConst::Pi),
@@ -542,6 +545,7 @@ impl Builtin {
             "assoc_scan",
             "apply_n",
             "zero",
+            "one",
             "fst",
             "snd",
             "pi",
@@ -787,6 +791,7 @@ impl Builtin {
                 Ty::funs(vec![Ty::nat(), a.clone(), Ty::fun(a.clone(), a.clone())], a)
             }
             Builtin::Zero => var(cx, &[Class::Add]),
+            Builtin::One => var(cx, &[Class::Mul]),
             Builtin::Fst | Builtin::Snd => {
                 let a = var(cx, &[]);
                 let b = var(cx, &[]);

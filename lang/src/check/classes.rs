@@ -144,8 +144,10 @@ pub fn builtin_methods(class: Class, a: &Ty) -> Option<Vec<(&'static str, Ty)>> 
     let binary = || Ty::funs(vec![a.clone(), a.clone()], a.clone());
     let predicate = || Ty::funs(vec![a.clone(), a.clone()], Ty::bool());
     Some(match class {
-        // Dex's `Add` has `sub` too: an instance of `Add` is one of dx's `Sub` as well.
-        Class::Add => vec![("add", binary()), ("sub", binary()), ("zero", a.clone())],
+        // Dex's current `Add` and `Sub`; an `instance Add` that also defines `sub` (Dex's
+        // earlier `Add`) declares both (`declare_instance`).
+        Class::Add => vec![("add", binary()), ("zero", a.clone())],
+        Class::Sub => vec![("sub", binary())],
         Class::Mul => vec![("mul", binary()), ("one", a.clone())],
         Class::Div => vec![("divide", binary())],
         Class::VSpace => vec![(
@@ -164,22 +166,15 @@ pub fn builtin_methods(class: Class, a: &Ty) -> Option<Vec<(&'static str, Ty)>> 
         // gives, `check::show::instance_width`): the result here is replaced per instance.
         Class::Show => vec![("show", Ty::fun(a.clone(), Ty::Tuple(Vec::new())))],
         Class::Monoid => vec![("mempty", a.clone()), ("<>", binary())],
-        Class::Sub | Class::Floating | Class::Num | Class::Float | Class::User(_) => return None,
+        Class::Floating | Class::Num | Class::Float | Class::User(_) => return None,
     })
-}
-
-/// The classes a user instance of built-in class `class` puts its type in.
-pub fn builtin_instance_classes(class: Class) -> Vec<Class> {
-    match class {
-        Class::Add => vec![Class::Add, Class::Sub],
-        other => vec![other],
-    }
 }
 
 /// The classes a type must already be in for an instance of built-in class `class`.
 pub fn builtin_supers(class: Class) -> Vec<Class> {
     match class {
-        Class::VSpace => vec![Class::Add],
+        Class::VSpace => vec![Class::Add, Class::Sub],
+        Class::Sub => vec![Class::Add],
         Class::Ord => vec![Class::Eq],
         _ => Vec::new(),
     }

@@ -310,14 +310,7 @@ impl Infer<'_> {
         let Some(methods) = builtin_methods(class, &a) else {
             return error(
                 name.span,
-                format!(
-                    "dx's `{}` takes no instances declared in dx{}",
-                    name.name,
-                    match class {
-                        Class::Sub => ": `sub` is a method of `Add`",
-                        _ => "",
-                    }
-                ),
+                format!("dx's `{}` takes no instances declared in dx", name.name),
             );
         };
         let def = ClassDef {
@@ -344,6 +337,16 @@ impl Infer<'_> {
     /// records the instance. With `replace`, an instance for the same type replaces the old
     /// one (the REPL); otherwise two instances that could apply to one type are an error.
     pub fn declare_instance(&mut self, decl: &InstanceDecl, replace: bool) -> Result<()> {
+        match split_add_sub(decl) {
+            Some((add, sub)) => {
+                self.declare_one_instance(&add, replace)?;
+                self.declare_one_instance(&sub, replace)
+            }
+            None => self.declare_one_instance(decl, replace),
+        }
+    }
+
+    fn declare_one_instance(&mut self, decl: &InstanceDecl, replace: bool) -> Result<()> {
         let res = self.with_scope(|cx| cx.instance_def(decl));
         let def = self.with_recovered(res)?;
         let mut replaced = None;
@@ -719,6 +722,35 @@ fn expr_mentions(expr: &ast::Expr, name: &str) -> bool {
     }
 }
 
+/// Dex's earlier `Add` had `sub` (and dx's instances were written so): an `instance Add(T)`
+/// that defines `sub` or `-` is an instance of `Add` and one of `Sub`, as Dex's current
+/// prelude has them.
+fn split_add_sub(decl: &InstanceDecl) -> Option<(InstanceDecl, InstanceDecl)> {
+    if decl.class.name != "Add" || decl.named.is_some() {
+        return None;
+    }
+    let is_sub = |item: &InstanceItem| item.name().is_some_and(|n| method_name(&n.name) == "sub");
+    if !decl.methods.iter().any(is_sub) {
+        return None;
+    }
+    let (sub, add): (Vec<InstanceItem>, Vec<InstanceItem>) =
+        decl.methods.iter().cloned().partition(is_sub);
+    let class = ast::Ident {
+        name: "Sub".to_string(),
+        ..decl.class.clone()
+    };
+    let sub = InstanceDecl {
+        class,
+        methods: sub,
+        ..decl.clone()
+    };
+    let add = InstanceDecl {
+        methods: add,
+        ..decl.clone()
+    };
+    Some((add, sub))
+}
+
 /// The method an instance defines under the name `name`: Dex's current spelling of the
 /// arithmetic methods is their operator (`def (+)(x, y) = …` in `instance Add(T)`), its
 /// earlier one the word dx's classes use (`def add(x, y) = …`).
@@ -728,6 +760,8 @@ fn method_name(name: &str) -> &str {
         "-" => "sub",
         "*" => "mul",
         "/" => "divide",
+        ".*" => "scale_vec",
+        "size'" => "size",
         other => other,
     }
 }

@@ -457,6 +457,10 @@ impl<'env> Infer<'env> {
             // instance, as in Dex. Every user type compares, prints and draws random values
             // by its fields (Note [Data representation]).
             Ty::Range { .. } => Ok(class.holds_for_index()),
+            // A type whose `+` is the user's subtracts only by the user's `-`.
+            Ty::Data(_) if class == Class::Sub && self.instance_holds(Class::Add, &ty)? => {
+                Ok(false)
+            }
             Ty::Data(data) if class.is_vector_space() && !data.def.is_tagged() => {
                 all(&data.fields(0))
             }
@@ -1368,12 +1372,15 @@ impl<'env> Infer<'env> {
             ExprKind::BinOp { op, lhs, rhs } => {
                 let func = self.binop_function(*op, span)?;
                 let lhs_span = lhs.span;
-                let partial = self.apply(func, lhs, lhs_span.to(span), depth)?;
-                if *op == BinOp::Div {
-                    if let Some(res) = self.divide_by_scalar(&partial, rhs, span, depth)? {
-                        return Ok(res);
+                let partial = if *op == BinOp::Div {
+                    let value = self.infer_depth(lhs, depth + 1)?;
+                    if self.is_vector(&value.ty) {
+                        return self.divide_vector(func, value, rhs, span, depth);
                     }
-                }
+                    self.apply_typed(func, value, lhs_span.to(span))?
+                } else {
+                    self.apply(func, lhs, lhs_span.to(span), depth)?
+                };
                 let res = match self.apply(partial, rhs, span, depth) {
                     Ok(res) => res,
                     Err(err) => {
@@ -2111,26 +2118,29 @@ impl<'env> Infer<'env> {
         )
     }
 
-    /// `v / s` for a vector space `v` (a table, tuple or struct): when `s` is a float, Dex's
-    /// `(/)` of `VSpace`, `(1.0 / s) .* v` (it scales by the reciprocal); otherwise the
-    /// elementwise division of two values of one type. `partial` is `(/) v`; `None` when `v`
-    /// is a scalar (the caller divides as usual).
-    fn divide_by_scalar(
+    /// Whether `v / s` may scale `v` by `1 / s` (Dex's `(/)` of `VSpace`): `v` is a table,
+    /// tuple or struct, or a type parameter that is a vector space but not `Fractional`.
+    fn is_vector(&self, ty: &Ty) -> bool {
+        match self.zonk(ty) {
+            Ty::Table(..) | Ty::Tuple(_) | Ty::Data(_) => true,
+            Ty::Rigid(rigid, _) => {
+                let classes = self.env.rigid_classes(rigid);
+                classes.contains(&Class::VSpace) && !classes.contains(&Class::Div)
+            }
+            _ => false,
+        }
+    }
+
+    /// `v / s` for a vector space `v`: when `s` is a float, `(1.0 / s) .* v`; otherwise the
+    /// elementwise division of two values of one type (`divide` is `(/)`).
+    fn divide_vector(
         &mut self,
-        partial: &TExpr,
+        divide: TExpr,
+        value: TExpr,
         rhs: &Expr,
         span: Span,
         depth: usize,
-    ) -> Result<Option<TExpr>> {
-        let TKind::App { arg: value, .. } = &partial.kind else {
-            return Ok(None);
-        };
-        if !matches!(
-            self.zonk(&value.ty),
-            Ty::Table(..) | Ty::Tuple(_) | Ty::Data(_)
-        ) {
-            return Ok(None);
-        }
+    ) -> Result<TExpr> {
         let divisor = self.infer_depth(rhs, depth + 1)?;
         let is_float = match self.zonk(&divisor.ty) {
             Ty::Base(base) => base.is_float(),
@@ -2138,7 +2148,8 @@ impl<'env> Infer<'env> {
             _ => false,
         };
         if !is_float {
-            return self.apply_typed(partial.clone(), divisor, span).map(Some);
+            let partial = self.apply_typed(divide, value, span)?;
+            return self.apply_typed(partial, divisor, span);
         }
         let one = self.infer_depth(
             &Expr {
@@ -2147,12 +2158,11 @@ impl<'env> Infer<'env> {
             },
             depth + 1,
         )?;
-        let divide = self.binop_function(BinOp::Div, rhs.span)?;
         let divide_one = self.apply_typed(divide, one, rhs.span)?;
         let reciprocal = self.apply_typed(divide_one, divisor, rhs.span)?;
         let scale = self.binop_function(BinOp::Scale, span)?;
         let scaled = self.apply_typed(scale, reciprocal, span)?;
-        self.apply_typed(scaled, (**value).clone(), span).map(Some)
+        self.apply_typed(scaled, value, span)
     }
 
     /// Applies a typed function to a typed argument (an argument the checker built).

@@ -1291,15 +1291,8 @@ impl<'a> Lowerer<'a> {
                 );
                 Ok(self.assemble(&result_ty, binders.into_iter().map(Atom::Var).collect()))
             }
-            Builtin::Zero => {
-                let leaf_tys = self.leaf_types(&result_ty, span)?;
-                let mut out = Vec::new();
-                for leaf in leaf_tys {
-                    let zero = Atom::Lit(Scalar::zero(leaf.elem));
-                    out.push(self.broadcast(zero, &leaf.shape, span));
-                }
-                Ok(self.assemble(&result_ty, out))
-            }
+            Builtin::Zero => self.zeros_of(&result_ty, span),
+            Builtin::One => self.constants_of(&result_ty, 1.0, span),
             Builtin::Ad(op) => self.lower_ad(op, args, ty, &result_ty, span),
             Builtin::Fst | Builtin::Snd => match &args[0] {
                 SVal::Tuple(items) if items.len() == 2 => {
@@ -1824,7 +1817,7 @@ pub fn builtin_arity(builtin: Builtin) -> usize {
         Builtin::Fst | Builtin::Snd => 1,
         Builtin::ApplyN => 3,
         Builtin::CustomVjp => 4,
-        Builtin::Zero | Builtin::FloatConst(_) | Builtin::Extreme(_) => 0,
+        Builtin::Zero | Builtin::One | Builtin::FloatConst(_) | Builtin::Extreme(_) => 0,
         Builtin::Ad(op) => match op {
             AdOp::Grad | AdOp::DerivRev | AdOp::Deriv | AdOp::Vjp | AdOp::Linearize => 2,
             AdOp::TransposeLinear | AdOp::Jacobian | AdOp::Hessian | AdOp::CheckDeriv => 2,

@@ -231,10 +231,18 @@ impl Lowerer<'_> {
 
     /// A value of type `ty` with every element zero.
     pub(super) fn zeros_of(&mut self, ty: &Ty, span: Span) -> Result<SVal> {
+        self.constants_of(ty, 0.0, span)
+    }
+
+    /// A value of type `ty` whose every number is `value`.
+    pub(super) fn constants_of(&mut self, ty: &Ty, value: f64, span: Span) -> Result<SVal> {
         let leaves = self
             .leaf_types(ty, span)?
             .iter()
-            .map(|leaf| self.broadcast(Atom::Lit(Scalar::zero(leaf.elem)), &leaf.shape, span))
+            .map(|leaf| {
+                let constant = crate::prim::cast_scalar(Scalar::F64(value), leaf.elem);
+                self.broadcast(Atom::Lit(constant), &leaf.shape, span)
+            })
             .collect();
         Ok(self.assemble(ty, leaves))
     }

@@ -277,13 +277,7 @@ impl Lowerer<'_> {
         class: Class,
         ty: &Ty,
     ) -> Option<(InstanceDef, HashMap<Rigid, Ty>)> {
-        // `sub` is a method of Dex's `Add`: a user instance of `Add` is dx's `Sub` too.
-        let owner = if class == Class::Sub {
-            Class::Add
-        } else {
-            class
-        };
-        self.env.instances_of(owner).find_map(|instance| {
+        self.env.instances_of(class).find_map(|instance| {
             match_head(&instance.head, &instance.vars, ty)
                 .bindings()
                 .map(|bindings| (instance.clone(), bindings))
@@ -345,18 +339,13 @@ impl Lowerer<'_> {
         args: Vec<SVal>,
         span: Span,
     ) -> Result<Option<SVal>> {
-        let owner = if class == Class::Sub {
-            Class::Add
-        } else {
-            class
-        };
-        if self.find_instance(owner, ty).is_none() {
+        if self.find_instance(class, ty).is_none() {
             return Ok(None);
         }
         let Some(method) = self
             .env
             .class_defs
-            .get(&owner)
+            .get(&class)
             .and_then(|def| def.methods.iter().position(|method| method.name == name))
         else {
             return bug(
@@ -364,7 +353,7 @@ impl Lowerer<'_> {
                 format!("the class of an instance has no method `{name}`"),
             );
         };
-        let mut value = self.lower_method(owner, method, std::slice::from_ref(ty), span)?;
+        let mut value = self.lower_method(class, method, std::slice::from_ref(ty), span)?;
         for arg in args {
             value = self.apply(value, arg, span)?;
         }
@@ -408,6 +397,9 @@ impl Lowerer<'_> {
                 return self.zero_by_instances(result_ty, span).map(Some);
             }
             return Ok(None);
+        }
+        if builtin == Builtin::One {
+            return self.call_user_method(Class::Mul, "one", result_ty, Vec::new(), span);
         }
         let Ty::Fun { param, result, .. } = ty else {
             return Ok(None);
@@ -512,15 +504,15 @@ impl Lowerer<'_> {
         };
         match prim {
             Prim::Add => method(self, Class::Add, "add", vec![arg(0), arg(1)]),
-            Prim::Sub => method(self, Class::Add, "sub", vec![arg(0), arg(1)]),
+            Prim::Sub => method(self, Class::Sub, "sub", vec![arg(0), arg(1)]),
             Prim::Mul => method(self, Class::Mul, "mul", vec![arg(0), arg(1)]),
             Prim::Div => method(self, Class::Div, "divide", vec![arg(0), arg(1)]),
             Prim::Neg => {
-                if self.find_instance(Class::Add, ty).is_none() {
+                if self.find_instance(Class::Sub, ty).is_none() {
                     return Ok(None);
                 }
                 let zero = self.zero_by_instances(ty, span)?;
-                method(self, Class::Add, "sub", vec![zero, arg(0)])
+                method(self, Class::Sub, "sub", vec![zero, arg(0)])
             }
             Prim::Eq => method(self, Class::Eq, "==", vec![arg(0), arg(1)]),
             Prim::Ne => {
@@ -745,7 +737,8 @@ impl Lowerer<'_> {
 /// The class whose user instances give `prim` its meaning at a user type.
 fn prim_class(prim: Prim) -> Option<Class> {
     Some(match prim {
-        Prim::Add | Prim::Sub | Prim::Neg => Class::Add,
+        Prim::Add => Class::Add,
+        Prim::Sub | Prim::Neg => Class::Sub,
         Prim::Mul => Class::Mul,
         Prim::Div => Class::Div,
         Prim::Eq | Prim::Ne => Class::Eq,
