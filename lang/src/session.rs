@@ -1815,6 +1815,9 @@ fn display_at(ty: &Ty, leaves: &[(&Array, usize, usize)], rows: &[usize]) -> Dis
                 ("List", Some(Ty::Base(BaseTy::Char)), Some(DisplayValue::Table(chars))) => {
                     DisplayValue::Text(string_text(chars))
                 }
+                _ if data.def.kind == crate::check::data::DataKind::Struct => {
+                    DisplayValue::Struct(name, parts)
+                }
                 _ => DisplayValue::Con(name, parts),
             }
         }

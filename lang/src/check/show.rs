@@ -20,7 +20,7 @@
 //
 // The formats are Dex's `show` (`tests/show-tests.dx` of Dex): floats as C's `%.9g` /
 // `%.17g` (`show 1.0` is `"1"`, where `:p 1.0` prints `1.`), words in hexadecimal, `True`;
-// composite values as `:p` prints them: `(1, 2.5)`, `[1, 2]`, `Just(3)`, `Point(1, 2)`, and a
+// composite values as `:p` prints them: `(1, 2.5)`, `[1, 2]`, `(Just 3)`, `Point(1, 2)`, and a
 // string inside one as its characters (`(abc, 1)`, as Dex's).
 
 use super::builtins::Class;
@@ -187,10 +187,17 @@ pub fn layout(env: &GlobalEnv, ty: &Ty) -> Result<Layout, NoLayout> {
                     cons.push(Layout::Lit(con.name.clone()));
                     continue;
                 }
-                let mut parts = vec![Layout::Lit(format!("{}(", con.name))];
+                // As `:p` prints them: `Point(1., 2.)` for a struct, Dex's `(Just 3)` for a
+                // constructor of a `data`/`enum` type.
+                let is_struct = data.def.kind == super::data::DataKind::Struct;
+                let (open, separator) = match is_struct {
+                    true => (format!("{}(", con.name), ", "),
+                    false => (format!("({} ", con.name), " "),
+                };
+                let mut parts = vec![Layout::Lit(open)];
                 for (position, field) in fields.iter().enumerate() {
                     if position > 0 {
-                        parts.push(Layout::Lit(", ".into()));
+                        parts.push(Layout::Lit(separator.into()));
                     }
                     parts.push(layout(field)?);
                 }

@@ -75,7 +75,10 @@ impl Grid {
                 }
                 columns
             }
-            DisplayValue::Scalar(_) | DisplayValue::Con(..) | DisplayValue::Text(_) => return None,
+            DisplayValue::Scalar(_)
+            | DisplayValue::Con(..)
+            | DisplayValue::Struct(..)
+            | DisplayValue::Text(_) => return None,
         };
         let n_rows = columns[0].len();
         let label = |column: usize| {
@@ -111,9 +114,9 @@ impl Grid {
                     .map(|column| match (row, column) {
                         (Some(row), Some(column)) => match cell(row, *column) {
                             DisplayValue::Scalar(scalar) => format_scalar(scalar),
-                            other @ (DisplayValue::Con(..) | DisplayValue::Text(_)) => {
-                                super::format_value(&other, false)
-                            }
+                            other @ (DisplayValue::Con(..)
+                            | DisplayValue::Struct(..)
+                            | DisplayValue::Text(_)) => super::format_value(&other, false),
                             _ => String::new(),
                         },
                         _ => "...".to_string(),
@@ -192,7 +195,10 @@ fn all_scalars(items: &[DisplayValue]) -> bool {
     items.iter().all(|item| {
         matches!(
             item,
-            DisplayValue::Scalar(_) | DisplayValue::Text(_) | DisplayValue::Con(..)
+            DisplayValue::Scalar(_)
+                | DisplayValue::Text(_)
+                | DisplayValue::Con(..)
+                | DisplayValue::Struct(..)
         )
     })
 }

@@ -35,8 +35,11 @@ pub enum DisplayValue {
     Scalar(crate::core::ir::Scalar),
     Table(Vec<DisplayValue>),
     Tuple(Vec<DisplayValue>),
-    /// A value of a user type: its constructor and fields (`Point(1., 2.)`, `Nothing`).
+    /// A value of a `data`/`enum` type: its constructor and fields, printed as Dex prints
+    /// them (`(Just 3)`, `(MkPair 1 2.)`, `Nothing`).
     Con(String, Vec<DisplayValue>),
+    /// A struct: its name and fields (`Point(1., 2.)`).
+    Struct(String, Vec<DisplayValue>),
     /// A scalar printed by its type rather than its bits: a character (`'a'`), a word in
     /// hexadecimal (`0x4d2`), a string (`"abc"`).
     Text(String),

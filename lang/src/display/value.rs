@@ -45,11 +45,12 @@ pub fn format_value(value: &DisplayValue, summarise: bool) -> String {
 fn n_scalars(value: &DisplayValue) -> usize {
     match value {
         DisplayValue::Scalar(_) | DisplayValue::Text(_) => 1,
-        DisplayValue::Table(items) | DisplayValue::Tuple(items) | DisplayValue::Con(_, items) => {
-            items
-                .iter()
-                .fold(0, |n_elems, item| n_elems.saturating_add(n_scalars(item)))
-        }
+        DisplayValue::Table(items)
+        | DisplayValue::Tuple(items)
+        | DisplayValue::Con(_, items)
+        | DisplayValue::Struct(_, items) => items
+            .iter()
+            .fold(0, |n_elems, item| n_elems.saturating_add(n_scalars(item))),
     }
 }
 
@@ -91,13 +92,22 @@ fn write_value(res: &mut String, value: &DisplayValue, abbreviate: bool) {
             write_items(res, items, abbreviate);
             res.push(')');
         }
-        DisplayValue::Con(name, items) => {
+        DisplayValue::Struct(name, items) => {
             res.push_str(name);
-            if !items.is_empty() {
-                res.push('(');
-                write_items(res, items, abbreviate);
-                res.push(')');
+            res.push('(');
+            write_items(res, items, abbreviate);
+            res.push(')');
+        }
+        // Dex's form: a constructor with fields in parentheses, the fields by spaces.
+        DisplayValue::Con(name, items) if items.is_empty() => res.push_str(name),
+        DisplayValue::Con(name, items) => {
+            res.push('(');
+            res.push_str(name);
+            for item in items {
+                res.push(' ');
+                write_value(res, item, abbreviate);
             }
+            res.push(')');
         }
         DisplayValue::Text(text) => res.push_str(text),
     }

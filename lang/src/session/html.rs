@@ -24,7 +24,7 @@ pub(super) fn html_output(value: &DisplayValue, span: Span) -> Result<Output, Di
         DisplayValue::Text(quoted) if quoted.starts_with('"') => {
             Some(Output::Html(unquote(quoted)))
         }
-        DisplayValue::Con(name, fields) => match (name.as_str(), fields.as_slice()) {
+        DisplayValue::Struct(name, fields) => match (name.as_str(), fields.as_slice()) {
             ("Plot", [xs, ys, cs]) => scatter(xs, ys, cs).map(Output::Plot),
             ("Image", [pixels]) => image(pixels).map(Output::Image),
             _ => None,
@@ -134,7 +134,7 @@ mod tests {
             )
         };
         let units = DisplayValue::Table(vec![DisplayValue::Tuple(Vec::new()); 2]);
-        let plot = DisplayValue::Con(
+        let plot = DisplayValue::Struct(
             "Plot".into(),
             vec![table(&[0.0, 1.0]), table(&[2.0, 3.0]), units],
         );
@@ -149,7 +149,7 @@ mod tests {
                 shades: None
             }
         );
-        let coloured = DisplayValue::Con(
+        let coloured = DisplayValue::Struct(
             "Plot".into(),
             vec![table(&[0.0]), table(&[2.0]), table(&[5.0])],
         );

@@ -492,6 +492,9 @@ fn figure_of(value: &DisplayValue, text: &PlotText) -> Option<Figure> {
                 labels: text.labels("x", y),
             })
         }
-        DisplayValue::Scalar(_) | DisplayValue::Con(..) | DisplayValue::Text(_) => None,
+        DisplayValue::Scalar(_)
+        | DisplayValue::Con(..)
+        | DisplayValue::Struct(..)
+        | DisplayValue::Text(_) => None,
     }
 }

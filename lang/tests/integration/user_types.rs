@@ -163,7 +163,7 @@ fn case_in_a_for_is_vectorised_and_agrees_with_the_interpreter() {
     }
     assert_eq!(
         texts[0].0,
-        "[Circle(0.), Rect(1., 2.), Dot, Circle(3.), Rect(4., 2.), Dot, Circle(6.)]"
+        "[(Circle 0.), (Rect 1. 2.), Dot, (Circle 3.), (Rect 4. 2.), Dot, (Circle 6.)]"
     );
     assert_eq!(texts[0].1, "[0., 2., 0., 27., 8., 0., 108.]");
     assert_eq!(texts[0], texts[1]);
