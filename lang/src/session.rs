@@ -23,7 +23,7 @@ use crate::exec::tensor::Tensor;
 use crate::exec::{CompileLoops, ExecConfig};
 use crate::export::stablehlo::Input;
 use crate::passes::lower::{leaf_types, GlobalValue, LowerError, Lowerer};
-use crate::passes::lower_effects::SiteKind;
+use crate::passes::lower_effects::{SiteKind, PRINT_LOG_LINES};
 use crate::passes::pipeline::{self, Ice};
 use crate::passes::PIPELINE;
 use crate::syntax::ast::{CodeBlock, Command, Decl, Ident, LetBinding, Pattern, Pragma};
@@ -1402,50 +1402,77 @@ impl Session {
             });
         }
         let mut tensors = tensors;
-        // The first texts of the sites with computed texts: each a `List Char`, its length
+        // Note [The print log] in `passes/lower_effects.rs`: its number of lines, the site of
+        // each line, and the texts of the prints with computed texts.
+        let buffers = crate::passes::lower_effects::print_buffers(&sites);
+        let log = match sites.iter().any(|site| site.kind == SiteKind::Print) {
+            true => tensors.split_off(tensors.len() - 2 - 2 * buffers.len()),
+            false => Vec::new(),
+        };
+        // The first texts of the `error`s with computed texts: each a `List Char`, its length
         // and its characters.
-        let n_texts = sites.iter().filter(|site| site.text_cell.is_some()).count();
+        let n_texts = sites
+            .iter()
+            .filter(|site| site.kind == SiteKind::Error && site.text_cell.is_some())
+            .count();
         let mut texts = tensors.split_off(tensors.len() - 2 * n_texts).into_iter();
         let counts = tensors.split_off(tensors.len() - sites.len());
-        // Note [Runtime errors] in `passes/lower_effects.rs`: the lines of the `print`s
-        // reached, and the first `error` reached.
-        for (site, count) in sites.into_iter().zip(counts) {
-            let count = match count.to_array().as_scalar() {
-                Some(crate::core::ir::Scalar::I32(count)) => count.max(0) as usize,
-                _ => 0,
-            };
-            let mut site = site;
-            let mut more = 0;
-            if site.text_cell.is_some() {
-                let chars = texts.nth(1).map(|chars| chars.to_array());
-                site.text
-                    .push_str(&chars.map_or_else(String::new, |chars| computed_text(&chars)));
-                // Note [Runtime errors]: only the first text of a site is kept.
-                if site.kind == SiteKind::Print && count > 1 {
-                    more = count - 1;
-                }
-            }
-            if count == 0 {
+        // Note [Runtime errors]: the first `error` reached stops the block.
+        for (site, count) in sites.iter().zip(counts) {
+            if site.kind != SiteKind::Error {
                 continue;
             }
-            match site.kind {
-                SiteKind::Error => {
-                    return Err(Diagnostic {
-                        kind: ErrorKind::Runtime,
-                        message: site.text,
-                        span: Some(site.span),
-                    })
+            let mut message = site.text.clone();
+            if site.text_cell.is_some() {
+                let chars = texts.nth(1).map(|chars| chars.to_array());
+                message.push_str(&chars.map_or_else(String::new, |chars| {
+                    computed_text(&chars, 0, chars.data.len())
+                }));
+            }
+            if count
+                .to_array()
+                .as_scalar()
+                .and_then(|count| count.int_value())
+                > Some(0)
+            {
+                return Err(Diagnostic {
+                    kind: ErrorKind::Runtime,
+                    message,
+                    span: Some(site.span),
+                });
+            }
+        }
+        if let [count, lines, buffer_tensors @ ..] = log.as_slice() {
+            let count = count.to_array().as_scalar().and_then(|n| n.int_value());
+            let count = count.unwrap_or(0).max(0) as usize;
+            let lines = lines.to_array();
+            let chars: Vec<Array> = buffer_tensors
+                .iter()
+                .skip(1)
+                .step_by(2)
+                .map(|chars| chars.to_array())
+                .collect();
+            for line in 0..count.min(PRINT_LOG_LINES) {
+                let site = lines.data.get(line).int_value().unwrap_or(0).max(0) as usize;
+                let Some(site) = sites.get(site) else {
+                    continue;
+                };
+                let mut text = site.text.clone();
+                let buffer = site
+                    .text_cell
+                    .and_then(|cell| buffers.iter().position(|&other| other == cell));
+                if let Some(chars) = buffer.and_then(|buffer| chars.get(buffer)) {
+                    let width = chars.shape.get(1..).map_or(1, |rest| rest.iter().product());
+                    text.push_str(&computed_text(chars, line * width, width));
                 }
-                SiteKind::Print if more > 0 => evaluated.outputs.extend([
-                    Output::Text(site.text),
-                    Output::Text(format!(
-                        "(and {more} more line{} of this `print`, whose texts dx does not keep)",
-                        if more == 1 { "" } else { "s" }
-                    )),
-                ]),
-                SiteKind::Print => evaluated
-                    .outputs
-                    .extend(std::iter::repeat_n(Output::Text(site.text), count)),
+                evaluated.outputs.push(Output::Text(text));
+            }
+            if count > PRINT_LOG_LINES {
+                let more = count - PRINT_LOG_LINES;
+                evaluated.outputs.push(Output::Text(format!(
+                    "(and {more} more printed line{}, not kept)",
+                    if more == 1 { "" } else { "s" }
+                )));
             }
         }
         Ok((tensors, evaluated))
@@ -1868,8 +1895,8 @@ fn n_leaves(ty: &Ty) -> usize {
 
 /// The text of a character table computed by a program, its unused places (`'\x00'`, Note
 /// [Texts of run-time values]) left out.
-fn computed_text(chars: &Array) -> String {
-    let bytes: Vec<u8> = (0..chars.data.len())
+fn computed_text(chars: &Array, start: usize, len: usize) -> String {
+    let bytes: Vec<u8> = (start..(start + len).min(chars.data.len()))
         .filter_map(|offset| chars.data.get(offset).int_value())
         .map(|code| code as u8)
         .filter(|&byte| byte != 0)

@@ -274,11 +274,22 @@ impl<'a> Lowerer<'a> {
         for site in &self.effects.sites {
             results.extend(self.leaves(&self.effects.cell_value(site.cell), expr.span)?);
         }
-        // Then the first text of each site whose text is computed (without its flag).
+        // Then the first text of each `error` whose text is computed (without its flag).
         for site in &self.effects.sites {
-            if let Some(cell) = site.text_cell {
+            if let (super::lower_effects::SiteKind::Error, Some(cell)) = (site.kind, site.text_cell)
+            {
                 let leaves = self.leaves(&self.effects.cell_value(cell), expr.span)?;
                 results.extend(leaves.into_iter().skip(1));
+            }
+        }
+        // Then the print log: its number of lines, the site of each line, and the texts of
+        // the prints with computed texts (each cell once, in the order of the sites).
+        if let Some((count, lines)) = self.effects.print_log() {
+            for cell in [count, lines]
+                .into_iter()
+                .chain(super::lower_effects::print_buffers(&self.effects.sites))
+            {
+                results.extend(self.leaves(&self.effects.cell_value(cell), expr.span)?);
             }
         }
         self.program.blocks[main].results = results;

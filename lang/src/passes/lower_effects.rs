@@ -52,14 +52,13 @@
 // A text computed when the block runs (`error ("bad: " <> show x)`) is kept, with a flag, in a
 // state cell of the site: the first time the site is reached it takes the text, later times
 // keep it. A state cell makes a `for` around the site run in order (a `scan`), so "first" is
-// the first in the program's order; the text is one more result of the program. A `print`
-// of a computed text reached several times in loops prints the first text and says how many
-// more lines there were (the others' texts are not kept).
+// the first in the program's order; the text is one more result of the program. `print`
+// keeps every line instead (Note [The print log]).
 
 use std::rc::Rc;
 
 use crate::check::builtins::{EffectOp, NamedMonoid};
-use crate::check::types::Ty;
+use crate::check::types::{Size, Ty};
 use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Scalar, VarId};
 use crate::prim::Prim;
 use crate::syntax::Span;
@@ -163,6 +162,9 @@ pub struct Effects {
     /// The `error` and `print` calls met, in order, each with the cell counting how many
     /// times it was reached (Note [Runtime errors]).
     pub sites: Vec<Site>,
+    /// The print log's cells: the number of lines, the site of each line (Note [The print
+    /// log]).
+    log: Option<(usize, usize)>,
 }
 
 /// How many cells made while a loop's body is lowered (the text cells of its sites, Note
@@ -203,7 +205,9 @@ pub struct Site {
     /// `f`: `).
     pub text: String,
     pub cell: usize,
-    /// For a computed text: the state cell holding (reached before, the first text).
+    /// For an `error` with a computed text: the state cell holding (reached before, the
+    /// first text). For a `print` with a computed text: the cell of its texts by line of the
+    /// print log (Note [The print log]).
     pub text_cell: Option<usize>,
     /// The call's own position (inside a definition, `span` is where the block calls it).
     origin: Span,
@@ -216,9 +220,50 @@ impl Site {
     }
 }
 
+// Note [The print log]
+// ~~~~~~~~~~~~~~~~~~~~
+// `print` lines come out in the order the program reaches them, also from loops (two prints
+// in a loop alternate) and with texts computed when the block runs (each line its own text).
+// A block that prints keeps a log in two state cells: the number of lines so far and, for the
+// first `PRINT_LOG_LINES` of them, the site that printed each. A print whose text is computed
+// also writes its text at the line's place in a table of texts of its own. State makes a loop
+// around a print run in order (as Dex runs effects in order), so the log is in program order;
+// lines past `PRINT_LOG_LINES` are counted, not kept.
+
+/// The lines of a block's print log that are kept (Note [The print log]).
+pub const PRINT_LOG_LINES: usize = 1000;
+
+/// The cells of the texts of the prints with computed texts, each once, in the order of the
+/// sites (the order of the print log's text results).
+pub fn print_buffers(sites: &[Site]) -> Vec<usize> {
+    let mut cells = Vec::new();
+    for site in sites {
+        if let (SiteKind::Print, Some(cell)) = (site.kind, site.text_cell) {
+            if !cells.contains(&cell) {
+                cells.push(cell);
+            }
+        }
+    }
+    cells
+}
+
 impl Effects {
     pub(super) fn cell_value(&self, cell: usize) -> SVal {
         self.cells[cell].value.clone()
+    }
+
+    /// The print log's cells, the number of lines and the sites by line, if the block
+    /// prints (Note [The print log]).
+    pub fn print_log(&self) -> Option<(usize, usize)> {
+        self.log
+    }
+
+    /// Whether `cell` belongs to an `error` or `print` site or the print log.
+    fn is_site_cell(&self, cell: usize) -> bool {
+        self.sites.iter().any(|site| site.owns(cell))
+            || self
+                .log
+                .is_some_and(|(count, lines)| cell == count || cell == lines)
     }
 }
 
@@ -390,7 +435,7 @@ impl Lowerer<'_> {
             }
             EffectOp::Print => {
                 let text = (next()?, text_param(ty, span)?);
-                self.count_site(SiteKind::Print, String::new(), Some(text), span)?;
+                self.log_print(String::new(), Some(text), span)?;
                 Ok(SVal::Tuple(Vec::new()))
             }
             EffectOp::UnsafeIo => {
@@ -532,11 +577,70 @@ impl Lowerer<'_> {
         self.value_never_used(ty, span)
     }
 
-    /// `print "text"` reached here: counted as an error is; the session writes the line once
-    /// for every time it was reached.
+    /// `print "text"` reached here: a line of the print log (Note [The print log]).
     pub(super) fn print_line(&mut self, text: String, span: Span) -> Result<SVal> {
-        self.count_site(SiteKind::Print, text, None, span)?;
+        self.log_print(text, None, span)?;
         Ok(SVal::Tuple(Vec::new()))
+    }
+
+    /// A `print` reached here, of `text` or of a text computed when the block runs: the next
+    /// line of the print log (Note [The print log]).
+    fn log_print(&mut self, text: String, computed: Option<(SVal, Ty)>, span: Span) -> Result<()> {
+        self.count_site(SiteKind::Print, text, None, span)?;
+        let site = self.effects.sites.len() - 1;
+        let int = Ty::Base(crate::check::types::BaseTy::Int64);
+        let (count, lines) = match self.effects.log {
+            Some(log) => log,
+            None => {
+                let lines_ty = Ty::table(Ty::Fin(Size::Const(PRINT_LOG_LINES as u64)), int.clone());
+                let count = self.new_top_cell(int, span)?;
+                let lines = self.new_top_cell(lines_ty, span)?;
+                self.effects.log = Some((count, lines));
+                (count, lines)
+            }
+        };
+        let SVal::Arr(line) = self.effects.cells[count].value.clone() else {
+            return bug(span, "the print log's count is not a number");
+        };
+        if let Some((message, ty)) = computed {
+            let buffer = self.print_buffer(site, ty, span)?;
+            self.effects.sites[site].text_cell = Some(buffer);
+            self.update_cell(buffer, &[line], message, None, span)?;
+        }
+        let site_id = SVal::Arr(Atom::Lit(Scalar::I64(site as i64)));
+        self.update_cell(lines, &[line], site_id, None, span)?;
+        let next = self.prim(Prim::Add, vec![line, Atom::Lit(Scalar::I64(1))], span)?;
+        self.update_cell(count, &[], SVal::Arr(next), None, span)
+    }
+
+    /// The texts by log line of the `print` at `site` (the same cell when a loop lowers its
+    /// body again, found by the site's position).
+    fn print_buffer(&mut self, site: usize, text_ty: Ty, span: Span) -> Result<usize> {
+        let (site_span, origin) = (
+            self.effects.sites[site].span,
+            self.effects.sites[site].origin,
+        );
+        let known = self.effects.sites[..site].iter().find(|other| {
+            other.kind == SiteKind::Print
+                && (other.span, other.origin) == (site_span, origin)
+                && other.text_cell.is_some()
+        });
+        if let Some(cell) = known.and_then(|other| other.text_cell) {
+            return Ok(cell);
+        }
+        let ty = Ty::table(Ty::Fin(Size::Const(PRINT_LOG_LINES as u64)), text_ty);
+        self.new_top_cell(ty, span)
+    }
+
+    /// A state cell of the block's top level, zero at first (made in the block's main body,
+    /// which every use of the cell can see).
+    fn new_top_cell(&mut self, ty: Ty, span: Span) -> Result<usize> {
+        let here = std::mem::replace(&mut self.block, self.program.main);
+        let init = self.zeros_of(&ty, span);
+        self.block = here;
+        let cell = self.new_cell(CellKind::State, init?, ty);
+        self.effects.cells[cell].depth = 0;
+        Ok(cell)
     }
 
     /// Counts a site's reach; `computed` is its text when it is computed when the block
@@ -888,8 +992,7 @@ impl Lowerer<'_> {
     /// would be values of the derivative's block).
     pub(super) fn seal_function(&mut self, before: (Vec<SVal>, usize), span: Span) -> Result<()> {
         let (snapshot, frame_len) = before;
-        let is_site =
-            |effects: &Effects, cell: usize| effects.sites.iter().any(|site| site.owns(cell));
+        let is_site = |effects: &Effects, cell: usize| effects.is_site_cell(cell);
         let records = match self.effects.frames.last_mut() {
             Some(frame) => frame.split_off(frame_len.min(frame.len())),
             None => Vec::new(),

@@ -246,6 +246,31 @@ fn error_reports_the_first_failing_call_and_the_session_goes_on() {
 }
 
 #[test]
+fn prints_come_out_in_program_order_with_their_own_texts_on_every_engine() {
+    for engine in [Engine::Fused, Engine::Reference] {
+        let mut session = session(engine);
+        let src = ":p\n  for_ i:(Fin 1003).\n    print (\"line \" <> show (ordinal i))\n    \
+                   if ordinal i == 1 then print \"odd\"\n  print \"last\"\n  7\n";
+        let texts: Vec<String> = outputs(&mut session, src)
+            .into_iter()
+            .filter_map(|output| match output {
+                Output::Text(text) => Some(text),
+                _ => None,
+            })
+            .collect();
+        // The first 1000 of the 1005 lines are kept: line 0, line 1, odd, line 2, …, line 998.
+        let mut expected = vec![
+            "line 0".to_string(),
+            "line 1".to_string(),
+            "odd".to_string(),
+        ];
+        expected.extend((2..999).map(|i| format!("line {i}")));
+        expected.push("(and 5 more printed lines, not kept)".to_string());
+        assert_eq!(texts, expected, "{engine:?}");
+    }
+}
+
+#[test]
 fn interrupt_stops_a_while_that_never_ends() {
     for engine in [Engine::Fused, Engine::Reference] {
         let mut session = Session::new(SessionConfig {
