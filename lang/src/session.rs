@@ -707,6 +707,7 @@ impl Session {
                 Pragma::Time => timing = Some(None),
                 Pragma::Bench(name) => timing = Some(Some(name.clone())),
                 Pragma::Strict => strict = true,
+                Pragma::NoInline => {}
                 Pragma::Passes(names) => stages.extend(names.iter().map(|name| name.name.clone())),
             }
         }

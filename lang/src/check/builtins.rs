@@ -139,7 +139,9 @@ impl Class {
     /// Whether a base type is in the class (as a scalar).
     pub fn holds_for_base(self, base: BaseTy) -> bool {
         match self {
-            Class::Add | Class::Mul | Class::Div | Class::Num | Class::Ord => base.is_numeric(),
+            Class::Add | Class::Mul | Class::Div | Class::Num => base.is_numeric(),
+            // Characters compare by their codes (Dex's `Char` is a `Word8`).
+            Class::Ord => base.is_numeric() || base == BaseTy::Char,
             Class::Sub => base.is_numeric() && base != BaseTy::Nat,
             Class::Floating | Class::VSpace | Class::Float => base.is_float(),
             Class::Eq | Class::Show | Class::Arbitrary => true,

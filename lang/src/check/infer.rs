@@ -107,6 +107,8 @@ pub struct Infer<'env> {
     /// Locals bound to a size field of a constructor: the static size they are (Note [Size
     /// fields]).
     static_sizes: HashMap<LocalId, Size>,
+    /// Type parameters used as sizes (`given (n)` with `Fin n`): as values they are their size.
+    size_rigids: std::collections::HashSet<Rigid>,
 }
 
 // Note [Independent errors]
@@ -137,6 +139,7 @@ impl<'env> Infer<'env> {
             recovered: Vec::new(),
             defining: Vec::new(),
             static_sizes: HashMap::new(),
+            size_rigids: Default::default(),
         }
     }
 
@@ -1156,6 +1159,16 @@ impl<'env> Infer<'env> {
                     None => Ok(Size::Local(*local, ident.name.clone())),
                 },
                 Some(Binding::SizeVar(size)) => Ok(size.clone()),
+                // `given (n)` (or `given (n: Nat)`) used as a size, as Dex infers: `n` stands
+                // for the index set `Fin n`, whose size it is.
+                Some(Binding::TypeVar(Ty::Rigid(rigid, name))) => {
+                    let rigid = *rigid;
+                    let name = name.clone();
+                    self.env
+                        .add_rigid_classes(rigid, &[Class::Ix, Class::Eq, Class::Ord]);
+                    self.size_rigids.insert(rigid);
+                    Ok(Size::Of(Box::new(Ty::Rigid(rigid, name))))
+                }
                 Some(_) => not_static(),
                 None => match self.env.static_nats.get(&ident.name) {
                     Some(n) => Ok(Size::Const(*n)),
@@ -1557,6 +1570,25 @@ impl<'env> Infer<'env> {
             }
             Some(Binding::Def(id, info)) => {
                 return Ok(self.instantiate_def(&info, DefKey::Local(id), span))
+            }
+            // A `given (n)` that is a size (Dex's implicit `n: Nat`): its value is `size n`.
+            Some(Binding::TypeVar(Ty::Rigid(rigid, _))) if self.size_rigids.contains(&rigid) => {
+                let var = |name: &str| Expr {
+                    kind: ExprKind::Var(Ident {
+                        name: name.to_string(),
+                        span,
+                    }),
+                    span,
+                };
+                let size_of = Expr {
+                    kind: ExprKind::App {
+                        func: Box::new(var("size")),
+                        arg: Box::new(var(name)),
+                        name: None,
+                    },
+                    span,
+                };
+                return self.infer(&size_of);
             }
             Some(Binding::TypeVar(_) | Binding::TypeFn(_)) => {
                 return error(
@@ -2916,18 +2948,40 @@ impl<'env> Infer<'env> {
         }))
     }
 
-    /// A capitalised name bound, with no annotation, to an expression that reads as a type
-    /// (`Height = Fin 3`, `P = Point`, `Pair = (Float, Float)`, `M = MyPair Int Float`): the
+    /// A name bound, with no annotation, to an expression that reads as a type (`Height = Fin
+    /// 3`, `P = Point`, `Pair = (Float, Float)`, `M = MyPair Int Float`, `sizen = Fin 3`): the
     /// name and the type expression.
     fn alias_type(&self, binding: &LetBinding) -> Option<(String, TypeExpr)> {
         let Pattern::Var(ident) = &binding.pat else {
             return None;
         };
-        if !ident.name.starts_with(|c: char| c.is_uppercase()) || binding.ty.is_some() {
+        if binding.ty.is_some() {
             return None;
         }
         let ty = expr_as_type(&binding.value)?;
+        // A lowercase name is an alias only of a type that is not a name alone (`sizen = Fin
+        // 3`): `x = y` binds a value.
+        let lowercase = !ident.name.starts_with(|c: char| c.is_uppercase());
+        if lowercase && !self.only_a_type(&ty) {
+            return None;
+        }
         self.names_a_type(&ty).then(|| (ident.name.clone(), ty))
+    }
+
+    /// Whether a type expression can only be a type: not a name alone, and not a type applied
+    /// to what may be values (`Point(x, y)` is also a struct's constructor called).
+    fn only_a_type(&self, ty: &TypeExpr) -> bool {
+        match &ty.kind {
+            TypeExprKind::Name(_) => false,
+            TypeExprKind::App(head, args) if head.name != "Fin" => args.iter().all(|arg| {
+                !matches!(arg.kind, TypeExprKind::Size(_))
+                    && (self.only_a_type(arg) || self.names_a_type(arg))
+            }),
+            TypeExprKind::Tuple(items) => items
+                .iter()
+                .all(|item| self.only_a_type(item) || self.names_a_type(item)),
+            _ => self.names_a_type(ty),
+        }
     }
 
     /// Whether every name a type expression is built from is a type.

@@ -31,6 +31,9 @@ pub enum Pragma {
     Bench(String),
     /// `%strict`
     Strict,
+    /// Dex's `@noinline` before a definition (dx inlines every definition, so it changes
+    /// nothing).
+    NoInline,
 }
 
 #[derive(Clone, Debug, PartialEq)]

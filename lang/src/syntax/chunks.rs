@@ -56,7 +56,7 @@ fn classify(text: &str) -> LineKind {
         b'\'' => LineKind::Prose,
         b'#' => LineKind::Comment,
         b'-' if content.starts_with("--") => LineKind::Comment,
-        b'%' => LineKind::Pragma,
+        b'%' | b'@' => LineKind::Pragma,
         b' ' | b'\t' => LineKind::Indented,
         b')' | b']' => LineKind::Closer,
         _ => LineKind::Code,

@@ -112,7 +112,7 @@ pub fn parse_code(src: &str, span: Span) -> Result<CodeBlock, ParseError> {
     let mut pragmas = Vec::new();
     let mut decl_start = start;
     let mut pragma_end = start;
-    while decl_start < end && src.as_bytes()[decl_start] == b'%' {
+    while decl_start < end && matches!(src.as_bytes()[decl_start], b'%' | b'@') {
         let line_end = src[decl_start..end]
             .find('\n')
             .map_or(end, |offset| decl_start + offset);
@@ -236,8 +236,18 @@ fn clamp_span(src: &str, span: Span) -> (usize, usize) {
     (start, end)
 }
 
-/// Parses a pragma line `src[start..end]` (which starts with `%`).
+/// Parses a pragma line `src[start..end]` (which starts with `%`, or `@` for Dex's
+/// `@noinline`).
 fn parse_pragma(src: &str, start: usize, end: usize) -> PResult<Pragma> {
+    if src.as_bytes()[start] == b'@' {
+        return match src[start..end].trim_end() {
+            "@noinline" => Ok(Pragma::NoInline),
+            other => Err(error(
+                format!("unknown decorator '{other}' (dx knows `@noinline`)"),
+                Span::new(start, end),
+            )),
+        };
+    }
     let lexed = lex(src, start, end)?;
     let tokens = lexed.tokens;
     let name = match tokens.get(1) {
@@ -1283,6 +1293,16 @@ impl<'a> Builder<'a> {
                 }
                 Ok(TypeExpr {
                     kind: TypeExprKind::App(name, args),
+                    span,
+                })
+            }
+            Rule::ty_infix => {
+                let mut inner = pair.clone().into_inner();
+                let lhs = self.ty(self.next(&mut inner, &pair)?)?;
+                let name = self.ident(self.next(&mut inner, &pair)?);
+                let rhs = self.ty(self.next(&mut inner, &pair)?)?;
+                Ok(TypeExpr {
+                    kind: TypeExprKind::App(name, vec![lhs, rhs]),
                     span,
                 })
             }

@@ -48,6 +48,7 @@ fn pragma(pragma: &Pragma) -> String {
         Pragma::Time => "%time".to_string(),
         Pragma::Bench(name) => format!("%bench {}", quoted(name)),
         Pragma::Strict => "%strict".to_string(),
+        Pragma::NoInline => "@noinline".to_string(),
     }
 }
 
@@ -1733,6 +1734,7 @@ mod tests {
             let pragma = prop_oneof![
                 Just(Pragma::Time),
                 Just(Pragma::Strict),
+                Just(Pragma::NoInline),
                 Just(Pragma::Bench("b \"1\"".to_string())),
                 prop::collection::vec(ident(&["parse", "typed"]), 1..3).prop_map(Pragma::Passes),
             ];
