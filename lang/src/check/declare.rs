@@ -541,6 +541,23 @@ impl Infer<'_> {
         vars: &[Rigid],
         method_vars: &[Rigid],
     ) -> Result<DefInfo> {
+        // A method of type `() -> T` (Dex's nullary methods, `value : () -> Int`) defined as
+        // `def value() = 2`: the definition takes the unit.
+        let nullary;
+        let def = match expected {
+            Ty::Fun { param, .. } if def.params.is_empty() && **param == Ty::Tuple(Vec::new()) => {
+                nullary = ast::FunDef {
+                    params: vec![ast::Param {
+                        pat: Pattern::Tuple(Vec::new(), def.name.span),
+                        ty: None,
+                        span: def.name.span,
+                    }],
+                    ..def.clone()
+                };
+                &nullary
+            }
+            _ => def,
+        };
         let info = self.infer_def_against(def, Some(expected))?;
         let found = self.instantiate_def(&info, super::typed::DefKey::Top(String::new()), def.span);
         self.unify(expected, &found.ty, def.span)?;
