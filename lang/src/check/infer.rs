@@ -516,11 +516,32 @@ impl<'env> Infer<'env> {
     pub(super) fn solve(&mut self, finish: bool) -> Result<()> {
         loop {
             let mut progress = false;
+            // Note [Accumulator types]
+            // ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+            // An accumulator of a monoid on `b` holds `b` or tables of `b` (Dex lifts a monoid
+            // to tables); the lowering checks which. What nothing else decides (`acc += 1`)
+            // is the monoid's own type, not a literal's default: when inference is done, an
+            // undecided element of the accumulator (below its tables) is `b`.
+            for (base, value, span) in std::mem::take(&mut self.accums) {
+                let base = self.zonk(&base);
+                let mut value = self.zonk(&value);
+                while let (Ty::Table(_, elem), false) = (&value, matches!(base, Ty::Table(..))) {
+                    value = (**elem).clone();
+                }
+                match value {
+                    Ty::Var(_) if finish => {
+                        self.unify(&value, &base, span)?;
+                        progress = true;
+                    }
+                    Ty::Var(_) => self.accums.push((base, value, span)),
+                    _ => {}
+                }
+            }
             // `p.x`: the field of a type that is known by now.
             for field in std::mem::take(&mut self.fields) {
                 match self.zonk(&field.base) {
-                    Ty::Var(_) if !finish => self.fields.push(field),
-                    Ty::Var(_) => {
+                    base if !finish && field_waits(&base) => self.fields.push(field),
+                    base if field_waits(&base) => {
                         return error(
                             field.span,
                             format!(
@@ -561,27 +582,6 @@ impl<'env> Infer<'env> {
                     progress = true;
                 } else {
                     self.appends.push(item);
-                }
-            }
-            // Note [Accumulator types]
-            // ~~~~~~~~~~~~~~~~~~~~~~~~~~~
-            // An accumulator of a monoid on `b` holds `b` or tables of `b` (Dex lifts a monoid
-            // to tables); the lowering checks which. What nothing else decides (`acc += 1`)
-            // is the monoid's own type, not a literal's default: when inference is done, an
-            // undecided element of the accumulator (below its tables) is `b`.
-            for (base, value, span) in std::mem::take(&mut self.accums) {
-                let base = self.zonk(&base);
-                let mut value = self.zonk(&value);
-                while let (Ty::Table(_, elem), false) = (&value, matches!(base, Ty::Table(..))) {
-                    value = (**elem).clone();
-                }
-                match value {
-                    Ty::Var(_) if finish => {
-                        self.unify(&value, &base, span)?;
-                        progress = true;
-                    }
-                    Ty::Var(_) => self.accums.push((base, value, span)),
-                    _ => {}
                 }
             }
             let scale = std::mem::take(&mut self.scale);
@@ -1353,7 +1353,7 @@ impl<'env> Infer<'env> {
             ExprKind::Field { base, field } => {
                 let base = self.infer_depth(base, depth + 1)?;
                 let ty = match self.zonk(&base.ty) {
-                    Ty::Var(_) => {
+                    known if field_waits(&known) => {
                         let result = Ty::Var(self.fresh_var());
                         self.fields.push(PendingField {
                             base: base.ty.clone(),
@@ -1812,6 +1812,14 @@ impl<'env> Infer<'env> {
                         unknown(known)
                     }
                 }
+            }
+            // `ref.x`: a reference to the field (Dex's field references).
+            Ty::Con(super::types::TyCon::Ref, args) if args.len() == 2 => {
+                let field = self.field_type(&args[1], name, span)?;
+                Ok(Ty::Con(
+                    super::types::TyCon::Ref,
+                    vec![args[0].clone(), field],
+                ))
             }
             _ => error(
                 span,
@@ -3328,4 +3336,14 @@ pub fn map_size(size: &Size, f: &mut dyn FnMut(&Size) -> Option<Size>) -> Size {
         }
     }
     .normalise()
+}
+
+/// Whether reading a field of a value of type `ty` waits for its type to be known: a variable,
+/// or a reference to a value of a type not known yet (`ref!i.x`).
+fn field_waits(ty: &Ty) -> bool {
+    match ty {
+        Ty::Var(_) => true,
+        Ty::Con(super::types::TyCon::Ref, args) => matches!(args.get(1), Some(Ty::Var(_))),
+        _ => false,
+    }
 }

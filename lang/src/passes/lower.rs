@@ -82,10 +82,13 @@ pub enum SVal {
         args: Vec<SVal>,
     },
     /// A reference to element `path` of the value in an effect cell (Note [Effects as
-    /// cells], `lower_effects.rs`).
+    /// cells], `lower_effects.rs`), or to field `fields` of it (`ref.x`: the components of
+    /// the cell's value chosen in turn; they commute with the element indices, as a value's
+    /// fields are arrays over its tables' axes).
     Ref {
         cell: usize,
         path: Vec<Atom>,
+        fields: Vec<usize>,
     },
     /// A monoid passed to `yield_accum` (`AddMonoid Float`, a user's named instance).
     Monoid(super::lower_effects::AccumMonoid),

@@ -121,16 +121,26 @@ impl Lowerer<'_> {
 
     /// `value.name` of a value of concrete type `ty`.
     pub(super) fn field(&self, value: SVal, ty: &Ty, name: &str, span: Span) -> Result<SVal> {
-        let index = match ty {
+        // `ref.x` is a reference to the field (Note [Effects as cells]).
+        let is_ref = matches!(value, SVal::Ref { .. });
+        let target = match (is_ref, ty) {
+            (true, Ty::Con(_, args)) => args.get(1).unwrap_or(ty),
+            _ => ty,
+        };
+        let index = match target {
             Ty::Tuple(_) => name.parse::<usize>().ok(),
             Ty::Data(data) => data.field_index(name).or_else(|| name.parse().ok()),
             _ => None,
         };
         match (value, index) {
+            (value @ SVal::Ref { .. }, Some(index)) => self.field_of_reference(value, index, span),
             (SVal::Tuple(mut items), Some(index)) if index < items.len() => {
                 Ok(items.swap_remove(index))
             }
-            _ => bug(span, format!("no field `{name}` in a value of type {ty}")),
+            _ => bug(
+                span,
+                format!("no field `{name}` in a value of type {target}"),
+            ),
         }
     }
 

@@ -344,7 +344,7 @@ impl Lowerer<'_> {
                 }))))
             }
             EffectOp::Get | EffectOp::Ask => {
-                let (cell, path) = self.reference(next()?, span)?;
+                let (cell, path, fields) = self.field_reference(next()?, span)?;
                 if let CellKind::Accum(_) = self.effects.cells[cell].kind {
                     return error(
                         span,
@@ -353,13 +353,20 @@ impl Lowerer<'_> {
                     );
                 }
                 let mut value = self.effects.cells[cell].value.clone();
+                for field in fields {
+                    value = match value {
+                        SVal::Tuple(items) => items.into_iter().nth(field),
+                        _ => None,
+                    }
+                    .map_or_else(|| bug(span, "a field of a value that has none"), Ok)?;
+                }
                 for index in path {
                     value = self.index_value(&value, index, span)?;
                 }
                 Ok(value)
             }
             EffectOp::Put => {
-                let (cell, path) = self.reference(next()?, span)?;
+                let (cell, path, fields) = self.field_reference(next()?, span)?;
                 let value = next()?;
                 match self.effects.cells[cell].kind {
                     CellKind::State => {}
@@ -378,24 +385,29 @@ impl Lowerer<'_> {
                         )
                     }
                 }
-                self.update_cell(cell, &path, value, None, span)?;
+                let whole = self.effects.cells[cell].value.clone();
+                let leaves = self.field_leaves(&whole, &fields, span)?;
+                self.update_cell_leaves(cell, leaves, &path, value, None, span)?;
                 Ok(SVal::Tuple(Vec::new()))
             }
             EffectOp::Extend => {
-                let (cell, path) = self.reference(next()?, span)?;
-                let value = next()?;
-                let CellKind::Accum(_) = self.effects.cells[cell].kind else {
+                let (cell, path, fields) = self.field_reference(next()?, span)?;
+                let mut value = next()?;
+                let CellKind::Accum(combine) = self.effects.cells[cell].kind else {
                     return error(
                         span,
                         "`+=` adds to an accumulator (from `yield_accum` or `run_accum`); this \
                          reference is a `State` one: write `ref := get ref + v`",
                     );
                 };
+                if !fields.is_empty() {
+                    value = self.widen_to_element(cell, combine, &path, &fields, value, span)?;
+                }
                 self.extend(cell, path, value, span)?;
                 Ok(SVal::Tuple(Vec::new()))
             }
             EffectOp::RefIndex => {
-                let (cell, mut path) = self.reference(next()?, span)?;
+                let (cell, mut path, fields) = self.field_reference(next()?, span)?;
                 let index = next()?;
                 let Ty::Fun { param, .. } = ty else {
                     return bug(span, "`!` type");
@@ -408,7 +420,7 @@ impl Lowerer<'_> {
                 };
                 let ix = (**ix).clone();
                 path.push(self.flat_index(&index, &ix, span)?);
-                Ok(SVal::Ref { cell, path })
+                Ok(SVal::Ref { cell, path, fields })
             }
             EffectOp::Catch => {
                 let action = next()?;
@@ -481,6 +493,7 @@ impl Lowerer<'_> {
             SVal::Ref {
                 cell,
                 path: Vec::new(),
+                fields: Vec::new(),
             },
             span,
         );
@@ -780,8 +793,9 @@ impl Lowerer<'_> {
         }
     }
 
-    fn reference(&self, value: SVal, span: Span) -> Result<(usize, Vec<Atom>)> {
-        let SVal::Ref { cell, path } = value else {
+    /// A reference's cell, element indices and fields (`ref.x!i`).
+    fn field_reference(&self, value: SVal, span: Span) -> Result<(usize, Vec<Atom>, Vec<usize>)> {
+        let SVal::Ref { cell, path, fields } = value else {
             return bug(span, "a reference operation on a non-reference");
         };
         if !self.effects.cells[cell].live {
@@ -790,7 +804,69 @@ impl Lowerer<'_> {
                 "this reference is used outside its handler (`with_state`, `yield_accum`, …)",
             );
         }
-        Ok((cell, path))
+        Ok((cell, path, fields))
+    }
+
+    /// `ref.x`: the reference to field `field` of what `ref` refers to.
+    pub(super) fn field_of_reference(&self, value: SVal, field: usize, span: Span) -> Result<SVal> {
+        let (cell, path, mut fields) = self.field_reference(value, span)?;
+        fields.push(field);
+        Ok(SVal::Ref { cell, path, fields })
+    }
+
+    /// `acc.x += v` (at element `path` of the accumulator): `v` in field `x` of a value that
+    /// is the monoid's identity everywhere else, so adding it adds `v` to the field.
+    fn widen_to_element(
+        &mut self,
+        cell: usize,
+        combine: Combine,
+        path: &[Atom],
+        fields: &[usize],
+        value: SVal,
+        span: Span,
+    ) -> Result<SVal> {
+        if let Combine::User(_) = combine {
+            return error(
+                span,
+                "`+=` to a field of an accumulator of a user's monoid: add a whole value",
+            );
+        }
+        let mut ty = self.effects.cells[cell].ty.clone();
+        for _ in path {
+            let Ty::Table(_, elem) = ty else {
+                return bug(span, "an element reference into a non-table");
+            };
+            ty = *elem;
+        }
+        let identity = self.monoid_identity(combine, &ty, span)?;
+        let (start, count) = self.field_leaves(&identity, fields, span)?;
+        let mut leaves = self.leaves(&identity, span)?;
+        let new = self.leaves(&value, span)?;
+        if new.len() != count {
+            return bug(span, "a field's value of another shape than the field's");
+        }
+        leaves.splice(start..start + count, new);
+        Ok(self.assemble(&ty, leaves))
+    }
+
+    /// The leaves of `value` that field `fields` of it holds: their first position and their
+    /// number.
+    fn field_leaves(&self, value: &SVal, fields: &[usize], span: Span) -> Result<(usize, usize)> {
+        let mut value = value.clone();
+        let mut start = 0;
+        for &field in fields {
+            let SVal::Tuple(items) = value else {
+                return bug(span, "a field of a value that has none");
+            };
+            for item in items.iter().take(field) {
+                start += self.leaves(item, span)?.len();
+            }
+            let Some(item) = items.into_iter().nth(field) else {
+                return bug(span, "a field past a value's last");
+            };
+            value = item;
+        }
+        Ok((start, self.leaves(&value, span)?.len()))
     }
 
     /// `old <> new` in a user's monoid, lifted to tables of its base type element by element
@@ -876,22 +952,41 @@ impl Lowerer<'_> {
         combine: Option<NamedMonoid>,
         span: Span,
     ) -> Result<()> {
+        let all = (0, self.leaves(&self.effects.cells[cell].value, span)?.len());
+        self.update_cell_leaves(cell, all, path, value, combine, span)
+    }
+
+    /// `update_cell` of the leaves `start..start + count` of the cell's value (a field, Note
+    /// [Effects as cells]); `value` has those leaves.
+    fn update_cell_leaves(
+        &mut self,
+        cell: usize,
+        (start, count): (usize, usize),
+        path: &[Atom],
+        value: SVal,
+        combine: Option<NamedMonoid>,
+        span: Span,
+    ) -> Result<()> {
         let thrown = self.thrown_for(cell, span)?;
-        if path.is_empty() && combine.is_none() && thrown.is_none() {
+        let old = self.effects.cells[cell].value.clone();
+        let mut leaves = self.leaves(&old, span)?;
+        let whole = start == 0 && count == leaves.len();
+        if whole && path.is_empty() && combine.is_none() && thrown.is_none() {
             self.effects.cells[cell].value = value;
             return Ok(());
         }
-        let old = self.effects.cells[cell].value.clone();
-        let old_leaves = self.leaves(&old, span)?;
         let new_leaves = self.leaves(&value, span)?;
-        let mut leaves = Vec::with_capacity(old_leaves.len());
-        for (old, new) in old_leaves.into_iter().zip(new_leaves) {
+        if new_leaves.len() != count || start + count > leaves.len() {
+            return bug(span, "a write of another shape than its reference's");
+        }
+        for (slot, new) in leaves[start..start + count].iter_mut().zip(new_leaves) {
+            let old = *slot;
             let mut updated = self.update_leaf(old, path, new, combine, span)?;
             // After a throw, the write does not happen (Note [Exceptions]).
             if let Some(thrown) = thrown {
                 updated = self.prim(Prim::Select, vec![thrown, old, updated], span)?;
             }
-            leaves.push(updated);
+            *slot = updated;
         }
         let ty = self.effects.cells[cell].ty.clone();
         self.effects.cells[cell].value = self.assemble(&ty, leaves);
