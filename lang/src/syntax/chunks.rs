@@ -13,9 +13,10 @@
 //! - Any other non-blank column-0 line starts a code block, which continues over the following
 //!   indented lines, and over blank lines and column-0 comment lines that are followed by an
 //!   indented line.
-//! - A column-0 line that starts with a closing bracket (`)` or `]`) continues the block before
-//!   it, as an indented line does (Dex's style of a multi-line argument list whose `)` is in
-//!   column 0); with no block before it, it is a code block of its own (whose parse fails).
+//! - A column-0 line that starts with a closing bracket (`)` or `]`) or a comma continues the
+//!   block before it, as an indented line does (Dex's style of a multi-line argument list whose
+//!   `)` is in column 0, or of a table whose lines start with `,`); with no block before it,
+//!   it is a code block of its own (whose parse fails).
 //! - Runs of blank lines are `Blank` chunks.
 //! - Indented lines that follow no block form a code chunk that fails with
 //!   `unexpected indentation` (or a `Comment` chunk when they hold only comments).
@@ -34,7 +35,7 @@ enum LineKind {
     Comment,
     Pragma,
     Indented,
-    /// A column-0 line starting with `)` or `]`: it continues the block before it.
+    /// A column-0 line starting with `)`, `]` or `,`: it continues the block before it.
     Closer,
     Code,
 }
@@ -58,7 +59,9 @@ fn classify(text: &str) -> LineKind {
         b'-' if content.starts_with("--") => LineKind::Comment,
         b'%' | b'@' => LineKind::Pragma,
         b' ' | b'\t' => LineKind::Indented,
-        b')' | b']' => LineKind::Closer,
+        // A line that closes a bracket, or goes on with the items of one (`, 2 ]`, Dex's
+        // style for long tables).
+        b')' | b']' | b',' => LineKind::Closer,
         _ => LineKind::Code,
     }
 }
