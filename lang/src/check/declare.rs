@@ -595,10 +595,13 @@ impl Infer<'_> {
             }
         }
         let size_expr = decl.methods.iter().find_map(|item| match item {
-            InstanceItem::Let(binding) if matches!(&binding.pat, Pattern::Var(n) if n.name == "size") => {
+            InstanceItem::Let(binding)
+                if matches!(&binding.pat, Pattern::Var(n) if method_name(&n.name) == "size") =>
+            {
                 Some(&binding.value)
             }
-            InstanceItem::Def(def) if def.name.name == "size" && def.params.is_empty() => {
+            // `def size'() = …` (Dex's current spelling) or `def size() = …`.
+            InstanceItem::Def(def) if method_name(&def.name.name) == "size" && def.params.is_empty() => {
                 Some(&def.body)
             }
             _ => None,
