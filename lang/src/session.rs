@@ -511,7 +511,10 @@ impl Session {
             | Decl::Interface(_)
             | Decl::TypeAlias(_)
             | Decl::Instance(_) => decl.defined_names().first().copied(),
-            Decl::Let(_) | Decl::Command { .. } | Decl::Import(_) => None,
+            Decl::Let(_)
+            | Decl::Command { .. }
+            | Decl::Import(_)
+            | Decl::CustomLinearization { .. } => None,
         };
         if let (Some(name), Some(doc)) = (named, doc) {
             self.docs.insert(name.name.clone(), doc);
@@ -736,6 +739,12 @@ impl Session {
             Decl::Def(def) => self.define(def),
             Decl::Instance(instance) if instance.named.is_some() => {
                 match crate::check::named_instance_def(instance) {
+                    Ok(def) => self.define(&def),
+                    Err(err) => Err(type_error(&mut self.more_errors, err)),
+                }
+            }
+            Decl::CustomLinearization { func, lin } => {
+                match crate::check::custom_linearization_def(&self.env, func, lin) {
                     Ok(def) => self.define(&def),
                     Err(err) => Err(type_error(&mut self.more_errors, err)),
                 }

@@ -108,6 +108,10 @@ fn check_decl(src: &str, decl: &Decl) -> Result<(), String> {
         Decl::Let(binding) => check_let(src, binding),
         Decl::Command { expr, .. } => check_expr(src, expr),
         Decl::Import(ident) => check_span(src, ident.span),
+        Decl::CustomLinearization { func, lin } => {
+            check_span(src, func.span)?;
+            check_span(src, lin.span)
+        }
         Decl::Data(data) => {
             check_span(src, data.span)?;
             check_span(src, data.name.span)?;
@@ -823,6 +827,7 @@ fn value_of(src: &str) -> Result<String, String> {
             _ => Err("unexpected body".to_string()),
         },
         Decl::Import(_)
+        | Decl::CustomLinearization { .. }
         | Decl::Data(_)
         | Decl::Interface(_)
         | Decl::Instance(_)

@@ -227,6 +227,10 @@ pub enum Builtin {
     /// `custom_vjp(f, fwd, bwd)`: `f` with a user-defined reverse-mode derivative (JAX's
     /// `custom_vjp`); a function of one more argument, the point.
     CustomVjp,
+    /// A function of `n` arguments with a user-defined linearization, as Dex's
+    /// `custom-linearization f g` declares (`check::declare::custom_linearization_def`):
+    /// `%custom_linearization<n>(f, g)` is `f` differentiated by `g`.
+    CustomLinearization(u8),
     /// `arb k`: a random value of the type the context asks for (Dex's `Arbitrary`).
     Arb,
     /// `internal_cast(to=T, x)`: `x` as a value of scalar type `T`, converted or truncated as
@@ -298,6 +302,10 @@ pub enum EffectOp {
 /// The name the body of a named monoid instance calls to make the monoid (`EffectOp::MakeMonoid`):
 /// the `%` keeps it out of what a program can name.
 pub const MAKE_MONOID: &str = "%monoid";
+
+/// The name, followed by the number of arguments, of the function `custom-linearization`
+/// makes (`Builtin::CustomLinearization`).
+pub const CUSTOM_LINEARIZATION: &str = "%custom_linearization";
 
 /// The monoids of `yield_accum`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -373,6 +381,9 @@ pub enum Conversion {
 impl Builtin {
     pub fn lookup(name: &str) -> Option<Builtin> {
         use Builtin as B;
+        if let Some(arity) = name.strip_prefix(CUSTOM_LINEARIZATION) {
+            return arity.parse().ok().map(B::CustomLinearization);
+        }
         Some(match name {
             "neg" => B::Prim(Prim::Neg),
             "abs" => B::Prim(Prim::Abs),
@@ -787,6 +798,14 @@ impl Builtin {
                 let fwd = Ty::fun(a.clone(), Ty::Tuple(vec![b.clone(), r.clone()]));
                 let bwd = Ty::funs(vec![r, b.clone()], a.clone());
                 Ty::funs(vec![Ty::fun(a.clone(), b.clone()), fwd, bwd, a], b)
+            }
+            Builtin::CustomLinearization(arity) => {
+                // f -> (a1 -> … -> an -> (b, a1 -> … -> an -> b)) -> f, f = a1 -> … -> an -> b
+                let args: Vec<Ty> = (0..arity).map(|_| var(cx, &[])).collect();
+                let b = var(cx, &[]);
+                let func = Ty::funs(args.clone(), b.clone());
+                let lin = Ty::funs(args, Ty::Tuple(vec![b, func.clone()]));
+                Ty::funs(vec![func.clone(), lin], func)
             }
             Builtin::ApplyN => {
                 let a = var(cx, &[]);

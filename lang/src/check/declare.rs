@@ -878,3 +878,67 @@ pub fn named_instance_def(decl: &InstanceDecl) -> Result<ast::FunDef> {
         span,
     })
 }
+
+/// `custom-linearization f g` as the definition it makes: `f` replaced by
+/// `%custom_linearization<n>(f, g)` (`Builtin::CustomLinearization`), `n` being the number of
+/// `f`'s arguments; `g` must take them and give `f`'s value and its linear map, a function of
+/// the tangents of the same arguments (Note [Custom linearizations] in `ops::custom`).
+pub fn custom_linearization_def(
+    env: &super::env::GlobalEnv,
+    func: &ast::Ident,
+    lin: &ast::Ident,
+) -> Result<ast::FunDef> {
+    let Some((_, info)) = env.def(&func.name) else {
+        let what = match env.values.contains_key(&func.name) {
+            true => "a value, not a function defined with `def` or a lambda",
+            false => "not defined",
+        };
+        return error(
+            func.span,
+            format!(
+                "`custom-linearization` gives a top-level function a derivative: `{}` is {what}",
+                func.name
+            ),
+        );
+    };
+    let mut arity = 0u8;
+    let mut ty = &info.ty;
+    while let Ty::Fun { result, .. } = ty {
+        arity = arity.saturating_add(1);
+        ty = result;
+    }
+    if arity == 0 {
+        return error(
+            func.span,
+            format!(
+                "`{}` takes no arguments: there is nothing to differentiate",
+                func.name
+            ),
+        );
+    }
+    let span = func.span.to(lin.span);
+    let var = |ident: &ast::Ident| ast::Expr {
+        kind: ast::ExprKind::Var(ident.clone()),
+        span: ident.span,
+    };
+    let builtin = ast::Ident {
+        name: format!("{}{arity}", super::builtins::CUSTOM_LINEARIZATION),
+        span,
+    };
+    let app = |func: ast::Expr, arg: ast::Expr| ast::Expr {
+        kind: ast::ExprKind::App {
+            func: Box::new(func),
+            arg: Box::new(arg),
+            name: None,
+        },
+        span,
+    };
+    Ok(ast::FunDef {
+        name: func.clone(),
+        params: Vec::new(),
+        ret: None,
+        given: Vec::new(),
+        body: app(app(var(&builtin), var(func)), var(lin)),
+        span,
+    })
+}

@@ -167,7 +167,7 @@ fn stmt_cost(program: &Program, stmt: &Stmt) -> u64 {
             ..
         } => ops::cond::cost(program, *then_block, *else_block),
         Expr::Derivative { func, .. } => ops::derivative::cost(program, *func),
-        Expr::CustomVjp { .. } | Expr::CustomLinear { .. } => {
+        Expr::CustomVjp { .. } | Expr::CustomJvp { .. } | Expr::CustomLinear { .. } => {
             ops::custom::cost(program, &stmt.expr)
         }
     }

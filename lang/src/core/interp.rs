@@ -268,7 +268,7 @@ impl Interp<'_> {
                 back,
             } => return self.eval_while_reverse(init, seeds, *body, *back),
             Expr::Derivative { .. } => unreachable!("{}", crate::core::ir::EXPANDED),
-            Expr::CustomVjp { .. } | Expr::CustomLinear { .. } => {
+            Expr::CustomVjp { .. } | Expr::CustomJvp { .. } | Expr::CustomLinear { .. } => {
                 let Some((block, args)) = ops::custom::eval_block(&stmt.expr) else {
                     unreachable!("{}", ops::custom::NO_FORWARD_RULE)
                 };

@@ -360,6 +360,17 @@ pub enum Expr {
         fwd: BlockId,
         bwd: BlockId,
     },
+    /// `custom_jvp (xs…) primal lin`: a function with a user-defined linearization (Dex's
+    /// `custom-linearization f g`; `ops::custom`). Its value is `primal`'s at `args`; `lin`'s
+    /// params are the args then one tangent per arg (of the same types), its results the
+    /// values then their tangents, which must be linear in the tangents. The `ad` pass
+    /// differentiates it by inlining `lin` (reverse mode transposes the user's linear
+    /// statements as any others) and replaces every one left by `primal`.
+    CustomJvp {
+        args: Vec<Atom>,
+        primal: BlockId,
+        lin: BlockId,
+    },
     /// The linear map of a differentiated `custom_vjp`, which only exists between the `ad`
     /// pass's steps (`ops::custom`): `custom_linear (res…) (ts…) bwd` (`transposed: false`,
     /// made by `jvp`) maps the tangents of the args to those of the results, and has no
@@ -594,9 +605,10 @@ impl Keyer<'_> {
                 let atoms = self.atoms(&[&arrays[..], &init[..]].concat());
                 return self.nested(kind.name(), vec![arrays.len()], atoms, &[*op]);
             }
-            Expr::Derivative { .. } | Expr::CustomVjp { .. } | Expr::CustomLinear { .. } => {
-                return None
-            }
+            Expr::Derivative { .. }
+            | Expr::CustomVjp { .. }
+            | Expr::CustomJvp { .. }
+            | Expr::CustomLinear { .. } => return None,
         })
     }
 }

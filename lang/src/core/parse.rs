@@ -471,6 +471,11 @@ impl<'a> Parser<'a> {
                 fwd: self.block()?,
                 bwd: self.block()?,
             },
+            "custom_jvp" => Expr::CustomJvp {
+                args: self.atom_list("(", ")")?,
+                primal: self.block()?,
+                lin: self.block()?,
+            },
             "custom_linear" | "custom_linear_t" => Expr::CustomLinear {
                 transposed: word == "custom_linear_t",
                 residuals: self.atom_list("(", ")")?,

@@ -157,6 +157,7 @@ pub fn expr_name(expr: &Expr) -> String {
         Expr::WhileReverse { .. } => "while_reverse",
         Expr::Monoid { kind, .. } => kind.name(),
         Expr::CustomVjp { .. } => "custom_vjp",
+        Expr::CustomJvp { .. } => "custom_jvp",
         Expr::CustomLinear {
             transposed: false, ..
         } => "custom_linear",
@@ -408,6 +409,12 @@ impl Printer<'_> {
                 self.block(*fwd, depth);
                 self.out.push(' ');
                 return self.block(*bwd, depth);
+            }
+            Expr::CustomJvp { args, primal, lin } => {
+                let _ = write!(self.out, "custom_jvp ({}) ", self.atoms(args, ", "));
+                self.block(*primal, depth);
+                self.out.push(' ');
+                return self.block(*lin, depth);
             }
             Expr::CustomLinear {
                 residuals: primals,

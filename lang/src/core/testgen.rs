@@ -1226,7 +1226,9 @@ mod tests {
                         Expr::Monoid { .. } => "monoid",
                         // Emitted by lowering only; the `ad` pass expands them.
                         Expr::Derivative { .. } => "derivative",
-                        Expr::CustomVjp { .. } | Expr::CustomLinear { .. } => "custom",
+                        Expr::CustomVjp { .. }
+                        | Expr::CustomJvp { .. }
+                        | Expr::CustomLinear { .. } => "custom",
                     };
                     forms.insert(form);
                     multi_result |= stmt.binders.len() > 1;

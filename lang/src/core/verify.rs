@@ -307,7 +307,7 @@ impl Verifier<'_> {
 /// linear variables), an elementwise primitive only if it is linear (a bilinear one in some
 /// of its operands, not all), and a `cond` never in its condition. This is what
 /// transposition ([Smeding25] §7.3) relies on.
-fn linearity_error(program: &Program, stmt: &Stmt) -> Option<String> {
+pub(crate) fn linearity_error(program: &Program, stmt: &Stmt) -> Option<String> {
     let operands: Vec<bool> = expr_atoms(&stmt.expr)
         .iter()
         .map(|atom| program.is_linear(atom))
@@ -423,7 +423,7 @@ pub fn expr_types(program: &Program, expr: &Expr) -> Result<Vec<ArrTy>, String> 
             seeds,
             func,
         } => ops::derivative::result_tys(program, *mode, primals, seeds, *func),
-        Expr::CustomVjp { .. } | Expr::CustomLinear { .. } => {
+        Expr::CustomVjp { .. } | Expr::CustomJvp { .. } | Expr::CustomLinear { .. } => {
             ops::custom::result_tys(program, expr)
         }
     }

@@ -35,7 +35,7 @@ pub fn expr_atoms(expr: &Expr) -> Vec<Atom> {
             ..
         } => primals.iter().chain(seeds).copied().collect(),
         Expr::Index { array, index } => std::iter::once(array).chain(index).copied().collect(),
-        Expr::CustomVjp { args, .. } => args.clone(),
+        Expr::CustomVjp { args, .. } | Expr::CustomJvp { args, .. } => args.clone(),
         Expr::CustomLinear {
             residuals,
             operands,
@@ -60,6 +60,7 @@ pub fn expr_blocks(expr: &Expr) -> Vec<BlockId> {
         Expr::CustomVjp {
             primal, fwd, bwd, ..
         } => vec![*primal, *fwd, *bwd],
+        Expr::CustomJvp { primal, lin, .. } => vec![*primal, *lin],
         Expr::CustomLinear { bwd, .. } => vec![*bwd],
         Expr::Cond {
             then_block,
@@ -119,7 +120,7 @@ pub fn map_expr_atoms(expr: &mut Expr, f: &mut impl FnMut(Atom) -> Atom) {
                 *atom = f(*atom);
             }
         }
-        Expr::CustomVjp { args, .. } => {
+        Expr::CustomVjp { args, .. } | Expr::CustomJvp { args, .. } => {
             for atom in args {
                 *atom = f(*atom);
             }
@@ -158,6 +159,10 @@ pub fn map_expr_blocks(expr: &mut Expr, f: &mut impl FnMut(BlockId) -> BlockId) 
             *primal = f(*primal);
             *fwd = f(*fwd);
             *bwd = f(*bwd);
+        }
+        Expr::CustomJvp { primal, lin, .. } => {
+            *primal = f(*primal);
+            *lin = f(*lin);
         }
         Expr::CustomLinear { bwd, .. } => *bwd = f(*bwd),
         Expr::Cond {

@@ -757,7 +757,7 @@ impl Exec<'_> {
                 return Ok(acc.into_iter().map(|slot| slot.tensor).collect());
             }
             Expr::Derivative { .. } => unreachable!("{}", crate::core::ir::EXPANDED),
-            Expr::CustomVjp { .. } | Expr::CustomLinear { .. } => {
+            Expr::CustomVjp { .. } | Expr::CustomJvp { .. } | Expr::CustomLinear { .. } => {
                 unreachable!("{}", crate::core::ir::CUSTOM_INLINED)
             }
             // Lines of (chunk, lane) pairs on typed lanes, or compiled chains, in the order of
@@ -1212,6 +1212,7 @@ impl Exec<'_> {
             | Expr::WhileReverse { .. }
             | Expr::Monoid { .. }
             | Expr::CustomVjp { .. }
+            | Expr::CustomJvp { .. }
             | Expr::CustomLinear { .. }
             | Expr::Derivative { .. } => return Err(Stop::Unbatchable),
         };

@@ -391,10 +391,9 @@ impl Cx<'_> {
                 "the BOT leaves no `build1` in the bulk IR; export runs after it",
             )),
             Expr::Derivative { .. } => Err(ExportError::new("jvp/vjp", crate::core::ir::EXPANDED)),
-            Expr::CustomVjp { .. } | Expr::CustomLinear { .. } => Err(ExportError::new(
-                "custom_vjp",
-                crate::core::ir::CUSTOM_INLINED,
-            )),
+            Expr::CustomVjp { .. } | Expr::CustomJvp { .. } | Expr::CustomLinear { .. } => Err(
+                ExportError::new("custom_vjp", crate::core::ir::CUSTOM_INLINED),
+            ),
             Expr::Monoid {
                 kind,
                 arrays,
@@ -794,7 +793,9 @@ fn expr_name(expr: &Expr) -> String {
         Expr::While { .. } => "while".into(),
         Expr::WhileReverse { .. } => "while_reverse".into(),
         Expr::Derivative { .. } => "jvp/vjp".into(),
-        Expr::CustomVjp { .. } | Expr::CustomLinear { .. } => "custom_vjp".into(),
+        Expr::CustomVjp { .. } | Expr::CustomJvp { .. } | Expr::CustomLinear { .. } => {
+            "custom_vjp".into()
+        }
         Expr::Monoid { kind, .. } => kind.name().into(),
     }
 }

@@ -1,10 +1,12 @@
-//! User-defined derivatives: `custom_vjp` (JAX's `custom_vjp`, Dex's `custom-linearization`)
-//! and the linear map `custom_linear` its differentiation makes. Their rules:
+//! User-defined derivatives: `custom_vjp` (JAX's `custom_vjp`), `custom_jvp` (Dex's
+//! `custom-linearization f g`) and the linear map `custom_linear` the differentiation of a
+//! `custom_vjp` makes. Their rules:
 //!
 //! - type rule: `result_tys` (called by `core::verify`): a `custom_vjp` binds `primal`'s
 //!   results, and `fwd`'s first results have the same types; `bwd` takes the residuals (the
 //!   rest of `fwd`'s results) then a cotangent per result and returns a cotangent per arg;
 //! - printer and parser: `custom_vjp (xs…) (\…primal) (\…fwd) (\…bwd)`,
+//!   `custom_jvp (xs…) (\…primal) (\…lin)`,
 //!   `custom_linear (res…) (ts…) (\…bwd)`, `custom_linear_t (res…) (cts…) (\…bwd)`
 //!   (`core::print`, `core::parse`);
 //! - reference evaluation: `eval_blocks` (`core::interp`): a `custom_vjp` is its `primal`, a
@@ -29,10 +31,11 @@
 use std::collections::HashMap;
 
 use crate::core::inline::{copy_stmt, rename};
-use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Stmt, VarId};
+use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Scalar, Stmt, VarId};
 use crate::core::verify::{atom_ty, block, result_tys as block_result_tys, tys_text, var_ty};
 use crate::passes::ad::{tangent_of, AdError, Builder};
 use crate::passes::bot::{Batcher, Status};
+use crate::prim::Prim;
 
 /// The types of a block's params.
 fn param_tys(program: &Program, id: BlockId) -> Result<Vec<ArrTy>, String> {
@@ -95,6 +98,24 @@ pub fn result_tys(program: &Program, expr: &Expr) -> Result<Vec<ArrTy>, String> 
             expect_tys("custom_vjp bwd results", &bwd_outs, &arg_tys)?;
             Ok(outs)
         }
+        Expr::CustomJvp { args, primal, lin } => {
+            let arg_tys = atoms_tys(program, args)?;
+            expect_tys("custom_jvp args", &arg_tys, &param_tys(program, *primal)?)?;
+            let doubled = [arg_tys.clone(), arg_tys].concat();
+            expect_tys(
+                "custom_jvp lin params",
+                &param_tys(program, *lin)?,
+                &doubled,
+            )?;
+            let outs = block_result_tys(program, block(program, *primal)?)?;
+            let lin_outs = block_result_tys(program, block(program, *lin)?)?;
+            expect_tys(
+                "custom_jvp lin results",
+                &lin_outs,
+                &[outs.clone(), outs.clone()].concat(),
+            )?;
+            Ok(outs)
+        }
         Expr::CustomLinear {
             transposed,
             residuals,
@@ -129,11 +150,14 @@ pub fn result_tys(program: &Program, expr: &Expr) -> Result<Vec<ArrTy>, String> 
     }
 }
 
-/// The block a `custom_vjp` or transposed `custom_linear` computes, and its arguments; `None`
-/// for a `custom_linear` that is not transposed (it has no forward rule) and other forms.
+/// The block a `custom_vjp`, `custom_jvp` or transposed `custom_linear` computes, and its
+/// arguments; `None` for a `custom_linear` that is not transposed (it has no forward rule) and
+/// other forms.
 pub fn eval_block(expr: &Expr) -> Option<(BlockId, Vec<Atom>)> {
     match expr {
-        Expr::CustomVjp { args, primal, .. } => Some((*primal, args.clone())),
+        Expr::CustomVjp { args, primal, .. } | Expr::CustomJvp { args, primal, .. } => {
+            Some((*primal, args.clone()))
+        }
         Expr::CustomLinear {
             transposed: true,
             residuals,
@@ -212,7 +236,8 @@ pub fn inline_custom(program: &mut Program, stmts: Vec<Stmt>) -> Vec<Stmt> {
     out
 }
 
-/// Whether a `custom_vjp` or `custom_linear` is in `block` or a block nested in it.
+/// Whether a `custom_vjp`, `custom_jvp` or `custom_linear` is in `block` or a block nested in
+/// it.
 pub fn any_custom(program: &Program, block: BlockId) -> bool {
     crate::core::visit::reachable_blocks(program, block)
         .into_iter()
@@ -220,7 +245,7 @@ pub fn any_custom(program: &Program, block: BlockId) -> bool {
             program.blocks[id].stmts.iter().any(|stmt| {
                 matches!(
                     stmt.expr,
-                    Expr::CustomVjp { .. } | Expr::CustomLinear { .. }
+                    Expr::CustomVjp { .. } | Expr::CustomJvp { .. } | Expr::CustomLinear { .. }
                 )
             })
         })
@@ -281,6 +306,219 @@ pub(crate) fn jvp_custom_vjp(
     Ok(())
 }
 
+// Note [Custom linearizations]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Dex's `custom-linearization f g` gives `f` the linearization `g x = (f x, \ẋ. l ẋ)`, with
+// `l` linear. Differentiation is linearization then transposition ([Smeding25] §6–7), so the
+// user's `g` can stand in for the first step: the JVP of `custom_jvp (xs…) primal lin` is
+// `lin` inlined at the args and their tangents. Its statements that use a tangent are the
+// tangent statements (linear variables, as `Builder::emit` marks them) and the rest primal
+// ones; reverse mode then transposes the user's linear statements by the rules every
+// operation has; an `if` over tangents is if-converted, as the JVP of any `cond` is. Lowering
+// checks the user's map first (`check_linearization`) and refuses, at the use of `f`, a
+// statement that is not linear in the tangents (`ẋ * ẋ`, `ẋ + 1`) or a loop over them,
+// since no rule could transpose it.
+
+const VALUE_OF_TANGENTS: &str = "the value a custom-linearization gives depends on the tangents";
+
+/// What is wrong with the way a statement of a user's linear map uses the tangents (the
+/// linear variables), in the user's terms: an operation that is not linear in them, or a sum
+/// of a tangent and a value that is not one (`t + 1.0` is affine).
+fn linear_map_problem(program: &Program, stmt: &Stmt) -> Option<String> {
+    let problem = crate::core::verify::linearity_error(program, stmt).or_else(|| {
+        let Expr::Prim(prim, args) = &stmt.expr else {
+            return None;
+        };
+        let linear_prim = matches!(
+            crate::ops::linearity(&stmt.expr),
+            crate::ops::Linearity::Prim(crate::prim::Linearity::Linear)
+        );
+        let affine = linear_prim
+            && args.iter().any(|atom| program.is_linear(atom))
+            && args.iter().any(|atom| {
+                !program.is_linear(atom)
+                    && program.atom_ty(atom).elem.is_float()
+                    && !matches!(atom, Atom::Lit(lit) if *lit == Scalar::zero(lit.elem()))
+            });
+        affine.then(|| format!("`{}` of a tangent and a value that is not one", prim.name()))
+    })?;
+    Some(format!(
+        "the linear map of a custom-linearization is not linear in the tangents: {problem}"
+    ))
+}
+
+/// Why a statement whose blocks use the tangents cannot be in a linear map.
+fn tangents_inside(expr: &Expr) -> String {
+    format!(
+        "the linear map of a custom-linearization passes a tangent into a `{}` (loops over \
+         tangents are not supported there)",
+        crate::core::print::expr_name(expr)
+    )
+}
+
+/// Whether the blocks of `expr` use a linear variable.
+fn uses_linear_inside(program: &Program, expr: &Expr) -> bool {
+    let mut uses = Vec::new();
+    for nested in crate::core::visit::expr_blocks(expr) {
+        crate::core::visit::collect_uses(program, nested, &mut uses);
+    }
+    uses.iter().any(|var| program.vars[*var].linear)
+}
+
+/// Marks linear the binders of the statements of a linear map, as lowering makes it, that
+/// use a tangent, and checks each (`linear_map_problem`); a `for` or an `if` over tangents
+/// is followed inside (its binders are linear when a result of its blocks is).
+fn mark_linear(program: &mut Program, stmts: &[Stmt]) -> Result<(), String> {
+    for stmt in stmts {
+        let mut linear = crate::core::visit::expr_atoms(&stmt.expr)
+            .iter()
+            .any(|atom| program.is_linear(atom));
+        if uses_linear_inside(program, &stmt.expr) {
+            if !matches!(stmt.expr, Expr::Build1 { .. } | Expr::Cond { .. }) {
+                return Err(tangents_inside(&stmt.expr));
+            }
+            for nested in crate::core::visit::expr_blocks(&stmt.expr) {
+                let block = program.blocks[nested].clone();
+                mark_linear(program, &block.stmts)?;
+                linear |= block.results.iter().any(|atom| program.is_linear(atom));
+            }
+        }
+        for &binder in &stmt.binders {
+            program.vars[binder].linear = linear;
+        }
+        if let Some(problem) = linear_map_problem(program, stmt) {
+            return Err(problem);
+        }
+    }
+    Ok(())
+}
+
+/// Emits the statements of a user's linear map inlined into a JVP: a statement that uses a
+/// tangent binds linear variables, and an `if` over tangents is if-converted (both branches
+/// run and their results are selected, as `cond::jvp_cond` does), since a `cond` has no
+/// transpose.
+fn emit_linear_map(builder: &mut Builder, stmts: Vec<Stmt>) -> Result<(), AdError> {
+    for stmt in stmts {
+        if let Expr::Cond {
+            cond,
+            then_block,
+            else_block,
+        } = &stmt.expr
+        {
+            if uses_linear_inside(builder.program, &stmt.expr) {
+                let mut branches = Vec::new();
+                for block in [*then_block, *else_block] {
+                    let (body, results) = inline(builder.program, block, &[]);
+                    emit_linear_map(builder, body)?;
+                    branches.push(results);
+                }
+                for (position, binder) in stmt.binders.iter().enumerate() {
+                    let ty = builder.program.var_ty(*binder).clone();
+                    let mask = builder.constant_mask(*cond, &ty.shape);
+                    let select = Expr::Prim(
+                        Prim::Select,
+                        vec![mask, branches[0][position], branches[1][position]],
+                    );
+                    let linear = crate::core::visit::expr_atoms(&select)
+                        .iter()
+                        .any(|atom| builder.is_linear(atom));
+                    builder.set_linear(&[*binder], linear);
+                    builder.stmts.push(Stmt {
+                        binders: vec![*binder],
+                        expr: select,
+                    });
+                }
+                continue;
+            }
+        }
+        if uses_linear_inside(builder.program, &stmt.expr) {
+            return Err(AdError(tangents_inside(&stmt.expr)));
+        }
+        let linear = crate::core::visit::expr_atoms(&stmt.expr)
+            .iter()
+            .any(|atom| builder.is_linear(atom));
+        builder.set_linear(&stmt.binders, linear);
+        // Lowering refused affine maps; here a missing tangent is a zero that is not a
+        // linear variable, so only what transposition needs is checked.
+        if let Some(problem) = crate::core::verify::linearity_error(builder.program, &stmt) {
+            return Err(AdError(format!(
+                "the linear map of a custom-linearization is not linear in the tangents: {problem}"
+            )));
+        }
+        builder.stmts.push(stmt);
+    }
+    Ok(())
+}
+
+/// Checks, as lowering makes it, that the block of a linearization (`lin` of a `custom_jvp`,
+/// its last `n_tangents` params the tangents) is linear in the tangents and that its first
+/// `n_values` results do not depend on them; the linear flags are cleared after.
+pub fn check_linearization(
+    program: &mut Program,
+    lin: BlockId,
+    n_tangents: usize,
+    n_values: usize,
+) -> Result<(), String> {
+    let block = program.blocks[lin].clone();
+    let tangents = &block.params[block.params.len() - n_tangents..];
+    for &tangent in tangents {
+        program.vars[tangent].linear = true;
+    }
+    let res = mark_linear(program, &block.stmts).and_then(|()| {
+        match block.results[..n_values]
+            .iter()
+            .any(|atom| program.is_linear(atom))
+        {
+            true => Err(VALUE_OF_TANGENTS.to_string()),
+            false => Ok(()),
+        }
+    });
+    let mut defined = std::collections::HashSet::new();
+    crate::core::visit::collect_defs(program, lin, &mut defined);
+    for var in defined {
+        program.vars[var].linear = false;
+    }
+    res
+}
+
+/// The JVP of `ys = custom_jvp (xs…) primal lin`: `lin` inlined at the args and their tangents
+/// (zero where an arg has none) gives the values and their tangents (Note [Custom
+/// linearizations]).
+pub(crate) fn jvp_custom_jvp(
+    builder: &mut Builder,
+    stmt: &Stmt,
+    tangents: &mut HashMap<VarId, Atom>,
+) -> Result<(), AdError> {
+    let Expr::CustomJvp { args, lin, .. } = &stmt.expr else {
+        unreachable!("jvp_custom_jvp of a custom_jvp")
+    };
+    let mut operands = args.clone();
+    for arg in args {
+        operands.push(match tangent_of(tangents, arg) {
+            Some(tangent) => tangent,
+            None => builder.zeros(&builder.ty(arg)),
+        });
+    }
+    let (body, results) = inline(builder.program, *lin, &operands);
+    emit_linear_map(builder, body)?;
+    let n_outs = stmt.binders.len();
+    for (binder, value) in stmt.binders.iter().zip(&results[..n_outs]) {
+        if builder.is_linear(value) {
+            return Err(AdError(VALUE_OF_TANGENTS.into()));
+        }
+        builder.stmts.push(Stmt {
+            binders: vec![*binder],
+            expr: Expr::Atom(*value),
+        });
+    }
+    for (binder, tangent) in stmt.binders.iter().zip(&results[n_outs..]) {
+        if builder.program.var_ty(*binder).elem.is_float() && builder.is_linear(tangent) {
+            tangents.insert(*binder, *tangent);
+        }
+    }
+    Ok(())
+}
+
 /// The transpose of `ts = custom_linear (res…) (ẋs…) bwd`: `custom_linear_t (res…) (cts…)
 /// bwd` gives the cotangents of `ẋs` (the cotangents of `ts` that are missing are zero).
 pub(crate) fn transpose_custom_linear(
@@ -335,40 +573,29 @@ pub(crate) fn transpose_custom_linear(
 }
 
 impl Batcher<'_> {
-    /// `build1 k (λi. custom_vjp (xs…) p f b)` ~> `custom_vjp (bulk xs…) p' f' b'` where each
-    /// block is batched over the batch axis (all its params and results batched): each lane
-    /// runs the user's rule.
-    pub(crate) fn batch_custom_vjp(&mut self, expr: &Expr, binders: &[VarId]) {
-        let Expr::CustomVjp {
-            args,
-            primal,
-            fwd,
-            bwd,
-        } = expr
-        else {
-            unreachable!("batch_custom_vjp of a custom_vjp")
-        };
-        let args: Vec<Atom> = args
-            .iter()
-            .map(|atom| Atom::Var(self.force_atom(*atom)))
-            .collect();
-        let batch_block = |cx: &mut Self, block: BlockId| {
-            let old_params = cx.program.blocks[block].params.clone();
+    /// `build1 k (λi. custom_vjp (xs…) p f b)` ~> `custom_vjp (bulk xs…) p' f' b'` (and a
+    /// `custom_jvp` likewise) where each block is batched over the batch axis (all its params
+    /// and results batched): each lane runs the user's rule.
+    pub(crate) fn batch_custom(&mut self, expr: &Expr, binders: &[VarId]) {
+        let mut expr = expr.clone();
+        crate::core::visit::map_expr_atoms(&mut expr, &mut |atom| Atom::Var(self.force_atom(atom)));
+        let mut batched = HashMap::new();
+        for block in crate::core::visit::expr_blocks(&expr) {
+            let old_params = self.program.blocks[block].params.clone();
             let params: Vec<VarId> = old_params
                 .iter()
                 .map(|param| {
-                    let (ty, hint) = cx.batched_binder(*param);
-                    let new = cx.new_var(ty, &hint);
-                    cx.env.insert(*param, Status::Batched(new));
+                    let (ty, hint) = self.batched_binder(*param);
+                    let new = self.new_var(ty, &hint);
+                    self.env.insert(*param, Status::Batched(new));
                     new
                 })
                 .collect();
-            let n_results = cx.program.blocks[block].results.len();
-            cx.batch_subblock(block, params, &vec![true; n_results])
-        };
-        let primal = batch_block(self, *primal);
-        let fwd = batch_block(self, *fwd);
-        let bwd = batch_block(self, *bwd);
+            let n_results = self.program.blocks[block].results.len();
+            let new = self.batch_subblock(block, params, &vec![true; n_results]);
+            batched.insert(block, new);
+        }
+        crate::core::visit::map_expr_blocks(&mut expr, &mut |block| batched[&block]);
         let new_binders: Vec<VarId> = binders
             .iter()
             .map(|binder| {
@@ -376,16 +603,7 @@ impl Batcher<'_> {
                 self.new_var(ty, &hint)
             })
             .collect();
-        self.emit_to(
-            self.target,
-            new_binders.clone(),
-            Expr::CustomVjp {
-                args,
-                primal,
-                fwd,
-                bwd,
-            },
-        );
+        self.emit_to(self.target, new_binders.clone(), expr);
         for (binder, new) in binders.iter().zip(new_binders) {
             self.env.insert(*binder, Status::Batched(new));
         }
@@ -465,5 +683,46 @@ mod tests {
         let input = Array::new(vec![], ArrayData::F64(vec![4.0]));
         let out = interp::run(&compiled.program, &[input], &InterpConfig::default()).expect("runs");
         assert!(matches!(&*out[0].data, ArrayData::F64(values) if values == &vec![16.0]));
+    }
+
+    /// `x ↦ custom_jvp(x ↦ x * x, lin) x` whose (wrong on purpose) linear map is `t * 3`,
+    /// differentiated in `mode`.
+    fn custom_jvp_program(mode: &str) -> String {
+        format!(
+            "program(%0_x: []f64) {{
+               %1_y: []f64, %2_d: []f64 = {mode} (%0_x) (1.0:f64) (\\%3_p: []f64 ->
+                 %4: []f64 = custom_jvp (%3_p) (\\%5: []f64 ->
+                   %6: []f64 = mul %5 %5
+                   in %6) (\\%7: []f64, %8_t: []f64 ->
+                   %9: []f64 = mul %7 %7
+                   %10: []f64 = mul %8_t 3.0:f64
+                   in %9, %10)
+                 in %4)
+               in %1_y, %2_d
+             }}"
+        )
+    }
+
+    #[test]
+    fn both_modes_use_the_linearization_and_transpose_it() {
+        for mode in ["jvp", "vjp"] {
+            let program = parse_program(&custom_jvp_program(mode)).expect("parses");
+            // The printer and the parser agree on custom_jvp.
+            assert_eq!(parse_program(&program.to_string()).as_ref(), Ok(&program));
+            let stages = ["linear".to_string()];
+            let compiled = pipeline::run(&program, PIPELINE, &stages).expect("compiles");
+            assert!(!super::any_custom(&compiled.program, compiled.program.main));
+            let input = Array::new(vec![], ArrayData::F64(vec![5.0]));
+            let out =
+                interp::run(&compiled.program, &[input], &InterpConfig::default()).expect("runs");
+            let values: Vec<f64> = out
+                .iter()
+                .map(|array| match &*array.data {
+                    ArrayData::F64(values) => values[0],
+                    other => panic!("expected f64, got {other:?}"),
+                })
+                .collect();
+            assert_eq!(values, vec![25.0, 3.0], "{mode}");
+        }
     }
 }

@@ -90,7 +90,9 @@ pub fn linearity(expr: &Expr) -> Linearity {
         Expr::WhileReverse { init, seeds, .. } => {
             Linearity::Compound([vec![false; init.len()], vec![true; seeds.len()]].concat())
         }
-        Expr::CustomVjp { args, .. } => Linearity::Compound(vec![true; args.len()]),
+        Expr::CustomVjp { args, .. } | Expr::CustomJvp { args, .. } => {
+            Linearity::Compound(vec![true; args.len()])
+        }
         // Linear in its tangents (or cotangents), constant in its residuals.
         Expr::CustomLinear {
             residuals,
@@ -147,6 +149,7 @@ pub fn fusion_class(program: &Program, expr: &Expr) -> FusionClass {
         // (Note [Monoid steps] in `passes::fuse::monoid`).
         | Expr::Monoid { .. }
         | Expr::CustomVjp { .. }
+        | Expr::CustomJvp { .. }
         | Expr::CustomLinear { .. }
         | Expr::Derivative { .. } => FusionClass::Bulk,
     }
@@ -204,6 +207,7 @@ pub fn recompute_factor(program: &Program, expr: &Expr) -> usize {
         | Expr::WhileReverse { .. }
         | Expr::Monoid { .. }
         | Expr::CustomVjp { .. }
+        | Expr::CustomJvp { .. }
         | Expr::CustomLinear { .. }
         | Expr::Derivative { .. } => 1,
     }
@@ -224,7 +228,7 @@ pub fn index_param_bounds(program: &Program, expr: &Expr) -> Vec<usize> {
         // An operator's params are scalar operands, a derivative's function's params values.
         Expr::Monoid { .. } | Expr::Derivative { .. } => Vec::new(),
         // Their blocks' params are values.
-        Expr::CustomVjp { .. } | Expr::CustomLinear { .. } => Vec::new(),
+        Expr::CustomVjp { .. } | Expr::CustomJvp { .. } | Expr::CustomLinear { .. } => Vec::new(),
         // A while's params are carries.
         Expr::While { .. } | Expr::WhileReverse { .. } => Vec::new(),
         Expr::Cond { .. }

@@ -308,6 +308,7 @@ fn jvp_stmt(
         )),
         Expr::Monoid { .. } => builder.jvp_monoid(stmt, tangents),
         Expr::CustomVjp { .. } => ops::custom::jvp_custom_vjp(builder, stmt, tangents),
+        Expr::CustomJvp { .. } => ops::custom::jvp_custom_jvp(builder, stmt, tangents),
         Expr::CustomLinear { .. } => Err(AdError(ops::custom::NO_FORWARD_RULE.into())),
         Expr::Build1 { .. } | Expr::Derivative { .. } => Err(AdError(
             "differentiation expects build-free (BOT) input without derivatives".into(),
@@ -546,6 +547,7 @@ fn transpose_stmt(
         | Expr::WhileReverse { .. }
         | Expr::Monoid { .. }
         | Expr::CustomVjp { .. }
+        | Expr::CustomJvp { .. }
         | Expr::CustomLinear { .. }
         | Expr::Build1 { .. }
         | Expr::Derivative { .. } => {

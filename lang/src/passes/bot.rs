@@ -390,8 +390,8 @@ impl Batcher<'_> {
                 self.batch_monoid(*kind, arrays, init, *op, &stmt.binders);
                 return;
             }
-            Expr::CustomVjp { .. } => {
-                self.batch_custom_vjp(&stmt.expr, &stmt.binders);
+            Expr::CustomVjp { .. } | Expr::CustomJvp { .. } => {
+                self.batch_custom(&stmt.expr, &stmt.binders);
                 return;
             }
             Expr::CustomLinear { .. } => unreachable!("custom_linear exists only inside `ad`"),

@@ -1278,6 +1278,7 @@ impl<'a> Lowerer<'a> {
                 self.lower_monoid(builtin, args, ty, &result_ty, span)
             }
             Builtin::CustomVjp => self.lower_custom_vjp(args, ty, span),
+            Builtin::CustomLinearization(_) => self.lower_custom_linearization(args, ty, span),
             Builtin::ApplyN => {
                 let count = match &args[0] {
                     SVal::Arr(Atom::Lit(scalar)) => scalar_as_size(*scalar),
@@ -1831,6 +1832,7 @@ pub fn builtin_arity(builtin: Builtin) -> usize {
         Builtin::Fst | Builtin::Snd => 1,
         Builtin::ApplyN => 3,
         Builtin::CustomVjp => 4,
+        Builtin::CustomLinearization(arity) => 2 + usize::from(arity),
         Builtin::Zero | Builtin::One | Builtin::FloatConst(_) | Builtin::Extreme(_) => 0,
         Builtin::Ad(op) => match op {
             AdOp::Grad | AdOp::DerivRev | AdOp::Deriv | AdOp::Vjp | AdOp::Linearize => 2,

@@ -169,8 +169,8 @@ impl Lowerer<'_> {
             return error(
                 span,
                 "forward-mode differentiation (`jvp`, `deriv`, `linearize`, `jacobian`) through \
-                 a `custom_vjp`: its rule is for reverse mode only (forward-mode rules, JAX's \
-                 `custom_jvp`, are not supported yet); use `grad`, `vjp` or `value_and_grad`",
+                 a `custom_vjp`: its rule is for reverse mode only; use `grad`, `vjp` or \
+                 `value_and_grad`, or give a rule for both modes with `custom-linearization`",
             );
         }
         let mut parts = Vec::new();
@@ -221,6 +221,108 @@ impl Lowerer<'_> {
                 primal,
                 fwd,
                 bwd,
+            },
+            out_tys,
+            "custom",
+            span,
+        );
+        Ok(self.assemble(&out_ty, binders.into_iter().map(Atom::Var).collect()))
+    }
+
+    /// `%custom_linearization<n>(f, g) x1 … xn` (`custom-linearization f g`; `ops::custom`,
+    /// Note [Custom linearizations]): `f` lowered into a block of the leaves of the `xs`, `g`
+    /// into one of those leaves then a tangent per leaf that gives `f`'s values then their
+    /// tangents (`g`'s linear map applied to the tangents), and one `custom_jvp` statement,
+    /// whose value is `f x1 … xn`.
+    pub(super) fn lower_custom_linearization(
+        &mut self,
+        args: Vec<SVal>,
+        ty: &Ty,
+        span: Span,
+    ) -> Result<SVal> {
+        let mut rest = ty;
+        let mut arg_tys = Vec::new();
+        while let Some((param, result)) = fun_parts(rest) {
+            arg_tys.push(param.clone());
+            rest = result;
+        }
+        let out_ty = rest.clone();
+        let arg_tys = arg_tys.split_off(2);
+        if arg_tys.len() + 2 != args.len() {
+            return bug(span, "arguments of a custom linearization");
+        }
+        let mut args = args.into_iter();
+        let (Some(func), Some(lin)) = (args.next(), args.next()) else {
+            return bug(span, "arguments of a custom linearization");
+        };
+        let xs: Vec<SVal> = args.collect();
+        let tuple_ty = Ty::Tuple(arg_tys.clone());
+        let leaf_tys = self.leaf_types(&tuple_ty, span)?;
+        let fresh = |cx: &mut Self, hint: &str| -> Vec<VarId> {
+            leaf_tys
+                .iter()
+                .map(|ty| cx.program.new_var(ty.clone(), hint))
+                .collect()
+        };
+        let split = |cx: &mut Self, vars: &[VarId]| -> Vec<SVal> {
+            match cx.assemble(&tuple_ty, vars.iter().copied().map(Atom::Var).collect()) {
+                SVal::Tuple(parts) => parts,
+                other => vec![other],
+            }
+        };
+        let apply_all = |cx: &mut Self, func: SVal, parts: Vec<SVal>| -> Result<SVal> {
+            parts
+                .into_iter()
+                .try_fold(func, |partial, part| cx.apply(partial, part, span))
+        };
+        let params = fresh(self, "x");
+        let effects = self.effects_before();
+        let primal = self.in_block(params.clone(), |cx| {
+            let parts = split(cx, &params);
+            let value = apply_all(cx, func, parts)?;
+            cx.leaves(&value, span)
+        });
+        self.seal_function(effects, span)?;
+        let primal = primal?;
+        let mut params = fresh(self, "x");
+        let tangents = fresh(self, "t");
+        params.extend(&tangents);
+        let n_args = tangents.len();
+        let effects = self.effects_before();
+        let linearized = self.in_block(params.clone(), |cx| {
+            let parts = split(cx, &params[..n_args]);
+            let pair = apply_all(cx, lin, parts)?;
+            let SVal::Tuple(pair) = pair else {
+                return bug(span, "a linearization that is not a pair");
+            };
+            let [value, linear]: [SVal; 2] = match pair.try_into() {
+                Ok(pair) => pair,
+                Err(_) => return bug(span, "a linearization that is not a pair"),
+            };
+            let parts = split(cx, &tangents);
+            let tangent = apply_all(cx, linear, parts)?;
+            let mut results = cx.leaves(&value, span)?;
+            results.extend(cx.leaves(&tangent, span)?);
+            Ok(results)
+        });
+        self.seal_function(effects, span)?;
+        let lin = linearized?;
+        let n_values = self.leaf_types(&out_ty, span)?.len();
+        if let Err(problem) =
+            crate::ops::custom::check_linearization(&mut self.program, lin, n_args, n_values)
+        {
+            return error(span, problem);
+        }
+        let mut atoms = Vec::new();
+        for x in &xs {
+            atoms.extend(self.leaves(x, span)?);
+        }
+        let out_tys = self.leaf_types(&out_ty, span)?;
+        let binders = self.emit(
+            Expr::CustomJvp {
+                args: atoms,
+                primal,
+                lin,
             },
             out_tys,
             "custom",

@@ -104,6 +104,12 @@ impl Session {
                 named_instance = Decl::Def(def);
                 &named_instance
             }
+            Decl::CustomLinearization { func, lin } => {
+                let def = crate::check::custom_linearization_def(&self.env, func, lin)
+                    .map_err(|err| type_error(&mut self.more_errors, err))?;
+                named_instance = Decl::Def(def);
+                &named_instance
+            }
             decl => decl,
         };
         match decl {
@@ -229,6 +235,9 @@ impl Session {
                     ty: shown,
                     ..symbol(&alias.name, SymbolKind::Type, &Ty::nat())
                 });
+            }
+            Decl::CustomLinearization { .. } => {
+                unreachable!("a custom linearization is checked as the definition it makes")
             }
             Decl::Import(name) => {
                 for output in self.import(&name.name) {

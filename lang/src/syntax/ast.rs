@@ -57,6 +57,9 @@ pub enum Decl {
     Interface(InterfaceDecl),
     /// `instance Name(T) given (...)` with method definitions.
     Instance(InstanceDecl),
+    /// `custom-linearization f g`: `f` (a top-level function) is differentiated by `g`, which
+    /// gives `f`'s value and its linear map (Dex's declaration).
+    CustomLinearization { func: Ident, lin: Ident },
     /// A type given a name: `Image = (Fin 28)=>Float`, `LogProb : Type = Float`,
     /// `def Vec(n: Nat) -> Type = (Fin n)=>Float`.
     TypeAlias(TypeAlias),
@@ -279,7 +282,8 @@ impl Decl {
             }
             Decl::TypeAlias(alias) => vec![&alias.name],
             Decl::Instance(instance) => instance.named.iter().map(|(name, _)| name).collect(),
-            Decl::Command { .. } | Decl::Import(_) => Vec::new(),
+            // It changes how `f` is differentiated, not what `f` names (its docs stay).
+            Decl::Command { .. } | Decl::Import(_) | Decl::CustomLinearization { .. } => Vec::new(),
         }
     }
 }

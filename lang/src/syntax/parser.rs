@@ -599,6 +599,17 @@ impl<'a> Builder<'a> {
                 let ident = ident.ok_or_else(|| self.internal(&pair))?;
                 Ok(Decl::Import(self.ident(ident)))
             }
+            Rule::custom_lin_decl => {
+                let mut idents = pair
+                    .clone()
+                    .into_inner()
+                    .filter(|child| child.as_rule() == Rule::ident)
+                    .map(|ident| self.ident(ident));
+                match (idents.next(), idents.next()) {
+                    (Some(func), Some(lin)) => Ok(Decl::CustomLinearization { func, lin }),
+                    _ => Err(self.internal(&pair)),
+                }
+            }
             Rule::command_decl => {
                 let mut inner = pair.clone().into_inner();
                 let command_pair = self.next(&mut inner, &pair)?;

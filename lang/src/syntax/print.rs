@@ -72,6 +72,9 @@ fn decl(decl: &Decl) -> String {
             format!("{}{}", command_name(*command), body(expr, 0).text)
         }
         Decl::Import(name) => format!("import {}", name.name),
+        Decl::CustomLinearization { func, lin } => {
+            format!("custom-linearization {} {}", func.name, lin.name)
+        }
         Decl::Data(data) => data_decl(data),
         Decl::Interface(interface) => interface_decl(interface),
         Decl::Instance(instance) => instance_decl(instance),

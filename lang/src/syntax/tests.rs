@@ -244,6 +244,9 @@ fn decl_sexp(decl: &Decl) -> String {
             )
         }
         Decl::Import(ident) => format!("(import {})", ident.name),
+        Decl::CustomLinearization { func, lin } => {
+            format!("(custom-linearization {} {})", func.name, lin.name)
+        }
         Decl::TypeAlias(alias) => alias_sexp(alias),
         Decl::Data(data) => {
             let cons: Vec<String> = data

@@ -133,7 +133,7 @@ fn forward_mode_through_a_custom_vjp_is_an_error_at_its_position() {
         ":p grad (\\x. deriv g x) 1.0\n",
     ] {
         let text = error(&mut session, src);
-        assert!(text.contains("custom_jvp"), "{src}: {text}");
+        assert!(text.contains("custom-linearization"), "{src}: {text}");
         assert!(text.contains('^'), "{src}: no carets in {text}");
     }
     // Forward over reverse differentiates the rule itself: d/dx sigmoid x.
@@ -144,4 +144,105 @@ fn forward_mode_through_a_custom_vjp_is_an_error_at_its_position() {
         ),
         "True"
     );
+}
+
+/// Dex's `custom-linearization` (`custom_jvp` in the IR): a rule deliberately three times the
+/// derivative, with an `if` over the tangents, so that every result shows it was used.
+const RELU: &str = "\
+def relu(x: n=>Float) -> n=>Float given (n|Ix) = for i. max x[i] 0.0
+def relu_lin(x: n=>Float) -> (n=>Float, (n=>Float) -> n=>Float) given (n|Ix) =
+  (relu x, \\t. for i. if x[i] > 0.0 then 3.0 * t[i] else 0.0)
+custom-linearization relu relu_lin
+xs = [-1.0, 2.0, 0.5]
+";
+
+#[test]
+fn a_custom_linearization_is_the_derivative_in_both_modes_on_every_engine() {
+    for engine in ENGINES {
+        let mut session = session(engine);
+        value(&mut session, &format!("{RELU}:p 0\n"));
+        for (expr, expected) in [
+            ("relu xs", "[0., 2., 0.5]"),
+            ("grad (\\x. sum (relu x)) xs", "[0., 3., 3.]"),
+            ("jvp relu xs [1.0, 1.0, 2.0]", "[0., 3., 6.]"),
+            ("(snd (vjp relu xs)) [1.0, 2.0, 3.0]", "[0., 6., 9.]"),
+            // Under a vectorised `for`, around other operations, and forward over reverse.
+            (
+                "for j:(Fin 2). grad (\\x. sum (relu x)) [-1.0, 2.0 * n_to_f (ordinal j) - 1.0]",
+                "[[0., 0.], [0., 3.]]",
+            ),
+            ("deriv (\\y. sum (relu [y, 2.0 * y]) * y) 1.0", "12."),
+            (
+                "deriv (\\y. sum (grad (\\x. sum (relu x) * y) xs)) 1.0",
+                "6.",
+            ),
+        ] {
+            assert_eq!(
+                value(&mut session, &format!(":p {expr}\n")),
+                expected,
+                "{expr} on {engine:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_linearization_shows_in_the_linear_and_transposed_stages() {
+    // A cube whose (wrong on purpose) linear map scales by `cos x`, which the cube never uses.
+    let src = "\
+def cube(x: Float) -> Float = x * x * x
+def cube_lin(x: Float) -> (Float, Float -> Float) = (cube x, \\t. t * cos x)
+custom-linearization cube cube_lin
+";
+    let mut session = session(Engine::Reference);
+    value(&mut session, &format!("{src}:p 0\n"));
+    for stage in ["linear", "transposed"] {
+        let text = stage_text(&mut session, stage, "grad cube 1.0");
+        assert!(text.contains("cos"), "{stage}: {text}");
+        assert!(
+            !text.contains("custom"),
+            "{stage}: the rule is inlined: {text}"
+        );
+    }
+    assert_eq!(value(&mut session, ":p grad cube 1.0\n"), "0.5403023");
+    assert_eq!(value(&mut session, ":p deriv cube 1.0\n"), "0.5403023");
+    // Not differentiated, it is the cube, and no rule is left in the program.
+    let bot = stage_text(&mut session, "bot", "cube 2.0");
+    assert!(!bot.contains("custom") && !bot.contains("cos"), "{bot}");
+    assert_eq!(value(&mut session, ":p cube 2.0\n"), "8.");
+}
+
+#[test]
+fn a_linear_map_that_is_not_linear_is_an_error_at_the_use() {
+    let mut session = session(Engine::Reference);
+    for (lin, problem) in [
+        ("\\t. t * t", "`mul` of linear values only"),
+        (
+            "\\t. t + 1.0",
+            "`add` of a tangent and a value that is not one",
+        ),
+        ("\\t. exp t", "`exp` of a linear value"),
+        (
+            "\\t. yield_state 0.0 \\r. for_ i:(Fin 3). r := get r + t",
+            "loops over tangents",
+        ),
+    ] {
+        let src = format!(
+            "def g(x: Float) -> Float = x\n\
+             def g_lin(x: Float) -> (Float, Float -> Float) = (x, {lin})\n\
+             custom-linearization g g_lin\n"
+        );
+        value(&mut session, &format!("{src}:p 0\n"));
+        for use_site in [":p grad g 1.0\n", ":p deriv g 1.0\n"] {
+            let text = error(&mut session, use_site);
+            assert!(text.contains(problem), "{lin} in {use_site}: {text}");
+            assert!(text.contains('^'), "{lin}: no carets in {text}");
+        }
+    }
+    // A linearization of the wrong type, and a name that is not a function.
+    value(&mut session, "def h(x: Float) -> Float = x\n:p 0\n");
+    let text = error(&mut session, "custom-linearization h h\n");
+    assert!(text.contains("expected type"), "{text}");
+    let text = error(&mut session, "y = 1.0\ncustom-linearization y h\n");
+    assert!(text.contains("`y` is a value"), "{text}");
 }

@@ -801,6 +801,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
             | Expr::WhileReverse { .. }
             | Expr::Monoid { .. }
             | Expr::CustomVjp { .. }
+            | Expr::CustomJvp { .. }
             | Expr::CustomLinear { .. }
             | Expr::Derivative { .. } => {
                 unreachable!("fuse: {binder} is not bound by a pull statement")
