@@ -724,6 +724,9 @@ fn mentions(ty: &TypeExpr, name: &str) -> bool {
         }
         TypeExprKind::Fin(size) | TypeExprKind::Size(size) => expr_mentions(size, name),
         TypeExprKind::Hole | TypeExprKind::Range(..) => false,
+        TypeExprKind::Given { binders, ty } => {
+            !binders.iter().any(|binder| binder.name.name == name) && mentions(ty, name)
+        }
         TypeExprKind::DepTable { index, elem, .. } => mentions(index, name) || mentions(elem, name),
     }
 }

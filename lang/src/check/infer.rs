@@ -905,6 +905,29 @@ impl<'env> Infer<'env> {
                 Ok(Ty::funs(params, self.read_type(result, implicit)?))
             }
             TypeExprKind::Hole => Ok(Ty::Var(self.fresh_var())),
+            TypeExprKind::Given { binders, ty } => {
+                // Each implicit variable is inferred where the function is used (a type
+                // variable, not generalised: one instance per annotation).
+                self.with_scope(|cx| {
+                    for binder in binders {
+                        let var = Ty::Var(cx.fresh_var());
+                        for class in &binder.classes {
+                            let Some(classes) = cx.env.class_by_name(&class.name) else {
+                                return error(
+                                    class.span,
+                                    format!("unknown class `{}`", class.name),
+                                );
+                            };
+                            for class in classes {
+                                cx.constrain(class, var.clone(), binder.name.span);
+                            }
+                        }
+                        cx.scopes
+                            .push((binder.name.name.clone(), Binding::TypeVar(var)));
+                    }
+                    cx.read_type(ty, implicit)
+                })
+            }
             TypeExprKind::App(name, args) => self.read_type_app(name, args, texpr.span, implicit),
             TypeExprKind::Range(kind, index) => match self.lookup(&index.name) {
                 Some(Binding::Local(local, ty)) => Ok(Ty::Range {
@@ -3021,7 +3044,7 @@ impl<'env> Infer<'env> {
             TypeExprKind::Tuple(items) => {
                 !items.is_empty() && items.iter().all(|item| self.names_a_type(item))
             }
-            TypeExprKind::Table(..) | TypeExprKind::Fun(..) => true,
+            TypeExprKind::Table(..) | TypeExprKind::Fun(..) | TypeExprKind::Given { .. } => true,
         }
     }
 }

@@ -622,6 +622,12 @@ pub enum TypeExprKind {
     Size(Box<Expr>),
     /// A range of the index `i`: `(..i)`, `(..<i)`, `(i..)`, `(i<..)`.
     Range(RangeKind, Ident),
+    /// `(given (n|Ix), n=>Float) -> Float`: a function type whose implicit variables are
+    /// named at its start (Dex's); `ty` is the function type.
+    Given {
+        binders: Vec<GivenBinder>,
+        ty: Box<TypeExpr>,
+    },
     /// `(i:n)=>t`: a table whose element type may use its index `i` (`(i:n)=>(..i)=>Float`).
     DepTable {
         binder: Ident,

@@ -1191,6 +1191,22 @@ impl<'a> Builder<'a> {
                 let Some(result) = inner.next() else {
                     return self.ty(lhs);
                 };
+                if lhs.as_rule() == Rule::ty_given {
+                    let mut parts = lhs.clone().into_inner();
+                    let binders = self.given(self.next(&mut parts, &lhs)?)?;
+                    let params = parts.map(|param| self.ty(param)).collect::<PResult<_>>()?;
+                    let fun = TypeExpr {
+                        kind: TypeExprKind::Fun(params, Box::new(self.ty(result)?)),
+                        span,
+                    };
+                    return Ok(TypeExpr {
+                        kind: TypeExprKind::Given {
+                            binders,
+                            ty: Box::new(fun),
+                        },
+                        span,
+                    });
+                }
                 // `(a, b) -> c` is a function of two arguments; `((a, b)) -> c` of one tuple.
                 let mut lhs_items = lhs.clone().into_inner();
                 let params = match (lhs_items.next(), lhs_items.next()) {

@@ -812,6 +812,15 @@ fn type_expr(ty: &TypeExpr, at: TyLevel) -> String {
             let elem = type_expr(elem, TyLevel::Table);
             (format!("{index} => {elem}"), TyLevel::Table)
         }
+        TypeExprKind::Given { binders, ty } => {
+            let TypeExprKind::Fun(params, result) = &ty.kind else {
+                return type_expr(ty, at);
+            };
+            let mut items = vec![given(binders).trim_start().to_string()];
+            items.extend(params.iter().map(|param| type_expr(param, TyLevel::Full)));
+            let result = type_expr(result, TyLevel::Full);
+            (format!("({}) -> {result}", items.join(", ")), TyLevel::Full)
+        }
         TypeExprKind::Fun(params, result) => {
             let params = match params.as_slice() {
                 // `(a, b) -> c` has two parameters; one tuple parameter is `((a, b)) -> c`.
@@ -905,6 +914,18 @@ mod tests {
         check(
             "named-instance MinMonoid(a|Ord) -> Monoid(a)\n  mempty = highest",
             "named-instance MinMonoid(a: Type) -> Monoid(a) given (a|Ord)\n  mempty = highest",
+        );
+    }
+
+    #[test]
+    fn function_types_with_given_print_and_parse_back() {
+        check(
+            "f : (given (n|Ix), n=>Float) -> n=>Float = \\xs. xs",
+            "f: (given (n|Ix), n => Float) -> n => Float = \\xs. xs",
+        );
+        check(
+            "custom-linearization f f_lin",
+            "custom-linearization f f_lin",
         );
     }
 

@@ -131,6 +131,10 @@ fn ty_sexp(ty: &TypeExpr) -> String {
             let params: Vec<String> = params.iter().map(ty_sexp).collect();
             format!("(-> ({}) {})", params.join(" "), ty_sexp(result))
         }
+        TypeExprKind::Given { binders, ty } => {
+            let names: Vec<&str> = binders.iter().map(|b| b.name.name.as_str()).collect();
+            format!("(given ({}) {})", names.join(" "), ty_sexp(ty))
+        }
         TypeExprKind::Hole => "_".to_string(),
         TypeExprKind::App(name, args) => {
             let args: Vec<String> = args.iter().map(ty_sexp).collect();
