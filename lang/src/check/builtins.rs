@@ -141,11 +141,14 @@ impl Class {
         match self {
             Class::Add | Class::Mul | Class::Div | Class::Num => base.is_numeric(),
             // Characters compare by their codes (Dex's `Char` is a `Word8`).
-            Class::Ord => base.is_numeric() || base == BaseTy::Char,
+            // Characters compare by their codes (Dex's `Char` is a `Word8`), `False < True`.
+            Class::Ord => base.is_numeric() || matches!(base, BaseTy::Char | BaseTy::Bool),
             Class::Sub => base.is_numeric() && base != BaseTy::Nat,
             Class::Floating | Class::VSpace | Class::Float => base.is_float(),
             Class::Eq | Class::Show | Class::Arbitrary => true,
-            Class::Ix | Class::Monoid | Class::User(_) => false,
+            // `Bool` is the index set {False, True} (Dex's).
+            Class::Ix => base == BaseTy::Bool,
+            Class::Monoid | Class::User(_) => false,
         }
     }
 

@@ -118,6 +118,12 @@ impl DataDef {
         self.cons.len() != 1
     }
 
+    /// Whether no constructor has a field (`enum Color = Red | Green | Blue`): such a type is
+    /// an index set of its constructors in order (Dex's), its ordinal the tag.
+    pub fn is_enumeration(&self) -> bool {
+        self.cons.iter().all(|con| con.fields.is_empty())
+    }
+
     pub fn con_index(&self, name: &str) -> Option<usize> {
         self.cons.iter().position(|con| con.name == name)
     }

@@ -467,6 +467,9 @@ impl<'env> Infer<'env> {
             Ty::Data(data) if class.is_vector_space() && !data.def.is_tagged() => {
                 all(&data.fields(0))
             }
+            // An enumeration is an index set of its constructors (unless an instance says
+            // otherwise, above).
+            Ty::Data(data) if class == Class::Ix && data.def.is_enumeration() => Ok(true),
             Ty::Data(data) if class.is_structural() => {
                 let fields: Vec<Ty> = (0..data.def.cons.len())
                     .flat_map(|con| data.fields(con))
@@ -3263,16 +3266,17 @@ pub fn size_of_ix(ty: &Ty) -> Option<Size> {
     match ty {
         // Stored padded to the size of the index set it is a range of (Note [Ranges]).
         Ty::Range { of, .. } => size_of_ix(of),
-        // The size an instance of `Ix` gave the type (`check/declare.rs`).
-        Ty::Data(data) => {
-            data.def
-                .ix_size
-                .get()
-                .map(|size| match data.instantiate(&Ty::Fin(size.clone())) {
-                    Ty::Fin(size) => size,
-                    _ => size.clone(),
-                })
-        }
+        // The size an instance of `Ix` gave the type (`check/declare.rs`), or the number of
+        // constructors of an enumeration.
+        Ty::Data(data) => match data.def.ix_size.get() {
+            Some(size) => Some(match data.instantiate(&Ty::Fin(size.clone())) {
+                Ty::Fin(size) => size,
+                _ => size.clone(),
+            }),
+            None if data.def.is_enumeration() => Some(Size::Const(data.def.cons.len() as u64)),
+            None => None,
+        },
+        Ty::Base(BaseTy::Bool) => Some(Size::Const(2)),
         Ty::Fin(size) => Some(size.clone()),
         Ty::Rigid(..) | Ty::Var(_) => Some(Size::Of(Box::new(ty.clone()))),
         Ty::Tuple(items) => items

@@ -625,12 +625,16 @@ impl<'a> Lowerer<'a> {
                 }
                 Ok(acc)
             }
-            // A user type's instance of `Ix` gives the ordinal.
-            (_, Ty::Data(_)) => {
+            // A user type's instance of `Ix` gives the ordinal; an enumeration's is its tag.
+            (_, Ty::Data(data)) => {
                 let ordinal =
                     self.call_user_method(Class::Ix, "ordinal", ix, vec![value.clone()], span)?;
                 match ordinal {
                     Some(SVal::Arr(ordinal)) => self.cast(ordinal, INDEX, span),
+                    None if data.def.is_enumeration() => match self.leaves(value, span)?[..] {
+                        [tag] => self.cast(tag, INDEX, span),
+                        _ => Ok(Atom::Lit(Scalar::I64(0))),
+                    },
                     _ => bug(span, format!("no ordinal for index set {ix}")),
                 }
             }
@@ -693,17 +697,33 @@ impl<'a> Lowerer<'a> {
                 }
                 Ok(SVal::Tuple(items))
             }
-            Ty::Data(_) => {
-                let ordinal = SVal::Arr(self.cast(flat, Elem::U32, span)?);
+            Ty::Data(data) => {
+                let ordinal = self.cast(flat, Elem::U32, span)?;
                 let value = self.call_user_method(
                     Class::Ix,
                     "unsafe_from_ordinal",
                     ix,
-                    vec![ordinal],
+                    vec![SVal::Arr(ordinal)],
                     span,
                 )?;
-                value.map_or_else(|| bug(span, format!("no index of set {ix}")), Ok)
+                match value {
+                    Some(value) => Ok(value),
+                    // An enumeration's value is its tag (Note [Data representation]).
+                    None if data.def.is_enumeration() => {
+                        let tag = match data.def.is_tagged() {
+                            true => vec![ordinal],
+                            false => Vec::new(),
+                        };
+                        Ok(self.assemble(ix, tag))
+                    }
+                    None => bug(span, format!("no index of set {ix}")),
+                }
             }
+            Ty::Base(crate::check::types::BaseTy::Bool) => Ok(SVal::Arr(self.prim(
+                Prim::Ne,
+                vec![flat, Atom::Lit(Scalar::I64(0))],
+                span,
+            )?)),
             _ => Ok(SVal::Arr(flat)),
         }
     }
