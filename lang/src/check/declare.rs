@@ -130,6 +130,7 @@ impl Infer<'_> {
                     );
                 }
                 let ty = self.read_type(&field.ty, &mut None)?;
+                self.hide_inferred_sizes(&ty, &mut params, field.ty.span)?;
                 // A `Nat` field that a later field's type uses as a size is a size of the
                 // type (Note [Size fields]).
                 if let (Some(field_name), Ty::Base(BaseTy::Nat)) = (&field.name, &ty) {
@@ -190,6 +191,44 @@ impl Infer<'_> {
             cons,
             ix_size: std::sync::OnceLock::new(),
         })
+    }
+
+    /// A field whose type leaves a hidden size to inference (`Bar(String)`: a `String` is a
+    /// list of some length) makes that size a hidden size parameter of the type being
+    /// declared, as a size field does (Note [Size fields]): `Bar "ab"` is a value of the
+    /// type at length 2.
+    fn hide_inferred_sizes(
+        &mut self,
+        ty: &Ty,
+        params: &mut Vec<DataParam>,
+        span: crate::syntax::Span,
+    ) -> Result<()> {
+        let ty = self.zonk(ty);
+        let mut hidden = Vec::new();
+        ty.any(&mut |inner| {
+            if let Ty::Data(data) = inner {
+                for (arg, param) in data.args.iter().zip(&data.def.params) {
+                    if let (Ty::Var(var), true) = (arg, param.hidden) {
+                        if !hidden.contains(var) {
+                            hidden.push(*var);
+                        }
+                    }
+                }
+            }
+            false
+        });
+        for var in hidden {
+            let name = format!("size{}", params.len());
+            let rigid = self.env.new_rigid(vec![Class::Ix, Class::Eq, Class::Ord]);
+            self.unify(&Ty::Var(var), &Ty::Rigid(rigid, name.clone()), span)?;
+            params.push(DataParam {
+                name,
+                rigid,
+                is_size: true,
+                hidden: true,
+            });
+        }
+        Ok(())
     }
 
     /// The classes written in `a|Add|Sub`, with what they imply.

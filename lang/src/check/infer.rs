@@ -84,6 +84,9 @@ pub struct Infer<'env> {
     subst: Vec<Option<Ty>>,
     /// Default type of a literal's variable when nothing else decides it.
     defaults: HashMap<TyVar, BaseTy>,
+    /// The hidden size arguments of constructor applications (Note [Size fields]): one that
+    /// nothing decides (`Foo 2.0` of `enum T = Foo(Float) | Bar(String)`) is `Fin 0`.
+    hidden_sizes: Vec<TyVar>,
     pending: Vec<Pending>,
     fields: Vec<PendingField>,
     cases: Vec<PendingCase>,
@@ -127,6 +130,7 @@ impl<'env> Infer<'env> {
             env,
             subst: Vec::new(),
             defaults: HashMap::new(),
+            hidden_sizes: Vec::new(),
             pending: Vec::new(),
             fields: Vec::new(),
             cases: Vec::new(),
@@ -674,6 +678,12 @@ impl<'env> Infer<'env> {
             }
             // Defaults: literals first, then numeric classes default to Float32.
             let mut defaulted = false;
+            for var in std::mem::take(&mut self.hidden_sizes) {
+                if let Ty::Var(var) = self.zonk(&Ty::Var(var)) {
+                    self.subst[var.0 as usize] = Some(Ty::Fin(Size::Const(0)));
+                    defaulted = true;
+                }
+            }
             // A text's length waits for the type of what it shows (`show 3`: a literal's).
             let mut appended = Vec::new();
             for item in &self.appends {
@@ -1749,7 +1759,11 @@ impl<'env> Infer<'env> {
     ) -> TExpr {
         let mut args = Vec::new();
         for param in &def.params {
-            let var = Ty::Var(self.fresh_var());
+            let fresh = self.fresh_var();
+            if param.hidden {
+                self.hidden_sizes.push(fresh);
+            }
+            let var = Ty::Var(fresh);
             for class in self.env.rigid_classes(param.rigid).to_vec() {
                 self.constrain(class, var.clone(), span);
             }
