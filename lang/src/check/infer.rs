@@ -1376,7 +1376,22 @@ impl<'env> Infer<'env> {
                 };
                 let func = self.infer_depth(func, depth + 1)?;
                 match given {
-                    Some(position) => self.fill_given(func, position, arg, span),
+                    Some(position) => {
+                        let filled = self.fill_given(func, position, arg, span)?;
+                        // `value(a=Int)` of `value : () -> Int` is the value (Dex's call of a
+                        // method of no arguments).
+                        let nullary = matches!(filled.kind, TKind::Method { .. })
+                            && matches!(self.zonk(&filled.ty),
+                                Ty::Fun { param, .. } if *param == Ty::Tuple(Vec::new()));
+                        if !nullary {
+                            return Ok(filled);
+                        }
+                        let unit = Expr {
+                            kind: ExprKind::Tuple(Vec::new()),
+                            span,
+                        };
+                        self.apply(filled, &unit, span, depth)
+                    }
                     None => self.apply(func, arg, span, depth),
                 }
             }
@@ -1940,6 +1955,16 @@ impl<'env> Infer<'env> {
         let ExprKind::Var(ident) = &head.kind else {
             return Ok(None);
         };
+        // A method's class variable, named (`value(a=Int)`: the instance for `Int`), is the
+        // first of its instantiation.
+        if self.lookup(&ident.name).is_none() {
+            if let Some((class, _)) = self.env.methods.get(&ident.name) {
+                let named = self.env.class_defs.get(class);
+                if named.is_some_and(|def| def.param_name == name.name) {
+                    return Ok(Some(0));
+                }
+            }
+        }
         let info = match self.lookup(&ident.name) {
             Some(Binding::Def(_, info)) => Some(&**info),
             Some(_) => None,
@@ -2012,7 +2037,7 @@ impl<'env> Infer<'env> {
         while let TKind::App { func, .. } = &head.kind {
             head = func;
         }
-        let TKind::Def { inst, .. } = &head.kind else {
+        let (TKind::Def { inst, .. } | TKind::Method { inst, .. }) = &head.kind else {
             return error(
                 arg.span,
                 "only a definition's implicit variables can be named",
