@@ -307,7 +307,19 @@ impl<'env> Infer<'env> {
         let found = self.zonk(found);
         if self.unify_inner(&expected, &found).is_err() {
             let (expected, found) = (self.zonk(&expected), self.zonk(&found));
-            return error(span, format!("expected type {expected}, found {found}"));
+            // Types that print alike differ in what the printer leaves out: a list's length
+            // (Note [Size fields]).
+            let why = match expected.to_string() == found.to_string() {
+                true => {
+                    " (they differ in a hidden size: lists of different lengths, or values \
+                         holding them, have different types)"
+                }
+                false => "",
+            };
+            return error(
+                span,
+                format!("expected type {expected}, found {found}{why}"),
+            );
         }
         Ok(())
     }
