@@ -1201,6 +1201,7 @@ impl<'env> Infer<'env> {
                 format!("{n} does not fit in a Nat (from 0 to {})", u32::MAX),
             ),
             ExprKind::Lit(Lit::Int(n)) => Ok(Size::Const(*n)),
+            ExprKind::Neg(_) => error(expr.span, "a size is a Nat: it cannot be negative"),
             ExprKind::Var(ident) => match self.lookup(&ident.name) {
                 Some(Binding::Local(local, _)) => match self.static_sizes.get(local) {
                     Some(size) => Ok(size.clone()),
@@ -1248,6 +1249,18 @@ impl<'env> Infer<'env> {
                 "a size is a Nat, and `Nat` has no subtraction (as in Dex): use \
                  `unsafe_nat_diff a b` when `a >= b`",
             ),
+            // A whole number converted to a `Nat` (`Fin (i32_to_n num_classes)` of an `Int`
+            // parameter) is the same number.
+            ExprKind::App {
+                func,
+                arg,
+                name: None,
+            } if ["i32_to_n", "i64_to_n", "w8_to_n", "w32_to_n", "w64_to_n"]
+                .iter()
+                .any(|conversion| is_var(func, conversion)) =>
+            {
+                self.read_size(arg)
+            }
             ExprKind::App {
                 func,
                 arg,
