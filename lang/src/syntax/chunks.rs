@@ -17,6 +17,8 @@
 //!   block before it, as an indented line does (Dex's style of a multi-line argument list whose
 //!   `)` is in column 0, or of a table whose lines start with `,`); with no block before it,
 //!   it is a code block of its own (whose parse fails).
+//! - The lines a string literal of a code line spans (Dex's multi-line strings) continue its
+//!   block, whatever they start with.
 //! - Runs of blank lines are `Blank` chunks.
 //! - Indented lines that follow no block form a code chunk that fails with
 //!   `unexpected indentation` (or a `Comment` chunk when they hold only comments).
@@ -69,18 +71,54 @@ fn classify(text: &str) -> LineKind {
 fn lines(src: &str) -> Vec<Line> {
     let mut lines = Vec::new();
     let mut start = 0;
+    // Whether a string literal of a code line is still open: the lines it spans continue
+    // its block, whatever they start with.
+    let mut in_string = false;
     while start < src.len() {
         let end = src[start..]
             .find('\n')
             .map_or(src.len(), |offset| start + offset + 1);
-        lines.push(Line {
-            start,
-            end,
-            kind: classify(&src[start..end]),
-        });
+        let text = &src[start..end];
+        let kind = match in_string {
+            true => LineKind::Indented,
+            false => classify(text),
+        };
+        if matches!(kind, LineKind::Code | LineKind::Indented | LineKind::Closer) {
+            in_string = string_open_after(text, in_string);
+        }
+        lines.push(Line { start, end, kind });
         start = end;
     }
     lines
+}
+
+/// Whether a string literal is open at the end of a code line that starts inside one
+/// (`open`) or not: `"` opens and closes, `\` escapes inside, a character literal (`'"'`)
+/// and a comment (`--`, `#` outside a string) hold no quote.
+fn string_open_after(text: &str, open: bool) -> bool {
+    let bytes = text.as_bytes();
+    let mut open = open;
+    let mut at = 0;
+    while at < bytes.len() {
+        match (open, bytes[at]) {
+            (true, b'\\') => at += 1,
+            (true, b'"') | (false, b'"') => open = !open,
+            (false, b'\'') => {
+                let literal = match (bytes.get(at + 1), bytes.get(at + 2), bytes.get(at + 3)) {
+                    (Some(b'\\'), Some(_), Some(b'\'')) => 4,
+                    (Some(b), Some(b'\''), _) if *b != b'\n' => 3,
+                    _ => 1,
+                };
+                at += literal;
+                continue;
+            }
+            (false, b'#') => return false,
+            (false, b'-') if bytes.get(at + 1) == Some(&b'-') => return false,
+            _ => {}
+        }
+        at += 1;
+    }
+    open
 }
 
 /// Is this indented line only a comment?

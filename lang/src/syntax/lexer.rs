@@ -201,15 +201,15 @@ fn lex_token(src: &str, pos: usize, end: usize) -> Result<(TokKind, usize), Pars
             while cursor < end {
                 match bytes[cursor] {
                     b'"' => return Ok((TokKind::Str, cursor + 1)),
-                    b'\\' if cursor + 1 < end && bytes[cursor + 1] != b'\n' => cursor += 2,
-                    b'\n' => break,
+                    b'\\' if cursor + 1 < end => cursor += 2,
                     _ => cursor += 1,
                 }
             }
+            // A string may span lines: in the REPL, more input may close it.
             Err(ParseError {
                 message: "unterminated string".to_string(),
                 span: Span::new(pos, pos + 1),
-                incomplete: false,
+                incomplete: true,
             })
         }
         // A character literal `'a'`, `'\n'` (a `'` elsewhere is left to the grammar).

@@ -1192,6 +1192,7 @@ fn errors_at_end_of_input_are_incomplete() {
         "def f(x:",
         "x = f $",
         "x = a `mod`",
+        ":p \"abc\n",
     ] {
         let err = code_err(src);
         assert!(err.incomplete, "{src:?}: {err:?}");
@@ -1310,6 +1311,10 @@ fn entry_status_rules() {
         ("def f(x) =\n:p 1", Complete),
         ("'prose", Complete),
         ("x = (\n\n' prose", Complete),
+        // A string spans lines until it is closed.
+        ("x = \"ab", Incomplete),
+        ("x = \"ab\n'cd", Incomplete),
+        ("x = \"ab\n'cd\"\n", Complete),
     ] {
         assert_eq!(entry_status(src), status, "{src:?}");
     }
