@@ -149,6 +149,11 @@ impl Size {
                         Size::Mul(Box::new(acc), Box::new(size))
                     })
                     .normalise(),
+                // `Bool`, an enumeration, a type with an instance of `Ix`.
+                Ty::Base(_) | Ty::Data(_) => match super::infer::size_of_ix(ty) {
+                    Some(size) => size.normalise(),
+                    None => self.clone(),
+                },
                 _ => self.clone(),
             },
             Size::Add(a, b) => binary(a, b, u64::saturating_add, Size::Add),
