@@ -109,6 +109,15 @@ pub fn builtin_doc(name: &str) -> Option<&'static str> {
             "`inject j`: the element of `n` that the index `j` of a range of `n` (`(..i)`, \
              `(i..)`) stands for."
         }
+        "unsafe_project" => {
+            "`unsafe_project j`: the index of a range of `n` (`(..i)`, `(i..)`; the context \
+             decides which) that the element `j` of `n` is, the inverse of `inject`; `j` must \
+             be in the range."
+        }
+        "project" => {
+            "`project j`: `Just` the index of a range of `n` that the element `j` of `n` is, \
+             or `Nothing` when `j` is outside the range (the context decides the range)."
+        }
         "run_state" => "`run_state(init, \\ref. body)`: the body's result and the final state.",
         "with_state" => "`with_state(init, \\ref. body)`: the body's result (state: `get`, `:=`).",
         "yield_state" => "`yield_state(init, \\ref. body)`: the final state.",

@@ -249,6 +249,12 @@ pub enum Builtin {
     Mempty,
     /// `inject j`: the element of `n` an index `j` of a range of `n` (`(..i)`) stands for.
     Inject,
+    /// `unsafe_project j` (`checked: false`) and `project j` (`checked: true`, a `Maybe`): the
+    /// index of a range of `n` (which the context decides) that the element `j` of `n` is,
+    /// the inverse of `inject` (Dex's `Subset` methods, for ranges).
+    Project {
+        checked: bool,
+    },
     /// Effects and their loops (docs/language.md, Effects), lowered by `passes/lower_effects.rs`.
     Effect(EffectOp),
 }
@@ -496,6 +502,8 @@ impl Builtin {
             "print" => B::Effect(EffectOp::Print),
             "unsafe_io" => B::Effect(EffectOp::UnsafeIo),
             "inject" => B::Inject,
+            "project" => B::Project { checked: true },
+            "unsafe_project" => B::Project { checked: false },
             _ => return None,
         })
     }
@@ -585,6 +593,8 @@ impl Builtin {
             "arb",
             "internal_cast",
             "inject",
+            "project",
+            "unsafe_project",
             "run_state",
             "with_state",
             "yield_state",
@@ -832,6 +842,14 @@ impl Builtin {
             // The result is the range's index set, found when the argument's type is known
             // (`Infer::apply`).
             Builtin::Inject => Ty::fun(var(cx, &[Class::Ix]), var(cx, &[Class::Ix])),
+            Builtin::Project { checked } => {
+                let range = var(cx, &[Class::Ix]);
+                let result = match checked {
+                    true => cx.prelude_data("Maybe", vec![range]),
+                    false => range,
+                };
+                Ty::fun(var(cx, &[Class::Ix]), result)
+            }
             Builtin::Effect(op) => {
                 let reference = |region: &Ty, value: &Ty| {
                     Ty::Con(TyCon::Ref, vec![region.clone(), value.clone()])

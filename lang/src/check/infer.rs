@@ -99,6 +99,9 @@ pub struct Infer<'env> {
     /// `x <> y` (the operands' types) and `mempty` (none), with the result's type: decided
     /// once the operands' types are known (Note [Appending]).
     appends: Vec<PendingAppend>,
+    /// `project j`/`unsafe_project j`: the range the result is an index of (decided by the
+    /// context) must be of `j`'s index set; the range type, `j`'s type and the position.
+    projects: Vec<(Ty, Ty, Span)>,
     pub(super) scopes: Vec<(String, Binding)>,
     /// Leave ambiguous index sets unresolved instead of reporting them (`:t`).
     lenient: bool,
@@ -137,6 +140,7 @@ impl<'env> Infer<'env> {
             scale: Vec::new(),
             accums: Vec::new(),
             texts: Vec::new(),
+            projects: Vec::new(),
             appends: Vec::new(),
             scopes: Vec::new(),
             lenient: false,
@@ -535,6 +539,33 @@ impl<'env> Infer<'env> {
     pub(super) fn solve(&mut self, finish: bool) -> Result<()> {
         loop {
             let mut progress = false;
+            // `unsafe_project j`: an index of a range of `j`'s index set.
+            for (range, element, span) in std::mem::take(&mut self.projects) {
+                match self.zonk(&range) {
+                    Ty::Range { of, .. } => {
+                        self.unify(&of, &element, span)?;
+                        progress = true;
+                    }
+                    Ty::Var(_) if !finish => self.projects.push((range, element, span)),
+                    Ty::Var(_) => {
+                        return error(
+                            span,
+                            "cannot infer which range this index is of: use it where a range \
+                             is expected (`xs[i, unsafe_project j]` of `xs: (i:n)=>(..i)=>…`)",
+                        )
+                    }
+                    other => {
+                        let element = self.zonk(&element);
+                        return error(
+                            span,
+                            format!(
+                                "`project` gives an index of a range (`(..i)`, `(i..)`) of \
+                                 {element}, not of {other}"
+                            ),
+                        );
+                    }
+                }
+            }
             // Note [Accumulator types]
             // ~~~~~~~~~~~~~~~~~~~~~~~~~~~
             // An accumulator of a monoid on `b` holds `b` or tables of `b` (Dex lifts a monoid
@@ -2449,6 +2480,13 @@ impl<'env> Infer<'env> {
                     )
                 }
             }
+        }
+        if let TKind::Builtin(Builtin::Project { checked }) = func.kind {
+            let range = match (checked, self.zonk(&result)) {
+                (true, Ty::Data(maybe)) if maybe.args.len() == 1 => maybe.args[0].clone(),
+                (_, other) => other,
+            };
+            self.projects.push((range, targ.ty.clone(), span));
         }
         if let Some(binder) = binder {
             if mentions_local(&result, binder) {

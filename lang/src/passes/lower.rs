@@ -1342,6 +1342,7 @@ impl<'a> Lowerer<'a> {
                 };
                 self.inject(&args[0], param, span)
             }
+            Builtin::Project { checked } => self.project(&args[0], &result_ty, checked, span),
             Builtin::Append => self.append(&args, ty, &result_ty, span),
             Builtin::Mempty => self.mempty(&result_ty, span),
             Builtin::Show => {
@@ -1830,7 +1831,7 @@ pub fn builtin_arity(builtin: Builtin) -> usize {
         Builtin::Show => 1,
         Builtin::Append => 2,
         Builtin::Mempty => 0,
-        Builtin::Inject => 1,
+        Builtin::Inject | Builtin::Project { .. } => 1,
         Builtin::Effect(op) => match op {
             EffectOp::Get | EffectOp::Ask | EffectOp::While | EffectOp::Iter => 1,
             EffectOp::Catch | EffectOp::Throw | EffectOp::Error => 1,

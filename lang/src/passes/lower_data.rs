@@ -742,6 +742,60 @@ impl Lowerer<'_> {
         let flat = self.prim(Prim::Add, vec![position, offset], span)?;
         self.unflatten_index(flat, &of, span)
     }
+
+    /// `unsafe_project j` / `project j` (`checked`) at `result` (the range, or a `Maybe` of
+    /// it): the inverse of `inject`; `project` gives `Nothing` outside the range, its index
+    /// zero there (Note [Data representation]).
+    pub(super) fn project(
+        &mut self,
+        value: &SVal,
+        result: &Ty,
+        checked: bool,
+        span: Span,
+    ) -> Result<SVal> {
+        let range = match (checked, result) {
+            (true, Ty::Data(maybe)) => maybe.args[0].clone(),
+            (_, other) => other.clone(),
+        };
+        let Some((kind, of, bound)) = self.range_bound(&range, span)? else {
+            return bug(span, format!("`project` to {range}, which is not a range"));
+        };
+        let position = self.flat_index(value, &of, span)?;
+        let (offset, inside) = match kind {
+            RangeKind::UpTo => (Atom::Lit(Scalar::I64(0)), Prim::Le),
+            RangeKind::Before => (Atom::Lit(Scalar::I64(0)), Prim::Lt),
+            RangeKind::From => (bound, Prim::Ge),
+            RangeKind::After => (
+                self.prim(Prim::Add, vec![bound, Atom::Lit(Scalar::I64(1))], span)?,
+                Prim::Gt,
+            ),
+        };
+        let flat = self.prim(Prim::Sub, vec![position, offset], span)?;
+        if !checked {
+            return self.unflatten_index(flat, &range, span);
+        }
+        let inside = self.prim(inside, vec![position, bound], span)?;
+        let flat = self.prim(
+            Prim::Select,
+            vec![inside, flat, Atom::Lit(Scalar::I64(0))],
+            span,
+        )?;
+        let index = self.unflatten_index(flat, &range, span)?;
+        let Ty::Data(maybe) = result else {
+            return bug(span, "project's result is not a Maybe");
+        };
+        let just = self.constructor(maybe.clone(), 1, vec![index], span)?;
+        let SVal::Tuple(mut items) = just else {
+            return bug(span, "a Maybe that is not tagged");
+        };
+        // `Just` (tag 1) inside the range, `Nothing` (tag 0) outside.
+        items[0] = SVal::Arr(self.prim(
+            Prim::Select,
+            vec![inside, Atom::Lit(Scalar::U32(1)), Atom::Lit(Scalar::U32(0))],
+            span,
+        )?);
+        Ok(SVal::Tuple(items))
+    }
 }
 
 /// The class whose user instances give `prim` its meaning at a user type.
