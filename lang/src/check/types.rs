@@ -453,8 +453,16 @@ impl Ty {
         }
     }
 
+    /// Whether a value of this type holds a function (in a field of a user type too: a
+    /// `struct` of functions is a definition, not data).
     pub fn contains_fun(&self) -> bool {
-        self.any(&mut |ty| matches!(ty, Ty::Fun { .. }))
+        self.any(&mut |ty| match ty {
+            Ty::Fun { .. } => true,
+            Ty::Data(data) => {
+                (0..data.def.cons.len()).any(|con| data.fields(con).iter().any(Ty::contains_fun))
+            }
+            _ => false,
+        })
     }
 }
 
