@@ -892,22 +892,11 @@ pub fn named_instance_def(decl: &InstanceDecl) -> Result<ast::FunDef> {
         );
     };
     let span = decl.span;
-    let var = |name: &str| ast::Expr {
-        kind: ast::ExprKind::Var(ast::Ident {
-            name: name.to_string(),
-            span,
-        }),
+    let make = ast::Ident {
+        name: super::builtins::MAKE_MONOID.to_string(),
         span,
     };
-    let app = |func: ast::Expr, arg: ast::Expr| ast::Expr {
-        kind: ast::ExprKind::App {
-            func: Box::new(func),
-            arg: Box::new(arg),
-            name: None,
-        },
-        span,
-    };
-    let body = app(app(var(super::builtins::MAKE_MONOID), empty), combine);
+    let body = call(&make, vec![empty, combine], span);
     Ok(ast::FunDef {
         name: name.clone(),
         params: params.clone(),
@@ -959,20 +948,8 @@ pub fn custom_linearization_def(
         );
     }
     let span = func.span.to(lin.span);
-    let var = |ident: &ast::Ident| ast::Expr {
-        kind: ast::ExprKind::Var(ident.clone()),
-        span: ident.span,
-    };
     let builtin = ast::Ident {
         name: format!("{}{arity}", super::builtins::CUSTOM_LINEARIZATION),
-        span,
-    };
-    let app = |func: ast::Expr, arg: ast::Expr| ast::Expr {
-        kind: ast::ExprKind::App {
-            func: Box::new(func),
-            arg: Box::new(arg),
-            name: None,
-        },
         span,
     };
     Ok(ast::FunDef {
@@ -980,7 +957,27 @@ pub fn custom_linearization_def(
         params: Vec::new(),
         ret: None,
         given: Vec::new(),
-        body: app(app(var(&builtin), var(func)), var(lin)),
+        body: call(&builtin, vec![var(func), var(lin)], span),
+        span,
+    })
+}
+
+/// The expression of a name.
+fn var(ident: &ast::Ident) -> ast::Expr {
+    ast::Expr {
+        kind: ast::ExprKind::Var(ident.clone()),
+        span: ident.span,
+    }
+}
+
+/// `func arg1 arg2 …`, made by a declaration's desugaring.
+fn call(func: &ast::Ident, args: Vec<ast::Expr>, span: crate::syntax::Span) -> ast::Expr {
+    args.into_iter().fold(var(func), |partial, arg| ast::Expr {
+        kind: ast::ExprKind::App {
+            func: Box::new(partial),
+            arg: Box::new(arg),
+            name: None,
+        },
         span,
     })
 }
