@@ -510,7 +510,11 @@ impl fmt::Display for Ty {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Ty::Base(base) => write!(f, "{}", base.name()),
-            Ty::Fin(size) => write!(f, "Fin {size}"),
+            // `Fin (size n)` (arithmetic on sizes prints its own parentheses).
+            Ty::Fin(size) => match size.normalise() {
+                Size::Of(_) => write!(f, "Fin ({size})"),
+                _ => write!(f, "Fin {size}"),
+            },
             Ty::Table(..) => {
                 write!(f, "(")?;
                 let mut ty = self;
