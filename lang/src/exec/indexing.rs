@@ -23,8 +23,19 @@ pub enum IndexCol {
     Const(i64),
     /// One index per point: a row-major array with one element per point.
     PerPoint(Nd<i64>),
+    /// One index per point, held in a table of a narrower or unsigned integer type: the
+    /// table an index function reads its indices from, used as it is (no `i64` copy).
+    Read(IntCol),
     /// The point's own number (the batch axis of a batched source).
     Point,
+}
+
+/// A row-major integer array of one index per point, of a type other than `I64`.
+#[derive(Clone, Debug)]
+pub enum IntCol {
+    I32(Nd<i32>),
+    U32(Nd<u32>),
+    U64(Nd<u64>),
 }
 
 impl IndexCol {
@@ -39,26 +50,81 @@ impl IndexCol {
         };
         if indices.ndim() == 0 {
             IndexCol::Const(indices.iter().next().copied().unwrap_or(0))
-        } else if indices.is_standard_layout() {
-            IndexCol::PerPoint(indices.clone())
         } else {
-            IndexCol::PerPoint(from_vec(
-                indices.shape(),
-                standard_slice(indices).into_owned(),
-            ))
+            IndexCol::PerPoint(standard(indices))
         }
     }
 
+    /// The column of the indices an integer table holds, one per element in row-major
+    /// order, as a cast of each to `I64` would give them (a value no `i64` holds is out of
+    /// range, as its cast is negative); `None` for a non-integer table.
+    pub fn of_int_table(tensor: &Tensor) -> Option<IndexCol> {
+        Some(match tensor {
+            Tensor::I64(t) => IndexCol::PerPoint(standard(t)),
+            Tensor::I32(t) => IndexCol::Read(IntCol::I32(standard(t))),
+            Tensor::U32(t) => IndexCol::Read(IntCol::U32(standard(t))),
+            Tensor::U64(t) => IndexCol::Read(IntCol::U64(standard(t))),
+            Tensor::F32(_) | Tensor::F64(_) | Tensor::Bool(_) => return None,
+        })
+    }
+
     fn as_ref(&self) -> ColRef<'_> {
+        fn slice<T>(indices: &Nd<T>) -> &[T] {
+            indices
+                .as_slice()
+                .expect("an index column holds a row-major array")
+        }
         match self {
             IndexCol::Const(i) => ColRef::Const(*i),
-            IndexCol::PerPoint(indices) => ColRef::Slice(
-                indices
-                    .as_slice()
-                    .expect("IndexCol::PerPoint holds a row-major array"),
-            ),
+            IndexCol::PerPoint(indices) => ColRef::I64(slice(indices)),
+            IndexCol::Read(IntCol::I32(indices)) => ColRef::I32(slice(indices)),
+            IndexCol::Read(IntCol::U32(indices)) => ColRef::U32(slice(indices)),
+            IndexCol::Read(IntCol::U64(indices)) => ColRef::U64(slice(indices)),
             IndexCol::Point => ColRef::Point,
         }
+    }
+}
+
+/// `array` in row-major order, shared when it already is.
+fn standard<T: Element>(array: &Nd<T>) -> Nd<T> {
+    if array.is_standard_layout() {
+        array.clone()
+    } else {
+        from_vec(array.shape(), standard_slice(array).into_owned())
+    }
+}
+
+/// An integer an index column may hold, read as the `i64` its cast gives (`-1`, out of
+/// range, for a `u64` beyond `i64::MAX`).
+trait IndexElem: Copy + Send + Sync {
+    fn index(self) -> i64;
+}
+
+impl IndexElem for i64 {
+    #[inline]
+    fn index(self) -> i64 {
+        self
+    }
+}
+
+impl IndexElem for i32 {
+    #[inline]
+    fn index(self) -> i64 {
+        i64::from(self)
+    }
+}
+
+impl IndexElem for u32 {
+    #[inline]
+    fn index(self) -> i64 {
+        i64::from(self)
+    }
+}
+
+impl IndexElem for u64 {
+    #[inline]
+    fn index(self) -> i64 {
+        i64::try_from(self).unwrap_or(-1)
     }
 }
 
@@ -66,15 +132,22 @@ impl IndexCol {
 #[derive(Clone, Copy)]
 enum ColRef<'a> {
     Const(i64),
-    Slice(&'a [i64]),
+    I64(&'a [i64]),
+    I32(&'a [i32]),
+    U32(&'a [u32]),
+    U64(&'a [u64]),
     Point,
 }
 
 impl ColRef<'_> {
+    #[inline]
     fn at(self, point: usize) -> i64 {
         match self {
             ColRef::Const(i) => i,
-            ColRef::Slice(indices) => indices[point],
+            ColRef::I64(indices) => indices[point],
+            ColRef::I32(indices) => indices[point].index(),
+            ColRef::U32(indices) => indices[point].index(),
+            ColRef::U64(indices) => indices[point].index(),
             ColRef::Point => point as i64,
         }
     }
@@ -244,6 +317,17 @@ pub fn add_rows_from<T: LaneElem>(
     origin: usize,
 ) {
     let refs = rows.refs();
+    if let [col] = refs[..] {
+        let dim = rows.lead_shape[0];
+        let data = &data[..points.len() * n_sub];
+        match col {
+            ColRef::I64(ix) => return add_rows_at(data, n_sub, (&ix[points], dim), out, origin),
+            ColRef::I32(ix) => return add_rows_at(data, n_sub, (&ix[points], dim), out, origin),
+            ColRef::U32(ix) => return add_rows_at(data, n_sub, (&ix[points], dim), out, origin),
+            ColRef::U64(ix) => return add_rows_at(data, n_sub, (&ix[points], dim), out, origin),
+            ColRef::Const(_) | ColRef::Point => {}
+        }
+    }
     let first = points.start;
     for point in points {
         let offset = row_offset(&refs, &rows.lead_shape, point);
@@ -255,6 +339,40 @@ pub fn add_rows_from<T: LaneElem>(
         let dst = &mut out[start..start + n_sub];
         for (slot, &x) in dst.iter_mut().zip(src) {
             *slot = slot.add(x);
+        }
+    }
+}
+
+/// `add_rows_from` for targets given by one column of indices into `dim` rows:
+/// `indices[k]` is the target of row `k` of `data`. The same additions in the same order,
+/// without the general loop's per-point dispatch (a histogram's whole cost).
+fn add_rows_at<T: LaneElem, I: IndexElem>(
+    data: &[T],
+    n_sub: usize,
+    (indices, dim): (&[I], usize),
+    out: &mut [T],
+    origin: usize,
+) {
+    let target = |i: I| usize::try_from(i.index()).ok().filter(|&i| i < dim);
+    match n_sub {
+        0 => {}
+        1 => {
+            for (&i, &x) in indices.iter().zip(data) {
+                if let Some(row) = target(i) {
+                    let slot = &mut out[row - origin];
+                    *slot = slot.add(x);
+                }
+            }
+        }
+        _ => {
+            for (&i, src) in indices.iter().zip(data.chunks_exact(n_sub)) {
+                if let Some(row) = target(i) {
+                    let start = row * n_sub - origin;
+                    for (slot, &x) in out[start..start + n_sub].iter_mut().zip(src) {
+                        *slot = slot.add(x);
+                    }
+                }
+            }
         }
     }
 }

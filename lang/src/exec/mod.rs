@@ -98,11 +98,12 @@ use rayon::prelude::*;
 
 use crate::core::ids::IdVec;
 use crate::core::interp::InterpError;
-use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
 use crate::core::kernel::Schedule;
 use crate::core::value::{Array, ArrayData};
 use crate::core::visit::var_of;
 use crate::core::visit::{expr_atoms, expr_blocks};
+use crate::prim::Prim;
 use indexing::{IndexCol, Rows};
 use scalar_loop::{CompiledLoop, LoopRun};
 use tensor::{from_vec, replicate, stack, standard_slice, Tensor};
@@ -199,6 +200,9 @@ pub struct ExecReport {
     pub build1_fallbacks: usize,
     /// `gather`/`scatter` index functions executed point by point instead of in bulk.
     pub index_fn_fallbacks: usize,
+    /// `gather`/`scatter` index functions whose indices were taken from the tables they read
+    /// (`table_read_columns`), without running them.
+    pub index_fns_read: usize,
     /// Fused kernels and matrix products run (by `run_fused`).
     pub kernels: usize,
     pub matmuls: usize,
@@ -1052,6 +1056,24 @@ impl Exec<'_> {
         target_lead: &[usize],
         read_check: Option<(VarId, Vec<usize>)>,
     ) -> Res<Rows> {
+        if let Some(cols) = self.table_read_columns(body, grid) {
+            self.report.index_fns_read += 1;
+            // The body cannot fail (its reads are at the points themselves); the indices
+            // it gives still may be out of range.
+            let rows = Rows::new(cols, target_lead.to_vec(), grid.iter().product());
+            if let Some((reader, shape)) = read_check {
+                if let Some(point) = rows.first_out_of_range(None) {
+                    let index = rows.index_at(point, 0);
+                    return Err(InterpError::OutOfRange {
+                        var: reader,
+                        index,
+                        shape,
+                    }
+                    .into());
+                }
+            }
+            return Ok(rows);
+        }
         let mut batch = Batch::new(grid);
         let args = (0..grid.len())
             .map(|axis| Slot::batched(coordinates(grid, axis)))
@@ -1084,6 +1106,48 @@ impl Exec<'_> {
             Err(Stop::Unbatchable) => self.index_fn_per_point(body, grid, target_lead, read_check),
             Err(error) => Err(error),
         }
+    }
+
+    /// The index columns of an index function each of whose results is read from an integer
+    /// table at the point itself (`λ[i…]. cast_i64 (index t [i…])`: how a scatter or gather
+    /// at data indices gets them, a histogram's bins or an embedding's token ids) — the
+    /// tables themselves, with no per-point evaluation. `None` for any other function.
+    fn table_read_columns(&self, body: BlockId, grid: &[usize]) -> Option<Vec<IndexCol>> {
+        let block = &self.program.blocks[body];
+        let params: Vec<Atom> = block.params.iter().map(|&p| Atom::Var(p)).collect();
+        let bound_by = |atom: &Atom| {
+            let Atom::Var(var) = atom else { return None };
+            block.stmts.iter().find(|stmt| stmt.binders == [*var])
+        };
+        let table_read = |stmt: &Stmt| match &stmt.expr {
+            Expr::Index {
+                array: Atom::Var(table),
+                index,
+            } if *index == params => {
+                let slot = self.env[*table].as_ref()?;
+                (!slot.batched && slot.tensor.shape() == grid).then_some(&slot.tensor)
+            }
+            _ => None,
+        };
+        let column = |result: &Atom| {
+            let stmt = bound_by(result)?;
+            let table = match &stmt.expr {
+                Expr::Prim(Prim::Cast(Elem::I64), operands) => table_read(bound_by(&operands[0])?)?,
+                _ => table_read(stmt).filter(|table| table.elem() == Elem::I64)?,
+            };
+            IndexCol::of_int_table(table)
+        };
+        // Every statement must be such a read or its cast: nothing else is left to run.
+        let harmless = |stmt: &Stmt| match &stmt.expr {
+            Expr::Prim(Prim::Cast(Elem::I64), operands) => {
+                bound_by(&operands[0]).and_then(table_read).is_some()
+            }
+            _ => table_read(stmt).is_some(),
+        };
+        if !block.stmts.iter().all(harmless) {
+            return None;
+        }
+        block.results.iter().map(column).collect()
     }
 
     /// `index_fn` point by point, for bodies that batch mode cannot run.

@@ -438,6 +438,67 @@ fn scatter_adds_collisions_in_order_and_drops_out_of_range() {
 }
 
 #[test]
+fn scatters_and_gathers_at_indices_read_from_integer_tables_use_the_tables() {
+    // The index functions read their indices from tables of every integer type at the point
+    // itself, so the engine takes the tables as they are (no per-point evaluation): the sums,
+    // the dropped targets (negative, too large, beyond `i64` for `u64`) and the strict
+    // errors of the gathers must still be the interpreter's.
+    let program = parse(
+        "program(%0: [6, 2]f32, %1: [6]u32, %2: [6]i32, %3: [6]u64, %4: [6]i64) {
+           %5: [3, 2]f32 = scatter [3, 2] %0 (\\%6: []i64 ->
+             %7: []u32 = index %1 [%6]
+             %8: []i64 = cast_i64 %7
+             in %8)
+           %9: [3]f32 = scatter [3] %0 (\\%10: []i64, %11: []i64 ->
+             %12: []i32 = index %2 [%10]
+             %13: []i64 = cast_i64 %12
+             in %13)
+           %14: [3, 2]f32 = scatter [3, 2] %0 (\\%15: []i64 ->
+             %16: []u64 = index %3 [%15]
+             %17: []i64 = cast_i64 %16
+             in %17)
+           %18: [6, 2]f32 = gather [6, 2] %5 (\\%19: []i64 ->
+             %20: []i64 = index %4 [%19]
+             in %20)
+           in %5, %9, %14, %18
+         }",
+    );
+    let source = f32s(
+        &[6, 2],
+        &[1e8, 1.0, 1.0, 2.0, -1e8, 3.0, 1.0, 4.0, 0.5, 5.0, -0.5, 6.0],
+    );
+    // Targets as u32, i32 and u64, and the gather's reads.
+    type Case = ([u32; 6], [i32; 6], [u64; 6], [i64; 6]);
+    let cases: [Case; 3] = [
+        (
+            [0, 0, 0, 0, 1, 1],
+            [2, 2, 2, 0, 0, 1],
+            [0, 1, 2, 0, 1, 2],
+            [0, 1, 2, 2, 1, 0],
+        ),
+        (
+            [2, u32::MAX, 2, 3, 2, 0],
+            [2, -1, 2, 3, 2, i32::MIN],
+            [u64::MAX, 1 << 63, 1, 1, 3, 0],
+            [0, 1, 2, 3, 1, 0],
+        ),
+        ([1, 1, 1, 1, 1, 1], [1; 6], [2; 6], [-1, 0, 0, 0, 0, 0]),
+    ];
+    for (u32_targets, i32_targets, u64_targets, reads) in cases {
+        let inputs = [
+            source.clone(),
+            Array::new(vec![6], ArrayData::U32(u32_targets.to_vec())),
+            Array::new(vec![6], ArrayData::I32(i32_targets.to_vec())),
+            Array::new(vec![6], ArrayData::U64(u64_targets.to_vec())),
+            i64s(&[6], &reads),
+        ];
+        // Two scatters and the gather read their indices at the point itself; the scatter of
+        // %9 reads at one of its two indices only, so its function runs.
+        assert_eq!(check_bulk(&program, &inputs).index_fns_read, 3);
+    }
+}
+
+#[test]
 fn cond_fold_and_scan_run_bulk_bodies() {
     let program = parse(
         "program(%0: [4, 3]f64, %1: []bool) {
