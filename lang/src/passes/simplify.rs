@@ -208,7 +208,7 @@ fn simplify_block(
 /// branches only apply primitives to scalars is `ts…; es…; select c a b…`. Primitives are
 /// total and pure ([Smeding25] §5.2's totality), so evaluating both branches and choosing gives
 /// the same values as branching, and a loop body whose only nested blocks were such conds
-/// (`maximum_by`'s `if f y > f x then y else x`, a user's `if c > 0 then …`) becomes
+/// (`max_by`'s `if f x > f y then x else y`, a user's `if c > 0 then …`) becomes
 /// straight-line scalar code, which runs on registers (`exec::scalar_loop`). Branches that
 /// read tables keep the cond: a read out of range in the branch not taken would be an error
 /// in strict mode.
