@@ -1426,6 +1426,9 @@ impl<'env> Infer<'env> {
                 ))
             }
             ExprKind::App { func, arg, name } => {
+                if let Some(func) = self.index_map_to(func, arg, name.as_ref(), depth)? {
+                    return Ok(func);
+                }
                 let given = match name {
                     Some(name) => self.check_arg_name(func, name)?,
                     None => None,
@@ -2077,6 +2080,44 @@ impl<'env> Infer<'env> {
                 ),
             ),
         }
+    }
+
+    /// `inject(to=T, i)`, `project(to=T, j)`, `unsafe_project(to=T, j)`: Dex's names for
+    /// the index set these built-ins give (`T`, `Maybe T`, `T`). `to=T` is no argument: the
+    /// function's result is `T`. `None` for any other application.
+    fn index_map_to(
+        &mut self,
+        func: &Expr,
+        arg: &Expr,
+        name: Option<&Ident>,
+        depth: usize,
+    ) -> Result<Option<TExpr>> {
+        let (Some(name), ExprKind::Var(head)) = (name, &func.kind) else {
+            return Ok(None);
+        };
+        let maybe = match head.name.as_str() {
+            "inject" | "unsafe_project" => false,
+            "project" => true,
+            _ => return Ok(None),
+        };
+        if name.name != "to"
+            || self.lookup(&head.name).is_some()
+            || self.env.def(&head.name).is_some()
+        {
+            return Ok(None);
+        }
+        let to = self.read_type_of_expr(arg)?;
+        let func = self.infer_depth(func, depth + 1)?;
+        let Ty::Fun { result, .. } = self.zonk(&func.ty) else {
+            return Ok(None);
+        };
+        let result = match (maybe, *result) {
+            (true, Ty::Data(data)) if data.args.len() == 1 => data.args[0].clone(),
+            (false, result) => result,
+            (true, _) => return Ok(None),
+        };
+        self.unify(&result, &to, arg.span)?;
+        Ok(Some(func))
     }
 
     /// `f(n=T)`: instantiates the implicit variable at `position` of the definition at the
@@ -3136,9 +3177,11 @@ impl<'env> Infer<'env> {
             TypeExprKind::Name(ident) => is_type(&ident.name),
             TypeExprKind::App(head, args) => {
                 (head.name == "Fin" || is_type(&head.name))
-                    && args.iter().all(|arg| {
-                        matches!(arg.kind, TypeExprKind::Size(_) | TypeExprKind::Name(_))
-                            || self.names_a_type(arg)
+                    && args.iter().all(|arg| match &arg.kind {
+                        // `()` alone is the unit value; an argument of a type, the unit type.
+                        TypeExprKind::Tuple(items) if items.is_empty() => true,
+                        TypeExprKind::Size(_) | TypeExprKind::Name(_) => true,
+                        _ => self.names_a_type(arg),
                     })
             }
             TypeExprKind::Fin(_)
