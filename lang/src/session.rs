@@ -849,10 +849,14 @@ impl Session {
             }),
             Decl::Data(data) => {
                 let mut infer = Infer::new(&mut self.env);
-                infer
+                let declared = infer
                     .declare_data(data)
                     .map(|()| Evaluated::default())
-                    .map_err(|err| type_error(&mut self.more_errors, err))
+                    .map_err(|err| type_error(&mut self.more_errors, err));
+                // Its methods are definitions of their own (`Thing.incby`).
+                crate::check::struct_method_defs(data)
+                    .iter()
+                    .fold(declared, |res, def| res.and_then(|_| self.define(def)))
             }
             Decl::Interface(interface) => {
                 let mut infer = Infer::new(&mut self.env);

@@ -51,18 +51,23 @@ impl Infer<'_> {
                 .constructors
                 .insert(con.name.clone(), (def.clone(), position));
         }
+        if let Some(method) = decl.methods.iter().find(|method| {
+            def.cons.iter().any(|con| {
+                con.fields
+                    .iter()
+                    .any(|field| field.name.as_deref() == Some(&method.name.name))
+            })
+        }) {
+            return error(
+                method.name.span,
+                format!("`{}` is both a field and a method", method.name.name),
+            );
+        }
         self.env.data_types.insert(def.name.clone(), def);
         Ok(())
     }
 
     fn data_def(&mut self, decl: &DataDecl) -> Result<DataDef> {
-        if let Some(method) = decl.methods.first() {
-            return error(
-                method.span,
-                "methods inside a `struct` are not supported yet: define a function of the \
-                 struct after it",
-            );
-        }
         let mut params = Vec::new();
         for param in &decl.params {
             let classes = self.classes_of(&param.classes)?;
@@ -908,6 +913,83 @@ pub fn named_instance_def(decl: &InstanceDecl) -> Result<ast::FunDef> {
         body,
         span,
     })
+}
+
+/// The name of the definition a struct's method becomes (`Thing.incby`): no name a program
+/// can write, so it shadows nothing and nothing shadows it.
+pub fn method_def_name(type_name: &str, method: &str) -> String {
+    format!("{type_name}.{method}")
+}
+
+/// A struct's methods (`def incby(n: a) -> Thing(a) = …` inside `struct Thing(a|Add)`) as
+/// the definitions they make: `self`, the struct, is the first parameter, and the struct's
+/// parameters are the definition's implicit variables with their classes. `t.incby(1)` calls
+/// `Thing.incby(t, 1)` (`Infer::method_call`).
+pub fn struct_method_defs(decl: &DataDecl) -> Vec<ast::FunDef> {
+    let name_ty = |ident: &ast::Ident| TypeExpr {
+        kind: TypeExprKind::Name(ident.clone()),
+        span: ident.span,
+    };
+    let self_ty = TypeExpr {
+        kind: match decl.params.is_empty() {
+            true => TypeExprKind::Name(decl.name.clone()),
+            false => TypeExprKind::App(
+                decl.name.clone(),
+                decl.params
+                    .iter()
+                    .map(|param| name_ty(&param.name))
+                    .collect(),
+            ),
+        },
+        span: decl.name.span,
+    };
+    let given: Vec<ast::GivenBinder> = decl
+        .params
+        .iter()
+        .map(|param| ast::GivenBinder {
+            name: param.name.clone(),
+            classes: param.classes.clone(),
+        })
+        .collect();
+    decl.methods
+        .iter()
+        .map(|method| {
+            let this = ast::Param {
+                pat: Pattern::Var(ast::Ident {
+                    name: "self".to_string(),
+                    span: method.name.span,
+                }),
+                ty: Some(self_ty.clone()),
+                span: method.name.span,
+            };
+            // `def total() -> a` is called `t.total()`: it takes `()` after `self`.
+            let unit = ast::Param {
+                pat: Pattern::Tuple(Vec::new(), method.name.span),
+                ty: Some(TypeExpr {
+                    kind: TypeExprKind::Tuple(Vec::new()),
+                    span: method.name.span,
+                }),
+                span: method.name.span,
+            };
+            let params = match method.params.is_empty() {
+                true => vec![this, unit],
+                false => std::iter::once(this)
+                    .chain(method.params.iter().cloned())
+                    .collect(),
+            };
+            ast::FunDef {
+                name: ast::Ident {
+                    name: method_def_name(&decl.name.name, &method.name.name),
+                    span: method.name.span,
+                },
+                params,
+                ret: method.ret.clone(),
+                given: given.iter().chain(&method.given).cloned().collect(),
+                body: method.body.clone(),
+                span: method.span,
+            }
+        })
+        .collect()
 }
 
 /// `custom-linearization f g` as the definition it makes: `f` replaced by

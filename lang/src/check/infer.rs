@@ -1462,6 +1462,11 @@ impl<'env> Infer<'env> {
             }
             ExprKind::Field { base, field } => {
                 let base = self.infer_depth(base, depth + 1)?;
+                if let Some(method) = self.struct_method(&base.ty, &field.name) {
+                    // `t.incby`: the struct's method with `self = t` (Dex's method call).
+                    let func = self.infer_var(&method, field.span)?;
+                    return self.apply_typed(func, base, span);
+                }
                 let ty = match self.zonk(&base.ty) {
                     known if field_waits(&known) => {
                         let result = Ty::Var(self.fresh_var());
@@ -2080,6 +2085,16 @@ impl<'env> Infer<'env> {
                 ),
             ),
         }
+    }
+
+    /// The definition of the method `name` of the struct `ty` is, if it is a struct with
+    /// such a method (`check::struct_method_defs`).
+    fn struct_method(&self, ty: &Ty, name: &str) -> Option<String> {
+        let Ty::Data(data) = self.zonk(ty) else {
+            return None;
+        };
+        let method = super::declare::method_def_name(&data.def.name, name);
+        self.env.def(&method).is_some().then_some(method)
     }
 
     /// `inject(to=T, i)`, `project(to=T, j)`, `unsafe_project(to=T, j)`: Dex's names for

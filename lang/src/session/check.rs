@@ -186,6 +186,12 @@ impl Session {
                 Infer::new(&mut self.env)
                     .declare_data(data)
                     .map_err(|err| type_error(&mut self.more_errors, err))?;
+                for def in crate::check::struct_method_defs(data) {
+                    let info = Infer::new(&mut self.env)
+                        .infer_top_def(&def)
+                        .map_err(|err| type_error(&mut self.more_errors, err))?;
+                    self.env.define(&def.name.name, info);
+                }
                 let ty = Ty::TypeArg(Box::new(Ty::Tuple(Vec::new())));
                 checked.symbols.push(Symbol {
                     ty: data.name.name.clone(),
