@@ -142,6 +142,30 @@ xs = for i:(Fin 300000). sin (n_to_f (ordinal i) * 0.001) * 1.7
     assert_eq!(outputs[0], outputs[2]);
 }
 
+/// `dx_test_mode()` reads `DEX_TEST_MODE` from the environment, as Dex's: Dex's examples pick
+/// their small sizes under test.
+#[test]
+fn dex_test_mode_reads_the_environment() {
+    let program = "n = if dex_test_mode() then 3 else 5\n\n:p for i:(Fin n). ordinal i\n";
+    let (_dir, path) = dx_file("test_mode.dx", program);
+    let printed = |set: bool| {
+        let mut command = dx();
+        command.env_remove("DEX_TEST_MODE").arg(path_arg(&path));
+        if set {
+            command.env("DEX_TEST_MODE", "t");
+        }
+        let output = command.output().expect("dx starts");
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        stdout(&output)
+    };
+    assert!(
+        printed(false).contains("> [0, 1, 2, 3, 4]"),
+        "{}",
+        printed(false)
+    );
+    assert!(printed(true).contains("> [0, 1, 2]\n"), "{}", printed(true));
+}
+
 /// `--threads N` starts N engine threads (named `dx-worker-K`), whatever the machine has:
 /// the piped REPL answers one entry, and its threads are counted in `/proc` before it ends.
 #[cfg(target_os = "linux")]

@@ -89,6 +89,10 @@ pub fn builtin_doc(name: &str) -> Option<&'static str> {
         }
         "check_deriv" => "Whether `f`'s derivative at `x` agrees with finite differences.",
         "arb" => "`arb k`: a random value of the type the context asks for.",
+        "dex_test_mode" => {
+            "`dex_test_mode()`: whether the environment variable `DEX_TEST_MODE` is set, as Dex's \
+             (its examples run small under test: `if dex_test_mode() then 10 else 1000`)."
+        }
         "internal_cast" => {
             "`internal_cast(to=T, x)`: the scalar `x` as a value of the scalar type `T`, \
              converted or truncated as Dex's `%cast` (a `Char` to its byte, an `Int` to the low \

@@ -236,6 +236,9 @@ pub enum Builtin {
     CustomLinearization(u8),
     /// `arb k`: a random value of the type the context asks for (Dex's `Arbitrary`).
     Arb,
+    /// `dex_test_mode()`: whether the environment variable `DEX_TEST_MODE` is set (Dex's
+    /// examples pick small sizes under test), read when the block is compiled.
+    TestMode,
     /// `internal_cast(to=T, x)`: `x` as a value of scalar type `T`, converted or truncated as
     /// Dex's `%cast` (a character to its byte, an `Int` to the low byte of a `Word8`).
     InternalCast,
@@ -474,6 +477,7 @@ impl Builtin {
             "check_deriv" => B::Ad(AdOp::CheckDeriv),
             "arb" => B::Arb,
             "internal_cast" => B::InternalCast,
+            "dex_test_mode" => B::TestMode,
             "show" => B::Show,
             "<>" => B::Append,
             "mempty" => B::Mempty,
@@ -592,6 +596,7 @@ impl Builtin {
             "custom_vjp",
             "arb",
             "internal_cast",
+            "dex_test_mode",
             "inject",
             "project",
             "unsafe_project",
@@ -839,6 +844,7 @@ impl Builtin {
             Builtin::FloatConst(_) => float_var(cx),
             Builtin::Extreme(_) => var(cx, &[Class::Ord]),
             Builtin::Arb => Ty::fun(word64(), var(cx, &[])),
+            Builtin::TestMode => Ty::fun(Ty::Tuple(Vec::new()), Ty::bool()),
             // The result is the range's index set, found when the argument's type is known
             // (`Infer::apply`).
             Builtin::Inject => Ty::fun(var(cx, &[Class::Ix]), var(cx, &[Class::Ix])),

@@ -1336,6 +1336,10 @@ impl<'a> Lowerer<'a> {
                 _ => bug(span, "fst/snd of a non-pair"),
             },
             Builtin::Arb => self.arbitrary(&result_ty, args[0].clone(), span),
+            Builtin::TestMode => {
+                let set = std::env::var_os("DEX_TEST_MODE").is_some();
+                Ok(SVal::Arr(Atom::Lit(Scalar::Bool(set))))
+            }
             Builtin::Inject => {
                 let Ty::Fun { param, .. } = ty else {
                     return bug(span, "inject's type");
@@ -1826,7 +1830,7 @@ pub fn builtin_arity(builtin: Builtin) -> usize {
         | Builtin::NatDiff => 2,
         Builtin::Reduce | Builtin::AssocScan => 3,
         Builtin::Convert(_) | Builtin::Ordinal | Builtin::Size | Builtin::Sum | Builtin::Iota => 1,
-        Builtin::Arb => 1,
+        Builtin::Arb | Builtin::TestMode => 1,
         Builtin::InternalCast => 2,
         Builtin::Show => 1,
         Builtin::Append => 2,
