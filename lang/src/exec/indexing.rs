@@ -21,18 +21,18 @@ const OUT_OF_RANGE: usize = usize::MAX;
 pub enum IndexCol {
     /// The same index at every point.
     Const(i64),
-    /// One index per point: a row-major array with one element per point.
-    PerPoint(Nd<i64>),
-    /// One index per point, held in a table of a narrower or unsigned integer type: the
-    /// table an index function reads its indices from, used as it is (no `i64` copy).
-    Read(IntCol),
+    /// One index per point: a row-major integer array with one element per point (an index
+    /// function's `I64` results, or the table of another integer type it reads its indices
+    /// from, used as it is).
+    PerPoint(IntCol),
     /// The point's own number (the batch axis of a batched source).
     Point,
 }
 
-/// A row-major integer array of one index per point, of a type other than `I64`.
+/// A row-major integer array of one index per point.
 #[derive(Clone, Debug)]
 pub enum IntCol {
+    I64(Nd<i64>),
     I32(Nd<i32>),
     U32(Nd<u32>),
     U64(Nd<u64>),
@@ -51,7 +51,7 @@ impl IndexCol {
         if indices.ndim() == 0 {
             IndexCol::Const(indices.iter().next().copied().unwrap_or(0))
         } else {
-            IndexCol::PerPoint(standard(indices))
+            IndexCol::PerPoint(IntCol::I64(standard(indices)))
         }
     }
 
@@ -59,13 +59,13 @@ impl IndexCol {
     /// order, as a cast of each to `I64` would give them (a value no `i64` holds is out of
     /// range, as its cast is negative); `None` for a non-integer table.
     pub fn of_int_table(tensor: &Tensor) -> Option<IndexCol> {
-        Some(match tensor {
-            Tensor::I64(t) => IndexCol::PerPoint(standard(t)),
-            Tensor::I32(t) => IndexCol::Read(IntCol::I32(standard(t))),
-            Tensor::U32(t) => IndexCol::Read(IntCol::U32(standard(t))),
-            Tensor::U64(t) => IndexCol::Read(IntCol::U64(standard(t))),
+        Some(IndexCol::PerPoint(match tensor {
+            Tensor::I64(t) => IntCol::I64(standard(t)),
+            Tensor::I32(t) => IntCol::I32(standard(t)),
+            Tensor::U32(t) => IntCol::U32(standard(t)),
+            Tensor::U64(t) => IntCol::U64(standard(t)),
             Tensor::F32(_) | Tensor::F64(_) | Tensor::Bool(_) => return None,
-        })
+        }))
     }
 
     fn as_ref(&self) -> ColRef<'_> {
@@ -76,10 +76,10 @@ impl IndexCol {
         }
         match self {
             IndexCol::Const(i) => ColRef::Const(*i),
-            IndexCol::PerPoint(indices) => ColRef::I64(slice(indices)),
-            IndexCol::Read(IntCol::I32(indices)) => ColRef::I32(slice(indices)),
-            IndexCol::Read(IntCol::U32(indices)) => ColRef::U32(slice(indices)),
-            IndexCol::Read(IntCol::U64(indices)) => ColRef::U64(slice(indices)),
+            IndexCol::PerPoint(IntCol::I64(indices)) => ColRef::I64(slice(indices)),
+            IndexCol::PerPoint(IntCol::I32(indices)) => ColRef::I32(slice(indices)),
+            IndexCol::PerPoint(IntCol::U32(indices)) => ColRef::U32(slice(indices)),
+            IndexCol::PerPoint(IntCol::U64(indices)) => ColRef::U64(slice(indices)),
             IndexCol::Point => ColRef::Point,
         }
     }
@@ -320,13 +320,18 @@ pub fn add_rows_from<T: LaneElem>(
     if let [col] = refs[..] {
         let dim = rows.lead_shape[0];
         let data = &data[..points.len() * n_sub];
-        match col {
-            ColRef::I64(ix) => return add_rows_at(data, n_sub, (&ix[points], dim), out, origin),
-            ColRef::I32(ix) => return add_rows_at(data, n_sub, (&ix[points], dim), out, origin),
-            ColRef::U32(ix) => return add_rows_at(data, n_sub, (&ix[points], dim), out, origin),
-            ColRef::U64(ix) => return add_rows_at(data, n_sub, (&ix[points], dim), out, origin),
-            ColRef::Const(_) | ColRef::Point => {}
+        // One monomorphic loop per integer type of the column.
+        macro_rules! add_at {
+            ($($variant:ident),*) => {
+                match col {
+                    $(ColRef::$variant(ix) => {
+                        return add_rows_at(data, n_sub, (&ix[points], dim), out, origin)
+                    })*
+                    ColRef::Const(_) | ColRef::Point => {}
+                }
+            };
         }
+        add_at!(I64, I32, U32, U64);
     }
     let first = points.start;
     for point in points {

@@ -104,7 +104,7 @@ use crate::core::value::{Array, ArrayData};
 use crate::core::visit::var_of;
 use crate::core::visit::{expr_atoms, expr_blocks};
 use crate::prim::Prim;
-use indexing::{IndexCol, Rows};
+use indexing::{IndexCol, IntCol, Rows};
 use scalar_loop::{CompiledLoop, LoopRun};
 use tensor::{from_vec, replicate, stack, standard_slice, Tensor};
 
@@ -1061,18 +1061,10 @@ impl Exec<'_> {
             // The body cannot fail (its reads are at the points themselves); the indices
             // it gives still may be out of range.
             let rows = Rows::new(cols, target_lead.to_vec(), grid.iter().product());
-            if let Some((reader, shape)) = read_check {
-                if let Some(point) = rows.first_out_of_range(None) {
-                    let index = rows.index_at(point, 0);
-                    return Err(InterpError::OutOfRange {
-                        var: reader,
-                        index,
-                        shape,
-                    }
-                    .into());
-                }
-            }
-            return Ok(rows);
+            return match out_of_range_read(&rows, read_check) {
+                Some((_, error)) => Err(error.into()),
+                None => Ok(rows),
+            };
         }
         let mut batch = Batch::new(grid);
         let args = (0..grid.len())
@@ -1085,18 +1077,8 @@ impl Exec<'_> {
                     .map(|slot| IndexCol::of_tensor(&slot.tensor))
                     .collect();
                 let rows = Rows::new(cols, target_lead.to_vec(), batch.n_points);
-                if let Some((reader, shape)) = read_check {
-                    if let Some(point) = rows.first_out_of_range(None) {
-                        let index = rows.index_at(point, 0);
-                        batch.record(
-                            point,
-                            InterpError::OutOfRange {
-                                var: reader,
-                                index,
-                                shape,
-                            },
-                        );
-                    }
+                if let Some((point, error)) = out_of_range_read(&rows, read_check) {
+                    batch.record(point, error);
                 }
                 match batch.first_error {
                     Some((_, error)) => Err(error.into()),
@@ -1129,25 +1111,28 @@ impl Exec<'_> {
             }
             _ => None,
         };
-        let column = |result: &Atom| {
-            let stmt = bound_by(result)?;
-            let table = match &stmt.expr {
-                Expr::Prim(Prim::Cast(Elem::I64), operands) => table_read(bound_by(&operands[0])?)?,
-                _ => table_read(stmt).filter(|table| table.elem() == Elem::I64)?,
-            };
-            IndexCol::of_int_table(table)
+        // `cast_i64` of such a read: the table read.
+        let cast_read = |stmt: &Stmt| match &stmt.expr {
+            Expr::Prim(Prim::Cast(Elem::I64), operands) => table_read(bound_by(&operands[0])?),
+            _ => None,
         };
         // Every statement must be such a read or its cast: nothing else is left to run.
-        let harmless = |stmt: &Stmt| match &stmt.expr {
-            Expr::Prim(Prim::Cast(Elem::I64), operands) => {
-                bound_by(&operands[0]).and_then(table_read).is_some()
-            }
-            _ => table_read(stmt).is_some(),
-        };
-        if !block.stmts.iter().all(harmless) {
+        if !block
+            .stmts
+            .iter()
+            .all(|stmt| table_read(stmt).or_else(|| cast_read(stmt)).is_some())
+        {
             return None;
         }
-        block.results.iter().map(column).collect()
+        block
+            .results
+            .iter()
+            .map(|result| {
+                let stmt = bound_by(result)?;
+                let i64_read = || table_read(stmt).filter(|table| table.elem() == Elem::I64);
+                IndexCol::of_int_table(cast_read(stmt).or_else(i64_read)?)
+            })
+            .collect()
     }
 
     /// `index_fn` point by point, for bodies that batch mode cannot run.
@@ -1193,7 +1178,7 @@ impl Exec<'_> {
         }
         let cols = columns
             .into_iter()
-            .map(|column| IndexCol::PerPoint(from_vec(&[n_points], column)))
+            .map(|column| IndexCol::PerPoint(IntCol::I64(from_vec(&[n_points], column))))
             .collect();
         Ok(Rows::new(cols, target_lead.to_vec(), n_points))
     }
@@ -1500,6 +1485,22 @@ fn transpose(tensor: &Tensor, n_batch: usize, perm: &[usize]) -> Tensor {
         .chain(n_batch + perm.len()..tensor.rank())
         .collect();
     tensor.permute(&axes)
+}
+
+/// With `read_check = Some((reader, shape))` (a gather in strict mode), the first point whose
+/// row is out of range and the error of reading it from `reader`, an array of `shape`.
+fn out_of_range_read(
+    rows: &Rows,
+    read_check: Option<(VarId, Vec<usize>)>,
+) -> Option<(usize, InterpError)> {
+    let (reader, shape) = read_check?;
+    let point = rows.first_out_of_range(None)?;
+    let error = InterpError::OutOfRange {
+        var: reader,
+        index: rows.index_at(point, 0),
+        shape,
+    };
+    Some((point, error))
 }
 
 /// The `I64` array of shape `grid` whose element at each point is its coordinate on `axis`.
