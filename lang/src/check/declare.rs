@@ -40,6 +40,19 @@ impl Infer<'_> {
     /// `struct`, `data` or `enum`: checks the declaration and records the type and its
     /// constructors.
     pub fn declare_data(&mut self, decl: &DataDecl) -> Result<()> {
+        let field_named = |name: &str| {
+            decl.cons.iter().any(|con| {
+                con.fields
+                    .iter()
+                    .any(|field| field.name.as_ref().is_some_and(|field| field.name == name))
+            })
+        };
+        if let Some(method) = decl.methods.iter().find(|m| field_named(&m.name.name)) {
+            return error(
+                method.name.span,
+                format!("`{}` is both a field and a method", method.name.name),
+            );
+        }
         let res = self.with_scope(|cx| cx.data_def(decl));
         let def = self.with_recovered(res)?;
         self.finish()?;
@@ -50,18 +63,6 @@ impl Infer<'_> {
             self.env
                 .constructors
                 .insert(con.name.clone(), (def.clone(), position));
-        }
-        if let Some(method) = decl.methods.iter().find(|method| {
-            def.cons.iter().any(|con| {
-                con.fields
-                    .iter()
-                    .any(|field| field.name.as_deref() == Some(&method.name.name))
-            })
-        }) {
-            return error(
-                method.name.span,
-                format!("`{}` is both a field and a method", method.name.name),
-            );
         }
         self.env.data_types.insert(def.name.clone(), def);
         Ok(())
@@ -921,10 +922,16 @@ pub fn method_def_name(type_name: &str, method: &str) -> String {
     format!("{type_name}.{method}")
 }
 
+/// Whether a top-level name is one `method_def_name` made (completion and "did you mean"
+/// leave them out: a program calls them as `t.incby(1)`).
+pub fn is_method_def_name(name: &str) -> bool {
+    name.contains('.')
+}
+
 /// A struct's methods (`def incby(n: a) -> Thing(a) = …` inside `struct Thing(a|Add)`) as
 /// the definitions they make: `self`, the struct, is the first parameter, and the struct's
 /// parameters are the definition's implicit variables with their classes. `t.incby(1)` calls
-/// `Thing.incby(t, 1)` (`Infer::method_call`).
+/// `Thing.incby(t, 1)` (`Infer::struct_method`).
 pub fn struct_method_defs(decl: &DataDecl) -> Vec<ast::FunDef> {
     let name_ty = |ident: &ast::Ident| TypeExpr {
         kind: TypeExprKind::Name(ident.clone()),

@@ -44,6 +44,8 @@ pub struct GlobalEnv {
     pub instances: Vec<InstanceDef>,
     /// Type functions (`def Vec(n: Nat) -> Type = …`): parameters and body, read at each use.
     pub type_fns: HashMap<String, TypeFn>,
+    /// What `dex_test_mode()` gives (`SessionConfig::test_mode`).
+    pub test_mode: bool,
 }
 
 /// A function from sizes and types to a type.
@@ -152,11 +154,12 @@ impl GlobalEnv {
         self.type_fns.remove(name);
     }
 
-    /// Every name bound at the top level (for completion).
+    /// Every name bound at the top level that a program can write (for completion).
     pub fn names(&self) -> impl Iterator<Item = &String> {
+        let written = |name: &&String| !super::declare::is_method_def_name(name);
         self.values
             .keys()
-            .chain(self.def_keys.keys())
+            .chain(self.def_keys.keys().filter(written))
             .chain(self.aliases.keys())
             .chain(self.data_types.keys())
             .chain(self.constructors.keys())

@@ -2087,7 +2087,7 @@ impl<'env> Infer<'env> {
         }
     }
 
-    /// The definition of the method `name` of the struct `ty` is, if it is a struct with
+    /// The name of the definition of the method `name` of `ty`, when `ty` is a struct with
     /// such a method (`check::struct_method_defs`).
     fn struct_method(&self, ty: &Ty, name: &str) -> Option<String> {
         let Ty::Data(data) = self.zonk(ty) else {
@@ -2123,13 +2123,15 @@ impl<'env> Infer<'env> {
         }
         let to = self.read_type_of_expr(arg)?;
         let func = self.infer_depth(func, depth + 1)?;
-        let Ty::Fun { result, .. } = self.zonk(&func.ty) else {
-            return Ok(None);
+        // The built-ins' types (`Builtin::ty`): `n -> m` and `project`'s `n -> Maybe m`.
+        let result = match self.zonk(&func.ty) {
+            Ty::Fun { result, .. } => *result,
+            other => return error(func.span, format!("`{}` has type {other}", head.name)),
         };
-        let result = match (maybe, *result) {
+        let result = match (maybe, result) {
             (true, Ty::Data(data)) if data.args.len() == 1 => data.args[0].clone(),
+            (true, other) => return error(func.span, format!("`project` gives {other}")),
             (false, result) => result,
-            (true, _) => return Ok(None),
         };
         self.unify(&result, &to, arg.span)?;
         Ok(Some(func))

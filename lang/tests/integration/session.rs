@@ -224,3 +224,37 @@ fn a_long_table_literal_is_parsed_checked_and_lowered_in_linear_time() {
     let got = outputs(&mut session, &src);
     assert_eq!(got, vec![Output::Value((4285 * 21 + 10).to_string())]);
 }
+
+/// `dex_test_mode()` gives the session's test mode (`DEX_TEST_MODE` in the environment by
+/// default), and a block compiled under each mode picks its own size.
+#[test]
+fn dex_test_mode_is_the_sessions_test_mode() {
+    for test_mode in [false, true] {
+        let mut session = Session::new(SessionConfig {
+            test_mode,
+            ..SessionConfig::default()
+        });
+        outputs(&mut session, "n = if dex_test_mode() then 3 else 5");
+        let size = crate::common::value(&mut session, "size (Fin n)");
+        assert_eq!(size, if test_mode { "3" } else { "5" });
+    }
+}
+
+/// A struct's methods are definitions with names no program can write (`Thing.incby`):
+/// completion offers the struct and its fields' functions, not those names.
+#[test]
+fn completion_leaves_out_the_definitions_methods_make() {
+    let mut session = Session::new(SessionConfig::default());
+    let src = "struct Thing =\n  x : Float\n\n  def twice() -> Float = 2.0 * self.x\n";
+    outputs(&mut session, src);
+    assert_eq!(
+        crate::common::value(&mut session, "Thing(1.5).twice()"),
+        "3."
+    );
+    let names = session.completion_names();
+    assert!(names.iter().any(|name| name == "Thing"), "{names:?}");
+    assert!(
+        !names.iter().any(|name| name.contains("twice")),
+        "{names:?}"
+    );
+}
