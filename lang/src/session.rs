@@ -50,6 +50,9 @@ pub struct SessionConfig {
     pub engine: Engine,
     /// What a second top-level definition of a name does.
     pub redefinition: Redefinition,
+    /// Dex's test mode, what `dex_test_mode()` gives: by default, whether the environment
+    /// variable `DEX_TEST_MODE` is set when the session is configured.
+    pub test_mode: bool,
 }
 
 /// What a second top-level definition of a name does (docs/language.md, as Dex).
@@ -108,6 +111,7 @@ impl Default for SessionConfig {
             summarise_tables: false,
             engine: Engine::Fused,
             redefinition: Redefinition::Replace,
+            test_mode: std::env::var_os("DEX_TEST_MODE").is_some(),
         }
     }
 }
@@ -375,6 +379,7 @@ impl Session {
         if load_prelude {
             session.load_prelude();
         }
+        session.env.test_mode = session.config.test_mode;
         session
     }
 

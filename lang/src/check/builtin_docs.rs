@@ -90,7 +90,8 @@ pub fn builtin_doc(name: &str) -> Option<&'static str> {
         "check_deriv" => "Whether `f`'s derivative at `x` agrees with finite differences.",
         "arb" => "`arb k`: a random value of the type the context asks for.",
         "dex_test_mode" => {
-            "`dex_test_mode()`: whether the environment variable `DEX_TEST_MODE` is set, as Dex's \
+            "`dex_test_mode()`: whether the environment variable `DEX_TEST_MODE` was set when the \
+             session started, as Dex's \
              (its examples run small under test: `if dex_test_mode() then 10 else 1000`)."
         }
         "internal_cast" => {

@@ -236,8 +236,8 @@ pub enum Builtin {
     CustomLinearization(u8),
     /// `arb k`: a random value of the type the context asks for (Dex's `Arbitrary`).
     Arb,
-    /// `dex_test_mode()`: whether the environment variable `DEX_TEST_MODE` is set (Dex's
-    /// examples pick small sizes under test), read when the block is compiled.
+    /// `dex_test_mode()`: the session's test mode (`SessionConfig::test_mode`: whether the
+    /// environment variable `DEX_TEST_MODE` is set; Dex's examples pick small sizes under it).
     TestMode,
     /// `internal_cast(to=T, x)`: `x` as a value of scalar type `T`, converted or truncated as
     /// Dex's `%cast` (a character to its byte, an `Int` to the low byte of a `Word8`).

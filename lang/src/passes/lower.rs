@@ -1336,10 +1336,7 @@ impl<'a> Lowerer<'a> {
                 _ => bug(span, "fst/snd of a non-pair"),
             },
             Builtin::Arb => self.arbitrary(&result_ty, args[0].clone(), span),
-            Builtin::TestMode => {
-                let set = std::env::var_os("DEX_TEST_MODE").is_some();
-                Ok(SVal::Arr(Atom::Lit(Scalar::Bool(set))))
-            }
+            Builtin::TestMode => Ok(SVal::Arr(Atom::Lit(Scalar::Bool(self.env.test_mode)))),
             Builtin::Inject => {
                 let Ty::Fun { param, .. } = ty else {
                     return bug(span, "inject's type");
