@@ -2,7 +2,7 @@
 //! (`passes/lower.rs`); functions that can be written in dx itself live in `stdlib/prelude.dx`.
 
 use super::infer::Infer;
-use super::types::{BaseTy, Ty, TyCon, TyVar};
+use super::types::{BaseTy, EffRow, Effect, Ty, TyCon, TyVar};
 use crate::prim::Prim;
 use crate::syntax::Span;
 
@@ -624,8 +624,22 @@ impl Builtin {
         ]
     }
 
-    /// Instantiates the type scheme with fresh variables and records its constraints.
+    /// Instantiates the type scheme with fresh variables and records its constraints. A
+    /// built-in that takes functions (`fold`, `scan`, `grad`, …) has the effects of the
+    /// functions it is given (the lowering inlines them); the effect operations give their
+    /// own rows (Note [Effect rows]).
     pub fn instantiate(self, cx: &mut Infer, span: Span) -> Ty {
+        let ty = self.scheme(cx, span);
+        match self {
+            Builtin::Effect(_) => ty,
+            _ => {
+                let rest = cx.fresh_row();
+                with_effects_of_arguments(ty, &rest)
+            }
+        }
+    }
+
+    fn scheme(self, cx: &mut Infer, span: Span) -> Ty {
         let var = |cx: &mut Infer, classes: &[Class]| -> Ty {
             let var: TyVar = cx.fresh_var();
             for class in classes {
@@ -857,23 +871,56 @@ impl Builtin {
                 Ty::fun(var(cx, &[Class::Ix]), result)
             }
             Builtin::Effect(op) => {
+                // The types of Dex's effect operations, rows included (Note [Effect rows]).
                 let reference = |region: &Ty, value: &Ty| {
                     Ty::Con(TyCon::Ref, vec![region.clone(), value.clone()])
                 };
                 let h = var(cx, &[]);
                 let s = var(cx, &[]);
                 let a = var(cx, &[]);
-                // A handler: `init -> (Ref h s -> a) -> result`.
-                let handler = |first: Ty, result: Ty| {
-                    Ty::funs(vec![first, Ty::fun(reference(&h, &s), a.clone())], result)
+                // The effects of the body a handler or loop is given, beside its own.
+                let rest = cx.fresh_row();
+                let with = |effect: Effect| EffRow {
+                    effects: vec![effect],
+                    tail: rest.tail.clone(),
+                };
+                let only = |effect: Effect| EffRow {
+                    effects: vec![effect],
+                    tail: None,
+                };
+                // A handler: `init -> (Ref h s -> {eff h|e} a) -> {|e} result`.
+                let handler = |first: Ty, effect: Effect, result: Ty| {
+                    let body = Ty::fun_with(reference(&h, &s), a.clone(), with(effect));
+                    Ty::fun(first, Ty::fun_with(body, result, rest.clone()))
                 };
                 let unit = Ty::Tuple(Vec::new());
+                let text = |cx: &mut Infer| {
+                    let len = var(cx, &[]);
+                    cx.prelude_data("List", vec![Ty::Base(BaseTy::Char), len])
+                };
                 match op {
-                    EffectOp::RunState => handler(s.clone(), Ty::Tuple(vec![a.clone(), s.clone()])),
-                    EffectOp::WithState | EffectOp::WithReader => handler(s.clone(), a.clone()),
-                    EffectOp::YieldState => handler(s.clone(), s.clone()),
-                    EffectOp::Get | EffectOp::Ask => Ty::fun(reference(&h, &s), s),
-                    EffectOp::Put | EffectOp::Extend => Ty::funs(vec![reference(&h, &s), s], unit),
+                    EffectOp::RunState => handler(
+                        s.clone(),
+                        Effect::State(h.clone()),
+                        Ty::Tuple(vec![a.clone(), s.clone()]),
+                    ),
+                    EffectOp::WithState => handler(s.clone(), Effect::State(h.clone()), a.clone()),
+                    EffectOp::WithReader => handler(s.clone(), Effect::Read(h.clone()), a.clone()),
+                    EffectOp::YieldState => handler(s.clone(), Effect::State(h.clone()), s.clone()),
+                    EffectOp::Get => {
+                        Ty::fun_with(reference(&h, &s), s, only(Effect::State(h.clone())))
+                    }
+                    EffectOp::Ask => {
+                        Ty::fun_with(reference(&h, &s), s, only(Effect::Read(h.clone())))
+                    }
+                    EffectOp::Put => Ty::fun(
+                        reference(&h, &s),
+                        Ty::fun_with(s, unit, only(Effect::State(h.clone()))),
+                    ),
+                    EffectOp::Extend => Ty::fun(
+                        reference(&h, &s),
+                        Ty::fun_with(s, unit, only(Effect::Accum(h.clone()))),
+                    ),
                     EffectOp::RefIndex => {
                         let n = var(cx, &[Class::Ix]);
                         Ty::funs(
@@ -888,13 +935,18 @@ impl Builtin {
                         cx.constrain_accum(b.clone(), s.clone(), span);
                         handler(
                             Ty::Con(TyCon::Monoid, vec![b]),
+                            Effect::Accum(h.clone()),
                             Ty::Tuple(vec![a.clone(), s.clone()]),
                         )
                     }
                     EffectOp::YieldAccum => {
                         let b = var(cx, &[]);
                         cx.constrain_accum(b.clone(), s.clone(), span);
-                        handler(Ty::Con(TyCon::Monoid, vec![b]), s.clone())
+                        handler(
+                            Ty::Con(TyCon::Monoid, vec![b]),
+                            Effect::Accum(h.clone()),
+                            s.clone(),
+                        )
                     }
                     EffectOp::Monoid(NamedMonoid::Add) => {
                         let b = var(cx, &[Class::Add]);
@@ -918,31 +970,33 @@ impl Builtin {
                         let combine = Ty::funs(vec![b.clone(), b.clone()], b.clone());
                         Ty::funs(vec![b.clone(), combine], Ty::Con(TyCon::Monoid, vec![b]))
                     }
-                    EffectOp::While => Ty::fun(Ty::fun(unit.clone(), Ty::bool()), unit),
+                    // Loops have their body's effects.
+                    EffectOp::While => Ty::fun_with(
+                        Ty::fun_with(unit.clone(), Ty::bool(), rest.clone()),
+                        unit,
+                        rest,
+                    ),
                     EffectOp::Iter => {
                         let step = cx.prelude_data("IterResult", vec![a.clone()]);
-                        Ty::fun(Ty::fun(Ty::nat(), step), a)
+                        Ty::fun_with(Ty::fun_with(Ty::nat(), step, rest.clone()), a, rest)
                     }
-                    EffectOp::Catch => {
-                        let maybe = cx.prelude_data("Maybe", vec![a.clone()]);
-                        Ty::fun(Ty::fun(unit, a), maybe)
-                    }
-                    EffectOp::Throw => Ty::fun(unit, a),
-                    EffectOp::Error => {
-                        let len = var(cx, &[]);
-                        let text = cx.prelude_data("List", vec![Ty::Base(BaseTy::Char), len]);
-                        Ty::fun(text, a)
-                    }
-                    EffectOp::Print => {
-                        let len = var(cx, &[]);
-                        let text = cx.prelude_data("List", vec![Ty::Base(BaseTy::Char), len]);
-                        Ty::fun(text, unit)
-                    }
-                    EffectOp::UnsafeIo => Ty::fun(Ty::fun(unit, a.clone()), a),
                     EffectOp::BoundedIter => {
                         let step = cx.prelude_data("IterResult", vec![a.clone()]);
-                        Ty::funs(vec![Ty::nat(), a.clone(), Ty::fun(Ty::nat(), step)], a)
+                        let body = Ty::fun_with(Ty::nat(), step, rest.clone());
+                        Ty::funs(vec![Ty::nat(), a.clone()], Ty::fun_with(body, a, rest))
                     }
+                    // `catch` handles `Except`, `unsafe_io` hides `IO`.
+                    EffectOp::Catch => {
+                        let maybe = cx.prelude_data("Maybe", vec![a.clone()]);
+                        Ty::fun_with(Ty::fun_with(unit, a, with(Effect::Except)), maybe, rest)
+                    }
+                    EffectOp::UnsafeIo => {
+                        Ty::fun_with(Ty::fun_with(unit, a.clone(), with(Effect::Io)), a, rest)
+                    }
+                    EffectOp::Throw => Ty::fun_with(unit, a, only(Effect::Except)),
+                    // Dex's `error` is pure (it ends the program).
+                    EffectOp::Error => Ty::fun(text(cx), a),
+                    EffectOp::Print => Ty::fun_with(text(cx), unit, only(Effect::Io)),
                 }
             }
             Builtin::Append => {
@@ -1038,4 +1092,66 @@ fn block(a: &Ty, b: &Ty) -> Option<Ty> {
         // but a float literal's type may still be open.
         _ => Some(a.clone()),
     }
+}
+
+/// `ty`, a built-in's type, with the functions it takes having the effects `rest` and its own
+/// application having them too; unchanged when it takes no function.
+fn with_effects_of_arguments(ty: Ty, rest: &EffRow) -> Ty {
+    /// A function type whose last arrow has the effects `rest`.
+    fn open_last(ty: Ty, rest: &EffRow) -> Ty {
+        match ty {
+            Ty::Fun {
+                param,
+                binder,
+                result,
+                effects,
+            } => {
+                let (result, effects) = match *result {
+                    inner @ Ty::Fun { .. } => (open_last(inner, rest), effects),
+                    last => (last, rest.clone()),
+                };
+                Ty::Fun {
+                    param,
+                    binder,
+                    result: Box::new(result),
+                    effects,
+                }
+            }
+            other => other,
+        }
+    }
+    fn go(ty: Ty, rest: &EffRow, opened: bool) -> (Ty, bool) {
+        match ty {
+            Ty::Fun {
+                param,
+                binder,
+                result,
+                effects,
+            } => {
+                let takes_function = matches!(*param, Ty::Fun { .. });
+                let param = match takes_function {
+                    true => open_last(*param, rest),
+                    false => *param,
+                };
+                let opened = opened || takes_function;
+                let (result, effects, opened) = match *result {
+                    inner @ Ty::Fun { .. } => {
+                        let (inner, opened) = go(inner, rest, opened);
+                        (inner, effects, opened)
+                    }
+                    last if opened => (last, rest.clone(), true),
+                    last => (last, effects, false),
+                };
+                let ty = Ty::Fun {
+                    param: Box::new(param),
+                    binder,
+                    result: Box::new(result),
+                    effects,
+                };
+                (ty, opened)
+            }
+            other => (other, opened),
+        }
+    }
+    go(ty, rest, false).0
 }

@@ -764,8 +764,16 @@ fn mentions(ty: &TypeExpr, name: &str) -> bool {
         }
         TypeExprKind::Table(a, b) => mentions(a, name) || mentions(b, name),
         TypeExprKind::Tuple(items) => items.iter().any(|item| mentions(item, name)),
-        TypeExprKind::Fun(params, result) => {
-            params.iter().any(|param| mentions(param, name)) || mentions(result, name)
+        TypeExprKind::Fun(params, result, effects) => {
+            params.iter().any(|param| mentions(param, name))
+                || mentions(result, name)
+                || effects.as_ref().is_some_and(|row| {
+                    row.effects
+                        .iter()
+                        .filter_map(|(_, region)| region.as_ref())
+                        .chain(&row.rest)
+                        .any(|region| region.name == name)
+                })
         }
         TypeExprKind::Fin(size) | TypeExprKind::Size(size) => expr_mentions(size, name),
         TypeExprKind::Hole | TypeExprKind::Range(..) => false,
@@ -910,6 +918,7 @@ pub fn named_instance_def(decl: &InstanceDecl) -> Result<ast::FunDef> {
             kind: TypeExprKind::App(decl.class.clone(), vec![arg.clone()]),
             span: decl.class.span,
         }),
+        effects: None,
         given: decl.given.clone(),
         body,
         span,
@@ -991,6 +1000,7 @@ pub fn struct_method_defs(decl: &DataDecl) -> Vec<ast::FunDef> {
                 },
                 params,
                 ret: method.ret.clone(),
+                effects: method.effects.clone(),
                 given: given.iter().chain(&method.given).cloned().collect(),
                 body: method.body.clone(),
                 span: method.span,
@@ -1045,6 +1055,7 @@ pub fn custom_linearization_def(
         name: func.clone(),
         params: Vec::new(),
         ret: None,
+        effects: None,
         given: Vec::new(),
         body: call(&builtin, vec![var(func), var(lin)], span),
         span,

@@ -18,12 +18,12 @@ use super::classes::{match_head, HeadMatch};
 use super::data::DataTy;
 use super::env::GlobalEnv;
 use super::typed::{DefInfo, DefKey, TExpr, TKind, TPat, TStmt};
-use super::types::{BaseTy, Bound, LocalId, Rigid, Size, Ty, TyVar};
+use super::types::{BaseTy, Bound, EffRow, Effect, LocalId, Rigid, Size, Ty, TyVar};
 use super::TypeError;
 use crate::prim::Prim;
 use crate::syntax::ast::{
-    BinOp, CaseAlt, Expr, ExprKind, FunDef, GivenBinder, Ident, LetBinding, Lit, NumberValue,
-    Param, Pattern, Stmt, TypeExpr, TypeExprKind,
+    BinOp, CaseAlt, EffRowExpr, Expr, ExprKind, FunDef, GivenBinder, Ident, LetBinding, Lit,
+    NumberValue, Param, Pattern, Stmt, TypeExpr, TypeExprKind,
 };
 use crate::syntax::Span;
 
@@ -115,7 +115,21 @@ pub struct Infer<'env> {
     static_sizes: HashMap<LocalId, Size>,
     /// Type parameters used as sizes (`given (n)` with `Fin n`): as values they are their size.
     size_rigids: std::collections::HashSet<Rigid>,
+    /// The effects of the bodies being checked, innermost (lambda or `def`) last; the
+    /// bottom one is the top-level expression's (Note [Effect rows]).
+    performed: Vec<Performed>,
 }
+
+/// The effects a body has so far: each with the position of the application that has it,
+/// and the unknown rests of the rows of functions it applies.
+#[derive(Default)]
+struct Performed {
+    effects: EffectSites,
+    rests: Vec<Ty>,
+}
+
+/// Effects, each with the position of an application that has it.
+type EffectSites = Vec<(Effect, Span)>;
 
 // Note [Independent errors]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -148,6 +162,7 @@ impl<'env> Infer<'env> {
             defining: Vec::new(),
             static_sizes: HashMap::new(),
             size_rigids: Default::default(),
+            performed: vec![Performed::default()],
         }
     }
 
@@ -282,11 +297,14 @@ impl<'env> Infer<'env> {
                 param,
                 binder,
                 result,
+                effects,
             } => Ty::Fun {
                 param: Box::new(self.zonk(param)),
                 binder: *binder,
                 result: Box::new(self.zonk(result)),
+                effects: self.zonk_row(effects),
             },
+            Ty::Row(row) => Ty::Row(self.zonk_row(row)),
             Ty::TypeArg(inner) => Ty::TypeArg(Box::new(self.zonk(inner))),
             Ty::Con(con, args) => Ty::Con(*con, args.iter().map(|arg| self.zonk(arg)).collect()),
             Ty::Data(data) => Ty::Data(DataTy {
@@ -301,6 +319,209 @@ impl<'env> Infer<'env> {
         }
     }
 
+    /// A row with its regions zonked and its bound rest spliced in (Note [Effect rows]).
+    pub fn zonk_row(&self, row: &EffRow) -> EffRow {
+        let mut out = EffRow::pure();
+        for effect in &row.effects {
+            out.insert(match effect.region() {
+                Some(region) => effect.with_region(self.zonk(region)),
+                None => effect.clone(),
+            });
+        }
+        if let Some(tail) = &row.tail {
+            match self.zonk(tail) {
+                Ty::Row(rest) => {
+                    rest.effects
+                        .into_iter()
+                        .for_each(|effect| out.insert(effect));
+                    out.tail = rest.tail;
+                }
+                other => out.tail = Some(Box::new(other)),
+            }
+        }
+        out
+    }
+
+    /// At the top level only `IO` may happen: every handler has ended. A function value that
+    /// would use a handler's reference has escaped it; the unknown rest of a row is no effect.
+    fn end_top_effects(&mut self, value: &TExpr) -> Result<()> {
+        let frame = std::mem::take(&mut self.performed[0]);
+        // A reference effect left here is an operation of the wrong kind for its handler's
+        // reference (`:=` on an accumulator), which the lowering reports with its fix; a
+        // function that would use a handler's reference later is caught below.
+        if let Some((_, span)) = frame
+            .effects
+            .iter()
+            .find(|(effect, _)| *effect == Effect::Except)
+        {
+            return error(
+                *span,
+                "`throw` outside every `catch`: wrap it, `catch(\\. …)`, to get a `Maybe`",
+            );
+        }
+        let ty = self.zonk(&value.ty);
+        let mut arrow = &ty;
+        while let Ty::Fun {
+            result, effects, ..
+        } = arrow
+        {
+            if let Some(effect) = effects
+                .effects
+                .iter()
+                .find(|effect| effect.region().is_some())
+            {
+                return error(
+                    value.span,
+                    format!(
+                        "a reference escapes its handler: this function, of type {ty}, {} of \
+                         a handler that has ended (a reference lives only inside its handler's \
+                         body: apply the function there)",
+                        effect.what()
+                    ),
+                );
+            }
+            arrow = result;
+        }
+        let mut rests = Vec::new();
+        collect_row_vars(&ty, &mut rests);
+        for var in rests {
+            self.subst[var.0 as usize] = Some(Ty::Row(EffRow::pure()));
+        }
+        Ok(())
+    }
+
+    /// Records that the body being checked has the effects of `row` (an application at `span`).
+    fn perform(&mut self, row: &EffRow, span: Span) {
+        let row = self.zonk_row(row);
+        let frame = self
+            .performed
+            .last_mut()
+            .expect("the top level's frame is never popped");
+        for effect in row.effects {
+            frame.effects.push((effect, span));
+        }
+        if let Some(rest) = row.tail {
+            frame.rests.push(*rest);
+        }
+    }
+
+    /// Checks a lambda's or definition's body, giving its effects apart.
+    fn with_effects<T>(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<T>,
+    ) -> Result<(T, EffectSites, EffRow)> {
+        self.performed.push(Performed::default());
+        let res = f(self);
+        let frame = self.performed.pop().expect("pushed above");
+        let value = res?;
+        let row = self.row_of(&frame)?;
+        Ok((value, frame.effects, row))
+    }
+
+    /// The row of a body's effects: the rests of the unknown rows it applies are one (a row
+    /// has one rest).
+    fn row_of(&mut self, frame: &Performed) -> Result<EffRow> {
+        let mut row = EffRow::pure();
+        for (effect, _) in &frame.effects {
+            row.insert(match effect.region() {
+                Some(region) => effect.with_region(self.zonk(region)),
+                None => effect.clone(),
+            });
+        }
+        let mut rests = frame.rests.iter();
+        if let Some(first) = rests.next() {
+            for other in rests {
+                let (first, other) = (EffRow::open(first.clone()), EffRow::open(other.clone()));
+                if self.unify_rows(&first, &other).is_err() {
+                    let span = frame
+                        .effects
+                        .first()
+                        .map_or(Span::new(0, 0), |(_, span)| *span);
+                    return error(span, "a body applies two functions whose effects differ");
+                }
+            }
+            row.tail = Some(Box::new(first.clone()));
+        }
+        Ok(self.zonk_row(&row))
+    }
+
+    /// A fresh row variable: the unknown effects of a function (Note [Effect rows]).
+    pub fn fresh_row(&mut self) -> EffRow {
+        EffRow::open(Ty::Var(self.fresh_var()))
+    }
+
+    /// Rows meet by subsumption: every effect of `found` must be one `expected` allows
+    /// (Note [Effect rows]).
+    fn unify_rows(&mut self, expected: &EffRow, found: &EffRow) -> std::result::Result<(), ()> {
+        let expected = self.zonk_row(expected);
+        let found = self.zonk_row(found);
+        let mut extra: Vec<Effect> = Vec::new();
+        for effect in &found.effects {
+            if expected.effects.contains(effect) {
+                continue;
+            }
+            // A region not known yet (a reference whose type a pending field access gives)
+            // is the expected row's only one of its kind: the handler's.
+            let mut same = expected.effects.iter().filter(|e| e.same_kind(effect));
+            if let (Some(only), None, Some(Ty::Var(_))) =
+                (same.next(), same.next(), effect.region())
+            {
+                let (target, region) = (only.region().cloned(), effect.region().cloned());
+                if let (Some(target), Some(region)) = (target, region) {
+                    self.unify_inner(&target, &region)?;
+                    continue;
+                }
+            }
+            extra.push(effect.clone());
+        }
+        let found_tail = found.tail.as_deref().cloned();
+        if extra.is_empty()
+            && (found_tail.is_none() || found_tail == expected.tail.as_deref().cloned())
+        {
+            return Ok(());
+        }
+        match expected.tail.as_deref() {
+            // The rest of the expected row takes what it lacks.
+            Some(Ty::Var(var)) => {
+                let var = *var;
+                if found_tail == Some(Ty::Var(var)) {
+                    return Err(());
+                }
+                let rest = EffRow {
+                    effects: extra,
+                    tail: found_tail.map(Box::new),
+                };
+                self.bind_var(var, &Ty::Row(rest))
+            }
+            _ => {
+                // A closed row (or one ending in a signature's `{|eff}`): each extra effect is
+                // one the row has on a region not known yet.
+                for effect in &extra {
+                    let mut same = expected.effects.iter().filter(|e| e.same_kind(effect));
+                    match (same.next(), same.next(), effect.region()) {
+                        (Some(only), None, Some(region)) => {
+                            let target = only.region().cloned().ok_or(())?;
+                            self.unify_inner(&target, region)?;
+                        }
+                        _ => return Err(()),
+                    }
+                }
+                match found_tail {
+                    None => Ok(()),
+                    Some(Ty::Var(var)) => {
+                        let rest = EffRow {
+                            effects: Vec::new(),
+                            tail: expected.tail.clone(),
+                        };
+                        self.bind_var(var, &Ty::Row(rest))
+                    }
+                    Some(tail) if Some(&tail) == expected.tail.as_deref() => Ok(()),
+                    Some(_) => Err(()),
+                }
+            }
+        }
+    }
+
     fn occurs(&self, var: TyVar, ty: &Ty) -> bool {
         self.zonk(ty).any(&mut |inner| *inner == Ty::Var(var))
     }
@@ -311,6 +532,19 @@ impl<'env> Infer<'env> {
         let found = self.zonk(found);
         if self.unify_inner(&expected, &found).is_err() {
             let (expected, found) = (self.zonk(&expected), self.zonk(&found));
+            if let Some((allowed, has)) = row_mismatch(&expected, &found) {
+                let allowed = match allowed.prints_empty() {
+                    true => "a pure function".to_string(),
+                    false => format!("a function with at most the effects {allowed}"),
+                };
+                return error(
+                    span,
+                    format!(
+                        "this function has the effects {has}, but {allowed} is expected here \
+                         (expected type {expected}, found {found})"
+                    ),
+                );
+            }
             // Types that print alike differ in what the printer leaves out: a list's length
             // (Note [Size fields]).
             let why = match expected.to_string() == found.to_string() {
@@ -369,17 +603,22 @@ impl<'env> Infer<'env> {
                 Ty::Fun {
                     param: p1,
                     result: r1,
+                    effects: e1,
                     ..
                 },
                 Ty::Fun {
                     param: p2,
                     result: r2,
+                    effects: e2,
                     ..
                 },
             ) => {
+                // The rows last: a handler's region is the one its parameter's type gives.
                 self.unify_inner(p1, p2)?;
-                self.unify_inner(r1, r2)
+                self.unify_inner(r1, r2)?;
+                self.unify_rows(e1, e2)
             }
+            (Ty::Row(x), Ty::Row(y)) => self.unify_rows(x, y),
             (Ty::Rigid(x, _), Ty::Rigid(y, _)) if x == y => Ok(()),
             (Ty::TypeArg(x), Ty::TypeArg(y)) => self.unify_inner(x, y),
             (Ty::Con(x, xs), Ty::Con(y, ys)) if x == y && xs.len() == ys.len() => {
@@ -458,7 +697,7 @@ impl<'env> Infer<'env> {
             Ok(true)
         };
         match &ty {
-            Ty::Var(_) | Ty::Rigid(..) => Ok(false),
+            Ty::Var(_) | Ty::Rigid(..) | Ty::Row(_) => Ok(false),
             Ty::Base(base) => Ok(class.holds_for_base(*base)),
             Ty::Fin(_) => Ok(class.holds_for_index()),
             // Tables compare element by element (Dex's `Eq`/`Ord` of `n=>a`).
@@ -953,12 +1192,18 @@ impl<'env> Infer<'env> {
                     .map(|item| self.read_type(item, implicit))
                     .collect::<Result<_>>()?,
             )),
-            TypeExprKind::Fun(params, result) => {
-                let params = params
+            TypeExprKind::Fun(params, result, effects) => {
+                let params: Vec<Ty> = params
                     .iter()
                     .map(|param| self.read_type(param, implicit))
                     .collect::<Result<_>>()?;
-                Ok(Ty::funs(params, self.read_type(result, implicit)?))
+                let count = params.len();
+                let result = self.read_type(result, implicit)?;
+                let row = match effects {
+                    Some(row) => self.read_row(row, implicit)?,
+                    None => EffRow::pure(),
+                };
+                Ok(with_last_row(Ty::funs(params, result), count, row))
             }
             TypeExprKind::Hole => Ok(Ty::Var(self.fresh_var())),
             TypeExprKind::Given { binders, ty } => {
@@ -1352,7 +1597,7 @@ impl<'env> Infer<'env> {
                 };
                 Ok(texpr(TKind::Lit(lit.clone()), ty))
             }
-            ExprKind::Lam { params, body } => self.infer_lambda(params, body, span, depth),
+            ExprKind::Lam { params, body } => self.infer_lambda(params, body, None, span, depth),
             ExprKind::For { binders, body } => self.with_scope(|cx| {
                 check_distinct(binders.iter().map(|binder| &binder.name))?;
                 let mut locals = Vec::new();
@@ -2387,8 +2632,10 @@ impl<'env> Infer<'env> {
     /// Applies a typed function to a typed argument (an argument the checker built).
     fn apply_typed(&mut self, func: TExpr, arg: TExpr, span: Span) -> Result<TExpr> {
         let result = Ty::Var(self.fresh_var());
-        let expected = Ty::fun(arg.ty.clone(), result.clone());
-        self.unify(&func.ty, &expected, arg.span)?;
+        let effects = self.fresh_row();
+        let expected = Ty::fun_with(arg.ty.clone(), result.clone(), effects.clone());
+        self.unify(&expected, &func.ty, arg.span)?;
+        self.perform(&effects, span);
         Ok(TExpr {
             kind: TKind::App {
                 func: Box::new(func),
@@ -2448,17 +2695,20 @@ impl<'env> Infer<'env> {
             return error(func.span, "this is a number, not a function");
         }
         let func_ty = self.zonk(&func.ty);
-        let (param, binder, result) = match func_ty {
+        let (param, binder, result, effects) = match func_ty {
             Ty::Fun {
                 param,
                 binder,
                 result,
-            } => (*param, binder, *result),
+                effects,
+            } => (*param, binder, *result, effects),
             Ty::Var(_) => {
                 let param = Ty::Var(self.fresh_var());
                 let result = Ty::Var(self.fresh_var());
-                self.unify(&func_ty, &Ty::fun(param.clone(), result.clone()), func.span)?;
-                (param, None, result)
+                let effects = self.fresh_row();
+                let fun = Ty::fun_with(param.clone(), result.clone(), effects.clone());
+                self.unify(&func_ty, &fun, func.span)?;
+                (param, None, result, effects)
             }
             other if matches!(func.kind, TKind::App { .. }) => {
                 return error(
@@ -2522,7 +2772,12 @@ impl<'env> Infer<'env> {
                 span: arg.span,
             }
         } else {
-            let targ = self.infer_depth(arg, depth + 1)?;
+            let targ = match &arg.kind {
+                ExprKind::Lam { params, body } if depth < MAX_DEPTH => {
+                    self.infer_lambda(params, body, Some(param.clone()), arg.span, depth + 1)?
+                }
+                _ => self.infer_depth(arg, depth + 1)?,
+            };
             self.unify(&param, &targ.ty, arg.span)?;
             targ
         };
@@ -2554,6 +2809,7 @@ impl<'env> Infer<'env> {
         }
         self.check_differentiated(&func, &targ)?;
         self.derivative_matrix_type(&func, &result, span)?;
+        self.perform(&effects, span);
         Ok(TExpr {
             kind: TKind::App {
                 func: Box::new(func),
@@ -2703,27 +2959,43 @@ impl<'env> Infer<'env> {
         })
     }
 
+    /// A lambda; `expected`, the type of the parameter it is an argument of, gives the types
+    /// of its unannotated parameters before its body is checked (a handler's reference, so
+    /// `p.x` and the body's effects are known in the body).
     fn infer_lambda(
         &mut self,
         params: &[Param],
         body: &Expr,
+        expected: Option<Ty>,
         span: Span,
         depth: usize,
     ) -> Result<TExpr> {
         check_distinct(params.iter().flat_map(|param| param.pat.names()))?;
         self.with_scope(|cx| {
             let mut typed_params = Vec::new();
+            let mut expected = expected;
             for param in params {
-                let ty = match &param.ty {
-                    Some(ty) => cx.read_type(ty, &mut None)?,
-                    None => Ty::Var(cx.fresh_var()),
+                let expected_param = match expected.take().map(|ty| cx.zonk(&ty)) {
+                    Some(Ty::Fun { param, result, .. }) => {
+                        expected = Some(*result);
+                        Some(*param)
+                    }
+                    _ => None,
+                };
+                let ty = match (&param.ty, expected_param) {
+                    (Some(ty), _) => cx.read_type(ty, &mut None)?,
+                    (None, Some(expected)) => expected,
+                    (None, None) => Ty::Var(cx.fresh_var()),
                 };
                 let pat = cx.bind_pattern(&param.pat, &ty, false)?;
                 typed_params.push((pat, ty));
             }
-            let mut res = cx.infer_depth(body, depth + 1)?;
+            let (mut res, _, mut effects) =
+                cx.with_effects(|cx| cx.infer_depth(body, depth + 1))?;
             for (pat, ty) in typed_params.into_iter().rev() {
-                let fun_ty = Ty::fun(ty, res.ty.clone());
+                // The innermost arrow has the body's effects: they happen when the last
+                // argument is given.
+                let fun_ty = Ty::fun_with(ty, res.ty.clone(), std::mem::take(&mut effects));
                 res = TExpr {
                     kind: TKind::Lam {
                         param: pat,
@@ -2878,6 +3150,7 @@ impl<'env> Infer<'env> {
         let res = self.infer_let(binding, 0);
         let (pat, mut value) = self.with_recovered(res)?;
         self.finish()?;
+        self.end_top_effects(&value)?;
         self.zonk_expr(&mut value);
         check_literals(&value)?;
         check_known(&value)?;
@@ -2889,6 +3162,7 @@ impl<'env> Infer<'env> {
         let res = self.infer(expr);
         let mut texpr = self.with_recovered(res)?;
         self.finish()?;
+        self.end_top_effects(&texpr)?;
         self.zonk_expr(&mut texpr);
         check_literals(&texpr)?;
         check_known(&texpr)?;
@@ -2908,10 +3182,34 @@ impl<'env> Infer<'env> {
         let res = self.infer(expr);
         let texpr = self.with_recovered(res)?;
         self.finish()?;
+        // A row's unknown rest is shown when two places share it (`(a -> {|eff} b) -> {|eff} …`).
+        let mut row_vars = Vec::new();
+        collect_row_vars(&self.zonk(&texpr.ty), &mut row_vars);
+        let mut shared = Vec::new();
+        for var in row_vars {
+            let mut uses = 0;
+            self.zonk(&texpr.ty).any(&mut |inner| {
+                uses += usize::from(*inner == Ty::Var(var));
+                false
+            });
+            match uses {
+                1 => self.subst[var.0 as usize] = Some(Ty::Row(EffRow::pure())),
+                _ => shared.push(var),
+            }
+        }
         let ty = self.zonk(&texpr.ty);
         let mut vars = Vec::new();
         collect_vars(&ty, &mut vars);
+        vars.retain(|var| !shared.contains(var));
         Ok(map_ty(&ty, &mut |inner| match inner {
+            Ty::Var(var) if shared.contains(var) => {
+                let position = shared.iter().position(|v| v == var).unwrap_or(0);
+                let name = match position {
+                    0 => "eff".to_string(),
+                    _ => format!("eff{}", position + 1),
+                };
+                Some(Ty::Rigid(Rigid(u32::MAX), name))
+            }
             Ty::Var(var) => {
                 let position = vars.iter().position(|v| v == var).unwrap_or(0);
                 let name = char::from(b'a' + (position % 26) as u8).to_string();
@@ -3023,15 +3321,31 @@ impl<'env> Infer<'env> {
             (None, None) => Ty::Var(self.fresh_var()),
         };
         // Recursion is not allowed (everything is inlined), so the name is not in scope here.
-        let body = self.infer(&def.body)?;
+        let (body, performed, inferred) = self.with_effects(|cx| cx.infer(&def.body))?;
         self.unify(&ret, &body.ty, def.body.span)?;
         self.solve(false)?;
+        let effects = match &def.effects {
+            Some(declared) => {
+                let declared = self.read_row(declared, &mut Some(&mut rigids))?;
+                self.check_declared_row(def, &declared, &performed, &inferred)?;
+                declared
+            }
+            None => inferred,
+        };
 
         // Generalise: unresolved variables in the signature become rigid, with the classes
-        // their pending constraints ask for.
-        let mut sig = Ty::funs(param_tys.clone(), ret.clone());
+        // their pending constraints ask for; a row's unknown rest is no effect unless a
+        // parameter's type shares it (Note [Effect rows]).
+        let mut sig = with_last_row(
+            Ty::funs(param_tys.clone(), ret.clone()),
+            param_tys.len(),
+            effects,
+        );
+        self.close_rows(&sig, &param_tys);
         let mut free = Vec::new();
         collect_vars(&self.zonk(&sig), &mut free);
+        let mut row_vars = Vec::new();
+        collect_row_vars(&self.zonk(&sig), &mut row_vars);
         let mut vars: Vec<Rigid> = rigids.iter().map(|(_, rigid)| *rigid).collect();
         for var in free {
             // The length of a text is the one its type gives, decided when the type is
@@ -3053,7 +3367,10 @@ impl<'env> Infer<'env> {
                 .map(|item| item.class)
                 .collect();
             let rigid = self.env.new_rigid(classes);
-            let name = format!("t{}", rigid.0);
+            let name = match row_vars.contains(&var) {
+                true => "eff".to_string(),
+                false => format!("t{}", rigid.0),
+            };
             self.subst[var.0 as usize] = Some(Ty::Rigid(rigid, name));
             vars.push(rigid);
         }
@@ -3129,6 +3446,134 @@ impl<'env> Infer<'env> {
             rigids.push((binder.name.name.clone(), rigid));
         }
         Ok(rigids)
+    }
+
+    /// Reads an effect row written in a signature (`{State h, IO|eff}`).
+    pub(super) fn read_row(
+        &mut self,
+        row: &EffRowExpr,
+        implicit: &mut Option<&mut Vec<(String, Rigid)>>,
+    ) -> Result<EffRow> {
+        let mut read_name = |cx: &mut Self, name: &Ident| {
+            let ty = TypeExpr {
+                kind: TypeExprKind::Name(name.clone()),
+                span: name.span,
+            };
+            cx.read_type(&ty, implicit)
+        };
+        let mut out = EffRow::pure();
+        for (name, region) in &row.effects {
+            let effect = match (name.name.as_str(), region) {
+                ("State", Some(region)) => Effect::State(read_name(self, region)?),
+                // `Writer` is Dex's older name of `Accum`.
+                ("Accum" | "Writer", Some(region)) => Effect::Accum(read_name(self, region)?),
+                ("Read" | "Reader", Some(region)) => Effect::Read(read_name(self, region)?),
+                ("Except", None) => Effect::Except,
+                ("IO", None) => Effect::Io,
+                ("State" | "Accum" | "Writer" | "Read" | "Reader", None) => {
+                    return error(
+                        name.span,
+                        format!(
+                            "`{0}` names the region of its references: `{{{0} h}}` for a `Ref h _`",
+                            name.name
+                        ),
+                    )
+                }
+                ("Except" | "IO", Some(region)) => {
+                    return error(region.span, format!("`{}` takes no region", name.name))
+                }
+                _ => {
+                    return error(
+                        name.span,
+                        format!(
+                            "unknown effect `{}`: the effects are `State h`, `Accum h`, `Read h`, \
+                             `Except` and `IO`",
+                            name.name
+                        ),
+                    )
+                }
+            };
+            out.insert(effect);
+        }
+        if let Some(rest) = &row.rest {
+            out.tail = Some(Box::new(read_name(self, rest)?));
+        }
+        Ok(out)
+    }
+
+    /// A definition's body may have only the effects its signature's row names: each
+    /// operation that has another is an error at its place.
+    fn check_declared_row(
+        &mut self,
+        def: &FunDef,
+        declared: &EffRow,
+        performed: &[(Effect, Span)],
+        inferred: &EffRow,
+    ) -> Result<()> {
+        let named = EffRow {
+            effects: declared.effects.clone(),
+            tail: None,
+        };
+        let says = match declared.is_pure() {
+            true => "no effect (`{}`)".to_string(),
+            false => format!("the effects {declared}"),
+        };
+        for (effect, span) in performed {
+            let single = EffRow {
+                effects: vec![effect.clone()],
+                tail: None,
+            };
+            if self.unify_rows(&named, &single).is_err() {
+                let effect = self.zonk(&Ty::Row(single));
+                let Ty::Row(effect) = effect else {
+                    unreachable!("a zonked row is a row")
+                };
+                let mut wider = self.zonk_row(declared);
+                wider.insert(effect.effects[0].clone());
+                return error(
+                    *span,
+                    format!(
+                        "`{}` is declared with {says}, but this {} ({}): write `-> {wider} …`, \
+                         or leave the row out to have it inferred",
+                        def.name.name,
+                        effect.effects[0].what(),
+                        effect.effects[0],
+                    ),
+                );
+            }
+        }
+        if let Some(rest) = &inferred.tail {
+            if self
+                .unify_rows(declared, &EffRow::open((**rest).clone()))
+                .is_err()
+            {
+                return error(
+                    def.span,
+                    format!(
+                        "`{}` is declared with {says}, but it applies a function whose effects \
+                         the row does not name (add `|eff` to the row and to that function's type)",
+                        def.name.name
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives the row variables of a definition's signature that no parameter's type shares no
+    /// effect: what is left unknown there is nothing the definition does (Note [Effect rows]).
+    fn close_rows(&mut self, sig: &Ty, params: &[Ty]) {
+        let mut shared = Vec::new();
+        for param in params {
+            collect_row_vars(&self.zonk(param), &mut shared);
+        }
+        let mut all = Vec::new();
+        collect_row_vars(&self.zonk(sig), &mut all);
+        for var in all {
+            if !shared.contains(&var) {
+                self.subst[var.0 as usize] = Some(Ty::Row(EffRow::pure()));
+            }
+        }
     }
 
     /// Reads a top-level `Name = <type>` alias if the binding is one.
@@ -3448,6 +3893,97 @@ pub fn size_of_ix(ty: &Ty) -> Option<Size> {
                 Some(Size::Mul(Box::new(acc), Box::new(size?)))
             }),
         _ => None,
+    }
+}
+
+/// The first pair of rows where two types that are alike but for their rows differ: the
+/// expected row and the found one.
+fn row_mismatch(expected: &Ty, found: &Ty) -> Option<(EffRow, EffRow)> {
+    fn pure_rows(ty: &Ty) -> Ty {
+        ty.map(&mut |inner| match inner {
+            Ty::Fun {
+                param,
+                binder,
+                result,
+                ..
+            } => Some(Ty::Fun {
+                param: Box::new(pure_rows(param)),
+                binder: *binder,
+                result: Box::new(pure_rows(result)),
+                effects: EffRow::pure(),
+            }),
+            _ => None,
+        })
+    }
+    fn first_difference(expected: &Ty, found: &Ty) -> Option<(EffRow, EffRow)> {
+        match (expected, found) {
+            (
+                Ty::Fun {
+                    param: p1,
+                    result: r1,
+                    effects: e1,
+                    ..
+                },
+                Ty::Fun {
+                    param: p2,
+                    result: r2,
+                    effects: e2,
+                    ..
+                },
+            ) => first_difference(p1, p2)
+                .or_else(|| first_difference(r1, r2))
+                .or_else(|| (e1.sorted() != e2.sorted()).then(|| (e1.clone(), e2.clone()))),
+            (Ty::Table(i1, e1), Ty::Table(i2, e2)) => {
+                first_difference(i1, i2).or_else(|| first_difference(e1, e2))
+            }
+            (Ty::Tuple(xs), Ty::Tuple(ys)) => {
+                xs.iter().zip(ys).find_map(|(x, y)| first_difference(x, y))
+            }
+            _ => None,
+        }
+    }
+    let alike = pure_rows(expected).to_string() == pure_rows(found).to_string();
+    alike.then(|| first_difference(expected, found)).flatten()
+}
+
+/// The variables standing for the rest of a row in a (zonked) type.
+fn collect_row_vars(ty: &Ty, out: &mut Vec<TyVar>) {
+    ty.any(&mut |inner| {
+        let tail = match inner {
+            Ty::Fun { effects, .. } | Ty::Row(effects) => effects.tail.as_deref(),
+            _ => None,
+        };
+        if let Some(Ty::Var(var)) = tail {
+            if !out.contains(var) {
+                out.push(*var);
+            }
+        }
+        false
+    });
+}
+
+/// `ty` (a curried function of at least `count` parameters) with the row `row` on its
+/// `count`-th arrow: the effects happen when the last parameter is given.
+fn with_last_row(ty: Ty, count: usize, row: EffRow) -> Ty {
+    match ty {
+        Ty::Fun {
+            param,
+            binder,
+            result,
+            effects,
+        } if count > 0 => {
+            let (result, effects) = match count {
+                1 => (*result, row),
+                _ => (with_last_row(*result, count - 1, row), effects),
+            };
+            Ty::Fun {
+                param,
+                binder,
+                result: Box::new(result),
+                effects,
+            }
+        }
+        other => other,
     }
 }
 

@@ -6,6 +6,7 @@ pub mod builtins;
 pub mod classes;
 pub mod data;
 mod declare;
+mod effects;
 pub use declare::{custom_linearization_def, named_instance_def, struct_method_defs};
 pub mod env;
 pub mod exhaustive;

@@ -4,6 +4,7 @@
 use std::fmt;
 
 use super::data::DataTy;
+pub use super::effects::{EffRow, Effect};
 pub use crate::syntax::ast::RangeKind;
 
 /// A unification variable.
@@ -206,10 +207,12 @@ pub enum Ty {
     Tuple(Vec<Ty>),
     /// A function of one argument (functions of several arguments are curried). `binder` is
     /// set when later types mention the argument's value as a size (`(n: Nat) -> (Fin n)=>…`).
+    /// `effects` are what applying it may do (Note [Effect rows]).
     Fun {
         param: Box<Ty>,
         binder: Option<LocalId>,
         result: Box<Ty>,
+        effects: EffRow,
     },
     Var(TyVar),
     Rigid(Rigid, String),
@@ -227,6 +230,9 @@ pub enum Ty {
     /// A built-in type constructor of the effects (docs/language.md, Effects) applied to its arguments:
     /// `Ref h s`, `Monoid a`. See Note [References].
     Con(TyCon, Vec<Ty>),
+    /// The rest of an effect row: what a row variable (the tail of an `EffRow`) is bound to.
+    /// Not the type of a value.
+    Row(EffRow),
 }
 
 // Note [References]
@@ -305,11 +311,18 @@ impl Ty {
         Ty::Table(Box::new(ix), Box::new(elem))
     }
 
+    /// A pure function type.
     pub fn fun(param: Ty, result: Ty) -> Ty {
+        Ty::fun_with(param, result, EffRow::pure())
+    }
+
+    /// A function type whose application has the effects `effects`.
+    pub fn fun_with(param: Ty, result: Ty, effects: EffRow) -> Ty {
         Ty::Fun {
             param: Box::new(param),
             binder: None,
             result: Box::new(result),
+            effects,
         }
     }
 
@@ -331,7 +344,13 @@ impl Ty {
             Ty::Fin(size) => size.any_ty(pred),
             Ty::Table(ix, elem) => ix.any(pred) || elem.any(pred),
             Ty::Tuple(items) => items.iter().any(|item| item.any(pred)),
-            Ty::Fun { param, result, .. } => param.any(pred) || result.any(pred),
+            Ty::Fun {
+                param,
+                result,
+                effects,
+                ..
+            } => param.any(pred) || result.any(pred) || effects.any_ty(pred),
+            Ty::Row(row) => row.any_ty(pred),
             Ty::TypeArg(ty) => ty.any(pred),
             Ty::Data(data) => data.args.iter().any(|arg| arg.any(pred)),
             Ty::Range { of, .. } => of.any(pred),
@@ -354,11 +373,14 @@ impl Ty {
                 param,
                 binder,
                 result,
+                effects,
             } => Ty::Fun {
                 param: Box::new(param.map(f)),
                 binder: *binder,
                 result: Box::new(result.map(f)),
+                effects: effects.map_tys(f),
             },
+            Ty::Row(row) => Ty::Row(row.map_tys(f)),
             Ty::TypeArg(inner) => Ty::TypeArg(Box::new(inner.map(f))),
             Ty::Data(data) => Ty::Data(DataTy {
                 def: data.def.clone(),
@@ -544,7 +566,14 @@ impl fmt::Display for Ty {
                 }
                 write!(f, ")")
             }
+            Ty::Fun {
+                param,
+                result,
+                effects,
+                ..
+            } if !effects.prints_empty() => write!(f, "({param} -> {effects} {result})"),
             Ty::Fun { param, result, .. } => write!(f, "({param} -> {result})"),
+            Ty::Row(row) => write!(f, "{row}"),
             // A type not decided yet (error messages only; `:t` names its variables).
             Ty::Var(_) => write!(f, "_"),
             Ty::Rigid(_, name) => write!(f, "{name}"),

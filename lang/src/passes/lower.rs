@@ -182,7 +182,9 @@ fn leaf_types_into(
                 "a {ty} lives only inside its handler: it cannot be stored in a table or value"
             ))
         }
-        Ty::Var(_) | Ty::Rigid(..) => return Err(format!("type {ty} is not concrete")),
+        Ty::Var(_) | Ty::Rigid(..) | Ty::Row(_) => {
+            return Err(format!("type {ty} is not concrete"))
+        }
         // See Note [Data representation].
         Ty::Data(data) => leaf_types_into(&data.repr(), prefix, out)?,
     }
@@ -452,7 +454,8 @@ impl<'a> Lowerer<'a> {
                 None => return bug(span, format!("type variable {name} is not instantiated")),
             },
             Ty::Fin(size) => Ty::Fin(self.concrete_size(size, span)?),
-            Ty::Base(_) | Ty::Var(_) => ty.clone(),
+            // A row is not data: its regions are compile-time names.
+            Ty::Base(_) | Ty::Var(_) | Ty::Row(_) => ty.clone(),
             Ty::Table(ix, elem) => Ty::table(self.concrete(ix, span)?, self.concrete(elem, span)?),
             Ty::Tuple(items) => Ty::Tuple(
                 items
@@ -464,10 +467,12 @@ impl<'a> Lowerer<'a> {
                 param,
                 binder,
                 result,
+                effects,
             } => Ty::Fun {
                 param: Box::new(self.concrete(param, span)?),
                 binder: *binder,
                 result: Box::new(self.concrete(result, span)?),
+                effects: effects.clone(),
             },
             Ty::TypeArg(inner) => Ty::TypeArg(Box::new(self.concrete(inner, span)?)),
             Ty::Con(con, args) => Ty::Con(
@@ -1726,6 +1731,7 @@ impl<'a> Lowerer<'a> {
             Ty::Fun { .. }
             | Ty::TypeArg(_)
             | Ty::Var(_)
+            | Ty::Row(_)
             | Ty::Rigid(..)
             | Ty::Range { .. }
             | Ty::Con(..) => error(

@@ -206,8 +206,20 @@ pub struct FunDef {
     pub name: Ident,
     pub params: Vec<Param>,
     pub ret: Option<TypeExpr>,
+    /// The effect row of the signature (`-> {State h} ()`); inferred when absent.
+    pub effects: Option<EffRowExpr>,
     pub given: Vec<GivenBinder>,
     pub body: Expr,
+    pub span: Span,
+}
+
+/// An effect row written in a type: `{State h, IO|eff}` (docs/language.md, Effects).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EffRowExpr {
+    /// Each effect's name and region (`State h`, `IO`).
+    pub effects: Vec<(Ident, Option<Ident>)>,
+    /// The name after `|`: the effects of a function passed in.
+    pub rest: Option<Ident>,
     pub span: Span,
 }
 
@@ -611,8 +623,8 @@ pub enum TypeExprKind {
     Table(Box<TypeExpr>, Box<TypeExpr>),
     /// `(a, b)`; as an index set, a row-major pair.
     Tuple(Vec<TypeExpr>),
-    /// `a -> b`, `(a, b) -> c` (a function of several arguments).
-    Fun(Vec<TypeExpr>, Box<TypeExpr>),
+    /// `a -> b`, `(a, b) -> c` (a function of several arguments), `a -> {State h} b`.
+    Fun(Vec<TypeExpr>, Box<TypeExpr>, Option<EffRowExpr>),
     /// `_`
     Hole,
     /// A type applied to arguments: `MyPair Int Float`, `Maybe(Float)`, `Layer (Fin 3) m`,

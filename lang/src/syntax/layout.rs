@@ -15,7 +15,7 @@
 //! See Note [Layout rule] for the rule. The pass also enforces the resource limits of
 //! Note [Parser limits], before pest (a recursive-descent parser) ever sees the text.
 
-use super::lexer::{lex, TokKind, Token};
+use super::lexer::{lex, Lexed, TokKind, Token, ROW_CLOSE, ROW_OPEN};
 use super::{ParseError, Span};
 
 // Note [Layout rule]
@@ -322,8 +322,11 @@ fn error(message: &str, span: Span) -> ParseError {
 
 /// Runs the layout pass over `src[start..end]` (which starts at the beginning of a line).
 pub(crate) fn layout(src: &str, start: usize, end: usize) -> Result<Laid, ParseError> {
-    let lexed = lex(src, start, end)?;
-    let tokens = lexed.tokens;
+    let Lexed {
+        tokens,
+        comments,
+        rows,
+    } = lex(src, start, end)?;
     let top_col = tokens.first().map_or(0, |token| token.col);
     let mut layout = Layout {
         src,
@@ -462,7 +465,7 @@ pub(crate) fn layout(src: &str, start: usize, end: usize) -> Result<Laid, ParseE
     let (max_nesting, max_path_tokens) = (layout.max_nesting, layout.max_path_tokens);
     let mut inserts = layout.inserts;
     inserts.sort_by_key(|&(pos, _)| pos);
-    let mut laid = build(src, start, end, &lexed.comments, &inserts, tokens);
+    let mut laid = build(src, start, end, &comments, &rows, &inserts, tokens);
     laid.max_nesting = max_nesting;
     laid.max_path_tokens = max_path_tokens;
     Ok(laid)
@@ -506,6 +509,7 @@ fn build(
     start: usize,
     end: usize,
     comments: &[(usize, usize)],
+    rows: &[(usize, usize)],
     inserts: &[(usize, char)],
     tokens: Vec<Token>,
 ) -> Laid {
@@ -514,6 +518,10 @@ fn build(
         for byte in &mut blanked[comment_start - start..comment_end - start] {
             *byte = b' ';
         }
+    }
+    for &(row_start, row_end) in rows {
+        blanked[row_start - start] = ROW_OPEN;
+        blanked[row_end - 1 - start] = ROW_CLOSE;
     }
     // Comments start at an ASCII byte and end at a line end, so blanking them keeps UTF-8 valid.
     let blanked = String::from_utf8(blanked).unwrap_or_else(|_| " ".repeat(end - start));

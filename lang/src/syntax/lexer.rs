@@ -64,6 +64,9 @@ pub(crate) struct Lexed {
     pub tokens: Vec<Token>,
     /// Byte ranges of comments, in order.
     pub comments: Vec<(usize, usize)>,
+    /// Byte ranges of effect rows (`{State h}`): no tokens for the layout rule, and passed to
+    /// the grammar with their braces as `ROW_OPEN`/`ROW_CLOSE`.
+    pub rows: Vec<(usize, usize)>,
 }
 
 pub(crate) fn is_ident_start(ch: char) -> bool {
@@ -92,6 +95,7 @@ pub(crate) fn lex(src: &str, start: usize, end: usize) -> Result<Lexed, ParseErr
     let bytes = src.as_bytes();
     let mut tokens = Vec::new();
     let mut comments = Vec::new();
+    let mut rows = Vec::new();
     let mut pos = start;
     let mut line_start = start;
     let mut first_on_line = true;
@@ -121,10 +125,10 @@ pub(crate) fn lex(src: &str, start: usize, end: usize) -> Result<Lexed, ParseErr
                 continue;
             }
             b'{' => {
-                // An effect row (`-> {State h} Float`): the checker infers effects, so the
-                // row is read over as a comment is.
+                // An effect row (`-> {State h} Float`): the layout rule reads over it as over a
+                // comment; the grammar reads it (`eff_row`).
                 if let Some(row_end) = effect_row_end(bytes, pos, end) {
-                    comments.push((pos, row_end));
+                    rows.push((pos, row_end));
                     pos = row_end;
                     continue;
                 }
@@ -147,7 +151,11 @@ pub(crate) fn lex(src: &str, start: usize, end: usize) -> Result<Lexed, ParseErr
         first_on_line = false;
         pos = token_end;
     }
-    Ok(Lexed { tokens, comments })
+    Ok(Lexed {
+        tokens,
+        comments,
+        rows,
+    })
 }
 
 fn line_end(bytes: &[u8], from: usize, end: usize) -> usize {
@@ -301,6 +309,11 @@ fn lex_number(bytes: &[u8], pos: usize, end: usize) -> usize {
     }
     cursor
 }
+
+/// The bytes an effect row's braces become in the text the grammar reads: `{` and `}` are the
+/// layout's block markers.
+pub const ROW_OPEN: u8 = 0x02;
+pub const ROW_CLOSE: u8 = 0x03;
 
 /// The end of an effect row starting at `pos` (at a `{`): `{}`, `{State h}`,
 /// `{Accum h, IO|eff}`, `{|eff}` — names separated by commas and spaces, an optional `|` and

@@ -656,6 +656,7 @@ impl<'a> Builder<'a> {
         let mut name = None;
         let mut params = Vec::new();
         let mut ret = None;
+        let mut effects = None;
         let mut given = Vec::new();
         let mut class_params = Vec::new();
         let mut body = None;
@@ -665,12 +666,12 @@ impl<'a> Builder<'a> {
                 Rule::ident | Rule::op_name => name = Some(self.def_name(child)?),
                 Rule::def_params => self.def_params(child, &mut params, &mut class_params)?,
                 Rule::ret_ty => {
-                    let ty = child
-                        .clone()
-                        .into_inner()
-                        .next()
-                        .ok_or_else(|| self.internal(&child))?;
-                    ret = Some(self.ty(ty)?);
+                    for part in child.clone().into_inner() {
+                        match part.as_rule() {
+                            Rule::eff_row => effects = Some(self.eff_row(part)),
+                            _ => ret = Some(self.ty(part)?),
+                        }
+                    }
                 }
                 Rule::given => given = self.given(child)?,
                 _ => body = Some(self.body(child)?),
@@ -685,6 +686,7 @@ impl<'a> Builder<'a> {
                 name,
                 params,
                 ret,
+                effects,
                 given: class_params,
                 body,
                 span,
@@ -1182,21 +1184,49 @@ impl<'a> Builder<'a> {
 
     // --- Types ---------------------------------------------------------------------------------
 
+    /// `{State h, IO|eff}` (its braces arrive as the bytes 2 and 3).
+    fn eff_row(&self, pair: Pair<Rule>) -> EffRowExpr {
+        let span = self.span(&pair);
+        let mut effects = Vec::new();
+        let mut rest = None;
+        for part in pair.into_inner() {
+            match part.as_rule() {
+                Rule::effect => {
+                    let mut names = part.into_inner().map(|name| self.ident(name));
+                    if let Some(name) = names.next() {
+                        effects.push((name, names.next()));
+                    }
+                }
+                _ => rest = Some(self.ident(part)),
+            }
+        }
+        EffRowExpr {
+            effects,
+            rest,
+            span,
+        }
+    }
+
     fn ty(&self, pair: Pair<Rule>) -> PResult<TypeExpr> {
         let span = self.span(&pair);
         match pair.as_rule() {
             Rule::ty => {
                 let mut inner = pair.clone().into_inner();
                 let lhs = self.next(&mut inner, &pair)?;
-                let Some(result) = inner.next() else {
+                let Some(mut result) = inner.next() else {
                     return self.ty(lhs);
                 };
+                let mut effects = None;
+                if result.as_rule() == Rule::eff_row {
+                    effects = Some(self.eff_row(result));
+                    result = self.next(&mut inner, &pair)?;
+                }
                 if lhs.as_rule() == Rule::ty_given {
                     let mut parts = lhs.clone().into_inner();
                     let binders = self.given(self.next(&mut parts, &lhs)?)?;
                     let params = parts.map(|param| self.ty(param)).collect::<PResult<_>>()?;
                     let fun = TypeExpr {
-                        kind: TypeExprKind::Fun(params, Box::new(self.ty(result)?)),
+                        kind: TypeExprKind::Fun(params, Box::new(self.ty(result)?), effects),
                         span,
                     };
                     return Ok(TypeExpr {
@@ -1211,17 +1241,16 @@ impl<'a> Builder<'a> {
                 let mut lhs_items = lhs.clone().into_inner();
                 let params = match (lhs_items.next(), lhs_items.next()) {
                     (Some(only), None)
-                        if only.as_rule() == Rule::ty_paren
-                            && only.clone().into_inner().count() > 1 =>
+                        if only.as_rule() == Rule::ty_paren && paren_items(&only).count() > 1 =>
                     {
-                        only.into_inner()
+                        paren_items(&only)
                             .map(|item| self.ty(item))
                             .collect::<PResult<_>>()?
                     }
                     _ => vec![self.ty(lhs)?],
                 };
                 Ok(TypeExpr {
-                    kind: TypeExprKind::Fun(params, Box::new(self.ty(result)?)),
+                    kind: TypeExprKind::Fun(params, Box::new(self.ty(result)?), effects),
                     span,
                 })
             }
@@ -1285,8 +1314,7 @@ impl<'a> Builder<'a> {
                 })
             }
             Rule::ty_paren => {
-                let mut items: Vec<TypeExpr> = pair
-                    .into_inner()
+                let mut items: Vec<TypeExpr> = paren_items(&pair)
                     .map(|item| self.ty(item))
                     .collect::<PResult<_>>()?;
                 if items.len() == 1 {
@@ -2045,4 +2073,11 @@ fn pipe(value: Expr, target: Expr) -> Expr {
             span,
         },
     }
+}
+
+/// The types in parentheses, without the names of parameters (`(x: Float)`).
+fn paren_items<'i>(pair: &Pair<'i, Rule>) -> impl Iterator<Item = Pair<'i, Rule>> {
+    pair.clone()
+        .into_inner()
+        .filter(|item| item.as_rule() != Rule::ty_param_name)
 }

@@ -291,11 +291,32 @@ fn command_name(command: Command) -> &'static str {
     }
 }
 
+/// `{State h, IO|eff}`.
+fn eff_row(row: &EffRowExpr) -> String {
+    let effects: Vec<String> = row
+        .effects
+        .iter()
+        .map(|(name, region)| match region {
+            Some(region) => format!("{} {}", name.name, region.name),
+            None => name.name.clone(),
+        })
+        .collect();
+    let rest = row
+        .rest
+        .as_ref()
+        .map_or(String::new(), |rest| format!("|{}", rest.name));
+    format!("{{{}{rest}}}", effects.join(", "))
+}
+
 /// `def name(params) -> R given (n|Ix) =` and the body, always on the next lines.
 fn fun_def(def: &FunDef, ind: usize) -> String {
     let mut head = format!("def {}({})", def_name(&def.name), def_params(&def.params));
     if let Some(ret) = &def.ret {
         head.push_str(" -> ");
+        if let Some(row) = &def.effects {
+            head.push_str(&eff_row(row));
+            head.push(' ');
+        }
         head.push_str(&type_expr(ret, TyLevel::Full));
     }
     head.push_str(&given(&def.given));
@@ -813,15 +834,21 @@ fn type_expr(ty: &TypeExpr, at: TyLevel) -> String {
             (format!("{index} => {elem}"), TyLevel::Table)
         }
         TypeExprKind::Given { binders, ty } => {
-            let TypeExprKind::Fun(params, result) = &ty.kind else {
+            let TypeExprKind::Fun(params, result, effects) = &ty.kind else {
                 return type_expr(ty, at);
             };
             let mut items = vec![given(binders).trim_start().to_string()];
             items.extend(params.iter().map(|param| type_expr(param, TyLevel::Full)));
             let result = type_expr(result, TyLevel::Full);
-            (format!("({}) -> {result}", items.join(", ")), TyLevel::Full)
+            let row = effects
+                .as_ref()
+                .map_or(String::new(), |row| eff_row(row) + " ");
+            (
+                format!("({}) -> {row}{result}", items.join(", ")),
+                TyLevel::Full,
+            )
         }
-        TypeExprKind::Fun(params, result) => {
+        TypeExprKind::Fun(params, result, effects) => {
             let params = match params.as_slice() {
                 // `(a, b) -> c` has two parameters; one tuple parameter is `((a, b)) -> c`.
                 [param @ TypeExpr {
@@ -838,7 +865,10 @@ fn type_expr(ty: &TypeExpr, at: TyLevel) -> String {
                 }
             };
             let result = type_expr(result, TyLevel::Full);
-            (format!("{params} -> {result}"), TyLevel::Full)
+            let row = effects
+                .as_ref()
+                .map_or(String::new(), |row| eff_row(row) + " ");
+            (format!("{params} -> {row}{result}"), TyLevel::Full)
         }
     };
     if own < at {
@@ -1230,6 +1260,25 @@ mod tests {
         use super::super::*;
         use crate::syntax::Span;
 
+        /// `{State h, IO|eff}` and its parts.
+        fn eff_row() -> BoxedStrategy<EffRowExpr> {
+            let effect = prop_oneof![
+                (ident(&["State", "Accum", "Read"]), ident(&["h", "h2"]))
+                    .prop_map(|(name, region)| (name, Some(region))),
+                ident(&["IO", "Except"]).prop_map(|name| (name, None)),
+            ];
+            (
+                prop::collection::vec(effect, 0..3),
+                prop::option::of(ident(&["eff"])),
+            )
+                .prop_map(|(effects, rest)| EffRowExpr {
+                    effects,
+                    rest,
+                    span: Span::default(),
+                })
+                .boxed()
+        }
+
         fn ident(pool: &'static [&'static str]) -> BoxedStrategy<Ident> {
             prop::sample::select(pool)
                 .prop_map(|name| Ident {
@@ -1325,9 +1374,14 @@ mod tests {
                     )),
                     prop::collection::vec(inner.clone(), 2..4)
                         .prop_map(move |items| ty_of(TypeExprKind::Tuple(items))),
-                    (prop::collection::vec(inner.clone(), 1..3), inner.clone()).prop_map(
-                        move |(params, result)| ty_of(TypeExprKind::Fun(params, Box::new(result)))
-                    ),
+                    (
+                        prop::collection::vec(inner.clone(), 1..3),
+                        inner.clone(),
+                        prop::option::of(eff_row())
+                    )
+                        .prop_map(move |(params, result, row)| ty_of(
+                            TypeExprKind::Fun(params, Box::new(result), row)
+                        )),
                     (
                         ident(&["Maybe", "Pair"]),
                         prop::collection::vec(
@@ -1365,14 +1419,15 @@ mod tests {
             (
                 ident(&["g", "h'"]),
                 prop::collection::vec(param(), 0..3),
-                prop::option::of(type_expr()),
+                prop::option::of((type_expr(), prop::option::of(eff_row()))),
                 prop::collection::vec(given, 0..3),
                 body,
             )
                 .prop_map(|(name, params, ret, given, body)| FunDef {
                     name,
                     params,
-                    ret,
+                    effects: ret.as_ref().and_then(|(_, row)| row.clone()),
+                    ret: ret.map(|(ty, _)| ty),
                     given,
                     body,
                     span: Span::default(),

@@ -127,9 +127,10 @@ fn ty_sexp(ty: &TypeExpr) -> String {
             let items: Vec<String> = items.iter().map(ty_sexp).collect();
             format!("(ttuple {})", items.join(" "))
         }
-        TypeExprKind::Fun(params, result) => {
+        TypeExprKind::Fun(params, result, row) => {
             let params: Vec<String> = params.iter().map(ty_sexp).collect();
-            format!("(-> ({}) {})", params.join(" "), ty_sexp(result))
+            let row = row.as_ref().map_or(String::new(), row_sexp);
+            format!("(->{row} ({}) {})", params.join(" "), ty_sexp(result))
         }
         TypeExprKind::Given { binders, ty } => {
             let names: Vec<&str> = binders.iter().map(|b| b.name.name.as_str()).collect();
@@ -162,12 +163,27 @@ fn let_sexp(binding: &LetBinding) -> String {
     }
 }
 
+/// ` {State h,IO|eff}`
+fn row_sexp(row: &EffRowExpr) -> String {
+    let effects: Vec<String> = row
+        .effects
+        .iter()
+        .map(|(name, region)| match region {
+            Some(region) => format!("{} {}", name.name, region.name),
+            None => name.name.clone(),
+        })
+        .collect();
+    let rest = row.rest.as_ref().map_or("", |rest| rest.name.as_str());
+    format!(" {{{}|{rest}}}", effects.join(","))
+}
+
 fn def_sexp(def: &FunDef) -> String {
     let params: Vec<String> = def.params.iter().map(param).collect();
+    let row = def.effects.as_ref().map_or(String::new(), row_sexp);
     let ret = def
         .ret
         .as_ref()
-        .map(|ty| format!(" -> {}", ty_sexp(ty)))
+        .map(|ty| format!(" ->{row} {}", ty_sexp(ty)))
         .unwrap_or_default();
     let given = if def.given.is_empty() {
         String::new()
@@ -578,6 +594,35 @@ fn types() {
     );
     assert_eq!(ty_of("x : _ = y"), "_");
     assert_eq!(ty_of("x : n=>_ = y"), "(=> n _)");
+}
+
+#[test]
+fn effect_rows() {
+    assert_eq!(
+        ty_of("x : Ref h Float -> {State h} () = y"),
+        "(-> {State h|} ((Ref h Float)) (ttuple ))"
+    );
+    assert_eq!(ty_of("x : (a) -> {|eff} b = y"), "(-> {|eff} (a) b)");
+    assert_eq!(
+        ty_of("x : a -> {Accum h, IO|e} b = y"),
+        "(-> {Accum h,IO|e} (a) b)"
+    );
+    assert_eq!(ty_of("x : a -> {} b = y"), "(-> {|} (a) b)");
+    // Dex names the parameters of a function type; the names are not used.
+    assert_eq!(
+        ty_of("x : (x: Float) -> {State h} Float = y"),
+        "(-> {State h|} (Float) Float)"
+    );
+    assert_eq!(
+        ty_of("x : (x: Float, n: Nat) -> Float = y"),
+        "(-> (Float Nat) Float)"
+    );
+    assert_eq!(
+        decl("def f(r: Ref h Float) -> {State h} () = r := 1.0"),
+        "(def f(r:(Ref h Float)) -> {State h|} (ttuple ) (:= r 1.0))"
+    );
+    // A row is one line of names: braces around anything else are not one.
+    code_err("x : a -> {State (h)} b = y");
 }
 
 // ---------------------------------------------------------------------------------------------
