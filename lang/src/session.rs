@@ -32,6 +32,7 @@ use crate::syntax::{Chunk, ChunkKind, Span};
 pub use check::{Checked, Symbol, SymbolKind};
 
 mod check;
+mod diagram;
 mod export;
 mod html;
 mod rich;
@@ -343,6 +344,7 @@ const STDLIB: &[(&str, &str)] = &[
     ("linalg", include_str!("../../stdlib/linalg.dx")),
     ("sort", include_str!("../../stdlib/sort.dx")),
     ("stats", include_str!("../../stdlib/stats.dx")),
+    ("diagram", include_str!("../../stdlib/diagram.dx")),
 ];
 
 /// What loading the prelude leaves in a session (`Session::load_prelude`).

@@ -11,6 +11,8 @@
 //!   is a table of `()` otherwise.
 //! - `Image(pixels)` (`png`: `imshow`, `img_to_png`; `plot`: `matshow`): `n=>m=>(Fin 3)=>Float`
 //!   in [0, 1], red, green, blue.
+//! - `RenderedDiagram(diagram, bounds)` (`diagram`: `render_svg`, `render_scaled_svg`): the
+//!   shapes as SVG (`session/diagram.rs`).
 //! - a `String`.
 
 use super::rich::floats;
@@ -27,6 +29,9 @@ pub(super) fn html_output(value: &DisplayValue, span: Span) -> Result<Output, Di
         DisplayValue::Struct(name, fields) => match (name.as_str(), fields.as_slice()) {
             ("Plot", [xs, ys, cs]) => scatter(xs, ys, cs).map(Output::Plot),
             ("Image", [pixels]) => image(pixels).map(Output::Image),
+            ("RenderedDiagram", [diagram, bounds]) => {
+                super::diagram::svg(diagram, bounds).map(Output::Html)
+            }
             _ => None,
         },
         _ => None,
@@ -34,7 +39,8 @@ pub(super) fn html_output(value: &DisplayValue, span: Span) -> Result<Output, Di
     shown.ok_or_else(|| Diagnostic {
         kind: ErrorKind::Type,
         message: "`:html` shows a plot (`show_plot`, `xy_plot`, … of `import plot`), an image \
-                  (`imshow` of `import png`, `matshow`) or a `String` of HTML"
+                  (`imshow` of `import png`, `matshow`), a diagram (`render_svg` of `import \
+                  diagram`) or a `String` of HTML"
             .into(),
         span: Some(span),
     })

@@ -361,7 +361,7 @@ fn save_output(output: &Output, path: &str, span: crate::syntax::Span) -> Result
     })
 }
 
-fn scalar_value(scalar: Scalar) -> f64 {
+pub(super) fn scalar_value(scalar: Scalar) -> f64 {
     match scalar {
         Scalar::F32(x) => f64::from(x),
         Scalar::F64(x) => x,

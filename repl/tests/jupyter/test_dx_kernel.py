@@ -283,6 +283,29 @@ class NotebookTests(unittest.TestCase):
         self.assertEqual(tuple(pixels[-1, -1]), (0, 0, 255))
         self.assertEqual(markup["text/html"], "<b>dx</b> in <i>HTML</i>")
 
+    def test_html_draws_diagrams_as_svg(self):
+        notebook = nbformat.v4.new_notebook()
+        notebook.cells = [
+            nbformat.v4.new_code_cell("import diagram"),
+            # A red disc of radius 1 at (1, 1) in the square from (-2, -2) to (2, 2).
+            nbformat.v4.new_code_cell(
+                ":html render_svg (circle 1.0 | move_xy(1.0, 1.0) | set_fill_color red) "
+                "(Point(-2.0, -2.0), Point(2.0, 2.0))"
+            ),
+        ]
+        nbclient.NotebookClient(notebook, kernel_name="dx", timeout=TIMEOUT).execute()
+        svg = notebook.cells[1].outputs[-1]["data"]["text/html"]
+        root = ElementTree.fromstring(svg)
+        self.assertTrue(root.tag.endswith("svg"))
+        self.assertEqual((root.get("width"), root.get("height")), ("400", "400"))
+        [group] = list(root)
+        self.assertEqual(group.get("fill"), "#ff0000")
+        [disc] = list(group)
+        self.assertTrue(disc.tag.endswith("circle"))
+        # 100 pixels a unit; y goes up, so (1, 1) is right of and above the centre.
+        self.assertEqual((disc.get("cx"), disc.get("cy"), disc.get("r")), ("100", "-100", "100"))
+        self.assertEqual(root.get("viewBox"), "-200 -200 400 400")
+
     def test_the_legend_is_beside_the_data_and_plots_stay_small(self):
         notebook = nbformat.v4.new_notebook()
         notebook.cells = [
