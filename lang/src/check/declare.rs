@@ -435,6 +435,7 @@ impl Infer<'_> {
             );
         };
         let mut rigids = self.bind_given(&decl.given)?;
+        self.apply_constraints(&decl.constraints, &rigids)?;
         let head = self.read_type(arg, &mut Some(&mut rigids))?;
         let vars: Vec<Rigid> = rigids.iter().map(|(_, rigid)| *rigid).collect();
         let is_builtin = !matches!(class_def.class, Class::User(_));
@@ -920,6 +921,7 @@ pub fn named_instance_def(decl: &InstanceDecl) -> Result<ast::FunDef> {
         }),
         effects: None,
         given: decl.given.clone(),
+        constraints: decl.constraints.clone(),
         body,
         span,
     })
@@ -1002,6 +1004,7 @@ pub fn struct_method_defs(decl: &DataDecl) -> Vec<ast::FunDef> {
                 ret: method.ret.clone(),
                 effects: method.effects.clone(),
                 given: given.iter().chain(&method.given).cloned().collect(),
+                constraints: method.constraints.clone(),
                 body: method.body.clone(),
                 span: method.span,
             }
@@ -1057,6 +1060,7 @@ pub fn custom_linearization_def(
         ret: None,
         effects: None,
         given: Vec::new(),
+        constraints: Vec::new(),
         body: call(&builtin, vec![var(func), var(lin)], span),
         span,
     })

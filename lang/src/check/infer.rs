@@ -22,8 +22,8 @@ use super::types::{BaseTy, Bound, EffRow, Effect, LocalId, Rigid, Size, Ty, TyVa
 use super::TypeError;
 use crate::prim::Prim;
 use crate::syntax::ast::{
-    BinOp, CaseAlt, EffRowExpr, Expr, ExprKind, FunDef, GivenBinder, Ident, LetBinding, Lit,
-    NumberValue, Param, Pattern, Stmt, TypeExpr, TypeExprKind,
+    BinOp, CaseAlt, Constraint, EffRowExpr, Expr, ExprKind, FunDef, GivenBinder, Ident, LetBinding,
+    Lit, NumberValue, Param, Pattern, Stmt, TypeExpr, TypeExprKind,
 };
 use crate::syntax::Span;
 
@@ -3255,6 +3255,7 @@ impl<'env> Infer<'env> {
         check_distinct(def.params.iter().flat_map(|param| param.pat.names()))?;
         // `given` binders, then implicit index-set names in the signature.
         let mut rigids = self.bind_given(&def.given)?;
+        self.apply_constraints(&def.constraints, &rigids)?;
         // The parameter and result types an interface gives an instance's method.
         let mut expected_rest = expected.cloned();
         let mut param_tys = Vec::new();
@@ -3574,6 +3575,65 @@ impl<'env> Infer<'env> {
                 self.subst[var.0 as usize] = Some(Ty::Row(EffRow::pure()));
             }
         }
+    }
+
+    /// The constraints after a `given`'s binders: `(Add a)` is `a|Add`. Dex's `Data` and
+    /// `AccumMonoid` hold of every type dx has (every value is data; an accumulator takes any
+    /// monoid), so they ask for nothing.
+    pub(super) fn apply_constraints(
+        &mut self,
+        constraints: &[Constraint],
+        rigids: &[(String, Rigid)],
+    ) -> Result<()> {
+        for constraint in constraints {
+            let class = &constraint.class;
+            if matches!(class.name.as_str(), "Data" | "AccumMonoid") {
+                continue;
+            }
+            if constraint.args.len() > 1 {
+                return error(
+                    constraint.span,
+                    format!(
+                        "`{}` constrains {} types: interfaces of several parameters are not \
+                         supported (dx's interfaces have one)",
+                        class.name,
+                        constraint.args.len()
+                    ),
+                );
+            }
+            let classes = self.env.class_by_name(&class.name).ok_or_else(|| {
+                TypeError::new(class.span, format!("unknown interface `{}`", class.name))
+            })?;
+            let var = match constraint.args.as_slice() {
+                [TypeExpr {
+                    kind: TypeExprKind::Name(var),
+                    ..
+                }] => rigids.iter().find(|(name, _)| *name == var.name),
+                _ => None,
+            };
+            match (var, constraint.args.first()) {
+                (Some((_, rigid)), _) => self.env.add_rigid_classes(*rigid, &classes),
+                // A constraint on a type (`Add (n=>Float)`) must hold of it.
+                (None, Some(arg)) => {
+                    let ty = self.read_type(arg, &mut None)?;
+                    for class in &classes {
+                        if self.class_holds(*class, &ty) != Ok(true) {
+                            return error(
+                                constraint.span,
+                                format!("{ty} has no instance of `{}`", constraint.class.name),
+                            );
+                        }
+                    }
+                }
+                (None, None) => {
+                    return error(
+                        constraint.span,
+                        format!("`{}` constrains a type: `({} a)`", class.name, class.name),
+                    )
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Reads a top-level `Name = <type>` alias if the binding is one.

@@ -137,6 +137,7 @@ pub struct InstanceDecl {
     pub class: Ident,
     pub args: Vec<TypeExpr>,
     pub given: Vec<GivenBinder>,
+    pub constraints: Vec<Constraint>,
     pub methods: Vec<InstanceItem>,
     pub span: Span,
 }
@@ -209,6 +210,8 @@ pub struct FunDef {
     /// The effect row of the signature (`-> {State h} ()`); inferred when absent.
     pub effects: Option<EffRowExpr>,
     pub given: Vec<GivenBinder>,
+    /// The constraints after the `given` binders (`given (a) (Add a)`).
+    pub constraints: Vec<Constraint>,
     pub body: Expr,
     pub span: Span,
 }
@@ -220,6 +223,16 @@ pub struct EffRowExpr {
     pub effects: Vec<(Ident, Option<Ident>)>,
     /// The name after `|`: the effects of a function passed in.
     pub rest: Option<Ident>,
+    pub span: Span,
+}
+
+/// A constraint in the group after a `given`'s binders (Dex's): `Add a` (the same as `a|Add`),
+/// `Subset(a, b)`, `am:AccumMonoid(h, w)` (named).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Constraint {
+    pub name: Option<Ident>,
+    pub class: Ident,
+    pub args: Vec<TypeExpr>,
     pub span: Span,
 }
 

@@ -658,6 +658,7 @@ impl<'a> Builder<'a> {
         let mut ret = None;
         let mut effects = None;
         let mut given = Vec::new();
+        let mut constraints = Vec::new();
         let mut class_params = Vec::new();
         let mut body = None;
         for child in pair.clone().into_inner() {
@@ -673,7 +674,7 @@ impl<'a> Builder<'a> {
                         }
                     }
                 }
-                Rule::given => given = self.given(child)?,
+                Rule::given => (given, constraints) = self.given(child)?,
                 _ => body = Some(self.body(child)?),
             }
         }
@@ -688,6 +689,7 @@ impl<'a> Builder<'a> {
                 ret,
                 effects,
                 given: class_params,
+                constraints,
                 body,
                 span,
             }),
@@ -735,20 +737,59 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// `given (n|Ix, a|Add|Sub, b:Type)`.
-    fn given(&self, pair: Pair<Rule>) -> PResult<Vec<GivenBinder>> {
+    /// `given (n|Ix, a|Add|Sub, b:Type)` and its constraints (`(Add a, Subset(a, b))`).
+    fn given(&self, pair: Pair<Rule>) -> PResult<(Vec<GivenBinder>, Vec<Constraint>)> {
         let mut given = Vec::new();
-        for binder in pair
-            .into_inner()
-            .filter(|binder| binder.as_rule() == Rule::given_binder)
-        {
-            let param = self.type_param(binder)?;
-            given.push(GivenBinder {
-                name: param.name,
-                classes: param.classes,
-            });
+        let mut constraints = Vec::new();
+        for part in pair.into_inner() {
+            match part.as_rule() {
+                Rule::given_binder => {
+                    let param = self.type_param(part)?;
+                    given.push(GivenBinder {
+                        name: param.name,
+                        classes: param.classes,
+                    });
+                }
+                Rule::given_constraints => {
+                    for item in part.into_inner() {
+                        constraints.push(self.constraint(item)?);
+                    }
+                }
+                _ => {}
+            }
         }
-        Ok(given)
+        Ok((given, constraints))
+    }
+
+    /// `Add a`, `Subset(a, b)`, `am:AccumMonoid(h, w)`.
+    fn constraint(&self, pair: Pair<Rule>) -> PResult<Constraint> {
+        let span = self.span(&pair);
+        let mut name = None;
+        let mut applied = None;
+        for part in pair.clone().into_inner() {
+            match part.as_rule() {
+                Rule::ident => name = Some(self.ident(part)),
+                _ => applied = Some(self.ty(part)?),
+            }
+        }
+        let applied = applied.ok_or_else(|| self.internal(&pair))?;
+        let (class, args) = match applied.kind {
+            TypeExprKind::App(class, args) => (class, args),
+            TypeExprKind::Name(class) => (class, Vec::new()),
+            _ => {
+                return Err(ParseError {
+                    message: "a constraint is an interface applied to types: `(Add a)`".into(),
+                    span: applied.span,
+                    incomplete: false,
+                })
+            }
+        };
+        Ok(Constraint {
+            name,
+            class,
+            args,
+            span,
+        })
     }
 
     /// `a`, `a:Type`, `n|Ix`, `a|Add|Sub`.
@@ -932,6 +973,7 @@ impl<'a> Builder<'a> {
         let mut class = None;
         let mut args = Vec::new();
         let mut given = Vec::new();
+        let mut constraints = Vec::new();
         let mut methods = Vec::new();
         let mut read_args = |child: Pair<Rule>| -> PResult<()> {
             for arg in child.into_inner() {
@@ -958,7 +1000,11 @@ impl<'a> Builder<'a> {
                     }
                     named = name.map(|name| (name, params));
                 }
-                Rule::given => given.extend(self.given(child)?),
+                Rule::given => {
+                    let (binders, group) = self.given(child)?;
+                    given.extend(binders);
+                    constraints.extend(group);
+                }
                 Rule::def_decl => methods.push(InstanceItem::Def(self.fun_def(child)?)),
                 Rule::method_binding => {
                     let item_span = self.span(&child);
@@ -983,6 +1029,7 @@ impl<'a> Builder<'a> {
             class,
             args,
             given,
+            constraints,
             methods,
             span,
         })
@@ -1223,7 +1270,17 @@ impl<'a> Builder<'a> {
                 }
                 if lhs.as_rule() == Rule::ty_given {
                     let mut parts = lhs.clone().into_inner();
-                    let binders = self.given(self.next(&mut parts, &lhs)?)?;
+                    let given = self.next(&mut parts, &lhs)?;
+                    let (binders, constraints) = self.given(given.clone())?;
+                    if let Some(constraint) = constraints.first() {
+                        return Err(ParseError {
+                            message: "a function type names its implicit variables' classes \
+                                      with `|` (`given (a|Add)`), not in a constraint group"
+                                .into(),
+                            span: constraint.span,
+                            incomplete: false,
+                        });
+                    }
                     let params = parts.map(|param| self.ty(param)).collect::<PResult<_>>()?;
                     let fun = TypeExpr {
                         kind: TypeExprKind::Fun(params, Box::new(self.ty(result)?), effects),

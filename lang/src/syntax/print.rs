@@ -199,7 +199,7 @@ fn instance_decl(instance: &InstanceDecl) -> String {
             )
         }
     };
-    head.push_str(&given(&instance.given));
+    head.push_str(&given_with(&instance.given, &instance.constraints));
     let mut lines = vec![head];
     let indent = spaces(STEP);
     for item in &instance.methods {
@@ -245,6 +245,35 @@ fn is_symbolic(name: &str) -> bool {
     name.chars()
         .next()
         .is_some_and(|ch| !ch.is_alphanumeric() && ch != '_')
+}
+
+/// ` given (n|Ix) (Add a, am:AccumMonoid(h, w))`, or nothing.
+fn given_with(binders: &[GivenBinder], constraints: &[Constraint]) -> String {
+    let mut text = given(binders);
+    if !constraints.is_empty() {
+        let items: Vec<String> = constraints
+            .iter()
+            .map(|constraint| {
+                let kind = match constraint.args.is_empty() {
+                    true => TypeExprKind::Name(constraint.class.clone()),
+                    false => TypeExprKind::App(constraint.class.clone(), constraint.args.clone()),
+                };
+                let applied = type_expr(
+                    &TypeExpr {
+                        kind,
+                        span: constraint.span,
+                    },
+                    TyLevel::Full,
+                );
+                match &constraint.name {
+                    Some(name) => format!("{}:{applied}", name.name),
+                    None => applied,
+                }
+            })
+            .collect();
+        text.push_str(&format!(" ({})", items.join(", ")));
+    }
+    text
 }
 
 /// ` given (n|Ix, a|Add|Sub)`, or nothing.
@@ -319,7 +348,7 @@ fn fun_def(def: &FunDef, ind: usize) -> String {
         }
         head.push_str(&type_expr(ret, TyLevel::Full));
     }
-    head.push_str(&given(&def.given));
+    head.push_str(&given_with(&def.given, &def.constraints));
     format!("{head} ={}", block_body(&def.body, ind))
 }
 
@@ -948,6 +977,18 @@ mod tests {
     }
 
     #[test]
+    fn constraint_groups_and_effect_rows_print_and_parse_back() {
+        check(
+            "def f(x: a, w: Ref h a) -> {Accum h} () given (a, h) (Add a, am:AccumMonoid(h, a)) = w += x",
+            "def f(x: a, w: Ref(h, a)) -> {Accum h} () given (a, h) (Add(a), am:AccumMonoid(h, a)) =\n  (w += x)",
+        );
+        check(
+            "instance Shape(Pair a) given (a) (Add a)\n  def area(p) = 1.0",
+            "instance Shape(Pair(a)) given (a) (Add(a))\n  def area(p) =\n    1.0",
+        );
+    }
+
+    #[test]
     fn function_types_with_given_print_and_parse_back() {
         check(
             "f : (given (n|Ix), n=>Float) -> n=>Float = \\xs. xs",
@@ -1429,6 +1470,7 @@ mod tests {
                     effects: ret.as_ref().and_then(|(_, row)| row.clone()),
                     ret: ret.map(|(ty, _)| ty),
                     given,
+                    constraints: Vec::new(),
                     body,
                     span: Span::default(),
                 })
@@ -1724,6 +1766,7 @@ mod tests {
                     class,
                     args: vec![arg],
                     given,
+                    constraints: Vec::new(),
                     methods,
                     span: Span::default(),
                 })
