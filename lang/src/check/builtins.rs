@@ -1097,29 +1097,6 @@ fn block(a: &Ty, b: &Ty) -> Option<Ty> {
 /// `ty`, a built-in's type, with the functions it takes having the effects `rest` and its own
 /// application having them too; unchanged when it takes no function.
 fn with_effects_of_arguments(ty: Ty, rest: &EffRow) -> Ty {
-    /// A function type whose last arrow has the effects `rest`.
-    fn open_last(ty: Ty, rest: &EffRow) -> Ty {
-        match ty {
-            Ty::Fun {
-                param,
-                binder,
-                result,
-                effects,
-            } => {
-                let (result, effects) = match *result {
-                    inner @ Ty::Fun { .. } => (open_last(inner, rest), effects),
-                    last => (last, rest.clone()),
-                };
-                Ty::Fun {
-                    param,
-                    binder,
-                    result: Box::new(result),
-                    effects,
-                }
-            }
-            other => other,
-        }
-    }
     fn go(ty: Ty, rest: &EffRow, opened: bool) -> (Ty, bool) {
         match ty {
             Ty::Fun {
@@ -1130,7 +1107,10 @@ fn with_effects_of_arguments(ty: Ty, rest: &EffRow) -> Ty {
             } => {
                 let takes_function = matches!(*param, Ty::Fun { .. });
                 let param = match takes_function {
-                    true => open_last(*param, rest),
+                    true => {
+                        let arity = param.arity();
+                        param.with_row_at(arity, rest.clone())
+                    }
                     false => *param,
                 };
                 let opened = opened || takes_function;

@@ -1203,7 +1203,7 @@ impl<'env> Infer<'env> {
                     Some(row) => self.read_row(row, implicit)?,
                     None => EffRow::pure(),
                 };
-                Ok(with_last_row(Ty::funs(params, result), count, row))
+                Ok(Ty::funs(params, result).with_row_at(count, row))
             }
             TypeExprKind::Hole => Ok(Ty::Var(self.fresh_var())),
             TypeExprKind::Given { binders, ty } => {
@@ -3337,11 +3337,8 @@ impl<'env> Infer<'env> {
         // Generalise: unresolved variables in the signature become rigid, with the classes
         // their pending constraints ask for; a row's unknown rest is no effect unless a
         // parameter's type shares it (Note [Effect rows]).
-        let mut sig = with_last_row(
-            Ty::funs(param_tys.clone(), ret.clone()),
-            param_tys.len(),
-            effects,
-        );
+        let mut sig =
+            Ty::funs(param_tys.clone(), ret.clone()).with_row_at(param_tys.len(), effects);
         self.close_rows(&sig, &param_tys);
         let mut free = Vec::new();
         collect_vars(&self.zonk(&sig), &mut free);
@@ -4020,31 +4017,6 @@ fn collect_row_vars(ty: &Ty, out: &mut Vec<TyVar>) {
         }
         false
     });
-}
-
-/// `ty` (a curried function of at least `count` parameters) with the row `row` on its
-/// `count`-th arrow: the effects happen when the last parameter is given.
-fn with_last_row(ty: Ty, count: usize, row: EffRow) -> Ty {
-    match ty {
-        Ty::Fun {
-            param,
-            binder,
-            result,
-            effects,
-        } if count > 0 => {
-            let (result, effects) = match count {
-                1 => (*result, row),
-                _ => (with_last_row(*result, count - 1, row), effects),
-            };
-            Ty::Fun {
-                param,
-                binder,
-                result: Box::new(result),
-                effects,
-            }
-        }
-        other => other,
-    }
 }
 
 fn collect_vars(ty: &Ty, out: &mut Vec<TyVar>) {

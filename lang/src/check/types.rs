@@ -326,6 +326,39 @@ impl Ty {
         }
     }
 
+    /// This type (a curried function of at least `count` parameters) with the row `row` on
+    /// its `count`-th arrow: the effects happen when that parameter is given.
+    pub fn with_row_at(self, count: usize, row: EffRow) -> Ty {
+        match self {
+            Ty::Fun {
+                param,
+                binder,
+                result,
+                effects,
+            } if count > 0 => {
+                let (result, effects) = match count {
+                    1 => (*result, row),
+                    _ => (result.with_row_at(count - 1, row), effects),
+                };
+                Ty::Fun {
+                    param,
+                    binder,
+                    result: Box::new(result),
+                    effects,
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// The number of arrows of a curried function type (0 for any other type).
+    pub fn arity(&self) -> usize {
+        match self {
+            Ty::Fun { result, .. } => 1 + result.arity(),
+            _ => 0,
+        }
+    }
+
     /// Curried function type of several parameters.
     pub fn funs(params: Vec<Ty>, result: Ty) -> Ty {
         params
