@@ -421,13 +421,14 @@ impl<'env> Infer<'env> {
     /// The row of a body's effects: the rests of the unknown rows it applies are one (a row
     /// has one rest).
     fn row_of(&mut self, frame: &Performed) -> Result<EffRow> {
-        let mut row = EffRow::pure();
-        for (effect, _) in &frame.effects {
-            row.insert(match effect.region() {
-                Some(region) => effect.with_region(self.zonk(region)),
-                None => effect.clone(),
-            });
-        }
+        let mut row = EffRow {
+            effects: frame
+                .effects
+                .iter()
+                .map(|(effect, _)| effect.clone())
+                .collect(),
+            tail: None,
+        };
         let mut rests = frame.rests.iter();
         if let Some(first) = rests.next() {
             for other in rests {
@@ -462,15 +463,11 @@ impl<'env> Infer<'env> {
             }
             // A region not known yet (a reference whose type a pending field access gives)
             // is the expected row's only one of its kind: the handler's.
-            let mut same = expected.effects.iter().filter(|e| e.same_kind(effect));
-            if let (Some(only), None, Some(Ty::Var(_))) =
-                (same.next(), same.next(), effect.region())
+            if let (Some(target), Some(region @ Ty::Var(_))) =
+                (only_region_of_kind(&expected, effect), effect.region())
             {
-                let (target, region) = (only.region().cloned(), effect.region().cloned());
-                if let (Some(target), Some(region)) = (target, region) {
-                    self.unify_inner(&target, &region)?;
-                    continue;
-                }
+                self.unify_inner(&target, region)?;
+                continue;
             }
             extra.push(effect.clone());
         }
@@ -497,12 +494,8 @@ impl<'env> Infer<'env> {
                 // A closed row (or one ending in a signature's `{|eff}`): each extra effect is
                 // one the row has on a region not known yet.
                 for effect in &extra {
-                    let mut same = expected.effects.iter().filter(|e| e.same_kind(effect));
-                    match (same.next(), same.next(), effect.region()) {
-                        (Some(only), None, Some(region)) => {
-                            let target = only.region().cloned().ok_or(())?;
-                            self.unify_inner(&target, region)?;
-                        }
+                    match (only_region_of_kind(&expected, effect), effect.region()) {
+                        (Some(target), Some(region)) => self.unify_inner(&target, region)?,
                         _ => return Err(()),
                     }
                 }
@@ -3522,10 +3515,7 @@ impl<'env> Infer<'env> {
                 tail: None,
             };
             if self.unify_rows(&named, &single).is_err() {
-                let effect = self.zonk(&Ty::Row(single));
-                let Ty::Row(effect) = effect else {
-                    unreachable!("a zonked row is a row")
-                };
+                let effect = self.zonk_row(&single);
                 let mut wider = self.zonk_row(declared);
                 wider.insert(effect.effects[0].clone());
                 return error(
@@ -3949,6 +3939,16 @@ pub fn size_of_ix(ty: &Ty) -> Option<Size> {
             .try_fold(Size::Const(1), |acc, size| {
                 Some(Size::Mul(Box::new(acc), Box::new(size?)))
             }),
+        _ => None,
+    }
+}
+
+/// The region of the one effect of `effect`'s kind in `row` (a handler's row has one), if
+/// there is exactly one.
+fn only_region_of_kind(row: &EffRow, effect: &Effect) -> Option<Ty> {
+    let mut same = row.effects.iter().filter(|e| e.same_kind(effect));
+    match (same.next(), same.next()) {
+        (Some(only), None) => only.region().cloned(),
         _ => None,
     }
 }
