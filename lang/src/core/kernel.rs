@@ -161,6 +161,61 @@ impl Affine {
     }
 }
 
+/// An exact integer value of index arithmetic over an iteration space: an affine function
+/// (`Affine::of_prim`), or one that is never negative there taken modulo a constant period
+/// (Note [Wrapped reads] in `passes::fuse`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum IndexValue {
+    Affine(Affine),
+    /// `affine mod period`, the affine never negative over the space.
+    Wrapped(Affine, i64),
+}
+
+impl IndexValue {
+    /// `prim` of `operands` (`None`: not an index value) as an index value of type `elem`
+    /// over the points of `shape`, if it is one: `Affine::of_prim`'s arithmetic, `mod` of a
+    /// non-negative affine by a positive constant (the affine itself where it stays below
+    /// the constant), and a cast of a wrapped value to a type that holds every value it
+    /// takes.
+    pub fn of_prim(
+        prim: Prim,
+        operands: &[Option<&IndexValue>],
+        elem: Elem,
+        shape: &[usize],
+    ) -> Option<IndexValue> {
+        let affines: Vec<Option<&Affine>> = (operands.iter())
+            .map(|operand| match operand {
+                Some(IndexValue::Affine(affine)) => Some(affine),
+                _ => None,
+            })
+            .collect();
+        if let Some(affine) = Affine::of_prim(prim, &affines, elem, shape) {
+            return Some(IndexValue::Affine(affine));
+        }
+        let (_, greatest) = elem.int_range()?;
+        match (prim, operands) {
+            (Prim::Mod, [Some(IndexValue::Affine(affine)), Some(IndexValue::Affine(divisor))]) => {
+                let period = divisor.terms.is_empty().then_some(divisor.constant)?;
+                let (low, high) = affine.bounds(shape)?;
+                if period <= 0 || low < 0 {
+                    return None;
+                }
+                Some(if high < period {
+                    IndexValue::Affine(affine.clone())
+                } else {
+                    IndexValue::Wrapped(affine.clone(), period)
+                })
+            }
+            (Prim::Cast(_), [Some(IndexValue::Wrapped(affine, period))])
+                if period - 1 <= greatest =>
+            {
+                Some(IndexValue::Wrapped(affine.clone(), *period))
+            }
+            _ => None,
+        }
+    }
+}
+
 /// Where a read looks along one axis of the variable it reads.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Coord {
@@ -171,6 +226,10 @@ pub enum Coord {
     /// An affine function that may leave the axis (`dim` long): the read gives zero where it
     /// does (Note [Masked reads] in `passes::fuse`).
     Masked(Affine, usize),
+    /// An affine function taken modulo a period no longer than the axis: `affine mod period`,
+    /// where the affine is never negative over the iteration space (a ring's neighbour,
+    /// `x[(i + 1) mod n]`; Note [Wrapped reads] in `passes::fuse`).
+    Wrapped(Affine, usize),
 }
 
 /// One scalar operation of a kernel body, evaluated at every point of the iteration space.
@@ -197,7 +256,7 @@ impl Node {
                 .iter()
                 .filter_map(|coord| match coord {
                     Coord::Node(node) => Some(*node),
-                    Coord::Affine(_) | Coord::Masked(..) => None,
+                    Coord::Affine(_) | Coord::Masked(..) | Coord::Wrapped(..) => None,
                 })
                 .collect(),
             Node::Lit(_) | Node::Index(_) => Vec::new(),
@@ -681,6 +740,7 @@ impl fmt::Display for Coord {
             Coord::Affine(affine) => write!(f, "{affine}"),
             Coord::Node(node) => write!(f, "{node}"),
             Coord::Masked(affine, dim) => write!(f, "{affine} in 0..{dim}"),
+            Coord::Wrapped(affine, period) => write!(f, "({affine}) mod {period}"),
         }
     }
 }

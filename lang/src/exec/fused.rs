@@ -426,6 +426,8 @@ struct ReadPlan {
     node_coords: Vec<(NodeId, isize)>,
     /// The `Coord::Masked` coordinates: their constant, coefficient per axis and length.
     masks: Vec<(i64, Vec<i64>, i64)>,
+    /// The `Coord::Wrapped` coordinates (counted unwrapped in `offset` and `axis_steps`).
+    wraps: Vec<Wrap>,
     /// Whether its runs are prefetched (Note [Prefetching streams]): in reductions that
     /// are not members of a row group (`Launch::without_prefetch`).
     prefetch: bool,
@@ -436,18 +438,44 @@ impl ReadPlan {
     /// where every masked coordinate is in range: one range, since each is affine (possibly
     /// with its start past its end, which is empty too).
     fn in_range(&self, line: &Line<'_>, q: usize, points: usize) -> Range<usize> {
-        let (base, axis) = (line.base, line.axis);
         let mut valid = 0..points;
         for (constant, steps, dim) in &self.masks {
-            let start = constant
-                + steps.iter().zip(base).map(|(s, c)| s * c).sum::<i64>()
-                + line.row_step(|axis| steps[axis]) * q as i64;
-            let step = axis.map_or(0, |axis| steps[axis]);
+            let (start, step) = line.affine_along(*constant, steps, q);
             let range = affine_in_range(start, step, *dim, points);
             valid = valid.start.max(range.start)..valid.end.min(range.end);
         }
         valid
     }
+
+    /// At position `p` of row `q` of `line`: what the wrapped coordinates take off the
+    /// unwrapped address, and the first position after `p` where that changes
+    /// (`usize::MAX`: never). Note [Wrapped reads] in `passes::fuse`.
+    fn wrap_shift(&self, line: &Line<'_>, q: usize, p: usize) -> (isize, usize) {
+        let (mut shift, mut next) = (0isize, usize::MAX);
+        for wrap in &self.wraps {
+            let (start, step) = line.affine_along(wrap.constant, &wrap.steps, q);
+            let value = start + step * p as i64;
+            let turns = value.div_euclid(wrap.period);
+            shift -= (turns * wrap.period) as isize * wrap.stride;
+            let floor = turns * wrap.period;
+            let left = match step.cmp(&0) {
+                std::cmp::Ordering::Greater => (floor + wrap.period - value + step - 1) / step,
+                std::cmp::Ordering::Less => (value - floor) / -step + 1,
+                std::cmp::Ordering::Equal => continue,
+            };
+            next = next.min(p + left as usize);
+        }
+        (shift, next)
+    }
+}
+
+/// A `Coord::Wrapped` coordinate of a read: its affine's constant and coefficient per
+/// axis, its period, and the stride of its axis in the variable read.
+struct Wrap {
+    constant: i64,
+    steps: Vec<i64>,
+    period: i64,
+    stride: isize,
 }
 
 /// The positions `p` in `0..points` with `0 <= start + step * p < dim`.
@@ -648,42 +676,74 @@ fn exact_index(kernel: &Kernel, node: NodeId) -> Option<NodeId> {
     }
 }
 
-/// The flat offset `k` whose row-major digits are all the node coordinates of a read of
-/// `coords` in a variable of shape `dims` (Note [Row-major digits] in `core::digits`), in
-/// units of the last one's stride; `None` unless they are consecutive axes and the digits of
-/// one non-negative affine function of the kernel's coordinates below their size. Such a
-/// gather (a pair index set, `concat`) is then an affine read, a contiguous run along `k`,
-/// not a division and a remainder per element.
-fn digits_of_one_offset(kernel: &Kernel, coords: &[Coord], dims: &[usize]) -> Option<Affine> {
-    let (axes, nodes): (Vec<usize>, Vec<NodeId>) = (coords.iter().enumerate())
+/// The flat offset `k` whose row-major digits are all the computed coordinates (nodes and
+/// wrapped affines) of a read of `coords` in a variable of shape `dims` (Note [Row-major
+/// digits] in `core::digits`), in units of the last one's stride, and the axes they are;
+/// `None` unless they are consecutive axes and the digits of one non-negative affine
+/// function of the kernel's coordinates below their size. Such a gather (a pair index set,
+/// `concat`) is then an affine read, a contiguous run along `k`, not a division and a
+/// remainder per element.
+fn digits_of_one_offset(
+    kernel: &Kernel,
+    coords: &[Coord],
+    dims: &[usize],
+) -> Option<(Range<usize>, Affine)> {
+    /// A value of the digits' computation: a node, or a wrapped coordinate's affine
+    /// (`Base`) and the wrapped coordinate itself (its `mod`), by axis.
+    #[derive(Clone, Copy)]
+    enum Digit {
+        Node(NodeId),
+        Unwrapped(usize),
+        Wrapped(usize),
+    }
+    let digits: Vec<(usize, Digit)> = (coords.iter().enumerate())
         .filter_map(|(axis, coord)| match coord {
-            Coord::Node(node) => Some((axis, *node)),
-            _ => None,
+            Coord::Node(node) => Some((axis, Digit::Node(*node))),
+            Coord::Wrapped(..) => Some((axis, Digit::Wrapped(axis))),
+            Coord::Affine(_) | Coord::Masked(..) => None,
         })
-        .unzip();
-    let (&first, &last) = (axes.first()?, axes.last()?);
-    if last - first + 1 != axes.len() {
+        .collect();
+    let (&(first, _), &(last, _)) = (digits.first()?, digits.last()?);
+    if last - first + 1 != digits.len() {
         return None;
     }
-    let constant = |node: NodeId| match &kernel.nodes[node].0 {
-        Node::Index(affine) if affine.terms.is_empty() => Some(affine.constant),
-        Node::Lit(scalar) => scalar.int_value(),
-        _ => None,
+    let constant = |node: Digit| match node {
+        Digit::Node(node) => match &kernel.nodes[node].0 {
+            Node::Index(affine) if affine.terms.is_empty() => Some(affine.constant),
+            Node::Lit(scalar) => scalar.int_value(),
+            _ => None,
+        },
+        Digit::Unwrapped(_) | Digit::Wrapped(_) => None,
     };
-    digits::row_major_offset(&nodes, &dims[first..=last], |node| {
-        match &kernel.nodes[node].0 {
-            Node::Index(affine) => match affine.bounds(&kernel.shape) {
-                Some((low, high)) => digits::Step::Base {
-                    base: affine.clone(),
-                    low,
-                    high,
-                },
-                None => digits::Step::Opaque,
-            },
-            Node::Prim(prim, operands) => digits::Step::of_prim(*prim, operands, constant),
+    let base = |affine: &Affine| match affine.bounds(&kernel.shape) {
+        Some((low, high)) => digits::Step::Base {
+            base: affine.clone(),
+            low,
+            high,
+        },
+        None => digits::Step::Opaque,
+    };
+    let nodes: Vec<Digit> = digits.iter().map(|&(_, digit)| digit).collect();
+    let flat = digits::row_major_offset(&nodes, &dims[first..=last], |digit| match digit {
+        Digit::Node(node) => match &kernel.nodes[node].0 {
+            Node::Index(affine) => base(affine),
+            Node::Prim(prim, operands) => {
+                let operands: Vec<Digit> = operands.iter().map(|&o| Digit::Node(o)).collect();
+                digits::Step::of_prim(*prim, &operands, constant)
+            }
             _ => digits::Step::Opaque,
+        },
+        Digit::Unwrapped(axis) | Digit::Wrapped(axis) => {
+            let Coord::Wrapped(affine, period) = &coords[axis] else {
+                unreachable!("only wrapped coordinates are viewed by axis")
+            };
+            match digit {
+                Digit::Wrapped(_) => digits::Step::Mod(Digit::Unwrapped(axis), *period as i64),
+                _ => base(affine),
+            }
         }
-    })
+    })?;
+    Some((first..last + 1, flat))
 }
 
 /// A variable a kernel reads: its values (the row-major elements of its value, found once
@@ -758,15 +818,41 @@ impl<'k> Launch<'k> {
                     axis_steps: vec![0; rank],
                     node_coords: Vec::new(),
                     masks: Vec::new(),
+                    wraps: Vec::new(),
                     prefetch: kernel.reduce.is_some() && prefetch::enabled(),
                 };
-                for (coord, &stride) in coords.iter().zip(&strides) {
+                // Note [Row-major digits]: the axes whose coordinates are the digits of one
+                // affine offset are read at that offset.
+                let digits = digits_of_one_offset(kernel, coords, dims);
+                let (digit_axes, flat) = digits.unwrap_or((0..0, Affine::default()));
+                if let Some(last) = digit_axes.clone().last() {
+                    let stride = strides[last] as isize;
+                    plan.offset += flat.constant as isize * stride;
+                    for &(axis, coeff) in &flat.terms {
+                        plan.axis_steps[axis] += coeff as isize * stride;
+                    }
+                }
+                for (axis_of_var, (coord, &stride)) in coords.iter().zip(&strides).enumerate() {
+                    if digit_axes.contains(&axis_of_var) {
+                        continue;
+                    }
                     let stride = stride as isize;
                     match coord {
-                        Coord::Affine(affine) | Coord::Masked(affine, _) => {
-                            if let Coord::Masked(_, dim) = coord {
-                                let steps = (0..rank).map(|axis| affine.coeff(axis)).collect();
-                                plan.masks.push((affine.constant, steps, *dim as i64));
+                        Coord::Affine(affine)
+                        | Coord::Masked(affine, _)
+                        | Coord::Wrapped(affine, _) => {
+                            let steps = || (0..rank).map(|axis| affine.coeff(axis)).collect();
+                            match coord {
+                                Coord::Masked(_, dim) => {
+                                    plan.masks.push((affine.constant, steps(), *dim as i64));
+                                }
+                                Coord::Wrapped(_, period) => plan.wraps.push(Wrap {
+                                    constant: affine.constant,
+                                    steps: steps(),
+                                    period: *period as i64,
+                                    stride,
+                                }),
+                                _ => {}
                             }
                             plan.offset += affine.constant as isize * stride;
                             for &(axis, coeff) in &affine.terms {
@@ -774,15 +860,6 @@ impl<'k> Launch<'k> {
                             }
                         }
                         Coord::Node(node) => plan.node_coords.push((*node, stride)),
-                    }
-                }
-                if let Some(flat) = digits_of_one_offset(kernel, coords, dims) {
-                    // Note [Row-major digits]
-                    let stride = plan.node_coords.last().expect("digits are node coords").1;
-                    plan.node_coords.clear();
-                    plan.offset += flat.constant as isize * stride;
-                    for &(axis, coeff) in &flat.terms {
-                        plan.axis_steps[axis] += coeff as isize * stride;
                     }
                 }
                 Some(plan)
@@ -916,10 +993,9 @@ impl<'k> Launch<'k> {
             let extent = self.shape[inner];
             let reads_merge = self.reads.iter().flatten().all(|plan| {
                 plan.axis_steps[outer] == plan.axis_steps[inner] * extent as isize
-                    && plan
-                        .masks
-                        .iter()
-                        .all(|(_, steps, _)| steps[outer] == steps[inner] * extent as i64)
+                    && (plan.masks.iter().map(|(_, steps, _)| steps))
+                        .chain(plan.wraps.iter().map(|wrap| &wrap.steps))
+                        .all(|steps| steps[outer] == steps[inner] * extent as i64)
             });
             let indices_merge = self
                 .indices
@@ -935,6 +1011,9 @@ impl<'k> Launch<'k> {
                 plan.axis_steps.remove(outer);
                 for (_, steps, _) in &mut plan.masks {
                     steps.remove(outer);
+                }
+                for wrap in &mut plan.wraps {
+                    wrap.steps.remove(outer);
                 }
             }
             for affine in self.indices.iter_mut().flatten() {
@@ -2141,6 +2220,15 @@ impl<'a> Line<'a> {
         self.rows.map_or(1, |rows| rows.count)
     }
 
+    /// An affine function (`constant`, coefficient `steps[axis]` per axis) along row `q`:
+    /// its value at the row's first point and its step along the line.
+    fn affine_along(&self, constant: i64, steps: &[i64], q: usize) -> (i64, i64) {
+        let start = constant
+            + steps.iter().zip(self.base).map(|(s, c)| s * c).sum::<i64>()
+            + self.row_step(|axis| steps[axis]) * q as i64;
+        (start, self.axis.map_or(0, |axis| steps[axis]))
+    }
+
     /// The step from a row's first point to the next row's of a function with coefficient
     /// `coeff(axis)` on each axis (0 for a line of one row).
     fn row_step<C>(&self, coeff: impl Fn(usize) -> C) -> C
@@ -2189,20 +2277,27 @@ fn read_typed<'a, T: LaneElem>(
     let splat = step == 0
         && row_step == 0
         && plan.node_coords.iter().all(|(node, _)| coord(*node).splat)
-        && plan.masks.iter().all(|(_, steps, _)| still(steps));
+        && plan.masks.iter().all(|(_, steps, _)| still(steps))
+        && plan.wraps.iter().all(|wrap| still(&wrap.steps));
     out.splat = splat;
     let (row_len, rows) = if splat {
         (1, 1)
     } else {
         (line.row_len(), line.row_count())
     };
+    // The wraps' shift where it is the same over the whole line.
+    let (shift, _) = plan.wrap_shift(line, 0, 0);
+    let unbroken = |q: usize| {
+        let (row_shift, next) = plan.wrap_shift(line, q, 0);
+        row_shift == shift && next >= row_len
+    };
     if plan.node_coords.is_empty()
         && !splat
         && step == 1
         && (rows == 1 || row_step == row_len as isize)
-        && (0..rows).all(|q| plan.in_range(line, q, row_len) == (0..row_len))
+        && (0..rows).all(|q| plan.in_range(line, q, row_len) == (0..row_len) && unbroken(q))
     {
-        return Some(start as usize);
+        return Some((start + shift) as usize);
     }
     let values = &mut T::values_mut(&mut out.column)[..row_len * rows];
     for (q, row) in values.chunks_mut(row_len).enumerate() {
@@ -2211,38 +2306,42 @@ fn read_typed<'a, T: LaneElem>(
             Ok(coords) => Ok(&coords[q * row_len..(q + 1) * row_len]),
             Err(coord) => Err(coord),
         };
-        read_row(
-            plan,
-            data,
-            start + row_step * q as isize,
-            step,
-            valid,
-            &coords,
-            row,
-        );
+        values_outside(row, &valid).for_each(|value| *value = T::default());
+        // Pieces between the wraps of the wrapped coordinates (one piece without them).
+        let mut low = valid.start;
+        while low < valid.end {
+            let (shift, next) = plan.wrap_shift(line, q, low);
+            let high = next.min(valid.end);
+            let row_start = start + row_step * q as isize + shift;
+            read_piece(plan, data, row_start, step, low..high, &coords, row);
+            low = high;
+        }
     }
     None
 }
 
-/// One row of `read_typed` into `values`: the point at position `p` of the row reads
-/// `data[start + step * p]` (plus its node coordinates, `coords`) where `valid` holds `p`,
-/// and is zero elsewhere.
-fn read_row<'c, T: LaneElem>(
+/// The elements of `values` outside `valid`.
+fn values_outside<'v, T>(
+    values: &'v mut [T],
+    valid: &Range<usize>,
+) -> impl Iterator<Item = &'v mut T> {
+    let (before, rest) = values.split_at_mut(valid.start.min(values.len()));
+    let after = rest.get_mut(valid.len()..).unwrap_or_default();
+    before.iter_mut().chain(after)
+}
+
+/// Positions `piece` of one row of `read_typed` into `values`: the point at position `p`
+/// reads `data[start + step * p]` (plus its node coordinates, `coords`).
+fn read_piece<'c, T: LaneElem>(
     plan: &ReadPlan,
     data: &[T],
     start: isize,
     step: isize,
-    valid: Range<usize>,
+    piece: Range<usize>,
     coords: &dyn Fn(NodeId) -> Result<&'c [i64], i64>,
     values: &mut [T],
 ) {
-    if valid.len() < values.len() {
-        values.fill(T::default());
-    }
-    if valid.is_empty() {
-        return;
-    }
-    let (low, high) = (valid.start, valid.end);
+    let (low, high) = (piece.start, piece.end);
     let first = start + step * low as isize;
     if plan.node_coords.is_empty() {
         match step {
@@ -2653,7 +2752,7 @@ pub(in crate::exec) mod tests {
                 terms: vec![(0, 1)],
             });
             assert_eq!(
-                digits_of_one_offset(kernel, coords, &[40, 30]),
+                digits_of_one_offset(kernel, coords, &[40, 30]).map(|(_, flat)| flat),
                 expected,
                 "{}",
                 schedule.display(&program)

@@ -1836,6 +1836,95 @@ fn kernels_read_runs_backwards_as_the_interpreter_does() {
     agrees_on_a_vector_and_a_matrix(&program, n);
 }
 
+/// Note [Wrapped reads]: reads at an affine modulo a period (a ring's neighbours both ways,
+/// a shift of several periods, a step of 2, a backward step, a wrapped row of a matrix and
+/// a wrapped column of a transposed one, a sum of products of neighbours, a period too short
+/// for long pieces, an affine that never reaches its period) on lines cut at one wrap, at
+/// several and at none, on a vector long enough to run in parallel. The interpreter's bits
+/// on 1 and 2 threads, and the coordinates that must wrap do.
+#[test]
+fn wrapped_reads_give_the_interpreters_bits() {
+    let n = 40_000;
+    let ring = |v: usize, from: usize, offset: i64| {
+        format!(
+            "%{v}: [{n}]f32 = gather [{n}] %0 (\\%{v}1: []i64 ->
+               %{v}2: []u32 = cast_u32 %{v}1
+               %{v}3: []u32 = add %{v}2 {offset}:u32
+               %{v}4: []u32 = mod %{v}3 {n}:u32
+               %{v}5: []i64 = cast_i64 %{v}4
+               in %{v}5)
+             %{v}6: [{n}]f32 = add %{from} %{v}"
+        )
+    };
+    let program = parse(&format!(
+        "program(%0: [{n}]f32, %1: [40, 100]f32) {{
+           {}
+           {}
+           {}
+           %40: [{n}]f32 = gather [{n}] %0 (\\%41: []i64 ->
+             %42: []i64 = mul %41 2:i64
+             %43: []i64 = add %42 5:i64
+             %44: []i64 = mod %43 {n}:i64
+             in %44)
+           %45: [{n}]f32 = gather [{n}] %0 (\\%46: []i64 ->
+             %47: []i64 = sub 70000:i64 %46
+             %48: []i64 = mod %47 {n}:i64
+             in %48)
+           %49: [{n}]f32 = add %40 %45
+           %50: [40, 100]f32 = gather [40, 100] %1 (\\%51: []i64, %52: []i64 ->
+             %53: []i64 = add %51 1:i64
+             %54: []i64 = mod %53 40:i64
+             %55: []i64 = add %52 30:i64
+             %56: []i64 = mod %55 100:i64
+             in %54, %56)
+           %57: [100, 40]f32 = gather [100, 40] %1 (\\%58: []i64, %59: []i64 ->
+             %60: []i64 = add %58 77:i64
+             %61: []i64 = mod %60 100:i64
+             in %59, %61)
+           %62: [{n}]f32 = mul %0 %206
+           %63: []f32 = sumOuter %62
+           %64: [{n}]f32 = gather [{n}] %0 (\\%65: []i64 ->
+             %66: []i64 = mod %65 7:i64
+             in %66)
+           %67: [{n}]f32 = gather [{n}] %0 (\\%68: []i64 ->
+             %69: []i64 = add %68 3:i64
+             %70: []i64 = mod %69 50000:i64
+             %71: []i64 = min %70 39999:i64
+             in %71)
+           in %106, %306, %49, %50, %57, %63, %64, %67
+         }}",
+        ring(10, 0, 1),
+        ring(20, 106, n as i64 - 1),
+        ring(30, 206, 5 * n as i64 + 3),
+    ));
+    let schedule = crate::passes::fuse::run(&program);
+    let fused = schedule.display(&program).to_string();
+    for wrapped in [
+        "(i0 + 1) mod 40000",
+        "(i0 + 39999) mod 40000",
+        "(i0 + 200003) mod 40000",
+        "(2*i0 + 5) mod 40000",
+        "(-1*i0 + 70000) mod 40000",
+        "(i0 + 1) mod 40",
+        "(i1 + 30) mod 100",
+        "(i0 + 77) mod 100",
+    ] {
+        assert!(fused.contains(wrapped), "{wrapped} in\n{fused}");
+    }
+    assert!(
+        !fused.contains("mod 7]"),
+        "a period of 7 is computed by nodes\n{fused}"
+    );
+    let xs: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
+    let m: Vec<f32> = (0..4000).map(|i| (i as f32 * 0.11).cos()).collect();
+    agrees_on_chains_and_off(
+        &program,
+        &schedule,
+        &[f32s(&[n], &xs), f32s(&[40, 100], &m)],
+        0,
+    );
+}
+
 /// Note [Row groups]: a scatter added into the last output of a row group, one point per row
 /// at a column its index function computes, is added block by block; its array may be an
 /// input or a member's output. Labels out of range (negative, past the row) are dropped, a

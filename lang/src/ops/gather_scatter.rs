@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use crate::core::inline::clone_block;
 use crate::core::interp::{from_scalars, ravel, unravel, Interp, Res};
 use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Scalar, VarId};
-use crate::core::kernel::Affine;
+use crate::core::kernel::{Affine, IndexValue};
 use crate::core::value::{Array, ArrayData};
 use crate::core::verify::{
     atom_ty, block, expect_index_params, expect_index_results, expect_numeric,
@@ -264,44 +264,66 @@ impl Builder<'_> {
     }
 }
 
-/// An index function that sends each of its params, negated or not and shifted, to a
-/// result of its own: `result[a] = sign · param[axis] + constant`, computed exactly over
-/// params in `0..points[axis]` (`Affine::of_prim`: no step wraps), every param once. Per
-/// param, the result it goes to, the sign and the constant. Such a scatter sends distinct
-/// points to distinct elements and is a gather by the inverse (`simp`'s ScatterAsGather);
-/// such a gather reads each element at most once.
+/// Where an index function sends one of its params: result coordinate `result` is
+/// `sign · param + constant`, taken modulo `period` where there is one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamImage {
+    pub result: usize,
+    pub sign: i64,
+    pub constant: i64,
+    pub period: Option<i64>,
+}
+
+/// An index function that sends each of its params, negated or not and shifted (and taken
+/// modulo a period no shorter than the param's range: a rotation), to a result of its own,
+/// computed exactly over params in `0..points[axis]` (`IndexValue::of_prim`: no step
+/// wraps around its type), every param once: per param, its image. Such a scatter sends
+/// distinct points to distinct elements and is a gather by the inverse (`simp`'s
+/// ScatterAsGather); such a gather reads each element at most once.
 pub fn signed_permutation(
     program: &Program,
     body: BlockId,
     points: &[usize],
-) -> Option<Vec<(usize, i64, i64)>> {
+) -> Option<Vec<ParamImage>> {
     let block = &program.blocks[body];
-    let mut env: HashMap<VarId, Affine> = (block.params.iter().enumerate())
-        .map(|(axis, &param)| (param, Affine::axis(axis)))
+    let mut env: HashMap<VarId, IndexValue> = (block.params.iter().enumerate())
+        .map(|(axis, &param)| (param, IndexValue::Affine(Affine::axis(axis))))
         .collect();
-    let affine = |atom: &Atom, env: &HashMap<VarId, Affine>| match atom {
-        Atom::Lit(_) => atom.int_literal().map(Affine::constant),
+    let value = |atom: &Atom, env: &HashMap<VarId, IndexValue>| match atom {
+        Atom::Lit(_) => (atom.int_literal()).map(|c| IndexValue::Affine(Affine::constant(c))),
         Atom::Var(var) => env.get(var).cloned(),
     };
     for stmt in &block.stmts {
         let (Expr::Prim(prim, args), [binder]) = (&stmt.expr, &stmt.binders[..]) else {
             return None;
         };
-        let operands: Vec<Option<Affine>> = args.iter().map(|arg| affine(arg, &env)).collect();
-        let operands: Vec<Option<&Affine>> = operands.iter().map(Option::as_ref).collect();
+        let operands: Vec<Option<IndexValue>> = args.iter().map(|arg| value(arg, &env)).collect();
+        let operands: Vec<Option<&IndexValue>> = operands.iter().map(Option::as_ref).collect();
         let elem = program.var_ty(*binder).elem;
-        env.insert(*binder, Affine::of_prim(*prim, &operands, elem, points)?);
+        env.insert(
+            *binder,
+            IndexValue::of_prim(*prim, &operands, elem, points)?,
+        );
     }
-    let mut inverse: Vec<Option<(usize, i64, i64)>> = vec![None; block.params.len()];
+    let mut images: Vec<Option<ParamImage>> = vec![None; block.params.len()];
     for (result, atom) in block.results.iter().enumerate() {
-        let target = affine(atom, &env)?;
+        let (target, period) = match value(atom, &env)? {
+            IndexValue::Affine(affine) => (affine, None),
+            IndexValue::Wrapped(affine, period) => (affine, Some(period)),
+        };
         let [(axis, sign)] = target.terms[..] else {
             return None;
         };
-        if sign.abs() != 1 || inverse[axis].is_some() {
+        let too_long = period.is_some_and(|period| points[axis] as i64 > period);
+        if sign.abs() != 1 || images[axis].is_some() || too_long {
             return None;
         }
-        inverse[axis] = Some((result, sign, target.constant));
+        images[axis] = Some(ParamImage {
+            result,
+            sign,
+            constant: target.constant,
+            period,
+        });
     }
-    inverse.into_iter().collect()
+    images.into_iter().collect()
 }

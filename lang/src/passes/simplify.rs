@@ -37,7 +37,7 @@ use crate::core::ir::{
 };
 use crate::core::visit::expr_blocks;
 use crate::core::visit::map_expr_atoms;
-use crate::ops::gather_scatter::signed_permutation;
+use crate::ops::gather_scatter::{signed_permutation, ParamImage};
 use crate::prim::Prim;
 
 pub const PASS: Pass = Pass {
@@ -408,38 +408,64 @@ fn plus_zero(program: &mut Program, binder: VarId, expr: Expr, hint: &str) -> Op
 /// `gather [n] v (\\j -> n - 1 - j)`, plus +0.0 for floats: each target element receives at
 /// most one point, the one the inverse finds, and where that point is outside `v` (or the
 /// target outside the scatter) both give zero. Fuse pulls the gather into its reader as an
-/// affine read; the scatter ran point by point.
+/// affine read; the scatter ran point by point. So is a rotation, `(i + c) mod p` with
+/// the param's range and the target's axis no longer than `p` (the gradient of a ring's
+/// neighbour, `x[(i + 1) mod n]`): its inverse is `(j - c) mod p`, computed as
+/// `(j + (-c mod p)) mod p` or `((c mod p) + p - j) mod p` so that it is never negative
+/// (Note [Wrapped reads] in `passes::fuse`).
 fn scatter_as_gather(program: &mut Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
     let (Expr::Scatter { shape, array, body }, [binder]) = (&stmt.expr, &stmt.binders[..]) else {
         return None;
     };
     let source = program.atom_ty(array).shape;
     let points = source.get(..program.blocks[*body].params.len())?;
-    let inverse = signed_permutation(program, *body, points)?;
+    let images = signed_permutation(program, *body, points)?;
+    let fits = |image: &ParamImage| {
+        image
+            .period
+            .is_none_or(|period| shape[image.result] as i64 <= period)
+    };
+    if !images.iter().all(fits) {
+        return None;
+    }
     let index = ArrTy {
         shape: Vec::new(),
         elem: Elem::I64,
     };
-    let params: Vec<VarId> = (0..inverse.len())
+    let params: Vec<VarId> = (0..images.len())
         .map(|_| program.new_var(index.clone(), "j"))
         .collect();
     let mut stmts = Vec::new();
     let mut results = Vec::new();
-    for (coordinate, sign, constant) in inverse {
-        // `i = sign * (j - constant)`: `j - constant` or `constant - j`.
-        let j = Atom::Var(params[coordinate]);
-        let c = Atom::Lit(Scalar::I64(constant));
-        if sign == 1 && constant == 0 {
-            results.push(j);
-            continue;
-        }
-        let var = program.new_var(index.clone(), "i");
-        let operands = if sign == 1 { vec![j, c] } else { vec![c, j] };
-        stmts.push(Stmt {
-            binders: vec![var],
-            expr: Expr::Prim(Prim::Sub, operands),
+    for image in images {
+        let j = Atom::Var(params[image.result]);
+        let mut emit = |prim: Prim, operands: Vec<Atom>| {
+            let var = program.new_var(index.clone(), "i");
+            stmts.push(Stmt {
+                binders: vec![var],
+                expr: Expr::Prim(prim, operands),
+            });
+            Atom::Var(var)
+        };
+        let int = |value: i64| Atom::Lit(Scalar::I64(value));
+        let (sign, constant) = (image.sign, image.constant);
+        results.push(match image.period {
+            // `i = sign * (j - constant)`: `j - constant` or `constant - j`.
+            None if sign == 1 && constant == 0 => j,
+            None if sign == 1 => emit(Prim::Sub, vec![j, int(constant)]),
+            None => emit(Prim::Sub, vec![int(constant), j]),
+            Some(period) if sign == 1 => {
+                let shifted = emit(Prim::Add, vec![j, int((-constant).rem_euclid(period))]);
+                emit(Prim::Mod, vec![shifted, int(period)])
+            }
+            Some(period) => {
+                let turned = emit(
+                    Prim::Sub,
+                    vec![int(constant.rem_euclid(period) + period), j],
+                );
+                emit(Prim::Mod, vec![turned, int(period)])
+            }
         });
-        results.push(Atom::Var(var));
     }
     let body = program.blocks.push(Block {
         params,
@@ -1029,6 +1055,55 @@ mod tests {
                 vec![6],
                 ArrayData::I64((0..6).map(|i| i * 7 - 20).collect()),
             ),
+        ];
+        assert_same_bits(&original, &simplified, &inputs);
+    }
+
+    /// Scatters by rotations (`(i + c) mod p`, forwards through `Nat` casts, by several
+    /// periods, backwards, over trailing axes, into a shorter target, from a shorter source)
+    /// are gathers by the inverse rotation, with the scatters' bits; a rotation into a target
+    /// longer than its period (whose last elements receive nothing) stays a scatter.
+    #[test]
+    fn scatters_by_rotations_are_gathers_with_the_same_bits() {
+        let src = "program(%0_v: [6]f32, %1_w: [6, 2]f64, %2_u: [4]f32) {
+            %3: [6]f32 = scatter [6] %0_v (\\%4: []i64 ->
+              %5: []u32 = cast_u32 %4
+              %6: []u32 = add %5 1:u32
+              %7: []u32 = mod %6 6:u32
+              %8: []i64 = cast_i64 %7
+              in %8)
+            %9: [6]f32 = scatter [6] %0_v (\\%10: []i64 ->
+              %11: []i64 = add %10 33:i64
+              %12: []i64 = mod %11 6:i64
+              in %12)
+            %13: [6, 2]f64 = scatter [6, 2] %1_w (\\%14: []i64 ->
+              %15: []i64 = sub 10:i64 %14
+              %16: []i64 = mod %15 6:i64
+              in %16)
+            %17: [4]f32 = scatter [4] %0_v (\\%18: []i64 ->
+              %19: []i64 = add %18 2:i64
+              %20: []i64 = mod %19 6:i64
+              in %20)
+            %21: [6]f32 = scatter [6] %2_u (\\%22: []i64 ->
+              %23: []i64 = add %22 3:i64
+              %24: []i64 = mod %23 6:i64
+              in %24)
+            %25: [8]f32 = scatter [8] %0_v (\\%26: []i64 ->
+              %27: []i64 = add %26 3:i64
+              %28: []i64 = mod %27 6:i64
+              in %28)
+            in %3, %9, %13, %17, %21, %25
+        }";
+        let (original, simplified) = simplified_by(src, Rule::ScatterAsGather, 5, ("scatter", 1));
+        let v: Vec<f32> = (0..6).map(|i| [-0.0, 2.5, f32::NAN, 4.0][i % 4]).collect();
+        let w: Vec<f64> = (0..12)
+            .map(|i| [1.0, -0.0, -3.5, 0.0, 7.25][i % 5])
+            .collect();
+        let u: Vec<f32> = vec![1.5, -0.0, 3.0, -2.0];
+        let inputs = [
+            Array::new(vec![6], ArrayData::F32(v)),
+            Array::new(vec![6, 2], ArrayData::F64(w)),
+            Array::new(vec![4], ArrayData::F32(u)),
         ];
         assert_same_bits(&original, &simplified, &inputs);
     }

@@ -638,6 +638,30 @@ fn gradients_through_reversals_and_shifts_gather() {
     agrees_with_the_interpreter_on_1_and_2_threads(&format!("{defs}:p (grad lr x, grad ls x)\n"));
 }
 
+/// A ring's neighbours (`x[(i + 1) mod n]`, periodic boundaries) are wrapped reads in the
+/// primal (Note [Wrapped reads]: no `mod` is computed per point), and their gradients
+/// scatter by rotations, which `simp` makes gathers by the inverse rotation: the fused
+/// stage of the gradient has no scatter and reads wrapped too; values as the interpreter's
+/// on 1 and 2 threads (40 000 points: lines cut at the wrap, in parallel).
+#[test]
+fn gradients_through_ring_neighbours_gather_with_wrapped_reads() {
+    let defs = "N = Fin 40000\n\
+        x : N=>Float = for i. sin (n_to_f (ordinal i) * 0.37)\n\
+        def right(i: N) -> N = (mod (ordinal i + 1) (size N)) @ N\n\
+        def left(i: N) -> N = (mod (unsafe_nat_diff (ordinal i + size N) 1) (size N)) @ N\n\
+        def lap(v: N=>Float) -> Float = sum for i. (v[right i] - 2.0 * v[i] + v[left i]) * sin v[i]\n";
+    let mut fused = session(Engine::Fused);
+    outputs(&mut fused, defs);
+    for expr in ["lap x", "grad lap x"] {
+        let text = fused_stage(&mut fused, expr);
+        assert!(!text.contains("scatter"), "{text}");
+        assert!(!text.contains(" = mod "), "{text}");
+        assert!(text.contains("(i0 + 1) mod 40000]"), "{text}");
+        assert!(text.contains("(i0 + 39999) mod 40000]"), "{text}");
+    }
+    agrees_with_the_interpreter_on_1_and_2_threads(&format!("{defs}:p (lap x, grad lap x)\n"));
+}
+
 /// A contraction too shallow for a matrix product (depth 6 < `MATMUL_MIN_DEPTH`) whose reads
 /// are strided across the output (`w[k, j]` along `k`): its lines run across the output, not
 /// 6 points at a time along the sum, and add in the same order as the interpreter (1 and 2

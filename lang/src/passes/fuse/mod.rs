@@ -116,7 +116,7 @@ use super::pipeline::{Pass, PassKind};
 use crate::core::ids::IdVec;
 use crate::core::ir::{Atom, Block, BlockId, Elem, Expr, Program, Scalar, VarId};
 use crate::core::kernel::{
-    Affine, Coord, Kernel, MatMul, MatOperand, Node, NodeId, Reduction, Schedule, Step,
+    Affine, Coord, IndexValue, Kernel, MatMul, MatOperand, Node, NodeId, Reduction, Schedule, Step,
 };
 use crate::core::visit::{collect_expr_uses, collect_uses, var_of};
 use crate::core::visit::{expr_atoms, expr_blocks};
@@ -601,13 +601,34 @@ fn cheap(prim: Prim) -> bool {
 // step wraps around, the casts change no value, and the coordinate is the affine function
 // itself (here `9 - i`, a backward run), so the read needs no range mask or clamp. A step
 // that may wrap (`ordinal i - 5` as a `Nat`) is computed by nodes, as the program says.
+//
+// Note [Wrapped reads]
+// ~~~~~~~~~~~~~~~~~~~~
+// A ring's neighbour is read at `(i + 1) mod n` (periodic boundaries: every stencil on a
+// torus, a rotation of a table). Computed by nodes, each point pays an integer division and
+// a gather. But `a mod p` of an exact affine `a` that is never negative over the kernel is
+// `a - p·k` on each run of points where `k = a div p` is constant: a contiguous (or strided)
+// read, broken where `a` crosses a multiple of `p`. Such a coordinate stays symbolic
+// (`Sym::Wrapped`, also through casts that keep every value below `p`) and becomes
+// `Coord::Wrapped` on an axis that holds `0..p` (views pass it on: a gather's parameter,
+// `tr`; `reshape` and `iota` compute it by nodes); the engine cuts each line at
+// the wraps and reads every piece as an affine read. Where `a` never reaches `p` the `mod`
+// is the affine itself. So that pieces are long, the period must be at least
+// `WRAP_MIN_RUN` times every coefficient of `a`; a shorter one is computed by nodes.
+
+/// Fewest points of a piece between two wraps of a `Coord::Wrapped` coordinate along any
+/// axis (Note [Wrapped reads]).
+const WRAP_MIN_RUN: u64 = 16;
 
 /// A value inside an index function while it is inlined: index arithmetic stays affine as
-/// long as it is exact (Note [Index arithmetic]).
+/// long as it is exact (Note [Index arithmetic]), and an exact non-negative affine modulo a
+/// constant stays symbolic too (Note [Wrapped reads]).
 #[derive(Clone, Debug)]
 enum Sym {
     Affine(Affine),
     Node(NodeId),
+    /// `affine mod period`, the affine never negative over the kernel.
+    Wrapped(Affine, i64),
 }
 
 /// A hashable form of a node, for sharing equal nodes within a kernel (floats by their bits).
@@ -683,6 +704,9 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
         match coord {
             Coord::Affine(affine) => self.node(Node::Index(affine.clone()), Elem::I64),
             Coord::Node(node) => *node,
+            Coord::Wrapped(affine, period) => {
+                self.sym_node(&Sym::Wrapped(affine.clone(), *period as i64))
+            }
             Coord::Masked(..) => unreachable!("masked coordinates are only made for direct reads"),
         }
     }
@@ -773,6 +797,9 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
                     let sym = match coord {
                         Coord::Affine(affine) => Sym::Affine(affine.clone()),
                         Coord::Node(node) => Sym::Node(*node),
+                        Coord::Wrapped(affine, period) => {
+                            Sym::Wrapped(affine.clone(), *period as i64)
+                        }
                         Coord::Masked(..) => {
                             unreachable!("masked coordinates are only made for direct reads")
                         }
@@ -828,11 +855,19 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
         match sym {
             Sym::Affine(affine) => self.node(Node::Index(affine.clone()), Elem::I64),
             Sym::Node(node) => *node,
+            Sym::Wrapped(affine, period) => {
+                let index = self.node(Node::Index(affine.clone()), Elem::I64);
+                let period_lit = self.lit(Scalar::I64(*period));
+                let node = self.prim(Prim::Mod, vec![index, period_lit], Elem::I64);
+                self.ranges.insert(node, (0, period - 1));
+                node
+            }
         }
     }
 
-    /// `sym_node` for a value of type `elem`: an affine value of another integer type is an
-    /// index cast to it (exact: it fits, `exact_affine`), a constant one a literal.
+    /// `sym_node` for a value of type `elem`: an affine or wrapped value of another integer
+    /// type is an index cast to it (exact: it fits, `index_value`), a constant
+    /// affine one a literal.
     fn sym_node_of(&mut self, sym: &Sym, elem: Elem) -> NodeId {
         match sym {
             Sym::Affine(affine) if elem != Elem::I64 => {
@@ -841,6 +876,12 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
                 }
                 let index = self.sym_node(sym);
                 self.prim(Prim::Cast(elem), vec![index], elem)
+            }
+            Sym::Wrapped(_, period) if elem != Elem::I64 => {
+                let index = self.sym_node(sym);
+                let node = self.prim(Prim::Cast(elem), vec![index], elem);
+                self.ranges.insert(node, (0, period - 1));
+                node
             }
             _ => self.sym_node(sym),
         }
@@ -851,6 +892,29 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
         match sym {
             Sym::Affine(affine) => affine.bounds(&self.shape),
             Sym::Node(node) => self.ranges.get(node).copied(),
+            Sym::Wrapped(_, period) => Some((0, period - 1)),
+        }
+    }
+
+    /// `prim` of `operands` as an index value of type `elem` over the kernel, if it is one
+    /// (`IndexValue::of_prim`, Notes [Index arithmetic] and [Wrapped reads]); a wrapped one
+    /// only with a period long against its coefficients.
+    fn index_value(&self, prim: Prim, operands: &[Sym], elem: Elem) -> Option<Sym> {
+        let values: Vec<Option<IndexValue>> = (operands.iter())
+            .map(|sym| match sym {
+                Sym::Affine(affine) => Some(IndexValue::Affine(affine.clone())),
+                Sym::Wrapped(affine, period) => Some(IndexValue::Wrapped(affine.clone(), *period)),
+                Sym::Node(_) => None,
+            })
+            .collect();
+        let values: Vec<Option<&IndexValue>> = values.iter().map(Option::as_ref).collect();
+        match IndexValue::of_prim(prim, &values, elem, &self.shape)? {
+            IndexValue::Affine(affine) => Some(Sym::Affine(affine)),
+            IndexValue::Wrapped(affine, period) => {
+                let long = (affine.terms.iter())
+                    .all(|&(_, coeff)| coeff.unsigned_abs() * WRAP_MIN_RUN <= period as u64);
+                long.then_some(Sym::Wrapped(affine, period))
+            }
         }
     }
 
@@ -876,18 +940,6 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
         (least <= low && high <= greatest).then_some((low, high))
     }
 
-    /// `prim` of `operands` as an affine value of type `elem`, if it is one and is exact
-    /// over the kernel (`Affine::of_prim`, Note [Index arithmetic]).
-    fn exact_affine(&self, prim: Prim, operands: &[Sym], elem: Elem) -> Option<Affine> {
-        let operands: Vec<Option<&Affine>> = (operands.iter())
-            .map(|sym| match sym {
-                Sym::Affine(affine) => Some(affine),
-                Sym::Node(_) => None,
-            })
-            .collect();
-        Affine::of_prim(prim, &operands, elem, &self.shape)
-    }
-
     /// One statement of an inlined index function (`ops::gather_scatter::is_scalar_code`).
     fn index_fn_stmt(&mut self, expr: &Expr, binder: VarId, env: &HashMap<VarId, Sym>) -> Sym {
         let program = self.fuser.program;
@@ -896,8 +948,8 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
             Expr::Atom(atom) => self.sym_of(atom, env),
             Expr::Prim(prim, operands) => {
                 let syms: Vec<Sym> = operands.iter().map(|atom| self.sym_of(atom, env)).collect();
-                if let Some(affine) = self.exact_affine(*prim, &syms, elem) {
-                    return Sym::Affine(affine);
+                if let Some(value) = self.index_value(*prim, &syms, elem) {
+                    return value;
                 }
                 let nodes = (syms.iter().zip(operands))
                     .map(|(sym, atom)| self.sym_node_of(sym, program.atom_ty(atom).elem))
@@ -943,13 +995,16 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
                 Sym::Affine(affine) if direct => {
                     coords.push(Coord::Masked(affine.clone(), dim));
                 }
-                Sym::Node(node)
+                // A view passes it on to the read below (no zeros to keep, unlike a mask).
+                Sym::Wrapped(affine, period) if *period <= dim as i64 => {
+                    coords.push(Coord::Wrapped(affine.clone(), *period as usize));
+                }
+                Sym::Node(_) | Sym::Wrapped(..)
                     if self
-                        .ranges
-                        .get(node)
-                        .is_some_and(|&(low, high)| low >= 0 && high < dim as i64) =>
+                        .sym_range(sym)
+                        .is_some_and(|(low, high)| low >= 0 && high < dim as i64) =>
                 {
-                    coords.push(Coord::Node(*node));
+                    coords.push(Coord::Node(self.sym_node(sym)));
                 }
                 _ => {
                     let value = self.sym_node(sym);
@@ -1009,7 +1064,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
                 .zip(&strides)
                 .try_fold(Affine::default(), |acc, (coord, &stride)| match coord {
                     Coord::Affine(affine) => affine.scaled_plus(stride as i64, &acc),
-                    Coord::Node(_) | Coord::Masked(..) => None,
+                    Coord::Node(_) | Coord::Masked(..) | Coord::Wrapped(..) => None,
                 });
         if let Some(flat) = &affine {
             if let Some(split) = split_affine(flat, &inner_strides, inner_shape, &self.shape) {
@@ -1157,7 +1212,7 @@ fn product_reads(kernel: &Kernel) -> Option<(MatOperand, MatOperand)> {
         };
         let coords = coords.iter().map(|coord| match coord {
             Coord::Affine(affine) => Some(affine.clone()),
-            Coord::Node(_) | Coord::Masked(..) => None,
+            Coord::Node(_) | Coord::Masked(..) | Coord::Wrapped(..) => None,
         });
         Some(MatOperand {
             var: *var,

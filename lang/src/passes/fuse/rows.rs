@@ -187,9 +187,9 @@ fn member_rows(program: &Program, step: &Step) -> Option<usize> {
                 .iter()
                 .zip(strides)
                 .map(|(coord, stride)| match coord {
-                    Coord::Affine(affine) | Coord::Masked(affine, _) => {
-                        affine.coeff(line_axis) * stride as i64
-                    }
+                    Coord::Affine(affine)
+                    | Coord::Masked(affine, _)
+                    | Coord::Wrapped(affine, _) => affine.coeff(line_axis) * stride as i64,
                     Coord::Node(_) => 0,
                 })
                 .sum();
