@@ -518,6 +518,12 @@ struct Run {
     start: usize,
 }
 
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        Lane::give_back(std::mem::take(&mut self.lanes));
+    }
+}
+
 impl Scratch {
     /// `f(scratch, base)` where `base` is `lead`, then the coordinates of row-major position
     /// `flat` in `shape`, then `trail`: built in a buffer the task reuses, so that its rows
@@ -1054,7 +1060,7 @@ impl<'k> Launch<'k> {
                     lane
                 }
                 _ if unread => Lane::with_points(*elem, 1),
-                _ => Lane::with_points(*elem, self.line),
+                _ => Lane::reused(*elem, self.line),
             })
             .collect();
         Scratch {

@@ -288,6 +288,13 @@ pub fn zeros_into<T: LaneElem>(mut buffer: Vec<T>, len: usize) -> Vec<T> {
     buffer
 }
 
+/// Lane columns a thread keeps for its next launches (`Lane::reused`).
+const SPARE_LANES: usize = 64;
+
+thread_local! {
+    static SPARE_COLUMNS: std::cell::RefCell<Vec<Column>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// A node's values along the current line.
 #[derive(Clone, Debug)]
 pub struct Lane {
@@ -307,6 +314,33 @@ impl Lane {
             splat: true,
             column: Column::with_len(elem, points.max(1)),
         }
+    }
+
+    /// `with_points`, but the column may be one a finished launch on this thread gave back
+    /// (`give_back`), its values unspecified: for a kernel's working lanes, which every line
+    /// writes before it reads them. A loop over small tables launches its kernels at every
+    /// step, and zeroing fresh lanes was a tenth of such a step.
+    pub fn reused(elem: Elem, points: usize) -> Lane {
+        let len = points.max(1);
+        let spare = SPARE_COLUMNS.with_borrow_mut(|spare| {
+            let position = (spare.iter()).rposition(|c| c.elem() == elem && c.len() == len)?;
+            Some(spare.swap_remove(position))
+        });
+        Lane {
+            splat: true,
+            column: spare.unwrap_or_else(|| Column::with_len(elem, len)),
+        }
+    }
+
+    /// Keeps the columns of lanes a launch is done with for the next `reused` on this
+    /// thread (at most `SPARE_LANES` of them).
+    pub fn give_back(lanes: impl IntoIterator<Item = Lane>) {
+        SPARE_COLUMNS.with_borrow_mut(|spare| {
+            let columns = lanes.into_iter().map(|lane| lane.column);
+            spare.extend(columns.filter(|column| column.len() > 1));
+            let excess = spare.len().saturating_sub(SPARE_LANES);
+            spare.drain(..excess);
+        });
     }
 
     pub fn as_ref(&self) -> LaneRef<'_> {
@@ -828,6 +862,25 @@ mod tests {
         f64::values_mut(&mut lane.column)[..values.len()].copy_from_slice(values);
         lane.splat = splat;
         lane
+    }
+
+    /// A lane given back serves the next `reused` lane of its type and length on its thread,
+    /// once.
+    #[test]
+    fn lanes_given_back_serve_the_next_launch_on_their_thread() {
+        std::thread::spawn(|| {
+            let address = |lane: &Lane| with_column!(&lane.column, v => v.as_ptr() as usize);
+            let lane = Lane::reused(Elem::F32, 1000);
+            let kept = address(&lane);
+            Lane::give_back([lane, Lane::reused(Elem::F32, 1)]);
+            assert_ne!(address(&Lane::reused(Elem::F64, 1000)), kept);
+            assert_ne!(address(&Lane::reused(Elem::F32, 999)), kept);
+            let again = Lane::reused(Elem::F32, 1000);
+            assert_eq!(address(&again), kept);
+            assert_ne!(address(&Lane::reused(Elem::F32, 1000)), kept);
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

@@ -14,8 +14,8 @@
 //! results of a `%bench` run, a value replaced by a new one of the same name (`give`),
 //! and scratch buffers their owner is done with (`give_column`: a monoid scan's tiles).
 //! The pool is shared by all runs of the process
-//! (a function called again, `%bench`, a training loop) and bounded (`max_bytes`); small
-//! buffers are not kept (`MIN_BYTES`), the allocator serves them well.
+//! (a function called again, `%bench`, a training loop) and bounded (`max_bytes`,
+//! `MAX_KEPT`); tiny buffers are not kept (`MIN_BYTES`), the allocator serves them well.
 
 use std::sync::Mutex;
 
@@ -23,8 +23,13 @@ use super::lanes::{Column, LaneElem};
 use super::tensor::{with_tensor, Tensor};
 use crate::core::ir::Elem;
 
-/// Buffers smaller than this are dropped, not kept.
-const MIN_BYTES: usize = 1 << 18;
+/// Buffers smaller than this are dropped, not kept. A loop over small tables allocates its
+/// outputs at every step: state_sim's two 40 KB outputs a step (10⁴ f32) were zeroed anew by
+/// the allocator, with the buffers of the step before just dead.
+const MIN_BYTES: usize = 1 << 14;
+/// The pool never holds more than this many buffers (the oldest go first), so that finding
+/// one stays a short scan.
+const MAX_KEPT: usize = 256;
 /// The pool never holds more than `max_bytes()`: an eighth of the machine's memory, within
 /// these bounds; the oldest buffers go first. A gradient keeps several intermediates of its
 /// primal alive (ADBench's GMM: three or four of 256 MB), and every one the pool cannot hold
@@ -95,7 +100,7 @@ fn keep(column: Column) {
         .iter()
         .map(|column| byte_len(column.elem(), column.len()))
         .sum();
-    while held > max_bytes() {
+    while held > max_bytes() || free.len() > MAX_KEPT {
         let oldest = free.remove(0);
         held -= byte_len(oldest.elem(), oldest.len());
     }
