@@ -150,7 +150,10 @@ fn simplify_block(
     for mut stmt in old_stmts {
         map_expr_atoms(&mut stmt.expr, &mut |atom| resolve(atom, &cx.subst));
         for nested in expr_blocks(&stmt.expr) {
+            // A view of literals (`replicate 0.0`) is free where it is used: shared with a
+            // variable of this block, a loop body would read it from memory at every step.
             let mut inner_seen = seen.clone();
+            inner_seen.retain(|_, var| !is_literal_view(&cx.defs, *var));
             simplify_block(program, nested, &mut inner_seen, cx);
         }
         if let Some(converted) = if_conversion(program, &stmt) {
@@ -202,6 +205,19 @@ fn simplify_block(
         *atom = resolve(*atom, &cx.subst);
     }
     program.blocks[block].stmts = stmts;
+}
+
+/// Whether `var` is bound to a view of literals alone: an `iota`, or a `replicate` of a
+/// literal or of such a view.
+fn is_literal_view(defs: &HashMap<VarId, Expr>, var: VarId) -> bool {
+    match defs.get(&var) {
+        Some(Expr::Iota(_)) => true,
+        Some(Expr::Replicate { array, .. }) => match array {
+            Atom::Lit(_) => true,
+            Atom::Var(inner) => is_literal_view(defs, *inner),
+        },
+        _ => false,
+    }
 }
 
 /// If-conversion: `if c then (ts…; a…) else (es…; b…)` whose values are scalars and whose
@@ -1105,6 +1121,41 @@ mod tests {
             Array::new(vec![6, 2], ArrayData::F64(w)),
             Array::new(vec![4], ArrayData::F32(u)),
         ];
+        assert_same_bits(&original, &simplified, &inputs);
+    }
+
+    /// A loop body keeps its own views of literals (a splat where fused, not a read of the
+    /// outer block's variable at every step), while other common subexpressions of the outer
+    /// block are still shared with it.
+    #[test]
+    fn loop_bodies_keep_their_own_views_of_literals() {
+        let src = "program(%0_x: [4]f32) {
+            %1: [4]f32 = replicate 4 0.0:f32
+            %2: [4]f32 = neg %0_x
+            %3: [4]f32 = fold 3 (%1) (\\%4: []i64, %5: [4]f32 ->
+              %6: [4]f32 = replicate 4 0.0:f32
+              %7: [4]f32 = neg %0_x
+              %8: [4]f32 = add %5 %6
+              %9: [4]f32 = add %8 %7
+              in %9)
+            %10: [4]f32 = add %3 %2
+            in %10
+        }";
+        let original = parse_program(src).expect("parses");
+        let mut simplified = original.clone();
+        let outcome = run(&mut simplified);
+        crate::core::verify::verify(&simplified).expect("verifies");
+        let text = simplified.to_string();
+        assert_eq!(text.matches("replicate 4 0.0").count(), 2, "{text}");
+        assert_eq!(text.matches(" = neg ").count(), 1, "{text}");
+        assert!(
+            outcome.fired.contains_key(&Rule::CommonSubexpression),
+            "{text}"
+        );
+        let inputs = [Array::new(
+            vec![4],
+            ArrayData::F32(vec![1.0, -0.0, 2.5, f32::NAN]),
+        )];
         assert_same_bits(&original, &simplified, &inputs);
     }
 
