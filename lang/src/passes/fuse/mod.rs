@@ -911,8 +911,9 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
         match IndexValue::of_prim(prim, &values, elem, &self.shape)? {
             IndexValue::Affine(affine) => Some(Sym::Affine(affine)),
             IndexValue::Wrapped(affine, period) => {
-                let long = (affine.terms.iter())
-                    .all(|&(_, coeff)| coeff.unsigned_abs() * WRAP_MIN_RUN <= period as u64);
+                let long = (affine.terms.iter()).all(|&(_, coeff)| {
+                    coeff.unsigned_abs().saturating_mul(WRAP_MIN_RUN) <= period as u64
+                });
                 long.then_some(Sym::Wrapped(affine, period))
             }
         }
