@@ -662,6 +662,51 @@ fn gradients_through_ring_neighbours_gather_with_wrapped_reads() {
     agrees_with_the_interpreter_on_1_and_2_threads(&format!("{defs}:p (lap x, grad lap x)\n"));
 }
 
+/// Note [Light values]: a value of one cheap operation read at a point and at both its
+/// neighbours is computed by its reader three times rather than written and read back; one
+/// of three operations read as often is materialised (six extra operations a point). A
+/// block's result is read, not recomputed, by a light value: state_sim's backward step
+/// scales the loop's cotangent (a result of the step) for the stencil's transpose, and is
+/// two kernels a step, not three. Values as the interpreter's on 1 and 2 threads.
+#[test]
+fn light_values_read_at_neighbours_are_computed_by_their_reader() {
+    let defs = r"N = Fin 400
+x : N=>Float = for i. sin (n_to_f (ordinal i) * 0.37)
+def right(i: N) -> N = (mod (ordinal i + 1) (size N)) @ N
+def left(i: N) -> N = (mod (unsafe_nat_diff (ordinal i + size N) 1) (size N)) @ N
+def one(v: N=>Float) -> Float =
+  s = for i. 0.5 * v[i]
+  sum for i. s[right i] * s[i] + s[left i]
+def three(v: N=>Float) -> Float =
+  s = for i. 0.5 * v[i] + v[i] * v[i]
+  sum for i. s[right i] * s[i] + s[left i]
+def sim(x0: N=>Float) -> Float =
+  xT = yield_state x0 \xr.
+    vr <- with_state (for i:N. 0.0)
+    for_ t:(Fin 20).
+      x = get xr
+      v = for i. get vr!i + 0.01 * (x[right i] - 2.0 * x[i] + x[left i] - sin x[i])
+      vr := v
+      xr := for i. x[i] + 0.01 * v[i]
+  sum for i. xT[i] * xT[i]
+";
+    let mut fused = session(Engine::Fused);
+    outputs(&mut fused, defs);
+    let text = fused_stage(&mut fused, "one x");
+    assert_eq!(count_lines(&text, "kernel"), 1, "{text}");
+    let text = fused_stage(&mut fused, "three x");
+    assert_eq!(count_lines(&text, "kernel"), 2, "{text}");
+    let text = fused_stage(&mut fused, "grad sim x");
+    let backward = text
+        .split("= fold")
+        .nth(1)
+        .expect("the gradient's backward loop is a fold");
+    assert_eq!(count_lines(backward, "kernel"), 2, "{text}");
+    agrees_with_the_interpreter_on_1_and_2_threads(&format!(
+        "{defs}:p (one x, three x, grad one x, grad three x, grad sim x)\n"
+    ));
+}
+
 /// A contraction too shallow for a matrix product (depth 6 < `MATMUL_MIN_DEPTH`) whose reads
 /// are strided across the output (`w[k, j]` along `k`): its lines run across the output, not
 /// 6 points at a time along the sum, and add in the same order as the interpreter (1 and 2

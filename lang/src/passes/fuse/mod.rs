@@ -69,9 +69,9 @@
 // a pass of reads (the constant cotangent a scan's gradient starts from). A pull
 // variable computed from indices and literals alone (a mask such as `eq (iota n) 0`) is
 // inlined up to `INDEX_ONLY_RECOMPUTE` computations: it reads no memory. A *light* pull
-// variable (Note [Light values]) is inlined up to `LIGHT_RECOMPUTE` computations: computed
-// again, it reads what reading it would. Any other pull variable is inlined when its weight
-// is at most 1.
+// variable (Note [Light values]) is inlined while its extra computations stay within
+// `LIGHT_OPS` operations: computed again, it reads what reading it would. Any other pull
+// variable is inlined when its weight is at most 1.
 //
 // Note [Light values]
 // ~~~~~~~~~~~~~~~~~~~
@@ -86,9 +86,13 @@
 // statements, `tr` and `reshape`), besides literals, rank-0 values, values of indices and
 // literals alone, and broadcasts (`replicate`, which reads an array smaller than the
 // variable). Its operands that are pull variables must be light themselves: otherwise
-// inlining it could bring their reads along. A light variable inlined into `w` readers
-// costs `w - 1` extra computations of a few cheap operations per element against a write
-// and a read of it: `LIGHT_RECOMPUTE` bounds `w`.
+// inlining it could bring their reads along. A light variable of `ops` operations inlined
+// into `w` readers costs `(w - 1) * ops` extra operations per element against a kernel, a
+// write and a read of it: it is inlined while that is at most `LIGHT_OPS`. So a value of
+// four operations is computed twice at most, and one of a single operation up to five
+// times: state_sim's backward step scales a cotangent (`0.01 * ct`) that the next kernel
+// reads at its point and at both neighbours; three multiplications a point cost less than
+// a kernel of their own (three launches a step became two).
 //
 // Note [Masked reads]
 // ~~~~~~~~~~~~~~~~~~~
@@ -337,12 +341,20 @@ impl<'a> Fuser<'a> {
         index_only
     }
 
-    /// The light pull variables of the block (Note [Light values]).
-    fn light(&self, index_only: &HashSet<VarId>) -> HashSet<VarId> {
+    /// The light pull variables of the block and the operations computing their elements
+    /// (Note [Light values]).
+    fn light(&self, index_only: &HashSet<VarId>) -> HashMap<VarId, usize> {
         let program = self.program;
         // For each pull or view variable that can be part of a light value: the cheap
         // operations computing its element, and the array it reads at its own points.
         let mut parts: HashMap<VarId, LightPart> = HashMap::new();
+        let results: HashSet<VarId> = self
+            .block
+            .results
+            .iter()
+            .copied()
+            .filter_map(var_of)
+            .collect();
         let part_of = |parts: &HashMap<VarId, LightPart>, atom: &Atom| -> Option<LightPart> {
             let Atom::Var(var) = atom else {
                 return Some(LightPart::default());
@@ -352,18 +364,20 @@ impl<'a> Fuser<'a> {
             }
             match self.def.get(var) {
                 Some(&stmt_idx)
-                    if matches!(self.kinds[stmt_idx], FusionClass::Pull | FusionClass::View) =>
+                    if matches!(self.kinds[stmt_idx], FusionClass::Pull | FusionClass::View)
+                        && !results.contains(var) =>
                 {
                     parts.get(var).copied()
                 }
-                // An input, or bound by a reduction or a bulk statement: materialised.
+                // An input, a result of the block, or bound by a reduction or a bulk
+                // statement: materialised.
                 _ => Some(LightPart {
                     ops: 0,
                     read: Some(*var),
                 }),
             }
         };
-        let mut light = HashSet::new();
+        let mut light = HashMap::new();
         for stmt in &self.block.stmts {
             let binder = stmt.binders[0];
             let part = match &stmt.expr {
@@ -388,7 +402,7 @@ impl<'a> Fuser<'a> {
             };
             parts.insert(binder, part);
             if matches!(stmt.expr, Expr::Prim(..)) {
-                light.insert(binder);
+                light.insert(binder, part.ops);
             }
         }
         light
@@ -398,7 +412,7 @@ impl<'a> Fuser<'a> {
     fn choose_materialised(
         &self,
         index_only: &HashSet<VarId>,
-        light: &HashSet<VarId>,
+        light: &HashMap<VarId, usize>,
     ) -> HashSet<VarId> {
         let program = self.program;
         let mut forced: HashSet<VarId> = self
@@ -447,7 +461,9 @@ impl<'a> Fuser<'a> {
                     || program.var_ty(binder).rank() == 0
                     || weight <= 1
                     || (index_only.contains(&binder) && weight <= INDEX_ONLY_RECOMPUTE)
-                    || (light.contains(&binder) && weight <= LIGHT_RECOMPUTE));
+                    || light.get(&binder).is_some_and(|&ops| {
+                        weight.saturating_sub(1).saturating_mul(ops) <= LIGHT_OPS
+                    }));
             let own = if inlined {
                 own
             } else {
@@ -542,11 +558,8 @@ impl Readers {
 /// recomputed per element before it is materialised instead.
 const INDEX_ONLY_RECOMPUTE: usize = 8;
 
-/// How many times a light pull variable (Note [Light values]) may be computed per element
-/// before it is materialised instead.
-const LIGHT_RECOMPUTE: usize = 2;
-
-/// The most cheap operations that compute the element of a light value.
+/// The most cheap operations that compute the element of a light value, and the most extra
+/// operations per element its readers may spend computing it again (Note [Light values]).
 const LIGHT_OPS: usize = 4;
 
 /// What computing the element of a value takes, for Note [Light values]: its cheap
