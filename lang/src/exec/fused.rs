@@ -614,6 +614,16 @@ const MAX_LINE: usize = 16 * LINE;
 // (`lanes::exp_of_difference`): the difference is rounded to its type as `sub` rounds it, so
 // the bits are those of the two passes, and the `sub` node computes nothing.
 
+// Note [Uniform coordinates]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A coordinate computed by nodes (`Coord::Node`) is read as a gather: an address per point,
+// then a load per point. When the nodes depend on no point (a rank-0 read and literals),
+// their lane is a splat: the row of a loop's stored carries that a step of its reverse
+// sweep reads (`carries[min (max (n - 1 - k) 0) (n - 1), i0]`, every gradient of a loop
+// over tables) is one row for the whole launch. Such a coordinate times its stride moves
+// the read's start (`read_typed`), and the read is a run like an affine one: read in place
+// when contiguous, copied otherwise. The values are those of the gather.
+
 // Note [Point masks]
 // ~~~~~~~~~~~~~~~~~~
 // The gradients of shifts and scans select at one row: `select (eq (iota n) 0) a b` (the
@@ -2268,7 +2278,16 @@ fn read_typed<'a, T: LaneElem>(
     let Line {
         base, axis, len, ..
     } = *line;
+    // Computed coordinates that are the same at every point of the line move the start
+    // (Note [Uniform coordinates]).
+    let uniform: Option<isize> = (plan.node_coords.iter())
+        .map(|&(node, stride)| {
+            let value = coord(node).values::<i64>(len).err()?;
+            Some(value as isize * stride)
+        })
+        .sum();
     let start = plan.offset - origin
+        + uniform.unwrap_or(0)
         + plan
             .axis_steps
             .iter()
@@ -2297,7 +2316,7 @@ fn read_typed<'a, T: LaneElem>(
         let (row_shift, next) = plan.wrap_shift(line, q, 0);
         row_shift == shift && next >= row_len
     };
-    if plan.node_coords.is_empty()
+    if uniform.is_some()
         && !splat
         && step == 1
         && (rows == 1 || row_step == row_len as isize)
@@ -2312,6 +2331,10 @@ fn read_typed<'a, T: LaneElem>(
             Ok(coords) => Ok(&coords[q * row_len..(q + 1) * row_len]),
             Err(coord) => Err(coord),
         };
+        let coords: Option<&dyn Fn(NodeId) -> Result<&'a [i64], i64>> = match uniform {
+            Some(_) => None,
+            None => Some(&coords),
+        };
         values_outside(row, &valid).for_each(|value| *value = T::default());
         // Pieces between the wraps of the wrapped coordinates (one piece without them).
         let mut low = valid.start;
@@ -2319,7 +2342,7 @@ fn read_typed<'a, T: LaneElem>(
             let (shift, next) = plan.wrap_shift(line, q, low);
             let high = next.min(valid.end);
             let row_start = start + row_step * q as isize + shift;
-            read_piece(plan, data, row_start, step, low..high, &coords, row);
+            read_piece(plan, data, row_start, step, low..high, coords, row);
             low = high;
         }
     }
@@ -2337,19 +2360,20 @@ fn values_outside<'v, T>(
 }
 
 /// Positions `piece` of one row of `read_typed` into `values`: the point at position `p`
-/// reads `data[start + step * p]` (plus its node coordinates, `coords`).
+/// reads `data[start + step * p]` (plus its node coordinates, `coords`, unless they are
+/// uniform and in `start`).
 fn read_piece<'c, T: LaneElem>(
     plan: &ReadPlan,
     data: &[T],
     start: isize,
     step: isize,
     piece: Range<usize>,
-    coords: &dyn Fn(NodeId) -> Result<&'c [i64], i64>,
+    coords: Option<&dyn Fn(NodeId) -> Result<&'c [i64], i64>>,
     values: &mut [T],
 ) {
     let (low, high) = (piece.start, piece.end);
     let first = start + step * low as isize;
-    if plan.node_coords.is_empty() {
+    let Some(coords) = coords else {
         match step {
             0 => values[low..high].fill(data[first as usize]),
             1 => {
@@ -2372,7 +2396,7 @@ fn read_piece<'c, T: LaneElem>(
             }
         }
         return;
-    }
+    };
     // A gather: the addresses first, a coordinate at a time (loops that vectorise), then the
     // loads; `LINE` points at a time.
     let mut buffer = [0isize; LINE];
@@ -2683,10 +2707,12 @@ pub(in crate::exec) mod tests {
     use super::PointMask;
     use super::{affine_in_range, digits_of_one_offset, index_line, point_line, point_mask, Line};
     use super::{band_count, even_rows, long_products, panel_rows};
+    use super::{read_typed, ReadPlan};
     use super::{MIN_PANEL_ROWS, PANEL_ELEMENTS, PANEL_FLOPS};
     use crate::core::ir::{Elem, Scalar};
     use crate::core::kernel::{Affine, Node, NodeId, Step};
     use crate::exec::lanes::Lane;
+    use crate::exec::lanes::LaneElem;
 
     /// Programs whose one kernel compares an index (through a cast or not) with a value
     /// known at launch, and whether that comparison is a point mask: only where the cast
@@ -2858,6 +2884,52 @@ pub(in crate::exec) mod tests {
         };
         assert_eq!(huge.bounds(&shape), None);
         assert_eq!(Affine::axis(1).bounds(&[3, 0]), None);
+    }
+
+    /// Note [Uniform coordinates]: a read whose computed coordinate is a splat is a run at
+    /// the start it moves to, read in place when contiguous; a coordinate that varies along
+    /// the line is still gathered. The values are those of the gather.
+    #[test]
+    fn reads_at_uniform_computed_coordinates_are_runs() {
+        let data: Vec<f32> = (0..1000).map(|i| i as f32).collect();
+        let plan = |axis_step: isize| ReadPlan {
+            tensor: 0,
+            offset: 5,
+            axis_steps: vec![axis_step],
+            node_coords: vec![(NodeId(0), 100)],
+            masks: Vec::new(),
+            wraps: Vec::new(),
+            prefetch: false,
+        };
+        let base = [10];
+        let line = Line::new(&base, Some(0), 50, &[]);
+        let mut row = Lane::new(Elem::I64);
+        i64::values_mut(&mut row.column)[..50].fill(3);
+        let expected = |p: usize, step: usize, row: usize| (5 + 100 * row + step * (10 + p)) as f32;
+        for splat in [true, false] {
+            row.splat = splat;
+            let coord = |_: NodeId| row.as_ref();
+            let mut out = Lane::new(Elem::F32);
+            // Contiguous: in place at the moved start when the coordinate is uniform.
+            let start = read_typed(&plan(1), &data, 0, &coord, &line, &mut out);
+            if splat {
+                assert_eq!(start, Some(5 + 300 + 10));
+            } else {
+                assert_eq!(start, None);
+                for p in 0..50 {
+                    assert_eq!(f32::values_mut(&mut out.column)[p], expected(p, 1, 3));
+                }
+            }
+            // Strided: copied, the gather's values either way.
+            let mut out = Lane::new(Elem::F32);
+            assert_eq!(
+                read_typed(&plan(2), &data, 0, &coord, &line, &mut out),
+                None
+            );
+            for p in 0..50 {
+                assert_eq!(f32::values_mut(&mut out.column)[p], expected(p, 2, 3));
+            }
+        }
     }
 
     #[test]
