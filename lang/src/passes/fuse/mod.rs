@@ -622,7 +622,7 @@ fn cheap(prim: Prim) -> bool {
 // a gather. But `a mod p` of an exact affine `a` that is never negative over the kernel is
 // `a - p·k` on each run of points where `k = a div p` is constant: a contiguous (or strided)
 // read, broken where `a` crosses a multiple of `p`. Such a coordinate stays symbolic
-// (`Sym::Wrapped`, also through casts that keep every value below `p`) and becomes
+// (`IndexValue::Wrapped`, also through casts that keep every value below `p`) and becomes
 // `Coord::Wrapped` on an axis that holds `0..p` (views pass it on: a gather's parameter,
 // `tr`; `reshape` and `iota` compute it by nodes); the engine cuts each line at
 // the wraps and reads every piece as an affine read. Where `a` never reaches `p` the `mod`
@@ -638,10 +638,28 @@ const WRAP_MIN_RUN: u64 = 16;
 /// constant stays symbolic too (Note [Wrapped reads]).
 #[derive(Clone, Debug)]
 enum Sym {
-    Affine(Affine),
+    /// Symbolic, with no node.
+    Index(IndexValue),
     Node(NodeId),
-    /// `affine mod period`, the affine never negative over the kernel.
-    Wrapped(Affine, i64),
+}
+
+impl Sym {
+    fn affine(affine: Affine) -> Sym {
+        Sym::Index(IndexValue::Affine(affine))
+    }
+
+    /// A coordinate given to an inlined view (never a masked one: those are only made for
+    /// direct reads).
+    fn of_coord(coord: &Coord) -> Sym {
+        match coord {
+            Coord::Affine(affine) => Sym::affine(affine.clone()),
+            Coord::Node(node) => Sym::Node(*node),
+            Coord::Wrapped(affine, period) => {
+                Sym::Index(IndexValue::Wrapped(affine.clone(), *period as i64))
+            }
+            Coord::Masked(..) => unreachable!("masked coordinates are only made for direct reads"),
+        }
+    }
 }
 
 /// A hashable form of a node, for sharing equal nodes within a kernel (floats by their bits).
@@ -714,14 +732,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
 
     /// A coordinate as an `I64` node.
     fn coord_node(&mut self, coord: &Coord) -> NodeId {
-        match coord {
-            Coord::Affine(affine) => self.node(Node::Index(affine.clone()), Elem::I64),
-            Coord::Node(node) => *node,
-            Coord::Wrapped(affine, period) => {
-                self.sym_node(&Sym::Wrapped(affine.clone(), *period as i64))
-            }
-            Coord::Masked(..) => unreachable!("masked coordinates are only made for direct reads"),
-        }
+        self.sym_node(&Sym::of_coord(coord))
     }
 
     /// The element of `atom` at `coords` (one per axis of the atom).
@@ -793,7 +804,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
                 let leading: Vec<Sym> = index
                     .iter()
                     .map(|atom| match atom {
-                        Atom::Lit(Scalar::I64(value)) => Sym::Affine(Affine::constant(*value)),
+                        Atom::Lit(Scalar::I64(value)) => Sym::affine(Affine::constant(*value)),
                         other => Sym::Node(self.pull_atom(other, Vec::new())),
                     })
                     .collect();
@@ -807,17 +818,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
                 let n_leading = block.params.len();
                 let mut env: HashMap<VarId, Sym> = HashMap::new();
                 for (&param, coord) in block.params.iter().zip(&coords[..n_leading]) {
-                    let sym = match coord {
-                        Coord::Affine(affine) => Sym::Affine(affine.clone()),
-                        Coord::Node(node) => Sym::Node(*node),
-                        Coord::Wrapped(affine, period) => {
-                            Sym::Wrapped(affine.clone(), *period as i64)
-                        }
-                        Coord::Masked(..) => {
-                            unreachable!("masked coordinates are only made for direct reads")
-                        }
-                    };
-                    env.insert(param, sym);
+                    env.insert(param, Sym::of_coord(coord));
                 }
                 for stmt in &block.stmts {
                     let value = self.index_fn_stmt(&stmt.expr, stmt.binders[0], &env);
@@ -853,7 +854,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
     fn sym_of(&mut self, atom: &Atom, env: &HashMap<VarId, Sym>) -> Sym {
         match atom {
             Atom::Lit(scalar) => match scalar.int_value() {
-                Some(value) => Sym::Affine(Affine::constant(value)),
+                Some(value) => Sym::affine(Affine::constant(value)),
                 None => Sym::Node(self.lit(*scalar)),
             },
             Atom::Var(var) => match env.get(var) {
@@ -866,9 +867,11 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
 
     fn sym_node(&mut self, sym: &Sym) -> NodeId {
         match sym {
-            Sym::Affine(affine) => self.node(Node::Index(affine.clone()), Elem::I64),
+            Sym::Index(IndexValue::Affine(affine)) => {
+                self.node(Node::Index(affine.clone()), Elem::I64)
+            }
             Sym::Node(node) => *node,
-            Sym::Wrapped(affine, period) => {
+            Sym::Index(IndexValue::Wrapped(affine, period)) => {
                 let index = self.node(Node::Index(affine.clone()), Elem::I64);
                 let period_lit = self.lit(Scalar::I64(*period));
                 let node = self.prim(Prim::Mod, vec![index, period_lit], Elem::I64);
@@ -883,14 +886,14 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
     /// affine one a literal.
     fn sym_node_of(&mut self, sym: &Sym, elem: Elem) -> NodeId {
         match sym {
-            Sym::Affine(affine) if elem != Elem::I64 => {
+            Sym::Index(IndexValue::Affine(affine)) if elem != Elem::I64 => {
                 if affine.terms.is_empty() {
                     return self.lit(cast_scalar(Scalar::I64(affine.constant), elem));
                 }
                 let index = self.sym_node(sym);
                 self.prim(Prim::Cast(elem), vec![index], elem)
             }
-            Sym::Wrapped(_, period) if elem != Elem::I64 => {
+            Sym::Index(IndexValue::Wrapped(_, period)) if elem != Elem::I64 => {
                 let index = self.sym_node(sym);
                 let node = self.prim(Prim::Cast(elem), vec![index], elem);
                 self.ranges.insert(node, (0, period - 1));
@@ -903,9 +906,9 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
     /// The values a sym takes over the kernel, where known.
     fn sym_range(&self, sym: &Sym) -> Option<(i64, i64)> {
         match sym {
-            Sym::Affine(affine) => affine.bounds(&self.shape),
+            Sym::Index(IndexValue::Affine(affine)) => affine.bounds(&self.shape),
             Sym::Node(node) => self.ranges.get(node).copied(),
-            Sym::Wrapped(_, period) => Some((0, period - 1)),
+            Sym::Index(IndexValue::Wrapped(_, period)) => Some((0, period - 1)),
         }
     }
 
@@ -913,23 +916,20 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
     /// (`IndexValue::of_prim`, Notes [Index arithmetic] and [Wrapped reads]); a wrapped one
     /// only with a period long against its coefficients.
     fn index_value(&self, prim: Prim, operands: &[Sym], elem: Elem) -> Option<Sym> {
-        let values: Vec<Option<IndexValue>> = (operands.iter())
+        let values: Vec<Option<&IndexValue>> = (operands.iter())
             .map(|sym| match sym {
-                Sym::Affine(affine) => Some(IndexValue::Affine(affine.clone())),
-                Sym::Wrapped(affine, period) => Some(IndexValue::Wrapped(affine.clone(), *period)),
+                Sym::Index(value) => Some(value),
                 Sym::Node(_) => None,
             })
             .collect();
-        let values: Vec<Option<&IndexValue>> = values.iter().map(Option::as_ref).collect();
-        match IndexValue::of_prim(prim, &values, elem, &self.shape)? {
-            IndexValue::Affine(affine) => Some(Sym::Affine(affine)),
-            IndexValue::Wrapped(affine, period) => {
-                let long = (affine.terms.iter()).all(|&(_, coeff)| {
-                    coeff.unsigned_abs().saturating_mul(WRAP_MIN_RUN) <= period as u64
-                });
-                long.then_some(Sym::Wrapped(affine, period))
-            }
-        }
+        let value = IndexValue::of_prim(prim, &values, elem, &self.shape)?;
+        let long = match &value {
+            IndexValue::Affine(_) => true,
+            IndexValue::Wrapped(affine, period) => (affine.terms.iter()).all(|&(_, coeff)| {
+                coeff.unsigned_abs().saturating_mul(WRAP_MIN_RUN) <= *period as u64
+            }),
+        };
+        long.then_some(Sym::Index(value))
     }
 
     /// The values `prim` of `operands` takes over the kernel as an integer of type `elem`:
@@ -939,7 +939,9 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
         let (least, greatest) = elem.int_range()?;
         let (low, high) = self.sym_range(operands.first()?)?;
         let divisor = || match operands.get(1) {
-            Some(Sym::Affine(affine)) if affine.terms.is_empty() && affine.constant > 0 => {
+            Some(Sym::Index(IndexValue::Affine(affine)))
+                if affine.terms.is_empty() && affine.constant > 0 =>
+            {
                 Some(affine.constant)
             }
             _ => None,
@@ -1002,18 +1004,18 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
         let direct = self.reads_directly(array);
         for (sym, &dim) in leading.iter().zip(array_shape) {
             match sym {
-                Sym::Affine(affine) if self.known_in_range(affine, dim) => {
+                Sym::Index(IndexValue::Affine(affine)) if self.known_in_range(affine, dim) => {
                     coords.push(Coord::Affine(affine.clone()));
                 }
                 // The engine finds the in-range part of each line itself.
-                Sym::Affine(affine) if direct => {
+                Sym::Index(IndexValue::Affine(affine)) if direct => {
                     coords.push(Coord::Masked(affine.clone(), dim));
                 }
                 // A view passes it on to the read below (no zeros to keep, unlike a mask).
-                Sym::Wrapped(affine, period) if *period <= dim as i64 => {
+                Sym::Index(IndexValue::Wrapped(affine, period)) if *period <= dim as i64 => {
                     coords.push(Coord::Wrapped(affine.clone(), *period as usize));
                 }
-                Sym::Node(_) | Sym::Wrapped(..)
+                Sym::Node(_) | Sym::Index(IndexValue::Wrapped(..))
                     if self
                         .sym_range(sym)
                         .is_some_and(|(low, high)| low >= 0 && high < dim as i64) =>
