@@ -341,6 +341,16 @@ impl<'a> Fuser<'a> {
         index_only
     }
 
+    /// The variables the block returns (always materialised).
+    fn result_vars(&self) -> HashSet<VarId> {
+        self.block
+            .results
+            .iter()
+            .copied()
+            .filter_map(var_of)
+            .collect()
+    }
+
     /// The light pull variables of the block and the operations computing their elements
     /// (Note [Light values]).
     fn light(&self, index_only: &HashSet<VarId>) -> HashMap<VarId, usize> {
@@ -348,13 +358,7 @@ impl<'a> Fuser<'a> {
         // For each pull or view variable that can be part of a light value: the cheap
         // operations computing its element, and the array it reads at its own points.
         let mut parts: HashMap<VarId, LightPart> = HashMap::new();
-        let results: HashSet<VarId> = self
-            .block
-            .results
-            .iter()
-            .copied()
-            .filter_map(var_of)
-            .collect();
+        let results = self.result_vars();
         let part_of = |parts: &HashMap<VarId, LightPart>, atom: &Atom| -> Option<LightPart> {
             let Atom::Var(var) = atom else {
                 return Some(LightPart::default());
@@ -415,13 +419,7 @@ impl<'a> Fuser<'a> {
         light: &HashMap<VarId, usize>,
     ) -> HashSet<VarId> {
         let program = self.program;
-        let mut forced: HashSet<VarId> = self
-            .block
-            .results
-            .iter()
-            .copied()
-            .filter_map(var_of)
-            .collect();
+        let mut forced = self.result_vars();
         for (stmt_idx, stmt) in self.block.stmts.iter().enumerate() {
             if matches!(
                 self.kinds[stmt_idx],
