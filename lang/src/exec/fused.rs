@@ -424,10 +424,9 @@ struct ReadPlan {
     offset: isize,
     axis_steps: Vec<isize>,
     node_coords: Vec<(NodeId, isize)>,
-    /// The `Coord::Masked` coordinates: their constant, coefficient per axis and length.
-    masks: Vec<(i64, Vec<i64>, i64)>,
-    /// The `Coord::Wrapped` coordinates (counted unwrapped in `offset` and `axis_steps`).
-    wraps: Vec<Wrap>,
+    /// The `Coord::Masked` and `Coord::Wrapped` coordinates (counted as plain affines in
+    /// `offset` and `axis_steps`).
+    bounded: Vec<Bounded>,
     /// Whether its runs are prefetched (Note [Prefetching streams]): in reductions that
     /// are not members of a row group (`Launch::without_prefetch`).
     prefetch: bool,
@@ -439,9 +438,12 @@ impl ReadPlan {
     /// with its start past its end, which is empty too).
     fn in_range(&self, line: &Line<'_>, q: usize, points: usize) -> Range<usize> {
         let mut valid = 0..points;
-        for (constant, steps, dim) in &self.masks {
-            let (start, step) = line.affine_along(*constant, steps, q);
-            let range = affine_in_range(start, step, *dim, points);
+        for coord in &self.bounded {
+            let Bound::Masked { dim } = coord.bound else {
+                continue;
+            };
+            let (start, step) = line.affine_along(coord.constant, &coord.steps, q);
+            let range = affine_in_range(start, step, dim, points);
             valid = valid.start.max(range.start)..valid.end.min(range.end);
         }
         valid
@@ -452,14 +454,17 @@ impl ReadPlan {
     /// (`usize::MAX`: never). Note [Wrapped reads] in `passes::fuse`.
     fn wrap_shift(&self, line: &Line<'_>, q: usize, p: usize) -> (isize, usize) {
         let (mut shift, mut next) = (0isize, usize::MAX);
-        for wrap in &self.wraps {
-            let (start, step) = line.affine_along(wrap.constant, &wrap.steps, q);
+        for coord in &self.bounded {
+            let Bound::Wrapped { period, stride } = coord.bound else {
+                continue;
+            };
+            let (start, step) = line.affine_along(coord.constant, &coord.steps, q);
             let value = start + step * p as i64;
-            let turns = value.div_euclid(wrap.period);
-            shift -= (turns * wrap.period) as isize * wrap.stride;
-            let floor = turns * wrap.period;
+            let turns = value.div_euclid(period);
+            shift -= (turns * period) as isize * stride;
+            let floor = turns * period;
             let left = match step.cmp(&0) {
-                std::cmp::Ordering::Greater => (floor + wrap.period - value + step - 1) / step,
+                std::cmp::Ordering::Greater => (floor + period - value + step - 1) / step,
                 std::cmp::Ordering::Less => (value - floor) / -step + 1,
                 std::cmp::Ordering::Equal => continue,
             };
@@ -469,13 +474,20 @@ impl ReadPlan {
     }
 }
 
-/// A `Coord::Wrapped` coordinate of a read: its affine's constant and coefficient per
-/// axis, its period, and the stride of its axis in the variable read.
-struct Wrap {
+/// An affine coordinate of a read that the engine bounds along each line: the affine's
+/// constant and coefficient per axis of the kernel, and how it is bounded.
+struct Bounded {
     constant: i64,
     steps: Vec<i64>,
-    period: i64,
-    stride: isize,
+    bound: Bound,
+}
+
+#[derive(Clone, Copy)]
+enum Bound {
+    /// `Coord::Masked`: the value read is zero outside `0..dim`.
+    Masked { dim: i64 },
+    /// `Coord::Wrapped`: taken modulo `period`, on an axis of `stride` in the variable read.
+    Wrapped { period: i64, stride: isize },
 }
 
 /// The positions `p` in `0..points` with `0 <= start + step * p < dim`.
@@ -833,8 +845,7 @@ impl<'k> Launch<'k> {
                     offset: 0,
                     axis_steps: vec![0; rank],
                     node_coords: Vec::new(),
-                    masks: Vec::new(),
-                    wraps: Vec::new(),
+                    bounded: Vec::new(),
                     prefetch: kernel.reduce.is_some() && prefetch::enabled(),
                 };
                 // Note [Row-major digits]: the axes whose coordinates are the digits of one
@@ -857,18 +868,20 @@ impl<'k> Launch<'k> {
                         Coord::Affine(affine)
                         | Coord::Masked(affine, _)
                         | Coord::Wrapped(affine, _) => {
-                            let steps = || (0..rank).map(|axis| affine.coeff(axis)).collect();
-                            match coord {
-                                Coord::Masked(_, dim) => {
-                                    plan.masks.push((affine.constant, steps(), *dim as i64));
-                                }
-                                Coord::Wrapped(_, period) => plan.wraps.push(Wrap {
-                                    constant: affine.constant,
-                                    steps: steps(),
+                            let bound = match coord {
+                                Coord::Masked(_, dim) => Some(Bound::Masked { dim: *dim as i64 }),
+                                Coord::Wrapped(_, period) => Some(Bound::Wrapped {
                                     period: *period as i64,
                                     stride,
                                 }),
-                                _ => {}
+                                _ => None,
+                            };
+                            if let Some(bound) = bound {
+                                plan.bounded.push(Bounded {
+                                    constant: affine.constant,
+                                    steps: (0..rank).map(|axis| affine.coeff(axis)).collect(),
+                                    bound,
+                                });
                             }
                             plan.offset += affine.constant as isize * stride;
                             for &(axis, coeff) in &affine.terms {
@@ -979,7 +992,7 @@ impl<'k> Launch<'k> {
         };
         let in_place = |plan: &ReadPlan| {
             plan.node_coords.is_empty()
-                && plan.masks.is_empty()
+                && !(plan.bounded.iter()).any(|coord| matches!(coord.bound, Bound::Masked { .. }))
                 && plan.axis_steps.get(inner) == Some(&1)
                 && (outer == inner || plan.axis_steps[outer] == self.shape[inner] as isize)
         };
@@ -1009,9 +1022,8 @@ impl<'k> Launch<'k> {
             let extent = self.shape[inner];
             let reads_merge = self.reads.iter().flatten().all(|plan| {
                 plan.axis_steps[outer] == plan.axis_steps[inner] * extent as isize
-                    && (plan.masks.iter().map(|(_, steps, _)| steps))
-                        .chain(plan.wraps.iter().map(|wrap| &wrap.steps))
-                        .all(|steps| steps[outer] == steps[inner] * extent as i64)
+                    && (plan.bounded.iter())
+                        .all(|coord| coord.steps[outer] == coord.steps[inner] * extent as i64)
             });
             let indices_merge = self
                 .indices
@@ -1025,11 +1037,8 @@ impl<'k> Launch<'k> {
             self.shape.remove(inner);
             for plan in self.reads.iter_mut().flatten() {
                 plan.axis_steps.remove(outer);
-                for (_, steps, _) in &mut plan.masks {
-                    steps.remove(outer);
-                }
-                for wrap in &mut plan.wraps {
-                    wrap.steps.remove(outer);
+                for coord in &mut plan.bounded {
+                    coord.steps.remove(outer);
                 }
             }
             for affine in self.indices.iter_mut().flatten() {
@@ -2302,8 +2311,7 @@ fn read_typed<'a, T: LaneElem>(
     let splat = step == 0
         && row_step == 0
         && plan.node_coords.iter().all(|(node, _)| coord(*node).splat)
-        && plan.masks.iter().all(|(_, steps, _)| still(steps))
-        && plan.wraps.iter().all(|wrap| still(&wrap.steps));
+        && plan.bounded.iter().all(|coord| still(&coord.steps));
     out.splat = splat;
     let (row_len, rows) = if splat {
         (1, 1)
@@ -2897,8 +2905,7 @@ pub(in crate::exec) mod tests {
             offset: 5,
             axis_steps: vec![axis_step],
             node_coords: vec![(NodeId(0), 100)],
-            masks: Vec::new(),
-            wraps: Vec::new(),
+            bounded: Vec::new(),
             prefetch: false,
         };
         let base = [10];
