@@ -300,9 +300,10 @@ impl<'a> Fuser<'a> {
             fused_operands: HashSet::new(),
         };
         let index_only = fuser.index_only();
-        let light = fuser.light(&index_only);
         fuser.fused_operands = monoid::fused_operands(&fuser, &index_only);
-        fuser.materialised = fuser.choose_materialised(&index_only, &light);
+        let forced = fuser.forced();
+        let light = fuser.light(&index_only, &forced);
+        fuser.materialised = fuser.choose_materialised(&index_only, &light, forced);
         fuser.free = index_only
             .into_iter()
             .filter(|var| fuser.kinds[fuser.def[var]] == FusionClass::View)
@@ -341,24 +342,53 @@ impl<'a> Fuser<'a> {
         index_only
     }
 
-    /// The variables the block returns (always materialised).
-    fn result_vars(&self) -> HashSet<VarId> {
-        self.block
+    /// The variables materialised whatever their readers (Note [Materialise or recompute]):
+    /// the block's results, what reductions and bulk statements bind, what nested blocks
+    /// read, and the operands of bulk statements they do not fuse.
+    fn forced(&self) -> HashSet<VarId> {
+        let program = self.program;
+        let mut forced: HashSet<VarId> = self
+            .block
             .results
             .iter()
             .copied()
             .filter_map(var_of)
-            .collect()
+            .collect();
+        for (stmt_idx, stmt) in self.block.stmts.iter().enumerate() {
+            if matches!(
+                self.kinds[stmt_idx],
+                FusionClass::Bulk | FusionClass::Reduce
+            ) {
+                forced.extend(&stmt.binders);
+            }
+            let mut nested_uses = Vec::new();
+            for block in expr_blocks(&stmt.expr) {
+                collect_uses(program, block, &mut nested_uses);
+            }
+            forced.extend(
+                nested_uses
+                    .into_iter()
+                    .filter(|var| self.def.contains_key(var)),
+            );
+            if self.kinds[stmt_idx] == FusionClass::Bulk {
+                forced.extend(
+                    expr_atoms(&stmt.expr)
+                        .into_iter()
+                        .filter_map(var_of)
+                        .filter(|&var| !self.fused_operands.contains(&(var, stmt_idx))),
+                );
+            }
+        }
+        forced
     }
 
     /// The light pull variables of the block and the operations computing their elements
-    /// (Note [Light values]).
-    fn light(&self, index_only: &HashSet<VarId>) -> HashMap<VarId, usize> {
+    /// (Note [Light values]); a `forced` variable is read, never recomputed.
+    fn light(&self, index_only: &HashSet<VarId>, forced: &HashSet<VarId>) -> HashMap<VarId, usize> {
         let program = self.program;
         // For each pull or view variable that can be part of a light value: the cheap
         // operations computing its element, and the array it reads at its own points.
         let mut parts: HashMap<VarId, LightPart> = HashMap::new();
-        let results = self.result_vars();
         let part_of = |parts: &HashMap<VarId, LightPart>, atom: &Atom| -> Option<LightPart> {
             let Atom::Var(var) = atom else {
                 return Some(LightPart::default());
@@ -369,12 +399,11 @@ impl<'a> Fuser<'a> {
             match self.def.get(var) {
                 Some(&stmt_idx)
                     if matches!(self.kinds[stmt_idx], FusionClass::Pull | FusionClass::View)
-                        && !results.contains(var) =>
+                        && !forced.contains(var) =>
                 {
                     parts.get(var).copied()
                 }
-                // An input, a result of the block, or bound by a reduction or a bulk
-                // statement: materialised.
+                // An input, or materialised whatever its readers (`forced`).
                 _ => Some(LightPart {
                     ops: 0,
                     read: Some(*var),
@@ -417,34 +446,9 @@ impl<'a> Fuser<'a> {
         &self,
         index_only: &HashSet<VarId>,
         light: &HashMap<VarId, usize>,
+        forced: HashSet<VarId>,
     ) -> HashSet<VarId> {
         let program = self.program;
-        let mut forced = self.result_vars();
-        for (stmt_idx, stmt) in self.block.stmts.iter().enumerate() {
-            if matches!(
-                self.kinds[stmt_idx],
-                FusionClass::Bulk | FusionClass::Reduce
-            ) {
-                forced.extend(&stmt.binders);
-            }
-            let mut nested_uses = Vec::new();
-            for block in expr_blocks(&stmt.expr) {
-                collect_uses(program, block, &mut nested_uses);
-            }
-            forced.extend(
-                nested_uses
-                    .into_iter()
-                    .filter(|var| self.def.contains_key(var)),
-            );
-            if self.kinds[stmt_idx] == FusionClass::Bulk {
-                forced.extend(
-                    expr_atoms(&stmt.expr)
-                        .into_iter()
-                        .filter_map(var_of)
-                        .filter(|&var| !self.fused_operands.contains(&(var, stmt_idx))),
-                );
-            }
-        }
         // Readers, from the last statement back (readers come after what they read).
         let mut readers: HashMap<VarId, Readers> = HashMap::new();
         let mut materialised = HashSet::new();
