@@ -2310,7 +2310,7 @@ fn read_typed<'a, T: LaneElem>(
     };
     let splat = step == 0
         && row_step == 0
-        && plan.node_coords.iter().all(|(node, _)| coord(*node).splat)
+        && uniform.is_some()
         && plan.bounded.iter().all(|coord| still(&coord.steps));
     out.splat = splat;
     let (row_len, rows) = if splat {
@@ -2910,9 +2910,18 @@ pub(in crate::exec) mod tests {
         };
         let base = [10];
         let line = Line::new(&base, Some(0), 50, &[]);
+        // The row: 3 at every point (a splat), or 3 and 4 in turn.
         let mut row = Lane::new(Elem::I64);
-        i64::values_mut(&mut row.column)[..50].fill(3);
-        let expected = |p: usize, step: usize, row: usize| (5 + 100 * row + step * (10 + p)) as f32;
+        for (p, value) in i64::values_mut(&mut row.column)[..50]
+            .iter_mut()
+            .enumerate()
+        {
+            *value = 3 + (p % 2) as i64;
+        }
+        let expected = |p: usize, step: usize, row: &Lane| {
+            let at = if row.splat { 3 } else { 3 + p % 2 };
+            (5 + 100 * at + step * (10 + p)) as f32
+        };
         for splat in [true, false] {
             row.splat = splat;
             let coord = |_: NodeId| row.as_ref();
@@ -2924,7 +2933,7 @@ pub(in crate::exec) mod tests {
             } else {
                 assert_eq!(start, None);
                 for p in 0..50 {
-                    assert_eq!(f32::values_mut(&mut out.column)[p], expected(p, 1, 3));
+                    assert_eq!(f32::values_mut(&mut out.column)[p], expected(p, 1, &row));
                 }
             }
             // Strided: copied, the gather's values either way.
@@ -2934,7 +2943,7 @@ pub(in crate::exec) mod tests {
                 None
             );
             for p in 0..50 {
-                assert_eq!(f32::values_mut(&mut out.column)[p], expected(p, 2, 3));
+                assert_eq!(f32::values_mut(&mut out.column)[p], expected(p, 2, &row));
             }
         }
     }
