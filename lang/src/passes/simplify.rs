@@ -152,8 +152,10 @@ fn simplify_block(
         for nested in expr_blocks(&stmt.expr) {
             // A view of literals (`replicate 0.0`) is free where it is used: shared with a
             // variable of this block, a loop body would read it from memory at every step.
-            let mut inner_seen = seen.clone();
-            inner_seen.retain(|_, var| !is_literal_view(&cx.defs, *var));
+            let mut inner_seen: HashMap<ExprKey, VarId> = (seen.iter())
+                .filter(|&(_, &var)| !is_literal_view(&cx.defs, var))
+                .map(|(key, &var)| (key.clone(), var))
+                .collect();
             simplify_block(program, nested, &mut inner_seen, cx);
         }
         if let Some(converted) = if_conversion(program, &stmt) {
