@@ -806,15 +806,27 @@ fn row_chains_run_in_groups_and_agree_with_the_interpreter() {
     assert_eq!(text.matches("writes %").count(), 1, "{text}");
     let text = fused_stage(&mut fused, "for i. norm long[i]");
     assert_eq!(count_lines(&text, "rows k"), 1, "{text}");
-    // Maps over the rows alone stay kernels of their own: nothing to block.
+    // Maps over few rows alone stay kernels of their own: nothing to block.
     let text = fused_stage(
         &mut fused,
         "grad (\\v. sum (cumprod v)) (for i:(Fin 5000). 1.0 + 0.001 * n_to_f (ordinal i))",
     );
     assert_eq!(count_lines(&text, "rows k"), 0, "{text}");
     assert!(count_lines(&text, "kernel k") >= 2, "{text}");
+    // Over many rows they make a group: the masked Newton step of a `while` under a `for`
+    // (the step, the kept carries, the mask) with the step itself local.
+    let newton =
+        "(for i:(Fin 40001). yield_state (1.0 + 0.001 * n_to_f (ordinal i)) \\x. while \\. \n\
+        \x20 xv = get x\n\
+        \x20 x' = xv - (xv * xv * xv - 2.0) / (3.0 * xv * xv)\n\
+        \x20 x := x'\n\
+        \x20 abs (x' - xv) > 0.00001 * x')";
+    let text = fused_stage(&mut fused, newton);
+    assert_eq!(count_lines(&text, "rows k0 over [40001]"), 1, "{text}");
+    assert_eq!(text.matches("writes local").count(), 1, "{text}");
     let src = format!(
-        "{defs}:p (sum for r. logsumexp x[r], for r. sum (softmax x[r]), grad xent x)\n\
+        "{defs}:p sum {newton}\n\
+         :p (sum for r. logsumexp x[r], for r. sum (softmax x[r]), grad xent x)\n\
          :p (for i. norm long[i], grad (\\w. sum for i. sum (norm w[i]) * n_to_f (ordinal i)) long)\n\
          :p for i k. norm cube[i, k]\n\
          :p grad (\\w. sum for i. sum for k. sum (norm w[i, k]) * n_to_f (ordinal k)) cube\n\

@@ -23,8 +23,11 @@
 // lines, where alone it might have chosen another layout (`exec::fused`, `map_down`,
 // `reduce_across`). A group has at least two members, and its first and last members take
 // part: the first's output is read by a later member, the last reads an earlier member's;
-// and some member has axes besides the rows (maps over the rows alone are elementwise
-// kernels, which run as well on their own).
+// and some member has axes besides the rows, or there are at least `MIN_MAP_GROUP_ROWS` rows
+// (maps over the rows alone are elementwise kernels, which run as well on their own while
+// what one writes is still in cache when the next reads it; over many rows, as the masked
+// Newton step of a `while` under a `for` over 10⁶ lanes, the group keeps the step's
+// intermediate in cache and never writes it).
 //
 // Each member computes the bits it computes alone: a map is pointwise, a sum adds each of its
 // outputs in dx's order in every layout, and `max`/`min` are exactly associative.
@@ -44,6 +47,10 @@ use super::row_major_strides;
 
 /// Points of iteration per row below which a kernel does not join a row group.
 pub const MIN_ROW_POINTS: usize = 64;
+/// Rows from which maps over the rows alone make a group by themselves (Note [Row groups]):
+/// an output of that many floats no longer stays in a core's cache from one kernel to the
+/// next.
+pub const MIN_MAP_GROUP_ROWS: usize = 1 << 15;
 
 /// `steps` (a schedule of `block`) with each maximal run of consecutive kernels that can share
 /// their rows made a `Step::Rows`.
@@ -145,12 +152,13 @@ fn group_at(program: &Program, steps: &[Step]) -> usize {
         Step::Kernel(kernel) => kernel.reads().contains(&first),
         _ => false,
     });
-    // Some member has axes besides the rows.
+    // Some member has axes besides the rows, or the rows are too many for one member's
+    // output to stay in cache until the next reads it.
     let wide = steps[..members].iter().any(|step| match step {
         Step::Kernel(kernel) => kernel.shape.len() > 1,
         _ => false,
     });
-    if first_read && wide {
+    if first_read && (wide || rows >= MIN_MAP_GROUP_ROWS) {
         members
     } else {
         0
