@@ -223,6 +223,20 @@ impl Column {
         })
     }
 
+    /// Writes `part`'s values (of the column's element type), in row-major order, from
+    /// element `offset` on.
+    pub fn write_at(&mut self, offset: usize, part: &Tensor) {
+        fn typed<T: LaneElem>(values: &mut [T], part: &Tensor) {
+            let array = T::of(part).expect("a part of the column's element type");
+            let dst = &mut values[..array.len()];
+            match array.as_slice() {
+                Some(src) => dst.copy_from_slice(src),
+                None => dst.iter_mut().zip(array.iter()).for_each(|(d, s)| *d = *s),
+            }
+        }
+        with_column!(self, values => typed(&mut values[offset..], part))
+    }
+
     /// The number of values held.
     pub fn len(&self) -> usize {
         with_column!(self, values => values.len())
@@ -862,6 +876,18 @@ mod tests {
         f64::values_mut(&mut lane.column)[..values.len()].copy_from_slice(values);
         lane.splat = splat;
         lane
+    }
+
+    /// `write_at` writes a part in row-major order whatever its layout: a contiguous part is
+    /// copied, a transposed view is walked in its logical order.
+    #[test]
+    fn parts_written_into_a_column_keep_row_major_order() {
+        let part = crate::exec::tensor::from_vec(&[2, 3], vec![1.0f32, 2., 3., 4., 5., 6.]);
+        let mut column = Column::with_len(Elem::F32, 14);
+        column.write_at(1, &Tensor::F32(part.clone()));
+        column.write_at(7, &Tensor::F32(part.reversed_axes()));
+        let expected = [0., 1., 2., 3., 4., 5., 6., 1., 4., 2., 5., 3., 6., 0.];
+        assert_eq!(f32::values(&column)[..], expected[..]);
     }
 
     /// A lane given back serves the next `reused` lane of its type and length on its thread,

@@ -105,6 +105,7 @@ use crate::core::visit::var_of;
 use crate::core::visit::{expr_atoms, expr_blocks};
 use crate::prim::Prim;
 use indexing::{IndexCol, IntCol, Rows};
+use lanes::Column;
 use scalar_loop::{CompiledLoop, LoopRun};
 use tensor::{from_vec, replicate, stack, standard_slice, Tensor};
 
@@ -781,23 +782,36 @@ impl Exec<'_> {
                 }
                 let n_carry = init.len();
                 let mut carry: Vec<Slot> = init.iter().map(|atom| self.slot(atom)).collect();
-                let mut ys: Vec<Vec<Tensor>> =
-                    vec![Vec::with_capacity(*size); stmt.binders.len() - n_carry];
+                // Each step's outputs are written into their stacks at once: the step's
+                // buffers are free for the next step, and the stacks (a gradient's stored
+                // states, as large as the loop is long) come from the pool, not fresh pages.
+                let stack_tys: Vec<ArrTy> = (n_carry..stmt.binders.len())
+                    .map(|position| self.binder_ty(stmt, position).clone())
+                    .collect();
+                let mut stacks: Vec<Column> = (stack_tys.iter())
+                    .map(|ty| pool::take(ty.elem, ty.shape.iter().product()))
+                    .collect();
                 let outermost = self.enter_loop(*size);
                 for i in 0..*size {
                     self.loop_iteration(outermost, i)?;
                     let mut args = vec![Slot::plain(Tensor::index(i as i64))];
                     args.extend(carry);
                     let mut results = self.run_loop_body(*body, args)?;
-                    for (parts, y) in ys.iter_mut().zip(results.split_off(n_carry)) {
-                        parts.push(y.tensor);
+                    for ((stack, ty), y) in stacks
+                        .iter_mut()
+                        .zip(&stack_tys)
+                        .zip(results.split_off(n_carry))
+                    {
+                        let step_len: usize = ty.shape[1..].iter().product();
+                        stack.write_at(i * step_len, &y.tensor);
+                        pool::give(y.tensor);
                     }
                     carry = results;
                 }
                 self.leave_loop(outermost);
                 let mut res: Vec<Tensor> = carry.into_iter().map(|slot| slot.tensor).collect();
-                for (position, parts) in (n_carry..).zip(ys) {
-                    res.push(self.stacked(stmt, position, &parts));
+                for (stack, ty) in stacks.into_iter().zip(&stack_tys) {
+                    res.push(stack.into_tensor(&ty.shape));
                 }
                 return Ok(res);
             }
