@@ -77,6 +77,10 @@ pub fn output_messages(
             MediaType::Plain(image.to_text()),
             MediaType::Png(base64::engine::general_purpose::STANDARD.encode(image.to_png())),
         ]),
+        Output::Drawing(drawing) => display(vec![
+            MediaType::Plain(drawing.to_text()),
+            MediaType::Html(drawing.to_svg()),
+        ]),
         Output::Html(markup) => display(vec![
             MediaType::Plain(markup.clone()),
             MediaType::Html(markup.clone()),

@@ -170,6 +170,8 @@ pub enum Output {
     Plot(crate::display::Figure),
     /// An image (`:html` of an image).
     Image(crate::display::Image),
+    /// A vector drawing (`:html` of a diagram): SVG in a notebook, braille as text.
+    Drawing(crate::display::Drawing),
     /// HTML markup (`:html` of a string): a notebook renders it, other media show the text.
     Html(String),
 }

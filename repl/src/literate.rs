@@ -168,6 +168,7 @@ mod tests {
             | Output::Html(text) => text.clone(),
             Output::Plot(_) => "(plot)".to_string(),
             Output::Image(_) => "(image)".to_string(),
+            Output::Drawing(_) => "(drawing)".to_string(),
             Output::Error(diagnostic) => format!("Type error: {}", diagnostic.message),
             Output::Stage { name, text } => format!("== {name} ==\n{text}"),
             Output::Timing {

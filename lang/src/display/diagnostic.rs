@@ -51,6 +51,7 @@ pub fn render_output(output: &Output, src: &str) -> String {
         | Output::Html(text) => text.clone(),
         Output::Plot(figure) => figure.to_text(),
         Output::Image(image) => image.to_text(),
+        Output::Drawing(drawing) => drawing.to_text(),
         Output::Error(diag) => render_diagnostic(diag, src),
         Output::Stage { name, text } => {
             let text = text.trim_end_matches('\n');

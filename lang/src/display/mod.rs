@@ -11,6 +11,7 @@
 //! - `image`: images (`:html`) as PNG and as text.
 
 mod diagnostic;
+mod drawing;
 mod float;
 #[cfg(test)]
 mod float_cases;
@@ -21,6 +22,7 @@ mod png;
 mod value;
 
 pub use diagnostic::{render_diagnostic, render_output};
+pub use drawing::{Drawing, Geom, Shape};
 pub use float::{format_f32, format_f64};
 pub use grid::{escape_html, Grid};
 pub use image::Image;

@@ -1,19 +1,17 @@
-//! The SVG of a diagram of the `diagram` library (`:html render_svg d bounds`): Dex's
-//! `render_svg` writes it in Dex code; dx's library keeps the shapes as data
-//! (`RenderedDiagram(Diagram(shapes), (low, high))`) and this module writes the same SVG:
-//! 400 pixels wide, the region `bounds` scaled to fit, `y` upwards, each shape in a group
-//! carrying its stroke and fill.
-
-use std::fmt::Write;
+//! The drawing of a diagram of the `diagram` library (`:html render_svg d bounds`): Dex's
+//! `render_svg` writes SVG in Dex code; dx's library keeps the shapes as data
+//! (`RenderedDiagram(Diagram(shapes), (low, high))`) and this module makes them a
+//! `display::Drawing`, whose SVG is Dex's: 400 pixels wide, the region `bounds` scaled to
+//! fit, `y` upwards, each shape in a group carrying its stroke and fill.
 
 use super::rich::scalar_value;
-use crate::display::DisplayValue;
+use crate::display::{DisplayValue, Drawing, Geom, Shape};
 
 /// The width Dex's `render_svg` draws at, in pixels.
 const WIDTH: f64 = 400.0;
 
-/// The SVG text of a `RenderedDiagram`'s fields, or `None` when they are not one.
-pub(super) fn svg(diagram: &DisplayValue, bounds: &DisplayValue) -> Option<String> {
+/// The drawing of a `RenderedDiagram`'s fields, or `None` when they are not one.
+pub(super) fn drawing(diagram: &DisplayValue, bounds: &DisplayValue) -> Option<Drawing> {
     let DisplayValue::Struct(name, fields) = diagram else {
         return None;
     };
@@ -35,104 +33,81 @@ pub(super) fn svg(diagram: &DisplayValue, bounds: &DisplayValue) -> Option<Strin
     let ((x_min, y_min), (x_max, y_max)) = (point(low)?, point(high)?);
     let scale = WIDTH / (x_max - x_min);
     let height = (y_max - y_min) * scale;
-    let mut out = format!(
-        "<svg width=\"{}\" height=\"{}\" viewBox=\"{} {} {} {}\">",
-        number(WIDTH),
-        number(height),
-        number(x_min * scale),
-        number(-y_max * scale),
-        number(WIDTH),
-        number(height),
-    );
-    for shape in shapes {
-        let DisplayValue::Tuple(parts) = shape else {
-            return None;
-        };
-        let [style, position, geom] = parts.as_slice() else {
-            return None;
-        };
-        let (x, y) = point(position)?;
-        // Flipped so that `y` goes up, then scaled (Dex's `flip_y` and `scale`).
-        let (x, y) = (x * scale, -y * scale);
-        out.push_str(&shape_svg(style, (x, y), geom, scale)?);
-    }
-    out.push_str("</svg>");
-    Some(out)
+    let shapes = (shapes.iter())
+        .map(|shape| {
+            let DisplayValue::Tuple(parts) = shape else {
+                return None;
+            };
+            let [style, position, geom] = parts.as_slice() else {
+                return None;
+            };
+            let (x, y) = point(position)?;
+            // Flipped so that `y` goes up, then scaled (Dex's `flip_y` and `scale`).
+            styled(style, (x * scale, -y * scale), geom, scale)
+        })
+        .collect::<Option<Vec<Shape>>>()?;
+    Some(Drawing {
+        view: (x_min * scale, -y_max * scale, WIDTH, height),
+        shapes,
+    })
 }
 
-/// One shape, in a group carrying its style.
-fn shape_svg(
+/// One shape at `(x, y)` in pixels, with its style.
+fn styled(
     style: &DisplayValue,
     (x, y): (f64, f64),
     geom: &DisplayValue,
     scale: f64,
-) -> Option<String> {
+) -> Option<Shape> {
     let DisplayValue::Struct(_, fields) = style else {
         return None;
     };
     let [fill, stroke, width] = fields.as_slice() else {
         return None;
     };
-    let (fill, stroke, width) = (color(fill)?, color(stroke)?, scalar(width)?);
+    let (fill, stroke, stroke_width) = (color(fill)?, color(stroke)?, scalar(width)?);
     let DisplayValue::Con(kind, args) = geom else {
         return None;
     };
     let args: Vec<&DisplayValue> = args.iter().collect();
     // A point is drawn solid, in its stroke colour.
-    let (fill, element) = match (kind.as_str(), args.as_slice()) {
-        ("PointGeom", []) => (
-            stroke.clone(),
-            format!(
-                "<circle cx=\"{}\" cy=\"{}\" r=\"1\"/>",
-                number(x),
-                number(y)
-            ),
-        ),
+    let (fill, geom) = match (kind.as_str(), args.as_slice()) {
+        ("PointGeom", []) => (stroke.clone(), Geom::Point { x, y }),
         ("Circle", [r]) => (
             fill,
-            format!(
-                "<circle cx=\"{}\" cy=\"{}\" r=\"{}\"/>",
-                number(x),
-                number(y),
-                number(scalar(r)? * scale)
-            ),
+            Geom::Circle {
+                x,
+                y,
+                r: scalar(r)? * scale,
+            },
         ),
         ("Rectangle", [w, h]) => {
             let (w, h) = (scalar(w)? * scale, scalar(h)? * scale);
-            (
-                fill,
-                format!(
-                    "<rect width=\"{}\" height=\"{}\" x=\"{}\" y=\"{}\"/>",
-                    number(w),
-                    number(h),
-                    number(x - w / 2.0),
-                    number(y - h / 2.0)
-                ),
-            )
+            let corner = (x - w / 2.0, y - h / 2.0);
+            let (x, y) = corner;
+            (fill, Geom::Rect { x, y, w, h })
         }
         ("Line", [to]) => {
             let (dx, dy) = point(to)?;
+            let (x2, y2) = (x + dx * scale, y - dy * scale);
             (
                 fill,
-                format!(
-                    "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>",
-                    number(x),
-                    number(y),
-                    number(x + dx * scale),
-                    number(y - dy * scale)
-                ),
+                Geom::Line {
+                    x1: x,
+                    y1: y,
+                    x2,
+                    y2,
+                },
             )
         }
         _ => return None,
     };
-    let mut group = String::new();
-    write!(
-        group,
-        "<g stroke=\"{stroke}\" fill=\"{fill}\" stroke-width=\"{}\">{element}</g>",
-        number(width)
-    )
-    .ok()?;
-    Some(group)
+    Some(Shape {
+        geom,
+        fill,
+        stroke,
+        stroke_width,
+    })
 }
 
 /// `Point(x, y)`.
@@ -157,7 +132,7 @@ fn color(value: &DisplayValue) -> Option<String> {
             let mut text = String::from("#");
             for channel in channels {
                 let byte = scalar(channel)?.clamp(0.0, 255.0) as u8;
-                write!(text, "{byte:02x}").ok()?;
+                text.push_str(&format!("{byte:02x}"));
             }
             Some(text)
         }
@@ -174,16 +149,6 @@ fn scalar(value: &DisplayValue) -> Option<f64> {
             u64::from_str_radix(hex, 16).ok().map(|n| n as f64)
         }
         _ => None,
-    }
-}
-
-/// A coordinate as SVG text: at most three decimals, no trailing zeros (`12.5`, `-3`).
-fn number(value: f64) -> String {
-    let text = format!("{value:.3}");
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    match text {
-        "-0" => "0".to_string(),
-        other => other.to_string(),
     }
 }
 
@@ -233,7 +198,7 @@ mod tests {
             )],
         );
         let bounds = DisplayValue::Tuple(vec![point_value(0.0, 0.0), point_value(4.0, 2.0)]);
-        let text = svg(&diagram, &bounds).expect("a diagram");
+        let text = drawing(&diagram, &bounds).expect("a diagram").to_svg();
         // 400 / 4 = 100 pixels a unit; y = 1 is 100 pixels above the x axis.
         assert_eq!(
             text,
@@ -241,6 +206,6 @@ mod tests {
              <g stroke=\"#ff0000\" fill=\"none\" stroke-width=\"2\">\
              <circle cx=\"100\" cy=\"-100\" r=\"50\"/></g></svg>"
         );
-        assert!(svg(&float(1.0), &float(2.0)).is_none());
+        assert!(drawing(&float(1.0), &float(2.0)).is_none());
     }
 }

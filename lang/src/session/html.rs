@@ -12,7 +12,7 @@
 //! - `Image(pixels)` (`png`: `imshow`, `img_to_png`; `plot`: `matshow`): `n=>m=>(Fin 3)=>Float`
 //!   in [0, 1], red, green, blue.
 //! - `RenderedDiagram(diagram, bounds)` (`diagram`: `render_svg`, `render_scaled_svg`): the
-//!   shapes as SVG (`session/diagram.rs`).
+//!   shapes as a drawing (`session/diagram.rs`): SVG in a notebook, braille as text.
 //! - a `String`.
 
 use super::rich::floats;
@@ -30,7 +30,7 @@ pub(super) fn html_output(value: &DisplayValue, span: Span) -> Result<Output, Di
             ("Plot", [xs, ys, cs]) => scatter(xs, ys, cs).map(Output::Plot),
             ("Image", [pixels]) => image(pixels).map(Output::Image),
             ("RenderedDiagram", [diagram, bounds]) => {
-                super::diagram::svg(diagram, bounds).map(Output::Html)
+                super::diagram::drawing(diagram, bounds).map(Output::Drawing)
             }
             _ => None,
         },

@@ -345,6 +345,8 @@ fn save_output(output: &Output, path: &str, span: crate::syntax::Span) -> Result
         (Output::Plot(_), _) => Err("a plot is saved to a `.png` or `.svg` file"),
         (Output::Image(image), "png") => Ok(image.to_png()),
         (Output::Image(_), _) => Err("an image is saved to a `.png` file"),
+        (Output::Drawing(drawing), "svg") => Ok(drawing.to_svg().into_bytes()),
+        (Output::Drawing(_), _) => Err("a drawing is saved to a `.svg` file"),
         (Output::Html(markup), "html") => Ok(markup.clone().into_bytes()),
         (Output::Html(_), _) => Err("HTML is saved to a `.html` file"),
         _ => Err("only plots, images and HTML can be saved to a file"),

@@ -159,7 +159,11 @@ fn set_dot(dots: &mut [Vec<Option<usize>>], column: f64, row: f64, series: usize
 }
 
 /// The braille character of text cell (`row`, `column`), and the series with most dots in it.
-fn braille(dots: &[Vec<Option<usize>>], row: usize, column: usize) -> (String, Option<usize>) {
+pub(in crate::display) fn braille(
+    dots: &[Vec<Option<usize>>],
+    row: usize,
+    column: usize,
+) -> (String, Option<usize>) {
     // Bit of each dot of a cell, by (dot row, dot column): Unicode's braille numbering.
     const BITS: [[u32; 2]; 4] = [[0x01, 0x08], [0x02, 0x10], [0x04, 0x20], [0x40, 0x80]];
     let mut code = 0;

@@ -15,6 +15,7 @@
 //! Non-finite points are left out of every drawing (a curve breaks there).
 
 mod braille;
+pub(super) use braille::braille as braille_cell;
 mod decimate;
 mod raster;
 mod ticks;
