@@ -524,14 +524,22 @@ fn results_do_not_depend_on_the_number_of_threads() {
 }
 
 /// The fused engine prints the reference interpreter's value of `src` on 1 and 2 threads.
+/// Every output of `src` (values, types, errors), as text, on each engine: the fused engine
+/// on 1 and 2 threads gives the interpreter's.
 fn agrees_with_the_interpreter_on_1_and_2_threads(src: &str) {
-    let reference = value(&mut session(Engine::Reference), src);
+    let texts = |session: &mut Session| -> Vec<String> {
+        (outputs(session, src).iter())
+            .map(|output| dx_lang::display::render_output(output, src))
+            .collect()
+    };
+    let reference = texts(&mut session(Engine::Reference));
+    assert!(!reference.is_empty(), "no output from {src:?}");
     for threads in [1, 2] {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
             .unwrap();
-        let fused = pool.install(|| value(&mut session(Engine::Fused), src));
+        let fused = pool.install(|| texts(&mut session(Engine::Fused)));
         assert_eq!(fused, reference, "{threads} threads");
     }
 }
@@ -835,6 +843,50 @@ fn row_chains_run_in_groups_and_agree_with_the_interpreter() {
          :p grad (\\w. sum for r. sum for j. exp (w[r, j] - (for q. maximum w[q])[((ordinal r + 1) `mod` 301) @ (Fin 301)])) x\n"
     );
     agrees_with_the_interpreter_on_1_and_2_threads(&src);
+}
+
+/// Note [Lanes of a while]: a `while` under a `for` over many lanes runs a block of lanes at a
+/// time when each step works on every lane alone. The `fused` stage says so for Newton's
+/// method (a per-lane input read at its lane), for a carry that is a table per lane and an
+/// integer step count beside a float; not for a step that builds a table literal (a bulk
+/// statement). Values are the
+/// interpreter's bits on 1 and 2 threads (40001 lanes: four blocks, the last shorter).
+#[test]
+fn whiles_over_many_lanes_run_by_blocks_and_agree_with_the_interpreter() {
+    let defs = "a = for i:(Fin 40001). 0.5 + 8.0 * (0.5 + 0.5 * sin (n_to_f (ordinal i) * 0.37))\n\
+        def cbrt(a: Float, x0: Float) -> Float =\n  yield_state x0 \\x.\n    while \\.\n      xv = get x\n      x' = xv - (xv * xv * xv - a) / (3.0 * xv * xv)\n      x := x'\n      abs (x' - xv) > 0.00001 * x'\n\
+        def steps(a: Float) -> (Fin 2)=>Float =\n  yield_state [1.0, 0.5] \\s.\n    while \\.\n      v = get s\n      s := for j. v[j] * 1.5 + 0.1 * a\n      v[0 @ (Fin 2)] < a\n\
+        def count(a: Float) -> Nat =\n  yield_state 0 \\k.\n    vr <- with_state 1.0\n    while \\.\n      vr := get vr * 1.1\n      k := get k + 1\n      get vr < a\n\
+        def pair(a: Float) -> (Fin 2)=>Float =\n  yield_state [1.0, 0.0] \\s.\n    while \\.\n      v = get s\n      s := [v[0 @ (Fin 2)] * 1.5, v[1 @ (Fin 2)] + a]\n      v[0 @ (Fin 2)] < a\n\n";
+    // Values first: the pool keeps buffers across sessions, so a run after another of the
+    // same program could find its answers in them.
+    let src = format!(
+        "{defs}:p sum for i. cbrt a[i] (a[i] + 1.0)\n\
+         :p (for i. steps a[i])[40000 @ (Fin 40001)]\n\
+         :p sum for i. steps a[i]\n\
+         :p sum for i. n_to_f (count a[i])\n\
+         :p sum for i. pair a[i]\n"
+    );
+    agrees_with_the_interpreter_on_1_and_2_threads(&src);
+    let mut fused = session(Engine::Fused);
+    outputs(&mut fused, defs);
+    let by_lanes = |text: &str| {
+        count_lines(text, "loop k") == 1 && text.contains("a block of lanes at a time, each step:")
+    };
+    for expr in [
+        "for i. cbrt a[i] (a[i] + 1.0)",
+        "for i. steps a[i]",
+        "for i. count a[i]",
+    ] {
+        let text = fused_stage(&mut fused, expr);
+        assert!(by_lanes(&text), "{expr}:\n{text}");
+    }
+    // A table literal in the step is a bulk statement: the while runs over all the lanes.
+    let text = fused_stage(&mut fused, "for i. pair a[i]");
+    assert!(
+        count_lines(&text, "bulk k") >= 2 && !text.contains("a block of lanes"),
+        "{text}"
+    );
 }
 
 #[test]

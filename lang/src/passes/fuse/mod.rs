@@ -111,6 +111,7 @@ mod monoid;
 mod rows;
 mod scale;
 mod scatter_add;
+mod while_lanes;
 
 pub use rows::MIN_ROW_POINTS;
 
@@ -162,7 +163,12 @@ fn schedule_block(program: &Program, block: BlockId) -> Schedule {
             FusionClass::Bulk => {
                 for body in loop_bodies_of(&stmt.expr) {
                     if !all_scalars(program, body) {
-                        loop_bodies.push(schedule_block(program, body));
+                        let mut schedule = schedule_block(program, body);
+                        if matches!(stmt.expr, Expr::While { .. }) {
+                            schedule.lanes = while_lanes::lanes_of_while(program, &schedule)
+                                .filter(|&lanes| lanes >= while_lanes::MIN_LANES);
+                        }
+                        loop_bodies.push(schedule);
                     }
                 }
                 steps.push(Step::Stmt(stmt_idx));
@@ -208,6 +214,7 @@ fn schedule_block(program: &Program, block: BlockId) -> Schedule {
             ),
         ),
         loop_bodies,
+        lanes: None,
     }
 }
 

@@ -220,11 +220,7 @@ fn reads_of_members(kernel: &Kernel, made: &[VarId]) -> Option<bool> {
         if !made.contains(var) {
             continue;
         }
-        let in_row = matches!(
-            coords.first(),
-            Some(Coord::Affine(affine)) if affine.constant == 0 && affine.terms == [(row_axis, 1)]
-        );
-        if !in_row {
+        if !coords.first().is_some_and(|coord| coord.is_axis(row_axis)) {
             return None;
         }
         reads = true;
