@@ -263,12 +263,16 @@ fn number(value: f64) -> String {
 mod tests {
     use super::*;
 
-    fn shape(geom: Geom, fill: &str) -> Shape {
-        Shape {
-            geom,
-            fill: fill.into(),
-            stroke: "#000000".into(),
-            stroke_width: 1.0,
+    /// A drawing of one shape in the view from (-200, -100), 400 × 200 pixels.
+    fn drawing(geom: Geom, fill: &str) -> Drawing {
+        Drawing {
+            view: (-200.0, -100.0, 400.0, 200.0),
+            shapes: vec![Shape {
+                geom,
+                fill: fill.into(),
+                stroke: "#000000".into(),
+                stroke_width: 1.0,
+            }],
         }
     }
 
@@ -300,18 +304,12 @@ mod tests {
     /// keeps the view's proportions.
     #[test]
     fn shapes_are_drawn_where_they_are_in_the_view() {
-        let view = (-200.0, -100.0, 400.0, 200.0);
-        let disc = Drawing {
-            view,
-            shapes: vec![shape(
-                Geom::Circle {
-                    x: 100.0,
-                    y: 0.0,
-                    r: 50.0,
-                },
-                "#ff0000",
-            )],
+        let circle = Geom::Circle {
+            x: 100.0,
+            y: 0.0,
+            r: 50.0,
         };
+        let disc = drawing(circle.clone(), "#ff0000");
         let text = disc.to_text();
         assert_eq!(text.lines().count(), 15 + 1, "{text}");
         assert!(
@@ -336,31 +334,18 @@ mod tests {
             );
         }
         assert!(set.len() > 500, "{} dots\n{text}", set.len());
-        let ring = Drawing {
-            view,
-            shapes: vec![shape(
-                Geom::Circle {
-                    x: 100.0,
-                    y: 0.0,
-                    r: 50.0,
-                },
-                "none",
-            )],
-        };
+        let ring = drawing(circle, "none");
         let ring_dots = dots(&ring.to_text());
         assert!(!ring_dots.contains(&(30, 89)) && ring_dots.len() < 200);
-        let line = Drawing {
-            view,
-            shapes: vec![shape(
-                Geom::Line {
-                    x1: -200.0,
-                    y1: -100.0,
-                    x2: 200.0,
-                    y2: 100.0,
-                },
-                "none",
-            )],
-        };
+        let line = drawing(
+            Geom::Line {
+                x1: -200.0,
+                y1: -100.0,
+                x2: 200.0,
+                y2: 100.0,
+            },
+            "none",
+        );
         let line_dots = dots(&line.to_text());
         assert!(line_dots.contains(&(0, 0)) && line_dots.contains(&(59, 119)));
         assert!(line_dots
