@@ -570,10 +570,6 @@ pub struct Schedule {
     /// body's schedule. (Loops over scalars run on scalar registers instead,
     /// `exec::scalar_loop`.)
     pub loop_bodies: Vec<Schedule>,
-    /// `Some(n)`: the body of a `while` over `n` lanes whose steps work on each lane alone,
-    /// which the engine runs a block of lanes at a time (Note [Lanes of a while] in
-    /// `passes::fuse::lanes`).
-    pub lanes: Option<usize>,
 }
 
 impl Kernel {
@@ -680,60 +676,7 @@ impl Kernel {
     }
 }
 
-impl Coord {
-    /// Whether the coordinate is exactly iteration coordinate `axis`.
-    pub fn is_axis(&self, axis: usize) -> bool {
-        matches!(self, Coord::Affine(affine) if affine.constant == 0 && affine.terms == [(axis, 1)])
-    }
-
-    /// Whether the coordinate's affine part depends on iteration coordinate `axis` (a
-    /// computed coordinate's node is not looked into).
-    pub fn uses_axis(&self, axis: usize) -> bool {
-        match self {
-            Coord::Affine(affine) | Coord::Masked(affine, _) | Coord::Wrapped(affine, _) => {
-                affine.coeff(axis) != 0
-            }
-            Coord::Node(_) => false,
-        }
-    }
-}
-
 impl Schedule {
-    /// The variables from outside the block with `lanes` rows that every kernel reading them
-    /// reads at its own row of axis 0 (coordinate 0 is `i0`, and axis 0 of the kernel's
-    /// iteration has `lanes` points): what a `while` run a block of lanes at a time gives the
-    /// block's rows of (Note [Lanes of a while] in `passes::fuse::lanes`).
-    pub fn lane_inputs(&self, program: &Program, lanes: usize) -> Vec<VarId> {
-        let block = &program.blocks[self.block];
-        let inside = |var: &VarId| {
-            block.params.contains(var) || block.stmts.iter().any(|stmt| stmt.binders.contains(var))
-        };
-        let kernels = self.steps.iter().flat_map(|step| match step {
-            Step::Kernel(kernel) => std::slice::from_ref(kernel),
-            Step::Rows(rows) => rows.kernels.as_slice(),
-            _ => &[],
-        });
-        let (mut own, mut other) = (Vec::new(), Vec::new());
-        for kernel in kernels {
-            for (node, _) in kernel.nodes.values() {
-                let Node::Read { var, coords } = node else {
-                    continue;
-                };
-                if inside(var) || program.var_ty(*var).shape.first() != Some(&lanes) {
-                    continue;
-                }
-                let at_own_lane = kernel.shape.first() == Some(&lanes)
-                    && coords.first().is_some_and(|coord| coord.is_axis(0));
-                let list = if at_own_lane { &mut own } else { &mut other };
-                if !list.contains(var) {
-                    list.push(*var);
-                }
-            }
-        }
-        own.retain(|var| !other.contains(var));
-        own
-    }
-
     /// Counts of each kind of step: (kernels, matrix products, statements left to the bulk
     /// evaluator).
     pub fn counts(&self) -> (usize, usize, usize) {
@@ -926,13 +869,9 @@ impl fmt::Display for ScheduleDisplay<'_> {
                                 .iter()
                                 .map(|atom| atom_text(program, atom))
                                 .collect();
-                            let by_lanes = match body.lanes {
-                                Some(_) => " a block of lanes at a time,",
-                                None => "",
-                            };
                             writeln!(
                                 f,
-                                "  loop k{number}: {} = {} ({}){by_lanes} each step:",
+                                "  loop k{number}: {} = {} ({}) each step:",
                                 binders.join(", "),
                                 crate::core::print::expr_name(&stmt.expr),
                                 init.join(", "),

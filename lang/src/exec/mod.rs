@@ -74,7 +74,6 @@ mod elementwise;
 mod fused;
 mod indexing;
 mod jit;
-mod lane_blocks;
 pub(crate) mod lanes;
 mod loop_blocks;
 mod loop_jit;
@@ -742,11 +741,6 @@ impl Exec<'_> {
             }
             Expr::While { init, body } => {
                 let carry: Vec<Slot> = init.iter().map(|atom| self.slot(atom)).collect();
-                let by_lanes = (self.loop_schedules.get(body).copied())
-                    .and_then(|schedule| Some((schedule, schedule.lanes?)));
-                if let Some((schedule, lanes)) = by_lanes {
-                    return self.run_while_by_lanes(carry, schedule, lanes);
-                }
                 let (carry, _) = self.run_while(carry, *body, false)?;
                 return Ok(carry.into_iter().map(|slot| slot.tensor).collect());
             }

@@ -111,7 +111,6 @@ mod monoid;
 mod rows;
 mod scale;
 mod scatter_add;
-mod while_lanes;
 
 pub use rows::MIN_ROW_POINTS;
 
@@ -163,12 +162,7 @@ fn schedule_block(program: &Program, block: BlockId) -> Schedule {
             FusionClass::Bulk => {
                 for body in loop_bodies_of(&stmt.expr) {
                     if !all_scalars(program, body) {
-                        let mut schedule = schedule_block(program, body);
-                        if matches!(stmt.expr, Expr::While { .. }) {
-                            schedule.lanes = while_lanes::lanes_of_while(program, &schedule)
-                                .filter(|&lanes| lanes >= while_lanes::MIN_LANES);
-                        }
-                        loop_bodies.push(schedule);
+                        loop_bodies.push(schedule_block(program, body));
                     }
                 }
                 steps.push(Step::Stmt(stmt_idx));
@@ -214,7 +208,6 @@ fn schedule_block(program: &Program, block: BlockId) -> Schedule {
             ),
         ),
         loop_bodies,
-        lanes: None,
     }
 }
 

@@ -220,7 +220,11 @@ fn reads_of_members(kernel: &Kernel, made: &[VarId]) -> Option<bool> {
         if !made.contains(var) {
             continue;
         }
-        if !coords.first().is_some_and(|coord| coord.is_axis(row_axis)) {
+        let in_row = matches!(
+            coords.first(),
+            Some(Coord::Affine(affine)) if affine.constant == 0 && affine.terms == [(row_axis, 1)]
+        );
+        if !in_row {
             return None;
         }
         reads = true;
