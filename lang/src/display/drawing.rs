@@ -4,10 +4,9 @@
 
 use std::fmt::Write;
 
-use super::plot::braille_cell;
+use super::plot::{braille_cell, segment_dots, set_dot, COLUMNS};
 
-/// Braille canvas of the text form, in characters: its width, and its height at most.
-const COLUMNS: usize = 60;
+/// Most rows of the text form's braille canvas (it is as wide as a plot's, `COLUMNS`).
 const MAX_ROWS: usize = 30;
 
 /// A drawing: the region `view` (`x`, `y`, width, height in pixels, `y` down) and the shapes
@@ -155,26 +154,13 @@ impl Canvas {
     }
 
     fn set(&mut self, column: f64, row: f64) {
-        let (column, row) = (column.round(), row.round());
-        if !(column >= 0.0 && row >= 0.0) {
-            return;
-        }
-        if let Some(dot) =
-            (self.dots.get_mut(row as usize)).and_then(|line| line.get_mut(column as usize))
-        {
-            *dot = Some(0);
-        }
+        set_dot(&mut self.dots, column, row, 0);
     }
 
     /// A segment between two points in pixels, a dot per dot it crosses.
     fn segment(&mut self, (x1, y1): (f64, f64), (x2, y2): (f64, f64)) {
-        let (c1, r1) = self.dot(x1, y1);
-        let (c2, r2) = self.dot(x2, y2);
-        let steps = (c2 - c1).abs().max((r2 - r1).abs()).ceil().clamp(1.0, 1e5) as usize;
-        for step in 0..=steps {
-            let t = step as f64 / steps as f64;
-            self.set(c1 + (c2 - c1) * t, r1 + (r2 - r1) * t);
-        }
+        let (from, to) = (self.dot(x1, y1), self.dot(x2, y2));
+        segment_dots(&mut self.dots, from, to, 0);
     }
 
     /// The dots whose centres lie in the box of pixels `(x, y, w, h)` and pass `inside` (a
@@ -182,22 +168,16 @@ impl Canvas {
     fn fill(&mut self, (x, y, w, h): (f64, f64, f64, f64), inside: impl Fn(f64, f64) -> bool) {
         let (c1, r1) = self.dot(x, y);
         let (c2, r2) = self.dot(x + w, y + h);
-        let rows = self.dots.len() as f64;
-        let columns = self.dots[0].len() as f64;
-        let (r1, r2) = (r1.ceil().max(0.0), r2.floor().min(rows - 1.0));
-        let (c1, c2) = (c1.ceil().max(0.0), c2.floor().min(columns - 1.0));
-        let mut row = r1;
-        while row <= r2 {
-            let mut column = c1;
-            while column <= c2 {
-                let px = self.origin.0 + column / self.scale.0;
-                let py = self.origin.1 + row / self.scale.1;
+        let rows = dot_span(r1, r2, self.dots.len());
+        let columns = dot_span(c1, c2, self.dots[0].len());
+        for row in rows {
+            for column in columns.clone() {
+                let px = self.origin.0 + column as f64 / self.scale.0;
+                let py = self.origin.1 + row as f64 / self.scale.1;
                 if inside(px, py) {
-                    self.set(column, row);
+                    self.dots[row][column] = Some(0);
                 }
-                column += 1.0;
             }
-            row += 1.0;
         }
     }
 
@@ -238,6 +218,11 @@ impl Canvas {
             Geom::Line { x1, y1, x2, y2 } => self.segment((x1, y1), (x2, y2)),
         }
     }
+}
+
+/// The whole dots from `lo` to `hi` (fractional) among `n`: empty when none is in range.
+fn dot_span(lo: f64, hi: f64, n: usize) -> std::ops::Range<usize> {
+    lo.ceil().max(0.0) as usize..(hi.floor() + 1.0).clamp(0.0, n as f64) as usize
 }
 
 fn circle(x: f64, y: f64, r: f64) -> String {

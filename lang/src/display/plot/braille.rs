@@ -7,7 +7,7 @@ use super::{axis_label, finite_range, Chart, Figure, Labels, Series, PALETTE};
 use crate::display::format_f64;
 
 /// Braille canvas of the text form, in characters.
-const COLUMNS: usize = 60;
+pub(in crate::display) const COLUMNS: usize = 60;
 const ROWS: usize = 15;
 
 /// ANSI colours of the palette's series (blue, yellow for orange, green, red).
@@ -69,13 +69,7 @@ fn lines(series: &[Series], labels: &Labels, colour: bool, joined: bool) -> Stri
             }
             let (column, row) = to_dot(x, y);
             match previous.filter(|_| joined) {
-                Some((x0, y0)) => {
-                    let steps = (column - x0).abs().max((row - y0).abs()).ceil().max(1.0) as usize;
-                    for step in 0..=steps {
-                        let t = step as f64 / steps as f64;
-                        set_dot(&mut dots, x0 + (column - x0) * t, y0 + (row - y0) * t, idx);
-                    }
-                }
+                Some(from) => segment_dots(&mut dots, from, (column, row), idx),
                 None => set_dot(&mut dots, column, row, idx),
             }
             previous = Some((column, row));
@@ -145,7 +139,27 @@ fn lines(series: &[Series], labels: &Labels, colour: bool, joined: bool) -> Stri
         .join("\n")
 }
 
-fn set_dot(dots: &mut [Vec<Option<usize>>], column: f64, row: f64, series: usize) {
+/// The dots of a segment between two dots (fractional), one per dot it crosses.
+pub(in crate::display) fn segment_dots(
+    dots: &mut [Vec<Option<usize>>],
+    (c1, r1): (f64, f64),
+    (c2, r2): (f64, f64),
+    series: usize,
+) {
+    let steps = (c2 - c1).abs().max((r2 - r1).abs()).ceil().clamp(1.0, 1e5) as usize;
+    for step in 0..=steps {
+        let t = step as f64 / steps as f64;
+        set_dot(dots, c1 + (c2 - c1) * t, r1 + (r2 - r1) * t, series);
+    }
+}
+
+/// Sets the dot nearest to (`column`, `row`) to `series`, if it is on the canvas.
+pub(in crate::display) fn set_dot(
+    dots: &mut [Vec<Option<usize>>],
+    column: f64,
+    row: f64,
+    series: usize,
+) {
     let (column, row) = (column.round(), row.round());
     if column < 0.0 || row < 0.0 {
         return;

@@ -15,7 +15,7 @@
 //! Non-finite points are left out of every drawing (a curve breaks there).
 
 mod braille;
-pub(super) use braille::braille as braille_cell;
+pub(super) use braille::{braille as braille_cell, segment_dots, set_dot, COLUMNS};
 mod decimate;
 mod raster;
 mod ticks;
