@@ -16,7 +16,7 @@
 
 use rayon::prelude::*;
 
-use super::tensor::{from_vec, Element, Tensor};
+use super::tensor::{from_vec, standard_slice, Element, Tensor};
 use crate::core::ir::{Elem, Scalar};
 use crate::prim::{threefry2x32, unit_from_bits, vmath, Arith, Prim};
 
@@ -227,12 +227,8 @@ impl Column {
     /// element `offset` on.
     pub fn write_at(&mut self, offset: usize, part: &Tensor) {
         fn typed<T: LaneElem>(values: &mut [T], part: &Tensor) {
-            let array = T::of(part).expect("a part of the column's element type");
-            let dst = &mut values[..array.len()];
-            match array.as_slice() {
-                Some(src) => dst.copy_from_slice(src),
-                None => dst.iter_mut().zip(array.iter()).for_each(|(d, s)| *d = *s),
-            }
+            let src = standard_slice(T::of(part).expect("a part of the column's element type"));
+            values[..src.len()].copy_from_slice(&src);
         }
         with_column!(self, values => typed(&mut values[offset..], part))
     }
