@@ -730,7 +730,7 @@ impl Session {
         } = &block.decl
         {
             if stages_setting(expr).is_none() {
-                stages = all_stages().into_iter().map(String::from).collect();
+                stages = overview_stages().into_iter().map(String::from).collect();
             }
         }
         if stages.iter().any(|stage| stage == "parse") {
@@ -1283,7 +1283,10 @@ impl Session {
                         .collect();
                     match other {
                         _ if !texts.is_empty() => texts.join("\n"),
-                        "linear" | "transposed" => {
+                        _ if crate::passes::derivatives::STEPS
+                            .iter()
+                            .any(|step| step.name == other) =>
+                        {
                             "(no derivative is taken in this block)".to_string()
                         }
                         _ => format!("(the `{other}` stage is not available yet)"),
@@ -1541,11 +1544,22 @@ impl Session {
     }
 }
 
-/// The stages `:stages expr` shows, in order: the front end's, then the pipeline's.
+/// Every stage a block can show, in order: the front end's, then the pipeline's (the steps
+/// inside its passes too), then the run.
 fn all_stages() -> Vec<&'static str> {
+    block_stages(pipeline::stages())
+}
+
+/// The stages `:stages expr` shows: those of [`all_stages`] but the steps inside passes.
+fn overview_stages() -> Vec<&'static str> {
+    block_stages(pipeline::overview_stages())
+}
+
+/// The front end's stages, then `pipeline`'s, then the run.
+fn block_stages(pipeline: impl Iterator<Item = &'static str>) -> Vec<&'static str> {
     ["parse", "typed", "core"]
         .into_iter()
-        .chain(pipeline::stages())
+        .chain(pipeline)
         .chain(["run"])
         .collect()
 }

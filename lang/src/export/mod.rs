@@ -29,17 +29,17 @@ mod tests;
 
 use std::fmt;
 
-use crate::passes::pipeline::{Pass, PassKind, PIPELINE};
+use crate::passes::pipeline::{Compilation, Pass, PIPELINE};
 
 /// The stage name of the exported module (`%passes stablehlo`, `:stages`).
 pub const STAGE: &str = "stablehlo";
 
-/// The passes whose output is exported: the pipeline's rewrites, up to (not including) the
-/// first pass that compiles to a schedule.
-pub fn bulk_passes() -> &'static [Pass] {
+/// The passes whose output is exported: the pipeline's rewrites, up to (not including)
+/// fusion, which compiles the program to a schedule.
+pub fn bulk_passes() -> &'static [Pass<Compilation>] {
     let end = PIPELINE
         .iter()
-        .position(|pass| matches!(pass.kind, PassKind::Schedule(_)))
+        .position(|pass| pass.name == crate::passes::fuse::PASS.name)
         .unwrap_or(PIPELINE.len());
     &PIPELINE[..end]
 }

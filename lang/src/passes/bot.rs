@@ -27,21 +27,22 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::cleanup;
-use super::pipeline::{Log, Pass, PassKind};
+use super::pipeline::{no_stages, Compilation, Pass};
 use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
 use crate::core::visit::collect_uses;
 use crate::core::visit::{expr_atoms, expr_blocks};
 use crate::prim::Prim;
 
-pub const PASS: Pass = Pass {
+pub const PASS: Pass<Compilation> = Pass {
     name: "bot",
-    inner_stages: &[],
     description: "the bulk-operation transform: build1 becomes bulk operations ([Smeding25] §5)",
-    kind: PassKind::Rewrite(|program, _: &mut Log| {
-        run_in_place(program);
+    run: |compilation, _, _| {
+        run_in_place(&mut compilation.program);
         Ok(())
-    }),
-    postcondition: Some(normal_form),
+    },
+    postcondition: Some(|compilation| normal_form(&compilation.program)),
+    nested: no_stages,
+    overview: true,
 };
 
 /// Runs the BOT on a whole program.

@@ -1,11 +1,11 @@
 //! The `ad` pass: replaces every `jvp`/`vjp` statement that lowering emitted by its
 //! derivative program.
 //!
-//! Each derivative is taken of its function block after the steps of [`STEPS`]: the BOT
-//! and simplification of the function (AD works on bulk IR: dual arrays, [Shaikhha23] §4), then
-//! `jvp` (the `linear` stage) and, in reverse mode, transposition (the `transposed` stage).
-//! The driver's checks run after every step, on the whole program for the first two and on
-//! the derivative program for the others. The derivative statements are then copied to the
+//! Each derivative is taken of its function block by the steps of [`STEPS`], run by the
+//! pipeline's driver: the BOT and simplification of the function (`ad_bot`, `ad_simp`: AD
+//! works on bulk IR, dual arrays, [Shaikhha23] §4), then `jvp` (the `linear` stage) and, in
+//! reverse mode, transposition (the `transposed` stage). The checks after every step verify
+//! the whole program after the first two and the derivative program after the others. The derivative statements are then copied to the
 //! place of the `jvp`/`vjp` statement with the primal arguments and seeds substituted, so
 //! the result is ordinary bulk IR inside ordinary core IR (the linear flags of its tangents
 //! and cotangents, checked by the verifier in the `linear` and `transposed` stages, are
@@ -23,21 +23,140 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::ad::{self, AdError};
-use super::pipeline::{check, Ice, Log, Pass, PassKind};
+use super::ad::{self, AdError, Jvp, Vjp};
+use super::pipeline::{
+    run_passes, stages_of, verify_program, Compilation, Ice, Log, Pass, Subject,
+};
 use crate::core::inline::{copy_stmts, rename};
 use crate::core::ir::{AdMode, ArrTy, Atom, Block, BlockId, Expr, Program, Scalar, Stmt, VarId};
 use crate::core::visit::{collect_defs, collect_uses, expr_blocks, reachable_blocks};
 use crate::prim::{Prim, Tangent};
 
-pub const PASS: Pass = Pass {
+pub const PASS: Pass<Compilation> = Pass {
     name: "ad",
-    inner_stages: &["linear", "transposed"],
     description:
         "replace each jvp/vjp by its derivative program ([Shaikhha23] §4, [HuotShaikhha] §6)",
-    kind: PassKind::Rewrite(run),
-    postcondition: Some(no_derivatives_left),
+    run: |compilation, _, log| run(&mut compilation.program, log),
+    postcondition: Some(|compilation| no_derivatives_left(&compilation.program)),
+    nested: || stages_of(STEPS),
+    overview: true,
 };
+
+/// The steps of a derivative, in order; transposition, the last, only in reverse mode.
+pub const STEPS: &[Pass<Derivation>] = &[
+    Pass::step(
+        "ad_bot",
+        "the bulk-operation transform of the function",
+        |derivation, _, _| {
+            super::bot::run_block(&mut derivation.program, derivation.func);
+            Ok(())
+        },
+    ),
+    Pass::step(
+        "ad_simp",
+        "the simplification of the function",
+        |derivation, _, _| {
+            super::simplify::run_from(&mut derivation.program, derivation.func);
+            Ok(())
+        },
+    ),
+    Pass::new(
+        "linear",
+        "the function and its linear map on tangents ([Shaikhha23] §4.1)",
+        |derivation, _, _| {
+            let jvp = ad::jvp(&mut derivation.program, derivation.func)
+                .map_err(|err| ad_ice("linear", err, &derivation.program))?;
+            derivation.derivative = Some(Linearised::Jvp(jvp));
+            Ok(())
+        },
+    ),
+    Pass::new(
+        "transposed",
+        "the linear map transposed: cotangents to gradients ([HuotShaikhha] §6)",
+        |derivation, _, _| {
+            let Some(Linearised::Jvp(jvp)) = &derivation.derivative else {
+                return Err(Ice::failed(
+                    "transposed",
+                    "transposition before linearisation",
+                    &derivation.program,
+                ));
+            };
+            let vjp = ad::vjp(&mut derivation.program, jvp)
+                .map_err(|err| ad_ice("transposed", err, &derivation.program))?;
+            derivation.derivative = Some(Linearised::Vjp(vjp));
+            Ok(())
+        },
+    ),
+];
+
+/// The steps a derivative of `mode` takes.
+fn steps(mode: AdMode) -> &'static [Pass<Derivation>] {
+    match mode {
+        AdMode::Jvp => &STEPS[..STEPS.len() - 1],
+        AdMode::Vjp => STEPS,
+    }
+}
+
+/// A derivative being taken: the whole program (owned while the steps run), the function
+/// block, and the derivative program once `linear` has made one.
+pub struct Derivation {
+    program: Program,
+    func: BlockId,
+    derivative: Option<Linearised>,
+}
+
+/// The derivative program after `linear` or after `transposed`.
+enum Linearised {
+    Jvp(Jvp),
+    Vjp(Vjp),
+}
+
+impl Linearised {
+    /// The derivative program's inputs (parameters, then seeds), statements and results
+    /// (the function's, then the derivatives).
+    fn parts(&self) -> (Vec<VarId>, Vec<Stmt>, Vec<Atom>) {
+        match self {
+            Linearised::Jvp(jvp) => {
+                let mut params = jvp.params.clone();
+                params.extend(jvp.tangent_params.iter().flatten());
+                let mut results = jvp.results.clone();
+                results.extend(jvp.tangent_results.iter().flatten());
+                (params, jvp.stmts.clone(), results)
+            }
+            Linearised::Vjp(vjp) => {
+                let mut params = vjp.params.clone();
+                params.extend(&vjp.ct_params);
+                let mut stmts = vjp.forward.clone();
+                stmts.extend(vjp.backward.iter().cloned());
+                let mut results = vjp.results.clone();
+                results.extend(vjp.grads.iter().flatten());
+                (params, stmts, results)
+            }
+        }
+    }
+}
+
+impl Subject for Derivation {
+    type Input = ();
+
+    fn check(&self, _: &(), pass: &'static str) -> Result<(), Ice> {
+        match &self.derivative {
+            None => verify_program(pass, &self.program, None),
+            Some(derivative) => verify_program(pass, &alone(&self.program, derivative), None),
+        }
+    }
+
+    fn show(&self, _: &()) -> String {
+        match &self.derivative {
+            None => self.program.to_string(),
+            Some(derivative) => {
+                let mut alone = alone(&self.program, derivative);
+                super::cleanup::run(&mut alone);
+                alone.to_string()
+            }
+        }
+    }
+}
 
 fn run(program: &mut Program, log: &mut Log) -> Result<(), Ice> {
     // One derivative at a time, innermost first, so that the program is whole whenever the
@@ -150,55 +269,52 @@ fn differentiate(
     func: BlockId,
     log: &mut Log,
 ) -> Result<Derivative, Ice> {
-    super::bot::run_block(program, func);
-    check("bot", program, None, None)?;
-    super::simplify::run_from(program, func);
-    check("simp", program, None, None)?;
-    let jvp = ad::jvp(program, func).map_err(|err| ad_ice("linear", err, program))?;
-    let mut params = jvp.params.clone();
-    params.extend(jvp.tangent_params.iter().flatten());
-    let mut results = jvp.results.clone();
-    results.extend(jvp.tangent_results.iter().flatten());
-    check_derivative("linear", program, params, &jvp.stmts, results, log)?;
-    if mode == AdMode::Jvp {
-        if jvp
-            .stmts
-            .iter()
-            .any(|stmt| has_custom_linear(program, stmt))
-        {
-            // Lowering refuses forward mode through a `custom_vjp` with the user's position.
-            return Err(Ice::failed(
-                "linear",
-                crate::ops::custom::NO_FORWARD_RULE,
-                program,
-            ));
+    let mut derivation = Derivation {
+        program: std::mem::take(program),
+        func,
+        derivative: None,
+    };
+    let ran = run_passes(&mut derivation, &(), steps(mode), log);
+    *program = derivation.program;
+    ran?;
+    match derivation.derivative {
+        Some(Linearised::Jvp(jvp)) => {
+            if jvp
+                .stmts
+                .iter()
+                .any(|stmt| has_custom_linear(program, stmt))
+            {
+                // Lowering refuses forward mode through a `custom_vjp` with the user's position.
+                return Err(Ice::failed(
+                    "linear",
+                    crate::ops::custom::NO_FORWARD_RULE,
+                    program,
+                ));
+            }
+            Ok(Derivative {
+                params: jvp.params,
+                seeds: jvp.tangent_params,
+                stmts: jvp.stmts,
+                results: jvp.results,
+                derivatives: jvp.tangent_results,
+            })
         }
-        return Ok(Derivative {
-            params: jvp.params,
-            seeds: jvp.tangent_params,
-            stmts: jvp.stmts,
-            results: jvp.results,
-            derivatives: jvp.tangent_results,
-        });
+        Some(Linearised::Vjp(vjp)) => {
+            let mut stmts = vjp.forward;
+            stmts.extend(vjp.backward);
+            // The transposed `custom_linear`s are the user's `bwd`, inlined: the derivative is
+            // ordinary IR (and an outer derivative differentiates `bwd`'s statements).
+            let stmts = crate::ops::custom::inline_custom(program, stmts);
+            Ok(Derivative {
+                params: vjp.params,
+                seeds: vjp.ct_params.into_iter().map(Some).collect(),
+                stmts,
+                results: vjp.results,
+                derivatives: vjp.grads,
+            })
+        }
+        None => Err(Ice::failed("ad", "the steps made no derivative", program)),
     }
-    let vjp = ad::vjp(program, &jvp).map_err(|err| ad_ice("transposed", err, program))?;
-    let mut params = vjp.params.clone();
-    params.extend(&vjp.ct_params);
-    let mut stmts = vjp.forward;
-    stmts.extend(vjp.backward);
-    let mut results = vjp.results.clone();
-    results.extend(vjp.grads.iter().flatten());
-    check_derivative("transposed", program, params, &stmts, results, log)?;
-    // The transposed `custom_linear`s are the user's `bwd`, inlined: the derivative is
-    // ordinary IR (and an outer derivative differentiates `bwd`'s statements).
-    let stmts = crate::ops::custom::inline_custom(program, stmts);
-    Ok(Derivative {
-        params: vjp.params,
-        seeds: vjp.ct_params.into_iter().map(Some).collect(),
-        stmts,
-        results: vjp.results,
-        derivatives: vjp.grads,
-    })
 }
 
 /// Whether a statement is, or holds in its blocks, a `custom_linear`.
@@ -218,23 +334,16 @@ fn ad_ice(step: &'static str, err: AdError, program: &Program) -> Ice {
     Ice::failed(step, err.0, program)
 }
 
-/// Verifies a derivative program (its params and free variables as the inputs of a program
-/// of its own) and records it as the stage `step`.
-fn check_derivative(
-    step: &'static str,
-    program: &Program,
-    params: Vec<VarId>,
-    stmts: &[Stmt],
-    results: Vec<Atom>,
-    log: &mut Log,
-) -> Result<(), Ice> {
+/// A derivative program as a program of its own: its params and the variables of the
+/// enclosing program it uses are the inputs.
+fn alone(program: &Program, derivative: &Linearised) -> Program {
+    let (params, stmts, results) = derivative.parts();
     let mut alone = program.clone();
     alone.main = alone.blocks.push(Block {
         params: Vec::new(),
-        stmts: stmts.to_vec(),
+        stmts,
         results,
     });
-    // The variables of the enclosing program that the derivative uses are inputs too.
     let mut uses = Vec::new();
     collect_uses(&alone, alone.main, &mut uses);
     let mut defined = HashSet::new();
@@ -247,12 +356,7 @@ fn check_derivative(
     free.sort();
     free.dedup();
     alone.inputs = params.into_iter().chain(free).collect();
-    check(step, &alone, None, None)?;
-    log.record(step, || {
-        super::cleanup::run(&mut alone);
-        alone.to_string()
-    });
-    Ok(())
+    alone
 }
 
 impl Derivative {

@@ -3,12 +3,15 @@
 //! verifies the IR after every pass) takes it to a kernel schedule:
 //!
 //! 1. `derivatives` (stage `ad`): replaces every `jvp`/`vjp` statement that lowering emitted
-//!    by its derivative program: the function goes through `bot` and `simplify`, then `ad`'s
-//!    `jvp` (stage `linear`) and transposition (stage `transposed`).
+//!    by its derivative program, made by the steps of `derivatives::STEPS` (run by the same
+//!    driver): the function goes through `bot` and `simplify` (`ad_bot`, `ad_simp`), then
+//!    `ad`'s `jvp` (stage `linear`) and transposition (stage `transposed`).
 //! 2. `bot`: the bulk-operation transform; no `build1` is left.
 //! 3. `simplify` (stage `simp`): exact algebraic identities and common subexpressions.
 //! 4. `fuse` (stage `fused`): the main block as a schedule of loop kernels and matrix products
-//!    (not IR: `exec::run_fused` runs it against the program).
+//!    (not IR: `exec::run_fused` runs it against the program), made by the steps of
+//!    `fuse::REWRITES` (`fuse_kernels`, then the schedule rewrites), each checked by the
+//!    schedule verifier.
 //!
 //! `cleanup` (copy propagation, dead code) runs inside `bot` and `simplify`.
 

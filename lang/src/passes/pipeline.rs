@@ -1,17 +1,18 @@
 //! The pipeline as data: the passes from core IR to a kernel schedule, in order, each a value
 //! with its stage name, and one driver that runs them.
 //!
-//! The driver is the only place that sequences passes (Cranelift's `Context::compile`, JAX's
-//! lowering pipeline): after every pass it runs the verifier, checks that the types of the
-//! program's results did not change and checks the pass's own postcondition; it times the
-//! pass and records its stage dump when asked. A failed check is an [`Ice`] (an internal
-//! compiler error as a value: the pass, what is wrong, the IR), never a panic or a string
-//! with a magic prefix.
+//! The driver ([`run_passes`]) is the only place that sequences passes (Cranelift's
+//! `Context::compile`, JAX's lowering pipeline): after every pass it runs the checks of what
+//! the passes rewrite (the [`Subject`]: the IR verifier, the schedule verifier) and the
+//! pass's own postcondition; it times the pass and records its stage dump when asked. A
+//! failed check is an [`Ice`] (an internal compiler error as a value: the pass, what is
+//! wrong, the IR), never a panic or a string with a magic prefix.
 //!
-//! Differentiation is the first pass: `derivatives` puts each function being differentiated
-//! through its steps (the BOT and simplification of the function, then `jvp` and
-//! transposition) with the same checks after each step, recording the `linear` and
-//! `transposed` stages.
+//! Two passes run pipelines of their own through the same driver, so every step between
+//! them is checked and can be shown by name (`%passes NAME`): `ad` takes each derivative
+//! through [`crate::passes::derivatives::STEPS`] (the BOT and simplification of the
+//! function, then `jvp` and transposition), and `fused` puts the kernels it makes through
+//! the schedule rewrites of `crate::passes::fuse::REWRITES`.
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -21,33 +22,147 @@ use crate::core::kernel::Schedule;
 use crate::core::verify::{self, VerifyError};
 use crate::core::verify_schedule::verify_schedule;
 
-/// What a pass does.
-pub enum PassKind {
-    /// Rewrites the program in place, recording any stages of its own in the log.
-    Rewrite(fn(&mut Program, &mut Log) -> Result<(), Ice>),
-    /// Compiles the main block into a schedule of kernels; the program itself is unchanged
-    /// (the last pass: the engine runs the schedule against the program).
-    Schedule(fn(&Program) -> Schedule),
+/// What the passes of a pipeline rewrite, and the checks the driver makes after each of them.
+pub trait Subject {
+    /// What the passes read besides their subject (the program a schedule is of).
+    type Input: ?Sized;
+    /// The checks that hold after every pass (`pass` names the pass in the [`Ice`]).
+    fn check(&self, input: &Self::Input, pass: &'static str) -> Result<(), Ice>;
+    /// The text of the subject, recorded as the stage of a pass.
+    fn show(&self, input: &Self::Input) -> String;
 }
 
-/// A pass of the pipeline.
-pub struct Pass {
-    /// Its stage name (`%passes NAME` / `:stages on NAME` show the IR after it).
+/// A pass: a rewrite of a subject `S`.
+pub struct Pass<S: Subject + 'static> {
+    /// Its stage name (`%passes NAME` / `:stages on NAME` show the subject after it).
     pub name: &'static str,
-    /// Stages the pass records itself, before its own (the derivative programs).
-    pub inner_stages: &'static [&'static str],
     pub description: &'static str,
-    pub kind: PassKind,
-    /// What must hold after the pass beyond the verifier's checks (`Err` says what does
-    /// not).
-    pub postcondition: Option<Postcondition>,
+    pub run: fn(&mut S, &S::Input, &mut Log) -> Result<(), Ice>,
+    /// What must hold after the pass beyond the subject's checks (`Err` says what does not).
+    pub postcondition: Option<Postcondition<S>>,
+    /// The stages of the pipelines the pass runs inside itself, recorded before its own.
+    pub nested: fn() -> Vec<Stage>,
+    /// Whether `:stages e` (every stage of a block) shows this one; the steps inside a pass
+    /// are shown by name only.
+    pub overview: bool,
 }
+
+impl<S: Subject> Pass<S> {
+    /// A pass with no postcondition and no pipeline of its own, shown by `:stages e`.
+    pub const fn new(
+        name: &'static str,
+        description: &'static str,
+        run: fn(&mut S, &S::Input, &mut Log) -> Result<(), Ice>,
+    ) -> Pass<S> {
+        Pass {
+            name,
+            description,
+            run,
+            postcondition: None,
+            nested: no_stages,
+            overview: true,
+        }
+    }
+
+    /// A step inside another pass: as [`Pass::new`], shown only when named.
+    pub const fn step(
+        name: &'static str,
+        description: &'static str,
+        run: fn(&mut S, &S::Input, &mut Log) -> Result<(), Ice>,
+    ) -> Pass<S> {
+        Pass {
+            overview: false,
+            ..Pass::new(name, description, run)
+        }
+    }
+}
+
+impl<S: Subject> Clone for Pass<S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S: Subject> Copy for Pass<S> {}
 
 /// A property of a pass's output; `Err` says what does not hold.
-pub type Postcondition = fn(&Program) -> Result<(), String>;
+pub type Postcondition<S> = fn(&S) -> Result<(), String>;
+
+/// A stage of the pipeline, as `%passes` and `:stages` know it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stage {
+    pub name: &'static str,
+    pub overview: bool,
+}
+
+/// The stages of `passes`, in order: each pass's nested stages, then its own.
+pub fn stages_of<S: Subject>(passes: &[Pass<S>]) -> Vec<Stage> {
+    passes
+        .iter()
+        .flat_map(|pass| {
+            (pass.nested)().into_iter().chain([Stage {
+                name: pass.name,
+                overview: pass.overview,
+            }])
+        })
+        .collect()
+}
+
+/// For [`Pass::nested`]: the pass runs no pipeline of its own.
+pub fn no_stages() -> Vec<Stage> {
+    Vec::new()
+}
+
+/// The compilation of a block: the program, and the schedule once `fused` has made it.
+pub struct Compilation {
+    pub program: Program,
+    pub schedule: Option<Schedule>,
+    /// The types of the program's results, which no pass may change.
+    results: Vec<ArrTy>,
+}
+
+impl Subject for Compilation {
+    type Input = ();
+
+    fn check(&self, _: &(), pass: &'static str) -> Result<(), Ice> {
+        verify_program(pass, &self.program, Some(&self.results))?;
+        match &self.schedule {
+            Some(schedule) => check_schedule(schedule, &self.program, pass),
+            None => Ok(()),
+        }
+    }
+
+    fn show(&self, _: &()) -> String {
+        match &self.schedule {
+            Some(schedule) => schedule.show(&self.program),
+            None => self.program.to_string(),
+        }
+    }
+}
+
+impl Subject for Schedule {
+    type Input = Program;
+
+    fn check(&self, program: &Program, pass: &'static str) -> Result<(), Ice> {
+        check_schedule(self, program, pass)
+    }
+
+    fn show(&self, program: &Program) -> String {
+        self.display(program).to_string()
+    }
+}
+
+/// The schedule verifier's check, as an [`Ice`] of `pass`.
+fn check_schedule(schedule: &Schedule, program: &Program, pass: &'static str) -> Result<(), Ice> {
+    verify_schedule(program, schedule).map_err(|what| Ice {
+        pass,
+        problem: Problem::IllFormedSchedule(what),
+        ir: schedule.display(program).to_string(),
+    })
+}
 
 /// The passes after `lower`, in order.
-pub const PIPELINE: &[Pass] = &[
+pub const PIPELINE: &[Pass<Compilation>] = &[
     super::derivatives::PASS,
     super::bot::PASS,
     super::simplify::PASS,
@@ -58,12 +173,21 @@ pub const PIPELINE: &[Pass] = &[
 /// last rewrite, before `fuse`), without changing what runs: the exported StableHLO module.
 pub const CONSUMER_STAGES: &[&str] = &[crate::export::STAGE];
 
-/// The stages of the pipeline, in order: each pass's inner stages, then the pass's own; then
-/// the consumers' stages.
+/// Every stage of the pipeline, in order (the steps inside passes too), then the consumers'
+/// stages.
 pub fn stages() -> impl Iterator<Item = &'static str> {
-    PIPELINE
-        .iter()
-        .flat_map(|pass| pass.inner_stages.iter().copied().chain([pass.name]))
+    stages_of(PIPELINE)
+        .into_iter()
+        .map(|stage| stage.name)
+        .chain(CONSUMER_STAGES.iter().copied())
+}
+
+/// The stages `:stages e` shows: the passes' own and the derivative programs.
+pub fn overview_stages() -> impl Iterator<Item = &'static str> {
+    stages_of(PIPELINE)
+        .into_iter()
+        .filter(|stage| stage.overview)
+        .map(|stage| stage.name)
         .chain(CONSUMER_STAGES.iter().copied())
 }
 
@@ -84,6 +208,8 @@ pub struct Ice {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Problem {
     IllFormed(Vec<VerifyError>),
+    /// The schedule verifier's finding.
+    IllFormedSchedule(String),
     ResultTypesChanged {
         before: Vec<ArrTy>,
         after: Vec<ArrTy>,
@@ -114,6 +240,9 @@ impl fmt::Display for Ice {
                     writeln!(f, "{error}")?;
                 }
             }
+            Problem::IllFormedSchedule(what) => {
+                writeln!(f, "`{pass}` produced an ill-formed schedule: {what}:")?;
+            }
             Problem::ResultTypesChanged { before, after } => {
                 let list = |tys: &[ArrTy]| {
                     tys.iter()
@@ -141,8 +270,9 @@ impl fmt::Display for Ice {
 pub struct PassTime {
     pub pass: &'static str,
     pub time: Duration,
+    /// 0 for the passes of [`PIPELINE`], 1 for the steps inside them, ….
+    pub depth: usize,
 }
-
 /// A stage dump recorded by the driver.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StageDump {
@@ -161,8 +291,7 @@ pub struct Compiled {
     pub times: Vec<PassTime>,
 }
 
-/// The records the driver keeps while it runs; passes that run passes of their own (the
-/// derivatives) add theirs.
+/// The records the driver keeps while it runs, for the passes and the steps inside them.
 #[derive(Default)]
 pub struct Log {
     pub stages: Vec<StageDump>,
@@ -172,6 +301,8 @@ pub struct Log {
     /// Remarks of passes on their stage (e.g. that a bound stopped a rewrite), shown at the
     /// end of its dump.
     pub notes: Vec<(&'static str, String)>,
+    /// How many drivers are running (the pipeline's, and a pass's own inside it).
+    depth: usize,
 }
 
 impl Log {
@@ -203,50 +334,66 @@ impl Log {
 }
 
 /// Runs `passes` on the output of lowering, verifying it first.
-pub fn run(core: &Program, passes: &[Pass], wanted: &[String]) -> Result<Compiled, Ice> {
+pub fn run(
+    core: &Program,
+    passes: &[Pass<Compilation>],
+    wanted: &[String],
+) -> Result<Compiled, Ice> {
     let mut log = Log::new(wanted);
-    check(LOWER, core, None, None)?;
-    let results = result_types(core);
-    let mut program = core.clone();
-    let mut schedule = None;
-    for pass in passes {
-        let start = Instant::now();
-        match pass.kind {
-            PassKind::Rewrite(rewrite) => {
-                rewrite(&mut program, &mut log)?;
-                check(pass.name, &program, Some(&results), pass.postcondition)?;
-                log.record(pass.name, || program.to_string());
-            }
-            PassKind::Schedule(compile) => {
-                let compiled = compile(&program);
-                verify_schedule(&program, &compiled).map_err(|what| Ice {
-                    pass: pass.name,
-                    problem: Problem::Postcondition(what),
-                    ir: compiled.display(&program).to_string(),
-                })?;
-                log.record(pass.name, || compiled.display(&program).to_string());
-                schedule = Some(compiled);
-            }
-        }
-        log.times.push(PassTime {
-            pass: pass.name,
-            time: start.elapsed(),
-        });
-    }
+    verify_program(LOWER, core, None)?;
+    let mut compilation = Compilation {
+        results: result_types(core),
+        program: core.clone(),
+        schedule: None,
+    };
+    run_passes(&mut compilation, &(), passes, &mut log)?;
     Ok(Compiled {
-        schedule,
-        program,
+        schedule: compilation.schedule,
+        program: compilation.program,
         stages: log.stages,
         times: log.times,
     })
 }
 
-/// The driver's checks after `pass`: the verifier, the result types, the postcondition.
-pub fn check(
+/// The driver: runs `passes` in order on `subject`, and after each its subject's checks and
+/// its postcondition; records its time and, when asked, its stage.
+pub fn run_passes<S: Subject>(
+    subject: &mut S,
+    input: &S::Input,
+    passes: &[Pass<S>],
+    log: &mut Log,
+) -> Result<(), Ice> {
+    let depth = log.depth;
+    for pass in passes {
+        let start = Instant::now();
+        log.depth = depth + 1;
+        let ran = (pass.run)(subject, input, log);
+        log.depth = depth;
+        ran?;
+        subject.check(input, pass.name)?;
+        if let Some(postcondition) = pass.postcondition {
+            postcondition(subject).map_err(|what| Ice {
+                pass: pass.name,
+                problem: Problem::Postcondition(what),
+                ir: subject.show(input),
+            })?;
+        }
+        log.record(pass.name, || subject.show(input));
+        log.times.push(PassTime {
+            pass: pass.name,
+            time: start.elapsed(),
+            depth,
+        });
+    }
+    Ok(())
+}
+
+/// The IR verifier's check of `program` after `pass`, and that the types of its results are
+/// `results` when given.
+pub fn verify_program(
     pass: &'static str,
     program: &Program,
     results: Option<&[ArrTy]>,
-    postcondition: Option<Postcondition>,
 ) -> Result<(), Ice> {
     if let Err(errors) = verify::verify(program) {
         return Err(Ice {
@@ -255,22 +402,18 @@ pub fn check(
             problem: Problem::IllFormed(errors),
         });
     }
-    let ice = |problem| Ice {
-        pass,
-        problem,
-        ir: program.to_string(),
-    };
     if let Some(before) = results {
         let after = result_types(program);
         if after != before {
-            return Err(ice(Problem::ResultTypesChanged {
-                before: before.to_vec(),
-                after,
-            }));
+            return Err(Ice {
+                pass,
+                problem: Problem::ResultTypesChanged {
+                    before: before.to_vec(),
+                    after,
+                },
+                ir: program.to_string(),
+            });
         }
-    }
-    if let Some(postcondition) = postcondition {
-        postcondition(program).map_err(|what| ice(Problem::Postcondition(what)))?;
     }
     Ok(())
 }
@@ -298,18 +441,34 @@ mod tests {
            in %5
          }";
 
+    /// The gradient of a sum of exponentials: a derivative, and a schedule whose steps the
+    /// rewrites change.
+    const GRADIENT: &str = "program(%0_x: [8]f32) {
+           %1_y: []f32, %2_g: [8]f32 = vjp (%0_x) (1.0:f32) (\\%3_p: [8]f32 ->
+             %4: [8]f32 = exp %3_p
+             %5: []f32 = sumOuter %4
+             in %5)
+           in %1_y, %2_g
+         }";
+
     fn program() -> Program {
         parse_program(SUM_OF_SQUARES).expect("the test program parses")
     }
 
-    fn all_stages() -> Vec<String> {
-        PIPELINE.iter().map(|pass| pass.name.to_string()).collect()
+    fn names(stages: &[Stage]) -> Vec<&'static str> {
+        stages.iter().map(|stage| stage.name).collect()
     }
 
     #[test]
     fn runs_every_pass_in_order_and_records_what_was_asked() {
-        let compiled = run(&program(), PIPELINE, &all_stages()).expect("compiles");
-        let timed: Vec<&str> = compiled.times.iter().map(|time| time.pass).collect();
+        let top: Vec<String> = PIPELINE.iter().map(|pass| pass.name.to_string()).collect();
+        let compiled = run(&program(), PIPELINE, &top).expect("compiles");
+        let timed: Vec<&str> = compiled
+            .times
+            .iter()
+            .filter(|time| time.depth == 0)
+            .map(|time| time.pass)
+            .collect();
         let recorded: Vec<&str> = compiled.stages.iter().map(|dump| dump.stage).collect();
         let names: Vec<&str> = PIPELINE.iter().map(|pass| pass.name).collect();
         assert_eq!(timed, names);
@@ -321,8 +480,82 @@ mod tests {
         assert!(!only_bot.stages[0].text.contains("build1"));
     }
 
+    #[test]
+    fn the_steps_inside_passes_are_stages_recorded_and_timed_by_the_driver() {
+        let stages = stages_of(PIPELINE);
+        let all = names(&stages);
+        let derivative: Vec<&str> = crate::passes::derivatives::STEPS
+            .iter()
+            .map(|pass| pass.name)
+            .collect();
+        let rewrites: Vec<&str> = crate::passes::fuse::REWRITES
+            .iter()
+            .map(|pass| pass.name)
+            .collect();
+        // Each pass's steps come before it, in their order.
+        let position = |name: &str| all.iter().position(|stage| *stage == name).unwrap();
+        for steps in [&derivative, &rewrites] {
+            let at: Vec<usize> = steps.iter().map(|name| position(name)).collect();
+            assert!(at.windows(2).all(|pair| pair[0] < pair[1]), "{all:?}");
+        }
+        assert!(position(derivative[3]) < position("ad"));
+        assert!(position(rewrites[rewrites.len() - 1]) < position("fused"));
+        // No two stages share a name, so each can be asked for alone.
+        let mut unique = all.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), all.len(), "{all:?}");
+        // The overview is the passes and the derivative programs.
+        let overview: Vec<&str> = overview_stages().collect();
+        assert_eq!(
+            overview,
+            [
+                "linear",
+                "transposed",
+                "ad",
+                "bot",
+                "simp",
+                "fused",
+                "stablehlo"
+            ]
+        );
+
+        let program = parse_program(GRADIENT).expect("the test program parses");
+        let wanted: Vec<String> = all.iter().map(|name| name.to_string()).collect();
+        let compiled = run(&program, PIPELINE, &wanted).expect("compiles");
+        let recorded: Vec<&str> = compiled.stages.iter().map(|dump| dump.stage).collect();
+        assert_eq!(recorded, all);
+        let nested: Vec<&str> = compiled
+            .times
+            .iter()
+            .filter(|time| time.depth == 1)
+            .map(|time| time.pass)
+            .collect();
+        assert_eq!(nested, [derivative.clone(), rewrites.clone()].concat());
+        let text = |stage: &str| {
+            &compiled
+                .stages
+                .iter()
+                .find(|dump| dump.stage == stage)
+                .unwrap()
+                .text
+        };
+        // The steps before `linear` show the whole program (the `vjp` still in it), the
+        // derivative steps the derivative program; the fusion steps show schedules, and the
+        // last rewrite's is the `fused` stage.
+        assert!(
+            text(derivative[0]).contains("vjp"),
+            "{}",
+            text(derivative[0])
+        );
+        assert!(text("linear").contains("exp"), "{}", text("linear"));
+        assert!(text(rewrites[0]).starts_with("schedule("));
+        assert_eq!(text(rewrites[rewrites.len() - 1]), text("fused"));
+    }
+
     /// A pass that breaks the IR: it makes the main block return an undefined variable.
-    fn dangling(program: &mut Program, _: &mut Log) -> Result<(), Ice> {
+    fn dangling(compilation: &mut Compilation, _: &(), _: &mut Log) -> Result<(), Ice> {
+        let program = &mut compilation.program;
         let var = program.new_var(ArrTy::scalar(Elem::F32), "ghost");
         let main = program.main;
         program.blocks[main].results = vec![Atom::Var(var)];
@@ -330,14 +563,16 @@ mod tests {
     }
 
     /// A pass that returns a literal of another type.
-    fn retype(program: &mut Program, _: &mut Log) -> Result<(), Ice> {
+    fn retype(compilation: &mut Compilation, _: &(), _: &mut Log) -> Result<(), Ice> {
+        let program = &mut compilation.program;
         let main = program.main;
         program.blocks[main].results = vec![Atom::Lit(Scalar::I64(0))];
         Ok(())
     }
 
     /// A pass that reintroduces a `build1` after the BOT.
-    fn rebuild(program: &mut Program, _: &mut Log) -> Result<(), Ice> {
+    fn rebuild(compilation: &mut Compilation, _: &(), _: &mut Log) -> Result<(), Ice> {
+        let program = &mut compilation.program;
         let index = program.new_var(ArrTy::scalar(Elem::I64), "i");
         let body = program.blocks.push(crate::core::ir::Block {
             params: vec![index],
@@ -353,15 +588,22 @@ mod tests {
         Ok(())
     }
 
-    fn broken(name: &'static str, rewrite: fn(&mut Program, &mut Log) -> Result<(), Ice>) -> Ice {
+    /// A schedule rewrite that runs the first step twice.
+    fn twice(schedule: &mut Schedule, _: &Program, _: &mut Log) -> Result<(), Ice> {
+        let first = schedule.steps[0].clone();
+        schedule.steps.insert(0, first);
+        Ok(())
+    }
+
+    fn broken(
+        name: &'static str,
+        rewrite: fn(&mut Compilation, &(), &mut Log) -> Result<(), Ice>,
+    ) -> Ice {
         let passes = [
             crate::passes::bot::PASS,
             Pass {
-                name,
-                description: "a broken pass",
-                inner_stages: &[],
-                kind: PassKind::Rewrite(rewrite),
                 postcondition: crate::passes::bot::PASS.postcondition,
+                ..Pass::new(name, "a broken pass", rewrite)
             },
         ];
         match run(&program(), &passes, &[]) {
@@ -397,10 +639,38 @@ mod tests {
     }
 
     #[test]
+    fn an_ill_formed_schedule_between_rewrites_is_an_ice_naming_the_rewrite() {
+        let program = crate::passes::bot::run(&program());
+        let mut schedule = Schedule {
+            block: program.main,
+            steps: Vec::new(),
+            loop_bodies: Vec::new(),
+        };
+        let passes = [
+            crate::passes::fuse::REWRITES[0],
+            Pass::new("twice", "a broken rewrite", twice),
+        ];
+        let ice =
+            run_passes(&mut schedule, &program, &passes, &mut Log::default()).expect_err("an ice");
+        assert_eq!(ice.pass, "twice");
+        assert!(
+            matches!(&ice.problem, Problem::IllFormedSchedule(what) if what.contains("again")),
+            "{ice}"
+        );
+        assert!(ice.ir.starts_with("schedule("), "{}", ice.ir);
+    }
+
+    #[test]
     fn the_input_of_the_pipeline_is_verified_as_the_output_of_lower() {
-        let mut input = program();
-        dangling(&mut input, &mut Log::default()).unwrap();
-        let ice = run(&input, PIPELINE, &[]).err().expect("an ice");
+        let mut compilation = Compilation {
+            program: program(),
+            schedule: None,
+            results: Vec::new(),
+        };
+        dangling(&mut compilation, &(), &mut Log::default()).unwrap();
+        let ice = run(&compilation.program, PIPELINE, &[])
+            .err()
+            .expect("an ice");
         assert_eq!(ice.pass, LOWER);
     }
 }

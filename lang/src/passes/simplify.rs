@@ -29,7 +29,7 @@
 use std::collections::HashMap;
 
 use super::cleanup;
-use super::pipeline::{Log, Pass, PassKind};
+use super::pipeline::{no_stages, Compilation, Pass};
 use crate::core::digits;
 use crate::core::inline;
 use crate::core::ir::{
@@ -40,12 +40,11 @@ use crate::core::visit::map_expr_atoms;
 use crate::ops::gather_scatter::{signed_permutation, ParamImage};
 use crate::prim::Prim;
 
-pub const PASS: Pass = Pass {
+pub const PASS: Pass<Compilation> = Pass {
     name: "simp",
-    inner_stages: &[],
     description: "exact algebraic identities and common subexpression elimination",
-    kind: PassKind::Rewrite(|program, log: &mut Log| {
-        let outcome = run(program);
+    run: |compilation, _, log| {
+        let outcome = run(&mut compilation.program);
         if outcome.out_of_fuel {
             log.note(
                 "simp",
@@ -53,8 +52,10 @@ pub const PASS: Pass = Pass {
             );
         }
         Ok(())
-    }),
+    },
     postcondition: None,
+    nested: no_stages,
+    overview: true,
 };
 
 /// The most rounds of rewriting (each a walk over the program, then clean-up) before the

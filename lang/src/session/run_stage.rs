@@ -15,7 +15,7 @@ use crate::passes::pipeline::PassTime;
 use super::format_duration;
 use crate::core::interp::format_bytes;
 
-/// The text of the `run` stage: the compile time of each pass, then one line per step of
+/// The text of the `run` stage: the compile time of each pass of the pipeline, then one line per step of
 /// `schedule` (numbered as in the `fused` stage) with its time, bytes and rate; `runs`, the
 /// number of timed runs whose medians `step_times` are, if any.
 pub fn render(
@@ -28,6 +28,7 @@ pub fn render(
     let mut text = String::new();
     let passes: Vec<String> = pass_times
         .iter()
+        .filter(|time| time.depth == 0)
         .map(|time| format!("{} {}", time.pass, format_duration(time.time)))
         .collect();
     let _ = writeln!(text, "compile: {}", passes.join(", "));

@@ -76,7 +76,8 @@ fn check_fused(
     inputs: &[dx_lang::core::value::Array],
     expected: Option<&Vec<dx_lang::core::value::Array>>,
 ) {
-    let schedule = fuse::run(program);
+    let schedule = fuse::schedule(program, &mut dx_lang::passes::pipeline::Log::default())
+        .unwrap_or_else(|ice| panic!("seed {seed}: {ice}"));
     assert_eq!(
         schedule.counts().1,
         0,

@@ -28,7 +28,9 @@
 //! reader adds it to something is added into that reader's output in place (`scatter_add`,
 //! Note [Scatters added in place]). Consecutive kernels over the same rows run together a
 //! block of rows at a time, and what only they read stays block-sized (`rows`, Note [Row
-//! groups]).
+//! groups]). Each block's schedule is made by the steps of [`REWRITES`], run by the
+//! pipeline's driver with the schedule verifier after each: the kernels of the statements
+//! (`fuse_kernels`), then the rewrites above in order, each a stage of its own.
 //!
 //! Assumes a verified bulk program (no `build1` in `main`; loop bodies are fused, other nested blocks are not).
 //! Guarantees: running the schedule gives the values of running the program, bit for bit, for
@@ -116,7 +118,7 @@ pub use rows::MIN_ROW_POINTS;
 
 use std::collections::{HashMap, HashSet};
 
-use super::pipeline::{Pass, PassKind};
+use super::pipeline::{run_passes, stages_of, Compilation, Ice, Log, Pass};
 use crate::core::ids::IdVec;
 use crate::core::ir::{Atom, Block, BlockId, Elem, Expr, Program, Scalar, VarId};
 use crate::core::kernel::{
@@ -127,13 +129,82 @@ use crate::core::visit::{expr_atoms, expr_blocks};
 use crate::ops::FusionClass;
 use crate::prim::{cast_scalar, Prim};
 
-pub const PASS: Pass = Pass {
+pub const PASS: Pass<Compilation> = Pass {
     name: "fused",
-    inner_stages: &[],
     description: "fuse bulk operations into loop kernels and matrix products ([Shaikhha23] §5.1)",
-    kind: PassKind::Schedule(run),
+    run: |compilation, _, log| {
+        compilation.schedule = Some(schedule(&compilation.program, log)?);
+        Ok(())
+    },
     postcondition: None,
+    nested: || stages_of(REWRITES),
+    overview: true,
 };
+
+/// The steps of fusion, run on the schedule of each block (a loop body's before the block
+/// that holds the loop): the kernels and products of its statements, then the rewrites of
+/// the schedule, in order.
+pub const REWRITES: &[Pass<Schedule>] = &[
+    Pass::step(
+        "fuse_kernels",
+        "the statements as kernels, matrix products and bulk steps",
+        |schedule, program, log| {
+            (schedule.steps, schedule.loop_bodies) = kernels(program, schedule.block, log)?;
+            Ok(())
+        },
+    ),
+    Pass::step(
+        "fuse_products",
+        "batched dot products read from the diagonal of an earlier product",
+        |schedule, _, _| rewrite_steps(schedule, |_, steps| diagonal::reuse_products(steps)),
+    ),
+    Pass::step(
+        "fuse_scales",
+        "kernels that scale a product become the product's scale",
+        |schedule, program, _| {
+            rewrite_steps(schedule, |block, steps| {
+                scale::fold_scales(program, block, steps)
+            })
+        },
+    ),
+    Pass::step(
+        "fuse_monoids",
+        "the consumers of a monoid step join it",
+        |schedule, program, _| {
+            rewrite_steps(schedule, |block, steps| {
+                monoid::fuse_consumers(program, block, steps)
+            })
+        },
+    ),
+    Pass::step(
+        "fuse_scatters",
+        "scatters added into their reader's output in place",
+        |schedule, program, _| {
+            rewrite_steps(schedule, |block, steps| {
+                scatter_add::add_scatters_in_place(program, block, steps)
+            })
+        },
+    ),
+    Pass::step(
+        "fuse_rows",
+        "kernels over the same rows run a block of rows at a time",
+        |schedule, program, _| {
+            rewrite_steps(schedule, |block, steps| {
+                rows::group_rows(program, block, steps)
+            })
+        },
+    ),
+];
+
+/// Replaces the steps of `schedule` by `rewrite` of them (given the block and the steps).
+fn rewrite_steps(
+    schedule: &mut Schedule,
+    rewrite: impl FnOnce(BlockId, Vec<Step>) -> Vec<Step>,
+) -> Result<(), Ice> {
+    let steps = std::mem::take(&mut schedule.steps);
+    schedule.steps = rewrite(schedule.block, steps);
+    Ok(())
+}
 
 /// A contraction runs as a matrix product when it has at least this many multiply-adds and
 /// a reduced axis of at least `MATMUL_MIN_DEPTH`; smaller ones stay loop kernels. At 2^15
@@ -143,14 +214,35 @@ pub const MATMUL_MIN_WORK: usize = 1 << 12;
 pub const MATMUL_MIN_DEPTH: usize = 8;
 
 /// Fuses the main block of `program`, and the bodies of its loops over tables.
-pub fn run(program: &Program) -> Schedule {
-    schedule_block(program, program.main)
+pub fn schedule(program: &Program, log: &mut Log) -> Result<Schedule, Ice> {
+    schedule_block(program, program.main, log)
 }
 
-/// The schedule of `block`: its statements as kernels, matrix products and bulk statements,
-/// with a schedule for the body of each `fold`/`scan` among the bulk statements that computes
+/// [`schedule`] without a log, for tests; a broken check panics.
+#[cfg(test)]
+pub fn run(program: &Program) -> Schedule {
+    schedule(program, &mut Log::default()).unwrap_or_else(|ice| panic!("{ice}"))
+}
+
+/// The schedule of `block`, made by the steps of [`REWRITES`].
+fn schedule_block(program: &Program, block: BlockId, log: &mut Log) -> Result<Schedule, Ice> {
+    let mut schedule = Schedule {
+        block,
+        steps: Vec::new(),
+        loop_bodies: Vec::new(),
+    };
+    run_passes(&mut schedule, program, REWRITES, log)?;
+    Ok(schedule)
+}
+
+/// The statements of `block` as kernels, matrix products and bulk statements, and a
+/// schedule for the body of each `fold`/`scan` among the bulk statements that computes
 /// tables (Note [Loop bodies]).
-fn schedule_block(program: &Program, block: BlockId) -> Schedule {
+fn kernels(
+    program: &Program,
+    block: BlockId,
+    log: &mut Log,
+) -> Result<(Vec<Step>, Vec<Schedule>), Ice> {
     let fuser = Fuser::new(program, block);
     let mut steps = Vec::new();
     let mut loop_bodies = Vec::new();
@@ -162,7 +254,7 @@ fn schedule_block(program: &Program, block: BlockId) -> Schedule {
             FusionClass::Bulk => {
                 for body in loop_bodies_of(&stmt.expr) {
                     if !all_scalars(program, body) {
-                        loop_bodies.push(schedule_block(program, body));
+                        loop_bodies.push(schedule_block(program, body, log)?);
                     }
                 }
                 steps.push(Step::Stmt(stmt_idx));
@@ -192,23 +284,7 @@ fn schedule_block(program: &Program, block: BlockId) -> Schedule {
             }
         }
     }
-    Schedule {
-        block,
-        steps: rows::group_rows(
-            program,
-            block,
-            scatter_add::add_scatters_in_place(
-                program,
-                block,
-                monoid::fuse_consumers(
-                    program,
-                    block,
-                    scale::fold_scales(program, block, diagonal::reuse_products(steps)),
-                ),
-            ),
-        ),
-        loop_bodies,
-    }
+    Ok((steps, loop_bodies))
 }
 
 // Note [Loop bodies]
