@@ -720,7 +720,16 @@ impl Session {
                 Pragma::Bench(name) => timing = Some(Some(name.clone())),
                 Pragma::Strict => strict = true,
                 Pragma::NoInline => {}
-                Pragma::Passes(names) => stages.extend(names.iter().map(|name| name.name.clone())),
+                Pragma::Passes(names) => {
+                    if let Some(unknown) = names
+                        .iter()
+                        .find(|name| !all_stages().contains(&name.name.as_str()))
+                    {
+                        outputs.push(Output::Error(unknown_stage(&unknown.name, unknown.span)));
+                        return outputs;
+                    }
+                    stages.extend(names.iter().map(|name| name.name.clone()))
+                }
             }
         }
         if let Decl::Command {
@@ -781,14 +790,7 @@ impl Session {
                     .iter()
                     .find(|name| !all_stages().contains(&name.as_str()))
                 {
-                    Some(unknown) => Err(Diagnostic {
-                        kind: ErrorKind::Parse,
-                        message: format!(
-                            "unknown stage `{unknown}`; the stages are {}",
-                            all_stages().join(" ")
-                        ),
-                        span: Some(expr.span),
-                    }),
+                    Some(unknown) => Err(unknown_stage(unknown, expr.span)),
                     None => {
                         self.stages = stages;
                         Ok(Evaluated::default())
@@ -1541,6 +1543,18 @@ impl Session {
             piped,
             sites,
         })
+    }
+}
+
+/// The error for a stage name `%passes` or `:stages on` does not know.
+fn unknown_stage(name: &str, span: crate::syntax::Span) -> Diagnostic {
+    Diagnostic {
+        kind: ErrorKind::Parse,
+        message: format!(
+            "unknown stage `{name}`; the stages are {}",
+            all_stages().join(" ")
+        ),
+        span: Some(span),
     }
 }
 
