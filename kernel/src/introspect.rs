@@ -20,7 +20,7 @@ pub fn is_complete(code: &str) -> (IsCompleteReplyStatus, String) {
     }
     let invalid = split_chunks(code)
         .iter()
-        .any(|chunk| matches!(&chunk.kind, ChunkKind::Code(Err(err)) if !err.incomplete));
+        .any(|chunk| matches!(&chunk.kind, ChunkKind::Code(Err(err)) if !err.is_incomplete()));
     if invalid {
         (IsCompleteReplyStatus::Invalid, String::new())
     } else {

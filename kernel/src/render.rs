@@ -121,7 +121,7 @@ pub fn error_output(diag: &Diagnostic, src: &str) -> ErrorOutput {
         }
     }
     ErrorOutput {
-        ename: error_name(diag.kind).to_string(),
+        ename: error_name(diag.kind()).to_string(),
         evalue: diag.message.clone(),
         traceback,
     }
@@ -197,11 +197,7 @@ mod tests {
     #[test]
     fn errors_keep_the_terminal_text_with_coloured_carets() {
         let src = ":p 1 + True\n";
-        let diag = Diagnostic {
-            kind: ErrorKind::Type,
-            message: "no".into(),
-            span: Some(Span::new(7, 11)),
-        };
+        let diag = Diagnostic::new(dx_lang::session::Code::Type, "no", Some(Span::new(7, 11)));
         let error = error_output(&diag, src);
         assert_eq!(error.ename, "TypeError");
         assert_eq!(error.evalue, "no");

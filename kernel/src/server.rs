@@ -390,11 +390,11 @@ impl Shell {
                 .flat_map(|result| result.outputs)
                 .collect(),
             None => {
-                let panicked = Output::Error(dx_lang::session::Diagnostic {
-                    kind: dx_lang::session::ErrorKind::Internal,
-                    message: "the evaluation panicked; the session may be inconsistent".into(),
-                    span: None,
-                });
+                let panicked = Output::Error(dx_lang::session::Diagnostic::new(
+                    dx_lang::session::Code::Panic,
+                    "the evaluation panicked; the session may be inconsistent",
+                    None,
+                ));
                 if !silent {
                     self.publisher
                         .child(output_messages(&panicked, &request.code, count), message);

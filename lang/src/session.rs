@@ -22,7 +22,7 @@ use crate::display::{format_value, DisplayValue};
 use crate::exec::tensor::Tensor;
 use crate::exec::{CompileLoops, ExecConfig};
 use crate::export::stablehlo::Input;
-use crate::passes::lower::{leaf_types, GlobalValue, LowerError, Lowerer};
+use crate::passes::lower::{leaf_types, GlobalValue, LowerError, LowerErrorKind, Lowerer};
 use crate::passes::lower_effects::{SiteKind, PRINT_LOG_LINES};
 use crate::passes::pipeline::{self, Ice};
 use crate::passes::PIPELINE;
@@ -129,12 +129,103 @@ pub enum ErrorKind {
     Export,
 }
 
-/// A user-facing error with the span it is about.
+/// What a diagnostic reports, as a stable code: each origin of an error keeps its code (the
+/// language server shows it, tests and fuzzers match on it), and each code has one kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Code {
+    /// Text that does not parse.
+    Syntax,
+    /// The input ends inside a construct (the REPL reads another line).
+    Incomplete,
+    /// A stage `%passes` or `:stages on` does not know.
+    UnknownStage,
+    /// A type error found by the checker.
+    Type,
+    /// A program the checker accepts that lowering cannot compile.
+    Unsupported,
+    /// An error raised while the program runs (`error`, a strict out-of-range read).
+    Runtime,
+    /// A file that cannot be read or written.
+    File,
+    /// The run was interrupted (Ctrl-C, a kernel interrupt).
+    Interrupted,
+    /// A value larger than the memory left.
+    OutOfMemory,
+    /// A program that cannot be exported (`:export`, `dx export`).
+    Export,
+    /// A pass broke an invariant: the diagnostic carries the [`Ice`].
+    Ice,
+    /// The parser met a parse tree it does not expect.
+    ParserBug,
+    /// Lowering met a typed program it does not expect.
+    LowerBug,
+    /// dx panicked; the session may be inconsistent.
+    Panic,
+    /// Any other failure of dx itself (a thread that could not start).
+    Internal,
+}
+
+impl Code {
+    /// The code as shown: a letter for the kind and a number that never changes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::Syntax => "P0001",
+            Code::Incomplete => "P0002",
+            Code::UnknownStage => "P0003",
+            Code::Type => "T0001",
+            Code::Unsupported => "T0002",
+            Code::Runtime => "R0001",
+            Code::File => "R0002",
+            Code::Interrupted => "R0003",
+            Code::OutOfMemory => "R0004",
+            Code::Export => "X0001",
+            Code::Ice => "I0001",
+            Code::ParserBug => "I0002",
+            Code::LowerBug => "I0003",
+            Code::Panic => "I0004",
+            Code::Internal => "I0005",
+        }
+    }
+
+    pub fn kind(self) -> ErrorKind {
+        match self {
+            Code::Syntax | Code::Incomplete | Code::UnknownStage => ErrorKind::Parse,
+            Code::Type | Code::Unsupported => ErrorKind::Type,
+            Code::Runtime | Code::File | Code::Interrupted | Code::OutOfMemory => {
+                ErrorKind::Runtime
+            }
+            Code::Export => ErrorKind::Export,
+            Code::Ice | Code::ParserBug | Code::LowerBug | Code::Panic | Code::Internal => {
+                ErrorKind::Internal
+            }
+        }
+    }
+}
+
+/// A user-facing error: its code, its message and the span it is about; an internal error
+/// of a pass also carries the [`Ice`] itself (the pass, what is wrong, the IR).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Diagnostic {
-    pub kind: ErrorKind,
+    pub code: Code,
     pub message: String,
     pub span: Option<Span>,
+    pub ice: Option<Box<Ice>>,
+}
+
+impl Diagnostic {
+    pub fn new(code: Code, message: impl Into<String>, span: Option<Span>) -> Diagnostic {
+        Diagnostic {
+            code,
+            message: message.into(),
+            span,
+            ice: None,
+        }
+    }
+
+    /// The stage of dx that reported it.
+    pub fn kind(&self) -> ErrorKind {
+        self.code.kind()
+    }
 }
 
 /// One output of a block, in the order it is shown.
@@ -481,11 +572,7 @@ impl Session {
                 }
                 ChunkKind::Code(Err(err)) => {
                     block_idx += 1;
-                    vec![Output::Error(Diagnostic {
-                        kind: ErrorKind::Parse,
-                        message: err.message.clone(),
-                        span: Some(err.span),
-                    })]
+                    vec![Output::Error(parse_error(err))]
                 }
                 ChunkKind::Comment => {
                     comment = Some(doc_text(&src[chunk.span.range()]));
@@ -627,19 +714,12 @@ impl Session {
                     // An error in a shipped library is dx's bug; in the user's own, the
                     // user's error, of its own kind.
                     let rendered = crate::display::render_diagnostic(&diag, text);
-                    let (kind, message) = if shipped {
-                        (
-                            ErrorKind::Internal,
-                            format!("in library `{name}`: {rendered}"),
-                        )
+                    let (code, message) = if shipped {
+                        (Code::Internal, format!("in library `{name}`: {rendered}"))
                     } else {
-                        (diag.kind, format!("in library `{name}`:\n{rendered}"))
+                        (diag.code, format!("in library `{name}`:\n{rendered}"))
                     };
-                    outputs.push(Output::Error(Diagnostic {
-                        kind,
-                        message,
-                        span: None,
-                    }));
+                    outputs.push(Output::Error(Diagnostic::new(code, message, None)));
                 }
             }
         }
@@ -695,7 +775,11 @@ impl Session {
                     .cloned()
                     .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_else(|| "unknown panic".into());
-                vec![internal(format!("dx panicked: {message}"))]
+                vec![Output::Error(Diagnostic::new(
+                    Code::Panic,
+                    format!("dx panicked: {message}"),
+                    None,
+                ))]
             }
             Err(err) => vec![internal(format!(
                 "could not start the evaluation thread: {err}"
@@ -919,11 +1003,8 @@ impl Session {
         binding: &LetBinding,
         call: &DataCall,
     ) -> Result<Evaluated, Diagnostic> {
-        let type_error_at = |span: Span, message: String| Diagnostic {
-            kind: ErrorKind::Type,
-            message,
-            span: Some(span),
-        };
+        let type_error_at =
+            |span: Span, message: String| Diagnostic::new(Code::Type, message, Some(span));
         let name = call.op.name();
         let DataOp::Load(format) = call.op else {
             return Err(type_error_at(
@@ -964,10 +1045,12 @@ impl Session {
             }
         };
         let path = self.data_path(&call.path);
-        let array = crate::data::load(format, &path, &leaf).map_err(|message| Diagnostic {
-            kind: ErrorKind::Runtime,
-            message: format!("{name} \"{}\": {message}", call.path),
-            span: Some(call.span),
+        let array = crate::data::load(format, &path, &leaf).map_err(|message| {
+            Diagnostic::new(
+                Code::File,
+                format!("{name} \"{}\": {message}", call.path),
+                Some(call.span),
+            )
         })?;
         self.bind_top(&binding.pat, &ty, vec![Tensor::from(array)]);
         Ok(Evaluated::default())
@@ -977,31 +1060,33 @@ impl Session {
     fn save_data(&mut self, call: &DataCall, cx: &BlockCx) -> Result<Evaluated, Diagnostic> {
         let name = call.op.name();
         let (DataOp::Save(format), Some(value)) = (call.op, call.value) else {
-            return Err(Diagnostic {
-                kind: ErrorKind::Type,
-                message: format!("`{name}` needs a file name and a table: `{name} \"file\" xs`"),
-                span: Some(call.span),
-            });
+            return Err(Diagnostic::new(
+                Code::Type,
+                format!("`{name}` needs a file name and a table: `{name} \"file\" xs`"),
+                Some(call.span),
+            ));
         };
         let texpr = Infer::new(&mut self.env)
             .infer_top_expr(value)
             .map_err(|err| type_error(&mut self.more_errors, err))?;
         let (arrays, evaluated) = self.run_to_arrays(&texpr, cx)?;
         let [array] = arrays.as_slice() else {
-            return Err(Diagnostic {
-                kind: ErrorKind::Type,
-                message: format!(
+            return Err(Diagnostic::new(
+                Code::Type,
+                format!(
                     "`{name}` writes one table of numbers, not a value of type {}",
                     texpr.ty
                 ),
-                span: Some(value.span),
-            });
+                Some(value.span),
+            ));
         };
         let path = self.data_path(&call.path);
-        crate::data::save(format, &path, array).map_err(|message| Diagnostic {
-            kind: ErrorKind::Runtime,
-            message: format!("{name} \"{}\": {message}", call.path),
-            span: Some(call.span),
+        crate::data::save(format, &path, array).map_err(|message| {
+            Diagnostic::new(
+                Code::File,
+                format!("{name} \"{}\": {message}", call.path),
+                Some(call.span),
+            )
         })?;
         Ok(evaluated)
     }
@@ -1017,11 +1102,11 @@ impl Session {
     /// `:help name`: the name's type and the comment lines written above its definition.
     fn help(&mut self, expr: &crate::syntax::ast::Expr) -> Result<Evaluated, Diagnostic> {
         let crate::syntax::ast::ExprKind::Var(ident) = &expr.kind else {
-            return Err(Diagnostic {
-                kind: ErrorKind::Type,
-                message: "`:help` takes a name, e.g. `:help mean`".into(),
-                span: Some(expr.span),
-            });
+            return Err(Diagnostic::new(
+                Code::Type,
+                "`:help` takes a name, e.g. `:help mean`",
+                Some(expr.span),
+            ));
         };
         let ty = Infer::new(&mut self.env)
             .infer_top_type(expr)
@@ -1046,14 +1131,14 @@ impl Session {
         }
         for ident in names {
             if let Some(line) = self.defined_at.get(&ident.name) {
-                return Err(Diagnostic {
-                    kind: ErrorKind::Type,
-                    message: format!(
+                return Err(Diagnostic::new(
+                    Code::Type,
+                    format!(
                         "`{}` is already defined on line {line}; a script defines each name once",
                         ident.name
                     ),
-                    span: Some(ident.span),
-                });
+                    Some(ident.span),
+                ));
             }
         }
         Ok(())
@@ -1203,14 +1288,14 @@ impl Session {
         cx: &BlockCx,
     ) -> Result<(DisplayValue, Evaluated), Diagnostic> {
         if texpr.ty.contains_fun() {
-            return Err(Diagnostic {
-                kind: ErrorKind::Type,
-                message: format!(
+            return Err(Diagnostic::new(
+                Code::Type,
+                format!(
                     "a function cannot be printed (its type is {}); use `:t` to see its type",
                     texpr.ty
                 ),
-                span: Some(texpr.span),
-            });
+                Some(texpr.span),
+            ));
         }
         let (arrays, evaluated) = self.run_to_arrays(texpr, cx)?;
         let value = to_display(
@@ -1463,11 +1548,7 @@ impl Session {
                 .and_then(|count| count.int_value())
                 > Some(0)
             {
-                return Err(Diagnostic {
-                    kind: ErrorKind::Runtime,
-                    message,
-                    span: Some(site.span),
-                });
+                return Err(Diagnostic::new(Code::Runtime, message, Some(site.span)));
             }
         }
         if let [count, lines, buffer_tensors @ ..] = log.as_slice() {
@@ -1546,16 +1627,27 @@ impl Session {
     }
 }
 
+/// The diagnostic of a parse error.
+pub(crate) fn parse_error(err: &crate::syntax::ParseError) -> Diagnostic {
+    use crate::syntax::ParseErrorKind;
+    let code = match err.kind {
+        ParseErrorKind::Syntax => Code::Syntax,
+        ParseErrorKind::Incomplete => Code::Incomplete,
+        ParseErrorKind::Internal => Code::ParserBug,
+    };
+    Diagnostic::new(code, err.message.clone(), Some(err.span))
+}
+
 /// The error for a stage name `%passes` or `:stages on` does not know.
 fn unknown_stage(name: &str, span: crate::syntax::Span) -> Diagnostic {
-    Diagnostic {
-        kind: ErrorKind::Parse,
-        message: format!(
+    Diagnostic::new(
+        Code::UnknownStage,
+        format!(
             "unknown stage `{name}`; the stages are {}",
             all_stages().join(" ")
         ),
-        span: Some(span),
-    }
+        Some(span),
+    )
 }
 
 /// Every stage a block can show, in order: the front end's, then the pipeline's (the steps
@@ -1621,19 +1713,14 @@ struct Compiled {
 
 /// One expression (source text) parsed, or its parse error.
 fn parse_expr(expr_src: &str) -> Result<crate::syntax::ast::Expr, Diagnostic> {
-    crate::syntax::parse_expr(expr_src).map_err(|err| Diagnostic {
-        kind: ErrorKind::Parse,
-        message: err.message,
-        span: Some(err.span),
-    })
+    crate::syntax::parse_expr(expr_src).map_err(|err| parse_error(&err))
 }
 
 /// An internal compiler error as the user sees it (the session stays usable).
 fn ice(ice: Ice) -> Diagnostic {
     Diagnostic {
-        kind: ErrorKind::Internal,
-        message: ice.to_string(),
-        span: None,
+        ice: Some(Box::new(ice.clone())),
+        ..Diagnostic::new(Code::Ice, ice.to_string(), None)
     }
 }
 
@@ -1655,28 +1742,16 @@ struct Evaluated {
 }
 
 fn internal_diagnostic(message: &str) -> Diagnostic {
-    Diagnostic {
-        kind: ErrorKind::Internal,
-        message: message.to_string(),
-        span: None,
-    }
+    Diagnostic::new(Code::Internal, message.to_string(), None)
 }
 
 fn internal(message: String) -> Output {
-    Output::Error(Diagnostic {
-        kind: ErrorKind::Internal,
-        message,
-        span: None,
-    })
+    Output::Error(Diagnostic::new(Code::Internal, message, None))
 }
 
 /// The diagnostic of a type error; the declaration's other errors go to `more`.
 fn type_error(more: &mut Vec<Diagnostic>, err: TypeError) -> Diagnostic {
-    let diagnostic = |message, span| Diagnostic {
-        kind: ErrorKind::Type,
-        message,
-        span: Some(span),
-    };
+    let diagnostic = |message, span| Diagnostic::new(Code::Type, message, Some(span));
     more.extend(
         err.also
             .into_iter()
@@ -1687,26 +1762,28 @@ fn type_error(more: &mut Vec<Diagnostic>, err: TypeError) -> Diagnostic {
 
 /// A lowering error: the user's (with its span) or dx's (an internal error in `lower`).
 fn lower_error(err: LowerError) -> Diagnostic {
-    if err.bug {
+    match err.kind {
+        LowerErrorKind::Unsupported => {
+            Diagnostic::new(Code::Unsupported, err.message, Some(err.span))
+        }
         // A bug in dx, found before there is IR to show: the span is the useful part.
-        return Diagnostic {
-            kind: ErrorKind::Internal,
-            message: format!("`{}`: {}", pipeline::LOWER, err.message),
-            span: Some(err.span),
-        };
-    }
-    Diagnostic {
-        kind: ErrorKind::Type,
-        message: err.message,
-        span: Some(err.span),
+        LowerErrorKind::Bug => Diagnostic::new(
+            Code::LowerBug,
+            format!("`{}`: {}", pipeline::LOWER, err.message),
+            Some(err.span),
+        ),
     }
 }
 
 fn runtime_error(err: InterpError, program: &Program) -> Diagnostic {
-    let span = match &err {
-        InterpError::OutOfRange { var, .. } => program.source_map.get(var).copied(),
-        InterpError::TooLarge { var, .. } => program.source_map.get(var).copied(),
-        InterpError::Interrupted => None,
+    let (code, span) = match &err {
+        InterpError::OutOfRange { var, .. } => {
+            (Code::Runtime, program.source_map.get(var).copied())
+        }
+        InterpError::TooLarge { var, .. } => {
+            (Code::OutOfMemory, program.source_map.get(var).copied())
+        }
+        InterpError::Interrupted => (Code::Interrupted, None),
     };
     let message = match &err {
         InterpError::OutOfRange { index, shape, .. } => {
@@ -1726,11 +1803,7 @@ fn runtime_error(err: InterpError, program: &Program) -> Diagnostic {
         ),
         InterpError::Interrupted => "interrupted".to_string(),
     };
-    Diagnostic {
-        kind: ErrorKind::Runtime,
-        message,
-        span,
-    }
+    Diagnostic::new(code, message, span)
 }
 
 /// A call of a data built-in at the top of a block: `load_npy "file"`, `save_csv "file" xs`.

@@ -3,7 +3,7 @@
 
 use dx_lang::complete::{complete_at, names_before, word_at};
 use dx_lang::display::render_diagnostic;
-use dx_lang::session::{Checked, ErrorKind, Session, SessionConfig, SymbolKind};
+use dx_lang::session::{Checked, Session, SessionConfig, SymbolKind};
 use lsp_types::{
     CompletionItem, CompletionItemKind, Diagnostic, DiagnosticSeverity, DocumentSymbol, Hover,
     HoverContents, MarkupContent, MarkupKind, Position, Range,
@@ -36,17 +36,10 @@ impl Analysis {
             .iter()
             .map(|diag| {
                 let span = diag.span.map_or(0..0, |span| span.range());
-                let kind = match diag.kind {
-                    ErrorKind::Parse => "parse",
-                    ErrorKind::Type => "type",
-                    ErrorKind::Runtime => "runtime",
-                    ErrorKind::Internal => "internal",
-                    ErrorKind::Export => "export",
-                };
                 Diagnostic {
                     range: range(&self.text, span),
                     severity: Some(DiagnosticSeverity::ERROR),
-                    code: Some(lsp_types::NumberOrString::String(kind.into())),
+                    code: Some(lsp_types::NumberOrString::String(diag.code.as_str().into())),
                     source: Some("dx".into()),
                     message: render_diagnostic(diag, &self.text)
                         .lines()

@@ -151,8 +151,8 @@ pub fn compare(name: &str, expected: &str, actual: &str) -> TestOutcome {
 mod tests {
     use std::time::Duration;
 
-    use dx_lang::session::{Diagnostic, ErrorKind};
-    use dx_lang::syntax::{Chunk, ChunkKind, ParseError, Span};
+    use dx_lang::session::{Code, Diagnostic};
+    use dx_lang::syntax::{Chunk, ChunkKind, ParseError, ParseErrorKind, Span};
 
     use super::*;
 
@@ -195,7 +195,7 @@ mod tests {
         ChunkKind::Code(Err(ParseError {
             message: String::new(),
             span: Span::default(),
-            incomplete: false,
+            kind: ParseErrorKind::Syntax,
         }))
     }
 
@@ -316,11 +316,11 @@ mod tests {
     #[test]
     fn errors_are_detected() {
         let src = ":p y\n";
-        let error = Output::Error(Diagnostic {
-            kind: ErrorKind::Type,
-            message: "unbound variable y".to_owned(),
-            span: None,
-        });
+        let error = Output::Error(Diagnostic::new(
+            Code::Type,
+            "unbound variable y".to_owned(),
+            None,
+        ));
         let results = chunks(src, vec![(":p y\n", code_kind(), vec![error])]);
         assert!(has_errors(&results));
         assert_eq!(

@@ -10,7 +10,7 @@ use std::thread;
 use std::time::Duration;
 
 use dx_lang::syntax::ast::*;
-use dx_lang::syntax::{entry_status, split_chunks, ChunkKind, ParseError, Span};
+use dx_lang::syntax::{entry_status, split_chunks, ChunkKind, ParseError, ParseErrorKind, Span};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, RngSeed};
 
@@ -96,7 +96,7 @@ fn check_span(src: &str, span: Span) -> Result<(), String> {
 
 fn check_error(src: &str, err: &ParseError) -> Result<(), String> {
     check_span(src, err.span)?;
-    if err.message.is_empty() || err.message.contains("internal") {
+    if err.message.is_empty() || err.kind == ParseErrorKind::Internal {
         return Err(format!("bad error {err:?}"));
     }
     Ok(())

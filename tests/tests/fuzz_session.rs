@@ -123,7 +123,7 @@ fn random_programs_never_cause_internal_errors() {
                     for output in &chunk.outputs {
                         if let Output::Error(diag) = output {
                             prop_assert!(
-                                diag.kind != ErrorKind::Internal,
+                                diag.kind() != ErrorKind::Internal,
                                 "internal error on {src:?}: {}",
                                 diag.message
                             );

@@ -30,7 +30,7 @@ const MAX_SPAN_LINES: usize = 4;
 /// A diagnostic as text: `Type error: <message>`, then the spanned source lines with carets.
 /// See Note [Caret rows].
 pub fn render_diagnostic(diag: &Diagnostic, src: &str) -> String {
-    let mut res = format!("{}: {}", error_label(diag.kind), diag.message);
+    let mut res = format!("{}: {}", error_label(diag.kind()), diag.message);
     if let Some(span) = diag.span {
         for line in span_snippet(src, span) {
             res.push('\n');
@@ -229,6 +229,7 @@ mod tests {
     use expect_test::{expect, Expect};
 
     use super::*;
+    use crate::session::Code;
 
     /// The span of the `occurrence`-th (from 0) match of `needle` in `src`.
     fn span_of(src: &str, needle: &str, occurrence: usize) -> Span {
@@ -239,12 +240,8 @@ mod tests {
         Span::new(start, start + needle.len())
     }
 
-    fn check_diagnostic(src: &str, kind: ErrorKind, span: Option<Span>, expect: Expect) {
-        let diag = Diagnostic {
-            kind,
-            message: "message".to_string(),
-            span,
-        };
+    fn check_diagnostic(src: &str, code: Code, span: Option<Span>, expect: Expect) {
+        let diag = Diagnostic::new(code, "message", span);
         let text = render_diagnostic(&diag, src);
         for line in text.lines() {
             assert_eq!(line, line.trim_end(), "trailing whitespace in {text:?}");
@@ -255,11 +252,11 @@ mod tests {
     #[test]
     fn example_from_the_brief() {
         let src = "x = 1\n:p y + 1\n";
-        let diag = Diagnostic {
-            kind: ErrorKind::Type,
-            message: "unbound variable `y`".to_string(),
-            span: Some(span_of(src, "y", 0)),
-        };
+        let diag = Diagnostic::new(
+            Code::Type,
+            "unbound variable `y`".to_string(),
+            Some(span_of(src, "y", 0)),
+        );
         expect![[r#"
             Type error: unbound variable `y`
             :p y + 1
@@ -269,22 +266,10 @@ mod tests {
 
     #[test]
     fn error_kinds() {
-        let labels: Vec<String> = [
-            ErrorKind::Parse,
-            ErrorKind::Type,
-            ErrorKind::Runtime,
-            ErrorKind::Internal,
-        ]
-        .into_iter()
-        .map(|kind| {
-            let diag = Diagnostic {
-                kind,
-                message: "m".to_string(),
-                span: None,
-            };
-            render_diagnostic(&diag, "")
-        })
-        .collect();
+        let labels: Vec<String> = [Code::Syntax, Code::Type, Code::Runtime, Code::Internal]
+            .into_iter()
+            .map(|code| render_diagnostic(&Diagnostic::new(code, "m", None), ""))
+            .collect();
         expect![[r#"
             Parse error: m
             Type error: m
@@ -297,7 +282,7 @@ mod tests {
     fn without_a_span_only_the_message() {
         check_diagnostic(
             "x = 1\n",
-            ErrorKind::Runtime,
+            Code::Runtime,
             None,
             expect!["Runtime error: message"],
         );
@@ -309,7 +294,7 @@ mod tests {
         let src = "café = 1\n:p λ→é (café + ŷ)\n";
         check_diagnostic(
             src,
-            ErrorKind::Type,
+            Code::Type,
             Some(span_of(src, "ŷ", 0)),
             expect![[r#"
                 Type error: message
@@ -318,7 +303,7 @@ mod tests {
         );
         check_diagnostic(
             src,
-            ErrorKind::Type,
+            Code::Type,
             Some(span_of(src, "café + ŷ", 0)),
             expect![[r#"
                 Type error: message
@@ -333,7 +318,7 @@ mod tests {
         // At the end of a line: after its last character.
         check_diagnostic(
             src,
-            ErrorKind::Parse,
+            Code::Syntax,
             Some(Span::new(8, 8)),
             expect![[r#"
                 Parse error: message
@@ -343,7 +328,7 @@ mod tests {
         // Inside a line.
         check_diagnostic(
             src,
-            ErrorKind::Parse,
+            Code::Syntax,
             Some(Span::new(4, 4)),
             expect![[r#"
                 Parse error: message
@@ -354,7 +339,7 @@ mod tests {
         let src = "x = (1 +\n";
         check_diagnostic(
             src,
-            ErrorKind::Parse,
+            Code::Syntax,
             Some(Span::new(src.len(), src.len())),
             expect![[r#"
                 Parse error: message
@@ -364,7 +349,7 @@ mod tests {
         // A span of only the newline is shown as its start.
         check_diagnostic(
             src,
-            ErrorKind::Parse,
+            Code::Syntax,
             Some(Span::new(8, 9)),
             expect![[r#"
                 Parse error: message
@@ -373,7 +358,7 @@ mod tests {
         );
         check_diagnostic(
             "",
-            ErrorKind::Parse,
+            Code::Syntax,
             Some(Span::new(0, 0)),
             expect![[r#"
                 Parse error: message
@@ -389,7 +374,7 @@ mod tests {
         let end = span_of(src, "zz", 0).end as usize;
         check_diagnostic(
             src,
-            ErrorKind::Type,
+            Code::Type,
             Some(Span::new(start, end)),
             expect![[r#"
                 Type error: message
@@ -405,7 +390,7 @@ mod tests {
         let end = span_of(src, "ŷ", 0).end as usize;
         check_diagnostic(
             src,
-            ErrorKind::Type,
+            Code::Type,
             Some(Span::new(start, end + 1)),
             expect![[r#"
                 Type error: message
@@ -422,7 +407,7 @@ mod tests {
         let src = "xs = for i.\n  a = 1\n  b = 2\n  c = 3\n  d = 4\n  a + b\n";
         check_diagnostic(
             src,
-            ErrorKind::Type,
+            Code::Type,
             Some(Span::new(5, src.len() - 1)),
             expect![[r#"
                 Type error: message
@@ -443,7 +428,7 @@ mod tests {
         let src = "x = 1   \r\n\tz = \ty + 1\r\n";
         check_diagnostic(
             src,
-            ErrorKind::Type,
+            Code::Type,
             Some(span_of(src, "y", 0)),
             expect![[r#"
                 Type error: message
@@ -453,7 +438,7 @@ mod tests {
         // Carets under trailing spaces stay, the spaces in the source line do not.
         check_diagnostic(
             src,
-            ErrorKind::Type,
+            Code::Type,
             Some(Span::new(5, 10)),
             expect![[r#"
                 Type error: message
@@ -468,7 +453,7 @@ mod tests {
         // Inside `é`, past the end, reversed.
         check_diagnostic(
             src,
-            ErrorKind::Internal,
+            Code::Internal,
             Some(Span::new(1, 2)),
             expect![[r#"
                 Internal error: message
@@ -477,7 +462,7 @@ mod tests {
         );
         check_diagnostic(
             src,
-            ErrorKind::Internal,
+            Code::Internal,
             Some(Span::new(100, 200)),
             expect![[r#"
                 Internal error: message
@@ -486,7 +471,7 @@ mod tests {
         );
         check_diagnostic(
             src,
-            ErrorKind::Internal,
+            Code::Internal,
             Some(Span::new(6, 0)),
             expect![[r#"
                 Internal error: message
@@ -497,11 +482,7 @@ mod tests {
 
     #[test]
     fn multi_line_messages_lose_trailing_whitespace() {
-        let diag = Diagnostic {
-            kind: ErrorKind::Type,
-            message: "expected  \n  Float32 ".to_string(),
-            span: None,
-        };
+        let diag = Diagnostic::new(Code::Type, "expected  \n  Float32 ".to_string(), None);
         assert_eq!(
             render_diagnostic(&diag, ""),
             "Type error: expected\n  Float32"
@@ -526,11 +507,11 @@ mod tests {
             line 2"#]],
         );
         check_output(
-            Output::Error(Diagnostic {
-                kind: ErrorKind::Type,
-                message: "unbound variable `y`".to_string(),
-                span: Some(Span::new(9, 10)),
-            }),
+            Output::Error(Diagnostic::new(
+                Code::Type,
+                "unbound variable `y`".to_string(),
+                Some(Span::new(9, 10)),
+            )),
             expect![[r#"
                 Type error: unbound variable `y`
                 :p y

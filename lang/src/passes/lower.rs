@@ -32,27 +32,36 @@ use super::lower_compare::is_structured;
 /// cannot handle), with the span concerned.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LowerError {
+    pub kind: LowerErrorKind,
     pub message: String,
     pub span: Span,
-    pub bug: bool,
+}
+
+/// Whose a [`LowerError`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LowerErrorKind {
+    /// The program type-checks but dx cannot compile it (the user's to change).
+    Unsupported,
+    /// An internal inconsistency: a typed program the checker should not have given.
+    Bug,
 }
 
 pub(super) type Result<T> = std::result::Result<T, LowerError>;
 
 pub(super) fn error<T>(span: Span, message: impl Into<String>) -> Result<T> {
     Err(LowerError {
+        kind: LowerErrorKind::Unsupported,
         message: message.into(),
         span,
-        bug: false,
     })
 }
 
 /// An internal inconsistency found while lowering.
 pub(super) fn bug<T>(span: Span, message: impl Into<String>) -> Result<T> {
     Err(LowerError {
+        kind: LowerErrorKind::Bug,
         message: message.into(),
         span,
-        bug: true,
     })
 }
 
@@ -544,7 +553,7 @@ impl<'a> Lowerer<'a> {
         leaf_types(&ty).map_err(|message| LowerError {
             message,
             span,
-            bug: false,
+            kind: LowerErrorKind::Unsupported,
         })
     }
 
@@ -553,7 +562,7 @@ impl<'a> Lowerer<'a> {
         ix_size(&ix).map_err(|message| LowerError {
             message,
             span,
-            bug: false,
+            kind: LowerErrorKind::Unsupported,
         })
     }
 
@@ -1082,7 +1091,7 @@ impl<'a> Lowerer<'a> {
                 self.in_def = saved_def;
                 self.call_site = saved_site;
                 match (res, entered) {
-                    (Err(err), Some(def)) if !err.bug => {
+                    (Err(err), Some(def)) if err.kind == LowerErrorKind::Unsupported => {
                         error(span, format!("in `{def}`: {}", err.message))
                     }
                     (res, _) => res,

@@ -7,7 +7,7 @@
 //! The result lists the errors (all of them, as a notebook cell shows them) and the names
 //! each block defines, with their types, for hover, go to definition and document symbols.
 
-use super::{type_error, Diagnostic, ErrorKind, Session};
+use super::{type_error, Diagnostic, Session};
 use crate::check::infer::Infer;
 use crate::check::typed::TPat;
 use crate::check::types::Ty;
@@ -55,11 +55,7 @@ impl Session {
                         checked.diagnostics.append(&mut self.more_errors);
                     }
                 }
-                ChunkKind::Code(Err(err)) => checked.diagnostics.push(Diagnostic {
-                    kind: ErrorKind::Parse,
-                    message: err.message.clone(),
-                    span: Some(err.span),
-                }),
+                ChunkKind::Code(Err(err)) => checked.diagnostics.push(super::parse_error(err)),
                 ChunkKind::Prose | ChunkKind::Comment | ChunkKind::Blank => {}
             }
         }

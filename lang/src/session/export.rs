@@ -16,7 +16,7 @@
 //! are the (flattened) result. The session values the function reads are constants. The
 //! examples' values are not computed: only their types matter.
 
-use super::{ice, internal_diagnostic, lower_error, Diagnostic, ErrorKind, Session};
+use super::{ice, internal_diagnostic, lower_error, Code, Diagnostic, Session};
 use crate::check::infer::Infer;
 use crate::check::typed::{TExpr, TKind, TPat, TStmt};
 use crate::check::types::{LocalId, Ty};
@@ -65,15 +65,15 @@ impl Session {
                 return Err(match generic {
                     // It checks once its types may stay open: what failed is only that
                     // nothing fixes them (for `grad g` of a generic `g`, inside it).
-                    Ok(ty @ Ty::Fun { .. }) => Diagnostic {
-                        kind: ErrorKind::Export,
-                        message: format!(
+                    Ok(ty @ Ty::Fun { .. }) => Diagnostic::new(
+                        Code::Export,
+                        format!(
                             "the argument types of this function are not fixed (its type is \
                              {ty}): give example arguments whose types fix them, \
                              `:export f x0 y0`"
                         ),
-                        span: Some(expr.span),
-                    },
+                        Some(expr.span),
+                    ),
                     _ => super::type_error(&mut self.more_errors, err),
                 });
             }
@@ -83,11 +83,7 @@ impl Session {
 
     fn export_function(&mut self, texpr: &TExpr) -> Result<String, Diagnostic> {
         let texpr = exported_function(texpr);
-        let error = |message: String| Diagnostic {
-            kind: ErrorKind::Export,
-            message,
-            span: Some(texpr.span),
-        };
+        let error = |message: String| Diagnostic::new(Code::Export, message, Some(texpr.span));
         let signature = signature(&texpr.ty).map_err(error)?;
         // `@main`'s parameters: the function's arguments, then a pullback's seed.
         let mut main_params = signature.params.clone();
@@ -191,11 +187,8 @@ impl Session {
         }
         core.inputs = inputs;
         let piped = pipeline::run(&core, crate::export::bulk_passes(), &[]).map_err(ice)?;
-        crate::export::stablehlo::module(&piped.program, &kinds).map_err(|err| Diagnostic {
-            kind: ErrorKind::Export,
-            message: err.to_string(),
-            span: Some(applied.span),
-        })
+        crate::export::stablehlo::module(&piped.program, &kinds)
+            .map_err(|err| Diagnostic::new(Code::Export, err.to_string(), Some(applied.span)))
     }
 
     /// `(y, pullback) = applied` then `(y, pullback seed)`.

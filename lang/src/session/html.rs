@@ -16,7 +16,7 @@
 //! - a `String`.
 
 use super::rich::floats;
-use super::{Diagnostic, ErrorKind, Output};
+use super::{Code, Diagnostic, Output};
 use crate::display::{Chart, DisplayValue, Figure, Image, Labels};
 use crate::syntax::Span;
 
@@ -36,13 +36,14 @@ pub(super) fn html_output(value: &DisplayValue, span: Span) -> Result<Output, Di
         },
         _ => None,
     };
-    shown.ok_or_else(|| Diagnostic {
-        kind: ErrorKind::Type,
-        message: "`:html` shows a plot (`show_plot`, `xy_plot`, … of `import plot`), an image \
+    shown.ok_or_else(|| {
+        Diagnostic::new(
+            Code::Type,
+            "`:html` shows a plot (`show_plot`, `xy_plot`, … of `import plot`), an image \
                   (`imshow` of `import png`, `matshow`), a diagram (`render_svg` of `import \
-                  diagram`) or a `String` of HTML"
-            .into(),
-        span: Some(span),
+                  diagram`) or a `String` of HTML",
+            Some(span),
+        )
     })
 }
 

@@ -9,7 +9,7 @@
 //! each term depends on one point only. `:plotgrad f x` with a table `x` (for
 //! `f : n=>Float -> Float`) draws the gradient at `x` as bars over the index set.
 
-use super::{type_error, BlockCx, Diagnostic, ErrorKind, Evaluated, Output, Session};
+use super::{type_error, BlockCx, Code, Diagnostic, Evaluated, Output, Session};
 use crate::check::infer::Infer;
 use crate::core::ir::Scalar;
 use crate::display::{Chart, DisplayValue, Figure, Grid, Labels, Series};
@@ -55,14 +55,12 @@ impl Session {
                 let (value, evaluated) = self.eval_display(expr, cx)?;
                 let figure =
                     figure_of(&value, &PlotText::new(src, expr, words)).ok_or_else(|| {
-                        Diagnostic {
-                            kind: ErrorKind::Type,
-                            message:
-                                "`:plot` draws a 1-D table, a tuple (xs, ys, …) of equally indexed \
-                              1-D tables, or a 2-D table (as a heatmap)"
-                                    .into(),
-                            span: Some(expr.span),
-                        }
+                        Diagnostic::new(
+                            Code::Type,
+                            "`:plot` draws a 1-D table, a tuple (xs, ys, …) of equally indexed \
+                              1-D tables, or a 2-D table (as a heatmap)",
+                            Some(expr.span),
+                        )
                     })?;
                 (Output::Plot(figure), evaluated)
             }
@@ -78,13 +76,12 @@ impl Session {
                 let (value, evaluated) = self.eval_display(expr, cx)?;
                 let grid =
                     Grid::from_value(&value, self.config.summarise_tables).ok_or_else(|| {
-                        Diagnostic {
-                            kind: ErrorKind::Type,
-                            message: "`:table` shows a 1-D or 2-D table, or a tuple of equally \
-                                  indexed 1-D tables"
-                                .into(),
-                            span: Some(expr.span),
-                        }
+                        Diagnostic::new(
+                            Code::Type,
+                            "`:table` shows a 1-D or 2-D table, or a tuple of equally \
+                                  indexed 1-D tables",
+                            Some(expr.span),
+                        )
                     })?;
                 let output = Output::Table {
                     text: grid.to_text(),
@@ -123,11 +120,11 @@ impl Session {
             .infer_top_expr(expr)
             .map_err(|err| type_error(&mut self.more_errors, err))?;
         if texpr.ty.contains_fun() {
-            return Err(Diagnostic {
-                kind: ErrorKind::Type,
-                message: format!("a function cannot be shown (its type is {})", texpr.ty),
-                span: Some(texpr.span),
-            });
+            return Err(Diagnostic::new(
+                Code::Type,
+                format!("a function cannot be shown (its type is {})", texpr.ty),
+                Some(texpr.span),
+            ));
         }
         self.run_display(&texpr, cx)
     }
@@ -140,12 +137,13 @@ impl Session {
         cx: &BlockCx,
     ) -> Result<(Figure, Evaluated), Diagnostic> {
         let text = |part: &Expr| src.get(part.span.range()).unwrap_or("").to_string();
-        let usage = || Diagnostic {
-            kind: ErrorKind::Type,
-            message: "usage: `:plotgrad f lo hi` (f : Float -> Float over [lo, hi]) or \
-                      `:plotgrad f x` (the gradient of f : n=>Float -> Float at x)"
-                .into(),
-            span: Some(expr.span),
+        let usage = || {
+            Diagnostic::new(
+                Code::Type,
+                "usage: `:plotgrad f lo hi` (f : Float -> Float over [lo, hi]) or \
+                      `:plotgrad f x` (the gradient of f : n=>Float -> Float at x)",
+                Some(expr.span),
+            )
         };
         let (func, args) = expr.spine();
         let (label, title) = function_words(func, &text(func));
@@ -166,9 +164,9 @@ impl Session {
         };
         // The composed expression is new text: its errors are reported on the command.
         let on_command = |diag: Diagnostic| Diagnostic {
-            kind: diag.kind,
             message: format!("in `:plotgrad`: {}", diag.message),
             span: Some(expr.span),
+            ..diag
         };
         let texpr = self.check_expr(&composed).map_err(on_command)?;
         let (value, evaluated) = self.run_display(&texpr, cx).map_err(on_command)?;
@@ -351,15 +349,13 @@ fn save_output(output: &Output, path: &str, span: crate::syntax::Span) -> Result
         (Output::Html(_), _) => Err("HTML is saved to a `.html` file"),
         _ => Err("only plots, images and HTML can be saved to a file"),
     }
-    .map_err(|message| Diagnostic {
-        kind: ErrorKind::Type,
-        message: message.into(),
-        span: Some(span),
-    })?;
-    std::fs::write(path, bytes).map_err(|err| Diagnostic {
-        kind: ErrorKind::Runtime,
-        message: format!("cannot write {path}: {err}"),
-        span: Some(span),
+    .map_err(|message| Diagnostic::new(Code::Type, message, Some(span)))?;
+    std::fs::write(path, bytes).map_err(|err| {
+        Diagnostic::new(
+            Code::File,
+            format!("cannot write {path}: {err}"),
+            Some(span),
+        )
     })
 }
 

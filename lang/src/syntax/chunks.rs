@@ -242,7 +242,7 @@ pub fn entry_status(src: &str) -> EntryStatus {
     let mut last_incomplete = false;
     for chunk in split_chunks(src) {
         match chunk.kind {
-            ChunkKind::Code(Err(err)) => last_incomplete = err.incomplete,
+            ChunkKind::Code(Err(err)) => last_incomplete = err.is_incomplete(),
             ChunkKind::Code(Ok(_)) | ChunkKind::Prose => last_incomplete = false,
             ChunkKind::Comment | ChunkKind::Blank => {}
         }

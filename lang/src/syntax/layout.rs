@@ -16,7 +16,7 @@
 //! Note [Parser limits], before pest (a recursive-descent parser) ever sees the text.
 
 use super::lexer::{lex, Lexed, TokKind, Token, ROW_CLOSE, ROW_OPEN};
-use super::{ParseError, Span};
+use super::{ParseError, ParseErrorKind, Span};
 
 // Note [Layout rule]
 // ~~~~~~~~~~~~~~~~~~
@@ -316,7 +316,7 @@ fn error(message: &str, span: Span) -> ParseError {
     ParseError {
         message: message.to_string(),
         span,
-        incomplete: false,
+        kind: ParseErrorKind::Syntax,
     }
 }
 
@@ -453,7 +453,7 @@ pub(crate) fn layout(src: &str, start: usize, end: usize) -> Result<Laid, ParseE
             return Err(ParseError {
                 message: format!("unclosed '{}'", open as char),
                 span: Span::new(start, start + 1),
-                incomplete: true,
+                kind: ParseErrorKind::Incomplete,
             });
         }
     }

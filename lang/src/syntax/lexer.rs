@@ -10,8 +10,8 @@
 //! and carry absolute byte offsets into the source. Comments (`#` or `--` to the end of the line)
 //! are returned separately. A tab in indentation advances the column to the next multiple of 8.
 
-use super::ParseError;
 use super::Span;
+use super::{ParseError, ParseErrorKind};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum TokKind {
@@ -217,7 +217,7 @@ fn lex_token(src: &str, pos: usize, end: usize) -> Result<(TokKind, usize), Pars
             Err(ParseError {
                 message: "unterminated string".to_string(),
                 span: Span::new(pos, pos + 1),
-                incomplete: true,
+                kind: ParseErrorKind::Incomplete,
             })
         }
         // A character literal `'a'`, `'\n'` (a `'` elsewhere is left to the grammar).

@@ -35,14 +35,38 @@ pub use chunks::{entry_status, split_chunks, EntryStatus};
 pub use parser::{parse_code, parse_expr};
 pub use span::Span;
 
-/// A parse error: a message and the span it is about. `incomplete` is set when the error is
-/// that the input ended too early (an unclosed bracket, a `def` without a body), which the REPL
-/// uses to wait for more lines.
+/// A parse error: what kind it is, a message and the span it is about.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ParseError {
+    pub kind: ParseErrorKind,
     pub message: String,
     pub span: Span,
-    pub incomplete: bool,
+}
+
+/// What a [`ParseError`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParseErrorKind {
+    /// Text that does not parse.
+    Syntax,
+    /// The input ended too early (an unclosed bracket, a `def` without a body): the REPL
+    /// waits for more lines.
+    Incomplete,
+    /// A bug in the parser: a parse tree the grammar should not give.
+    Internal,
+}
+
+impl ParseError {
+    pub fn new(kind: ParseErrorKind, message: impl Into<String>, span: Span) -> ParseError {
+        ParseError {
+            kind,
+            message: message.into(),
+            span,
+        }
+    }
+
+    pub fn is_incomplete(&self) -> bool {
+        self.kind == ParseErrorKind::Incomplete
+    }
 }
 
 /// One chunk of a source file, in order. Reprinting every chunk's text (`&src[span]`) and

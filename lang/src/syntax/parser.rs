@@ -26,7 +26,7 @@ use super::ast::*;
 use super::hints::with_hint;
 use super::layout::{layout, Laid};
 use super::lexer::{lex, TokKind};
-use super::{ParseError, Span};
+use super::{ParseError, ParseErrorKind, Span};
 
 #[derive(pest_derive::Parser)]
 #[grammar = "syntax/dx.pest"]
@@ -100,7 +100,7 @@ fn error(message: impl Into<String>, span: Span) -> ParseError {
     ParseError {
         message: message.into(),
         span,
-        incomplete: false,
+        kind: ParseErrorKind::Syntax,
     }
 }
 
@@ -130,7 +130,7 @@ pub fn parse_code(src: &str, span: Span) -> Result<CodeBlock, ParseError> {
         return Err(ParseError {
             message: message.to_string(),
             span: Span::new(at, at),
-            incomplete: true,
+            kind: ParseErrorKind::Incomplete,
         });
     };
     if first.col > 0 {
@@ -159,7 +159,7 @@ pub fn parse_expr(src: &str) -> Result<Expr, ParseError> {
         return Err(ParseError {
             message: "expected an expression".to_string(),
             span: Span::new(src.len(), src.len()),
-            incomplete: true,
+            kind: ParseErrorKind::Incomplete,
         });
     }
     on_big_stack(&laid, || {
@@ -197,7 +197,7 @@ fn on_big_stack<T: Send>(laid: &Laid, parse: impl FnOnce() -> PResult<T> + Send)
     });
     let failed = |what: &str| {
         let at = Span::new(laid.base, laid.base);
-        Err(error(format!("internal parser error: {what}"), at))
+        Err(ParseError::new(ParseErrorKind::Internal, what, at))
     };
     match joined {
         Some(Ok(Some(res))) => res,
@@ -211,14 +211,19 @@ fn on_big_stack<T: Send>(laid: &Laid, parse: impl FnOnce() -> PResult<T> + Send)
 }
 
 fn only_child<'i>(mut pairs: pest::iterators::Pairs<'i, Rule>) -> PResult<Pair<'i, Rule>> {
-    pairs
-        .next()
-        .ok_or_else(|| error("internal parser error: empty parse", Span::default()))
+    pairs.next().ok_or_else(|| {
+        ParseError::new(
+            ParseErrorKind::Internal,
+            "the parser gave an empty parse",
+            Span::default(),
+        )
+    })
 }
 
 fn internal(laid: &Laid) -> ParseError {
-    error(
-        "internal parser error: unexpected parse tree",
+    ParseError::new(
+        ParseErrorKind::Internal,
+        "the parser met an unexpected parse tree",
         Span::new(laid.base, laid.base),
     )
 }
@@ -463,7 +468,11 @@ fn pest_error(laid: &Laid, err: pest::error::Error<Rule>) -> ParseError {
     ParseError {
         message,
         span,
-        incomplete: at_end,
+        kind: if at_end {
+            ParseErrorKind::Incomplete
+        } else {
+            ParseErrorKind::Syntax
+        },
     }
 }
 
@@ -567,8 +576,9 @@ impl<'a> Builder<'a> {
     }
 
     fn internal(&self, pair: &Pair<Rule>) -> ParseError {
-        error(
-            format!("internal parser error: unexpected {:?}", pair.as_rule()),
+        ParseError::new(
+            ParseErrorKind::Internal,
+            format!("the parser met an unexpected {:?}", pair.as_rule()),
             self.span(pair),
         )
     }
@@ -780,7 +790,7 @@ impl<'a> Builder<'a> {
                 return Err(ParseError {
                     message: "a constraint is an interface applied to types: `(Add a)`".into(),
                     span: applied.span,
-                    incomplete: false,
+                    kind: ParseErrorKind::Syntax,
                 })
             }
         };
@@ -1278,7 +1288,7 @@ impl<'a> Builder<'a> {
                                       with `|` (`given (a|Add)`), not in a constraint group"
                                 .into(),
                             span: constraint.span,
-                            incomplete: false,
+                            kind: ParseErrorKind::Syntax,
                         });
                     }
                     let params = parts.map(|param| self.ty(param)).collect::<PResult<_>>()?;
@@ -1473,7 +1483,11 @@ impl<'a> Builder<'a> {
             return Err(ParseError {
                 message: "a block must end with an expression".to_string(),
                 span: self.span(&last),
-                incomplete: close_pos >= self.laid.real_end,
+                kind: if close_pos >= self.laid.real_end {
+                    ParseErrorKind::Incomplete
+                } else {
+                    ParseErrorKind::Syntax
+                },
             });
         }
         let mut result = self.expr(last)?.expr;

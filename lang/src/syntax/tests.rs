@@ -705,7 +705,7 @@ fn pragmas() {
     assert_eq!(code_err("%time 3\n:p 1").message, "unexpected '3'");
     let err = code_err("%time\n");
     assert_eq!(err.message, "expected a block after the pragma");
-    assert!(err.incomplete);
+    assert!(err.is_incomplete());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1151,7 +1151,7 @@ fn chunks_odd_inputs() {
 fn error_positions() {
     let err = code_err(":p (1 +)");
     assert_eq!(
-        (err.message.as_str(), err.span, err.incomplete),
+        (err.message.as_str(), err.span, err.is_incomplete()),
         ("expected an expression, found ')'", Span::new(7, 8), false)
     );
     let err = code_err("x = )");
@@ -1240,7 +1240,7 @@ fn errors_at_end_of_input_are_incomplete() {
         ":p \"abc\n",
     ] {
         let err = code_err(src);
-        assert!(err.incomplete, "{src:?}: {err:?}");
+        assert!(err.is_incomplete(), "{src:?}: {err:?}");
     }
     for src in [
         ":p (1 +)",
@@ -1250,7 +1250,7 @@ fn errors_at_end_of_input_are_incomplete() {
         ":p\n  x = 1\n  y = 2\n  3 +\n  z = 3\n  4",
     ] {
         let err = code_err(src);
-        assert!(!err.incomplete, "{src:?}: {err:?}");
+        assert!(!err.is_incomplete(), "{src:?}: {err:?}");
     }
     let err = code_err("x = (");
     assert_eq!(

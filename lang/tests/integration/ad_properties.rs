@@ -87,7 +87,7 @@ fn numbers(value: &Value) -> Result<Vec<f64>, String> {
 fn eval_numbers(session: &mut Session, expr: &str) -> Result<Vec<f64>, String> {
     let (_, value) = session
         .evaluate(expr)
-        .map_err(|diag| format!("{:?} error: {}", diag.kind, diag.message))?;
+        .map_err(|diag| format!("{:?} error: {}", diag.kind(), diag.message))?;
     numbers(&value)
 }
 

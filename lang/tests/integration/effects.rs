@@ -231,7 +231,7 @@ fn error_reports_the_first_failing_call_and_the_session_goes_on() {
     let got = outputs(&mut session, src);
     match got.last() {
         Some(Output::Error(diag)) => {
-            assert_eq!(diag.kind, ErrorKind::Runtime);
+            assert_eq!(diag.kind(), ErrorKind::Runtime);
             assert_eq!(diag.message, "in `safe_log`: log of a non-positive number");
         }
         other => panic!("expected a runtime error, got {other:?}"),
@@ -288,7 +288,7 @@ fn interrupt_stops_a_while_that_never_ends() {
         );
         stopper.join().unwrap();
         match &got[0] {
-            Output::Error(diag) => assert_eq!(diag.kind, ErrorKind::Runtime, "{engine:?}"),
+            Output::Error(diag) => assert_eq!(diag.kind(), ErrorKind::Runtime, "{engine:?}"),
             other => panic!("expected an interruption on {engine:?}, got {other:?}"),
         }
         assert_eq!(value(&mut session, ":p 1.0 + 1.0"), "2.");

@@ -926,7 +926,7 @@ fn an_impossible_allocation_is_a_runtime_error_and_the_session_goes_on() {
         })
         .unwrap_or_else(|| panic!("expected an error, got {got:?}"));
     assert_eq!(
-        error.kind,
+        error.kind(),
         dx_lang::session::ErrorKind::Runtime,
         "{error:?}"
     );

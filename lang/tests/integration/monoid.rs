@@ -44,7 +44,7 @@ fn numbers(value: &Value) -> Vec<f64> {
 fn eval_numbers(session: &mut Session, expr: &str) -> Vec<f64> {
     let (_, value) = session
         .evaluate(expr)
-        .unwrap_or_else(|diag| panic!("{expr}: {:?} error: {}", diag.kind, diag.message));
+        .unwrap_or_else(|diag| panic!("{expr}: {:?} error: {}", diag.kind(), diag.message));
     numbers(&value)
 }
 

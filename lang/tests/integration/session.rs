@@ -24,7 +24,7 @@ fn outputs_are_structured() {
     assert_eq!(got[1], Output::Type("((Fin 2) => Float32)".into()));
     match &got[2] {
         Output::Error(diag) => {
-            assert_eq!(diag.kind, ErrorKind::Type);
+            assert_eq!(diag.kind(), ErrorKind::Type);
             let span = diag.span.expect("a type error has a span");
             assert_eq!(span.range(), 26..27);
         }
@@ -85,7 +85,7 @@ fn interrupt_stops_a_long_computation() {
     );
     stopper.join().unwrap();
     match &got[0] {
-        Output::Error(diag) => assert_eq!(diag.kind, ErrorKind::Runtime),
+        Output::Error(diag) => assert_eq!(diag.kind(), ErrorKind::Runtime),
         other => panic!("expected an interruption, got {other:?}"),
     }
     // The session is still usable.
@@ -183,7 +183,7 @@ fn script_definitions_are_made_once() {
     let got = outputs(&mut session, src);
     match &got[0] {
         Output::Error(diag) => {
-            assert_eq!(diag.kind, ErrorKind::Type);
+            assert_eq!(diag.kind(), ErrorKind::Type);
             assert!(
                 diag.message.contains("already defined on line 1"),
                 "{diag:?}"
@@ -257,4 +257,66 @@ fn completion_leaves_out_the_definitions_methods_make() {
         !names.iter().any(|name| name.contains("twice")),
         "{names:?}"
     );
+}
+
+/// Each origin of an error has its stable code, and each code its kind.
+#[test]
+fn errors_carry_the_code_of_their_origin() {
+    use dx_lang::session::Code;
+    let cases = [
+        (":p (1 + 2\n", Code::Incomplete),
+        (":p 1 + )\n", Code::Syntax),
+        ("%passes core bogus\n:p 1\n", Code::UnknownStage),
+        (":p 1 + True\n", Code::Type),
+        (":p (error \"boom\") + 1.0\n", Code::Runtime),
+        (
+            "xs : (Fin 2)=>Float = load_npy \"no-such-file.npy\"\n",
+            Code::File,
+        ),
+    ];
+    for (src, code) in cases {
+        let mut session = Session::new(SessionConfig::default());
+        let errors: Vec<_> = outputs(&mut session, src)
+            .into_iter()
+            .filter_map(|output| match output {
+                Output::Error(diag) => Some(diag),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(errors.len(), 1, "{src:?}: {errors:?}");
+        assert_eq!(errors[0].code, code, "{src:?}: {errors:?}");
+        assert!(errors[0].ice.is_none());
+    }
+    // Codes are distinct, and the kind shown ("Type error: …") is the code's.
+    let all = [
+        Code::Syntax,
+        Code::Incomplete,
+        Code::UnknownStage,
+        Code::Type,
+        Code::Unsupported,
+        Code::Runtime,
+        Code::File,
+        Code::Interrupted,
+        Code::OutOfMemory,
+        Code::Export,
+        Code::Ice,
+        Code::ParserBug,
+        Code::LowerBug,
+        Code::Panic,
+        Code::Internal,
+    ];
+    let mut texts: Vec<&str> = all.iter().map(|code| code.as_str()).collect();
+    texts.sort();
+    texts.dedup();
+    assert_eq!(texts.len(), all.len());
+    for code in all {
+        let letter = match code.kind() {
+            ErrorKind::Parse => 'P',
+            ErrorKind::Type => 'T',
+            ErrorKind::Runtime => 'R',
+            ErrorKind::Export => 'X',
+            ErrorKind::Internal => 'I',
+        };
+        assert!(code.as_str().starts_with(letter), "{code:?}");
+    }
 }

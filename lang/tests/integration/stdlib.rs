@@ -124,7 +124,7 @@ fn help_documents_definitions_of_the_session_too() {
         got[0],
         Output::Text("twice : (Float32 -> Float32)\nTwice `x`.".into())
     );
-    assert!(matches!(&got[1], Output::Error(diag) if diag.kind == ErrorKind::Type));
+    assert!(matches!(&got[1], Output::Error(diag) if diag.kind() == ErrorKind::Type));
 }
 
 fn temp_dir(name: &str) -> std::path::PathBuf {
@@ -161,7 +161,7 @@ fn a_wrong_declared_shape_names_the_file_and_both_shapes() {
     let Output::Error(diag) = &got[0] else {
         panic!("expected an error, got {got:?}");
     };
-    assert_eq!(diag.kind, ErrorKind::Runtime);
+    assert_eq!(diag.kind(), ErrorKind::Runtime);
     assert_eq!(
         diag.message,
         "load_npy \"m.npy\": expected shape (3, 2) (the declared type), found shape (2, 3)"
@@ -169,7 +169,7 @@ fn a_wrong_declared_shape_names_the_file_and_both_shapes() {
     let span = diag.span.expect("the error points at the call");
     assert_eq!(&src[span.range()], "load_npy \"m.npy\"");
     // The session goes on; `m` was not bound.
-    assert!(matches!(&got[1], Output::Error(diag) if diag.kind == ErrorKind::Type));
+    assert!(matches!(&got[1], Output::Error(diag) if diag.kind() == ErrorKind::Type));
 }
 
 /// Keys computed apart from dx: a Python transcription of Random123's threefry2x32_20
