@@ -209,6 +209,8 @@ pub struct Diagnostic {
     pub code: Code,
     pub message: String,
     pub span: Option<Span>,
+    /// Other spans the error is about, each with what it shows.
+    pub labels: Vec<crate::syntax::Label>,
     pub ice: Option<Box<Ice>>,
 }
 
@@ -218,6 +220,7 @@ impl Diagnostic {
             code,
             message: message.into(),
             span,
+            labels: Vec::new(),
             ice: None,
         }
     }
@@ -1751,13 +1754,15 @@ fn internal(message: String) -> Output {
 
 /// The diagnostic of a type error; the declaration's other errors go to `more`.
 fn type_error(more: &mut Vec<Diagnostic>, err: TypeError) -> Diagnostic {
-    let diagnostic = |message, span| Diagnostic::new(Code::Type, message, Some(span));
-    more.extend(
-        err.also
-            .into_iter()
-            .map(|other| diagnostic(other.message, other.span)),
-    );
-    diagnostic(err.message, err.span)
+    let diagnostic = |err: TypeError| Diagnostic {
+        labels: err.labels,
+        ..Diagnostic::new(Code::Type, err.message, Some(err.span))
+    };
+    more.extend(err.also.into_iter().map(diagnostic));
+    diagnostic(TypeError {
+        also: Vec::new(),
+        ..err
+    })
 }
 
 /// A lowering error: the user's (with its span) or dx's (an internal error in `lower`).

@@ -104,12 +104,17 @@ impl Infer<'_> {
             });
         }
         let mut cons: Vec<ConDef> = Vec::new();
-        for con in &decl.cons {
-            if cons.iter().any(|seen| seen.name == con.name.name) {
-                return error(
+        for (position, con) in decl.cons.iter().enumerate() {
+            if let Some(first) = decl.cons[..position]
+                .iter()
+                .find(|seen| seen.name.name == con.name.name)
+            {
+                return Err(super::twice(
+                    first.name.span,
                     con.name.span,
+                    "declared",
                     format!("the constructor `{}` is declared twice", con.name.name),
-                );
+                ));
             }
             let mut fields: Vec<FieldDef> = Vec::new();
             let mut size_fields = Vec::new();
@@ -125,15 +130,19 @@ impl Infer<'_> {
                     );
                 }
                 let name = field.name.as_ref().map(|name| name.name.clone());
-                if let Some(dup) = field.name.as_ref().filter(|name| {
-                    fields
+                if let Some(dup) = &field.name {
+                    let first = con.fields[..position]
                         .iter()
-                        .any(|seen| seen.name.as_deref() == Some(&name.name))
-                }) {
-                    return error(
-                        dup.span,
-                        format!("the field `{}` is declared twice", dup.name),
-                    );
+                        .filter_map(|seen| seen.name.as_ref())
+                        .find(|seen| seen.name == dup.name);
+                    if let Some(first) = first {
+                        return Err(super::twice(
+                            first.span,
+                            dup.span,
+                            "declared",
+                            format!("the field `{}` is declared twice", dup.name),
+                        ));
+                    }
                 }
                 let ty = self.read_type(&field.ty, &mut None)?;
                 self.hide_inferred_sizes(&ty, &mut params, field.ty.span)?;
@@ -284,12 +293,17 @@ impl Infer<'_> {
             Binding::TypeVar(Ty::Rigid(rigid, param.name.name.clone())),
         ));
         let mut methods: Vec<MethodDef> = Vec::new();
-        for sig in &decl.methods {
-            if methods.iter().any(|seen| seen.name == sig.name.name) {
-                return error(
+        for (position, sig) in decl.methods.iter().enumerate() {
+            if let Some(first) = decl.methods[..position]
+                .iter()
+                .find(|seen| seen.name.name == sig.name.name)
+            {
+                return Err(super::twice(
+                    first.name.span,
                     sig.name.span,
+                    "declared",
                     format!("the method `{}` is declared twice", sig.name.name),
-                );
+                ));
             }
             let mut implicit = Vec::new();
             let ty = self.read_type(&sig.ty, &mut Some(&mut implicit))?;
@@ -497,11 +511,13 @@ impl Infer<'_> {
                         .is_some_and(|name| method_name(&name.name) == method.name)
                 })
                 .collect();
-            if let Some(dup) = items.get(1) {
-                return error(
+            if let [first, dup, ..] = items.as_slice() {
+                return Err(super::twice(
+                    first.span(),
                     dup.span(),
+                    "defined",
                     format!("the method `{}` is defined twice", method.name),
-                );
+                ));
             }
             let mut mapping = HashMap::new();
             mapping.insert(class_def.param, head.clone());

@@ -17,14 +17,16 @@ pub mod suggest;
 pub mod typed;
 pub mod types;
 
-use crate::syntax::Span;
+use crate::syntax::{Label, Span};
 
-/// A type error: a message about a span of the source. `also` holds the other errors of
-/// the same declaration, found independently (in later statements of a let-block).
+/// A type error: a message about a span of the source, and other spans it names
+/// (`labels`). `also` holds the other errors of the same declaration, found independently
+/// (in later statements of a let-block).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TypeError {
     pub message: String,
     pub span: Span,
+    pub labels: Vec<Label>,
     pub also: Vec<TypeError>,
 }
 
@@ -33,7 +35,20 @@ impl TypeError {
         TypeError {
             message: message.into(),
             span,
+            labels: Vec::new(),
             also: Vec::new(),
         }
     }
+
+    /// The error with a secondary span.
+    pub fn with_label(mut self, span: Span, message: impl Into<String>) -> TypeError {
+        self.labels.push(Label::new(span, message));
+        self
+    }
+}
+
+/// A name declared (bound, defined) twice in one place: the error at the second, labelled
+/// `first <verb> here` at the first.
+pub fn twice(first: Span, second: Span, verb: &str, message: impl Into<String>) -> TypeError {
+    TypeError::new(second, message).with_label(first, format!("first {verb} here"))
 }

@@ -31,8 +31,13 @@ const MAX_SPAN_LINES: usize = 4;
 /// See Note [Caret rows].
 pub fn render_diagnostic(diag: &Diagnostic, src: &str) -> String {
     let mut res = format!("{}: {}", error_label(diag.kind()), diag.message);
-    if let Some(span) = diag.span {
-        for line in span_snippet(src, span) {
+    let marked = diag.span.map(|span| (span, '^', ""));
+    let labels = diag
+        .labels
+        .iter()
+        .map(|label| (label.span, '-', label.message.as_str()));
+    for (span, mark, note) in marked.into_iter().chain(labels) {
+        for line in span_snippet(src, span, mark, note) {
             res.push('\n');
             res.push_str(&line);
         }
@@ -160,8 +165,9 @@ struct CaretRow {
     to: usize,
 }
 
-/// The source lines of a span, each followed by its carets. See Note [Caret rows].
-fn span_snippet(src: &str, span: Span) -> Vec<String> {
+/// The source lines of a span, each followed by its carets (`mark`s: `^` under the error's
+/// span, `-` under a label's), `note` after the last. See Note [Caret rows].
+fn span_snippet(src: &str, span: Span, mark: char, note: &str) -> Vec<String> {
     let lines = source_lines(src);
     let (start, end) = {
         let start = floor_char_boundary(src, span.start as usize);
@@ -202,17 +208,24 @@ fn span_snippet(src: &str, span: Span) -> Vec<String> {
     }
 
     let mut res = Vec::new();
-    for row in rows.iter().take(MAX_SPAN_LINES) {
+    let shown = rows.len().min(MAX_SPAN_LINES);
+    for (number, row) in rows.iter().take(shown).enumerate() {
         let text: String = src[row.line.start..row.line.content_end]
             .chars()
             .map(|ch| if ch == '\t' { ' ' } else { ch })
             .collect();
         res.push(text.trim_end().to_string());
         if row.to > row.from {
+            let last = number + 1 == shown && !note.is_empty();
             res.push(format!(
-                "{}{}",
+                "{}{}{}",
                 " ".repeat(row.from),
-                "^".repeat(row.to - row.from)
+                mark.to_string().repeat(row.to - row.from),
+                if last {
+                    format!(" {note}")
+                } else {
+                    String::new()
+                }
             ));
         }
     }
@@ -247,6 +260,25 @@ mod tests {
             assert_eq!(line, line.trim_end(), "trailing whitespace in {text:?}");
         }
         expect.assert_eq(&text);
+    }
+
+    #[test]
+    fn labels_follow_the_error_with_dashes_and_their_note() {
+        let src = "(a, b,\n  a) = (1, 2, 3)\n";
+        let diag = Diagnostic {
+            labels: vec![crate::syntax::Label::new(
+                span_of(src, "a", 0),
+                "first bound here",
+            )],
+            ..Diagnostic::new(Code::Type, "`a` is bound twice", Some(span_of(src, "a", 1)))
+        };
+        expect![[r#"
+            Type error: `a` is bound twice
+              a) = (1, 2, 3)
+              ^
+            (a, b,
+             - first bound here"#]]
+        .assert_eq(&render_diagnostic(&diag, src));
     }
 
     #[test]

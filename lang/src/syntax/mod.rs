@@ -33,7 +33,7 @@ mod tests;
 
 pub use chunks::{entry_status, split_chunks, EntryStatus};
 pub use parser::{parse_code, parse_expr};
-pub use span::Span;
+pub use span::{Label, Span};
 
 /// A parse error: what kind it is, a message and the span it is about.
 #[derive(Clone, Debug, PartialEq)]

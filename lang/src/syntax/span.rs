@@ -1,5 +1,21 @@
 //! Source spans: byte offsets into the text of one source (a file, a REPL entry, a cell).
 
+/// A secondary span of an error, with what it shows (`first declared here`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Label {
+    pub span: Span,
+    pub message: String,
+}
+
+impl Label {
+    pub fn new(span: Span, message: impl Into<String>) -> Label {
+        Label {
+            span,
+            message: message.into(),
+        }
+    }
+}
+
 /// A half-open byte range `start..end` into the source text.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Span {
