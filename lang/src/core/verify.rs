@@ -376,7 +376,9 @@ pub fn expr_types(program: &Program, expr: &Expr) -> Result<Vec<ArrTy>, String> 
                 ));
             }
             let elems: Vec<Elem> = tys.iter().map(|ty| ty.elem).collect();
-            let elem = prim.result_elem(&elems).map_err(|error| error.0)?;
+            let elem = prim
+                .result_elem(&elems)
+                .map_err(|error| error.to_string())?;
             one(ArrTy::new(shape, elem))
         }
         Expr::Build1 { size, body } => ops::build::build1_tys(program, *size, *body),

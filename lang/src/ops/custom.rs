@@ -432,7 +432,7 @@ fn emit_linear_map(builder: &mut Builder, stmts: Vec<Stmt>) -> Result<(), AdErro
             }
         }
         if uses_linear_inside(builder.program, &stmt.expr) {
-            return Err(AdError(tangents_inside(&stmt.expr)));
+            return Err(AdError::BadCustomRule(tangents_inside(&stmt.expr)));
         }
         let linear = crate::core::visit::expr_atoms(&stmt.expr)
             .iter()
@@ -441,7 +441,7 @@ fn emit_linear_map(builder: &mut Builder, stmts: Vec<Stmt>) -> Result<(), AdErro
         // Lowering refused affine maps; here a missing tangent is a zero that is not a
         // linear variable, so only what transposition needs is checked.
         if let Some(problem) = crate::core::verify::linearity_error(builder.program, &stmt) {
-            return Err(AdError(format!(
+            return Err(AdError::BadCustomRule(format!(
                 "the linear map of a custom-linearization is not linear in the tangents: {problem}"
             )));
         }
@@ -504,7 +504,7 @@ pub(crate) fn jvp_custom_jvp(
     let n_outs = stmt.binders.len();
     for (binder, value) in stmt.binders.iter().zip(&results[..n_outs]) {
         if builder.is_linear(value) {
-            return Err(AdError(VALUE_OF_TANGENTS.into()));
+            return Err(AdError::BadCustomRule(VALUE_OF_TANGENTS.into()));
         }
         builder.stmts.push(Stmt {
             binders: vec![*binder],
@@ -533,7 +533,7 @@ pub(crate) fn transpose_custom_linear(
         bwd,
     } = &stmt.expr
     else {
-        return Err(AdError(
+        return Err(AdError::NoRule(
             "transposing a transposed custom_linear (a custom_vjp differentiated twice in \
              reverse mode) is not supported"
                 .into(),

@@ -591,7 +591,7 @@ fn lifted_atom(
         Atom::Var(var) => subst
             .get(var)
             .copied()
-            .ok_or_else(|| AdError(format!("a monoid operator uses {var} from outside"))),
+            .ok_or_else(|| AdError::NoRule(format!("a monoid operator uses {var} from outside"))),
         Atom::Lit(scalar) => Ok(builder.constant_of(*scalar, shape)),
     }
 }
@@ -613,7 +613,7 @@ fn lift_stmts(
                 builder.prim(*prim, &args)
             }
             other => {
-                return Err(AdError(format!(
+                return Err(AdError::NoRule(format!(
                     "a monoid operator's derivative holds `{}`",
                     crate::core::print::expr_name(other)
                 )))

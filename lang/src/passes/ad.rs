@@ -42,11 +42,30 @@ use crate::prim::{Emitter, NotLinear, Prim, Tangent};
 /// checker refuses what is not differentiable, and the tangent statements of `jvp` are
 /// linear by construction, so every failure is a bug).
 #[derive(Clone, Debug, PartialEq)]
-pub struct AdError(pub String);
+pub enum AdError {
+    /// A tangent or cotangent statement that is not linear where it must be.
+    NotLinear(String),
+    /// A form that the rules do not differentiate (in this mode, or at this point of the
+    /// pipeline), which lowering should have refused.
+    NoRule(String),
+    /// A user-defined derivative that is not one (its linear map is not linear, or its
+    /// value depends on the tangents), which lowering should have refused.
+    BadCustomRule(String),
+}
+
+impl std::fmt::Display for AdError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AdError::NotLinear(what) | AdError::NoRule(what) | AdError::BadCustomRule(what) => {
+                f.write_str(what)
+            }
+        }
+    }
+}
 
 impl From<NotLinear> for AdError {
     fn from(err: NotLinear) -> AdError {
-        AdError(err.0)
+        AdError::NotLinear(err.0)
     }
 }
 
@@ -301,7 +320,7 @@ fn jvp_stmt(
         } => ops::cond::jvp_cond(builder, stmt, *cond, *then_block, *else_block, tangents),
         Expr::Fold { .. } | Expr::Scan { .. } => ops::loops::jvp_loop(builder, stmt, tangents),
         Expr::While { .. } => ops::while_loop::jvp_while(builder, stmt, tangents),
-        Expr::WhileReverse { .. } => Err(AdError(
+        Expr::WhileReverse { .. } => Err(AdError::NoRule(
             "forward mode through the reverse sweep of a while loop (a second derivative \
              through a while) is not supported yet"
                 .into(),
@@ -309,8 +328,8 @@ fn jvp_stmt(
         Expr::Monoid { .. } => builder.jvp_monoid(stmt, tangents),
         Expr::CustomVjp { .. } => ops::custom::jvp_custom_vjp(builder, stmt, tangents),
         Expr::CustomJvp { .. } => ops::custom::jvp_custom_jvp(builder, stmt, tangents),
-        Expr::CustomLinear { .. } => Err(AdError(ops::custom::NO_FORWARD_RULE.into())),
-        Expr::Build1 { .. } | Expr::Derivative { .. } => Err(AdError(
+        Expr::CustomLinear { .. } => Err(AdError::NoRule(ops::custom::NO_FORWARD_RULE.into())),
+        Expr::Build1 { .. } | Expr::Derivative { .. } => Err(AdError::NoRule(
             "differentiation expects build-free (BOT) input without derivatives".into(),
         )),
         Expr::Prim(prim, args) => {
@@ -551,7 +570,9 @@ fn transpose_stmt(
         | Expr::CustomLinear { .. }
         | Expr::Build1 { .. }
         | Expr::Derivative { .. } => {
-            return Err(AdError("a linear statement of an unexpected form".into()))
+            return Err(AdError::NotLinear(
+                "a linear statement of an unexpected form".into(),
+            ))
         }
     }
     Ok(())

@@ -331,7 +331,7 @@ fn has_custom_linear(program: &Program, stmt: &Stmt) -> bool {
 }
 
 fn ad_ice(step: &'static str, err: AdError, program: &Program) -> Ice {
-    Ice::failed(step, err.0, program)
+    Ice::failed(step, err.to_string(), program)
 }
 
 /// A derivative program as a program of its own: its params and the variables of the

@@ -382,7 +382,7 @@ impl<'a> Lowerer<'a> {
             .collect();
         let elem = match prim.result_elem(&elems) {
             Ok(elem) => elem,
-            Err(err) => return bug(span, err.0),
+            Err(err) => return bug(span, err.to_string()),
         };
         Ok(self.emit1(
             Expr::Prim(prim, operands),

@@ -76,10 +76,7 @@ pub fn result_elem(op: ArithOp, operands: &[Elem]) -> Result<Elem, PrimTypeError
             if elem.is_numeric() {
                 Ok(elem)
             } else {
-                Err(PrimTypeError(format!(
-                    "expects numeric operands, got {}",
-                    elem.name()
-                )))
+                Err(PrimTypeError::operands("numeric operands", &[elem]))
             }
         }
     }

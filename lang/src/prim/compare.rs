@@ -75,31 +75,22 @@ pub fn result_elem(op: CompareOp, operands: &[Elem]) -> Result<Elem, PrimTypeErr
         | CompareOp::Ge => same_elem(operands).map(|_| Elem::Bool),
         CompareOp::And | CompareOp::Or | CompareOp::Not => match same_elem(operands)? {
             Elem::Bool => Ok(Elem::Bool),
-            other => Err(PrimTypeError(format!(
-                "expects bool operands, got {}",
-                other.name()
-            ))),
+            other => Err(PrimTypeError::operands("bool operands", &[other])),
         },
         CompareOp::IsNan | CompareOp::IsInf => {
             let elem = same_elem(operands)?;
             if elem.is_float() {
                 Ok(Elem::Bool)
             } else {
-                Err(PrimTypeError(format!(
-                    "expects a float operand, got {}",
-                    elem.name()
-                )))
+                Err(PrimTypeError::operands("a float operand", &[elem]))
             }
         }
         CompareOp::Select => {
             let (cond, branches) = operands
                 .split_first()
-                .ok_or_else(|| PrimTypeError("select takes 3 operands".to_string()))?;
+                .ok_or_else(|| PrimTypeError::operands("a condition and two values", operands))?;
             if *cond != Elem::Bool {
-                return Err(PrimTypeError(format!(
-                    "the condition must be bool, got {}",
-                    cond.name()
-                )));
+                return Err(PrimTypeError::operands("a bool condition", &[*cond]));
             }
             same_elem(branches)
         }

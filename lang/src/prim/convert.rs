@@ -27,7 +27,7 @@ pub fn result_elem(op: ConvertOp, operands: &[Elem]) -> Result<Elem, PrimTypeErr
     match op {
         ConvertOp::Cast(elem) => match operands {
             [_] => Ok(elem),
-            _ => Err(PrimTypeError("cast takes one operand".to_string())),
+            _ => Err(PrimTypeError::operands("one operand", operands)),
         },
     }
 }

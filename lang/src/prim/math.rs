@@ -112,10 +112,7 @@ pub fn result_elem(op: MathOp, operands: &[Elem]) -> Result<Elem, PrimTypeError>
             if elem.is_float() {
                 Ok(elem)
             } else {
-                Err(PrimTypeError(format!(
-                    "expects float operands, got {}",
-                    elem.name()
-                )))
+                Err(PrimTypeError::operands("float operands", &[elem]))
             }
         }
     }

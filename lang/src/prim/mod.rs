@@ -124,13 +124,62 @@ pub enum Family {
     Text(TextOp),
 }
 
-/// Why an application of a primitive is ill-typed.
+/// Why an application of a primitive is ill-typed: the primitive (once known) and the
+/// problem.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PrimTypeError(pub String);
+pub struct PrimTypeError {
+    pub prim: Option<Prim>,
+    pub problem: PrimTypeProblem,
+}
+
+/// What is wrong with the operands of a primitive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PrimTypeProblem {
+    /// Not as many operands as the primitive takes.
+    Arity { expected: usize, got: usize },
+    /// Operands of element types the primitive does not take; `expected` says what it takes
+    /// (`"float operands"`).
+    Operands {
+        expected: &'static str,
+        got: Vec<Elem>,
+    },
+    /// Operands that must share their element type do not.
+    Mixed(Elem, Elem),
+}
+
+impl PrimTypeError {
+    /// Operands of element types a primitive does not take.
+    pub(crate) fn operands(expected: &'static str, got: &[Elem]) -> PrimTypeError {
+        PrimTypeError {
+            prim: None,
+            problem: PrimTypeProblem::Operands {
+                expected,
+                got: got.to_vec(),
+            },
+        }
+    }
+}
 
 impl std::fmt::Display for PrimTypeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        if let Some(prim) = self.prim {
+            write!(f, "{}: ", prim.name())?;
+        }
+        match &self.problem {
+            PrimTypeProblem::Arity { expected, got } => {
+                write!(f, "takes {expected} operands, got {got}")
+            }
+            PrimTypeProblem::Operands { expected, got } => {
+                let got: Vec<String> = got.iter().map(|elem| elem.name().to_string()).collect();
+                write!(f, "expects {expected}, got {}", got.join(", "))
+            }
+            PrimTypeProblem::Mixed(first, other) => write!(
+                f,
+                "operands have different element types {} and {}",
+                first.name(),
+                other.name()
+            ),
+        }
     }
 }
 
@@ -242,12 +291,13 @@ impl Prim {
     /// ill-typed. (Shapes are checked by the caller: all operands share one shape.)
     pub fn result_elem(self, operands: &[Elem]) -> Result<Elem, PrimTypeError> {
         if operands.len() != self.arity() {
-            return Err(PrimTypeError(format!(
-                "{} takes {} operands, got {}",
-                self.name(),
-                self.arity(),
-                operands.len()
-            )));
+            return Err(PrimTypeError {
+                prim: Some(self),
+                problem: PrimTypeProblem::Arity {
+                    expected: self.arity(),
+                    got: operands.len(),
+                },
+            });
         }
         match self.family() {
             Family::Arith(op) => arith::result_elem(op, operands),
@@ -257,7 +307,10 @@ impl Prim {
             Family::Random(op) => random::result_elem(op, operands),
             Family::Text(op) => text::result_elem(op, operands),
         }
-        .map_err(|PrimTypeError(message)| PrimTypeError(format!("{}: {message}", self.name())))
+        .map_err(|error| PrimTypeError {
+            prim: Some(self),
+            ..error
+        })
     }
 
     /// Evaluates the primitive on scalars. The operands must be well typed (`result_elem`
@@ -527,14 +580,13 @@ pub(crate) fn operand_pair<T: ScalarRepr>(operands: &[Scalar], binary: bool) -> 
 /// The common element type of `operands`, or an error naming the mismatch.
 pub(crate) fn same_elem(operands: &[Elem]) -> Result<Elem, PrimTypeError> {
     let Some(&first) = operands.first() else {
-        return Err(PrimTypeError("no operands".to_string()));
+        return Err(PrimTypeError::operands("at least one operand", operands));
     };
     match operands.iter().find(|&&elem| elem != first) {
-        Some(other) => Err(PrimTypeError(format!(
-            "operands have different element types {} and {}",
-            first.name(),
-            other.name()
-        ))),
+        Some(&other) => Err(PrimTypeError {
+            prim: None,
+            problem: PrimTypeProblem::Mixed(first, other),
+        }),
         None => Ok(first),
     }
 }

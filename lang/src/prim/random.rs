@@ -43,14 +43,7 @@ pub fn arity(op: RandomOp) -> usize {
 pub fn result_elem(op: RandomOp, operands: &[Elem]) -> Result<Elem, PrimTypeError> {
     let all_words = operands.iter().all(|&elem| elem == Elem::U64);
     if !all_words {
-        return Err(PrimTypeError(format!(
-            "expects u64 operands, got {}",
-            operands
-                .iter()
-                .map(|elem| elem.name())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
+        return Err(PrimTypeError::operands("u64 operands", operands));
     }
     Ok(match op {
         RandomOp::Threefry2x32 => Elem::U64,

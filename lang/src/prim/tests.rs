@@ -389,9 +389,27 @@ fn type_rules_reject_mixed_and_wrong_arity() {
     );
     assert_eq!(Prim::IsNan.result_elem(&[Elem::F64]), Ok(Elem::Bool));
     let error = Prim::Sqrt.result_elem(&[Elem::I64]).unwrap_err();
-    assert!(
-        error.0.contains("sqrt") && error.0.contains("float"),
-        "{error}"
+    assert_eq!(error.prim, Some(Prim::Sqrt));
+    assert_eq!(
+        error.problem,
+        super::PrimTypeProblem::Operands {
+            expected: "float operands",
+            got: vec![Elem::I64]
+        }
+    );
+    assert_eq!(error.to_string(), "sqrt: expects float operands, got i64");
+    let mixed = Prim::Add.result_elem(&[Elem::F64, Elem::I64]).unwrap_err();
+    assert_eq!(
+        mixed.problem,
+        super::PrimTypeProblem::Mixed(Elem::F64, Elem::I64)
+    );
+    let arity = Prim::Add.result_elem(&[Elem::F64]).unwrap_err();
+    assert_eq!(
+        arity.problem,
+        super::PrimTypeProblem::Arity {
+            expected: 2,
+            got: 1
+        }
     );
 }
 

@@ -70,17 +70,13 @@ pub fn result_elem(op: TextOp, operands: &[Elem]) -> Result<Elem, PrimTypeError>
         TextOp::Char => operands[0] == Elem::U32,
     };
     if !fits || operands[1] != Elem::I64 {
-        return Err(PrimTypeError(format!(
-            "writes a {} at an i64 position, got {}, {}",
-            match op {
-                TextOp::Number => "number",
-                TextOp::Hex => "u32 or u64",
-                TextOp::Bool => "bool",
-                TextOp::Char => "u32",
-            },
-            operands[0].name(),
-            operands[1].name()
-        )));
+        let expected = match op {
+            TextOp::Number => "a number and an i64 position",
+            TextOp::Hex => "a u32 or u64 and an i64 position",
+            TextOp::Bool => "a bool and an i64 position",
+            TextOp::Char => "a u32 and an i64 position",
+        };
+        return Err(PrimTypeError::operands(expected, operands));
     }
     Ok(Elem::U32)
 }
