@@ -1,6 +1,9 @@
-//! The bulk evaluator: runs core IR one bulk operation at a time on ndarray + rayon.
+//! The engine: runs a block's schedule (`run_fused`: the kernels of `fused.rs` over lanes,
+//! compiled loops of `jit.rs`/`loop_jit.rs`, faer's matrix products), and, for the statements
+//! fusion leaves whole and for `--strict`, the bulk evaluator (`run`), which runs core IR one
+//! bulk operation at a time on ndarray + rayon. What follows is about the bulk evaluator.
 //!
-//! This is the engine's first stage (docs/architecture.md, "The engine"): every statement of the bulk IR
+//! The bulk evaluator is the engine's first stage (docs/architecture.md, "The engine"): every statement of the bulk IR
 //! that the BOT produces (`passes/bot.rs`: elementwise `prim`s over whole arrays, `sumOuter`,
 //! `gather`/`scatter` with scalar index functions, `index`, tables, `replicate`, `tr`,
 //! `reshape`, `iota`, `cond`, `fold`, `scan`) becomes one whole-array operation on
