@@ -13,7 +13,7 @@ use crate::check::env::GlobalEnv;
 use crate::check::infer::Infer;
 use crate::check::typed::{DefInfo, TExpr, TKind, TPat, TStmt};
 use crate::check::types::{BaseTy, Ty};
-use crate::check::TypeError;
+use crate::check::{TypeError, TypeErrorKind};
 use crate::core::interp::{self, InterpConfig, InterpError};
 use crate::core::ir::Program;
 use crate::core::value::{Array, Value};
@@ -139,8 +139,16 @@ pub enum Code {
     Incomplete,
     /// A stage `%passes` or `:stages on` does not know.
     UnknownStage,
-    /// A type error found by the checker.
+    /// A type error found by the checker (one not of the kinds below).
     Type,
+    /// Two types that must be one are not.
+    Mismatch,
+    /// A type without the interface an operation needs.
+    NoInstance,
+    /// A name nothing in scope defines.
+    Unbound,
+    /// A name declared, bound or defined twice in one place.
+    Duplicate,
     /// A program the checker accepts that lowering cannot compile.
     Unsupported,
     /// An error raised while the program runs (`error`, a strict out-of-range read).
@@ -174,6 +182,10 @@ impl Code {
             Code::UnknownStage => "P0003",
             Code::Type => "T0001",
             Code::Unsupported => "T0002",
+            Code::Mismatch => "T0003",
+            Code::NoInstance => "T0004",
+            Code::Unbound => "T0005",
+            Code::Duplicate => "T0006",
             Code::Runtime => "R0001",
             Code::File => "R0002",
             Code::Interrupted => "R0003",
@@ -190,7 +202,12 @@ impl Code {
     pub fn kind(self) -> ErrorKind {
         match self {
             Code::Syntax | Code::Incomplete | Code::UnknownStage => ErrorKind::Parse,
-            Code::Type | Code::Unsupported => ErrorKind::Type,
+            Code::Type
+            | Code::Unsupported
+            | Code::Mismatch
+            | Code::NoInstance
+            | Code::Unbound
+            | Code::Duplicate => ErrorKind::Type,
             Code::Runtime | Code::File | Code::Interrupted | Code::OutOfMemory => {
                 ErrorKind::Runtime
             }
@@ -1754,9 +1771,18 @@ fn internal(message: String) -> Output {
 
 /// The diagnostic of a type error; the declaration's other errors go to `more`.
 fn type_error(more: &mut Vec<Diagnostic>, err: TypeError) -> Diagnostic {
-    let diagnostic = |err: TypeError| Diagnostic {
-        labels: err.labels,
-        ..Diagnostic::new(Code::Type, err.message, Some(err.span))
+    let diagnostic = |err: TypeError| {
+        let code = match err.kind {
+            TypeErrorKind::Mismatch => Code::Mismatch,
+            TypeErrorKind::NoInstance => Code::NoInstance,
+            TypeErrorKind::Unbound => Code::Unbound,
+            TypeErrorKind::Duplicate => Code::Duplicate,
+            TypeErrorKind::Other => Code::Type,
+        };
+        Diagnostic {
+            labels: err.labels,
+            ..Diagnostic::new(code, err.message, Some(err.span))
+        }
     };
     more.extend(err.also.into_iter().map(diagnostic));
     diagnostic(TypeError {

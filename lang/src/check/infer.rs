@@ -19,7 +19,7 @@ use super::data::DataTy;
 use super::env::GlobalEnv;
 use super::typed::{DefInfo, DefKey, TExpr, TKind, TPat, TStmt};
 use super::types::{BaseTy, Bound, EffRow, Effect, LocalId, Rigid, Size, Ty, TyVar};
-use super::TypeError;
+use super::{TypeError, TypeErrorKind};
 use crate::prim::Prim;
 use crate::syntax::ast::{
     BinOp, CaseAlt, Constraint, EffRowExpr, Expr, ExprKind, FunDef, GivenBinder, Ident, LetBinding,
@@ -530,13 +530,14 @@ impl<'env> Infer<'env> {
                     true => "a pure function".to_string(),
                     false => format!("a function with at most the effects {allowed}"),
                 };
-                return error(
+                return Err(TypeError::new(
                     span,
                     format!(
                         "this function has the effects {has}, but {allowed} is expected here \
                          (expected type {expected}, found {found})"
                     ),
-                );
+                )
+                .of_kind(TypeErrorKind::Mismatch));
             }
             // Types that print alike differ in what the printer leaves out: a list's length
             // (Note [Size fields]).
@@ -547,10 +548,11 @@ impl<'env> Infer<'env> {
                 }
                 false => "",
             };
-            return error(
+            return Err(TypeError::new(
                 span,
                 format!("expected type {expected}, found {found}{why}"),
-            );
+            )
+            .of_kind(TypeErrorKind::Mismatch));
         }
         Ok(())
     }
@@ -937,7 +939,9 @@ impl<'env> Infer<'env> {
                                 format!("type {ty} does not support {}", class_operation(class))
                             }
                         };
-                        return error(item.span, message);
+                        return Err(
+                            TypeError::new(item.span, message).of_kind(TypeErrorKind::NoInstance)
+                        );
                     }
                     Err(blocking) => self.pending.push(Pending {
                         ty: blocking,
@@ -2004,15 +2008,17 @@ impl<'env> Infer<'env> {
             );
         }
         if name.starts_with(|c: char| !c.is_alphanumeric() && c != '_') {
-            return error(
+            return Err(TypeError::new(
                 span,
                 format!("unknown operator `{name}`: define it with `def ({name})(x, y) = …`"),
-            );
+            )
+            .of_kind(TypeErrorKind::Unbound));
         }
-        error(
+        Err(TypeError::new(
             span,
             format!("unbound variable `{name}`{}", self.did_you_mean(name)),
         )
+        .of_kind(TypeErrorKind::Unbound))
     }
 
     /// `x @ y` with a value `y` is NumPy's matrix product, which dx writes `**`: `@` converts

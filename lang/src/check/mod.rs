@@ -24,6 +24,7 @@ use crate::syntax::{Label, Span};
 /// (in later statements of a let-block).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TypeError {
+    pub kind: TypeErrorKind,
     pub message: String,
     pub span: Span,
     pub labels: Vec<Label>,
@@ -33,11 +34,16 @@ pub struct TypeError {
 impl TypeError {
     pub fn new(span: Span, message: impl Into<String>) -> TypeError {
         TypeError {
+            kind: TypeErrorKind::Other,
             message: message.into(),
             span,
             labels: Vec::new(),
             also: Vec::new(),
         }
+    }
+
+    pub fn of_kind(self, kind: TypeErrorKind) -> TypeError {
+        TypeError { kind, ..self }
     }
 
     /// The error with a secondary span.
@@ -47,8 +53,24 @@ impl TypeError {
     }
 }
 
+/// What a [`TypeError`] is about, where the checker knows more than "a type error".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TypeErrorKind {
+    /// Two types that must be one are not (`expected type …, found …`).
+    Mismatch,
+    /// A type without the interface an operation needs (`type Bool does not support addition`).
+    NoInstance,
+    /// A name that nothing in scope defines.
+    Unbound,
+    /// A name declared, bound or defined twice in one place.
+    Duplicate,
+    Other,
+}
+
 /// A name declared (bound, defined) twice in one place: the error at the second, labelled
 /// `first <verb> here` at the first.
 pub fn twice(first: Span, second: Span, verb: &str, message: impl Into<String>) -> TypeError {
-    TypeError::new(second, message).with_label(first, format!("first {verb} here"))
+    TypeError::new(second, message)
+        .with_label(first, format!("first {verb} here"))
+        .of_kind(TypeErrorKind::Duplicate)
 }

@@ -59,7 +59,7 @@ async def test_diagnostics_follow_the_typing(client: LanguageClient):
     assert diagnostic.range.start == position_of(broken, "doubel")
     assert diagnostic.range.end == position_of(broken, "doubel", len("doubel"))
     assert diagnostic.severity == types.DiagnosticSeverity.Error
-    assert diagnostic.code == "T0001"  # a type error found by the checker
+    assert diagnostic.code == "T0005"  # a name nothing in scope defines
 
 
 async def test_hover_shows_the_type_with_its_shapes(client: LanguageClient):
