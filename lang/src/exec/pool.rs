@@ -49,9 +49,37 @@ fn max_bytes() -> usize {
 static FREE: Mutex<Vec<Column>> = Mutex::new(Vec::new());
 
 /// A buffer of `len` elements of `elem` whose contents are unspecified (a dead value's, or
-/// zeros): the caller writes every element.
+/// zeros; poison in debug builds, Note [Poisoned buffers]): the caller writes every element.
 pub fn take(elem: Elem, len: usize) -> Column {
-    take_kept(elem, len).unwrap_or_else(|| Column::with_len(elem, len))
+    let mut column = take_kept(elem, len).unwrap_or_else(|| Column::with_len(elem, len));
+    poison(&mut column);
+    column
+}
+
+// Note [Poisoned buffers]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// A buffer from the pool holds a dead value's elements, and the pool is shared by every run
+// of the process: a kernel that forgets to write some elements can find the right answer
+// there (a test running one program twice did), or zeros in a fresh buffer, which are the
+// right answer of every masked read. In debug builds, which the tests use, every buffer
+// handed out is first filled with a value no kernel computes by accident (NaN, the largest
+// integer, `true`), so a missing write shows in the comparisons against the interpreter.
+// Release builds skip the fill: the caller writes every element.
+
+/// Fills `column` with poison in debug builds (Note [Poisoned buffers]).
+fn poison(column: &mut Column) {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    match column {
+        Column::F32(values) => values.fill(f32::NAN),
+        Column::F64(values) => values.fill(f64::NAN),
+        Column::I32(values) => values.fill(i32::MAX),
+        Column::I64(values) => values.fill(i64::MAX),
+        Column::U32(values) => values.fill(u32::MAX),
+        Column::U64(values) => values.fill(u64::MAX),
+        Column::Bool(values) => values.fill(true),
+    }
 }
 
 /// A kept buffer of exactly `len` elements of `elem`.
@@ -69,6 +97,7 @@ fn take_kept(elem: Elem, len: usize) -> Option<Column> {
 /// A kept buffer of `len` elements of `T` (unspecified contents), if there is one.
 pub fn reuse<T: LaneElem>(len: usize) -> Option<Vec<T>> {
     let mut column = take_kept(T::ELEM, len)?;
+    poison(&mut column);
     Some(std::mem::take(T::values_mut(&mut column)))
 }
 
@@ -140,6 +169,15 @@ mod tests {
         let reused = take(Elem::F32, n);
         assert_eq!(column_address(&reused), address);
         assert_ne!(column_address(&take(Elem::F32, n)), address);
+        // The dead value's elements are not handed on where the tests run (Note [Poisoned
+        // buffers]): a kernel that skips an element reads poison, not a stale right answer.
+        if cfg!(debug_assertions) {
+            let Column::F32(values) = &reused else {
+                panic!("an f32 buffer")
+            };
+            assert!(values.iter().all(|value| value.is_nan()));
+            assert!(matches!(take(Elem::I64, 3), Column::I64(values) if values == [i64::MAX; 3]));
+        }
     }
 
     fn column_address(column: &Column) -> usize {
