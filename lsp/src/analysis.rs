@@ -5,8 +5,9 @@ use dx_lang::complete::{complete_at, names_before, word_at};
 use dx_lang::display::render_diagnostic;
 use dx_lang::session::{Checked, Session, SessionConfig, SymbolKind};
 use lsp_types::{
-    CompletionItem, CompletionItemKind, Diagnostic, DiagnosticSeverity, DocumentSymbol, Hover,
-    HoverContents, MarkupContent, MarkupKind, Position, Range,
+    CompletionItem, CompletionItemKind, Diagnostic, DiagnosticRelatedInformation,
+    DiagnosticSeverity, DocumentSymbol, Hover, HoverContents, Location, MarkupContent, MarkupKind,
+    Position, Range, Uri,
 };
 
 use crate::position::{offset, range};
@@ -28,14 +29,25 @@ impl Analysis {
         }
     }
 
-    /// The document's errors, each with its first line as the message and the rendered
-    /// error (source line and carets) below it.
-    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+    /// The errors of the document at `uri`, each with its first line as the message, its code,
+    /// and its labels (a duplicate's first declaration) as related information.
+    pub fn diagnostics(&self, uri: &Uri) -> Vec<Diagnostic> {
         self.checked
             .diagnostics
             .iter()
             .map(|diag| {
                 let span = diag.span.map_or(0..0, |span| span.range());
+                let related: Vec<DiagnosticRelatedInformation> = diag
+                    .labels
+                    .iter()
+                    .map(|label| DiagnosticRelatedInformation {
+                        location: Location {
+                            uri: uri.clone(),
+                            range: range(&self.text, label.span.range()),
+                        },
+                        message: label.message.clone(),
+                    })
+                    .collect();
                 Diagnostic {
                     range: range(&self.text, span),
                     severity: Some(DiagnosticSeverity::ERROR),
@@ -46,6 +58,7 @@ impl Analysis {
                         .next()
                         .unwrap_or(&diag.message)
                         .to_string(),
+                    related_information: (!related.is_empty()).then_some(related),
                     ..Default::default()
                 }
             })

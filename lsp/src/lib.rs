@@ -74,7 +74,7 @@ impl Server {
                         let diagnostics = self
                             .documents
                             .get(&uri)
-                            .map(Analysis::diagnostics)
+                            .map(|analysis| analysis.diagnostics(&uri))
                             .unwrap_or_default();
                         let params = PublishDiagnosticsParams {
                             uri,

@@ -6,6 +6,12 @@
 //! boundary, and a reversed span is put in order. Guarantees no trailing whitespace on any
 //! line and no trailing newline; the front-ends add their `> ` prefixes per line.
 //!
+//! A label (a secondary span of the error, `Diagnostic::labels`) follows the error's own
+//! snippet with `-` marks and its note on the last mark row. Written here rather than with
+//! ariadne or codespan-reporting: literate files keep Dex's format (the error line, then the
+//! bare source lines with carets: no gutter, no line numbers, no colour), which neither
+//! prints.
+//!
 //! Not handled yet: columns are counted in characters, so carets under wide characters
 //! (CJK, emoji) or combining marks do not line up in a terminal. A tab is shown as one space,
 //! so that the carets line up whatever the tab width.

@@ -62,6 +62,18 @@ async def test_diagnostics_follow_the_typing(client: LanguageClient):
     assert diagnostic.code == "T0005"  # a name nothing in scope defines
 
 
+async def test_a_duplicate_points_at_the_first_declaration(client: LanguageClient):
+    text = "struct P =\n  x: Float\n  x: Int\n"
+    [diagnostic] = await open_document(client, text)
+    assert diagnostic.code == "T0006"  # a name declared twice
+    assert diagnostic.range.start == types.Position(line=2, character=2)
+    [first] = diagnostic.related_information
+    assert first.message == "first declared here"
+    assert first.location.uri == URI
+    assert first.location.range.start == types.Position(line=1, character=2)
+    assert first.location.range.end == types.Position(line=1, character=3)
+
+
 async def test_hover_shows_the_type_with_its_shapes(client: LanguageClient):
     await open_document(client, SOURCE)
     hover = await client.text_document_hover_async(
