@@ -17,6 +17,7 @@
 //! (a function called again, `%bench`, a training loop) and bounded (`max_bytes`,
 //! `MAX_KEPT`); tiny buffers are not kept (`MIN_BYTES`), the allocator serves them well.
 
+use std::collections::VecDeque;
 use std::sync::Mutex;
 
 use super::lanes::{Column, LaneElem};
@@ -46,7 +47,8 @@ fn max_bytes() -> usize {
     })
 }
 
-static FREE: Mutex<Vec<Column>> = Mutex::new(Vec::new());
+/// The kept buffers, oldest first.
+static FREE: Mutex<VecDeque<Column>> = Mutex::new(VecDeque::new());
 
 /// A buffer of `len` elements of `elem` whose contents are unspecified (a dead value's, or
 /// zeros; poison in debug builds, Note [Poisoned buffers]): the caller writes every element.
@@ -91,7 +93,7 @@ fn take_kept(elem: Elem, len: usize) -> Option<Column> {
     let position = free
         .iter()
         .rposition(|column| column.elem() == elem && column.len() == len)?;
-    Some(free.swap_remove(position))
+    free.remove(position)
 }
 
 /// A kept buffer of `len` elements of `T` (unspecified contents), if there is one.
@@ -124,13 +126,15 @@ pub fn give_column(column: Column) {
 
 fn keep(column: Column) {
     let mut free = FREE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    free.push(column);
+    free.push_back(column);
     let mut held: usize = free
         .iter()
         .map(|column| byte_len(column.elem(), column.len()))
         .sum();
     while held > max_bytes() || free.len() > MAX_KEPT {
-        let oldest = free.remove(0);
+        let Some(oldest) = free.pop_front() else {
+            break;
+        };
         held -= byte_len(oldest.elem(), oldest.len());
     }
 }
