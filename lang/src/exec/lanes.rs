@@ -18,7 +18,7 @@ use rayon::prelude::*;
 
 use super::tensor::{from_vec, standard_slice, Element, Tensor};
 use crate::core::ir::{Elem, Scalar};
-use crate::prim::{threefry2x32, unit_from_bits, vmath, Arith, Prim};
+use crate::prim::{math, threefry2x32, unit_from_bits, vmath, Arith, Family, Prim};
 
 /// Points per line.
 pub const LINE: usize = 1024;
@@ -572,15 +572,25 @@ fn select<T: LaneElem>(
 trait Num: LaneElem + Arith {}
 impl<T: LaneElem + Arith> Num for T {}
 
-/// The float functions of `prim/math.rs`, as function items per type: `vmath`'s slice
-/// functions (vectorised) where `prim` uses `vmath`, `std`'s per element otherwise.
+/// The float functions of `prim/math.rs`: `vmath`'s slice functions (vectorised) where
+/// `prim` uses `vmath`, and otherwise `prim::math`'s table of functions per element.
 /// A function that maps a slice of inputs into a slice of outputs.
 type SliceFn<T> = fn(&[T], &mut [T]);
 
-trait Float: Num {
-    fn unary_fn(prim: Prim) -> Option<fn(Self) -> Self>;
+trait Float: Num + math::Float {
+    fn unary_fn(prim: Prim) -> Option<fn(Self) -> Self> {
+        match prim.family() {
+            Family::Math(op) => math::unary_fn::<Self>(op),
+            _ => None,
+        }
+    }
     fn slice_fn(prim: Prim) -> Option<SliceFn<Self>>;
-    fn binary_fn(prim: Prim) -> Option<fn(Self, Self) -> Self>;
+    fn binary_fn(prim: Prim) -> Option<fn(Self, Self) -> Self> {
+        match prim.family() {
+            Family::Math(op) => math::binary_fn::<Self>(op),
+            _ => None,
+        }
+    }
     fn pow_slice(xs: &[Self], ys: &[Self], out: &mut [Self]);
     fn exp_of_difference(xs: &[Self], ys: &[Self], out: &mut [Self]);
     fn is_nan(self) -> bool;
@@ -588,27 +598,9 @@ trait Float: Num {
 }
 
 macro_rules! float_fns {
-    ($($ty:ident: $exp:ident, $log:ident, $tanh:ident, $sin:ident, $cos:ident, $pow:ident,
+    ($($ty:ident: $exp:ident, $log:ident, $tanh:ident, $sin:ident, $cos:ident,
        $pow_slice:ident, $exp_diff:ident;)*) => {$(
         impl Float for $ty {
-            fn unary_fn(prim: Prim) -> Option<fn(Self) -> Self> {
-                Some(match prim {
-                    Prim::Sqrt => $ty::sqrt,
-                    Prim::Exp2 => $ty::exp2,
-                    Prim::Log2 => $ty::log2,
-                    Prim::Log10 => $ty::log10,
-                    Prim::Log1p => $ty::ln_1p,
-                    Prim::Expm1 => $ty::exp_m1,
-                    Prim::Tan => $ty::tan,
-                    Prim::Sinh => $ty::sinh,
-                    Prim::Cosh => $ty::cosh,
-                    Prim::Atan => $ty::atan,
-                    Prim::Floor => $ty::floor,
-                    Prim::Ceil => $ty::ceil,
-                    Prim::Round => $ty::round,
-                    _ => return None,
-                })
-            }
             fn slice_fn(prim: Prim) -> Option<SliceFn<Self>> {
                 Some(match prim {
                     Prim::Exp => vmath::$exp,
@@ -616,13 +608,6 @@ macro_rules! float_fns {
                     Prim::Tanh => vmath::$tanh,
                     Prim::Sin => vmath::$sin,
                     Prim::Cos => vmath::$cos,
-                    _ => return None,
-                })
-            }
-            fn binary_fn(prim: Prim) -> Option<fn(Self, Self) -> Self> {
-                Some(match prim {
-                    Prim::Pow => vmath::$pow,
-                    Prim::Atan2 => $ty::atan2,
                     _ => return None,
                 })
             }
@@ -639,9 +624,9 @@ macro_rules! float_fns {
 }
 
 float_fns! {
-    f32: exp_f32_slice, log_f32_slice, tanh_f32_slice, sin_f32_slice, cos_f32_slice, pow_f32,
+    f32: exp_f32_slice, log_f32_slice, tanh_f32_slice, sin_f32_slice, cos_f32_slice,
         pow_f32_slice, exp_of_difference_f32;
-    f64: exp_f64_slice, log_f64_slice, tanh_f64_slice, sin_f64_slice, cos_f64_slice, pow_f64,
+    f64: exp_f64_slice, log_f64_slice, tanh_f64_slice, sin_f64_slice, cos_f64_slice,
         pow_f64_slice, exp_of_difference_f64;
 }
 

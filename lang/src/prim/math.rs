@@ -163,6 +163,62 @@ pub(crate) fn apply<T: Float>(op: MathOp, x: T, y: T) -> T {
     }
 }
 
+/// The function of a unary math primitive on `T` (`None` for the binary ones): `apply`'s
+/// functions as values, the table the engine's lanes read (`exec/lanes.rs`), so that a new
+/// primitive has its function there without an edit there.
+pub(crate) fn unary_fn<T: Float>(op: MathOp) -> Option<fn(T) -> T> {
+    Some(match op {
+        MathOp::Sqrt => T::sqrt,
+        MathOp::Exp => T::exp,
+        MathOp::Exp2 => T::exp2,
+        MathOp::Log => T::ln,
+        MathOp::Log2 => T::log2,
+        MathOp::Log10 => T::log10,
+        MathOp::Log1p => T::ln_1p,
+        MathOp::Expm1 => T::exp_m1,
+        MathOp::Sin => T::sin,
+        MathOp::Cos => T::cos,
+        MathOp::Tan => T::tan,
+        MathOp::Tanh => T::tanh,
+        MathOp::Sinh => T::sinh,
+        MathOp::Cosh => T::cosh,
+        MathOp::Atan => T::atan,
+        MathOp::Floor => T::floor,
+        MathOp::Ceil => T::ceil,
+        MathOp::Round => T::round,
+        MathOp::StopGradient => |x| x,
+        MathOp::Pow | MathOp::Atan2 => return None,
+    })
+}
+
+/// The function of a binary math primitive on `T` (`None` for the unary ones), as
+/// [`unary_fn`].
+pub(crate) fn binary_fn<T: Float>(op: MathOp) -> Option<fn(T, T) -> T> {
+    Some(match op {
+        MathOp::Pow => T::powf,
+        MathOp::Atan2 => T::atan2,
+        MathOp::Sqrt
+        | MathOp::Exp
+        | MathOp::Exp2
+        | MathOp::Log
+        | MathOp::Log2
+        | MathOp::Log10
+        | MathOp::Log1p
+        | MathOp::Expm1
+        | MathOp::Sin
+        | MathOp::Cos
+        | MathOp::Tan
+        | MathOp::Tanh
+        | MathOp::Sinh
+        | MathOp::Cosh
+        | MathOp::Atan
+        | MathOp::Floor
+        | MathOp::Ceil
+        | MathOp::Round
+        | MathOp::StopGradient => return None,
+    })
+}
+
 /// The float functions, shared by `f32` and `f64`: `exp`, `log`, `tanh`, `sin`, `cos` and
 /// `pow` are `vmath`'s (vectorisable, within 2 ulp of libm; the engine's kernels use the same
 /// functions, so there is one meaning), the others `std`'s.
