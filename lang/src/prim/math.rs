@@ -138,85 +138,61 @@ fn eval_as<T: Float>(op: MathOp, operands: &[Scalar]) -> Scalar {
 /// `op` on typed operands (`y` is ignored by the unary functions): the evaluation rule for
 /// callers that know the element type (`exec::register_code`).
 pub(crate) fn apply<T: Float>(op: MathOp, x: T, y: T) -> T {
-    match op {
-        MathOp::Sqrt => x.sqrt(),
-        MathOp::Exp => x.exp(),
-        MathOp::Exp2 => x.exp2(),
-        MathOp::Log => x.ln(),
-        MathOp::Log2 => x.log2(),
-        MathOp::Log10 => x.log10(),
-        MathOp::Log1p => x.ln_1p(),
-        MathOp::Expm1 => x.exp_m1(),
-        MathOp::Sin => x.sin(),
-        MathOp::Cos => x.cos(),
-        MathOp::Tan => x.tan(),
-        MathOp::Tanh => x.tanh(),
-        MathOp::Sinh => x.sinh(),
-        MathOp::Cosh => x.cosh(),
-        MathOp::Atan => x.atan(),
-        MathOp::Floor => x.floor(),
-        MathOp::Ceil => x.ceil(),
-        MathOp::Round => x.round(),
-        MathOp::Pow => x.powf(y),
-        MathOp::Atan2 => x.atan2(y),
-        MathOp::StopGradient => x,
+    match function::<T>(op) {
+        MathFn::Unary(f) => f(x),
+        MathFn::Binary(f) => f(x, y),
     }
 }
 
-/// The function of a unary math primitive on `T` (`None` for the binary ones): `apply`'s
-/// functions as values, the table the engine's lanes read (`exec/lanes.rs`), so that a new
-/// primitive has its function there without an edit there.
-pub(crate) fn unary_fn<T: Float>(op: MathOp) -> Option<fn(T) -> T> {
-    Some(match op {
-        MathOp::Sqrt => T::sqrt,
-        MathOp::Exp => T::exp,
-        MathOp::Exp2 => T::exp2,
-        MathOp::Log => T::ln,
-        MathOp::Log2 => T::log2,
-        MathOp::Log10 => T::log10,
-        MathOp::Log1p => T::ln_1p,
-        MathOp::Expm1 => T::exp_m1,
-        MathOp::Sin => T::sin,
-        MathOp::Cos => T::cos,
-        MathOp::Tan => T::tan,
-        MathOp::Tanh => T::tanh,
-        MathOp::Sinh => T::sinh,
-        MathOp::Cosh => T::cosh,
-        MathOp::Atan => T::atan,
-        MathOp::Floor => T::floor,
-        MathOp::Ceil => T::ceil,
-        MathOp::Round => T::round,
-        MathOp::StopGradient => |x| x,
-        MathOp::Pow | MathOp::Atan2 => return None,
-    })
+/// The function that implements a math primitive on one float type.
+pub(crate) enum MathFn<T> {
+    Unary(fn(T) -> T),
+    Binary(fn(T, T) -> T),
 }
 
-/// The function of a binary math primitive on `T` (`None` for the unary ones), as
-/// [`unary_fn`].
+/// The one table of which function implements each math primitive: `apply` calls it, and
+/// the engine's lanes read it (`exec/lanes.rs`), so a new primitive is added here only.
+pub(crate) fn function<T: Float>(op: MathOp) -> MathFn<T> {
+    use MathFn::{Binary, Unary};
+    match op {
+        MathOp::Sqrt => Unary(T::sqrt),
+        MathOp::Exp => Unary(T::exp),
+        MathOp::Exp2 => Unary(T::exp2),
+        MathOp::Log => Unary(T::ln),
+        MathOp::Log2 => Unary(T::log2),
+        MathOp::Log10 => Unary(T::log10),
+        MathOp::Log1p => Unary(T::ln_1p),
+        MathOp::Expm1 => Unary(T::exp_m1),
+        MathOp::Sin => Unary(T::sin),
+        MathOp::Cos => Unary(T::cos),
+        MathOp::Tan => Unary(T::tan),
+        MathOp::Tanh => Unary(T::tanh),
+        MathOp::Sinh => Unary(T::sinh),
+        MathOp::Cosh => Unary(T::cosh),
+        MathOp::Atan => Unary(T::atan),
+        MathOp::Floor => Unary(T::floor),
+        MathOp::Ceil => Unary(T::ceil),
+        MathOp::Round => Unary(T::round),
+        MathOp::StopGradient => Unary(|x| x),
+        MathOp::Pow => Binary(T::powf),
+        MathOp::Atan2 => Binary(T::atan2),
+    }
+}
+
+/// The function of a unary math primitive (`None` for a binary one).
+pub(crate) fn unary_fn<T: Float>(op: MathOp) -> Option<fn(T) -> T> {
+    match function::<T>(op) {
+        MathFn::Unary(f) => Some(f),
+        MathFn::Binary(_) => None,
+    }
+}
+
+/// The function of a binary math primitive (`None` for a unary one).
 pub(crate) fn binary_fn<T: Float>(op: MathOp) -> Option<fn(T, T) -> T> {
-    Some(match op {
-        MathOp::Pow => T::powf,
-        MathOp::Atan2 => T::atan2,
-        MathOp::Sqrt
-        | MathOp::Exp
-        | MathOp::Exp2
-        | MathOp::Log
-        | MathOp::Log2
-        | MathOp::Log10
-        | MathOp::Log1p
-        | MathOp::Expm1
-        | MathOp::Sin
-        | MathOp::Cos
-        | MathOp::Tan
-        | MathOp::Tanh
-        | MathOp::Sinh
-        | MathOp::Cosh
-        | MathOp::Atan
-        | MathOp::Floor
-        | MathOp::Ceil
-        | MathOp::Round
-        | MathOp::StopGradient => return None,
-    })
+    match function::<T>(op) {
+        MathFn::Binary(f) => Some(f),
+        MathFn::Unary(_) => None,
+    }
 }
 
 /// The float functions, shared by `f32` and `f64`: `exp`, `log`, `tanh`, `sin`, `cos` and
