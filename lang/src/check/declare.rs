@@ -103,19 +103,15 @@ impl Infer<'_> {
                 hidden: false,
             });
         }
+        super::distinct(decl.cons.iter().map(|con| &con.name), "declared", |name| {
+            format!("the constructor `{name}` is declared twice")
+        })?;
         let mut cons: Vec<ConDef> = Vec::new();
-        for (position, con) in decl.cons.iter().enumerate() {
-            if let Some(first) = decl.cons[..position]
-                .iter()
-                .find(|seen| seen.name.name == con.name.name)
-            {
-                return Err(super::twice(
-                    first.name.span,
-                    con.name.span,
-                    "declared",
-                    format!("the constructor `{}` is declared twice", con.name.name),
-                ));
-            }
+        for con in &decl.cons {
+            let field_names = con.fields.iter().filter_map(|field| field.name.as_ref());
+            super::distinct(field_names, "declared", |name| {
+                format!("the field `{name}` is declared twice")
+            })?;
             let mut fields: Vec<FieldDef> = Vec::new();
             let mut size_fields = Vec::new();
             for (position, field) in con.fields.iter().enumerate() {
@@ -130,20 +126,6 @@ impl Infer<'_> {
                     );
                 }
                 let name = field.name.as_ref().map(|name| name.name.clone());
-                if let Some(dup) = &field.name {
-                    let first = con.fields[..position]
-                        .iter()
-                        .filter_map(|seen| seen.name.as_ref())
-                        .find(|seen| seen.name == dup.name);
-                    if let Some(first) = first {
-                        return Err(super::twice(
-                            first.span,
-                            dup.span,
-                            "declared",
-                            format!("the field `{}` is declared twice", dup.name),
-                        ));
-                    }
-                }
                 let ty = self.read_type(&field.ty, &mut None)?;
                 self.hide_inferred_sizes(&ty, &mut params, field.ty.span)?;
                 // A `Nat` field that a later field's type uses as a size is a size of the
@@ -292,19 +274,13 @@ impl Infer<'_> {
             param.name.name.clone(),
             Binding::TypeVar(Ty::Rigid(rigid, param.name.name.clone())),
         ));
+        super::distinct(
+            decl.methods.iter().map(|sig| &sig.name),
+            "declared",
+            |name| format!("the method `{name}` is declared twice"),
+        )?;
         let mut methods: Vec<MethodDef> = Vec::new();
-        for (position, sig) in decl.methods.iter().enumerate() {
-            if let Some(first) = decl.methods[..position]
-                .iter()
-                .find(|seen| seen.name.name == sig.name.name)
-            {
-                return Err(super::twice(
-                    first.name.span,
-                    sig.name.span,
-                    "declared",
-                    format!("the method `{}` is declared twice", sig.name.name),
-                ));
-            }
+        for sig in &decl.methods {
             let mut implicit = Vec::new();
             let ty = self.read_type(&sig.ty, &mut Some(&mut implicit))?;
             let default = decl

@@ -3847,19 +3847,9 @@ fn check_known(expr: &TExpr) -> Result<()> {
 /// A name may be bound once in one pattern, or in the parameters of one lambda or `def`
 /// (as in Dex): `(x, x) = p` is an error at the second `x`.
 fn check_distinct<'a>(names: impl IntoIterator<Item = &'a Ident>) -> Result<()> {
-    let mut seen: Vec<&Ident> = Vec::new();
-    for ident in names {
-        if let Some(first) = seen.iter().find(|seen| seen.name == ident.name) {
-            return Err(super::twice(
-                first.span,
-                ident.span,
-                "bound",
-                format!("`{}` is bound twice in one pattern", ident.name),
-            ));
-        }
-        seen.push(ident);
-    }
-    Ok(())
+    super::distinct(names, "bound", |name| {
+        format!("`{name}` is bound twice in one pattern")
+    })
 }
 
 /// `; its implicit variables are `n`, `m`` for a named-argument error, or nothing.

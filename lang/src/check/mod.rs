@@ -17,6 +17,7 @@ pub mod suggest;
 pub mod typed;
 pub mod types;
 
+use crate::syntax::ast::Ident;
 use crate::syntax::{Label, Span};
 
 /// A type error: a message about a span of the source, and other spans it names
@@ -65,6 +66,23 @@ pub enum TypeErrorKind {
     /// A name declared, bound or defined twice in one place.
     Duplicate,
     Other,
+}
+
+/// That no two of `names` are the same name; else the error `message(name)` at the second,
+/// labelled `first <verb> here` at the first.
+pub fn distinct<'a>(
+    names: impl IntoIterator<Item = &'a Ident>,
+    verb: &str,
+    message: impl Fn(&str) -> String,
+) -> Result<(), TypeError> {
+    let mut seen: Vec<&Ident> = Vec::new();
+    for ident in names {
+        if let Some(first) = seen.iter().find(|seen| seen.name == ident.name) {
+            return Err(twice(first.span, ident.span, verb, message(&ident.name)));
+        }
+        seen.push(ident);
+    }
+    Ok(())
 }
 
 /// A name declared (bound, defined) twice in one place: the error at the second, labelled
