@@ -19,8 +19,7 @@ use super::lanes::Blend;
 use super::tensor::{from_vec, with_elem_type, with_tensor, Element, Nd, Tensor};
 use super::{MIN_CHUNK, PAR_THRESHOLD};
 use crate::core::ir::Elem;
-use crate::prim::vmath;
-use crate::prim::{threefry2x32, unit_from_bits, Arith, Family, Prim};
+use crate::prim::{threefry2x32, unit_from_bits, Family, Lift, LiftRelation, Lifted, Prim};
 
 /// Applies `prim` to `operands`; the result has shape `shape` (every operand broadcasts to
 /// it). The operands must be well typed for `prim` (the verifier guarantees it).
@@ -259,161 +258,102 @@ fn same<T: Element>(y: &Tensor, prim: Prim) -> &Nd<T> {
     })
 }
 
-// Per-family typed rules (fast paths).
+// The typed kernels: each family's table of functions (`prim`'s `lift`) as whole-array maps.
 
-/// Numeric element types: the arithmetic rules are `prim/arith.rs`'s `Arith`, stated once.
-trait Num: Element + Arith {}
-
-impl<T: Element + Arith> Num for T {}
-
-/// Float element types with the rules of `prim/arith.rs` and `prim/math.rs`.
-trait Float: Num {
-    fn f_is_nan(self) -> bool;
-    fn f_is_inf(self) -> bool;
-    /// The math-family unary primitives (each arm passes the `std` function itself, a
-    /// zero-sized fn item, so the kernel inlines it).
-    /// Gives `a` back when `prim` is not one of them.
-    fn f_unary(prim: Prim, a: Nd<Self>, shape: &[usize]) -> Result<Nd<Self>, Nd<Self>>;
-    fn f_pow(self, other: Self) -> Self;
-    fn f_atan2(self, other: Self) -> Self;
+/// A unary function mapped over an array, in its buffer when it can be reused; the operand
+/// back when the primitive has no unary function on its type.
+struct Map1<'s, T> {
+    a: Nd<T>,
+    shape: &'s [usize],
 }
 
-macro_rules! float_rules {
-    ($($ty:ident: $exp:ident, $log:ident, $tanh:ident, $sin:ident, $cos:ident, $pow:ident;)*) => {$(
-        impl Float for $ty {
-            fn f_is_nan(self) -> bool { self.is_nan() }
-            fn f_is_inf(self) -> bool { self.is_infinite() }
-            fn f_pow(self, other: Self) -> Self { vmath::$pow(self, other) }
-            fn f_atan2(self, other: Self) -> Self { $ty::atan2(self, other) }
-            fn f_unary(prim: Prim, a: Nd<Self>, shape: &[usize]) -> Result<Nd<Self>, Nd<Self>> {
-                Ok(match prim {
-                    Prim::Sqrt => map1_same(a, shape, $ty::sqrt),
-                    Prim::Exp => map1_same(a, shape, vmath::$exp),
-                    Prim::Exp2 => map1_same(a, shape, $ty::exp2),
-                    Prim::Log => map1_same(a, shape, vmath::$log),
-                    Prim::Log2 => map1_same(a, shape, $ty::log2),
-                    Prim::Log10 => map1_same(a, shape, $ty::log10),
-                    Prim::Log1p => map1_same(a, shape, $ty::ln_1p),
-                    Prim::Expm1 => map1_same(a, shape, $ty::exp_m1),
-                    Prim::Sin => map1_same(a, shape, vmath::$sin),
-                    Prim::Cos => map1_same(a, shape, vmath::$cos),
-                    Prim::Tan => map1_same(a, shape, $ty::tan),
-                    Prim::Tanh => map1_same(a, shape, vmath::$tanh),
-                    Prim::Sinh => map1_same(a, shape, $ty::sinh),
-                    Prim::Cosh => map1_same(a, shape, $ty::cosh),
-                    Prim::Atan => map1_same(a, shape, $ty::atan),
-                    Prim::Floor => map1_same(a, shape, $ty::floor),
-                    Prim::Ceil => map1_same(a, shape, $ty::ceil),
-                    Prim::Round => map1_same(a, shape, $ty::round),
-                    _ => return Err(a),
-                })
-            }
-        }
-    )*};
-}
-
-float_rules! {
-    f32: exp_f32, log_f32, tanh_f32, sin_f32, cos_f32, pow_f32;
-    f64: exp_f64, log_f64, tanh_f64, sin_f64, cos_f64, pow_f64;
-}
-
-/// Arithmetic unary fast paths (`a` back if there is none).
-fn num_unary<N: Num>(prim: Prim, a: Nd<N>, shape: &[usize]) -> Result<Tensor, Nd<N>> {
-    let res = match prim {
-        Prim::Neg => map1_same(a, shape, <N as Arith>::neg),
-        Prim::Abs => map1_same(a, shape, <N as Arith>::abs),
-        _ => return Err(a),
-    };
-    Ok(N::into_tensor(res))
-}
-
-/// Float unary fast paths: the math family, `isnan`/`isinf`, then arithmetic.
-fn float_unary<F: Float>(prim: Prim, a: Nd<F>, shape: &[usize]) -> Result<Tensor, Nd<F>> {
-    match prim {
-        Prim::IsNan => return Ok(Tensor::Bool(map1(&a, shape, F::f_is_nan))),
-        Prim::IsInf => return Ok(Tensor::Bool(map1(&a, shape, F::f_is_inf))),
-        _ => {}
+impl<T: Element> Lift<T> for Map1<'_, T> {
+    type Output = Result<Tensor, Nd<T>>;
+    fn unary(self, f: impl Fn(T) -> T + Copy + Send + Sync) -> Self::Output {
+        Ok(T::into_tensor(map1_same(self.a, self.shape, f)))
     }
-    match F::f_unary(prim, a, shape) {
-        Ok(res) => Ok(F::into_tensor(res)),
-        Err(a) => num_unary(prim, a, shape),
+    fn binary(self, _: impl Fn(T, T) -> T + Copy + Send + Sync) -> Self::Output {
+        Err(self.a)
     }
 }
 
-/// Arithmetic binary fast paths (`Prim::eval` per element for the others).
-fn num_binary<N: Num>(prim: Prim, a: Nd<N>, b: Nd<N>, shape: &[usize]) -> Tensor {
-    let res = match prim {
-        Prim::Add => map2_same(a, b, shape, <N as Arith>::add),
-        Prim::Sub => map2_same(a, b, shape, <N as Arith>::sub),
-        Prim::Mul => map2_same(a, b, shape, <N as Arith>::mul),
-        Prim::Div => map2_same(a, b, shape, <N as Arith>::div),
-        Prim::Min => map2_same(a, b, shape, <N as Arith>::min),
-        Prim::Max => map2_same(a, b, shape, <N as Arith>::max),
-        Prim::Mod => map2_same(a, b, shape, <N as Arith>::modulo),
-        Prim::IDiv => map2_same(a, b, shape, <N as Arith>::idiv),
-        _ => {
-            return generic_binary(prim, &N::into_tensor(a), &N::into_tensor(b), shape);
-        }
-    };
-    N::into_tensor(res)
-}
-
-fn float_binary<F: Float>(prim: Prim, a: Nd<F>, b: Nd<F>, shape: &[usize]) -> Tensor {
-    match prim {
-        Prim::Pow => F::into_tensor(map2_same(a, b, shape, F::f_pow)),
-        Prim::Atan2 => F::into_tensor(map2_same(a, b, shape, F::f_atan2)),
-        _ => num_binary(prim, a, b, shape),
+impl<T: Element> LiftRelation<T> for Map1<'_, T> {
+    fn relation(self, _: impl Fn(T, T) -> bool + Copy + Send + Sync) -> Self::Output {
+        Err(self.a)
+    }
+    fn test(self, f: impl Fn(T) -> bool + Copy + Send + Sync) -> Self::Output {
+        Ok(Tensor::Bool(map1(&self.a, self.shape, f)))
     }
 }
 
-fn is_comparison(prim: Prim) -> bool {
-    matches!(
-        prim,
-        Prim::Eq | Prim::Ne | Prim::Lt | Prim::Gt | Prim::Le | Prim::Ge
-    )
+/// A binary function mapped over two arrays of one type (in a buffer that can be reused);
+/// the operands back when the primitive has no binary function on their type.
+struct Map2<'s, T> {
+    a: Nd<T>,
+    b: Nd<T>,
+    shape: &'s [usize],
 }
 
-/// Comparisons on any element type: IEEE order on floats (`prim/compare.rs` compares with
-/// `partial_cmp`, and `x == y`, `x < y`, `x <= y`, … are exactly its cases), `false < true`.
-fn compare<T: Element>(prim: Prim, a: &Nd<T>, b: &Nd<T>, shape: &[usize]) -> Tensor {
-    let res = match prim {
-        Prim::Eq => map2(a, b, shape, |x, y| x == y),
-        Prim::Ne => map2(a, b, shape, |x, y| x != y),
-        Prim::Lt => map2(a, b, shape, |x, y| x < y),
-        Prim::Gt => map2(a, b, shape, |x, y| x > y),
-        Prim::Le => map2(a, b, shape, |x, y| x <= y),
-        Prim::Ge => map2(a, b, shape, |x, y| x >= y),
-        other => panic!("exec: {} is not a comparison", other.name()),
-    };
-    Tensor::Bool(res)
+impl<T: Element> Lift<T> for Map2<'_, T> {
+    type Output = Result<Tensor, (Nd<T>, Nd<T>)>;
+    fn unary(self, _: impl Fn(T) -> T + Copy + Send + Sync) -> Self::Output {
+        Err((self.a, self.b))
+    }
+    fn binary(self, f: impl Fn(T, T) -> T + Copy + Send + Sync) -> Self::Output {
+        Ok(T::into_tensor(map2_same(self.a, self.b, self.shape, f)))
+    }
+}
+
+impl<T: Element> LiftRelation<T> for Map2<'_, T> {
+    fn relation(self, f: impl Fn(T, T) -> bool + Copy + Send + Sync) -> Self::Output {
+        Ok(Tensor::Bool(map2(&self.a, &self.b, self.shape, f)))
+    }
+    fn test(self, _: impl Fn(T) -> bool + Copy + Send + Sync) -> Self::Output {
+        Err((self.a, self.b))
+    }
+}
+
+/// `prim`'s typed kernel on an operand of type `T`, or the operand back.
+fn unary_kernel<T: Element + Lifted>(
+    prim: Prim,
+    a: Nd<T>,
+    shape: &[usize],
+) -> Result<Tensor, Tensor> {
+    match prim.lift(Map1 { a, shape }) {
+        Ok(Ok(res)) => Ok(res),
+        Ok(Err(a)) | Err(Map1 { a, .. }) => Err(T::into_tensor(a)),
+    }
+}
+
+/// `prim`'s typed kernel on operands of type `T` (`y` must be one too), or the operands back.
+fn binary_kernel<T: Element + Lifted>(
+    prim: Prim,
+    a: Nd<T>,
+    y: Tensor,
+    shape: &[usize],
+) -> Result<Tensor, (Tensor, Tensor)> {
+    let b = take_same::<T>(y, prim);
+    match prim.lift(Map2 { a, b, shape }) {
+        Ok(Ok(res)) => Ok(res),
+        Ok(Err((a, b))) | Err(Map2 { a, b, .. }) => Err((T::into_tensor(a), T::into_tensor(b))),
+    }
 }
 
 fn unary(prim: Prim, x: Tensor, shape: &[usize]) -> Tensor {
     if let Prim::Cast(elem) = prim {
         return with_tensor!(&x, a => cast(a, elem, shape));
     }
-    macro_rules! fast {
-        ($variant:ident, $a:ident, $fast:ident) => {
-            match $fast(prim, $a, shape) {
-                Ok(res) => return res,
-                Err(a) => Tensor::$variant(a),
-            }
-        };
-    }
     let operand = match x {
-        Tensor::F32(a) => fast!(F32, a, float_unary),
-        Tensor::F64(a) => fast!(F64, a, float_unary),
-        Tensor::I32(a) => fast!(I32, a, num_unary),
-        Tensor::I64(a) => fast!(I64, a, num_unary),
-        Tensor::U32(a) => fast!(U32, a, num_unary),
         Tensor::U64(a) if prim == Prim::UnitFromBits => {
             return Tensor::F32(map1(&a, shape, unit_from_bits))
         }
-        Tensor::U64(a) => fast!(U64, a, num_unary),
         Tensor::Bool(a) if prim == Prim::Not => {
             return Tensor::Bool(map1_same(a, shape, |b: bool| !b))
         }
-        other @ Tensor::Bool(_) => other,
+        x => match with_tensor!(x, a => unary_kernel(prim, a, shape)) {
+            Ok(res) => return res,
+            Err(x) => x,
+        },
     };
     generic_unary(prim, &operand, shape)
 }
@@ -424,28 +364,22 @@ fn binary(prim: Prim, x: Tensor, y: Tensor, shape: &[usize]) -> Tensor {
     if let Family::Text(_) = prim.family() {
         return generic_positional(prim, &x, &y, shape);
     }
-    if is_comparison(prim) {
-        return with_tensor!(&x, a => compare(prim, a, same(&y, prim), shape));
-    }
-    match x {
-        Tensor::F32(a) => float_binary(prim, a, take_same(y, prim), shape),
-        Tensor::F64(a) => float_binary(prim, a, take_same(y, prim), shape),
-        Tensor::I32(a) => num_binary(prim, a, take_same(y, prim), shape),
-        Tensor::I64(a) => num_binary(prim, a, take_same(y, prim), shape),
-        Tensor::U32(a) => num_binary(prim, a, take_same(y, prim), shape),
+    let (x, y) = match x {
         Tensor::U64(a) if prim == Prim::Threefry2x32 => {
-            Tensor::U64(map2_same(a, take_same(y, prim), shape, threefry2x32))
+            return Tensor::U64(map2_same(a, take_same(y, prim), shape, threefry2x32))
         }
-        Tensor::U64(a) => num_binary(prim, a, take_same(y, prim), shape),
-        Tensor::Bool(a) => {
-            let b = take_same::<bool>(y, prim);
-            match prim {
-                Prim::And => Tensor::Bool(map2_same(a, b, shape, |p, q| p && q)),
-                Prim::Or => Tensor::Bool(map2_same(a, b, shape, |p, q| p || q)),
-                _ => generic_binary(prim, &Tensor::Bool(a), &Tensor::Bool(b), shape),
-            }
+        Tensor::Bool(a) if prim == Prim::And => {
+            return Tensor::Bool(map2_same(a, take_same(y, prim), shape, |p, q| p && q))
         }
-    }
+        Tensor::Bool(a) if prim == Prim::Or => {
+            return Tensor::Bool(map2_same(a, take_same(y, prim), shape, |p, q| p || q))
+        }
+        x => match with_tensor!(x, a => binary_kernel(prim, a, y, shape)) {
+            Ok(res) => return res,
+            Err(operands) => operands,
+        },
+    };
+    generic_binary(prim, &x, &y, shape)
 }
 
 fn ternary(prim: Prim, c: &Tensor, x: &Tensor, y: &Tensor, shape: &[usize]) -> Tensor {

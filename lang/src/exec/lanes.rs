@@ -8,17 +8,20 @@
 //! primitive and element type, so the compiler vectorises the arithmetic and there is no
 //! per-element dispatch. Buffers are allocated once per task and reused for every line.
 //!
-//! The scalar rules are `prim`'s: arithmetic is `prim::Arith` (stated once), `exp`, `log`,
-//! `tanh`, `sin`, `cos` and `pow` are `prim::vmath`'s slice functions, casts and
-//! comparisons are `Element`'s conversions and IEEE order as in `exec/elementwise.rs`, and
-//! anything without a typed loop here runs through `Prim::eval` per element (correct, slower;
-//! none of the common primitives take that path).
+//! The scalar rules are `prim`'s: each family's table of typed functions (`Prim::lift`) is
+//! turned into a loop here, `exp`, `log`, `tanh`, `sin`, `cos` and `pow` use `vmath`'s slice
+//! functions (`math::slice_fn`), casts are `Element`'s conversions, and anything without a
+//! typed loop runs through `Prim::eval` per element (correct, slower; none of the common
+//! primitives take that path).
 
 use rayon::prelude::*;
 
 use super::tensor::{from_vec, standard_slice, Element, Tensor};
 use crate::core::ir::{Elem, Scalar};
-use crate::prim::{math, threefry2x32, unit_from_bits, vmath, Arith, Family, Prim};
+use crate::prim::math::{self, SliceFn};
+use crate::prim::{
+    threefry2x32, unit_from_bits, vmath, Family, Lift, LiftRelation, Lifted, MathOp, Prim,
+};
 
 /// Points per line.
 pub const LINE: usize = 1024;
@@ -568,66 +571,28 @@ fn select<T: LaneElem>(
     false
 }
 
-/// Numeric element types: `prim::Arith` gives their arithmetic.
-trait Num: LaneElem + Arith {}
-impl<T: LaneElem + Arith> Num for T {}
-
-/// The float functions of `prim/math.rs`: `vmath`'s slice functions (vectorised) where
-/// `prim` uses `vmath`, and otherwise `prim::math`'s table of functions per element.
-/// A function that maps a slice of inputs into a slice of outputs.
-type SliceFn<T> = fn(&[T], &mut [T]);
-
-trait Float: Num + math::Float {
-    fn unary_fn(prim: Prim) -> Option<fn(Self) -> Self> {
-        match prim.family() {
-            Family::Math(op) => math::unary_fn::<Self>(op),
-            _ => None,
-        }
-    }
-    fn slice_fn(prim: Prim) -> Option<SliceFn<Self>>;
-    fn binary_fn(prim: Prim) -> Option<fn(Self, Self) -> Self> {
-        match prim.family() {
-            Family::Math(op) => math::binary_fn::<Self>(op),
-            _ => None,
-        }
-    }
+/// The float element types: `vmath`'s slice loops for `pow` and for the exp of a difference.
+trait Float: LaneElem + Lifted + math::Float {
     fn pow_slice(xs: &[Self], ys: &[Self], out: &mut [Self]);
     fn exp_of_difference(xs: &[Self], ys: &[Self], out: &mut [Self]);
-    fn is_nan(self) -> bool;
-    fn is_inf(self) -> bool;
 }
 
 macro_rules! float_fns {
-    ($($ty:ident: $exp:ident, $log:ident, $tanh:ident, $sin:ident, $cos:ident,
-       $pow_slice:ident, $exp_diff:ident;)*) => {$(
+    ($($ty:ident: $pow_slice:ident, $exp_diff:ident;)*) => {$(
         impl Float for $ty {
-            fn slice_fn(prim: Prim) -> Option<SliceFn<Self>> {
-                Some(match prim {
-                    Prim::Exp => vmath::$exp,
-                    Prim::Log => vmath::$log,
-                    Prim::Tanh => vmath::$tanh,
-                    Prim::Sin => vmath::$sin,
-                    Prim::Cos => vmath::$cos,
-                    _ => return None,
-                })
-            }
             fn pow_slice(xs: &[Self], ys: &[Self], out: &mut [Self]) {
                 vmath::$pow_slice(xs, ys, out)
             }
             fn exp_of_difference(xs: &[Self], ys: &[Self], out: &mut [Self]) {
                 vmath::$exp_diff(xs, ys, out)
             }
-            fn is_nan(self) -> bool { $ty::is_nan(self) }
-            fn is_inf(self) -> bool { $ty::is_infinite(self) }
         }
     )*};
 }
 
 float_fns! {
-    f32: exp_f32_slice, log_f32_slice, tanh_f32_slice, sin_f32_slice, cos_f32_slice,
-        pow_f32_slice, exp_of_difference_f32;
-    f64: exp_f64_slice, log_f64_slice, tanh_f64_slice, sin_f64_slice, cos_f64_slice,
-        pow_f64_slice, exp_of_difference_f64;
+    f32: pow_f32_slice, exp_of_difference_f32;
+    f64: pow_f64_slice, exp_of_difference_f64;
 }
 
 /// `exp (a - b)` of two float lanes in one pass, with the bits of `sub` then `exp`
@@ -664,74 +629,80 @@ fn map_slice<F: LaneElem>(a: LaneRef<'_>, out: ColumnMut<'_>, len: usize, f: Sli
     a.splat
 }
 
-/// Arithmetic on one numeric type; `None` when `prim` is not arithmetic.
-fn num_op<N: Num>(
+/// A primitive's typed function (`prim`'s `lift`) run over lanes into `out`: `Some(splat)`,
+/// or `None` when the function does not take this many operands.
+struct LaneLoop<'r, 'l, 'o> {
+    operands: &'r [LaneRef<'l>],
+    out: ColumnMut<'o>,
+    len: usize,
+}
+
+impl<T: LaneElem> Lift<T> for LaneLoop<'_, '_, '_> {
+    type Output = Option<bool>;
+    fn unary(self, f: impl Fn(T) -> T + Copy + Send + Sync) -> Option<bool> {
+        match *self.operands {
+            [a] => Some(map1::<T, T>(a, self.out, self.len, f)),
+            _ => None,
+        }
+    }
+    fn binary(self, f: impl Fn(T, T) -> T + Copy + Send + Sync) -> Option<bool> {
+        match *self.operands {
+            [a, b] => Some(map2::<T, T, T>(a, b, self.out, self.len, f)),
+            _ => None,
+        }
+    }
+}
+
+impl<T: LaneElem> LiftRelation<T> for LaneLoop<'_, '_, '_> {
+    fn relation(self, f: impl Fn(T, T) -> bool + Copy + Send + Sync) -> Option<bool> {
+        match *self.operands {
+            [a, b] => Some(map2::<T, T, bool>(a, b, self.out, self.len, f)),
+            _ => None,
+        }
+    }
+    fn test(self, f: impl Fn(T) -> bool + Copy + Send + Sync) -> Option<bool> {
+        match *self.operands {
+            [a] => Some(map1::<T, bool>(a, self.out, self.len, f)),
+            _ => None,
+        }
+    }
+}
+
+/// The typed loop of `prim` on operands of type `T`, if it has one.
+fn lifted<T: LaneElem + Lifted>(
     prim: Prim,
     operands: &[LaneRef<'_>],
     out: ColumnMut<'_>,
     len: usize,
 ) -> Option<bool> {
-    let a = operands[0];
-    Some(match (prim, operands.get(1).copied()) {
-        (Prim::Neg, None) => map1::<N, N>(a, out, len, N::neg),
-        (Prim::Abs, None) => map1::<N, N>(a, out, len, N::abs),
-        (Prim::Add, Some(b)) => map2::<N, N, N>(a, b, out, len, <N as Arith>::add),
-        (Prim::Sub, Some(b)) => map2::<N, N, N>(a, b, out, len, N::sub),
-        (Prim::Mul, Some(b)) => map2::<N, N, N>(a, b, out, len, <N as Arith>::mul),
-        (Prim::Div, Some(b)) => map2::<N, N, N>(a, b, out, len, N::div),
-        (Prim::Min, Some(b)) => map2::<N, N, N>(a, b, out, len, N::min),
-        (Prim::Max, Some(b)) => map2::<N, N, N>(a, b, out, len, N::max),
-        (Prim::Mod, Some(b)) => map2::<N, N, N>(a, b, out, len, N::modulo),
-        (Prim::IDiv, Some(b)) => map2::<N, N, N>(a, b, out, len, N::idiv),
-        _ => return None,
-    })
+    prim.lift::<T, _>(LaneLoop { operands, out, len })
+        .ok()
+        .flatten()
 }
 
+/// Floats: `vmath`'s vectorised slice functions where there is one (`math::slice_fn`, and
+/// `pow` of two full lanes), else the typed function per point.
 fn float_op<F: Float>(
     prim: Prim,
     operands: &[LaneRef<'_>],
     out: ColumnMut<'_>,
     len: usize,
 ) -> Option<bool> {
-    let a = operands[0];
-    Some(match (prim, operands.get(1).copied()) {
-        (Prim::IsNan, None) => map1::<F, bool>(a, out, len, F::is_nan),
-        (Prim::IsInf, None) => map1::<F, bool>(a, out, len, F::is_inf),
-        (_, None) => match (F::slice_fn(prim), F::unary_fn(prim)) {
-            (Some(f), _) => map_slice::<F>(a, out, len, f),
-            (None, Some(f)) => map1::<F, F>(a, out, len, f),
-            (None, None) => return num_op::<F>(prim, operands, out, len),
-        },
-        (Prim::Pow, Some(b)) if !a.splat && !b.splat => {
+    match (prim.family(), operands) {
+        (Family::Math(op), &[a]) => {
+            if let Some(f) = math::slice_fn::<F>(op) {
+                return Some(map_slice::<F>(a, out, len, f));
+            }
+        }
+        (Family::Math(MathOp::Pow), &[a, b]) if !a.splat && !b.splat => {
             let xs = &F::slice(a.column)[..len];
             let ys = &F::slice(b.column)[..len];
             F::pow_slice(xs, ys, &mut F::slice_mut(out)[..len]);
-            false
+            return Some(false);
         }
-        (_, Some(b)) => match F::binary_fn(prim) {
-            Some(f) => map2::<F, F, F>(a, b, out, len, f),
-            None => return num_op::<F>(prim, operands, out, len),
-        },
-    })
-}
-
-/// Comparisons in IEEE order (as `prim/compare.rs`), `false < true`.
-fn compare_op<T: LaneElem>(
-    prim: Prim,
-    a: LaneRef<'_>,
-    b: LaneRef<'_>,
-    out: ColumnMut<'_>,
-    len: usize,
-) -> Option<bool> {
-    Some(match prim {
-        Prim::Eq => map2::<T, T, bool>(a, b, out, len, |x, y| x == y),
-        Prim::Ne => map2::<T, T, bool>(a, b, out, len, |x, y| x != y),
-        Prim::Lt => map2::<T, T, bool>(a, b, out, len, |x, y| x < y),
-        Prim::Gt => map2::<T, T, bool>(a, b, out, len, |x, y| x > y),
-        Prim::Le => map2::<T, T, bool>(a, b, out, len, |x, y| x <= y),
-        Prim::Ge => map2::<T, T, bool>(a, b, out, len, |x, y| x >= y),
-        _ => return None,
-    })
+        _ => {}
+    }
+    lifted::<F>(prim, operands, out, len)
 }
 
 /// `cast_<elem>` through `Element`'s conversions (`prim/convert.rs`'s rules).
@@ -748,12 +719,7 @@ fn cast_op<A: LaneElem>(elem: Elem, a: LaneRef<'_>, out: ColumnMut<'_>, len: usi
 }
 
 /// The typed loop for `prim`, if there is one; `Some(splat)`.
-fn typed_op(
-    prim: Prim,
-    operands: &[LaneRef<'_>],
-    mut out: ColumnMut<'_>,
-    len: usize,
-) -> Option<bool> {
+fn typed_op(prim: Prim, operands: &[LaneRef<'_>], out: ColumnMut<'_>, len: usize) -> Option<bool> {
     let first = operands[0].elem();
     if let Prim::Cast(elem) = prim {
         let a = operands[0];
@@ -783,35 +749,23 @@ fn typed_op(
             return Some(map2::<u64, u64, u64>(a, b, out, len, threefry2x32))
         }
         (Prim::UnitFromBits, &[a]) => return Some(map1::<u64, f32>(a, out, len, unit_from_bits)),
-        (_, &[a, b]) => {
-            let compared = match first {
-                Elem::F32 => compare_op::<f32>(prim, a, b, out.reborrow(), len),
-                Elem::F64 => compare_op::<f64>(prim, a, b, out.reborrow(), len),
-                Elem::I32 => compare_op::<i32>(prim, a, b, out.reborrow(), len),
-                Elem::I64 => compare_op::<i64>(prim, a, b, out.reborrow(), len),
-                Elem::U32 => compare_op::<u32>(prim, a, b, out.reborrow(), len),
-                Elem::U64 => compare_op::<u64>(prim, a, b, out.reborrow(), len),
-                Elem::Bool => compare_op::<bool>(prim, a, b, out.reborrow(), len),
-            };
-            if compared.is_some() {
-                return compared;
-            }
+        (Prim::Not, &[a]) => return Some(map1::<bool, bool>(a, out, len, |p| !p)),
+        (Prim::And, &[a, b]) => {
+            return Some(map2::<bool, bool, bool>(a, b, out, len, |p, q| p && q))
+        }
+        (Prim::Or, &[a, b]) => {
+            return Some(map2::<bool, bool, bool>(a, b, out, len, |p, q| p || q))
         }
         _ => {}
     }
     match first {
         Elem::F32 => float_op::<f32>(prim, operands, out, len),
         Elem::F64 => float_op::<f64>(prim, operands, out, len),
-        Elem::I32 => num_op::<i32>(prim, operands, out, len),
-        Elem::I64 => num_op::<i64>(prim, operands, out, len),
-        Elem::U32 => num_op::<u32>(prim, operands, out, len),
-        Elem::U64 => num_op::<u64>(prim, operands, out, len),
-        Elem::Bool => match (prim, operands) {
-            (Prim::Not, &[a]) => Some(map1::<bool, bool>(a, out, len, |p| !p)),
-            (Prim::And, &[a, b]) => Some(map2::<bool, bool, bool>(a, b, out, len, |p, q| p && q)),
-            (Prim::Or, &[a, b]) => Some(map2::<bool, bool, bool>(a, b, out, len, |p, q| p || q)),
-            _ => None,
-        },
+        Elem::I32 => lifted::<i32>(prim, operands, out, len),
+        Elem::I64 => lifted::<i64>(prim, operands, out, len),
+        Elem::U32 => lifted::<u32>(prim, operands, out, len),
+        Elem::U64 => lifted::<u64>(prim, operands, out, len),
+        Elem::Bool => lifted::<bool>(prim, operands, out, len),
     }
 }
 

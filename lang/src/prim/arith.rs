@@ -11,7 +11,7 @@
 //! - `idiv` on floats is `floor(x / y)`.
 //! - `min`/`max` on floats give NaN if either operand is NaN.
 
-use super::{operand_pair, same_elem, PrimTypeError, ScalarRepr};
+use super::{operand_pair, same_elem, Apply, Lift, PrimTypeError, ScalarRepr};
 use crate::core::ir::{Elem, Scalar};
 
 /// The operators of the arithmetic family.
@@ -106,17 +106,22 @@ fn eval_as<T: Arith>(op: ArithOp, operands: &[Scalar]) -> Scalar {
 /// `op` on typed operands (`y` is ignored by the unary operators): the evaluation rule for
 /// callers that know the element type (`exec::register_code`).
 pub(crate) fn apply<T: Arith>(op: ArithOp, x: T, y: T) -> T {
+    lift(op, Apply { x, y })
+}
+
+/// The one table of which function implements each arithmetic primitive (see [`Lift`]).
+pub(crate) fn lift<T: Arith, L: Lift<T>>(op: ArithOp, lift: L) -> L::Output {
     match op {
-        ArithOp::Add => x.add(y),
-        ArithOp::Sub => x.sub(y),
-        ArithOp::Mul => x.mul(y),
-        ArithOp::Div => x.div(y),
-        ArithOp::Neg => x.neg(),
-        ArithOp::Abs => x.abs(),
-        ArithOp::Min => x.min(y),
-        ArithOp::Max => x.max(y),
-        ArithOp::Mod => x.modulo(y),
-        ArithOp::IDiv => x.idiv(y),
+        ArithOp::Add => lift.binary(T::add),
+        ArithOp::Sub => lift.binary(T::sub),
+        ArithOp::Mul => lift.binary(T::mul),
+        ArithOp::Div => lift.binary(T::div),
+        ArithOp::Neg => lift.unary(T::neg),
+        ArithOp::Abs => lift.unary(T::abs),
+        ArithOp::Min => lift.binary(T::min),
+        ArithOp::Max => lift.binary(T::max),
+        ArithOp::Mod => lift.binary(T::modulo),
+        ArithOp::IDiv => lift.binary(T::idiv),
     }
 }
 

@@ -9,7 +9,7 @@
 
 use std::cmp::Ordering;
 
-use super::{operand, same_elem, PrimTypeError};
+use super::{operand, same_elem, LiftRelation, PrimTypeError};
 use crate::core::ir::{Elem, Scalar};
 
 /// The operators of the compare family.
@@ -135,6 +135,46 @@ pub fn eval(op: CompareOp, operands: &[Scalar]) -> Scalar {
     };
     Scalar::Bool(res)
 }
+
+/// The compare family as typed functions (see [`Lift`]): the ordering comparisons, which are
+/// Rust's operators on the element type (IEEE order on floats, exactly `ordered`'s cases;
+/// `false < true`), and the float tests. The logic operators and `select` are not functions
+/// of one element type: `Err(lift)`.
+pub(crate) fn lift<T: Tested, L: LiftRelation<T>>(op: CompareOp, lift: L) -> Result<L::Output, L> {
+    Ok(match op {
+        CompareOp::Eq => lift.relation(|x, y| x == y),
+        CompareOp::Ne => lift.relation(|x, y| x != y),
+        CompareOp::Lt => lift.relation(|x, y| x < y),
+        CompareOp::Gt => lift.relation(|x, y| x > y),
+        CompareOp::Le => lift.relation(|x, y| x <= y),
+        CompareOp::Ge => lift.relation(|x, y| x >= y),
+        CompareOp::IsNan => lift.test(T::is_nan),
+        CompareOp::IsInf => lift.test(T::is_inf),
+        CompareOp::And | CompareOp::Or | CompareOp::Not | CompareOp::Select => return Err(lift),
+    })
+}
+
+/// The element types compared: ordered, and tested for NaN and infinity (which no integer or
+/// boolean is; the type rule gives the tests float operands only).
+pub(crate) trait Tested: PartialOrd {
+    fn is_nan(self) -> bool;
+    fn is_inf(self) -> bool;
+}
+
+macro_rules! tested {
+    (float: $($float:ty),*; exact: $($exact:ty),*) => {
+        $(impl Tested for $float {
+            fn is_nan(self) -> bool { <$float>::is_nan(self) }
+            fn is_inf(self) -> bool { <$float>::is_infinite(self) }
+        })*
+        $(impl Tested for $exact {
+            fn is_nan(self) -> bool { false }
+            fn is_inf(self) -> bool { false }
+        })*
+    };
+}
+
+tested!(float: f32, f64; exact: i32, i64, u32, u64, bool);
 
 /// Whether the ordering comparison `op` (`==`, `/=`, `<`, `>`, `<=`, `>=`) holds of two operands
 /// ordered as `ordering` (`None`: unordered, a NaN).

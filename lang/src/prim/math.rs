@@ -5,7 +5,7 @@
 //! Semantics: IEEE 754 as implemented by Rust's `std` (`log` of a negative number is NaN, and
 //! so on); `exp`, `log`, `tanh`, `sin`, `cos` and `pow` are `vmath`'s, within 2 ulp of libm. `round` rounds half away from zero; `pow` is float ^ float (`powf`).
 
-use super::{operand_pair, same_elem, PrimTypeError, ScalarRepr};
+use super::{operand_pair, same_elem, Apply, Lift, PrimTypeError, ScalarRepr};
 use crate::core::ir::{Elem, Scalar};
 
 /// The operators of the math family.
@@ -138,60 +138,66 @@ fn eval_as<T: Float>(op: MathOp, operands: &[Scalar]) -> Scalar {
 /// `op` on typed operands (`y` is ignored by the unary functions): the evaluation rule for
 /// callers that know the element type (`exec::register_code`).
 pub(crate) fn apply<T: Float>(op: MathOp, x: T, y: T) -> T {
-    match function::<T>(op) {
-        MathFn::Unary(f) => f(x),
-        MathFn::Binary(f) => f(x, y),
-    }
+    lift(op, Apply { x, y })
 }
 
-/// The function that implements a math primitive on one float type.
-pub(crate) enum MathFn<T> {
-    Unary(fn(T) -> T),
-    Binary(fn(T, T) -> T),
-}
-
-/// The one table of which function implements each math primitive: `apply` calls it, and
-/// the engine's lanes read it (`exec/lanes.rs`), so a new primitive is added here only.
-pub(crate) fn function<T: Float>(op: MathOp) -> MathFn<T> {
-    use MathFn::{Binary, Unary};
+/// The one table of which function implements each math primitive (see [`Lift`]): `eval`
+/// applies it and the engine's kernels are built from it, so a new primitive is added here
+/// only.
+pub(crate) fn lift<T: Float, L: Lift<T>>(op: MathOp, lift: L) -> L::Output {
     match op {
-        MathOp::Sqrt => Unary(T::sqrt),
-        MathOp::Exp => Unary(T::exp),
-        MathOp::Exp2 => Unary(T::exp2),
-        MathOp::Log => Unary(T::ln),
-        MathOp::Log2 => Unary(T::log2),
-        MathOp::Log10 => Unary(T::log10),
-        MathOp::Log1p => Unary(T::ln_1p),
-        MathOp::Expm1 => Unary(T::exp_m1),
-        MathOp::Sin => Unary(T::sin),
-        MathOp::Cos => Unary(T::cos),
-        MathOp::Tan => Unary(T::tan),
-        MathOp::Tanh => Unary(T::tanh),
-        MathOp::Sinh => Unary(T::sinh),
-        MathOp::Cosh => Unary(T::cosh),
-        MathOp::Atan => Unary(T::atan),
-        MathOp::Floor => Unary(T::floor),
-        MathOp::Ceil => Unary(T::ceil),
-        MathOp::Round => Unary(T::round),
-        MathOp::StopGradient => Unary(|x| x),
-        MathOp::Pow => Binary(T::powf),
-        MathOp::Atan2 => Binary(T::atan2),
+        MathOp::Sqrt => lift.unary(T::sqrt),
+        MathOp::Exp => lift.unary(T::exp),
+        MathOp::Exp2 => lift.unary(T::exp2),
+        MathOp::Log => lift.unary(T::ln),
+        MathOp::Log2 => lift.unary(T::log2),
+        MathOp::Log10 => lift.unary(T::log10),
+        MathOp::Log1p => lift.unary(T::ln_1p),
+        MathOp::Expm1 => lift.unary(T::exp_m1),
+        MathOp::Sin => lift.unary(T::sin),
+        MathOp::Cos => lift.unary(T::cos),
+        MathOp::Tan => lift.unary(T::tan),
+        MathOp::Tanh => lift.unary(T::tanh),
+        MathOp::Sinh => lift.unary(T::sinh),
+        MathOp::Cosh => lift.unary(T::cosh),
+        MathOp::Atan => lift.unary(T::atan),
+        MathOp::Floor => lift.unary(T::floor),
+        MathOp::Ceil => lift.unary(T::ceil),
+        MathOp::Round => lift.unary(T::round),
+        MathOp::StopGradient => lift.unary(|x| x),
+        MathOp::Pow => lift.binary(T::powf),
+        MathOp::Atan2 => lift.binary(T::atan2),
     }
 }
 
-/// The function of a unary math primitive (`None` for a binary one).
-pub(crate) fn unary_fn<T: Float>(op: MathOp) -> Option<fn(T) -> T> {
-    match function::<T>(op) {
-        MathFn::Unary(f) => Some(f),
-        MathFn::Binary(_) => None,
-    }
-}
+/// A slice function: maps a slice of inputs into a slice of outputs of the same length.
+pub(crate) type SliceFn<T> = fn(&[T], &mut [T]);
 
-/// The function of a binary math primitive (`None` for a unary one).
-pub(crate) fn binary_fn<T: Float>(op: MathOp) -> Option<fn(T, T) -> T> {
-    match function::<T>(op) {
-        MathFn::Binary(f) => Some(f),
-        MathFn::Unary(_) => None,
+/// The vectorised slice function of a unary math primitive, where `vmath` has one (the same
+/// bits as [`lift`]'s function per element); the engine's lanes prefer it.
+pub(crate) fn slice_fn<T: Float>(op: MathOp) -> Option<SliceFn<T>> {
+    match op {
+        MathOp::Exp => Some(T::exp_slice),
+        MathOp::Log => Some(T::ln_slice),
+        MathOp::Tanh => Some(T::tanh_slice),
+        MathOp::Sin => Some(T::sin_slice),
+        MathOp::Cos => Some(T::cos_slice),
+        MathOp::Sqrt
+        | MathOp::Exp2
+        | MathOp::Log2
+        | MathOp::Log10
+        | MathOp::Log1p
+        | MathOp::Expm1
+        | MathOp::Tan
+        | MathOp::Sinh
+        | MathOp::Cosh
+        | MathOp::Atan
+        | MathOp::Floor
+        | MathOp::Ceil
+        | MathOp::Round
+        | MathOp::StopGradient
+        | MathOp::Pow
+        | MathOp::Atan2 => None,
     }
 }
 
@@ -220,10 +226,17 @@ pub(crate) trait Float: ScalarRepr {
     fn round(self) -> Self;
     fn powf(self, other: Self) -> Self;
     fn atan2(self, other: Self) -> Self;
+    // `vmath`'s slice versions of `exp`, `ln`, `tanh`, `sin` and `cos`.
+    fn exp_slice(xs: &[Self], out: &mut [Self]);
+    fn ln_slice(xs: &[Self], out: &mut [Self]);
+    fn tanh_slice(xs: &[Self], out: &mut [Self]);
+    fn sin_slice(xs: &[Self], out: &mut [Self]);
+    fn cos_slice(xs: &[Self], out: &mut [Self]);
 }
 
 macro_rules! float_impl {
-    ($($ty:ident: $exp:ident, $log:ident, $tanh:ident, $sin:ident, $cos:ident, $pow:ident;)*) => {$(
+    ($($ty:ident: $exp:ident, $log:ident, $tanh:ident, $sin:ident, $cos:ident, $pow:ident;
+       $exp_s:ident, $log_s:ident, $tanh_s:ident, $sin_s:ident, $cos_s:ident;)*) => {$(
         impl Float for $ty {
             fn sqrt(self) -> Self { $ty::sqrt(self) }
             fn exp(self) -> Self { super::vmath::$exp(self) }
@@ -245,13 +258,20 @@ macro_rules! float_impl {
             fn round(self) -> Self { $ty::round(self) }
             fn powf(self, other: Self) -> Self { super::vmath::$pow(self, other) }
             fn atan2(self, other: Self) -> Self { $ty::atan2(self, other) }
+            fn exp_slice(xs: &[Self], out: &mut [Self]) { super::vmath::$exp_s(xs, out) }
+            fn ln_slice(xs: &[Self], out: &mut [Self]) { super::vmath::$log_s(xs, out) }
+            fn tanh_slice(xs: &[Self], out: &mut [Self]) { super::vmath::$tanh_s(xs, out) }
+            fn sin_slice(xs: &[Self], out: &mut [Self]) { super::vmath::$sin_s(xs, out) }
+            fn cos_slice(xs: &[Self], out: &mut [Self]) { super::vmath::$cos_s(xs, out) }
         }
     )*};
 }
 
 float_impl! {
     f32: exp_f32, log_f32, tanh_f32, sin_f32, cos_f32, pow_f32;
+        exp_f32_slice, log_f32_slice, tanh_f32_slice, sin_f32_slice, cos_f32_slice;
     f64: exp_f64, log_f64, tanh_f64, sin_f64, cos_f64, pow_f64;
+        exp_f64_slice, log_f64_slice, tanh_f64_slice, sin_f64_slice, cos_f64_slice;
 }
 
 /// Differentiability of the math family.

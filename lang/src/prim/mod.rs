@@ -345,6 +345,81 @@ pub trait Emitter {
     fn elem(&self, atom: Atom) -> Elem;
 }
 
+/// A kernel made from a primitive's scalar function on one element type `T`. The engine's
+/// whole-array maps (`exec/elementwise.rs`) and lane loops (`exec/lanes.rs`) implement it;
+/// each family's `lift` hands it the very function that family's evaluation rule applies, as
+/// a zero-sized fn item, so the kernel is monomorphised around the function and inlines it.
+/// A family's `lift` is the one table of which function implements which of its primitives:
+/// `eval` reads it too (through [`Apply`]), so the interpreter and the engine cannot differ.
+pub(crate) trait Lift<T> {
+    type Output;
+    /// A function of one operand, of the operand's type.
+    fn unary(self, f: impl Fn(T) -> T + Copy + Send + Sync) -> Self::Output;
+    /// A function of two operands of one type, of that type.
+    fn binary(self, f: impl Fn(T, T) -> T + Copy + Send + Sync) -> Self::Output;
+}
+
+/// A [`Lift`] that also takes the functions to a `Bool`: relations (the comparisons) and
+/// tests (`isnan`, `isinf`).
+pub(crate) trait LiftRelation<T>: Lift<T> {
+    fn relation(self, f: impl Fn(T, T) -> bool + Copy + Send + Sync) -> Self::Output;
+    fn test(self, f: impl Fn(T) -> bool + Copy + Send + Sync) -> Self::Output;
+}
+
+/// The lift that applies the function to one or two scalars (`y` is ignored by a unary
+/// function): the families' typed evaluation rules.
+pub(crate) struct Apply<T> {
+    pub x: T,
+    pub y: T,
+}
+
+impl<T> Lift<T> for Apply<T> {
+    type Output = T;
+    fn unary(self, f: impl Fn(T) -> T) -> T {
+        f(self.x)
+    }
+    fn binary(self, f: impl Fn(T, T) -> T) -> T {
+        f(self.x, self.y)
+    }
+}
+
+/// An element type whose primitives `Prim::lift` can hand to a [`Lift`]: the floats take the
+/// math, arithmetic and comparison families, the integers arithmetic and comparisons, `Bool`
+/// comparisons.
+pub(crate) trait Lifted: ScalarRepr + compare::Tested {
+    fn lift<L: LiftRelation<Self>>(prim: Prim, lift: L) -> Result<L::Output, L>;
+}
+
+macro_rules! lifted {
+    ($math:ident, $arith:ident: $($ty:ty),*) => {$(
+        impl Lifted for $ty {
+            fn lift<L: LiftRelation<Self>>(prim: Prim, lift: L) -> Result<L::Output, L> {
+                match prim.family() {
+                    Family::Math(op) => lifted!(@$math math, op, lift),
+                    Family::Arith(op) => lifted!(@$arith arith, op, lift),
+                    Family::Compare(op) => compare::lift(op, lift),
+                    Family::Convert(_) | Family::Random(_) | Family::Text(_) => Err(lift),
+                }
+            }
+        }
+    )*};
+    (@yes $family:ident, $op:expr, $lift:expr) => { Ok($family::lift($op, $lift)) };
+    (@no $family:ident, $op:expr, $lift:expr) => {{ let _ = $op; Err($lift) }};
+}
+
+lifted!(yes, yes: f32, f64);
+lifted!(no, yes: i32, i64, u32, u64);
+lifted!(no, no: bool);
+
+impl Prim {
+    /// Hands the typed function of this primitive on `T` to `lift` (`Err(lift)` back when the
+    /// primitive has no function of one element type on `T`: casts, words, text, `select` and
+    /// the logic operators, which the engine runs on its own).
+    pub(crate) fn lift<T: Lifted, L: LiftRelation<T>>(self, lift: L) -> Result<L::Output, L> {
+        T::lift(self, lift)
+    }
+}
+
 /// A tangent or cotangent: `None` is a (symbolic) zero.
 pub type Tangent = Option<Atom>;
 

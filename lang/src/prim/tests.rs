@@ -539,26 +539,59 @@ fn sign_rules_hold_on_special_values() {
     assert!(n_checked > 3000, "{n_checked}");
 }
 
-/// The table of math functions (`math::function`, which `Prim::eval` and the engine's lanes
-/// both call; `eval_cases` check its values) gives each math primitive a function of its
-/// arity.
+/// Every family's table of typed functions (`Prim::lift`, which `Prim::eval` and the engine's
+/// kernels all read; `eval_cases` check its values) gives each primitive a function of its
+/// arity on every element type it takes, except the few the engine runs on its own.
 #[test]
-fn the_math_function_table_gives_each_primitive_a_function_of_its_arity() {
-    use super::math::{binary_fn, unary_fn};
-    use super::Family;
-    for prim in ALL_PRIMS.iter().copied() {
-        let Family::Math(op) = prim.family() else {
-            continue;
-        };
-        let unary = (unary_fn::<f32>(op).is_some(), unary_fn::<f64>(op).is_some());
-        let binary = (
-            binary_fn::<f32>(op).is_some(),
-            binary_fn::<f64>(op).is_some(),
-        );
-        match prim.arity() {
-            1 => assert_eq!((unary, binary), ((true, true), (false, false)), "{prim:?}"),
-            2 => assert_eq!((unary, binary), ((false, false), (true, true)), "{prim:?}"),
-            arity => panic!("{prim:?} has arity {arity}"),
+fn the_lift_tables_give_each_primitive_a_function_of_its_arity() {
+    use super::{Lift, LiftRelation, Lifted};
+    /// The number of operands of the function handed over.
+    struct Arity;
+    impl<T> Lift<T> for Arity {
+        type Output = usize;
+        fn unary(self, _: impl Fn(T) -> T) -> usize {
+            1
+        }
+        fn binary(self, _: impl Fn(T, T) -> T) -> usize {
+            2
         }
     }
+    impl<T> LiftRelation<T> for Arity {
+        fn relation(self, _: impl Fn(T, T) -> bool) -> usize {
+            2
+        }
+        fn test(self, _: impl Fn(T) -> bool) -> usize {
+            1
+        }
+    }
+    fn arity<T: Lifted>(prim: Prim) -> Option<usize> {
+        prim.lift::<T, _>(Arity).ok()
+    }
+    let mut unlifted = Vec::new();
+    for prim in ALL_PRIMS.iter().copied() {
+        let mut lifted_somewhere = false;
+        for &elem in ALL_ELEMS {
+            if prim.result_elem(&vec![elem; prim.arity()]).is_err() {
+                continue;
+            }
+            let got = match elem {
+                Elem::F32 => arity::<f32>(prim),
+                Elem::F64 => arity::<f64>(prim),
+                Elem::I32 => arity::<i32>(prim),
+                Elem::I64 => arity::<i64>(prim),
+                Elem::U32 => arity::<u32>(prim),
+                Elem::U64 => arity::<u64>(prim),
+                Elem::Bool => arity::<bool>(prim),
+            };
+            if let Some(got) = got {
+                assert_eq!(got, prim.arity(), "{prim:?} on {elem:?}");
+                lifted_somewhere = true;
+            }
+        }
+        if !lifted_somewhere {
+            unlifted.push(prim);
+        }
+    }
+    use Prim::*;
+    assert_eq!(unlifted, [And, Or, Not, Select, Threefry2x32, UnitFromBits]);
 }
