@@ -11,6 +11,7 @@
 //! - `idiv` on floats is `floor(x / y)`.
 //! - `min`/`max` on floats give NaN if either operand is NaN.
 
+use super::hlo::{self, Hlo};
 use super::{operand_pair, same_elem, Apply, Lift, PrimTypeError, ScalarRepr};
 use crate::core::ir::{Elem, Scalar};
 
@@ -122,6 +123,66 @@ pub(crate) fn lift<T: Arith, L: Lift<T>>(op: ArithOp, lift: L) -> L::Output {
         ArithOp::Max => lift.binary(T::max),
         ArithOp::Mod => lift.binary(T::modulo),
         ArithOp::IDiv => lift.binary(T::idiv),
+    }
+}
+
+/// Export rule: StableHLO's operations with dx's total semantics. Integer division and `mod`
+/// by zero give zero (the divisor is made safe first), `mod` and `idiv` are floored, float
+/// `min`/`max` propagate NaN (as StableHLO's do), `abs` of an unsigned value is the value.
+pub(crate) fn export<E: Hlo>(op: ArithOp, cx: &mut E, args: &[E::Val]) -> E::Val {
+    let x = &args[0];
+    let y = || &args[1];
+    let elem = cx.elem(x);
+    let unsigned = matches!(elem, Elem::U32 | Elem::U64);
+    match op {
+        ArithOp::Add => cx.op("add", &[x, y()]),
+        ArithOp::Sub => cx.op("subtract", &[x, y()]),
+        ArithOp::Mul => cx.op("multiply", &[x, y()]),
+        ArithOp::Div if elem.is_float() => cx.op("divide", &[x, y()]),
+        ArithOp::Div => {
+            let (zero_divisor, divisor) = hlo::guard_zero(cx, y());
+            let quotient = cx.op("divide", &[x, &divisor]);
+            hlo::zero_where(cx, &zero_divisor, &quotient)
+        }
+        ArithOp::Neg => cx.op("negate", &[x]),
+        ArithOp::Abs if unsigned => x.clone(),
+        ArithOp::Abs => cx.op("abs", &[x]),
+        ArithOp::Min => cx.op("minimum", &[x, y()]),
+        ArithOp::Max => cx.op("maximum", &[x, y()]),
+        ArithOp::Mod if elem.is_float() => {
+            let rem = cx.op("remainder", &[x, y()]);
+            hlo::floor_remainder(cx, &rem, y())
+        }
+        ArithOp::Mod => {
+            let (zero_divisor, divisor) = hlo::guard_zero(cx, y());
+            let rem = cx.op("remainder", &[x, &divisor]);
+            let floored = if unsigned {
+                rem
+            } else {
+                hlo::floor_remainder(cx, &rem, &divisor)
+            };
+            hlo::zero_where(cx, &zero_divisor, &floored)
+        }
+        ArithOp::IDiv if elem.is_float() => {
+            let quotient = cx.op("divide", &[x, y()]);
+            cx.op("floor", &[&quotient])
+        }
+        ArithOp::IDiv => {
+            let (zero_divisor, divisor) = hlo::guard_zero(cx, y());
+            let quotient = cx.op("divide", &[x, &divisor]);
+            let floored = if unsigned {
+                quotient
+            } else {
+                // Floored division: one less where the truncated remainder is non-zero and
+                // its sign differs from the divisor's.
+                let rem = cx.op("remainder", &[x, &divisor]);
+                let adjust = hlo::sign_mismatch(cx, &rem, &divisor);
+                let one = cx.splat(hlo::one(elem), x);
+                let less = cx.op("subtract", &[&quotient, &one]);
+                cx.select(&adjust, &less, &quotient)
+            };
+            hlo::zero_where(cx, &zero_divisor, &floored)
+        }
     }
 }
 

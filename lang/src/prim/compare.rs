@@ -9,6 +9,7 @@
 
 use std::cmp::Ordering;
 
+use super::hlo::Hlo;
 use super::{operand, same_elem, LiftRelation, PrimTypeError};
 use crate::core::ir::{Elem, Scalar};
 
@@ -152,6 +153,32 @@ pub(crate) fn lift<T: Tested, L: LiftRelation<T>>(op: CompareOp, lift: L) -> Res
         CompareOp::IsInf => lift.test(T::is_inf),
         CompareOp::And | CompareOp::Or | CompareOp::Not | CompareOp::Select => return Err(lift),
     })
+}
+
+/// Export rule: StableHLO's `compare` (its comparison type follows the element type, so
+/// floats compare in IEEE order), its logic operations and `select`; `isnan x` is `x ≠ x`,
+/// `isinf x` is `|x| = ∞`.
+pub(crate) fn export<E: Hlo>(op: CompareOp, cx: &mut E, args: &[E::Val]) -> E::Val {
+    let x = &args[0];
+    let y = || &args[1];
+    match op {
+        CompareOp::Eq => cx.compare("EQ", x, y()),
+        CompareOp::Ne => cx.compare("NE", x, y()),
+        CompareOp::Lt => cx.compare("LT", x, y()),
+        CompareOp::Gt => cx.compare("GT", x, y()),
+        CompareOp::Le => cx.compare("LE", x, y()),
+        CompareOp::Ge => cx.compare("GE", x, y()),
+        CompareOp::And => cx.op("and", &[x, y()]),
+        CompareOp::Or => cx.op("or", &[x, y()]),
+        CompareOp::Not => cx.op("not", &[x]),
+        CompareOp::IsNan => cx.compare("NE", x, x),
+        CompareOp::IsInf => {
+            let magnitude = cx.op("abs", &[x]);
+            let infinity = cx.splat(super::hlo::float(cx.elem(x), f64::INFINITY), x);
+            cx.compare("EQ", &magnitude, &infinity)
+        }
+        CompareOp::Select => cx.select(x, y(), &args[2]),
+    }
 }
 
 /// The element types compared: ordered, and tested for NaN and infinity (which no integer or

@@ -6,6 +6,7 @@
 //!   to nearest, f64 → f32 rounds to nearest;
 //! - bool → number is 0 or 1; number → bool is `x != 0` (so NaN → true).
 
+use super::hlo::{self, Hlo};
 use super::{PrimTypeError, ScalarRepr};
 use crate::core::ir::{Elem, Scalar};
 
@@ -43,6 +44,40 @@ pub fn eval(op: ConvertOp, operands: &[Scalar]) -> Scalar {
             }
         },
     }
+}
+
+/// Export rule: to `Bool` is `≠ 0`; float → integer truncates toward zero, saturates, and
+/// sends NaN to zero; every other conversion is StableHLO's `convert`, which is Rust's `as`.
+pub(crate) fn export<E: Hlo>(op: ConvertOp, cx: &mut E, args: &[E::Val]) -> E::Val {
+    let ConvertOp::Cast(to) = op;
+    let x = &args[0];
+    let from = cx.elem(x);
+    if from == to {
+        return x.clone();
+    }
+    if to == Elem::Bool {
+        let zero = cx.splat(Scalar::zero(from), x);
+        return cx.compare("NE", x, &zero);
+    }
+    if !(from.is_float() && to.is_integer()) {
+        return cx.convert(x, to);
+    }
+    let (min, max) = hlo::int_bounds(to);
+    let as_float = |scalar: Scalar| match cast_scalar(scalar, Elem::F64) {
+        Scalar::F64(v) => v,
+        _ => 0.0,
+    };
+    // Bounds as floats of the source type: the lower one is exact (0 or −2ᵏ); the upper one
+    // may round up to 2ᵏ, so values at or above it are set to the maximum after converting.
+    let low = cx.splat(hlo::float(from, as_float(min)), x);
+    let high = cx.splat(hlo::float(from, as_float(max)), x);
+    let clamped = cx.op("clamp", &[&low, x, &high]);
+    let converted = cx.convert(&clamped, to);
+    let top = cx.compare("GE", x, &high);
+    let max_val = cx.splat(max, &converted);
+    let saturated = cx.select(&top, &max_val, &converted);
+    let nan = cx.compare("NE", x, x);
+    hlo::zero_where(cx, &nan, &saturated)
 }
 
 /// Converts a scalar to an element type (see the module header for the rules).

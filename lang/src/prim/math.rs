@@ -5,6 +5,7 @@
 //! Semantics: IEEE 754 as implemented by Rust's `std` (`log` of a negative number is NaN, and
 //! so on); `exp`, `log`, `tanh`, `sin`, `cos` and `pow` are `vmath`'s, within 2 ulp of libm. `round` rounds half away from zero; `pow` is float ^ float (`powf`).
 
+use super::hlo::{self, Hlo};
 use super::{operand_pair, same_elem, Apply, Lift, PrimTypeError, ScalarRepr};
 use crate::core::ir::{Elem, Scalar};
 
@@ -167,6 +168,66 @@ pub(crate) fn lift<T: Float, L: Lift<T>>(op: MathOp, lift: L) -> L::Output {
         MathOp::StopGradient => lift.unary(|x| x),
         MathOp::Pow => lift.binary(T::powf),
         MathOp::Atan2 => lift.binary(T::atan2),
+    }
+}
+
+/// Export rule: StableHLO's operation where it has one with the same meaning; `exp2`,
+/// `log2`, `log10`, `sinh`, `cosh` and `atan` written with others; `stop_gradient` is the
+/// identity (the `ad` pass erased it; an exported program is differentiated already).
+pub(crate) fn export<E: Hlo>(op: MathOp, cx: &mut E, args: &[E::Val]) -> E::Val {
+    let x = &args[0];
+    let elem = cx.elem(x);
+    let scaled_log = |cx: &mut E, ln_base: f64| {
+        let log = cx.op("log", &[x]);
+        let base = cx.splat(hlo::float(elem, ln_base), x);
+        cx.op("divide", &[&log, &base])
+    };
+    let halve = |cx: &mut E, y: &E::Val| {
+        let half = cx.splat(hlo::float(elem, 0.5), y);
+        cx.op("multiply", &[y, &half])
+    };
+    match op {
+        MathOp::Sqrt => cx.op("sqrt", &[x]),
+        MathOp::Exp => cx.op("exponential", &[x]),
+        MathOp::Exp2 => {
+            let two = cx.splat(hlo::float(elem, 2.0), x);
+            cx.op("power", &[&two, x])
+        }
+        MathOp::Log => cx.op("log", &[x]),
+        MathOp::Log2 => scaled_log(cx, std::f64::consts::LN_2),
+        MathOp::Log10 => scaled_log(cx, std::f64::consts::LN_10),
+        MathOp::Log1p => cx.op("log_plus_one", &[x]),
+        MathOp::Expm1 => cx.op("exponential_minus_one", &[x]),
+        MathOp::Sin => cx.op("sine", &[x]),
+        MathOp::Cos => cx.op("cosine", &[x]),
+        MathOp::Tan => cx.op("tan", &[x]),
+        MathOp::Tanh => cx.op("tanh", &[x]),
+        MathOp::Sinh => {
+            // (expm1 x − expm1 (−x)) / 2 stays accurate near zero, unlike (eˣ − e⁻ˣ) / 2.
+            let negated = cx.op("negate", &[x]);
+            let up = cx.op("exponential_minus_one", &[x]);
+            let down = cx.op("exponential_minus_one", &[&negated]);
+            let difference = cx.op("subtract", &[&up, &down]);
+            halve(cx, &difference)
+        }
+        MathOp::Cosh => {
+            let negated = cx.op("negate", &[x]);
+            let up = cx.op("exponential", &[x]);
+            let down = cx.op("exponential", &[&negated]);
+            let total = cx.op("add", &[&up, &down]);
+            halve(cx, &total)
+        }
+        MathOp::Atan => {
+            let one = cx.splat(hlo::one(elem), x);
+            cx.op("atan2", &[x, &one])
+        }
+        MathOp::Floor => cx.op("floor", &[x]),
+        MathOp::Ceil => cx.op("ceil", &[x]),
+        // Rust's `round`: halves away from zero.
+        MathOp::Round => cx.op("round_nearest_afz", &[x]),
+        MathOp::Pow => cx.op("power", &[x, &args[1]]),
+        MathOp::Atan2 => cx.op("atan2", &[x, &args[1]]),
+        MathOp::StopGradient => x.clone(),
     }
 }
 

@@ -14,6 +14,7 @@
 pub(crate) mod arith;
 pub(crate) mod compare;
 mod convert;
+pub mod hlo;
 pub(crate) mod math;
 mod random;
 pub mod sum_order;
@@ -508,6 +509,19 @@ impl Prim {
                 ArgumentOrder::Fixed
             }
         }
+    }
+
+    /// The export rule: this primitive in StableHLO (`prim::hlo`) applied to `args`, or why
+    /// it has none.
+    pub fn export<E: hlo::Hlo>(self, cx: &mut E, args: &[E::Val]) -> Result<E::Val, &'static str> {
+        Ok(match self.family() {
+            Family::Arith(op) => arith::export(op, cx, args),
+            Family::Math(op) => math::export(op, cx, args),
+            Family::Compare(op) => compare::export(op, cx, args),
+            Family::Convert(op) => convert::export(op, cx, args),
+            Family::Random(op) => random::export(op, cx, args),
+            Family::Text(_) => return Err("text is not exported: StableHLO has no strings"),
+        })
     }
 
     pub fn linearity(self) -> Linearity {

@@ -13,6 +13,7 @@
 //!
 //! Both are total on every input and have no derivative (their operands are words).
 
+use super::hlo::Hlo;
 use super::{operand, PrimTypeError};
 use crate::core::ir::{Elem, Scalar};
 
@@ -95,6 +96,65 @@ pub fn unit_from_bits(key: u64) -> f32 {
     const ONE_BITS: u32 = 0x3F80_0000;
     const MANTISSA: u32 = (1 << 23) - 1;
     f32::from_bits(ONE_BITS | (key as u32 & MANTISSA)) - 1.0
+}
+
+/// Export rule: both written out in 32-bit words exactly as computed above, so XLA draws the
+/// same numbers as dx.
+pub(crate) fn export<E: Hlo>(op: RandomOp, cx: &mut E, args: &[E::Val]) -> E::Val {
+    match op {
+        RandomOp::Threefry2x32 => export_threefry2x32(cx, &args[0], &args[1]),
+        RandomOp::UnitFromBits => {
+            let key = &args[0];
+            let low = cx.convert(key, Elem::U32);
+            let mantissa = cx.splat(Scalar::U32((1 << 23) - 1), key);
+            let one_bits = cx.splat(Scalar::U32(0x3F80_0000), key);
+            let bits = cx.op("and", &[&low, &mantissa]);
+            let bits = cx.op("or", &[&bits, &one_bits]);
+            let float = cx.bitcast(&bits, Elem::F32);
+            let one = cx.splat(Scalar::F32(1.0), key);
+            cx.op("subtract", &[&float, &one])
+        }
+    }
+}
+
+/// `threefry2x32` in StableHLO: the words of `u64`s split high first, the rounds as above.
+fn export_threefry2x32<E: Hlo>(cx: &mut E, key: &E::Val, count: &E::Val) -> E::Val {
+    let split_words = |cx: &mut E, x: &E::Val| {
+        let thirty_two = cx.splat(Scalar::U64(32), x);
+        let high = cx.op("shift_right_logical", &[x, &thirty_two]);
+        (cx.convert(&high, Elem::U32), cx.convert(x, Elem::U32))
+    };
+    let rotate_left = |cx: &mut E, y: &E::Val, distance: u32| {
+        let left = cx.splat(Scalar::U32(distance), y);
+        let right = cx.splat(Scalar::U32(32 - distance), y);
+        let up = cx.op("shift_left", &[y, &left]);
+        let down = cx.op("shift_right_logical", &[y, &right]);
+        cx.op("or", &[&up, &down])
+    };
+    let (key0, key1) = split_words(cx, key);
+    let parity = cx.splat(Scalar::U32(KEY_PARITY), &key0);
+    let key2 = cx.op("xor", &[&key0, &key1]);
+    let key2 = cx.op("xor", &[&key2, &parity]);
+    let schedule = [key0, key1, key2];
+    let (x, y) = split_words(cx, count);
+    let mut x = cx.op("add", &[&x, &schedule[0]]);
+    let mut y = cx.op("add", &[&y, &schedule[1]]);
+    for group in 0..5usize {
+        for rotation in ROTATIONS[group % 2] {
+            x = cx.op("add", &[&x, &y]);
+            y = rotate_left(cx, &y, rotation);
+            y = cx.op("xor", &[&y, &x]);
+        }
+        x = cx.op("add", &[&x, &schedule[(group + 1) % 3]]);
+        y = cx.op("add", &[&y, &schedule[(group + 2) % 3]]);
+        let step = cx.splat(Scalar::U32(group as u32 + 1), &y);
+        y = cx.op("add", &[&y, &step]);
+    }
+    let high = cx.convert(&x, Elem::U64);
+    let low = cx.convert(&y, Elem::U64);
+    let thirty_two = cx.splat(Scalar::U64(32), &high);
+    let high = cx.op("shift_left", &[&high, &thirty_two]);
+    cx.op("or", &[&high, &low])
 }
 
 /// No derivative: the operands are words, which carry no tangents.
