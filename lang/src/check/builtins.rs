@@ -3,6 +3,7 @@
 
 use super::infer::Infer;
 use super::types::{BaseTy, EffRow, Effect, Ty, TyCon, TyVar};
+use crate::prim::signature::{Interface, Slot};
 use crate::prim::Prim;
 use crate::syntax::Span;
 
@@ -44,6 +45,21 @@ pub enum Class {
 }
 
 impl Class {
+    /// The class of an interface a primitive requires (`prim::signature`).
+    pub fn of(interface: Interface) -> Class {
+        match interface {
+            Interface::Add => Class::Add,
+            Interface::Sub => Class::Sub,
+            Interface::Mul => Class::Mul,
+            Interface::Div => Class::Div,
+            Interface::Floating => Class::Floating,
+            Interface::Num => Class::Num,
+            Interface::Float => Class::Float,
+            Interface::Eq => Class::Eq,
+            Interface::Ord => Class::Ord,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Class::Add => "Add",
@@ -650,93 +666,27 @@ impl Builtin {
         let float_var = |cx: &mut Infer| Ty::Var(cx.fresh_float_var(span));
         let word64 = || Ty::Base(BaseTy::Word64);
         match self {
-            Builtin::Prim(prim) => match prim {
-                Prim::Add => {
-                    let a = var(cx, &[Class::Add]);
-                    Ty::funs(vec![a.clone(), a.clone()], a)
-                }
-                Prim::Sub => {
-                    let a = var(cx, &[Class::Sub]);
-                    Ty::funs(vec![a.clone(), a.clone()], a)
-                }
-                Prim::Mul => {
-                    let a = var(cx, &[Class::Mul]);
-                    Ty::funs(vec![a.clone(), a.clone()], a)
-                }
-                Prim::Div => {
-                    let a = var(cx, &[Class::Div]);
-                    Ty::funs(vec![a.clone(), a.clone()], a)
-                }
-                Prim::Neg => {
-                    let a = var(cx, &[Class::Sub]);
-                    Ty::fun(a.clone(), a)
-                }
-                Prim::Abs => {
-                    let a = var(cx, &[Class::Num]);
-                    Ty::fun(a.clone(), a)
-                }
-                Prim::Sqrt
-                | Prim::Exp
-                | Prim::Exp2
-                | Prim::Log
-                | Prim::Log2
-                | Prim::Log10
-                | Prim::Log1p
-                | Prim::Expm1
-                | Prim::Sin
-                | Prim::Cos
-                | Prim::Tan
-                | Prim::Tanh
-                | Prim::Sinh
-                | Prim::Cosh
-                | Prim::Atan
-                | Prim::Floor
-                | Prim::Ceil
-                | Prim::Round
-                | Prim::StopGradient => {
-                    let a = var(cx, &[Class::Floating]);
-                    Ty::fun(a.clone(), a)
-                }
-                Prim::Pow | Prim::Atan2 => {
-                    let a = var(cx, &[Class::Floating]);
-                    Ty::funs(vec![a.clone(), a.clone()], a)
-                }
-                Prim::Min | Prim::Max => {
-                    let a = var(cx, &[Class::Ord]);
-                    Ty::funs(vec![a.clone(), a.clone()], a)
-                }
-                Prim::Mod | Prim::IDiv => {
-                    let a = var(cx, &[Class::Num]);
-                    Ty::funs(vec![a.clone(), a.clone()], a)
-                }
-                Prim::Eq | Prim::Ne => {
-                    let a = var(cx, &[Class::Eq]);
-                    Ty::funs(vec![a.clone(), a], Ty::bool())
-                }
-                Prim::Lt | Prim::Gt | Prim::Le | Prim::Ge => {
-                    let a = var(cx, &[Class::Ord]);
-                    Ty::funs(vec![a.clone(), a], Ty::bool())
-                }
-                Prim::And | Prim::Or => Ty::funs(vec![Ty::bool(), Ty::bool()], Ty::bool()),
-                Prim::Not => Ty::fun(Ty::bool(), Ty::bool()),
-                Prim::IsNan | Prim::IsInf => {
-                    let a = var(cx, &[Class::Float]);
-                    Ty::fun(a, Ty::bool())
-                }
-                Prim::Select => {
-                    let a = var(cx, &[]);
-                    Ty::funs(vec![Ty::bool(), a.clone(), a.clone()], a)
-                }
-                Prim::Cast(_) => {
-                    let a = var(cx, &[Class::Num]);
-                    let b = var(cx, &[Class::Num]);
-                    Ty::fun(a, b)
-                }
-                Prim::Threefry2x32 => Ty::funs(vec![word64(), word64()], word64()),
-                Prim::UnitFromBits => Ty::fun(word64(), Ty::float()),
-                // Not a name of the language: `show` (Builtin::Show) lowers to it.
-                Prim::Show(_) => Ty::funs(vec![var(cx, &[]), Ty::Base(BaseTy::Int64)], Ty::nat()),
-            },
+            Builtin::Prim(prim) => {
+                let signature = prim.signature();
+                let classes: &[Class] = match signature.interface {
+                    Some(interface) => &[Class::of(interface)],
+                    None => &[],
+                };
+                // The variables are made at their first mention, in order.
+                let (mut a, mut b) = (None, None);
+                let mut slot = |cx: &mut Infer, slot: Slot| match slot {
+                    Slot::A => a.get_or_insert_with(|| var(cx, classes)).clone(),
+                    Slot::B => b.get_or_insert_with(|| var(cx, classes)).clone(),
+                    Slot::Bool => Ty::bool(),
+                    Slot::Word64 => word64(),
+                    Slot::Float32 => Ty::float(),
+                    Slot::Int64 => Ty::Base(BaseTy::Int64),
+                    Slot::Nat => Ty::nat(),
+                };
+                let operands = signature.operands.iter().map(|&s| slot(cx, s)).collect();
+                let result = slot(cx, signature.result);
+                Ty::funs(operands, result)
+            }
             Builtin::Approx => {
                 let a = var(cx, &[Class::Floating]);
                 Ty::funs(vec![a.clone(), a], Ty::bool())

@@ -18,7 +18,6 @@ use std::collections::HashMap;
 use super::builtins::Builtin;
 use super::typed::{DefInfo, TExpr, TKind, TPat, TStmt};
 use super::types::{LocalId, Ty};
-use crate::prim::Prim;
 use crate::syntax::ast::Lit;
 use crate::syntax::print::numbers_text;
 
@@ -215,18 +214,7 @@ fn is_wrapped(text: &str) -> bool {
 /// The symbol of a built-in shown infix when applied to two arguments.
 fn infix_symbol(builtin: Builtin) -> Option<&'static str> {
     Some(match builtin {
-        Builtin::Prim(Prim::Add) => "+",
-        Builtin::Prim(Prim::Sub) => "-",
-        Builtin::Prim(Prim::Mul) => "*",
-        Builtin::Prim(Prim::Div) => "/",
-        Builtin::Prim(Prim::Eq) => "==",
-        Builtin::Prim(Prim::Ne) => "!=",
-        Builtin::Prim(Prim::Lt) => "<",
-        Builtin::Prim(Prim::Gt) => ">",
-        Builtin::Prim(Prim::Le) => "<=",
-        Builtin::Prim(Prim::Ge) => ">=",
-        Builtin::Prim(Prim::And) => "&&",
-        Builtin::Prim(Prim::Or) => "||",
+        Builtin::Prim(prim) => return prim.signature().infix,
         Builtin::Approx => "~~",
         Builtin::Scale => ".*",
         _ => return None,

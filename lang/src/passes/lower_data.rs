@@ -17,6 +17,7 @@ use crate::check::data::DataTy;
 use crate::check::typed::{TExpr, TPat};
 use crate::check::types::{Bound, RangeKind, Rigid, Ty};
 use crate::core::ir::{ArrTy, Atom, Elem, Expr, Scalar};
+use crate::prim::signature::ByMethod;
 use crate::prim::Prim;
 use crate::syntax::Span;
 
@@ -512,38 +513,26 @@ impl Lowerer<'_> {
                 None => Ok(None),
             }
         };
-        match prim {
-            Prim::Add => method(self, Class::Add, "add", vec![arg(0), arg(1)]),
-            Prim::Sub => method(self, Class::Sub, "sub", vec![arg(0), arg(1)]),
-            Prim::Mul => method(self, Class::Mul, "mul", vec![arg(0), arg(1)]),
-            Prim::Div => method(self, Class::Div, "divide", vec![arg(0), arg(1)]),
-            Prim::Neg => {
-                if self.find_instance(Class::Sub, ty).is_none() {
+        let Some((class, by_method)) = prim_class(prim).zip(prim.signature().method) else {
+            return Ok(None);
+        };
+        let operands = || vec![arg(0), arg(1)];
+        match by_method {
+            ByMethod::Call(name) => method(self, class, name, operands()),
+            ByMethod::Negated(name) => {
+                let value = method(self, class, name, operands())?;
+                negate(self, value)
+            }
+            ByMethod::FromZero(name) => {
+                if self.find_instance(class, ty).is_none() {
                     return Ok(None);
                 }
                 let zero = self.zero_by_instances(ty, span)?;
-                method(self, Class::Sub, "sub", vec![zero, arg(0)])
-            }
-            Prim::Eq => method(self, Class::Eq, "==", vec![arg(0), arg(1)]),
-            Prim::Ne => {
-                let eq = method(self, Class::Eq, "==", vec![arg(0), arg(1)])?;
-                negate(self, eq)
-            }
-            Prim::Lt => method(self, Class::Ord, "<", vec![arg(0), arg(1)]),
-            Prim::Gt => method(self, Class::Ord, ">", vec![arg(0), arg(1)]),
-            Prim::Le => {
-                let gt = method(self, Class::Ord, ">", vec![arg(0), arg(1)])?;
-                negate(self, gt)
-            }
-            Prim::Ge => {
-                let lt = method(self, Class::Ord, "<", vec![arg(0), arg(1)])?;
-                negate(self, lt)
+                method(self, class, name, vec![zero, arg(0)])
             }
             // The first argument on ties, as the built-in `min` and `max`.
-            Prim::Min | Prim::Max => {
-                let name = if prim == Prim::Min { "<" } else { ">" };
-                let Some(SVal::Arr(second_wins)) =
-                    method(self, Class::Ord, name, vec![arg(1), arg(0)])?
+            ByMethod::Choose(name) => {
+                let Some(SVal::Arr(second_wins)) = method(self, class, name, vec![arg(1), arg(0)])?
                 else {
                     return Ok(None);
                 };
@@ -554,7 +543,6 @@ impl Lowerer<'_> {
                 )?;
                 Ok(Some(chosen))
             }
-            _ => Ok(None),
         }
     }
 
@@ -798,17 +786,12 @@ impl Lowerer<'_> {
     }
 }
 
-/// The class whose user instances give `prim` its meaning at a user type.
+/// The class whose user instances give `prim` its meaning at a user type: its interface's,
+/// when it reads through the interface's methods (`prim::signature`).
 fn prim_class(prim: Prim) -> Option<Class> {
-    Some(match prim {
-        Prim::Add => Class::Add,
-        Prim::Sub | Prim::Neg => Class::Sub,
-        Prim::Mul => Class::Mul,
-        Prim::Div => Class::Div,
-        Prim::Eq | Prim::Ne => Class::Eq,
-        Prim::Lt | Prim::Gt | Prim::Le | Prim::Ge | Prim::Min | Prim::Max => Class::Ord,
-        _ => return None,
-    })
+    let signature = prim.signature();
+    signature.method?;
+    signature.interface.map(Class::of)
 }
 
 /// The component types of a tuple or a struct (whose values are the tuples of their fields).

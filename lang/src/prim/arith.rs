@@ -12,6 +12,7 @@
 //! - `min`/`max` on floats give NaN if either operand is NaN.
 
 use super::hlo::{self, Hlo};
+use super::signature::{ByMethod, Interface, Signature};
 use super::{operand_pair, same_elem, Apply, Lift, PrimTypeError, ScalarRepr};
 use crate::core::ir::{Elem, Scalar};
 
@@ -80,6 +81,32 @@ pub fn result_elem(op: ArithOp, operands: &[Elem]) -> Result<Elem, PrimTypeError
                 Err(PrimTypeError::operands("numeric operands", &[elem]))
             }
         }
+    }
+}
+
+/// Signature rule: Dex's `Add`, `Sub`, `Mul`, `Fractional` (`/`) for the operators, which
+/// read at a user's type through those interfaces' methods; `neg` is `zero - x` there; `min`
+/// and `max` need `Ord`, `abs`, `mod` and `idiv` a number.
+pub fn signature(op: ArithOp) -> Signature {
+    use ByMethod::{Call, Choose, FromZero};
+    match op {
+        ArithOp::Add => Signature::same(2, Interface::Add)
+            .infix("+")
+            .by(Call("add")),
+        ArithOp::Sub => Signature::same(2, Interface::Sub)
+            .infix("-")
+            .by(Call("sub")),
+        ArithOp::Mul => Signature::same(2, Interface::Mul)
+            .infix("*")
+            .by(Call("mul")),
+        ArithOp::Div => Signature::same(2, Interface::Div)
+            .infix("/")
+            .by(Call("divide")),
+        ArithOp::Neg => Signature::same(1, Interface::Sub).by(FromZero("sub")),
+        ArithOp::Abs => Signature::same(1, Interface::Num),
+        ArithOp::Min => Signature::same(2, Interface::Ord).by(Choose("<")),
+        ArithOp::Max => Signature::same(2, Interface::Ord).by(Choose(">")),
+        ArithOp::Mod | ArithOp::IDiv => Signature::same(2, Interface::Num),
     }
 }
 

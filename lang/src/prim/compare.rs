@@ -10,6 +10,7 @@
 use std::cmp::Ordering;
 
 use super::hlo::Hlo;
+use super::signature::{ByMethod, Interface, Signature, Slot};
 use super::{operand, same_elem, LiftRelation, PrimTypeError};
 use crate::core::ir::{Elem, Scalar};
 
@@ -95,6 +96,37 @@ pub fn result_elem(op: CompareOp, operands: &[Elem]) -> Result<Elem, PrimTypeErr
             }
             same_elem(branches)
         }
+    }
+}
+
+/// Signature rule: `==` and `/=` need Dex's `Eq`, the orderings `Ord`, and read at a user's
+/// type through the methods `==`, `<` and `>` (`/=`, `<=` and `>=` are their negations, as
+/// in Dex's prelude); the logic operators take `Bool`s, the float tests a `Float`.
+pub fn signature(op: CompareOp) -> Signature {
+    use ByMethod::{Call, Negated};
+    match op {
+        CompareOp::Eq => Signature::relation(Interface::Eq)
+            .infix("==")
+            .by(Call("==")),
+        CompareOp::Ne => Signature::relation(Interface::Eq)
+            .infix("!=")
+            .by(Negated("==")),
+        CompareOp::Lt => Signature::relation(Interface::Ord).infix("<").by(Call("<")),
+        CompareOp::Gt => Signature::relation(Interface::Ord).infix(">").by(Call(">")),
+        CompareOp::Le => Signature::relation(Interface::Ord)
+            .infix("<=")
+            .by(Negated(">")),
+        CompareOp::Ge => Signature::relation(Interface::Ord)
+            .infix(">=")
+            .by(Negated("<")),
+        CompareOp::And => Signature::fixed(&[Slot::Bool, Slot::Bool], Slot::Bool).infix("&&"),
+        CompareOp::Or => Signature::fixed(&[Slot::Bool, Slot::Bool], Slot::Bool).infix("||"),
+        CompareOp::Not => Signature::fixed(&[Slot::Bool], Slot::Bool),
+        CompareOp::IsNan | CompareOp::IsInf => Signature {
+            interface: Some(Interface::Float),
+            ..Signature::fixed(&[Slot::A], Slot::Bool)
+        },
+        CompareOp::Select => Signature::fixed(&[Slot::Bool, Slot::A, Slot::A], Slot::A),
     }
 }
 

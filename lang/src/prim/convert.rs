@@ -7,6 +7,7 @@
 //! - bool → number is 0 or 1; number → bool is `x != 0` (so NaN → true).
 
 use super::hlo::{self, Hlo};
+use super::signature::{Interface, Signature, Slot};
 use super::{PrimTypeError, ScalarRepr};
 use crate::core::ir::{Elem, Scalar};
 
@@ -29,6 +30,16 @@ pub fn result_elem(op: ConvertOp, operands: &[Elem]) -> Result<Elem, PrimTypeErr
         ConvertOp::Cast(elem) => match operands {
             [_] => Ok(elem),
             _ => Err(PrimTypeError::operands("one operand", operands)),
+        },
+    }
+}
+
+/// Signature rule: a number to a number.
+pub fn signature(op: ConvertOp) -> Signature {
+    match op {
+        ConvertOp::Cast(_) => Signature {
+            interface: Some(Interface::Num),
+            ..Signature::fixed(&[Slot::A], Slot::B)
         },
     }
 }

@@ -6,6 +6,7 @@
 //! so on); `exp`, `log`, `tanh`, `sin`, `cos` and `pow` are `vmath`'s, within 2 ulp of libm. `round` rounds half away from zero; `pow` is float ^ float (`powf`).
 
 use super::hlo::{self, Hlo};
+use super::signature::{Interface, Signature};
 use super::{operand_pair, same_elem, Apply, Lift, PrimTypeError, ScalarRepr};
 use crate::core::ir::{Elem, Scalar};
 
@@ -117,6 +118,11 @@ pub fn result_elem(op: MathOp, operands: &[Elem]) -> Result<Elem, PrimTypeError>
             }
         }
     }
+}
+
+/// Signature rule: Dex's `Floating` functions.
+pub fn signature(op: MathOp) -> Signature {
+    Signature::same(arity(op), Interface::Floating)
 }
 
 /// Evaluation rule.

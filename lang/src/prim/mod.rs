@@ -17,6 +17,7 @@ mod convert;
 pub mod hlo;
 pub(crate) mod math;
 mod random;
+pub mod signature;
 pub mod sum_order;
 pub mod text;
 pub mod vmath;
@@ -508,6 +509,19 @@ impl Prim {
             Family::Math(_) | Family::Convert(_) | Family::Random(_) | Family::Text(_) => {
                 ArgumentOrder::Fixed
             }
+        }
+    }
+
+    /// The signature rule: the primitive's type as the language names it, its infix
+    /// operator and how it reads at a user's type (`prim::signature`).
+    pub fn signature(self) -> signature::Signature {
+        match self.family() {
+            Family::Arith(op) => arith::signature(op),
+            Family::Math(op) => math::signature(op),
+            Family::Compare(op) => compare::signature(op),
+            Family::Convert(op) => convert::signature(op),
+            Family::Random(op) => random::signature(op),
+            Family::Text(op) => text::signature(op),
         }
     }
 

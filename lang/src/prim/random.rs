@@ -14,6 +14,7 @@
 //! Both are total on every input and have no derivative (their operands are words).
 
 use super::hlo::Hlo;
+use super::signature::{Signature, Slot};
 use super::{operand, PrimTypeError};
 use crate::core::ir::{Elem, Scalar};
 
@@ -50,6 +51,14 @@ pub fn result_elem(op: RandomOp, operands: &[Elem]) -> Result<Elem, PrimTypeErro
         RandomOp::Threefry2x32 => Elem::U64,
         RandomOp::UnitFromBits => Elem::F32,
     })
+}
+
+/// Signature rule: words to a word or a `Float32`.
+pub fn signature(op: RandomOp) -> Signature {
+    match op {
+        RandomOp::Threefry2x32 => Signature::fixed(&[Slot::Word64, Slot::Word64], Slot::Word64),
+        RandomOp::UnitFromBits => Signature::fixed(&[Slot::Word64], Slot::Float32),
+    }
 }
 
 /// Evaluation rule.

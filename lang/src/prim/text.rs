@@ -14,6 +14,7 @@
 //!
 //! Total on every input; no derivative (the result is a character).
 
+use super::signature::{Signature, Slot};
 use super::{operand, PrimTypeError};
 use crate::core::ir::{Elem, Scalar};
 
@@ -79,6 +80,12 @@ pub fn result_elem(op: TextOp, operands: &[Elem]) -> Result<Elem, PrimTypeError>
         return Err(PrimTypeError::operands(expected, operands));
     }
     Ok(Elem::U32)
+}
+
+/// Signature rule: not a name of the language (`show` lowers to it): any value and a
+/// position to a character code.
+pub fn signature(_: TextOp) -> Signature {
+    Signature::fixed(&[Slot::A, Slot::Int64], Slot::Nat)
 }
 
 /// Evaluation rule.
