@@ -661,7 +661,7 @@ impl Session {
     /// Names for tab completion: values, functions and aliases in scope, and built-ins.
     pub fn completion_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.env.names().cloned().collect();
-        names.extend(Builtin::names().iter().map(|name| name.to_string()));
+        names.extend(Builtin::names().map(str::to_string));
         names.sort();
         names.dedup();
         names

@@ -2052,7 +2052,7 @@ impl<'env> Infer<'env> {
         let globals = self.env.names().map(String::as_str);
         let candidates = locals
             .chain(globals)
-            .chain(Builtin::names().iter().copied());
+            .chain(Builtin::names().map(|name| -> &str { name }));
         match super::suggest::closest(name, candidates) {
             Some(close) => format!(" (did you mean `{close}`?)"),
             None => String::new(),
@@ -2656,18 +2656,22 @@ impl<'env> Infer<'env> {
             return self.infer_var(symbol, span);
         }
         let builtin = match op {
-            BinOp::Add => Builtin::Prim(Prim::Add),
-            BinOp::Sub => Builtin::Prim(Prim::Sub),
-            BinOp::Mul => Builtin::Prim(Prim::Mul),
-            BinOp::Div => Builtin::Prim(Prim::Div),
-            BinOp::Eq => Builtin::Prim(Prim::Eq),
-            BinOp::Ne => Builtin::Prim(Prim::Ne),
-            BinOp::Lt => Builtin::Prim(Prim::Lt),
-            BinOp::Gt => Builtin::Prim(Prim::Gt),
-            BinOp::Le => Builtin::Prim(Prim::Le),
-            BinOp::Ge => Builtin::Prim(Prim::Ge),
-            BinOp::And => Builtin::Prim(Prim::And),
-            BinOp::Or => Builtin::Prim(Prim::Or),
+            BinOp::Add
+            | BinOp::Sub
+            | BinOp::Mul
+            | BinOp::Div
+            | BinOp::Eq
+            | BinOp::Ne
+            | BinOp::Lt
+            | BinOp::Gt
+            | BinOp::Le
+            | BinOp::Ge
+            | BinOp::And
+            | BinOp::Or => match Prim::from_infix(symbol) {
+                Some(prim) => Builtin::Prim(prim),
+                // Every one of these symbols is a primitive's (`prim::signature`).
+                None => return self.infer_var(symbol, span),
+            },
             BinOp::Approx => Builtin::Approx,
             BinOp::Scale => Builtin::Scale,
             BinOp::MatMul | BinOp::MatVec | BinOp::VecMat => {
@@ -2836,9 +2840,8 @@ impl<'env> Infer<'env> {
             return Ok(());
         }
         let name = Builtin::names()
-            .iter()
             .find(|name| Builtin::lookup(name) == Some(Builtin::Ad(op)))
-            .unwrap_or(&"the derivative");
+            .unwrap_or("the derivative");
         let params: Vec<String> = ["x", "y", "z", "w"]
             .iter()
             .take(n_params.min(4))

@@ -231,7 +231,6 @@ fn builtin_name(builtin: Builtin) -> String {
         return prim.name();
     }
     Builtin::names()
-        .iter()
         .find(|name| Builtin::lookup(name) == Some(builtin))
         .map_or_else(|| format!("{builtin:?}"), |name| name.to_string())
 }

@@ -102,11 +102,18 @@ pub fn signature(op: ArithOp) -> Signature {
         ArithOp::Div => Signature::same(2, Interface::Div)
             .infix("/")
             .by(Call("divide")),
-        ArithOp::Neg => Signature::same(1, Interface::Sub).by(FromZero("sub")),
-        ArithOp::Abs => Signature::same(1, Interface::Num),
-        ArithOp::Min => Signature::same(2, Interface::Ord).by(Choose("<")),
-        ArithOp::Max => Signature::same(2, Interface::Ord).by(Choose(">")),
-        ArithOp::Mod | ArithOp::IDiv => Signature::same(2, Interface::Num),
+        ArithOp::Neg => Signature::same(1, Interface::Sub)
+            .named("neg")
+            .by(FromZero("sub")),
+        ArithOp::Abs => Signature::same(1, Interface::Num).named("abs"),
+        ArithOp::Min => Signature::same(2, Interface::Ord)
+            .named("min")
+            .by(Choose("<")),
+        ArithOp::Max => Signature::same(2, Interface::Ord)
+            .named("max")
+            .by(Choose(">")),
+        ArithOp::Mod => Signature::same(2, Interface::Num).named("mod"),
+        ArithOp::IDiv => Signature::same(2, Interface::Num).named("idiv"),
     }
 }
 

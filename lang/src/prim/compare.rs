@@ -121,12 +121,20 @@ pub fn signature(op: CompareOp) -> Signature {
             .by(Negated("<")),
         CompareOp::And => Signature::fixed(&[Slot::Bool, Slot::Bool], Slot::Bool).infix("&&"),
         CompareOp::Or => Signature::fixed(&[Slot::Bool, Slot::Bool], Slot::Bool).infix("||"),
-        CompareOp::Not => Signature::fixed(&[Slot::Bool], Slot::Bool),
-        CompareOp::IsNan | CompareOp::IsInf => Signature {
-            interface: Some(Interface::Float),
-            ..Signature::fixed(&[Slot::A], Slot::Bool)
-        },
-        CompareOp::Select => Signature::fixed(&[Slot::Bool, Slot::A, Slot::A], Slot::A),
+        CompareOp::Not => Signature::fixed(&[Slot::Bool], Slot::Bool).named("not"),
+        CompareOp::IsNan => float_test().named("isnan"),
+        CompareOp::IsInf => float_test().named("isinf"),
+        CompareOp::Select => {
+            Signature::fixed(&[Slot::Bool, Slot::A, Slot::A], Slot::A).named("select")
+        }
+    }
+}
+
+/// `a -> Bool` for a float `a`.
+const fn float_test() -> Signature {
+    Signature {
+        interface: Some(Interface::Float),
+        ..Signature::fixed(&[Slot::A], Slot::Bool)
     }
 }
 

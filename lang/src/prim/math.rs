@@ -120,9 +120,32 @@ pub fn result_elem(op: MathOp, operands: &[Elem]) -> Result<Elem, PrimTypeError>
     }
 }
 
-/// Signature rule: Dex's `Floating` functions.
+/// Signature rule: Dex's `Floating` functions, by their names.
 pub fn signature(op: MathOp) -> Signature {
-    Signature::same(arity(op), Interface::Floating)
+    let name = match op {
+        MathOp::Sqrt => "sqrt",
+        MathOp::Exp => "exp",
+        MathOp::Exp2 => "exp2",
+        MathOp::Log => "log",
+        MathOp::Log2 => "log2",
+        MathOp::Log10 => "log10",
+        MathOp::Log1p => "log1p",
+        MathOp::Expm1 => "expm1",
+        MathOp::Sin => "sin",
+        MathOp::Cos => "cos",
+        MathOp::Tan => "tan",
+        MathOp::Tanh => "tanh",
+        MathOp::Sinh => "sinh",
+        MathOp::Cosh => "cosh",
+        MathOp::Atan => "atan",
+        MathOp::Floor => "floor",
+        MathOp::Ceil => "ceil",
+        MathOp::Round => "round",
+        MathOp::Pow => "pow",
+        MathOp::Atan2 => "atan2",
+        MathOp::StopGradient => "stop_gradient",
+    };
+    Signature::same(arity(op), Interface::Floating).named(name)
 }
 
 /// Evaluation rule.

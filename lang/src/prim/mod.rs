@@ -45,73 +45,112 @@ use crate::core::ir::{Atom, Elem, Scalar};
 // it, and `core::sign` follows it through a program and a kernel. A NaN counts as clear
 // whatever its sign: `0 + NaN` is that NaN.
 
-/// An elementwise primitive. Operands have equal shapes; the result has that shape too.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Prim {
-    // arith.rs: numeric, result type = operand type.
-    Add,
-    Sub,
-    Mul,
-    /// Float division; on integers truncating division with `x / 0 = 0`.
-    Div,
-    Neg,
-    Abs,
-    Min,
-    Max,
-    /// Integer: floored modulo (result has the sign of the divisor), `x mod 0 = 0`. Float: fmod
-    /// with the same sign rule.
-    Mod,
-    /// Floored integer division, `x idiv 0 = 0`.
-    IDiv,
-    // math.rs: floats only, result type = operand type.
-    Sqrt,
-    Exp,
-    Exp2,
-    Log,
-    Log2,
-    Log10,
-    Log1p,
-    Expm1,
-    Sin,
-    Cos,
-    Tan,
-    Tanh,
-    Sinh,
-    Cosh,
-    Atan,
-    Floor,
-    Ceil,
-    Round,
-    Pow,
-    Atan2,
-    /// `stop_gradient x`: `x`, with derivative zero (JAX's `lax.stop_gradient`). The `ad` pass
-    /// erases it once every derivative is taken.
-    StopGradient,
-    // compare.rs: comparisons give Bool; logic on Bool; select.
-    Eq,
-    Ne,
-    Lt,
-    Gt,
-    Le,
-    Ge,
-    And,
-    Or,
-    Not,
-    IsNan,
-    IsInf,
-    /// `select(c, a, b)`: `a` where `c`, else `b`.
-    Select,
-    // random.rs: words to words and floats; no derivative.
-    /// Threefry-2x32 (20 rounds) of a `u64` key and a `u64` counter.
-    Threefry2x32,
-    /// Dex's `rand`: the low 23 bits of a `u64` as a `f32` in [0, 1).
-    UnitFromBits,
-    // text.rs
-    /// `show_<format>(x, k)`: the `k`-th character of the text of `x` (`0` past its end).
-    Show(TextOp),
-    // convert.rs
-    /// Conversion to an element type (float→int truncates toward zero and saturates; NaN → 0).
-    Cast(Elem),
+/// The primitives, one row each: the variant (with its doc) and its family and operator
+/// there. `Prim`, [`Prim::family`] and [`ALL_PRIMS`] are generated from this one list; every
+/// other rule is the family file's, an exhaustive match on its operator enum.
+macro_rules! primitives {
+    (
+        plain {
+            $($(#[$doc:meta])* $name:ident => $family:ident($op:expr),)*
+        }
+        parametric {
+            $($(#[$pdoc:meta])* $pname:ident($arg:ty) => $pfamily:ident($pop:path),)*
+        }
+    ) => {
+        /// An elementwise primitive. Operands have equal shapes; the result has that shape too.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Prim {
+            $($(#[$doc])* $name,)*
+            $($(#[$pdoc])* $pname($arg),)*
+        }
+
+        impl Prim {
+            /// The family of this primitive and its operator there (the one place that routes
+            /// a `Prim` to its family file).
+            pub fn family(self) -> Family {
+                match self {
+                    $(Prim::$name => Family::$family($op),)*
+                    $(Prim::$pname(arg) => Family::$pfamily($pop(arg)),)*
+                }
+            }
+        }
+
+        /// Every primitive except the parametric ones (`cast_<elem>`, `show_<format>`): the
+        /// name parser and the table-driven tests walk it.
+        pub const ALL_PRIMS: &[Prim] = &[$(Prim::$name,)*];
+    };
+}
+
+primitives! {
+    plain {
+        // arith.rs: numeric, result type = operand type.
+        Add => Arith(ArithOp::Add),
+        Sub => Arith(ArithOp::Sub),
+        Mul => Arith(ArithOp::Mul),
+        /// Float division; on integers truncating division with `x / 0 = 0`.
+        Div => Arith(ArithOp::Div),
+        Neg => Arith(ArithOp::Neg),
+        Abs => Arith(ArithOp::Abs),
+        Min => Arith(ArithOp::Min),
+        Max => Arith(ArithOp::Max),
+        /// Integer: floored modulo (result has the sign of the divisor), `x mod 0 = 0`. Float: fmod
+        /// with the same sign rule.
+        Mod => Arith(ArithOp::Mod),
+        /// Floored integer division, `x idiv 0 = 0`.
+        IDiv => Arith(ArithOp::IDiv),
+        // math.rs: floats only, result type = operand type.
+        Sqrt => Math(MathOp::Sqrt),
+        Exp => Math(MathOp::Exp),
+        Exp2 => Math(MathOp::Exp2),
+        Log => Math(MathOp::Log),
+        Log2 => Math(MathOp::Log2),
+        Log10 => Math(MathOp::Log10),
+        Log1p => Math(MathOp::Log1p),
+        Expm1 => Math(MathOp::Expm1),
+        Sin => Math(MathOp::Sin),
+        Cos => Math(MathOp::Cos),
+        Tan => Math(MathOp::Tan),
+        Tanh => Math(MathOp::Tanh),
+        Sinh => Math(MathOp::Sinh),
+        Cosh => Math(MathOp::Cosh),
+        Atan => Math(MathOp::Atan),
+        Floor => Math(MathOp::Floor),
+        Ceil => Math(MathOp::Ceil),
+        Round => Math(MathOp::Round),
+        Pow => Math(MathOp::Pow),
+        Atan2 => Math(MathOp::Atan2),
+        /// `stop_gradient x`: `x`, with derivative zero (JAX's `lax.stop_gradient`). The `ad` pass
+        /// erases it once every derivative is taken.
+        StopGradient => Math(MathOp::StopGradient),
+        // compare.rs: comparisons give Bool; logic on Bool; select.
+        Eq => Compare(CompareOp::Eq),
+        Ne => Compare(CompareOp::Ne),
+        Lt => Compare(CompareOp::Lt),
+        Gt => Compare(CompareOp::Gt),
+        Le => Compare(CompareOp::Le),
+        Ge => Compare(CompareOp::Ge),
+        And => Compare(CompareOp::And),
+        Or => Compare(CompareOp::Or),
+        Not => Compare(CompareOp::Not),
+        IsNan => Compare(CompareOp::IsNan),
+        IsInf => Compare(CompareOp::IsInf),
+        /// `select(c, a, b)`: `a` where `c`, else `b`.
+        Select => Compare(CompareOp::Select),
+        // random.rs: words to words and floats; no derivative.
+        /// Threefry-2x32 (20 rounds) of a `u64` key and a `u64` counter.
+        Threefry2x32 => Random(RandomOp::Threefry2x32),
+        /// Dex's `rand`: the low 23 bits of a `u64` as a `f32` in [0, 1).
+        UnitFromBits => Random(RandomOp::UnitFromBits),
+    }
+    parametric {
+        // text.rs
+        /// `show_<format>(x, k)`: the `k`-th character of the text of `x` (`0` past its end).
+        Show(TextOp) => Text(std::convert::identity),
+        // convert.rs
+        /// Conversion to an element type (float→int truncates toward zero and saturates; NaN
+        /// → 0).
+        Cast(Elem) => Convert(ConvertOp::Cast),
+    }
 }
 
 /// The family a primitive belongs to, with its operator in that family's own enum. Each
@@ -209,58 +248,20 @@ impl Prim {
         ALL_PRIMS.iter().copied().find(|prim| prim.name() == name)
     }
 
-    /// The family of this primitive and its operator there (the one place that routes a
-    /// `Prim` to its family file).
-    pub fn family(self) -> Family {
-        match self {
-            Prim::Add => Family::Arith(ArithOp::Add),
-            Prim::Sub => Family::Arith(ArithOp::Sub),
-            Prim::Mul => Family::Arith(ArithOp::Mul),
-            Prim::Div => Family::Arith(ArithOp::Div),
-            Prim::Neg => Family::Arith(ArithOp::Neg),
-            Prim::Abs => Family::Arith(ArithOp::Abs),
-            Prim::Min => Family::Arith(ArithOp::Min),
-            Prim::Max => Family::Arith(ArithOp::Max),
-            Prim::Mod => Family::Arith(ArithOp::Mod),
-            Prim::IDiv => Family::Arith(ArithOp::IDiv),
-            Prim::Sqrt => Family::Math(MathOp::Sqrt),
-            Prim::Exp => Family::Math(MathOp::Exp),
-            Prim::Exp2 => Family::Math(MathOp::Exp2),
-            Prim::Log => Family::Math(MathOp::Log),
-            Prim::Log2 => Family::Math(MathOp::Log2),
-            Prim::Log10 => Family::Math(MathOp::Log10),
-            Prim::Log1p => Family::Math(MathOp::Log1p),
-            Prim::Expm1 => Family::Math(MathOp::Expm1),
-            Prim::Sin => Family::Math(MathOp::Sin),
-            Prim::Cos => Family::Math(MathOp::Cos),
-            Prim::Tan => Family::Math(MathOp::Tan),
-            Prim::Tanh => Family::Math(MathOp::Tanh),
-            Prim::Sinh => Family::Math(MathOp::Sinh),
-            Prim::Cosh => Family::Math(MathOp::Cosh),
-            Prim::Atan => Family::Math(MathOp::Atan),
-            Prim::Floor => Family::Math(MathOp::Floor),
-            Prim::Ceil => Family::Math(MathOp::Ceil),
-            Prim::Round => Family::Math(MathOp::Round),
-            Prim::Pow => Family::Math(MathOp::Pow),
-            Prim::Atan2 => Family::Math(MathOp::Atan2),
-            Prim::StopGradient => Family::Math(MathOp::StopGradient),
-            Prim::Eq => Family::Compare(CompareOp::Eq),
-            Prim::Ne => Family::Compare(CompareOp::Ne),
-            Prim::Lt => Family::Compare(CompareOp::Lt),
-            Prim::Gt => Family::Compare(CompareOp::Gt),
-            Prim::Le => Family::Compare(CompareOp::Le),
-            Prim::Ge => Family::Compare(CompareOp::Ge),
-            Prim::And => Family::Compare(CompareOp::And),
-            Prim::Or => Family::Compare(CompareOp::Or),
-            Prim::Not => Family::Compare(CompareOp::Not),
-            Prim::IsNan => Family::Compare(CompareOp::IsNan),
-            Prim::IsInf => Family::Compare(CompareOp::IsInf),
-            Prim::Select => Family::Compare(CompareOp::Select),
-            Prim::Cast(elem) => Family::Convert(ConvertOp::Cast(elem)),
-            Prim::Threefry2x32 => Family::Random(RandomOp::Threefry2x32),
-            Prim::UnitFromBits => Family::Random(RandomOp::UnitFromBits),
-            Prim::Show(op) => Family::Text(op),
-        }
+    /// The primitive the language calls by `name` (`exp`, `select`).
+    pub fn from_surface_name(name: &str) -> Option<Prim> {
+        ALL_PRIMS
+            .iter()
+            .copied()
+            .find(|prim| prim.signature().name == Some(name))
+    }
+
+    /// The primitive the language writes with an infix operator (`+`, `<=`, `&&`).
+    pub fn from_infix(symbol: &str) -> Option<Prim> {
+        ALL_PRIMS
+            .iter()
+            .copied()
+            .find(|prim| prim.signature().infix == Some(symbol))
     }
 
     /// Whether the result's sign bit is clear (a value `+0` or above, or a NaN) whenever the
@@ -563,55 +564,6 @@ pub fn add_tangents(cx: &mut dyn Emitter, a: Tangent, b: Tangent) -> Tangent {
 pub fn scale(cx: &mut dyn Emitter, factor: Atom, tangent: Tangent) -> Tangent {
     tangent.map(|t| cx.prim(Prim::Mul, &[factor, t]))
 }
-
-/// Every primitive except the `Cast` family (used by the name parser and by table-driven tests).
-pub const ALL_PRIMS: &[Prim] = &[
-    Prim::Add,
-    Prim::Sub,
-    Prim::Mul,
-    Prim::Div,
-    Prim::Neg,
-    Prim::Abs,
-    Prim::Min,
-    Prim::Max,
-    Prim::Mod,
-    Prim::IDiv,
-    Prim::Sqrt,
-    Prim::Exp,
-    Prim::Exp2,
-    Prim::Log,
-    Prim::Log2,
-    Prim::Log10,
-    Prim::Log1p,
-    Prim::Expm1,
-    Prim::Sin,
-    Prim::Cos,
-    Prim::Tan,
-    Prim::Tanh,
-    Prim::Sinh,
-    Prim::Cosh,
-    Prim::Atan,
-    Prim::Floor,
-    Prim::Ceil,
-    Prim::Round,
-    Prim::Pow,
-    Prim::Atan2,
-    Prim::StopGradient,
-    Prim::Eq,
-    Prim::Ne,
-    Prim::Lt,
-    Prim::Gt,
-    Prim::Le,
-    Prim::Ge,
-    Prim::And,
-    Prim::Or,
-    Prim::Not,
-    Prim::IsNan,
-    Prim::IsInf,
-    Prim::Select,
-    Prim::Threefry2x32,
-    Prim::UnitFromBits,
-];
 
 /// Every element type, in a fixed order (for table-driven tests and the `Cast` family).
 pub const ALL_ELEMS: &[Elem] = &[

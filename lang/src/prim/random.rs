@@ -56,8 +56,12 @@ pub fn result_elem(op: RandomOp, operands: &[Elem]) -> Result<Elem, PrimTypeErro
 /// Signature rule: words to a word or a `Float32`.
 pub fn signature(op: RandomOp) -> Signature {
     match op {
-        RandomOp::Threefry2x32 => Signature::fixed(&[Slot::Word64, Slot::Word64], Slot::Word64),
-        RandomOp::UnitFromBits => Signature::fixed(&[Slot::Word64], Slot::Float32),
+        RandomOp::Threefry2x32 => {
+            Signature::fixed(&[Slot::Word64, Slot::Word64], Slot::Word64).named("threefry_2x32")
+        }
+        RandomOp::UnitFromBits => {
+            Signature::fixed(&[Slot::Word64], Slot::Float32).named("unit_from_bits")
+        }
     }
 }
 

@@ -8,6 +8,9 @@
 /// same constraint), and fixed types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Signature {
+    /// The name the language calls it by (`exp`, `select`; `None` for one written only as an
+    /// operator, or not a name of the language).
+    pub name: Option<&'static str>,
     pub operands: &'static [Slot],
     pub result: Slot,
     /// The interface the variables must have (`None`: any type).
@@ -66,6 +69,7 @@ impl Signature {
     /// `a -> a` or `a -> a -> a` (by `arity`) for an `a` with `interface`.
     pub(crate) const fn same(arity: usize, interface: Interface) -> Signature {
         Signature {
+            name: None,
             operands: if arity == 1 {
                 &[Slot::A]
             } else {
@@ -90,11 +94,19 @@ impl Signature {
     /// Fixed operand and result types.
     pub(crate) const fn fixed(operands: &'static [Slot], result: Slot) -> Signature {
         Signature {
+            name: None,
             operands,
             result,
             interface: None,
             infix: None,
             method: None,
+        }
+    }
+
+    pub(crate) const fn named(self, name: &'static str) -> Signature {
+        Signature {
+            name: Some(name),
+            ..self
         }
     }
 

@@ -595,3 +595,27 @@ fn the_lift_tables_give_each_primitive_a_function_of_its_arity() {
     use Prim::*;
     assert_eq!(unlifted, [And, Or, Not, Select, Threefry2x32, UnitFromBits]);
 }
+
+/// The signatures (`prim::signature`) name every primitive the language can write, by a name
+/// or an operator, each name and operator once, with as many operands as the primitive takes.
+#[test]
+fn signatures_name_each_primitive_once_with_its_arity() {
+    let mut seen = std::collections::HashSet::new();
+    for prim in ALL_PRIMS.iter().copied() {
+        let signature = prim.signature();
+        assert_eq!(signature.operands.len(), prim.arity(), "{prim:?}");
+        assert!(
+            signature.name.is_some() || signature.infix.is_some(),
+            "{prim:?} cannot be written"
+        );
+        for written in [signature.name, signature.infix].into_iter().flatten() {
+            assert!(seen.insert(written), "`{written}` names two primitives");
+        }
+        if let Some(name) = signature.name {
+            assert_eq!(Prim::from_surface_name(name), Some(prim));
+        }
+        if let Some(symbol) = signature.infix {
+            assert_eq!(Prim::from_infix(symbol), Some(prim));
+        }
+    }
+}
