@@ -325,17 +325,15 @@ fn unary_kernel<T: Element + Lifted>(
     }
 }
 
-/// `prim`'s typed kernel on operands of type `T` (`y` must be one too), or the operands back.
-fn binary_kernel<T: Element + Lifted>(
-    prim: Prim,
-    a: Nd<T>,
-    y: Tensor,
-    shape: &[usize],
-) -> Result<Tensor, (Tensor, Tensor)> {
+/// `prim`'s typed kernel on operands of type `T` (`y` must be one too), or else the generic
+/// path.
+fn binary_kernel<T: Element + Lifted>(prim: Prim, a: Nd<T>, y: Tensor, shape: &[usize]) -> Tensor {
     let b = take_same::<T>(y, prim);
     match prim.lift(Map2 { a, b, shape }) {
-        Ok(Ok(res)) => Ok(res),
-        Ok(Err((a, b))) | Err(Map2 { a, b, .. }) => Err((T::into_tensor(a), T::into_tensor(b))),
+        Ok(Ok(res)) => res,
+        Ok(Err((a, b))) | Err(Map2 { a, b, .. }) => {
+            generic_binary(prim, &T::into_tensor(a), &T::into_tensor(b), shape)
+        }
     }
 }
 
@@ -364,29 +362,26 @@ fn binary(prim: Prim, x: Tensor, y: Tensor, shape: &[usize]) -> Tensor {
     if let Family::Text(_) = prim.family() {
         return generic_positional(prim, &x, &y, shape);
     }
-    let (x, y) = match x {
+    match x {
         Tensor::U64(a) if prim == Prim::Threefry2x32 => {
-            return Tensor::U64(map2_same(a, take_same(y, prim), shape, threefry2x32))
+            Tensor::U64(map2_same(a, take_same(y, prim), shape, threefry2x32))
         }
         Tensor::Bool(a) if prim == Prim::And => {
-            return Tensor::Bool(map2_same(a, take_same(y, prim), shape, |p, q| p && q))
+            Tensor::Bool(map2_same(a, take_same(y, prim), shape, |p, q| p && q))
         }
         Tensor::Bool(a) if prim == Prim::Or => {
-            return Tensor::Bool(map2_same(a, take_same(y, prim), shape, |p, q| p || q))
+            Tensor::Bool(map2_same(a, take_same(y, prim), shape, |p, q| p || q))
         }
-        x => match with_tensor!(x, a => binary_kernel(prim, a, y, shape)) {
-            Ok(res) => return res,
-            Err(operands) => operands,
-        },
-    };
-    generic_binary(prim, &x, &y, shape)
+        x => with_tensor!(x, a => binary_kernel(prim, a, y, shape)),
+    }
 }
 
 fn ternary(prim: Prim, c: &Tensor, x: &Tensor, y: &Tensor, shape: &[usize]) -> Tensor {
-    match (prim, c) {
-        (Prim::Select, Tensor::Bool(c)) => select(c, x, y, shape),
-        _ => generic_ternary(prim, c, x, y, shape),
+    // `select` is the one ternary primitive (`prim`'s lift tables leave it to the engine).
+    if let (Prim::Select, Tensor::Bool(c)) = (prim, c) {
+        return select(c, x, y, shape);
     }
+    generic_ternary(prim, c, x, y, shape)
 }
 
 /// `select(c, x, y)`: `x` where `c`, else `y`.

@@ -336,9 +336,24 @@ fn inline(b: &mut FunctionBuilder, kind: Kind, elem: Elem, args: &[Value]) -> Op
             (CompareOp::Or, _) => ins.bor(args[0], args[1]),
             (CompareOp::Not, _) => ins.icmp_imm_u(IntCC::Equal, args[0], 0),
             (CompareOp::Select, _) => ins.select(args[0], args[1], args[2]),
-            _ => return None,
+            (CompareOp::IsNan | CompareOp::IsInf, _) => return None,
+            // `condition_codes` gives every ordering comparison its codes.
+            (
+                CompareOp::Eq
+                | CompareOp::Ne
+                | CompareOp::Lt
+                | CompareOp::Gt
+                | CompareOp::Le
+                | CompareOp::Ge,
+                None,
+            ) => return None,
         },
-        _ => return None,
+        // The lane loops run the others, and arithmetic on `Bool`.
+        Family::Arith(_)
+        | Family::Math(_)
+        | Family::Convert(_)
+        | Family::Random(_)
+        | Family::Text(_) => return None,
     })
 }
 

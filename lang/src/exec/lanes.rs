@@ -19,9 +19,7 @@ use rayon::prelude::*;
 use super::tensor::{from_vec, standard_slice, Element, Tensor};
 use crate::core::ir::{Elem, Scalar};
 use crate::prim::math::{self, SliceFn};
-use crate::prim::{
-    threefry2x32, unit_from_bits, vmath, Family, Lift, LiftRelation, Lifted, MathOp, Prim,
-};
+use crate::prim::{threefry2x32, unit_from_bits, vmath, Family, Lift, LiftRelation, Lifted, Prim};
 
 /// Points per line.
 pub const LINE: usize = 1024;
@@ -688,19 +686,18 @@ fn float_op<F: Float>(
     out: ColumnMut<'_>,
     len: usize,
 ) -> Option<bool> {
-    match (prim.family(), operands) {
-        (Family::Math(op), &[a]) => {
-            if let Some(f) = math::slice_fn::<F>(op) {
-                return Some(map_slice::<F>(a, out, len, f));
-            }
+    if let (Family::Math(op), &[a]) = (prim.family(), operands) {
+        if let Some(f) = math::slice_fn::<F>(op) {
+            return Some(map_slice::<F>(a, out, len, f));
         }
-        (Family::Math(MathOp::Pow), &[a, b]) if !a.splat && !b.splat => {
+    }
+    if let (Prim::Pow, &[a, b]) = (prim, operands) {
+        if !a.splat && !b.splat {
             let xs = &F::slice(a.column)[..len];
             let ys = &F::slice(b.column)[..len];
             F::pow_slice(xs, ys, &mut F::slice_mut(out)[..len]);
             return Some(false);
         }
-        _ => {}
     }
     lifted::<F>(prim, operands, out, len)
 }

@@ -38,7 +38,6 @@ use super::prims;
 use super::stablehlo::Cx;
 use super::ExportError;
 use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, MonoidKind, Program, Scalar};
-use crate::prim::hlo;
 use crate::prim::{ArgumentOrder, Prim};
 
 /// Whether `op` (a monoid operator: params the k left then the k right scalar operands)
@@ -82,29 +81,9 @@ fn identities(program: &Program, op: BlockId) -> Option<Vec<Scalar>> {
             if args.as_slice() != operands {
                 return None;
             }
-            identity(*prim, program.var_ty(block.params[comp]).elem)
+            prim.identity(program.var_ty(block.params[comp]).elem)
         })
         .collect()
-}
-
-/// The identity of a commutative primitive as a monoid on `elem`, if it has one. For floats
-/// `add`'s is `-0.0` (`0.0 + -0.0` is `0.0`), and `max`'s `-inf` (NaN still propagates).
-fn identity(prim: Prim, elem: Elem) -> Option<Scalar> {
-    let bounds = || hlo::int_bounds(elem);
-    let inf = |sign: f64| hlo::float(elem, sign * f64::INFINITY);
-    match (prim, elem) {
-        (Prim::Add, Elem::Bool) | (Prim::Mul, Elem::Bool) => None,
-        (Prim::Add, _) if elem.is_float() => Some(hlo::float(elem, -0.0)),
-        (Prim::Add, _) => Some(Scalar::zero(elem)),
-        (Prim::Mul, _) => Some(hlo::one(elem)),
-        (Prim::Max, _) if elem.is_float() => Some(inf(-1.0)),
-        (Prim::Max, _) if elem.is_integer() => Some(bounds().0),
-        (Prim::Min, _) if elem.is_float() => Some(inf(1.0)),
-        (Prim::Min, _) if elem.is_integer() => Some(bounds().1),
-        (Prim::And, Elem::Bool) => Some(Scalar::Bool(true)),
-        (Prim::Or, Elem::Bool) => Some(Scalar::Bool(false)),
-        _ => None,
-    }
 }
 
 /// A node of an operator's symbolic form.

@@ -21,6 +21,7 @@ use crate::check::infer::size_of_ix;
 use crate::check::typed::{DefInfo, DefKey, TExpr, TKind, TPat, TStmt};
 use crate::check::types::{BaseTy, Bound, LocalId, Rigid, Size, Ty};
 use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, MonoidKind, Program, Scalar, Stmt, VarId};
+use crate::prim::signature::Interface;
 use crate::prim::Prim;
 use crate::syntax::ast::Lit;
 use crate::syntax::Span;
@@ -1821,11 +1822,12 @@ impl<'a> Lowerer<'a> {
 }
 
 /// Whether a primitive compares whole values (so that tuples and tables compare as wholes,
-/// see `lower_compare.rs`) rather than lifting elementwise.
+/// see `lower_compare.rs`) rather than lifting elementwise: those of Dex's `Eq` and `Ord`
+/// (`prim::signature`).
 pub(super) fn compares(prim: Prim) -> bool {
     matches!(
-        prim,
-        Prim::Eq | Prim::Ne | Prim::Lt | Prim::Gt | Prim::Le | Prim::Ge | Prim::Min | Prim::Max
+        prim.signature().interface,
+        Some(Interface::Eq | Interface::Ord)
     )
 }
 

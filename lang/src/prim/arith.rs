@@ -117,6 +117,26 @@ pub fn signature(op: ArithOp) -> Signature {
     }
 }
 
+/// Identity rule: the identity of `op` as a monoid on `elem`, if it has one. For floats
+/// `add`'s is `-0.0` (`0.0 + -0.0` is `0.0`), and `max`'s `-inf` (NaN still propagates).
+pub fn identity(op: ArithOp, elem: Elem) -> Option<Scalar> {
+    let (low, high) = hlo::int_bounds(elem);
+    let float = |value: f64| Some(hlo::float(elem, value));
+    match (op, elem) {
+        (ArithOp::Add | ArithOp::Mul, Elem::Bool) => None,
+        (ArithOp::Add, Elem::F32 | Elem::F64) => float(-0.0),
+        (ArithOp::Add, _) => Some(Scalar::zero(elem)),
+        (ArithOp::Mul, _) => Some(hlo::one(elem)),
+        (ArithOp::Max, Elem::F32 | Elem::F64) => float(f64::NEG_INFINITY),
+        (ArithOp::Min, Elem::F32 | Elem::F64) => float(f64::INFINITY),
+        (ArithOp::Max | ArithOp::Min, Elem::Bool) => None,
+        (ArithOp::Max, _) => Some(low),
+        (ArithOp::Min, _) => Some(high),
+        (ArithOp::Sub | ArithOp::Div | ArithOp::Neg | ArithOp::Abs | ArithOp::Mod, _)
+        | (ArithOp::IDiv, _) => None,
+    }
+}
+
 /// Evaluation rule.
 pub fn eval(op: ArithOp, operands: &[Scalar]) -> Scalar {
     match operands.first().map(|scalar| scalar.elem()) {

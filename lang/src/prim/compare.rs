@@ -138,6 +138,29 @@ const fn float_test() -> Signature {
     }
 }
 
+/// Identity rule: `and`'s identity is `true`, `or`'s `false` (on `Bool`).
+pub fn identity(op: CompareOp, elem: Elem) -> Option<Scalar> {
+    match (op, elem) {
+        (CompareOp::And, Elem::Bool) => Some(Scalar::Bool(true)),
+        (CompareOp::Or, Elem::Bool) => Some(Scalar::Bool(false)),
+        (
+            CompareOp::Eq
+            | CompareOp::Ne
+            | CompareOp::Lt
+            | CompareOp::Gt
+            | CompareOp::Le
+            | CompareOp::Ge
+            | CompareOp::And
+            | CompareOp::Or
+            | CompareOp::Not
+            | CompareOp::IsNan
+            | CompareOp::IsInf
+            | CompareOp::Select,
+            _,
+        ) => None,
+    }
+}
+
 /// Evaluation rule.
 pub fn eval(op: CompareOp, operands: &[Scalar]) -> Scalar {
     let res = match op {
@@ -223,7 +246,7 @@ pub(crate) fn export<E: Hlo>(op: CompareOp, cx: &mut E, args: &[E::Val]) -> E::V
 
 /// The element types compared: ordered, and tested for NaN and infinity (which no integer or
 /// boolean is; the type rule gives the tests float operands only).
-pub(crate) trait Tested: PartialOrd {
+pub(crate) trait Tested: PartialOrd + Copy {
     fn is_nan(self) -> bool;
     fn is_inf(self) -> bool;
 }

@@ -1,11 +1,15 @@
 //! The closed set of elementwise primitives (`op` of [Smeding25] Fig 7).
 //!
-//! Each family file holds every rule of its primitives together (docs/architecture.md): the type rule
-//! and the scalar evaluation rule today; batching, JVP, transpose and cost rules join them as
-//! the later passes arrive. Every rule is an exhaustive match over the family's own operator
-//! enum (`ArithOp`, `MathOp`, `CompareOp`, `ConvertOp`), with no `_ =>` arm, so adding a
-//! primitive is a checklist that the compiler walks you through: a `Prim` variant, its arm in
-//! [`Prim::family`], then one arm in every rule of its family file.
+//! A primitive is one row of `primitives!` (its variant and its family's operator) and one
+//! arm in each rule of its family file (docs/adding-a-primitive.md walks through one): the
+//! type rule, the signature the language sees (`signature`: name, operator, interface), the
+//! typed function (`lift`, which the interpreter applies and the engine's kernels are built
+//! from), the export rule (`export`, in the vocabulary of `hlo`), linearity, JVP, transpose,
+//! sign and argument-order facts. Every rule is an exhaustive match over the family's own
+//! operator enum (`ArithOp`, `MathOp`, `CompareOp`, `ConvertOp`, `RandomOp`, `TextOp`), with no
+//! `_ =>` arm, so adding a primitive is a checklist that the compiler walks you through.
+//! The rest of the compiler reads these rules; it names a primitive only to emit it, or in a
+//! rewrite rule about that one primitive.
 //!
 //! Totality (docs/language.md): every primitive is defined on every well-typed input. Integer
 //! division and `mod` by zero give zero; integer overflow wraps; float operations follow
@@ -537,6 +541,16 @@ impl Prim {
             Family::Random(op) => random::export(op, cx, args),
             Family::Text(_) => return Err("text is not exported: StableHLO has no strings"),
         })
+    }
+
+    /// The identity of this primitive as a monoid on `elem`, if it has one (`export::monoid`
+    /// seeds reductions with it).
+    pub fn identity(self, elem: Elem) -> Option<Scalar> {
+        match self.family() {
+            Family::Arith(op) => arith::identity(op, elem),
+            Family::Compare(op) => compare::identity(op, elem),
+            Family::Math(_) | Family::Convert(_) | Family::Random(_) | Family::Text(_) => None,
+        }
     }
 
     pub fn linearity(self) -> Linearity {

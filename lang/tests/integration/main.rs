@@ -14,5 +14,6 @@ mod monoid;
 mod prim_derivatives;
 mod session;
 mod stdlib;
+mod tidy;
 mod user_types;
 mod wording;

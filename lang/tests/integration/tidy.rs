@@ -1,0 +1,152 @@
+//! Tidy checks of the compiler's own source (as rust-analyzer's tidy tests check theirs): the
+//! invariants docs/architecture.md states about where rules live, read from `lang/src`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The non-test source files of `lang/src` under `dir`, with their text up to a trailing
+/// `#[cfg(test)]` module.
+fn sources(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                pending.push(path);
+            } else if name.ends_with(".rs") && name != "tests.rs" && name != "testgen.rs" {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let code = match text.find("\n#[cfg(test)]\nmod tests") {
+                    Some(end) => text[..end].to_string(),
+                    None => text,
+                };
+                files.push((path, code));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+fn lang_src() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// A line without its `//` comment.
+fn code(line: &str) -> &str {
+    line.find("//").map_or(line, |at| &line[..at])
+}
+
+/// The match arms (and `matches!` patterns) of `text` whose pattern names a primitive
+/// (`Prim::…`), each counted once however many primitives it names, as (line, pattern).
+fn primitive_arms(text: &str) -> Vec<(usize, String)> {
+    let lines: Vec<&str> = text.lines().map(code).collect();
+    let mut arms = Vec::new();
+    for (at, line) in lines.iter().enumerate() {
+        if let Some(arrow) = line.find("=>") {
+            // The pattern: this line's text before `=>`, and the lines of a pattern written
+            // over several lines (`Prim::A` then `| Prim::B` lines).
+            let mut pattern = line[..arrow].to_string();
+            let mut first = at;
+            while first > 0 {
+                let above = lines[first - 1].trim();
+                let continued = lines[first].trim_start().starts_with('|') || above.ends_with('|');
+                if !continued || above.contains("=>") || above.ends_with('{') {
+                    break;
+                }
+                first -= 1;
+                pattern = format!("{above} {pattern}");
+            }
+            let binding = pattern.contains("let ");
+            if pattern.contains("Prim::") && !binding {
+                arms.push((at + 1, pattern.trim().to_string()));
+            }
+        }
+        let counted = arms.last().is_some_and(|&(line, _)| line == at + 1);
+        if let Some(start) = line.find("matches!(").filter(|_| !counted) {
+            // The macro's arguments: up to the parenthesis that closes `matches!(`.
+            let rest = lines[at..].join(" ");
+            let rest = &rest[start + "matches!".len()..];
+            let mut depth = 0;
+            let end = rest
+                .char_indices()
+                .find(|&(_, c)| {
+                    depth += match c {
+                        '(' => 1,
+                        ')' => -1,
+                        _ => 0,
+                    };
+                    depth == 0
+                })
+                .map_or(rest.len(), |(end, c)| end + c.len_utf8());
+            if rest[..end].contains("Prim::") {
+                arms.push((at + 1, format!("matches!{}", &rest[..end])));
+            }
+        }
+    }
+    arms
+}
+
+/// Outside `prim/` the compiler reads the primitives' rules; it names a primitive only to emit
+/// it or in a rewrite rule about that one primitive. Adding a primitive must not mean visiting
+/// match arms across the tree (docs/adding-a-primitive.md): at most 50 remain.
+#[test]
+fn primitives_are_matched_outside_prim_in_at_most_fifty_arms() {
+    let prim_dir = lang_src().join("prim");
+    let mut per_file = BTreeMap::new();
+    for (path, text) in sources(&lang_src()) {
+        if path.starts_with(&prim_dir) {
+            continue;
+        }
+        let arms = primitive_arms(&text);
+        if !arms.is_empty() {
+            per_file.insert(path.strip_prefix(lang_src()).unwrap().to_owned(), arms);
+        }
+    }
+    let total: usize = per_file.values().map(Vec::len).sum();
+    assert!(
+        total <= 50,
+        "{total} match arms on primitives outside prim/:\n{per_file:#?}"
+    );
+    // The measure sees what it claims to: the engine's special cases are arms.
+    assert!(per_file.keys().any(|path| path.ends_with("lanes.rs")));
+}
+
+/// The arms a measure counts: single-line, multi-line and `matches!` patterns; not bindings.
+#[test]
+fn the_arm_measure_counts_patterns_once() {
+    let text = "match prim {\n    Prim::Add => 1,\n    Prim::Sub\n    | Prim::Neg => 2,\n    \
+                _ => 3,\n}\nlet Prim::Cast(e) = prim else { return };\n\
+                if matches!(prim, Prim::Eq | Prim::Ne) {}\nlet x = cx.prim(Prim::Mul, args);\n";
+    let lines: Vec<usize> = primitive_arms(text).iter().map(|(line, _)| *line).collect();
+    assert_eq!(lines, [2, 4, 8]);
+}
+
+/// A dispatch on a primitive's family names every family: a new family, or a primitive moved
+/// to another, cannot fall silently into a default.
+#[test]
+fn dispatch_on_a_family_has_no_fallback_arm() {
+    let mut fallbacks = Vec::new();
+    for (path, text) in sources(&lang_src()) {
+        // Brace depth of each open `match ….family() {`.
+        let mut open: Vec<i64> = Vec::new();
+        let mut depth = 0i64;
+        for (at, line) in text.lines().map(code).enumerate() {
+            let trimmed = line.trim();
+            if open.last() == Some(&depth)
+                && (trimmed.starts_with("_ =>") || trimmed.starts_with("_ if"))
+            {
+                fallbacks.push(format!("{}:{}", path.display(), at + 1));
+            }
+            if line.contains("match ") && line.contains(".family()") && trimmed.ends_with('{') {
+                open.push(depth + 1);
+            }
+            depth += line.matches('{').count() as i64 - line.matches('}').count() as i64;
+            while open.last().is_some_and(|&inside| depth < inside) {
+                open.pop();
+            }
+        }
+    }
+    assert!(fallbacks.is_empty(), "fallback arms: {fallbacks:#?}");
+}
