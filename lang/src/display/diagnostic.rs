@@ -27,7 +27,7 @@
 // at the end of a line. An offset at the very end of a source that ends with a newline
 // belongs to the last line, so "unexpected end of input" points after its last character.
 
-use crate::session::{format_duration, Diagnostic, ErrorKind, Output};
+use super::output::{format_duration, Diagnostic, ErrorKind, Output};
 use crate::syntax::Span;
 
 /// Lines of a multi-line span shown before `...`.
@@ -248,7 +248,7 @@ mod tests {
     use expect_test::{expect, Expect};
 
     use super::*;
-    use crate::session::Code;
+    use crate::display::output::Code;
 
     /// The span of the `occurrence`-th (from 0) match of `needle` in `src`.
     fn span_of(src: &str, needle: &str, occurrence: usize) -> Span {

@@ -17,6 +17,7 @@ mod float;
 mod float_cases;
 mod grid;
 mod image;
+pub mod output;
 mod plot;
 mod png;
 mod value;

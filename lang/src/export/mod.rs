@@ -32,7 +32,7 @@ use std::fmt;
 use crate::passes::pipeline::{Compilation, Pass, PIPELINE};
 
 /// The stage name of the exported module (`%passes stablehlo`, `:stages`).
-pub const STAGE: &str = "stablehlo";
+pub const STAGE: &str = crate::passes::pipeline::EXPORT_STAGE;
 
 /// The passes whose output is exported: the pipeline's rewrites, up to (not including)
 /// fusion, which compiles the program to a schedule.

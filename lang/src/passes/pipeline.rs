@@ -169,9 +169,13 @@ pub const PIPELINE: &[Pass<Compilation>] = &[
     super::fuse::PASS,
 ];
 
+/// The stage of the exporter (`export`): the StableHLO module of the pipeline's bulk IR.
+pub const EXPORT_STAGE: &str = "stablehlo";
+
 /// Stages that consumers of the pipeline make on request from its bulk IR (the output of the
 /// last rewrite, before `fuse`), without changing what runs: the exported StableHLO module.
-pub const CONSUMER_STAGES: &[&str] = &[crate::export::STAGE];
+/// (The consumers name their stage here; the pipeline does not depend on them.)
+pub const CONSUMER_STAGES: &[&str] = &[EXPORT_STAGE];
 
 /// Every stage of the pipeline, in order (the steps inside passes too), then the consumers'
 /// stages.

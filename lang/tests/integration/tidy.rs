@@ -17,7 +17,7 @@ fn sources(dir: &Path) -> Vec<(PathBuf, String)> {
                 pending.push(path);
             } else if name.ends_with(".rs") && name != "tests.rs" && name != "testgen.rs" {
                 let text = std::fs::read_to_string(&path).unwrap();
-                let code = match text.find("\n#[cfg(test)]\nmod tests") {
+                let code = match text.find("\n#[cfg(test)]\nmod tests {") {
                     Some(end) => text[..end].to_string(),
                     None => text,
                 };
@@ -149,4 +149,125 @@ fn dispatch_on_a_family_has_no_fallback_arm() {
         }
     }
     assert!(fallbacks.is_empty(), "fallback arms: {fallbacks:#?}");
+}
+
+/// The top-level modules of `lang/src` (directories and files beside `lib.rs`).
+fn top_level_modules() -> Vec<String> {
+    let mut modules: Vec<String> = std::fs::read_dir(lang_src())
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let module = name.strip_suffix(".rs").unwrap_or(&name).to_string();
+            (module != "lib" && module != "main").then_some(module)
+        })
+        .collect();
+    modules.sort();
+    modules.dedup();
+    modules
+}
+
+/// Which top-level modules each one's non-test code names (`crate::x`, `use crate::{x::…}`),
+/// with a place that does.
+fn module_edges() -> BTreeMap<(String, String), String> {
+    let modules = top_level_modules();
+    let root = lang_src();
+    let mut edges = BTreeMap::new();
+    for (path, text) in sources(&root) {
+        let relative = path.strip_prefix(&root).unwrap();
+        let first = relative.components().next().unwrap();
+        let first = first.as_os_str().to_string_lossy();
+        let from = first.strip_suffix(".rs").unwrap_or(&first).to_string();
+        if !modules.contains(&from) {
+            continue;
+        }
+        for (at, line) in text.lines().map(code).enumerate() {
+            let mut named: Vec<&str> = Vec::new();
+            for (start, _) in line.match_indices("crate::") {
+                let rest = &line[start + "crate::".len()..];
+                if let Some(group) = rest.strip_prefix('{') {
+                    named.extend(
+                        group
+                            .split(',')
+                            .filter_map(|item| item.trim().split("::").next()),
+                    );
+                } else {
+                    named.push(
+                        rest.split(|c: char| !c.is_alphanumeric() && c != '_')
+                            .next()
+                            .unwrap(),
+                    );
+                }
+            }
+            for to in named {
+                if to != from && modules.iter().any(|module| module == to) {
+                    edges
+                        .entry((from.clone(), to.to_string()))
+                        .or_insert_with(|| format!("{}:{}", relative.display(), at + 1));
+                }
+            }
+        }
+    }
+    edges
+}
+
+/// Dependencies against the layering (`syntax` < `prim` < `core` < `ops` < `passes` < the
+/// consumers), not yet removed: each is an open item of the house's clean-up, and the test
+/// fails when one disappears so that the list only shrinks.
+const KNOWN_BACK_EDGES: &[(&str, &str)] = &[
+    // The primitives' rules are written over the IR's atoms and scalars (`core::ir`).
+    ("prim", "core"),
+    // The reference interpreter, the verifier and the cost model (in `core`) call the rule
+    // homes of `ops`.
+    ("core", "ops"),
+    // The rule homes use the batching and AD contexts of `passes` (`Batcher`, `Builder`)
+    // instead of traits of their own.
+    ("ops", "passes"),
+];
+
+/// No cycles among `lang`'s top-level modules (besides the known back edges above): each
+/// module can be read, and changed, knowing only the ones below it.
+#[test]
+fn no_cycles_among_top_level_modules() {
+    let edges = module_edges();
+    for &(from, to) in KNOWN_BACK_EDGES {
+        assert!(
+            edges.contains_key(&(from.to_string(), to.to_string())),
+            "`{from}` no longer depends on `{to}`: remove the edge from KNOWN_BACK_EDGES"
+        );
+    }
+    let graph: Vec<(&String, &String)> = edges
+        .keys()
+        .filter(|(from, to)| !KNOWN_BACK_EDGES.contains(&(from.as_str(), to.as_str())))
+        .map(|(from, to)| (from, to))
+        .collect();
+    // Remove modules nothing left depends on until none is left; what remains has a cycle.
+    let mut remaining: Vec<String> = top_level_modules();
+    loop {
+        let sink = remaining.iter().position(|module| {
+            !graph
+                .iter()
+                .any(|(from, to)| *from == module && remaining.contains(to))
+        });
+        match sink {
+            Some(at) => {
+                remaining.remove(at);
+            }
+            None => break,
+        }
+    }
+    let cycle: Vec<String> = graph
+        .iter()
+        .filter(|(from, to)| remaining.contains(from) && remaining.contains(to))
+        .map(|(from, to)| {
+            format!(
+                "{from} -> {to} ({})",
+                edges[&((*from).clone(), (*to).clone())]
+            )
+        })
+        .collect();
+    assert!(
+        remaining.is_empty(),
+        "cycles among {remaining:?}:\n{cycle:#?}"
+    );
 }
