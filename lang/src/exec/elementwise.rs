@@ -6,11 +6,12 @@
 //! `ndarray::Zip`, run in parallel above `PAR_THRESHOLD` elements; elementwise results do not
 //! depend on the order of evaluation, so parallelism never changes a bit.
 //!
-//! Exactness: every fast path re-states the scalar rule of its primitive in `prim/` with the
-//! same `std` functions, so it agrees with `Prim::eval` bit for bit; the table-driven test
-//! `fast_paths_agree_with_prim_eval` checks each one on edge values. Primitives without a fast
-//! path (none today for well-typed programs) go through `generic_*`, which calls
-//! `Prim::eval` per element.
+//! Exactness: the kernels are built from each family's table of typed functions
+//! (`Prim::lift`), the very functions `Prim::eval` applies, so they agree bit for bit; the
+//! table-driven test `fast_paths_agree_with_prim_eval` checks each one on edge values. The
+//! primitives that are not functions of one element type (casts, words, `not`, `and`, `or`,
+//! `select`) have kernels of their own here; any other without a typed function (none today
+//! for well-typed programs) goes through `generic_*`, which calls `Prim::eval` per element.
 
 use ndarray::{IxDyn, Zip};
 use rayon::prelude::*;
