@@ -1585,6 +1585,10 @@ fn type_error(more: &mut Vec<Diagnostic>, err: TypeError) -> Diagnostic {
             TypeErrorKind::NoInstance => Code::NoInstance,
             TypeErrorKind::Unbound => Code::Unbound,
             TypeErrorKind::Duplicate => Code::Duplicate,
+            TypeErrorKind::Effect => Code::Effect,
+            TypeErrorKind::Arity => Code::Arity,
+            TypeErrorKind::Annotation => Code::NeedsAnnotation,
+            TypeErrorKind::Pattern => Code::Pattern,
             TypeErrorKind::Other => Code::Type,
         };
         Diagnostic {

@@ -21,10 +21,11 @@ use super::classes::{
 };
 use super::data::{ConDef, DataDef, DataKind, DataParam, FieldDef};
 use super::env::TypeFn;
+use super::infer::error_of;
 use super::infer::{check_literals, is_nat_param, substitute_rigids, Binding, Infer};
 use super::typed::DefInfo;
 use super::types::{BaseTy, Rigid, Size, Ty};
-use super::TypeError;
+use super::{TypeError, TypeErrorKind};
 use crate::syntax::ast::{
     self, DataDecl, InstanceDecl, InstanceItem, InterfaceDecl, Pattern, TypeExpr, TypeExprKind,
 };
@@ -335,7 +336,11 @@ impl Infer<'_> {
             }
         }
         let Some(class) = Class::named(&name.name) else {
-            return error(name.span, format!("unknown interface `{}`", name.name));
+            return error_of(
+                TypeErrorKind::Unbound,
+                name.span,
+                format!("unknown interface `{}`", name.name),
+            );
         };
         if let Some(def) = self.env.class_defs.get(&class) {
             return Ok(def.clone());
@@ -889,7 +894,11 @@ pub fn named_instance_def(decl: &InstanceDecl) -> Result<ast::FunDef> {
             }
         };
         if slot.replace(value).is_some() {
-            return error(method.span, format!("`{}` is defined twice", method.name));
+            return error_of(
+                TypeErrorKind::Duplicate,
+                method.span,
+                format!("`{}` is defined twice", method.name),
+            );
         }
     }
     let (Some(empty), Some(combine)) = (empty, combine) else {
@@ -1033,7 +1042,8 @@ pub fn custom_linearization_def(
         ty = result;
     }
     if arity == 0 {
-        return error(
+        return error_of(
+            TypeErrorKind::Arity,
             func.span,
             format!(
                 "`{}` takes no arguments: there is nothing to differentiate",

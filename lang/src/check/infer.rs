@@ -33,6 +33,15 @@ fn error<T>(span: Span, message: impl Into<String>) -> Result<T> {
     Err(TypeError::new(span, message))
 }
 
+/// An error of a kind with its own code (`session::Code`).
+pub(super) fn error_of<T>(
+    kind: TypeErrorKind,
+    span: Span,
+    message: impl Into<String>,
+) -> Result<T> {
+    Err(TypeError::new(span, message).of_kind(kind))
+}
+
 /// What a name in scope stands for.
 #[derive(Clone, Debug)]
 pub(super) enum Binding {
@@ -354,7 +363,8 @@ impl<'env> Infer<'env> {
             .iter()
             .find(|(effect, _)| *effect == Effect::Except)
         {
-            return error(
+            return error_of(
+                TypeErrorKind::Effect,
                 *span,
                 "`throw` outside every `catch`: wrap it, `catch(\\. …)`, to get a `Maybe`",
             );
@@ -370,7 +380,8 @@ impl<'env> Infer<'env> {
                 .iter()
                 .find(|effect| effect.region().is_some())
             {
-                return error(
+                return error_of(
+                    TypeErrorKind::Effect,
                     value.span,
                     format!(
                         "a reference escapes its handler: this function, of type {ty}, {} of \
@@ -438,7 +449,11 @@ impl<'env> Infer<'env> {
                         .effects
                         .first()
                         .map_or(Span::new(0, 0), |(_, span)| *span);
-                    return error(span, "a body applies two functions whose effects differ");
+                    return error_of(
+                        TypeErrorKind::Effect,
+                        span,
+                        "a body applies two functions whose effects differ",
+                    );
                 }
             }
             row.tail = Some(Box::new(first.clone()));
@@ -782,7 +797,8 @@ impl<'env> Infer<'env> {
                     }
                     Ty::Var(_) if !finish => self.projects.push((range, element, span)),
                     Ty::Var(_) => {
-                        return error(
+                        return error_of(
+                            TypeErrorKind::Annotation,
                             span,
                             "cannot infer which range this index is of: use it where a range \
                              is expected (`xs[i, unsafe_project j]` of `xs: (i:n)=>(..i)=>…`)",
@@ -826,7 +842,8 @@ impl<'env> Infer<'env> {
                 match self.zonk(&field.base) {
                     base if !finish && field_waits(&base) => self.fields.push(field),
                     base if field_waits(&base) => {
-                        return error(
+                        return error_of(
+                            TypeErrorKind::Annotation,
                             field.span,
                             format!(
                                 "the type of this value is not known where its field `{}` is \
@@ -990,7 +1007,7 @@ impl<'env> Infer<'env> {
                         None => match item.class {
                             Class::Ix if self.lenient => None,
                             Class::Ix => {
-                                return error(
+                                return error_of(TypeErrorKind::Annotation,
                                     item.span,
                                     "cannot infer the index set here: annotate it, e.g. `for i:(Fin 3).`",
                                 )
@@ -1006,13 +1023,15 @@ impl<'env> Infer<'env> {
                 }
             }
             if let Some((_, _, span)) = self.texts.first().filter(|_| !defaulted && !self.lenient) {
-                return error(
+                return error_of(
+                    TypeErrorKind::Annotation,
                     *span,
                     "cannot tell the type of the value shown here: annotate it (`show (x :: Int)`)",
                 );
             }
             if let Some(item) = self.appends.first().filter(|_| !defaulted && !self.lenient) {
-                return error(
+                return error_of(
+                    TypeErrorKind::Annotation,
                     item.span,
                     "cannot tell the types of what `<>` joins here: annotate one of them",
                 );
@@ -1074,7 +1093,8 @@ impl<'env> Infer<'env> {
                 } else {
                     "alternatives"
                 };
-                return error(
+                return error_of(
+                    TypeErrorKind::Pattern,
                     case.span,
                     format!(
                         "this `case` is missing {noun} for {} (dx checks every `case` covers \
@@ -1211,7 +1231,8 @@ impl<'env> Infer<'env> {
                         let var = Ty::Var(cx.fresh_var());
                         for class in &binder.classes {
                             let Some(classes) = cx.env.class_by_name(&class.name) else {
-                                return error(
+                                return error_of(
+                                    TypeErrorKind::Unbound,
                                     class.span,
                                     format!("unknown class `{}`", class.name),
                                 );
@@ -1306,7 +1327,11 @@ impl<'env> Infer<'env> {
         if let Some(type_fn) = type_fn {
             return self.apply_type_fn(&name.name, &type_fn, args, span, implicit);
         }
-        error(name.span, format!("unknown type `{}`", name.name))
+        error_of(
+            TypeErrorKind::Unbound,
+            name.span,
+            format!("unknown type `{}`", name.name),
+        )
     }
 
     /// A user type applied to its arguments (one per parameter the declaration wrote; a
@@ -1322,7 +1347,8 @@ impl<'env> Infer<'env> {
             def.params.iter().filter(|param| !param.hidden).collect();
         if visible.len() != args.len() {
             let names: Vec<&str> = visible.iter().map(|param| param.name.as_str()).collect();
-            return error(
+            return error_of(
+                TypeErrorKind::Arity,
                 span,
                 format!(
                     "`{}` takes {} argument{} (`{}({})`), this gives {}",
@@ -1388,7 +1414,8 @@ impl<'env> Infer<'env> {
         implicit: &mut Option<&mut Vec<(String, Rigid)>>,
     ) -> Result<Ty> {
         if type_fn.params.len() != args.len() {
-            return error(
+            return error_of(
+                TypeErrorKind::Arity,
                 span,
                 format!(
                     "`{name}` takes {} argument{}, this gives {}",
@@ -1457,7 +1484,11 @@ impl<'env> Infer<'env> {
                 return Ok(Ty::Rigid(rigid, name.to_string()));
             }
         }
-        error(span, format!("unknown type `{name}`"))
+        error_of(
+            TypeErrorKind::Unbound,
+            span,
+            format!("unknown type `{name}`"),
+        )
     }
 
     /// Reads a size: a literal, a `Nat` parameter, a top-level `Nat`, `size n`, arithmetic.
@@ -2111,7 +2142,11 @@ impl<'env> Infer<'env> {
     /// the class) and fresh variables of its own.
     fn instantiate_method(&mut self, class: Class, method: usize, span: Span) -> Result<TExpr> {
         let Some(class_def) = self.env.class_defs.get(&class).cloned() else {
-            return error(span, "internal: a method of an unknown interface");
+            return error_of(
+                TypeErrorKind::Unbound,
+                span,
+                "internal: a method of an unknown interface",
+            );
         };
         let method_def = &class_def.methods[method];
         let class_arg = Ty::Var(self.fresh_var());
@@ -2318,7 +2353,8 @@ impl<'env> Infer<'env> {
                 )
             }
             Some(None) => Ok(None),
-            None => error(
+            None => error_of(
+                TypeErrorKind::Arity,
                 name.span,
                 format!(
                     "too many arguments: `{}` takes {} argument{}{}",
@@ -2714,7 +2750,8 @@ impl<'env> Infer<'env> {
                 (param, None, result, effects)
             }
             other if matches!(func.kind, TKind::App { .. }) => {
-                return error(
+                return error_of(
+                    TypeErrorKind::Arity,
                     arg.span,
                     format!("too many arguments: the function's result here has type {other}"),
                 );
@@ -2847,7 +2884,8 @@ impl<'env> Infer<'env> {
             .take(n_params.min(4))
             .map(|p| p.to_string())
             .collect();
-        error(
+        error_of(
+            TypeErrorKind::Arity,
             arg.span,
             format!(
                 "`{name}` differentiates a function of one argument, and this one takes \
@@ -2891,7 +2929,8 @@ impl<'env> Infer<'env> {
         };
         match super::builtins::jacobian_ty(&self.zonk(&param), &self.zonk(&out)) {
             Some(ty) => self.unify(result, &ty, span),
-            None => error(
+            None => error_of(
+                TypeErrorKind::Annotation,
                 span,
                 format!(
                     "the types of the argument and the result of the function must be known \
@@ -3057,7 +3096,11 @@ impl<'env> Infer<'env> {
             }
             Pattern::Con { name, args, span } => {
                 let Some((def, con)) = self.env.constructors.get(&name.name).cloned() else {
-                    return error(name.span, format!("unknown constructor `{}`", name.name));
+                    return error_of(
+                        TypeErrorKind::Unbound,
+                        name.span,
+                        format!("unknown constructor `{}`", name.name),
+                    );
                 };
                 let data = DataTy {
                     args: def
@@ -3070,7 +3113,8 @@ impl<'env> Infer<'env> {
                 self.unify(ty, &Ty::Data(data.clone()), *span)?;
                 let fields = data.fields(con);
                 if fields.len() != args.len() {
-                    return error(
+                    return error_of(
+                        TypeErrorKind::Arity,
                         *span,
                         format!(
                             "constructor `{}` has {} field{}, but this pattern gives {}",
@@ -3082,7 +3126,8 @@ impl<'env> Infer<'env> {
                     );
                 }
                 if def.is_tagged() && !refutable {
-                    return error(
+                    return error_of(
+                        TypeErrorKind::Pattern,
                         *span,
                         format!(
                             "this pattern can fail (`{}` is one of the {} constructors of \
@@ -3114,7 +3159,11 @@ impl<'env> Infer<'env> {
             }
             Pattern::Lit { lit, negated, span } => {
                 if !refutable {
-                    return error(*span, "a literal pattern can fail: match it with `case`");
+                    return error_of(
+                        TypeErrorKind::Pattern,
+                        *span,
+                        "a literal pattern can fail: match it with `case`",
+                    );
                 }
                 let mut expr = Expr {
                     kind: ExprKind::Lit(lit.clone()),
@@ -3471,7 +3520,8 @@ impl<'env> Infer<'env> {
                 ("Except", None) => Effect::Except,
                 ("IO", None) => Effect::Io,
                 ("State" | "Accum" | "Writer" | "Read" | "Reader", None) => {
-                    return error(
+                    return error_of(
+                        TypeErrorKind::Effect,
                         name.span,
                         format!(
                             "`{0}` names the region of its references: `{{{0} h}}` for a `Ref h _`",
@@ -3480,10 +3530,15 @@ impl<'env> Infer<'env> {
                     )
                 }
                 ("Except" | "IO", Some(region)) => {
-                    return error(region.span, format!("`{}` takes no region", name.name))
+                    return error_of(
+                        TypeErrorKind::Effect,
+                        region.span,
+                        format!("`{}` takes no region", name.name),
+                    )
                 }
                 _ => {
-                    return error(
+                    return error_of(
+                        TypeErrorKind::Effect,
                         name.span,
                         format!(
                             "unknown effect `{}`: the effects are `State h`, `Accum h`, `Read h`, \
@@ -3527,7 +3582,8 @@ impl<'env> Infer<'env> {
                 let effect = self.zonk_row(&single);
                 let mut wider = self.zonk_row(declared);
                 wider.insert(effect.effects[0].clone());
-                return error(
+                return error_of(
+                    TypeErrorKind::Effect,
                     *span,
                     format!(
                         "`{}` is declared with {says}, but this {} ({}): write `-> {wider} …`, \
@@ -3544,7 +3600,8 @@ impl<'env> Infer<'env> {
                 .unify_rows(declared, &EffRow::open((**rest).clone()))
                 .is_err()
             {
-                return error(
+                return error_of(
+                    TypeErrorKind::Effect,
                     def.span,
                     format!(
                         "`{}` is declared with {says}, but it applies a function whose effects \
@@ -3825,7 +3882,8 @@ fn check_known(expr: &TExpr) -> Result<()> {
         .any(&mut |ty| matches!(ty, Ty::Con(super::types::TyCon::Ref, _)));
     if reference && !expr.ty.contains_fun() {
         // Outside every lambda, only a reference a handler returned can have this type.
-        return error(
+        return error_of(
+            TypeErrorKind::Effect,
             expr.span,
             format!(
                 "a reference escapes its handler: this is a {}, which lives only inside the \
@@ -3836,7 +3894,7 @@ fn check_known(expr: &TExpr) -> Result<()> {
     }
     let unknown = !expr.ty.contains_fun() && expr.ty.any(&mut |ty| matches!(ty, Ty::Var(_)));
     if unknown {
-        return error(
+        return error_of(TypeErrorKind::Annotation,
             expr.span,
             format!(
                 "the type of this is not known (it is {}): annotate it, e.g. `([] :: (Fin 0)=>Float)`",

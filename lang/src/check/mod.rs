@@ -65,6 +65,15 @@ pub enum TypeErrorKind {
     Unbound,
     /// A name declared, bound or defined twice in one place.
     Duplicate,
+    /// An effect used outside its handler, a reference escaping it, effects wider than
+    /// declared.
+    Effect,
+    /// A function, constructor or built-in given another number of arguments than it takes.
+    Arity,
+    /// A type the checker cannot infer here: an annotation fixes it.
+    Annotation,
+    /// A pattern that can fail where it must not, or a `case` that misses a constructor.
+    Pattern,
     Other,
 }
 

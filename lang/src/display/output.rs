@@ -39,6 +39,15 @@ pub enum Code {
     Unbound,
     /// A name declared, bound or defined twice in one place.
     Duplicate,
+    /// An effect used outside its handler, a reference escaping it, effects wider than
+    /// declared.
+    Effect,
+    /// Another number of arguments than a function, constructor or built-in takes.
+    Arity,
+    /// A type that cannot be inferred where it is needed: an annotation fixes it.
+    NeedsAnnotation,
+    /// A pattern that can fail where it must not, or a `case` that misses a constructor.
+    Pattern,
     /// A program the checker accepts that lowering cannot compile.
     Unsupported,
     /// An error raised while the program runs (`error`, a strict out-of-range read).
@@ -76,6 +85,10 @@ impl Code {
             Code::NoInstance => "T0004",
             Code::Unbound => "T0005",
             Code::Duplicate => "T0006",
+            Code::Effect => "T0007",
+            Code::Arity => "T0008",
+            Code::NeedsAnnotation => "T0009",
+            Code::Pattern => "T0010",
             Code::Runtime => "R0001",
             Code::File => "R0002",
             Code::Interrupted => "R0003",
@@ -97,7 +110,11 @@ impl Code {
             | Code::Mismatch
             | Code::NoInstance
             | Code::Unbound
-            | Code::Duplicate => ErrorKind::Type,
+            | Code::Duplicate
+            | Code::Effect
+            | Code::Arity
+            | Code::NeedsAnnotation
+            | Code::Pattern => ErrorKind::Type,
             Code::Runtime | Code::File | Code::Interrupted | Code::OutOfMemory => {
                 ErrorKind::Runtime
             }
