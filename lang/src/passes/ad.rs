@@ -36,7 +36,10 @@ use std::collections::HashMap;
 use crate::core::inline::clone_block;
 use crate::core::ir::{ArrTy, Atom, Block, BlockId, Expr, Program, Scalar, Stmt, VarId};
 use crate::ops;
-use crate::prim::{Emitter, NotLinear, Prim, Tangent};
+use crate::prim::{Emitter, NotLinear, Prim};
+
+/// A tangent or cotangent of the core IR: `None` is a (symbolic) zero.
+pub type Tangent = crate::prim::Tangent<Atom>;
 
 /// Why a block could not be differentiated: its input broke the pass's assumptions (the
 /// checker refuses what is not differentiable, and the tangent statements of `jvp` are
@@ -209,6 +212,8 @@ impl Builder<'_> {
 }
 
 impl Emitter for Builder<'_> {
+    type Atom = Atom;
+
     fn prim(&mut self, prim: Prim, args: &[Atom]) -> Atom {
         let shape = args
             .iter()

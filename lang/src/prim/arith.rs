@@ -12,9 +12,9 @@
 //! - `min`/`max` on floats give NaN if either operand is NaN.
 
 use super::hlo::{self, Hlo};
+use super::scalar::{Elem, Scalar};
 use super::signature::{ByMethod, Interface, Signature};
 use super::{operand_pair, same_elem, Apply, Lift, PrimTypeError, ScalarRepr};
-use crate::core::ir::{Elem, Scalar};
 
 /// The operators of the arithmetic family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -499,13 +499,13 @@ pub fn linearity(op: ArithOp) -> super::Linearity {
 }
 
 /// JVP rules ([Smeding25] Fig 15, [Shaikhha23] Fig 7).
-pub fn jvp(
+pub fn jvp<A: Copy>(
     op: ArithOp,
-    cx: &mut dyn super::Emitter,
-    args: &[crate::core::ir::Atom],
-    result: crate::core::ir::Atom,
-    tangents: &[super::Tangent],
-) -> super::Tangent {
+    cx: &mut dyn super::Emitter<Atom = A>,
+    args: &[A],
+    result: A,
+    tangents: &[super::Tangent<A>],
+) -> super::Tangent<A> {
     use super::{add_tangents, scale, Prim};
     match op {
         ArithOp::Add => add_tangents(cx, tangents[0], tangents[1]),
@@ -578,12 +578,12 @@ pub fn jvp(
 /// The share of `min`/`max`'s tangent that goes to an operand (Note [Ties of min and max]):
 /// `(is_own ? 1 : 0) / (is_other ? 2 : 1)`, where `is_own` says whether the operand equals
 /// the result and `is_other` whether the other one does.
-fn tie_share(
-    cx: &mut dyn super::Emitter,
-    is_own: crate::core::ir::Atom,
-    is_other: crate::core::ir::Atom,
-    result: crate::core::ir::Atom,
-) -> crate::core::ir::Atom {
+fn tie_share<A: Copy>(
+    cx: &mut dyn super::Emitter<Atom = A>,
+    is_own: A,
+    is_other: A,
+    result: A,
+) -> A {
     use super::Prim;
     let (zero, one, two) = (
         cx.constant(0.0, result),
@@ -596,13 +596,13 @@ fn tie_share(
 }
 
 /// Transpose rules for the linear forms the JVP rules emit.
-pub fn transpose(
+pub fn transpose<A: Copy>(
     op: ArithOp,
-    cx: &mut dyn super::Emitter,
-    args: &[crate::core::ir::Atom],
+    cx: &mut dyn super::Emitter<Atom = A>,
+    args: &[A],
     linear: &[bool],
-    ct: crate::core::ir::Atom,
-) -> Option<Vec<super::Tangent>> {
+    ct: A,
+) -> Option<Vec<super::Tangent<A>>> {
     use super::Prim;
     Some(match op {
         ArithOp::Add => vec![linear[0].then_some(ct), linear[1].then_some(ct)],

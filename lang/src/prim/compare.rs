@@ -10,9 +10,9 @@
 use std::cmp::Ordering;
 
 use super::hlo::Hlo;
+use super::scalar::{Elem, Scalar};
 use super::signature::{ByMethod, Interface, Signature, Slot};
 use super::{operand, same_elem, LiftRelation, PrimTypeError};
-use crate::core::ir::{Elem, Scalar};
 
 /// The operators of the compare family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -342,12 +342,12 @@ pub fn linearity(op: CompareOp) -> super::Linearity {
 }
 
 /// JVP rules: comparisons have no tangent; `select` selects the tangents.
-pub fn jvp(
+pub fn jvp<A: Copy>(
     op: CompareOp,
-    cx: &mut dyn super::Emitter,
-    args: &[crate::core::ir::Atom],
-    tangents: &[super::Tangent],
-) -> super::Tangent {
+    cx: &mut dyn super::Emitter<Atom = A>,
+    args: &[A],
+    tangents: &[super::Tangent<A>],
+) -> super::Tangent<A> {
     match op {
         CompareOp::Select => {
             let a = tangents[1].unwrap_or_else(|| cx.constant(0.0, args[1]));
@@ -369,13 +369,13 @@ pub fn jvp(
 }
 
 /// Transpose of `select(c, a, b)` in its branches: the cotangent goes to the chosen side.
-pub fn transpose(
+pub fn transpose<A: Copy>(
     op: CompareOp,
-    cx: &mut dyn super::Emitter,
-    args: &[crate::core::ir::Atom],
+    cx: &mut dyn super::Emitter<Atom = A>,
+    args: &[A],
     linear: &[bool],
-    ct: crate::core::ir::Atom,
-) -> Option<Vec<super::Tangent>> {
+    ct: A,
+) -> Option<Vec<super::Tangent<A>>> {
     match op {
         CompareOp::Select if !linear[0] => {
             let zero = cx.constant(0.0, ct);

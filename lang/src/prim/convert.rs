@@ -7,9 +7,9 @@
 //! - bool → number is 0 or 1; number → bool is `x != 0` (so NaN → true).
 
 use super::hlo::{self, Hlo};
+use super::scalar::{Elem, Scalar};
 use super::signature::{Interface, Signature, Slot};
 use super::{PrimTypeError, ScalarRepr};
-use crate::core::ir::{Elem, Scalar};
 
 /// The operators of the convert family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -158,11 +158,11 @@ pub fn linearity(op: ConvertOp) -> super::Linearity {
 
 /// JVP: a float-to-float cast casts the tangent; a cast to an integer type has no tangent
 /// (a tangent is only ever attached to a float value, so the source is a float here).
-pub fn jvp(
+pub fn jvp<A: Copy>(
     op: ConvertOp,
-    cx: &mut dyn super::Emitter,
-    tangents: &[super::Tangent],
-) -> super::Tangent {
+    cx: &mut dyn super::Emitter<Atom = A>,
+    tangents: &[super::Tangent<A>],
+) -> super::Tangent<A> {
     match op {
         ConvertOp::Cast(elem) if elem.is_float() => {
             tangents[0].map(|t| cx.prim(super::Prim::Cast(elem), &[t]))
@@ -172,13 +172,13 @@ pub fn jvp(
 }
 
 /// Transpose of a float cast: cast the cotangent back to the operand's type.
-pub fn transpose(
+pub fn transpose<A: Copy>(
     op: ConvertOp,
-    cx: &mut dyn super::Emitter,
-    args: &[crate::core::ir::Atom],
+    cx: &mut dyn super::Emitter<Atom = A>,
+    args: &[A],
     linear: &[bool],
-    ct: crate::core::ir::Atom,
-) -> Option<Vec<super::Tangent>> {
+    ct: A,
+) -> Option<Vec<super::Tangent<A>>> {
     match op {
         ConvertOp::Cast(elem) if elem.is_float() && linear[0] => {
             let source = cx.elem(args[0]);

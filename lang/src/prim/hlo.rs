@@ -5,7 +5,7 @@
 //!
 //! Operands of an operation have one shape (the verifier's rule for `op`); so has its result.
 
-use crate::core::ir::{Elem, Scalar};
+use super::scalar::{Elem, Scalar};
 
 /// StableHLO's elementwise operations on values of one shape.
 pub trait Hlo {

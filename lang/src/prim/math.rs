@@ -6,9 +6,9 @@
 //! so on); `exp`, `log`, `tanh`, `sin`, `cos` and `pow` are `vmath`'s, within 2 ulp of libm. `round` rounds half away from zero; `pow` is float ^ float (`powf`).
 
 use super::hlo::{self, Hlo};
+use super::scalar::{Elem, Scalar};
 use super::signature::{Interface, Signature};
 use super::{operand_pair, same_elem, Apply, Lift, PrimTypeError, ScalarRepr};
-use crate::core::ir::{Elem, Scalar};
 
 /// The operators of the math family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -392,18 +392,17 @@ pub fn linearity(op: MathOp) -> super::Linearity {
 }
 
 /// JVP rules: the tangent is the derivative times the operand's tangent.
-pub fn jvp(
+pub fn jvp<A: Copy>(
     op: MathOp,
-    cx: &mut dyn super::Emitter,
-    args: &[crate::core::ir::Atom],
-    result: crate::core::ir::Atom,
-    tangents: &[super::Tangent],
-) -> super::Tangent {
+    cx: &mut dyn super::Emitter<Atom = A>,
+    args: &[A],
+    result: A,
+    tangents: &[super::Tangent<A>],
+) -> super::Tangent<A> {
     use super::{add_tangents, scale, Prim};
     let x = args[0];
-    let unary = |cx: &mut dyn super::Emitter, derivative: crate::core::ir::Atom| {
-        scale(cx, derivative, tangents[0])
-    };
+    let unary =
+        |cx: &mut dyn super::Emitter<Atom = A>, derivative: A| scale(cx, derivative, tangents[0]);
     match op {
         // d sqrt x = dx / (2 sqrt x); at x = 0 the derivative is taken as 0 (not inf), so
         // that sqrt of a square differentiates to 0 at the origin. The factor is selected on

@@ -21,6 +21,7 @@ mod convert;
 pub mod hlo;
 pub(crate) mod math;
 mod random;
+pub mod scalar;
 pub mod signature;
 pub mod sum_order;
 pub mod text;
@@ -37,7 +38,7 @@ pub use math::MathOp;
 pub use random::{threefry2x32, unit_from_bits, RandomOp};
 pub use text::TextOp;
 
-use crate::core::ir::{Atom, Elem, Scalar};
+pub use scalar::{Elem, Scalar};
 
 // Note [Sign-clear values]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
@@ -343,13 +344,15 @@ impl Prim {
 
 /// What derivative rules need from the pass that applies them: emitting statements.
 pub trait Emitter {
+    /// An operand of the program being written (the core IR's `Atom`).
+    type Atom: Copy;
     /// Emits `prim args` (operands of one shape; rank-0 literals are broadcast) and returns
     /// its result.
-    fn prim(&mut self, prim: Prim, args: &[Atom]) -> Atom;
+    fn prim(&mut self, prim: Prim, args: &[Self::Atom]) -> Self::Atom;
     /// A constant with the element type and shape of `like`.
-    fn constant(&mut self, value: f64, like: Atom) -> Atom;
+    fn constant(&mut self, value: f64, like: Self::Atom) -> Self::Atom;
     /// The element type of an atom.
-    fn elem(&self, atom: Atom) -> Elem;
+    fn elem(&self, atom: Self::Atom) -> Elem;
 }
 
 /// A kernel made from a primitive's scalar function on one element type `T`. The engine's
@@ -428,7 +431,7 @@ impl Prim {
 }
 
 /// A tangent or cotangent: `None` is a (symbolic) zero.
-pub type Tangent = Option<Atom>;
+pub type Tangent<A> = Option<A>;
 
 /// How a primitive relates to differentiation (docs/architecture.md: recorded explicitly, never an
 /// `Option<fn>` that fails at run time).
@@ -463,13 +466,13 @@ impl Prim {
     /// The forward derivative (JVP, [Smeding25] Fig 15; [Shaikhha23] Fig 7): the tangent of the result
     /// given the operands, the result and the operands' tangents. The emitted statements are
     /// linear in the tangents and use only the forms `transpose` knows.
-    pub fn jvp(
+    pub fn jvp<A: Copy>(
         self,
-        cx: &mut dyn Emitter,
-        args: &[Atom],
-        result: Atom,
-        tangents: &[Tangent],
-    ) -> Tangent {
+        cx: &mut dyn Emitter<Atom = A>,
+        args: &[A],
+        result: A,
+        tangents: &[Tangent<A>],
+    ) -> Tangent<A> {
         if tangents.iter().all(Option::is_none) {
             return None;
         }
@@ -486,13 +489,13 @@ impl Prim {
     /// The transpose of a statement that is linear in the operands marked `linear`: the
     /// cotangent contribution of each operand given the result's cotangent `ct` ([Smeding25]
     /// Fig 19 `eval`, one constructor at a time).
-    pub fn transpose(
+    pub fn transpose<A: Copy>(
         self,
-        cx: &mut dyn Emitter,
-        args: &[Atom],
+        cx: &mut dyn Emitter<Atom = A>,
+        args: &[A],
         linear: &[bool],
-        ct: Atom,
-    ) -> Result<Vec<Tangent>, NotLinear> {
+        ct: A,
+    ) -> Result<Vec<Tangent<A>>, NotLinear> {
         let not_linear = || NotLinear(format!("`{}` is not linear in its argument", self.name()));
         let res = match self.family() {
             Family::Arith(op) => arith::transpose(op, cx, args, linear, ct),
@@ -566,7 +569,11 @@ impl Prim {
 }
 
 /// `a + b` of tangents, with symbolic zeros.
-pub fn add_tangents(cx: &mut dyn Emitter, a: Tangent, b: Tangent) -> Tangent {
+pub fn add_tangents<A: Copy>(
+    cx: &mut dyn Emitter<Atom = A>,
+    a: Tangent<A>,
+    b: Tangent<A>,
+) -> Tangent<A> {
     match (a, b) {
         (Some(a), Some(b)) => Some(cx.prim(Prim::Add, &[a, b])),
         (a, None) => a,
@@ -575,7 +582,11 @@ pub fn add_tangents(cx: &mut dyn Emitter, a: Tangent, b: Tangent) -> Tangent {
 }
 
 /// `factor * t` of a tangent.
-pub fn scale(cx: &mut dyn Emitter, factor: Atom, tangent: Tangent) -> Tangent {
+pub fn scale<A: Copy>(
+    cx: &mut dyn Emitter<Atom = A>,
+    factor: A,
+    tangent: Tangent<A>,
+) -> Tangent<A> {
     tangent.map(|t| cx.prim(Prim::Mul, &[factor, t]))
 }
 

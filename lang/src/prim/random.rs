@@ -14,9 +14,9 @@
 //! Both are total on every input and have no derivative (their operands are words).
 
 use super::hlo::Hlo;
+use super::scalar::{Elem, Scalar};
 use super::signature::{Signature, Slot};
 use super::{operand, PrimTypeError};
-use crate::core::ir::{Elem, Scalar};
 
 /// The operators of the random family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

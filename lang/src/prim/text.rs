@@ -14,9 +14,9 @@
 //!
 //! Total on every input; no derivative (the result is a character).
 
+use super::scalar::{Elem, Scalar};
 use super::signature::{Signature, Slot};
 use super::{operand, PrimTypeError};
-use crate::core::ir::{Elem, Scalar};
 
 /// How a scalar is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
