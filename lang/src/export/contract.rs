@@ -1,4 +1,6 @@
-//! Contractions in the bulk IR, exported as `dot_general`.
+//! Contractions in the bulk IR, exported as `dot_general`. What a contraction is (the roles
+//! of a summed product's axes) is `ops::sum_outer::contraction_roles`, which fusion's matrix
+//! products read too; this module finds where the axes come from in the bulk IR.
 //!
 //! After the BOT, `for i k. sum for j. a[i,j] * b[j,k]` is `sumOuter (tr (mul (tr (replicate
 //! a)) (replicate (tr b))))`: a product of two arrays seen through chains of `replicate` and
@@ -15,6 +17,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::core::ir::{Atom, BlockId, Expr, Program, VarId};
 use crate::core::visit::{collect_uses, reachable_blocks};
+use crate::ops::sum_outer::{self, AxisRole};
 use crate::prim::Prim;
 
 /// A `sumOuter` computed as `transpose (dot_general lhs rhs)`.
@@ -182,19 +185,23 @@ fn contraction(
     order: &[usize],
 ) -> Option<Contraction> {
     let summed = order[0];
-    let (Some(lhs_summed), Some(rhs_summed)) = (lhs.axes[summed], rhs.axes[summed]) else {
-        return None;
-    };
-    let rank = order.len();
+    let from: Vec<(bool, bool)> = lhs
+        .axes
+        .iter()
+        .zip(&rhs.axes)
+        .map(|(lhs_axis, rhs_axis)| (lhs_axis.is_some(), rhs_axis.is_some()))
+        .collect();
+    let roles = sum_outer::contraction_roles(&from, summed)?;
+    let (lhs_summed, rhs_summed) = (lhs.axes[summed]?, rhs.axes[summed]?);
     let mut batch = Vec::new();
     let mut lhs_free = Vec::new();
     let mut rhs_free = Vec::new();
-    for axis in (0..rank).filter(|&axis| axis != summed) {
-        match (lhs.axes[axis], rhs.axes[axis]) {
-            (Some(_), Some(_)) => batch.push(axis),
-            (Some(base_axis), None) => lhs_free.push((base_axis, axis)),
-            (None, Some(base_axis)) => rhs_free.push((base_axis, axis)),
-            (None, None) => return None,
+    for (axis, role) in roles.into_iter().enumerate() {
+        match role {
+            AxisRole::Contracted => {}
+            AxisRole::Batch => batch.push(axis),
+            AxisRole::Lhs => lhs_free.push((lhs.axes[axis]?, axis)),
+            AxisRole::Rhs => rhs_free.push((rhs.axes[axis]?, axis)),
         }
     }
     lhs_free.sort_unstable();

@@ -8,7 +8,9 @@
 //! - linearity: linear in its array (`ops::linearity`), so its JVP is `sumOuter` of the
 //!   tangent ([Smeding25] §6.1); transpose: `Builder::transpose_sum_outer`, a `replicate`;
 //! - cost: `cost`, one per input element (`reduce (+)` of [HuotShaikhha] Fig 11);
-//! - fusion class: `Reduce` (a kernel whose body is its producer, summed over axis 0).
+//! - fusion class: `Reduce` (a kernel whose body is its producer, summed over axis 0);
+//! - contraction: `contraction_roles`, when a sum of a product is a matrix product (fusion)
+//!   or a `dot_general` (export).
 
 use std::collections::HashMap;
 
@@ -19,6 +21,40 @@ use crate::core::verify::{atom_ty, expect_numeric};
 use crate::passes::ad::Builder;
 use crate::passes::bot::{Batcher, Status};
 use crate::prim::{sum_order, Prim};
+
+/// The part an axis of a product `lhs * rhs` plays when the product is summed over one of its
+/// axes, as a contraction (a matrix product, a `dot_general`) sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AxisRole {
+    /// The summed axis, which comes from both operands.
+    Contracted,
+    /// An axis of both operands that is kept: a batch axis.
+    Batch,
+    /// An axis of the left operand only.
+    Lhs,
+    /// An axis of the right operand only.
+    Rhs,
+}
+
+/// When the sum over axis `summed` of a product is a contraction, and the role of each of the
+/// product's axes then, given whether each axis comes from the left and from the right
+/// operand (`from[axis]`): the summed axis must come from both, every other from at least one
+/// (an axis from neither is a broadcast of the product, which no contraction makes). The one
+/// statement of what a contraction is: fusion's matrix products (`passes::fuse`, on a kernel's
+/// reads) and the export's `dot_general` (`export::contract`, on chains of `replicate` and
+/// `tr`) each find where the axes come from in their own IR and ask this.
+pub fn contraction_roles(from: &[(bool, bool)], summed: usize) -> Option<Vec<AxisRole>> {
+    from.iter()
+        .enumerate()
+        .map(|(axis, &(lhs, rhs))| match (axis == summed, lhs, rhs) {
+            (true, true, true) => Some(AxisRole::Contracted),
+            (false, true, true) => Some(AxisRole::Batch),
+            (false, true, false) => Some(AxisRole::Lhs),
+            (false, false, true) => Some(AxisRole::Rhs),
+            (true, _, _) | (false, false, false) => None,
+        })
+        .collect()
+}
 
 pub fn result_ty(program: &Program, array: &Atom) -> Result<ArrTy, String> {
     let ty = atom_ty(program, array)?;
@@ -87,5 +123,33 @@ impl Builder<'_> {
             count: ty.shape[0],
             array: ct,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{contraction_roles, AxisRole};
+
+    /// `Σ_j a[i,j] * b[j,k]` over the product's axes (j, i, k) is a contraction; a batch axis
+    /// comes from both; a summed axis of one operand only, or a broadcast axis, is not one.
+    #[test]
+    fn a_summed_product_is_a_contraction_when_each_axis_comes_from_an_operand() {
+        use AxisRole::{Batch, Contracted, Lhs, Rhs};
+        let matmul = [(true, true), (true, false), (false, true)];
+        assert_eq!(
+            contraction_roles(&matmul, 0),
+            Some(vec![Contracted, Lhs, Rhs])
+        );
+        let batched = [(true, true), (true, true), (true, false)];
+        assert_eq!(
+            contraction_roles(&batched, 0),
+            Some(vec![Contracted, Batch, Lhs])
+        );
+        assert_eq!(contraction_roles(&[(true, false), (false, true)], 0), None);
+        assert_eq!(contraction_roles(&[(true, true), (false, false)], 0), None);
+        assert_eq!(
+            contraction_roles(&[(true, false), (true, true)], 1),
+            Some(vec![Lhs, Contracted])
+        );
     }
 }

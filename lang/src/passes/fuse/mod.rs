@@ -126,6 +126,7 @@ use crate::core::kernel::{
 };
 use crate::core::visit::{collect_expr_uses, collect_uses, var_of};
 use crate::core::visit::{expr_atoms, expr_blocks};
+use crate::ops::sum_outer::{self, AxisRole};
 use crate::ops::FusionClass;
 use crate::prim::{cast_scalar, Prim};
 
@@ -1260,16 +1261,18 @@ fn as_matmul(program: &Program, kernel: &Kernel) -> Option<MatMul> {
     let uses = |operand: &MatOperand, axis: usize| {
         operand.coords.iter().any(|affine| affine.coeff(axis) != 0)
     };
-    if !uses(&lhs, 0) || !uses(&rhs, 0) {
-        return None;
-    }
+    let from: Vec<(bool, bool)> = (0..kernel.shape.len())
+        .map(|axis| (uses(&lhs, axis), uses(&rhs, axis)))
+        .collect();
+    let roles = sum_outer::contraction_roles(&from, 0)?;
     let (mut m_axis, mut n_axis, mut batch_axes) = (None, None, Vec::new());
-    for axis in 1..kernel.shape.len() {
-        match (uses(&lhs, axis), uses(&rhs, axis)) {
-            (true, false) if m_axis.is_none() => m_axis = Some(axis),
-            (false, true) if n_axis.is_none() => n_axis = Some(axis),
-            (true, true) => batch_axes.push(axis),
-            _ => return None,
+    for (axis, role) in roles.into_iter().enumerate().skip(1) {
+        match role {
+            AxisRole::Lhs if m_axis.is_none() => m_axis = Some(axis),
+            AxisRole::Rhs if n_axis.is_none() => n_axis = Some(axis),
+            AxisRole::Batch => batch_axes.push(axis),
+            // A matrix product has at most one axis of each operand's own.
+            AxisRole::Lhs | AxisRole::Rhs | AxisRole::Contracted => return None,
         }
     }
     // A batch of dot products (no `m` or `n` axis) streams as well as a product would, and
