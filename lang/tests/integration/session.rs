@@ -322,6 +322,17 @@ fn errors_carry_the_code_of_their_origin() {
         Code::Panic,
         Code::Internal,
     ];
+    // docs/editors.md lists every code a user can meet.
+    let guide = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/editors.md"),
+    )
+    .unwrap();
+    for code in all.iter().filter(|code| code.kind() != ErrorKind::Internal) {
+        assert!(
+            guide.contains(&format!("| `{}` |", code.as_str())),
+            "docs/editors.md does not list {code:?}"
+        );
+    }
     let mut texts: Vec<&str> = all.iter().map(|code| code.as_str()).collect();
     texts.sort();
     texts.dedup();
