@@ -400,6 +400,8 @@ pub(crate) trait Lifted: ScalarRepr + compare::Tested {
     fn lift<L: LiftRelation<Self>>(prim: Prim, lift: L) -> Result<L::Output, L>;
 }
 
+/// `Lifted` for element types, saying for the math and arithmetic families whether their
+/// functions are defined on the type (`yes`) or the type rule rejects it (`no`).
 macro_rules! lifted {
     ($math:ident, $arith:ident: $($ty:ty),*) => {$(
         impl Lifted for $ty {
