@@ -567,6 +567,59 @@ def w_state_sim(s):
     )
 
 
+def w_layernorm(s):
+    """Layer norm of each row (mean, biased variance, ε = 1e-5, a scale and a shift per
+    column), then Σ tanh; the gradient with respect to X. NumPy: the primal only."""
+    r, cc = s["rows"], s["cols"]
+    x = c(2.0) * wave(np.sin, r, cc, 0.37, 0.11) + c(0.5)
+    gamma = c(1.0) + c(0.5) * np.cos(ar(cc) * c(0.13))
+    beta = c(0.1) * np.sin(ar(cc) * c(0.29))
+
+    def make(xp):
+        def f(x, gamma, beta):
+            n = x.shape[1]
+            mu = xp.sum(x, axis=1, keepdims=True) / n
+            var = xp.sum((x - mu) ** 2, axis=1, keepdims=True) / n
+            y = gamma * ((x - mu) / xp.sqrt(var + 1e-5)) + beta
+            return xp.sum(xp.tanh(y))
+        return f
+
+    f = make(jnp)
+    np_f = make(np)
+    return dict(
+        args=(x, gamma, beta),
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=np_f, np_grad=None,
+        ref_primal=[float(np_f(x.astype(F64), gamma.astype(F64), beta.astype(F64)))],
+        grad_checks=lambda g: [chk2(g)],
+    )
+
+
+def w_kmeans(s):
+    """The k-means objective Σ_i min_k ‖X_i − C_k‖² and its gradient with respect to the
+    centres C (JAX's `min` shares the derivative among ties, as dx's `minimum`). NumPy: the
+    primal only."""
+    n, k, d = s["n"], s["k"], s["d"]
+    xs = wave(np.sin, n, d, 0.37, 0.11)
+    cs = c(0.8) * wave(np.cos, k, d, 0.71, 0.23)
+
+    def make(xp):
+        def f(cs, xs):
+            d2 = xp.sum((xs[:, None, :] - cs[None, :, :]) ** 2, axis=2)
+            return xp.sum(xp.min(d2, axis=1))
+        return f
+
+    f = make(jnp)
+    np_f = make(np)
+    return dict(
+        args=(cs, xs),
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=np_f, np_grad=None,
+        ref_primal=[float(np_f(cs.astype(F64), xs.astype(F64)))],
+        grad_checks=lambda g: [chk2(g)],
+    )
+
+
 BUILDERS = {
     "sumsq.dx": w_sumsq,
     "dot.dx": w_dot,
@@ -584,6 +637,8 @@ BUILDERS = {
     "histogram.dx": w_histogram,
     "newton.dx": w_newton,
     "state_sim.dx": w_state_sim,
+    "layernorm.dx": w_layernorm,
+    "kmeans.dx": w_kmeans,
 }
 
 # Workloads that share a dx template but differ in the peer's program.

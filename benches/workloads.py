@@ -154,6 +154,17 @@ WORKLOADS = [
              "ring of coupled pendulums stepped T times in with_state, f = Σ x_T², ∇_x0 "
              "(peer: lax.scan)",
              "a sequential loop over steps of a few maps each (the state fits in L2)"),
+    # Ordinary programs nobody tuned the engine for (docs/performance.md).
+    Workload("layernorm", "layernorm.dx", "f32", "bandwidth",
+             {"rows": 4096, "cols": 512}, {"rows": 64, "cols": 32},
+             lambda s: F32 * s["rows"] * s["cols"], lambda s: 2 * F32 * s["rows"] * s["cols"],
+             "f(X) = Σ tanh(γ (X − μ_row)/√(σ²_row + ε) + β), ∇_X",
+             "bandwidth: two reductions and a map per row"),
+    Workload("kmeans", "kmeans.dx", "f32", "gemm",
+             {"n": 100000, "k": 32, "d": 16}, {"n": 1000, "k": 8, "d": 4},
+             lambda s: 3 * s["n"] * s["k"] * s["d"], lambda s: 6 * s["n"] * s["k"] * s["d"],
+             "f(C) = Σᵢ minₖ ‖Xᵢ − Cₖ‖², ∇_C",
+             "compute: n·k·d differences, squares and sums, then a minimum per point"),
 ]
 
 BY_NAME = {w.name: w for w in WORKLOADS}
