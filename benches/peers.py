@@ -620,6 +620,33 @@ def w_kmeans(s):
     )
 
 
+def w_conv2d(s):
+    """A "valid" 2-D convolution (cross-correlation, as dx's stencil) of an H×H image by a
+    K×K filter, then Σ tanh; the gradient with respect to the image. JAX: the convolution
+    a JAX user writes, `lax.conv_general_dilated`; NumPy: the sum of K² shifted slices
+    (primal only)."""
+    h, k = s["h"], s["k"]
+    o = h - k + 1
+    img = wave(np.sin, h, h, 0.37, 0.11)
+    w = c(0.2) * wave(np.cos, k, k, 0.71, 0.23)
+
+    def f(x, w):
+        y = jax.lax.conv_general_dilated(x[None, None], w[None, None], (1, 1), "VALID")
+        return jnp.sum(jnp.tanh(y[0, 0]))
+
+    def np_f(x, w):
+        y = sum(x[a:a + o, b:b + o] * w[a, b] for a in range(k) for b in range(k))
+        return np.sum(np.tanh(y))
+
+    return dict(
+        args=(img, w),
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=np_f, np_grad=None,
+        ref_primal=[float(np_f(img.astype(F64), w.astype(F64)))],
+        grad_checks=lambda g: [chk2(g)],
+    )
+
+
 BUILDERS = {
     "sumsq.dx": w_sumsq,
     "dot.dx": w_dot,
@@ -639,6 +666,7 @@ BUILDERS = {
     "state_sim.dx": w_state_sim,
     "layernorm.dx": w_layernorm,
     "kmeans.dx": w_kmeans,
+    "conv2d.dx": w_conv2d,
 }
 
 # Workloads that share a dx template but differ in the peer's program.

@@ -37,6 +37,8 @@ class Workload:
             d, m = p["d"], p["wishart_m"]
             p["icf_sz"] = d * (d + 1) // 2
             p["mlgamma"] = log_gamma_distrib(0.5 * (d + m + 1), d)
+        if self.template == "conv2d.dx":
+            p["o"] = p["h"] - p["k"] + 1
         return p
 
 
@@ -165,6 +167,14 @@ WORKLOADS = [
              lambda s: 3 * s["n"] * s["k"] * s["d"], lambda s: 6 * s["n"] * s["k"] * s["d"],
              "f(C) = Σᵢ minₖ ‖Xᵢ − Cₖ‖², ∇_C",
              "compute: n·k·d differences, squares and sums, then a minimum per point"),
+    Workload("conv2d", "conv2d.dx", "f32", "gemm",
+             {"h": 512, "k": 5}, {"h": 32, "k": 3},
+             lambda s: 2 * (s["h"] - s["k"] + 1) ** 2 * s["k"] ** 2,
+             lambda s: 4 * (s["h"] - s["k"] + 1) ** 2 * s["k"] ** 2,
+             "f(X) = Σᵢⱼ tanh(Σₐᵦ X[i+a, j+b] W[a, b]) (valid), ∇_X (peer: "
+             "lax.conv_general_dilated)",
+             "compute: K² multiply-adds per output, shifted reads; the gradient a transposed "
+             "stencil"),
 ]
 
 BY_NAME = {w.name: w for w in WORKLOADS}
