@@ -647,6 +647,36 @@ def w_conv2d(s):
     )
 
 
+def w_rnn(s):
+    """A batch of sequences stepped by `h ← tanh(W h + U x_t)` (`lax.scan`), Σ h_T; the
+    gradient with respect to W. NumPy: the primal as a Python loop over the steps."""
+    t, b, hd, i = s["steps"], s["batch"], s["hid"], s["inp"]
+    xs = np.sin(ar(t)[:, None, None] * c(0.37) + ar(b)[None, :, None] * c(0.11)
+                + ar(i)[None, None, :] * c(0.07))
+    w0 = c(0.1) * wave(np.cos, hd, hd, 0.71, 0.23)
+    u = c(0.1) * wave(np.sin, hd, i, 0.31, 0.17)
+
+    def f(w, u, xs):
+        def step(h, x):
+            return jnp.tanh(h @ w.T + x @ u.T), None
+        h, _ = jax.lax.scan(step, jnp.zeros((b, hd), w.dtype), xs)
+        return jnp.sum(h)
+
+    def np_f(w, u, xs):
+        h = np.zeros((b, hd), w.dtype)
+        for x in xs:
+            h = np.tanh(h @ w.T + x @ u.T)
+        return np.sum(h)
+
+    return dict(
+        args=(w0, u, xs),
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=np_f, np_grad=None,
+        ref_primal=[float(np_f(w0.astype(F64), u.astype(F64), xs.astype(F64)))],
+        grad_checks=lambda g: [chk2(g)],
+    )
+
+
 BUILDERS = {
     "sumsq.dx": w_sumsq,
     "dot.dx": w_dot,
@@ -667,6 +697,7 @@ BUILDERS = {
     "layernorm.dx": w_layernorm,
     "kmeans.dx": w_kmeans,
     "conv2d.dx": w_conv2d,
+    "rnn.dx": w_rnn,
 }
 
 # Workloads that share a dx template but differ in the peer's program.

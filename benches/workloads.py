@@ -175,6 +175,13 @@ WORKLOADS = [
              "lax.conv_general_dilated)",
              "compute: K² multiply-adds per output, shifted reads; the gradient a transposed "
              "stencil"),
+    Workload("rnn", "rnn.dx", "f32", "gemm",
+             {"steps": 100, "batch": 64, "hid": 128, "inp": 32},
+             {"steps": 10, "batch": 4, "hid": 16, "inp": 8},
+             lambda s: 2 * s["steps"] * s["batch"] * s["hid"] * (s["hid"] + s["inp"]),
+             lambda s: 6 * s["steps"] * s["batch"] * s["hid"] * (s["hid"] + s["inp"]),
+             "h ← tanh(W h + U xₜ) for T steps in a `fold`, f(W) = Σ h_T, ∇_W (peer: lax.scan)",
+             "a sequential loop of small matrix products (64×128 by 128×128 a step)"),
 ]
 
 BY_NAME = {w.name: w for w in WORKLOADS}
