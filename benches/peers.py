@@ -677,6 +677,46 @@ def w_rnn(s):
     )
 
 
+def w_attention(s):
+    """Multi-head self-attention without the output projection: q, k, v projections of X by
+    (M, H, E) weight tensors, softmax(q kᵀ/√E) v per head, Σ tanh; the gradient with respect
+    to X. NumPy: the primal (max-shifted softmax, as the prelude's)."""
+    n, m, hd, e = s["n"], s["model"], s["heads"], s["width"]
+    x = wave(np.sin, n, m, 0.37, 0.11)
+
+    def weights(fn, cm, ch, ce):
+        return c(0.1) * fn(ar(m)[:, None, None] * c(cm) + ar(hd)[None, :, None] * c(ch)
+                           + ar(e)[None, None, :] * c(ce))
+
+    wq = weights(np.cos, 0.71, 0.5, 0.23)
+    wk = weights(np.sin, 0.31, 0.7, 0.13)
+    wv = weights(np.cos, 0.17, 0.3, 0.29)
+
+    def make(xp, softmax):
+        def f(x, wq, wk, wv):
+            q = xp.einsum("im,mhe->hie", x, wq)
+            k = xp.einsum("im,mhe->hie", x, wk)
+            v = xp.einsum("im,mhe->hie", x, wv)
+            p = softmax(xp.einsum("hie,hje->hij", q, k) / xp.sqrt(x.dtype.type(e)))
+            return xp.sum(xp.tanh(xp.einsum("hij,hje->hie", p, v)))
+        return f
+
+    def np_softmax(z):
+        z = np.exp(z - np.max(z, axis=-1, keepdims=True))
+        return z / np.sum(z, axis=-1, keepdims=True)
+
+    f = make(jnp, lambda z: jax.nn.softmax(z, axis=-1))
+    np_f = make(np, np_softmax)
+    return dict(
+        args=(x, wq, wk, wv),
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=np_f, np_grad=None,
+        ref_primal=[float(np_f(x.astype(F64), wq.astype(F64), wk.astype(F64),
+                               wv.astype(F64)))],
+        grad_checks=lambda g: [chk2(g)],
+    )
+
+
 BUILDERS = {
     "sumsq.dx": w_sumsq,
     "dot.dx": w_dot,
@@ -698,6 +738,7 @@ BUILDERS = {
     "kmeans.dx": w_kmeans,
     "conv2d.dx": w_conv2d,
     "rnn.dx": w_rnn,
+    "attention.dx": w_attention,
 }
 
 # Workloads that share a dx template but differ in the peer's program.

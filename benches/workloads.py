@@ -182,6 +182,15 @@ WORKLOADS = [
              lambda s: 6 * s["steps"] * s["batch"] * s["hid"] * (s["hid"] + s["inp"]),
              "h ← tanh(W h + U xₜ) for T steps in a `fold`, f(W) = Σ h_T, ∇_W (peer: lax.scan)",
              "a sequential loop of small matrix products (64×128 by 128×128 a step)"),
+    Workload("attention", "attention.dx", "f32", "gemm",
+             {"n": 256, "model": 128, "heads": 4, "width": 32},
+             {"n": 16, "model": 16, "heads": 2, "width": 4},
+             lambda s: 2 * s["n"] * s["model"] * 3 * s["heads"] * s["width"]
+             + 4 * s["heads"] * s["n"] * s["n"] * s["width"],
+             lambda s: 3 * (2 * s["n"] * s["model"] * 3 * s["heads"] * s["width"]
+                            + 4 * s["heads"] * s["n"] * s["n"] * s["width"]),
+             "f(X) = Σ tanh(softmax(q kᵀ/√E) v) per head, q k v = X·W, ∇_X (peer: einsum)",
+             "compute: three projections and two products per head, a softmax per row"),
 ]
 
 BY_NAME = {w.name: w for w in WORKLOADS}
