@@ -717,6 +717,31 @@ def w_attention(s):
     )
 
 
+def w_nbody(s):
+    """The softened potential −Σᵢⱼ mᵢmⱼ/√(‖Pᵢ − Pⱼ‖² + ε²) over all ordered pairs (the
+    self-pairs a constant), and its gradient with respect to the positions (minus the forces).
+    NumPy: the primal over the n×n×3 differences."""
+    n = s["n"]
+    pos = c(2.0) * wave(np.sin, n, 3, 0.37, 1.1)
+    mass = c(1.0) + c(0.5) * np.cos(ar(n) * c(0.13))
+
+    def make(xp):
+        def f(p, mass):
+            r2 = xp.sum((p[:, None, :] - p[None, :, :]) ** 2, axis=2) + p.dtype.type(0.01)
+            return -xp.sum(mass[:, None] * mass[None, :] / xp.sqrt(r2))
+        return f
+
+    f = make(jnp)
+    np_f = make(np)
+    return dict(
+        args=(pos, mass),
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=np_f, np_grad=None,
+        ref_primal=[float(np_f(pos.astype(F64), mass.astype(F64)))],
+        grad_checks=lambda g: [chk2(g)],
+    )
+
+
 BUILDERS = {
     "sumsq.dx": w_sumsq,
     "dot.dx": w_dot,
@@ -739,6 +764,7 @@ BUILDERS = {
     "conv2d.dx": w_conv2d,
     "rnn.dx": w_rnn,
     "attention.dx": w_attention,
+    "nbody.dx": w_nbody,
 }
 
 # Workloads that share a dx template but differ in the peer's program.

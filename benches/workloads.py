@@ -191,6 +191,10 @@ WORKLOADS = [
                             + 4 * s["heads"] * s["n"] * s["n"] * s["width"]),
              "f(X) = Σ tanh(softmax(q kᵀ/√E) v) per head, q k v = X·W, ∇_X (peer: einsum)",
              "compute: three projections and two products per head, a softmax per row"),
+    Workload("nbody", "nbody.dx", "f32", "gemm", {"n": 2048}, {"n": 64},
+             lambda s: 12 * s["n"] ** 2, lambda s: 36 * s["n"] ** 2,
+             "f(P) = −Σᵢⱼ mᵢmⱼ/√(‖Pᵢ − Pⱼ‖² + ε²), ∇_P (minus the forces)",
+             "compute: n² pairs, each a 3-D distance, a square root and a division"),
 ]
 
 BY_NAME = {w.name: w for w in WORKLOADS}
