@@ -742,6 +742,47 @@ def w_nbody(s):
     )
 
 
+def w_rk4(s):
+    """n pendulums θ'' = −sin θ stepped T times by RK4 (h = 0.01) from (θ₀, ω₀), Σ θ_T²;
+    the gradient with respect to θ₀. JAX: `lax.fori_loop` over whole arrays (reverse-mode
+    differentiable, the trip count being static); NumPy: a Python loop over the steps."""
+    n, t = s["n"], s["steps"]
+    th0 = c(1.5) * np.sin(ar(n) * c(0.37))
+    om0 = c(0.5) * np.cos(ar(n) * c(0.11))
+
+    def make(xp, loop):
+        def f(th, om):
+            h = th.dtype.type(0.01)
+            half, sixth, two = th.dtype.type(0.5), th.dtype.type(1 / 6), th.dtype.type(2.0)
+
+            def step(state):
+                th, om = state
+                k1t, k1o = om, -xp.sin(th)
+                k2t, k2o = om + half * h * k1o, -xp.sin(th + half * h * k1t)
+                k3t, k3o = om + half * h * k2o, -xp.sin(th + half * h * k2t)
+                k4t, k4o = om + h * k3o, -xp.sin(th + h * k3t)
+                return (th + h * sixth * (k1t + two * k2t + two * k3t + k4t),
+                        om + h * sixth * (k1o + two * k2o + two * k3o + k4o))
+            th, _ = loop(step, (th, om))
+            return xp.sum(th * th)
+        return f
+
+    def python_loop(step, state):
+        for _ in range(t):
+            state = step(state)
+        return state
+
+    f = make(jnp, lambda step, st: jax.lax.fori_loop(0, t, lambda _, x: step(x), st))
+    np_f = make(np, python_loop)
+    return dict(
+        args=(th0, om0),
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=np_f, np_grad=None,
+        ref_primal=[float(np_f(th0.astype(F64), om0.astype(F64)))],
+        grad_checks=lambda g: [chk1(g)],
+    )
+
+
 BUILDERS = {
     "sumsq.dx": w_sumsq,
     "dot.dx": w_dot,
@@ -765,6 +806,7 @@ BUILDERS = {
     "rnn.dx": w_rnn,
     "attention.dx": w_attention,
     "nbody.dx": w_nbody,
+    "rk4.dx": w_rk4,
 }
 
 # Workloads that share a dx template but differ in the peer's program.

@@ -195,6 +195,12 @@ WORKLOADS = [
              lambda s: 12 * s["n"] ** 2, lambda s: 36 * s["n"] ** 2,
              "f(P) = −Σᵢⱼ mᵢmⱼ/√(‖Pᵢ − Pⱼ‖² + ε²), ∇_P (minus the forces)",
              "compute: n² pairs, each a 3-D distance, a square root and a division"),
+    Workload("rk4", "rk4.dx", "f32", "bandwidth", {"n": 10**5, "steps": 100},
+             {"n": 1000, "steps": 10},
+             lambda s: 2 * F32 * s["n"], lambda s: 3 * F32 * s["n"],
+             "n pendulums by RK4 for T steps in a `fold` of a pair, f(θ₀) = Σ θ_T², ∇_θ₀ "
+             "(peer: lax.fori_loop)",
+             "compute: four sines and ~30 flops a pendulum a step; the state fits in L2"),
 ]
 
 BY_NAME = {w.name: w for w in WORKLOADS}
