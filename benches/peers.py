@@ -783,6 +783,33 @@ def w_rk4(s):
     )
 
 
+def w_krr(s):
+    """The kernel ridge regression objective Σᵢ (Σⱼ exp(−‖xᵢ − xⱼ‖²/2) αⱼ − yᵢ)² + 0.1 Σ α²
+    and its gradient with respect to α. NumPy: the primal over the n×n kernel."""
+    n, d = s["n"], s["d"]
+    xs = wave(np.sin, n, d, 0.37, 0.11)
+    ys = np.cos(ar(n) * c(0.05))
+    alpha0 = c(0.01) * np.sin(ar(n) * c(0.7))
+
+    def make(xp):
+        def f(alpha, xs, ys):
+            d2 = xp.sum((xs[:, None, :] - xs[None, :, :]) ** 2, axis=2)
+            k = xp.exp(-alpha.dtype.type(0.5) * d2)
+            r = k @ alpha - ys
+            return xp.sum(r * r) + alpha.dtype.type(0.1) * xp.sum(alpha * alpha)
+        return f
+
+    f = make(jnp)
+    np_f = make(np)
+    return dict(
+        args=(alpha0, xs, ys),
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=np_f, np_grad=None,
+        ref_primal=[float(np_f(alpha0.astype(F64), xs.astype(F64), ys.astype(F64)))],
+        grad_checks=lambda g: [chk1(g)],
+    )
+
+
 BUILDERS = {
     "sumsq.dx": w_sumsq,
     "dot.dx": w_dot,
@@ -807,6 +834,7 @@ BUILDERS = {
     "attention.dx": w_attention,
     "nbody.dx": w_nbody,
     "rk4.dx": w_rk4,
+    "krr.dx": w_krr,
 }
 
 # Workloads that share a dx template but differ in the peer's program.

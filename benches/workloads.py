@@ -201,6 +201,11 @@ WORKLOADS = [
              "n pendulums by RK4 for T steps in a `fold` of a pair, f(θ₀) = Σ θ_T², ∇_θ₀ "
              "(peer: lax.fori_loop)",
              "compute: four sines and ~30 flops a pendulum a step; the state fits in L2"),
+    Workload("krr", "krr.dx", "f32", "gemm", {"n": 2048, "d": 8}, {"n": 64, "d": 4},
+             lambda s: (3 * s["d"] + 4) * s["n"] ** 2,
+             lambda s: 2 * (3 * s["d"] + 4) * s["n"] ** 2,
+             "f(α) = Σᵢ (Σⱼ exp(−‖xᵢ − xⱼ‖²/2) αⱼ − yᵢ)² + 0.1‖α‖², ∇_α",
+             "compute: n² pairs of a d-dimensional distance and an exp"),
 ]
 
 BY_NAME = {w.name: w for w in WORKLOADS}
