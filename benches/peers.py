@@ -810,6 +810,75 @@ def w_krr(s):
     )
 
 
+def w_lstm(s):
+    """ADBench's LSTM objective: L layers of cells with elementwise weights over a sequence of
+    one-step predictions, each normalised by ADBench's log(Σ exp + 2); minus the mean of
+    y·ŷ_norm. The gradient with respect to the cells' weights. JAX: `lax.scan` over the
+    steps, the layers unrolled; NumPy: a Python loop (primal only)."""
+    nl, steps, b = s["layers"], s["steps"], s["b"]
+
+    def grid3(fn, n0, n1, n2, c0, c1, c2):
+        return fn(ar(n0)[:, None, None] * c(c0) + ar(n1)[None, :, None] * c(c1)
+                  + ar(n2)[None, None, :] * c(c2))
+
+    w0 = c(0.5) * grid3(np.sin, nl, 4, b, 0.9, 0.37, 0.11)
+    bias = c(0.1) * grid3(np.cos, nl, 4, b, 0.7, 0.31, 0.13)
+    extra = c(0.5) + c(0.25) * wave(np.sin, 3, b, 1.3, 0.17)
+    seq_in = c(0.5) + c(0.5) * wave(np.sin, steps, b, 0.05, 0.29)
+    seq_out = c(0.5) + c(0.5) * np.sin((ar(steps) + c(1.0))[:, None] * c(0.05)
+                                       + ar(b)[None, :] * c(0.29))
+    hid0 = c(0.1) * wave(np.cos, nl, b, 0.5, 0.41)
+    cell0 = c(0.1) * wave(np.sin, nl, b, 0.5, 0.43)
+
+    def make(xp):
+        def sigmoid(x):
+            return 1 / (1 + xp.exp(-x))
+
+        def step(w, bias, extra, hid, cell, x_in, y_out):
+            x = x_in * extra[0]
+            hs, cs = [], []
+            for li in range(nl):
+                forget = sigmoid(x * w[li, 0] + bias[li, 0])
+                ingate = sigmoid(hid[li] * w[li, 1] + bias[li, 1])
+                outgate = sigmoid(x * w[li, 2] + bias[li, 2])
+                change = xp.tanh(hid[li] * w[li, 3] + bias[li, 3])
+                cell_l = cell[li] * forget + ingate * change
+                x = outgate * xp.tanh(cell_l)
+                hs.append(x)
+                cs.append(cell_l)
+            pred = x * extra[1] + extra[2]
+            lse = xp.log(xp.sum(xp.exp(pred)) + 2)
+            return xp.stack(hs), xp.stack(cs), xp.sum(y_out * (pred - lse))
+        return step
+
+    jstep = make(jnp)
+
+    def f(w, bias, extra, seq_in, seq_out, hid0, cell0):
+        def body(state, xs):
+            hid, cell, total = jstep(w, bias, extra, state[0], state[1], xs[0], xs[1])
+            return (hid, cell), total
+        _, totals = jax.lax.scan(body, (hid0, cell0), (seq_in, seq_out))
+        return -jnp.sum(totals) / (steps * b)
+
+    nstep = make(np)
+
+    def np_f(w, bias, extra, seq_in, seq_out, hid0, cell0):
+        hid, cell, total = hid0, cell0, 0.0
+        for t in range(steps):
+            hid, cell, step_total = nstep(w, bias, extra, hid, cell, seq_in[t], seq_out[t])
+            total += step_total
+        return -total / (steps * b)
+
+    args = (w0, bias, extra, seq_in, seq_out, hid0, cell0)
+    return dict(
+        args=args,
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=np_f, np_grad=None,
+        ref_primal=[float(np_f(*(a.astype(F64) for a in args)))],
+        grad_checks=lambda g: [chk2(np.asarray(g).reshape(nl * 4, b))],
+    )
+
+
 BUILDERS = {
     "sumsq.dx": w_sumsq,
     "dot.dx": w_dot,
@@ -835,6 +904,7 @@ BUILDERS = {
     "nbody.dx": w_nbody,
     "rk4.dx": w_rk4,
     "krr.dx": w_krr,
+    "lstm.dx": w_lstm,
 }
 
 # Workloads that share a dx template but differ in the peer's program.

@@ -206,6 +206,12 @@ WORKLOADS = [
              lambda s: 2 * (3 * s["d"] + 4) * s["n"] ** 2,
              "f(α) = Σᵢ (Σⱼ exp(−‖xᵢ − xⱼ‖²/2) αⱼ − yᵢ)² + 0.1‖α‖², ∇_α",
              "compute: n² pairs of a d-dimensional distance and an exp"),
+    Workload("lstm", "lstm.dx", "f32", "bandwidth", {"layers": 2, "steps": 1023, "b": 14},
+             {"layers": 2, "steps": 20, "b": 4},
+             lambda s: 2 * F32 * s["steps"] * s["b"], lambda s: 3 * F32 * s["steps"] * s["b"],
+             "ADBench's LSTM objective, L layers of elementwise-weight cells over C steps, "
+             "∇ w.r.t. the weights (peer: lax.scan)",
+             "latency: a chain of 1023 steps of vectors of 14"),
 ]
 
 BY_NAME = {w.name: w for w in WORKLOADS}
