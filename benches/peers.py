@@ -879,6 +879,52 @@ def w_lstm(s):
     )
 
 
+def w_ba(s):
+    """ADBench's bundle adjustment objective: per observation, Rodrigues rotation of the point
+    about its camera's centre, perspective division, radial distortion, focal length and
+    principal point; Σ (w (proj − feat))² + Σ (1 − w²)². The gradient with respect to the
+    cameras (JAX gathers the rows of each observation and scatter-adds their cotangents).
+    NumPy: the primal."""
+    nc, npt, no = s["cams"], s["points"], s["obs"]
+    cams = c(0.3) * wave(np.sin, nc, 11, 0.7, 0.37)
+    cams[:, 6] += c(1.0)
+    pts = wave(np.sin, npt, 3, 0.11, 1.3)
+    pts[:, 2] += c(4.0)
+    ws = c(0.8) + c(0.1) * np.sin(ar(no) * c(0.05))
+    feats = c(0.2) * wave(np.cos, no, 2, 0.03, 0.9)
+    cam_of = np.arange(no) % nc
+    pt_of = (np.arange(no) * 7) % npt
+
+    def make(xp):
+        def f(cams, pts, ws, feats):
+            cam = cams[cam_of]
+            x = pts[pt_of] - cam[:, 3:6]
+            rot = cam[:, 0:3]
+            theta = xp.sqrt(xp.sum(rot * rot, axis=1, keepdims=True))
+            w = rot / theta
+            cos_t, sin_t = xp.cos(theta), xp.sin(theta)
+            tmp = xp.sum(w * x, axis=1, keepdims=True) * (1 - cos_t)
+            xc = x * cos_t + xp.cross(w, x) * sin_t + w * tmp
+            p = xc[:, 0:2] / xc[:, 2:3]
+            rsq = xp.sum(p * p, axis=1, keepdims=True)
+            distortion = 1 + cam[:, 9:10] * rsq + cam[:, 10:11] * rsq * rsq
+            proj = p * distortion * cam[:, 6:7] + cam[:, 7:9]
+            r = ws[:, None] * (proj - feats)
+            return xp.sum(r * r) + xp.sum((1 - ws * ws) ** 2)
+        return f
+
+    f = make(jnp)
+    np_f = make(np)
+    return dict(
+        args=(cams, pts, ws, feats),
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=np_f, np_grad=None,
+        ref_primal=[float(np_f(cams.astype(F64), pts.astype(F64), ws.astype(F64),
+                               feats.astype(F64)))],
+        grad_checks=lambda g: [chk2(g)],
+    )
+
+
 BUILDERS = {
     "sumsq.dx": w_sumsq,
     "dot.dx": w_dot,
@@ -905,6 +951,7 @@ BUILDERS = {
     "rk4.dx": w_rk4,
     "krr.dx": w_krr,
     "lstm.dx": w_lstm,
+    "ba.dx": w_ba,
 }
 
 # Workloads that share a dx template but differ in the peer's program.

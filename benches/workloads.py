@@ -212,6 +212,12 @@ WORKLOADS = [
              "ADBench's LSTM objective, L layers of elementwise-weight cells over C steps, "
              "∇ w.r.t. the weights (peer: lax.scan)",
              "latency: a chain of 1023 steps of vectors of 14"),
+    Workload("ba", "ba.dx", "f32", "bandwidth", {"cams": 16, "points": 2048, "obs": 8192},
+             {"cams": 4, "points": 32, "obs": 64},
+             lambda s: F32 * s["obs"] * (11 + 3 + 3), lambda s: F32 * s["obs"] * (2 * 11 + 3 + 3),
+             "ADBench's BA objective Σ ‖w (proj − feat)‖² + Σ (1 − w²)², ∇ w.r.t. the cameras",
+             "gathers of each observation's camera and point, ~100 flops, a scatter-add "
+             "into the cameras"),
 ]
 
 BY_NAME = {w.name: w for w in WORKLOADS}
