@@ -12,6 +12,9 @@
 //! - linearity: linear in the array, constant in the index function (`ops::linearity`), so
 //!   the JVP is the same operation on the tangent ([Smeding25] §6.1); transpose (§6.3):
 //!   `Builder::transpose_gather_scatter` (each into the other);
+//! - index functions solved: `pivots` (a scatter whose targets determine its params up to a
+//!   sum is a gather and sums, `simp`'s ScatterAsGather) and `is_injective` (a gather that
+//!   reads each element at most once, for fusion's recompute estimate);
 //! - cost: `gather_cost`, `scatter_cost` ([HuotShaikhha] Fig 11 has neither: one move per element
 //!   plus the index function once per position of the leading axes);
 //! - fusion class: `gather_fusion_class`: a gather whose index function is scalar code is a
@@ -264,27 +267,10 @@ impl Builder<'_> {
     }
 }
 
-/// Where an index function sends one of its params: result coordinate `result` is
-/// `sign · param + constant`, taken modulo `period` where there is one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ParamImage {
-    pub result: usize,
-    pub sign: i64,
-    pub constant: i64,
-    pub period: Option<i64>,
-}
-
-/// An index function that sends each of its params, negated or not and shifted (and taken
-/// modulo a period no shorter than the param's range: a rotation), to a result of its own,
-/// computed exactly over params in `0..points[axis]` (`IndexValue::of_prim`: no step
-/// wraps around its type), every param once: per param, its image. Such a scatter sends
-/// distinct points to distinct elements and is a gather by the inverse (`simp`'s
-/// ScatterAsGather); such a gather reads each element at most once.
-pub fn signed_permutation(
-    program: &Program,
-    body: BlockId,
-    points: &[usize],
-) -> Option<Vec<ParamImage>> {
+/// An index function's results as exact index values of its params, which range over
+/// `0..points[axis]` (`IndexValue::of_prim`: no step wraps around its type); `None` when one
+/// is not such a value.
+pub fn index_values(program: &Program, body: BlockId, points: &[usize]) -> Option<Vec<IndexValue>> {
     let block = &program.blocks[body];
     let mut env: HashMap<VarId, IndexValue> = (block.params.iter().enumerate())
         .map(|(axis, &param)| (param, IndexValue::Affine(Affine::axis(axis))))
@@ -305,25 +291,100 @@ pub fn signed_permutation(
             IndexValue::of_prim(*prim, &operands, elem, points)?,
         );
     }
-    let mut images: Vec<Option<ParamImage>> = vec![None; block.params.len()];
-    for (result, atom) in block.results.iter().enumerate() {
-        let (target, period) = match value(atom, &env)? {
-            IndexValue::Affine(affine) => (affine, None),
-            IndexValue::Wrapped(affine, period) => (affine, Some(period)),
-        };
-        let [(axis, sign)] = target.terms[..] else {
-            return None;
-        };
-        let too_long = period.is_some_and(|period| points[axis] as i64 > period);
-        if sign.abs() != 1 || images[axis].is_some() || too_long {
-            return None;
+    block.results.iter().map(|atom| value(atom, &env)).collect()
+}
+
+/// How a scatter's target coordinate `result` determines one of its params, `param`, given
+/// the params no result determines (the summed ones): the coordinate is
+/// `sign · param + Σ coeff · summed + constant`, taken modulo `period` where there is one
+/// (then with no summed term).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pivot {
+    pub param: usize,
+    pub sign: i64,
+    pub constant: i64,
+    pub period: Option<i64>,
+    pub summed: Vec<(usize, i64)>,
+}
+
+/// Solves an index function for its params, one per result ([Smeding25] §6.3 transposes a
+/// scatter into a gather only for a permutation; this is the shifted-sum generalisation):
+/// each result is exact affine in the params (`index_values`) and has a pivot, a param with
+/// coefficient ±1 there and in no other result (of the candidates, the one with the most
+/// points, so that the rest, summed, are few); a result taken modulo a period must be a
+/// rotation of its pivot alone, no longer than the period. Every param that is no pivot is
+/// summed: the scatter adds, at a target, the source at every value of the summed params with
+/// the pivots solved from the target (`x[i + a]`'s transpose is `Σ_a ct[j − a, a]`), which is
+/// a gather over the summed params and the target, then sums (`simp`'s ScatterAsGather). With
+/// no summed param the index function is a signed permutation: the scatter sends distinct
+/// points to distinct elements, and the gather needs no sum.
+pub fn pivots(program: &Program, body: BlockId, points: &[usize]) -> Option<Vec<Pivot>> {
+    let values = index_values(program, body, points)?;
+    let uses = |param: usize| {
+        (values.iter())
+            .filter(|value| match value {
+                IndexValue::Affine(affine) | IndexValue::Wrapped(affine, _) => {
+                    affine.coeff(param) != 0
+                }
+            })
+            .count()
+    };
+    values
+        .iter()
+        .map(|value| {
+            let (affine, period) = match value {
+                IndexValue::Affine(affine) => (affine, None),
+                IndexValue::Wrapped(affine, period) => (affine, Some(*period)),
+            };
+            let &(param, sign) = (affine.terms.iter())
+                .filter(|&&(param, coeff)| coeff.abs() == 1 && uses(param) == 1)
+                .max_by_key(|&&(param, _)| points[param])?;
+            let summed: Vec<(usize, i64)> = (affine.terms.iter().copied())
+                .filter(|&(other, _)| other != param)
+                .collect();
+            let wraps = |period: i64| !summed.is_empty() || points[param] as i64 > period;
+            if period.is_some_and(wraps) {
+                return None;
+            }
+            Some(Pivot {
+                param,
+                sign,
+                constant: affine.constant,
+                period,
+                summed,
+            })
+        })
+        .collect()
+}
+
+/// Whether an index function reads each element at most once over `points`: its params are
+/// determined by its results, found by elimination (a result whose params are all determined
+/// but one, with coefficient ±1 and no period shorter than its range, determines that one).
+/// A reversal, a shift, and the gathers of `pivots` (`ct[j − a, a]`) are.
+pub fn is_injective(program: &Program, body: BlockId, points: &[usize]) -> bool {
+    let Some(values) = index_values(program, body, points) else {
+        return false;
+    };
+    let mut known = vec![false; points.len()];
+    let mut progress = true;
+    while progress {
+        progress = false;
+        for value in &values {
+            let (affine, period) = match value {
+                IndexValue::Affine(affine) => (affine, None),
+                IndexValue::Wrapped(affine, period) => (affine, Some(*period)),
+            };
+            let unknown: Vec<&(usize, i64)> = (affine.terms.iter())
+                .filter(|&&(param, _)| !known[param])
+                .collect();
+            if let [&(param, coeff)] = unknown[..] {
+                let short = period.is_none_or(|period| points[param] as i64 <= period);
+                if coeff.abs() == 1 && short && (period.is_none() || affine.terms.len() == 1) {
+                    known[param] = true;
+                    progress = true;
+                }
+            }
         }
-        images[axis] = Some(ParamImage {
-            result,
-            sign,
-            constant: target.constant,
-            period,
-        });
     }
-    images.into_iter().collect()
+    known.iter().all(|&known| known)
 }

@@ -176,18 +176,19 @@ pub fn reduction_of(program: &Program, expr: &Expr) -> Option<(Atom, Reduction)>
 /// How many times an operation, inlined into a kernel, computes each element of its operands
 /// (Note [Materialise or recompute] in `passes::fuse`): `count` through `replicate`, 2 through
 /// `gather` (whose index function may read an element many times; an estimate) unless its
-/// index function is a signed permutation of its params (a reversal, a shift: each element
-/// read at most once), once otherwise.
+/// index function reads each element at most once (a reversal, a shift, a transposed stencil:
+/// `gather_scatter::is_injective`), once otherwise.
 pub fn recompute_factor(program: &Program, expr: &Expr) -> usize {
     match expr {
         Expr::Replicate { count, .. } => *count,
         Expr::Gather { shape, body, .. } => {
             let points = shape.get(..program.blocks[*body].params.len());
-            match points
-                .and_then(|points| gather_scatter::signed_permutation(program, *body, points))
-            {
-                Some(_) => 1,
-                None => 2,
+            let once =
+                points.is_some_and(|points| gather_scatter::is_injective(program, *body, points));
+            if once {
+                1
+            } else {
+                2
             }
         }
         Expr::Atom(_)

@@ -37,7 +37,7 @@ use crate::core::ir::{
 };
 use crate::core::visit::expr_blocks;
 use crate::core::visit::map_expr_atoms;
-use crate::ops::gather_scatter::{signed_permutation, ParamImage};
+use crate::ops::gather_scatter::{pivots, Pivot};
 use crate::prim::Prim;
 
 pub const PASS: Pass<Compilation> = Pass {
@@ -432,71 +432,158 @@ fn plus_zero(program: &mut Program, binder: VarId, expr: Expr, hint: &str) -> Op
 /// neighbour, `x[(i + 1) mod n]`): its inverse is `(j - c) mod p`, computed as
 /// `(j + (-c mod p)) mod p` or `((c mod p) + p - j) mod p` so that it is never negative
 /// (Note [Wrapped reads] in `passes::fuse`).
+///
+/// Where a coordinate also adds other params (`x[i + a]` read for every `i` and `a`: every
+/// stencil and convolution), those are summed (`gather_scatter::pivots`): the scatter of
+/// `v: [n, k]` by `\\i a -> i + a` is `sum_outer (gather [k, m] v (\\a j -> j - a, a))`,
+/// each target the sum of the points that land on it, read where they are rather than added
+/// where they go. The gather has a point for every target and summed value, so the rule
+/// applies only where that is at most twice the scatter's own work (target and source).
 fn scatter_as_gather(program: &mut Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
     let (Expr::Scatter { shape, array, body }, [binder]) = (&stmt.expr, &stmt.binders[..]) else {
         return None;
     };
-    let source = program.atom_ty(array).shape;
-    let points = source.get(..program.blocks[*body].params.len())?;
-    let images = signed_permutation(program, *body, points)?;
-    let fits = |image: &ParamImage| {
-        image
-            .period
-            .is_none_or(|period| shape[image.result] as i64 <= period)
+    let source = program.atom_ty(array);
+    let points = source.shape.get(..program.blocks[*body].params.len())?;
+    let pivots = pivots(program, *body, points)?;
+    let fits = |(result, pivot): (usize, &Pivot)| {
+        (pivot.period).is_none_or(|period| shape[result] as i64 <= period)
     };
-    if !images.iter().all(fits) {
+    if !pivots.iter().enumerate().all(fits) {
+        return None;
+    }
+    let summed: Vec<usize> = (0..points.len())
+        .filter(|&param| pivots.iter().all(|pivot| pivot.param != param))
+        .collect();
+    let target: usize = shape[..pivots.len()].iter().product();
+    let summed_points: usize = summed.iter().map(|&param| points[param]).product();
+    let source_points: usize = points.iter().product();
+    if !summed.is_empty() && summed_points * target > 2 * (target + source_points) {
         return None;
     }
     let index = ArrTy {
         shape: Vec::new(),
         elem: Elem::I64,
     };
-    let params: Vec<VarId> = (0..images.len())
-        .map(|_| program.new_var(index.clone(), "j"))
-        .collect();
+    let new_index = |program: &mut Program, hint| program.new_var(index.clone(), hint);
+    let summed_params: Vec<VarId> = summed.iter().map(|_| new_index(program, "a")).collect();
+    let target_params: Vec<VarId> = pivots.iter().map(|_| new_index(program, "j")).collect();
     let mut stmts = Vec::new();
-    let mut results = Vec::new();
-    for image in images {
-        let j = Atom::Var(params[image.result]);
-        let mut emit = |prim: Prim, operands: Vec<Atom>| {
-            let var = program.new_var(index.clone(), "i");
-            stmts.push(Stmt {
-                binders: vec![var],
-                expr: Expr::Prim(prim, operands),
-            });
-            Atom::Var(var)
-        };
-        let int = |value: i64| Atom::Lit(Scalar::I64(value));
-        let (sign, constant) = (image.sign, image.constant);
-        results.push(match image.period {
-            // `i = sign * (j - constant)`: `j - constant` or `constant - j`.
-            None if sign == 1 && constant == 0 => j,
-            None if sign == 1 => emit(Prim::Sub, vec![j, int(constant)]),
-            None => emit(Prim::Sub, vec![int(constant), j]),
+    let mut emit = |program: &mut Program, prim: Prim, operands: Vec<Atom>| {
+        let var = new_index(program, "i");
+        stmts.push(Stmt {
+            binders: vec![var],
+            expr: Expr::Prim(prim, operands),
+        });
+        Atom::Var(var)
+    };
+    let int = |value: i64| Atom::Lit(Scalar::I64(value));
+    let summed_atom = |param: usize| {
+        let position = summed.iter().position(|&other| other == param);
+        Atom::Var(summed_params[position.expect("a param that is no pivot is summed")])
+    };
+    let mut results: Vec<Option<Atom>> = (0..points.len())
+        .map(|param| summed.contains(&param).then(|| summed_atom(param)))
+        .collect();
+    for (pivot, &target_param) in pivots.iter().zip(&target_params) {
+        let j = Atom::Var(target_param);
+        let (sign, constant) = (pivot.sign, pivot.constant);
+        results[pivot.param] = Some(match pivot.period {
+            // `i = sign * (j - constant - Σ coeff * a)`.
+            None => {
+                let mut terms = vec![(j, sign)];
+                for &(param, coeff) in &pivot.summed {
+                    terms.push((summed_atom(param), -sign * coeff));
+                }
+                linear(program, &mut emit, -sign * constant, terms)
+            }
             Some(period) if sign == 1 => {
-                let shifted = emit(Prim::Add, vec![j, int((-constant).rem_euclid(period))]);
-                emit(Prim::Mod, vec![shifted, int(period)])
+                let shifted = emit(
+                    program,
+                    Prim::Add,
+                    vec![j, int((-constant).rem_euclid(period))],
+                );
+                emit(program, Prim::Mod, vec![shifted, int(period)])
             }
             Some(period) => {
                 let turned = emit(
+                    program,
                     Prim::Sub,
                     vec![int(constant.rem_euclid(period) + period), j],
                 );
-                emit(Prim::Mod, vec![turned, int(period)])
+                emit(program, Prim::Mod, vec![turned, int(period)])
             }
         });
     }
     let body = program.blocks.push(Block {
-        params,
+        params: summed_params
+            .iter()
+            .chain(&target_params)
+            .copied()
+            .collect(),
         stmts,
-        results,
+        results: (results.into_iter())
+            .map(|result| result.expect("every param is a pivot or summed"))
+            .collect(),
     });
-    let gather = Expr::Gather {
-        shape: shape.clone(),
+    let elem = program.var_ty(*binder).elem;
+    let mut gather_shape: Vec<usize> = summed.iter().map(|&param| points[param]).collect();
+    gather_shape.extend(shape);
+    let mut expr = Expr::Gather {
+        shape: gather_shape.clone(),
         array: *array,
         body,
     };
-    plus_zero(program, *binder, gather, "gather")
+    // One `sum_outer` per summed param, outermost first.
+    let mut prefix = Vec::new();
+    for axis in 0..summed.len() {
+        let var = program.new_var(ArrTy::new(gather_shape[axis..].to_vec(), elem), "gather");
+        prefix.push(Stmt {
+            binders: vec![var],
+            expr,
+        });
+        expr = Expr::SumOuter(Atom::Var(var));
+    }
+    prefix.extend(plus_zero(program, *binder, expr, "gather")?);
+    Some(prefix)
+}
+
+/// `constant + Σ coeff * atom` in index arithmetic, emitted by `emit`: sums first, then
+/// differences, so that no step negates.
+fn linear(
+    program: &mut Program,
+    emit: &mut impl FnMut(&mut Program, Prim, Vec<Atom>) -> Atom,
+    constant: i64,
+    terms: Vec<(Atom, i64)>,
+) -> Atom {
+    let int = |value: i64| Atom::Lit(Scalar::I64(value));
+    let mut acc: Option<Atom> = None;
+    let (plus, minus): (Vec<_>, Vec<_>) = terms.into_iter().partition(|&(_, coeff)| coeff > 0);
+    for (atom, coeff) in plus {
+        let term = match coeff {
+            1 => atom,
+            _ => emit(program, Prim::Mul, vec![atom, int(coeff)]),
+        };
+        acc = Some(match acc {
+            Some(acc) => emit(program, Prim::Add, vec![acc, term]),
+            None => term,
+        });
+    }
+    let mut constant = constant;
+    for (atom, coeff) in minus {
+        let term = match coeff {
+            -1 => atom,
+            _ => emit(program, Prim::Mul, vec![atom, int(-coeff)]),
+        };
+        let base = acc.unwrap_or_else(|| int(std::mem::take(&mut constant)));
+        acc = Some(emit(program, Prim::Sub, vec![base, term]));
+    }
+    match (acc, constant) {
+        (None, constant) => int(constant),
+        (Some(acc), 0) => acc,
+        (Some(acc), constant) if constant > 0 => emit(program, Prim::Add, vec![acc, int(constant)]),
+        (Some(acc), constant) => emit(program, Prim::Sub, vec![acc, int(-constant)]),
+    }
 }
 
 fn resolve(atom: Atom, subst: &HashMap<VarId, Atom>) -> Atom {
@@ -1125,6 +1212,65 @@ mod tests {
             Array::new(vec![4], ArrayData::F32(u)),
         ];
         assert_same_bits(&original, &simplified, &inputs);
+    }
+
+    /// Scatters whose target coordinates add other params to their pivots (the transposes of
+    /// stencils: `i + a` into a longer target, `i - a + 2` into a shorter one, a pivot
+    /// negated with a summed param twice, two axes each with its own sum over a trailing
+    /// axis) are gathers summed over those params, with the scatters' values (the inputs are
+    /// small multiples of 1/4 and -0, whose sums are exact in any order); a scatter whose
+    /// gather would do far more work than it (a target 10× its source) or whose summed
+    /// coordinate wraps stays a scatter.
+    #[test]
+    fn scatters_of_shifted_sums_are_summed_gathers() {
+        let src = "program(%0_v: [6, 3]f32, %1_w: [4, 2, 3, 2, 2]f64, %2_u: [10, 10]f32) {
+            %3: [8]f32 = scatter [8] %0_v (\\%4: []i64, %5: []i64 ->
+              %6: []u32 = cast_u32 %4
+              %7: []u32 = cast_u32 %5
+              %8: []u32 = add %6 %7
+              %9: []i64 = cast_i64 %8
+              in %9)
+            %10: [5]f32 = scatter [5] %0_v (\\%11: []i64, %12: []i64 ->
+              %13: []i64 = sub %11 %12
+              %14: []i64 = add %13 2:i64
+              in %14)
+            %15: [12]f32 = scatter [12] %0_v (\\%16: []i64, %17: []i64 ->
+              %18: []i64 = mul %17 2:i64
+              %19: []i64 = add %16 %18
+              %20: []i64 = sub 11:i64 %19
+              in %20)
+            %21: [5, 4, 2]f64 = scatter [5, 4, 2] %1_w (\\%22: []i64, %23: []i64, %24: []i64, %25: []i64 ->
+              %26: []i64 = add %22 %24
+              %27: []i64 = add %23 %25
+              in %26, %27)
+            %28: [100]f32 = scatter [100] %2_u (\\%29: []i64, %30: []i64 ->
+              %31: []i64 = add %29 %30
+              in %31)
+            %32: [6]f32 = scatter [6] %0_v (\\%33: []i64, %34: []i64 ->
+              %35: []i64 = add %33 %34
+              %36: []i64 = mod %35 6:i64
+              in %36)
+            in %3, %10, %15, %21, %28, %32
+        }";
+        let (original, simplified) = simplified_by(src, Rule::ScatterAsGather, 4, ("scatter", 2));
+        let quarters = |n: usize| (0..n).map(|i| [-0.0, 2.5, -1.25, 4.0, 0.75][i % 5]);
+        let inputs = [
+            Array::new(
+                vec![6, 3],
+                ArrayData::F32(quarters(18).map(|x| x as f32).collect()),
+            ),
+            Array::new(vec![4, 2, 3, 2, 2], ArrayData::F64(quarters(96).collect())),
+            Array::new(
+                vec![10, 10],
+                ArrayData::F32(quarters(100).map(|x| x as f32).collect()),
+            ),
+        ];
+        assert_same_bits(&original, &simplified, &inputs);
+        assert_eq!(
+            simplified.to_string().matches("sumOuter").count(),
+            5,
+            "one sum for each summed param: {simplified}"
+        );
     }
 
     /// A loop body keeps its own views of literals (a splat where fused, not a read of the

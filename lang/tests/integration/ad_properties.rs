@@ -1384,6 +1384,36 @@ fn check_grad_against_fd(session: &mut Session, func: &str, point: &[f64]) -> Re
     }
 }
 
+/// Every function of `funcs` (of a table of six Float) has the gradient finite differences
+/// give, at one point; the failures of all of them are reported together.
+fn assert_grads_match_fd_at_six_points(funcs: &[&str]) {
+    let point = [0.7, -0.4, 1.1, 0.3, -0.9, 0.5];
+    let mut session = Session::new(SessionConfig::default());
+    let failures: Vec<String> = funcs
+        .iter()
+        .filter_map(|func| {
+            check_grad_against_fd(&mut session, func, &point)
+                .err()
+                .map(|err| format!("{func}:\n{err}"))
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// Stencils, whose gradients `simp` turns from scatters to the sums of the indices into
+/// gathers summed over the filter (ScatterAsGather): a 1-D filter, one read backwards
+/// (`i + 2 − a`), and a 2-D convolution of a matrix built from x, each against finite
+/// differences.
+#[test]
+fn stencils_against_finite_differences() {
+    const FUNCS: [&str; 3] = [
+        "\\x. sum for i:(Fin 4). sq (sum for a:(Fin 3). x[(ordinal i + ordinal a) @ Fin 6] * (1.0 + n_to_f (ordinal a)))",
+        "\\x. sum for i:(Fin 4). sin (sum for a:(Fin 3). x[(unsafe_nat_diff (ordinal i + 2) (ordinal a)) @ Fin 6] * (0.5 - n_to_f (ordinal a)))",
+        "\\x.\n  m = for i:(Fin 2) j:(Fin 3). x[(3 * ordinal i + ordinal j) @ Fin 6]\n  sum for i:(Fin 1). sum for j:(Fin 2). tanh (sum for a:(Fin 2). sum for b:(Fin 2). m[(ordinal i + ordinal a) @ _, (ordinal j + ordinal b) @ _] * (0.3 + n_to_f (ordinal a) - 0.2 * n_to_f (ordinal b)))",
+    ];
+    assert_grads_match_fd_at_six_points(&FUNCS);
+}
+
 /// Loops that read outer tables, each on one of the three ways of finding the index after
 /// the backward loop (Note [Reads of outer tables in a reversed loop]): the loop index
 /// itself, a function of it (neighbours, wrapping around or reading out of range), and an
@@ -1407,17 +1437,7 @@ fn loops_reading_outer_tables_against_finite_differences() {
         // A table also used whole inside the loop: its cotangent keeps a carry.
         "\\x. fold(0.2, \\i c. c * x[i] + 0.1 * sum (for j. x[j] * c))",
     ];
-    let point = [0.7, -0.4, 1.1, 0.3, -0.9, 0.5];
-    let mut session = Session::new(SessionConfig::default());
-    let failures: Vec<String> = FUNCS
-        .iter()
-        .filter_map(|func| {
-            check_grad_against_fd(&mut session, func, &point)
-                .err()
-                .map(|err| format!("{func}:\n{err}"))
-        })
-        .collect();
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert_grads_match_fd_at_six_points(&FUNCS);
 }
 
 #[test]

@@ -105,8 +105,11 @@
 // iteration space (an affine one) is not checked. An affine coordinate that may leave its
 // axis (a shift, `x[i + 1]`) of a variable read as it is becomes `Coord::Masked`: the engine
 // computes the in-range part of each line once and reads only there, zero elsewhere. So every
-// `Read` of the schedule reads in range, and views below the gather see only in-range
-// coordinates.
+// `Read` of the schedule reads in range. Views below the gather see only in-range
+// coordinates, except views that only move coordinates (elementwise maps, `replicate`,
+// `transpose`): they take the masked coordinate down to their own reads, and the gather's
+// `select` discards what they compute outside the range (the transpose of a stencil,
+// `Σ_a ct[j − a, a]` of a product, reads runs instead of clamped gathers).
 
 mod diagonal;
 mod monoid;
@@ -1090,6 +1093,16 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
                 Sym::Index(IndexValue::Affine(affine)) if direct => {
                     coords.push(Coord::Masked(affine.clone(), dim));
                 }
+                // A view that only moves coordinates passes the mask to its reads, which then
+                // read runs (zero outside); what it computes from those zeros is discarded.
+                Sym::Index(IndexValue::Affine(affine)) if self.moves_coordinates(array) => {
+                    let ok = self.in_range(sym, dim);
+                    in_range = Some(match in_range {
+                        Some(previous) => self.prim(Prim::And, vec![previous, ok], Elem::Bool),
+                        None => ok,
+                    });
+                    coords.push(Coord::Masked(affine.clone(), dim));
+                }
                 // A view passes it on to the read below (no zeros to keep, unlike a mask).
                 Sym::Index(IndexValue::Wrapped(affine, period)) if *period <= dim as i64 => {
                     coords.push(Coord::Wrapped(affine.clone(), *period as usize));
@@ -1102,17 +1115,14 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
                     coords.push(Coord::Node(self.sym_node(sym)));
                 }
                 _ => {
-                    let value = self.sym_node(sym);
-                    let zero = self.lit(Scalar::I64(0));
-                    let dim_lit = self.lit(Scalar::I64(dim as i64));
-                    let last = self.lit(Scalar::I64(dim as i64 - 1));
-                    let above = self.prim(Prim::Ge, vec![value, zero], Elem::Bool);
-                    let below = self.prim(Prim::Lt, vec![value, dim_lit], Elem::Bool);
-                    let ok = self.prim(Prim::And, vec![above, below], Elem::Bool);
+                    let ok = self.in_range(sym, dim);
                     in_range = Some(match in_range {
                         Some(previous) => self.prim(Prim::And, vec![previous, ok], Elem::Bool),
                         None => ok,
                     });
+                    let value = self.sym_node(sym);
+                    let zero = self.lit(Scalar::I64(0));
+                    let last = self.lit(Scalar::I64(dim as i64 - 1));
                     let low = self.prim(Prim::Max, vec![value, zero], Elem::I64);
                     let clamped = self.prim(Prim::Min, vec![low, last], Elem::I64);
                     coords.push(Coord::Node(clamped));
@@ -1127,6 +1137,38 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
                 let zero = self.lit(Scalar::zero(elem));
                 self.prim(Prim::Select, vec![ok, value, zero], elem)
             }
+        }
+    }
+
+    /// `0 <= sym < dim`.
+    fn in_range(&mut self, sym: &Sym, dim: usize) -> NodeId {
+        let value = self.sym_node(sym);
+        let zero = self.lit(Scalar::I64(0));
+        let dim_lit = self.lit(Scalar::I64(dim as i64));
+        let above = self.prim(Prim::Ge, vec![value, zero], Elem::Bool);
+        let below = self.prim(Prim::Lt, vec![value, dim_lit], Elem::Bool);
+        self.prim(Prim::And, vec![above, below], Elem::Bool)
+    }
+
+    /// Whether pulling `atom` at some coordinates reads its operands only at those
+    /// coordinates, moved (elementwise primitives, `replicate`, `transpose`): a masked
+    /// coordinate can then reach the reads below it (Note [Masked reads]), where a view
+    /// with an index function or a reshape needs coordinates in range.
+    fn moves_coordinates(&self, atom: &Atom) -> bool {
+        let Atom::Var(var) = atom else {
+            return true;
+        };
+        let Some(stmt_idx) = self.fuser.inlined_def(*var) else {
+            return true;
+        };
+        match &self.fuser.block.stmts[stmt_idx].expr {
+            Expr::Atom(inner)
+            | Expr::Replicate { array: inner, .. }
+            | Expr::Transpose { array: inner, .. } => self.moves_coordinates(inner),
+            Expr::Prim(_, operands) => operands
+                .iter()
+                .all(|operand| self.moves_coordinates(operand)),
+            _ => false,
         }
     }
 
