@@ -35,6 +35,7 @@ use crate::core::inline;
 use crate::core::ir::{
     ArrTy, Atom, Block, BlockId, Elem, Expr, ExprKey, Program, Scalar, Stmt, VarId,
 };
+use crate::core::visit::collect_uses;
 use crate::core::visit::expr_blocks;
 use crate::core::visit::map_expr_atoms;
 use crate::ops::gather_scatter::{pivots, Pivot};
@@ -89,6 +90,7 @@ pub enum Rule {
     ScatterOfScatter,
     ScatterAsReshape,
     ScatterAsGather,
+    SumOfSums,
     CommonSubexpression,
 }
 
@@ -108,11 +110,17 @@ fn run_with_fuel(program: &mut Program, root: BlockId, fuel: usize) -> Outcome {
     let mut outcome = Outcome::default();
     loop {
         let mut fired = HashMap::new();
+        let mut uses = Vec::new();
+        collect_uses(program, root, &mut uses);
         let mut cx = Cx {
             subst: HashMap::new(),
             defs: HashMap::new(),
+            uses: HashMap::new(),
             fired: &mut fired,
         };
+        for var in uses {
+            *cx.uses.entry(var).or_default() += 1;
+        }
         simplify_block(program, root, &mut HashMap::new(), &mut cx);
         cleanup::run_from(program, root);
         outcome.rounds += 1;
@@ -134,6 +142,8 @@ fn run_with_fuel(program: &mut Program, root: BlockId, fuel: usize) -> Outcome {
 struct Cx<'a> {
     subst: HashMap<VarId, Atom>,
     defs: HashMap<VarId, Expr>,
+    /// How many times each variable is used, counted at the start of the round.
+    uses: HashMap<VarId, usize>,
     fired: &'a mut HashMap<Rule, usize>,
 }
 
@@ -176,6 +186,11 @@ fn simplify_block(
         if let Some(gathered) = scatter_as_gather(program, &stmt) {
             *cx.fired.entry(Rule::ScatterAsGather).or_default() += 1;
             stmts.extend(gathered);
+            continue;
+        }
+        if let Some(summed) = sum_of_sums(program, &stmt, cx) {
+            *cx.fired.entry(Rule::SumOfSums).or_default() += 1;
+            stmts.extend(summed);
             continue;
         }
         if let [binder] = stmt.binders[..] {
@@ -584,6 +599,80 @@ fn linear(
         (Some(acc), constant) if constant > 0 => emit(program, Prim::Add, vec![acc, int(constant)]),
         (Some(acc), constant) => emit(program, Prim::Sub, vec![acc, int(-constant)]),
     }
+}
+
+/// A sum of sums, `sum_outer (tr p₂ (sum_outer (tr p₁ x)))` (`for i j. sum for a. sum for b.
+/// x[i, j, a, b]` after the BOT: each `sum` brings its axis to the front and sums it), is one
+/// transpose that brings every summed axis to the front, in the order they are summed, and
+/// the sums: `sum_outer (sum_outer (tr [b, a, i, j] x))`. Same additions in the same order
+/// (each axis is still summed alone, the inner one first), and the result's axes come last
+/// and in order, so fuse's kernels run their lines along the result's contiguous last axis
+/// (a convolution's `j`, where `x[i + a, j + b]` is a run) instead of along the summed axis
+/// that the inner sum left last. Applies where the inner sums have no other reader and some
+/// transpose between the sums moves an axis (otherwise the chain is already in this form).
+fn sum_of_sums(program: &mut Program, stmt: &Stmt, cx: &Cx) -> Option<Vec<Stmt>> {
+    let (Expr::SumOuter(outer), [binder]) = (&stmt.expr, &stmt.binders[..]) else {
+        return None;
+    };
+    let def = |atom: &Atom| match atom {
+        Atom::Var(var) => cx.defs.get(var),
+        Atom::Lit(_) => None,
+    };
+    let single_use = |atom: &Atom| matches!(atom, Atom::Var(var) if cx.uses.get(var) == Some(&1));
+    // The permutation before each sum, outermost first, down to the summed table.
+    let mut perms: Vec<&[usize]> = Vec::new();
+    let mut current = *outer;
+    let source = loop {
+        let (perm, inner) = match def(&current) {
+            Some(Expr::Transpose { perm, array }) if single_use(&current) => (&perm[..], *array),
+            _ => (&[][..], current),
+        };
+        perms.push(perm);
+        match def(&inner) {
+            Some(Expr::SumOuter(arg)) if single_use(&inner) => current = *arg,
+            _ => break inner,
+        }
+    };
+    let moved = perms[..perms.len() - 1]
+        .iter()
+        .any(|perm| !is_identity(perm));
+    if perms.len() < 2 || !moved {
+        return None;
+    }
+    let source_ty = program.atom_ty(&source);
+    let mut axes: Vec<usize> = (0..source_ty.rank()).collect();
+    let mut summed = Vec::new();
+    for perm in perms.iter().rev() {
+        let at = |axis: usize| perm.get(axis).copied().unwrap_or(axis);
+        axes = (0..axes.len()).map(|axis| axes[at(axis)]).collect();
+        summed.push(axes.remove(0));
+    }
+    summed.extend(axes);
+    let perm = summed;
+    let shape: Vec<usize> = perm.iter().map(|&axis| source_ty.shape[axis]).collect();
+    let transposed = program.new_var(ArrTy::new(shape.clone(), source_ty.elem), "tr");
+    let mut stmts = vec![Stmt {
+        binders: vec![transposed],
+        expr: Expr::Transpose {
+            perm,
+            array: source,
+        },
+    }];
+    let mut partial = transposed;
+    for depth in 1..perms.len() {
+        let ty = ArrTy::new(shape[depth..].to_vec(), source_ty.elem);
+        let var = program.new_var(ty, "sum");
+        stmts.push(Stmt {
+            binders: vec![var],
+            expr: Expr::SumOuter(Atom::Var(partial)),
+        });
+        partial = var;
+    }
+    stmts.push(Stmt {
+        binders: vec![*binder],
+        expr: Expr::SumOuter(Atom::Var(partial)),
+    });
+    Some(stmts)
 }
 
 fn resolve(atom: Atom, subst: &HashMap<VarId, Atom>) -> Atom {
@@ -1271,6 +1360,44 @@ mod tests {
             5,
             "one sum for each summed param: {simplified}"
         );
+    }
+
+    /// Sums of sums as the BOT leaves them (`for i j. sum for a. sum for b. x[i, j, a, b]`:
+    /// each sum brings its axis to the front, the inner sum leaves the outer summed axis
+    /// last; three deep; the inner sum with a second reader, and a chain already in the
+    /// normal form, stay) become one transpose and the sums, with the same bits.
+    #[test]
+    fn sums_of_sums_transpose_once_with_the_same_bits() {
+        let src = "program(%0_x: [2, 3, 4, 5]f32, %1_y: [2, 3, 4, 5]f64, %18_z: [2, 3, 4, 5]f32) {
+            %2: [5, 2, 3, 4]f32 = tr [3, 0, 1, 2] %0_x
+            %3: [2, 3, 4]f32 = sumOuter %2
+            %4: [4, 2, 3]f32 = tr [2, 0, 1] %3
+            %5: [2, 3]f32 = sumOuter %4
+            %6: [4, 2, 3, 5]f64 = tr [2, 0, 1, 3] %1_y
+            %7: [2, 3, 5]f64 = sumOuter %6
+            %8: [3, 2, 5]f64 = tr [1, 0, 2] %7
+            %9: [2, 5]f64 = sumOuter %8
+            %10: [5, 2]f64 = tr [1, 0] %9
+            %11: [2]f64 = sumOuter %10
+            %12: [5, 2, 3, 4]f32 = tr [3, 0, 1, 2] %18_z
+            %13: [2, 3, 4]f32 = sumOuter %12
+            %14: [4, 2, 3]f32 = tr [2, 0, 1] %13
+            %15: [2, 3]f32 = sumOuter %14
+            %16: [3, 4, 5]f32 = sumOuter %0_x
+            %17: [4, 5]f32 = sumOuter %16
+            in %5, %11, %15, %13, %17
+        }";
+        // The three-deep chain fires twice, two deep first.
+        let (original, simplified) = simplified_by(src, Rule::SumOfSums, 3, ("= tr", 4));
+        let x: Vec<f32> = (0..120).map(|i| (i as f32 * 0.37).sin() * 1e3).collect();
+        let y: Vec<f64> = (0..120).map(|i| (i as f64 * 0.11).cos() / 3.0).collect();
+        let z: Vec<f32> = x.iter().map(|v| v * 0.5 - 1.0).collect();
+        let inputs = [
+            Array::new(vec![2, 3, 4, 5], ArrayData::F32(x)),
+            Array::new(vec![2, 3, 4, 5], ArrayData::F64(y)),
+            Array::new(vec![2, 3, 4, 5], ArrayData::F32(z)),
+        ];
+        assert_same_bits(&original, &simplified, &inputs);
     }
 
     /// A loop body keeps its own views of literals (a splat where fused, not a read of the

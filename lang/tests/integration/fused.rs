@@ -674,7 +674,8 @@ fn gradients_through_ring_neighbours_gather_with_wrapped_reads() {
 /// convolution) scatter each product to the sum of its indices: `simp`'s ScatterAsGather
 /// makes them gathers summed over the filter's axes (`Σ_a ct[j − a, a]`), which fuse reads
 /// in place with masks at the edges, so the fused stage of the gradient has no scatter and
-/// no bulk step. Values as the interpreter's on 1 and 2 threads.
+/// no bulk step. The nested sums of the convolution are one transpose and two sums, so its
+/// kernel runs along the image's rows. Values as the interpreter's on 1 and 2 threads.
 #[test]
 fn gradients_of_stencils_gather_and_sum() {
     let defs = "x : (Fin 300)=>Float = for i. sin (n_to_f (ordinal i) * 0.37)\n\
@@ -689,6 +690,13 @@ fn gradients_of_stencils_gather_and_sum() {
         assert!(!text.contains("scatter"), "{text}");
         assert_eq!(count_lines(&text, "bulk"), 0, "{text}");
     }
+    // `simp`'s SumOfSums: the stencil's kernel runs over [b, a, i, j], so its read of the
+    // image moves along its rows with the kernel's last axis.
+    let text = fused_stage(&mut fused, "conv img");
+    let read = (text.lines().find(|line| line.contains("= read %")))
+        .filter(|line| line.contains("img["))
+        .unwrap_or_else(|| panic!("the first read is the image's: {text}"));
+    assert!(read.trim_end().ends_with(", i0 + i3]"), "{text}");
     agrees_with_the_interpreter_on_1_and_2_threads(&format!(
         "{defs}:p (grad filt x, grad conv img)\n"
     ));
