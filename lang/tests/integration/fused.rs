@@ -341,6 +341,34 @@ fn the_matmul_loss_gradient_uses_two_matrix_products_and_no_cube() {
     }
 }
 
+/// A contraction with two axes of one operand's own (attention's projection
+/// `Σ_m x[i, m] w[m, h, e]`, and the same with the left operand's two: `Σ_m w[m, h, e] x[i, m]`
+/// over `[e, h, i]`) is a matrix product per value of the shorter axis, not a reduction
+/// kernel, also in its gradient. The values are the reference
+/// interpreter's, bit for bit: small integers, whose products and sums are exact in any order.
+#[test]
+fn contractions_with_several_axes_of_one_operand_are_batched_products() {
+    let defs = "x : (Fin 40)=>(Fin 24)=>Float64 = for i m. n_to_f (mod (ordinal i * 7 + ordinal m) 5) - 2.0\n\
+        w : (Fin 24)=>(Fin 3)=>(Fin 16)=>Float64 = for m h e. n_to_f (mod (ordinal m + 3 * ordinal h + 5 * ordinal e) 7) - 3.0\n\
+        def proj(v: (Fin 40)=>(Fin 24)=>Float64) -> (Fin 3)=>(Fin 40)=>(Fin 16)=>Float64 = for h i e. sum for m. v[i, m] * w[m, h, e]\n\
+        def projt(v: (Fin 40)=>(Fin 24)=>Float64) -> (Fin 16)=>(Fin 3)=>(Fin 40)=>Float64 = for e h i. sum for m. w[m, h, e] * v[i, m]\n\
+        def loss(v: (Fin 40)=>(Fin 24)=>Float64) -> Float64 = sum for h. sum for i. sum for e. sq (proj v)[h, i, e]\n";
+    let mut session = session(Engine::Fused);
+    outputs(&mut session, defs);
+    for expr in ["proj x", "projt x"] {
+        let text = fused_stage(&mut session, expr);
+        assert_eq!(count_lines(&text, "matmul"), 1, "{text}");
+        assert_eq!(count_lines(&text, "kernel"), 0, "{text}");
+    }
+    // The forward product; the cotangent of `v` sums over two axes (`h` and `e`), which
+    // no single product does: it stays a reduction kernel.
+    let text = fused_stage(&mut session, "grad loss x");
+    assert_eq!(count_lines(&text, "matmul"), 1, "{text}");
+    agrees_with_the_interpreter_on_1_and_2_threads(&format!(
+        "{defs}:p (proj x, projt x, grad loss x)\n"
+    ));
+}
+
 /// Note [Scaled products]: a doubled operand of a matrix product (the cotangent `c + c` of
 /// the matmul loss's square) and one halved are read as the value itself and the product is
 /// scaled; one tripled, or a doubled value also returned, keeps its kernel. The values are

@@ -1307,16 +1307,25 @@ fn as_matmul(program: &Program, kernel: &Kernel) -> Option<MatMul> {
         .map(|axis| (uses(&lhs, axis), uses(&rhs, axis)))
         .collect();
     let roles = sum_outer::contraction_roles(&from, 0)?;
-    let (mut m_axis, mut n_axis, mut batch_axes) = (None, None, Vec::new());
+    let (mut lhs_axes, mut rhs_axes, mut batch_axes) = (Vec::new(), Vec::new(), Vec::new());
     for (axis, role) in roles.into_iter().enumerate().skip(1) {
         match role {
-            AxisRole::Lhs if m_axis.is_none() => m_axis = Some(axis),
-            AxisRole::Rhs if n_axis.is_none() => n_axis = Some(axis),
+            AxisRole::Lhs => lhs_axes.push(axis),
+            AxisRole::Rhs => rhs_axes.push(axis),
             AxisRole::Batch => batch_axes.push(axis),
-            // A matrix product has at most one axis of each operand's own.
-            AxisRole::Lhs | AxisRole::Rhs | AxisRole::Contracted => return None,
+            AxisRole::Contracted => return None,
         }
     }
+    // A matrix product has one axis of each operand's own: the longest (the later of equals),
+    // so that each product is as large as it can be. An operand's other own axes run as
+    // batches in which the other operand stays the same (attention's projections
+    // `Σ_m x[i, m] w[m, h, e]`: a product by `w[:, h, :]` for each head).
+    let longest =
+        |axes: &[usize]| (axes.iter().copied()).max_by_key(|&axis| (kernel.shape[axis], axis));
+    let (m_axis, n_axis) = (longest(&lhs_axes), longest(&rhs_axes));
+    let others = lhs_axes.into_iter().chain(rhs_axes);
+    batch_axes.extend(others.filter(|&axis| Some(axis) != m_axis && Some(axis) != n_axis));
+    batch_axes.sort_unstable();
     // A batch of dot products (no `m` or `n` axis) streams as well as a product would, and
     // keeps dx's summation order.
     let depth = kernel.shape[0];
