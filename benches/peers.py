@@ -567,6 +567,21 @@ def w_state_sim(s):
     )
 
 
+def one_source_peers(make, args, grad_check):
+    """The peers of a workload whose JAX and NumPy versions are one function `make(xp)` of the
+    array module: JAX's function and its `jax.grad` (with respect to the first argument),
+    NumPy's primal, and the reference primal computed by NumPy in float64 from the same
+    inputs; `grad_check` (chk1 or chk2) summarises the gradient."""
+    f, np_f = make(jnp), make(np)
+    return dict(
+        args=args,
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=np_f, np_grad=None,
+        ref_primal=[float(np_f(*(arg.astype(F64) for arg in args)))],
+        grad_checks=lambda g: [grad_check(g)],
+    )
+
+
 def w_layernorm(s):
     """Layer norm of each row (mean, biased variance, ε = 1e-5, a scale and a shift per
     column), then Σ tanh; the gradient with respect to X. NumPy: the primal only."""
@@ -584,15 +599,7 @@ def w_layernorm(s):
             return xp.sum(xp.tanh(y))
         return f
 
-    f = make(jnp)
-    np_f = make(np)
-    return dict(
-        args=(x, gamma, beta),
-        jax_primal=f, jax_grad=jax.grad(f),
-        np_primal=np_f, np_grad=None,
-        ref_primal=[float(np_f(x.astype(F64), gamma.astype(F64), beta.astype(F64)))],
-        grad_checks=lambda g: [chk2(g)],
-    )
+    return one_source_peers(make, (x, gamma, beta), chk2)
 
 
 def w_kmeans(s):
@@ -609,15 +616,7 @@ def w_kmeans(s):
             return xp.sum(xp.min(d2, axis=1))
         return f
 
-    f = make(jnp)
-    np_f = make(np)
-    return dict(
-        args=(cs, xs),
-        jax_primal=f, jax_grad=jax.grad(f),
-        np_primal=np_f, np_grad=None,
-        ref_primal=[float(np_f(cs.astype(F64), xs.astype(F64)))],
-        grad_checks=lambda g: [chk2(g)],
-    )
+    return one_source_peers(make, (cs, xs), chk2)
 
 
 def w_conv2d(s):
@@ -731,15 +730,7 @@ def w_nbody(s):
             return -xp.sum(mass[:, None] * mass[None, :] / xp.sqrt(r2))
         return f
 
-    f = make(jnp)
-    np_f = make(np)
-    return dict(
-        args=(pos, mass),
-        jax_primal=f, jax_grad=jax.grad(f),
-        np_primal=np_f, np_grad=None,
-        ref_primal=[float(np_f(pos.astype(F64), mass.astype(F64)))],
-        grad_checks=lambda g: [chk2(g)],
-    )
+    return one_source_peers(make, (pos, mass), chk2)
 
 
 def w_rk4(s):
@@ -799,15 +790,7 @@ def w_krr(s):
             return xp.sum(r * r) + alpha.dtype.type(0.1) * xp.sum(alpha * alpha)
         return f
 
-    f = make(jnp)
-    np_f = make(np)
-    return dict(
-        args=(alpha0, xs, ys),
-        jax_primal=f, jax_grad=jax.grad(f),
-        np_primal=np_f, np_grad=None,
-        ref_primal=[float(np_f(alpha0.astype(F64), xs.astype(F64), ys.astype(F64)))],
-        grad_checks=lambda g: [chk1(g)],
-    )
+    return one_source_peers(make, (alpha0, xs, ys), chk1)
 
 
 def w_lstm(s):
@@ -913,16 +896,7 @@ def w_ba(s):
             return xp.sum(r * r) + xp.sum((1 - ws * ws) ** 2)
         return f
 
-    f = make(jnp)
-    np_f = make(np)
-    return dict(
-        args=(cams, pts, ws, feats),
-        jax_primal=f, jax_grad=jax.grad(f),
-        np_primal=np_f, np_grad=None,
-        ref_primal=[float(np_f(cams.astype(F64), pts.astype(F64), ws.astype(F64),
-                               feats.astype(F64)))],
-        grad_checks=lambda g: [chk2(g)],
-    )
+    return one_source_peers(make, (cams, pts, ws, feats), chk2)
 
 
 BUILDERS = {
