@@ -172,6 +172,14 @@ pub enum IndexValue {
 }
 
 impl IndexValue {
+    /// The affine function, and the period it is taken modulo if there is one.
+    pub fn parts(&self) -> (&Affine, Option<i64>) {
+        match self {
+            IndexValue::Affine(affine) => (affine, None),
+            IndexValue::Wrapped(affine, period) => (affine, Some(*period)),
+        }
+    }
+
     /// `prim` of `operands` (`None`: not an index value) as an index value of type `elem`
     /// over the points of `shape`, if it is one: `Affine::of_prim`'s arithmetic, `mod` of a
     /// non-negative affine by a positive constant (the affine itself where it stays below

@@ -322,20 +322,13 @@ pub fn pivots(program: &Program, body: BlockId, points: &[usize]) -> Option<Vec<
     let values = index_values(program, body, points)?;
     let uses = |param: usize| {
         (values.iter())
-            .filter(|value| match value {
-                IndexValue::Affine(affine) | IndexValue::Wrapped(affine, _) => {
-                    affine.coeff(param) != 0
-                }
-            })
+            .filter(|value| value.parts().0.coeff(param) != 0)
             .count()
     };
     values
         .iter()
         .map(|value| {
-            let (affine, period) = match value {
-                IndexValue::Affine(affine) => (affine, None),
-                IndexValue::Wrapped(affine, period) => (affine, Some(*period)),
-            };
+            let (affine, period) = value.parts();
             let &(param, sign) = (affine.terms.iter())
                 .filter(|&&(param, coeff)| coeff.abs() == 1 && uses(param) == 1)
                 .max_by_key(|&&(param, _)| points[param])?;
@@ -370,16 +363,15 @@ pub fn is_injective(program: &Program, body: BlockId, points: &[usize]) -> bool 
     while progress {
         progress = false;
         for value in &values {
-            let (affine, period) = match value {
-                IndexValue::Affine(affine) => (affine, None),
-                IndexValue::Wrapped(affine, period) => (affine, Some(*period)),
-            };
+            let (affine, period) = value.parts();
             let unknown: Vec<&(usize, i64)> = (affine.terms.iter())
                 .filter(|&&(param, _)| !known[param])
                 .collect();
             if let [&(param, coeff)] = unknown[..] {
-                let short = period.is_none_or(|period| points[param] as i64 <= period);
-                if coeff.abs() == 1 && short && (period.is_none() || affine.terms.len() == 1) {
+                // A rotation of the param alone, no longer than its period.
+                let rotation =
+                    |period: i64| affine.terms.len() == 1 && points[param] as i64 <= period;
+                if coeff.abs() == 1 && period.is_none_or(rotation) {
                     known[param] = true;
                     progress = true;
                 }
