@@ -50,11 +50,25 @@ pub trait LeafSums: Element {
 }
 
 impl LeafSums for f64 {}
-impl LeafSums for i32 {}
-impl LeafSums for i64 {}
-impl LeafSums for u32 {}
-impl LeafSums for u64 {}
 impl LeafSums for bool {}
+
+/// Integer sums wrap, so every order of a leaf's additions gives `leaf_sum`'s bits: one
+/// running sum (a plain vector reduction). Written as `leaf_sum`'s eight interleaved
+/// accumulators, LLVM vectorised the loop over groups with gathers, a fifth of a vectorised
+/// `while`'s count of active lanes.
+macro_rules! integer_leaf_sums {
+    ($($ty:ty),*) => {$(
+        impl LeafSums for $ty {
+            fn leaf_sums(xs: &[$ty], mut each: impl FnMut($ty)) {
+                for leaf in xs.chunks(LEAF) {
+                    each(leaf.iter().fold(0, |sum: $ty, &x| sum.wrapping_add(x)));
+                }
+            }
+        }
+    )*};
+}
+
+integer_leaf_sums!(i32, i64, u32, u64);
 
 impl LeafSums for f32 {
     fn leaf_sums(xs: &[f32], each: impl FnMut(f32)) {
@@ -295,6 +309,36 @@ mod tests {
                 .zip(ys.chunks(LEAF))
                 .map(|(xs, ys)| sum_order::leaf_sum_of_products(xs, ys, 0.0, add, |a, b| a * b));
             assert_eq!(bits(dots), bits(one_by_one.collect()), "products, n = {n}");
+        }
+    }
+
+    /// Integer leaves are one running sum; wrapping makes it `leaf_sum`'s value, also where
+    /// the additions overflow.
+    #[test]
+    fn integer_leaf_sums_wrap_as_the_specification() {
+        for n in [0, 1, 127, 128, 129, 1000] {
+            let xs: Vec<i64> = (0..n as i64)
+                .map(|k| {
+                    k.wrapping_mul(0x3FFF_FFFF_FFFF_F17)
+                        .wrapping_add(i64::MAX / 3)
+                        ^ (k << 59)
+                })
+                .collect();
+            let mut sums = Vec::new();
+            i64::leaf_sums(&xs, |sum| sums.push(sum));
+            let spec: Vec<i64> = xs
+                .chunks(LEAF)
+                .map(|leaf| sum_order::leaf_sum(leaf, 0, i64::wrapping_add))
+                .collect();
+            assert_eq!(sums, spec, "n = {n}");
+            let small: Vec<u32> = xs.iter().map(|&x| x as u32).collect();
+            let mut sums = Vec::new();
+            u32::leaf_sums(&small, |sum| sums.push(sum));
+            let spec: Vec<u32> = small
+                .chunks(LEAF)
+                .map(|leaf| sum_order::leaf_sum(leaf, 0, u32::wrapping_add))
+                .collect();
+            assert_eq!(sums, spec, "n = {n}");
         }
     }
 
