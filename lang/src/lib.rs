@@ -8,6 +8,7 @@
 //! `display` renders what it returns.
 
 pub mod check;
+pub mod code;
 pub mod complete;
 pub mod core;
 pub mod data;

@@ -13,7 +13,7 @@ use crate::check::env::GlobalEnv;
 use crate::check::infer::Infer;
 use crate::check::typed::{DefInfo, TExpr, TKind, TPat, TStmt};
 use crate::check::types::{BaseTy, Ty};
-use crate::check::{TypeError, TypeErrorKind};
+use crate::check::TypeError;
 use crate::core::interp::{self, InterpConfig, InterpError};
 use crate::core::ir::Program;
 use crate::core::value::{Array, Value};
@@ -1579,22 +1579,9 @@ fn internal(message: String) -> Output {
 
 /// The diagnostic of a type error; the declaration's other errors go to `more`.
 fn type_error(more: &mut Vec<Diagnostic>, err: TypeError) -> Diagnostic {
-    let diagnostic = |err: TypeError| {
-        let code = match err.kind {
-            TypeErrorKind::Mismatch => Code::Mismatch,
-            TypeErrorKind::NoInstance => Code::NoInstance,
-            TypeErrorKind::Unbound => Code::Unbound,
-            TypeErrorKind::Duplicate => Code::Duplicate,
-            TypeErrorKind::Effect => Code::Effect,
-            TypeErrorKind::Arity => Code::Arity,
-            TypeErrorKind::Annotation => Code::NeedsAnnotation,
-            TypeErrorKind::Pattern => Code::Pattern,
-            TypeErrorKind::Other => Code::Type,
-        };
-        Diagnostic {
-            labels: err.labels,
-            ..Diagnostic::new(code, err.message, Some(err.span))
-        }
+    let diagnostic = |err: TypeError| Diagnostic {
+        labels: err.labels,
+        ..Diagnostic::new(err.kind, err.message, Some(err.span))
     };
     more.extend(err.also.into_iter().map(diagnostic));
     diagnostic(TypeError {

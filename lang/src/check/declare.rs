@@ -25,7 +25,8 @@ use super::infer::error_of;
 use super::infer::{check_literals, is_nat_param, substitute_rigids, Binding, Infer};
 use super::typed::DefInfo;
 use super::types::{BaseTy, Rigid, Size, Ty};
-use super::{TypeError, TypeErrorKind};
+use super::TypeError;
+use crate::code::Code;
 use crate::syntax::ast::{
     self, DataDecl, InstanceDecl, InstanceItem, InterfaceDecl, Pattern, TypeExpr, TypeExprKind,
 };
@@ -337,7 +338,7 @@ impl Infer<'_> {
         }
         let Some(class) = Class::named(&name.name) else {
             return error_of(
-                TypeErrorKind::Unbound,
+                Code::Unbound,
                 name.span,
                 format!("unknown interface `{}`", name.name),
             );
@@ -895,7 +896,7 @@ pub fn named_instance_def(decl: &InstanceDecl) -> Result<ast::FunDef> {
         };
         if slot.replace(value).is_some() {
             return error_of(
-                TypeErrorKind::Duplicate,
+                Code::Duplicate,
                 method.span,
                 format!("`{}` is defined twice", method.name),
             );
@@ -1043,7 +1044,7 @@ pub fn custom_linearization_def(
     }
     if arity == 0 {
         return error_of(
-            TypeErrorKind::Arity,
+            Code::Arity,
             func.span,
             format!(
                 "`{}` takes no arguments: there is nothing to differentiate",

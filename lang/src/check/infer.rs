@@ -19,7 +19,8 @@ use super::data::DataTy;
 use super::env::GlobalEnv;
 use super::typed::{DefInfo, DefKey, TExpr, TKind, TPat, TStmt};
 use super::types::{BaseTy, Bound, EffRow, Effect, LocalId, Rigid, Size, Ty, TyVar};
-use super::{TypeError, TypeErrorKind};
+use super::TypeError;
+use crate::code::Code;
 use crate::prim::Prim;
 use crate::syntax::ast::{
     BinOp, CaseAlt, Constraint, EffRowExpr, Expr, ExprKind, FunDef, GivenBinder, Ident, LetBinding,
@@ -34,11 +35,7 @@ fn error<T>(span: Span, message: impl Into<String>) -> Result<T> {
 }
 
 /// An error of a kind with its own code (`session::Code`).
-pub(super) fn error_of<T>(
-    kind: TypeErrorKind,
-    span: Span,
-    message: impl Into<String>,
-) -> Result<T> {
+pub(super) fn error_of<T>(kind: Code, span: Span, message: impl Into<String>) -> Result<T> {
     Err(TypeError::new(span, message).of_kind(kind))
 }
 
@@ -364,7 +361,7 @@ impl<'env> Infer<'env> {
             .find(|(effect, _)| *effect == Effect::Except)
         {
             return error_of(
-                TypeErrorKind::Effect,
+                Code::Effect,
                 *span,
                 "`throw` outside every `catch`: wrap it, `catch(\\. …)`, to get a `Maybe`",
             );
@@ -381,7 +378,7 @@ impl<'env> Infer<'env> {
                 .find(|effect| effect.region().is_some())
             {
                 return error_of(
-                    TypeErrorKind::Effect,
+                    Code::Effect,
                     value.span,
                     format!(
                         "a reference escapes its handler: this function, of type {ty}, {} of \
@@ -450,7 +447,7 @@ impl<'env> Infer<'env> {
                         .first()
                         .map_or(Span::new(0, 0), |(_, span)| *span);
                     return error_of(
-                        TypeErrorKind::Effect,
+                        Code::Effect,
                         span,
                         "a body applies two functions whose effects differ",
                     );
@@ -552,7 +549,7 @@ impl<'env> Infer<'env> {
                          (expected type {expected}, found {found})"
                     ),
                 )
-                .of_kind(TypeErrorKind::Mismatch));
+                .of_kind(Code::Mismatch));
             }
             // Types that print alike differ in what the printer leaves out: a list's length
             // (Note [Size fields]).
@@ -567,7 +564,7 @@ impl<'env> Infer<'env> {
                 span,
                 format!("expected type {expected}, found {found}{why}"),
             )
-            .of_kind(TypeErrorKind::Mismatch));
+            .of_kind(Code::Mismatch));
         }
         Ok(())
     }
@@ -798,7 +795,7 @@ impl<'env> Infer<'env> {
                     Ty::Var(_) if !finish => self.projects.push((range, element, span)),
                     Ty::Var(_) => {
                         return error_of(
-                            TypeErrorKind::Annotation,
+                            Code::NeedsAnnotation,
                             span,
                             "cannot infer which range this index is of: use it where a range \
                              is expected (`xs[i, unsafe_project j]` of `xs: (i:n)=>(..i)=>…`)",
@@ -843,7 +840,7 @@ impl<'env> Infer<'env> {
                     base if !finish && field_waits(&base) => self.fields.push(field),
                     base if field_waits(&base) => {
                         return error_of(
-                            TypeErrorKind::Annotation,
+                            Code::NeedsAnnotation,
                             field.span,
                             format!(
                                 "the type of this value is not known where its field `{}` is \
@@ -956,9 +953,7 @@ impl<'env> Infer<'env> {
                                 format!("type {ty} does not support {}", class_operation(class))
                             }
                         };
-                        return Err(
-                            TypeError::new(item.span, message).of_kind(TypeErrorKind::NoInstance)
-                        );
+                        return Err(TypeError::new(item.span, message).of_kind(Code::NoInstance));
                     }
                     Err(blocking) => self.pending.push(Pending {
                         ty: blocking,
@@ -1007,7 +1002,7 @@ impl<'env> Infer<'env> {
                         None => match item.class {
                             Class::Ix if self.lenient => None,
                             Class::Ix => {
-                                return error_of(TypeErrorKind::Annotation,
+                                return error_of(Code::NeedsAnnotation,
                                     item.span,
                                     "cannot infer the index set here: annotate it, e.g. `for i:(Fin 3).`",
                                 )
@@ -1024,14 +1019,14 @@ impl<'env> Infer<'env> {
             }
             if let Some((_, _, span)) = self.texts.first().filter(|_| !defaulted && !self.lenient) {
                 return error_of(
-                    TypeErrorKind::Annotation,
+                    Code::NeedsAnnotation,
                     *span,
                     "cannot tell the type of the value shown here: annotate it (`show (x :: Int)`)",
                 );
             }
             if let Some(item) = self.appends.first().filter(|_| !defaulted && !self.lenient) {
                 return error_of(
-                    TypeErrorKind::Annotation,
+                    Code::NeedsAnnotation,
                     item.span,
                     "cannot tell the types of what `<>` joins here: annotate one of them",
                 );
@@ -1094,7 +1089,7 @@ impl<'env> Infer<'env> {
                     "alternatives"
                 };
                 return error_of(
-                    TypeErrorKind::Pattern,
+                    Code::Pattern,
                     case.span,
                     format!(
                         "this `case` is missing {noun} for {} (dx checks every `case` covers \
@@ -1232,7 +1227,7 @@ impl<'env> Infer<'env> {
                         for class in &binder.classes {
                             let Some(classes) = cx.env.class_by_name(&class.name) else {
                                 return error_of(
-                                    TypeErrorKind::Unbound,
+                                    Code::Unbound,
                                     class.span,
                                     format!("unknown class `{}`", class.name),
                                 );
@@ -1328,7 +1323,7 @@ impl<'env> Infer<'env> {
             return self.apply_type_fn(&name.name, &type_fn, args, span, implicit);
         }
         error_of(
-            TypeErrorKind::Unbound,
+            Code::Unbound,
             name.span,
             format!("unknown type `{}`", name.name),
         )
@@ -1348,7 +1343,7 @@ impl<'env> Infer<'env> {
         if visible.len() != args.len() {
             let names: Vec<&str> = visible.iter().map(|param| param.name.as_str()).collect();
             return error_of(
-                TypeErrorKind::Arity,
+                Code::Arity,
                 span,
                 format!(
                     "`{}` takes {} argument{} (`{}({})`), this gives {}",
@@ -1415,7 +1410,7 @@ impl<'env> Infer<'env> {
     ) -> Result<Ty> {
         if type_fn.params.len() != args.len() {
             return error_of(
-                TypeErrorKind::Arity,
+                Code::Arity,
                 span,
                 format!(
                     "`{name}` takes {} argument{}, this gives {}",
@@ -1484,11 +1479,7 @@ impl<'env> Infer<'env> {
                 return Ok(Ty::Rigid(rigid, name.to_string()));
             }
         }
-        error_of(
-            TypeErrorKind::Unbound,
-            span,
-            format!("unknown type `{name}`"),
-        )
+        error_of(Code::Unbound, span, format!("unknown type `{name}`"))
     }
 
     /// Reads a size: a literal, a `Nat` parameter, a top-level `Nat`, `size n`, arithmetic.
@@ -2043,13 +2034,13 @@ impl<'env> Infer<'env> {
                 span,
                 format!("unknown operator `{name}`: define it with `def ({name})(x, y) = …`"),
             )
-            .of_kind(TypeErrorKind::Unbound));
+            .of_kind(Code::Unbound));
         }
         Err(TypeError::new(
             span,
             format!("unbound variable `{name}`{}", self.did_you_mean(name)),
         )
-        .of_kind(TypeErrorKind::Unbound))
+        .of_kind(Code::Unbound))
     }
 
     /// `x @ y` with a value `y` is NumPy's matrix product, which dx writes `**`: `@` converts
@@ -2143,7 +2134,7 @@ impl<'env> Infer<'env> {
     fn instantiate_method(&mut self, class: Class, method: usize, span: Span) -> Result<TExpr> {
         let Some(class_def) = self.env.class_defs.get(&class).cloned() else {
             return error_of(
-                TypeErrorKind::Unbound,
+                Code::Unbound,
                 span,
                 "internal: a method of an unknown interface",
             );
@@ -2354,7 +2345,7 @@ impl<'env> Infer<'env> {
             }
             Some(None) => Ok(None),
             None => error_of(
-                TypeErrorKind::Arity,
+                Code::Arity,
                 name.span,
                 format!(
                     "too many arguments: `{}` takes {} argument{}{}",
@@ -2751,7 +2742,7 @@ impl<'env> Infer<'env> {
             }
             other if matches!(func.kind, TKind::App { .. }) => {
                 return error_of(
-                    TypeErrorKind::Arity,
+                    Code::Arity,
                     arg.span,
                     format!("too many arguments: the function's result here has type {other}"),
                 );
@@ -2885,7 +2876,7 @@ impl<'env> Infer<'env> {
             .map(|p| p.to_string())
             .collect();
         error_of(
-            TypeErrorKind::Arity,
+            Code::Arity,
             arg.span,
             format!(
                 "`{name}` differentiates a function of one argument, and this one takes \
@@ -2930,7 +2921,7 @@ impl<'env> Infer<'env> {
         match super::builtins::jacobian_ty(&self.zonk(&param), &self.zonk(&out)) {
             Some(ty) => self.unify(result, &ty, span),
             None => error_of(
-                TypeErrorKind::Annotation,
+                Code::NeedsAnnotation,
                 span,
                 format!(
                     "the types of the argument and the result of the function must be known \
@@ -3097,7 +3088,7 @@ impl<'env> Infer<'env> {
             Pattern::Con { name, args, span } => {
                 let Some((def, con)) = self.env.constructors.get(&name.name).cloned() else {
                     return error_of(
-                        TypeErrorKind::Unbound,
+                        Code::Unbound,
                         name.span,
                         format!("unknown constructor `{}`", name.name),
                     );
@@ -3114,7 +3105,7 @@ impl<'env> Infer<'env> {
                 let fields = data.fields(con);
                 if fields.len() != args.len() {
                     return error_of(
-                        TypeErrorKind::Arity,
+                        Code::Arity,
                         *span,
                         format!(
                             "constructor `{}` has {} field{}, but this pattern gives {}",
@@ -3127,7 +3118,7 @@ impl<'env> Infer<'env> {
                 }
                 if def.is_tagged() && !refutable {
                     return error_of(
-                        TypeErrorKind::Pattern,
+                        Code::Pattern,
                         *span,
                         format!(
                             "this pattern can fail (`{}` is one of the {} constructors of \
@@ -3160,7 +3151,7 @@ impl<'env> Infer<'env> {
             Pattern::Lit { lit, negated, span } => {
                 if !refutable {
                     return error_of(
-                        TypeErrorKind::Pattern,
+                        Code::Pattern,
                         *span,
                         "a literal pattern can fail: match it with `case`",
                     );
@@ -3521,7 +3512,7 @@ impl<'env> Infer<'env> {
                 ("IO", None) => Effect::Io,
                 ("State" | "Accum" | "Writer" | "Read" | "Reader", None) => {
                     return error_of(
-                        TypeErrorKind::Effect,
+                        Code::Effect,
                         name.span,
                         format!(
                             "`{0}` names the region of its references: `{{{0} h}}` for a `Ref h _`",
@@ -3531,14 +3522,14 @@ impl<'env> Infer<'env> {
                 }
                 ("Except" | "IO", Some(region)) => {
                     return error_of(
-                        TypeErrorKind::Effect,
+                        Code::Effect,
                         region.span,
                         format!("`{}` takes no region", name.name),
                     )
                 }
                 _ => {
                     return error_of(
-                        TypeErrorKind::Effect,
+                        Code::Effect,
                         name.span,
                         format!(
                             "unknown effect `{}`: the effects are `State h`, `Accum h`, `Read h`, \
@@ -3583,7 +3574,7 @@ impl<'env> Infer<'env> {
                 let mut wider = self.zonk_row(declared);
                 wider.insert(effect.effects[0].clone());
                 return error_of(
-                    TypeErrorKind::Effect,
+                    Code::Effect,
                     *span,
                     format!(
                         "`{}` is declared with {says}, but this {} ({}): write `-> {wider} …`, \
@@ -3601,7 +3592,7 @@ impl<'env> Infer<'env> {
                 .is_err()
             {
                 return error_of(
-                    TypeErrorKind::Effect,
+                    Code::Effect,
                     def.span,
                     format!(
                         "`{}` is declared with {says}, but it applies a function whose effects \
@@ -3883,7 +3874,7 @@ fn check_known(expr: &TExpr) -> Result<()> {
     if reference && !expr.ty.contains_fun() {
         // Outside every lambda, only a reference a handler returned can have this type.
         return error_of(
-            TypeErrorKind::Effect,
+            Code::Effect,
             expr.span,
             format!(
                 "a reference escapes its handler: this is a {}, which lives only inside the \
@@ -3894,7 +3885,7 @@ fn check_known(expr: &TExpr) -> Result<()> {
     }
     let unknown = !expr.ty.contains_fun() && expr.ty.any(&mut |ty| matches!(ty, Ty::Var(_)));
     if unknown {
-        return error_of(TypeErrorKind::Annotation,
+        return error_of(Code::NeedsAnnotation,
             expr.span,
             format!(
                 "the type of this is not known (it is {}): annotate it, e.g. `([] :: (Fin 0)=>Float)`",

@@ -17,6 +17,7 @@ pub mod suggest;
 pub mod typed;
 pub mod types;
 
+use crate::code::Code;
 use crate::syntax::ast::Ident;
 use crate::syntax::{Label, Span};
 
@@ -25,7 +26,8 @@ use crate::syntax::{Label, Span};
 /// (in later statements of a let-block).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TypeError {
-    pub kind: TypeErrorKind,
+    /// `Code::Type`, or one of the other type-error codes where the checker knows more.
+    pub kind: Code,
     pub message: String,
     pub span: Span,
     pub labels: Vec<Label>,
@@ -35,7 +37,7 @@ pub struct TypeError {
 impl TypeError {
     pub fn new(span: Span, message: impl Into<String>) -> TypeError {
         TypeError {
-            kind: TypeErrorKind::Other,
+            kind: Code::Type,
             message: message.into(),
             span,
             labels: Vec::new(),
@@ -43,7 +45,8 @@ impl TypeError {
         }
     }
 
-    pub fn of_kind(self, kind: TypeErrorKind) -> TypeError {
+    pub fn of_kind(self, kind: Code) -> TypeError {
+        debug_assert_eq!(kind.kind(), crate::code::ErrorKind::Type, "{kind:?}");
         TypeError { kind, ..self }
     }
 
@@ -52,29 +55,6 @@ impl TypeError {
         self.labels.push(Label::new(span, message));
         self
     }
-}
-
-/// What a [`TypeError`] is about, where the checker knows more than "a type error".
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TypeErrorKind {
-    /// Two types that must be one are not (`expected type …, found …`).
-    Mismatch,
-    /// A type without the interface an operation needs (`type Bool does not support addition`).
-    NoInstance,
-    /// A name that nothing in scope defines.
-    Unbound,
-    /// A name declared, bound or defined twice in one place.
-    Duplicate,
-    /// An effect used outside its handler, a reference escaping it, effects wider than
-    /// declared.
-    Effect,
-    /// A function, constructor or built-in given another number of arguments than it takes.
-    Arity,
-    /// A type the checker cannot infer here: an annotation fixes it.
-    Annotation,
-    /// A pattern that can fail where it must not, or a `case` that misses a constructor.
-    Pattern,
-    Other,
 }
 
 /// That no two of `names` are the same name; else the error `message(name)` at the second,
@@ -99,5 +79,5 @@ pub fn distinct<'a>(
 pub fn twice(first: Span, second: Span, verb: &str, message: impl Into<String>) -> TypeError {
     TypeError::new(second, message)
         .with_label(first, format!("first {verb} here"))
-        .of_kind(TypeErrorKind::Duplicate)
+        .of_kind(Code::Duplicate)
 }
