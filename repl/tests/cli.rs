@@ -502,6 +502,19 @@ fn export_errors_say_what_and_where() {
              `:export f x0 y0`",
             "^^^^^",
         ),
+        // A derivative of a generic function is refused as the function is, at the whole
+        // expression (it was an inference error).
+        (
+            "grad total",
+            "Export error: the argument types of this function are not fixed (its type is \
+             ((a => Float32) -> (a => Float32)))",
+            "^^^^^^^^^^",
+        ),
+        (
+            "vjp total",
+            "Export error: the argument types of this function are not fixed",
+            "^^^^^^^^^",
+        ),
         (
             "sq2 xs",
             "Type error: expected type Float32, found ((Fin 2) => Float32)",
