@@ -171,16 +171,6 @@ pub struct Effects {
 /// [Runtime errors]) the loop may come to carry.
 const MAX_NEW_CARRIES: usize = 256;
 
-/// Each attempt at a loop's body carries at least one more cell, of the cells made before
-/// the loop or kept across attempts: a loop whose carried cells grow past `most` is a bug
-/// (a cell made anew by every attempt), reported rather than looped on.
-fn settles(carried: &[usize], most: usize, span: Span) -> Result<()> {
-    if carried.len() > most {
-        return bug(span, "the cells a loop carries do not settle");
-    }
-    Ok(())
-}
-
 /// The text type `error` or `print` takes, from the built-in's type.
 fn text_param(ty: &Ty, span: Span) -> Result<Ty> {
     match ty {
@@ -1290,11 +1280,29 @@ impl Lowerer<'_> {
         span: Span,
         mut step: impl FnMut(&mut Self, Atom, Vec<Atom>) -> StepResult,
     ) -> Result<LoopOut> {
+        let (carried, attempt) = self.settled_body(&init, true, span, &mut step)?;
+        self.emit_loop(size, init, carried, parallel, attempt, hint, span)
+    }
+
+    /// The body of a loop lowered again until the cells it writes are all carried: each
+    /// attempt carries the live cells the one before wrote (Note [Effects as cells]). Each
+    /// attempt carries at least one more cell, of the cells made before the loop or kept
+    /// across attempts, so carries that grow past those plus `MAX_NEW_CARRIES` are a bug (a
+    /// cell made anew by every attempt), reported rather than looped on.
+    fn settled_body(
+        &mut self,
+        init: &[Atom],
+        counted: bool,
+        span: Span,
+        step: &mut impl FnMut(&mut Self, Atom, Vec<Atom>) -> StepResult,
+    ) -> Result<(Vec<usize>, LoopBody)> {
         let mut carried: Vec<usize> = Vec::new();
         let most = self.effects.cells.len() + MAX_NEW_CARRIES;
         loop {
-            settles(&carried, most, span)?;
-            let attempt = self.loop_body(&init, &carried, true, span, &mut step)?;
+            if carried.len() > most {
+                return bug(span, "the cells a loop carries do not settle");
+            }
+            let attempt = self.loop_body(init, &carried, counted, span, step)?;
             let mut grown = false;
             for &cell in &attempt.written {
                 if !carried.contains(&cell) {
@@ -1302,10 +1310,9 @@ impl Lowerer<'_> {
                     grown = true;
                 }
             }
-            if grown {
-                continue;
+            if !grown {
+                return Ok((carried, attempt));
             }
-            return self.emit_loop(size, init, carried, parallel, attempt, hint, span);
         }
     }
 
@@ -1454,58 +1461,43 @@ impl Lowerer<'_> {
         span: Span,
         mut step: impl FnMut(&mut Self, Vec<Atom>) -> Result<(Atom, Vec<Atom>)>,
     ) -> Result<Vec<Atom>> {
-        let mut carried: Vec<usize> = Vec::new();
         let mut step = |cx: &mut Self, _: Atom, carries: Vec<Atom>| -> StepResult {
             let (go_on, next) = step(cx, carries)?;
             Ok((next, vec![go_on]))
         };
-        let most = self.effects.cells.len() + MAX_NEW_CARRIES;
-        loop {
-            settles(&carried, most, span)?;
-            let attempt = self.loop_body(&init, &carried, false, span, &mut step)?;
-            let mut grown = false;
-            for &cell in &attempt.written {
-                if !carried.contains(&cell) {
-                    carried.push(cell);
-                    grown = true;
-                }
-            }
-            if grown {
-                continue;
-            }
-            if !attempt.records.is_empty() {
-                return bug(span, "a contribution stacked by a while");
-            }
-            // The body's results are `[next…, cells…, continue]`: the flag goes first.
-            self.program.blocks[attempt.body].results.rotate_right(1);
-            let mut all_init = init;
-            for &cell in &carried {
-                let value = self.effects.cells[cell].value.clone();
-                all_init.extend(self.leaves(&value, span)?);
-            }
-            let tys: Vec<ArrTy> = all_init.iter().map(|atom| self.atom_ty(atom)).collect();
-            let binders: Vec<Atom> = self
-                .emit(
-                    Expr::While {
-                        init: all_init,
-                        body: attempt.body,
-                    },
-                    tys,
-                    "while",
-                    span,
-                )
-                .into_iter()
-                .map(Atom::Var)
-                .collect();
-            let mut rest = binders.into_iter();
-            let carries: Vec<Atom> = rest.by_ref().take(attempt.n_next).collect();
-            for (&cell, count) in carried.iter().zip(attempt.cell_counts) {
-                let ty = self.effects.cells[cell].ty.clone();
-                let leaves: Vec<Atom> = rest.by_ref().take(count).collect();
-                self.effects.cells[cell].value = self.assemble(&ty, leaves);
-            }
-            return Ok(carries);
+        let (carried, attempt) = self.settled_body(&init, false, span, &mut step)?;
+        if !attempt.records.is_empty() {
+            return bug(span, "a contribution stacked by a while");
         }
+        // The body's results are `[next…, cells…, continue]`: the flag goes first.
+        self.program.blocks[attempt.body].results.rotate_right(1);
+        let mut all_init = init;
+        for &cell in &carried {
+            let value = self.effects.cells[cell].value.clone();
+            all_init.extend(self.leaves(&value, span)?);
+        }
+        let tys: Vec<ArrTy> = all_init.iter().map(|atom| self.atom_ty(atom)).collect();
+        let binders: Vec<Atom> = self
+            .emit(
+                Expr::While {
+                    init: all_init,
+                    body: attempt.body,
+                },
+                tys,
+                "while",
+                span,
+            )
+            .into_iter()
+            .map(Atom::Var)
+            .collect();
+        let mut rest = binders.into_iter();
+        let carries: Vec<Atom> = rest.by_ref().take(attempt.n_next).collect();
+        for (&cell, count) in carried.iter().zip(attempt.cell_counts) {
+            let ty = self.effects.cells[cell].ty.clone();
+            let leaves: Vec<Atom> = rest.by_ref().take(count).collect();
+            self.effects.cells[cell].value = self.assemble(&ty, leaves);
+        }
+        Ok(carries)
     }
 
     /// `iter(\i. body)`: the body's `IterResult` says whether to go on; `bounded` adds the
