@@ -319,7 +319,7 @@ mod tests {
         for n in [0, 1, 127, 128, 129, 1000] {
             let xs: Vec<i64> = (0..n as i64)
                 .map(|k| {
-                    k.wrapping_mul(0x3FFF_FFFF_FFFF_F17)
+                    k.wrapping_mul(0x3FFF_FFFF_FFFF_FF17)
                         .wrapping_add(i64::MAX / 3)
                         ^ (k << 59)
                 })
