@@ -7,6 +7,8 @@ import sys
 import tomllib
 
 import pygments
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
 from pygments.token import Comment, Keyword, Name, Number, String, Token
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..")
@@ -64,6 +66,22 @@ def test_the_lexer_is_registered_under_the_kernels_name():
     assert "dx" in DxLexer.aliases and "*.dx" in DxLexer.filenames
     with open(os.path.join(ROOT, "kernel", "src", "server.rs")) as file:
         assert 'pygments_lexer: Some("dx".to_string())' in file.read()
+
+
+def test_pygments_finds_the_installed_lexer_by_the_kernels_name():
+    # As Jupyter and nbconvert look it up: by the name the kernel's `language_info` gives,
+    # through the entry point `pip install editors/pygments` registers (.ci/python-venv).
+    lexer = get_lexer_by_name("dx")
+    assert type(lexer).__name__ == "DxLexer" and lexer.name == "dx"
+    assert type(get_lexer_for_filename("model.dx")).__name__ == "DxLexer"
+    snippet = "def sq(x: Float) -> Float = x * x\nys = for i:(Fin 3). sq 2.0\n"
+    kinds = [(kind, value) for kind, value in lexer.get_tokens(snippet) if value.strip()]
+    assert (Keyword, "def") in kinds and (Keyword, "for") in kinds
+    assert (Keyword.Type, "Float") in kinds and (Keyword.Type, "Fin") in kinds
+    assert not any(kind in Token.Error for kind, _ in kinds)
+    html = pygments.highlight(snippet, lexer, HtmlFormatter())
+    assert '<span class="k">def</span>' in html and '<span class="k">for</span>' in html
+    assert '<span class="kt">Float</span>' in html
 
 
 def test_the_textmate_grammar_is_valid_and_scopes_the_same_words():

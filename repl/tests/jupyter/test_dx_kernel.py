@@ -19,6 +19,7 @@ import jupyter_kernel_test as jkt
 import nbclient
 import nbformat
 import numpy as np
+import pygments.lexers
 from jupyter_client.session import Session
 from PIL import Image
 
@@ -28,6 +29,27 @@ from kernel_client import TIMEOUT, KernelTestCase
 # Colours of the first two series of a plot (display/plot.rs PALETTE).
 BLUE = (31, 119, 180)
 ORANGE = (255, 127, 14)
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def svg_words(svg):
+    """The words of a plot's SVG: each text element that draws some, with its attributes."""
+    root = ElementTree.fromstring(svg)
+    assert root.tag == SVG + "svg", root.tag
+    return [
+        ((element.text or "").strip(), element.attrib)
+        for element in root.iter(SVG + "text")
+        if (element.text or "").strip()
+    ]
+
+
+def is_number(text):
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
 
 
 class DxKernelTests(jkt.KernelTests):
@@ -160,6 +182,17 @@ class ClientTests(KernelTestCase):
         self.assertTrue(any("<details><summary><code>core</code>" in d.get("text/html", "") for d in displays))
         self.assertTrue(any("Run time" in d.get("text/html", "") for d in displays))
 
+    def test_kernel_info_names_the_dx_lexer(self):
+        reply = self.reply_to(self.kc.kernel_info())["content"]
+        info = reply["language_info"]
+        self.assertEqual(info["name"], "dx")
+        self.assertEqual(info["file_extension"], ".dx")
+        self.assertEqual(info["pygments_lexer"], "dx")
+        # The name is one Pygments knows here (the venv has editors/pygments installed), so
+        # a notebook's dx cells are highlighted as dx.
+        lexer = pygments.lexers.get_lexer_by_name(info["pygments_lexer"])
+        self.assertEqual(type(lexer).__name__, "DxLexer")
+
     def test_complete_and_inspect_see_the_session(self):
         self.execute("my_weights = [1., 2.]")
         msg_id = self.kc.complete(":p sum my_we", 12)
@@ -246,8 +279,15 @@ class NotebookTests(unittest.TestCase):
             colours = (BLUE,) if "loss" in source else (BLUE, ORANGE)
             for colour in colours:
                 self.assertGreater(np.all(image == colour, axis=2).sum(), 100, f"{colour} in {source}")
-            root = ElementTree.fromstring(svg)
-            self.assertTrue(root.tag.endswith("svg"))
+            # The words are text elements: the title, the axis's label, the series' names.
+            words = [text for text, _ in svg_words(svg)]
+            if "loss" in source:
+                expected = ["gradient of loss at [0., 0., 0., 0.]", "index", "∂loss/∂x[i]"]
+            else:
+                expected = ["f(x) = x * sin x", "x", "f", "f′"]
+            for text in expected:
+                self.assertIn(text, words, source)
+            self.assertTrue(any(is_number(text) for text in words), f"tick labels in {source}")
 
     def test_html_shows_library_plots_images_and_markup(self):
         notebook = nbformat.v4.new_notebook()
@@ -338,9 +378,20 @@ class NotebookTests(unittest.TestCase):
         self.assertEqual(int(orange[:, data_right + 2 : legend_left].sum()), 0)
         text = np.any(image[:, legend_left:] < 100, axis=2).sum()
         self.assertGreater(text, 30, "the legend names its series")
-        svg = curves["data"]["image/svg+xml"].replace("\n", "")
-        for words in [">Curves<", ">square<", ">root<", ">x<", ">y<"]:
-            self.assertIn(words, svg)
+        every = svg_words(curves["data"]["image/svg+xml"])
+        words = dict(every)
+        for text in ["Curves", "square", "root", "x", "y"]:
+            self.assertIn(text, words)
+        ticks = [attributes for text, attributes in every if is_number(text)]
+        self.assertGreaterEqual(len(ticks), 4, "tick labels")
+        # The title is above every other word; the series' names are right of every tick
+        # label (in the legend, beside the plot); the y axis's label is turned.
+        top = float(words["Curves"]["y"])
+        self.assertTrue(all(float(a["y"]) > top for text, a in every if text != "Curves"))
+        for name in ["square", "root"]:
+            self.assertGreater(float(words[name]["x"]), max(float(a["x"]) for a in ticks), name)
+        self.assertIn("rotate", words["y"].get("transform", ""))
+        self.assertNotIn("transform", words["x"])
         # A 1000×1000 heat map and a 10⁶-point line stay small in the notebook.
         for output in (heatmap, long_line):
             size = sum(len(value) for value in output["data"].values())

@@ -76,7 +76,7 @@ impl Ranged for Ticked {
     }
 }
 
-fn register_font() {
+pub(super) fn register_font() {
     static REGISTER: Once = Once::new();
     REGISTER.call_once(|| {
         let font: &'static [u8] = include_bytes!("../../../assets/DejaVuSans.ttf");
@@ -195,36 +195,40 @@ where
         area.estimate_text_size(&axis_label(value), &tick_font.into_text_style(area))
             .map_or(40.0 * s, |(width, _)| f64::from(width))
     };
+    let widest = |ticks: &[f64]| {
+        ticks
+            .iter()
+            .map(|&value| label_width(value))
+            .fold(0.0, f64::max)
+    };
     let (x_lo, x_hi) = spec.x;
     let (y_lo, y_hi) = spec.y;
-    // The widest y tick label sets the room on the left; the x labels' width their density.
-    let y_probe = ticks::ticks(y_lo, y_hi, 8, spec.y_integer);
-    let y_label_px = y_probe
-        .iter()
-        .map(|&value| label_width(value))
-        .fold(0.0, f64::max);
-    let y_area = y_label_px + 12.0 * s + if labels.y.is_empty() { 0.0 } else { 20.0 * s };
-    let x_area = 24.0 * s + if labels.x.is_empty() { 0.0 } else { 20.0 * s };
+    let x_area = x_label_area(labels, s);
     let (width, height) = area.dim_in_pixel();
-    let plot_width = f64::from(width) - y_area - 16.0 * s;
     let plot_height = f64::from(height) - x_area - 8.0 * s;
-    let x_probe = ticks::ticks(x_lo, x_hi, 8, spec.x_integer);
-    let x_label_px = x_probe
-        .iter()
-        .map(|&value| label_width(value))
-        .fold(0.0, f64::max);
-    let x_ticks = ticks::ticks(
-        x_lo,
-        x_hi,
-        ticks::fitting(plot_width, x_label_px, 18.0 * s),
-        spec.x_integer,
-    );
     let y_ticks = ticks::ticks(
         y_lo,
         y_hi,
         ticks::fitting(plot_height, 12.0 * s, 18.0 * s),
         spec.y_integer,
     );
+    // The widest y tick label sets the room on the left; the x labels' width their density.
+    let y_label_px = widest(&y_ticks);
+    let y_area = y_label_px + 12.0 * s + if labels.y.is_empty() { 0.0 } else { 20.0 * s };
+    let plot_width = f64::from(width) - y_area - 16.0 * s;
+    // Measured on a first guess at the ticks, then on the ticks that width allows, until
+    // the labels measured are the labels drawn (other ticks may have longer labels).
+    let mut x_label_px = widest(&ticks::ticks(x_lo, x_hi, 8, spec.x_integer));
+    let mut x_ticks = Vec::new();
+    for _ in 0..3 {
+        let count = ticks::fitting(plot_width, x_label_px, 18.0 * s);
+        x_ticks = ticks::ticks(x_lo, x_hi, count, spec.x_integer);
+        let drawn = widest(&x_ticks);
+        if drawn <= x_label_px {
+            break;
+        }
+        x_label_px = drawn;
+    }
     let (n_x, n_y) = (x_ticks.len(), y_ticks.len());
     let y_range = if spec.y_down { y_hi..y_lo } else { y_lo..y_hi };
     let mut chart = ChartBuilder::on(area)
@@ -255,6 +259,11 @@ where
     }
     mesh.draw()?;
     Ok(chart)
+}
+
+/// The room under a plot for the x tick labels and the x axis's label.
+fn x_label_area(labels: &Labels, s: f64) -> f64 {
+    24.0 * s + if labels.x.is_empty() { 0.0 } else { 20.0 * s }
 }
 
 fn scale_width(s: f64, width: f64) -> u32 {
@@ -459,8 +468,27 @@ where
     let n_rows = rows.len().max(1);
     let n_columns = rows.iter().map(Vec::len).max().unwrap_or(0).max(1);
     let (lo, hi) = finite_range(rows.iter().flatten().copied());
-    let width = f64::from(area.dim_in_pixel().0);
-    let (plot_area, bar_area) = area.split_horizontally((width - 90.0 * s) as u32);
+    let (width, height) = area.dim_in_pixel();
+    // The colour bar's ticks, for a bar as tall as the plot (`axes_on` leaves the same room
+    // above and below it); their widest label sets the room beside the bar.
+    let bar_font = ("sans-serif", 12.0 * s);
+    let bar_height = f64::from(height) - x_label_area(labels, s) - 8.0 * s;
+    let bar_ticks = ticks::ticks(
+        lo,
+        hi,
+        ticks::fitting(bar_height, 12.0 * s, 18.0 * s),
+        false,
+    );
+    let bar_label_px = bar_ticks
+        .iter()
+        .map(|&value| {
+            area.estimate_text_size(&axis_label(value), &bar_font.into_text_style(area))
+                .map_or(40.0 * s, |(width, _)| f64::from(width))
+        })
+        .fold(0.0, f64::max);
+    let bar_label_area = (bar_label_px + 12.0 * s).max(52.0 * s);
+    let (plot_area, bar_area) =
+        area.split_horizontally((f64::from(width) - bar_label_area - 38.0 * s) as u32);
     let spec = AxisSpec {
         x: (-0.5, n_columns as f64 - 0.5),
         y: (-0.5, n_rows as f64 - 0.5),
@@ -474,19 +502,12 @@ where
     let top = cells.1.start - bar_area.get_base_pixel().1;
     let bottom =
         f64::from(bar_area.dim_in_pixel().1) - f64::from(cells.1.end - bar_area.get_base_pixel().1);
-    let bar_font = ("sans-serif", 12.0 * s);
-    let bar_ticks = ticks::ticks(
-        lo,
-        hi,
-        ticks::fitting(f64::from(cells.1.end - cells.1.start), 12.0 * s, 18.0 * s),
-        false,
-    );
     let n_ticks = bar_ticks.len();
     let mut bar = ChartBuilder::on(&bar_area)
         .margin_top(top.max(0) as u32)
         .margin_bottom(bottom.max(0.0) as u32)
         .margin_right((6.0 * s) as u32)
-        .y_label_area_size((52.0 * s) as u32)
+        .y_label_area_size(bar_label_area as u32)
         .build_cartesian_2d(
             Ticked::new(0.0..1.0, Vec::new()),
             Ticked::new(lo..hi, bar_ticks),

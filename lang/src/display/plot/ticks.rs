@@ -65,6 +65,62 @@ mod tests {
     }
 
     #[test]
+    fn fitting_counts_the_labels_that_fit() {
+        assert_eq!(fitting(500.0, 40.0, 10.0), 10);
+        assert_eq!(fitting(499.0, 40.0, 10.0), 9);
+        // At least two ticks (the ends), at most twelve.
+        assert_eq!(fitting(30.0, 40.0, 10.0), 2);
+        assert_eq!(fitting(0.0, 40.0, 10.0), 2);
+        assert_eq!(fitting(10_000.0, 10.0, 10.0), 12);
+        for length in (50..2000).step_by(37) {
+            for label in (4..200).step_by(13) {
+                let (length, label) = (f64::from(length), f64::from(label));
+                let count = fitting(length, label, 18.0);
+                assert!((2..=12).contains(&count));
+                if count > 2 {
+                    assert!(count as f64 * (label + 18.0) <= length, "{length} {label}");
+                }
+                if count < 12 {
+                    assert!(
+                        (count + 1) as f64 * (label + 18.0) > length,
+                        "{length} {label}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fitted_ticks_are_a_label_and_a_gap_apart() {
+        // Ticks chosen for `fitting`'s count lie at least a label and a gap apart along the
+        // axis, so labels centred on them cannot overlap.
+        let ranges = [
+            (0.0, 1.0),
+            (-3.7, 12.2),
+            (0.0, 1e9),
+            (0.0, 9999.0),
+            (-1e-5, 7e-5),
+        ];
+        for (lo, hi) in ranges {
+            for length in [120.0, 300.0, 550.0, 1600.0] {
+                for label in [8.0, 30.0, 65.0] {
+                    let count = fitting(length, label, 18.0);
+                    for integer in [false, true] {
+                        let ticks = ticks(lo, hi, count, integer);
+                        for pair in ticks.windows(2) {
+                            let apart = (pair[1] - pair[0]) / (hi - lo) * length;
+                            assert!(
+                                count == 2 || apart >= label + 18.0,
+                                "{lo}..{hi} over {length} px, labels {label} px: {ticks:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn never_more_than_fit() {
         for (lo, hi) in [(0.0, 1.0), (-3.7, 12.2), (1e-9, 3e-9), (0.0, 123456.0)] {
             for max_count in 2..12 {
