@@ -35,6 +35,7 @@ use tokio::sync::mpsc;
 
 use crate::history::History;
 use crate::introspect;
+use crate::progress::Block;
 use crate::render::{chunk_messages, error_output, output_messages};
 use crate::wire::{self, ReadError, ShellReader, ShellWriter};
 use crate::worker::Worker;
@@ -351,13 +352,15 @@ impl Shell {
                 message,
             );
         }
-        let (stop_progress, stopped) = tokio::sync::oneshot::channel();
+        // The evaluation tells the progress display when each block starts and ends; the
+        // channel closes with the cell.
+        let (blocks, block_events) = mpsc::unbounded_channel();
         let progress = (!request.silent).then(|| {
             crate::progress::watch(
                 self.worker.progress(),
                 self.publisher.clone(),
                 message.clone(),
-                stopped,
+                block_events,
             )
         });
         // Each block's outputs are published as soon as the block has run.
@@ -368,18 +371,21 @@ impl Shell {
         let results: Option<Vec<ChunkResult>> = self
             .worker
             .run(move |session| {
-                session.eval_cell_with(&code, &mut |progress| {
-                    if let Progress::Finished(result) = progress {
+                session.eval_cell_with(&code, &mut |progress| match progress {
+                    Progress::Started { .. } => {
+                        let _ = blocks.send(Block::Started);
+                    }
+                    Progress::Finished(result) => {
                         if !silent {
                             for content in chunk_messages(result, &code, count) {
                                 publisher.child(content, &parent);
                             }
                         }
+                        let _ = blocks.send(Block::Ended);
                     }
                 })
             })
             .await;
-        let _ = stop_progress.send(());
         if let Some(progress) = progress {
             // Its last message (the emptied display) goes out before the reply.
             let _ = progress.await;

@@ -109,6 +109,31 @@ class ProgressTests(KernelClient):
         _, messages = self.execute(":p 1 + 1")
         self.assertFalse([m for m in messages if m["msg_type"] in ("display_data", "update_display_data")])
 
+    def test_each_long_block_has_its_own_progress_display_emptied_when_it_ends(self):
+        # Two blocks of seconds each (tens of millions of `sin`s in a debug build), a short
+        # one between them.
+        long_block = ":p sum (for i:(Fin 6000) j:(Fin {}). sin (n_to_f (ordinal i) * n_to_f (ordinal j)))"
+        cell = "\n".join([long_block.format(6000), ":p 2 + 2", long_block.format(5999)])
+        msg_id = self.kc.execute(cell)
+        self.assertEqual(self.reply_to(msg_id, timeout=600)["content"]["status"], "ok")
+        messages = self.outputs(msg_id)
+        shown = [m for m in messages if m["msg_type"] == "display_data" and "display_id" in m["content"].get("transient", {})]
+        ids = [m["content"]["transient"]["display_id"] for m in shown]
+        self.assertEqual(len(ids), 2, [m["msg_type"] for m in messages])
+        self.assertNotEqual(ids[0], ids[1])
+        for display_id in ids:
+            updates = [m["content"]["data"]["text/plain"] for m in messages
+                       if m["msg_type"] == "update_display_data" and m["content"]["transient"]["display_id"] == display_id]
+            self.assertTrue(updates, display_id)
+            self.assertEqual(updates[-1], "", "each display is emptied when its block ends")
+        # The first block's display is emptied before the second one's appears.
+        order = [(m["msg_type"], m["content"].get("transient", {}).get("display_id"), m["content"].get("data", {}).get("text/plain"))
+                 for m in messages if m["msg_type"] in ("display_data", "update_display_data")]
+        emptied_first = order.index(("update_display_data", ids[0], ""))
+        second_shown = next(k for k, (kind, display_id, _) in enumerate(order) if kind == "display_data" and display_id == ids[1])
+        self.assertLess(emptied_first, second_shown)
+        self.assertEqual(len(self.results(messages)), 3)
+
 
 class LoadTests(KernelClient):
     def test_requests_sent_while_busy_are_all_answered_in_order(self):
