@@ -316,7 +316,10 @@ pub struct MatOperand {
 
 /// `out[o] = Σ_k lhs[k, o] * rhs[k, o]` over the iteration space `[k] ++ shape(out)`, where
 /// the output axes split into an `m` axis (read by `lhs` only), an `n` axis (read by `rhs`
-/// only) and batch axes (read by both): a batch of matrix products.
+/// only) and batch axes (read by both): a batch of matrix products. With `more` terms and
+/// `summed` axes, `out[o] = Σ_t Σ_s Σ_k lhs_t[k, s, o] * rhs_t[k, s, o]`: the products of
+/// every term and every point of the summed axes added into the output (Note [Sums of
+/// products] in `passes::fuse::contraction`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct MatMul {
     pub shape: Vec<usize>,
@@ -332,12 +335,34 @@ pub struct MatMul {
     /// power-of-two-scaled operand, folded in (Note [Scaled products] in
     /// `passes::fuse::scale`).
     pub scale: i32,
+    /// Further terms `(lhs, rhs)` added to the first, with the same axes in the same roles.
+    pub more: Vec<(MatOperand, MatOperand)>,
+    /// Iteration axes besides 0 that are summed (not the output's), in order.
+    pub summed: Vec<usize>,
 }
 
 impl MatMul {
     /// The factor `2^scale`.
     pub fn factor(&self) -> f64 {
         2f64.powi(self.scale)
+    }
+
+    /// The terms: `(lhs, rhs)`, then `more`.
+    pub fn terms(&self) -> impl Iterator<Item = (&MatOperand, &MatOperand)> {
+        std::iter::once((&self.lhs, &self.rhs)).chain(self.more.iter().map(|(l, r)| (l, r)))
+    }
+
+    /// Whether the product is one term summed over axis 0 only (the products whose
+    /// diagonals `fuse_products` reads).
+    pub fn is_single(&self) -> bool {
+        self.more.is_empty() && self.summed.is_empty()
+    }
+
+    /// The iteration axes that are the output's, in order.
+    pub fn out_axes(&self) -> Vec<usize> {
+        (1..self.shape.len())
+            .filter(|axis| !self.summed.contains(axis))
+            .collect()
     }
 }
 
@@ -524,8 +549,17 @@ impl Step {
                 vars
             }
             Step::Monoid(monoid) => monoid.reads(program, block),
-            Step::MatMul(matmul) if matmul.lhs.var == matmul.rhs.var => vec![matmul.lhs.var],
-            Step::MatMul(matmul) => vec![matmul.lhs.var, matmul.rhs.var],
+            Step::MatMul(matmul) => {
+                let mut vars = Vec::new();
+                for (lhs, rhs) in matmul.terms() {
+                    for var in [lhs.var, rhs.var] {
+                        if !vars.contains(&var) {
+                            vars.push(var);
+                        }
+                    }
+                }
+                vars
+            }
             Step::ScatterAdd { stmt, into } => {
                 let mut vars = Step::Stmt(*stmt).reads(program, block);
                 vars.push(*into);
@@ -553,9 +587,10 @@ impl Step {
     /// steps, which are measured in bytes moved.
     pub fn flops(&self) -> Option<u64> {
         match self {
-            Step::MatMul(matmul) => {
-                Some(2 * matmul.shape.iter().map(|&dim| dim as u64).product::<u64>())
-            }
+            Step::MatMul(matmul) => Some(
+                2 * matmul.terms().count() as u64
+                    * matmul.shape.iter().map(|&dim| dim as u64).product::<u64>(),
+            ),
             Step::Kernel(_)
             | Step::Rows(_)
             | Step::Monoid(_)
@@ -852,13 +887,23 @@ impl fmt::Display for ScheduleDisplay<'_> {
                         0 => String::new(),
                         _ => format!("{} * ", matmul.factor()),
                     };
+                    let summed: Vec<String> = std::iter::once(0)
+                        .chain(matmul.summed.iter().copied())
+                        .map(|axis| format!("i{axis}"))
+                        .collect();
+                    let terms: Vec<String> = (matmul.terms())
+                        .map(|(lhs, rhs)| format!("{} * {}", coords(lhs), coords(rhs)))
+                        .collect();
+                    let terms = match terms.len() {
+                        1 => terms.concat(),
+                        _ => format!("({})", terms.join(" + ")),
+                    };
                     writeln!(
                         f,
-                        "  matmul k{number} over {} sum i0: {} = {factor}{} * {}: {}{}",
+                        "  matmul k{number} over {} sum {}: {} = {factor}{terms}: {}{}",
                         shape_text(&matmul.shape),
+                        summed.join(", "),
                         var_name(program, matmul.out),
-                        coords(&matmul.lhs),
-                        coords(&matmul.rhs),
                         shape_text(&out_ty.shape),
                         out_ty.elem.name(),
                     )?;

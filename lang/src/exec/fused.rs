@@ -353,24 +353,45 @@ impl Exec<'_> {
     }
 
     fn run_matmul(&self, matmul: &MatMul) -> Res<Tensor> {
-        let lhs = self.standard(matmul.lhs.var);
-        let rhs = self.standard(matmul.rhs.var);
-        let out_shape = &matmul.shape[1..];
-        // The product overwrites every element (`Accum::Replace`): a kept buffer serves.
+        let out_shape: Vec<usize> = (matmul.out_axes().iter())
+            .map(|&axis| matmul.shape[axis])
+            .collect();
+        let summed_shape: Vec<usize> = (matmul.summed.iter())
+            .map(|&axis| matmul.shape[axis])
+            .collect();
+        // The first product overwrites every element (`Accum::Replace`), so a kept buffer
+        // serves; every other term, and every other point of the summed axes, adds one
+        // product into it (Note [Sums of products] in `passes::fuse::contraction`).
         let mut out = super::pool::take(matmul.elem, out_shape.iter().product());
-        match &mut out {
-            Column::F32(values) => {
-                matmul_typed(matmul, f32::of(&lhs), f32::of(&rhs), values, self)?
+        let mut accum = Accum::Replace;
+        for (lhs, rhs) in matmul.terms() {
+            let (lhs_data, rhs_data) = (self.standard(lhs.var), self.standard(rhs.var));
+            for point in 0..summed_shape.iter().product() {
+                let coords = unravel(point, &summed_shape);
+                let at: Vec<(usize, i64)> = matmul.summed.iter().copied().zip(coords).collect();
+                let product = Product {
+                    operands: (lhs, rhs),
+                    at: &at,
+                    accum,
+                };
+                match &mut out {
+                    Column::F32(values) => {
+                        let data = (f32::of(&lhs_data), f32::of(&rhs_data));
+                        matmul_typed(matmul, &product, data, values, self)?
+                    }
+                    Column::F64(values) => {
+                        let data = (f64::of(&lhs_data), f64::of(&rhs_data));
+                        matmul_typed(matmul, &product, data, values, self)?
+                    }
+                    other => unreachable!(
+                        "fuse makes matrix products of floats only, not {:?}",
+                        other.elem()
+                    ),
+                }
+                accum = Accum::Add;
             }
-            Column::F64(values) => {
-                matmul_typed(matmul, f64::of(&lhs), f64::of(&rhs), values, self)?
-            }
-            other => unreachable!(
-                "fuse makes matrix products of floats only, not {:?}",
-                other.elem()
-            ),
         }
-        Ok(out.into_tensor(out_shape))
+        Ok(out.into_tensor(&out_shape))
     }
 }
 
@@ -2522,10 +2543,18 @@ macro_rules! gemm_elem {
 
 gemm_elem!(f32, f64);
 
+/// One call of `matmul_typed`: a term's operands at one point of the summed axes (`at`,
+/// `(axis, coordinate)`), replacing or adding to the output.
+struct Product<'a> {
+    operands: (&'a MatOperand, &'a MatOperand),
+    at: &'a [(usize, i64)],
+    accum: Accum,
+}
+
 fn matmul_typed<T: GemmElem>(
     matmul: &MatMul,
-    lhs: Option<&super::tensor::Nd<T>>,
-    rhs: Option<&super::tensor::Nd<T>>,
+    this: &Product<'_>,
+    (lhs, rhs): (Option<&super::tensor::Nd<T>>, Option<&super::tensor::Nd<T>>),
     out: &mut [T],
     exec: &Exec<'_>,
 ) -> Res<()> {
@@ -2533,22 +2562,30 @@ fn matmul_typed<T: GemmElem>(
         unreachable!("matrix-product operands have the product's element type (verified IR)")
     };
     let rank = matmul.shape.len();
-    // Each operand: its data, and its offset and steps along every axis of the iteration.
+    // Each operand: its data, and its offset (at the summed axes' point) and steps along
+    // every axis of the iteration.
+    let placed = |data: &super::tensor::Nd<T>, operand: &MatOperand| {
+        let (mut offset, steps) = operand_strides(data.shape(), operand, rank);
+        for &(axis, coord) in this.at {
+            offset += steps[axis] * coord as isize;
+        }
+        (offset, steps)
+    };
     let mut a_operand = (
         lhs.as_slice().expect("standard layout"),
-        operand_strides(lhs.shape(), &matmul.lhs, rank),
+        placed(lhs, this.operands.0),
     );
     let mut b_operand = (
         rhs.as_slice().expect("standard layout"),
-        operand_strides(rhs.shape(), &matmul.rhs, rank),
+        placed(rhs, this.operands.1),
     );
-    let out_strides: Vec<isize> = std::iter::once(0)
-        .chain(
-            row_major_strides(&matmul.shape[1..])
-                .into_iter()
-                .map(|s| s as isize),
-        )
-        .collect();
+    // The output's strides along the iteration axes: none along the summed ones.
+    let out_axes = matmul.out_axes();
+    let out_dims: Vec<usize> = out_axes.iter().map(|&axis| matmul.shape[axis]).collect();
+    let mut out_strides = vec![0isize; rank];
+    for (&axis, stride) in out_axes.iter().zip(row_major_strides(&out_dims)) {
+        out_strides[axis] = stride as isize;
+    }
     let depth = matmul.shape[0];
     let extent = |axis: Option<usize>| axis.map_or(1, |axis| matmul.shape[axis]);
     let step = |steps: &[isize], axis: Option<usize>| axis.map_or(0, |axis| steps[axis]);
@@ -2659,8 +2696,7 @@ fn matmul_typed<T: GemmElem>(
         (0..m.div_ceil(panel)).into_par_iter().for_each(|number| {
             if !interrupted() {
                 let rows = number * panel..(number * panel + panel).min(m);
-                (0..n_batches)
-                    .for_each(|batch| product(batch, rows.clone(), 0..depth, Accum::Replace));
+                (0..n_batches).for_each(|batch| product(batch, rows.clone(), 0..depth, this.accum));
             }
         });
     } else if let Some(chunk) = chunk {
@@ -2673,11 +2709,7 @@ fn matmul_typed<T: GemmElem>(
                 if interrupted() {
                     return;
                 }
-                let accum = if start == 0 {
-                    Accum::Replace
-                } else {
-                    Accum::Add
-                };
+                let accum = if start == 0 { this.accum } else { Accum::Add };
                 for batch in batches.clone() {
                     product(batch, 0..m, start..(start + chunk).min(depth), accum);
                 }
@@ -2694,7 +2726,7 @@ fn matmul_typed<T: GemmElem>(
                 if interrupted() {
                     return;
                 }
-                product(batch, rows, 0..depth, Accum::Replace);
+                product(batch, rows, 0..depth, this.accum);
             }
         };
         let tasks = n_batches * bands.len();

@@ -36,6 +36,17 @@ pub enum AxisRole {
     Rhs,
 }
 
+impl AxisRole {
+    /// The role with the operands swapped.
+    pub fn swapped(self) -> AxisRole {
+        match self {
+            AxisRole::Lhs => AxisRole::Rhs,
+            AxisRole::Rhs => AxisRole::Lhs,
+            role => role,
+        }
+    }
+}
+
 /// When the sum over axis `summed` of a product is a contraction, and the role of each of the
 /// product's axes then, given whether each axis comes from the left and from the right
 /// operand (`from[axis]`): the summed axis must come from both, every other from at least one

@@ -360,13 +360,53 @@ fn contractions_with_several_axes_of_one_operand_are_batched_products() {
         assert_eq!(count_lines(&text, "matmul"), 1, "{text}");
         assert_eq!(count_lines(&text, "kernel"), 0, "{text}");
     }
-    // The forward product; the cotangent of `v` sums over two axes (`h` and `e`), which
-    // no single product does: it stays a reduction kernel.
+    // The forward product; the cotangent of `v` sums over two axes (`h` and `e`): one
+    // product summed over both (Note [Sums of products]), not a kernel and a sum of it.
     let text = fused_stage(&mut session, "grad loss x");
-    assert_eq!(count_lines(&text, "matmul"), 1, "{text}");
+    assert_eq!(count_lines(&text, "matmul"), 2, "{text}");
+    assert!(text.contains(" sum i0, i1: "), "{text}");
+    assert!(!text.contains("kernel k2"), "{text}");
     agrees_with_the_interpreter_on_1_and_2_threads(&format!(
         "{defs}:p (proj x, projt x, grad loss x)\n"
     ));
+}
+
+/// Note [Sums of products]: a variable read by several contractions (attention's `x` by the
+/// projections `q`, `k` and `v`) has a gradient that sums a sum of products over two axes;
+/// it is one product step of three terms summed over both axes, as is a single sum of two
+/// products. The values are the reference interpreter's, bit for bit: small integers, whose
+/// products and sums are exact in any order.
+#[test]
+fn sums_of_contractions_are_one_product() {
+    let defs = "x : (Fin 40)=>(Fin 24)=>Float64 = for i m. n_to_f (mod (ordinal i * 7 + ordinal m) 5) - 2.0\n\
+        w : (Fin 24)=>(Fin 3)=>(Fin 16)=>Float64 = for m h e. n_to_f (mod (ordinal m + 3 * ordinal h + 5 * ordinal e) 7) - 3.0\n\
+        w2 : (Fin 24)=>(Fin 3)=>(Fin 16)=>Float64 = for m h e. n_to_f (mod (2 * ordinal m + ordinal h + 3 * ordinal e) 5) - 2.0\n\
+        w3 : (Fin 24)=>(Fin 3)=>(Fin 16)=>Float64 = for m h e. n_to_f (mod (ordinal m + 2 * ordinal h + ordinal e) 3) - 1.0\n\
+        def proj(v: (Fin 40)=>(Fin 24)=>Float64, u: (Fin 24)=>(Fin 3)=>(Fin 16)=>Float64) -> (Fin 3)=>(Fin 40)=>(Fin 16)=>Float64 = for h i e. sum for m. v[i, m] * u[m, h, e]\n\
+        def three(v: (Fin 40)=>(Fin 24)=>Float64) -> Float64 =\n  \
+          q = proj v w\n  k = proj v w2\n  u = proj v w3\n  \
+          sum for h. sum for i. sum for e. q[h, i, e] * k[h, i, e] + sq u[h, i, e]\n\n\
+        a : (Fin 20)=>(Fin 30)=>Float64 = for i j. n_to_f (mod (ordinal i * 3 + ordinal j) 7) - 3.0\n\
+        b : (Fin 30)=>(Fin 12)=>Float64 = for j k. n_to_f (mod (ordinal j + 5 * ordinal k) 4) - 2.0\n\
+        c : (Fin 20)=>(Fin 30)=>Float64 = for i j. n_to_f (mod (ordinal i + 2 * ordinal j) 5) - 2.0\n\
+        d : (Fin 30)=>(Fin 12)=>Float64 = for j k. n_to_f (mod (3 * ordinal j + ordinal k) 6) - 3.0\n";
+    let mut session = session(Engine::Fused);
+    outputs(&mut session, defs);
+    let text = fused_stage(&mut session, "grad three x");
+    let summed: Vec<&str> = (text.lines())
+        .filter(|line| line.contains(" sum i0, i1: "))
+        .collect();
+    assert_eq!(summed.len(), 1, "{text}");
+    assert_eq!(summed[0].matches(" * ").count(), 3, "{text}");
+    assert!(summed[0].trim_start().starts_with("matmul"), "{text}");
+    // The kernels left are maps (the forward products are products too).
+    assert!(!text.contains("] sum i0: reads"), "{text}");
+    // One sum over one axis of two products, the second's operands the other way round.
+    let two = "for i k. sum for j. a[i, j] * b[j, k] + d[j, k] * c[i, j]";
+    let text = fused_stage(&mut session, two);
+    assert!(text.contains(" + "), "{text}");
+    assert_eq!(count_lines(&text, "matmul"), 1, "{text}");
+    agrees_with_the_interpreter_on_1_and_2_threads(&format!("{defs}:p (grad three x, {two})\n"));
 }
 
 /// Note [Scaled products]: a doubled operand of a matrix product (the cotangent `c + c` of

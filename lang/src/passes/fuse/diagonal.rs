@@ -42,6 +42,9 @@ pub(super) fn reuse_products(steps: Vec<Step>) -> Vec<Step> {
 /// The kernel reading `product`'s diagonal in place of `kernel`, if `kernel` is a batch of
 /// dot products of `product`'s operands along its summed axis.
 fn diagonal_read(kernel: &Kernel, product: &MatMul) -> Option<Kernel> {
+    if !product.is_single() {
+        return None;
+    }
     let (x, y) = product_reads(kernel)?;
     let (m, n) = (product.m_axis?, product.n_axis?);
     let rank = product.shape.len();

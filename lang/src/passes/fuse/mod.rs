@@ -111,6 +111,7 @@
 // `select` discards what they compute outside the range (the transpose of a stencil,
 // `Σ_a ct[j − a, a]` of a product, reads runs instead of clamped gathers).
 
+mod contraction;
 mod diagonal;
 mod monoid;
 mod rows;
@@ -125,11 +126,10 @@ use super::pipeline::{run_passes, stages_of, Compilation, Ice, Log, Pass};
 use crate::core::ids::IdVec;
 use crate::core::ir::{Atom, Block, BlockId, Elem, Expr, Program, Scalar, VarId};
 use crate::core::kernel::{
-    Affine, Coord, IndexValue, Kernel, MatMul, MatOperand, Node, NodeId, Reduction, Schedule, Step,
+    Affine, Coord, IndexValue, Kernel, MatOperand, Node, NodeId, Reduction, Schedule, Step,
 };
 use crate::core::visit::{collect_expr_uses, collect_uses, var_of};
 use crate::core::visit::{expr_atoms, expr_blocks};
-use crate::ops::sum_outer::{self, AxisRole};
 use crate::ops::FusionClass;
 use crate::prim::{cast_scalar, Prim};
 
@@ -155,6 +155,15 @@ pub const REWRITES: &[Pass<Schedule>] = &[
         |schedule, program, log| {
             (schedule.steps, schedule.loop_bodies) = kernels(program, schedule.block, log)?;
             Ok(())
+        },
+    ),
+    Pass::step(
+        "fuse_sums",
+        "a product and the sums of it become one product summed over their axes",
+        |schedule, program, _| {
+            rewrite_steps(schedule, |block, steps| {
+                contraction::sums_of_products(program, block, steps)
+            })
         },
     ),
     Pass::step(
@@ -271,7 +280,7 @@ fn kernels(
                 let mut builder = KernelBuilder::new(&fuser, shape.clone());
                 let root = builder.pull_atom(&array, identity_coords(shape.len()));
                 let kernel = builder.finish(Some(reduction), stmt.binders[0], root);
-                steps.push(match as_matmul(program, &kernel) {
+                steps.push(match contraction::as_matmul(program, &kernel) {
                     Some(matmul) => Step::MatMul(matmul),
                     None => Step::Kernel(kernel),
                 });
@@ -1291,61 +1300,6 @@ fn split_affine(
         .collect()
 }
 
-/// A reduction kernel `Σ_0 read(a) * read(b)` whose output axes each belong to one operand
-/// or both (see `MatMul`), if it is big enough (`MATMUL_MIN_WORK`).
-fn as_matmul(program: &Program, kernel: &Kernel) -> Option<MatMul> {
-    let out = kernel.output.0;
-    let elem = program.var_ty(out).elem;
-    if !elem.is_float() {
-        return None;
-    }
-    let (lhs, rhs) = product_reads(kernel)?;
-    let uses = |operand: &MatOperand, axis: usize| {
-        operand.coords.iter().any(|affine| affine.coeff(axis) != 0)
-    };
-    let from: Vec<(bool, bool)> = (0..kernel.shape.len())
-        .map(|axis| (uses(&lhs, axis), uses(&rhs, axis)))
-        .collect();
-    let roles = sum_outer::contraction_roles(&from, 0)?;
-    let (mut lhs_axes, mut rhs_axes, mut batch_axes) = (Vec::new(), Vec::new(), Vec::new());
-    for (axis, role) in roles.into_iter().enumerate().skip(1) {
-        match role {
-            AxisRole::Lhs => lhs_axes.push(axis),
-            AxisRole::Rhs => rhs_axes.push(axis),
-            AxisRole::Batch => batch_axes.push(axis),
-            AxisRole::Contracted => return None,
-        }
-    }
-    // A matrix product has one axis of each operand's own: the longest (the later of equals),
-    // so that each product is as large as it can be. An operand's other own axes run as
-    // batches in which the other operand stays the same (attention's projections
-    // `Σ_m x[i, m] w[m, h, e]`: a product by `w[:, h, :]` for each head).
-    let longest =
-        |axes: &[usize]| (axes.iter().copied()).max_by_key(|&axis| (kernel.shape[axis], axis));
-    let (m_axis, n_axis) = (longest(&lhs_axes), longest(&rhs_axes));
-    let others = lhs_axes.into_iter().chain(rhs_axes);
-    batch_axes.extend(others.filter(|&axis| Some(axis) != m_axis && Some(axis) != n_axis));
-    batch_axes.sort_unstable();
-    // A batch of dot products (no `m` or `n` axis) streams as well as a product would, and
-    // keeps dx's summation order.
-    let depth = kernel.shape[0];
-    let work: usize = kernel.shape.iter().product();
-    if (m_axis, n_axis) == (None, None) || depth < MATMUL_MIN_DEPTH || work < MATMUL_MIN_WORK {
-        return None;
-    }
-    Some(MatMul {
-        shape: kernel.shape.clone(),
-        out,
-        elem,
-        lhs,
-        rhs,
-        m_axis,
-        n_axis,
-        batch_axes,
-        scale: 0,
-    })
-}
-
 /// The two reads of a kernel `Σ_0 read(a) * read(b)` whose coordinates are affine.
 fn product_reads(kernel: &Kernel) -> Option<(MatOperand, MatOperand)> {
     if kernel.reduce != Some(Reduction::Sum) {
@@ -1354,18 +1308,8 @@ fn product_reads(kernel: &Kernel) -> Option<(MatOperand, MatOperand)> {
     let (Node::Prim(Prim::Mul, operands), _) = &kernel.nodes[kernel.output.1] else {
         return None;
     };
-    let operand = |node: NodeId| -> Option<MatOperand> {
-        let Node::Read { var, coords } = &kernel.nodes[node].0 else {
-            return None;
-        };
-        let coords = coords.iter().map(|coord| match coord {
-            Coord::Affine(affine) => Some(affine.clone()),
-            Coord::Node(_) | Coord::Masked(..) | Coord::Wrapped(..) => None,
-        });
-        Some(MatOperand {
-            var: *var,
-            coords: coords.collect::<Option<Vec<_>>>()?,
-        })
-    };
-    Some((operand(operands[0])?, operand(operands[1])?))
+    Some((
+        contraction::read(kernel, operands[0])?,
+        contraction::read(kernel, operands[1])?,
+    ))
 }

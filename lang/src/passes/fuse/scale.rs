@@ -104,7 +104,8 @@ fn power_of_two(scalar: Scalar) -> Option<i32> {
     (normal && value == 2f64.powi(exponent)).then_some(exponent)
 }
 
-/// Whether every step of `later` that reads `kernel`'s output is a matrix product.
+/// Whether every step of `later` that reads `kernel`'s output is a matrix product of one
+/// term.
 fn read_by_products_only(
     program: &Program,
     block: BlockId,
@@ -112,9 +113,12 @@ fn read_by_products_only(
     kernel: &Kernel,
 ) -> bool {
     let out = kernel.output.0;
-    later
-        .iter()
-        .all(|step| matches!(step, Step::MatMul(_)) || !step.reads(program, block).contains(&out))
+    later.iter().all(|step| {
+        // A scale multiplies every product the step adds (`MatMul::factor`): a term of
+        // a sum of several cannot take it alone.
+        matches!(step, Step::MatMul(product) if product.more.is_empty())
+            || !step.reads(program, block).contains(&out)
+    })
 }
 
 /// `product` reading the source of `scaled` wherever it read `var` (the kernel's output),
