@@ -253,6 +253,19 @@ impl Chain {
     }
 }
 
+/// The two reads of a kernel `Σ_0 read(a) * read(b)` whose coordinates are affine.
+pub(super) fn product_reads(kernel: &Kernel) -> Option<(MatOperand, MatOperand)> {
+    if kernel.reduce != Some(Reduction::Sum) {
+        return None;
+    }
+    let mut terms = Vec::new();
+    products(kernel, kernel.output.1, &mut terms)?;
+    match <[_; 1]>::try_from(terms) {
+        Ok([product]) => Some(product),
+        Err(_) => None,
+    }
+}
+
 /// The products of reads whose sum is node `node` of `kernel`, pushed onto `terms`; `None`
 /// when it is anything else.
 fn products(
@@ -260,21 +273,22 @@ fn products(
     node: NodeId,
     terms: &mut Vec<(MatOperand, MatOperand)>,
 ) -> Option<()> {
-    match &kernel.nodes[node].0 {
-        Node::Prim(Prim::Add, operands) => {
-            products(kernel, operands[0], terms)?;
-            products(kernel, operands[1], terms)
-        }
-        Node::Prim(Prim::Mul, operands) => {
-            terms.push((read(kernel, operands[0])?, read(kernel, operands[1])?));
-            Some(())
-        }
-        _ => None,
+    let Node::Prim(prim, operands) = &kernel.nodes[node].0 else {
+        return None;
+    };
+    if *prim == Prim::Add {
+        products(kernel, operands[0], terms)?;
+        products(kernel, operands[1], terms)
+    } else if *prim == Prim::Mul {
+        terms.push((read(kernel, operands[0])?, read(kernel, operands[1])?));
+        Some(())
+    } else {
+        None
     }
 }
 
 /// Node `node` of `kernel` as a matrix operand: a read at affine coordinates.
-pub(super) fn read(kernel: &Kernel, node: NodeId) -> Option<MatOperand> {
+fn read(kernel: &Kernel, node: NodeId) -> Option<MatOperand> {
     let Node::Read { var, coords } = &kernel.nodes[node].0 else {
         return None;
     };

@@ -18,7 +18,7 @@
 // axis 0; the product's `m` and `n` axes to one kernel axis, its batch axes one to one)
 // turns the product's coordinates into the kernel's.
 
-use super::product_reads;
+use super::contraction::product_reads;
 use crate::core::ids::IdVec;
 use crate::core::kernel::{Affine, Coord, Kernel, MatMul, MatOperand, Node, Step};
 

@@ -126,7 +126,7 @@ use super::pipeline::{run_passes, stages_of, Compilation, Ice, Log, Pass};
 use crate::core::ids::IdVec;
 use crate::core::ir::{Atom, Block, BlockId, Elem, Expr, Program, Scalar, VarId};
 use crate::core::kernel::{
-    Affine, Coord, IndexValue, Kernel, MatOperand, Node, NodeId, Reduction, Schedule, Step,
+    Affine, Coord, IndexValue, Kernel, Node, NodeId, Reduction, Schedule, Step,
 };
 use crate::core::visit::{collect_expr_uses, collect_uses, var_of};
 use crate::core::visit::{expr_atoms, expr_blocks};
@@ -1298,18 +1298,4 @@ fn split_affine(
             (low >= 0 && high < dim).then_some(kept)
         })
         .collect()
-}
-
-/// The two reads of a kernel `Σ_0 read(a) * read(b)` whose coordinates are affine.
-fn product_reads(kernel: &Kernel) -> Option<(MatOperand, MatOperand)> {
-    if kernel.reduce != Some(Reduction::Sum) {
-        return None;
-    }
-    let (Node::Prim(Prim::Mul, operands), _) = &kernel.nodes[kernel.output.1] else {
-        return None;
-    };
-    Some((
-        contraction::read(kernel, operands[0])?,
-        contraction::read(kernel, operands[1])?,
-    ))
 }
