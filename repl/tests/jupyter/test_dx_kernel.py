@@ -44,6 +44,18 @@ def svg_words(svg):
     ]
 
 
+def is_progress(msg):
+    """Whether `msg` is the progress display of a block that ran past a second (its
+    `display_id` names it; under load even a plot can take that long): not a cell's output."""
+    display_id = msg["content"].get("transient", {}).get("display_id") or ""
+    return display_id.startswith("dx-progress-")
+
+
+def output_displays(messages):
+    """The cell's `display_data` messages, progress displays left out."""
+    return [m for m in messages if m["msg_type"] == "display_data" and not is_progress(m)]
+
+
 def is_number(text):
     try:
         float(text)
@@ -86,6 +98,19 @@ class DxKernelTests(jkt.KernelTests):
     # dx has no pager and never clears output: these two tests have no sample to give.
     test_pager = None
     test_clear_output = None
+
+    def test_display_data(self):
+        """jupyter_kernel_test's, with a block's progress display left out: every other
+        `display_data` of each sample has the sample's type."""
+        for sample in self.code_display_data:
+            with self.subTest(code=sample["code"]):
+                self.flush_channels()
+                reply, output_msgs = self.execute_helper(sample["code"])
+                self.assertEqual(reply["content"]["status"], "ok")
+                displays = output_displays(output_msgs)
+                self.assertTrue(displays, "display_data message not found")
+                for msg in displays:
+                    self.assertIn(sample["mime"], msg["content"]["data"])
 
 
 class DxIopubWelcomeTests(jkt.IopubWelcomeTests):
@@ -175,10 +200,10 @@ class ClientTests(KernelTestCase):
         self.assertIn("┆", data[0]["text/plain"])
         self.assertIn("<th>.1</th>", data[0]["text/html"])
         _, messages = self.execute("'# A *title*\n\n:p 1")
-        markdown = [msg["content"]["data"].get("text/markdown") for msg in messages if msg["msg_type"] == "display_data"]
+        markdown = [msg["content"]["data"].get("text/markdown") for msg in output_displays(messages)]
         self.assertEqual(markdown, ["# A *title*"])
         _, messages = self.execute("%passes core\n%time\n:p sum [1., 2.]")
-        displays = [msg["content"]["data"] for msg in messages if msg["msg_type"] == "display_data"]
+        displays = [msg["content"]["data"] for msg in output_displays(messages)]
         self.assertTrue(any("<details><summary><code>core</code>" in d.get("text/html", "") for d in displays))
         self.assertTrue(any("Run time" in d.get("text/html", "") for d in displays))
 
