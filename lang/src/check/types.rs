@@ -175,15 +175,26 @@ impl Size {
         }
     }
 
+    /// The operands of an arithmetic size and the constructor that makes it again from new
+    /// ones; `None` for the other sizes.
+    pub fn arithmetic(&self) -> Option<(&Size, &Size, fn(Box<Size>, Box<Size>) -> Size)> {
+        match self {
+            Size::Add(a, b) => Some((a, b, Size::Add)),
+            Size::Sub(a, b) => Some((a, b, Size::Sub)),
+            Size::Mul(a, b) => Some((a, b, Size::Mul)),
+            Size::Div(a, b) => Some((a, b, Size::Div)),
+            Size::Const(_) | Size::Local(..) | Size::Of(_) => None,
+        }
+    }
+
     /// The size with `f` applied to the types inside it (`size n`), normalised.
     pub fn map_tys(&self, f: &mut impl FnMut(&Ty) -> Option<Ty>) -> Size {
         match self {
-            Size::Const(_) | Size::Local(..) => self.clone(),
             Size::Of(ty) => Size::Of(Box::new(ty.map(f))).normalise(),
-            Size::Add(a, b) => Size::Add(Box::new(a.map_tys(f)), Box::new(b.map_tys(f))),
-            Size::Sub(a, b) => Size::Sub(Box::new(a.map_tys(f)), Box::new(b.map_tys(f))),
-            Size::Mul(a, b) => Size::Mul(Box::new(a.map_tys(f)), Box::new(b.map_tys(f))),
-            Size::Div(a, b) => Size::Div(Box::new(a.map_tys(f)), Box::new(b.map_tys(f))),
+            _ => match self.arithmetic() {
+                Some((a, b, make)) => make(Box::new(a.map_tys(f)), Box::new(b.map_tys(f))),
+                None => self.clone(),
+            },
         }
         .normalise()
     }

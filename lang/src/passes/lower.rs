@@ -509,12 +509,6 @@ impl<'a> Lowerer<'a> {
 
     /// Evaluates a size: `Nat` parameters must be bound to constants by now.
     fn concrete_size(&self, size: &Size, span: Span) -> Result<Size> {
-        let both = |a: &Size, b: &Size| -> Result<(Box<Size>, Box<Size>)> {
-            Ok((
-                Box::new(self.concrete_size(a, span)?),
-                Box::new(self.concrete_size(b, span)?),
-            ))
-        };
         let res = match size {
             Size::Const(_) => size.clone(),
             Size::Local(local, name) => match self.locals.get(local) {
@@ -529,22 +523,13 @@ impl<'a> Lowerer<'a> {
                 }
             },
             Size::Of(ty) => Size::Of(Box::new(self.concrete(ty, span)?)),
-            Size::Add(a, b) => {
-                let (a, b) = both(a, b)?;
-                Size::Add(a, b)
-            }
-            Size::Sub(a, b) => {
-                let (a, b) = both(a, b)?;
-                Size::Sub(a, b)
-            }
-            Size::Mul(a, b) => {
-                let (a, b) = both(a, b)?;
-                Size::Mul(a, b)
-            }
-            Size::Div(a, b) => {
-                let (a, b) = both(a, b)?;
-                Size::Div(a, b)
-            }
+            Size::Add(..) | Size::Sub(..) | Size::Mul(..) | Size::Div(..) => match size.arithmetic() {
+                Some((a, b, make)) => make(
+                    Box::new(self.concrete_size(a, span)?),
+                    Box::new(self.concrete_size(b, span)?),
+                ),
+                None => size.clone(),
+            },
         };
         Ok(res.normalise())
     }
