@@ -127,17 +127,18 @@ pub enum Size {
     Div(Box<Size>, Box<Size>),
 }
 
+/// The constructor of an arithmetic size from its operands (`Size::Add`, …).
+pub type SizeOp = fn(Box<Size>, Box<Size>) -> Size;
+
 impl Size {
     /// Folds constant arithmetic; sizes are natural numbers (subtraction saturates at 0).
     pub fn normalise(&self) -> Size {
-        let binary = |a: &Size,
-                      b: &Size,
-                      op: fn(u64, u64) -> u64,
-                      make: fn(Box<Size>, Box<Size>) -> Size| {
-            match (a.normalise(), b.normalise()) {
-                (Size::Const(x), Size::Const(y)) => Size::Const(op(x, y)),
-                (x, y) => make(Box::new(x), Box::new(y)),
-            }
+        let binary = |a: &Size, b: &Size, op: fn(u64, u64) -> u64, make: SizeOp| match (
+            a.normalise(),
+            b.normalise(),
+        ) {
+            (Size::Const(x), Size::Const(y)) => Size::Const(op(x, y)),
+            (x, y) => make(Box::new(x), Box::new(y)),
         };
         match self {
             Size::Const(_) | Size::Local(..) => self.clone(),
@@ -177,7 +178,7 @@ impl Size {
 
     /// The operands of an arithmetic size and the constructor that makes it again from new
     /// ones; `None` for the other sizes.
-    pub fn arithmetic(&self) -> Option<(&Size, &Size, fn(Box<Size>, Box<Size>) -> Size)> {
+    pub fn arithmetic(&self) -> Option<(&Size, &Size, SizeOp)> {
         match self {
             Size::Add(a, b) => Some((a, b, Size::Add)),
             Size::Sub(a, b) => Some((a, b, Size::Sub)),
