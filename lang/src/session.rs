@@ -23,7 +23,9 @@ use crate::display::{format_value, DisplayValue};
 use crate::exec::tensor::Tensor;
 use crate::exec::{CompileLoops, ExecConfig};
 use crate::export::stablehlo::Input;
-use crate::passes::lower::{leaf_types, GlobalValue, LowerError, LowerErrorKind, Lowerer};
+use crate::passes::lower::{
+    leaf_types, scalar_leaves, GlobalValue, LowerError, LowerErrorKind, Lowerer,
+};
 use crate::passes::lower_effects::{SiteKind, PRINT_LOG_LINES};
 use crate::passes::pipeline::{self, Ice};
 use crate::passes::PIPELINE;
@@ -501,9 +503,9 @@ impl Session {
             stages: Vec::new(),
             bench: None,
         };
-        let (arrays, _) = self.run_to_arrays(&texpr, &cx)?;
-        let value = structure(&texpr.ty, arrays);
-        Ok((texpr.ty, value))
+        let (arrays, ty, _) = self.run_to_arrays(&texpr, &cx)?;
+        let value = structure(&ty, arrays);
+        Ok((ty, value))
     }
 
     /// Compiles one expression and returns its core program and the program that runs (after
@@ -897,7 +899,7 @@ impl Session {
         let texpr = Infer::new(&mut self.env)
             .infer_top_expr(value)
             .map_err(|err| type_error(&mut self.more_errors, err))?;
-        let (arrays, evaluated) = self.run_to_arrays(&texpr, cx)?;
+        let (arrays, _, evaluated) = self.run_to_arrays(&texpr, cx)?;
         let [array] = arrays.as_slice() else {
             return Err(Diagnostic::new(
                 Code::Type,
@@ -1041,8 +1043,8 @@ impl Session {
             }
             return Ok(Evaluated::default());
         }
-        let (tensors, evaluated) = self.run_to_tensors(&texpr, cx)?;
-        self.bind_top(&binding.pat, &texpr.ty, tensors);
+        let (tensors, ty, evaluated) = self.run_to_tensors(&texpr, cx)?;
+        self.bind_top(&binding.pat, &ty, tensors);
         Ok(evaluated)
     }
 
@@ -1051,11 +1053,18 @@ impl Session {
         match (pat, ty) {
             (Pattern::Var(ident), _) => {
                 self.env.unbind(&ident.name);
-                if *ty == Ty::nat() {
-                    if let Some(crate::core::ir::Scalar::U32(n)) =
-                        tensors.first().and_then(Tensor::as_scalar)
+                // Note [Static leaves of top-level values]
+                // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+                // A top-level value is computed before any later block is compiled, so its
+                // `Nat`s are constants there: `Fin numPix` of a top-level `numPix`, and
+                // `Fin camera.numPix` of a field, read as a size, also through a function's
+                // parameter (`take_picture camera` where it uses `Fin c.numPix`). Each `Nat`
+                // that is not inside a table is kept under its leaf name (`camera.numPix`).
+                for (leaf, tensor) in scalar_leaves(ty, &ident.name).into_iter().zip(&tensors) {
+                    if let (Some(true), Some(crate::core::ir::Scalar::U32(n))) =
+                        (leaf.scalar.map(|ty| ty == Ty::nat()), tensor.as_scalar())
                     {
-                        self.env.static_nats.insert(ident.name.clone(), n as u64);
+                        self.env.static_nats.insert(leaf.name, n as u64);
                     }
                 }
                 self.env.values.insert(ident.name.clone(), ty.clone());
@@ -1125,9 +1134,9 @@ impl Session {
                 Some(texpr.span),
             ));
         }
-        let (arrays, evaluated) = self.run_to_arrays(texpr, cx)?;
+        let (arrays, ty, evaluated) = self.run_to_arrays(texpr, cx)?;
         let value = to_display(
-            &texpr.ty,
+            &ty,
             &arrays
                 .iter()
                 .map(|array| (array, 0usize, 0usize))
@@ -1141,10 +1150,11 @@ impl Session {
         &mut self,
         texpr: &TExpr,
         cx: &BlockCx,
-    ) -> Result<(Vec<Array>, Evaluated), Diagnostic> {
-        let (tensors, evaluated) = self.run_to_tensors(texpr, cx)?;
+    ) -> Result<(Vec<Array>, Ty, Evaluated), Diagnostic> {
+        let (tensors, ty, evaluated) = self.run_to_tensors(texpr, cx)?;
         Ok((
             tensors.into_iter().map(Tensor::into_array).collect(),
+            ty,
             evaluated,
         ))
     }
@@ -1155,11 +1165,12 @@ impl Session {
         &mut self,
         texpr: &TExpr,
         cx: &BlockCx,
-    ) -> Result<(Vec<Tensor>, Evaluated), Diagnostic> {
+    ) -> Result<(Vec<Tensor>, Ty, Evaluated), Diagnostic> {
         let mut evaluated = Evaluated::default();
         let compile_start = Instant::now();
         let Compiled {
             core,
+            result_ty,
             inputs,
             input_names,
             piped,
@@ -1412,7 +1423,7 @@ impl Session {
                 )));
             }
         }
-        Ok((tensors, evaluated))
+        Ok((tensors, result_ty, evaluated))
     }
 
     /// A top-level value as lowering sees it: its type and the types of its arrays.
@@ -1432,6 +1443,10 @@ impl Session {
         let lookup = |name: &str| self.global_value(name);
         let mut lowerer = Lowerer::new(&self.env, &lookup);
         lowerer.lower_main(texpr).map_err(lower_error)?;
+        // The sizes of the block's own values (`n = c.numPix`, `Fin n`) are constants now.
+        let result_ty = lowerer
+            .concrete(&texpr.ty, texpr.span)
+            .unwrap_or_else(|_| texpr.ty.clone());
         let sites = lowerer.runtime_sites();
         let inputs: Vec<Tensor> = lowerer
             .inputs
@@ -1447,6 +1462,7 @@ impl Session {
         let piped = pipeline::run(&core, PIPELINE, wanted).map_err(ice)?;
         Ok(Compiled {
             core,
+            result_ty,
             inputs,
             input_names,
             piped,
@@ -1531,6 +1547,8 @@ fn parameter_names(names: &[(String, usize)]) -> String {
 /// A compiled block: its core IR, what the pipeline made of it, and the values of its inputs.
 struct Compiled {
     core: Program,
+    /// The block's type with the sizes its own values give made constants.
+    result_ty: Ty,
     inputs: Vec<Tensor>,
     /// The session values the inputs hold, in order, with their number of arrays.
     input_names: Vec<(String, usize)>,

@@ -144,7 +144,9 @@ impl GlobalEnv {
     /// Removes every binding of a name (a new top-level binding shadows the old one).
     pub fn unbind(&mut self, name: &str) {
         self.values.remove(name);
-        self.static_nats.remove(name);
+        let field_prefix = format!("{name}.");
+        self.static_nats
+            .retain(|known, _| known != name && !known.starts_with(&field_prefix));
         self.def_keys.remove(name);
         self.aliases.remove(name);
         self.data_types.remove(name);

@@ -18,7 +18,7 @@ use super::classes::{match_head, HeadMatch};
 use super::data::DataTy;
 use super::env::GlobalEnv;
 use super::typed::{DefInfo, DefKey, TExpr, TKind, TPat, TStmt};
-use super::types::{BaseTy, Bound, EffRow, Effect, LocalId, Rigid, Size, Ty, TyVar};
+use super::types::{BaseTy, Bound, EffRow, Effect, FieldPath, LocalId, Rigid, Size, Ty, TyVar};
 use super::TypeError;
 use crate::code::Code;
 use crate::prim::Prim;
@@ -1482,6 +1482,103 @@ impl<'env> Infer<'env> {
         error_of(Code::Unbound, span, format!("unknown type `{name}`"))
     }
 
+    /// `Fin camera.numPix`: a `Nat` field of a parameter (specialised per call, as a `Nat`
+    /// parameter is) or of a top-level value (a constant: its value is known).
+    fn read_field_size(&mut self, expr: &Expr) -> Result<Size> {
+        let mut fields = Vec::new();
+        let mut base = expr;
+        while let ExprKind::Field { base: inner, field } = &base.kind {
+            fields.push(field);
+            base = inner;
+        }
+        fields.reverse();
+        // `Camera(3, h).numPix` is the constructor's argument for the field.
+        while let Some(arg) = fields
+            .first()
+            .and_then(|field| self.constructor_argument(base, &field.name))
+        {
+            base = arg;
+            fields.remove(0);
+        }
+        if fields.is_empty() {
+            return self.read_size(base);
+        }
+        let ExprKind::Var(root) = &base.kind else {
+            return error(
+                expr.span,
+                "a size must be known when the block is compiled: a field of a parameter or of a top-level value",
+            );
+        };
+        let written: Vec<&str> = std::iter::once(root.name.as_str())
+            .chain(fields.iter().map(|field| field.name.as_str()))
+            .collect();
+        let written = written.join(".");
+        let mut ty = match self.lookup(&root.name) {
+            Some(Binding::Local(_, ty)) => ty.clone(),
+            Some(_) => return error(expr.span, format!("`{}` has no fields", root.name)),
+            None => match self.env.static_nats.get(&written) {
+                Some(n) => return Ok(Size::Const(*n)),
+                None => match self.env.values.get(&root.name) {
+                    Some(ty) => ty.clone(),
+                    None => {
+                        return error_of(
+                            Code::Unbound,
+                            root.span,
+                            format!("unbound variable `{}`", root.name),
+                        )
+                    }
+                },
+            },
+        };
+        let mut path = Vec::with_capacity(fields.len());
+        for field in &fields {
+            let known = self.zonk(&ty);
+            ty = self.field_type(&known, &field.name, field.span)?;
+            path.push(known.field_position(&field.name).unwrap_or(0));
+        }
+        let ty = self.zonk(&ty);
+        if ty != Ty::nat() {
+            return error(
+                expr.span,
+                format!("a size is a Nat, but `{written}` has type {ty}"),
+            );
+        }
+        match self.lookup(&root.name) {
+            Some(Binding::Local(local, _)) => Ok(Size::Field(
+                *local,
+                Box::new(FieldPath {
+                    positions: path,
+                    written,
+                }),
+            )),
+            _ => error(
+                expr.span,
+                format!("the size `{written}` is not known when the block is compiled"),
+            ),
+        }
+    }
+
+    /// The argument a struct's constructor call (`Camera(3, h)`) gives field `field`.
+    fn constructor_argument<'e>(&self, call: &'e Expr, field: &str) -> Option<&'e Expr> {
+        let (head, args) = call.spine();
+        let ExprKind::Var(con) = &head.kind else {
+            return None;
+        };
+        if self.lookup(&con.name).is_some() {
+            return None;
+        }
+        let (def, _) = self.env.constructors.get(&con.name)?;
+        if def.is_tagged() {
+            return None;
+        }
+        let fields = &def.cons[0].fields;
+        let position = fields
+            .iter()
+            .position(|known| known.name.as_deref() == Some(field))
+            .or_else(|| field.parse().ok())?;
+        (args.len() == fields.len()).then(|| args.get(position).copied())?
+    }
+
     /// Reads a size: a literal, a `Nat` parameter, a top-level `Nat`, `size n`, arithmetic.
     pub(super) fn read_size(&mut self, expr: &Expr) -> Result<Size> {
         let not_static = || {
@@ -1525,6 +1622,7 @@ impl<'env> Infer<'env> {
                     },
                 },
             },
+            ExprKind::Field { .. } => self.read_field_size(expr),
             // Sizes are `Nat`s, with `Nat`'s rules: no subtraction (as in Dex), but
             // `unsafe_nat_diff`, which must not go below zero.
             ExprKind::App { func, arg, .. } if is_nat_diff(func) => {
@@ -2834,8 +2932,7 @@ impl<'env> Infer<'env> {
         }
         if let Some(binder) = binder {
             if mentions_local(&result, binder) {
-                let size = self.read_size(arg)?;
-                result = substitute_local_size(&result, binder, &size);
+                result = self.substitute_argument_sizes(&result, binder, arg)?;
             }
         }
         self.check_differentiated(&func, &targ)?;
@@ -2849,6 +2946,46 @@ impl<'env> Infer<'env> {
             ty: result,
             span,
         })
+    }
+
+    /// The type `ty` of a function's result with the sizes its parameter `binder` gives
+    /// (`(n: Nat) -> (Fin n)=>…`, `(c: Camera) -> (Fin c.numPix)=>…`) read from the argument.
+    fn substitute_argument_sizes(&mut self, ty: &Ty, binder: LocalId, arg: &Expr) -> Result<Ty> {
+        let mut failed = None;
+        let mut size_of = |cx: &mut Self, size: &Size| -> Option<Size> {
+            let read = match size {
+                Size::Local(id, _) if *id == binder => cx.read_size(arg),
+                Size::Field(id, field) if *id == binder => {
+                    let projected =
+                        field
+                            .written
+                            .split('.')
+                            .skip(1)
+                            .fold(arg.clone(), |base, name| Expr {
+                                span: arg.span,
+                                kind: ExprKind::Field {
+                                    base: Box::new(base),
+                                    field: Ident {
+                                        name: name.to_string(),
+                                        span: arg.span,
+                                    },
+                                },
+                            });
+                    cx.read_size(&projected)
+                }
+                _ => return None,
+            };
+            read.map_err(|err| failed = failed.take().or(Some(err)))
+                .ok()
+        };
+        let ty = map_ty(ty, &mut |inner| match inner {
+            Ty::Fin(size) => Some(Ty::Fin(map_size(size, &mut |s| size_of(self, s)))),
+            _ => None,
+        });
+        match failed {
+            Some(err) => Err(err),
+            None => Ok(ty),
+        }
     }
 
     /// The function given to `grad`, `vjp`, `jacobian`, … takes one argument: one of several
@@ -4091,7 +4228,7 @@ pub fn substitute_rigids(ty: &Ty, mapping: &HashMap<Rigid, Ty>) -> Ty {
 fn mentions_local(ty: &Ty, local: LocalId) -> bool {
     fn size_mentions(size: &Size, local: LocalId) -> bool {
         match size {
-            Size::Local(id, _) => *id == local,
+            Size::Local(id, _) | Size::Field(id, ..) => *id == local,
             Size::Const(_) | Size::Of(_) => false,
             Size::Add(a, b) | Size::Sub(a, b) | Size::Mul(a, b) | Size::Div(a, b) => {
                 size_mentions(a, local) || size_mentions(b, local)
@@ -4099,17 +4236,6 @@ fn mentions_local(ty: &Ty, local: LocalId) -> bool {
         }
     }
     ty.any(&mut |inner| matches!(inner, Ty::Fin(size) if size_mentions(size, local)))
-}
-
-/// Replaces a `Nat` parameter in sizes by the size of the argument.
-pub fn substitute_local_size(ty: &Ty, local: LocalId, size: &Size) -> Ty {
-    map_ty(ty, &mut |inner| match inner {
-        Ty::Fin(inner_size) => Some(Ty::Fin(map_size(inner_size, &mut |s| match s {
-            Size::Local(id, _) if *id == local => Some(size.clone()),
-            _ => None,
-        }))),
-        _ => None,
-    })
 }
 
 /// Rebuilds a type bottom-up, letting `f` replace any node (returning `Some`).
@@ -4124,7 +4250,7 @@ pub fn map_size(size: &Size, f: &mut dyn FnMut(&Size) -> Option<Size>) -> Size {
     }
     let mut both = |a: &Size, b: &Size| (Box::new(map_size(a, f)), Box::new(map_size(b, f)));
     match size {
-        Size::Const(_) | Size::Local(..) | Size::Of(_) => size.clone(),
+        Size::Const(_) | Size::Local(..) | Size::Field(..) | Size::Of(_) => size.clone(),
         Size::Add(a, b) => {
             let (a, b) = both(a, b);
             Size::Add(a, b)

@@ -119,12 +119,23 @@ pub enum Size {
     Const(u64),
     /// A `Nat` parameter (value-dependent type, specialised per call).
     Local(LocalId, String),
+    /// A `Nat` field of a parameter (`Fin camera.numPix`).
+    Field(LocalId, Box<FieldPath>),
     /// `size n` of an index set that is not known yet (a rigid or unification variable).
     Of(Box<Ty>),
     Add(Box<Size>, Box<Size>),
     Sub(Box<Size>, Box<Size>),
     Mul(Box<Size>, Box<Size>),
     Div(Box<Size>, Box<Size>),
+}
+
+/// The fields from a parameter's value down to a `Nat` in it (`Size::Field`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FieldPath {
+    /// The positions of the fields, outermost first.
+    pub positions: Vec<usize>,
+    /// As written: `camera.numPix`.
+    pub written: String,
 }
 
 /// The constructor of an arithmetic size from its operands (`Size::Add`, …).
@@ -141,7 +152,7 @@ impl Size {
             (x, y) => make(Box::new(x), Box::new(y)),
         };
         match self {
-            Size::Const(_) | Size::Local(..) => self.clone(),
+            Size::Const(_) | Size::Local(..) | Size::Field(..) => self.clone(),
             Size::Of(ty) => match &**ty {
                 Ty::Fin(size) => size.normalise(),
                 Ty::Tuple(items) => items
@@ -168,7 +179,7 @@ impl Size {
     /// Whether a type inside the size satisfies `pred`.
     pub fn any_ty(&self, pred: &mut impl FnMut(&Ty) -> bool) -> bool {
         match self {
-            Size::Const(_) | Size::Local(..) => false,
+            Size::Const(_) | Size::Local(..) | Size::Field(..) => false,
             Size::Of(ty) => ty.any(pred),
             Size::Add(a, b) | Size::Sub(a, b) | Size::Mul(a, b) | Size::Div(a, b) => {
                 a.any_ty(pred) || b.any_ty(pred)
@@ -184,7 +195,7 @@ impl Size {
             Size::Sub(a, b) => Some((a, b, Size::Sub)),
             Size::Mul(a, b) => Some((a, b, Size::Mul)),
             Size::Div(a, b) => Some((a, b, Size::Div)),
-            Size::Const(_) | Size::Local(..) | Size::Of(_) => None,
+            Size::Const(_) | Size::Local(..) | Size::Field(..) | Size::Of(_) => None,
         }
     }
 
@@ -307,6 +318,16 @@ impl Bound {
 }
 
 impl Ty {
+    /// The position of field `name` (`x`, or `0` by position) in a value of a tuple or a
+    /// struct type, as its representation orders the fields.
+    pub fn field_position(&self, name: &str) -> Option<usize> {
+        match self {
+            Ty::Tuple(_) => name.parse().ok(),
+            Ty::Data(data) => data.field_index(name).or_else(|| name.parse().ok()),
+            _ => None,
+        }
+    }
+
     pub fn float() -> Ty {
         Ty::Base(BaseTy::Float32)
     }
@@ -538,6 +559,7 @@ impl fmt::Display for Size {
         match self.normalise() {
             Size::Const(n) => write!(f, "{n}"),
             Size::Local(_, name) => write!(f, "{name}"),
+            Size::Field(_, field) => write!(f, "{}", field.written),
             Size::Of(ty) => write!(f, "size {ty}"),
             Size::Add(a, b) => write!(f, "({a} + {b})"),
             Size::Sub(a, b) => write!(f, "({a} - {b})"),

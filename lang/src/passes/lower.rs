@@ -205,21 +205,36 @@ fn leaf_types_into(
 /// shows them: a struct's by its fields (`p.x`), a tuple's by position (`t.0`), a type with
 /// several constructors by its tag and its constructors' fields (`s.tag`, `s.Circle.0`).
 pub fn leaf_names(ty: &Ty, name: &str) -> Vec<String> {
+    scalar_leaves(ty, name)
+        .into_iter()
+        .map(|leaf| leaf.name)
+        .collect()
+}
+
+/// A leaf of a value (as [`leaf_names`] names them) that is one scalar, not a table.
+pub struct ScalarLeaf {
+    pub name: String,
+    /// The leaf's type when it is one scalar; `None` for a leaf inside a table.
+    pub scalar: Option<Ty>,
+}
+
+/// The leaves of a value of type `ty` named `name`, in the order of [`leaf_types`].
+pub fn scalar_leaves(ty: &Ty, name: &str) -> Vec<ScalarLeaf> {
     let mut out = Vec::new();
-    leaf_names_into(ty, name, &mut out);
+    leaf_names_into(ty, name, false, &mut out);
     out
 }
 
-fn leaf_names_into(ty: &Ty, name: &str, out: &mut Vec<String>) {
+fn leaf_names_into(ty: &Ty, name: &str, in_table: bool, out: &mut Vec<ScalarLeaf>) {
     match ty {
         Ty::Tuple(items) => {
             for (position, item) in items.iter().enumerate() {
-                leaf_names_into(item, &format!("{name}.{position}"), out);
+                leaf_names_into(item, &format!("{name}.{position}"), in_table, out);
             }
         }
-        Ty::Table(_, elem) => leaf_names_into(elem, name, out),
+        Ty::Table(_, elem) => leaf_names_into(elem, name, true, out),
         Ty::Data(data) => {
-            let con_fields = |con: usize, prefix: &str, out: &mut Vec<String>| {
+            let con_fields = |con: usize, prefix: &str, out: &mut Vec<ScalarLeaf>| {
                 for (position, (field, field_ty)) in data.def.cons[con]
                     .fields
                     .iter()
@@ -230,19 +245,25 @@ fn leaf_names_into(ty: &Ty, name: &str, out: &mut Vec<String>) {
                         Some(field_name) => format!("{prefix}.{field_name}"),
                         None => format!("{prefix}.{position}"),
                     };
-                    leaf_names_into(&field_ty, &field_name, out);
+                    leaf_names_into(&field_ty, &field_name, in_table, out);
                 }
             };
             if !data.def.is_tagged() {
                 con_fields(0, name, out);
                 return;
             }
-            out.push(format!("{name}.tag"));
+            out.push(ScalarLeaf {
+                name: format!("{name}.tag"),
+                scalar: None,
+            });
             for (con, def) in data.def.cons.iter().enumerate() {
                 con_fields(con, &format!("{name}.{}", def.name), out);
             }
         }
-        _ => out.push(name.to_string()),
+        _ => out.push(ScalarLeaf {
+            name: name.to_string(),
+            scalar: (!in_table).then(|| ty.clone()),
+        }),
     }
 }
 
@@ -457,7 +478,7 @@ impl<'a> Lowerer<'a> {
     // ----- types -----
 
     /// Resolves rigid variables and sizes of a type in the current instantiation.
-    pub(super) fn concrete(&self, ty: &Ty, span: Span) -> Result<Ty> {
+    pub fn concrete(&self, ty: &Ty, span: Span) -> Result<Ty> {
         Ok(match ty {
             Ty::Rigid(rigid, name) => match self.rigids.get(rigid) {
                 Some(ty) => ty.clone(),
@@ -507,29 +528,45 @@ impl<'a> Lowerer<'a> {
         })
     }
 
+    /// The size a `Nat` parameter, or field `path` of a parameter, holds: a constant by now
+    /// (a literal or top-level value passed down, Note [Static leaves of top-level values]).
+    fn static_size(&self, local: LocalId, path: &[usize], name: &str, span: Span) -> Result<Size> {
+        let mut value = self.locals.get(&local);
+        for index in path {
+            value = match value {
+                Some(SVal::Tuple(items)) => items.get(*index),
+                _ => None,
+            };
+        }
+        match value {
+            Some(SVal::Arr(Atom::Lit(scalar))) if scalar_as_size(*scalar).is_some() => {
+                Ok(Size::Const(scalar_as_size(*scalar).unwrap_or(0)))
+            }
+            _ => error(
+                span,
+                format!("the size `{name}` is not known when the block is compiled (it depends on computed data)"),
+            ),
+        }
+    }
+
     /// Evaluates a size: `Nat` parameters must be bound to constants by now.
     fn concrete_size(&self, size: &Size, span: Span) -> Result<Size> {
         let res = match size {
             Size::Const(_) => size.clone(),
-            Size::Local(local, name) => match self.locals.get(local) {
-                Some(SVal::Arr(Atom::Lit(scalar))) if scalar_as_size(*scalar).is_some() => {
-                    Size::Const(scalar_as_size(*scalar).unwrap_or(0))
-                }
-                _ => {
-                    return error(
-                        span,
-                        format!("the size `{name}` is not known when the block is compiled (it depends on computed data)"),
-                    )
-                }
-            },
+            Size::Local(local, name) => self.static_size(*local, &[], name, span)?,
+            Size::Field(local, field) => {
+                self.static_size(*local, &field.positions, &field.written, span)?
+            }
             Size::Of(ty) => Size::Of(Box::new(self.concrete(ty, span)?)),
-            Size::Add(..) | Size::Sub(..) | Size::Mul(..) | Size::Div(..) => match size.arithmetic() {
-                Some((a, b, make)) => make(
-                    Box::new(self.concrete_size(a, span)?),
-                    Box::new(self.concrete_size(b, span)?),
-                ),
-                None => size.clone(),
-            },
+            Size::Add(..) | Size::Sub(..) | Size::Mul(..) | Size::Div(..) => {
+                match size.arithmetic() {
+                    Some((a, b, make)) => make(
+                        Box::new(self.concrete_size(a, span)?),
+                        Box::new(self.concrete_size(b, span)?),
+                    ),
+                    None => size.clone(),
+                }
+            }
         };
         Ok(res.normalise())
     }
@@ -964,31 +1001,43 @@ impl<'a> Lowerer<'a> {
                 return Ok(SVal::Arr(Atom::Lit(crate::core::ir::Scalar::U32(n))));
             }
         }
-        if let Some((_, vars)) = self.inputs.iter().find(|(bound, _)| bound == name) {
-            let vars = vars.clone();
-            let ty = (self.globals)(name).map(|global| global.ty.clone());
-            return match ty {
-                Some(ty) => Ok(self.assemble(&ty, vars.into_iter().map(Atom::Var).collect())),
-                None => bug(span, "unknown global"),
-            };
-        }
         let Some(global) = (self.globals)(name) else {
             return bug(span, format!("unknown global `{name}`"));
         };
         let ty = global.ty.clone();
         let names = leaf_names(&ty, name);
-        let vars: Vec<VarId> = global
-            .leaves
+        let vars = match self.inputs.iter().find(|(bound, _)| bound == name) {
+            Some((_, vars)) => vars.clone(),
+            None => {
+                let vars: Vec<VarId> = global
+                    .leaves
+                    .into_iter()
+                    .enumerate()
+                    .map(|(position, leaf)| {
+                        let hint = names.get(position).map_or(name, String::as_str);
+                        self.program.new_var(leaf, hint)
+                    })
+                    .collect();
+                self.program.inputs.extend(&vars);
+                self.inputs.push((name.to_string(), vars.clone()));
+                vars
+            }
+        };
+        // Its `Nat` fields are constants too (Note [Static leaves of top-level values]).
+        let leaves = vars
             .into_iter()
             .enumerate()
-            .map(|(position, leaf)| {
-                let hint = names.get(position).map_or(name, String::as_str);
-                self.program.new_var(leaf, hint)
+            .map(|(position, var)| {
+                let known = names
+                    .get(position)
+                    .and_then(|leaf| self.env.static_nats.get(leaf));
+                match known.and_then(|n| u32::try_from(*n).ok()) {
+                    Some(n) => Atom::Lit(crate::core::ir::Scalar::U32(n)),
+                    None => Atom::Var(var),
+                }
             })
             .collect();
-        self.program.inputs.extend(&vars);
-        self.inputs.push((name.to_string(), vars.clone()));
-        Ok(self.assemble(&ty, vars.into_iter().map(Atom::Var).collect()))
+        Ok(self.assemble(&ty, leaves))
     }
 
     /// Indexes the outermost axis of every leaf.

@@ -128,11 +128,7 @@ impl Lowerer<'_> {
             (true, Ty::Con(_, args)) => args.get(1).unwrap_or(ty),
             _ => ty,
         };
-        let index = match target {
-            Ty::Tuple(_) => name.parse::<usize>().ok(),
-            Ty::Data(data) => data.field_index(name).or_else(|| name.parse().ok()),
-            _ => None,
-        };
+        let index = target.field_position(name);
         match (value, index) {
             (value @ SVal::Ref { .. }, Some(index)) => self.field_of_reference(value, index, span),
             (SVal::Tuple(mut items), Some(index)) if index < items.len() => {

@@ -351,6 +351,7 @@ fn classify(rule: Rule) -> Expected {
         Rule::expr
         | Rule::app
         | Rule::postfix_expr
+        | Rule::fin_field
         | Rule::lambda
         | Rule::for_expr
         | Rule::if_expr
@@ -1374,7 +1375,10 @@ impl<'a> Builder<'a> {
                     .into_inner()
                     .nth(1)
                     .ok_or_else(|| self.internal(&pair))?;
-                let size = self.atom(atom)?;
+                let size = match atom.as_rule() {
+                    Rule::fin_field => self.postfix_expr(atom)?,
+                    _ => self.atom(atom)?,
+                };
                 Ok(TypeExpr {
                     kind: TypeExprKind::Fin(boxed(size)),
                     span,

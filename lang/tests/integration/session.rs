@@ -348,3 +348,26 @@ fn errors_carry_the_code_of_their_origin() {
         assert!(code.as_str().starts_with(letter), "{code:?}");
     }
 }
+
+/// A top-level value's `Nat` fields are sizes in later blocks (Note [Static leaves of
+/// top-level values]); a new value under the name replaces them, and a value without the
+/// field leaves none behind.
+#[test]
+fn a_redefined_value_gives_its_own_field_sizes() {
+    let mut session = Session::new(SessionConfig::default());
+    let program = "struct Cam =\n  pixels : Nat\n  width : Float\n\n\
+                   cam = Cam(4, 0.5)\n\n:p size (Fin cam.pixels)\n\n\
+                   cam = Cam(2, 0.5)\n\n:p size (Fin cam.pixels)\n\n\
+                   cam = (3, 1.0)\n\n:p size (Fin cam.pixels)\n";
+    let got = outputs(&mut session, program);
+    let values: Vec<&Output> = got
+        .iter()
+        .filter(|out| matches!(out, Output::Value(_) | Output::Error(_)))
+        .collect();
+    assert_eq!(values[0], &Output::Value("4".into()));
+    assert_eq!(values[1], &Output::Value("2".into()));
+    match values[2] {
+        Output::Error(diag) => assert!(diag.message.contains("no field `pixels`"), "{diag:?}"),
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
