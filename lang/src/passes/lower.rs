@@ -102,6 +102,14 @@ pub enum SVal {
     },
     /// A monoid passed to `yield_accum` (`AddMonoid Float`, a user's named instance).
     Monoid(super::lower_effects::AccumMonoid),
+    /// A table whose elements are functions (Dex's `for i j. \key. …`, a table of
+    /// `(Key) -> Ray`): arrays cannot hold functions, so it stays the function of its index
+    /// (`elem`, whose parameter is the `for`'s binder) over index set `ix`, and indexing it
+    /// applies that function.
+    FnTable {
+        ix: Ty,
+        elem: Rc<Closure>,
+    },
 }
 
 #[derive(Debug)]
@@ -616,7 +624,7 @@ impl<'a> Lowerer<'a> {
                     "a type cannot be stored in a table, a branch or a loop carry",
                 )
             }
-            SVal::Linear(_) | SVal::Con { .. } => {
+            SVal::Linear(_) | SVal::Con { .. } | SVal::FnTable { .. } => {
                 return error(
                     span,
                     "a function cannot be stored in a table, a branch or a loop carry",
@@ -827,10 +835,22 @@ impl<'a> Lowerer<'a> {
             }))),
             TKind::For { binder, body } => {
                 let ty = self.concrete(&expr.ty, span)?;
-                let Ty::Table(ix, _) = &ty else {
+                let Ty::Table(ix, elem) = &ty else {
                     return bug(span, "for without a table type");
                 };
                 let ix = (**ix).clone();
+                if elem.contains_fun() {
+                    return Ok(SVal::FnTable {
+                        ix,
+                        elem: Rc::new(Closure {
+                            param: TPat::Var(*binder, String::new()),
+                            body: (**body).clone(),
+                            locals: self.locals.clone(),
+                            rigids: self.rigids.clone(),
+                            def: self.in_def.clone(),
+                        }),
+                    });
+                }
                 // Over a range, the positions past its size are zero (Note [Ranges]).
                 let valid = self.range_size(&ix, span)?;
                 let size = self.ix_size(&ix, span)?;
@@ -1065,6 +1085,10 @@ impl<'a> Lowerer<'a> {
                     .map(|item| self.index_value(item, flat, span))
                     .collect::<Result<_>>()?,
             )),
+            SVal::FnTable { ix, elem } => {
+                let index = self.unflatten_index(flat, ix, span)?;
+                self.apply(SVal::Closure(elem.clone()), index, span)
+            }
             _ => bug(span, "indexing a function"),
         }
     }
@@ -1159,9 +1183,12 @@ impl<'a> Lowerer<'a> {
                 args.push(arg);
                 self.constructor(data, con, args, span)
             }
-            SVal::Arr(_) | SVal::Tuple(_) | SVal::Type(_) | SVal::Ref { .. } | SVal::Monoid(_) => {
-                bug(span, "applying a non-function")
-            }
+            SVal::Arr(_)
+            | SVal::Tuple(_)
+            | SVal::Type(_)
+            | SVal::Ref { .. }
+            | SVal::Monoid(_)
+            | SVal::FnTable { .. } => bug(span, "applying a non-function"),
         }
     }
 
