@@ -92,15 +92,8 @@ impl Class {
             "VSpace" => vec![Class::Add, Class::Sub, Class::VSpace, Class::Floating],
             "Mul" => vec![Class::Mul],
             "Num" => vec![Class::Add, Class::Mul, Class::Num, Class::Eq, Class::Ord],
-            "Fractional" => vec![
-                Class::Add,
-                Class::Sub,
-                Class::Mul,
-                Class::Div,
-                Class::Num,
-                Class::Eq,
-                Class::Ord,
-            ],
+            // Dex's `Fractional` is `divide` alone (a `LogSpace` divides but has no order).
+            "Fractional" => vec![Class::Div],
             "Floating" | "Float" | "Real" => vec![
                 Class::Add,
                 Class::Sub,

@@ -33,7 +33,8 @@ use super::{ParseError, ParseErrorKind, Span};
 //   a smaller column closes the block (`}` right after the previous token) and the test repeats
 //   with the enclosing context; the same column starts a new item (`;`); a larger column
 //   continues the previous line. Inside a bracket, line breaks are plain white space.
-// - A line starting with `then` or `else` never starts a new item. A `then` or `else` anywhere
+// - A line starting with `then` or `else`, or following a line that ends in an operator
+//   (`(xs[j] - m) *` + the other factor at the same column), never starts a new item. A `then` or `else` anywhere
 //   closes the blocks opened since its `if` (Haskell's parse-error(t) rule, for this one case):
 //   each context counts the `if`s in it still waiting for their `then` and for their `else`,
 //   and the branch keyword closes the blocks above the nearest context (within the same
@@ -227,7 +228,8 @@ impl Layout<'_> {
                 self.inserts.push((prev.end, '}'));
                 continue;
             }
-            if token.col > col || is_branch {
+            // A line ending in an operator is not a whole item: the next one continues it.
+            if token.col > col || is_branch || matches!(prev.kind, TokKind::Op) {
                 return;
             }
             self.inserts.push((token.start, ';'));

@@ -758,6 +758,16 @@ fn layout_continuation_lines() {
     assert_eq!(decl("x = f(\n  1,\n2)"), "(let x ((f 1) 2))");
     assert_eq!(decl("x = [1,\n     2,\n     3]"), "(let x [1 2 3])");
     assert_eq!(decl("def f(x) = x +\n  1"), "(def f(x) (+ x 1))");
+    // A line ending in an operator is continued by the next line at the block's column (Dex's
+    // `(xs[j] - m[i]) *` + the other factor below it).
+    assert_eq!(
+        decl(":p\n  x = 1\n  2 *\n  x\n  x"),
+        "(Print (block (let x 1) (let _ (* 2 x)) x))"
+    );
+    assert_eq!(
+        decl("y = (sum for j.\n       (a + 1.0) *\n       (a - 1.0))"),
+        "(let y (sum (for j . (* (+ a 1.0) (- a 1.0)))))"
+    );
 }
 
 #[test]
@@ -1206,8 +1216,8 @@ fn error_positions() {
         (err.message.as_str(), err.span),
         ("unexpected indentation", Span::new(2, 3))
     );
-    let err = code_err(":p\n  x = 1\n  2 +\n  3\n");
-    assert_eq!(err.message, "expected an expression at the end of the line");
+    let err = code_err(":p\n  x = 1\n  2 +\n");
+    assert_eq!(err.message, "expected an expression");
     assert_eq!(err.span, Span::new(16, 16));
     let err = code_err(":p é → 1");
     assert_eq!(
