@@ -1,16 +1,22 @@
 //! Images (`:html imshow img`, `:html matshow m`): RGB pixels shown as a PNG in a notebook,
 //! and as text in a terminal (half-block characters in 24-bit colour) and in the `>` lines of
-//! literate files (a grey ramp: the same text for the same pixels).
+//! literate files (a grey ramp: the same text for the same pixels). A sequence of images
+//! (`:html imseqshow imgs`) is an animated PNG in a notebook and its last frame as text.
 
-use super::png::encode_png;
+use super::png::encode_animated_png;
 
-/// An image, row by row, 3 bytes (red, green, blue) per pixel.
+/// An image, row by row, 3 bytes (red, green, blue) per pixel; or several of the same size,
+/// the frames of an animation, one after the other.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Image {
     pub width: usize,
     pub height: usize,
+    pub frames: usize,
     pub rgb: Vec<u8>,
 }
+
+/// How long an animation shows each frame (Dex's `imseqshow`: half a second).
+const FRAME_MS: u16 = 500;
 
 /// A small image is enlarged (each pixel a square block) until its longer side has at least
 /// this many pixels, so that a 28 × 28 digit can be seen in a notebook.
@@ -26,6 +32,7 @@ impl Image {
     /// An image from values in [0, 1] (clipped; NaN is black), as Dex's `float_to_8bit`
     /// truncates: `floor (255 · x)`.
     pub fn from_unit_floats(width: usize, height: usize, values: &[f64]) -> Image {
+        let frames = (values.len() / (3 * width * height).max(1)).max(1);
         let rgb = values
             .iter()
             .map(|&value| {
@@ -33,20 +40,32 @@ impl Image {
                 (255.0 * value.clamp(0.0, 1.0)) as u8
             })
             .collect();
-        Image { width, height, rgb }
+        Image {
+            width,
+            height,
+            frames,
+            rgb,
+        }
     }
 
-    /// The image as a PNG file, enlarged by a whole factor when it is small.
+    /// The image as a PNG file (an animated one for several frames), enlarged by a whole
+    /// factor when it is small.
     pub fn to_png(&self) -> Vec<u8> {
         let factor = self.enlargement();
         let (width, height) = (self.width * factor, self.height * factor);
-        let mut pixels = Vec::with_capacity(width * height * 3);
-        for row in 0..height {
-            for column in 0..width {
-                pixels.extend_from_slice(&self.pixel(row / factor, column / factor));
-            }
-        }
-        encode_png(&pixels, width as u32, height as u32)
+        let frames: Vec<Vec<u8>> = (0..self.frames)
+            .map(|frame| {
+                let mut pixels = Vec::with_capacity(width * height * 3);
+                for row in 0..height {
+                    for column in 0..width {
+                        pixels.extend_from_slice(&self.pixel(frame, row / factor, column / factor));
+                    }
+                }
+                pixels
+            })
+            .collect();
+        let frames: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+        encode_animated_png(&frames, width as u32, height as u32, FRAME_MS)
     }
 
     /// The whole factor a small image is enlarged by in its PNG.
@@ -55,19 +74,31 @@ impl Image {
         MIN_SIDE.div_ceil(side).max(1)
     }
 
-    fn pixel(&self, row: usize, column: usize) -> [u8; 3] {
-        let at = (row * self.width + column) * 3;
+    fn pixel(&self, frame: usize, row: usize, column: usize) -> [u8; 3] {
+        let at = ((frame * self.height + row) * self.width + column) * 3;
         match self.rgb.get(at..at + 3) {
             Some(&[r, g, b]) => [r, g, b],
             _ => [255, 255, 255],
         }
     }
 
-    /// The pixel nearest the centre of text cell (`row`, `column`) of a `rows × columns` grid.
+    /// The pixel of the last frame nearest the centre of text cell (`row`, `column`) of a
+    /// `rows × columns` grid.
     fn sample(&self, row: usize, column: usize, rows: usize, columns: usize) -> [u8; 3] {
         let y = ((2 * row + 1) * self.height / (2 * rows)).min(self.height.saturating_sub(1));
         let x = ((2 * column + 1) * self.width / (2 * columns)).min(self.width.saturating_sub(1));
-        self.pixel(y, x)
+        self.pixel(self.frames - 1, y, x)
+    }
+
+    /// The line under a text form: the size, and the number of frames of an animation.
+    fn caption(&self) -> String {
+        match self.frames {
+            1 => format!("{}×{} image", self.height, self.width),
+            frames => format!(
+                "{frames} frames of {}×{} images, the last shown",
+                self.height, self.width
+            ),
+        }
     }
 
     /// The text grid's size: at most `TEXT_COLUMNS` wide, keeping the aspect ratio with
@@ -95,7 +126,7 @@ impl Image {
                 .collect();
             out.push(format!("│{line}│"));
         }
-        out.push(format!("{}×{} image", self.height, self.width));
+        out.push(self.caption());
         out.join("\n")
     }
 
@@ -114,7 +145,7 @@ impl Image {
             line.push_str("\x1b[0m");
             out.push(line);
         }
-        out.push(format!("{}×{} image", self.height, self.width));
+        out.push(self.caption());
         out.join("\n")
     }
 }
@@ -141,6 +172,35 @@ mod tests {
         assert_eq!(&pixels[..3], &[255, 0, 0]);
         let last = pixels.len() - 3;
         assert_eq!(&pixels[last..], &[0, 0, 255]);
+    }
+
+    #[test]
+    fn frames_are_an_animated_png_and_the_last_is_the_text() {
+        // Two 1 × 1 frames: black, then white.
+        let image = Image::from_unit_floats(1, 1, &[0.0, 0.0, 0.0, 1.0, 1.0, 1.0]);
+        assert_eq!(image.frames, 2);
+        let bytes = image.to_png();
+        let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+        let mut reader = decoder.read_info().expect("a PNG header");
+        let control = reader.info().animation_control.expect("an animated PNG");
+        assert_eq!((control.num_frames, control.num_plays), (2, 0));
+        let mut buf = vec![0; reader.output_buffer_size().expect("a small image")];
+        let mut firsts = Vec::new();
+        for _ in 0..2 {
+            reader.next_frame(&mut buf).expect("a frame");
+            firsts.push(buf[0]);
+        }
+        assert_eq!(firsts, vec![0, 255]);
+        let delay = reader.info().frame_control.expect("a frame's control");
+        assert_eq!(
+            f64::from(delay.delay_num) / f64::from(delay.delay_den),
+            f64::from(FRAME_MS) / 1000.0
+        );
+        let text = image.to_text();
+        assert_eq!(
+            text.lines().collect::<Vec<_>>(),
+            vec!["│@│", "2 frames of 1×1 images, the last shown"]
+        );
     }
 
     #[test]

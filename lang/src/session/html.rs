@@ -11,6 +11,7 @@
 //!   is a table of `()` otherwise.
 //! - `Image(pixels)` (`png`: `imshow`, `img_to_png`; `plot`: `matshow`): `n=>m=>(Fin 3)=>Float`
 //!   in [0, 1], red, green, blue.
+//! - `Animation(frames)` (`png`: `imseqshow`): `t=>n=>m=>(Fin 3)=>Float`, an animated image.
 //! - `RenderedDiagram(diagram, bounds)` (`diagram`: `render_svg`, `render_scaled_svg`): the
 //!   shapes as a drawing (`session/diagram.rs`): SVG in a notebook, braille as text.
 //! - a `String`.
@@ -29,6 +30,7 @@ pub(super) fn html_output(value: &DisplayValue, span: Span) -> Result<Output, Di
         DisplayValue::Struct(name, fields) => match (name.as_str(), fields.as_slice()) {
             ("Plot", [xs, ys, cs]) => scatter(xs, ys, cs).map(Output::Plot),
             ("Image", [pixels]) => image(pixels).map(Output::Image),
+            ("Animation", [DisplayValue::Table(frames)]) => animation(frames).map(Output::Image),
             ("RenderedDiagram", [diagram, bounds]) => {
                 super::diagram::drawing(diagram, bounds).map(Output::Drawing)
             }
@@ -40,7 +42,7 @@ pub(super) fn html_output(value: &DisplayValue, span: Span) -> Result<Output, Di
         Diagnostic::new(
             Code::Type,
             "`:html` shows a plot (`show_plot`, `xy_plot`, … of `import plot`), an image \
-                  (`imshow` of `import png`, `matshow`), a diagram (`render_svg` of `import \
+                  (`imshow` or `imseqshow` of `import png`, `matshow`), a diagram (`render_svg` of `import \
                   diagram`) or a `String` of HTML",
             Some(span),
         )
@@ -61,31 +63,40 @@ fn scatter(xs: &DisplayValue, ys: &DisplayValue, cs: &DisplayValue) -> Option<Fi
 }
 
 fn image(pixels: &DisplayValue) -> Option<Image> {
-    let DisplayValue::Table(rows) = pixels else {
-        return None;
-    };
+    animation(std::slice::from_ref(pixels))
+}
+
+/// Frames of the same size, each `n=>m=>(Fin 3)=>Float` (one frame is an image).
+fn animation(frames: &[DisplayValue]) -> Option<Image> {
     let mut values = Vec::new();
-    let mut width = None;
-    for row in rows {
-        let DisplayValue::Table(row) = row else {
+    let mut size = None;
+    for frame in frames {
+        let DisplayValue::Table(rows) = frame else {
             return None;
         };
-        if *width.get_or_insert(row.len()) != row.len() {
-            return None;
-        }
-        for pixel in row {
-            let channels = floats(pixel)?;
-            if channels.len() != 3 {
+        let mut width = None;
+        for row in rows {
+            let DisplayValue::Table(row) = row else {
+                return None;
+            };
+            if *width.get_or_insert(row.len()) != row.len() {
                 return None;
             }
-            values.extend(channels);
+            for pixel in row {
+                let channels = floats(pixel)?;
+                if channels.len() != 3 {
+                    return None;
+                }
+                values.extend(channels);
+            }
+        }
+        let frame_size = (width.unwrap_or(0), rows.len());
+        if *size.get_or_insert(frame_size) != frame_size {
+            return None;
         }
     }
-    Some(Image::from_unit_floats(
-        width.unwrap_or(0),
-        rows.len(),
-        &values,
-    ))
+    let (width, height) = size?;
+    Some(Image::from_unit_floats(width, height, &values))
 }
 
 /// The text of a string as Dex prints it (`"a\"b"`): quotes removed, escapes undone, bytes
