@@ -711,6 +711,8 @@ impl<'env> Infer<'env> {
             Ty::Table(_, elem) if class.is_lifted() || class.is_structural() => {
                 self.class_holds(class, elem)
             }
+            // The tables of index sets are one, ordered as tuples are (Dex's `n=>a` index set).
+            Ty::Table(ix, elem) if class == Class::Ix => all(&[(**ix).clone(), (**elem).clone()]),
             Ty::Table(..) => Ok(false),
             // Tuples compare component by component, tuples of indices are pair indices
             // (Ix); lifted classes lift.
@@ -4120,6 +4122,9 @@ pub fn size_of_ix(ty: &Ty) -> Option<Size> {
         Ty::Base(BaseTy::Bool) => Some(Size::Const(2)),
         Ty::Fin(size) => Some(size.clone()),
         Ty::Rigid(..) | Ty::Var(_) => Some(Size::Of(Box::new(ty.clone()))),
+        // The tables of `a` over `n` (Dex's `Fin 3=>Vocab`, every sequence of three tokens):
+        // `size a ^ size n` of them.
+        Ty::Table(..) => Some(Size::Of(Box::new(ty.clone())).normalise()),
         Ty::Tuple(items) => items
             .iter()
             .map(size_of_ix)

@@ -162,6 +162,15 @@ impl Size {
                         Size::Mul(Box::new(acc), Box::new(size))
                     })
                     .normalise(),
+                Ty::Table(ix, elem) => match (
+                    Size::Of(ix.clone()).normalise(),
+                    Size::Of(elem.clone()).normalise(),
+                ) {
+                    (Size::Const(n), Size::Const(a)) => {
+                        Size::Const(a.saturating_pow(u32::try_from(n).unwrap_or(u32::MAX)))
+                    }
+                    _ => self.clone(),
+                },
                 // `Bool`, an enumeration, a type with an instance of `Ix`.
                 Ty::Base(_) | Ty::Data(_) => match super::infer::size_of_ix(ty) {
                     Some(size) => size.normalise(),

@@ -670,6 +670,15 @@ impl<'a> Lowerer<'a> {
                 }
                 Ok(acc)
             }
+            // A table index (`n=>a`) is ordered as the tuple of its elements.
+            (_, Ty::Table(set, elem)) => {
+                let size = self.ix_size(set, span)?;
+                let items = (0..size)
+                    .map(|k| self.index_value(value, Atom::Lit(Scalar::I64(k as i64)), span))
+                    .collect::<Result<Vec<_>>>()?;
+                let sets = Ty::Tuple(vec![(**elem).clone(); size]);
+                self.flat_index(&SVal::Tuple(items), &sets, span)
+            }
             // A user type's instance of `Ix` gives the ordinal; an enumeration's is its tag.
             (_, Ty::Data(data)) => {
                 let ordinal =
@@ -688,7 +697,6 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    /// The index value of index set `ix` whose flat ordinal is `flat`.
     /// `coerce_table m xs`: a table is stored with one axis per index set, pairs of index sets
     /// flattened in row-major order, so re-indexing by an index set of the same size keeps
     /// every leaf as it is.
@@ -717,8 +725,32 @@ impl<'a> Lowerer<'a> {
         Ok(self.assemble(result_ty, leaves))
     }
 
+    /// The table of type `ty` whose elements are `items` (a literal `[a, b]`, a table index).
+    fn table_of(&mut self, items: Vec<SVal>, ty: &Ty, span: Span) -> Result<SVal> {
+        let result_tys = self.leaf_types(ty, span)?;
+        let mut columns: Vec<Vec<Atom>> = vec![Vec::new(); result_tys.len()];
+        for item in &items {
+            for (column, leaf) in columns.iter_mut().zip(self.leaves(item, span)?) {
+                column.push(leaf);
+            }
+        }
+        let mut atoms = Vec::new();
+        for (column, leaf_ty) in columns.into_iter().zip(result_tys) {
+            atoms.push(self.emit1(Expr::Table(column), leaf_ty, "table", span));
+        }
+        Ok(self.assemble(ty, atoms))
+    }
+
+    /// The index value of index set `ix` whose flat ordinal is `flat`.
     pub(super) fn unflatten_index(&mut self, flat: Atom, ix: &Ty, span: Span) -> Result<SVal> {
         match ix {
+            Ty::Table(set, elem) => {
+                let sets = Ty::Tuple(vec![(**elem).clone(); self.ix_size(set, span)?]);
+                match self.unflatten_index(flat, &sets, span)? {
+                    SVal::Tuple(items) => self.table_of(items, ix, span),
+                    _ => bug(span, "a table index of no elements"),
+                }
+            }
             Ty::Tuple(sets) => {
                 let sizes = sets
                     .iter()
@@ -931,19 +963,11 @@ impl<'a> Lowerer<'a> {
             )),
             TKind::Table(items) => {
                 let ty = self.concrete(&expr.ty, span)?;
-                let result_tys = self.leaf_types(&ty, span)?;
-                let mut columns: Vec<Vec<Atom>> = vec![Vec::new(); result_tys.len()];
-                for item in items {
-                    let value = self.lower(item)?;
-                    for (column, leaf) in columns.iter_mut().zip(self.leaves(&value, item.span)?) {
-                        column.push(leaf);
-                    }
-                }
-                let mut atoms = Vec::new();
-                for (column, ty) in columns.into_iter().zip(result_tys) {
-                    atoms.push(self.emit1(Expr::Table(column), ty, "table", span));
-                }
-                Ok(self.assemble(&ty, atoms))
+                let values = items
+                    .iter()
+                    .map(|item| self.lower(item))
+                    .collect::<Result<Vec<_>>>()?;
+                self.table_of(values, &ty, span)
             }
             TKind::Numbers(numbers) => {
                 let ty = self.concrete(&expr.ty, span)?;
