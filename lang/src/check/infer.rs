@@ -1381,15 +1381,25 @@ impl<'env> Infer<'env> {
         Ok(Ty::Data(DataTy { def, args: tys }))
     }
 
+    /// Whether `name` is a type variable (a `given` binder or an implicit index set).
+    fn is_type_var(&self, name: &str) -> bool {
+        matches!(self.lookup(name), Some(Binding::TypeVar(Ty::Rigid(..))))
+    }
+
     /// A size written as a type argument: `3`, `(n + 1)`, or a name (`Fin n`, `Vec n`).
     fn read_size_arg(&mut self, arg: &TypeExpr) -> Result<Size> {
         let expected = "expected a size here (a `Nat`: `3`, `n`, `(n + 1)`)";
         match &arg.kind {
             TypeExprKind::Size(expr) => self.read_size(expr),
-            TypeExprKind::Name(ident) if self.names_a_type(arg) => error(
-                arg.span,
-                format!("{expected}, not the type `{}`", ident.name),
-            ),
+            // A `given (n: Nat)` binder is a size (it stands for `Fin n`, see `read_size`).
+            TypeExprKind::Name(ident)
+                if self.names_a_type(arg) && !self.is_type_var(&ident.name) =>
+            {
+                error(
+                    arg.span,
+                    format!("{expected}, not the type `{}`", ident.name),
+                )
+            }
             TypeExprKind::Name(ident) => self.read_size(&Expr {
                 kind: ExprKind::Var(ident.clone()),
                 span: arg.span,
