@@ -588,12 +588,19 @@ impl<'env> Infer<'env> {
                 }
                 // `Fin (size n)` of an index set `n` not known yet is any `Fin k`: `n` is then
                 // `Fin k` (a list's length is found from its elements).
-                match (&x, &y) {
-                    (Size::Of(inner), other) | (other, Size::Of(inner)) => match **inner {
-                        Ty::Var(var) => self.bind_var(var, &Ty::Fin(other.clone())),
-                        _ => Err(()),
+                // Either side may be the one not known yet (`Fin (size grid_size)` against
+                // `Fin (size _)`).
+                let unknown = |size: &Size| match size {
+                    Size::Of(inner) => match **inner {
+                        Ty::Var(var) => Some(var),
+                        _ => None,
                     },
-                    _ => Err(()),
+                    _ => None,
+                };
+                match (unknown(&x), unknown(&y)) {
+                    (Some(var), _) => self.bind_var(var, &Ty::Fin(y.clone())),
+                    (None, Some(var)) => self.bind_var(var, &Ty::Fin(x.clone())),
+                    (None, None) => Err(()),
                 }
             }
             (Ty::Table(i1, e1), Ty::Table(i2, e2)) => {
