@@ -1388,6 +1388,12 @@ impl<'env> Infer<'env> {
         Ok(Ty::Data(DataTy { def, args: tys }))
     }
 
+    /// Whether a type argument is the name of a value of the block or function (a local).
+    fn names_a_value(&self, arg: &TypeExpr) -> bool {
+        matches!(&arg.kind, TypeExprKind::Name(ident)
+            if matches!(self.lookup(&ident.name), Some(Binding::Local(..))))
+    }
+
     /// Whether `name` is a type variable (a `given` binder or an implicit index set).
     fn is_type_var(&self, name: &str) -> bool {
         matches!(self.lookup(name), Some(Binding::TypeVar(Ty::Rigid(..))))
@@ -1446,6 +1452,11 @@ impl<'env> Infer<'env> {
             };
             let binding = if is_nat_param(param) {
                 Binding::SizeVar(self.read_size_arg(arg)?)
+            } else if self.names_a_value(arg) {
+                // A `Nat` value for a parameter the body uses as a size (`GridIx(dim,
+                // grid_size)` of Dex's md, whose body is `dim => (Fin grid_size)`): the index
+                // set of that size, whose `size` it is.
+                Binding::TypeVar(Ty::Fin(self.read_size_arg(arg)?))
             } else {
                 Binding::TypeVar(self.read_type(arg, implicit)?)
             };
@@ -1629,6 +1640,11 @@ impl<'env> Infer<'env> {
                     self.size_rigids.insert(rigid);
                     Ok(Size::Of(Box::new(Ty::Rigid(rigid, name))))
                 }
+                // A type function's parameter bound to an index set: its size.
+                Some(Binding::TypeVar(ty)) => match size_of_ix(&ty.clone()) {
+                    Some(size) => Ok(size),
+                    None => not_static(),
+                },
                 Some(_) => not_static(),
                 None => match self.env.static_nats.get(&ident.name) {
                     Some(n) => Ok(Size::Const(*n)),
