@@ -1996,7 +1996,12 @@ impl<'env> Infer<'env> {
                         // `N = Fin 3` in a block: a local index-set alias.
                         Stmt::Let(binding) if cx.alias_type(binding).is_some() => {
                             if let Some(Err(err)) = cx.local_alias(binding) {
-                                cx.recover(err, binding.pat.names())?;
+                                // `doublings = Fin (1 + natlog2 (f_to_n t))`: a size the
+                                // block computes, bound to a value a loop can count to.
+                                match cx.computed_fin(binding, depth) {
+                                    Some(Ok(stmt)) => typed.push(stmt),
+                                    _ => cx.recover(err, binding.pat.names())?,
+                                }
                             }
                         }
                         Stmt::Let(binding) => match cx
@@ -2399,6 +2404,28 @@ impl<'env> Infer<'env> {
         };
         self.scopes.push((alias.name.name.clone(), binding));
         Ok(())
+    }
+
+    /// `doublings = Fin e` in a block, for a `Nat` `e` the block computes: the statement
+    /// binding its value, and the alias bound to `Fin` of it (`fold`/`for_` can loop over it;
+    /// `lower.rs`, `run_time_count`).
+    fn computed_fin(&mut self, binding: &LetBinding, depth: usize) -> Option<Result<TStmt>> {
+        let (name, ty) = self.alias_type(binding)?;
+        let TypeExprKind::Fin(size) = &ty.kind else {
+            return None;
+        };
+        let res = self.infer_depth(size, depth + 1).and_then(|value| {
+            self.unify(&Ty::nat(), &value.ty, size.span)?;
+            self.solve(false)?;
+            let local = self.new_local(&name);
+            let fin = Ty::Fin(Size::Local(local, name.clone()));
+            self.scopes.push((name.clone(), Binding::TypeVar(fin)));
+            Ok(TStmt::Let {
+                pat: TPat::Var(local, name),
+                value,
+            })
+        });
+        Some(res)
     }
 
     /// `N = Fin 3` (a capitalised name bound to a type) in a block: binds the alias.

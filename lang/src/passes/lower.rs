@@ -278,9 +278,12 @@ fn leaf_names_into(ty: &Ty, name: &str, in_table: bool, out: &mut Vec<ScalarLeaf
 /// The number of elements of a concrete index set.
 pub fn ix_size(ix: &Ty) -> std::result::Result<usize, String> {
     let size = size_of_ix(ix).ok_or_else(|| format!("{ix} is not an index set"))?;
-    size.as_const()
-        .map(|n| n as usize)
-        .ok_or_else(|| format!("the size of {ix} is not known when the block is compiled"))
+    size.as_const().map(|n| n as usize).ok_or_else(|| {
+        format!(
+            "the size of {ix} is not known when the block is compiled (it is computed): a \
+                 `fold` or `for_` can loop over it, but no table can be indexed by it"
+        )
+    })
 }
 
 impl<'a> Lowerer<'a> {
@@ -549,6 +552,11 @@ impl<'a> Lowerer<'a> {
         match value {
             Some(SVal::Arr(Atom::Lit(scalar))) if scalar_as_size(*scalar).is_some() => {
                 Ok(Size::Const(scalar_as_size(*scalar).unwrap_or(0)))
+            }
+            // A `Nat` computed by the block: a `fold` may loop over it (`run_time_count`);
+            // anything that needs the size itself says it is not known.
+            Some(SVal::Arr(Atom::Var(_))) if path.is_empty() => {
+                Ok(Size::Local(local, name.to_string()))
             }
             _ => error(
                 span,
@@ -871,6 +879,18 @@ impl<'a> Lowerer<'a> {
                     return bug(span, "for without a table type");
                 };
                 let ix = (**ix).clone();
+                // `for_ i:(Fin n).` over a `Nat` the block computes: a loop of effects only.
+                if let (Some(count), Ty::Tuple(units)) = (self.run_time_count(&ix), &**elem) {
+                    if units.is_empty() {
+                        let unit = Ty::Tuple(Vec::new());
+                        self.fold_while(count, Vec::new(), &unit, &ix, span, |cx, index, _| {
+                            cx.locals.insert(*binder, index);
+                            cx.lower(body)?;
+                            Ok(SVal::Tuple(Vec::new()))
+                        })?;
+                        return Ok(self.assemble(&ty, Vec::new()));
+                    }
+                }
                 if elem.contains_fun() {
                     return Ok(SVal::FnTable {
                         ix,
@@ -1523,6 +1543,16 @@ impl<'a> Lowerer<'a> {
         let Ty::Fun { param: ix, .. } = &**body_ty else {
             return bug(span, "loop body type");
         };
+        if let (Some(count), Builtin::Fold) = (self.run_time_count(ix), builtin) {
+            let init = self.leaves(&args[0], span)?;
+            let func = args[1].clone();
+            let carries =
+                self.fold_while(count, init, carry_ty, ix, span, |cx, index, carry| {
+                    let partial = cx.apply(func.clone(), index, span)?;
+                    cx.apply(partial, carry, span)
+                })?;
+            return Ok(self.assemble(result_ty, carries));
+        }
         let size = self.ix_size(ix, span)?;
         let init = self.leaves(&args[0], span)?;
         let func = args[1].clone();
@@ -1549,6 +1579,52 @@ impl<'a> Lowerer<'a> {
             atoms.extend(out.ys);
         }
         Ok(self.assemble(result_ty, atoms))
+    }
+
+    /// The count of `Fin n` when `n` is a `Nat` the block computes (a data-dependent trip
+    /// count, as `I64`), `None` for an index set known when the block is compiled.
+    fn run_time_count(&mut self, ix: &Ty) -> Option<Atom> {
+        let Ty::Fin(Size::Local(local, _)) = ix else {
+            return None;
+        };
+        match self.locals.get(local) {
+            Some(SVal::Arr(count @ Atom::Var(_))) => {
+                let count = *count;
+                self.cast(count, INDEX, Span::default()).ok()
+            }
+            _ => None,
+        }
+    }
+
+    /// `fold init \i:(Fin n) c. body` over a `Nat` `n` the block computes (Dex's `Fin (1 +
+    /// natlog2 …)`): a core `while` carrying the step and the carry. Its body runs at least
+    /// once, so a step past the count keeps the carry.
+    fn fold_while(
+        &mut self,
+        count: Atom,
+        init: Vec<Atom>,
+        carry_ty: &Ty,
+        ix: &Ty,
+        span: Span,
+        mut step_body: impl FnMut(&mut Self, SVal, SVal) -> Result<SVal>,
+    ) -> Result<Vec<Atom>> {
+        let mut all_init = vec![Atom::Lit(Scalar::I64(0))];
+        all_init.extend(init);
+        let carries = self.effect_while(all_init, span, |cx, carries| {
+            let (step, carry) = (carries[0], carries[1..].to_vec());
+            let active = cx.prim(Prim::Lt, vec![step, count], span)?;
+            let index = cx.unflatten_index(step, ix, span)?;
+            let value = cx.assemble(carry_ty, carry.clone());
+            let res = step_body(cx, index, value)?;
+            let next_step = cx.prim(Prim::Add, vec![step, Atom::Lit(Scalar::I64(1))], span)?;
+            let mut next = vec![next_step];
+            for (new, old) in cx.leaves(&res, span)?.into_iter().zip(carry) {
+                next.push(cx.prim(Prim::Select, vec![active, new, old], span)?);
+            }
+            let go_on = cx.prim(Prim::Lt, vec![next_step, count], span)?;
+            Ok((go_on, next))
+        })?;
+        Ok(carries[1..].to_vec())
     }
 
     /// `reduce(xs, e, op)` and `assoc_scan(xs, e, op)`: the operator is lowered into a closed
