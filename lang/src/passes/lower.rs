@@ -222,7 +222,8 @@ pub fn leaf_names(ty: &Ty, name: &str) -> Vec<String> {
 /// A leaf of a value (as [`leaf_names`] names them) that is one scalar, not a table.
 pub struct ScalarLeaf {
     pub name: String,
-    /// The leaf's type when it is one scalar; `None` for a leaf inside a table.
+    /// The leaf's type when it is one scalar; `None` for a leaf inside a table and for the
+    /// tag of a type with several constructors.
     pub scalar: Option<Ty>,
 }
 
@@ -749,6 +750,17 @@ impl<'a> Lowerer<'a> {
         Ok(self.assemble(ty, atoms))
     }
 
+    /// The function of `param` that lowers `body` where it is applied, in the scope here.
+    fn closure(&self, param: TPat, body: &TExpr) -> Rc<Closure> {
+        Rc::new(Closure {
+            param,
+            body: body.clone(),
+            locals: self.locals.clone(),
+            rigids: self.rigids.clone(),
+            def: self.in_def.clone(),
+        })
+    }
+
     /// The index value of index set `ix` whose flat ordinal is `flat`.
     pub(super) fn unflatten_index(&mut self, flat: Atom, ix: &Ty, span: Span) -> Result<SVal> {
         match ix {
@@ -866,13 +878,7 @@ impl<'a> Lowerer<'a> {
                 let ty = self.concrete(&expr.ty, span)?;
                 Ok(SVal::Arr(Atom::Lit(literal(lit, &ty, span)?)))
             }
-            TKind::Lam { param, body } => Ok(SVal::Closure(Rc::new(Closure {
-                param: param.clone(),
-                body: (**body).clone(),
-                locals: self.locals.clone(),
-                rigids: self.rigids.clone(),
-                def: self.in_def.clone(),
-            }))),
+            TKind::Lam { param, body } => Ok(SVal::Closure(self.closure(param.clone(), body))),
             TKind::For { binder, body } => {
                 let ty = self.concrete(&expr.ty, span)?;
                 let Ty::Table(ix, elem) = &ty else {
@@ -880,7 +886,7 @@ impl<'a> Lowerer<'a> {
                 };
                 let ix = (**ix).clone();
                 // `for_ i:(Fin n).` over a `Nat` the block computes: a loop of effects only.
-                if let (Some(count), Ty::Tuple(units)) = (self.run_time_count(&ix), &**elem) {
+                if let (Some(count), Ty::Tuple(units)) = (self.run_time_count(&ix, span), &**elem) {
                     if units.is_empty() {
                         let unit = Ty::Tuple(Vec::new());
                         self.fold_while(count, Vec::new(), &unit, &ix, span, |cx, index, _| {
@@ -892,16 +898,8 @@ impl<'a> Lowerer<'a> {
                     }
                 }
                 if elem.contains_fun() {
-                    return Ok(SVal::FnTable {
-                        ix,
-                        elem: Rc::new(Closure {
-                            param: TPat::Var(*binder, String::new()),
-                            body: (**body).clone(),
-                            locals: self.locals.clone(),
-                            rigids: self.rigids.clone(),
-                            def: self.in_def.clone(),
-                        }),
-                    });
+                    let elem = self.closure(TPat::Var(*binder, String::new()), body);
+                    return Ok(SVal::FnTable { ix, elem });
                 }
                 // Over a range, the positions past its size are zero (Note [Ranges]).
                 let valid = self.range_size(&ix, span)?;
@@ -1543,7 +1541,7 @@ impl<'a> Lowerer<'a> {
         let Ty::Fun { param: ix, .. } = &**body_ty else {
             return bug(span, "loop body type");
         };
-        if let (Some(count), Builtin::Fold) = (self.run_time_count(ix), builtin) {
+        if let (Some(count), Builtin::Fold) = (self.run_time_count(ix, span), builtin) {
             let init = self.leaves(&args[0], span)?;
             let func = args[1].clone();
             let carries =
@@ -1583,14 +1581,14 @@ impl<'a> Lowerer<'a> {
 
     /// The count of `Fin n` when `n` is a `Nat` the block computes (a data-dependent trip
     /// count, as `I64`), `None` for an index set known when the block is compiled.
-    fn run_time_count(&mut self, ix: &Ty) -> Option<Atom> {
+    fn run_time_count(&mut self, ix: &Ty, span: Span) -> Option<Atom> {
         let Ty::Fin(Size::Local(local, _)) = ix else {
             return None;
         };
         match self.locals.get(local) {
             Some(SVal::Arr(count @ Atom::Var(_))) => {
                 let count = *count;
-                self.cast(count, INDEX, Span::default()).ok()
+                self.cast(count, INDEX, span).ok()
             }
             _ => None,
         }
