@@ -15,17 +15,80 @@ use crate::syntax::ast::FunDef;
 use crate::syntax::Span;
 
 /// An interface: a class of types with methods.
+///
+/// An interface of several parameters (`interface TangentSpace(manifold, tangent|VSpace)`)
+/// is a class of tuples of types: its class argument is the tuple of its parameters, an
+/// instance's head the tuple of its arguments, and everything that matches heads against
+/// types (`match_head`) serves it unchanged (Note [Interfaces of several parameters]).
 #[derive(Clone, Debug)]
 pub struct ClassDef {
     pub class: Class,
     pub name: String,
-    /// The class variable, as the method signatures mention it, and its name.
-    pub param: Rigid,
-    pub param_name: String,
-    /// Classes every instance's type must also be in (`interface VSpace(a|Add)`).
-    pub supers: Vec<Class>,
+    /// The class variables, as the method signatures mention them, in order.
+    pub params: Vec<ClassParam>,
     pub methods: Vec<MethodDef>,
 }
+
+#[derive(Clone, Debug)]
+pub struct ClassParam {
+    pub rigid: Rigid,
+    pub name: String,
+    /// Classes an instance's type must also be in here (`interface VSpace(a|Add)`).
+    pub supers: Vec<Class>,
+}
+
+impl ClassDef {
+    /// The classes of a one-parameter interface's instances; none for several parameters,
+    /// whose classes are per parameter.
+    pub fn supers(&self) -> &[Class] {
+        match self.params.as_slice() {
+            [param] => &param.supers,
+            _ => &[],
+        }
+    }
+
+    /// The class argument made of one type per parameter: the type itself for one parameter,
+    /// their tuple for several.
+    pub fn class_arg(&self, mut args: Vec<Ty>) -> Ty {
+        if self.params.len() == 1 {
+            args.pop().unwrap_or(Ty::Tuple(Vec::new()))
+        } else {
+            Ty::Tuple(args)
+        }
+    }
+
+    /// The types a class argument gives the parameters (the inverse of `class_arg`).
+    pub fn class_arg_parts<'t>(&self, arg: &'t Ty) -> Vec<&'t Ty> {
+        match arg {
+            Ty::Tuple(items) if self.params.len() != 1 => items.iter().collect(),
+            _ => vec![arg],
+        }
+    }
+
+    /// The class variables standing for the parts of a class argument.
+    pub fn mapping(&self, arg: &Ty) -> HashMap<Rigid, Ty> {
+        self.params
+            .iter()
+            .zip(self.class_arg_parts(arg))
+            .map(|(param, part)| (param.rigid, part.clone()))
+            .collect()
+    }
+}
+
+// Note [Interfaces of several parameters]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Dex's interfaces may have several parameters and no functional dependencies
+// (`interface Subset(subset, superset)`, examples/manifold-gradients' `TangentSpace`). dx reads
+// `C(a, b)` as the one-parameter class `C` of the tuple `(a, b)`: a method's use constrains the
+// tuple of its fresh class variables, an instance `C(A, B)` has the head `(A, B)`, and the
+// lowering finds the instance for the concrete tuple as for any class. Nothing is inferred from
+// an instance's head beyond matching (as in Dex): a use must fix every parameter.
+//
+// A constraint on type variables in a `given` (`(TangentSpace(m, t))`, an instance's
+// `(HasBrownianSheet a v)`) cannot be a class of one rigid variable: it is an assumed fact
+// `(C, (m, t))` (`GlobalEnv::assume`), held by `class_holds` where the definition is checked,
+// asked of the instantiated tuple where it is used (`instantiate_def`), and asked of the bound
+// types where an instance that assumes it is matched (`instance_holds`).
 
 #[derive(Clone, Debug)]
 pub struct MethodDef {

@@ -17,7 +17,8 @@ use std::sync::Arc;
 
 use super::builtins::Class;
 use super::classes::{
-    builtin_methods, builtin_supers, match_head, ClassDef, InstanceDef, InstanceMethod, MethodDef,
+    builtin_methods, builtin_supers, match_head, ClassDef, ClassParam, InstanceDef, InstanceMethod,
+    MethodDef,
 };
 use super::data::{ConDef, DataDef, DataKind, DataParam, FieldDef};
 use super::env::TypeFn;
@@ -261,21 +262,44 @@ impl Infer<'_> {
     }
 
     fn class_def(&mut self, decl: &InterfaceDecl) -> Result<ClassDef> {
-        let [param] = decl.params.as_slice() else {
+        if decl.params.is_empty() {
             return error(
                 decl.name.span,
-                "an interface has one parameter: `interface Name(a)`",
+                "an interface has a parameter: `interface Name(a)`",
             );
-        };
-        let supers = self.classes_of(&param.classes)?;
+        }
+        super::distinct(
+            decl.params.iter().map(|param| &param.name),
+            "bound",
+            |name| format!("the parameter `{name}` is bound twice"),
+        )?;
         let class = Class::User(self.env.next_data_id());
-        let mut own = supers.clone();
-        own.push(class);
-        let rigid = self.env.new_rigid(own);
-        self.scopes.push((
-            param.name.name.clone(),
-            Binding::TypeVar(Ty::Rigid(rigid, param.name.name.clone())),
-        ));
+        let mut params = Vec::new();
+        for param in &decl.params {
+            let supers = self.classes_of(&param.classes)?;
+            params.push(ClassParam {
+                rigid: self.env.new_rigid(supers.clone()),
+                name: param.name.name.clone(),
+                supers,
+            });
+        }
+        let arg = Ty::Tuple(
+            params
+                .iter()
+                .map(|param| Ty::Rigid(param.rigid, param.name.clone()))
+                .collect(),
+        );
+        match params.as_slice() {
+            // Inside the interface, its variable is in it.
+            [param] => self.env.add_rigid_classes(param.rigid, &[class]),
+            _ => self.env.assume(class, arg),
+        }
+        for param in &params {
+            self.scopes.push((
+                param.name.clone(),
+                Binding::TypeVar(Ty::Rigid(param.rigid, param.name.clone())),
+            ));
+        }
         super::distinct(
             decl.methods.iter().map(|sig| &sig.name),
             "declared",
@@ -320,9 +344,7 @@ impl Infer<'_> {
         Ok(ClassDef {
             class,
             name: decl.name.name.clone(),
-            param: rigid,
-            param_name: param.name.name.clone(),
-            supers,
+            params,
             methods,
         })
     }
@@ -357,9 +379,11 @@ impl Infer<'_> {
         let def = ClassDef {
             class,
             name: name.name.clone(),
-            param,
-            param_name: "a".to_string(),
-            supers: builtin_supers(class),
+            params: vec![ClassParam {
+                rigid: param,
+                name: "a".to_string(),
+                supers: builtin_supers(class),
+            }],
             methods: methods
                 .into_iter()
                 .map(|(method, ty)| MethodDef {
@@ -400,13 +424,10 @@ impl Infer<'_> {
             match (theirs, ours) {
                 (Some(_), Some(_)) if replace => replaced = Some(position),
                 (Some(_), _) | (_, Some(_)) => {
-                    let class = self.env.class_name(def.class);
+                    let instance = self.env.show_constraint(def.class, &other.head);
                     return error(
                         decl.args.first().map_or(decl.span, |arg| arg.span),
-                        format!(
-                            "this instance overlaps the instance {class}({}) declared before",
-                            other.head
-                        ),
+                        format!("this instance overlaps the instance {instance} declared before"),
                     );
                 }
                 _ => {}
@@ -421,32 +442,44 @@ impl Infer<'_> {
 
     fn instance_def(&mut self, decl: &InstanceDecl) -> Result<InstanceDef> {
         let class_def = self.instance_class(&decl.class)?;
-        let [arg] = decl.args.as_slice() else {
+        if decl.args.len() != class_def.params.len() {
+            let params: Vec<&str> = class_def.params.iter().map(|p| p.name.as_str()).collect();
             return error(
                 decl.class.span,
                 format!(
-                    "`{}` has one parameter: `instance {}(T)`",
-                    class_def.name, class_def.name
+                    "`{}` has {} parameter{}: `instance {}({})`",
+                    class_def.name,
+                    params.len(),
+                    if params.len() == 1 { "" } else { "s" },
+                    class_def.name,
+                    params.join(", ")
                 ),
             );
-        };
+        }
         let mut rigids = self.bind_given(&decl.given)?;
         self.apply_constraints(&decl.constraints, &rigids)?;
-        let head = self.read_type(arg, &mut Some(&mut rigids))?;
+        let mut parts = Vec::new();
+        for arg in &decl.args {
+            parts.push(self.read_type(arg, &mut Some(&mut rigids))?);
+        }
         let vars: Vec<Rigid> = rigids.iter().map(|(_, rigid)| *rigid).collect();
         let is_builtin = !matches!(class_def.class, Class::User(_));
-        if is_builtin && matches!(head, Ty::Base(_) | Ty::Fin(_)) {
+        let arg_span = decl.args[0].span;
+        if is_builtin && matches!(parts[0], Ty::Base(_) | Ty::Fin(_)) {
             return error(
-                arg.span,
-                format!("{head} is already in `{}` (built in)", class_def.name),
+                arg_span,
+                format!("{} is already in `{}` (built in)", parts[0], class_def.name),
             );
         }
-        for sup in &class_def.supers {
-            self.constrain(*sup, head.clone(), arg.span);
+        for ((param, part), arg) in class_def.params.iter().zip(&parts).zip(&decl.args) {
+            for sup in &param.supers {
+                self.constrain(*sup, part.clone(), arg.span);
+            }
+            // The class variables stand for the instance's types in defaults.
+            self.scopes
+                .push((param.name.clone(), Binding::TypeVar(part.clone())));
         }
-        // The class variable stands for the instance's type in defaults.
-        self.scopes
-            .push((class_def.param_name.clone(), Binding::TypeVar(head.clone())));
+        let head = class_def.class_arg(parts);
         // While its methods are checked, the instance holds for its head (a default or a
         // method may use another method at the same type).
         let provisional = InstanceDef {
@@ -501,8 +534,7 @@ impl Infer<'_> {
                     format!("the method `{}` is defined twice", method.name),
                 ));
             }
-            let mut mapping = HashMap::new();
-            mapping.insert(class_def.param, head.clone());
+            let mut mapping = class_def.mapping(head);
             let mut method_vars = Vec::new();
             for var in &method.vars {
                 let fresh = self.env.new_rigid(self.env.rigid_classes(*var).to_vec());

@@ -24,6 +24,9 @@ pub struct GlobalEnv {
     def_keys: HashMap<String, String>,
     pub aliases: HashMap<String, Ty>,
     rigid_classes: Vec<Vec<Class>>,
+    /// Constraints of several type variables assumed by `given`s: `(C, (a, b))` (Note
+    /// [Interfaces of several parameters]).
+    facts: Vec<(Class, Ty)>,
     /// The `a: Type` parameters of definitions: index sets only where they are used as one.
     type_params: std::collections::HashSet<super::types::Rigid>,
     next_local: u32,
@@ -89,6 +92,47 @@ impl GlobalEnv {
                 }
             }
         }
+    }
+
+    /// Assumes `class` holds of `ty`, a type made of rigid variables (a `given`'s constraint
+    /// of several variables).
+    pub fn assume(&mut self, class: Class, ty: Ty) {
+        if !self.facts.contains(&(class, ty.clone())) {
+            self.facts.push((class, ty));
+        }
+    }
+
+    /// Whether `class` of `ty` is an assumed fact.
+    pub fn is_assumed(&self, class: Class, ty: &Ty) -> bool {
+        self.facts.iter().any(|(c, t)| *c == class && t == ty)
+    }
+
+    /// Whether an assumed fact of `class` could be `ty` once its unification variables are
+    /// known.
+    pub fn may_be_assumed(&self, class: Class, ty: &Ty) -> bool {
+        fn fits(fact: &Ty, ty: &Ty) -> bool {
+            match (fact, ty) {
+                (_, Ty::Var(_)) => true,
+                (Ty::Tuple(xs), Ty::Tuple(ys)) => {
+                    xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| fits(x, y))
+                }
+                (Ty::Table(xi, xe), Ty::Table(yi, ye)) => fits(xi, yi) && fits(xe, ye),
+                _ => fact == ty,
+            }
+        }
+        self.facts
+            .iter()
+            .any(|(c, fact)| *c == class && fits(fact, ty))
+    }
+
+    /// The assumed facts about any of `vars`: what a definition or instance with these
+    /// variables asks of the types they are instantiated to.
+    pub fn facts_about(&self, vars: &[Rigid]) -> Vec<(Class, Ty)> {
+        self.facts
+            .iter()
+            .filter(|(_, ty)| ty.any(&mut |t| matches!(t, Ty::Rigid(r, _) if vars.contains(r))))
+            .cloned()
+            .collect()
     }
 
     pub fn rigid_classes(&self, rigid: Rigid) -> &[Class] {
@@ -184,6 +228,20 @@ impl GlobalEnv {
         }
     }
 
+    /// `Name(T)` or, for an interface of several parameters, `Name(A, B)`: a class of a type
+    /// as an instance head writes it.
+    pub fn show_constraint(&self, class: Class, ty: &Ty) -> String {
+        let parts: Vec<String> = match self.class_defs.get(&class) {
+            Some(def) => def
+                .class_arg_parts(ty)
+                .iter()
+                .map(|t| t.to_string())
+                .collect(),
+            None => vec![ty.to_string()],
+        };
+        format!("{}({})", self.class_name(class), parts.join(", "))
+    }
+
     /// The class a name in `given (a|Name)` or `instance Name(…)` denotes: dx's own, then
     /// the interfaces declared in dx.
     pub fn class_by_name(&self, name: &str) -> Option<Vec<Class>> {
@@ -200,7 +258,7 @@ impl GlobalEnv {
         let Some(def) = self.class_defs.get(&class) else {
             return;
         };
-        for sup in &def.supers {
+        for sup in def.supers() {
             if !out.contains(sup) {
                 out.push(*sup);
                 self.add_supers(*sup, out);

@@ -695,6 +695,8 @@ impl<'env> Infer<'env> {
         match &ty {
             Ty::Var(var) => return Err(Ty::Var(*var)),
             Ty::Rigid(rigid, _) => return Ok(self.env.rigid_classes(*rigid).contains(&class)),
+            _ if self.env.is_assumed(class, &ty) => return Ok(true),
+            _ if self.env.may_be_assumed(class, &ty) => return Err(ty),
             _ => {}
         }
         // A user instance (of an interface, or of a built-in class for a user type).
@@ -774,6 +776,11 @@ impl<'env> Infer<'env> {
                     }
                 }
             }
+            for (needed, fact) in self.env.facts_about(&instance.vars) {
+                if !self.class_holds(needed, &substitute_rigids(&fact, &bindings))? {
+                    return Ok(false);
+                }
+            }
             return Ok(true);
         }
         Ok(false)
@@ -794,7 +801,8 @@ impl<'env> Infer<'env> {
     pub(super) fn solve(&mut self, finish: bool) -> Result<()> {
         loop {
             let mut progress = false;
-            // `unsafe_project j`: an index of a range of `j`'s index set.
+            // `unsafe_project j`, `inject j`: an index of a range of the other's index set,
+            // or of a `Subset` instance.
             for (range, element, span) in std::mem::take(&mut self.projects) {
                 match self.zonk(&range) {
                     Ty::Range { of, .. } => {
@@ -810,15 +818,15 @@ impl<'env> Infer<'env> {
                              is expected (`xs[i, unsafe_project j]` of `xs: (i:n)=>(..i)=>…`)",
                         )
                     }
-                    other => {
-                        let element = self.zonk(&element);
-                        return error(
-                            span,
-                            format!(
-                                "`project` gives an index of a range (`(..i)`, `(i..)`) of \
-                                 {element}, not of {other}"
-                            ),
-                        );
+                    subset => {
+                        let Some(class) = self.env.class_names.get("Subset").copied() else {
+                            return error(
+                                span,
+                                format!("{subset} is not a range (`(..i)`, `(i..)`)"),
+                            );
+                        };
+                        self.constrain(class, Ty::Tuple(vec![subset, element]), span);
+                        progress = true;
                     }
                 }
             }
@@ -939,10 +947,10 @@ impl<'env> Infer<'env> {
                                     .to_string()
                             }
                             Class::User(_) => {
-                                let name = self.env.class_name(item.class);
+                                let instance = self.env.show_constraint(item.class, &ty);
                                 format!(
-                                    "there is no instance {name}({ty}): declare one with \
-                                     `instance {name}({ty})`"
+                                    "there is no instance {instance}: declare one with \
+                                     `instance {instance}`"
                                 )
                             }
                             class if matches!(ty, Ty::Data(_)) => {
@@ -2278,10 +2286,17 @@ impl<'env> Infer<'env> {
             );
         };
         let method_def = &class_def.methods[method];
-        let class_arg = Ty::Var(self.fresh_var());
+        let mut parts = Vec::new();
+        for param in &class_def.params {
+            let part = Ty::Var(self.fresh_var());
+            for sup in &param.supers {
+                self.constrain(*sup, part.clone(), span);
+            }
+            parts.push(part);
+        }
+        let class_arg = class_def.class_arg(parts);
         self.constrain(class, class_arg.clone(), span);
-        let mut mapping = HashMap::new();
-        mapping.insert(class_def.param, class_arg.clone());
+        let mut mapping = class_def.mapping(&class_arg);
         let mut inst = vec![class_arg];
         for var in &method_def.vars {
             let fresh = Ty::Var(self.fresh_var());
@@ -2454,7 +2469,9 @@ impl<'env> Infer<'env> {
         if self.lookup(&ident.name).is_none() {
             if let Some((class, _)) = self.env.methods.get(&ident.name) {
                 let named = self.env.class_defs.get(class);
-                if named.is_some_and(|def| def.param_name == name.name) {
+                if named.is_some_and(
+                    |def| matches!(def.params.as_slice(), [param] if param.name == name.name),
+                ) {
                     return Ok(Some(0));
                 }
             }
@@ -2631,6 +2648,9 @@ impl<'env> Infer<'env> {
             }
             mapping.insert(*rigid, var.clone());
             inst.push(var);
+        }
+        for (class, fact) in self.env.facts_about(&info.vars) {
+            self.constrain(class, substitute_rigids(&fact, &mapping), span);
         }
         let ty = substitute_rigids(&info.ty, &mapping);
         TExpr {
@@ -2973,16 +2993,12 @@ impl<'env> Infer<'env> {
             targ
         };
         let mut result = result;
-        // `inject j` is an element of the index set `j`'s range is of (Note [Ranges]).
+        // `inject j` is an element of the index set `j`'s range is of (Note [Ranges]), or of
+        // the superset of a `Subset` instance.
         if let TKind::Builtin(Builtin::Inject) = func.kind {
             match self.zonk(&targ.ty) {
                 Ty::Range { of, .. } => self.unify(&result, &of, span)?,
-                other => {
-                    return error(
-                        arg.span,
-                        format!("`inject` takes an index of a range (`j:(..i)`), not of {other}"),
-                    )
-                }
+                subset => self.projects.push((subset, result.clone(), span)),
             }
         }
         if let TKind::Builtin(Builtin::Project { checked }) = func.kind {
@@ -3820,6 +3836,38 @@ impl<'env> Infer<'env> {
         }
     }
 
+    /// A constraint of an interface of several parameters on types of a `given`'s variables
+    /// (`TangentSpace(m, t)`): an assumed fact, and its parameters' classes on the variables
+    /// (Note [Interfaces of several parameters]).
+    fn assume_constraint(
+        &mut self,
+        constraint: &Constraint,
+        rigids: &[(String, Rigid)],
+    ) -> Result<()> {
+        let class = self.env.class_names[&constraint.class.name];
+        let params = self.env.class_defs[&class].params.clone();
+        let mut parts = Vec::new();
+        for (arg, param) in constraint.args.iter().zip(&params) {
+            let mut names = rigids.to_vec();
+            let part = self.read_type(arg, &mut Some(&mut names))?;
+            if let Some((stray, _)) = names.get(rigids.len()) {
+                return error(
+                    arg.span,
+                    format!("`{stray}` is not a variable of this `given`"),
+                );
+            }
+            for sup in &param.supers {
+                match &part {
+                    Ty::Rigid(rigid, _) => self.env.add_rigid_classes(*rigid, &[*sup]),
+                    _ => self.constrain(*sup, part.clone(), arg.span),
+                }
+            }
+            parts.push(part);
+        }
+        self.env.assume(class, Ty::Tuple(parts));
+        Ok(())
+    }
+
     /// The constraints after a `given`'s binders: `(Add a)` is `a|Add`. Dex's `Data` and
     /// `AccumMonoid` hold of every type dx has (every value is data; an accumulator takes any
     /// monoid), so they ask for nothing.
@@ -3833,16 +3881,27 @@ impl<'env> Infer<'env> {
             if matches!(class.name.as_str(), "Data" | "AccumMonoid") {
                 continue;
             }
-            if constraint.args.len() > 1 {
+            let arity = self
+                .env
+                .class_names
+                .get(&class.name)
+                .and_then(|class| self.env.class_defs.get(class))
+                .map_or(1, |def| def.params.len());
+            if constraint.args.len() != arity && !constraint.args.is_empty() {
                 return error(
                     constraint.span,
                     format!(
-                        "`{}` constrains {} types: interfaces of several parameters are not \
-                         supported (dx's interfaces have one)",
+                        "`{}` constrains {} type{}, not {}",
                         class.name,
+                        arity,
+                        if arity == 1 { "" } else { "s" },
                         constraint.args.len()
                     ),
                 );
+            }
+            if arity > 1 {
+                self.assume_constraint(constraint, rigids)?;
+                continue;
             }
             let classes = self.env.class_by_name(&class.name).ok_or_else(|| {
                 TypeError::new(class.span, format!("unknown interface `{}`", class.name))

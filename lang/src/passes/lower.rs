@@ -1455,13 +1455,17 @@ impl<'a> Lowerer<'a> {
             },
             Builtin::Arb => self.arbitrary(&result_ty, args[0].clone(), span),
             Builtin::TestMode => Ok(SVal::Arr(Atom::Lit(Scalar::Bool(self.env.test_mode)))),
-            Builtin::Inject => {
+            Builtin::Inject | Builtin::Project { .. } => {
                 let Ty::Fun { param, .. } = ty else {
-                    return bug(span, "inject's type");
+                    return bug(span, "inject's or project's type");
                 };
-                self.inject(&args[0], param, span)
+                match builtin {
+                    Builtin::Project { checked } => {
+                        self.project(&args[0], param, &result_ty, checked, span)
+                    }
+                    _ => self.inject(&args[0], param, &result_ty, span),
+                }
             }
-            Builtin::Project { checked } => self.project(&args[0], &result_ty, checked, span),
             Builtin::Append => self.append(&args, ty, &result_ty, span),
             Builtin::Mempty => self.mempty(&result_ty, span),
             Builtin::Show => {

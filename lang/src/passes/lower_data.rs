@@ -308,8 +308,8 @@ impl Lowerer<'_> {
             return bug(span, "a method without its class argument");
         };
         let Some((instance, bindings)) = self.find_instance(class, class_arg) else {
-            let name = self.env.class_name(class);
-            return error(span, format!("there is no instance {name}({class_arg})"));
+            let instance = self.env.show_constraint(class, class_arg);
+            return error(span, format!("there is no instance {instance}"));
         };
         let Some(method_impl) = instance.methods.get(method) else {
             return bug(span, "an instance without one of its class's methods");
@@ -708,12 +708,15 @@ impl Lowerer<'_> {
     }
 
     /// `inject j`: the element of `n` that the index `j` of a range of `n` stands for.
-    pub(super) fn inject(&mut self, value: &SVal, ix: &Ty, span: Span) -> Result<SVal> {
+    pub(super) fn inject(
+        &mut self,
+        value: &SVal,
+        ix: &Ty,
+        result: &Ty,
+        span: Span,
+    ) -> Result<SVal> {
         let Some((kind, of, ordinal)) = self.range_bound(ix, span)? else {
-            return error(
-                span,
-                format!("`inject` takes an index of a range, not of {ix}"),
-            );
+            return self.subset_method("inject'", ix, result, value, span);
         };
         let position = self.flat_index(value, ix, span)?;
         let offset = match kind {
@@ -727,12 +730,45 @@ impl Lowerer<'_> {
         self.unflatten_index(flat, &of, span)
     }
 
+    /// Method `method` of the `Subset(subset, superset)` instance the checker found, applied
+    /// to `value` (`inject` and `project` of an index set that is no range).
+    fn subset_method(
+        &mut self,
+        method: &str,
+        subset: &Ty,
+        superset: &Ty,
+        value: &SVal,
+        span: Span,
+    ) -> Result<SVal> {
+        let Some(class) = self.env.class_names.get("Subset").copied() else {
+            return bug(
+                span,
+                format!("`{method}` of {subset}, which is not a range"),
+            );
+        };
+        let ty = Ty::Tuple(vec![
+            self.concrete(subset, span)?,
+            self.concrete(superset, span)?,
+        ]);
+        match self.call_user_method(class, method, &ty, vec![value.clone()], span)? {
+            Some(value) => Ok(value),
+            None => error(
+                span,
+                format!(
+                    "there is no instance {}",
+                    self.env.show_constraint(class, &ty)
+                ),
+            ),
+        }
+    }
+
     /// `unsafe_project j` / `project j` (`checked`) at `result` (the range, or a `Maybe` of
     /// it): the inverse of `inject`; `project` gives `Nothing` outside the range, its index
     /// zero there (Note [Data representation]).
     pub(super) fn project(
         &mut self,
         value: &SVal,
+        ix: &Ty,
         result: &Ty,
         checked: bool,
         span: Span,
@@ -742,7 +778,12 @@ impl Lowerer<'_> {
             (_, other) => other.clone(),
         };
         let Some((kind, of, bound)) = self.range_bound(&range, span)? else {
-            return bug(span, format!("`project` to {range}, which is not a range"));
+            let method = if checked {
+                "project'"
+            } else {
+                "unsafe_project'"
+            };
+            return self.subset_method(method, &range, ix, value, span);
         };
         let position = self.flat_index(value, &of, span)?;
         let (offset, inside) = match kind {
