@@ -2973,6 +2973,47 @@ impl<'env> Infer<'env> {
                 ty: Ty::TypeArg(Box::new(ty)),
                 span: arg.span,
             }
+        } else if let (ExprKind::Hole, Some(binder)) = (&arg.kind, binder) {
+            // `f n _ xs` for `f(n: Nat, …, xs: Fin n=>…)` (Dex's particle filter): the size is
+            // inferred from the other arguments, and the value passed is its `size`.
+            self.unify(&param, &Ty::nat(), arg.span)?;
+            let ix = Ty::Var(self.fresh_var());
+            self.constrain(Class::Ix, ix.clone(), arg.span);
+            let size_fn = TExpr {
+                kind: TKind::Builtin(Builtin::Size),
+                ty: Ty::fun(Ty::TypeArg(Box::new(ix.clone())), Ty::nat()),
+                span: arg.span,
+            };
+            let type_arg = TExpr {
+                kind: TKind::TypeArg,
+                ty: Ty::TypeArg(Box::new(ix.clone())),
+                span: arg.span,
+            };
+            let result = map_ty(&result, &mut |inner| match inner {
+                Ty::Fin(Size::Local(id, _)) if *id == binder => Some(ix.clone()),
+                Ty::Fin(size) => Some(Ty::Fin(map_size(size, &mut |s| match s {
+                    Size::Local(id, _) if *id == binder => Some(Size::Of(Box::new(ix.clone()))),
+                    _ => None,
+                }))),
+                _ => None,
+            });
+            let targ = TExpr {
+                kind: TKind::App {
+                    func: Box::new(size_fn),
+                    arg: Box::new(type_arg),
+                },
+                ty: Ty::nat(),
+                span: arg.span,
+            };
+            self.perform(&effects, span);
+            return Ok(TExpr {
+                kind: TKind::App {
+                    func: Box::new(func),
+                    arg: Box::new(targ),
+                },
+                ty: result,
+                span,
+            });
         } else if matches!(arg.kind, ExprKind::Hole) && is_constructor_call(&func) {
             // `AsList(_, xs)`: a constructor's size field takes its value from the type
             // (Note [Size fields]); `_` stands for it.
