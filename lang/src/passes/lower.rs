@@ -158,6 +158,10 @@ pub struct Lowerer<'a> {
     /// The modes of the derivatives whose functions are being lowered, innermost last (a
     /// `custom_vjp` under a forward-mode one is refused, `lower_ad`).
     pub(super) ad_modes: Vec<crate::core::ir::AdMode>,
+    /// The positions of the rows of table literals being lowered whose rows are ranges of the
+    /// table's own index (`[coerce_table _ [a], coerce_table _ [b, c]]` of type
+    /// `(i:Fin 2)=>(..i)=>Float`), innermost last: there the range's index is the row's.
+    pub(super) literal_rows: Vec<(usize, SVal)>,
 }
 
 const INDEX: Elem = Elem::I64;
@@ -308,6 +312,7 @@ impl<'a> Lowerer<'a> {
             effects: Default::default(),
             call_site: None,
             ad_modes: Vec::new(),
+            literal_rows: Vec::new(),
         }
     }
 
@@ -720,6 +725,21 @@ impl<'a> Lowerer<'a> {
             return bug(span, "coerce_table of a non-table");
         };
         let (to_size, from_size) = (self.ix_size(to, span)?, self.ix_size(from, span)?);
+        if let Some(rows) = self.literal_row_size(to, span)? {
+            // A row of a triangular literal: stored padded to the range's index set.
+            if rows == from_size {
+                let leaves = self.leaves(&args[1], span)?;
+                return self.pad_rows(leaves, from_size, result_ty, span);
+            }
+            let (to, from) = (self.concrete(to, span)?, self.concrete(from, span)?);
+            return error(
+                span,
+                format!(
+                    "`coerce_table` keeps the elements: the table has {from_size} (indexed by \
+                     {from}), but this row's {to} has {rows}"
+                ),
+            );
+        }
         if to_size != from_size {
             let (to, from) = (self.concrete(to, span)?, self.concrete(from, span)?);
             return error(
@@ -732,6 +752,60 @@ impl<'a> Lowerer<'a> {
         }
         let leaves = self.leaves(&args[1], span)?;
         Ok(self.assemble(result_ty, leaves))
+    }
+
+    /// The size of a range of the index of the table literal's row being lowered (known then:
+    /// the row's position is); `None` for any other index set.
+    fn literal_row_size(&mut self, ix: &Ty, span: Span) -> Result<Option<usize>> {
+        let ix = self.concrete(ix, span)?;
+        let Ty::Range {
+            kind,
+            of,
+            bound: Bound::Outer(depth, _),
+        } = &ix
+        else {
+            return Ok(None);
+        };
+        let Some(&(row, _)) = self
+            .literal_rows
+            .len()
+            .checked_sub(1 + *depth as usize)
+            .and_then(|at| self.literal_rows.get(at))
+        else {
+            return Ok(None);
+        };
+        let n = self.ix_size(of, span)?;
+        Ok(Some(match kind {
+            crate::syntax::ast::RangeKind::UpTo => row + 1,
+            crate::syntax::ast::RangeKind::Before => row,
+            crate::syntax::ast::RangeKind::From => n - row,
+            crate::syntax::ast::RangeKind::After => n - row - 1,
+        }))
+    }
+
+    /// The table of type `ty` (of `to` rows) whose first `rows` rows are those of `leaves`'
+    /// table, and the rest zeros.
+    fn pad_rows(&mut self, leaves: Vec<Atom>, rows: usize, ty: &Ty, span: Span) -> Result<SVal> {
+        self.build_table(ty, "row", span, |cx, k| {
+            let inside = cx.prim(Prim::Lt, vec![k, super::lower_show::index_lit(rows)], span)?;
+            let mut out = Vec::new();
+            for leaf in leaves {
+                let leaf_ty = cx.atom_ty(&leaf);
+                let zero = cx.broadcast(
+                    Atom::Lit(Scalar::zero(leaf_ty.elem)),
+                    &leaf_ty.shape[1..],
+                    span,
+                );
+                out.push(match cx.element(leaf, k, rows, span)? {
+                    Some(value) => {
+                        let inside = cx.broadcast(inside, &leaf_ty.shape[1..], span);
+                        cx.prim(Prim::Select, vec![inside, value, zero], span)?
+                    }
+                    None => zero,
+                });
+            }
+            Ok(out)
+        })
     }
 
     /// The table of type `ty` whose elements are `items` (a literal `[a, b]`, a table index).
@@ -981,10 +1055,23 @@ impl<'a> Lowerer<'a> {
             )),
             TKind::Table(items) => {
                 let ty = self.concrete(&expr.ty, span)?;
-                let values = items
-                    .iter()
-                    .map(|item| self.lower(item))
-                    .collect::<Result<Vec<_>>>()?;
+                let dependent = match &ty {
+                    Ty::Table(ix, elem) if elem.mentions_outer(0) => Some((**ix).clone()),
+                    _ => None,
+                };
+                let mut values = Vec::new();
+                for (position, item) in items.iter().enumerate() {
+                    let Some(ix) = &dependent else {
+                        values.push(self.lower(item)?);
+                        continue;
+                    };
+                    let flat = Atom::Lit(Scalar::I64(position as i64));
+                    let index = self.unflatten_index(flat, ix, span)?;
+                    self.literal_rows.push((position, index));
+                    let value = self.lower(item);
+                    self.literal_rows.pop();
+                    values.push(value?);
+                }
                 self.table_of(values, &ty, span)
             }
             TKind::Numbers(numbers) => {
