@@ -1502,6 +1502,12 @@ impl<'env> Infer<'env> {
         if let Some(type_fn) = type_fn {
             return self.apply_type_fn(name, &type_fn, &[], span, implicit);
         }
+        // Dex's `Html` is the text `:html` shows; dx's libraries keep what is shown as data
+        // of its own type (a `Plot`, an `Image`, an `Animation`, …), so `-> Html` stands for
+        // whichever the body makes, as `_` does.
+        if name == "Html" {
+            return Ok(Ty::Var(self.fresh_var()));
+        }
         if let Some(implicit) = implicit {
             if let Some((_, rigid)) = implicit.iter().find(|(bound, _)| bound == name) {
                 return Ok(Ty::Rigid(*rigid, name.to_string()));

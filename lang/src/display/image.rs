@@ -13,9 +13,11 @@ pub struct Image {
     pub height: usize,
     pub frames: usize,
     pub rgb: Vec<u8>,
+    /// How long an animation shows each frame.
+    pub frame_ms: u16,
 }
 
-/// How long an animation shows each frame (Dex's `imseqshow`: half a second).
+/// How long an animation shows each frame unless it says (Dex's `imseqshow`: half a second).
 const FRAME_MS: u16 = 500;
 
 /// A small image is enlarged (each pixel a square block) until its longer side has at least
@@ -45,7 +47,13 @@ impl Image {
             height,
             frames,
             rgb,
+            frame_ms: FRAME_MS,
         }
+    }
+
+    /// The animation showing each frame for `frame_ms` milliseconds.
+    pub fn with_frame_delay(self, frame_ms: u16) -> Image {
+        Image { frame_ms, ..self }
     }
 
     /// The image as a PNG file (an animated one for several frames), enlarged by a whole
@@ -65,7 +73,7 @@ impl Image {
             })
             .collect();
         let frames: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
-        encode_animated_png(&frames, width as u32, height as u32, FRAME_MS)
+        encode_animated_png(&frames, width as u32, height as u32, self.frame_ms)
     }
 
     /// The whole factor a small image is enlarged by in its PNG.
@@ -200,6 +208,21 @@ mod tests {
         assert_eq!(
             text.lines().collect::<Vec<_>>(),
             vec!["│@│", "2 frames of 1×1 images, the last shown"]
+        );
+    }
+
+    #[test]
+    fn an_animation_shows_each_frame_for_its_delay() {
+        let image =
+            Image::from_unit_floats(1, 1, &[0.0, 0.0, 0.0, 1.0, 1.0, 1.0]).with_frame_delay(40);
+        let decoder = png::Decoder::new(std::io::Cursor::new(image.to_png()));
+        let mut reader = decoder.read_info().expect("a PNG header");
+        let mut buf = vec![0; reader.output_buffer_size().expect("a small image")];
+        reader.next_frame(&mut buf).expect("a frame");
+        let delay = reader.info().frame_control.expect("a frame's control");
+        assert_eq!(
+            f64::from(delay.delay_num) / f64::from(delay.delay_den),
+            0.04
         );
     }
 

@@ -11,7 +11,8 @@
 //!   is a table of `()` otherwise.
 //! - `Image(pixels)` (`png`: `imshow`, `img_to_png`; `plot`: `matshow`): `n=>m=>(Fin 3)=>Float`
 //!   in [0, 1], red, green, blue.
-//! - `Animation(frames)` (`png`: `imseqshow`): `t=>n=>m=>(Fin 3)=>Float`, an animated image.
+//! - `Animation(frames, delay)` (`png`: `imseqshow`, `pngs_to_gif`): `t=>n=>m=>(Fin 3)=>Float`,
+//!   an animated image showing each frame for `delay` hundredths of a second.
 //! - `RenderedDiagram(diagram, bounds)` (`diagram`: `render_svg`, `render_scaled_svg`): the
 //!   shapes as a drawing (`session/diagram.rs`): SVG in a notebook, braille as text.
 //! - a `String`.
@@ -30,7 +31,9 @@ pub(super) fn html_output(value: &DisplayValue, span: Span) -> Result<Output, Di
         DisplayValue::Struct(name, fields) => match (name.as_str(), fields.as_slice()) {
             ("Plot", [xs, ys, cs]) => scatter(xs, ys, cs).map(Output::Plot),
             ("Image", [pixels]) => image(pixels).map(Output::Image),
-            ("Animation", [DisplayValue::Table(frames)]) => animation(frames).map(Output::Image),
+            ("Animation", [DisplayValue::Table(frames), delay]) => animation(frames)
+                .map(|image| image.with_frame_delay(centiseconds(delay)))
+                .map(Output::Image),
             ("RenderedDiagram", [diagram, bounds]) => {
                 super::diagram::drawing(diagram, bounds).map(Output::Drawing)
             }
@@ -97,6 +100,14 @@ fn animation(frames: &[DisplayValue]) -> Option<Image> {
     }
     let (width, height) = size?;
     Some(Image::from_unit_floats(width, height, &values))
+}
+
+/// A frame delay in hundredths of a second (an `Int` field), as milliseconds.
+fn centiseconds(delay: &DisplayValue) -> u16 {
+    let hundredths = floats(delay)
+        .and_then(|values| values.first().copied())
+        .unwrap_or(50.0);
+    (hundredths.clamp(0.0, 6553.0) * 10.0) as u16
 }
 
 /// The text of a string as Dex prints it (`"a\"b"`): quotes removed, escapes undone, bytes
