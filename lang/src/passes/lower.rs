@@ -1143,18 +1143,25 @@ impl<'a> Lowerer<'a> {
     }
 
     fn global(&mut self, name: &str, span: Span) -> Result<SVal> {
-        // A top-level `Nat` known when the block is compiled is a constant, so that it can
-        // be the size argument of a function (`f numSamples` where `f` uses `Fin n`).
-        if let Some(n) = self.env.static_nats.get(name) {
-            if let Ok(n) = u32::try_from(*n) {
-                return Ok(SVal::Arr(Atom::Lit(crate::core::ir::Scalar::U32(n))));
-            }
-        }
         let Some(global) = (self.globals)(name) else {
             return bug(span, format!("unknown global `{name}`"));
         };
         let ty = global.ty.clone();
         let names = leaf_names(&ty, name);
+        // Its `Nat`s outside tables are constants (Note [Static leaves of top-level values]):
+        // a top-level `Nat` can be the size argument of a function (`f numSamples` where `f`
+        // uses `Fin n`), and so can a field (`camera.numPix`).
+        let constants: Vec<Option<Atom>> = (0..global.leaves.len())
+            .map(|position| {
+                let n = self.env.static_nats.get(names.get(position)?)?;
+                Some(Atom::Lit(crate::core::ir::Scalar::U32(
+                    u32::try_from(*n).ok()?,
+                )))
+            })
+            .collect();
+        if let Some(leaves) = constants.iter().cloned().collect::<Option<Vec<Atom>>>() {
+            return Ok(self.assemble(&ty, leaves));
+        }
         let vars = match self.inputs.iter().find(|(bound, _)| bound == name) {
             Some((_, vars)) => vars.clone(),
             None => {
@@ -1172,19 +1179,10 @@ impl<'a> Lowerer<'a> {
                 vars
             }
         };
-        // Its `Nat` fields are constants too (Note [Static leaves of top-level values]).
         let leaves = vars
             .into_iter()
-            .enumerate()
-            .map(|(position, var)| {
-                let known = names
-                    .get(position)
-                    .and_then(|leaf| self.env.static_nats.get(leaf));
-                match known.and_then(|n| u32::try_from(*n).ok()) {
-                    Some(n) => Atom::Lit(crate::core::ir::Scalar::U32(n)),
-                    None => Atom::Var(var),
-                }
-            })
+            .zip(constants)
+            .map(|(var, constant)| constant.unwrap_or(Atom::Var(var)))
             .collect();
         Ok(self.assemble(&ty, leaves))
     }
