@@ -12,7 +12,7 @@ use crate::check::builtins::Builtin;
 use crate::check::env::GlobalEnv;
 use crate::check::infer::Infer;
 use crate::check::typed::{DefInfo, TExpr, TKind, TPat, TStmt};
-use crate::check::types::{BaseTy, Ty};
+use crate::check::types::{BaseTy, Size, Ty};
 use crate::check::TypeError;
 use crate::core::interp::{self, InterpConfig, InterpError};
 use crate::core::ir::Program;
@@ -1434,6 +1434,7 @@ impl Session {
                 .iter()
                 .map(|tensor| crate::core::ir::ArrTy::new(tensor.shape().to_vec(), tensor.elem()))
                 .collect(),
+            arrays: Some(Box::new(|| tensors.iter().map(Tensor::to_array).collect())),
         })
     }
 
@@ -1444,9 +1445,12 @@ impl Session {
         let mut lowerer = Lowerer::new(&self.env, &lookup);
         lowerer.lower_main(texpr).map_err(lower_error)?;
         // The sizes of the block's own values (`n = c.numPix`, `Fin n`) are constants now.
-        let result_ty = lowerer
-            .concrete(&texpr.ty, texpr.span)
-            .unwrap_or_else(|_| texpr.ty.clone());
+        let result_ty = match lowerer.concrete(&texpr.ty, texpr.span) {
+            Ok(ty) => ty,
+            // A size of the value that lowering cannot tell would print it wrongly.
+            Err(err) if has_local_size(&texpr.ty) => return Err(lower_error(err)),
+            Err(_) => texpr.ty.clone(),
+        };
         let sites = lowerer.runtime_sites();
         let inputs: Vec<Tensor> = lowerer
             .inputs
@@ -1469,6 +1473,17 @@ impl Session {
             sites,
         })
     }
+}
+
+/// Whether a type has a size that a local of the block gives (`Fin n` for `n = …`).
+fn has_local_size(ty: &Ty) -> bool {
+    fn local(size: &Size) -> bool {
+        match size.arithmetic() {
+            Some((a, b, _)) => local(a) || local(b),
+            None => matches!(size, Size::Local(..) | Size::Field(..)),
+        }
+    }
+    ty.any(&mut |inner| matches!(inner, Ty::Fin(size) if local(size)))
 }
 
 /// The diagnostic of a parse error.

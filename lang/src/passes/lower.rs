@@ -133,6 +133,10 @@ pub struct Closure {
 pub struct GlobalValue<'a> {
     pub ty: &'a Ty,
     pub leaves: Vec<ArrTy>,
+    /// Its arrays, when the value is known (a top-level value; not an exported function's
+    /// parameter): sizes computed from it are constants (Note [Sizes known from values]).
+    /// Made when asked (they may be large).
+    pub arrays: Option<Box<dyn Fn() -> Vec<crate::core::value::Array> + 'a>>,
 }
 
 pub struct Lowerer<'a> {
@@ -158,6 +162,13 @@ pub struct Lowerer<'a> {
     /// The modes of the derivatives whose functions are being lowered, innermost last (a
     /// `custom_vjp` under a forward-mode one is refused, `lower_ad`).
     pub(super) ad_modes: Vec<crate::core::ir::AdMode>,
+    /// The values of `Nat`s the block computes from what is known when it is compiled, by
+    /// variable (Note [Sizes known from values]); `None` where one cannot be known.
+    known_sizes: std::cell::RefCell<HashMap<VarId, Option<u64>>>,
+    /// The sizes function bodies computed, kept after their calls for the types that name
+    /// them (`keep_escaping_sizes`); `None` for one that two calls gave differently. Read
+    /// where a local is not in scope (`static_size`).
+    escaped: HashMap<LocalId, Option<Atom>>,
     /// The positions of the rows of table literals being lowered whose rows are ranges of the
     /// table's own index (`[coerce_table _ [a], coerce_table _ [b, c]]` of type
     /// `(i:Fin 2)=>(..i)=>Float`), innermost last: there the range's index is the row's.
@@ -313,6 +324,8 @@ impl<'a> Lowerer<'a> {
             call_site: None,
             ad_modes: Vec::new(),
             literal_rows: Vec::new(),
+            known_sizes: Default::default(),
+            escaped: HashMap::new(),
         }
     }
 
@@ -548,7 +561,11 @@ impl<'a> Lowerer<'a> {
     /// The size a `Nat` parameter, or field `path` of a parameter, holds: a constant by now
     /// (a literal or top-level value passed down, Note [Static leaves of top-level values]).
     fn static_size(&self, local: LocalId, path: &[usize], name: &str, span: Span) -> Result<Size> {
-        let mut value = self.locals.get(&local);
+        let escaped = match self.escaped.get(&local) {
+            Some(Some(atom)) => Some(SVal::Arr(*atom)),
+            _ => None,
+        };
+        let mut value = self.locals.get(&local).or(escaped.as_ref());
         for index in path {
             value = match value {
                 Some(SVal::Tuple(items)) => items.get(*index),
@@ -559,16 +576,124 @@ impl<'a> Lowerer<'a> {
             Some(SVal::Arr(Atom::Lit(scalar))) if scalar_as_size(*scalar).is_some() => {
                 Ok(Size::Const(scalar_as_size(*scalar).unwrap_or(0)))
             }
-            // A `Nat` computed by the block: a `fold` may loop over it (`run_time_count`);
-            // anything that needs the size itself says it is not known.
-            Some(SVal::Arr(Atom::Var(_))) if path.is_empty() => {
-                Ok(Size::Local(local, name.to_string()))
-            }
+            Some(SVal::Arr(Atom::Var(var))) => match self.known_size(*var) {
+                Some(n) => Ok(Size::Const(n)),
+                // A `Nat` computed by the block from what it computes: a `fold` may loop over
+                // it (`run_time_count`); anything that needs the size itself says it is not
+                // known.
+                None if path.is_empty() => Ok(Size::Local(local, name.to_string())),
+                None => error(
+                    span,
+                    format!("the size `{name}` is not known when the block is compiled (it depends on computed data)"),
+                ),
+            },
+            None if self.escaped.get(&local) == Some(&None) => error(
+                span,
+                format!(
+                    "the size `{name}` is computed by a function called more than once here, \
+                     and the calls give different sizes: the results' types cannot tell them \
+                     apart (compute each in a block of its own)"
+                ),
+            ),
             _ => error(
                 span,
                 format!("the size `{name}` is not known when the block is compiled (it depends on computed data)"),
             ),
         }
+    }
+
+    // Note [Sizes known from values]
+    // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    // Shapes are static: a table's size is a constant of the lowered program. A `Nat` the
+    // block computes (`k = count_above samples 2`, a grid's width `f_to_n (box / cutoff)`)
+    // is one all the same when it is computed, in the main block, from literals and top-level
+    // values alone: every top-level value is known before a later block is compiled (as its
+    // `Nat` leaves are, Note [Static leaves of top-level values]). Such a size is found by
+    // running the statements it needs (the program so far, its result that variable, dead
+    // code removed) on the reference interpreter, once per variable. A `Nat` computed inside
+    // a loop body, or from an exported function's parameters, stays unknown: a `fold` may
+    // loop over it (`run_time_count`), and a table over it is an error. This is where a JAX
+    // program computes data-dependent shapes: in Python, outside `jit`, on concrete arrays.
+    //
+    // A function's result type may name a size its body computes (`as_list` of a bounded
+    // list gives `List a` of the length its body counts): the checker's type names the
+    // body's local, so the local's value is kept after the call (`keep_escaping_sizes`) for
+    // the types that name it. Two calls in one block that give it from different values are
+    // told apart by nothing in their types: such a size is an error where it is needed, and
+    // the session refuses to show a value whose type has a size it cannot tell.
+
+    /// Keeps the `Nat`s of the main block that a function's body computed after the call:
+    /// the result's type may name them as sizes (`as_list` of a top-level value gives `List a`
+    /// of the length its body computes), known when asked (Note [Sizes known from values]).
+    /// A size two calls give from different values is forgotten: the types of both results
+    /// name one local, which cannot stand for both.
+    fn keep_escaping_sizes(&mut self, inner: HashMap<LocalId, SVal>) {
+        for (local, value) in inner {
+            if self.locals.contains_key(&local) {
+                continue;
+            }
+            let atom = match value {
+                SVal::Arr(atom @ Atom::Lit(scalar)) if scalar_as_size(scalar).is_some() => atom,
+                SVal::Arr(Atom::Var(var)) if self.main_count(var) => Atom::Var(var),
+                _ => continue,
+            };
+            match self.escaped.get(&local).copied() {
+                Some(Some(earlier)) if earlier != atom && !self.same_count(earlier, atom) => {
+                    self.escaped.insert(local, None);
+                }
+                Some(_) => {}
+                None => {
+                    self.escaped.insert(local, Some(atom));
+                }
+            }
+        }
+    }
+
+    /// Whether two counts of the main block are known to be equal.
+    fn same_count(&self, a: Atom, b: Atom) -> bool {
+        let value = |atom: Atom| match atom {
+            Atom::Lit(scalar) => scalar_as_size(scalar),
+            Atom::Var(var) => self.known_size(var),
+        };
+        matches!((value(a), value(b)), (Some(x), Some(y)) if x == y)
+    }
+
+    /// Whether `var` is a whole number bound in the main block (or an input): a count whose
+    /// value may be known (`known_size`).
+    fn main_count(&self, var: VarId) -> bool {
+        let ty = self.program.var_ty(var);
+        let main = &self.program.blocks[self.program.main];
+        ty.shape.is_empty()
+            && matches!(ty.elem, Elem::U32 | Elem::I32 | Elem::I64)
+            && (self.program.inputs.contains(&var)
+                || main.stmts.iter().any(|stmt| stmt.binders.contains(&var)))
+    }
+
+    /// The value of the `Nat` variable `var` of the main block when what it is computed from
+    /// is known now: literals and top-level values (Note [Sizes known from values]).
+    fn known_size(&self, var: VarId) -> Option<u64> {
+        if let Some(known) = self.known_sizes.borrow().get(&var) {
+            return *known;
+        }
+        let known = self.evaluate_main_scalar(var);
+        self.known_sizes.borrow_mut().insert(var, known);
+        known
+    }
+
+    fn evaluate_main_scalar(&self, var: VarId) -> Option<u64> {
+        if !self.main_count(var) {
+            return None;
+        }
+        let main = self.program.main;
+        let mut inputs = Vec::new();
+        for (name, _) in &self.inputs {
+            inputs.extend(((self.globals)(name)?.arrays?)());
+        }
+        let mut program = self.program.clone();
+        program.blocks[main].results = vec![Atom::Var(var)];
+        super::cleanup::run(&mut program);
+        let results = crate::core::interp::run(&program, &inputs, &Default::default()).ok()?;
+        scalar_as_size(results.first()?.as_scalar()?)
     }
 
     /// Evaluates a size: `Nat` parameters must be bound to constants by now.
@@ -1268,7 +1393,8 @@ impl<'a> Lowerer<'a> {
                 let res = self
                     .bind(&closure.param, arg, span)
                     .and_then(|()| self.lower(&closure.body));
-                self.locals = saved_locals;
+                let inner = std::mem::replace(&mut self.locals, saved_locals);
+                self.keep_escaping_sizes(inner);
                 self.rigids = saved_rigids;
                 let entered = closure
                     .def

@@ -155,6 +155,7 @@ impl Session {
             Some(position) => Some(GlobalValue {
                 ty: &params[position],
                 leaves: leaves[position].clone(),
+                arrays: None,
             }),
             None => self.global_value(name),
         };
