@@ -1767,9 +1767,27 @@ impl<'env> Infer<'env> {
             ExprKind::For { binders, body } => self.with_scope(|cx| {
                 check_distinct(binders.iter().map(|binder| &binder.name))?;
                 let mut locals = Vec::new();
-                for binder in binders {
+                let mut counts = Vec::new();
+                for (position, binder) in binders.iter().enumerate() {
                     let ix = match &binder.ty {
-                        Some(ty) => cx.read_type(ty, &mut None)?,
+                        Some(ty) => match cx.read_type(ty, &mut None) {
+                            Ok(ix) => ix,
+                            // `for i:(Fin (cells box)).`: the count is computed first
+                            // (a name or a field that is no size keeps its own error).
+                            Err(err) => match (position, &ty.kind) {
+                                (0, TypeExprKind::Fin(count))
+                                    if !matches!(
+                                        count.kind,
+                                        ExprKind::Var(_) | ExprKind::Field { .. }
+                                    ) =>
+                                {
+                                    let (stmt, ix) = cx.computed_count(count, depth)?;
+                                    counts.push(stmt);
+                                    ix
+                                }
+                                _ => return Err(err),
+                            },
+                        },
                         None => Ty::Var(cx.fresh_var()),
                     };
                     cx.constrain(Class::Ix, ix.clone(), binder.name.span);
@@ -1790,6 +1808,16 @@ impl<'env> Infer<'env> {
                             body: Box::new(res),
                         },
                         ty,
+                        span,
+                    };
+                }
+                if !counts.is_empty() {
+                    res = TExpr {
+                        ty: res.ty.clone(),
+                        kind: TKind::Block {
+                            stmts: counts,
+                            result: Box::new(res),
+                        },
                         span,
                     };
                 }
@@ -2447,6 +2475,25 @@ impl<'env> Infer<'env> {
             })
         });
         Some(res)
+    }
+
+    /// `Fin e` of a `Nat` expression `e` that is no size of a type (`Fin (cells box)`): the
+    /// statement computing `e` into a local of its own, and `Fin` of that local (as
+    /// `computed_fin` makes for `n = Fin e`).
+    fn computed_count(&mut self, count: &Expr, depth: usize) -> Result<(TStmt, Ty)> {
+        let value = self.infer_depth(count, depth + 1)?;
+        self.unify(&Ty::nat(), &value.ty, count.span)?;
+        self.solve(false)?;
+        let name = "count".to_string();
+        let local = self.new_local(&name);
+        let ix = Ty::Fin(Size::Local(local, name.clone()));
+        Ok((
+            TStmt::Let {
+                pat: TPat::Var(local, name),
+                value,
+            },
+            ix,
+        ))
     }
 
     /// `N = Fin 3` (a capitalised name bound to a type) in a block: binds the alias.

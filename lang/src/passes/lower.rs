@@ -1158,8 +1158,14 @@ impl<'a> Lowerer<'a> {
                         _ => {}
                     }
                 }
-                let func_value = self.lower(func)?;
-                let arg_value = self.lower(arg)?;
+                // A built-in's type is made concrete when it is lowered: its argument first,
+                // which may bind a size the type names (`sum for i:(Fin (cells box)). …`).
+                let (func_value, arg_value) = if matches!(func.kind, TKind::Builtin(_)) {
+                    let arg_value = self.lower(arg)?;
+                    (self.lower(func)?, arg_value)
+                } else {
+                    (self.lower(func)?, self.lower(arg)?)
+                };
                 self.apply(func_value, arg_value, span)
             }
             TKind::Index { base, index } => {
