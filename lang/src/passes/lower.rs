@@ -169,6 +169,9 @@ pub struct Lowerer<'a> {
     /// them (`keep_escaping_sizes`); `None` for one that two calls gave differently. Read
     /// where a local is not in scope (`static_size`).
     escaped: HashMap<LocalId, Option<Atom>>,
+    /// The blocks around the one being lowered, outermost first: their variables are in
+    /// scope in it.
+    enclosing: Vec<BlockId>,
     /// The positions of the rows of table literals being lowered whose rows are ranges of the
     /// table's own index (`[coerce_table _ [a], coerce_table _ [b, c]]` of type
     /// `(i:Fin 2)=>(..i)=>Float`), innermost last: there the range's index is the row's.
@@ -240,6 +243,41 @@ pub struct ScalarLeaf {
     /// The leaf's type when it is one scalar; `None` for a leaf inside a table and for the
     /// tag of a type with several constructors.
     pub scalar: Option<Ty>,
+}
+
+// Note [Tables of run-time size]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Inside a loop, a `Nat` computed from the loop's index or carry is known only when the block
+// runs (Dex's molecular dynamics lists the atoms of each cell, `as_list tbl[cell]`, inside a
+// `for_` over the cells). A `for` over `Fin n` of such an `n` has no static shape, but when
+// its body performs no effect it need not be an array: it stays the function of its index
+// (`SVal::FnTable`, as a table of functions does), and indexing it computes the element. So
+// it can be indexed and looped over (`for_`, `fold` over `Fin n`: `run_time_count`), which
+// is what such programs do with it; storing, returning or reducing it needs an array, and is
+// an error that says so. A body with effects (a `get` of state, an `error`) keeps the error:
+// computed at each index later, its effects would move.
+
+/// Whether an expression performs no effect: no effect operation in it, and no function in
+/// it whose type has an effect (the functions it calls).
+fn performs_nothing(expr: &TExpr) -> bool {
+    fn pure_row(row: &crate::check::types::EffRow) -> bool {
+        row.effects.is_empty()
+            && match row.tail.as_deref() {
+                None => true,
+                Some(Ty::Row(rest)) => pure_row(rest),
+                // A row variable (`{|eff}` of a function passed in) may stand for any effect.
+                Some(_) => false,
+            }
+    }
+    let pure_ty = |ty: &Ty| {
+        !ty.any(&mut |inner| match inner {
+            Ty::Fun { effects, .. } => !pure_row(effects),
+            _ => false,
+        })
+    };
+    !matches!(expr.kind, TKind::Builtin(Builtin::Effect(_)))
+        && pure_ty(&expr.ty)
+        && expr.children().into_iter().all(performs_nothing)
 }
 
 /// The leaves of a value of type `ty` named `name`, in the order of [`leaf_types`].
@@ -326,6 +364,7 @@ impl<'a> Lowerer<'a> {
             literal_rows: Vec::new(),
             known_sizes: Default::default(),
             escaped: HashMap::new(),
+            enclosing: Vec::new(),
         }
     }
 
@@ -479,7 +518,9 @@ impl<'a> Lowerer<'a> {
         let block = self.program.new_block();
         self.program.blocks[block].params = params;
         let outer = std::mem::replace(&mut self.block, block);
+        self.enclosing.push(outer);
         let res = f(self);
+        self.enclosing.pop();
         self.block = outer;
         self.program.blocks[block].results = res?;
         Ok(block)
@@ -561,11 +602,8 @@ impl<'a> Lowerer<'a> {
     /// The size a `Nat` parameter, or field `path` of a parameter, holds: a constant by now
     /// (a literal or top-level value passed down, Note [Static leaves of top-level values]).
     fn static_size(&self, local: LocalId, path: &[usize], name: &str, span: Span) -> Result<Size> {
-        let escaped = match self.escaped.get(&local) {
-            Some(Some(atom)) => Some(SVal::Arr(*atom)),
-            _ => None,
-        };
-        let mut value = self.locals.get(&local).or(escaped.as_ref());
+        let value = self.local_value(local);
+        let mut value = value.as_ref();
         for index in path {
             value = match value {
                 Some(SVal::Tuple(items)) => items.get(*index),
@@ -634,18 +672,63 @@ impl<'a> Lowerer<'a> {
             }
             let atom = match value {
                 SVal::Arr(atom @ Atom::Lit(scalar)) if scalar_as_size(scalar).is_some() => atom,
-                SVal::Arr(Atom::Var(var)) if self.main_count(var) => Atom::Var(var),
+                SVal::Arr(Atom::Var(var)) if self.main_count(var) || self.block_count(var) => {
+                    Atom::Var(var)
+                }
                 _ => continue,
             };
+            // One made in a block no longer being lowered (an earlier attempt at a loop's
+            // body, another loop) is out of scope here: the new one replaces it.
+            let visible = |cx: &Self, atom: Atom| match atom {
+                Atom::Var(var) => cx.main_count(var) || cx.block_count(var),
+                Atom::Lit(_) => true,
+            };
             match self.escaped.get(&local).copied() {
-                Some(Some(earlier)) if earlier != atom && !self.same_count(earlier, atom) => {
+                Some(Some(earlier))
+                    if earlier != atom
+                        && visible(self, earlier)
+                        && !self.same_count(earlier, atom) =>
+                {
                     self.escaped.insert(local, None);
+                }
+                Some(Some(earlier)) if !visible(self, earlier) => {
+                    self.escaped.insert(local, Some(atom));
                 }
                 Some(_) => {}
                 None => {
                     self.escaped.insert(local, Some(atom));
                 }
             }
+        }
+    }
+
+    /// Whether `var` is a whole number bound in the block being lowered (a loop's body) or
+    /// one around it: a count known when the block runs, for the loops over it (Note [Tables
+    /// of run-time size]).
+    fn block_count(&self, var: VarId) -> bool {
+        let ty = self.program.var_ty(var);
+        ty.shape.is_empty()
+            && matches!(ty.elem, Elem::U32 | Elem::I32 | Elem::I64)
+            && std::iter::once(&self.block)
+                .chain(&self.enclosing)
+                .any(|block| {
+                    let block = &self.program.blocks[*block];
+                    block.params.contains(&var)
+                        || block.stmts.iter().any(|stmt| stmt.binders.contains(&var))
+                })
+    }
+
+    /// The value a local stands for: in scope, or kept from a function's body
+    /// (`keep_escaping_sizes`).
+    pub(super) fn local_value(&self, local: LocalId) -> Option<SVal> {
+        match (self.locals.get(&local), self.escaped.get(&local)) {
+            (Some(value), _) => Some(value.clone()),
+            // Only where its statement is in scope: the main block, or the block it was made in.
+            (None, Some(Some(atom))) => match *atom {
+                Atom::Var(var) if !self.main_count(var) && !self.block_count(var) => None,
+                atom => Some(SVal::Arr(atom)),
+            },
+            _ => None,
         }
     }
 
@@ -761,6 +844,16 @@ impl<'a> Lowerer<'a> {
                 return error(
                     span,
                     "a type cannot be stored in a table, a branch or a loop carry",
+                )
+            }
+            SVal::FnTable { ix, .. } if matches!(ix, Ty::Fin(Size::Local(..))) => {
+                return error(
+                    span,
+                    format!(
+                        "a table over {ix}, whose size is known only when the block runs, can \
+                         be indexed and looped over (`for_`, `fold`), but not stored, returned \
+                         or reduced"
+                    ),
                 )
             }
             SVal::Linear(_) | SVal::Con { .. } | SVal::FnTable { .. } => {
@@ -1096,7 +1189,10 @@ impl<'a> Lowerer<'a> {
                         return Ok(self.assemble(&ty, Vec::new()));
                     }
                 }
-                if elem.contains_fun() {
+                // A table of functions, or a pure table over a size known only when the block
+                // runs (Note [Tables of run-time size]): the function of its index.
+                let run_time = self.run_time_count(&ix, span).is_some() && performs_nothing(body);
+                if elem.contains_fun() || run_time {
                     let elem = self.closure(TPat::Var(*binder, String::new()), body);
                     return Ok(SVal::FnTable { ix, elem });
                 }
@@ -1806,11 +1902,8 @@ impl<'a> Lowerer<'a> {
         let Ty::Fin(Size::Local(local, _)) = ix else {
             return None;
         };
-        match self.locals.get(local) {
-            Some(SVal::Arr(count @ Atom::Var(_))) => {
-                let count = *count;
-                self.cast(count, INDEX, span).ok()
-            }
+        match self.local_value(*local) {
+            Some(SVal::Arr(count @ Atom::Var(_))) => self.cast(count, INDEX, span).ok(),
             _ => None,
         }
     }

@@ -15,7 +15,7 @@ use crate::check::builtins::{Builtin, Class};
 use crate::check::classes::{match_head, InstanceDef};
 use crate::check::data::DataTy;
 use crate::check::typed::{TExpr, TPat};
-use crate::check::types::{Bound, RangeKind, Rigid, Ty};
+use crate::check::types::{Bound, RangeKind, Rigid, Size, Ty};
 use crate::core::ir::{ArrTy, Atom, Elem, Expr, Scalar};
 use crate::prim::signature::ByMethod;
 use crate::prim::Prim;
@@ -55,8 +55,7 @@ impl Lowerer<'_> {
         // A size field holds the size the type gives it (Note [Size fields]).
         let mut args = args;
         for (position, param) in &data.def.cons[con].size_fields {
-            let size = self.ix_size(&data.args[*param], span)?;
-            args[*position] = SVal::Arr(Atom::Lit(Scalar::U32(size as u32)));
+            args[*position] = self.size_value(&data.args[*param], span)?;
         }
         if !data.def.is_tagged() {
             return Ok(SVal::Tuple(args));
@@ -72,6 +71,18 @@ impl Lowerer<'_> {
             items.push(fields);
         }
         Ok(SVal::Tuple(items))
+    }
+
+    /// The size of index set `ix` as a `Nat` value: a literal, or the value of a `Nat` the
+    /// block computes when it runs (a list made inside a loop, Note [Tables of run-time size]).
+    fn size_value(&mut self, ix: &Ty, span: Span) -> Result<SVal> {
+        if let Ty::Fin(Size::Local(local, _)) = self.concrete(ix, span)? {
+            if let Some(value @ SVal::Arr(Atom::Var(_))) = self.local_value(local) {
+                return Ok(value);
+            }
+        }
+        let size = self.ix_size(ix, span)?;
+        Ok(SVal::Arr(Atom::Lit(Scalar::U32(size as u32))))
     }
 
     /// A string literal: the `List Char` of its bytes (its length, then the table of them).
