@@ -12,7 +12,7 @@ use crate::check::builtins::Builtin;
 use crate::check::env::GlobalEnv;
 use crate::check::infer::Infer;
 use crate::check::typed::{DefInfo, TExpr, TKind, TPat, TStmt};
-use crate::check::types::{BaseTy, Size, Ty};
+use crate::check::types::{BaseTy, Ty};
 use crate::check::TypeError;
 use crate::core::interp::{self, InterpConfig, InterpError};
 use crate::core::ir::Program;
@@ -1477,13 +1477,7 @@ impl Session {
 
 /// Whether a type has a size that a local of the block gives (`Fin n` for `n = …`).
 fn has_local_size(ty: &Ty) -> bool {
-    fn local(size: &Size) -> bool {
-        match size.arithmetic() {
-            Some((a, b, _)) => local(a) || local(b),
-            None => matches!(size, Size::Local(..) | Size::Field(..)),
-        }
-    }
-    ty.any(&mut |inner| matches!(inner, Ty::Fin(size) if local(size)))
+    ty.any(&mut |inner| matches!(inner, Ty::Fin(size) if size.any_local(&mut |_| true)))
 }
 
 /// The diagnostic of a parse error.

@@ -1655,7 +1655,7 @@ impl<'env> Infer<'env> {
                     Ok(Size::Of(Box::new(Ty::Rigid(rigid, name))))
                 }
                 // A type function's parameter bound to an index set: its size.
-                Some(Binding::TypeVar(ty)) => match size_of_ix(&ty.clone()) {
+                Some(Binding::TypeVar(ty)) => match size_of_ix(ty) {
                     Some(size) => Ok(size),
                     None => not_static(),
                 },
@@ -1781,7 +1781,10 @@ impl<'env> Infer<'env> {
                                         ExprKind::Var(_) | ExprKind::Field { .. }
                                     ) =>
                                 {
-                                    let (stmt, ix) = cx.computed_count(count, depth)?;
+                                    // Named by what it computes in messages.
+                                    let name =
+                                        format!("({})", crate::syntax::print::print_expr(count));
+                                    let (stmt, ix) = cx.computed_count(count, name, depth)?;
                                     counts.push(stmt);
                                     ix
                                 }
@@ -2463,28 +2466,21 @@ impl<'env> Infer<'env> {
         let TypeExprKind::Fin(size) = &ty.kind else {
             return None;
         };
-        let res = self.infer_depth(size, depth + 1).and_then(|value| {
-            self.unify(&Ty::nat(), &value.ty, size.span)?;
-            self.solve(false)?;
-            let local = self.new_local(&name);
-            let fin = Ty::Fin(Size::Local(local, name.clone()));
-            self.scopes.push((name.clone(), Binding::TypeVar(fin)));
-            Ok(TStmt::Let {
-                pat: TPat::Var(local, name),
-                value,
-            })
-        });
-        Some(res)
+        Some(
+            self.computed_count(size, name.clone(), depth)
+                .map(|(stmt, fin)| {
+                    self.scopes.push((name, Binding::TypeVar(fin)));
+                    stmt
+                }),
+        )
     }
 
     /// `Fin e` of a `Nat` expression `e` that is no size of a type (`Fin (cells box)`): the
-    /// statement computing `e` into a local of its own, and `Fin` of that local (as
-    /// `computed_fin` makes for `n = Fin e`).
-    fn computed_count(&mut self, count: &Expr, depth: usize) -> Result<(TStmt, Ty)> {
+    /// statement computing `e` into a local named `name`, and `Fin` of that local.
+    fn computed_count(&mut self, count: &Expr, name: String, depth: usize) -> Result<(TStmt, Ty)> {
         let value = self.infer_depth(count, depth + 1)?;
         self.unify(&Ty::nat(), &value.ty, count.span)?;
         self.solve(false)?;
-        let name = "count".to_string();
         let local = self.new_local(&name);
         let ix = Ty::Fin(Size::Local(local, name.clone()));
         Ok((
@@ -4444,16 +4440,7 @@ pub fn substitute_rigids(ty: &Ty, mapping: &HashMap<Rigid, Ty>) -> Ty {
 }
 
 fn mentions_local(ty: &Ty, local: LocalId) -> bool {
-    fn size_mentions(size: &Size, local: LocalId) -> bool {
-        match size {
-            Size::Local(id, _) | Size::Field(id, ..) => *id == local,
-            Size::Const(_) | Size::Of(_) => false,
-            Size::Add(a, b) | Size::Sub(a, b) | Size::Mul(a, b) | Size::Div(a, b) => {
-                size_mentions(a, local) || size_mentions(b, local)
-            }
-        }
-    }
-    ty.any(&mut |inner| matches!(inner, Ty::Fin(size) if size_mentions(size, local)))
+    ty.any(&mut |inner| matches!(inner, Ty::Fin(size) if size.any_local(&mut |id| id == local)))
 }
 
 /// Rebuilds a type bottom-up, letting `f` replace any node (returning `Some`).

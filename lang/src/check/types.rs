@@ -185,6 +185,18 @@ impl Size {
         }
     }
 
+    /// Whether a local the size reads (`Fin n`, `Fin c.numPix`, in arithmetic too) satisfies
+    /// `pred`.
+    pub fn any_local(&self, pred: &mut impl FnMut(LocalId) -> bool) -> bool {
+        match self {
+            Size::Local(id, _) | Size::Field(id, _) => pred(*id),
+            Size::Const(_) | Size::Of(_) => false,
+            Size::Add(a, b) | Size::Sub(a, b) | Size::Mul(a, b) | Size::Div(a, b) => {
+                a.any_local(pred) || b.any_local(pred)
+            }
+        }
+    }
+
     /// Whether a type inside the size satisfies `pred`.
     pub fn any_ty(&self, pred: &mut impl FnMut(&Ty) -> bool) -> bool {
         match self {

@@ -172,10 +172,12 @@ pub struct Lowerer<'a> {
     /// The blocks around the one being lowered, outermost first: their variables are in
     /// scope in it.
     enclosing: Vec<BlockId>,
+    /// The block each statement's binder was emitted into (`emit`).
+    bound_in: HashMap<VarId, BlockId>,
     /// The positions of the rows of table literals being lowered whose rows are ranges of the
     /// table's own index (`[coerce_table _ [a], coerce_table _ [b, c]]` of type
     /// `(i:Fin 2)=>(..i)=>Float`), innermost last: there the range's index is the row's.
-    pub(super) literal_rows: Vec<(usize, SVal)>,
+    literal_rows: Vec<usize>,
 }
 
 const INDEX: Elem = Elem::I64;
@@ -365,6 +367,7 @@ impl<'a> Lowerer<'a> {
             known_sizes: Default::default(),
             escaped: HashMap::new(),
             enclosing: Vec::new(),
+            bound_in: HashMap::new(),
         }
     }
 
@@ -426,6 +429,7 @@ impl<'a> Lowerer<'a> {
             .collect();
         for binder in &binders {
             self.program.source_map.insert(*binder, span);
+            self.bound_in.insert(*binder, self.block);
         }
         self.program.blocks[self.block].stmts.push(Stmt {
             binders: binders.clone(),
@@ -660,11 +664,12 @@ impl<'a> Lowerer<'a> {
     // told apart by nothing in their types: such a size is an error where it is needed, and
     // the session refuses to show a value whose type has a size it cannot tell.
 
-    /// Keeps the `Nat`s of the main block that a function's body computed after the call:
-    /// the result's type may name them as sizes (`as_list` of a top-level value gives `List a`
-    /// of the length its body computes), known when asked (Note [Sizes known from values]).
-    /// A size two calls give from different values is forgotten: the types of both results
-    /// name one local, which cannot stand for both.
+    /// Keeps the `Nat`s that a function's body computed after the call: the result's type may
+    /// name them as sizes (`as_list` of a top-level value gives `List a` of the length its
+    /// body computes), known when asked (Note [Sizes known from values]). A size two calls
+    /// give from different values is forgotten: the types of both results name one local,
+    /// which cannot stand for both. One whose statement is out of scope here (an earlier
+    /// attempt at a loop's body, another loop) is replaced by the new one.
     fn keep_escaping_sizes(&mut self, inner: HashMap<LocalId, SVal>) {
         for (local, value) in inner {
             if self.locals.contains_key(&local) {
@@ -672,27 +677,15 @@ impl<'a> Lowerer<'a> {
             }
             let atom = match value {
                 SVal::Arr(atom @ Atom::Lit(scalar)) if scalar_as_size(scalar).is_some() => atom,
-                SVal::Arr(Atom::Var(var)) if self.main_count(var) || self.block_count(var) => {
-                    Atom::Var(var)
-                }
+                SVal::Arr(atom @ Atom::Var(_)) if self.count_in_scope(atom) => atom,
                 _ => continue,
             };
-            // One made in a block no longer being lowered (an earlier attempt at a loop's
-            // body, another loop) is out of scope here: the new one replaces it.
-            let visible = |cx: &Self, atom: Atom| match atom {
-                Atom::Var(var) => cx.main_count(var) || cx.block_count(var),
-                Atom::Lit(_) => true,
-            };
             match self.escaped.get(&local).copied() {
-                Some(Some(earlier))
-                    if earlier != atom
-                        && visible(self, earlier)
-                        && !self.same_count(earlier, atom) =>
-                {
-                    self.escaped.insert(local, None);
-                }
-                Some(Some(earlier)) if !visible(self, earlier) => {
+                Some(Some(earlier)) if !self.count_in_scope(earlier) => {
                     self.escaped.insert(local, Some(atom));
+                }
+                Some(Some(earlier)) if earlier != atom && !self.same_count(earlier, atom) => {
+                    self.escaped.insert(local, None);
                 }
                 Some(_) => {}
                 None => {
@@ -702,32 +695,35 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    /// Whether `var` is a whole number bound in the block being lowered (a loop's body) or
-    /// one around it: a count known when the block runs, for the loops over it (Note [Tables
-    /// of run-time size]).
-    fn block_count(&self, var: VarId) -> bool {
+    /// Whether `var` holds one whole number (a count).
+    fn is_count(&self, var: VarId) -> bool {
         let ty = self.program.var_ty(var);
-        ty.shape.is_empty()
-            && matches!(ty.elem, Elem::U32 | Elem::I32 | Elem::I64)
-            && std::iter::once(&self.block)
-                .chain(&self.enclosing)
-                .any(|block| {
-                    let block = &self.program.blocks[*block];
-                    block.params.contains(&var)
-                        || block.stmts.iter().any(|stmt| stmt.binders.contains(&var))
-                })
+        ty.shape.is_empty() && matches!(ty.elem, Elem::U32 | Elem::I32 | Elem::I64)
+    }
+
+    /// Whether a count can be read in the block being lowered: a literal, an input, or a
+    /// variable of that block or of one around it (Note [Tables of run-time size]).
+    fn count_in_scope(&self, atom: Atom) -> bool {
+        let Atom::Var(var) = atom else {
+            return true;
+        };
+        let bound_in_scope = |block: &BlockId| {
+            self.bound_in.get(&var) == Some(block)
+                || self.program.blocks[*block].params.contains(&var)
+        };
+        self.is_count(var)
+            && (self.program.inputs.contains(&var)
+                || std::iter::once(&self.block)
+                    .chain(&self.enclosing)
+                    .any(bound_in_scope))
     }
 
     /// The value a local stands for: in scope, or kept from a function's body
-    /// (`keep_escaping_sizes`).
+    /// (`keep_escaping_sizes`) where its statement is in scope.
     pub(super) fn local_value(&self, local: LocalId) -> Option<SVal> {
         match (self.locals.get(&local), self.escaped.get(&local)) {
             (Some(value), _) => Some(value.clone()),
-            // Only where its statement is in scope: the main block, or the block it was made in.
-            (None, Some(Some(atom))) => match *atom {
-                Atom::Var(var) if !self.main_count(var) && !self.block_count(var) => None,
-                atom => Some(SVal::Arr(atom)),
-            },
+            (None, Some(Some(atom))) if self.count_in_scope(*atom) => Some(SVal::Arr(*atom)),
             _ => None,
         }
     }
@@ -741,15 +737,12 @@ impl<'a> Lowerer<'a> {
         matches!((value(a), value(b)), (Some(x), Some(y)) if x == y)
     }
 
-    /// Whether `var` is a whole number bound in the main block (or an input): a count whose
-    /// value may be known (`known_size`).
+    /// Whether `var` is a count of the main block (or an input): one whose value may be known
+    /// when the block is compiled (`known_size`).
     fn main_count(&self, var: VarId) -> bool {
-        let ty = self.program.var_ty(var);
-        let main = &self.program.blocks[self.program.main];
-        ty.shape.is_empty()
-            && matches!(ty.elem, Elem::U32 | Elem::I32 | Elem::I64)
+        self.is_count(var)
             && (self.program.inputs.contains(&var)
-                || main.stmts.iter().any(|stmt| stmt.binders.contains(&var)))
+                || self.bound_in.get(&var) == Some(&self.program.main))
     }
 
     /// The value of the `Nat` variable `var` of the main block when what it is computed from
@@ -984,7 +977,7 @@ impl<'a> Lowerer<'a> {
         else {
             return Ok(None);
         };
-        let Some(&(row, _)) = self
+        let Some(&row) = self
             .literal_rows
             .len()
             .checked_sub(1 + *depth as usize)
@@ -1001,8 +994,8 @@ impl<'a> Lowerer<'a> {
         }))
     }
 
-    /// The table of type `ty` (of `to` rows) whose first `rows` rows are those of `leaves`'
-    /// table, and the rest zeros.
+    /// The table of type `ty` whose first `rows` rows are those of `leaves`' table, and the
+    /// rest (up to the size of `ty`'s index set) zeros.
     fn pad_rows(&mut self, leaves: Vec<Atom>, rows: usize, ty: &Ty, span: Span) -> Result<SVal> {
         self.build_table(ty, "row", span, |cx, k| {
             let inside = cx.prim(Prim::Lt, vec![k, super::lower_show::index_lit(rows)], span)?;
@@ -1177,8 +1170,9 @@ impl<'a> Lowerer<'a> {
                     return bug(span, "for without a table type");
                 };
                 let ix = (**ix).clone();
+                let count = self.run_time_count(&ix, span);
                 // `for_ i:(Fin n).` over a `Nat` the block computes: a loop of effects only.
-                if let (Some(count), Ty::Tuple(units)) = (self.run_time_count(&ix, span), &**elem) {
+                if let (Some(count), Ty::Tuple(units)) = (count, &**elem) {
                     if units.is_empty() {
                         let unit = Ty::Tuple(Vec::new());
                         self.fold_while(count, Vec::new(), &unit, &ix, span, |cx, index, _| {
@@ -1191,7 +1185,7 @@ impl<'a> Lowerer<'a> {
                 }
                 // A table of functions, or a pure table over a size known only when the block
                 // runs (Note [Tables of run-time size]): the function of its index.
-                let run_time = self.run_time_count(&ix, span).is_some() && performs_nothing(body);
+                let run_time = count.is_some() && performs_nothing(body);
                 if elem.contains_fun() || run_time {
                     let elem = self.closure(TPat::Var(*binder, String::new()), body);
                     return Ok(SVal::FnTable { ix, elem });
@@ -1282,19 +1276,14 @@ impl<'a> Lowerer<'a> {
             )),
             TKind::Table(items) => {
                 let ty = self.concrete(&expr.ty, span)?;
-                let dependent = match &ty {
-                    Ty::Table(ix, elem) if elem.mentions_outer(0) => Some((**ix).clone()),
-                    _ => None,
-                };
+                let dependent = matches!(&ty, Ty::Table(_, elem) if elem.mentions_outer(0));
                 let mut values = Vec::new();
                 for (position, item) in items.iter().enumerate() {
-                    let Some(ix) = &dependent else {
+                    if !dependent {
                         values.push(self.lower(item)?);
                         continue;
-                    };
-                    let flat = Atom::Lit(Scalar::I64(position as i64));
-                    let index = self.unflatten_index(flat, ix, span)?;
-                    self.literal_rows.push((position, index));
+                    }
+                    self.literal_rows.push(position);
                     let value = self.lower(item);
                     self.literal_rows.pop();
                     values.push(value?);
