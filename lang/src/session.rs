@@ -1818,9 +1818,9 @@ fn display_at(ty: &Ty, leaves: &[(&Array, usize, usize)], rows: &[usize]) -> Dis
             rest = &rest[..count];
             let name = data.def.cons[con].name.clone();
             let parts = display_parts(&fields, rest, rows);
-            // A string (the prelude's `List Char`) prints as one: `"abc"`.
+            // A string (the prelude's `List Char`, `Char` being `Word8`) prints as one: `"abc"`.
             match (data.def.name.as_str(), data.args.first(), parts.get(1)) {
-                ("List", Some(Ty::Base(BaseTy::Char)), Some(DisplayValue::Table(chars))) => {
+                ("List", Some(Ty::Base(BaseTy::Word8)), Some(DisplayValue::Table(chars))) => {
                     DisplayValue::Text(string_text(chars))
                 }
                 _ if data.def.kind == crate::check::data::DataKind::Struct => {
@@ -1833,7 +1833,7 @@ fn display_at(ty: &Ty, leaves: &[(&Array, usize, usize)], rows: &[usize]) -> Dis
             let (array, offset, _) = leaves[0];
             let scalar = array.data.get(offset);
             match ty {
-                Ty::Base(BaseTy::Char) => DisplayValue::Text(char_text(scalar)),
+                Ty::Base(BaseTy::Word8) => DisplayValue::Text(char_text(scalar)),
                 Ty::Base(base) if base.is_word() => {
                     DisplayValue::Text(format!("0x{:x}", scalar.bits()))
                 }
@@ -1887,25 +1887,15 @@ fn computed_text(chars: &Array, start: usize, len: usize) -> String {
 
 /// A string as Dex prints it: its characters between double quotes, escaped as in source.
 fn string_text(chars: &[DisplayValue]) -> String {
-    let mut text = String::from("\"");
-    for item in chars {
-        let DisplayValue::Text(quoted) = item else {
-            continue;
-        };
-        let inner = &quoted[1..quoted.len() - 1];
-        match inner {
-            // The unused places of a `show` (Note [Texts of run-time values]).
-            "\\x00" => {}
-            "\"" => text.push_str("\\\""),
-            "\\'" => text.push('\''),
-            _ => text.push_str(inner),
-        }
-    }
-    text.push('"');
-    text
+    let bytes = chars.iter().filter_map(|item| match item {
+        DisplayValue::Text(quoted) => crate::syntax::escape::char_byte(quoted),
+        _ => None,
+    });
+    // The unused places of a `show` are zero bytes (Note [Texts of run-time values]).
+    crate::syntax::escape::quoted_bytes(bytes.filter(|&byte| byte != 0))
 }
 
-/// A character as Dex prints it: `'a'`, `'\n'`, or its code for other bytes.
+/// A character (a `Word8`) as Dex prints it: `'a'`, `'\n'`, `'\210'`.
 fn char_text(scalar: crate::core::ir::Scalar) -> String {
-    crate::prim::text::quoted_char(scalar.int_value().unwrap_or(0) as u8)
+    crate::syntax::escape::quoted_char(scalar.int_value().unwrap_or(0) as u8)
 }

@@ -149,9 +149,8 @@ impl Class {
     pub fn holds_for_base(self, base: BaseTy) -> bool {
         match self {
             Class::Add | Class::Mul | Class::Div | Class::Num => base.is_numeric(),
-            // Characters compare by their codes (Dex's `Char` is a `Word8`).
-            // Characters compare by their codes (Dex's `Char` is a `Word8`), `False < True`.
-            Class::Ord => base.is_numeric() || matches!(base, BaseTy::Char | BaseTy::Bool),
+            // Characters are bytes (Dex's `Char` is a `Word8`); `False < True`.
+            Class::Ord => base.is_numeric() || base == BaseTy::Bool,
             Class::Sub => base.is_numeric() && base != BaseTy::Nat,
             Class::Floating | Class::VSpace | Class::Float => base.is_float(),
             Class::Eq | Class::Show | Class::Arbitrary => true,
@@ -704,7 +703,7 @@ impl Builtin {
                 let unit = Ty::Tuple(Vec::new());
                 let text = |cx: &mut Infer| {
                     let len = var(cx, &[]);
-                    cx.prelude_data("List", vec![Ty::Base(BaseTy::Char), len])
+                    cx.prelude_data("List", vec![Ty::Base(BaseTy::Word8), len])
                 };
                 match op {
                     EffectOp::RunState => handler(
@@ -821,7 +820,7 @@ impl Builtin {
                 let a = var(cx, &[]);
                 let len = var(cx, &[]);
                 cx.constrain_text(a.clone(), len.clone(), span);
-                let text = cx.prelude_data("List", vec![Ty::Base(BaseTy::Char), len]);
+                let text = cx.prelude_data("List", vec![Ty::Base(BaseTy::Word8), len]);
                 Ty::fun(a, text)
             }
             Builtin::InternalCast => {

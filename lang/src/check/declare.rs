@@ -546,7 +546,7 @@ impl Infer<'_> {
                 // A text of the length the instance's body gives (Note [Texts of run-time
                 // values]).
                 let len = Ty::Var(self.fresh_var());
-                let text = self.prelude_data("List", vec![Ty::Base(BaseTy::Char), len]);
+                let text = self.prelude_data("List", vec![Ty::Base(BaseTy::Word8), len]);
                 expected = Ty::fun(head.clone(), text);
             }
             let def = match (items.first(), &method.default) {

@@ -1758,7 +1758,7 @@ impl<'env> Infer<'env> {
                     Lit::Int(_) => Ty::Var(self.fresh_int_literal_var(span)),
                     Lit::Float(_) => Ty::Var(self.fresh_float_var(span)),
                     Lit::Bool(_) => Ty::bool(),
-                    Lit::Char(_) => Ty::Base(BaseTy::Char),
+                    Lit::Char(_) => Ty::Base(BaseTy::Word8),
                     Lit::Str(text) => self.string_type(text.len(), span)?,
                 };
                 Ok(texpr(TKind::Lit(lit.clone()), ty))
@@ -2274,7 +2274,7 @@ impl<'env> Infer<'env> {
         };
         Ok(Ty::Data(DataTy {
             def,
-            args: vec![Ty::Base(BaseTy::Char), Ty::Fin(Size::Const(len as u64))],
+            args: vec![Ty::Base(BaseTy::Word8), Ty::Fin(Size::Const(len as u64))],
         }))
     }
 

@@ -130,9 +130,9 @@ pub fn layout(env: &GlobalEnv, ty: &Ty) -> Result<Layout, NoLayout> {
         Ty::Var(_) | Ty::Row(_) => return Err(NoLayout::Unknown),
         Ty::Base(base) => Layout::Scalar {
             op: match base {
-                BaseTy::Word8 | BaseTy::Word32 | BaseTy::Word64 => TextOp::Hex,
+                BaseTy::Word32 | BaseTy::Word64 => TextOp::Hex,
                 BaseTy::Bool => TextOp::Bool,
-                BaseTy::Char => TextOp::Char,
+                BaseTy::Word8 => TextOp::Char,
                 _ => TextOp::Number,
             },
             elem: base.elem(),
@@ -170,7 +170,7 @@ pub fn layout(env: &GlobalEnv, ty: &Ty) -> Result<Layout, NoLayout> {
             },
         },
         Ty::Data(data) => {
-            if data.def.name == "List" && data.args.first() == Some(&Ty::Base(BaseTy::Char)) {
+            if data.def.name == "List" && data.args.first() == Some(&Ty::Base(BaseTy::Word8)) {
                 return match data.args.get(1) {
                     Some(Ty::Var(_)) => Err(NoLayout::Unknown),
                     Some(Ty::Fin(len)) => Ok(Layout::Chars { len: len.clone() }),

@@ -27,13 +27,12 @@ pub enum BaseTy {
     Int64,
     /// Unsigned 32-bit (`Nat`).
     Nat,
-    /// A byte (Dex's `Word8`), stored in 32 bits and kept below 256.
+    /// A byte (Dex's `Word8`, also its `Char` and `Byte`), stored in 32 bits and kept below
+    /// 256; printed as a character (`'a'`, `'\\210'`), as Dex prints it.
     Word8,
     /// Unsigned 32-bit, printed in hexadecimal (Dex's `Word32`).
     Word32,
     Word64,
-    /// A character (a byte, as Dex's), printed as `'a'`.
-    Char,
     Bool,
 }
 
@@ -48,7 +47,6 @@ impl BaseTy {
             BaseTy::Word8 => "Word8",
             BaseTy::Word32 => "Word32",
             BaseTy::Word64 => "Word64",
-            BaseTy::Char => "Char",
             BaseTy::Bool => "Bool",
         }
     }
@@ -61,10 +59,9 @@ impl BaseTy {
             "Int" | "Int32" => BaseTy::Int32,
             "Int64" => BaseTy::Int64,
             "Nat" => BaseTy::Nat,
-            "Word8" | "Byte" => BaseTy::Word8,
+            "Word8" | "Byte" | "Char" => BaseTy::Word8,
             "Word32" => BaseTy::Word32,
             "Word64" | "Key" => BaseTy::Word64,
-            "Char" => BaseTy::Char,
             "Bool" => BaseTy::Bool,
             _ => return None,
         })
@@ -75,11 +72,11 @@ impl BaseTy {
     }
 
     pub fn is_numeric(self) -> bool {
-        !matches!(self, BaseTy::Bool | BaseTy::Char)
+        !matches!(self, BaseTy::Bool)
     }
 
     /// The element type of the arrays that store values of this type: bytes and characters
-    /// are kept in 32 bits (below 256), as `Nat`s are.
+    /// (characters) are kept in 32 bits (below 256), as `Nat`s are.
     pub fn elem(self) -> crate::core::ir::Elem {
         use crate::core::ir::Elem;
         match self {
@@ -87,15 +84,16 @@ impl BaseTy {
             BaseTy::Float64 => Elem::F64,
             BaseTy::Int32 => Elem::I32,
             BaseTy::Int64 => Elem::I64,
-            BaseTy::Nat | BaseTy::Word8 | BaseTy::Word32 | BaseTy::Char => Elem::U32,
+            BaseTy::Nat | BaseTy::Word8 | BaseTy::Word32 => Elem::U32,
             BaseTy::Word64 => Elem::U64,
             BaseTy::Bool => Elem::Bool,
         }
     }
 
-    /// Words (`Word8`, `Word32`, `Word64`) print in hexadecimal, as Dex's.
+    /// Words (`Word32`, `Word64`) print in hexadecimal, as Dex's (a `Word8` prints as a
+    /// character).
     pub fn is_word(self) -> bool {
-        matches!(self, BaseTy::Word8 | BaseTy::Word32 | BaseTy::Word64)
+        matches!(self, BaseTy::Word32 | BaseTy::Word64)
     }
 
     /// The values of an integer type (`None` for floats and `Bool`): an integer literal must
@@ -107,7 +105,7 @@ impl BaseTy {
             BaseTy::Nat | BaseTy::Word32 => Some((0, u32::MAX.into())),
             BaseTy::Word8 => Some((0, u8::MAX.into())),
             BaseTy::Word64 => Some((0, u64::MAX.into())),
-            BaseTy::Float32 | BaseTy::Float64 | BaseTy::Bool | BaseTy::Char => None,
+            BaseTy::Float32 | BaseTy::Float64 | BaseTy::Bool => None,
         }
     }
 }

@@ -1580,7 +1580,7 @@ impl<'a> Lowerer<'a> {
         let res = self.lift(prim, args, span)?;
         match (ty, &res) {
             // Arithmetic on bytes wraps at 256, as Dex's `Word8`.
-            (Ty::Base(base @ (BaseTy::Word8 | BaseTy::Char)), SVal::Arr(atom))
+            (Ty::Base(base @ BaseTy::Word8), SVal::Arr(atom))
                 if matches!(prim, Prim::Add | Prim::Sub | Prim::Mul | Prim::Neg) =>
             {
                 Ok(SVal::Arr(self.keep_in_base(*atom, *base, span)?))
@@ -1590,12 +1590,10 @@ impl<'a> Lowerer<'a> {
     }
 
     /// A value of a type stored wider than it is (bytes in 32 bits) brought back into its
-    /// range: the low 8 bits of a `Word8` or `Char`.
+    /// range: the low 8 bits of a `Word8`.
     fn keep_in_base(&mut self, atom: Atom, base: BaseTy, span: Span) -> Result<Atom> {
         match base {
-            BaseTy::Word8 | BaseTy::Char => {
-                self.prim(Prim::Mod, vec![atom, Atom::Lit(Scalar::U32(256))], span)
-            }
+            BaseTy::Word8 => self.prim(Prim::Mod, vec![atom, Atom::Lit(Scalar::U32(256))], span),
             _ => Ok(atom),
         }
     }
@@ -2096,7 +2094,7 @@ impl<'a> Lowerer<'a> {
             Ty::Base(BaseTy::Int64) => scale_randn(self, Elem::I64),
             Ty::Base(BaseTy::Nat | BaseTy::Word32) => scale_randn(self, Elem::U32),
             // A byte: the key's low byte.
-            Ty::Base(BaseTy::Word8 | BaseTy::Char) => {
+            Ty::Base(BaseTy::Word8) => {
                 let SVal::Arr(key) = key else {
                     return bug(span, "a key is not a scalar");
                 };
@@ -2435,6 +2433,6 @@ pub(super) fn literal(lit: &Lit, ty: &Ty, span: Span) -> Result<Scalar> {
         BaseTy::Nat | BaseTy::Word32 => Scalar::U32(int as u32),
         BaseTy::Word8 => Scalar::U32(int as u8 as u32),
         BaseTy::Word64 => Scalar::U64(int),
-        BaseTy::Bool | BaseTy::Char => return bug(span, "numeric literal of a non-number type"),
+        BaseTy::Bool => return bug(span, "numeric literal of a non-number type"),
     })
 }

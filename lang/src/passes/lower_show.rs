@@ -26,7 +26,7 @@ impl Lowerer<'_> {
         let Ty::Data(list) = self.concrete(text_ty, span)? else {
             return bug(span, "`show` gives a non-list");
         };
-        let text_ty = Ty::table(Ty::Fin(Size::Const(width as u64)), Ty::Base(BaseTy::Char));
+        let text_ty = Ty::table(Ty::Fin(Size::Const(width as u64)), Ty::Base(BaseTy::Word8));
         let text = self.build_table(&text_ty, "text", span, |cx, position| {
             Ok(vec![cx.text_at(&layout, &leaves, position, span)?])
         })?;

@@ -51,7 +51,7 @@ impl TextOp {
             (TextOp::Number, Elem::Bool) | (TextOp::Bool, _) => 5,
             (TextOp::Hex, Elem::U64 | Elem::I64 | Elem::F64) => 18,
             (TextOp::Hex, _) => 10,
-            // `'\x00'`
+            // `'\SOH'`, `'\210'`
             (TextOp::Char, _) => 6,
         }
     }
@@ -115,20 +115,8 @@ pub fn write(op: TextOp, x: Scalar) -> String {
         (TextOp::Bool | TextOp::Number, Scalar::Bool(b)) => {
             if b { "True" } else { "False" }.to_string()
         }
-        (TextOp::Char, x) => quoted_char(x.int_value().unwrap_or(0) as u8),
+        (TextOp::Char, x) => crate::syntax::escape::quoted_char(x.int_value().unwrap_or(0) as u8),
         (TextOp::Bool, x) => x.int_value().is_some_and(|v| v != 0).to_string(),
-    }
-}
-
-/// A character as dx prints it: `'a'`, `'\n'`, `'\''`, `'\x07'`.
-pub fn quoted_char(byte: u8) -> String {
-    match byte {
-        b'\n' => "'\\n'".to_string(),
-        b'\t' => "'\\t'".to_string(),
-        b'\'' => "'\\''".to_string(),
-        b'\\' => "'\\\\'".to_string(),
-        0x20..=0x7e => format!("'{}'", byte as char),
-        _ => format!("'\\x{byte:02x}'"),
     }
 }
 
@@ -224,7 +212,7 @@ mod tests {
         assert_eq!(write(TextOp::Hex, Scalar::U32(1234)), "0x4d2");
         assert_eq!(write(TextOp::Hex, Scalar::U64(u64::MAX)).len(), 18);
         assert_eq!(write(TextOp::Bool, Scalar::Bool(false)), "False");
-        assert_eq!(write(TextOp::Char, Scalar::U32(0)), "'\\x00'");
+        assert_eq!(write(TextOp::Char, Scalar::U32(0)), "'\\NUL'");
     }
 
     #[test]

@@ -140,14 +140,14 @@ fn color(value: &DisplayValue) -> Option<String> {
     }
 }
 
-/// A number: a scalar, or a word as dx prints it (`0xff`).
+/// A number: a scalar, or a word as dx prints it (`0xff`, a byte `'\255'`).
 fn scalar(value: &DisplayValue) -> Option<f64> {
     match value {
         DisplayValue::Scalar(scalar) => Some(scalar_value(*scalar)),
-        DisplayValue::Text(text) => {
-            let hex = text.strip_prefix("0x")?;
-            u64::from_str_radix(hex, 16).ok().map(|n| n as f64)
-        }
+        DisplayValue::Text(text) => match text.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16).ok().map(|n| n as f64),
+            None => crate::syntax::escape::char_byte(text).map(f64::from),
+        },
         _ => None,
     }
 }
@@ -174,9 +174,9 @@ mod tests {
                 DisplayValue::Con(
                     "Just".into(),
                     vec![DisplayValue::Table(vec![
-                        DisplayValue::Text("0xff".into()),
-                        DisplayValue::Text("0x0".into()),
-                        DisplayValue::Text("0x0".into()),
+                        DisplayValue::Text("'\\255'".into()),
+                        DisplayValue::Text("'\\NUL'".into()),
+                        DisplayValue::Text("'\\NUL'".into()),
                     ])],
                 ),
                 DisplayValue::Scalar(Scalar::I32(2)),

@@ -222,9 +222,15 @@ fn lex_token(src: &str, pos: usize, end: usize) -> Result<(TokKind, usize), Pars
         }
         // A character literal `'a'`, `'\n'` (a `'` elsewhere is left to the grammar).
         b'\'' => {
-            let len = match (at(1), at(2), at(3)) {
-                (b'\\', _, b'\'') if at(2) != b'\n' => Some(4),
-                (first, b'\'', _) if first != b'\n' && first != b'\'' && first != 0 => Some(3),
+            // An escape is one character or a run of up to three digits or capitals
+            // (`'\n'`, `'\210'`, `'\NUL'`): the closing quote is the first after it.
+            let escape_len = (3..=5)
+                .take_while(|&end| (3..end).all(|k| at(k).is_ascii_alphanumeric()))
+                .find(|&end| at(end) == b'\'')
+                .map(|end| end + 1);
+            let len = match (at(1), at(2)) {
+                (b'\\', second) if second != b'\n' && second != 0 => escape_len,
+                (first, b'\'') if first != b'\n' && first != b'\'' && first != 0 => Some(3),
                 _ => None,
             };
             match len {

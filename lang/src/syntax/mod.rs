@@ -22,6 +22,7 @@
 
 pub mod ast;
 mod chunks;
+pub mod escape;
 mod hints;
 mod layout;
 mod lexer;

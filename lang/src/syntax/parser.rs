@@ -23,6 +23,7 @@ use pest::pratt_parser::{Assoc, Op, PrattParser};
 use pest::Parser;
 
 use super::ast::*;
+use super::escape;
 use super::hints::with_hint;
 use super::layout::{layout, Laid};
 use super::lexer::{lex, TokKind};
@@ -85,12 +86,18 @@ fn number(text: &str, span: Span) -> PResult<Lit> {
 /// The byte of a character literal `'a'`, `'\n'` (a `Char` is a byte, as Dex's `Word8`).
 fn char_literal(text: &str, span: Span) -> PResult<Lit> {
     let inner = &text[1..text.len() - 1];
-    let unescaped = unescape(inner);
+    let unescaped = escape::unescape(inner).unwrap_or_default();
     let mut chars = unescaped.chars();
     match (chars.next(), chars.next()) {
-        (Some(ch), None) if ch.is_ascii() => Ok(Lit::Char(ch as u8)),
+        (Some(ch), None) if inner.starts_with('\\') || ch.is_ascii() => {
+            match u8::try_from(u32::from(ch)) {
+                Ok(byte) => Ok(Lit::Char(byte)),
+                Err(_) => Err(error("a character's code is below 256", span)),
+            }
+        }
         _ => Err(error(
-            "a character literal is one ASCII character (a `Char` is a byte)",
+            "a character literal is one ASCII character or an escape (`'\\n'`, `'\\NUL'`, \
+             `'\\210'`): a `Char` is a byte",
             span,
         )),
     }
@@ -294,7 +301,7 @@ fn parse_pragma(src: &str, start: usize, end: usize) -> PResult<Pragma> {
         "bench" => match rest {
             [token] if token.kind == TokKind::Str => {
                 let text = token.text(src);
-                Ok(Pragma::Bench(unescape(&text[1..text.len() - 1])))
+                Ok(Pragma::Bench(string_text(text, token.span())?))
             }
             [] => Err(error(
                 "expected a benchmark name: %bench \"name\"",
@@ -313,22 +320,29 @@ fn parse_pragma(src: &str, start: usize, end: usize) -> PResult<Pragma> {
     }
 }
 
-fn unescape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(ch) = chars.next() {
-        if ch != '\\' {
-            out.push(ch);
-            continue;
-        }
-        match chars.next() {
-            Some('n') => out.push('\n'),
-            Some('t') => out.push('\t'),
-            Some(other) => out.push(other),
-            None => {}
-        }
+/// The text a string literal (with its quotes) denotes. Its escapes are Haskell's
+/// (`syntax::escape`); one naming a byte above 127 is refused, since a string's other
+/// characters are its UTF-8 bytes.
+fn string_text(quoted: &str, span: Span) -> PResult<String> {
+    let inner = &quoted[1..quoted.len() - 1];
+    let text = escape::unescape(inner).ok_or_else(|| {
+        error(
+            "unknown escape in a string (escapes are Haskell's: `\\n`, `\\\"`, `\\NUL`, `\\65`)",
+            span,
+        )
+    })?;
+    let high = |text: &str| {
+        text.chars()
+            .filter(|ch| ('\u{80}'..='\u{ff}').contains(ch))
+            .count()
+    };
+    if high(&text) > high(inner) {
+        return Err(error(
+            "a string's escapes name bytes below 128 (`'\\210'` is a character)",
+            span,
+        ));
     }
-    out
+    Ok(text)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1231,10 +1245,7 @@ impl<'a> Builder<'a> {
         match pair.as_rule() {
             Rule::int | Rule::float => number(pair.as_str(), span),
             Rule::bool => Ok(Lit::Bool(pair.as_str() == "True")),
-            Rule::string => {
-                let text = pair.as_str();
-                Ok(Lit::Str(unescape(&text[1..text.len() - 1])))
-            }
+            Rule::string => Ok(Lit::Str(string_text(pair.as_str(), span)?)),
             Rule::char => char_literal(pair.as_str(), span),
             _ => Err(self.internal(&pair)),
         }

@@ -772,27 +772,26 @@ fn literal(lit: &Lit) -> String {
         Lit::Bool(true) => "True".to_string(),
         Lit::Bool(false) => "False".to_string(),
         Lit::Str(text) => quoted(text),
-        Lit::Char(byte) => match byte {
-            b'\'' => "'\\''".to_string(),
-            b'\\' => "'\\\\'".to_string(),
-            b'\n' => "'\\n'".to_string(),
-            b'\t' => "'\\t'".to_string(),
-            _ => format!("'{}'", *byte as char),
-        },
+        Lit::Char(byte) => super::escape::quoted_char(*byte),
     }
 }
 
-/// A string literal, escaped as the lexer unescapes it.
+/// A string literal, escaped as the parser unescapes it (`syntax::escape`); characters beyond
+/// ASCII as themselves.
 fn quoted(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     out.push('"');
+    let mut previous = None;
     for ch in text.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            other => out.push(other),
+        match u8::try_from(ch) {
+            Ok(byte) if ch.is_ascii() => {
+                super::escape::push_in_string(&mut out, previous, byte);
+                previous = Some(byte);
+            }
+            _ => {
+                out.push(ch);
+                previous = None;
+            }
         }
     }
     out.push('"');
