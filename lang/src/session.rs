@@ -234,7 +234,6 @@ pub struct Session {
     /// Documentation of definitions: the comment lines right above a `def` (`:help name`).
     docs: HashMap<String, String>,
     /// The folder relative paths of data files are resolved in (the script's folder).
-    data_dir: Option<PathBuf>,
     /// The line of each top-level name the user's source defined (`Redefinition::Refuse`).
     defined_at: HashMap<String, usize>,
     /// Libraries being loaded (their names are not the user's definitions).
@@ -262,6 +261,7 @@ const STDLIB: &[(&str, &str)] = &[
     ("prelude", include_str!("../../stdlib/prelude.dx")),
     ("plot", include_str!("../../stdlib/plot.dx")),
     ("png", include_str!("../../stdlib/png.dx")),
+    ("netpbm", include_str!("../../stdlib/netpbm.dx")),
     ("complex", include_str!("../../stdlib/complex.dx")),
     ("fft", include_str!("../../stdlib/fft.dx")),
     ("linalg", include_str!("../../stdlib/linalg.dx")),
@@ -296,7 +296,6 @@ impl Session {
             startup: Vec::new(),
             last_run: None,
             docs: HashMap::new(),
-            data_dir: None,
             defined_at: HashMap::new(),
             loading_libraries: 0,
             more_errors: Vec::new(),
@@ -486,7 +485,7 @@ impl Session {
     /// The folder that relative paths of `load_npy`, `save_csv`, … start from (the folder of
     /// the script being run); the working directory when unset.
     pub fn set_data_dir(&mut self, dir: Option<PathBuf>) {
-        self.data_dir = dir;
+        self.env.data_dir = dir;
     }
 
     /// `--strict` / `%strict`: out-of-range reads become errors.
@@ -575,7 +574,8 @@ impl Session {
             })
             .or_else(|| {
                 read(
-                    self.data_dir
+                    self.env
+                        .data_dir
                         .as_deref()
                         .unwrap_or(std::path::Path::new(".")),
                 )
@@ -923,7 +923,7 @@ impl Session {
 
     /// A data file's path: relative paths start from the script's folder.
     fn data_path(&self, path: &str) -> PathBuf {
-        match &self.data_dir {
+        match &self.env.data_dir {
             Some(dir) if Path::new(path).is_relative() => dir.join(path),
             _ => PathBuf::from(path),
         }
@@ -1623,6 +1623,7 @@ fn lower_error(err: LowerError) -> Diagnostic {
         LowerErrorKind::Unsupported => {
             Diagnostic::new(Code::Unsupported, err.message, Some(err.span))
         }
+        LowerErrorKind::File => Diagnostic::new(Code::File, err.message, Some(err.span)),
         // A bug in dx, found before there is IR to show: the span is the useful part.
         LowerErrorKind::Bug => Diagnostic::new(
             Code::LowerBug,

@@ -1,8 +1,9 @@
 //! The libraries' values against NumPy and JAX (issue 47): each `tests/libraries/NAME.dx`
 //! imports a library, computes values with it and saves them with `save_npy`; `NAME.py` beside
 //! it, run afterwards in the same folder by the tests' Python venv, computes the same values
-//! with NumPy (or `jax.numpy`/`jax.scipy`) and fails unless they agree. The literate tests of
-//! `tests/dx/` show the same libraries as a reader sees them; these check their numbers.
+//! with NumPy (or `jax.numpy`/`jax.scipy`) and fails unless they agree; the files the scripts
+//! read are in `tests/libraries/data/`. The literate tests of `tests/dx/` show the same
+//! libraries as a reader sees them; these check their numbers.
 
 mod common;
 
@@ -25,6 +26,16 @@ fn library_checks() -> Vec<PathBuf> {
 fn run_dx(script: &Path, dir: &Path) {
     let copy = dir.join(script.file_name().expect("a file name"));
     std::fs::copy(script, &copy).expect("copy the script");
+    // The files the scripts read (`netpbm`'s images).
+    let data = script.with_file_name("data");
+    if data.is_dir() {
+        std::fs::create_dir_all(dir.join("data")).expect("a data folder");
+        for entry in std::fs::read_dir(&data).expect("tests/libraries/data is readable") {
+            let path = entry.expect("a directory entry").path();
+            let name = path.file_name().expect("a file name");
+            std::fs::copy(&path, dir.join("data").join(name)).expect("copy a data file");
+        }
+    }
     let output = Command::new(env!("CARGO_BIN_EXE_dx"))
         .arg("run")
         .arg(&copy)

@@ -94,6 +94,13 @@ pub fn builtin_doc(name: &str) -> Option<&'static str> {
              session started, as Dex's \
              (its examples run small under test: `if dex_test_mode() then 10 else 1000`)."
         }
+        "file_length" => {
+            "`file_length path`: the number of bytes of the file `path`, read when the block is \
+             compiled (the prelude's `read_file` is made of it and `file_byte`)."
+        }
+        "file_byte" => {
+            "`file_byte(path, k)`: the `k`-th byte of the file `path` (see `file_length`)."
+        }
         "internal_cast" => {
             "`internal_cast(to=T, x)`: the scalar `x` as a value of the scalar type `T`, \
              converted or truncated as Dex's `%cast` (a `Char` to its byte, an `Int` to the low \

@@ -247,6 +247,11 @@ pub enum Builtin {
     /// `dex_test_mode()`: the session's test mode (`SessionConfig::test_mode`: whether the
     /// environment variable `DEX_TEST_MODE` is set; Dex's examples pick small sizes under it).
     TestMode,
+    /// `file_length path`: the number of bytes of the file `path` (a text known when the
+    /// block is compiled), and `file_byte(path, k)` its `k`-th byte: what the prelude's
+    /// `read_file` is made of (Note [Files read when compiled] in `passes/lower.rs`).
+    FileLength,
+    FileByte,
     /// `internal_cast(to=T, x)`: `x` as a value of scalar type `T`, converted or truncated as
     /// Dex's `%cast` (a character to its byte, an `Int` to the low byte of a `Word8`).
     InternalCast,
@@ -456,6 +461,8 @@ impl Builtin {
             "arb" => B::Arb,
             "internal_cast" => B::InternalCast,
             "dex_test_mode" => B::TestMode,
+            "file_length" => B::FileLength,
+            "file_byte" => B::FileByte,
             "show" => B::Show,
             "<>" => B::Append,
             "mempty" => B::Mempty,
@@ -666,6 +673,14 @@ impl Builtin {
             Builtin::Extreme(_) => var(cx, &[Class::Ord]),
             Builtin::Arb => Ty::fun(word64(), var(cx, &[])),
             Builtin::TestMode => Ty::fun(Ty::Tuple(Vec::new()), Ty::bool()),
+            Builtin::FileLength | Builtin::FileByte => {
+                let len = var(cx, &[]);
+                let path = cx.prelude_data("List", vec![Ty::Base(BaseTy::Word8), len]);
+                match self {
+                    Builtin::FileLength => Ty::fun(path, Ty::nat()),
+                    _ => Ty::funs(vec![path, Ty::nat()], Ty::Base(BaseTy::Word8)),
+                }
+            }
             // The result is the range's index set, found when the argument's type is known
             // (`Infer::apply`).
             Builtin::Inject => Ty::fun(var(cx, &[Class::Ix]), var(cx, &[Class::Ix])),
@@ -994,6 +1009,8 @@ const OTHER_NAMES: &[&str] = &[
     "arb",
     "internal_cast",
     "dex_test_mode",
+    "file_length",
+    "file_byte",
     "inject",
     "project",
     "unsafe_project",

@@ -49,6 +49,9 @@ pub struct GlobalEnv {
     pub type_fns: HashMap<String, TypeFn>,
     /// What `dex_test_mode()` gives (`SessionConfig::test_mode`).
     pub test_mode: bool,
+    /// The folder relative file names start from (the script's; the working directory when
+    /// unset): `load_npy`, `read_file`, `import`.
+    pub data_dir: Option<std::path::PathBuf>,
 }
 
 /// A function from sizes and types to a type.

@@ -45,6 +45,9 @@ pub enum LowerErrorKind {
     Unsupported,
     /// An internal inconsistency: a typed program the checker should not have given.
     Bug,
+    /// A file the program reads when it is compiled cannot be read (Note [Files read when
+    /// compiled]).
+    File,
 }
 
 pub(super) type Result<T> = std::result::Result<T, LowerError>;
@@ -173,7 +176,11 @@ pub struct Lowerer<'a> {
     /// scope in it.
     enclosing: Vec<BlockId>,
     /// The block each statement's binder was emitted into (`emit`).
-    bound_in: HashMap<VarId, BlockId>,
+    pub(super) bound_in: HashMap<VarId, BlockId>,
+    /// The texts of string literals, by the variable of their table of bytes, and the table
+    /// and length of each file read (Note [Files read when compiled], `lower_files.rs`).
+    pub(super) texts: HashMap<VarId, Rc<str>>,
+    pub(super) files: HashMap<std::path::PathBuf, (Atom, usize)>,
     /// The positions of the rows of table literals being lowered whose rows are ranges of the
     /// table's own index (`[coerce_table _ [a], coerce_table _ [b, c]]` of type
     /// `(i:Fin 2)=>(..i)=>Float`), innermost last: there the range's index is the row's.
@@ -368,6 +375,8 @@ impl<'a> Lowerer<'a> {
             escaped: HashMap::new(),
             enclosing: Vec::new(),
             bound_in: HashMap::new(),
+            texts: HashMap::new(),
+            files: HashMap::new(),
         }
     }
 
@@ -751,25 +760,55 @@ impl<'a> Lowerer<'a> {
         if let Some(known) = self.known_sizes.borrow().get(&var) {
             return *known;
         }
-        let known = self.evaluate_main_scalar(var);
-        self.known_sizes.borrow_mut().insert(var, known);
-        known
-    }
-
-    fn evaluate_main_scalar(&self, var: VarId) -> Option<u64> {
         if !self.main_count(var) {
+            self.known_sizes.borrow_mut().insert(var, None);
             return None;
         }
+        // Every `Nat` of the main block not asked about yet is found in the same run (a
+        // function body that computes one size computes several: an image's width and
+        // height), unless one of them cannot be computed; then `var` alone.
+        let is_nat = |other: VarId| {
+            let ty = self.program.var_ty(other);
+            ty.shape.is_empty() && ty.elem == Elem::U32
+        };
+        let mut asked: Vec<VarId> = self.program.blocks[self.program.main]
+            .stmts
+            .iter()
+            .flat_map(|stmt| stmt.binders.iter().copied())
+            .filter(|&other| other != var && is_nat(other))
+            .filter(|other| !self.known_sizes.borrow().contains_key(other))
+            .collect();
+        asked.insert(0, var);
+        let (asked, values) = match self.evaluate_main_counts(&asked) {
+            Some(values) => (asked, values),
+            None => (
+                vec![var],
+                self.evaluate_main_counts(&[var]).unwrap_or(vec![None]),
+            ),
+        };
+        let mut known_sizes = self.known_sizes.borrow_mut();
+        known_sizes.extend(asked.into_iter().zip(values));
+        known_sizes.get(&var).copied().flatten()
+    }
+
+    /// The values of counts of the main block, found by running the statements they need
+    /// (`None` for one that is not a size); `None` when the run fails.
+    fn evaluate_main_counts(&self, vars: &[VarId]) -> Option<Vec<Option<u64>>> {
         let main = self.program.main;
         let mut inputs = Vec::new();
         for (name, _) in &self.inputs {
             inputs.extend(((self.globals)(name)?.arrays?)());
         }
         let mut program = self.program.clone();
-        program.blocks[main].results = vec![Atom::Var(var)];
+        program.blocks[main].results = vars.iter().map(|&var| Atom::Var(var)).collect();
         super::cleanup::run(&mut program);
         let results = crate::core::interp::run(&program, &inputs, &Default::default()).ok()?;
-        scalar_as_size(results.first()?.as_scalar()?)
+        Some(
+            results
+                .iter()
+                .map(|result| result.as_scalar().and_then(scalar_as_size))
+                .collect(),
+        )
     }
 
     /// Evaluates a size: `Nat` parameters must be bound to constants by now.
@@ -1248,9 +1287,15 @@ impl<'a> Lowerer<'a> {
                         _ => {}
                     }
                 }
-                // A built-in's type is made concrete when it is lowered: its argument first,
-                // which may bind a size the type names (`sum for i:(Fin (cells box)). …`).
-                let (func_value, arg_value) = if matches!(func.kind, TKind::Builtin(_)) {
+                // A built-in's or a definition's type is made concrete when it is lowered: its
+                // argument first, which may bind a size the type names (`sum for i:(Fin
+                // (cells box)). …`, `from_just $ load_image_p6 "cat.ppm"`, whose `Image`'s
+                // sizes the call computes). Lowering a name performs nothing.
+                let names_a_value = matches!(
+                    func.kind,
+                    TKind::Builtin(_) | TKind::Def { .. } | TKind::Local(_)
+                );
+                let (func_value, arg_value) = if names_a_value {
                     let arg_value = self.lower(arg)?;
                     (self.lower(func)?, arg_value)
                 } else {
@@ -1496,6 +1541,10 @@ impl<'a> Lowerer<'a> {
                 match (res, entered) {
                     (Err(err), Some(def)) if err.kind == LowerErrorKind::Unsupported => {
                         error(span, format!("in `{def}`: {}", err.message))
+                    }
+                    // A file that cannot be read is named at the call that reads it.
+                    (Err(err), Some(_)) if err.kind == LowerErrorKind::File => {
+                        Err(LowerError { span, ..err })
                     }
                     (res, _) => res,
                 }
@@ -1755,6 +1804,8 @@ impl<'a> Lowerer<'a> {
             },
             Builtin::Arb => self.arbitrary(&result_ty, args[0].clone(), span),
             Builtin::TestMode => Ok(SVal::Arr(Atom::Lit(Scalar::Bool(self.env.test_mode)))),
+            Builtin::FileLength => self.file_length(&args[0], span),
+            Builtin::FileByte => self.file_byte(&args[0], &args[1], span),
             Builtin::Inject | Builtin::Project { .. } => {
                 let Ty::Fun { param, .. } = ty else {
                     return bug(span, "inject's or project's type");
@@ -2304,7 +2355,8 @@ pub fn builtin_arity(builtin: Builtin) -> usize {
         | Builtin::NatDiff => 2,
         Builtin::Reduce | Builtin::AssocScan => 3,
         Builtin::Convert(_) | Builtin::Ordinal | Builtin::Size | Builtin::Sum | Builtin::Iota => 1,
-        Builtin::Arb | Builtin::TestMode => 1,
+        Builtin::Arb | Builtin::TestMode | Builtin::FileLength => 1,
+        Builtin::FileByte => 2,
         Builtin::InternalCast => 2,
         Builtin::Show => 1,
         Builtin::Append => 2,

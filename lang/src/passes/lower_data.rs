@@ -97,6 +97,7 @@ impl Lowerer<'_> {
             "string",
             span,
         );
+        self.remember_text(table, text);
         let len = SVal::Arr(Atom::Lit(Scalar::U32(text.len() as u32)));
         let Ty::Data(data) = ty else {
             return bug(span, "a string whose type is not a list");

@@ -26,6 +26,7 @@ mod lower_append;
 mod lower_compare;
 mod lower_data;
 pub mod lower_effects;
+mod lower_files;
 mod lower_jacobian;
 mod lower_show;
 pub mod pipeline;

@@ -1,6 +1,6 @@
 //! `:html e` (docs/language.md, Libraries): what Dex shows as HTML, from the values of dx's
 //! libraries. Dex's `plot` and `png` libraries build HTML text in Dex code; dx's keep the
-//! data (a `Plot` struct of the points, an `Image` struct of the pixels) and `:html` draws it
+//! data (a `Plot` struct of the points, a `Png` struct of the pixels) and `:html` draws it
 //! with dx's own plotting, in every medium: a PNG (and SVG) in a notebook, text in a terminal
 //! and in literate files. A text value is HTML markup, shown as such in a notebook and as its
 //! text elsewhere.
@@ -9,7 +9,7 @@
 //! - `Plot(xs, ys, cs)` (`plot`: `xy_plot`, `y_plot`, `xyc_plot`, `show_plot`): a scatter
 //!   plot; `cs` colours the points when it holds numbers (a `Plot n Float Float Float`), and
 //!   is a table of `()` otherwise.
-//! - `Image(pixels)` (`png`: `imshow`, `img_to_png`; `plot`: `matshow`): `n=>m=>(Fin 3)=>Float`
+//! - `Png(pixels)` (`png`: `imshow`, `img_to_png`; `plot`: `matshow`): `n=>m=>(Fin 3)=>Float`
 //!   in [0, 1], red, green, blue.
 //! - `Animation(frames, delay)` (`png`: `imseqshow`, `pngs_to_gif`): `t=>n=>m=>(Fin 3)=>Float`,
 //!   an animated image showing each frame for `delay` hundredths of a second.
@@ -30,7 +30,7 @@ pub(super) fn html_output(value: &DisplayValue, span: Span) -> Result<Output, Di
         }
         DisplayValue::Struct(name, fields) => match (name.as_str(), fields.as_slice()) {
             ("Plot", [xs, ys, cs]) => scatter(xs, ys, cs).map(Output::Plot),
-            ("Image", [pixels]) => image(pixels).map(Output::Image),
+            ("Png", [pixels]) => image(pixels).map(Output::Image),
             ("Animation", [DisplayValue::Table(frames), delay]) => animation(frames)
                 .map(|image| image.with_frame_delay(centiseconds(delay)))
                 .map(Output::Image),
