@@ -2702,15 +2702,71 @@ impl<'env> Infer<'env> {
             self.constrain(class, substitute_rigids(&fact, &mapping), span);
         }
         let ty = substitute_rigids(&info.ty, &mapping);
+        let (ty, sizes) = self.rename_computed_sizes(info, ty);
         TExpr {
             kind: TKind::Def {
                 name: info.name.clone(),
                 def,
                 inst,
+                sizes,
             },
             ty,
             span,
         }
+    }
+
+    // Note [Sizes a call computes]
+    // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    // A definition's type may name a size its body computes: `filter`'s result is a
+    // `List(a, Fin count)` for the `count` of kept elements. Each use of the definition names
+    // its own such size, a fresh local of the same name in the instantiated type, so that two
+    // calls (`(filter xs p, filter ys q)`) have two types and a table of one is not taken
+    // for a table of the other. The lowering gives each use's local the value the body
+    // computed for that call (`Lowerer::apply`). Parameters (`n: Nat`) are not renamed (the
+    // argument replaces them), nor are the locals of an enclosing definition.
+
+    /// `ty`, the instantiated type of the definition `info`, with each size its body computes
+    /// renamed for this use; the pairs (this use's local, the body's).
+    fn rename_computed_sizes(&mut self, info: &DefInfo, ty: Ty) -> (Ty, Vec<(LocalId, LocalId)>) {
+        let mut named = Vec::new();
+        ty.any(&mut |inner| {
+            if let Ty::Fin(size) = inner {
+                size.any_local(&mut |id| {
+                    if !named.contains(&id) {
+                        named.push(id);
+                    }
+                    false
+                });
+            }
+            false
+        });
+        if named.is_empty() {
+            return (ty, Vec::new());
+        }
+        let computed = info.body.computed_locals();
+        let params = param_binders(&info.ty);
+        let sizes: Vec<(LocalId, LocalId)> = named
+            .into_iter()
+            .filter(|id| computed.contains(id) && !params.contains(id))
+            .map(|id| {
+                let name = self.env.local_name(id);
+                (self.new_local(&name), id)
+            })
+            .collect();
+        if sizes.is_empty() {
+            return (ty, sizes);
+        }
+        let renamed = map_ty(&ty, &mut |inner| match inner {
+            Ty::Fin(size) => Some(Ty::Fin(map_size(size, &mut |s| match s {
+                Size::Local(id, name) => sizes
+                    .iter()
+                    .find(|(_, body)| body == id)
+                    .map(|(site, _)| Size::Local(*site, name.clone())),
+                _ => None,
+            }))),
+            _ => None,
+        });
+        (renamed, sizes)
     }
 
     /// The type of a variable operand, when it is a local or a session value (no
@@ -4437,6 +4493,18 @@ pub fn substitute_rigids(ty: &Ty, mapping: &HashMap<Rigid, Ty>) -> Ty {
         Ty::Rigid(rigid, _) => mapping.get(rigid).cloned(),
         _ => None,
     })
+}
+
+/// The binders of a function type's parameters (`n` of `(n: Nat) -> (Fin n)=>Float`), through
+/// its curried results.
+fn param_binders(ty: &Ty) -> Vec<LocalId> {
+    let mut binders = Vec::new();
+    let mut ty = ty;
+    while let Ty::Fun { binder, result, .. } = ty {
+        binders.extend(*binder);
+        ty = result;
+    }
+    binders
 }
 
 fn mentions_local(ty: &Ty, local: LocalId) -> bool {

@@ -26,6 +26,9 @@ pub enum TKind {
         name: String,
         def: DefKey,
         inst: Vec<Ty>,
+        /// The sizes the body computes that the definition's type names, each renamed for
+        /// this use: `(this use's local, the body's)` (Note [Sizes a call computes]).
+        sizes: Vec<(LocalId, LocalId)>,
     },
     Builtin(Builtin),
     Lit(Lit),
@@ -193,6 +196,8 @@ fn irrefutable_fields(args: &[TPat], data: &DataTy, con: usize) -> bool {
         .all(|(pat, field)| pat.is_irrefutable(&field))
 }
 
+// `Let` is nearly every statement; boxing its expression would cost an allocation each.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum TStmt {
     Let {
@@ -222,6 +227,46 @@ pub struct DefInfo {
 }
 
 impl TExpr {
+    /// The locals that this expression binds or whose sizes a use of a definition in it
+    /// names (`TKind::Def::sizes`): the sizes a definition with this body may compute.
+    pub fn computed_locals(&self) -> std::collections::HashSet<LocalId> {
+        fn pattern(pat: &TPat, out: &mut std::collections::HashSet<LocalId>) {
+            match pat {
+                TPat::Var(id, _) => {
+                    out.insert(*id);
+                }
+                TPat::Tuple(items) | TPat::Table(items) | TPat::Con { args: items, .. } => {
+                    items.iter().for_each(|item| pattern(item, out))
+                }
+                TPat::Wild | TPat::Lit { .. } => {}
+            }
+        }
+        fn walk(expr: &TExpr, out: &mut std::collections::HashSet<LocalId>) {
+            match &expr.kind {
+                TKind::Lam { param, .. } => pattern(param, out),
+                TKind::For { binder, .. } => {
+                    out.insert(*binder);
+                }
+                TKind::Case { alts, .. } => alts.iter().for_each(|(pat, _)| pattern(pat, out)),
+                TKind::Block { stmts, .. } => {
+                    for stmt in stmts {
+                        if let TStmt::Let { pat, .. } = stmt {
+                            pattern(pat, out);
+                        }
+                    }
+                }
+                TKind::Def { sizes, .. } => out.extend(sizes.iter().map(|(site, _)| *site)),
+                _ => {}
+            }
+            for child in expr.children() {
+                walk(child, out);
+            }
+        }
+        let mut out = std::collections::HashSet::new();
+        walk(self, &mut out);
+        out
+    }
+
     /// The expressions directly inside this one, in source order (local definitions'
     /// bodies included).
     pub fn children(&self) -> Vec<&TExpr> {

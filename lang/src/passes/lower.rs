@@ -115,7 +115,7 @@ pub enum SVal {
     },
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Closure {
     param: TPat,
     body: TExpr,
@@ -123,6 +123,18 @@ pub struct Closure {
     rigids: HashMap<Rigid, Ty>,
     /// The top-level definition whose body holds the lambda (Note [Errors in definitions]).
     def: Option<Rc<str>>,
+    /// For a definition's function: the sizes its body computes, each with the local the use
+    /// names it by (`TKind::Def::sizes`); given their values when the body has been lowered.
+    sizes: Vec<(LocalId, LocalId)>,
+}
+
+impl Closure {
+    /// The same function, whose application also gives the use's `sizes` their values.
+    fn naming_sizes(&self, sizes: &[(LocalId, LocalId)]) -> Rc<Closure> {
+        let mut named = self.clone();
+        named.sizes.extend_from_slice(sizes);
+        Rc::new(named)
+    }
 }
 
 // Note [Errors in definitions]
@@ -684,10 +696,8 @@ impl<'a> Lowerer<'a> {
             if self.locals.contains_key(&local) {
                 continue;
             }
-            let atom = match value {
-                SVal::Arr(atom @ Atom::Lit(scalar)) if scalar_as_size(scalar).is_some() => atom,
-                SVal::Arr(atom @ Atom::Var(_)) if self.count_in_scope(atom) => atom,
-                _ => continue,
+            let Some(atom) = self.escaping_size(&value) else {
+                continue;
             };
             match self.escaped.get(&local).copied() {
                 Some(Some(earlier)) if !self.count_in_scope(earlier) => {
@@ -700,6 +710,32 @@ impl<'a> Lowerer<'a> {
                 None => {
                     self.escaped.insert(local, Some(atom));
                 }
+            }
+        }
+    }
+
+    /// The atom of a size a body computed that can be read after the call: a constant, or a
+    /// count in scope.
+    fn escaping_size(&self, value: &SVal) -> Option<Atom> {
+        match value {
+            SVal::Arr(atom @ Atom::Lit(scalar)) if scalar_as_size(*scalar).is_some() => Some(*atom),
+            SVal::Arr(atom @ Atom::Var(_)) if self.count_in_scope(*atom) => Some(*atom),
+            _ => None,
+        }
+    }
+
+    /// Gives the sizes a use of a definition names the values its body computed for this
+    /// call (Note [Sizes a call computes] in `check/infer.rs`): `(the use's local, the
+    /// body's, the body's value if the body bound it)`; a size the body named after a call of
+    /// its own was given its value there.
+    fn name_computed_sizes(&mut self, values: Vec<(LocalId, LocalId, Option<SVal>)>) {
+        for (site, body, value) in values {
+            let atom = match value {
+                Some(value) => self.escaping_size(&value),
+                None => self.escaped.get(&body).copied().flatten(),
+            };
+            if let Some(atom) = atom {
+                self.escaped.insert(site, Some(atom));
             }
         }
     }
@@ -1082,6 +1118,7 @@ impl<'a> Lowerer<'a> {
             locals: self.locals.clone(),
             rigids: self.rigids.clone(),
             def: self.in_def.clone(),
+            sizes: Vec::new(),
         })
     }
 
@@ -1159,7 +1196,12 @@ impl<'a> Lowerer<'a> {
                 None => bug(span, "unbound local"),
             },
             TKind::Global(name) => self.global(name, span),
-            TKind::Def { def, inst, name } => {
+            TKind::Def {
+                def,
+                inst,
+                name,
+                sizes,
+            } => {
                 let info = match def {
                     DefKey::Top(key) => self.env.def_by_key(key).cloned(),
                     DefKey::Local(id) => self.local_defs.get(id).cloned(),
@@ -1179,7 +1221,20 @@ impl<'a> Lowerer<'a> {
                 let res = self.lower(&info.body);
                 self.rigids = outer;
                 self.in_def = outer_def;
-                res
+                match res? {
+                    SVal::Closure(closure) if !sizes.is_empty() => {
+                        Ok(SVal::Closure(closure.naming_sizes(sizes)))
+                    }
+                    // A definition without parameters computed its sizes here.
+                    value => {
+                        let values = sizes
+                            .iter()
+                            .map(|(site, body)| (*site, *body, self.locals.get(body).cloned()))
+                            .collect();
+                        self.name_computed_sizes(values);
+                        Ok(value)
+                    }
+                }
             }
             TKind::Builtin(builtin) => {
                 let ty = self.concrete(&expr.ty, span)?;
@@ -1530,6 +1585,21 @@ impl<'a> Lowerer<'a> {
                     .bind(&closure.param, arg, span)
                     .and_then(|()| self.lower(&closure.body));
                 let inner = std::mem::replace(&mut self.locals, saved_locals);
+                // The sizes the use names are the body's once the last parameter is bound.
+                let res = match res {
+                    Ok(SVal::Closure(next)) if !closure.sizes.is_empty() => {
+                        Ok(SVal::Closure(next.naming_sizes(&closure.sizes)))
+                    }
+                    res => {
+                        let values = closure
+                            .sizes
+                            .iter()
+                            .map(|(site, body)| (*site, *body, inner.get(body).cloned()))
+                            .collect();
+                        self.name_computed_sizes(values);
+                        res
+                    }
+                };
                 self.keep_escaping_sizes(inner);
                 self.rigids = saved_rigids;
                 let entered = closure
@@ -1947,8 +2017,9 @@ impl<'a> Lowerer<'a> {
     }
 
     /// `fold init \i:(Fin n) c. body` over a `Nat` `n` the block computes (Dex's `Fin (1 +
-    /// natlog2 …)`): a core `while` carrying the step and the carry. Its body runs at least
-    /// once, so a step past the count keeps the carry.
+    /// natlog2 …)`), also `for_`: a core `while` carrying the step and the carry. Its body
+    /// runs at least once, so the loop is the branch of a `cond` taken when `n > 0`: a loop of
+    /// no steps performs none of its body's effects.
     fn fold_while(
         &mut self,
         count: Atom,
@@ -1958,23 +2029,33 @@ impl<'a> Lowerer<'a> {
         span: Span,
         mut step_body: impl FnMut(&mut Self, SVal, SVal) -> Result<SVal>,
     ) -> Result<Vec<Atom>> {
-        let mut all_init = vec![Atom::Lit(Scalar::I64(0))];
-        all_init.extend(init);
-        let carries = self.effect_while(all_init, span, |cx, carries| {
-            let (step, carry) = (carries[0], carries[1..].to_vec());
-            let active = cx.prim(Prim::Lt, vec![step, count], span)?;
-            let index = cx.unflatten_index(step, ix, span)?;
-            let value = cx.assemble(carry_ty, carry.clone());
-            let res = step_body(cx, index, value)?;
-            let next_step = cx.prim(Prim::Add, vec![step, Atom::Lit(Scalar::I64(1))], span)?;
-            let mut next = vec![next_step];
-            for (new, old) in cx.leaves(&res, span)?.into_iter().zip(carry) {
-                next.push(cx.prim(Prim::Select, vec![active, new, old], span)?);
-            }
-            let go_on = cx.prim(Prim::Lt, vec![next_step, count], span)?;
-            Ok((go_on, next))
-        })?;
-        Ok(carries[1..].to_vec())
+        let some = self.prim(Prim::Lt, vec![Atom::Lit(Scalar::I64(0)), count], span)?;
+        let carry_tys = init.iter().map(|atom| self.atom_ty(atom)).collect();
+        let skipped = init.clone();
+        self.effect_cond(
+            some,
+            carry_tys,
+            "loop",
+            span,
+            |cx| {
+                let mut all_init = vec![Atom::Lit(Scalar::I64(0))];
+                all_init.extend(init);
+                let carries = cx.effect_while(all_init, span, |cx, carries| {
+                    let (step, carry) = (carries[0], carries[1..].to_vec());
+                    let index = cx.unflatten_index(step, ix, span)?;
+                    let value = cx.assemble(carry_ty, carry);
+                    let res = step_body(cx, index, value)?;
+                    let one = Atom::Lit(Scalar::I64(1));
+                    let next_step = cx.prim(Prim::Add, vec![step, one], span)?;
+                    let mut next = vec![next_step];
+                    next.extend(cx.leaves(&res, span)?);
+                    let go_on = cx.prim(Prim::Lt, vec![next_step, count], span)?;
+                    Ok((go_on, next))
+                })?;
+                Ok(carries[1..].to_vec())
+            },
+            |_| Ok(skipped),
+        )
     }
 
     /// `reduce(xs, e, op)` and `assoc_scan(xs, e, op)`: the operator is lowered into a closed
