@@ -301,6 +301,23 @@ fn performs_nothing(expr: &TExpr) -> bool {
         && expr.children().into_iter().all(performs_nothing)
 }
 
+/// Whether a function expression is lowered after its argument: a name (lowering it performs
+/// nothing), or a definition applied to arguments that perform nothing (a partial
+/// application, whose type the rest of the call may make concrete).
+fn lowers_nothing_first(func: &TExpr) -> bool {
+    fn partial_def(expr: &TExpr) -> bool {
+        match &expr.kind {
+            TKind::Def { .. } => true,
+            TKind::App { func, arg } => partial_def(func) && performs_nothing(arg),
+            _ => false,
+        }
+    }
+    matches!(
+        func.kind,
+        TKind::Builtin(_) | TKind::Def { .. } | TKind::Local(_)
+    ) || partial_def(func)
+}
+
 /// The leaves of a value of type `ty` named `name`, in the order of [`leaf_types`].
 pub fn scalar_leaves(ty: &Ty, name: &str) -> Vec<ScalarLeaf> {
     let mut out = Vec::new();
@@ -1344,13 +1361,9 @@ impl<'a> Lowerer<'a> {
                 }
                 // A built-in's or a definition's type is made concrete when it is lowered: its
                 // argument first, which may bind a size the type names (`sum for i:(Fin
-                // (cells box)). …`, `from_just $ load_image_p6 "cat.ppm"`, whose `Image`'s
-                // sizes the call computes). Lowering a name performs nothing.
-                let names_a_value = matches!(
-                    func.kind,
-                    TKind::Builtin(_) | TKind::Def { .. } | TKind::Local(_)
-                );
-                let (func_value, arg_value) = if names_a_value {
+                // (cells box)). …`, `energy_nl L $ just_neighbor_list atoms`, whose list's
+                // length the call computes).
+                let (func_value, arg_value) = if lowers_nothing_first(func) {
                     let arg_value = self.lower(arg)?;
                     (self.lower(func)?, arg_value)
                 } else {

@@ -1,17 +1,17 @@
 //! Files read when a block is compiled: the built-ins `file_length` and `file_byte` that the
 //! prelude's `read_file` is made of.
-//!
-//! Note [Files read when compiled]
-//! ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-//! Dex's `read_file` reads a file when the program runs. dx's shapes are static, and a file's
-//! length is the size of the list `read_file` gives, so dx reads the file when the block that
-//! reads it is compiled: for a script, the same moment. The file's name must then be known: a
-//! string literal, passed down through functions (every function is inlined). Its bytes
-//! become a table literal at the start of the main block (once per file and block, visible in
-//! every loop body), its length a constant; `file_byte(path, k)` reads the table. Sizes
-//! computed from the bytes (an image's width in its header) are then sizes known from values
-//! (Note [Sizes known from values] in `lower.rs`). A relative name starts from the script's
-//! folder, as `load_npy`'s does.
+
+// Note [Files read when compiled]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Dex's `read_file` reads a file when the program runs. dx's shapes are static, and a file's
+// length is the size of the list `read_file` gives, so dx reads the file when the block that
+// reads it is compiled: for a script, the same moment. The file's name must then be known: a
+// string literal, passed down through functions (every function is inlined). Its bytes
+// become a table literal at the start of the main block (once per file and block, visible in
+// every loop body), its length a constant; `file_byte(path, k)` reads the table. Sizes
+// computed from the bytes (an image's width in its header) are then sizes known from values
+// (Note [Sizes known from values] in `lower.rs`). A relative name starts from the script's
+// folder, as `load_npy`'s does.
 
 use std::path::PathBuf;
 use std::rc::Rc;
