@@ -218,14 +218,22 @@ pub fn main(args: Vec<OsString>) -> Status {
     }
 }
 
+/// A session for running the file `path`: relative file names start from its folder; what
+/// loading the prelude reported goes to standard error.
+fn file_session(path: &Path, config: SessionConfig) -> Session {
+    let mut session = Session::new(config);
+    crate::repl::report_startup(&session);
+    session.set_data_dir(path.parent().map(Path::to_path_buf));
+    session
+}
+
 /// `dx export FILE NAME [-o OUT]`: runs the file, then writes `NAME` as a StableHLO module.
 fn export(path: &Path, name: &str, output: Option<&Path>, config: SessionConfig) -> Status {
     let src = match read_source(path) {
         Ok(src) => src,
         Err(status) => return status,
     };
-    let mut session = Session::new(config);
-    session.set_data_dir(path.parent().map(Path::to_path_buf));
+    let mut session = file_session(path, config);
     let results = session.eval_source(&src);
     if literate::has_errors(&results) {
         for output in results.iter().flat_map(|result| &result.outputs) {
@@ -378,8 +386,7 @@ fn run_file(path: &Path, outfmt: OutFormat, config: SessionConfig) -> Status {
         Ok(src) => src,
         Err(status) => return status,
     };
-    let mut session = Session::new(config);
-    session.set_data_dir(path.parent().map(Path::to_path_buf));
+    let mut session = file_session(path, config);
     let interrupt = session.interrupt_flag();
     let handler_flag = interrupt.clone();
     let _ = ctrlc::set_handler(move || {
@@ -454,8 +461,7 @@ fn test_files(paths: &[PathBuf], config: &SessionConfig) -> Status {
             }
         };
         // Each file gets a fresh session, as `dx run` would.
-        let mut session = Session::new(config.clone());
-        session.set_data_dir(path.parent().map(Path::to_path_buf));
+        let mut session = file_session(path, config.clone());
         let Some(results) = literate::eval_guarded(&mut session, &src) else {
             eprintln!("dx: error: internal error while running {name}");
             println!("FAIL {name}");

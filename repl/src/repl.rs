@@ -217,12 +217,18 @@ impl Repl {
     }
 }
 
+/// Prints what the session reported while loading the prelude (a bug in dx, or in a changed
+/// library), on standard error.
+pub fn report_startup(session: &Session) {
+    for output in session.startup_outputs() {
+        eprintln!("{}", render_output(output, ""));
+    }
+}
+
 /// Runs the REPL until `:quit` or end of input.
 pub fn run(config: SessionConfig) -> Status {
     let session = Session::new(config);
-    for output in session.startup_outputs() {
-        eprintln!("{}", dx_lang::display::render_output(output, ""));
-    }
+    report_startup(&session);
     let interactive = std::io::stdin().is_terminal();
     let mut repl = Repl {
         interrupt: session.interrupt_flag(),

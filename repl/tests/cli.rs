@@ -621,3 +621,26 @@ fn import_finds_the_library_path_then_the_shipped_libraries_then_the_scripts_fol
         "{text}"
     );
 }
+
+#[test]
+fn run_reports_what_loading_the_prelude_reported() {
+    // A prelude on `DX_LIBRARY_PATH` replaces the shipped one; its errors are dx's to report
+    // (on standard error) before the script runs, as the REPL reports them.
+    let (_dir, script) = dx_file("main.dx", ":p 1 + 1\n");
+    let library = tempfile::tempdir().expect("temporary directory");
+    std::fs::write(
+        library.path().join("prelude.dx"),
+        "def broken(x: Float) -> Float = x + True\n",
+    )
+    .expect("write the prelude");
+    let output = dx()
+        .arg("run")
+        .arg(&script)
+        .env("DX_LIBRARY_PATH", library.path())
+        .output()
+        .expect("dx runs");
+    let errors = stderr(&output);
+    assert!(errors.contains("in library `prelude`"), "{errors}");
+    assert!(errors.contains("x + True"), "{errors}");
+    assert!(stdout(&output).contains("> 2\n"), "{}", stdout(&output));
+}
