@@ -596,23 +596,13 @@ fn import_finds_the_library_path_then_the_shipped_libraries_then_the_scripts_fol
         "{text}"
     );
     // `DX_LIBRARY_PATH` comes first: it can replace a shipped library.
-    let library = tempfile::tempdir().expect("temporary directory");
-    std::fs::write(
-        library.path().join("plot.dx"),
-        "def y_plot(x: Float) -> Float = 3.0 * x\n",
-    )
-    .expect("write the library");
-    std::fs::write(
-        library.path().join("mymod.dx"),
-        "def twice(x: Float) -> Float = 20.0 * x\n",
-    )
-    .expect("write the library");
-    let output = dx()
-        .arg("run")
-        .arg(&script)
-        .env("DX_LIBRARY_PATH", library.path())
-        .output()
-        .expect("dx runs");
+    let output = run_with_library_path(
+        &script,
+        &[
+            ("plot.dx", "def y_plot(x: Float) -> Float = 3.0 * x\n"),
+            ("mymod.dx", "def twice(x: Float) -> Float = 20.0 * x\n"),
+        ],
+    );
     let text = stdout(&output);
     assert!(text.contains("> 40.\n"), "{text}");
     // The replaced `plot`'s `y_plot` takes a `Float`.
@@ -627,20 +617,25 @@ fn run_reports_what_loading_the_prelude_reported() {
     // A prelude on `DX_LIBRARY_PATH` replaces the shipped one; its errors are dx's to report
     // (on standard error) before the script runs, as the REPL reports them.
     let (_dir, script) = dx_file("main.dx", ":p 1 + 1\n");
-    let library = tempfile::tempdir().expect("temporary directory");
-    std::fs::write(
-        library.path().join("prelude.dx"),
-        "def broken(x: Float) -> Float = x + True\n",
-    )
-    .expect("write the prelude");
-    let output = dx()
-        .arg("run")
-        .arg(&script)
-        .env("DX_LIBRARY_PATH", library.path())
-        .output()
-        .expect("dx runs");
+    let output = run_with_library_path(
+        &script,
+        &[("prelude.dx", "def broken(x: Float) -> Float = x + True\n")],
+    );
     let errors = stderr(&output);
     assert!(errors.contains("in library `prelude`"), "{errors}");
     assert!(errors.contains("x + True"), "{errors}");
     assert!(stdout(&output).contains("> 2\n"), "{}", stdout(&output));
+}
+
+/// `dx run script` with `DX_LIBRARY_PATH` naming a folder of the given library files.
+fn run_with_library_path(script: &std::path::Path, files: &[(&str, &str)]) -> Output {
+    let library = tempfile::tempdir().expect("temporary directory");
+    for (name, text) in files {
+        std::fs::write(library.path().join(name), text).expect("write the library");
+    }
+    dx().arg("run")
+        .arg(script)
+        .env("DX_LIBRARY_PATH", library.path())
+        .output()
+        .expect("dx runs")
 }

@@ -110,35 +110,19 @@ fn centiseconds(delay: &DisplayValue) -> u16 {
     (hundredths.clamp(0.0, 6553.0) * 10.0) as u16
 }
 
-/// The text of a string as Dex prints it (`"a\"b"`): quotes removed, escapes undone, bytes
-/// (`\xe2`…) joined into UTF-8.
+/// The text of a string as Dex prints it (`"a\"b"`, `"caf\195\169"`): quotes removed, escapes
+/// undone (`syntax::escape`), the bytes read as UTF-8.
 fn unquote(quoted: &str) -> String {
     let inner = quoted
         .strip_prefix('"')
         .and_then(|rest| rest.strip_suffix('"'))
         .unwrap_or(quoted);
-    let mut bytes = Vec::with_capacity(inner.len());
-    let mut chars = inner.chars();
-    while let Some(ch) = chars.next() {
-        if ch != '\\' {
-            let mut buf = [0; 4];
-            bytes.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
-            continue;
-        }
-        match chars.next() {
-            Some('n') => bytes.push(b'\n'),
-            Some('t') => bytes.push(b'\t'),
-            Some('x') => {
-                let hex: String = chars.by_ref().take(2).collect();
-                bytes.push(u8::from_str_radix(&hex, 16).unwrap_or(b'?'));
-            }
-            Some(other) => {
-                let mut buf = [0; 4];
-                bytes.extend_from_slice(other.encode_utf8(&mut buf).as_bytes());
-            }
-            None => bytes.push(b'\\'),
-        }
-    }
+    let text = crate::syntax::escape::unescape(inner).unwrap_or_else(|| inner.to_string());
+    // Every byte above 127 of a shown string is an escape, so each character is one byte.
+    let bytes: Vec<u8> = text
+        .chars()
+        .map(|ch| u8::try_from(ch).unwrap_or(b'?'))
+        .collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
@@ -150,7 +134,7 @@ mod tests {
     #[test]
     fn strings_lose_their_quotes_and_escapes() {
         assert_eq!(unquote(r#""<b>\"hi\"</b>\n""#), "<b>\"hi\"</b>\n");
-        assert_eq!(unquote(r#""caf\xc3\xa9""#), "café");
+        assert_eq!(unquote(r#""caf\195\169""#), "café");
     }
 
     #[test]
