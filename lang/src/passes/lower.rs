@@ -689,8 +689,9 @@ impl<'a> Lowerer<'a> {
     // is one all the same when it is computed, in the main block, from literals and top-level
     // values alone: every top-level value is known before a later block is compiled (as its
     // `Nat` leaves are, Note [Static leaves of top-level values]). Such a size is found by
-    // running the statements it needs (the program so far, its result that variable, dead
-    // code removed) on the reference interpreter, once per variable. A `Nat` computed inside
+    // running the statements it needs (the program so far, its results the `Nat`s of the main
+    // block not known yet, dead code removed) on the reference interpreter: one run finds a
+    // function's several sizes (an image's width and height). A `Nat` computed inside
     // a loop body, or from an exported function's parameters, stays unknown: a `fold` may
     // loop over it (`run_time_count`), and a table over it is an error. This is where a JAX
     // program computes data-dependent shapes: in Python, outside `jit`, on concrete arrays.
@@ -698,9 +699,11 @@ impl<'a> Lowerer<'a> {
     // A function's result type may name a size its body computes (`as_list` of a bounded
     // list gives `List a` of the length its body counts): the checker's type names the
     // body's local, so the local's value is kept after the call (`keep_escaping_sizes`) for
-    // the types that name it. Two calls in one block that give it from different values are
-    // told apart by nothing in their types: such a size is an error where it is needed, and
-    // the session refuses to show a value whose type has a size it cannot tell.
+    // the types that name it. Each use of a definition names such a size by a local of its
+    // own (Note [Sizes a call computes] in `check/infer.rs`, `name_computed_sizes`), so two
+    // calls giving different values have different types. A size that still cannot be told
+    // (a lambda's, computed by two calls) is an error where it is needed, and the session
+    // refuses to show a value whose type has a size it cannot tell.
 
     /// Keeps the `Nat`s that a function's body computed after the call: the result's type may
     /// name them as sizes (`as_list` of a top-level value gives `List a` of the length its
