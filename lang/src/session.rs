@@ -266,6 +266,7 @@ const STDLIB: &[(&str, &str)] = &[
     ("fft", include_str!("../../stdlib/fft.dx")),
     ("linalg", include_str!("../../stdlib/linalg.dx")),
     ("sort", include_str!("../../stdlib/sort.dx")),
+    ("set", include_str!("../../stdlib/set.dx")),
     ("stats", include_str!("../../stdlib/stats.dx")),
     ("diagram", include_str!("../../stdlib/diagram.dx")),
 ];

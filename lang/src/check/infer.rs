@@ -1686,10 +1686,17 @@ impl<'env> Infer<'env> {
                 }
                 Ok(Size::Sub(Box::new(a), Box::new(b)))
             }
+            // `a -| b`, subtraction floored at zero (the prelude's), is `Size::Sub` itself.
+            ExprKind::UserOp { op, lhs, rhs }
+                if op.name == "-|" && self.lookup("-|").is_none() =>
+            {
+                let (a, b) = (self.read_size(lhs)?, self.read_size(rhs)?);
+                Ok(Size::Sub(Box::new(a), Box::new(b)))
+            }
             ExprKind::BinOp { op: BinOp::Sub, .. } => error(
                 expr.span,
                 "a size is a Nat, and `Nat` has no subtraction (as in Dex): use \
-                 `unsafe_nat_diff a b` when `a >= b`",
+                 `unsafe_nat_diff a b` when `a >= b`, or `a -| b` (floored at zero)",
             ),
             // A whole number converted to a `Nat` (`Fin (i32_to_n num_classes)` of an `Int`
             // parameter) is the same number.
@@ -1897,6 +1904,23 @@ impl<'env> Infer<'env> {
                 }
             }
             ExprKind::Section(op) => self.binop_function(*op, span),
+            // Dex's `x /= y` (the prelude's, not one the user defined) is `x != y`: values that
+            // differ in a hidden size may be compared (`equal_up_to_hidden_sizes`).
+            ExprKind::UserOp { op, lhs, rhs }
+                if op.name == "/="
+                    && self.lookup(&op.name).is_none()
+                    && self.env.def(&op.name).is_some_and(|(key, _)| *key == op.name) =>
+            {
+                let not_equal = Expr {
+                    kind: ExprKind::BinOp {
+                        op: BinOp::Ne,
+                        lhs: lhs.clone(),
+                        rhs: rhs.clone(),
+                    },
+                    span,
+                };
+                self.infer_depth(&not_equal, depth)
+            }
             ExprKind::UserOp { op, lhs, rhs } => {
                 let func = self.infer_var(&op.name, op.span)?;
                 let partial = self.apply(func, lhs, lhs.span.to(op.span), depth)?;
@@ -1946,6 +1970,14 @@ impl<'env> Infer<'env> {
                     let value = self.infer_depth(lhs, depth + 1)?;
                     if self.is_vector(&value.ty) {
                         return self.divide_vector(func, value, rhs, span, depth);
+                    }
+                    self.apply_typed(func, value, lhs_span.to(span))?
+                } else if matches!(op, BinOp::Eq | BinOp::Ne)
+                    && matches!(func.kind, TKind::Builtin(Builtin::Prim(_)))
+                {
+                    let value = self.infer_depth(lhs, depth + 1)?;
+                    if self.holds_hidden_size(&value.ty) {
+                        return self.equal_up_to_hidden_sizes(func, value, rhs, span, depth);
                     }
                     self.apply_typed(func, value, lhs_span.to(span))?
                 } else {
@@ -2938,6 +2970,70 @@ impl<'env> Infer<'env> {
         let scale = self.binop_function(BinOp::Scale, span)?;
         let scaled = self.apply_typed(scale, reciprocal, span)?;
         self.apply_typed(scaled, value, span)
+    }
+
+    /// Whether a value of type `ty` holds a user type with a hidden size (a list, a set).
+    fn holds_hidden_size(&self, ty: &Ty) -> bool {
+        self.zonk(ty).any(&mut |inner| match inner {
+            Ty::Data(data) => data.def.params.iter().any(|param| param.hidden),
+            _ => false,
+        })
+    }
+
+    /// `x == y` (or `!=`) where `x` holds a value of hidden size: `y` may differ from `x` in its
+    /// hidden sizes, as Dex's `List a` is one type whatever the length (Note [Size fields]).
+    /// Values whose sizes differ are not equal; the lowering compares them when their sizes
+    /// are known (`compare_structured`).
+    fn equal_up_to_hidden_sizes(
+        &mut self,
+        func: TExpr,
+        value: TExpr,
+        rhs: &Expr,
+        span: Span,
+        depth: usize,
+    ) -> Result<TExpr> {
+        let other = self.infer_depth(rhs, depth + 1)?;
+        let found = self.zonk(&other.ty);
+        let erased = self.erase_hidden_sizes(&found);
+        self.unify(&value.ty, &erased, other.span)?;
+        let partial = self.apply_typed(func, value, span)?;
+        let Ty::Fun { result, .. } = self.zonk(&partial.ty) else {
+            return error(span, "internal: a comparison is not a function");
+        };
+        Ok(TExpr {
+            kind: TKind::App {
+                func: Box::new(partial),
+                arg: Box::new(other),
+            },
+            ty: *result,
+            span,
+        })
+    }
+
+    /// `ty` with every hidden size of a user type replaced by a fresh variable.
+    fn erase_hidden_sizes(&mut self, ty: &Ty) -> Ty {
+        match ty {
+            Ty::Data(data) => {
+                let args = data
+                    .args
+                    .iter()
+                    .zip(&data.def.params)
+                    .map(|(arg, param)| match param.hidden {
+                        true => Ty::Var(self.fresh_var()),
+                        false => self.erase_hidden_sizes(arg),
+                    })
+                    .collect();
+                Ty::Data(DataTy {
+                    def: data.def.clone(),
+                    args,
+                })
+            }
+            Ty::Table(ix, elem) => Ty::table(ix.as_ref().clone(), self.erase_hidden_sizes(elem)),
+            Ty::Tuple(items) => {
+                Ty::Tuple(items.iter().map(|item| self.erase_hidden_sizes(item)).collect())
+            }
+            _ => ty.clone(),
+        }
     }
 
     /// Applies a typed function to a typed argument (an argument the checker built).

@@ -6,7 +6,8 @@
 //! row-major order. `min` and `max` of structured values select a whole value by that
 //! ordering (ties pick the first argument, as for scalars).
 //!
-//! Assumes: both operands have the same concrete type (the checker unified them).
+//! Assumes: both operands have the same concrete type (the checker unified them), except that
+//! `==` and `!=` may compare values whose hidden sizes differ (lists of different lengths).
 
 use super::lower::{bug, Lowerer, Result, SVal};
 use crate::check::types::Ty;
@@ -50,6 +51,16 @@ impl Lowerer<'_> {
         let ty = self.concrete(ty, span)?;
         let lhs_leaves = self.leaves(lhs, span)?;
         let rhs_leaves = self.leaves(rhs, span)?;
+        // Values that differ in a hidden size (lists of different lengths: the checker lets
+        // `==` compare them, `equal_up_to_hidden_sizes`) are not equal.
+        let same_shapes = lhs_leaves.len() == rhs_leaves.len()
+            && lhs_leaves
+                .iter()
+                .zip(&rhs_leaves)
+                .all(|(a, b)| self.atom_ty(a) == self.atom_ty(b));
+        if !same_shapes && (prim == Prim::Eq || prim == Prim::Ne) {
+            return Ok(SVal::Arr(Atom::Lit(Scalar::Bool(prim == Prim::Ne))));
+        }
         let res = match prim {
             Prim::Eq => self.all_equal(&lhs_leaves, &rhs_leaves, span)?,
             Prim::Ne => {
