@@ -1726,6 +1726,56 @@ impl<'a> Lowerer<'a> {
 
     /// A value of a type stored wider than it is (bytes in 32 bits) brought back into its
     /// range: the low 8 bits of a `Word8`.
+    /// Dex's `internal_cast` (its `cast-tests`): an integer keeps its bits, truncated to a
+    /// narrower type; widened, it is zero-extended into `Word64` (and from `Word8` into
+    /// `Word32`/`Nat`) and sign-extended otherwise, whatever the source's signedness (so
+    /// `internal_cast(to=Word64, -1 :: Int32)` is `0xffffffff`, `internal_cast(to=Int64,
+    /// 0xffffffff :: Word32)` is `-1`). Other scalars convert by value.
+    fn internal_cast(
+        &mut self,
+        atom: Atom,
+        source: BaseTy,
+        target: BaseTy,
+        span: Span,
+    ) -> Result<Atom> {
+        let bits = |base: BaseTy| match base {
+            BaseTy::Word8 => Some(8),
+            BaseTy::Int32 | BaseTy::Nat | BaseTy::Word32 => Some(32),
+            BaseTy::Int64 | BaseTy::Word64 => Some(64),
+            BaseTy::Float32 | BaseTy::Float64 | BaseTy::Bool => None,
+        };
+        let target_elem = base_elem(target);
+        let (Some(from), Some(to)) = (bits(source), bits(target)) else {
+            return self.cast(atom, target_elem, span);
+        };
+        let signed = |base: BaseTy| matches!(base, BaseTy::Int32 | BaseTy::Int64);
+        let zero_extends = target == BaseTy::Word64 || (to == 32 && from < 32 && !signed(target));
+        if to <= from || zero_extends == !signed(source) {
+            // Same width, truncation, or an extension the element cast makes itself (it
+            // extends by the source's signedness).
+            return self.cast(atom, target_elem, span);
+        }
+        if zero_extends {
+            // A signed source zero-extended: its bits as the unsigned type of its width first.
+            let unsigned = self.cast(atom, Elem::U32, span)?;
+            return self.cast(unsigned, target_elem, span);
+        }
+        // An unsigned source sign-extended: its bits as the signed type of its width.
+        if from == 32 {
+            let signed_bits = self.cast(atom, Elem::I32, span)?;
+            return self.cast(signed_bits, target_elem, span);
+        }
+        // A byte: values from 128 up are negative.
+        let wide = self.cast(atom, target_elem, span)?;
+        let lit = |value: i64| match target_elem {
+            Elem::I64 => Atom::Lit(Scalar::I64(value)),
+            _ => Atom::Lit(Scalar::I32(value as i32)),
+        };
+        let negative = self.prim(Prim::Ge, vec![wide, lit(128)], span)?;
+        let shifted = self.prim(Prim::Sub, vec![wide, lit(256)], span)?;
+        self.prim(Prim::Select, vec![negative, shifted, wide], span)
+    }
+
     fn keep_in_base(&mut self, atom: Atom, base: BaseTy, span: Span) -> Result<Atom> {
         match base {
             BaseTy::Word8 => self.prim(Prim::Mod, vec![atom, Atom::Lit(Scalar::U32(256))], span),
@@ -1912,10 +1962,19 @@ impl<'a> Lowerer<'a> {
                 self.show(&args[0], param, &result_ty, span)
             }
             Builtin::InternalCast => {
-                let (SVal::Arr(atom), Ty::Base(base)) = (&args[1], &result_ty) else {
+                let source = match ty {
+                    Ty::Fun { result, .. } => match &**result {
+                        Ty::Fun { param, .. } => self.concrete(param, span)?,
+                        _ => return bug(span, "internal_cast's type"),
+                    },
+                    _ => return bug(span, "internal_cast's type"),
+                };
+                let (SVal::Arr(atom), Ty::Base(base), Ty::Base(source)) =
+                    (&args[1], &result_ty, source)
+                else {
                     return error(span, "`internal_cast` converts a scalar to a scalar type");
                 };
-                let converted = self.cast(*atom, base_elem(*base), span)?;
+                let converted = self.internal_cast(*atom, source, *base, span)?;
                 Ok(SVal::Arr(self.keep_in_base(converted, *base, span)?))
             }
             Builtin::Extreme(extreme) => self.extreme(extreme, &result_ty, span),
