@@ -1687,9 +1687,7 @@ impl<'env> Infer<'env> {
                 Ok(Size::Sub(Box::new(a), Box::new(b)))
             }
             // `a -| b`, subtraction floored at zero (the prelude's), is `Size::Sub` itself.
-            ExprKind::UserOp { op, lhs, rhs }
-                if op.name == "-|" && self.lookup("-|").is_none() =>
-            {
+            ExprKind::UserOp { op, lhs, rhs } if op.name == "-|" && self.lookup("-|").is_none() => {
                 let (a, b) = (self.read_size(lhs)?, self.read_size(rhs)?);
                 Ok(Size::Sub(Box::new(a), Box::new(b)))
             }
@@ -1909,7 +1907,10 @@ impl<'env> Infer<'env> {
             ExprKind::UserOp { op, lhs, rhs }
                 if op.name == "/="
                     && self.lookup(&op.name).is_none()
-                    && self.env.def(&op.name).is_some_and(|(key, _)| *key == op.name) =>
+                    && self
+                        .env
+                        .def(&op.name)
+                        .is_some_and(|(key, _)| *key == op.name) =>
             {
                 let not_equal = Expr {
                     kind: ExprKind::BinOp {
@@ -3029,9 +3030,12 @@ impl<'env> Infer<'env> {
                 })
             }
             Ty::Table(ix, elem) => Ty::table(ix.as_ref().clone(), self.erase_hidden_sizes(elem)),
-            Ty::Tuple(items) => {
-                Ty::Tuple(items.iter().map(|item| self.erase_hidden_sizes(item)).collect())
-            }
+            Ty::Tuple(items) => Ty::Tuple(
+                items
+                    .iter()
+                    .map(|item| self.erase_hidden_sizes(item))
+                    .collect(),
+            ),
             _ => ty.clone(),
         }
     }

@@ -1750,7 +1750,7 @@ impl<'a> Lowerer<'a> {
         };
         let signed = |base: BaseTy| matches!(base, BaseTy::Int32 | BaseTy::Int64);
         let zero_extends = target == BaseTy::Word64 || (to == 32 && from < 32 && !signed(target));
-        if to <= from || zero_extends == !signed(source) {
+        if to <= from || zero_extends != signed(source) {
             // Same width, truncation, or an extension the element cast makes itself (it
             // extends by the source's signedness).
             return self.cast(atom, target_elem, span);
