@@ -1773,14 +1773,17 @@ impl<'env> Infer<'env> {
                 check_distinct(binders.iter().map(|binder| &binder.name))?;
                 let mut locals = Vec::new();
                 let mut counts = Vec::new();
+                let outside = cx.scopes.len();
                 for (position, binder) in binders.iter().enumerate() {
                     let ix = match &binder.ty {
                         Some(ty) => match cx.read_type(ty, &mut None) {
                             Ok(ix) => ix,
-                            // `for i:(Fin (cells box)).`: the count is computed first
-                            // (a name or a field that is no size keeps its own error).
-                            Err(err) => match (position, &ty.kind) {
-                                (0, TypeExprKind::Fin(count))
+                            // `for i:(Fin (cells box)).`: the count is computed first, before
+                            // the loop, without the loop's indices in scope (a later index set
+                            // of a regular table cannot depend on an earlier index). A name or
+                            // a field that is no size keeps its own error.
+                            Err(err) => match &ty.kind {
+                                TypeExprKind::Fin(count)
                                     if !matches!(
                                         count.kind,
                                         ExprKind::Var(_) | ExprKind::Field { .. }
@@ -1789,7 +1792,12 @@ impl<'env> Infer<'env> {
                                     // Named by what it computes in messages.
                                     let name =
                                         format!("({})", crate::syntax::print::print_expr(count));
-                                    let (stmt, ix) = cx.computed_count(count, name, depth)?;
+                                    let indices = cx.scopes.split_off(outside);
+                                    let computed = cx.computed_count(count, name, depth);
+                                    cx.scopes.extend(indices);
+                                    let (stmt, ix) = computed.map_err(|err| {
+                                        cx.ragged(err, &binders[..position], count.span)
+                                    })?;
                                     counts.push(stmt);
                                     ix
                                 }
@@ -2523,6 +2531,29 @@ impl<'env> Infer<'env> {
             },
             ix,
         ))
+    }
+
+    /// The error of a `for`'s count that used one of the loop's own earlier indices
+    /// (`for i j:(Fin (ordinal i)).`): a ragged table; any other error as it is.
+    fn ragged(
+        &self,
+        err: TypeError,
+        earlier: &[crate::syntax::ast::ForBinder],
+        span: Span,
+    ) -> TypeError {
+        let uses_index = earlier.iter().any(|binder| {
+            err.message
+                .contains(&format!("unbound variable `{}`", binder.name.name))
+        });
+        match uses_index {
+            true => TypeError::new(
+                span,
+                "an index set of a `for` cannot depend on the loop's earlier indices: tables \
+                 are regular (no ragged tables): compute the size before the loop, or index a range \
+                 (`j:(..i)`) for a triangular table",
+            ),
+            false => err,
+        }
     }
 
     /// `N = Fin 3` (a capitalised name bound to a type) in a block: binds the alias.

@@ -302,12 +302,13 @@ fn performs_nothing(expr: &TExpr) -> bool {
 }
 
 /// Whether a function expression is lowered after its argument: a name (lowering it performs
-/// nothing), or a definition applied to arguments that perform nothing (a partial
-/// application, whose type the rest of the call may make concrete).
+/// nothing), or a definition or constructor applied to arguments that perform nothing (a
+/// partial application, whose type the rest of the call may make concrete: `AsList(_, for
+/// i:(Fin (count xs)). …)`).
 fn lowers_nothing_first(func: &TExpr) -> bool {
     fn partial_def(expr: &TExpr) -> bool {
         match &expr.kind {
-            TKind::Def { .. } => true,
+            TKind::Def { .. } | TKind::Con { .. } => true,
             TKind::App { func, arg } => partial_def(func) && performs_nothing(arg),
             _ => false,
         }
