@@ -341,6 +341,38 @@ fn the_matmul_loss_gradient_uses_two_matrix_products_and_no_cube() {
     }
 }
 
+/// Note [Slices of products]: a loop's step that multiplies the slice at its own position
+/// (an RNN's input row `xs[t]`; the reverse loop's stored carry) by a matrix runs a matrix
+/// product on a copy of the slice, not a reduction kernel reading through a clamped index,
+/// in the forward and the reverse loop. The values are the reference interpreter's, bit for
+/// bit: small integers, whose products and sums are exact in any order.
+#[test]
+fn a_loop_step_multiplying_its_own_slice_runs_matrix_products() {
+    let defs = "xs : (Fin 6)=>(Fin 16)=>(Fin 12)=>Float64 = for t b i. n_to_f (mod (ordinal t + 3 * ordinal b + 5 * ordinal i) 5) - 2.0\n\
+        u : (Fin 24)=>(Fin 12)=>Float64 = for j i. n_to_f (mod (ordinal j * 7 + ordinal i) 3) - 1.0\n\
+        w0 : (Fin 24)=>(Fin 24)=>Float64 = for j k. n_to_f (mod (ordinal j + 2 * ordinal k) 3) - 1.0\n\
+        def rnn(w: (Fin 24)=>(Fin 24)=>Float64) -> Float64 =\n  \
+        h0 = for b:(Fin 16) j:(Fin 24). 0.0\n  \
+        hT = fold(h0, \\t h. for b j. 0.25 * ((sum for k. w[j, k] * h[b, k]) + (sum for i. u[j, i] * xs[t, b, i])))\n  \
+        sum for b. sum for j. hT[b, j]\n";
+    let mut session = session(Engine::Fused);
+    outputs(&mut session, defs);
+    let text = fused_stage(&mut session, "rnn w0");
+    // Each step: the recurrent product and the input's (on a copy of row `t`).
+    assert_eq!(count_lines(&text, "matmul"), 2, "{text}");
+    let text = fused_stage(&mut session, "grad rnn w0");
+    // Forward 2; reverse (the step is linear: nothing is recomputed): the carry's cotangent
+    // and the weights' gradient, a product on a copy of the stored carry of the step undone.
+    assert_eq!(count_lines(&text, "matmul"), 4, "{text}");
+    for line in text.lines().filter(|line| line.contains("sum i0")) {
+        assert!(
+            line.contains("matmul"),
+            "a product runs as a kernel: {line}\n{text}"
+        );
+    }
+    agrees_with_the_interpreter_on_1_and_2_threads(&format!("{defs}:p (rnn w0, grad rnn w0)\n"));
+}
+
 /// A contraction with two axes of one operand's own (attention's projection
 /// `Σ_m x[i, m] w[m, h, e]`, and the same with the left operand's two: `Σ_m w[m, h, e] x[i, m]`
 /// over `[e, h, i]`) is a matrix product per value of the shorter axis, not a reduction

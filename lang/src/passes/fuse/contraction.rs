@@ -25,8 +25,23 @@
 // it, at its own coordinates, where nothing else reads the sums between them and they are not
 // results of the block (so they are no longer computed at all).
 
+// Note [Slices of products]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A loop's step often multiplies a slice at its own position: an RNN's `Σ_i u[j, i] *
+// xs[t, b, i]` reads row `t` of the input, and the reverse loop reads the stored carry of the
+// step it undoes (`index carries [99 - k]`). Inlined like any view, the slice's read has a
+// computed coordinate, clamped and masked (Note [Masked reads]), so the reduction is no
+// product of affine reads and runs as a loop kernel: a 64×128×128 product a step on the lane
+// interpreter. A slice at a run-time position that is an operand (through `replicate`s and
+// `tr`s) of a product summed by a reduction big enough to be a matrix product is therefore
+// materialised: a copy of the slice, read by the product at affine coordinates, so the
+// reduction becomes a `MatMul`. The copy is at most `1/MATMUL_MIN_DEPTH` of the product's
+// reads. A slice at literal positions is affine already.
+
+use std::collections::{HashMap, HashSet};
+
 use super::{MATMUL_MIN_DEPTH, MATMUL_MIN_WORK};
-use crate::core::ir::{BlockId, Elem, Program, VarId};
+use crate::core::ir::{Atom, Block, BlockId, Elem, Expr, Program, VarId};
 use crate::core::kernel::{
     Affine, Coord, Kernel, MatMul, MatOperand, Node, NodeId, Reduction, Step,
 };
@@ -99,6 +114,57 @@ pub(super) fn sums_of_products(program: &Program, block: BlockId, steps: Vec<Ste
         }
     }
     steps.into_iter().flatten().collect()
+}
+
+/// The slices at run-time positions that are operands of products big enough to be matrix
+/// products (Note [Slices of products]): materialised, whatever their readers.
+pub(super) fn sliced_operands(program: &Program, block: &Block) -> HashSet<VarId> {
+    let def: HashMap<VarId, &Expr> = block
+        .stmts
+        .iter()
+        .flat_map(|stmt| stmt.binders.iter().map(move |&binder| (binder, &stmt.expr)))
+        .collect();
+    // The variable a chain of views (`replicate`, `tr`, `reshape`) ending at `var` starts from.
+    let through_views = |mut var: VarId| loop {
+        match def.get(&var) {
+            Some(
+                Expr::Replicate { array, .. }
+                | Expr::Transpose { array, .. }
+                | Expr::Reshape { array, .. },
+            ) => match var_of(*array) {
+                Some(inner) => var = inner,
+                None => return var,
+            },
+            _ => return var,
+        }
+    };
+    let mut sliced = HashSet::new();
+    for stmt in &block.stmts {
+        let Expr::SumOuter(Atom::Var(summed)) = stmt.expr else {
+            continue;
+        };
+        let shape = &program.var_ty(summed).shape;
+        let work: usize = shape.iter().product();
+        if shape.first().is_none_or(|&depth| depth < MATMUL_MIN_DEPTH) || work < MATMUL_MIN_WORK {
+            continue;
+        }
+        let Some(Expr::Prim(prim, operands)) = def.get(&through_views(summed)) else {
+            continue;
+        };
+        if *prim != Prim::Mul {
+            continue;
+        }
+        for operand in operands.iter().filter_map(|atom| var_of(*atom)) {
+            let start = through_views(operand);
+            if let Some(Expr::Index { index, .. }) = def.get(&start) {
+                let at_run_time = index.iter().any(|atom| matches!(atom, Atom::Var(_)));
+                if at_run_time {
+                    sliced.insert(start);
+                }
+            }
+        }
+    }
+    sliced
 }
 
 impl Chain {

@@ -433,7 +433,8 @@ impl<'a> Fuser<'a> {
 
     /// The variables materialised whatever their readers (Note [Materialise or recompute]):
     /// the block's results, what reductions and bulk statements bind, what nested blocks
-    /// read, and the operands of bulk statements they do not fuse.
+    /// read, the operands of bulk statements they do not fuse, and slices that are operands
+    /// of matrix products (Note [Slices of products]).
     fn forced(&self) -> HashSet<VarId> {
         let program = self.program;
         let mut forced: HashSet<VarId> = self
@@ -443,6 +444,7 @@ impl<'a> Fuser<'a> {
             .copied()
             .filter_map(var_of)
             .collect();
+        forced.extend(contraction::sliced_operands(program, self.block));
         for (stmt_idx, stmt) in self.block.stmts.iter().enumerate() {
             if matches!(
                 self.kinds[stmt_idx],
