@@ -231,6 +231,38 @@ impl Infer<'_> {
         Ok(())
     }
 
+    /// An instance's type with each hidden size it leaves open (a list's length, Note [Size
+    /// fields]: `instance Eq(Person)` for a struct holding a `String`) made a variable of the
+    /// instance, so that it holds at every length.
+    fn hidden_sizes_as_vars(
+        &mut self,
+        ty: &Ty,
+        rigids: &mut Vec<(String, Rigid)>,
+        span: crate::syntax::Span,
+    ) -> Result<Ty> {
+        let ty = self.zonk(ty);
+        let mut open = Vec::new();
+        ty.any(&mut |inner| {
+            if let Ty::Data(data) = inner {
+                for (arg, param) in data.args.iter().zip(&data.def.params) {
+                    if let (Ty::Var(var), true) = (arg, param.hidden) {
+                        if !open.contains(var) {
+                            open.push(*var);
+                        }
+                    }
+                }
+            }
+            false
+        });
+        for var in open {
+            let name = format!("size{}", rigids.len());
+            let rigid = self.env.new_rigid(vec![Class::Ix, Class::Eq, Class::Ord]);
+            self.unify(&Ty::Var(var), &Ty::Rigid(rigid, name.clone()), span)?;
+            rigids.push((name, rigid));
+        }
+        Ok(self.zonk(&ty))
+    }
+
     /// The classes written in `a|Add|Sub`, with what they imply.
     fn classes_of(&self, names: &[ast::Ident]) -> Result<Vec<Class>> {
         let mut classes = Vec::new();
@@ -460,7 +492,8 @@ impl Infer<'_> {
         self.apply_constraints(&decl.constraints, &rigids)?;
         let mut parts = Vec::new();
         for arg in &decl.args {
-            parts.push(self.read_type(arg, &mut Some(&mut rigids))?);
+            let part = self.read_type(arg, &mut Some(&mut rigids))?;
+            parts.push(self.hidden_sizes_as_vars(&part, &mut rigids, arg.span)?);
         }
         let vars: Vec<Rigid> = rigids.iter().map(|(_, rigid)| *rigid).collect();
         let is_builtin = !matches!(class_def.class, Class::User(_));

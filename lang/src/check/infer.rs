@@ -3004,12 +3004,21 @@ impl<'env> Infer<'env> {
         self.apply_typed(scaled, value, span)
     }
 
-    /// Whether a value of type `ty` holds a user type with a hidden size (a list, a set).
+    /// Whether a value of type `ty` holds a user type with a hidden size (a list, a set) and
+    /// no user type with an instance of `Eq` of its own (whose method takes two values of one
+    /// type).
     fn holds_hidden_size(&self, ty: &Ty) -> bool {
-        self.zonk(ty).any(&mut |inner| match inner {
+        let ty = self.zonk(ty);
+        let has_eq_instance = |data: &DataTy| {
+            self.env.instances.iter().any(|instance| {
+                instance.class == Class::Eq
+                    && matches!(&instance.head, Ty::Data(head) if head.def.id == data.def.id)
+            })
+        };
+        ty.any(&mut |inner| match inner {
             Ty::Data(data) => data.def.params.iter().any(|param| param.hidden),
             _ => false,
-        })
+        }) && !ty.any(&mut |inner| matches!(inner, Ty::Data(data) if has_eq_instance(data)))
     }
 
     /// `x == y` (or `!=`) where `x` holds a value of hidden size: `y` may differ from `x` in its
