@@ -25,7 +25,7 @@ use super::env::TypeFn;
 use super::infer::error_of;
 use super::infer::{check_literals, is_nat_param, substitute_rigids, Binding, Infer};
 use super::typed::DefInfo;
-use super::types::{BaseTy, Rigid, Size, Ty};
+use super::types::{BaseTy, Rigid, Size, Ty, TyVar};
 use super::TypeError;
 use crate::code::Code;
 use crate::syntax::ast::{
@@ -203,24 +203,9 @@ impl Infer<'_> {
         params: &mut Vec<DataParam>,
         span: crate::syntax::Span,
     ) -> Result<()> {
-        let ty = self.zonk(ty);
-        let mut hidden = Vec::new();
-        ty.any(&mut |inner| {
-            if let Ty::Data(data) = inner {
-                for (arg, param) in data.args.iter().zip(&data.def.params) {
-                    if let (Ty::Var(var), true) = (arg, param.hidden) {
-                        if !hidden.contains(var) {
-                            hidden.push(*var);
-                        }
-                    }
-                }
-            }
-            false
-        });
-        for var in hidden {
+        for var in open_hidden_sizes(&self.zonk(ty)) {
             let name = format!("size{}", params.len());
-            let rigid = self.env.new_rigid(vec![Class::Ix, Class::Eq, Class::Ord]);
-            self.unify(&Ty::Var(var), &Ty::Rigid(rigid, name.clone()), span)?;
+            let rigid = self.size_rigid(var, &name, span)?;
             params.push(DataParam {
                 name,
                 rigid,
@@ -241,26 +226,20 @@ impl Infer<'_> {
         span: crate::syntax::Span,
     ) -> Result<Ty> {
         let ty = self.zonk(ty);
-        let mut open = Vec::new();
-        ty.any(&mut |inner| {
-            if let Ty::Data(data) = inner {
-                for (arg, param) in data.args.iter().zip(&data.def.params) {
-                    if let (Ty::Var(var), true) = (arg, param.hidden) {
-                        if !open.contains(var) {
-                            open.push(*var);
-                        }
-                    }
-                }
-            }
-            false
-        });
-        for var in open {
+        for var in open_hidden_sizes(&ty) {
             let name = format!("size{}", rigids.len());
-            let rigid = self.env.new_rigid(vec![Class::Ix, Class::Eq, Class::Ord]);
-            self.unify(&Ty::Var(var), &Ty::Rigid(rigid, name.clone()), span)?;
+            let rigid = self.size_rigid(var, &name, span)?;
             rigids.push((name, rigid));
         }
         Ok(self.zonk(&ty))
+    }
+
+    /// A new rigid size (an index set `Fin` of it, with its classes) that the open hidden size
+    /// `var` becomes.
+    fn size_rigid(&mut self, var: TyVar, name: &str, span: crate::syntax::Span) -> Result<Rigid> {
+        let rigid = self.env.new_rigid(vec![Class::Ix, Class::Eq, Class::Ord]);
+        self.unify(&Ty::Var(var), &Ty::Rigid(rigid, name.to_string()), span)?;
+        Ok(rigid)
     }
 
     /// The classes written in `a|Add|Sub`, with what they imply.
@@ -820,6 +799,24 @@ impl Infer<'_> {
 }
 
 /// Whether a type expression names `name`.
+/// The hidden sizes (Note [Size fields]) that `ty` leaves to inference, each once.
+fn open_hidden_sizes(ty: &Ty) -> Vec<TyVar> {
+    let mut open = Vec::new();
+    ty.any(&mut |inner| {
+        if let Ty::Data(data) = inner {
+            for (arg, param) in data.args.iter().zip(&data.def.params) {
+                if let (Ty::Var(var), true) = (arg, param.hidden) {
+                    if !open.contains(var) {
+                        open.push(*var);
+                    }
+                }
+            }
+        }
+        false
+    });
+    open
+}
+
 fn mentions(ty: &TypeExpr, name: &str) -> bool {
     match &ty.kind {
         TypeExprKind::Name(ident) => ident.name == name,

@@ -1773,15 +1773,14 @@ impl<'env> Infer<'env> {
                 check_distinct(binders.iter().map(|binder| &binder.name))?;
                 let mut locals = Vec::new();
                 let mut counts = Vec::new();
-                let outside = cx.scopes.len();
-                for (position, binder) in binders.iter().enumerate() {
+                for binder in binders {
                     let ix = match &binder.ty {
                         Some(ty) => match cx.read_type(ty, &mut None) {
                             Ok(ix) => ix,
                             // `for i:(Fin (cells box)).`: the count is computed first, before
-                            // the loop, without the loop's indices in scope (a later index set
-                            // of a regular table cannot depend on an earlier index). A name or
-                            // a field that is no size keeps its own error.
+                            // the loop, so it may not read the loop's earlier indices (a later
+                            // index set of a regular table cannot depend on them). A name or a
+                            // field that is no size keeps its own error.
                             Err(err) => match &ty.kind {
                                 TypeExprKind::Fin(count)
                                     if !matches!(
@@ -1792,12 +1791,14 @@ impl<'env> Infer<'env> {
                                     // Named by what it computes in messages.
                                     let name =
                                         format!("({})", crate::syntax::print::print_expr(count));
-                                    let indices = cx.scopes.split_off(outside);
-                                    let computed = cx.computed_count(count, name, depth);
-                                    cx.scopes.extend(indices);
-                                    let (stmt, ix) = computed.map_err(|err| {
-                                        cx.ragged(err, &binders[..position], count.span)
-                                    })?;
+                                    let (stmt, ix) = cx.computed_count(count, name, depth)?;
+                                    let earlier: Vec<LocalId> =
+                                        locals.iter().map(|(local, _)| *local).collect();
+                                    if let TStmt::Let { value, .. } = &stmt {
+                                        if reads_any_local(value, &earlier) {
+                                            return error(count.span, RAGGED);
+                                        }
+                                    }
                                     counts.push(stmt);
                                     ix
                                 }
@@ -2531,29 +2532,6 @@ impl<'env> Infer<'env> {
             },
             ix,
         ))
-    }
-
-    /// The error of a `for`'s count that used one of the loop's own earlier indices
-    /// (`for i j:(Fin (ordinal i)).`): a ragged table; any other error as it is.
-    fn ragged(
-        &self,
-        err: TypeError,
-        earlier: &[crate::syntax::ast::ForBinder],
-        span: Span,
-    ) -> TypeError {
-        let uses_index = earlier.iter().any(|binder| {
-            err.message
-                .contains(&format!("unbound variable `{}`", binder.name.name))
-        });
-        match uses_index {
-            true => TypeError::new(
-                span,
-                "an index set of a `for` cannot depend on the loop's earlier indices: tables \
-                 are regular (no ragged tables): compute the size before the loop, or index a range \
-                 (`j:(..i)`) for a triangular table",
-            ),
-            false => err,
-        }
     }
 
     /// `N = Fin 3` (a capitalised name bound to a type) in a block: binds the alias.
@@ -4645,6 +4623,22 @@ fn param_binders(ty: &Ty) -> Vec<LocalId> {
         ty = result;
     }
     binders
+}
+
+/// The error of a `for`'s count that reads one of the loop's own earlier indices
+/// (`for i j:(Fin (ordinal i)).`).
+const RAGGED: &str = "an index set of a `for` cannot depend on the loop's earlier indices: tables \
+     are regular (no ragged tables): compute the size before the loop, or index a range \
+     (`j:(..i)`) for a triangular table";
+
+/// Whether a typed expression reads one of `locals`, as a value or in a type (a range of it).
+fn reads_any_local(expr: &TExpr, locals: &[LocalId]) -> bool {
+    matches!(expr.kind, TKind::Local(id) if locals.contains(&id))
+        || locals.iter().any(|&local| mentions_local(&expr.ty, local))
+        || expr
+            .children()
+            .into_iter()
+            .any(|child| reads_any_local(child, locals))
 }
 
 fn mentions_local(ty: &Ty, local: LocalId) -> bool {

@@ -1725,8 +1725,6 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    /// A value of a type stored wider than it is (bytes in 32 bits) brought back into its
-    /// range: the low 8 bits of a `Word8`.
     /// Dex's `internal_cast` (its `cast-tests`): an integer keeps its bits, truncated to a
     /// narrower type; widened, it is zero-extended into `Word64` (and from `Word8` into
     /// `Word32`/`Nat`) and sign-extended otherwise, whatever the source's signedness (so
@@ -1777,6 +1775,8 @@ impl<'a> Lowerer<'a> {
         self.prim(Prim::Select, vec![negative, shifted, wide], span)
     }
 
+    /// A value of a type stored wider than it is (bytes in 32 bits) brought back into its
+    /// range: the low 8 bits of a `Word8`.
     fn keep_in_base(&mut self, atom: Atom, base: BaseTy, span: Span) -> Result<Atom> {
         match base {
             BaseTy::Word8 => self.prim(Prim::Mod, vec![atom, Atom::Lit(Scalar::U32(256))], span),

@@ -38,10 +38,10 @@
 // reduction becomes a `MatMul`. The copy is at most `1/MATMUL_MIN_DEPTH` of the product's
 // reads. A slice at literal positions is affine already.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
-use super::{MATMUL_MIN_DEPTH, MATMUL_MIN_WORK};
-use crate::core::ir::{Atom, Block, BlockId, Elem, Expr, Program, VarId};
+use super::{Fuser, MATMUL_MIN_DEPTH, MATMUL_MIN_WORK};
+use crate::core::ir::{Atom, BlockId, Elem, Expr, Program, VarId};
 use crate::core::kernel::{
     Affine, Coord, Kernel, MatMul, MatOperand, Node, NodeId, Reduction, Step,
 };
@@ -118,15 +118,12 @@ pub(super) fn sums_of_products(program: &Program, block: BlockId, steps: Vec<Ste
 
 /// The slices at run-time positions that are operands of products big enough to be matrix
 /// products (Note [Slices of products]): materialised, whatever their readers.
-pub(super) fn sliced_operands(program: &Program, block: &Block) -> HashSet<VarId> {
-    let def: HashMap<VarId, &Expr> = block
-        .stmts
-        .iter()
-        .flat_map(|stmt| stmt.binders.iter().map(move |&binder| (binder, &stmt.expr)))
-        .collect();
+pub(super) fn sliced_operands(fuser: &Fuser) -> HashSet<VarId> {
+    let (program, block) = (fuser.program, fuser.block);
+    let def = |var: &VarId| fuser.def.get(var).map(|&at| &block.stmts[at].expr);
     // The variable a chain of views (`replicate`, `tr`, `reshape`) ending at `var` starts from.
     let through_views = |mut var: VarId| loop {
-        match def.get(&var) {
+        match def(&var) {
             Some(
                 Expr::Replicate { array, .. }
                 | Expr::Transpose { array, .. }
@@ -148,7 +145,7 @@ pub(super) fn sliced_operands(program: &Program, block: &Block) -> HashSet<VarId
         if shape.first().is_none_or(|&depth| depth < MATMUL_MIN_DEPTH) || work < MATMUL_MIN_WORK {
             continue;
         }
-        let Some(Expr::Prim(prim, operands)) = def.get(&through_views(summed)) else {
+        let Some(Expr::Prim(prim, operands)) = def(&through_views(summed)) else {
             continue;
         };
         if *prim != Prim::Mul {
@@ -156,7 +153,7 @@ pub(super) fn sliced_operands(program: &Program, block: &Block) -> HashSet<VarId
         }
         for operand in operands.iter().filter_map(|atom| var_of(*atom)) {
             let start = through_views(operand);
-            if let Some(Expr::Index { index, .. }) = def.get(&start) {
+            if let Some(Expr::Index { index, .. }) = def(&start) {
                 let at_run_time = index.iter().any(|atom| matches!(atom, Atom::Var(_)));
                 if at_run_time {
                     sliced.insert(start);

@@ -444,7 +444,7 @@ impl<'a> Fuser<'a> {
             .copied()
             .filter_map(var_of)
             .collect();
-        forced.extend(contraction::sliced_operands(program, self.block));
+        forced.extend(contraction::sliced_operands(self));
         for (stmt_idx, stmt) in self.block.stmts.iter().enumerate() {
             if matches!(
                 self.kinds[stmt_idx],
