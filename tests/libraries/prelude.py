@@ -3,8 +3,6 @@
 bitwise operations on `uint64`) and `jax.grad` (the gradients). Runs in the folder holding the
 `.npy` files."""
 
-import sys
-
 import numpy as np
 import scipy.special as sp
 import jax
@@ -13,29 +11,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp
 import jax.scipy.special as jsp
 
-failures = []
-
-
-def load(name):
-    return np.load(name + ".npy")
-
-
-def close(what, got, want, rtol=1e-5, atol=1e-6):
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    ok = got.shape == want.shape and np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
-    if not ok:
-        bad = ~np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True) if got.shape == want.shape else None
-        where = np.argwhere(bad).ravel().tolist()[:8] if bad is not None else "shape"
-        failures.append(
-            f"{what}: rtol={rtol}, atol={atol}, first bad indices {where}\n"
-            f"  dx:    {got.ravel()[:12].tolist()}\n  want:  {want.ravel()[:12].tolist()}"
-        )
-
-
-def same(what, got, want):
-    got, want = np.asarray(got), np.asarray(want)
-    if got.shape != want.shape or not np.array_equal(got, want):
-        failures.append(f"{what}:\n  dx:    {got.tolist()}\n  want:  {want.tolist()}")
+from checks import close, failures, finish, load, same  # noqa: E402
 
 
 f64 = lambda name: load(name).astype(np.float64)
@@ -102,9 +78,4 @@ same("shift right", load("shr"), shr)
 same("low_word (Dex's: the upper half)", load("low_word"), (wa >> np.uint64(32)).astype(np.uint32))
 same("high_word (Dex's: the lower half)", load("high_word"), (wa & np.uint64(0xFFFFFFFF)).astype(np.uint32))
 
-if failures:
-    print(f"{len(failures)} prelude check(s) disagree with NumPy/SciPy/JAX:")
-    for failure in failures:
-        print(" -", failure)
-    sys.exit(1)
-print("prelude: all values agree with NumPy, SciPy and JAX")
+finish("prelude", "NumPy, SciPy and JAX")

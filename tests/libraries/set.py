@@ -2,21 +2,9 @@
 `numpy.union1d`, `numpy.intersect1d` and `numpy.isin`. Runs in the folder holding the `.npy`
 files."""
 
-import sys
-
 import numpy as np
 
-failures = []
-
-
-def load(name):
-    return np.load(name + ".npy")
-
-
-def same(what, got, want):
-    got, want = np.asarray(got), np.asarray(want)
-    if got.shape != want.shape or not np.array_equal(got, want):
-        failures.append(f"{what}:\n  dx:    {got.tolist()}\n  numpy: {want.tolist()}")
+from checks import failures, finish, load, same
 
 
 left, right, floats = load("left"), load("right"), load("floats")
@@ -54,7 +42,4 @@ same(
 # set_left == reversed, set_left == set_right, then five identities, then commutativity
 same("equalities", load("equalities"), np.array([1, 0, 1, 1, 1, 1, 1, 1], np.int32))
 
-if failures:
-    print("\n".join(failures))
-    sys.exit(1)
-print("set: every value agrees with NumPy")
+finish("set", "NumPy")

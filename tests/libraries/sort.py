@@ -2,29 +2,11 @@
 `numpy.argsort`, `numpy.searchsorted` and `jax.grad` of a function of `jax.numpy.sort`. Runs
 in the folder holding the `.npy` files."""
 
-import sys
-
 import numpy as np
 import jax
 import jax.numpy as jnp
 
-failures = []
-
-
-def load(name):
-    return np.load(name + ".npy")
-
-
-def same(what, got, want):
-    got, want = np.asarray(got), np.asarray(want)
-    if got.shape != want.shape or not np.array_equal(got, want):
-        failures.append(f"{what}:\n  dx:    {got.tolist()}\n  numpy: {want.tolist()}")
-
-
-def close(what, got, want, rtol=1e-5, atol=1e-6):
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    if got.shape != want.shape or not np.allclose(got, want, rtol=rtol, atol=atol):
-        failures.append(f"{what}:\n  dx:    {got.tolist()}\n  numpy: {want.tolist()}")
+from checks import close, failures, finish, load, same
 
 
 floats, ties, ints = load("floats"), load("ties"), load("ints")
@@ -78,9 +60,4 @@ def loss(x):
 close("grad through sort", load("grad_sort"), jax.grad(loss)(jnp.asarray(floats)))
 close("grad through sort with ties", load("grad_sort_ties"), jax.grad(loss)(jnp.asarray(ties)))
 
-if failures:
-    print(f"sort: {len(failures)} mismatches with NumPy/JAX:")
-    for f in failures:
-        print(" -", f)
-    sys.exit(1)
-print("sort: every value and gradient agrees with NumPy/JAX")
+finish("sort", "NumPy/JAX")
