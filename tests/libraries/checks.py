@@ -9,8 +9,19 @@ import numpy as np
 failures = []
 
 
-def load(name):
-    return np.load(name + ".npy")
+def load(name, dtype=None):
+    """The array `name.npy`, cast to `dtype` when one is given."""
+    array = np.load(name + ".npy")
+    return array if dtype is None else array.astype(dtype)
+
+
+def complexes(name):
+    """A complex array saved as its (real, imaginary) parts on a last axis of 2, in float64."""
+    parts = load(name, np.float64)
+    out = np.empty(parts.shape[:-1], np.complex128)
+    out.real = parts[..., 0]
+    out.imag = parts[..., 1]  # (`re + 1j * im` would lose the sign of a zero `im`)
+    return out
 
 
 def same(what, got, want):
@@ -20,17 +31,31 @@ def same(what, got, want):
         failures.append(f"{what}:\n  dx:    {got.tolist()}\n  want:  {want.tolist()}")
 
 
-def close(what, got, want, rtol=1e-5, atol=1e-6):
-    """Equal within the tolerances (NaN equal to NaN), with the first indices that are not."""
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    ok = got.shape == want.shape and np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
-    if not ok:
-        bad = ~np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True) if got.shape == want.shape else None
-        where = np.argwhere(bad).ravel().tolist()[:8] if bad is not None else "shape"
-        failures.append(
-            f"{what}: rtol={rtol}, atol={atol}, first bad indices {where}\n"
-            f"  dx:    {got.ravel()[:12].tolist()}\n  want:  {want.ravel()[:12].tolist()}"
-        )
+def close(what, got, want, rtol=1e-5, atol=1e-6, *, equal_nan=True, scale_atol=False, ok=None):
+    """|got - want| <= atol + rtol |want| element by element (NumPy's `isclose`; complex values
+    as complex numbers), shapes equal. Infinities must be equal; so must NaNs, unless
+    `equal_nan` is false, when a NaN never agrees. With `scale_atol`, `atol` is relative to the
+    largest finite |want| when that is above 1 (float32 results whose errors follow their
+    largest values: matrix products, FFTs). `ok` marks elements accepted whatever their values."""
+    got, want = np.asarray(got), np.asarray(want)
+    kind = np.complex128 if np.iscomplexobj(got) or np.iscomplexobj(want) else np.float64
+    got, want = got.astype(kind), want.astype(kind)
+    if got.shape != want.shape:
+        failures.append(f"{what}: shape {got.shape} from dx, {want.shape} expected")
+        return
+    if scale_atol:
+        finite = np.abs(want[np.isfinite(want)])
+        atol = atol * max(1.0, float(finite.max())) if finite.size else atol
+    with np.errstate(invalid="ignore", over="ignore"):
+        bad = np.asarray(~np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    if ok is not None:
+        bad &= ~np.asarray(ok, bool)
+    if bad.any():
+        lines = [f"{what}: {int(bad.sum())} of {bad.size} values differ (rtol={rtol:.3g}, atol={atol:.3g})"]
+        for idx in np.argwhere(bad)[:6]:
+            idx = tuple(int(i) for i in idx)
+            lines.append(f"  at {idx}: dx {got[idx].item()!r}, want {want[idx].item()!r}")
+        failures.append("\n".join(lines))
 
 
 def finish(library, against):

@@ -2,8 +2,6 @@
 functions (and the gradients against `jax.grad`), run in the folder that holds the `.npy` files.
 """
 
-import sys
-
 import numpy as np
 
 import jax
@@ -11,47 +9,25 @@ import jax
 jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 
-FAILURES = []
-
-
-def load(name):
-    return np.load(name + ".npy")
-
-
-def complexes(name):
-    parts = load(name).astype(np.float64)
-    out = np.empty(parts.shape[:-1], np.complex128)
-    out.real = parts[..., 0]
-    out.imag = parts[..., 1]  # (`re + 1j * im` would lose the sign of a zero `im`)
-    return out
+from checks import close, complexes, failures, finish, load  # noqa: E402
 
 
 def check(label, got, want, rtol=1e-4, atol=1e-6):
-    """Element by element, |got - want| <= atol + rtol |want| (as complex numbers); infinities
-    must match exactly."""
-    got = np.asarray(got)
+    """`checks.close` (a NaN never agrees) against NumPy's values rounded to float32 first: dx
+    computes in float32, where a value beyond its range is an infinity."""
     want = np.asarray(want)
-    # dx computes in float32: a value beyond its range is an infinity there.
     with np.errstate(over="ignore"):
         want = want.astype(np.complex64 if np.iscomplexobj(want) else np.float32).astype(want.dtype)
-    assert got.shape == want.shape, (label, got.shape, want.shape)
-    finite = np.isfinite(want)
-    bad = ~finite & (got != want)
-    with np.errstate(invalid="ignore"):
-        bad |= finite & ~(np.abs(got - want) <= atol + rtol * np.abs(want))
-    if bad.any():
-        lines = [f"{label}: {bad.sum()} of {bad.size} values differ"]
-        for idx in list(zip(*np.nonzero(bad)))[:6]:
-            lines.append(f"  at {idx}: dx {got[idx]!r}, numpy {want[idx]!r}")
-        FAILURES.append("\n".join(lines))
+    close(label, got, want, rtol=rtol, atol=atol, equal_nan=False)
 
 
 z = complexes("z")
 w = complexes("w")
-s = load("s").astype(np.float64)
+s = load("s", np.float64)
 
 # The inputs themselves: the special points keep the sign of a zero imaginary part.
-assert np.signbit(z[49].imag) and not np.signbit(z[48].imag), "signed zeros were not kept"
+if not (np.signbit(z[49].imag) and not np.signbit(z[48].imag)):
+    failures.append("the inputs: signed zeros were not kept")
 
 with np.errstate(all="ignore"):
     check("+", complexes("add"), z + w)
@@ -98,7 +74,7 @@ def mcdonnell_floor(c):
     return complex(fr + 1, fi) if x >= y else complex(fr, fi + 1)
 
 
-w3 = (np.float32(3) * load("w").astype(np.float32)).astype(np.float64)
+w3 = (np.float32(3) * load("w", np.float32)).astype(np.float64)
 w3 = np.array([complex(re, im) for re, im in w3])
 floors = np.array([mcdonnell_floor(c) for c in w3])
 check("complex_floor", complexes("floor"), floors, rtol=0, atol=0)
@@ -106,7 +82,8 @@ check("complex_ceil", complexes("ceil"), np.array([-mcdonnell_floor(-c) for c in
 rounded = np.array([mcdonnell_floor(complex(np.float32(c.real) + np.float32(0.5), c.imag)) for c in w3])
 check("complex_round", complexes("round"), rounded, rtol=0, atol=0)
 # The floor is a Gaussian integer within distance 1 below-left of the point.
-assert np.all(np.abs(w3 - floors) < 1.0 + 1e-6), "complex_floor is more than 1 away"
+if not np.all(np.abs(w3 - floors) < 1.0 + 1e-6):
+    failures.append("complex_floor is more than 1 away")
 
 
 def complex_grad(f, points):
@@ -132,7 +109,4 @@ check("grad complex_abs (complex_pow z w / (z + w))", complexes("grad_div_pow"),
 check("grad (complex_tanh (complex_exp2 z * complex_cosh z)).re", complexes("grad_tanh_exp"),
       complex_grad(lambda c: jnp.tanh(jnp.exp2(c) * jnp.cosh(c)).real, gz), rtol=1e-3, atol=1e-5)
 
-if FAILURES:
-    print("complex: dx and NumPy disagree:\n" + "\n".join(FAILURES))
-    sys.exit(1)
-print("complex: every value agrees with NumPy and JAX")
+finish("complex", "NumPy and JAX")

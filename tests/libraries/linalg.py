@@ -2,7 +2,7 @@
 and 8) against NumPy's `linalg`, and its gradients against `jax.grad` of the same functions.
 Runs in the folder holding the `.npy` files."""
 
-import sys
+import functools
 
 import numpy as np
 import jax
@@ -10,25 +10,11 @@ import jax
 jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 
+from checks import close, failures, finish, load  # noqa: E402
+
 SIZES = [1, 3, 8]
-failures = []
-
-
-def load(name):
-    return np.load(name + ".npy").astype(np.float64)
-
-
-def check(what, got, want, rtol=1e-4, atol=1e-5):
-    got = np.asarray(got, dtype=np.float64)
-    want = np.asarray(want, dtype=np.float64)
-    if got.shape != want.shape:
-        failures.append(f"{what}: shape {got.shape}, expected {want.shape}")
-        return
-    # relative to the size of the expected values, as float32 results warrant
-    scale = max(1.0, float(np.max(np.abs(want)))) if want.size else 1.0
-    if not np.allclose(got, want, rtol=rtol, atol=atol * scale):
-        err = np.max(np.abs(got - want))
-        failures.append(f"{what}: max error {err:.3g}\n  dx:    {got.ravel()[:8]}\n  numpy: {want.ravel()[:8]}")
+# float32 results, so atol is relative to the size of the expected values; a NaN never agrees
+check = functools.partial(close, rtol=1e-4, atol=1e-5, scale_atol=True, equal_nan=False)
 
 
 def weights(n):
@@ -42,7 +28,7 @@ def sym_lower(x):
 
 
 for n in SIZES:
-    g, a, m, b, c = (load(f"{name}{n}") for name in "gambc")
+    g, a, m, b, c = (load(f"{name}{n}", np.float64) for name in "gambc")
     check(f"a{n} = g g^T + n I", a, g @ g.T + n * np.eye(n))
     check(f"m{n} = g + 2 I", m, g + 2 * np.eye(n))
     w = weights(n)
@@ -58,7 +44,7 @@ for n in SIZES:
     check(f"invert (size {n})", load(f"inv{n}"), np.linalg.inv(m))
 
     # lu: apply_permutation perm m == lower ** upper, with partial pivoting's |multipliers| <= 1
-    lo, up, perm = load(f"lower{n}"), load(f"upper{n}"), np.load(f"perm{n}.npy")
+    lo, up, perm = load(f"lower{n}", np.float64), load(f"upper{n}", np.float64), load(f"perm{n}")
     if sorted(perm.tolist()) != list(range(n)):
         failures.append(f"lu (size {n}): {perm} is not a permutation")
     check(f"lu: permuted rows = lower ** upper (size {n})", lo @ up, m[perm])
@@ -104,9 +90,4 @@ for n in SIZES:
     check(f"grad of a function of matrix_power (size {n})", load(f"grad_pow{n}"),
           jax.grad(lambda x: jnp.sum(jnp.linalg.matrix_power(x, 5) * w))(p))
 
-if failures:
-    print(f"linalg: {len(failures)} mismatches with NumPy/JAX:")
-    for f in failures:
-        print(" -", f)
-    sys.exit(1)
-print(f"linalg: every value and gradient agrees with NumPy/JAX (sizes {SIZES})")
+finish("linalg", f"NumPy/JAX (values and gradients, sizes {SIZES})")

@@ -3,7 +3,7 @@ densities and their gradients, by `jax.grad`), `scipy.stats` (log CDFs, log surv
 and quantiles, in float64), NumPy (log-space arithmetic, data summaries) and the moments and
 frequencies of the distributions (the draws). Runs in the folder holding the `.npy` files."""
 
-import sys
+import functools
 
 import numpy as np
 import scipy.special
@@ -16,40 +16,11 @@ import jax.numpy as jnp  # noqa: E402
 import jax.scipy.special as jsp  # noqa: E402
 import jax.scipy.stats as jst  # noqa: E402
 
-FAILURES = []
+import checks  # noqa: E402
+from checks import failures, finish, load  # noqa: E402
+
 jit = jax.jit
-
-
-def load(name):
-    return np.load(name + ".npy")
-
-
-def close(label, got, want, rtol=1e-4, atol=1e-5, ok=None):
-    """|got - want| <= atol + rtol |want| element by element; infinities and NaNs must match
-    exactly. `ok` marks elements accepted whatever their values."""
-    got = np.asarray(got, np.float64)
-    want = np.asarray(want, np.float64)
-    if got.shape != want.shape:
-        FAILURES.append(f"{label}: shape {got.shape} from dx, {want.shape} expected")
-        return
-    finite = np.isfinite(want)
-    with np.errstate(invalid="ignore"):
-        bad = np.where(finite, ~(np.abs(got - want) <= atol + rtol * np.abs(want)),
-                       ~((got == want) | (np.isnan(got) & np.isnan(want))))
-    if ok is not None:
-        bad &= ~ok
-    if bad.any():
-        lines = [f"{label}: {bad.sum()} of {bad.size} values differ"]
-        for idx in list(zip(*np.nonzero(bad)))[:6]:
-            lines.append(f"  at {tuple(int(i) for i in idx)}: dx {got[idx]!r}, expected {want[idx]!r}")
-        FAILURES.append("\n".join(lines))
-
-
-def same(label, got, want):
-    got, want = np.asarray(got), np.asarray(want)
-    if got.shape != want.shape or not np.array_equal(got, want):
-        bad = np.nonzero(got != want)[0][:6] if got.shape == want.shape else []
-        FAILURES.append(f"{label}: dx {got[bad].tolist()}, expected {want[bad].tolist()} at {bad}")
+close = functools.partial(checks.close, rtol=1e-4, atol=1e-5)  # this script's default tolerances
 
 
 def log_values(label, got, logpdf, logcdf, logsf, atol=5e-5, prob_atol=None):
@@ -90,24 +61,24 @@ def moments(label, xs, mean, var, prob=None, pmf=None, ks=None):
     se_mean = np.sqrt(var / n)
     se_var = np.sqrt(max(np.mean((xs - m) ** 4) - v * v, 1e-30) / n)
     if abs(m - mean) > 5 * se_mean:
-        FAILURES.append(f"{label} draws: mean {m}, expected {mean} (standard error {se_mean})")
+        failures.append(f"{label} draws: mean {m}, expected {mean} (standard error {se_mean})")
     if abs(v - var) > 5 * se_var:
-        FAILURES.append(f"{label} draws: variance {v}, expected {var} (standard error {se_var})")
+        failures.append(f"{label} draws: variance {v}, expected {var} (standard error {se_var})")
     if pmf is not None:
         freq = np.array([(xs == k).mean() for k in ks])
         se = np.sqrt(pmf * (1 - pmf) / n) + 1e-4
         bad = np.abs(freq - pmf) > 5 * se
         if bad.any():
-            FAILURES.append(f"{label} draws: frequencies of {ks[bad].tolist()} are "
+            failures.append(f"{label} draws: frequencies of {ks[bad].tolist()} are "
                             f"{freq[bad].tolist()}, expected {pmf[bad].tolist()}")
 
 
-qs = load("qs").astype(np.float64)
+qs = load("qs", np.float64)
 
 # Normal
-normal_params = load("normal_params").astype(np.float64)
+normal_params = load("normal_params", np.float64)
 loc, scale = normal_params[:, 0], normal_params[:, 1]
-x = load("normal_x").astype(np.float64)
+x = load("normal_x", np.float64)
 log_values("Normal", load("normal_values"), jit(jst.norm.logpdf)(x, loc, scale),
            scipy.stats.norm.logcdf(x, loc, scale), scipy.stats.norm.logsf(x, loc, scale))
 close("Normal quantile", load("normal_quantile"), jit(jst.norm.ppf)(qs, loc, scale))
@@ -121,11 +92,11 @@ close("Normal grad of log CDF", load("normal_cdf_grad"),
 moments("Normal(1.5, 0.7)", load("normal_draws"), 1.5, 0.49)
 ks_stat = scipy.stats.kstest(load("normal_draws"), "norm", args=(1.5, 0.7)).pvalue
 if ks_stat < 1e-4:
-    FAILURES.append(f"Normal draws: Kolmogorov-Smirnov p-value {ks_stat}")
+    failures.append(f"Normal draws: Kolmogorov-Smirnov p-value {ks_stat}")
 
 # Exponential
-rate = load("exp_rate").astype(np.float64)
-x = load("exp_x").astype(np.float64)
+rate = load("exp_rate", np.float64)
+x = load("exp_x", np.float64)
 log_values("Exponential", load("exp_values"), jit(jst.expon.logpdf)(x, scale=1 / rate),
            scipy.stats.expon.logcdf(x, scale=1 / rate), scipy.stats.expon.logsf(x, scale=1 / rate))
 close("Exponential quantile", load("exp_quantile"), scipy.stats.expon.ppf(qs, scale=1 / rate))
@@ -134,12 +105,12 @@ close("Exponential grad of log density", load("exp_grad"),
 moments("Exponential(2.5)", load("exp_draws"), 0.4, 0.16)
 ks_stat = scipy.stats.kstest(load("exp_draws"), "expon", args=(0, 0.4)).pvalue
 if ks_stat < 1e-4:
-    FAILURES.append(f"Exponential draws: Kolmogorov-Smirnov p-value {ks_stat}")
+    failures.append(f"Exponential draws: Kolmogorov-Smirnov p-value {ks_stat}")
 
 # Uniform
-uni = load("uni_params").astype(np.float64)
+uni = load("uni_params", np.float64)
 low, high = uni[:, 0], uni[:, 1]
-x = load("uni_x").astype(np.float64)
+x = load("uni_x", np.float64)
 log_values("Uniform", load("uni_values"), jit(jst.uniform.logpdf)(x, low, high - low),
            scipy.stats.uniform.logcdf(x, low, high - low),
            scipy.stats.uniform.logsf(x, low, high - low))
@@ -153,11 +124,11 @@ close("Uniform grad of log density + log CDF", load("uni_grad"),
 moments("Uniform(-1, 3)", load("uni_draws"), 1.0, 16 / 12)
 ks_stat = scipy.stats.kstest(load("uni_draws"), "uniform", args=(-1, 4)).pvalue
 if ks_stat < 1e-4:
-    FAILURES.append(f"Uniform draws: Kolmogorov-Smirnov p-value {ks_stat}")
+    failures.append(f"Uniform draws: Kolmogorov-Smirnov p-value {ks_stat}")
 
 # Bernoulli
-prob = load("bern_prob").astype(np.float64)
-x = load("bern_x").astype(np.float64)
+prob = load("bern_prob", np.float64)
+x = load("bern_x", np.float64)
 log_values("Bernoulli", load("bern_values"), jit(jst.bernoulli.logpmf)(x, prob),
            scipy.stats.bernoulli.logcdf(x, prob), scipy.stats.bernoulli.logsf(x, prob))
 discrete_quantile("Bernoulli", load("bern_quantile"), scipy.stats.bernoulli(prob), qs)
@@ -166,9 +137,9 @@ close("Bernoulli grad of log mass", load("bern_grad"),
 moments("Bernoulli(0.3)", load("bern_draws"), 0.3, 0.21)
 
 # Binomial
-binom = load("binom_params").astype(np.float64)
+binom = load("binom_params", np.float64)
 trials, prob = binom[:, 0], binom[:, 1]
-x = load("binom_x").astype(np.float64)
+x = load("binom_x", np.float64)
 with np.errstate(divide="ignore"):
     log_values("Binomial", load("binom_values"), jit(jst.binom.logpmf)(x, trials, prob),
                scipy.stats.binom.logcdf(x, trials, prob), scipy.stats.binom.logsf(x, trials, prob))
@@ -191,8 +162,8 @@ moments("Binomial(20, 0.35)", load("binom_draws"), 7.0, 4.55,
         pmf=scipy.stats.binom.pmf(ks, 20, 0.35), ks=ks)
 
 # Geometric
-prob = load("geom_prob").astype(np.float64)
-x = load("geom_x").astype(np.float64)
+prob = load("geom_prob", np.float64)
+x = load("geom_x", np.float64)
 log_values("Geometric", load("geom_values"), jit(jst.geom.logpmf)(x, prob),
            scipy.stats.geom.logcdf(x, prob), scipy.stats.geom.logsf(x, prob))
 close("Geometric quantile", load("geom_quantile"), scipy.stats.geom.ppf(qs, prob), rtol=0,
@@ -208,8 +179,8 @@ moments("Geometric(0.2)", load("geom_draws"), 5.0, 20.0,
         pmf=scipy.stats.geom.pmf(ks, 0.2), ks=ks)
 
 # Poisson
-rate = load("pois_rate").astype(np.float64)
-x = load("pois_x").astype(np.float64)
+rate = load("pois_rate", np.float64)
+x = load("pois_x", np.float64)
 log_values("Poisson", load("pois_values"), jit(jst.poisson.logpmf)(x, rate),
            scipy.stats.poisson.logcdf(x, rate), scipy.stats.poisson.logsf(x, rate),
            prob_atol=2e-6)
@@ -231,28 +202,28 @@ moments("Poisson(4.5)", load("pois_draws"), 4.5, 4.5,
         pmf=scipy.stats.poisson.pmf(ks, 4.5), ks=ks)
 
 # Multivariate normal
-cov = load("mvn_cov").astype(np.float64)
-mvn_loc = load("mvn_loc").astype(np.float64)
-mvn_x = load("mvn_x").astype(np.float64)
+cov = load("mvn_cov", np.float64)
+mvn_loc = load("mvn_loc", np.float64)
+mvn_x = load("mvn_x", np.float64)
 close("MultivariateNormal log density", load("mvn_density"),
       jit(jst.multivariate_normal.logpdf)(mvn_x, mvn_loc, cov), atol=1e-4)
 close("MultivariateNormal grad of log density (loc)", load("mvn_grad"),
       grad_of(lambda m, x: jst.multivariate_normal.logpdf(x, m, cov),
               np.broadcast_to(mvn_loc, mvn_x.shape), mvn_x), rtol=1e-3, atol=1e-3)
-draws = load("mvn_draws").astype(np.float64)
+draws = load("mvn_draws", np.float64)
 n = len(draws)
 se_mean = np.sqrt(np.diag(cov) / n)
 if np.any(np.abs(draws.mean(0) - mvn_loc) > 5 * se_mean):
-    FAILURES.append(f"MultivariateNormal draws: mean {draws.mean(0)}, expected {mvn_loc}")
+    failures.append(f"MultivariateNormal draws: mean {draws.mean(0)}, expected {mvn_loc}")
 se_cov = np.sqrt((np.outer(np.diag(cov), np.diag(cov)) + cov ** 2) / n)
 if np.any(np.abs(np.cov(draws, rowvar=False) - cov) > 5 * se_cov):
-    FAILURES.append(f"MultivariateNormal draws: covariance {np.cov(draws, rowvar=False)}, "
+    failures.append(f"MultivariateNormal draws: covariance {np.cov(draws, rowvar=False)}, "
                     f"expected {cov}")
 
 # Log-space arithmetic
-la = load("la").astype(np.float64)
-lb = load("lb").astype(np.float64)
-lmat = load("lmat").astype(np.float64)
+la = load("la", np.float64)
+lb = load("lb", np.float64)
+lmat = load("lmat", np.float64)
 close("log_add_exp", load("log_add_exp"), np.logaddexp(la, lb))
 close("LogSpace +", load("ls_add"), np.logaddexp(la, lb))
 close("LogSpace *", load("ls_mul"), la + lb)
@@ -262,13 +233,13 @@ close("ls_sum", load("ls_sum"), scipy.special.logsumexp(lmat, axis=1))
 close("sum of LogSpace", load("ls_sum_builtin"), scipy.special.logsumexp(lmat, axis=1))
 close("prod of LogSpace", load("ls_prod"), lmat.sum(axis=1))
 close("ls_sum_range", load("ls_sum_range"), scipy.special.logsumexp(lmat[:, 1:4], axis=1))
-close("f_to_ls", load("f_to_ls"), np.log(load("u1").astype(np.float64)))
-close("ls_to_f", load("ls_to_f"), np.exp(load("z1").astype(np.float64)))
+close("f_to_ls", load("f_to_ls"), np.log(load("u1", np.float64)))
+close("ls_to_f", load("ls_to_f"), np.exp(load("z1", np.float64)))
 
 # Data summaries
-xs = load("xs").astype(np.float64)
-ys = load("ys").astype(np.float64)
-obs = load("obs").astype(np.float64)
+xs = load("xs", np.float64)
+ys = load("ys", np.float64)
+obs = load("obs", np.float64)
 close("mean_and_variance", load("mean_and_variance"), [xs.mean(), xs.var(ddof=1)])
 close("variance, std_dev, covariance, correlation", load("variance"),
       [xs.var(ddof=1), xs.std(ddof=1), np.cov(xs, ys)[0, 1], np.corrcoef(xs, ys)[0, 1]])
@@ -277,7 +248,4 @@ close("variance_matrix", load("variance_matrix"), np.cov(obs, rowvar=False))
 close("correlation_matrix", load("correlation_matrix"), np.corrcoef(obs, rowvar=False))
 close("mean_and_variance_matrix (mean)", load("matrix_mean"), obs.mean(axis=0))
 
-if FAILURES:
-    print("stats: dx and NumPy/SciPy/JAX disagree:\n" + "\n".join(FAILURES))
-    sys.exit(1)
-print("stats: every value agrees with NumPy, SciPy and JAX")
+finish("stats", "NumPy, SciPy and JAX")
