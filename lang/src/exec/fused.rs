@@ -29,8 +29,9 @@ pub(in crate::exec) use monoid::Fused;
 mod prefetch;
 mod rows;
 
+use std::borrow::Cow;
 use std::ops::Range;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -230,7 +231,7 @@ impl Exec<'_> {
             }
             self.check_interrupt()?;
             for var in step.outputs(program, schedule.block) {
-                check_size(program, var, step_op(step, block))?;
+                check_size(program, var, || step_op(step, block))?;
             }
             let start = Instant::now();
             match step {
@@ -317,6 +318,17 @@ impl Exec<'_> {
             .is_some_and(|flag| flag.load(Ordering::Relaxed))
     }
 
+    /// The value of `var` in row-major layout: borrowed when it is in that layout.
+    fn standard_ref(&self, var: VarId) -> Cow<'_, Tensor> {
+        let slot = self.env[var].as_ref().unwrap_or_else(|| {
+            panic!("exec: {var} is used before it is bound (the verifier rules this out)")
+        });
+        match with_tensor!(&slot.tensor, array => array.is_standard_layout()) {
+            true => Cow::Borrowed(&slot.tensor),
+            false => Cow::Owned(slot.tensor.to_standard_layout()),
+        }
+    }
+
     /// The value of `var` in row-major layout.
     fn standard(&self, var: VarId) -> Tensor {
         let tensor = self.tensor(&Atom::Var(var));
@@ -337,8 +349,9 @@ impl Exec<'_> {
                 return Ok(tensor);
             }
         }
-        let inputs = launch_inputs(self, kernel, &[]);
-        let launch = Launch::new(self, kernel, &inputs);
+        let plan = self.launch_plan(kernel, Binding::alone(kernel));
+        let inputs = launch_inputs(self, &plan);
+        let launch = Launch::bind(kernel, plan, &inputs);
         let elem = kernel.nodes[kernel.output.1].1;
         let mut out = super::pool::take(elem, kernel.out_shape().iter().product());
         match kernel.reduce {
@@ -414,7 +427,11 @@ fn step_op(step: &Step, block: &crate::core::ir::Block) -> String {
 
 /// Refuses to make `var` when it is larger than the memory available
 /// (`InterpError::TooLarge`); small values are always allowed.
-pub fn check_size(program: &Program, var: VarId, op: String) -> Result<(), InterpError> {
+pub fn check_size(
+    program: &Program,
+    var: VarId,
+    op: impl FnOnce() -> String,
+) -> Result<(), InterpError> {
     let ty = program.var_ty(var);
     let bytes = ty.n_bytes();
     if bytes < (256 << 20) {
@@ -429,7 +446,7 @@ pub fn check_size(program: &Program, var: VarId, op: String) -> Result<(), Inter
     if bytes > u128::from(available) {
         return Err(InterpError::TooLarge {
             var,
-            op,
+            op: op(),
             shape: ty.shape.clone(),
             bytes,
             available,
@@ -440,6 +457,7 @@ pub fn check_size(program: &Program, var: VarId, op: String) -> Result<(), Inter
 
 /// A read resolved against the actual buffer: `start + Σ axis_steps[a] * base[a]` plus
 /// `Σ value(node) * stride` for computed coordinates.
+#[derive(Clone)]
 struct ReadPlan {
     tensor: usize,
     offset: isize,
@@ -497,6 +515,7 @@ impl ReadPlan {
 
 /// An affine coordinate of a read that the engine bounds along each line: the affine's
 /// constant and coefficient per axis of the kernel, and how it is bounded.
+#[derive(Clone)]
 struct Bounded {
     constant: i64,
     steps: Vec<i64>,
@@ -536,6 +555,9 @@ fn affine_in_range(start: i64, step: i64, dim: i64, points: usize) -> Range<usiz
 /// whole), that `Run`: the operations read it in place, not through a copy in the lane; and
 /// for each read, the runs it has read so far in this task (Note [Prefetching streams]).
 struct Scratch {
+    /// The `LaunchPlan::scratch_key` of the plan it was made for: kept for its next launch
+    /// when dropped, unless 0.
+    key: u64,
     lanes: Vec<Lane>,
     runs: Vec<Option<Run>>,
     streams: Vec<Stream>,
@@ -552,8 +574,36 @@ struct Run {
 }
 
 impl Drop for Scratch {
+    /// Keeps the scratch for the next launch of its plan, with the lanes as they are (a
+    /// literal's set); the oldest kept one, or one not kept, gives its lanes back. When the
+    /// thread ends, the kept ones are dropped with its storage, their lanes with them.
     fn drop(&mut self) {
-        Lane::give_back(std::mem::take(&mut self.lanes));
+        let lanes = std::mem::take(&mut self.lanes);
+        if self.key == 0 {
+            if !lanes.is_empty() {
+                Lane::give_back(lanes);
+            }
+            return;
+        }
+        let mut kept = Some(Scratch {
+            key: self.key,
+            lanes,
+            runs: std::mem::take(&mut self.runs),
+            streams: std::mem::take(&mut self.streams),
+            base: std::mem::take(&mut self.base),
+        });
+        let oldest = KEPT.try_with(|spare| {
+            let mut spare = spare.borrow_mut();
+            spare.extend(kept.take());
+            (spare.len() > KEPT_SCRATCHES).then(|| spare.remove(0))
+        });
+        let ending = oldest.is_err();
+        for mut scratch in kept.into_iter().chain(oldest.ok().flatten()) {
+            scratch.key = 0;
+            if ending {
+                scratch.lanes.clear();
+            }
+        }
     }
 }
 
@@ -581,27 +631,14 @@ impl Scratch {
     }
 }
 
-/// A kernel bound to its inputs. `shape` is the kernel's iteration space with adjacent axes
-/// merged where every read and index moves through them as through one axis (so an
-/// elementwise kernel over `[n, 2]` runs lines of `2n` points, not `n` lines of 2).
+/// A kernel bound to its inputs: its plan (Note [Launch plans]) and what it reads.
 struct Launch<'k> {
     kernel: &'k Kernel,
-    shape: Vec<usize>,
+    plan: Arc<LaunchPlan>,
     /// What the reads read (`ReadPlan::tensor` indexes it).
     sources: Vec<Source<'k>>,
-    reads: Vec<Option<ReadPlan>>,
-    /// `Node::Index` affines over `shape`, by node.
-    indices: Vec<Option<Affine>>,
-    /// By node: a comparison of an index with a constant (Note [Point masks]).
+    /// By candidate of the plan: the point mask it is at this launch, if any.
     points: Vec<Option<PointMask>>,
-    /// By node: an index that only point masks read, or a difference that only its `exp`
-    /// reads, so that no line computes its lane.
-    unread: Vec<bool>,
-    /// By node: the operands `(a, b)` of an `exp (sub a b)` computed in one pass (Note [The
-    /// exp of a difference]).
-    differences: Vec<Option<(NodeId, NodeId)>>,
-    /// Points of the lanes, and of an elementwise kernel's lines (Note [Lines of rows]).
-    line: usize,
 }
 
 // Note [Lines of rows]
@@ -681,12 +718,25 @@ struct PointMask {
 
 /// The point mask node `node` of `kernel` is, if it is one (Note [Point masks]); `known`
 /// gives the value of a node that is the same at every point of the launch, if it is an
-/// integer known now.
+/// integer known now. What `Launch::bind` finds for each of its plan's candidates.
+#[cfg(test)]
 fn point_mask(
     kernel: &Kernel,
     node: &Node,
     known: impl Fn(NodeId) -> Option<i64>,
 ) -> Option<PointMask> {
+    let (index, value, equal) = mask_candidate(kernel, node)?;
+    Some(PointMask {
+        index: index.0 as usize,
+        value: known(value)?,
+        equal,
+    })
+}
+
+/// Whether `node` is a point mask when the value it compares with is known: an `eq` or `ne`
+/// of an exact index (`exact_index`) and another node. Its index node, the other node, and
+/// whether it tests equality.
+fn mask_candidate(kernel: &Kernel, node: &Node) -> Option<(NodeId, NodeId, bool)> {
     let Node::Prim(prim @ (Prim::Eq | Prim::Ne), operands) = node else {
         return None;
     };
@@ -694,15 +744,11 @@ fn point_mask(
         return None;
     };
     let (index, value) = match (exact_index(kernel, a), exact_index(kernel, b)) {
-        (Some(index), _) => (index, known(b)?),
-        (_, Some(index)) => (index, known(a)?),
+        (Some(index), _) => (index, b),
+        (_, Some(index)) => (index, a),
         _ => return None,
     };
-    Some(PointMask {
-        index: index.0 as usize,
-        value,
-        equal: *prim == Prim::Eq,
-    })
+    Some((index, value, *prim == Prim::Eq))
 }
 
 /// The index node whose values `node` has: an index, or an integer cast of one whose values
@@ -803,39 +849,145 @@ enum Source<'t> {
     Member(usize),
 }
 
-/// The values of the variables a kernel reads, but for those in `members`, in row-major
-/// layout: what a launch of it reads (`Launch::bind`).
-fn launch_inputs(exec: &Exec<'_>, kernel: &Kernel, members: &[VarId]) -> Vec<(VarId, Tensor)> {
-    let reads = kernel.reads().into_iter();
-    reads
-        .filter(|var| !members.contains(var))
-        .map(|var| (var, exec.standard(var)))
+/// The values of the variables a launch by `plan` reads from its inputs (not from earlier
+/// row group members), in the order of `LaunchPlan::held`, in row-major layout.
+fn launch_inputs<'e>(exec: &'e Exec<'_>, plan: &LaunchPlan) -> Vec<Cow<'e, Tensor>> {
+    (plan.held.iter())
+        .filter(|(_, member)| member.is_none())
+        .map(|&(var, _)| exec.standard_ref(var))
         .collect()
 }
 
-impl<'k> Launch<'k> {
-    fn new(exec: &Exec<'_>, kernel: &'k Kernel, inputs: &'k [(VarId, Tensor)]) -> Launch<'k> {
-        Launch::bind(
-            exec,
-            kernel,
-            inputs,
-            &[],
-            usize::from(kernel.reduce.is_some()),
-        )
-    }
+/// How a kernel is bound: the variables of the row group members before it (whose outputs
+/// it reads from `Line::group`), the first of its axes that `merge_axes` may merge into the
+/// one before, and whether its reads may be prefetched (Note [Prefetching streams]).
+#[derive(Clone, Copy)]
+struct Binding<'m> {
+    members: &'m [VarId],
+    first_merged: usize,
+    prefetch: bool,
+}
 
-    /// The launch of `kernel` reading `inputs` (`launch_inputs`) and the outputs of the
-    /// earlier row group members `members` from `Line::group`, with axes merged from
-    /// `first_merged` on (`merge_axes`).
-    fn bind(
-        exec: &Exec<'_>,
-        kernel: &'k Kernel,
-        inputs: &'k [(VarId, Tensor)],
-        members: &[VarId],
-        first_merged: usize,
-    ) -> Launch<'k> {
-        let mut sources: Vec<Source> = Vec::new();
-        let mut held: Vec<VarId> = Vec::new();
+impl Binding<'static> {
+    /// A kernel launched on its own: a reduction's axis 0 is not merged.
+    fn alone(kernel: &Kernel) -> Binding<'static> {
+        Binding {
+            members: &[],
+            first_merged: usize::from(kernel.reduce.is_some()),
+            prefetch: true,
+        }
+    }
+}
+
+impl Exec<'_> {
+    /// The plan of `kernel` bound by `binding`: made at its first launch, then kept (Note
+    /// [Launch plans]).
+    fn launch_plan(&self, kernel: &Kernel, binding: Binding<'_>) -> Arc<LaunchPlan> {
+        let key = (
+            std::ptr::from_ref(kernel) as usize,
+            binding.members.len(),
+            binding.first_merged,
+            binding.prefetch,
+        );
+        let mut plans =
+            (self.scalar_bodies.launches.0.lock()).unwrap_or_else(|poisoned| poisoned.into_inner());
+        let plan = (plans.entry(key))
+            .or_insert_with(|| Arc::new(LaunchPlan::new(self.program, kernel, binding)));
+        plan.clone()
+    }
+}
+
+// Note [Launch plans]
+// ~~~~~~~~~~~~~~~~~~~
+// Binding a kernel to its inputs resolves each read to an offset and a step per axis, merges
+// axes, finds the exps of differences and the nodes no line computes, and sizes the lines:
+// work that depends on the kernel and on the types of the variables it reads, not on their
+// values, and that costs microseconds. A loop of small steps launches the same kernels
+// thousands of times (ADBench's LSTM: 1023 steps of kernels over 14 points, where binding was
+// a third of the run). So the first launch of a kernel in a prepared program makes its
+// `LaunchPlan`, kept in `LaunchPlans` by the kernel's address (the schedule is borrowed for
+// the prepared program's life, so an address names one kernel), and every launch after it
+// only finds its values: each variable's elements and the values point masks compare with
+// (Note [Point masks]), read at the launch. Which nodes are point masks decides which nodes
+// no line computes and so the lines' length: the plan assumes that every comparison of an
+// exact index with a literal integer or a rank-0 integer input is one, and a launch where one
+// is not (a `Word64` above `i64::MAX`) binds with a plan of its own.
+//
+// A launch's lanes (`Scratch`) are the other fixed cost: a lane per node, literals set. The
+// lanes of a kernel of fewer points than a line (`KEPT_SCRATCH_BYTES` in all, lanes no
+// longer than the kernel has points) are kept on the thread when the launch ends and taken back, as they are, by the
+// next launch of the same plan (`KEPT`, by `LaunchPlan::scratch_key`; every line writes a
+// lane before reading it, and literals are never written). Measured on lstm's loop of 1023
+// small steps (release build, alternating runs of the binaries): primal 41 -> 25 ms with
+// plans, -> 16 ms with kept lanes, -> 14 ms with inputs borrowed rather than cloned
+// (`launch_inputs`); gradient 307 -> 99 ms.
+
+/// How to launch a kernel, found once (Note [Launch plans]). `shape` is the kernel's
+/// iteration space with adjacent axes merged where every read and index moves through them
+/// as through one axis (so an elementwise kernel over `[n, 2]` runs lines of `2n` points, not
+/// `n` lines of 2).
+#[derive(Clone)]
+pub(super) struct LaunchPlan {
+    shape: Vec<usize>,
+    /// The variables the reads read, in the order of `Launch::sources`, each with its
+    /// position among the row group members before the kernel, if it is one.
+    held: Vec<(VarId, Option<usize>)>,
+    reads: Vec<Option<ReadPlan>>,
+    /// `Node::Index` affines over `shape`, by node.
+    indices: Vec<Option<Affine>>,
+    /// The comparisons that may be point masks, each its node, its index node (after an
+    /// exact cast), the node of the value compared with, and whether it tests equality.
+    candidates: Vec<(usize, usize, NodeId, bool)>,
+    /// By node: its position among the candidates, if it is one.
+    candidate_of: Vec<Option<usize>>,
+    /// Which candidates the plan takes as point masks.
+    masks: Vec<bool>,
+    /// By node: an index that only point masks read, or a difference that only its `exp`
+    /// reads, so that no line computes its lane.
+    unread: Vec<bool>,
+    /// By node: the operands `(a, b)` of an `exp (sub a b)` computed in one pass (Note [The
+    /// exp of a difference]).
+    differences: Vec<Option<(NodeId, NodeId)>>,
+    /// Points of an elementwise kernel's lines (Note [Lines of rows]).
+    line: usize,
+    /// Points of the lanes: `line`, or all of the kernel's when it has fewer (no line is
+    /// longer).
+    lane_points: usize,
+    /// This plan among all plans made in the process (never 0), when its launches keep
+    /// their scratch for the next launch (`KEPT_SCRATCH_BYTES`); 0 when they do not.
+    scratch_key: u64,
+}
+
+/// The most bytes of lanes a launch keeps for the next launch of its plan, if its kernel has
+/// fewer points than a line (Note [Launch plans]): small kernels, where making the lanes
+/// costs as much as running them. Longer kernels give their lanes back for any kernel to use.
+const KEPT_SCRATCH_BYTES: usize = 64 << 10;
+/// The most scratches kept on a thread.
+const KEPT_SCRATCHES: usize = 64;
+
+thread_local! {
+    /// Scratches of finished launches on this thread, by `LaunchPlan::scratch_key`.
+    static KEPT: std::cell::RefCell<Vec<Scratch>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The launch plans of one prepared program, by kernel address, number of row group members
+/// before it, first merged axis and prefetching (Note [Launch plans]).
+#[derive(Default)]
+pub(super) struct LaunchPlans(PlanMap);
+
+type PlanMap =
+    std::sync::Mutex<std::collections::HashMap<(usize, usize, usize, bool), Arc<LaunchPlan>>>;
+
+impl LaunchPlan {
+    /// The plan of `kernel` bound by `binding`, reading variables of the types `program`
+    /// gives them.
+    fn new(program: &Program, kernel: &Kernel, binding: Binding<'_>) -> LaunchPlan {
+        let Binding {
+            members,
+            first_merged,
+            prefetch,
+        } = binding;
+        let mut held: Vec<(VarId, Option<usize>)> = Vec::new();
         let rank = kernel.shape.len();
         let reads: Vec<Option<ReadPlan>> = kernel
             .nodes
@@ -844,22 +996,15 @@ impl<'k> Launch<'k> {
                 let Node::Read { var, coords, .. } = node else {
                     return None;
                 };
-                let tensor = match held.iter().position(|held_var| held_var == var) {
+                let tensor = match held.iter().position(|(held_var, _)| held_var == var) {
                     Some(position) => position,
                     None => {
-                        held.push(*var);
-                        sources.push(match members.iter().position(|member| member == var) {
-                            Some(member) => Source::Member(member),
-                            None => {
-                                let input = inputs.iter().find(|(input, _)| input == var);
-                                let (_, tensor) = input.expect("launch_inputs has every read");
-                                Source::Values(tensor_values(tensor))
-                            }
-                        });
-                        sources.len() - 1
+                        let member = members.iter().position(|member| member == var);
+                        held.push((*var, member));
+                        held.len() - 1
                     }
                 };
-                let dims = &exec.program.var_ty(*var).shape;
+                let dims = &program.var_ty(*var).shape;
                 let strides = row_major_strides(dims);
                 let mut plan = ReadPlan {
                     tensor,
@@ -867,7 +1012,7 @@ impl<'k> Launch<'k> {
                     axis_steps: vec![0; rank],
                     node_coords: Vec::new(),
                     bounded: Vec::new(),
-                    prefetch: kernel.reduce.is_some() && prefetch::enabled(),
+                    prefetch: prefetch && kernel.reduce.is_some() && prefetch::enabled(),
                 };
                 // Note [Row-major digits]: the axes whose coordinates are the digits of one
                 // affine offset are read at that offset.
@@ -926,46 +1071,73 @@ impl<'k> Launch<'k> {
         // The output node is computed as written (`eval_line_into_at` applies its primitive
         // to its operands' lanes).
         let root = kernel.output.1 .0 as usize;
-        let known = |node: NodeId| match &kernel.nodes[node].0 {
-            Node::Lit(scalar) => scalar.int_value(),
-            Node::Read { coords, .. } if coords.is_empty() => {
-                let plan: &ReadPlan = reads[node.0 as usize].as_ref()?;
-                match sources[plan.tensor] {
-                    Source::Values(ColumnRef::I64(values)) => values.first().copied(),
-                    Source::Values(ColumnRef::I32(values)) => values.first().map(|&v| v.into()),
-                    Source::Values(ColumnRef::U32(values)) => values.first().map(|&v| v.into()),
-                    Source::Values(ColumnRef::U64(values)) => {
-                        values.first().and_then(|&v| i64::try_from(v).ok())
-                    }
-                    _ => None,
-                }
-            }
-            _ => None,
-        };
-        let points: Vec<Option<PointMask>> = kernel
-            .nodes
-            .values()
-            .enumerate()
-            .map(|(index, (node, _))| {
-                (index != root)
-                    .then(|| point_mask(kernel, node, known))
-                    .flatten()
+        let candidates: Vec<(usize, usize, NodeId, bool)> = (kernel.nodes.values().enumerate())
+            .filter(|&(index, _)| index != root)
+            .filter_map(|(index, (node, _))| {
+                let (index_node, value, equal) = mask_candidate(kernel, node)?;
+                Some((index, index_node.0 as usize, value, equal))
             })
             .collect();
-        let differences = exp_differences(kernel);
-        // Whether a line needs a node's lane: the root's, and its operands' (nodes come after
-        // their operands), but for the operands of point masks, and for a difference whose
-        // `exp` reads its operands instead.
+        // Every candidate comparing with a literal integer or a rank-0 integer input.
+        let masks = (candidates.iter())
+            .map(|&(_, _, value, _)| match &kernel.nodes[value] {
+                (Node::Lit(scalar), _) => scalar.int_value().is_some(),
+                (Node::Read { var, coords, .. }, elem) => {
+                    coords.is_empty() && elem.is_integer() && !members.contains(var)
+                }
+                _ => false,
+            })
+            .collect();
+        let mut candidate_of = vec![None; kernel.nodes.len()];
+        for (position, &(node, ..)) in candidates.iter().enumerate() {
+            candidate_of[node] = Some(position);
+        }
+        let mut plan = LaunchPlan {
+            shape: kernel.shape.clone(),
+            held,
+            reads,
+            indices,
+            candidates,
+            candidate_of,
+            masks,
+            unread: Vec::new(),
+            differences: exp_differences(kernel),
+            line: LINE,
+            lane_points: LINE,
+            scratch_key: 0,
+        };
+        plan.merge_axes(first_merged);
+        plan.find_unread(kernel);
+        // The lanes' bytes, counting every node's as a full lane.
+        let bytes: usize = (kernel.nodes.values())
+            .map(|(_, elem)| elem.bytes() * plan.lane_points)
+            .sum();
+        if plan.lane_points < LINE && bytes <= KEPT_SCRATCH_BYTES {
+            static PLANS: AtomicU64 = AtomicU64::new(1);
+            plan.scratch_key = PLANS.fetch_add(1, Ordering::Relaxed);
+        }
+        plan
+    }
+
+    /// `unread` and `line` for the plan's `masks`: whether a line needs a node's lane. The
+    /// root's, and its operands' (nodes come after their operands), but for the operands of
+    /// point masks, and for a difference whose `exp` reads its operands instead.
+    fn find_unread(&mut self, kernel: &Kernel) {
+        let root = kernel.output.1 .0 as usize;
         let nodes: Vec<&Node> = kernel.nodes.values().map(|(node, _)| node).collect();
+        let mut masked = vec![false; nodes.len()];
+        for (&(node, ..), &mask) in self.candidates.iter().zip(&self.masks) {
+            masked[node] = mask;
+        }
         let mut read = vec![false; nodes.len()];
         read[root] = true;
         for index in (0..nodes.len()).rev() {
-            if !read[index] || points[index].is_some() {
+            if !read[index] || masked[index] {
                 continue;
             }
             match nodes[index] {
-                Node::Prim(..) if differences[index].is_some() => {
-                    let (a, b) = differences[index].expect("a difference");
+                Node::Prim(..) if self.differences[index].is_some() => {
+                    let (a, b) = self.differences[index].expect("a difference");
                     read[a.0 as usize] = true;
                     read[b.0 as usize] = true;
                 }
@@ -975,7 +1147,7 @@ impl<'k> Launch<'k> {
                     }
                 }
                 Node::Read { .. } => {
-                    let plan = reads[index].as_ref().expect("every read has a plan");
+                    let plan = self.reads[index].as_ref().expect("every read has a plan");
                     for &(operand, _) in &plan.node_coords {
                         read[operand.0 as usize] = true;
                     }
@@ -983,21 +1155,20 @@ impl<'k> Launch<'k> {
                 Node::Lit(_) | Node::Index(_) => {}
             }
         }
-        let unread: Vec<bool> = read.iter().map(|&read| !read).collect();
-        let mut launch = Launch {
-            kernel,
-            shape: kernel.shape.clone(),
-            sources,
-            reads,
-            indices,
-            points,
-            unread,
-            differences,
-            line: LINE,
+        self.unread = read.iter().map(|&read| !read).collect();
+        self.line = self.line_points(kernel);
+        self.lane_points = self.line.min(self.shape.iter().product());
+    }
+
+    /// This plan with other candidates taken as point masks.
+    fn with_masks(&self, kernel: &Kernel, masks: Vec<bool>) -> LaunchPlan {
+        let mut plan = LaunchPlan {
+            masks,
+            scratch_key: 0,
+            ..self.clone()
         };
-        launch.merge_axes(first_merged);
-        launch.line = launch.line_points();
-        launch
+        plan.find_unread(kernel);
+        plan
     }
 
     /// Points of the lines of a kernel (of its lanes; Note [Lines of rows]): as many as fit
@@ -1005,9 +1176,9 @@ impl<'k> Launch<'k> {
     /// node's, a read's that is a run in place on lines of rows (contiguous along the line's
     /// axis and across its rows), and the root's of an elementwise kernel (its line is
     /// written into the output).
-    fn line_points(&self) -> usize {
-        let (nodes, last) = (&self.kernel.nodes, self.shape.len().saturating_sub(1));
-        let (inner, outer) = match self.kernel.reduce {
+    fn line_points(&self, kernel: &Kernel) -> usize {
+        let (nodes, last) = (&kernel.nodes, self.shape.len().saturating_sub(1));
+        let (inner, outer) = match kernel.reduce {
             Some(_) => (0, last),
             None => (last, last.saturating_sub(1)),
         };
@@ -1017,8 +1188,8 @@ impl<'k> Launch<'k> {
                 && plan.axis_steps.get(inner) == Some(&1)
                 && (outer == inner || plan.axis_steps[outer] == self.shape[inner] as isize)
         };
-        let root = self.kernel.output.1 .0 as usize;
-        let written_out = self.kernel.reduce.is_none() && root + 1 == nodes.len();
+        let root = kernel.output.1 .0 as usize;
+        let written_out = kernel.reduce.is_none() && root + 1 == nodes.len();
         let bytes: usize = (nodes.values().enumerate())
             .filter(|&(index, (node, _))| match node {
                 Node::Lit(_) => false,
@@ -1081,18 +1252,86 @@ impl<'k> Launch<'k> {
             }
         }
     }
+}
 
-    /// Turns prefetching off for every read (Note [Prefetching streams]).
-    fn without_prefetch(&mut self) {
-        for plan in self.reads.iter_mut().flatten() {
-            plan.prefetch = false;
+impl<'k> Launch<'k> {
+    /// The launch of `kernel` by `plan` (`Exec::launch_plan`), reading `inputs`
+    /// (`launch_inputs`), and the outputs of earlier row group members from `Line::group`.
+    fn bind(
+        kernel: &'k Kernel,
+        plan: Arc<LaunchPlan>,
+        inputs: &'k [Cow<'_, Tensor>],
+    ) -> Launch<'k> {
+        let mut inputs = inputs.iter();
+        let sources: Vec<Source<'k>> = (plan.held.iter())
+            .map(|&(_, member)| match member {
+                Some(member) => Source::Member(member),
+                None => {
+                    let tensor = inputs.next().expect("launch_inputs has every read");
+                    Source::Values(tensor_values(tensor))
+                }
+            })
+            .collect();
+        let known = |node: NodeId| match &kernel.nodes[node].0 {
+            Node::Lit(scalar) => scalar.int_value(),
+            Node::Read { coords, .. } if coords.is_empty() => {
+                let read: &ReadPlan = plan.reads[node.0 as usize].as_ref()?;
+                match sources[read.tensor] {
+                    Source::Values(ColumnRef::I64(values)) => values.first().copied(),
+                    Source::Values(ColumnRef::I32(values)) => values.first().map(|&v| v.into()),
+                    Source::Values(ColumnRef::U32(values)) => values.first().map(|&v| v.into()),
+                    Source::Values(ColumnRef::U64(values)) => {
+                        values.first().and_then(|&v| i64::try_from(v).ok())
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let points: Vec<Option<PointMask>> = (plan.candidates.iter())
+            .map(|&(_, index, value, equal)| {
+                let value = known(value)?;
+                Some(PointMask {
+                    index,
+                    value,
+                    equal,
+                })
+            })
+            .collect();
+        let plan = match points
+            .iter()
+            .map(Option::is_some)
+            .eq(plan.masks.iter().copied())
+        {
+            true => plan,
+            false => {
+                Arc::new(plan.with_masks(kernel, points.iter().map(Option::is_some).collect()))
+            }
+        };
+        Launch {
+            kernel,
+            plan,
+            sources,
+            points,
         }
     }
 
     fn scratch(&self) -> Scratch {
+        let key = self.plan.scratch_key;
+        let kept = (key != 0).then(|| {
+            KEPT.with_borrow_mut(|spare| {
+                let position = spare.iter().rposition(|scratch| scratch.key == key)?;
+                Some(spare.swap_remove(position))
+            })
+        });
+        if let Some(mut scratch) = kept.flatten() {
+            scratch.runs.fill(None);
+            scratch.streams.fill(Stream::default());
+            return scratch;
+        }
         // A literal's lane is its splat, set once: no line writes it again; an unread node's
         // is never written.
-        let lanes: Vec<Lane> = (self.kernel.nodes.values().zip(&self.unread))
+        let lanes: Vec<Lane> = (self.kernel.nodes.values().zip(&self.plan.unread))
             .map(|((node, elem), &unread)| match node {
                 Node::Lit(scalar) => {
                     let mut lane = Lane::with_points(*elem, 1);
@@ -1100,10 +1339,11 @@ impl<'k> Launch<'k> {
                     lane
                 }
                 _ if unread => Lane::with_points(*elem, 1),
-                _ => Lane::reused(*elem, self.line),
+                _ => Lane::reused(*elem, self.plan.lane_points),
             })
             .collect();
         Scratch {
+            key,
             runs: vec![None; lanes.len()],
             streams: vec![Stream::default(); lanes.len()],
             lanes,
@@ -1136,7 +1376,7 @@ impl<'k> Launch<'k> {
         match runs[node] {
             None => lanes[node].as_ref(),
             Some(Run { read, start }) => {
-                let plan = self.reads[read].as_ref().expect("a run is of a read");
+                let plan = self.plan.reads[read].as_ref().expect("a run is of a read");
                 LaneRef {
                     splat: false,
                     column: self.source(plan.tensor, group).data.run(start, len),
@@ -1154,7 +1394,7 @@ impl<'k> Launch<'k> {
         index: usize,
         line: &Line<'a>,
     ) -> (LaneRef<'a>, LaneRef<'a>) {
-        let (a, b) = self.differences[index].expect("an exp of a difference");
+        let (a, b) = self.plan.differences[index].expect("an exp of a difference");
         let operand =
             |node: NodeId| self.operand_in(lanes, runs, node.0 as usize, line.len, line.group);
         (operand(a), operand(b))
@@ -1228,7 +1468,7 @@ impl<'k> Launch<'k> {
         let (root_node, _) = &self.kernel.nodes[self.kernel.output.1];
         match root_node {
             Node::Prim(..)
-                if root + 1 == self.kernel.nodes.len() && self.differences[root].is_some() =>
+                if root + 1 == self.kernel.nodes.len() && self.plan.differences[root].is_some() =>
             {
                 self.eval_nodes(scratch, 0..root, line);
                 let (a, b) = self.difference_operands(&scratch.lanes, &scratch.runs, root, line);
@@ -1262,24 +1502,26 @@ impl<'k> Launch<'k> {
     fn eval_node(&self, scratch: &mut Scratch, index: usize, line: &Line<'_>) {
         let len = line.len;
         scratch.runs[index] = None;
-        if self.unread[index] {
+        if self.plan.unread[index] {
             return;
         }
-        if let Some(point) = self.points[index] {
-            let affine = self.indices[point.index].as_ref().expect("an index node");
+        if let Some(point) = self.plan.candidate_of[index].and_then(|c| self.points[c]) {
+            let affine = self.plan.indices[point.index]
+                .as_ref()
+                .expect("an index node");
             point_line(affine, point, line, &mut scratch.lanes[index]);
             return;
         }
         match &self.kernel.nodes[NodeId(index as u32)].0 {
             Node::Lit(_) => {} // set by `scratch`
             Node::Index(_) => {
-                let affine = self.indices[index].as_ref().expect("an index node");
+                let affine = self.plan.indices[index].as_ref().expect("an index node");
                 index_line(affine, line, &mut scratch.lanes[index]);
             }
             Node::Read { .. } => self.read_line(scratch, index, line),
             Node::Prim(Prim::Select, operands)
                 if self.select_run(scratch, index, operands, line) => {}
-            Node::Prim(..) if self.differences[index].is_some() => {
+            Node::Prim(..) if self.plan.differences[index].is_some() => {
                 let (before, rest) = scratch.lanes.split_at_mut(index);
                 let (a, b) = self.difference_operands(before, &scratch.runs, index, line);
                 rest[0].splat = exp_of_difference(a, b, rest[0].column.as_mut(), len);
@@ -1325,7 +1567,9 @@ impl<'k> Launch<'k> {
     /// `Node::Read` number `index` along the line: a contiguous run entirely in range is
     /// read in place (`Scratch::runs`), anything else is copied into the node's lane.
     fn read_line(&self, scratch: &mut Scratch, index: usize, line: &Line<'_>) {
-        let plan = self.reads[index].as_ref().expect("every read has a plan");
+        let plan = self.plan.reads[index]
+            .as_ref()
+            .expect("every read has a plan");
         let (before, rest) = scratch.lanes.split_at_mut(index);
         let (before, runs) = (&*before, &scratch.runs[..]);
         let coord =
@@ -1344,7 +1588,7 @@ impl<'k> Launch<'k> {
 
     /// An elementwise kernel: every output element from its point.
     fn map<T: LaneElem>(&self, out: &mut [T], exec: &Exec<'_>) {
-        let shape = &self.shape;
+        let shape = &self.plan.shape;
         if shape.is_empty() {
             let mut lanes = self.scratch();
             self.eval_line_into(&mut lanes, &[], None, &mut out[..1]);
@@ -1378,7 +1622,7 @@ impl<'k> Launch<'k> {
         } else if row_len <= PIECE {
             out.par_chunks_mut(row_len * rows_per_line)
                 .enumerate()
-                .with_min_len(self.line.div_ceil(row_len * rows_per_line))
+                .with_min_len(self.plan.line.div_ceil(row_len * rows_per_line))
                 .for_each_init(
                     || self.scratch(),
                     |lanes, (chunk, dst)| run_rows(lanes, chunk * rows_per_line, dst),
@@ -1400,10 +1644,10 @@ impl<'k> Launch<'k> {
         dst: &mut [T],
         group: &[GroupRead<'_>],
     ) {
-        let last = self.shape.len() - 1;
-        lanes.at(&[], (row, &self.shape[..last]), &[0], |lanes, base| {
-            for offset in (0..dst.len()).step_by(self.line) {
-                let len = self.line.min(dst.len() - offset);
+        let last = self.plan.shape.len() - 1;
+        lanes.at(&[], (row, &self.plan.shape[..last]), &[0], |lanes, base| {
+            for offset in (0..dst.len()).step_by(self.plan.line) {
+                let len = self.plan.line.min(dst.len() - offset);
                 base[last] = (start + offset) as i64;
                 let line = Line::new(base, Some(last), len, group);
                 self.eval_line_into_at(lanes, &line, &mut dst[offset..offset + len]);
@@ -1422,8 +1666,8 @@ impl<'k> Launch<'k> {
         dst: &mut [T],
         group: &[GroupRead<'_>],
     ) {
-        let last = self.shape.len() - 1;
-        let row_len = self.shape[last];
+        let last = self.plan.shape.len() - 1;
+        let row_len = self.plan.shape[last];
         let per_line = self.rows_per_line();
         if per_line == 1 {
             for (offset, dst) in dst.chunks_mut(row_len).enumerate() {
@@ -1431,12 +1675,12 @@ impl<'k> Launch<'k> {
             }
             return;
         }
-        let (outer, outer_len) = (last - 1, self.shape[last - 1]);
+        let (outer, outer_len) = (last - 1, self.plan.shape[last - 1]);
         let (mut row, mut rest) = (row, dst);
         while !rest.is_empty() {
             let count = (per_line.min(outer_len - row % outer_len)).min(rest.len() / row_len);
             let (line_dst, after) = rest.split_at_mut(count * row_len);
-            lanes.at(&[], (row, &self.shape[..last]), &[0], |lanes, base| {
+            lanes.at(&[], (row, &self.plan.shape[..last]), &[0], |lanes, base| {
                 let line = Line {
                     base,
                     axis: Some(last),
@@ -1454,8 +1698,8 @@ impl<'k> Launch<'k> {
     /// Rows of an elementwise kernel per line (Note [Lines of rows]): as many as fit in a
     /// line, or one when it has a single axis.
     fn rows_per_line(&self) -> usize {
-        match self.shape[..] {
-            [.., _, row_len] if row_len > 0 => (self.line / row_len).max(1),
+        match self.plan.shape[..] {
+            [.., _, row_len] if row_len > 0 => (self.plan.line / row_len).max(1),
             _ => 1,
         }
     }
@@ -1488,8 +1732,8 @@ impl<'k> Launch<'k> {
     /// `[1024]` operand along its rows would be 1024 lines of 10 points, each paying a line's
     /// fixed cost, where lines down axis 0 are 10 lines of 1024.
     fn short_rows(&self) -> bool {
-        let width = self.shape[self.shape.len() - 1];
-        width < WIDE && self.shape[0] > width
+        let width = self.plan.shape[self.plan.shape.len() - 1];
+        width < WIDE && self.plan.shape[0] > width
     }
 
     /// An elementwise kernel whose reads are strided across its last axis but not down axis
@@ -1497,7 +1741,7 @@ impl<'k> Launch<'k> {
     /// line is stored down a column of the band; a task visits the band's columns in order,
     /// so consecutive lines fill the same cache lines of the output.
     fn map_down<T: LaneElem>(&self, out: &mut [T], exec: &Exec<'_>) {
-        let shape = &self.shape;
+        let shape = &self.plan.shape;
         let inner_shape = &shape[1..];
         let inner: usize = inner_shape.iter().product();
         let run_band = |lanes: &mut Scratch, first_row: usize, band: &mut [T]| {
@@ -1539,7 +1783,7 @@ impl<'k> Launch<'k> {
         if out.is_empty() {
             return;
         }
-        if self.shape[0] == 0 {
+        if self.plan.shape[0] == 0 {
             out.fill(T::default());
             return;
         }
@@ -1555,8 +1799,10 @@ impl<'k> Launch<'k> {
     /// contraction of depth 10 would be a line of 10 points per output element, each
     /// paying a line's fixed cost) rather than along the reduced axis 0.
     fn runs_across(&self) -> bool {
-        let wide = self.shape[1..].last().is_some_and(|&width| width >= WIDE);
-        wide && (self.shape[0] < WIDE || !self.strided_across())
+        let wide = self.plan.shape[1..]
+            .last()
+            .is_some_and(|&width| width >= WIDE);
+        wide && (self.plan.shape[0] < WIDE || !self.strided_across())
     }
 
     /// Whether lines across the output (along the last axis) would read more operands with
@@ -1564,9 +1810,10 @@ impl<'k> Launch<'k> {
     /// (`sum for j. exp (x[i, j] - m[i])` batched over `i`) then reads each line's points
     /// from as many cache lines and pages. Both ways add in the same order.
     fn strided_across(&self) -> bool {
-        let last = self.shape.len() - 1;
+        let last = self.plan.shape.len() - 1;
         let strided = |axis: usize| {
-            self.reads
+            self.plan
+                .reads
                 .iter()
                 .flatten()
                 .filter(|plan| !matches!(plan.axis_steps[axis], 0 | 1))
@@ -1581,7 +1828,7 @@ impl<'k> Launch<'k> {
         if self.outputs_per_line() > 1 {
             return self.each_output_line(out, exec, |values| self.line_sum(values));
         }
-        let n_rows = self.shape[0];
+        let n_rows = self.plan.shape[0];
         let n_runs = n_rows.div_ceil(SUM_RUN);
         let run_sum = |lanes: &mut Scratch, task: usize| -> T {
             self.sum_run(lanes, task / n_runs, task % n_runs, &[], exec)
@@ -1599,7 +1846,7 @@ impl<'k> Launch<'k> {
         let values = match values {
             Ok(values) => values,
             Err(value) => {
-                spread = vec![value; self.shape[0]];
+                spread = vec![value; self.plan.shape[0]];
                 &spread[..]
             }
         };
@@ -1612,7 +1859,7 @@ impl<'k> Launch<'k> {
         match values {
             Ok(values) => S::fold(None, values),
             // A splat is equal values: two combine as many do (idempotent).
-            Err(value) => S::fold(None, &[value, value][..self.shape[0].min(2)]),
+            Err(value) => S::fold(None, &[value, value][..self.plan.shape[0].min(2)]),
         }
         .unwrap_or_default()
     }
@@ -1621,8 +1868,8 @@ impl<'k> Launch<'k> {
     /// a line when the reduced axis fits in one line of `LINE` points (and is not empty),
     /// else one.
     fn outputs_per_line(&self) -> usize {
-        match self.shape[..] {
-            [depth, .., _] if (1..=LINE).contains(&depth) => (self.line / depth).max(1),
+        match self.plan.shape[..] {
+            [depth, .., _] if (1..=LINE).contains(&depth) => (self.plan.line / depth).max(1),
             _ => 1,
         }
     }
@@ -1638,26 +1885,31 @@ impl<'k> Launch<'k> {
         group: &[GroupRead<'_>],
         reduce: impl Fn(Result<&[T], T>) -> T,
     ) {
-        let (depth, last) = (self.shape[0], self.shape.len() - 1);
-        let (per_line, width) = (self.outputs_per_line(), self.shape[last]);
+        let (depth, last) = (self.plan.shape[0], self.plan.shape.len() - 1);
+        let (per_line, width) = (self.outputs_per_line(), self.plan.shape[last]);
         let (mut output, mut rest) = (first, dst);
         while !rest.is_empty() {
             let count = (per_line.min(width - output % width)).min(rest.len());
             let (line_dst, after) = rest.split_at_mut(count);
-            scratch.at(&[0], (output, &self.shape[1..]), &[], |scratch, base| {
-                let line = Line {
-                    base,
-                    axis: Some(0),
-                    len: count * depth,
-                    rows: (count > 1).then_some(LineRows { axis: last, count }),
-                    group,
-                };
-                self.eval_line_at(scratch, &line);
-                let root = self.root_in(scratch, line.len, group).values::<T>(line.len);
-                for (q, slot) in line_dst.iter_mut().enumerate() {
-                    *slot = reduce(root.map(|values| &values[q * depth..(q + 1) * depth]));
-                }
-            });
+            scratch.at(
+                &[0],
+                (output, &self.plan.shape[1..]),
+                &[],
+                |scratch, base| {
+                    let line = Line {
+                        base,
+                        axis: Some(0),
+                        len: count * depth,
+                        rows: (count > 1).then_some(LineRows { axis: last, count }),
+                        group,
+                    };
+                    self.eval_line_at(scratch, &line);
+                    let root = self.root_in(scratch, line.len, group).values::<T>(line.len);
+                    for (q, slot) in line_dst.iter_mut().enumerate() {
+                        *slot = reduce(root.map(|values| &values[q * depth..(q + 1) * depth]));
+                    }
+                },
+            );
             output += count;
             rest = after;
         }
@@ -1676,7 +1928,7 @@ impl<'k> Launch<'k> {
                 self.reduce_in_lines(scratch, index * per_line, dst, &[], &reduce);
             }
         };
-        if out.len() * self.shape[0] < PAR_THRESHOLD {
+        if out.len() * self.plan.shape[0] < PAR_THRESHOLD {
             let mut scratch = self.scratch();
             line(&mut scratch, (0, out));
         } else {
@@ -1692,7 +1944,7 @@ impl<'k> Launch<'k> {
         group: &[GroupRead<'_>],
         exec: &Exec<'_>,
     ) -> T {
-        let n_runs = self.shape[0].div_ceil(SUM_RUN);
+        let n_runs = self.plan.shape[0].div_ceil(SUM_RUN);
         self.combine_run_sums((0..n_runs).map(|run| self.sum_run(lanes, output, run, group, exec)))
     }
 
@@ -1706,9 +1958,9 @@ impl<'k> Launch<'k> {
         group: &[GroupRead<'_>],
         exec: &Exec<'_>,
     ) -> T {
-        let n_rows = self.shape[0];
+        let n_rows = self.plan.shape[0];
         let product = self.product_root();
-        lanes.at(&[0], (output, &self.shape[1..]), &[], |lanes, base| {
+        lanes.at(&[0], (output, &self.plan.shape[1..]), &[], |lanes, base| {
             let mut tree = TreeSum::new();
             let end = ((run + 1) * SUM_RUN).min(n_rows);
             let mut spread = Vec::new();
@@ -1776,14 +2028,14 @@ impl<'k> Launch<'k> {
 
     /// The sum of one output from the sums of its runs (`sum_run`), in dx's order.
     fn combine_run_sums<T: LaneElem>(&self, runs: impl ExactSizeIterator<Item = T>) -> T {
-        let partial = !self.shape[0].is_multiple_of(SUM_RUN);
+        let partial = !self.plan.shape[0].is_multiple_of(SUM_RUN);
         sum_order::combine_runs(runs, RUN_LEVEL, partial, T::add).unwrap_or_default()
     }
 
     /// Sums along axis 0 for a segment of the output's last axis at a time: the leaf's lane
     /// accumulators and the pending partial sums are rows across the segment.
     fn reduce_across<T: LaneElem>(&self, out: &mut [T], exec: &Exec<'_>) {
-        let n_rows = self.shape[0];
+        let n_rows = self.plan.shape[0];
         let segment = |lanes: &mut Scratch, base: &mut [i64], dst: &mut [T]| {
             let len = dst.len();
             let mut sums = ColumnSums::new(len);
@@ -1801,7 +2053,7 @@ impl<'k> Launch<'k> {
     /// The rows `rows` of axis 0 cut into lines of rows of segments of `len` points across
     /// the last axis (Note [Lines of rows]).
     fn lines_across(&self, rows: Range<usize>, len: usize) -> impl Iterator<Item = Range<usize>> {
-        let per_line = (self.line / len.max(1)).max(1);
+        let per_line = (self.plan.line / len.max(1)).max(1);
         let end = rows.end;
         rows.step_by(per_line)
             .map(move |first| first..(first + per_line).min(end))
@@ -1822,7 +2074,7 @@ impl<'k> Launch<'k> {
         let count = rows.len();
         let line = Line {
             base,
-            axis: Some(self.shape.len() - 1),
+            axis: Some(self.plan.shape.len() - 1),
             len: count * len,
             rows: (count > 1).then_some(LineRows { axis: 0, count }),
             group: &[],
@@ -1862,8 +2114,11 @@ impl<'k> Launch<'k> {
         out: &mut [T],
         segment: impl Fn(&mut Scratch, &mut [i64], &mut [T]) + Sync + Send,
     ) {
-        let (n_rows, width) = (self.shape[0], self.shape[self.shape.len() - 1]);
-        let prefix_shape = &self.shape[1..self.shape.len() - 1];
+        let (n_rows, width) = (
+            self.plan.shape[0],
+            self.plan.shape[self.plan.shape.len() - 1],
+        );
+        let prefix_shape = &self.plan.shape[1..self.plan.shape.len() - 1];
         let segment = |lanes: &mut Scratch, prefix: usize, start: usize, dst: &mut [T]| {
             lanes.at(
                 &[0],
@@ -1949,16 +2204,21 @@ impl Launch<'_> {
         group: &[GroupRead<'_>],
         exec: &Exec<'_>,
     ) -> T {
-        let n_rows = self.shape[0];
-        scratch.at(&[0], (output, &self.shape[1..]), &[], |scratch, base| {
-            (0..n_rows.div_ceil(CHUNK_ROWS))
-                .map(|index| {
-                    let rows = index * CHUNK_ROWS..((index + 1) * CHUNK_ROWS).min(n_rows);
-                    self.fold_chunk::<T, S>(scratch, base, rows, group, exec)
-                })
-                .reduce(S::combine)
-                .unwrap_or_default()
-        })
+        let n_rows = self.plan.shape[0];
+        scratch.at(
+            &[0],
+            (output, &self.plan.shape[1..]),
+            &[],
+            |scratch, base| {
+                (0..n_rows.div_ceil(CHUNK_ROWS))
+                    .map(|index| {
+                        let rows = index * CHUNK_ROWS..((index + 1) * CHUNK_ROWS).min(n_rows);
+                        self.fold_chunk::<T, S>(scratch, base, rows, group, exec)
+                    })
+                    .reduce(S::combine)
+                    .unwrap_or_default()
+            },
+        )
     }
 
     /// The fold of rows `rows` of axis 0 at `base` (axis 0 free for it).
@@ -2000,8 +2260,8 @@ impl Launch<'_> {
         T: LaneElem,
         C: Fn(T, T) -> T,
     {
-        let n_rows = self.shape[0];
-        let out_shape = &self.shape[1..];
+        let n_rows = self.plan.shape[0];
+        let out_shape = &self.plan.shape[1..];
         let n_chunks = n_rows.div_ceil(CHUNK_ROWS);
         let chunk_total = |scratch: &mut Scratch, task: usize| -> T {
             let (output, index) = (task / n_chunks, task % n_chunks);
@@ -2032,7 +2292,7 @@ impl Launch<'_> {
         };
         let on_axis_0 =
             matches!(&nodes[index].0, Node::Index(affine) if *affine == Affine::axis(0));
-        let last_row = self.shape[0] as i64 - 1;
+        let last_row = self.plan.shape[0] as i64 - 1;
         match (&nodes[none].0, self.kernel.reduce) {
             (Node::Lit(Scalar::I64(none)), Some(Reduction::Min))
                 if on_axis_0 && *none >= last_row =>
@@ -2086,7 +2346,7 @@ impl Launch<'_> {
         T: LaneElem,
         C: Fn(T, T) -> T + Copy + Sync + Send,
     {
-        let n_rows = self.shape[0];
+        let n_rows = self.plan.shape[0];
         let segment = |lanes: &mut Scratch, base: &mut [i64], dst: &mut [T]| {
             let len = dst.len();
             let mut chunk_acc = [T::default(); LINE];

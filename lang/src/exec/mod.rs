@@ -320,11 +320,13 @@ impl<'p> Prepared<'p> {
 /// One program's sequential code compiled as it first runs: loop bodies compiled to scalar
 /// operations (`scalar_loop`), by body (`None` for a body that is not all scalars), and
 /// monoid operators' chunk folds (`monoid`), by operator, direction (from the right) and
-/// number of lanes.
+/// number of lanes, and how each kernel is launched.
 #[derive(Default)]
 struct CompiledLoops {
     bodies: Mutex<HashMap<BlockId, Option<Arc<CompiledLoop>>>>,
     monoids: Mutex<HashMap<(BlockId, bool, usize), Arc<monoid::CompiledMonoid>>>,
+    /// How each kernel is launched (Note [Launch plans] in `fused.rs`).
+    launches: fused::LaunchPlans,
 }
 
 /// `run_tensors`; with `batch_build1`, `build1` runs in batch mode too (Note [Batched

@@ -1489,6 +1489,52 @@ fn one_hot_selects_at_known_values_give_the_interpreters_bits() {
     }
 }
 
+/// Note [Launch plans]: one prepared program run again and again, each time comparing the
+/// index with another `Word64`: the plan made at the first run serves the next ones, and a
+/// value no point mask can hold (above `i64::MAX`) binds with a plan of its own, after which
+/// the kept plan serves again. Every run gives the interpreter's bits, on 1 and 2 threads.
+#[test]
+fn a_prepared_program_gives_the_interpreters_bits_run_after_run() {
+    let n = PAR_THRESHOLD + 37;
+    let program = parse(&format!(
+        "program(%0: []u64) {{
+           %1: [{n}]i64 = iota {n}
+           %2: [{n}]u64 = cast_u64 %1
+           %3: [{n}]u64 = replicate {n} %0
+           %4: [{n}]bool = eq %2 %3
+           %5: [{n}]f32 = replicate {n} 1.0:f32
+           %6: [{n}]f32 = replicate {n} 0.0:f32
+           %7: [{n}]f32 = select %4 %5 %6
+           in %7
+         }}"
+    ));
+    let schedule = crate::passes::fuse::run(&program);
+    let prepared = super::Prepared::new(&program, &schedule);
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        for k in [3, 1 << 63 | 3, n as u64 - 1, u64::MAX, 0, 1 << 63] {
+            let input = Array::new(vec![], ArrayData::U64(vec![k]));
+            let expected = interp::run(
+                &program,
+                std::slice::from_ref(&input),
+                &InterpConfig::default(),
+            );
+            let tensors = vec![Tensor::from_array(&input)];
+            let (results, _) = pool
+                .install(|| prepared.run(tensors, &ExecConfig::default()))
+                .unwrap();
+            let got = results.into_iter().next().unwrap().into_array();
+            assert!(
+                same_array(&expected.unwrap()[0], &got),
+                "k = {k}, {threads} threads"
+            );
+        }
+    }
+}
+
 /// Note [Row-major digits]: gathers at the digits of an offset, read as one affine
 /// offset or not, give the interpreter's bits (an offset past the array's size wraps around).
 #[test]

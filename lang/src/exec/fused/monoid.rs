@@ -10,7 +10,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::{launch_inputs, GroupRead, Launch, Scratch};
+use super::{launch_inputs, Binding, GroupRead, Launch, Scratch};
 use crate::core::ir::{BlockId, Elem, Expr, MonoidKind, Program, Stmt, VarId};
 use crate::core::kernel::{Kernel, MonoidStep};
 use crate::core::visit::var_of;
@@ -168,7 +168,7 @@ impl Launch<'_> {
         out: &mut [T],
         group: &[GroupRead<'_>],
     ) {
-        let Some(&row_len) = self.shape.last() else {
+        let Some(&row_len) = self.plan.shape.last() else {
             self.eval_line_into(scratch, &[], None, &mut out[..1]);
             return;
         };
@@ -266,7 +266,7 @@ impl Exec<'_> {
             tensors.push(match *which {
                 Some(which) => {
                     let kernel = &producers[which];
-                    super::check_size(program, kernel.output.0, "for".to_string())?;
+                    super::check_size(program, kernel.output.0, || "for".to_string())?;
                     self.run_kernel(kernel)?
                 }
                 None => self.tensor(atom),
@@ -307,12 +307,28 @@ impl Exec<'_> {
         };
         let binders = &stmt.binders;
         let shape = self.program.atom_ty(&arrays[0]).shape;
-        let producer_inputs: Vec<Vec<(VarId, Tensor)>> = (producers.iter())
-            .map(|kernel| launch_inputs(self, kernel, &[]))
+        let producer_plans: Vec<_> = (producers.iter())
+            .map(|kernel| self.launch_plan(kernel, Binding::alone(kernel)))
             .collect();
         // A consumer reads the statement's binders as members, its other inputs whole.
-        let consumer_inputs: Vec<Vec<(VarId, Tensor)>> = (consumers.iter())
-            .map(|kernel| launch_inputs(self, kernel, binders))
+        let member_vars: Vec<Vec<VarId>> = (fused.members.iter())
+            .map(|members| members.iter().map(|&c| binders[c]).collect())
+            .collect();
+        let consumer_plans: Vec<_> = (consumers.iter().zip(&member_vars))
+            .map(|(kernel, members)| {
+                let binding = Binding {
+                    members,
+                    first_merged: 0,
+                    prefetch: true,
+                };
+                self.launch_plan(kernel, binding)
+            })
+            .collect();
+        let producer_inputs: Vec<Vec<_>> = (producer_plans.iter())
+            .map(|plan| launch_inputs(self, plan))
+            .collect();
+        let consumer_inputs: Vec<Vec<_>> = (consumer_plans.iter())
+            .map(|plan| launch_inputs(self, plan))
             .collect();
         let mut outputs: Vec<Column> = (consumers.iter())
             .map(|kernel| {
@@ -320,20 +336,17 @@ impl Exec<'_> {
                 pool::take(elem, kernel.out_shape().iter().product())
             })
             .collect();
-        let consumer_launches = (consumers.iter().zip(&consumer_inputs))
+        let consumer_launches = (consumers.iter().zip(consumer_plans).zip(&consumer_inputs))
             .zip(fused.members.iter().zip(&mut outputs))
-            .map(|((kernel, inputs), (members, out))| {
-                let member_vars: Vec<VarId> = members.iter().map(|&c| binders[c]).collect();
-                Consumer {
-                    launch: Launch::bind(self, kernel, inputs, &member_vars, 0),
-                    members: members.clone(),
-                    out: SharedColumn::new(out),
-                }
+            .map(|(((kernel, plan), inputs), (members, out))| Consumer {
+                launch: Launch::bind(kernel, plan, inputs),
+                members: members.clone(),
+                out: SharedColumn::new(out),
             })
             .collect();
         let launches = Launches {
-            producers: (producers.iter().zip(&producer_inputs))
-                .map(|(kernel, inputs)| Launch::new(self, kernel, inputs))
+            producers: (producers.iter().zip(producer_plans).zip(&producer_inputs))
+                .map(|((kernel, plan), inputs)| Launch::bind(kernel, plan, inputs))
                 .collect(),
             consumers: consumer_launches,
         };

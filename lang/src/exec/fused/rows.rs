@@ -7,7 +7,7 @@
 
 use rayon::prelude::*;
 
-use super::{launch_inputs, GroupRead, Launch, Scratch};
+use super::{launch_inputs, Binding, GroupRead, Launch, Scratch};
 use crate::core::ir::{Atom, Expr, Stmt, VarId};
 use crate::core::kernel::{Reduction, Rows};
 use crate::exec::indexing;
@@ -115,22 +115,22 @@ impl Exec<'_> {
     ) -> Res<Vec<(VarId, Tensor)>> {
         let kernels = &rows.kernels;
         let made = rows.made();
-        let inputs: Vec<_> = kernels
-            .iter()
-            .enumerate()
-            .map(|(member, kernel)| launch_inputs(self, kernel, &made[..member]))
-            .collect();
-        let launches: Vec<Launch<'_>> = kernels
-            .iter()
-            .zip(&inputs)
-            .enumerate()
-            .map(|(member, (kernel, inputs))| {
-                let first_merged = Rows::row_axis(kernel) + 1;
-                let mut launch = Launch::bind(self, kernel, inputs, &made[..member], first_merged);
-                // Note [Prefetching streams]: measured neutral to slower in row groups.
-                launch.without_prefetch();
-                launch
+        let plans: Vec<_> = (kernels.iter().enumerate())
+            .map(|(member, kernel)| {
+                let binding = Binding {
+                    members: &made[..member],
+                    first_merged: Rows::row_axis(kernel) + 1,
+                    // Note [Prefetching streams]: measured neutral to slower in row groups.
+                    prefetch: false,
+                };
+                self.launch_plan(kernel, binding)
             })
+            .collect();
+        let inputs: Vec<_> = (plans.iter())
+            .map(|plan| launch_inputs(self, plan))
+            .collect();
+        let launches: Vec<Launch<'_>> = (kernels.iter().zip(plans).zip(&inputs))
+            .map(|((kernel, plan), inputs)| Launch::bind(kernel, plan, inputs))
             .collect();
         let elems: Vec<_> = kernels
             .iter()
@@ -300,7 +300,7 @@ impl Launch<'_> {
         exec: &Exec<'_>,
     ) {
         // Outputs of a reduction per group row.
-        let per_row: usize = self.shape.iter().skip(2).product();
+        let per_row: usize = self.plan.shape.iter().skip(2).product();
         let in_lines = self.kernel.reduce.is_some() && self.outputs_per_line() > 1;
         macro_rules! select {
             ($values:expr, $ty:ty, $select:ty) => {
@@ -317,13 +317,13 @@ impl Launch<'_> {
         }
         match (self.kernel.reduce, dst) {
             // A map over the rows alone: one line along the block's rows.
-            (None, dst) if self.shape.len() == 1 => match_column!(ColumnMut, dst, values => {
+            (None, dst) if self.plan.shape.len() == 1 => match_column!(ColumnMut, dst, values => {
                 self.map_row(scratch, 0, first, values, group)
             }),
             (None, dst) => match_column!(ColumnMut, dst, values => {
                 // The rows of the map over the axes before the last, per group row.
-                let last = self.shape.len() - 1;
-                let per_row: usize = self.shape[1..last].iter().product();
+                let last = self.plan.shape.len() - 1;
+                let per_row: usize = self.plan.shape[1..last].iter().product();
                 self.map_rows(scratch, first * per_row, values, group)
             }),
             (Some(Reduction::Sum), dst) if in_lines => match_column!(ColumnMut, dst, values => {
@@ -356,7 +356,7 @@ impl Launch<'_> {
         dst: &mut [T],
         mut output: impl FnMut(&mut Scratch, usize) -> T,
     ) {
-        let per_row: usize = self.shape[2..].iter().product();
+        let per_row: usize = self.plan.shape[2..].iter().product();
         for (offset, slot) in dst.iter_mut().enumerate() {
             *slot = output(scratch, first * per_row + offset);
         }
