@@ -61,6 +61,8 @@ pub enum Code {
     ParserBug,
     /// Lowering met a typed program it does not expect.
     LowerBug,
+    /// The checker met a state of its own it does not expect.
+    CheckerBug,
     /// dx panicked; the session may be inconsistent.
     Panic,
     /// Any other failure of dx itself (a thread that could not start).
@@ -94,6 +96,7 @@ impl Code {
             Code::LowerBug => "I0003",
             Code::Panic => "I0004",
             Code::Internal => "I0005",
+            Code::CheckerBug => "I0006",
         }
     }
 
@@ -114,9 +117,12 @@ impl Code {
                 ErrorKind::Runtime
             }
             Code::Export => ErrorKind::Export,
-            Code::Ice | Code::ParserBug | Code::LowerBug | Code::Panic | Code::Internal => {
-                ErrorKind::Internal
-            }
+            Code::Ice
+            | Code::ParserBug
+            | Code::LowerBug
+            | Code::CheckerBug
+            | Code::Panic
+            | Code::Internal => ErrorKind::Internal,
         }
     }
 }

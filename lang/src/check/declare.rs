@@ -703,7 +703,7 @@ impl Infer<'_> {
             _ => None,
         });
         let Ty::Fin(size) = size else {
-            return error(size_expr.span, "internal: a size that is not a size");
+            return Err(TypeError::bug(size_expr.span, "a size that is not a size"));
         };
         match data.def.ix_size.get() {
             Some(existing) if *existing != size => error(

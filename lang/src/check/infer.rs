@@ -1380,7 +1380,7 @@ impl<'env> Infer<'env> {
                 Ty::Var(self.fresh_var())
             } else {
                 let Some(arg) = args.next() else {
-                    return error(span, "internal: a type argument went missing");
+                    return Err(TypeError::bug(span, "a type argument went missing"));
                 };
                 if param.is_size {
                     Ty::Fin(self.read_size_arg(arg)?)
@@ -2358,11 +2358,7 @@ impl<'env> Infer<'env> {
     /// the class) and fresh variables of its own.
     fn instantiate_method(&mut self, class: Class, method: usize, span: Span) -> Result<TExpr> {
         let Some(class_def) = self.env.class_defs.get(&class).cloned() else {
-            return error_of(
-                Code::Unbound,
-                span,
-                "internal: a method of an unknown interface",
-            );
+            return Err(TypeError::bug(span, "a method of an unknown interface"));
         };
         let method_def = &class_def.methods[method];
         let mut parts = Vec::new();
@@ -3017,7 +3013,7 @@ impl<'env> Infer<'env> {
         self.unify(&value.ty, &erased, other.span)?;
         let partial = self.apply_typed(func, value, span)?;
         let Ty::Fun { result, .. } = self.zonk(&partial.ty) else {
-            return error(span, "internal: a comparison is not a function");
+            return Err(TypeError::bug(span, "a comparison is not a function"));
         };
         Ok(TExpr {
             kind: TKind::App {

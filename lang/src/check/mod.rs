@@ -45,6 +45,14 @@ impl TypeError {
         }
     }
 
+    /// A bug in the checker: a state of its own it does not expect (`Code::CheckerBug`).
+    pub fn bug(span: Span, message: impl Into<String>) -> TypeError {
+        TypeError {
+            kind: Code::CheckerBug,
+            ..TypeError::new(span, message)
+        }
+    }
+
     pub fn of_kind(self, kind: Code) -> TypeError {
         debug_assert_eq!(kind.kind(), crate::code::ErrorKind::Type, "{kind:?}");
         TypeError { kind, ..self }

@@ -319,6 +319,7 @@ fn errors_carry_the_code_of_their_origin() {
         Code::Ice,
         Code::ParserBug,
         Code::LowerBug,
+        Code::CheckerBug,
         Code::Panic,
         Code::Internal,
     ];
