@@ -798,7 +798,6 @@ impl Infer<'_> {
     }
 }
 
-/// Whether a type expression names `name`.
 /// The hidden sizes (Note [Size fields]) that `ty` leaves to inference, each once.
 fn open_hidden_sizes(ty: &Ty) -> Vec<TyVar> {
     let mut open = Vec::new();
@@ -817,6 +816,7 @@ fn open_hidden_sizes(ty: &Ty) -> Vec<TyVar> {
     open
 }
 
+/// Whether a type expression names `name`.
 fn mentions(ty: &TypeExpr, name: &str) -> bool {
     match &ty.kind {
         TypeExprKind::Name(ident) => ident.name == name,

@@ -580,29 +580,25 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         let lanes = std::mem::take(&mut self.lanes);
         if self.key == 0 {
-            if !lanes.is_empty() {
-                Lane::give_back(lanes);
-            }
+            Lane::give_back(lanes);
             return;
         }
-        let mut kept = Some(Scratch {
+        if KEPT.try_with(|_| ()).is_err() {
+            return;
+        }
+        let kept = Scratch {
             key: self.key,
             lanes,
             runs: std::mem::take(&mut self.runs),
             streams: std::mem::take(&mut self.streams),
             base: std::mem::take(&mut self.base),
-        });
-        let oldest = KEPT.try_with(|spare| {
-            let mut spare = spare.borrow_mut();
-            spare.extend(kept.take());
+        };
+        let oldest = KEPT.with_borrow_mut(|spare| {
+            spare.push(kept);
             (spare.len() > KEPT_SCRATCHES).then(|| spare.remove(0))
         });
-        let ending = oldest.is_err();
-        for mut scratch in kept.into_iter().chain(oldest.ok().flatten()) {
-            scratch.key = 0;
-            if ending {
-                scratch.lanes.clear();
-            }
+        if let Some(mut oldest) = oldest {
+            oldest.key = 0;
         }
     }
 }
