@@ -157,9 +157,9 @@ fn median_steps(runs: &[Vec<Duration>]) -> Vec<Duration> {
         .collect()
 }
 
-/// Loops of scalars and monoid chunk folds run as machine code (`exec::CompileLoops::Long`),
-/// unless the environment sets `DX_NO_JIT` (to compare against the register interpreter and
-/// the monoids' lanes with one binary).
+/// Loops of scalars, monoid chunk folds and small kernels run as machine code
+/// (`exec::CompileLoops::Long`), unless the environment sets `DX_NO_JIT` (to compare against
+/// the register interpreter and the lanes with one binary).
 fn compile_loops() -> CompileLoops {
     match std::env::var_os("DX_NO_JIT") {
         Some(_) => CompileLoops::Never,

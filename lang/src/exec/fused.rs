@@ -6,6 +6,10 @@
 //! allocation per line). Reads resolve their affine coordinates to a start offset and a step
 //! once per line, so a read is a contiguous copy, a strided copy or a splat.
 //!
+//! A kernel of fewer points than a line that a prepared program launches often (a loop of
+//! small steps) is compiled to machine code instead, the whole iteration space one loop with
+//! every node in a machine register (`compiled.rs`, Note [Compiled kernels]).
+//!
 //! Reductions (`Kernel::reduce`) add in dx's summation order (Note [Summation order]), in one
 //! of two layouts that give the same bits: along the reduced axis, leaf by leaf, when the
 //! output is narrow (a whole-array sum); or across the output's last axis, one row of lane
@@ -24,6 +28,9 @@
 //! against the memory available (`check_size`): too large a request is a runtime error, not an
 //! abort. A value is dropped after the last step that reads it.
 
+mod compiled;
+#[cfg(test)]
+pub(in crate::exec) use compiled::COMPILE_AFTER_LAUNCHES;
 mod monoid;
 pub(in crate::exec) use monoid::Fused;
 mod prefetch;
@@ -233,7 +240,7 @@ impl Exec<'_> {
             for var in step.outputs(program, schedule.block) {
                 check_size(program, var, || step_op(step, block))?;
             }
-            let start = Instant::now();
+            let start = profile.then(Instant::now);
             match step {
                 Step::Kernel(kernel) => {
                     let tensor = self.run_kernel(kernel)?;
@@ -279,7 +286,7 @@ impl Exec<'_> {
                     }
                 }
             }
-            if profile {
+            if let Some(start) = start {
                 self.report.step_times.push(start.elapsed());
             }
             self.release(dying);
@@ -351,9 +358,22 @@ impl Exec<'_> {
         }
         let plan = self.launch_plan(kernel, Binding::alone(kernel));
         let inputs = launch_inputs(self, &plan);
-        let launch = Launch::bind(kernel, plan, &inputs);
         let elem = kernel.nodes[kernel.output.1].1;
         let mut out = super::pool::take(elem, kernel.out_shape().iter().product());
+        // Note [Compiled kernels]: a small kernel launched often runs compiled.
+        let compiled = (plan.lane_points < LINE && kernel.reduce.is_none())
+            .then(|| {
+                let policy = self.config.compile_loops;
+                (plan.compilation).at_launch(policy, self.program, kernel, &plan.held)
+            })
+            .flatten();
+        if let Some(compiled) = compiled {
+            if compiled.run(&inputs, &mut out) {
+                self.compiled_kernels.fetch_add(1, Ordering::Relaxed);
+                return Ok(out.into_tensor(kernel.out_shape()));
+            }
+        }
+        let launch = Launch::bind(kernel, plan, &inputs);
         match kernel.reduce {
             None => with_column!(&mut out, values => launch.map(values, self)),
             Some(Reduction::Sum) => with_column!(&mut out, values => launch.reduce(values, self)),
@@ -952,6 +972,9 @@ pub(super) struct LaunchPlan {
     /// This plan among all plans made in the process (never 0), when its launches keep
     /// their scratch for the next launch (`KEPT_SCRATCH_BYTES`); 0 when they do not.
     scratch_key: u64,
+    /// The kernel compiled, once it has been launched often enough (Note [Compiled
+    /// kernels]).
+    compilation: Arc<compiled::Compilation>,
 }
 
 /// The most bytes of lanes a launch keeps for the next launch of its plan, if its kernel has
@@ -971,8 +994,10 @@ thread_local! {
 #[derive(Default)]
 pub(super) struct LaunchPlans(PlanMap);
 
+/// Keyed by Fx hashes: a SipHash of the key was 3 % of a loop of small steps (lstm's
+/// gradient), and addresses need no defence against chosen keys.
 type PlanMap =
-    std::sync::Mutex<std::collections::HashMap<(usize, usize, usize, bool), Arc<LaunchPlan>>>;
+    std::sync::Mutex<rustc_hash::FxHashMap<(usize, usize, usize, bool), Arc<LaunchPlan>>>;
 
 impl LaunchPlan {
     /// The plan of `kernel` bound by `binding`, reading variables of the types `program`
@@ -1101,6 +1126,7 @@ impl LaunchPlan {
             line: LINE,
             lane_points: LINE,
             scratch_key: 0,
+            compilation: Arc::default(),
         };
         plan.merge_axes(first_merged);
         plan.find_unread(kernel);

@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    types, AbiParam, InstBuilder, MemFlagsData, SigRef, Type, UserFuncName, Value,
+    types, AbiParam, InstBuilder, MemFlagsData, SigRef, Signature, Type, UserFuncName, Value,
 };
 use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_codegen::settings::{self, Configurable};
@@ -27,6 +27,7 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 use crate::core::ir::Elem;
 use crate::prim::arith::ArithOp;
 use crate::prim::compare::CompareOp;
+use crate::prim::math;
 use crate::prim::Family;
 
 use super::register_code::{Instr, Kind, Side};
@@ -268,13 +269,17 @@ impl<'a> RegVars<'a> {
         b.ins().store(flags, bits, self.regs, self.at(reg));
     }
 
-    /// One operation: inline where `inline` has a rule, else a call of its function on the
-    /// file (`side` being the `Side` its function gets).
+    /// One operation: inline where `inline` has a rule, a direct call of a float function
+    /// (`math_call`), else a call of its function on the file (`side` being the `Side` its
+    /// function gets).
     pub fn instr(&self, b: &mut FunctionBuilder, instr: &Instr, side: Value) {
         let reads = instr.reads();
         let args: Vec<Value> = reads.iter().map(|reg| b.use_var(self.var(*reg))).collect();
         let elem = reads.first().map(|reg| self.elems[*reg]);
-        if let Some(value) = elem.and_then(|elem| inline(b, instr.kind, elem, &args)) {
+        let value = elem.and_then(|elem| {
+            inline(b, instr.kind, elem, &args).or_else(|| self.math_call(b, instr, elem, &args))
+        });
+        if let Some(value) = value {
             b.def_var(self.var(instr.dst), value);
             return;
         }
@@ -290,6 +295,62 @@ impl<'a> RegVars<'a> {
         let value = self.load(b, instr.dst);
         b.def_var(self.var(instr.dst), value);
     }
+}
+
+impl RegVars<'_> {
+    /// A math operation on floats as a call of `math_f32`/`math_f64` with its operands in
+    /// machine registers (the register file's round trip and `run_instr`'s second indirect
+    /// call saved); `None` for other operations.
+    fn math_call(
+        &self,
+        b: &mut FunctionBuilder,
+        instr: &Instr,
+        elem: Elem,
+        args: &[Value],
+    ) -> Option<Value> {
+        instr.math()?;
+        let (ty, callee) = match elem {
+            Elem::F32 => (types::F32, math_f32 as *const () as i64),
+            Elem::F64 => (types::F64, math_f64 as *const () as i64),
+            _ => return None,
+        };
+        let mut signature = Signature::new(b.func.signature.call_conv);
+        signature.params.extend([
+            AbiParam::new(self.ptr),
+            AbiParam::new(ty),
+            AbiParam::new(ty),
+        ]);
+        signature.returns.push(AbiParam::new(ty));
+        let signature = b.import_signature(signature);
+        let callee = b.ins().iconst(self.ptr, callee);
+        let instr_ptr = b.ins().iconst(self.ptr, instr as *const Instr as i64);
+        // A unary function ignores its second operand.
+        let (x, y) = (args[0], *args.get(1).unwrap_or(&args[0]));
+        let call = b.ins().call_indirect(signature, callee, &[instr_ptr, x, y]);
+        Some(b.inst_results(call)[0])
+    }
+}
+
+/// `math::apply` of the operation `instr` (a float function on `f32`s).
+///
+/// SAFETY: `instr` points at a live `Instr` of a math operation.
+unsafe extern "C" fn math_f32(instr: *const Instr, x: f32, y: f32) -> f32 {
+    // SAFETY: as the caller promises.
+    let op = unsafe { &*instr }
+        .math()
+        .expect("math_call calls math operations only");
+    math::apply(op, x, y)
+}
+
+/// `math_f32` on `f64`s.
+///
+/// SAFETY: as `math_f32`.
+unsafe extern "C" fn math_f64(instr: *const Instr, x: f64, y: f64) -> f64 {
+    // SAFETY: as the caller promises.
+    let op = unsafe { &*instr }
+        .math()
+        .expect("math_call calls math operations only");
+    math::apply(op, x, y)
 }
 
 /// The inline form of an operation whose first operand is of type `elem`, if it has one.

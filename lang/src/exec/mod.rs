@@ -165,13 +165,15 @@ pub struct ExecConfig {
 }
 
 /// Which `fold`s and `scan`s of scalars run their steps as machine code (`loop_jit`) rather
-/// than on `register_code`'s register file, and which monoid statements with few lanes
-/// fold their chunks as machine code (`monoid_jit`) rather than on lanes; the results are
-/// the same.
+/// than on `register_code`'s register file, which monoid statements with few lanes fold their
+/// chunks as machine code (`monoid_jit`) rather than on lanes, and which small kernels run
+/// as machine code (Note [Compiled kernels] in `fused/compiled.rs`); the results are the
+/// same.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CompileLoops {
     /// Loops whose body has run `scalar_loop::JIT_MIN_ITERATIONS` steps (monoid operators
-    /// that have folded as many elements), this run and earlier.
+    /// that have folded as many elements, kernels launched `COMPILE_AFTER_LAUNCHES` times),
+    /// this run and earlier.
     #[default]
     Long,
     /// Every loop (tests).
@@ -184,12 +186,17 @@ impl CompileLoops {
     /// machine code: with `Long`, once `done` (its count over this run and earlier ones,
     /// updated here) reaches `scalar_loop::JIT_MIN_ITERATIONS`.
     pub(super) fn compiles(self, done: &AtomicUsize, work: usize) -> bool {
+        self.compiles_after(done, work, scalar_loop::JIT_MIN_ITERATIONS)
+    }
+
+    /// `compiles`, with `Long` waiting for `least` work rather than a loop's.
+    pub(super) fn compiles_after(self, done: &AtomicUsize, work: usize, least: usize) -> bool {
         match self {
             CompileLoops::Never => false,
             CompileLoops::Always => true,
             CompileLoops::Long => {
                 let before = done.fetch_add(work, Ordering::Relaxed);
-                before.saturating_add(work) >= scalar_loop::JIT_MIN_ITERATIONS
+                before.saturating_add(work) >= least
             }
         }
     }
@@ -221,6 +228,9 @@ pub struct ExecReport {
     pub compiled_loops: usize,
     /// Monoid statements whose chunks were folded as machine code (`monoid_jit`).
     pub compiled_monoids: usize,
+    /// Kernel launches that ran as machine code (Note [Compiled kernels] in
+    /// `fused/compiled.rs`).
+    pub compiled_kernels: usize,
     /// The time each step of the main block's schedule took (by `run_fused`; the `run`
     /// stage derives what the steps moved from the schedule).
     pub step_times: Vec<std::time::Duration>,
@@ -452,6 +462,8 @@ struct Exec<'a> {
     /// Per scheduled block, the variables dropped after each step (`Exec::schedule_dying`).
     schedule_dying: HashMap<BlockId, Arc<Vec<Vec<VarId>>>>,
     report: ExecReport,
+    /// `ExecReport::compiled_kernels`, counted where kernels launch (by reference).
+    compiled_kernels: AtomicUsize,
     /// Run `build1` in batch mode (tests only, see `run_inner`).
     batch_build1: bool,
 }
@@ -459,10 +471,14 @@ struct Exec<'a> {
 impl<'a> Exec<'a> {
     /// The results of a run of the main block, and the report.
     fn finish(self, results: Res<Vec<Slot>>) -> Result<(Vec<Tensor>, ExecReport), InterpError> {
+        let report = ExecReport {
+            compiled_kernels: self.compiled_kernels.into_inner(),
+            ..self.report
+        };
         match results {
             Ok(results) => Ok((
                 results.into_iter().map(|slot| slot.tensor).collect(),
-                self.report,
+                report,
             )),
             Err(Stop::Error(error)) => Err(error),
             Err(Stop::Unbatchable) => {
@@ -503,6 +519,7 @@ impl<'a> Exec<'a> {
             loop_schedules: HashMap::new(),
             schedule_dying: HashMap::new(),
             report: ExecReport::default(),
+            compiled_kernels: AtomicUsize::new(0),
             batch_build1,
         };
         for (&var, tensor) in program.inputs.iter().zip(inputs) {

@@ -177,6 +177,14 @@ pub(super) struct Instr {
 }
 
 impl Instr {
+    /// The float function of a math operation on floats (`None` for any other operation).
+    pub fn math(&self) -> Option<MathOp> {
+        match self.detail {
+            Detail::Math(op) => Some(op),
+            _ => None,
+        }
+    }
+
     /// The registers the operation reads, in order: its operands, or a read's index.
     pub fn reads(&self) -> &[usize] {
         match &self.detail {

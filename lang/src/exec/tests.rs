@@ -1535,6 +1535,52 @@ fn a_prepared_program_gives_the_interpreters_bits_run_after_run() {
     }
 }
 
+/// Note [Compiled kernels]: a loop of small steps launches its body's kernel at every step;
+/// under `CompileLoops::Long` the kernel is compiled at its `COMPILE_AFTER_LAUNCHES`-th launch
+/// (counting the prepared program's earlier runs), under `Never` it is not, and every run
+/// gives the interpreter's bits (a row of an outer table read at the step's index, math
+/// functions called from compiled code, exact arithmetic inline).
+#[test]
+fn small_kernels_launched_often_run_compiled_with_the_interpreters_bits() {
+    use super::fused::COMPILE_AFTER_LAUNCHES;
+    let steps = 100;
+    let program = parse(&format!(
+        "program(%0: [14]f32, %1: [{steps}, 14]f32) {{
+           %2: [14]f32 = fold {steps} (%0) (\\%3: []i64, %4: [14]f32 ->
+             %5: [14]f32 = index %1 [%3]
+             %6: [14]f32 = mul %4 %5
+             %7: [14]f32 = tanh %6
+             %8: [14]f32 = sin %5
+             %9: [14]f32 = exp %8
+             %10: [14]f32 = div %7 %9
+             %11: [14]f32 = add %10 %5
+             in %11)
+           in %2
+         }}"
+    ));
+    let schedule = crate::passes::fuse::run(&program);
+    let prepared = super::Prepared::new(&program, &schedule);
+    let carry: Vec<f32> = (0..14).map(|i| 0.1 * (i as f32 * 0.7).cos()).collect();
+    let xs: Vec<f32> = (0..steps * 14).map(|i| (i as f32 * 0.37).sin()).collect();
+    let inputs = [f32s(&[14], &carry), f32s(&[steps, 14], &xs)];
+    let expected = interp::run(&program, &inputs, &InterpConfig::default()).unwrap();
+    let run = |compile_loops| {
+        let config = ExecConfig {
+            compile_loops,
+            ..ExecConfig::default()
+        };
+        let tensors = inputs.iter().map(Tensor::from_array).collect();
+        let (results, report) = prepared.run(tensors, &config).unwrap();
+        assert!(same_array(&expected[0], &results[0].clone().into_array()));
+        report.compiled_kernels
+    };
+    assert_eq!(run(CompileLoops::Never), 0);
+    let first = steps - (COMPILE_AFTER_LAUNCHES - 1);
+    assert_eq!(run(CompileLoops::Long), first);
+    assert_eq!(run(CompileLoops::Long), steps);
+    assert_eq!(run(CompileLoops::Never), 0);
+}
+
 /// Note [Row-major digits]: gathers at the digits of an offset, read as one affine
 /// offset or not, give the interpreter's bits (an offset past the array's size wraps around).
 #[test]

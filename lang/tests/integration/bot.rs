@@ -8,7 +8,8 @@ use dx_lang::core::testgen::{random_inputs, random_program, GenConfig};
 use dx_lang::core::verify::verify;
 use dx_lang::passes::{bot, cleanup, fuse, simplify};
 
-fn check_seed(seed: u64, config: &GenConfig) {
+/// Checks one random program; returns the kernel launches that ran as machine code.
+fn check_seed(seed: u64, config: &GenConfig) -> usize {
     let program = random_program(seed, config);
     // The pipeline after lowering: the BOT, then simplification.
     let mut transformed = bot::run(&program);
@@ -26,6 +27,7 @@ fn check_seed(seed: u64, config: &GenConfig) {
     // out-of-range read is no longer an error; compare against the cleaned original.
     let mut baseline = program.clone();
     cleanup::run(&mut baseline);
+    let mut compiled_kernels = 0;
     for strict in [false, true] {
         let config = InterpConfig {
             strict,
@@ -52,7 +54,7 @@ fn check_seed(seed: u64, config: &GenConfig) {
             _ => panic!("seed {seed} (strict: {strict}): {expected:?} vs bulk {bulk:?}\nafter:\n{transformed}"),
         }
         if !strict {
-            check_fused(seed, &transformed, &inputs, expected.as_ref().ok());
+            compiled_kernels = check_fused(seed, &transformed, &inputs, expected.as_ref().ok());
         }
         match (&expected, &actual) {
             (Ok(expected), Ok(actual)) => assert!(
@@ -66,16 +68,20 @@ fn check_seed(seed: u64, config: &GenConfig) {
             _ => panic!("seed {seed} (strict: {strict}): {expected:?} vs {actual:?}\nbefore:\n{program}\nafter:\n{transformed}"),
         }
     }
+    compiled_kernels
 }
 
 /// The fused engine on `program` must give `expected` (the interpreter's results) exactly:
 /// random programs are far too small for matrix products, so every sum runs in dx's order.
+/// Run with small kernels interpreted and compiled (Note [Compiled kernels]); returns the
+/// launches that ran compiled.
 fn check_fused(
     seed: u64,
     program: &dx_lang::core::ir::Program,
     inputs: &[dx_lang::core::value::Array],
     expected: Option<&Vec<dx_lang::core::value::Array>>,
-) {
+) -> usize {
+    use dx_lang::exec::{CompileLoops, ExecConfig};
     let schedule = fuse::schedule(program, &mut dx_lang::passes::pipeline::Log::default())
         .unwrap_or_else(|ice| panic!("seed {seed}: {ice}"));
     assert_eq!(
@@ -83,16 +89,26 @@ fn check_fused(
         0,
         "seed {seed}: a matrix product in a tiny program"
     );
-    let config = dx_lang::exec::ExecConfig::default();
-    let fused = dx_lang::exec::run_fused(program, &schedule, inputs, &config);
-    match (expected, &fused) {
-        (Some(expected), Ok((fused, _))) => assert!(
-            expected.iter().zip(fused).all(|(a, b)| same_bits(a, b)),
-            "seed {seed}: the fused engine differs\nexpected {expected:?}\nfused {fused:?}\nprogram:\n{program}\nschedule:\n{}",
-            schedule.display(program)
-        ),
-        _ => panic!("seed {seed}: {expected:?} vs fused {fused:?}\n{program}"),
+    let mut compiled = 0;
+    for compile_loops in [CompileLoops::Never, CompileLoops::Always] {
+        let config = ExecConfig {
+            compile_loops,
+            ..ExecConfig::default()
+        };
+        let fused = dx_lang::exec::run_fused(program, &schedule, inputs, &config);
+        match (expected, &fused) {
+            (Some(expected), Ok((fused, report))) => {
+                assert!(
+                    expected.iter().zip(fused).all(|(a, b)| same_bits(a, b)),
+                    "seed {seed}: the fused engine differs ({compile_loops:?})\nexpected {expected:?}\nfused {fused:?}\nprogram:\n{program}\nschedule:\n{}",
+                    schedule.display(program)
+                );
+                compiled = report.compiled_kernels;
+            }
+            _ => panic!("seed {seed}: {expected:?} vs fused {fused:?}\n{program}"),
+        }
     }
+    compiled
 }
 
 /// Equality of arrays where NaNs compare equal to themselves.
@@ -103,9 +119,13 @@ fn same_bits(a: &dx_lang::core::value::Array, b: &dx_lang::core::value::Array) -
 #[test]
 fn bot_agrees_with_the_interpreter_on_random_programs() {
     let config = GenConfig::default();
-    for seed in 0..3000 {
-        check_seed(seed, &config);
-    }
+    let compiled: usize = (0..3000).map(|seed| check_seed(seed, &config)).sum();
+    eprintln!("compiled kernel launches: {compiled}");
+    // Most of their kernels are small enough to compile (Note [Compiled kernels]).
+    assert!(
+        compiled > 1000,
+        "only {compiled} kernel launches ran compiled"
+    );
 }
 
 #[test]
