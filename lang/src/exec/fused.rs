@@ -361,7 +361,7 @@ impl Exec<'_> {
         let elem = kernel.nodes[kernel.output.1].1;
         let mut out = super::pool::take(elem, kernel.out_shape().iter().product());
         // Note [Compiled kernels]: a small kernel launched often runs compiled.
-        let compiled = (plan.lane_points < LINE && kernel.reduce.is_none())
+        let compiled = (kernel.shape.iter().product::<usize>() < LINE)
             .then(|| {
                 let policy = self.config.compile_loops;
                 (plan.compilation).at_launch(policy, self.program, kernel, &plan.held)
@@ -372,6 +372,8 @@ impl Exec<'_> {
                 self.compiled_kernels.fetch_add(1, Ordering::Relaxed);
                 return Ok(out.into_tensor(kernel.out_shape()));
             }
+            // The lanes start from a fresh buffer, as at any launch.
+            out = super::pool::take(elem, out.len());
         }
         let launch = Launch::bind(kernel, plan, &inputs);
         match kernel.reduce {

@@ -1581,6 +1581,66 @@ fn small_kernels_launched_often_run_compiled_with_the_interpreters_bits() {
     assert_eq!(run(CompileLoops::Never), 0);
 }
 
+/// Note [Compiled kernels]: compiled sums add in dx's order (Note [Summation order]): one
+/// leaf, a leaf and a part, several leaves, on outputs of one to three columns, of terms
+/// whose order shows in the bits (mixed magnitudes and signs, a product computed on the
+/// fly) and of wrapping integers; the interpreter's bits with kernels compiled and not.
+#[test]
+fn compiled_sums_add_in_the_summation_order() {
+    use crate::prim::sum_order::LEAF;
+    for n in [
+        1,
+        7,
+        8,
+        9,
+        LEAF - 1,
+        LEAF,
+        LEAF + 1,
+        2 * LEAF + 3,
+        5 * LEAF + 1,
+    ] {
+        for m in [1, 3] {
+            let program = parse(&format!(
+                "program(%0: [{n}, {m}]f32, %1: [{n}, {m}]f32, %2: [{n}, {m}]i64) {{
+                   %3: [{n}, {m}]f32 = mul %0 %1
+                   %4: [{m}]f32 = sumOuter %3
+                   %5: [{n}, {m}]i64 = mul %2 %2
+                   %6: [{m}]i64 = sumOuter %5
+                   in %4, %6
+                 }}"
+            ));
+            let len = n * m;
+            let xs: Vec<f32> = (0..len)
+                .map(|k| (k as f32 * 0.7).sin() * 10f32.powi(k as i32 % 9 - 4))
+                .collect();
+            let ys: Vec<f32> = (0..len).map(|k| (k as f32 * 1.3).cos() * 3.0).collect();
+            let ints: Vec<i64> = (0..len as i64).map(|k| k * 0x3_0000_0001 - 7).collect();
+            let inputs = [f32s(&[n, m], &xs), f32s(&[n, m], &ys), i64s(&[n, m], &ints)];
+            let expected = interp::run(&program, &inputs, &InterpConfig::default()).unwrap();
+            let schedule = crate::passes::fuse::run(&program);
+            let prepared = super::Prepared::new(&program, &schedule);
+            for compile_loops in [CompileLoops::Never, CompileLoops::Always] {
+                let config = ExecConfig {
+                    compile_loops,
+                    ..ExecConfig::default()
+                };
+                let tensors = inputs.iter().map(Tensor::from_array).collect();
+                let (results, report) = prepared.run(tensors, &config).unwrap();
+                // Both sums compile when they have fewer points than a line.
+                let small = n * m < super::lanes::LINE;
+                let compiled = usize::from(compile_loops == CompileLoops::Always && small) * 2;
+                assert_eq!(report.compiled_kernels, compiled, "n = {n}, m = {m}");
+                for (e, g) in expected.iter().zip(results) {
+                    assert!(
+                        same_array(e, &g.into_array()),
+                        "n = {n}, m = {m}, {compile_loops:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// Note [Row-major digits]: gathers at the digits of an offset, read as one affine
 /// offset or not, give the interpreter's bits (an offset past the array's size wraps around).
 #[test]

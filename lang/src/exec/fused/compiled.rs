@@ -2,22 +2,27 @@
 //! loop over its points, each node a value in a machine register (Note [Compiled kernels]).
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::sync::atomic::AtomicUsize;
 use std::sync::OnceLock;
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, SigRef, Type, Value};
-use cranelift_frontend::FunctionBuilder;
+use cranelift_codegen::ir::{
+    types, Block, InstBuilder, MemFlagsData, SigRef, StackSlot, StackSlotData, StackSlotKind, Type,
+    Value,
+};
+use cranelift_frontend::{FunctionBuilder, Variable};
 
 use super::super::jit::{from_bits, machine_type, JitFunction, RegVars};
 use super::super::lanes::{match_column, Column};
 use super::super::register_code::{Resolved, Side};
 use super::super::tensor::{with_tensor, Tensor};
 use crate::core::ir::{Elem, Program, VarId};
-use crate::core::kernel::{Affine, Coord, Kernel, Node};
+use crate::core::kernel::{Affine, Coord, Kernel, Node, Reduction};
 use crate::core::scalar_code::{Op, Operand, ScalarCode};
 use crate::exec::CompileLoops;
 use crate::passes::fuse::row_major_strides;
+use crate::prim::sum_order::{self, TreeSum, LANES, LEAF};
 
 // Note [Compiled kernels]
 // ~~~~~~~~~~~~~~~~~~~~~~~
@@ -28,8 +33,8 @@ use crate::passes::fuse::row_major_strides;
 // of lstm's primal was `eval_nodes`, the nodes' arithmetic a small part of it). A kernel of
 // fewer points than a line, launched often enough that compiling pays
 // (`COMPILE_AFTER_LAUNCHES`), is compiled instead: one function runs the whole iteration
-// space, point by point in row-major order, with every node a Cranelift variable, so a point
-// costs its operations and its loads.
+// space, point by point in row-major order (a sum's summed axis fastest), with every node a
+// Cranelift variable, so a point costs its operations and its loads.
 //
 // The rules stay `prim`'s, as in the compiled loop steps (`loop_jit`): each `Prim` node is
 // an operation of `register_code`, emitted inline where IEEE arithmetic and two's complement
@@ -42,10 +47,11 @@ use crate::passes::fuse::row_major_strides;
 // reports a point where it is not, and the launch is then run by the interpreter, which
 // gives whatever the interpreter gives.
 //
-// Reductions, row groups and monoid chains keep the interpreter for now.
+// A sum adds its terms in dx's order (Note [Summation order]), so its bits too are the
+// lanes'. Selections (`max`/`min`), row groups and monoid chains keep the interpreter for now.
 
 /// Launches of a kernel after which `CompileLoops::Long` compiles it: about the launches
-/// whose interpreter overhead pays for compiling (~0.3 ms for a cell of the LSTM; a launch of
+/// whose interpreter overhead pays for compiling (~0.2 ms for a cell of the LSTM; a launch of
 /// it saves a few µs).
 pub(in crate::exec) const COMPILE_AFTER_LAUNCHES: usize = 64;
 
@@ -101,13 +107,20 @@ impl Compilation {
 impl CompiledKernel {
     /// `kernel` compiled, reading the variables `held` (in that order; `LaunchPlan::held`,
     /// none of them a row group member's) with the types `program` gives them; `None` for a
-    /// reduction, or if this machine has no Cranelift back end.
+    /// selection (`max`/`min`), an empty or a `Bool` sum, or if this machine has no
+    /// Cranelift back end.
     pub fn new(
         program: &Program,
         kernel: &Kernel,
         held: &[(VarId, Option<usize>)],
     ) -> Option<CompiledKernel> {
-        if kernel.reduce.is_some() || held.iter().any(|(_, member)| member.is_some()) {
+        let sum_elem = kernel.nodes[kernel.output.1].1;
+        let compiles = match kernel.reduce {
+            None => true,
+            Some(Reduction::Sum) => kernel.shape[0] > 0 && sum_elem != Elem::Bool,
+            Some(Reduction::Max | Reduction::Min) => false,
+        };
+        if !compiles || held.iter().any(|(_, member)| member.is_some()) {
             return None;
         }
         let resolved = Resolved::new(&prim_code(kernel));
@@ -130,13 +143,19 @@ impl CompiledKernel {
             return None;
         }
         let function = JitFunction::compile(5, 0, |b, run_instr_sig, ptr| {
-            emit(b, kernel, &resolved, &reads, run_instr_sig, ptr)
+            let code = Code {
+                kernel,
+                resolved: &resolved,
+                reads: &reads,
+                inputs: held.len(),
+            };
+            code.emit(b, run_instr_sig, ptr)
         })?;
         Some(CompiledKernel {
             function,
             resolved,
             inputs: held.len(),
-            points: kernel.shape.iter().product(),
+            points: kernel.out_shape().iter().product(),
         })
     }
 
@@ -231,116 +250,267 @@ fn prim_code(kernel: &Kernel) -> ScalarCode {
     }
 }
 
-/// Emits the kernel's function (`KernelFn`).
-fn emit(
-    b: &mut FunctionBuilder,
-    kernel: &Kernel,
-    resolved: &Resolved,
-    reads: &[Option<ReadAt>],
-    run_instr_sig: SigRef,
-    ptr: Type,
-) {
-    let entry = b.create_block();
-    b.append_block_params_for_function_params(entry);
-    b.switch_to_block(entry);
-    let &[inputs, out, regs, side, fault] = b.block_params(entry) else {
-        unreachable!("a compiled kernel takes five arguments")
-    };
-    let touched: Vec<usize> = (0..kernel.nodes.len()).collect();
-    let vars = RegVars::new(
-        b,
-        &resolved.reg_elems,
-        &touched,
-        (regs, 0),
-        run_instr_sig,
-        ptr,
-    );
-    let flags = MemFlagsData::trusted();
-    let bases: Vec<Value> = (0..reads
-        .iter()
-        .flatten()
-        .map(|read| read.input + 1)
-        .max()
-        .unwrap_or(0))
-        .map(|k| b.ins().load(ptr, flags, inputs, 8 * k as i32))
-        .collect();
-    // Literals, set once.
-    for (id, (node, elem)) in kernel.nodes.iter() {
-        if let Node::Lit(scalar) = node {
-            let bits = b.ins().iconst(types::I64, scalar.bits() as i64);
-            let value = from_bits(b, bits, *elem);
-            b.def_var(vars.var(id.0 as usize), value);
-        }
-    }
-    let rank = kernel.shape.len();
-    let coords: Vec<_> = (0..rank).map(|_| b.declare_var(types::I64)).collect();
-    let point = b.declare_var(types::I64);
-    let bad = b.declare_var(types::I8);
-    let zero = b.ins().iconst(types::I64, 0);
-    for &coord in coords.iter().chain([&point]) {
-        b.def_var(coord, zero);
-    }
-    let no = b.ins().iconst(types::I8, 0);
-    b.def_var(bad, no);
-    let points: usize = kernel.shape.iter().product();
-    let body = b.create_block();
-    let exit = b.create_block();
-    match points {
-        0 => b.ins().jump(exit, &[]),
-        _ => b.ins().jump(body, &[]),
-    };
+/// What the kernel's function is made from.
+struct Code<'a> {
+    kernel: &'a Kernel,
+    /// The `Prim` nodes' operations, in node order.
+    resolved: &'a Resolved,
+    /// By node: where a read finds its variable.
+    reads: &'a [Option<ReadAt>],
+    inputs: usize,
+}
 
-    b.switch_to_block(body);
-    let at: Vec<Value> = coords.iter().map(|&coord| b.use_var(coord)).collect();
-    let mut k = 0;
-    for (id, (node, elem)) in kernel.nodes.iter() {
-        let reg = id.0 as usize;
-        match node {
-            Node::Lit(_) => {}
-            Node::Index(affine) => {
-                let value = affine_value(b, affine, &at);
-                b.def_var(vars.var(reg), value);
-            }
-            Node::Read { coords, .. } => {
-                let read = reads[reg].as_ref().expect("every read has its input");
-                let value = emit_read(b, &vars, read, coords, &at, bases[read.input], *elem, bad);
-                b.def_var(vars.var(reg), value);
-            }
-            Node::Prim(..) => {
-                vars.instr(b, &resolved.instrs[k], side);
-                k += 1;
+impl Code<'_> {
+    /// Emits the kernel's function (`KernelFn`): one loop over the iteration space, with an
+    /// odometer over the axes in `order` (the last fastest). A map stores each point's value
+    /// at the point; a sum runs its summed axis 0 fastest, so each output's terms come one
+    /// after the other, and adds them in dx's order (Note [Summation order]): term `k` into
+    /// accumulator `k mod LANES` of its leaf, a leaf's accumulators combined at its last
+    /// term (`sum_order::combine_lanes`) and stored, and an output's leaf sums combined at
+    /// its last term by `sum_order::TreeSum` itself, run on the emitted values.
+    fn emit(&self, b: &mut FunctionBuilder, run_instr_sig: SigRef, ptr: Type) {
+        let kernel = self.kernel;
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let &[inputs, out, regs, side, fault] = b.block_params(entry) else {
+            unreachable!("a compiled kernel takes five arguments")
+        };
+        let touched: Vec<usize> = (0..kernel.nodes.len()).collect();
+        let elems = &self.resolved.reg_elems;
+        let vars = RegVars::new(b, elems, &touched, (regs, 0), run_instr_sig, ptr);
+        let flags = MemFlagsData::trusted();
+        let bases: Vec<Value> = (0..self.inputs)
+            .map(|k| b.ins().load(ptr, flags, inputs, 8 * k as i32))
+            .collect();
+        // Literals, set once.
+        for (id, (node, elem)) in kernel.nodes.iter() {
+            if let Node::Lit(scalar) = node {
+                let bits = b.ins().iconst(types::I64, scalar.bits() as i64);
+                let value = from_bits(b, bits, *elem);
+                b.def_var(vars.var(id.0 as usize), value);
             }
         }
-    }
-    let (_, root) = kernel.output;
-    let value = b.use_var(vars.var(root.0 as usize));
-    let p = b.use_var(point);
-    let size = machine_type(kernel.nodes[root].1).bytes();
-    let offset = b.ins().imul_imm_u(p, i64::from(size));
-    let slot = b.ins().iadd(out, offset);
-    b.ins().store(flags, value, slot, 0);
-    // The next point: the row-major odometer, without branches.
-    let next = b.ins().iadd_imm_u(p, 1);
-    b.def_var(point, next);
-    let mut carry = b.ins().iconst(types::I64, 1);
-    for axis in (0..rank).rev() {
-        let moved = b.ins().iadd(at[axis], carry);
-        let wraps = b
+        let rank = kernel.shape.len();
+        let summed = kernel.reduce.map(|_| kernel.shape[0]);
+        let order: Vec<usize> = match summed {
+            None => (0..rank).collect(),
+            Some(_) => (1..rank).chain([0]).collect(),
+        };
+        let coords: Vec<Variable> = (0..rank).map(|_| b.declare_var(types::I64)).collect();
+        // The iteration and the output position.
+        let step = b.declare_var(types::I64);
+        let point = b.declare_var(types::I64);
+        let bad = b.declare_var(types::I8);
+        let zero = b.ins().iconst(types::I64, 0);
+        for &var in coords.iter().chain([&step, &point]) {
+            b.def_var(var, zero);
+        }
+        let no = b.ins().iconst(types::I8, 0);
+        b.def_var(bad, no);
+        let (_, root) = kernel.output;
+        let elem = kernel.nodes[root].1;
+        let sums = summed.map(|n| Sums::new(b, elem, n, ptr));
+        let points: usize = kernel.shape.iter().product();
+        let body = b.create_block();
+        let next = b.create_block();
+        let exit = b.create_block();
+        match points {
+            0 => b.ins().jump(exit, &[]),
+            _ => b.ins().jump(body, &[]),
+        };
+
+        b.switch_to_block(body);
+        let at: Vec<Value> = coords.iter().map(|&coord| b.use_var(coord)).collect();
+        let mut prims = self.resolved.instrs.iter();
+        for (id, (node, elem)) in kernel.nodes.iter() {
+            let var = vars.var(id.0 as usize);
+            match node {
+                Node::Lit(_) => {}
+                Node::Index(affine) => {
+                    let value = affine_value(b, affine, &at);
+                    b.def_var(var, value);
+                }
+                Node::Read { coords, .. } => {
+                    let read = self.reads[id.0 as usize].as_ref();
+                    let read = read.expect("every read has its input");
+                    let base = bases[read.input];
+                    let value = emit_read(b, &vars, read, coords, &at, base, *elem, bad);
+                    b.def_var(var, value);
+                }
+                Node::Prim(..) => {
+                    let instr = prims.next().expect("an operation per Prim node");
+                    vars.instr(b, instr, side);
+                }
+            }
+        }
+        let value = b.use_var(vars.var(root.0 as usize));
+        match &sums {
+            None => {
+                store_at(b, out, point, value, elem);
+                let p = b.use_var(point);
+                let moved = b.ins().iadd_imm_u(p, 1);
+                b.def_var(point, moved);
+                b.ins().jump(next, &[]);
+            }
+            Some(sums) => sums.add(b, value, at[0], (out, point), next),
+        }
+
+        // The next point: the odometer, without branches.
+        b.switch_to_block(next);
+        let mut carry = b.ins().iconst(types::I64, 1);
+        for &axis in order.iter().rev() {
+            let moved = b.ins().iadd(at[axis], carry);
+            let dim = kernel.shape[axis] as i64;
+            let wraps = b.ins().icmp_imm_u(IntCC::Equal, moved, dim);
+            let value = b.ins().select(wraps, zero, moved);
+            b.def_var(coords[axis], value);
+            carry = b.ins().uextend(types::I64, wraps);
+        }
+        let k = b.use_var(step);
+        let moved = b.ins().iadd_imm_u(k, 1);
+        b.def_var(step, moved);
+        let more = b
             .ins()
-            .icmp_imm_u(IntCC::Equal, moved, kernel.shape[axis] as i64);
-        let value = b.ins().select(wraps, zero, moved);
-        b.def_var(coords[axis], value);
-        carry = b.ins().uextend(types::I64, wraps);
-    }
-    let more = b
-        .ins()
-        .icmp_imm_u(IntCC::UnsignedLessThan, next, points as i64);
-    b.ins().brif(more, body, &[], exit, &[]);
+            .icmp_imm_u(IntCC::UnsignedLessThan, moved, points as i64);
+        b.ins().brif(more, body, &[], exit, &[]);
 
-    b.switch_to_block(exit);
-    let bad = b.use_var(bad);
-    b.ins().store(flags, bad, fault, 0);
-    b.ins().return_(&[]);
+        b.switch_to_block(exit);
+        let bad = b.use_var(bad);
+        b.ins().store(flags, bad, fault, 0);
+        b.ins().return_(&[]);
+    }
+}
+
+/// Stores `value` (of element type `elem`) at position `point` of `out`.
+fn store_at(b: &mut FunctionBuilder, out: Value, point: Variable, value: Value, elem: Elem) {
+    let p = b.use_var(point);
+    let offset = b.ins().imul_imm_u(p, i64::from(machine_type(elem).bytes()));
+    let slot = b.ins().iadd(out, offset);
+    b.ins().store(MemFlagsData::trusted(), value, slot, 0);
+}
+
+/// The sums of a summing kernel: the accumulators of the current leaf and the sums of the
+/// current output's leaves, in stack slots (Note [Summation order]).
+struct Sums {
+    elem: Elem,
+    /// The pointer type.
+    ptr: Type,
+    /// Terms per output.
+    n: usize,
+    lanes: StackSlot,
+    leaves: StackSlot,
+}
+
+impl Sums {
+    /// Slots for sums of `n` terms of type `elem`, the accumulators set to zero.
+    fn new(b: &mut FunctionBuilder, elem: Elem, n: usize, ptr: Type) -> Sums {
+        let size = machine_type(elem).bytes();
+        let slot = |b: &mut FunctionBuilder, count: usize| {
+            let data = StackSlotData::new(StackSlotKind::ExplicitSlot, size * count as u32, 3);
+            b.create_sized_stack_slot(data)
+        };
+        let sums = Sums {
+            elem,
+            ptr,
+            n,
+            lanes: slot(b, LANES),
+            leaves: slot(b, n.div_ceil(LEAF)),
+        };
+        sums.clear_lanes(b);
+        sums
+    }
+
+    fn size(&self) -> i32 {
+        machine_type(self.elem).bytes() as i32
+    }
+
+    fn zero(&self, b: &mut FunctionBuilder) -> Value {
+        let bits = b.ins().iconst(types::I64, 0);
+        from_bits(b, bits, self.elem)
+    }
+
+    fn plus(&self, b: &mut FunctionBuilder, x: Value, y: Value) -> Value {
+        match self.elem {
+            Elem::F32 | Elem::F64 => b.ins().fadd(x, y),
+            // Integer sums wrap, as `prim`'s addition.
+            _ => b.ins().iadd(x, y),
+        }
+    }
+
+    fn clear_lanes(&self, b: &mut FunctionBuilder) {
+        let zero = self.zero(b);
+        for lane in 0..LANES as i32 {
+            b.ins()
+                .stack_store(self.ptr, zero, self.lanes, lane * self.size());
+        }
+    }
+
+    /// Adds term `value` (the `k`-th of its output) to its accumulator; at the last term of
+    /// a leaf stores the leaf's sum, at the last of an output stores the output's sum at
+    /// `out`'s position `point` and moves it on; then goes to `next`.
+    fn add(
+        &self,
+        b: &mut FunctionBuilder,
+        value: Value,
+        k: Value,
+        (out, point): (Value, Variable),
+        next: Block,
+    ) {
+        let ty = machine_type(self.elem);
+        let flags = MemFlagsData::trusted();
+        let lane = b.ins().band_imm_u(k, LANES as i64 - 1);
+        let offset = b.ins().imul_imm_u(lane, i64::from(self.size()));
+        let lanes = b.ins().stack_addr(self.ptr, self.lanes, 0);
+        let at = b.ins().iadd(lanes, offset);
+        let before = b.ins().load(ty, flags, at, 0);
+        let after = self.plus(b, before, value);
+        b.ins().store(flags, after, at, 0);
+        let in_leaf = b.ins().band_imm_u(k, LEAF as i64 - 1);
+        let leaf_ends = b.ins().icmp_imm_u(IntCC::Equal, in_leaf, LEAF as i64 - 1);
+        let last = b.ins().icmp_imm_u(IntCC::Equal, k, self.n as i64 - 1);
+        let ends = b.ins().bor(leaf_ends, last);
+        let leaf_end = b.create_block();
+        let output_end = b.create_block();
+        b.ins().brif(ends, leaf_end, &[], next, &[]);
+
+        b.switch_to_block(leaf_end);
+        let accumulators: [Value; LANES] = std::array::from_fn(|lane| {
+            b.ins()
+                .stack_load(self.ptr, ty, self.lanes, lane as i32 * self.size())
+        });
+        let leaf_sum = {
+            let b = RefCell::new(&mut *b);
+            sum_order::combine_lanes(&accumulators, |x, y| self.plus(&mut b.borrow_mut(), x, y))
+        };
+        let leaf = b.ins().ushr_imm_u(k, LEAF.trailing_zeros() as i64);
+        let offset = b.ins().imul_imm_u(leaf, i64::from(self.size()));
+        let leaves = b.ins().stack_addr(self.ptr, self.leaves, 0);
+        let at = b.ins().iadd(leaves, offset);
+        b.ins().store(flags, leaf_sum, at, 0);
+        self.clear_lanes(b);
+        b.ins().brif(last, output_end, &[], next, &[]);
+
+        b.switch_to_block(output_end);
+        let total = {
+            let b = RefCell::new(&mut *b);
+            let mut tree = TreeSum::new();
+            for leaf in 0..self.n.div_ceil(LEAF) as i32 {
+                let sum =
+                    b.borrow_mut()
+                        .ins()
+                        .stack_load(self.ptr, ty, self.leaves, leaf * self.size());
+                tree.push_leaf(sum, |x, y| self.plus(&mut b.borrow_mut(), x, y));
+            }
+            let total = tree.finish(|x, y| self.plus(&mut b.borrow_mut(), x, y));
+            total.expect("a sum compiled has terms")
+        };
+        store_at(b, out, point, total, self.elem);
+        let p = b.use_var(point);
+        let moved = b.ins().iadd_imm_u(p, 1);
+        b.def_var(point, moved);
+        b.ins().jump(next, &[]);
+    }
 }
 
 /// `affine` at the point of coordinates `at`.
@@ -363,7 +533,7 @@ fn emit_read(
     at: &[Value],
     base: Value,
     elem: Elem,
-    bad: cranelift_frontend::Variable,
+    bad: Variable,
 ) -> Value {
     let mut offset = b.ins().iconst(types::I64, 0);
     // Whether every masked coordinate is on its axis (`None`: there are none).
