@@ -751,6 +751,28 @@ fn point_mask(
     })
 }
 
+/// A comparison that may be a point mask (Note [Point masks]): its node, its index node
+/// (after an exact cast), the node of the value compared with, and whether it tests
+/// equality.
+#[derive(Clone, Copy)]
+struct MaskCandidate {
+    node: usize,
+    index: usize,
+    value: NodeId,
+    equal: bool,
+}
+
+impl MaskCandidate {
+    /// The point mask it is where the value it compares with is `value`.
+    fn with_value(self, value: i64) -> PointMask {
+        PointMask {
+            index: self.index,
+            value,
+            equal: self.equal,
+        }
+    }
+}
+
 /// Whether `node` is a point mask when the value it compares with is known: an `eq` or `ne`
 /// of an exact index (`exact_index`) and another node. Its index node, the other node, and
 /// whether it tests equality.
@@ -953,9 +975,8 @@ pub(super) struct LaunchPlan {
     reads: Vec<Option<ReadPlan>>,
     /// `Node::Index` affines over `shape`, by node.
     indices: Vec<Option<Affine>>,
-    /// The comparisons that may be point masks, each its node, its index node (after an
-    /// exact cast), the node of the value compared with, and whether it tests equality.
-    candidates: Vec<(usize, usize, NodeId, bool)>,
+    /// The comparisons that may be point masks.
+    candidates: Vec<MaskCandidate>,
     /// By node: its position among the candidates, if it is one.
     candidate_of: Vec<Option<usize>>,
     /// Which candidates the plan takes as point masks.
@@ -1094,16 +1115,21 @@ impl LaunchPlan {
         // The output node is computed as written (`eval_line_into_at` applies its primitive
         // to its operands' lanes).
         let root = kernel.output.1 .0 as usize;
-        let candidates: Vec<(usize, usize, NodeId, bool)> = (kernel.nodes.values().enumerate())
+        let candidates: Vec<MaskCandidate> = (kernel.nodes.values().enumerate())
             .filter(|&(index, _)| index != root)
             .filter_map(|(index, (node, _))| {
                 let (index_node, value, equal) = mask_candidate(kernel, node)?;
-                Some((index, index_node.0 as usize, value, equal))
+                Some(MaskCandidate {
+                    node: index,
+                    index: index_node.0 as usize,
+                    value,
+                    equal,
+                })
             })
             .collect();
         // Every candidate comparing with a literal integer or a rank-0 integer input.
         let masks = (candidates.iter())
-            .map(|&(_, _, value, _)| match &kernel.nodes[value] {
+            .map(|candidate| match &kernel.nodes[candidate.value] {
                 (Node::Lit(scalar), _) => scalar.int_value().is_some(),
                 (Node::Read { var, coords, .. }, elem) => {
                     coords.is_empty() && elem.is_integer() && !members.contains(var)
@@ -1112,8 +1138,8 @@ impl LaunchPlan {
             })
             .collect();
         let mut candidate_of = vec![None; kernel.nodes.len()];
-        for (position, &(node, ..)) in candidates.iter().enumerate() {
-            candidate_of[node] = Some(position);
+        for (position, candidate) in candidates.iter().enumerate() {
+            candidate_of[candidate.node] = Some(position);
         }
         let mut plan = LaunchPlan {
             shape: kernel.shape.clone(),
@@ -1150,8 +1176,8 @@ impl LaunchPlan {
         let root = kernel.output.1 .0 as usize;
         let nodes: Vec<&Node> = kernel.nodes.values().map(|(node, _)| node).collect();
         let mut masked = vec![false; nodes.len()];
-        for (&(node, ..), &mask) in self.candidates.iter().zip(&self.masks) {
-            masked[node] = mask;
+        for (candidate, &mask) in self.candidates.iter().zip(&self.masks) {
+            masked[candidate.node] = mask;
         }
         let mut read = vec![false; nodes.len()];
         read[root] = true;
@@ -1313,14 +1339,7 @@ impl<'k> Launch<'k> {
             _ => None,
         };
         let points: Vec<Option<PointMask>> = (plan.candidates.iter())
-            .map(|&(_, index, value, equal)| {
-                let value = known(value)?;
-                Some(PointMask {
-                    index,
-                    value,
-                    equal,
-                })
-            })
+            .map(|candidate| Some(candidate.with_value(known(candidate.value)?)))
             .collect();
         let plan = match points
             .iter()
