@@ -1535,6 +1535,25 @@ fn a_prepared_program_gives_the_interpreters_bits_run_after_run() {
     }
 }
 
+/// The results (as arrays) and report of a run of `prepared` on `inputs` with loops, monoid
+/// folds and small kernels compiled by `compile_loops`.
+fn run_with_compile_loops(
+    prepared: &super::Prepared<'_>,
+    inputs: &[Array],
+    compile_loops: CompileLoops,
+) -> (Vec<Array>, ExecReport) {
+    let config = ExecConfig {
+        compile_loops,
+        ..ExecConfig::default()
+    };
+    let tensors = inputs.iter().map(Tensor::from_array).collect();
+    let (results, report) = prepared.run(tensors, &config).unwrap();
+    (
+        results.into_iter().map(Tensor::into_array).collect(),
+        report,
+    )
+}
+
 /// Note [Compiled kernels]: a loop of small steps launches its body's kernel at every step;
 /// under `CompileLoops::Long` the kernel is compiled at its `COMPILE_AFTER_LAUNCHES`-th launch
 /// (counting the prepared program's earlier runs), under `Never` it is not, and every run
@@ -1565,13 +1584,8 @@ fn small_kernels_launched_often_run_compiled_with_the_interpreters_bits() {
     let inputs = [f32s(&[14], &carry), f32s(&[steps, 14], &xs)];
     let expected = interp::run(&program, &inputs, &InterpConfig::default()).unwrap();
     let run = |compile_loops| {
-        let config = ExecConfig {
-            compile_loops,
-            ..ExecConfig::default()
-        };
-        let tensors = inputs.iter().map(Tensor::from_array).collect();
-        let (results, report) = prepared.run(tensors, &config).unwrap();
-        assert!(same_array(&expected[0], &results[0].clone().into_array()));
+        let (results, report) = run_with_compile_loops(&prepared, &inputs, compile_loops);
+        assert!(same_array(&expected[0], &results[0]));
         report.compiled_kernels
     };
     assert_eq!(run(CompileLoops::Never), 0);
@@ -1620,21 +1634,13 @@ fn compiled_sums_add_in_the_summation_order() {
             let schedule = crate::passes::fuse::run(&program);
             let prepared = super::Prepared::new(&program, &schedule);
             for compile_loops in [CompileLoops::Never, CompileLoops::Always] {
-                let config = ExecConfig {
-                    compile_loops,
-                    ..ExecConfig::default()
-                };
-                let tensors = inputs.iter().map(Tensor::from_array).collect();
-                let (results, report) = prepared.run(tensors, &config).unwrap();
+                let (results, report) = run_with_compile_loops(&prepared, &inputs, compile_loops);
                 // Both sums compile when they have fewer points than a line.
                 let small = n * m < super::lanes::LINE;
                 let compiled = usize::from(compile_loops == CompileLoops::Always && small) * 2;
                 assert_eq!(report.compiled_kernels, compiled, "n = {n}, m = {m}");
-                for (e, g) in expected.iter().zip(results) {
-                    assert!(
-                        same_array(e, &g.into_array()),
-                        "n = {n}, m = {m}, {compile_loops:?}"
-                    );
+                for (e, g) in expected.iter().zip(&results) {
+                    assert!(same_array(e, g), "n = {n}, m = {m}, {compile_loops:?}");
                 }
             }
         }
