@@ -7,8 +7,9 @@
 //! once per line, so a read is a contiguous copy, a strided copy or a splat.
 //!
 //! A kernel of fewer points than a line that a prepared program launches often (a loop of
-//! small steps) is compiled to machine code instead, the whole iteration space one loop with
-//! every node in a machine register (`compiled.rs`, Note [Compiled kernels]).
+//! small steps), and one whose lines would hold many short sums, is compiled to machine code
+//! instead, a run of outputs one loop with every node in a machine register (`compiled.rs`,
+//! Note [Compiled kernels]).
 //!
 //! Reductions (`Kernel::reduce`) add in dx's summation order (Note [Summation order]), in one
 //! of two layouts that give the same bits: along the reduced axis, leaf by leaf, when the
@@ -360,15 +361,16 @@ impl Exec<'_> {
         let inputs = launch_inputs(self, &plan);
         let elem = kernel.nodes[kernel.output.1].1;
         let mut out = super::pool::take(elem, kernel.out_shape().iter().product());
-        // Note [Compiled kernels]: a small kernel launched often runs compiled.
-        let compiled = (kernel.shape.iter().product::<usize>() < LINE)
-            .then(|| {
-                let policy = self.config.compile_loops;
-                (plan.compilation).at_launch(policy, self.program, kernel, &plan.held)
-            })
+        // Note [Compiled kernels]: a small kernel launched often runs compiled, before it is
+        // bound (its launch is short).
+        let small = kernel.shape.iter().product::<usize>() < LINE;
+        let policy = self.config.compile_loops;
+        let compiled = small
+            .then(|| (plan.compilation).at_launch(policy, self.program, kernel, &plan.held, 1))
             .flatten();
         if let Some(compiled) = compiled {
-            if compiled.run(&inputs, &mut out) {
+            let bases = inputs.iter().map(|input| compiled::tensor_base(input));
+            if compiled.run(bases, out.as_mut(), 0) {
                 self.compiled_kernels.fetch_add(1, Ordering::Relaxed);
                 return Ok(out.into_tensor(kernel.out_shape()));
             }
@@ -376,6 +378,16 @@ impl Exec<'_> {
             out = super::pool::take(elem, out.len());
         }
         let launch = Launch::bind(kernel, plan, &inputs);
+        if let Some(compiled) = (!small).then(|| launch.compiled(self, false)).flatten() {
+            if launch.run_compiled(compiled, &mut out, self) {
+                self.compiled_kernels.fetch_add(1, Ordering::Relaxed);
+                if self.interrupt_requested() {
+                    return Err(InterpError::Interrupted.into());
+                }
+                return Ok(out.into_tensor(kernel.out_shape()));
+            }
+            out = super::pool::take(elem, out.len());
+        }
         match kernel.reduce {
             None => with_column!(&mut out, values => launch.map(values, self)),
             Some(Reduction::Sum) => with_column!(&mut out, values => launch.reduce(values, self)),

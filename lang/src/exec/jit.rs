@@ -271,17 +271,18 @@ impl<'a> RegVars<'a> {
 
     /// One operation: inline where `inline` has a rule, a direct call of a float function
     /// (`math_call`), else a call of its function on the file (`side` being the `Side` its
-    /// function gets).
-    pub fn instr(&self, b: &mut FunctionBuilder, instr: &Instr, side: Value) {
+    /// function gets). Returns whether it calls a function.
+    pub fn instr(&self, b: &mut FunctionBuilder, instr: &Instr, side: Value) -> bool {
         let reads = instr.reads();
         let args: Vec<Value> = reads.iter().map(|reg| b.use_var(self.var(*reg))).collect();
         let elem = reads.first().map(|reg| self.elems[*reg]);
-        let value = elem.and_then(|elem| {
-            inline(b, instr.kind, elem, &args).or_else(|| self.math_call(b, instr, elem, &args))
-        });
-        if let Some(value) = value {
+        if let Some(value) = elem.and_then(|elem| inline(b, instr.kind, elem, &args)) {
             b.def_var(self.var(instr.dst), value);
-            return;
+            return false;
+        }
+        if let Some(value) = elem.and_then(|elem| self.math_call(b, instr, elem, &args)) {
+            b.def_var(self.var(instr.dst), value);
+            return true;
         }
         for &reg in reads {
             self.store(b, reg);
@@ -294,6 +295,7 @@ impl<'a> RegVars<'a> {
             .call_indirect(self.run_instr_sig, callee, &[instr_ptr, file, n_regs, side]);
         let value = self.load(b, instr.dst);
         b.def_var(self.var(instr.dst), value);
+        true
     }
 }
 

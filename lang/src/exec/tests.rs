@@ -1613,7 +1613,8 @@ fn compiled_sums_add_in_the_summation_order() {
         2 * LEAF + 3,
         5 * LEAF + 1,
     ] {
-        for m in [1, 3] {
+        // Outputs of a launch: one, a few, and enough for several threads' runs.
+        for m in [1, 3, 2500] {
             let program = parse(&format!(
                 "program(%0: [{n}, {m}]f32, %1: [{n}, {m}]f32, %2: [{n}, {m}]i64) {{
                    %3: [{n}, {m}]f32 = mul %0 %1
@@ -1635,9 +1636,8 @@ fn compiled_sums_add_in_the_summation_order() {
             let prepared = super::Prepared::new(&program, &schedule);
             for compile_loops in [CompileLoops::Never, CompileLoops::Always] {
                 let (results, report) = run_with_compile_loops(&prepared, &inputs, compile_loops);
-                // Both sums compile when they have fewer points than a line.
-                let small = n * m < super::lanes::LINE;
-                let compiled = usize::from(compile_loops == CompileLoops::Always && small) * 2;
+                // Both sums compile, at any size (`Always`).
+                let compiled = usize::from(compile_loops == CompileLoops::Always) * 2;
                 assert_eq!(report.compiled_kernels, compiled, "n = {n}, m = {m}");
                 for (e, g) in expected.iter().zip(&results) {
                     assert!(same_array(e, g), "n = {n}, m = {m}, {compile_loops:?}");
@@ -2157,5 +2157,92 @@ fn scatters_added_by_rows_give_the_interpreters_bits() {
             "{text}"
         );
         agrees_on_chains_and_off(&program, &schedule, &inputs, 0);
+    }
+}
+
+/// Note [Compiled kernels]: under `CompileLoops::Long`, a kernel of many outputs whose lanes
+/// would sum them output by output (a short summed axis: the squared distances of a
+/// pairwise kernel sum in a row group, and of a k-means step alone) runs compiled at its
+/// first launch, in parallel over runs of outputs, with the interpreter's bits on 1 and 2
+/// threads; a sum whose lines run along its long summed axis, and a kernel calling a maths
+/// function, stay on lanes.
+#[test]
+fn big_kernels_that_sum_short_rows_run_compiled() {
+    use crate::core::kernel::Step;
+    let (n, d) = (300, 8);
+    let program = parse(&format!(
+        "program(%0: [{n}, {d}]f32, %1: [{n}]f32, %20: [3000, {d}]f32, %25: [20, {d}]f32) {{
+           %2: [{n}, {n}, {d}]f32 = replicate {n} %0
+           %3: [{n}, {n}, {d}]f32 = tr [1, 0, 2] %2
+           %4: [{n}, {n}, {d}]f32 = sub %3 %2
+           %5: [{n}, {n}, {d}]f32 = mul %4 %4
+           %6: [{d}, {n}, {n}]f32 = tr [2, 0, 1] %5
+           %7: [{n}, {n}]f32 = sumOuter %6
+           %8: [{n}, {n}]f32 = neg %7
+           %9: [{n}, {n}]f32 = exp %8
+           %10: [{n}, {n}]f32 = replicate {n} %1
+           %11: [{n}, {n}]f32 = mul %9 %10
+           %12: [{n}, {n}]f32 = tr [1, 0] %11
+           %13: [{n}]f32 = sumOuter %12
+           %21: [20, 3000, {d}]f32 = replicate 20 %20
+           %22: [3000, 20, {d}]f32 = tr [1, 0, 2] %21
+           %23: [3000, 20, {d}]f32 = replicate 3000 %25
+           %24: [3000, 20, {d}]f32 = sub %22 %23
+           %26: [3000, 20, {d}]f32 = mul %24 %24
+           %27: [{d}, 3000, 20]f32 = tr [2, 0, 1] %26
+           %28: [3000, 20]f32 = sumOuter %27
+           %29: [3000, 20, {d}]f32 = sin %24
+           %30: [{d}, 3000, 20]f32 = tr [2, 0, 1] %29
+           %31: [3000, 20]f32 = sumOuter %30
+           in %13, %28, %31
+         }}"
+    ));
+    let schedule = crate::passes::fuse::run(&program);
+    let text = schedule.display(&program).to_string();
+    let grouped = (schedule.steps.iter())
+        .filter(|step| matches!(step, Step::Rows(rows) if rows.kernels.len() == 2))
+        .count();
+    assert_eq!(
+        grouped, 1,
+        "the distances and their exp in one row group\n{text}"
+    );
+    let xs: Vec<f32> = (0..n * d).map(|k| (k as f32 * 0.37).sin()).collect();
+    let alpha: Vec<f32> = (0..n).map(|k| 0.01 * (k as f32 * 0.7).sin()).collect();
+    let zs: Vec<f32> = (0..3000 * d)
+        .map(|k| (k as f32 * 1.3).cos() * 10f32.powi(k as i32 % 7 - 3))
+        .collect();
+    let cs: Vec<f32> = (0..20 * d).map(|k| (k as f32 * 0.9).sin()).collect();
+    let inputs = [
+        f32s(&[n, d], &xs),
+        f32s(&[n], &alpha),
+        f32s(&[3000, d], &zs),
+        f32s(&[20, d], &cs),
+    ];
+    let expected = interp::run(&program, &inputs, &InterpConfig::default()).unwrap();
+    let prepared = super::Prepared::new(&program, &schedule);
+    for (threads, compile_loops, compiled) in [
+        (1, CompileLoops::Long, 2),
+        (2, CompileLoops::Long, 2),
+        (2, CompileLoops::Never, 0),
+    ] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let (results, report) =
+            pool.install(|| run_with_compile_loops(&prepared, &inputs, compile_loops));
+        // The distances of the group (its first member) and of `%28` (whose output rows
+        // of 20 are too short for lines across); not the exp's sum (its lines run along 300
+        // terms) nor the sum of sines (a maths call a point).
+        assert_eq!(
+            report.compiled_kernels, compiled,
+            "{compile_loops:?}\n{text}"
+        );
+        for (position, (e, g)) in expected.iter().zip(&results).enumerate() {
+            assert!(
+                same_array(e, g),
+                "result {position}, {threads} threads, {compile_loops:?}"
+            );
+        }
     }
 }

@@ -1,7 +1,6 @@
 //! Kernels compiled to machine code (Cranelift): a kernel's whole iteration space as one
 //! loop over its points, each node a value in a machine register (Note [Compiled kernels]).
 
-use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::atomic::AtomicUsize;
 use std::sync::OnceLock;
@@ -14,13 +13,16 @@ use cranelift_codegen::ir::{
 use cranelift_frontend::{FunctionBuilder, Variable};
 
 use super::super::jit::{from_bits, machine_type, JitFunction, RegVars};
-use super::super::lanes::{match_column, Column};
+use super::super::lanes::{match_column, Column, ColumnMut, ColumnRef, LaneElem};
 use super::super::register_code::{Resolved, Side};
 use super::super::tensor::{with_tensor, Tensor};
+use rayon::prelude::*;
+
+use super::{GroupRead, Launch, PIECE};
 use crate::core::ir::{Elem, Program, VarId};
 use crate::core::kernel::{Affine, Coord, Kernel, Node, Reduction};
 use crate::core::scalar_code::{Op, Operand, ScalarCode};
-use crate::exec::CompileLoops;
+use crate::exec::{CompileLoops, Exec, PAR_THRESHOLD};
 use crate::passes::fuse::row_major_strides;
 use crate::prim::sum_order::{self, TreeSum, LANES, LEAF};
 
@@ -48,19 +50,35 @@ use crate::prim::sum_order::{self, TreeSum, LANES, LEAF};
 // gives whatever the interpreter gives.
 //
 // A sum adds its terms in dx's order (Note [Summation order]), so its bits too are the
-// lanes'. Selections (`max`/`min`), row groups and monoid chains keep the interpreter for now.
+// lanes'. A sum of at most `UNROLLED` terms an output has its terms written out, the summed
+// coordinate a constant in each, so that Cranelift folds their addresses and keeps the
+// accumulators in registers.
+//
+// The function computes a range of outputs, so a kernel of many outputs runs compiled too,
+// split over the threads by runs of outputs (`Launch::run_compiled`), or a block of rows at
+// a time in a row group (reading the earlier members' blocks where their rows are). It pays
+// where the lanes pay per output rather than per line: a sum of a few terms an output whose
+// lines hold many outputs, each then summed alone (`Launch::lanes_pay_per_output`: the
+// squared distances `Σ_d (x[i, d] − x[j, d])²` of a pairwise kernel sum, 8 terms an output,
+// ran at ~20 ns an output on lanes; krr's primal went from 116–131 to 13–15 ms, nbody's
+// from 105–115 to 8, alternating runs of one binary with and without `DX_NO_JIT`), unless the code
+// calls a maths function per point, which the lanes vectorise. Under `CompileLoops::Always`
+// (tests) every kernel it can compile runs compiled. Selections (`max`/`min`) and monoid
+// chains keep the interpreter for now.
 
 /// Launches of a kernel after which `CompileLoops::Long` compiles it: about the launches
 /// whose interpreter overhead pays for compiling (~0.2 ms for a cell of the LSTM; a launch of
 /// it saves a few µs).
 pub(in crate::exec) const COMPILE_AFTER_LAUNCHES: usize = 64;
 
-/// The compiled function: `(inputs, out, regs, side, fault)` computes every point of the
-/// kernel into `out` (its output's row-major elements), reading `inputs[k]` (the row-major
-/// elements of the `k`-th variable the kernel reads, in `LaunchPlan::held`'s order), using
-/// `regs` (the register file of the operations it calls) and `side`, and sets `*fault` to 1
-/// if a computed coordinate left its axis.
-type KernelFn = unsafe extern "C" fn(*const *const u8, *mut u8, *mut u64, *mut u8, *mut u8);
+/// The compiled function: `(inputs, out, regs, side, fault, first, count)` computes the
+/// kernel's outputs `first..first + count` (row-major positions in its output) into
+/// `out[0..count]`, reading `inputs[k]` (the row-major elements of the `k`-th variable the
+/// kernel reads, in `LaunchPlan::held`'s order: element `e` at `inputs[k] + e * size`),
+/// using `regs` (the register file of the operations it calls) and `side`, and sets
+/// `*fault` to 1 if a computed coordinate left its axis.
+type KernelFn =
+    unsafe extern "C" fn(*const *const u8, *mut u8, *mut u64, *mut u8, *mut u8, u64, u64);
 
 /// A kernel compiled to machine code, with what its code refers to.
 pub(super) struct CompiledKernel {
@@ -68,11 +86,13 @@ pub(super) struct CompiledKernel {
     /// The typed operations the code calls: it holds their addresses.
     resolved: Resolved,
     inputs: usize,
-    points: usize,
+    /// Whether the code calls a function at some point (a maths function, an operation
+    /// without an inline form), rather than being machine instructions throughout.
+    calls: bool,
 }
 
-/// When a plan's kernel is compiled: its launches so far, and the compiled kernel once it is
-/// made (`None` inside when it cannot be).
+/// When a plan's kernel is compiled: its launches so far (weighted), and the compiled kernel
+/// once it is made (`None` inside when it cannot be).
 #[derive(Default)]
 pub(super) struct Compilation {
     launches: AtomicUsize,
@@ -80,14 +100,15 @@ pub(super) struct Compilation {
 }
 
 impl Compilation {
-    /// The compiled kernel for this launch, counting it: compiled when `policy` says so,
-    /// `None` before and when it cannot be compiled.
+    /// The compiled kernel for this launch, counting it as `weight` launches: compiled when
+    /// `policy` says so, `None` before and when it cannot be compiled.
     pub fn at_launch(
         &self,
         policy: CompileLoops,
         program: &Program,
         kernel: &Kernel,
         held: &[(VarId, Option<usize>)],
+        weight: usize,
     ) -> Option<&CompiledKernel> {
         if policy == CompileLoops::Never {
             return None;
@@ -95,7 +116,7 @@ impl Compilation {
         if let Some(compiled) = self.kernel.get() {
             return compiled.as_ref();
         }
-        if !policy.compiles_after(&self.launches, 1, COMPILE_AFTER_LAUNCHES) {
+        if !policy.compiles_after(&self.launches, weight, COMPILE_AFTER_LAUNCHES) {
             return None;
         }
         (self.kernel)
@@ -104,11 +125,13 @@ impl Compilation {
     }
 }
 
+/// Most terms of a compiled sum's output (its leaves' sums are kept on the stack).
+const MOST_TERMS: usize = 1 << 20;
+
 impl CompiledKernel {
-    /// `kernel` compiled, reading the variables `held` (in that order; `LaunchPlan::held`,
-    /// none of them a row group member's) with the types `program` gives them; `None` for a
-    /// selection (`max`/`min`), an empty or a `Bool` sum, or if this machine has no
-    /// Cranelift back end.
+    /// `kernel` compiled, reading the variables `held` (in that order; `LaunchPlan::held`)
+    /// with the types `program` gives them; `None` for a selection (`max`/`min`), an empty,
+    /// a `Bool` or a very long sum, or if this machine has no Cranelift back end.
     pub fn new(
         program: &Program,
         kernel: &Kernel,
@@ -117,10 +140,12 @@ impl CompiledKernel {
         let sum_elem = kernel.nodes[kernel.output.1].1;
         let compiles = match kernel.reduce {
             None => true,
-            Some(Reduction::Sum) => kernel.shape[0] > 0 && sum_elem != Elem::Bool,
+            Some(Reduction::Sum) => {
+                (1..=MOST_TERMS).contains(&kernel.shape[0]) && sum_elem != Elem::Bool
+            }
             Some(Reduction::Max | Reduction::Min) => false,
         };
-        if !compiles || held.iter().any(|(_, member)| member.is_some()) {
+        if !compiles {
             return None;
         }
         let resolved = Resolved::new(&prim_code(kernel));
@@ -138,47 +163,56 @@ impl CompiledKernel {
                 _ => None,
             })
             .collect();
-        let function = JitFunction::compile(5, 0, |b, run_instr_sig, ptr| {
+        let calls = std::cell::Cell::new(false);
+        let function = JitFunction::compile(5, 2, |b, run_instr_sig, ptr| {
             let code = Code {
                 kernel,
                 resolved: &resolved,
                 reads: &reads,
                 inputs: held.len(),
             };
-            code.emit(b, run_instr_sig, ptr)
+            calls.set(code.emit(b, run_instr_sig, ptr));
         })?;
         Some(CompiledKernel {
             function,
             resolved,
             inputs: held.len(),
-            points: kernel.out_shape().iter().product(),
+            calls: calls.get(),
         })
     }
 
-    /// Computes the kernel's points into `out` from `inputs` (the values of the variables it
-    /// reads, in `held`'s order, row-major): `false` if a computed coordinate left its axis,
-    /// and `out` is then to be computed another way.
-    pub fn run(&self, inputs: &[Cow<'_, Tensor>], out: &mut Column) -> bool {
-        assert_eq!(inputs.len(), self.inputs);
-        let out: *mut u8 = match_column!(Column, out, values => {
-            assert!(values.len() >= self.points);
-            values.as_mut_ptr().cast()
-        });
+    /// Whether the code calls a function at some point (see `calls`): where it does, the
+    /// lane interpreter's vectorised maths is faster on long lines.
+    pub fn calls(&self) -> bool {
+        self.calls
+    }
+
+    /// Computes the kernel's outputs from row-major position `first` on into `out` (as many
+    /// as it holds), reading the variables at `bases` (in `held`'s order: element `e` of the
+    /// `k`-th at `bases[k] + e * size`, its part that the launch reads in bounds): `false` if
+    /// a computed coordinate left its axis, and `out` is then to be computed another way.
+    pub fn run(
+        &self,
+        bases: impl ExactSizeIterator<Item = *const u8>,
+        out: ColumnMut<'_>,
+        first: usize,
+    ) -> bool {
+        assert_eq!(bases.len(), self.inputs);
+        let (out, count): (*mut u8, usize) =
+            match_column!(ColumnMut, out, values => (values.as_mut_ptr().cast(), values.len()));
         // A launch of a small kernel costs a few hundred nanoseconds: its pointers and
         // registers stay on the stack when they fit.
         let mut pointers = [std::ptr::null::<u8>(); SMALL];
         let mut more_pointers = Vec::new();
-        let pointers: &mut [*const u8] = match inputs.len() <= SMALL {
-            true => &mut pointers[..inputs.len()],
+        let pointers: &mut [*const u8] = match self.inputs <= SMALL {
+            true => &mut pointers[..self.inputs],
             false => {
-                more_pointers.resize(inputs.len(), std::ptr::null());
+                more_pointers.resize(self.inputs, std::ptr::null());
                 &mut more_pointers
             }
         };
-        for (pointer, input) in pointers.iter_mut().zip(inputs) {
-            *pointer = with_tensor!(input.as_ref(), a => {
-                a.as_slice().expect("launch_inputs are row-major").as_ptr().cast()
-            });
+        for (pointer, base) in pointers.iter_mut().zip(bases) {
+            *pointer = base;
         }
         let init = &self.resolved.init;
         let mut regs = [0u64; 4 * SMALL];
@@ -194,9 +228,10 @@ impl CompiledKernel {
         let mut side = Side::without_tables();
         let mut fault = 0u8;
         // SAFETY: the function was compiled with `KernelFn`'s signature for this kernel; each
-        // input holds the row-major elements of the variable the kernel reads (whose shape
-        // gave the strides), `out` has a slot for every point, `regs` is the register file
-        // of `resolved`, whose operations outlive the call, as `side` and `fault` do.
+        // base gives the row-major elements of the variable the kernel reads (whose shape
+        // gave the strides) wherever this launch's outputs read it, `out` has a slot for each
+        // of the `count` outputs, `regs` is the register file of `resolved`, whose operations
+        // outlive the call, as `side` and `fault` do.
         unsafe {
             let run = std::mem::transmute::<*const u8, KernelFn>(self.function.code());
             run(
@@ -205,10 +240,27 @@ impl CompiledKernel {
                 regs.as_mut_ptr(),
                 (&mut side as *mut Side).cast(),
                 &mut fault,
+                first as u64,
+                count as u64,
             );
         }
         fault == 0
     }
+}
+
+/// The address of a kernel input's first element (`CompiledKernel::run`'s base).
+pub(super) fn tensor_base(tensor: &Tensor) -> *const u8 {
+    with_tensor!(tensor, a => {
+        a.as_slice().expect("launch_inputs are row-major").as_ptr().cast()
+    })
+}
+
+/// The base of a variable of which `data` holds the elements from row-major position
+/// `origin` on: where its element 0 would be.
+pub(super) fn shifted_base(data: ColumnRef<'_>, origin: isize) -> *const u8 {
+    match_column!(ColumnRef, data, values => {
+        values.as_ptr().wrapping_offset(-origin).cast()
+    })
 }
 
 /// Inputs (and a quarter of the registers) that a launch keeps on the stack.
@@ -257,20 +309,23 @@ struct Code<'a> {
 }
 
 impl Code<'_> {
-    /// Emits the kernel's function (`KernelFn`): one loop over the iteration space, with an
-    /// odometer over the axes in `order` (the last fastest). A map stores each point's value
-    /// at the point; a sum runs its summed axis 0 fastest, so each output's terms come one
-    /// after the other, and adds them in dx's order (Note [Summation order]): term `k` into
-    /// accumulator `k mod LANES` of its leaf, a leaf's accumulators combined at its last
-    /// term (`sum_order::combine_lanes`) and stored, and an output's leaf sums combined at
-    /// its last term by `sum_order::TreeSum` itself, run on the emitted values.
-    fn emit(&self, b: &mut FunctionBuilder, run_instr_sig: SigRef, ptr: Type) {
+    /// Emits the kernel's function (`KernelFn`); returns whether it calls a function at some
+    /// point. The outputs `first..first + count` come one after the other, with an odometer
+    /// over the output's axes; a map stores each point's value at its point. A sum adds
+    /// each output's terms in dx's order (Note [Summation order]): term `k` into accumulator
+    /// `k mod LANES` of its leaf, a leaf's accumulators combined at its last term
+    /// (`sum_order::combine_lanes`), and an output's leaf sums combined at its last term by
+    /// `sum_order::TreeSum` itself, run on the emitted values. A sum of at most `UNROLLED`
+    /// terms has them written out one after the other, each with its own summed coordinate
+    /// and accumulator, all in registers (`unrolled_output`); a longer one is a loop over its
+    /// terms with the accumulators in stack slots (`Sums`).
+    fn emit(&self, b: &mut FunctionBuilder, run_instr_sig: SigRef, ptr: Type) -> bool {
         let kernel = self.kernel;
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
-        let &[inputs, out, regs, side, fault] = b.block_params(entry) else {
-            unreachable!("a compiled kernel takes five arguments")
+        let &[inputs, out, regs, side, fault, first, count] = b.block_params(entry) else {
+            unreachable!("a compiled kernel takes seven arguments")
         };
         let touched: Vec<usize> = (0..kernel.nodes.len()).collect();
         let elems = &self.resolved.reg_elems;
@@ -289,71 +344,79 @@ impl Code<'_> {
         }
         let rank = kernel.shape.len();
         let summed = kernel.reduce.map(|_| kernel.shape[0]);
-        let order: Vec<usize> = match summed {
-            None => (0..rank).collect(),
-            Some(_) => (1..rank).chain([0]).collect(),
-        };
+        let out_axes: Vec<usize> = (usize::from(summed.is_some())..rank).collect();
         let coords: Vec<Variable> = (0..rank).map(|_| b.declare_var(types::I64)).collect();
-        // The iteration and the output position.
-        let step = b.declare_var(types::I64);
+        // The output position (in `out`), and whether a read left its axis.
         let point = b.declare_var(types::I64);
         let bad = b.declare_var(types::I8);
         let zero = b.ins().iconst(types::I64, 0);
-        for &var in coords.iter().chain([&step, &point]) {
-            b.def_var(var, zero);
-        }
+        b.def_var(point, zero);
         let no = b.ins().iconst(types::I8, 0);
         b.def_var(bad, no);
+        // The first output's coordinates, from its row-major position.
+        let mut rest = first;
+        for &axis in out_axes.iter().rev() {
+            let dim = kernel.shape[axis].max(1) as i64;
+            let coord = b.ins().urem_imm_u(rest, dim);
+            b.def_var(coords[axis], coord);
+            rest = b.ins().udiv_imm_u(rest, dim);
+        }
+        if summed.is_some() {
+            b.def_var(coords[0], zero);
+        }
         let (_, root) = kernel.output;
         let elem = kernel.nodes[root].1;
-        let sums = summed.map(|n| Sums::new(b, elem, n, ptr));
-        let points: usize = kernel.shape.iter().product();
+        let sums = summed
+            .filter(|&n| n > UNROLLED)
+            .map(|n| Sums::new(b, elem, n, ptr));
         let body = b.create_block();
         let next = b.create_block();
         let exit = b.create_block();
-        match points {
-            0 => b.ins().jump(exit, &[]),
-            _ => b.ins().jump(body, &[]),
+        let empty = kernel.shape.contains(&0);
+        match empty {
+            true => b.ins().jump(exit, &[]),
+            false => b.ins().brif(count, body, &[], exit, &[]),
         };
 
         b.switch_to_block(body);
+        let mut point_code = PointCode {
+            code: self,
+            vars: &vars,
+            bases: &bases,
+            side,
+            bad,
+            calls: false,
+        };
         let at: Vec<Value> = coords.iter().map(|&coord| b.use_var(coord)).collect();
-        let mut prims = self.resolved.instrs.iter();
-        for (id, (node, elem)) in kernel.nodes.iter() {
-            let var = vars.var(id.0 as usize);
-            match node {
-                Node::Lit(_) => {}
-                Node::Index(affine) => {
-                    let value = affine_value(b, affine, &at);
-                    b.def_var(var, value);
-                }
-                Node::Read { coords, .. } => {
-                    let read = self.reads[id.0 as usize].as_ref();
-                    let read = read.expect("every read has its input");
-                    let base = bases[read.input];
-                    let value = emit_read(b, &vars, read, coords, &at, base, *elem, bad);
-                    b.def_var(var, value);
-                }
-                Node::Prim(..) => {
-                    let instr = prims.next().expect("an operation per Prim node");
-                    vars.instr(b, instr, side);
-                }
-            }
-        }
-        let value = b.use_var(vars.var(root.0 as usize));
-        match &sums {
-            None => {
+        // The odometer's axes, the last fastest.
+        let order: Vec<usize> = match (&sums, summed) {
+            (None, Some(n)) => {
+                let value = point_code.unrolled_output(b, n, &at, elem);
                 store_at(b, out, point, value, elem);
-                let p = b.use_var(point);
-                let moved = b.ins().iadd_imm_u(p, 1);
-                b.def_var(point, moved);
                 b.ins().jump(next, &[]);
+                out_axes
             }
-            Some(sums) => sums.add(b, value, at[0], (out, point), next),
-        }
+            (None, None) => {
+                let value = point_code.value(b, &at);
+                store_at(b, out, point, value, elem);
+                b.ins().jump(next, &[]);
+                out_axes
+            }
+            (Some(sums), _) => {
+                let value = point_code.value(b, &at);
+                sums.add(b, value, at[0], (out, point), next);
+                out_axes.iter().copied().chain([0]).collect()
+            }
+        };
 
-        // The next point: the odometer, without branches.
+        // The next point: the odometer, without branches. An output is done when the
+        // point moved on (a map's every point; a long sum's last term).
         b.switch_to_block(next);
+        if sums.is_none() {
+            let p = b.use_var(point);
+            let moved = b.ins().iadd_imm_u(p, 1);
+            b.def_var(point, moved);
+        }
         let mut carry = b.ins().iconst(types::I64, 1);
         for &axis in order.iter().rev() {
             let moved = b.ins().iadd(at[axis], carry);
@@ -363,18 +426,101 @@ impl Code<'_> {
             b.def_var(coords[axis], value);
             carry = b.ins().uextend(types::I64, wraps);
         }
-        let k = b.use_var(step);
-        let moved = b.ins().iadd_imm_u(k, 1);
-        b.def_var(step, moved);
-        let more = b
-            .ins()
-            .icmp_imm_u(IntCC::UnsignedLessThan, moved, points as i64);
+        let done = b.use_var(point);
+        let more = b.ins().icmp(IntCC::UnsignedLessThan, done, count);
         b.ins().brif(more, body, &[], exit, &[]);
 
         b.switch_to_block(exit);
         let bad = b.use_var(bad);
         b.ins().store(flags, bad, fault, 0);
         b.ins().return_(&[]);
+        point_code.calls
+    }
+}
+
+/// Terms of a sum's output that compiled code writes out one after the other, rather than
+/// looping over them.
+const UNROLLED: usize = 32;
+
+/// What the code of one point is made from, and whether it has called a function so far.
+struct PointCode<'a> {
+    code: &'a Code<'a>,
+    vars: &'a RegVars<'a>,
+    bases: &'a [Value],
+    side: Value,
+    bad: Variable,
+    calls: bool,
+}
+
+impl PointCode<'_> {
+    /// The kernel's value at the point of coordinates `at`: every node, in order.
+    fn value(&mut self, b: &mut FunctionBuilder, at: &[Value]) -> Value {
+        let (kernel, vars) = (self.code.kernel, self.vars);
+        let mut prims = self.code.resolved.instrs.iter();
+        for (id, (node, elem)) in kernel.nodes.iter() {
+            let var = vars.var(id.0 as usize);
+            match node {
+                Node::Lit(_) => {}
+                Node::Index(affine) => {
+                    let value = affine_value(b, affine, at);
+                    b.def_var(var, value);
+                }
+                Node::Read { coords, .. } => {
+                    let read = self.code.reads[id.0 as usize].as_ref();
+                    let read = read.expect("every read has its input");
+                    let base = self.bases[read.input];
+                    let value = emit_read(b, vars, read, coords, at, base, *elem, self.bad);
+                    b.def_var(var, value);
+                }
+                Node::Prim(..) => {
+                    let instr = prims.next().expect("an operation per Prim node");
+                    self.calls |= vars.instr(b, instr, self.side);
+                }
+            }
+        }
+        b.use_var(vars.var(kernel.output.1 .0 as usize))
+    }
+
+    /// The sum of the `n` terms of the output whose coordinates are `at` (its summed axis 0
+    /// aside), each term's code written out with the summed coordinate a constant, in dx's
+    /// order (Note [Summation order]) with the accumulators in registers.
+    fn unrolled_output(
+        &mut self,
+        b: &mut FunctionBuilder,
+        n: usize,
+        at: &[Value],
+        elem: Elem,
+    ) -> Value {
+        let add = |b: &mut FunctionBuilder, x: Value, y: Value| plus(b, elem, x, y);
+        let zero = {
+            let bits = b.ins().iconst(types::I64, 0);
+            from_bits(b, bits, elem)
+        };
+        let mut point = at.to_vec();
+        let mut lanes = [zero; LANES];
+        let b = RefCell::new(b);
+        let mut tree = TreeSum::new();
+        for k in 0..n {
+            point[0] = b.borrow_mut().ins().iconst(types::I64, k as i64);
+            let term = self.value(&mut b.borrow_mut(), &point);
+            let lane = &mut lanes[k % LANES];
+            *lane = add(&mut b.borrow_mut(), *lane, term);
+            if k % LEAF == LEAF - 1 || k == n - 1 {
+                let leaf = sum_order::combine_lanes(&lanes, |x, y| add(&mut b.borrow_mut(), x, y));
+                tree.push_leaf(leaf, |x, y| add(&mut b.borrow_mut(), x, y));
+                lanes = [zero; LANES];
+            }
+        }
+        let total = tree.finish(|x, y| add(&mut b.borrow_mut(), x, y));
+        total.expect("a sum compiled has terms")
+    }
+}
+
+/// `x + y` on values of type `elem`: integer sums wrap, as `prim`'s addition.
+fn plus(b: &mut FunctionBuilder, elem: Elem, x: Value, y: Value) -> Value {
+    match elem {
+        Elem::F32 | Elem::F64 => b.ins().fadd(x, y),
+        _ => b.ins().iadd(x, y),
     }
 }
 
@@ -427,11 +573,7 @@ impl Sums {
     }
 
     fn plus(&self, b: &mut FunctionBuilder, x: Value, y: Value) -> Value {
-        match self.elem {
-            Elem::F32 | Elem::F64 => b.ins().fadd(x, y),
-            // Integer sums wrap, as `prim`'s addition.
-            _ => b.ins().iadd(x, y),
-        }
+        plus(b, self.elem, x, y)
     }
 
     fn clear_lanes(&self, b: &mut FunctionBuilder) {
@@ -581,5 +723,98 @@ fn emit_read(
             let zero = from_bits(b, bits, elem);
             b.ins().select(inside, value, zero)
         }
+    }
+}
+
+/// Outputs of a kernel above a line that weigh as one launch of a small kernel in
+/// `Compilation::at_launch`: the lane interpreter pays ~20 ns an output where it sums short
+/// rows (`Launch::lanes_pay_per_output`), so compiling (~0.2–1 ms) pays after about
+/// `COMPILE_AFTER_LAUNCHES` times this many outputs.
+const OUTPUTS_PER_LAUNCH: usize = 256;
+
+/// The addresses a compiled kernel's launch reads from, shared by the threads that run it.
+struct Bases(Vec<*const u8>);
+
+// SAFETY: the addresses are only read, from inputs the launch borrows while its threads run.
+unsafe impl Sync for Bases {}
+
+impl Bases {
+    fn iter(&self) -> impl ExactSizeIterator<Item = *const u8> + '_ {
+        self.0.iter().copied()
+    }
+}
+
+impl Launch<'_> {
+    /// The kernel compiled, if this launch of a kernel of at least a line's points runs it
+    /// so (Note [Compiled kernels]); `in_rows` if it is a row group member. Under
+    /// `CompileLoops::Long`, where the lanes pay per output and the compiled code calls no
+    /// function per point (the lanes' maths is vectorised).
+    pub(super) fn compiled(&self, exec: &Exec<'_>, in_rows: bool) -> Option<&CompiledKernel> {
+        let policy = exec.config.compile_loops;
+        let pays = match policy {
+            CompileLoops::Never => false,
+            CompileLoops::Always => true,
+            CompileLoops::Long => self.lanes_pay_per_output(in_rows),
+        };
+        if !pays {
+            return None;
+        }
+        let outputs: usize = self.kernel.out_shape().iter().product();
+        let weight = (outputs / OUTPUTS_PER_LAUNCH).max(1);
+        let plan = &self.plan;
+        let compiled =
+            (plan.compilation).at_launch(policy, exec.program, self.kernel, &plan.held, weight)?;
+        (policy == CompileLoops::Always || !compiled.calls()).then_some(compiled)
+    }
+
+    /// Whether the lane interpreter would pay per output rather than per line: a sum of at
+    /// most `UNROLLED` terms an output whose lines hold several outputs, each then summed
+    /// alone (`reduce_in_lines`; a row group member always sums so, a kernel alone unless its
+    /// lines run across its output, `runs_across`).
+    fn lanes_pay_per_output(&self, in_rows: bool) -> bool {
+        self.kernel.reduce == Some(Reduction::Sum)
+            && self.kernel.shape[0] <= UNROLLED
+            && self.outputs_per_line() > 1
+            && (in_rows || !self.runs_across())
+    }
+
+    /// Where `compiled` finds each variable the launch reads (`CompiledKernel::run`'s bases):
+    /// a bound value, or an earlier row group member's block of rows in `group`.
+    pub(super) fn bases<'g>(
+        &'g self,
+        group: &'g [GroupRead<'g>],
+    ) -> impl ExactSizeIterator<Item = *const u8> + 'g {
+        (0..self.sources.len()).map(move |source| {
+            let read = self.source(source, group);
+            shifted_base(read.data, read.origin)
+        })
+    }
+
+    /// Every output of the kernel (alone) into `out` by `compiled`, in parallel over runs of
+    /// outputs when the kernel is large: `false` if a computed coordinate left its axis.
+    pub(super) fn run_compiled(
+        &self,
+        compiled: &CompiledKernel,
+        out: &mut Column,
+        exec: &Exec<'_>,
+    ) -> bool {
+        let terms = self
+            .kernel
+            .reduce
+            .map_or(1, |_| self.kernel.shape[0])
+            .max(1);
+        let bases = Bases(self.bases(&[]).collect());
+        let chunk = (PIECE / terms).max(1);
+        let run = |first: usize, dst: ColumnMut<'_>| {
+            exec.interrupt_requested() || compiled.run(bases.iter(), dst, first)
+        };
+        match_column!(ColumnMut, out.as_mut(), values => {
+            if values.len() * terms < PAR_THRESHOLD {
+                run(0, LaneElem::wrap_mut(values))
+            } else {
+                (values.par_chunks_mut(chunk).enumerate())
+                    .all(|(k, dst)| run(k * chunk, LaneElem::wrap_mut(dst)))
+            }
+        })
     }
 }

@@ -5,6 +5,8 @@
 //! block to block. A scatter the group adds into its last output (`Rows::scatter_add`) is
 //! added block by block, after the last member has written the block.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use rayon::prelude::*;
 
 use super::{launch_inputs, Binding, GroupRead, Launch, Scratch};
@@ -132,6 +134,13 @@ impl Exec<'_> {
         let launches: Vec<Launch<'_>> = (kernels.iter().zip(plans).zip(&inputs))
             .map(|((kernel, plan), inputs)| Launch::bind(kernel, plan, inputs))
             .collect();
+        // Note [Compiled kernels]: members the lanes would sum output by output run
+        // compiled, each block from its own output position; a block where a computed
+        // coordinate leaves its axis runs on lanes.
+        let compiled: Vec<_> = (launches.iter())
+            .map(|launch| launch.compiled(self, true))
+            .collect();
+        let on_lanes: Vec<AtomicBool> = kernels.iter().map(|_| AtomicBool::new(false)).collect();
         let elems: Vec<_> = kernels
             .iter()
             .map(|kernel| kernel.nodes[kernel.output.1].1)
@@ -206,8 +215,16 @@ impl Exec<'_> {
                             .as_mut()
                             .prefix(count * row_points[member]),
                     };
-                    let scratch = &mut task.scratch[member];
-                    launches[member].run_block(scratch, first, dst, &group, self);
+                    let launch = &launches[member];
+                    let mut dst = dst;
+                    let first_output = first * row_points[member];
+                    let ran = compiled[member].is_some_and(|compiled| {
+                        compiled.run(launch.bases(&group), dst.reborrow(), first_output)
+                    });
+                    if !ran {
+                        on_lanes[member].store(true, Ordering::Relaxed);
+                        launch.run_block(&mut task.scratch[member], first, dst, &group, self);
+                    }
                 }
                 if let Some(scatter) = scatter {
                     let (done, last) = parts.split_at_mut(kernels.len() - 1);
@@ -242,6 +259,10 @@ impl Exec<'_> {
         if self.interrupt_requested() {
             return Err(crate::core::interp::InterpError::Interrupted.into());
         }
+        let ran_compiled = (compiled.iter().zip(&on_lanes))
+            .filter(|(compiled, on_lanes)| compiled.is_some() && !on_lanes.load(Ordering::Relaxed))
+            .count();
+        (self.compiled_kernels).fetch_add(ran_compiled, Ordering::Relaxed);
         Ok(outputs
             .into_iter()
             .zip(kernels)
