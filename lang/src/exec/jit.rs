@@ -27,7 +27,7 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 use crate::core::ir::Elem;
 use crate::prim::arith::ArithOp;
 use crate::prim::compare::CompareOp;
-use crate::prim::math;
+use crate::prim::math::{self, MathOp};
 use crate::prim::Family;
 
 use super::register_code::{Instr, Kind, Side};
@@ -410,6 +410,14 @@ fn inline(b: &mut FunctionBuilder, kind: Kind, elem: Elem, args: &[Value]) -> Op
                 | CompareOp::Ge,
                 None,
             ) => return None,
+        },
+        // The maths functions IEEE defines exactly (`prim::math` computes them with `std`'s).
+        Family::Math(op) if float => match op {
+            MathOp::Sqrt => ins.sqrt(args[0]),
+            MathOp::Floor => ins.floor(args[0]),
+            MathOp::Ceil => ins.ceil(args[0]),
+            MathOp::StopGradient => args[0],
+            _ => return None,
         },
         // The lane loops run the others, and arithmetic on `Bool`.
         Family::Arith(_)

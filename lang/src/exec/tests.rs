@@ -2161,8 +2161,9 @@ fn scatters_added_by_rows_give_the_interpreters_bits() {
 }
 
 /// Note [Compiled kernels]: under `CompileLoops::Long`, a kernel of many outputs whose lanes
-/// would sum them output by output (a short summed axis: the squared distances of a
-/// pairwise kernel sum in a row group, and of a k-means step alone) runs compiled at its
+/// would sum them output by output or read them row by row (a short summed axis: the
+/// squared distances of a pairwise kernel sum in a row group, and of a k-means step alone;
+/// a map over rows of 8 in the row group, as in nbody's gradient) runs compiled at its
 /// first launch, in parallel over runs of outputs, with the interpreter's bits on 1 and 2
 /// threads; a sum whose lines run along its long summed axis, and a kernel calling a maths
 /// function, stay on lanes.
@@ -2184,6 +2185,9 @@ fn big_kernels_that_sum_short_rows_run_compiled() {
            %11: [{n}, {n}]f32 = mul %9 %10
            %12: [{n}, {n}]f32 = tr [1, 0] %11
            %13: [{n}]f32 = sumOuter %12
+           %14: [{d}, {n}, {n}]f32 = replicate {d} %7
+           %15: [{n}, {n}, {d}]f32 = tr [1, 2, 0] %14
+           %16: [{n}, {n}, {d}]f32 = mul %4 %15
            %21: [20, 3000, {d}]f32 = replicate 20 %20
            %22: [3000, 20, {d}]f32 = tr [1, 0, 2] %21
            %23: [3000, 20, {d}]f32 = replicate 3000 %25
@@ -2194,18 +2198,16 @@ fn big_kernels_that_sum_short_rows_run_compiled() {
            %29: [3000, 20, {d}]f32 = sin %24
            %30: [{d}, 3000, 20]f32 = tr [2, 0, 1] %29
            %31: [3000, 20]f32 = sumOuter %30
-           in %13, %28, %31
+           in %13, %16, %28, %31
          }}"
     ));
     let schedule = crate::passes::fuse::run(&program);
     let text = schedule.display(&program).to_string();
     let grouped = (schedule.steps.iter())
-        .filter(|step| matches!(step, Step::Rows(rows) if rows.kernels.len() == 2))
+        .filter(|step| matches!(step, Step::Rows(rows) if rows.kernels.len() == 3))
         .count();
-    assert_eq!(
-        grouped, 1,
-        "the distances and their exp in one row group\n{text}"
-    );
+    let group = "the distances, their exp's sum and `%16` in one row group";
+    assert_eq!(grouped, 1, "{group}\n{text}");
     let xs: Vec<f32> = (0..n * d).map(|k| (k as f32 * 0.37).sin()).collect();
     let alpha: Vec<f32> = (0..n).map(|k| 0.01 * (k as f32 * 0.7).sin()).collect();
     let zs: Vec<f32> = (0..3000 * d)
@@ -2221,8 +2223,8 @@ fn big_kernels_that_sum_short_rows_run_compiled() {
     let expected = interp::run(&program, &inputs, &InterpConfig::default()).unwrap();
     let prepared = super::Prepared::new(&program, &schedule);
     for (threads, compile_loops, compiled) in [
-        (1, CompileLoops::Long, 2),
-        (2, CompileLoops::Long, 2),
+        (1, CompileLoops::Long, 3),
+        (2, CompileLoops::Long, 3),
         (2, CompileLoops::Never, 0),
     ] {
         let pool = rayon::ThreadPoolBuilder::new()
@@ -2231,9 +2233,10 @@ fn big_kernels_that_sum_short_rows_run_compiled() {
             .unwrap();
         let (results, report) =
             pool.install(|| run_with_compile_loops(&prepared, &inputs, compile_loops));
-        // The distances of the group (its first member) and of `%28` (whose output rows
-        // of 20 are too short for lines across); not the exp's sum (its lines run along 300
-        // terms) nor the sum of sines (a maths call a point).
+        // The distances of the group (its first member), its map `%16` (rows of 8) and the
+        // distances of `%28` (whose output rows of 20 are too short for lines across); not
+        // the exp's sum (its lines run along 300 terms) nor the sum of sines (a maths call
+        // a point).
         assert_eq!(
             report.compiled_kernels, compiled,
             "{compile_loops:?}\n{text}"

@@ -18,7 +18,7 @@ use super::super::register_code::{Resolved, Side};
 use super::super::tensor::{with_tensor, Tensor};
 use rayon::prelude::*;
 
-use super::{GroupRead, Launch, PIECE};
+use super::{GroupRead, Launch, PIECE, WIDE};
 use crate::core::ir::{Elem, Program, VarId};
 use crate::core::kernel::{Affine, Coord, Kernel, Node, Reduction};
 use crate::core::scalar_code::{Op, Operand, ScalarCode};
@@ -61,10 +61,12 @@ use crate::prim::sum_order::{self, TreeSum, LANES, LEAF};
 // lines hold many outputs, each then summed alone (`Launch::lanes_pay_per_output`: the
 // squared distances `Σ_d (x[i, d] − x[j, d])²` of a pairwise kernel sum, 8 terms an output,
 // ran at ~20 ns an output on lanes; krr's primal went from 116–131 to 13–15 ms, nbody's
-// from 105–115 to 8, alternating runs of one binary with and without `DX_NO_JIT`), unless the code
-// calls a maths function per point, which the lanes vectorise. Under `CompileLoops::Always`
-// (tests) every kernel it can compile runs compiled. Selections (`max`/`min`) and monoid
-// chains keep the interpreter for now.
+// from 105–115 to 8, alternating runs of one binary with and without `DX_NO_JIT`), or a row
+// group member's map over rows shorter than `WIDE`, whose reads the lanes make row by row
+// (nbody's gradient: `(p[i, d] − p[j, d]) f[i, j]` over rows of 3, 146 → 99 ms), unless
+// the code calls a maths function per point, which the lanes vectorise (`sqrt`, `floor` and
+// `ceil` are instructions). Under `CompileLoops::Always` (tests) every kernel it can compile
+// runs compiled. Selections (`max`/`min`) and monoid chains keep the interpreter for now.
 
 /// Launches of a kernel after which `CompileLoops::Long` compiles it: about the launches
 /// whose interpreter overhead pays for compiling (~0.2 ms for a cell of the LSTM; a launch of
@@ -767,15 +769,23 @@ impl Launch<'_> {
         (policy == CompileLoops::Always || !compiled.calls()).then_some(compiled)
     }
 
-    /// Whether the lane interpreter would pay per output rather than per line: a sum of at
-    /// most `UNROLLED` terms an output whose lines hold several outputs, each then summed
-    /// alone (`reduce_in_lines`; a row group member always sums so, a kernel alone unless its
-    /// lines run across its output, `runs_across`).
+    /// Whether the lane interpreter would pay per output or per short row rather than per
+    /// line: a sum of at most `UNROLLED` terms an output whose lines hold several outputs,
+    /// each then summed alone (`reduce_in_lines`; a row group member always sums so, a
+    /// kernel alone unless its lines run across its output, `runs_across`); or a row group
+    /// member's map whose rows are shorter than `WIDE` (its lines hold several rows, and
+    /// each read works row by row; alone, such a map runs its lines down axis 0,
+    /// `map_down`).
     fn lanes_pay_per_output(&self, in_rows: bool) -> bool {
-        self.kernel.reduce == Some(Reduction::Sum)
-            && self.kernel.shape[0] <= UNROLLED
-            && self.outputs_per_line() > 1
-            && (in_rows || !self.runs_across())
+        match self.kernel.reduce {
+            Some(Reduction::Sum) => {
+                self.kernel.shape[0] <= UNROLLED
+                    && self.outputs_per_line() > 1
+                    && (in_rows || !self.runs_across())
+            }
+            Some(Reduction::Max | Reduction::Min) => false,
+            None => in_rows && self.plan.shape.len() > 1 && self.plan.shape.last() < Some(&WIDE),
+        }
     }
 
     /// Where `compiled` finds each variable the launch reads (`CompiledKernel::run`'s bases):
