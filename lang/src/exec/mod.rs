@@ -166,14 +166,14 @@ pub struct ExecConfig {
 
 /// Which `fold`s and `scan`s of scalars run their steps as machine code (`loop_jit`) rather
 /// than on `register_code`'s register file, which monoid statements with few lanes fold their
-/// chunks as machine code (`monoid_jit`) rather than on lanes, and which small kernels run
-/// as machine code (Note [Compiled kernels] in `fused/compiled.rs`); the results are the
-/// same.
+/// chunks as machine code (`monoid_jit`) rather than on lanes, and which kernels run as
+/// machine code (Note [Compiled kernels] in `fused/compiled.rs`); the results are the same.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CompileLoops {
     /// Loops whose body has run `scalar_loop::JIT_MIN_ITERATIONS` steps (monoid operators
-    /// that have folded as many elements, kernels launched `COMPILE_AFTER_LAUNCHES` times),
-    /// this run and earlier.
+    /// that have folded as many elements; small kernels launched `COMPILE_AFTER_LAUNCHES`
+    /// times, and large ones where the lanes pay per output, a launch weighing as its
+    /// outputs), this run and earlier.
     #[default]
     Long,
     /// Every loop (tests).
