@@ -361,30 +361,27 @@ impl Exec<'_> {
         let inputs = launch_inputs(self, &plan);
         let elem = kernel.nodes[kernel.output.1].1;
         let mut out = super::pool::take(elem, kernel.out_shape().iter().product());
-        // Note [Compiled kernels]: a small kernel launched often runs compiled, before it is
-        // bound (its launch is short).
+        // Note [Compiled kernels]: a small kernel launched often runs compiled before it is
+        // bound (its launch is short), a large one after, where the lanes would pay per
+        // output. A launch that leaves an axis runs on lanes, from a fresh buffer as any.
         let small = kernel.shape.iter().product::<usize>() < LINE;
         let policy = self.config.compile_loops;
         let compiled = small
             .then(|| (plan.compilation).at_launch(policy, self.program, kernel, &plan.held, 1))
             .flatten();
         if let Some(compiled) = compiled {
-            let bases = inputs.iter().map(|input| compiled::tensor_base(input));
+            let bases = inputs
+                .iter()
+                .map(|input| compiled::shifted_base(tensor_values(input), 0));
             if compiled.run(bases, out.as_mut(), 0) {
-                self.compiled_kernels.fetch_add(1, Ordering::Relaxed);
-                return Ok(out.into_tensor(kernel.out_shape()));
+                return self.ran_compiled(kernel, out);
             }
-            // The lanes start from a fresh buffer, as at any launch.
             out = super::pool::take(elem, out.len());
         }
         let launch = Launch::bind(kernel, plan, &inputs);
         if let Some(compiled) = (!small).then(|| launch.compiled(self, false)).flatten() {
             if launch.run_compiled(compiled, &mut out, self) {
-                self.compiled_kernels.fetch_add(1, Ordering::Relaxed);
-                if self.interrupt_requested() {
-                    return Err(InterpError::Interrupted.into());
-                }
-                return Ok(out.into_tensor(kernel.out_shape()));
+                return self.ran_compiled(kernel, out);
             }
             out = super::pool::take(elem, out.len());
         }
@@ -393,6 +390,15 @@ impl Exec<'_> {
             Some(Reduction::Sum) => with_column!(&mut out, values => launch.reduce(values, self)),
             Some(selection) => launch.fold_selection(&mut out, selection, self),
         }
+        if self.interrupt_requested() {
+            return Err(InterpError::Interrupted.into());
+        }
+        Ok(out.into_tensor(kernel.out_shape()))
+    }
+
+    /// The output `out` of `kernel`, which ran compiled (counted in the report).
+    fn ran_compiled(&self, kernel: &Kernel, out: Column) -> Res<Tensor> {
+        self.compiled_kernels.fetch_add(1, Ordering::Relaxed);
         if self.interrupt_requested() {
             return Err(InterpError::Interrupted.into());
         }

@@ -11,17 +11,15 @@ use cranelift_codegen::ir::{
     Value,
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
-
-use super::super::jit::{from_bits, machine_type, JitFunction, RegVars};
-use super::super::lanes::{match_column, Column, ColumnMut, ColumnRef, LaneElem};
-use super::super::register_code::{Resolved, Side};
-use super::super::tensor::{with_tensor, Tensor};
 use rayon::prelude::*;
 
 use super::{GroupRead, Launch, PIECE, WIDE};
 use crate::core::ir::{Elem, Program, VarId};
 use crate::core::kernel::{Affine, Coord, Kernel, Node, Reduction};
 use crate::core::scalar_code::{Op, Operand, ScalarCode};
+use crate::exec::jit::{from_bits, machine_type, JitFunction, RegVars};
+use crate::exec::lanes::{match_column, Column, ColumnMut, ColumnRef};
+use crate::exec::register_code::{Resolved, Side};
 use crate::exec::{CompileLoops, Exec, PAR_THRESHOLD};
 use crate::passes::fuse::row_major_strides;
 use crate::prim::sum_order::{self, TreeSum, LANES, LEAF};
@@ -34,9 +32,9 @@ use crate::prim::sum_order::{self, TreeSum, LANES, LEAF};
 // points of an LSTM cell, launched at every step of a loop, the dispatch is the run (a third
 // of lstm's primal was `eval_nodes`, the nodes' arithmetic a small part of it). A kernel of
 // fewer points than a line, launched often enough that compiling pays
-// (`COMPILE_AFTER_LAUNCHES`), is compiled instead: one function runs the whole iteration
-// space, point by point in row-major order (a sum's summed axis fastest), with every node a
-// Cranelift variable, so a point costs its operations and its loads.
+// (`COMPILE_AFTER_LAUNCHES`), is compiled instead: one function runs its outputs, point by
+// point in row-major order (a sum's summed axis fastest), with every node a Cranelift
+// variable, so a point costs its operations and its loads.
 //
 // The rules stay `prim`'s, as in the compiled loop steps (`loop_jit`): each `Prim` node is
 // an operation of `register_code`, emitted inline where IEEE arithmetic and two's complement
@@ -165,7 +163,7 @@ impl CompiledKernel {
                 _ => None,
             })
             .collect();
-        let calls = std::cell::Cell::new(false);
+        let mut calls = false;
         let function = JitFunction::compile(5, 2, |b, run_instr_sig, ptr| {
             let code = Code {
                 kernel,
@@ -173,13 +171,13 @@ impl CompiledKernel {
                 reads: &reads,
                 inputs: held.len(),
             };
-            calls.set(code.emit(b, run_instr_sig, ptr));
+            calls = code.emit(b, run_instr_sig, ptr);
         })?;
         Some(CompiledKernel {
             function,
             resolved,
             inputs: held.len(),
-            calls: calls.get(),
+            calls,
         })
     }
 
@@ -250,15 +248,8 @@ impl CompiledKernel {
     }
 }
 
-/// The address of a kernel input's first element (`CompiledKernel::run`'s base).
-pub(super) fn tensor_base(tensor: &Tensor) -> *const u8 {
-    with_tensor!(tensor, a => {
-        a.as_slice().expect("launch_inputs are row-major").as_ptr().cast()
-    })
-}
-
-/// The base of a variable of which `data` holds the elements from row-major position
-/// `origin` on: where its element 0 would be.
+/// The base of a variable (`CompiledKernel::run`) of which `data` holds the elements from
+/// row-major position `origin` on: where its element 0 would be.
 pub(super) fn shifted_base(data: ColumnRef<'_>, origin: isize) -> *const u8 {
     match_column!(ColumnRef, data, values => {
         values.as_ptr().wrapping_offset(-origin).cast()
@@ -441,8 +432,9 @@ impl Code<'_> {
 }
 
 /// Terms of a sum's output that compiled code writes out one after the other, rather than
-/// looping over them.
+/// looping over them: one leaf's at most (Note [Summation order]).
 const UNROLLED: usize = 32;
+const _: () = assert!(UNROLLED <= LEAF);
 
 /// What the code of one point is made from, and whether it has called a function so far.
 struct PointCode<'a> {
@@ -483,9 +475,10 @@ impl PointCode<'_> {
         b.use_var(vars.var(kernel.output.1 .0 as usize))
     }
 
-    /// The sum of the `n` terms of the output whose coordinates are `at` (its summed axis 0
-    /// aside), each term's code written out with the summed coordinate a constant, in dx's
-    /// order (Note [Summation order]) with the accumulators in registers.
+    /// The sum of the `n` (at most `UNROLLED`, so one leaf) terms of the output whose
+    /// coordinates are `at` (its summed axis 0 aside), each term's code written out with the
+    /// summed coordinate a constant, in dx's order (Note [Summation order]) with the
+    /// accumulators in registers.
     fn unrolled_output(
         &mut self,
         b: &mut FunctionBuilder,
@@ -493,29 +486,23 @@ impl PointCode<'_> {
         at: &[Value],
         elem: Elem,
     ) -> Value {
-        let add = |b: &mut FunctionBuilder, x: Value, y: Value| plus(b, elem, x, y);
-        let zero = {
-            let bits = b.ins().iconst(types::I64, 0);
-            from_bits(b, bits, elem)
-        };
+        let zero = zero_of(b, elem);
         let mut point = at.to_vec();
         let mut lanes = [zero; LANES];
-        let b = RefCell::new(b);
-        let mut tree = TreeSum::new();
         for k in 0..n {
-            point[0] = b.borrow_mut().ins().iconst(types::I64, k as i64);
-            let term = self.value(&mut b.borrow_mut(), &point);
-            let lane = &mut lanes[k % LANES];
-            *lane = add(&mut b.borrow_mut(), *lane, term);
-            if k % LEAF == LEAF - 1 || k == n - 1 {
-                let leaf = sum_order::combine_lanes(&lanes, |x, y| add(&mut b.borrow_mut(), x, y));
-                tree.push_leaf(leaf, |x, y| add(&mut b.borrow_mut(), x, y));
-                lanes = [zero; LANES];
-            }
+            point[0] = b.ins().iconst(types::I64, k as i64);
+            let term = self.value(b, &point);
+            lanes[k % LANES] = plus(b, elem, lanes[k % LANES], term);
         }
-        let total = tree.finish(|x, y| add(&mut b.borrow_mut(), x, y));
-        total.expect("a sum compiled has terms")
+        let b = RefCell::new(b);
+        sum_order::combine_lanes(&lanes, |x, y| plus(&mut b.borrow_mut(), elem, x, y))
     }
+}
+
+/// The zero of type `elem`.
+fn zero_of(b: &mut FunctionBuilder, elem: Elem) -> Value {
+    let bits = b.ins().iconst(types::I64, 0);
+    from_bits(b, bits, elem)
 }
 
 /// `x + y` on values of type `elem`: integer sums wrap, as `prim`'s addition.
@@ -569,17 +556,12 @@ impl Sums {
         machine_type(self.elem).bytes() as i32
     }
 
-    fn zero(&self, b: &mut FunctionBuilder) -> Value {
-        let bits = b.ins().iconst(types::I64, 0);
-        from_bits(b, bits, self.elem)
-    }
-
     fn plus(&self, b: &mut FunctionBuilder, x: Value, y: Value) -> Value {
         plus(b, self.elem, x, y)
     }
 
     fn clear_lanes(&self, b: &mut FunctionBuilder) {
-        let zero = self.zero(b);
+        let zero = zero_of(b, self.elem);
         for lane in 0..LANES as i32 {
             b.ins()
                 .stack_store(self.ptr, zero, self.lanes, lane * self.size());
@@ -721,8 +703,7 @@ fn emit_read(
     match inside {
         None => value,
         Some(inside) => {
-            let bits = b.ins().iconst(types::I64, 0);
-            let zero = from_bits(b, bits, elem);
+            let zero = zero_of(b, elem);
             b.ins().select(inside, value, zero)
         }
     }
@@ -753,12 +734,7 @@ impl Launch<'_> {
     /// function per point (the lanes' maths is vectorised).
     pub(super) fn compiled(&self, exec: &Exec<'_>, in_rows: bool) -> Option<&CompiledKernel> {
         let policy = exec.config.compile_loops;
-        let pays = match policy {
-            CompileLoops::Never => false,
-            CompileLoops::Always => true,
-            CompileLoops::Long => self.lanes_pay_per_output(in_rows),
-        };
-        if !pays {
+        if policy == CompileLoops::Long && !self.lanes_pay_per_output(in_rows) {
             return None;
         }
         let outputs: usize = self.kernel.out_shape().iter().product();
@@ -784,7 +760,10 @@ impl Launch<'_> {
                     && (in_rows || !self.runs_across())
             }
             Some(Reduction::Max | Reduction::Min) => false,
-            None => in_rows && self.plan.shape.len() > 1 && self.plan.shape.last() < Some(&WIDE),
+            None => match self.plan.shape[..] {
+                [_, .., row] => in_rows && row < WIDE,
+                _ => false,
+            },
         }
     }
 
@@ -818,13 +797,9 @@ impl Launch<'_> {
         let run = |first: usize, dst: ColumnMut<'_>| {
             exec.interrupt_requested() || compiled.run(bases.iter(), dst, first)
         };
-        match_column!(ColumnMut, out.as_mut(), values => {
-            if values.len() * terms < PAR_THRESHOLD {
-                run(0, LaneElem::wrap_mut(values))
-            } else {
-                (values.par_chunks_mut(chunk).enumerate())
-                    .all(|(k, dst)| run(k * chunk, LaneElem::wrap_mut(dst)))
-            }
-        })
+        if out.len() * terms < PAR_THRESHOLD {
+            return run(0, out.as_mut());
+        }
+        (out.chunks_mut(chunk).into_par_iter().enumerate()).all(|(k, dst)| run(k * chunk, dst))
     }
 }

@@ -207,7 +207,7 @@ impl Exec<'_> {
                             origin: (first * row_points[earlier]) as isize,
                         })
                         .collect();
-                    let dst = match &mut rest[0] {
+                    let mut dst = match &mut rest[0] {
                         Some(part) => part.reborrow(),
                         None => rest_local[0]
                             .as_mut()
@@ -216,7 +216,6 @@ impl Exec<'_> {
                             .prefix(count * row_points[member]),
                     };
                     let launch = &launches[member];
-                    let mut dst = dst;
                     let first_output = first * row_points[member];
                     let ran = compiled[member].is_some_and(|compiled| {
                         compiled.run(launch.bases(&group), dst.reborrow(), first_output)
