@@ -159,11 +159,16 @@ fn median_steps(runs: &[Vec<Duration>]) -> Vec<Duration> {
 
 /// Loops of scalars, monoid chunk folds and small kernels run as machine code
 /// (`exec::CompileLoops::Long`), unless the environment sets `DX_NO_JIT` (to compare against
-/// the register interpreter and the lanes with one binary).
+/// the register interpreter and the lanes with one binary) or `DX_JIT_ALL` (everything that
+/// can compile does, at its first launch: to measure the compiled path where the policy
+/// keeps the lanes).
 fn compile_loops() -> CompileLoops {
-    match std::env::var_os("DX_NO_JIT") {
-        Some(_) => CompileLoops::Never,
-        None => CompileLoops::Long,
+    if std::env::var_os("DX_NO_JIT").is_some() {
+        CompileLoops::Never
+    } else if std::env::var_os("DX_JIT_ALL").is_some() {
+        CompileLoops::Always
+    } else {
+        CompileLoops::Long
     }
 }
 

@@ -357,7 +357,12 @@ impl Exec<'_> {
                 return Ok(tensor);
             }
         }
-        let plan = self.launch_plan(kernel, Binding::alone(kernel));
+        let binding = Binding {
+            moves: true,
+            ..Binding::alone(kernel)
+        };
+        let plan = self.launch_plan(kernel, binding);
+        let moved_last = plan.moved_last;
         let inputs = launch_inputs(self, &plan);
         let elem = kernel.nodes[kernel.output.1].1;
         let mut out = super::pool::take(elem, kernel.out_shape().iter().product());
@@ -393,7 +398,10 @@ impl Exec<'_> {
         if self.interrupt_requested() {
             return Err(InterpError::Interrupted.into());
         }
-        Ok(out.into_tensor(kernel.out_shape()))
+        Ok(match moved_last {
+            None => out.into_tensor(kernel.out_shape()),
+            Some(axis) => moved_back(out, kernel.out_shape(), axis - 1),
+        })
     }
 
     /// The output `out` of `kernel`, which ran compiled (counted in the report).
@@ -918,12 +926,15 @@ fn launch_inputs<'e>(exec: &'e Exec<'_>, plan: &LaunchPlan) -> Vec<Cow<'e, Tenso
 
 /// How a kernel is bound: the variables of the row group members before it (whose outputs
 /// it reads from `Line::group`), the first of its axes that `merge_axes` may merge into the
-/// one before, and whether its reads may be prefetched (Note [Prefetching streams]).
+/// one before, whether its reads may be prefetched (Note [Prefetching streams]), and whether
+/// its plan may move an output axis last (Note [Sums across a middle axis]; the launch's
+/// caller then puts its output back in order).
 #[derive(Clone, Copy)]
 struct Binding<'m> {
     members: &'m [VarId],
     first_merged: usize,
     prefetch: bool,
+    moves: bool,
 }
 
 impl Binding<'static> {
@@ -933,6 +944,7 @@ impl Binding<'static> {
             members: &[],
             first_merged: usize::from(kernel.reduce.is_some()),
             prefetch: true,
+            moves: false,
         }
     }
 }
@@ -946,6 +958,7 @@ impl Exec<'_> {
             binding.members.len(),
             binding.first_merged,
             binding.prefetch,
+            binding.moves,
         );
         let mut plans =
             (self.scalar_bodies.launches.0.lock()).unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -1016,6 +1029,9 @@ pub(super) struct LaunchPlan {
     /// The kernel compiled, once it has been launched often enough (Note [Compiled
     /// kernels]).
     compilation: Arc<compiled::Compilation>,
+    /// The kernel axis moved to the end of `shape` (before merging), if any: the launch
+    /// then writes its output with that axis last (Note [Sums across a middle axis]).
+    moved_last: Option<usize>,
 }
 
 /// The most bytes of lanes a launch keeps for the next launch of its plan, if its kernel has
@@ -1038,7 +1054,7 @@ pub(super) struct LaunchPlans(PlanMap);
 /// Keyed by Fx hashes: a SipHash of the key was 3 % of a loop of small steps (lstm's
 /// gradient), and addresses need no defence against chosen keys.
 type PlanMap =
-    std::sync::Mutex<rustc_hash::FxHashMap<(usize, usize, usize, bool), Arc<LaunchPlan>>>;
+    std::sync::Mutex<rustc_hash::FxHashMap<(usize, usize, usize, bool, bool), Arc<LaunchPlan>>>;
 
 impl LaunchPlan {
     /// The plan of `kernel` bound by `binding`, reading variables of the types `program`
@@ -1048,6 +1064,7 @@ impl LaunchPlan {
             members,
             first_merged,
             prefetch,
+            moves,
         } = binding;
         let mut held: Vec<(VarId, Option<usize>)> = Vec::new();
         let rank = kernel.shape.len();
@@ -1173,7 +1190,11 @@ impl LaunchPlan {
             lane_points: LINE,
             scratch_key: 0,
             compilation: Arc::default(),
+            moved_last: None,
         };
+        if let Some(axis) = moves.then(|| plan.axis_across(kernel)).flatten() {
+            plan.move_last(axis);
+        }
         plan.merge_axes(first_merged);
         plan.find_unread(kernel);
         // The lanes' bytes, counting every node's as a full lane.
@@ -1269,6 +1290,51 @@ impl LaunchPlan {
             .map(|(_, (_, elem))| elem.bytes())
             .sum();
         (LANE_BYTES / bytes.max(1)).clamp(LINE, MAX_LINE)
+    }
+
+    /// The output axis that a sum's lines run across instead of its last (Note [Sums
+    /// across a middle axis]), if any.
+    fn axis_across(&self, kernel: &Kernel) -> Option<usize> {
+        let last = self.shape.len().checked_sub(1)?;
+        let long_sum = kernel.reduce == Some(Reduction::Sum) && self.shape[0] >= WIDE;
+        if !long_sum || last < 2 || self.shape[last] >= WIDE {
+            return None;
+        }
+        let strided = |axis: usize| {
+            (self.reads.iter().flatten())
+                .filter(|plan| !matches!(plan.axis_steps[axis], 0 | 1))
+                .count()
+        };
+        let along = strided(0);
+        (1..last)
+            .filter(|&axis| self.shape[axis] >= WIDE && along > 0 && strided(axis) <= along)
+            .max_by_key(|&axis| self.shape[axis])
+    }
+
+    /// Moves kernel axis `axis` to the end of the iteration space (`moved_last`).
+    fn move_last(&mut self, axis: usize) {
+        fn rotate<T>(values: &mut [T], axis: usize) {
+            values[axis..].rotate_left(1);
+        }
+        let last = self.shape.len() - 1;
+        rotate(&mut self.shape, axis);
+        for plan in self.reads.iter_mut().flatten() {
+            rotate(&mut plan.axis_steps, axis);
+            for coord in &mut plan.bounded {
+                rotate(&mut coord.steps, axis);
+            }
+        }
+        for affine in self.indices.iter_mut().flatten() {
+            for (term_axis, _) in &mut affine.terms {
+                *term_axis = match (*term_axis).cmp(&axis) {
+                    std::cmp::Ordering::Less => *term_axis,
+                    std::cmp::Ordering::Equal => last,
+                    std::cmp::Ordering::Greater => *term_axis - 1,
+                };
+            }
+            affine.terms.sort_unstable();
+        }
+        self.moved_last = Some(axis);
     }
 
     /// Merges axis `a - 1` into axis `a` (for `a` from the last down to `first + 1`) when
@@ -1855,6 +1921,20 @@ impl<'k> Launch<'k> {
         }
     }
 
+    // Note [Sums across a middle axis]
+    // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    // A long sum whose output's last axis is narrow runs along its summed axis 0, one
+    // output a line; where its reads are strided along axis 0 each term is a gather from
+    // another page. nbody's gradient sums `Σ_i (p[i, d] − p[j, d]) f[i, j]` (with its
+    // transposed twin) into `[n, 3]`: along `i`, `f[i, j]` moves by a row of 8 kB a term,
+    // and 87 % of the run waited on those loads. When another output axis is wide and is
+    // strided in no more reads than axis 0, the plan of a kernel launched alone moves that
+    // axis last (`LaunchPlan::move_last`) and the sum runs across it (`reduce_across`): a
+    // line is a segment of `j` over a few rows of `i`, `f[i, j]` a run, and `f[j, i]` a
+    // gather from the same cache lines row after row. The output comes out with the axis
+    // last and is put back in order (`moved_back`, a copy of the small output). Each
+    // output's terms are added in the same order either way (Note [Summation order]).
+
     /// Whether a reduction's lines run across its output's last axis (wide enough, and not
     /// `strided_across` unless the reduced axis is too short for lines along it: a
     /// contraction of depth 10 would be a line of 10 points per output element, each
@@ -2189,15 +2269,19 @@ impl<'k> Launch<'k> {
             )
         };
         let work = out.len() * n_rows;
+        // A read that gathers across the segment touches a cache line (and a page) per
+        // point, and the next row the same ones: few enough to stay in the L1 cache and
+        // its TLB.
+        let longest = if self.gathers_across() { WIDE } else { LINE };
         if work < PAR_THRESHOLD {
             let mut lanes = self.scratch();
             for (prefix, row) in out.chunks_mut(width).enumerate() {
-                for (seg, dst) in row.chunks_mut(LINE).enumerate() {
-                    segment(&mut lanes, prefix, seg * LINE, dst);
+                for (seg, dst) in row.chunks_mut(longest).enumerate() {
+                    segment(&mut lanes, prefix, seg * longest, dst);
                 }
             }
         } else {
-            let seg_len = LINE.min(
+            let seg_len = longest.min(
                 width
                     .div_ceil(rayon::current_num_threads().max(1))
                     .max(WIDE),
@@ -2205,7 +2289,18 @@ impl<'k> Launch<'k> {
             self.for_each_piece(out, width, seg_len, segment);
         }
     }
+
+    /// Whether some read of a reduction moves by a cache line or more a point across the
+    /// output's last axis.
+    fn gathers_across(&self) -> bool {
+        let last = self.plan.shape.len() - 1;
+        (self.plan.reads.iter().flatten())
+            .any(|plan| plan.axis_steps[last].unsigned_abs() >= CACHE_LINE_POINTS)
+    }
 }
+
+/// Points of four bytes in a cache line.
+const CACHE_LINE_POINTS: usize = 16;
 
 impl Launch<'_> {
     /// A `max`/`min` reduction kernel (`Reduction::Max`, `Reduction::Min`) into `out`.
@@ -2808,6 +2903,24 @@ fn exp_differences(kernel: &Kernel) -> Vec<Option<(NodeId, NodeId)>> {
         .collect()
 }
 
+/// The output of shape `shape` from `out`, which holds it with its axis `axis` moved last
+/// (Note [Sums across a middle axis]).
+fn moved_back(out: Column, shape: &[usize], axis: usize) -> Tensor {
+    let mut moved = shape.to_vec();
+    moved[axis..].rotate_left(1);
+    let last = shape.len() - 1;
+    let axes: Vec<usize> = (0..shape.len())
+        .map(|k| match k.cmp(&axis) {
+            std::cmp::Ordering::Less => k,
+            std::cmp::Ordering::Equal => last,
+            std::cmp::Ordering::Greater => k - 1,
+        })
+        .collect();
+    let tensor = out.into_tensor(&moved);
+    super::transpose::permuted(&tensor, &axes)
+        .unwrap_or_else(|| tensor.permute(&axes).to_standard_layout())
+}
+
 /// The values of a kernel input (row-major).
 fn tensor_values(tensor: &Tensor) -> ColumnRef<'_> {
     with_tensor!(tensor, array => LaneElem::wrap(
@@ -3115,6 +3228,60 @@ pub(in crate::exec) mod tests {
         // The digits of a row of 30 in a row of 15.
         ("%3: []i64 = idiv %2 15:i64\n%4: []i64 = mod %2 15:i64\nin %3, %4", 600, None),
     ];
+
+    /// nbody's gradient at `n` bodies (Note [Sums across a middle axis]): a pair's
+    /// difference `p[i, d] − p[j, d]` scaled by a factor `f[i, j]` that is not light (a
+    /// square root, so materialised), doubled (`add x x`), and summed over `i` at `[i, j, d]`
+    /// and at `[j, i, d]` into `[n, 3]`.
+    pub(in crate::exec) fn pair_sum_program(n: usize) -> String {
+        format!(
+            "program(%0: [{n}, 3]f32, %1: [{n}, {n}]f32) {{
+               %2: [{n}, {n}, 3]f32 = replicate {n} %0
+               %3: [{n}, {n}, 3]f32 = tr [1, 0] %2
+               %4: [{n}, {n}, 3]f32 = sub %3 %2
+               %5: [{n}, {n}]f32 = sqrt %1
+               %6: [3, {n}, {n}]f32 = replicate 3 %5
+               %7: [{n}, {n}, 3]f32 = tr [1, 2, 0] %6
+               %8: [{n}, {n}, 3]f32 = mul %4 %7
+               %9: [{n}, {n}, 3]f32 = add %8 %8
+               %10: [{n}, {n}, 3]f32 = neg %9
+               %11: [{n}, {n}, 3]f32 = tr [1, 0] %9
+               %12: [{n}, {n}, 3]f32 = add %10 %11
+               %13: [{n}, 3]f32 = sumOuter %12
+               in %13
+             }}"
+        )
+    }
+
+    /// Note [Light values] and Note [Sums across a middle axis]: the pair terms are computed
+    /// by the sum that reads them (no `[n, n, 3]` array is written), and a launch of that sum
+    /// alone moves its `j` axis last, where its `f[i, j]` is a run; bound otherwise (a monoid
+    /// consumer's plan), or over a short `j`, it keeps its axes.
+    #[test]
+    fn long_sums_over_narrow_outputs_run_across_a_middle_axis() {
+        use super::{Binding, LaunchPlan};
+        for (n, moved) in [(200, Some(1)), (40, None)] {
+            let program = crate::core::parse::parse_program(&pair_sum_program(n)).unwrap();
+            crate::core::verify::verify(&program).unwrap();
+            let schedule = crate::passes::fuse::run(&program);
+            let text = schedule.display(&program).to_string();
+            let [Step::Kernel(factor), Step::Kernel(sum)] = &schedule.steps[..] else {
+                panic!("the factor's kernel and the sum's:\n{text}");
+            };
+            assert!(factor.reduce.is_none() && sum.reduce.is_some(), "{text}");
+            let alone = Binding::alone(sum);
+            let moving = Binding {
+                moves: true,
+                ..alone
+            };
+            let plan = LaunchPlan::new(&program, sum, moving);
+            assert_eq!(plan.moved_last, moved, "{text}");
+            if moved.is_some() {
+                assert_eq!(plan.shape, [n, 3, n]);
+            }
+            assert_eq!(LaunchPlan::new(&program, sum, alone).moved_last, None);
+        }
+    }
 
     pub(in crate::exec) fn digit_program(body: &str, n: usize) -> String {
         format!(

@@ -1554,6 +1554,43 @@ fn run_with_compile_loops(
     )
 }
 
+/// Note [Sums across a middle axis]: nbody's gradient, whose sum runs across its output's
+/// middle axis, gives the interpreter's bits on 1 and 2 threads, on lanes and compiled, over
+/// a `j` axis long enough for several segments and parallel pieces and one too short to move.
+#[test]
+fn sums_across_a_middle_axis_add_in_the_summation_order() {
+    use super::fused::tests::pair_sum_program;
+    for n in [40, 700] {
+        let program = parse(&pair_sum_program(n));
+        let schedule = crate::passes::fuse::run(&program);
+        let ps: Vec<f32> = (0..n * 3).map(|k| (k as f32 * 0.37).sin() * 3.0).collect();
+        let fs: Vec<f32> = (0..n * n)
+            .map(|k| 1.0 + (k as f32 * 0.11).cos().powi(2) * 10f32.powi(k as i32 % 5 - 2))
+            .collect();
+        let inputs = [f32s(&[n, 3], &ps), f32s(&[n, n], &fs)];
+        let expected = interp::run(&program, &inputs, &InterpConfig::default()).unwrap();
+        let prepared = super::Prepared::new(&program, &schedule);
+        for threads in [1, 2] {
+            for compile_loops in [
+                CompileLoops::Never,
+                CompileLoops::Long,
+                CompileLoops::Always,
+            ] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let (results, _) =
+                    pool.install(|| run_with_compile_loops(&prepared, &inputs, compile_loops));
+                assert!(
+                    same_array(&expected[0], &results[0]),
+                    "n = {n}, {threads} threads, {compile_loops:?}"
+                );
+            }
+        }
+    }
+}
+
 /// Note [Compiled kernels]: a loop of small steps launches its body's kernel at every step;
 /// under `CompileLoops::Long` the kernel is compiled at its `COMPILE_AFTER_LAUNCHES`-th launch
 /// (counting the prepared program's earlier runs), under `Never` it is not, and every run

@@ -320,6 +320,7 @@ impl Exec<'_> {
                     members,
                     first_merged: 0,
                     prefetch: true,
+                    moves: false,
                 };
                 self.launch_plan(kernel, binding)
             })

@@ -124,6 +124,7 @@ impl Exec<'_> {
                     first_merged: Rows::row_axis(kernel) + 1,
                     // Note [Prefetching streams]: measured neutral to slower in row groups.
                     prefetch: false,
+                    moves: false,
                 };
                 self.launch_plan(kernel, binding)
             })

@@ -88,7 +88,11 @@
 // statements, `tr` and `reshape`), besides literals, rank-0 values, values of indices and
 // literals alone, and broadcasts (`replicate`, which reads an array smaller than the
 // variable). Its operands that are pull variables must be light themselves: otherwise
-// inlining it could bring their reads along. A light variable of `ops` operations inlined
+// inlining it could bring their reads along. A broadcast of a pull variable that is not
+// light is a read: broadcast at least twice, that variable is materialised (nbody's
+// gradient scales `p[i, d] − p[j, d]` by a pair's factor `f[i, j]` broadcast along `d`,
+// and sums the product at `[i, j, d]` and at `[j, i, d]`: computed twice, it no longer
+// writes and reads back an `[n, n, 3]` array). A light variable of `ops` operations inlined
 // into `w` readers costs `(w - 1) * ops` extra operations per element against a kernel, a
 // write and a read of it: it is inlined while that is at most `LIGHT_OPS`. So a value of
 // four operations is computed twice at most, and one of a single operation up to five
@@ -505,20 +509,26 @@ impl<'a> Fuser<'a> {
         for stmt in &self.block.stmts {
             let binder = stmt.binders[0];
             let part = match &stmt.expr {
-                Expr::Prim(prim, operands) if cheap(*prim) => operands
-                    .iter()
-                    .try_fold(LightPart { ops: 1, read: None }, |acc, atom| {
+                // An operand given twice (`add x x`) is one node of the kernel.
+                Expr::Prim(prim, operands) if cheap(*prim) => (operands.iter().enumerate())
+                    .filter(|&(k, atom)| !operands[..k].contains(atom))
+                    .try_fold(LightPart { ops: 1, read: None }, |acc, (_, atom)| {
                         acc.join(part_of(&parts, atom)?)
                     }),
                 // Each element once, at moved points.
                 Expr::Atom(array) | Expr::Transpose { array, .. } | Expr::Reshape { array, .. } => {
                     part_of(&parts, array)
                 }
-                // A broadcast: what it reads is smaller than its readers.
-                Expr::Replicate { array, .. } => part_of(&parts, array).map(|part| LightPart {
-                    ops: part.ops,
-                    read: None,
-                }),
+                // A broadcast: what it reads is smaller than its readers. A pull value
+                // that is not light, broadcast `count >= 2` times, is read by the
+                // broadcast's readers at least `count` times, so it is materialised: the
+                // broadcast reads it.
+                Expr::Replicate { count, array } => part_of(&parts, array)
+                    .or_else(|| (*count >= 2 && self.is_pull(array)).then(LightPart::default))
+                    .map(|part| LightPart {
+                        ops: part.ops,
+                        read: None,
+                    }),
                 _ => None,
             };
             let Some(part) = part.filter(|part| part.ops <= LIGHT_OPS) else {
@@ -530,6 +540,13 @@ impl<'a> Fuser<'a> {
             }
         }
         light
+    }
+
+    /// Whether `atom` is a variable of the block bound by a pull statement.
+    fn is_pull(&self, atom: &Atom) -> bool {
+        var_of(*atom)
+            .and_then(|var| self.def.get(&var))
+            .is_some_and(|&stmt_idx| self.kinds[stmt_idx] == FusionClass::Pull)
     }
 
     /// Note [Materialise or recompute].
