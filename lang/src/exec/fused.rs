@@ -68,6 +68,12 @@ use prefetch::Stream;
 
 /// Outputs at least this wide are summed across the output (see the module documentation).
 const WIDE: usize = 64;
+/// Fewest points of the lines down axis 0 that an elementwise kernel with transposed reads
+/// runs (`map_down`): a shorter line pays a line's fixed cost (about a microsecond for a
+/// kernel of eight nodes) for a few dozen points, more than gathering the strided reads
+/// along the last axis costs. kmeans' gradient maps the ties' shares over `[32, 100000]`
+/// reading the distances `[100000, 32]` transposed: 100000 lines of 32 took 151 ms.
+pub(super) const DOWN_LINE: usize = 256;
 /// Points of an elementwise kernel's row that one task computes when rows are long.
 const PIECE: usize = 16 * LINE;
 /// Floating-point operations of a matrix-product panel between interrupt checks: ~15 ms
@@ -1726,7 +1732,8 @@ impl<'k> Launch<'k> {
         if row_len == 0 || out.is_empty() {
             return;
         }
-        if last > 0 && (self.strided_across() || self.short_rows()) {
+        let long_columns = shape[0] >= DOWN_LINE;
+        if last > 0 && ((self.strided_across() && long_columns) || self.short_rows()) {
             self.map_down(out, exec);
             return;
         }

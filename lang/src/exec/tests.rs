@@ -1554,6 +1554,44 @@ fn run_with_compile_loops(
     )
 }
 
+/// An elementwise kernel reading an operand transposed runs its lines down axis 0 when that
+/// axis is `DOWN_LINE` long or more, else along its rows (gathering the transposed reads):
+/// the interpreter's bits either way, on 1 and 2 threads.
+#[test]
+fn maps_of_transposed_operands_give_the_same_bits_down_or_along() {
+    use super::fused::DOWN_LINE;
+    for (m, n) in [(32, 5000), (DOWN_LINE, 700), (DOWN_LINE - 1, 300)] {
+        let program = parse(&format!(
+            "program(%0: [{n}, {m}]f32, %1: [{n}]f32) {{
+               %2: [{m}, {n}]f32 = tr [1, 0] %0
+               %3: [{m}, {n}]f32 = replicate {m} %1
+               %4: [{m}, {n}]bool = lt %2 %3
+               %5: [{m}, {n}]f32 = mul %2 %3
+               %6: [{m}, {n}]f32 = select %4 %5 %2
+               in %6
+             }}"
+        ));
+        let schedule = crate::passes::fuse::run(&program);
+        let xs: Vec<f32> = (0..n * m).map(|k| (k as f32 * 0.37).sin()).collect();
+        let ys: Vec<f32> = (0..n).map(|k| (k as f32 * 0.11).cos()).collect();
+        let inputs = [f32s(&[n, m], &xs), f32s(&[n], &ys)];
+        let expected = interp::run(&program, &inputs, &InterpConfig::default()).unwrap();
+        let prepared = super::Prepared::new(&program, &schedule);
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let (results, _) =
+                pool.install(|| run_with_compile_loops(&prepared, &inputs, CompileLoops::Never));
+            assert!(
+                same_array(&expected[0], &results[0]),
+                "[{m}, {n}], {threads} threads"
+            );
+        }
+    }
+}
+
 /// Note [Sums across a middle axis]: nbody's gradient, whose sum runs across its output's
 /// middle axis, gives the interpreter's bits on 1 and 2 threads, on lanes and compiled, over
 /// a `j` axis long enough for several segments and parallel pieces and one too short to move.
