@@ -1554,6 +1554,20 @@ fn run_with_compile_loops(
     )
 }
 
+/// `run_with_compile_loops` on a pool of `threads` threads.
+fn run_on_threads(
+    threads: usize,
+    prepared: &super::Prepared<'_>,
+    inputs: &[Array],
+    compile_loops: CompileLoops,
+) -> (Vec<Array>, ExecReport) {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
+    pool.install(|| run_with_compile_loops(prepared, inputs, compile_loops))
+}
+
 /// An elementwise kernel reading an operand transposed runs its lines down axis 0 when that
 /// axis is `DOWN_LINE` long or more, else along its rows (gathering the transposed reads):
 /// the interpreter's bits either way, on 1 and 2 threads.
@@ -1578,12 +1592,7 @@ fn maps_of_transposed_operands_give_the_same_bits_down_or_along() {
         let expected = interp::run(&program, &inputs, &InterpConfig::default()).unwrap();
         let prepared = super::Prepared::new(&program, &schedule);
         for threads in [1, 2] {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
-            let (results, _) =
-                pool.install(|| run_with_compile_loops(&prepared, &inputs, CompileLoops::Never));
+            let (results, _) = run_on_threads(threads, &prepared, &inputs, CompileLoops::Never);
             assert!(
                 same_array(&expected[0], &results[0]),
                 "[{m}, {n}], {threads} threads"
@@ -1614,12 +1623,7 @@ fn sums_across_a_middle_axis_add_in_the_summation_order() {
                 CompileLoops::Long,
                 CompileLoops::Always,
             ] {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .unwrap();
-                let (results, _) =
-                    pool.install(|| run_with_compile_loops(&prepared, &inputs, compile_loops));
+                let (results, _) = run_on_threads(threads, &prepared, &inputs, compile_loops);
                 assert!(
                     same_array(&expected[0], &results[0]),
                     "n = {n}, {threads} threads, {compile_loops:?}"
@@ -2302,12 +2306,7 @@ fn big_kernels_that_sum_short_rows_run_compiled() {
         (2, CompileLoops::Long, 3),
         (2, CompileLoops::Never, 0),
     ] {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
-        let (results, report) =
-            pool.install(|| run_with_compile_loops(&prepared, &inputs, compile_loops));
+        let (results, report) = run_on_threads(threads, &prepared, &inputs, compile_loops);
         // The distances of the group (its first member), its map `%16` (rows of 8) and the
         // distances of `%28` (whose output rows of 20 are too short for lines across); not
         // the exp's sum (its lines run along 300 terms) nor the sum of sines (a maths call
