@@ -1306,15 +1306,20 @@ impl LaunchPlan {
         if !long_sum || last < 2 || self.shape[last] >= WIDE {
             return None;
         }
-        let strided = |axis: usize| {
-            (self.reads.iter().flatten())
-                .filter(|plan| !matches!(plan.axis_steps[axis], 0 | 1))
-                .count()
-        };
-        let along = strided(0);
+        let along = self.strided_reads(0);
+        if along == 0 {
+            return None;
+        }
         (1..last)
-            .filter(|&axis| self.shape[axis] >= WIDE && along > 0 && strided(axis) <= along)
+            .filter(|&axis| self.shape[axis] >= WIDE && self.strided_reads(axis) <= along)
             .max_by_key(|&axis| self.shape[axis])
+    }
+
+    /// How many reads move by more than one element a step of `axis`.
+    fn strided_reads(&self, axis: usize) -> usize {
+        (self.reads.iter().flatten())
+            .filter(|plan| !matches!(plan.axis_steps[axis], 0 | 1))
+            .count()
     }
 
     /// Moves kernel axis `axis` to the end of the iteration space (`moved_last`).
@@ -1322,7 +1327,7 @@ impl LaunchPlan {
         fn rotate<T>(values: &mut [T], axis: usize) {
             values[axis..].rotate_left(1);
         }
-        let last = self.shape.len() - 1;
+        let rank = self.shape.len();
         rotate(&mut self.shape, axis);
         for plan in self.reads.iter_mut().flatten() {
             rotate(&mut plan.axis_steps, axis);
@@ -1332,11 +1337,7 @@ impl LaunchPlan {
         }
         for affine in self.indices.iter_mut().flatten() {
             for (term_axis, _) in &mut affine.terms {
-                *term_axis = match (*term_axis).cmp(&axis) {
-                    std::cmp::Ordering::Less => *term_axis,
-                    std::cmp::Ordering::Equal => last,
-                    std::cmp::Ordering::Greater => *term_axis - 1,
-                };
+                *term_axis = moved_last_position(*term_axis, axis, rank);
             }
             affine.terms.sort_unstable();
         }
@@ -1959,15 +1960,7 @@ impl<'k> Launch<'k> {
     /// from as many cache lines and pages. Both ways add in the same order.
     fn strided_across(&self) -> bool {
         let last = self.plan.shape.len() - 1;
-        let strided = |axis: usize| {
-            self.plan
-                .reads
-                .iter()
-                .flatten()
-                .filter(|plan| !matches!(plan.axis_steps[axis], 0 | 1))
-                .count()
-        };
-        strided(last) > strided(0)
+        self.plan.strided_reads(last) > self.plan.strided_reads(0)
     }
 
     /// Sums along axis 0, one output at a time, in parallel over aligned runs of leaves
@@ -2301,13 +2294,13 @@ impl<'k> Launch<'k> {
     /// output's last axis.
     fn gathers_across(&self) -> bool {
         let last = self.plan.shape.len() - 1;
-        (self.plan.reads.iter().flatten())
-            .any(|plan| plan.axis_steps[last].unsigned_abs() >= CACHE_LINE_POINTS)
+        (self.plan.reads.iter().zip(self.kernel.nodes.values())).any(|(plan, (_, elem))| {
+            plan.as_ref().is_some_and(|plan| {
+                plan.axis_steps[last].unsigned_abs() * elem.bytes() >= prefetch::CACHE_LINE
+            })
+        })
     }
 }
-
-/// Points of four bytes in a cache line.
-const CACHE_LINE_POINTS: usize = 16;
 
 impl Launch<'_> {
     /// A `max`/`min` reduction kernel (`Reduction::Max`, `Reduction::Min`) into `out`.
@@ -2910,18 +2903,23 @@ fn exp_differences(kernel: &Kernel) -> Vec<Option<(NodeId, NodeId)>> {
         .collect()
 }
 
+/// Where axis `k` of `rank` axes is once axis `moved` is moved last (the others keep their
+/// order).
+fn moved_last_position(k: usize, moved: usize, rank: usize) -> usize {
+    match k.cmp(&moved) {
+        std::cmp::Ordering::Less => k,
+        std::cmp::Ordering::Equal => rank - 1,
+        std::cmp::Ordering::Greater => k - 1,
+    }
+}
+
 /// The output of shape `shape` from `out`, which holds it with its axis `axis` moved last
 /// (Note [Sums across a middle axis]).
 fn moved_back(out: Column, shape: &[usize], axis: usize) -> Tensor {
     let mut moved = shape.to_vec();
     moved[axis..].rotate_left(1);
-    let last = shape.len() - 1;
     let axes: Vec<usize> = (0..shape.len())
-        .map(|k| match k.cmp(&axis) {
-            std::cmp::Ordering::Less => k,
-            std::cmp::Ordering::Equal => last,
-            std::cmp::Ordering::Greater => k - 1,
-        })
+        .map(|k| moved_last_position(k, axis, shape.len()))
         .collect();
     let tensor = out.into_tensor(&moved);
     super::transpose::permuted(&tensor, &axes)

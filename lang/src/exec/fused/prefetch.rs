@@ -41,7 +41,7 @@ const AHEAD_BYTES: usize = 8 << 10;
 /// Inputs smaller than this stay in a core's L2 between lines: no prefetching.
 const MIN_INPUT_BYTES: usize = 512 << 10;
 /// Bytes per cache line (x86-64 and most arm64 cores).
-const CACHE_LINE: usize = 64;
+pub(super) const CACHE_LINE: usize = 64;
 
 /// Whether kernels prefetch at all: yes, unless the environment variable `DX_PREFETCH` is
 /// `0` (for measuring what prefetching gains, in one binary). Read once.
