@@ -13,8 +13,9 @@
 //!   the JVP is the same operation on the tangent ([Smeding25] §6.1); transpose (§6.3):
 //!   `Builder::transpose_gather_scatter` (each into the other);
 //! - index functions solved: `pivots` (a scatter whose targets determine its params up to a
-//!   sum is a gather and sums, `simp`'s ScatterAsGather) and `is_injective` (a gather that
-//!   reads each element at most once, for fusion's recompute estimate);
+//!   sum, or are constants, is a gather and sums, `simp`'s ScatterAsGather) and
+//!   `is_injective` (a gather that reads each element at most once, for fusion's recompute
+//!   estimate);
 //! - cost: `gather_cost`, `scatter_cost` ([HuotShaikhha] Fig 11 has neither: one move per element
 //!   plus the index function once per position of the leading axes);
 //! - fusion class: `gather_fusion_class`: a gather whose index function is scalar code is a
@@ -307,18 +308,27 @@ pub struct Pivot {
     pub summed: Vec<(usize, i64)>,
 }
 
+/// How a scatter's target coordinate is solved (`pivots`): it determines a param, or it is
+/// a constant, the same for every point (the transpose of reading `w[l, 0, k]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Solved {
+    Pivot(Pivot),
+    Fixed(i64),
+}
+
 /// Solves an index function for its params, one per result ([Smeding25] §6.3 transposes a
 /// scatter into a gather only for a permutation; this is the shifted-sum generalisation):
-/// each result is exact affine in the params (`index_values`) and has a pivot, a param with
-/// coefficient ±1 there and in no other result (of the candidates, the one with the most
-/// points, so that the rest, summed, are few); a result taken modulo a period must be a
-/// rotation of its pivot alone, no longer than the period. Every param that is no pivot is
-/// summed: the scatter adds, at a target, the source at every value of the summed params with
-/// the pivots solved from the target (`x[i + a]`'s transpose is `Σ_a ct[j − a, a]`), which is
-/// a gather over the summed params and the target, then sums (`simp`'s ScatterAsGather). With
-/// no summed param the index function is a signed permutation: the scatter sends distinct
-/// points to distinct elements, and the gather needs no sum.
-pub fn pivots(program: &Program, body: BlockId, points: &[usize]) -> Option<Vec<Pivot>> {
+/// each result is exact affine in the params (`index_values`) and is a constant or has a
+/// pivot, a param with coefficient ±1 there and in no other result (of the candidates, the
+/// one with the most points, so that the rest, summed, are few); a result taken modulo a
+/// period must be a rotation of its pivot alone, no longer than the period. Every param that
+/// is no pivot is summed: the scatter adds, at a target, the source at every value of the
+/// summed params with the pivots solved from the target (`x[i + a]`'s transpose is
+/// `Σ_a ct[j − a, a]`), which is a gather over the summed params and the target, then sums
+/// (`simp`'s ScatterAsGather). With no summed param the index function is a signed
+/// permutation onto the targets whose constant coordinates it names: the scatter sends
+/// distinct points to distinct elements, and the gather needs no sum.
+pub fn pivots(program: &Program, body: BlockId, points: &[usize]) -> Option<Vec<Solved>> {
     let values = index_values(program, body, points)?;
     let uses = |param: usize| {
         (values.iter())
@@ -329,6 +339,9 @@ pub fn pivots(program: &Program, body: BlockId, points: &[usize]) -> Option<Vec<
         .iter()
         .map(|value| {
             let (affine, period) = value.parts();
+            if affine.terms.is_empty() && period.is_none() {
+                return Some(Solved::Fixed(affine.constant));
+            }
             let &(param, sign) = (affine.terms.iter())
                 .filter(|&&(param, coeff)| coeff.abs() == 1 && uses(param) == 1)
                 .max_by_key(|&&(param, _)| points[param])?;
@@ -339,13 +352,13 @@ pub fn pivots(program: &Program, body: BlockId, points: &[usize]) -> Option<Vec<
             if period.is_some_and(wraps) {
                 return None;
             }
-            Some(Pivot {
+            Some(Solved::Pivot(Pivot {
                 param,
                 sign,
                 constant: affine.constant,
                 period,
                 summed,
-            })
+            }))
         })
         .collect()
 }

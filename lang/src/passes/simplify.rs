@@ -35,10 +35,11 @@ use crate::core::inline;
 use crate::core::ir::{
     ArrTy, Atom, Block, BlockId, Elem, Expr, ExprKey, Program, Scalar, Stmt, VarId,
 };
+use crate::core::kernel::Affine;
 use crate::core::visit::collect_uses;
 use crate::core::visit::expr_blocks;
 use crate::core::visit::map_expr_atoms;
-use crate::ops::gather_scatter::{pivots, Pivot};
+use crate::ops::gather_scatter::{pivots, Pivot, Solved};
 use crate::prim::Prim;
 
 pub const PASS: Pass<Compilation> = Pass {
@@ -460,29 +461,42 @@ fn scatter_as_gather(program: &mut Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
     };
     let source = program.atom_ty(array);
     let points = source.shape.get(..program.blocks[*body].params.len())?;
-    let pivots = pivots(program, *body, points)?;
-    let fits = |(result, pivot): (usize, &Pivot)| {
+    let solved = pivots(program, *body, points)?;
+    let pivots: Vec<(usize, &Pivot)> = (solved.iter().enumerate())
+        .filter_map(|(result, solved)| match solved {
+            Solved::Pivot(pivot) => Some((result, pivot)),
+            Solved::Fixed(_) => None,
+        })
+        .collect();
+    let fits = |&(result, pivot): &(usize, &Pivot)| {
         (pivot.period).is_none_or(|period| shape[result] as i64 <= period)
     };
-    if !pivots.iter().enumerate().all(fits) {
+    if !pivots.iter().all(fits) {
         return None;
     }
     let summed: Vec<usize> = (0..points.len())
-        .filter(|&param| pivots.iter().all(|pivot| pivot.param != param))
+        .filter(|&param| pivots.iter().all(|(_, pivot)| pivot.param != param))
         .collect();
-    let target: usize = shape[..pivots.len()].iter().product();
+    let target: usize = shape[..solved.len()].iter().product();
     let summed_points: usize = summed.iter().map(|&param| points[param]).product();
     let source_points: usize = points.iter().product();
     if !summed.is_empty() && summed_points * target > 2 * (target + source_points) {
         return None;
     }
+    let off = match solved
+        .iter()
+        .any(|solved| matches!(solved, Solved::Fixed(_)))
+    {
+        true => Some(OffTarget::of(&solved, &summed, shape, points)?),
+        false => None,
+    };
     let index = ArrTy {
         shape: Vec::new(),
         elem: Elem::I64,
     };
     let new_index = |program: &mut Program, hint| program.new_var(index.clone(), hint);
     let summed_params: Vec<VarId> = summed.iter().map(|_| new_index(program, "a")).collect();
-    let target_params: Vec<VarId> = pivots.iter().map(|_| new_index(program, "j")).collect();
+    let target_params: Vec<VarId> = solved.iter().map(|_| new_index(program, "j")).collect();
     let mut stmts = Vec::new();
     let mut emit = |program: &mut Program, prim: Prim, operands: Vec<Atom>| {
         let var = new_index(program, "i");
@@ -500,8 +514,8 @@ fn scatter_as_gather(program: &mut Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
     let mut results: Vec<Option<Atom>> = (0..points.len())
         .map(|param| summed.contains(&param).then(|| summed_atom(param)))
         .collect();
-    for (pivot, &target_param) in pivots.iter().zip(&target_params) {
-        let j = Atom::Var(target_param);
+    for &(result, pivot) in &pivots {
+        let j = Atom::Var(target_params[result]);
         let (sign, constant) = (pivot.sign, pivot.constant);
         results[pivot.param] = Some(match pivot.period {
             // `i = sign * (j - constant - Σ coeff * a)`.
@@ -529,6 +543,15 @@ fn scatter_as_gather(program: &mut Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
                 emit(program, Prim::Mod, vec![turned, int(period)])
             }
         });
+    }
+    if let Some(off) = off {
+        // Note [Constant targets]: the first coordinate leaves its axis off the targets.
+        let first = results[0].take().expect("a param is a pivot or summed");
+        let terms = (off.weights.into_iter())
+            .map(|(result, weight)| (Atom::Var(target_params[result]), weight))
+            .collect();
+        let off = linear(program, &mut emit, off.constant, terms);
+        results[0] = Some(emit(program, Prim::Add, vec![first, off]));
     }
     let body = program.blocks.push(Block {
         params: summed_params
@@ -561,6 +584,88 @@ fn scatter_as_gather(program: &mut Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
     }
     prefix.extend(plus_zero(program, *binder, expr, "gather")?);
     Some(prefix)
+}
+
+// Note [Constant targets]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// The transpose of reading `w[l, 0, k]` scatters the cotangent into the targets whose axis 1
+// is 0, `scatter [L, G, B] ct (\l -> l, 0)`: a bulk step a time, into zeros. As a gather,
+// the target `[l, g, k]` reads `ct[l, k]` where `g = 0` and nothing elsewhere. The gather's
+// first source coordinate `i` gets a term that is zero at the constant targets and takes it
+// off its axis elsewhere: `i + M · D`, where `D = Σ_r B_r · (j_r − c_r)` over the constant
+// coordinates `c_r` (target axes of `R_r` elements) is a balanced mixed-radix number
+// (`B_0 = 1`, `B_{r+1} = B_r · (2 R_r − 1)`, each offset within `±(R_r − 1)`), zero only
+// where every offset is, and `M = max(p − low, high + 1)` for the `low..=high` that `i`
+// takes on an axis of `p` elements, so that `i + M · D` is outside `0..p` for every `D ≠ 0`.
+// (A constant outside its axis receives nothing: that scatter stays.) The coordinate is
+// still affine, so fuse reads it as a masked affine coordinate and the gather joins its
+// reader: lstm's gradient scattered each gate's weight cotangent into `[L, 4, B]` zeros,
+// four bulk steps a step of its loop, now reads of the kernel that adds them.
+
+/// The term that takes a gather's first source coordinate off its axis at every target
+/// but the constant ones of a scatter (Note [Constant targets]): `constant + Σ weight · j`
+/// over the target params `j` of the constant coordinates, `(result, weight)`.
+struct OffTarget {
+    constant: i64,
+    weights: Vec<(usize, i64)>,
+}
+
+impl OffTarget {
+    /// For a scatter into `shape` of `points` solved as `solved`, with `summed` params;
+    /// `None` when a constant is outside its axis (every point is dropped) or a number
+    /// overflows.
+    fn of(solved: &[Solved], summed: &[usize], shape: &[usize], points: &[usize]) -> Option<Self> {
+        let extent = i64::try_from(*points.first()?).ok()?;
+        let (low, high) =
+            match solved
+                .iter()
+                .enumerate()
+                .find_map(|(result, solved)| match solved {
+                    Solved::Pivot(pivot) if pivot.param == 0 => Some((result, pivot)),
+                    _ => None,
+                }) {
+                _ if summed.contains(&0) => (0, extent - 1),
+                Some((
+                    _,
+                    Pivot {
+                        period: Some(period),
+                        ..
+                    },
+                )) => (0, period - 1),
+                // `sign * (j - constant - Σ coeff * a)` over `j` (axis 0) and the summed `a`.
+                Some((result, pivot)) => {
+                    let mut sizes = vec![shape[result]];
+                    let mut terms = vec![(0, pivot.sign)];
+                    for (axis, &(param, coeff)) in pivot.summed.iter().enumerate() {
+                        sizes.push(points[param]);
+                        terms.push((axis + 1, -pivot.sign * coeff));
+                    }
+                    let constant = pivot.sign.checked_mul(pivot.constant)?.checked_neg()?;
+                    Affine { constant, terms }.bounds(&sizes)?
+                }
+                None => unreachable!("param 0 is a pivot when it is not summed"),
+            };
+        let scale = (extent.checked_sub(low)?).max(high.checked_add(1)?);
+        let mut radix = 1i64;
+        let mut off = OffTarget {
+            constant: 0,
+            weights: Vec::new(),
+        };
+        for (result, solved) in solved.iter().enumerate() {
+            let Solved::Fixed(constant) = *solved else {
+                continue;
+            };
+            let size = i64::try_from(shape[result]).ok()?;
+            if !(0..size).contains(&constant) {
+                return None;
+            }
+            let weight = scale.checked_mul(radix)?;
+            off.constant = off.constant.checked_sub(weight.checked_mul(constant)?)?;
+            off.weights.push((result, weight));
+            radix = radix.checked_mul(2 * size - 1)?;
+        }
+        Some(off)
+    }
 }
 
 /// `constant + Σ coeff * atom` in index arithmetic, emitted by `emit`: sums first, then
@@ -1360,6 +1465,52 @@ mod tests {
             5,
             "one sum for each summed param: {simplified}"
         );
+    }
+
+    /// Scatters with constant target coordinates (Note [Constant targets]: lstm's
+    /// `(1 - l, 2)`; two constants whose offsets would cancel in a plain sum; a shift whose
+    /// solved coordinate leaves its axis; a shifted sum; every point into one element) are
+    /// gathers with the scatters' bits (-0 and NaN where nothing is summed, quarters where
+    /// something is); a constant outside its axis, above or below, leaves the scatter.
+    #[test]
+    fn scatters_into_constant_coordinates_are_gathers_with_the_same_bits() {
+        let src = "program(%0_v: [2, 3]f32, %1_u: [4]f64, %2_s: [4, 2]f32, %3_w: [6]f64) {
+            %4: [2, 4, 3]f32 = scatter [2, 4, 3] %0_v (\\%5: []i64 ->
+              %6: []i64 = sub 1:i64 %5
+              in %6, 2:i64)
+            %7: [3, 3, 4]f64 = scatter [3, 3, 4] %1_u (\\%8: []i64 ->
+              in 1:i64, 1:i64, %8)
+            %9: [4, 2]f64 = scatter [4, 2] %1_u (\\%10: []i64 ->
+              %11: []i64 = add %10 1:i64
+              in %11, 0:i64)
+            %12: [5, 3]f32 = scatter [5, 3] %2_s (\\%13: []i64, %14: []i64 ->
+              %15: []i64 = add %13 %14
+              in %15, 1:i64)
+            %16: [3]f64 = scatter [3] %3_w (\\%17: []i64 ->
+              in 0:i64)
+            %18: [3, 4]f64 = scatter [3, 4] %1_u (\\%19: []i64 ->
+              in %19, 4:i64)
+            %20: [3, 4]f64 = scatter [3, 4] %1_u (\\%21: []i64 ->
+              %22: []i64 = sub 0:i64 1:i64
+              in %21, %22)
+            in %4, %7, %9, %12, %16, %18, %20
+        }";
+        let (original, simplified) = simplified_by(src, Rule::ScatterAsGather, 5, ("scatter", 2));
+        let odd = |n: usize| (0..n).map(|i| [-0.0, 2.5, f64::NAN, -1.25][i % 4]);
+        let quarters = |n: usize| (0..n).map(|i| [-0.0, 2.5, -1.25, 4.0, 0.75][i % 5]);
+        let inputs = [
+            Array::new(
+                vec![2, 3],
+                ArrayData::F32(odd(6).map(|x| x as f32).collect()),
+            ),
+            Array::new(vec![4], ArrayData::F64(odd(4).collect())),
+            Array::new(
+                vec![4, 2],
+                ArrayData::F32(quarters(8).map(|x| x as f32).collect()),
+            ),
+            Array::new(vec![6], ArrayData::F64(quarters(6).collect())),
+        ];
+        assert_same_bits(&original, &simplified, &inputs);
     }
 
     /// Sums of sums as the BOT leaves them (`for i j. sum for a. sum for b. x[i, j, a, b]`:
