@@ -369,7 +369,6 @@ impl Exec<'_> {
         };
         let plan = self.launch_plan(kernel, binding);
         let moved_last = plan.moved_last;
-        let inputs = launch_inputs(self, &plan);
         let elem = kernel.nodes[kernel.output.1].1;
         let mut out = super::pool::take(elem, kernel.out_shape().iter().product());
         // Note [Compiled kernels]: a small kernel launched often runs compiled before it is
@@ -381,14 +380,25 @@ impl Exec<'_> {
             .then(|| (plan.compilation).at_launch(policy, self.program, kernel, &plan.held, 1))
             .flatten();
         if let Some(compiled) = compiled {
-            let bases = inputs
-                .iter()
-                .map(|input| compiled::shifted_base(tensor_values(input), 0));
-            if compiled.run(bases, out.as_mut(), 0) {
+            // Its inputs are read where they are when they are row-major (a loop body's
+            // small kernels: no list of borrowed values at every launch).
+            let ran = match self.held_pointers(&plan) {
+                Some((pointers, count)) => {
+                    compiled.run(pointers[..count].iter().copied(), out.as_mut(), 0)
+                }
+                None => {
+                    let inputs = launch_inputs(self, &plan);
+                    let bases = (inputs.iter())
+                        .map(|input| compiled::shifted_base(tensor_values(input), 0));
+                    compiled.run(bases, out.as_mut(), 0)
+                }
+            };
+            if ran {
                 return self.ran_compiled(kernel, out);
             }
             out = super::pool::take(elem, out.len());
         }
+        let inputs = launch_inputs(self, &plan);
         let launch = Launch::bind(kernel, plan, &inputs);
         if let Some(compiled) = (!small).then(|| launch.compiled(self, false)).flatten() {
             if launch.run_compiled(compiled, &mut out, self) {
@@ -923,6 +933,27 @@ enum Source<'t> {
 
 /// The values of the variables a launch by `plan` reads from its inputs (not from earlier
 /// row group members), in the order of `LaunchPlan::held`, in row-major layout.
+/// How many inputs `Exec::held_pointers` passes on the stack.
+const HELD_POINTERS: usize = 16;
+
+impl Exec<'_> {
+    /// The data of the values `plan` reads from the environment, in `launch_inputs`' order,
+    /// when there are at most `HELD_POINTERS` and each is in row-major layout.
+    fn held_pointers(&self, plan: &LaunchPlan) -> Option<([*const u8; HELD_POINTERS], usize)> {
+        let mut pointers = [std::ptr::null(); HELD_POINTERS];
+        let mut count = 0;
+        for &(var, _) in plan.held.iter().filter(|(_, member)| member.is_none()) {
+            let slot = self.env[var].as_ref()?;
+            let data = with_tensor!(&slot.tensor, array => array
+                .as_slice()
+                .map(|values| values.as_ptr().cast::<u8>()))?;
+            *pointers.get_mut(count)? = data;
+            count += 1;
+        }
+        Some((pointers, count))
+    }
+}
+
 fn launch_inputs<'e>(exec: &'e Exec<'_>, plan: &LaunchPlan) -> Vec<Cow<'e, Tensor>> {
     (plan.held.iter())
         .filter(|(_, member)| member.is_none())

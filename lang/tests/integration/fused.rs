@@ -847,6 +847,53 @@ def sim(x0: N=>Float) -> Float =
     ));
 }
 
+/// Note [Small values]: in a loop of small steps, a gate `1 / (1 + exp (-h w))` that both
+/// results of the step read is computed by each (two kernels a step, not three), in the
+/// forward loop and the gradient's; read by four results it is materialised (five kernels:
+/// recomputing costly operations three more times costs more than a launch); over 400
+/// points (more than a small value's) it is materialised when two read it. Values as the
+/// interpreter's on 1 and 2 threads.
+#[test]
+fn small_values_in_loop_bodies_are_computed_by_their_readers() {
+    let defs = r"def gated(h0: n=>Float) -> Float given (n|Ix) =
+  w = for k:n. 0.3 * sin (n_to_f (ordinal k))
+  (h, g) = fold((h0, h0), \t:(Fin 30) state.
+    (h, g) = state
+    s = for k. 1.0 / (1.0 + exp (0.0 - h[k] * w[k]))
+    h' = for k. 0.9 * h[k] * s[k] + 0.1 * g[k]
+    g' = for k. 0.5 * g[k] - 0.25 * s[k]
+    (h', g'))
+  sum for k. h[k] * g[k]
+def four(h0: (Fin 14)=>Float) -> Float =
+  (a, b, c, d) = fold((h0, h0, h0, h0), \t:(Fin 30) state.
+    (a, b, c, d) = state
+    s = for k. 1.0 / (1.0 + exp (0.0 - a[k] * b[k]))
+    (for k. 0.5 * a[k] + s[k], for k. 0.5 * b[k] - s[k], for k. c[k] * s[k], for k. d[k] + 0.1 * s[k]))
+  sum for k. a[k] + b[k] + c[k] + d[k]
+x14 : (Fin 14)=>Float = for k. 0.5 + 0.25 * cos (n_to_f (ordinal k))
+x400 : (Fin 400)=>Float = for k. 0.5 + 0.25 * cos (n_to_f (ordinal k))
+";
+    let mut fused = session(Engine::Fused);
+    outputs(&mut fused, defs);
+    // The kernels of the first loop body's schedule (the step of the forward loop).
+    let step_kernels = |text: &str| {
+        let body = text.split("each step:").nth(1).expect("a loop body");
+        let body = body.split("\n    }").next().expect("the body's schedule");
+        count_lines(body, "kernel")
+    };
+    let text = fused_stage(&mut fused, "gated x14");
+    assert_eq!(step_kernels(&text), 2, "{text}");
+    let text = fused_stage(&mut fused, "grad gated x14");
+    assert_eq!(step_kernels(&text), 2, "{text}");
+    let text = fused_stage(&mut fused, "four x14");
+    assert_eq!(step_kernels(&text), 5, "{text}");
+    let text = fused_stage(&mut fused, "gated x400");
+    assert_eq!(step_kernels(&text), 3, "{text}");
+    agrees_with_the_interpreter_on_1_and_2_threads(&format!(
+        "{defs}:p (gated x14, grad gated x14, four x14, grad four x14, gated x400)\n"
+    ));
+}
+
 /// A contraction too shallow for a matrix product (depth 6 < `MATMUL_MIN_DEPTH`) whose reads
 /// are strided across the output (`w[k, j]` along `k`): its lines run across the output, not
 /// 6 points at a time along the sum, and add in the same order as the interpreter (1 and 2

@@ -72,8 +72,9 @@
 // variable computed from indices and literals alone (a mask such as `eq (iota n) 0`) is
 // inlined up to `INDEX_ONLY_RECOMPUTE` computations: it reads no memory. A *light* pull
 // variable (Note [Light values]) is inlined while its extra computations stay within
-// `LIGHT_OPS` operations: computed again, it reads what reading it would. Any other pull
-// variable is inlined when its weight is at most 1.
+// `LIGHT_OPS` operations: computed again, it reads what reading it would. A small one (Note
+// [Small values]) is inlined while computing it again costs less than a launch. Any other
+// pull variable is inlined when its weight is at most 1.
 //
 // Note [Light values]
 // ~~~~~~~~~~~~~~~~~~~
@@ -100,6 +101,25 @@
 // reads at its point and at both neighbours; three multiplications a point cost less than
 // a kernel of their own (three launches a step became two).
 //
+// Note [Small values]
+// ~~~~~~~~~~~~~~~~~~~~
+// A kernel launch has a fixed cost (its plan looked up, an output buffer, the value it
+// becomes, the step's bookkeeping: a few hundred nanoseconds) that a small kernel's work does
+// not cover, and a loop of small steps pays it at every step for every value its body
+// materialises: the reverse step of lstm's layer scan (vectors of 14) was 24 kernels, each
+// exponential, reciprocal and sum of the gates a kernel of its own because several results
+// of the step read it. A pull variable of at most `SMALL_POINTS` elements is inlined while
+// computing it again in each reader costs at most `LAUNCH_OPS` element operations,
+// `(weight - 1) * ops * elements`, counting a costly primitive (division, transcendental
+// function, random bits: a compiled kernel calls a function computing a polynomial)
+// `COSTLY_OPS` cheap ones. lstm's reverse step is now seven kernels (its results) plus the
+// gates read by more readers than that allows. Each variable is bounded on its own, so the
+// extra work is at most `LAUNCH_OPS` per variable, against a launch saved per variable.
+// Measured on lstm (dx-only, alternating runs, with the inputs of small compiled kernels
+// read in place, `Exec::held_pointers`): gradient 40 -> 30 ms, primal 6.9 -> 6.1 ms
+// (with `COSTLY_OPS` = 8, every gate recomputed, the maths calls cost what the launches
+// saved).
+
 // Note [Masked reads]
 // ~~~~~~~~~~~~~~~~~~~
 // A coordinate computed by an index function or taken from an `index` operand may be out of
@@ -573,7 +593,8 @@ impl<'a> Fuser<'a> {
                     || (index_only.contains(&binder) && weight <= INDEX_ONLY_RECOMPUTE)
                     || light.get(&binder).is_some_and(|&ops| {
                         weight.saturating_sub(1).saturating_mul(ops) <= LIGHT_OPS
-                    }));
+                    })
+                    || small_recompute(program, stmt, weight) <= LAUNCH_OPS);
             let own = if inlined {
                 own
             } else {
@@ -663,6 +684,30 @@ impl Readers {
         self.roots.len().saturating_add(self.other)
     }
 }
+
+/// The element operations computing a small variable again costs where its `weight`
+/// readers each compute it (Note [Small values]): `usize::MAX` for a variable of more than
+/// `SMALL_POINTS` elements.
+fn small_recompute(program: &Program, stmt: &crate::core::ir::Stmt, weight: usize) -> usize {
+    let points: usize = program.var_ty(stmt.binders[0]).shape.iter().product();
+    if points > SMALL_POINTS {
+        return usize::MAX;
+    }
+    let ops = match &stmt.expr {
+        Expr::Prim(prim, _) if !cheap(*prim) => COSTLY_OPS,
+        _ => 1,
+    };
+    (weight.saturating_sub(1))
+        .saturating_mul(ops)
+        .saturating_mul(points)
+}
+
+/// Elements of the largest variable Note [Small values] recomputes rather than materialises.
+const SMALL_POINTS: usize = 256;
+/// About the fixed cost of a kernel launch, in element operations (Note [Small values]).
+const LAUNCH_OPS: usize = 1024;
+/// A division, transcendental function or random draw, in cheap operations.
+const COSTLY_OPS: usize = 32;
 
 /// How many times an index-only pull variable (Note [Materialise or recompute]) may be
 /// recomputed per element before it is materialised instead.
