@@ -229,7 +229,7 @@ impl Exec<'_> {
         for (&param, arg) in block.params.iter().zip(args) {
             self.env[param] = Some(arg);
         }
-        let dying = self.schedule_dying(schedule);
+        let steps = self.schedule_steps(schedule);
         // The main schedule's steps are the run's progress (loop bodies' are not).
         let progress = self
             .config
@@ -239,12 +239,13 @@ impl Exec<'_> {
         if let Some(progress) = progress {
             progress.schedule(schedule.steps.len());
         }
-        for (idx, (step, dying)) in schedule.steps.iter().zip(dying.iter()).enumerate() {
+        for (idx, (step, facts)) in schedule.steps.iter().zip(steps.iter()).enumerate() {
+            let dying = &facts.dying;
             if let Some(progress) = progress {
                 progress.step_done(idx);
             }
             self.check_interrupt()?;
-            for var in step.outputs(program, schedule.block) {
+            for &var in &facts.large {
                 check_size(program, var, || step_op(step, block))?;
             }
             let start = profile.then(Instant::now);
@@ -301,28 +302,30 @@ impl Exec<'_> {
         Ok(block.results.iter().map(|atom| self.slot(atom)).collect())
     }
 
-    /// For each step of `schedule`, the variables of its block read for the last time by it
-    /// (or bound by it and never read): they are dropped after the step (Note [Releasing
-    /// values]). The block's results, and variables from outside a loop body, are kept.
-    fn schedule_dying(&mut self, schedule: &Schedule) -> Arc<Vec<Vec<VarId>>> {
-        if let Some(dying) = self.schedule_dying.get(&schedule.block) {
-            return dying.clone();
+    /// For each step of `schedule`, what running it needs besides the step, worked out at the
+    /// schedule's first run and kept (a loop body runs its schedule at every step).
+    fn schedule_steps(&mut self, schedule: &Schedule) -> Arc<Vec<StepFacts>> {
+        if let Some(steps) = self.schedule_steps.get(&schedule.block) {
+            return steps.clone();
         }
         let program = self.program;
-        let steps = schedule
-            .steps
-            .iter()
+        let (reads_outputs, large): (Vec<_>, Vec<_>) = (schedule.steps.iter())
             .map(|step| {
-                (
-                    step.reads(program, schedule.block),
-                    step.outputs(program, schedule.block),
-                )
+                let outputs = step.outputs(program, schedule.block);
+                let large = (outputs.iter().copied())
+                    .filter(|&var| may_be_too_large(program, var))
+                    .collect();
+                ((step.reads(program, schedule.block), outputs), large)
             })
-            .collect();
-        let dying = super::last_uses(program, schedule.block, steps);
-        let dying = Arc::new(dying);
-        self.schedule_dying.insert(schedule.block, dying.clone());
-        dying
+            .unzip();
+        let dying = super::last_uses(program, schedule.block, reads_outputs);
+        let steps: Arc<Vec<StepFacts>> = Arc::new(
+            (dying.into_iter().zip(large))
+                .map(|(dying, large)| StepFacts { dying, large })
+                .collect(),
+        );
+        self.schedule_steps.insert(schedule.block, steps.clone());
+        steps
     }
 
     pub(super) fn interrupt_requested(&self) -> bool {
@@ -489,6 +492,24 @@ fn step_op(step: &Step, block: &crate::core::ir::Block) -> String {
     }
 }
 
+/// What running a step of a schedule needs besides the step (`Exec::schedule_steps`).
+pub(super) struct StepFacts {
+    /// The variables of the block read for the last time by the step (or bound by it and
+    /// never read): dropped after it (Note [Releasing values]). The block's results, and
+    /// variables from outside a loop body, are kept.
+    dying: Vec<VarId>,
+    /// The outputs `check_size` may refuse.
+    large: Vec<VarId>,
+}
+
+/// Values smaller than this are always made (`check_size`).
+const ALWAYS_MADE_BYTES: u128 = 256 << 20;
+
+/// Whether `check_size` may refuse `var` (its type is static).
+fn may_be_too_large(program: &Program, var: VarId) -> bool {
+    program.var_ty(var).n_bytes() >= ALWAYS_MADE_BYTES
+}
+
 /// Refuses to make `var` when it is larger than the memory available
 /// (`InterpError::TooLarge`); small values are always allowed.
 pub fn check_size(
@@ -498,7 +519,7 @@ pub fn check_size(
 ) -> Result<(), InterpError> {
     let ty = program.var_ty(var);
     let bytes = ty.n_bytes();
-    if bytes < (256 << 20) {
+    if bytes < ALWAYS_MADE_BYTES {
         return Ok(());
     }
     let mut available = super::memory::available();

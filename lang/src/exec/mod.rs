@@ -459,8 +459,8 @@ struct Exec<'a> {
     scalar_bodies: &'a CompiledLoops,
     /// The schedules of loop bodies (`fused.rs`; empty on the bulk evaluator), by body.
     loop_schedules: HashMap<BlockId, &'a Schedule>,
-    /// Per scheduled block, the variables dropped after each step (`Exec::schedule_dying`).
-    schedule_dying: HashMap<BlockId, Arc<Vec<Vec<VarId>>>>,
+    /// Per scheduled block, what running each step needs (`Exec::schedule_steps`).
+    schedule_steps: HashMap<BlockId, Arc<Vec<fused::StepFacts>>>,
     report: ExecReport,
     /// `ExecReport::compiled_kernels`, counted where kernels launch (by reference).
     compiled_kernels: AtomicUsize,
@@ -517,7 +517,7 @@ impl<'a> Exec<'a> {
             dying: filled(program.blocks.len(), None),
             scalar_bodies,
             loop_schedules: HashMap::new(),
-            schedule_dying: HashMap::new(),
+            schedule_steps: HashMap::new(),
             report: ExecReport::default(),
             compiled_kernels: AtomicUsize::new(0),
             batch_build1,
