@@ -483,10 +483,8 @@ fn scatter_as_gather(program: &mut Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
     if !summed.is_empty() && summed_points * target > 2 * (target + source_points) {
         return None;
     }
-    let off = match solved
-        .iter()
-        .any(|solved| matches!(solved, Solved::Fixed(_)))
-    {
+    let fixed = (solved.iter()).any(|solved| matches!(solved, Solved::Fixed(_)));
+    let off = match fixed {
         true => Some(OffTarget::of(&solved, &summed, shape, points)?),
         false => None,
     };
@@ -616,35 +614,7 @@ impl OffTarget {
     /// overflows.
     fn of(solved: &[Solved], summed: &[usize], shape: &[usize], points: &[usize]) -> Option<Self> {
         let extent = i64::try_from(*points.first()?).ok()?;
-        let (low, high) =
-            match solved
-                .iter()
-                .enumerate()
-                .find_map(|(result, solved)| match solved {
-                    Solved::Pivot(pivot) if pivot.param == 0 => Some((result, pivot)),
-                    _ => None,
-                }) {
-                _ if summed.contains(&0) => (0, extent - 1),
-                Some((
-                    _,
-                    Pivot {
-                        period: Some(period),
-                        ..
-                    },
-                )) => (0, period - 1),
-                // `sign * (j - constant - Σ coeff * a)` over `j` (axis 0) and the summed `a`.
-                Some((result, pivot)) => {
-                    let mut sizes = vec![shape[result]];
-                    let mut terms = vec![(0, pivot.sign)];
-                    for (axis, &(param, coeff)) in pivot.summed.iter().enumerate() {
-                        sizes.push(points[param]);
-                        terms.push((axis + 1, -pivot.sign * coeff));
-                    }
-                    let constant = pivot.sign.checked_mul(pivot.constant)?.checked_neg()?;
-                    Affine { constant, terms }.bounds(&sizes)?
-                }
-                None => unreachable!("param 0 is a pivot when it is not summed"),
-            };
+        let (low, high) = first_coordinate_bounds(solved, summed, shape, points)?;
         let scale = (extent.checked_sub(low)?).max(high.checked_add(1)?);
         let mut radix = 1i64;
         let mut off = OffTarget {
@@ -666,6 +636,36 @@ impl OffTarget {
         }
         Some(off)
     }
+}
+
+/// The least and greatest values of the first source coordinate (param 0) of the gather a
+/// scatter becomes: its own range where it is summed, the period's where it is a rotation,
+/// else those of `sign * (j - constant - Σ coeff * a)` over the target `j` and the summed `a`.
+fn first_coordinate_bounds(
+    solved: &[Solved],
+    summed: &[usize],
+    shape: &[usize],
+    points: &[usize],
+) -> Option<(i64, i64)> {
+    if summed.contains(&0) {
+        return Some((0, i64::try_from(*points.first()?).ok()? - 1));
+    }
+    let (result, pivot) =
+        (solved.iter().enumerate()).find_map(|(result, solved)| match solved {
+            Solved::Pivot(pivot) if pivot.param == 0 => Some((result, pivot)),
+            _ => None,
+        })?;
+    if let Some(period) = pivot.period {
+        return Some((0, period - 1));
+    }
+    let mut sizes = vec![shape[result]];
+    let mut terms = vec![(0, pivot.sign)];
+    for (axis, &(param, coeff)) in pivot.summed.iter().enumerate() {
+        sizes.push(points[param]);
+        terms.push((axis + 1, -pivot.sign * coeff));
+    }
+    let constant = pivot.sign.checked_mul(pivot.constant)?.checked_neg()?;
+    Affine { constant, terms }.bounds(&sizes)
 }
 
 /// `constant + Σ coeff * atom` in index arithmetic, emitted by `emit`: sums first, then
