@@ -952,18 +952,14 @@ enum Source<'t> {
     Member(usize),
 }
 
-/// The values of the variables a launch by `plan` reads from its inputs (not from earlier
-/// row group members), in the order of `LaunchPlan::held`, in row-major layout.
-/// How many inputs `Exec::held_pointers` passes on the stack.
-const HELD_POINTERS: usize = 16;
-
 impl Exec<'_> {
     /// The data of the values `plan` reads from the environment, in `launch_inputs`' order,
-    /// when there are at most `HELD_POINTERS` and each is in row-major layout.
-    fn held_pointers(&self, plan: &LaunchPlan) -> Option<([*const u8; HELD_POINTERS], usize)> {
-        let mut pointers = [std::ptr::null(); HELD_POINTERS];
+    /// when each is in row-major layout and they fit `compiled::SMALL` pointers on the stack
+    /// (as many as a compiled launch keeps there).
+    fn held_pointers(&self, plan: &LaunchPlan) -> Option<([*const u8; compiled::SMALL], usize)> {
+        let mut pointers = [std::ptr::null(); compiled::SMALL];
         let mut count = 0;
-        for &(var, _) in plan.held.iter().filter(|(_, member)| member.is_none()) {
+        for var in plan.inputs() {
             let slot = self.env[var].as_ref()?;
             let data = with_tensor!(&slot.tensor, array => array
                 .as_slice()
@@ -975,11 +971,10 @@ impl Exec<'_> {
     }
 }
 
+/// The values of the variables a launch by `plan` reads from its inputs (not from earlier
+/// row group members), in the order of `LaunchPlan::held`, in row-major layout.
 fn launch_inputs<'e>(exec: &'e Exec<'_>, plan: &LaunchPlan) -> Vec<Cow<'e, Tensor>> {
-    (plan.held.iter())
-        .filter(|(_, member)| member.is_none())
-        .map(|&(var, _)| exec.standard_ref(var))
-        .collect()
+    plan.inputs().map(|var| exec.standard_ref(var)).collect()
 }
 
 /// How a kernel is bound: the variables of the row group members before it (whose outputs
@@ -1365,6 +1360,14 @@ impl LaunchPlan {
         (1..last)
             .filter(|&axis| self.shape[axis] >= WIDE && self.strided_reads(axis) <= along)
             .max_by_key(|&axis| self.shape[axis])
+    }
+
+    /// The variables a launch reads from the environment (not from earlier row group
+    /// members), in the order of `held`.
+    fn inputs(&self) -> impl Iterator<Item = VarId> + '_ {
+        (self.held.iter())
+            .filter(|(_, member)| member.is_none())
+            .map(|&(var, _)| var)
     }
 
     /// How many reads move by more than one element a step of `axis`.

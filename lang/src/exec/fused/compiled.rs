@@ -257,7 +257,7 @@ pub(super) fn shifted_base(data: ColumnRef<'_>, origin: isize) -> *const u8 {
 }
 
 /// Inputs (and a quarter of the registers) that a launch keeps on the stack.
-const SMALL: usize = 16;
+pub(super) const SMALL: usize = 16;
 
 /// Where a read node finds its variable: its position among the inputs, and the variable's
 /// shape and row-major strides.
