@@ -517,11 +517,11 @@ pub fn check_size(
     var: VarId,
     op: impl FnOnce() -> String,
 ) -> Result<(), InterpError> {
-    let ty = program.var_ty(var);
-    let bytes = ty.n_bytes();
-    if bytes < ALWAYS_MADE_BYTES {
+    if !may_be_too_large(program, var) {
         return Ok(());
     }
+    let ty = program.var_ty(var);
+    let bytes = ty.n_bytes();
     let mut available = super::memory::available();
     if bytes > u128::from(available) {
         // The buffers kept for reuse are memory too.

@@ -849,7 +849,7 @@ def sim(x0: N=>Float) -> Float =
 
 /// Note [Small values]: in a loop of small steps, a gate `1 / (1 + exp (-h w))` that both
 /// results of the step read is computed by each (two kernels a step, not three), in the
-/// forward loop and the gradient's; read by four results it is materialised (five kernels:
+/// function's loop and in its gradient's forward loop; read by four results it is materialised (five kernels:
 /// recomputing costly operations three more times costs more than a launch); over 400
 /// points (more than a small value's) it is materialised when two read it. Values as the
 /// interpreter's on 1 and 2 threads.

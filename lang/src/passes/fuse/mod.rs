@@ -113,8 +113,9 @@
 // `(weight - 1) * ops * elements`, counting a costly primitive (division, transcendental
 // function, random bits: a compiled kernel calls a function computing a polynomial)
 // `COSTLY_OPS` cheap ones. lstm's reverse layer step is now twelve kernels: its seven
-// results and five gates read by more readers than that allows. Each variable is bounded on its own, so the
-// extra work is at most `LAUNCH_OPS` per variable, against a launch saved per variable.
+// results and five gates read by more readers than that allows. Each variable is bounded on
+// its own, so the extra work is at most `LAUNCH_OPS` per variable, against a launch saved
+// per variable.
 // Measured on lstm (dx-only, alternating runs, with the inputs of small compiled kernels
 // read in place, `Exec::held_pointers`): gradient 40 -> 30 ms, primal 6.9 -> 6.1 ms
 // (with `COSTLY_OPS` = 8, every gate recomputed, the maths calls cost what the launches
