@@ -3,7 +3,7 @@
 //! Stages (docs/architecture.md): `syntax` (blocks, pest grammar, surface AST) → `check` (names, types,
 //! static shapes) → `passes::lower` (core IR) → `passes::PIPELINE` (derivatives, the
 //! bulk-operation transform, simplification, fusion into a schedule of kernels) → `exec` (the
-//! engine runs the schedule). `core::interp`, the reference interpreter, is the tests' oracle;
+//! engine runs the schedule). `ops::interp`, the reference interpreter, is the tests' oracle;
 //! `export` writes the bulk IR as StableHLO. `session` is the façade the front-ends use;
 //! `display` renders what it returns.
 

@@ -14,7 +14,6 @@ use crate::check::infer::Infer;
 use crate::check::typed::{DefInfo, TExpr, TKind, TPat, TStmt};
 use crate::check::types::{BaseTy, Ty};
 use crate::check::TypeError;
-use crate::core::interp::{self, InterpConfig, InterpError};
 use crate::core::ir::Program;
 use crate::core::value::{Array, Value};
 use crate::data::DataOp;
@@ -23,6 +22,7 @@ use crate::display::{format_value, DisplayValue};
 use crate::exec::tensor::Tensor;
 use crate::exec::{CompileLoops, ExecConfig};
 use crate::export::stablehlo::Input;
+use crate::ops::interp::{self, InterpConfig, InterpError};
 use crate::passes::lower::{
     leaf_types, scalar_leaves, GlobalValue, LowerError, LowerErrorKind, Lowerer,
 };
@@ -79,7 +79,7 @@ pub enum Engine {
     Fused,
     /// The bulk evaluator (`exec`): one whole-array operation at a time, in parallel.
     Bulk,
-    /// The reference interpreter (`core::interp`): element by element; the tests' oracle.
+    /// The reference interpreter (`ops::interp`): element by element; the tests' oracle.
     Reference,
 }
 
@@ -1662,8 +1662,8 @@ fn runtime_error(err: InterpError, program: &Program) -> Diagnostic {
         } => format!(
             "not enough memory: `{op}` would allocate {} for a table of shape {shape:?}, but \
              only {} is available",
-            crate::core::interp::format_bytes(*bytes),
-            crate::core::interp::format_bytes(u128::from(*available))
+            crate::ops::interp::format_bytes(*bytes),
+            crate::ops::interp::format_bytes(u128::from(*available))
         ),
         InterpError::Interrupted => "interrupted".to_string(),
     };

@@ -1,6 +1,6 @@
 //! Export to StableHLO (issue 12), checked by XLA: every exported module parses with jaxlib's
 //! MLIR bindings, and run on XLA's CPU backend (through jax, `stablehlo/xla.py`) it gives dx's
-//! values: random programs of `core::testgen` and their gradients, the examples' loss functions
+//! values: random programs of `ops::testgen` and their gradients, the examples' loss functions
 //! and their gradients, `vjp f` (arguments and seed in, results and cotangents out), generic
 //! functions typed by example arguments, and the MLP's gradient with its batch axis sharded over
 //! four simulated devices.
@@ -14,15 +14,15 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use dx_lang::core::interp::{self, InterpConfig};
 use dx_lang::core::ir::{AdMode, Atom, Expr, Program, Stmt};
 use dx_lang::core::parse::parse_program;
-use dx_lang::core::testgen::{random_inputs, random_program, GenConfig};
 use dx_lang::core::value::{Array, ArrayData, Value};
-use dx_lang::core::verify::expr_types;
 use dx_lang::data::{self, Format};
 use dx_lang::export::stablehlo::{self, Input};
 use dx_lang::export::{bulk_passes, ExportError};
+use dx_lang::ops::interp::{self, InterpConfig};
+use dx_lang::ops::testgen::{random_inputs, random_program, GenConfig};
+use dx_lang::ops::verify::expr_types;
 use dx_lang::passes::pipeline;
 use dx_lang::session::{Output, Session, SessionConfig};
 

@@ -530,8 +530,8 @@ mod tests {
     use expect_test::{expect, Expect};
 
     use super::*;
-    use crate::core::testgen::{idx, Builder};
-    use crate::core::verify::verify;
+    use crate::ops::testgen::{idx, Builder};
+    use crate::ops::verify::verify;
 
     /// Every expression form, multi-binder statements, hints and literals of every type.
     const ALL_FORMS: &str = r"program(%0_xs: [4]f32, %1_n: []i64, %2_m: [2, 3]f64) {

@@ -54,11 +54,11 @@ use super::reduce::{tree_sum, ColumnSums, RUN_LEVEL, SUM_RUN};
 use super::tensor::{with_tensor, Element, Tensor};
 use super::{Exec, Res, Slot, PAR_THRESHOLD};
 use crate::core::digits;
-use crate::core::interp::InterpError;
 use crate::core::ir::{Atom, Expr, Program, Scalar, VarId};
 use crate::core::kernel::{
     Affine, Coord, Kernel, MatMul, MatOperand, MonoidStep, Node, NodeId, Reduction, Schedule, Step,
 };
+use crate::ops::interp::InterpError;
 use crate::ops::monoid::CHUNK_ROWS;
 use crate::passes::fuse::row_major_strides;
 use crate::prim::sum_order::{self, TreeSum};
@@ -3322,7 +3322,7 @@ pub(in crate::exec) mod tests {
         use super::{Binding, LaunchPlan};
         for (n, moved) in [(200, Some(1)), (40, None)] {
             let program = crate::core::parse::parse_program(&pair_sum_program(n)).unwrap();
-            crate::core::verify::verify(&program).unwrap();
+            crate::ops::verify::verify(&program).unwrap();
             let schedule = crate::passes::fuse::run(&program);
             let text = schedule.display(&program).to_string();
             let [Step::Kernel(factor), Step::Kernel(sum)] = &schedule.steps[..] else {
@@ -3353,7 +3353,7 @@ pub(in crate::exec) mod tests {
     fn reads_at_the_digits_of_an_offset_are_affine_where_the_layout_agrees() {
         for (body, n, expected) in DIGIT_CASES {
             let program = crate::core::parse::parse_program(&digit_program(body, n)).unwrap();
-            crate::core::verify::verify(&program).unwrap();
+            crate::ops::verify::verify(&program).unwrap();
             let schedule = crate::passes::fuse::run(&program);
             let [Step::Kernel(kernel)] = &schedule.steps[..] else {
                 panic!("one kernel:\n{}", schedule.display(&program));
@@ -3394,7 +3394,7 @@ pub(in crate::exec) mod tests {
         for (body, expected) in POINT_MASK_CASES {
             let text = point_mask_program(body, 10);
             let program = crate::core::parse::parse_program(&text).unwrap();
-            crate::core::verify::verify(&program).unwrap();
+            crate::ops::verify::verify(&program).unwrap();
             let schedule = crate::passes::fuse::run(&program);
             let [Step::Kernel(kernel)] = &schedule.steps[..] else {
                 panic!("one kernel:\n{}", schedule.display(&program));

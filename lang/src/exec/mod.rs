@@ -9,12 +9,12 @@
 //! `reshape`, `iota`, `cond`, `fold`, `scan`) becomes one whole-array operation on
 //! `tensor::Tensor` values (`ArcArray`s, so sharing a variable is cheap). Fusion comes later.
 //!
-//! Assumes: the program is verified (`core::verify`) and `inputs` match `program.inputs` in
+//! Assumes: the program is verified (`ops::verify`) and `inputs` match `program.inputs` in
 //! number and type; a violated assumption is a caller bug and panics with a message saying so.
 //! Unlike the verifier, `prim` operands of rank 0 broadcast against the others (the BOT emits
 //! that for literals and unbatched scalars).
 //!
-//! Guarantees: the results equal `core::interp`'s exactly, errors included (see
+//! Guarantees: the results equal `ops::interp`'s exactly, errors included (see
 //! Note [Strict errors in bulk]). `sumOuter` adds in dx's summation order (`reduce.rs`, the
 //! tree of `prim::sum_order`) and `scatter` collisions in index order, as the interpreter
 //! does, so float results agree bit for bit, on any number of threads. The interrupt flag is checked before every
@@ -100,12 +100,12 @@ use std::sync::{Arc, Mutex};
 use rayon::prelude::*;
 
 use crate::core::ids::IdVec;
-use crate::core::interp::InterpError;
 use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
 use crate::core::kernel::Schedule;
 use crate::core::value::{Array, ArrayData};
 use crate::core::visit::var_of;
 use crate::core::visit::{expr_atoms, expr_blocks};
+use crate::ops::interp::InterpError;
 use crate::prim::Prim;
 use indexing::{IndexCol, IntCol, Rows};
 use lanes::Column;

@@ -36,9 +36,9 @@ use super::lanes::{match_column, with_column, with_operands, Column, Lane, LaneE
 use super::monoid_jit::{ChainCode, ChunkFolds};
 use super::tensor::{with_tensor, Tensor};
 use super::{CompileLoops, PAR_THRESHOLD};
-use crate::core::interp::InterpError;
 use crate::core::ir::{BlockId, Elem, MonoidKind, Program, Scalar};
 use crate::core::scalar_code::{Op, Operand, ScalarCode};
+use crate::ops::interp::InterpError;
 use crate::ops::monoid::CHUNK_ROWS;
 
 /// Evaluates a monoid statement over `arrays` (any layout) with identities `init`, on

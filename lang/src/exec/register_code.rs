@@ -17,9 +17,9 @@
 
 use std::cmp::Ordering;
 
-use crate::core::interp::InterpError;
 use crate::core::ir::{Elem, Scalar, VarId};
 use crate::core::scalar_code::{Op, Operand, ScalarCode};
+use crate::ops::interp::InterpError;
 use crate::prim::arith::{self, Arith};
 use crate::prim::compare::{self, CompareOp};
 use crate::prim::math::{self, Float, MathOp};

@@ -25,9 +25,9 @@
 use std::sync::atomic::AtomicUsize;
 use std::sync::OnceLock;
 
-use crate::core::interp::InterpError;
 use crate::core::ir::{BlockId, Program, Scalar};
 use crate::core::scalar_code::ScalarCode;
+use crate::ops::interp::InterpError;
 
 use super::lanes::Column;
 use super::lanes::LINE;

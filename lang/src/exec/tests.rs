@@ -1,6 +1,6 @@
 //! Tests of the bulk evaluator: every result and every error must equal the reference
-//! interpreter's (`core::interp`), on hand-written bulk programs, on random programs from
-//! `core::testgen`, and primitive by primitive on edge values.
+//! interpreter's (`ops::interp`), on hand-written bulk programs, on random programs from
+//! `ops::testgen`, and primitive by primitive on edge values.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -8,14 +8,14 @@ use std::sync::Arc;
 use super::elementwise::{eval_prim, generic_binary, generic_ternary, generic_unary};
 use super::tensor::{from_vec, Tensor};
 use super::{run_inner, run_with_report, CompileLoops, ExecConfig, ExecReport, PAR_THRESHOLD};
-use crate::core::interp::{self, InterpConfig, InterpError};
 use crate::core::ir::{Elem, Program, Scalar};
 use crate::core::parse::parse_program;
-use crate::core::testgen::{
+use crate::core::value::{Array, ArrayData};
+use crate::ops::interp::{self, InterpConfig, InterpError};
+use crate::ops::testgen::{
     monoid_program, random_array, random_inputs, random_program, GenConfig, MonoidInits, Rng,
 };
-use crate::core::value::{Array, ArrayData};
-use crate::core::verify::verify;
+use crate::ops::verify::verify;
 use crate::prim::{Prim, ALL_ELEMS, ALL_PRIMS};
 
 // Helpers.

@@ -45,7 +45,7 @@ pub enum Input {
 /// verified first (the mapping relies on the verifier's shape rules), so ill-formed IR is an
 /// error too, never a panic.
 pub fn module(program: &Program, inputs: &[Input]) -> Result<String, ExportError> {
-    if let Err(errors) = crate::core::verify::verify(program) {
+    if let Err(errors) = crate::ops::verify::verify(program) {
         let first = errors
             .first()
             .map_or_else(String::new, |error| error.to_string());

@@ -6,8 +6,8 @@ use super::stablehlo::{module, Input};
 use super::{bulk_passes, ExportError};
 use crate::core::ir::{ArrTy, Elem, Program};
 use crate::core::parse::parse_program;
-use crate::core::testgen::{self, MonoidInits};
 use crate::core::value::{Array, ArrayData};
+use crate::ops::testgen::{self, MonoidInits};
 use crate::passes::pipeline;
 
 fn export(text: &str) -> Result<String, ExportError> {

@@ -2,11 +2,11 @@
 //! Fig 7): making arrays from elements and reading elements back. Every rule of the four in
 //! one place:
 //!
-//! - type rules (called by `core::verify`): `build1_tys` (one `I64` scalar param; binder `j`
+//! - type rules (called by `ops::verify`): `build1_tys` (one `I64` scalar param; binder `j`
 //!   is `k ::: shape of result j`), `index_ty` (at most rank-of-`t` indices, each an `I64`
 //!   scalar), `iota_ty` (`[n]i64`), `table_ty` (all atoms of one type; the empty table's
 //!   binder is checked by the verifier, which has it);
-//! - reference evaluation (called by `core::interp`): `Interp::eval_build1`,
+//! - reference evaluation (called by `ops::interp`): `Interp::eval_build1`,
 //!   `Interp::eval_index` (out of range reads zero, or is an error in strict mode),
 //!   `eval_iota`, `eval_table`;
 //! - batching: `build1` *is* the BOT (`passes::bot` transforms builds innermost first, so a
@@ -18,17 +18,17 @@
 //!   `transpose_table` (an `index` per item); `iota` has no tangent (an integer); `build1`
 //!   never reaches AD (which runs on BOT output);
 //! - cost: `build1` costs like a loop (`ops::loops::cost`); the others cost the elements of
-//!   their result (`core::cost`);
+//!   their result (`ops::cost`);
 //! - fusion class: `index` and `iota` are `View`s (a coordinate, or a masked read), `build1`
 //!   and tables `Bulk`.
 
 use std::collections::HashMap;
 
-use crate::core::interp::{index_scalar, Interp, Res, Stacked};
 use crate::core::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
 use crate::core::print::ty_text;
 use crate::core::value::{Array, ArrayData};
-use crate::core::verify::{atom_ty, block, expect_index, expect_index_params, prepend, result_tys};
+use crate::ops::interp::{index_scalar, Interp, Res, Stacked};
+use crate::ops::verify::{atom_ty, block, expect_index, expect_index_params, prepend, result_tys};
 use crate::passes::ad::Builder;
 use crate::passes::bot::{Batcher, Status};
 

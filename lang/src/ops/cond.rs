@@ -1,6 +1,6 @@
 //! `cond c u v` ([Smeding25] Fig 7): the conditional. Every rule in one place:
 //!
-//! - type rule: `result_tys` (called by `core::verify`): `c` is a `Bool` scalar, both
+//! - type rule: `result_tys` (called by `ops::verify`): `c` is a `Bool` scalar, both
 //!   branches have no params and results of the same types, which are the binders';
 //! - reference evaluation: `Interp::eval_cond` runs only the taken branch (equivalent to seed
 //!   001's strict `cond` because every operation is total);
@@ -17,11 +17,11 @@
 use std::collections::HashMap;
 
 use crate::core::inline::clone_block;
-use crate::core::interp::{Interp, Res};
 use crate::core::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
 use crate::core::print::ty_text;
 use crate::core::value::Array;
-use crate::core::verify::{atom_ty, block, result_tys as block_result_tys, tys_text};
+use crate::ops::interp::{Interp, Res};
+use crate::ops::verify::{atom_ty, block, result_tys as block_result_tys, tys_text};
 use crate::passes::ad::{self, AdError, Builder};
 use crate::passes::bot::{Batcher, Status};
 use crate::prim::{Emitter, Prim};
@@ -72,7 +72,7 @@ impl Interp<'_> {
 
 /// The larger of the two branches.
 pub fn cost(program: &Program, then_block: BlockId, else_block: BlockId) -> u64 {
-    let block_cost = crate::core::cost::block_cost;
+    let block_cost = crate::ops::cost::block_cost;
     block_cost(program, then_block).max(block_cost(program, else_block))
 }
 

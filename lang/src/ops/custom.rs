@@ -2,14 +2,14 @@
 //! `custom-linearization f g`) and the linear map `custom_linear` the differentiation of a
 //! `custom_vjp` makes. Their rules:
 //!
-//! - type rule: `result_tys` (called by `core::verify`): a `custom_vjp` binds `primal`'s
+//! - type rule: `result_tys` (called by `ops::verify`): a `custom_vjp` binds `primal`'s
 //!   results, and `fwd`'s first results have the same types; `bwd` takes the residuals (the
 //!   rest of `fwd`'s results) then a cotangent per result and returns a cotangent per arg;
 //! - printer and parser: `custom_vjp (xs…) (\…primal) (\…fwd) (\…bwd)`,
 //!   `custom_jvp (xs…) (\…primal) (\…lin)`,
 //!   `custom_linear (res…) (ts…) (\…bwd)`, `custom_linear_t (res…) (cts…) (\…bwd)`
 //!   (`core::print`, `core::parse`);
-//! - reference evaluation: `eval_blocks` (`core::interp`): a `custom_vjp` is its `primal`, a
+//! - reference evaluation: `eval_blocks` (`ops::interp`): a `custom_vjp` is its `primal`, a
 //!   transposed `custom_linear` is `bwd`; a `custom_linear` has no forward rule (forward
 //!   mode through a `custom_vjp` is refused by lowering, `passes::lower_ad`);
 //! - batching (BOT): `Batcher::batch_custom_vjp`: the three blocks are batched over the
@@ -32,7 +32,7 @@ use std::collections::HashMap;
 
 use crate::core::inline::{copy_stmt, rename};
 use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Scalar, Stmt, VarId};
-use crate::core::verify::{atom_ty, block, result_tys as block_result_tys, tys_text, var_ty};
+use crate::ops::verify::{atom_ty, block, result_tys as block_result_tys, tys_text, var_ty};
 use crate::passes::ad::{tangent_of, AdError, Builder};
 use crate::passes::bot::{Batcher, Status};
 use crate::prim::Prim;
@@ -175,9 +175,9 @@ pub const NO_FORWARD_RULE: &str = "forward-mode differentiation (jvp) through cu
 /// The cost: what runs (the primal, or `bwd`).
 pub fn cost(program: &Program, expr: &Expr) -> u64 {
     match eval_block(expr) {
-        Some((block, _)) => crate::core::cost::block_cost(program, block),
+        Some((block, _)) => crate::ops::cost::block_cost(program, block),
         None => match expr {
-            Expr::CustomLinear { bwd, .. } => crate::core::cost::block_cost(program, *bwd),
+            Expr::CustomLinear { bwd, .. } => crate::ops::cost::block_cost(program, *bwd),
             _ => 0,
         },
     }
@@ -325,7 +325,7 @@ const VALUE_OF_TANGENTS: &str = "the value a custom-linearization gives depends 
 /// linear variables), in the user's terms: an operation that is not linear in them, or a sum
 /// of a tangent and a value that is not one (`t + 1.0` is affine).
 fn linear_map_problem(program: &Program, stmt: &Stmt) -> Option<String> {
-    let problem = crate::core::verify::linearity_error(program, stmt).or_else(|| {
+    let problem = crate::ops::verify::linearity_error(program, stmt).or_else(|| {
         let Expr::Prim(prim, args) = &stmt.expr else {
             return None;
         };
@@ -440,7 +440,7 @@ fn emit_linear_map(builder: &mut Builder, stmts: Vec<Stmt>) -> Result<(), AdErro
         builder.set_linear(&stmt.binders, linear);
         // Lowering refused affine maps; here a missing tangent is a zero that is not a
         // linear variable, so only what transposition needs is checked.
-        if let Some(problem) = crate::core::verify::linearity_error(builder.program, &stmt) {
+        if let Some(problem) = crate::ops::verify::linearity_error(builder.program, &stmt) {
             return Err(AdError::BadCustomRule(format!(
                 "the linear map of a custom-linearization is not linear in the tangents: {problem}"
             )));
@@ -612,9 +612,9 @@ impl Batcher<'_> {
 
 #[cfg(test)]
 mod tests {
-    use crate::core::interp::{self, InterpConfig};
     use crate::core::parse::parse_program;
     use crate::core::value::{Array, ArrayData};
+    use crate::ops::interp::{self, InterpConfig};
     use crate::passes::pipeline::{self, PIPELINE};
 
     /// `vjp` of `x ↦ custom_vjp(x ↦ x * x, fwd, bwd) x` whose (wrong on purpose) `bwd` is

@@ -1,7 +1,7 @@
 //! `jvp (xs…) (ts…) f` and `vjp (xs…) (cts…) f` as lowering emits them, before the `ad` pass
 //! expands each into its derivative program (`passes::ad::EXPAND`). Their rules:
 //!
-//! - type rule: `result_tys` (called by `core::verify`): the binders are the function's
+//! - type rule: `result_tys` (called by `ops::verify`): the binders are the function's
 //!   results, then the tangents of its results (`jvp`) or the cotangents of its params
 //!   (`vjp`); the seeds are tangents of the params or cotangents of the results;
 //! - cost: `cost`, the cheap-gradient principle ([Shaikhha23] §4): a small multiple of the
@@ -10,7 +10,7 @@
 //!   meet one, `core::ir::EXPANDED`); fusion class `Bulk`.
 
 use crate::core::ir::{AdMode, ArrTy, Atom, BlockId, Program};
-use crate::core::verify::{atom_ty, block, result_tys as block_result_tys, tys_text, var_ty};
+use crate::ops::verify::{atom_ty, block, result_tys as block_result_tys, tys_text, var_ty};
 
 /// The binders of a derivative: the function's results, then the tangents of its results
 /// (`jvp`) or the cotangents of its params (`vjp`); the seeds are tangents of the params
@@ -60,5 +60,5 @@ pub fn result_tys(
 
 /// Three times the function (before the `ad` pass replaces the statement).
 pub fn cost(program: &Program, func: BlockId) -> u64 {
-    3 * crate::core::cost::block_cost(program, func)
+    3 * crate::ops::cost::block_cost(program, func)
 }

@@ -1,7 +1,7 @@
 //! `gather sh t (λ[i…]. ix)` and `scatter sh t (λ[i…]. ix)` ([Smeding25] Fig 7): the operations
 //! with an index function, each the other's transpose. Every rule of the two in one place:
 //!
-//! - type rule: `gather_ty`, `scatter_ty` (called by `core::verify`): the index function's
+//! - type rule: `gather_ty`, `scatter_ty` (called by `ops::verify`): the index function's
 //!   params and results are `I64` scalars; for gather, m1 params ≤ rank `sh`, m2 results ≤
 //!   rank `t` and `sh[m1..] = shape t [m2..]`; scatter swaps the roles and needs a numeric
 //!   element type;
@@ -25,11 +25,11 @@
 use std::collections::HashMap;
 
 use crate::core::inline::clone_block;
-use crate::core::interp::{from_scalars, ravel, unravel, Interp, Res};
 use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Scalar, VarId};
 use crate::core::kernel::{Affine, IndexValue};
 use crate::core::value::{Array, ArrayData};
-use crate::core::verify::{
+use crate::ops::interp::{from_scalars, ravel, unravel, Interp, Res};
+use crate::ops::verify::{
     atom_ty, block, expect_index_params, expect_index_results, expect_numeric,
 };
 use crate::passes::ad::Builder;
@@ -151,7 +151,7 @@ impl Interp<'_> {
 fn index_fn_cost(program: &Program, shape: &[usize], body: BlockId) -> u64 {
     let leading = program.blocks[body].params.len();
     let positions: u64 = shape.iter().take(leading).map(|dim| *dim as u64).product();
-    positions * crate::core::cost::block_cost(program, body)
+    positions * crate::ops::cost::block_cost(program, body)
 }
 
 /// One move per result element, and the index function once per position of the result's
@@ -162,7 +162,7 @@ pub fn gather_cost(program: &Program, shape: &[usize], body: BlockId, result_ele
 
 /// Filling the result with zeros (`result_elems`: a one-hot scatter, the transpose of
 /// `index`, costs the whole table it writes into, unless it is an increment, Note
-/// [Increments] in `core::cost`), one move per source element, and the index function once
+/// [Increments] in `ops::cost`), one move per source element, and the index function once
 /// per position of the source's leading axes.
 pub fn scatter_cost(program: &Program, array: &Atom, body: BlockId, result_elems: u64) -> u64 {
     let source_ty = program.atom_ty(array);

@@ -1,9 +1,9 @@
 //! `replicate k t`, `tr_perm t` and `reshape sh t` ([Smeding25] Fig 7): the operations that move
 //! elements without computing any. Every rule of the three in one place:
 //!
-//! - type rule: `replicate_ty`, `transpose_ty`, `reshape_ty` (called by `core::verify`);
+//! - type rule: `replicate_ty`, `transpose_ty`, `reshape_ty` (called by `ops::verify`);
 //! - reference evaluation: `eval_replicate`, `eval_transpose`, `eval_reshape` (called by
-//!   `core::interp`);
+//!   `ops::interp`);
 //! - batching ([Smeding25] Fig 9): `Batcher::batch_replicate`, `batch_transpose`,
 //!   `batch_reshape`;
 //! - linearity: each is linear in its array (`ops::linearity`), so its JVP is the operation
@@ -11,17 +11,17 @@
 //!   Fig 19): `Builder::transpose_replicate` (a `sumOuter`), `transpose_transpose` (the
 //!   inverse permutation), `transpose_reshape` (a reshape back);
 //! - cost: the elements of the result (data movement, like Fig 11's shift1L/shift1R;
-//!   `core::cost`);
+//!   `ops::cost`);
 //! - fusion class: `View` (the fuser recomputes coordinates: `replicate` drops one, `tr`
 //!   permutes them, `reshape` recomputes them from the flat offset).
 
 use std::collections::HashMap;
 
-use crate::core::interp::{append_range, ravel, unravel};
 use crate::core::ir::{ArrTy, Atom, Expr, Program, VarId};
 use crate::core::print::ty_text;
 use crate::core::value::{Array, ArrayData};
-use crate::core::verify::{atom_ty, prepend};
+use crate::ops::interp::{append_range, ravel, unravel};
+use crate::ops::verify::{atom_ty, prepend};
 use crate::passes::ad::Builder;
 use crate::passes::bot::{Batcher, Status};
 

@@ -2,7 +2,7 @@
 //! ([HuotShaikhha]'s `foldl` and `scanl`; [Shaikhha23] Fig 7's `ifold`). Every rule of the two in one
 //! place:
 //!
-//! - type rule: `fold_tys`, `scan_tys` (called by `core::verify`): params are an `I64` scalar
+//! - type rule: `fold_tys`, `scan_tys` (called by `ops::verify`): params are an `I64` scalar
 //!   then one per carry with the type of its initial value; results are the new carries with
 //!   the same types, then for a scan the ys; a scan binds the carries then `k ::: shape of y`
 //!   for each y;
@@ -31,11 +31,11 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::core::inline::clone_block;
-use crate::core::interp::{index_scalar, Interp, Res, Stacked};
 use crate::core::ir::{ArrTy, Atom, Block, BlockId, Expr, Program, Scalar, Stmt, VarId};
 use crate::core::value::Array;
-use crate::core::verify::{atom_ty, block, expect_index, prepend, result_tys, tys_text, var_ty};
 use crate::core::visit::{collect_uses, expr_atoms, expr_blocks};
+use crate::ops::interp::{index_scalar, Interp, Res, Stacked};
+use crate::ops::verify::{atom_ty, block, expect_index, prepend, result_tys, tys_text, var_ty};
 use crate::passes::ad::{self, AdError, Builder, LinearItem};
 use crate::passes::bot::{Batcher, Status};
 use crate::prim::{Emitter, Prim};
@@ -185,7 +185,7 @@ pub fn cost(program: &Program, size: usize, body: BlockId) -> u64 {
         .iter()
         .map(|atom| program.atom_ty(atom).n_elems() as u64)
         .sum();
-    size as u64 * (crate::core::cost::block_cost(program, body) + results)
+    size as u64 * (crate::ops::cost::block_cost(program, body) + results)
 }
 
 impl Batcher<'_> {

@@ -20,22 +20,29 @@
 //!
 //! Each concern has one generic place that dispatches to the homes with an exhaustive `match`
 //! on `Expr` (no `_ =>` arm), so a new variant makes the compiler list every rule it lacks:
-//! the type rule in `core::verify::expr_types`, reference evaluation in
-//! `core::interp::Interp::eval_stmt`, batching in `passes::bot::Batcher::batch_stmt`, JVP and
-//! transpose in `passes::ad` (`jvp_stmt`, `transpose_stmt`), cost in `core::cost`, and here
-//! the linearity (`linearity`) and fusion class (`fusion_class`). The engine (`exec`) and the
+//! the type rule in `verify::expr_types`, reference evaluation in `interp::Interp::eval_stmt`,
+//! batching in `passes::bot::Batcher::batch_stmt`, JVP and transpose in `passes::ad`
+//! (`jvp_stmt`, `transpose_stmt`), cost in `cost`, and here the linearity (`linearity`) and
+//! fusion class (`fusion_class`). The dispatchers that read only the homes (the verifier, the
+//! reference interpreter, the cost model, and the random-program generator of tests, which
+//! types what it draws by the verifier's rules) live here beside them, so that `core` (the IR)
+//! depends on no rule. The engine (`exec`) and the
 //! exports keep their kernels of each operation. Generic walks over the atoms and blocks of a
 //! statement go through `core::visit`.
 
 pub mod build;
 pub mod cond;
+pub mod cost;
 pub mod custom;
 pub mod derivative;
 pub mod gather_scatter;
+pub mod interp;
 pub mod layout;
 pub mod loops;
 pub mod monoid;
 pub mod sum_outer;
+pub mod testgen;
+pub mod verify;
 pub mod while_loop;
 
 use crate::core::ir::{Atom, Expr, MonoidKind, Program};

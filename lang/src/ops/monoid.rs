@@ -1,14 +1,14 @@
 //! `reduce`, `assoc_scan` and `assoc_scan_right` over a user monoid ([Paszke21] §2): every rule
 //! of the `Expr::Monoid` family in one place.
 //!
-//! - type rule: `result_tys` (called by `core::verify`);
+//! - type rule: `result_tys` (called by `ops::verify`);
 //! - reference evaluation in the fixed order of Note [Monoid order]: `eval`, used by the
 //!   reference interpreter (the engine's `exec::monoid` computes the same bits on typed lanes,
 //!   in parallel);
 //! - batching ([Smeding25] Fig 9 read for a reduction): `Batcher::batch_monoid`;
 //! - JVP ([Paszke21] §3.2, Thm 3.3) and transpose (§3.3, Thm 3.7, Eqs 11–12): `jvp_monoid`
 //!   and `transpose_monoid` in `passes::ad`'s builder, defined here;
-//! - cost: `cost` (and a level of nesting in `core::cost::nesting_depth`);
+//! - cost: `cost` (and a level of nesting in `ops::cost::nesting_depth`);
 //! - export: `export::monoid` (`stablehlo.reduce` for a commutative operator, otherwise trees
 //!   of depth O(log n) of slices and the operator lifted to arrays; no sequential loop).
 //!
@@ -22,11 +22,11 @@
 //! (`selected_tangent`), transposed by the generic rules. Does not handle yet: fusing other monoid statements with their
 //! producers (they are bulk steps of the engine, over materialised arrays).
 
-use crate::core::interp::InterpError;
 use crate::core::ir::{ArrTy, Atom, BlockId, Expr, MonoidKind, Program, Scalar};
 use crate::core::kernel::Reduction;
 use crate::core::scalar_code::{self, ScalarCode};
 use crate::core::value::{Array, ArrayData};
+use crate::ops::interp::InterpError;
 use crate::prim::Prim;
 
 /// Rows of one chunk of Note [Monoid order].

@@ -1,8 +1,8 @@
 //! `sumOuter t` ([Smeding25] Fig 7): the sum along the outermost axis. Every rule in one place:
 //!
-//! - type rule: `result_ty` (called by `core::verify`): `t` has rank ≥ 1 and a numeric
+//! - type rule: `result_ty` (called by `ops::verify`): `t` has rank ≥ 1 and a numeric
 //!   element type;
-//! - reference evaluation: `eval` (called by `core::interp`), in dx's summation order
+//! - reference evaluation: `eval` (called by `ops::interp`), in dx's summation order
 //!   (`prim::sum_order`, Note [Summation order]);
 //! - batching ([Smeding25] Fig 9): `Batcher::batch_sum_outer`;
 //! - linearity: linear in its array (`ops::linearity`), so its JVP is `sumOuter` of the
@@ -14,10 +14,10 @@
 
 use std::collections::HashMap;
 
-use crate::core::interp::from_scalars;
 use crate::core::ir::{ArrTy, Atom, Expr, Program, Scalar, VarId};
 use crate::core::value::Array;
-use crate::core::verify::{atom_ty, expect_numeric};
+use crate::ops::interp::from_scalars;
+use crate::ops::verify::{atom_ty, expect_numeric};
 use crate::passes::ad::Builder;
 use crate::passes::bot::{Batcher, Status};
 use crate::prim::{sum_order, Prim};

@@ -3,7 +3,7 @@
 //! `while_reverse`, the reverse sweep over a while's trajectory that its transpose is. Every
 //! rule of the two in one place:
 //!
-//! - type rule: `while_tys`, `while_reverse_tys` (called by `core::verify`): a while's params
+//! - type rule: `while_tys`, `while_reverse_tys` (called by `ops::verify`): a while's params
 //!   are one per carry with the type of its initial value (no index), its results a `Bool`
 //!   scalar then the new carries; it binds the final carries. A `while_reverse` has a while's
 //!   body, and a backward step whose params are the carries then one accumulator per seed
@@ -49,11 +49,11 @@ use std::collections::HashMap;
 
 use super::loops::{self, CarryLayout};
 use crate::core::inline::clone_block;
-use crate::core::interp::{Interp, Res};
 use crate::core::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
 use crate::core::print::ty_text;
 use crate::core::value::Array;
-use crate::core::verify::{block, result_tys};
+use crate::ops::interp::{Interp, Res};
+use crate::ops::verify::{block, result_tys};
 use crate::passes::ad::{self, AdError, Builder, LinearItem};
 use crate::passes::bot::{Batcher, Status};
 use crate::prim::Prim;
@@ -554,12 +554,12 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
 
-    use crate::core::interp::{self, InterpConfig, InterpError};
     use crate::core::ir::{Expr, Program};
     use crate::core::parse::parse_program;
     use crate::core::value::{Array, ArrayData};
-    use crate::core::verify::verify;
     use crate::exec::{self, ExecConfig, ExecReport};
+    use crate::ops::interp::{self, InterpConfig, InterpError};
+    use crate::ops::verify::verify;
     use crate::passes::pipeline::{self, PIPELINE};
 
     fn parse(text: &str) -> Program {
@@ -1054,7 +1054,7 @@ mod tests {
         let per_step = [3 + 2, 1 + 2];
         let nominal = |n: u64| super::NOMINAL_TRIPS as u64 * n;
         assert_eq!(
-            crate::core::cost::cost(&program),
+            crate::ops::cost::cost(&program),
             nominal(per_step[0]) + nominal(per_step[1])
         );
         let input = [Array::scalar(crate::core::ir::Scalar::F64(6.0))];

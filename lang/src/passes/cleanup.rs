@@ -200,9 +200,9 @@ fn components_read(program: &Program, op: BlockId, n: usize) -> Vec<HashSet<usiz
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::interp::{self, InterpConfig};
     use crate::core::parse::parse_program;
     use crate::core::value::{Array, ArrayData};
+    use crate::ops::interp::{self, InterpConfig};
 
     /// The primal scan of `grad (\xs. fold(0.0, \i c. c + xs[i] * 2.0))`-like code: it stacks
     /// its carry, which nothing reads.
@@ -228,7 +228,7 @@ program(%0_x: [3]f32) {
         let mut program = parse_program(SCAN_WITH_DEAD_OUTPUT).expect("the program parses");
         let before = run(&program);
         super::run(&mut program);
-        crate::core::verify::verify(&program).expect("still well formed");
+        crate::ops::verify::verify(&program).expect("still well formed");
         let text = program.to_string();
         assert!(
             !text.contains("%2_carries") && text.contains("%3_ys"),
@@ -239,7 +239,7 @@ program(%0_x: [3]f32) {
         let main = program.main;
         program.blocks[main].results.truncate(1);
         super::run(&mut program);
-        crate::core::verify::verify(&program).expect("still well formed");
+        crate::ops::verify::verify(&program).expect("still well formed");
         let text = program.to_string();
         assert!(
             text.contains("= fold 3") && !text.contains("scan"),
@@ -268,7 +268,7 @@ program(%0_x: [3]f32) {
         let mut program = parse_program(TRIPLE_SCAN).expect("the program parses");
         let before = run(&program);
         super::run(&mut program);
-        crate::core::verify::verify(&program).expect("still well formed");
+        crate::ops::verify::verify(&program).expect("still well formed");
         let text = program.to_string();
         assert!(!text.contains("%2_xs") && !text.contains("%5_xl"), "{text}");
         assert!(text.contains("%3_as") && text.contains("%9_ar"), "{text}");

@@ -432,10 +432,10 @@ fn zeros(program: &mut Program, block: BlockId, ty: &ArrTy) -> Expr {
 #[cfg(test)]
 mod tests {
     use super::super::pipeline::{self, Problem, PIPELINE};
-    use crate::core::interp::{self, InterpConfig};
     use crate::core::ir::Program;
     use crate::core::parse::parse_program;
     use crate::core::value::{Array, ArrayData};
+    use crate::ops::interp::{self, InterpConfig};
 
     /// `vjp` of `x ↦ sum (x * x)` at `x` with cotangent 2: the binders are the sum and the
     /// gradient `2 · 2x`.

@@ -859,7 +859,7 @@ impl<'a> Lowerer<'a> {
         let mut program = self.program.clone();
         program.blocks[main].results = vars.iter().map(|&var| Atom::Var(var)).collect();
         super::cleanup::run(&mut program);
-        let results = crate::core::interp::run(&program, &inputs, &Default::default()).ok()?;
+        let results = crate::ops::interp::run(&program, &inputs, &Default::default()).ok()?;
         Some(
             results
                 .iter()

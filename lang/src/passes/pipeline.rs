@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use crate::core::ir::{ArrTy, Program};
 use crate::core::kernel::Schedule;
-use crate::core::verify::{self, VerifyError};
 use crate::core::verify_schedule::verify_schedule;
+use crate::ops::verify::{self, VerifyError};
 
 /// What the passes of a pipeline rewrite, and the checks the driver makes after each of them.
 pub trait Subject {

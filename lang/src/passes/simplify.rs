@@ -988,10 +988,10 @@ fn scalar_is_one(scalar: Scalar) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::interp::{run as interpret, InterpConfig};
     use crate::core::parse::parse_program;
-    use crate::core::testgen::random_inputs;
     use crate::core::value::{Array, ArrayData};
+    use crate::ops::interp::{run as interpret, InterpConfig};
+    use crate::ops::testgen::random_inputs;
 
     #[test]
     fn every_rule_fires_and_preserves_values() {
@@ -1023,7 +1023,7 @@ mod tests {
                 "{rule:?} did not fire: {fired:?}"
             );
         }
-        crate::core::verify::verify(&simplified).expect("verifies");
+        crate::ops::verify::verify(&simplified).expect("verifies");
         let text = simplified.to_string();
         assert_eq!(text.matches(" = ").count(), 3, "{text}");
         let inputs = random_inputs(&original, 3);
@@ -1134,7 +1134,7 @@ mod tests {
             in %2, %4, %5, %10
         }";
         let original = parse_program(src).expect("parses");
-        crate::core::verify::verify(&original).expect("the test program verifies");
+        crate::ops::verify::verify(&original).expect("the test program verifies");
         let mut simplified = original.clone();
         let fired = run(&mut simplified).fired;
         assert_eq!(
@@ -1191,11 +1191,11 @@ mod tests {
         text: (&str, usize),
     ) -> (Program, Program) {
         let original = parse_program(src).expect("parses");
-        crate::core::verify::verify(&original).expect("the test program verifies");
+        crate::ops::verify::verify(&original).expect("the test program verifies");
         let mut simplified = original.clone();
         let outcome = run(&mut simplified);
         assert_eq!(outcome.fired.get(&rule), Some(&times), "{simplified}");
-        crate::core::verify::verify(&simplified).expect("verifies");
+        crate::ops::verify::verify(&simplified).expect("verifies");
         assert_eq!(
             simplified.to_string().matches(text.0).count(),
             text.1,
@@ -1571,7 +1571,7 @@ mod tests {
         let original = parse_program(src).expect("parses");
         let mut simplified = original.clone();
         let outcome = run(&mut simplified);
-        crate::core::verify::verify(&simplified).expect("verifies");
+        crate::ops::verify::verify(&simplified).expect("verifies");
         let text = simplified.to_string();
         assert_eq!(text.matches("replicate 4 0.0").count(), 2, "{text}");
         assert_eq!(text.matches(" = neg ").count(), 1, "{text}");
@@ -1650,7 +1650,7 @@ mod tests {
             in %13, %12
         }";
         let original = parse_program(src).expect("parses");
-        crate::core::verify::verify(&original).expect("the test program verifies");
+        crate::ops::verify::verify(&original).expect("the test program verifies");
         let mut simplified = original.clone();
         let outcome = run(&mut simplified);
         for rule in [
@@ -1668,7 +1668,7 @@ mod tests {
             );
         }
         assert!(!outcome.out_of_fuel);
-        crate::core::verify::verify(&simplified).expect("verifies");
+        crate::ops::verify::verify(&simplified).expect("verifies");
         let text = simplified.to_string();
         assert!(
             !text.contains("gather") && !text.contains("sumOuter"),

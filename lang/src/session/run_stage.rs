@@ -13,7 +13,7 @@ use crate::core::kernel::{Schedule, Step};
 use crate::passes::pipeline::PassTime;
 
 use super::format_duration;
-use crate::core::interp::format_bytes;
+use crate::ops::interp::format_bytes;
 
 /// The text of the `run` stage: the compile time of each pass of the pipeline, then one line per step of
 /// `schedule` (numbered as in the `fused` stage) with its time, bytes and rate; `runs`, the

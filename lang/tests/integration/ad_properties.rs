@@ -3,7 +3,7 @@
 //! - random differentiable programs: `grad` and `jvp` against central finite differences in
 //!   Float64, and `vjp` against `jvp` by the dot-product identity ⟨ct, J t⟩ = ⟨Jᵀ ct, t⟩;
 //! - no Delta explosion: the gradient of a dot product has the same program for every size;
-//! - the cheap-gradient bound of [HuotShaikhha] Theorem 5.4, with the cost model of `core::cost`;
+//! - the cheap-gradient bound of [HuotShaikhha] Theorem 5.4, with the cost model of `ops::cost`;
 //! - reverse mode through a loop costs linear in the loop's length (the same cost model), and
 //!   loops reading outer tables (at the loop index, its neighbours, an index computed from
 //!   the carry, through gathers) agree with central finite differences;
@@ -27,10 +27,10 @@
 //! Float64 stay accurate.
 
 use crate::common::{rel_err, Rng};
-use dx_lang::core::cost::{cost, nesting_depth};
 use dx_lang::core::ir::{Expr, Program};
 use dx_lang::core::value::{ArrayData, Value};
 use dx_lang::core::visit::reachable_blocks;
+use dx_lang::ops::cost::{cost, nesting_depth};
 use dx_lang::prim::Prim;
 use dx_lang::session::{Session, SessionConfig};
 

@@ -3,9 +3,9 @@
 //! form (Theorem 5.1) that computes exactly what the original computes, on the bulk evaluator
 //! and, fused (`passes::fuse`), on the fused engine — bit for bit, on any number of threads.
 
-use dx_lang::core::interp::{self, InterpConfig};
-use dx_lang::core::testgen::{random_inputs, random_program, GenConfig};
-use dx_lang::core::verify::verify;
+use dx_lang::ops::interp::{self, InterpConfig};
+use dx_lang::ops::testgen::{random_inputs, random_program, GenConfig};
+use dx_lang::ops::verify::verify;
 use dx_lang::passes::{bot, cleanup, fuse, simplify};
 
 /// Checks one random program; returns the kernel launches that ran as machine code.

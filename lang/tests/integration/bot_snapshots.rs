@@ -2,16 +2,16 @@
 //! term t_sc, the dot product and the matrix product written with `build1`. Each is also run
 //! before and after the transform to check that the values agree.
 
-use dx_lang::core::interp::{self, InterpConfig};
 use dx_lang::core::parse::parse_program;
-use dx_lang::core::testgen::random_inputs;
+use dx_lang::ops::interp::{self, InterpConfig};
+use dx_lang::ops::testgen::random_inputs;
 use dx_lang::passes::bot;
 use expect_test::{expect, Expect};
 
 fn check_bot(src: &str, expected: Expect) {
     let program = parse_program(src).expect("the test program parses");
     let transformed = bot::run(&program);
-    dx_lang::core::verify::verify(&transformed).expect("the BOT output verifies");
+    dx_lang::ops::verify::verify(&transformed).expect("the BOT output verifies");
     assert!(bot::is_normal_form(&transformed));
     expected.assert_eq(&transformed.to_string());
     let inputs = random_inputs(&program, 1);
@@ -171,7 +171,7 @@ fn zero_parameter_gather_runs() {
          }",
     )
     .expect("parses");
-    dx_lang::core::verify::verify(&program).expect("verifies");
+    dx_lang::ops::verify::verify(&program).expect("verifies");
     let inputs = random_inputs(&program, 1);
     let config = InterpConfig::default();
     let expected = interp::run(&program, &inputs, &config).unwrap();

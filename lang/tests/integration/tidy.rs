@@ -215,9 +215,6 @@ fn module_edges() -> BTreeMap<(String, String), String> {
 /// consumers), not yet removed: each is an open item of the house's clean-up, and the test
 /// fails when one disappears so that the list only shrinks.
 const KNOWN_BACK_EDGES: &[(&str, &str)] = &[
-    // The reference interpreter, the verifier and the cost model (in `core`) call the rule
-    // homes of `ops`.
-    ("core", "ops"),
     // The rule homes use the batching and AD contexts of `passes` (`Batcher`, `Builder`)
     // instead of traits of their own.
     ("ops", "passes"),

@@ -257,7 +257,7 @@ impl Exec<'_> {
                 .for_each_init(new_task, run_block);
         }
         if self.interrupt_requested() {
-            return Err(crate::core::interp::InterpError::Interrupted.into());
+            return Err(crate::ops::interp::InterpError::Interrupted.into());
         }
         let ran_compiled = (compiled.iter().zip(&on_lanes))
             .filter(|(compiled, on_lanes)| compiled.is_some() && !on_lanes.load(Ordering::Relaxed))

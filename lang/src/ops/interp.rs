@@ -6,7 +6,7 @@
 //! in `ir.rs`), in its operation's rule home in `ops` (`Interp::eval_stmt` dispatches to
 //! them).
 //!
-//! Assumes: the program is verified (`core::verify`) and `inputs` match `program.inputs` in
+//! Assumes: the program is verified (`ops::verify`) and `inputs` match `program.inputs` in
 //! number and type. A violated assumption is a caller bug and panics with a message saying so.
 //!
 //! Guarantees:
@@ -28,9 +28,9 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::ids::IdVec;
-use super::ir::{ArrTy, Atom, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
-use super::value::{Array, ArrayData};
+use crate::core::ids::IdVec;
+use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::value::{Array, ArrayData};
 use crate::ops;
 use crate::prim::Prim;
 
@@ -416,8 +416,8 @@ fn eval_prim(prim: Prim, operands: &[Array], res_ty: &ArrTy) -> Array {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::testgen::{idx, Builder};
-    use crate::core::verify::verify;
+    use crate::ops::testgen::{idx, Builder};
+    use crate::ops::verify::verify;
 
     fn f64s(shape: &[usize], values: &[f64]) -> Array {
         Array::new(shape.to_vec(), ArrayData::F64(values.to_vec()))

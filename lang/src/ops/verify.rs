@@ -59,10 +59,10 @@
 
 use std::fmt;
 
-use super::ids::{Id, IdVec};
-use super::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Stmt, VarId};
-use super::print::{annotated, ty_text, var_text, Notes};
-use super::visit::{expr_atoms, expr_blocks};
+use crate::core::ids::{Id, IdVec};
+use crate::core::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Stmt, VarId};
+use crate::core::print::{annotated, ty_text, var_text, Notes};
+use crate::core::visit::{expr_atoms, expr_blocks};
 use crate::ops;
 
 /// One verifier finding: what is wrong, and where (the statement's first binder or the
@@ -315,7 +315,7 @@ pub(crate) fn linearity_error(program: &Program, stmt: &Stmt) -> Option<String> 
     if !operands.contains(&true) {
         return None;
     }
-    let name = super::print::expr_name(&stmt.expr);
+    let name = crate::core::print::expr_name(&stmt.expr);
     let outside = |mask: &[bool]| {
         operands
             .iter()
@@ -525,7 +525,7 @@ pub(crate) fn tys_text(tys: &[ArrTy]) -> String {
 mod tests {
     use super::*;
     use crate::core::parse::parse_program;
-    use crate::core::testgen::{idx, Builder};
+    use crate::ops::testgen::{idx, Builder};
     use crate::prim::Prim;
 
     /// Wraps statements in a program with inputs `%0: [2]f64, %1: [3]f64, %2: []i64, %3: []bool`.

@@ -44,8 +44,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::ir::{Atom, BlockId, Expr, Program, Stmt, VarId};
-use super::visit::{collect_expr_uses, expr_blocks, var_of};
+use crate::core::ir::{Atom, BlockId, Expr, Program, Stmt, VarId};
+use crate::core::visit::{collect_expr_uses, expr_blocks, var_of};
 use crate::ops;
 use crate::prim::Prim;
 
@@ -205,7 +205,7 @@ mod tests {
 
     fn measure(src: &str) -> (u64, usize) {
         let program = parse_program(src).expect("the test program parses");
-        crate::core::verify::verify(&program).expect("the test program verifies");
+        crate::ops::verify::verify(&program).expect("the test program verifies");
         (cost(&program), nesting_depth(&program))
     }
 

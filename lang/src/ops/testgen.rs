@@ -10,15 +10,15 @@
 //!   `gather`/`scatter` with computed index functions, tables, `replicate`, `tr`, `reshape`,
 //!   `iota`, `fold`/`scan` with several carries, `while` and `while_reverse` loops that end
 //!   within a few steps, and multi-result statements. `random_inputs`
-//!   makes matching inputs. Later passes compare themselves against `core::interp` on these.
+//!   makes matching inputs. Later passes compare themselves against `ops::interp` on these.
 //!
 //! Guarantees: the same seed and config give the same program on every platform; generated
 //! programs pass `verify`; values are small (|x| ≤ 2 for floats) so that results stay finite
 //! in most programs (NaN and infinities can still appear, e.g. from `div`).
 
-use super::ir::{ArrTy, Atom, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
-use super::value::{Array, ArrayData};
 use super::verify::expr_types;
+use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::value::{Array, ArrayData};
 use crate::prim::Prim;
 
 /// Builds a program statement by statement.
@@ -1111,10 +1111,10 @@ mod tests {
     use proptest::test_runner::{Config, RngSeed};
 
     use super::*;
-    use crate::core::interp::{run, InterpConfig, InterpError};
     use crate::core::parse::parse_program;
     use crate::core::print::annotated;
-    use crate::core::verify::{annotate, verify};
+    use crate::ops::interp::{run, InterpConfig, InterpError};
+    use crate::ops::verify::{annotate, verify};
 
     /// Everything a random program must satisfy: it verifies, print → parse → print is the
     /// identity (and parsing gives back the same arena), and the interpreter runs it in both
