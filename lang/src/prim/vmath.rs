@@ -38,9 +38,10 @@
 //!   (degree 7); the sign and the special cases by selects.
 //! - `tanh_f32`, in f32 arithmetic (see Note [tanh in f32]): `a + a^3 T(a^2)` (`T` of
 //!   degree 4) for `a = |x| < 0.55`, else `1 - 2/(e^(2a) + 1)` with the f32 exp kernel.
-//! - `sin_f32`, `cos_f32`: `x = n pi/2 + r` with pi/2 split in three parts (27, 25 and 53
-//!   bits) so that `r` is exact enough for `|x| < 2^26`; then `r + r^3 S(r^2)` or
-//!   `1 + r^2 C(r^2)` (`S`, `C` of degree 3) chosen by `n mod 4`.
+//! - `sin_f32`, `cos_f32`: `x = n pi/2 + r`, then `r + r^3 S(r^2)` or `1 + r^2 C(r^2)` (`S`,
+//!   `C` of degree 3) chosen by `n mod 4`. For `|x| <= 8` in f32 arithmetic with pi/2 in four
+//!   f32 parts (Note [sin and cos of small f32]); above, in f64 with pi/2 in three parts (27,
+//!   25 and 53 bits) so that `r` is exact enough for `|x| < 2^26`.
 //! - `exp_f64`, `log_f64`, `sin_f64`, `cos_f64`, `pow_f64`: the algorithms of fdlibm (Sun
 //!   Microsystems; `e_exp.c`, `e_log.c`, `k_sin.c`, `k_cos.c`, the medium branch of
 //!   `e_rem_pio2.c`, `e_pow.c`), each documented there as below 1 ulp, with their published
@@ -96,7 +97,8 @@
 // Note [f32 via f64]
 // ~~~~~~~~~~~~~~~~~~
 // The f32 functions other than `exp`, `log` and `tanh` (Notes [exp in f32], [log in f32],
-// [tanh in f32]) widen to f64, evaluate kernels whose error is at most 2^-33 relative, and
+// [tanh in f32]) and `sin` and `cos` of small arguments (Note [sin and cos of small f32])
+// widen to f64, evaluate kernels whose error is at most 2^-33 relative, and
 // round once to f32, so they are within 0.5 + 2^-9 ulp of the true value. Widening makes
 // the f32 subnormals normal and keeps intermediate overflow away, so the f32 special cases
 // reduce to a few selects. It costs half the vector width of f32 arithmetic but avoids the
@@ -189,6 +191,32 @@
 // (`examples/vmath_exhaustive.rs tanh`: at most 2 ulp from glibc 2.36's `tanhf`), to be run
 // again when either changes.
 
+// Note [sin and cos of small f32]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Widened to f64 (Note [f32 via f64]), `sin` cost 1.45 ns an element in a simulation's
+// kernel, half of its time: four lanes a vector, the conversions, and both polynomials. Most
+// arguments in array programs are small (angles, activations, phases), and for those the same
+// polynomials in f32 lanes with fused multiply-adds are within 1 ulp of the correctly
+// rounded value; in a scratch crate, 0.53 ns an element instead of 1.6. So for `|x| <= 8`
+// (`SINCOS_F32_SMALL`, about 2.5 pi) `sin_f32` and `cos_f32` compute in f32:
+// - `n = round(x 2/pi)` by the shift of `round_to_int_f32`; `n <= 5`.
+// - `r = x - n pi/2` by four fused multiply-adds, one per part of `PIO2_F32_CW`. The first
+//   two products are exact and so are both subtractions (the first by Sterbenz's lemma, the
+//   second because `x` and `n` times the first two parts are multiples of 2^-24 and the
+//   difference is below 1), so `r` carries the roundings of the last two steps only,
+//   each half an ulp of `r`. The fourth part matters: with Cephes' three alone, pi/2 is off
+//   by 1.7e-15, which near `3 pi/2` (`x = 4.712389`, `r = 1.2e-8`) is 6 ulp of `cos x`.
+// - The polynomials of the f64 kernel with their coefficients rounded to f32, evaluated by
+//   fused Horner steps, `r + (r z) S(z)` and `1 + z C(z)` rounding once at the end; the
+//   quadrant flips the sign bit.
+// Beyond 8 the f32 reduction loses to cancellation near multiples of pi/2 (6 ulp at `3 pi`,
+// over 600 at 505.8, where `n` times the third part is no longer exact), so those lanes keep
+// the f64 kernel. A slice computes every lane in f32 while it checks that all are small, and
+// recomputes the slice with the select of both kernels when one is not (as Note [exp on the
+// normal range] does), so the slice and the per-element function agree bit for bit. Over
+// every f32 (`examples/vmath_exhaustive.rs sin cos`): at most 1 ulp from glibc's `sinf` and
+// `cosf` and from the correctly rounded value, and the slice gives the per-element bits.
+
 // Note [Huge sin/cos arguments]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // The Cody-Waite reduction `r = x - n pi/2` is exact enough only while `n` times each part
@@ -247,22 +275,14 @@ pub fn tanh_f64(x: f64) -> f64 {
 /// `sin_f32_slice` in loops. See Note [Huge sin/cos arguments].
 #[inline]
 pub fn sin_f32(x: f32) -> f32 {
-    if sincos_f32_needs_fallback(x) {
-        sin_f32_fallback(x)
-    } else {
-        sincos_f32_fast(x, false)
-    }
+    sincos_f32(x, false)
 }
 
 /// Cosine for f32, within 2 ulp of `f32::cos`. Branches to `std` for `|x| >= 2^26`; use
 /// `cos_f32_slice` in loops. See Note [Huge sin/cos arguments].
 #[inline]
 pub fn cos_f32(x: f32) -> f32 {
-    if sincos_f32_needs_fallback(x) {
-        cos_f32_fallback(x)
-    } else {
-        sincos_f32_fast(x, true)
-    }
+    sincos_f32(x, true)
 }
 
 /// Sine for f64, within 2 ulp of `f64::sin`. Branches to `std` for `|x| >= 2^20`; use
@@ -498,11 +518,51 @@ macro_rules! sincos_slice {
     )*};
 }
 
+/// `out[i] = sin_f32(xs[i])`, vectorised except for `|x| >= 2^26` (Note [sin and cos of small
+/// f32]).
+pub fn sin_f32_slice(xs: &[f32], out: &mut [f32]) {
+    sincos_f32_slice(xs, out, false);
+}
+
+/// `out[i] = cos_f32(xs[i])`, vectorised except for `|x| >= 2^26` (Note [sin and cos of small
+/// f32]).
+pub fn cos_f32_slice(xs: &[f32], out: &mut [f32]) {
+    sincos_f32_slice(xs, out, true);
+}
+
+/// The slices of `sin_f32` (`is_cos` false) and `cos_f32`: one pass of the f32 kernel while
+/// every argument is small, else a pass of the select of both kernels and the fix-ups of
+/// Note [Huge sin/cos arguments].
+#[inline(always)]
+fn sincos_f32_slice(xs: &[f32], out: &mut [f32], is_cos: bool) {
+    debug_assert_eq!(xs.len(), out.len(), "input and output lengths differ");
+    let xs = &xs[..out.len()];
+    with_fma(
+        #[inline(always)]
+        || {
+            let args = || xs.iter().copied();
+            let small = |x| sincos_f32_small(x, is_cos);
+            let full = |x| sincos_f32_select(x, is_cos);
+            in_range_or_full(out, args, SINCOS_F32_SMALL, small, full);
+        },
+    );
+    if xs
+        .iter()
+        .fold(false, |any, &x| any | sincos_f32_needs_fallback(x))
+    {
+        for (res, &x) in out.iter_mut().zip(xs) {
+            if sincos_f32_needs_fallback(x) {
+                *res = if is_cos {
+                    cos_f32_fallback(x)
+                } else {
+                    sin_f32_fallback(x)
+                };
+            }
+        }
+    }
+}
+
 sincos_slice! {
-    /// `out[i] = sin_f32(xs[i])`, vectorised except for `|x| >= 2^26`.
-    sin_f32_slice, f32, sincos_f32_fast, false, sincos_f32_needs_fallback, sin_f32_fallback;
-    /// `out[i] = cos_f32(xs[i])`, vectorised except for `|x| >= 2^26`.
-    cos_f32_slice, f32, sincos_f32_fast, true, sincos_f32_needs_fallback, cos_f32_fallback;
     /// `out[i] = sin_f64(xs[i])`, vectorised except for `|x| >= 2^20`.
     sin_f64_slice, f64, sincos_f64_fast, false, sincos_f64_needs_fallback, sin_f64_fallback;
     /// `out[i] = cos_f64(xs[i])`, vectorised except for `|x| >= 2^20`.
@@ -926,6 +986,86 @@ fn sin_f32_fallback(x: f32) -> f32 {
 #[inline(never)]
 fn cos_f32_fallback(x: f32) -> f32 {
     x.cos()
+}
+
+/// `sin_f32(x)` (or `cos_f32` when `is_cos`), with the huge arguments' branch.
+#[inline(always)]
+fn sincos_f32(x: f32, is_cos: bool) -> f32 {
+    if sincos_f32_needs_fallback(x) {
+        if is_cos {
+            cos_f32_fallback(x)
+        } else {
+            sin_f32_fallback(x)
+        }
+    } else {
+        sincos_f32_select(x, is_cos)
+    }
+}
+
+/// The f32 kernel where the argument is small, else the f64 kernel (Note [sin and cos of
+/// small f32]); branch-free.
+#[inline(always)]
+fn sincos_f32_select(x: f32, is_cos: bool) -> f32 {
+    let small = sincos_f32_small(x, is_cos);
+    let wide = sincos_f32_fast(x, is_cos);
+    if in_sincos_f32_small(x) {
+        small
+    } else {
+        wide
+    }
+}
+
+/// The arguments whose `sin` and `cos` the f32 kernel computes (Note [sin and cos of small
+/// f32]); NaN is outside.
+const SINCOS_F32_SMALL: (f32, f32) = (-8.0, 8.0);
+
+#[inline(always)]
+fn in_sincos_f32_small(x: f32) -> bool {
+    (x >= SINCOS_F32_SMALL.0) & (x <= SINCOS_F32_SMALL.1)
+}
+
+/// pi/2 in four f32 parts: Cephes' three (for `sinf`, there of pi/4), whose first two have 8
+/// and 11 significant bits, so that `n` times either is exact and the first two subtractions
+/// of the reduction are exact for `|n| < 2^8`; and the rest of pi/2, which those three miss by
+/// 2^-49 (Note [sin and cos of small f32]).
+const PIO2_F32_CW: [f32; 4] = [1.5703125, 4.837_513e-4, 7.549_79e-8, -1.715_124_5e-15];
+
+/// `SIN_F32` and `COS_F32` rounded to f32.
+const SIN_F32_32: [f32; 4] = [
+    SIN_F32[0] as f32,
+    SIN_F32[1] as f32,
+    SIN_F32[2] as f32,
+    SIN_F32[3] as f32,
+];
+const COS_F32_32: [f32; 4] = [
+    COS_F32[0] as f32,
+    COS_F32[1] as f32,
+    COS_F32[2] as f32,
+    COS_F32[3] as f32,
+];
+
+/// `sin(x)` (or `cos(x)` when `is_cos`) in f32 arithmetic, for `x` in `SINCOS_F32_SMALL`;
+/// other inputs give unspecified values without panicking. See Note [sin and cos of small
+/// f32].
+#[inline(always)]
+fn sincos_f32_small(x: f32, is_cos: bool) -> f32 {
+    let (n_float, n) = round_to_int_f32(x * std::f32::consts::FRAC_2_PI);
+    let r = (-n_float).mul_add(PIO2_F32_CW[0], x);
+    let r = (-n_float).mul_add(PIO2_F32_CW[1], r);
+    let r = (-n_float).mul_add(PIO2_F32_CW[2], r);
+    let r = (-n_float).mul_add(PIO2_F32_CW[3], r);
+    let z = r * r;
+    let sin_r = (r * z).mul_add(horner_fused_f32(z, &SIN_F32_32), r);
+    let cos_r = z.mul_add(horner_fused_f32(z, &COS_F32_32), 1.0);
+    let quadrant = n.wrapping_add(i32::from(is_cos)) as u32;
+    let res = if quadrant & 1 == 0 { sin_r } else { cos_r };
+    let res = f32::from_bits(res.to_bits() ^ ((quadrant & 2) << 30));
+    // The polynomial turns -0 into +0.
+    if x == 0.0 && !is_cos {
+        x
+    } else {
+        res
+    }
 }
 
 /// pi/2 in three parts of 27, 25 and 53 bits: `n * PIO2_F32_1` and `n * PIO2_F32_2` are exact
@@ -2015,12 +2155,42 @@ mod tests {
 
     #[test]
     fn sin_f32_sweep() {
-        let edges = [67108864.0, -67108864.0, 1.0e-4];
+        let edges = [67108864.0, -67108864.0, 1.0e-4, 8.0, -8.0];
         check(
             &SIN_F32,
             &sweep::<f32>(&[(-100.0, 100.0), (-1.0e8, 1.0e8)], N_SWEEP, &edges),
         );
         check(&SIN_F32, &near_multiples::<f32>(20_000));
+    }
+
+    /// Note [sin and cos of small f32]: in the f32 kernel's range, within 1 ulp of the
+    /// correctly rounded value (f64 `std` rounded once), on a sweep, around every multiple of
+    /// pi/2 the range holds, and next to the range's ends.
+    #[test]
+    fn small_sin_and_cos_f32_are_within_one_ulp_of_the_rounded_value() {
+        let (lo, hi) = SINCOS_F32_SMALL;
+        let mut inputs = sweep::<f32>(&[(lo, hi)], N_SWEEP, &[lo, hi, 0.0]);
+        for n in -5..=5 {
+            let bits = ordered(n as f32 * std::f32::consts::FRAC_PI_2);
+            inputs.extend((bits - 256..=bits + 256).map(from_ordered::<f32>));
+        }
+        let inputs: Vec<f32> = inputs
+            .into_iter()
+            .filter(|x| (lo..=hi).contains(x))
+            .collect();
+        for (name, ours, wide) in [
+            ("sin", sin_f32 as fn(f32) -> f32, f64::sin as fn(f64) -> f64),
+            ("cos", cos_f32, f64::cos),
+        ] {
+            let mut failures = Failures::new(name);
+            for &x in &inputs {
+                let (got, rounded) = (ours(x), wide(f64::from(x)) as f32);
+                failures.record(ulp_distance(got, rounded) <= 1, || {
+                    format!("  x = {x:e}: {got:e}, rounded {rounded:e}")
+                });
+            }
+            failures.finish();
+        }
     }
 
     #[test]
@@ -2030,7 +2200,7 @@ mod tests {
 
     #[test]
     fn cos_f32_sweep() {
-        let edges = [67108864.0, -67108864.0, 1.0e-4];
+        let edges = [67108864.0, -67108864.0, 1.0e-4, 8.0, -8.0];
         check(
             &COS_F32,
             &sweep::<f32>(&[(-100.0, 100.0), (-1.0e8, 1.0e8)], N_SWEEP, &edges),
