@@ -477,14 +477,24 @@ pub fn tanh_f32_slice(xs: &[f32], out: &mut [f32]) {
 /// `out[i] = log_f32(xs[i])`, vectorised; one pass when every `x` is positive, normal and
 /// finite (Note [log in f32]).
 pub fn log_f32_slice(xs: &[f32], out: &mut [f32]) {
+    slice_in_range_or_full(xs, out, LOG_F32_NORMAL, log_f32_normal, log_f32_impl);
+}
+
+/// `out[i] = fast(xs[i])` when every `xs[i]` is in `range`, else `full(xs[i])`
+/// (`in_range_or_full`), compiled with fused multiply-adds (`with_fma`).
+#[inline(always)]
+fn slice_in_range_or_full(
+    xs: &[f32],
+    out: &mut [f32],
+    range: (f32, f32),
+    fast: impl Fn(f32) -> f32,
+    full: impl Fn(f32) -> f32,
+) {
     debug_assert_eq!(xs.len(), out.len(), "input and output lengths differ");
     let xs = &xs[..out.len()];
     with_fma(
         #[inline(always)]
-        || {
-            let args = || xs.iter().copied();
-            in_range_or_full(out, args, LOG_F32_NORMAL, log_f32_normal, log_f32_impl);
-        },
+        || in_range_or_full(out, || xs.iter().copied(), range, fast, full),
     );
 }
 
@@ -498,36 +508,24 @@ unary_slice! {
 }
 
 macro_rules! sincos_slice {
-    ($(#[$doc:meta] $name:ident, $ty:ty, $fast:ident, $is_cos:expr, $needs:ident, $fallback:ident;)*) => {$(
-        #[$doc]
+    ($($(#[$doc:meta])* $name:ident, $ty:ty, $both:ident, $is_cos:expr;)*) => {$(
+        $(#[$doc])*
         pub fn $name(xs: &[$ty], out: &mut [$ty]) {
-            debug_assert_eq!(xs.len(), out.len(), "input and output lengths differ");
-            // See Note [Huge sin/cos arguments]: vectorised pass, then scalar fix-ups.
-            for (res, &x) in out.iter_mut().zip(xs) {
-                *res = $fast(x, $is_cos);
-            }
-            // A vectorised scan first, so that the usual slice skips the scalar pass.
-            if xs.iter().fold(false, |any, &x| any | $needs(x)) {
-                for (res, &x) in out.iter_mut().zip(xs) {
-                    if $needs(x) {
-                        *res = $fallback(x);
-                    }
-                }
-            }
+            $both(xs, out, $is_cos);
         }
     )*};
 }
 
-/// `out[i] = sin_f32(xs[i])`, vectorised except for `|x| >= 2^26` (Note [sin and cos of small
-/// f32]).
-pub fn sin_f32_slice(xs: &[f32], out: &mut [f32]) {
-    sincos_f32_slice(xs, out, false);
-}
-
-/// `out[i] = cos_f32(xs[i])`, vectorised except for `|x| >= 2^26` (Note [sin and cos of small
-/// f32]).
-pub fn cos_f32_slice(xs: &[f32], out: &mut [f32]) {
-    sincos_f32_slice(xs, out, true);
+sincos_slice! {
+    /// `out[i] = sin_f32(xs[i])`, vectorised except for `|x| >= 2^26` (Note [sin and cos of
+    /// small f32]).
+    sin_f32_slice, f32, sincos_f32_slice, false;
+    /// `out[i] = cos_f32(xs[i])`, vectorised except for `|x| >= 2^26`.
+    cos_f32_slice, f32, sincos_f32_slice, true;
+    /// `out[i] = sin_f64(xs[i])`, vectorised except for `|x| >= 2^20`.
+    sin_f64_slice, f64, sincos_f64_slice, false;
+    /// `out[i] = cos_f64(xs[i])`, vectorised except for `|x| >= 2^20`.
+    cos_f64_slice, f64, sincos_f64_slice, true;
 }
 
 /// The slices of `sin_f32` (`is_cos` false) and `cos_f32`: one pass of the f32 kernel while
@@ -535,38 +533,53 @@ pub fn cos_f32_slice(xs: &[f32], out: &mut [f32]) {
 /// Note [Huge sin/cos arguments].
 #[inline(always)]
 fn sincos_f32_slice(xs: &[f32], out: &mut [f32], is_cos: bool) {
+    let small = |x| sincos_f32_small(x, is_cos);
+    let full = |x| sincos_f32_select(x, is_cos);
+    slice_in_range_or_full(xs, out, SINCOS_F32_SMALL, small, full);
+    let xs = &xs[..out.len()];
+    let fallbacks = [sin_f32_fallback, cos_f32_fallback];
+    fix_huge_arguments(
+        xs,
+        out,
+        sincos_f32_needs_fallback,
+        fallbacks[usize::from(is_cos)],
+    );
+}
+
+/// The slices of `sin_f64` (`is_cos` false) and `cos_f64`: the vectorised pass, then the
+/// fix-ups of Note [Huge sin/cos arguments].
+#[inline(always)]
+fn sincos_f64_slice(xs: &[f64], out: &mut [f64], is_cos: bool) {
     debug_assert_eq!(xs.len(), out.len(), "input and output lengths differ");
     let xs = &xs[..out.len()];
-    with_fma(
-        #[inline(always)]
-        || {
-            let args = || xs.iter().copied();
-            let small = |x| sincos_f32_small(x, is_cos);
-            let full = |x| sincos_f32_select(x, is_cos);
-            in_range_or_full(out, args, SINCOS_F32_SMALL, small, full);
-        },
+    for (res, &x) in out.iter_mut().zip(xs) {
+        *res = sincos_f64_fast(x, is_cos);
+    }
+    let fallbacks = [sin_f64_fallback, cos_f64_fallback];
+    fix_huge_arguments(
+        xs,
+        out,
+        sincos_f64_needs_fallback,
+        fallbacks[usize::from(is_cos)],
     );
-    if xs
-        .iter()
-        .fold(false, |any, &x| any | sincos_f32_needs_fallback(x))
-    {
+}
+
+/// Overwrites `out[i]` with `fallback(xs[i])` where `needs(xs[i])` (Note [Huge sin/cos
+/// arguments]): a vectorised scan first, so that the usual slice skips the scalar pass.
+#[inline(always)]
+fn fix_huge_arguments<T: Copy>(
+    xs: &[T],
+    out: &mut [T],
+    needs: impl Fn(T) -> bool,
+    fallback: fn(T) -> T,
+) {
+    if xs.iter().fold(false, |any, &x| any | needs(x)) {
         for (res, &x) in out.iter_mut().zip(xs) {
-            if sincos_f32_needs_fallback(x) {
-                *res = if is_cos {
-                    cos_f32_fallback(x)
-                } else {
-                    sin_f32_fallback(x)
-                };
+            if needs(x) {
+                *res = fallback(x);
             }
         }
     }
-}
-
-sincos_slice! {
-    /// `out[i] = sin_f64(xs[i])`, vectorised except for `|x| >= 2^20`.
-    sin_f64_slice, f64, sincos_f64_fast, false, sincos_f64_needs_fallback, sin_f64_fallback;
-    /// `out[i] = cos_f64(xs[i])`, vectorised except for `|x| >= 2^20`.
-    cos_f64_slice, f64, sincos_f64_fast, true, sincos_f64_needs_fallback, cos_f64_fallback;
 }
 
 /// `out[i] = pow_f32(xs[i], ys[i])`, vectorised.
