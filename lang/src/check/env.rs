@@ -253,7 +253,19 @@ impl GlobalEnv {
             self.add_supers(*class, &mut classes);
             return Some(classes);
         }
-        Class::from_name(name)
+        let mut classes = Class::from_name(name)?;
+        // A built-in class brings its superclasses (`given (a|Sub)` can add, as Dex's
+        // `interface Sub(a|Add)`).
+        let mut at = 0;
+        while let Some(&class) = classes.get(at) {
+            for sup in super::classes::builtin_supers(class) {
+                if !classes.contains(&sup) {
+                    classes.push(sup);
+                }
+            }
+            at += 1;
+        }
+        Some(classes)
     }
 
     /// Adds the superclasses of `class` (transitively) to `out`.
