@@ -200,15 +200,25 @@
 // rounded value; in a scratch crate, 0.53 ns an element instead of 1.6. So for `|x| <= 8`
 // (`SINCOS_F32_SMALL`, about 2.5 pi) `sin_f32` and `cos_f32` compute in f32:
 // - `n = round(x 2/pi)` by the shift of `round_to_int_f32`; `n <= 5`.
-// - `r = x - n pi/2` by four fused multiply-adds, one per part of `PIO2_F32_CW`. The first
-//   two products are exact and so are both subtractions (the first by Sterbenz's lemma, the
+// - `x - n pi/2 = hi + lo`, with pi/2 in the four parts of `PIO2_F32_CW`. The first two
+//   products and subtractions are exact (the first subtraction by Sterbenz's lemma, the
 //   second because `x` and `n` times the first two parts are multiples of 2^-24 and the
-//   difference is below 1), so `r` carries the roundings of the last two steps only,
-//   each half an ulp of `r`. The fourth part matters: with Cephes' three alone, pi/2 is off
-//   by 1.7e-15, which near `3 pi/2` (`x = 4.712389`, `r = 1.2e-8`) is 6 ulp of `cos x`.
-// - The polynomials of the f64 kernel with their coefficients rounded to f32, evaluated by
-//   fused Horner steps, `r + (r z) S(z)` and `1 + z C(z)` rounding once at the end; the
-//   quadrant flips the sign bit.
+//   difference is below 1). `n P3` is rounded and its error recovered exactly by a fused
+//   multiply-add, the subtraction is Knuth's two-sum (its rounding error exact too), and the
+//   fourth part joins the low part. A one-part `r` would carry two roundings, up to an ulp
+//   of the result on their own. The fourth part matters too: with Cephes' three alone, pi/2
+//   is off by 1.7e-15, which near `3 pi/2` (`x = 4.712389`, `r = 1.2e-8`) is 6 ulp of `cos`.
+// - The polynomials of the f64 kernel, evaluated by fused Horner steps: `z = r^2` with `lo`'s
+//   first-order term, `hi + ((hi z) S(z) + lo)` and `1 + z C(z)`, each rounding once at the
+//   end; the quadrant flips the sign bit. The coefficients are rounded to f32 except the
+//   leading ones, which are each two f32 (`split_f32`): rounded, `-1/6` and `-1/2` move every
+//   result the same way by up to 0.05 ulp, and a bias adds up where errors otherwise cancel
+//   (the norm of a wave packet after 240 f32 FFTs, whose twiddles are `sin` and `cos`, drifted
+//   by 1.06e-5 with them rounded, by 2.4e-6 split, by 5e-6 with the f64 kernel). A sweep of
+//   [0.001, 8) (every 97th f32) finds 1.4 % of the `sin` and 1.5 % of the `cos` results one
+//   ulp from the correctly rounded value, as many too large as too small (with `r` in one
+//   part: 3.7 % and 6.2 %), the rest correctly rounded; the f64 kernel rounds correctly
+//   almost everywhere.
 // Beyond 8 the f32 reduction loses to cancellation near multiples of pi/2 (6 ulp at `3 pi`,
 // over 600 at 505.8, where `n` times the third part is no longer exact), so those lanes keep
 // the f64 kernel. A slice computes every lane in f32 while it checks that all are small, and
@@ -1038,24 +1048,29 @@ fn in_sincos_f32_small(x: f32) -> bool {
 }
 
 /// pi/2 in four f32 parts: Cephes' three (for `sinf`, there of pi/4), whose first two have 8
-/// and 11 significant bits, so that `n` times either is exact and the first two subtractions
-/// of the reduction are exact for `|n| < 2^8`; and the rest of pi/2, which those three miss by
-/// 2^-49 (Note [sin and cos of small f32]).
+/// and 11 significant bits, so that `n` times either is exact for `|n| < 2^8`; and the rest of
+/// pi/2, which those three miss by 2^-49 (Note [sin and cos of small f32]).
 const PIO2_F32_CW: [f32; 4] = [1.5703125, 4.837_513e-4, 7.549_79e-8, -1.715_124_5e-15];
 
-/// `SIN_F32` and `COS_F32` rounded to f32.
-const SIN_F32_32: [f32; 4] = [
-    SIN_F32[0] as f32,
-    SIN_F32[1] as f32,
-    SIN_F32[2] as f32,
-    SIN_F32[3] as f32,
-];
-const COS_F32_32: [f32; 4] = [
-    COS_F32[0] as f32,
-    COS_F32[1] as f32,
-    COS_F32[2] as f32,
-    COS_F32[3] as f32,
-];
+/// `SIN_F32` and `COS_F32` in f32: the leading coefficient as the sum of two f32 (Note [sin
+/// and cos of small f32]: rounded to one, it would bias every result by up to 0.05 ulp), the
+/// others rounded.
+const SIN_F32_LEAD: (f32, f32) = split_f32(SIN_F32[0]);
+const SIN_F32_REST: [f32; 3] = [SIN_F32[1] as f32, SIN_F32[2] as f32, SIN_F32[3] as f32];
+const COS_F32_LEAD: (f32, f32) = split_f32(COS_F32[0]);
+const COS_F32_REST: [f32; 3] = [COS_F32[1] as f32, COS_F32[2] as f32, COS_F32[3] as f32];
+
+/// `v` as `hi + lo`, `hi` the f32 nearest `v`, `lo` the rest rounded to f32.
+const fn split_f32(v: f64) -> (f32, f32) {
+    let hi = v as f32;
+    (hi, (v - hi as f64) as f32)
+}
+
+/// `lead + z rest(z)` with the leading coefficient in two parts, by fused Horner steps.
+#[inline(always)]
+fn poly_split_lead(z: f32, lead: (f32, f32), rest: &[f32; 3]) -> f32 {
+    lead.0 + z.mul_add(horner_fused_f32(z, rest), lead.1)
+}
 
 /// `sin(x)` (or `cos(x)` when `is_cos`) in f32 arithmetic, for `x` in `SINCOS_F32_SMALL`;
 /// other inputs give unspecified values without panicking. See Note [sin and cos of small
@@ -1063,13 +1078,22 @@ const COS_F32_32: [f32; 4] = [
 #[inline(always)]
 fn sincos_f32_small(x: f32, is_cos: bool) -> f32 {
     let (n_float, n) = round_to_int_f32(x * std::f32::consts::FRAC_2_PI);
+    // x - n pi/2 = hi + lo: the first two steps are exact, the third is Knuth's two-sum of
+    // `r` and the rounded `n P3` (whose own rounding error `n_p3_err` is exact by FMA).
     let r = (-n_float).mul_add(PIO2_F32_CW[0], x);
     let r = (-n_float).mul_add(PIO2_F32_CW[1], r);
-    let r = (-n_float).mul_add(PIO2_F32_CW[2], r);
-    let r = (-n_float).mul_add(PIO2_F32_CW[3], r);
-    let z = r * r;
-    let sin_r = (r * z).mul_add(horner_fused_f32(z, &SIN_F32_32), r);
-    let cos_r = z.mul_add(horner_fused_f32(z, &COS_F32_32), 1.0);
+    let n_p3 = n_float * PIO2_F32_CW[2];
+    let n_p3_err = n_float.mul_add(PIO2_F32_CW[2], -n_p3);
+    let hi = r - n_p3;
+    let back = hi - r;
+    let hi_err = (r - (hi - back)) + (-n_p3 - back);
+    let lo = (-n_float).mul_add(PIO2_F32_CW[3], hi_err - n_p3_err);
+    // r^2, with the low part's first-order term.
+    let z = hi.mul_add(hi, (hi + hi) * lo);
+    let sin_poly = poly_split_lead(z, SIN_F32_LEAD, &SIN_F32_REST);
+    let cos_poly = poly_split_lead(z, COS_F32_LEAD, &COS_F32_REST);
+    let sin_r = hi + (hi * z).mul_add(sin_poly, lo);
+    let cos_r = z.mul_add(cos_poly, 1.0);
     let quadrant = n.wrapping_add(i32::from(is_cos)) as u32;
     let res = if quadrant & 1 == 0 { sin_r } else { cos_r };
     let res = f32::from_bits(res.to_bits() ^ ((quadrant & 2) << 30));
