@@ -197,7 +197,8 @@
 // kernel, half of its time: four lanes a vector, the conversions, and both polynomials. Most
 // arguments in array programs are small (angles, activations, phases), and for those the same
 // polynomials in f32 lanes with fused multiply-adds are within 1 ulp of the correctly
-// rounded value; in a scratch crate, 0.53 ns an element instead of 1.6. So for `|x| <= 8`
+// rounded value, at twice the lanes a vector (state_sim's primal, 10^7 `sin`s: 41 -> 33 ms;
+// docs/performance.md). So for `|x| <= 8`
 // (`SINCOS_F32_SMALL`, about 2.5 pi) `sin_f32` and `cos_f32` compute in f32:
 // - `n = round(x 2/pi)` by the shift of `round_to_int_f32`; `n <= 5`.
 // - `x - n pi/2 = hi + lo`, with pi/2 in the four parts of `PIO2_F32_CW`. The first two
