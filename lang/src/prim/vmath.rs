@@ -26,8 +26,9 @@
 //!
 //! Method: every function is an argument reduction followed by a polynomial or rational
 //! approximation, written without branches (see Note [Branch-free selects]), with the special
-//! values patched in by selects at the end. The f32 functions other than `exp`, `log` and
-//! `tanh` compute in f64 and round once at the end (see Note [f32 via f64]):
+//! values patched in by selects at the end. The f32 functions other than `exp`, `log`, `tanh`
+//! and `sin`/`cos` of arguments up to 8 compute in f64 and round once at the end (see Note
+//! [f32 via f64]):
 //!
 //! - `exp_f32`, in f32 arithmetic (see Note [exp in f32]): `x = n ln2 + r`,
 //!   `|r| <= ln(2)/2`; `e^r = 1 + r + r^2 P(r)` with `P` of degree 4.
