@@ -245,38 +245,32 @@ impl GlobalEnv {
         format!("{}({})", self.class_name(class), parts.join(", "))
     }
 
-    /// The class a name in `given (a|Name)` or `instance Name(…)` denotes: dx's own, then
-    /// the interfaces declared in dx.
+    /// The classes a name in `given (a|Name)` or `instance Name(…)` denotes: an interface
+    /// declared in dx, else dx's own (`Num` may be several), each with its superclasses.
     pub fn class_by_name(&self, name: &str) -> Option<Vec<Class>> {
-        if let Some(class) = self.class_names.get(name) {
-            let mut classes = vec![*class];
-            self.add_supers(*class, &mut classes);
-            return Some(classes);
-        }
-        let mut classes = Class::from_name(name)?;
-        // A built-in class brings its superclasses (`given (a|Sub)` can add, as Dex's
-        // `interface Sub(a|Add)`).
-        let mut at = 0;
-        while let Some(&class) = classes.get(at) {
-            for sup in super::classes::builtin_supers(class) {
-                if !classes.contains(&sup) {
-                    classes.push(sup);
-                }
-            }
-            at += 1;
+        let named = match self.class_names.get(name) {
+            Some(class) => vec![*class],
+            None => Class::from_name(name)?,
+        };
+        let mut classes = named.clone();
+        for class in named {
+            self.add_supers(class, &mut classes);
         }
         Some(classes)
     }
 
-    /// Adds the superclasses of `class` (transitively) to `out`.
+    /// Adds the superclasses of `class` (transitively) to `out`: a declared interface's
+    /// (`interface Norm(a|Add)`), or a built-in class's (`Sub` brings `Add`, as Dex's
+    /// `interface Sub(a|Add)`).
     pub fn add_supers(&self, class: Class, out: &mut Vec<Class>) {
-        let Some(def) = self.class_defs.get(&class) else {
-            return;
+        let supers = match self.class_defs.get(&class) {
+            Some(def) => def.supers().to_vec(),
+            None => super::classes::builtin_supers(class),
         };
-        for sup in def.supers() {
-            if !out.contains(sup) {
-                out.push(*sup);
-                self.add_supers(*sup, out);
+        for sup in supers {
+            if !out.contains(&sup) {
+                out.push(sup);
+                self.add_supers(sup, out);
             }
         }
     }
