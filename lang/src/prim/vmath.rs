@@ -90,8 +90,8 @@
 // integer lanes see only additions, masks and logical shifts: 64-bit compares and
 // arithmetic shifts are missing from SSE2 (and the latter from AVX2); 32-bit lanes (the
 // f32 `exp`) may shift arithmetically. The f64 kernels use no `mul_add`: without an FMA
-// unit it is a libm call; the f32 `exp`, `log` and `tanh` do, and their slice functions are
-// compiled for FMA (Note [exp in f32]). `mul_add` is exactly rounded and Rust never
+// unit it is a libm call; the f32 `exp`, `log`, `tanh` and small `sin`/`cos` do, and their slice
+// functions are compiled for FMA (Note [exp in f32]). `mul_add` is exactly rounded and Rust never
 // contracts `a * b + c` into an FMA, so a vectorised loop and a scalar call compute the
 // same bits on every x86-64 build.
 
@@ -107,7 +107,7 @@
 
 // Note [exp in f32]
 // ~~~~~~~~~~~~~~~~~
-// `exp` is the one f32 function computed in f32 arithmetic: it is the most common function
+// `exp` was the first f32 function computed in f32 arithmetic: it is the most common function
 // in array programs (softmax, logsumexp, their gradients), and twice the lanes per vector
 // (16 instead of 8 with AVX-512) make its loops twice as fast. Its integer lanes are 32-bit,
 // where arithmetic shifts exist on every x86-64 (Note [Branch-free selects]). `x = n ln2 + r` with `|r| <= ln(2)/2`
@@ -221,9 +221,9 @@
 //   ulp from the correctly rounded value, as many too large as too small (with `r` in one
 //   part: 3.7 % and 6.2 %), the rest correctly rounded; the f64 kernel rounds correctly
 //   almost everywhere.
-// Beyond 8 the f32 reduction loses to cancellation near multiples of pi/2 (6 ulp at `3 pi`,
-// over 600 at 505.8, where `n` times the third part is no longer exact), so those lanes keep
-// the f64 kernel. A slice computes every lane in f32 while it checks that all are small, and
+// Beyond 8 an f32 reduction loses to cancellation near multiples of pi/2 (measured with
+// Cephes' three parts and `r` in one f32: 6 ulp at `3 pi`, over 600 at 505.8, where `n` times
+// the third part is no longer exact), so those lanes keep the f64 kernel. A slice computes every lane in f32 while it checks that all are small, and
 // recomputes the slice with the select of both kernels when one is not (as Note [exp on the
 // normal range] does), so the slice and the per-element function agree bit for bit. Over
 // every f32 (`examples/vmath_exhaustive.rs sin cos`): at most 1 ulp from glibc's `sinf` and
@@ -301,22 +301,14 @@ pub fn cos_f32(x: f32) -> f32 {
 /// `sin_f64_slice` in loops. See Note [Huge sin/cos arguments].
 #[inline]
 pub fn sin_f64(x: f64) -> f64 {
-    if sincos_f64_needs_fallback(x) {
-        sin_f64_fallback(x)
-    } else {
-        sincos_f64_fast(x, false)
-    }
+    sincos_f64(x, false)
 }
 
 /// Cosine for f64, within 2 ulp of `f64::cos`. Branches to `std` for `|x| >= 2^20`; use
 /// `cos_f64_slice` in loops. See Note [Huge sin/cos arguments].
 #[inline]
 pub fn cos_f64(x: f64) -> f64 {
-    if sincos_f64_needs_fallback(x) {
-        cos_f64_fallback(x)
-    } else {
-        sincos_f64_fast(x, true)
-    }
+    sincos_f64(x, true)
 }
 
 /// `x^y` for f32 with C99's special cases, within 2 ulp of `f32::powf`.
@@ -549,13 +541,8 @@ fn sincos_f32_slice(xs: &[f32], out: &mut [f32], is_cos: bool) {
     let full = |x| sincos_f32_select(x, is_cos);
     slice_in_range_or_full(xs, out, SINCOS_F32_SMALL, small, full);
     let xs = &xs[..out.len()];
-    let fallbacks = [sin_f32_fallback, cos_f32_fallback];
-    fix_huge_arguments(
-        xs,
-        out,
-        sincos_f32_needs_fallback,
-        fallbacks[usize::from(is_cos)],
-    );
+    let fallback = |x| sincos_f32_fallback(x, is_cos);
+    fix_huge_arguments(xs, out, sincos_f32_needs_fallback, fallback);
 }
 
 /// The slices of `sin_f64` (`is_cos` false) and `cos_f64`: the vectorised pass, then the
@@ -567,13 +554,8 @@ fn sincos_f64_slice(xs: &[f64], out: &mut [f64], is_cos: bool) {
     for (res, &x) in out.iter_mut().zip(xs) {
         *res = sincos_f64_fast(x, is_cos);
     }
-    let fallbacks = [sin_f64_fallback, cos_f64_fallback];
-    fix_huge_arguments(
-        xs,
-        out,
-        sincos_f64_needs_fallback,
-        fallbacks[usize::from(is_cos)],
-    );
+    let fallback = |x| sincos_f64_fallback(x, is_cos);
+    fix_huge_arguments(xs, out, sincos_f64_needs_fallback, fallback);
 }
 
 /// Overwrites `out[i]` with `fallback(xs[i])` where `needs(xs[i])` (Note [Huge sin/cos
@@ -583,7 +565,7 @@ fn fix_huge_arguments<T: Copy>(
     xs: &[T],
     out: &mut [T],
     needs: impl Fn(T) -> bool,
-    fallback: fn(T) -> T,
+    fallback: impl Fn(T) -> T,
 ) {
     if xs.iter().fold(false, |any, &x| any | needs(x)) {
         for (res, &x) in out.iter_mut().zip(xs) {
@@ -1001,34 +983,32 @@ fn sincos_f32_needs_fallback(x: f32) -> bool {
     abs_x >= 67108864.0 && abs_x != f32::INFINITY
 }
 
+/// `std`'s `sin(x)` (or `cos(x)` when `is_cos`): Note [Huge sin/cos arguments].
 #[cold]
 #[inline(never)]
-fn sin_f32_fallback(x: f32) -> f32 {
-    x.sin()
+fn sincos_f32_fallback(x: f32, is_cos: bool) -> f32 {
+    if is_cos {
+        x.cos()
+    } else {
+        x.sin()
+    }
 }
 
-#[cold]
-#[inline(never)]
-fn cos_f32_fallback(x: f32) -> f32 {
-    x.cos()
-}
-
-/// `sin_f32(x)` (or `cos_f32` when `is_cos`), with the huge arguments' branch.
+/// `sin_f32(x)` (or `cos_f32` when `is_cos`) by one kernel: the f32 one for small arguments,
+/// `std`'s for huge ones, else the f64 one; the same bits as `sincos_f32_select`.
 #[inline(always)]
 fn sincos_f32(x: f32, is_cos: bool) -> f32 {
-    if sincos_f32_needs_fallback(x) {
-        if is_cos {
-            cos_f32_fallback(x)
-        } else {
-            sin_f32_fallback(x)
-        }
+    if in_sincos_f32_small(x) {
+        sincos_f32_small(x, is_cos)
+    } else if sincos_f32_needs_fallback(x) {
+        sincos_f32_fallback(x, is_cos)
     } else {
-        sincos_f32_select(x, is_cos)
+        sincos_f32_fast(x, is_cos)
     }
 }
 
 /// The f32 kernel where the argument is small, else the f64 kernel (Note [sin and cos of
-/// small f32]); branch-free.
+/// small f32]); branch-free, for the slices.
 #[inline(always)]
 fn sincos_f32_select(x: f32, is_cos: bool) -> f32 {
     let small = sincos_f32_small(x, is_cos);
@@ -1340,16 +1320,25 @@ fn sincos_f64_needs_fallback(x: f64) -> bool {
     abs_x >= 1048576.0 && abs_x != f64::INFINITY
 }
 
-#[cold]
-#[inline(never)]
-fn sin_f64_fallback(x: f64) -> f64 {
-    x.sin()
+/// `sin_f64(x)` (or `cos_f64` when `is_cos`), with the huge arguments' branch.
+#[inline(always)]
+fn sincos_f64(x: f64, is_cos: bool) -> f64 {
+    if sincos_f64_needs_fallback(x) {
+        sincos_f64_fallback(x, is_cos)
+    } else {
+        sincos_f64_fast(x, is_cos)
+    }
 }
 
+/// `std`'s `sin(x)` (or `cos(x)` when `is_cos`): Note [Huge sin/cos arguments].
 #[cold]
 #[inline(never)]
-fn cos_f64_fallback(x: f64) -> f64 {
-    x.cos()
+fn sincos_f64_fallback(x: f64, is_cos: bool) -> f64 {
+    if is_cos {
+        x.cos()
+    } else {
+        x.sin()
+    }
 }
 
 /// fdlibm `e_rem_pio2.c`: pi/2 in three parts of 33 bits and the tail that follows them.
