@@ -189,7 +189,7 @@ pub enum Expr {
     },
     /// `jvp (xs…) (ts…) f` / `vjp (xs…) (cts…) f`: a derivative of the function block `func`
     /// (one param per leaf of its argument) at `primals`, as lowering emits it; the `ad` pass
-    /// replaces the statement by the derivative program (`passes::ad::EXPAND`). `jvp` binds
+    /// replaces the statement by the derivative program (`passes::derivatives::PASS`). `jvp` binds
     /// `func`'s results then their tangents, `seeds` being a tangent per param; `vjp` binds
     /// `func`'s results then the cotangents of its params, `seeds` being a cotangent per
     /// result. Tangents and cotangents of non-float leaves are zero.

@@ -24,13 +24,13 @@
 
 use std::collections::HashMap;
 
+use super::ad::Builder;
+use super::batch::{Batcher, Status};
 use crate::core::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
 use crate::core::print::ty_text;
 use crate::core::value::{Array, ArrayData};
 use crate::ops::interp::{index_scalar, Interp, Res, Stacked};
 use crate::ops::verify::{atom_ty, block, expect_index, expect_index_params, prepend, result_tys};
-use crate::passes::ad::Builder;
-use crate::passes::bot::{Batcher, Status};
 
 pub fn build1_tys(program: &Program, size: usize, body: BlockId) -> Result<Vec<ArrTy>, String> {
     let block = block(program, body)?;

@@ -16,14 +16,14 @@
 
 use std::collections::HashMap;
 
+use super::ad::{self, AdError, Builder};
+use super::batch::{Batcher, Status};
 use crate::core::inline::clone_block;
 use crate::core::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
 use crate::core::print::ty_text;
 use crate::core::value::Array;
 use crate::ops::interp::{Interp, Res};
 use crate::ops::verify::{atom_ty, block, result_tys as block_result_tys, tys_text};
-use crate::passes::ad::{self, AdError, Builder};
-use crate::passes::bot::{Batcher, Status};
 use crate::prim::{Emitter, Prim};
 
 pub fn result_tys(

@@ -30,11 +30,11 @@
 
 use std::collections::HashMap;
 
+use super::ad::{tangent_of, AdError, Builder};
+use super::batch::{Batcher, Status};
 use crate::core::inline::{copy_stmt, rename};
 use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Scalar, Stmt, VarId};
 use crate::ops::verify::{atom_ty, block, result_tys as block_result_tys, tys_text, var_ty};
-use crate::passes::ad::{tangent_of, AdError, Builder};
-use crate::passes::bot::{Batcher, Status};
 use crate::prim::Prim;
 
 /// The types of a block's params.

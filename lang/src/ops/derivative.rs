@@ -1,5 +1,5 @@
 //! `jvp (xs…) (ts…) f` and `vjp (xs…) (cts…) f` as lowering emits them, before the `ad` pass
-//! expands each into its derivative program (`passes::ad::EXPAND`). Their rules:
+//! expands each into its derivative program (`passes::derivatives::PASS`). Their rules:
 //!
 //! - type rule: `result_tys` (called by `ops::verify`): the binders are the function's
 //!   results, then the tangents of its results (`jvp`) or the cotangents of its params

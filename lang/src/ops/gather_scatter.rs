@@ -24,6 +24,8 @@
 
 use std::collections::HashMap;
 
+use super::ad::Builder;
+use super::batch::{Batcher, Status};
 use crate::core::inline::clone_block;
 use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Scalar, VarId};
 use crate::core::kernel::{Affine, IndexValue};
@@ -32,8 +34,6 @@ use crate::ops::interp::{from_scalars, ravel, unravel, Interp, Res};
 use crate::ops::verify::{
     atom_ty, block, expect_index_params, expect_index_results, expect_numeric,
 };
-use crate::passes::ad::Builder;
-use crate::passes::bot::{Batcher, Status};
 use crate::prim::Prim;
 
 use super::FusionClass;

@@ -7,7 +7,7 @@
 //! - batching ([Smeding25] Fig 9): `Batcher::batch_replicate`, `batch_transpose`,
 //!   `batch_reshape`;
 //! - linearity: each is linear in its array (`ops::linearity`), so its JVP is the operation
-//!   itself on the tangent ([Smeding25] §6.1, `passes::ad`'s `jvp_linear`); transpose ([Smeding25]
+//!   itself on the tangent ([Smeding25] §6.1, `ops::ad`'s `jvp_linear`); transpose ([Smeding25]
 //!   Fig 19): `Builder::transpose_replicate` (a `sumOuter`), `transpose_transpose` (the
 //!   inverse permutation), `transpose_reshape` (a reshape back);
 //! - cost: the elements of the result (data movement, like Fig 11's shift1L/shift1R;
@@ -17,13 +17,13 @@
 
 use std::collections::HashMap;
 
+use super::ad::Builder;
+use super::batch::{Batcher, Status};
 use crate::core::ir::{ArrTy, Atom, Expr, Program, VarId};
 use crate::core::print::ty_text;
 use crate::core::value::{Array, ArrayData};
 use crate::ops::interp::{append_range, ravel, unravel};
 use crate::ops::verify::{atom_ty, prepend};
-use crate::passes::ad::Builder;
-use crate::passes::bot::{Batcher, Status};
 
 /// `replicate k t`: `k ::: shape t`.
 pub fn replicate_ty(program: &Program, count: usize, array: &Atom) -> Result<ArrTy, String> {

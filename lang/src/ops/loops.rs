@@ -16,7 +16,7 @@
 //!   ([HuotShaikhha] Fig 16's reverse rule for `foldl`), with reads of outer tables hoisted out of
 //!   the backward loop (Note [Reads of outer tables in a reversed loop]);
 //! - linearity: a differentiated loop is linear in its tangent carries and constant in its
-//!   primal ones, so `passes::ad` keeps it whole (`LinearItem::Loop`) rather than transposing
+//!   primal ones, so `ops::ad` keeps it whole (`LinearItem::Loop`) rather than transposing
 //!   it operand by operand;
 //! - cost: `cost`, `size × (cost of the body + elements of the body's results)` ([HuotShaikhha]
 //!   Fig 11's per-element moves of map2/reduce/scanl), and a level of nesting;
@@ -30,14 +30,14 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::ad::{self, AdError, Builder, LinearItem};
+use super::batch::{Batcher, Status};
 use crate::core::inline::clone_block;
 use crate::core::ir::{ArrTy, Atom, Block, BlockId, Expr, Program, Scalar, Stmt, VarId};
 use crate::core::value::Array;
 use crate::core::visit::{collect_uses, expr_atoms, expr_blocks};
 use crate::ops::interp::{index_scalar, Interp, Res, Stacked};
 use crate::ops::verify::{atom_ty, block, expect_index, prepend, result_tys, tys_text, var_ty};
-use crate::passes::ad::{self, AdError, Builder, LinearItem};
-use crate::passes::bot::{Batcher, Status};
 use crate::prim::{Emitter, Prim};
 
 pub fn fold_tys(program: &Program, init: &[Atom], body: BlockId) -> Result<Vec<ArrTy>, String> {
@@ -362,7 +362,7 @@ impl Batcher<'_> {
     }
 }
 
-/// A loop carrying primal and tangent values, split for transposition (`passes::ad::split`):
+/// A loop carrying primal and tangent values, split for transposition (`ops::ad::split`):
 /// its primal part runs forward as a scan that also stacks the carry entering every
 /// iteration, and the whole statement is transposed by `transpose_loop`.
 pub(crate) fn split_loop(program: &mut Program, stmt: &Stmt) -> (Stmt, LinearItem) {

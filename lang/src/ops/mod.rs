@@ -21,15 +21,20 @@
 //! Each concern has one generic place that dispatches to the homes with an exhaustive `match`
 //! on `Expr` (no `_ =>` arm), so a new variant makes the compiler list every rule it lacks:
 //! the type rule in `verify::expr_types`, reference evaluation in `interp::Interp::eval_stmt`,
-//! batching in `passes::bot::Batcher::batch_stmt`, JVP and transpose in `passes::ad`
-//! (`jvp_stmt`, `transpose_stmt`), cost in `cost`, and here the linearity (`linearity`) and
-//! fusion class (`fusion_class`). The dispatchers that read only the homes (the verifier, the
-//! reference interpreter, the cost model, and the random-program generator of tests, which
-//! types what it draws by the verifier's rules) live here beside them, so that `core` (the IR)
-//! depends on no rule. The engine (`exec`) and the
-//! exports keep their kernels of each operation. Generic walks over the atoms and blocks of a
-//! statement go through `core::visit`.
+//! batching in `batch::Batcher::batch_stmt`, JVP and transpose in `ad` (`jvp_stmt`,
+//! `transpose_stmt`), cost in `cost`, and here the linearity (`linearity`) and fusion class
+//! (`fusion_class`). The dispatchers live here beside the homes, with the contexts the rules
+//! write into (the batching context `batch::Batcher`, the derivative builder `ad::Builder`),
+//! so that `core` (the IR) depends on no rule and `ops` on no pass: the passes (`passes::bot`,
+//! `passes::derivatives`, …) decide where and in which order the rules run, and the rules of
+//! a form that holds blocks (a loop, a conditional) call the dispatchers for their bodies.
+//! The verifier, the reference interpreter, the cost model and the random-program generator of
+//! tests (which types what it draws by the verifier's rules) are here for the same reason. The
+//! engine (`exec`) and the exports keep their kernels of each operation. Generic walks over
+//! the atoms and blocks of a statement go through `core::visit`.
 
+pub mod ad;
+pub mod batch;
 pub mod build;
 pub mod cond;
 pub mod cost;

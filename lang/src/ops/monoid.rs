@@ -7,7 +7,7 @@
 //!   in parallel);
 //! - batching ([Smeding25] Fig 9 read for a reduction): `Batcher::batch_monoid`;
 //! - JVP ([Paszke21] §3.2, Thm 3.3) and transpose (§3.3, Thm 3.7, Eqs 11–12): `jvp_monoid`
-//!   and `transpose_monoid` in `passes::ad`'s builder, defined here;
+//!   and `transpose_monoid` in `ops::ad`'s builder, defined here;
 //! - cost: `cost` (and a level of nesting in `ops::cost::nesting_depth`);
 //! - export: `export::monoid` (`stablehlo.reduce` for a commutative operator, otherwise trees
 //!   of depth O(log n) of slices and the operator lifted to arrays; no sequential loop).
@@ -458,7 +458,7 @@ pub fn cost(program: &Program, kind: MonoidKind, arrays: &[Atom], op: BlockId) -
 
 // ----- batching -----
 
-impl crate::passes::bot::Batcher<'_> {
+impl super::batch::Batcher<'_> {
     /// BOT rule for a monoid statement ([Smeding25] Fig 9 read as batching, like its `sumOuter`
     /// rule): `build1 k (λi. reduce xs e op) ~> reduce (tr (build1 k (λi. xs))) (build1 k
     /// (λi. e)) op`. The batch axis becomes a trailing axis, over which the closed operator
@@ -535,7 +535,7 @@ impl crate::passes::bot::Batcher<'_> {
                 }
             };
             self.env
-                .insert(*binder, crate::passes::bot::Status::Batched(bulk));
+                .insert(*binder, super::batch::Status::Batched(bulk));
         }
     }
 }
@@ -544,8 +544,8 @@ impl crate::passes::bot::Batcher<'_> {
 
 use std::collections::HashMap;
 
+use super::ad::{self, tangent_of, AdError, Builder};
 use crate::core::ir::{Block, Stmt, VarId};
-use crate::passes::ad::{self, tangent_of, AdError, Builder};
 use crate::prim::Emitter;
 
 /// The components of a monoid statement that carry tangents: its float arrays.

@@ -14,12 +14,12 @@
 
 use std::collections::HashMap;
 
+use super::ad::Builder;
+use super::batch::{Batcher, Status};
 use crate::core::ir::{ArrTy, Atom, Expr, Program, Scalar, VarId};
 use crate::core::value::Array;
 use crate::ops::interp::from_scalars;
 use crate::ops::verify::{atom_ty, expect_numeric};
-use crate::passes::ad::Builder;
-use crate::passes::bot::{Batcher, Status};
 use crate::prim::{sum_order, Prim};
 
 /// The part an axis of a product `lhs * rhs` plays when the product is summed over one of its

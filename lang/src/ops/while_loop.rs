@@ -25,7 +25,7 @@
 //!   `while_reverse` that replays it and runs the transposed steps last to first (Note
 //!   [Reverse mode through a while loop]);
 //! - linearity: a differentiated while is linear in its tangent carries and constant in its
-//!   primal ones, so `passes::ad` keeps it whole (`LinearItem::While`); a `while_reverse` is
+//!   primal ones, so `ops::ad` keeps it whole (`LinearItem::While`); a `while_reverse` is
 //!   linear in its seeds and constant in its initial carries;
 //! - simplification: nothing of its own; the simplifier rewrites inside the blocks, and the
 //!   clean-up drops a while whose results nothing reads, as every statement is pure (even
@@ -47,6 +47,8 @@
 
 use std::collections::HashMap;
 
+use super::ad::{self, AdError, Builder, LinearItem};
+use super::batch::{Batcher, Status};
 use super::loops::{self, CarryLayout};
 use crate::core::inline::clone_block;
 use crate::core::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
@@ -54,8 +56,6 @@ use crate::core::print::ty_text;
 use crate::core::value::Array;
 use crate::ops::interp::{Interp, Res};
 use crate::ops::verify::{block, result_tys};
-use crate::passes::ad::{self, AdError, Builder, LinearItem};
-use crate::passes::bot::{Batcher, Status};
 use crate::prim::Prim;
 
 // Note [Reverse mode through a while loop]
@@ -421,7 +421,7 @@ fn n_primal_carries(program: &Program, body: BlockId) -> usize {
         .count()
 }
 
-/// A differentiated while split for transposition (`passes::ad::split`): its primal part runs
+/// A differentiated while split for transposition (`ops::ad::split`): its primal part runs
 /// forward as a while over the primal carries, and the whole statement is transposed by
 /// `transpose_while` (Note [Reverse mode through a while loop]).
 pub(crate) fn split_while(program: &mut Program, stmt: &Stmt) -> (Stmt, LinearItem) {

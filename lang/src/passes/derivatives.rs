@@ -23,14 +23,14 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::ad::Tangent;
-use super::ad::{self, AdError, Jvp, Vjp};
 use super::pipeline::{
     run_passes, stages_of, verify_program, Compilation, Ice, Log, Pass, Subject,
 };
 use crate::core::inline::{copy_stmts, rename};
 use crate::core::ir::{AdMode, ArrTy, Atom, Block, BlockId, Expr, Program, Scalar, Stmt, VarId};
 use crate::core::visit::{collect_defs, collect_uses, expr_blocks, reachable_blocks};
+use crate::ops::ad::Tangent;
+use crate::ops::ad::{self, AdError, Jvp, Vjp};
 use crate::prim::Prim;
 
 pub const PASS: Pass<Compilation> = Pass {

@@ -15,7 +15,6 @@
 //!
 //! `cleanup` (copy propagation, dead code) runs inside `bot` and `simplify`.
 
-pub mod ad;
 pub mod bot;
 pub mod cleanup;
 pub mod derivatives;

@@ -1311,7 +1311,7 @@ fn loops_carrying_tables(program: &Program) -> usize {
 
 /// Reverse mode through a loop of n steps costs O(n): doubling the input of a loop-based
 /// prelude function doubles the cost of its gradient (see Note [Reads of outer tables in a
-/// reversed loop] in `passes::ad`). Accumulating the cotangent of `xs[i]` in a carry of the
+/// reversed loop] in `ops::ad`). Accumulating the cotangent of `xs[i]` in a carry of the
 /// backward loop makes it quadruple instead.
 #[test]
 fn gradients_through_loops_cost_linear_in_the_length() {
