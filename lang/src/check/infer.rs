@@ -3139,6 +3139,13 @@ impl<'env> Infer<'env> {
                 self.unify(&func_ty, &fun, func.span)?;
                 (param, None, result, effects)
             }
+            // `f()` of a definition of no parameters (`def f() -> Int = 1`) is its value, as
+            // Dex's call of it: such a definition is a value in dx (`eye`, used bare).
+            _ if matches!(func.kind, TKind::Def { .. })
+                && matches!(&arg.kind, ExprKind::Tuple(items) if items.is_empty()) =>
+            {
+                return Ok(func);
+            }
             other if matches!(func.kind, TKind::App { .. }) => {
                 return error_of(
                     Code::Arity,

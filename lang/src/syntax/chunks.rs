@@ -4,8 +4,9 @@
 //! Line rules, by the line's first character:
 //!
 //! - `>` at column 0 is old output: it belongs to no chunk (it is dropped).
-//! - `'` starts a prose chunk that runs to the next blank line. A `>` line inside it is output
-//!   like any other (dropped); the prose goes on after it as a second `Prose` chunk.
+//! - `'` starts a prose chunk that runs to the next empty line (a line of spaces is prose, as
+//!   in Dex). A `>` line inside it is output like any other (dropped); the prose goes on after
+//!   it as a second `Prose` chunk.
 //! - `#` or `--` at column 0 is a comment line; consecutive ones form one `Comment` chunk.
 //! - `%` at column 0 is a pragma; consecutive pragma lines attach to the code block that starts
 //!   on the next line. Pragmas with no block right after them form a code chunk of their own,
@@ -175,9 +176,7 @@ pub fn split_chunks(src: &str) -> Vec<Chunk> {
                 continue;
             }
             LineKind::Blank => run_end(&lines, first, |kind| kind == LineKind::Blank),
-            LineKind::Prose => run_end(&lines, first, |kind| {
-                !matches!(kind, LineKind::Blank | LineKind::Output)
-            }),
+            LineKind::Prose => prose_end(src, &lines, first),
             LineKind::Comment => run_end(&lines, first, |kind| kind == LineKind::Comment),
             LineKind::Pragma => {
                 let pragmas_end = run_end(&lines, first, |kind| kind == LineKind::Pragma);
@@ -212,6 +211,25 @@ fn is_comment_only_chunk(src: &str, lines: &[Line]) -> bool {
     lines
         .iter()
         .all(|line| is_comment_only(&src[line.start..line.end]))
+}
+
+/// The index one past the prose block whose first line is `first`: it ends at an output line
+/// or at an empty line. A line of spaces does not end it: Dex ends prose at two line breaks
+/// in a row (`consumeTillBreak`), so a line of spaces inside a paragraph is prose.
+fn prose_end(src: &str, lines: &[Line], first: usize) -> usize {
+    let is_empty = |line: &Line| {
+        src[line.start..line.end]
+            .trim_end_matches(['\n', '\r'])
+            .is_empty()
+    };
+    let mut end = first + 1;
+    while end < lines.len()
+        && lines[end].kind != LineKind::Output
+        && !(lines[end].kind == LineKind::Blank && is_empty(&lines[end]))
+    {
+        end += 1;
+    }
+    end
 }
 
 /// The index one past the run of lines, starting at `first`, whose kind satisfies `keep`.

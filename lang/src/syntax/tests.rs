@@ -1104,6 +1104,19 @@ fn chunks_output_lines_inside_prose_are_dropped() {
 }
 
 #[test]
+fn chunks_a_line_of_spaces_inside_prose_is_prose() {
+    // Dex ends prose at two line breaks in a row; a line of spaces between paragraphs of one
+    // prose block keeps the block going (the code line after it would otherwise be prose's
+    // end and a parse error).
+    let src = "' a\n   \nb c\n\nx = 1\n";
+    assert_eq!(kinds(src), ["prose", "blank", "(let x 1)"]);
+    assert_eq!(text(src, split_chunks(src)[0].span), "' a\n   \nb c\n");
+    let src = "' a\n\t\r\n\r\nx = 1\n";
+    assert_eq!(kinds(src), ["prose", "blank", "(let x 1)"]);
+    assert_concatenation(src);
+}
+
+#[test]
 fn chunks_blank_lines_followed_by_indented_lines_stay_in_the_block() {
     let src = "def f(x) =\n  y = x\n\n\n  y\n\nz = 1\n";
     assert_eq!(
