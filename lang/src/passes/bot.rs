@@ -15,9 +15,10 @@
 //!   ~> gather (k:::sh) x (λ[i]. ix)`), and only materialised when data needs it.
 //!
 //! Each statement form has one rule, citing the Fig 9/11 rule it reads, in its operation's
-//! home in `ops` (`Batcher::batch_stmt` dispatches to them; elementwise primitives are
-//! batched here, `batch_prim`). Builds are
-//! transformed innermost first, so a body never contains a `build1` when it is batched.
+//! home in `ops`; the batching context and the dispatch to the rules (`Batcher::batch_stmt`,
+//! and `batch_prim` for the elementwise primitives) are `ops::batch`. This pass decides where
+//! they run: builds are transformed innermost first, so a body never contains a `build1` when
+//! it is batched; afterwards indices are pushed into gathers and gathers composed.
 //! Conditionals with a batched condition become strict selects (§5.2, `ops::cond`).
 //! `fold`/`scan` inside a build run once over batched state (the carries that depend on `i`
 //! get the batch axis, `ops::loops`); so does a `while`, with a mask of the lanes still

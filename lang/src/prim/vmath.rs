@@ -90,10 +90,10 @@
 // integer lanes see only additions, masks and logical shifts: 64-bit compares and
 // arithmetic shifts are missing from SSE2 (and the latter from AVX2); 32-bit lanes (the
 // f32 `exp`) may shift arithmetically. The f64 kernels use no `mul_add`: without an FMA
-// unit it is a libm call; the f32 `exp`, `log`, `tanh` and small `sin`/`cos` do, and their slice
-// functions are compiled for FMA (Note [exp in f32]). `mul_add` is exactly rounded and Rust never
-// contracts `a * b + c` into an FMA, so a vectorised loop and a scalar call compute the
-// same bits on every x86-64 build.
+// unit it is a libm call; the f32 `exp`, `log`, `tanh` and small `sin`/`cos` do, and their
+// slice functions are compiled for FMA (Note [exp in f32]). `mul_add` is exactly rounded and
+// Rust never contracts `a * b + c` into an FMA, so a vectorised loop and a scalar call compute
+// the same bits on every x86-64 build.
 
 // Note [f32 via f64]
 // ~~~~~~~~~~~~~~~~~~
@@ -223,9 +223,10 @@
 //   almost everywhere.
 // Beyond 8 an f32 reduction loses to cancellation near multiples of pi/2 (measured with
 // Cephes' three parts and `r` in one f32: 6 ulp at `3 pi`, over 600 at 505.8, where `n` times
-// the third part is no longer exact), so those lanes keep the f64 kernel. A slice computes every lane in f32 while it checks that all are small, and
-// recomputes the slice with the select of both kernels when one is not (as Note [exp on the
-// normal range] does), so the slice and the per-element function agree bit for bit. Over
+// the third part is no longer exact), so those lanes keep the f64 kernel. A slice computes
+// every lane in f32 while it checks that all are small, and recomputes the slice with the
+// select of both kernels when one is not (as Note [exp on the normal range] does); the
+// per-element function branches to the one kernel its argument needs. Both give the same bits. Over
 // every f32 (`examples/vmath_exhaustive.rs sin cos`): at most 1 ulp from glibc's `sinf` and
 // `cosf` and from the correctly rounded value, and the slice gives the per-element bits.
 
@@ -1973,8 +1974,13 @@ mod tests {
     /// difference too (both widths, every case of splats).
     #[test]
     fn slices_of_every_length_give_the_per_element_bits() {
+        // Arguments small and beyond 8 for `sin`/`cos` (the f32 and the f64 kernel), and a
+        // huge one now and then (`std`'s fallback).
         let xs: Vec<f32> = (0..300)
-            .map(|k| (k as f32 * 0.37).sin() * 5.0 + 5.5)
+            .map(|k| match k % 50 {
+                49 => 3.0e8 + k as f32,
+                _ => (k as f32 * 0.37).sin() * 5.0 + 5.5,
+            })
             .collect();
         for n in 0..=xs.len() {
             let xs = &xs[..n];

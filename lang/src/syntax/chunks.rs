@@ -175,11 +175,19 @@ pub fn split_chunks(src: &str) -> Vec<Chunk> {
                 in_prose = matches!(chunks.last(), Some(Chunk { kind: ChunkKind::Prose, span }) if span.end as usize == lines[first].start);
                 continue;
             }
-            LineKind::Blank => run_end(&lines, first, |kind| kind == LineKind::Blank),
-            LineKind::Prose => prose_end(src, &lines, first),
-            LineKind::Comment => run_end(&lines, first, |kind| kind == LineKind::Comment),
+            LineKind::Blank => run_end(&lines, first, |line| line.kind == LineKind::Blank),
+            // Prose runs to an output line or an empty one: Dex ends it at two line breaks in
+            // a row (`consumeTillBreak`), so a line of spaces inside a paragraph is prose.
+            LineKind::Prose => run_end(&lines, first, |line| match line.kind {
+                LineKind::Output => false,
+                LineKind::Blank => !src[line.start..line.end]
+                    .trim_end_matches(['\n', '\r'])
+                    .is_empty(),
+                _ => true,
+            }),
+            LineKind::Comment => run_end(&lines, first, |line| line.kind == LineKind::Comment),
             LineKind::Pragma => {
-                let pragmas_end = run_end(&lines, first, |kind| kind == LineKind::Pragma);
+                let pragmas_end = run_end(&lines, first, |line| line.kind == LineKind::Pragma);
                 if lines.get(pragmas_end).map(|line| line.kind) == Some(LineKind::Code) {
                     block_end(&lines, pragmas_end)
                 } else {
@@ -213,29 +221,10 @@ fn is_comment_only_chunk(src: &str, lines: &[Line]) -> bool {
         .all(|line| is_comment_only(&src[line.start..line.end]))
 }
 
-/// The index one past the prose block whose first line is `first`: it ends at an output line
-/// or at an empty line. A line of spaces does not end it: Dex ends prose at two line breaks
-/// in a row (`consumeTillBreak`), so a line of spaces inside a paragraph is prose.
-fn prose_end(src: &str, lines: &[Line], first: usize) -> usize {
-    let is_empty = |line: &Line| {
-        src[line.start..line.end]
-            .trim_end_matches(['\n', '\r'])
-            .is_empty()
-    };
+/// The index one past the run of lines, starting at `first`, that satisfy `keep`.
+fn run_end(lines: &[Line], first: usize, keep: impl Fn(&Line) -> bool) -> usize {
     let mut end = first + 1;
-    while end < lines.len()
-        && lines[end].kind != LineKind::Output
-        && !(lines[end].kind == LineKind::Blank && is_empty(&lines[end]))
-    {
-        end += 1;
-    }
-    end
-}
-
-/// The index one past the run of lines, starting at `first`, whose kind satisfies `keep`.
-fn run_end(lines: &[Line], first: usize, keep: impl Fn(LineKind) -> bool) -> usize {
-    let mut end = first + 1;
-    while end < lines.len() && keep(lines[end].kind) {
+    while end < lines.len() && keep(&lines[end]) {
         end += 1;
     }
     end
