@@ -29,6 +29,7 @@ unique_left = np.unique(left)
 position = np.searchsorted(unique_left, queries)
 inside = np.isin(queries, unique_left)
 same("member", load("member"), np.where(inside, position, -1).astype(np.int32))
+same("value of every index of Element set", load("values"), unique_left)
 
 same(
     "set_size",

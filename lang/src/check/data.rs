@@ -40,6 +40,22 @@ use super::types::{Rigid, Size, Ty};
 // and a pattern that binds it binds a static size, usable in `Fin n` (`(AsList(n, xs)) = l`).
 // Two lists of different lengths have different types; `<>` of lists adds the lengths.
 
+// Note [Value parameters]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// Dex's `struct Element(set:(Set a)) given (a|Ord) = val: Nat` is a type indexed by a value:
+// `Element names` is an index set whose size is the set's, and `member x names : Maybe
+// (Element names)`. dx's types name the value, not compute with it: the argument is a
+// `Ty::Value`, the name of a top-level value or of a function's parameter (only a name, so
+// that two types are equal when they name the same value), and its type is unified with the
+// parameter's. Whatever that type holds statically then holds for the new type: a hidden size
+// of the value's type (a `Set a` is a `Set a k` for the `k` elements, Note [Size fields])
+// becomes a hidden parameter of the type that names it, so the size of `Element names` is
+// known when a block is compiled, as any size is. An `Ix` instance writes that size as Dex
+// does (`size' = set_size set`: a function of the value that returns a size of its type,
+// `Infer::size_through_calls`). In a definition or instance a `given (set:Set a)` binder is
+// a variable of the types that stands for the value: used in an expression it is the value
+// (`TKind::GivenValue`), which the lowering reads from the name its instantiation gives.
+
 /// What declared a user type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DataKind {
@@ -48,15 +64,19 @@ pub enum DataKind {
     Enum,
 }
 
-/// A parameter of a user type: a type (`a:Type`, `n|Ix`), or a size (`n:Nat`), which is
-/// represented by the index set `Fin n` (so a field `(Fin n)=>Float` reads `size` of it).
+/// A parameter of a user type: a type (`a:Type`, `n|Ix`), a size (`n:Nat`), which is
+/// represented by the index set `Fin n` (so a field `(Fin n)=>Float` reads `size` of it), or a
+/// value (`set:(Set a)`, Note [Value parameters]).
 #[derive(Clone, Debug)]
 pub struct DataParam {
     pub name: String,
     pub rigid: Rigid,
     pub is_size: bool,
-    /// Made by a constructor's size field (`n` of `AsList(n:Nat, elements:(Fin n)=>a)`), not
-    /// written as an argument of the type (Note [Size fields]).
+    /// The type of a value parameter (it mentions the other parameters' rigids).
+    pub value: Option<Ty>,
+    /// Not written as an argument of the type: made by a constructor's size field (`n` of
+    /// `AsList(n:Nat, elements:(Fin n)=>a)`, Note [Size fields]), or a variable of the
+    /// declaration's `given`, inferred from the arguments.
     pub hidden: bool,
 }
 
@@ -74,6 +94,14 @@ pub struct ConDef {
     /// The fields that are sizes of the type (Note [Size fields]): the field's position and
     /// the hidden parameter it is the size of.
     pub size_fields: Vec<(usize, usize)>,
+}
+
+impl DataParam {
+    /// A size the type's values hold that its written arguments do not give (Note [Size
+    /// fields]): inferred, and free to differ where values are compared.
+    pub fn is_hidden_size(&self) -> bool {
+        self.hidden && self.is_size
+    }
 }
 
 /// A declared user type.

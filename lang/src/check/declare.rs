@@ -72,39 +72,75 @@ impl Infer<'_> {
     }
 
     fn data_def(&mut self, decl: &DataDecl) -> Result<DataDef> {
-        let mut params = Vec::new();
+        let mut params: Vec<DataParam> = Vec::new();
+        // The `given` variables come first: the parameters' types use them (Note [Value
+        // parameters]).
+        for binder in &decl.given {
+            not_bound_yet(&binder.name, &params)?;
+            if let Some(kind) = &binder.kind {
+                return error(
+                    kind.span,
+                    "a type's `given` names type variables (`given (a|Ord)`)",
+                );
+            }
+            let classes = self.classes_of(&binder.classes)?;
+            let rigid = self.env.new_rigid(classes);
+            let name = binder.name.name.clone();
+            self.scopes.push((
+                name.clone(),
+                Binding::TypeVar(Ty::Rigid(rigid, name.clone())),
+            ));
+            params.push(DataParam {
+                name,
+                rigid,
+                is_size: false,
+                value: None,
+                hidden: true,
+            });
+        }
         for param in &decl.params {
+            not_bound_yet(&param.name, &params)?;
             let classes = self.classes_of(&param.classes)?;
-            let is_size = match &param.kind {
-                None => false,
+            let kind = match &param.kind {
+                None => ParamKind::Type,
                 Some(TypeExpr {
                     kind: TypeExprKind::Name(kind),
                     ..
-                }) if kind.name == "Type" || kind.name == "Nat" => kind.name == "Nat",
-                Some(kind) => {
-                    return error(kind.span, "a parameter of a type is a `Type` or a `Nat`")
-                }
+                }) if kind.name == "Type" => ParamKind::Type,
+                Some(TypeExpr {
+                    kind: TypeExprKind::Name(kind),
+                    ..
+                }) if kind.name == "Nat" => ParamKind::Size,
+                Some(kind) => ParamKind::Value(self.read_type(kind, &mut None)?),
             };
-            if params.iter().any(|p: &DataParam| p.name == param.name.name) {
-                return error(
-                    param.name.span,
-                    format!("`{}` is bound twice in one pattern", param.name.name),
-                );
-            }
             let rigid = self.env.new_rigid(classes);
             let name = param.name.name.clone();
             let as_type = Ty::Rigid(rigid, name.clone());
-            let binding = match is_size {
-                true => Binding::SizeVar(Size::Of(Box::new(as_type))),
-                false => Binding::TypeVar(as_type),
+            let binding = match kind {
+                ParamKind::Size => Binding::SizeVar(Size::Of(Box::new(as_type))),
+                _ => Binding::TypeVar(as_type),
             };
             self.scopes.push((name.clone(), binding));
+            let is_size = matches!(kind, ParamKind::Size);
+            let position = params.len();
             params.push(DataParam {
                 name,
                 rigid,
                 is_size,
+                value: None,
                 hidden: false,
             });
+            // A hidden size of the value's type is one of this type (`Set a` is `Set a k`).
+            if let ParamKind::Value(ty) = kind {
+                let span = param
+                    .kind
+                    .as_ref()
+                    .map_or(param.name.span, |kind| kind.span);
+                self.hide_inferred_sizes(&ty, &mut params, span)?;
+                let ty = self.zonk(&ty);
+                self.env.mark_value_rigid(rigid, ty.clone());
+                params[position].value = Some(ty);
+            }
         }
         super::distinct(decl.cons.iter().map(|con| &con.name), "declared", |name| {
             format!("the constructor `{name}` is declared twice")
@@ -149,6 +185,7 @@ impl Infer<'_> {
                             name: field_name.name.clone(),
                             rigid,
                             is_size: true,
+                            value: None,
                             hidden: true,
                         });
                     }
@@ -210,6 +247,7 @@ impl Infer<'_> {
                 name,
                 rigid,
                 is_size: true,
+                value: None,
                 hidden: true,
             });
         }
@@ -219,7 +257,7 @@ impl Infer<'_> {
     /// An instance's type with each hidden size it leaves open (a list's length, Note [Size
     /// fields]: `instance Eq(Person)` for a struct holding a `String`) made a variable of the
     /// instance, so that it holds at every length.
-    fn hidden_sizes_as_vars(
+    pub(super) fn hidden_sizes_as_vars(
         &mut self,
         ty: &Ty,
         rigids: &mut Vec<(String, Rigid)>,
@@ -697,7 +735,10 @@ impl Infer<'_> {
         let Some(size_expr) = size_expr else {
             return error(decl.span, "an instance of `Ix` defines `size = …`");
         };
-        let size = self.read_size(size_expr)?;
+        let size = match self.read_size(size_expr) {
+            Ok(size) => size,
+            Err(err) => self.size_through_calls(size_expr).ok_or(err)?,
+        };
         let size = Ty::Fin(size).map(&mut |ty| match ty {
             Ty::Rigid(rigid, _) => to_params.get(rigid).cloned(),
             _ => None,
@@ -720,6 +761,15 @@ impl Infer<'_> {
                 Ok(())
             }
         }
+    }
+
+    /// The size a `Nat` expression computes when the types of the values it is a function of
+    /// hold it (`set_size set`, `check/size_eval.rs`).
+    fn size_through_calls(&mut self, expr: &ast::Expr) -> Option<Size> {
+        let mut texpr = self.infer(expr).ok()?;
+        self.unify(&texpr.ty, &Ty::nat(), expr.span).ok()?;
+        self.zonk_expr(&mut texpr);
+        super::size_eval::size_through_calls(&texpr, self.env)
     }
 
     /// `Name = T`, `Name : Type = T` or `def Name(params) -> Type = T` at the top level.
@@ -804,7 +854,7 @@ fn open_hidden_sizes(ty: &Ty) -> Vec<TyVar> {
     ty.any(&mut |inner| {
         if let Ty::Data(data) = inner {
             for (arg, param) in data.args.iter().zip(&data.def.params) {
-                if let (Ty::Var(var), true) = (arg, param.hidden) {
+                if let (Ty::Var(var), true) = (arg, param.is_hidden_size()) {
                     if !open.contains(var) {
                         open.push(*var);
                     }
@@ -997,6 +1047,25 @@ pub fn method_def_name(type_name: &str, method: &str) -> String {
     format!("{type_name}.{method}")
 }
 
+/// What a parameter of a user type stands for.
+enum ParamKind {
+    Type,
+    Size,
+    /// A value of this type (Note [Value parameters]).
+    Value(Ty),
+}
+
+/// An error when a parameter of a type being declared reuses an earlier one's name.
+fn not_bound_yet(name: &ast::Ident, params: &[DataParam]) -> Result<()> {
+    match params.iter().any(|param| param.name == name.name) {
+        true => error(
+            name.span,
+            format!("`{}` is bound twice in one pattern", name.name),
+        ),
+        false => Ok(()),
+    }
+}
+
 /// Whether a top-level name is one `method_def_name` made (completion and "did you mean"
 /// leave them out: a program calls them as `t.incby(1)`).
 pub fn is_method_def_name(name: &str) -> bool {
@@ -1025,13 +1094,12 @@ pub fn struct_method_defs(decl: &DataDecl) -> Vec<ast::FunDef> {
         },
         span: decl.name.span,
     };
-    let given: Vec<ast::GivenBinder> = decl
-        .params
-        .iter()
-        .map(|param| ast::GivenBinder {
+    let given: Vec<ast::GivenBinder> = (decl.given.iter().cloned())
+        .chain(decl.params.iter().map(|param| ast::GivenBinder {
             name: param.name.clone(),
             classes: param.classes.clone(),
-        })
+            kind: param.kind.clone(),
+        }))
         .collect();
     decl.methods
         .iter()

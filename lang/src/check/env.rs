@@ -29,6 +29,9 @@ pub struct GlobalEnv {
     facts: Vec<(Class, Ty)>,
     /// The `a: Type` parameters of definitions: index sets only where they are used as one.
     type_params: std::collections::HashSet<super::types::Rigid>,
+    /// The rigids that stand for values (`given (set:Set a)`, a type's `set:(Set a)`), with
+    /// the values' types (Note [Value parameters]).
+    value_rigids: HashMap<super::types::Rigid, Ty>,
     next_local: u32,
     /// Source names of locals (for printing the typed program).
     local_names: HashMap<super::types::LocalId, String>,
@@ -85,6 +88,16 @@ impl GlobalEnv {
         }
         self.add_rigid_classes(rigid, &[Class::Ix, Class::Eq, Class::Ord]);
         true
+    }
+
+    /// Makes `rigid` stand for a value of type `ty` (Note [Value parameters]).
+    pub fn mark_value_rigid(&mut self, rigid: Rigid, ty: Ty) {
+        self.value_rigids.insert(rigid, ty);
+    }
+
+    /// The type of the value `rigid` stands for, if it stands for one.
+    pub fn value_rigid(&self, rigid: Rigid) -> Option<&Ty> {
+        self.value_rigids.get(&rigid)
     }
 
     pub fn add_rigid_classes(&mut self, rigid: Rigid, classes: &[Class]) {

@@ -18,7 +18,9 @@ use super::classes::{match_head, HeadMatch};
 use super::data::DataTy;
 use super::env::GlobalEnv;
 use super::typed::{DefInfo, DefKey, TExpr, TKind, TPat, TStmt};
-use super::types::{BaseTy, Bound, EffRow, Effect, FieldPath, LocalId, Rigid, Size, Ty, TyVar};
+use super::types::{
+    BaseTy, Bound, EffRow, Effect, FieldPath, LocalId, Rigid, Size, Ty, TyVar, ValueArg,
+};
 use super::TypeError;
 use crate::code::Code;
 use crate::prim::Prim;
@@ -292,7 +294,7 @@ impl<'env> Infer<'env> {
                 Some(bound) => self.zonk(bound),
                 None => ty.clone(),
             },
-            Ty::Base(_) | Ty::Rigid(..) => ty.clone(),
+            Ty::Base(_) | Ty::Rigid(..) | Ty::Value(_) => ty.clone(),
             Ty::Fin(size) => Ty::Fin(map_size(size, &mut |inner| match inner {
                 Size::Of(of) => Some(Size::Of(Box::new(self.zonk(of))).normalise()),
                 _ => None,
@@ -634,6 +636,8 @@ impl<'env> Infer<'env> {
             }
             (Ty::Row(x), Ty::Row(y)) => self.unify_rows(x, y),
             (Ty::Rigid(x, _), Ty::Rigid(y, _)) if x == y => Ok(()),
+            // Types that name the same value (Note [Value parameters]).
+            (Ty::Value(x), Ty::Value(y)) if x == y => Ok(()),
             (Ty::TypeArg(x), Ty::TypeArg(y)) => self.unify_inner(x, y),
             (Ty::Con(x, xs), Ty::Con(y, ys)) if x == y && xs.len() == ys.len() => {
                 for (a, b) in xs.iter().zip(ys) {
@@ -713,7 +717,7 @@ impl<'env> Infer<'env> {
             Ok(true)
         };
         match &ty {
-            Ty::Var(_) | Ty::Rigid(..) | Ty::Row(_) => Ok(false),
+            Ty::Var(_) | Ty::Rigid(..) | Ty::Row(_) | Ty::Value(_) => Ok(false),
             Ty::Base(base) => Ok(class.holds_for_base(*base)),
             Ty::Fin(_) => Ok(class.holds_for_index()),
             // Tables compare element by element (Dex's `Eq`/`Ord` of `n=>a`).
@@ -766,18 +770,23 @@ impl<'env> Infer<'env> {
                 HeadMatch::No => continue,
                 HeadMatch::Yes(bindings) => bindings,
             };
+            // A requirement of the instance that waits on a variable keeps the whole
+            // constraint waiting: its class is not the one asked about (`Ix (Element s)`
+            // needs `Ord a`, not `Ix a`).
+            let whole = |_| ty.clone();
             for var in &instance.vars {
                 let Some(bound) = bindings.get(var) else {
                     continue;
                 };
                 for needed in self.env.rigid_classes(*var) {
-                    if !self.class_holds(*needed, bound)? {
+                    if !self.class_holds(*needed, bound).map_err(whole)? {
                         return Ok(false);
                     }
                 }
             }
             for (needed, fact) in self.env.facts_about(&instance.vars) {
-                if !self.class_holds(needed, &substitute_rigids(&fact, &bindings))? {
+                let fact = substitute_rigids(&fact, &bindings);
+                if !self.class_holds(needed, &fact).map_err(whole)? {
                     return Ok(false);
                 }
             }
@@ -1125,6 +1134,7 @@ impl<'env> Infer<'env> {
         match &mut expr.kind {
             TKind::Local(_)
             | TKind::Global(_)
+            | TKind::GivenValue(..)
             | TKind::Builtin(_)
             | TKind::Lit(_)
             | TKind::Numbers(_)
@@ -1375,6 +1385,8 @@ impl<'env> Infer<'env> {
         }
         let mut args = args.iter();
         let mut tys = Vec::new();
+        // The values given to value parameters: their types and where they are written.
+        let mut values = Vec::new();
         for param in &def.params {
             let ty = if param.hidden {
                 Ty::Var(self.fresh_var())
@@ -1384,6 +1396,10 @@ impl<'env> Infer<'env> {
                 };
                 if param.is_size {
                     Ty::Fin(self.read_size_arg(arg)?)
+                } else if let Some(param_ty) = &param.value {
+                    let (named, value_ty) = self.read_value_arg(arg, param_ty)?;
+                    values.push((param_ty.clone(), value_ty, arg.span));
+                    named
                 } else {
                     self.read_type(arg, implicit)?
                 }
@@ -1393,7 +1409,62 @@ impl<'env> Infer<'env> {
             }
             tys.push(ty);
         }
-        Ok(Ty::Data(DataTy { def, args: tys }))
+        let data = DataTy { def, args: tys };
+        for (param_ty, value_ty, at) in values {
+            self.unify(&data.instantiate(&param_ty), &value_ty, at)?;
+        }
+        Ok(Ty::Data(data))
+    }
+
+    /// The value a type names (`names` in `Element names`, Note [Value parameters]), and its
+    /// type: a top-level value, a local, or a `given (set:Set a)` variable.
+    fn read_value_arg(&mut self, arg: &TypeExpr, param_ty: &Ty) -> Result<(Ty, Ty)> {
+        let TypeExprKind::Name(ident) = &arg.kind else {
+            return error(
+                arg.span,
+                format!("expected the name of a value of type {param_ty} here"),
+            );
+        };
+        self.value_named(ident, arg.span)
+    }
+
+    /// The value `ident` names, as a type argument (Note [Value parameters]), and its type.
+    fn value_named(&mut self, ident: &Ident, span: Span) -> Result<(Ty, Ty)> {
+        let name = ident.name.clone();
+        match self.lookup(&name) {
+            Some(Binding::Local(local, ty)) => {
+                Ok((Ty::Value(ValueArg::Local(*local, name)), ty.clone()))
+            }
+            Some(Binding::TypeVar(Ty::Rigid(rigid, _))) => match self.env.value_rigid(*rigid) {
+                Some(ty) => Ok((Ty::Rigid(*rigid, name), self.zonk(ty))),
+                None => error(
+                    span,
+                    format!("`{name}` is a type; expected the name of a value here"),
+                ),
+            },
+            Some(_) => error(
+                span,
+                format!("`{name}` is not a value that a type can name (a top-level value or a parameter)"),
+            ),
+            None => match self.env.values.get(&name) {
+                Some(ty) => Ok((Ty::Value(ValueArg::Global(name)), ty.clone())),
+                None if self.names_a_type(&TypeExpr {
+                    kind: TypeExprKind::Name(ident.clone()),
+                    span,
+                }) =>
+                {
+                    error(
+                        span,
+                        format!("`{name}` is a type; expected the name of a value here"),
+                    )
+                }
+                None => error_of(
+                    Code::Unbound,
+                    span,
+                    format!("unknown value `{name}`"),
+                ),
+            },
+        }
     }
 
     /// Whether a type argument is the name of a value of the block or function (a local).
@@ -2175,6 +2246,17 @@ impl<'env> Infer<'env> {
             Some(Binding::Def(id, info)) => {
                 return Ok(self.instantiate_def(&info, DefKey::Local(id), span))
             }
+            // A `given (set:Set a)`: the value it stands for.
+            Some(Binding::TypeVar(Ty::Rigid(rigid, _)))
+                if self.env.value_rigid(rigid).is_some() =>
+            {
+                let ty = self.env.value_rigid(rigid).map(|ty| self.zonk(ty));
+                return Ok(TExpr {
+                    kind: TKind::GivenValue(rigid, name.to_string()),
+                    ty: ty.unwrap_or(Ty::Tuple(Vec::new())),
+                    span,
+                });
+            }
             // A `given (n)` that is a size (Dex's implicit `n: Nat`): its value is `size n`.
             Some(Binding::TypeVar(Ty::Rigid(rigid, _))) if self.size_rigids.contains(&rigid) => {
                 let var = |name: &str| Expr {
@@ -2330,7 +2412,7 @@ impl<'env> Infer<'env> {
         let mut args = Vec::new();
         for param in &def.params {
             let fresh = self.fresh_var();
-            if param.hidden {
+            if param.is_hidden_size() {
                 self.hidden_sizes.push(fresh);
             }
             let var = Ty::Var(fresh);
@@ -2990,7 +3072,7 @@ impl<'env> Infer<'env> {
             })
         };
         ty.any(&mut |inner| match inner {
-            Ty::Data(data) => data.def.params.iter().any(|param| param.hidden),
+            Ty::Data(data) => data.def.params.iter().any(|param| param.is_hidden_size()),
             _ => false,
         }) && !ty.any(&mut |inner| matches!(inner, Ty::Data(data) if has_eq_instance(data)))
     }
@@ -3033,7 +3115,7 @@ impl<'env> Infer<'env> {
                     .args
                     .iter()
                     .zip(&data.def.params)
-                    .map(|(arg, param)| match param.hidden {
+                    .map(|(arg, param)| match param.is_hidden_size() {
                         true => Ty::Var(self.fresh_var()),
                         false => self.erase_hidden_sizes(arg),
                     })
@@ -3323,8 +3405,24 @@ impl<'env> Infer<'env> {
             read.map_err(|err| failed = failed.take().or(Some(err)))
                 .ok()
         };
+        // A type that names the parameter's value names the argument's (Note [Value
+        // parameters] in `check/data.rs`).
+        let names_value = ty
+            .any(&mut |inner| matches!(inner, Ty::Value(ValueArg::Local(id, _)) if *id == binder));
+        let named = match (names_value, &arg.kind) {
+            (false, _) => None,
+            (true, ExprKind::Var(ident)) => Some(self.value_named(ident, arg.span)?.0),
+            (true, _) => {
+                return error(
+                    arg.span,
+                    "the result's type names this argument: pass the name of a value here \
+                     (bind it first: `s = …`)",
+                )
+            }
+        };
         let ty = map_ty(ty, &mut |inner| match inner {
             Ty::Fin(size) => Some(Ty::Fin(map_size(size, &mut |s| size_of(self, s)))),
+            Ty::Value(ValueArg::Local(id, _)) if *id == binder => named.clone(),
             _ => None,
         });
         match failed {
@@ -3966,6 +4064,20 @@ impl<'env> Infer<'env> {
                 Binding::TypeVar(Ty::Rigid(rigid, binder.name.name.clone())),
             ));
             rigids.push((binder.name.name.clone(), rigid));
+        }
+        // A binder of a value (`set:Set a`) once every name is bound: its type may use any.
+        for binder in given {
+            let Some(kind) = &binder.kind else { continue };
+            if matches!(&kind.kind, TypeExprKind::Name(name) if name.name == "Type" || name.name == "Nat")
+            {
+                continue;
+            }
+            let ty = self.read_type(kind, &mut None)?;
+            // A hidden size of its type (`Set a` is `Set a k`) is a variable of the definition.
+            let ty = self.hidden_sizes_as_vars(&ty, &mut rigids, kind.span)?;
+            if let Some((_, rigid)) = rigids.iter().find(|(name, _)| *name == binder.name.name) {
+                self.env.mark_value_rigid(*rigid, ty);
+            }
         }
         Ok(rigids)
     }
@@ -4645,7 +4757,11 @@ fn reads_any_local(expr: &TExpr, locals: &[LocalId]) -> bool {
 }
 
 fn mentions_local(ty: &Ty, local: LocalId) -> bool {
-    ty.any(&mut |inner| matches!(inner, Ty::Fin(size) if size.any_local(&mut |id| id == local)))
+    ty.any(&mut |inner| match inner {
+        Ty::Fin(size) => size.any_local(&mut |id| id == local),
+        Ty::Value(ValueArg::Local(id, _)) => *id == local,
+        _ => false,
+    })
 }
 
 /// Rebuilds a type bottom-up, letting `f` replace any node (returning `Some`).

@@ -7,6 +7,7 @@ pub mod classes;
 pub mod data;
 mod declare;
 mod effects;
+mod size_eval;
 pub use declare::{custom_linearization_def, named_instance_def, struct_method_defs};
 pub mod env;
 pub mod exhaustive;

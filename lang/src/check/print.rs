@@ -81,6 +81,7 @@ fn collect_pattern_names(expr: &TExpr, bound: &mut HashMap<LocalId, String>) {
     match &expr.kind {
         TKind::Local(_)
         | TKind::Global(_)
+        | TKind::GivenValue(..)
         | TKind::Def { .. }
         | TKind::Builtin(_)
         | TKind::Lit(_)
@@ -276,6 +277,7 @@ fn level(expr: &TExpr) -> Ctx {
     match &expr.kind {
         TKind::Local(_)
         | TKind::Global(_)
+        | TKind::GivenValue(..)
         | TKind::Def { .. }
         | TKind::Builtin(_)
         | TKind::Lit(_)
@@ -349,7 +351,7 @@ impl Printer<'_> {
         }
         match &expr.kind {
             TKind::Local(id) => Out::closed(self.local(*id)),
-            TKind::Global(name) => Out::closed(name.clone()),
+            TKind::Global(name) | TKind::GivenValue(_, name) => Out::closed(name.clone()),
             TKind::Def { name, inst, .. } if inst.is_empty() => Out::closed(name.clone()),
             TKind::Def { name, inst, .. } => {
                 let inst: Vec<String> = inst.iter().map(Ty::to_string).collect();
@@ -558,13 +560,7 @@ impl Printer<'_> {
             let rhs = self.expr(rhs, Ctx::Operand, false, ind);
             return Out::closed(format!("({lhs}{})", close(rhs, ind, "")));
         }
-        let mut args = Vec::new();
-        let mut head = expr;
-        while let TKind::App { func, arg } = &head.kind {
-            args.push(&**arg);
-            head = func;
-        }
-        args.reverse();
+        let (head, args) = expr.spine();
         let head = self.expr(head, Ctx::Arg, false, ind);
         let mut text = head.text;
         let mut open = head.open;

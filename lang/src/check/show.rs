@@ -127,7 +127,7 @@ pub fn layout(env: &GlobalEnv, ty: &Ty) -> Result<Layout, NoLayout> {
         }
     }
     Ok(match ty {
-        Ty::Var(_) | Ty::Row(_) => return Err(NoLayout::Unknown),
+        Ty::Var(_) | Ty::Row(_) | Ty::Value(_) => return Err(NoLayout::Unknown),
         Ty::Base(base) => Layout::Scalar {
             op: match base {
                 BaseTy::Word32 | BaseTy::Word64 => TextOp::Hex,

@@ -20,6 +20,9 @@ pub enum TKind {
     Local(LocalId),
     /// A top-level value of the session.
     Global(String),
+    /// The value a `given (set:Set a)` variable stands for (Note [Value parameters] in
+    /// `check/data.rs`): the lowering reads the value its instantiation names.
+    GivenValue(Rigid, String),
     /// A (top-level or local) definition, instantiated: `inst[k]` is the type chosen for the
     /// definition's k-th scheme variable.
     Def {
@@ -227,6 +230,19 @@ pub struct DefInfo {
 }
 
 impl TExpr {
+    /// The function and the arguments of a curried application, in order (`f` and `[]` for
+    /// anything else).
+    pub fn spine(&self) -> (&TExpr, Vec<&TExpr>) {
+        let mut args = Vec::new();
+        let mut head = self;
+        while let TKind::App { func, arg } = &head.kind {
+            args.push(&**arg);
+            head = func;
+        }
+        args.reverse();
+        (head, args)
+    }
+
     /// The locals that this expression binds or whose sizes a use of a definition in it
     /// names (`TKind::Def::sizes`): the sizes a definition with this body may compute.
     pub fn computed_locals(&self) -> std::collections::HashSet<LocalId> {
@@ -273,6 +289,7 @@ impl TExpr {
         match &self.kind {
             TKind::Local(_)
             | TKind::Global(_)
+            | TKind::GivenValue(..)
             | TKind::Def { .. }
             | TKind::Builtin(_)
             | TKind::Lit(_)

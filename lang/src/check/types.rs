@@ -275,6 +275,24 @@ pub enum Ty {
     /// The rest of an effect row: what a row variable (the tail of an `EffRow`) is bound to.
     /// Not the type of a value.
     Row(EffRow),
+    /// A value given to a value parameter of a user type (`names` in `Element names`, Note
+    /// [Value parameters] in `check/data.rs`). Not the type of a value.
+    Value(ValueArg),
+}
+
+/// The value a type names: a top-level value or a local (a function's parameter).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ValueArg {
+    Global(String),
+    Local(LocalId, String),
+}
+
+impl ValueArg {
+    pub fn name(&self) -> &str {
+        match self {
+            ValueArg::Global(name) | ValueArg::Local(_, name) => name,
+        }
+    }
 }
 
 // Note [References]
@@ -425,7 +443,7 @@ impl Ty {
             return true;
         }
         match self {
-            Ty::Base(_) | Ty::Var(_) | Ty::Rigid(..) => false,
+            Ty::Base(_) | Ty::Var(_) | Ty::Rigid(..) | Ty::Value(_) => false,
             Ty::Fin(size) => size.any_ty(pred),
             Ty::Table(ix, elem) => ix.any(pred) || elem.any(pred),
             Ty::Tuple(items) => items.iter().any(|item| item.any(pred)),
@@ -450,7 +468,7 @@ impl Ty {
             return replaced;
         }
         match self {
-            Ty::Base(_) | Ty::Var(_) | Ty::Rigid(..) => self.clone(),
+            Ty::Base(_) | Ty::Var(_) | Ty::Rigid(..) | Ty::Value(_) => self.clone(),
             Ty::Fin(size) => Ty::Fin(size.map_tys(f)),
             Ty::Table(ix, elem) => Ty::table(ix.map(f), elem.map(f)),
             Ty::Tuple(items) => Ty::Tuple(items.iter().map(|item| item.map(f)).collect()),
@@ -660,6 +678,7 @@ impl fmt::Display for Ty {
             } if !effects.prints_empty() => write!(f, "({param} -> {effects} {result})"),
             Ty::Fun { param, result, .. } => write!(f, "({param} -> {result})"),
             Ty::Row(row) => write!(f, "{row}"),
+            Ty::Value(value) => write!(f, "{}", value.name()),
             // A type not decided yet (error messages only; `:t` names its variables).
             Ty::Var(_) => write!(f, "_"),
             Ty::Rigid(_, name) => write!(f, "{name}"),

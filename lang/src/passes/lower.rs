@@ -239,7 +239,7 @@ fn leaf_types_into(
                 "a {ty} lives only inside its handler: it cannot be stored in a table or value"
             ))
         }
-        Ty::Var(_) | Ty::Rigid(..) | Ty::Row(_) => {
+        Ty::Var(_) | Ty::Rigid(..) | Ty::Row(_) | Ty::Value(_) => {
             return Err(format!("type {ty} is not concrete"))
         }
         // See Note [Data representation].
@@ -599,8 +599,9 @@ impl<'a> Lowerer<'a> {
                 None => return bug(span, format!("type variable {name} is not instantiated")),
             },
             Ty::Fin(size) => Ty::Fin(self.concrete_size(size, span)?),
-            // A row is not data: its regions are compile-time names.
-            Ty::Base(_) | Ty::Var(_) | Ty::Row(_) => ty.clone(),
+            // A row is not data: its regions are compile-time names; a value a type names
+            // is read where the program uses it (`TKind::GivenValue`).
+            Ty::Base(_) | Ty::Var(_) | Ty::Row(_) | Ty::Value(_) => ty.clone(),
             Ty::Table(ix, elem) => Ty::table(self.concrete(ix, span)?, self.concrete(elem, span)?),
             Ty::Tuple(items) => Ty::Tuple(
                 items
@@ -1217,6 +1218,7 @@ impl<'a> Lowerer<'a> {
                 None => bug(span, "unbound local"),
             },
             TKind::Global(name) => self.global(name, span),
+            TKind::GivenValue(rigid, name) => self.given_value(*rigid, name, span),
             TKind::Def {
                 def,
                 inst,
@@ -1472,6 +1474,26 @@ impl<'a> Lowerer<'a> {
                 }
                 self.lower(result)
             }
+        }
+    }
+
+    /// The value a `given (set:Set a)` variable stands for: the value its instantiation names
+    /// (Note [Value parameters] in `check/data.rs`).
+    fn given_value(&mut self, rigid: Rigid, name: &str, span: Span) -> Result<SVal> {
+        match self.rigids.get(&rigid) {
+            Some(Ty::Value(crate::check::types::ValueArg::Global(global))) => {
+                self.global(&global.clone(), span)
+            }
+            Some(Ty::Value(crate::check::types::ValueArg::Local(local, written))) => {
+                match self.local_value(*local) {
+                    Some(value) => Ok(value),
+                    None => error(
+                        span,
+                        format!("`{written}`, the value `{name}` stands for, is not in scope here"),
+                    ),
+                }
+            }
+            _ => bug(span, format!("`{name}` stands for no value here")),
         }
     }
 
@@ -2410,6 +2432,7 @@ impl<'a> Lowerer<'a> {
             | Ty::TypeArg(_)
             | Ty::Var(_)
             | Ty::Row(_)
+            | Ty::Value(_)
             | Ty::Rigid(..)
             | Ty::Range { .. }
             | Ty::Con(..) => error(

@@ -81,6 +81,8 @@ pub struct DataDecl {
     pub kind: DataKind,
     pub name: Ident,
     pub params: Vec<TypeParam>,
+    /// Variables the parameters' types use, inferred (`struct Element(set:(Set a)) given (a|Ord)`).
+    pub given: Vec<GivenBinder>,
     pub cons: Vec<ConDecl>,
     /// A struct's methods (`def incby(n: a) -> Thing(a) = …`, called as `t.incby(1)`), with
     /// `self` bound to the struct.
@@ -236,11 +238,14 @@ pub struct Constraint {
     pub span: Span,
 }
 
-/// `n|Ix` in `given (n|Ix, m|Ix)`, `a|Add|Sub` (several classes), a bare `n`, or `a:Type`.
+/// `n|Ix` in `given (n|Ix, m|Ix)`, `a|Add|Sub` (several classes), a bare `n`, `a:Type`, or a
+/// value the types name (`set:Set a`, Note [Value parameters] in `check/data.rs`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct GivenBinder {
     pub name: Ident,
     pub classes: Vec<Ident>,
+    /// The written kind (`Type`, `Nat`, or a value's type), if any.
+    pub kind: Option<TypeExpr>,
 }
 
 /// A function or lambda parameter: `x`, `x: T`, `(a, b)`, `(a, b): (T, U)`.

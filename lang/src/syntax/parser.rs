@@ -773,6 +773,7 @@ impl<'a> Builder<'a> {
                     given.push(GivenBinder {
                         name: param.name,
                         classes: param.classes,
+                        kind: param.kind,
                     });
                 }
                 Rule::given_constraints => {
@@ -848,6 +849,7 @@ impl<'a> Builder<'a> {
         };
         let name = self.ident(self.next(&mut inner, &pair)?);
         let mut params = Vec::new();
+        let mut given = Vec::new();
         let mut fields = Vec::new();
         let mut cons = Vec::new();
         let mut methods = Vec::new();
@@ -857,6 +859,17 @@ impl<'a> Builder<'a> {
                     for param in child.into_inner() {
                         params.push(self.type_param(param)?);
                     }
+                }
+                Rule::given => {
+                    let at = self.span(&child);
+                    let (binders, constraints) = self.given(child)?;
+                    if !constraints.is_empty() {
+                        return Err(error(
+                            "a type's `given` names variables (`given (a|Ord)`), not constraints",
+                            at,
+                        ));
+                    }
+                    given = binders;
                 }
                 Rule::eq => {}
                 Rule::con_block | Rule::con_line => {
@@ -921,6 +934,7 @@ impl<'a> Builder<'a> {
             kind,
             name,
             params,
+            given,
             cons,
             methods: methods.into_iter().map(|(method, _)| method).collect(),
             span,
@@ -1112,6 +1126,7 @@ impl<'a> Builder<'a> {
         Ok(Some(GivenBinder {
             name,
             classes: idents.collect(),
+            kind: None,
         }))
     }
 

@@ -91,9 +91,10 @@ fn data_decl(data: &DataDecl) -> String {
         DataKind::Enum => "enum",
     };
     let mut lines = vec![format!(
-        "{keyword} {}{} =",
+        "{keyword} {}{}{} =",
         data.name.name,
-        type_params(&data.params)
+        type_params(&data.params),
+        given(&data.given)
     )];
     let indent = spaces(STEP);
     match data.kind {
@@ -285,6 +286,10 @@ fn given(binders: &[GivenBinder]) -> String {
         .iter()
         .map(|binder| {
             let mut text = binder.name.name.clone();
+            if let Some(kind) = &binder.kind {
+                text.push(':');
+                text.push_str(&type_expr(kind, TyLevel::Binder));
+            }
             for class in &binder.classes {
                 text.push('|');
                 text.push_str(&class.name);
@@ -988,6 +993,18 @@ mod tests {
     }
 
     #[test]
+    fn value_parameters_print_and_parse_back() {
+        check(
+            "struct Element(set:(Set a)) given (a|Ord) =\n  val: Nat",
+            "struct Element(set:(Set(a))) given (a|Ord) =\n  val : Nat",
+        );
+        check(
+            "def value(x: Element set) -> a given (a|Ord, set:Set a) = x.val",
+            "def value(x: Element(set)) -> a given (a|Ord, set:(Set(a))) =\n  x.val",
+        );
+    }
+
+    #[test]
     fn function_types_with_given_print_and_parse_back() {
         check(
             "f : (given (n|Ix), n=>Float) -> n=>Float = \\xs. xs",
@@ -1455,7 +1472,11 @@ mod tests {
                 ident(&["n", "m"]),
                 prop::collection::vec(ident(&["Ix", "Add"]), 0..3),
             )
-                .prop_map(|(name, classes)| GivenBinder { name, classes });
+                .prop_map(|(name, classes)| GivenBinder {
+                    name,
+                    classes,
+                    kind: None,
+                });
             (
                 ident(&["g", "h'"]),
                 prop::collection::vec(param(), 0..3),
@@ -1691,6 +1712,7 @@ mod tests {
                 .prop_map(|(name, params, (kind, con_fields))| DataDecl {
                     kind,
                     params,
+                    given: Vec::new(),
                     cons: con_fields
                         .into_iter()
                         .enumerate()
@@ -1737,7 +1759,11 @@ mod tests {
                 ident(&["a", "b"]),
                 prop::collection::vec(ident(&["Add"]), 0..2),
             )
-                .prop_map(|(name, classes)| GivenBinder { name, classes });
+                .prop_map(|(name, classes)| GivenBinder {
+                    name,
+                    classes,
+                    kind: None,
+                });
             let item = prop_oneof![
                 fun_def(body(expr())).prop_map(InstanceItem::Def),
                 (ident(&["zero", "<>"]), body(expr())).prop_map(|(name, value)| {
