@@ -3357,18 +3357,57 @@ impl<'env> Infer<'env> {
             };
             self.projects.push((range, targ.ty.clone(), span));
         }
+        // An argument that the result's type names but that is not a name is bound to a
+        // local first, which the type names (`member x (to_set xs)`).
+        let mut bound = None;
         if let Some(binder) = binder {
             if mentions_local(&result, binder) {
-                result = self.substitute_argument_sizes(&result, binder, arg)?;
+                let named = match (names_value(&result, binder), &arg.kind) {
+                    (false, _) => None,
+                    (true, ExprKind::Var(ident)) => Some(self.value_named(ident, arg.span)?.0),
+                    (true, _) => {
+                        let name = self.env.local_name(binder);
+                        let local = self.new_local(&name);
+                        bound = Some((local, name.clone()));
+                        Some(Ty::Value(ValueArg::Local(local, name)))
+                    }
+                };
+                result = self.substitute_argument_sizes(&result, binder, arg, named)?;
             }
         }
         self.check_differentiated(&func, &targ)?;
         self.derivative_matrix_type(&func, &result, span)?;
         self.perform(&effects, span);
-        Ok(TExpr {
+        let Some((local, name)) = bound else {
+            return Ok(TExpr {
+                kind: TKind::App {
+                    func: Box::new(func),
+                    arg: Box::new(targ),
+                },
+                ty: result,
+                span,
+            });
+        };
+        let local_arg = TExpr {
+            kind: TKind::Local(local),
+            ty: targ.ty.clone(),
+            span: targ.span,
+        };
+        let app = TExpr {
             kind: TKind::App {
                 func: Box::new(func),
-                arg: Box::new(targ),
+                arg: Box::new(local_arg),
+            },
+            ty: result.clone(),
+            span,
+        };
+        Ok(TExpr {
+            kind: TKind::Block {
+                stmts: vec![TStmt::Let {
+                    pat: TPat::Var(local, name),
+                    value: targ,
+                }],
+                result: Box::new(app),
             },
             ty: result,
             span,
@@ -3377,7 +3416,15 @@ impl<'env> Infer<'env> {
 
     /// The type `ty` of a function's result with the sizes its parameter `binder` gives
     /// (`(n: Nat) -> (Fin n)=>…`, `(c: Camera) -> (Fin c.numPix)=>…`) read from the argument.
-    fn substitute_argument_sizes(&mut self, ty: &Ty, binder: LocalId, arg: &Expr) -> Result<Ty> {
+    /// `named` is the value the argument is, where the type names the parameter's value (Note
+    /// [Value parameters] in `check/data.rs`).
+    fn substitute_argument_sizes(
+        &mut self,
+        ty: &Ty,
+        binder: LocalId,
+        arg: &Expr,
+        named: Option<Ty>,
+    ) -> Result<Ty> {
         let mut failed = None;
         let mut size_of = |cx: &mut Self, size: &Size| -> Option<Size> {
             let read = match size {
@@ -3404,21 +3451,6 @@ impl<'env> Infer<'env> {
             };
             read.map_err(|err| failed = failed.take().or(Some(err)))
                 .ok()
-        };
-        // A type that names the parameter's value names the argument's (Note [Value
-        // parameters] in `check/data.rs`).
-        let names_value = ty
-            .any(&mut |inner| matches!(inner, Ty::Value(ValueArg::Local(id, _)) if *id == binder));
-        let named = match (names_value, &arg.kind) {
-            (false, _) => None,
-            (true, ExprKind::Var(ident)) => Some(self.value_named(ident, arg.span)?.0),
-            (true, _) => {
-                return error(
-                    arg.span,
-                    "the result's type names this argument: pass the name of a value here \
-                     (bind it first: `s = …`)",
-                )
-            }
         };
         let ty = map_ty(ty, &mut |inner| match inner {
             Ty::Fin(size) => Some(Ty::Fin(map_size(size, &mut |s| size_of(self, s)))),
@@ -4754,6 +4786,11 @@ fn reads_any_local(expr: &TExpr, locals: &[LocalId]) -> bool {
             .children()
             .into_iter()
             .any(|child| reads_any_local(child, locals))
+}
+
+/// Whether `ty` names the value of the local `local` (Note [Value parameters]).
+fn names_value(ty: &Ty, local: LocalId) -> bool {
+    ty.any(&mut |inner| matches!(inner, Ty::Value(ValueArg::Local(id, _)) if *id == local))
 }
 
 fn mentions_local(ty: &Ty, local: LocalId) -> bool {
