@@ -486,3 +486,24 @@ fn lit_of(atom: &Atom) -> Option<Scalar> {
         Atom::Var(_) => None,
     }
 }
+
+/// index (op t u) ix ~> op (index t ix) (index u ix), for ix in range (Note [Pushing index
+/// down] in `ops::build`): the elementwise primitives' rule, beside their batching rule.
+pub fn push_into_prim(
+    cx: &mut super::build::IndexPush,
+    prim: Prim,
+    args: &[Atom],
+    source: VarId,
+    index: &[Atom],
+) -> Option<Expr> {
+    let shape = cx.program.var_ty(source).shape.clone();
+    let all_in_range = index
+        .iter()
+        .zip(&shape)
+        .all(|(atom, bound)| cx.in_range(atom, *bound));
+    if !all_in_range {
+        return None;
+    }
+    let indexed = args.iter().map(|arg| cx.emit_index(*arg, index)).collect();
+    Some(Expr::Prim(prim, indexed))
+}

@@ -11,10 +11,12 @@
 //!   `eval_iota`, `eval_table`;
 //! - batching: `build1` *is* the BOT (`passes::bot` transforms builds innermost first, so a
 //!   body never meets one); `Batcher::batch_index` ([Smeding25] Fig 11, a gather) and
-//!   `batch_table` (Fig 9); `iota` never depends on the batch index;
+//!   `batch_table` (Fig 9); `iota` never depends on the batch index; an index pushed into
+//!   an index or a table (Fig 10, Note [Pushing index down], with the context of those rules,
+//!   `IndexPush`): `push_into_index`, `push_into_table`;
 //! - linearity: `index` is linear in its array and constant in its indices, a table linear
-//!   in its items (`ops::linearity`), so their JVPs are the operations on the tangents (seed
-//!   001 §6.1); transpose: `Builder::transpose_index` (a one-hot scatter, Fig 19) and
+//!   in its items (`ops::linearity`), so their JVPs are the operations on the tangents
+//!   ([Smeding25] §6.1); transpose: `Builder::transpose_index` (a one-hot scatter, Fig 19) and
 //!   `transpose_table` (an `index` per item); `iota` has no tangent (an integer); `build1`
 //!   never reaches AD (which runs on BOT output);
 //! - cost: `build1` costs like a loop (`ops::loops::cost`); the others cost the elements of
@@ -220,4 +222,85 @@ impl Builder<'_> {
             }
         }
     }
+}
+
+// Note [Pushing index down]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// [Smeding25] Fig 10 pushes `index` into the array expression it reads, so that an element is
+// computed instead of a whole array. In ANF every `index` already reads a variable (Theorem
+// 5.1 (2) holds by construction), so these rules are optimisations: `index y ix` where `y` is
+// defined by a computation becomes that computation on indexed operands. Under total
+// semantics (an out-of-range read gives zero) some rules are exact only when the index is in
+// range — `op (index a ix) (index b ix)` is `op 0 0`, not 0, out of range — so those apply
+// only to indices known to be in range: literals, and the parameters of loops and index
+// functions, which range over their sizes. The rules that are always exact apply always.
+// `passes::bot` runs them (`push_index`); each operation's rule is in its home, dispatched by
+// `ops::push_index`.
+
+/// What a rule of Note [Pushing index down] works with: the program, the variables known to
+/// lie in `0..bound` (by bound), and the statements the rewritten one needs, emitted before it.
+pub struct IndexPush<'a> {
+    pub program: &'a mut Program,
+    pub ranges: &'a HashMap<VarId, usize>,
+    pub out: &'a mut Vec<Stmt>,
+}
+
+impl IndexPush<'_> {
+    /// Whether `atom` is known to lie in `0..bound`.
+    pub fn in_range(&self, atom: &Atom, bound: usize) -> bool {
+        match atom {
+            Atom::Lit(Scalar::I64(value)) => *value >= 0 && (*value as usize) < bound,
+            Atom::Var(var) => self.ranges.get(var).is_some_and(|known| *known <= bound),
+            Atom::Lit(_) => false,
+        }
+    }
+
+    /// Emits `expr` of type `ty` before the rewritten statement; its variable.
+    pub fn emit(&mut self, expr: Expr, ty: ArrTy, hint: &str) -> Atom {
+        let var = self.program.new_var(ty, hint);
+        self.out.push(Stmt {
+            binders: vec![var],
+            expr,
+        });
+        Atom::Var(var)
+    }
+
+    /// `index array ix`, emitted, where `array` has at least as many axes as `ix` has indices;
+    /// `array` itself where it has fewer (a scalar operand of an elementwise operation).
+    pub fn emit_index(&mut self, array: Atom, index: &[Atom]) -> Atom {
+        let ty = self.program.atom_ty(&array);
+        if ty.shape.len() < index.len() {
+            return array;
+        }
+        let res_ty = ArrTy::new(ty.shape[index.len()..].to_vec(), ty.elem);
+        self.emit(
+            Expr::Index {
+                array,
+                index: index.to_vec(),
+            },
+            res_ty,
+            "ix",
+        )
+    }
+}
+
+/// index (index t u) v ~> index t (u ++ v) (exact).
+pub fn push_into_index(inner: Atom, first: &[Atom], index: &[Atom]) -> Option<Expr> {
+    let mut joined = first.to_vec();
+    joined.extend(index);
+    Some(Expr::Index {
+        array: inner,
+        index: joined,
+    })
+}
+
+/// index [t1, …, tk] (u:ix) ~> index tu ix, for a literal u in range.
+pub fn push_into_table(cx: &IndexPush, items: &[Atom], index: &[Atom]) -> Option<Expr> {
+    let Atom::Lit(Scalar::I64(position)) = index[0] else {
+        return None;
+    };
+    cx.in_range(&index[0], items.len()).then(|| Expr::Index {
+        array: items[position as usize],
+        index: index[1..].to_vec(),
+    })
 }

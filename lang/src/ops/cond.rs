@@ -2,8 +2,8 @@
 //!
 //! - type rule: `result_tys` (called by `ops::verify`): `c` is a `Bool` scalar, both
 //!   branches have no params and results of the same types, which are the binders';
-//! - reference evaluation: `Interp::eval_cond` runs only the taken branch (equivalent to seed
-//!   001's strict `cond` because every operation is total);
+//! - reference evaluation: `Interp::eval_cond` runs only the taken branch (equivalent to
+//!   [Smeding25]'s strict `cond` because every operation is total);
 //! - batching: `Batcher::batch_cond`: with an unbatched condition the branches are batched in
 //!   place, with a batched one both run in bulk and are selected ([Smeding25] §5.2);
 //! - JVP: `jvp_cond` if-converts: both branches run and their results and tangents are

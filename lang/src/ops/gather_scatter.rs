@@ -8,7 +8,8 @@
 //! - reference evaluation: `Interp::eval_gather` (out of range reads zero, or is an error in
 //!   strict mode) and `Interp::eval_scatter` (collisions add in index order, out-of-range
 //!   targets are dropped in both modes);
-//! - batching ([Smeding25] Fig 9): `Batcher::batch_gather_scatter`;
+//! - batching ([Smeding25] Fig 9): `Batcher::batch_gather_scatter`; an index of a gather
+//!   pushed into it (Fig 10): `push_into_gather`;
 //! - linearity: linear in the array, constant in the index function (`ops::linearity`), so
 //!   the JVP is the same operation on the tangent ([Smeding25] §6.1); transpose (§6.3):
 //!   `Builder::transpose_gather_scatter` (each into the other);
@@ -392,4 +393,76 @@ pub fn is_injective(program: &Program, body: BlockId, points: &[usize]) -> bool 
         }
     }
     known.iter().all(|&known| known)
+}
+
+/// index (gather (k:sh) t f) (u:ix') ~> index (gather sh t (λis. f (u:is))) ix', for u in
+/// range; and index (gather [] t (λ[]. ix)) ix' ~> index t (ix ++ ix') (Note [Pushing index
+/// down] in `ops::build`).
+pub fn push_into_gather(
+    cx: &mut super::build::IndexPush,
+    shape: &[usize],
+    inner: Atom,
+    body: BlockId,
+    index: &[Atom],
+) -> Option<Expr> {
+    if !(shape.is_empty() || cx.in_range(&index[0], shape[0])) {
+        return None;
+    }
+    let old = cx.program.blocks[body].clone();
+    if old.params.len() <= 1 {
+        // No gather axis is left: read the source directly.
+        let mut subst: HashMap<VarId, Atom> = HashMap::new();
+        let mut rest_index = index;
+        if let Some(param) = old.params.first() {
+            subst.insert(*param, index[0]);
+            rest_index = &index[1..];
+        }
+        for old_stmt in &old.stmts {
+            let copied = crate::core::inline::copy_stmt(cx.program, old_stmt, &mut subst);
+            cx.out.push(copied);
+        }
+        let mut joined: Vec<Atom> = old
+            .results
+            .iter()
+            .map(|atom| crate::core::inline::rename(*atom, &subst))
+            .collect();
+        joined.extend(rest_index);
+        return Some(Expr::Index {
+            array: inner,
+            index: joined,
+        });
+    }
+    let mut subst: HashMap<VarId, Atom> = HashMap::new();
+    subst.insert(old.params[0], index[0]);
+    let params: Vec<VarId> = old.params[1..]
+        .iter()
+        .map(|param| {
+            let new = cx.program.new_var(cx.program.var_ty(*param).clone(), "i");
+            subst.insert(*param, Atom::Var(new));
+            new
+        })
+        .collect();
+    let lambda = cx.program.new_block();
+    cx.program.blocks[lambda].params = params;
+    crate::core::inline::copy_stmts(cx.program, &old.stmts, lambda, &mut subst);
+    cx.program.blocks[lambda].results = old
+        .results
+        .iter()
+        .map(|atom| crate::core::inline::rename(*atom, &subst))
+        .collect();
+    let elem = cx.program.atom_ty(&inner).elem;
+    let rest = shape[1..].to_vec();
+    let gathered = cx.emit(
+        Expr::Gather {
+            shape: rest.clone(),
+            array: inner,
+            body: lambda,
+        },
+        ArrTy::new(rest, elem),
+        "gather",
+    );
+    Some(Expr::Index {
+        array: gathered,
+        index: index[1..].to_vec(),
+    })
 }

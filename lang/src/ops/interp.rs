@@ -673,7 +673,7 @@ mod tests {
         );
     }
 
-    /// Seed 001 §3.3: `scatter [6] [1..9] (\[i]. [i div 2]) = [3, 7, 11, 15, 9, 0]`.
+    /// [Smeding25] §3.3: `scatter [6] [1..9] (\[i]. [i div 2]) = [3, 7, 11, 15, 9, 0]`.
     #[test]
     fn scatter_adds_collisions_seed_001_example() {
         let mut b = Builder::new();

@@ -5,7 +5,7 @@
 //! - reference evaluation: `eval_replicate`, `eval_transpose`, `eval_reshape` (called by
 //!   `ops::interp`);
 //! - batching ([Smeding25] Fig 9): `Batcher::batch_replicate`, `batch_transpose`,
-//!   `batch_reshape`;
+//!   `batch_reshape`; an index pushed into a replicate (Fig 10): `push_into_replicate`;
 //! - linearity: each is linear in its array (`ops::linearity`), so its JVP is the operation
 //!   itself on the tangent ([Smeding25] §6.1, `ops::ad`'s `jvp_linear`); transpose ([Smeding25]
 //!   Fig 19): `Builder::transpose_replicate` (a `sumOuter`), `transpose_transpose` (the
@@ -202,4 +202,18 @@ impl Builder<'_> {
             array: ct,
         });
     }
+}
+
+/// index (replicate k t) (u:ix) ~> index t ix, for u in range (Note [Pushing index down] in
+/// `ops::build`).
+pub fn push_into_replicate(
+    cx: &super::build::IndexPush,
+    count: usize,
+    inner: Atom,
+    index: &[Atom],
+) -> Option<Expr> {
+    cx.in_range(&index[0], count).then(|| Expr::Index {
+        array: inner,
+        index: index[1..].to_vec(),
+    })
 }

@@ -615,8 +615,8 @@ fn loop_shape(stmt: &Stmt, program: &Program) -> LoopShape {
 //
 // This is [HuotShaikhha] Fig 16's reverse rule for `foldl` (the cotangent of the array argument is
 // `B = map2 (x,y. x*y*z) A_2 A_3`, built by one map from per-element derivatives after the
-// backward scan, never a dense array per step), and the sparse adjoint of an index of seed
-// 002 §3.3 (Listings 22–23: a read's adjoint is an (index, value) pair, and the pairs are
+// backward scan, never a dense array per step), and the sparse adjoint of an index of
+// [vanHus] §3.3 (Listings 22–23: a read's adjoint is an (index, value) pair, and the pairs are
 // folded into one array adjoint at the end). dx's version differs: the body is arbitrary ANF
 // and may read any outer table at any index, not only the element `A[i]` of the array folded
 // over, so the pairs are stacked by a sequential backward scan (not a `scanr` of products,

@@ -22,8 +22,9 @@
 //! on `Expr` (no `_ =>` arm), so a new variant makes the compiler list every rule it lacks:
 //! the type rule in `verify::expr_types`, reference evaluation in `interp::Interp::eval_stmt`,
 //! batching in `batch::Batcher::batch_stmt`, JVP and transpose in `ad` (`jvp_stmt`,
-//! `transpose_stmt`), cost in `cost`, and here the linearity (`linearity`) and fusion class
-//! (`fusion_class`). The dispatchers live here beside the homes, with the contexts the rules
+//! `transpose_stmt`), cost in `cost`, and here the linearity (`linearity`), the fusion class
+//! (`fusion_class`) and the pushing of an index into what defines the array it reads
+//! (`push_index`, run by `passes::bot`). The dispatchers live here beside the homes, with the contexts the rules
 //! write into (the batching context `batch::Batcher`, the derivative builder `ad::Builder`),
 //! so that `core` (the IR) depends on no rule and `ops` on no pass: the passes (`passes::bot`,
 //! `passes::derivatives`, …) decide where and in which order the rules run, and the rules of
@@ -50,7 +51,7 @@ pub mod testgen;
 pub mod verify;
 pub mod while_loop;
 
-use crate::core::ir::{Atom, Expr, MonoidKind, Program};
+use crate::core::ir::{Atom, Expr, MonoidKind, Program, VarId};
 use crate::core::kernel::Reduction;
 
 /// How an operation's results depend on its operands, for differentiation (docs/architecture.md:
@@ -114,6 +115,48 @@ pub fn linearity(expr: &Expr) -> Linearity {
             Linearity::Compound([vec![false; residuals.len()], vec![true; operands.len()]].concat())
         }
         Expr::Build1 { .. } | Expr::Derivative { .. } => Linearity::Excluded,
+    }
+}
+
+/// One [Smeding25] Fig 10 step (Note [Pushing index down] in `ops::build`): `index source
+/// index` where `source` is defined by `def`, as the computation of the element read; `None`
+/// where no rule applies. `index` is not empty.
+pub fn push_index(
+    cx: &mut build::IndexPush,
+    source: VarId,
+    index: &[Atom],
+    def: &Expr,
+) -> Option<Expr> {
+    match def {
+        Expr::Index {
+            array,
+            index: first,
+        } => build::push_into_index(*array, first, index),
+        Expr::Table(items) => build::push_into_table(cx, items, index),
+        Expr::SumOuter(inner) => sum_outer::push_index(cx, *inner, index),
+        Expr::Replicate { count, array } => layout::push_into_replicate(cx, *count, *array, index),
+        Expr::Prim(prim, args) => batch::push_into_prim(cx, *prim, args, source, index),
+        Expr::Gather { shape, array, body } => {
+            gather_scatter::push_into_gather(cx, shape, *array, *body, index)
+        }
+        // No rule (a loop, a scatter or a conditional would be run again for each element
+        // read; a layout change is composed where gathers are): the array is read as it is.
+        Expr::Atom(_)
+        | Expr::Transpose { .. }
+        | Expr::Reshape { .. }
+        | Expr::Iota(_)
+        | Expr::Build1 { .. }
+        | Expr::Scatter { .. }
+        | Expr::Monoid { .. }
+        | Expr::Cond { .. }
+        | Expr::Fold { .. }
+        | Expr::Scan { .. }
+        | Expr::While { .. }
+        | Expr::WhileReverse { .. }
+        | Expr::CustomVjp { .. }
+        | Expr::CustomJvp { .. }
+        | Expr::CustomLinear { .. }
+        | Expr::Derivative { .. } => None,
     }
 }
 

@@ -4,7 +4,8 @@
 //!   element type;
 //! - reference evaluation: `eval` (called by `ops::interp`), in dx's summation order
 //!   (`prim::sum_order`, Note [Summation order]);
-//! - batching ([Smeding25] Fig 9): `Batcher::batch_sum_outer`;
+//! - batching ([Smeding25] Fig 9): `Batcher::batch_sum_outer`; an index pushed into it (Fig
+//!   10): `push_index`;
 //! - linearity: linear in its array (`ops::linearity`), so its JVP is `sumOuter` of the
 //!   tangent ([Smeding25] §6.1); transpose: `Builder::transpose_sum_outer`, a `replicate`;
 //! - cost: `cost`, one per input element (`reduce (+)` of [HuotShaikhha] Fig 11);
@@ -135,6 +136,33 @@ impl Builder<'_> {
             array: ct,
         });
     }
+}
+
+/// index (sumOuter t) ix ~> sumOuter (index (tr_(1..n,0) t) ix) (exact: zeros sum to 0; Note
+/// [Pushing index down] in `ops::build`).
+pub fn push_index(cx: &mut super::build::IndexPush, inner: Atom, index: &[Atom]) -> Option<Expr> {
+    let inner_ty = cx.program.atom_ty(&inner);
+    let n = index.len();
+    let mut perm: Vec<usize> = (1..=n).collect();
+    perm.push(0);
+    let mut moved_shape: Vec<usize> = inner_ty.shape[1..=n].to_vec();
+    moved_shape.push(inner_ty.shape[0]);
+    moved_shape.extend(&inner_ty.shape[n + 1..]);
+    let moved = cx.emit(
+        Expr::Transpose { perm, array: inner },
+        ArrTy::new(moved_shape.clone(), inner_ty.elem),
+        "tr",
+    );
+    let rows_ty = ArrTy::new(moved_shape[n..].to_vec(), inner_ty.elem);
+    let rows = cx.emit(
+        Expr::Index {
+            array: moved,
+            index: index.to_vec(),
+        },
+        rows_ty,
+        "ix",
+    );
+    Some(Expr::SumOuter(rows))
 }
 
 #[cfg(test)]

@@ -271,18 +271,7 @@ fn composed_lambda(
     lambda
 }
 
-// Note [Pushing index down]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~
-// Seed 001 Fig 10 pushes `index` into the array expression it reads, so that an element is
-// computed instead of a whole array. In ANF every `index` already reads a variable (Theorem
-// 5.1 (2) holds by construction), so these rules are optimisations: `index y ix` where `y` is
-// defined by a computation becomes that computation on indexed operands. Under total
-// semantics (an out-of-range read gives zero) some rules are exact only when the index is in
-// range — `op (index a ix) (index b ix)` is `op 0 0`, not 0, out of range — so those apply
-// only to indices known to be in range: literals, and the parameters of loops and index
-// functions, which range over their sizes. The rules that are always exact apply always.
-
-/// Fig 10 on ANF (see Note [Pushing index down]). `ranges` maps variables known to lie in
+/// Fig 10 on ANF (see Note [Pushing index down] in `ops::build`). `ranges` maps variables known to lie in
 /// `0..bound` to the bound; `defs` maps variables to their defining expressions.
 fn push_index(
     program: &mut Program,
@@ -316,22 +305,15 @@ fn push_index(
     program.blocks[block].stmts = out;
 }
 
-fn in_range(atom: &Atom, bound: usize, ranges: &HashMap<VarId, usize>) -> bool {
-    match atom {
-        Atom::Lit(Scalar::I64(value)) => *value >= 0 && (*value as usize) < bound,
-        Atom::Var(var) => ranges.get(var).is_some_and(|known| *known <= bound),
-        Atom::Lit(_) => false,
-    }
-}
-
 /// One Fig 10 step for `index y ix`: a new expression for the statement, with any statements
-/// it needs appended to `out` first.
+/// it needs appended to `out` first. The rule is the home's of the operation that defines `y`
+/// (`ops::push_index`).
 fn push_index_once(
     program: &mut Program,
     stmt: &Stmt,
     ranges: &HashMap<VarId, usize>,
     defs: &HashMap<VarId, Expr>,
-    out: &mut Vec<crate::core::ir::Stmt>,
+    out: &mut Vec<Stmt>,
 ) -> Option<Expr> {
     let Expr::Index { array, index } = &stmt.expr else {
         return None;
@@ -343,172 +325,11 @@ fn push_index_once(
     let Atom::Var(source) = array else {
         return None;
     };
-    let source_shape = program.var_ty(*source).shape.clone();
-    let all_in_range = index
-        .iter()
-        .zip(&source_shape)
-        .all(|(atom, bound)| in_range(atom, *bound, ranges));
-    let mut emit = |program: &mut Program, expr: Expr, ty: ArrTy, hint: &str| -> Atom {
-        let var = program.new_var(ty, hint);
-        out.push(Stmt {
-            binders: vec![var],
-            expr,
-        });
-        Atom::Var(var)
+    let def = defs.get(source)?;
+    let mut cx = crate::ops::build::IndexPush {
+        program,
+        ranges,
+        out,
     };
-    match defs.get(source)? {
-        // index (index t u) v ~> index t (u ++ v) (exact).
-        Expr::Index {
-            array: inner,
-            index: first,
-        } => {
-            let mut joined = first.clone();
-            joined.extend(index);
-            Some(Expr::Index {
-                array: *inner,
-                index: joined,
-            })
-        }
-        // index (sumOuter t) ix ~> sumOuter (index (tr_(1..n,0) t) ix) (exact: zeros sum to 0).
-        Expr::SumOuter(inner) => {
-            let inner_ty = program.atom_ty(inner);
-            let n = index.len();
-            let mut perm: Vec<usize> = (1..=n).collect();
-            perm.push(0);
-            let mut moved_shape: Vec<usize> = inner_ty.shape[1..=n].to_vec();
-            moved_shape.push(inner_ty.shape[0]);
-            moved_shape.extend(&inner_ty.shape[n + 1..]);
-            let moved = emit(
-                program,
-                Expr::Transpose {
-                    perm,
-                    array: *inner,
-                },
-                ArrTy::new(moved_shape.clone(), inner_ty.elem),
-                "tr",
-            );
-            let rows_ty = ArrTy::new(moved_shape[n..].to_vec(), inner_ty.elem);
-            let rows = emit(
-                program,
-                Expr::Index {
-                    array: moved,
-                    index: index.clone(),
-                },
-                rows_ty,
-                "ix",
-            );
-            Some(Expr::SumOuter(rows))
-        }
-        // index (replicate k t) (u:ix) ~> index t ix, for u in range.
-        Expr::Replicate {
-            count,
-            array: inner,
-        } if in_range(&index[0], *count, ranges) => Some(Expr::Index {
-            array: *inner,
-            index: index[1..].to_vec(),
-        }),
-        // index (op t u) ix ~> op (index t ix) (index u ix), for ix in range.
-        Expr::Prim(prim, args) if all_in_range => {
-            let mut indexed = Vec::new();
-            for arg in args {
-                let ty = program.atom_ty(arg);
-                indexed.push(if ty.shape.len() < index.len() {
-                    *arg
-                } else {
-                    let res_ty = ArrTy::new(ty.shape[index.len()..].to_vec(), ty.elem);
-                    emit(
-                        program,
-                        Expr::Index {
-                            array: *arg,
-                            index: index.clone(),
-                        },
-                        res_ty,
-                        "ix",
-                    )
-                });
-            }
-            Some(Expr::Prim(*prim, indexed))
-        }
-        // index (gather (k:sh) t f) (u:ix') ~> index (gather sh t (λis. f (u:is))) ix', for u
-        // in range; and index (gather [] t (λ[]. ix)) ix' ~> index t (ix ++ ix').
-        Expr::Gather {
-            shape,
-            array: inner,
-            body,
-        } if shape.is_empty() || in_range(&index[0], shape[0], ranges) => {
-            let (shape, inner, body) = (shape.clone(), *inner, *body);
-            let old = program.blocks[body].clone();
-            if old.params.len() <= 1 {
-                // No gather axis is left: read the source directly.
-                let mut subst: HashMap<VarId, Atom> = HashMap::new();
-                let mut rest_index = index.as_slice();
-                if let Some(param) = old.params.first() {
-                    subst.insert(*param, index[0]);
-                    rest_index = &index[1..];
-                }
-                for old_stmt in &old.stmts {
-                    out.push(crate::core::inline::copy_stmt(
-                        program, old_stmt, &mut subst,
-                    ));
-                }
-                let mut joined: Vec<Atom> = old
-                    .results
-                    .iter()
-                    .map(|atom| crate::core::inline::rename(*atom, &subst))
-                    .collect();
-                joined.extend(rest_index);
-                return Some(Expr::Index {
-                    array: inner,
-                    index: joined,
-                });
-            }
-            let mut subst: HashMap<VarId, Atom> = HashMap::new();
-            subst.insert(old.params[0], index[0]);
-            let params: Vec<VarId> = old.params[1..]
-                .iter()
-                .map(|param| {
-                    let new = program.new_var(program.var_ty(*param).clone(), "i");
-                    subst.insert(*param, Atom::Var(new));
-                    new
-                })
-                .collect();
-            let lambda = program.new_block();
-            program.blocks[lambda].params = params;
-            crate::core::inline::copy_stmts(program, &old.stmts, lambda, &mut subst);
-            program.blocks[lambda].results = old
-                .results
-                .iter()
-                .map(|atom| crate::core::inline::rename(*atom, &subst))
-                .collect();
-            let elem = program.atom_ty(&inner).elem;
-            let rest = shape[1..].to_vec();
-            let gathered = emit(
-                program,
-                Expr::Gather {
-                    shape: rest.clone(),
-                    array: inner,
-                    body: lambda,
-                },
-                ArrTy::new(rest, elem),
-                "gather",
-            );
-            Some(Expr::Index {
-                array: gathered,
-                index: index[1..].to_vec(),
-            })
-        }
-        // index [t1, …, tk] [u] ~> tu, for a literal u in range.
-        Expr::Table(items)
-            if matches!(index[0], Atom::Lit(_)) && in_range(&index[0], items.len(), ranges) =>
-        {
-            let Atom::Lit(Scalar::I64(position)) = index[0] else {
-                return None;
-            };
-            Some(Expr::Index {
-                array: items[position as usize],
-                index: index[1..].to_vec(),
-            })
-        }
-        _ => None,
-    }
+    crate::ops::push_index(&mut cx, *source, index, def)
 }

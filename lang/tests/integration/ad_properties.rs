@@ -1195,7 +1195,7 @@ impl GradientCost {
         self.grad as f64 / self.primal as f64
     }
 
-    /// Seed 003 Theorem 5.4: cost(grad) ≤ 4·3^p × cost(primal).
+    /// [HuotShaikhha] Theorem 5.4: cost(grad) ≤ 4·3^p × cost(primal).
     fn check_bound(&self, func: &str) -> Result<(), String> {
         let bound = 4 * 3u64.pow(self.depth as u32) * self.primal;
         if self.grad <= bound {

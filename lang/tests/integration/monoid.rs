@@ -274,7 +274,7 @@ fn at_ties_the_gradient_of_maximum_is_a_subgradient() {
     }
 }
 
-/// Seed 000 §4's cumulative products of cumulative products, and zeros in them.
+/// [Paszke21] §4's cumulative products of cumulative products, and zeros in them.
 #[test]
 fn nested_cumulative_products() {
     let mut session = session(Engine::Fused);
@@ -349,7 +349,7 @@ fn the_gradient_of_logsumexp_is_softmax() {
     }
 }
 
-/// Seed 000 Thm 3.7: the reverse derivative of a scan is a right scan over ⊗, not a loop.
+/// [Paszke21] Thm 3.7: the reverse derivative of a scan is a right scan over ⊗, not a loop.
 #[test]
 fn the_transposed_stage_of_a_cumprod_gradient_is_a_parallel_scan() {
     let mut session = session(Engine::Fused);
