@@ -512,6 +512,7 @@ impl Infer<'_> {
             let part = self.read_type(arg, &mut Some(&mut rigids))?;
             parts.push(self.hidden_sizes_as_vars(&part, &mut rigids, arg.span)?);
         }
+        self.given_values_are_named(&decl.given, &rigids, &parts)?;
         let vars: Vec<Rigid> = rigids.iter().map(|(_, rigid)| *rigid).collect();
         let is_builtin = !matches!(class_def.class, Class::User(_));
         let arg_span = decl.args[0].span;

@@ -3975,6 +3975,7 @@ impl<'env> Infer<'env> {
             (None, Some(expected)) => expected,
             (None, None) => Ty::Var(self.fresh_var()),
         };
+        self.given_values_are_named(&def.given, &rigids, &param_tys)?;
         // Recursion is not allowed (everything is inlined), so the name is not in scope here.
         let (body, performed, inferred) = self.with_effects(|cx| cx.infer(&def.body))?;
         self.unify(&ret, &body.ty, def.body.span)?;
@@ -4112,6 +4113,37 @@ impl<'env> Infer<'env> {
             }
         }
         Ok(rigids)
+    }
+
+    /// Each `given` value (`given (set:Set a)`) is named by one of `tys`, the parameters' types
+    /// (or an instance's head): a use of the definition knows it from its arguments' types
+    /// (Note [Value parameters] in `check/data.rs`).
+    pub(super) fn given_values_are_named(
+        &self,
+        given: &[GivenBinder],
+        rigids: &[(String, Rigid)],
+        tys: &[Ty],
+    ) -> Result<()> {
+        for binder in given {
+            let Some((_, rigid)) = rigids.iter().find(|(name, _)| *name == binder.name.name) else {
+                continue;
+            };
+            let named = tys.iter().any(|ty| {
+                self.zonk(ty)
+                    .any(&mut |inner| matches!(inner, Ty::Rigid(r, _) if r == rigid))
+            });
+            if self.env.value_rigid(*rigid).is_some() && !named {
+                return error(
+                    binder.name.span,
+                    format!(
+                        "`{0}` stands for a value that no parameter's type names (as in `x: \
+                         Element {0}`), so a use could not know it: make it a parameter",
+                        binder.name.name
+                    ),
+                );
+            }
+        }
+        Ok(())
     }
 
     /// Reads an effect row written in a signature (`{State h, IO|eff}`).

@@ -1218,7 +1218,7 @@ impl<'a> Lowerer<'a> {
                 None => bug(span, "unbound local"),
             },
             TKind::Global(name) => self.global(name, span),
-            TKind::GivenValue(rigid, name) => self.given_value(*rigid, name, span),
+            TKind::GivenValue(rigid, name) => self.given_value(*rigid, name, &expr.ty, span),
             TKind::Def {
                 def,
                 inst,
@@ -1478,11 +1478,24 @@ impl<'a> Lowerer<'a> {
     }
 
     /// The value a `given (set:Set a)` variable stands for: the value its instantiation names
-    /// (Note [Value parameters] in `check/data.rs`).
-    fn given_value(&mut self, rigid: Rigid, name: &str, span: Span) -> Result<SVal> {
+    /// (Note [Value parameters] in `check/data.rs`). A top-level value redefined in the REPL
+    /// since the type named it may have another type (a set of another size): refused.
+    fn given_value(&mut self, rigid: Rigid, name: &str, ty: &Ty, span: Span) -> Result<SVal> {
         match self.rigids.get(&rigid) {
             Some(Ty::Value(crate::check::types::ValueArg::Global(global))) => {
-                self.global(&global.clone(), span)
+                let global = global.clone();
+                let expected = self.concrete(ty, span)?;
+                let current = (self.globals)(&global).map(|value| value.ty.clone());
+                if current.as_ref() != Some(&expected) {
+                    return error(
+                        span,
+                        format!(
+                            "`{global}` was redefined after a type named it: the type is of \
+                             the old value (of type {expected}), which is gone"
+                        ),
+                    );
+                }
+                self.global(&global, span)
             }
             Some(Ty::Value(crate::check::types::ValueArg::Local(local, written))) => {
                 match self.local_value(*local) {

@@ -170,6 +170,34 @@ fn repl_definitions_replace_and_dependents_keep_theirs() {
     assert_eq!(got, vec![Output::Value("(101., 20., 2., 2)".into())]);
 }
 
+/// A type that names a top-level value (`Element names`, Note [Value parameters]) is of the
+/// value it named: once the REPL replaces that value by one of another type, reading it through
+/// the type is an error, not a read of the new value at the old indices. One of the same type
+/// is read.
+#[test]
+fn a_type_naming_a_redefined_value_does_not_read_the_new_one() {
+    let mut session = Session::new(SessionConfig::default());
+    let src = "import set\n\
+               names = to_set [20, 10, 30]\n\
+               p : Element names = from_just (member 30 names)\n\
+               :p value p\n\
+               names = to_set [5, 6]\n\
+               :p value p\n\
+               names = to_set [7, 8, 9]\n\
+               :p value p\n";
+    let got = outputs(&mut session, src);
+    assert_eq!(got[0], Output::Value("30".into()), "{got:?}");
+    match &got[1] {
+        Output::Error(diag) => assert!(
+            diag.message
+                .contains("`names` was redefined after a type named it"),
+            "{diag:?}"
+        ),
+        other => panic!("expected an error, got {other:?}"),
+    }
+    assert_eq!(got[2], Output::Value("9".into()), "{got:?}");
+}
+
 /// In a script a second definition of a name is an error at the second one; the first
 /// stays in force.
 #[test]
