@@ -1044,6 +1044,7 @@ impl Session {
                     ty,
                     span: binding.span,
                     body,
+                    nullary: false,
                 };
                 self.env.define(&name, info);
             }

@@ -616,6 +616,7 @@ impl Infer<'_> {
                         ty: expected,
                         body: value,
                         span: binding.span,
+                        nullary: false,
                     }
                 }
                 (None, Some(default)) => {

@@ -3205,6 +3205,10 @@ impl<'env> Infer<'env> {
         if let TKind::Lit(_) = func.kind {
             return error(func.span, "this is a number, not a function");
         }
+        if matches!(&arg.kind, ExprKind::Tuple(items) if items.is_empty()) && self.is_nullary(&func)
+        {
+            return Ok(func);
+        }
         let func_ty = self.zonk(&func.ty);
         let (param, binder, result, effects) = match func_ty {
             Ty::Fun {
@@ -3412,6 +3416,24 @@ impl<'env> Infer<'env> {
             ty: result,
             span,
         })
+    }
+
+    /// Whether `func` is a definition declared with no parameters (`def f() -> T`), which
+    /// `f()` calls (Dex's): its value.
+    fn is_nullary(&self, func: &TExpr) -> bool {
+        match &func.kind {
+            TKind::Def {
+                def: DefKey::Top(key),
+                ..
+            } => self.env.def_by_key(key).is_some_and(|info| info.nullary),
+            TKind::Def {
+                def: DefKey::Local(id),
+                ..
+            } => self.scopes.iter().rev().any(|(_, binding)| {
+                matches!(binding, Binding::Def(local, info) if local == id && info.nullary)
+            }),
+            _ => false,
+        }
     }
 
     /// The type `ty` of a function's result with the sizes its parameter `binder` gives
@@ -4072,6 +4094,7 @@ impl<'env> Infer<'env> {
             ty: sig_with_binders,
             body: body_expr,
             span: def.span,
+            nullary: def.params.is_empty(),
         })
     }
 

@@ -227,6 +227,9 @@ pub struct DefInfo {
     pub ty: Ty,
     pub body: TExpr,
     pub span: Span,
+    /// Declared with no parameters (`def f() -> T`): `f()` is its value, as `f` is, even
+    /// when `T` is a function type.
+    pub nullary: bool,
 }
 
 impl TExpr {
