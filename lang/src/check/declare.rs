@@ -23,7 +23,9 @@ use super::classes::{
 use super::data::{ConDef, DataDef, DataKind, DataParam, FieldDef};
 use super::env::TypeFn;
 use super::infer::error_of;
-use super::infer::{check_literals, is_nat_param, substitute_rigids, Binding, Infer};
+use super::infer::{
+    check_literals, is_nat_kind, is_nat_param, substitute_rigids, value_kind, Binding, Infer,
+};
 use super::typed::DefInfo;
 use super::types::{BaseTy, Rigid, Size, Ty, TyVar};
 use super::TypeError;
@@ -101,17 +103,10 @@ impl Infer<'_> {
         for param in &decl.params {
             not_bound_yet(&param.name, &params)?;
             let classes = self.classes_of(&param.classes)?;
-            let kind = match &param.kind {
-                None => ParamKind::Type,
-                Some(TypeExpr {
-                    kind: TypeExprKind::Name(kind),
-                    ..
-                }) if kind.name == "Type" => ParamKind::Type,
-                Some(TypeExpr {
-                    kind: TypeExprKind::Name(kind),
-                    ..
-                }) if kind.name == "Nat" => ParamKind::Size,
+            let kind = match value_kind(param.kind.as_ref()) {
                 Some(kind) => ParamKind::Value(self.read_type(kind, &mut None)?),
+                None if is_nat_kind(param.kind.as_ref()) => ParamKind::Size,
+                None => ParamKind::Type,
             };
             let rigid = self.env.new_rigid(classes);
             let name = param.name.name.clone();

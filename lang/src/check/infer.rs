@@ -3205,6 +3205,8 @@ impl<'env> Infer<'env> {
         if let TKind::Lit(_) = func.kind {
             return error(func.span, "this is a number, not a function");
         }
+        // `f()` of a definition of no parameters (`def f() -> Int = 1`) is its value, as
+        // Dex's call of it: such a definition is a value in dx (`eye`, used bare).
         if matches!(&arg.kind, ExprKind::Tuple(items) if items.is_empty()) && self.is_nullary(&func)
         {
             return Ok(func);
@@ -3224,13 +3226,6 @@ impl<'env> Infer<'env> {
                 let fun = Ty::fun_with(param.clone(), result.clone(), effects.clone());
                 self.unify(&func_ty, &fun, func.span)?;
                 (param, None, result, effects)
-            }
-            // `f()` of a definition of no parameters (`def f() -> Int = 1`) is its value, as
-            // Dex's call of it: such a definition is a value in dx (`eye`, used bare).
-            _ if matches!(func.kind, TKind::Def { .. })
-                && matches!(&arg.kind, ExprKind::Tuple(items) if items.is_empty()) =>
-            {
-                return Ok(func);
             }
             other if matches!(func.kind, TKind::App { .. }) => {
                 return error_of(
@@ -3382,39 +3377,37 @@ impl<'env> Infer<'env> {
         self.check_differentiated(&func, &targ)?;
         self.derivative_matrix_type(&func, &result, span)?;
         self.perform(&effects, span);
-        let Some((local, name)) = bound else {
-            return Ok(TExpr {
-                kind: TKind::App {
-                    func: Box::new(func),
-                    arg: Box::new(targ),
-                },
-                ty: result,
-                span,
-            });
-        };
-        let local_arg = TExpr {
-            kind: TKind::Local(local),
-            ty: targ.ty.clone(),
-            span: targ.span,
+        // The argument as the application reads it: itself, or the local it is bound to.
+        let (arg, binding) = match bound {
+            None => (targ, None),
+            Some((local, name)) => {
+                let read = TExpr {
+                    kind: TKind::Local(local),
+                    ty: targ.ty.clone(),
+                    span: targ.span,
+                };
+                let pat = TPat::Var(local, name);
+                (read, Some(TStmt::Let { pat, value: targ }))
+            }
         };
         let app = TExpr {
             kind: TKind::App {
                 func: Box::new(func),
-                arg: Box::new(local_arg),
-            },
-            ty: result.clone(),
-            span,
-        };
-        Ok(TExpr {
-            kind: TKind::Block {
-                stmts: vec![TStmt::Let {
-                    pat: TPat::Var(local, name),
-                    value: targ,
-                }],
-                result: Box::new(app),
+                arg: Box::new(arg),
             },
             ty: result,
             span,
+        };
+        Ok(match binding {
+            None => app,
+            Some(stmt) => TExpr {
+                ty: app.ty.clone(),
+                kind: TKind::Block {
+                    stmts: vec![stmt],
+                    result: Box::new(app),
+                },
+                span,
+            },
         })
     }
 
@@ -4123,11 +4116,9 @@ impl<'env> Infer<'env> {
         }
         // A binder of a value (`set:Set a`) once every name is bound: its type may use any.
         for binder in given {
-            let Some(kind) = &binder.kind else { continue };
-            if matches!(&kind.kind, TypeExprKind::Name(name) if name.name == "Type" || name.name == "Nat")
-            {
+            let Some(kind) = value_kind(binder.kind.as_ref()) else {
                 continue;
-            }
+            };
             let ty = self.read_type(kind, &mut None)?;
             // A hidden size of its type (`Set a` is `Set a k`) is a variable of the definition.
             let ty = self.hidden_sizes_as_vars(&ty, &mut rigids, kind.span)?;
@@ -4674,10 +4665,19 @@ fn is_constructor_call(func: &TExpr) -> bool {
 
 /// Whether a parameter is written `n: Nat` (a size; others are types).
 pub(super) fn is_nat_param(param: &Param) -> bool {
-    matches!(
-        &param.ty,
-        Some(TypeExpr { kind: TypeExprKind::Name(ty), .. }) if ty.name == "Nat"
-    )
+    is_nat_kind(param.ty.as_ref())
+}
+
+/// Whether a written kind is `Nat` (a size).
+pub(super) fn is_nat_kind(kind: Option<&TypeExpr>) -> bool {
+    matches!(kind, Some(TypeExpr { kind: TypeExprKind::Name(ty), .. }) if ty.name == "Nat")
+}
+
+/// The type of the value a parameter or `given` binder stands for (`set:(Set a)`, Note [Value
+/// parameters] in `check/data.rs`): its written kind when that is neither `Type` nor `Nat`.
+pub(super) fn value_kind(kind: Option<&TypeExpr>) -> Option<&TypeExpr> {
+    let names_kind = |name: &str| name == "Type" || name == "Nat";
+    kind.filter(|kind| !matches!(&kind.kind, TypeExprKind::Name(name) if names_kind(&name.name)))
 }
 
 /// `unsafe_nat_diff a` (applied to its first argument).
