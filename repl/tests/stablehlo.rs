@@ -14,7 +14,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use dx_lang::core::ir::{AdMode, Atom, Expr, Program, Stmt};
+use dx_lang::core::ir::{AdMode, Atom, Derivative, Expr, Program, Stmt};
 use dx_lang::core::parse::parse_program;
 use dx_lang::core::value::{Array, ArrayData, Value};
 use dx_lang::data::{self, Format};
@@ -101,12 +101,12 @@ fn with_vjp(program: &Program) -> Program {
             Atom::Var(program.new_var(ty, "ct"))
         })
         .collect();
-    let expr = Expr::Derivative {
+    let expr = Expr::Derivative(Derivative {
         mode: AdMode::Vjp,
         primals: primals.clone(),
         seeds: seeds.clone(),
         func,
-    };
+    });
     let tys = expr_types(&program, &expr).expect("a vjp of a verified program is typed");
     let binders: Vec<_> = tys.into_iter().map(|ty| program.new_var(ty, "d")).collect();
     let main = program.new_block();

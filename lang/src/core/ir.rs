@@ -95,145 +95,230 @@ pub struct Block {
 }
 
 /// The expression forms of Fig 7, in ANF, plus `iota`, `fold`, `scan` and `while`.
+///
+/// Each form but `Atom` carries a struct of its own (as `syn`'s syntax tree does), so that
+/// the rules of a form (`ops::Operation`, implemented in the form's rule home) are written
+/// against its fields, and a rule that needs one form takes that struct.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Expr {
     /// A copy of an atom.
     Atom(Atom),
-    /// `op`: an elementwise primitive over operands of equal shape (scalars are rank 0).
-    Prim(Prim, Vec<Atom>),
-    /// `build1 k (λi. body)`: `body.params == [i]` (an `I64` scalar); one binder per result,
-    /// each with `k` prepended to the result's shape.
-    Build1 { size: usize, body: BlockId },
-    /// `index t [ix…]`: indexes the outermost `index.len()` axes; out of range reads zero.
-    Index { array: Atom, index: Vec<Atom> },
-    /// `sumOuter t`: sums along the outermost axis.
-    SumOuter(Atom),
-    /// `gather sh t (λ[i…]. ix)`: `body.params` are the `I64` indices of the leading axes of
-    /// the result, `body.results` the index into `array`'s leading axes. Out of range reads zero.
-    Gather {
-        shape: Vec<usize>,
-        array: Atom,
-        body: BlockId,
-    },
-    /// `scatter sh t (λ[i…]. ix)`: sends each element of `t`'s leading axes (`body.params`)
-    /// to `body.results` in a zero array of shape `shape`, adding collisions. Out-of-range
-    /// targets are dropped.
-    Scatter {
-        shape: Vec<usize>,
-        array: Atom,
-        body: BlockId,
-    },
-    /// A literal table `[t1, …, tn]` of atoms of equal type.
-    Table(Vec<Atom>),
-    /// `replicate k t`
-    Replicate { count: usize, array: Atom },
-    /// `tr_perm t`: result axis `a` is input axis `perm[a]` for `a < perm.len()`; the rest stay.
-    Transpose { perm: Vec<usize>, array: Atom },
-    /// `reshape sh t`
-    Reshape { shape: Vec<usize>, array: Atom },
-    /// `cond c u v` (strict in [Smeding25]; the reference interpreter may evaluate only the taken
-    /// branch since every operation is total). One binder per result.
-    Cond {
-        cond: Atom,
-        then_block: BlockId,
-        else_block: BlockId,
-    },
-    /// `iota n`: `[0, 1, …, n-1]` as `I64`.
-    Iota(usize),
-    /// Sequential left fold over `0..size`: `body.params == [i, carry…]`, `body.results` is
-    /// the new carry. Binds the final carry.
-    Fold {
-        size: usize,
-        init: Vec<Atom>,
-        body: BlockId,
-    },
-    /// Sequential scan: like `Fold` but `body.results == [carry…, y…]`; binds the final carry
-    /// followed by the `y`s stacked along a new outermost axis of size `size`.
-    Scan {
-        size: usize,
-        init: Vec<Atom>,
-        body: BlockId,
-    },
-    /// A do-while loop with a data-dependent trip count: `while (init…) (λcarry…. body)`.
-    /// `body.params` are one per carry (no index), `body.results` are `[continue, carry'…]`,
-    /// `continue` a `Bool` scalar. `c = init; loop { (k, c) = body(c); if !k break }`: the
-    /// body runs at least once. Binds the final carries (`ops::while_loop`).
-    While { init: Vec<Atom>, body: BlockId },
-    /// The reverse sweep over the trajectory of a `while` (the transpose of a differentiated
-    /// `while`, Note [Reverse mode through a while loop] in `ops::while_loop`):
-    /// `while_reverse (init…) (seeds…) (λcarry…. body) (λcarry… acc…. back)` runs `body`
-    /// from `init` exactly as `While` does, keeping the carries `c₀ … cₙ₋₁` entering each step,
-    /// then folds `back` over them last to first: `acc = seeds; acc = back(cₙ₋₁, acc); …;
-    /// acc = back(c₀, acc)`. `back.params` are the carries then one per seed, its results
-    /// the new accumulators. Binds the final accumulators.
-    WhileReverse {
-        init: Vec<Atom>,
-        seeds: Vec<Atom>,
-        body: BlockId,
-        back: BlockId,
-    },
-    /// A monoid reduction or inclusive scan over the outer axis ([Paszke21] §2):
-    /// `reduce (xs…) (e…) op`, `assoc_scan (xs…) (e…) op` and its right-to-left twin
-    /// `assoc_scan_right`. Every array has the shape `[n, rest…]`, every `e` the shape
-    /// `rest`; `op` is closed, its params are the left then the right scalar operands (one
-    /// per array) and its results the combined ones. On arrays of rank > 1 `op` applies
-    /// elementwise over `rest`. `e` must be an identity of `op` (a left identity for
-    /// `assoc_scan`, a right one for `assoc_scan_right`); it is the result of reducing an
-    /// empty array. The order of combination is fixed (`ops::monoid`, Note [Monoid order]).
-    /// Binds one variable per array: of shape `rest` for `reduce`, `[n, rest…]` for scans.
-    Monoid {
-        kind: MonoidKind,
-        arrays: Vec<Atom>,
-        init: Vec<Atom>,
-        op: BlockId,
-    },
-    /// `jvp (xs…) (ts…) f` / `vjp (xs…) (cts…) f`: a derivative of the function block `func`
-    /// (one param per leaf of its argument) at `primals`, as lowering emits it; the `ad` pass
-    /// replaces the statement by the derivative program (`passes::derivatives::PASS`). `jvp` binds
-    /// `func`'s results then their tangents, `seeds` being a tangent per param; `vjp` binds
-    /// `func`'s results then the cotangents of its params, `seeds` being a cotangent per
-    /// result. Tangents and cotangents of non-float leaves are zero.
-    Derivative {
-        mode: AdMode,
-        primals: Vec<Atom>,
-        seeds: Vec<Atom>,
-        func: BlockId,
-    },
-    /// `custom_vjp (xs…) primal fwd bwd`: a function with a user-defined reverse-mode
-    /// derivative (JAX's `custom_vjp`, Dex's `custom-linearization`; `ops::custom`). Its value
-    /// is `primal`'s at `args` (one param per leaf of the argument); `fwd` has the same params
-    /// and returns the values (one per binder) then the residuals; `bwd`'s params are the
-    /// residuals then one cotangent per binder, its results a cotangent per arg. The `ad`
-    /// pass differentiates it by its rule and replaces every one left by `primal`.
-    CustomVjp {
-        args: Vec<Atom>,
-        primal: BlockId,
-        fwd: BlockId,
-        bwd: BlockId,
-    },
-    /// `custom_jvp (xs…) primal lin`: a function with a user-defined linearization (Dex's
-    /// `custom-linearization f g`; `ops::custom`). Its value is `primal`'s at `args`; `lin`'s
-    /// params are the args then one tangent per arg (of the same types), its results the
-    /// values then their tangents, which must be linear in the tangents. The `ad` pass
-    /// differentiates it by inlining `lin` (reverse mode transposes the user's linear
-    /// statements as any others) and replaces every one left by `primal`.
-    CustomJvp {
-        args: Vec<Atom>,
-        primal: BlockId,
-        lin: BlockId,
-    },
-    /// The linear map of a differentiated `custom_vjp`, which only exists between the `ad`
-    /// pass's steps (`ops::custom`): `custom_linear (res…) (ts…) bwd` (`transposed: false`,
-    /// made by `jvp`) maps the tangents of the args to those of the results, and has no
-    /// forward rule; `custom_linear_t (res…) (cts…) bwd` (its transpose) maps the
-    /// cotangents of the results to those of the args by running `bwd` on the residuals and
-    /// the cotangents.
-    CustomLinear {
-        transposed: bool,
-        residuals: Vec<Atom>,
-        operands: Vec<Atom>,
-        bwd: BlockId,
-    },
+    Prim(PrimApp),
+    Build1(Build1),
+    Index(Index),
+    SumOuter(SumOuter),
+    Gather(Gather),
+    Scatter(Scatter),
+    Table(Table),
+    Replicate(Replicate),
+    Transpose(Transpose),
+    Reshape(Reshape),
+    Cond(Cond),
+    Iota(Iota),
+    Fold(Fold),
+    Scan(Scan),
+    While(While),
+    WhileReverse(WhileReverse),
+    Monoid(Monoid),
+    Derivative(Derivative),
+    CustomVjp(CustomVjp),
+    CustomJvp(CustomJvp),
+    CustomLinear(CustomLinear),
+}
+
+/// `op`: an elementwise primitive over operands of equal shape (scalars are rank 0).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrimApp(pub Prim, pub Vec<Atom>);
+
+/// `build1 k (λi. body)`: `body.params == [i]` (an `I64` scalar); one binder per result,
+/// each with `k` prepended to the result's shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Build1 {
+    pub size: usize,
+    pub body: BlockId,
+}
+
+/// `index t [ix…]`: indexes the outermost `index.len()` axes; out of range reads zero.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Index {
+    pub array: Atom,
+    pub index: Vec<Atom>,
+}
+
+/// `sumOuter t`: sums along the outermost axis.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SumOuter(pub Atom);
+
+/// `gather sh t (λ[i…]. ix)`: `body.params` are the `I64` indices of the leading axes of
+/// the result, `body.results` the index into `array`'s leading axes. Out of range reads zero.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gather {
+    pub shape: Vec<usize>,
+    pub array: Atom,
+    pub body: BlockId,
+}
+
+/// `scatter sh t (λ[i…]. ix)`: sends each element of `t`'s leading axes (`body.params`)
+/// to `body.results` in a zero array of shape `shape`, adding collisions. Out-of-range
+/// targets are dropped.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scatter {
+    pub shape: Vec<usize>,
+    pub array: Atom,
+    pub body: BlockId,
+}
+
+/// A literal table `[t1, …, tn]` of atoms of equal type.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table(pub Vec<Atom>);
+
+/// `replicate k t`
+#[derive(Clone, Debug, PartialEq)]
+pub struct Replicate {
+    pub count: usize,
+    pub array: Atom,
+}
+
+/// `tr_perm t`: result axis `a` is input axis `perm[a]` for `a < perm.len()`; the rest stay.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Transpose {
+    pub perm: Vec<usize>,
+    pub array: Atom,
+}
+
+/// `reshape sh t`
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reshape {
+    pub shape: Vec<usize>,
+    pub array: Atom,
+}
+
+/// `cond c u v` (strict in [Smeding25]; the reference interpreter may evaluate only the taken
+/// branch since every operation is total). One binder per result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cond {
+    pub cond: Atom,
+    pub then_block: BlockId,
+    pub else_block: BlockId,
+}
+
+/// `iota n`: `[0, 1, …, n-1]` as `I64`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Iota(pub usize);
+
+/// Sequential left fold over `0..size`: `body.params == [i, carry…]`, `body.results` is
+/// the new carry. Binds the final carry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fold {
+    pub size: usize,
+    pub init: Vec<Atom>,
+    pub body: BlockId,
+}
+
+/// Sequential scan: like `Fold` but `body.results == [carry…, y…]`; binds the final carry
+/// followed by the `y`s stacked along a new outermost axis of size `size`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scan {
+    pub size: usize,
+    pub init: Vec<Atom>,
+    pub body: BlockId,
+}
+
+/// A do-while loop with a data-dependent trip count: `while (init…) (λcarry…. body)`.
+/// `body.params` are one per carry (no index), `body.results` are `[continue, carry'…]`,
+/// `continue` a `Bool` scalar. `c = init; loop { (k, c) = body(c); if !k break }`: the
+/// body runs at least once. Binds the final carries (`ops::while_loop`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct While {
+    pub init: Vec<Atom>,
+    pub body: BlockId,
+}
+
+/// The reverse sweep over the trajectory of a `while` (the transpose of a differentiated
+/// `while`, Note [Reverse mode through a while loop] in `ops::while_loop`):
+/// `while_reverse (init…) (seeds…) (λcarry…. body) (λcarry… acc…. back)` runs `body`
+/// from `init` exactly as `While` does, keeping the carries `c₀ … cₙ₋₁` entering each step,
+/// then folds `back` over them last to first: `acc = seeds; acc = back(cₙ₋₁, acc); …;
+/// acc = back(c₀, acc)`. `back.params` are the carries then one per seed, its results
+/// the new accumulators. Binds the final accumulators.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WhileReverse {
+    pub init: Vec<Atom>,
+    pub seeds: Vec<Atom>,
+    pub body: BlockId,
+    pub back: BlockId,
+}
+
+/// A monoid reduction or inclusive scan over the outer axis ([Paszke21] §2):
+/// `reduce (xs…) (e…) op`, `assoc_scan (xs…) (e…) op` and its right-to-left twin
+/// `assoc_scan_right`. Every array has the shape `[n, rest…]`, every `e` the shape
+/// `rest`; `op` is closed, its params are the left then the right scalar operands (one
+/// per array) and its results the combined ones. On arrays of rank > 1 `op` applies
+/// elementwise over `rest`. `e` must be an identity of `op` (a left identity for
+/// `assoc_scan`, a right one for `assoc_scan_right`); it is the result of reducing an
+/// empty array. The order of combination is fixed (`ops::monoid`, Note [Monoid order]).
+/// Binds one variable per array: of shape `rest` for `reduce`, `[n, rest…]` for scans.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Monoid {
+    pub kind: MonoidKind,
+    pub arrays: Vec<Atom>,
+    pub init: Vec<Atom>,
+    pub op: BlockId,
+}
+
+/// `jvp (xs…) (ts…) f` / `vjp (xs…) (cts…) f`: a derivative of the function block `func`
+/// (one param per leaf of its argument) at `primals`, as lowering emits it; the `ad` pass
+/// replaces the statement by the derivative program (`passes::derivatives::PASS`). `jvp` binds
+/// `func`'s results then their tangents, `seeds` being a tangent per param; `vjp` binds
+/// `func`'s results then the cotangents of its params, `seeds` being a cotangent per
+/// result. Tangents and cotangents of non-float leaves are zero.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Derivative {
+    pub mode: AdMode,
+    pub primals: Vec<Atom>,
+    pub seeds: Vec<Atom>,
+    pub func: BlockId,
+}
+
+/// `custom_vjp (xs…) primal fwd bwd`: a function with a user-defined reverse-mode
+/// derivative (JAX's `custom_vjp`, Dex's `custom-linearization`; `ops::custom`). Its value
+/// is `primal`'s at `args` (one param per leaf of the argument); `fwd` has the same params
+/// and returns the values (one per binder) then the residuals; `bwd`'s params are the
+/// residuals then one cotangent per binder, its results a cotangent per arg. The `ad`
+/// pass differentiates it by its rule and replaces every one left by `primal`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CustomVjp {
+    pub args: Vec<Atom>,
+    pub primal: BlockId,
+    pub fwd: BlockId,
+    pub bwd: BlockId,
+}
+
+/// `custom_jvp (xs…) primal lin`: a function with a user-defined linearization (Dex's
+/// `custom-linearization f g`; `ops::custom`). Its value is `primal`'s at `args`; `lin`'s
+/// params are the args then one tangent per arg (of the same types), its results the
+/// values then their tangents, which must be linear in the tangents. The `ad` pass
+/// differentiates it by inlining `lin` (reverse mode transposes the user's linear
+/// statements as any others) and replaces every one left by `primal`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CustomJvp {
+    pub args: Vec<Atom>,
+    pub primal: BlockId,
+    pub lin: BlockId,
+}
+
+/// The linear map of a differentiated `custom_vjp`, which only exists between the `ad`
+/// pass's steps (`ops::custom`): `custom_linear (res…) (ts…) bwd` (`transposed: false`,
+/// made by `jvp`) maps the tangents of the args to those of the results, and has no
+/// forward rule; `custom_linear_t (res…) (cts…) bwd` (its transpose) maps the
+/// cotangents of the results to those of the args by running `bwd` on the residuals and
+/// the cotangents.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CustomLinear {
+    pub transposed: bool,
+    pub residuals: Vec<Atom>,
+    pub operands: Vec<Atom>,
+    pub bwd: BlockId,
 }
 
 /// What a `Monoid` statement computes.
@@ -398,35 +483,37 @@ impl Keyer<'_> {
         let atom = |atom: &Atom| self.atom(*atom);
         Some(match expr {
             Expr::Atom(array) => ExprKey::Atom(atom(array)),
-            Expr::Prim(prim, atoms) => ExprKey::Prim(*prim, self.atoms(atoms)),
-            Expr::Index { array, index } => ExprKey::Index(atom(array), self.atoms(index)),
-            Expr::SumOuter(array) => ExprKey::SumOuter(atom(array)),
-            Expr::Table(atoms) => ExprKey::Table(self.atoms(atoms)),
-            Expr::Replicate { count, array } => ExprKey::Replicate(*count, atom(array)),
-            Expr::Transpose { perm, array } => ExprKey::Transpose(perm.clone(), atom(array)),
-            Expr::Reshape { shape, array } => ExprKey::Reshape(shape.clone(), atom(array)),
-            Expr::Iota(size) => ExprKey::Iota(*size),
-            Expr::Build1 { size, body } => {
+            Expr::Prim(PrimApp(prim, atoms)) => ExprKey::Prim(*prim, self.atoms(atoms)),
+            Expr::Index(Index { array, index }) => ExprKey::Index(atom(array), self.atoms(index)),
+            Expr::SumOuter(SumOuter(array)) => ExprKey::SumOuter(atom(array)),
+            Expr::Table(Table(atoms)) => ExprKey::Table(self.atoms(atoms)),
+            Expr::Replicate(Replicate { count, array }) => ExprKey::Replicate(*count, atom(array)),
+            Expr::Transpose(Transpose { perm, array }) => {
+                ExprKey::Transpose(perm.clone(), atom(array))
+            }
+            Expr::Reshape(Reshape { shape, array }) => ExprKey::Reshape(shape.clone(), atom(array)),
+            Expr::Iota(Iota(size)) => ExprKey::Iota(*size),
+            Expr::Build1(Build1 { size, body }) => {
                 return self.nested("build1", vec![*size], vec![], &[*body])
             }
-            Expr::Gather { shape, array, body } => {
+            Expr::Gather(Gather { shape, array, body }) => {
                 let array = atom(array);
                 return self.nested("gather", shape.clone(), vec![array], &[*body]);
             }
-            Expr::Scatter { shape, array, body } => {
+            Expr::Scatter(Scatter { shape, array, body }) => {
                 let array = atom(array);
                 return self.nested("scatter", shape.clone(), vec![array], &[*body]);
             }
-            Expr::Cond {
+            Expr::Cond(Cond {
                 cond,
                 then_block,
                 else_block,
-            } => {
+            }) => {
                 let cond = atom(cond);
                 return self.nested("cond", vec![], vec![cond], &[*then_block, *else_block]);
             }
-            Expr::Fold { size, init, body } | Expr::Scan { size, init, body } => {
-                let form = if matches!(expr, Expr::Fold { .. }) {
+            Expr::Fold(Fold { size, init, body }) | Expr::Scan(Scan { size, init, body }) => {
+                let form = if matches!(expr, Expr::Fold(_)) {
                     "fold"
                 } else {
                     "scan"
@@ -434,32 +521,32 @@ impl Keyer<'_> {
                 let init = self.atoms(init);
                 return self.nested(form, vec![*size], init, &[*body]);
             }
-            Expr::While { init, body } => {
+            Expr::While(While { init, body }) => {
                 let init = self.atoms(init);
                 return self.nested("while", vec![], init, &[*body]);
             }
-            Expr::WhileReverse {
+            Expr::WhileReverse(WhileReverse {
                 init,
                 seeds,
                 body,
                 back,
-            } => {
+            }) => {
                 let atoms = self.atoms(&[&init[..], &seeds[..]].concat());
                 return self.nested("while_reverse", vec![init.len()], atoms, &[*body, *back]);
             }
-            Expr::Monoid {
+            Expr::Monoid(Monoid {
                 kind,
                 arrays,
                 init,
                 op,
-            } => {
+            }) => {
                 let atoms = self.atoms(&[&arrays[..], &init[..]].concat());
                 return self.nested(kind.name(), vec![arrays.len()], atoms, &[*op]);
             }
-            Expr::Derivative { .. }
-            | Expr::CustomVjp { .. }
-            | Expr::CustomJvp { .. }
-            | Expr::CustomLinear { .. } => return None,
+            Expr::Derivative(_)
+            | Expr::CustomVjp(_)
+            | Expr::CustomJvp(_)
+            | Expr::CustomLinear(_) => return None,
         })
     }
 }
@@ -468,9 +555,9 @@ impl Expr {
     /// A `scan` (when `is_scan`) or a `fold`.
     pub fn sequential_loop(is_scan: bool, size: usize, init: Vec<Atom>, body: BlockId) -> Expr {
         if is_scan {
-            Expr::Scan { size, init, body }
+            Expr::Scan(Scan { size, init, body })
         } else {
-            Expr::Fold { size, init, body }
+            Expr::Fold(Fold { size, init, body })
         }
     }
 }

@@ -15,8 +15,10 @@
 //! ill-formed programs can be written for verifier tests.
 
 use super::ir::{
-    AdMode, ArrTy, Atom, Block, BlockId, Elem, Expr, MonoidKind, Program, Scalar, Stmt, VarId,
-    VarInfo,
+    AdMode, ArrTy, Atom, Block, BlockId, Build1, Cond, CustomJvp, CustomLinear, CustomVjp,
+    Derivative, Elem, Expr, Fold, Gather, Index, Iota, Monoid, MonoidKind, PrimApp, Program,
+    Replicate, Reshape, Scalar, Scan, Scatter, Stmt, SumOuter, Table, Transpose, VarId, VarInfo,
+    While, WhileReverse,
 };
 use crate::prim::Prim;
 
@@ -401,88 +403,88 @@ impl<'a> Parser<'a> {
             return Ok(Expr::Atom(self.atom()?));
         }
         let expr = match word.as_str() {
-            "build1" => Expr::Build1 {
+            "build1" => Expr::Build1(Build1 {
                 size: self.usize()?,
                 body: self.block()?,
-            },
-            "index" => Expr::Index {
+            }),
+            "index" => Expr::Index(Index {
                 array: self.atom()?,
                 index: self.atom_list("[", "]")?,
-            },
-            "sumOuter" => Expr::SumOuter(self.atom()?),
-            "gather" => Expr::Gather {
+            }),
+            "sumOuter" => Expr::SumOuter(SumOuter(self.atom()?)),
+            "gather" => Expr::Gather(Gather {
                 shape: self.usize_list()?,
                 array: self.atom()?,
                 body: self.block()?,
-            },
-            "scatter" => Expr::Scatter {
+            }),
+            "scatter" => Expr::Scatter(Scatter {
                 shape: self.usize_list()?,
                 array: self.atom()?,
                 body: self.block()?,
-            },
-            "table" => Expr::Table(self.atom_list("[", "]")?),
-            "replicate" => Expr::Replicate {
+            }),
+            "table" => Expr::Table(Table(self.atom_list("[", "]")?)),
+            "replicate" => Expr::Replicate(Replicate {
                 count: self.usize()?,
                 array: self.atom()?,
-            },
-            "tr" => Expr::Transpose {
+            }),
+            "tr" => Expr::Transpose(Transpose {
                 perm: self.usize_list()?,
                 array: self.atom()?,
-            },
-            "reshape" => Expr::Reshape {
+            }),
+            "reshape" => Expr::Reshape(Reshape {
                 shape: self.usize_list()?,
                 array: self.atom()?,
-            },
-            "cond" => Expr::Cond {
+            }),
+            "cond" => Expr::Cond(Cond {
                 cond: self.atom()?,
                 then_block: self.block()?,
                 else_block: self.block()?,
-            },
-            "iota" => Expr::Iota(self.usize()?),
-            "fold" => Expr::Fold {
+            }),
+            "iota" => Expr::Iota(Iota(self.usize()?)),
+            "fold" => Expr::Fold(Fold {
                 size: self.usize()?,
                 init: self.atom_list("(", ")")?,
                 body: self.block()?,
-            },
-            "scan" => Expr::Scan {
+            }),
+            "scan" => Expr::Scan(Scan {
                 size: self.usize()?,
                 init: self.atom_list("(", ")")?,
                 body: self.block()?,
-            },
-            "while" => Expr::While {
+            }),
+            "while" => Expr::While(While {
                 init: self.atom_list("(", ")")?,
                 body: self.block()?,
-            },
-            "while_reverse" => Expr::WhileReverse {
+            }),
+            "while_reverse" => Expr::WhileReverse(WhileReverse {
                 init: self.atom_list("(", ")")?,
                 seeds: self.atom_list("(", ")")?,
                 body: self.block()?,
                 back: self.block()?,
-            },
-            "reduce" | "assoc_scan" | "assoc_scan_right" => Expr::Monoid {
+            }),
+            "reduce" | "assoc_scan" | "assoc_scan_right" => Expr::Monoid(Monoid {
                 kind: MonoidKind::from_name(&word).expect("one of the three monoid keywords"),
                 arrays: self.atom_list("(", ")")?,
                 init: self.atom_list("(", ")")?,
                 op: self.block()?,
-            },
-            "custom_vjp" => Expr::CustomVjp {
+            }),
+            "custom_vjp" => Expr::CustomVjp(CustomVjp {
                 args: self.atom_list("(", ")")?,
                 primal: self.block()?,
                 fwd: self.block()?,
                 bwd: self.block()?,
-            },
-            "custom_jvp" => Expr::CustomJvp {
+            }),
+            "custom_jvp" => Expr::CustomJvp(CustomJvp {
                 args: self.atom_list("(", ")")?,
                 primal: self.block()?,
                 lin: self.block()?,
-            },
-            "custom_linear" | "custom_linear_t" => Expr::CustomLinear {
+            }),
+            "custom_linear" | "custom_linear_t" => Expr::CustomLinear(CustomLinear {
                 transposed: word == "custom_linear_t",
                 residuals: self.atom_list("(", ")")?,
                 operands: self.atom_list("(", ")")?,
                 bwd: self.block()?,
-            },
-            "jvp" | "vjp" => Expr::Derivative {
+            }),
+            "jvp" | "vjp" => Expr::Derivative(Derivative {
                 mode: if word == "jvp" {
                     AdMode::Jvp
                 } else {
@@ -491,13 +493,13 @@ impl<'a> Parser<'a> {
                 primals: self.atom_list("(", ")")?,
                 seeds: self.atom_list("(", ")")?,
                 func: self.block()?,
-            },
+            }),
             name => match Prim::from_name(name) {
                 Some(prim) => {
                     let operands = (0..prim.arity())
                         .map(|_| self.atom())
                         .collect::<Res<Vec<_>>>()?;
-                    Expr::Prim(prim, operands)
+                    Expr::Prim(PrimApp(prim, operands))
                 }
                 None => return self.error_at(start, format!("unknown expression `{name}`")),
             },
@@ -629,7 +631,7 @@ mod tests {
                 .find(|stmt| stmt.binders.first() == Some(&VarId(var)))
                 .unwrap();
             match &stmt.expr {
-                Expr::Prim(_, atoms) => atoms[position],
+                Expr::Prim(PrimApp(_, atoms)) => atoms[position],
                 other => panic!("{other:?}"),
             }
         };
@@ -646,15 +648,15 @@ mod tests {
         let mut b = Builder::new();
         let x = b.input(ArrTy::new(vec![4], Elem::F32), "x");
         let body = b.index_block(1, |b, i| {
-            let xi = b.let1(Expr::Index {
+            let xi = b.let1(Expr::Index(Index {
                 array: x,
                 index: vec![i[0]],
-            });
+            }));
             vec![b.prim(Prim::Mul, &[xi, xi])]
         });
-        let squares = b.let1(Expr::Build1 { size: 4, body });
+        let squares = b.let1(Expr::Build1(Build1 { size: 4, body }));
         b.name(squares, "squares");
-        let total = b.let1(Expr::SumOuter(squares));
+        let total = b.let1(Expr::SumOuter(SumOuter(squares)));
         let program = b.finish(vec![squares, total]);
         expect![[r#"
             program(%0_x: [4]f32) {

@@ -44,7 +44,11 @@
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 
-use super::ir::{ArrTy, Atom, BlockId, Expr, Program, Scalar, Stmt, VarId};
+use super::ir::{
+    ArrTy, Atom, BlockId, Build1, Cond, CustomJvp, CustomLinear, CustomVjp, Derivative, Expr, Fold,
+    Gather, Index, Iota, Monoid, PrimApp, Program, Replicate, Reshape, Scalar, Scan, Scatter, Stmt,
+    SumOuter, Table, Transpose, VarId, While, WhileReverse,
+};
 
 impl fmt::Display for Program {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -139,32 +143,32 @@ pub fn atom_text(program: &Program, atom: &Atom) -> String {
 pub fn expr_name(expr: &Expr) -> String {
     let keyword = match expr {
         Expr::Atom(_) => "copy",
-        Expr::Prim(prim, _) => return prim.name(),
-        Expr::Build1 { .. } => "build1",
-        Expr::Index { .. } => "index",
+        Expr::Prim(PrimApp(prim, _)) => return prim.name(),
+        Expr::Build1(_) => "build1",
+        Expr::Index(_) => "index",
         Expr::SumOuter(_) => "sumOuter",
-        Expr::Gather { .. } => "gather",
-        Expr::Scatter { .. } => "scatter",
+        Expr::Gather(_) => "gather",
+        Expr::Scatter(_) => "scatter",
         Expr::Table(_) => "table",
-        Expr::Replicate { .. } => "replicate",
-        Expr::Transpose { .. } => "tr",
-        Expr::Reshape { .. } => "reshape",
-        Expr::Cond { .. } => "cond",
+        Expr::Replicate(_) => "replicate",
+        Expr::Transpose(_) => "tr",
+        Expr::Reshape(_) => "reshape",
+        Expr::Cond(_) => "cond",
         Expr::Iota(_) => "iota",
-        Expr::Fold { .. } => "fold",
-        Expr::Scan { .. } => "scan",
-        Expr::While { .. } => "while",
-        Expr::WhileReverse { .. } => "while_reverse",
-        Expr::Monoid { kind, .. } => kind.name(),
-        Expr::CustomVjp { .. } => "custom_vjp",
-        Expr::CustomJvp { .. } => "custom_jvp",
-        Expr::CustomLinear {
+        Expr::Fold(_) => "fold",
+        Expr::Scan(_) => "scan",
+        Expr::While(_) => "while",
+        Expr::WhileReverse(_) => "while_reverse",
+        Expr::Monoid(Monoid { kind, .. }) => kind.name(),
+        Expr::CustomVjp(_) => "custom_vjp",
+        Expr::CustomJvp(_) => "custom_jvp",
+        Expr::CustomLinear(CustomLinear {
             transposed: false, ..
-        } => "custom_linear",
-        Expr::CustomLinear {
+        }) => "custom_linear",
+        Expr::CustomLinear(CustomLinear {
             transposed: true, ..
-        } => "custom_linear_t",
-        Expr::Derivative { mode, .. } => match mode {
+        }) => "custom_linear_t",
+        Expr::Derivative(Derivative { mode, .. }) => match mode {
             super::ir::AdMode::Jvp => "jvp",
             super::ir::AdMode::Vjp => "vjp",
         },
@@ -324,20 +328,23 @@ impl Printer<'_> {
         let program = self.program;
         let text = match expr {
             Expr::Atom(atom) => atom_text(program, atom),
-            Expr::Prim(prim, atoms) => format!("{} {}", prim.name(), self.atoms(atoms, " ")),
-            Expr::Build1 { size, body } => {
+            Expr::Prim(PrimApp(prim, atoms)) => {
+                format!("{} {}", prim.name(), self.atoms(atoms, " "))
+            }
+            Expr::Build1(Build1 { size, body }) => {
                 let _ = write!(self.out, "build1 {size} ");
                 return self.block(*body, depth);
             }
-            Expr::Index { array, index } => {
+            Expr::Index(Index { array, index }) => {
                 format!(
                     "index {} [{}]",
                     atom_text(program, array),
                     self.atoms(index, ", ")
                 )
             }
-            Expr::SumOuter(array) => format!("sumOuter {}", atom_text(program, array)),
-            Expr::Gather { shape, array, body } | Expr::Scatter { shape, array, body } => {
+            Expr::SumOuter(SumOuter(array)) => format!("sumOuter {}", atom_text(program, array)),
+            Expr::Gather(Gather { shape, array, body })
+            | Expr::Scatter(Scatter { shape, array, body }) => {
                 let keyword = expr_name(expr);
                 let _ = write!(
                     self.out,
@@ -347,46 +354,46 @@ impl Printer<'_> {
                 );
                 return self.block(*body, depth);
             }
-            Expr::Table(atoms) => format!("table [{}]", self.atoms(atoms, ", ")),
-            Expr::Replicate { count, array } => {
+            Expr::Table(Table(atoms)) => format!("table [{}]", self.atoms(atoms, ", ")),
+            Expr::Replicate(Replicate { count, array }) => {
                 format!("replicate {count} {}", atom_text(program, array))
             }
-            Expr::Transpose { perm, array } => {
+            Expr::Transpose(Transpose { perm, array }) => {
                 format!("tr {} {}", shape_text(perm), atom_text(program, array))
             }
-            Expr::Reshape { shape, array } => {
+            Expr::Reshape(Reshape { shape, array }) => {
                 format!(
                     "reshape {} {}",
                     shape_text(shape),
                     atom_text(program, array)
                 )
             }
-            Expr::Cond {
+            Expr::Cond(Cond {
                 cond,
                 then_block,
                 else_block,
-            } => {
+            }) => {
                 let _ = write!(self.out, "cond {} ", atom_text(program, cond));
                 self.block(*then_block, depth);
                 self.out.push(' ');
                 return self.block(*else_block, depth);
             }
-            Expr::Iota(size) => format!("iota {size}"),
-            Expr::Fold { size, init, body } | Expr::Scan { size, init, body } => {
+            Expr::Iota(Iota(size)) => format!("iota {size}"),
+            Expr::Fold(Fold { size, init, body }) | Expr::Scan(Scan { size, init, body }) => {
                 let keyword = expr_name(expr);
                 let _ = write!(self.out, "{keyword} {size} ({}) ", self.atoms(init, ", "));
                 return self.block(*body, depth);
             }
-            Expr::While { init, body } => {
+            Expr::While(While { init, body }) => {
                 let _ = write!(self.out, "while ({}) ", self.atoms(init, ", "));
                 return self.block(*body, depth);
             }
-            Expr::WhileReverse {
+            Expr::WhileReverse(WhileReverse {
                 init,
                 seeds,
                 body,
                 back,
-            } => {
+            }) => {
                 let _ = write!(
                     self.out,
                     "while_reverse ({}) ({}) ",
@@ -397,12 +404,12 @@ impl Printer<'_> {
                 self.out.push(' ');
                 return self.block(*back, depth);
             }
-            Expr::CustomVjp {
+            Expr::CustomVjp(CustomVjp {
                 args,
                 primal,
                 fwd,
                 bwd,
-            } => {
+            }) => {
                 let _ = write!(self.out, "custom_vjp ({}) ", self.atoms(args, ", "));
                 self.block(*primal, depth);
                 self.out.push(' ');
@@ -410,30 +417,30 @@ impl Printer<'_> {
                 self.out.push(' ');
                 return self.block(*bwd, depth);
             }
-            Expr::CustomJvp { args, primal, lin } => {
+            Expr::CustomJvp(CustomJvp { args, primal, lin }) => {
                 let _ = write!(self.out, "custom_jvp ({}) ", self.atoms(args, ", "));
                 self.block(*primal, depth);
                 self.out.push(' ');
                 return self.block(*lin, depth);
             }
-            Expr::CustomLinear {
+            Expr::CustomLinear(CustomLinear {
                 residuals: primals,
                 operands: seeds,
                 bwd: func,
                 ..
-            }
-            | Expr::Monoid {
+            })
+            | Expr::Monoid(Monoid {
                 arrays: primals,
                 init: seeds,
                 op: func,
                 ..
-            }
-            | Expr::Derivative {
+            })
+            | Expr::Derivative(Derivative {
                 primals,
                 seeds,
                 func,
                 ..
-            } => {
+            }) => {
                 let keyword = expr_name(expr);
                 let _ = write!(
                     self.out,

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use crate::core::ir::{Atom, BlockId, Elem, Expr, Program, Scalar, VarId};
+use crate::core::ir::{Atom, BlockId, Elem, Expr, Index, PrimApp, Program, Scalar, VarId};
 use crate::prim::Prim;
 
 /// An operand of a scalar operation.
@@ -117,7 +117,7 @@ impl ScalarCode {
                         src,
                     }
                 }
-                Expr::Prim(prim, args) => {
+                Expr::Prim(PrimApp(prim, args)) => {
                     let args = args
                         .iter()
                         .map(|atom| compiler.operand(atom))
@@ -128,10 +128,10 @@ impl ScalarCode {
                         args,
                     }
                 }
-                Expr::Index {
+                Expr::Index(Index {
                     array: Atom::Var(table),
                     index,
-                } if !compiler.regs.contains_key(table) => {
+                }) if !compiler.regs.contains_key(table) => {
                     let index = index
                         .iter()
                         .map(|atom| compiler.operand(atom))

@@ -8,7 +8,10 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use crate::core::ir::{Atom, BlockId, Expr, Program, Scalar, VarId};
+use crate::core::ir::{
+    Atom, BlockId, Expr, Gather, PrimApp, Program, Replicate, Reshape, Scalar, Scatter, SumOuter,
+    Transpose, VarId,
+};
 use crate::core::kernel::{Kernel, Node, NodeId};
 
 /// How deep a chain of definitions the analysis follows before it gives up.
@@ -71,17 +74,17 @@ impl<'p> Defs<'p> {
         let clear = |atom: &Atom| self.atom_clear_within(atom, depth - 1);
         let known = match self.defs.get(&var) {
             Some(Expr::Atom(atom)) => clear(atom),
-            Some(Expr::Prim(prim, args)) => {
+            Some(Expr::Prim(PrimApp(prim, args))) => {
                 let operands: Vec<bool> = args.iter().map(clear).collect();
                 prim.sign_clear(&operands)
             }
             Some(
-                Expr::SumOuter(array)
-                | Expr::Replicate { array, .. }
-                | Expr::Transpose { array, .. }
-                | Expr::Reshape { array, .. }
-                | Expr::Gather { array, .. }
-                | Expr::Scatter { array, .. },
+                Expr::SumOuter(SumOuter(array))
+                | Expr::Replicate(Replicate { array, .. })
+                | Expr::Transpose(Transpose { array, .. })
+                | Expr::Reshape(Reshape { array, .. })
+                | Expr::Gather(Gather { array, .. })
+                | Expr::Scatter(Scatter { array, .. }),
             ) => clear(array),
             _ => false,
         };

@@ -5,76 +5,84 @@
 //! the variants of `Expr` to find their operands: a pass that only needs "the atoms" or "the
 //! blocks" of a statement uses them, so that a new variant is added here once.
 
-use super::ir::{Atom, BlockId, Expr, Program};
+use super::ir::{
+    Atom, BlockId, Build1, Cond, CustomJvp, CustomLinear, CustomVjp, Derivative, Expr, Fold,
+    Gather, Index, Monoid, PrimApp, Program, Replicate, Reshape, Scan, Scatter, SumOuter, Table,
+    Transpose, While, WhileReverse,
+};
 
 /// The atoms an expression uses directly (not those inside its blocks), in order.
 pub fn expr_atoms(expr: &Expr) -> Vec<Atom> {
     match expr {
         Expr::Atom(atom)
-        | Expr::SumOuter(atom)
-        | Expr::Gather { array: atom, .. }
-        | Expr::Scatter { array: atom, .. }
-        | Expr::Replicate { array: atom, .. }
-        | Expr::Transpose { array: atom, .. }
-        | Expr::Reshape { array: atom, .. }
-        | Expr::Cond { cond: atom, .. } => vec![*atom],
-        Expr::Prim(_, atoms)
-        | Expr::Table(atoms)
-        | Expr::Fold { init: atoms, .. }
-        | Expr::Scan { init: atoms, .. }
-        | Expr::While { init: atoms, .. } => atoms.clone(),
-        Expr::Derivative { primals, seeds, .. }
-        | Expr::WhileReverse {
+        | Expr::SumOuter(SumOuter(atom))
+        | Expr::Gather(Gather { array: atom, .. })
+        | Expr::Scatter(Scatter { array: atom, .. })
+        | Expr::Replicate(Replicate { array: atom, .. })
+        | Expr::Transpose(Transpose { array: atom, .. })
+        | Expr::Reshape(Reshape { array: atom, .. })
+        | Expr::Cond(Cond { cond: atom, .. }) => vec![*atom],
+        Expr::Prim(PrimApp(_, atoms))
+        | Expr::Table(Table(atoms))
+        | Expr::Fold(Fold { init: atoms, .. })
+        | Expr::Scan(Scan { init: atoms, .. })
+        | Expr::While(While { init: atoms, .. }) => atoms.clone(),
+        Expr::Derivative(Derivative { primals, seeds, .. })
+        | Expr::WhileReverse(WhileReverse {
             init: primals,
             seeds,
             ..
-        }
-        | Expr::Monoid {
+        })
+        | Expr::Monoid(Monoid {
             arrays: primals,
             init: seeds,
             ..
-        } => primals.iter().chain(seeds).copied().collect(),
-        Expr::Index { array, index } => std::iter::once(array).chain(index).copied().collect(),
-        Expr::CustomVjp { args, .. } | Expr::CustomJvp { args, .. } => args.clone(),
-        Expr::CustomLinear {
+        }) => primals.iter().chain(seeds).copied().collect(),
+        Expr::Index(Index { array, index }) => {
+            std::iter::once(array).chain(index).copied().collect()
+        }
+        Expr::CustomVjp(CustomVjp { args, .. }) | Expr::CustomJvp(CustomJvp { args, .. }) => {
+            args.clone()
+        }
+        Expr::CustomLinear(CustomLinear {
             residuals,
             operands,
             ..
-        } => residuals.iter().chain(operands).copied().collect(),
-        Expr::Build1 { .. } | Expr::Iota(_) => Vec::new(),
+        }) => residuals.iter().chain(operands).copied().collect(),
+        Expr::Build1(_) | Expr::Iota(_) => Vec::new(),
     }
 }
 
 /// The blocks an expression owns, in order.
 pub fn expr_blocks(expr: &Expr) -> Vec<BlockId> {
     match expr {
-        Expr::Build1 { body, .. }
-        | Expr::Gather { body, .. }
-        | Expr::Scatter { body, .. }
-        | Expr::Fold { body, .. }
-        | Expr::Scan { body, .. }
-        | Expr::While { body, .. }
-        | Expr::Monoid { op: body, .. }
-        | Expr::Derivative { func: body, .. } => vec![*body],
-        Expr::WhileReverse { body, back, .. } => vec![*body, *back],
-        Expr::CustomVjp {
+        Expr::Build1(Build1 { body, .. })
+        | Expr::Gather(Gather { body, .. })
+        | Expr::Scatter(Scatter { body, .. })
+        | Expr::Fold(Fold { body, .. })
+        | Expr::Scan(Scan { body, .. })
+        | Expr::While(While { body, .. })
+        | Expr::Monoid(Monoid { op: body, .. })
+        | Expr::Derivative(Derivative { func: body, .. }) => vec![*body],
+        Expr::WhileReverse(WhileReverse { body, back, .. }) => vec![*body, *back],
+        Expr::CustomVjp(CustomVjp {
             primal, fwd, bwd, ..
-        } => vec![*primal, *fwd, *bwd],
-        Expr::CustomJvp { primal, lin, .. } => vec![*primal, *lin],
-        Expr::CustomLinear { bwd, .. } => vec![*bwd],
-        Expr::Cond {
+        }) => vec![*primal, *fwd, *bwd],
+        Expr::CustomJvp(CustomJvp { primal, lin, .. }) => vec![*primal, *lin],
+        Expr::CustomLinear(CustomLinear { bwd, .. }) => vec![*bwd],
+        Expr::Cond(Cond {
             then_block,
             else_block,
             ..
-        } => vec![*then_block, *else_block],
+        }) => vec![*then_block, *else_block],
         Expr::Atom(_)
         | Expr::Prim(..)
-        | Expr::Index { .. }
+        | Expr::Index(_)
         | Expr::SumOuter(_)
         | Expr::Table(_)
-        | Expr::Replicate { .. }
-        | Expr::Transpose { .. }
-        | Expr::Reshape { .. }
+        | Expr::Replicate(_)
+        | Expr::Transpose(_)
+        | Expr::Reshape(_)
         | Expr::Iota(_) => Vec::new(),
     }
 }
@@ -83,104 +91,104 @@ pub fn expr_blocks(expr: &Expr) -> Vec<BlockId> {
 pub fn map_expr_atoms(expr: &mut Expr, f: &mut impl FnMut(Atom) -> Atom) {
     match expr {
         Expr::Atom(atom)
-        | Expr::SumOuter(atom)
-        | Expr::Gather { array: atom, .. }
-        | Expr::Scatter { array: atom, .. }
-        | Expr::Replicate { array: atom, .. }
-        | Expr::Transpose { array: atom, .. }
-        | Expr::Reshape { array: atom, .. }
-        | Expr::Cond { cond: atom, .. } => *atom = f(*atom),
-        Expr::Prim(_, atoms)
-        | Expr::Table(atoms)
-        | Expr::Fold { init: atoms, .. }
-        | Expr::Scan { init: atoms, .. }
-        | Expr::While { init: atoms, .. } => {
+        | Expr::SumOuter(SumOuter(atom))
+        | Expr::Gather(Gather { array: atom, .. })
+        | Expr::Scatter(Scatter { array: atom, .. })
+        | Expr::Replicate(Replicate { array: atom, .. })
+        | Expr::Transpose(Transpose { array: atom, .. })
+        | Expr::Reshape(Reshape { array: atom, .. })
+        | Expr::Cond(Cond { cond: atom, .. }) => *atom = f(*atom),
+        Expr::Prim(PrimApp(_, atoms))
+        | Expr::Table(Table(atoms))
+        | Expr::Fold(Fold { init: atoms, .. })
+        | Expr::Scan(Scan { init: atoms, .. })
+        | Expr::While(While { init: atoms, .. }) => {
             for atom in atoms {
                 *atom = f(*atom);
             }
         }
-        Expr::Index { array, index } => {
+        Expr::Index(Index { array, index }) => {
             *array = f(*array);
             for atom in index {
                 *atom = f(*atom);
             }
         }
-        Expr::Derivative { primals, seeds, .. }
-        | Expr::WhileReverse {
+        Expr::Derivative(Derivative { primals, seeds, .. })
+        | Expr::WhileReverse(WhileReverse {
             init: primals,
             seeds,
             ..
-        }
-        | Expr::Monoid {
+        })
+        | Expr::Monoid(Monoid {
             arrays: primals,
             init: seeds,
             ..
-        } => {
+        }) => {
             for atom in primals.iter_mut().chain(seeds) {
                 *atom = f(*atom);
             }
         }
-        Expr::CustomVjp { args, .. } | Expr::CustomJvp { args, .. } => {
+        Expr::CustomVjp(CustomVjp { args, .. }) | Expr::CustomJvp(CustomJvp { args, .. }) => {
             for atom in args {
                 *atom = f(*atom);
             }
         }
-        Expr::CustomLinear {
+        Expr::CustomLinear(CustomLinear {
             residuals,
             operands,
             ..
-        } => {
+        }) => {
             for atom in residuals.iter_mut().chain(operands) {
                 *atom = f(*atom);
             }
         }
-        Expr::Build1 { .. } | Expr::Iota(_) => {}
+        Expr::Build1(_) | Expr::Iota(_) => {}
     }
 }
 
 /// Applies `f` to every block an expression owns, in `expr_blocks` order.
 pub fn map_expr_blocks(expr: &mut Expr, f: &mut impl FnMut(BlockId) -> BlockId) {
     match expr {
-        Expr::Build1 { body, .. }
-        | Expr::Gather { body, .. }
-        | Expr::Scatter { body, .. }
-        | Expr::Fold { body, .. }
-        | Expr::Scan { body, .. }
-        | Expr::While { body, .. }
-        | Expr::Monoid { op: body, .. }
-        | Expr::Derivative { func: body, .. } => *body = f(*body),
-        Expr::WhileReverse { body, back, .. } => {
+        Expr::Build1(Build1 { body, .. })
+        | Expr::Gather(Gather { body, .. })
+        | Expr::Scatter(Scatter { body, .. })
+        | Expr::Fold(Fold { body, .. })
+        | Expr::Scan(Scan { body, .. })
+        | Expr::While(While { body, .. })
+        | Expr::Monoid(Monoid { op: body, .. })
+        | Expr::Derivative(Derivative { func: body, .. }) => *body = f(*body),
+        Expr::WhileReverse(WhileReverse { body, back, .. }) => {
             *body = f(*body);
             *back = f(*back);
         }
-        Expr::CustomVjp {
+        Expr::CustomVjp(CustomVjp {
             primal, fwd, bwd, ..
-        } => {
+        }) => {
             *primal = f(*primal);
             *fwd = f(*fwd);
             *bwd = f(*bwd);
         }
-        Expr::CustomJvp { primal, lin, .. } => {
+        Expr::CustomJvp(CustomJvp { primal, lin, .. }) => {
             *primal = f(*primal);
             *lin = f(*lin);
         }
-        Expr::CustomLinear { bwd, .. } => *bwd = f(*bwd),
-        Expr::Cond {
+        Expr::CustomLinear(CustomLinear { bwd, .. }) => *bwd = f(*bwd),
+        Expr::Cond(Cond {
             then_block,
             else_block,
             ..
-        } => {
+        }) => {
             *then_block = f(*then_block);
             *else_block = f(*else_block);
         }
         Expr::Atom(_)
         | Expr::Prim(..)
-        | Expr::Index { .. }
+        | Expr::Index(_)
         | Expr::SumOuter(_)
         | Expr::Table(_)
-        | Expr::Replicate { .. }
-        | Expr::Transpose { .. }
-        | Expr::Reshape { .. }
+        | Expr::Replicate(_)
+        | Expr::Transpose(_)
+        | Expr::Reshape(_)
         | Expr::Iota(_) => {}
     }
 }

@@ -100,7 +100,11 @@ use std::sync::{Arc, Mutex};
 use rayon::prelude::*;
 
 use crate::core::ids::IdVec;
-use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::ir::{
+    ArrTy, Atom, BlockId, Build1, Cond, Elem, Expr, Fold, Gather, Index, Iota, PrimApp, Program,
+    Replicate, Reshape, Scalar, Scan, Scatter, Stmt, SumOuter, Table, Transpose, VarId, While,
+    WhileReverse,
+};
 use crate::core::kernel::Schedule;
 use crate::core::value::{Array, ArrayData};
 use crate::core::visit::var_of;
@@ -698,17 +702,17 @@ impl Exec<'_> {
         let reader = stmt.binders.first().copied().unwrap_or(VarId(u32::MAX));
         let res = match &stmt.expr {
             Expr::Atom(atom) => self.tensor(atom),
-            Expr::Prim(prim, operands) => {
+            Expr::Prim(PrimApp(prim, operands)) => {
                 let operands: Vec<Tensor> = operands.iter().map(|atom| self.tensor(atom)).collect();
                 self.release(dying);
                 let shape = &self.binder_ty(stmt, 0).shape;
                 elementwise::eval_prim(*prim, operands, shape)
             }
-            Expr::Build1 { size, body } if self.batch_build1 => {
+            Expr::Build1(Build1 { size, body }) if self.batch_build1 => {
                 return self.build1_batched(stmt, *size, *body)
             }
-            Expr::Build1 { size, body } => return self.build1_fallback(stmt, *size, *body),
-            Expr::Index { array, index } => {
+            Expr::Build1(Build1 { size, body }) => return self.build1_fallback(stmt, *size, *body),
+            Expr::Index(Index { array, index }) => {
                 let array = self.tensor(array);
                 let index: Vec<i64> = index
                     .iter()
@@ -716,10 +720,12 @@ impl Exec<'_> {
                     .collect();
                 self.index_plain(&array, &index, reader, self.binder_ty(stmt, 0))?
             }
-            Expr::SumOuter(array) => reduce::sum_axis(&self.tensor(array), 0),
-            Expr::Gather { shape, array, body } => self.gather(stmt, shape, array, *body)?,
-            Expr::Scatter { shape, array, body } => self.scatter(shape, array, *body)?,
-            Expr::Table(atoms) => {
+            Expr::SumOuter(SumOuter(array)) => reduce::sum_axis(&self.tensor(array), 0),
+            Expr::Gather(Gather { shape, array, body }) => {
+                self.gather(stmt, shape, array, *body)?
+            }
+            Expr::Scatter(Scatter { shape, array, body }) => self.scatter(shape, array, *body)?,
+            Expr::Table(Table(atoms)) => {
                 if atoms.is_empty() {
                     Tensor::zeros(self.binder_ty(stmt, 0))
                 } else if let Some(table) = constant_table(atoms) {
@@ -729,14 +735,16 @@ impl Exec<'_> {
                     stack(0, &parts)
                 }
             }
-            Expr::Replicate { count, array } => replicate(&self.tensor(array), 0, *count),
-            Expr::Transpose { perm, array } => transpose(&self.tensor(array), 0, perm),
-            Expr::Reshape { shape, array } => self.tensor(array).reshape(shape),
-            Expr::Cond {
+            Expr::Replicate(Replicate { count, array }) => {
+                replicate(&self.tensor(array), 0, *count)
+            }
+            Expr::Transpose(Transpose { perm, array }) => transpose(&self.tensor(array), 0, perm),
+            Expr::Reshape(Reshape { shape, array }) => self.tensor(array).reshape(shape),
+            Expr::Cond(Cond {
                 cond,
                 then_block,
                 else_block,
-            } => {
+            }) => {
                 let taken = if as_bool(&self.tensor(cond)) {
                     *then_block
                 } else {
@@ -745,8 +753,8 @@ impl Exec<'_> {
                 let results = self.eval_block(taken, Vec::new(), None)?;
                 return Ok(results.into_iter().map(|slot| slot.tensor).collect());
             }
-            Expr::Iota(size) => Tensor::I64(from_vec(&[*size], (0..*size as i64).collect())),
-            Expr::Fold { size, init, body } => {
+            Expr::Iota(Iota(size)) => Tensor::I64(from_vec(&[*size], (0..*size as i64).collect())),
+            Expr::Fold(Fold { size, init, body }) => {
                 if let Some(res) = self.scalar_loop(*size, init, *body)? {
                     return Ok(res);
                 }
@@ -761,17 +769,17 @@ impl Exec<'_> {
                 self.leave_loop(outermost);
                 return Ok(carry.into_iter().map(|slot| slot.tensor).collect());
             }
-            Expr::While { init, body } => {
+            Expr::While(While { init, body }) => {
                 let carry: Vec<Slot> = init.iter().map(|atom| self.slot(atom)).collect();
                 let (carry, _) = self.run_while(carry, *body, false)?;
                 return Ok(carry.into_iter().map(|slot| slot.tensor).collect());
             }
-            Expr::WhileReverse {
+            Expr::WhileReverse(WhileReverse {
                 init,
                 seeds,
                 body,
                 back,
-            } => {
+            }) => {
                 let carry: Vec<Slot> = init.iter().map(|atom| self.slot(atom)).collect();
                 let (_, trajectory) = self.run_while(carry, *body, true)?;
                 let mut acc: Vec<Slot> = seeds.iter().map(|atom| self.slot(atom)).collect();
@@ -783,13 +791,13 @@ impl Exec<'_> {
                 }
                 return Ok(acc.into_iter().map(|slot| slot.tensor).collect());
             }
-            Expr::Derivative { .. } => unreachable!("{}", crate::core::ir::EXPANDED),
-            Expr::CustomVjp { .. } | Expr::CustomJvp { .. } | Expr::CustomLinear { .. } => {
+            Expr::Derivative(_) => unreachable!("{}", crate::core::ir::EXPANDED),
+            Expr::CustomVjp(_) | Expr::CustomJvp(_) | Expr::CustomLinear(_) => {
                 unreachable!("{}", crate::core::ir::CUSTOM_INLINED)
             }
             // Lines of (chunk, lane) pairs on typed lanes, or compiled chains, in the order of
             // Note [Monoid order] (`ops::monoid`).
-            Expr::Monoid { .. } => {
+            Expr::Monoid(_) => {
                 let kept = vec![monoid::Kept::Stored; stmt.binders.len()];
                 let run = self.eval_monoid(stmt, &fused::Fused::none(), &kept)?;
                 return Ok(run
@@ -798,7 +806,7 @@ impl Exec<'_> {
                     .map(|tensor| tensor.expect("every result is stored"))
                     .collect());
             }
-            Expr::Scan { size, init, body } => {
+            Expr::Scan(Scan { size, init, body }) => {
                 if let Some(res) = self.scalar_loop(*size, init, *body)? {
                     return Ok(res);
                 }
@@ -1138,10 +1146,10 @@ impl Exec<'_> {
             block.stmts.iter().find(|stmt| stmt.binders == [*var])
         };
         let table_read = |stmt: &Stmt| match &stmt.expr {
-            Expr::Index {
+            Expr::Index(Index {
                 array: Atom::Var(table),
                 index,
-            } if *index == params => {
+            }) if *index == params => {
                 let slot = self.env[*table].as_ref()?;
                 (!slot.batched && slot.tensor.shape() == grid).then_some(&slot.tensor)
             }
@@ -1149,7 +1157,9 @@ impl Exec<'_> {
         };
         // `cast_i64` of such a read: the table read.
         let cast_read = |stmt: &Stmt| match &stmt.expr {
-            Expr::Prim(Prim::Cast(Elem::I64), operands) => table_read(bound_by(&operands[0])?),
+            Expr::Prim(PrimApp(Prim::Cast(Elem::I64), operands)) => {
+                table_read(bound_by(&operands[0])?)
+            }
             _ => None,
         };
         // Every statement must be such a read or its cast: nothing else is left to run.
@@ -1255,31 +1265,35 @@ impl Exec<'_> {
         let n_batch = batch.shape.len();
         let res = match &stmt.expr {
             Expr::Atom(atom) => return Ok(vec![self.slot(atom)]),
-            Expr::Prim(prim, operands) => {
+            Expr::Prim(PrimApp(prim, operands)) => {
                 let operands: Vec<Tensor> = operands.iter().map(|atom| self.tensor(atom)).collect();
                 self.release(dying);
                 let shape = batch.batched_shape(&self.binder_ty(stmt, 0).shape);
                 elementwise::eval_prim(*prim, operands, &shape)
             }
-            Expr::Index { array, index } => self.index_batched(stmt, array, index, batch),
-            Expr::SumOuter(array) => reduce::sum_axis(&self.lifted(array, batch), n_batch),
-            Expr::Table(atoms) => {
+            Expr::Index(Index { array, index }) => self.index_batched(stmt, array, index, batch),
+            Expr::SumOuter(SumOuter(array)) => {
+                reduce::sum_axis(&self.lifted(array, batch), n_batch)
+            }
+            Expr::Table(Table(atoms)) => {
                 let parts: Vec<Tensor> =
                     atoms.iter().map(|atom| self.lifted(atom, batch)).collect();
                 stack(n_batch, &parts)
             }
-            Expr::Replicate { count, array } => {
+            Expr::Replicate(Replicate { count, array }) => {
                 replicate(&self.lifted(array, batch), n_batch, *count)
             }
-            Expr::Transpose { perm, array } => transpose(&self.lifted(array, batch), n_batch, perm),
-            Expr::Reshape { shape, array } => self
+            Expr::Transpose(Transpose { perm, array }) => {
+                transpose(&self.lifted(array, batch), n_batch, perm)
+            }
+            Expr::Reshape(Reshape { shape, array }) => self
                 .lifted(array, batch)
                 .reshape(&batch.batched_shape(shape)),
-            Expr::Cond {
+            Expr::Cond(Cond {
                 cond,
                 then_block,
                 else_block,
-            } => return self.cond_batched(stmt, cond, *then_block, *else_block, batch),
+            }) => return self.cond_batched(stmt, cond, *then_block, *else_block, batch),
             // No operands, so never batched.
             Expr::Iota(_) => {
                 return Ok(self
@@ -1288,18 +1302,18 @@ impl Exec<'_> {
                     .map(Slot::plain)
                     .collect())
             }
-            Expr::Build1 { .. }
-            | Expr::Gather { .. }
-            | Expr::Scatter { .. }
-            | Expr::Fold { .. }
-            | Expr::Scan { .. }
-            | Expr::While { .. }
-            | Expr::WhileReverse { .. }
-            | Expr::Monoid { .. }
-            | Expr::CustomVjp { .. }
-            | Expr::CustomJvp { .. }
-            | Expr::CustomLinear { .. }
-            | Expr::Derivative { .. } => return Err(Stop::Unbatchable),
+            Expr::Build1(_)
+            | Expr::Gather(_)
+            | Expr::Scatter(_)
+            | Expr::Fold(_)
+            | Expr::Scan(_)
+            | Expr::While(_)
+            | Expr::WhileReverse(_)
+            | Expr::Monoid(_)
+            | Expr::CustomVjp(_)
+            | Expr::CustomJvp(_)
+            | Expr::CustomLinear(_)
+            | Expr::Derivative(_) => return Err(Stop::Unbatchable),
         };
         Ok(vec![Slot::batched(res)])
     }

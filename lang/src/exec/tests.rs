@@ -1050,7 +1050,7 @@ fn has_build1(program: &Program) -> bool {
         block
             .stmts
             .iter()
-            .any(|stmt| matches!(stmt.expr, crate::core::ir::Expr::Build1 { .. }))
+            .any(|stmt| matches!(stmt.expr, crate::core::ir::Expr::Build1(_)))
     })
 }
 

@@ -15,7 +15,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::core::ir::{Atom, BlockId, Expr, Program, VarId};
+use crate::core::ir::{
+    Atom, BlockId, Expr, PrimApp, Program, Replicate, SumOuter, Transpose, VarId,
+};
 use crate::core::visit::{collect_uses, reachable_blocks};
 use crate::ops::sum_outer::{self, AxisRole};
 use crate::prim::Prim;
@@ -80,7 +82,8 @@ fn find_in_block(
         .collect();
     let single_use = |var: VarId| n_uses.get(&var).copied().unwrap_or(0) == 1;
     for stmt in &program.blocks[block].stmts {
-        let (Expr::SumOuter(Atom::Var(summed)), [sum]) = (&stmt.expr, stmt.binders.as_slice())
+        let (Expr::SumOuter(SumOuter(Atom::Var(summed))), [sum]) =
+            (&stmt.expr, stmt.binders.as_slice())
         else {
             continue;
         };
@@ -92,10 +95,10 @@ fn find_in_block(
         let rank = program.var_ty(product).rank();
         // Axis `a` of the summed value is axis `order[a]` of the product.
         let mut order: Vec<usize> = (0..rank).collect();
-        if let Some(Expr::Transpose {
+        if let Some(Expr::Transpose(Transpose {
             perm,
             array: Atom::Var(inner),
-        }) = defs.get(&product)
+        })) = defs.get(&product)
         {
             if !single_use(product) {
                 continue;
@@ -104,7 +107,7 @@ fn find_in_block(
             order = full_perm(perm, rank);
             product = *inner;
         }
-        let Some(Expr::Prim(Prim::Mul, operands)) = defs.get(&product) else {
+        let Some(Expr::Prim(PrimApp(Prim::Mul, operands))) = defs.get(&product) else {
             continue;
         };
         let [Atom::Var(x), Atom::Var(y)] = operands.as_slice() else {
@@ -143,14 +146,14 @@ fn trace(
     let mut current = var;
     let mut chain = Vec::new();
     let mut chain_open = true;
-    while let Some(Expr::Replicate {
+    while let Some(Expr::Replicate(Replicate {
         array: Atom::Var(next),
         ..
-    })
-    | Some(Expr::Transpose {
+    }))
+    | Some(Expr::Transpose(Transpose {
         array: Atom::Var(next),
         ..
-    }) = defs.get(&current)
+    })) = defs.get(&current)
     {
         let next = *next;
         // A step used elsewhere stays (and so do the steps below it).
@@ -165,8 +168,8 @@ fn trace(
     let mut axes: Vec<Option<usize>> = (0..program.var_ty(base).rank()).map(Some).collect();
     for &step in steps.iter().rev() {
         axes = match defs.get(&step) {
-            Some(Expr::Replicate { .. }) => std::iter::once(None).chain(axes).collect(),
-            Some(Expr::Transpose { perm, .. }) => full_perm(perm, axes.len())
+            Some(Expr::Replicate(_)) => std::iter::once(None).chain(axes).collect(),
+            Some(Expr::Transpose(Transpose { perm, .. })) => full_perm(perm, axes.len())
                 .iter()
                 .map(|&axis| axes[axis])
                 .collect(),

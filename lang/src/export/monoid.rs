@@ -37,7 +37,7 @@ use super::mlir::{i64_array, Val};
 use super::prims;
 use super::stablehlo::Cx;
 use super::ExportError;
-use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, MonoidKind, Program, Scalar};
+use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, MonoidKind, PrimApp, Program, Scalar};
 use crate::prim::{ArgumentOrder, Prim};
 
 /// Whether `op` (a monoid operator: params the k left then the k right scalar operands)
@@ -150,7 +150,7 @@ impl Dag {
         };
         for stmt in &block.stmts {
             let id = match (&stmt.expr, stmt.binders.as_slice()) {
-                (Expr::Prim(prim, args), [_]) => {
+                (Expr::Prim(PrimApp(prim, args)), [_]) => {
                     let args = args
                         .iter()
                         .map(|arg| atom(self, &env, arg))
@@ -472,6 +472,7 @@ impl Cx<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::ir::Monoid;
     use crate::core::parse::parse_program;
     use crate::export::tests::{monoid_program, ADD, AFFINE, LOGSUMEXP};
 
@@ -482,7 +483,7 @@ mod tests {
             .stmts
             .iter()
             .find_map(|stmt| match stmt.expr {
-                Expr::Monoid { op, .. } => Some(op),
+                Expr::Monoid(Monoid { op, .. }) => Some(op),
                 _ => None,
             })
             .expect("a monoid statement");

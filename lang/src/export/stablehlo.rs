@@ -29,7 +29,10 @@ use std::collections::{HashMap, HashSet};
 
 use super::mlir::{i64_array, list, tensor_type, tensor_types, Val, Writer};
 use super::{contract, prims, ExportError};
-use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, Program, Scalar, VarId};
+use crate::core::ir::{
+    ArrTy, Atom, BlockId, Cond, Elem, Expr, Fold, Gather, Index, Iota, Monoid, PrimApp, Program,
+    Replicate, Reshape, Scalar, Scan, Scatter, SumOuter, Table, Transpose, VarId, While,
+};
 use crate::core::value::Array;
 
 /// How `@main` gets an input of the program.
@@ -226,7 +229,7 @@ impl Cx<'_> {
         let one = |val: Val| Ok(vec![val]);
         match expr {
             Expr::Atom(atom) => one(self.atom(atom)?),
-            Expr::Prim(prim, atoms) => {
+            Expr::Prim(PrimApp(prim, atoms)) => {
                 let args = atoms
                     .iter()
                     .map(|atom| self.atom(atom))
@@ -257,7 +260,7 @@ impl Cx<'_> {
                 };
                 one(prims::emit(&mut self.writer, *prim, &args, elem)?)
             }
-            Expr::Index { array, index } => {
+            Expr::Index(Index { array, index }) => {
                 if let Atom::Var(var) = array {
                     if in_index_function && self.lifted.contains(var) {
                         return Err(ExportError::new(
@@ -290,25 +293,25 @@ impl Cx<'_> {
                 let contraction = self.plan.contractions[&binders[0]].clone();
                 one(self.dot_general(&contraction, program.var_ty(binders[0]))?)
             }
-            Expr::SumOuter(atom) => {
+            Expr::SumOuter(SumOuter(atom)) => {
                 let array = self.atom(atom)?;
                 one(self.reduce_sum(&array, &[0]))
             }
-            Expr::Gather { shape, array, body } => {
+            Expr::Gather(Gather { shape, array, body }) => {
                 let source = self.atom(array)?;
                 let n_params = program.blocks[*body].params.len();
                 let grid = shape[..n_params].to_vec();
                 let indices = self.index_function(*body, &grid)?;
                 one(self.gather_rows(&source, &indices, &grid))
             }
-            Expr::Scatter { shape, array, body } => {
+            Expr::Scatter(Scatter { shape, array, body }) => {
                 let source = self.atom(array)?;
                 let n_params = program.blocks[*body].params.len();
                 let grid = source.ty.shape[..n_params].to_vec();
                 let indices = self.index_function(*body, &grid)?;
                 one(self.scatter_rows(&source, &indices, shape))
             }
-            Expr::Table(atoms) => {
+            Expr::Table(Table(atoms)) => {
                 let Some(&binder) = binders.first() else {
                     return Err(ExportError::new("table", "no binder"));
                 };
@@ -326,11 +329,11 @@ impl Cx<'_> {
                     .writer
                     .op("stablehlo.concatenate", &refs, "{dimension = 0 : i64}", ty))
             }
-            Expr::Replicate { count, array } => {
+            Expr::Replicate(Replicate { count, array }) => {
                 let val = self.atom(array)?;
                 one(self.broadcast_leading(&val, &[*count]))
             }
-            Expr::Transpose { perm, array } => {
+            Expr::Transpose(Transpose { perm, array }) => {
                 let val = self.atom(array)?;
                 let mut full = perm.clone();
                 full.extend(perm.len()..val.ty.rank());
@@ -343,7 +346,7 @@ impl Cx<'_> {
                     ArrTy::new(shape, val.ty.elem),
                 ))
             }
-            Expr::Reshape { shape, array } => {
+            Expr::Reshape(Reshape { shape, array }) => {
                 let val = self.atom(array)?;
                 one(self.writer.op(
                     "stablehlo.reshape",
@@ -352,17 +355,17 @@ impl Cx<'_> {
                     ArrTy::new(shape.clone(), val.ty.elem),
                 ))
             }
-            Expr::Iota(size) => one(self.writer.op(
+            Expr::Iota(Iota(size)) => one(self.writer.op(
                 "stablehlo.iota",
                 &[],
                 "{iota_dimension = 0 : i64}",
                 ArrTy::new(vec![*size], Elem::I64),
             )),
-            Expr::Cond {
+            Expr::Cond(Cond {
                 cond,
                 then_block,
                 else_block,
-            } => {
+            }) => {
                 let pred = self.atom(cond)?;
                 let tys: Vec<ArrTy> = binders
                     .iter()
@@ -378,28 +381,32 @@ impl Cx<'_> {
                     tys,
                 ))
             }
-            Expr::Fold { size, init, body } => self.sequential(false, *size, init, *body, binders),
-            Expr::Scan { size, init, body } => self.sequential(true, *size, init, *body, binders),
-            Expr::While { init, body } => self.while_loop(init, *body),
-            Expr::WhileReverse { .. } => Err(ExportError::new(
+            Expr::Fold(Fold { size, init, body }) => {
+                self.sequential(false, *size, init, *body, binders)
+            }
+            Expr::Scan(Scan { size, init, body }) => {
+                self.sequential(true, *size, init, *body, binders)
+            }
+            Expr::While(While { init, body }) => self.while_loop(init, *body),
+            Expr::WhileReverse(_) => Err(ExportError::new(
                 "while_reverse",
                 "the reverse sweep of a while keeps the carries of a number of steps known only \
                  as it runs, which StableHLO's static shapes cannot hold",
             )),
-            Expr::Build1 { .. } => Err(ExportError::new(
+            Expr::Build1(_) => Err(ExportError::new(
                 "build1",
                 "the BOT leaves no `build1` in the bulk IR; export runs after it",
             )),
-            Expr::Derivative { .. } => Err(ExportError::new("jvp/vjp", crate::core::ir::EXPANDED)),
-            Expr::CustomVjp { .. } | Expr::CustomJvp { .. } | Expr::CustomLinear { .. } => Err(
+            Expr::Derivative(_) => Err(ExportError::new("jvp/vjp", crate::core::ir::EXPANDED)),
+            Expr::CustomVjp(_) | Expr::CustomJvp(_) | Expr::CustomLinear(_) => Err(
                 ExportError::new("custom_vjp", crate::core::ir::CUSTOM_INLINED),
             ),
-            Expr::Monoid {
+            Expr::Monoid(Monoid {
                 kind,
                 arrays,
                 init,
                 op,
-            } => self.monoid(*kind, arrays, init, *op),
+            }) => self.monoid(*kind, arrays, init, *op),
         }
     }
 
@@ -776,26 +783,24 @@ fn dimension_fields(fields: &[(&str, &Vec<usize>)], index_vector_dim: usize) -> 
 fn expr_name(expr: &Expr) -> String {
     match expr {
         Expr::Atom(_) => "copy".into(),
-        Expr::Prim(prim, _) => prim.name(),
-        Expr::Build1 { .. } => "build1".into(),
-        Expr::Index { .. } => "index".into(),
+        Expr::Prim(PrimApp(prim, _)) => prim.name(),
+        Expr::Build1(_) => "build1".into(),
+        Expr::Index(_) => "index".into(),
         Expr::SumOuter(_) => "sumOuter".into(),
-        Expr::Gather { .. } => "gather".into(),
-        Expr::Scatter { .. } => "scatter".into(),
+        Expr::Gather(_) => "gather".into(),
+        Expr::Scatter(_) => "scatter".into(),
         Expr::Table(_) => "table".into(),
-        Expr::Replicate { .. } => "replicate".into(),
-        Expr::Transpose { .. } => "tr".into(),
-        Expr::Reshape { .. } => "reshape".into(),
-        Expr::Cond { .. } => "cond".into(),
+        Expr::Replicate(_) => "replicate".into(),
+        Expr::Transpose(_) => "tr".into(),
+        Expr::Reshape(_) => "reshape".into(),
+        Expr::Cond(_) => "cond".into(),
         Expr::Iota(_) => "iota".into(),
-        Expr::Fold { .. } => "fold".into(),
-        Expr::Scan { .. } => "scan".into(),
-        Expr::While { .. } => "while".into(),
-        Expr::WhileReverse { .. } => "while_reverse".into(),
-        Expr::Derivative { .. } => "jvp/vjp".into(),
-        Expr::CustomVjp { .. } | Expr::CustomJvp { .. } | Expr::CustomLinear { .. } => {
-            "custom_vjp".into()
-        }
-        Expr::Monoid { kind, .. } => kind.name().into(),
+        Expr::Fold(_) => "fold".into(),
+        Expr::Scan(_) => "scan".into(),
+        Expr::While(_) => "while".into(),
+        Expr::WhileReverse(_) => "while_reverse".into(),
+        Expr::Derivative(_) => "jvp/vjp".into(),
+        Expr::CustomVjp(_) | Expr::CustomJvp(_) | Expr::CustomLinear(_) => "custom_vjp".into(),
+        Expr::Monoid(Monoid { kind, .. }) => kind.name().into(),
     }
 }

@@ -34,7 +34,10 @@
 use std::collections::HashMap;
 
 use crate::core::inline::clone_block;
-use crate::core::ir::{ArrTy, Atom, Block, BlockId, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::ir::{
+    ArrTy, Atom, Block, BlockId, Cond, Expr, Gather, Index, PrimApp, Program, Replicate, Reshape,
+    Scalar, Scatter, Stmt, SumOuter, Table, Transpose, VarId,
+};
 use crate::ops;
 use crate::prim::{Emitter, NotLinear, Prim};
 
@@ -161,7 +164,7 @@ impl<'p> Builder<'p> {
         let ty = self.ty(&array);
         let shape = std::iter::once(count).chain(ty.shape).collect();
         self.emit1(
-            Expr::Replicate { count, array },
+            Expr::Replicate(Replicate { count, array }),
             ArrTy::new(shape, ty.elem),
             hint,
         )
@@ -232,7 +235,7 @@ impl Emitter for Builder<'_> {
             .result_elem(&elems)
             .expect("derivative rules emit well-typed primitives");
         self.emit1(
-            Expr::Prim(prim, args),
+            Expr::Prim(PrimApp(prim, args)),
             ArrTy::new(shape, elem),
             &prim.name(),
         )
@@ -318,26 +321,26 @@ fn jvp_stmt(
     // The primal statement is kept as it is (Fig 13's D' on everything non-differentiable),
     // followed by its tangent's statements.
     match &stmt.expr {
-        Expr::Cond {
+        Expr::Cond(Cond {
             cond,
             then_block,
             else_block,
-        } => ops::cond::jvp_cond(builder, stmt, *cond, *then_block, *else_block, tangents),
-        Expr::Fold { .. } | Expr::Scan { .. } => ops::loops::jvp_loop(builder, stmt, tangents),
-        Expr::While { .. } => ops::while_loop::jvp_while(builder, stmt, tangents),
-        Expr::WhileReverse { .. } => Err(AdError::NoRule(
+        }) => ops::cond::jvp_cond(builder, stmt, *cond, *then_block, *else_block, tangents),
+        Expr::Fold(_) | Expr::Scan(_) => ops::loops::jvp_loop(builder, stmt, tangents),
+        Expr::While(_) => ops::while_loop::jvp_while(builder, stmt, tangents),
+        Expr::WhileReverse(_) => Err(AdError::NoRule(
             "forward mode through the reverse sweep of a while loop (a second derivative \
              through a while) is not supported yet"
                 .into(),
         )),
-        Expr::Monoid { .. } => builder.jvp_monoid(stmt, tangents),
-        Expr::CustomVjp { .. } => ops::custom::jvp_custom_vjp(builder, stmt, tangents),
-        Expr::CustomJvp { .. } => ops::custom::jvp_custom_jvp(builder, stmt, tangents),
-        Expr::CustomLinear { .. } => Err(AdError::NoRule(ops::custom::NO_FORWARD_RULE.into())),
-        Expr::Build1 { .. } | Expr::Derivative { .. } => Err(AdError::NoRule(
+        Expr::Monoid(_) => builder.jvp_monoid(stmt, tangents),
+        Expr::CustomVjp(_) => ops::custom::jvp_custom_vjp(builder, stmt, tangents),
+        Expr::CustomJvp(_) => ops::custom::jvp_custom_jvp(builder, stmt, tangents),
+        Expr::CustomLinear(_) => Err(AdError::NoRule(ops::custom::NO_FORWARD_RULE.into())),
+        Expr::Build1(_) | Expr::Derivative(_) => Err(AdError::NoRule(
             "differentiation expects build-free (BOT) input without derivatives".into(),
         )),
-        Expr::Prim(prim, args) => {
+        Expr::Prim(PrimApp(prim, args)) => {
             builder.stmts.push(stmt.clone());
             let binder = stmt.binders[0];
             if builder.program.var_ty(binder).elem.is_float() {
@@ -350,13 +353,13 @@ fn jvp_stmt(
             Ok(())
         }
         Expr::Atom(_)
-        | Expr::Index { .. }
-        | Expr::Gather { .. }
-        | Expr::Scatter { .. }
+        | Expr::Index(_)
+        | Expr::Gather(_)
+        | Expr::Scatter(_)
         | Expr::SumOuter(_)
-        | Expr::Replicate { .. }
-        | Expr::Transpose { .. }
-        | Expr::Reshape { .. }
+        | Expr::Replicate(_)
+        | Expr::Transpose(_)
+        | Expr::Reshape(_)
         | Expr::Table(_)
         | Expr::Iota(_) => {
             builder.stmts.push(stmt.clone());
@@ -452,7 +455,7 @@ pub(crate) fn split(program: &mut Program, stmts: &[Stmt]) -> (Vec<Stmt>, Vec<Li
             items.push(LinearItem::Stmt(stmt.clone()));
         } else {
             let (primal, item) = match stmt.expr {
-                Expr::While { .. } => crate::ops::while_loop::split_while(program, stmt),
+                Expr::While(_) => crate::ops::while_loop::split_while(program, stmt),
                 _ => crate::ops::loops::split_loop(program, stmt),
             };
             forward.push(primal);
@@ -521,10 +524,10 @@ fn transpose_stmt(
     stmt: &Stmt,
     cts: &mut HashMap<VarId, Atom>,
 ) -> Result<(), AdError> {
-    if let Expr::Monoid { .. } = &stmt.expr {
+    if let Expr::Monoid(_) = &stmt.expr {
         return builder.transpose_monoid(stmt, cts);
     }
-    if let Expr::CustomLinear { .. } = &stmt.expr {
+    if let Expr::CustomLinear(_) = &stmt.expr {
         return ops::custom::transpose_custom_linear(builder, stmt, cts);
     }
     let binder = stmt.binders[0];
@@ -540,7 +543,7 @@ fn transpose_stmt(
                 builder.add_to(cts, *atom, ct);
             }
         }
-        Expr::Prim(prim, args) => {
+        Expr::Prim(PrimApp(prim, args)) => {
             let mask: Vec<bool> = args.iter().map(|atom| builder.is_linear(atom)).collect();
             if mask.iter().any(|flag| *flag) {
                 let contributions = prim.transpose(builder, args, &mask, ct)?;
@@ -551,30 +554,32 @@ fn transpose_stmt(
                 }
             }
         }
-        Expr::Index { array, index } => builder.transpose_index(*array, index, ct, cts),
-        Expr::Gather { array, body, .. } => {
+        Expr::Index(Index { array, index }) => builder.transpose_index(*array, index, ct, cts),
+        Expr::Gather(Gather { array, body, .. }) => {
             builder.transpose_gather_scatter(true, *array, *body, ct, cts)
         }
-        Expr::Scatter { array, body, .. } => {
+        Expr::Scatter(Scatter { array, body, .. }) => {
             builder.transpose_gather_scatter(false, *array, *body, ct, cts)
         }
-        Expr::SumOuter(array) => builder.transpose_sum_outer(*array, ct, cts),
-        Expr::Replicate { array, .. } => builder.transpose_replicate(*array, ct, cts),
-        Expr::Transpose { perm, array } => builder.transpose_transpose(perm, *array, ct, cts),
-        Expr::Reshape { array, .. } => builder.transpose_reshape(*array, ct, cts),
-        Expr::Table(items) => builder.transpose_table(items, ct, cts),
+        Expr::SumOuter(SumOuter(array)) => builder.transpose_sum_outer(*array, ct, cts),
+        Expr::Replicate(Replicate { array, .. }) => builder.transpose_replicate(*array, ct, cts),
+        Expr::Transpose(Transpose { perm, array }) => {
+            builder.transpose_transpose(perm, *array, ct, cts)
+        }
+        Expr::Reshape(Reshape { array, .. }) => builder.transpose_reshape(*array, ct, cts),
+        Expr::Table(Table(items)) => builder.transpose_table(items, ct, cts),
         Expr::Iota(_) => {}
-        Expr::Cond { .. }
-        | Expr::Fold { .. }
-        | Expr::Scan { .. }
-        | Expr::While { .. }
-        | Expr::WhileReverse { .. }
-        | Expr::Monoid { .. }
-        | Expr::CustomVjp { .. }
-        | Expr::CustomJvp { .. }
-        | Expr::CustomLinear { .. }
-        | Expr::Build1 { .. }
-        | Expr::Derivative { .. } => {
+        Expr::Cond(_)
+        | Expr::Fold(_)
+        | Expr::Scan(_)
+        | Expr::While(_)
+        | Expr::WhileReverse(_)
+        | Expr::Monoid(_)
+        | Expr::CustomVjp(_)
+        | Expr::CustomJvp(_)
+        | Expr::CustomLinear(_)
+        | Expr::Build1(_)
+        | Expr::Derivative(_) => {
             return Err(AdError::NotLinear(
                 "a linear statement of an unexpected form".into(),
             ))

@@ -8,7 +8,11 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::ir::{
+    ArrTy, Atom, BlockId, Cond, Elem, Expr, Fold, Gather, Index, Iota, Monoid, PrimApp, Program,
+    Replicate, Reshape, Scalar, Scan, Scatter, Stmt, SumOuter, Table, Transpose, VarId, While,
+    WhileReverse,
+};
 use crate::core::visit::collect_uses;
 use crate::core::visit::{expr_atoms, expr_blocks};
 use crate::prim::Prim;
@@ -125,10 +129,10 @@ impl<'p> Batcher<'p> {
                 let ty = self.program.atom_ty(&atom);
                 let ty = self.batched_ty(&ty);
                 self.emit1(
-                    Expr::Replicate {
+                    Expr::Replicate(Replicate {
                         count: self.size,
                         array: atom,
-                    },
+                    }),
                     ty,
                     "rep",
                 )
@@ -149,7 +153,7 @@ impl<'p> Batcher<'p> {
                     return iota;
                 }
                 let iota = self.emit1(
-                    Expr::Iota(self.size),
+                    Expr::Iota(Iota(self.size)),
                     ArrTy::new(vec![self.size], Elem::I64),
                     "iota",
                 );
@@ -163,7 +167,7 @@ impl<'p> Batcher<'p> {
                     .map(|arg| Atom::Var(self.materialise(arg)))
                     .collect();
                 self.emit1(
-                    Expr::Prim(*prim, args),
+                    Expr::Prim(PrimApp(*prim, args)),
                     ArrTy::new(vec![self.size], *elem),
                     &prim.name(),
                 )
@@ -185,10 +189,10 @@ impl<'p> Batcher<'p> {
                 self.emit_to(
                     lambda,
                     vec![res],
-                    Expr::Index {
+                    Expr::Index(Index {
                         array: Atom::Var(var),
                         index: vec![Atom::Var(batch)],
-                    },
+                    }),
                 );
                 Atom::Var(res)
             }
@@ -208,7 +212,7 @@ impl<'p> Batcher<'p> {
                     return Atom::Lit(prim.eval(&scalars));
                 }
                 let res = self.new_var(ArrTy::scalar(*elem), &prim.name());
-                self.emit_to(lambda, vec![res], Expr::Prim(*prim, args));
+                self.emit_to(lambda, vec![res], Expr::Prim(PrimApp(*prim, args)));
                 Atom::Var(res)
             }
         }
@@ -246,65 +250,69 @@ impl<'p> Batcher<'p> {
         let binder = || stmt.binders[0];
         let status = match &stmt.expr {
             Expr::Atom(atom) => self.status(*atom),
-            Expr::Prim(prim, args) => self.batch_prim(*prim, args, binder()),
-            Expr::Index { array, index } => self.batch_index(*array, index, binder()),
-            Expr::SumOuter(array) => self.batch_sum_outer(*array, binder()),
-            Expr::Gather { shape, array, body } => {
+            Expr::Prim(PrimApp(prim, args)) => self.batch_prim(*prim, args, binder()),
+            Expr::Index(Index { array, index }) => self.batch_index(*array, index, binder()),
+            Expr::SumOuter(SumOuter(array)) => self.batch_sum_outer(*array, binder()),
+            Expr::Gather(Gather { shape, array, body }) => {
                 self.batch_gather_scatter(true, shape, *array, *body, binder())
             }
-            Expr::Scatter { shape, array, body } => {
+            Expr::Scatter(Scatter { shape, array, body }) => {
                 self.batch_gather_scatter(false, shape, *array, *body, binder())
             }
-            Expr::Table(items) => self.batch_table(items, binder()),
-            Expr::Replicate { count, array } => self.batch_replicate(*count, *array, binder()),
-            Expr::Transpose { perm, array } => self.batch_transpose(perm, *array, binder()),
-            Expr::Reshape { shape, array } => self.batch_reshape(shape, *array, binder()),
-            Expr::Cond {
+            Expr::Table(Table(items)) => self.batch_table(items, binder()),
+            Expr::Replicate(Replicate { count, array }) => {
+                self.batch_replicate(*count, *array, binder())
+            }
+            Expr::Transpose(Transpose { perm, array }) => {
+                self.batch_transpose(perm, *array, binder())
+            }
+            Expr::Reshape(Reshape { shape, array }) => self.batch_reshape(shape, *array, binder()),
+            Expr::Cond(Cond {
                 cond,
                 then_block,
                 else_block,
-            } => {
+            }) => {
                 self.batch_cond(*cond, *then_block, *else_block, &stmt.binders);
                 return;
             }
-            Expr::Fold { size, init, body } => {
+            Expr::Fold(Fold { size, init, body }) => {
                 self.batch_loop(*size, init, *body, &stmt.binders, false);
                 return;
             }
-            Expr::Scan { size, init, body } => {
+            Expr::Scan(Scan { size, init, body }) => {
                 self.batch_loop(*size, init, *body, &stmt.binders, true);
                 return;
             }
-            Expr::While { init, body } => {
+            Expr::While(While { init, body }) => {
                 self.batch_while(init, *body, &stmt.binders);
                 return;
             }
-            Expr::WhileReverse {
+            Expr::WhileReverse(WhileReverse {
                 init,
                 seeds,
                 body,
                 back,
-            } => {
+            }) => {
                 self.batch_while_reverse(init, seeds, (*body, *back), &stmt.binders);
                 return;
             }
-            Expr::Monoid {
+            Expr::Monoid(Monoid {
                 kind,
                 arrays,
                 init,
                 op,
-            } => {
+            }) => {
                 self.batch_monoid(*kind, arrays, init, *op, &stmt.binders);
                 return;
             }
-            Expr::CustomVjp { .. } | Expr::CustomJvp { .. } => {
+            Expr::CustomVjp(_) | Expr::CustomJvp(_) => {
                 self.batch_custom(&stmt.expr, &stmt.binders);
                 return;
             }
-            Expr::CustomLinear { .. } => unreachable!("custom_linear exists only inside `ad`"),
+            Expr::CustomLinear(_) => unreachable!("custom_linear exists only inside `ad`"),
             Expr::Iota(_) => unreachable!("iota does not depend on the batch index"),
-            Expr::Build1 { .. } => unreachable!("builds are transformed innermost first"),
-            Expr::Derivative { .. } => unreachable!("{}", crate::core::ir::EXPANDED),
+            Expr::Build1(_) => unreachable!("builds are transformed innermost first"),
+            Expr::Derivative(_) => unreachable!("{}", crate::core::ir::EXPANDED),
         };
         self.env.insert(binder(), status);
     }
@@ -335,7 +343,11 @@ impl<'p> Batcher<'p> {
             .map(|status| Atom::Var(self.force(status)))
             .collect();
         let hint = self.program.vars[binder].hint.clone();
-        Status::Batched(self.emit1(Expr::Prim(prim, args), self.batched_ty(&binder_ty), &hint))
+        Status::Batched(self.emit1(
+            Expr::Prim(PrimApp(prim, args)),
+            self.batched_ty(&binder_ty),
+            &hint,
+        ))
     }
 
     /// A copy of an index function with a new leading batch parameter, in which uses of the
@@ -454,10 +466,10 @@ impl<'p> Batcher<'p> {
             let mut new_shape = vec![count];
             new_shape.extend(&current_shape);
             current = self.emit1(
-                Expr::Replicate {
+                Expr::Replicate(Replicate {
                     count,
                     array: Atom::Var(current),
-                },
+                }),
                 ArrTy::new(new_shape.clone(), elem),
                 "rep",
             );
@@ -470,10 +482,10 @@ impl<'p> Batcher<'p> {
         let mut final_shape = vec![self.size];
         final_shape.extend(shape);
         self.emit1(
-            Expr::Transpose {
+            Expr::Transpose(Transpose {
                 perm,
                 array: Atom::Var(current),
-            },
+            }),
             ArrTy::new(final_shape, elem),
             "mask",
         )
@@ -505,5 +517,5 @@ pub fn push_into_prim(
         return None;
     }
     let indexed = args.iter().map(|arg| cx.emit_index(*arg, index)).collect();
-    Some(Expr::Prim(prim, indexed))
+    Some(Expr::Prim(PrimApp(prim, indexed)))
 }

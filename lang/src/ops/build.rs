@@ -28,7 +28,10 @@ use std::collections::HashMap;
 
 use super::ad::Builder;
 use super::batch::{Batcher, Status};
-use crate::core::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::ir::{
+    ArrTy, Atom, Block, BlockId, Elem, Expr, Gather, Index, Program, Scalar, Scatter, Stmt, Table,
+    Transpose, VarId,
+};
 use crate::core::print::ty_text;
 use crate::core::value::{Array, ArrayData};
 use crate::ops::interp::{index_scalar, Interp, Res, Stacked};
@@ -148,11 +151,11 @@ impl Batcher<'_> {
         self.program.blocks[lambda].results = results;
         let (ty, hint) = self.batched_binder(binder);
         Status::Batched(self.emit1(
-            Expr::Gather {
+            Expr::Gather(Gather {
                 shape: ty.shape.clone(),
                 array: source,
                 body: lambda,
-            },
+            }),
             ty,
             &hint,
         ))
@@ -168,15 +171,15 @@ impl Batcher<'_> {
         let mut table_shape = res_ty.shape.clone();
         table_shape.swap(0, 1);
         let table = self.emit1(
-            Expr::Table(items),
+            Expr::Table(Table(items)),
             ArrTy::new(table_shape, res_ty.elem),
             "table",
         );
         Status::Batched(self.emit1(
-            Expr::Transpose {
+            Expr::Transpose(Transpose {
                 perm: vec![1, 0],
                 array: Atom::Var(table),
-            },
+            }),
             res_ty,
             &hint,
         ))
@@ -198,11 +201,11 @@ impl Builder<'_> {
                 stmts: Vec::new(),
                 results: index.to_vec(),
             });
-            Expr::Scatter {
+            Expr::Scatter(Scatter {
                 shape: ty.shape.clone(),
                 array: ct,
                 body,
-            }
+            })
         });
     }
 
@@ -217,7 +220,7 @@ impl Builder<'_> {
             if self.is_linear(item) {
                 let ty = self.ty(item);
                 let index = vec![Atom::Lit(Scalar::I64(position as i64))];
-                let contribution = self.emit1(Expr::Index { array: ct, index }, ty, "ct");
+                let contribution = self.emit1(Expr::Index(Index { array: ct, index }), ty, "ct");
                 self.add_to(cts, *item, contribution);
             }
         }
@@ -274,10 +277,10 @@ impl IndexPush<'_> {
         }
         let res_ty = ArrTy::new(ty.shape[index.len()..].to_vec(), ty.elem);
         self.emit(
-            Expr::Index {
+            Expr::Index(Index {
                 array,
                 index: index.to_vec(),
-            },
+            }),
             res_ty,
             "ix",
         )
@@ -288,10 +291,10 @@ impl IndexPush<'_> {
 pub fn push_into_index(inner: Atom, first: &[Atom], index: &[Atom]) -> Option<Expr> {
     let mut joined = first.to_vec();
     joined.extend(index);
-    Some(Expr::Index {
+    Some(Expr::Index(Index {
         array: inner,
         index: joined,
-    })
+    }))
 }
 
 /// index [t1, …, tk] (u:ix) ~> index tu ix, for a literal u in range.
@@ -299,8 +302,10 @@ pub fn push_into_table(cx: &IndexPush, items: &[Atom], index: &[Atom]) -> Option
     let Atom::Lit(Scalar::I64(position)) = index[0] else {
         return None;
     };
-    cx.in_range(&index[0], items.len()).then(|| Expr::Index {
-        array: items[position as usize],
-        index: index[1..].to_vec(),
+    cx.in_range(&index[0], items.len()).then(|| {
+        Expr::Index(Index {
+            array: items[position as usize],
+            index: index[1..].to_vec(),
+        })
     })
 }

@@ -19,7 +19,9 @@ use std::collections::HashMap;
 use super::ad::{self, AdError, Builder};
 use super::batch::{Batcher, Status};
 use crate::core::inline::clone_block;
-use crate::core::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::ir::{
+    ArrTy, Atom, Block, BlockId, Cond, Elem, Expr, PrimApp, Program, Scalar, Stmt, VarId,
+};
 use crate::core::print::ty_text;
 use crate::core::value::Array;
 use crate::ops::interp::{Interp, Res};
@@ -103,11 +105,11 @@ impl Batcher<'_> {
             self.emit_to(
                 self.target,
                 new_binders.clone(),
-                Expr::Cond {
+                Expr::Cond(Cond {
                     cond: cond_atom,
                     then_block: then_new,
                     else_block: else_new,
-                },
+                }),
             );
             for (binder, new) in binders.iter().zip(new_binders) {
                 self.env.insert(*binder, Status::Batched(new));
@@ -124,10 +126,10 @@ impl Batcher<'_> {
             let mask = self.broadcast_batch(cond_bulk, &ty.shape[1..]);
             let hint = self.program.vars[*binder].hint.clone();
             let res = self.emit1(
-                Expr::Prim(
+                Expr::Prim(PrimApp(
                     Prim::Select,
                     vec![Atom::Var(mask), Atom::Var(then_bulk), Atom::Var(else_bulk)],
-                ),
+                )),
                 ty,
                 &hint,
             );
@@ -159,7 +161,7 @@ pub(crate) fn jvp_cond(
         let mask = builder.constant_mask(cond, &ty.shape);
         builder.stmts.push(Stmt {
             binders: vec![*binder],
-            expr: Expr::Prim(Prim::Select, vec![mask, a, b]),
+            expr: Expr::Prim(PrimApp(Prim::Select, vec![mask, a, b])),
         });
         if ty.elem.is_float() {
             let (da, db) = (ad::tangent_of(tangents, &a), ad::tangent_of(tangents, &b));

@@ -44,7 +44,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::core::ir::{Atom, BlockId, Expr, Program, Stmt, VarId};
+use crate::core::ir::{
+    Atom, BlockId, Build1, Cond, Derivative, Expr, Fold, Gather, Monoid, PrimApp, Program, Scan,
+    Scatter, Stmt, SumOuter, VarId, While, WhileReverse,
+};
 use crate::core::visit::{collect_expr_uses, expr_blocks, var_of};
 use crate::ops;
 use crate::prim::Prim;
@@ -70,7 +73,7 @@ pub(crate) fn block_cost(program: &Program, block: BlockId) -> u64 {
         .iter()
         .map(|stmt| match &stmt.expr {
             // Its point and index function, without the table of zeros.
-            Expr::Scatter { array, body, .. } if increments.contains(&stmt.binders[0]) => {
+            Expr::Scatter(Scatter { array, body, .. }) if increments.contains(&stmt.binders[0]) => {
                 ops::gather_scatter::scatter_cost(program, array, *body, 0)
             }
             _ => stmt_cost(program, stmt),
@@ -105,7 +108,7 @@ fn increments(program: &Program, block: BlockId) -> HashSet<VarId> {
         for var in uses {
             *reads.entry(var).or_default() += 1;
         }
-        if let Expr::Prim(Prim::Add, operands) = &stmt.expr {
+        if let Expr::Prim(PrimApp(Prim::Add, operands)) = &stmt.expr {
             if let [Atom::Var(a), Atom::Var(b)] = operands[..] {
                 if a != b && program.var_ty(a).shape == program.var_ty(b).shape {
                     added.extend([a, b]);
@@ -120,7 +123,7 @@ fn increments(program: &Program, block: BlockId) -> HashSet<VarId> {
         .stmts
         .iter()
         .filter(|stmt| match &stmt.expr {
-            Expr::Scatter { body, .. } => program.blocks[*body].params.is_empty(),
+            Expr::Scatter(Scatter { body, .. }) => program.blocks[*body].params.is_empty(),
             _ => false,
         })
         .map(|stmt| stmt.binders[0])
@@ -138,36 +141,36 @@ fn stmt_cost(program: &Program, stmt: &Stmt) -> u64 {
         Expr::Atom(_) => 0,
         // Data movement and elementwise work: one per result element.
         Expr::Prim(..)
-        | Expr::Index { .. }
+        | Expr::Index(_)
         | Expr::Table(_)
-        | Expr::Replicate { .. }
-        | Expr::Transpose { .. }
-        | Expr::Reshape { .. }
+        | Expr::Replicate(_)
+        | Expr::Transpose(_)
+        | Expr::Reshape(_)
         | Expr::Iota(_) => result_elems,
-        Expr::SumOuter(array) => ops::sum_outer::cost(program, array),
-        Expr::Monoid {
+        Expr::SumOuter(SumOuter(array)) => ops::sum_outer::cost(program, array),
+        Expr::Monoid(Monoid {
             kind, arrays, op, ..
-        } => ops::monoid::cost(program, *kind, arrays, *op),
-        Expr::Build1 { size, body }
-        | Expr::Fold { size, body, .. }
-        | Expr::Scan { size, body, .. } => ops::loops::cost(program, *size, *body),
-        Expr::While { body, .. } => ops::while_loop::cost(program, *body),
-        Expr::WhileReverse { body, back, .. } => {
+        }) => ops::monoid::cost(program, *kind, arrays, *op),
+        Expr::Build1(Build1 { size, body })
+        | Expr::Fold(Fold { size, body, .. })
+        | Expr::Scan(Scan { size, body, .. }) => ops::loops::cost(program, *size, *body),
+        Expr::While(While { body, .. }) => ops::while_loop::cost(program, *body),
+        Expr::WhileReverse(WhileReverse { body, back, .. }) => {
             ops::while_loop::reverse_cost(program, *body, *back)
         }
-        Expr::Gather { shape, body, .. } => {
+        Expr::Gather(Gather { shape, body, .. }) => {
             ops::gather_scatter::gather_cost(program, shape, *body, result_elems)
         }
-        Expr::Scatter { array, body, .. } => {
+        Expr::Scatter(Scatter { array, body, .. }) => {
             ops::gather_scatter::scatter_cost(program, array, *body, result_elems)
         }
-        Expr::Cond {
+        Expr::Cond(Cond {
             then_block,
             else_block,
             ..
-        } => ops::cond::cost(program, *then_block, *else_block),
-        Expr::Derivative { func, .. } => ops::derivative::cost(program, *func),
-        Expr::CustomVjp { .. } | Expr::CustomJvp { .. } | Expr::CustomLinear { .. } => {
+        }) => ops::cond::cost(program, *then_block, *else_block),
+        Expr::Derivative(Derivative { func, .. }) => ops::derivative::cost(program, *func),
+        Expr::CustomVjp(_) | Expr::CustomJvp(_) | Expr::CustomLinear(_) => {
             ops::custom::cost(program, &stmt.expr)
         }
     }
@@ -186,7 +189,7 @@ fn block_depth(program: &Program, block: BlockId) -> usize {
             // of scans ([Paszke21] §4).
             let level = usize::from(!matches!(
                 stmt.expr,
-                Expr::Gather { .. } | Expr::Scatter { .. } | Expr::Derivative { .. }
+                Expr::Gather(_) | Expr::Scatter(_) | Expr::Derivative(_)
             ));
             let nested = expr_blocks(&stmt.expr)
                 .into_iter()

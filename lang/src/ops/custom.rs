@@ -33,7 +33,10 @@ use std::collections::HashMap;
 use super::ad::{tangent_of, AdError, Builder};
 use super::batch::{Batcher, Status};
 use crate::core::inline::{copy_stmt, rename};
-use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::ir::{
+    ArrTy, Atom, BlockId, Cond, CustomJvp, CustomLinear, CustomVjp, Expr, PrimApp, Program, Scalar,
+    Stmt, VarId,
+};
 use crate::ops::verify::{atom_ty, block, result_tys as block_result_tys, tys_text, var_ty};
 use crate::prim::Prim;
 
@@ -65,12 +68,12 @@ fn expect_tys(what: &str, got: &[ArrTy], want: &[ArrTy]) -> Result<(), String> {
 /// The type rule of `custom_vjp` and `custom_linear` (see the module doc).
 pub fn result_tys(program: &Program, expr: &Expr) -> Result<Vec<ArrTy>, String> {
     match expr {
-        Expr::CustomVjp {
+        Expr::CustomVjp(CustomVjp {
             args,
             primal,
             fwd,
             bwd,
-        } => {
+        }) => {
             let arg_tys = atoms_tys(program, args)?;
             expect_tys("custom_vjp args", &arg_tys, &param_tys(program, *primal)?)?;
             expect_tys(
@@ -98,7 +101,7 @@ pub fn result_tys(program: &Program, expr: &Expr) -> Result<Vec<ArrTy>, String> 
             expect_tys("custom_vjp bwd results", &bwd_outs, &arg_tys)?;
             Ok(outs)
         }
-        Expr::CustomJvp { args, primal, lin } => {
+        Expr::CustomJvp(CustomJvp { args, primal, lin }) => {
             let arg_tys = atoms_tys(program, args)?;
             expect_tys("custom_jvp args", &arg_tys, &param_tys(program, *primal)?)?;
             let doubled = [arg_tys.clone(), arg_tys].concat();
@@ -116,12 +119,12 @@ pub fn result_tys(program: &Program, expr: &Expr) -> Result<Vec<ArrTy>, String> 
             )?;
             Ok(outs)
         }
-        Expr::CustomLinear {
+        Expr::CustomLinear(CustomLinear {
             transposed,
             residuals,
             operands,
             bwd,
-        } => {
+        }) => {
             let params = param_tys(program, *bwd)?;
             let n_res = residuals.len();
             if params.len() < n_res {
@@ -155,15 +158,14 @@ pub fn result_tys(program: &Program, expr: &Expr) -> Result<Vec<ArrTy>, String> 
 /// other forms.
 pub fn eval_block(expr: &Expr) -> Option<(BlockId, Vec<Atom>)> {
     match expr {
-        Expr::CustomVjp { args, primal, .. } | Expr::CustomJvp { args, primal, .. } => {
-            Some((*primal, args.clone()))
-        }
-        Expr::CustomLinear {
+        Expr::CustomVjp(CustomVjp { args, primal, .. })
+        | Expr::CustomJvp(CustomJvp { args, primal, .. }) => Some((*primal, args.clone())),
+        Expr::CustomLinear(CustomLinear {
             transposed: true,
             residuals,
             operands,
             bwd,
-        } => Some((*bwd, residuals.iter().chain(operands).copied().collect())),
+        }) => Some((*bwd, residuals.iter().chain(operands).copied().collect())),
         _ => None,
     }
 }
@@ -177,7 +179,9 @@ pub fn cost(program: &Program, expr: &Expr) -> u64 {
     match eval_block(expr) {
         Some((block, _)) => crate::ops::cost::block_cost(program, block),
         None => match expr {
-            Expr::CustomLinear { bwd, .. } => crate::ops::cost::block_cost(program, *bwd),
+            Expr::CustomLinear(CustomLinear { bwd, .. }) => {
+                crate::ops::cost::block_cost(program, *bwd)
+            }
             _ => 0,
         },
     }
@@ -245,7 +249,7 @@ pub fn any_custom(program: &Program, block: BlockId) -> bool {
             program.blocks[id].stmts.iter().any(|stmt| {
                 matches!(
                     stmt.expr,
-                    Expr::CustomVjp { .. } | Expr::CustomJvp { .. } | Expr::CustomLinear { .. }
+                    Expr::CustomVjp(_) | Expr::CustomJvp(_) | Expr::CustomLinear(_)
                 )
             })
         })
@@ -259,7 +263,7 @@ pub(crate) fn jvp_custom_vjp(
     stmt: &Stmt,
     tangents: &mut HashMap<VarId, Atom>,
 ) -> Result<(), AdError> {
-    let Expr::CustomVjp { args, fwd, bwd, .. } = &stmt.expr else {
+    let Expr::CustomVjp(CustomVjp { args, fwd, bwd, .. }) = &stmt.expr else {
         unreachable!("jvp_custom_vjp of a custom_vjp")
     };
     let (body, results) = inline(builder.program, *fwd, args);
@@ -289,12 +293,12 @@ pub(crate) fn jvp_custom_vjp(
         .map(|binder| builder.program.var_ty(*binder).clone())
         .collect();
     let tangent_vars = builder.emit(
-        Expr::CustomLinear {
+        Expr::CustomLinear(CustomLinear {
             transposed: false,
             residuals: results[n_outs..].to_vec(),
             operands,
             bwd,
-        },
+        }),
         tys,
         "custom_dot",
     );
@@ -326,7 +330,7 @@ const VALUE_OF_TANGENTS: &str = "the value a custom-linearization gives depends 
 /// of a tangent and a value that is not one (`t + 1.0` is affine).
 fn linear_map_problem(program: &Program, stmt: &Stmt) -> Option<String> {
     let problem = crate::ops::verify::linearity_error(program, stmt).or_else(|| {
-        let Expr::Prim(prim, args) = &stmt.expr else {
+        let Expr::Prim(PrimApp(prim, args)) = &stmt.expr else {
             return None;
         };
         let linear_prim = matches!(
@@ -374,7 +378,7 @@ fn mark_linear(program: &mut Program, stmts: &[Stmt]) -> Result<(), String> {
             .iter()
             .any(|atom| program.is_linear(atom));
         if uses_linear_inside(program, &stmt.expr) {
-            if !matches!(stmt.expr, Expr::Build1 { .. } | Expr::Cond { .. }) {
+            if !matches!(stmt.expr, Expr::Build1(_) | Expr::Cond(_)) {
                 return Err(tangents_inside(&stmt.expr));
             }
             for nested in crate::core::visit::expr_blocks(&stmt.expr) {
@@ -399,11 +403,11 @@ fn mark_linear(program: &mut Program, stmts: &[Stmt]) -> Result<(), String> {
 /// transpose.
 fn emit_linear_map(builder: &mut Builder, stmts: Vec<Stmt>) -> Result<(), AdError> {
     for stmt in stmts {
-        if let Expr::Cond {
+        if let Expr::Cond(Cond {
             cond,
             then_block,
             else_block,
-        } = &stmt.expr
+        }) = &stmt.expr
         {
             if uses_linear_inside(builder.program, &stmt.expr) {
                 let mut branches = Vec::new();
@@ -415,10 +419,10 @@ fn emit_linear_map(builder: &mut Builder, stmts: Vec<Stmt>) -> Result<(), AdErro
                 for (position, binder) in stmt.binders.iter().enumerate() {
                     let ty = builder.program.var_ty(*binder).clone();
                     let mask = builder.constant_mask(*cond, &ty.shape);
-                    let select = Expr::Prim(
+                    let select = Expr::Prim(PrimApp(
                         Prim::Select,
                         vec![mask, branches[0][position], branches[1][position]],
-                    );
+                    ));
                     let linear = crate::core::visit::expr_atoms(&select)
                         .iter()
                         .any(|atom| builder.is_linear(atom));
@@ -489,7 +493,7 @@ pub(crate) fn jvp_custom_jvp(
     stmt: &Stmt,
     tangents: &mut HashMap<VarId, Atom>,
 ) -> Result<(), AdError> {
-    let Expr::CustomJvp { args, lin, .. } = &stmt.expr else {
+    let Expr::CustomJvp(CustomJvp { args, lin, .. }) = &stmt.expr else {
         unreachable!("jvp_custom_jvp of a custom_jvp")
     };
     let mut operands = args.clone();
@@ -526,12 +530,12 @@ pub(crate) fn transpose_custom_linear(
     stmt: &Stmt,
     cts: &mut HashMap<VarId, Atom>,
 ) -> Result<(), AdError> {
-    let Expr::CustomLinear {
+    let Expr::CustomLinear(CustomLinear {
         transposed: false,
         residuals,
         operands,
         bwd,
-    } = &stmt.expr
+    }) = &stmt.expr
     else {
         return Err(AdError::NoRule(
             "transposing a transposed custom_linear (a custom_vjp differentiated twice in \
@@ -555,12 +559,12 @@ pub(crate) fn transpose_custom_linear(
     let tys: Vec<ArrTy> = operands.iter().map(|atom| builder.ty(atom)).collect();
     let bwd = crate::core::inline::clone_block(builder.program, *bwd, &mut HashMap::new());
     let grads = builder.emit(
-        Expr::CustomLinear {
+        Expr::CustomLinear(CustomLinear {
             transposed: true,
             residuals: residuals.clone(),
             operands: seeds,
             bwd,
-        },
+        }),
         tys,
         "custom_ct",
     );

@@ -28,7 +28,9 @@ use std::collections::HashMap;
 use super::ad::Builder;
 use super::batch::{Batcher, Status};
 use crate::core::inline::clone_block;
-use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Scalar, VarId};
+use crate::core::ir::{
+    ArrTy, Atom, BlockId, Expr, Gather, Index, PrimApp, Program, Scalar, Scatter, VarId,
+};
 use crate::core::kernel::{Affine, IndexValue};
 use crate::core::value::{Array, ArrayData};
 use crate::ops::interp::{from_scalars, ravel, unravel, Interp, Res};
@@ -187,11 +189,7 @@ pub fn is_scalar_code(program: &Program, block: BlockId) -> bool {
             .binders
             .iter()
             .all(|&var| program.var_ty(var).rank() == 0);
-        scalar_binders
-            && matches!(
-                stmt.expr,
-                Expr::Atom(_) | Expr::Prim(..) | Expr::Index { .. }
-            )
+        scalar_binders && matches!(stmt.expr, Expr::Atom(_) | Expr::Prim(..) | Expr::Index(_))
     })
 }
 
@@ -222,17 +220,17 @@ impl Batcher<'_> {
         new_shape.extend(shape);
         let (ty, hint) = self.batched_binder(binder);
         let expr = if is_gather {
-            Expr::Gather {
+            Expr::Gather(Gather {
                 shape: new_shape,
                 array: source.0,
                 body: lambda,
-            }
+            })
         } else {
-            Expr::Scatter {
+            Expr::Scatter(Scatter {
                 shape: new_shape,
                 array: source.0,
                 body: lambda,
-            }
+            })
         };
         Status::Batched(self.emit1(expr, ty, &hint))
     }
@@ -253,17 +251,17 @@ impl Builder<'_> {
             let shape = ty.shape.clone();
             let body = clone_block(program, body, &mut HashMap::new());
             if is_gather {
-                Expr::Scatter {
+                Expr::Scatter(Scatter {
                     shape,
                     array: ct,
                     body,
-                }
+                })
             } else {
-                Expr::Gather {
+                Expr::Gather(Gather {
                     shape,
                     array: ct,
                     body,
-                }
+                })
             }
         });
     }
@@ -282,7 +280,7 @@ pub fn index_values(program: &Program, body: BlockId, points: &[usize]) -> Optio
         Atom::Var(var) => env.get(var).cloned(),
     };
     for stmt in &block.stmts {
-        let (Expr::Prim(prim, args), [binder]) = (&stmt.expr, &stmt.binders[..]) else {
+        let (Expr::Prim(PrimApp(prim, args)), [binder]) = (&stmt.expr, &stmt.binders[..]) else {
             return None;
         };
         let operands: Vec<Option<IndexValue>> = args.iter().map(|arg| value(arg, &env)).collect();
@@ -427,10 +425,10 @@ pub fn push_into_gather(
             .map(|atom| crate::core::inline::rename(*atom, &subst))
             .collect();
         joined.extend(rest_index);
-        return Some(Expr::Index {
+        return Some(Expr::Index(Index {
             array: inner,
             index: joined,
-        });
+        }));
     }
     let mut subst: HashMap<VarId, Atom> = HashMap::new();
     subst.insert(old.params[0], index[0]);
@@ -453,16 +451,16 @@ pub fn push_into_gather(
     let elem = cx.program.atom_ty(&inner).elem;
     let rest = shape[1..].to_vec();
     let gathered = cx.emit(
-        Expr::Gather {
+        Expr::Gather(Gather {
             shape: rest.clone(),
             array: inner,
             body: lambda,
-        },
+        }),
         ArrTy::new(rest, elem),
         "gather",
     );
-    Some(Expr::Index {
+    Some(Expr::Index(Index {
         array: gathered,
         index: index[1..].to_vec(),
-    })
+    }))
 }

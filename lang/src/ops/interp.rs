@@ -29,7 +29,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::core::ids::IdVec;
-use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::ir::{
+    ArrTy, Atom, BlockId, Build1, Cond, Elem, Expr, Fold, Gather, Index, Iota, Monoid, PrimApp,
+    Program, Replicate, Reshape, Scalar, Scan, Scatter, Stmt, SumOuter, Table, Transpose, VarId,
+    While, WhileReverse,
+};
 use crate::core::value::{Array, ArrayData};
 use crate::ops;
 use crate::prim::Prim;
@@ -234,53 +238,63 @@ impl Interp<'_> {
         let reader = stmt.binders.first().copied().unwrap_or(VarId(u32::MAX));
         let res = match &stmt.expr {
             Expr::Atom(atom) => self.atom(atom),
-            Expr::Prim(prim, operands) => {
+            Expr::Prim(PrimApp(prim, operands)) => {
                 let operands: Vec<Array> = operands.iter().map(|atom| self.atom(atom)).collect();
                 eval_prim(*prim, &operands, self.binder_ty(stmt, 0))
             }
-            Expr::Build1 { size, body } => return self.eval_build1(stmt, *size, *body),
-            Expr::Index { array, index } => self.eval_index(array, index, reader)?,
-            Expr::SumOuter(array) => ops::sum_outer::eval(&self.atom(array)),
-            Expr::Gather { shape, array, body } => self.eval_gather(shape, array, *body, reader)?,
-            Expr::Scatter { shape, array, body } => self.eval_scatter(shape, array, *body)?,
-            Expr::Table(atoms) => {
+            Expr::Build1(Build1 { size, body }) => return self.eval_build1(stmt, *size, *body),
+            Expr::Index(Index { array, index }) => self.eval_index(array, index, reader)?,
+            Expr::SumOuter(SumOuter(array)) => ops::sum_outer::eval(&self.atom(array)),
+            Expr::Gather(Gather { shape, array, body }) => {
+                self.eval_gather(shape, array, *body, reader)?
+            }
+            Expr::Scatter(Scatter { shape, array, body }) => {
+                self.eval_scatter(shape, array, *body)?
+            }
+            Expr::Table(Table(atoms)) => {
                 let items: Vec<Array> = atoms.iter().map(|atom| self.atom(atom)).collect();
                 ops::build::eval_table(self.binder_ty(stmt, 0), &items)
             }
-            Expr::Replicate { count, array } => {
+            Expr::Replicate(Replicate { count, array }) => {
                 ops::layout::eval_replicate(*count, &self.atom(array))
             }
-            Expr::Transpose { perm, array } => ops::layout::eval_transpose(perm, &self.atom(array)),
-            Expr::Reshape { shape, array } => ops::layout::eval_reshape(shape, self.atom(array)),
-            Expr::Cond {
+            Expr::Transpose(Transpose { perm, array }) => {
+                ops::layout::eval_transpose(perm, &self.atom(array))
+            }
+            Expr::Reshape(Reshape { shape, array }) => {
+                ops::layout::eval_reshape(shape, self.atom(array))
+            }
+            Expr::Cond(Cond {
                 cond,
                 then_block,
                 else_block,
-            } => return self.eval_cond(cond, *then_block, *else_block),
-            Expr::Iota(size) => ops::build::eval_iota(*size),
-            Expr::Fold { size, init, body } => return self.eval_fold(*size, init, *body),
-            Expr::Scan { size, init, body } => return self.eval_scan(stmt, *size, init, *body),
-            Expr::While { init, body } => return self.eval_while(init, *body),
-            Expr::WhileReverse {
+            }) => return self.eval_cond(cond, *then_block, *else_block),
+            Expr::Iota(Iota(size)) => ops::build::eval_iota(*size),
+            Expr::Fold(Fold { size, init, body }) => return self.eval_fold(*size, init, *body),
+            Expr::Scan(Scan { size, init, body }) => {
+                return self.eval_scan(stmt, *size, init, *body)
+            }
+            Expr::While(While { init, body }) => return self.eval_while(init, *body),
+            Expr::WhileReverse(WhileReverse {
                 init,
                 seeds,
                 body,
                 back,
-            } => return self.eval_while_reverse(init, seeds, *body, *back),
-            Expr::Derivative { .. } => unreachable!("{}", crate::core::ir::EXPANDED),
-            Expr::CustomVjp { .. } | Expr::CustomJvp { .. } | Expr::CustomLinear { .. } => {
+            }) => return self.eval_while_reverse(init, seeds, *body, *back),
+            Expr::Derivative(_) => unreachable!("{}", crate::core::ir::EXPANDED),
+            Expr::CustomVjp(_) | Expr::CustomJvp(_) | Expr::CustomLinear(_) => {
                 let Some((block, args)) = ops::custom::eval_block(&stmt.expr) else {
                     unreachable!("{}", ops::custom::NO_FORWARD_RULE)
                 };
                 let args: Vec<Array> = args.iter().map(|atom| self.atom(atom)).collect();
                 return self.eval_block(block, args);
             }
-            Expr::Monoid {
+            Expr::Monoid(Monoid {
                 kind,
                 arrays,
                 init,
                 op,
-            } => {
+            }) => {
                 let arrays: Vec<Array> = arrays.iter().map(|atom| self.atom(atom)).collect();
                 let init: Vec<Array> = init.iter().map(|atom| self.atom(atom)).collect();
                 return ops::monoid::eval(
@@ -478,26 +492,26 @@ mod tests {
         let mut b = Builder::new();
         let x = b.input(f64_ty(&[4]), "x");
         let body = b.index_block(1, |b, params| {
-            let xi = b.let1(Expr::Index {
+            let xi = b.let1(Expr::Index(Index {
                 array: x,
                 index: vec![params[0]],
-            });
+            }));
             let square = b.prim(Prim::Mul, &[xi, xi]);
             let twice = b.prim(Prim::Mul, &[params[0], idx(2)]);
             vec![square, twice]
         });
-        let res = b.bind(Expr::Build1 { size: 4, body });
+        let res = b.bind(Expr::Build1(Build1 { size: 4, body }));
         let empty_body = b.index_block(1, |b, params| {
-            let row = b.let1(Expr::Replicate {
+            let row = b.let1(Expr::Replicate(Replicate {
                 count: 2,
                 array: params[0],
-            });
+            }));
             vec![row]
         });
-        let empty = b.bind(Expr::Build1 {
+        let empty = b.bind(Expr::Build1(Build1 {
             size: 0,
             body: empty_body,
-        });
+        }));
         let program = b.finish(vec![res[0], res[1], empty[0]]);
         let out = run_ok(&program, &[f64s(&[4], &[1.0, 2.0, 3.0, 4.0])]);
         assert_eq!(out[0], f64s(&[4], &[1.0, 4.0, 9.0, 16.0]));
@@ -512,21 +526,21 @@ mod tests {
         let x = b.input(ArrTy::new(vec![2, 3], Elem::I64), "x");
         let outer = b.index_block(1, |b, i| {
             let inner = b.index_block(1, |b, j| {
-                let xij = b.let1(Expr::Index {
+                let xij = b.let1(Expr::Index(Index {
                     array: x,
                     index: vec![i[0], j[0]],
-                });
+                }));
                 vec![b.prim(Prim::Add, &[xij, i[0]])]
             });
-            b.bind(Expr::Build1 {
+            b.bind(Expr::Build1(Build1 {
                 size: 3,
                 body: inner,
-            })
+            }))
         });
-        let res = b.bind(Expr::Build1 {
+        let res = b.bind(Expr::Build1(Build1 {
             size: 2,
             body: outer,
-        });
+        }));
         let program = b.finish(res);
         let out = run_ok(&program, &[i64s(&[2, 3], &[1, 2, 3, 4, 5, 6])]);
         assert_eq!(out[0], i64s(&[2, 3], &[1, 2, 3, 5, 6, 7]));
@@ -537,22 +551,22 @@ mod tests {
         let mut b = Builder::new();
         let x = b.input(f64_ty(&[2, 3]), "x");
         let i = b.input(ArrTy::scalar(Elem::I64), "i");
-        let row = b.let1(Expr::Index {
+        let row = b.let1(Expr::Index(Index {
             array: x,
             index: vec![i],
-        });
-        let elem = b.let1(Expr::Index {
+        }));
+        let elem = b.let1(Expr::Index(Index {
             array: x,
             index: vec![idx(1), idx(2)],
-        });
-        let whole = b.let1(Expr::Index {
+        }));
+        let whole = b.let1(Expr::Index(Index {
             array: x,
             index: vec![],
-        });
-        let past_row = b.let1(Expr::Index {
+        }));
+        let past_row = b.let1(Expr::Index(Index {
             array: x,
             index: vec![idx(0), idx(3)],
-        });
+        }));
         let program = b.finish(vec![row, elem, whole, past_row]);
         let x_value = f64s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
         let out = run_ok(&program, &[x_value.clone(), i64s(&[], &[1])]);
@@ -571,10 +585,10 @@ mod tests {
         let mut b = Builder::new();
         let x = b.input(f64_ty(&[2, 3]), "x");
         let i = b.input(ArrTy::scalar(Elem::I64), "i");
-        let row = b.let1(Expr::Index {
+        let row = b.let1(Expr::Index(Index {
             array: x,
             index: vec![i, idx(0)],
-        });
+        }));
         let program = b.finish(vec![row]);
         let x_value = f64s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
         assert_eq!(
@@ -604,9 +618,9 @@ mod tests {
         let mut b = Builder::new();
         let x = b.input(f64_ty(&[2, 3]), "x");
         let empty = b.input(ArrTy::new(vec![0, 2], Elem::I64), "empty");
-        let sum = b.let1(Expr::SumOuter(x));
-        let total = b.let1(Expr::SumOuter(sum));
-        let zeros = b.let1(Expr::SumOuter(empty));
+        let sum = b.let1(Expr::SumOuter(SumOuter(x)));
+        let total = b.let1(Expr::SumOuter(SumOuter(sum)));
+        let zeros = b.let1(Expr::SumOuter(SumOuter(empty)));
         let program = b.finish(vec![sum, total, zeros]);
         let out = run_ok(
             &program,
@@ -627,31 +641,31 @@ mod tests {
         let m = b.input(f64_ty(&[2, 3]), "m");
         // gather [3] x (\[i]. [2 i]) and gather [4] x (\[i]. [i + 3]) (the last two are out of range).
         let evens_fn = b.index_block(1, |b, i| vec![b.prim(Prim::Mul, &[i[0], idx(2)])]);
-        let evens = b.let1(Expr::Gather {
+        let evens = b.let1(Expr::Gather(Gather {
             shape: vec![3],
             array: x,
             body: evens_fn,
-        });
+        }));
         let shifted_fn = b.index_block(1, |b, i| vec![b.prim(Prim::Add, &[i[0], idx(3)])]);
-        let shifted = b.let1(Expr::Gather {
+        let shifted = b.let1(Expr::Gather(Gather {
             shape: vec![4],
             array: x,
             body: shifted_fn,
-        });
+        }));
         // gather [3, 2] m (\[i, j]. [j, i]) is the transpose.
         let swap_fn = b.index_block(2, |_, ij| vec![ij[1], ij[0]]);
-        let swapped = b.let1(Expr::Gather {
+        let swapped = b.let1(Expr::Gather(Gather {
             shape: vec![3, 2],
             array: m,
             body: swap_fn,
-        });
+        }));
         // gather [2, 3] m (\[i]. [1 - i]): whole rows, reversed.
         let rows_fn = b.index_block(1, |b, i| vec![b.prim(Prim::Sub, &[idx(1), i[0]])]);
-        let rows = b.let1(Expr::Gather {
+        let rows = b.let1(Expr::Gather(Gather {
             shape: vec![2, 3],
             array: m,
             body: rows_fn,
-        });
+        }));
         let program = b.finish(vec![evens, shifted, swapped, rows]);
         let m_value = f64s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
         let inputs = [f64s(&[5], &[10.0, 20.0, 30.0, 40.0, 50.0]), m_value];
@@ -679,11 +693,11 @@ mod tests {
         let mut b = Builder::new();
         let t = b.input(ArrTy::new(vec![9], Elem::I64), "t");
         let index_fn = b.index_block(1, |b, i| vec![b.prim(Prim::IDiv, &[i[0], idx(2)])]);
-        let res = b.let1(Expr::Scatter {
+        let res = b.let1(Expr::Scatter(Scatter {
             shape: vec![6],
             array: t,
             body: index_fn,
-        });
+        }));
         let program = b.finish(vec![res]);
         let input = i64s(&[9], &[1, 2, 3, 4, 5, 6, 7, 8, 9]);
         assert_eq!(
@@ -703,18 +717,18 @@ mod tests {
         let mut b = Builder::new();
         let m = b.input(f64_ty(&[3, 2]), "m");
         let shift_fn = b.index_block(1, |b, i| vec![b.prim(Prim::Sub, &[i[0], idx(1)])]);
-        let shifted = b.let1(Expr::Scatter {
+        let shifted = b.let1(Expr::Scatter(Scatter {
             shape: vec![2, 2],
             array: m,
             body: shift_fn,
-        });
+        }));
         // scatter [2, 3] m (\[i, j]. [j mod 2, i]): element (i, j) goes to (j mod 2, i).
         let spread_fn = b.index_block(2, |b, ij| vec![b.prim(Prim::Mod, &[ij[1], idx(2)]), ij[0]]);
-        let spread = b.let1(Expr::Scatter {
+        let spread = b.let1(Expr::Scatter(Scatter {
             shape: vec![2, 3],
             array: m,
             body: spread_fn,
-        });
+        }));
         let program = b.finish(vec![shifted, spread]);
         let m_value = f64s(&[3, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
         let out = run_strict(&program, &[m_value]).unwrap();
@@ -727,21 +741,21 @@ mod tests {
         let mut b = Builder::new();
         let x = b.input(f64_ty(&[2]), "x");
         let y = b.input(f64_ty(&[2]), "y");
-        let table = b.let1(Expr::Table(vec![x, y, x]));
-        let scalars = b.let1(Expr::Table(vec![lit(1.0), lit(2.0)]));
-        let empty = b.bind_as(vec![f64_ty(&[0, 3])], Expr::Table(vec![]))[0];
-        let replicated = b.let1(Expr::Replicate { count: 2, array: x });
-        let none = b.let1(Expr::Replicate { count: 0, array: x });
-        let iota = b.let1(Expr::Iota(4));
-        let reshaped = b.let1(Expr::Reshape {
+        let table = b.let1(Expr::Table(Table(vec![x, y, x])));
+        let scalars = b.let1(Expr::Table(Table(vec![lit(1.0), lit(2.0)])));
+        let empty = b.bind_as(vec![f64_ty(&[0, 3])], Expr::Table(Table(vec![])))[0];
+        let replicated = b.let1(Expr::Replicate(Replicate { count: 2, array: x }));
+        let none = b.let1(Expr::Replicate(Replicate { count: 0, array: x }));
+        let iota = b.let1(Expr::Iota(Iota(4)));
+        let reshaped = b.let1(Expr::Reshape(Reshape {
             shape: vec![2, 3],
             array: table,
-        });
-        let one = b.let1(Expr::Iota(1));
-        let flat = b.let1(Expr::Reshape {
+        }));
+        let one = b.let1(Expr::Iota(Iota(1)));
+        let flat = b.let1(Expr::Reshape(Reshape {
             shape: vec![],
             array: one,
-        });
+        }));
         let program = b.finish(vec![
             table, scalars, empty, replicated, none, iota, reshaped, flat,
         ]);
@@ -765,10 +779,10 @@ mod tests {
         let x = b.input(f64_ty(&[2]), "x");
         let bad = b.bind_as(
             vec![f64_ty(&[])],
-            Expr::Reshape {
+            Expr::Reshape(Reshape {
                 shape: vec![],
                 array: x,
-            },
+            }),
         );
         let program = b.finish(bad);
         assert!(verify(&program).is_err());
@@ -782,18 +796,18 @@ mod tests {
         let values: Vec<f64> = (0..n_elems).map(|v| v as f64).collect();
         let mut b = Builder::new();
         let x = b.input(f64_ty(&in_shape), "x");
-        let full = b.let1(Expr::Transpose {
+        let full = b.let1(Expr::Transpose(Transpose {
             perm: vec![3, 0, 1, 2],
             array: x,
-        });
-        let partial = b.let1(Expr::Transpose {
+        }));
+        let partial = b.let1(Expr::Transpose(Transpose {
             perm: vec![1, 0],
             array: x,
-        });
-        let identity = b.let1(Expr::Transpose {
+        }));
+        let identity = b.let1(Expr::Transpose(Transpose {
             perm: vec![],
             array: x,
-        });
+        }));
         let program = b.finish(vec![full, partial, identity]);
         let input = f64s(&in_shape, &values);
         let out = run_ok(&program, std::slice::from_ref(&input));
@@ -833,25 +847,25 @@ mod tests {
         let x = b.input(f64_ty(&[2]), "x");
         let c = b.input(ArrTy::scalar(Elem::Bool), "c");
         let then_block = b.block(&[], |b, _| {
-            let first = b.let1(Expr::Index {
+            let first = b.let1(Expr::Index(Index {
                 array: x,
                 index: vec![idx(0)],
-            });
+            }));
             vec![first, idx(1)]
         });
         let else_block = b.block(&[], |b, _| {
             // Out of range: would fail in strict mode if it ran.
-            let bad = b.let1(Expr::Index {
+            let bad = b.let1(Expr::Index(Index {
                 array: x,
                 index: vec![idx(7)],
-            });
+            }));
             vec![bad, idx(2)]
         });
-        let res = b.bind(Expr::Cond {
+        let res = b.bind(Expr::Cond(Cond {
             cond: c,
             then_block,
             else_block,
-        });
+        }));
         let program = b.finish(res);
         let x_value = f64s(&[2], &[5.0, 6.0]);
         let yes = Array::scalar(Scalar::Bool(true));
@@ -876,29 +890,29 @@ mod tests {
         let body = b.block(
             &[ArrTy::scalar(Elem::I64), f64_ty(&[]), f64_ty(&[])],
             |b, params| {
-                let xi = b.let1(Expr::Index {
+                let xi = b.let1(Expr::Index(Index {
                     array: x,
                     index: vec![params[0]],
-                });
+                }));
                 vec![
                     b.prim(Prim::Add, &[params[1], xi]),
                     b.prim(Prim::Mul, &[params[2], xi]),
                 ]
             },
         );
-        let res = b.bind(Expr::Fold {
+        let res = b.bind(Expr::Fold(Fold {
             size: 4,
             init: vec![lit(0.0), lit(1.0)],
             body,
-        });
+        }));
         let body_none = b.block(&[ArrTy::scalar(Elem::I64), f64_ty(&[4])], |_, params| {
             vec![params[1]]
         });
-        let untouched = b.bind(Expr::Fold {
+        let untouched = b.bind(Expr::Fold(Fold {
             size: 0,
             init: vec![x],
             body: body_none,
-        });
+        }));
         let program = b.finish(vec![res[0], res[1], untouched[0]]);
         let out = run_ok(&program, &[f64s(&[4], &[1.0, 2.0, 3.0, 4.0])]);
         assert_eq!(
@@ -920,29 +934,29 @@ mod tests {
         let body = b.block(
             &[ArrTy::scalar(Elem::I64), ArrTy::scalar(Elem::I64)],
             |b, params| {
-                let xi = b.let1(Expr::Index {
+                let xi = b.let1(Expr::Index(Index {
                     array: x,
                     index: vec![params[0]],
-                });
+                }));
                 let next = b.prim(Prim::Add, &[params[1], xi]);
-                let pair = b.let1(Expr::Table(vec![params[1], params[0]]));
+                let pair = b.let1(Expr::Table(Table(vec![params[1], params[0]])));
                 vec![next, pair, next]
             },
         );
-        let res = b.bind(Expr::Scan {
+        let res = b.bind(Expr::Scan(Scan {
             size: 3,
             init: vec![idx(0)],
             body,
-        });
+        }));
         let empty_body = b.block(
             &[ArrTy::scalar(Elem::I64), ArrTy::scalar(Elem::I64)],
             |_, params| vec![params[1], params[0]],
         );
-        let empty = b.bind(Expr::Scan {
+        let empty = b.bind(Expr::Scan(Scan {
             size: 0,
             init: vec![idx(9)],
             body: empty_body,
-        });
+        }));
         let program = b.finish(vec![res[0], res[1], res[2], empty[0], empty[1]]);
         let out = run_ok(&program, &[i64s(&[3], &[5, 6, 7])]);
         assert_eq!(out[0], i64s(&[], &[18]));
@@ -956,7 +970,7 @@ mod tests {
     fn interrupt_stops_loops() {
         let mut b = Builder::new();
         let body = b.index_block(1, |_, i| vec![i[0]]);
-        let res = b.bind(Expr::Build1 { size: 3, body });
+        let res = b.bind(Expr::Build1(Build1 { size: 3, body }));
         let program = b.finish(res);
         let flag = Arc::new(AtomicBool::new(false));
         let config = InterpConfig {

@@ -19,7 +19,9 @@ use std::collections::HashMap;
 
 use super::ad::Builder;
 use super::batch::{Batcher, Status};
-use crate::core::ir::{ArrTy, Atom, Expr, Program, VarId};
+use crate::core::ir::{
+    ArrTy, Atom, Expr, Index, Program, Replicate, Reshape, SumOuter, Transpose, VarId,
+};
 use crate::core::print::ty_text;
 use crate::core::value::{Array, ArrayData};
 use crate::ops::interp::{append_range, ravel, unravel};
@@ -111,18 +113,18 @@ impl Batcher<'_> {
         let mut rep_shape = res_ty.shape.clone();
         rep_shape.swap(0, 1);
         let rep = self.emit1(
-            Expr::Replicate {
+            Expr::Replicate(Replicate {
                 count,
                 array: Atom::Var(bulk),
-            },
+            }),
             ArrTy::new(rep_shape, res_ty.elem),
             "rep",
         );
         Status::Batched(self.emit1(
-            Expr::Transpose {
+            Expr::Transpose(Transpose {
                 perm: vec![1, 0],
                 array: Atom::Var(rep),
-            },
+            }),
             res_ty,
             &hint,
         ))
@@ -135,10 +137,10 @@ impl Batcher<'_> {
         new_perm.extend(perm.iter().map(|axis| axis + 1));
         let (res_ty, hint) = self.batched_binder(binder);
         Status::Batched(self.emit1(
-            Expr::Transpose {
+            Expr::Transpose(Transpose {
                 perm: new_perm,
                 array: Atom::Var(bulk),
-            },
+            }),
             res_ty,
             &hint,
         ))
@@ -151,10 +153,10 @@ impl Batcher<'_> {
         new_shape.extend(shape);
         let (res_ty, hint) = self.batched_binder(binder);
         Status::Batched(self.emit1(
-            Expr::Reshape {
+            Expr::Reshape(Reshape {
                 shape: new_shape,
                 array: Atom::Var(bulk),
-            },
+            }),
             res_ty,
             &hint,
         ))
@@ -169,7 +171,7 @@ impl Builder<'_> {
         ct: Atom,
         cts: &mut HashMap<VarId, Atom>,
     ) {
-        self.add_transposed(cts, array, |_, _| Expr::SumOuter(ct));
+        self.add_transposed(cts, array, |_, _| Expr::SumOuter(SumOuter(ct)));
     }
 
     /// The transpose of `tr perm` is `tr` by the inverse permutation.
@@ -184,9 +186,11 @@ impl Builder<'_> {
         for (axis, source) in perm.iter().enumerate() {
             inverse[*source] = axis;
         }
-        self.add_transposed(cts, array, |_, _| Expr::Transpose {
-            perm: inverse,
-            array: ct,
+        self.add_transposed(cts, array, |_, _| {
+            Expr::Transpose(Transpose {
+                perm: inverse,
+                array: ct,
+            })
         });
     }
 
@@ -197,9 +201,11 @@ impl Builder<'_> {
         ct: Atom,
         cts: &mut HashMap<VarId, Atom>,
     ) {
-        self.add_transposed(cts, array, |_, ty| Expr::Reshape {
-            shape: ty.shape.clone(),
-            array: ct,
+        self.add_transposed(cts, array, |_, ty| {
+            Expr::Reshape(Reshape {
+                shape: ty.shape.clone(),
+                array: ct,
+            })
         });
     }
 }
@@ -212,8 +218,10 @@ pub fn push_into_replicate(
     inner: Atom,
     index: &[Atom],
 ) -> Option<Expr> {
-    cx.in_range(&index[0], count).then(|| Expr::Index {
-        array: inner,
-        index: index[1..].to_vec(),
+    cx.in_range(&index[0], count).then(|| {
+        Expr::Index(Index {
+            array: inner,
+            index: index[1..].to_vec(),
+        })
     })
 }

@@ -33,7 +33,10 @@ use std::collections::{HashMap, HashSet};
 use super::ad::{self, AdError, Builder, LinearItem};
 use super::batch::{Batcher, Status};
 use crate::core::inline::clone_block;
-use crate::core::ir::{ArrTy, Atom, Block, BlockId, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::ir::{
+    ArrTy, Atom, Block, BlockId, Expr, Fold, Gather, Index, PrimApp, Program, Scalar, Scan,
+    Scatter, Stmt, Transpose, VarId,
+};
 use crate::core::value::Array;
 use crate::core::visit::{collect_uses, expr_atoms, expr_blocks};
 use crate::ops::interp::{index_scalar, Interp, Res, Stacked};
@@ -237,10 +240,10 @@ impl Batcher<'_> {
             let ty = self.batched_ty(self.program.var_ty(binder));
             let hint = self.program.vars[binder].hint.clone();
             let res = self.emit1(
-                Expr::Transpose {
+                Expr::Transpose(Transpose {
                     perm: vec![1, 0],
                     array: Atom::Var(stacked),
-                },
+                }),
                 ty,
                 &hint,
             );
@@ -404,11 +407,11 @@ pub(crate) fn split_loop(program: &mut Program, stmt: &Stmt) -> (Stmt, LinearIte
     let init = shape.init[..shape.n_carries].to_vec();
     let primal = Stmt {
         binders,
-        expr: Expr::Scan {
+        expr: Expr::Scan(Scan {
             size: shape.size,
             init,
             body: primal_body,
-        },
+        }),
     };
     let item = LinearItem::Loop {
         stmt: stmt.clone(),
@@ -424,8 +427,8 @@ pub(crate) fn jvp_loop(
     tangents: &mut HashMap<VarId, Atom>,
 ) -> Result<(), AdError> {
     let (size, init, body, is_scan) = match &stmt.expr {
-        Expr::Fold { size, init, body } => (*size, init, *body, false),
-        Expr::Scan { size, init, body } => (*size, init, *body, true),
+        Expr::Fold(Fold { size, init, body }) => (*size, init, *body, false),
+        Expr::Scan(Scan { size, init, body }) => (*size, init, *body, true),
         _ => unreachable!("only loops reach jvp_loop"),
     };
     let layout = CarryLayout {
@@ -563,8 +566,8 @@ struct LoopShape {
 fn loop_shape(stmt: &Stmt, program: &Program) -> LoopShape {
     let linear = |var: &&VarId| program.vars[**var].linear;
     let (size, init, body, is_scan) = match &stmt.expr {
-        Expr::Fold { size, init, body } => (*size, init.clone(), *body, false),
-        Expr::Scan { size, init, body } => (*size, init.clone(), *body, true),
+        Expr::Fold(Fold { size, init, body }) => (*size, init.clone(), *body, false),
+        Expr::Scan(Scan { size, init, body }) => (*size, init.clone(), *body, true),
         _ => unreachable!("only loops have a loop shape"),
     };
     let params = &program.blocks[body].params;
@@ -708,7 +711,7 @@ pub(crate) fn transpose_loop(
     let mut inner = Builder::new(&mut *builder.program);
     let last = Atom::Lit(Scalar::I64(shape.size as i64 - 1));
     let i = inner.emit1(
-        Expr::Prim(Prim::Sub, vec![last, Atom::Var(k)]),
+        Expr::Prim(PrimApp(Prim::Sub, vec![last, Atom::Var(k)])),
         index_ty,
         "i",
     );
@@ -717,10 +720,10 @@ pub(crate) fn transpose_loop(
     for (param, stacked) in carry_params.iter().zip(stacked) {
         let ty = inner.program.var_ty(*param).clone();
         let carry = inner.emit1(
-            Expr::Index {
+            Expr::Index(Index {
                 array: Atom::Var(*stacked),
                 index: vec![i],
-            },
+            }),
             ty,
             "c",
         );
@@ -763,10 +766,10 @@ pub(crate) fn transpose_loop(
             if inner.is_linear(&result) {
                 let ty = inner.ty(&result);
                 let ct_i = inner.emit1(
-                    Expr::Index {
+                    Expr::Index(Index {
                         array: *ct,
                         index: vec![i],
-                    },
+                    }),
                     ty,
                     "ct_y",
                 );
@@ -987,10 +990,7 @@ fn recomputable_from_step(
             .binders
             .iter()
             .all(|binder| program.var_ty(*binder).shape.is_empty());
-        let simple = matches!(
-            stmt.expr,
-            Expr::Atom(_) | Expr::Prim(..) | Expr::Index { .. }
-        );
+        let simple = matches!(stmt.expr, Expr::Atom(_) | Expr::Prim(..) | Expr::Index(_));
         let operands_ok =
             crate::core::visit::expr_atoms(&stmt.expr)
                 .iter()
@@ -1028,21 +1028,21 @@ fn outer_reads(
     let mut reads = Vec::new();
     for stmt in copied {
         let (table, kind, uses) = match &stmt.expr {
-            Expr::Index {
+            Expr::Index(Index {
                 array: Atom::Var(table),
                 index,
-            } => {
+            }) => {
                 let uses = index
                     .iter()
                     .filter_map(|atom| crate::core::visit::var_of(*atom))
                     .collect();
                 (*table, ReadKind::Index(index.clone()), uses)
             }
-            Expr::Gather {
+            Expr::Gather(Gather {
                 array: Atom::Var(table),
                 body,
                 ..
-            } => {
+            }) => {
                 let mut uses = Vec::new();
                 crate::core::visit::collect_uses(program, *body, &mut uses);
                 (*table, ReadKind::Gather(*body), uses)
@@ -1127,10 +1127,10 @@ fn place_read_cts(builder: &mut Builder, backward: &BackwardLoop, hoisted: &Hois
         let value = builder.program.new_var(ty, "ix");
         stmts.push(Stmt {
             binders: vec![value],
-            expr: Expr::Index {
+            expr: Expr::Index(Index {
                 array: Atom::Var(backward.outputs[*position]),
                 index: vec![Atom::Var(step)],
-            },
+            }),
         });
         subst.insert(*var, Atom::Var(value));
     }
@@ -1162,17 +1162,17 @@ fn place_read_cts(builder: &mut Builder, backward: &BackwardLoop, hoisted: &Hois
     let stacked_ct = Atom::Var(backward.outputs[hoisted.ct_output]);
     let shape = table_ty.shape.clone();
     let expr = if reverses {
-        Expr::Gather {
+        Expr::Gather(Gather {
             shape,
             array: stacked_ct,
             body: index_fn,
-        }
+        })
     } else {
-        Expr::Scatter {
+        Expr::Scatter(Scatter {
             shape,
             array: stacked_ct,
             body: index_fn,
-        }
+        })
     };
     builder.emit1(expr, table_ty, "ct")
 }

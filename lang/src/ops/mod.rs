@@ -51,7 +51,10 @@ pub mod testgen;
 pub mod verify;
 pub mod while_loop;
 
-use crate::core::ir::{Atom, Expr, MonoidKind, Program, VarId};
+use crate::core::ir::{
+    Atom, Build1, CustomJvp, CustomLinear, CustomVjp, Expr, Fold, Gather, Index, Monoid,
+    MonoidKind, PrimApp, Program, Replicate, Scan, Scatter, SumOuter, Table, VarId, WhileReverse,
+};
 use crate::core::kernel::Reduction;
 
 /// How an operation's results depend on its operands, for differentiation (docs/architecture.md:
@@ -85,36 +88,36 @@ pub fn linearity(expr: &Expr) -> Linearity {
     match expr {
         Expr::Atom(_) | Expr::Table(_) => Linearity::Structural(vec![true; n_operands]),
         // `index`: linear in the array, not in the indices.
-        Expr::Index { .. }
-        | Expr::Gather { .. }
-        | Expr::Scatter { .. }
+        Expr::Index(_)
+        | Expr::Gather(_)
+        | Expr::Scatter(_)
         | Expr::SumOuter(_)
-        | Expr::Replicate { .. }
-        | Expr::Transpose { .. }
-        | Expr::Reshape { .. } => first_only(),
+        | Expr::Replicate(_)
+        | Expr::Transpose(_)
+        | Expr::Reshape(_) => first_only(),
         // An integer result: no tangent, linear in nothing.
         Expr::Iota(_) => Linearity::Structural(Vec::new()),
-        Expr::Prim(prim, _) => Linearity::Prim(prim.linearity()),
-        Expr::Cond { .. } => Linearity::Compound(vec![false]),
-        Expr::Fold { .. } | Expr::Scan { .. } | Expr::While { .. } | Expr::Monoid { .. } => {
+        Expr::Prim(PrimApp(prim, _)) => Linearity::Prim(prim.linearity()),
+        Expr::Cond(_) => Linearity::Compound(vec![false]),
+        Expr::Fold(_) | Expr::Scan(_) | Expr::While(_) | Expr::Monoid(_) => {
             Linearity::Compound(vec![true; n_operands])
         }
         // Linear in its seeds, constant in the carries it replays.
-        Expr::WhileReverse { init, seeds, .. } => {
+        Expr::WhileReverse(WhileReverse { init, seeds, .. }) => {
             Linearity::Compound([vec![false; init.len()], vec![true; seeds.len()]].concat())
         }
-        Expr::CustomVjp { args, .. } | Expr::CustomJvp { args, .. } => {
+        Expr::CustomVjp(CustomVjp { args, .. }) | Expr::CustomJvp(CustomJvp { args, .. }) => {
             Linearity::Compound(vec![true; args.len()])
         }
         // Linear in its tangents (or cotangents), constant in its residuals.
-        Expr::CustomLinear {
+        Expr::CustomLinear(CustomLinear {
             residuals,
             operands,
             ..
-        } => {
+        }) => {
             Linearity::Compound([vec![false; residuals.len()], vec![true; operands.len()]].concat())
         }
-        Expr::Build1 { .. } | Expr::Derivative { .. } => Linearity::Excluded,
+        Expr::Build1(_) | Expr::Derivative(_) => Linearity::Excluded,
     }
 }
 
@@ -128,35 +131,37 @@ pub fn push_index(
     def: &Expr,
 ) -> Option<Expr> {
     match def {
-        Expr::Index {
+        Expr::Index(Index {
             array,
             index: first,
-        } => build::push_into_index(*array, first, index),
-        Expr::Table(items) => build::push_into_table(cx, items, index),
-        Expr::SumOuter(inner) => sum_outer::push_index(cx, *inner, index),
-        Expr::Replicate { count, array } => layout::push_into_replicate(cx, *count, *array, index),
-        Expr::Prim(prim, args) => batch::push_into_prim(cx, *prim, args, source, index),
-        Expr::Gather { shape, array, body } => {
+        }) => build::push_into_index(*array, first, index),
+        Expr::Table(Table(items)) => build::push_into_table(cx, items, index),
+        Expr::SumOuter(SumOuter(inner)) => sum_outer::push_index(cx, *inner, index),
+        Expr::Replicate(Replicate { count, array }) => {
+            layout::push_into_replicate(cx, *count, *array, index)
+        }
+        Expr::Prim(PrimApp(prim, args)) => batch::push_into_prim(cx, *prim, args, source, index),
+        Expr::Gather(Gather { shape, array, body }) => {
             gather_scatter::push_into_gather(cx, shape, *array, *body, index)
         }
         // No rule (a loop, a scatter or a conditional would be run again for each element
         // read; a layout change is composed where gathers are): the array is read as it is.
         Expr::Atom(_)
-        | Expr::Transpose { .. }
-        | Expr::Reshape { .. }
+        | Expr::Transpose(_)
+        | Expr::Reshape(_)
         | Expr::Iota(_)
-        | Expr::Build1 { .. }
-        | Expr::Scatter { .. }
-        | Expr::Monoid { .. }
-        | Expr::Cond { .. }
-        | Expr::Fold { .. }
-        | Expr::Scan { .. }
-        | Expr::While { .. }
-        | Expr::WhileReverse { .. }
-        | Expr::CustomVjp { .. }
-        | Expr::CustomJvp { .. }
-        | Expr::CustomLinear { .. }
-        | Expr::Derivative { .. } => None,
+        | Expr::Build1(_)
+        | Expr::Scatter(_)
+        | Expr::Monoid(_)
+        | Expr::Cond(_)
+        | Expr::Fold(_)
+        | Expr::Scan(_)
+        | Expr::While(_)
+        | Expr::WhileReverse(_)
+        | Expr::CustomVjp(_)
+        | Expr::CustomJvp(_)
+        | Expr::CustomLinear(_)
+        | Expr::Derivative(_) => None,
     }
 }
 
@@ -182,31 +187,31 @@ pub enum FusionClass {
 pub fn fusion_class(program: &Program, expr: &Expr) -> FusionClass {
     match expr {
         Expr::Atom(_)
-        | Expr::Replicate { .. }
-        | Expr::Transpose { .. }
-        | Expr::Reshape { .. }
+        | Expr::Replicate(_)
+        | Expr::Transpose(_)
+        | Expr::Reshape(_)
         | Expr::Iota(_)
-        | Expr::Index { .. } => FusionClass::View,
-        Expr::Gather { body, .. } => gather_scatter::gather_fusion_class(program, *body),
+        | Expr::Index(_) => FusionClass::View,
+        Expr::Gather(Gather { body, .. }) => gather_scatter::gather_fusion_class(program, *body),
         Expr::Prim(..) => FusionClass::Pull,
         Expr::SumOuter(_) => FusionClass::Reduce,
-        Expr::Monoid { .. } if reduction_of(program, expr).is_some() => FusionClass::Reduce,
-        Expr::Build1 { .. }
-        | Expr::Scatter { .. }
+        Expr::Monoid(_) if reduction_of(program, expr).is_some() => FusionClass::Reduce,
+        Expr::Build1(_)
+        | Expr::Scatter(_)
         | Expr::Table(_)
-        | Expr::Cond { .. }
-        | Expr::Fold { .. }
-        | Expr::Scan { .. }
-        | Expr::While { .. }
-        | Expr::WhileReverse { .. }
+        | Expr::Cond(_)
+        | Expr::Fold(_)
+        | Expr::Scan(_)
+        | Expr::While(_)
+        | Expr::WhileReverse(_)
         // A monoid reduce or scan is a step of its own, run in parallel chunks by
         // `exec::monoid`; the producers of a vector's arrays run inside its chunk loop
         // (Note [Monoid steps] in `passes::fuse::monoid`).
-        | Expr::Monoid { .. }
-        | Expr::CustomVjp { .. }
-        | Expr::CustomJvp { .. }
-        | Expr::CustomLinear { .. }
-        | Expr::Derivative { .. } => FusionClass::Bulk,
+        | Expr::Monoid(_)
+        | Expr::CustomVjp(_)
+        | Expr::CustomJvp(_)
+        | Expr::CustomLinear(_)
+        | Expr::Derivative(_) => FusionClass::Bulk,
     }
 }
 
@@ -215,13 +220,13 @@ pub fn fusion_class(program: &Program, expr: &Expr) -> FusionClass {
 /// identity is then never used).
 pub fn reduction_of(program: &Program, expr: &Expr) -> Option<(Atom, Reduction)> {
     match expr {
-        Expr::SumOuter(array) => Some((*array, Reduction::Sum)),
-        Expr::Monoid {
+        Expr::SumOuter(SumOuter(array)) => Some((*array, Reduction::Sum)),
+        Expr::Monoid(Monoid {
             kind: MonoidKind::Reduce,
             arrays,
             op,
             ..
-        } if arrays.len() == 1 && program.atom_ty(&arrays[0]).shape[0] > 0 => {
+        }) if arrays.len() == 1 && program.atom_ty(&arrays[0]).shape[0] > 0 => {
             monoid::selection(program, *op).map(|reduction| (arrays[0], reduction))
         }
         _ => None,
@@ -235,8 +240,8 @@ pub fn reduction_of(program: &Program, expr: &Expr) -> Option<(Atom, Reduction)>
 /// `gather_scatter::is_injective`), once otherwise.
 pub fn recompute_factor(program: &Program, expr: &Expr) -> usize {
     match expr {
-        Expr::Replicate { count, .. } => *count,
-        Expr::Gather { shape, body, .. } => {
+        Expr::Replicate(Replicate { count, .. }) => *count,
+        Expr::Gather(Gather { shape, body, .. }) => {
             let points = shape.get(..program.blocks[*body].params.len());
             let once =
                 points.is_some_and(|points| gather_scatter::is_injective(program, *body, points));
@@ -248,24 +253,24 @@ pub fn recompute_factor(program: &Program, expr: &Expr) -> usize {
         }
         Expr::Atom(_)
         | Expr::Prim(..)
-        | Expr::Build1 { .. }
-        | Expr::Index { .. }
+        | Expr::Build1(_)
+        | Expr::Index(_)
         | Expr::SumOuter(_)
-        | Expr::Scatter { .. }
+        | Expr::Scatter(_)
         | Expr::Table(_)
-        | Expr::Transpose { .. }
-        | Expr::Reshape { .. }
-        | Expr::Cond { .. }
+        | Expr::Transpose(_)
+        | Expr::Reshape(_)
+        | Expr::Cond(_)
         | Expr::Iota(_)
-        | Expr::Fold { .. }
-        | Expr::Scan { .. }
-        | Expr::While { .. }
-        | Expr::WhileReverse { .. }
-        | Expr::Monoid { .. }
-        | Expr::CustomVjp { .. }
-        | Expr::CustomJvp { .. }
-        | Expr::CustomLinear { .. }
-        | Expr::Derivative { .. } => 1,
+        | Expr::Fold(_)
+        | Expr::Scan(_)
+        | Expr::While(_)
+        | Expr::WhileReverse(_)
+        | Expr::Monoid(_)
+        | Expr::CustomVjp(_)
+        | Expr::CustomJvp(_)
+        | Expr::CustomLinear(_)
+        | Expr::Derivative(_) => 1,
     }
 }
 
@@ -274,28 +279,30 @@ pub fn recompute_factor(program: &Program, expr: &Expr) -> usize {
 /// indices). The BOT's index pushing uses them (Note [Pushing index down]).
 pub fn index_param_bounds(program: &Program, expr: &Expr) -> Vec<usize> {
     match expr {
-        Expr::Build1 { size, .. } | Expr::Fold { size, .. } | Expr::Scan { size, .. } => {
+        Expr::Build1(Build1 { size, .. })
+        | Expr::Fold(Fold { size, .. })
+        | Expr::Scan(Scan { size, .. }) => {
             vec![*size]
         }
         // The index function ranges over the leading axes of the result (gather) or of the
         // source (scatter).
-        Expr::Gather { shape, .. } => shape.clone(),
-        Expr::Scatter { array, .. } => program.atom_ty(array).shape,
+        Expr::Gather(Gather { shape, .. }) => shape.clone(),
+        Expr::Scatter(Scatter { array, .. }) => program.atom_ty(array).shape,
         // An operator's params are scalar operands, a derivative's function's params values.
-        Expr::Monoid { .. } | Expr::Derivative { .. } => Vec::new(),
+        Expr::Monoid(_) | Expr::Derivative(_) => Vec::new(),
         // Their blocks' params are values.
-        Expr::CustomVjp { .. } | Expr::CustomJvp { .. } | Expr::CustomLinear { .. } => Vec::new(),
+        Expr::CustomVjp(_) | Expr::CustomJvp(_) | Expr::CustomLinear(_) => Vec::new(),
         // A while's params are carries.
-        Expr::While { .. } | Expr::WhileReverse { .. } => Vec::new(),
-        Expr::Cond { .. }
+        Expr::While(_) | Expr::WhileReverse(_) => Vec::new(),
+        Expr::Cond(_)
         | Expr::Atom(_)
         | Expr::Prim(..)
-        | Expr::Index { .. }
+        | Expr::Index(_)
         | Expr::SumOuter(_)
         | Expr::Table(_)
-        | Expr::Replicate { .. }
-        | Expr::Transpose { .. }
-        | Expr::Reshape { .. }
+        | Expr::Replicate(_)
+        | Expr::Transpose(_)
+        | Expr::Reshape(_)
         | Expr::Iota(_) => Vec::new(),
     }
 }

@@ -22,7 +22,10 @@
 //! (`selected_tangent`), transposed by the generic rules. Does not handle yet: fusing other monoid statements with their
 //! producers (they are bulk steps of the engine, over materialised arrays).
 
-use crate::core::ir::{ArrTy, Atom, BlockId, Expr, MonoidKind, Program, Scalar};
+use crate::core::ir::{
+    ArrTy, Atom, BlockId, Cond, Expr, Gather, Iota, Monoid, MonoidKind, PrimApp, Program, Scalar,
+    SumOuter, Transpose,
+};
 use crate::core::kernel::Reduction;
 use crate::core::scalar_code::{self, ScalarCode};
 use crate::core::value::{Array, ArrayData};
@@ -147,7 +150,7 @@ pub fn selection(program: &Program, op: BlockId) -> Option<Reduction> {
     else {
         return None;
     };
-    let Expr::Prim(prim, operands) = &stmt.expr else {
+    let Expr::Prim(PrimApp(prim, operands)) = &stmt.expr else {
         return None;
     };
     let reduction = match prim {
@@ -206,11 +209,11 @@ pub(crate) fn if_convert(program: &mut Program, block: BlockId) {
     let stmts = std::mem::take(&mut program.blocks[block].stmts);
     let mut out = Vec::with_capacity(stmts.len());
     for stmt in stmts {
-        let Expr::Cond {
+        let Expr::Cond(Cond {
             cond,
             then_block,
             else_block,
-        } = stmt.expr
+        }) = stmt.expr
         else {
             out.push(stmt);
             continue;
@@ -224,10 +227,10 @@ pub(crate) fn if_convert(program: &mut Program, block: BlockId) {
         for (position, binder) in stmt.binders.iter().enumerate() {
             out.push(Stmt {
                 binders: vec![*binder],
-                expr: Expr::Prim(
+                expr: Expr::Prim(PrimApp(
                     Prim::Select,
                     vec![cond, results[0][position], results[1][position]],
-                ),
+                )),
             });
         }
     }
@@ -483,10 +486,10 @@ impl super::batch::Batcher<'_> {
                 let ty = swap(self.program.var_ty(bulk));
                 let perm = vec![1, 0];
                 Atom::Var(self.emit1(
-                    Expr::Transpose {
+                    Expr::Transpose(Transpose {
                         perm,
                         array: Atom::Var(bulk),
-                    },
+                    }),
                     ty,
                     "tr",
                 ))
@@ -512,12 +515,12 @@ impl super::batch::Batcher<'_> {
         self.emit_to(
             self.target,
             results.clone(),
-            Expr::Monoid {
+            Expr::Monoid(Monoid {
                 kind,
                 arrays: moved,
                 init,
                 op,
-            },
+            }),
         );
         for (binder, res) in binders.iter().zip(results) {
             let bulk = match kind {
@@ -525,10 +528,10 @@ impl super::batch::Batcher<'_> {
                 MonoidKind::Scan | MonoidKind::ScanRight => {
                     let ty = self.batched_ty(self.program.var_ty(*binder));
                     self.emit1(
-                        Expr::Transpose {
+                        Expr::Transpose(Transpose {
                             perm: vec![1, 0],
                             array: Atom::Var(res),
-                        },
+                        }),
                         ty,
                         "tr",
                     )
@@ -605,7 +608,7 @@ fn lift_stmts(
     for stmt in stmts {
         let res = match &stmt.expr {
             Expr::Atom(atom) => lifted_atom(builder, atom, subst, shape)?,
-            Expr::Prim(prim, args) => {
+            Expr::Prim(PrimApp(prim, args)) => {
                 let args = args
                     .iter()
                     .map(|atom| lifted_atom(builder, atom, subst, shape))
@@ -686,12 +689,12 @@ fn scalar_params(program: &mut Program, elems: &[crate::core::ir::Elem], hint: &
 /// statement): its first `k` binders computed by the operator that `jvp_monoid` turned into
 /// ⊕, recovered as the statements of ⊕ that do not depend on the tangent params.
 pub(crate) fn primal_of_jvp(program: &mut Program, stmt: &Stmt) -> Option<Stmt> {
-    let Expr::Monoid {
+    let Expr::Monoid(Monoid {
         kind,
         arrays,
         init,
         op,
-    } = &stmt.expr
+    }) = &stmt.expr
     else {
         return None;
     };
@@ -747,12 +750,12 @@ pub(crate) fn primal_of_jvp(program: &mut Program, stmt: &Stmt) -> Option<Stmt> 
     let op = crate::core::inline::clone_block(program, shared, &mut HashMap::new());
     Some(Stmt {
         binders: stmt.binders[..k].to_vec(),
-        expr: Expr::Monoid {
+        expr: Expr::Monoid(Monoid {
             kind: *kind,
             arrays: arrays[..k].to_vec(),
             init: init[..k].to_vec(),
             op,
-        },
+        }),
     })
 }
 
@@ -883,19 +886,19 @@ impl Builder<'_> {
             params: vec![row],
             stmts: vec![Stmt {
                 binders: vec![source],
-                expr: Expr::Prim(
+                expr: Expr::Prim(PrimApp(
                     Prim::Add,
                     vec![Atom::Var(row), Atom::Lit(Scalar::I64(delta))],
-                ),
+                )),
             }],
             results: vec![Atom::Var(source)],
         });
         let gathered = self.emit1(
-            Expr::Gather {
+            Expr::Gather(Gather {
                 shape: ty.shape.clone(),
                 array,
                 body: index_fn,
-            },
+            }),
             ty.clone(),
             "shift",
         );
@@ -917,12 +920,12 @@ impl Builder<'_> {
     ) -> Vec<Atom> {
         let op = crate::core::inline::clone_block(self.program, op, &mut HashMap::new());
         self.emit(
-            Expr::Monoid {
+            Expr::Monoid(Monoid {
                 kind,
                 arrays: arrays.to_vec(),
                 init: init.to_vec(),
                 op,
-            },
+            }),
             tys.to_vec(),
             hint,
         )
@@ -949,8 +952,8 @@ impl Builder<'_> {
         // NaN, in every row.
         let indicator = self.prim(Prim::Select, &[selected, one, zero]);
         let picked = self.prim(Prim::Mul, &[indicator, a_dot]);
-        let total = self.emit1(Expr::SumOuter(picked), row_ty.clone(), "ties_dot");
-        let count = self.emit1(Expr::SumOuter(indicator), row_ty, "ties");
+        let total = self.emit1(Expr::SumOuter(SumOuter(picked)), row_ty.clone(), "ties_dot");
+        let count = self.emit1(Expr::SumOuter(SumOuter(indicator)), row_ty, "ties");
         self.prim(Prim::Div, &[total, count])
     }
 
@@ -958,7 +961,7 @@ impl Builder<'_> {
     fn row_mask(&mut self, shape: &[usize], row: i64) -> Atom {
         use crate::core::ir::Elem;
         let n = shape[0];
-        let iota = self.emit1(Expr::Iota(n), ArrTy::new(vec![n], Elem::I64), "iota");
+        let iota = self.emit1(Expr::Iota(Iota(n)), ArrTy::new(vec![n], Elem::I64), "iota");
         let edge = self.constant_of(Scalar::I64(row), &[n]);
         let is_edge = self.prim(Prim::Eq, &[iota, edge]);
         self.rows_to(is_edge, shape)
@@ -982,11 +985,11 @@ impl Builder<'_> {
                 results: vec![first],
             });
             self.emit1(
-                Expr::Gather {
+                Expr::Gather(Gather {
                     shape: shape.to_vec(),
                     array: per_row,
                     body: index_fn,
-                },
+                }),
                 ArrTy::new(shape.to_vec(), elem),
                 "rows",
             )
@@ -1002,12 +1005,12 @@ impl Builder<'_> {
         stmt: &Stmt,
         tangents: &mut HashMap<VarId, Atom>,
     ) -> Result<(), AdError> {
-        let Expr::Monoid {
+        let Expr::Monoid(Monoid {
             kind,
             arrays,
             init,
             op,
-        } = &stmt.expr
+        }) = &stmt.expr
         else {
             unreachable!("only monoid statements reach jvp_monoid")
         };
@@ -1059,12 +1062,12 @@ impl Builder<'_> {
         }
         self.stmts.push(Stmt {
             binders,
-            expr: Expr::Monoid {
+            expr: Expr::Monoid(Monoid {
                 kind: *kind,
                 arrays: new_arrays,
                 init: new_init,
                 op: oplus,
-            },
+            }),
         });
         for (binder, tangent) in new_tangents {
             tangents.insert(binder, Atom::Var(tangent));
@@ -1083,9 +1086,9 @@ impl Builder<'_> {
         stmt: &Stmt,
         cts: &mut HashMap<VarId, Atom>,
     ) -> Result<(), AdError> {
-        let Expr::Monoid {
+        let Expr::Monoid(Monoid {
             kind, arrays, init, ..
-        } = &stmt.expr
+        }) = &stmt.expr
         else {
             unreachable!("only monoid statements reach transpose_monoid")
         };
@@ -1101,7 +1104,7 @@ impl Builder<'_> {
         let Some(primal) = primal_of_jvp(self.program, stmt) else {
             unreachable!("a monoid statement")
         };
-        let Expr::Monoid { op: primal_op, .. } = primal.expr else {
+        let Expr::Monoid(Monoid { op: primal_op, .. }) = primal.expr else {
             unreachable!("primal_of_jvp returns a monoid statement")
         };
         let (a, e) = (&arrays[..k], &init[..k]);
@@ -1187,7 +1190,7 @@ impl Builder<'_> {
             }
             let tys: Vec<ArrTy> = m.iter().map(|atom| self.ty(atom)).collect();
             let scanned = self.emit(
-                Expr::Monoid {
+                Expr::Monoid(Monoid {
                     kind: if mirrored {
                         MonoidKind::Scan
                     } else {
@@ -1196,7 +1199,7 @@ impl Builder<'_> {
                     arrays: m,
                     init: identity,
                     op: otimes,
-                },
+                }),
                 tys,
                 "ct_scan",
             );
@@ -1255,7 +1258,7 @@ pub(crate) mod tests {
             let var = program.new_var(ArrTy::scalar(Elem::I64), "t");
             stmts.push(Stmt {
                 binders: vec![var],
-                expr: Expr::Prim(prim, args),
+                expr: Expr::Prim(PrimApp(prim, args)),
             });
             Atom::Var(var)
         };

@@ -17,7 +17,9 @@ use std::collections::HashMap;
 
 use super::ad::Builder;
 use super::batch::{Batcher, Status};
-use crate::core::ir::{ArrTy, Atom, Expr, Program, Scalar, VarId};
+use crate::core::ir::{
+    ArrTy, Atom, Expr, Index, Program, Replicate, Scalar, SumOuter, Transpose, VarId,
+};
 use crate::core::value::Array;
 use crate::ops::interp::from_scalars;
 use crate::ops::verify::{atom_ty, expect_numeric};
@@ -111,15 +113,15 @@ impl Batcher<'_> {
         let mut shape = ty.shape.clone();
         shape.swap(0, 1);
         let swapped = self.emit1(
-            Expr::Transpose {
+            Expr::Transpose(Transpose {
                 perm: vec![1, 0],
                 array: Atom::Var(bulk),
-            },
+            }),
             ArrTy::new(shape, ty.elem),
             "tr",
         );
         let (res_ty, hint) = self.batched_binder(binder);
-        Status::Batched(self.emit1(Expr::SumOuter(Atom::Var(swapped)), res_ty, &hint))
+        Status::Batched(self.emit1(Expr::SumOuter(SumOuter(Atom::Var(swapped))), res_ty, &hint))
     }
 }
 
@@ -131,9 +133,11 @@ impl Builder<'_> {
         ct: Atom,
         cts: &mut HashMap<VarId, Atom>,
     ) {
-        self.add_transposed(cts, array, |_, ty| Expr::Replicate {
-            count: ty.shape[0],
-            array: ct,
+        self.add_transposed(cts, array, |_, ty| {
+            Expr::Replicate(Replicate {
+                count: ty.shape[0],
+                array: ct,
+            })
         });
     }
 }
@@ -149,20 +153,20 @@ pub fn push_index(cx: &mut super::build::IndexPush, inner: Atom, index: &[Atom])
     moved_shape.push(inner_ty.shape[0]);
     moved_shape.extend(&inner_ty.shape[n + 1..]);
     let moved = cx.emit(
-        Expr::Transpose { perm, array: inner },
+        Expr::Transpose(Transpose { perm, array: inner }),
         ArrTy::new(moved_shape.clone(), inner_ty.elem),
         "tr",
     );
     let rows_ty = ArrTy::new(moved_shape[n..].to_vec(), inner_ty.elem);
     let rows = cx.emit(
-        Expr::Index {
+        Expr::Index(Index {
             array: moved,
             index: index.to_vec(),
-        },
+        }),
         rows_ty,
         "ix",
     );
-    Some(Expr::SumOuter(rows))
+    Some(Expr::SumOuter(SumOuter(rows)))
 }
 
 #[cfg(test)]

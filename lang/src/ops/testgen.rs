@@ -17,7 +17,11 @@
 //! in most programs (NaN and infinities can still appear, e.g. from `div`).
 
 use super::verify::expr_types;
-use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::ir::{
+    ArrTy, Atom, BlockId, Build1, Cond, Elem, Expr, Fold, Gather, Index, Iota, Monoid, PrimApp,
+    Program, Replicate, Reshape, Scalar, Scan, Scatter, Stmt, SumOuter, Table, Transpose, VarId,
+    While, WhileReverse,
+};
 use crate::core::value::{Array, ArrayData};
 use crate::prim::Prim;
 
@@ -96,7 +100,7 @@ impl Builder {
 
     /// Appends `prim operands`.
     pub fn prim(&mut self, prim: Prim, operands: &[Atom]) -> Atom {
-        self.let1(Expr::Prim(prim, operands.to_vec()))
+        self.let1(Expr::Prim(PrimApp(prim, operands.to_vec())))
     }
 
     /// Sets the printing hint of a variable.
@@ -496,7 +500,7 @@ impl Gen<'_> {
         if prim.arity() == 2 {
             operands.push(self.same_type_operand(&ty));
         }
-        self.bind1(Expr::Prim(prim, operands));
+        self.bind1(Expr::Prim(PrimApp(prim, operands)));
         true
     }
 
@@ -519,18 +523,18 @@ impl Gen<'_> {
         let ty = self.ty(x);
         let y = self.same_type_operand(&ty);
         let prim = self.rng.pick(&[Prim::Lt, Prim::Le, Prim::Eq, Prim::Gt]);
-        let cond = self.bind1(Expr::Prim(prim, vec![Atom::Var(x), y]));
+        let cond = self.bind1(Expr::Prim(PrimApp(prim, vec![Atom::Var(x), y])));
         if self.rng.chance(2, 3) {
-            self.bind1(Expr::Prim(
+            self.bind1(Expr::Prim(PrimApp(
                 Prim::Select,
                 vec![Atom::Var(cond), y, Atom::Var(x)],
-            ));
+            )));
         } else {
             let other = self.pick_var(|other| other.elem == Elem::Bool && other.shape == ty.shape);
             let other = other.map_or(Atom::Var(cond), Atom::Var);
             let prim = self.rng.pick(&[Prim::And, Prim::Or]);
-            let both = self.bind1(Expr::Prim(prim, vec![Atom::Var(cond), other]));
-            self.bind1(Expr::Prim(Prim::Not, vec![Atom::Var(both)]));
+            let both = self.bind1(Expr::Prim(PrimApp(prim, vec![Atom::Var(cond), other])));
+            self.bind1(Expr::Prim(PrimApp(Prim::Not, vec![Atom::Var(both)])));
         }
         true
     }
@@ -542,7 +546,7 @@ impl Gen<'_> {
         let elem = self
             .rng
             .pick(&[Elem::F64, Elem::I64, Elem::F32, Elem::Bool, Elem::I32]);
-        self.bind1(Expr::Prim(Prim::Cast(elem), vec![Atom::Var(x)]));
+        self.bind1(Expr::Prim(PrimApp(Prim::Cast(elem), vec![Atom::Var(x)])));
         true
     }
 
@@ -557,7 +561,7 @@ impl Gen<'_> {
                         .rng
                         .pick(&[Prim::Add, Prim::Sub, Prim::IDiv, Prim::Mod]);
                     let offset = idx(self.rng.range(1, 2) as i64);
-                    Atom::Var(self.bind1(Expr::Prim(prim, vec![Atom::Var(var), offset])))
+                    Atom::Var(self.bind1(Expr::Prim(PrimApp(prim, vec![Atom::Var(var), offset]))))
                 }
                 None => idx(self.rng.below(dim.max(1)) as i64),
             },
@@ -580,7 +584,7 @@ impl Gen<'_> {
         } else {
             vec![Atom::Var(var), operand]
         };
-        Atom::Var(self.bind1(Expr::Prim(prim, operands)))
+        Atom::Var(self.bind1(Expr::Prim(PrimApp(prim, operands))))
     }
 
     /// A read of some array at an index derived from `var` (a loop index), so that a loop
@@ -595,10 +599,10 @@ impl Gen<'_> {
         for axis in 1..n_index {
             index.push(self.index_atom(ty.shape[axis]));
         }
-        self.bind1(Expr::Index {
+        self.bind1(Expr::Index(Index {
             array: Atom::Var(array),
             index,
-        });
+        }));
     }
 
     fn index(&mut self) -> bool {
@@ -610,10 +614,10 @@ impl Gen<'_> {
         let index = (0..n_index)
             .map(|axis| self.index_atom(ty.shape[axis]))
             .collect();
-        self.bind1(Expr::Index {
+        self.bind1(Expr::Index(Index {
             array: Atom::Var(array),
             index,
-        });
+        }));
         true
     }
 
@@ -621,7 +625,7 @@ impl Gen<'_> {
         let Some(array) = self.pick_var(|ty| ty.rank() >= 1 && ty.elem.is_numeric()) else {
             return false;
         };
-        self.bind1(Expr::SumOuter(Atom::Var(array)));
+        self.bind1(Expr::SumOuter(SumOuter(Atom::Var(array))));
         true
     }
 
@@ -705,7 +709,7 @@ impl Gen<'_> {
             gen.stmts(depth + 1, 0, 3);
             gen.pick_results(since, 2, Some(size))
         });
-        self.bind(Expr::Build1 { size, body });
+        self.bind(Expr::Build1(Build1 { size, body }));
         true
     }
 
@@ -740,11 +744,11 @@ impl Gen<'_> {
             return false;
         }
         let body = self.index_fn(n_params, n_results, &ty.shape);
-        self.bind1(Expr::Gather {
+        self.bind1(Expr::Gather(Gather {
             shape,
             array: Atom::Var(array),
             body,
-        });
+        }));
         true
     }
 
@@ -764,11 +768,11 @@ impl Gen<'_> {
         }
         let dims = shape.clone();
         let body = self.index_fn(n_params, n_results, &dims);
-        self.bind1(Expr::Scatter {
+        self.bind1(Expr::Scatter(Scatter {
             shape,
             array: Atom::Var(array),
             body,
-        });
+        }));
         true
     }
 
@@ -787,7 +791,7 @@ impl Gen<'_> {
                 None => Atom::Var(x),
             })
             .collect();
-        self.bind1(Expr::Table(atoms));
+        self.bind1(Expr::Table(Table(atoms)));
         true
     }
 
@@ -799,10 +803,10 @@ impl Gen<'_> {
         if !self.fits(&prepend(count, &self.ty(x))) {
             return false;
         }
-        self.bind1(Expr::Replicate {
+        self.bind1(Expr::Replicate(Replicate {
             count,
             array: Atom::Var(x),
-        });
+        }));
         true
     }
 
@@ -817,10 +821,10 @@ impl Gen<'_> {
             let j = self.rng.below(i + 1);
             perm.swap(i, j);
         }
-        self.bind1(Expr::Transpose {
+        self.bind1(Expr::Transpose(Transpose {
             perm,
             array: Atom::Var(x),
-        });
+        }));
         true
     }
 
@@ -840,10 +844,10 @@ impl Gen<'_> {
             1 if n_elems == 1 => Vec::new(),
             _ => vec![n_elems],
         };
-        self.bind1(Expr::Reshape {
+        self.bind1(Expr::Reshape(Reshape {
             shape,
             array: Atom::Var(x),
-        });
+        }));
         true
     }
 
@@ -854,7 +858,7 @@ impl Gen<'_> {
                 Some(x) => {
                     let ty = self.ty(x);
                     let y = self.literal(ty.elem);
-                    Atom::Var(self.bind1(Expr::Prim(Prim::Lt, vec![Atom::Var(x), y])))
+                    Atom::Var(self.bind1(Expr::Prim(PrimApp(Prim::Lt, vec![Atom::Var(x), y]))))
                 }
                 None => return false,
             },
@@ -880,17 +884,17 @@ impl Gen<'_> {
         };
         let then_block = branch(self);
         let else_block = branch(self);
-        self.bind(Expr::Cond {
+        self.bind(Expr::Cond(Cond {
             cond,
             then_block,
             else_block,
-        });
+        }));
         true
     }
 
     fn iota(&mut self) -> bool {
         let size = self.size();
-        self.bind1(Expr::Iota(size));
+        self.bind1(Expr::Iota(Iota(size)));
         true
     }
 
@@ -924,7 +928,7 @@ impl Gen<'_> {
                 })
                 .collect()
         });
-        self.bind(Expr::Fold { size, init, body });
+        self.bind(Expr::Fold(Fold { size, init, body }));
         true
     }
 
@@ -946,10 +950,10 @@ impl Gen<'_> {
         for elem in &elems {
             let mut atom = self.literal(*elem);
             for axis in (1..shape.len()).rev() {
-                atom = Atom::Var(self.bind1(Expr::Replicate {
+                atom = Atom::Var(self.bind1(Expr::Replicate(Replicate {
                     count: shape[axis],
                     array: atom,
-                }));
+                })));
             }
             init.push(atom);
         }
@@ -968,10 +972,10 @@ impl Gen<'_> {
             let res = program.new_var(ArrTy::scalar(elems[comp]), "m");
             stmts.push(crate::core::ir::Stmt {
                 binders: vec![res],
-                expr: Expr::Prim(
+                expr: Expr::Prim(PrimApp(
                     prim,
                     vec![Atom::Var(params[comp]), Atom::Var(params[k + comp])],
-                ),
+                )),
             });
             results.push(Atom::Var(res));
         }
@@ -985,12 +989,12 @@ impl Gen<'_> {
             crate::core::ir::MonoidKind::Scan,
             crate::core::ir::MonoidKind::ScanRight,
         ]);
-        self.bind(Expr::Monoid {
+        self.bind(Expr::Monoid(Monoid {
             kind,
             arrays: arrays.into_iter().map(Atom::Var).collect(),
             init,
             op,
-        });
+        }));
         true
     }
 
@@ -998,7 +1002,7 @@ impl Gen<'_> {
     /// other carries (`while_body`).
     fn while_loop(&mut self, depth: usize) -> bool {
         let (init, body) = self.while_parts(depth);
-        self.bind(Expr::While { init, body });
+        self.bind(Expr::While(While { init, body }));
         true
     }
 
@@ -1022,12 +1026,12 @@ impl Gen<'_> {
                 })
                 .collect()
         });
-        self.bind(Expr::WhileReverse {
+        self.bind(Expr::WhileReverse(WhileReverse {
             init,
             seeds,
             body,
             back,
-        });
+        }));
         true
     }
 
@@ -1040,7 +1044,10 @@ impl Gen<'_> {
         init.extend(self.carries());
         let carry_tys: Vec<ArrTy> = init.iter().map(|atom| self.builder.ty(*atom)).collect();
         let body = self.nested(&carry_tys, |gen, params, since| {
-            let count = gen.bind1(Expr::Prim(Prim::Add, vec![Atom::Var(params[0]), idx(1)]));
+            let count = gen.bind1(Expr::Prim(PrimApp(
+                Prim::Add,
+                vec![Atom::Var(params[0]), idx(1)],
+            )));
             gen.stmts(depth + 1, 0, 2);
             // Index variables from outside the loop, the latest (a build's index) first.
             let outer: Vec<VarId> = (gen.scope[..since].iter().rev())
@@ -1051,18 +1058,23 @@ impl Gen<'_> {
             let bound = match outer.is_empty() {
                 false if gen.rng.chance(3, 4) => {
                     let var = gen.rng.pick(&outer);
-                    Atom::Var(gen.bind1(Expr::Prim(Prim::Min, vec![Atom::Var(var), idx(4)])))
+                    Atom::Var(
+                        gen.bind1(Expr::Prim(PrimApp(Prim::Min, vec![Atom::Var(var), idx(4)]))),
+                    )
                 }
                 _ => idx(gen.rng.range(1, 4) as i64),
             };
-            let mut go = gen.bind1(Expr::Prim(Prim::Lt, vec![Atom::Var(count), bound]));
+            let mut go = gen.bind1(Expr::Prim(PrimApp(Prim::Lt, vec![Atom::Var(count), bound])));
             let float_scalar = |ty: &ArrTy| ty.rank() == 0 && ty.elem.is_float();
             if gen.rng.chance(1, 3) {
                 if let Some(x) = gen.pick_var(float_scalar) {
                     let elem = gen.ty(x).elem;
                     let limit = gen.literal(elem);
-                    let below = gen.bind1(Expr::Prim(Prim::Lt, vec![Atom::Var(x), limit]));
-                    go = gen.bind1(Expr::Prim(Prim::And, vec![Atom::Var(go), Atom::Var(below)]));
+                    let below = gen.bind1(Expr::Prim(PrimApp(Prim::Lt, vec![Atom::Var(x), limit])));
+                    go = gen.bind1(Expr::Prim(PrimApp(
+                        Prim::And,
+                        vec![Atom::Var(go), Atom::Var(below)],
+                    )));
                 }
             }
             let mut results = vec![Atom::Var(go), Atom::Var(count)];
@@ -1098,7 +1110,7 @@ impl Gen<'_> {
             results.extend(gen.pick_results(since, 2, Some(size)));
             results
         });
-        self.bind(Expr::Scan { size, init, body });
+        self.bind(Expr::Scan(Scan { size, init, body }));
         true
     }
 }
@@ -1202,33 +1214,31 @@ mod tests {
                     let form = match &stmt.expr {
                         Expr::Atom(_) => "atom",
                         Expr::Prim(..) => "prim",
-                        Expr::Build1 { body, .. } => {
+                        Expr::Build1(Build1 { body, .. }) => {
                             nested_build1 |= program.blocks[*body]
                                 .stmts
                                 .iter()
-                                .any(|inner| matches!(inner.expr, Expr::Build1 { .. }));
+                                .any(|inner| matches!(inner.expr, Expr::Build1(_)));
                             "build1"
                         }
-                        Expr::Index { .. } => "index",
+                        Expr::Index(_) => "index",
                         Expr::SumOuter(_) => "sumOuter",
-                        Expr::Gather { .. } => "gather",
-                        Expr::Scatter { .. } => "scatter",
+                        Expr::Gather(_) => "gather",
+                        Expr::Scatter(_) => "scatter",
                         Expr::Table(_) => "table",
-                        Expr::Replicate { .. } => "replicate",
-                        Expr::Transpose { .. } => "tr",
-                        Expr::Reshape { .. } => "reshape",
-                        Expr::Cond { .. } => "cond",
+                        Expr::Replicate(_) => "replicate",
+                        Expr::Transpose(_) => "tr",
+                        Expr::Reshape(_) => "reshape",
+                        Expr::Cond(_) => "cond",
                         Expr::Iota(_) => "iota",
-                        Expr::Fold { .. } => "fold",
-                        Expr::Scan { .. } => "scan",
-                        Expr::While { .. } => "while",
-                        Expr::WhileReverse { .. } => "while_reverse",
-                        Expr::Monoid { .. } => "monoid",
+                        Expr::Fold(_) => "fold",
+                        Expr::Scan(_) => "scan",
+                        Expr::While(_) => "while",
+                        Expr::WhileReverse(_) => "while_reverse",
+                        Expr::Monoid(_) => "monoid",
                         // Emitted by lowering only; the `ad` pass expands them.
-                        Expr::Derivative { .. } => "derivative",
-                        Expr::CustomVjp { .. }
-                        | Expr::CustomJvp { .. }
-                        | Expr::CustomLinear { .. } => "custom",
+                        Expr::Derivative(_) => "derivative",
+                        Expr::CustomVjp(_) | Expr::CustomJvp(_) | Expr::CustomLinear(_) => "custom",
                     };
                     forms.insert(form);
                     multi_result |= stmt.binders.len() > 1;

@@ -60,7 +60,11 @@
 use std::fmt;
 
 use crate::core::ids::{Id, IdVec};
-use crate::core::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Stmt, VarId};
+use crate::core::ir::{
+    ArrTy, Atom, Block, BlockId, Build1, Cond, Derivative, Elem, Expr, Fold, Gather, Index, Iota,
+    Monoid, PrimApp, Program, Replicate, Reshape, Scan, Scatter, Stmt, SumOuter, Table, Transpose,
+    VarId, While, WhileReverse,
+};
 use crate::core::print::{annotated, ty_text, var_text, Notes};
 use crate::core::visit::{expr_atoms, expr_blocks};
 use crate::ops;
@@ -263,7 +267,7 @@ impl Verifier<'_> {
             .iter()
             .map(|&var| program.var_ty(var))
             .collect();
-        if let Expr::Table(atoms) = &stmt.expr {
+        if let Expr::Table(Table(atoms)) = &stmt.expr {
             if atoms.is_empty() {
                 match declared.as_slice() {
                     [ty] if ty.shape.first() == Some(&0) => {}
@@ -361,7 +365,7 @@ pub fn expr_types(program: &Program, expr: &Expr) -> Result<Vec<ArrTy>, String> 
     let one = |ty: ArrTy| Ok(vec![ty]);
     match expr {
         Expr::Atom(atom) => one(atom_ty(program, atom)?),
-        Expr::Prim(prim, operands) => {
+        Expr::Prim(PrimApp(prim, operands)) => {
             let tys = operands
                 .iter()
                 .map(|atom| atom_ty(program, atom))
@@ -381,51 +385,57 @@ pub fn expr_types(program: &Program, expr: &Expr) -> Result<Vec<ArrTy>, String> 
                 .map_err(|error| error.to_string())?;
             one(ArrTy::new(shape, elem))
         }
-        Expr::Build1 { size, body } => ops::build::build1_tys(program, *size, *body),
-        Expr::Index { array, index } => one(ops::build::index_ty(program, array, index)?),
-        Expr::SumOuter(array) => one(ops::sum_outer::result_ty(program, array)?),
-        Expr::Gather { shape, array, body } => one(ops::gather_scatter::gather_ty(
+        Expr::Build1(Build1 { size, body }) => ops::build::build1_tys(program, *size, *body),
+        Expr::Index(Index { array, index }) => one(ops::build::index_ty(program, array, index)?),
+        Expr::SumOuter(SumOuter(array)) => one(ops::sum_outer::result_ty(program, array)?),
+        Expr::Gather(Gather { shape, array, body }) => one(ops::gather_scatter::gather_ty(
             program, shape, array, *body,
         )?),
-        Expr::Scatter { shape, array, body } => one(ops::gather_scatter::scatter_ty(
+        Expr::Scatter(Scatter { shape, array, body }) => one(ops::gather_scatter::scatter_ty(
             program, shape, array, *body,
         )?),
-        Expr::Table(atoms) => one(ops::build::table_ty(program, atoms)?),
-        Expr::Replicate { count, array } => one(ops::layout::replicate_ty(program, *count, array)?),
-        Expr::Transpose { perm, array } => one(ops::layout::transpose_ty(program, perm, array)?),
-        Expr::Reshape { shape, array } => one(ops::layout::reshape_ty(program, shape, array)?),
-        Expr::Cond {
+        Expr::Table(Table(atoms)) => one(ops::build::table_ty(program, atoms)?),
+        Expr::Replicate(Replicate { count, array }) => {
+            one(ops::layout::replicate_ty(program, *count, array)?)
+        }
+        Expr::Transpose(Transpose { perm, array }) => {
+            one(ops::layout::transpose_ty(program, perm, array)?)
+        }
+        Expr::Reshape(Reshape { shape, array }) => {
+            one(ops::layout::reshape_ty(program, shape, array)?)
+        }
+        Expr::Cond(Cond {
             cond,
             then_block,
             else_block,
-        } => ops::cond::result_tys(program, cond, *then_block, *else_block),
-        Expr::Iota(size) => one(ops::build::iota_ty(*size)),
-        Expr::Fold {
+        }) => ops::cond::result_tys(program, cond, *then_block, *else_block),
+        Expr::Iota(Iota(size)) => one(ops::build::iota_ty(*size)),
+        Expr::Fold(Fold {
             size: _,
             init,
             body,
-        } => ops::loops::fold_tys(program, init, *body),
-        Expr::Scan { size, init, body } => ops::loops::scan_tys(program, *size, init, *body),
-        Expr::While { init, body } => ops::while_loop::while_tys(program, init, *body),
-        Expr::WhileReverse {
+        }) => ops::loops::fold_tys(program, init, *body),
+        Expr::Scan(Scan { size, init, body }) => ops::loops::scan_tys(program, *size, init, *body),
+        Expr::While(While { init, body }) => ops::while_loop::while_tys(program, init, *body),
+        Expr::WhileReverse(WhileReverse {
             init,
             seeds,
             body,
             back,
-        } => ops::while_loop::while_reverse_tys(program, init, seeds, *body, *back),
-        Expr::Monoid {
+        }) => ops::while_loop::while_reverse_tys(program, init, seeds, *body, *back),
+        Expr::Monoid(Monoid {
             kind,
             arrays,
             init,
             op,
-        } => ops::monoid::result_tys(program, *kind, arrays, init, *op),
-        Expr::Derivative {
+        }) => ops::monoid::result_tys(program, *kind, arrays, init, *op),
+        Expr::Derivative(Derivative {
             mode,
             primals,
             seeds,
             func,
-        } => ops::derivative::result_tys(program, *mode, primals, seeds, *func),
-        Expr::CustomVjp { .. } | Expr::CustomJvp { .. } | Expr::CustomLinear { .. } => {
+        }) => ops::derivative::result_tys(program, *mode, primals, seeds, *func),
+        Expr::CustomVjp(_) | Expr::CustomJvp(_) | Expr::CustomLinear(_) => {
             ops::custom::result_tys(program, expr)
         }
     }
@@ -784,10 +794,10 @@ program(%0_x: [2]f64, %1_x_dot: lin [2]f64) {
         });
         program.blocks[main].stmts.push(Stmt {
             binders: vec![VarId(77)],
-            expr: Expr::Build1 {
+            expr: Expr::Build1(Build1 {
                 size: 2,
                 body: BlockId(42),
-            },
+            }),
         });
         program.blocks[main].results.push(Atom::Var(VarId(98)));
         program.inputs.push(VarId(55));
@@ -817,11 +827,11 @@ program(%0_x: [2]f64, %1_x_dot: lin [2]f64) {
     fn block_ownership_and_main_params() {
         let mut b = Builder::new();
         let body = b.index_block(1, |_, i| vec![i[0]]);
-        let first = b.bind(Expr::Build1 { size: 2, body });
+        let first = b.bind(Expr::Build1(Build1 { size: 2, body }));
         // The same block as the body of a second statement.
         let second = b.bind_as(
             vec![ArrTy::new(vec![2], Elem::I64)],
-            Expr::Build1 { size: 2, body },
+            Expr::Build1(Build1 { size: 2, body }),
         );
         let mut program = b.finish(vec![first[0], second[0]]);
         let errors = verify(&program).unwrap_err();
@@ -839,10 +849,10 @@ program(%0_x: [2]f64, %1_x_dot: lin [2]f64) {
             params: vec![inner],
             stmts: vec![Stmt {
                 binders: vec![cycle_var],
-                expr: Expr::Build1 {
+                expr: Expr::Build1(Build1 {
                     size: 1,
                     body: cycle,
-                },
+                }),
             }],
             results: vec![idx(0)],
         };
@@ -850,10 +860,10 @@ program(%0_x: [2]f64, %1_x_dot: lin [2]f64) {
         let main = program.main;
         program.blocks[main].stmts.push(Stmt {
             binders: vec![owner],
-            expr: Expr::Build1 {
+            expr: Expr::Build1(Build1 {
                 size: 1,
                 body: cycle,
-            },
+            }),
         });
         let errors = verify(&program).unwrap_err();
         assert!(errors.iter().any(
@@ -874,10 +884,10 @@ program(%0_x: [2]f64, %1_x_dot: lin [2]f64) {
         let main = b.program.main;
         let res = b.bind_as(
             vec![ArrTy::new(vec![1], Elem::I64)],
-            Expr::Build1 {
+            Expr::Build1(Build1 {
                 size: 1,
                 body: main,
-            },
+            }),
         );
         let program = b.finish(res);
         assert!(verify(&program)

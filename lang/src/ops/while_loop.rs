@@ -51,7 +51,10 @@ use super::ad::{self, AdError, Builder, LinearItem};
 use super::batch::{Batcher, Status};
 use super::loops::{self, CarryLayout};
 use crate::core::inline::clone_block;
-use crate::core::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::ir::{
+    ArrTy, Atom, Block, BlockId, Elem, Expr, PrimApp, Program, Scalar, Stmt, SumOuter, VarId,
+    While, WhileReverse,
+};
 use crate::core::print::ty_text;
 use crate::core::value::Array;
 use crate::ops::interp::{Interp, Res};
@@ -227,10 +230,10 @@ impl Batcher<'_> {
         if masked {
             new_binders.push(self.new_var(self.mask_ty(), "active"));
         }
-        let expr = Expr::While {
+        let expr = Expr::While(While {
             init: new_init,
             body: new_body,
-        };
+        });
         self.emit_to(self.target, new_binders, expr);
     }
 
@@ -273,12 +276,12 @@ impl Batcher<'_> {
         }
         let new_seeds = self.batched_inits(seeds, &acc_batched);
         let new_binders = self.batched_binders(binders, &acc_batched);
-        let expr = Expr::WhileReverse {
+        let expr = Expr::WhileReverse(WhileReverse {
             init: new_init,
             seeds: new_seeds,
             body: new_body,
             back: new_back,
-        };
+        });
         self.emit_to(self.target, new_binders, expr);
     }
 
@@ -345,7 +348,7 @@ impl Batcher<'_> {
                     let ty = batcher.program.var_ty(*old).clone();
                     let mask = batcher.broadcast_batch(active, &ty.shape[1..]);
                     let args = vec![Atom::Var(mask), *new, Atom::Var(*old)];
-                    Atom::Var(batcher.emit1(Expr::Prim(Prim::Select, args), ty, "kept"))
+                    Atom::Var(batcher.emit1(Expr::Prim(PrimApp(Prim::Select, args)), ty, "kept"))
                 })
                 .collect()
         })
@@ -355,22 +358,25 @@ impl Batcher<'_> {
     /// active') > 0`).
     fn any_active(&mut self, active: VarId, go: Atom) -> (Atom, Atom) {
         let still = self.emit1(
-            Expr::Prim(Prim::And, vec![Atom::Var(active), go]),
+            Expr::Prim(PrimApp(Prim::And, vec![Atom::Var(active), go])),
             self.mask_ty(),
             "active",
         );
         let counts = self.emit1(
-            Expr::Prim(Prim::Cast(Elem::I64), vec![Atom::Var(still)]),
+            Expr::Prim(PrimApp(Prim::Cast(Elem::I64), vec![Atom::Var(still)])),
             ArrTy::new(vec![self.size], Elem::I64),
             "cast",
         );
         let count = self.emit1(
-            Expr::SumOuter(Atom::Var(counts)),
+            Expr::SumOuter(SumOuter(Atom::Var(counts))),
             ArrTy::scalar(Elem::I64),
             "n_active",
         );
         let any = self.emit1(
-            Expr::Prim(Prim::Gt, vec![Atom::Var(count), Atom::Lit(Scalar::I64(0))]),
+            Expr::Prim(PrimApp(
+                Prim::Gt,
+                vec![Atom::Var(count), Atom::Lit(Scalar::I64(0))],
+            )),
             ArrTy::scalar(Elem::Bool),
             "any",
         );
@@ -393,7 +399,7 @@ pub(crate) fn jvp_while(
     stmt: &Stmt,
     tangents: &mut HashMap<VarId, Atom>,
 ) -> Result<(), AdError> {
-    let Expr::While { init, body } = &stmt.expr else {
+    let Expr::While(While { init, body }) = &stmt.expr else {
         unreachable!("only a while reaches jvp_while")
     };
     let layout = CarryLayout {
@@ -407,7 +413,7 @@ pub(crate) fn jvp_while(
         *body,
         layout,
         tangents,
-        |init, body| Expr::While { init, body },
+        |init, body| Expr::While(While { init, body }),
     )
 }
 
@@ -425,7 +431,7 @@ fn n_primal_carries(program: &Program, body: BlockId) -> usize {
 /// forward as a while over the primal carries, and the whole statement is transposed by
 /// `transpose_while` (Note [Reverse mode through a while loop]).
 pub(crate) fn split_while(program: &mut Program, stmt: &Stmt) -> (Stmt, LinearItem) {
-    let Expr::While { init, body } = &stmt.expr else {
+    let Expr::While(While { init, body }) = &stmt.expr else {
         unreachable!("only a while reaches split_while")
     };
     let n_carries = n_primal_carries(program, *body);
@@ -439,10 +445,10 @@ pub(crate) fn split_while(program: &mut Program, stmt: &Stmt) -> (Stmt, LinearIt
     });
     let primal = Stmt {
         binders: stmt.binders[..n_carries].to_vec(),
-        expr: Expr::While {
+        expr: Expr::While(While {
             init: init[..n_carries].to_vec(),
             body: primal_body,
-        },
+        }),
     };
     let item = LinearItem::While {
         stmt: stmt.clone(),
@@ -460,7 +466,7 @@ pub(crate) fn transpose_while(
     primal_body: BlockId,
     cts: &mut HashMap<VarId, Atom>,
 ) -> Result<(), AdError> {
-    let Expr::While { init, body } = &stmt.expr else {
+    let Expr::While(While { init, body }) = &stmt.expr else {
         unreachable!("only a while reaches transpose_while")
     };
     let n_carries = n_primal_carries(builder.program, *body);
@@ -530,12 +536,12 @@ pub(crate) fn transpose_while(
         tys.push(ty);
     }
     let replay = clone_block(builder.program, primal_body, &mut HashMap::new());
-    let expr = Expr::WhileReverse {
+    let expr = Expr::WhileReverse(WhileReverse {
         init: init[..n_carries].to_vec(),
         seeds,
         body: replay,
         back,
-    };
+    });
     let binders = builder.emit(expr, tys, "ct_loop");
     builder.set_linear(&binders, true);
     for (tangent, ct) in init[n_carries..].iter().zip(&binders) {
@@ -554,7 +560,7 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
 
-    use crate::core::ir::{Expr, Program};
+    use crate::core::ir::{Expr, Program, While};
     use crate::core::parse::parse_program;
     use crate::core::value::{Array, ArrayData};
     use crate::exec::{self, ExecConfig, ExecReport};
@@ -663,8 +669,8 @@ mod tests {
         // Batched: one while over the lanes with a mask of the active ones.
         let (results, _, bulk) = compiled(&program, &[i64s(&ns)]);
         assert_eq!(ints(&results[0]), expected);
-        assert_eq!(count(&bulk, |expr| matches!(expr, Expr::Build1 { .. })), 0);
-        assert_eq!(count(&bulk, |expr| matches!(expr, Expr::While { .. })), 1);
+        assert_eq!(count(&bulk, |expr| matches!(expr, Expr::Build1(_))), 0);
+        assert_eq!(count(&bulk, |expr| matches!(expr, Expr::While(_))), 1);
         // Each lane alone (the build of one lane) gives the same.
         for (n, steps) in ns.iter().zip(&expected) {
             let alone = COLLATZ
@@ -793,7 +799,7 @@ mod tests {
         let grad = check_derivatives(&f, &LANES);
         // Reverse mode replays the (masked) while and sweeps back over its steps.
         let compiled = pipeline::run(&parse(&f.vjp), PIPELINE, &[]).unwrap();
-        let reverse = |expr: &Expr| matches!(expr, Expr::WhileReverse { .. });
+        let reverse = |expr: &Expr| matches!(expr, Expr::WhileReverse(_));
         assert_eq!(count(&compiled.program, reverse), 1, "{}", compiled.program);
         assert!(grad.iter().all(|g| g.abs() > 1e-3), "{grad:?}");
     }
@@ -867,7 +873,7 @@ mod tests {
         let grad = check_derivatives(&f, &[5.0, 12.0, 0.9]);
         assert!(grad.iter().all(|g| g.abs() > 1e-3), "{grad:?}");
         let compiled = pipeline::run(&parse(&f.vjp), PIPELINE, &[]).unwrap();
-        let reverse = |expr: &Expr| matches!(expr, Expr::WhileReverse { .. });
+        let reverse = |expr: &Expr| matches!(expr, Expr::WhileReverse(_));
         assert_eq!(count(&compiled.program, reverse), 2, "{}", compiled.program);
     }
 
@@ -890,9 +896,9 @@ mod tests {
              (1.0:f64) (\\%0_x: []f64 ->\n{lane}\n    in %14)\n    in %24_g)\n  in %20_g\n}}"
         );
         let (results, _, bulk) = compiled(&parse(&in_build), &[f64s(&LANES)]);
-        let reverse = |expr: &Expr| matches!(expr, Expr::WhileReverse { .. });
+        let reverse = |expr: &Expr| matches!(expr, Expr::WhileReverse(_));
         assert_eq!(count(&bulk, reverse), 1, "{bulk}");
-        assert_eq!(count(&bulk, |expr| matches!(expr, Expr::Build1 { .. })), 0);
+        assert_eq!(count(&bulk, |expr| matches!(expr, Expr::Build1(_))), 0);
         let scalar = |x: f64| Array::scalar(crate::core::ir::Scalar::F64(x));
         let vjp = parse(&alone.vjp);
         for (x, g) in LANES.iter().zip(floats(&results[0])) {
@@ -1066,10 +1072,10 @@ mod tests {
             .into_iter()
             .flat_map(|block| program.blocks[block].stmts.iter())
             .map(|stmt| &stmt.expr)
-            .filter(|expr| matches!(expr, Expr::While { .. }))
+            .filter(|expr| matches!(expr, Expr::While(_)))
             .collect();
         assert_eq!(whiles.len(), 1, "{program}");
-        let Expr::While { body, .. } = whiles[0] else {
+        let Expr::While(While { body, .. }) = whiles[0] else {
             unreachable!()
         };
         assert_eq!(program.blocks[*body].stmts.len(), 2, "{program}");

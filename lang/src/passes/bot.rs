@@ -28,7 +28,9 @@ use std::collections::HashMap;
 
 use super::cleanup;
 use super::pipeline::{no_stages, Compilation, Pass};
-use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::ir::{
+    ArrTy, Atom, BlockId, Build1, Elem, Expr, Gather, Index, PrimApp, Program, Scalar, Stmt, VarId,
+};
 use crate::core::visit::expr_blocks;
 use crate::ops::batch::Batcher;
 use crate::prim::Prim;
@@ -70,7 +72,7 @@ fn normal_form(program: &Program) -> Result<(), String> {
             program.blocks[block]
                 .stmts
                 .iter()
-                .any(|stmt| matches!(stmt.expr, Expr::Build1 { .. }))
+                .any(|stmt| matches!(stmt.expr, Expr::Build1(_)))
         });
     if left {
         Err("a build1 is left".into())
@@ -102,7 +104,7 @@ fn bot_block(program: &mut Program, block: BlockId) {
             bot_block(program, nested);
         }
         match stmt.expr {
-            Expr::Build1 { size, body } => {
+            Expr::Build1(Build1 { size, body }) => {
                 Batcher::new(program, size, block).batch_build(body, &stmt.binders);
             }
             expr => program.blocks[block].stmts.push(Stmt {
@@ -118,7 +120,7 @@ fn simplify_gathers(program: &mut Program, root: BlockId) {
     for block in crate::core::visit::reachable_blocks(program, root) {
         let mut stmts = std::mem::take(&mut program.blocks[block].stmts);
         for stmt in &mut stmts {
-            if let Expr::Gather { shape, array, body } = &stmt.expr {
+            if let Expr::Gather(Gather { shape, array, body }) = &stmt.expr {
                 let lambda = &program.blocks[*body];
                 let identity = lambda.stmts.is_empty()
                     && lambda.params.len() == lambda.results.len()
@@ -146,7 +148,7 @@ fn compose_gathers(program: &mut Program, root: BlockId) {
     for block in crate::core::visit::reachable_blocks(program, root) {
         for position in 0..program.blocks[block].stmts.len() {
             let stmt = program.blocks[block].stmts[position].clone();
-            let Expr::Gather { shape, array, body } = &stmt.expr else {
+            let Expr::Gather(Gather { shape, array, body }) = &stmt.expr else {
                 continue;
             };
             let mut new_expr = None;
@@ -157,18 +159,19 @@ fn compose_gathers(program: &mut Program, root: BlockId) {
                     if composable {
                         let lambda =
                             composed_lambda(program, &inner_shape, inner_body, shape, *body);
-                        new_expr = Some(Expr::Gather {
+                        new_expr = Some(Expr::Gather(Gather {
                             shape: shape.clone(),
                             array: source,
                             body: lambda,
-                        });
+                        }));
                     }
                 }
             }
             if let Some(expr) = new_expr {
                 program.blocks[block].stmts[position].expr = expr;
             }
-            if let Expr::Gather { shape, array, body } = &program.blocks[block].stmts[position].expr
+            if let Expr::Gather(Gather { shape, array, body }) =
+                &program.blocks[block].stmts[position].expr
             {
                 gathers.insert(stmt.binders[0], (shape.clone(), *array, *body));
             }
@@ -213,7 +216,7 @@ fn composed_lambda(
         let var = program.new_var(ty.clone(), &prim.name());
         program.blocks[lambda].stmts.push(Stmt {
             binders: vec![var],
-            expr: Expr::Prim(prim, args),
+            expr: Expr::Prim(PrimApp(prim, args)),
         });
         Atom::Var(var)
     };
@@ -315,7 +318,7 @@ fn push_index_once(
     defs: &HashMap<VarId, Expr>,
     out: &mut Vec<Stmt>,
 ) -> Option<Expr> {
-    let Expr::Index { array, index } = &stmt.expr else {
+    let Expr::Index(Index { array, index }) = &stmt.expr else {
         return None;
     };
     // index t [] ~> t

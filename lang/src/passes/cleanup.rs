@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::core::ir::{Atom, BlockId, Expr, Program, VarId};
+use crate::core::ir::{Atom, BlockId, Expr, Fold, Monoid, Program, Scan, VarId};
 use crate::core::visit::{collect_expr_uses, expr_atoms};
 use crate::core::visit::{map_block_atoms, reachable_blocks, var_of};
 
@@ -85,7 +85,7 @@ fn drop_dead_scan_outputs(program: &mut Program, block: BlockId, used: &HashSet<
     let mut changed = false;
     for stmt_idx in 0..program.blocks[block].stmts.len() {
         let stmt = &program.blocks[block].stmts[stmt_idx];
-        let Expr::Scan { size, init, body } = &stmt.expr else {
+        let Expr::Scan(Scan { size, init, body }) = &stmt.expr else {
             continue;
         };
         let (size, body, n_carries) = (*size, *body, init.len());
@@ -104,14 +104,14 @@ fn drop_dead_scan_outputs(program: &mut Program, block: BlockId, used: &HashSet<
         }
         let stmt = &mut program.blocks[block].stmts[stmt_idx];
         if stmt.binders.len() == n_carries {
-            let Expr::Scan { init, .. } = &stmt.expr else {
+            let Expr::Scan(Scan { init, .. }) = &stmt.expr else {
                 unreachable!("matched above")
             };
-            stmt.expr = Expr::Fold {
+            stmt.expr = Expr::Fold(Fold {
                 size,
                 init: init.clone(),
                 body,
-            };
+            });
         }
     }
     changed
@@ -130,7 +130,7 @@ fn drop_dead_monoid_components(
     let mut changed = false;
     for stmt_idx in 0..program.blocks[block].stmts.len() {
         let stmt = &program.blocks[block].stmts[stmt_idx];
-        let Expr::Monoid { op, .. } = stmt.expr else {
+        let Expr::Monoid(Monoid { op, .. }) = stmt.expr else {
             continue;
         };
         let mut live: Vec<bool> = stmt.binders.iter().map(|b| used.contains(b)).collect();
@@ -150,7 +150,7 @@ fn drop_dead_monoid_components(
             let stmt = &mut program.blocks[block].stmts[stmt_idx];
             let n = stmt.binders.len();
             stmt.binders.remove(dead);
-            if let Expr::Monoid { arrays, init, .. } = &mut stmt.expr {
+            if let Expr::Monoid(Monoid { arrays, init, .. }) = &mut stmt.expr {
                 arrays.remove(dead);
                 init.remove(dead);
             }

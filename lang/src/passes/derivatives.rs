@@ -27,7 +27,10 @@ use super::pipeline::{
     run_passes, stages_of, verify_program, Compilation, Ice, Log, Pass, Subject,
 };
 use crate::core::inline::{copy_stmts, rename};
-use crate::core::ir::{AdMode, ArrTy, Atom, Block, BlockId, Expr, Program, Scalar, Stmt, VarId};
+use crate::core::ir::{
+    AdMode, ArrTy, Atom, Block, BlockId, Derivative, Expr, PrimApp, Program, Replicate, Scalar,
+    Stmt, VarId,
+};
 use crate::core::visit::{collect_defs, collect_uses, expr_blocks, reachable_blocks};
 use crate::ops::ad::Tangent;
 use crate::ops::ad::{self, AdError, Jvp, Vjp};
@@ -163,12 +166,12 @@ fn run(program: &mut Program, log: &mut Log) -> Result<(), Ice> {
     // One derivative at a time, innermost first, so that the program is whole whenever the
     // checks run.
     while let Some((block, index)) = innermost_derivative(program, program.main) {
-        let Expr::Derivative {
+        let Expr::Derivative(Derivative {
             mode,
             primals,
             seeds,
             func,
-        } = program.blocks[block].stmts[index].expr.clone()
+        }) = program.blocks[block].stmts[index].expr.clone()
         else {
             unreachable!("innermost_derivative finds derivatives")
         };
@@ -212,7 +215,7 @@ fn erase_stop_gradients(program: &mut Program) {
 /// The operand of a `stop_gradient` statement.
 fn stop_gradient_operand(expr: &Expr) -> Option<Atom> {
     match expr {
-        Expr::Prim(Prim::StopGradient, args) => Some(args[0]),
+        Expr::Prim(PrimApp(Prim::StopGradient, args)) => Some(args[0]),
         _ => None,
     }
 }
@@ -248,13 +251,13 @@ fn innermost_derivative(program: &Program, block: BlockId) -> Option<(BlockId, u
             expr_blocks(&stmt.expr)
                 .into_iter()
                 .find_map(|nested| innermost_derivative(program, nested))
-                .or_else(|| matches!(stmt.expr, Expr::Derivative { .. }).then_some((block, index)))
+                .or_else(|| matches!(stmt.expr, Expr::Derivative(_)).then_some((block, index)))
         })
 }
 
 /// A derivative program of a function block: statements from the function's params and the
 /// seeds to the binders of the `jvp`/`vjp` (the function's results, then the derivatives).
-struct Derivative {
+struct DerivativeProgram {
     params: Vec<VarId>,
     /// The variable each seed is substituted for (`None`: the seed is not used).
     seeds: Vec<Option<VarId>>,
@@ -269,7 +272,7 @@ fn differentiate(
     mode: AdMode,
     func: BlockId,
     log: &mut Log,
-) -> Result<Derivative, Ice> {
+) -> Result<DerivativeProgram, Ice> {
     let mut derivation = Derivation {
         program: std::mem::take(program),
         func,
@@ -292,7 +295,7 @@ fn differentiate(
                     program,
                 ));
             }
-            Ok(Derivative {
+            Ok(DerivativeProgram {
                 params: jvp.params,
                 seeds: jvp.tangent_params,
                 stmts: jvp.stmts,
@@ -306,7 +309,7 @@ fn differentiate(
             // The transposed `custom_linear`s are the user's `bwd`, inlined: the derivative is
             // ordinary IR (and an outer derivative differentiates `bwd`'s statements).
             let stmts = crate::ops::custom::inline_custom(program, stmts);
-            Ok(Derivative {
+            Ok(DerivativeProgram {
                 params: vjp.params,
                 seeds: vjp.ct_params.into_iter().map(Some).collect(),
                 stmts,
@@ -320,13 +323,13 @@ fn differentiate(
 
 /// Whether a statement is, or holds in its blocks, a `custom_linear`.
 fn has_custom_linear(program: &Program, stmt: &Stmt) -> bool {
-    matches!(stmt.expr, Expr::CustomLinear { .. })
+    matches!(stmt.expr, Expr::CustomLinear(_))
         || expr_blocks(&stmt.expr).into_iter().any(|block| {
             reachable_blocks(program, block).into_iter().any(|id| {
                 program.blocks[id]
                     .stmts
                     .iter()
-                    .any(|stmt| matches!(stmt.expr, Expr::CustomLinear { .. }))
+                    .any(|stmt| matches!(stmt.expr, Expr::CustomLinear(_)))
             })
         })
 }
@@ -360,7 +363,7 @@ fn alone(program: &Program, derivative: &Linearised) -> Program {
     alone
 }
 
-impl Derivative {
+impl DerivativeProgram {
     /// Copies the derivative program to the end of `block`, the params replaced by
     /// `primals` and the seed variables by `seeds`, and binds `binders` to its results.
     fn place(
@@ -421,10 +424,10 @@ fn zeros(program: &mut Program, block: BlockId, ty: &ArrTy) -> Expr {
                 Atom::Var(var)
             }
         };
-        expr = Expr::Replicate {
+        expr = Expr::Replicate(Replicate {
             count: ty.shape[axis],
             array,
-        };
+        });
     }
     expr
 }

@@ -20,7 +20,10 @@ use crate::check::env::GlobalEnv;
 use crate::check::infer::size_of_ix;
 use crate::check::typed::{DefInfo, DefKey, TExpr, TKind, TPat, TStmt};
 use crate::check::types::{BaseTy, Bound, LocalId, Rigid, Size, Ty};
-use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, MonoidKind, Program, Scalar, Stmt, VarId};
+use crate::core::ir::{
+    ArrTy, Atom, BlockId, Build1, Cond, Elem, Expr, Fold, Index, Iota, Monoid, MonoidKind, PrimApp,
+    Program, Replicate, Reshape, Scalar, Scan, Stmt, SumOuter, Table, VarId,
+};
 use crate::prim::signature::Interface;
 use crate::prim::Prim;
 use crate::syntax::ast::Lit;
@@ -519,7 +522,7 @@ impl<'a> Lowerer<'a> {
             Err(err) => return bug(span, err.to_string()),
         };
         Ok(self.emit1(
-            Expr::Prim(prim, operands),
+            Expr::Prim(PrimApp(prim, operands)),
             ArrTy::new(shape, elem),
             &prim.name(),
             span,
@@ -536,7 +539,7 @@ impl<'a> Lowerer<'a> {
             new_shape.extend(&ty.shape);
             ty = ArrTy::new(new_shape, ty.elem);
             res = self.emit1(
-                Expr::Replicate { count, array: res },
+                Expr::Replicate(Replicate { count, array: res }),
                 ty.clone(),
                 "rep",
                 span,
@@ -585,7 +588,7 @@ impl<'a> Lowerer<'a> {
         let result_tys = self.leaf_types(ty, span)?;
         let index = self.program.new_var(ArrTy::scalar(INDEX), "i");
         let body = self.in_block(vec![index], |cx| element(cx, Atom::Var(index)))?;
-        let binders = self.emit(Expr::Build1 { size, body }, result_tys, hint, span);
+        let binders = self.emit(Expr::Build1(Build1 { size, body }), result_tys, hint, span);
         Ok(self.assemble(ty, binders.into_iter().map(Atom::Var).collect()))
     }
 
@@ -1127,7 +1130,7 @@ impl<'a> Lowerer<'a> {
         }
         let mut atoms = Vec::new();
         for (column, leaf_ty) in columns.into_iter().zip(result_tys) {
-            atoms.push(self.emit1(Expr::Table(column), leaf_ty, "table", span));
+            atoms.push(self.emit1(Expr::Table(Table(column)), leaf_ty, "table", span));
         }
         Ok(self.assemble(ty, atoms))
     }
@@ -1431,7 +1434,7 @@ impl<'a> Lowerer<'a> {
                 let [result_ty] = &result_ty[..] else {
                     return bug(span, "a table of numbers with several leaves");
                 };
-                let atom = self.emit1(Expr::Table(atoms), result_ty.clone(), "table", span);
+                let atom = self.emit1(Expr::Table(Table(atoms)), result_ty.clone(), "table", span);
                 Ok(self.assemble(&ty, vec![atom]))
             }
             TKind::At(value) => {
@@ -1565,10 +1568,10 @@ impl<'a> Lowerer<'a> {
                 }
                 let res_ty = ArrTy::new(ty.shape[1..].to_vec(), ty.elem);
                 Ok(SVal::Arr(self.emit1(
-                    Expr::Index {
+                    Expr::Index(Index {
                         array: *array,
                         index: vec![flat],
-                    },
+                    }),
                     res_ty,
                     "ix",
                     span,
@@ -1914,7 +1917,7 @@ impl<'a> Lowerer<'a> {
                 for leaf in leaves {
                     let leaf_ty = self.atom_ty(&leaf);
                     let res_ty = ArrTy::new(leaf_ty.shape[1..].to_vec(), leaf_ty.elem);
-                    out.push(self.emit1(Expr::SumOuter(leaf), res_ty, "sum", span));
+                    out.push(self.emit1(Expr::SumOuter(SumOuter(leaf)), res_ty, "sum", span));
                 }
                 Ok(self.assemble(&result_ty, out))
             }
@@ -1924,7 +1927,7 @@ impl<'a> Lowerer<'a> {
                 };
                 let size = self.ix_size(ix, span)?;
                 let iota = self.emit1(
-                    Expr::Iota(size),
+                    Expr::Iota(Iota(size)),
                     ArrTy::new(vec![size], INDEX),
                     "iota",
                     span,
@@ -1954,11 +1957,11 @@ impl<'a> Lowerer<'a> {
                 let (body, carry_tys) =
                     self.loop_block(&result_ty, span, |cx, _, carry| cx.apply(func, carry, span))?;
                 let binders = self.emit(
-                    Expr::Fold {
+                    Expr::Fold(Fold {
                         size: count as usize,
                         init,
                         body,
-                    },
+                    }),
                     carry_tys,
                     "apply_n",
                     span,
@@ -2233,12 +2236,12 @@ impl<'a> Lowerer<'a> {
             _ => arrays.iter().map(|atom| self.atom_ty(atom)).collect(),
         };
         let binders = self.emit(
-            Expr::Monoid {
+            Expr::Monoid(Monoid {
                 kind,
                 arrays,
                 init,
                 op,
-            },
+            }),
             tys,
             name,
             span,
@@ -2276,11 +2279,11 @@ impl<'a> Lowerer<'a> {
             })?;
             let tys = cx.leaf_types(elem_ty, span)?;
             let binders = cx.emit(
-                Expr::Cond {
+                Expr::Cond(Cond {
                     cond: first,
                     then_block,
                     else_block,
-                },
+                }),
                 tys,
                 "step",
                 span,
@@ -2293,7 +2296,12 @@ impl<'a> Lowerer<'a> {
             })
         })?;
         if !is_scan {
-            let binders = self.emit(Expr::Fold { size, init, body }, carry_tys, "fold", span);
+            let binders = self.emit(
+                Expr::Fold(Fold { size, init, body }),
+                carry_tys,
+                "fold",
+                span,
+            );
             return Ok(self.assemble(result_ty, binders.into_iter().map(Atom::Var).collect()));
         }
         let n_carries = carry_tys.len();
@@ -2303,7 +2311,12 @@ impl<'a> Lowerer<'a> {
             shape.extend(ty.shape);
             ArrTy::new(shape, ty.elem)
         }));
-        let binders = self.emit(Expr::Scan { size, init, body }, binder_tys, "scan", span);
+        let binders = self.emit(
+            Expr::Scan(Scan { size, init, body }),
+            binder_tys,
+            "scan",
+            span,
+        );
         let ys = binders[n_carries..]
             .iter()
             .copied()
@@ -2502,17 +2515,17 @@ impl<'a> Lowerer<'a> {
         }
         let n_elems = ty.n_elems();
         let flat = self.emit1(
-            Expr::Reshape {
+            Expr::Reshape(Reshape {
                 shape: vec![n_elems],
                 array: bools,
-            },
+            }),
             ArrTy::new(vec![n_elems], Elem::Bool),
             "flat",
             span,
         );
         let counts = self.cast(flat, Elem::U32, span)?;
         let count = self.emit1(
-            Expr::SumOuter(counts),
+            Expr::SumOuter(SumOuter(counts)),
             ArrTy::scalar(Elem::U32),
             "count",
             span,

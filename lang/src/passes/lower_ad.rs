@@ -14,7 +14,10 @@ use std::rc::Rc;
 use super::lower::{bug, error, Lowerer, Result, SVal};
 use crate::check::builtins::AdOp;
 use crate::check::types::Ty;
-use crate::core::ir::{AdMode, ArrTy, Atom, BlockId, Elem, Expr, Scalar, VarId};
+use crate::core::ir::{
+    AdMode, ArrTy, Atom, BlockId, CustomJvp, CustomVjp, Derivative, Elem, Expr, Reshape, Scalar,
+    SumOuter, VarId,
+};
 use crate::prim::Prim;
 use crate::syntax::Span;
 
@@ -123,12 +126,12 @@ impl Lowerer<'_> {
         let n_results = tys.len();
         tys.extend(self.leaf_types(derived_ty, span)?);
         let binders = self.emit(
-            Expr::Derivative {
+            Expr::Derivative(Derivative {
                 mode,
                 primals,
                 seeds,
                 func,
-            },
+            }),
             tys,
             "d",
             span,
@@ -216,12 +219,12 @@ impl Lowerer<'_> {
         })?;
         let args = self.leaves(&x, span)?;
         let binders = self.emit(
-            Expr::CustomVjp {
+            Expr::CustomVjp(CustomVjp {
                 args,
                 primal,
                 fwd,
                 bwd,
-            },
+            }),
             out_tys,
             "custom",
             span,
@@ -319,11 +322,11 @@ impl Lowerer<'_> {
         }
         let out_tys = self.leaf_types(&out_ty, span)?;
         let binders = self.emit(
-            Expr::CustomJvp {
+            Expr::CustomJvp(CustomJvp {
                 args: atoms,
                 primal,
                 lin,
-            },
+            }),
             out_tys,
             "custom",
             span,
@@ -471,15 +474,20 @@ impl Lowerer<'_> {
             } else {
                 let n_elems = ty.n_elems();
                 let flat = self.emit1(
-                    Expr::Reshape {
+                    Expr::Reshape(Reshape {
                         shape: vec![n_elems],
                         array: leaf,
-                    },
+                    }),
                     ArrTy::new(vec![n_elems], ty.elem),
                     "flat",
                     span,
                 );
-                self.emit1(Expr::SumOuter(flat), ArrTy::scalar(ty.elem), "sum", span)
+                self.emit1(
+                    Expr::SumOuter(SumOuter(flat)),
+                    ArrTy::scalar(ty.elem),
+                    "sum",
+                    span,
+                )
             };
             let total = self.cast(total, out_leaf.elem, span)?;
             directional = self.prim(Prim::Add, vec![directional, total], span)?;

@@ -11,7 +11,7 @@
 
 use super::lower::{bug, Lowerer, Result, SVal};
 use crate::check::types::Ty;
-use crate::core::ir::{ArrTy, Atom, Elem, Expr, Scalar};
+use crate::core::ir::{ArrTy, Atom, Elem, Expr, Fold, Index, Scalar, Transpose};
 use crate::prim::Prim;
 use crate::syntax::Span;
 
@@ -199,7 +199,7 @@ impl Lowerer<'_> {
             shape.extend(batch);
             let array = codes;
             self.emit1(
-                Expr::Transpose { perm, array },
+                Expr::Transpose(Transpose { perm, array }),
                 ArrTy::new(shape, Elem::I32),
                 "rows",
                 span,
@@ -211,7 +211,7 @@ impl Lowerer<'_> {
         let body = self.in_block(vec![index_var, carry_var], |cx| {
             let index = vec![Atom::Var(index_var)];
             let row = cx.emit1(
-                Expr::Index { array: rows, index },
+                Expr::Index(Index { array: rows, index }),
                 row_ty.clone(),
                 "row",
                 span,
@@ -219,7 +219,12 @@ impl Lowerer<'_> {
             Ok(vec![cx.first_decisive(Atom::Var(carry_var), row, span)?])
         })?;
         let init = vec![self.broadcast(code(EQUAL), batch, span)];
-        let res = self.emit(Expr::Fold { size, init, body }, vec![row_ty], "order", span);
+        let res = self.emit(
+            Expr::Fold(Fold { size, init, body }),
+            vec![row_ty],
+            "order",
+            span,
+        );
         Ok(Atom::Var(res[0]))
     }
 }

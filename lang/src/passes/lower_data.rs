@@ -16,7 +16,7 @@ use crate::check::classes::{match_head, InstanceDef};
 use crate::check::data::DataTy;
 use crate::check::typed::{TExpr, TPat};
 use crate::check::types::{Bound, RangeKind, Rigid, Size, Ty};
-use crate::core::ir::{ArrTy, Atom, Elem, Expr, Scalar};
+use crate::core::ir::{ArrTy, Atom, Elem, Expr, Scalar, Table};
 use crate::prim::signature::ByMethod;
 use crate::prim::Prim;
 use crate::syntax::Span;
@@ -92,7 +92,7 @@ impl Lowerer<'_> {
             .map(|byte| Atom::Lit(Scalar::U32(u32::from(byte))))
             .collect();
         let table = self.emit1(
-            Expr::Table(bytes),
+            Expr::Table(Table(bytes)),
             ArrTy::new(vec![text.len()], Elem::U32),
             "string",
             span,

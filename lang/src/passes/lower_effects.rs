@@ -59,7 +59,10 @@ use std::rc::Rc;
 
 use crate::check::builtins::{EffectOp, NamedMonoid};
 use crate::check::types::{Size, Ty};
-use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Scalar, VarId};
+use crate::core::ir::{
+    ArrTy, Atom, BlockId, Build1, Cond, Expr, Fold, Index, Scalar, Scan, Scatter, SumOuter,
+    Transpose, VarId, While,
+};
 use crate::prim::Prim;
 use crate::syntax::Span;
 
@@ -1009,10 +1012,10 @@ impl Lowerer<'_> {
         let body = self.in_block(vec![index], |cx| {
             let elem_ty = ArrTy::new(elem_shape.to_vec(), ty.elem);
             let current = cx.emit1(
-                Expr::Index {
+                Expr::Index(Index {
                     array: old,
                     index: vec![Atom::Var(index)],
-                },
+                }),
                 elem_ty,
                 "ix",
                 span,
@@ -1025,7 +1028,7 @@ impl Lowerer<'_> {
                 span,
             )?])
         })?;
-        Ok(self.emit1(Expr::Build1 { size, body }, ty, "upd", span))
+        Ok(self.emit1(Expr::Build1(Build1 { size, body }), ty, "upd", span))
     }
 
     // ----- control flow -----
@@ -1229,11 +1232,11 @@ impl Lowerer<'_> {
         let (then_block, else_block) = (sides[0].0, sides[1].0);
         let binders: Vec<Atom> = self
             .emit(
-                Expr::Cond {
+                Expr::Cond(Cond {
                     cond,
                     then_block,
                     else_block,
-                },
+                }),
                 tys,
                 hint,
                 span,
@@ -1479,10 +1482,10 @@ impl Lowerer<'_> {
         let tys: Vec<ArrTy> = all_init.iter().map(|atom| self.atom_ty(atom)).collect();
         let binders: Vec<Atom> = self
             .emit(
-                Expr::While {
+                Expr::While(While {
                     init: all_init,
                     body: attempt.body,
-                },
+                }),
                 tys,
                 "while",
                 span,
@@ -1616,14 +1619,14 @@ impl Lowerer<'_> {
             .collect();
         let binders: Vec<Atom> = if n_carries == 0 && parallel {
             // Only the index is a parameter.
-            self.emit(Expr::Build1 { size, body }, stacked_tys, hint, span)
+            self.emit(Expr::Build1(Build1 { size, body }), stacked_tys, hint, span)
         } else if results.len() == n_carries {
             self.emit(
-                Expr::Fold {
+                Expr::Fold(Fold {
                     size,
                     init: all_init,
                     body,
-                },
+                }),
                 carry_tys,
                 hint,
                 span,
@@ -1632,11 +1635,11 @@ impl Lowerer<'_> {
             let mut tys = carry_tys;
             tys.extend(stacked_tys);
             self.emit(
-                Expr::Scan {
+                Expr::Scan(Scan {
                     size,
                     init: all_init,
                     body,
-                },
+                }),
                 tys,
                 hint,
                 span,
@@ -1726,10 +1729,10 @@ impl Lowerer<'_> {
             let mut shape: Vec<usize> = order.iter().map(|axis| ty.shape[*axis]).collect();
             shape.extend(&ty.shape[batch..]);
             res = self.emit1(
-                Expr::Transpose {
+                Expr::Transpose(Transpose {
                     perm: order.clone(),
                     array: res,
-                },
+                }),
                 ArrTy::new(shape, ty.elem),
                 "acc",
                 span,
@@ -1738,7 +1741,7 @@ impl Lowerer<'_> {
         for _ in kept.len()..batch {
             let ty = self.atom_ty(&res);
             let rest = ArrTy::new(ty.shape[1..].to_vec(), ty.elem);
-            res = self.emit1(Expr::SumOuter(res), rest, "acc", span);
+            res = self.emit1(Expr::SumOuter(SumOuter(res)), rest, "acc", span);
         }
         res
     }
@@ -1773,10 +1776,10 @@ impl Lowerer<'_> {
                         } else {
                             let index = params[..ty.rank()].iter().copied().map(Atom::Var);
                             cx.emit1(
-                                Expr::Index {
+                                Expr::Index(Index {
                                     array: table,
                                     index: index.collect(),
-                                },
+                                }),
                                 ArrTy::scalar(ty.elem),
                                 "to",
                                 span,
@@ -1790,11 +1793,11 @@ impl Lowerer<'_> {
             Ok(targets)
         })?;
         Ok(self.emit1(
-            Expr::Scatter {
+            Expr::Scatter(Scatter {
                 shape,
                 array: added,
                 body,
-            },
+            }),
             ty,
             "scatter",
             span,

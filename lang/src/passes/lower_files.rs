@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 
 use super::lower::{error, LowerError, LowerErrorKind, Lowerer, Result, SVal};
-use crate::core::ir::{ArrTy, Atom, Elem, Expr, Scalar, Stmt};
+use crate::core::ir::{ArrTy, Atom, Elem, Expr, Index, Scalar, Stmt, Table};
 use crate::syntax::Span;
 
 impl Lowerer<'_> {
@@ -35,10 +35,10 @@ impl Lowerer<'_> {
         };
         let index = self.cast(*k, Elem::I64, span)?;
         let byte = self.emit1(
-            Expr::Index {
+            Expr::Index(Index {
                 array: table,
                 index: vec![index],
-            },
+            }),
             ArrTy::new(Vec::new(), Elem::U32),
             "byte",
             span,
@@ -93,7 +93,7 @@ impl Lowerer<'_> {
             0,
             Stmt {
                 binders: vec![table],
-                expr: Expr::Table(literal),
+                expr: Expr::Table(Table(literal)),
             },
         );
         self.bound_in.insert(table, main);

@@ -12,7 +12,7 @@ use super::lower::{bug, error, Lowerer, Result, SVal};
 use super::lower_ad::Signature;
 use crate::check::builtins::{AdOp, Builtin};
 use crate::check::types::Ty;
-use crate::core::ir::{AdMode, ArrTy, Atom, Elem, Expr, Scalar};
+use crate::core::ir::{AdMode, ArrTy, Atom, Build1, Elem, Expr, Iota, Reshape, Scalar, Transpose};
 use crate::prim::Prim;
 use crate::syntax::Span;
 
@@ -66,10 +66,10 @@ impl Lowerer<'_> {
                         column
                     } else {
                         self.emit1(
-                            Expr::Transpose {
+                            Expr::Transpose(Transpose {
                                 perm,
                                 array: column,
-                            },
+                            }),
                             ArrTy::new(shape, out_leaf.elem),
                             "jacobian",
                             span,
@@ -143,7 +143,7 @@ impl Lowerer<'_> {
         let hot_leaf = seed_leaves[seed_idx].clone();
         let size = hot_leaf.n_elems();
         let iota = self.emit1(
-            Expr::Iota(size),
+            Expr::Iota(Iota(size)),
             ArrTy::new(vec![size], Elem::I64),
             "iota",
             span,
@@ -157,10 +157,10 @@ impl Lowerer<'_> {
                 one_hot
             } else {
                 cx.emit1(
-                    Expr::Reshape {
+                    Expr::Reshape(Reshape {
                         shape: hot_leaf.shape.clone(),
                         array: one_hot,
-                    },
+                    }),
                     hot_leaf.clone(),
                     "unit",
                     span,
@@ -190,7 +190,7 @@ impl Lowerer<'_> {
                 ArrTy::new(shape, leaf.elem)
             })
             .collect();
-        let binders = self.emit(Expr::Build1 { size, body }, tys, "jacobian", span);
+        let binders = self.emit(Expr::Build1(Build1 { size, body }), tys, "jacobian", span);
         Ok(binders.into_iter().map(Atom::Var).collect())
     }
 
@@ -201,10 +201,10 @@ impl Lowerer<'_> {
             return stack;
         }
         self.emit1(
-            Expr::Reshape {
+            Expr::Reshape(Reshape {
                 shape: shape.clone(),
                 array: stack,
-            },
+            }),
             ArrTy::new(shape, inner.elem),
             "jacobian",
             span,

@@ -433,7 +433,7 @@ fn result_types(program: &Program) -> Vec<ArrTy> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::ir::{Atom, Elem, Expr, Scalar};
+    use crate::core::ir::{Atom, Build1, Elem, Expr, Scalar};
     use crate::core::parse::parse_program;
 
     const SUM_OF_SQUARES: &str = "program(%0_x: [8]f32) {
@@ -587,7 +587,7 @@ mod tests {
         let main = program.main;
         program.blocks[main].stmts.push(crate::core::ir::Stmt {
             binders: vec![var],
-            expr: Expr::Build1 { size: 2, body },
+            expr: Expr::Build1(Build1 { size: 2, body }),
         });
         Ok(())
     }

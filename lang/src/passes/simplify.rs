@@ -33,7 +33,8 @@ use super::pipeline::{no_stages, Compilation, Pass};
 use crate::core::digits;
 use crate::core::inline;
 use crate::core::ir::{
-    ArrTy, Atom, Block, BlockId, Elem, Expr, ExprKey, Program, Scalar, Stmt, VarId,
+    ArrTy, Atom, Block, BlockId, Cond, Elem, Expr, ExprKey, Gather, PrimApp, Program, Replicate,
+    Reshape, Scalar, Scatter, Stmt, SumOuter, Transpose, VarId,
 };
 use crate::core::kernel::Affine;
 use crate::core::visit::collect_uses;
@@ -231,7 +232,7 @@ fn simplify_block(
 fn is_literal_view(defs: &HashMap<VarId, Expr>, var: VarId) -> bool {
     match defs.get(&var) {
         Some(Expr::Iota(_)) => true,
-        Some(Expr::Replicate { array, .. }) => match array {
+        Some(Expr::Replicate(Replicate { array, .. })) => match array {
             Atom::Lit(_) => true,
             Atom::Var(inner) => is_literal_view(defs, *inner),
         },
@@ -248,11 +249,11 @@ fn is_literal_view(defs: &HashMap<VarId, Expr>, var: VarId) -> bool {
 /// read tables keep the cond: a read out of range in the branch not taken would be an error
 /// in strict mode.
 fn if_conversion(program: &Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
-    let Expr::Cond {
+    let Expr::Cond(Cond {
         cond,
         then_block,
         else_block,
-    } = &stmt.expr
+    }) = &stmt.expr
     else {
         return None;
     };
@@ -277,7 +278,7 @@ fn if_conversion(program: &Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
         .zip(then_.results.iter().zip(&else_.results))
         .map(|(binder, (a, b))| Stmt {
             binders: vec![*binder],
-            expr: Expr::Prim(Prim::Select, vec![*cond, *a, *b]),
+            expr: Expr::Prim(PrimApp(Prim::Select, vec![*cond, *a, *b])),
         });
     Some(hoisted.chain(selects).collect())
 }
@@ -296,19 +297,19 @@ fn scatter_of_scatter(
     expr: &Expr,
     defs: &HashMap<VarId, Expr>,
 ) -> Option<Expr> {
-    let Expr::Scatter {
+    let Expr::Scatter(Scatter {
         shape,
         array: Atom::Var(inner),
         body: outer,
-    } = expr
+    }) = expr
     else {
         return None;
     };
-    let Some(Expr::Scatter {
+    let Some(Expr::Scatter(Scatter {
         shape: inner_shape,
         array: source,
         body: inner_body,
-    }) = defs.get(inner)
+    })) = defs.get(inner)
     else {
         return None;
     };
@@ -338,11 +339,11 @@ fn scatter_of_scatter(
         .map(|&atom| inline::rename(atom, &subst));
     let kept = program.blocks[composed].results[rows..].to_vec();
     program.blocks[composed].results = moved.chain(kept).collect();
-    Some(Expr::Scatter {
+    Some(Expr::Scatter(Scatter {
         shape: shape.clone(),
         array: *source,
         body: composed,
-    })
+    }))
 }
 
 /// `scatter [r, c] v (\\i -> idiv i c, mod i c)` (the first possibly `mod r` too, any number
@@ -352,7 +353,8 @@ fn scatter_of_scatter(
 /// +0, which turns -0 into +0). What the gradients through a pair index set and `concat`
 /// scatter.
 fn scatter_as_reshape(program: &mut Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
-    let (Expr::Scatter { shape, array, body }, [binder]) = (&stmt.expr, &stmt.binders[..]) else {
+    let (Expr::Scatter(Scatter { shape, array, body }), [binder]) = (&stmt.expr, &stmt.binders[..])
+    else {
         return None;
     };
     let block = &program.blocks[*body];
@@ -376,7 +378,7 @@ fn scatter_as_reshape(program: &mut Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
             high: highest,
         },
         Atom::Var(var) => match defs.get(&var) {
-            Some(Expr::Prim(prim, args)) => {
+            Some(Expr::Prim(PrimApp(prim, args))) => {
                 digits::Step::of_prim(*prim, args, |by| by.int_literal())
             }
             _ => digits::Step::Opaque,
@@ -384,10 +386,10 @@ fn scatter_as_reshape(program: &mut Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
         Atom::Lit(_) => digits::Step::Opaque,
     };
     digits::row_major_offset(digits, &shape[..digits.len()], view)?;
-    let reshape = Expr::Reshape {
+    let reshape = Expr::Reshape(Reshape {
         shape: shape.clone(),
         array: *array,
-    };
+    });
     plus_zero(program, *binder, reshape, "reshape")
 }
 
@@ -422,16 +424,16 @@ fn plus_zero(program: &mut Program, binder: VarId, expr: Expr, hint: &str) -> Op
         let var = program.new_var(zeros_ty, "zeros");
         stmts.push(Stmt {
             binders: vec![var],
-            expr: Expr::Replicate {
+            expr: Expr::Replicate(Replicate {
                 count: ty.shape[axis],
                 array: zeros,
-            },
+            }),
         });
         zeros = Atom::Var(var);
     }
     stmts.push(Stmt {
         binders: vec![binder],
-        expr: Expr::Prim(Prim::Add, vec![Atom::Var(value), zeros]),
+        expr: Expr::Prim(PrimApp(Prim::Add, vec![Atom::Var(value), zeros])),
     });
     Some(stmts)
 }
@@ -456,7 +458,8 @@ fn plus_zero(program: &mut Program, binder: VarId, expr: Expr, hint: &str) -> Op
 /// where they go. The gather has a point for every target and summed value, so the rule
 /// applies only where that is at most twice the scatter's own work (target and source).
 fn scatter_as_gather(program: &mut Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
-    let (Expr::Scatter { shape, array, body }, [binder]) = (&stmt.expr, &stmt.binders[..]) else {
+    let (Expr::Scatter(Scatter { shape, array, body }), [binder]) = (&stmt.expr, &stmt.binders[..])
+    else {
         return None;
     };
     let source = program.atom_ty(array);
@@ -500,7 +503,7 @@ fn scatter_as_gather(program: &mut Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
         let var = new_index(program, "i");
         stmts.push(Stmt {
             binders: vec![var],
-            expr: Expr::Prim(prim, operands),
+            expr: Expr::Prim(PrimApp(prim, operands)),
         });
         Atom::Var(var)
     };
@@ -565,11 +568,11 @@ fn scatter_as_gather(program: &mut Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
     let elem = program.var_ty(*binder).elem;
     let mut gather_shape: Vec<usize> = summed.iter().map(|&param| points[param]).collect();
     gather_shape.extend(shape);
-    let mut expr = Expr::Gather {
+    let mut expr = Expr::Gather(Gather {
         shape: gather_shape.clone(),
         array: *array,
         body,
-    };
+    });
     // One `sum_outer` per summed param, outermost first.
     let mut prefix = Vec::new();
     for axis in 0..summed.len() {
@@ -578,7 +581,7 @@ fn scatter_as_gather(program: &mut Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
             binders: vec![var],
             expr,
         });
-        expr = Expr::SumOuter(Atom::Var(var));
+        expr = Expr::SumOuter(SumOuter(Atom::Var(var)));
     }
     prefix.extend(plus_zero(program, *binder, expr, "gather")?);
     Some(prefix)
@@ -716,7 +719,7 @@ fn linear(
 /// that the inner sum left last. Applies where the inner sums have no other reader and some
 /// transpose between the sums moves an axis (otherwise the chain is already in this form).
 fn sum_of_sums(program: &mut Program, stmt: &Stmt, cx: &Cx) -> Option<Vec<Stmt>> {
-    let (Expr::SumOuter(outer), [binder]) = (&stmt.expr, &stmt.binders[..]) else {
+    let (Expr::SumOuter(SumOuter(outer)), [binder]) = (&stmt.expr, &stmt.binders[..]) else {
         return None;
     };
     let def = |atom: &Atom| match atom {
@@ -729,12 +732,14 @@ fn sum_of_sums(program: &mut Program, stmt: &Stmt, cx: &Cx) -> Option<Vec<Stmt>>
     let mut current = *outer;
     let source = loop {
         let (perm, inner) = match def(&current) {
-            Some(Expr::Transpose { perm, array }) if single_use(&current) => (&perm[..], *array),
+            Some(Expr::Transpose(Transpose { perm, array })) if single_use(&current) => {
+                (&perm[..], *array)
+            }
             _ => (&[][..], current),
         };
         perms.push(perm);
         match def(&inner) {
-            Some(Expr::SumOuter(arg)) if single_use(&inner) => current = *arg,
+            Some(Expr::SumOuter(SumOuter(arg))) if single_use(&inner) => current = *arg,
             _ => break inner,
         }
     };
@@ -758,10 +763,10 @@ fn sum_of_sums(program: &mut Program, stmt: &Stmt, cx: &Cx) -> Option<Vec<Stmt>>
     let transposed = program.new_var(ArrTy::new(shape.clone(), source_ty.elem), "tr");
     let mut stmts = vec![Stmt {
         binders: vec![transposed],
-        expr: Expr::Transpose {
+        expr: Expr::Transpose(Transpose {
             perm,
             array: source,
-        },
+        }),
     }];
     let mut partial = transposed;
     for depth in 1..perms.len() {
@@ -769,13 +774,13 @@ fn sum_of_sums(program: &mut Program, stmt: &Stmt, cx: &Cx) -> Option<Vec<Stmt>>
         let var = program.new_var(ty, "sum");
         stmts.push(Stmt {
             binders: vec![var],
-            expr: Expr::SumOuter(Atom::Var(partial)),
+            expr: Expr::SumOuter(SumOuter(Atom::Var(partial))),
         });
         partial = var;
     }
     stmts.push(Stmt {
         binders: vec![*binder],
-        expr: Expr::SumOuter(Atom::Var(partial)),
+        expr: Expr::SumOuter(SumOuter(Atom::Var(partial))),
     });
     Some(stmts)
 }
@@ -804,17 +809,17 @@ fn rewrite(program: &Program, expr: &Expr, defs: &HashMap<VarId, Expr>) -> Optio
     };
     let atom = |rule, atom: &Atom| Some((rule, Expr::Atom(*atom)));
     match expr {
-        Expr::Prim(prim, args) => {
+        Expr::Prim(PrimApp(prim, args)) => {
             arithmetic(program, *prim, args, defs).map(|(rule, kept)| (rule, Expr::Atom(kept)))
         }
-        Expr::Transpose { perm, array } => {
+        Expr::Transpose(Transpose { perm, array }) => {
             if is_identity(perm) {
                 return atom(Rule::IdentityTranspose, array);
             }
-            let Some(Expr::Transpose {
+            let Some(Expr::Transpose(Transpose {
                 perm: inner,
                 array: source,
-            }) = def(array)
+            })) = def(array)
             else {
                 return None;
             };
@@ -828,50 +833,51 @@ fn rewrite(program: &Program, expr: &Expr, defs: &HashMap<VarId, Expr>) -> Optio
             } else {
                 (
                     Rule::TransposeOfTranspose,
-                    Expr::Transpose {
+                    Expr::Transpose(Transpose {
                         perm: composed,
                         array: *source,
-                    },
+                    }),
                 )
             })
         }
-        Expr::Reshape { shape, array } => {
+        Expr::Reshape(Reshape { shape, array }) => {
             if program.atom_ty(array).shape == *shape {
                 return atom(Rule::IdentityReshape, array);
             }
             match def(array) {
-                Some(Expr::Reshape { array: source, .. }) => Some((
+                Some(Expr::Reshape(Reshape { array: source, .. })) => Some((
                     Rule::ReshapeOfReshape,
-                    Expr::Reshape {
+                    Expr::Reshape(Reshape {
                         shape: shape.clone(),
                         array: *source,
-                    },
+                    }),
                 )),
                 _ => None,
             }
         }
-        Expr::Gather { shape, array, body } => permutation_gather(program, shape, *array, *body)
-            .map(|perm| {
+        Expr::Gather(Gather { shape, array, body }) => {
+            permutation_gather(program, shape, *array, *body).map(|perm| {
                 (
                     Rule::PermutationGather,
-                    Expr::Transpose {
+                    Expr::Transpose(Transpose {
                         perm,
                         array: *array,
-                    },
+                    }),
                 )
-            }),
-        Expr::SumOuter(array) => match def(array) {
-            Some(Expr::Replicate {
+            })
+        }
+        Expr::SumOuter(SumOuter(array)) => match def(array) {
+            Some(Expr::Replicate(Replicate {
                 count,
                 array: scalar,
-            }) => {
+            })) => {
                 let ty = program.atom_ty(scalar);
                 let integer = !ty.elem.is_float() && ty.elem != crate::core::ir::Elem::Bool;
                 (integer && ty.rank() == 0).then(|| {
                     let count = crate::prim::cast_scalar(Scalar::I64(*count as i64), ty.elem);
                     (
                         Rule::IntegerSumOfReplicate,
-                        Expr::Prim(Prim::Mul, vec![*scalar, Atom::Lit(count)]),
+                        Expr::Prim(PrimApp(Prim::Mul, vec![*scalar, Atom::Lit(count)])),
                     )
                 })
             }
@@ -947,7 +953,9 @@ fn arithmetic(
             Some((Rule::DivByOne, *a))
         }
         (Prim::Neg, [Atom::Var(inner)]) => match defs.get(inner) {
-            Some(Expr::Prim(Prim::Neg, inner_args)) => Some((Rule::DoubleNegation, inner_args[0])),
+            Some(Expr::Prim(PrimApp(Prim::Neg, inner_args))) => {
+                Some((Rule::DoubleNegation, inner_args[0]))
+            }
             _ => None,
         },
         (Prim::Cast(elem), [a]) if program.atom_ty(a).elem == elem => {
@@ -964,9 +972,9 @@ fn is_one(defs: &HashMap<VarId, Expr>, atom: &Atom) -> bool {
         Atom::Lit(scalar) => scalar_is_one(*scalar),
         Atom::Var(var) => match defs.get(var) {
             Some(
-                Expr::Replicate { array, .. }
-                | Expr::Transpose { array, .. }
-                | Expr::Reshape { array, .. },
+                Expr::Replicate(Replicate { array, .. })
+                | Expr::Transpose(Transpose { array, .. })
+                | Expr::Reshape(Reshape { array, .. }),
             ) => is_one(defs, array),
             _ => false,
         },

@@ -8,7 +8,7 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use crate::core::ir::{Expr, Program, VarId};
+use crate::core::ir::{Expr, Program, Scatter, VarId};
 use crate::core::kernel::{Schedule, Step};
 use crate::passes::pipeline::PassTime;
 
@@ -93,7 +93,7 @@ pub fn render(
             // array, not the whole of the value it updates.
             Step::ScatterAdd { stmt, .. } => {
                 let added = match &block.stmts[*stmt].expr {
-                    Expr::Scatter { array, .. } => program.atom_ty(array).n_bytes(),
+                    Expr::Scatter(Scatter { array, .. }) => program.atom_ty(array).n_bytes(),
                     other => unreachable!("a scatter-add step runs a scatter, not {other:?}"),
                 };
                 (

@@ -3,6 +3,7 @@
 //! form (Theorem 5.1) that computes exactly what the original computes, on the bulk evaluator
 //! and, fused (`passes::fuse`), on the fused engine — bit for bit, on any number of threads.
 
+use dx_lang::core::ir::{While, WhileReverse};
 use dx_lang::ops::interp::{self, InterpConfig};
 use dx_lang::ops::testgen::{random_inputs, random_program, GenConfig};
 use dx_lang::ops::verify::verify;
@@ -157,8 +158,8 @@ fn random_programs_batch_whiles_with_masks() {
             .flat_map(|block| &transformed.blocks[*block].stmts)
         {
             let (body, counter) = match &stmt.expr {
-                Expr::While { body, .. } => (*body, &mut masked_whiles),
-                Expr::WhileReverse { body, .. } => (*body, &mut masked_reverses),
+                Expr::While(While { body, .. }) => (*body, &mut masked_whiles),
+                Expr::WhileReverse(WhileReverse { body, .. }) => (*body, &mut masked_reverses),
                 _ => continue,
             };
             let params = &transformed.blocks[body].params;

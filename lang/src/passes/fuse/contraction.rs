@@ -41,7 +41,10 @@
 use std::collections::HashSet;
 
 use super::{Fuser, MATMUL_MIN_DEPTH, MATMUL_MIN_WORK};
-use crate::core::ir::{Atom, BlockId, Elem, Expr, Program, VarId};
+use crate::core::ir::{
+    Atom, BlockId, Elem, Expr, Index, PrimApp, Program, Replicate, Reshape, SumOuter, Transpose,
+    VarId,
+};
 use crate::core::kernel::{
     Affine, Coord, Kernel, MatMul, MatOperand, Node, NodeId, Reduction, Step,
 };
@@ -125,9 +128,9 @@ pub(super) fn sliced_operands(fuser: &Fuser) -> HashSet<VarId> {
     let through_views = |mut var: VarId| loop {
         match def(&var) {
             Some(
-                Expr::Replicate { array, .. }
-                | Expr::Transpose { array, .. }
-                | Expr::Reshape { array, .. },
+                Expr::Replicate(Replicate { array, .. })
+                | Expr::Transpose(Transpose { array, .. })
+                | Expr::Reshape(Reshape { array, .. }),
             ) => match var_of(*array) {
                 Some(inner) => var = inner,
                 None => return var,
@@ -137,7 +140,7 @@ pub(super) fn sliced_operands(fuser: &Fuser) -> HashSet<VarId> {
     };
     let mut sliced = HashSet::new();
     for stmt in &block.stmts {
-        let Expr::SumOuter(Atom::Var(summed)) = stmt.expr else {
+        let Expr::SumOuter(SumOuter(Atom::Var(summed))) = stmt.expr else {
             continue;
         };
         let shape = &program.var_ty(summed).shape;
@@ -145,7 +148,7 @@ pub(super) fn sliced_operands(fuser: &Fuser) -> HashSet<VarId> {
         if shape.first().is_none_or(|&depth| depth < MATMUL_MIN_DEPTH) || work < MATMUL_MIN_WORK {
             continue;
         }
-        let Some(Expr::Prim(prim, operands)) = def(&through_views(summed)) else {
+        let Some(Expr::Prim(PrimApp(prim, operands))) = def(&through_views(summed)) else {
             continue;
         };
         if *prim != Prim::Mul {
@@ -153,7 +156,7 @@ pub(super) fn sliced_operands(fuser: &Fuser) -> HashSet<VarId> {
         }
         for operand in operands.iter().filter_map(|atom| var_of(*atom)) {
             let start = through_views(operand);
-            if let Some(Expr::Index { index, .. }) = def(&start) {
+            if let Some(Expr::Index(Index { index, .. })) = def(&start) {
                 let at_run_time = index.iter().any(|atom| matches!(atom, Atom::Var(_)));
                 if at_run_time {
                     sliced.insert(start);

@@ -149,7 +149,10 @@ use std::collections::{HashMap, HashSet};
 
 use super::pipeline::{run_passes, stages_of, Compilation, Ice, Log, Pass};
 use crate::core::ids::IdVec;
-use crate::core::ir::{Atom, Block, BlockId, Elem, Expr, Program, Scalar, VarId};
+use crate::core::ir::{
+    Atom, Block, BlockId, Elem, Expr, Fold, Gather, Index, PrimApp, Program, Replicate, Reshape,
+    Scalar, Scan, Transpose, VarId, While, WhileReverse,
+};
 use crate::core::kernel::{
     Affine, Coord, IndexValue, Kernel, Node, NodeId, Reduction, Schedule, Step,
 };
@@ -286,7 +289,7 @@ fn kernels(
     let mut loop_bodies = Vec::new();
     for (stmt_idx, stmt) in fuser.block.stmts.iter().enumerate() {
         match fuser.kinds[stmt_idx] {
-            FusionClass::Bulk if matches!(stmt.expr, Expr::Monoid { .. }) => {
+            FusionClass::Bulk if matches!(stmt.expr, Expr::Monoid(_)) => {
                 steps.extend(monoid::monoid_steps(&fuser, stmt_idx));
             }
             FusionClass::Bulk => {
@@ -338,10 +341,12 @@ fn kernels(
 /// `while`, and the forward and backward steps of a `while_reverse`.
 fn loop_bodies_of(expr: &Expr) -> Vec<BlockId> {
     match expr {
-        Expr::Fold { body, .. } | Expr::Scan { body, .. } | Expr::While { body, .. } => {
+        Expr::Fold(Fold { body, .. })
+        | Expr::Scan(Scan { body, .. })
+        | Expr::While(While { body, .. }) => {
             vec![*body]
         }
-        Expr::WhileReverse { body, back, .. } => vec![*body, *back],
+        Expr::WhileReverse(WhileReverse { body, back, .. }) => vec![*body, *back],
         _ => Vec::new(),
     }
 }
@@ -531,20 +536,22 @@ impl<'a> Fuser<'a> {
             let binder = stmt.binders[0];
             let part = match &stmt.expr {
                 // An operand given twice (`add x x`) is one node of the kernel.
-                Expr::Prim(prim, operands) if cheap(*prim) => (operands.iter().enumerate())
-                    .filter(|&(k, atom)| !operands[..k].contains(atom))
-                    .try_fold(LightPart { ops: 1, read: None }, |acc, (_, atom)| {
-                        acc.join(part_of(&parts, atom)?)
-                    }),
-                // Each element once, at moved points.
-                Expr::Atom(array) | Expr::Transpose { array, .. } | Expr::Reshape { array, .. } => {
-                    part_of(&parts, array)
+                Expr::Prim(PrimApp(prim, operands)) if cheap(*prim) => {
+                    (operands.iter().enumerate())
+                        .filter(|&(k, atom)| !operands[..k].contains(atom))
+                        .try_fold(LightPart { ops: 1, read: None }, |acc, (_, atom)| {
+                            acc.join(part_of(&parts, atom)?)
+                        })
                 }
+                // Each element once, at moved points.
+                Expr::Atom(array)
+                | Expr::Transpose(Transpose { array, .. })
+                | Expr::Reshape(Reshape { array, .. }) => part_of(&parts, array),
                 // A broadcast: what it reads is smaller than its readers. A pull value
                 // that is not light, broadcast `count >= 2` times, is read by the
                 // broadcast's readers at least `count` times, so it is materialised: the
                 // broadcast reads it.
-                Expr::Replicate { count, array } => part_of(&parts, array)
+                Expr::Replicate(Replicate { count, array }) => part_of(&parts, array)
                     .or_else(|| (*count >= 2 && self.is_pull(array)).then(LightPart::default))
                     .map(|part| LightPart {
                         ops: part.ops,
@@ -695,7 +702,7 @@ fn small_recompute(program: &Program, stmt: &crate::core::ir::Stmt, weight: usiz
         return usize::MAX;
     }
     let ops = match &stmt.expr {
-        Expr::Prim(prim, _) if !cheap(*prim) => COSTLY_OPS,
+        Expr::Prim(PrimApp(prim, _)) if !cheap(*prim) => COSTLY_OPS,
         _ => 1,
     };
     (weight.saturating_sub(1))
@@ -926,7 +933,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
         let elem = program.var_ty(binder).elem;
         match expr {
             Expr::Atom(atom) => self.pull_atom(atom, coords),
-            Expr::Prim(prim, operands) => {
+            Expr::Prim(PrimApp(prim, operands)) => {
                 let operands = operands
                     .iter()
                     .map(|atom| {
@@ -941,21 +948,21 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
                     .collect();
                 self.prim(*prim, operands, elem)
             }
-            Expr::Replicate { array, .. } => self.pull_atom(array, coords[1..].to_vec()),
-            Expr::Transpose { perm, array } => {
+            Expr::Replicate(Replicate { array, .. }) => self.pull_atom(array, coords[1..].to_vec()),
+            Expr::Transpose(Transpose { perm, array }) => {
                 let mut inner = coords.clone();
                 for (axis, &from) in perm.iter().enumerate() {
                     inner[from] = coords[axis].clone();
                 }
                 self.pull_atom(array, inner)
             }
-            Expr::Reshape { shape, array } => {
+            Expr::Reshape(Reshape { shape, array }) => {
                 let inner_shape = program.atom_ty(array).shape;
                 let inner = self.reshape_coords(&coords, shape, &inner_shape);
                 self.pull_atom(array, inner)
             }
             Expr::Iota(_) => self.coord_node(&coords[0]),
-            Expr::Index { array, index } => {
+            Expr::Index(Index { array, index }) => {
                 let array_shape = program.atom_ty(array).shape;
                 let leading: Vec<Sym> = index
                     .iter()
@@ -966,7 +973,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
                     .collect();
                 self.masked_read(array, &array_shape, leading, &coords, elem)
             }
-            Expr::Gather { array, body, .. } => {
+            Expr::Gather(Gather { array, body, .. }) => {
                 // The index function's params are the leading coordinates of the result; the
                 // rest index the sub-array it reads.
                 let array_shape = program.atom_ty(array).shape;
@@ -988,19 +995,19 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
                 self.masked_read(array, &array_shape, leading, &coords[n_leading..], elem)
             }
             Expr::SumOuter(_)
-            | Expr::Build1 { .. }
-            | Expr::Scatter { .. }
+            | Expr::Build1(_)
+            | Expr::Scatter(_)
             | Expr::Table(_)
-            | Expr::Cond { .. }
-            | Expr::Fold { .. }
-            | Expr::Scan { .. }
-            | Expr::While { .. }
-            | Expr::WhileReverse { .. }
-            | Expr::Monoid { .. }
-            | Expr::CustomVjp { .. }
-            | Expr::CustomJvp { .. }
-            | Expr::CustomLinear { .. }
-            | Expr::Derivative { .. } => {
+            | Expr::Cond(_)
+            | Expr::Fold(_)
+            | Expr::Scan(_)
+            | Expr::While(_)
+            | Expr::WhileReverse(_)
+            | Expr::Monoid(_)
+            | Expr::CustomVjp(_)
+            | Expr::CustomJvp(_)
+            | Expr::CustomLinear(_)
+            | Expr::Derivative(_) => {
                 unreachable!("fuse: {binder} is not bound by a pull statement")
             }
         }
@@ -1118,7 +1125,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
         let elem = program.var_ty(binder).elem;
         match expr {
             Expr::Atom(atom) => self.sym_of(atom, env),
-            Expr::Prim(prim, operands) => {
+            Expr::Prim(PrimApp(prim, operands)) => {
                 let syms: Vec<Sym> = operands.iter().map(|atom| self.sym_of(atom, env)).collect();
                 if let Some(value) = self.index_value(*prim, &syms, elem) {
                     return value;
@@ -1132,7 +1139,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
                 }
                 Sym::Node(node)
             }
-            Expr::Index { array, index } => {
+            Expr::Index(Index { array, index }) => {
                 let array_shape = program.atom_ty(array).shape;
                 let leading: Vec<Sym> = index.iter().map(|atom| self.sym_of(atom, env)).collect();
                 Sym::Node(self.masked_read(array, &array_shape, leading, &[], elem))
@@ -1237,9 +1244,9 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
         };
         match &self.fuser.block.stmts[stmt_idx].expr {
             Expr::Atom(inner)
-            | Expr::Replicate { array: inner, .. }
-            | Expr::Transpose { array: inner, .. } => self.moves_coordinates(inner),
-            Expr::Prim(_, operands) => operands
+            | Expr::Replicate(Replicate { array: inner, .. })
+            | Expr::Transpose(Transpose { array: inner, .. }) => self.moves_coordinates(inner),
+            Expr::Prim(PrimApp(_, operands)) => operands
                 .iter()
                 .all(|operand| self.moves_coordinates(operand)),
             _ => false,

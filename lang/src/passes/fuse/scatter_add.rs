@@ -23,7 +23,7 @@
 // in `prim`: softmax cross-entropy's `exp(…) · (1/R) / Σ exp(…)`), `0 + y` is `y`, and the
 // kernel computes `y` alone: one operation less a point.
 
-use crate::core::ir::{Atom, BlockId, Expr, Program, Scalar, VarId};
+use crate::core::ir::{Atom, BlockId, Expr, Program, Scalar, Scatter, VarId};
 use crate::core::kernel::{Affine, Coord, Kernel, Node, NodeId, Step};
 use crate::core::sign::Defs;
 use crate::prim::Prim;
@@ -45,7 +45,7 @@ pub(super) fn add_scatters_in_place(
             continue;
         };
         let stmt = &stmts[index];
-        let Expr::Scatter { body, .. } = &stmt.expr else {
+        let Expr::Scatter(Scatter { body, .. }) = &stmt.expr else {
             continue;
         };
         let var = stmt.binders[0];
