@@ -16,7 +16,8 @@
 //! backward pass (§7.6); share→let (Fig 20) is the identity on ANF.
 //!
 //! This file is the generic part: the builder, the walk over statements and the dispatch
-//! (`jvp_stmt`, `transpose_stmt`) to each operation's rules in its home in `ops` (every
+//! (`jvp_stmt`, `transpose_stmt`) to each operation's rules in its home in `ops`
+//! (`Operation::jvp`, `Operation::transpose`; every
 //! elementwise primitive's in `prim`). The structural operations' JVP is derived from their
 //! linearity (`jvp_linear`, `ops::linearity`). Conditionals are if-converted
 //! (`ops::cond::jvp_cond`); loops carry their tangents forward and are transposed whole
@@ -35,14 +36,16 @@ use std::collections::HashMap;
 
 use crate::core::inline::clone_block;
 use crate::core::ir::{
-    ArrTy, Atom, Block, BlockId, Cond, Expr, Gather, Index, PrimApp, Program, Replicate, Reshape,
-    Scalar, Scatter, Stmt, SumOuter, Table, Transpose, VarId,
+    ArrTy, Atom, Block, BlockId, Expr, PrimApp, Program, Replicate, Scalar, Stmt, VarId,
 };
 use crate::ops;
 use crate::prim::{Emitter, NotLinear, Prim};
 
 /// A tangent or cotangent of the core IR: `None` is a (symbolic) zero.
 pub type Tangent = crate::prim::Tangent<Atom>;
+
+/// A tangent or a cotangent per variable.
+pub(crate) type Derivs = HashMap<VarId, Atom>;
 
 /// Why a block could not be differentiated: its input broke the pass's assumptions (the
 /// checker refuses what is not differentiable, and the tangent statements of `jvp` are
@@ -320,53 +323,39 @@ fn jvp_stmt(
 ) -> Result<(), AdError> {
     // The primal statement is kept as it is (Fig 13's D' on everything non-differentiable),
     // followed by its tangent's statements.
-    match &stmt.expr {
-        Expr::Cond(Cond {
-            cond,
-            then_block,
-            else_block,
-        }) => ops::cond::jvp_cond(builder, stmt, *cond, *then_block, *else_block, tangents),
-        Expr::Fold(_) | Expr::Scan(_) => ops::loops::jvp_loop(builder, stmt, tangents),
-        Expr::While(_) => ops::while_loop::jvp_while(builder, stmt, tangents),
-        Expr::WhileReverse(_) => Err(AdError::NoRule(
-            "forward mode through the reverse sweep of a while loop (a second derivative \
-             through a while) is not supported yet"
-                .into(),
-        )),
-        Expr::Monoid(_) => builder.jvp_monoid(stmt, tangents),
-        Expr::CustomVjp(_) => ops::custom::jvp_custom_vjp(builder, stmt, tangents),
-        Expr::CustomJvp(_) => ops::custom::jvp_custom_jvp(builder, stmt, tangents),
-        Expr::CustomLinear(_) => Err(AdError::NoRule(ops::custom::NO_FORWARD_RULE.into())),
-        Expr::Build1(_) | Expr::Derivative(_) => Err(AdError::NoRule(
-            "differentiation expects build-free (BOT) input without derivatives".into(),
-        )),
-        Expr::Prim(PrimApp(prim, args)) => {
-            builder.stmts.push(stmt.clone());
-            let binder = stmt.binders[0];
-            if builder.program.var_ty(binder).elem.is_float() {
-                let arg_tangents: Vec<Tangent> =
-                    args.iter().map(|atom| tangent_of(tangents, atom)).collect();
-                if let Some(tangent) = prim.jvp(builder, args, Atom::Var(binder), &arg_tangents) {
-                    tangents.insert(binder, tangent);
-                }
-            }
-            Ok(())
-        }
-        Expr::Atom(_)
-        | Expr::Index(_)
-        | Expr::Gather(_)
-        | Expr::Scatter(_)
-        | Expr::SumOuter(_)
-        | Expr::Replicate(_)
-        | Expr::Transpose(_)
-        | Expr::Reshape(_)
-        | Expr::Table(_)
-        | Expr::Iota(_) => {
-            builder.stmts.push(stmt.clone());
-            jvp_linear(builder, stmt, tangents);
-            Ok(())
-        }
-    }
+    ops::operation(&stmt.expr).jvp(builder, stmt, tangents)
+}
+
+/// The JVP of an operation linear in some of its operands and constant in the others: the
+/// statement, then `jvp_linear`'s tangent.
+pub(crate) fn jvp_structural(
+    builder: &mut Builder,
+    stmt: &Stmt,
+    tangents: &mut HashMap<VarId, Atom>,
+) -> Result<(), AdError> {
+    builder.stmts.push(stmt.clone());
+    jvp_linear(builder, stmt, tangents);
+    Ok(())
+}
+
+/// Why a form that AD never meets has no derivative.
+pub(crate) fn not_differentiated() -> Result<(), AdError> {
+    Err(AdError::NoRule(
+        "differentiation expects build-free (BOT) input without derivatives".into(),
+    ))
+}
+
+/// The transpose of a form that is never a linear statement of its own (its linear parts
+/// are transposed by `transpose_items`, or it has no linear form).
+pub(crate) fn not_a_linear_statement() -> Result<(), AdError> {
+    Err(AdError::NotLinear(
+        "a linear statement of an unexpected form".into(),
+    ))
+}
+
+/// The cotangent of a single-result statement's binder, if any contribution reached it.
+pub(crate) fn result_ct(stmt: &Stmt, cts: &HashMap<VarId, Atom>) -> Option<Atom> {
+    cts.get(&stmt.binders[0]).copied()
 }
 
 /// The tangent of a statement linear in some of its operands and constant in the others
@@ -524,66 +513,8 @@ fn transpose_stmt(
     stmt: &Stmt,
     cts: &mut HashMap<VarId, Atom>,
 ) -> Result<(), AdError> {
-    if let Expr::Monoid(_) = &stmt.expr {
-        return builder.transpose_monoid(stmt, cts);
-    }
-    if let Expr::CustomLinear(_) = &stmt.expr {
-        return ops::custom::transpose_custom_linear(builder, stmt, cts);
-    }
-    let binder = stmt.binders[0];
-    let Some(ct) = cts.get(&binder).copied() else {
-        return Ok(());
-    };
     // Each structural operation is linear in its one array operand (a table in its items),
     // and its transpose is another structural operation applied to the cotangent; operands
     // that are not linear (constants, zeros) contribute nothing.
-    match &stmt.expr {
-        Expr::Atom(atom) => {
-            if builder.is_linear(atom) {
-                builder.add_to(cts, *atom, ct);
-            }
-        }
-        Expr::Prim(PrimApp(prim, args)) => {
-            let mask: Vec<bool> = args.iter().map(|atom| builder.is_linear(atom)).collect();
-            if mask.iter().any(|flag| *flag) {
-                let contributions = prim.transpose(builder, args, &mask, ct)?;
-                for (arg, contribution) in args.iter().zip(contributions) {
-                    if let Some(contribution) = contribution {
-                        builder.add_to(cts, *arg, contribution);
-                    }
-                }
-            }
-        }
-        Expr::Index(Index { array, index }) => builder.transpose_index(*array, index, ct, cts),
-        Expr::Gather(Gather { array, body, .. }) => {
-            builder.transpose_gather_scatter(true, *array, *body, ct, cts)
-        }
-        Expr::Scatter(Scatter { array, body, .. }) => {
-            builder.transpose_gather_scatter(false, *array, *body, ct, cts)
-        }
-        Expr::SumOuter(SumOuter(array)) => builder.transpose_sum_outer(*array, ct, cts),
-        Expr::Replicate(Replicate { array, .. }) => builder.transpose_replicate(*array, ct, cts),
-        Expr::Transpose(Transpose { perm, array }) => {
-            builder.transpose_transpose(perm, *array, ct, cts)
-        }
-        Expr::Reshape(Reshape { array, .. }) => builder.transpose_reshape(*array, ct, cts),
-        Expr::Table(Table(items)) => builder.transpose_table(items, ct, cts),
-        Expr::Iota(_) => {}
-        Expr::Cond(_)
-        | Expr::Fold(_)
-        | Expr::Scan(_)
-        | Expr::While(_)
-        | Expr::WhileReverse(_)
-        | Expr::Monoid(_)
-        | Expr::CustomVjp(_)
-        | Expr::CustomJvp(_)
-        | Expr::CustomLinear(_)
-        | Expr::Build1(_)
-        | Expr::Derivative(_) => {
-            return Err(AdError::NotLinear(
-                "a linear statement of an unexpected form".into(),
-            ))
-        }
-    }
-    Ok(())
+    ops::operation(&stmt.expr).transpose(builder, stmt, cts)
 }

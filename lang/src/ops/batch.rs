@@ -1,17 +1,16 @@
 //! The batching context of the bulk-operation transform ([Smeding25] §5, Figs 9–11): the
 //! status of every variable of a `build1` body (unbatched, batched, or an index expression of
 //! the batch index), emitting vectorised statements, and `Batcher::batch_stmt`, which
-//! dispatches each statement to its operation's batching rule in its home (elementwise
-//! primitives are batched here, `batch_prim`). The pass that runs it over a program, and the
+//! dispatches each statement to its operation's batching rule in its home
+//! (`ops::Operation::batch`). The pass that runs it over a program, and the
 //! index-pushing and gather clean-ups after it, are `passes::bot`.
 
 use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::core::ir::{
-    ArrTy, Atom, BlockId, Cond, Elem, Expr, Fold, Gather, Index, Iota, Monoid, PrimApp, Program,
-    Replicate, Reshape, Scalar, Scan, Scatter, Stmt, SumOuter, Table, Transpose, VarId, While,
-    WhileReverse,
+    ArrTy, Atom, BlockId, Elem, Expr, Index, Iota, PrimApp, Program, Replicate, Scalar, Stmt,
+    Transpose, VarId,
 };
 use crate::core::visit::collect_uses;
 use crate::core::visit::{expr_atoms, expr_blocks};
@@ -246,108 +245,13 @@ impl<'p> Batcher<'p> {
             self.emit_to(self.target, stmt.binders.clone(), stmt.expr.clone());
             return;
         }
-        // A single-result operation binds one variable (the verifier checks it).
-        let binder = || stmt.binders[0];
-        let status = match &stmt.expr {
-            Expr::Atom(atom) => self.status(*atom),
-            Expr::Prim(PrimApp(prim, args)) => self.batch_prim(*prim, args, binder()),
-            Expr::Index(Index { array, index }) => self.batch_index(*array, index, binder()),
-            Expr::SumOuter(SumOuter(array)) => self.batch_sum_outer(*array, binder()),
-            Expr::Gather(Gather { shape, array, body }) => {
-                self.batch_gather_scatter(true, shape, *array, *body, binder())
-            }
-            Expr::Scatter(Scatter { shape, array, body }) => {
-                self.batch_gather_scatter(false, shape, *array, *body, binder())
-            }
-            Expr::Table(Table(items)) => self.batch_table(items, binder()),
-            Expr::Replicate(Replicate { count, array }) => {
-                self.batch_replicate(*count, *array, binder())
-            }
-            Expr::Transpose(Transpose { perm, array }) => {
-                self.batch_transpose(perm, *array, binder())
-            }
-            Expr::Reshape(Reshape { shape, array }) => self.batch_reshape(shape, *array, binder()),
-            Expr::Cond(Cond {
-                cond,
-                then_block,
-                else_block,
-            }) => {
-                self.batch_cond(*cond, *then_block, *else_block, &stmt.binders);
-                return;
-            }
-            Expr::Fold(Fold { size, init, body }) => {
-                self.batch_loop(*size, init, *body, &stmt.binders, false);
-                return;
-            }
-            Expr::Scan(Scan { size, init, body }) => {
-                self.batch_loop(*size, init, *body, &stmt.binders, true);
-                return;
-            }
-            Expr::While(While { init, body }) => {
-                self.batch_while(init, *body, &stmt.binders);
-                return;
-            }
-            Expr::WhileReverse(WhileReverse {
-                init,
-                seeds,
-                body,
-                back,
-            }) => {
-                self.batch_while_reverse(init, seeds, (*body, *back), &stmt.binders);
-                return;
-            }
-            Expr::Monoid(Monoid {
-                kind,
-                arrays,
-                init,
-                op,
-            }) => {
-                self.batch_monoid(*kind, arrays, init, *op, &stmt.binders);
-                return;
-            }
-            Expr::CustomVjp(_) | Expr::CustomJvp(_) => {
-                self.batch_custom(&stmt.expr, &stmt.binders);
-                return;
-            }
-            Expr::CustomLinear(_) => unreachable!("custom_linear exists only inside `ad`"),
-            Expr::Iota(_) => unreachable!("iota does not depend on the batch index"),
-            Expr::Build1(_) => unreachable!("builds are transformed innermost first"),
-            Expr::Derivative(_) => unreachable!("{}", crate::core::ir::EXPANDED),
-        };
-        self.env.insert(binder(), status);
+        crate::ops::operation(&stmt.expr).batch(self, stmt);
     }
 
-    fn batch_prim(&mut self, prim: Prim, args: &[Atom], binder: VarId) -> Status {
-        let statuses: Vec<Status> = args.iter().map(|atom| self.status(*atom)).collect();
-        let binder_ty = self.program.var_ty(binder).clone();
-        // Integer arithmetic on index scalars stays symbolic (it may end up in an index function).
-        let symbolic = binder_ty.shape.is_empty()
-            && binder_ty.elem.is_integer()
-            && statuses
-                .iter()
-                .all(|status| !matches!(status, Status::Batched(_)));
-        if symbolic {
-            let args = statuses
-                .into_iter()
-                .map(|status| match status {
-                    Status::Index(expr) => expr,
-                    Status::Unbatched(atom) => Rc::new(IxExpr::Atom(atom)),
-                    Status::Batched(_) => unreachable!("checked above"),
-                })
-                .collect();
-            return Status::Index(Rc::new(IxExpr::Prim(prim, args, binder_ty.elem)));
-        }
-        // Fig 9: build1 k (λi. op t u) ~> op (build1 k (λi. t)) (build1 k (λi. u)).
-        let args: Vec<Atom> = statuses
-            .into_iter()
-            .map(|status| Atom::Var(self.force(status)))
-            .collect();
-        let hint = self.program.vars[binder].hint.clone();
-        Status::Batched(self.emit1(
-            Expr::Prim(PrimApp(prim, args)),
-            self.batched_ty(&binder_ty),
-            &hint,
-        ))
+    /// Binds the status of the one binder of a single-result statement (the verifier checks
+    /// that it has one).
+    pub(crate) fn bind_one(&mut self, stmt: &Stmt, status: Status) {
+        self.env.insert(stmt.binders[0], status);
     }
 
     /// A copy of an index function with a new leading batch parameter, in which uses of the
@@ -497,25 +401,4 @@ fn lit_of(atom: &Atom) -> Option<Scalar> {
         Atom::Lit(scalar) => Some(*scalar),
         Atom::Var(_) => None,
     }
-}
-
-/// index (op t u) ix ~> op (index t ix) (index u ix), for ix in range (Note [Pushing index
-/// down] in `ops::build`): the elementwise primitives' rule, beside their batching rule.
-pub fn push_into_prim(
-    cx: &mut super::build::IndexPush,
-    prim: Prim,
-    args: &[Atom],
-    source: VarId,
-    index: &[Atom],
-) -> Option<Expr> {
-    let shape = cx.program.var_ty(source).shape.clone();
-    let all_in_range = index
-        .iter()
-        .zip(&shape)
-        .all(|(atom, bound)| cx.in_range(atom, *bound));
-    if !all_in_range {
-        return None;
-    }
-    let indexed = args.iter().map(|arg| cx.emit_index(*arg, index)).collect();
-    Some(Expr::Prim(PrimApp(prim, indexed)))
 }

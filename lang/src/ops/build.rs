@@ -24,13 +24,14 @@
 //! - fusion class: `index` and `iota` are `View`s (a coordinate, or a masked read), `build1`
 //!   and tables `Bulk`.
 
+use super::{Element, FusionClass, Linearity, Move, Operation};
 use std::collections::HashMap;
 
-use super::ad::Builder;
+use super::ad::{self, AdError, Builder, Derivs};
 use super::batch::{Batcher, Status};
 use crate::core::ir::{
-    ArrTy, Atom, Block, BlockId, Elem, Expr, Gather, Index, Program, Scalar, Scatter, Stmt, Table,
-    Transpose, VarId,
+    ArrTy, Atom, Block, BlockId, Build1, Elem, Expr, Gather, Index, Iota, Program, Scalar, Scatter,
+    Stmt, Table, Transpose, VarId,
 };
 use crate::core::print::ty_text;
 use crate::core::value::{Array, ArrayData};
@@ -308,4 +309,341 @@ pub fn push_into_table(cx: &IndexPush, items: &[Atom], index: &[Atom]) -> Option
             index: index[1..].to_vec(),
         })
     })
+}
+
+/// A copy.
+impl Operation for Atom {
+    fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
+        Ok(vec![atom_ty(program, self)?])
+    }
+
+    fn eval(&self, interp: &mut Interp, _: &Stmt) -> Res<Vec<Array>> {
+        Ok(vec![interp.atom(self)])
+    }
+
+    fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
+        let status = batcher.status(*self);
+        batcher.bind_one(stmt, status);
+    }
+
+    fn jvp(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        tangents: &mut Derivs,
+    ) -> Result<(), AdError> {
+        ad::jvp_structural(builder, stmt, tangents)
+    }
+
+    fn transpose(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        cts: &mut Derivs,
+    ) -> Result<(), AdError> {
+        if let Some(ct) = ad::result_ct(stmt, cts) {
+            if builder.is_linear(self) {
+                builder.add_to(cts, *self, ct);
+            }
+        }
+        Ok(())
+    }
+
+    fn cost(&self, _: &Program, _: u64) -> u64 {
+        0
+    }
+
+    fn linearity(&self) -> Linearity {
+        Linearity::Structural(vec![true])
+    }
+
+    fn fusion_class(&self, _: &Program) -> FusionClass {
+        FusionClass::View
+    }
+
+    fn recompute_factor(&self, _: &Program) -> usize {
+        1
+    }
+
+    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
+        Vec::new()
+    }
+
+    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
+        None
+    }
+
+    fn element(&self) -> Option<Element<'_>> {
+        Some(Element::Moved {
+            array: *self,
+            moved: Move::Same,
+        })
+    }
+
+    fn loop_bodies(&self) -> Vec<BlockId> {
+        Vec::new()
+    }
+}
+
+impl Operation for Build1 {
+    fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
+        build1_tys(program, self.size, self.body)
+    }
+
+    fn eval(&self, interp: &mut Interp, stmt: &Stmt) -> Res<Vec<Array>> {
+        interp.eval_build1(stmt, self.size, self.body)
+    }
+
+    fn batch(&self, _: &mut Batcher, _: &Stmt) {
+        unreachable!("builds are transformed innermost first")
+    }
+
+    fn jvp(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+        ad::not_differentiated()
+    }
+
+    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+        ad::not_a_linear_statement()
+    }
+
+    fn cost(&self, program: &Program, _: u64) -> u64 {
+        super::loops::cost(program, self.size, self.body)
+    }
+
+    /// AD runs on BOT output.
+    fn linearity(&self) -> Linearity {
+        Linearity::Excluded
+    }
+
+    fn fusion_class(&self, _: &Program) -> FusionClass {
+        FusionClass::Bulk
+    }
+
+    fn recompute_factor(&self, _: &Program) -> usize {
+        1
+    }
+
+    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
+        vec![self.size]
+    }
+
+    /// No rule: the build would run again for each element read.
+    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
+        None
+    }
+
+    fn element(&self) -> Option<Element<'_>> {
+        None
+    }
+
+    fn loop_bodies(&self) -> Vec<BlockId> {
+        Vec::new()
+    }
+}
+
+impl Operation for Index {
+    fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
+        Ok(vec![index_ty(program, &self.array, &self.index)?])
+    }
+
+    fn eval(&self, interp: &mut Interp, stmt: &Stmt) -> Res<Vec<Array>> {
+        Ok(vec![interp.eval_index(
+            &self.array,
+            &self.index,
+            Interp::reader(stmt),
+        )?])
+    }
+
+    fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
+        let status = batcher.batch_index(self.array, &self.index, stmt.binders[0]);
+        batcher.bind_one(stmt, status);
+    }
+
+    fn jvp(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        tangents: &mut Derivs,
+    ) -> Result<(), AdError> {
+        ad::jvp_structural(builder, stmt, tangents)
+    }
+
+    fn transpose(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        cts: &mut Derivs,
+    ) -> Result<(), AdError> {
+        if let Some(ct) = ad::result_ct(stmt, cts) {
+            builder.transpose_index(self.array, &self.index, ct, cts);
+        }
+        Ok(())
+    }
+
+    fn cost(&self, _: &Program, result_elems: u64) -> u64 {
+        result_elems
+    }
+
+    /// Linear in the array, not in the indices.
+    fn linearity(&self) -> Linearity {
+        let mut mask = vec![false; 1 + self.index.len()];
+        mask[0] = true;
+        Linearity::Structural(mask)
+    }
+
+    fn fusion_class(&self, _: &Program) -> FusionClass {
+        FusionClass::View
+    }
+
+    fn recompute_factor(&self, _: &Program) -> usize {
+        1
+    }
+
+    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
+        Vec::new()
+    }
+
+    fn push_index(&self, _: &mut IndexPush, _: VarId, index: &[Atom]) -> Option<Expr> {
+        push_into_index(self.array, &self.index, index)
+    }
+
+    fn element(&self) -> Option<Element<'_>> {
+        Some(Element::Indexed {
+            array: self.array,
+            index: &self.index,
+        })
+    }
+
+    fn loop_bodies(&self) -> Vec<BlockId> {
+        Vec::new()
+    }
+}
+
+impl Operation for Iota {
+    fn types(&self, _: &Program) -> Result<Vec<ArrTy>, String> {
+        Ok(vec![iota_ty(self.0)])
+    }
+
+    fn eval(&self, _: &mut Interp, _: &Stmt) -> Res<Vec<Array>> {
+        Ok(vec![eval_iota(self.0)])
+    }
+
+    fn batch(&self, _: &mut Batcher, _: &Stmt) {
+        unreachable!("iota does not depend on the batch index")
+    }
+
+    fn jvp(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        tangents: &mut Derivs,
+    ) -> Result<(), AdError> {
+        ad::jvp_structural(builder, stmt, tangents)
+    }
+
+    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+        Ok(())
+    }
+
+    fn cost(&self, _: &Program, result_elems: u64) -> u64 {
+        result_elems
+    }
+
+    /// An integer result: no tangent, linear in nothing.
+    fn linearity(&self) -> Linearity {
+        Linearity::Structural(Vec::new())
+    }
+
+    fn fusion_class(&self, _: &Program) -> FusionClass {
+        FusionClass::View
+    }
+
+    fn recompute_factor(&self, _: &Program) -> usize {
+        1
+    }
+
+    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
+        Vec::new()
+    }
+
+    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
+        None
+    }
+
+    fn element(&self) -> Option<Element<'_>> {
+        Some(Element::FirstCoordinate)
+    }
+
+    fn loop_bodies(&self) -> Vec<BlockId> {
+        Vec::new()
+    }
+}
+
+impl Operation for Table {
+    fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
+        Ok(vec![table_ty(program, &self.0)?])
+    }
+
+    fn eval(&self, interp: &mut Interp, stmt: &Stmt) -> Res<Vec<Array>> {
+        let items = interp.atoms(&self.0);
+        Ok(vec![eval_table(interp.binder_ty(stmt, 0), &items)])
+    }
+
+    fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
+        let status = batcher.batch_table(&self.0, stmt.binders[0]);
+        batcher.bind_one(stmt, status);
+    }
+
+    fn jvp(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        tangents: &mut Derivs,
+    ) -> Result<(), AdError> {
+        ad::jvp_structural(builder, stmt, tangents)
+    }
+
+    fn transpose(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        cts: &mut Derivs,
+    ) -> Result<(), AdError> {
+        if let Some(ct) = ad::result_ct(stmt, cts) {
+            builder.transpose_table(&self.0, ct, cts);
+        }
+        Ok(())
+    }
+
+    fn cost(&self, _: &Program, result_elems: u64) -> u64 {
+        result_elems
+    }
+
+    fn linearity(&self) -> Linearity {
+        Linearity::Structural(vec![true; self.0.len()])
+    }
+
+    fn fusion_class(&self, _: &Program) -> FusionClass {
+        FusionClass::Bulk
+    }
+
+    fn recompute_factor(&self, _: &Program) -> usize {
+        1
+    }
+
+    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
+        Vec::new()
+    }
+
+    fn push_index(&self, cx: &mut IndexPush, _: VarId, index: &[Atom]) -> Option<Expr> {
+        push_into_table(cx, &self.0, index)
+    }
+
+    fn element(&self) -> Option<Element<'_>> {
+        None
+    }
+
+    fn loop_bodies(&self) -> Vec<BlockId> {
+        Vec::new()
+    }
 }

@@ -14,9 +14,11 @@
 //!   condition is an atom, already computed), and a level of nesting;
 //! - fusion class: `Bulk` (TODO(fusion): branches run on the bulk evaluator).
 
+use super::build::IndexPush;
+use super::{Element, FusionClass, Linearity, Operation};
 use std::collections::HashMap;
 
-use super::ad::{self, AdError, Builder};
+use super::ad::{self, AdError, Builder, Derivs};
 use super::batch::{Batcher, Status};
 use crate::core::inline::clone_block;
 use crate::core::ir::{
@@ -180,5 +182,74 @@ impl Builder<'_> {
     /// A scalar condition broadcast to a shape.
     pub(crate) fn constant_mask(&mut self, cond: Atom, shape: &[usize]) -> Atom {
         self.broadcast(cond, shape, "mask")
+    }
+}
+
+impl Operation for Cond {
+    fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
+        result_tys(program, &self.cond, self.then_block, self.else_block)
+    }
+
+    fn eval(&self, interp: &mut Interp, _: &Stmt) -> Res<Vec<Array>> {
+        interp.eval_cond(&self.cond, self.then_block, self.else_block)
+    }
+
+    fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
+        batcher.batch_cond(self.cond, self.then_block, self.else_block, &stmt.binders);
+    }
+
+    fn jvp(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        tangents: &mut Derivs,
+    ) -> Result<(), AdError> {
+        jvp_cond(
+            builder,
+            stmt,
+            self.cond,
+            self.then_block,
+            self.else_block,
+            tangents,
+        )
+    }
+
+    /// `jvp_cond` if-converts: no linear `cond` is left to transpose.
+    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+        ad::not_a_linear_statement()
+    }
+
+    fn cost(&self, program: &Program, _: u64) -> u64 {
+        cost(program, self.then_block, self.else_block)
+    }
+
+    /// The condition may not be linear; the branches decide the rest.
+    fn linearity(&self) -> Linearity {
+        Linearity::Compound(vec![false])
+    }
+
+    fn fusion_class(&self, _: &Program) -> FusionClass {
+        FusionClass::Bulk
+    }
+
+    fn recompute_factor(&self, _: &Program) -> usize {
+        1
+    }
+
+    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
+        Vec::new()
+    }
+
+    /// No rule: the conditional would run again for each element read.
+    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
+        None
+    }
+
+    fn element(&self) -> Option<Element<'_>> {
+        None
+    }
+
+    fn loop_bodies(&self) -> Vec<BlockId> {
+        Vec::new()
     }
 }

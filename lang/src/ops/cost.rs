@@ -37,17 +37,14 @@
 //!   an atom, already computed).
 //!
 //! The non-trivial costs (gather, scatter, sumOuter, loops, cond, monoids, derivatives) are
-//! computed in their operations' homes in `ops`; `stmt_cost` dispatches to them.
+//! computed in their operations' homes in `ops` (`Operation::cost`, which `stmt_cost` runs).
 //!
 //! Does not handle yet: memory traffic beyond element counts (cache effects, fusion), and the
 //! different latencies of primitives (Fig. 11's NLOPS versus ADDS).
 
 use std::collections::{HashMap, HashSet};
 
-use crate::core::ir::{
-    Atom, BlockId, Build1, Cond, Derivative, Expr, Fold, Gather, Monoid, PrimApp, Program, Scan,
-    Scatter, Stmt, SumOuter, VarId, While, WhileReverse,
-};
+use crate::core::ir::{Atom, BlockId, Expr, PrimApp, Program, Scatter, Stmt, VarId};
 use crate::core::visit::{collect_expr_uses, expr_blocks, var_of};
 use crate::ops;
 use crate::prim::Prim;
@@ -137,43 +134,7 @@ fn stmt_cost(program: &Program, stmt: &Stmt) -> u64 {
         .iter()
         .map(|var| program.var_ty(*var).n_elems() as u64)
         .sum();
-    match &stmt.expr {
-        Expr::Atom(_) => 0,
-        // Data movement and elementwise work: one per result element.
-        Expr::Prim(..)
-        | Expr::Index(_)
-        | Expr::Table(_)
-        | Expr::Replicate(_)
-        | Expr::Transpose(_)
-        | Expr::Reshape(_)
-        | Expr::Iota(_) => result_elems,
-        Expr::SumOuter(SumOuter(array)) => ops::sum_outer::cost(program, array),
-        Expr::Monoid(Monoid {
-            kind, arrays, op, ..
-        }) => ops::monoid::cost(program, *kind, arrays, *op),
-        Expr::Build1(Build1 { size, body })
-        | Expr::Fold(Fold { size, body, .. })
-        | Expr::Scan(Scan { size, body, .. }) => ops::loops::cost(program, *size, *body),
-        Expr::While(While { body, .. }) => ops::while_loop::cost(program, *body),
-        Expr::WhileReverse(WhileReverse { body, back, .. }) => {
-            ops::while_loop::reverse_cost(program, *body, *back)
-        }
-        Expr::Gather(Gather { shape, body, .. }) => {
-            ops::gather_scatter::gather_cost(program, shape, *body, result_elems)
-        }
-        Expr::Scatter(Scatter { array, body, .. }) => {
-            ops::gather_scatter::scatter_cost(program, array, *body, result_elems)
-        }
-        Expr::Cond(Cond {
-            then_block,
-            else_block,
-            ..
-        }) => ops::cond::cost(program, *then_block, *else_block),
-        Expr::Derivative(Derivative { func, .. }) => ops::derivative::cost(program, *func),
-        Expr::CustomVjp(_) | Expr::CustomJvp(_) | Expr::CustomLinear(_) => {
-            ops::custom::cost(program, &stmt.expr)
-        }
-    }
+    ops::operation(&stmt.expr).cost(program, result_elems)
 }
 
 fn block_depth(program: &Program, block: BlockId) -> usize {

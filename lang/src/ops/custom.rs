@@ -1,18 +1,18 @@
 //! User-defined derivatives: `custom_vjp` (JAX's `custom_vjp`), `custom_jvp` (Dex's
 //! `custom-linearization f g`) and the linear map `custom_linear` the differentiation of a
-//! `custom_vjp` makes. Their rules:
+//! `custom_vjp` makes. Their rules (their `impl Operation`):
 //!
-//! - type rule: `result_tys` (called by `ops::verify`): a `custom_vjp` binds `primal`'s
+//! - type rule: `custom_vjp_tys`, `custom_jvp_tys`, `custom_linear_tys`: a `custom_vjp` binds `primal`'s
 //!   results, and `fwd`'s first results have the same types; `bwd` takes the residuals (the
 //!   rest of `fwd`'s results) then a cotangent per result and returns a cotangent per arg;
 //! - printer and parser: `custom_vjp (xs…) (\…primal) (\…fwd) (\…bwd)`,
 //!   `custom_jvp (xs…) (\…primal) (\…lin)`,
 //!   `custom_linear (res…) (ts…) (\…bwd)`, `custom_linear_t (res…) (cts…) (\…bwd)`
 //!   (`core::print`, `core::parse`);
-//! - reference evaluation: `eval_blocks` (`ops::interp`): a `custom_vjp` is its `primal`, a
+//! - reference evaluation: `eval_block`: a `custom_vjp` is its `primal`, a
 //!   transposed `custom_linear` is `bwd`; a `custom_linear` has no forward rule (forward
 //!   mode through a `custom_vjp` is refused by lowering, `passes::lower_ad`);
-//! - batching (BOT): `Batcher::batch_custom_vjp`: the three blocks are batched over the
+//! - batching (BOT): `Batcher::batch_custom`: the three blocks are batched over the
 //!   batch axis (each lane's rule is the user's rule);
 //! - JVP: `jvp_custom_vjp` inlines `fwd` (primal values and residuals) and emits a
 //!   `custom_linear` of the tangents of the args, linear in them;
@@ -23,14 +23,19 @@
 //!   `custom_linear` is linear in its tangents or cotangents, constant in its residuals (a
 //!   compound: `bwd`'s statements are the user's and are not checked for linearity);
 //! - simplifier: generic (its blocks are simplified like any other);
-//! - cost: `cost`, the primal (or `bwd`);
+//! - cost: the primal's (or `bwd`'s);
 //! - never met after the `ad` pass: it replaces every `custom_vjp` left (outside a derivative)
 //!   by its `primal` (`inline_custom`), so the engines, fusion and the exports need no rule;
 //!   fusion class `Bulk`.
 
+use super::build::IndexPush;
+use super::interp::{Interp, Res};
+use super::{Element, FusionClass, Linearity, Operation};
+use crate::core::value::Array;
+use crate::ops::cost::block_cost;
 use std::collections::HashMap;
 
-use super::ad::{tangent_of, AdError, Builder};
+use super::ad::{self, tangent_of, AdError, Builder, Derivs};
 use super::batch::{Batcher, Status};
 use crate::core::inline::{copy_stmt, rename};
 use crate::core::ir::{
@@ -65,92 +70,94 @@ fn expect_tys(what: &str, got: &[ArrTy], want: &[ArrTy]) -> Result<(), String> {
     }
 }
 
-/// The type rule of `custom_vjp` and `custom_linear` (see the module doc).
-pub fn result_tys(program: &Program, expr: &Expr) -> Result<Vec<ArrTy>, String> {
-    match expr {
-        Expr::CustomVjp(CustomVjp {
-            args,
-            primal,
-            fwd,
-            bwd,
-        }) => {
-            let arg_tys = atoms_tys(program, args)?;
-            expect_tys("custom_vjp args", &arg_tys, &param_tys(program, *primal)?)?;
-            expect_tys(
-                "custom_vjp fwd params",
-                &param_tys(program, *fwd)?,
-                &arg_tys,
-            )?;
-            let outs = block_result_tys(program, block(program, *primal)?)?;
-            let fwd_outs = block_result_tys(program, block(program, *fwd)?)?;
-            if fwd_outs.len() < outs.len() {
-                return Err("custom_vjp fwd returns fewer values than primal".into());
-            }
-            expect_tys("custom_vjp fwd values", &fwd_outs[..outs.len()], &outs)?;
-            let bwd_params: Vec<ArrTy> = fwd_outs[outs.len()..]
-                .iter()
-                .chain(&outs)
-                .cloned()
-                .collect();
-            expect_tys(
-                "custom_vjp bwd params",
-                &param_tys(program, *bwd)?,
-                &bwd_params,
-            )?;
-            let bwd_outs = block_result_tys(program, block(program, *bwd)?)?;
-            expect_tys("custom_vjp bwd results", &bwd_outs, &arg_tys)?;
-            Ok(outs)
-        }
-        Expr::CustomJvp(CustomJvp { args, primal, lin }) => {
-            let arg_tys = atoms_tys(program, args)?;
-            expect_tys("custom_jvp args", &arg_tys, &param_tys(program, *primal)?)?;
-            let doubled = [arg_tys.clone(), arg_tys].concat();
-            expect_tys(
-                "custom_jvp lin params",
-                &param_tys(program, *lin)?,
-                &doubled,
-            )?;
-            let outs = block_result_tys(program, block(program, *primal)?)?;
-            let lin_outs = block_result_tys(program, block(program, *lin)?)?;
-            expect_tys(
-                "custom_jvp lin results",
-                &lin_outs,
-                &[outs.clone(), outs.clone()].concat(),
-            )?;
-            Ok(outs)
-        }
-        Expr::CustomLinear(CustomLinear {
-            transposed,
-            residuals,
-            operands,
-            bwd,
-        }) => {
-            let params = param_tys(program, *bwd)?;
-            let n_res = residuals.len();
-            if params.len() < n_res {
-                return Err("custom_linear has more residuals than bwd params".into());
-            }
-            expect_tys(
-                "custom_linear residuals",
-                &atoms_tys(program, residuals)?,
-                &params[..n_res],
-            )?;
-            let cts = params[n_res..].to_vec();
-            let grads = block_result_tys(program, block(program, *bwd)?)?;
-            let (ins, outs) = if *transposed {
-                (cts, grads)
-            } else {
-                (grads, cts)
-            };
-            expect_tys(
-                "custom_linear operands",
-                &atoms_tys(program, operands)?,
-                &ins,
-            )?;
-            Ok(outs)
-        }
-        _ => unreachable!("ops::custom::result_tys of another form"),
+/// The type rule of `custom_vjp` (see the module doc).
+fn custom_vjp_tys(program: &Program, op: &CustomVjp) -> Result<Vec<ArrTy>, String> {
+    let CustomVjp {
+        args,
+        primal,
+        fwd,
+        bwd,
+    } = op;
+    let arg_tys = atoms_tys(program, args)?;
+    expect_tys("custom_vjp args", &arg_tys, &param_tys(program, *primal)?)?;
+    expect_tys(
+        "custom_vjp fwd params",
+        &param_tys(program, *fwd)?,
+        &arg_tys,
+    )?;
+    let outs = block_result_tys(program, block(program, *primal)?)?;
+    let fwd_outs = block_result_tys(program, block(program, *fwd)?)?;
+    if fwd_outs.len() < outs.len() {
+        return Err("custom_vjp fwd returns fewer values than primal".into());
     }
+    expect_tys("custom_vjp fwd values", &fwd_outs[..outs.len()], &outs)?;
+    let bwd_params: Vec<ArrTy> = fwd_outs[outs.len()..]
+        .iter()
+        .chain(&outs)
+        .cloned()
+        .collect();
+    expect_tys(
+        "custom_vjp bwd params",
+        &param_tys(program, *bwd)?,
+        &bwd_params,
+    )?;
+    let bwd_outs = block_result_tys(program, block(program, *bwd)?)?;
+    expect_tys("custom_vjp bwd results", &bwd_outs, &arg_tys)?;
+    Ok(outs)
+}
+
+/// The type rule of `custom_jvp` (see the module doc).
+fn custom_jvp_tys(program: &Program, op: &CustomJvp) -> Result<Vec<ArrTy>, String> {
+    let CustomJvp { args, primal, lin } = op;
+    let arg_tys = atoms_tys(program, args)?;
+    expect_tys("custom_jvp args", &arg_tys, &param_tys(program, *primal)?)?;
+    let doubled = [arg_tys.clone(), arg_tys].concat();
+    expect_tys(
+        "custom_jvp lin params",
+        &param_tys(program, *lin)?,
+        &doubled,
+    )?;
+    let outs = block_result_tys(program, block(program, *primal)?)?;
+    let lin_outs = block_result_tys(program, block(program, *lin)?)?;
+    expect_tys(
+        "custom_jvp lin results",
+        &lin_outs,
+        &[outs.clone(), outs.clone()].concat(),
+    )?;
+    Ok(outs)
+}
+
+/// The type rule of `custom_linear` (see the module doc).
+fn custom_linear_tys(program: &Program, op: &CustomLinear) -> Result<Vec<ArrTy>, String> {
+    let CustomLinear {
+        transposed,
+        residuals,
+        operands,
+        bwd,
+    } = op;
+    let params = param_tys(program, *bwd)?;
+    let n_res = residuals.len();
+    if params.len() < n_res {
+        return Err("custom_linear has more residuals than bwd params".into());
+    }
+    expect_tys(
+        "custom_linear residuals",
+        &atoms_tys(program, residuals)?,
+        &params[..n_res],
+    )?;
+    let cts = params[n_res..].to_vec();
+    let grads = block_result_tys(program, block(program, *bwd)?)?;
+    let (ins, outs) = if *transposed {
+        (cts, grads)
+    } else {
+        (grads, cts)
+    };
+    expect_tys(
+        "custom_linear operands",
+        &atoms_tys(program, operands)?,
+        &ins,
+    )?;
+    Ok(outs)
 }
 
 /// The block a `custom_vjp`, `custom_jvp` or transposed `custom_linear` computes, and its
@@ -160,32 +167,22 @@ pub fn eval_block(expr: &Expr) -> Option<(BlockId, Vec<Atom>)> {
     match expr {
         Expr::CustomVjp(CustomVjp { args, primal, .. })
         | Expr::CustomJvp(CustomJvp { args, primal, .. }) => Some((*primal, args.clone())),
-        Expr::CustomLinear(CustomLinear {
-            transposed: true,
-            residuals,
-            operands,
-            bwd,
-        }) => Some((*bwd, residuals.iter().chain(operands).copied().collect())),
+        Expr::CustomLinear(linear) => linear.eval_block(),
         _ => None,
+    }
+}
+
+impl CustomLinear {
+    /// `bwd` and its arguments when transposed; `None` otherwise (no forward rule).
+    fn eval_block(&self) -> Option<(BlockId, Vec<Atom>)> {
+        let args = self.residuals.iter().chain(&self.operands).copied();
+        self.transposed.then(|| (self.bwd, args.collect()))
     }
 }
 
 /// Why a `custom_linear` that is not transposed cannot run.
 pub const NO_FORWARD_RULE: &str = "forward-mode differentiation (jvp) through custom_vjp: it \
                                    defines only a reverse-mode rule";
-
-/// The cost: what runs (the primal, or `bwd`).
-pub fn cost(program: &Program, expr: &Expr) -> u64 {
-    match eval_block(expr) {
-        Some((block, _)) => crate::ops::cost::block_cost(program, block),
-        None => match expr {
-            Expr::CustomLinear(CustomLinear { bwd, .. }) => {
-                crate::ops::cost::block_cost(program, *bwd)
-            }
-            _ => 0,
-        },
-    }
-}
 
 /// Copies `block`'s statements with its params replaced by `args` (fresh variables for the
 /// rest); returns the statements and the renamed results.
@@ -611,6 +608,204 @@ impl Batcher<'_> {
         for (binder, new) in binders.iter().zip(new_binders) {
             self.env.insert(*binder, Status::Batched(new));
         }
+    }
+}
+
+impl Operation for CustomVjp {
+    fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
+        custom_vjp_tys(program, self)
+    }
+
+    /// Its primal.
+    fn eval(&self, interp: &mut Interp, _: &Stmt) -> Res<Vec<Array>> {
+        let args = interp.atoms(&self.args);
+        interp.eval_block(self.primal, args)
+    }
+
+    fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
+        batcher.batch_custom(&stmt.expr, &stmt.binders);
+    }
+
+    fn jvp(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        tangents: &mut Derivs,
+    ) -> Result<(), AdError> {
+        jvp_custom_vjp(builder, stmt, tangents)
+    }
+
+    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+        ad::not_a_linear_statement()
+    }
+
+    fn cost(&self, program: &Program, _: u64) -> u64 {
+        block_cost(program, self.primal)
+    }
+
+    /// Differentiated by its rule.
+    fn linearity(&self) -> Linearity {
+        Linearity::Compound(vec![true; self.args.len()])
+    }
+
+    fn fusion_class(&self, _: &Program) -> FusionClass {
+        FusionClass::Bulk
+    }
+
+    fn recompute_factor(&self, _: &Program) -> usize {
+        1
+    }
+
+    /// Its blocks' params are values, not indices.
+    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
+        Vec::new()
+    }
+
+    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
+        None
+    }
+
+    fn element(&self) -> Option<Element<'_>> {
+        None
+    }
+
+    fn loop_bodies(&self) -> Vec<BlockId> {
+        Vec::new()
+    }
+}
+
+impl Operation for CustomJvp {
+    fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
+        custom_jvp_tys(program, self)
+    }
+
+    /// Its primal.
+    fn eval(&self, interp: &mut Interp, _: &Stmt) -> Res<Vec<Array>> {
+        let args = interp.atoms(&self.args);
+        interp.eval_block(self.primal, args)
+    }
+
+    fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
+        batcher.batch_custom(&stmt.expr, &stmt.binders);
+    }
+
+    fn jvp(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        tangents: &mut Derivs,
+    ) -> Result<(), AdError> {
+        jvp_custom_jvp(builder, stmt, tangents)
+    }
+
+    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+        ad::not_a_linear_statement()
+    }
+
+    fn cost(&self, program: &Program, _: u64) -> u64 {
+        block_cost(program, self.primal)
+    }
+
+    /// Differentiated by inlining `lin`.
+    fn linearity(&self) -> Linearity {
+        Linearity::Compound(vec![true; self.args.len()])
+    }
+
+    fn fusion_class(&self, _: &Program) -> FusionClass {
+        FusionClass::Bulk
+    }
+
+    fn recompute_factor(&self, _: &Program) -> usize {
+        1
+    }
+
+    /// Its blocks' params are values, not indices.
+    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
+        Vec::new()
+    }
+
+    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
+        None
+    }
+
+    fn element(&self) -> Option<Element<'_>> {
+        None
+    }
+
+    fn loop_bodies(&self) -> Vec<BlockId> {
+        Vec::new()
+    }
+}
+
+impl Operation for CustomLinear {
+    fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
+        custom_linear_tys(program, self)
+    }
+
+    /// `bwd` when transposed; no forward rule otherwise.
+    fn eval(&self, interp: &mut Interp, _: &Stmt) -> Res<Vec<Array>> {
+        let Some((block, args)) = self.eval_block() else {
+            unreachable!("{}", NO_FORWARD_RULE)
+        };
+        let args = interp.atoms(&args);
+        interp.eval_block(block, args)
+    }
+
+    fn batch(&self, _: &mut Batcher, _: &Stmt) {
+        unreachable!("custom_linear exists only inside `ad`")
+    }
+
+    fn jvp(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+        Err(AdError::NoRule(NO_FORWARD_RULE.into()))
+    }
+
+    fn transpose(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        cts: &mut Derivs,
+    ) -> Result<(), AdError> {
+        transpose_custom_linear(builder, stmt, cts)
+    }
+
+    fn cost(&self, program: &Program, _: u64) -> u64 {
+        block_cost(program, self.bwd)
+    }
+
+    /// Linear in its tangents (or cotangents), constant in its residuals.
+    fn linearity(&self) -> Linearity {
+        Linearity::Compound(
+            [
+                vec![false; self.residuals.len()],
+                vec![true; self.operands.len()],
+            ]
+            .concat(),
+        )
+    }
+
+    fn fusion_class(&self, _: &Program) -> FusionClass {
+        FusionClass::Bulk
+    }
+
+    fn recompute_factor(&self, _: &Program) -> usize {
+        1
+    }
+
+    /// Its blocks' params are values, not indices.
+    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
+        Vec::new()
+    }
+
+    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
+        None
+    }
+
+    fn element(&self) -> Option<Element<'_>> {
+        None
+    }
+
+    fn loop_bodies(&self) -> Vec<BlockId> {
+        Vec::new()
     }
 }
 

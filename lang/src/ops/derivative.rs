@@ -9,7 +9,15 @@
 //! - never evaluated, batched or differentiated (the engines and the passes after `ad` never
 //!   meet one, `core::ir::EXPANDED`); fusion class `Bulk`.
 
-use crate::core::ir::{AdMode, ArrTy, Atom, BlockId, Program};
+use super::ad::{self, AdError, Builder, Derivs};
+use super::batch::Batcher;
+use super::build::IndexPush;
+use super::interp::{Interp, Res};
+use super::{Element, FusionClass, Linearity, Operation};
+use crate::core::ir::{
+    AdMode, ArrTy, Atom, BlockId, Derivative, Expr, Program, Stmt, VarId, EXPANDED,
+};
+use crate::core::value::Array;
 use crate::ops::verify::{atom_ty, block, result_tys as block_result_tys, tys_text, var_ty};
 
 /// The binders of a derivative: the function's results, then the tangents of its results
@@ -61,4 +69,60 @@ pub fn result_tys(
 /// Three times the function (before the `ad` pass replaces the statement).
 pub fn cost(program: &Program, func: BlockId) -> u64 {
     3 * crate::ops::cost::block_cost(program, func)
+}
+
+impl Operation for Derivative {
+    fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
+        result_tys(program, self.mode, &self.primals, &self.seeds, self.func)
+    }
+
+    fn eval(&self, _: &mut Interp, _: &Stmt) -> Res<Vec<Array>> {
+        unreachable!("{}", EXPANDED)
+    }
+
+    fn batch(&self, _: &mut Batcher, _: &Stmt) {
+        unreachable!("{}", EXPANDED)
+    }
+
+    fn jvp(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+        ad::not_differentiated()
+    }
+
+    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+        ad::not_a_linear_statement()
+    }
+
+    fn cost(&self, program: &Program, _: u64) -> u64 {
+        cost(program, self.func)
+    }
+
+    /// Expanded before anything differentiates.
+    fn linearity(&self) -> Linearity {
+        Linearity::Excluded
+    }
+
+    fn fusion_class(&self, _: &Program) -> FusionClass {
+        FusionClass::Bulk
+    }
+
+    fn recompute_factor(&self, _: &Program) -> usize {
+        1
+    }
+
+    /// Its function's params are values.
+    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
+        Vec::new()
+    }
+
+    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
+        None
+    }
+
+    fn element(&self) -> Option<Element<'_>> {
+        None
+    }
+
+    fn loop_bodies(&self) -> Vec<BlockId> {
+        Vec::new()
+    }
 }

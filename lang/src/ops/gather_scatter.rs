@@ -23,13 +23,14 @@
 //!   `View` (the fuser runs the index function on the coordinates); a scatter, and a gather
 //!   with blocks in its index function, are `Bulk`.
 
+use super::build::IndexPush;
 use std::collections::HashMap;
 
-use super::ad::Builder;
+use super::ad::{self, AdError, Builder, Derivs};
 use super::batch::{Batcher, Status};
 use crate::core::inline::clone_block;
 use crate::core::ir::{
-    ArrTy, Atom, BlockId, Expr, Gather, Index, PrimApp, Program, Scalar, Scatter, VarId,
+    ArrTy, Atom, BlockId, Expr, Gather, Index, PrimApp, Program, Scalar, Scatter, Stmt, VarId,
 };
 use crate::core::kernel::{Affine, IndexValue};
 use crate::core::value::{Array, ArrayData};
@@ -39,7 +40,7 @@ use crate::ops::verify::{
 };
 use crate::prim::Prim;
 
-use super::FusionClass;
+use super::{Element, FusionClass, Linearity, Operation};
 
 /// `gather sh t f`: see the module header.
 pub fn gather_ty(
@@ -463,4 +464,181 @@ pub fn push_into_gather(
         array: gathered,
         index: index[1..].to_vec(),
     }))
+}
+
+impl Operation for Gather {
+    fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
+        Ok(vec![gather_ty(
+            program,
+            &self.shape,
+            &self.array,
+            self.body,
+        )?])
+    }
+
+    fn eval(&self, interp: &mut Interp, stmt: &Stmt) -> Res<Vec<Array>> {
+        let reader = Interp::reader(stmt);
+        Ok(vec![interp.eval_gather(
+            &self.shape,
+            &self.array,
+            self.body,
+            reader,
+        )?])
+    }
+
+    fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
+        let status =
+            batcher.batch_gather_scatter(true, &self.shape, self.array, self.body, stmt.binders[0]);
+        batcher.bind_one(stmt, status);
+    }
+
+    fn jvp(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        tangents: &mut Derivs,
+    ) -> Result<(), AdError> {
+        ad::jvp_structural(builder, stmt, tangents)
+    }
+
+    fn transpose(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        cts: &mut Derivs,
+    ) -> Result<(), AdError> {
+        if let Some(ct) = ad::result_ct(stmt, cts) {
+            builder.transpose_gather_scatter(true, self.array, self.body, ct, cts);
+        }
+        Ok(())
+    }
+
+    fn cost(&self, program: &Program, result_elems: u64) -> u64 {
+        gather_cost(program, &self.shape, self.body, result_elems)
+    }
+
+    fn linearity(&self) -> Linearity {
+        Linearity::Structural(vec![true])
+    }
+
+    fn fusion_class(&self, program: &Program) -> FusionClass {
+        gather_fusion_class(program, self.body)
+    }
+
+    /// 2 (the index function may read an element many times; an estimate) unless the index
+    /// function reads each element at most once (a reversal, a shift, a transposed stencil).
+    fn recompute_factor(&self, program: &Program) -> usize {
+        let points = self.shape.get(..program.blocks[self.body].params.len());
+        let once = points.is_some_and(|points| is_injective(program, self.body, points));
+        if once {
+            1
+        } else {
+            2
+        }
+    }
+
+    /// The index function ranges over the leading axes of the result.
+    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
+        self.shape.clone()
+    }
+
+    fn push_index(&self, cx: &mut IndexPush, _: VarId, index: &[Atom]) -> Option<Expr> {
+        push_into_gather(cx, &self.shape, self.array, self.body, index)
+    }
+
+    fn element(&self) -> Option<Element<'_>> {
+        Some(Element::Gathered {
+            array: self.array,
+            index_fn: self.body,
+        })
+    }
+
+    fn loop_bodies(&self) -> Vec<BlockId> {
+        Vec::new()
+    }
+}
+
+impl Operation for Scatter {
+    fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
+        Ok(vec![scatter_ty(
+            program,
+            &self.shape,
+            &self.array,
+            self.body,
+        )?])
+    }
+
+    fn eval(&self, interp: &mut Interp, _: &Stmt) -> Res<Vec<Array>> {
+        Ok(vec![interp.eval_scatter(
+            &self.shape,
+            &self.array,
+            self.body,
+        )?])
+    }
+
+    fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
+        let status = batcher.batch_gather_scatter(
+            false,
+            &self.shape,
+            self.array,
+            self.body,
+            stmt.binders[0],
+        );
+        batcher.bind_one(stmt, status);
+    }
+
+    fn jvp(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        tangents: &mut Derivs,
+    ) -> Result<(), AdError> {
+        ad::jvp_structural(builder, stmt, tangents)
+    }
+
+    fn transpose(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        cts: &mut Derivs,
+    ) -> Result<(), AdError> {
+        if let Some(ct) = ad::result_ct(stmt, cts) {
+            builder.transpose_gather_scatter(false, self.array, self.body, ct, cts);
+        }
+        Ok(())
+    }
+
+    fn cost(&self, program: &Program, result_elems: u64) -> u64 {
+        scatter_cost(program, &self.array, self.body, result_elems)
+    }
+
+    fn linearity(&self) -> Linearity {
+        Linearity::Structural(vec![true])
+    }
+
+    fn fusion_class(&self, _: &Program) -> FusionClass {
+        FusionClass::Bulk
+    }
+
+    fn recompute_factor(&self, _: &Program) -> usize {
+        1
+    }
+
+    /// The index function ranges over the leading axes of the source.
+    fn index_param_bounds(&self, program: &Program) -> Vec<usize> {
+        program.atom_ty(&self.array).shape
+    }
+
+    /// No rule: the scatter would run again for each element read.
+    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
+        None
+    }
+
+    fn element(&self) -> Option<Element<'_>> {
+        None
+    }
+
+    fn loop_bodies(&self) -> Vec<BlockId> {
+        Vec::new()
+    }
 }

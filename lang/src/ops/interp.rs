@@ -3,8 +3,8 @@
 //! This is the oracle every later pass is tested against (docs/architecture.md), so it favours
 //! clarity over speed: scalar loops over row-major flat offsets, no batching, no fusion.
 //! Each construct is a direct transcription of its semantics ([Smeding25] §3.2–3.3 and the docs
-//! in `ir.rs`), in its operation's rule home in `ops` (`Interp::eval_stmt` dispatches to
-//! them).
+//! in `ir.rs`), in its operation's rule home in `ops` (`Operation::eval`, which `Interp::eval_stmt`
+//! runs).
 //!
 //! Assumes: the program is verified (`ops::verify`) and `inputs` match `program.inputs` in
 //! number and type. A violated assumption is a caller bug and panics with a message saying so.
@@ -29,14 +29,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::core::ids::IdVec;
-use crate::core::ir::{
-    ArrTy, Atom, BlockId, Build1, Cond, Elem, Expr, Fold, Gather, Index, Iota, Monoid, PrimApp,
-    Program, Replicate, Reshape, Scalar, Scan, Scatter, Stmt, SumOuter, Table, Transpose, VarId,
-    While, WhileReverse,
-};
+use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Program, Scalar, Stmt, VarId};
 use crate::core::value::{Array, ArrayData};
 use crate::ops;
-use crate::prim::Prim;
 
 /// How to run the interpreter.
 #[derive(Clone, Debug, Default)]
@@ -234,80 +229,17 @@ impl Interp<'_> {
     }
 
     fn eval_stmt(&mut self, stmt: &Stmt) -> Res<Vec<Array>> {
-        // The variable that strict-mode errors name.
-        let reader = stmt.binders.first().copied().unwrap_or(VarId(u32::MAX));
-        let res = match &stmt.expr {
-            Expr::Atom(atom) => self.atom(atom),
-            Expr::Prim(PrimApp(prim, operands)) => {
-                let operands: Vec<Array> = operands.iter().map(|atom| self.atom(atom)).collect();
-                eval_prim(*prim, &operands, self.binder_ty(stmt, 0))
-            }
-            Expr::Build1(Build1 { size, body }) => return self.eval_build1(stmt, *size, *body),
-            Expr::Index(Index { array, index }) => self.eval_index(array, index, reader)?,
-            Expr::SumOuter(SumOuter(array)) => ops::sum_outer::eval(&self.atom(array)),
-            Expr::Gather(Gather { shape, array, body }) => {
-                self.eval_gather(shape, array, *body, reader)?
-            }
-            Expr::Scatter(Scatter { shape, array, body }) => {
-                self.eval_scatter(shape, array, *body)?
-            }
-            Expr::Table(Table(atoms)) => {
-                let items: Vec<Array> = atoms.iter().map(|atom| self.atom(atom)).collect();
-                ops::build::eval_table(self.binder_ty(stmt, 0), &items)
-            }
-            Expr::Replicate(Replicate { count, array }) => {
-                ops::layout::eval_replicate(*count, &self.atom(array))
-            }
-            Expr::Transpose(Transpose { perm, array }) => {
-                ops::layout::eval_transpose(perm, &self.atom(array))
-            }
-            Expr::Reshape(Reshape { shape, array }) => {
-                ops::layout::eval_reshape(shape, self.atom(array))
-            }
-            Expr::Cond(Cond {
-                cond,
-                then_block,
-                else_block,
-            }) => return self.eval_cond(cond, *then_block, *else_block),
-            Expr::Iota(Iota(size)) => ops::build::eval_iota(*size),
-            Expr::Fold(Fold { size, init, body }) => return self.eval_fold(*size, init, *body),
-            Expr::Scan(Scan { size, init, body }) => {
-                return self.eval_scan(stmt, *size, init, *body)
-            }
-            Expr::While(While { init, body }) => return self.eval_while(init, *body),
-            Expr::WhileReverse(WhileReverse {
-                init,
-                seeds,
-                body,
-                back,
-            }) => return self.eval_while_reverse(init, seeds, *body, *back),
-            Expr::Derivative(_) => unreachable!("{}", crate::core::ir::EXPANDED),
-            Expr::CustomVjp(_) | Expr::CustomJvp(_) | Expr::CustomLinear(_) => {
-                let Some((block, args)) = ops::custom::eval_block(&stmt.expr) else {
-                    unreachable!("{}", ops::custom::NO_FORWARD_RULE)
-                };
-                let args: Vec<Array> = args.iter().map(|atom| self.atom(atom)).collect();
-                return self.eval_block(block, args);
-            }
-            Expr::Monoid(Monoid {
-                kind,
-                arrays,
-                init,
-                op,
-            }) => {
-                let arrays: Vec<Array> = arrays.iter().map(|atom| self.atom(atom)).collect();
-                let init: Vec<Array> = init.iter().map(|atom| self.atom(atom)).collect();
-                return ops::monoid::eval(
-                    self.program,
-                    *kind,
-                    &arrays,
-                    &init,
-                    *op,
-                    self.config.interrupt.as_deref(),
-                );
-            }
-        };
-        Ok(vec![res])
+        ops::operation(&stmt.expr).eval(self, stmt)
+    }
+
+    /// The variable that strict-mode errors of `stmt` name.
+    pub(crate) fn reader(stmt: &Stmt) -> VarId {
+        stmt.binders.first().copied().unwrap_or(VarId(u32::MAX))
+    }
+
+    /// The values of atoms.
+    pub(crate) fn atoms(&self, atoms: &[Atom]) -> Vec<Array> {
+        atoms.iter().map(|atom| self.atom(atom)).collect()
     }
 
     /// Appends the sub-array `array[index]` (the outermost `index.len()` axes) to `out`: zeros
@@ -413,25 +345,16 @@ pub(crate) fn unravel(mut flat: usize, shape: &[usize]) -> Vec<i64> {
     index
 }
 
-/// `op` applied elementwise to operands of one shape.
-fn eval_prim(prim: Prim, operands: &[Array], res_ty: &ArrTy) -> Array {
-    let n_elems = res_ty.n_elems();
-    debug_assert!(operands.iter().all(|array| array.n_elems() == n_elems));
-    let mut out = ArrayData::with_capacity(res_ty.elem, n_elems);
-    let mut scalars = Vec::with_capacity(operands.len());
-    for flat in 0..n_elems {
-        scalars.clear();
-        scalars.extend(operands.iter().map(|array| array.data.get(flat)));
-        out.push(prim.eval(&scalars));
-    }
-    Array::new(res_ty.shape.clone(), out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::ir::{
+        Build1, Cond, Expr, Fold, Gather, Index, Iota, Replicate, Reshape, Scan, Scatter, SumOuter,
+        Table, Transpose,
+    };
     use crate::ops::testgen::{idx, Builder};
     use crate::ops::verify::verify;
+    use crate::prim::Prim;
 
     fn f64s(shape: &[usize], values: &[f64]) -> Array {
         Array::new(shape.to_vec(), ArrayData::F64(values.to_vec()))

@@ -15,12 +15,16 @@
 //! - fusion class: `View` (the fuser recomputes coordinates: `replicate` drops one, `tr`
 //!   permutes them, `reshape` recomputes them from the flat offset).
 
+use super::build::IndexPush;
+use super::interp::{Interp, Res};
+use super::{Element, FusionClass, Linearity, Move, Operation};
 use std::collections::HashMap;
 
-use super::ad::Builder;
+use super::ad::{self, AdError, Builder, Derivs};
 use super::batch::{Batcher, Status};
 use crate::core::ir::{
-    ArrTy, Atom, Expr, Index, Program, Replicate, Reshape, SumOuter, Transpose, VarId,
+    ArrTy, Atom, BlockId, Expr, Index, Program, Replicate, Reshape, Stmt, SumOuter, Transpose,
+    VarId,
 };
 use crate::core::print::ty_text;
 use crate::core::value::{Array, ArrayData};
@@ -224,4 +228,219 @@ pub fn push_into_replicate(
             index: index[1..].to_vec(),
         })
     })
+}
+
+impl Operation for Replicate {
+    fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
+        Ok(vec![replicate_ty(program, self.count, &self.array)?])
+    }
+
+    fn eval(&self, interp: &mut Interp, _: &Stmt) -> Res<Vec<Array>> {
+        Ok(vec![eval_replicate(self.count, &interp.atom(&self.array))])
+    }
+
+    fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
+        let status = batcher.batch_replicate(self.count, self.array, stmt.binders[0]);
+        batcher.bind_one(stmt, status);
+    }
+
+    fn jvp(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        tangents: &mut Derivs,
+    ) -> Result<(), AdError> {
+        ad::jvp_structural(builder, stmt, tangents)
+    }
+
+    fn transpose(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        cts: &mut Derivs,
+    ) -> Result<(), AdError> {
+        if let Some(ct) = ad::result_ct(stmt, cts) {
+            builder.transpose_replicate(self.array, ct, cts);
+        }
+        Ok(())
+    }
+
+    fn cost(&self, _: &Program, result_elems: u64) -> u64 {
+        result_elems
+    }
+
+    fn linearity(&self) -> Linearity {
+        Linearity::Structural(vec![true])
+    }
+
+    fn fusion_class(&self, _: &Program) -> FusionClass {
+        FusionClass::View
+    }
+
+    fn recompute_factor(&self, _: &Program) -> usize {
+        self.count
+    }
+
+    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
+        Vec::new()
+    }
+
+    fn push_index(&self, cx: &mut IndexPush, _: VarId, index: &[Atom]) -> Option<Expr> {
+        push_into_replicate(cx, self.count, self.array, index)
+    }
+
+    fn element(&self) -> Option<Element<'_>> {
+        Some(Element::Moved {
+            array: self.array,
+            moved: Move::DropFirst { count: self.count },
+        })
+    }
+
+    fn loop_bodies(&self) -> Vec<BlockId> {
+        Vec::new()
+    }
+}
+
+impl Operation for Transpose {
+    fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
+        Ok(vec![transpose_ty(program, &self.perm, &self.array)?])
+    }
+
+    fn eval(&self, interp: &mut Interp, _: &Stmt) -> Res<Vec<Array>> {
+        Ok(vec![eval_transpose(&self.perm, &interp.atom(&self.array))])
+    }
+
+    fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
+        let status = batcher.batch_transpose(&self.perm, self.array, stmt.binders[0]);
+        batcher.bind_one(stmt, status);
+    }
+
+    fn jvp(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        tangents: &mut Derivs,
+    ) -> Result<(), AdError> {
+        ad::jvp_structural(builder, stmt, tangents)
+    }
+
+    fn transpose(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        cts: &mut Derivs,
+    ) -> Result<(), AdError> {
+        if let Some(ct) = ad::result_ct(stmt, cts) {
+            builder.transpose_transpose(&self.perm, self.array, ct, cts);
+        }
+        Ok(())
+    }
+
+    fn cost(&self, _: &Program, result_elems: u64) -> u64 {
+        result_elems
+    }
+
+    fn linearity(&self) -> Linearity {
+        Linearity::Structural(vec![true])
+    }
+
+    fn fusion_class(&self, _: &Program) -> FusionClass {
+        FusionClass::View
+    }
+
+    fn recompute_factor(&self, _: &Program) -> usize {
+        1
+    }
+
+    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
+        Vec::new()
+    }
+
+    /// No rule: a layout change is composed where gathers are.
+    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
+        None
+    }
+
+    fn element(&self) -> Option<Element<'_>> {
+        Some(Element::Moved {
+            array: self.array,
+            moved: Move::Permute(&self.perm),
+        })
+    }
+
+    fn loop_bodies(&self) -> Vec<BlockId> {
+        Vec::new()
+    }
+}
+
+impl Operation for Reshape {
+    fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
+        Ok(vec![reshape_ty(program, &self.shape, &self.array)?])
+    }
+
+    fn eval(&self, interp: &mut Interp, _: &Stmt) -> Res<Vec<Array>> {
+        Ok(vec![eval_reshape(&self.shape, interp.atom(&self.array))])
+    }
+
+    fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
+        let status = batcher.batch_reshape(&self.shape, self.array, stmt.binders[0]);
+        batcher.bind_one(stmt, status);
+    }
+
+    fn jvp(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        tangents: &mut Derivs,
+    ) -> Result<(), AdError> {
+        ad::jvp_structural(builder, stmt, tangents)
+    }
+
+    fn transpose(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        cts: &mut Derivs,
+    ) -> Result<(), AdError> {
+        if let Some(ct) = ad::result_ct(stmt, cts) {
+            builder.transpose_reshape(self.array, ct, cts);
+        }
+        Ok(())
+    }
+
+    fn cost(&self, _: &Program, result_elems: u64) -> u64 {
+        result_elems
+    }
+
+    fn linearity(&self) -> Linearity {
+        Linearity::Structural(vec![true])
+    }
+
+    fn fusion_class(&self, _: &Program) -> FusionClass {
+        FusionClass::View
+    }
+
+    fn recompute_factor(&self, _: &Program) -> usize {
+        1
+    }
+
+    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
+        Vec::new()
+    }
+
+    /// No rule: a layout change is composed where gathers are.
+    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
+        None
+    }
+
+    fn element(&self) -> Option<Element<'_>> {
+        Some(Element::Moved {
+            array: self.array,
+            moved: Move::Reshape(&self.shape),
+        })
+    }
+
+    fn loop_bodies(&self) -> Vec<BlockId> {
+        Vec::new()
+    }
 }

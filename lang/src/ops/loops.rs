@@ -28,9 +28,11 @@
 //! enclosing loop; a gather whose index function needs a non-scalar value of the carry stays
 //! inside the backward loop (a whole-table scatter per step).
 
+use super::build::IndexPush;
+use super::{Element, FusionClass, Linearity, Operation};
 use std::collections::{HashMap, HashSet};
 
-use super::ad::{self, AdError, Builder, LinearItem};
+use super::ad::{self, AdError, Builder, Derivs, LinearItem};
 use super::batch::{Batcher, Status};
 use crate::core::inline::clone_block;
 use crate::core::ir::{
@@ -1175,4 +1177,126 @@ fn place_read_cts(builder: &mut Builder, backward: &BackwardLoop, hoisted: &Hois
         })
     };
     builder.emit1(expr, table_ty, "ct")
+}
+
+/// A loop's transpose is `transpose_loop`, run by `ad::transpose_items` on the loop split
+/// into its primal scan and its linear part (`ad::LinearItem::Loop`).
+impl Operation for Fold {
+    fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
+        fold_tys(program, &self.init, self.body)
+    }
+
+    fn eval(&self, interp: &mut Interp, _: &Stmt) -> Res<Vec<Array>> {
+        interp.eval_fold(self.size, &self.init, self.body)
+    }
+
+    fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
+        batcher.batch_loop(self.size, &self.init, self.body, &stmt.binders, false);
+    }
+
+    fn jvp(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        tangents: &mut Derivs,
+    ) -> Result<(), AdError> {
+        jvp_loop(builder, stmt, tangents)
+    }
+
+    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+        ad::not_a_linear_statement()
+    }
+
+    fn cost(&self, program: &Program, _: u64) -> u64 {
+        cost(program, self.size, self.body)
+    }
+
+    fn linearity(&self) -> Linearity {
+        Linearity::Compound(vec![true; self.init.len()])
+    }
+
+    fn fusion_class(&self, _: &Program) -> FusionClass {
+        FusionClass::Bulk
+    }
+
+    fn recompute_factor(&self, _: &Program) -> usize {
+        1
+    }
+
+    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
+        vec![self.size]
+    }
+
+    /// No rule: the loop would run again for each element read.
+    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
+        None
+    }
+
+    fn element(&self) -> Option<Element<'_>> {
+        None
+    }
+
+    fn loop_bodies(&self) -> Vec<BlockId> {
+        vec![self.body]
+    }
+}
+
+impl Operation for Scan {
+    fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
+        scan_tys(program, self.size, &self.init, self.body)
+    }
+
+    fn eval(&self, interp: &mut Interp, stmt: &Stmt) -> Res<Vec<Array>> {
+        interp.eval_scan(stmt, self.size, &self.init, self.body)
+    }
+
+    fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
+        batcher.batch_loop(self.size, &self.init, self.body, &stmt.binders, true);
+    }
+
+    fn jvp(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        tangents: &mut Derivs,
+    ) -> Result<(), AdError> {
+        jvp_loop(builder, stmt, tangents)
+    }
+
+    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+        ad::not_a_linear_statement()
+    }
+
+    fn cost(&self, program: &Program, _: u64) -> u64 {
+        cost(program, self.size, self.body)
+    }
+
+    fn linearity(&self) -> Linearity {
+        Linearity::Compound(vec![true; self.init.len()])
+    }
+
+    fn fusion_class(&self, _: &Program) -> FusionClass {
+        FusionClass::Bulk
+    }
+
+    fn recompute_factor(&self, _: &Program) -> usize {
+        1
+    }
+
+    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
+        vec![self.size]
+    }
+
+    /// No rule: the loop would run again for each element read.
+    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
+        None
+    }
+
+    fn element(&self) -> Option<Element<'_>> {
+        None
+    }
+
+    fn loop_bodies(&self) -> Vec<BlockId> {
+        vec![self.body]
+    }
 }

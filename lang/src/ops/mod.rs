@@ -16,23 +16,22 @@
 //! | `derivative` | `jvp`/`vjp` statements before the `ad` pass expands them |
 //! | `custom` | `custom_vjp`, `custom_linear` (user-defined derivatives) |
 //!
-//! The elementwise primitives (`Expr::Prim`) have their homes in `prim`, one file per family.
+//! | `elementwise` | an elementwise primitive applied to operands (`Expr::Prim`); the primitives'
+//! own rules have their homes in `prim`, one file per family |
 //!
-//! Each concern has one generic place that dispatches to the homes with an exhaustive `match`
-//! on `Expr` (no `_ =>` arm), so a new variant makes the compiler list every rule it lacks:
-//! the type rule in `verify::expr_types`, reference evaluation in `interp::Interp::eval_stmt`,
-//! batching in `batch::Batcher::batch_stmt`, JVP and transpose in `ad` (`jvp_stmt`,
-//! `transpose_stmt`), cost in `cost`, and here the linearity (`linearity`), the fusion class
-//! (`fusion_class`) and the pushing of an index into what defines the array it reads
-//! (`push_index`, run by `passes::bot`). The dispatchers live here beside the homes, with the contexts the rules
-//! write into (the batching context `batch::Batcher`, the derivative builder `ad::Builder`),
-//! so that `core` (the IR) depends on no rule and `ops` on no pass: the passes (`passes::bot`,
-//! `passes::derivatives`, …) decide where and in which order the rules run, and the rules of
-//! a form that holds blocks (a loop, a conditional) call the dispatchers for their bodies.
-//! The verifier, the reference interpreter, the cost model and the random-program generator of
-//! tests (which types what it draws by the verifier's rules) are here for the same reason. The
-//! engine (`exec`) and the exports keep their kernels of each operation. Generic walks over
-//! the atoms and blocks of a statement go through `core::visit`.
+//! A form's rules are the methods of its `impl Operation` in its home: the type rule,
+//! reference evaluation, batching (BOT), JVP, transpose, cost, linearity, fusion class, and
+//! the pushing of an index into what defines the array it reads. `operation` is the one
+//! `match` that lists the forms; the trait has no default methods, so a new form makes the
+//! compiler list every rule it lacks. The generic places run the rules: the verifier
+//! (`verify`), the reference interpreter (`interp`), the batching context (`batch::Batcher`),
+//! the derivative builder (`ad::Builder`), the cost model (`cost`), `passes::bot` and
+//! `passes::fuse`. They live here beside the homes, so that `core` (the IR) depends on no rule
+//! and `ops` on no pass: the passes decide where and in which order the rules run, and the
+//! rules of a form that holds blocks (a loop, a conditional) call the generic places for
+//! their bodies. The random-program generator of tests (which types what it draws by the
+//! verifier's rules) is here for the same reason. Generic walks over the atoms and blocks of
+//! a statement go through `core::visit`.
 
 pub mod ad;
 pub mod batch;
@@ -41,6 +40,7 @@ pub mod cond;
 pub mod cost;
 pub mod custom;
 pub mod derivative;
+pub mod elementwise;
 pub mod gather_scatter;
 pub mod interp;
 pub mod layout;
@@ -51,11 +51,134 @@ pub mod testgen;
 pub mod verify;
 pub mod while_loop;
 
-use crate::core::ir::{
-    Atom, Build1, CustomJvp, CustomLinear, CustomVjp, Expr, Fold, Gather, Index, Monoid,
-    MonoidKind, PrimApp, Program, Replicate, Scan, Scatter, SumOuter, Table, VarId, WhileReverse,
-};
+use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Stmt, SumOuter, VarId};
 use crate::core::kernel::Reduction;
+use crate::core::value::Array;
+use crate::prim::Prim;
+use ad::{AdError, Builder, Derivs};
+use batch::Batcher;
+use build::IndexPush;
+use interp::{Interp, Res};
+
+/// Every rule of one form of `Expr`, implemented in the form's home (the table above).
+pub(crate) trait Operation {
+    /// The types of the results by the typing rules of [Smeding25] Fig 8, given the declared
+    /// types of the variables it uses and of its blocks' params and results (`verify`).
+    fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String>;
+
+    /// The values `stmt` (whose expression this is) binds, in the reference interpreter.
+    fn eval(&self, interp: &mut Interp, stmt: &Stmt) -> Res<Vec<Array>>;
+
+    /// Batches `stmt`, which depends on the index of the build being transformed
+    /// ([Smeding25] Fig 9), binding the status of its binders in `batcher`.
+    fn batch(&self, batcher: &mut Batcher, stmt: &Stmt);
+
+    /// Emits `stmt` and the statements of its tangent ([Smeding25] Figs 14–15), recording
+    /// the tangents of its binders.
+    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs)
+        -> Result<(), AdError>;
+
+    /// Adds what the linear `stmt` contributes to the cotangents of its linear operands,
+    /// given the cotangents of its binders ([Smeding25] Fig 19).
+    fn transpose(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        cts: &mut Derivs,
+    ) -> Result<(), AdError>;
+
+    /// The work of the operation (`cost`), `result_elems` being the number of elements it
+    /// binds.
+    fn cost(&self, program: &Program, result_elems: u64) -> u64;
+
+    /// How its results depend on its operands (see `Linearity`).
+    fn linearity(&self) -> Linearity;
+
+    /// How the fuser treats it (see `FusionClass`).
+    fn fusion_class(&self, program: &Program) -> FusionClass;
+
+    /// How many times, inlined into a kernel, it computes each element of its operands
+    /// (Note [Materialise or recompute] in `passes::fuse`).
+    fn recompute_factor(&self, program: &Program) -> usize;
+
+    /// The ranges of the index params of its blocks, in order: param `j` lies in
+    /// `0..bounds[j]`; later params (a loop's carries) are not indices. The BOT's index
+    /// pushing uses them (Note [Pushing index down]).
+    fn index_param_bounds(&self, program: &Program) -> Vec<usize>;
+
+    /// One [Smeding25] Fig 10 step (Note [Pushing index down] in `ops::build`): `index
+    /// source index`, where this defines `source`, as the computation of the element read;
+    /// `None` where no rule applies (the array is read as it is). `index` is not empty.
+    fn push_index(&self, cx: &mut IndexPush, source: VarId, index: &[Atom]) -> Option<Expr>;
+
+    /// How, inlined into a kernel (fusion class `View` or `Pull`), it computes the element of
+    /// its result at given coordinates; `None` for the forms that are always materialised.
+    fn element(&self) -> Option<Element<'_>>;
+
+    /// Its blocks that run once per step of a loop (the fuser schedules each as a block of
+    /// its own).
+    fn loop_bodies(&self) -> Vec<BlockId>;
+}
+
+/// How an operation inlined into a kernel computes the element of its result at given
+/// coordinates from its operands' elements: the element rule of a view or an elementwise
+/// primitive, which `passes::fuse` follows to pull elements through chains of them.
+#[derive(Clone, Copy, Debug)]
+pub enum Element<'a> {
+    /// The element of `array` at the coordinates `moved` gives.
+    Moved { array: Atom, moved: Move<'a> },
+    /// The primitive applied to the operands' elements at the same coordinates (rank-0
+    /// operands broadcast).
+    Apply(Prim, &'a [Atom]),
+    /// The first coordinate itself (`iota`).
+    FirstCoordinate,
+    /// `array[index…, coords…]`, zero where an index is out of range (`index`).
+    Indexed { array: Atom, index: &'a [Atom] },
+    /// `array[f(coords[..k])…, coords[k..]…]` for the index function `f` with `k` params,
+    /// zero where an index is out of range (a gather).
+    Gathered { array: Atom, index_fn: BlockId },
+}
+
+/// How a view moves the coordinates of its result to those of its operand.
+#[derive(Clone, Copy, Debug)]
+pub enum Move<'a> {
+    /// Unchanged (a copy).
+    Same,
+    /// Without the first, of `count` copies (a broadcast).
+    DropFirst { count: usize },
+    /// The operand's axis `perm[a]` gets the result's coordinate `a` (`tr`).
+    Permute(&'a [usize]),
+    /// The same row-major offset in the operand's shape as in `shape`, the result's (`reshape`).
+    Reshape(&'a [usize]),
+}
+
+/// The rules of an expression's form: the one `match` on `Expr` that lists every form.
+pub(crate) fn operation(expr: &Expr) -> &dyn Operation {
+    match expr {
+        Expr::Atom(op) => op,
+        Expr::Prim(op) => op,
+        Expr::Build1(op) => op,
+        Expr::Index(op) => op,
+        Expr::SumOuter(op) => op,
+        Expr::Gather(op) => op,
+        Expr::Scatter(op) => op,
+        Expr::Table(op) => op,
+        Expr::Replicate(op) => op,
+        Expr::Transpose(op) => op,
+        Expr::Reshape(op) => op,
+        Expr::Cond(op) => op,
+        Expr::Iota(op) => op,
+        Expr::Fold(op) => op,
+        Expr::Scan(op) => op,
+        Expr::While(op) => op,
+        Expr::WhileReverse(op) => op,
+        Expr::Monoid(op) => op,
+        Expr::Derivative(op) => op,
+        Expr::CustomVjp(op) => op,
+        Expr::CustomJvp(op) => op,
+        Expr::CustomLinear(op) => op,
+    }
+}
 
 /// How an operation's results depend on its operands, for differentiation (docs/architecture.md:
 /// linearity recorded per operation, never discovered at run time).
@@ -79,90 +202,14 @@ pub enum Linearity {
 
 /// The linearity of an operation (see `Linearity`).
 pub fn linearity(expr: &Expr) -> Linearity {
-    let n_operands = crate::core::visit::expr_atoms(expr).len();
-    let first_only = || {
-        let mut mask = vec![false; n_operands];
-        mask[0] = true;
-        Linearity::Structural(mask)
-    };
-    match expr {
-        Expr::Atom(_) | Expr::Table(_) => Linearity::Structural(vec![true; n_operands]),
-        // `index`: linear in the array, not in the indices.
-        Expr::Index(_)
-        | Expr::Gather(_)
-        | Expr::Scatter(_)
-        | Expr::SumOuter(_)
-        | Expr::Replicate(_)
-        | Expr::Transpose(_)
-        | Expr::Reshape(_) => first_only(),
-        // An integer result: no tangent, linear in nothing.
-        Expr::Iota(_) => Linearity::Structural(Vec::new()),
-        Expr::Prim(PrimApp(prim, _)) => Linearity::Prim(prim.linearity()),
-        Expr::Cond(_) => Linearity::Compound(vec![false]),
-        Expr::Fold(_) | Expr::Scan(_) | Expr::While(_) | Expr::Monoid(_) => {
-            Linearity::Compound(vec![true; n_operands])
-        }
-        // Linear in its seeds, constant in the carries it replays.
-        Expr::WhileReverse(WhileReverse { init, seeds, .. }) => {
-            Linearity::Compound([vec![false; init.len()], vec![true; seeds.len()]].concat())
-        }
-        Expr::CustomVjp(CustomVjp { args, .. }) | Expr::CustomJvp(CustomJvp { args, .. }) => {
-            Linearity::Compound(vec![true; args.len()])
-        }
-        // Linear in its tangents (or cotangents), constant in its residuals.
-        Expr::CustomLinear(CustomLinear {
-            residuals,
-            operands,
-            ..
-        }) => {
-            Linearity::Compound([vec![false; residuals.len()], vec![true; operands.len()]].concat())
-        }
-        Expr::Build1(_) | Expr::Derivative(_) => Linearity::Excluded,
-    }
+    operation(expr).linearity()
 }
 
 /// One [Smeding25] Fig 10 step (Note [Pushing index down] in `ops::build`): `index source
 /// index` where `source` is defined by `def`, as the computation of the element read; `None`
 /// where no rule applies. `index` is not empty.
-pub fn push_index(
-    cx: &mut build::IndexPush,
-    source: VarId,
-    index: &[Atom],
-    def: &Expr,
-) -> Option<Expr> {
-    match def {
-        Expr::Index(Index {
-            array,
-            index: first,
-        }) => build::push_into_index(*array, first, index),
-        Expr::Table(Table(items)) => build::push_into_table(cx, items, index),
-        Expr::SumOuter(SumOuter(inner)) => sum_outer::push_index(cx, *inner, index),
-        Expr::Replicate(Replicate { count, array }) => {
-            layout::push_into_replicate(cx, *count, *array, index)
-        }
-        Expr::Prim(PrimApp(prim, args)) => batch::push_into_prim(cx, *prim, args, source, index),
-        Expr::Gather(Gather { shape, array, body }) => {
-            gather_scatter::push_into_gather(cx, shape, *array, *body, index)
-        }
-        // No rule (a loop, a scatter or a conditional would be run again for each element
-        // read; a layout change is composed where gathers are): the array is read as it is.
-        Expr::Atom(_)
-        | Expr::Transpose(_)
-        | Expr::Reshape(_)
-        | Expr::Iota(_)
-        | Expr::Build1(_)
-        | Expr::Scatter(_)
-        | Expr::Monoid(_)
-        | Expr::Cond(_)
-        | Expr::Fold(_)
-        | Expr::Scan(_)
-        | Expr::While(_)
-        | Expr::WhileReverse(_)
-        | Expr::CustomVjp(_)
-        | Expr::CustomJvp(_)
-        | Expr::CustomLinear(_)
-        | Expr::Derivative(_) => None,
-    }
+pub fn push_index(cx: &mut IndexPush, source: VarId, index: &[Atom], def: &Expr) -> Option<Expr> {
+    operation(def).push_index(cx, source, index)
 }
 
 /// How the fuser (`passes::fuse`) treats a statement of the block it fuses.
@@ -185,34 +232,7 @@ pub enum FusionClass {
 
 /// The fusion class of an operation (see `FusionClass`).
 pub fn fusion_class(program: &Program, expr: &Expr) -> FusionClass {
-    match expr {
-        Expr::Atom(_)
-        | Expr::Replicate(_)
-        | Expr::Transpose(_)
-        | Expr::Reshape(_)
-        | Expr::Iota(_)
-        | Expr::Index(_) => FusionClass::View,
-        Expr::Gather(Gather { body, .. }) => gather_scatter::gather_fusion_class(program, *body),
-        Expr::Prim(..) => FusionClass::Pull,
-        Expr::SumOuter(_) => FusionClass::Reduce,
-        Expr::Monoid(_) if reduction_of(program, expr).is_some() => FusionClass::Reduce,
-        Expr::Build1(_)
-        | Expr::Scatter(_)
-        | Expr::Table(_)
-        | Expr::Cond(_)
-        | Expr::Fold(_)
-        | Expr::Scan(_)
-        | Expr::While(_)
-        | Expr::WhileReverse(_)
-        // A monoid reduce or scan is a step of its own, run in parallel chunks by
-        // `exec::monoid`; the producers of a vector's arrays run inside its chunk loop
-        // (Note [Monoid steps] in `passes::fuse::monoid`).
-        | Expr::Monoid(_)
-        | Expr::CustomVjp(_)
-        | Expr::CustomJvp(_)
-        | Expr::CustomLinear(_)
-        | Expr::Derivative(_) => FusionClass::Bulk,
-    }
+    operation(expr).fusion_class(program)
 }
 
 /// The array a reduction kernel reduces over its outer axis, and how: `sumOuter`, or a
@@ -221,14 +241,7 @@ pub fn fusion_class(program: &Program, expr: &Expr) -> FusionClass {
 pub fn reduction_of(program: &Program, expr: &Expr) -> Option<(Atom, Reduction)> {
     match expr {
         Expr::SumOuter(SumOuter(array)) => Some((*array, Reduction::Sum)),
-        Expr::Monoid(Monoid {
-            kind: MonoidKind::Reduce,
-            arrays,
-            op,
-            ..
-        }) if arrays.len() == 1 && program.atom_ty(&arrays[0]).shape[0] > 0 => {
-            monoid::selection(program, *op).map(|reduction| (arrays[0], reduction))
-        }
+        Expr::Monoid(monoid) => monoid.reduction(program),
         _ => None,
     }
 }
@@ -239,70 +252,12 @@ pub fn reduction_of(program: &Program, expr: &Expr) -> Option<(Atom, Reduction)>
 /// index function reads each element at most once (a reversal, a shift, a transposed stencil:
 /// `gather_scatter::is_injective`), once otherwise.
 pub fn recompute_factor(program: &Program, expr: &Expr) -> usize {
-    match expr {
-        Expr::Replicate(Replicate { count, .. }) => *count,
-        Expr::Gather(Gather { shape, body, .. }) => {
-            let points = shape.get(..program.blocks[*body].params.len());
-            let once =
-                points.is_some_and(|points| gather_scatter::is_injective(program, *body, points));
-            if once {
-                1
-            } else {
-                2
-            }
-        }
-        Expr::Atom(_)
-        | Expr::Prim(..)
-        | Expr::Build1(_)
-        | Expr::Index(_)
-        | Expr::SumOuter(_)
-        | Expr::Scatter(_)
-        | Expr::Table(_)
-        | Expr::Transpose(_)
-        | Expr::Reshape(_)
-        | Expr::Cond(_)
-        | Expr::Iota(_)
-        | Expr::Fold(_)
-        | Expr::Scan(_)
-        | Expr::While(_)
-        | Expr::WhileReverse(_)
-        | Expr::Monoid(_)
-        | Expr::CustomVjp(_)
-        | Expr::CustomJvp(_)
-        | Expr::CustomLinear(_)
-        | Expr::Derivative(_) => 1,
-    }
+    operation(expr).recompute_factor(program)
 }
 
 /// The ranges of the index params of an operation's blocks, in order: param `j` of a block
 /// of `expr` lies in `0..bounds[j]` (its later params, such as a loop's carries, are not
 /// indices). The BOT's index pushing uses them (Note [Pushing index down]).
 pub fn index_param_bounds(program: &Program, expr: &Expr) -> Vec<usize> {
-    match expr {
-        Expr::Build1(Build1 { size, .. })
-        | Expr::Fold(Fold { size, .. })
-        | Expr::Scan(Scan { size, .. }) => {
-            vec![*size]
-        }
-        // The index function ranges over the leading axes of the result (gather) or of the
-        // source (scatter).
-        Expr::Gather(Gather { shape, .. }) => shape.clone(),
-        Expr::Scatter(Scatter { array, .. }) => program.atom_ty(array).shape,
-        // An operator's params are scalar operands, a derivative's function's params values.
-        Expr::Monoid(_) | Expr::Derivative(_) => Vec::new(),
-        // Their blocks' params are values.
-        Expr::CustomVjp(_) | Expr::CustomJvp(_) | Expr::CustomLinear(_) => Vec::new(),
-        // A while's params are carries.
-        Expr::While(_) | Expr::WhileReverse(_) => Vec::new(),
-        Expr::Cond(_)
-        | Expr::Atom(_)
-        | Expr::Prim(..)
-        | Expr::Index(_)
-        | Expr::SumOuter(_)
-        | Expr::Table(_)
-        | Expr::Replicate(_)
-        | Expr::Transpose(_)
-        | Expr::Reshape(_)
-        | Expr::Iota(_) => Vec::new(),
-    }
+    operation(expr).index_param_bounds(program)
 }

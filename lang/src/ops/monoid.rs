@@ -22,6 +22,10 @@
 //! (`selected_tangent`), transposed by the generic rules. Does not handle yet: fusing other monoid statements with their
 //! producers (they are bulk steps of the engine, over materialised arrays).
 
+use super::batch::Batcher;
+use super::build::IndexPush;
+use super::interp::{Interp, Res};
+use super::{Element, FusionClass, Linearity, Operation};
 use crate::core::ir::{
     ArrTy, Atom, BlockId, Cond, Expr, Gather, Iota, Monoid, MonoidKind, PrimApp, Program, Scalar,
     SumOuter, Transpose,
@@ -547,7 +551,7 @@ impl super::batch::Batcher<'_> {
 
 use std::collections::HashMap;
 
-use super::ad::{self, tangent_of, AdError, Builder};
+use super::ad::{self, tangent_of, AdError, Builder, Derivs};
 use crate::core::ir::{Block, Stmt, VarId};
 use crate::prim::Emitter;
 
@@ -1235,6 +1239,105 @@ impl Builder<'_> {
             }
         }
         Ok(())
+    }
+}
+
+impl Monoid {
+    /// The array this reduces over its outer axis and how, when it is a `reduce` of one
+    /// non-empty array over a selection operator (`selection`; its identity is then never
+    /// used): a reduction kernel of the fuser (`ops::reduction_of`).
+    pub fn reduction(&self, program: &Program) -> Option<(Atom, Reduction)> {
+        let [array] = self.arrays[..] else {
+            return None;
+        };
+        let non_empty = program.atom_ty(&array).shape[0] > 0;
+        (self.kind == MonoidKind::Reduce && non_empty)
+            .then(|| selection(program, self.op))
+            .flatten()
+            .map(|reduction| (array, reduction))
+    }
+}
+
+impl Operation for Monoid {
+    fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
+        result_tys(program, self.kind, &self.arrays, &self.init, self.op)
+    }
+
+    fn eval(&self, interp: &mut Interp, _: &Stmt) -> Res<Vec<Array>> {
+        let arrays = interp.atoms(&self.arrays);
+        let init = interp.atoms(&self.init);
+        let interrupt = interp.config.interrupt.as_deref();
+        eval(
+            interp.program,
+            self.kind,
+            &arrays,
+            &init,
+            self.op,
+            interrupt,
+        )
+    }
+
+    fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
+        batcher.batch_monoid(self.kind, &self.arrays, &self.init, self.op, &stmt.binders);
+    }
+
+    fn jvp(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        tangents: &mut Derivs,
+    ) -> Result<(), AdError> {
+        builder.jvp_monoid(stmt, tangents)
+    }
+
+    fn transpose(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        cts: &mut Derivs,
+    ) -> Result<(), AdError> {
+        builder.transpose_monoid(stmt, cts)
+    }
+
+    fn cost(&self, program: &Program, _: u64) -> u64 {
+        cost(program, self.kind, &self.arrays, self.op)
+    }
+
+    fn linearity(&self) -> Linearity {
+        Linearity::Compound(vec![true; self.arrays.len() + self.init.len()])
+    }
+
+    /// A reduction kernel when it is one (`reduction`); otherwise a step of its own, run in
+    /// parallel chunks by `exec::monoid`, the producers of a vector's arrays running inside
+    /// its chunk loop (Note [Monoid steps] in `passes::fuse::monoid`).
+    fn fusion_class(&self, program: &Program) -> FusionClass {
+        if self.reduction(program).is_some() {
+            FusionClass::Reduce
+        } else {
+            FusionClass::Bulk
+        }
+    }
+
+    fn recompute_factor(&self, _: &Program) -> usize {
+        1
+    }
+
+    /// The operator's params are scalar operands.
+    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
+        Vec::new()
+    }
+
+    /// No rule: the reduction would run again for each element read.
+    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
+        None
+    }
+
+    fn element(&self) -> Option<Element<'_>> {
+        None
+    }
+
+    fn loop_bodies(&self) -> Vec<BlockId> {
+        Vec::new()
     }
 }
 

@@ -13,12 +13,15 @@
 //! - contraction: `contraction_roles`, when a sum of a product is a matrix product (fusion)
 //!   or a `dot_general` (export).
 
+use super::build::IndexPush;
+use super::interp::{Interp, Res};
+use super::{Element, FusionClass, Linearity, Operation};
 use std::collections::HashMap;
 
-use super::ad::Builder;
+use super::ad::{self, AdError, Builder, Derivs};
 use super::batch::{Batcher, Status};
 use crate::core::ir::{
-    ArrTy, Atom, Expr, Index, Program, Replicate, Scalar, SumOuter, Transpose, VarId,
+    ArrTy, Atom, BlockId, Expr, Index, Program, Replicate, Scalar, Stmt, SumOuter, Transpose, VarId,
 };
 use crate::core::value::Array;
 use crate::ops::interp::from_scalars;
@@ -167,6 +170,74 @@ pub fn push_index(cx: &mut super::build::IndexPush, inner: Atom, index: &[Atom])
         "ix",
     );
     Some(Expr::SumOuter(SumOuter(rows)))
+}
+
+impl Operation for SumOuter {
+    fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
+        Ok(vec![result_ty(program, &self.0)?])
+    }
+
+    fn eval(&self, interp: &mut Interp, _: &Stmt) -> Res<Vec<Array>> {
+        Ok(vec![eval(&interp.atom(&self.0))])
+    }
+
+    fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
+        let status = batcher.batch_sum_outer(self.0, stmt.binders[0]);
+        batcher.bind_one(stmt, status);
+    }
+
+    fn jvp(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        tangents: &mut Derivs,
+    ) -> Result<(), AdError> {
+        ad::jvp_structural(builder, stmt, tangents)
+    }
+
+    fn transpose(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        cts: &mut Derivs,
+    ) -> Result<(), AdError> {
+        if let Some(ct) = ad::result_ct(stmt, cts) {
+            builder.transpose_sum_outer(self.0, ct, cts);
+        }
+        Ok(())
+    }
+
+    fn cost(&self, program: &Program, _: u64) -> u64 {
+        cost(program, &self.0)
+    }
+
+    fn linearity(&self) -> Linearity {
+        Linearity::Structural(vec![true])
+    }
+
+    fn fusion_class(&self, _: &Program) -> FusionClass {
+        FusionClass::Reduce
+    }
+
+    fn recompute_factor(&self, _: &Program) -> usize {
+        1
+    }
+
+    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
+        Vec::new()
+    }
+
+    fn push_index(&self, cx: &mut IndexPush, _: VarId, index: &[Atom]) -> Option<Expr> {
+        push_index(cx, self.0, index)
+    }
+
+    fn element(&self) -> Option<Element<'_>> {
+        None
+    }
+
+    fn loop_bodies(&self) -> Vec<BlockId> {
+        Vec::new()
+    }
 }
 
 #[cfg(test)]

@@ -60,11 +60,7 @@
 use std::fmt;
 
 use crate::core::ids::{Id, IdVec};
-use crate::core::ir::{
-    ArrTy, Atom, Block, BlockId, Build1, Cond, Derivative, Elem, Expr, Fold, Gather, Index, Iota,
-    Monoid, PrimApp, Program, Replicate, Reshape, Scan, Scatter, Stmt, SumOuter, Table, Transpose,
-    VarId, While, WhileReverse,
-};
+use crate::core::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Stmt, Table, VarId};
 use crate::core::print::{annotated, ty_text, var_text, Notes};
 use crate::core::visit::{expr_atoms, expr_blocks};
 use crate::ops;
@@ -362,83 +358,7 @@ pub(crate) fn linearity_error(program: &Program, stmt: &Stmt) -> Option<String> 
 /// params and results. Only the expression itself is checked, not the statements inside its
 /// blocks. An empty table has no inferable type and is an error here.
 pub fn expr_types(program: &Program, expr: &Expr) -> Result<Vec<ArrTy>, String> {
-    let one = |ty: ArrTy| Ok(vec![ty]);
-    match expr {
-        Expr::Atom(atom) => one(atom_ty(program, atom)?),
-        Expr::Prim(PrimApp(prim, operands)) => {
-            let tys = operands
-                .iter()
-                .map(|atom| atom_ty(program, atom))
-                .collect::<Result<Vec<_>, _>>()?;
-            let shape = tys.first().map(|ty| ty.shape.clone()).unwrap_or_default();
-            if let Some(other) = tys.iter().find(|ty| ty.shape != shape) {
-                return Err(format!(
-                    "{} operands have different shapes {:?} and {:?}",
-                    prim.name(),
-                    shape,
-                    other.shape
-                ));
-            }
-            let elems: Vec<Elem> = tys.iter().map(|ty| ty.elem).collect();
-            let elem = prim
-                .result_elem(&elems)
-                .map_err(|error| error.to_string())?;
-            one(ArrTy::new(shape, elem))
-        }
-        Expr::Build1(Build1 { size, body }) => ops::build::build1_tys(program, *size, *body),
-        Expr::Index(Index { array, index }) => one(ops::build::index_ty(program, array, index)?),
-        Expr::SumOuter(SumOuter(array)) => one(ops::sum_outer::result_ty(program, array)?),
-        Expr::Gather(Gather { shape, array, body }) => one(ops::gather_scatter::gather_ty(
-            program, shape, array, *body,
-        )?),
-        Expr::Scatter(Scatter { shape, array, body }) => one(ops::gather_scatter::scatter_ty(
-            program, shape, array, *body,
-        )?),
-        Expr::Table(Table(atoms)) => one(ops::build::table_ty(program, atoms)?),
-        Expr::Replicate(Replicate { count, array }) => {
-            one(ops::layout::replicate_ty(program, *count, array)?)
-        }
-        Expr::Transpose(Transpose { perm, array }) => {
-            one(ops::layout::transpose_ty(program, perm, array)?)
-        }
-        Expr::Reshape(Reshape { shape, array }) => {
-            one(ops::layout::reshape_ty(program, shape, array)?)
-        }
-        Expr::Cond(Cond {
-            cond,
-            then_block,
-            else_block,
-        }) => ops::cond::result_tys(program, cond, *then_block, *else_block),
-        Expr::Iota(Iota(size)) => one(ops::build::iota_ty(*size)),
-        Expr::Fold(Fold {
-            size: _,
-            init,
-            body,
-        }) => ops::loops::fold_tys(program, init, *body),
-        Expr::Scan(Scan { size, init, body }) => ops::loops::scan_tys(program, *size, init, *body),
-        Expr::While(While { init, body }) => ops::while_loop::while_tys(program, init, *body),
-        Expr::WhileReverse(WhileReverse {
-            init,
-            seeds,
-            body,
-            back,
-        }) => ops::while_loop::while_reverse_tys(program, init, seeds, *body, *back),
-        Expr::Monoid(Monoid {
-            kind,
-            arrays,
-            init,
-            op,
-        }) => ops::monoid::result_tys(program, *kind, arrays, init, *op),
-        Expr::Derivative(Derivative {
-            mode,
-            primals,
-            seeds,
-            func,
-        }) => ops::derivative::result_tys(program, *mode, primals, seeds, *func),
-        Expr::CustomVjp(_) | Expr::CustomJvp(_) | Expr::CustomLinear(_) => {
-            ops::custom::result_tys(program, expr)
-        }
-    }
+    ops::operation(expr).types(program)
 }
 
 pub(crate) fn prepend(size: usize, ty: ArrTy) -> ArrTy {
@@ -534,6 +454,7 @@ pub(crate) fn tys_text(tys: &[ArrTy]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::ir::Build1;
     use crate::core::parse::parse_program;
     use crate::ops::testgen::{idx, Builder};
     use crate::prim::Prim;

@@ -45,9 +45,11 @@
 //! while whose body is all scalars runs statement by statement on the engine, not on
 //! registers (`exec::scalar_loop` wants a known trip count).
 
+use super::build::IndexPush;
+use super::{Element, FusionClass, Linearity, Operation};
 use std::collections::HashMap;
 
-use super::ad::{self, AdError, Builder, LinearItem};
+use super::ad::{self, AdError, Builder, Derivs, LinearItem};
 use super::batch::{Batcher, Status};
 use super::loops::{self, CarryLayout};
 use crate::core::inline::clone_block;
@@ -553,6 +555,135 @@ pub(crate) fn transpose_while(
         builder.add_to(cts, Atom::Var(*var), Atom::Var(*ct));
     }
     Ok(())
+}
+
+/// A while's transpose is `transpose_while`, run by `ad::transpose_items` on the loop split
+/// into its primal while and its linear part (`ad::LinearItem::While`).
+impl Operation for While {
+    fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
+        while_tys(program, &self.init, self.body)
+    }
+
+    fn eval(&self, interp: &mut Interp, _: &Stmt) -> Res<Vec<Array>> {
+        interp.eval_while(&self.init, self.body)
+    }
+
+    fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
+        batcher.batch_while(&self.init, self.body, &stmt.binders);
+    }
+
+    fn jvp(
+        &self,
+        builder: &mut Builder,
+        stmt: &Stmt,
+        tangents: &mut Derivs,
+    ) -> Result<(), AdError> {
+        jvp_while(builder, stmt, tangents)
+    }
+
+    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+        ad::not_a_linear_statement()
+    }
+
+    fn cost(&self, program: &Program, _: u64) -> u64 {
+        cost(program, self.body)
+    }
+
+    fn linearity(&self) -> Linearity {
+        Linearity::Compound(vec![true; self.init.len()])
+    }
+
+    fn fusion_class(&self, _: &Program) -> FusionClass {
+        FusionClass::Bulk
+    }
+
+    fn recompute_factor(&self, _: &Program) -> usize {
+        1
+    }
+
+    /// Its blocks' params are carries, not indices.
+    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
+        Vec::new()
+    }
+
+    /// No rule: the loop would run again for each element read.
+    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
+        None
+    }
+
+    fn element(&self) -> Option<Element<'_>> {
+        None
+    }
+
+    fn loop_bodies(&self) -> Vec<BlockId> {
+        vec![self.body]
+    }
+}
+
+impl Operation for WhileReverse {
+    fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
+        while_reverse_tys(program, &self.init, &self.seeds, self.body, self.back)
+    }
+
+    fn eval(&self, interp: &mut Interp, _: &Stmt) -> Res<Vec<Array>> {
+        interp.eval_while_reverse(&self.init, &self.seeds, self.body, self.back)
+    }
+
+    fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
+        batcher.batch_while_reverse(
+            &self.init,
+            &self.seeds,
+            (self.body, self.back),
+            &stmt.binders,
+        );
+    }
+
+    fn jvp(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+        Err(AdError::NoRule(
+            "forward mode through the reverse sweep of a while loop (a second derivative \
+             through a while) is not supported yet"
+                .into(),
+        ))
+    }
+
+    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+        ad::not_a_linear_statement()
+    }
+
+    fn cost(&self, program: &Program, _: u64) -> u64 {
+        reverse_cost(program, self.body, self.back)
+    }
+
+    /// Linear in its seeds, constant in the carries it replays.
+    fn linearity(&self) -> Linearity {
+        Linearity::Compound([vec![false; self.init.len()], vec![true; self.seeds.len()]].concat())
+    }
+
+    fn fusion_class(&self, _: &Program) -> FusionClass {
+        FusionClass::Bulk
+    }
+
+    fn recompute_factor(&self, _: &Program) -> usize {
+        1
+    }
+
+    /// Its blocks' params are carries, not indices.
+    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
+        Vec::new()
+    }
+
+    /// No rule: the loop would run again for each element read.
+    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
+        None
+    }
+
+    fn element(&self) -> Option<Element<'_>> {
+        None
+    }
+
+    fn loop_bodies(&self) -> Vec<BlockId> {
+        vec![self.body, self.back]
+    }
 }
 
 #[cfg(test)]

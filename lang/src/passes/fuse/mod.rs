@@ -149,16 +149,13 @@ use std::collections::{HashMap, HashSet};
 
 use super::pipeline::{run_passes, stages_of, Compilation, Ice, Log, Pass};
 use crate::core::ids::IdVec;
-use crate::core::ir::{
-    Atom, Block, BlockId, Elem, Expr, Fold, Gather, Index, PrimApp, Program, Replicate, Reshape,
-    Scalar, Scan, Transpose, VarId, While, WhileReverse,
-};
+use crate::core::ir::{Atom, Block, BlockId, Elem, Expr, Program, Scalar, VarId};
 use crate::core::kernel::{
     Affine, Coord, IndexValue, Kernel, Node, NodeId, Reduction, Schedule, Step,
 };
 use crate::core::visit::{collect_expr_uses, collect_uses, var_of};
 use crate::core::visit::{expr_atoms, expr_blocks};
-use crate::ops::FusionClass;
+use crate::ops::{self, Element, FusionClass, Move};
 use crate::prim::{cast_scalar, Prim};
 
 pub const PASS: Pass<Compilation> = Pass {
@@ -293,7 +290,7 @@ fn kernels(
                 steps.extend(monoid::monoid_steps(&fuser, stmt_idx));
             }
             FusionClass::Bulk => {
-                for body in loop_bodies_of(&stmt.expr) {
+                for body in ops::operation(&stmt.expr).loop_bodies() {
                     if !all_scalars(program, body) {
                         loop_bodies.push(schedule_block(program, body, log)?);
                     }
@@ -336,20 +333,6 @@ fn kernels(
 // step updating weight tables, the backward scan of a gradient through a loop) is fused like
 // `main`: its params and the variables it uses from outside are inputs (reads), and each
 // step of the loop runs the body's kernels instead of one bulk operation per statement.
-
-/// The blocks of a loop statement that run once per step: the body of a `fold`, `scan` or
-/// `while`, and the forward and backward steps of a `while_reverse`.
-fn loop_bodies_of(expr: &Expr) -> Vec<BlockId> {
-    match expr {
-        Expr::Fold(Fold { body, .. })
-        | Expr::Scan(Scan { body, .. })
-        | Expr::While(While { body, .. }) => {
-            vec![*body]
-        }
-        Expr::WhileReverse(WhileReverse { body, back, .. }) => vec![*body, *back],
-        _ => Vec::new(),
-    }
-}
 
 /// Whether every value of a block (params, binders, results) is a scalar and it has no nested
 /// blocks: a loop body `exec::scalar_loop` runs on registers.
@@ -534,9 +517,10 @@ impl<'a> Fuser<'a> {
         let mut light = HashMap::new();
         for stmt in &self.block.stmts {
             let binder = stmt.binders[0];
-            let part = match &stmt.expr {
+            let element = ops::operation(&stmt.expr).element();
+            let part = match element {
                 // An operand given twice (`add x x`) is one node of the kernel.
-                Expr::Prim(PrimApp(prim, operands)) if cheap(*prim) => {
+                Some(Element::Apply(prim, operands)) if cheap(prim) => {
                     (operands.iter().enumerate())
                         .filter(|&(k, atom)| !operands[..k].contains(atom))
                         .try_fold(LightPart { ops: 1, read: None }, |acc, (_, atom)| {
@@ -544,15 +528,19 @@ impl<'a> Fuser<'a> {
                         })
                 }
                 // Each element once, at moved points.
-                Expr::Atom(array)
-                | Expr::Transpose(Transpose { array, .. })
-                | Expr::Reshape(Reshape { array, .. }) => part_of(&parts, array),
+                Some(Element::Moved {
+                    array,
+                    moved: Move::Same | Move::Permute(_) | Move::Reshape(_),
+                }) => part_of(&parts, &array),
                 // A broadcast: what it reads is smaller than its readers. A pull value
                 // that is not light, broadcast `count >= 2` times, is read by the
                 // broadcast's readers at least `count` times, so it is materialised: the
                 // broadcast reads it.
-                Expr::Replicate(Replicate { count, array }) => part_of(&parts, array)
-                    .or_else(|| (*count >= 2 && self.is_pull(array)).then(LightPart::default))
+                Some(Element::Moved {
+                    array,
+                    moved: Move::DropFirst { count },
+                }) => part_of(&parts, &array)
+                    .or_else(|| (count >= 2 && self.is_pull(&array)).then(LightPart::default))
                     .map(|part| LightPart {
                         ops: part.ops,
                         read: None,
@@ -563,7 +551,7 @@ impl<'a> Fuser<'a> {
                 continue;
             };
             parts.insert(binder, part);
-            if matches!(stmt.expr, Expr::Prim(..)) {
+            if matches!(element, Some(Element::Apply(..))) {
                 light.insert(binder, part.ops);
             }
         }
@@ -627,7 +615,7 @@ impl<'a> Fuser<'a> {
             operands.dedup();
             for var in operands {
                 let entry = readers.entry(var).or_default();
-                if matches!(stmt.expr, Expr::Prim(..)) || kind == FusionClass::Reduce {
+                if kind == FusionClass::Pull || kind == FusionClass::Reduce {
                     // Same coordinates as the reader (a reduction's kernel reads its array
                     // at the kernel's own coordinates): one node per kernel it ends up in.
                     entry.roots.extend(own.roots.iter().cloned());
@@ -701,8 +689,8 @@ fn small_recompute(program: &Program, stmt: &crate::core::ir::Stmt, weight: usiz
     if points > SMALL_POINTS {
         return usize::MAX;
     }
-    let ops = match &stmt.expr {
-        Expr::Prim(PrimApp(prim, _)) if !cheap(*prim) => COSTLY_OPS,
+    let ops = match ops::operation(&stmt.expr).element() {
+        Some(Element::Apply(prim, _)) if !cheap(prim) => COSTLY_OPS,
         _ => 1,
     };
     (weight.saturating_sub(1))
@@ -931,9 +919,29 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
     fn pull_expr(&mut self, expr: &Expr, binder: VarId, coords: Vec<Coord>) -> NodeId {
         let program = self.fuser.program;
         let elem = program.var_ty(binder).elem;
-        match expr {
-            Expr::Atom(atom) => self.pull_atom(atom, coords),
-            Expr::Prim(PrimApp(prim, operands)) => {
+        let Some(element) = ops::operation(expr).element() else {
+            unreachable!("fuse: {binder} is not bound by a pull statement")
+        };
+        match element {
+            Element::Moved { array, moved } => {
+                let inner = match moved {
+                    Move::Same => coords,
+                    Move::DropFirst { .. } => coords[1..].to_vec(),
+                    Move::Permute(perm) => {
+                        let mut inner = coords.clone();
+                        for (axis, &from) in perm.iter().enumerate() {
+                            inner[from] = coords[axis].clone();
+                        }
+                        inner
+                    }
+                    Move::Reshape(shape) => {
+                        let inner_shape = program.atom_ty(&array).shape;
+                        self.reshape_coords(&coords, shape, &inner_shape)
+                    }
+                };
+                self.pull_atom(&array, inner)
+            }
+            Element::Apply(prim, operands) => {
                 let operands = operands
                     .iter()
                     .map(|atom| {
@@ -946,24 +954,11 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
                         self.pull_atom(atom, operand_coords)
                     })
                     .collect();
-                self.prim(*prim, operands, elem)
+                self.prim(prim, operands, elem)
             }
-            Expr::Replicate(Replicate { array, .. }) => self.pull_atom(array, coords[1..].to_vec()),
-            Expr::Transpose(Transpose { perm, array }) => {
-                let mut inner = coords.clone();
-                for (axis, &from) in perm.iter().enumerate() {
-                    inner[from] = coords[axis].clone();
-                }
-                self.pull_atom(array, inner)
-            }
-            Expr::Reshape(Reshape { shape, array }) => {
-                let inner_shape = program.atom_ty(array).shape;
-                let inner = self.reshape_coords(&coords, shape, &inner_shape);
-                self.pull_atom(array, inner)
-            }
-            Expr::Iota(_) => self.coord_node(&coords[0]),
-            Expr::Index(Index { array, index }) => {
-                let array_shape = program.atom_ty(array).shape;
+            Element::FirstCoordinate => self.coord_node(&coords[0]),
+            Element::Indexed { array, index } => {
+                let array_shape = program.atom_ty(&array).shape;
                 let leading: Vec<Sym> = index
                     .iter()
                     .map(|atom| match atom {
@@ -971,13 +966,13 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
                         other => Sym::Node(self.pull_atom(other, Vec::new())),
                     })
                     .collect();
-                self.masked_read(array, &array_shape, leading, &coords, elem)
+                self.masked_read(&array, &array_shape, leading, &coords, elem)
             }
-            Expr::Gather(Gather { array, body, .. }) => {
+            Element::Gathered { array, index_fn } => {
                 // The index function's params are the leading coordinates of the result; the
                 // rest index the sub-array it reads.
-                let array_shape = program.atom_ty(array).shape;
-                let block = &program.blocks[*body];
+                let array_shape = program.atom_ty(&array).shape;
+                let block = &program.blocks[index_fn];
                 let n_leading = block.params.len();
                 let mut env: HashMap<VarId, Sym> = HashMap::new();
                 for (&param, coord) in block.params.iter().zip(&coords[..n_leading]) {
@@ -992,23 +987,7 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
                     .iter()
                     .map(|atom| self.sym_of(atom, &env))
                     .collect();
-                self.masked_read(array, &array_shape, leading, &coords[n_leading..], elem)
-            }
-            Expr::SumOuter(_)
-            | Expr::Build1(_)
-            | Expr::Scatter(_)
-            | Expr::Table(_)
-            | Expr::Cond(_)
-            | Expr::Fold(_)
-            | Expr::Scan(_)
-            | Expr::While(_)
-            | Expr::WhileReverse(_)
-            | Expr::Monoid(_)
-            | Expr::CustomVjp(_)
-            | Expr::CustomJvp(_)
-            | Expr::CustomLinear(_)
-            | Expr::Derivative(_) => {
-                unreachable!("fuse: {binder} is not bound by a pull statement")
+                self.masked_read(&array, &array_shape, leading, &coords[n_leading..], elem)
             }
         }
     }
@@ -1123,28 +1102,31 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
     fn index_fn_stmt(&mut self, expr: &Expr, binder: VarId, env: &HashMap<VarId, Sym>) -> Sym {
         let program = self.fuser.program;
         let elem = program.var_ty(binder).elem;
-        match expr {
-            Expr::Atom(atom) => self.sym_of(atom, env),
-            Expr::Prim(PrimApp(prim, operands)) => {
+        match ops::operation(expr).element() {
+            Some(Element::Moved {
+                array,
+                moved: Move::Same,
+            }) => self.sym_of(&array, env),
+            Some(Element::Apply(prim, operands)) => {
                 let syms: Vec<Sym> = operands.iter().map(|atom| self.sym_of(atom, env)).collect();
-                if let Some(value) = self.index_value(*prim, &syms, elem) {
+                if let Some(value) = self.index_value(prim, &syms, elem) {
                     return value;
                 }
                 let nodes = (syms.iter().zip(operands))
                     .map(|(sym, atom)| self.sym_node_of(sym, program.atom_ty(atom).elem))
                     .collect();
-                let node = self.prim(*prim, nodes, elem);
-                if let Some(range) = self.prim_range(*prim, &syms, elem) {
+                let node = self.prim(prim, nodes, elem);
+                if let Some(range) = self.prim_range(prim, &syms, elem) {
                     self.ranges.insert(node, range);
                 }
                 Sym::Node(node)
             }
-            Expr::Index(Index { array, index }) => {
-                let array_shape = program.atom_ty(array).shape;
+            Some(Element::Indexed { array, index }) => {
+                let array_shape = program.atom_ty(&array).shape;
                 let leading: Vec<Sym> = index.iter().map(|atom| self.sym_of(atom, env)).collect();
-                Sym::Node(self.masked_read(array, &array_shape, leading, &[], elem))
+                Sym::Node(self.masked_read(&array, &array_shape, leading, &[], elem))
             }
-            other => unreachable!("fuse: {other:?} is not scalar code (is_scalar_code)"),
+            _ => unreachable!("fuse: {expr:?} is not scalar code (is_scalar_code)"),
         }
     }
 
@@ -1242,11 +1224,12 @@ impl<'f, 'a> KernelBuilder<'f, 'a> {
         let Some(stmt_idx) = self.fuser.inlined_def(*var) else {
             return true;
         };
-        match &self.fuser.block.stmts[stmt_idx].expr {
-            Expr::Atom(inner)
-            | Expr::Replicate(Replicate { array: inner, .. })
-            | Expr::Transpose(Transpose { array: inner, .. }) => self.moves_coordinates(inner),
-            Expr::Prim(PrimApp(_, operands)) => operands
+        match ops::operation(&self.fuser.block.stmts[stmt_idx].expr).element() {
+            Some(Element::Moved {
+                array,
+                moved: Move::Same | Move::DropFirst { .. } | Move::Permute(_),
+            }) => self.moves_coordinates(&array),
+            Some(Element::Apply(_, operands)) => operands
                 .iter()
                 .all(|operand| self.moves_coordinates(operand)),
             _ => false,
