@@ -11,7 +11,6 @@ pub mod kernel;
 pub mod parse;
 pub mod print;
 pub mod scalar_code;
-pub mod sign;
 pub mod value;
 pub mod verify_schedule;
 pub mod visit;

@@ -383,6 +383,10 @@ impl Operation for Atom {
     fn loop_bodies(&self) -> Vec<BlockId> {
         Vec::new()
     }
+
+    fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        clear(self)
+    }
 }
 
 impl Operation for Build1 {
@@ -438,6 +442,10 @@ impl Operation for Build1 {
 
     fn loop_bodies(&self) -> Vec<BlockId> {
         Vec::new()
+    }
+
+    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        false
     }
 }
 
@@ -517,6 +525,10 @@ impl Operation for Index {
     fn loop_bodies(&self) -> Vec<BlockId> {
         Vec::new()
     }
+
+    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        false
+    }
 }
 
 impl Operation for Iota {
@@ -576,6 +588,10 @@ impl Operation for Iota {
 
     fn loop_bodies(&self) -> Vec<BlockId> {
         Vec::new()
+    }
+
+    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        false
     }
 }
 
@@ -645,5 +661,9 @@ impl Operation for Table {
 
     fn loop_bodies(&self) -> Vec<BlockId> {
         Vec::new()
+    }
+
+    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        false
     }
 }

@@ -252,4 +252,8 @@ impl Operation for Cond {
     fn loop_bodies(&self) -> Vec<BlockId> {
         Vec::new()
     }
+
+    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        false
+    }
 }

@@ -672,6 +672,10 @@ impl Operation for CustomVjp {
     fn loop_bodies(&self) -> Vec<BlockId> {
         Vec::new()
     }
+
+    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        false
+    }
 }
 
 impl Operation for CustomJvp {
@@ -734,6 +738,10 @@ impl Operation for CustomJvp {
 
     fn loop_bodies(&self) -> Vec<BlockId> {
         Vec::new()
+    }
+
+    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        false
     }
 }
 
@@ -806,6 +814,10 @@ impl Operation for CustomLinear {
 
     fn loop_bodies(&self) -> Vec<BlockId> {
         Vec::new()
+    }
+
+    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        false
     }
 }
 

@@ -125,4 +125,8 @@ impl Operation for Derivative {
     fn loop_bodies(&self) -> Vec<BlockId> {
         Vec::new()
     }
+
+    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        false
+    }
 }

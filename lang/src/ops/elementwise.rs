@@ -131,6 +131,11 @@ impl Operation for PrimApp {
     fn loop_bodies(&self) -> Vec<BlockId> {
         Vec::new()
     }
+
+    fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        let operands: Vec<bool> = self.1.iter().map(clear).collect();
+        self.0.sign_clear(&operands)
+    }
 }
 
 /// `op` applied elementwise to operands of one shape.

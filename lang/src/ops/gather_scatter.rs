@@ -556,6 +556,11 @@ impl Operation for Gather {
     fn loop_bodies(&self) -> Vec<BlockId> {
         Vec::new()
     }
+
+    /// It moves its operand's elements; its reads out of range are `+0`.
+    fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        clear(&self.array)
+    }
 }
 
 impl Operation for Scatter {
@@ -640,5 +645,10 @@ impl Operation for Scatter {
 
     fn loop_bodies(&self) -> Vec<BlockId> {
         Vec::new()
+    }
+
+    /// It sums its operand's elements; its untouched elements are `+0`.
+    fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        clear(&self.array)
     }
 }

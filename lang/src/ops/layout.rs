@@ -299,6 +299,11 @@ impl Operation for Replicate {
     fn loop_bodies(&self) -> Vec<BlockId> {
         Vec::new()
     }
+
+    /// It only moves its operand's elements.
+    fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        clear(&self.array)
+    }
 }
 
 impl Operation for Transpose {
@@ -371,6 +376,11 @@ impl Operation for Transpose {
     fn loop_bodies(&self) -> Vec<BlockId> {
         Vec::new()
     }
+
+    /// It only moves its operand's elements.
+    fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        clear(&self.array)
+    }
 }
 
 impl Operation for Reshape {
@@ -442,5 +452,10 @@ impl Operation for Reshape {
 
     fn loop_bodies(&self) -> Vec<BlockId> {
         Vec::new()
+    }
+
+    /// It only moves its operand's elements.
+    fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        clear(&self.array)
     }
 }

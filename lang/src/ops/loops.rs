@@ -1239,6 +1239,10 @@ impl Operation for Fold {
     fn loop_bodies(&self) -> Vec<BlockId> {
         vec![self.body]
     }
+
+    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        false
+    }
 }
 
 impl Operation for Scan {
@@ -1298,5 +1302,9 @@ impl Operation for Scan {
 
     fn loop_bodies(&self) -> Vec<BlockId> {
         vec![self.body]
+    }
+
+    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        false
     }
 }

@@ -46,6 +46,7 @@ pub mod interp;
 pub mod layout;
 pub mod loops;
 pub mod monoid;
+pub mod sign;
 pub mod sum_outer;
 pub mod testgen;
 pub mod verify;
@@ -114,6 +115,11 @@ pub(crate) trait Operation {
     /// How, inlined into a kernel (fusion class `View` or `Pull`), it computes the element of
     /// its result at given coordinates; `None` for the forms that are always materialised.
     fn element(&self) -> Option<Element<'_>>;
+
+    /// Whether every element of its result is a float with its sign bit clear (or a NaN),
+    /// given that fact of its operands (`clear`); `false` when not known (Note [Sign-clear
+    /// values] in `prim`, followed by `sign`).
+    fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool;
 
     /// Its blocks that run once per step of a loop (the fuser schedules each as a block of
     /// its own).

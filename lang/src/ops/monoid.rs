@@ -1339,6 +1339,10 @@ impl Operation for Monoid {
     fn loop_bodies(&self) -> Vec<BlockId> {
         Vec::new()
     }
+
+    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -238,6 +238,11 @@ impl Operation for SumOuter {
     fn loop_bodies(&self) -> Vec<BlockId> {
         Vec::new()
     }
+
+    /// A sum of sign-clear values is sign-clear (`+0` when empty).
+    fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        clear(&self.0)
+    }
 }
 
 #[cfg(test)]

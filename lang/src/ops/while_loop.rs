@@ -618,6 +618,10 @@ impl Operation for While {
     fn loop_bodies(&self) -> Vec<BlockId> {
         vec![self.body]
     }
+
+    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        false
+    }
 }
 
 impl Operation for WhileReverse {
@@ -683,6 +687,10 @@ impl Operation for WhileReverse {
 
     fn loop_bodies(&self) -> Vec<BlockId> {
         vec![self.body, self.back]
+    }
+
+    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        false
     }
 }
 

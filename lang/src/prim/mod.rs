@@ -47,7 +47,7 @@ pub use scalar::{Elem, Scalar};
 // or a NaN) never is, and that property flows through the operations of a softmax's
 // gradient: `exp` always has it, sums, products and quotients of such values have it. Each
 // family file states its operators' rule (`sign_clear`); `Prim::sign_clear` is the whole of
-// it, and `core::sign` follows it through a program and a kernel. A NaN counts as clear
+// it, and `ops::sign` follows it through a program and a kernel. A NaN counts as clear
 // whatever its sign: `0 + NaN` is that NaN.
 
 /// The primitives, one row each: the variant (with its doc) and its family and operator

@@ -485,7 +485,7 @@ fn sign_rules_hold_on_special_values() {
             })
             .collect()
     };
-    let clear = crate::core::sign::scalar_clear;
+    let clear = crate::ops::sign::scalar_clear;
     let mut n_checked = 0;
     for elem in [Elem::F32, Elem::F64] {
         let all = floats(elem);

@@ -25,7 +25,7 @@
 
 use crate::core::ir::{Atom, BlockId, Expr, Program, Scalar, Scatter, VarId};
 use crate::core::kernel::{Affine, Coord, Kernel, Node, NodeId, Step};
-use crate::core::sign::Defs;
+use crate::ops::sign::Defs;
 use crate::prim::Prim;
 
 /// `steps` (a schedule of `block`) with each scatter that its one reader can add in place

@@ -1,17 +1,13 @@
 //! Which float values never have their sign bit set but as NaNs, followed through the
 //! statements of a block and the nodes of a kernel (Note [Sign-clear values] in `prim`).
 //!
-//! The analysis is conservative: `false` means "not known". It asks `Prim::sign_clear` for
-//! every primitive and knows the structural operations that only move, sum or scatter
-//! values (a gather's reads out of range and a scatter's untouched elements are `+0`).
+//! The analysis is conservative: `false` means "not known". It asks each operation's rule
+//! (`Operation::sign_clear`, in its home; `Prim::sign_clear` for the primitives).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use crate::core::ir::{
-    Atom, BlockId, Expr, Gather, PrimApp, Program, Replicate, Reshape, Scalar, Scatter, SumOuter,
-    Transpose, VarId,
-};
+use crate::core::ir::{Atom, BlockId, Expr, Program, Scalar, VarId};
 use crate::core::kernel::{Kernel, Node, NodeId};
 
 /// How deep a chain of definitions the analysis follows before it gives up.
@@ -71,23 +67,9 @@ impl<'p> Defs<'p> {
         if depth == 0 || !self.program.var_ty(var).elem.is_float() {
             return false;
         }
-        let clear = |atom: &Atom| self.atom_clear_within(atom, depth - 1);
-        let known = match self.defs.get(&var) {
-            Some(Expr::Atom(atom)) => clear(atom),
-            Some(Expr::Prim(PrimApp(prim, args))) => {
-                let operands: Vec<bool> = args.iter().map(clear).collect();
-                prim.sign_clear(&operands)
-            }
-            Some(
-                Expr::SumOuter(SumOuter(array))
-                | Expr::Replicate(Replicate { array, .. })
-                | Expr::Transpose(Transpose { array, .. })
-                | Expr::Reshape(Reshape { array, .. })
-                | Expr::Gather(Gather { array, .. })
-                | Expr::Scatter(Scatter { array, .. }),
-            ) => clear(array),
-            _ => false,
-        };
+        let known = self.defs.get(&var).is_some_and(|expr| {
+            super::operation(expr).sign_clear(&mut |atom| self.atom_clear_within(atom, depth - 1))
+        });
         self.known.borrow_mut().insert(var, known);
         known
     }
