@@ -24,6 +24,7 @@
 //! - fusion class: `index` and `iota` are `View`s (a coordinate, or a masked read), `build1`
 //!   and tables `Bulk`.
 
+use super::rewrite::{Rewrite, Rule};
 use super::{Element, FusionClass, Linearity, Move, Operation};
 use std::collections::HashMap;
 
@@ -387,6 +388,10 @@ impl Operation for Atom {
     fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
         clear(self)
     }
+
+    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
+        None
+    }
 }
 
 impl Operation for Build1 {
@@ -446,6 +451,10 @@ impl Operation for Build1 {
 
     fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
         false
+    }
+
+    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
+        None
     }
 }
 
@@ -529,6 +538,10 @@ impl Operation for Index {
     fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
         false
     }
+
+    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
+        None
+    }
 }
 
 impl Operation for Iota {
@@ -592,6 +605,10 @@ impl Operation for Iota {
 
     fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
         false
+    }
+
+    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
+        None
     }
 }
 
@@ -665,5 +682,9 @@ impl Operation for Table {
 
     fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
         false
+    }
+
+    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
+        None
     }
 }

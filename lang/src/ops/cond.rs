@@ -15,6 +15,7 @@
 //! - fusion class: `Bulk` (TODO(fusion): branches run on the bulk evaluator).
 
 use super::build::IndexPush;
+use super::rewrite::{Rewrite, Rule};
 use super::{Element, FusionClass, Linearity, Operation};
 use std::collections::HashMap;
 
@@ -255,5 +256,9 @@ impl Operation for Cond {
 
     fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
         false
+    }
+
+    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
+        None
     }
 }

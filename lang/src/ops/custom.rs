@@ -30,6 +30,7 @@
 
 use super::build::IndexPush;
 use super::interp::{Interp, Res};
+use super::rewrite::{Rewrite, Rule};
 use super::{Element, FusionClass, Linearity, Operation};
 use crate::core::value::Array;
 use crate::ops::cost::block_cost;
@@ -676,6 +677,10 @@ impl Operation for CustomVjp {
     fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
         false
     }
+
+    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
+        None
+    }
 }
 
 impl Operation for CustomJvp {
@@ -742,6 +747,10 @@ impl Operation for CustomJvp {
 
     fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
         false
+    }
+
+    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
+        None
     }
 }
 
@@ -818,6 +827,10 @@ impl Operation for CustomLinear {
 
     fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
         false
+    }
+
+    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
+        None
     }
 }
 

@@ -13,6 +13,7 @@ use super::ad::{self, AdError, Builder, Derivs};
 use super::batch::Batcher;
 use super::build::IndexPush;
 use super::interp::{Interp, Res};
+use super::rewrite::{Rewrite, Rule};
 use super::{Element, FusionClass, Linearity, Operation};
 use crate::core::ir::{
     AdMode, ArrTy, Atom, BlockId, Derivative, Expr, Program, Stmt, VarId, EXPANDED,
@@ -128,5 +129,9 @@ impl Operation for Derivative {
 
     fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
         false
+    }
+
+    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
+        None
     }
 }

@@ -11,6 +11,7 @@
 //! - JVP and transpose: `Prim::jvp`, `Prim::transpose`;
 //! - cost: one per result element; fusion class `Pull`.
 
+use super::rewrite::{Rewrite, Rule};
 use std::rc::Rc;
 
 use super::ad::{self, tangent_of, AdError, Builder, Derivs, Tangent};
@@ -136,6 +137,12 @@ impl Operation for PrimApp {
         let operands: Vec<bool> = self.1.iter().map(clear).collect();
         self.0.sign_clear(&operands)
     }
+
+    /// `x * 1 = x`, `x / 1 = x` (an integer `idiv` too), `neg (neg x) = x`, a cast to the
+    /// type a value already has (`x + 0`, `x * 0` and a float `idiv x 1` are not exact).
+    fn simplify(&self, cx: &Rewrite) -> Option<(Rule, Expr)> {
+        arithmetic(cx, self.0, &self.1).map(|(rule, kept)| (rule, Expr::Atom(kept)))
+    }
 }
 
 /// `op` applied elementwise to operands of one shape.
@@ -206,4 +213,37 @@ pub fn push_into_prim(
     }
     let indexed = args.iter().map(|arg| cx.emit_index(*arg, index)).collect();
     Some(Expr::Prim(PrimApp(prim, indexed)))
+}
+
+/// The operand an elementwise operation can be replaced by, and the rule that says so.
+fn arithmetic(cx: &Rewrite, prim: Prim, args: &[Atom]) -> Option<(Rule, Atom)> {
+    let program = cx.program;
+    // `kept` can stand for the result when it has the result's shape: the other operand has
+    // the same shape or is a rank-0 scalar that broadcasts.
+    let has_result_shape = |kept: &Atom, other: &Atom| {
+        let other = program.atom_ty(other);
+        other.rank() == 0 || program.atom_ty(kept).shape == other.shape
+    };
+    match (prim, args) {
+        (Prim::Mul, [a, b]) if cx.is_one(b) && has_result_shape(a, b) => Some((Rule::MulByOne, *a)),
+        (Prim::Mul, [a, b]) if cx.is_one(a) && has_result_shape(b, a) => Some((Rule::MulByOne, *b)),
+        (Prim::Div, [a, b]) if cx.is_one(b) && has_result_shape(a, b) => Some((Rule::DivByOne, *a)),
+        // Floor division of an integer by 1 is the integer, also for the most negative one;
+        // of a float, it is `floor`.
+        (Prim::IDiv, [a, b])
+            if cx.is_one(b) && has_result_shape(a, b) && program.atom_ty(a).elem.is_integer() =>
+        {
+            Some((Rule::DivByOne, *a))
+        }
+        (Prim::Neg, [Atom::Var(inner)]) => match cx.defs.get(inner) {
+            Some(Expr::Prim(PrimApp(Prim::Neg, inner_args))) => {
+                Some((Rule::DoubleNegation, inner_args[0]))
+            }
+            _ => None,
+        },
+        (Prim::Cast(elem), [a]) if program.atom_ty(a).elem == elem => {
+            Some((Rule::IdentityCast, *a))
+        }
+        _ => None,
+    }
 }

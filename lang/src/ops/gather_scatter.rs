@@ -24,13 +24,15 @@
 //!   with blocks in its index function, are `Bulk`.
 
 use super::build::IndexPush;
+use super::rewrite::{Rewrite, Rule};
 use std::collections::HashMap;
 
 use super::ad::{self, AdError, Builder, Derivs};
 use super::batch::{Batcher, Status};
 use crate::core::inline::clone_block;
 use crate::core::ir::{
-    ArrTy, Atom, BlockId, Expr, Gather, Index, PrimApp, Program, Scalar, Scatter, Stmt, VarId,
+    ArrTy, Atom, BlockId, Expr, Gather, Index, PrimApp, Program, Scalar, Scatter, Stmt, Transpose,
+    VarId,
 };
 use crate::core::kernel::{Affine, IndexValue};
 use crate::core::value::{Array, ArrayData};
@@ -561,6 +563,19 @@ impl Operation for Gather {
     fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
         clear(&self.array)
     }
+
+    /// A gather whose index function only permutes its indices within bounds is a `tr`
+    /// ([HuotShaikhha] Fig 12, [Shaikhha23] Fig 8).
+    fn simplify(&self, cx: &Rewrite) -> Option<(Rule, Expr)> {
+        let perm = permutation_gather(cx.program, &self.shape, self.array, self.body)?;
+        Some((
+            Rule::PermutationGather,
+            Expr::Transpose(Transpose {
+                perm,
+                array: self.array,
+            }),
+        ))
+    }
 }
 
 impl Operation for Scatter {
@@ -651,4 +666,37 @@ impl Operation for Scatter {
     fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
         clear(&self.array)
     }
+
+    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
+        None
+    }
+}
+
+/// The permutation of a `gather` that is a `tr`: its index function returns its own
+/// parameters, each once, and every index is in range (`shape` matches the permuted axes).
+fn permutation_gather(
+    program: &Program,
+    shape: &[usize],
+    array: Atom,
+    body: BlockId,
+) -> Option<Vec<usize>> {
+    let block = &program.blocks[body];
+    let rank = block.params.len();
+    if !block.stmts.is_empty() || block.results.len() != rank || rank == 0 {
+        return None;
+    }
+    // results[j] = params[sigma[j]]: source axis j is read at result axis sigma[j], so
+    // result axis sigma[j] is source axis j: perm[sigma[j]] = j.
+    let mut perm = vec![usize::MAX; rank];
+    for (source_axis, result) in block.results.iter().enumerate() {
+        let Atom::Var(var) = result else { return None };
+        let result_axis = block.params.iter().position(|param| param == var)?;
+        if perm[result_axis] != usize::MAX {
+            return None;
+        }
+        perm[result_axis] = source_axis;
+    }
+    let source = program.atom_ty(&array).shape;
+    let in_range = (0..rank).all(|axis| shape[axis] == source[perm[axis]]);
+    in_range.then_some(perm)
 }

@@ -17,6 +17,7 @@
 
 use super::build::IndexPush;
 use super::interp::{Interp, Res};
+use super::rewrite::{Rewrite, Rule};
 use super::{Element, FusionClass, Linearity, Move, Operation};
 use std::collections::HashMap;
 
@@ -304,6 +305,10 @@ impl Operation for Replicate {
     fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
         clear(&self.array)
     }
+
+    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
+        None
+    }
 }
 
 impl Operation for Transpose {
@@ -380,6 +385,39 @@ impl Operation for Transpose {
     /// It only moves its operand's elements.
     fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
         clear(&self.array)
+    }
+
+    /// `tr` of the identity is its operand; `tr` of `tr` is one `tr` (none when the
+    /// composition is the identity).
+    fn simplify(&self, cx: &Rewrite) -> Option<(Rule, Expr)> {
+        if is_identity(&self.perm) {
+            return Some((Rule::IdentityTranspose, Expr::Atom(self.array)));
+        }
+        let Some(Expr::Transpose(Transpose {
+            perm: inner,
+            array: source,
+        })) = cx.def(&self.array)
+        else {
+            return None;
+        };
+        // Result axis a is axis perm[a] of the inner result, which is source axis
+        // inner[perm[a]] (axes past a permutation's length stay where they are).
+        let rank = self.perm.len().max(inner.len());
+        let at = |perm: &[usize], axis: usize| perm.get(axis).copied().unwrap_or(axis);
+        let composed: Vec<usize> = (0..rank)
+            .map(|axis| at(inner, at(&self.perm, axis)))
+            .collect();
+        Some(if is_identity(&composed) {
+            (Rule::TransposeOfTranspose, Expr::Atom(*source))
+        } else {
+            (
+                Rule::TransposeOfTranspose,
+                Expr::Transpose(Transpose {
+                    perm: composed,
+                    array: *source,
+                }),
+            )
+        })
     }
 }
 
@@ -458,4 +496,26 @@ impl Operation for Reshape {
     fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
         clear(&self.array)
     }
+
+    /// `reshape` to the operand's own shape is the operand; `reshape` of `reshape` is one.
+    fn simplify(&self, cx: &Rewrite) -> Option<(Rule, Expr)> {
+        if cx.program.atom_ty(&self.array).shape == self.shape {
+            return Some((Rule::IdentityReshape, Expr::Atom(self.array)));
+        }
+        match cx.def(&self.array) {
+            Some(Expr::Reshape(Reshape { array: source, .. })) => Some((
+                Rule::ReshapeOfReshape,
+                Expr::Reshape(Reshape {
+                    shape: self.shape.clone(),
+                    array: *source,
+                }),
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// Whether a permutation leaves every axis where it is.
+pub fn is_identity(perm: &[usize]) -> bool {
+    perm.iter().enumerate().all(|(axis, &from)| axis == from)
 }

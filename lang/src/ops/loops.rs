@@ -29,6 +29,7 @@
 //! inside the backward loop (a whole-table scatter per step).
 
 use super::build::IndexPush;
+use super::rewrite::{Rewrite, Rule};
 use super::{Element, FusionClass, Linearity, Operation};
 use std::collections::{HashMap, HashSet};
 
@@ -1243,6 +1244,10 @@ impl Operation for Fold {
     fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
         false
     }
+
+    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
+        None
+    }
 }
 
 impl Operation for Scan {
@@ -1306,5 +1311,9 @@ impl Operation for Scan {
 
     fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
         false
+    }
+
+    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
+        None
     }
 }

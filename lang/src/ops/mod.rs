@@ -46,6 +46,7 @@ pub mod interp;
 pub mod layout;
 pub mod loops;
 pub mod monoid;
+pub mod rewrite;
 pub mod sign;
 pub mod sum_outer;
 pub mod testgen;
@@ -60,6 +61,7 @@ use ad::{AdError, Builder, Derivs};
 use batch::Batcher;
 use build::IndexPush;
 use interp::{Interp, Res};
+use rewrite::{Rewrite, Rule};
 
 /// Every rule of one form of `Expr`, implemented in the form's home (the table above).
 pub(crate) trait Operation {
@@ -115,6 +117,11 @@ pub(crate) trait Operation {
     /// How, inlined into a kernel (fusion class `View` or `Pull`), it computes the element of
     /// its result at given coordinates; `None` for the forms that are always materialised.
     fn element(&self) -> Option<Element<'_>>;
+
+    /// An exact identity ([HuotShaikhha] Fig 12, [Shaikhha23] Fig 8, bit for bit, NaN and
+    /// signed zeros included): what the statement can be replaced by (an atom: its binder is
+    /// replaced everywhere) and the rule that says so (`passes::simplify`).
+    fn simplify(&self, cx: &Rewrite) -> Option<(Rule, Expr)>;
 
     /// Whether every element of its result is a float with its sign bit clear (or a NaN),
     /// given that fact of its operands (`clear`); `false` when not known (Note [Sign-clear

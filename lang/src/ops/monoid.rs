@@ -25,6 +25,7 @@
 use super::batch::Batcher;
 use super::build::IndexPush;
 use super::interp::{Interp, Res};
+use super::rewrite::{Rewrite, Rule};
 use super::{Element, FusionClass, Linearity, Operation};
 use crate::core::ir::{
     ArrTy, Atom, BlockId, Cond, Expr, Gather, Iota, Monoid, MonoidKind, PrimApp, Program, Scalar,
@@ -1342,6 +1343,10 @@ impl Operation for Monoid {
 
     fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
         false
+    }
+
+    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
+        None
     }
 }
 

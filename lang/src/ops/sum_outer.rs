@@ -15,13 +15,15 @@
 
 use super::build::IndexPush;
 use super::interp::{Interp, Res};
+use super::rewrite::{Rewrite, Rule};
 use super::{Element, FusionClass, Linearity, Operation};
 use std::collections::HashMap;
 
 use super::ad::{self, AdError, Builder, Derivs};
 use super::batch::{Batcher, Status};
 use crate::core::ir::{
-    ArrTy, Atom, BlockId, Expr, Index, Program, Replicate, Scalar, Stmt, SumOuter, Transpose, VarId,
+    ArrTy, Atom, BlockId, Elem, Expr, Index, PrimApp, Program, Replicate, Scalar, Stmt, SumOuter,
+    Transpose, VarId,
 };
 use crate::core::value::Array;
 use crate::ops::interp::from_scalars;
@@ -242,6 +244,27 @@ impl Operation for SumOuter {
     /// A sum of sign-clear values is sign-clear (`+0` when empty).
     fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
         clear(&self.0)
+    }
+
+    /// An integer `sumOuter` of a replicated scalar is a product (integer addition is exact,
+    /// also when it wraps; a float sum of copies is not).
+    fn simplify(&self, cx: &Rewrite) -> Option<(Rule, Expr)> {
+        let Some(Expr::Replicate(Replicate {
+            count,
+            array: scalar,
+        })) = cx.def(&self.0)
+        else {
+            return None;
+        };
+        let ty = cx.program.atom_ty(scalar);
+        let integer = !ty.elem.is_float() && ty.elem != Elem::Bool;
+        (integer && ty.rank() == 0).then(|| {
+            let count = crate::prim::cast_scalar(Scalar::I64(*count as i64), ty.elem);
+            (
+                Rule::IntegerSumOfReplicate,
+                Expr::Prim(PrimApp(Prim::Mul, vec![*scalar, Atom::Lit(count)])),
+            )
+        })
     }
 }
 

@@ -46,6 +46,7 @@
 //! registers (`exec::scalar_loop` wants a known trip count).
 
 use super::build::IndexPush;
+use super::rewrite::{Rewrite, Rule};
 use super::{Element, FusionClass, Linearity, Operation};
 use std::collections::HashMap;
 
@@ -622,6 +623,10 @@ impl Operation for While {
     fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
         false
     }
+
+    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
+        None
+    }
 }
 
 impl Operation for WhileReverse {
@@ -691,6 +696,10 @@ impl Operation for WhileReverse {
 
     fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
         false
+    }
+
+    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
+        None
     }
 }
 

@@ -20,7 +20,10 @@
 //! reuses its result. Rules that are not exact in
 //! IEEE arithmetic (`x + 0`, `x * 0`, a float sum of copies as a product, a float `idiv x 1`,
 //! which is `floor x`) are deliberately absent.
-//! Each rule is named in `Rule` and counted, so a test can check that it fires.
+//! Each rule is named in `Rule` and counted, so a test can check that it fires. The identities
+//! of one form are that form's `Operation::simplify`, in its home in `ops` (context
+//! `ops::rewrite::Rewrite`); the rules that rewrite a statement into several (if-conversion,
+//! the scatter rules, sums of sums) and common subexpressions are here.
 //!
 //! Not done yet: the rest of [HuotShaikhha] Fig 12 / [Shaikhha23] Fig 8 (loop-invariant code motion,
 //! fusion of maps, tuple partial evaluation), Fig 10's rules for indexing `tr`/`reshape`
@@ -41,6 +44,8 @@ use crate::core::visit::collect_uses;
 use crate::core::visit::expr_blocks;
 use crate::core::visit::map_expr_atoms;
 use crate::ops::gather_scatter::{pivots, Pivot, Solved};
+use crate::ops::rewrite::Rewrite;
+pub use crate::ops::rewrite::Rule;
 use crate::prim::Prim;
 
 pub const PASS: Pass<Compilation> = Pass {
@@ -73,27 +78,6 @@ pub struct Outcome {
     pub rounds: usize,
     /// Rules still fired in the last round allowed.
     pub out_of_fuel: bool,
-}
-
-/// The rules of this pass, for counting.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Rule {
-    MulByOne,
-    DivByOne,
-    DoubleNegation,
-    IdentityCast,
-    TransposeOfTranspose,
-    IdentityTranspose,
-    ReshapeOfReshape,
-    IdentityReshape,
-    PermutationGather,
-    IntegerSumOfReplicate,
-    CondToSelect,
-    ScatterOfScatter,
-    ScatterAsReshape,
-    ScatterAsGather,
-    SumOfSums,
-    CommonSubexpression,
 }
 
 /// Simplifies a whole program.
@@ -201,7 +185,10 @@ fn simplify_block(
             let mut key = cse_key(program, &stmt.expr);
             let rewritten = match key.as_ref().and_then(|key| seen.get(key)) {
                 Some(&earlier) => Some((Rule::CommonSubexpression, Expr::Atom(Atom::Var(earlier)))),
-                None => rewrite(program, &stmt.expr, &cx.defs),
+                None => crate::ops::operation(&stmt.expr).simplify(&Rewrite {
+                    program,
+                    defs: &cx.defs,
+                }),
             };
             if let Some((rule, replacement)) = rewritten {
                 *cx.fired.entry(rule).or_default() += 1;
@@ -745,7 +732,7 @@ fn sum_of_sums(program: &mut Program, stmt: &Stmt, cx: &Cx) -> Option<Vec<Stmt>>
     };
     let moved = perms[..perms.len() - 1]
         .iter()
-        .any(|perm| !is_identity(perm));
+        .any(|perm| !crate::ops::layout::is_identity(perm));
     if perms.len() < 2 || !moved {
         return None;
     }
@@ -798,199 +785,6 @@ fn cse_key(program: &Program, expr: &Expr) -> Option<ExprKey> {
     (!matches!(expr, Expr::Atom(_)))
         .then(|| program.expr_key(expr))
         .flatten()
-}
-
-/// What a statement can be replaced by (an atom: its binder is replaced everywhere), and the
-/// rule that says so; common subexpressions are found by the caller.
-fn rewrite(program: &Program, expr: &Expr, defs: &HashMap<VarId, Expr>) -> Option<(Rule, Expr)> {
-    let def = |atom: &Atom| match atom {
-        Atom::Var(var) => defs.get(var),
-        Atom::Lit(_) => None,
-    };
-    let atom = |rule, atom: &Atom| Some((rule, Expr::Atom(*atom)));
-    match expr {
-        Expr::Prim(PrimApp(prim, args)) => {
-            arithmetic(program, *prim, args, defs).map(|(rule, kept)| (rule, Expr::Atom(kept)))
-        }
-        Expr::Transpose(Transpose { perm, array }) => {
-            if is_identity(perm) {
-                return atom(Rule::IdentityTranspose, array);
-            }
-            let Some(Expr::Transpose(Transpose {
-                perm: inner,
-                array: source,
-            })) = def(array)
-            else {
-                return None;
-            };
-            // Result axis a is axis perm[a] of the inner result, which is source axis
-            // inner[perm[a]] (axes past a permutation's length stay where they are).
-            let rank = perm.len().max(inner.len());
-            let at = |perm: &[usize], axis: usize| perm.get(axis).copied().unwrap_or(axis);
-            let composed: Vec<usize> = (0..rank).map(|axis| at(inner, at(perm, axis))).collect();
-            Some(if is_identity(&composed) {
-                (Rule::TransposeOfTranspose, Expr::Atom(*source))
-            } else {
-                (
-                    Rule::TransposeOfTranspose,
-                    Expr::Transpose(Transpose {
-                        perm: composed,
-                        array: *source,
-                    }),
-                )
-            })
-        }
-        Expr::Reshape(Reshape { shape, array }) => {
-            if program.atom_ty(array).shape == *shape {
-                return atom(Rule::IdentityReshape, array);
-            }
-            match def(array) {
-                Some(Expr::Reshape(Reshape { array: source, .. })) => Some((
-                    Rule::ReshapeOfReshape,
-                    Expr::Reshape(Reshape {
-                        shape: shape.clone(),
-                        array: *source,
-                    }),
-                )),
-                _ => None,
-            }
-        }
-        Expr::Gather(Gather { shape, array, body }) => {
-            permutation_gather(program, shape, *array, *body).map(|perm| {
-                (
-                    Rule::PermutationGather,
-                    Expr::Transpose(Transpose {
-                        perm,
-                        array: *array,
-                    }),
-                )
-            })
-        }
-        Expr::SumOuter(SumOuter(array)) => match def(array) {
-            Some(Expr::Replicate(Replicate {
-                count,
-                array: scalar,
-            })) => {
-                let ty = program.atom_ty(scalar);
-                let integer = !ty.elem.is_float() && ty.elem != crate::core::ir::Elem::Bool;
-                (integer && ty.rank() == 0).then(|| {
-                    let count = crate::prim::cast_scalar(Scalar::I64(*count as i64), ty.elem);
-                    (
-                        Rule::IntegerSumOfReplicate,
-                        Expr::Prim(PrimApp(Prim::Mul, vec![*scalar, Atom::Lit(count)])),
-                    )
-                })
-            }
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-fn is_identity(perm: &[usize]) -> bool {
-    perm.iter().enumerate().all(|(axis, &from)| axis == from)
-}
-
-/// The permutation of a `gather` that is a `tr`: its index function returns its own
-/// parameters, each once, and every index is in range (`shape` matches the permuted axes).
-fn permutation_gather(
-    program: &Program,
-    shape: &[usize],
-    array: Atom,
-    body: BlockId,
-) -> Option<Vec<usize>> {
-    let block = &program.blocks[body];
-    let rank = block.params.len();
-    if !block.stmts.is_empty() || block.results.len() != rank || rank == 0 {
-        return None;
-    }
-    // results[j] = params[sigma[j]]: source axis j is read at result axis sigma[j], so
-    // result axis sigma[j] is source axis j: perm[sigma[j]] = j.
-    let mut perm = vec![usize::MAX; rank];
-    for (source_axis, result) in block.results.iter().enumerate() {
-        let Atom::Var(var) = result else { return None };
-        let result_axis = block.params.iter().position(|param| param == var)?;
-        if perm[result_axis] != usize::MAX {
-            return None;
-        }
-        perm[result_axis] = source_axis;
-    }
-    let source = program.atom_ty(&array).shape;
-    let in_range = (0..rank).all(|axis| shape[axis] == source[perm[axis]]);
-    in_range.then_some(perm)
-}
-
-/// The operand an elementwise operation can be replaced by, and the rule that says so.
-fn arithmetic(
-    program: &Program,
-    prim: Prim,
-    args: &[Atom],
-    defs: &HashMap<VarId, Expr>,
-) -> Option<(Rule, Atom)> {
-    // `kept` can stand for the result when it has the result's shape: the other operand has
-    // the same shape or is a rank-0 scalar that broadcasts.
-    let has_result_shape = |kept: &Atom, other: &Atom| {
-        let other = program.atom_ty(other);
-        other.rank() == 0 || program.atom_ty(kept).shape == other.shape
-    };
-    match (prim, args) {
-        (Prim::Mul, [a, b]) if is_one(defs, b) && has_result_shape(a, b) => {
-            Some((Rule::MulByOne, *a))
-        }
-        (Prim::Mul, [a, b]) if is_one(defs, a) && has_result_shape(b, a) => {
-            Some((Rule::MulByOne, *b))
-        }
-        (Prim::Div, [a, b]) if is_one(defs, b) && has_result_shape(a, b) => {
-            Some((Rule::DivByOne, *a))
-        }
-        // Floor division of an integer by 1 is the integer, also for the most negative one;
-        // of a float, it is `floor`.
-        (Prim::IDiv, [a, b])
-            if is_one(defs, b)
-                && has_result_shape(a, b)
-                && program.atom_ty(a).elem.is_integer() =>
-        {
-            Some((Rule::DivByOne, *a))
-        }
-        (Prim::Neg, [Atom::Var(inner)]) => match defs.get(inner) {
-            Some(Expr::Prim(PrimApp(Prim::Neg, inner_args))) => {
-                Some((Rule::DoubleNegation, inner_args[0]))
-            }
-            _ => None,
-        },
-        (Prim::Cast(elem), [a]) if program.atom_ty(a).elem == elem => {
-            Some((Rule::IdentityCast, *a))
-        }
-        _ => None,
-    }
-}
-
-/// Whether an atom is 1 everywhere: a literal 1, or a replicate, transpose or reshape of
-/// one (the seed cotangent of a gradient reaches a product as `tr (replicate (replicate 1))`).
-fn is_one(defs: &HashMap<VarId, Expr>, atom: &Atom) -> bool {
-    match atom {
-        Atom::Lit(scalar) => scalar_is_one(*scalar),
-        Atom::Var(var) => match defs.get(var) {
-            Some(
-                Expr::Replicate(Replicate { array, .. })
-                | Expr::Transpose(Transpose { array, .. })
-                | Expr::Reshape(Reshape { array, .. }),
-            ) => is_one(defs, array),
-            _ => false,
-        },
-    }
-}
-
-fn scalar_is_one(scalar: Scalar) -> bool {
-    match scalar {
-        Scalar::F32(x) => x == 1.0,
-        Scalar::F64(x) => x == 1.0,
-        Scalar::I32(x) => x == 1,
-        Scalar::I64(x) => x == 1,
-        Scalar::U32(x) => x == 1,
-        Scalar::U64(x) => x == 1,
-        Scalar::Bool(_) => false,
-    }
 }
 
 #[cfg(test)]
