@@ -33,6 +33,7 @@ use crate::core::ir::{
     ArrTy, Atom, BlockId, Cond, Elem, Expr, Fold, Gather, Index, Iota, Monoid, PrimApp, Program,
     Replicate, Reshape, Scalar, Scan, Scatter, SumOuter, Table, Transpose, VarId, While,
 };
+use crate::core::print::expr_name;
 use crate::core::value::Array;
 
 /// How `@main` gets an input of the program.
@@ -777,30 +778,4 @@ fn dimension_fields(fields: &[(&str, &Vec<usize>)], index_vector_dim: usize) -> 
         .collect();
     parts.push(format!("index_vector_dim = {index_vector_dim}"));
     parts.join(", ")
-}
-
-/// The printed IR's name of an expression form, for errors.
-fn expr_name(expr: &Expr) -> String {
-    match expr {
-        Expr::Atom(_) => "copy".into(),
-        Expr::Prim(PrimApp(prim, _)) => prim.name(),
-        Expr::Build1(_) => "build1".into(),
-        Expr::Index(_) => "index".into(),
-        Expr::SumOuter(_) => "sumOuter".into(),
-        Expr::Gather(_) => "gather".into(),
-        Expr::Scatter(_) => "scatter".into(),
-        Expr::Table(_) => "table".into(),
-        Expr::Replicate(_) => "replicate".into(),
-        Expr::Transpose(_) => "tr".into(),
-        Expr::Reshape(_) => "reshape".into(),
-        Expr::Cond(_) => "cond".into(),
-        Expr::Iota(_) => "iota".into(),
-        Expr::Fold(_) => "fold".into(),
-        Expr::Scan(_) => "scan".into(),
-        Expr::While(_) => "while".into(),
-        Expr::WhileReverse(_) => "while_reverse".into(),
-        Expr::Derivative(_) => "jvp/vjp".into(),
-        Expr::CustomVjp(_) | Expr::CustomJvp(_) | Expr::CustomLinear(_) => "custom_vjp".into(),
-        Expr::Monoid(Monoid { kind, .. }) => kind.name().into(),
-    }
 }

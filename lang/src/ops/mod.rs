@@ -14,19 +14,20 @@
 //! | `while_loop` | `while`, `while_reverse` |
 //! | `monoid` | `reduce`, `assoc_scan`, `assoc_scan_right` |
 //! | `derivative` | `jvp`/`vjp` statements before the `ad` pass expands them |
-//! | `custom` | `custom_vjp`, `custom_linear` (user-defined derivatives) |
+//! | `custom` | `custom_vjp`, `custom_jvp`, `custom_linear` (user-defined derivatives) |
+//! | `elementwise` | an elementwise primitive applied to operands (`Expr::Prim`) |
 //!
-//! | `elementwise` | an elementwise primitive applied to operands (`Expr::Prim`); the primitives'
-//! own rules have their homes in `prim`, one file per family |
+//! The primitives' own rules have their homes in `prim`, one file per family.
 //!
 //! A form's rules are the methods of its `impl Operation` in its home: the type rule,
-//! reference evaluation, batching (BOT), JVP, transpose, cost, linearity, fusion class, and
-//! the pushing of an index into what defines the array it reads. `operation` is the one
+//! reference evaluation, batching (BOT), JVP, transpose, cost, linearity, fusion class, the
+//! pushing of an index into what defines the array it reads, simplifier identities, sign
+//! fact, element rule (`Element`) and loop bodies. `operation` is the one
 //! `match` that lists the forms; the trait has no default methods, so a new form makes the
 //! compiler list every rule it lacks. The generic places run the rules: the verifier
 //! (`verify`), the reference interpreter (`interp`), the batching context (`batch::Batcher`),
-//! the derivative builder (`ad::Builder`), the cost model (`cost`), `passes::bot` and
-//! `passes::fuse`. They live here beside the homes, so that `core` (the IR) depends on no rule
+//! the derivative builder (`ad::Builder`), the cost model (`cost`), the sign analysis
+//! (`sign`), `passes::bot`, `passes::simplify` and `passes::fuse`. They live here beside the homes, so that `core` (the IR) depends on no rule
 //! and `ops` on no pass: the passes decide where and in which order the rules run, and the
 //! rules of a form that holds blocks (a loop, a conditional) call the generic places for
 //! their bodies. The random-program generator of tests (which types what it draws by the
