@@ -47,6 +47,9 @@ pub type Tangent = crate::prim::Tangent<Atom>;
 /// A tangent or a cotangent per variable.
 pub(crate) type Derivs = HashMap<VarId, Atom>;
 
+/// The outcome of a derivative rule.
+pub(crate) type AdResult = Result<(), AdError>;
+
 /// Why a block could not be differentiated: its input broke the pass's assumptions (the
 /// checker refuses what is not differentiable, and the tangent statements of `jvp` are
 /// linear by construction, so every failure is a bug).

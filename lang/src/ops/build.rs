@@ -24,11 +24,10 @@
 //! - fusion class: `index` and `iota` are `View`s (a coordinate, or a masked read), `build1`
 //!   and tables `Bulk`.
 
-use super::rewrite::{Rewrite, Rule};
 use super::{Element, FusionClass, Linearity, Move, Operation};
 use std::collections::HashMap;
 
-use super::ad::{self, AdError, Builder, Derivs};
+use super::ad::{self, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
 use crate::core::ir::{
     ArrTy, Atom, Block, BlockId, Build1, Elem, Expr, Gather, Index, Iota, Program, Scalar, Scatter,
@@ -327,21 +326,11 @@ impl Operation for Atom {
         batcher.bind_one(stmt, status);
     }
 
-    fn jvp(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        tangents: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
         ad::jvp_structural(builder, stmt, tangents)
     }
 
-    fn transpose(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        cts: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn transpose(&self, builder: &mut Builder, stmt: &Stmt, cts: &mut Derivs) -> AdResult {
         if let Some(ct) = ad::result_ct(stmt, cts) {
             if builder.is_linear(self) {
                 builder.add_to(cts, *self, ct);
@@ -362,18 +351,6 @@ impl Operation for Atom {
         FusionClass::View
     }
 
-    fn recompute_factor(&self, _: &Program) -> usize {
-        1
-    }
-
-    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
-        Vec::new()
-    }
-
-    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
-        None
-    }
-
     fn element(&self) -> Option<Element<'_>> {
         Some(Element::Moved {
             array: *self,
@@ -381,16 +358,8 @@ impl Operation for Atom {
         })
     }
 
-    fn loop_bodies(&self) -> Vec<BlockId> {
-        Vec::new()
-    }
-
     fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
         clear(self)
-    }
-
-    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
-        None
     }
 }
 
@@ -407,11 +376,11 @@ impl Operation for Build1 {
         unreachable!("builds are transformed innermost first")
     }
 
-    fn jvp(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+    fn jvp(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> AdResult {
         ad::not_differentiated()
     }
 
-    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> AdResult {
         ad::not_a_linear_statement()
     }
 
@@ -428,33 +397,8 @@ impl Operation for Build1 {
         FusionClass::Bulk
     }
 
-    fn recompute_factor(&self, _: &Program) -> usize {
-        1
-    }
-
     fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
         vec![self.size]
-    }
-
-    /// No rule: the build would run again for each element read.
-    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
-        None
-    }
-
-    fn element(&self) -> Option<Element<'_>> {
-        None
-    }
-
-    fn loop_bodies(&self) -> Vec<BlockId> {
-        Vec::new()
-    }
-
-    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
-        false
-    }
-
-    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
-        None
     }
 }
 
@@ -476,21 +420,11 @@ impl Operation for Index {
         batcher.bind_one(stmt, status);
     }
 
-    fn jvp(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        tangents: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
         ad::jvp_structural(builder, stmt, tangents)
     }
 
-    fn transpose(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        cts: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn transpose(&self, builder: &mut Builder, stmt: &Stmt, cts: &mut Derivs) -> AdResult {
         if let Some(ct) = ad::result_ct(stmt, cts) {
             builder.transpose_index(self.array, &self.index, ct, cts);
         }
@@ -512,14 +446,6 @@ impl Operation for Index {
         FusionClass::View
     }
 
-    fn recompute_factor(&self, _: &Program) -> usize {
-        1
-    }
-
-    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
-        Vec::new()
-    }
-
     fn push_index(&self, _: &mut IndexPush, _: VarId, index: &[Atom]) -> Option<Expr> {
         push_into_index(self.array, &self.index, index)
     }
@@ -529,18 +455,6 @@ impl Operation for Index {
             array: self.array,
             index: &self.index,
         })
-    }
-
-    fn loop_bodies(&self) -> Vec<BlockId> {
-        Vec::new()
-    }
-
-    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
-        false
-    }
-
-    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
-        None
     }
 }
 
@@ -557,16 +471,11 @@ impl Operation for Iota {
         unreachable!("iota does not depend on the batch index")
     }
 
-    fn jvp(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        tangents: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
         ad::jvp_structural(builder, stmt, tangents)
     }
 
-    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> AdResult {
         Ok(())
     }
 
@@ -583,32 +492,8 @@ impl Operation for Iota {
         FusionClass::View
     }
 
-    fn recompute_factor(&self, _: &Program) -> usize {
-        1
-    }
-
-    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
-        Vec::new()
-    }
-
-    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
-        None
-    }
-
     fn element(&self) -> Option<Element<'_>> {
         Some(Element::FirstCoordinate)
-    }
-
-    fn loop_bodies(&self) -> Vec<BlockId> {
-        Vec::new()
-    }
-
-    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
-        false
-    }
-
-    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
-        None
     }
 }
 
@@ -627,21 +512,11 @@ impl Operation for Table {
         batcher.bind_one(stmt, status);
     }
 
-    fn jvp(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        tangents: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
         ad::jvp_structural(builder, stmt, tangents)
     }
 
-    fn transpose(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        cts: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn transpose(&self, builder: &mut Builder, stmt: &Stmt, cts: &mut Derivs) -> AdResult {
         if let Some(ct) = ad::result_ct(stmt, cts) {
             builder.transpose_table(&self.0, ct, cts);
         }
@@ -660,31 +535,7 @@ impl Operation for Table {
         FusionClass::Bulk
     }
 
-    fn recompute_factor(&self, _: &Program) -> usize {
-        1
-    }
-
-    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
-        Vec::new()
-    }
-
     fn push_index(&self, cx: &mut IndexPush, _: VarId, index: &[Atom]) -> Option<Expr> {
         push_into_table(cx, &self.0, index)
-    }
-
-    fn element(&self) -> Option<Element<'_>> {
-        None
-    }
-
-    fn loop_bodies(&self) -> Vec<BlockId> {
-        Vec::new()
-    }
-
-    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
-        false
-    }
-
-    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
-        None
     }
 }

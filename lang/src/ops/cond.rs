@@ -14,12 +14,10 @@
 //!   condition is an atom, already computed), and a level of nesting;
 //! - fusion class: `Bulk` (TODO(fusion): branches run on the bulk evaluator).
 
-use super::build::IndexPush;
-use super::rewrite::{Rewrite, Rule};
-use super::{Element, FusionClass, Linearity, Operation};
+use super::{FusionClass, Linearity, Operation};
 use std::collections::HashMap;
 
-use super::ad::{self, AdError, Builder, Derivs};
+use super::ad::{self, AdError, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
 use crate::core::inline::clone_block;
 use crate::core::ir::{
@@ -199,12 +197,7 @@ impl Operation for Cond {
         batcher.batch_cond(self.cond, self.then_block, self.else_block, &stmt.binders);
     }
 
-    fn jvp(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        tangents: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
         jvp_cond(
             builder,
             stmt,
@@ -216,7 +209,7 @@ impl Operation for Cond {
     }
 
     /// `jvp_cond` if-converts: no linear `cond` is left to transpose.
-    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> AdResult {
         ad::not_a_linear_statement()
     }
 
@@ -231,34 +224,5 @@ impl Operation for Cond {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
-    }
-
-    fn recompute_factor(&self, _: &Program) -> usize {
-        1
-    }
-
-    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
-        Vec::new()
-    }
-
-    /// No rule: the conditional would run again for each element read.
-    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
-        None
-    }
-
-    fn element(&self) -> Option<Element<'_>> {
-        None
-    }
-
-    fn loop_bodies(&self) -> Vec<BlockId> {
-        Vec::new()
-    }
-
-    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
-        false
-    }
-
-    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
-        None
     }
 }

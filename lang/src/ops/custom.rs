@@ -28,15 +28,13 @@
 //!   by its `primal` (`inline_custom`), so the engines, fusion and the exports need no rule;
 //!   fusion class `Bulk`.
 
-use super::build::IndexPush;
 use super::interp::{Interp, Res};
-use super::rewrite::{Rewrite, Rule};
-use super::{Element, FusionClass, Linearity, Operation};
+use super::{FusionClass, Linearity, Operation};
 use crate::core::value::Array;
 use crate::ops::cost::block_cost;
 use std::collections::HashMap;
 
-use super::ad::{self, tangent_of, AdError, Builder, Derivs};
+use super::ad::{self, tangent_of, AdError, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
 use crate::core::inline::{copy_stmt, rename};
 use crate::core::ir::{
@@ -627,16 +625,11 @@ impl Operation for CustomVjp {
         batcher.batch_custom(&stmt.expr, &stmt.binders);
     }
 
-    fn jvp(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        tangents: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
         jvp_custom_vjp(builder, stmt, tangents)
     }
 
-    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> AdResult {
         ad::not_a_linear_statement()
     }
 
@@ -651,35 +644,6 @@ impl Operation for CustomVjp {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
-    }
-
-    fn recompute_factor(&self, _: &Program) -> usize {
-        1
-    }
-
-    /// Its blocks' params are values, not indices.
-    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
-        Vec::new()
-    }
-
-    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
-        None
-    }
-
-    fn element(&self) -> Option<Element<'_>> {
-        None
-    }
-
-    fn loop_bodies(&self) -> Vec<BlockId> {
-        Vec::new()
-    }
-
-    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
-        false
-    }
-
-    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
-        None
     }
 }
 
@@ -698,16 +662,11 @@ impl Operation for CustomJvp {
         batcher.batch_custom(&stmt.expr, &stmt.binders);
     }
 
-    fn jvp(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        tangents: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
         jvp_custom_jvp(builder, stmt, tangents)
     }
 
-    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> AdResult {
         ad::not_a_linear_statement()
     }
 
@@ -722,35 +681,6 @@ impl Operation for CustomJvp {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
-    }
-
-    fn recompute_factor(&self, _: &Program) -> usize {
-        1
-    }
-
-    /// Its blocks' params are values, not indices.
-    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
-        Vec::new()
-    }
-
-    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
-        None
-    }
-
-    fn element(&self) -> Option<Element<'_>> {
-        None
-    }
-
-    fn loop_bodies(&self) -> Vec<BlockId> {
-        Vec::new()
-    }
-
-    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
-        false
-    }
-
-    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
-        None
     }
 }
 
@@ -772,16 +702,11 @@ impl Operation for CustomLinear {
         unreachable!("custom_linear exists only inside `ad`")
     }
 
-    fn jvp(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+    fn jvp(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> AdResult {
         Err(AdError::NoRule(NO_FORWARD_RULE.into()))
     }
 
-    fn transpose(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        cts: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn transpose(&self, builder: &mut Builder, stmt: &Stmt, cts: &mut Derivs) -> AdResult {
         transpose_custom_linear(builder, stmt, cts)
     }
 
@@ -802,35 +727,6 @@ impl Operation for CustomLinear {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
-    }
-
-    fn recompute_factor(&self, _: &Program) -> usize {
-        1
-    }
-
-    /// Its blocks' params are values, not indices.
-    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
-        Vec::new()
-    }
-
-    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
-        None
-    }
-
-    fn element(&self) -> Option<Element<'_>> {
-        None
-    }
-
-    fn loop_bodies(&self) -> Vec<BlockId> {
-        Vec::new()
-    }
-
-    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
-        false
-    }
-
-    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
-        None
     }
 }
 

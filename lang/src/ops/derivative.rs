@@ -9,15 +9,11 @@
 //! - never evaluated, batched or differentiated (the engines and the passes after `ad` never
 //!   meet one, `core::ir::EXPANDED`); fusion class `Bulk`.
 
-use super::ad::{self, AdError, Builder, Derivs};
+use super::ad::{self, AdResult, Builder, Derivs};
 use super::batch::Batcher;
-use super::build::IndexPush;
 use super::interp::{Interp, Res};
-use super::rewrite::{Rewrite, Rule};
-use super::{Element, FusionClass, Linearity, Operation};
-use crate::core::ir::{
-    AdMode, ArrTy, Atom, BlockId, Derivative, Expr, Program, Stmt, VarId, EXPANDED,
-};
+use super::{FusionClass, Linearity, Operation};
+use crate::core::ir::{AdMode, ArrTy, Atom, BlockId, Derivative, Program, Stmt, EXPANDED};
 use crate::core::value::Array;
 use crate::ops::verify::{atom_ty, block, result_tys as block_result_tys, tys_text, var_ty};
 
@@ -85,11 +81,11 @@ impl Operation for Derivative {
         unreachable!("{}", EXPANDED)
     }
 
-    fn jvp(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+    fn jvp(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> AdResult {
         ad::not_differentiated()
     }
 
-    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> AdResult {
         ad::not_a_linear_statement()
     }
 
@@ -104,34 +100,5 @@ impl Operation for Derivative {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
-    }
-
-    fn recompute_factor(&self, _: &Program) -> usize {
-        1
-    }
-
-    /// Its function's params are values.
-    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
-        Vec::new()
-    }
-
-    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
-        None
-    }
-
-    fn element(&self) -> Option<Element<'_>> {
-        None
-    }
-
-    fn loop_bodies(&self) -> Vec<BlockId> {
-        Vec::new()
-    }
-
-    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
-        false
-    }
-
-    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
-        None
     }
 }

@@ -14,12 +14,12 @@
 use super::rewrite::{Rewrite, Rule};
 use std::rc::Rc;
 
-use super::ad::{self, tangent_of, AdError, Builder, Derivs, Tangent};
+use super::ad::{self, tangent_of, AdResult, Builder, Derivs, Tangent};
 use super::batch::{Batcher, IxExpr, Status};
 use super::build::IndexPush;
 use super::interp::{Interp, Res};
 use super::{Element, FusionClass, Linearity, Operation};
-use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, PrimApp, Program, Stmt, VarId};
+use crate::core::ir::{ArrTy, Atom, Elem, Expr, PrimApp, Program, Stmt, VarId};
 use crate::core::value::{Array, ArrayData};
 use crate::prim::Prim;
 
@@ -60,12 +60,7 @@ impl Operation for PrimApp {
         batcher.bind_one(stmt, status);
     }
 
-    fn jvp(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        tangents: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
         let PrimApp(prim, args) = self;
         builder.stmts.push(stmt.clone());
         let binder = stmt.binders[0];
@@ -79,12 +74,7 @@ impl Operation for PrimApp {
         Ok(())
     }
 
-    fn transpose(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        cts: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn transpose(&self, builder: &mut Builder, stmt: &Stmt, cts: &mut Derivs) -> AdResult {
         let PrimApp(prim, args) = self;
         let Some(ct) = ad::result_ct(stmt, cts) else {
             return Ok(());
@@ -113,24 +103,12 @@ impl Operation for PrimApp {
         FusionClass::Pull
     }
 
-    fn recompute_factor(&self, _: &Program) -> usize {
-        1
-    }
-
-    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
-        Vec::new()
-    }
-
     fn push_index(&self, cx: &mut IndexPush, source: VarId, index: &[Atom]) -> Option<Expr> {
         push_into_prim(cx, self.0, &self.1, source, index)
     }
 
     fn element(&self) -> Option<Element<'_>> {
         Some(Element::Apply(self.0, &self.1))
-    }
-
-    fn loop_bodies(&self) -> Vec<BlockId> {
-        Vec::new()
     }
 
     fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {

@@ -27,7 +27,7 @@ use super::build::IndexPush;
 use super::rewrite::{Rewrite, Rule};
 use std::collections::HashMap;
 
-use super::ad::{self, AdError, Builder, Derivs};
+use super::ad::{self, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
 use crate::core::inline::clone_block;
 use crate::core::ir::{
@@ -494,21 +494,11 @@ impl Operation for Gather {
         batcher.bind_one(stmt, status);
     }
 
-    fn jvp(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        tangents: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
         ad::jvp_structural(builder, stmt, tangents)
     }
 
-    fn transpose(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        cts: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn transpose(&self, builder: &mut Builder, stmt: &Stmt, cts: &mut Derivs) -> AdResult {
         if let Some(ct) = ad::result_ct(stmt, cts) {
             builder.transpose_gather_scatter(true, self.array, self.body, ct, cts);
         }
@@ -553,10 +543,6 @@ impl Operation for Gather {
             array: self.array,
             index_fn: self.body,
         })
-    }
-
-    fn loop_bodies(&self) -> Vec<BlockId> {
-        Vec::new()
     }
 
     /// It moves its operand's elements; its reads out of range are `+0`.
@@ -607,21 +593,11 @@ impl Operation for Scatter {
         batcher.bind_one(stmt, status);
     }
 
-    fn jvp(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        tangents: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
         ad::jvp_structural(builder, stmt, tangents)
     }
 
-    fn transpose(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        cts: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn transpose(&self, builder: &mut Builder, stmt: &Stmt, cts: &mut Derivs) -> AdResult {
         if let Some(ct) = ad::result_ct(stmt, cts) {
             builder.transpose_gather_scatter(false, self.array, self.body, ct, cts);
         }
@@ -640,35 +616,14 @@ impl Operation for Scatter {
         FusionClass::Bulk
     }
 
-    fn recompute_factor(&self, _: &Program) -> usize {
-        1
-    }
-
     /// The index function ranges over the leading axes of the source.
     fn index_param_bounds(&self, program: &Program) -> Vec<usize> {
         program.atom_ty(&self.array).shape
     }
 
-    /// No rule: the scatter would run again for each element read.
-    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
-        None
-    }
-
-    fn element(&self) -> Option<Element<'_>> {
-        None
-    }
-
-    fn loop_bodies(&self) -> Vec<BlockId> {
-        Vec::new()
-    }
-
     /// It sums its operand's elements; its untouched elements are `+0`.
     fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
         clear(&self.array)
-    }
-
-    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
-        None
     }
 }
 

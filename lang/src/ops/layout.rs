@@ -21,11 +21,10 @@ use super::rewrite::{Rewrite, Rule};
 use super::{Element, FusionClass, Linearity, Move, Operation};
 use std::collections::HashMap;
 
-use super::ad::{self, AdError, Builder, Derivs};
+use super::ad::{self, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
 use crate::core::ir::{
-    ArrTy, Atom, BlockId, Expr, Index, Program, Replicate, Reshape, Stmt, SumOuter, Transpose,
-    VarId,
+    ArrTy, Atom, Expr, Index, Program, Replicate, Reshape, Stmt, SumOuter, Transpose, VarId,
 };
 use crate::core::print::ty_text;
 use crate::core::value::{Array, ArrayData};
@@ -245,21 +244,11 @@ impl Operation for Replicate {
         batcher.bind_one(stmt, status);
     }
 
-    fn jvp(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        tangents: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
         ad::jvp_structural(builder, stmt, tangents)
     }
 
-    fn transpose(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        cts: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn transpose(&self, builder: &mut Builder, stmt: &Stmt, cts: &mut Derivs) -> AdResult {
         if let Some(ct) = ad::result_ct(stmt, cts) {
             builder.transpose_replicate(self.array, ct, cts);
         }
@@ -282,10 +271,6 @@ impl Operation for Replicate {
         self.count
     }
 
-    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
-        Vec::new()
-    }
-
     fn push_index(&self, cx: &mut IndexPush, _: VarId, index: &[Atom]) -> Option<Expr> {
         push_into_replicate(cx, self.count, self.array, index)
     }
@@ -297,17 +282,9 @@ impl Operation for Replicate {
         })
     }
 
-    fn loop_bodies(&self) -> Vec<BlockId> {
-        Vec::new()
-    }
-
     /// It only moves its operand's elements.
     fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
         clear(&self.array)
-    }
-
-    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
-        None
     }
 }
 
@@ -325,21 +302,11 @@ impl Operation for Transpose {
         batcher.bind_one(stmt, status);
     }
 
-    fn jvp(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        tangents: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
         ad::jvp_structural(builder, stmt, tangents)
     }
 
-    fn transpose(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        cts: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn transpose(&self, builder: &mut Builder, stmt: &Stmt, cts: &mut Derivs) -> AdResult {
         if let Some(ct) = ad::result_ct(stmt, cts) {
             builder.transpose_transpose(&self.perm, self.array, ct, cts);
         }
@@ -358,28 +325,11 @@ impl Operation for Transpose {
         FusionClass::View
     }
 
-    fn recompute_factor(&self, _: &Program) -> usize {
-        1
-    }
-
-    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
-        Vec::new()
-    }
-
-    /// No rule: a layout change is composed where gathers are.
-    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
-        None
-    }
-
     fn element(&self) -> Option<Element<'_>> {
         Some(Element::Moved {
             array: self.array,
             moved: Move::Permute(&self.perm),
         })
-    }
-
-    fn loop_bodies(&self) -> Vec<BlockId> {
-        Vec::new()
     }
 
     /// It only moves its operand's elements.
@@ -435,21 +385,11 @@ impl Operation for Reshape {
         batcher.bind_one(stmt, status);
     }
 
-    fn jvp(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        tangents: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
         ad::jvp_structural(builder, stmt, tangents)
     }
 
-    fn transpose(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        cts: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn transpose(&self, builder: &mut Builder, stmt: &Stmt, cts: &mut Derivs) -> AdResult {
         if let Some(ct) = ad::result_ct(stmt, cts) {
             builder.transpose_reshape(self.array, ct, cts);
         }
@@ -468,28 +408,11 @@ impl Operation for Reshape {
         FusionClass::View
     }
 
-    fn recompute_factor(&self, _: &Program) -> usize {
-        1
-    }
-
-    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
-        Vec::new()
-    }
-
-    /// No rule: a layout change is composed where gathers are.
-    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
-        None
-    }
-
     fn element(&self) -> Option<Element<'_>> {
         Some(Element::Moved {
             array: self.array,
             moved: Move::Reshape(&self.shape),
         })
-    }
-
-    fn loop_bodies(&self) -> Vec<BlockId> {
-        Vec::new()
     }
 
     /// It only moves its operand's elements.

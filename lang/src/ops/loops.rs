@@ -28,12 +28,10 @@
 //! enclosing loop; a gather whose index function needs a non-scalar value of the carry stays
 //! inside the backward loop (a whole-table scatter per step).
 
-use super::build::IndexPush;
-use super::rewrite::{Rewrite, Rule};
-use super::{Element, FusionClass, Linearity, Operation};
+use super::{FusionClass, Linearity, Operation};
 use std::collections::{HashMap, HashSet};
 
-use super::ad::{self, AdError, Builder, Derivs, LinearItem};
+use super::ad::{self, AdError, AdResult, Builder, Derivs, LinearItem};
 use super::batch::{Batcher, Status};
 use crate::core::inline::clone_block;
 use crate::core::ir::{
@@ -1195,16 +1193,11 @@ impl Operation for Fold {
         batcher.batch_loop(self.size, &self.init, self.body, &stmt.binders, false);
     }
 
-    fn jvp(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        tangents: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
         jvp_loop(builder, stmt, tangents)
     }
 
-    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> AdResult {
         ad::not_a_linear_statement()
     }
 
@@ -1220,33 +1213,12 @@ impl Operation for Fold {
         FusionClass::Bulk
     }
 
-    fn recompute_factor(&self, _: &Program) -> usize {
-        1
-    }
-
     fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
         vec![self.size]
     }
 
-    /// No rule: the loop would run again for each element read.
-    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
-        None
-    }
-
-    fn element(&self) -> Option<Element<'_>> {
-        None
-    }
-
     fn loop_bodies(&self) -> Vec<BlockId> {
         vec![self.body]
-    }
-
-    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
-        false
-    }
-
-    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
-        None
     }
 }
 
@@ -1263,16 +1235,11 @@ impl Operation for Scan {
         batcher.batch_loop(self.size, &self.init, self.body, &stmt.binders, true);
     }
 
-    fn jvp(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        tangents: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
         jvp_loop(builder, stmt, tangents)
     }
 
-    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> AdResult {
         ad::not_a_linear_statement()
     }
 
@@ -1288,32 +1255,11 @@ impl Operation for Scan {
         FusionClass::Bulk
     }
 
-    fn recompute_factor(&self, _: &Program) -> usize {
-        1
-    }
-
     fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
         vec![self.size]
     }
 
-    /// No rule: the loop would run again for each element read.
-    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
-        None
-    }
-
-    fn element(&self) -> Option<Element<'_>> {
-        None
-    }
-
     fn loop_bodies(&self) -> Vec<BlockId> {
         vec![self.body]
-    }
-
-    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
-        false
-    }
-
-    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
-        None
     }
 }

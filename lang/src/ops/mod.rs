@@ -23,8 +23,8 @@
 //! reference evaluation, batching (BOT), JVP, transpose, cost, linearity, fusion class, the
 //! pushing of an index into what defines the array it reads, simplifier identities, sign
 //! fact, element rule (`Element`) and loop bodies. `operation` is the one
-//! `match` that lists the forms; the trait has no default methods, so a new form makes the
-//! compiler list every rule it lacks. The generic places run the rules: the verifier
+//! `match` that lists the forms; the rules every form states have no default, so a new form
+//! makes the compiler list every one it lacks. The generic places run the rules: the verifier
 //! (`verify`), the reference interpreter (`interp`), the batching context (`batch::Batcher`),
 //! the derivative builder (`ad::Builder`), the cost model (`cost`), the sign analysis
 //! (`sign`), `passes::bot`, `passes::simplify` and `passes::fuse`. They live here beside the homes, so that `core` (the IR) depends on no rule
@@ -58,13 +58,18 @@ use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Stmt, SumOuter, VarId
 use crate::core::kernel::Reduction;
 use crate::core::value::Array;
 use crate::prim::Prim;
-use ad::{AdError, Builder, Derivs};
+use ad::{AdResult, Builder, Derivs};
 use batch::Batcher;
 use build::IndexPush;
 use interp::{Interp, Res};
 use rewrite::{Rewrite, Rule};
 
-/// Every rule of one form of `Expr`, implemented in the form's home (the table above).
+/// Every rule of one form of `Expr`, implemented in the form's home (the table above). The
+/// rules every form states (type, evaluation, batching, JVP, transpose, cost, linearity,
+/// fusion class) have no default, so a new form makes the compiler list them; the others
+/// default to the conservative answer where a form has no such rule (no index pushing, no
+/// identity, sign not known, no element rule: always materialised, no index params, no loop
+/// body, each operand element computed once).
 pub(crate) trait Operation {
     /// The types of the results by the typing rules of [Smeding25] Fig 8, given the declared
     /// types of the variables it uses and of its blocks' params and results (`verify`).
@@ -79,17 +84,11 @@ pub(crate) trait Operation {
 
     /// Emits `stmt` and the statements of its tangent ([Smeding25] Figs 14–15), recording
     /// the tangents of its binders.
-    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs)
-        -> Result<(), AdError>;
+    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult;
 
     /// Adds what the linear `stmt` contributes to the cotangents of its linear operands,
     /// given the cotangents of its binders ([Smeding25] Fig 19).
-    fn transpose(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        cts: &mut Derivs,
-    ) -> Result<(), AdError>;
+    fn transpose(&self, builder: &mut Builder, stmt: &Stmt, cts: &mut Derivs) -> AdResult;
 
     /// The work of the operation (`cost`), `result_elems` being the number of elements it
     /// binds.
@@ -103,35 +102,49 @@ pub(crate) trait Operation {
 
     /// How many times, inlined into a kernel, it computes each element of its operands
     /// (Note [Materialise or recompute] in `passes::fuse`).
-    fn recompute_factor(&self, program: &Program) -> usize;
+    fn recompute_factor(&self, _program: &Program) -> usize {
+        1
+    }
 
     /// The ranges of the index params of its blocks, in order: param `j` lies in
     /// `0..bounds[j]`; later params (a loop's carries) are not indices. The BOT's index
     /// pushing uses them (Note [Pushing index down]).
-    fn index_param_bounds(&self, program: &Program) -> Vec<usize>;
+    fn index_param_bounds(&self, _program: &Program) -> Vec<usize> {
+        Vec::new()
+    }
 
     /// One [Smeding25] Fig 10 step (Note [Pushing index down] in `ops::build`): `index
     /// source index`, where this defines `source`, as the computation of the element read;
     /// `None` where no rule applies (the array is read as it is). `index` is not empty.
-    fn push_index(&self, cx: &mut IndexPush, source: VarId, index: &[Atom]) -> Option<Expr>;
+    fn push_index(&self, _cx: &mut IndexPush, _source: VarId, _index: &[Atom]) -> Option<Expr> {
+        None
+    }
 
     /// How, inlined into a kernel (fusion class `View` or `Pull`), it computes the element of
     /// its result at given coordinates; `None` for the forms that are always materialised.
-    fn element(&self) -> Option<Element<'_>>;
+    fn element(&self) -> Option<Element<'_>> {
+        None
+    }
 
     /// An exact identity ([HuotShaikhha] Fig 12, [Shaikhha23] Fig 8, bit for bit, NaN and
     /// signed zeros included): what the statement can be replaced by (an atom: its binder is
     /// replaced everywhere) and the rule that says so (`passes::simplify`).
-    fn simplify(&self, cx: &Rewrite) -> Option<(Rule, Expr)>;
+    fn simplify(&self, _cx: &Rewrite) -> Option<(Rule, Expr)> {
+        None
+    }
 
     /// Whether every element of its result is a float with its sign bit clear (or a NaN),
     /// given that fact of its operands (`clear`); `false` when not known (Note [Sign-clear
     /// values] in `prim`, followed by `sign`).
-    fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool;
+    fn sign_clear(&self, _clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
+        false
+    }
 
     /// Its blocks that run once per step of a loop (the fuser schedules each as a block of
     /// its own).
-    fn loop_bodies(&self) -> Vec<BlockId>;
+    fn loop_bodies(&self) -> Vec<BlockId> {
+        Vec::new()
+    }
 }
 
 /// How an operation inlined into a kernel computes the element of its result at given

@@ -23,10 +23,8 @@
 //! producers (they are bulk steps of the engine, over materialised arrays).
 
 use super::batch::Batcher;
-use super::build::IndexPush;
 use super::interp::{Interp, Res};
-use super::rewrite::{Rewrite, Rule};
-use super::{Element, FusionClass, Linearity, Operation};
+use super::{FusionClass, Linearity, Operation};
 use crate::core::ir::{
     ArrTy, Atom, BlockId, Cond, Expr, Gather, Iota, Monoid, MonoidKind, PrimApp, Program, Scalar,
     SumOuter, Transpose,
@@ -552,7 +550,7 @@ impl super::batch::Batcher<'_> {
 
 use std::collections::HashMap;
 
-use super::ad::{self, tangent_of, AdError, Builder, Derivs};
+use super::ad::{self, tangent_of, AdError, AdResult, Builder, Derivs};
 use crate::core::ir::{Block, Stmt, VarId};
 use crate::prim::Emitter;
 
@@ -1282,21 +1280,11 @@ impl Operation for Monoid {
         batcher.batch_monoid(self.kind, &self.arrays, &self.init, self.op, &stmt.binders);
     }
 
-    fn jvp(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        tangents: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
         builder.jvp_monoid(stmt, tangents)
     }
 
-    fn transpose(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        cts: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn transpose(&self, builder: &mut Builder, stmt: &Stmt, cts: &mut Derivs) -> AdResult {
         builder.transpose_monoid(stmt, cts)
     }
 
@@ -1317,36 +1305,6 @@ impl Operation for Monoid {
         } else {
             FusionClass::Bulk
         }
-    }
-
-    fn recompute_factor(&self, _: &Program) -> usize {
-        1
-    }
-
-    /// The operator's params are scalar operands.
-    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
-        Vec::new()
-    }
-
-    /// No rule: the reduction would run again for each element read.
-    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
-        None
-    }
-
-    fn element(&self) -> Option<Element<'_>> {
-        None
-    }
-
-    fn loop_bodies(&self) -> Vec<BlockId> {
-        Vec::new()
-    }
-
-    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
-        false
-    }
-
-    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
-        None
     }
 }
 

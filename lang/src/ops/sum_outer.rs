@@ -16,14 +16,14 @@
 use super::build::IndexPush;
 use super::interp::{Interp, Res};
 use super::rewrite::{Rewrite, Rule};
-use super::{Element, FusionClass, Linearity, Operation};
+use super::{FusionClass, Linearity, Operation};
 use std::collections::HashMap;
 
-use super::ad::{self, AdError, Builder, Derivs};
+use super::ad::{self, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
 use crate::core::ir::{
-    ArrTy, Atom, BlockId, Elem, Expr, Index, PrimApp, Program, Replicate, Scalar, Stmt, SumOuter,
-    Transpose, VarId,
+    ArrTy, Atom, Elem, Expr, Index, PrimApp, Program, Replicate, Scalar, Stmt, SumOuter, Transpose,
+    VarId,
 };
 use crate::core::value::Array;
 use crate::ops::interp::from_scalars;
@@ -188,21 +188,11 @@ impl Operation for SumOuter {
         batcher.bind_one(stmt, status);
     }
 
-    fn jvp(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        tangents: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
         ad::jvp_structural(builder, stmt, tangents)
     }
 
-    fn transpose(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        cts: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn transpose(&self, builder: &mut Builder, stmt: &Stmt, cts: &mut Derivs) -> AdResult {
         if let Some(ct) = ad::result_ct(stmt, cts) {
             builder.transpose_sum_outer(self.0, ct, cts);
         }
@@ -221,24 +211,8 @@ impl Operation for SumOuter {
         FusionClass::Reduce
     }
 
-    fn recompute_factor(&self, _: &Program) -> usize {
-        1
-    }
-
-    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
-        Vec::new()
-    }
-
     fn push_index(&self, cx: &mut IndexPush, _: VarId, index: &[Atom]) -> Option<Expr> {
         push_index(cx, self.0, index)
-    }
-
-    fn element(&self) -> Option<Element<'_>> {
-        None
-    }
-
-    fn loop_bodies(&self) -> Vec<BlockId> {
-        Vec::new()
     }
 
     /// A sum of sign-clear values is sign-clear (`+0` when empty).

@@ -45,12 +45,10 @@
 //! while whose body is all scalars runs statement by statement on the engine, not on
 //! registers (`exec::scalar_loop` wants a known trip count).
 
-use super::build::IndexPush;
-use super::rewrite::{Rewrite, Rule};
-use super::{Element, FusionClass, Linearity, Operation};
+use super::{FusionClass, Linearity, Operation};
 use std::collections::HashMap;
 
-use super::ad::{self, AdError, Builder, Derivs, LinearItem};
+use super::ad::{self, AdError, AdResult, Builder, Derivs, LinearItem};
 use super::batch::{Batcher, Status};
 use super::loops::{self, CarryLayout};
 use crate::core::inline::clone_block;
@@ -573,16 +571,11 @@ impl Operation for While {
         batcher.batch_while(&self.init, self.body, &stmt.binders);
     }
 
-    fn jvp(
-        &self,
-        builder: &mut Builder,
-        stmt: &Stmt,
-        tangents: &mut Derivs,
-    ) -> Result<(), AdError> {
+    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
         jvp_while(builder, stmt, tangents)
     }
 
-    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> AdResult {
         ad::not_a_linear_statement()
     }
 
@@ -598,34 +591,8 @@ impl Operation for While {
         FusionClass::Bulk
     }
 
-    fn recompute_factor(&self, _: &Program) -> usize {
-        1
-    }
-
-    /// Its blocks' params are carries, not indices.
-    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
-        Vec::new()
-    }
-
-    /// No rule: the loop would run again for each element read.
-    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
-        None
-    }
-
-    fn element(&self) -> Option<Element<'_>> {
-        None
-    }
-
     fn loop_bodies(&self) -> Vec<BlockId> {
         vec![self.body]
-    }
-
-    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
-        false
-    }
-
-    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
-        None
     }
 }
 
@@ -647,7 +614,7 @@ impl Operation for WhileReverse {
         );
     }
 
-    fn jvp(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+    fn jvp(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> AdResult {
         Err(AdError::NoRule(
             "forward mode through the reverse sweep of a while loop (a second derivative \
              through a while) is not supported yet"
@@ -655,7 +622,7 @@ impl Operation for WhileReverse {
         ))
     }
 
-    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> Result<(), AdError> {
+    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> AdResult {
         ad::not_a_linear_statement()
     }
 
@@ -672,34 +639,8 @@ impl Operation for WhileReverse {
         FusionClass::Bulk
     }
 
-    fn recompute_factor(&self, _: &Program) -> usize {
-        1
-    }
-
-    /// Its blocks' params are carries, not indices.
-    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
-        Vec::new()
-    }
-
-    /// No rule: the loop would run again for each element read.
-    fn push_index(&self, _: &mut IndexPush, _: VarId, _: &[Atom]) -> Option<Expr> {
-        None
-    }
-
-    fn element(&self) -> Option<Element<'_>> {
-        None
-    }
-
     fn loop_bodies(&self) -> Vec<BlockId> {
         vec![self.body, self.back]
-    }
-
-    fn sign_clear(&self, _: &mut dyn FnMut(&Atom) -> bool) -> bool {
-        false
-    }
-
-    fn simplify(&self, _: &Rewrite) -> Option<(Rule, Expr)> {
-        None
     }
 }
 
