@@ -348,13 +348,7 @@ pub(crate) fn unravel(mut flat: usize, shape: &[usize]) -> Vec<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::ir::{
-        Build1, Cond, Expr, Fold, Gather, Index, Iota, Replicate, Reshape, Scan, Scatter, SumOuter,
-        Table, Transpose,
-    };
-    use crate::ops::testgen::{idx, Builder};
     use crate::ops::verify::verify;
-    use crate::prim::Prim;
 
     fn f64s(shape: &[usize], values: &[f64]) -> Array {
         Array::new(shape.to_vec(), ArrayData::F64(values.to_vec()))
@@ -364,12 +358,8 @@ mod tests {
         Array::new(shape.to_vec(), ArrayData::I64(values.to_vec()))
     }
 
-    fn f64_ty(shape: &[usize]) -> ArrTy {
-        ArrTy::new(shape.to_vec(), Elem::F64)
-    }
-
-    fn lit(x: f64) -> Atom {
-        Atom::Lit(Scalar::F64(x))
+    fn parse(text: &str) -> Program {
+        crate::core::parse::parse_program(text).unwrap_or_else(|error| panic!("{error}\n{text}"))
     }
 
     /// Verifies, then runs (non-strict).
@@ -394,15 +384,17 @@ mod tests {
 
     #[test]
     fn atom_and_prim_are_elementwise() {
-        let mut b = Builder::new();
-        let x = b.input(f64_ty(&[3]), "x");
-        let square = b.prim(Prim::Mul, &[x, x]);
-        let sum = b.prim(Prim::Add, &[square, x]);
-        let copy = b.let1(Expr::Atom(sum));
-        let seven = b.prim(Prim::Add, &[idx(3), idx(4)]);
-        let literal = b.let1(Expr::Atom(lit(2.5)));
-        let is_big = b.prim(Prim::Gt, &[copy, copy]);
-        let program = b.finish(vec![copy, seven, literal, is_big]);
+        let program = parse(
+            r"program(%0_x: [3]f64) {
+  %1: [3]f64 = mul %0_x %0_x
+  %2: [3]f64 = add %1 %0_x
+  %3: [3]f64 = %2
+  %4: []i64 = add 3:i64 4:i64
+  %5: []f64 = 2.5:f64
+  %6: [3]bool = gt %3 %3
+  in %3, %4, %5, %6
+}",
+        );
         let res = run_ok(&program, &[f64s(&[3], &[1.0, -2.0, 0.5])]);
         assert_eq!(res[0], f64s(&[3], &[2.0, 2.0, 0.75]));
         assert_eq!(res[1], i64s(&[], &[7]));
@@ -412,30 +404,19 @@ mod tests {
 
     #[test]
     fn build1_stacks_its_results() {
-        let mut b = Builder::new();
-        let x = b.input(f64_ty(&[4]), "x");
-        let body = b.index_block(1, |b, params| {
-            let xi = b.let1(Expr::Index(Index {
-                array: x,
-                index: vec![params[0]],
-            }));
-            let square = b.prim(Prim::Mul, &[xi, xi]);
-            let twice = b.prim(Prim::Mul, &[params[0], idx(2)]);
-            vec![square, twice]
-        });
-        let res = b.bind(Expr::Build1(Build1 { size: 4, body }));
-        let empty_body = b.index_block(1, |b, params| {
-            let row = b.let1(Expr::Replicate(Replicate {
-                count: 2,
-                array: params[0],
-            }));
-            vec![row]
-        });
-        let empty = b.bind(Expr::Build1(Build1 {
-            size: 0,
-            body: empty_body,
-        }));
-        let program = b.finish(vec![res[0], res[1], empty[0]]);
+        let program = parse(
+            r"program(%0_x: [4]f64) {
+  %5: [4]f64, %6: [4]i64 = build1 4 (\%1: []i64 ->
+    %2: []f64 = index %0_x [%1]
+    %3: []f64 = mul %2 %2
+    %4: []i64 = mul %1 2:i64
+    in %3, %4)
+  %9: [0, 2]i64 = build1 0 (\%7: []i64 ->
+    %8: [2]i64 = replicate 2 %7
+    in %8)
+  in %5, %6, %9
+}",
+        );
         let out = run_ok(&program, &[f64s(&[4], &[1.0, 2.0, 3.0, 4.0])]);
         assert_eq!(out[0], f64s(&[4], &[1.0, 4.0, 9.0, 16.0]));
         assert_eq!(out[1], i64s(&[4], &[0, 2, 4, 6]));
@@ -445,52 +426,32 @@ mod tests {
     #[test]
     fn nested_build1_uses_outer_index() {
         // build1 2 (\i. build1 3 (\j. x[i, j] + i))  with x : [2, 3]f64 cast.
-        let mut b = Builder::new();
-        let x = b.input(ArrTy::new(vec![2, 3], Elem::I64), "x");
-        let outer = b.index_block(1, |b, i| {
-            let inner = b.index_block(1, |b, j| {
-                let xij = b.let1(Expr::Index(Index {
-                    array: x,
-                    index: vec![i[0], j[0]],
-                }));
-                vec![b.prim(Prim::Add, &[xij, i[0]])]
-            });
-            b.bind(Expr::Build1(Build1 {
-                size: 3,
-                body: inner,
-            }))
-        });
-        let res = b.bind(Expr::Build1(Build1 {
-            size: 2,
-            body: outer,
-        }));
-        let program = b.finish(res);
+        let program = parse(
+            r"program(%0_x: [2, 3]i64) {
+  %6: [2, 3]i64 = build1 2 (\%1: []i64 ->
+    %5: [3]i64 = build1 3 (\%2: []i64 ->
+      %3: []i64 = index %0_x [%1, %2]
+      %4: []i64 = add %3 %1
+      in %4)
+    in %5)
+  in %6
+}",
+        );
         let out = run_ok(&program, &[i64s(&[2, 3], &[1, 2, 3, 4, 5, 6])]);
         assert_eq!(out[0], i64s(&[2, 3], &[1, 2, 3, 5, 6, 7]));
     }
 
     #[test]
     fn index_reads_subarrays_and_zero_out_of_range() {
-        let mut b = Builder::new();
-        let x = b.input(f64_ty(&[2, 3]), "x");
-        let i = b.input(ArrTy::scalar(Elem::I64), "i");
-        let row = b.let1(Expr::Index(Index {
-            array: x,
-            index: vec![i],
-        }));
-        let elem = b.let1(Expr::Index(Index {
-            array: x,
-            index: vec![idx(1), idx(2)],
-        }));
-        let whole = b.let1(Expr::Index(Index {
-            array: x,
-            index: vec![],
-        }));
-        let past_row = b.let1(Expr::Index(Index {
-            array: x,
-            index: vec![idx(0), idx(3)],
-        }));
-        let program = b.finish(vec![row, elem, whole, past_row]);
+        let program = parse(
+            r"program(%0_x: [2, 3]f64, %1_i: []i64) {
+  %2: [3]f64 = index %0_x [%1_i]
+  %3: []f64 = index %0_x [1:i64, 2:i64]
+  %4: [2, 3]f64 = index %0_x []
+  %5: []f64 = index %0_x [0:i64, 3:i64]
+  in %2, %3, %4, %5
+}",
+        );
         let x_value = f64s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
         let out = run_ok(&program, &[x_value.clone(), i64s(&[], &[1])]);
         assert_eq!(out[0], f64s(&[3], &[4.0, 5.0, 6.0]));
@@ -505,23 +466,19 @@ mod tests {
 
     #[test]
     fn strict_index_reports_the_binder() {
-        let mut b = Builder::new();
-        let x = b.input(f64_ty(&[2, 3]), "x");
-        let i = b.input(ArrTy::scalar(Elem::I64), "i");
-        let row = b.let1(Expr::Index(Index {
-            array: x,
-            index: vec![i, idx(0)],
-        }));
-        let program = b.finish(vec![row]);
+        let program = parse(
+            r"program(%0_x: [2, 3]f64, %1_i: []i64) {
+  %2: []f64 = index %0_x [%1_i, 0:i64]
+  in %2
+}",
+        );
         let x_value = f64s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
         assert_eq!(
             run_strict(&program, &[x_value.clone(), i64s(&[], &[1])]).unwrap()[0],
             f64s(&[], &[4.0])
         );
         let error = run_strict(&program, &[x_value, i64s(&[], &[5])]).unwrap_err();
-        let Atom::Var(row_var) = row else {
-            unreachable!()
-        };
+        let row_var = VarId(2);
         assert_eq!(
             error,
             InterpError::OutOfRange {
@@ -538,13 +495,14 @@ mod tests {
 
     #[test]
     fn sum_outer_sums_rows_and_empty_gives_zeros() {
-        let mut b = Builder::new();
-        let x = b.input(f64_ty(&[2, 3]), "x");
-        let empty = b.input(ArrTy::new(vec![0, 2], Elem::I64), "empty");
-        let sum = b.let1(Expr::SumOuter(SumOuter(x)));
-        let total = b.let1(Expr::SumOuter(SumOuter(sum)));
-        let zeros = b.let1(Expr::SumOuter(SumOuter(empty)));
-        let program = b.finish(vec![sum, total, zeros]);
+        let program = parse(
+            r"program(%0_x: [2, 3]f64, %1_empty: [0, 2]i64) {
+  %2: [3]f64 = sumOuter %0_x
+  %3: []f64 = sumOuter %2
+  %4: [2]i64 = sumOuter %1_empty
+  in %2, %3, %4
+}",
+        );
         let out = run_ok(
             &program,
             &[
@@ -559,37 +517,22 @@ mod tests {
 
     #[test]
     fn gather_reads_through_the_index_function() {
-        let mut b = Builder::new();
-        let x = b.input(f64_ty(&[5]), "x");
-        let m = b.input(f64_ty(&[2, 3]), "m");
-        // gather [3] x (\[i]. [2 i]) and gather [4] x (\[i]. [i + 3]) (the last two are out of range).
-        let evens_fn = b.index_block(1, |b, i| vec![b.prim(Prim::Mul, &[i[0], idx(2)])]);
-        let evens = b.let1(Expr::Gather(Gather {
-            shape: vec![3],
-            array: x,
-            body: evens_fn,
-        }));
-        let shifted_fn = b.index_block(1, |b, i| vec![b.prim(Prim::Add, &[i[0], idx(3)])]);
-        let shifted = b.let1(Expr::Gather(Gather {
-            shape: vec![4],
-            array: x,
-            body: shifted_fn,
-        }));
-        // gather [3, 2] m (\[i, j]. [j, i]) is the transpose.
-        let swap_fn = b.index_block(2, |_, ij| vec![ij[1], ij[0]]);
-        let swapped = b.let1(Expr::Gather(Gather {
-            shape: vec![3, 2],
-            array: m,
-            body: swap_fn,
-        }));
-        // gather [2, 3] m (\[i]. [1 - i]): whole rows, reversed.
-        let rows_fn = b.index_block(1, |b, i| vec![b.prim(Prim::Sub, &[idx(1), i[0]])]);
-        let rows = b.let1(Expr::Gather(Gather {
-            shape: vec![2, 3],
-            array: m,
-            body: rows_fn,
-        }));
-        let program = b.finish(vec![evens, shifted, swapped, rows]);
+        let program = parse(
+            r"program(%0_x: [5]f64, %1_m: [2, 3]f64) {
+  %4: [3]f64 = gather [3] %0_x (\%2: []i64 ->
+    %3: []i64 = mul %2 2:i64
+    in %3)
+  %7: [4]f64 = gather [4] %0_x (\%5: []i64 ->
+    %6: []i64 = add %5 3:i64
+    in %6)
+  %10: [3, 2]f64 = gather [3, 2] %1_m (\%8: []i64, %9: []i64 ->
+    in %9, %8)
+  %13: [2, 3]f64 = gather [2, 3] %1_m (\%11: []i64 ->
+    %12: []i64 = sub 1:i64 %11
+    in %12)
+  in %4, %7, %10, %13
+}",
+        );
         let m_value = f64s(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
         let inputs = [f64s(&[5], &[10.0, 20.0, 30.0, 40.0, 50.0]), m_value];
         let out = run_ok(&program, &inputs);
@@ -597,9 +540,7 @@ mod tests {
         assert_eq!(out[1], f64s(&[4], &[40.0, 50.0, 0.0, 0.0]));
         assert_eq!(out[2], f64s(&[3, 2], &[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]));
         assert_eq!(out[3], f64s(&[2, 3], &[4.0, 5.0, 6.0, 1.0, 2.0, 3.0]));
-        let Atom::Var(shifted_var) = shifted else {
-            unreachable!()
-        };
+        let shifted_var = VarId(7);
         assert_eq!(
             run_strict(&program, &inputs).unwrap_err(),
             InterpError::OutOfRange {
@@ -613,15 +554,14 @@ mod tests {
     /// [Smeding25] §3.3: `scatter [6] [1..9] (\[i]. [i div 2]) = [3, 7, 11, 15, 9, 0]`.
     #[test]
     fn scatter_adds_collisions_seed_001_example() {
-        let mut b = Builder::new();
-        let t = b.input(ArrTy::new(vec![9], Elem::I64), "t");
-        let index_fn = b.index_block(1, |b, i| vec![b.prim(Prim::IDiv, &[i[0], idx(2)])]);
-        let res = b.let1(Expr::Scatter(Scatter {
-            shape: vec![6],
-            array: t,
-            body: index_fn,
-        }));
-        let program = b.finish(vec![res]);
+        let program = parse(
+            r"program(%0_t: [9]i64) {
+  %3: [6]i64 = scatter [6] %0_t (\%1: []i64 ->
+    %2: []i64 = idiv %1 2:i64
+    in %2)
+  in %3
+}",
+        );
         let input = i64s(&[9], &[1, 2, 3, 4, 5, 6, 7, 8, 9]);
         assert_eq!(
             run_ok(&program, std::slice::from_ref(&input))[0],
@@ -637,22 +577,17 @@ mod tests {
     fn scatter_drops_out_of_range_targets_even_when_strict() {
         // scatter [2, 2] m (\[i]. [i - 1]) with m : [3, 2]: row 0 is dropped, rows 1 and 2 land.
         // scatter [2] v (\[i]. [0, i]): a 2-d target index into a [2, 2]... see below.
-        let mut b = Builder::new();
-        let m = b.input(f64_ty(&[3, 2]), "m");
-        let shift_fn = b.index_block(1, |b, i| vec![b.prim(Prim::Sub, &[i[0], idx(1)])]);
-        let shifted = b.let1(Expr::Scatter(Scatter {
-            shape: vec![2, 2],
-            array: m,
-            body: shift_fn,
-        }));
-        // scatter [2, 3] m (\[i, j]. [j mod 2, i]): element (i, j) goes to (j mod 2, i).
-        let spread_fn = b.index_block(2, |b, ij| vec![b.prim(Prim::Mod, &[ij[1], idx(2)]), ij[0]]);
-        let spread = b.let1(Expr::Scatter(Scatter {
-            shape: vec![2, 3],
-            array: m,
-            body: spread_fn,
-        }));
-        let program = b.finish(vec![shifted, spread]);
+        let program = parse(
+            r"program(%0_m: [3, 2]f64) {
+  %3: [2, 2]f64 = scatter [2, 2] %0_m (\%1: []i64 ->
+    %2: []i64 = sub %1 1:i64
+    in %2)
+  %7: [2, 3]f64 = scatter [2, 3] %0_m (\%4: []i64, %5: []i64 ->
+    %6: []i64 = mod %5 2:i64
+    in %6, %4)
+  in %3, %7
+}",
+        );
         let m_value = f64s(&[3, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
         let out = run_strict(&program, &[m_value]).unwrap();
         assert_eq!(out[0], f64s(&[2, 2], &[3.0, 4.0, 5.0, 6.0]));
@@ -661,27 +596,20 @@ mod tests {
 
     #[test]
     fn table_replicate_iota_reshape() {
-        let mut b = Builder::new();
-        let x = b.input(f64_ty(&[2]), "x");
-        let y = b.input(f64_ty(&[2]), "y");
-        let table = b.let1(Expr::Table(Table(vec![x, y, x])));
-        let scalars = b.let1(Expr::Table(Table(vec![lit(1.0), lit(2.0)])));
-        let empty = b.bind_as(vec![f64_ty(&[0, 3])], Expr::Table(Table(vec![])))[0];
-        let replicated = b.let1(Expr::Replicate(Replicate { count: 2, array: x }));
-        let none = b.let1(Expr::Replicate(Replicate { count: 0, array: x }));
-        let iota = b.let1(Expr::Iota(Iota(4)));
-        let reshaped = b.let1(Expr::Reshape(Reshape {
-            shape: vec![2, 3],
-            array: table,
-        }));
-        let one = b.let1(Expr::Iota(Iota(1)));
-        let flat = b.let1(Expr::Reshape(Reshape {
-            shape: vec![],
-            array: one,
-        }));
-        let program = b.finish(vec![
-            table, scalars, empty, replicated, none, iota, reshaped, flat,
-        ]);
+        let program = parse(
+            r"program(%0_x: [2]f64, %1_y: [2]f64) {
+  %2: [3, 2]f64 = table [%0_x, %1_y, %0_x]
+  %3: [2]f64 = table [1.0:f64, 2.0:f64]
+  %4: [0, 3]f64 = table []
+  %5: [2, 2]f64 = replicate 2 %0_x
+  %6: [0, 2]f64 = replicate 0 %0_x
+  %7: [4]i64 = iota 4
+  %8: [2, 3]f64 = reshape [2, 3] %2
+  %9: [1]i64 = iota 1
+  %10: []i64 = reshape [] %9
+  in %2, %3, %4, %5, %6, %7, %8, %10
+}",
+        );
         let out = run_ok(
             &program,
             &[f64s(&[2], &[1.0, 2.0]), f64s(&[2], &[3.0, 4.0])],
@@ -698,16 +626,12 @@ mod tests {
 
     #[test]
     fn reshape_of_mismatched_count_is_rejected_by_the_verifier() {
-        let mut b = Builder::new();
-        let x = b.input(f64_ty(&[2]), "x");
-        let bad = b.bind_as(
-            vec![f64_ty(&[])],
-            Expr::Reshape(Reshape {
-                shape: vec![],
-                array: x,
-            }),
+        let program = parse(
+            r"program(%0_x: [2]f64) {
+  %1: []f64 = reshape [] %0_x
+  in %1
+}",
         );
-        let program = b.finish(bad);
         assert!(verify(&program).is_err());
     }
 
@@ -717,21 +641,14 @@ mod tests {
         let in_shape = [2usize, 1, 3, 2];
         let n_elems: usize = in_shape.iter().product();
         let values: Vec<f64> = (0..n_elems).map(|v| v as f64).collect();
-        let mut b = Builder::new();
-        let x = b.input(f64_ty(&in_shape), "x");
-        let full = b.let1(Expr::Transpose(Transpose {
-            perm: vec![3, 0, 1, 2],
-            array: x,
-        }));
-        let partial = b.let1(Expr::Transpose(Transpose {
-            perm: vec![1, 0],
-            array: x,
-        }));
-        let identity = b.let1(Expr::Transpose(Transpose {
-            perm: vec![],
-            array: x,
-        }));
-        let program = b.finish(vec![full, partial, identity]);
+        let program = parse(
+            r"program(%0_x: [2, 1, 3, 2]f64) {
+  %1: [2, 2, 1, 3]f64 = tr [3, 0, 1, 2] %0_x
+  %2: [1, 2, 3, 2]f64 = tr [1, 0] %0_x
+  %3: [2, 1, 3, 2]f64 = tr [] %0_x
+  in %1, %2, %3
+}",
+        );
         let input = f64s(&in_shape, &values);
         let out = run_ok(&program, std::slice::from_ref(&input));
         let at = |index: [usize; 4]| {
@@ -766,30 +683,16 @@ mod tests {
 
     #[test]
     fn cond_evaluates_only_the_taken_branch() {
-        let mut b = Builder::new();
-        let x = b.input(f64_ty(&[2]), "x");
-        let c = b.input(ArrTy::scalar(Elem::Bool), "c");
-        let then_block = b.block(&[], |b, _| {
-            let first = b.let1(Expr::Index(Index {
-                array: x,
-                index: vec![idx(0)],
-            }));
-            vec![first, idx(1)]
-        });
-        let else_block = b.block(&[], |b, _| {
-            // Out of range: would fail in strict mode if it ran.
-            let bad = b.let1(Expr::Index(Index {
-                array: x,
-                index: vec![idx(7)],
-            }));
-            vec![bad, idx(2)]
-        });
-        let res = b.bind(Expr::Cond(Cond {
-            cond: c,
-            then_block,
-            else_block,
-        }));
-        let program = b.finish(res);
+        let program = parse(
+            r"program(%0_x: [2]f64, %1_c: []bool) {
+  %4: []f64, %5: []i64 = cond %1_c (\ ->
+    %2: []f64 = index %0_x [0:i64]
+    in %2, 1:i64) (\ ->
+    %3: []f64 = index %0_x [7:i64]
+    in %3, 2:i64)
+  in %4, %5
+}",
+        );
         let x_value = f64s(&[2], &[5.0, 6.0]);
         let yes = Array::scalar(Scalar::Bool(true));
         let no = Array::scalar(Scalar::Bool(false));
@@ -808,35 +711,18 @@ mod tests {
     #[test]
     fn fold_threads_several_carries() {
         // fold 4 (0, 1) (\i s p. (s + x[i], p * x[i])).
-        let mut b = Builder::new();
-        let x = b.input(f64_ty(&[4]), "x");
-        let body = b.block(
-            &[ArrTy::scalar(Elem::I64), f64_ty(&[]), f64_ty(&[])],
-            |b, params| {
-                let xi = b.let1(Expr::Index(Index {
-                    array: x,
-                    index: vec![params[0]],
-                }));
-                vec![
-                    b.prim(Prim::Add, &[params[1], xi]),
-                    b.prim(Prim::Mul, &[params[2], xi]),
-                ]
-            },
+        let program = parse(
+            r"program(%0_x: [4]f64) {
+  %7: []f64, %8: []f64 = fold 4 (0.0:f64, 1.0:f64) (\%1: []i64, %2: []f64, %3: []f64 ->
+    %4: []f64 = index %0_x [%1]
+    %5: []f64 = add %2 %4
+    %6: []f64 = mul %3 %4
+    in %5, %6)
+  %11: [4]f64 = fold 0 (%0_x) (\%9: []i64, %10: [4]f64 ->
+    in %10)
+  in %7, %8, %11
+}",
         );
-        let res = b.bind(Expr::Fold(Fold {
-            size: 4,
-            init: vec![lit(0.0), lit(1.0)],
-            body,
-        }));
-        let body_none = b.block(&[ArrTy::scalar(Elem::I64), f64_ty(&[4])], |_, params| {
-            vec![params[1]]
-        });
-        let untouched = b.bind(Expr::Fold(Fold {
-            size: 0,
-            init: vec![x],
-            body: body_none,
-        }));
-        let program = b.finish(vec![res[0], res[1], untouched[0]]);
         let out = run_ok(&program, &[f64s(&[4], &[1.0, 2.0, 3.0, 4.0])]);
         assert_eq!(
             out,
@@ -852,35 +738,18 @@ mod tests {
     fn scan_binds_final_carry_then_stacked_ys() {
         // scan 3 (0) (\i s. (s + x[i], [s, i])): the final sum, then the running sums before each
         // step and the indices.
-        let mut b = Builder::new();
-        let x = b.input(ArrTy::new(vec![3], Elem::I64), "x");
-        let body = b.block(
-            &[ArrTy::scalar(Elem::I64), ArrTy::scalar(Elem::I64)],
-            |b, params| {
-                let xi = b.let1(Expr::Index(Index {
-                    array: x,
-                    index: vec![params[0]],
-                }));
-                let next = b.prim(Prim::Add, &[params[1], xi]);
-                let pair = b.let1(Expr::Table(Table(vec![params[1], params[0]])));
-                vec![next, pair, next]
-            },
+        let program = parse(
+            r"program(%0_x: [3]i64) {
+  %6: []i64, %7: [3, 2]i64, %8: [3]i64 = scan 3 (0:i64) (\%1: []i64, %2: []i64 ->
+    %3: []i64 = index %0_x [%1]
+    %4: []i64 = add %2 %3
+    %5: [2]i64 = table [%2, %1]
+    in %4, %5, %4)
+  %11: []i64, %12: [0]i64 = scan 0 (9:i64) (\%9: []i64, %10: []i64 ->
+    in %10, %9)
+  in %6, %7, %8, %11, %12
+}",
         );
-        let res = b.bind(Expr::Scan(Scan {
-            size: 3,
-            init: vec![idx(0)],
-            body,
-        }));
-        let empty_body = b.block(
-            &[ArrTy::scalar(Elem::I64), ArrTy::scalar(Elem::I64)],
-            |_, params| vec![params[1], params[0]],
-        );
-        let empty = b.bind(Expr::Scan(Scan {
-            size: 0,
-            init: vec![idx(9)],
-            body: empty_body,
-        }));
-        let program = b.finish(vec![res[0], res[1], res[2], empty[0], empty[1]]);
         let out = run_ok(&program, &[i64s(&[3], &[5, 6, 7])]);
         assert_eq!(out[0], i64s(&[], &[18]));
         assert_eq!(out[1], i64s(&[3, 2], &[0, 0, 5, 1, 11, 2]));
@@ -891,10 +760,13 @@ mod tests {
 
     #[test]
     fn interrupt_stops_loops() {
-        let mut b = Builder::new();
-        let body = b.index_block(1, |_, i| vec![i[0]]);
-        let res = b.bind(Expr::Build1(Build1 { size: 3, body }));
-        let program = b.finish(res);
+        let program = parse(
+            r"program() {
+  %1: [3]i64 = build1 3 (\%0: []i64 ->
+    in %0)
+  in %1
+}",
+        );
         let flag = Arc::new(AtomicBool::new(false));
         let config = InterpConfig {
             strict: false,
@@ -911,13 +783,15 @@ mod tests {
 
     #[test]
     fn f32_and_bool_arrays_work_too() {
-        let mut b = Builder::new();
-        let x = b.input(ArrTy::new(vec![2], Elem::F32), "x");
-        let positive = b.prim(Prim::Gt, &[x, x]);
-        let negated = b.prim(Prim::Not, &[positive]);
-        let as_float = b.prim(Prim::Cast(Elem::F32), &[negated]);
-        let out = b.prim(Prim::Mul, &[as_float, x]);
-        let program = b.finish(vec![out]);
+        let program = parse(
+            r"program(%0_x: [2]f32) {
+  %1: [2]bool = gt %0_x %0_x
+  %2: [2]bool = not %1
+  %3: [2]f32 = cast_f32 %2
+  %4: [2]f32 = mul %3 %0_x
+  in %4
+}",
+        );
         let input = Array::new(vec![2], ArrayData::F32(vec![1.5, -2.0]));
         assert_eq!(run_ok(&program, std::slice::from_ref(&input))[0], input);
     }
