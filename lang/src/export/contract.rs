@@ -15,11 +15,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::core::ir::{
-    Atom, BlockId, Expr, PrimApp, Program, Replicate, SumOuter, Transpose, VarId,
-};
+use crate::core::ir::{Atom, BlockId, Expr, Program, SumOuter, VarId};
 use crate::core::visit::{collect_uses, reachable_blocks};
 use crate::ops::sum_outer::{self, AxisRole};
+use crate::ops::{self, Element, Move};
 use crate::prim::Prim;
 
 /// A `sumOuter` computed as `transpose (dot_general lhs rhs)`.
@@ -95,22 +94,22 @@ fn find_in_block(
         let rank = program.var_ty(product).rank();
         // Axis `a` of the summed value is axis `order[a]` of the product.
         let mut order: Vec<usize> = (0..rank).collect();
-        if let Some(Expr::Transpose(Transpose {
-            perm,
+        if let Some(Element::Moved {
             array: Atom::Var(inner),
-        })) = defs.get(&product)
+            moved: Move::Permute(perm),
+        }) = element(&defs, product)
         {
             if !single_use(product) {
                 continue;
             }
             chain.push(product);
             order = full_perm(perm, rank);
-            product = *inner;
+            product = inner;
         }
-        let Some(Expr::Prim(PrimApp(Prim::Mul, operands))) = defs.get(&product) else {
+        let Some(Element::Apply(Prim::Mul, operands)) = element(&defs, product) else {
             continue;
         };
-        let [Atom::Var(x), Atom::Var(y)] = operands.as_slice() else {
+        let [Atom::Var(x), Atom::Var(y)] = operands else {
             continue;
         };
         if !single_use(product) {
@@ -127,6 +126,12 @@ fn find_in_block(
         plan.skipped.extend(&rhs.chain);
         plan.contractions.insert(*sum, contraction);
     }
+}
+
+/// The element rule of `var`'s definition (views and elementwise applications).
+fn element<'p>(defs: &HashMap<VarId, &'p Expr>, var: VarId) -> Option<Element<'p>> {
+    defs.get(&var)
+        .and_then(|expr| ops::operation(expr).element())
 }
 
 fn full_perm(perm: &[usize], rank: usize) -> Vec<usize> {
@@ -146,16 +151,11 @@ fn trace(
     let mut current = var;
     let mut chain = Vec::new();
     let mut chain_open = true;
-    while let Some(Expr::Replicate(Replicate {
+    while let Some(Element::Moved {
         array: Atom::Var(next),
-        ..
-    }))
-    | Some(Expr::Transpose(Transpose {
-        array: Atom::Var(next),
-        ..
-    })) = defs.get(&current)
+        moved: Move::DropFirst { .. } | Move::Permute(_),
+    }) = element(defs, current)
     {
-        let next = *next;
         // A step used elsewhere stays (and so do the steps below it).
         chain_open = chain_open && single_use(current);
         if chain_open {
@@ -167,9 +167,15 @@ fn trace(
     let base = current;
     let mut axes: Vec<Option<usize>> = (0..program.var_ty(base).rank()).map(Some).collect();
     for &step in steps.iter().rev() {
-        axes = match defs.get(&step) {
-            Some(Expr::Replicate(_)) => std::iter::once(None).chain(axes).collect(),
-            Some(Expr::Transpose(Transpose { perm, .. })) => full_perm(perm, axes.len())
+        axes = match element(defs, step) {
+            Some(Element::Moved {
+                moved: Move::DropFirst { .. },
+                ..
+            }) => std::iter::once(None).chain(axes).collect(),
+            Some(Element::Moved {
+                moved: Move::Permute(perm),
+                ..
+            }) => full_perm(perm, axes.len())
                 .iter()
                 .map(|&axis| axes[axis])
                 .collect(),
