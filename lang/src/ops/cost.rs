@@ -142,16 +142,7 @@ fn block_depth(program: &Program, block: BlockId) -> usize {
         .stmts
         .iter()
         .map(|stmt| {
-            // An operation with a body is a level of nesting, except that the index functions
-            // of `gather` and `scatter` (they compute indices, not array elements) and the
-            // function of a derivative are not; what is nested in them still counts. A reduce
-            // or scan counts as a level like a loop: the reverse derivative of a scan
-            // recomputes primal values in its ⊗ scan, an overhead that grows with the nesting
-            // of scans ([Paszke21] §4).
-            let level = usize::from(!matches!(
-                stmt.expr,
-                Expr::Gather(_) | Expr::Scatter(_) | Expr::Derivative(_)
-            ));
+            let level = usize::from(ops::operation(&stmt.expr).nests());
             let nested = expr_blocks(&stmt.expr)
                 .into_iter()
                 .map(|nested| block_depth(program, nested))

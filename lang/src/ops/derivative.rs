@@ -101,4 +101,9 @@ impl Operation for Derivative {
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
     }
+
+    /// Its function is differentiated, not run as a nested operation.
+    fn nests(&self) -> bool {
+        false
+    }
 }

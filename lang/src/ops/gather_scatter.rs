@@ -562,6 +562,11 @@ impl Operation for Gather {
             }),
         ))
     }
+
+    /// Its index function computes indices, not array elements.
+    fn nests(&self) -> bool {
+        false
+    }
 }
 
 impl Operation for Scatter {
@@ -624,6 +629,11 @@ impl Operation for Scatter {
     /// It sums its operand's elements; its untouched elements are `+0`.
     fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
         clear(&self.array)
+    }
+
+    /// Its index function computes indices, not array elements.
+    fn nests(&self) -> bool {
+        false
     }
 }
 

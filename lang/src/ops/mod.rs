@@ -100,6 +100,14 @@ pub(crate) trait Operation {
     /// How the fuser treats it (see `FusionClass`).
     fn fusion_class(&self, program: &Program) -> FusionClass;
 
+    /// Whether its blocks are a level of the nesting depth of array operations (NAO of
+    /// [HuotShaikhha] §5.3, `cost::nesting_depth`); what is nested in them counts either way.
+    /// A reduce or scan is a level like a loop: the reverse derivative of a scan recomputes
+    /// primal values in its ⊗ scan, an overhead that grows with the nesting ([Paszke21] §4).
+    fn nests(&self) -> bool {
+        true
+    }
+
     /// How many times, inlined into a kernel, it computes each element of its operands
     /// (Note [Materialise or recompute] in `passes::fuse`).
     fn recompute_factor(&self, _program: &Program) -> usize {
