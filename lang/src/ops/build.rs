@@ -24,11 +24,11 @@
 //! - fusion class: `index` and `iota` are `View`s (a coordinate, or a masked read), `build1`
 //!   and tables `Bulk`.
 
-use super::{Element, FusionClass, Linearity, Move, Operation};
 use std::collections::HashMap;
 
 use super::ad::{self, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
+use super::{Element, FusionClass, Linearity, Move, Operation};
 use crate::core::ir::{
     ArrTy, Atom, Block, BlockId, Build1, Elem, Expr, Gather, Index, Iota, Program, Scalar, Scatter,
     Stmt, Table, Transpose, VarId,

@@ -14,11 +14,11 @@
 //!   condition is an atom, already computed), and a level of nesting;
 //! - fusion class: `Bulk` (TODO(fusion): branches run on the bulk evaluator).
 
-use super::{FusionClass, Linearity, Operation};
 use std::collections::HashMap;
 
 use super::ad::{self, AdError, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
+use super::{FusionClass, Linearity, Operation};
 use crate::core::inline::clone_block;
 use crate::core::ir::{
     ArrTy, Atom, Block, BlockId, Cond, Elem, Expr, PrimApp, Program, Scalar, Stmt, VarId,

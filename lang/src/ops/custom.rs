@@ -28,19 +28,19 @@
 //!   by its `primal` (`inline_custom`), so the engines, fusion and the exports need no rule;
 //!   fusion class `Bulk`.
 
-use super::interp::{Interp, Res};
-use super::{FusionClass, Linearity, Operation};
-use crate::core::value::Array;
-use crate::ops::cost::block_cost;
 use std::collections::HashMap;
 
 use super::ad::{self, tangent_of, AdError, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
+use super::interp::{Interp, Res};
+use super::{FusionClass, Linearity, Operation};
 use crate::core::inline::{copy_stmt, rename};
 use crate::core::ir::{
     ArrTy, Atom, BlockId, Cond, CustomJvp, CustomLinear, CustomVjp, Expr, PrimApp, Program, Scalar,
     Stmt, VarId,
 };
+use crate::core::value::Array;
+use crate::ops::cost::block_cost;
 use crate::ops::verify::{atom_ty, block, result_tys as block_result_tys, tys_text, var_ty};
 use crate::prim::Prim;
 

@@ -11,13 +11,13 @@
 //! - JVP and transpose: `Prim::jvp`, `Prim::transpose`;
 //! - cost: one per result element; fusion class `Pull`.
 
-use super::rewrite::{Rewrite, Rule};
 use std::rc::Rc;
 
 use super::ad::{self, tangent_of, AdResult, Builder, Derivs, Tangent};
 use super::batch::{Batcher, IxExpr, Status};
 use super::build::IndexPush;
 use super::interp::{Interp, Res};
+use super::rewrite::{Rewrite, Rule};
 use super::{Element, FusionClass, Linearity, Operation};
 use crate::core::ir::{ArrTy, Atom, Elem, Expr, PrimApp, Program, Stmt, VarId};
 use crate::core::value::{Array, ArrayData};

@@ -23,12 +23,13 @@
 //!   `View` (the fuser runs the index function on the coordinates); a scatter, and a gather
 //!   with blocks in its index function, are `Bulk`.
 
-use super::build::IndexPush;
-use super::rewrite::{Rewrite, Rule};
 use std::collections::HashMap;
 
 use super::ad::{self, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
+use super::build::IndexPush;
+use super::rewrite::{Rewrite, Rule};
+use super::{Element, FusionClass, Linearity, Operation};
 use crate::core::inline::clone_block;
 use crate::core::ir::{
     ArrTy, Atom, BlockId, Expr, Gather, Index, PrimApp, Program, Scalar, Scatter, Stmt, Transpose,
@@ -41,8 +42,6 @@ use crate::ops::verify::{
     atom_ty, block, expect_index_params, expect_index_results, expect_numeric,
 };
 use crate::prim::Prim;
-
-use super::{Element, FusionClass, Linearity, Operation};
 
 /// `gather sh t f`: see the module header.
 pub fn gather_ty(

@@ -15,14 +15,14 @@
 //! - fusion class: `View` (the fuser recomputes coordinates: `replicate` drops one, `tr`
 //!   permutes them, `reshape` recomputes them from the flat offset).
 
-use super::build::IndexPush;
-use super::interp::{Interp, Res};
-use super::rewrite::{Rewrite, Rule};
-use super::{Element, FusionClass, Linearity, Move, Operation};
 use std::collections::HashMap;
 
 use super::ad::{self, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
+use super::build::IndexPush;
+use super::interp::{Interp, Res};
+use super::rewrite::{Rewrite, Rule};
+use super::{Element, FusionClass, Linearity, Move, Operation};
 use crate::core::ir::{
     ArrTy, Atom, Expr, Index, Program, Replicate, Reshape, Stmt, SumOuter, Transpose, VarId,
 };

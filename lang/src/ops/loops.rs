@@ -28,11 +28,11 @@
 //! enclosing loop; a gather whose index function needs a non-scalar value of the carry stays
 //! inside the backward loop (a whole-table scatter per step).
 
-use super::{FusionClass, Linearity, Operation};
 use std::collections::{HashMap, HashSet};
 
 use super::ad::{self, AdError, AdResult, Builder, Derivs, LinearItem};
 use super::batch::{Batcher, Status};
+use super::{FusionClass, Linearity, Operation};
 use crate::core::inline::clone_block;
 use crate::core::ir::{
     ArrTy, Atom, Block, BlockId, Expr, Fold, Gather, Index, PrimApp, Program, Scalar, Scan,

@@ -13,14 +13,14 @@
 //! - contraction: `contraction_roles`, when a sum of a product is a matrix product (fusion)
 //!   or a `dot_general` (export).
 
-use super::build::IndexPush;
-use super::interp::{Interp, Res};
-use super::rewrite::{Rewrite, Rule};
-use super::{FusionClass, Linearity, Operation};
 use std::collections::HashMap;
 
 use super::ad::{self, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
+use super::build::IndexPush;
+use super::interp::{Interp, Res};
+use super::rewrite::{Rewrite, Rule};
+use super::{FusionClass, Linearity, Operation};
 use crate::core::ir::{
     ArrTy, Atom, Elem, Expr, Index, PrimApp, Program, Replicate, Scalar, Stmt, SumOuter, Transpose,
     VarId,

@@ -45,12 +45,12 @@
 //! while whose body is all scalars runs statement by statement on the engine, not on
 //! registers (`exec::scalar_loop` wants a known trip count).
 
-use super::{FusionClass, Linearity, Operation};
 use std::collections::HashMap;
 
 use super::ad::{self, AdError, AdResult, Builder, Derivs, LinearItem};
 use super::batch::{Batcher, Status};
 use super::loops::{self, CarryLayout};
+use super::{FusionClass, Linearity, Operation};
 use crate::core::inline::clone_block;
 use crate::core::ir::{
     ArrTy, Atom, Block, BlockId, Elem, Expr, PrimApp, Program, Scalar, Stmt, SumOuter, VarId,
