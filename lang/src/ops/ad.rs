@@ -16,7 +16,7 @@
 //! backward pass (§7.6); share→let (Fig 20) is the identity on ANF.
 //!
 //! This file is the generic part: the builder, the walk over statements and the dispatch
-//! (`jvp_stmt`, `transpose_stmt`) to each operation's rules in its home in `ops`
+//! (`jvp_stmts`, `transpose_items`) to each operation's rules in its home in `ops`
 //! (`Operation::jvp`, `Operation::transpose`; every
 //! elementwise primitive's in `prim`). The structural operations' JVP is derived from their
 //! linearity (`jvp_linear`, `ops::linearity`). Conditionals are if-converted
@@ -314,19 +314,11 @@ pub(crate) fn jvp_stmts(
     tangents: &mut HashMap<VarId, Atom>,
 ) -> Result<(), AdError> {
     for stmt in stmts {
-        jvp_stmt(builder, stmt, tangents)?;
+        // The primal statement is kept as it is (Fig 13's D' on everything
+        // non-differentiable), followed by its tangent's statements.
+        ops::operation(&stmt.expr).jvp(builder, stmt, tangents)?;
     }
     Ok(())
-}
-
-fn jvp_stmt(
-    builder: &mut Builder,
-    stmt: &Stmt,
-    tangents: &mut HashMap<VarId, Atom>,
-) -> Result<(), AdError> {
-    // The primal statement is kept as it is (Fig 13's D' on everything non-differentiable),
-    // followed by its tangent's statements.
-    ops::operation(&stmt.expr).jvp(builder, stmt, tangents)
 }
 
 /// The JVP of an operation linear in some of its operands and constant in the others: the
@@ -497,7 +489,7 @@ pub(crate) fn transpose_items(
 ) -> Result<(), AdError> {
     for item in items.iter().rev() {
         match item {
-            LinearItem::Stmt(stmt) => transpose_stmt(builder, stmt, cts)?,
+            LinearItem::Stmt(stmt) => ops::operation(&stmt.expr).transpose(builder, stmt, cts)?,
             LinearItem::Loop { stmt, stacked } => {
                 ops::loops::transpose_loop(builder, stmt, stacked, cts)?
             }
@@ -507,17 +499,4 @@ pub(crate) fn transpose_items(
         }
     }
     Ok(())
-}
-
-/// The transpose of one linear statement: given the cotangent of its result, adds the
-/// contributions to the cotangents of its linear operands.
-fn transpose_stmt(
-    builder: &mut Builder,
-    stmt: &Stmt,
-    cts: &mut HashMap<VarId, Atom>,
-) -> Result<(), AdError> {
-    // Each structural operation is linear in its one array operand (a table in its items),
-    // and its transpose is another structural operation applied to the cotangent; operands
-    // that are not linear (constants, zeros) contribute nothing.
-    ops::operation(&stmt.expr).transpose(builder, stmt, cts)
 }
