@@ -13,13 +13,7 @@ use std::fmt::Write;
 
 use crate::core::ir::{ArrTy, Elem, Scalar};
 use crate::core::value::Array;
-
-/// An SSA value of the module being written: its name and its tensor type.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Val {
-    pub name: String,
-    pub ty: ArrTy,
-}
+use crate::ops::hlo::{Region, Val};
 
 /// The MLIR name of an element type.
 pub fn elem_type(elem: Elem) -> &'static str {
@@ -106,21 +100,6 @@ pub fn dense(array: &Array) -> String {
     text
 }
 
-/// `array<i64: 1, 2>` (an MLIR dense i64 array attribute).
-pub fn i64_array(values: &[usize]) -> String {
-    if values.is_empty() {
-        return "array<i64>".to_string();
-    }
-    let items: Vec<String> = values.iter().map(usize::to_string).collect();
-    format!("array<i64: {}>", items.join(", "))
-}
-
-/// `[1, 2]`, as in the fields of `#stablehlo.gather<…>`.
-pub fn list(values: &[usize]) -> String {
-    let items: Vec<String> = values.iter().map(usize::to_string).collect();
-    format!("[{}]", items.join(", "))
-}
-
 /// Writes the operations of a function body, nested regions included.
 #[derive(Debug, Default)]
 pub struct Writer {
@@ -188,7 +167,7 @@ impl Writer {
         name: &str,
         operands: &[&Val],
         attrs: &str,
-        regions: &[String],
+        regions: &[Region],
         results: Vec<ArrTy>,
     ) -> Vec<Val> {
         let base = self.fresh();
@@ -214,7 +193,8 @@ impl Writer {
         let names: Vec<&str> = operands.iter().map(|val| val.name.as_str()).collect();
         let _ = write!(line, "\"{name}\"({})", names.join(", "));
         if !regions.is_empty() {
-            let _ = write!(line, " ({})", regions.join(", "));
+            let texts: Vec<&str> = regions.iter().map(|region| region.0.as_str()).collect();
+            let _ = write!(line, " ({})", texts.join(", "));
         }
         if !attrs.is_empty() {
             let _ = write!(line, " {attrs}");
@@ -247,7 +227,7 @@ impl Writer {
         &mut self,
         params: &[ArrTy],
         body: impl FnOnce(&mut Writer, Vec<Val>) -> Result<(Vec<Val>, T), E>,
-    ) -> Result<(String, T), E> {
+    ) -> Result<(Region, T), E> {
         let outer = std::mem::take(&mut self.text);
         let indent = self.indent;
         self.indent = indent + 2;
@@ -278,7 +258,7 @@ impl Writer {
             text.push_str("  ");
         }
         text.push('}');
-        Ok((text, extra))
+        Ok((Region(text), extra))
     }
 }
 
@@ -286,6 +266,7 @@ impl Writer {
 mod tests {
     use super::*;
     use crate::core::value::ArrayData;
+    use crate::ops::hlo::i64_array;
 
     #[test]
     fn float_literals_are_exact_and_have_a_point() {

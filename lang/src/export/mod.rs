@@ -7,12 +7,10 @@
 //! XLA fuses by itself), and [`stablehlo::module`] maps the program it produces.
 //!
 //! - `mlir`: MLIR text (types, literals, operations in generic form, regions).
-//! - `stablehlo`: statements of the bulk IR to StableHLO operations, and the module.
+//! - `stablehlo`: the module, and the writer the forms' export rules write with (each form's
+//!   rule is `Operation::export` in its home in `ops`, in the vocabulary of `ops::hlo`; each
+//!   primitive's is `Prim::export`, with dx's total semantics).
 //! - `contract`: products summed over an axis, recognised as `dot_general`.
-//! - `monoid`: `reduce` and the associative scans as `stablehlo.reduce` (commutative
-//!   operators) or trees of depth O(log n) of slices and elementwise operations.
-//! - `prims`: elementwise primitives with dx's total semantics (division by zero, floored
-//!   `mod`, saturating casts, Threefry in 32-bit words).
 //!
 //! Not handled here: which functions can be exported at all is the session's question
 //! (`session/export.rs`: first-order arguments and results of static shapes, typed by the
@@ -20,15 +18,12 @@
 
 mod contract;
 pub mod mlir;
-pub mod monoid;
-mod prims;
 pub mod stablehlo;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
-use std::fmt;
-
+pub use crate::ops::hlo::ExportError;
 use crate::passes::pipeline::{Compilation, Pass, PIPELINE};
 
 /// The stage name of the exported module (`%passes stablehlo`, `:stages`).
@@ -43,31 +38,3 @@ pub fn bulk_passes() -> &'static [Pass<Compilation>] {
         .unwrap_or(PIPELINE.len());
     &PIPELINE[..end]
 }
-
-/// Why a program cannot be exported: the operation (as printed IR names it) and the reason.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ExportError {
-    pub operation: String,
-    pub reason: String,
-}
-
-impl ExportError {
-    pub fn new(operation: impl Into<String>, reason: impl Into<String>) -> ExportError {
-        ExportError {
-            operation: operation.into(),
-            reason: reason.into(),
-        }
-    }
-}
-
-impl fmt::Display for ExportError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "cannot export `{}` to StableHLO: {}",
-            self.operation, self.reason
-        )
-    }
-}
-
-impl std::error::Error for ExportError {}

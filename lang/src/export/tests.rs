@@ -197,18 +197,18 @@ fn count(module: &str, op: &str) -> usize {
 /// A program whose one statement is the monoid operation `kind` over `n`-element arrays of
 /// the element types `elems`, from zeros, with the operator block `op` (its variables are
 /// numbered below 100).
-pub(super) fn monoid_program(kind: &str, n: usize, elems: &[&str], op: &str) -> String {
+pub(crate) fn monoid_program(kind: &str, n: usize, elems: &[&str], op: &str) -> String {
     testgen::monoid_program(kind, &[n], elems, op, MonoidInits::Zeros)
 }
 
 /// `a + b` on `f32`.
-pub(super) const ADD: &str = "(\\%2_a: []f32, %3_b: []f32 ->
+pub(crate) const ADD: &str = "(\\%2_a: []f32, %3_b: []f32 ->
   %4: []f32 = add %2_a %3_b
   in %4)";
 
 /// The online logsumexp: (m, s) ⊕ (m', s') = (M, s·exp(m − M) + s'·exp(m' − M)),
 /// M = max m m'.
-pub(super) const LOGSUMEXP: &str = "(\\%4_m: []f32, %5_s: []f32, %6_n: []f32, %7_t: []f32 ->
+pub(crate) const LOGSUMEXP: &str = "(\\%4_m: []f32, %5_s: []f32, %6_n: []f32, %7_t: []f32 ->
   %8: []f32 = max %4_m %6_n
   %9: []f32 = sub %4_m %8
   %10: []f32 = exp %9
@@ -221,7 +221,7 @@ pub(super) const LOGSUMEXP: &str = "(\\%4_m: []f32, %5_s: []f32, %6_n: []f32, %7
 
 /// The affine maps `x ↦ a x + b` on `i64`, composed left to right (`(a, b)` then `(c, d)`
 /// is `(a c, b c + d)`): not commutative.
-pub(super) const AFFINE: &str = "(\\%4_a: []i64, %5_b: []i64, %6_c: []i64, %7_d: []i64 ->
+pub(crate) const AFFINE: &str = "(\\%4_a: []i64, %5_b: []i64, %6_c: []i64, %7_d: []i64 ->
   %8: []i64 = mul %4_a %6_c
   %9: []i64 = mul %5_b %6_c
   %10: []i64 = add %9 %7_d

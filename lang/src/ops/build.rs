@@ -28,6 +28,8 @@ use std::collections::HashMap;
 
 use super::ad::{self, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
+use super::gather_scatter::gather_rows;
+use super::hlo::{self, ExportError, Exported, StableHlo, Val};
 use super::{Element, FusionClass, Linearity, Move, Operation};
 use crate::core::ir::{
     ArrTy, Atom, Block, BlockId, Build1, Elem, Expr, Gather, Index, Iota, Program, Scalar, Scatter,
@@ -351,6 +353,14 @@ impl Operation for Atom {
         FusionClass::View
     }
 
+    fn export(&self, cx: &mut dyn StableHlo, _: &Stmt) -> Exported {
+        Ok(vec![cx.atom(self)?])
+    }
+
+    fn exports_per_point(&self) -> bool {
+        true
+    }
+
     fn element(&self) -> Option<Element<'_>> {
         Some(Element::Moved {
             array: *self,
@@ -395,6 +405,13 @@ impl Operation for Build1 {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
+    }
+
+    fn export(&self, _: &mut dyn StableHlo, _: &Stmt) -> Exported {
+        Err(ExportError::new(
+            "build1",
+            "the BOT leaves no `build1` in the bulk IR; export runs after it",
+        ))
     }
 
     fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
@@ -446,6 +463,31 @@ impl Operation for Index {
         FusionClass::View
     }
 
+    /// `stablehlo.gather` of the rows the indices select (over the grid, inside an index
+    /// function), zero out of range.
+    fn export(&self, cx: &mut dyn StableHlo, _: &Stmt) -> Exported {
+        let source = match self.array {
+            Atom::Var(var) if cx.computed_in_grid(var) => {
+                return Err(ExportError::new(
+                    "index",
+                    "an index function indexes an array it computes itself",
+                ))
+            }
+            Atom::Var(var) => cx.bound(var),
+            Atom::Lit(_) => None,
+        };
+        let Some(source) = source else {
+            return Err(ExportError::new("index", "indexes a literal"));
+        };
+        let indices = hlo::atoms(cx, &self.index)?;
+        let grid = cx.grid().to_vec();
+        Ok(vec![gather_rows(cx, &source, &indices, &grid)])
+    }
+
+    fn exports_per_point(&self) -> bool {
+        true
+    }
+
     fn push_index(&self, _: &mut IndexPush, _: VarId, index: &[Atom]) -> Option<Expr> {
         push_into_index(self.array, &self.index, index)
     }
@@ -492,6 +534,16 @@ impl Operation for Iota {
         FusionClass::View
     }
 
+    fn export(&self, cx: &mut dyn StableHlo, _: &Stmt) -> Exported {
+        let ty = ArrTy::new(vec![self.0], Elem::I64);
+        Ok(vec![cx.op(
+            "stablehlo.iota",
+            &[],
+            "{iota_dimension = 0 : i64}",
+            ty,
+        )])
+    }
+
     fn element(&self) -> Option<Element<'_>> {
         Some(Element::FirstCoordinate)
     }
@@ -533,6 +585,26 @@ impl Operation for Table {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
+    }
+
+    /// `stablehlo.concatenate` of the elements as rows (zeros for an empty table).
+    fn export(&self, cx: &mut dyn StableHlo, stmt: &Stmt) -> Exported {
+        let ty = hlo::result_ty(cx.program(), stmt)?;
+        if self.0.is_empty() {
+            return Ok(vec![cx.zeros(&ty)]);
+        }
+        let mut rows = Vec::new();
+        for atom in &self.0 {
+            let val = cx.atom(atom)?;
+            rows.push(cx.broadcast_leading(&val, &[1]));
+        }
+        let refs: Vec<&Val> = rows.iter().collect();
+        Ok(vec![cx.op(
+            "stablehlo.concatenate",
+            &refs,
+            "{dimension = 0 : i64}",
+            ty,
+        )])
     }
 
     fn push_index(&self, cx: &mut IndexPush, _: VarId, index: &[Atom]) -> Option<Expr> {

@@ -18,6 +18,7 @@ use std::collections::HashMap;
 
 use super::ad::{self, AdError, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
+use super::hlo::{self, Exported, StableHlo};
 use super::{FusionClass, Linearity, Operation};
 use crate::core::inline::clone_block;
 use crate::core::ir::{
@@ -224,5 +225,20 @@ impl Operation for Cond {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
+    }
+
+    /// `stablehlo.if` with the two blocks as its regions.
+    fn export(&self, cx: &mut dyn StableHlo, stmt: &Stmt) -> Exported {
+        let pred = cx.atom(&self.cond)?;
+        let tys = hlo::binder_tys(cx.program(), &stmt.binders);
+        let then_region = cx.region(&[], &mut |cx, _| cx.block(self.then_block, &[]))?;
+        let else_region = cx.region(&[], &mut |cx, _| cx.block(self.else_block, &[]))?;
+        Ok(cx.op_with_regions(
+            "stablehlo.if",
+            &[&pred],
+            "",
+            vec![then_region, else_region],
+            tys,
+        ))
     }
 }

@@ -32,12 +32,13 @@ use std::collections::HashMap;
 
 use super::ad::{self, tangent_of, AdError, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
+use super::hlo::{ExportError, Exported, StableHlo};
 use super::interp::{Interp, Res};
 use super::{FusionClass, Linearity, Operation};
 use crate::core::inline::{copy_stmt, rename};
 use crate::core::ir::{
     ArrTy, Atom, BlockId, Cond, CustomJvp, CustomLinear, CustomVjp, Expr, PrimApp, Program, Scalar,
-    Stmt, VarId,
+    Stmt, VarId, CUSTOM_INLINED,
 };
 use crate::core::value::Array;
 use crate::ops::cost::block_cost;
@@ -645,6 +646,10 @@ impl Operation for CustomVjp {
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
     }
+
+    fn export(&self, _: &mut dyn StableHlo, _: &Stmt) -> Exported {
+        Err(ExportError::new("custom_vjp", CUSTOM_INLINED))
+    }
 }
 
 impl Operation for CustomJvp {
@@ -681,6 +686,10 @@ impl Operation for CustomJvp {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
+    }
+
+    fn export(&self, _: &mut dyn StableHlo, _: &Stmt) -> Exported {
+        Err(ExportError::new("custom_jvp", CUSTOM_INLINED))
     }
 }
 
@@ -727,6 +736,10 @@ impl Operation for CustomLinear {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
+    }
+
+    fn export(&self, _: &mut dyn StableHlo, _: &Stmt) -> Exported {
+        Err(ExportError::new("custom_linear", CUSTOM_INLINED))
     }
 }
 

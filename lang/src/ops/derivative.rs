@@ -11,6 +11,7 @@
 
 use super::ad::{self, AdResult, Builder, Derivs};
 use super::batch::Batcher;
+use super::hlo::{ExportError, Exported, StableHlo};
 use super::interp::{Interp, Res};
 use super::{FusionClass, Linearity, Operation};
 use crate::core::ir::{AdMode, ArrTy, Atom, BlockId, Derivative, Program, Stmt, EXPANDED};
@@ -100,6 +101,10 @@ impl Operation for Derivative {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
+    }
+
+    fn export(&self, _: &mut dyn StableHlo, _: &Stmt) -> Exported {
+        Err(ExportError::new("jvp/vjp", EXPANDED))
     }
 
     /// Its function is differentiated, not run as a nested operation.

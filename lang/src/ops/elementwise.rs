@@ -16,6 +16,7 @@ use std::rc::Rc;
 use super::ad::{self, tangent_of, AdResult, Builder, Derivs, Tangent};
 use super::batch::{Batcher, IxExpr, Status};
 use super::build::IndexPush;
+use super::hlo::{self, Exported, StableHlo, Val};
 use super::interp::{Interp, Res};
 use super::rewrite::{Rewrite, Rule};
 use super::{Element, FusionClass, Linearity, Operation};
@@ -101,6 +102,34 @@ impl Operation for PrimApp {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Pull
+    }
+
+    /// The primitive's own export rule (`Prim::export`, dx's total semantics), its scalar
+    /// operands broadcast to the others' shape.
+    fn export(&self, cx: &mut dyn StableHlo, stmt: &Stmt) -> Exported {
+        let PrimApp(prim, atoms) = self;
+        let args = hlo::atoms(cx, atoms)?;
+        let shape = (args.iter())
+            .map(|arg| arg.ty.shape.clone())
+            .max_by_key(Vec::len)
+            .unwrap_or_default();
+        let args: Vec<Val> = (args.iter())
+            .map(|arg| match arg.ty.rank() {
+                0 => cx.broadcast_trailing(arg, &shape),
+                _ => arg.clone(),
+            })
+            .collect();
+        let elem = hlo::result_ty(cx.program(), stmt)?.elem;
+        let val = hlo::apply_prim(cx, *prim, &args)?;
+        debug_assert_eq!(
+            val.ty.elem, elem,
+            "{prim:?} exported with another element type"
+        );
+        Ok(vec![val])
+    }
+
+    fn exports_per_point(&self) -> bool {
+        true
     }
 
     fn push_index(&self, cx: &mut IndexPush, source: VarId, index: &[Atom]) -> Option<Expr> {

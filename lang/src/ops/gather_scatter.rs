@@ -28,12 +28,13 @@ use std::collections::HashMap;
 use super::ad::{self, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
 use super::build::IndexPush;
+use super::hlo::{i64_array, list, ExportError, Exported, StableHlo, Val};
 use super::rewrite::{Rewrite, Rule};
 use super::{Element, FusionClass, Linearity, Operation};
 use crate::core::inline::clone_block;
 use crate::core::ir::{
-    ArrTy, Atom, BlockId, Expr, Gather, Index, PrimApp, Program, Scalar, Scatter, Stmt, Transpose,
-    VarId,
+    ArrTy, Atom, BlockId, Elem, Expr, Gather, Index, PrimApp, Program, Scalar, Scatter, Stmt,
+    Transpose, VarId,
 };
 use crate::core::kernel::{Affine, IndexValue};
 use crate::core::value::{Array, ArrayData};
@@ -516,6 +517,15 @@ impl Operation for Gather {
         gather_fusion_class(program, self.body)
     }
 
+    /// `stablehlo.gather` of the index function's results over the grid of its params.
+    fn export(&self, cx: &mut dyn StableHlo, _: &Stmt) -> Exported {
+        let source = cx.atom(&self.array)?;
+        let n_params = cx.program().blocks[self.body].params.len();
+        let grid = self.shape[..n_params].to_vec();
+        let indices = cx.index_function(self.body, &grid)?;
+        Ok(vec![gather_rows(cx, &source, &indices, &grid)])
+    }
+
     /// 2 (the index function may read an element many times; an estimate) unless the index
     /// function reads each element at most once (a reversal, a shift, a transposed stencil).
     fn recompute_factor(&self, program: &Program) -> usize {
@@ -620,6 +630,16 @@ impl Operation for Scatter {
         FusionClass::Bulk
     }
 
+    /// `stablehlo.scatter` with an `add` body, the index function evaluated over the grid of
+    /// the source's leading axes.
+    fn export(&self, cx: &mut dyn StableHlo, _: &Stmt) -> Exported {
+        let source = cx.atom(&self.array)?;
+        let n_params = cx.program().blocks[self.body].params.len();
+        let grid = source.ty.shape[..n_params].to_vec();
+        let indices = cx.index_function(self.body, &grid)?;
+        Ok(vec![scatter_rows(cx, &source, &indices, &self.shape)?])
+    }
+
     /// The index function ranges over the leading axes of the source.
     fn index_param_bounds(&self, program: &Program) -> Vec<usize> {
         program.atom_ty(&self.array).shape
@@ -663,4 +683,166 @@ fn permutation_gather(
     let source = program.atom_ty(&array).shape;
     let in_range = (0..rank).all(|axis| shape[axis] == source[perm[axis]]);
     in_range.then_some(perm)
+}
+
+/// Where every index is in range (`0 ≤ ix < size` of its axis of `shape`), and the
+/// indices stacked along a last axis with out-of-range ones replaced by zero.
+fn checked_indices(
+    cx: &mut dyn StableHlo,
+    indices: &[Val],
+    shape: &[usize],
+    grid: &[usize],
+) -> (Val, Val) {
+    let mut valid: Option<Val> = None;
+    let mut columns = Vec::new();
+    for (axis, index) in indices.iter().enumerate() {
+        let zero = cx.splat(Scalar::I64(0), grid);
+        let size = cx.splat(Scalar::I64(shape[axis] as i64), grid);
+        let low = cx.compare("GE", index, &zero);
+        let high = cx.compare("LT", index, &size);
+        let both = cx.op("stablehlo.and", &[&low, &high], "", low.ty.clone());
+        valid = Some(match valid {
+            None => both,
+            Some(previous) => cx.op("stablehlo.and", &[&previous, &both], "", both.ty.clone()),
+        });
+        let mut column_shape = grid.to_vec();
+        column_shape.push(1);
+        let column = cx.op(
+            "stablehlo.reshape",
+            &[index],
+            "",
+            ArrTy::new(column_shape, Elem::I64),
+        );
+        columns.push(column);
+    }
+    let valid = valid.unwrap_or_else(|| cx.splat(Scalar::Bool(true), grid));
+    let mut stacked_shape = grid.to_vec();
+    stacked_shape.push(indices.len());
+    let stacked_ty = ArrTy::new(stacked_shape.clone(), Elem::I64);
+    let refs: Vec<&Val> = columns.iter().collect();
+    let stacked = match refs.as_slice() {
+        [single] => (*single).clone(),
+        _ => cx.op(
+            "stablehlo.concatenate",
+            &refs,
+            &format!("{{dimension = {} : i64}}", grid.len()),
+            stacked_ty.clone(),
+        ),
+    };
+    let mask = cx.broadcast_trailing(&valid, &stacked_shape);
+    let zero = cx.zeros(&stacked_ty);
+    let safe = cx.select(&mask, &stacked, &zero);
+    (valid, safe)
+}
+
+/// `source[indices…]` for every point of `grid` (each index a tensor of shape `grid`,
+/// indexing the leading axes of `source`): shape `grid ++ source.shape[indices.len()..]`,
+/// zero where an index is out of range.
+pub(crate) fn gather_rows(
+    cx: &mut dyn StableHlo,
+    source: &Val,
+    indices: &[Val],
+    grid: &[usize],
+) -> Val {
+    let n_indexed = indices.len();
+    let rank = source.ty.rank();
+    if n_indexed == 0 {
+        return cx.broadcast_leading(source, grid);
+    }
+    let k = grid.len();
+    let mut shape = grid.to_vec();
+    shape.extend_from_slice(&source.ty.shape[n_indexed..]);
+    let ty = ArrTy::new(shape.clone(), source.ty.elem);
+    if source.ty.shape[..n_indexed].contains(&0) {
+        // Every read is out of range (and XLA rejects slices of an empty axis).
+        return cx.zeros(&ty);
+    }
+    let (valid, safe) = checked_indices(cx, indices, &source.ty.shape, grid);
+    let offset_dims: Vec<usize> = (k..k + rank - n_indexed).collect();
+    let indexed: Vec<usize> = (0..n_indexed).collect();
+    let mut slice_sizes = vec![1; n_indexed];
+    slice_sizes.extend_from_slice(&source.ty.shape[n_indexed..]);
+    let attrs = format!(
+        "{{dimension_numbers = #stablehlo.gather<{}>, indices_are_sorted = false, \
+         slice_sizes = {}}}",
+        dimension_fields(
+            &[
+                ("offset_dims", &offset_dims),
+                ("collapsed_slice_dims", &indexed),
+                ("start_index_map", &indexed),
+            ],
+            k
+        ),
+        i64_array(&slice_sizes)
+    );
+    let gathered = cx.op("stablehlo.gather", &[source, &safe], &attrs, ty.clone());
+    let mask = cx.broadcast_trailing(&valid, &shape);
+    let zero = cx.zeros(&ty);
+    cx.select(&mask, &gathered, &zero)
+}
+
+/// Adds each row of `source` (its leading `grid` axes; one index tensor of that shape per
+/// indexed axis of the result) into a zero array of shape `shape`; out-of-range rows add
+/// nothing.
+fn scatter_rows(
+    cx: &mut dyn StableHlo,
+    source: &Val,
+    indices: &[Val],
+    shape: &[usize],
+) -> Result<Val, ExportError> {
+    let n_indexed = indices.len();
+    let k = source.ty.rank() - (shape.len() - n_indexed);
+    let grid = source.ty.shape[..k].to_vec();
+    if n_indexed == 0 {
+        let axes: Vec<usize> = (0..k).collect();
+        return cx.reduce_sum(source, &axes);
+    }
+    let ty = ArrTy::new(shape.to_vec(), source.ty.elem);
+    if shape[..n_indexed].contains(&0) || source.ty.shape.contains(&0) {
+        // Every write is out of range, or there is nothing to write.
+        return Ok(cx.zeros(&ty));
+    }
+    let (valid, safe) = checked_indices(cx, indices, shape, &grid);
+    let mask = cx.broadcast_trailing(&valid, &source.ty.shape);
+    let zero_updates = cx.zeros(&source.ty);
+    let updates = cx.select(&mask, source, &zero_updates);
+    let operand = cx.zeros(&ty);
+    let scalar = ArrTy::scalar(ty.elem);
+    let body = cx.region(&[scalar.clone(), scalar], &mut |cx, args| {
+        Ok(vec![cx.binary("add", &args[0], &args[1])])
+    })?;
+    let window: Vec<usize> = (k..source.ty.rank()).collect();
+    let indexed: Vec<usize> = (0..n_indexed).collect();
+    let attrs = format!(
+        "{{indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<{}>, \
+         unique_indices = false}}",
+        dimension_fields(
+            &[
+                ("update_window_dims", &window),
+                ("inserted_window_dims", &indexed),
+                ("scatter_dims_to_operand_dims", &indexed),
+            ],
+            k
+        )
+    );
+    let mut results = cx.op_with_regions(
+        "stablehlo.scatter",
+        &[&operand, &safe, &updates],
+        &attrs,
+        vec![body],
+        vec![ty],
+    );
+    Ok(results.remove(0))
+}
+
+/// The fields of `#stablehlo.gather<…>` / `#stablehlo.scatter<…>`: empty lists are left out
+/// (as MLIR prints them), `index_vector_dim` last.
+fn dimension_fields(fields: &[(&str, &Vec<usize>)], index_vector_dim: usize) -> String {
+    let mut parts: Vec<String> = fields
+        .iter()
+        .filter(|(_, values)| !values.is_empty())
+        .map(|(name, values)| format!("{name} = {}", list(values)))
+        .collect();
+    parts.push(format!("index_vector_dim = {index_vector_dim}"));
+    parts.join(", ")
 }

@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use super::ad::{self, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
 use super::build::IndexPush;
+use super::hlo::{i64_array, Exported, StableHlo};
 use super::interp::{Interp, Res};
 use super::rewrite::{Rewrite, Rule};
 use super::{Element, FusionClass, Linearity, Move, Operation};
@@ -267,6 +268,12 @@ impl Operation for Replicate {
         FusionClass::View
     }
 
+    /// `stablehlo.broadcast_in_dim` over a new outer axis.
+    fn export(&self, cx: &mut dyn StableHlo, _: &Stmt) -> Exported {
+        let val = cx.atom(&self.array)?;
+        Ok(vec![cx.broadcast_leading(&val, &[self.count])])
+    }
+
     fn recompute_factor(&self, _: &Program) -> usize {
         self.count
     }
@@ -323,6 +330,17 @@ impl Operation for Transpose {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::View
+    }
+
+    /// `stablehlo.transpose` (the permutation completed with the axes it leaves in place).
+    fn export(&self, cx: &mut dyn StableHlo, _: &Stmt) -> Exported {
+        let val = cx.atom(&self.array)?;
+        let mut full = self.perm.clone();
+        full.extend(self.perm.len()..val.ty.rank());
+        let shape: Vec<usize> = full.iter().map(|&axis| val.ty.shape[axis]).collect();
+        let attrs = format!("{{permutation = {}}}", i64_array(&full));
+        let ty = ArrTy::new(shape, val.ty.elem);
+        Ok(vec![cx.op("stablehlo.transpose", &[&val], &attrs, ty)])
     }
 
     fn element(&self) -> Option<Element<'_>> {
@@ -406,6 +424,13 @@ impl Operation for Reshape {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::View
+    }
+
+    /// `stablehlo.reshape`.
+    fn export(&self, cx: &mut dyn StableHlo, _: &Stmt) -> Exported {
+        let val = cx.atom(&self.array)?;
+        let ty = ArrTy::new(self.shape.clone(), val.ty.elem);
+        Ok(vec![cx.op("stablehlo.reshape", &[&val], "", ty)])
     }
 
     fn element(&self) -> Option<Element<'_>> {

@@ -32,10 +32,11 @@ use std::collections::{HashMap, HashSet};
 
 use super::ad::{self, AdError, AdResult, Builder, Derivs, LinearItem};
 use super::batch::{Batcher, Status};
+use super::hlo::{self, Exported, StableHlo, Val};
 use super::{FusionClass, Linearity, Operation};
 use crate::core::inline::clone_block;
 use crate::core::ir::{
-    ArrTy, Atom, Block, BlockId, Expr, Fold, Gather, Index, PrimApp, Program, Scalar, Scan,
+    ArrTy, Atom, Block, BlockId, Elem, Expr, Fold, Gather, Index, PrimApp, Program, Scalar, Scan,
     Scatter, Stmt, Transpose, VarId,
 };
 use crate::core::value::Array;
@@ -1213,6 +1214,10 @@ impl Operation for Fold {
         FusionClass::Bulk
     }
 
+    fn export(&self, cx: &mut dyn StableHlo, stmt: &Stmt) -> Exported {
+        export_loop(cx, false, self.size, &self.init, self.body, &stmt.binders)
+    }
+
     fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
         vec![self.size]
     }
@@ -1255,6 +1260,10 @@ impl Operation for Scan {
         FusionClass::Bulk
     }
 
+    fn export(&self, cx: &mut dyn StableHlo, stmt: &Stmt) -> Exported {
+        export_loop(cx, true, self.size, &self.init, self.body, &stmt.binders)
+    }
+
     fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
         vec![self.size]
     }
@@ -1262,4 +1271,62 @@ impl Operation for Scan {
     fn loop_bodies(&self) -> Vec<BlockId> {
         vec![self.body]
     }
+}
+
+/// `fold` / `scan` in StableHLO: a `stablehlo.while` over a counter, the carries and (for a
+/// scan) the stacked outputs so far, each step's outputs written with
+/// `dynamic_update_slice`.
+fn export_loop(
+    cx: &mut dyn StableHlo,
+    is_scan: bool,
+    size: usize,
+    init: &[Atom],
+    body: BlockId,
+    binders: &[VarId],
+) -> Exported {
+    let n_carry = init.len();
+    let counter_ty = ArrTy::scalar(Elem::I64);
+    let mut operands = vec![cx.splat(Scalar::I64(0), &[])];
+    operands.extend(hlo::atoms(cx, init)?);
+    let output_tys = match is_scan {
+        true => hlo::binder_tys(cx.program(), &binders[n_carry..]),
+        false => Vec::new(),
+    };
+    for ty in &output_tys {
+        operands.push(cx.zeros(ty));
+    }
+    if size == 0 {
+        // No step runs: the carries stay, the outputs are empty (and XLA would reject the
+        // body's writes into an empty buffer).
+        return Ok(operands[1..].to_vec());
+    }
+    let tys: Vec<ArrTy> = operands.iter().map(|val| val.ty.clone()).collect();
+    let cond_region = cx.region(&tys, &mut |cx, args| {
+        let bound = cx.splat(Scalar::I64(size as i64), &[]);
+        Ok(vec![cx.compare("LT", &args[0], &bound)])
+    })?;
+    let body_region = cx.region(&tys, &mut |cx, args| {
+        let counter = args[0].clone();
+        let results = cx.block(body, &args[..=n_carry])?;
+        let step = cx.splat(Scalar::I64(1), &[]);
+        let next = cx.op("stablehlo.add", &[&counter, &step], "", counter_ty.clone());
+        let mut returned = vec![next];
+        returned.extend(results[..n_carry].iter().cloned());
+        for (position, y) in results[n_carry..].iter().enumerate() {
+            let buffer = &args[1 + n_carry + position];
+            let row = cx.broadcast_leading(y, &[1]);
+            let zero = cx.splat(Scalar::I64(0), &[]);
+            let mut operands: Vec<Val> = vec![buffer.clone(), row, counter.clone()];
+            operands.extend(std::iter::repeat_n(zero, y.ty.rank()));
+            let refs: Vec<&Val> = operands.iter().collect();
+            returned.push(cx.op(
+                "stablehlo.dynamic_update_slice",
+                &refs,
+                "",
+                buffer.ty.clone(),
+            ));
+        }
+        Ok(returned)
+    })?;
+    Ok(cx.while_op(&operands, cond_region, body_region))
 }

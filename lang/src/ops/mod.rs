@@ -22,7 +22,8 @@
 //! A form's rules are the methods of its `impl Operation` in its home: the type rule,
 //! reference evaluation, batching (BOT), JVP, transpose, cost, linearity, fusion class, the
 //! pushing of an index into what defines the array it reads, simplifier identities, sign
-//! fact, element rule (`Element`) and loop bodies. `operation` is the one
+//! fact, element rule (`Element`), loop bodies and StableHLO export (in the vocabulary of
+//! `hlo::StableHlo`, which `export::stablehlo` implements). `operation` is the one
 //! `match` that lists the forms; the rules every form states have no default, so a new form
 //! makes the compiler list every one it lacks. The generic places run the rules: the verifier
 //! (`verify`), the reference interpreter (`interp`), the batching context (`batch::Batcher`),
@@ -43,6 +44,7 @@ pub mod custom;
 pub mod derivative;
 pub mod elementwise;
 pub mod gather_scatter;
+pub mod hlo;
 pub mod interp;
 pub mod layout;
 pub mod loops;
@@ -61,15 +63,16 @@ use crate::prim::Prim;
 use ad::{AdResult, Builder, Derivs};
 use batch::Batcher;
 use build::IndexPush;
+use hlo::{Exported, StableHlo};
 use interp::{Interp, Res};
 use rewrite::{Rewrite, Rule};
 
 /// Every rule of one form of `Expr`, implemented in the form's home (the table above). The
 /// rules every form states (type, evaluation, batching, JVP, transpose, cost, linearity,
-/// fusion class) have no default, so a new form makes the compiler list them; the others
+/// fusion class, export) have no default, so a new form makes the compiler list them; the others
 /// default to the conservative answer where a form has no such rule (no index pushing, no
 /// identity, sign not known, no element rule: always materialised, no index params, no loop
-/// body, each operand element computed once).
+/// body, each operand element computed once, not exported inside an index function).
 pub(crate) trait Operation {
     /// The types of the results by the typing rules of [Smeding25] Fig 8, given the declared
     /// types of the variables it uses and of its blocks' params and results (`verify`).
@@ -99,6 +102,17 @@ pub(crate) trait Operation {
 
     /// How the fuser treats it (see `FusionClass`).
     fn fusion_class(&self, program: &Program) -> FusionClass;
+
+    /// Writes `stmt` (whose expression this is) as StableHLO operations: the values of its
+    /// binders (`export::stablehlo`), or why it has no export.
+    fn export(&self, cx: &mut dyn StableHlo, stmt: &Stmt) -> Exported;
+
+    /// Whether it is exported inside an index function, point by point over the grid of the
+    /// function's params (an elementwise application, a read of an outside array); any other
+    /// form there cannot be exported.
+    fn exports_per_point(&self) -> bool {
+        false
+    }
 
     /// Whether its blocks are a level of the nesting depth of array operations (NAO of
     /// [HuotShaikhha] §5.3, `cost::nesting_depth`); what is nested in them counts either way.

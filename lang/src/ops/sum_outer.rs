@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use super::ad::{self, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
 use super::build::IndexPush;
+use super::hlo::{Exported, StableHlo};
 use super::interp::{Interp, Res};
 use super::rewrite::{Rewrite, Rule};
 use super::{FusionClass, Linearity, Operation};
@@ -209,6 +210,13 @@ impl Operation for SumOuter {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Reduce
+    }
+
+    /// `stablehlo.reduce` with an `add` body over axis 0 (a `sumOuter` that is a contraction
+    /// is the exporter's `dot_general` and never gets here).
+    fn export(&self, cx: &mut dyn StableHlo, _: &Stmt) -> Exported {
+        let array = cx.atom(&self.0)?;
+        Ok(vec![cx.reduce_sum(&array, &[0])?])
     }
 
     fn push_index(&self, cx: &mut IndexPush, _: VarId, index: &[Atom]) -> Option<Expr> {

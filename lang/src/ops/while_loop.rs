@@ -49,6 +49,7 @@ use std::collections::HashMap;
 
 use super::ad::{self, AdError, AdResult, Builder, Derivs, LinearItem};
 use super::batch::{Batcher, Status};
+use super::hlo::{self, ExportError, Exported, StableHlo};
 use super::loops::{self, CarryLayout};
 use super::{FusionClass, Linearity, Operation};
 use crate::core::inline::clone_block;
@@ -591,6 +592,18 @@ impl Operation for While {
         FusionClass::Bulk
     }
 
+    /// A `stablehlo.while` whose first loop-carried value is the continue flag, true at first,
+    /// so that the body runs once before the condition region first reads it (a do-while);
+    /// the body region returns the body's flag and new carries.
+    fn export(&self, cx: &mut dyn StableHlo, _: &Stmt) -> Exported {
+        let mut operands = vec![cx.splat(Scalar::Bool(true), &[])];
+        operands.extend(hlo::atoms(cx, &self.init)?);
+        let tys: Vec<ArrTy> = operands.iter().map(|val| val.ty.clone()).collect();
+        let cond_region = cx.region(&tys, &mut |_, args| Ok(vec![args[0].clone()]))?;
+        let body_region = cx.region(&tys, &mut |cx, args| cx.block(self.body, &args[1..]))?;
+        Ok(cx.while_op(&operands, cond_region, body_region))
+    }
+
     fn loop_bodies(&self) -> Vec<BlockId> {
         vec![self.body]
     }
@@ -637,6 +650,14 @@ impl Operation for WhileReverse {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
+    }
+
+    fn export(&self, _: &mut dyn StableHlo, _: &Stmt) -> Exported {
+        Err(ExportError::new(
+            "while_reverse",
+            "the reverse sweep of a while keeps the carries of a number of steps known only \
+             as it runs, which StableHLO's static shapes cannot hold",
+        ))
     }
 
     fn loop_bodies(&self) -> Vec<BlockId> {

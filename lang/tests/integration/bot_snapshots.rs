@@ -214,7 +214,7 @@ fn index_of_a_gather_reads_the_source() {
 fn reduce_and_scan_inside_a_build() {
     // build1 k (λi. reduce (index m [i]) e op) ~> reduce (tr m) (replicate k e) op: the batch
     // axis becomes a trailing axis over which the closed operator applies elementwise; the
-    // scan is transposed back (ops/monoid.rs, `batch_monoid`).
+    // scan is transposed back (ops/monoid/mod.rs, `batch_monoid`).
     check_bot(
         "program(%0_m: [3, 4]f64) {
            %1: [3]f64, %2: [3, 4]f64 = build1 3 (\\%3_i: []i64 ->

@@ -241,34 +241,35 @@ fn layers_name_only_lower_layers() {
     );
 }
 
-/// Each form of `Expr` with its rule home (`ops::Operation` is implemented there) and the
-/// most files outside it that may name it (`Expr::Form`, outside comments and test modules).
+/// Each form of `Expr` with its rule home (a file or a directory; `ops::Operation` is
+/// implemented there) and the most files outside it that may name it (`Expr::Form`, outside
+/// comments and test modules).
 /// The goal of issue "the house" is five per form (the IR, its walks, its printer and parser,
 /// `ops::operation`); these are the counts of today, lowered as rules move into the homes,
 /// so that a new file restating a rule of a form fails here.
 const FORMS: &[(&str, &str, usize)] = &[
-    ("Atom", "ops/build.rs", 21),
-    ("Prim", "ops/elementwise.rs", 24),
-    ("Build1", "ops/build.rs", 12),
-    ("Index", "ops/build.rs", 19),
-    ("Iota", "ops/build.rs", 12),
-    ("Table", "ops/build.rs", 11),
-    ("SumOuter", "ops/sum_outer.rs", 16),
-    ("Gather", "ops/gather_scatter.rs", 12),
-    ("Scatter", "ops/gather_scatter.rs", 17),
-    ("Replicate", "ops/layout.rs", 14),
-    ("Transpose", "ops/layout.rs", 18),
-    ("Reshape", "ops/layout.rs", 12),
-    ("Cond", "ops/cond.rs", 12),
-    ("Fold", "ops/loops.rs", 11),
-    ("Scan", "ops/loops.rs", 10),
-    ("While", "ops/while_loop.rs", 9),
-    ("WhileReverse", "ops/while_loop.rs", 7),
-    ("Monoid", "ops/monoid.rs", 12),
-    ("Derivative", "ops/derivative.rs", 9),
-    ("CustomVjp", "ops/custom.rs", 8),
-    ("CustomJvp", "ops/custom.rs", 8),
-    ("CustomLinear", "ops/custom.rs", 8),
+    ("Atom", "ops/build.rs", 20),
+    ("Prim", "ops/elementwise.rs", 23),
+    ("Build1", "ops/build.rs", 11),
+    ("Index", "ops/build.rs", 18),
+    ("Iota", "ops/build.rs", 11),
+    ("Table", "ops/build.rs", 10),
+    ("SumOuter", "ops/sum_outer.rs", 15),
+    ("Gather", "ops/gather_scatter.rs", 11),
+    ("Scatter", "ops/gather_scatter.rs", 16),
+    ("Replicate", "ops/layout.rs", 13),
+    ("Transpose", "ops/layout.rs", 17),
+    ("Reshape", "ops/layout.rs", 11),
+    ("Cond", "ops/cond.rs", 11),
+    ("Fold", "ops/loops.rs", 10),
+    ("Scan", "ops/loops.rs", 9),
+    ("While", "ops/while_loop.rs", 8),
+    ("WhileReverse", "ops/while_loop.rs", 6),
+    ("Monoid", "ops/monoid", 11),
+    ("Derivative", "ops/derivative.rs", 8),
+    ("CustomVjp", "ops/custom.rs", 7),
+    ("CustomJvp", "ops/custom.rs", 7),
+    ("CustomLinear", "ops/custom.rs", 7),
 ];
 
 /// Whether `text` names `Expr::<form>` (not a longer name, not another enum's `…Expr::`).
@@ -284,6 +285,12 @@ fn names_form(text: &str, form: &str) -> bool {
     })
 }
 
+/// Whether `path` (under `lang/src`) is the file `home` or in the directory `home`.
+fn in_home(path: &Path, home: &str) -> bool {
+    let relative = path.strip_prefix(lang_src()).unwrap_or(path);
+    relative.starts_with(home)
+}
+
 #[test]
 fn forms_are_named_in_few_files_outside_their_homes() {
     let root = lang_src();
@@ -293,7 +300,7 @@ fn forms_are_named_in_few_files_outside_their_homes() {
     for &(form, home, most) in FORMS {
         assert!(names_form(&ir, form), "{form} is not a form of Expr");
         let naming: Vec<String> = (files.iter())
-            .filter(|(path, text)| !path.ends_with(home) && names_form(text, form))
+            .filter(|(path, text)| !in_home(path, home) && names_form(text, form))
             .map(|(path, _)| path.strip_prefix(&root).unwrap().display().to_string())
             .collect();
         if naming.len() > most {

@@ -10,7 +10,8 @@
 //!   and `transpose_monoid` in `ops::ad`'s builder, defined here;
 //! - cost: `cost` (and a level of nesting in `ops::cost::nesting_depth`);
 //! - export: `export::monoid` (`stablehlo.reduce` for a commutative operator, otherwise trees
-//!   of depth O(log n) of slices and the operator lifted to arrays; no sequential loop).
+//!   of depth O(log n) of slices and the operator lifted to arrays; no sequential loop) (its
+//!   `is_commutative` a symbolic check of the operator).
 //!
 //! The operator block `op` is closed straight-line scalar code (copies and elementwise
 //! primitives): its params are the left operands then the right ones, its results the
@@ -22,7 +23,10 @@
 //! (`selected_tangent`), transposed by the generic rules. Does not handle yet: fusing other monoid statements with their
 //! producers (they are bulk steps of the engine, over materialised arrays).
 
+mod export;
+
 use super::batch::Batcher;
+use super::hlo::{Exported, StableHlo};
 use super::interp::{Interp, Res};
 use super::{FusionClass, Linearity, Operation};
 use crate::core::ir::{
@@ -1305,6 +1309,12 @@ impl Operation for Monoid {
         } else {
             FusionClass::Bulk
         }
+    }
+
+    /// `monoid::export` (`stablehlo.reduce` for a commutative operator, otherwise trees of
+    /// depth O(log n)).
+    fn export(&self, cx: &mut dyn StableHlo, _: &Stmt) -> Exported {
+        export::monoid(cx, self)
     }
 }
 
