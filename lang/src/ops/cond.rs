@@ -19,7 +19,8 @@ use std::collections::HashMap;
 use super::ad::{self, AdError, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
 use super::hlo::{self, Exported, StableHlo};
-use super::{FusionClass, Linearity, Operation};
+use super::rewrite::{Expand, Expansion, Rule};
+use super::{Element, FusionClass, Linearity, Move, Operation};
 use crate::core::inline::clone_block;
 use crate::core::ir::{
     ArrTy, Atom, Block, BlockId, Cond, Elem, Expr, PrimApp, Program, Scalar, Stmt, VarId,
@@ -227,6 +228,12 @@ impl Operation for Cond {
         FusionClass::Bulk
     }
 
+    fn expand(&self, cx: &mut Expand, stmt: &Stmt) -> Option<Expansion> {
+        let converted = if_conversion(cx.program, self, stmt)?;
+        cx.fire(Rule::CondToSelect);
+        Some(Expansion::Stmts(converted))
+    }
+
     /// `stablehlo.if` with the two blocks as its regions.
     fn export(&self, cx: &mut dyn StableHlo, stmt: &Stmt) -> Exported {
         let pred = cx.atom(&self.cond)?;
@@ -241,4 +248,57 @@ impl Operation for Cond {
             tys,
         ))
     }
+}
+
+/// If-conversion: `if c then (ts…; a…) else (es…; b…)` whose values are scalars and whose
+/// branches only apply primitives to scalars is `ts…; es…; select c a b…`. Primitives are
+/// total and pure ([Smeding25] §5.2's totality), so evaluating both branches and choosing gives
+/// the same values as branching, and a loop body whose only nested blocks were such conds
+/// (`max_by`'s `if f x > f y then x else y`, a user's `if c > 0 then …`) becomes
+/// straight-line scalar code, which runs on registers (`exec::scalar_loop`). Branches that
+/// read tables keep the cond: a read out of range in the branch not taken would be an error
+/// in strict mode.
+fn if_conversion(program: &Program, cond: &Cond, stmt: &Stmt) -> Option<Vec<Stmt>> {
+    let Cond {
+        cond,
+        then_block,
+        else_block,
+    } = cond;
+    let scalar = |var: &VarId| program.var_ty(*var).rank() == 0;
+    if !stmt.binders.iter().all(scalar) {
+        return None;
+    }
+    let branches = [&program.blocks[*then_block], &program.blocks[*else_block]];
+    // Copies and primitive applications: the forms whose element rule is the operands'
+    // elements as they are or a primitive applied to them.
+    let scalar_code = |inner: &Stmt| {
+        let element = super::operation(&inner.expr).element();
+        matches!(
+            element,
+            Some(
+                Element::Apply(..)
+                    | Element::Moved {
+                        moved: Move::Same,
+                        ..
+                    }
+            )
+        )
+    };
+    let convertible = branches.iter().all(|branch| {
+        (branch.stmts.iter()).all(|inner| scalar_code(inner) && inner.binders.iter().all(scalar))
+    });
+    if !convertible {
+        return None;
+    }
+    let [then_, else_] = branches;
+    let hoisted = then_.stmts.iter().chain(&else_.stmts).cloned();
+    let selects = stmt
+        .binders
+        .iter()
+        .zip(then_.results.iter().zip(&else_.results))
+        .map(|(binder, (a, b))| Stmt {
+            binders: vec![*binder],
+            expr: Expr::Prim(PrimApp(Prim::Select, vec![*cond, *a, *b])),
+        });
+    Some(hoisted.chain(selects).collect())
 }

@@ -65,7 +65,7 @@ use batch::Batcher;
 use build::IndexPush;
 use hlo::{Exported, StableHlo};
 use interp::{Interp, Res};
-use rewrite::{Rewrite, Rule};
+use rewrite::{Expand, Expansion, Rewrite, Rule};
 
 /// Every rule of one form of `Expr`, implemented in the form's home (the table above). The
 /// rules every form states (type, evaluation, batching, JVP, transpose, cost, linearity,
@@ -152,6 +152,13 @@ pub(crate) trait Operation {
     /// signed zeros included): what the statement can be replaced by (an atom: its binder is
     /// replaced everywhere) and the rule that says so (`passes::simplify`).
     fn simplify(&self, _cx: &Rewrite) -> Option<(Rule, Expr)> {
+        None
+    }
+
+    /// An exact rewrite of `stmt` into another expression or into several statements
+    /// (if-conversion, the scatter rules, sums of sums; `passes::simplify`), counting in `cx`
+    /// the rules that fire; `None` where none applies.
+    fn expand(&self, _cx: &mut Expand, _stmt: &Stmt) -> Option<Expansion> {
         None
     }
 

@@ -1,11 +1,13 @@
-//! The context of the simplifier's per-form rules (`Operation::simplify`, run by
-//! `passes::simplify`): exact identities, each named by a `Rule` so that a test can check
-//! that it fires. Every rule preserves results bit for bit, NaN and signed zeros included.
+//! The contexts of the simplifier's per-form rules, run by `passes::simplify`: identities
+//! that replace a statement by another expression (`Operation::simplify`, context `Rewrite`)
+//! and statement rules that rewrite it into several statements (`Operation::expand`, context
+//! `Expand`). Each rule is named by a `Rule` so that a test can check that it fires. Every
+//! rule preserves results bit for bit, NaN and signed zeros included.
 
 use std::collections::HashMap;
 
 use super::{operation, Element, Move};
-use crate::core::ir::{Atom, Expr, Program, Scalar, VarId};
+use crate::core::ir::{Atom, Expr, Program, Scalar, Stmt, VarId};
 
 /// The simplifier's rules, for counting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -38,10 +40,7 @@ pub struct Rewrite<'a> {
 impl Rewrite<'_> {
     /// The definition of `atom`, when it is a variable defined before.
     pub fn def(&self, atom: &Atom) -> Option<&Expr> {
-        match atom {
-            Atom::Var(var) => self.defs.get(var),
-            Atom::Lit(_) => None,
-        }
+        def(self.defs, atom)
     }
 
     /// Whether an atom is 1 everywhere: a literal 1, or a view that moves the elements of
@@ -58,6 +57,49 @@ impl Rewrite<'_> {
                 _ => false,
             },
         }
+    }
+}
+
+/// What a statement rule sees and changes: the program (it may add variables and blocks), the
+/// definitions of the variables bound before the statement, how often each variable is used
+/// (counted when the round began), and how often each rule fired.
+pub struct Expand<'a> {
+    pub program: &'a mut Program,
+    pub defs: &'a HashMap<VarId, Expr>,
+    pub uses: &'a HashMap<VarId, usize>,
+    pub fired: &'a mut HashMap<Rule, usize>,
+}
+
+impl<'a> Expand<'a> {
+    /// The definition of `atom`, when it is a variable defined before.
+    pub fn def(&self, atom: &Atom) -> Option<&'a Expr> {
+        def(self.defs, atom)
+    }
+
+    /// Whether `atom` is a variable read once (so that rewriting its definition away for this
+    /// reader leaves no other reader computing it again).
+    pub fn single_use(&self, atom: &Atom) -> bool {
+        matches!(atom, Atom::Var(var) if self.uses.get(var) == Some(&1))
+    }
+
+    /// Counts a rule that fired.
+    pub fn fire(&mut self, rule: Rule) {
+        *self.fired.entry(rule).or_default() += 1;
+    }
+}
+
+/// What a statement rule made of a statement.
+pub enum Expansion {
+    /// Another expression for the statement, which the simplifier goes on simplifying.
+    Expr(Expr),
+    /// Statements in its place that bind its binders (simplified in the next round).
+    Stmts(Vec<Stmt>),
+}
+
+fn def<'a>(defs: &'a HashMap<VarId, Expr>, atom: &Atom) -> Option<&'a Expr> {
+    match atom {
+        Atom::Var(var) => defs.get(var),
+        Atom::Lit(_) => None,
     }
 }
 

@@ -20,8 +20,8 @@ use super::batch::{Batcher, Status};
 use super::build::IndexPush;
 use super::hlo::{Exported, StableHlo};
 use super::interp::{Interp, Res};
-use super::rewrite::{Rewrite, Rule};
-use super::{FusionClass, Linearity, Operation};
+use super::rewrite::{Expand, Expansion, Rewrite, Rule};
+use super::{layout, FusionClass, Linearity, Operation};
 use crate::core::ir::{
     ArrTy, Atom, Elem, Expr, Index, PrimApp, Program, Replicate, Scalar, Stmt, SumOuter, Transpose,
     VarId,
@@ -212,6 +212,12 @@ impl Operation for SumOuter {
         FusionClass::Reduce
     }
 
+    fn expand(&self, cx: &mut Expand, stmt: &Stmt) -> Option<Expansion> {
+        let summed = sum_of_sums(cx, self, stmt)?;
+        cx.fire(Rule::SumOfSums);
+        Some(Expansion::Stmts(summed))
+    }
+
     /// `stablehlo.reduce` with an `add` body over axis 0 (a `sumOuter` that is a contraction
     /// is the exporter's `dot_general` and never gets here).
     fn export(&self, cx: &mut dyn StableHlo, _: &Stmt) -> Exported {
@@ -248,6 +254,78 @@ impl Operation for SumOuter {
             )
         })
     }
+}
+
+/// A sum of sums, `sum_outer (tr p₂ (sum_outer (tr p₁ x)))` (`for i j. sum for a. sum for b.
+/// x[i, j, a, b]` after the BOT: each `sum` brings its axis to the front and sums it), is one
+/// transpose that brings every summed axis to the front, in the order they are summed, and
+/// the sums: `sum_outer (sum_outer (tr [b, a, i, j] x))`. Same additions in the same order
+/// (each axis is still summed alone, the inner one first), and the result's axes come last
+/// and in order, so fuse's kernels run their lines along the result's contiguous last axis
+/// (a convolution's `j`, where `x[i + a, j + b]` is a run) instead of along the summed axis
+/// that the inner sum left last. Applies where the inner sums have no other reader and some
+/// transpose between the sums moves an axis (otherwise the chain is already in this form).
+fn sum_of_sums(cx: &mut Expand, sum: &SumOuter, stmt: &Stmt) -> Option<Vec<Stmt>> {
+    let (SumOuter(outer), [binder]) = (sum, &stmt.binders[..]) else {
+        return None;
+    };
+    // The permutation before each sum, outermost first, down to the summed table.
+    let mut perms: Vec<&[usize]> = Vec::new();
+    let mut current = *outer;
+    let source = loop {
+        let (perm, inner) = match cx.def(&current) {
+            Some(Expr::Transpose(Transpose { perm, array })) if cx.single_use(&current) => {
+                (&perm[..], *array)
+            }
+            _ => (&[][..], current),
+        };
+        perms.push(perm);
+        match cx.def(&inner) {
+            Some(Expr::SumOuter(SumOuter(arg))) if cx.single_use(&inner) => current = *arg,
+            _ => break inner,
+        }
+    };
+    let moved = perms[..perms.len() - 1]
+        .iter()
+        .any(|perm| !layout::is_identity(perm));
+    if perms.len() < 2 || !moved {
+        return None;
+    }
+    let program = &mut *cx.program;
+    let source_ty = program.atom_ty(&source);
+    let mut axes: Vec<usize> = (0..source_ty.rank()).collect();
+    let mut summed = Vec::new();
+    for perm in perms.iter().rev() {
+        let at = |axis: usize| perm.get(axis).copied().unwrap_or(axis);
+        axes = (0..axes.len()).map(|axis| axes[at(axis)]).collect();
+        summed.push(axes.remove(0));
+    }
+    summed.extend(axes);
+    let perm = summed;
+    let shape: Vec<usize> = perm.iter().map(|&axis| source_ty.shape[axis]).collect();
+    let transposed = program.new_var(ArrTy::new(shape.clone(), source_ty.elem), "tr");
+    let mut stmts = vec![Stmt {
+        binders: vec![transposed],
+        expr: Expr::Transpose(Transpose {
+            perm,
+            array: source,
+        }),
+    }];
+    let mut partial = transposed;
+    for depth in 1..perms.len() {
+        let ty = ArrTy::new(shape[depth..].to_vec(), source_ty.elem);
+        let var = program.new_var(ty, "sum");
+        stmts.push(Stmt {
+            binders: vec![var],
+            expr: Expr::SumOuter(SumOuter(Atom::Var(partial))),
+        });
+        partial = var;
+    }
+    stmts.push(Stmt {
+        binders: vec![*binder],
+        expr: Expr::SumOuter(SumOuter(Atom::Var(partial))),
+    });
+    Some(stmts)
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //! wraps); a `cond` of scalars whose branches only apply primitives is a `select`
 //! (if-conversion); a `scatter` of a `scatter` whose index function returns its own
 //! parameters first is one `scatter` (the transpose of a read through a pair index set,
-//! `x[i][j]`: no one-hot rows materialised; exact, see `scatter_of_scatter`), and a scatter of
+//! `x[i][j]`: no one-hot rows materialised; exact, see `ops::gather_scatter::simplify`), and a scatter of
 //! each point to the row-major digits of its own index is a `reshape` (+0.0 for floats), a
 //! scatter that sends each parameter, negated or shifted, to a coordinate of its own is a
 //! `gather` by the inverse (+0.0 for floats; the gradients of `reverse`, `slice`, shifts); and
@@ -20,10 +20,12 @@
 //! reuses its result. Rules that are not exact in
 //! IEEE arithmetic (`x + 0`, `x * 0`, a float sum of copies as a product, a float `idiv x 1`,
 //! which is `floor x`) are deliberately absent.
-//! Each rule is named in `Rule` and counted, so a test can check that it fires. The identities
-//! of one form are that form's `Operation::simplify`, in its home in `ops` (context
-//! `ops::rewrite::Rewrite`); the rules that rewrite a statement into several (if-conversion,
-//! the scatter rules, sums of sums) and common subexpressions are here.
+//! Each rule is named in `Rule` and counted, so a test can check that it fires. The rules are
+//! the forms' own, in their homes in `ops` (contexts in `ops::rewrite`): the identities of one
+//! form are its `Operation::simplify`, and the rules that rewrite a statement into several
+//! (if-conversion in `ops::cond`, the scatter rules in `ops::gather_scatter::simplify`, sums of
+//! sums in `ops::sum_outer`) its `Operation::expand`. This pass walks the program, runs them,
+//! and finds the common subexpressions.
 //!
 //! Not done yet: the rest of [HuotShaikhha] Fig 12 / [Shaikhha23] Fig 8 (loop-invariant code motion,
 //! fusion of maps, tuple partial evaluation), Fig 10's rules for indexing `tr`/`reshape`
@@ -33,20 +35,13 @@ use std::collections::HashMap;
 
 use super::cleanup;
 use super::pipeline::{no_stages, Compilation, Pass};
-use crate::core::digits;
-use crate::core::inline;
-use crate::core::ir::{
-    ArrTy, Atom, Block, BlockId, Cond, Elem, Expr, ExprKey, Gather, PrimApp, Program, Replicate,
-    Reshape, Scalar, Scatter, Stmt, SumOuter, Transpose, VarId,
-};
-use crate::core::kernel::Affine;
+use crate::core::ir::{Atom, BlockId, Expr, ExprKey, Program, VarId};
 use crate::core::visit::collect_uses;
 use crate::core::visit::expr_blocks;
 use crate::core::visit::map_expr_atoms;
-use crate::ops::gather_scatter::{pivots, Pivot, Solved};
-use crate::ops::rewrite::Rewrite;
 pub use crate::ops::rewrite::Rule;
-use crate::prim::Prim;
+use crate::ops::rewrite::{Expand, Expansion, Rewrite};
+use crate::ops::{self, Element, Move};
 
 pub const PASS: Pass<Compilation> = Pass {
     name: "simp",
@@ -155,29 +150,19 @@ fn simplify_block(
                 .collect();
             simplify_block(program, nested, &mut inner_seen, cx);
         }
-        if let Some(converted) = if_conversion(program, &stmt) {
-            *cx.fired.entry(Rule::CondToSelect).or_default() += 1;
-            stmts.extend(converted);
-            continue;
-        }
-        if let Some(composed) = scatter_of_scatter(program, &stmt.expr, &cx.defs) {
-            *cx.fired.entry(Rule::ScatterOfScatter).or_default() += 1;
-            stmt.expr = composed;
-        }
-        if let Some(reshaped) = scatter_as_reshape(program, &stmt) {
-            *cx.fired.entry(Rule::ScatterAsReshape).or_default() += 1;
-            stmts.extend(reshaped);
-            continue;
-        }
-        if let Some(gathered) = scatter_as_gather(program, &stmt) {
-            *cx.fired.entry(Rule::ScatterAsGather).or_default() += 1;
-            stmts.extend(gathered);
-            continue;
-        }
-        if let Some(summed) = sum_of_sums(program, &stmt, cx) {
-            *cx.fired.entry(Rule::SumOfSums).or_default() += 1;
-            stmts.extend(summed);
-            continue;
+        let mut expand = Expand {
+            program,
+            defs: &cx.defs,
+            uses: &cx.uses,
+            fired: cx.fired,
+        };
+        match ops::operation(&stmt.expr).expand(&mut expand, &stmt) {
+            Some(Expansion::Stmts(expanded)) => {
+                stmts.extend(expanded);
+                continue;
+            }
+            Some(Expansion::Expr(expr)) => stmt.expr = expr,
+            None => {}
         }
         if let [binder] = stmt.binders[..] {
             // The key is computed once (with blocks it walks them), for the lookup and the
@@ -185,7 +170,7 @@ fn simplify_block(
             let mut key = cse_key(program, &stmt.expr);
             let rewritten = match key.as_ref().and_then(|key| seen.get(key)) {
                 Some(&earlier) => Some((Rule::CommonSubexpression, Expr::Atom(Atom::Var(earlier)))),
-                None => crate::ops::operation(&stmt.expr).simplify(&Rewrite {
+                None => ops::operation(&stmt.expr).simplify(&Rewrite {
                     program,
                     defs: &cx.defs,
                 }),
@@ -214,562 +199,23 @@ fn simplify_block(
     program.blocks[block].stmts = stmts;
 }
 
-/// Whether `var` is bound to a view of literals alone: an `iota`, or a `replicate` of a
-/// literal or of such a view.
+/// Whether `var` is bound to a view of literals alone: the first coordinate (an `iota`), or a
+/// broadcast of a literal or of such a view.
 fn is_literal_view(defs: &HashMap<VarId, Expr>, var: VarId) -> bool {
-    match defs.get(&var) {
-        Some(Expr::Iota(_)) => true,
-        Some(Expr::Replicate(Replicate { array, .. })) => match array {
+    let element = defs
+        .get(&var)
+        .and_then(|expr| ops::operation(expr).element());
+    match element {
+        Some(Element::FirstCoordinate) => true,
+        Some(Element::Moved {
+            array,
+            moved: Move::DropFirst { .. },
+        }) => match array {
             Atom::Lit(_) => true,
-            Atom::Var(inner) => is_literal_view(defs, *inner),
+            Atom::Var(inner) => is_literal_view(defs, inner),
         },
         _ => false,
     }
-}
-
-/// If-conversion: `if c then (ts…; a…) else (es…; b…)` whose values are scalars and whose
-/// branches only apply primitives to scalars is `ts…; es…; select c a b…`. Primitives are
-/// total and pure ([Smeding25] §5.2's totality), so evaluating both branches and choosing gives
-/// the same values as branching, and a loop body whose only nested blocks were such conds
-/// (`max_by`'s `if f x > f y then x else y`, a user's `if c > 0 then …`) becomes
-/// straight-line scalar code, which runs on registers (`exec::scalar_loop`). Branches that
-/// read tables keep the cond: a read out of range in the branch not taken would be an error
-/// in strict mode.
-fn if_conversion(program: &Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
-    let Expr::Cond(Cond {
-        cond,
-        then_block,
-        else_block,
-    }) = &stmt.expr
-    else {
-        return None;
-    };
-    let scalar = |var: &VarId| program.var_ty(*var).rank() == 0;
-    if !stmt.binders.iter().all(scalar) {
-        return None;
-    }
-    let branches = [&program.blocks[*then_block], &program.blocks[*else_block]];
-    let convertible = branches.iter().all(|branch| {
-        branch.stmts.iter().all(|inner| {
-            matches!(inner.expr, Expr::Prim(..) | Expr::Atom(_)) && inner.binders.iter().all(scalar)
-        })
-    });
-    if !convertible {
-        return None;
-    }
-    let [then_, else_] = branches;
-    let hoisted = then_.stmts.iter().chain(&else_.stmts).cloned();
-    let selects = stmt
-        .binders
-        .iter()
-        .zip(then_.results.iter().zip(&else_.results))
-        .map(|(binder, (a, b))| Stmt {
-            binders: vec![*binder],
-            expr: Expr::Prim(PrimApp(Prim::Select, vec![*cond, *a, *b])),
-        });
-    Some(hoisted.chain(selects).collect())
-}
-
-/// `scatter S2 (scatter S1 v f) g` as one scatter of `v`, when `f` returns its own
-/// parameters first (`\i… -> i…, f' i…`) and `S1` starts with `v`'s leading axes: then `f`
-/// is one-to-one and keeps the order of the rows `g` moves, so every element of the result
-/// adds the same non-zero values in the same order (scatters add in increasing point order),
-/// the composed one without the +0 terms of the rows' other elements, which change no sum
-/// that starts from +0 (such a sum is never -0). A coordinate `f'` gives out of range is out
-/// of range of the same axes of `S2` (they pass through `g`), so both drop it. This is the
-/// transpose of reading `x[i, j]` as a row `x[i]` then its element `j` (a table indexed by
-/// pairs): without it the rows' cotangent, `[n, m]` for `n` points, is materialised.
-fn scatter_of_scatter(
-    program: &mut Program,
-    expr: &Expr,
-    defs: &HashMap<VarId, Expr>,
-) -> Option<Expr> {
-    let Expr::Scatter(Scatter {
-        shape,
-        array: Atom::Var(inner),
-        body: outer,
-    }) = expr
-    else {
-        return None;
-    };
-    let Some(Expr::Scatter(Scatter {
-        shape: inner_shape,
-        array: source,
-        body: inner_body,
-    })) = defs.get(inner)
-    else {
-        return None;
-    };
-    let (outer, inner_body) = (*outer, *inner_body);
-    let rows = program.blocks[outer].params.len();
-    let block = &program.blocks[inner_body];
-    let source_shape = program.atom_ty(source).shape;
-    let own_params_first = block.params.len() == rows
-        && block.results.len() >= rows
-        && (block.params.iter().zip(&block.results))
-            .all(|(&param, &result)| result == Atom::Var(param))
-        && inner_shape.get(..rows) == source_shape.get(..rows);
-    if !own_params_first {
-        return None;
-    }
-    let mut subst = HashMap::new();
-    let composed = inline::clone_block(program, inner_body, &mut subst);
-    let params = program.blocks[composed].params.clone();
-    let outer_block = program.blocks[outer].clone();
-    let mut subst: HashMap<VarId, Atom> = (outer_block.params.iter().zip(&params))
-        .map(|(&param, &new)| (param, Atom::Var(new)))
-        .collect();
-    inline::copy_stmts(program, &outer_block.stmts, composed, &mut subst);
-    let moved = outer_block
-        .results
-        .iter()
-        .map(|&atom| inline::rename(atom, &subst));
-    let kept = program.blocks[composed].results[rows..].to_vec();
-    program.blocks[composed].results = moved.chain(kept).collect();
-    Some(Expr::Scatter(Scatter {
-        shape: shape.clone(),
-        array: *source,
-        body: composed,
-    }))
-}
-
-/// `scatter [r, c] v (\\i -> idiv i c, mod i c)` (the first possibly `mod r` too, any number
-/// of axes, casts that keep the values) of the `r·c` points of `v`: every point goes to the
-/// row-major digits of its own index (Note [Row-major digits] in `core::digits`), once, so
-/// the scatter is `reshape [r, c] v`, plus +0.0 for floats (the scatter adds each value to
-/// +0, which turns -0 into +0). What the gradients through a pair index set and `concat`
-/// scatter.
-fn scatter_as_reshape(program: &mut Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
-    let (Expr::Scatter(Scatter { shape, array, body }), [binder]) = (&stmt.expr, &stmt.binders[..])
-    else {
-        return None;
-    };
-    let block = &program.blocks[*body];
-    let [param] = block.params[..] else {
-        return None;
-    };
-    let source = program.atom_ty(array);
-    let digits = &block.results;
-    let points: usize = shape.get(..digits.len())?.iter().product();
-    if source.shape.first() != Some(&points) || source.shape[1..] != shape[digits.len()..] {
-        return None;
-    }
-    let defs: HashMap<VarId, &Expr> = (block.stmts.iter())
-        .filter_map(|stmt| Some((*stmt.binders.first()?, &stmt.expr)))
-        .collect();
-    let highest = i64::try_from(points).ok()? - 1;
-    let view = |atom: Atom| match atom {
-        Atom::Var(var) if var == param => digits::Step::Base {
-            base: (),
-            low: 0,
-            high: highest,
-        },
-        Atom::Var(var) => match defs.get(&var) {
-            Some(Expr::Prim(PrimApp(prim, args))) => {
-                digits::Step::of_prim(*prim, args, |by| by.int_literal())
-            }
-            _ => digits::Step::Opaque,
-        },
-        Atom::Lit(_) => digits::Step::Opaque,
-    };
-    digits::row_major_offset(digits, &shape[..digits.len()], view)?;
-    let reshape = Expr::Reshape(Reshape {
-        shape: shape.clone(),
-        array: *array,
-    });
-    plus_zero(program, *binder, reshape, "reshape")
-}
-
-/// `binder = expr`, which stands for a scatter into zeros that receives each of its
-/// elements at most once: for floats `binder = expr + 0.0` (the scatter adds each value to
-/// +0, which turns -0 into +0), with the +0.0 a replicated literal (a broadcast, which
-/// fuse never materialises); for integers `binder = expr`.
-fn plus_zero(program: &mut Program, binder: VarId, expr: Expr, hint: &str) -> Option<Vec<Stmt>> {
-    let ty = program.var_ty(binder).clone();
-    let zero = match ty.elem {
-        Elem::F32 => Scalar::F32(0.0),
-        Elem::F64 => Scalar::F64(0.0),
-        elem if elem.is_integer() => {
-            return Some(vec![Stmt {
-                binders: vec![binder],
-                expr,
-            }]);
-        }
-        _ => return None,
-    };
-    let value = program.new_var(ty.clone(), hint);
-    let mut stmts = vec![Stmt {
-        binders: vec![value],
-        expr,
-    }];
-    let mut zeros = Atom::Lit(zero);
-    for axis in (0..ty.shape.len()).rev() {
-        let zeros_ty = ArrTy {
-            shape: ty.shape[axis..].to_vec(),
-            elem: ty.elem,
-        };
-        let var = program.new_var(zeros_ty, "zeros");
-        stmts.push(Stmt {
-            binders: vec![var],
-            expr: Expr::Replicate(Replicate {
-                count: ty.shape[axis],
-                array: zeros,
-            }),
-        });
-        zeros = Atom::Var(var);
-    }
-    stmts.push(Stmt {
-        binders: vec![binder],
-        expr: Expr::Prim(PrimApp(Prim::Add, vec![Atom::Var(value), zeros])),
-    });
-    Some(stmts)
-}
-
-/// A scatter whose index function sends each parameter, negated or not and shifted, to its
-/// own coordinate of the target (`scatter [n] v (\\i -> n - 1 - i)`, the gradient of
-/// `reverse`, `slice` and shifted reads), exactly (Note [Index arithmetic] in
-/// `passes::fuse`: no step wraps), is a gather by the inverse function,
-/// `gather [n] v (\\j -> n - 1 - j)`, plus +0.0 for floats: each target element receives at
-/// most one point, the one the inverse finds, and where that point is outside `v` (or the
-/// target outside the scatter) both give zero. Fuse pulls the gather into its reader as an
-/// affine read; the scatter ran point by point. So is a rotation, `(i + c) mod p` with
-/// the param's range and the target's axis no longer than `p` (the gradient of a ring's
-/// neighbour, `x[(i + 1) mod n]`): its inverse is `(j - c) mod p`, computed as
-/// `(j + (-c mod p)) mod p` or `((c mod p) + p - j) mod p` so that it is never negative
-/// (Note [Wrapped reads] in `passes::fuse`).
-///
-/// Where a coordinate also adds other params (`x[i + a]` read for every `i` and `a`: every
-/// stencil and convolution), those are summed (`gather_scatter::pivots`): the scatter of
-/// `v: [n, k]` by `\\i a -> i + a` is `sum_outer (gather [k, m] v (\\a j -> j - a, a))`,
-/// each target the sum of the points that land on it, read where they are rather than added
-/// where they go. The gather has a point for every target and summed value, so the rule
-/// applies only where that is at most twice the scatter's own work (target and source).
-fn scatter_as_gather(program: &mut Program, stmt: &Stmt) -> Option<Vec<Stmt>> {
-    let (Expr::Scatter(Scatter { shape, array, body }), [binder]) = (&stmt.expr, &stmt.binders[..])
-    else {
-        return None;
-    };
-    let source = program.atom_ty(array);
-    let points = source.shape.get(..program.blocks[*body].params.len())?;
-    let solved = pivots(program, *body, points)?;
-    let pivots: Vec<(usize, &Pivot)> = (solved.iter().enumerate())
-        .filter_map(|(result, solved)| match solved {
-            Solved::Pivot(pivot) => Some((result, pivot)),
-            Solved::Fixed(_) => None,
-        })
-        .collect();
-    let fits = |&(result, pivot): &(usize, &Pivot)| {
-        (pivot.period).is_none_or(|period| shape[result] as i64 <= period)
-    };
-    if !pivots.iter().all(fits) {
-        return None;
-    }
-    let summed: Vec<usize> = (0..points.len())
-        .filter(|&param| pivots.iter().all(|(_, pivot)| pivot.param != param))
-        .collect();
-    let target: usize = shape[..solved.len()].iter().product();
-    let summed_points: usize = summed.iter().map(|&param| points[param]).product();
-    let source_points: usize = points.iter().product();
-    if !summed.is_empty() && summed_points * target > 2 * (target + source_points) {
-        return None;
-    }
-    let fixed = (solved.iter()).any(|solved| matches!(solved, Solved::Fixed(_)));
-    let off = match fixed {
-        true => Some(OffTarget::of(&solved, &summed, shape, points)?),
-        false => None,
-    };
-    let index = ArrTy {
-        shape: Vec::new(),
-        elem: Elem::I64,
-    };
-    let new_index = |program: &mut Program, hint| program.new_var(index.clone(), hint);
-    let summed_params: Vec<VarId> = summed.iter().map(|_| new_index(program, "a")).collect();
-    let target_params: Vec<VarId> = solved.iter().map(|_| new_index(program, "j")).collect();
-    let mut stmts = Vec::new();
-    let mut emit = |program: &mut Program, prim: Prim, operands: Vec<Atom>| {
-        let var = new_index(program, "i");
-        stmts.push(Stmt {
-            binders: vec![var],
-            expr: Expr::Prim(PrimApp(prim, operands)),
-        });
-        Atom::Var(var)
-    };
-    let int = |value: i64| Atom::Lit(Scalar::I64(value));
-    let summed_atom = |param: usize| {
-        let position = summed.iter().position(|&other| other == param);
-        Atom::Var(summed_params[position.expect("a param that is no pivot is summed")])
-    };
-    let mut results: Vec<Option<Atom>> = (0..points.len())
-        .map(|param| summed.contains(&param).then(|| summed_atom(param)))
-        .collect();
-    for &(result, pivot) in &pivots {
-        let j = Atom::Var(target_params[result]);
-        let (sign, constant) = (pivot.sign, pivot.constant);
-        results[pivot.param] = Some(match pivot.period {
-            // `i = sign * (j - constant - Σ coeff * a)`.
-            None => {
-                let mut terms = vec![(j, sign)];
-                for &(param, coeff) in &pivot.summed {
-                    terms.push((summed_atom(param), -sign * coeff));
-                }
-                linear(program, &mut emit, -sign * constant, terms)
-            }
-            Some(period) if sign == 1 => {
-                let shifted = emit(
-                    program,
-                    Prim::Add,
-                    vec![j, int((-constant).rem_euclid(period))],
-                );
-                emit(program, Prim::Mod, vec![shifted, int(period)])
-            }
-            Some(period) => {
-                let turned = emit(
-                    program,
-                    Prim::Sub,
-                    vec![int(constant.rem_euclid(period) + period), j],
-                );
-                emit(program, Prim::Mod, vec![turned, int(period)])
-            }
-        });
-    }
-    if let Some(off) = off {
-        // Note [Constant targets]: the first coordinate leaves its axis off the targets.
-        let first = results[0].take().expect("a param is a pivot or summed");
-        let terms = (off.weights.into_iter())
-            .map(|(result, weight)| (Atom::Var(target_params[result]), weight))
-            .collect();
-        let off = linear(program, &mut emit, off.constant, terms);
-        results[0] = Some(emit(program, Prim::Add, vec![first, off]));
-    }
-    let body = program.blocks.push(Block {
-        params: summed_params
-            .iter()
-            .chain(&target_params)
-            .copied()
-            .collect(),
-        stmts,
-        results: (results.into_iter())
-            .map(|result| result.expect("every param is a pivot or summed"))
-            .collect(),
-    });
-    let elem = program.var_ty(*binder).elem;
-    let mut gather_shape: Vec<usize> = summed.iter().map(|&param| points[param]).collect();
-    gather_shape.extend(shape);
-    let mut expr = Expr::Gather(Gather {
-        shape: gather_shape.clone(),
-        array: *array,
-        body,
-    });
-    // One `sum_outer` per summed param, outermost first.
-    let mut prefix = Vec::new();
-    for axis in 0..summed.len() {
-        let var = program.new_var(ArrTy::new(gather_shape[axis..].to_vec(), elem), "gather");
-        prefix.push(Stmt {
-            binders: vec![var],
-            expr,
-        });
-        expr = Expr::SumOuter(SumOuter(Atom::Var(var)));
-    }
-    prefix.extend(plus_zero(program, *binder, expr, "gather")?);
-    Some(prefix)
-}
-
-// Note [Constant targets]
-// ~~~~~~~~~~~~~~~~~~~~~~~
-// The transpose of reading `w[l, 0, k]` scatters the cotangent into the targets whose axis 1
-// is 0, `scatter [L, G, B] ct (\l -> l, 0)`: a bulk step a time, into zeros. As a gather,
-// the target `[l, g, k]` reads `ct[l, k]` where `g = 0` and nothing elsewhere. The gather's
-// first source coordinate `i` gets a term that is zero at the constant targets and takes it
-// off its axis elsewhere: `i + M · D`, where `D = Σ_r B_r · (j_r − c_r)` over the constant
-// coordinates `c_r` (target axes of `R_r` elements) is a balanced mixed-radix number
-// (`B_0 = 1`, `B_{r+1} = B_r · (2 R_r − 1)`, each offset within `±(R_r − 1)`), zero only
-// where every offset is, and `M = max(p − low, high + 1)` for the `low..=high` that `i`
-// takes on an axis of `p` elements, so that `i + M · D` is outside `0..p` for every `D ≠ 0`.
-// (A constant outside its axis receives nothing: that scatter stays.) The coordinate is
-// still affine, so fuse reads it as a masked affine coordinate and the gather joins its
-// reader: lstm's gradient scattered each gate's weight cotangent into `[L, 4, B]` zeros,
-// four bulk steps a step of its loop, now reads of the kernel that adds them.
-
-/// The term that takes a gather's first source coordinate off its axis at every target
-/// but the constant ones of a scatter (Note [Constant targets]): `constant + Σ weight · j`
-/// over the target params `j` of the constant coordinates, `(result, weight)`.
-struct OffTarget {
-    constant: i64,
-    weights: Vec<(usize, i64)>,
-}
-
-impl OffTarget {
-    /// For a scatter into `shape` of `points` solved as `solved`, with `summed` params;
-    /// `None` when a constant is outside its axis (every point is dropped) or a number
-    /// overflows.
-    fn of(solved: &[Solved], summed: &[usize], shape: &[usize], points: &[usize]) -> Option<Self> {
-        let extent = i64::try_from(*points.first()?).ok()?;
-        let (low, high) = first_coordinate_bounds(solved, summed, shape, points)?;
-        let scale = (extent.checked_sub(low)?).max(high.checked_add(1)?);
-        let mut radix = 1i64;
-        let mut off = OffTarget {
-            constant: 0,
-            weights: Vec::new(),
-        };
-        for (result, solved) in solved.iter().enumerate() {
-            let Solved::Fixed(constant) = *solved else {
-                continue;
-            };
-            let size = i64::try_from(shape[result]).ok()?;
-            if !(0..size).contains(&constant) {
-                return None;
-            }
-            let weight = scale.checked_mul(radix)?;
-            off.constant = off.constant.checked_sub(weight.checked_mul(constant)?)?;
-            off.weights.push((result, weight));
-            radix = radix.checked_mul(2 * size - 1)?;
-        }
-        Some(off)
-    }
-}
-
-/// The least and greatest values of the first source coordinate (param 0) of the gather a
-/// scatter becomes: its own range where it is summed, the period's where it is a rotation,
-/// else those of `sign * (j - constant - Σ coeff * a)` over the target `j` and the summed `a`.
-fn first_coordinate_bounds(
-    solved: &[Solved],
-    summed: &[usize],
-    shape: &[usize],
-    points: &[usize],
-) -> Option<(i64, i64)> {
-    if summed.contains(&0) {
-        return Some((0, i64::try_from(*points.first()?).ok()? - 1));
-    }
-    let (result, pivot) =
-        (solved.iter().enumerate()).find_map(|(result, solved)| match solved {
-            Solved::Pivot(pivot) if pivot.param == 0 => Some((result, pivot)),
-            _ => None,
-        })?;
-    if let Some(period) = pivot.period {
-        return Some((0, period - 1));
-    }
-    let mut sizes = vec![shape[result]];
-    let mut terms = vec![(0, pivot.sign)];
-    for (axis, &(param, coeff)) in pivot.summed.iter().enumerate() {
-        sizes.push(points[param]);
-        terms.push((axis + 1, -pivot.sign * coeff));
-    }
-    let constant = pivot.sign.checked_mul(pivot.constant)?.checked_neg()?;
-    Affine { constant, terms }.bounds(&sizes)
-}
-
-/// `constant + Σ coeff * atom` in index arithmetic, emitted by `emit`: sums first, then
-/// differences, so that no step negates.
-fn linear(
-    program: &mut Program,
-    emit: &mut impl FnMut(&mut Program, Prim, Vec<Atom>) -> Atom,
-    constant: i64,
-    terms: Vec<(Atom, i64)>,
-) -> Atom {
-    let int = |value: i64| Atom::Lit(Scalar::I64(value));
-    let mut acc: Option<Atom> = None;
-    let (plus, minus): (Vec<_>, Vec<_>) = terms.into_iter().partition(|&(_, coeff)| coeff > 0);
-    for (atom, coeff) in plus {
-        let term = match coeff {
-            1 => atom,
-            _ => emit(program, Prim::Mul, vec![atom, int(coeff)]),
-        };
-        acc = Some(match acc {
-            Some(acc) => emit(program, Prim::Add, vec![acc, term]),
-            None => term,
-        });
-    }
-    let mut constant = constant;
-    for (atom, coeff) in minus {
-        let term = match coeff {
-            -1 => atom,
-            _ => emit(program, Prim::Mul, vec![atom, int(-coeff)]),
-        };
-        let base = acc.unwrap_or_else(|| int(std::mem::take(&mut constant)));
-        acc = Some(emit(program, Prim::Sub, vec![base, term]));
-    }
-    match (acc, constant) {
-        (None, constant) => int(constant),
-        (Some(acc), 0) => acc,
-        (Some(acc), constant) if constant > 0 => emit(program, Prim::Add, vec![acc, int(constant)]),
-        (Some(acc), constant) => emit(program, Prim::Sub, vec![acc, int(-constant)]),
-    }
-}
-
-/// A sum of sums, `sum_outer (tr p₂ (sum_outer (tr p₁ x)))` (`for i j. sum for a. sum for b.
-/// x[i, j, a, b]` after the BOT: each `sum` brings its axis to the front and sums it), is one
-/// transpose that brings every summed axis to the front, in the order they are summed, and
-/// the sums: `sum_outer (sum_outer (tr [b, a, i, j] x))`. Same additions in the same order
-/// (each axis is still summed alone, the inner one first), and the result's axes come last
-/// and in order, so fuse's kernels run their lines along the result's contiguous last axis
-/// (a convolution's `j`, where `x[i + a, j + b]` is a run) instead of along the summed axis
-/// that the inner sum left last. Applies where the inner sums have no other reader and some
-/// transpose between the sums moves an axis (otherwise the chain is already in this form).
-fn sum_of_sums(program: &mut Program, stmt: &Stmt, cx: &Cx) -> Option<Vec<Stmt>> {
-    let (Expr::SumOuter(SumOuter(outer)), [binder]) = (&stmt.expr, &stmt.binders[..]) else {
-        return None;
-    };
-    let def = |atom: &Atom| match atom {
-        Atom::Var(var) => cx.defs.get(var),
-        Atom::Lit(_) => None,
-    };
-    let single_use = |atom: &Atom| matches!(atom, Atom::Var(var) if cx.uses.get(var) == Some(&1));
-    // The permutation before each sum, outermost first, down to the summed table.
-    let mut perms: Vec<&[usize]> = Vec::new();
-    let mut current = *outer;
-    let source = loop {
-        let (perm, inner) = match def(&current) {
-            Some(Expr::Transpose(Transpose { perm, array })) if single_use(&current) => {
-                (&perm[..], *array)
-            }
-            _ => (&[][..], current),
-        };
-        perms.push(perm);
-        match def(&inner) {
-            Some(Expr::SumOuter(SumOuter(arg))) if single_use(&inner) => current = *arg,
-            _ => break inner,
-        }
-    };
-    let moved = perms[..perms.len() - 1]
-        .iter()
-        .any(|perm| !crate::ops::layout::is_identity(perm));
-    if perms.len() < 2 || !moved {
-        return None;
-    }
-    let source_ty = program.atom_ty(&source);
-    let mut axes: Vec<usize> = (0..source_ty.rank()).collect();
-    let mut summed = Vec::new();
-    for perm in perms.iter().rev() {
-        let at = |axis: usize| perm.get(axis).copied().unwrap_or(axis);
-        axes = (0..axes.len()).map(|axis| axes[at(axis)]).collect();
-        summed.push(axes.remove(0));
-    }
-    summed.extend(axes);
-    let perm = summed;
-    let shape: Vec<usize> = perm.iter().map(|&axis| source_ty.shape[axis]).collect();
-    let transposed = program.new_var(ArrTy::new(shape.clone(), source_ty.elem), "tr");
-    let mut stmts = vec![Stmt {
-        binders: vec![transposed],
-        expr: Expr::Transpose(Transpose {
-            perm,
-            array: source,
-        }),
-    }];
-    let mut partial = transposed;
-    for depth in 1..perms.len() {
-        let ty = ArrTy::new(shape[depth..].to_vec(), source_ty.elem);
-        let var = program.new_var(ty, "sum");
-        stmts.push(Stmt {
-            binders: vec![var],
-            expr: Expr::SumOuter(SumOuter(Atom::Var(partial))),
-        });
-        partial = var;
-    }
-    stmts.push(Stmt {
-        binders: vec![*binder],
-        expr: Expr::SumOuter(SumOuter(Atom::Var(partial))),
-    });
-    Some(stmts)
 }
 
 fn resolve(atom: Atom, subst: &HashMap<VarId, Atom>) -> Atom {

@@ -23,13 +23,15 @@
 //!   `View` (the fuser runs the index function on the coordinates); a scatter, and a gather
 //!   with blocks in its index function, are `Bulk`.
 
+mod simplify;
+
 use std::collections::HashMap;
 
 use super::ad::{self, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
 use super::build::IndexPush;
 use super::hlo::{i64_array, list, ExportError, Exported, StableHlo, Val};
-use super::rewrite::{Rewrite, Rule};
+use super::rewrite::{Expand, Expansion, Rewrite, Rule};
 use super::{Element, FusionClass, Linearity, Operation};
 use crate::core::inline::clone_block;
 use crate::core::ir::{
@@ -628,6 +630,12 @@ impl Operation for Scatter {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
+    }
+
+    /// A scatter of a scatter is one; a scatter of each point to a target of its own is a
+    /// `reshape` or a `gather` (`simplify`).
+    fn expand(&self, cx: &mut Expand, stmt: &Stmt) -> Option<Expansion> {
+        simplify::expand(cx, self, stmt)
     }
 
     /// `stablehlo.scatter` with an `add` body, the index function evaluated over the grid of
