@@ -127,6 +127,44 @@ pub enum Expr {
 }
 
 /// `op`: an elementwise primitive over operands of equal shape (scalars are rank 0).
+/// Each form's struct is an expression of that form: `Expr::from(Fold { size, init, body })`
+/// builds a statement's expression without naming the variant, so that the places that name
+/// a form (`Expr::Fold(…)`) are the ones that match on it.
+macro_rules! forms_are_exprs {
+    ($($variant:ident($form:ty)),* $(,)?) => {
+        $(impl From<$form> for Expr {
+            fn from(form: $form) -> Expr {
+                Expr::$variant(form)
+            }
+        })*
+    };
+}
+
+forms_are_exprs!(
+    Atom(Atom),
+    Prim(PrimApp),
+    Build1(Build1),
+    Index(Index),
+    SumOuter(SumOuter),
+    Gather(Gather),
+    Scatter(Scatter),
+    Table(Table),
+    Replicate(Replicate),
+    Transpose(Transpose),
+    Reshape(Reshape),
+    Cond(Cond),
+    Iota(Iota),
+    Fold(Fold),
+    Scan(Scan),
+    While(While),
+    WhileReverse(WhileReverse),
+    Monoid(Monoid),
+    Derivative(Derivative),
+    CustomVjp(CustomVjp),
+    CustomJvp(CustomJvp),
+    CustomLinear(CustomLinear),
+);
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct PrimApp(pub Prim, pub Vec<Atom>);
 

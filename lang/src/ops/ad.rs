@@ -170,7 +170,7 @@ impl<'p> Builder<'p> {
         let ty = self.ty(&array);
         let shape = std::iter::once(count).chain(ty.shape).collect();
         self.emit1(
-            Expr::Replicate(Replicate { count, array }),
+            Expr::from(Replicate { count, array }),
             ArrTy::new(shape, ty.elem),
             hint,
         )
@@ -241,7 +241,7 @@ impl Emitter for Builder<'_> {
             .result_elem(&elems)
             .expect("derivative rules emit well-typed primitives");
         self.emit1(
-            Expr::Prim(PrimApp(prim, args)),
+            Expr::from(PrimApp(prim, args)),
             ArrTy::new(shape, elem),
             &prim.name(),
         )

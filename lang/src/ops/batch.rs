@@ -69,7 +69,7 @@ impl<'p> Batcher<'p> {
         for (binder, result) in binders.iter().zip(&body_block.results) {
             let status = self.status(*result);
             let bulk = self.force(status);
-            self.emit_to(self.target, vec![*binder], Expr::Atom(Atom::Var(bulk)));
+            self.emit_to(self.target, vec![*binder], Expr::from(Atom::Var(bulk)));
         }
     }
 
@@ -128,7 +128,7 @@ impl<'p> Batcher<'p> {
                 let ty = self.program.atom_ty(&atom);
                 let ty = self.batched_ty(&ty);
                 self.emit1(
-                    Expr::Replicate(Replicate {
+                    Expr::from(Replicate {
                         count: self.size,
                         array: atom,
                     }),
@@ -152,7 +152,7 @@ impl<'p> Batcher<'p> {
                     return iota;
                 }
                 let iota = self.emit1(
-                    Expr::Iota(Iota(self.size)),
+                    Expr::from(Iota(self.size)),
                     ArrTy::new(vec![self.size], Elem::I64),
                     "iota",
                 );
@@ -166,7 +166,7 @@ impl<'p> Batcher<'p> {
                     .map(|arg| Atom::Var(self.materialise(arg)))
                     .collect();
                 self.emit1(
-                    Expr::Prim(PrimApp(*prim, args)),
+                    Expr::from(PrimApp(*prim, args)),
                     ArrTy::new(vec![self.size], *elem),
                     &prim.name(),
                 )
@@ -188,7 +188,7 @@ impl<'p> Batcher<'p> {
                 self.emit_to(
                     lambda,
                     vec![res],
-                    Expr::Index(Index {
+                    Expr::from(Index {
                         array: Atom::Var(var),
                         index: vec![Atom::Var(batch)],
                     }),
@@ -211,7 +211,7 @@ impl<'p> Batcher<'p> {
                     return Atom::Lit(prim.eval(&scalars));
                 }
                 let res = self.new_var(ArrTy::scalar(*elem), &prim.name());
-                self.emit_to(lambda, vec![res], Expr::Prim(PrimApp(*prim, args)));
+                self.emit_to(lambda, vec![res], Expr::from(PrimApp(*prim, args)));
                 Atom::Var(res)
             }
         }
@@ -370,7 +370,7 @@ impl<'p> Batcher<'p> {
             let mut new_shape = vec![count];
             new_shape.extend(&current_shape);
             current = self.emit1(
-                Expr::Replicate(Replicate {
+                Expr::from(Replicate {
                     count,
                     array: Atom::Var(current),
                 }),
@@ -386,7 +386,7 @@ impl<'p> Batcher<'p> {
         let mut final_shape = vec![self.size];
         final_shape.extend(shape);
         self.emit1(
-            Expr::Transpose(Transpose {
+            Expr::from(Transpose {
                 perm,
                 array: Atom::Var(current),
             }),

@@ -154,7 +154,7 @@ impl Batcher<'_> {
         self.program.blocks[lambda].results = results;
         let (ty, hint) = self.batched_binder(binder);
         Status::Batched(self.emit1(
-            Expr::Gather(Gather {
+            Expr::from(Gather {
                 shape: ty.shape.clone(),
                 array: source,
                 body: lambda,
@@ -174,12 +174,12 @@ impl Batcher<'_> {
         let mut table_shape = res_ty.shape.clone();
         table_shape.swap(0, 1);
         let table = self.emit1(
-            Expr::Table(Table(items)),
+            Expr::from(Table(items)),
             ArrTy::new(table_shape, res_ty.elem),
             "table",
         );
         Status::Batched(self.emit1(
-            Expr::Transpose(Transpose {
+            Expr::from(Transpose {
                 perm: vec![1, 0],
                 array: Atom::Var(table),
             }),
@@ -204,7 +204,7 @@ impl Builder<'_> {
                 stmts: Vec::new(),
                 results: index.to_vec(),
             });
-            Expr::Scatter(Scatter {
+            Expr::from(Scatter {
                 shape: ty.shape.clone(),
                 array: ct,
                 body,
@@ -223,7 +223,7 @@ impl Builder<'_> {
             if self.is_linear(item) {
                 let ty = self.ty(item);
                 let index = vec![Atom::Lit(Scalar::I64(position as i64))];
-                let contribution = self.emit1(Expr::Index(Index { array: ct, index }), ty, "ct");
+                let contribution = self.emit1(Expr::from(Index { array: ct, index }), ty, "ct");
                 self.add_to(cts, *item, contribution);
             }
         }
@@ -280,7 +280,7 @@ impl IndexPush<'_> {
         }
         let res_ty = ArrTy::new(ty.shape[index.len()..].to_vec(), ty.elem);
         self.emit(
-            Expr::Index(Index {
+            Expr::from(Index {
                 array,
                 index: index.to_vec(),
             }),
@@ -294,7 +294,7 @@ impl IndexPush<'_> {
 pub fn push_into_index(inner: Atom, first: &[Atom], index: &[Atom]) -> Option<Expr> {
     let mut joined = first.to_vec();
     joined.extend(index);
-    Some(Expr::Index(Index {
+    Some(Expr::from(Index {
         array: inner,
         index: joined,
     }))
@@ -306,7 +306,7 @@ pub fn push_into_table(cx: &IndexPush, items: &[Atom], index: &[Atom]) -> Option
         return None;
     };
     cx.in_range(&index[0], items.len()).then(|| {
-        Expr::Index(Index {
+        Expr::from(Index {
             array: items[position as usize],
             index: index[1..].to_vec(),
         })

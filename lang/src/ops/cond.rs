@@ -108,7 +108,7 @@ impl Batcher<'_> {
             self.emit_to(
                 self.target,
                 new_binders.clone(),
-                Expr::Cond(Cond {
+                Expr::from(Cond {
                     cond: cond_atom,
                     then_block: then_new,
                     else_block: else_new,
@@ -129,7 +129,7 @@ impl Batcher<'_> {
             let mask = self.broadcast_batch(cond_bulk, &ty.shape[1..]);
             let hint = self.program.vars[*binder].hint.clone();
             let res = self.emit1(
-                Expr::Prim(PrimApp(
+                Expr::from(PrimApp(
                     Prim::Select,
                     vec![Atom::Var(mask), Atom::Var(then_bulk), Atom::Var(else_bulk)],
                 )),
@@ -164,7 +164,7 @@ pub(crate) fn jvp_cond(
         let mask = builder.constant_mask(cond, &ty.shape);
         builder.stmts.push(Stmt {
             binders: vec![*binder],
-            expr: Expr::Prim(PrimApp(Prim::Select, vec![mask, a, b])),
+            expr: Expr::from(PrimApp(Prim::Select, vec![mask, a, b])),
         });
         if ty.elem.is_float() {
             let (da, db) = (ad::tangent_of(tangents, &a), ad::tangent_of(tangents, &b));
@@ -298,7 +298,7 @@ fn if_conversion(program: &Program, cond: &Cond, stmt: &Stmt) -> Option<Vec<Stmt
         .zip(then_.results.iter().zip(&else_.results))
         .map(|(binder, (a, b))| Stmt {
             binders: vec![*binder],
-            expr: Expr::Prim(PrimApp(Prim::Select, vec![*cond, *a, *b])),
+            expr: Expr::from(PrimApp(Prim::Select, vec![*cond, *a, *b])),
         });
     Some(hoisted.chain(selects).collect())
 }

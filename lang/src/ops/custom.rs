@@ -230,7 +230,7 @@ pub fn inline_custom(program: &mut Program, stmts: Vec<Stmt>) -> Vec<Stmt> {
         for (binder, result) in stmt.binders.iter().zip(results) {
             out.push(Stmt {
                 binders: vec![*binder],
-                expr: Expr::Atom(result),
+                expr: Expr::from(result),
             });
         }
     }
@@ -269,7 +269,7 @@ pub(crate) fn jvp_custom_vjp(
     for (binder, value) in stmt.binders.iter().zip(&results) {
         builder.stmts.push(Stmt {
             binders: vec![*binder],
-            expr: Expr::Atom(*value),
+            expr: Expr::from(*value),
         });
     }
     let arg_tangents: Vec<_> = args.iter().map(|atom| tangent_of(tangents, atom)).collect();
@@ -290,7 +290,7 @@ pub(crate) fn jvp_custom_vjp(
         .map(|binder| builder.program.var_ty(*binder).clone())
         .collect();
     let tangent_vars = builder.emit(
-        Expr::CustomLinear(CustomLinear {
+        Expr::from(CustomLinear {
             transposed: false,
             residuals: results[n_outs..].to_vec(),
             operands,
@@ -416,7 +416,7 @@ fn emit_linear_map(builder: &mut Builder, stmts: Vec<Stmt>) -> Result<(), AdErro
                 for (position, binder) in stmt.binders.iter().enumerate() {
                     let ty = builder.program.var_ty(*binder).clone();
                     let mask = builder.constant_mask(*cond, &ty.shape);
-                    let select = Expr::Prim(PrimApp(
+                    let select = Expr::from(PrimApp(
                         Prim::Select,
                         vec![mask, branches[0][position], branches[1][position]],
                     ));
@@ -509,7 +509,7 @@ pub(crate) fn jvp_custom_jvp(
         }
         builder.stmts.push(Stmt {
             binders: vec![*binder],
-            expr: Expr::Atom(*value),
+            expr: Expr::from(*value),
         });
     }
     for (binder, tangent) in stmt.binders.iter().zip(&results[n_outs..]) {
@@ -556,7 +556,7 @@ pub(crate) fn transpose_custom_linear(
     let tys: Vec<ArrTy> = operands.iter().map(|atom| builder.ty(atom)).collect();
     let bwd = crate::core::inline::clone_block(builder.program, *bwd, &mut HashMap::new());
     let grads = builder.emit(
-        Expr::CustomLinear(CustomLinear {
+        Expr::from(CustomLinear {
             transposed: true,
             residuals: residuals.clone(),
             operands: seeds,

@@ -148,7 +148,7 @@ impl Operation for PrimApp {
     /// `x * 1 = x`, `x / 1 = x` (an integer `idiv` too), `neg (neg x) = x`, a cast to the
     /// type a value already has (`x + 0`, `x * 0` and a float `idiv x 1` are not exact).
     fn simplify(&self, cx: &Rewrite) -> Option<(Rule, Expr)> {
-        arithmetic(cx, self.0, &self.1).map(|(rule, kept)| (rule, Expr::Atom(kept)))
+        arithmetic(cx, self.0, &self.1).map(|(rule, kept)| (rule, Expr::from(kept)))
     }
 }
 
@@ -194,7 +194,7 @@ impl Batcher<'_> {
             .collect();
         let hint = self.program.vars[binder].hint.clone();
         Status::Batched(self.emit1(
-            Expr::Prim(PrimApp(prim, args)),
+            Expr::from(PrimApp(prim, args)),
             self.batched_ty(&binder_ty),
             &hint,
         ))
@@ -219,7 +219,7 @@ pub fn push_into_prim(
         return None;
     }
     let indexed = args.iter().map(|arg| cx.emit_index(*arg, index)).collect();
-    Some(Expr::Prim(PrimApp(prim, indexed)))
+    Some(Expr::from(PrimApp(prim, indexed)))
 }
 
 /// The operand an elementwise operation can be replaced by, and the rule that says so.

@@ -118,7 +118,7 @@ impl Batcher<'_> {
         let mut rep_shape = res_ty.shape.clone();
         rep_shape.swap(0, 1);
         let rep = self.emit1(
-            Expr::Replicate(Replicate {
+            Expr::from(Replicate {
                 count,
                 array: Atom::Var(bulk),
             }),
@@ -126,7 +126,7 @@ impl Batcher<'_> {
             "rep",
         );
         Status::Batched(self.emit1(
-            Expr::Transpose(Transpose {
+            Expr::from(Transpose {
                 perm: vec![1, 0],
                 array: Atom::Var(rep),
             }),
@@ -142,7 +142,7 @@ impl Batcher<'_> {
         new_perm.extend(perm.iter().map(|axis| axis + 1));
         let (res_ty, hint) = self.batched_binder(binder);
         Status::Batched(self.emit1(
-            Expr::Transpose(Transpose {
+            Expr::from(Transpose {
                 perm: new_perm,
                 array: Atom::Var(bulk),
             }),
@@ -158,7 +158,7 @@ impl Batcher<'_> {
         new_shape.extend(shape);
         let (res_ty, hint) = self.batched_binder(binder);
         Status::Batched(self.emit1(
-            Expr::Reshape(Reshape {
+            Expr::from(Reshape {
                 shape: new_shape,
                 array: Atom::Var(bulk),
             }),
@@ -176,7 +176,7 @@ impl Builder<'_> {
         ct: Atom,
         cts: &mut HashMap<VarId, Atom>,
     ) {
-        self.add_transposed(cts, array, |_, _| Expr::SumOuter(SumOuter(ct)));
+        self.add_transposed(cts, array, |_, _| Expr::from(SumOuter(ct)));
     }
 
     /// The transpose of `tr perm` is `tr` by the inverse permutation.
@@ -192,7 +192,7 @@ impl Builder<'_> {
             inverse[*source] = axis;
         }
         self.add_transposed(cts, array, |_, _| {
-            Expr::Transpose(Transpose {
+            Expr::from(Transpose {
                 perm: inverse,
                 array: ct,
             })
@@ -207,7 +207,7 @@ impl Builder<'_> {
         cts: &mut HashMap<VarId, Atom>,
     ) {
         self.add_transposed(cts, array, |_, ty| {
-            Expr::Reshape(Reshape {
+            Expr::from(Reshape {
                 shape: ty.shape.clone(),
                 array: ct,
             })
@@ -224,7 +224,7 @@ pub fn push_into_replicate(
     index: &[Atom],
 ) -> Option<Expr> {
     cx.in_range(&index[0], count).then(|| {
-        Expr::Index(Index {
+        Expr::from(Index {
             array: inner,
             index: index[1..].to_vec(),
         })
@@ -359,7 +359,7 @@ impl Operation for Transpose {
     /// composition is the identity).
     fn simplify(&self, cx: &Rewrite) -> Option<(Rule, Expr)> {
         if is_identity(&self.perm) {
-            return Some((Rule::IdentityTranspose, Expr::Atom(self.array)));
+            return Some((Rule::IdentityTranspose, Expr::from(self.array)));
         }
         let Some(Expr::Transpose(Transpose {
             perm: inner,
@@ -376,11 +376,11 @@ impl Operation for Transpose {
             .map(|axis| at(inner, at(&self.perm, axis)))
             .collect();
         Some(if is_identity(&composed) {
-            (Rule::TransposeOfTranspose, Expr::Atom(*source))
+            (Rule::TransposeOfTranspose, Expr::from(*source))
         } else {
             (
                 Rule::TransposeOfTranspose,
-                Expr::Transpose(Transpose {
+                Expr::from(Transpose {
                     perm: composed,
                     array: *source,
                 }),
@@ -448,12 +448,12 @@ impl Operation for Reshape {
     /// `reshape` to the operand's own shape is the operand; `reshape` of `reshape` is one.
     fn simplify(&self, cx: &Rewrite) -> Option<(Rule, Expr)> {
         if cx.program.atom_ty(&self.array).shape == self.shape {
-            return Some((Rule::IdentityReshape, Expr::Atom(self.array)));
+            return Some((Rule::IdentityReshape, Expr::from(self.array)));
         }
         match cx.def(&self.array) {
             Some(Expr::Reshape(Reshape { array: source, .. })) => Some((
                 Rule::ReshapeOfReshape,
-                Expr::Reshape(Reshape {
+                Expr::from(Reshape {
                     shape: self.shape.clone(),
                     array: *source,
                 }),

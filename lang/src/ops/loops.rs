@@ -242,7 +242,7 @@ impl Batcher<'_> {
             let ty = self.batched_ty(self.program.var_ty(binder));
             let hint = self.program.vars[binder].hint.clone();
             let res = self.emit1(
-                Expr::Transpose(Transpose {
+                Expr::from(Transpose {
                     perm: vec![1, 0],
                     array: Atom::Var(stacked),
                 }),
@@ -409,7 +409,7 @@ pub(crate) fn split_loop(program: &mut Program, stmt: &Stmt) -> (Stmt, LinearIte
     let init = shape.init[..shape.n_carries].to_vec();
     let primal = Stmt {
         binders,
-        expr: Expr::Scan(Scan {
+        expr: Expr::from(Scan {
             size: shape.size,
             init,
             body: primal_body,
@@ -713,7 +713,7 @@ pub(crate) fn transpose_loop(
     let mut inner = Builder::new(&mut *builder.program);
     let last = Atom::Lit(Scalar::I64(shape.size as i64 - 1));
     let i = inner.emit1(
-        Expr::Prim(PrimApp(Prim::Sub, vec![last, Atom::Var(k)])),
+        Expr::from(PrimApp(Prim::Sub, vec![last, Atom::Var(k)])),
         index_ty,
         "i",
     );
@@ -722,7 +722,7 @@ pub(crate) fn transpose_loop(
     for (param, stacked) in carry_params.iter().zip(stacked) {
         let ty = inner.program.var_ty(*param).clone();
         let carry = inner.emit1(
-            Expr::Index(Index {
+            Expr::from(Index {
                 array: Atom::Var(*stacked),
                 index: vec![i],
             }),
@@ -768,7 +768,7 @@ pub(crate) fn transpose_loop(
             if inner.is_linear(&result) {
                 let ty = inner.ty(&result);
                 let ct_i = inner.emit1(
-                    Expr::Index(Index {
+                    Expr::from(Index {
                         array: *ct,
                         index: vec![i],
                     }),
@@ -1129,7 +1129,7 @@ fn place_read_cts(builder: &mut Builder, backward: &BackwardLoop, hoisted: &Hois
         let value = builder.program.new_var(ty, "ix");
         stmts.push(Stmt {
             binders: vec![value],
-            expr: Expr::Index(Index {
+            expr: Expr::from(Index {
                 array: Atom::Var(backward.outputs[*position]),
                 index: vec![Atom::Var(step)],
             }),
@@ -1164,13 +1164,13 @@ fn place_read_cts(builder: &mut Builder, backward: &BackwardLoop, hoisted: &Hois
     let stacked_ct = Atom::Var(backward.outputs[hoisted.ct_output]);
     let shape = table_ty.shape.clone();
     let expr = if reverses {
-        Expr::Gather(Gather {
+        Expr::from(Gather {
             shape,
             array: stacked_ct,
             body: index_fn,
         })
     } else {
-        Expr::Scatter(Scatter {
+        Expr::from(Scatter {
             shape,
             array: stacked_ct,
             body: index_fn,

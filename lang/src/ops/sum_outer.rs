@@ -119,7 +119,7 @@ impl Batcher<'_> {
         let mut shape = ty.shape.clone();
         shape.swap(0, 1);
         let swapped = self.emit1(
-            Expr::Transpose(Transpose {
+            Expr::from(Transpose {
                 perm: vec![1, 0],
                 array: Atom::Var(bulk),
             }),
@@ -127,7 +127,7 @@ impl Batcher<'_> {
             "tr",
         );
         let (res_ty, hint) = self.batched_binder(binder);
-        Status::Batched(self.emit1(Expr::SumOuter(SumOuter(Atom::Var(swapped))), res_ty, &hint))
+        Status::Batched(self.emit1(Expr::from(SumOuter(Atom::Var(swapped))), res_ty, &hint))
     }
 }
 
@@ -140,7 +140,7 @@ impl Builder<'_> {
         cts: &mut HashMap<VarId, Atom>,
     ) {
         self.add_transposed(cts, array, |_, ty| {
-            Expr::Replicate(Replicate {
+            Expr::from(Replicate {
                 count: ty.shape[0],
                 array: ct,
             })
@@ -159,20 +159,20 @@ pub fn push_index(cx: &mut super::build::IndexPush, inner: Atom, index: &[Atom])
     moved_shape.push(inner_ty.shape[0]);
     moved_shape.extend(&inner_ty.shape[n + 1..]);
     let moved = cx.emit(
-        Expr::Transpose(Transpose { perm, array: inner }),
+        Expr::from(Transpose { perm, array: inner }),
         ArrTy::new(moved_shape.clone(), inner_ty.elem),
         "tr",
     );
     let rows_ty = ArrTy::new(moved_shape[n..].to_vec(), inner_ty.elem);
     let rows = cx.emit(
-        Expr::Index(Index {
+        Expr::from(Index {
             array: moved,
             index: index.to_vec(),
         }),
         rows_ty,
         "ix",
     );
-    Some(Expr::SumOuter(SumOuter(rows)))
+    Some(Expr::from(SumOuter(rows)))
 }
 
 impl Operation for SumOuter {
@@ -250,7 +250,7 @@ impl Operation for SumOuter {
             let count = crate::prim::cast_scalar(Scalar::I64(*count as i64), ty.elem);
             (
                 Rule::IntegerSumOfReplicate,
-                Expr::Prim(PrimApp(Prim::Mul, vec![*scalar, Atom::Lit(count)])),
+                Expr::from(PrimApp(Prim::Mul, vec![*scalar, Atom::Lit(count)])),
             )
         })
     }
@@ -306,7 +306,7 @@ fn sum_of_sums(cx: &mut Expand, sum: &SumOuter, stmt: &Stmt) -> Option<Vec<Stmt>
     let transposed = program.new_var(ArrTy::new(shape.clone(), source_ty.elem), "tr");
     let mut stmts = vec![Stmt {
         binders: vec![transposed],
-        expr: Expr::Transpose(Transpose {
+        expr: Expr::from(Transpose {
             perm,
             array: source,
         }),
@@ -317,13 +317,13 @@ fn sum_of_sums(cx: &mut Expand, sum: &SumOuter, stmt: &Stmt) -> Option<Vec<Stmt>
         let var = program.new_var(ty, "sum");
         stmts.push(Stmt {
             binders: vec![var],
-            expr: Expr::SumOuter(SumOuter(Atom::Var(partial))),
+            expr: Expr::from(SumOuter(Atom::Var(partial))),
         });
         partial = var;
     }
     stmts.push(Stmt {
         binders: vec![*binder],
-        expr: Expr::SumOuter(SumOuter(Atom::Var(partial))),
+        expr: Expr::from(SumOuter(Atom::Var(partial))),
     });
     Some(stmts)
 }

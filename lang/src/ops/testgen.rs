@@ -100,7 +100,7 @@ impl Builder {
 
     /// Appends `prim operands`.
     pub fn prim(&mut self, prim: Prim, operands: &[Atom]) -> Atom {
-        self.let1(Expr::Prim(PrimApp(prim, operands.to_vec())))
+        self.let1(Expr::from(PrimApp(prim, operands.to_vec())))
     }
 
     /// Sets the printing hint of a variable.
@@ -459,7 +459,7 @@ impl Gen<'_> {
     fn literal_stmt(&mut self) -> bool {
         let elem = self.random_elem();
         let atom = self.literal(elem);
-        self.bind1(Expr::Atom(atom));
+        self.bind1(Expr::from(atom));
         true
     }
 
@@ -500,7 +500,7 @@ impl Gen<'_> {
         if prim.arity() == 2 {
             operands.push(self.same_type_operand(&ty));
         }
-        self.bind1(Expr::Prim(PrimApp(prim, operands)));
+        self.bind1(Expr::from(PrimApp(prim, operands)));
         true
     }
 
@@ -523,9 +523,9 @@ impl Gen<'_> {
         let ty = self.ty(x);
         let y = self.same_type_operand(&ty);
         let prim = self.rng.pick(&[Prim::Lt, Prim::Le, Prim::Eq, Prim::Gt]);
-        let cond = self.bind1(Expr::Prim(PrimApp(prim, vec![Atom::Var(x), y])));
+        let cond = self.bind1(Expr::from(PrimApp(prim, vec![Atom::Var(x), y])));
         if self.rng.chance(2, 3) {
-            self.bind1(Expr::Prim(PrimApp(
+            self.bind1(Expr::from(PrimApp(
                 Prim::Select,
                 vec![Atom::Var(cond), y, Atom::Var(x)],
             )));
@@ -533,8 +533,8 @@ impl Gen<'_> {
             let other = self.pick_var(|other| other.elem == Elem::Bool && other.shape == ty.shape);
             let other = other.map_or(Atom::Var(cond), Atom::Var);
             let prim = self.rng.pick(&[Prim::And, Prim::Or]);
-            let both = self.bind1(Expr::Prim(PrimApp(prim, vec![Atom::Var(cond), other])));
-            self.bind1(Expr::Prim(PrimApp(Prim::Not, vec![Atom::Var(both)])));
+            let both = self.bind1(Expr::from(PrimApp(prim, vec![Atom::Var(cond), other])));
+            self.bind1(Expr::from(PrimApp(Prim::Not, vec![Atom::Var(both)])));
         }
         true
     }
@@ -546,7 +546,7 @@ impl Gen<'_> {
         let elem = self
             .rng
             .pick(&[Elem::F64, Elem::I64, Elem::F32, Elem::Bool, Elem::I32]);
-        self.bind1(Expr::Prim(PrimApp(Prim::Cast(elem), vec![Atom::Var(x)])));
+        self.bind1(Expr::from(PrimApp(Prim::Cast(elem), vec![Atom::Var(x)])));
         true
     }
 
@@ -561,7 +561,7 @@ impl Gen<'_> {
                         .rng
                         .pick(&[Prim::Add, Prim::Sub, Prim::IDiv, Prim::Mod]);
                     let offset = idx(self.rng.range(1, 2) as i64);
-                    Atom::Var(self.bind1(Expr::Prim(PrimApp(prim, vec![Atom::Var(var), offset]))))
+                    Atom::Var(self.bind1(Expr::from(PrimApp(prim, vec![Atom::Var(var), offset]))))
                 }
                 None => idx(self.rng.below(dim.max(1)) as i64),
             },
@@ -584,7 +584,7 @@ impl Gen<'_> {
         } else {
             vec![Atom::Var(var), operand]
         };
-        Atom::Var(self.bind1(Expr::Prim(PrimApp(prim, operands))))
+        Atom::Var(self.bind1(Expr::from(PrimApp(prim, operands))))
     }
 
     /// A read of some array at an index derived from `var` (a loop index), so that a loop
@@ -599,7 +599,7 @@ impl Gen<'_> {
         for axis in 1..n_index {
             index.push(self.index_atom(ty.shape[axis]));
         }
-        self.bind1(Expr::Index(Index {
+        self.bind1(Expr::from(Index {
             array: Atom::Var(array),
             index,
         }));
@@ -614,7 +614,7 @@ impl Gen<'_> {
         let index = (0..n_index)
             .map(|axis| self.index_atom(ty.shape[axis]))
             .collect();
-        self.bind1(Expr::Index(Index {
+        self.bind1(Expr::from(Index {
             array: Atom::Var(array),
             index,
         }));
@@ -625,7 +625,7 @@ impl Gen<'_> {
         let Some(array) = self.pick_var(|ty| ty.rank() >= 1 && ty.elem.is_numeric()) else {
             return false;
         };
-        self.bind1(Expr::SumOuter(SumOuter(Atom::Var(array))));
+        self.bind1(Expr::from(SumOuter(Atom::Var(array))));
         true
     }
 
@@ -709,7 +709,7 @@ impl Gen<'_> {
             gen.stmts(depth + 1, 0, 3);
             gen.pick_results(since, 2, Some(size))
         });
-        self.bind(Expr::Build1(Build1 { size, body }));
+        self.bind(Expr::from(Build1 { size, body }));
         true
     }
 
@@ -744,7 +744,7 @@ impl Gen<'_> {
             return false;
         }
         let body = self.index_fn(n_params, n_results, &ty.shape);
-        self.bind1(Expr::Gather(Gather {
+        self.bind1(Expr::from(Gather {
             shape,
             array: Atom::Var(array),
             body,
@@ -768,7 +768,7 @@ impl Gen<'_> {
         }
         let dims = shape.clone();
         let body = self.index_fn(n_params, n_results, &dims);
-        self.bind1(Expr::Scatter(Scatter {
+        self.bind1(Expr::from(Scatter {
             shape,
             array: Atom::Var(array),
             body,
@@ -791,7 +791,7 @@ impl Gen<'_> {
                 None => Atom::Var(x),
             })
             .collect();
-        self.bind1(Expr::Table(Table(atoms)));
+        self.bind1(Expr::from(Table(atoms)));
         true
     }
 
@@ -803,7 +803,7 @@ impl Gen<'_> {
         if !self.fits(&prepend(count, &self.ty(x))) {
             return false;
         }
-        self.bind1(Expr::Replicate(Replicate {
+        self.bind1(Expr::from(Replicate {
             count,
             array: Atom::Var(x),
         }));
@@ -821,7 +821,7 @@ impl Gen<'_> {
             let j = self.rng.below(i + 1);
             perm.swap(i, j);
         }
-        self.bind1(Expr::Transpose(Transpose {
+        self.bind1(Expr::from(Transpose {
             perm,
             array: Atom::Var(x),
         }));
@@ -844,7 +844,7 @@ impl Gen<'_> {
             1 if n_elems == 1 => Vec::new(),
             _ => vec![n_elems],
         };
-        self.bind1(Expr::Reshape(Reshape {
+        self.bind1(Expr::from(Reshape {
             shape,
             array: Atom::Var(x),
         }));
@@ -858,7 +858,7 @@ impl Gen<'_> {
                 Some(x) => {
                     let ty = self.ty(x);
                     let y = self.literal(ty.elem);
-                    Atom::Var(self.bind1(Expr::Prim(PrimApp(Prim::Lt, vec![Atom::Var(x), y]))))
+                    Atom::Var(self.bind1(Expr::from(PrimApp(Prim::Lt, vec![Atom::Var(x), y]))))
                 }
                 None => return false,
             },
@@ -884,7 +884,7 @@ impl Gen<'_> {
         };
         let then_block = branch(self);
         let else_block = branch(self);
-        self.bind(Expr::Cond(Cond {
+        self.bind(Expr::from(Cond {
             cond,
             then_block,
             else_block,
@@ -894,7 +894,7 @@ impl Gen<'_> {
 
     fn iota(&mut self) -> bool {
         let size = self.size();
-        self.bind1(Expr::Iota(Iota(size)));
+        self.bind1(Expr::from(Iota(size)));
         true
     }
 
@@ -928,7 +928,7 @@ impl Gen<'_> {
                 })
                 .collect()
         });
-        self.bind(Expr::Fold(Fold { size, init, body }));
+        self.bind(Expr::from(Fold { size, init, body }));
         true
     }
 
@@ -950,7 +950,7 @@ impl Gen<'_> {
         for elem in &elems {
             let mut atom = self.literal(*elem);
             for axis in (1..shape.len()).rev() {
-                atom = Atom::Var(self.bind1(Expr::Replicate(Replicate {
+                atom = Atom::Var(self.bind1(Expr::from(Replicate {
                     count: shape[axis],
                     array: atom,
                 })));
@@ -972,7 +972,7 @@ impl Gen<'_> {
             let res = program.new_var(ArrTy::scalar(elems[comp]), "m");
             stmts.push(crate::core::ir::Stmt {
                 binders: vec![res],
-                expr: Expr::Prim(PrimApp(
+                expr: Expr::from(PrimApp(
                     prim,
                     vec![Atom::Var(params[comp]), Atom::Var(params[k + comp])],
                 )),
@@ -989,7 +989,7 @@ impl Gen<'_> {
             crate::core::ir::MonoidKind::Scan,
             crate::core::ir::MonoidKind::ScanRight,
         ]);
-        self.bind(Expr::Monoid(Monoid {
+        self.bind(Expr::from(Monoid {
             kind,
             arrays: arrays.into_iter().map(Atom::Var).collect(),
             init,
@@ -1002,7 +1002,7 @@ impl Gen<'_> {
     /// other carries (`while_body`).
     fn while_loop(&mut self, depth: usize) -> bool {
         let (init, body) = self.while_parts(depth);
-        self.bind(Expr::While(While { init, body }));
+        self.bind(Expr::from(While { init, body }));
         true
     }
 
@@ -1026,7 +1026,7 @@ impl Gen<'_> {
                 })
                 .collect()
         });
-        self.bind(Expr::WhileReverse(WhileReverse {
+        self.bind(Expr::from(WhileReverse {
             init,
             seeds,
             body,
@@ -1044,7 +1044,7 @@ impl Gen<'_> {
         init.extend(self.carries());
         let carry_tys: Vec<ArrTy> = init.iter().map(|atom| self.builder.ty(*atom)).collect();
         let body = self.nested(&carry_tys, |gen, params, since| {
-            let count = gen.bind1(Expr::Prim(PrimApp(
+            let count = gen.bind1(Expr::from(PrimApp(
                 Prim::Add,
                 vec![Atom::Var(params[0]), idx(1)],
             )));
@@ -1059,19 +1059,19 @@ impl Gen<'_> {
                 false if gen.rng.chance(3, 4) => {
                     let var = gen.rng.pick(&outer);
                     Atom::Var(
-                        gen.bind1(Expr::Prim(PrimApp(Prim::Min, vec![Atom::Var(var), idx(4)]))),
+                        gen.bind1(Expr::from(PrimApp(Prim::Min, vec![Atom::Var(var), idx(4)]))),
                     )
                 }
                 _ => idx(gen.rng.range(1, 4) as i64),
             };
-            let mut go = gen.bind1(Expr::Prim(PrimApp(Prim::Lt, vec![Atom::Var(count), bound])));
+            let mut go = gen.bind1(Expr::from(PrimApp(Prim::Lt, vec![Atom::Var(count), bound])));
             let float_scalar = |ty: &ArrTy| ty.rank() == 0 && ty.elem.is_float();
             if gen.rng.chance(1, 3) {
                 if let Some(x) = gen.pick_var(float_scalar) {
                     let elem = gen.ty(x).elem;
                     let limit = gen.literal(elem);
-                    let below = gen.bind1(Expr::Prim(PrimApp(Prim::Lt, vec![Atom::Var(x), limit])));
-                    go = gen.bind1(Expr::Prim(PrimApp(
+                    let below = gen.bind1(Expr::from(PrimApp(Prim::Lt, vec![Atom::Var(x), limit])));
+                    go = gen.bind1(Expr::from(PrimApp(
                         Prim::And,
                         vec![Atom::Var(go), Atom::Var(below)],
                     )));
@@ -1110,7 +1110,7 @@ impl Gen<'_> {
             results.extend(gen.pick_results(since, 2, Some(size)));
             results
         });
-        self.bind(Expr::Scan(Scan { size, init, body }));
+        self.bind(Expr::from(Scan { size, init, body }));
         true
     }
 }

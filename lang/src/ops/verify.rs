@@ -711,11 +711,11 @@ program(%0_x: [2]f64, %1_x_dot: lin [2]f64) {
         // A use of a variable outside the arena, and a statement owning a missing block.
         program.blocks[main].stmts.push(Stmt {
             binders: vec![VarId(1)],
-            expr: Expr::Atom(Atom::Var(VarId(99))),
+            expr: Expr::from(Atom::Var(VarId(99))),
         });
         program.blocks[main].stmts.push(Stmt {
             binders: vec![VarId(77)],
-            expr: Expr::Build1(Build1 {
+            expr: Expr::from(Build1 {
                 size: 2,
                 body: BlockId(42),
             }),
@@ -748,11 +748,11 @@ program(%0_x: [2]f64, %1_x_dot: lin [2]f64) {
     fn block_ownership_and_main_params() {
         let mut b = Builder::new();
         let body = b.index_block(1, |_, i| vec![i[0]]);
-        let first = b.bind(Expr::Build1(Build1 { size: 2, body }));
+        let first = b.bind(Expr::from(Build1 { size: 2, body }));
         // The same block as the body of a second statement.
         let second = b.bind_as(
             vec![ArrTy::new(vec![2], Elem::I64)],
-            Expr::Build1(Build1 { size: 2, body }),
+            Expr::from(Build1 { size: 2, body }),
         );
         let mut program = b.finish(vec![first[0], second[0]]);
         let errors = verify(&program).unwrap_err();
@@ -770,7 +770,7 @@ program(%0_x: [2]f64, %1_x_dot: lin [2]f64) {
             params: vec![inner],
             stmts: vec![Stmt {
                 binders: vec![cycle_var],
-                expr: Expr::Build1(Build1 {
+                expr: Expr::from(Build1 {
                     size: 1,
                     body: cycle,
                 }),
@@ -781,7 +781,7 @@ program(%0_x: [2]f64, %1_x_dot: lin [2]f64) {
         let main = program.main;
         program.blocks[main].stmts.push(Stmt {
             binders: vec![owner],
-            expr: Expr::Build1(Build1 {
+            expr: Expr::from(Build1 {
                 size: 1,
                 body: cycle,
             }),
@@ -805,7 +805,7 @@ program(%0_x: [2]f64, %1_x_dot: lin [2]f64) {
         let main = b.program.main;
         let res = b.bind_as(
             vec![ArrTy::new(vec![1], Elem::I64)],
-            Expr::Build1(Build1 {
+            Expr::from(Build1 {
                 size: 1,
                 body: main,
             }),

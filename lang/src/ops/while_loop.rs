@@ -232,7 +232,7 @@ impl Batcher<'_> {
         if masked {
             new_binders.push(self.new_var(self.mask_ty(), "active"));
         }
-        let expr = Expr::While(While {
+        let expr = Expr::from(While {
             init: new_init,
             body: new_body,
         });
@@ -278,7 +278,7 @@ impl Batcher<'_> {
         }
         let new_seeds = self.batched_inits(seeds, &acc_batched);
         let new_binders = self.batched_binders(binders, &acc_batched);
-        let expr = Expr::WhileReverse(WhileReverse {
+        let expr = Expr::from(WhileReverse {
             init: new_init,
             seeds: new_seeds,
             body: new_body,
@@ -350,7 +350,7 @@ impl Batcher<'_> {
                     let ty = batcher.program.var_ty(*old).clone();
                     let mask = batcher.broadcast_batch(active, &ty.shape[1..]);
                     let args = vec![Atom::Var(mask), *new, Atom::Var(*old)];
-                    Atom::Var(batcher.emit1(Expr::Prim(PrimApp(Prim::Select, args)), ty, "kept"))
+                    Atom::Var(batcher.emit1(Expr::from(PrimApp(Prim::Select, args)), ty, "kept"))
                 })
                 .collect()
         })
@@ -360,22 +360,22 @@ impl Batcher<'_> {
     /// active') > 0`).
     fn any_active(&mut self, active: VarId, go: Atom) -> (Atom, Atom) {
         let still = self.emit1(
-            Expr::Prim(PrimApp(Prim::And, vec![Atom::Var(active), go])),
+            Expr::from(PrimApp(Prim::And, vec![Atom::Var(active), go])),
             self.mask_ty(),
             "active",
         );
         let counts = self.emit1(
-            Expr::Prim(PrimApp(Prim::Cast(Elem::I64), vec![Atom::Var(still)])),
+            Expr::from(PrimApp(Prim::Cast(Elem::I64), vec![Atom::Var(still)])),
             ArrTy::new(vec![self.size], Elem::I64),
             "cast",
         );
         let count = self.emit1(
-            Expr::SumOuter(SumOuter(Atom::Var(counts))),
+            Expr::from(SumOuter(Atom::Var(counts))),
             ArrTy::scalar(Elem::I64),
             "n_active",
         );
         let any = self.emit1(
-            Expr::Prim(PrimApp(
+            Expr::from(PrimApp(
                 Prim::Gt,
                 vec![Atom::Var(count), Atom::Lit(Scalar::I64(0))],
             )),
@@ -415,7 +415,7 @@ pub(crate) fn jvp_while(
         *body,
         layout,
         tangents,
-        |init, body| Expr::While(While { init, body }),
+        |init, body| Expr::from(While { init, body }),
     )
 }
 
@@ -447,7 +447,7 @@ pub(crate) fn split_while(program: &mut Program, stmt: &Stmt) -> (Stmt, LinearIt
     });
     let primal = Stmt {
         binders: stmt.binders[..n_carries].to_vec(),
-        expr: Expr::While(While {
+        expr: Expr::from(While {
             init: init[..n_carries].to_vec(),
             body: primal_body,
         }),
@@ -538,7 +538,7 @@ pub(crate) fn transpose_while(
         tys.push(ty);
     }
     let replay = clone_block(builder.program, primal_body, &mut HashMap::new());
-    let expr = Expr::WhileReverse(WhileReverse {
+    let expr = Expr::from(WhileReverse {
         init: init[..n_carries].to_vec(),
         seeds,
         body: replay,

@@ -131,7 +131,7 @@ fn simplify_gathers(program: &mut Program, root: BlockId) {
                         .all(|(param, result)| *result == Atom::Var(*param))
                     && program.atom_ty(array).shape == *shape;
                 if identity {
-                    stmt.expr = Expr::Atom(*array);
+                    stmt.expr = Expr::from(*array);
                 }
             }
         }
@@ -159,7 +159,7 @@ fn compose_gathers(program: &mut Program, root: BlockId) {
                     if composable {
                         let lambda =
                             composed_lambda(program, &inner_shape, inner_body, shape, *body);
-                        new_expr = Some(Expr::Gather(Gather {
+                        new_expr = Some(Expr::from(Gather {
                             shape: shape.clone(),
                             array: source,
                             body: lambda,
@@ -216,7 +216,7 @@ fn composed_lambda(
         let var = program.new_var(ty.clone(), &prim.name());
         program.blocks[lambda].stmts.push(Stmt {
             binders: vec![var],
-            expr: Expr::Prim(PrimApp(prim, args)),
+            expr: Expr::from(PrimApp(prim, args)),
         });
         Atom::Var(var)
     };
@@ -323,7 +323,7 @@ fn push_index_once(
     };
     // index t [] ~> t
     if index.is_empty() {
-        return Some(Expr::Atom(*array));
+        return Some(Expr::from(*array));
     }
     let Atom::Var(source) = array else {
         return None;

@@ -107,7 +107,7 @@ fn drop_dead_scan_outputs(program: &mut Program, block: BlockId, used: &HashSet<
             let Expr::Scan(Scan { init, .. }) = &stmt.expr else {
                 unreachable!("matched above")
             };
-            stmt.expr = Expr::Fold(Fold {
+            stmt.expr = Expr::from(Fold {
                 size,
                 init: init.clone(),
                 body,

@@ -202,7 +202,7 @@ fn erase_stop_gradients(program: &mut Program) {
     for block in reachable_blocks(program, program.main) {
         for stmt in &mut program.blocks[block].stmts {
             if let Some(operand) = stop_gradient_operand(&stmt.expr) {
-                stmt.expr = Expr::Atom(operand);
+                stmt.expr = Expr::from(operand);
                 erased = true;
             }
         }
@@ -393,7 +393,7 @@ impl DerivativeProgram {
             .chain(self.derivatives.iter().copied());
         for (binder, value) in binders.iter().zip(values) {
             let expr = match value {
-                Some(atom) => Expr::Atom(rename(atom, &subst)),
+                Some(atom) => Expr::from(rename(atom, &subst)),
                 None => {
                     let ty = program.var_ty(*binder).clone();
                     zeros(program, block, &ty)
@@ -410,7 +410,7 @@ impl DerivativeProgram {
 /// An expression for a zero array of type `ty` (the derivative of what does not depend on
 /// the seeds), emitting the inner replicates into `block`.
 fn zeros(program: &mut Program, block: BlockId, ty: &ArrTy) -> Expr {
-    let mut expr = Expr::Atom(Atom::Lit(Scalar::zero(ty.elem)));
+    let mut expr = Expr::from(Atom::Lit(Scalar::zero(ty.elem)));
     for axis in (0..ty.shape.len()).rev() {
         let array = match expr {
             Expr::Atom(atom) => atom,
@@ -424,7 +424,7 @@ fn zeros(program: &mut Program, block: BlockId, ty: &ArrTy) -> Expr {
                 Atom::Var(var)
             }
         };
-        expr = Expr::Replicate(Replicate {
+        expr = Expr::from(Replicate {
             count: ty.shape[axis],
             array,
         });

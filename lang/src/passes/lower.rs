@@ -522,7 +522,7 @@ impl<'a> Lowerer<'a> {
             Err(err) => return bug(span, err.to_string()),
         };
         Ok(self.emit1(
-            Expr::Prim(PrimApp(prim, operands)),
+            Expr::from(PrimApp(prim, operands)),
             ArrTy::new(shape, elem),
             &prim.name(),
             span,
@@ -539,7 +539,7 @@ impl<'a> Lowerer<'a> {
             new_shape.extend(&ty.shape);
             ty = ArrTy::new(new_shape, ty.elem);
             res = self.emit1(
-                Expr::Replicate(Replicate { count, array: res }),
+                Expr::from(Replicate { count, array: res }),
                 ty.clone(),
                 "rep",
                 span,
@@ -588,7 +588,7 @@ impl<'a> Lowerer<'a> {
         let result_tys = self.leaf_types(ty, span)?;
         let index = self.program.new_var(ArrTy::scalar(INDEX), "i");
         let body = self.in_block(vec![index], |cx| element(cx, Atom::Var(index)))?;
-        let binders = self.emit(Expr::Build1(Build1 { size, body }), result_tys, hint, span);
+        let binders = self.emit(Expr::from(Build1 { size, body }), result_tys, hint, span);
         Ok(self.assemble(ty, binders.into_iter().map(Atom::Var).collect()))
     }
 
@@ -1130,7 +1130,7 @@ impl<'a> Lowerer<'a> {
         }
         let mut atoms = Vec::new();
         for (column, leaf_ty) in columns.into_iter().zip(result_tys) {
-            atoms.push(self.emit1(Expr::Table(Table(column)), leaf_ty, "table", span));
+            atoms.push(self.emit1(Expr::from(Table(column)), leaf_ty, "table", span));
         }
         Ok(self.assemble(ty, atoms))
     }
@@ -1434,7 +1434,7 @@ impl<'a> Lowerer<'a> {
                 let [result_ty] = &result_ty[..] else {
                     return bug(span, "a table of numbers with several leaves");
                 };
-                let atom = self.emit1(Expr::Table(Table(atoms)), result_ty.clone(), "table", span);
+                let atom = self.emit1(Expr::from(Table(atoms)), result_ty.clone(), "table", span);
                 Ok(self.assemble(&ty, vec![atom]))
             }
             TKind::At(value) => {
@@ -1568,7 +1568,7 @@ impl<'a> Lowerer<'a> {
                 }
                 let res_ty = ArrTy::new(ty.shape[1..].to_vec(), ty.elem);
                 Ok(SVal::Arr(self.emit1(
-                    Expr::Index(Index {
+                    Expr::from(Index {
                         array: *array,
                         index: vec![flat],
                     }),
@@ -1917,7 +1917,7 @@ impl<'a> Lowerer<'a> {
                 for leaf in leaves {
                     let leaf_ty = self.atom_ty(&leaf);
                     let res_ty = ArrTy::new(leaf_ty.shape[1..].to_vec(), leaf_ty.elem);
-                    out.push(self.emit1(Expr::SumOuter(SumOuter(leaf)), res_ty, "sum", span));
+                    out.push(self.emit1(Expr::from(SumOuter(leaf)), res_ty, "sum", span));
                 }
                 Ok(self.assemble(&result_ty, out))
             }
@@ -1927,7 +1927,7 @@ impl<'a> Lowerer<'a> {
                 };
                 let size = self.ix_size(ix, span)?;
                 let iota = self.emit1(
-                    Expr::Iota(Iota(size)),
+                    Expr::from(Iota(size)),
                     ArrTy::new(vec![size], INDEX),
                     "iota",
                     span,
@@ -1957,7 +1957,7 @@ impl<'a> Lowerer<'a> {
                 let (body, carry_tys) =
                     self.loop_block(&result_ty, span, |cx, _, carry| cx.apply(func, carry, span))?;
                 let binders = self.emit(
-                    Expr::Fold(Fold {
+                    Expr::from(Fold {
                         size: count as usize,
                         init,
                         body,
@@ -2236,7 +2236,7 @@ impl<'a> Lowerer<'a> {
             _ => arrays.iter().map(|atom| self.atom_ty(atom)).collect(),
         };
         let binders = self.emit(
-            Expr::Monoid(Monoid {
+            Expr::from(Monoid {
                 kind,
                 arrays,
                 init,
@@ -2279,7 +2279,7 @@ impl<'a> Lowerer<'a> {
             })?;
             let tys = cx.leaf_types(elem_ty, span)?;
             let binders = cx.emit(
-                Expr::Cond(Cond {
+                Expr::from(Cond {
                     cond: first,
                     then_block,
                     else_block,
@@ -2297,7 +2297,7 @@ impl<'a> Lowerer<'a> {
         })?;
         if !is_scan {
             let binders = self.emit(
-                Expr::Fold(Fold { size, init, body }),
+                Expr::from(Fold { size, init, body }),
                 carry_tys,
                 "fold",
                 span,
@@ -2312,7 +2312,7 @@ impl<'a> Lowerer<'a> {
             ArrTy::new(shape, ty.elem)
         }));
         let binders = self.emit(
-            Expr::Scan(Scan { size, init, body }),
+            Expr::from(Scan { size, init, body }),
             binder_tys,
             "scan",
             span,
@@ -2515,7 +2515,7 @@ impl<'a> Lowerer<'a> {
         }
         let n_elems = ty.n_elems();
         let flat = self.emit1(
-            Expr::Reshape(Reshape {
+            Expr::from(Reshape {
                 shape: vec![n_elems],
                 array: bools,
             }),
@@ -2525,7 +2525,7 @@ impl<'a> Lowerer<'a> {
         );
         let counts = self.cast(flat, Elem::U32, span)?;
         let count = self.emit1(
-            Expr::SumOuter(SumOuter(counts)),
+            Expr::from(SumOuter(counts)),
             ArrTy::scalar(Elem::U32),
             "count",
             span,

@@ -126,7 +126,7 @@ impl Lowerer<'_> {
         let n_results = tys.len();
         tys.extend(self.leaf_types(derived_ty, span)?);
         let binders = self.emit(
-            Expr::Derivative(Derivative {
+            Expr::from(Derivative {
                 mode,
                 primals,
                 seeds,
@@ -219,7 +219,7 @@ impl Lowerer<'_> {
         })?;
         let args = self.leaves(&x, span)?;
         let binders = self.emit(
-            Expr::CustomVjp(CustomVjp {
+            Expr::from(CustomVjp {
                 args,
                 primal,
                 fwd,
@@ -322,7 +322,7 @@ impl Lowerer<'_> {
         }
         let out_tys = self.leaf_types(&out_ty, span)?;
         let binders = self.emit(
-            Expr::CustomJvp(CustomJvp {
+            Expr::from(CustomJvp {
                 args: atoms,
                 primal,
                 lin,
@@ -474,7 +474,7 @@ impl Lowerer<'_> {
             } else {
                 let n_elems = ty.n_elems();
                 let flat = self.emit1(
-                    Expr::Reshape(Reshape {
+                    Expr::from(Reshape {
                         shape: vec![n_elems],
                         array: leaf,
                     }),
@@ -483,7 +483,7 @@ impl Lowerer<'_> {
                     span,
                 );
                 self.emit1(
-                    Expr::SumOuter(SumOuter(flat)),
+                    Expr::from(SumOuter(flat)),
                     ArrTy::scalar(ty.elem),
                     "sum",
                     span,

@@ -199,7 +199,7 @@ impl Lowerer<'_> {
             shape.extend(batch);
             let array = codes;
             self.emit1(
-                Expr::Transpose(Transpose { perm, array }),
+                Expr::from(Transpose { perm, array }),
                 ArrTy::new(shape, Elem::I32),
                 "rows",
                 span,
@@ -211,7 +211,7 @@ impl Lowerer<'_> {
         let body = self.in_block(vec![index_var, carry_var], |cx| {
             let index = vec![Atom::Var(index_var)];
             let row = cx.emit1(
-                Expr::Index(Index { array: rows, index }),
+                Expr::from(Index { array: rows, index }),
                 row_ty.clone(),
                 "row",
                 span,
@@ -220,7 +220,7 @@ impl Lowerer<'_> {
         })?;
         let init = vec![self.broadcast(code(EQUAL), batch, span)];
         let res = self.emit(
-            Expr::Fold(Fold { size, init, body }),
+            Expr::from(Fold { size, init, body }),
             vec![row_ty],
             "order",
             span,

@@ -92,7 +92,7 @@ impl Lowerer<'_> {
             .map(|byte| Atom::Lit(Scalar::U32(u32::from(byte))))
             .collect();
         let table = self.emit1(
-            Expr::Table(Table(bytes)),
+            Expr::from(Table(bytes)),
             ArrTy::new(vec![text.len()], Elem::U32),
             "string",
             span,

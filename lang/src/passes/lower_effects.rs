@@ -1012,7 +1012,7 @@ impl Lowerer<'_> {
         let body = self.in_block(vec![index], |cx| {
             let elem_ty = ArrTy::new(elem_shape.to_vec(), ty.elem);
             let current = cx.emit1(
-                Expr::Index(Index {
+                Expr::from(Index {
                     array: old,
                     index: vec![Atom::Var(index)],
                 }),
@@ -1028,7 +1028,7 @@ impl Lowerer<'_> {
                 span,
             )?])
         })?;
-        Ok(self.emit1(Expr::Build1(Build1 { size, body }), ty, "upd", span))
+        Ok(self.emit1(Expr::from(Build1 { size, body }), ty, "upd", span))
     }
 
     // ----- control flow -----
@@ -1232,7 +1232,7 @@ impl Lowerer<'_> {
         let (then_block, else_block) = (sides[0].0, sides[1].0);
         let binders: Vec<Atom> = self
             .emit(
-                Expr::Cond(Cond {
+                Expr::from(Cond {
                     cond,
                     then_block,
                     else_block,
@@ -1482,7 +1482,7 @@ impl Lowerer<'_> {
         let tys: Vec<ArrTy> = all_init.iter().map(|atom| self.atom_ty(atom)).collect();
         let binders: Vec<Atom> = self
             .emit(
-                Expr::While(While {
+                Expr::from(While {
                     init: all_init,
                     body: attempt.body,
                 }),
@@ -1619,10 +1619,10 @@ impl Lowerer<'_> {
             .collect();
         let binders: Vec<Atom> = if n_carries == 0 && parallel {
             // Only the index is a parameter.
-            self.emit(Expr::Build1(Build1 { size, body }), stacked_tys, hint, span)
+            self.emit(Expr::from(Build1 { size, body }), stacked_tys, hint, span)
         } else if results.len() == n_carries {
             self.emit(
-                Expr::Fold(Fold {
+                Expr::from(Fold {
                     size,
                     init: all_init,
                     body,
@@ -1635,7 +1635,7 @@ impl Lowerer<'_> {
             let mut tys = carry_tys;
             tys.extend(stacked_tys);
             self.emit(
-                Expr::Scan(Scan {
+                Expr::from(Scan {
                     size,
                     init: all_init,
                     body,
@@ -1729,7 +1729,7 @@ impl Lowerer<'_> {
             let mut shape: Vec<usize> = order.iter().map(|axis| ty.shape[*axis]).collect();
             shape.extend(&ty.shape[batch..]);
             res = self.emit1(
-                Expr::Transpose(Transpose {
+                Expr::from(Transpose {
                     perm: order.clone(),
                     array: res,
                 }),
@@ -1741,7 +1741,7 @@ impl Lowerer<'_> {
         for _ in kept.len()..batch {
             let ty = self.atom_ty(&res);
             let rest = ArrTy::new(ty.shape[1..].to_vec(), ty.elem);
-            res = self.emit1(Expr::SumOuter(SumOuter(res)), rest, "acc", span);
+            res = self.emit1(Expr::from(SumOuter(res)), rest, "acc", span);
         }
         res
     }
@@ -1776,7 +1776,7 @@ impl Lowerer<'_> {
                         } else {
                             let index = params[..ty.rank()].iter().copied().map(Atom::Var);
                             cx.emit1(
-                                Expr::Index(Index {
+                                Expr::from(Index {
                                     array: table,
                                     index: index.collect(),
                                 }),
@@ -1793,7 +1793,7 @@ impl Lowerer<'_> {
             Ok(targets)
         })?;
         Ok(self.emit1(
-            Expr::Scatter(Scatter {
+            Expr::from(Scatter {
                 shape,
                 array: added,
                 body,

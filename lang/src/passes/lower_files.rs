@@ -35,7 +35,7 @@ impl Lowerer<'_> {
         };
         let index = self.cast(*k, Elem::I64, span)?;
         let byte = self.emit1(
-            Expr::Index(Index {
+            Expr::from(Index {
                 array: table,
                 index: vec![index],
             }),
@@ -93,7 +93,7 @@ impl Lowerer<'_> {
             0,
             Stmt {
                 binders: vec![table],
-                expr: Expr::Table(Table(literal)),
+                expr: Expr::from(Table(literal)),
             },
         );
         self.bound_in.insert(table, main);

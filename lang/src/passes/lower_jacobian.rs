@@ -66,7 +66,7 @@ impl Lowerer<'_> {
                         column
                     } else {
                         self.emit1(
-                            Expr::Transpose(Transpose {
+                            Expr::from(Transpose {
                                 perm,
                                 array: column,
                             }),
@@ -143,7 +143,7 @@ impl Lowerer<'_> {
         let hot_leaf = seed_leaves[seed_idx].clone();
         let size = hot_leaf.n_elems();
         let iota = self.emit1(
-            Expr::Iota(Iota(size)),
+            Expr::from(Iota(size)),
             ArrTy::new(vec![size], Elem::I64),
             "iota",
             span,
@@ -157,7 +157,7 @@ impl Lowerer<'_> {
                 one_hot
             } else {
                 cx.emit1(
-                    Expr::Reshape(Reshape {
+                    Expr::from(Reshape {
                         shape: hot_leaf.shape.clone(),
                         array: one_hot,
                     }),
@@ -190,7 +190,7 @@ impl Lowerer<'_> {
                 ArrTy::new(shape, leaf.elem)
             })
             .collect();
-        let binders = self.emit(Expr::Build1(Build1 { size, body }), tys, "jacobian", span);
+        let binders = self.emit(Expr::from(Build1 { size, body }), tys, "jacobian", span);
         Ok(binders.into_iter().map(Atom::Var).collect())
     }
 
@@ -201,7 +201,7 @@ impl Lowerer<'_> {
             return stack;
         }
         self.emit1(
-            Expr::Reshape(Reshape {
+            Expr::from(Reshape {
                 shape: shape.clone(),
                 array: stack,
             }),

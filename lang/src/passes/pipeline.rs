@@ -587,7 +587,7 @@ mod tests {
         let main = program.main;
         program.blocks[main].stmts.push(crate::core::ir::Stmt {
             binders: vec![var],
-            expr: Expr::Build1(Build1 { size: 2, body }),
+            expr: Expr::from(Build1 { size: 2, body }),
         });
         Ok(())
     }

@@ -169,7 +169,7 @@ fn simplify_block(
             // entry, and again only when a rule replaced the expression.
             let mut key = cse_key(program, &stmt.expr);
             let rewritten = match key.as_ref().and_then(|key| seen.get(key)) {
-                Some(&earlier) => Some((Rule::CommonSubexpression, Expr::Atom(Atom::Var(earlier)))),
+                Some(&earlier) => Some((Rule::CommonSubexpression, Expr::from(Atom::Var(earlier)))),
                 None => ops::operation(&stmt.expr).simplify(&Rewrite {
                     program,
                     defs: &cx.defs,

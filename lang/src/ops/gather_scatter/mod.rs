@@ -225,13 +225,13 @@ impl Batcher<'_> {
         new_shape.extend(shape);
         let (ty, hint) = self.batched_binder(binder);
         let expr = if is_gather {
-            Expr::Gather(Gather {
+            Expr::from(Gather {
                 shape: new_shape,
                 array: source.0,
                 body: lambda,
             })
         } else {
-            Expr::Scatter(Scatter {
+            Expr::from(Scatter {
                 shape: new_shape,
                 array: source.0,
                 body: lambda,
@@ -256,13 +256,13 @@ impl Builder<'_> {
             let shape = ty.shape.clone();
             let body = clone_block(program, body, &mut HashMap::new());
             if is_gather {
-                Expr::Scatter(Scatter {
+                Expr::from(Scatter {
                     shape,
                     array: ct,
                     body,
                 })
             } else {
-                Expr::Gather(Gather {
+                Expr::from(Gather {
                     shape,
                     array: ct,
                     body,
@@ -430,7 +430,7 @@ pub fn push_into_gather(
             .map(|atom| crate::core::inline::rename(*atom, &subst))
             .collect();
         joined.extend(rest_index);
-        return Some(Expr::Index(Index {
+        return Some(Expr::from(Index {
             array: inner,
             index: joined,
         }));
@@ -456,7 +456,7 @@ pub fn push_into_gather(
     let elem = cx.program.atom_ty(&inner).elem;
     let rest = shape[1..].to_vec();
     let gathered = cx.emit(
-        Expr::Gather(Gather {
+        Expr::from(Gather {
             shape: rest.clone(),
             array: inner,
             body: lambda,
@@ -464,7 +464,7 @@ pub fn push_into_gather(
         ArrTy::new(rest, elem),
         "gather",
     );
-    Some(Expr::Index(Index {
+    Some(Expr::from(Index {
         array: gathered,
         index: index[1..].to_vec(),
     }))
@@ -567,7 +567,7 @@ impl Operation for Gather {
         let perm = permutation_gather(cx.program, &self.shape, self.array, self.body)?;
         Some((
             Rule::PermutationGather,
-            Expr::Transpose(Transpose {
+            Expr::from(Transpose {
                 perm,
                 array: self.array,
             }),

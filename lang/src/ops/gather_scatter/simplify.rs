@@ -39,7 +39,7 @@ pub(super) fn expand(cx: &mut Expand, scatter: &Scatter, stmt: &Stmt) -> Option<
             return Some(Expansion::Stmts(stmts));
         }
     }
-    composed.map(|scatter| Expansion::Expr(Expr::Scatter(scatter)))
+    composed.map(|scatter| Expansion::Expr(Expr::from(scatter)))
 }
 
 /// `scatter S2 (scatter S1 v f) g` as one scatter of `v`, when `f` returns its own
@@ -142,7 +142,7 @@ fn as_reshape(program: &mut Program, scatter: &Scatter, binder: VarId) -> Option
         Atom::Lit(_) => digits::Step::Opaque,
     };
     digits::row_major_offset(digits, &shape[..digits.len()], view)?;
-    let reshape = Expr::Reshape(Reshape {
+    let reshape = Expr::from(Reshape {
         shape: shape.clone(),
         array: *array,
     });
@@ -180,7 +180,7 @@ fn plus_zero(program: &mut Program, binder: VarId, expr: Expr, hint: &str) -> Op
         let var = program.new_var(zeros_ty, "zeros");
         stmts.push(Stmt {
             binders: vec![var],
-            expr: Expr::Replicate(Replicate {
+            expr: Expr::from(Replicate {
                 count: ty.shape[axis],
                 array: zeros,
             }),
@@ -189,7 +189,7 @@ fn plus_zero(program: &mut Program, binder: VarId, expr: Expr, hint: &str) -> Op
     }
     stmts.push(Stmt {
         binders: vec![binder],
-        expr: Expr::Prim(PrimApp(Prim::Add, vec![Atom::Var(value), zeros])),
+        expr: Expr::from(PrimApp(Prim::Add, vec![Atom::Var(value), zeros])),
     });
     Some(stmts)
 }
@@ -256,7 +256,7 @@ fn as_gather(program: &mut Program, scatter: &Scatter, binder: VarId) -> Option<
         let var = new_index(program, "i");
         stmts.push(Stmt {
             binders: vec![var],
-            expr: Expr::Prim(PrimApp(prim, operands)),
+            expr: Expr::from(PrimApp(prim, operands)),
         });
         Atom::Var(var)
     };
@@ -321,7 +321,7 @@ fn as_gather(program: &mut Program, scatter: &Scatter, binder: VarId) -> Option<
     let elem = program.var_ty(binder).elem;
     let mut gather_shape: Vec<usize> = summed.iter().map(|&param| points[param]).collect();
     gather_shape.extend(shape);
-    let mut expr = Expr::Gather(Gather {
+    let mut expr = Expr::from(Gather {
         shape: gather_shape.clone(),
         array: *array,
         body,
@@ -334,7 +334,7 @@ fn as_gather(program: &mut Program, scatter: &Scatter, binder: VarId) -> Option<
             binders: vec![var],
             expr,
         });
-        expr = Expr::SumOuter(SumOuter(Atom::Var(var)));
+        expr = Expr::from(SumOuter(Atom::Var(var)));
     }
     prefix.extend(plus_zero(program, binder, expr, "gather")?);
     Some(prefix)

@@ -234,7 +234,7 @@ pub(crate) fn if_convert(program: &mut Program, block: BlockId) {
         for (position, binder) in stmt.binders.iter().enumerate() {
             out.push(Stmt {
                 binders: vec![*binder],
-                expr: Expr::Prim(PrimApp(
+                expr: Expr::from(PrimApp(
                     Prim::Select,
                     vec![cond, results[0][position], results[1][position]],
                 )),
@@ -493,7 +493,7 @@ impl super::batch::Batcher<'_> {
                 let ty = swap(self.program.var_ty(bulk));
                 let perm = vec![1, 0];
                 Atom::Var(self.emit1(
-                    Expr::Transpose(Transpose {
+                    Expr::from(Transpose {
                         perm,
                         array: Atom::Var(bulk),
                     }),
@@ -522,7 +522,7 @@ impl super::batch::Batcher<'_> {
         self.emit_to(
             self.target,
             results.clone(),
-            Expr::Monoid(Monoid {
+            Expr::from(Monoid {
                 kind,
                 arrays: moved,
                 init,
@@ -535,7 +535,7 @@ impl super::batch::Batcher<'_> {
                 MonoidKind::Scan | MonoidKind::ScanRight => {
                     let ty = self.batched_ty(self.program.var_ty(*binder));
                     self.emit1(
-                        Expr::Transpose(Transpose {
+                        Expr::from(Transpose {
                             perm: vec![1, 0],
                             array: Atom::Var(res),
                         }),
@@ -757,7 +757,7 @@ pub(crate) fn primal_of_jvp(program: &mut Program, stmt: &Stmt) -> Option<Stmt> 
     let op = crate::core::inline::clone_block(program, shared, &mut HashMap::new());
     Some(Stmt {
         binders: stmt.binders[..k].to_vec(),
-        expr: Expr::Monoid(Monoid {
+        expr: Expr::from(Monoid {
             kind: *kind,
             arrays: arrays[..k].to_vec(),
             init: init[..k].to_vec(),
@@ -893,7 +893,7 @@ impl Builder<'_> {
             params: vec![row],
             stmts: vec![Stmt {
                 binders: vec![source],
-                expr: Expr::Prim(PrimApp(
+                expr: Expr::from(PrimApp(
                     Prim::Add,
                     vec![Atom::Var(row), Atom::Lit(Scalar::I64(delta))],
                 )),
@@ -901,7 +901,7 @@ impl Builder<'_> {
             results: vec![Atom::Var(source)],
         });
         let gathered = self.emit1(
-            Expr::Gather(Gather {
+            Expr::from(Gather {
                 shape: ty.shape.clone(),
                 array,
                 body: index_fn,
@@ -927,7 +927,7 @@ impl Builder<'_> {
     ) -> Vec<Atom> {
         let op = crate::core::inline::clone_block(self.program, op, &mut HashMap::new());
         self.emit(
-            Expr::Monoid(Monoid {
+            Expr::from(Monoid {
                 kind,
                 arrays: arrays.to_vec(),
                 init: init.to_vec(),
@@ -959,8 +959,8 @@ impl Builder<'_> {
         // NaN, in every row.
         let indicator = self.prim(Prim::Select, &[selected, one, zero]);
         let picked = self.prim(Prim::Mul, &[indicator, a_dot]);
-        let total = self.emit1(Expr::SumOuter(SumOuter(picked)), row_ty.clone(), "ties_dot");
-        let count = self.emit1(Expr::SumOuter(SumOuter(indicator)), row_ty, "ties");
+        let total = self.emit1(Expr::from(SumOuter(picked)), row_ty.clone(), "ties_dot");
+        let count = self.emit1(Expr::from(SumOuter(indicator)), row_ty, "ties");
         self.prim(Prim::Div, &[total, count])
     }
 
@@ -968,7 +968,7 @@ impl Builder<'_> {
     fn row_mask(&mut self, shape: &[usize], row: i64) -> Atom {
         use crate::core::ir::Elem;
         let n = shape[0];
-        let iota = self.emit1(Expr::Iota(Iota(n)), ArrTy::new(vec![n], Elem::I64), "iota");
+        let iota = self.emit1(Expr::from(Iota(n)), ArrTy::new(vec![n], Elem::I64), "iota");
         let edge = self.constant_of(Scalar::I64(row), &[n]);
         let is_edge = self.prim(Prim::Eq, &[iota, edge]);
         self.rows_to(is_edge, shape)
@@ -992,7 +992,7 @@ impl Builder<'_> {
                 results: vec![first],
             });
             self.emit1(
-                Expr::Gather(Gather {
+                Expr::from(Gather {
                     shape: shape.to_vec(),
                     array: per_row,
                     body: index_fn,
@@ -1069,7 +1069,7 @@ impl Builder<'_> {
         }
         self.stmts.push(Stmt {
             binders,
-            expr: Expr::Monoid(Monoid {
+            expr: Expr::from(Monoid {
                 kind: *kind,
                 arrays: new_arrays,
                 init: new_init,
@@ -1197,7 +1197,7 @@ impl Builder<'_> {
             }
             let tys: Vec<ArrTy> = m.iter().map(|atom| self.ty(atom)).collect();
             let scanned = self.emit(
-                Expr::Monoid(Monoid {
+                Expr::from(Monoid {
                     kind: if mirrored {
                         MonoidKind::Scan
                     } else {
@@ -1338,7 +1338,7 @@ pub(crate) mod tests {
             let var = program.new_var(ArrTy::scalar(Elem::I64), "t");
             stmts.push(Stmt {
                 binders: vec![var],
-                expr: Expr::Prim(PrimApp(prim, args)),
+                expr: Expr::from(PrimApp(prim, args)),
             });
             Atom::Var(var)
         };
