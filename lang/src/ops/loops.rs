@@ -1260,6 +1260,31 @@ impl Operation for Scan {
         FusionClass::Bulk
     }
 
+    /// Without the stacked outputs nothing reads (and the body results that made them); a
+    /// scan left with none is a `fold`. (The primal scan of a gradient through a loop stacks
+    /// every carry for the backward loop, which often reads only some of them, or none when
+    /// the body is linear in its carry.)
+    fn prune(&self, program: &mut Program, live: &[bool]) -> Option<(Expr, Vec<bool>)> {
+        let n_carries = self.init.len();
+        let mut kept = vec![true; live.len()];
+        for position in (n_carries..live.len()).rev().filter(|&at| !live[at]) {
+            program.blocks[self.body].results.remove(position);
+            kept[position] = false;
+        }
+        if kept.iter().all(|&kept| kept) {
+            return None;
+        }
+        let expr = match kept[n_carries..].iter().any(|&kept| kept) {
+            true => Expr::from(self.clone()),
+            false => Expr::from(Fold {
+                size: self.size,
+                init: self.init.clone(),
+                body: self.body,
+            }),
+        };
+        Some((expr, kept))
+    }
+
     fn export(&self, cx: &mut dyn StableHlo, stmt: &Stmt) -> Exported {
         export_loop(cx, true, self.size, &self.init, self.body, &stmt.binders)
     }

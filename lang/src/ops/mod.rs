@@ -21,17 +21,19 @@
 //!
 //! A form's rules are the methods of its `impl Operation` in its home: the type rule,
 //! reference evaluation, batching (BOT), JVP, transpose, cost, linearity, fusion class, the
-//! pushing of an index into what defines the array it reads, simplifier identities, sign
-//! fact, element rule (`Element`), loop bodies and StableHLO export (in the vocabulary of
+//! pushing of an index into what defines the array it reads, simplifier identities and
+//! statement rules (contexts in `rewrite`), the dropping of results nothing reads, sign fact,
+//! element rule (`Element`), loop bodies and StableHLO export (in the vocabulary of
 //! `hlo::StableHlo`, which `export::stablehlo` implements). `operation` is the one
 //! `match` that lists the forms; the rules every form states have no default, so a new form
-//! makes the compiler list every one it lacks. The generic places run the rules: the verifier
-//! (`verify`), the reference interpreter (`interp`), the batching context (`batch::Batcher`),
-//! the derivative builder (`ad::Builder`), the cost model (`cost`), the sign analysis
-//! (`sign`), `passes::bot`, `passes::simplify` and `passes::fuse`. They live here beside the homes, so that `core` (the IR) depends on no rule
-//! and `ops` on no pass: the passes decide where and in which order the rules run, and the
-//! rules of a form that holds blocks (a loop, a conditional) call the generic places for
-//! their bodies. The random-program generator of tests (which types what it draws by the
+//! makes the compiler list every one it lacks. The generic places run the rules: here the
+//! verifier (`verify`), the reference interpreter (`interp`), the batching context
+//! (`batch::Batcher`), the derivative builder (`ad::Builder`), the cost model (`cost`) and the
+//! sign analysis (`sign`); outside, `passes::bot`, `passes::simplify`, `passes::cleanup`,
+//! `passes::fuse` and `export::stablehlo`. The ones here live beside the homes so that `core`
+//! (the IR) depends on no rule and `ops` on no pass: the passes decide where and in which
+//! order the rules run, and the rules of a form that holds blocks (a loop, a conditional) call
+//! the generic places for their bodies. The random-program generator of tests (which types what it draws by the
 //! verifier's rules) is here for the same reason. Generic walks over the atoms and blocks of
 //! a statement go through `core::visit`.
 
@@ -159,6 +161,13 @@ pub(crate) trait Operation {
     /// (if-conversion, the scatter rules, sums of sums; `passes::simplify`), counting in `cx`
     /// the rules that fire; `None` where none applies.
     fn expand(&self, _cx: &mut Expand, _stmt: &Stmt) -> Option<Expansion> {
+        None
+    }
+
+    /// Itself without the results `live` marks as read by nothing, where the form can drop
+    /// some (`passes::cleanup`): the new expression and which binders it keeps (it may change
+    /// its blocks to match); `None` where it keeps them all.
+    fn prune(&self, _program: &mut Program, _live: &[bool]) -> Option<(Expr, Vec<bool>)> {
         None
     }
 

@@ -1,14 +1,15 @@
 //! Clean-up after a transformation: copy propagation (`x = y` statements disappear, uses of
 //! `x` become `y`) and dead-code elimination (statements whose results are never used, the
 //! stacked outputs of a `scan` that nothing reads, and the components of a monoid statement
-//! that nothing reads and the others do not combine with). Every operation of the core IR is
-//! pure, so an unused statement can always be dropped.
+//! that nothing reads and the others do not combine with: the forms' own `Operation::prune`).
+//! Every operation of the core IR is pure, so an unused statement can always be dropped.
 
 use std::collections::{HashMap, HashSet};
 
-use crate::core::ir::{Atom, BlockId, Expr, Fold, Monoid, Program, Scan, VarId};
-use crate::core::visit::{collect_expr_uses, expr_atoms};
+use crate::core::ir::{Atom, BlockId, Expr, Program, VarId};
+use crate::core::visit::expr_atoms;
 use crate::core::visit::{map_block_atoms, reachable_blocks, var_of};
+use crate::ops;
 
 pub fn run(program: &mut Program) {
     let main = program.main;
@@ -68,8 +69,7 @@ fn eliminate_dead_code(program: &mut Program, root: crate::core::ir::BlockId) {
                 .stmts
                 .retain(|stmt| stmt.binders.iter().any(|binder| used.contains(binder)));
             removed |= program.blocks[block].stmts.len() != before;
-            removed |= drop_dead_scan_outputs(program, block, &used);
-            removed |= drop_dead_monoid_components(program, block, &used);
+            removed |= prune_results(program, block, &used);
         }
         if !removed {
             return;
@@ -77,124 +77,30 @@ fn eliminate_dead_code(program: &mut Program, root: crate::core::ir::BlockId) {
     }
 }
 
-/// Drops the stacked outputs of the `scan`s of `block` that nothing reads, with the body
-/// results that made them; a scan left with no stacked output is a `fold`. (The primal scan of
-/// a gradient through a loop stacks every carry for the backward loop, which often reads only
-/// some of them, or none when the body is linear in its carry.) Whether anything changed.
-fn drop_dead_scan_outputs(program: &mut Program, block: BlockId, used: &HashSet<VarId>) -> bool {
+/// Drops the results nothing reads of the statements of `block` whose form can drop some
+/// (`Operation::prune`: a scan's stacked outputs, a monoid statement's components). Whether
+/// anything changed.
+fn prune_results(program: &mut Program, block: BlockId, used: &HashSet<VarId>) -> bool {
     let mut changed = false;
-    for stmt_idx in 0..program.blocks[block].stmts.len() {
-        let stmt = &program.blocks[block].stmts[stmt_idx];
-        let Expr::Scan(Scan { size, init, body }) = &stmt.expr else {
-            continue;
-        };
-        let (size, body, n_carries) = (*size, *body, init.len());
-        let dead: Vec<usize> = (n_carries..stmt.binders.len())
-            .filter(|&position| !used.contains(&stmt.binders[position]))
+    for at in 0..program.blocks[block].stmts.len() {
+        let stmt = &program.blocks[block].stmts[at];
+        let live: Vec<bool> = (stmt.binders.iter())
+            .map(|binder| used.contains(binder))
             .collect();
-        if dead.is_empty() {
+        if live.iter().all(|&live| live) {
             continue;
         }
+        let expr = stmt.expr.clone();
+        let Some((pruned, kept)) = ops::operation(&expr).prune(program, &live) else {
+            continue;
+        };
+        let stmt = &mut program.blocks[block].stmts[at];
+        stmt.expr = pruned;
+        let mut kept = kept.into_iter();
+        stmt.binders.retain(|_| kept.next().unwrap_or(true));
         changed = true;
-        for &position in dead.iter().rev() {
-            program.blocks[block].stmts[stmt_idx]
-                .binders
-                .remove(position);
-            program.blocks[body].results.remove(position);
-        }
-        let stmt = &mut program.blocks[block].stmts[stmt_idx];
-        if stmt.binders.len() == n_carries {
-            let Expr::Scan(Scan { init, .. }) = &stmt.expr else {
-                unreachable!("matched above")
-            };
-            stmt.expr = Expr::from(Fold {
-                size,
-                init: init.clone(),
-                body,
-            });
-        }
     }
     changed
-}
-
-/// Drops the components of the monoid statements of `block` that nothing reads and that the
-/// live components' operator does not read either: the array, the identity, the binder, both
-/// params and the operator's result. (The reverse derivative of a scan is a right scan over
-/// triples, [Paszke21] Thm 3.7, whose first component only passes the primal through; the
-/// gradient reads the third.) Whether anything changed.
-fn drop_dead_monoid_components(
-    program: &mut Program,
-    block: BlockId,
-    used: &HashSet<VarId>,
-) -> bool {
-    let mut changed = false;
-    for stmt_idx in 0..program.blocks[block].stmts.len() {
-        let stmt = &program.blocks[block].stmts[stmt_idx];
-        let Expr::Monoid(Monoid { op, .. }) = stmt.expr else {
-            continue;
-        };
-        let mut live: Vec<bool> = stmt.binders.iter().map(|b| used.contains(b)).collect();
-        if live.iter().all(|&l| l) || !live.iter().any(|&l| l) {
-            continue;
-        }
-        let reads = components_read(program, op, live.len());
-        while let Some(needed) = (0..live.len())
-            .filter(|&k| live[k])
-            .flat_map(|k| reads[k].iter().copied())
-            .find(|&j| !live[j])
-        {
-            live[needed] = true;
-        }
-        for dead in (0..live.len()).rev().filter(|&k| !live[k]) {
-            changed = true;
-            let stmt = &mut program.blocks[block].stmts[stmt_idx];
-            let n = stmt.binders.len();
-            stmt.binders.remove(dead);
-            if let Expr::Monoid(Monoid { arrays, init, .. }) = &mut stmt.expr {
-                arrays.remove(dead);
-                init.remove(dead);
-            }
-            let op_block = &mut program.blocks[op];
-            op_block.results.remove(dead);
-            // Params: the left operands, then the right ones.
-            op_block.params.remove(n + dead);
-            op_block.params.remove(dead);
-        }
-    }
-    changed
-}
-
-/// For each result of a monoid operator over `n` components, the components whose
-/// operands (left or right) it is computed from.
-fn components_read(program: &Program, op: BlockId, n: usize) -> Vec<HashSet<usize>> {
-    let block = &program.blocks[op];
-    let mut reads: HashMap<VarId, HashSet<usize>> = HashMap::new();
-    for (position, &param) in block.params.iter().enumerate() {
-        reads.insert(param, HashSet::from([position % n]));
-    }
-    for stmt in &block.stmts {
-        let mut uses: Vec<VarId> = Vec::new();
-        collect_expr_uses(program, &stmt.expr, &mut uses);
-        let from: HashSet<usize> = uses
-            .iter()
-            .filter_map(|var| reads.get(var))
-            .flatten()
-            .copied()
-            .collect();
-        for &binder in &stmt.binders {
-            reads.insert(binder, from.clone());
-        }
-    }
-    block
-        .results
-        .iter()
-        .map(|&atom| {
-            var_of(atom)
-                .and_then(|var| reads.get(&var))
-                .cloned()
-                .unwrap_or_default()
-        })
-        .collect()
 }
 
 #[cfg(test)]

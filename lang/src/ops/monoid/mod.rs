@@ -25,6 +25,8 @@
 
 mod export;
 
+use std::collections::HashSet;
+
 use super::batch::Batcher;
 use super::hlo::{Exported, StableHlo};
 use super::interp::{Interp, Res};
@@ -36,6 +38,7 @@ use crate::core::ir::{
 use crate::core::kernel::Reduction;
 use crate::core::scalar_code::{self, ScalarCode};
 use crate::core::value::{Array, ArrayData};
+use crate::core::visit::{collect_expr_uses, var_of};
 use crate::ops::interp::InterpError;
 use crate::prim::Prim;
 
@@ -1311,11 +1314,80 @@ impl Operation for Monoid {
         }
     }
 
+    /// Without the components nothing reads and the live components' operator does not read
+    /// either: the array, the identity, both params and the operator's result. (The reverse
+    /// derivative of a scan is a right scan over triples, [Paszke21] Thm 3.7, whose first
+    /// component only passes the primal through; the gradient reads the third.)
+    fn prune(&self, program: &mut Program, live: &[bool]) -> Option<(Expr, Vec<bool>)> {
+        let mut kept = live.to_vec();
+        if kept.iter().all(|&live| live) || !kept.iter().any(|&live| live) {
+            return None;
+        }
+        let reads = components_read(program, self.op, kept.len());
+        while let Some(needed) = (0..kept.len())
+            .filter(|&k| kept[k])
+            .flat_map(|k| reads[k].iter().copied())
+            .find(|&j| !kept[j])
+        {
+            kept[needed] = true;
+        }
+        if kept.iter().all(|&kept| kept) {
+            return None;
+        }
+        let mut pruned = self.clone();
+        // Components are removed from the last; `n` is how many are left.
+        let mut n = kept.len();
+        for dead in (0..kept.len()).rev().filter(|&k| !kept[k]) {
+            pruned.arrays.remove(dead);
+            pruned.init.remove(dead);
+            let op = &mut program.blocks[self.op];
+            op.results.remove(dead);
+            // Params: the left operands, then the right ones.
+            op.params.remove(n + dead);
+            op.params.remove(dead);
+            n -= 1;
+        }
+        Some((Expr::from(pruned), kept))
+    }
+
     /// `monoid::export` (`stablehlo.reduce` for a commutative operator, otherwise trees of
     /// depth O(log n)).
     fn export(&self, cx: &mut dyn StableHlo, _: &Stmt) -> Exported {
         export::monoid(cx, self)
     }
+}
+
+/// For each result of a monoid operator over `n` components, the components whose
+/// operands (left or right) it is computed from.
+fn components_read(program: &Program, op: BlockId, n: usize) -> Vec<HashSet<usize>> {
+    let block = &program.blocks[op];
+    let mut reads: HashMap<VarId, HashSet<usize>> = HashMap::new();
+    for (position, &param) in block.params.iter().enumerate() {
+        reads.insert(param, HashSet::from([position % n]));
+    }
+    for stmt in &block.stmts {
+        let mut uses: Vec<VarId> = Vec::new();
+        collect_expr_uses(program, &stmt.expr, &mut uses);
+        let from: HashSet<usize> = uses
+            .iter()
+            .filter_map(|var| reads.get(var))
+            .flatten()
+            .copied()
+            .collect();
+        for &binder in &stmt.binders {
+            reads.insert(binder, from.clone());
+        }
+    }
+    block
+        .results
+        .iter()
+        .map(|&atom| {
+            var_of(atom)
+                .and_then(|var| reads.get(&var))
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect()
 }
 
 #[cfg(test)]
