@@ -94,44 +94,17 @@ pub struct Block {
     pub results: Vec<Atom>,
 }
 
-/// The expression forms of Fig 7, in ANF, plus `iota`, `fold`, `scan` and `while`.
-///
-/// Each form but `Atom` carries a struct of its own (as `syn`'s syntax tree does), so that
-/// the rules of a form (`ops::Operation`, implemented in the form's rule home) are written
-/// against its fields, and a rule that needs one form takes that struct.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Expr {
-    /// A copy of an atom.
-    Atom(Atom),
-    Prim(PrimApp),
-    Build1(Build1),
-    Index(Index),
-    SumOuter(SumOuter),
-    Gather(Gather),
-    Scatter(Scatter),
-    Table(Table),
-    Replicate(Replicate),
-    Transpose(Transpose),
-    Reshape(Reshape),
-    Cond(Cond),
-    Iota(Iota),
-    Fold(Fold),
-    Scan(Scan),
-    While(While),
-    WhileReverse(WhileReverse),
-    Monoid(Monoid),
-    Derivative(Derivative),
-    CustomVjp(CustomVjp),
-    CustomJvp(CustomJvp),
-    CustomLinear(CustomLinear),
-}
+/// The enum of the forms and, for each form's struct, `From` into it: `Expr::from(Fold { size,
+/// init, body })` builds a statement's expression without naming the variant, so that the
+/// places that name a form (`Expr::Fold(…)`) are the ones that match on it. One list for both.
+macro_rules! forms {
+    ($(#[$enum_doc:meta])* enum Expr { $($(#[$doc:meta])* $variant:ident($form:ty)),* $(,)? }) => {
+        $(#[$enum_doc])*
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum Expr {
+            $($(#[$doc])* $variant($form),)*
+        }
 
-/// `op`: an elementwise primitive over operands of equal shape (scalars are rank 0).
-/// Each form's struct is an expression of that form: `Expr::from(Fold { size, init, body })`
-/// builds a statement's expression without naming the variant, so that the places that name
-/// a form (`Expr::Fold(…)`) are the ones that match on it.
-macro_rules! forms_are_exprs {
-    ($($variant:ident($form:ty)),* $(,)?) => {
         $(impl From<$form> for Expr {
             fn from(form: $form) -> Expr {
                 Expr::$variant(form)
@@ -140,30 +113,40 @@ macro_rules! forms_are_exprs {
     };
 }
 
-forms_are_exprs!(
-    Atom(Atom),
-    Prim(PrimApp),
-    Build1(Build1),
-    Index(Index),
-    SumOuter(SumOuter),
-    Gather(Gather),
-    Scatter(Scatter),
-    Table(Table),
-    Replicate(Replicate),
-    Transpose(Transpose),
-    Reshape(Reshape),
-    Cond(Cond),
-    Iota(Iota),
-    Fold(Fold),
-    Scan(Scan),
-    While(While),
-    WhileReverse(WhileReverse),
-    Monoid(Monoid),
-    Derivative(Derivative),
-    CustomVjp(CustomVjp),
-    CustomJvp(CustomJvp),
-    CustomLinear(CustomLinear),
+forms!(
+    /// The expression forms of Fig 7, in ANF, plus `iota`, `fold`, `scan` and `while`.
+    ///
+    /// Each form but `Atom` carries a struct of its own (as `syn`'s syntax tree does), so that
+    /// the rules of a form (`ops::Operation`, implemented in the form's rule home) are written
+    /// against its fields, and a rule that needs one form takes that struct.
+    enum Expr {
+        /// A copy of an atom.
+        Atom(Atom),
+        Prim(PrimApp),
+        Build1(Build1),
+        Index(Index),
+        SumOuter(SumOuter),
+        Gather(Gather),
+        Scatter(Scatter),
+        Table(Table),
+        Replicate(Replicate),
+        Transpose(Transpose),
+        Reshape(Reshape),
+        Cond(Cond),
+        Iota(Iota),
+        Fold(Fold),
+        Scan(Scan),
+        While(While),
+        WhileReverse(WhileReverse),
+        Monoid(Monoid),
+        Derivative(Derivative),
+        CustomVjp(CustomVjp),
+        CustomJvp(CustomJvp),
+        CustomLinear(CustomLinear),
+    }
 );
+
+/// `op`: an elementwise primitive over operands of equal shape (scalars are rank 0).
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct PrimApp(pub Prim, pub Vec<Atom>);
