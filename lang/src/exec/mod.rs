@@ -88,6 +88,7 @@ pub mod progress;
 mod reduce;
 mod register_code;
 mod scalar_loop;
+mod statement;
 pub mod tensor;
 #[cfg(test)]
 mod tests;
@@ -100,20 +101,18 @@ use std::sync::{Arc, Mutex};
 use rayon::prelude::*;
 
 use crate::core::ids::IdVec;
-use crate::core::ir::{
-    ArrTy, Atom, BlockId, Build1, Cond, Elem, Expr, Fold, Gather, Index, Iota, PrimApp, Program,
-    Replicate, Reshape, Scalar, Scan, Scatter, Stmt, SumOuter, Table, Transpose, VarId, While,
-    WhileReverse,
-};
+use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Program, Scalar, Stmt, VarId};
 use crate::core::kernel::Schedule;
 use crate::core::value::{Array, ArrayData};
 use crate::core::visit::var_of;
 use crate::core::visit::{expr_atoms, expr_blocks};
+use crate::ops::bulk::Stop;
+use crate::ops::gather_scatter::point_reads;
 use crate::ops::interp::InterpError;
-use crate::prim::Prim;
+use crate::ops::operation;
 use indexing::{IndexCol, IntCol, Rows};
-use lanes::Column;
 use scalar_loop::{CompiledLoop, LoopRun};
+use statement::StmtRun;
 use tensor::{from_vec, replicate, stack, standard_slice, Tensor};
 
 /// Arrays with at least this many elements are processed in parallel.
@@ -388,19 +387,6 @@ impl Slot {
     }
 }
 
-/// Why evaluation stopped.
-enum Stop {
-    Error(InterpError),
-    /// Batch mode met a batched statement it has no rule for; the caller runs per point.
-    Unbatchable,
-}
-
-impl From<InterpError> for Stop {
-    fn from(error: InterpError) -> Stop {
-        Stop::Error(error)
-    }
-}
-
 type Res<T> = Result<T, Stop>;
 
 /// The state of batch mode: the points, which of them are active, and the first strict
@@ -664,25 +650,25 @@ impl Exec<'_> {
     fn eval_stmt(
         &mut self,
         stmt: &Stmt,
-        batch: Option<&mut Batch>,
+        mut batch: Option<&mut Batch>,
         dying: &[VarId],
     ) -> Res<Vec<Slot>> {
         self.check_interrupt()?;
         self.report.statements += 1;
-        let Some(batch) = batch else {
-            return Ok(self
-                .eval_plain(stmt, dying)?
-                .into_iter()
-                .map(Slot::plain)
-                .collect());
+        let batched = batch.is_some() && self.is_batched(stmt);
+        let mut run = StmtRun {
+            cx: self,
+            stmt,
+            batch: if batched { batch.as_deref_mut() } else { None },
+            dying,
+            results: Vec::new(),
         };
-        if self.is_batched(stmt) {
-            return self.eval_batched(stmt, batch, dying);
-        }
-        match self.eval_plain(stmt, dying) {
-            Ok(values) => Ok(values.into_iter().map(Slot::plain).collect()),
-            // See Note [Strict errors in bulk].
-            Err(Stop::Error(error @ InterpError::OutOfRange { .. })) => {
+        let ran = operation(&stmt.expr).run(&mut run);
+        let results = run.results;
+        match (ran, batch) {
+            (Ok(()), _) => Ok(results),
+            // An unbatched statement in batch mode: see Note [Strict errors in bulk].
+            (Err(Stop::Error(error @ InterpError::OutOfRange { .. })), Some(batch)) if !batched => {
                 if let Some(point) = batch.first_active() {
                     batch.record(point, error);
                 }
@@ -692,161 +678,8 @@ impl Exec<'_> {
                     .map(|&var| Slot::plain(Tensor::zeros(self.program.var_ty(var))))
                     .collect())
             }
-            Err(other) => Err(other),
+            (Err(stop), _) => Err(stop),
         }
-    }
-
-    /// Runs a statement on whole arrays, outside batch mode (every operand is unbatched).
-    fn eval_plain(&mut self, stmt: &Stmt, dying: &[VarId]) -> Res<Vec<Tensor>> {
-        // The variable that strict-mode errors name.
-        let reader = stmt.binders.first().copied().unwrap_or(VarId(u32::MAX));
-        let res = match &stmt.expr {
-            Expr::Atom(atom) => self.tensor(atom),
-            Expr::Prim(PrimApp(prim, operands)) => {
-                let operands: Vec<Tensor> = operands.iter().map(|atom| self.tensor(atom)).collect();
-                self.release(dying);
-                let shape = &self.binder_ty(stmt, 0).shape;
-                elementwise::eval_prim(*prim, operands, shape)
-            }
-            Expr::Build1(Build1 { size, body }) if self.batch_build1 => {
-                return self.build1_batched(stmt, *size, *body)
-            }
-            Expr::Build1(Build1 { size, body }) => return self.build1_fallback(stmt, *size, *body),
-            Expr::Index(Index { array, index }) => {
-                let array = self.tensor(array);
-                let index: Vec<i64> = index
-                    .iter()
-                    .map(|atom| as_index(&self.tensor(atom)))
-                    .collect();
-                self.index_plain(&array, &index, reader, self.binder_ty(stmt, 0))?
-            }
-            Expr::SumOuter(SumOuter(array)) => reduce::sum_axis(&self.tensor(array), 0),
-            Expr::Gather(Gather { shape, array, body }) => {
-                self.gather(stmt, shape, array, *body)?
-            }
-            Expr::Scatter(Scatter { shape, array, body }) => self.scatter(shape, array, *body)?,
-            Expr::Table(Table(atoms)) => {
-                if atoms.is_empty() {
-                    Tensor::zeros(self.binder_ty(stmt, 0))
-                } else if let Some(table) = constant_table(atoms) {
-                    table
-                } else {
-                    let parts: Vec<Tensor> = atoms.iter().map(|atom| self.tensor(atom)).collect();
-                    stack(0, &parts)
-                }
-            }
-            Expr::Replicate(Replicate { count, array }) => {
-                replicate(&self.tensor(array), 0, *count)
-            }
-            Expr::Transpose(Transpose { perm, array }) => transpose(&self.tensor(array), 0, perm),
-            Expr::Reshape(Reshape { shape, array }) => self.tensor(array).reshape(shape),
-            Expr::Cond(Cond {
-                cond,
-                then_block,
-                else_block,
-            }) => {
-                let taken = if as_bool(&self.tensor(cond)) {
-                    *then_block
-                } else {
-                    *else_block
-                };
-                let results = self.eval_block(taken, Vec::new(), None)?;
-                return Ok(results.into_iter().map(|slot| slot.tensor).collect());
-            }
-            Expr::Iota(Iota(size)) => Tensor::I64(from_vec(&[*size], (0..*size as i64).collect())),
-            Expr::Fold(Fold { size, init, body }) => {
-                if let Some(res) = self.scalar_loop(*size, init, *body)? {
-                    return Ok(res);
-                }
-                let mut carry: Vec<Slot> = init.iter().map(|atom| self.slot(atom)).collect();
-                let outermost = self.enter_loop(*size);
-                for i in 0..*size {
-                    self.loop_iteration(outermost, i)?;
-                    let mut args = vec![Slot::plain(Tensor::index(i as i64))];
-                    args.extend(carry);
-                    carry = self.run_loop_body(*body, args)?;
-                }
-                self.leave_loop(outermost);
-                return Ok(carry.into_iter().map(|slot| slot.tensor).collect());
-            }
-            Expr::While(While { init, body }) => {
-                let carry: Vec<Slot> = init.iter().map(|atom| self.slot(atom)).collect();
-                let (carry, _) = self.run_while(carry, *body, false)?;
-                return Ok(carry.into_iter().map(|slot| slot.tensor).collect());
-            }
-            Expr::WhileReverse(WhileReverse {
-                init,
-                seeds,
-                body,
-                back,
-            }) => {
-                let carry: Vec<Slot> = init.iter().map(|atom| self.slot(atom)).collect();
-                let (_, trajectory) = self.run_while(carry, *body, true)?;
-                let mut acc: Vec<Slot> = seeds.iter().map(|atom| self.slot(atom)).collect();
-                for carries in trajectory.into_iter().rev() {
-                    self.check_interrupt()?;
-                    let mut args = carries;
-                    args.extend(acc);
-                    acc = self.run_loop_body(*back, args)?;
-                }
-                return Ok(acc.into_iter().map(|slot| slot.tensor).collect());
-            }
-            Expr::Derivative(_) => unreachable!("{}", crate::core::ir::EXPANDED),
-            Expr::CustomVjp(_) | Expr::CustomJvp(_) | Expr::CustomLinear(_) => {
-                unreachable!("{}", crate::core::ir::CUSTOM_INLINED)
-            }
-            // Lines of (chunk, lane) pairs on typed lanes, or compiled chains, in the order of
-            // Note [Monoid order] (`ops::monoid`).
-            Expr::Monoid(_) => {
-                let kept = vec![monoid::Kept::Stored; stmt.binders.len()];
-                let run = self.eval_monoid(stmt, &fused::Fused::none(), &kept)?;
-                return Ok(run
-                    .results
-                    .into_iter()
-                    .map(|tensor| tensor.expect("every result is stored"))
-                    .collect());
-            }
-            Expr::Scan(Scan { size, init, body }) => {
-                if let Some(res) = self.scalar_loop(*size, init, *body)? {
-                    return Ok(res);
-                }
-                let n_carry = init.len();
-                let mut carry: Vec<Slot> = init.iter().map(|atom| self.slot(atom)).collect();
-                // Each step's outputs are written into their stacks at once: the step's
-                // buffers are free for the next step, and the stacks (a gradient's stored
-                // states, as large as the loop is long) come from the pool, not fresh pages.
-                let stack_tys: Vec<ArrTy> = (n_carry..stmt.binders.len())
-                    .map(|position| self.binder_ty(stmt, position).clone())
-                    .collect();
-                let mut stacks: Vec<Column> = (stack_tys.iter())
-                    .map(|ty| pool::take(ty.elem, ty.shape.iter().product()))
-                    .collect();
-                let outermost = self.enter_loop(*size);
-                for i in 0..*size {
-                    self.loop_iteration(outermost, i)?;
-                    let mut args = vec![Slot::plain(Tensor::index(i as i64))];
-                    args.extend(carry);
-                    let mut results = self.run_loop_body(*body, args)?;
-                    for ((stack, ty), y) in stacks
-                        .iter_mut()
-                        .zip(&stack_tys)
-                        .zip(results.split_off(n_carry))
-                    {
-                        let step_len: usize = ty.shape[1..].iter().product();
-                        stack.write_at(i * step_len, &y.tensor);
-                        pool::give(y.tensor);
-                    }
-                    carry = results;
-                }
-                self.leave_loop(outermost);
-                let mut res: Vec<Tensor> = carry.into_iter().map(|slot| slot.tensor).collect();
-                for (stack, ty) in stacks.into_iter().zip(&stack_tys) {
-                    res.push(stack.into_tensor(&ty.shape));
-                }
-                return Ok(res);
-            }
-        };
-        Ok(vec![res])
     }
 
     /// One step of a loop: the body's schedule when the fuser made one (Note [Loop bodies] in
@@ -1134,49 +967,23 @@ impl Exec<'_> {
         }
     }
 
-    /// The index columns of an index function each of whose results is read from an integer
-    /// table at the point itself (`λ[i…]. cast_i64 (index t [i…])`: how a scatter or gather
-    /// at data indices gets them, a histogram's bins or an embedding's token ids) — the
-    /// tables themselves, with no per-point evaluation. `None` for any other function.
+    /// The index columns of an index function whose results are read from integer tables at
+    /// the points themselves (`gather_scatter::point_reads`): the tables, when they hold one
+    /// unbatched value per point of `grid`. `None` for any other function.
     fn table_read_columns(&self, body: BlockId, grid: &[usize]) -> Option<Vec<IndexCol>> {
-        let block = &self.program.blocks[body];
-        let params: Vec<Atom> = block.params.iter().map(|&p| Atom::Var(p)).collect();
-        let bound_by = |atom: &Atom| {
-            let Atom::Var(var) = atom else { return None };
-            block.stmts.iter().find(|stmt| stmt.binders == [*var])
+        let (tables, reads) = point_reads(self.program, body)?;
+        let table = |var: VarId| {
+            let slot = self.env[var].as_ref()?;
+            (!slot.batched && slot.tensor.shape() == grid).then_some(&slot.tensor)
         };
-        let table_read = |stmt: &Stmt| match &stmt.expr {
-            Expr::Index(Index {
-                array: Atom::Var(table),
-                index,
-            }) if *index == params => {
-                let slot = self.env[*table].as_ref()?;
-                (!slot.batched && slot.tensor.shape() == grid).then_some(&slot.tensor)
-            }
-            _ => None,
-        };
-        // `cast_i64` of such a read: the table read.
-        let cast_read = |stmt: &Stmt| match &stmt.expr {
-            Expr::Prim(PrimApp(Prim::Cast(Elem::I64), operands)) => {
-                table_read(bound_by(&operands[0])?)
-            }
-            _ => None,
-        };
-        // Every statement must be such a read or its cast: nothing else is left to run.
-        if !block
-            .stmts
-            .iter()
-            .all(|stmt| table_read(stmt).or_else(|| cast_read(stmt)).is_some())
-        {
+        if !tables.into_iter().all(|var| table(var).is_some()) {
             return None;
         }
-        block
-            .results
-            .iter()
-            .map(|result| {
-                let stmt = bound_by(result)?;
-                let i64_read = || table_read(stmt).filter(|table| table.elem() == Elem::I64);
-                IndexCol::of_int_table(cast_read(stmt).or_else(i64_read)?)
+        (reads.into_iter())
+            .map(|read| {
+                let table = table(read.table)?;
+                let as_index = read.cast || table.elem() == Elem::I64;
+                IndexCol::of_int_table(as_index.then_some(table)?)
             })
             .collect()
     }
@@ -1259,63 +1066,6 @@ impl Exec<'_> {
             slot.tensor
                 .broadcast_to(&batch.batched_shape(slot.tensor.shape()))
         }
-    }
-
-    fn eval_batched(&mut self, stmt: &Stmt, batch: &mut Batch, dying: &[VarId]) -> Res<Vec<Slot>> {
-        let n_batch = batch.shape.len();
-        let res = match &stmt.expr {
-            Expr::Atom(atom) => return Ok(vec![self.slot(atom)]),
-            Expr::Prim(PrimApp(prim, operands)) => {
-                let operands: Vec<Tensor> = operands.iter().map(|atom| self.tensor(atom)).collect();
-                self.release(dying);
-                let shape = batch.batched_shape(&self.binder_ty(stmt, 0).shape);
-                elementwise::eval_prim(*prim, operands, &shape)
-            }
-            Expr::Index(Index { array, index }) => self.index_batched(stmt, array, index, batch),
-            Expr::SumOuter(SumOuter(array)) => {
-                reduce::sum_axis(&self.lifted(array, batch), n_batch)
-            }
-            Expr::Table(Table(atoms)) => {
-                let parts: Vec<Tensor> =
-                    atoms.iter().map(|atom| self.lifted(atom, batch)).collect();
-                stack(n_batch, &parts)
-            }
-            Expr::Replicate(Replicate { count, array }) => {
-                replicate(&self.lifted(array, batch), n_batch, *count)
-            }
-            Expr::Transpose(Transpose { perm, array }) => {
-                transpose(&self.lifted(array, batch), n_batch, perm)
-            }
-            Expr::Reshape(Reshape { shape, array }) => self
-                .lifted(array, batch)
-                .reshape(&batch.batched_shape(shape)),
-            Expr::Cond(Cond {
-                cond,
-                then_block,
-                else_block,
-            }) => return self.cond_batched(stmt, cond, *then_block, *else_block, batch),
-            // No operands, so never batched.
-            Expr::Iota(_) => {
-                return Ok(self
-                    .eval_plain(stmt, dying)?
-                    .into_iter()
-                    .map(Slot::plain)
-                    .collect())
-            }
-            Expr::Build1(_)
-            | Expr::Gather(_)
-            | Expr::Scatter(_)
-            | Expr::Fold(_)
-            | Expr::Scan(_)
-            | Expr::While(_)
-            | Expr::WhileReverse(_)
-            | Expr::Monoid(_)
-            | Expr::CustomVjp(_)
-            | Expr::CustomJvp(_)
-            | Expr::CustomLinear(_)
-            | Expr::Derivative(_) => return Err(Stop::Unbatchable),
-        };
-        Ok(vec![Slot::batched(res)])
     }
 
     /// Batched `index t [ix…]`: row `ix(p)` of `t` (of `t(p)` when `t` is batched) at each

@@ -28,6 +28,7 @@ use std::collections::HashMap;
 
 use super::ad::{self, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
+use super::bulk::{Bulk, Ran};
 use super::gather_scatter::gather_rows;
 use super::hlo::{self, ExportError, Exported, StableHlo, Val};
 use super::{Element, FusionClass, Linearity, Move, Operation};
@@ -353,6 +354,10 @@ impl Operation for Atom {
         FusionClass::View
     }
 
+    fn run(&self, cx: &mut dyn Bulk) -> Ran {
+        cx.copy(self)
+    }
+
     fn export(&self, cx: &mut dyn StableHlo, _: &Stmt) -> Exported {
         Ok(vec![cx.atom(self)?])
     }
@@ -405,6 +410,11 @@ impl Operation for Build1 {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
+    }
+
+    fn run(&self, cx: &mut dyn Bulk) -> Ran {
+        cx.per_point()?;
+        cx.build(self.size, self.body)
     }
 
     fn export(&self, _: &mut dyn StableHlo, _: &Stmt) -> Exported {
@@ -461,6 +471,10 @@ impl Operation for Index {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::View
+    }
+
+    fn run(&self, cx: &mut dyn Bulk) -> Ran {
+        cx.index(&self.array, &self.index)
     }
 
     /// `stablehlo.gather` of the rows the indices select (over the grid, inside an index
@@ -534,6 +548,10 @@ impl Operation for Iota {
         FusionClass::View
     }
 
+    fn run(&self, cx: &mut dyn Bulk) -> Ran {
+        cx.iota(self.0)
+    }
+
     fn export(&self, cx: &mut dyn StableHlo, _: &Stmt) -> Exported {
         let ty = ArrTy::new(vec![self.0], Elem::I64);
         Ok(vec![cx.op(
@@ -585,6 +603,10 @@ impl Operation for Table {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
+    }
+
+    fn run(&self, cx: &mut dyn Bulk) -> Ran {
+        cx.stack(&self.0)
     }
 
     /// `stablehlo.concatenate` of the elements as rows (zeros for an empty table).

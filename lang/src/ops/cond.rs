@@ -18,6 +18,7 @@ use std::collections::HashMap;
 
 use super::ad::{self, AdError, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
+use super::bulk::{Bulk, Ran};
 use super::hlo::{self, Exported, StableHlo};
 use super::rewrite::{Expand, Expansion, Rule};
 use super::{Element, FusionClass, Linearity, Move, Operation};
@@ -226,6 +227,10 @@ impl Operation for Cond {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
+    }
+
+    fn run(&self, cx: &mut dyn Bulk) -> Ran {
+        cx.cond(&self.cond, self.then_block, self.else_block)
     }
 
     fn expand(&self, cx: &mut Expand, stmt: &Stmt) -> Option<Expansion> {

@@ -32,6 +32,7 @@ use std::collections::HashMap;
 
 use super::ad::{self, tangent_of, AdError, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
+use super::bulk::{Bulk, Ran};
 use super::hlo::{ExportError, Exported, StableHlo};
 use super::interp::{Interp, Res};
 use super::{FusionClass, Linearity, Operation};
@@ -647,6 +648,10 @@ impl Operation for CustomVjp {
         FusionClass::Bulk
     }
 
+    fn run(&self, _: &mut dyn Bulk) -> Ran {
+        unreachable!("{}", CUSTOM_INLINED)
+    }
+
     fn export(&self, _: &mut dyn StableHlo, _: &Stmt) -> Exported {
         Err(ExportError::new("custom_vjp", CUSTOM_INLINED))
     }
@@ -686,6 +691,10 @@ impl Operation for CustomJvp {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
+    }
+
+    fn run(&self, _: &mut dyn Bulk) -> Ran {
+        unreachable!("{}", CUSTOM_INLINED)
     }
 
     fn export(&self, _: &mut dyn StableHlo, _: &Stmt) -> Exported {
@@ -736,6 +745,10 @@ impl Operation for CustomLinear {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
+    }
+
+    fn run(&self, _: &mut dyn Bulk) -> Ran {
+        unreachable!("{}", CUSTOM_INLINED)
     }
 
     fn export(&self, _: &mut dyn StableHlo, _: &Stmt) -> Exported {

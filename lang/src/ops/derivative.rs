@@ -11,6 +11,7 @@
 
 use super::ad::{self, AdResult, Builder, Derivs};
 use super::batch::Batcher;
+use super::bulk::{Bulk, Ran};
 use super::hlo::{ExportError, Exported, StableHlo};
 use super::interp::{Interp, Res};
 use super::{FusionClass, Linearity, Operation};
@@ -101,6 +102,10 @@ impl Operation for Derivative {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
+    }
+
+    fn run(&self, _: &mut dyn Bulk) -> Ran {
+        unreachable!("{}", EXPANDED)
     }
 
     fn export(&self, _: &mut dyn StableHlo, _: &Stmt) -> Exported {

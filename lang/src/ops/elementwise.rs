@@ -16,6 +16,7 @@ use std::rc::Rc;
 use super::ad::{self, tangent_of, AdResult, Builder, Derivs, Tangent};
 use super::batch::{Batcher, IxExpr, Status};
 use super::build::IndexPush;
+use super::bulk::{Bulk, Ran};
 use super::hlo::{self, Exported, StableHlo, Val};
 use super::interp::{Interp, Res};
 use super::rewrite::{Rewrite, Rule};
@@ -102,6 +103,10 @@ impl Operation for PrimApp {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Pull
+    }
+
+    fn run(&self, cx: &mut dyn Bulk) -> Ran {
+        cx.apply(self.0, &self.1)
     }
 
     /// The primitive's own export rule (`Prim::export`, dx's total semantics), its scalar

@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use super::ad::{self, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
 use super::build::IndexPush;
+use super::bulk::{Bulk, Ran};
 use super::hlo::{i64_array, Exported, StableHlo};
 use super::interp::{Interp, Res};
 use super::rewrite::{Rewrite, Rule};
@@ -268,6 +269,10 @@ impl Operation for Replicate {
         FusionClass::View
     }
 
+    fn run(&self, cx: &mut dyn Bulk) -> Ran {
+        cx.replicate(self.count, &self.array)
+    }
+
     /// `stablehlo.broadcast_in_dim` over a new outer axis.
     fn export(&self, cx: &mut dyn StableHlo, _: &Stmt) -> Exported {
         let val = cx.atom(&self.array)?;
@@ -330,6 +335,10 @@ impl Operation for Transpose {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::View
+    }
+
+    fn run(&self, cx: &mut dyn Bulk) -> Ran {
+        cx.transpose(&self.perm, &self.array)
     }
 
     /// `stablehlo.transpose` (the permutation completed with the axes it leaves in place).
@@ -424,6 +433,10 @@ impl Operation for Reshape {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::View
+    }
+
+    fn run(&self, cx: &mut dyn Bulk) -> Ran {
+        cx.reshape(&self.shape, &self.array)
     }
 
     /// `stablehlo.reshape`.

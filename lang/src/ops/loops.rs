@@ -32,6 +32,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::ad::{self, AdError, AdResult, Builder, Derivs, LinearItem};
 use super::batch::{Batcher, Status};
+use super::bulk::{Bulk, Ran};
 use super::hlo::{self, Exported, StableHlo, Val};
 use super::{FusionClass, Linearity, Operation};
 use crate::core::inline::clone_block;
@@ -1214,6 +1215,11 @@ impl Operation for Fold {
         FusionClass::Bulk
     }
 
+    fn run(&self, cx: &mut dyn Bulk) -> Ran {
+        cx.per_point()?;
+        cx.counted_loop(self.size, &self.init, self.body)
+    }
+
     fn export(&self, cx: &mut dyn StableHlo, stmt: &Stmt) -> Exported {
         export_loop(cx, false, self.size, &self.init, self.body, &stmt.binders)
     }
@@ -1258,6 +1264,12 @@ impl Operation for Scan {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
+    }
+
+    /// A fold whose stacked outputs are the body's results after the carries.
+    fn run(&self, cx: &mut dyn Bulk) -> Ran {
+        cx.per_point()?;
+        cx.counted_loop(self.size, &self.init, self.body)
     }
 
     /// Without the stacked outputs nothing reads (and the body results that made them); a

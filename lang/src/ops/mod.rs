@@ -23,8 +23,9 @@
 //! reference evaluation, batching (BOT), JVP, transpose, cost, linearity, fusion class, the
 //! pushing of an index into what defines the array it reads, simplifier identities and
 //! statement rules (contexts in `rewrite`), the dropping of results nothing reads, sign fact,
-//! element rule (`Element`), loop bodies and StableHLO export (in the vocabulary of
-//! `hlo::StableHlo`, which `export::stablehlo` implements). `operation` is the one
+//! element rule (`Element`), loop bodies, StableHLO export (in the vocabulary of
+//! `hlo::StableHlo`, which `export::stablehlo` implements) and how the engine's bulk
+//! evaluator runs it (in the vocabulary of `bulk::Bulk`, which `exec` implements). `operation` is the one
 //! `match` that lists the forms; the rules every form states have no default, so a new form
 //! makes the compiler list every one it lacks. The generic places run the rules: here the
 //! verifier (`verify`), the reference interpreter (`interp`), the batching context
@@ -40,6 +41,7 @@
 pub mod ad;
 pub mod batch;
 pub mod build;
+pub mod bulk;
 pub mod cond;
 pub mod cost;
 pub mod custom;
@@ -65,13 +67,14 @@ use crate::prim::Prim;
 use ad::{AdResult, Builder, Derivs};
 use batch::Batcher;
 use build::IndexPush;
+use bulk::{Bulk, Ran};
 use hlo::{Exported, StableHlo};
 use interp::{Interp, Res};
 use rewrite::{Expand, Expansion, Rewrite, Rule};
 
 /// Every rule of one form of `Expr`, implemented in the form's home (the table above). The
 /// rules every form states (type, evaluation, batching, JVP, transpose, cost, linearity,
-/// fusion class, export) have no default, so a new form makes the compiler list them; the others
+/// fusion class, export, engine run) have no default, so a new form makes the compiler list them; the others
 /// default to the conservative answer where a form has no such rule (no index pushing, no
 /// identity, sign not known, no element rule: always materialised, no index params, no loop
 /// body, each operand element computed once, not exported inside an index function).
@@ -108,6 +111,10 @@ pub(crate) trait Operation {
     /// Writes `stmt` (whose expression this is) as StableHLO operations: the values of its
     /// binders (`export::stablehlo`), or why it has no export.
     fn export(&self, cx: &mut dyn StableHlo, stmt: &Stmt) -> Exported;
+
+    /// Runs it in the engine's bulk evaluator (`exec`), which `cx` is: its results bound to
+    /// the statement's binders, or why it stopped (`bulk`).
+    fn run(&self, cx: &mut dyn Bulk) -> Ran;
 
     /// Whether it is exported inside an index function, point by point over the grid of the
     /// function's params (an elementwise application, a read of an outside array); any other

@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use super::ad::{self, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
 use super::build::IndexPush;
+use super::bulk::{Bulk, Ran};
 use super::hlo::{Exported, StableHlo};
 use super::interp::{Interp, Res};
 use super::rewrite::{Expand, Expansion, Rewrite, Rule};
@@ -210,6 +211,10 @@ impl Operation for SumOuter {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Reduce
+    }
+
+    fn run(&self, cx: &mut dyn Bulk) -> Ran {
+        cx.sum_leading(&self.0)
     }
 
     fn expand(&self, cx: &mut Expand, stmt: &Stmt) -> Option<Expansion> {

@@ -49,6 +49,7 @@ use std::collections::HashMap;
 
 use super::ad::{self, AdError, AdResult, Builder, Derivs, LinearItem};
 use super::batch::{Batcher, Status};
+use super::bulk::{Bulk, Ran};
 use super::hlo::{self, ExportError, Exported, StableHlo};
 use super::loops::{self, CarryLayout};
 use super::{FusionClass, Linearity, Operation};
@@ -592,6 +593,11 @@ impl Operation for While {
         FusionClass::Bulk
     }
 
+    fn run(&self, cx: &mut dyn Bulk) -> Ran {
+        cx.per_point()?;
+        cx.while_loop(&self.init, self.body, None)
+    }
+
     /// A `stablehlo.while` whose first loop-carried value is the continue flag, true at first,
     /// so that the body runs once before the condition region first reads it (a do-while);
     /// the body region returns the body's flag and new carries.
@@ -650,6 +656,11 @@ impl Operation for WhileReverse {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
+    }
+
+    fn run(&self, cx: &mut dyn Bulk) -> Ran {
+        cx.per_point()?;
+        cx.while_loop(&self.init, self.body, Some((&self.seeds, self.back)))
     }
 
     fn export(&self, _: &mut dyn StableHlo, _: &Stmt) -> Exported {

@@ -30,6 +30,7 @@ use std::collections::HashMap;
 use super::ad::{self, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
 use super::build::IndexPush;
+use super::bulk::{Bulk, Ran};
 use super::hlo::{i64_array, list, ExportError, Exported, StableHlo, Val};
 use super::rewrite::{Expand, Expansion, Rewrite, Rule};
 use super::{Element, FusionClass, Linearity, Operation};
@@ -299,6 +300,54 @@ pub fn index_values(program: &Program, body: BlockId, points: &[usize]) -> Optio
     block.results.iter().map(|atom| value(atom, &env)).collect()
 }
 
+/// A result of an index function that is read from a table at the point itself
+/// (`point_reads`): the table, and whether the read is cast to `i64`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PointRead {
+    pub table: VarId,
+    pub cast: bool,
+}
+
+/// An index function each of whose results is read from a table at the point itself
+/// (`λ[i…]. cast_i64 (index t [i…])`: how a scatter or gather at data indices gets them, a
+/// histogram's bins or an embedding's token ids), so that the tables are the indices and
+/// nothing needs to run: every table its statements read and how each result is read.
+/// `None` for any other function (every statement must be such a read or its cast).
+pub fn point_reads(program: &Program, body: BlockId) -> Option<(Vec<VarId>, Vec<PointRead>)> {
+    let block = &program.blocks[body];
+    let params: Vec<Atom> = block.params.iter().map(|&p| Atom::Var(p)).collect();
+    let bound_by = |atom: &Atom| {
+        let Atom::Var(var) = atom else { return None };
+        block.stmts.iter().find(|stmt| stmt.binders == [*var])
+    };
+    let table_read = |stmt: &Stmt| match &stmt.expr {
+        Expr::Index(Index {
+            array: Atom::Var(table),
+            index,
+        }) if *index == params => Some(*table),
+        _ => None,
+    };
+    // `cast_i64` of such a read: the table read.
+    let cast_read = |stmt: &Stmt| match &stmt.expr {
+        Expr::Prim(PrimApp(Prim::Cast(Elem::I64), operands)) => table_read(bound_by(&operands[0])?),
+        _ => None,
+    };
+    let tables = (block.stmts.iter())
+        .map(|stmt| table_read(stmt).or_else(|| cast_read(stmt)))
+        .collect::<Option<Vec<VarId>>>()?;
+    let reads = (block.results.iter())
+        .map(|result| {
+            let stmt = bound_by(result)?;
+            let (table, cast) = match cast_read(stmt) {
+                Some(table) => (table, true),
+                None => (table_read(stmt)?, false),
+            };
+            Some(PointRead { table, cast })
+        })
+        .collect::<Option<Vec<PointRead>>>()?;
+    Some((tables, reads))
+}
+
 /// How a scatter's target coordinate `result` determines one of its params, `param`, given
 /// the params no result determines (the summed ones): the coordinate is
 /// `sign · param + Σ coeff · summed + constant`, taken modulo `period` where there is one
@@ -519,6 +568,11 @@ impl Operation for Gather {
         gather_fusion_class(program, self.body)
     }
 
+    fn run(&self, cx: &mut dyn Bulk) -> Ran {
+        cx.per_point()?;
+        cx.gather(&self.shape, &self.array, self.body)
+    }
+
     /// `stablehlo.gather` of the index function's results over the grid of its params.
     fn export(&self, cx: &mut dyn StableHlo, _: &Stmt) -> Exported {
         let source = cx.atom(&self.array)?;
@@ -630,6 +684,11 @@ impl Operation for Scatter {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
+    }
+
+    fn run(&self, cx: &mut dyn Bulk) -> Ran {
+        cx.per_point()?;
+        cx.scatter(&self.shape, &self.array, self.body)
     }
 
     /// A scatter of a scatter is one; a scatter of each point to a target of its own is a

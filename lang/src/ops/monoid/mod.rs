@@ -28,6 +28,7 @@ mod export;
 use std::collections::HashSet;
 
 use super::batch::Batcher;
+use super::bulk::{Bulk, Ran};
 use super::hlo::{Exported, StableHlo};
 use super::interp::{Interp, Res};
 use super::{FusionClass, Linearity, Operation};
@@ -1312,6 +1313,11 @@ impl Operation for Monoid {
         } else {
             FusionClass::Bulk
         }
+    }
+
+    fn run(&self, cx: &mut dyn Bulk) -> Ran {
+        cx.per_point()?;
+        cx.monoid()
     }
 
     /// Without the components nothing reads and the live components' operator does not read
