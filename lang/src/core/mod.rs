@@ -10,7 +10,6 @@ pub mod ir;
 pub mod kernel;
 pub mod parse;
 pub mod print;
-pub mod scalar_code;
 pub mod value;
 pub mod verify_schedule;
 pub mod visit;

@@ -12,7 +12,7 @@
 //! out-of-range read in iteration order, which reading ahead for a block would change.
 
 use crate::core::ir::Scalar;
-use crate::core::scalar_code::{Op, Operand};
+use crate::ops::scalar_code::{Op, Operand};
 use crate::prim::Prim;
 
 use super::lanes::{with_operands, Lane, LaneElem, LaneRef, LINE};

@@ -3,7 +3,7 @@
 //!
 //! The fold of one chunk at one lane is sequential by definition, so parallelism and
 //! vectorisation come from the *pairs* (chunk, lane): a line is up to `LINE` pairs, and the
-//! operator, compiled once by `core::scalar_code`, runs each of its statements as one typed
+//! operator, compiled once by `ops::scalar_code`, runs each of its statements as one typed
 //! loop over the line (`lanes::eval_prim`, the engine's primitive loops), row after row of the
 //! chunks. A reduction over the rows of `[n, m]` arrays is `m` lanes wide; a 1-D one is
 //! `n / CHUNK_ROWS` lanes (its chunks) wide. Tasks on rayon are blocks of chunks × lanes.
@@ -37,9 +37,9 @@ use super::monoid_jit::{ChainCode, ChunkFolds};
 use super::tensor::{with_tensor, Tensor};
 use super::{CompileLoops, PAR_THRESHOLD};
 use crate::core::ir::{BlockId, Elem, MonoidKind, Program, Scalar};
-use crate::core::scalar_code::{Op, Operand, ScalarCode};
 use crate::ops::interp::InterpError;
 use crate::ops::monoid::CHUNK_ROWS;
+use crate::ops::scalar_code::{Op, Operand, ScalarCode};
 
 /// Evaluates a monoid statement over `arrays` (any layout) with identities `init`, on
 /// compiled chains (`compiled`, of the statement's operator and direction) where they
@@ -713,7 +713,7 @@ enum Step {
 }
 
 /// A monoid operator on lanes: registers `0..k` hold the left operands, `k..2k` the right
-/// ones (`core::scalar_code`'s numbering).
+/// ones (`ops::scalar_code`'s numbering).
 struct LaneCode {
     k: usize,
     reg_elems: Vec<Elem>,

@@ -25,7 +25,7 @@ use cranelift_frontend::FunctionBuilder;
 use super::jit::{machine_type, JitFunction, RegVars};
 use super::register_code::{Resolved, Side};
 use crate::core::ir::Elem;
-use crate::core::scalar_code::ScalarCode;
+use crate::ops::scalar_code::ScalarCode;
 
 /// Accumulators (one per chain and component) that the chains of one wide call keep in
 /// machine registers: with more, they would be spilled and reloaded at every row.

@@ -1,6 +1,6 @@
 //! Scalar code resolved for many runs: typed operations on a register file of bit patterns.
 //!
-//! `core::scalar_code` compiles a scalar block to operations on `Scalar` registers, which
+//! `ops::scalar_code` compiles a scalar block to operations on `Scalar` registers, which
 //! `ScalarCode::eval` runs through `Prim::eval`: every operation matches on its operands' types
 //! and moves 16-byte enums, about 30 ns a step for a loop body such as `c * xs[i]`. A loop runs
 //! its body many times, so here each operation is resolved once, for the element types of its
@@ -18,8 +18,8 @@
 use std::cmp::Ordering;
 
 use crate::core::ir::{Elem, Scalar, VarId};
-use crate::core::scalar_code::{Op, Operand, ScalarCode};
 use crate::ops::interp::InterpError;
+use crate::ops::scalar_code::{Op, Operand, ScalarCode};
 use crate::prim::arith::{self, Arith};
 use crate::prim::compare::{self, CompareOp};
 use crate::prim::math::{self, Float, MathOp};

@@ -6,7 +6,7 @@
 //! microsecond per statement, which dominates loops of a million steps. A body whose
 //! parameters, binders and results are all scalars and whose statements are copies,
 //! primitives and scalar reads of tables from outside the body is compiled once
-//! (`core::scalar_code`), resolved to typed operations (`register_code`), and each iteration
+//! (`ops::scalar_code`), resolved to typed operations (`register_code`), and each iteration
 //! here runs those operations on a register file: a few nanoseconds a step.
 //!
 //! A body with operations that do not depend on the carries (reads `xs[i]`, functions of
@@ -26,8 +26,8 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::OnceLock;
 
 use crate::core::ir::{BlockId, Program, Scalar};
-use crate::core::scalar_code::ScalarCode;
 use crate::ops::interp::InterpError;
+use crate::ops::scalar_code::ScalarCode;
 
 use super::lanes::Column;
 use super::lanes::LINE;

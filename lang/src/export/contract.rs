@@ -15,7 +15,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::core::ir::{Atom, BlockId, Expr, Program, SumOuter, VarId};
+use crate::core::ir::{Atom, BlockId, Expr, Program, VarId};
+use crate::core::kernel::Reduction;
 use crate::core::visit::{collect_uses, reachable_blocks};
 use crate::ops::sum_outer::{self, AxisRole};
 use crate::ops::{self, Element, Move};
@@ -81,16 +82,17 @@ fn find_in_block(
         .collect();
     let single_use = |var: VarId| n_uses.get(&var).copied().unwrap_or(0) == 1;
     for stmt in &program.blocks[block].stmts {
-        let (Expr::SumOuter(SumOuter(Atom::Var(summed))), [sum]) =
-            (&stmt.expr, stmt.binders.as_slice())
-        else {
+        let (Some((Atom::Var(summed), Reduction::Sum)), [sum]) = (
+            ops::reduction_of(program, &stmt.expr),
+            stmt.binders.as_slice(),
+        ) else {
             continue;
         };
         if !program.var_ty(*sum).elem.is_float() {
             continue;
         }
         let mut chain = Vec::new();
-        let mut product = *summed;
+        let mut product = summed;
         let rank = program.var_ty(product).rank();
         // Axis `a` of the summed value is axis `order[a]` of the product.
         let mut order: Vec<usize> = (0..rank).collect();

@@ -12,7 +12,7 @@
 //! - index functions (of `index`, `gather`, `scatter`) are evaluated over the whole grid of
 //!   their parameters (each parameter an `iota`, each statement of the function one bulk
 //!   operation: a small `vmap`), giving index tensors for `gather`/`scatter`; only the forms
-//!   exported point by point (`Operation::exports_per_point`: elementwise operations and
+//!   exported point by point (`Operation::scalar_op`: elementwise operations and
 //!   `index`es of arrays defined outside) may appear in them;
 //! - a product summed over an axis (through `replicate`s and `tr`s) → `dot_general`
 //!   (`contract`), in place of the `sumOuter` and of the statements only it uses.
@@ -132,7 +132,7 @@ impl Cx<'_> {
     /// The values `stmt` binds: a planned contraction, or its form's export rule.
     fn stmt(&mut self, stmt: &Stmt) -> Exported {
         let operation = ops::operation(&stmt.expr);
-        if !self.grid.is_empty() && !operation.exports_per_point() {
+        if !self.grid.is_empty() && !operation.scalar_op() {
             return Err(ExportError::new(
                 expr_name(&stmt.expr),
                 "only elementwise operations and `index` are exported inside an index function",

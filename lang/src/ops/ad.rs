@@ -374,7 +374,7 @@ fn jvp_linear(builder: &mut Builder, stmt: &Stmt, tangents: &mut HashMap<VarId, 
     if !ty.elem.is_float() || operand_tangents.iter().all(Option::is_none) {
         return;
     }
-    if let Expr::Atom(_) = stmt.expr {
+    if super::copy_of(&stmt.expr).is_some() {
         tangents.insert(binder, operand_tangents[0].expect("checked above"));
         return;
     }
@@ -438,10 +438,13 @@ pub(crate) fn split(program: &mut Program, stmts: &[Stmt]) -> (Vec<Stmt>, Vec<Li
         } else if all_linear {
             items.push(LinearItem::Stmt(stmt.clone()));
         } else {
-            let (primal, item) = match stmt.expr {
-                Expr::While(_) => crate::ops::while_loop::split_while(program, stmt),
-                _ => crate::ops::loops::split_loop(program, stmt),
-            };
+            let split = ops::operation(&stmt.expr).split_linear(program, stmt);
+            let (primal, item) = split.unwrap_or_else(|| {
+                panic!(
+                    "ad: `{}` binds primal and linear values but has no rule to split them",
+                    crate::core::print::expr_name(&stmt.expr)
+                )
+            });
             forward.push(primal);
             items.push(item);
         }

@@ -362,7 +362,7 @@ impl Operation for Atom {
         Ok(vec![cx.atom(self)?])
     }
 
-    fn exports_per_point(&self) -> bool {
+    fn scalar_op(&self) -> bool {
         true
     }
 
@@ -498,7 +498,7 @@ impl Operation for Index {
         Ok(vec![gather_rows(cx, &source, &indices, &grid)])
     }
 
-    fn exports_per_point(&self) -> bool {
+    fn scalar_op(&self) -> bool {
         true
     }
 

@@ -21,7 +21,7 @@ use super::batch::{Batcher, Status};
 use super::bulk::{Bulk, Ran};
 use super::hlo::{self, Exported, StableHlo};
 use super::rewrite::{Expand, Expansion, Rule};
-use super::{Element, FusionClass, Linearity, Move, Operation};
+use super::{FusionClass, Linearity, Operation};
 use crate::core::inline::clone_block;
 use crate::core::ir::{
     ArrTy, Atom, Block, BlockId, Cond, Elem, Expr, PrimApp, Program, Scalar, Stmt, VarId,
@@ -274,36 +274,64 @@ fn if_conversion(program: &Program, cond: &Cond, stmt: &Stmt) -> Option<Vec<Stmt
         return None;
     }
     let branches = [&program.blocks[*then_block], &program.blocks[*else_block]];
-    // Copies and primitive applications: the forms whose element rule is the operands'
-    // elements as they are or a primitive applied to them.
-    let scalar_code = |inner: &Stmt| {
-        let element = super::operation(&inner.expr).element();
-        matches!(
-            element,
-            Some(
-                Element::Apply(..)
-                    | Element::Moved {
-                        moved: Move::Same,
-                        ..
-                    }
-            )
-        )
-    };
     let convertible = branches.iter().all(|branch| {
-        (branch.stmts.iter()).all(|inner| scalar_code(inner) && inner.binders.iter().all(scalar))
+        (branch.stmts.iter()).all(|inner| {
+            super::straight_line(&inner.expr).is_some() && inner.binders.iter().all(scalar)
+        })
     });
     if !convertible {
         return None;
     }
-    let [then_, else_] = branches;
-    let hoisted = then_.stmts.iter().chain(&else_.stmts).cloned();
-    let selects = stmt
-        .binders
-        .iter()
-        .zip(then_.results.iter().zip(&else_.results))
+    let [then_, else_] = branches.map(|branch| (branch.stmts.clone(), &branch.results[..]));
+    Some(both_then_select(*cond, then_, else_, &stmt.binders))
+}
+
+/// Both branches' statements, then `select cond a b` for each pair of results: what a `cond`
+/// is if-converted to.
+fn both_then_select(
+    cond: Atom,
+    (mut stmts, then_results): (Vec<Stmt>, &[Atom]),
+    (else_stmts, else_results): (Vec<Stmt>, &[Atom]),
+    binders: &[VarId],
+) -> Vec<Stmt> {
+    stmts.extend(else_stmts);
+    let selects = (binders.iter())
+        .zip(then_results.iter().zip(else_results))
         .map(|(binder, (a, b))| Stmt {
             binders: vec![*binder],
-            expr: Expr::from(PrimApp(Prim::Select, vec![*cond, *a, *b])),
+            expr: Expr::from(PrimApp(Prim::Select, vec![cond, *a, *b])),
         });
-    Some(hoisted.chain(selects).collect())
+    stmts.extend(selects);
+    stmts
+}
+
+/// If-converts every `cond` of `block`, nested ones first, whatever its branches compute
+/// (`ops::monoid`: an operator is total straight-line code, so both branches may run and
+/// each result is a `select`); the branch blocks are left unreachable.
+pub(crate) fn if_convert_all(program: &mut Program, block: BlockId) {
+    let stmts = std::mem::take(&mut program.blocks[block].stmts);
+    let mut out = Vec::with_capacity(stmts.len());
+    for stmt in stmts {
+        let Expr::Cond(Cond {
+            cond,
+            then_block,
+            else_block,
+        }) = stmt.expr
+        else {
+            out.push(stmt);
+            continue;
+        };
+        let [then_, else_] = [then_block, else_block].map(|branch| {
+            if_convert_all(program, branch);
+            let branch = &mut program.blocks[branch];
+            (std::mem::take(&mut branch.stmts), branch.results.clone())
+        });
+        out.extend(both_then_select(
+            cond,
+            (then_.0, &then_.1),
+            (else_.0, &else_.1),
+            &stmt.binders,
+        ));
+    }
+    program.blocks[block].stmts = out;
 }

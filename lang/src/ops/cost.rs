@@ -42,12 +42,9 @@
 //! Does not handle yet: memory traffic beyond element counts (cache effects, fusion), and the
 //! different latencies of primitives (Fig. 11's NLOPS versus ADDS).
 
-use std::collections::{HashMap, HashSet};
-
-use crate::core::ir::{Atom, BlockId, Expr, PrimApp, Program, Scatter, Stmt, VarId};
-use crate::core::visit::{collect_expr_uses, expr_blocks, var_of};
+use crate::core::ir::{BlockId, Program, Stmt};
+use crate::core::visit::expr_blocks;
 use crate::ops;
-use crate::prim::Prim;
 
 /// The cost of running `program` once: the cost of its main block.
 pub fn cost(program: &Program) -> u64 {
@@ -62,70 +59,18 @@ pub fn nesting_depth(program: &Program) -> usize {
     block_depth(program, program.main)
 }
 
-/// The cost of running a block once: the sum of its statements' costs.
+/// The cost of running a block once: the sum of its statements' costs, increments priced as
+/// Note [Increments] (`ops::gather_scatter`) says.
 pub(crate) fn block_cost(program: &Program, block: BlockId) -> u64 {
-    let increments = increments(program, block);
+    let increments = ops::gather_scatter::increments(program, block);
     program.blocks[block]
         .stmts
         .iter()
-        .map(|stmt| match &stmt.expr {
-            // Its point and index function, without the table of zeros.
-            Expr::Scatter(Scatter { array, body, .. }) if increments.contains(&stmt.binders[0]) => {
-                ops::gather_scatter::scatter_cost(program, array, *body, 0)
-            }
-            _ => stmt_cost(program, stmt),
+        .map(|stmt| match increments.get(&stmt.binders[0]) {
+            Some(&cost) => cost,
+            None => stmt_cost(program, stmt),
         })
         .sum()
-}
-
-// Note [Increments]
-// ~~~~~~~~~~~~~~~~~
-// The transpose of a read of one element, `index x [k]`, is a one-point scatter: a table of
-// zeros with the cotangent at `k` ([Smeding25] Fig 19). Added into the rest of `x`'s cotangent,
-// it is an increment of one element: [HuotShaikhha]'s reverse rules (Fig 5) add the adjoint of each
-// occurrence of a variable into one component of the gradient (Fig 5, `Y(y₁ + x₂·z, …)`),
-// and §5 prices that as one addition; the fused engine adds such a scatter into the sum in
-// place and never makes its zeros (Note [Scatters added in place] in `passes::fuse`).
-// Charging the zeros would price each read's adjoint at the size of the table: the
-// transpose of `x[2] + x[0]` for a table of n would cost 3 n + 2 (two tables of zeros and
-// their sum) where the increments cost n + 2, and the cheap-gradient bound would hold only
-// for tables small next to the arithmetic around their reads. So a scatter whose index
-// function has no params, read by nothing but one `add` with another table of its shape,
-// costs its point and its index function; the `add` costs its whole result, as every `add`
-// does (the cotangent table it makes).
-
-/// The one-point scatters of `block` that are increments (Note [Increments]).
-fn increments(program: &Program, block: BlockId) -> HashSet<VarId> {
-    let block = &program.blocks[block];
-    let mut reads: HashMap<VarId, usize> = HashMap::new();
-    let mut added = HashSet::new();
-    for stmt in &block.stmts {
-        let mut uses = Vec::new();
-        collect_expr_uses(program, &stmt.expr, &mut uses);
-        for var in uses {
-            *reads.entry(var).or_default() += 1;
-        }
-        if let Expr::Prim(PrimApp(Prim::Add, operands)) = &stmt.expr {
-            if let [Atom::Var(a), Atom::Var(b)] = operands[..] {
-                if a != b && program.var_ty(a).shape == program.var_ty(b).shape {
-                    added.extend([a, b]);
-                }
-            }
-        }
-    }
-    for var in block.results.iter().copied().filter_map(var_of) {
-        *reads.entry(var).or_default() += 1;
-    }
-    block
-        .stmts
-        .iter()
-        .filter(|stmt| match &stmt.expr {
-            Expr::Scatter(Scatter { body, .. }) => program.blocks[*body].params.is_empty(),
-            _ => false,
-        })
-        .map(|stmt| stmt.binders[0])
-        .filter(|var| added.contains(var) && reads.get(var) == Some(&1))
-        .collect()
 }
 
 fn stmt_cost(program: &Program, stmt: &Stmt) -> u64 {

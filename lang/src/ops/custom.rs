@@ -35,13 +35,14 @@ use super::batch::{Batcher, Status};
 use super::bulk::{Bulk, Ran};
 use super::hlo::{ExportError, Exported, StableHlo};
 use super::interp::{Interp, Res};
-use super::{FusionClass, Linearity, Operation};
+use super::{FusionClass, Linearity, Operation, StraightLine};
 use crate::core::inline::{copy_stmt, rename};
 use crate::core::ir::{
     ArrTy, Atom, BlockId, Cond, CustomJvp, CustomLinear, CustomVjp, Expr, PrimApp, Program, Scalar,
     Stmt, VarId, CUSTOM_INLINED,
 };
 use crate::core::value::Array;
+use crate::core::visit::{expr_blocks, reachable_blocks};
 use crate::ops::cost::block_cost;
 use crate::ops::verify::{atom_ty, block, result_tys as block_result_tys, tys_text, var_ty};
 use crate::prim::Prim;
@@ -328,7 +329,7 @@ const VALUE_OF_TANGENTS: &str = "the value a custom-linearization gives depends 
 /// of a tangent and a value that is not one (`t + 1.0` is affine).
 fn linear_map_problem(program: &Program, stmt: &Stmt) -> Option<String> {
     let problem = crate::ops::verify::linearity_error(program, stmt).or_else(|| {
-        let Expr::Prim(PrimApp(prim, args)) = &stmt.expr else {
+        let Some(StraightLine::Apply(prim, args)) = crate::ops::straight_line(&stmt.expr) else {
             return None;
         };
         let linear_prim = matches!(
@@ -612,49 +613,69 @@ impl Batcher<'_> {
     }
 }
 
+/// Whether a statement is, or holds in its blocks, a `custom_linear` (which only
+/// transposition can run).
+pub fn holds_custom_linear(program: &Program, stmt: &Stmt) -> bool {
+    let is_custom_linear = |stmt: &Stmt| matches!(stmt.expr, Expr::CustomLinear(_));
+    is_custom_linear(stmt)
+        || expr_blocks(&stmt.expr).into_iter().any(|block| {
+            (reachable_blocks(program, block).into_iter())
+                .any(|id| program.blocks[id].stmts.iter().any(is_custom_linear))
+        })
+}
+
+/// The rules `custom_vjp` and `custom_jvp` share: a primal function applied to `args`, run
+/// as it is and differentiated by the user's rule (the first AD step inlines it, so the
+/// engine and the exporter never see one; `$name` names it in export errors).
+macro_rules! custom_rule_rules {
+    ($name:expr) => {
+        /// Its primal.
+        fn eval(&self, interp: &mut Interp, _: &Stmt) -> Res<Vec<Array>> {
+            let args = interp.atoms(&self.args);
+            interp.eval_block(self.primal, args)
+        }
+
+        fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
+            batcher.batch_custom(&stmt.expr, &stmt.binders);
+        }
+
+        fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> AdResult {
+            ad::not_a_linear_statement()
+        }
+
+        fn cost(&self, program: &Program, _: u64) -> u64 {
+            block_cost(program, self.primal)
+        }
+
+        /// Differentiated by its rule.
+        fn linearity(&self) -> Linearity {
+            Linearity::Compound(vec![true; self.args.len()])
+        }
+
+        fn fusion_class(&self, _: &Program) -> FusionClass {
+            FusionClass::Bulk
+        }
+
+        fn run(&self, _: &mut dyn Bulk) -> Ran {
+            unreachable!("{}", CUSTOM_INLINED)
+        }
+
+        fn export(&self, _: &mut dyn StableHlo, _: &Stmt) -> Exported {
+            Err(ExportError::new($name, CUSTOM_INLINED))
+        }
+    };
+}
+
 impl Operation for CustomVjp {
     fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
         custom_vjp_tys(program, self)
-    }
-
-    /// Its primal.
-    fn eval(&self, interp: &mut Interp, _: &Stmt) -> Res<Vec<Array>> {
-        let args = interp.atoms(&self.args);
-        interp.eval_block(self.primal, args)
-    }
-
-    fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
-        batcher.batch_custom(&stmt.expr, &stmt.binders);
     }
 
     fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
         jvp_custom_vjp(builder, stmt, tangents)
     }
 
-    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> AdResult {
-        ad::not_a_linear_statement()
-    }
-
-    fn cost(&self, program: &Program, _: u64) -> u64 {
-        block_cost(program, self.primal)
-    }
-
-    /// Differentiated by its rule.
-    fn linearity(&self) -> Linearity {
-        Linearity::Compound(vec![true; self.args.len()])
-    }
-
-    fn fusion_class(&self, _: &Program) -> FusionClass {
-        FusionClass::Bulk
-    }
-
-    fn run(&self, _: &mut dyn Bulk) -> Ran {
-        unreachable!("{}", CUSTOM_INLINED)
-    }
-
-    fn export(&self, _: &mut dyn StableHlo, _: &Stmt) -> Exported {
-        Err(ExportError::new("custom_vjp", CUSTOM_INLINED))
-    }
+    custom_rule_rules!("custom_vjp");
 }
 
 impl Operation for CustomJvp {
@@ -662,44 +683,12 @@ impl Operation for CustomJvp {
         custom_jvp_tys(program, self)
     }
 
-    /// Its primal.
-    fn eval(&self, interp: &mut Interp, _: &Stmt) -> Res<Vec<Array>> {
-        let args = interp.atoms(&self.args);
-        interp.eval_block(self.primal, args)
-    }
-
-    fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
-        batcher.batch_custom(&stmt.expr, &stmt.binders);
-    }
-
+    /// `lin` inlined at the args and their tangents.
     fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
         jvp_custom_jvp(builder, stmt, tangents)
     }
 
-    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> AdResult {
-        ad::not_a_linear_statement()
-    }
-
-    fn cost(&self, program: &Program, _: u64) -> u64 {
-        block_cost(program, self.primal)
-    }
-
-    /// Differentiated by inlining `lin`.
-    fn linearity(&self) -> Linearity {
-        Linearity::Compound(vec![true; self.args.len()])
-    }
-
-    fn fusion_class(&self, _: &Program) -> FusionClass {
-        FusionClass::Bulk
-    }
-
-    fn run(&self, _: &mut dyn Bulk) -> Ran {
-        unreachable!("{}", CUSTOM_INLINED)
-    }
-
-    fn export(&self, _: &mut dyn StableHlo, _: &Stmt) -> Exported {
-        Err(ExportError::new("custom_jvp", CUSTOM_INLINED))
-    }
+    custom_rule_rules!("custom_jvp");
 }
 
 impl Operation for CustomLinear {

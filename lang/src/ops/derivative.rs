@@ -15,8 +15,9 @@ use super::bulk::{Bulk, Ran};
 use super::hlo::{ExportError, Exported, StableHlo};
 use super::interp::{Interp, Res};
 use super::{FusionClass, Linearity, Operation};
-use crate::core::ir::{AdMode, ArrTy, Atom, BlockId, Derivative, Program, Stmt, EXPANDED};
+use crate::core::ir::{AdMode, ArrTy, Atom, BlockId, Derivative, Expr, Program, Stmt, EXPANDED};
 use crate::core::value::Array;
+use crate::core::visit::expr_blocks;
 use crate::ops::verify::{atom_ty, block, result_tys as block_result_tys, tys_text, var_ty};
 
 /// The binders of a derivative: the function's results, then the tangents of its results
@@ -68,6 +69,24 @@ pub fn result_tys(
 /// Three times the function (before the `ad` pass replaces the statement).
 pub fn cost(program: &Program, func: BlockId) -> u64 {
     3 * crate::ops::cost::block_cost(program, func)
+}
+
+/// The block and position of a derivative statement with no derivative inside it, and the
+/// derivative (`passes::derivatives` expands them innermost first).
+pub fn innermost(program: &Program, block: BlockId) -> Option<(BlockId, usize, Derivative)> {
+    program.blocks[block]
+        .stmts
+        .iter()
+        .enumerate()
+        .find_map(|(index, stmt)| {
+            expr_blocks(&stmt.expr)
+                .into_iter()
+                .find_map(|nested| innermost(program, nested))
+                .or_else(|| match &stmt.expr {
+                    Expr::Derivative(derivative) => Some((block, index, derivative.clone())),
+                    _ => None,
+                })
+        })
 }
 
 impl Operation for Derivative {

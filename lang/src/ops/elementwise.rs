@@ -133,7 +133,7 @@ impl Operation for PrimApp {
         Ok(vec![val])
     }
 
-    fn exports_per_point(&self) -> bool {
+    fn scalar_op(&self) -> bool {
         true
     }
 

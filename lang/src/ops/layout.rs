@@ -232,6 +232,35 @@ pub fn push_into_replicate(
     })
 }
 
+/// The rules the views `replicate`, `tr` and `reshape` share: they move their one operand's
+/// elements (a structural linear operation whose JVP is itself on the tangent, costing an
+/// element moved per element of the result, inlined into its readers, with its operand's
+/// sign).
+macro_rules! view_rules {
+    () => {
+        fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
+            ad::jvp_structural(builder, stmt, tangents)
+        }
+
+        fn cost(&self, _: &Program, result_elems: u64) -> u64 {
+            result_elems
+        }
+
+        fn linearity(&self) -> Linearity {
+            Linearity::Structural(vec![true])
+        }
+
+        fn fusion_class(&self, _: &Program) -> FusionClass {
+            FusionClass::View
+        }
+
+        /// It only moves its operand's elements.
+        fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
+            clear(&self.array)
+        }
+    };
+}
+
 impl Operation for Replicate {
     fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
         Ok(vec![replicate_ty(program, self.count, &self.array)?])
@@ -246,10 +275,6 @@ impl Operation for Replicate {
         batcher.bind_one(stmt, status);
     }
 
-    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
-        ad::jvp_structural(builder, stmt, tangents)
-    }
-
     fn transpose(&self, builder: &mut Builder, stmt: &Stmt, cts: &mut Derivs) -> AdResult {
         if let Some(ct) = ad::result_ct(stmt, cts) {
             builder.transpose_replicate(self.array, ct, cts);
@@ -257,17 +282,7 @@ impl Operation for Replicate {
         Ok(())
     }
 
-    fn cost(&self, _: &Program, result_elems: u64) -> u64 {
-        result_elems
-    }
-
-    fn linearity(&self) -> Linearity {
-        Linearity::Structural(vec![true])
-    }
-
-    fn fusion_class(&self, _: &Program) -> FusionClass {
-        FusionClass::View
-    }
+    view_rules!();
 
     fn run(&self, cx: &mut dyn Bulk) -> Ran {
         cx.replicate(self.count, &self.array)
@@ -293,11 +308,6 @@ impl Operation for Replicate {
             moved: Move::DropFirst { count: self.count },
         })
     }
-
-    /// It only moves its operand's elements.
-    fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
-        clear(&self.array)
-    }
 }
 
 impl Operation for Transpose {
@@ -314,10 +324,6 @@ impl Operation for Transpose {
         batcher.bind_one(stmt, status);
     }
 
-    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
-        ad::jvp_structural(builder, stmt, tangents)
-    }
-
     fn transpose(&self, builder: &mut Builder, stmt: &Stmt, cts: &mut Derivs) -> AdResult {
         if let Some(ct) = ad::result_ct(stmt, cts) {
             builder.transpose_transpose(&self.perm, self.array, ct, cts);
@@ -325,17 +331,7 @@ impl Operation for Transpose {
         Ok(())
     }
 
-    fn cost(&self, _: &Program, result_elems: u64) -> u64 {
-        result_elems
-    }
-
-    fn linearity(&self) -> Linearity {
-        Linearity::Structural(vec![true])
-    }
-
-    fn fusion_class(&self, _: &Program) -> FusionClass {
-        FusionClass::View
-    }
+    view_rules!();
 
     fn run(&self, cx: &mut dyn Bulk) -> Ran {
         cx.transpose(&self.perm, &self.array)
@@ -357,11 +353,6 @@ impl Operation for Transpose {
             array: self.array,
             moved: Move::Permute(&self.perm),
         })
-    }
-
-    /// It only moves its operand's elements.
-    fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
-        clear(&self.array)
     }
 
     /// `tr` of the identity is its operand; `tr` of `tr` is one `tr` (none when the
@@ -412,10 +403,6 @@ impl Operation for Reshape {
         batcher.bind_one(stmt, status);
     }
 
-    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
-        ad::jvp_structural(builder, stmt, tangents)
-    }
-
     fn transpose(&self, builder: &mut Builder, stmt: &Stmt, cts: &mut Derivs) -> AdResult {
         if let Some(ct) = ad::result_ct(stmt, cts) {
             builder.transpose_reshape(self.array, ct, cts);
@@ -423,17 +410,7 @@ impl Operation for Reshape {
         Ok(())
     }
 
-    fn cost(&self, _: &Program, result_elems: u64) -> u64 {
-        result_elems
-    }
-
-    fn linearity(&self) -> Linearity {
-        Linearity::Structural(vec![true])
-    }
-
-    fn fusion_class(&self, _: &Program) -> FusionClass {
-        FusionClass::View
-    }
+    view_rules!();
 
     fn run(&self, cx: &mut dyn Bulk) -> Ran {
         cx.reshape(&self.shape, &self.array)
@@ -451,11 +428,6 @@ impl Operation for Reshape {
             array: self.array,
             moved: Move::Reshape(&self.shape),
         })
-    }
-
-    /// It only moves its operand's elements.
-    fn sign_clear(&self, clear: &mut dyn FnMut(&Atom) -> bool) -> bool {
-        clear(&self.array)
     }
 
     /// `reshape` to the operand's own shape is the operand; `reshape` of `reshape` is one.

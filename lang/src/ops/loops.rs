@@ -34,7 +34,7 @@ use super::ad::{self, AdError, AdResult, Builder, Derivs, LinearItem};
 use super::batch::{Batcher, Status};
 use super::bulk::{Bulk, Ran};
 use super::hlo::{self, Exported, StableHlo, Val};
-use super::{FusionClass, Linearity, Operation};
+use super::{Element, FusionClass, Linearity, Operation};
 use crate::core::inline::clone_block;
 use crate::core::ir::{
     ArrTy, Atom, Block, BlockId, Elem, Expr, Fold, Gather, Index, PrimApp, Program, Scalar, Scan,
@@ -371,7 +371,7 @@ impl Batcher<'_> {
 /// A loop carrying primal and tangent values, split for transposition (`ops::ad::split`):
 /// its primal part runs forward as a scan that also stacks the carry entering every
 /// iteration, and the whole statement is transposed by `transpose_loop`.
-pub(crate) fn split_loop(program: &mut Program, stmt: &Stmt) -> (Stmt, LinearItem) {
+fn split_loop(program: &mut Program, stmt: &Stmt) -> (Stmt, LinearItem) {
     // A loop carrying primal and tangent values: run the primal part as a scan that
     // also stacks the carries.
     let shape = loop_shape(stmt, program);
@@ -993,7 +993,7 @@ fn recomputable_from_step(
             .binders
             .iter()
             .all(|binder| program.var_ty(*binder).shape.is_empty());
-        let simple = matches!(stmt.expr, Expr::Atom(_) | Expr::Prim(..) | Expr::Index(_));
+        let simple = super::operation(&stmt.expr).scalar_op();
         let operands_ok =
             crate::core::visit::expr_atoms(&stmt.expr)
                 .iter()
@@ -1030,8 +1030,10 @@ fn outer_reads(
         .collect();
     let mut reads = Vec::new();
     for stmt in copied {
-        let (table, kind, uses) = match &stmt.expr {
-            Expr::Index(Index {
+        // The reads are the statements whose element rule reads an array at coordinates
+        // they compute: an `index`, a gather.
+        let (table, kind, uses) = match super::operation(&stmt.expr).element() {
+            Some(Element::Indexed {
                 array: Atom::Var(table),
                 index,
             }) => {
@@ -1039,16 +1041,15 @@ fn outer_reads(
                     .iter()
                     .filter_map(|atom| crate::core::visit::var_of(*atom))
                     .collect();
-                (*table, ReadKind::Index(index.clone()), uses)
+                (table, ReadKind::Index(index.to_vec()), uses)
             }
-            Expr::Gather(Gather {
+            Some(Element::Gathered {
                 array: Atom::Var(table),
-                body,
-                ..
+                index_fn,
             }) => {
                 let mut uses = Vec::new();
-                crate::core::visit::collect_uses(program, *body, &mut uses);
-                (*table, ReadKind::Gather(*body), uses)
+                crate::core::visit::collect_uses(program, index_fn, &mut uses);
+                (table, ReadKind::Gather(index_fn), uses)
             }
             _ => continue,
         };
@@ -1182,6 +1183,58 @@ fn place_read_cts(builder: &mut Builder, backward: &BackwardLoop, hoisted: &Hois
 
 /// A loop's transpose is `transpose_loop`, run by `ad::transpose_items` on the loop split
 /// into its primal scan and its linear part (`ad::LinearItem::Loop`).
+/// The rules `fold` and `scan` share: a loop of `size` steps whose body gets the step and the
+/// carries, differentiated by `jvp_loop` and split for transposition by `split_loop`; a scan
+/// also stacks, over the steps, the body's results after the carries (`$stacks`).
+macro_rules! counted_loop_rules {
+    ($stacks:expr) => {
+        fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
+            batcher.batch_loop(self.size, &self.init, self.body, &stmt.binders, $stacks);
+        }
+
+        fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
+            jvp_loop(builder, stmt, tangents)
+        }
+
+        fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> AdResult {
+            ad::not_a_linear_statement()
+        }
+
+        fn cost(&self, program: &Program, _: u64) -> u64 {
+            cost(program, self.size, self.body)
+        }
+
+        fn linearity(&self) -> Linearity {
+            Linearity::Compound(vec![true; self.init.len()])
+        }
+
+        fn fusion_class(&self, _: &Program) -> FusionClass {
+            FusionClass::Bulk
+        }
+
+        fn split_linear(&self, program: &mut Program, stmt: &Stmt) -> Option<(Stmt, LinearItem)> {
+            Some(split_loop(program, stmt))
+        }
+
+        fn run(&self, cx: &mut dyn Bulk) -> Ran {
+            cx.per_point()?;
+            cx.counted_loop(self.size, &self.init, self.body)
+        }
+
+        fn export(&self, cx: &mut dyn StableHlo, stmt: &Stmt) -> Exported {
+            export_loop(cx, $stacks, self.size, &self.init, self.body, &stmt.binders)
+        }
+
+        fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
+            vec![self.size]
+        }
+
+        fn loop_bodies(&self) -> Vec<BlockId> {
+            vec![self.body]
+        }
+    };
+}
+
 impl Operation for Fold {
     fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
         fold_tys(program, &self.init, self.body)
@@ -1191,46 +1244,7 @@ impl Operation for Fold {
         interp.eval_fold(self.size, &self.init, self.body)
     }
 
-    fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
-        batcher.batch_loop(self.size, &self.init, self.body, &stmt.binders, false);
-    }
-
-    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
-        jvp_loop(builder, stmt, tangents)
-    }
-
-    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> AdResult {
-        ad::not_a_linear_statement()
-    }
-
-    fn cost(&self, program: &Program, _: u64) -> u64 {
-        cost(program, self.size, self.body)
-    }
-
-    fn linearity(&self) -> Linearity {
-        Linearity::Compound(vec![true; self.init.len()])
-    }
-
-    fn fusion_class(&self, _: &Program) -> FusionClass {
-        FusionClass::Bulk
-    }
-
-    fn run(&self, cx: &mut dyn Bulk) -> Ran {
-        cx.per_point()?;
-        cx.counted_loop(self.size, &self.init, self.body)
-    }
-
-    fn export(&self, cx: &mut dyn StableHlo, stmt: &Stmt) -> Exported {
-        export_loop(cx, false, self.size, &self.init, self.body, &stmt.binders)
-    }
-
-    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
-        vec![self.size]
-    }
-
-    fn loop_bodies(&self) -> Vec<BlockId> {
-        vec![self.body]
-    }
+    counted_loop_rules!(false);
 }
 
 impl Operation for Scan {
@@ -1242,35 +1256,7 @@ impl Operation for Scan {
         interp.eval_scan(stmt, self.size, &self.init, self.body)
     }
 
-    fn batch(&self, batcher: &mut Batcher, stmt: &Stmt) {
-        batcher.batch_loop(self.size, &self.init, self.body, &stmt.binders, true);
-    }
-
-    fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
-        jvp_loop(builder, stmt, tangents)
-    }
-
-    fn transpose(&self, _: &mut Builder, _: &Stmt, _: &mut Derivs) -> AdResult {
-        ad::not_a_linear_statement()
-    }
-
-    fn cost(&self, program: &Program, _: u64) -> u64 {
-        cost(program, self.size, self.body)
-    }
-
-    fn linearity(&self) -> Linearity {
-        Linearity::Compound(vec![true; self.init.len()])
-    }
-
-    fn fusion_class(&self, _: &Program) -> FusionClass {
-        FusionClass::Bulk
-    }
-
-    /// A fold whose stacked outputs are the body's results after the carries.
-    fn run(&self, cx: &mut dyn Bulk) -> Ran {
-        cx.per_point()?;
-        cx.counted_loop(self.size, &self.init, self.body)
-    }
+    counted_loop_rules!(true);
 
     /// Without the stacked outputs nothing reads (and the body results that made them); a
     /// scan left with none is a `fold`. (The primal scan of a gradient through a loop stacks
@@ -1295,18 +1281,6 @@ impl Operation for Scan {
             }),
         };
         Some((expr, kept))
-    }
-
-    fn export(&self, cx: &mut dyn StableHlo, stmt: &Stmt) -> Exported {
-        export_loop(cx, true, self.size, &self.init, self.body, &stmt.binders)
-    }
-
-    fn index_param_bounds(&self, _: &Program) -> Vec<usize> {
-        vec![self.size]
-    }
-
-    fn loop_bodies(&self) -> Vec<BlockId> {
-        vec![self.body]
     }
 }
 

@@ -54,6 +54,7 @@ pub mod layout;
 pub mod loops;
 pub mod monoid;
 pub mod rewrite;
+pub mod scalar_code;
 pub mod sign;
 pub mod sum_outer;
 pub mod testgen;
@@ -64,7 +65,7 @@ use crate::core::ir::{ArrTy, Atom, BlockId, Expr, Program, Stmt, SumOuter, VarId
 use crate::core::kernel::Reduction;
 use crate::core::value::Array;
 use crate::prim::Prim;
-use ad::{AdResult, Builder, Derivs};
+use ad::{AdResult, Builder, Derivs, LinearItem};
 use batch::Batcher;
 use build::IndexPush;
 use bulk::{Bulk, Ran};
@@ -116,10 +117,12 @@ pub(crate) trait Operation {
     /// the statement's binders, or why it stopped (`bulk`).
     fn run(&self, cx: &mut dyn Bulk) -> Ran;
 
-    /// Whether it is exported inside an index function, point by point over the grid of the
-    /// function's params (an elementwise application, a read of an outside array); any other
-    /// form there cannot be exported.
-    fn exports_per_point(&self) -> bool {
+    /// Whether, on scalars, it is a scalar operation: one scalar computed from scalar operands
+    /// (a copy, an elementwise application, a read of an outside array at scalar indices).
+    /// Blocks of these are scalar code (`scalar_code`): index functions the fuser inlines and
+    /// the exporter exports point by point over their grid, loop bodies that run on
+    /// registers, statements a reversed loop recomputes instead of storing.
+    fn scalar_op(&self) -> bool {
         false
     }
 
@@ -185,10 +188,46 @@ pub(crate) trait Operation {
         false
     }
 
+    /// Split for transposition, where it binds both primal and linear values (a loop carrying
+    /// values and their tangents; `ad::split`): the primal statement that runs forward and
+    /// the item transposed; `None` where the form has no such split.
+    fn split_linear(&self, _program: &mut Program, _stmt: &Stmt) -> Option<(Stmt, LinearItem)> {
+        None
+    }
+
     /// Its blocks that run once per step of a loop (the fuser schedules each as a block of
     /// its own).
     fn loop_bodies(&self) -> Vec<BlockId> {
         Vec::new()
+    }
+}
+
+/// A statement of straight-line code that reads no array (an if-converted branch, a monoid's
+/// operator, a scalar loop body): a copy or an elementwise application.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum StraightLine<'a> {
+    Copy(Atom),
+    Apply(Prim, &'a [Atom]),
+}
+
+/// `expr` as straight-line code, read off its element rule (its operand's element as it is,
+/// or a primitive applied to its operands' elements); `None` for any other form.
+pub(crate) fn straight_line(expr: &Expr) -> Option<StraightLine<'_>> {
+    match operation(expr).element()? {
+        Element::Moved {
+            array,
+            moved: Move::Same,
+        } => Some(StraightLine::Copy(array)),
+        Element::Apply(prim, operands) => Some(StraightLine::Apply(prim, operands)),
+        _ => None,
+    }
+}
+
+/// The atom `expr` copies, if it is a copy.
+pub(crate) fn copy_of(expr: &Expr) -> Option<Atom> {
+    match straight_line(expr)? {
+        StraightLine::Copy(atom) => Some(atom),
+        StraightLine::Apply(..) => None,
     }
 }
 

@@ -22,7 +22,7 @@ use super::bulk::{Bulk, Ran};
 use super::hlo::{Exported, StableHlo};
 use super::interp::{Interp, Res};
 use super::rewrite::{Expand, Expansion, Rewrite, Rule};
-use super::{layout, FusionClass, Linearity, Operation};
+use super::{layout, Element, FusionClass, Linearity, Move, Operation};
 use crate::core::ir::{
     ArrTy, Atom, Elem, Expr, Index, PrimApp, Program, Replicate, Scalar, Stmt, SumOuter, Transpose,
     VarId,
@@ -242,20 +242,20 @@ impl Operation for SumOuter {
     /// An integer `sumOuter` of a replicated scalar is a product (integer addition is exact,
     /// also when it wraps; a float sum of copies is not).
     fn simplify(&self, cx: &Rewrite) -> Option<(Rule, Expr)> {
-        let Some(Expr::Replicate(Replicate {
-            count,
+        let Some(Element::Moved {
             array: scalar,
-        })) = cx.def(&self.0)
+            moved: Move::DropFirst { count },
+        }) = super::operation(cx.def(&self.0)?).element()
         else {
             return None;
         };
-        let ty = cx.program.atom_ty(scalar);
+        let ty = cx.program.atom_ty(&scalar);
         let integer = !ty.elem.is_float() && ty.elem != Elem::Bool;
         (integer && ty.rank() == 0).then(|| {
-            let count = crate::prim::cast_scalar(Scalar::I64(*count as i64), ty.elem);
+            let count = crate::prim::cast_scalar(Scalar::I64(count as i64), ty.elem);
             (
                 Rule::IntegerSumOfReplicate,
-                Expr::from(PrimApp(Prim::Mul, vec![*scalar, Atom::Lit(count)])),
+                Expr::from(PrimApp(Prim::Mul, vec![scalar, Atom::Lit(count)])),
             )
         })
     }
@@ -278,10 +278,14 @@ fn sum_of_sums(cx: &mut Expand, sum: &SumOuter, stmt: &Stmt) -> Option<Vec<Stmt>
     let mut perms: Vec<&[usize]> = Vec::new();
     let mut current = *outer;
     let source = loop {
-        let (perm, inner) = match cx.def(&current) {
-            Some(Expr::Transpose(Transpose { perm, array })) if cx.single_use(&current) => {
-                (&perm[..], *array)
-            }
+        let element = cx
+            .def(&current)
+            .and_then(|def| super::operation(def).element());
+        let (perm, inner) = match element {
+            Some(Element::Moved {
+                array,
+                moved: Move::Permute(perm),
+            }) if cx.single_use(&current) => (perm, array),
             _ => (&[][..], current),
         };
         perms.push(perm);

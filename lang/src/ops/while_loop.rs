@@ -433,7 +433,7 @@ fn n_primal_carries(program: &Program, body: BlockId) -> usize {
 /// A differentiated while split for transposition (`ops::ad::split`): its primal part runs
 /// forward as a while over the primal carries, and the whole statement is transposed by
 /// `transpose_while` (Note [Reverse mode through a while loop]).
-pub(crate) fn split_while(program: &mut Program, stmt: &Stmt) -> (Stmt, LinearItem) {
+fn split_while(program: &mut Program, stmt: &Stmt) -> (Stmt, LinearItem) {
     let Expr::While(While { init, body }) = &stmt.expr else {
         unreachable!("only a while reaches split_while")
     };
@@ -591,6 +591,10 @@ impl Operation for While {
 
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
+    }
+
+    fn split_linear(&self, program: &mut Program, stmt: &Stmt) -> Option<(Stmt, LinearItem)> {
+        Some(split_while(program, stmt))
     }
 
     fn run(&self, cx: &mut dyn Bulk) -> Ran {
@@ -1116,48 +1120,41 @@ mod tests {
 
     #[test]
     fn ill_typed_whiles_are_refused() {
-        let errors = |text: &str| -> Vec<String> {
-            let program = parse_program(text).expect("parses");
-            verify(&program)
-                .expect_err("ill-typed")
-                .iter()
-                .map(ToString::to_string)
-                .collect()
-        };
-        let not_bool = errors(
-            r"program(%0: []f64) {
+        // Each program and a part of the verifier's first error on it.
+        let cases = [
+            (
+                r"program(%0: []f64) {
   %1: []f64 = while (%0) (\%2: []f64 ->
     in %2, %2)
   in %1
 }",
-        );
-        assert!(
-            not_bool[0].contains("condition of a while must be a bool scalar"),
-            "{not_bool:?}"
-        );
-        let wrong_carry = errors(
-            r"program(%0: []f64) {
+                "condition of a while must be a bool scalar",
+            ),
+            (
+                r"program(%0: []f64) {
   %1: []f64 = while (%0) (\%2: []f64 ->
     in true, 1:i64)
   in %1
 }",
-        );
-        assert!(
-            wrong_carry[0].contains("returns carries"),
-            "{wrong_carry:?}"
-        );
-        let wrong_back = errors(
-            r"program(%0: []f64) {
+                "returns carries",
+            ),
+            (
+                r"program(%0: []f64) {
   %1: []f64 = while_reverse (%0) (1.0:f64) (\%2: []f64 ->
     in false, %2) (\%3: []f64 ->
     in %3)
   in %1
 }",
-        );
-        assert!(
-            wrong_back[0].contains("backward step has 1 params"),
-            "{wrong_back:?}"
-        );
+                "backward step has 1 params",
+            ),
+        ];
+        for (text, expected) in cases {
+            let program = parse_program(text).expect("parses");
+            let errors: Vec<String> = (verify(&program).expect_err("ill-typed").iter())
+                .map(ToString::to_string)
+                .collect();
+            assert!(errors[0].contains(expected), "{text}: {errors:?}");
+        }
     }
 
     /// The simplifier rewrites inside a while's body and drops a while nothing reads (every

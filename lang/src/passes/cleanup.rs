@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::core::ir::{Atom, BlockId, Expr, Program, VarId};
+use crate::core::ir::{Atom, BlockId, Program, VarId};
 use crate::core::visit::expr_atoms;
 use crate::core::visit::{map_block_atoms, reachable_blocks, var_of};
 use crate::ops;
@@ -26,8 +26,8 @@ fn propagate_copies(program: &mut Program, root: crate::core::ir::BlockId) {
     let mut copies: HashMap<VarId, Atom> = HashMap::new();
     for block in reachable_blocks(program, root) {
         for stmt in &program.blocks[block].stmts {
-            if let (Expr::Atom(atom), [binder]) = (&stmt.expr, stmt.binders.as_slice()) {
-                copies.insert(*binder, *atom);
+            if let (Some(atom), [binder]) = (ops::copy_of(&stmt.expr), stmt.binders.as_slice()) {
+                copies.insert(*binder, atom);
             }
         }
     }
@@ -47,7 +47,7 @@ fn propagate_copies(program: &mut Program, root: crate::core::ir::BlockId) {
     for block in reachable_blocks(program, root) {
         program.blocks[block]
             .stmts
-            .retain(|stmt| !(matches!(stmt.expr, Expr::Atom(_)) && stmt.binders.len() == 1));
+            .retain(|stmt| !(ops::copy_of(&stmt.expr).is_some() && stmt.binders.len() == 1));
     }
 }
 

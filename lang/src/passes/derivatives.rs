@@ -28,12 +28,12 @@ use super::pipeline::{
 };
 use crate::core::inline::{copy_stmts, rename};
 use crate::core::ir::{
-    AdMode, ArrTy, Atom, Block, BlockId, Derivative, Expr, PrimApp, Program, Replicate, Scalar,
-    Stmt, VarId,
+    AdMode, ArrTy, Atom, Block, BlockId, Derivative, Expr, Program, Replicate, Scalar, Stmt, VarId,
 };
-use crate::core::visit::{collect_defs, collect_uses, expr_blocks, reachable_blocks};
+use crate::core::visit::{collect_defs, collect_uses, reachable_blocks};
 use crate::ops::ad::Tangent;
 use crate::ops::ad::{self, AdError, Jvp, Vjp};
+use crate::ops::{self, custom, derivative, StraightLine};
 use crate::prim::Prim;
 
 pub const PASS: Pass<Compilation> = Pass {
@@ -165,16 +165,13 @@ impl Subject for Derivation {
 fn run(program: &mut Program, log: &mut Log) -> Result<(), Ice> {
     // One derivative at a time, innermost first, so that the program is whole whenever the
     // checks run.
-    while let Some((block, index)) = innermost_derivative(program, program.main) {
-        let Expr::Derivative(Derivative {
+    while let Some((block, index, derivative)) = derivative::innermost(program, program.main) {
+        let Derivative {
             mode,
             primals,
             seeds,
             func,
-        }) = program.blocks[block].stmts[index].expr.clone()
-        else {
-            unreachable!("innermost_derivative finds derivatives")
-        };
+        } = derivative;
         let derivative = differentiate(program, mode, func, log)?;
         let mut stmts = std::mem::take(&mut program.blocks[block].stmts);
         let tail = stmts.split_off(index + 1);
@@ -214,14 +211,14 @@ fn erase_stop_gradients(program: &mut Program) {
 
 /// The operand of a `stop_gradient` statement.
 fn stop_gradient_operand(expr: &Expr) -> Option<Atom> {
-    match expr {
-        Expr::Prim(PrimApp(Prim::StopGradient, args)) => Some(args[0]),
+    match ops::straight_line(expr)? {
+        StraightLine::Apply(Prim::StopGradient, args) => Some(args[0]),
         _ => None,
     }
 }
 
 fn no_derivatives_left(program: &Program) -> Result<(), String> {
-    if innermost_derivative(program, program.main).is_some() {
+    if derivative::innermost(program, program.main).is_some() {
         return Err("a jvp or vjp is left".into());
     }
     if crate::ops::custom::any_custom(program, program.main) {
@@ -239,20 +236,6 @@ fn no_derivatives_left(program: &Program) -> Result<(), String> {
         return Err("a stop_gradient is left".into());
     }
     Ok(())
-}
-
-/// The block and position of a derivative statement with no derivative inside it.
-fn innermost_derivative(program: &Program, block: BlockId) -> Option<(BlockId, usize)> {
-    program.blocks[block]
-        .stmts
-        .iter()
-        .enumerate()
-        .find_map(|(index, stmt)| {
-            expr_blocks(&stmt.expr)
-                .into_iter()
-                .find_map(|nested| innermost_derivative(program, nested))
-                .or_else(|| matches!(stmt.expr, Expr::Derivative(_)).then_some((block, index)))
-        })
 }
 
 /// A derivative program of a function block: statements from the function's params and the
@@ -286,7 +269,7 @@ fn differentiate(
             if jvp
                 .stmts
                 .iter()
-                .any(|stmt| has_custom_linear(program, stmt))
+                .any(|stmt| custom::holds_custom_linear(program, stmt))
             {
                 // Lowering refuses forward mode through a `custom_vjp` with the user's position.
                 return Err(Ice::failed(
@@ -319,19 +302,6 @@ fn differentiate(
         }
         None => Err(Ice::failed("ad", "the steps made no derivative", program)),
     }
-}
-
-/// Whether a statement is, or holds in its blocks, a `custom_linear`.
-fn has_custom_linear(program: &Program, stmt: &Stmt) -> bool {
-    matches!(stmt.expr, Expr::CustomLinear(_))
-        || expr_blocks(&stmt.expr).into_iter().any(|block| {
-            reachable_blocks(program, block).into_iter().any(|id| {
-                program.blocks[id]
-                    .stmts
-                    .iter()
-                    .any(|stmt| matches!(stmt.expr, Expr::CustomLinear(_)))
-            })
-        })
 }
 
 fn ad_ice(step: &'static str, err: AdError, program: &Program) -> Ice {
@@ -412,14 +382,14 @@ impl DerivativeProgram {
 fn zeros(program: &mut Program, block: BlockId, ty: &ArrTy) -> Expr {
     let mut expr = Expr::from(Atom::Lit(Scalar::zero(ty.elem)));
     for axis in (0..ty.shape.len()).rev() {
-        let array = match expr {
-            Expr::Atom(atom) => atom,
-            inner => {
+        let array = match ops::copy_of(&expr) {
+            Some(atom) => atom,
+            None => {
                 let ty = ArrTy::new(ty.shape[axis + 1..].to_vec(), ty.elem);
                 let var = program.new_var(ty, "zero");
                 program.blocks[block].stmts.push(Stmt {
                     binders: vec![var],
-                    expr: inner,
+                    expr,
                 });
                 Atom::Var(var)
             }
@@ -476,7 +446,9 @@ mod tests {
             "transposed".to_string(),
         ];
         let compiled = pipeline::run(&program, PIPELINE, &stages).expect("compiles");
-        assert!(super::innermost_derivative(&compiled.program, compiled.program.main).is_none());
+        assert!(
+            crate::ops::derivative::innermost(&compiled.program, compiled.program.main).is_none()
+        );
         for stage in ["ad", "linear", "transposed"] {
             assert!(
                 compiled.stages.iter().any(|dump| dump.stage == stage),

@@ -2227,7 +2227,7 @@ impl<'a> Lowerer<'a> {
             let res = cx.apply(partial, right, span)?;
             cx.leaves(&res, span)
         })?;
-        crate::ops::monoid::if_convert(&mut self.program, op);
+        crate::ops::cond::if_convert_all(&mut self.program, op);
         if let Err(why) = crate::ops::monoid::check_op_block(&self.program, op) {
             return error(span, format!("{name}: {why}"));
         }

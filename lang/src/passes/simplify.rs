@@ -177,7 +177,7 @@ fn simplify_block(
             };
             if let Some((rule, replacement)) = rewritten {
                 *cx.fired.entry(rule).or_default() += 1;
-                if let Expr::Atom(atom) = replacement {
+                if let Some(atom) = ops::copy_of(&replacement) {
                     cx.subst.insert(binder, atom);
                     stmt.expr = replacement;
                     stmts.push(stmt);
@@ -228,7 +228,7 @@ fn resolve(atom: Atom, subst: &HashMap<VarId, Atom>) -> Atom {
 /// The key under which CSE records a statement's expression (copies are not recorded: copy
 /// propagation removes them).
 fn cse_key(program: &Program, expr: &Expr) -> Option<ExprKey> {
-    (!matches!(expr, Expr::Atom(_)))
+    (ops::copy_of(expr).is_none())
         .then(|| program.expr_key(expr))
         .flatten()
 }

@@ -16,11 +16,11 @@ use rayon::prelude::*;
 use super::{GroupRead, Launch, PIECE, WIDE};
 use crate::core::ir::{Elem, Program, VarId};
 use crate::core::kernel::{Affine, Coord, Kernel, Node, Reduction};
-use crate::core::scalar_code::{Op, Operand, ScalarCode};
 use crate::exec::jit::{from_bits, machine_type, JitFunction, RegVars};
 use crate::exec::lanes::{match_column, Column, ColumnMut, ColumnRef};
 use crate::exec::register_code::{Resolved, Side};
 use crate::exec::{CompileLoops, Exec, PAR_THRESHOLD};
+use crate::ops::scalar_code::{Op, Operand, ScalarCode};
 use crate::passes::fuse::row_major_strides;
 use crate::prim::sum_order::{self, TreeSum, LANES, LEAF};
 

@@ -25,7 +25,7 @@
 
 mod simplify;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::ad::{self, AdResult, Builder, Derivs};
 use super::batch::{Batcher, Status};
@@ -33,14 +33,15 @@ use super::build::IndexPush;
 use super::bulk::{Bulk, Ran};
 use super::hlo::{i64_array, list, ExportError, Exported, StableHlo, Val};
 use super::rewrite::{Expand, Expansion, Rewrite, Rule};
-use super::{Element, FusionClass, Linearity, Operation};
+use super::{straight_line, Element, FusionClass, Linearity, Operation, StraightLine};
 use crate::core::inline::clone_block;
 use crate::core::ir::{
-    ArrTy, Atom, BlockId, Elem, Expr, Gather, Index, PrimApp, Program, Scalar, Scatter, Stmt,
-    Transpose, VarId,
+    ArrTy, Atom, BlockId, Elem, Expr, Gather, Index, Program, Scalar, Scatter, Stmt, Transpose,
+    VarId,
 };
 use crate::core::kernel::{Affine, IndexValue};
 use crate::core::value::{Array, ArrayData};
+use crate::core::visit::{collect_expr_uses, var_of};
 use crate::ops::interp::{from_scalars, ravel, unravel, Interp, Res};
 use crate::ops::verify::{
     atom_ty, block, expect_index_params, expect_index_results, expect_numeric,
@@ -187,6 +188,60 @@ pub fn gather_fusion_class(program: &Program, body: BlockId) -> FusionClass {
     }
 }
 
+// Note [Increments]
+// ~~~~~~~~~~~~~~~~~
+// The transpose of a read of one element, `index x [k]`, is a one-point scatter: a table of
+// zeros with the cotangent at `k` ([Smeding25] Fig 19). Added into the rest of `x`'s cotangent,
+// it is an increment of one element: [HuotShaikhha]'s reverse rules (Fig 5) add the adjoint of each
+// occurrence of a variable into one component of the gradient (Fig 5, `Y(y₁ + x₂·z, …)`),
+// and §5 prices that as one addition; the fused engine adds such a scatter into the sum in
+// place and never makes its zeros (Note [Scatters added in place] in `passes::fuse`).
+// Charging the zeros would price each read's adjoint at the size of the table: the
+// transpose of `x[2] + x[0]` for a table of n would cost 3 n + 2 (two tables of zeros and
+// their sum) where the increments cost n + 2, and the cheap-gradient bound would hold only
+// for tables small next to the arithmetic around their reads. So a scatter whose index
+// function has no params, read by nothing but one `add` with another table of its shape,
+// costs its point and its index function; the `add` costs its whole result, as every `add`
+// does (the cotangent table it makes).
+
+/// The one-point scatters of `block` that are increments (Note [Increments]), with their
+/// cost: their point and index function, without the table of zeros.
+pub(crate) fn increments(program: &Program, block: BlockId) -> HashMap<VarId, u64> {
+    let block = &program.blocks[block];
+    let mut reads: HashMap<VarId, usize> = HashMap::new();
+    let mut added = HashSet::new();
+    for stmt in &block.stmts {
+        let mut uses = Vec::new();
+        collect_expr_uses(program, &stmt.expr, &mut uses);
+        for var in uses {
+            *reads.entry(var).or_default() += 1;
+        }
+        if let Some(StraightLine::Apply(Prim::Add, operands)) = straight_line(&stmt.expr) {
+            if let [Atom::Var(a), Atom::Var(b)] = operands[..] {
+                if a != b && program.var_ty(a).shape == program.var_ty(b).shape {
+                    added.extend([a, b]);
+                }
+            }
+        }
+    }
+    for var in block.results.iter().copied().filter_map(var_of) {
+        *reads.entry(var).or_default() += 1;
+    }
+    block
+        .stmts
+        .iter()
+        .filter_map(|stmt| match &stmt.expr {
+            Expr::Scatter(Scatter { array, body, .. })
+                if program.blocks[*body].params.is_empty() =>
+            {
+                Some((stmt.binders[0], scatter_cost(program, array, *body, 0)))
+            }
+            _ => None,
+        })
+        .filter(|(var, _)| added.contains(var) && reads.get(var) == Some(&1))
+        .collect()
+}
+
 /// An index function the fuser can inline: scalar `prim`s, copies and `index`es of scalars.
 pub fn is_scalar_code(program: &Program, block: BlockId) -> bool {
     let block = &program.blocks[block];
@@ -195,7 +250,7 @@ pub fn is_scalar_code(program: &Program, block: BlockId) -> bool {
             .binders
             .iter()
             .all(|&var| program.var_ty(var).rank() == 0);
-        scalar_binders && matches!(stmt.expr, Expr::Atom(_) | Expr::Prim(..) | Expr::Index(_))
+        scalar_binders && super::operation(&stmt.expr).scalar_op()
     })
 }
 
@@ -286,16 +341,15 @@ pub fn index_values(program: &Program, body: BlockId, points: &[usize]) -> Optio
         Atom::Var(var) => env.get(var).cloned(),
     };
     for stmt in &block.stmts {
-        let (Expr::Prim(PrimApp(prim, args)), [binder]) = (&stmt.expr, &stmt.binders[..]) else {
+        let (Some(StraightLine::Apply(prim, args)), [binder]) =
+            (straight_line(&stmt.expr), &stmt.binders[..])
+        else {
             return None;
         };
         let operands: Vec<Option<IndexValue>> = args.iter().map(|arg| value(arg, &env)).collect();
         let operands: Vec<Option<&IndexValue>> = operands.iter().map(Option::as_ref).collect();
         let elem = program.var_ty(*binder).elem;
-        env.insert(
-            *binder,
-            IndexValue::of_prim(*prim, &operands, elem, points)?,
-        );
+        env.insert(*binder, IndexValue::of_prim(prim, &operands, elem, points)?);
     }
     block.results.iter().map(|atom| value(atom, &env)).collect()
 }
@@ -320,16 +374,16 @@ pub fn point_reads(program: &Program, body: BlockId) -> Option<(Vec<VarId>, Vec<
         let Atom::Var(var) = atom else { return None };
         block.stmts.iter().find(|stmt| stmt.binders == [*var])
     };
-    let table_read = |stmt: &Stmt| match &stmt.expr {
-        Expr::Index(Index {
+    let table_read = |stmt: &Stmt| match super::operation(&stmt.expr).element()? {
+        Element::Indexed {
             array: Atom::Var(table),
             index,
-        }) if *index == params => Some(*table),
+        } if *index == params => Some(table),
         _ => None,
     };
     // `cast_i64` of such a read: the table read.
-    let cast_read = |stmt: &Stmt| match &stmt.expr {
-        Expr::Prim(PrimApp(Prim::Cast(Elem::I64), operands)) => table_read(bound_by(&operands[0])?),
+    let cast_read = |stmt: &Stmt| match straight_line(&stmt.expr)? {
+        StraightLine::Apply(Prim::Cast(Elem::I64), operands) => table_read(bound_by(&operands[0])?),
         _ => None,
     };
     let tables = (block.stmts.iter())

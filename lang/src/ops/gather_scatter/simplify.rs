@@ -19,6 +19,7 @@ use crate::core::ir::{
 };
 use crate::core::kernel::Affine;
 use crate::ops::rewrite::{Expand, Expansion, Rule};
+use crate::ops::StraightLine;
 use crate::prim::Prim;
 
 /// The scatter rules in order: a scatter of a scatter is composed first, and the result (or
@@ -134,10 +135,13 @@ fn as_reshape(program: &mut Program, scatter: &Scatter, binder: VarId) -> Option
             high: highest,
         },
         Atom::Var(var) => match defs.get(&var) {
-            Some(Expr::Prim(PrimApp(prim, args))) => {
-                digits::Step::of_prim(*prim, args, |by| by.int_literal())
-            }
-            _ => digits::Step::Opaque,
+            Some(expr) => match crate::ops::straight_line(expr) {
+                Some(StraightLine::Apply(prim, args)) => {
+                    digits::Step::of_prim(prim, args, |by| by.int_literal())
+                }
+                _ => digits::Step::Opaque,
+            },
+            None => digits::Step::Opaque,
         },
         Atom::Lit(_) => digits::Step::Opaque,
     };

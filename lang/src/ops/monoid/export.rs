@@ -33,10 +33,9 @@
 
 use std::collections::HashMap;
 
-use crate::core::ir::{
-    ArrTy, Atom, BlockId, Elem, Expr, Monoid, MonoidKind, PrimApp, Program, Scalar,
-};
+use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Monoid, MonoidKind, Program, Scalar};
 use crate::ops::hlo::{self, i64_array, Exported, StableHlo, Val};
+use crate::ops::{straight_line, StraightLine};
 use crate::prim::{ArgumentOrder, Prim};
 
 /// Whether `op` (a monoid operator: params the k left then the k right scalar operands)
@@ -148,15 +147,15 @@ impl Dag {
             Atom::Lit(scalar) => Some(dag.intern(Node::Lit(scalar.elem(), scalar.bits()))),
         };
         for stmt in &block.stmts {
-            let id = match (&stmt.expr, stmt.binders.as_slice()) {
-                (Expr::Prim(PrimApp(prim, args)), [_]) => {
+            let id = match (straight_line(&stmt.expr)?, stmt.binders.as_slice()) {
+                (StraightLine::Apply(prim, args), [_]) => {
                     let args = args
                         .iter()
                         .map(|arg| atom(self, &env, arg))
                         .collect::<Option<Vec<_>>>()?;
-                    self.prim(*prim, args)
+                    self.prim(prim, args)
                 }
-                (Expr::Atom(arg), [_]) => atom(self, &env, arg)?,
+                (StraightLine::Copy(arg), [_]) => atom(self, &env, &arg)?,
                 _ => return None,
             };
             env.insert(stmt.binders[0], id);
@@ -443,6 +442,7 @@ fn concatenate(cx: &mut dyn StableHlo, vals: &[&Val], axis: usize) -> Val {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::ir::Expr;
     use crate::core::parse::parse_program;
     use crate::export::tests::{monoid_program, ADD, AFFINE, LOGSUMEXP};
 

@@ -17,7 +17,7 @@
 //! primitives): its params are the left operands then the right ones, its results the
 //! combined values. On arrays of rank > 1 it applies elementwise over the trailing axes.
 //!
-//! Lowering if-converts an operator's conditionals (`if_convert`). A `reduce` over a
+//! Lowering if-converts an operator's conditionals (`cond::if_convert_all`). A `reduce` over a
 //! `selection` (`max`/`min`) is a reducing kernel fused with its producer
 //! (`ops::reduction_of`), and its tangent the mean of the tangents of the selected rows
 //! (`selected_tangent`), transposed by the generic rules. Does not handle yet: fusing other monoid statements with their
@@ -31,16 +31,16 @@ use super::batch::Batcher;
 use super::bulk::{Bulk, Ran};
 use super::hlo::{Exported, StableHlo};
 use super::interp::{Interp, Res};
-use super::{FusionClass, Linearity, Operation};
+use super::{Element, FusionClass, Linearity, Operation, StraightLine};
 use crate::core::ir::{
-    ArrTy, Atom, BlockId, Cond, Expr, Gather, Iota, Monoid, MonoidKind, PrimApp, Program, Scalar,
+    ArrTy, Atom, BlockId, Expr, Gather, Iota, Monoid, MonoidKind, PrimApp, Program, Scalar,
     SumOuter, Transpose,
 };
 use crate::core::kernel::Reduction;
-use crate::core::scalar_code::{self, ScalarCode};
 use crate::core::value::{Array, ArrayData};
 use crate::core::visit::{collect_expr_uses, var_of};
 use crate::ops::interp::InterpError;
+use crate::ops::scalar_code::{self, ScalarCode};
 use crate::prim::Prim;
 
 /// Rows of one chunk of Note [Monoid order].
@@ -161,7 +161,7 @@ pub fn selection(program: &Program, op: BlockId) -> Option<Reduction> {
     else {
         return None;
     };
-    let Expr::Prim(PrimApp(prim, operands)) = &stmt.expr else {
+    let Some(Element::Apply(prim, operands)) = super::operation(&stmt.expr).element() else {
         return None;
     };
     let reduction = match prim {
@@ -184,14 +184,11 @@ pub(crate) fn check_op_block(program: &Program, op: BlockId) -> Result<(), Strin
         _ => Ok(()),
     };
     for stmt in &block.stmts {
-        match &stmt.expr {
-            Expr::Atom(_) | Expr::Prim(..) => {}
-            other => {
-                return Err(format!(
-                    "the operator must be straight-line scalar code, not `{}`",
-                    crate::core::print::expr_name(other)
-                ))
-            }
+        if super::straight_line(&stmt.expr).is_none() {
+            return Err(format!(
+                "the operator must be straight-line scalar code, not `{}`",
+                crate::core::print::expr_name(&stmt.expr)
+            ));
         }
         for atom in crate::core::visit::expr_atoms(&stmt.expr) {
             check_atom(&atom, &defined)?;
@@ -211,41 +208,6 @@ pub(crate) fn check_op_block(program: &Program, op: BlockId) -> Result<(), Strin
         check_atom(atom, &defined)?;
     }
     Ok(())
-}
-
-/// If-converts the conditionals of an operator block (recursively): both branches of a
-/// `cond` run (every operation is total) and each result is a `select`, so that an operator
-/// written with `if` becomes straight-line code. The branch blocks are left unreachable.
-pub(crate) fn if_convert(program: &mut Program, block: BlockId) {
-    let stmts = std::mem::take(&mut program.blocks[block].stmts);
-    let mut out = Vec::with_capacity(stmts.len());
-    for stmt in stmts {
-        let Expr::Cond(Cond {
-            cond,
-            then_block,
-            else_block,
-        }) = stmt.expr
-        else {
-            out.push(stmt);
-            continue;
-        };
-        let mut results = Vec::new();
-        for branch in [then_block, else_block] {
-            if_convert(program, branch);
-            out.extend(std::mem::take(&mut program.blocks[branch].stmts));
-            results.push(program.blocks[branch].results.clone());
-        }
-        for (position, binder) in stmt.binders.iter().enumerate() {
-            out.push(Stmt {
-                binders: vec![*binder],
-                expr: Expr::from(PrimApp(
-                    Prim::Select,
-                    vec![cond, results[0][position], results[1][position]],
-                )),
-            });
-        }
-    }
-    program.blocks[block].stmts = out;
 }
 
 /// `out = left ⊙ right` by the compiled operator on `Scalar`s; `regs` is scratch space.
@@ -617,19 +579,19 @@ fn lift_stmts(
     shape: &[usize],
 ) -> Result<(), AdError> {
     for stmt in stmts {
-        let res = match &stmt.expr {
-            Expr::Atom(atom) => lifted_atom(builder, atom, subst, shape)?,
-            Expr::Prim(PrimApp(prim, args)) => {
+        let res = match super::straight_line(&stmt.expr) {
+            Some(StraightLine::Copy(atom)) => lifted_atom(builder, &atom, subst, shape)?,
+            Some(StraightLine::Apply(prim, args)) => {
                 let args = args
                     .iter()
                     .map(|atom| lifted_atom(builder, atom, subst, shape))
                     .collect::<Result<Vec<_>, _>>()?;
-                builder.prim(*prim, &args)
+                builder.prim(prim, &args)
             }
-            other => {
+            None => {
                 return Err(AdError::NoRule(format!(
                     "a monoid operator's derivative holds `{}`",
-                    crate::core::print::expr_name(other)
+                    crate::core::print::expr_name(&stmt.expr)
                 )))
             }
         };

@@ -41,15 +41,13 @@
 use std::collections::HashSet;
 
 use super::{Fuser, MATMUL_MIN_DEPTH, MATMUL_MIN_WORK};
-use crate::core::ir::{
-    Atom, BlockId, Elem, Expr, Index, PrimApp, Program, Replicate, Reshape, SumOuter, Transpose,
-    VarId,
-};
+use crate::core::ir::{Atom, BlockId, Elem, Program, VarId};
 use crate::core::kernel::{
     Affine, Coord, Kernel, MatMul, MatOperand, Node, NodeId, Reduction, Step,
 };
 use crate::core::visit::var_of;
 use crate::ops::sum_outer::{contraction_roles, AxisRole};
+use crate::ops::{self, Element, Move};
 use crate::prim::Prim;
 
 /// A contraction being read off a chain of steps: its iteration space, the axes it sums
@@ -123,24 +121,26 @@ pub(super) fn sums_of_products(program: &Program, block: BlockId, steps: Vec<Ste
 /// products (Note [Slices of products]): materialised, whatever their readers.
 pub(super) fn sliced_operands(fuser: &Fuser) -> HashSet<VarId> {
     let (program, block) = (fuser.program, fuser.block);
-    let def = |var: &VarId| fuser.def.get(var).map(|&at| &block.stmts[at].expr);
+    // How the statement that defines `var` computes an element, if it is a view or an
+    // elementwise application.
+    let element = |var: &VarId| {
+        let at = *fuser.def.get(var)?;
+        ops::operation(&block.stmts[at].expr).element()
+    };
     // The variable a chain of views (`replicate`, `tr`, `reshape`) ending at `var` starts from.
     let through_views = |mut var: VarId| loop {
-        match def(&var) {
-            Some(
-                Expr::Replicate(Replicate { array, .. })
-                | Expr::Transpose(Transpose { array, .. })
-                | Expr::Reshape(Reshape { array, .. }),
-            ) => match var_of(*array) {
-                Some(inner) => var = inner,
-                None => return var,
-            },
+        match element(&var) {
+            Some(Element::Moved {
+                array: Atom::Var(inner),
+                moved: Move::DropFirst { .. } | Move::Permute(_) | Move::Reshape(_),
+            }) => var = inner,
             _ => return var,
         }
     };
     let mut sliced = HashSet::new();
     for stmt in &block.stmts {
-        let Expr::SumOuter(SumOuter(Atom::Var(summed))) = stmt.expr else {
+        let Some((Atom::Var(summed), Reduction::Sum)) = ops::reduction_of(program, &stmt.expr)
+        else {
             continue;
         };
         let shape = &program.var_ty(summed).shape;
@@ -148,15 +148,12 @@ pub(super) fn sliced_operands(fuser: &Fuser) -> HashSet<VarId> {
         if shape.first().is_none_or(|&depth| depth < MATMUL_MIN_DEPTH) || work < MATMUL_MIN_WORK {
             continue;
         }
-        let Some(Expr::Prim(PrimApp(prim, operands))) = def(&through_views(summed)) else {
+        let Some(Element::Apply(Prim::Mul, operands)) = element(&through_views(summed)) else {
             continue;
         };
-        if *prim != Prim::Mul {
-            continue;
-        }
         for operand in operands.iter().filter_map(|atom| var_of(*atom)) {
             let start = through_views(operand);
-            if let Some(Expr::Index(Index { index, .. })) = def(&start) {
+            if let Some(Element::Indexed { index, .. }) = element(&start) {
                 let at_run_time = index.iter().any(|atom| matches!(atom, Atom::Var(_)));
                 if at_run_time {
                     sliced.insert(start);

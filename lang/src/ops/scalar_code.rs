@@ -13,7 +13,8 @@
 
 use std::collections::HashMap;
 
-use crate::core::ir::{Atom, BlockId, Elem, Expr, Index, PrimApp, Program, Scalar, VarId};
+use super::{operation, Element, Move};
+use crate::core::ir::{Atom, BlockId, Elem, Program, Scalar, VarId};
 use crate::prim::Prim;
 
 /// An operand of a scalar operation.
@@ -109,34 +110,38 @@ impl ScalarCode {
             if !is_scalar(&binder) {
                 return None;
             }
-            let op = match &stmt.expr {
-                Expr::Atom(atom) => {
-                    let src = compiler.operand(atom)?;
+            // The element rule of a scalar operation says what it computes.
+            let op = match operation(&stmt.expr).element()? {
+                Element::Moved {
+                    array,
+                    moved: Move::Same,
+                } => {
+                    let src = compiler.operand(&array)?;
                     Op::Copy {
                         dst: compiler.define(binder),
                         src,
                     }
                 }
-                Expr::Prim(PrimApp(prim, args)) => {
+                Element::Apply(prim, args) => {
                     let args = args
                         .iter()
                         .map(|atom| compiler.operand(atom))
                         .collect::<Option<Vec<_>>>()?;
                     Op::Prim {
                         dst: compiler.define(binder),
-                        prim: *prim,
+                        prim,
                         args,
                     }
                 }
-                Expr::Index(Index {
+                Element::Indexed {
                     array: Atom::Var(table),
                     index,
-                }) if !compiler.regs.contains_key(table) => {
+                } if !compiler.regs.contains_key(&table) => {
                     let index = index
                         .iter()
                         .map(|atom| compiler.operand(atom))
                         .collect::<Option<Vec<_>>>()?;
-                    let table = compiler.table(*table);
+                    let table = compiler.table(table);
                     Op::Read {
                         dst: compiler.define(binder),
                         reader: binder,
