@@ -38,6 +38,7 @@ use crate::core::ir::{
 };
 use crate::core::print::ty_text;
 use crate::core::value::{Array, ArrayData};
+use crate::core::visit::expr_blocks;
 use crate::ops::interp::{index_scalar, Interp, Res, Stacked};
 use crate::ops::verify::{atom_ty, block, expect_index, expect_index_params, prepend, result_tys};
 
@@ -632,4 +633,102 @@ impl Operation for Table {
     fn push_index(&self, cx: &mut IndexPush, _: VarId, index: &[Atom]) -> Option<Expr> {
         push_into_table(cx, &self.0, index)
     }
+}
+/// The BOT's guarantee ([Smeding25] Theorem 5.1): no `build1` in any reachable block.
+pub(crate) fn no_builds_left(program: &Program) -> Result<(), String> {
+    let left = crate::core::visit::reachable_blocks(program, program.main)
+        .into_iter()
+        .any(|block| {
+            program.blocks[block]
+                .stmts
+                .iter()
+                .any(|stmt| matches!(stmt.expr, Expr::Build1(_)))
+        });
+    if left {
+        Err("a build1 is left".into())
+    } else {
+        Ok(())
+    }
+}
+
+/// Transforms the builds of a block (and of every block nested in it), innermost first.
+pub(crate) fn transform_builds(program: &mut Program, block: BlockId) {
+    let stmts = std::mem::take(&mut program.blocks[block].stmts);
+    for stmt in stmts {
+        for nested in expr_blocks(&stmt.expr) {
+            transform_builds(program, nested);
+        }
+        match stmt.expr {
+            Expr::Build1(Build1 { size, body }) => {
+                Batcher::new(program, size, block).batch_build(body, &stmt.binders);
+            }
+            expr => program.blocks[block].stmts.push(Stmt {
+                binders: stmt.binders,
+                expr,
+            }),
+        }
+    }
+}
+
+/// Fig 10 on ANF (see Note [Pushing index down] in `ops::build`). `ranges` maps variables known to lie in
+/// `0..bound` to the bound; `defs` maps variables to their defining expressions.
+pub(crate) fn push_indices(
+    program: &mut Program,
+    block: BlockId,
+    ranges: &mut HashMap<VarId, usize>,
+    defs: &mut HashMap<VarId, Expr>,
+) {
+    let stmts = std::mem::take(&mut program.blocks[block].stmts);
+    let mut out = Vec::new();
+    for mut stmt in stmts {
+        for nested in expr_blocks(&stmt.expr) {
+            let bounds = crate::ops::index_param_bounds(program, &stmt.expr);
+            let params = program.blocks[nested].params.clone();
+            for (param, bound) in params.iter().zip(bounds) {
+                ranges.insert(*param, bound);
+            }
+            push_indices(program, nested, ranges, defs);
+        }
+        // Rewrite this statement while a rule applies (each rule reads a smaller producer).
+        for _ in 0..8 {
+            let Some(rewritten) = push_index_once(program, &stmt, ranges, defs, &mut out) else {
+                break;
+            };
+            stmt.expr = rewritten;
+        }
+        if let [binder] = stmt.binders[..] {
+            defs.insert(binder, stmt.expr.clone());
+        }
+        out.push(stmt);
+    }
+    program.blocks[block].stmts = out;
+}
+
+/// One Fig 10 step for `index y ix`: a new expression for the statement, with any statements
+/// it needs appended to `out` first. The rule is the home's of the operation that defines `y`
+/// (`ops::push_index`).
+fn push_index_once(
+    program: &mut Program,
+    stmt: &Stmt,
+    ranges: &HashMap<VarId, usize>,
+    defs: &HashMap<VarId, Expr>,
+    out: &mut Vec<Stmt>,
+) -> Option<Expr> {
+    let Expr::Index(Index { array, index }) = &stmt.expr else {
+        return None;
+    };
+    // index t [] ~> t
+    if index.is_empty() {
+        return Some(Expr::from(*array));
+    }
+    let Atom::Var(source) = array else {
+        return None;
+    };
+    let def = defs.get(source)?;
+    let mut cx = IndexPush {
+        program,
+        ranges,
+        out,
+    };
+    crate::ops::push_index(&mut cx, *source, index, def)
 }

@@ -23,7 +23,10 @@
 //!   `View` (the fuser runs the index function on the coordinates); a scatter, and a gather
 //!   with blocks in its index function, are `Bulk`.
 
+mod compose;
 mod simplify;
+
+pub(crate) use compose::{compose_gathers, drop_identity_gathers};
 
 use std::collections::{HashMap, HashSet};
 
