@@ -729,6 +729,18 @@ impl Gen<'_> {
         })
     }
 
+    /// The shape of `ty` with its first `n_dropped` axes replaced by `n_new` random ones (a
+    /// gather's or scatter's result: the new axes are its index function's grid or targets),
+    /// `None` when an array of it would be too large.
+    fn lead_replaced(&mut self, ty: &ArrTy, n_dropped: usize, n_new: usize) -> Option<Vec<usize>> {
+        let mut shape: Vec<usize> = (0..n_new)
+            .map(|_| self.rng.range(1, self.config.max_dim))
+            .collect();
+        shape.extend_from_slice(&ty.shape[n_dropped..]);
+        self.fits(&ArrTy::new(shape.clone(), ty.elem))
+            .then_some(shape)
+    }
+
     fn gather(&mut self, _depth: usize) -> bool {
         let Some(array) = self.pick_var(|ty| ty.rank() >= 1) else {
             return false;
@@ -736,13 +748,9 @@ impl Gen<'_> {
         let ty = self.ty(array);
         let n_results = self.rng.range(1, ty.rank().min(2));
         let n_params = self.rng.range(1, 2);
-        let mut shape: Vec<usize> = (0..n_params)
-            .map(|_| self.rng.range(1, self.config.max_dim))
-            .collect();
-        shape.extend_from_slice(&ty.shape[n_results..]);
-        if !self.fits(&ArrTy::new(shape.clone(), ty.elem)) {
+        let Some(shape) = self.lead_replaced(&ty, n_results, n_params) else {
             return false;
-        }
+        };
         let body = self.index_fn(n_params, n_results, &ty.shape);
         self.bind1(Expr::from(Gather {
             shape,
@@ -759,13 +767,9 @@ impl Gen<'_> {
         let ty = self.ty(array);
         let n_params = self.rng.range(1, ty.rank().min(2));
         let n_results = self.rng.range(1, 2);
-        let mut shape: Vec<usize> = (0..n_results)
-            .map(|_| self.rng.range(1, self.config.max_dim))
-            .collect();
-        shape.extend_from_slice(&ty.shape[n_params..]);
-        if !self.fits(&ArrTy::new(shape.clone(), ty.elem)) {
+        let Some(shape) = self.lead_replaced(&ty, n_params, n_results) else {
             return false;
-        }
+        };
         let dims = shape.clone();
         let body = self.index_fn(n_params, n_results, &dims);
         self.bind1(Expr::from(Scatter {
