@@ -97,6 +97,26 @@ def np_logsumexp(x, axis=None):
 #   grad_checks: function of the JAX gradient -> list of checksums
 #   primal_checks: function of the JAX primal result -> list (default: [float(y)])
 
+
+def peers(args, f, np_primal, grad_check, np_grad=None):
+    """The peers of most workloads: JAX's `f` and its `jax.grad` (with respect to the first
+    argument), NumPy's primal and gradient (None: primal only), and the reference primal:
+    NumPy's primal computed in float64 from the same inputs (integer ones, such as labels,
+    as they are). `grad_check` (chk1 or chk2) summarises the gradient."""
+    return dict(
+        args=args,
+        jax_primal=f, jax_grad=jax.grad(f),
+        np_primal=np_primal, np_grad=np_grad,
+        ref_primal=[float(np_primal(*(as_f64(arg) for arg in args)))],
+        grad_checks=lambda g: [grad_check(g)],
+    )
+
+
+def as_f64(arg):
+    """A float array in float64; an integer array as it is."""
+    return arg.astype(F64) if np.issubdtype(arg.dtype, np.floating) else arg
+
+
 def w_sumsq(s):
     n = s["n"]
     x = np.sin(ar(n) * c(0.37))
@@ -104,13 +124,7 @@ def w_sumsq(s):
     def f(v):
         return jnp.sum(v * v)
 
-    return dict(
-        args=(x,),
-        jax_primal=f, jax_grad=jax.grad(f),
-        np_primal=lambda v: np.dot(v, v), np_grad=lambda v: c(2.0) * v,
-        ref_primal=[float(np.dot(x.astype(F64), x.astype(F64)))],
-        grad_checks=lambda g: [chk1(g)],
-    )
+    return peers((x,), f, lambda v: np.dot(v, v), chk1, np_grad=lambda v: c(2.0) * v)
 
 
 def w_dot(s):
@@ -121,13 +135,7 @@ def w_dot(s):
     def f(v, w):
         return jnp.sum(v * w)
 
-    return dict(
-        args=(x, y),
-        jax_primal=f, jax_grad=jax.grad(f),
-        np_primal=lambda v, w: np.dot(v, w), np_grad=lambda v, w: w.copy(),
-        ref_primal=[float(np.dot(x.astype(F64), y.astype(F64)))],
-        grad_checks=lambda g: [chk1(g)],
-    )
+    return peers((x, y), f, lambda v, w: np.dot(v, w), chk1, np_grad=lambda v, w: w.copy())
 
 
 def w_matmul_sumsq(s):
@@ -147,13 +155,7 @@ def w_matmul_sumsq(s):
         cm = m @ b
         return np.sum(cm * cm)
 
-    return dict(
-        args=(a, b),
-        jax_primal=f, jax_grad=jax.grad(f),
-        np_primal=np_primal, np_grad=np_grad,
-        ref_primal=[float(np_primal(a.astype(F64), b.astype(F64)))],
-        grad_checks=lambda g: [chk2(g)],
-    )
+    return peers((a, b), f, np_primal, chk2, np_grad=np_grad)
 
 
 def w_logsumexp(s):
@@ -168,13 +170,7 @@ def w_logsumexp(s):
         e = np.exp(x - m)
         return e / np.sum(e, axis=1, keepdims=True)
 
-    return dict(
-        args=(x,),
-        jax_primal=f, jax_grad=jax.grad(f),
-        np_primal=lambda x: np.sum(np_logsumexp(x, axis=1)), np_grad=np_grad,
-        ref_primal=[float(np.sum(np_logsumexp(x.astype(F64), axis=1)))],
-        grad_checks=lambda g: [chk2(g)],
-    )
+    return peers((x,), f, lambda x: np.sum(np_logsumexp(x, axis=1)), chk2, np_grad=np_grad)
 
 
 def w_softmax_xent(s):
@@ -197,13 +193,7 @@ def w_softmax_xent(s):
         g[rows, labels] -= c(1.0)
         return g / c(float(r))
 
-    return dict(
-        args=(z, labels),
-        jax_primal=f, jax_grad=jax.grad(f),
-        np_primal=np_primal, np_grad=np_grad,
-        ref_primal=[float(np_primal(z.astype(F64), labels))],
-        grad_checks=lambda g: [chk2(g)],
-    )
+    return peers((z, labels), f, np_primal, chk2, np_grad=np_grad)
 
 
 def w_mlp(s):
@@ -319,13 +309,7 @@ def cumprod_workload(s, jax_cumprod):
         p = np.cumprod(v)
         return np.cumsum(p[::-1])[::-1] / v
 
-    return dict(
-        args=(x,),
-        jax_primal=f, jax_grad=jax.grad(f),
-        np_primal=lambda v: np.sum(np.cumprod(v)), np_grad=np_grad,
-        ref_primal=[float(np.sum(np.cumprod(x.astype(F64))))],
-        grad_checks=lambda g: [chk1(g)],
-    )
+    return peers((x,), f, lambda v: np.sum(np.cumprod(v)), chk1, np_grad=np_grad)
 
 
 def w_cumprod(s):
@@ -418,13 +402,7 @@ def w_nnmf(s):
         at = u[:, None] * v[None, :]
         return u @ (c(1.0) / at - a / (at * at))
 
-    return dict(
-        args=(v, u, a),
-        jax_primal=f, jax_grad=jax.grad(f),
-        np_primal=np_primal, np_grad=np_grad,
-        ref_primal=[float(np_primal(v.astype(F64), u.astype(F64), a.astype(F64)))],
-        grad_checks=lambda g: [chk1(g)],
-    )
+    return peers((v, u, a), f, np_primal, chk1, np_grad=np_grad)
 
 
 def w_histogram(s):
@@ -449,13 +427,7 @@ def w_histogram(s):
         h = np_hist(w, bins)
         return (c(0.001) * np.cos(c(0.001) * h))[bins]
 
-    return dict(
-        args=(w, bins),
-        jax_primal=f, jax_grad=jax.grad(f),
-        np_primal=np_primal, np_grad=np_grad,
-        ref_primal=[float(np_primal(w.astype(F64), bins))],
-        grad_checks=lambda g: [chk1(g)],
-    )
+    return peers((w, bins), f, np_primal, chk1, np_grad=np_grad)
 
 
 def newton_step(x, a):
@@ -558,13 +530,7 @@ def w_state_sim(s):
 
     f = make(jnp, jnp.roll, scan_loop)
     np_f = make(np, np.roll, python_loop)
-    return dict(
-        args=(x0, v0),
-        jax_primal=f, jax_grad=jax.grad(f),
-        np_primal=np_f, np_grad=None,
-        ref_primal=[float(np_f(x0.astype(F64), v0.astype(F64)))],
-        grad_checks=lambda g: [chk1(g)],
-    )
+    return peers((x0, v0), f, np_f, chk1)
 
 
 def one_source_peers(make, args, grad_check):
@@ -572,14 +538,7 @@ def one_source_peers(make, args, grad_check):
     array module: JAX's function and its `jax.grad` (with respect to the first argument),
     NumPy's primal, and the reference primal computed by NumPy in float64 from the same
     inputs; `grad_check` (chk1 or chk2) summarises the gradient."""
-    f, np_f = make(jnp), make(np)
-    return dict(
-        args=args,
-        jax_primal=f, jax_grad=jax.grad(f),
-        np_primal=np_f, np_grad=None,
-        ref_primal=[float(np_f(*(arg.astype(F64) for arg in args)))],
-        grad_checks=lambda g: [grad_check(g)],
-    )
+    return peers(args, make(jnp), make(np), grad_check)
 
 
 def w_layernorm(s):
@@ -637,13 +596,7 @@ def w_conv2d(s):
         y = sum(x[a:a + o, b:b + o] * w[a, b] for a in range(k) for b in range(k))
         return np.sum(np.tanh(y))
 
-    return dict(
-        args=(img, w),
-        jax_primal=f, jax_grad=jax.grad(f),
-        np_primal=np_f, np_grad=None,
-        ref_primal=[float(np_f(img.astype(F64), w.astype(F64)))],
-        grad_checks=lambda g: [chk2(g)],
-    )
+    return peers((img, w), f, np_f, chk2)
 
 
 def w_rnn(s):
@@ -667,13 +620,7 @@ def w_rnn(s):
             h = np.tanh(h @ w.T + x @ u.T)
         return np.sum(h)
 
-    return dict(
-        args=(w0, u, xs),
-        jax_primal=f, jax_grad=jax.grad(f),
-        np_primal=np_f, np_grad=None,
-        ref_primal=[float(np_f(w0.astype(F64), u.astype(F64), xs.astype(F64)))],
-        grad_checks=lambda g: [chk2(g)],
-    )
+    return peers((w0, u, xs), f, np_f, chk2)
 
 
 def w_attention(s):
@@ -706,14 +653,7 @@ def w_attention(s):
 
     f = make(jnp, lambda z: jax.nn.softmax(z, axis=-1))
     np_f = make(np, np_softmax)
-    return dict(
-        args=(x, wq, wk, wv),
-        jax_primal=f, jax_grad=jax.grad(f),
-        np_primal=np_f, np_grad=None,
-        ref_primal=[float(np_f(x.astype(F64), wq.astype(F64), wk.astype(F64),
-                               wv.astype(F64)))],
-        grad_checks=lambda g: [chk2(g)],
-    )
+    return peers((x, wq, wk, wv), f, np_f, chk2)
 
 
 def w_nbody(s):
@@ -765,13 +705,7 @@ def w_rk4(s):
 
     f = make(jnp, lambda step, st: jax.lax.fori_loop(0, t, lambda _, x: step(x), st))
     np_f = make(np, python_loop)
-    return dict(
-        args=(th0, om0),
-        jax_primal=f, jax_grad=jax.grad(f),
-        np_primal=np_f, np_grad=None,
-        ref_primal=[float(np_f(th0.astype(F64), om0.astype(F64)))],
-        grad_checks=lambda g: [chk1(g)],
-    )
+    return peers((th0, om0), f, np_f, chk1)
 
 
 def w_krr(s):
@@ -853,13 +787,7 @@ def w_lstm(s):
         return -total / (steps * b)
 
     args = (w0, bias, extra, seq_in, seq_out, hid0, cell0)
-    return dict(
-        args=args,
-        jax_primal=f, jax_grad=jax.grad(f),
-        np_primal=np_f, np_grad=None,
-        ref_primal=[float(np_f(*(a.astype(F64) for a in args)))],
-        grad_checks=lambda g: [chk2(np.asarray(g).reshape(nl * 4, b))],
-    )
+    return peers(args, f, np_f, lambda g: chk2(np.asarray(g).reshape(nl * 4, b)))
 
 
 def w_ba(s):

@@ -65,6 +65,13 @@ def _gmm_flops(s):
     return 2 * s["n"] * s["k"] * s["d"] * s["d"]
 
 
+def _cumprod(name, what):
+    """`cumprod.dx` at 10⁶ elements; the workloads differ in their JAX peer (`what` names it)."""
+    return Workload(name, "cumprod.dx", "f32", "bandwidth", {"n": 10**6}, {"n": 10**4},
+                    lambda s: F32 * s["n"], lambda s: 3 * F32 * s["n"], what,
+                    "bandwidth (the scans run chunk-parallel, not fused)", numpy_grad=True)
+
+
 WORKLOADS = [
     Workload("sumsq-1e6", "sumsq.dx", "f32", "bandwidth", {"n": 10**6}, {"n": 10**4},
              lambda s: F32 * s["n"], lambda s: 2 * F32 * s["n"],
@@ -113,15 +120,9 @@ WORKLOADS = [
              lambda s: F32 * s["n"], lambda s: 2 * F32 * s["n"],
              "f(x) = maxᵢ xᵢ, ∇ₓ = one-hot at the argmax ([Shaikhha23] micro 2)",
              "bandwidth (a parallel monoid reduce)", numpy_grad=True),
-    Workload("cumprod-1e6", "cumprod.dx", "f32", "bandwidth", {"n": 10**6}, {"n": 10**4},
-             lambda s: F32 * s["n"], lambda s: 3 * F32 * s["n"],
-             "f(x) = Σᵢ Πⱼ≤ᵢ xⱼ, ∇ by [Paszke21]'s parallel scans (peer: jnp.cumprod)",
-             "bandwidth (the scans run chunk-parallel, not fused)", numpy_grad=True),
-    Workload("cumprod-assoc-1e6", "cumprod.dx", "f32", "bandwidth", {"n": 10**6},
-             {"n": 10**4},
-             lambda s: F32 * s["n"], lambda s: 3 * F32 * s["n"],
-             "f(x) = Σᵢ Πⱼ≤ᵢ xⱼ (peer: lax.associative_scan)",
-             "bandwidth (the scans run chunk-parallel, not fused)", numpy_grad=True),
+    _cumprod("cumprod-1e6",
+             "f(x) = Σᵢ Πⱼ≤ᵢ xⱼ, ∇ by [Paszke21]'s parallel scans (peer: jnp.cumprod)"),
+    _cumprod("cumprod-assoc-1e6", "f(x) = Σᵢ Πⱼ≤ᵢ xⱼ (peer: lax.associative_scan)"),
     Workload("loop-1e6", "loop.dx", "f32", "bandwidth", {"n": 10**6}, {"n": 10**4},
              lambda s: F32 * s["n"], lambda s: 3 * F32 * s["n"],
              "f(x) = aₙ, aᵢ₊₁ = ½aᵢ² + xᵢ: a sequential fold (peer: lax.scan)",
