@@ -240,6 +240,14 @@ def plot_outputs(notebook):
                 yield cell.source, base64.b64decode(output["data"]["image/png"]), output["data"].get("image/svg+xml")
 
 
+def run_cells(*sources):
+    """A new notebook of code cells with these sources, run on the dx kernel."""
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    nbclient.NotebookClient(notebook, kernel_name="dx", timeout=TIMEOUT).execute()
+    return notebook
+
+
 def expects_error(cell):
     """Whether a converted cell's recorded outputs (the literate file's `>` lines) hold an error."""
     return cell.cell_type == "code" and any(
@@ -315,21 +323,15 @@ class NotebookTests(unittest.TestCase):
             self.assertTrue(any(is_number(text) for text in words), f"tick labels in {source}")
 
     def test_html_shows_library_plots_images_and_markup(self):
-        notebook = nbformat.v4.new_notebook()
-        notebook.cells = [
-            nbformat.v4.new_code_cell("import plot"),
+        notebook = run_cells(
+            "import plot",
             # Points on the diagonal, coloured from dark (first) to light (last).
-            nbformat.v4.new_code_cell(
-                "xs = for i:(Fin 50). n_to_f (ordinal i)\n:html show_plot (xyc_plot xs xs xs)"
-            ),
+            "xs = for i:(Fin 50). n_to_f (ordinal i)\n:html show_plot (xyc_plot xs xs xs)",
             # Left half red, right half blue.
-            nbformat.v4.new_code_cell(
-                ":html imshow for i:(Fin 10) j:(Fin 20). "
-                "if ordinal j < 10 then [1., 0., 0.] else [0., 0., 1.]"
-            ),
-            nbformat.v4.new_code_cell(':html "<b>dx</b> in <i>HTML</i>"'),
-        ]
-        nbclient.NotebookClient(notebook, kernel_name="dx", timeout=TIMEOUT).execute()
+            ":html imshow for i:(Fin 10) j:(Fin 20). "
+            "if ordinal j < 10 then [1., 0., 0.] else [0., 0., 1.]",
+            ':html "<b>dx</b> in <i>HTML</i>"',
+        )
         [scatter, picture, markup] = [cell.outputs[-1]["data"] for cell in notebook.cells[1:]]
         image = np.asarray(Image.open(io.BytesIO(base64.b64decode(scatter["image/png"]))).convert("RGB"))
         dark = np.all(np.abs(image.astype(int) - (68, 1, 84)) < 30, axis=2)
@@ -349,16 +351,12 @@ class NotebookTests(unittest.TestCase):
         self.assertEqual(markup["text/html"], "<b>dx</b> in <i>HTML</i>")
 
     def test_html_draws_diagrams_as_svg(self):
-        notebook = nbformat.v4.new_notebook()
-        notebook.cells = [
-            nbformat.v4.new_code_cell("import diagram"),
+        notebook = run_cells(
+            "import diagram",
             # A red disc of radius 1 at (1, 1) in the square from (-2, -2) to (2, 2).
-            nbformat.v4.new_code_cell(
-                ":html render_svg (circle 1.0 | move_xy(1.0, 1.0) | set_fill_color red) "
-                "(Point(-2.0, -2.0), Point(2.0, 2.0))"
-            ),
-        ]
-        nbclient.NotebookClient(notebook, kernel_name="dx", timeout=TIMEOUT).execute()
+            ":html render_svg (circle 1.0 | move_xy(1.0, 1.0) | set_fill_color red) "
+            "(Point(-2.0, -2.0), Point(2.0, 2.0))",
+        )
         svg = notebook.cells[1].outputs[-1]["data"]["text/html"]
         root = ElementTree.fromstring(svg)
         self.assertTrue(root.tag.endswith("svg"))
@@ -372,17 +370,13 @@ class NotebookTests(unittest.TestCase):
         self.assertEqual(root.get("viewBox"), "-200 -200 400 400")
 
     def test_the_legend_is_beside_the_data_and_plots_stay_small(self):
-        notebook = nbformat.v4.new_notebook()
-        notebook.cells = [
+        notebook = run_cells(
             # Both curves end in the top right corner, where a legend drawn on the plot would sit.
-            nbformat.v4.new_code_cell(
-                "xs = for i:(Fin 400). n_to_f (ordinal i) / 400.0\n"
-                ":plot (xs, for i. xs[i] * xs[i], for i. sqrt xs[i]) \"Curves\" \"x\" \"y\" \"square\" \"root\""
-            ),
-            nbformat.v4.new_code_cell(":plot for i:(Fin 1000) j:(Fin 1000). sin (n_to_f (ordinal i * ordinal j) * 0.001)"),
-            nbformat.v4.new_code_cell(":plot for i:(Fin 1000000). sin (n_to_f (ordinal i) * 0.37)"),
-        ]
-        nbclient.NotebookClient(notebook, kernel_name="dx", timeout=TIMEOUT).execute()
+            "xs = for i:(Fin 400). n_to_f (ordinal i) / 400.0\n"
+            ":plot (xs, for i. xs[i] * xs[i], for i. sqrt xs[i]) \"Curves\" \"x\" \"y\" \"square\" \"root\"",
+            ":plot for i:(Fin 1000) j:(Fin 1000). sin (n_to_f (ordinal i * ordinal j) * 0.001)",
+            ":plot for i:(Fin 1000000). sin (n_to_f (ordinal i) * 0.37)",
+        )
         # (A cell that runs for over a second also has a progress display, emptied at its end.)
         [curves, heatmap, long_line] = [
             [output for output in cell.outputs if "image/png" in output.get("data", {})][0]
@@ -435,9 +429,7 @@ class NotebookTests(unittest.TestCase):
         return image.shape[1]
 
     def test_a_sine_and_its_derivative_are_where_they_should_be(self):
-        notebook = nbformat.v4.new_notebook()
-        notebook.cells = [nbformat.v4.new_code_cell(":plotgrad sin 0.0 6.283185")]
-        nbclient.NotebookClient(notebook, kernel_name="dx", timeout=TIMEOUT).execute()
+        notebook = run_cells(":plotgrad sin 0.0 6.283185")
         [(_, png, _)] = list(plot_outputs(notebook))
         image = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
         # The data are left of the legend (its samples are in the series' colours too).
