@@ -3,9 +3,11 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use rexpect::process::WaitStatus;
 use rexpect::session::{spawn_command, PtySession};
+use tempfile::TempDir;
 
 const TIMEOUT_MS: u64 = 30_000;
 
@@ -21,22 +23,85 @@ fn spawn_repl(dir: &Path) -> PtySession {
     repl
 }
 
+/// Starts the REPL with its history in a new temporary directory, which the caller keeps for
+/// as long as the REPL runs.
+fn start_repl() -> (TempDir, PtySession) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let repl = spawn_repl(dir.path());
+    (dir, repl)
+}
+
+/// Typing into the pty and waiting for what the program answers.
+trait Terminal {
+    /// Types `line` and Enter.
+    fn type_line(&mut self, line: &str);
+    /// Waits for `text`; `what` says what it shows, for a failure's message.
+    fn wait_for(&mut self, text: &str, what: &str);
+}
+
+impl Terminal for PtySession {
+    fn type_line(&mut self, line: &str) {
+        self.send_line(line).expect("type");
+    }
+
+    fn wait_for(&mut self, text: &str, what: &str) {
+        self.exp_string(text).expect(what);
+    }
+}
+
 /// Text as rexpect sees it: it reads the pty's bytes as Latin-1 characters.
 fn pty_text(text: &str) -> String {
     text.bytes().map(char::from).collect()
+}
+
+/// Waits for the end of `program` (`what` names it) and checks that it exited with `code`.
+fn assert_exits_with(program: &mut PtySession, code: i32, what: &str) {
+    program.exp_eof().expect(what);
+    match program.process().wait() {
+        Ok(WaitStatus::Exited(_, status)) => assert_eq!(status, code),
+        other => panic!("dx did not exit with {code}: {other:?}"),
+    }
 }
 
 /// Ctrl-D at an empty prompt ends the REPL with status 0. The prompt is awaited first: a
 /// Ctrl-D that arrives before the line editor has the terminal in raw mode (the prompt is
 /// drawn after that) belongs to the terminal's line discipline, which may drop it.
 fn quit_with_ctrl_d(mut repl: PtySession) {
-    repl.exp_string(">=> ").expect("the prompt before Ctrl-D");
+    repl.wait_for(">=> ", "the prompt before Ctrl-D");
     repl.send_control('d').expect("send Ctrl-D");
-    repl.exp_eof().expect("dx exits after Ctrl-D");
-    match repl.process().wait() {
-        Ok(WaitStatus::Exited(_, code)) => assert_eq!(code, 0),
-        other => panic!("dx did not exit normally: {other:?}"),
-    }
+    assert_exits_with(&mut repl, 0, "dx exits after Ctrl-D");
+}
+
+/// In a new REPL, starts an entry that goes on (`:p (1.0 +`) and abandons it with Ctrl-C,
+/// then types `line` and waits for `answer` (`what` says what it shows). Ctrl-C goes to the
+/// line editor once it reads the continuation line (before that the terminal is not in raw
+/// mode and the keystroke is a signal, not an edit).
+fn abandon_a_partial_entry_then(line: &str, answer: &str, what: &str) {
+    let (_dir, mut repl) = start_repl();
+    repl.type_line(":p (1.0 +");
+    repl.wait_for("... ", "a continuation prompt");
+    repl.send_control('c').expect("send Ctrl-C");
+    repl.wait_for("^C", "Ctrl-C is acknowledged");
+    repl.type_line(line);
+    repl.wait_for(answer, what);
+    quit_with_ctrl_d(repl);
+}
+
+/// In a new REPL, defines `x`, starts printing `entry` (a long computation, whose text ends in
+/// `echo_end`) and interrupts it with Ctrl-C after `delay`; the session keeps `x`. Once the
+/// line editor has shown the entry, the delay lets it hand the entry over, so that Ctrl-C
+/// reaches the computation as a signal rather than the editor as a key.
+fn interrupt_and_go_on(entry: &str, echo_end: &str, delay: Duration) {
+    let (_dir, mut repl) = start_repl();
+    repl.type_line("x = 2.0");
+    repl.type_line(&format!(":p {entry}"));
+    repl.wait_for(echo_end, "the entry is echoed");
+    std::thread::sleep(delay);
+    repl.send_control('c').expect("send Ctrl-C");
+    repl.wait_for("interrupted", "the computation stops");
+    repl.type_line(":p x * 3.0");
+    repl.wait_for("6.", "the session kept its values");
+    quit_with_ctrl_d(repl);
 }
 
 /// A loop of minutes (one compiled loop of 2·10⁹ steps takes about a second): Ctrl-C must
@@ -46,121 +111,79 @@ const LONG_LOOP: &str = r"fold(0.0, \j:(Fin 100) c. fold(c, \i:(Fin 2000000000) 
 #[test]
 fn multi_line_definition_then_use() {
     // Evaluates.
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let mut repl = spawn_repl(dir.path());
-    repl.send_line("def f(x: Float) -> Float =").expect("type");
-    repl.send_line("  y = x * x").expect("type");
-    repl.send_line("  y + 1.0").expect("type");
-    repl.send_line("").expect("type");
-    repl.send_line(":p f 2.0").expect("type");
-    repl.exp_string("5.").expect("f 2.0 is 5.");
+    let (_dir, mut repl) = start_repl();
+    repl.type_line("def f(x: Float) -> Float =");
+    repl.type_line("  y = x * x");
+    repl.type_line("  y + 1.0");
+    repl.type_line("");
+    repl.type_line(":p f 2.0");
+    repl.wait_for("5.", "f 2.0 is 5.");
     quit_with_ctrl_d(repl);
 }
 
 #[test]
 fn further_lines_get_a_continuation_prompt_and_an_empty_line_submits() {
     // Evaluates.
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let mut repl = spawn_repl(dir.path());
+    let (_dir, mut repl) = start_repl();
     // An entry that goes on: `...` prompts its further lines.
-    repl.send_line(":p (1.0 +").expect("type");
-    repl.exp_string("... ").expect("a continuation prompt");
-    repl.send_line("  2.0)").expect("type");
-    repl.exp_string("... ")
-        .expect("an indented line may be followed by more");
-    repl.send_line("").expect("type");
-    repl.exp_string("3.")
-        .expect("the two lines ran as one entry");
-    repl.exp_string(">=> ").expect("the main prompt is back");
+    repl.type_line(":p (1.0 +");
+    repl.wait_for("... ", "a continuation prompt");
+    repl.type_line("  2.0)");
+    repl.wait_for("... ", "an indented line may be followed by more");
+    repl.type_line("");
+    repl.wait_for("3.", "the two lines ran as one entry");
+    repl.wait_for(">=> ", "the main prompt is back");
     // An entry that cannot be completed runs at an empty line and reports where it stops.
-    repl.send_line(":p [1.0,").expect("type");
-    repl.exp_string("... ").expect("a continuation prompt");
-    repl.send_line("").expect("type");
-    repl.exp_string("Parse error: unclosed '['")
-        .expect("the empty line submitted the entry");
-    repl.exp_string(">=> ").expect("the main prompt is back");
-    repl.send_line(":p 2.0 * 3.0").expect("type");
-    repl.exp_string("6.").expect("the session goes on");
+    repl.type_line(":p [1.0,");
+    repl.wait_for("... ", "a continuation prompt");
+    repl.type_line("");
+    repl.wait_for(
+        "Parse error: unclosed '['",
+        "the empty line submitted the entry",
+    );
+    repl.wait_for(">=> ", "the main prompt is back");
+    repl.type_line(":p 2.0 * 3.0");
+    repl.wait_for("6.", "the session goes on");
     quit_with_ctrl_d(repl);
 }
 
 #[test]
 fn ctrl_c_abandons_the_entry_and_keeps_the_session() {
     // Evaluates.
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let mut repl = spawn_repl(dir.path());
-    repl.send_line(":p (1.0 +").expect("type");
-    // Ctrl-C goes to the line editor once it reads the continuation line (before that the
-    // terminal is not in raw mode and the keystroke is a signal, not an edit).
-    repl.exp_string("... ").expect("a continuation prompt");
-    repl.send_control('c').expect("send Ctrl-C");
-    repl.exp_string("^C").expect("Ctrl-C is acknowledged");
-    repl.send_line(":p 2.0 * 3.0").expect("type");
-    repl.exp_string("6.").expect("the session survived Ctrl-C");
-    quit_with_ctrl_d(repl);
+    abandon_a_partial_entry_then(":p 2.0 * 3.0", "6.", "the session survived Ctrl-C");
 }
 
 #[test]
 fn ctrl_c_interrupts_a_computation_and_keeps_the_session() {
     // Evaluates.
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let mut repl = spawn_repl(dir.path());
-    repl.send_line("x = 2.0").expect("type");
-    repl.send_line(&format!(":p {LONG_LOOP}")).expect("type");
-    // Once the line editor has shown the entry, let it hand the entry over, so that Ctrl-C
-    // reaches the computation as a signal rather than the editor as a key.
-    repl.exp_string("d + 1.0))").expect("the entry is echoed");
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    repl.send_control('c').expect("send Ctrl-C");
-    repl.exp_string("interrupted")
-        .expect("the computation stops");
-    repl.send_line(":p x * 3.0").expect("type");
-    repl.exp_string("6.").expect("the session kept its values");
-    quit_with_ctrl_d(repl);
+    interrupt_and_go_on(LONG_LOOP, "d + 1.0))", Duration::from_millis(500));
 }
 
 #[test]
 fn ctrl_c_interrupts_a_long_fused_kernel_and_keeps_the_session() {
     // Evaluates. The inner sums are one fused reduction over 10¹⁰ points (nothing of that
     // size is allocated), which runs for minutes unless it is stopped.
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let mut repl = spawn_repl(dir.path());
-    repl.send_line("x = 2.0").expect("type");
-    repl.send_line(
-        r":p sum for i:(Fin 100000). sum for j:(Fin 100000). sin (n_to_f (ordinal i + ordinal j))",
-    )
-    .expect("type");
-    repl.exp_string("ordinal j))").expect("the entry is echoed");
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    repl.send_control('c').expect("send Ctrl-C");
-    repl.exp_string("interrupted").expect("the kernel stops");
-    repl.send_line(":p x * 3.0").expect("type");
-    repl.exp_string("6.").expect("the session kept its values");
-    quit_with_ctrl_d(repl);
+    interrupt_and_go_on(
+        r"sum for i:(Fin 100000). sum for j:(Fin 100000). sin (n_to_f (ordinal i + ordinal j))",
+        "ordinal j))",
+        Duration::from_millis(1500),
+    );
 }
 
 #[test]
 fn ctrl_c_abandons_a_partial_entry_before_a_command() {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let mut repl = spawn_repl(dir.path());
-    repl.send_line(":p (1.0 +").expect("type");
-    // Ctrl-C goes to the line editor once it reads the continuation line (before that the
-    // terminal is not in raw mode and the keystroke is a signal, not an edit).
-    repl.exp_string("... ").expect("a continuation prompt");
-    repl.send_control('c').expect("send Ctrl-C");
-    repl.exp_string("^C").expect("Ctrl-C is acknowledged");
-    repl.send_line(":help").expect("type");
-    repl.exp_string("Commands:")
-        .expect(":help runs as a fresh entry after Ctrl-C");
-    quit_with_ctrl_d(repl);
+    abandon_a_partial_entry_then(
+        ":help",
+        "Commands:",
+        ":help runs as a fresh entry after Ctrl-C",
+    );
 }
 
 #[test]
 fn ctrl_d_exits_and_the_history_is_saved() {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let mut repl = spawn_repl(dir.path());
-    repl.send_line(":help").expect("type");
-    repl.exp_string(":quit, :q").expect("help text");
+    let (dir, mut repl) = start_repl();
+    repl.type_line(":help");
+    repl.wait_for(":quit, :q", "help text");
     quit_with_ctrl_d(repl);
     let history = std::fs::read_to_string(dir.path().join("history.txt")).expect("history file");
     assert!(history.lines().any(|line| line == ":help"), "{history:?}");
@@ -169,41 +192,31 @@ fn ctrl_d_exits_and_the_history_is_saved() {
     let mut repl = spawn_repl(dir.path());
     repl.send("\x1b[A\r").expect("Up, Enter");
     repl.flush().expect("flush");
-    repl.exp_string("Commands:")
-        .expect("the recalled :help runs");
+    repl.wait_for("Commands:", "the recalled :help runs");
     quit_with_ctrl_d(repl);
 }
 
 #[test]
 fn quit_command_exits() {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let mut repl = spawn_repl(dir.path());
-    repl.send_line(":quit").expect("type");
-    repl.exp_eof().expect("dx exits after :quit");
-    match repl.process().wait() {
-        Ok(WaitStatus::Exited(_, code)) => assert_eq!(code, 0),
-        other => panic!("dx did not exit normally: {other:?}"),
-    }
+    let (_dir, mut repl) = start_repl();
+    repl.type_line(":quit");
+    assert_exits_with(&mut repl, 0, "dx exits after :quit");
 }
 
 #[test]
 fn plots_are_braille_and_long_work_shows_a_spinner() {
     // Evaluates.
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let mut repl = spawn_repl(dir.path());
-    repl.send_line(":plotgrad sin 0.0 6.28").expect("type");
+    let (_dir, mut repl) = start_repl();
+    repl.type_line(":plotgrad sin 0.0 6.28");
     // The first row of the drawing: the axis label, the axis and sin's first braille cells.
-    repl.exp_string(&pty_text(" 1 ┤⠉⠉⠒⠢⣄"))
-        .expect("a braille drawing");
-    repl.exp_string(&pty_text("● sin   ○ sin′"))
-        .expect("the legend names f and f′");
-    repl.send_line(&format!(":p {LONG_LOOP}")).expect("type");
-    repl.exp_string("d + 1.0))").expect("the entry is echoed");
+    repl.wait_for(&pty_text(" 1 ┤⠉⠉⠒⠢⣄"), "a braille drawing");
+    repl.wait_for(&pty_text("● sin   ○ sin′"), "the legend names f and f′");
+    repl.type_line(&format!(":p {LONG_LOOP}"));
+    repl.wait_for("d + 1.0))", "the entry is echoed");
     repl.exp_regex(r"running [0-9]+s")
         .expect("a spinner with the elapsed time after a second");
     repl.send_control('c').expect("send Ctrl-C");
-    repl.exp_string("interrupted")
-        .expect("the computation stops");
+    repl.wait_for("interrupted", "the computation stops");
     quit_with_ctrl_d(repl);
 }
 
@@ -217,19 +230,16 @@ fn dx_run_prints_each_block_as_it_ends_and_names_the_interrupted_one() {
     let mut command = Command::new(env!("CARGO_BIN_EXE_dx"));
     command.arg("run").arg(&file).env("NO_COLOR", "1");
     let mut run = spawn_command(command, Some(TIMEOUT_MS)).expect("dx run starts in a pty");
-    run.exp_string("> 3.")
-        .expect("the first block's output comes at once");
+    run.wait_for("> 3.", "the first block's output comes at once");
     run.exp_regex(r"block 2/3 \(line 3\) [0-9]+s")
         .expect("a spinner names the running block");
     // The engine knows the outer loop's length: a bar of its steps.
     run.exp_regex(r"\[[=> ]+\] [0-9]+/100 loop steps")
         .expect("a progress bar of the loop's steps");
     run.send_control('c').expect("send Ctrl-C");
-    run.exp_string("interrupted while running block 2 of 3 (line 3")
-        .expect("the interrupted block is named");
-    run.exp_eof().expect("dx run stops");
-    match run.process().wait() {
-        Ok(WaitStatus::Exited(_, code)) => assert_eq!(code, 130),
-        other => panic!("dx run did not exit after the interrupt: {other:?}"),
-    }
+    run.wait_for(
+        "interrupted while running block 2 of 3 (line 3",
+        "the interrupted block is named",
+    );
+    assert_exits_with(&mut run, 130, "dx run stops");
 }
