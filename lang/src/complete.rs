@@ -5,6 +5,8 @@
 //! Positions are byte offsets into the entry; front-ends that count in characters (Jupyter)
 //! convert at their edge.
 
+use crate::syntax::span::floor_char_boundary;
+
 /// Commands offered after a `:` at the start of an entry (docs/language.md and §7, and the
 /// REPL's own).
 pub const COMMANDS: [&str; 10] = [
@@ -106,15 +108,6 @@ pub fn names_before(code: &str, pos: usize) -> Vec<String> {
         }
     }
     names
-}
-
-/// The largest character boundary of `text` at or before `pos` (clamped to its length).
-fn floor_char_boundary(text: &str, pos: usize) -> usize {
-    let mut pos = pos.min(text.len());
-    while !text.is_char_boundary(pos) {
-        pos -= 1;
-    }
-    pos
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Positions: LSP counts lines and UTF-16 code units (its default encoding); dx counts bytes.
 //! The conversions happen here, at the edge.
 
+use dx_lang::syntax::span::floor_char_boundary;
 use lsp_types::{Position, Range};
 
 /// The byte offset of an LSP position in `text` (clamped to the text and to its line).
@@ -28,7 +29,7 @@ pub fn offset(text: &str, position: Position) -> usize {
 /// The LSP position of byte `offset` of `text`.
 pub fn position(text: &str, offset: usize) -> Position {
     let offset = offset.min(text.len());
-    let before = &text[..floor_boundary(text, offset)];
+    let before = &text[..floor_char_boundary(text, offset)];
     let line = before.matches('\n').count();
     let line_start = before.rfind('\n').map_or(0, |idx| idx + 1);
     let character: usize = before[line_start..].chars().map(char::len_utf16).sum();
@@ -38,13 +39,6 @@ pub fn position(text: &str, offset: usize) -> Position {
 /// The LSP range of bytes `start..end` of `text`.
 pub fn range(text: &str, span: std::ops::Range<usize>) -> Range {
     Range::new(position(text, span.start), position(text, span.end))
-}
-
-fn floor_boundary(text: &str, mut offset: usize) -> usize {
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    offset
 }
 
 #[cfg(test)]

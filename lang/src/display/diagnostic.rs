@@ -28,6 +28,7 @@
 // belongs to the last line, so "unexpected end of input" points after its last character.
 
 use super::output::{format_duration, Diagnostic, ErrorKind, Output};
+use crate::syntax::span::floor_char_boundary;
 use crate::syntax::Span;
 
 /// Lines of a multi-line span shown before `...`.
@@ -140,15 +141,6 @@ fn source_lines(src: &str) -> Vec<SourceLine> {
         });
     }
     lines
-}
-
-/// The largest character boundary of `src` at or before `offset`.
-fn floor_char_boundary(src: &str, offset: usize) -> usize {
-    let mut offset = offset.min(src.len());
-    while !src.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    offset
 }
 
 /// The index of the line holding byte `offset`: the last line starting at or before it.
@@ -268,6 +260,13 @@ mod tests {
         expect.assert_eq(&text);
     }
 
+    /// `check_diagnostic` of an error in `src` at each span, against that span's snapshot.
+    fn check_spans<const N: usize>(src: &str, code: Code, cases: [(Span, Expect); N]) {
+        for (span, expect) in cases {
+            check_diagnostic(src, code, Some(span), expect);
+        }
+    }
+
     #[test]
     fn labels_follow_the_error_with_dashes_and_their_note() {
         let src = "(a, b,\n  a) = (1, 2, 3)\n";
@@ -330,69 +329,74 @@ mod tests {
     fn non_ascii_text_before_the_span() {
         // `é`, `λ` and `→` are 2 or 3 bytes each but one column.
         let src = "café = 1\n:p λ→é (café + ŷ)\n";
-        check_diagnostic(
+        check_spans(
             src,
             Code::Type,
-            Some(span_of(src, "ŷ", 0)),
-            expect![[r#"
-                Type error: message
-                :p λ→é (café + ŷ)
-                               ^"#]],
-        );
-        check_diagnostic(
-            src,
-            Code::Type,
-            Some(span_of(src, "café + ŷ", 0)),
-            expect![[r#"
-                Type error: message
-                :p λ→é (café + ŷ)
-                        ^^^^^^^^"#]],
+            [
+                (
+                    span_of(src, "ŷ", 0),
+                    expect![[r#"
+                        Type error: message
+                        :p λ→é (café + ŷ)
+                                       ^"#]],
+                ),
+                (
+                    span_of(src, "café + ŷ", 0),
+                    expect![[r#"
+                        Type error: message
+                        :p λ→é (café + ŷ)
+                                ^^^^^^^^"#]],
+                ),
+            ],
         );
     }
 
     #[test]
     fn zero_width_spans() {
-        let src = "x = (1 +\ny = 2";
-        // At the end of a line: after its last character.
-        check_diagnostic(
-            src,
+        check_spans(
+            "x = (1 +\ny = 2",
             Code::Syntax,
-            Some(Span::new(8, 8)),
-            expect![[r#"
-                Parse error: message
-                x = (1 +
-                        ^"#]],
+            [
+                // At the end of a line: after its last character.
+                (
+                    Span::new(8, 8),
+                    expect![[r#"
+                        Parse error: message
+                        x = (1 +
+                                ^"#]],
+                ),
+                // Inside a line.
+                (
+                    Span::new(4, 4),
+                    expect![[r#"
+                        Parse error: message
+                        x = (1 +
+                            ^"#]],
+                ),
+            ],
         );
-        // Inside a line.
-        check_diagnostic(
-            src,
-            Code::Syntax,
-            Some(Span::new(4, 4)),
-            expect![[r#"
-                Parse error: message
-                x = (1 +
-                    ^"#]],
-        );
-        // At the end of a source ending with a newline: after the last line.
         let src = "x = (1 +\n";
-        check_diagnostic(
+        check_spans(
             src,
             Code::Syntax,
-            Some(Span::new(src.len(), src.len())),
-            expect![[r#"
-                Parse error: message
-                x = (1 +
-                        ^"#]],
-        );
-        // A span of only the newline is shown as its start.
-        check_diagnostic(
-            src,
-            Code::Syntax,
-            Some(Span::new(8, 9)),
-            expect![[r#"
-                Parse error: message
-                x = (1 +
-                        ^"#]],
+            [
+                // At the end of a source ending with a newline: after the last line.
+                (
+                    Span::new(src.len(), src.len()),
+                    expect![[r#"
+                        Parse error: message
+                        x = (1 +
+                                ^"#]],
+                ),
+                // A span of only the newline is shown as its start.
+                (
+                    Span::new(8, 9),
+                    expect![[r#"
+                        Parse error: message
+                        x = (1 +
+                                ^"#]],
+                ),
+            ],
         );
         check_diagnostic(
             "",
@@ -408,35 +412,37 @@ mod tests {
     #[test]
     fn multi_line_spans() {
         let src = "def f(x: Float) -> Float =\n  y = x * 2.\n\n  ŷ + zz\n:p f 1.\n";
-        let start = span_of(src, "y = x", 0).start as usize;
-        let end = span_of(src, "zz", 0).end as usize;
-        check_diagnostic(
+        let from_y = span_of(src, "y = x", 0).start as usize;
+        let to_zz = span_of(src, "zz", 0).end as usize;
+        let from_newline = span_of(src, "\n", 0).start as usize;
+        let past_y_hat = span_of(src, "ŷ", 0).end as usize + 1;
+        check_spans(
             src,
             Code::Type,
-            Some(Span::new(start, end)),
-            expect![[r#"
-                Type error: message
-                  y = x * 2.
-                  ^^^^^^^^^^
+            [
+                (
+                    Span::new(from_y, to_zz),
+                    expect![[r#"
+                        Type error: message
+                          y = x * 2.
+                          ^^^^^^^^^^
 
-                  ŷ + zz
-                ^^^^^^^^"#]],
-        );
-        // Starting at the newline of a line: that line has no spanned characters, so it is
-        // dropped.
-        let start = span_of(src, "\n", 0).start as usize;
-        let end = span_of(src, "ŷ", 0).end as usize;
-        check_diagnostic(
-            src,
-            Code::Type,
-            Some(Span::new(start, end + 1)),
-            expect![[r#"
-                Type error: message
-                  y = x * 2.
-                ^^^^^^^^^^^^
+                          ŷ + zz
+                        ^^^^^^^^"#]],
+                ),
+                // Starting at the newline of a line: that line has no spanned characters, so
+                // it is dropped.
+                (
+                    Span::new(from_newline, past_y_hat),
+                    expect![[r#"
+                        Type error: message
+                          y = x * 2.
+                        ^^^^^^^^^^^^
 
-                  ŷ + zz
-                ^^^^"#]],
+                          ŷ + zz
+                        ^^^^"#]],
+                ),
+            ],
         );
     }
 
@@ -464,57 +470,58 @@ mod tests {
     #[test]
     fn tabs_crlf_and_trailing_whitespace() {
         let src = "x = 1   \r\n\tz = \ty + 1\r\n";
-        check_diagnostic(
+        check_spans(
             src,
             Code::Type,
-            Some(span_of(src, "y", 0)),
-            expect![[r#"
-                Type error: message
-                 z =  y + 1
-                      ^"#]],
-        );
-        // Carets under trailing spaces stay, the spaces in the source line do not.
-        check_diagnostic(
-            src,
-            Code::Type,
-            Some(Span::new(5, 10)),
-            expect![[r#"
-                Type error: message
-                x = 1
-                     ^^^"#]],
+            [
+                (
+                    span_of(src, "y", 0),
+                    expect![[r#"
+                        Type error: message
+                         z =  y + 1
+                              ^"#]],
+                ),
+                // Carets under trailing spaces stay, the spaces in the source line do not.
+                (
+                    Span::new(5, 10),
+                    expect![[r#"
+                        Type error: message
+                        x = 1
+                             ^^^"#]],
+                ),
+            ],
         );
     }
 
     #[test]
     fn bad_spans_do_not_panic() {
-        let src = "é = 1\n";
         // Inside `é`, past the end, reversed.
-        check_diagnostic(
-            src,
+        check_spans(
+            "é = 1\n",
             Code::Internal,
-            Some(Span::new(1, 2)),
-            expect![[r#"
-                Internal error: message
-                é = 1
-                ^"#]],
-        );
-        check_diagnostic(
-            src,
-            Code::Internal,
-            Some(Span::new(100, 200)),
-            expect![[r#"
-                Internal error: message
-                é = 1
-                     ^"#]],
-        );
-        check_diagnostic(
-            src,
-            Code::Internal,
-            Some(Span::new(6, 0)),
-            expect![[r#"
-                Internal error: message
-                é = 1
-                ^^^^^"#]],
+            [
+                (
+                    Span::new(1, 2),
+                    expect![[r#"
+                        Internal error: message
+                        é = 1
+                        ^"#]],
+                ),
+                (
+                    Span::new(100, 200),
+                    expect![[r#"
+                        Internal error: message
+                        é = 1
+                             ^"#]],
+                ),
+                (
+                    Span::new(6, 0),
+                    expect![[r#"
+                        Internal error: message
+                        é = 1
+                        ^^^^^"#]],
+                ),
+            ],
         );
     }
 

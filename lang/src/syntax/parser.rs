@@ -27,6 +27,7 @@ use super::escape;
 use super::hints::with_hint;
 use super::layout::{layout, Laid};
 use super::lexer::{lex, TokKind};
+use super::span::floor_char_boundary;
 use super::{ParseError, ParseErrorKind, Span};
 
 #[derive(pest_derive::Parser)]
@@ -237,14 +238,8 @@ fn internal(laid: &Laid) -> ParseError {
 
 /// Clamps a span to `src` and to `char` boundaries.
 fn clamp_span(src: &str, span: Span) -> (usize, usize) {
-    let mut end = (span.end as usize).min(src.len());
-    while !src.is_char_boundary(end) {
-        end -= 1;
-    }
-    let mut start = (span.start as usize).min(end);
-    while !src.is_char_boundary(start) {
-        start -= 1;
-    }
+    let end = floor_char_boundary(src, span.end as usize);
+    let start = floor_char_boundary(src, (span.start as usize).min(end));
     (start, end)
 }
 

@@ -43,3 +43,12 @@ impl Span {
         self.start as usize..self.end as usize
     }
 }
+
+/// The largest `char` boundary of `text` at or before byte `offset` (clamped to its length).
+pub fn floor_char_boundary(text: &str, offset: usize) -> usize {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
