@@ -1092,11 +1092,7 @@ pub fn struct_method_defs(decl: &DataDecl) -> Vec<ast::FunDef> {
         span: decl.name.span,
     };
     let given: Vec<ast::GivenBinder> = (decl.given.iter().cloned())
-        .chain(decl.params.iter().map(|param| ast::GivenBinder {
-            name: param.name.clone(),
-            classes: param.classes.clone(),
-            kind: param.kind.clone(),
-        }))
+        .chain(decl.params.iter().cloned())
         .collect();
     decl.methods
         .iter()

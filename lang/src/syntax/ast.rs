@@ -90,13 +90,31 @@ pub struct DataDecl {
     pub span: Span,
 }
 
-/// A parameter of a type or interface: `a`, `a:Type`, `n|Ix`, `a|Add|Sub`, `n:Nat`.
+/// A parameter of a type or interface: `a`, `a:Type`, `n|Ix`, `a|Add|Sub`, `n:Nat`; a `given`
+/// binder has the same form (`GivenBinder`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TypeParam {
     pub name: Ident,
     /// The written kind (`Type`, `Nat`), if any.
     pub kind: Option<TypeExpr>,
     pub classes: Vec<Ident>,
+}
+
+impl TypeParam {
+    /// The parameter as written: its name, `:` and its kind (printed by `kind`) if it has one,
+    /// then `|` before each class (`a:Type`, `n|Ix`, `a|Add|Sub`).
+    pub fn text(&self, kind: impl Fn(&TypeExpr) -> String) -> String {
+        let mut text = self.name.name.clone();
+        if let Some(written) = &self.kind {
+            text.push(':');
+            text.push_str(&kind(written));
+        }
+        for class in &self.classes {
+            text.push('|');
+            text.push_str(&class.name);
+        }
+        text
+    }
 }
 
 /// A constructor: `Circle(Float)`, `Rect(w: Float, h: Float)`, `MkPair a b`, `Empty`.
@@ -228,6 +246,19 @@ pub struct EffRowExpr {
     pub span: Span,
 }
 
+impl EffRowExpr {
+    /// Each effect as written: its name, then its region if it has one (`State h`, `IO`).
+    pub fn effect_texts(&self) -> Vec<String> {
+        self.effects
+            .iter()
+            .map(|(name, region)| match region {
+                Some(region) => format!("{} {}", name.name, region.name),
+                None => name.name.clone(),
+            })
+            .collect()
+    }
+}
+
 /// A constraint in the group after a `given`'s binders (Dex's): `Add a` (the same as `a|Add`),
 /// `Subset(a, b)`, `am:AccumMonoid(h, w)` (named).
 #[derive(Clone, Debug, PartialEq)]
@@ -239,14 +270,9 @@ pub struct Constraint {
 }
 
 /// `n|Ix` in `given (n|Ix, m|Ix)`, `a|Add|Sub` (several classes), a bare `n`, `a:Type`, or a
-/// value the types name (`set:Set a`, Note [Value parameters] in `check/data.rs`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct GivenBinder {
-    pub name: Ident,
-    pub classes: Vec<Ident>,
-    /// The written kind (`Type`, `Nat`, or a value's type), if any.
-    pub kind: Option<TypeExpr>,
-}
+/// value the types name (`set:Set a`, Note [Value parameters] in `check/data.rs`): written as
+/// a type parameter is, its kind being `Type`, `Nat`, or a value's type.
+pub type GivenBinder = TypeParam;
 
 /// A function or lambda parameter: `x`, `x: T`, `(a, b)`, `(a, b): (T, U)`.
 #[derive(Clone, Debug, PartialEq)]

@@ -763,14 +763,7 @@ impl<'a> Builder<'a> {
         let mut constraints = Vec::new();
         for part in pair.into_inner() {
             match part.as_rule() {
-                Rule::given_binder => {
-                    let param = self.type_param(part)?;
-                    given.push(GivenBinder {
-                        name: param.name,
-                        classes: param.classes,
-                        kind: param.kind,
-                    });
-                }
+                Rule::given_binder => given.push(self.type_param(part)?),
                 Rule::given_constraints => {
                     for item in part.into_inner() {
                         constraints.push(self.constraint(item)?);

@@ -129,16 +129,7 @@ fn type_params(params: &[TypeParam]) -> String {
 }
 
 fn type_param(param: &TypeParam) -> String {
-    let mut text = param.name.name.clone();
-    if let Some(kind) = &param.kind {
-        text.push(':');
-        text.push_str(&type_expr(kind, TyLevel::Binder));
-    }
-    for class in &param.classes {
-        text.push('|');
-        text.push_str(&class.name);
-    }
-    text
+    param.text(|kind| type_expr(kind, TyLevel::Binder))
 }
 
 /// `Circle(Float)`, `Rect(w: Float, h: Float)`, `Empty`.
@@ -282,21 +273,7 @@ fn given(binders: &[GivenBinder]) -> String {
     if binders.is_empty() {
         return String::new();
     }
-    let binders: Vec<String> = binders
-        .iter()
-        .map(|binder| {
-            let mut text = binder.name.name.clone();
-            if let Some(kind) = &binder.kind {
-                text.push(':');
-                text.push_str(&type_expr(kind, TyLevel::Binder));
-            }
-            for class in &binder.classes {
-                text.push('|');
-                text.push_str(&class.name);
-            }
-            text
-        })
-        .collect();
+    let binders: Vec<String> = binders.iter().map(type_param).collect();
     format!(" given ({})", binders.join(", "))
 }
 
@@ -327,14 +304,7 @@ fn command_name(command: Command) -> &'static str {
 
 /// `{State h, IO|eff}`.
 fn eff_row(row: &EffRowExpr) -> String {
-    let effects: Vec<String> = row
-        .effects
-        .iter()
-        .map(|(name, region)| match region {
-            Some(region) => format!("{} {}", name.name, region.name),
-            None => name.name.clone(),
-        })
-        .collect();
+    let effects = row.effect_texts();
     let rest = row
         .rest
         .as_ref()
