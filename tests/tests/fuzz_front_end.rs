@@ -10,6 +10,7 @@ use std::thread;
 use std::time::Duration;
 
 use dx_lang::syntax::ast::*;
+use dx_lang::syntax::sexp::sexp;
 use dx_lang::syntax::{entry_status, split_chunks, ChunkKind, ParseError, ParseErrorKind, Span};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, RngSeed};
@@ -682,68 +683,6 @@ fn tree_sexp(tree: &Tree) -> String {
             let items: Vec<String> = items.iter().map(tree_sexp).collect();
             format!("[{}]", items.join(" "))
         }
-    }
-}
-
-fn sexp(expr: &Expr) -> String {
-    match &expr.kind {
-        ExprKind::Var(ident) => ident.name.clone(),
-        ExprKind::Lit(Lit::Int(value)) => value.to_string(),
-        ExprKind::Lit(Lit::Float(value)) => format!("{value:?}"),
-        ExprKind::Lit(other) => format!("{other:?}"),
-        ExprKind::Lam { params, body } => {
-            let params: Vec<String> = params
-                .iter()
-                .map(|param| match &param.pat {
-                    Pattern::Var(ident) => ident.name.clone(),
-                    other => format!("{other:?}"),
-                })
-                .collect();
-            format!("(\\ {} . {})", params.join(" "), sexp(body))
-        }
-        ExprKind::For { binders, body } => {
-            let names: Vec<&str> = binders
-                .iter()
-                .map(|binder| binder.name.name.as_str())
-                .collect();
-            format!("(for {} . {})", names.join(" "), sexp(body))
-        }
-        ExprKind::If {
-            cond,
-            then_branch,
-            else_branch,
-        } => {
-            format!(
-                "(if {} {} {})",
-                sexp(cond),
-                sexp(then_branch),
-                sexp(else_branch)
-            )
-        }
-        ExprKind::App { func, arg, .. } => format!("({} {})", sexp(func), sexp(arg)),
-        ExprKind::BinOp { op, lhs, rhs } => {
-            format!("({} {} {})", op.symbol(), sexp(lhs), sexp(rhs))
-        }
-        ExprKind::Neg(inner) => format!("(neg {})", sexp(inner)),
-        ExprKind::Index { base, indices } => {
-            let indices: Vec<String> = indices.iter().map(sexp).collect();
-            format!("(index {} {})", sexp(base), indices.join(" "))
-        }
-        ExprKind::Tuple(items) => {
-            let items: Vec<String> = items.iter().map(sexp).collect();
-            format!("(tuple {})", items.join(" "))
-        }
-        ExprKind::Table(items) => {
-            let items: Vec<String> = items.iter().map(sexp).collect();
-            format!("[{}]", items.join(" "))
-        }
-        ExprKind::Numbers(numbers) => {
-            let items: Vec<String> = numbers.iter().map(|number| sexp(&number.expr())).collect();
-            format!("[{}]", items.join(" "))
-        }
-        ExprKind::UserOp { op, lhs, rhs } => format!("({} {} {})", op.name, sexp(lhs), sexp(rhs)),
-        ExprKind::Field { base, field } => format!("(. {} {})", sexp(base), field.name),
-        other => format!("{other:?}"),
     }
 }
 

@@ -28,6 +28,7 @@ mod layout;
 mod lexer;
 mod parser;
 pub mod print;
+pub mod sexp;
 pub mod span;
 #[cfg(test)]
 mod tests;
