@@ -236,14 +236,10 @@ impl TExpr {
     /// The function and the arguments of a curried application, in order (`f` and `[]` for
     /// anything else).
     pub fn spine(&self) -> (&TExpr, Vec<&TExpr>) {
-        let mut args = Vec::new();
-        let mut head = self;
-        while let TKind::App { func, arg } = &head.kind {
-            args.push(&**arg);
-            head = func;
-        }
-        args.reverse();
-        (head, args)
+        crate::syntax::ast::spine_by(self, |expr| match &expr.kind {
+            TKind::App { func, arg } => Some((&**func, &**arg)),
+            _ => None,
+        })
     }
 
     /// The locals that this expression binds or whose sizes a use of a definition in it

@@ -281,12 +281,7 @@ fn take_trailing_save(expr: &mut Expr) -> Option<(String, crate::syntax::Span)> 
 fn split_words(expr: &Expr) -> (&Expr, Vec<String>) {
     let mut words = Vec::new();
     let mut current = expr;
-    while let ExprKind::App {
-        func,
-        arg,
-        name: None,
-    } = &current.kind
-    {
+    while let Some((func, arg)) = current.positional_app() {
         let ExprKind::Lit(Lit::Str(word)) = &arg.kind else {
             break;
         };

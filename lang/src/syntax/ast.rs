@@ -386,20 +386,36 @@ pub struct Expr {
 impl Expr {
     /// `f a b` as `f` and `[a, b]` (positional arguments only; `f` is not an application).
     pub fn spine(&self) -> (&Expr, Vec<&Expr>) {
-        let mut args = Vec::new();
-        let mut current = self;
-        while let ExprKind::App {
-            func,
-            arg,
-            name: None,
-        } = &current.kind
-        {
-            args.push(&**arg);
-            current = func;
-        }
-        args.reverse();
-        (current, args)
+        spine_by(self, Expr::positional_app)
     }
+
+    /// `f a` as `f` and `a`, when `a` is a positional argument.
+    pub fn positional_app(&self) -> Option<(&Expr, &Expr)> {
+        match &self.kind {
+            ExprKind::App {
+                func,
+                arg,
+                name: None,
+            } => Some((func, arg)),
+            _ => None,
+        }
+    }
+}
+
+/// A curried application taken apart: the head under the applications that `app` takes apart
+/// (`f` of `f a b`), and their arguments in order.
+pub fn spine_by<'a, T>(
+    expr: &'a T,
+    app: impl Fn(&'a T) -> Option<(&'a T, &'a T)>,
+) -> (&'a T, Vec<&'a T>) {
+    let mut args = Vec::new();
+    let mut head = expr;
+    while let Some((func, arg)) = app(head) {
+        args.push(arg);
+        head = func;
+    }
+    args.reverse();
+    (head, args)
 }
 
 /// An element of `ExprKind::Numbers`: a number as written, with its sign.
