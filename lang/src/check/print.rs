@@ -19,7 +19,7 @@ use super::builtins::Builtin;
 use super::typed::{DefInfo, TExpr, TKind, TPat, TStmt};
 use super::types::{LocalId, Ty};
 use crate::syntax::ast::Lit;
-use crate::syntax::print::numbers_text;
+use crate::syntax::print::{close, comma_list, numbers_text, spaces, Out};
 
 /// Prints a typed expression: a line `: T` with its type, then the expression.
 pub fn print_typed(expr: &TExpr, names: &dyn Fn(LocalId) -> String) -> String {
@@ -49,108 +49,15 @@ enum Ctx {
     Arg,
 }
 
-/// Printed text. Lines after the first carry their own indentation; the first has none.
-struct Out {
-    text: String,
-    /// The text ends in a let-block on its own lines: what follows it in the same item
-    /// (`else`, `)`) starts a new line at the item's column.
-    open: bool,
-}
-
-impl Out {
-    fn closed(text: String) -> Out {
-        Out { text, open: false }
-    }
-}
-
-fn spaces(count: usize) -> String {
-    " ".repeat(count)
-}
-
-/// Appends `closer` to `out`, on a new line at column `ind` when `out` ends in a block.
-fn close(out: Out, ind: usize, closer: &str) -> String {
-    if out.open {
-        format!("{}\n{}{}", out.text, spaces(ind), closer.trim_start())
-    } else {
-        format!("{}{closer}", out.text)
-    }
-}
-
 /// The names that patterns give to locals, in `expr` and the local definitions in it.
 fn collect_pattern_names(expr: &TExpr, bound: &mut HashMap<LocalId, String>) {
-    match &expr.kind {
-        TKind::Local(_)
-        | TKind::Global(_)
-        | TKind::GivenValue(..)
-        | TKind::Def { .. }
-        | TKind::Builtin(_)
-        | TKind::Lit(_)
-        | TKind::Numbers(_)
-        | TKind::TypeArg
-        | TKind::Con { .. }
-        | TKind::Method { .. } => {}
-        TKind::Field { base, .. } => collect_pattern_names(base, bound),
-        TKind::Case { scrutinee, alts } => {
-            collect_pattern_names(scrutinee, bound);
-            for (pat, body) in alts {
-                pattern_names(pat, bound);
-                collect_pattern_names(body, bound);
-            }
-        }
-        TKind::Lam { param, body } => {
-            pattern_names(param, bound);
-            collect_pattern_names(body, bound);
-        }
-        TKind::For { body, .. } => collect_pattern_names(body, bound),
-        TKind::If {
-            cond,
-            then_branch,
-            else_branch,
-        } => {
-            collect_pattern_names(cond, bound);
-            collect_pattern_names(then_branch, bound);
-            collect_pattern_names(else_branch, bound);
-        }
-        TKind::App { func, arg } => {
-            collect_pattern_names(func, bound);
-            collect_pattern_names(arg, bound);
-        }
-        TKind::Index { base, index } => {
-            collect_pattern_names(base, bound);
-            collect_pattern_names(index, bound);
-        }
-        TKind::Tuple(items) | TKind::Table(items) => {
-            for item in items {
-                collect_pattern_names(item, bound);
-            }
-        }
-        TKind::At(inner) => collect_pattern_names(inner, bound),
-        TKind::Block { stmts, result } => {
-            for stmt in stmts {
-                match stmt {
-                    TStmt::Let { pat, value } => {
-                        pattern_names(pat, bound);
-                        collect_pattern_names(value, bound);
-                    }
-                    TStmt::Def { def, .. } => collect_pattern_names(&def.body, bound),
-                }
-            }
-            collect_pattern_names(result, bound);
-        }
+    for pat in expr.own_patterns() {
+        pat.for_each_var(&mut |id, name| {
+            bound.insert(id, name.to_string());
+        });
     }
-}
-
-fn pattern_names(pat: &TPat, bound: &mut HashMap<LocalId, String>) {
-    match pat {
-        TPat::Var(id, name) => {
-            bound.insert(*id, name.clone());
-        }
-        TPat::Tuple(items) | TPat::Table(items) | TPat::Con { args: items, .. } => {
-            for item in items {
-                pattern_names(item, bound);
-            }
-        }
-        TPat::Wild | TPat::Lit { .. } => {}
+    for child in expr.children() {
+        collect_pattern_names(child, bound);
     }
 }
 
@@ -535,20 +442,9 @@ impl Printer<'_> {
 
     /// Comma-separated items in `Operand` position, then `closer`.
     fn list(&self, items: &[TExpr], shown: bool, ind: usize, closer: &str) -> String {
-        let mut text = String::new();
-        for (index, item) in items.iter().enumerate() {
-            let out = self.expr(item, Ctx::Operand, shown, ind);
-            let sep = if index + 1 == items.len() {
-                closer
-            } else {
-                ", "
-            };
-            text.push_str(&close(out, ind, sep));
-        }
-        if items.is_empty() {
-            text.push_str(closer);
-        }
-        text
+        comma_list(items, ind, closer, |item| {
+            self.expr(item, Ctx::Operand, shown, ind)
+        })
     }
 
     /// An application: `(a + b)` for an operator with two arguments, else `f x (g y)` with a

@@ -144,6 +144,17 @@ impl DefInfo {
 }
 
 impl TPat {
+    /// Calls `f` with each variable the pattern binds and its name, in order.
+    pub fn for_each_var(&self, f: &mut impl FnMut(LocalId, &str)) {
+        match self {
+            TPat::Var(id, name) => f(*id, name),
+            TPat::Tuple(items) | TPat::Table(items) | TPat::Con { args: items, .. } => {
+                items.iter().for_each(|item| item.for_each_var(f))
+            }
+            TPat::Wild | TPat::Lit { .. } => {}
+        }
+    }
+
     /// The variables a pattern binds, with their parts of `ty` (the matched value's type).
     pub fn vars(&self, ty: &Ty) -> Vec<(LocalId, String, Ty)> {
         let mut out = Vec::new();
@@ -245,30 +256,15 @@ impl TExpr {
     /// The locals that this expression binds or whose sizes a use of a definition in it
     /// names (`TKind::Def::sizes`): the sizes a definition with this body may compute.
     pub fn computed_locals(&self) -> std::collections::HashSet<LocalId> {
-        fn pattern(pat: &TPat, out: &mut std::collections::HashSet<LocalId>) {
-            match pat {
-                TPat::Var(id, _) => {
-                    out.insert(*id);
-                }
-                TPat::Tuple(items) | TPat::Table(items) | TPat::Con { args: items, .. } => {
-                    items.iter().for_each(|item| pattern(item, out))
-                }
-                TPat::Wild | TPat::Lit { .. } => {}
-            }
-        }
         fn walk(expr: &TExpr, out: &mut std::collections::HashSet<LocalId>) {
+            for pat in expr.own_patterns() {
+                pat.for_each_var(&mut |id, _| {
+                    out.insert(id);
+                });
+            }
             match &expr.kind {
-                TKind::Lam { param, .. } => pattern(param, out),
                 TKind::For { binder, .. } => {
                     out.insert(*binder);
-                }
-                TKind::Case { alts, .. } => alts.iter().for_each(|(pat, _)| pattern(pat, out)),
-                TKind::Block { stmts, .. } => {
-                    for stmt in stmts {
-                        if let TStmt::Let { pat, .. } = stmt {
-                            pattern(pat, out);
-                        }
-                    }
                 }
                 TKind::Def { sizes, .. } => out.extend(sizes.iter().map(|(site, _)| *site)),
                 _ => {}
@@ -280,6 +276,23 @@ impl TExpr {
         let mut out = std::collections::HashSet::new();
         walk(self, &mut out);
         out
+    }
+
+    /// The patterns this expression binds itself (not those of the expressions inside it): a
+    /// lambda's parameter, a `case`'s alternatives, a block's `let`s.
+    pub fn own_patterns(&self) -> Vec<&TPat> {
+        match &self.kind {
+            TKind::Lam { param, .. } => vec![param],
+            TKind::Case { alts, .. } => alts.iter().map(|(pat, _)| pat).collect(),
+            TKind::Block { stmts, .. } => stmts
+                .iter()
+                .filter_map(|stmt| match stmt {
+                    TStmt::Let { pat, .. } => Some(pat),
+                    TStmt::Def { .. } => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 
     /// The expressions directly inside this one, in source order (local definitions'

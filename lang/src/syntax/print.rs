@@ -365,22 +365,23 @@ fn patterns(items: &[Pattern]) -> String {
 }
 
 /// Printed text. Lines after the first carry their own indentation; the first has none.
-struct Out {
-    text: String,
+/// (The typed printer, `check::print`, lays out its text the same way.)
+pub(crate) struct Out {
+    pub(crate) text: String,
     /// The text ends in a body printed on its own lines (a let-block): what follows it in the
     /// same item must start a new line at the item's column.
-    open: bool,
+    pub(crate) open: bool,
 }
 
 impl Out {
-    fn closed(text: String) -> Out {
+    pub(crate) fn closed(text: String) -> Out {
         Out { text, open: false }
     }
 }
 
 /// Appends `closer` (`)`, `]`, `, `, ` else`, ...) to `out`: on a new line at column `ind` when
 /// `out` ends in an open block.
-fn close(out: Out, ind: usize, closer: &str) -> String {
+pub(crate) fn close(out: Out, ind: usize, closer: &str) -> String {
     if out.open {
         format!("{}\n{}{}", out.text, spaces(ind), closer.trim_start())
     } else {
@@ -388,8 +389,30 @@ fn close(out: Out, ind: usize, closer: &str) -> String {
     }
 }
 
-fn spaces(count: usize) -> String {
+pub(crate) fn spaces(count: usize) -> String {
     " ".repeat(count)
+}
+
+/// Comma-separated items, each printed by `item`, then `closer`.
+pub(crate) fn comma_list<T>(
+    items: &[T],
+    ind: usize,
+    closer: &str,
+    mut item: impl FnMut(&T) -> Out,
+) -> String {
+    let mut text = String::new();
+    for (index, each) in items.iter().enumerate() {
+        let sep = if index + 1 == items.len() {
+            closer
+        } else {
+            ", "
+        };
+        text.push_str(&close(item(each), ind, sep));
+    }
+    if items.is_empty() {
+        text.push_str(closer);
+    }
+    text
 }
 
 /// A body after its opener (`=`, `.`, `then`, `else`, `:p`), with the space or line break
@@ -667,20 +690,9 @@ impl Printer {
 
     /// Comma-separated items in `Operand` position, then `closer`.
     fn list(&self, items: &[Expr], ind: usize, closer: &str) -> String {
-        let mut text = String::new();
-        for (index, item) in items.iter().enumerate() {
-            let out = self.expr(item, Ctx::Operand, ind);
-            let sep = if index + 1 == items.len() {
-                closer
-            } else {
-                ", "
-            };
-            text.push_str(&close(out, ind, sep));
-        }
-        if items.is_empty() {
-            text.push_str(closer);
-        }
-        text
+        comma_list(items, ind, closer, |item| {
+            self.expr(item, Ctx::Operand, ind)
+        })
     }
 
     /// An application: `f x (g y)`, with a trailing lambda or `for` in `Expr` position
@@ -689,16 +701,17 @@ impl Printer {
         let (head, args) = spine(expr);
         let head = self.expr(head, Ctx::Arg, ind);
         if args.iter().any(|(_, name)| name.is_some()) {
-            let mut text = close(head, ind, "(");
-            for (index, (arg, name)) in args.iter().enumerate() {
-                if let Some(name) = name {
-                    text.push_str(&format!("{}=", name.name));
-                }
+            let args = comma_list(&args, ind, ")", |(arg, name)| {
                 let out = self.expr(arg, Ctx::Operand, ind);
-                let sep = if index + 1 == args.len() { ")" } else { ", " };
-                text.push_str(&close(out, ind, sep));
-            }
-            return Out::closed(text);
+                match name {
+                    Some(name) => Out {
+                        text: format!("{}={}", name.name, out.text),
+                        open: out.open,
+                    },
+                    None => out,
+                }
+            });
+            return Out::closed(close(head, ind, "(") + &args);
         }
         let mut text = head.text;
         let mut open = head.open;
