@@ -501,49 +501,25 @@ impl Ty {
     /// The table type `(i:index)=>elem` where `elem` mentions the local index `i`: the ranges
     /// bounded by `i` become bounded by the table's own index (Note [Ranges]).
     pub fn dep_table(index: Ty, local: LocalId, elem: Ty) -> Ty {
-        fn go(ty: &Ty, local: LocalId, depth: u32) -> Ty {
-            match ty {
-                Ty::Table(ix, elem) => {
-                    Ty::table(go_range(ix, local, depth), go(elem, local, depth + 1))
-                }
-                Ty::Tuple(items) => {
-                    Ty::Tuple(items.iter().map(|item| go(item, local, depth)).collect())
-                }
-                other => other.clone(),
-            }
-        }
-        fn go_range(ty: &Ty, local: LocalId, depth: u32) -> Ty {
-            match ty {
-                Ty::Range {
-                    kind,
-                    of,
-                    bound: Bound::Local(id, name),
-                } if *id == local => Ty::Range {
-                    kind: *kind,
-                    of: of.clone(),
-                    bound: Bound::Outer(depth, name.clone()),
-                },
-                other => other.clone(),
-            }
-        }
-        Ty::table(index, go(&elem, local, 0))
+        let bind = |ty: &Ty, depth: u32| match ty {
+            Ty::Range {
+                kind,
+                of,
+                bound: Bound::Local(id, name),
+            } if *id == local => Ty::Range {
+                kind: *kind,
+                of: of.clone(),
+                bound: Bound::Outer(depth, name.clone()),
+            },
+            other => other.clone(),
+        };
+        Ty::table(index, elem.map_table_indices(0, &bind))
     }
 
     /// The element type of a table of type `(i:n)=>elem` at index `bound`: the ranges bounded by
     /// the table's index become bounded by `bound` (Note [Ranges]).
     pub fn index_dep_elem(elem: &Ty, bound: &Bound) -> Ty {
-        fn go(ty: &Ty, bound: &Bound, depth: u32) -> Ty {
-            match ty {
-                Ty::Table(ix, elem) => {
-                    Ty::table(go_range(ix, bound, depth), go(elem, bound, depth + 1))
-                }
-                Ty::Tuple(items) => {
-                    Ty::Tuple(items.iter().map(|item| go(item, bound, depth)).collect())
-                }
-                other => other.clone(),
-            }
-        }
-        fn go_range(ty: &Ty, bound: &Bound, depth: u32) -> Ty {
+        let instantiate = |ty: &Ty, depth: u32| {
             let Ty::Range {
                 kind,
                 of,
@@ -562,8 +538,24 @@ impl Ty {
                 of: of.clone(),
                 bound: new_bound,
             }
+        };
+        elem.map_table_indices(0, &instantiate)
+    }
+
+    /// The type with `f` applied to the index of each of its tables, through tuples and
+    /// element types; `f` also gets the index's depth: the number of tables around it, plus
+    /// `depth`.
+    fn map_table_indices(&self, depth: u32, f: &impl Fn(&Ty, u32) -> Ty) -> Ty {
+        match self {
+            Ty::Table(ix, elem) => Ty::table(f(ix, depth), elem.map_table_indices(depth + 1, f)),
+            Ty::Tuple(items) => Ty::Tuple(
+                items
+                    .iter()
+                    .map(|item| item.map_table_indices(depth, f))
+                    .collect(),
+            ),
+            other => other.clone(),
         }
-        go(elem, bound, 0)
     }
 
     /// Whether the type's tables depend on an enclosing table's index (`(..i)` inside).
