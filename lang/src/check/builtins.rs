@@ -715,6 +715,17 @@ impl Builtin {
                     let body = Ty::fun_with(reference(&h, &s), a.clone(), with(effect));
                     Ty::fun(first, Ty::fun_with(body, result, rest.clone()))
                 };
+                // An accumulator's handler, of the monoid; the accumulator holds the monoid's
+                // values or tables of them, which the lowering checks.
+                let accum_handler = |cx: &mut Infer, result: Ty| {
+                    let b = var(cx, &[]);
+                    cx.constrain_accum(b.clone(), s.clone(), span);
+                    handler(
+                        Ty::Con(TyCon::Monoid, vec![b]),
+                        Effect::Accum(h.clone()),
+                        result,
+                    )
+                };
                 let unit = Ty::Tuple(Vec::new());
                 let text = |cx: &mut Infer| {
                     let len = var(cx, &[]);
@@ -750,26 +761,8 @@ impl Builtin {
                             reference(&h, &s),
                         )
                     }
-                    // The accumulator holds the monoid's values or tables of them; the
-                    // lowering checks which.
-                    EffectOp::RunAccum => {
-                        let b = var(cx, &[]);
-                        cx.constrain_accum(b.clone(), s.clone(), span);
-                        handler(
-                            Ty::Con(TyCon::Monoid, vec![b]),
-                            Effect::Accum(h.clone()),
-                            Ty::Tuple(vec![a.clone(), s.clone()]),
-                        )
-                    }
-                    EffectOp::YieldAccum => {
-                        let b = var(cx, &[]);
-                        cx.constrain_accum(b.clone(), s.clone(), span);
-                        handler(
-                            Ty::Con(TyCon::Monoid, vec![b]),
-                            Effect::Accum(h.clone()),
-                            s.clone(),
-                        )
-                    }
+                    EffectOp::RunAccum => accum_handler(cx, Ty::Tuple(vec![a.clone(), s.clone()])),
+                    EffectOp::YieldAccum => accum_handler(cx, s.clone()),
                     EffectOp::Monoid(NamedMonoid::Add) => {
                         let b = var(cx, &[Class::Add]);
                         Ty::fun(
