@@ -14,6 +14,8 @@
 use dx_lang::syntax::{split_chunks, ChunkKind};
 use serde_json::{json, Map, Value};
 
+use crate::literate::push_output_lines;
+
 /// Blank text between cells when a cell's metadata says nothing (a notebook made in Jupyter).
 const DEFAULT_GAP: &str = "\n";
 
@@ -155,15 +157,7 @@ pub fn notebook_to_dx(notebook: &Value) -> Result<String, String> {
             src.push('\n');
         }
         for output in cell["outputs"].as_array().into_iter().flatten() {
-            for line in output_text(output).lines() {
-                if line.is_empty() {
-                    src.push_str(">\n");
-                } else {
-                    src.push_str("> ");
-                    src.push_str(line);
-                    src.push('\n');
-                }
-            }
+            push_output_lines(&mut src, &output_text(output));
         }
         let last = idx + 1 == cells.len();
         src.push_str(

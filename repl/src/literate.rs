@@ -61,17 +61,22 @@ pub fn literate_chunk(src: &str, result: &ChunkResult, render: Render) -> String
         text.push('\n');
     }
     for output in &result.outputs {
-        for line in render(output, src).lines() {
-            if line.is_empty() {
-                text.push_str(">\n");
-            } else {
-                text.push_str("> ");
-                text.push_str(line);
-                text.push('\n');
-            }
-        }
+        push_output_lines(&mut text, &render(output, src));
     }
     text
+}
+
+/// Appends a rendered output to `text` as `> ` lines, an empty line as a bare `>`.
+pub fn push_output_lines(text: &mut String, output: &str) {
+    for line in output.lines() {
+        if line.is_empty() {
+            text.push_str(">\n");
+        } else {
+            text.push_str("> ");
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
 }
 
 /// `dx run --outfmt result-only` for one chunk: its outputs, one after the other.
@@ -151,44 +156,11 @@ pub fn compare(name: &str, expected: &str, actual: &str) -> TestOutcome {
 mod tests {
     use std::time::Duration;
 
+    use dx_lang::display::render_output;
     use dx_lang::session::{Code, Diagnostic};
     use dx_lang::syntax::{Chunk, ChunkKind, ParseError, ParseErrorKind, Span};
 
     use super::*;
-
-    /// A stand-in for the library's renderer: values as they are, timings as docs/language.md
-    /// shows them, errors as their message.
-    fn fake_render(output: &Output, _src: &str) -> String {
-        match output {
-            Output::Value(text)
-            | Output::Type(text)
-            | Output::Text(text)
-            | Output::Warning(text)
-            | Output::Table { text, .. }
-            | Output::Html(text) => text.clone(),
-            Output::Plot(_) => "(plot)".to_string(),
-            Output::Image(_) => "(image)".to_string(),
-            Output::Drawing(_) => "(drawing)".to_string(),
-            Output::Error(diagnostic) => format!("Type error: {}", diagnostic.message),
-            Output::Stage { name, text } => format!("== {name} ==\n{text}"),
-            Output::Timing {
-                bench_name,
-                compile,
-                run,
-                runs,
-            } => {
-                let mut text = String::new();
-                if let Some(name) = bench_name {
-                    text.push_str(&format!("{name}\n"));
-                }
-                text.push_str(&format!("Compile time: {:?}\nRun time: {:?}", compile, run));
-                if let Some(runs) = runs {
-                    text.push_str(&format!(" (based on {runs} runs)"));
-                }
-                text
-            }
-        }
-    }
 
     fn code_kind() -> ChunkKind {
         // The formatting does not look inside a code chunk; an unparsed block will do.
@@ -250,7 +222,7 @@ mod tests {
             ],
         );
         assert_eq!(
-            literate(src, &results, &fake_render),
+            literate(src, &results, &render_output),
             "' Some prose.\n\n:p 1.0 + 2.0\n> 3.\n\nx = 1\n:p [1., 2.]\n> [1., 2.]\n"
         );
     }
@@ -267,14 +239,17 @@ mod tests {
                 (":t 1\n", code_kind(), vec![Output::Type("Nat".to_owned())]),
             ],
         );
-        assert_eq!(literate(src, &results, &fake_render), src);
+        assert_eq!(literate(src, &results, &render_output), src);
     }
 
     #[test]
     fn multi_line_outputs_prefix_every_line_and_empty_lines_become_bare_markers() {
         let src = ":p x\n";
         let results = chunks(src, vec![(":p x\n", code_kind(), vec![value("a\n\nb\n")])]);
-        assert_eq!(literate(src, &results, &fake_render), ":p x\n> a\n>\n> b\n");
+        assert_eq!(
+            literate(src, &results, &render_output),
+            ":p x\n> a\n>\n> b\n"
+        );
     }
 
     #[test]
@@ -287,7 +262,10 @@ mod tests {
                 (":p x", code_kind(), vec![value("1")]),
             ],
         );
-        assert_eq!(literate(src, &results, &fake_render), "x = 1\n:p x\n> 1\n");
+        assert_eq!(
+            literate(src, &results, &render_output),
+            "x = 1\n:p x\n> 1\n"
+        );
         // Without outputs the file is printed as it is.
         let results = chunks(
             src,
@@ -296,7 +274,7 @@ mod tests {
                 (":p x", code_kind(), vec![]),
             ],
         );
-        assert_eq!(literate(src, &results, &fake_render), src);
+        assert_eq!(literate(src, &results, &render_output), src);
     }
 
     #[test]
@@ -310,7 +288,7 @@ mod tests {
                 (":p 2\n", code_kind(), vec![value("[2,\n 3]")]),
             ],
         );
-        assert_eq!(result_only(src, &results, &fake_render), "1\n[2,\n 3]\n");
+        assert_eq!(result_only(src, &results, &render_output), "1\n[2,\n 3]\n");
     }
 
     #[test]
@@ -324,7 +302,7 @@ mod tests {
         let results = chunks(src, vec![(":p y\n", code_kind(), vec![error])]);
         assert!(has_errors(&results));
         assert_eq!(
-            literate(src, &results, &fake_render),
+            literate(src, &results, &render_output),
             ":p y\n> Type error: unbound variable y\n"
         );
         let results = chunks(src, vec![(":p y\n", code_kind(), vec![value("1")])]);
@@ -338,7 +316,7 @@ mod tests {
             src,
             vec![(src, code_kind(), vec![value("1"), timing(Some("sum"))])],
         );
-        let text = literate(src, &results, &fake_render);
+        let text = literate(src, &results, &render_output);
         assert!(
             text.starts_with("%bench \"sum\"\n:p 1\n> 1\n> sum\n> Compile time: "),
             "{text}"
