@@ -10,7 +10,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{python, workspace_root};
+use common::{python, stdout_of_success, workspace_root};
 
 #[test]
 fn real_jupyter_clients_pass() {
@@ -18,15 +18,11 @@ fn real_jupyter_clients_pass() {
     let jupyter = tempfile::tempdir().expect("a temporary directory");
     let dx = env!("CARGO_BIN_EXE_dx");
     let prefix = jupyter.path().join("prefix");
-    let install = Command::new(dx)
-        .args(["kernel", "install", "--prefix"])
-        .arg(&prefix)
-        .output()
-        .expect("dx runs");
-    assert!(
-        install.status.success(),
-        "dx kernel install: {}",
-        String::from_utf8_lossy(&install.stderr)
+    stdout_of_success(
+        Command::new(dx)
+            .args(["kernel", "install", "--prefix"])
+            .arg(&prefix),
+        "dx kernel install",
     );
     let tests_dir = workspace_root().join("repl/tests/jupyter");
     let output = Command::new(&python)

@@ -36,18 +36,12 @@ fn run_dx(script: &Path, dir: &Path) {
             std::fs::copy(&path, dir.join("data").join(name)).expect("copy a data file");
         }
     }
-    let output = Command::new(env!("CARGO_BIN_EXE_dx"))
-        .arg("run")
-        .arg(&copy)
-        .env("DX_HISTORY", "")
-        .output()
-        .expect("dx runs");
-    assert!(
-        output.status.success(),
-        "dx run {} failed:\n{}{}",
-        script.display(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+    common::stdout_of_success(
+        Command::new(env!("CARGO_BIN_EXE_dx"))
+            .arg("run")
+            .arg(&copy)
+            .env("DX_HISTORY", ""),
+        &format!("dx run {}", script.display()),
     );
 }
 

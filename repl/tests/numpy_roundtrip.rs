@@ -13,14 +13,10 @@ use std::process::Command;
 fn dx_run(dir: &Path, src: &str) -> String {
     let file = dir.join("script.dx");
     std::fs::write(&file, src).expect("write the script");
-    let output = Command::new(env!("CARGO_BIN_EXE_dx"))
-        .arg("run")
-        .arg(&file)
-        .output()
-        .expect("dx runs");
-    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
-    assert!(output.status.success(), "dx run failed:\n{stdout}");
-    stdout
+    common::stdout_of_success(
+        Command::new(env!("CARGO_BIN_EXE_dx")).arg("run").arg(&file),
+        "dx run",
+    )
 }
 
 const NUMPY_SIDE: &str = r#"
@@ -58,17 +54,9 @@ save_npy \"i32.npy\" i32
 save_csv \"i32.csv\" i32
 ";
     dx_run(&dir, &format!("{tables}{writes}"));
-    let output = Command::new(&python)
-        .arg("-c")
-        .arg(NUMPY_SIDE)
-        .arg(&dir)
-        .output()
-        .expect("python runs");
-    assert!(
-        output.status.success(),
-        "NumPy side failed:\n{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+    common::stdout_of_success(
+        Command::new(&python).arg("-c").arg(NUMPY_SIDE).arg(&dir),
+        "the NumPy side",
     );
     let reads = "\
 a : (Fin 7)=>(Fin 5)=>Float = load_npy \"f32_back.npy\"

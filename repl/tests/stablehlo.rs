@@ -54,18 +54,13 @@ fn write_case(dir: &Path, name: &str, module: &str, inputs: &[Array], expected: 
 /// Runs `check.py` on a folder of cases; fails the test with its report.
 fn check_on_xla(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> String {
     let script = common::workspace_root().join("repl/tests/stablehlo/check.py");
-    let output = Command::new(common::python())
-        .arg(script)
-        .arg(dir)
-        .args(extra)
-        .envs(env.iter().copied())
-        .output()
-        .expect("python runs");
-    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
-    assert!(
-        output.status.success(),
-        "XLA disagrees with dx:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+    let stdout = common::stdout_of_success(
+        Command::new(common::python())
+            .arg(script)
+            .arg(dir)
+            .args(extra)
+            .envs(env.iter().copied()),
+        "the check against XLA",
     );
     // The cases stay for a look when the check fails.
     let _ = std::fs::remove_dir_all(dir);
@@ -679,21 +674,16 @@ fn the_worked_example_of_docs_scaling_trains_the_mlp_on_xla() {
     let module = session.export("batch_grad").expect("batch_grad exports");
     std::fs::write(dir.join("mlp_grad.mlir"), module).expect("write the module");
     std::fs::write(dir.join("train_mlp.py"), worked_example_script()).expect("write the script");
-    let output = Command::new(common::python())
-        .arg(dir.join("train_mlp.py"))
-        .arg(dir.join("mlp_grad.mlir"))
-        .env(
-            "PYTHONPATH",
-            common::workspace_root().join("repl/tests/stablehlo"),
-        )
-        .env("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
-        .output()
-        .expect("python runs");
-    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
-    assert!(
-        output.status.success(),
-        "the worked example failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+    let stdout = common::stdout_of_success(
+        Command::new(common::python())
+            .arg(dir.join("train_mlp.py"))
+            .arg(dir.join("mlp_grad.mlir"))
+            .env(
+                "PYTHONPATH",
+                common::workspace_root().join("repl/tests/stablehlo"),
+            )
+            .env("XLA_FLAGS", "--xla_force_host_platform_device_count=4"),
+        "the worked example",
     );
     let accuracy: f64 = stdout
         .trim()

@@ -29,6 +29,22 @@ pub fn python() -> PathBuf {
     PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
 }
 
+/// Runs `command` and returns what it printed on stdout; fails the test if it fails, with what
+/// it printed (`what` names it in that message).
+#[allow(dead_code)] // Not every test file that includes this module runs commands this way.
+pub fn stdout_of_success(command: &mut Command, what: &str) -> String {
+    let output = command
+        .output()
+        .unwrap_or_else(|err| panic!("{what} does not start: {err}"));
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        output.status.success(),
+        "{what} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
 /// Runs the venv's Python with `args` in `dir`, with `DX_BIN` naming the `dx` under test;
 /// returns whether it succeeded and what it printed (stdout, then stderr).
 #[allow(dead_code)] // Not every test file that includes this module runs Python scripts.
