@@ -26,10 +26,9 @@
 //! are kept bounded (larger ones are scaled by a power of ten) so that finite differences in
 //! Float64 stay accurate.
 
-use crate::common::{rel_err, Rng};
+use crate::common::{count_stmts, rel_err, Rng};
 use dx_lang::core::ir::{Expr, Fold, PrimApp, Program, Scan};
 use dx_lang::core::value::{ArrayData, Value};
-use dx_lang::core::visit::reachable_blocks;
 use dx_lang::ops::cost::{cost, nesting_depth};
 use dx_lang::prim::Prim;
 use dx_lang::session::{Session, SessionConfig};
@@ -1061,7 +1060,7 @@ def sh_value(s: Sh) -> Float64 =
 fn run_random_cases(input: Input, seed: u64, n_cases: usize, vector_valued_share: f64, name: &str) {
     let mut session = Session::new(SessionConfig::default());
     define(&mut session, USER_TYPES);
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut stats = Stats::default();
     for _ in 0..n_cases {
         let vector_valued = rng.chance(vector_valued_share);
@@ -1076,7 +1075,7 @@ fn run_random_cases(input: Input, seed: u64, n_cases: usize, vector_valued_share
 /// cover them.
 #[test]
 fn random_programs_draw_every_effect() {
-    let mut rng = Rng(0x00AD_0001);
+    let mut rng = Rng::new(0x00AD_0001);
     let texts: Vec<String> = (0..200)
         .map(|_| {
             let vector_valued = rng.chance(0.3);
@@ -1101,23 +1100,6 @@ fn random_programs_of_a_tuple_against_finite_differences() {
 
 // ---------------------------------------------------------------------------------------------
 // Structure and cost of gradient programs.
-
-/// The number of statements in every block reachable from `main`.
-fn n_statements(program: &Program) -> usize {
-    reachable_blocks(program, program.main)
-        .into_iter()
-        .map(|block| program.blocks[block].stmts.len())
-        .sum()
-}
-
-/// The number of statements matching `pred` in every block reachable from `main`.
-fn count_stmts(program: &Program, pred: impl Fn(&Expr) -> bool) -> usize {
-    reachable_blocks(program, program.main)
-        .into_iter()
-        .flat_map(|block| program.blocks[block].stmts.iter())
-        .filter(|stmt| pred(&stmt.expr))
-        .count()
-}
 
 /// Defines top-level values (or functions); every block must succeed.
 fn define(session: &mut Session, src: &str) {
@@ -1155,7 +1137,7 @@ fn gradient_of_a_dot_product_does_not_grow_with_the_size() {
             0,
             "a build1 is left:\n{bulk}"
         );
-        counts.push((n, n_statements(&bulk)));
+        counts.push((n, count_stmts(&bulk, |_| true)));
     }
     eprintln!("gradient of a dot product: (size, statements) {counts:?}");
     assert!(
@@ -1229,7 +1211,7 @@ const MLP: &str = "\\params.
 fn gradients_are_cheap() {
     let mut session = Session::new(SessionConfig::default());
     define(&mut session, USER_TYPES);
-    let mut rng = Rng(0x00AD_0003);
+    let mut rng = Rng::new(0x00AD_0003);
     let w1_rows: Vec<String> = (0..8).map(|_| random_table(&mut rng, 4)).collect();
     let w2_rows: Vec<String> = (0..1).map(|_| random_table(&mut rng, 8)).collect();
     let x_src = random_table(&mut rng, N);

@@ -2,53 +2,39 @@
 //! same program written without effects gives, on every engine and thread count, its
 //! gradients agree with finite differences, and its errors and interruptions are reported.
 
-use crate::common::{error, outputs, session, value};
-use dx_lang::session::{Engine, ErrorKind, Output, Session, SessionConfig};
+use std::time::Duration;
 
-/// A small deterministic generator (SplitMix64), so that the data differ between tables but
-/// not between runs.
-struct Draws(u64);
+use crate::common::{
+    assert_errors, outputs, outputs_interrupted_after, session, value, value_on, Rng,
+};
+use dx_lang::session::{Engine, ErrorKind, Output};
 
-impl Draws {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn float(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-fn floats(draws: &mut Draws, n: usize) -> String {
-    let items: Vec<String> = (0..n).map(|_| format!("{:.4}", draws.float())).collect();
+/// `n` floats drawn uniformly in `[-2, 2)`, as a table literal.
+fn floats(draws: &mut Rng, n: usize) -> String {
+    let items: Vec<String> = (0..n)
+        .map(|_| format!("{:.4}", draws.uniform(-2.0, 2.0)))
+        .collect();
     format!("[{}]", items.join(", "))
 }
 
-fn nats(draws: &mut Draws, n: usize, below: u64) -> String {
+fn nats(draws: &mut Rng, n: usize, below: usize) -> String {
     let items: Vec<String> = (0..n).map(|_| draws.below(below).to_string()).collect();
     format!("[{}]", items.join(", "))
 }
 
-/// Random data of a few sizes, as top-level definitions.
+/// Random data of a few sizes, as top-level definitions: deterministic, so that the data
+/// differ between tables but not between runs.
 fn data(seed: u64) -> String {
-    let mut draws = Draws(seed);
-    let n = 3 + draws.below(60) as usize;
-    let m = 2 + draws.below(9) as usize;
-    let rows = 2 + draws.below(5) as usize;
+    let mut draws = Rng::new(seed);
+    let n = 3 + draws.below(60);
+    let m = 2 + draws.below(9);
+    let rows = 2 + draws.below(5);
     let matrix: Vec<String> = (0..rows).map(|_| floats(&mut draws, m)).collect();
     format!(
         "N = Fin {n}\nM = Fin {m}\nws : N=>Float = {}\nbins : N=>Nat = {}\n\
          mat : (Fin {rows})=>M=>Float = [{}]\npos : N=>Float = for i. abs ws[i] + 0.5\n",
         floats(&mut draws, n),
-        nats(&mut draws, n, m as u64),
+        nats(&mut draws, n, m),
         matrix.join(", ")
     )
 }
@@ -106,13 +92,6 @@ fn effectful_programs_equal_their_pure_versions_on_every_engine_and_thread_count
         let defs = data(seed);
         for (effectful, pure) in PAIRS {
             let src = format!("{defs}:p ({effectful}) ~~ ({pure})\n");
-            let run = |engine: Engine, threads: usize| {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .unwrap();
-                pool.install(|| value(&mut session(engine), &src))
-            };
             for (engine, threads) in [
                 (Engine::Reference, 1),
                 (Engine::Bulk, 2),
@@ -120,7 +99,7 @@ fn effectful_programs_equal_their_pure_versions_on_every_engine_and_thread_count
                 (Engine::Fused, 3),
             ] {
                 assert_eq!(
-                    run(engine, threads),
+                    value_on(engine, threads, &src),
                     "True",
                     "{effectful}\n  vs {pure}\n  on {engine:?} with {threads} threads, data:\n{defs}"
                 );
@@ -136,11 +115,7 @@ fn accumulation_gives_the_same_bits_on_any_number_of_threads() {
         let src = format!("{defs}:p {effectful}\n");
         let reference = value(&mut session(Engine::Reference), &src);
         for threads in [1, 2, 4] {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
-            let fused = pool.install(|| value(&mut session(Engine::Fused), &src));
+            let fused = value_on(Engine::Fused, threads, &src);
             assert_eq!(fused, reference, "{effectful} on {threads} threads");
         }
     }
@@ -215,11 +190,7 @@ fn misuse_of_references_is_an_error_at_its_position() {
             "cannot write a reference from outside it",
         ),
     ];
-    for (src, expected) in cases {
-        let text = error(&mut session, src);
-        assert!(text.contains(expected), "{src}: {text}");
-        assert!(text.contains('^'), "{src}: no carets in {text}");
-    }
+    assert_errors(&mut session, &cases);
 }
 
 #[test]
@@ -273,20 +244,12 @@ fn prints_come_out_in_program_order_with_their_own_texts_on_every_engine() {
 #[test]
 fn interrupt_stops_a_while_that_never_ends() {
     for engine in [Engine::Fused, Engine::Reference] {
-        let mut session = Session::new(SessionConfig {
-            engine,
-            ..SessionConfig::default()
-        });
-        let flag = session.interrupt_flag();
-        let stopper = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(300));
-            flag.store(true, std::sync::atomic::Ordering::Relaxed);
-        });
-        let got = outputs(
+        let mut session = session(engine);
+        let got = outputs_interrupted_after(
             &mut session,
+            Duration::from_millis(300),
             ":p yield_state 0.0 \\x.\n  while \\.\n    x := get x + 1.0\n    get x > -1.0\n",
         );
-        stopper.join().unwrap();
         match &got[0] {
             Output::Error(diag) => assert_eq!(diag.kind(), ErrorKind::Runtime, "{engine:?}"),
             other => panic!("expected an interruption on {engine:?}, got {other:?}"),

@@ -2,7 +2,7 @@
 //! structure, not text), summation accuracy and determinism, matrix products against the
 //! reference interpreter, and memory requests that cannot be met.
 
-use crate::common::{session, stage_text, value};
+use crate::common::{on_threads, session, stage_text, value, value_on};
 use dx_lang::core::value::{ArrayData, Value};
 use dx_lang::session::{Engine, Output, Session};
 
@@ -607,16 +607,13 @@ fn results_do_not_depend_on_the_number_of_threads() {
     let src = format!(
         "{DEFS}:p (sum for i. x[i] * y[i], for j:(Fin 300). sum for i:(Fin 1000). x[(ordinal i * 300 + ordinal j) @ (Fin n)])\n"
     );
-    let run = |threads: usize| {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
-        pool.install(|| value(&mut session(Engine::Fused), &src))
-    };
-    let one = run(1);
+    let one = value_on(Engine::Fused, 1, &src);
     for threads in [2, 4] {
-        assert_eq!(run(threads), one, "{threads} threads");
+        assert_eq!(
+            value_on(Engine::Fused, threads, &src),
+            one,
+            "{threads} threads"
+        );
     }
     // And the bulk evaluator and the interpreter give the same bits.
     assert_eq!(value(&mut session(Engine::Bulk), &src), one);
@@ -635,11 +632,7 @@ fn agrees_with_the_interpreter_on_1_and_2_threads(src: &str) {
     let reference = texts(&mut session(Engine::Reference));
     assert!(!reference.is_empty(), "no output from {src:?}");
     for threads in [1, 2] {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
-        let fused = pool.install(|| texts(&mut session(Engine::Fused)));
+        let fused = on_threads(threads, || texts(&mut session(Engine::Fused)));
         assert_eq!(fused, reference, "{threads} threads");
     }
 }
@@ -1164,13 +1157,8 @@ fn batched_products_agree_with_the_interpreter_and_across_threads() {
             // |error| ≤ k · 2⁻⁵² · Σ|a||b| ≤ k · 2.3e-16 · k for entries of magnitude ≤ 1.
             assert!((g - w).abs() <= bound, "{expr}: {g} vs {w}");
         }
-        let on = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
-            pool.install(|| value(&mut session(Engine::Fused), &format!("{src}:p {expr}\n")))
-        };
+        let entry = format!("{src}:p {expr}\n");
+        let on = |threads: usize| value_on(Engine::Fused, threads, &entry);
         let one = on(1);
         for threads in [2, 3] {
             assert_eq!(on(threads), one, "{expr} on {threads} threads");
@@ -1234,13 +1222,7 @@ fn products_in_bands_give_the_same_bits_on_any_number_of_threads() {
             outputs(session, &src);
             float64_tables(session.evaluate(expr).unwrap().1).concat()
         };
-        let on = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
-            pool.install(|| elements(&mut session(Engine::Fused)))
-        };
+        let on = |threads: usize| on_threads(threads, || elements(&mut session(Engine::Fused)));
         let one = on(1);
         assert_eq!(one.len(), m * n);
         for threads in [2, 3] {

@@ -12,10 +12,9 @@
 //! - the BOT of a reduce or scan inside `for` (no `build1` left, the values of each row);
 //! - printed IR with monoid statements parses back to the same text.
 
-use crate::common::{outputs, rel_err, session, stage_text, value, Rng};
-use dx_lang::core::ir::{Expr, Program};
+use crate::common::{count_stmts, outputs, rel_err, session, stage_text, value, value_on, Rng};
+use dx_lang::core::ir::Expr;
 use dx_lang::core::value::{ArrayData, Value};
-use dx_lang::core::visit::reachable_blocks;
 use dx_lang::session::{Engine, Session};
 
 /// Tolerances and steps, in one place (docs/architecture.md).
@@ -226,7 +225,7 @@ fn check_against_fd(session: &mut Session, rng: &mut Rng, func: &str, point: &[f
 
 #[test]
 fn random_monoids_against_finite_differences() {
-    let mut rng = Rng(11);
+    let mut rng = Rng::new(11);
     let mut session = session(Engine::Fused);
     for case in 0..24 {
         let monoid = random_monoid(&mut rng);
@@ -286,7 +285,7 @@ fn nested_cumulative_products() {
         ),
         "[445., 196., 72.]"
     );
-    let mut rng = Rng(3);
+    let mut rng = Rng::new(3);
     for _ in 0..4 {
         let point = random_point(&mut rng, 5, false);
         check_against_fd(
@@ -309,7 +308,7 @@ fn nested_cumulative_products() {
 #[test]
 fn derivatives_of_derivatives_of_scans() {
     let mut session = session(Engine::Fused);
-    let mut rng = Rng(9);
+    let mut rng = Rng::new(9);
     for _ in 0..3 {
         let point = random_point(&mut rng, 4, false);
         for func in [
@@ -329,7 +328,7 @@ fn derivatives_of_derivatives_of_scans() {
 #[test]
 fn the_gradient_of_logsumexp_is_softmax() {
     let mut session = session(Engine::Fused);
-    let mut rng = Rng(5);
+    let mut rng = Rng::new(5);
     for n in [1, 2, 7, 40, 3000] {
         let point: Vec<f64> = (0..n).map(|_| rng.uniform(-30.0, 30.0)).collect();
         let softmax = eval_numbers(&mut session, &format!("softmax {}", table_lit(&point)));
@@ -430,36 +429,21 @@ fn wide_and_tall_monoids_agree_bit_for_bit() {
 fn check_engines_agree(defs: &str, exprs: &[&str]) {
     for expr in exprs {
         let src = format!("{defs}:p {expr}\n");
-        let run = |engine: Engine, threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
-            pool.install(|| value(&mut session(engine), &src))
-        };
-        let reference = run(Engine::Reference, 1);
+        let reference = value_on(Engine::Reference, 1, &src);
         assert!(!reference.contains("rror"), "{expr}: {reference}");
         for threads in [1, 2, 4] {
             assert_eq!(
-                run(Engine::Fused, threads),
+                value_on(Engine::Fused, threads, &src),
                 reference,
                 "{expr}, {threads} threads"
             );
         }
         assert_eq!(
-            run(Engine::Bulk, 3),
+            value_on(Engine::Bulk, 3, &src),
             reference,
             "{expr} on the bulk evaluator"
         );
     }
-}
-
-fn count_stmts(program: &Program, pred: impl Fn(&Expr) -> bool) -> usize {
-    reachable_blocks(program, program.main)
-        .into_iter()
-        .flat_map(|block| program.blocks[block].stmts.iter())
-        .filter(|stmt| pred(&stmt.expr))
-        .count()
 }
 
 /// BOT: a reduce or scan inside `for` becomes one reduce (scan) of the transposed batched
@@ -553,7 +537,7 @@ fn an_if_in_the_operator_is_if_converted() {
         ),
         "5"
     );
-    let mut rng = Rng(13);
+    let mut rng = Rng::new(13);
     let point = random_point(&mut rng, 5, true);
     check_against_fd(
         &mut session,

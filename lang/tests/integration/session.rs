@@ -1,6 +1,8 @@
 //! The session façade: start-up, outputs as data, and the session surviving errors.
 
-use crate::common::outputs;
+use std::time::Duration;
+
+use crate::common::{outputs, outputs_interrupted_after};
 use dx_lang::session::{ErrorKind, Output, Redefinition, Session, SessionConfig};
 
 #[test]
@@ -73,17 +75,12 @@ fn bench_pragma_runs_several_times() {
 #[test]
 fn interrupt_stops_a_long_computation() {
     let mut session = Session::new(SessionConfig::default());
-    let flag = session.interrupt_flag();
-    let stopper = std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        flag.store(true, std::sync::atomic::Ordering::Relaxed);
-    });
-    let got = outputs(
+    let got = outputs_interrupted_after(
         &mut session,
+        Duration::from_millis(200),
         // Minutes of work: a compiled loop of 2·10⁹ steps alone ends in about a second.
         ":p fold(0.0, \\j:(Fin 100) c. fold(c, \\i:(Fin 2000000000) d. d + 1.0))\n",
     );
-    stopper.join().unwrap();
     match &got[0] {
         Output::Error(diag) => assert_eq!(diag.kind(), ErrorKind::Runtime),
         other => panic!("expected an interruption, got {other:?}"),

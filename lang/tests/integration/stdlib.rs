@@ -3,7 +3,7 @@
 //! `:help`; data files load and save relative to the script's folder, with errors that name
 //! the file and both shapes.
 
-use crate::common::{outputs, session, value};
+use crate::common::{outputs, session, stage_text, value};
 use dx_lang::session::{Engine, ErrorKind, Output};
 
 const RANDOM_TABLE: &str =
@@ -12,17 +12,11 @@ const RANDOM_TABLE: &str =
 #[test]
 fn a_random_table_is_hashed_in_one_parallel_kernel() {
     let mut session = session(Engine::Fused);
-    let got = outputs(
+    let fused = stage_text(
         &mut session,
-        ":stages on fused\n:p sum (for i:(Fin 3000) j:(Fin 7). rand (ixkey (new_key 11) (i, j)))\n",
+        "fused",
+        "sum (for i:(Fin 3000) j:(Fin 7). rand (ixkey (new_key 11) (i, j)))",
     );
-    let fused = got
-        .iter()
-        .find_map(|output| match output {
-            Output::Stage { name, text } if name == "fused" => Some(text.clone()),
-            _ => None,
-        })
-        .expect("a fused stage");
     // The hash runs once per element, inside one kernel over the whole table (the engine may
     // hoist index arithmetic into a kernel of its own).
     assert_eq!(fused.matches("threefry2x32").count(), 1, "{fused}");

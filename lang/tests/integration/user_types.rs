@@ -1,7 +1,7 @@
 //! User types, `case` and interfaces (docs/language.md) through the whole pipeline: values,
 //! derivatives and errors, on every engine.
 
-use crate::common::{error, outputs, session, value};
+use crate::common::{assert_errors, on_threads, outputs, session, value};
 use dx_lang::core::value::Value;
 use dx_lang::session::{Engine, Output, Session};
 
@@ -227,11 +227,7 @@ def Vec(n: Nat) -> Type = (Fin n)=>Float
             "does not define the method `area`",
         ),
     ];
-    for (src, expected) in cases {
-        let text = error(&mut session, src);
-        assert!(text.contains(expected), "{src}: {text}");
-        assert!(text.contains('^'), "no caret: {text}");
-    }
+    assert_errors(&mut session, &cases);
     // The session goes on.
     assert_eq!(value(&mut session, ":p area (Point 2.0 3.0)\n"), "6.");
 }
@@ -252,11 +248,7 @@ fn show_in_a_for_is_vectorised_and_every_engine_writes_the_same_text() {
         (Engine::Fused, 1),
         (Engine::Fused, 3),
     ] {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
-        let texts = pool.install(|| {
+        let texts = on_threads(threads, || {
             let mut session = session(engine);
             for output in outputs(&mut session, src) {
                 assert!(!matches!(output, Output::Error(_)), "{output:?}");
