@@ -491,12 +491,8 @@ impl<'r> Gen<'r> {
                 1 => {
                     // A table of tuples.
                     let (i, k, t) = (self.name("i"), self.name("i"), self.name("t"));
-                    self.indices.push((i.clone(), N));
-                    self.ctx.push(Ctx::For(format!("{i}:(Fin {N})")));
-                    let (first, first_bound) = self.scalar(depth - 1);
-                    let (second, second_bound) = self.scalar(depth - 1);
-                    self.ctx.pop();
-                    self.indices.pop();
+                    let [(first, first_bound), (second, second_bound)] =
+                        self.two_scalars_for_each(&i, depth);
                     let text = format!(
                         "((\\{t}. sum for {k}:(Fin {N}). fst {t}[{k}] * snd {t}[{k}]) \
                          (for {i}:(Fin {N}). ({first}, {second})))"
@@ -526,12 +522,8 @@ impl<'r> Gen<'r> {
                     // by `case` (`sh_value`) in a `for`: every alternative computed, the tag
                     // selects.
                     let (i, k, t) = (self.name("i"), self.name("i"), self.name("t"));
-                    self.indices.push((i.clone(), N));
-                    self.ctx.push(Ctx::For(format!("{i}:(Fin {N})")));
-                    let (first, first_bound) = self.scalar(depth - 1);
-                    let (second, second_bound) = self.scalar(depth - 1);
-                    self.ctx.pop();
-                    self.indices.pop();
+                    let [(first, first_bound), (second, second_bound)] =
+                        self.two_scalars_for_each(&i, depth);
                     let text = format!(
                         "((\\{t}. sum for {k}:(Fin {N}). sh_value {t}[{k}]) \
                          (for {i}:(Fin {N}). if ordinal {i} == 1 then Ci {first} else Re {first} {second}))"
@@ -690,6 +682,16 @@ impl<'r> Gen<'r> {
     }
 
     /// A `(Fin 3)=>Float64` expression.
+    /// Two scalars of depth `depth - 1` in the body of a `for` over index `i` of `Fin N`.
+    fn two_scalars_for_each(&mut self, i: &str, depth: usize) -> [(String, f64); 2] {
+        self.indices.push((i.to_string(), N));
+        self.ctx.push(Ctx::For(format!("{i}:(Fin {N})")));
+        let scalars = [self.scalar(depth - 1), self.scalar(depth - 1)];
+        self.ctx.pop();
+        self.indices.pop();
+        scalars
+    }
+
     fn vector(&mut self, depth: usize) -> (String, f64) {
         if depth == 0 {
             return self.vectors[self.rng.below(self.vectors.len())].clone();

@@ -103,22 +103,32 @@ fn matrix_product() {
     );
 }
 
+/// A program over `a: [4]f32` whose first statement, `%1`, builds `a` reversed; `rest` is its
+/// statements from `%5` on and the program's end.
+fn after_reversing_a(rest: &str) -> String {
+    format!(
+        "program(%0_a: [4]f32) {{
+           %1: [4]f32 = build1 4 (\\%2_j: []i64 ->
+             %3: []i64 = sub 3:i64 %2_j
+             %4: []f32 = index %0_a [%3]
+             in %4)
+           {rest}"
+    )
+}
+
 #[test]
 fn gather_of_gather_composes() {
     // for i. (for j. a[3 - j])[i + 1]: the reversed table is never built; the composed index
     // function keeps the zero read of the inner gather at i = 3 (i + 1 is out of its range).
     check_bot(
-        "program(%0_a: [4]f32) {
-           %1: [4]f32 = build1 4 (\\%2_j: []i64 ->
-             %3: []i64 = sub 3:i64 %2_j
-             %4: []f32 = index %0_a [%3]
-             in %4)
-           %5: [4]f32 = build1 4 (\\%6_i: []i64 ->
+        &after_reversing_a(
+            "%5: [4]f32 = build1 4 (\\%6_i: []i64 ->
              %7: []i64 = add %6_i 1:i64
              %8: []f32 = index %1 [%7]
              in %8)
            in %5
          }",
+        ),
         expect![[r#"
             program(%0_a: [4]f32) {
               %14: [4]f32 = gather [4] %0_a (\%15_i: []i64 ->
@@ -185,18 +195,15 @@ fn index_of_a_gather_reads_the_source() {
     // fold over i of (reverse a)[i]: the reversed table is never built; each step reads
     // a[3 - i] (Fig 10's gather rules; i ranges over the loop's size).
     check_bot(
-        "program(%0_a: [4]f32) {
-           %1: [4]f32 = build1 4 (\\%2_j: []i64 ->
-             %3: []i64 = sub 3:i64 %2_j
-             %4: []f32 = index %0_a [%3]
-             in %4)
-           %5: []f32 = fold 4 (0.0:f32) (\\%6_i: []i64, %7_c: []f32 ->
+        &after_reversing_a(
+            "%5: []f32 = fold 4 (0.0:f32) (\\%6_i: []i64, %7_c: []f32 ->
              %8: []f32 = index %1 [%6_i]
              %9: []f32 = mul %7_c 2.0:f32
              %10: []f32 = add %9 %8
              in %10)
            in %5
          }",
+        ),
         expect![[r#"
             program(%0_a: [4]f32) {
               %5: []f32 = fold 4 (0.0:f32) (\%6_i: []i64, %7_c: []f32 ->
