@@ -681,7 +681,6 @@ impl<'r> Gen<'r> {
         }
     }
 
-    /// A `(Fin 3)=>Float64` expression.
     /// Two scalars of depth `depth - 1` in the body of a `for` over index `i` of `Fin N`.
     fn two_scalars_for_each(&mut self, i: &str, depth: usize) -> [(String, f64); 2] {
         self.indices.push((i.to_string(), N));
@@ -692,6 +691,7 @@ impl<'r> Gen<'r> {
         scalars
     }
 
+    /// A `(Fin 3)=>Float64` expression.
     fn vector(&mut self, depth: usize) -> (String, f64) {
         if depth == 0 {
             return self.vectors[self.rng.below(self.vectors.len())].clone();
