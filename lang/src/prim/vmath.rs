@@ -577,44 +577,155 @@ fn fix_huge_arguments<T: Copy>(
     }
 }
 
-/// `out[i] = pow_f32(xs[i], ys[i])`, vectorised.
-pub fn pow_f32_slice(xs: &[f32], ys: &[f32], out: &mut [f32]) {
-    debug_assert!(
-        xs.len() == out.len() && ys.len() == out.len(),
-        "slice lengths differ"
-    );
-    for ((res, &x), &y) in out.iter_mut().zip(xs).zip(ys) {
-        *res = pow_f32_impl(x, y);
-    }
+macro_rules! binary_slice {
+    ($(#[$doc:meta] $name:ident, $ty:ty, $impl_fn:ident;)*) => {$(
+        #[$doc]
+        pub fn $name(xs: &[$ty], ys: &[$ty], out: &mut [$ty]) {
+            debug_assert!(
+                xs.len() == out.len() && ys.len() == out.len(),
+                "slice lengths differ"
+            );
+            for ((res, &x), &y) in out.iter_mut().zip(xs).zip(ys) {
+                *res = $impl_fn(x, y);
+            }
+        }
+    )*};
 }
 
-/// `out[i] = pow_f64(xs[i], ys[i])`, vectorised.
-pub fn pow_f64_slice(xs: &[f64], ys: &[f64], out: &mut [f64]) {
-    debug_assert!(
-        xs.len() == out.len() && ys.len() == out.len(),
-        "slice lengths differ"
-    );
-    for ((res, &x), &y) in out.iter_mut().zip(xs).zip(ys) {
-        *res = pow_f64_impl(x, y);
-    }
+binary_slice! {
+    /// `out[i] = pow_f32(xs[i], ys[i])`, vectorised.
+    pow_f32_slice, f32, pow_f32_impl;
+    /// `out[i] = pow_f64(xs[i], ys[i])`, vectorised.
+    pow_f64_slice, f64, pow_f64_impl;
 }
 
 // ---------------------------------------------------------------------------------------
 // Shared helpers.
 // ---------------------------------------------------------------------------------------
 
+/// `sin`/`cos` of huge arguments for `$ty` (Note [Huge sin/cos arguments]): `$needs(x)`,
+/// whether `x` is finite and at least `$huge` (`$huge_text`) in magnitude, and `$fallback(x,
+/// is_cos)`, `std`'s `sin(x)` (or `cos(x)` when `is_cos`) for those.
+macro_rules! huge_sincos {
+    ($ty:ident, $needs:ident, $fallback:ident, $huge:expr, $huge_text:literal) => {
+        #[doc = concat!(
+                    "Whether `sin`/`cos` of `x` needs the `std` fallback: finite and `|x| >= ",
+                    $huge_text,
+                    "`."
+                )]
+        #[inline(always)]
+        fn $needs(x: $ty) -> bool {
+            let abs_x = x.abs();
+            abs_x >= $huge && abs_x != $ty::INFINITY
+        }
+
+        /// `std`'s `sin(x)` (or `cos(x)` when `is_cos`): Note [Huge sin/cos arguments].
+        #[cold]
+        #[inline(never)]
+        fn $fallback(x: $ty, is_cos: bool) -> $ty {
+            if is_cos {
+                x.cos()
+            } else {
+                x.sin()
+            }
+        }
+    };
+}
+
+/// `$res`, the logarithm of `$x` computed for `$x` in `(0, inf)`, with the values outside
+/// patched in: log(+inf) = +inf, log(±0) = -inf, NaN for negatives and NaN. The finiteness
+/// test `x * 0 == 0` keeps LLVM from merging the compares into an integer class test, which
+/// is slow on plain x86-64.
+macro_rules! log_outside_domain {
+    ($ty:ident, $x:expr, $res:expr) => {{
+        let (x, res): ($ty, $ty) = ($x, $res);
+        let special = if x > 0.0 { x } else { $ty::NAN };
+        let special = if x == 0.0 { $ty::NEG_INFINITY } else { special };
+        if (x > 0.0) & (x * 0.0 == 0.0) {
+            res
+        } else {
+            special
+        }
+    }};
+}
+
+/// `$res`, the value of `pow($x, $y)` away from C99's special cases (with `$y`'s
+/// `int_parity`), with those cases patched in from the least to the most binding; `$exact`
+/// may patch in exact shortcuts of its own just before NaN operands and `pow(1, y)`,
+/// `pow(x, ±0)`, which bind most.
+macro_rules! pow_special_cases {
+    ($ty:ident, $x:expr, $y:expr, $parity:expr, $res:expr) => {
+        pow_special_cases!($ty, $x, $y, $parity, $res, |res| res)
+    };
+    ($ty:ident, $x:expr, $y:expr, $parity:expr, $res:expr, |$r:ident| $exact:expr) => {{
+        let (x, y, res): ($ty, $ty, $ty) = ($x, $y, $res);
+        let (y_is_int, y_is_odd): (bool, bool) = $parity;
+        let abs_x = x.abs();
+        let res = if x < 0.0 && abs_x != $ty::INFINITY && !y_is_int {
+            $ty::NAN
+        } else {
+            res
+        };
+        let zero_or_inf = if (abs_x == $ty::INFINITY) == (y > 0.0) {
+            $ty::INFINITY
+        } else {
+            0.0
+        };
+        let zero_or_inf = if x.is_sign_negative() && y_is_odd {
+            -zero_or_inf
+        } else {
+            zero_or_inf
+        };
+        let res = if abs_x == 0.0 || abs_x == $ty::INFINITY {
+            zero_or_inf
+        } else {
+            res
+        };
+        let inf_exponent = if abs_x == 1.0 {
+            1.0
+        } else if (abs_x > 1.0) == (y > 0.0) {
+            $ty::INFINITY
+        } else {
+            0.0
+        };
+        let $r = if y.abs() == $ty::INFINITY {
+            inf_exponent
+        } else {
+            res
+        };
+        let res = $exact;
+        let res = if x.is_nan() || y.is_nan() { x + y } else { res };
+        if x == 1.0 || y == 0.0 {
+            1.0
+        } else {
+            res
+        }
+    }};
+}
+
 /// 1.5 * 2^52. For `|v| < 2^51`, `(v + ROUND_SHIFT) - ROUND_SHIFT` is `v` rounded to the
 /// nearest integer (ties to even), and the bits of `v + ROUND_SHIFT` minus those of
 /// `ROUND_SHIFT` are that integer.
 const ROUND_SHIFT: f64 = 6755399441055744.0;
 
-/// Returns `v` rounded to the nearest integer, as an f64 and as an i64. Exact for
-/// `|v| < 2^51`; any other input gives unspecified values without panicking.
-#[inline(always)]
-fn round_to_int(v: f64) -> (f64, i64) {
-    let shifted = v + ROUND_SHIFT;
-    let int = (shifted.to_bits() as i64).wrapping_sub(ROUND_SHIFT.to_bits() as i64);
-    (shifted - ROUND_SHIFT, int)
+/// `$name(v)`: `v` rounded to the nearest integer by adding and removing `$shift` (1.5 times
+/// the float type's `2^mantissa_bits`), as a float and as the integer of the float's width.
+macro_rules! round_to_int {
+    ($(#[$doc:meta])* $name:ident, $ty:ty, $int:ty, $shift:ident) => {
+        $(#[$doc])*
+        #[inline(always)]
+        fn $name(v: $ty) -> ($ty, $int) {
+            let shifted = v + $shift;
+            let int = (shifted.to_bits() as $int).wrapping_sub($shift.to_bits() as $int);
+            (shifted - $shift, int)
+        }
+    };
+}
+
+round_to_int! {
+    /// Returns `v` rounded to the nearest integer, as an f64 and as an i64. Exact for
+    /// `|v| < 2^51`; any other input gives unspecified values without panicking.
+    round_to_int, f64, i64, ROUND_SHIFT
 }
 
 /// `n as f64` for `|n| < 2^51`, written so that it vectorises without AVX-512.
@@ -715,30 +826,36 @@ fn two_prod(a: f64, b: f64) -> (f64, f64) {
     (prod, err)
 }
 
-/// Whether `y` is an integer, and whether it is an odd one. Infinities are even integers,
-/// NaN is neither.
-#[inline(always)]
-fn int_parity(y: f64) -> (bool, bool) {
-    const TWO_52: f64 = 4503599627370496.0;
-    const TWO_53: f64 = 9007199254740992.0;
-    let abs_y = y.abs();
-    // Below 2^52, adding and removing 2^52 rounds to an integer; above, every f64 is one.
-    let is_int = abs_y >= TWO_52 || (abs_y + TWO_52) - TWO_52 == abs_y;
-    let half = 0.5 * abs_y;
-    let half_is_int = (half + TWO_52) - TWO_52 == half;
-    (is_int, is_int && abs_y < TWO_53 && !half_is_int)
+/// `$name(y)`: whether `y` is an integer, and whether it is an odd one, in the arithmetic of
+/// `$ty` (so that the masks stay as wide as `y`). Infinities are even integers, NaN is
+/// neither. `$all_int` is `2^mantissa_bits` (from there on every float is an integer) and
+/// `$all_even` twice that (from there on every float is even).
+macro_rules! int_parity {
+    ($(#[$doc:meta])* $name:ident, $ty:ty, $all_int:expr, $all_even:expr) => {
+        $(#[$doc])*
+        #[inline(always)]
+        fn $name(y: $ty) -> (bool, bool) {
+            const ALL_INT: $ty = $all_int;
+            const ALL_EVEN: $ty = $all_even;
+            let abs_y = y.abs();
+            // Below `ALL_INT`, adding and removing it rounds to an integer; above, every
+            // float is one.
+            let is_int = abs_y >= ALL_INT || (abs_y + ALL_INT) - ALL_INT == abs_y;
+            let half = 0.5 * abs_y;
+            let half_is_int = (half + ALL_INT) - ALL_INT == half;
+            (is_int, is_int && abs_y < ALL_EVEN && !half_is_int)
+        }
+    };
 }
 
-/// `int_parity` for f32, in f32 arithmetic so that the masks stay f32-wide.
-#[inline(always)]
-fn int_parity_f32(y: f32) -> (bool, bool) {
-    const TWO_23: f32 = 8388608.0;
-    const TWO_24: f32 = 16777216.0;
-    let abs_y = y.abs();
-    let is_int = abs_y >= TWO_23 || (abs_y + TWO_23) - TWO_23 == abs_y;
-    let half = 0.5 * abs_y;
-    let half_is_int = (half + TWO_23) - TWO_23 == half;
-    (is_int, is_int && abs_y < TWO_24 && !half_is_int)
+int_parity! {
+    /// Whether `y` is an integer, and whether it is an odd one (2^52 and 2^53).
+    int_parity, f64, 4503599627370496.0, 9007199254740992.0
+}
+
+int_parity! {
+    /// `int_parity` for f32 (2^23 and 2^24).
+    int_parity_f32, f32, 8388608.0, 16777216.0
 }
 
 // ---------------------------------------------------------------------------------------
@@ -748,13 +865,10 @@ fn int_parity_f32(y: f32) -> (bool, bool) {
 /// 1.5 * 2^23, the f32 `ROUND_SHIFT`.
 const ROUND_SHIFT_F32: f32 = 12582912.0;
 
-/// `round_to_int` in f32: exact for `|v| < 2^22`; any other input gives unspecified values
-/// without panicking.
-#[inline(always)]
-fn round_to_int_f32(v: f32) -> (f32, i32) {
-    let shifted = v + ROUND_SHIFT_F32;
-    let int = (shifted.to_bits() as i32).wrapping_sub(ROUND_SHIFT_F32.to_bits() as i32);
-    (shifted - ROUND_SHIFT_F32, int)
+round_to_int! {
+    /// `round_to_int` in f32: exact for `|v| < 2^22`; any other input gives unspecified
+    /// values without panicking.
+    round_to_int_f32, f32, i32, ROUND_SHIFT_F32
 }
 
 /// ln 2 in two parts: `LN2_HI_F32` (355/512) has 9 significant bits, so `n * LN2_HI_F32` is
@@ -930,14 +1044,7 @@ fn log_f32_impl(x: f32) -> f32 {
     let subnormal = x < f32::MIN_POSITIVE;
     let scaled = if subnormal { x * 8388608.0 } else { x };
     let res = log_of_normal_f32(scaled, if subnormal { 23 } else { 0 });
-    // Outside (0, inf); see `log_f64_impl`.
-    let special = if x > 0.0 { x } else { f32::NAN };
-    let special = if x == 0.0 { f32::NEG_INFINITY } else { special };
-    if (x > 0.0) & (x * 0.0 == 0.0) {
-        res
-    } else {
-        special
-    }
+    log_outside_domain!(f32, x, res)
 }
 
 /// `log_f32_impl` for `x` positive, normal and finite, with the same bits; other `x` give
@@ -977,22 +1084,8 @@ fn tanh_f32_impl(x: f32) -> f32 {
     res.copysign(x)
 }
 
-/// Whether `sin`/`cos` of `x` needs the `std` fallback: finite and `|x| >= 2^26`.
-#[inline(always)]
-fn sincos_f32_needs_fallback(x: f32) -> bool {
-    let abs_x = x.abs();
-    abs_x >= 67108864.0 && abs_x != f32::INFINITY
-}
-
-/// `std`'s `sin(x)` (or `cos(x)` when `is_cos`): Note [Huge sin/cos arguments].
-#[cold]
-#[inline(never)]
-fn sincos_f32_fallback(x: f32, is_cos: bool) -> f32 {
-    if is_cos {
-        x.cos()
-    } else {
-        x.sin()
-    }
+huge_sincos! {
+    f32, sincos_f32_needs_fallback, sincos_f32_fallback, 67108864.0, "2^26"
 }
 
 /// `sin_f32(x)` (or `cos_f32` when `is_cos`) by one kernel: the f32 one for small arguments,
@@ -1128,46 +1221,7 @@ fn pow_f32_impl(x: f32, y: f32) -> f32 {
     let magnitude = exp2_f32_kernel(f64::from(y) * log2_x) as f32;
     let negate = x < 0.0 && y_is_odd;
     let res = if negate { -magnitude } else { magnitude };
-    // Special cases, from the least to the most binding.
-    let abs_x = x.abs();
-    let res = if x < 0.0 && abs_x != f32::INFINITY && !y_is_int {
-        f32::NAN
-    } else {
-        res
-    };
-    let zero_or_inf = if (abs_x == f32::INFINITY) == (y > 0.0) {
-        f32::INFINITY
-    } else {
-        0.0
-    };
-    let zero_or_inf = if x.is_sign_negative() && y_is_odd {
-        -zero_or_inf
-    } else {
-        zero_or_inf
-    };
-    let res = if abs_x == 0.0 || abs_x == f32::INFINITY {
-        zero_or_inf
-    } else {
-        res
-    };
-    let inf_exponent = if abs_x == 1.0 {
-        1.0
-    } else if (abs_x > 1.0) == (y > 0.0) {
-        f32::INFINITY
-    } else {
-        0.0
-    };
-    let res = if y.abs() == f32::INFINITY {
-        inf_exponent
-    } else {
-        res
-    };
-    let res = if x.is_nan() || y.is_nan() { x + y } else { res };
-    if x == 1.0 || y == 0.0 {
-        1.0
-    } else {
-        res
-    }
+    pow_special_cases!(f32, x, y, (y_is_int, y_is_odd), res)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1231,16 +1285,7 @@ fn log_f64_impl(x: f64) -> f64 {
     let t2 = z * (LG1 + w * (LG3 + w * (LG5 + w * LG7)));
     let r = t2 + t1;
     let res = s * (hfsq + r) + k * LN2_LO - hfsq + f + k * LN2_HI;
-    // Outside (0, inf): log(+inf) = +inf, log(±0) = -inf, NaN for negatives and NaN. The
-    // finiteness test `x * 0 == 0` keeps LLVM from merging the compares into an integer
-    // class test, which is slow on plain x86-64.
-    let special = if x > 0.0 { x } else { f64::NAN };
-    let special = if x == 0.0 { f64::NEG_INFINITY } else { special };
-    if (x > 0.0) & (x * 0.0 == 0.0) {
-        res
-    } else {
-        special
-    }
+    log_outside_domain!(f64, x, res)
 }
 
 /// `R(z)` with `tanh(a) = a + a^3 R(a^2)` for `|a| <= 0.3`, degree 7; relative error 2^-59.5.
@@ -1314,11 +1359,8 @@ fn tanh_f64_large(abs_x: f64) -> f64 {
     one_minus + (err - q_lo)
 }
 
-/// Whether `sin`/`cos` of `x` needs the `std` fallback: finite and `|x| >= 2^20`.
-#[inline(always)]
-fn sincos_f64_needs_fallback(x: f64) -> bool {
-    let abs_x = x.abs();
-    abs_x >= 1048576.0 && abs_x != f64::INFINITY
+huge_sincos! {
+    f64, sincos_f64_needs_fallback, sincos_f64_fallback, 1048576.0, "2^20"
 }
 
 /// `sin_f64(x)` (or `cos_f64` when `is_cos`), with the huge arguments' branch.
@@ -1328,17 +1370,6 @@ fn sincos_f64(x: f64, is_cos: bool) -> f64 {
         sincos_f64_fallback(x, is_cos)
     } else {
         sincos_f64_fast(x, is_cos)
-    }
-}
-
-/// `std`'s `sin(x)` (or `cos(x)` when `is_cos`): Note [Huge sin/cos arguments].
-#[cold]
-#[inline(never)]
-fn sincos_f64_fallback(x: f64, is_cos: bool) -> f64 {
-    if is_cos {
-        x.cos()
-    } else {
-        x.sin()
     }
 }
 
@@ -1493,48 +1524,15 @@ fn pow_f64_impl(x: f64, y: f64) -> f64 {
     } else {
         magnitude
     };
-    // Special cases, from the least to the most binding.
-    let res = if x < 0.0 && abs_x != f64::INFINITY && !y_is_int {
-        f64::NAN
-    } else {
-        res
-    };
-    let zero_or_inf = if (abs_x == f64::INFINITY) == (y > 0.0) {
-        f64::INFINITY
-    } else {
-        0.0
-    };
-    let zero_or_inf = if x.is_sign_negative() && y_is_odd {
-        -zero_or_inf
-    } else {
-        zero_or_inf
-    };
-    let res = if abs_x == 0.0 || abs_x == f64::INFINITY {
-        zero_or_inf
-    } else {
-        res
-    };
-    let inf_exponent = if abs_x == 1.0 {
-        1.0
-    } else if (abs_x > 1.0) == (y > 0.0) {
-        f64::INFINITY
-    } else {
-        0.0
-    };
-    let res = if y.abs() == f64::INFINITY {
-        inf_exponent
-    } else {
-        res
-    };
-    // Exact shortcuts, as in fdlibm.
-    let res = if y == 1.0 { x } else { res };
-    let res = if y == 2.0 { x * x } else { res };
-    let res = if x.is_nan() || y.is_nan() { x + y } else { res };
-    if x == 1.0 || y == 0.0 {
-        1.0
-    } else {
-        res
-    }
+    pow_special_cases!(f64, x, y, (y_is_int, y_is_odd), res, |res| {
+        // Exact shortcuts, as in fdlibm.
+        let res = if y == 1.0 { x } else { res };
+        if y == 2.0 {
+            x * x
+        } else {
+            res
+        }
+    })
 }
 
 #[cfg(test)]
@@ -1703,66 +1701,30 @@ mod tests {
         reference: fn(T) -> T,
     }
 
-    const EXP_F32: Unary<f32> = Unary {
-        name: "exp_f32",
-        ours: exp_f32,
-        slice: exp_f32_slice,
-        reference: f32::exp,
-    };
-    const LOG_F32: Unary<f32> = Unary {
-        name: "log_f32",
-        ours: log_f32,
-        slice: log_f32_slice,
-        reference: f32::ln,
-    };
-    const TANH_F32: Unary<f32> = Unary {
-        name: "tanh_f32",
-        ours: tanh_f32,
-        slice: tanh_f32_slice,
-        reference: f32::tanh,
-    };
-    const SIN_F32: Unary<f32> = Unary {
-        name: "sin_f32",
-        ours: sin_f32,
-        slice: sin_f32_slice,
-        reference: f32::sin,
-    };
-    const COS_F32: Unary<f32> = Unary {
-        name: "cos_f32",
-        ours: cos_f32,
-        slice: cos_f32_slice,
-        reference: f32::cos,
-    };
-    const EXP_F64: Unary<f64> = Unary {
-        name: "exp_f64",
-        ours: exp_f64,
-        slice: exp_f64_slice,
-        reference: f64::exp,
-    };
-    const LOG_F64: Unary<f64> = Unary {
-        name: "log_f64",
-        ours: log_f64,
-        slice: log_f64_slice,
-        reference: f64::ln,
-    };
-    const TANH_F64: Unary<f64> = Unary {
-        name: "tanh_f64",
-        ours: tanh_f64,
-        slice: tanh_f64_slice,
-        reference: f64::tanh,
-    };
-    const SIN_F64: Unary<f64> = Unary {
-        name: "sin_f64",
-        ours: sin_f64,
-        slice: sin_f64_slice,
-        reference: f64::sin,
-    };
-    const COS_F64: Unary<f64> = Unary {
-        name: "cos_f64",
-        ours: cos_f64,
-        slice: cos_f64_slice,
-        reference: f64::cos,
-    };
+    /// `NAME: T = ours, slice, reference;` defines `NAME`, a `Unary<T>` named after `ours`.
+    macro_rules! unary_cases {
+        ($($case:ident: $ty:ty = $ours:ident, $slice:ident, $reference:path;)*) => {$(
+            const $case: Unary<$ty> = Unary {
+                name: stringify!($ours),
+                ours: $ours,
+                slice: $slice,
+                reference: $reference,
+            };
+        )*};
+    }
+
+    unary_cases! {
+        EXP_F32: f32 = exp_f32, exp_f32_slice, f32::exp;
+        LOG_F32: f32 = log_f32, log_f32_slice, f32::ln;
+        TANH_F32: f32 = tanh_f32, tanh_f32_slice, f32::tanh;
+        SIN_F32: f32 = sin_f32, sin_f32_slice, f32::sin;
+        COS_F32: f32 = cos_f32, cos_f32_slice, f32::cos;
+        EXP_F64: f64 = exp_f64, exp_f64_slice, f64::exp;
+        LOG_F64: f64 = log_f64, log_f64_slice, f64::ln;
+        TANH_F64: f64 = tanh_f64, tanh_f64_slice, f64::tanh;
+        SIN_F64: f64 = sin_f64, sin_f64_slice, f64::sin;
+        COS_F64: f64 = cos_f64, cos_f64_slice, f64::cos;
+    }
 
     /// Runs the slice function over `inputs` in slices of `exec::lanes::LINE`, as kernels
     /// do, and checks every lane against the per-element function (same bits) and against
@@ -1833,98 +1795,74 @@ mod tests {
 
     #[test]
     fn special_values_f32() {
-        let nan = f32::NAN;
-        let inf = f32::INFINITY;
-        let tiny = f32::from_bits(1);
-        let cases: &[(&Unary<f32>, f32, f32)] = &[
-            (&EXP_F32, nan, nan),
-            (&EXP_F32, inf, inf),
-            (&EXP_F32, -inf, 0.0),
-            (&EXP_F32, 0.0, 1.0),
-            (&EXP_F32, -0.0, 1.0),
-            (&EXP_F32, tiny, 1.0),
-            (&EXP_F32, 89.0, inf),
-            (&EXP_F32, -104.0, 0.0),
-            (&LOG_F32, nan, nan),
-            (&LOG_F32, inf, inf),
-            (&LOG_F32, -inf, nan),
-            (&LOG_F32, 0.0, -inf),
-            (&LOG_F32, -0.0, -inf),
-            (&LOG_F32, -1.0, nan),
-            (&LOG_F32, -tiny, nan),
-            (&LOG_F32, 1.0, 0.0),
-            (&TANH_F32, nan, nan),
-            (&TANH_F32, inf, 1.0),
-            (&TANH_F32, -inf, -1.0),
-            (&TANH_F32, 0.0, 0.0),
-            (&TANH_F32, -0.0, -0.0),
-            (&TANH_F32, tiny, tiny),
-            (&TANH_F32, -tiny, -tiny),
-            (&TANH_F32, 20.0, 1.0),
-            (&TANH_F32, -20.0, -1.0),
-            (&SIN_F32, nan, nan),
-            (&SIN_F32, inf, nan),
-            (&SIN_F32, -inf, nan),
-            (&SIN_F32, 0.0, 0.0),
-            (&SIN_F32, -0.0, -0.0),
-            (&SIN_F32, tiny, tiny),
-            (&SIN_F32, -tiny, -tiny),
-            (&COS_F32, nan, nan),
-            (&COS_F32, inf, nan),
-            (&COS_F32, -inf, nan),
-            (&COS_F32, 0.0, 1.0),
-            (&COS_F32, -0.0, 1.0),
-            (&COS_F32, tiny, 1.0),
-        ];
-        check_special_values("special_values_f32", cases);
+        let functions = [&EXP_F32, &LOG_F32, &TANH_F32, &SIN_F32, &COS_F32];
+        let cases = special_cases(functions, (89.0, -104.0), 20.0);
+        check_special_values("special_values_f32", &cases);
     }
 
     #[test]
     fn special_values_f64() {
+        let functions = [&EXP_F64, &LOG_F64, &TANH_F64, &SIN_F64, &COS_F64];
+        let cases = special_cases(functions, (710.0, -746.0), 40.0);
+        check_special_values("special_values_f64", &cases);
+    }
+
+    /// The special values of `[exp, log, tanh, sin, cos]` in one float type, with `exp`'s
+    /// first overflowing and first underflowing integer (`exp_limits`) and an integer where
+    /// `tanh` has saturated.
+    fn special_cases<T: TestFloat>(
+        [exp, log, tanh, sin, cos]: [&Unary<T>; 5],
+        exp_limits: (f64, f64),
+        tanh_saturated: f64,
+    ) -> Vec<(&Unary<T>, T, T)> {
         let nan = f64::NAN;
         let inf = f64::INFINITY;
-        let tiny = f64::from_bits(1);
-        let cases: &[(&Unary<f64>, f64, f64)] = &[
-            (&EXP_F64, nan, nan),
-            (&EXP_F64, inf, inf),
-            (&EXP_F64, -inf, 0.0),
-            (&EXP_F64, 0.0, 1.0),
-            (&EXP_F64, -0.0, 1.0),
-            (&EXP_F64, tiny, 1.0),
-            (&EXP_F64, 710.0, inf),
-            (&EXP_F64, -746.0, 0.0),
-            (&LOG_F64, nan, nan),
-            (&LOG_F64, inf, inf),
-            (&LOG_F64, -inf, nan),
-            (&LOG_F64, 0.0, -inf),
-            (&LOG_F64, -0.0, -inf),
-            (&LOG_F64, -1.0, nan),
-            (&LOG_F64, -tiny, nan),
-            (&LOG_F64, 1.0, 0.0),
-            (&TANH_F64, nan, nan),
-            (&TANH_F64, inf, 1.0),
-            (&TANH_F64, -inf, -1.0),
-            (&TANH_F64, 0.0, 0.0),
-            (&TANH_F64, -0.0, -0.0),
-            (&TANH_F64, tiny, tiny),
-            (&TANH_F64, -tiny, -tiny),
-            (&TANH_F64, 40.0, 1.0),
-            (&TANH_F64, -40.0, -1.0),
-            (&SIN_F64, nan, nan),
-            (&SIN_F64, inf, nan),
-            (&SIN_F64, -inf, nan),
-            (&SIN_F64, 0.0, 0.0),
-            (&SIN_F64, -0.0, -0.0),
-            (&SIN_F64, tiny, tiny),
-            (&SIN_F64, -tiny, -tiny),
-            (&COS_F64, nan, nan),
-            (&COS_F64, inf, nan),
-            (&COS_F64, -inf, nan),
-            (&COS_F64, 0.0, 1.0),
-            (&COS_F64, -0.0, 1.0),
-            (&COS_F64, tiny, 1.0),
+        let tiny = T::from_raw(1).to_f64();
+        let (overflow, underflow) = exp_limits;
+        let cases = [
+            (exp, nan, nan),
+            (exp, inf, inf),
+            (exp, -inf, 0.0),
+            (exp, 0.0, 1.0),
+            (exp, -0.0, 1.0),
+            (exp, tiny, 1.0),
+            (exp, overflow, inf),
+            (exp, underflow, 0.0),
+            (log, nan, nan),
+            (log, inf, inf),
+            (log, -inf, nan),
+            (log, 0.0, -inf),
+            (log, -0.0, -inf),
+            (log, -1.0, nan),
+            (log, -tiny, nan),
+            (log, 1.0, 0.0),
+            (tanh, nan, nan),
+            (tanh, inf, 1.0),
+            (tanh, -inf, -1.0),
+            (tanh, 0.0, 0.0),
+            (tanh, -0.0, -0.0),
+            (tanh, tiny, tiny),
+            (tanh, -tiny, -tiny),
+            (tanh, tanh_saturated, 1.0),
+            (tanh, -tanh_saturated, -1.0),
+            (sin, nan, nan),
+            (sin, inf, nan),
+            (sin, -inf, nan),
+            (sin, 0.0, 0.0),
+            (sin, -0.0, -0.0),
+            (sin, tiny, tiny),
+            (sin, -tiny, -tiny),
+            (cos, nan, nan),
+            (cos, inf, nan),
+            (cos, -inf, nan),
+            (cos, 0.0, 1.0),
+            (cos, -0.0, 1.0),
+            (cos, tiny, 1.0),
         ];
-        check_special_values("special_values_f64", cases);
+        cases
+            .into_iter()
+            .map(|(case, x, expected)| (case, T::from_f64(x), T::from_f64(expected)))
+            .collect()
     }
 
     /// Each case's function gives exactly the expected value, per element, over a slice and
@@ -2075,11 +2013,6 @@ mod tests {
     }
 
     #[test]
-    fn exp_f32_bit_patterns() {
-        check(&EXP_F32, &bit_patterns::<f32>(1, N_BITS));
-    }
-
-    #[test]
     fn exp_f64_sweep() {
         let edges = [
             709.782712893384,
@@ -2093,11 +2026,6 @@ mod tests {
             &sweep::<f64>(&[(-750.0, 712.0), (-1.0, 1.0)], N_SWEEP, &edges),
         );
         check(&EXP_F64, &random_in_f64(2, N_SWEEP, -746.0, 710.0));
-    }
-
-    #[test]
-    fn exp_f64_bit_patterns() {
-        check(&EXP_F64, &bit_patterns::<f64>(3, N_BITS));
     }
 
     // log: around 1 (cancellation), subnormals, the extremes.
@@ -2118,11 +2046,6 @@ mod tests {
     }
 
     #[test]
-    fn log_f32_bit_patterns() {
-        check(&LOG_F32, &bit_patterns::<f32>(4, N_BITS));
-    }
-
-    #[test]
     fn log_f64_sweep() {
         let edges = [
             1.0,
@@ -2138,11 +2061,6 @@ mod tests {
         check(&LOG_F64, &random_in_f64(5, N_SWEEP, 1.0e-320, 1.0e300));
     }
 
-    #[test]
-    fn log_f64_bit_patterns() {
-        check(&LOG_F64, &bit_patterns::<f64>(6, N_BITS));
-    }
-
     // tanh: both branches and the switch between them, and where it saturates.
 
     #[test]
@@ -2155,11 +2073,6 @@ mod tests {
     }
 
     #[test]
-    fn tanh_f32_bit_patterns() {
-        check(&TANH_F32, &bit_patterns::<f32>(7, N_BITS));
-    }
-
-    #[test]
     fn tanh_f64_sweep() {
         let edges = [0.3, -0.3, 19.061547465398498, 20.0, 1.0e-8];
         check(
@@ -2167,11 +2080,6 @@ mod tests {
             &sweep::<f64>(&[(-22.0, 22.0), (-1.0, 1.0)], N_SWEEP, &edges),
         );
         check(&TANH_F64, &random_in_f64(8, N_SWEEP, 1.0e-10, 20.0));
-    }
-
-    #[test]
-    fn tanh_f64_bit_patterns() {
-        check(&TANH_F64, &bit_patterns::<f64>(9, N_BITS));
     }
 
     // sin and cos: ordinary arguments, arguments next to multiples of pi/2 (cancellation),
@@ -2187,14 +2095,21 @@ mod tests {
         inputs
     }
 
-    #[test]
-    fn sin_f32_sweep() {
+    /// `case` (`sin` or `cos` in f32) on ordinary and huge arguments, on both sides of the
+    /// fallback threshold (2^26) and of the f32 kernel's range (8), and next to multiples of
+    /// pi/2.
+    fn sincos_f32_sweep(case: &Unary<f32>) {
         let edges = [67108864.0, -67108864.0, 1.0e-4, 8.0, -8.0];
         check(
-            &SIN_F32,
+            case,
             &sweep::<f32>(&[(-100.0, 100.0), (-1.0e8, 1.0e8)], N_SWEEP, &edges),
         );
-        check(&SIN_F32, &near_multiples::<f32>(20_000));
+        check(case, &near_multiples::<f32>(20_000));
+    }
+
+    #[test]
+    fn sin_f32_sweep() {
+        sincos_f32_sweep(&SIN_F32);
     }
 
     /// Note [sin and cos of small f32]: in the f32 kernel's range, within 1 ulp of the
@@ -2228,53 +2143,56 @@ mod tests {
     }
 
     #[test]
-    fn sin_f32_bit_patterns() {
-        check(&SIN_F32, &bit_patterns::<f32>(10, N_BITS));
-    }
-
-    #[test]
     fn cos_f32_sweep() {
-        let edges = [67108864.0, -67108864.0, 1.0e-4, 8.0, -8.0];
-        check(
-            &COS_F32,
-            &sweep::<f32>(&[(-100.0, 100.0), (-1.0e8, 1.0e8)], N_SWEEP, &edges),
-        );
-        check(&COS_F32, &near_multiples::<f32>(20_000));
+        sincos_f32_sweep(&COS_F32);
     }
 
-    #[test]
-    fn cos_f32_bit_patterns() {
-        check(&COS_F32, &bit_patterns::<f32>(11, N_BITS));
+    /// `case` (`sin` or `cos` in f64) on ordinary and huge arguments, on both sides of the
+    /// fallback threshold (2^20), and next to multiples of pi/2.
+    fn sincos_f64_sweep(case: &Unary<f64>) {
+        let edges = [1048576.0, -1048576.0, 7.450580596923828e-09];
+        check(
+            case,
+            &sweep::<f64>(&[(-100.0, 100.0), (-2.0e6, 2.0e6)], N_SWEEP, &edges),
+        );
+        check(case, &near_multiples::<f64>(20_000));
     }
 
     #[test]
     fn sin_f64_sweep() {
-        let edges = [1048576.0, -1048576.0, 7.450580596923828e-09];
-        check(
-            &SIN_F64,
-            &sweep::<f64>(&[(-100.0, 100.0), (-2.0e6, 2.0e6)], N_SWEEP, &edges),
-        );
-        check(&SIN_F64, &near_multiples::<f64>(20_000));
-    }
-
-    #[test]
-    fn sin_f64_bit_patterns() {
-        check(&SIN_F64, &bit_patterns::<f64>(12, N_BITS));
+        sincos_f64_sweep(&SIN_F64);
     }
 
     #[test]
     fn cos_f64_sweep() {
-        let edges = [1048576.0, -1048576.0, 7.450580596923828e-09];
-        check(
-            &COS_F64,
-            &sweep::<f64>(&[(-100.0, 100.0), (-2.0e6, 2.0e6)], N_SWEEP, &edges),
-        );
-        check(&COS_F64, &near_multiples::<f64>(20_000));
+        sincos_f64_sweep(&COS_F64);
     }
 
-    #[test]
-    fn cos_f64_bit_patterns() {
-        check(&COS_F64, &bit_patterns::<f64>(13, N_BITS));
+    // Every function on uniformly random bit patterns (every exponent equally likely), one
+    // seed each.
+
+    /// `name: CASE, seed;` is a test `name` that checks `CASE` on `N_BITS` random bit
+    /// patterns drawn from `seed`.
+    macro_rules! bit_pattern_tests {
+        ($($test:ident: $case:ident, $seed:expr;)*) => {$(
+            #[test]
+            fn $test() {
+                check(&$case, &bit_patterns($seed, N_BITS));
+            }
+        )*};
+    }
+
+    bit_pattern_tests! {
+        exp_f32_bit_patterns: EXP_F32, 1;
+        exp_f64_bit_patterns: EXP_F64, 3;
+        log_f32_bit_patterns: LOG_F32, 4;
+        log_f64_bit_patterns: LOG_F64, 6;
+        tanh_f32_bit_patterns: TANH_F32, 7;
+        tanh_f64_bit_patterns: TANH_F64, 9;
+        sin_f32_bit_patterns: SIN_F32, 10;
+        cos_f32_bit_patterns: COS_F32, 11;
+        sin_f64_bit_patterns: SIN_F64, 12;
+        cos_f64_bit_patterns: COS_F64, 13;
     }
 
     // pow: C99's special cases, then sampled pairs.
