@@ -14,7 +14,7 @@
 use super::hlo::{self, Hlo};
 use super::scalar::{Elem, Scalar};
 use super::signature::{ByMethod, Interface, Signature};
-use super::{operand_pair, same_elem, Apply, Lift, PrimTypeError, ScalarRepr};
+use super::{operand_pair, same_elem_where, Apply, Lift, PrimTypeError, ScalarRepr};
 
 /// The operators of the arithmetic family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -73,14 +73,7 @@ pub fn result_elem(op: ArithOp, operands: &[Elem]) -> Result<Elem, PrimTypeError
         | ArithOp::Min
         | ArithOp::Max
         | ArithOp::Mod
-        | ArithOp::IDiv => {
-            let elem = same_elem(operands)?;
-            if elem.is_numeric() {
-                Ok(elem)
-            } else {
-                Err(PrimTypeError::operands("numeric operands", &[elem]))
-            }
-        }
+        | ArithOp::IDiv => same_elem_where(operands, "numeric operands", Elem::is_numeric),
     }
 }
 
@@ -89,29 +82,24 @@ pub fn result_elem(op: ArithOp, operands: &[Elem]) -> Result<Elem, PrimTypeError
 /// and `max` need `Ord`, `abs`, `mod` and `idiv` a number.
 pub fn signature(op: ArithOp) -> Signature {
     use ByMethod::{Call, Choose, FromZero};
+    let infix =
+        |interface, symbol, method| Signature::same(2, interface).infix(symbol).by(Call(method));
+    let choice = |name, method| {
+        Signature::same(2, Interface::Ord)
+            .named(name)
+            .by(Choose(method))
+    };
     match op {
-        ArithOp::Add => Signature::same(2, Interface::Add)
-            .infix("+")
-            .by(Call("add")),
-        ArithOp::Sub => Signature::same(2, Interface::Sub)
-            .infix("-")
-            .by(Call("sub")),
-        ArithOp::Mul => Signature::same(2, Interface::Mul)
-            .infix("*")
-            .by(Call("mul")),
-        ArithOp::Div => Signature::same(2, Interface::Div)
-            .infix("/")
-            .by(Call("divide")),
+        ArithOp::Add => infix(Interface::Add, "+", "add"),
+        ArithOp::Sub => infix(Interface::Sub, "-", "sub"),
+        ArithOp::Mul => infix(Interface::Mul, "*", "mul"),
+        ArithOp::Div => infix(Interface::Div, "/", "divide"),
         ArithOp::Neg => Signature::same(1, Interface::Sub)
             .named("neg")
             .by(FromZero("sub")),
         ArithOp::Abs => Signature::same(1, Interface::Num).named("abs"),
-        ArithOp::Min => Signature::same(2, Interface::Ord)
-            .named("min")
-            .by(Choose("<")),
-        ArithOp::Max => Signature::same(2, Interface::Ord)
-            .named("max")
-            .by(Choose(">")),
+        ArithOp::Min => choice("min", "<"),
+        ArithOp::Max => choice("max", ">"),
         ArithOp::Mod => Signature::same(2, Interface::Num).named("mod"),
         ArithOp::IDiv => Signature::same(2, Interface::Num).named("idiv"),
     }

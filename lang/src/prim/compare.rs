@@ -12,7 +12,7 @@ use std::cmp::Ordering;
 use super::hlo::Hlo;
 use super::scalar::{Elem, Scalar};
 use super::signature::{ByMethod, Interface, Signature, Slot};
-use super::{operand, same_elem, LiftRelation, PrimTypeError};
+use super::{operand, same_elem, same_elem_where, LiftRelation, PrimTypeError};
 
 /// The operators of the compare family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -31,63 +31,67 @@ pub enum CompareOp {
     Select,
 }
 
-/// Sign rule (Note [Sign-clear values] in `prim`): a selection is when both choices are.
-/// (Comparisons give booleans, which have no sign.)
-pub fn sign_clear(op: CompareOp, operands: &[bool]) -> bool {
+/// The kinds of operator in the family. The rules that treat every operator of a kind alike
+/// (sign, arity, type, identity, differentiation) match on its kind, so that a new operator
+/// is sorted into a kind once; the rules that tell the operators apart match on the operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// `== /= < > <= >=`: two operands of one element type → `Bool`.
+    Ordering,
+    /// `and or`: two `Bool`s → `Bool`.
+    Connective,
+    /// `not`: a `Bool` → `Bool`.
+    Not,
+    /// `isnan isinf`: a float → `Bool`.
+    FloatTest,
+    /// `select(c, a, b)`.
+    Select,
+}
+
+const fn kind(op: CompareOp) -> Kind {
     match op {
-        CompareOp::Select => operands[1] && operands[2],
         CompareOp::Eq
         | CompareOp::Ne
         | CompareOp::Lt
         | CompareOp::Gt
         | CompareOp::Le
-        | CompareOp::Ge
-        | CompareOp::And
-        | CompareOp::Or
-        | CompareOp::Not
-        | CompareOp::IsNan
-        | CompareOp::IsInf => false,
+        | CompareOp::Ge => Kind::Ordering,
+        CompareOp::And | CompareOp::Or => Kind::Connective,
+        CompareOp::Not => Kind::Not,
+        CompareOp::IsNan | CompareOp::IsInf => Kind::FloatTest,
+        CompareOp::Select => Kind::Select,
+    }
+}
+
+/// Sign rule (Note [Sign-clear values] in `prim`): a selection is when both choices are.
+/// (Comparisons give booleans, which have no sign.)
+pub fn sign_clear(op: CompareOp, operands: &[bool]) -> bool {
+    match kind(op) {
+        Kind::Select => operands[1] && operands[2],
+        Kind::Ordering | Kind::Connective | Kind::Not | Kind::FloatTest => false,
     }
 }
 
 /// Arity rule.
 pub fn arity(op: CompareOp) -> usize {
-    match op {
-        CompareOp::Eq
-        | CompareOp::Ne
-        | CompareOp::Lt
-        | CompareOp::Gt
-        | CompareOp::Le
-        | CompareOp::Ge
-        | CompareOp::And
-        | CompareOp::Or => 2,
-        CompareOp::Not | CompareOp::IsNan | CompareOp::IsInf => 1,
-        CompareOp::Select => 3,
+    match kind(op) {
+        Kind::Ordering | Kind::Connective => 2,
+        Kind::Not | Kind::FloatTest => 1,
+        Kind::Select => 3,
     }
 }
 
 /// Type rule.
 pub fn result_elem(op: CompareOp, operands: &[Elem]) -> Result<Elem, PrimTypeError> {
-    match op {
-        CompareOp::Eq
-        | CompareOp::Ne
-        | CompareOp::Lt
-        | CompareOp::Gt
-        | CompareOp::Le
-        | CompareOp::Ge => same_elem(operands).map(|_| Elem::Bool),
-        CompareOp::And | CompareOp::Or | CompareOp::Not => match same_elem(operands)? {
-            Elem::Bool => Ok(Elem::Bool),
-            other => Err(PrimTypeError::operands("bool operands", &[other])),
-        },
-        CompareOp::IsNan | CompareOp::IsInf => {
-            let elem = same_elem(operands)?;
-            if elem.is_float() {
-                Ok(Elem::Bool)
-            } else {
-                Err(PrimTypeError::operands("a float operand", &[elem]))
-            }
+    match kind(op) {
+        Kind::Ordering => same_elem(operands).map(|_| Elem::Bool),
+        Kind::Connective | Kind::Not => {
+            same_elem_where(operands, "bool operands", |elem| elem == Elem::Bool)
         }
-        CompareOp::Select => {
+        Kind::FloatTest => {
+            same_elem_where(operands, "a float operand", Elem::is_float).map(|_| Elem::Bool)
+        }
+        Kind::Select => {
             let (cond, branches) = operands
                 .split_first()
                 .ok_or_else(|| PrimTypeError::operands("a condition and two values", operands))?;
@@ -104,21 +108,14 @@ pub fn result_elem(op: CompareOp, operands: &[Elem]) -> Result<Elem, PrimTypeErr
 /// in Dex's prelude); the logic operators take `Bool`s, the float tests a `Float`.
 pub fn signature(op: CompareOp) -> Signature {
     use ByMethod::{Call, Negated};
+    let relation = |interface, infix, by| Signature::relation(interface).infix(infix).by(by);
     match op {
-        CompareOp::Eq => Signature::relation(Interface::Eq)
-            .infix("==")
-            .by(Call("==")),
-        CompareOp::Ne => Signature::relation(Interface::Eq)
-            .infix("!=")
-            .by(Negated("==")),
-        CompareOp::Lt => Signature::relation(Interface::Ord).infix("<").by(Call("<")),
-        CompareOp::Gt => Signature::relation(Interface::Ord).infix(">").by(Call(">")),
-        CompareOp::Le => Signature::relation(Interface::Ord)
-            .infix("<=")
-            .by(Negated(">")),
-        CompareOp::Ge => Signature::relation(Interface::Ord)
-            .infix(">=")
-            .by(Negated("<")),
+        CompareOp::Eq => relation(Interface::Eq, "==", Call("==")),
+        CompareOp::Ne => relation(Interface::Eq, "!=", Negated("==")),
+        CompareOp::Lt => relation(Interface::Ord, "<", Call("<")),
+        CompareOp::Gt => relation(Interface::Ord, ">", Call(">")),
+        CompareOp::Le => relation(Interface::Ord, "<=", Negated(">")),
+        CompareOp::Ge => relation(Interface::Ord, ">=", Negated("<")),
         CompareOp::And => Signature::fixed(&[Slot::Bool, Slot::Bool], Slot::Bool).infix("&&"),
         CompareOp::Or => Signature::fixed(&[Slot::Bool, Slot::Bool], Slot::Bool).infix("||"),
         CompareOp::Not => Signature::fixed(&[Slot::Bool], Slot::Bool).named("not"),
@@ -140,24 +137,9 @@ const fn float_test() -> Signature {
 
 /// Identity rule: `and`'s identity is `true`, `or`'s `false` (on `Bool`).
 pub fn identity(op: CompareOp, elem: Elem) -> Option<Scalar> {
-    match (op, elem) {
-        (CompareOp::And, Elem::Bool) => Some(Scalar::Bool(true)),
-        (CompareOp::Or, Elem::Bool) => Some(Scalar::Bool(false)),
-        (
-            CompareOp::Eq
-            | CompareOp::Ne
-            | CompareOp::Lt
-            | CompareOp::Gt
-            | CompareOp::Le
-            | CompareOp::Ge
-            | CompareOp::And
-            | CompareOp::Or
-            | CompareOp::Not
-            | CompareOp::IsNan
-            | CompareOp::IsInf
-            | CompareOp::Select,
-            _,
-        ) => None,
+    match (kind(op), elem) {
+        (Kind::Connective, Elem::Bool) => Some(Scalar::Bool(op == CompareOp::And)),
+        (Kind::Ordering | Kind::Connective | Kind::Not | Kind::FloatTest | Kind::Select, _) => None,
     }
 }
 
@@ -173,22 +155,8 @@ pub fn eval(op: CompareOp, operands: &[Scalar]) -> Scalar {
         CompareOp::And => operand::<bool>(operands, 0) && operand::<bool>(operands, 1),
         CompareOp::Or => operand::<bool>(operands, 0) || operand::<bool>(operands, 1),
         CompareOp::Not => !operand::<bool>(operands, 0),
-        CompareOp::IsNan => match operands.first() {
-            Some(Scalar::F32(x)) => x.is_nan(),
-            Some(Scalar::F64(x)) => x.is_nan(),
-            other => {
-                debug_assert!(false, "isnan of {other:?}");
-                false
-            }
-        },
-        CompareOp::IsInf => match operands.first() {
-            Some(Scalar::F32(x)) => x.is_infinite(),
-            Some(Scalar::F64(x)) => x.is_infinite(),
-            other => {
-                debug_assert!(false, "isinf of {other:?}");
-                false
-            }
-        },
+        CompareOp::IsNan => eval_float_test(operands, "isnan", f32::is_nan, f64::is_nan),
+        CompareOp::IsInf => eval_float_test(operands, "isinf", f32::is_infinite, f64::is_infinite),
         CompareOp::Select => {
             let chosen = if operand::<bool>(operands, 0) { 1 } else { 2 };
             return operands.get(chosen).copied().unwrap_or_else(|| {
@@ -198,6 +166,23 @@ pub fn eval(op: CompareOp, operands: &[Scalar]) -> Scalar {
         }
     };
     Scalar::Bool(res)
+}
+
+/// The float test `name` of the first operand: `on_f32` or `on_f64`, by its type.
+fn eval_float_test(
+    operands: &[Scalar],
+    name: &str,
+    on_f32: fn(f32) -> bool,
+    on_f64: fn(f64) -> bool,
+) -> bool {
+    match operands.first() {
+        Some(&Scalar::F32(x)) => on_f32(x),
+        Some(&Scalar::F64(x)) => on_f64(x),
+        other => {
+            debug_assert!(false, "{name} of {other:?}");
+            false
+        }
+    }
 }
 
 /// The compare family as typed functions (see [`Lift`]): the ordering comparisons, which are
@@ -325,19 +310,11 @@ pub fn argument_order(op: CompareOp) -> super::ArgumentOrder {
 /// Differentiability of the comparison family.
 pub fn linearity(op: CompareOp) -> super::Linearity {
     use super::Linearity;
-    match op {
-        CompareOp::Select => Linearity::Bilinear,
-        CompareOp::Eq
-        | CompareOp::Ne
-        | CompareOp::Lt
-        | CompareOp::Gt
-        | CompareOp::Le
-        | CompareOp::Ge
-        | CompareOp::And
-        | CompareOp::Or
-        | CompareOp::Not
-        | CompareOp::IsNan
-        | CompareOp::IsInf => Linearity::NonDifferentiable,
+    match kind(op) {
+        Kind::Select => Linearity::Bilinear,
+        Kind::Ordering | Kind::Connective | Kind::Not | Kind::FloatTest => {
+            Linearity::NonDifferentiable
+        }
     }
 }
 
@@ -348,23 +325,13 @@ pub fn jvp<A: Copy>(
     args: &[A],
     tangents: &[super::Tangent<A>],
 ) -> super::Tangent<A> {
-    match op {
-        CompareOp::Select => {
+    match kind(op) {
+        Kind::Select => {
             let a = tangents[1].unwrap_or_else(|| cx.constant(0.0, args[1]));
             let b = tangents[2].unwrap_or_else(|| cx.constant(0.0, args[1]));
             Some(cx.prim(super::Prim::Select, &[args[0], a, b]))
         }
-        CompareOp::Eq
-        | CompareOp::Ne
-        | CompareOp::Lt
-        | CompareOp::Gt
-        | CompareOp::Le
-        | CompareOp::Ge
-        | CompareOp::And
-        | CompareOp::Or
-        | CompareOp::Not
-        | CompareOp::IsNan
-        | CompareOp::IsInf => None,
+        Kind::Ordering | Kind::Connective | Kind::Not | Kind::FloatTest => None,
     }
 }
 
@@ -376,24 +343,13 @@ pub fn transpose<A: Copy>(
     linear: &[bool],
     ct: A,
 ) -> Option<Vec<super::Tangent<A>>> {
-    match op {
-        CompareOp::Select if !linear[0] => {
+    match kind(op) {
+        Kind::Select if !linear[0] => {
             let zero = cx.constant(0.0, ct);
             let to_a = linear[1].then(|| cx.prim(super::Prim::Select, &[args[0], ct, zero]));
             let to_b = linear[2].then(|| cx.prim(super::Prim::Select, &[args[0], zero, ct]));
             Some(vec![None, to_a, to_b])
         }
-        CompareOp::Select
-        | CompareOp::Eq
-        | CompareOp::Ne
-        | CompareOp::Lt
-        | CompareOp::Gt
-        | CompareOp::Le
-        | CompareOp::Ge
-        | CompareOp::And
-        | CompareOp::Or
-        | CompareOp::Not
-        | CompareOp::IsNan
-        | CompareOp::IsInf => None,
+        Kind::Select | Kind::Ordering | Kind::Connective | Kind::Not | Kind::FloatTest => None,
     }
 }

@@ -8,7 +8,7 @@
 use super::hlo::{self, Hlo};
 use super::scalar::{Elem, Scalar};
 use super::signature::{Interface, Signature};
-use super::{operand_pair, same_elem, Apply, Lift, PrimTypeError, ScalarRepr};
+use super::{operand_pair, same_elem_where, Apply, Lift, PrimTypeError, ScalarRepr};
 
 /// The operators of the math family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -109,14 +109,7 @@ pub fn result_elem(op: MathOp, operands: &[Elem]) -> Result<Elem, PrimTypeError>
         | MathOp::Round
         | MathOp::Pow
         | MathOp::Atan2
-        | MathOp::StopGradient => {
-            let elem = same_elem(operands)?;
-            if elem.is_float() {
-                Ok(elem)
-            } else {
-                Err(PrimTypeError::operands("float operands", &[elem]))
-            }
-        }
+        | MathOp::StopGradient => same_elem_where(operands, "float operands", Elem::is_float),
     }
 }
 

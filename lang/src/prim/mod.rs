@@ -659,6 +659,21 @@ pub(crate) fn operand_pair<T: ScalarRepr>(operands: &[Scalar], binary: bool) -> 
     (x, if binary { operand::<T>(operands, 1) } else { x })
 }
 
+/// The common element type of `operands` if `accepts` it; else an error naming the mismatch,
+/// or saying that `expected` (say `"float operands"`) was expected.
+pub(crate) fn same_elem_where(
+    operands: &[Elem],
+    expected: &'static str,
+    accepts: impl Fn(Elem) -> bool,
+) -> Result<Elem, PrimTypeError> {
+    let elem = same_elem(operands)?;
+    if accepts(elem) {
+        Ok(elem)
+    } else {
+        Err(PrimTypeError::operands(expected, &[elem]))
+    }
+}
+
 /// The common element type of `operands`, or an error naming the mismatch.
 pub(crate) fn same_elem(operands: &[Elem]) -> Result<Elem, PrimTypeError> {
     let Some(&first) = operands.first() else {
