@@ -20,7 +20,7 @@ use super::lanes::Blend;
 use super::tensor::{from_vec, with_elem_type, with_tensor, Element, Nd, Tensor};
 use super::{MIN_CHUNK, PAR_THRESHOLD};
 use crate::core::ir::Elem;
-use crate::prim::{threefry2x32, unit_from_bits, Family, Lift, LiftRelation, Lifted, Prim};
+use crate::prim::{threefry2x32, unit_from_bits, Cast, Family, Lift, LiftRelation, Lifted, Prim};
 
 /// Applies `prim` to `operands`; the result has shape `shape` (every operand broadcasts to
 /// it). The operands must be well typed for `prim` (the verifier guarantees it).
@@ -394,17 +394,9 @@ pub fn select(c: &Nd<bool>, x: &Tensor, y: &Tensor, shape: &[usize]) -> Tensor {
     with_tensor!(x, a => typed(c, a, y, shape))
 }
 
-/// `cast_<elem>` (`prim/convert.rs`).
+/// `cast_<elem>` (`prim::Cast`, `prim/convert.rs`).
 fn cast<A: Element>(a: &Nd<A>, elem: Elem, shape: &[usize]) -> Tensor {
-    match elem {
-        Elem::F32 => Tensor::F32(map1(a, shape, A::to_f32)),
-        Elem::F64 => Tensor::F64(map1(a, shape, A::to_f64)),
-        Elem::I32 => Tensor::I32(map1(a, shape, A::to_i32)),
-        Elem::I64 => Tensor::I64(map1(a, shape, A::to_i64)),
-        Elem::U32 => Tensor::U32(map1(a, shape, A::to_u32)),
-        Elem::U64 => Tensor::U64(map1(a, shape, A::to_u64)),
-        Elem::Bool => Tensor::Bool(map1(a, shape, A::to_bool)),
-    }
+    with_elem_type!(elem, R => R::into_tensor(map1(a, shape, R::cast_from)))
 }
 
 // The generic path: `Prim::eval` per element.

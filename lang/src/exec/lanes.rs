@@ -16,10 +16,12 @@
 
 use rayon::prelude::*;
 
-use super::tensor::{from_vec, standard_slice, Element, Tensor};
+use super::tensor::{from_vec, standard_slice, with_elem_type, Element, Tensor};
 use crate::core::ir::{Elem, Scalar};
 use crate::prim::math::{self, SliceFn};
-use crate::prim::{threefry2x32, unit_from_bits, vmath, Family, Lift, LiftRelation, Lifted, Prim};
+use crate::prim::{
+    threefry2x32, unit_from_bits, vmath, Cast, Family, Lift, LiftRelation, Lifted, Prim,
+};
 
 /// Points per line.
 pub const LINE: usize = 1024;
@@ -702,17 +704,9 @@ fn float_op<F: Float>(
     lifted::<F>(prim, operands, out, len)
 }
 
-/// `cast_<elem>` through `Element`'s conversions (`prim/convert.rs`'s rules).
+/// `cast_<elem>` through `Element`'s conversions (`prim::Cast`, `prim/convert.rs`'s rules).
 fn cast_op<A: LaneElem>(elem: Elem, a: LaneRef<'_>, out: ColumnMut<'_>, len: usize) -> bool {
-    match elem {
-        Elem::F32 => map1::<A, f32>(a, out, len, A::to_f32),
-        Elem::F64 => map1::<A, f64>(a, out, len, A::to_f64),
-        Elem::I32 => map1::<A, i32>(a, out, len, A::to_i32),
-        Elem::I64 => map1::<A, i64>(a, out, len, A::to_i64),
-        Elem::U32 => map1::<A, u32>(a, out, len, A::to_u32),
-        Elem::U64 => map1::<A, u64>(a, out, len, A::to_u64),
-        Elem::Bool => map1::<A, bool>(a, out, len, A::to_bool),
-    }
+    with_elem_type!(elem, R => map1::<A, R>(a, out, len, R::cast_from))
 }
 
 /// The typed loop for `prim`, if there is one; `Some(splat)`.
@@ -720,27 +714,11 @@ fn typed_op(prim: Prim, operands: &[LaneRef<'_>], out: ColumnMut<'_>, len: usize
     let first = operands[0].elem();
     if let Prim::Cast(elem) = prim {
         let a = operands[0];
-        return Some(match first {
-            Elem::F32 => cast_op::<f32>(elem, a, out, len),
-            Elem::F64 => cast_op::<f64>(elem, a, out, len),
-            Elem::I32 => cast_op::<i32>(elem, a, out, len),
-            Elem::I64 => cast_op::<i64>(elem, a, out, len),
-            Elem::U32 => cast_op::<u32>(elem, a, out, len),
-            Elem::U64 => cast_op::<u64>(elem, a, out, len),
-            Elem::Bool => cast_op::<bool>(elem, a, out, len),
-        });
+        return Some(with_elem_type!(first, A => cast_op::<A>(elem, a, out, len)));
     }
     match (prim, operands) {
         (Prim::Select, &[c, x, y]) => {
-            return Some(match x.elem() {
-                Elem::F32 => select::<f32>(c, x, y, out, len),
-                Elem::F64 => select::<f64>(c, x, y, out, len),
-                Elem::I32 => select::<i32>(c, x, y, out, len),
-                Elem::I64 => select::<i64>(c, x, y, out, len),
-                Elem::U32 => select::<u32>(c, x, y, out, len),
-                Elem::U64 => select::<u64>(c, x, y, out, len),
-                Elem::Bool => select::<bool>(c, x, y, out, len),
-            })
+            return Some(with_elem_type!(x.elem(), T => select::<T>(c, x, y, out, len)))
         }
         (Prim::Threefry2x32, &[a, b]) => {
             return Some(map2::<u64, u64, u64>(a, b, out, len, threefry2x32))

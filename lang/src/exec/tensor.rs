@@ -19,7 +19,7 @@ use ndarray::{ArcArray, Axis, IxDyn};
 use super::lanes::LaneElem;
 use crate::core::ir::{ArrTy, Elem, Scalar};
 use crate::core::value::{Array, ArrayData};
-use crate::prim::Arith;
+use crate::prim::{Arith, Cast};
 
 /// An n-dimensional shared array of one element type.
 pub type Nd<T> = ArcArray<T, IxDyn>;
@@ -55,35 +55,17 @@ pub(crate) use with_tensor;
 /// Runs `$body` with the type `$r` set to the Rust type of element type `$elem`.
 macro_rules! with_elem_type {
     ($elem:expr, $r:ident => $body:expr) => {
+        $crate::exec::tensor::with_elem_type!(
+            @each $elem, $r => $body;
+            F32 f32, F64 f64, I32 i32, I64 i64, U32 u32, U64 u64, Bool bool
+        )
+    };
+    (@each $elem:expr, $r:ident => $body:expr; $($variant:ident $ty:ty),*) => {
         match $elem {
-            $crate::core::ir::Elem::F32 => {
-                type $r = f32;
+            $($crate::core::ir::Elem::$variant => {
+                type $r = $ty;
                 $body
-            }
-            $crate::core::ir::Elem::F64 => {
-                type $r = f64;
-                $body
-            }
-            $crate::core::ir::Elem::I32 => {
-                type $r = i32;
-                $body
-            }
-            $crate::core::ir::Elem::I64 => {
-                type $r = i64;
-                $body
-            }
-            $crate::core::ir::Elem::U32 => {
-                type $r = u32;
-                $body
-            }
-            $crate::core::ir::Elem::U64 => {
-                type $r = u64;
-                $body
-            }
-            $crate::core::ir::Elem::Bool => {
-                type $r = bool;
-                $body
-            }
+            })*
         }
     };
 }
@@ -107,9 +89,11 @@ macro_rules! map_tensor {
 pub(crate) use map_tensor;
 
 /// A Rust element type of the engine: how to find it in a `Tensor`, its sum (`Prim::Add`'s
-/// rule, for `sumOuter` and `scatter`) and its casts (`Prim::Cast`'s rule, see
-/// `prim/convert.rs`: Rust's `as`, with `bool` as 0/1 and `x != 0` for number → bool).
-pub trait Element: Copy + Default + PartialEq + PartialOrd + Debug + Send + Sync + 'static {
+/// rule, for `sumOuter` and `scatter`) and its casts (`prim::Cast`, `Prim::Cast`'s rule:
+/// Rust's `as`, with `bool` as 0/1 and `x != 0` for number → bool).
+pub trait Element:
+    Copy + Default + PartialEq + PartialOrd + Debug + Send + Sync + Cast + 'static
+{
     const ELEM: Elem;
     fn into_scalar(self) -> Scalar;
     fn from_scalar(scalar: Scalar) -> Option<Self>;
@@ -120,18 +104,10 @@ pub trait Element: Copy + Default + PartialEq + PartialOrd + Debug + Send + Sync
     fn add(self, other: Self) -> Self;
     /// `Prim::Mul` on two elements (`prim::arith`'s rule).
     fn mul(self, other: Self) -> Self;
-    fn to_f32(self) -> f32;
-    fn to_f64(self) -> f64;
-    fn to_i32(self) -> i32;
-    fn to_i64(self) -> i64;
-    fn to_u32(self) -> u32;
-    fn to_u64(self) -> u64;
-    fn to_bool(self) -> bool;
 }
 
 macro_rules! element_number {
     ($($ty:ty => $variant:ident;)*) => {$(
-        #[allow(clippy::unnecessary_cast)]
         impl Element for $ty {
             const ELEM: Elem = Elem::$variant;
             fn into_scalar(self) -> Scalar {
@@ -164,14 +140,6 @@ macro_rules! element_number {
             fn mul(self, other: Self) -> Self {
                 Arith::mul(self, other)
             }
-            fn to_f32(self) -> f32 { self as f32 }
-            fn to_f64(self) -> f64 { self as f64 }
-            fn to_i32(self) -> i32 { self as i32 }
-            fn to_i64(self) -> i64 { self as i64 }
-            fn to_u32(self) -> u32 { self as u32 }
-            fn to_u64(self) -> u64 { self as u64 }
-            #[allow(clippy::float_cmp)]
-            fn to_bool(self) -> bool { self != (0 as $ty) }
         }
     )*};
 }
@@ -218,27 +186,6 @@ impl Element for bool {
     }
     fn mul(self, _other: Self) -> Self {
         false // as `add`
-    }
-    fn to_f32(self) -> f32 {
-        u32::from(self) as f32
-    }
-    fn to_f64(self) -> f64 {
-        f64::from(u32::from(self))
-    }
-    fn to_i32(self) -> i32 {
-        i32::from(self)
-    }
-    fn to_i64(self) -> i64 {
-        i64::from(self)
-    }
-    fn to_u32(self) -> u32 {
-        u32::from(self)
-    }
-    fn to_u64(self) -> u64 {
-        u64::from(self)
-    }
-    fn to_bool(self) -> bool {
-        self
     }
 }
 

@@ -9,7 +9,7 @@
 use super::hlo::{self, Hlo};
 use super::scalar::{Elem, Scalar};
 use super::signature::{Interface, Signature, Slot};
-use super::{PrimTypeError, ScalarRepr};
+use super::PrimTypeError;
 
 /// The operators of the convert family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -100,43 +100,79 @@ pub fn cast_scalar(scalar: Scalar, elem: Elem) -> Scalar {
         Scalar::I64(x) => cast_number(x, elem),
         Scalar::U32(x) => cast_number(x, elem),
         Scalar::U64(x) => cast_number(x, elem),
-        Scalar::Bool(b) => match elem {
-            Elem::Bool => Scalar::Bool(b),
-            Elem::F32 | Elem::F64 | Elem::I32 | Elem::I64 | Elem::U32 | Elem::U64 => {
-                cast_number(u32::from(b), elem)
-            }
-        },
+        Scalar::Bool(b) => cast_number(b, elem),
     }
 }
 
-/// A numeric Rust type with `as` conversions to every numeric type.
-trait AsNumber: ScalarRepr {
+/// A Rust element type with its conversion to every element type, by the rules of the
+/// module header: Rust's `as` between numbers, `bool` as 0 or 1, `x != 0` to `bool`. The
+/// interpreter's casts (`cast_scalar`) and the engine's (`exec`) are these functions.
+pub trait Cast: Copy {
     fn to_f32(self) -> f32;
     fn to_f64(self) -> f64;
     fn to_i32(self) -> i32;
     fn to_i64(self) -> i64;
     fn to_u32(self) -> u32;
     fn to_u64(self) -> u64;
-    fn is_nonzero(self) -> bool;
+    fn to_bool(self) -> bool;
+    /// `x` converted to this type (`x.to_f32()` for `f32`, and so on).
+    fn cast_from<T: Cast>(x: T) -> Self;
 }
 
-macro_rules! as_number {
-    ($($ty:ty => $zero:expr),*) => {$(
-        impl AsNumber for $ty {
+macro_rules! cast_number {
+    ($($ty:ty => $to_self:ident),*) => {$(
+        #[allow(clippy::unnecessary_cast)]
+        impl Cast for $ty {
+            fn cast_from<T: Cast>(x: T) -> Self { x.$to_self() }
             fn to_f32(self) -> f32 { self as f32 }
             fn to_f64(self) -> f64 { self as f64 }
             fn to_i32(self) -> i32 { self as i32 }
             fn to_i64(self) -> i64 { self as i64 }
             fn to_u32(self) -> u32 { self as u32 }
             fn to_u64(self) -> u64 { self as u64 }
-            fn is_nonzero(self) -> bool { self != $zero }
+            #[allow(clippy::float_cmp)]
+            fn to_bool(self) -> bool { self != (0 as $ty) }
         }
     )*};
 }
 
-as_number!(f32 => 0.0, f64 => 0.0, i32 => 0, i64 => 0, u32 => 0, u64 => 0);
+cast_number!(
+    f32 => to_f32,
+    f64 => to_f64,
+    i32 => to_i32,
+    i64 => to_i64,
+    u32 => to_u32,
+    u64 => to_u64
+);
 
-fn cast_number<T: AsNumber>(x: T, elem: Elem) -> Scalar {
+impl Cast for bool {
+    fn cast_from<T: Cast>(x: T) -> Self {
+        x.to_bool()
+    }
+    fn to_f32(self) -> f32 {
+        u32::from(self) as f32
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(u32::from(self))
+    }
+    fn to_i32(self) -> i32 {
+        i32::from(self)
+    }
+    fn to_i64(self) -> i64 {
+        i64::from(self)
+    }
+    fn to_u32(self) -> u32 {
+        u32::from(self)
+    }
+    fn to_u64(self) -> u64 {
+        u64::from(self)
+    }
+    fn to_bool(self) -> bool {
+        self
+    }
+}
+
+fn cast_number<T: Cast>(x: T, elem: Elem) -> Scalar {
     match elem {
         Elem::F32 => Scalar::F32(x.to_f32()),
         Elem::F64 => Scalar::F64(x.to_f64()),
@@ -144,7 +180,7 @@ fn cast_number<T: AsNumber>(x: T, elem: Elem) -> Scalar {
         Elem::I64 => Scalar::I64(x.to_i64()),
         Elem::U32 => Scalar::U32(x.to_u32()),
         Elem::U64 => Scalar::U64(x.to_u64()),
-        Elem::Bool => Scalar::Bool(x.is_nonzero()),
+        Elem::Bool => Scalar::Bool(x.to_bool()),
     }
 }
 

@@ -33,7 +33,7 @@ mod tests;
 pub use arith::ArithOp;
 pub(crate) use arith::{Arith, Max, Min, Select};
 pub use compare::CompareOp;
-pub use convert::{cast_scalar, ConvertOp};
+pub use convert::{cast_scalar, Cast, ConvertOp};
 pub use math::MathOp;
 pub use random::{threefry2x32, unit_from_bits, RandomOp};
 pub use text::TextOp;
