@@ -779,37 +779,25 @@ impl Session {
                 ..Default::default()
             }),
             Decl::Data(data) => {
-                let mut infer = Infer::new(&mut self.env);
-                let declared = infer
-                    .declare_data(data)
-                    .map(|()| Evaluated::default())
-                    .map_err(|err| type_error(&mut self.more_errors, err));
+                let declared = Infer::new(&mut self.env).declare_data(data);
+                let declared = declaration(declared, &mut self.more_errors);
                 // Its methods are definitions of their own (`Thing.incby`).
                 crate::check::struct_method_defs(data)
                     .iter()
                     .fold(declared, |res, def| res.and_then(|_| self.define(def)))
             }
             Decl::Interface(interface) => {
-                let mut infer = Infer::new(&mut self.env);
-                infer
-                    .declare_interface(interface)
-                    .map(|()| Evaluated::default())
-                    .map_err(|err| type_error(&mut self.more_errors, err))
+                let declared = Infer::new(&mut self.env).declare_interface(interface);
+                declaration(declared, &mut self.more_errors)
             }
             Decl::Instance(instance) => {
                 let replace = self.config.redefinition == Redefinition::Replace;
-                let mut infer = Infer::new(&mut self.env);
-                infer
-                    .declare_instance(instance, replace)
-                    .map(|()| Evaluated::default())
-                    .map_err(|err| type_error(&mut self.more_errors, err))
+                let declared = Infer::new(&mut self.env).declare_instance(instance, replace);
+                declaration(declared, &mut self.more_errors)
             }
             Decl::TypeAlias(alias) => {
-                let mut infer = Infer::new(&mut self.env);
-                infer
-                    .declare_alias(alias)
-                    .map(|()| Evaluated::default())
-                    .map_err(|err| type_error(&mut self.more_errors, err))
+                let declared = Infer::new(&mut self.env).declare_alias(alias);
+                declaration(declared, &mut self.more_errors)
             }
         };
         match res {
@@ -1612,6 +1600,16 @@ fn internal(message: String) -> Output {
 }
 
 /// The diagnostic of a type error; the declaration's other errors go to `more`.
+/// A declaration's outcome as a block's: nothing to show, or its type error (`type_error`).
+fn declaration(
+    declared: Result<(), TypeError>,
+    more: &mut Vec<Diagnostic>,
+) -> Result<Evaluated, Diagnostic> {
+    declared
+        .map(|()| Evaluated::default())
+        .map_err(|err| type_error(more, err))
+}
+
 fn type_error(more: &mut Vec<Diagnostic>, err: TypeError) -> Diagnostic {
     let diagnostic = |err: TypeError| Diagnostic {
         labels: err.labels,
