@@ -120,30 +120,33 @@ mod tests {
     use super::super::float_cases::{F32_CASES, F64_CASES};
     use super::*;
 
-    #[test]
-    fn f32_matches_c_table() {
-        let mismatches: Vec<String> = F32_CASES
+    /// `print` gives C's text for every bit pattern of `cases`.
+    fn check_c_table<B, X>(cases: &[(B, &str)], from_bits: fn(B) -> X, print: fn(X) -> String)
+    where
+        B: Copy + std::fmt::LowerHex,
+        X: Copy + std::fmt::Debug,
+    {
+        let width = 2 + 2 * std::mem::size_of::<B>();
+        let mismatches: Vec<String> = cases
             .iter()
             .filter_map(|&(bits, expected)| {
-                let x = f32::from_bits(bits);
-                let found = format_f32(x);
-                (found != expected).then(|| format!("{bits:#010x} ({x:?}): {found} != {expected}"))
+                let x = from_bits(bits);
+                let found = print(x);
+                (found != expected)
+                    .then(|| format!("{bits:#0width$x} ({x:?}): {found} != {expected}"))
             })
             .collect();
         assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
     }
 
     #[test]
+    fn f32_matches_c_table() {
+        check_c_table(F32_CASES, f32::from_bits, format_f32);
+    }
+
+    #[test]
     fn f64_matches_c_table() {
-        let mismatches: Vec<String> = F64_CASES
-            .iter()
-            .filter_map(|&(bits, expected)| {
-                let x = f64::from_bits(bits);
-                let found = format_f64(x);
-                (found != expected).then(|| format!("{bits:#018x} ({x:?}): {found} != {expected}"))
-            })
-            .collect();
-        assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+        check_c_table(F64_CASES, f64::from_bits, format_f64);
     }
 
     #[test]

@@ -324,22 +324,21 @@ mod tests {
                         ^ (k << 59)
                 })
                 .collect();
-            let mut sums = Vec::new();
-            i64::leaf_sums(&xs, |sum| sums.push(sum));
-            let spec: Vec<i64> = xs
-                .chunks(LEAF)
-                .map(|leaf| sum_order::leaf_sum(leaf, 0, i64::wrapping_add))
-                .collect();
-            assert_eq!(sums, spec, "n = {n}");
+            check_leaf_sums(&xs, 0, i64::wrapping_add);
             let small: Vec<u32> = xs.iter().map(|&x| x as u32).collect();
-            let mut sums = Vec::new();
-            u32::leaf_sums(&small, |sum| sums.push(sum));
-            let spec: Vec<u32> = small
-                .chunks(LEAF)
-                .map(|leaf| sum_order::leaf_sum(leaf, 0, u32::wrapping_add))
-                .collect();
-            assert_eq!(sums, spec, "n = {n}");
+            check_leaf_sums(&small, 0, u32::wrapping_add);
         }
+    }
+
+    /// `LeafSums::leaf_sums` of `xs` are `sum_order::leaf_sum`'s of each leaf (by `add`).
+    fn check_leaf_sums<T: LeafSums>(xs: &[T], zero: T, add: fn(T, T) -> T) {
+        let mut sums = Vec::new();
+        T::leaf_sums(xs, |sum| sums.push(sum));
+        let spec: Vec<T> = xs
+            .chunks(LEAF)
+            .map(|leaf| sum_order::leaf_sum(leaf, zero, add))
+            .collect();
+        assert_eq!(sums, spec, "n = {}", xs.len());
     }
 
     #[test]
