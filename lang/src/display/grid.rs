@@ -226,11 +226,7 @@ mod tests {
     use crate::core::ir::Scalar;
 
     fn floats(xs: &[f32]) -> DisplayValue {
-        DisplayValue::Table(
-            xs.iter()
-                .map(|&x| DisplayValue::Scalar(Scalar::F32(x)))
-                .collect(),
-        )
+        DisplayValue::f32_table(xs)
     }
 
     #[test]

@@ -47,3 +47,15 @@ pub enum DisplayValue {
     /// hexadecimal (`0x4d2`), a string (`"abc"`).
     Text(String),
 }
+
+#[cfg(test)]
+impl DisplayValue {
+    /// A table of `Float32` scalars, for tests.
+    pub(crate) fn f32_table(xs: &[f32]) -> DisplayValue {
+        DisplayValue::Table(
+            xs.iter()
+                .map(|&x| DisplayValue::Scalar(crate::core::ir::Scalar::F32(x)))
+                .collect(),
+        )
+    }
+}

@@ -129,11 +129,7 @@ mod tests {
     use super::*;
 
     fn f32s(xs: &[f32]) -> DisplayValue {
-        DisplayValue::Table(
-            xs.iter()
-                .map(|&x| DisplayValue::Scalar(Scalar::F32(x)))
-                .collect(),
-        )
+        DisplayValue::f32_table(xs)
     }
 
     fn u32s(range: std::ops::Range<u32>) -> DisplayValue {

@@ -178,6 +178,19 @@ struct AxisSpec {
     y_down: bool,
 }
 
+impl AxisSpec {
+    /// Axes over `x` and `y` with ticks anywhere, rows bottom to top.
+    fn over(x: (f64, f64), y: (f64, f64)) -> AxisSpec {
+        AxisSpec {
+            x,
+            y,
+            x_integer: false,
+            y_integer: false,
+            y_down: false,
+        }
+    }
+}
+
 /// A chart on `area` with round ticks that never crowd their labels, light grid lines and
 /// the axis labels.
 fn axes_on<'a, DB: DrawingBackend>(
@@ -306,11 +319,11 @@ where
         (area.clone(), None)
     };
     let spec = AxisSpec {
-        x: finite_range(series.iter().flat_map(|curve| curve.xs.iter().copied())),
-        y: finite_range(series.iter().flat_map(|curve| curve.ys.iter().copied())),
         x_integer: index_axis,
-        y_integer: false,
-        y_down: false,
+        ..AxisSpec::over(
+            finite_range(series.iter().flat_map(|curve| curve.xs.iter().copied())),
+            finite_range(series.iter().flat_map(|curve| curve.ys.iter().copied())),
+        )
     };
     let mut chart = axes_on(&plot_area, &spec, labels, s, true)?;
     let columns = chart.plotting_area().dim_in_pixel().0 as usize;
@@ -349,13 +362,10 @@ fn draw_points<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let spec = AxisSpec {
-        x: finite_range(xs.iter().copied()),
-        y: finite_range(ys.iter().copied()),
-        x_integer: false,
-        y_integer: false,
-        y_down: false,
-    };
+    let spec = AxisSpec::over(
+        finite_range(xs.iter().copied()),
+        finite_range(ys.iter().copied()),
+    );
     let mut chart = axes_on(area, &spec, labels, s, true)?;
     let (lo, hi) = finite_range(shades.unwrap_or_default().iter().copied());
     let colour = |idx: usize| match shades {
@@ -422,11 +432,11 @@ where
     DB::ErrorType: 'static,
 {
     let spec = AxisSpec {
-        x: (-0.5, values.len().max(1) as f64 - 0.5),
-        y: finite_range(values.iter().copied().chain([0.0])),
         x_integer: true,
-        y_integer: false,
-        y_down: false,
+        ..AxisSpec::over(
+            (-0.5, values.len().max(1) as f64 - 0.5),
+            finite_range(values.iter().copied().chain([0.0])),
+        )
     };
     let mut chart = axes_on(area, &spec, labels, s, true)?;
     let colour = rgb(PALETTE[0].0);
