@@ -468,34 +468,26 @@ impl Gen<'_> {
             return false;
         };
         let ty = self.ty(x);
-        let prim = if ty.elem.is_float() {
-            self.rng.pick(&[
-                Prim::Add,
-                Prim::Sub,
-                Prim::Mul,
-                Prim::Div,
-                Prim::Neg,
-                Prim::Abs,
-                Prim::Min,
-                Prim::Max,
-                Prim::Sin,
-                Prim::Tanh,
-                Prim::Mod,
-            ])
+        // The operations of every numeric type, then the float or the integer ones.
+        let extra: &[Prim] = if ty.elem.is_float() {
+            &[Prim::Sin, Prim::Tanh, Prim::Mod]
         } else {
-            self.rng.pick(&[
-                Prim::Add,
-                Prim::Sub,
-                Prim::Mul,
-                Prim::Div,
-                Prim::Neg,
-                Prim::Abs,
-                Prim::Min,
-                Prim::Max,
-                Prim::Mod,
-                Prim::IDiv,
-            ])
+            &[Prim::Mod, Prim::IDiv]
         };
+        let prims: Vec<Prim> = [
+            Prim::Add,
+            Prim::Sub,
+            Prim::Mul,
+            Prim::Div,
+            Prim::Neg,
+            Prim::Abs,
+            Prim::Min,
+            Prim::Max,
+        ]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect();
+        let prim = self.rng.pick(&prims);
         let mut operands = vec![Atom::Var(x)];
         if prim.arity() == 2 {
             operands.push(self.same_type_operand(&ty));
@@ -914,6 +906,15 @@ impl Gen<'_> {
     }
 
     fn fold(&mut self, depth: usize) -> bool {
+        self.counted_loop(depth, false)
+    }
+
+    fn scan(&mut self, depth: usize) -> bool {
+        self.counted_loop(depth, true)
+    }
+
+    /// A `fold`, or with `stacks` a `scan` (whose body also gives up to two values to stack).
+    fn counted_loop(&mut self, depth: usize, stacks: bool) -> bool {
         let size = self.size();
         let init = self.carries();
         let carry_tys: Vec<ArrTy> = init.iter().map(|atom| self.builder.ty(*atom)).collect();
@@ -922,7 +923,7 @@ impl Gen<'_> {
         let body = self.nested(&param_tys, |gen, params, since| {
             gen.index_at(params[0], depth + 1);
             gen.stmts(depth + 1, 0, 2);
-            carry_tys
+            let mut results: Vec<Atom> = carry_tys
                 .iter()
                 .map(|ty| {
                     Atom::Var(
@@ -930,9 +931,16 @@ impl Gen<'_> {
                             .expect("the carry param has this type"),
                     )
                 })
-                .collect()
+                .collect();
+            if stacks {
+                results.extend(gen.pick_results(since, 2, Some(size)));
+            }
+            results
         });
-        self.bind(Expr::from(Fold { size, init, body }));
+        self.bind(match stacks {
+            true => Expr::from(Scan { size, init, body }),
+            false => Expr::from(Fold { size, init, body }),
+        });
         true
     }
 
@@ -1091,31 +1099,6 @@ impl Gen<'_> {
             results
         });
         (init, body)
-    }
-
-    fn scan(&mut self, depth: usize) -> bool {
-        let size = self.size();
-        let init = self.carries();
-        let carry_tys: Vec<ArrTy> = init.iter().map(|atom| self.builder.ty(*atom)).collect();
-        let mut param_tys = vec![index_ty()];
-        param_tys.extend(carry_tys.iter().cloned());
-        let body = self.nested(&param_tys, |gen, params, since| {
-            gen.index_at(params[0], depth + 1);
-            gen.stmts(depth + 1, 0, 2);
-            let mut results: Vec<Atom> = carry_tys
-                .iter()
-                .map(|ty| {
-                    Atom::Var(
-                        gen.pick_of_type(ty, since)
-                            .expect("the carry param has this type"),
-                    )
-                })
-                .collect();
-            results.extend(gen.pick_results(since, 2, Some(size)));
-            results
-        });
-        self.bind(Expr::from(Scan { size, init, body }));
-        true
     }
 }
 

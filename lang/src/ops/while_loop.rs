@@ -900,27 +900,38 @@ mod tests {
         grad
     }
 
-    /// Per lane: halve `x` until it is at most 1, adding `x sin x` at every step; `x · s` at
-    /// the end. The lanes take 1, 3, 6 and 10 steps (and the trip count does not change
-    /// within the finite differences' step).
-    const HALVING: &str = r"  %2: [4]f64 = build1 4 (\%3_i: []i64 ->
-    %4: []f64 = index %0_x [%3_i]
-    %5_x: []f64, %6_s: []f64 = while (%4, 0.0:f64) (\%7_x: []f64, %8_s: []f64 ->
+    /// One lane from `x` (an atom), four spaces in: halve `x` until it is at most 1, adding
+    /// `x sin x` at every step (the while's results `%5_x`, `%6_s`); `%14` is `x · s` at the
+    /// end.
+    fn halving_lane(x: &str) -> String {
+        format!(
+            r"    %5_x: []f64, %6_s: []f64 = while ({x}, 0.0:f64) (\%7_x: []f64, %8_s: []f64 ->
       %9: []f64 = sin %7_x
       %10: []f64 = mul %9 %7_x
       %11: []f64 = add %8_s %10
       %12: []f64 = mul %7_x 0.5:f64
       %13_go: []bool = gt %12 1.0:f64
       in %13_go, %12, %11)
-    %14: []f64 = mul %5_x %6_s
-    in %14)
-  %15: []f64 = sumOuter %2";
+    %14: []f64 = mul %5_x %6_s"
+        )
+    }
+
+    /// `halving_lane` over the four lanes of `%0_x`, summed into `%15`. The lanes take 1, 3,
+    /// 6 and 10 steps (and the trip count does not change within the finite differences'
+    /// step).
+    fn halving() -> String {
+        format!(
+            "  %2: [4]f64 = build1 4 (\\%3_i: []i64 ->\n    %4: []f64 = index %0_x [%3_i]\n{}\n    \
+             in %14)\n  %15: []f64 = sumOuter %2",
+            halving_lane("%4")
+        )
+    }
 
     const LANES: [f64; 4] = [1.3, 5.0, 40.0, 700.0];
 
     #[test]
     fn derivatives_of_a_batched_while_agree_with_finite_differences() {
-        let f = function("[4]f64", HALVING, "%15");
+        let f = function("[4]f64", &halving(), "%15");
         let grad = check_derivatives(&f, &LANES);
         // Reverse mode replays the (masked) while and sweeps back over its steps.
         let compiled = pipeline::run(&parse(&f.vjp), PIPELINE, &[]).unwrap();
@@ -1006,15 +1017,8 @@ mod tests {
     /// `while_reverse`, whose lanes take different numbers of steps.
     #[test]
     fn reverse_sweeps_in_a_build_agree_with_each_lane_alone() {
-        let lane = r"    %5_x: []f64, %6_s: []f64 = while (%0_x, 0.0:f64) (\%7_x: []f64, %8_s: []f64 ->
-      %9: []f64 = sin %7_x
-      %10: []f64 = mul %9 %7_x
-      %11: []f64 = add %8_s %10
-      %12: []f64 = mul %7_x 0.5:f64
-      %13_go: []bool = gt %12 1.0:f64
-      in %13_go, %12, %11)
-    %14: []f64 = mul %5_x %6_s";
-        let alone = function("[]f64", lane, "%14");
+        let lane = halving_lane("%0_x");
+        let alone = function("[]f64", &lane, "%14");
         let in_build = format!(
             "program(%30_xs: [4]f64) {{\n  %20_g: [4]f64 = build1 4 (\\%21_i: []i64 ->\n    \
              %22: []f64 = index %30_xs [%21_i]\n    %23_y: []f64, %24_g: []f64 = vjp (%22) \

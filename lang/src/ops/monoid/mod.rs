@@ -975,18 +975,16 @@ impl Builder<'_> {
     /// recovers its primal part and `transpose_monoid` transposes it.
     pub(crate) fn jvp_monoid(
         &mut self,
+        monoid: &Monoid,
         stmt: &Stmt,
         tangents: &mut HashMap<VarId, Atom>,
     ) -> Result<(), AdError> {
-        let Expr::Monoid(Monoid {
+        let Monoid {
             kind,
             arrays,
             init,
             op,
-        }) = &stmt.expr
-        else {
-            unreachable!("only monoid statements reach jvp_monoid")
-        };
+        } = monoid;
         let floats = float_components(self.program, arrays);
         let array_tangents: Vec<_> = floats
             .iter()
@@ -1251,7 +1249,7 @@ impl Operation for Monoid {
     }
 
     fn jvp(&self, builder: &mut Builder, stmt: &Stmt, tangents: &mut Derivs) -> AdResult {
-        builder.jvp_monoid(stmt, tangents)
+        builder.jvp_monoid(self, stmt, tangents)
     }
 
     fn transpose(&self, builder: &mut Builder, stmt: &Stmt, cts: &mut Derivs) -> AdResult {
