@@ -66,10 +66,12 @@ pub(crate) fn block_cost(program: &Program, block: BlockId) -> u64 {
     program.blocks[block]
         .stmts
         .iter()
-        .map(|stmt| match increments.get(&stmt.binders[0]) {
-            Some(&cost) => cost,
-            None => stmt_cost(program, stmt),
-        })
+        .map(
+            |stmt| match stmt.binders.first().and_then(|var| increments.get(var)) {
+                Some(&cost) => cost,
+                None => stmt_cost(program, stmt),
+            },
+        )
         .sum()
 }
 
