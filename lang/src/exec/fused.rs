@@ -54,7 +54,7 @@ use super::reduce::{tree_sum, ColumnSums, RUN_LEVEL, SUM_RUN};
 use super::tensor::{with_tensor, Element, Tensor};
 use super::{Exec, Res, Slot, PAR_THRESHOLD};
 use crate::core::digits;
-use crate::core::ir::{Atom, Expr, Program, Scalar, Scatter, VarId};
+use crate::core::ir::{Atom, Program, Scalar, Scatter, VarId};
 use crate::core::kernel::{
     Affine, Coord, Kernel, MatMul, MatOperand, MonoidStep, Node, NodeId, Reduction, Schedule, Step,
 };
@@ -279,7 +279,8 @@ impl Exec<'_> {
                     }
                 }
                 Step::ScatterAdd { stmt, into } => {
-                    let Expr::Scatter(Scatter { shape, array, body }) = &block.stmts[*stmt].expr
+                    let Some(Scatter { shape, array, body }) =
+                        Scatter::of(&block.stmts[*stmt].expr)
                     else {
                         unreachable!("fuse adds scatters in place")
                     };

@@ -409,6 +409,10 @@ impl Operation for Build1 {
         Linearity::Excluded
     }
 
+    fn linear_through_blocks(&self) -> bool {
+        true
+    }
+
     fn fusion_class(&self, _: &Program) -> FusionClass {
         FusionClass::Bulk
     }
@@ -571,6 +575,14 @@ impl Operation for Iota {
 impl Operation for Table {
     fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String> {
         Ok(vec![table_ty(program, &self.0)?])
+    }
+
+    fn types_given(&self, program: &Program, declared: &[&ArrTy]) -> Result<Vec<ArrTy>, String> {
+        match (self.0.is_empty(), declared) {
+            (false, _) => self.types(program),
+            (true, [ty]) if ty.shape.first() == Some(&0) => Ok(vec![(*ty).clone()]),
+            (true, _) => Err("an empty table binds one array of size 0".to_string()),
+        }
     }
 
     fn eval(&self, interp: &mut Interp, stmt: &Stmt) -> Res<Vec<Array>> {

@@ -9,7 +9,8 @@
 //! - JVP: `jvp_cond` if-converts: both branches run and their results and tangents are
 //!   selected (the strict conditional of [Smeding25] §5.2; not [HuotShaikhha] Fig 10's product by b
 //!   and 1−b, which NaN in the untaken branch poisons). So no `cond` is ever linear, and it
-//!   has no transpose;
+//!   has no transpose; in a user's linear map (`custom`) a `cond` over tangents is
+//!   if-converted the same way (`emit_linear_cond`);
 //! - cost: `cost`, the larger of its branches ([HuotShaikhha] Fig 11 has no conditional; the
 //!   condition is an atom, already computed), and a level of nesting;
 //! - fusion class: `Bulk` (TODO(fusion): branches run on the bulk evaluator).
@@ -161,12 +162,8 @@ pub(crate) fn jvp_cond(
     }
     for (position, binder) in stmt.binders.iter().enumerate() {
         let (a, b) = (branch_results[0][position], branch_results[1][position]);
+        let mask = builder.select_into(*binder, cond, [a, b]);
         let ty = builder.program.var_ty(*binder).clone();
-        let mask = builder.constant_mask(cond, &ty.shape);
-        builder.stmts.push(Stmt {
-            binders: vec![*binder],
-            expr: Expr::from(PrimApp(Prim::Select, vec![mask, a, b])),
-        });
         if ty.elem.is_float() {
             let (da, db) = (ad::tangent_of(tangents, &a), ad::tangent_of(tangents, &b));
             if da.is_some() || db.is_some() {
@@ -180,10 +177,56 @@ pub(crate) fn jvp_cond(
     Ok(())
 }
 
+/// A `cond` of a user's linear map (`custom`'s `emit_linear_map`, which is `emit`)
+/// if-converted, since a `cond` has no transpose: each branch inlined and emitted by `emit`,
+/// then each binder selected as `jvp_cond` does, linear when a selected result is; `None` if
+/// `stmt` is no `cond`.
+pub(crate) fn emit_linear_cond(
+    builder: &mut Builder,
+    stmt: &Stmt,
+    emit: fn(&mut Builder, Vec<Stmt>) -> Result<(), AdError>,
+) -> Option<Result<(), AdError>> {
+    let Expr::Cond(Cond {
+        cond,
+        then_block,
+        else_block,
+    }) = &stmt.expr
+    else {
+        return None;
+    };
+    let mut branches = Vec::new();
+    for block in [*then_block, *else_block] {
+        let (body, results) = super::custom::inline(builder.program, block, &[]);
+        if let Err(error) = emit(builder, body) {
+            return Some(Err(error));
+        }
+        branches.push(results);
+    }
+    for (position, &binder) in stmt.binders.iter().enumerate() {
+        let selected = [branches[0][position], branches[1][position]];
+        let linear = selected.iter().any(|atom| builder.is_linear(atom));
+        builder.set_linear(&[binder], linear);
+        builder.select_into(binder, *cond, selected);
+    }
+    Some(Ok(()))
+}
+
 impl Builder<'_> {
     /// A scalar condition broadcast to a shape.
     pub(crate) fn constant_mask(&mut self, cond: Atom, shape: &[usize]) -> Atom {
         self.broadcast(cond, shape, "mask")
+    }
+
+    /// Emits `binder = select mask a b`, `mask` the scalar `cond` broadcast to the binder's
+    /// shape; returns the mask.
+    fn select_into(&mut self, binder: VarId, cond: Atom, [a, b]: [Atom; 2]) -> Atom {
+        let shape = self.program.var_ty(binder).shape.clone();
+        let mask = self.constant_mask(cond, &shape);
+        self.stmts.push(Stmt {
+            binders: vec![binder],
+            expr: Expr::from(PrimApp(Prim::Select, vec![mask, a, b])),
+        });
+        mask
     }
 }
 
@@ -223,6 +266,10 @@ impl Operation for Cond {
     /// The condition may not be linear; the branches decide the rest.
     fn linearity(&self) -> Linearity {
         Linearity::Compound(vec![false])
+    }
+
+    fn linear_through_blocks(&self) -> bool {
+        true
     }
 
     fn fusion_class(&self, _: &Program) -> FusionClass {

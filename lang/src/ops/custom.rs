@@ -38,14 +38,13 @@ use super::interp::{Interp, Res};
 use super::{FusionClass, Linearity, Operation, StraightLine};
 use crate::core::inline::{copy_stmt, rename};
 use crate::core::ir::{
-    ArrTy, Atom, BlockId, Cond, CustomJvp, CustomLinear, CustomVjp, Expr, PrimApp, Program, Scalar,
-    Stmt, VarId, CUSTOM_INLINED,
+    ArrTy, Atom, BlockId, CustomJvp, CustomLinear, CustomVjp, Expr, Program, Scalar, Stmt, VarId,
+    CUSTOM_INLINED,
 };
 use crate::core::value::Array;
 use crate::core::visit::{expr_blocks, reachable_blocks};
 use crate::ops::cost::block_cost;
 use crate::ops::verify::{atom_ty, block, result_tys as block_result_tys, tys_text, var_ty};
-use crate::prim::Prim;
 
 /// The types of a block's params.
 fn param_tys(program: &Program, id: BlockId) -> Result<Vec<ArrTy>, String> {
@@ -377,7 +376,7 @@ fn mark_linear(program: &mut Program, stmts: &[Stmt]) -> Result<(), String> {
             .iter()
             .any(|atom| program.is_linear(atom));
         if uses_linear_inside(program, &stmt.expr) {
-            if !matches!(stmt.expr, Expr::Build1(_) | Expr::Cond(_)) {
+            if !super::operation(&stmt.expr).linear_through_blocks() {
                 return Err(tangents_inside(&stmt.expr));
             }
             for nested in crate::core::visit::expr_blocks(&stmt.expr) {
@@ -402,39 +401,11 @@ fn mark_linear(program: &mut Program, stmts: &[Stmt]) -> Result<(), String> {
 /// transpose.
 fn emit_linear_map(builder: &mut Builder, stmts: Vec<Stmt>) -> Result<(), AdError> {
     for stmt in stmts {
-        if let Expr::Cond(Cond {
-            cond,
-            then_block,
-            else_block,
-        }) = &stmt.expr
-        {
-            if uses_linear_inside(builder.program, &stmt.expr) {
-                let mut branches = Vec::new();
-                for block in [*then_block, *else_block] {
-                    let (body, results) = inline(builder.program, block, &[]);
-                    emit_linear_map(builder, body)?;
-                    branches.push(results);
-                }
-                for (position, binder) in stmt.binders.iter().enumerate() {
-                    let ty = builder.program.var_ty(*binder).clone();
-                    let mask = builder.constant_mask(*cond, &ty.shape);
-                    let select = Expr::from(PrimApp(
-                        Prim::Select,
-                        vec![mask, branches[0][position], branches[1][position]],
-                    ));
-                    let linear = crate::core::visit::expr_atoms(&select)
-                        .iter()
-                        .any(|atom| builder.is_linear(atom));
-                    builder.set_linear(&[*binder], linear);
-                    builder.stmts.push(Stmt {
-                        binders: vec![*binder],
-                        expr: select,
-                    });
-                }
+        if uses_linear_inside(builder.program, &stmt.expr) {
+            if let Some(emitted) = super::cond::emit_linear_cond(builder, &stmt, emit_linear_map) {
+                emitted?;
                 continue;
             }
-        }
-        if uses_linear_inside(builder.program, &stmt.expr) {
             return Err(AdError::BadCustomRule(tangents_inside(&stmt.expr)));
         }
         let linear = crate::core::visit::expr_atoms(&stmt.expr)

@@ -84,6 +84,13 @@ pub(crate) trait Operation {
     /// types of the variables it uses and of its blocks' params and results (`verify`).
     fn types(&self, program: &Program) -> Result<Vec<ArrTy>, String>;
 
+    /// The types of the results given the binders' declared types (`verify`): the typing
+    /// rule (`types`), except for a form whose operands do not fix its results' types (an
+    /// empty table, typed by its binder).
+    fn types_given(&self, program: &Program, _declared: &[&ArrTy]) -> Result<Vec<ArrTy>, String> {
+        self.types(program)
+    }
+
     /// The values `stmt` (whose expression this is) binds, in the reference interpreter.
     fn eval(&self, interp: &mut Interp, stmt: &Stmt) -> Res<Vec<Array>>;
 
@@ -193,6 +200,13 @@ pub(crate) trait Operation {
     /// the item transposed; `None` where the form has no such split.
     fn split_linear(&self, _program: &mut Program, _stmt: &Stmt) -> Option<(Stmt, LinearItem)> {
         None
+    }
+
+    /// Whether a user's linear map (`custom::check_linearization`) may pass tangents into its
+    /// blocks: its results are its blocks' results (a `for`'s elements, an `if`'s branch), so
+    /// they are linear where those are.
+    fn linear_through_blocks(&self) -> bool {
+        false
     }
 
     /// Its blocks that run once per step of a loop (the fuser schedules each as a block of

@@ -60,7 +60,7 @@
 use std::fmt;
 
 use crate::core::ids::{Id, IdVec};
-use crate::core::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Stmt, Table, VarId};
+use crate::core::ir::{ArrTy, Atom, Block, BlockId, Elem, Expr, Program, Stmt, VarId};
 use crate::core::print::{annotated, ty_text, var_text, Notes};
 use crate::core::visit::{expr_atoms, expr_blocks};
 use crate::ops;
@@ -263,16 +263,7 @@ impl Verifier<'_> {
             .iter()
             .map(|&var| program.var_ty(var))
             .collect();
-        if let Expr::Table(Table(atoms)) = &stmt.expr {
-            if atoms.is_empty() {
-                match declared.as_slice() {
-                    [ty] if ty.shape.first() == Some(&0) => {}
-                    _ => self.error(at, "an empty table binds one array of size 0".to_string()),
-                }
-                return;
-            }
-        }
-        let expected = match expr_types(program, &stmt.expr) {
+        let expected = match ops::operation(&stmt.expr).types_given(program, &declared) {
             Ok(expected) => expected,
             Err(message) => return self.error(at, message),
         };

@@ -8,7 +8,7 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use crate::core::ir::{Expr, Program, Scatter, VarId};
+use crate::core::ir::{Program, Scatter, VarId};
 use crate::core::kernel::{Schedule, Step};
 use crate::passes::pipeline::PassTime;
 
@@ -92,9 +92,9 @@ pub fn render(
             // It reads its scatter's operands and adds one value per element of the scattered
             // array, not the whole of the value it updates.
             Step::ScatterAdd { stmt, .. } => {
-                let added = match &block.stmts[*stmt].expr {
-                    Expr::Scatter(Scatter { array, .. }) => program.atom_ty(array).n_bytes(),
-                    other => unreachable!("a scatter-add step runs a scatter, not {other:?}"),
+                let added = match Scatter::of(&block.stmts[*stmt].expr) {
+                    Some(Scatter { array, .. }) => program.atom_ty(array).n_bytes(),
+                    None => unreachable!("a scatter-add step runs a scatter"),
                 };
                 (
                     bytes(Step::Stmt(*stmt).reads(program, schedule.block)),

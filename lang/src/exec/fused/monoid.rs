@@ -11,7 +11,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::{launch_inputs, Binding, GroupRead, Launch, Scratch};
-use crate::core::ir::{BlockId, Elem, Expr, Monoid, MonoidKind, Program, Stmt, VarId};
+use crate::core::ir::{BlockId, Elem, Monoid, MonoidKind, Program, Stmt, VarId};
 use crate::core::kernel::{Kernel, MonoidStep};
 use crate::core::visit::var_of;
 use crate::exec::lanes::{match_column, with_column, Column, ColumnMut, LaneElem};
@@ -234,12 +234,12 @@ impl Exec<'_> {
         fused: &Fused<'_>,
         kept: &[Kept],
     ) -> Res<MonoidRun> {
-        let Expr::Monoid(Monoid {
+        let Some(Monoid {
             kind,
             arrays,
             init,
             op,
-        }) = &stmt.expr
+        }) = Monoid::of(&stmt.expr)
         else {
             unreachable!("eval_monoid of a monoid statement")
         };
@@ -299,9 +299,9 @@ impl Exec<'_> {
         kept: &[Kept],
     ) -> Option<Res<MonoidRun>> {
         let (producers, consumers) = (fused.producers, fused.consumers);
-        let Expr::Monoid(Monoid {
+        let Some(Monoid {
             kind, arrays, op, ..
-        }) = &stmt.expr
+        }) = Monoid::of(&stmt.expr)
         else {
             unreachable!("on_chains of a monoid statement")
         };

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rayon::prelude::*;
 
 use super::{launch_inputs, Binding, GroupRead, Launch, Scratch};
-use crate::core::ir::{Atom, Expr, Scatter, Stmt, VarId};
+use crate::core::ir::{Atom, Scatter, Stmt, VarId};
 use crate::core::kernel::{Reduction, Rows};
 use crate::exec::indexing;
 use crate::exec::lanes::{match_column, Column, ColumnMut, ColumnRef, LaneElem};
@@ -87,7 +87,7 @@ impl Exec<'_> {
     /// The scatter statement `stmt` ready to be added by rows into the last output of
     /// `rows`: its targets now, its array now or from a member's block.
     pub(super) fn row_scatter(&mut self, stmt: &Stmt, rows: &Rows) -> Res<RowScatter> {
-        let Expr::Scatter(Scatter { shape, array, body }) = &stmt.expr else {
+        let Some(Scatter { shape, array, body }) = Scatter::of(&stmt.expr) else {
             unreachable!("fuse adds scatters by rows")
         };
         let array_shape = self.program.atom_ty(array).shape;

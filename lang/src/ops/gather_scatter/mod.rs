@@ -504,6 +504,34 @@ pub fn is_injective(program: &Program, body: BlockId, points: &[usize]) -> bool 
     known.iter().all(|&known| known)
 }
 
+impl Scatter {
+    /// `expr` as a scatter, if it is one (the fuser's and the engine's scatter-adds in place
+    /// and by rows take one apart).
+    pub(crate) fn of(expr: &Expr) -> Option<&Scatter> {
+        match expr {
+            Expr::Scatter(scatter) => Some(scatter),
+            _ => None,
+        }
+    }
+
+    /// Whether its index function returns each of its params as a coordinate: distinct
+    /// points then go to distinct elements.
+    pub(crate) fn returns_its_params(&self, program: &Program) -> bool {
+        let block = &program.blocks[self.body];
+        (block.params.iter()).all(|param| block.results.contains(&Atom::Var(*param)))
+    }
+
+    /// Whether its index function's first result is its first param: each point goes to the
+    /// row its first index names.
+    pub(crate) fn keeps_first_index(&self, program: &Program) -> bool {
+        let index_fn = &program.blocks[self.body];
+        match (index_fn.params.first(), index_fn.results.first()) {
+            (Some(param), Some(Atom::Var(result))) => param == result,
+            _ => false,
+        }
+    }
+}
+
 /// index (gather (k:sh) t f) (u:ix') ~> index (gather sh t (λis. f (u:is))) ix', for u in
 /// range; and index (gather [] t (λ[]. ix)) ix' ~> index t (ix ++ ix') (Note [Pushing index
 /// down] in `ops::build`).

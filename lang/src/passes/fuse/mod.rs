@@ -149,7 +149,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::pipeline::{run_passes, stages_of, Compilation, Ice, Log, Pass};
 use crate::core::ids::IdVec;
-use crate::core::ir::{Atom, Block, BlockId, Elem, Expr, Program, Scalar, VarId};
+use crate::core::ir::{Atom, Block, BlockId, Elem, Expr, Monoid, Program, Scalar, VarId};
 use crate::core::kernel::{
     Affine, Coord, IndexValue, Kernel, Node, NodeId, Reduction, Schedule, Step,
 };
@@ -286,7 +286,7 @@ fn kernels(
     let mut loop_bodies = Vec::new();
     for (stmt_idx, stmt) in fuser.block.stmts.iter().enumerate() {
         match fuser.kinds[stmt_idx] {
-            FusionClass::Bulk if matches!(stmt.expr, Expr::Monoid(_)) => {
+            FusionClass::Bulk if Monoid::of(&stmt.expr).is_some() => {
                 steps.extend(monoid::monoid_steps(&fuser, stmt_idx));
             }
             FusionClass::Bulk => {

@@ -54,7 +54,7 @@
 use std::collections::HashSet;
 
 use super::{identity_coords, Fuser, KernelBuilder};
-use crate::core::ir::{BlockId, Expr, Monoid, MonoidKind, Program, VarId};
+use crate::core::ir::{BlockId, Monoid, MonoidKind, Program, VarId};
 use crate::core::kernel::{Kernel, MonoidStep, Node, Step};
 use crate::core::visit::var_of;
 use crate::ops::FusionClass;
@@ -70,7 +70,7 @@ pub(super) fn fused_operands(
     let program = fuser.program;
     let mut fused = HashSet::new();
     for (stmt_idx, stmt) in fuser.block.stmts.iter().enumerate() {
-        let Expr::Monoid(Monoid { arrays, .. }) = &stmt.expr else {
+        let Some(Monoid { arrays, .. }) = Monoid::of(&stmt.expr) else {
             continue;
         };
         if fuser.kinds[stmt_idx] != FusionClass::Bulk {
@@ -97,7 +97,7 @@ pub(super) fn fused_operands(
 pub(super) fn monoid_steps(fuser: &Fuser<'_>, stmt_idx: usize) -> Vec<Step> {
     let program = fuser.program;
     let stmt = &fuser.block.stmts[stmt_idx];
-    let Expr::Monoid(Monoid { kind, arrays, .. }) = &stmt.expr else {
+    let Some(Monoid { kind, arrays, .. }) = Monoid::of(&stmt.expr) else {
         unreachable!("monoid_steps of a monoid statement")
     };
     let mut steps = Vec::new();
@@ -176,7 +176,8 @@ fn vector_scan(program: &Program, block: BlockId, step: &Step) -> Option<usize> 
         Step::Stmt(stmt) => *stmt,
         _ => return None,
     };
-    let Expr::Monoid(Monoid { kind, arrays, .. }) = &program.blocks[block].stmts[stmt].expr else {
+    let Some(Monoid { kind, arrays, .. }) = Monoid::of(&program.blocks[block].stmts[stmt].expr)
+    else {
         return None;
     };
     let shape = program.atom_ty(&arrays[0]).shape;
@@ -199,7 +200,7 @@ fn consumes(
     };
     let block_ref = &program.blocks[block];
     let binders = &block_ref.stmts[stmt].binders;
-    let Expr::Monoid(Monoid { arrays, .. }) = &block_ref.stmts[stmt].expr else {
+    let Some(Monoid { arrays, .. }) = Monoid::of(&block_ref.stmts[stmt].expr) else {
         unreachable!("a scan")
     };
     if kernel.reduce.is_some() || kernel.shape != program.atom_ty(&arrays[0]).shape {

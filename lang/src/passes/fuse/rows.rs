@@ -39,7 +39,7 @@
 // afterwards that touches a page of the output per point. Each element receives the same
 // additions in the same order as the step after the group would make.
 
-use crate::core::ir::{Atom, BlockId, Elem, Expr, Program, Scatter, VarId};
+use crate::core::ir::{BlockId, Elem, Program, Scatter, VarId};
 use crate::core::kernel::{Coord, Kernel, Node, Reduction, Rows, Step};
 use crate::core::visit::{collect_uses, var_of};
 
@@ -108,19 +108,12 @@ pub(super) fn group_rows(program: &Program, block: BlockId, steps: Vec<Step>) ->
 /// none of the group's outputs `made` (its array may be one): added into a member's output,
 /// the points of a block of rows land in that block (Note [Row groups]).
 fn by_rows(program: &Program, block: BlockId, stmt: usize, made: &[VarId]) -> bool {
-    let Expr::Scatter(Scatter { body, .. }) = &program.blocks[block].stmts[stmt].expr else {
+    let Some(scatter) = Scatter::of(&program.blocks[block].stmts[stmt].expr) else {
         return false;
     };
     let mut reads = Vec::new();
-    collect_uses(program, *body, &mut reads);
-    if reads.iter().any(|var| made.contains(var)) {
-        return false;
-    }
-    let index_fn = &program.blocks[*body];
-    match (index_fn.params.first(), index_fn.results.first()) {
-        (Some(param), Some(Atom::Var(result))) => param == result,
-        _ => false,
-    }
+    collect_uses(program, scatter.body, &mut reads);
+    !reads.iter().any(|var| made.contains(var)) && scatter.keeps_first_index(program)
 }
 
 /// How many of the steps from the first make a row group (fewer than 2: none).

@@ -23,7 +23,7 @@
 // in `prim`: softmax cross-entropy's `exp(…) · (1/R) / Σ exp(…)`), `0 + y` is `y`, and the
 // kernel computes `y` alone: one operation less a point.
 
-use crate::core::ir::{Atom, BlockId, Expr, Program, Scalar, Scatter, VarId};
+use crate::core::ir::{BlockId, Program, Scalar, Scatter, VarId};
 use crate::core::kernel::{Affine, Coord, Kernel, Node, NodeId, Step};
 use crate::ops::sign::Defs;
 use crate::prim::Prim;
@@ -45,11 +45,11 @@ pub(super) fn add_scatters_in_place(
             continue;
         };
         let stmt = &stmts[index];
-        let Expr::Scatter(Scatter { body, .. }) = &stmt.expr else {
+        let Some(scatter) = Scatter::of(&stmt.expr) else {
             continue;
         };
         let var = stmt.binders[0];
-        if results.contains(&var) || !injective(program, *body) {
+        if results.contains(&var) || !scatter.returns_its_params(program) {
             continue;
         }
         let mut readers = (scatter_at + 1..steps.len()).filter(|&at| {
@@ -83,16 +83,6 @@ pub(super) fn add_scatters_in_place(
         steps.insert(reader_at + 1, Some(Step::ScatterAdd { stmt: index, into }));
     }
     steps.into_iter().flatten().collect()
-}
-
-/// Whether the index function `body` returns each of its params as a coordinate: distinct
-/// points then go to distinct elements.
-fn injective(program: &Program, body: BlockId) -> bool {
-    let block = &program.blocks[body];
-    block
-        .params
-        .iter()
-        .all(|param| block.results.contains(&Atom::Var(*param)))
 }
 
 /// The node of `kernel` that reads `var`, when `kernel` is elementwise over `var`'s shape, its
