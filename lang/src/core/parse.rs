@@ -14,6 +14,8 @@
 //! operands. Everything else (scope, single definition, typing) is the verifier's job, so
 //! ill-formed programs can be written for verifier tests.
 
+use std::ops::{Deref, DerefMut};
+
 use super::ir::{
     AdMode, ArrTy, Atom, Block, BlockId, Build1, Cond, CustomJvp, CustomLinear, CustomVjp,
     Derivative, Elem, Expr, Fold, Gather, Index, Iota, Monoid, MonoidKind, PrimApp, Program,
@@ -28,8 +30,7 @@ const MAX_VAR: u32 = 1 << 24;
 /// Parses a program in the printer's syntax; errors are `line:column: message`.
 pub fn parse_program(text: &str) -> Result<Program, String> {
     let mut parser = Parser {
-        text,
-        pos: 0,
+        lexer: Lexer::new(text),
         program: Program::new(),
         declared: Vec::new(),
         uses: Vec::new(),
@@ -38,10 +39,17 @@ pub fn parse_program(text: &str) -> Result<Program, String> {
     parser.finish()
 }
 
-struct Parser<'a> {
+/// The tokens of the printed forms, shared with the schedule's parser
+/// (`core::parse_schedule`): a position in the text, errors that say where, and the words,
+/// sizes, shapes, element types, variable names and literals both read.
+pub(super) struct Lexer<'a> {
     text: &'a str,
     /// Byte offset of the next unread character.
-    pos: usize,
+    pub(super) pos: usize,
+}
+
+struct Parser<'a> {
+    lexer: Lexer<'a>,
     program: Program,
     /// Whether each variable number has a binder.
     declared: Vec<bool>,
@@ -49,34 +57,52 @@ struct Parser<'a> {
     uses: Vec<(VarId, Option<String>, usize)>,
 }
 
-type Res<T> = Result<T, String>;
+impl<'a> Deref for Parser<'a> {
+    type Target = Lexer<'a>;
 
-fn is_ident_char(c: char) -> bool {
+    fn deref(&self) -> &Lexer<'a> {
+        &self.lexer
+    }
+}
+
+impl DerefMut for Parser<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.lexer
+    }
+}
+
+pub(super) type Res<T> = Result<T, String>;
+
+pub(super) fn is_ident_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
 /// Characters of a literal's value (`-1.5e-3`, `NaN`, `inf`).
-fn is_literal_char(c: char) -> bool {
+pub(super) fn is_literal_char(c: char) -> bool {
     is_ident_char(c) || matches!(c, '.' | '+' | '-')
 }
 
-impl<'a> Parser<'a> {
-    fn error_at<T>(&self, pos: usize, message: impl Into<String>) -> Res<T> {
+impl<'a> Lexer<'a> {
+    pub(super) fn new(text: &'a str) -> Lexer<'a> {
+        Lexer { text, pos: 0 }
+    }
+
+    pub(super) fn error_at<T>(&self, pos: usize, message: impl Into<String>) -> Res<T> {
         let before = &self.text[..pos.min(self.text.len())];
         let line = before.matches('\n').count() + 1;
         let column = before.chars().rev().take_while(|&c| c != '\n').count() + 1;
         Err(format!("{line}:{column}: {}", message.into()))
     }
 
-    fn error<T>(&self, message: impl Into<String>) -> Res<T> {
+    pub(super) fn error<T>(&self, message: impl Into<String>) -> Res<T> {
         self.error_at(self.pos, message)
     }
 
-    fn rest(&self) -> &'a str {
+    pub(super) fn rest(&self) -> &'a str {
         &self.text[self.pos..]
     }
 
-    fn skip_ws(&mut self) {
+    pub(super) fn skip_ws(&mut self) {
         loop {
             let rest = self.rest();
             let trimmed = rest.trim_start();
@@ -89,13 +115,13 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn peek(&mut self) -> Option<char> {
+    pub(super) fn peek(&mut self) -> Option<char> {
         self.skip_ws();
         self.rest().chars().next()
     }
 
     /// Consumes `token` if it comes next.
-    fn eat(&mut self, token: &str) -> bool {
+    pub(super) fn eat(&mut self, token: &str) -> bool {
         self.skip_ws();
         if self.rest().starts_with(token) {
             self.pos += token.len();
@@ -105,7 +131,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn expect(&mut self, token: &str) -> Res<()> {
+    pub(super) fn expect(&mut self, token: &str) -> Res<()> {
         if self.eat(token) {
             Ok(())
         } else {
@@ -114,7 +140,7 @@ impl<'a> Parser<'a> {
     }
 
     /// A description of what comes next, for error messages.
-    fn found(&self) -> String {
+    pub(super) fn found(&self) -> String {
         match self.rest().split_whitespace().next() {
             Some(token) => format!("`{}`", token.chars().take(20).collect::<String>()),
             None => "the end of the text".to_string(),
@@ -123,7 +149,7 @@ impl<'a> Parser<'a> {
 
     /// Reads a run of characters satisfying `accept` (possibly empty), without skipping
     /// whitespace first.
-    fn take_while(&mut self, accept: fn(char) -> bool) -> &'a str {
+    pub(super) fn take_while(&mut self, accept: fn(char) -> bool) -> &'a str {
         let start = self.pos;
         let len = self
             .rest()
@@ -134,14 +160,14 @@ impl<'a> Parser<'a> {
     }
 
     /// The identifier that comes next, without consuming it.
-    fn peek_word(&mut self) -> &'a str {
+    pub(super) fn peek_word(&mut self) -> &'a str {
         self.skip_ws();
         let rest = self.rest();
         let len = rest.find(|c: char| !is_ident_char(c)).unwrap_or(rest.len());
         &rest[..len]
     }
 
-    fn word(&mut self) -> Res<String> {
+    pub(super) fn word(&mut self) -> Res<String> {
         self.skip_ws();
         let word = self.take_while(is_ident_char).to_string();
         if word.is_empty() {
@@ -150,7 +176,7 @@ impl<'a> Parser<'a> {
         Ok(word)
     }
 
-    fn usize(&mut self) -> Res<usize> {
+    pub(super) fn usize(&mut self) -> Res<usize> {
         self.skip_ws();
         let start = self.pos;
         let digits = self.take_while(|c| c.is_ascii_digit());
@@ -161,7 +187,7 @@ impl<'a> Parser<'a> {
     }
 
     /// `[k, …]`
-    fn usize_list(&mut self) -> Res<Vec<usize>> {
+    pub(super) fn usize_list(&mut self) -> Res<Vec<usize>> {
         self.expect("[")?;
         let mut list = Vec::new();
         if self.eat("]") {
@@ -176,7 +202,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn elem(&mut self) -> Res<Elem> {
+    pub(super) fn elem(&mut self) -> Res<Elem> {
         self.skip_ws();
         let start = self.pos;
         let name = self.take_while(is_ident_char);
@@ -187,14 +213,14 @@ impl<'a> Parser<'a> {
     }
 
     /// `[shape]elem`
-    fn ty(&mut self) -> Res<ArrTy> {
+    pub(super) fn ty(&mut self) -> Res<ArrTy> {
         let shape = self.usize_list()?;
         let elem = self.elem()?;
         Ok(ArrTy::new(shape, elem))
     }
 
-    /// `%N` or `%N_hint`.
-    fn var(&mut self) -> Res<(VarId, Option<String>)> {
+    /// `%N` or `%N_hint`: the variable and the hint written.
+    pub(super) fn var_name(&mut self) -> Res<(VarId, Option<String>)> {
         self.expect("%")?;
         let start = self.pos;
         let number = match self.take_while(|c| c.is_ascii_digit()).parse::<u32>() {
@@ -210,7 +236,49 @@ impl<'a> Parser<'a> {
         } else {
             None
         };
-        let var = VarId(number);
+        Ok((VarId(number), hint))
+    }
+
+    /// A literal (`1.5:f32`, `true`); `what` names what was expected, for the error.
+    pub(super) fn scalar(&mut self, what: &str) -> Res<Scalar> {
+        self.skip_ws();
+        let start = self.pos;
+        let value = self.take_while(is_literal_char).to_string();
+        if !self.rest().starts_with(':') {
+            return match value.as_str() {
+                "true" => Ok(Scalar::Bool(true)),
+                "false" => Ok(Scalar::Bool(false)),
+                _ => {
+                    self.pos = start;
+                    self.error(format!("expected {what}, found {}", self.found()))
+                }
+            };
+        }
+        self.pos += 1;
+        let elem = self.elem()?;
+        let scalar = match elem {
+            Elem::F32 => value.parse().map(Scalar::F32).ok(),
+            Elem::F64 => value.parse().map(Scalar::F64).ok(),
+            Elem::I32 => value.parse().map(Scalar::I32).ok(),
+            Elem::I64 => value.parse().map(Scalar::I64).ok(),
+            Elem::U32 => value.parse().map(Scalar::U32).ok(),
+            Elem::U64 => value.parse().map(Scalar::U64).ok(),
+            Elem::Bool => value.parse().map(Scalar::Bool).ok(),
+        };
+        match scalar {
+            Some(scalar) => Ok(scalar),
+            None => self.error_at(
+                start,
+                format!("`{value}` is not a valid {} literal", elem.name()),
+            ),
+        }
+    }
+}
+
+impl Parser<'_> {
+    /// `%N` or `%N_hint`, growing the arena to hold it.
+    fn var(&mut self) -> Res<(VarId, Option<String>)> {
+        let (var, hint) = self.var_name()?;
         self.grow_arena(var);
         Ok((var, hint))
     }
@@ -272,35 +340,7 @@ impl<'a> Parser<'a> {
             self.uses.push((var, hint, start));
             return Ok(Atom::Var(var));
         }
-        let value = self.take_while(is_literal_char).to_string();
-        if !self.rest().starts_with(':') {
-            return match value.as_str() {
-                "true" => Ok(Atom::Lit(Scalar::Bool(true))),
-                "false" => Ok(Atom::Lit(Scalar::Bool(false))),
-                _ => {
-                    self.pos = start;
-                    self.error(format!("expected an atom, found {}", self.found()))
-                }
-            };
-        }
-        self.pos += 1;
-        let elem = self.elem()?;
-        let scalar = match elem {
-            Elem::F32 => value.parse().map(Scalar::F32).ok(),
-            Elem::F64 => value.parse().map(Scalar::F64).ok(),
-            Elem::I32 => value.parse().map(Scalar::I32).ok(),
-            Elem::I64 => value.parse().map(Scalar::I64).ok(),
-            Elem::U32 => value.parse().map(Scalar::U32).ok(),
-            Elem::U64 => value.parse().map(Scalar::U64).ok(),
-            Elem::Bool => value.parse().map(Scalar::Bool).ok(),
-        };
-        match scalar {
-            Some(scalar) => Ok(Atom::Lit(scalar)),
-            None => self.error_at(
-                start,
-                format!("`{value}` is not a valid {} literal", elem.name()),
-            ),
-        }
+        Ok(Atom::Lit(self.scalar("an atom")?))
     }
 
     /// `open atom, … close`
