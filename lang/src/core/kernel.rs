@@ -735,15 +735,17 @@ impl Schedule {
         counts
     }
 
-    /// The schedule of the body of `step` when it is a loop whose body was fused.
-    pub fn loop_body(&self, program: &Program, step: &Step) -> Option<&Schedule> {
+    /// The schedules of the bodies of `step` when it is a loop whose bodies were fused (a
+    /// `while_reverse` has two), in the order of its blocks.
+    pub fn step_bodies(&self, program: &Program, step: &Step) -> Vec<&Schedule> {
         let Step::Stmt(index) = step else {
-            return None;
+            return Vec::new();
         };
         let expr = &program.blocks[self.block].stmts[*index].expr;
         expr_blocks(expr)
             .into_iter()
-            .find_map(|body| self.loop_bodies.iter().find(|inner| inner.block == body))
+            .filter_map(|body| self.loop_bodies.iter().find(|inner| inner.block == body))
+            .collect()
     }
 
     /// Prints the schedule with variable names from `program` (the `fused` stage).
@@ -887,10 +889,23 @@ impl fmt::Display for ScheduleDisplay<'_> {
                         0 => String::new(),
                         _ => format!("{} * ", matmul.factor()),
                     };
-                    let summed: Vec<String> = std::iter::once(0)
-                        .chain(matmul.summed.iter().copied())
-                        .map(|axis| format!("i{axis}"))
-                        .collect();
+                    let axes = |axes: &[usize]| -> String {
+                        let axes: Vec<String> =
+                            axes.iter().map(|axis| format!("i{axis}")).collect();
+                        axes.join(", ")
+                    };
+                    let summed = axes(&[&[0], &matmul.summed[..]].concat());
+                    // The output axes' roles: `m` and `n` axes and batch axes.
+                    let mut roles = String::new();
+                    for (role, role_axes) in [
+                        ("m", Vec::from_iter(matmul.m_axis)),
+                        ("n", Vec::from_iter(matmul.n_axis)),
+                        ("batch", matmul.batch_axes.clone()),
+                    ] {
+                        if !role_axes.is_empty() {
+                            roles += &format!(" {role} {}", axes(&role_axes));
+                        }
+                    }
                     let terms: Vec<String> = (matmul.terms())
                         .map(|(lhs, rhs)| format!("{} * {}", coords(lhs), coords(rhs)))
                         .collect();
@@ -900,9 +915,8 @@ impl fmt::Display for ScheduleDisplay<'_> {
                     };
                     writeln!(
                         f,
-                        "  matmul k{number} over {} sum {}: {} = {factor}{terms}: {}{}",
+                        "  matmul k{number} over {} sum {summed}{roles}: {} = {factor}{terms}: {}{}",
                         shape_text(&matmul.shape),
-                        summed.join(", "),
                         var_name(program, matmul.out),
                         shape_text(&out_ty.shape),
                         out_ty.elem.name(),
@@ -910,9 +924,9 @@ impl fmt::Display for ScheduleDisplay<'_> {
                 }
                 Step::Stmt(index) => {
                     let stmt = &block.stmts[*index];
-                    match schedule.loop_body(program, step) {
-                        // A loop whose body runs as a schedule: the loop, then that schedule.
-                        Some(body) => {
+                    match &schedule.step_bodies(program, step)[..] {
+                        // A loop whose bodies run as schedules: the loop, then those schedules.
+                        bodies @ [_, ..] => {
                             let binders: Vec<String> = stmt
                                 .binders
                                 .iter()
@@ -929,12 +943,14 @@ impl fmt::Display for ScheduleDisplay<'_> {
                                 crate::core::print::expr_name(&stmt.expr),
                                 init.join(", "),
                             )?;
-                            let text = body.display(program).to_string();
-                            for line in text.lines() {
-                                writeln!(f, "    {line}")?;
+                            for body in bodies {
+                                let text = body.display(program).to_string();
+                                for line in text.lines() {
+                                    writeln!(f, "    {line}")?;
+                                }
                             }
                         }
-                        None => writeln!(f, "  bulk k{number}: {}", stmt_text(program, stmt, 1))?,
+                        [] => writeln!(f, "  bulk k{number}: {}", stmt_text(program, stmt, 1))?,
                     }
                 }
                 Step::Monoid(monoid) => {

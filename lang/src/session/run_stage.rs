@@ -80,7 +80,7 @@ pub fn render(
             }
             Step::Stmt(index) => format!(
                 "{} {}",
-                if schedule.loop_body(program, step).is_some() {
+                if !schedule.step_bodies(program, step).is_empty() {
                     "loop"
                 } else {
                     "bulk"
