@@ -37,6 +37,9 @@
 //! they make): every variable a step reads is an input or is computed by an earlier step;
 //! node operands precede their node; coordinates have one entry per axis of the variable
 //! read, and every coordinate is in range (out-of-range reads are masked where they arise).
+//!
+//! `Schedule::display` prints a schedule (the `fused` stage); `core::parse_schedule` reads
+//! the text back.
 
 use std::fmt;
 

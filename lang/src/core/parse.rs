@@ -46,6 +46,8 @@ pub(super) struct Lexer<'a> {
     text: &'a str,
     /// Byte offset of the next unread character.
     pub(super) pos: usize,
+    /// Whether `;` starts a comment.
+    comments: bool,
 }
 
 struct Parser<'a> {
@@ -84,7 +86,19 @@ pub(super) fn is_literal_char(c: char) -> bool {
 
 impl<'a> Lexer<'a> {
     pub(super) fn new(text: &'a str) -> Lexer<'a> {
-        Lexer { text, pos: 0 }
+        Lexer {
+            text,
+            pos: 0,
+            comments: true,
+        }
+    }
+
+    /// The lexer with `;` an ordinary character.
+    pub(super) fn without_comments(self) -> Lexer<'a> {
+        Lexer {
+            comments: false,
+            ..self
+        }
     }
 
     pub(super) fn error_at<T>(&self, pos: usize, message: impl Into<String>) -> Res<T> {
@@ -107,7 +121,7 @@ impl<'a> Lexer<'a> {
             let rest = self.rest();
             let trimmed = rest.trim_start();
             self.pos += rest.len() - trimmed.len();
-            if trimmed.starts_with(';') {
+            if self.comments && trimmed.starts_with(';') {
                 self.pos += trimmed.find('\n').unwrap_or(trimmed.len());
             } else {
                 return;
