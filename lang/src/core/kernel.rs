@@ -34,9 +34,11 @@
 //!   ([`Schedule::loop_bodies`]), which the engine runs at each step of the loop.
 //!
 //! Invariants (`passes::fuse` establishes them; the random-program tests run every schedule
-//! they make): every variable a step reads is an input or is computed by an earlier step;
-//! node operands precede their node; coordinates have one entry per axis of the variable
-//! read, and every coordinate is in range (out-of-range reads are masked where they arise).
+//! they make, and `core::verify_schedule` checks them after each step of fusion): every
+//! variable a step reads is an input or is computed by an earlier step; node operands
+//! precede their node; coordinates have one entry per axis of the variable read, and every
+//! coordinate is in range (out-of-range reads are masked where they arise; the verifier
+//! checks those it can: affine ones).
 //!
 //! `Schedule::display` prints a schedule (the `fused` stage); `core::parse_schedule` reads
 //! the text back.
