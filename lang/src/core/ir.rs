@@ -572,6 +572,29 @@ impl Keyer<'_> {
     }
 }
 
+impl Scatter {
+    /// `expr` as a scatter, if it is one: the view of the passes whose strategies take one
+    /// apart (the fuser's and the engine's scatter-adds in place and by rows, the schedule
+    /// verifier); its facts are rules in its home, `ops::gather_scatter`.
+    pub fn of(expr: &Expr) -> Option<&Scatter> {
+        match expr {
+            Expr::Scatter(scatter) => Some(scatter),
+            _ => None,
+        }
+    }
+}
+
+impl Monoid {
+    /// `expr` as a monoid operation, if it is one: the view of the fuser's and the engine's
+    /// monoid steps and the schedule verifier; its rules are in `ops::monoid`.
+    pub fn of(expr: &Expr) -> Option<&Monoid> {
+        match expr {
+            Expr::Monoid(monoid) => Some(monoid),
+            _ => None,
+        }
+    }
+}
+
 impl Expr {
     /// A `scan` (when `is_scan`) or a `fold`.
     pub fn sequential_loop(is_scan: bool, size: usize, init: Vec<Atom>, body: BlockId) -> Expr {

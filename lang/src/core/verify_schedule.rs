@@ -19,7 +19,7 @@
 
 use std::collections::HashSet;
 
-use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Expr, Monoid, Program, Stmt, VarId};
+use crate::core::ir::{ArrTy, Atom, BlockId, Elem, Monoid, Program, Scatter, Stmt, VarId};
 use crate::core::kernel::{Affine, Coord, Kernel, MatMul, Node, NodeId, Schedule, Step};
 use crate::core::print::{shape_text, ty_text, var_text};
 use crate::core::visit::var_of;
@@ -95,9 +95,9 @@ fn verify_step(
             ))
         })
     };
-    let scatter = |index: usize| match stmt(index)?.expr {
-        Expr::Scatter(_) => Ok(()),
-        _ => Err(at(format!("statement {index} is not a scatter"))),
+    let scatter = |index: usize| match Scatter::of(&stmt(index)?.expr) {
+        Some(_) => Ok(()),
+        None => Err(at(format!("statement {index} is not a scatter"))),
     };
     match step {
         Step::Kernel(kernel) => verify_kernel(program, kernel).map_err(at),
@@ -123,7 +123,7 @@ fn verify_step(
         }
         Step::Monoid(monoid) => {
             let stmt = stmt(monoid.stmt)?;
-            let Expr::Monoid(Monoid { arrays, .. }) = &stmt.expr else {
+            let Some(Monoid { arrays, .. }) = Monoid::of(&stmt.expr) else {
                 return Err(at(format!("statement {} is not a monoid", monoid.stmt)));
             };
             if monoid.live.len() != stmt.binders.len() {

@@ -270,10 +270,10 @@ const FORMS: &[(&str, &str)] = &[
 
 /// The most files outside its home that may name a form (`Expr::Form`, outside comments and
 /// test modules): the IR, its walks, its printer and its parser, and `ops::operation`. Any
-/// other reader asks the home (a rule of `ops::Operation`, or a view such as
-/// `Scatter::of`), so that a new file restating a rule of a form fails here. A statement is
-/// built without naming its form (`Expr::from(Fold { … })`), so what is counted are the
-/// matches on it.
+/// other reader asks the home (a rule of `ops::Operation`) or takes a statement apart
+/// through the IR's view (`Scatter::of`), so that a new file restating a rule of a form
+/// fails here. A statement is built without naming its form (`Expr::from(Fold { … })`), so
+/// what is counted are the matches on it.
 const MOST_FILES_NAMING_A_FORM: usize = 5;
 
 /// Whether `text` names `Expr::<form>` (not a longer name, not another enum's `…Expr::`).

@@ -505,15 +505,6 @@ pub fn is_injective(program: &Program, body: BlockId, points: &[usize]) -> bool 
 }
 
 impl Scatter {
-    /// `expr` as a scatter, if it is one (the fuser's and the engine's scatter-adds in place
-    /// and by rows take one apart).
-    pub(crate) fn of(expr: &Expr) -> Option<&Scatter> {
-        match expr {
-            Expr::Scatter(scatter) => Some(scatter),
-            _ => None,
-        }
-    }
-
     /// Whether its index function returns each of its params as a coordinate: distinct
     /// points then go to distinct elements.
     pub(crate) fn returns_its_params(&self, program: &Program) -> bool {

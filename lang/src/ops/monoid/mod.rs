@@ -1210,15 +1210,6 @@ impl Builder<'_> {
 }
 
 impl Monoid {
-    /// `expr` as a monoid operation, if it is one (the fuser's and the engine's monoid steps
-    /// take one apart).
-    pub(crate) fn of(expr: &Expr) -> Option<&Monoid> {
-        match expr {
-            Expr::Monoid(monoid) => Some(monoid),
-            _ => None,
-        }
-    }
-
     /// The array this reduces over its outer axis and how, when it is a `reduce` of one
     /// non-empty array over a selection operator (`selection`; its identity is then never
     /// used): a reduction kernel of the fuser (`ops::reduction_of`).

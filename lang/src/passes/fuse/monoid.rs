@@ -176,10 +176,7 @@ fn vector_scan(program: &Program, block: BlockId, step: &Step) -> Option<usize> 
         Step::Stmt(stmt) => *stmt,
         _ => return None,
     };
-    let Some(Monoid { kind, arrays, .. }) = Monoid::of(&program.blocks[block].stmts[stmt].expr)
-    else {
-        return None;
-    };
+    let Monoid { kind, arrays, .. } = Monoid::of(&program.blocks[block].stmts[stmt].expr)?;
     let shape = program.atom_ty(&arrays[0]).shape;
     let one_lane = shape.iter().skip(1).product::<usize>() == 1;
     (*kind != MonoidKind::Reduce && one_lane).then_some(stmt)
