@@ -14,8 +14,6 @@
 //! operands. Everything else (scope, single definition, typing) is the verifier's job, so
 //! ill-formed programs can be written for verifier tests.
 
-use std::ops::{Deref, DerefMut};
-
 use super::ir::{
     AdMode, ArrTy, Atom, Block, BlockId, Build1, Cond, CustomJvp, CustomLinear, CustomVjp,
     Derivative, Elem, Expr, Fold, Gather, Index, Iota, Monoid, MonoidKind, PrimApp, Program,
@@ -59,19 +57,28 @@ struct Parser<'a> {
     uses: Vec<(VarId, Option<String>, usize)>,
 }
 
-impl<'a> Deref for Parser<'a> {
-    type Target = Lexer<'a>;
+/// A parser over a `Lexer` (its field `lexer`) dereferences to it, so that it reads tokens
+/// with the lexer's methods (`Parser` here and in `core::parse_schedule`).
+macro_rules! reads_through_lexer {
+    ($parser:ident) => {
+        impl<'a> std::ops::Deref for $parser<'a> {
+            type Target = Lexer<'a>;
 
-    fn deref(&self) -> &Lexer<'a> {
-        &self.lexer
-    }
-}
+            fn deref(&self) -> &Lexer<'a> {
+                &self.lexer
+            }
+        }
 
-impl DerefMut for Parser<'_> {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.lexer
-    }
+        impl std::ops::DerefMut for $parser<'_> {
+            fn deref_mut(&mut self) -> &mut Self::Target {
+                &mut self.lexer
+            }
+        }
+    };
 }
+pub(super) use reads_through_lexer;
+
+reads_through_lexer!(Parser);
 
 pub(super) type Res<T> = Result<T, String>;
 

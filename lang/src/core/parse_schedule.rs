@@ -16,15 +16,13 @@
 //! names. Nothing else is checked (`verify_schedule` does that), so ill-formed schedules
 //! can be written for the verifier's tests. Errors are `line:column: message`.
 
-use std::ops::{Deref, DerefMut};
-
 use super::ids::IdVec;
 use super::ir::{BlockId, Program, VarId};
 use super::kernel::{
     Affine, Coord, Kernel, MatMul, MatOperand, MonoidStep, Node, NodeId, Reduction, Rows, Schedule,
     Step,
 };
-use super::parse::{is_ident_char, is_literal_char, Lexer, Res};
+use super::parse::{is_ident_char, is_literal_char, reads_through_lexer, Lexer, Res};
 use super::print::{atom_text, expr_name, stmt_text, ty_text, var_text};
 use super::visit::{expr_atoms, expr_blocks};
 use crate::prim::Prim;
@@ -51,19 +49,7 @@ struct Parser<'a> {
     program: &'a Program,
 }
 
-impl<'a> Deref for Parser<'a> {
-    type Target = Lexer<'a>;
-
-    fn deref(&self) -> &Lexer<'a> {
-        &self.lexer
-    }
-}
-
-impl DerefMut for Parser<'_> {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.lexer
-    }
-}
+reads_through_lexer!(Parser);
 
 /// The tokens of printed text: its words, split around brackets and commas (which the IR's
 /// parser takes with whitespace around them).
