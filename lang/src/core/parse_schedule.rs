@@ -1086,11 +1086,7 @@ mod tests {
     /// their loops' bodies, reads back from its text as it was, and verifies.
     #[test]
     fn fused_random_programs_read_back_from_their_text() {
-        let deeper = GenConfig {
-            max_depth: 3,
-            max_stmts: 16,
-            ..GenConfig::default()
-        };
+        let deeper = GenConfig::deeper();
         let (mut steps, mut bodies) = (0, 0);
         for (config, seeds) in [(GenConfig::default(), 0..800), (deeper, 10_000..10_200)] {
             for seed in seeds {

@@ -192,6 +192,18 @@ impl Default for GenConfig {
     }
 }
 
+impl GenConfig {
+    /// Programs nested one level deeper and a third longer than the default: the deeper
+    /// programs of the BOT's and the schedule parser's tests.
+    pub fn deeper() -> Self {
+        GenConfig {
+            max_depth: 3,
+            max_stmts: 16,
+            ..GenConfig::default()
+        }
+    }
+}
+
 /// A small deterministic PRNG (SplitMix64).
 #[derive(Clone, Debug)]
 pub struct Rng(u64);

@@ -131,11 +131,7 @@ fn bot_agrees_with_the_interpreter_on_random_programs() {
 
 #[test]
 fn bot_agrees_on_deeper_programs() {
-    let config = GenConfig {
-        max_depth: 3,
-        max_stmts: 16,
-        ..GenConfig::default()
-    };
+    let config = GenConfig::deeper();
     for seed in 10_000..11_000 {
         check_seed(seed, &config);
     }
